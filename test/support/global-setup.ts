@@ -1,0 +1,2 @@
+// Placeholder replaced by the real Redis global setup shortly.
+export default async function setup(): Promise<void> {}
