@@ -1,2 +1,27 @@
-// Placeholder replaced by the real Redis global setup shortly.
-export default async function setup(): Promise<void> {}
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TestProject } from 'vitest/node';
+import { silentLogger } from '../../src/logger.ts';
+import { startEmbeddedRedis } from '../../src/runtime/embedded-redis.ts';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** A real redis-server started for this test run; each test uses its own key prefix. */
+    redisUrl: string;
+  }
+}
+
+/**
+ * Starts one real `redis-server` on a free loopback port for the whole run (installing Debian's package
+ * first when it is missing and we are root), and stops it afterwards.
+ */
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'tts-test-redis-'));
+  const redis = await startEmbeddedRedis({ dataDir, logger: silentLogger(), persistence: false, shared: false });
+  project.provide('redisUrl', redis.url);
+  return async () => {
+    await redis.stop();
+    await rm(dataDir, { recursive: true, force: true });
+  };
+}

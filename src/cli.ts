@@ -1,0 +1,147 @@
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { ConfigError } from './config.ts';
+import { RedisUnavailableError } from './runtime/redis-install.ts';
+
+/** What a command does with its parsed options; resolves to the process exit code. */
+type Handler = (values: Values) => Promise<number>;
+type Values = Record<string, string | boolean | undefined>;
+
+interface Command {
+  summary: string;
+  usage: string;
+  options: NonNullable<ParseArgsConfig['options']>;
+  details: string;
+  run: Handler;
+}
+
+/** Exit code of commands that a later milestone implements. */
+export const EXIT_NOT_IMPLEMENTED = 2;
+/** Exit code for bad command-line usage. */
+export const EXIT_USAGE = 64;
+
+/** Roles load lazily, so that `--help` and quick commands do not pay for the service's imports. */
+const roles = () => import('./runtime/roles.ts');
+
+const notImplemented = (name: string): Handler => async () => {
+  process.stderr.write(`timetable-sync ${name}: not implemented yet\n`);
+  return EXIT_NOT_IMPLEMENTED;
+};
+
+const COMMANDS: Record<string, Command> = {
+  demo: {
+    summary: 'embedded Redis + bundled university simulator + API + worker; prints feed URLs',
+    usage: 'timetable-sync demo [--simulator-port N] [--seed S]',
+    options: { 'simulator-port': { type: 'string' }, seed: { type: 'string' } },
+    details: 'Runs everything on this machine with no configuration. Without REDIS_URL a private redis-server is\nstarted under .data/ (installed from Debian when missing and running as root). Ctrl-C stops it all.',
+    run: async (values) => (await roles()).runDemo({ simulatorPort: optionalInt(values['simulator-port'], '--simulator-port'), seed: stringValue(values.seed) }),
+  },
+  start: {
+    summary: 'the service: API and worker roles in one process',
+    usage: 'timetable-sync start',
+    options: {},
+    details: 'Configuration comes from the environment (see .env.example); UNIVERSITY_API_URL is required.',
+    run: async () => (await roles()).runServiceRole('start'),
+  },
+  api: {
+    summary: 'the HTTP role only (feeds, subscriptions, admin)',
+    usage: 'timetable-sync api',
+    options: {},
+    details: 'Any number of api processes may share one Redis.',
+    run: async () => (await roles()).runServiceRole('api'),
+  },
+  worker: {
+    summary: 'the background-job role only (refresh, push)',
+    usage: 'timetable-sync worker',
+    options: {},
+    details: 'Any number of worker processes may share one Redis; UNIVERSITY_API_URL is required.',
+    run: async () => (await roles()).runServiceRole('worker'),
+  },
+  simulator: {
+    summary: 'the fake university API alone',
+    usage: 'timetable-sync simulator [--port N] [--seed S] [--host H]',
+    options: { port: { type: 'string' }, seed: { type: 'string' }, host: { type: 'string' } },
+    details: 'Serves the six university endpoints over deterministic generated data, plus /_sim control\nendpoints (move, cancel or add classes; inject faults). Default port 4010, seed 1.',
+    run: async (values) => (await roles()).runSimulator({ port: optionalInt(values.port, '--port') ?? 4010, seed: stringValue(values.seed), host: stringValue(values.host) }),
+  },
+  render: {
+    summary: 'one timetable as ICS on stdout',
+    usage: 'timetable-sync render (--file F | --group ID | --employee ID | --me) [--from D] [--to D]',
+    options: { file: { type: 'string' }, group: { type: 'string' }, employee: { type: 'string' }, me: { type: 'boolean' }, from: { type: 'string' }, to: { type: 'string' } },
+    details: '--me reads UNIVERSITY_CREDENTIAL. Invalid entries are left out and named on stderr (exit 0);\nan unreadable file, a failed fetch or an upstream error exits non-zero with the reason.',
+    run: notImplemented('render'),
+  },
+  resync: {
+    summary: 'enqueue a resync and print the job ids',
+    usage: 'timetable-sync resync (--all | --group ID | --employee ID | --subscription ID)',
+    options: { all: { type: 'boolean' }, group: { type: 'string' }, employee: { type: 'string' }, subscription: { type: 'string' } },
+    details: 'Uses REDIS_URL, or the embedded Redis recorded under .data/ by a running `start` or `demo`.',
+    run: notImplemented('resync'),
+  },
+};
+
+class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+function stringValue(value: string | boolean | undefined): string | undefined {
+  return typeof value === 'string' ? value : undefined;
+}
+
+function optionalInt(value: string | boolean | undefined, flag: string): number | undefined {
+  if (value === undefined) return undefined;
+  const parsed = Number(value);
+  if (typeof value !== 'string' || !Number.isInteger(parsed) || parsed < 0 || parsed > 65535) {
+    throw new UsageError(`${flag} must be a whole number from 0 to 65535 (got "${String(value)}")`);
+  }
+  return parsed;
+}
+
+/** The top-level help text. */
+export function generalHelp(): string {
+  const width = Math.max(...Object.keys(COMMANDS).map((name) => name.length));
+  const lines = Object.entries(COMMANDS).map(([name, command]) => `  ${name.padEnd(width)}  ${command.summary}`);
+  return `Usage: timetable-sync <command> [options]\n\nCommands:\n${lines.join('\n')}\n\nRun \`timetable-sync <command> --help\` for a command's options.\n`;
+}
+
+function commandHelp(name: string, command: Command): string {
+  return `Usage: ${command.usage}\n\n${command.summary}.\n\n${command.details}\n`;
+}
+
+/** Runs the command line; resolves to the exit code. Never throws. */
+export async function main(argv: readonly string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === 'help' || name === '--help' || name === '-h') {
+    const topic = name === 'help' && rest[0] !== undefined ? COMMANDS[rest[0]] : undefined;
+    process.stdout.write(topic && rest[0] ? commandHelp(rest[0], topic) : generalHelp());
+    return name === undefined ? EXIT_USAGE : 0;
+  }
+  const command = COMMANDS[name];
+  if (!command) {
+    process.stderr.write(`timetable-sync: unknown command "${name}"\n\n${generalHelp()}`);
+    return EXIT_USAGE;
+  }
+  try {
+    const { values } = parseArgs({ args: [...rest], options: { ...command.options, help: { type: 'boolean', short: 'h' } }, strict: true, allowPositionals: false });
+    if (values.help) {
+      process.stdout.write(commandHelp(name, command));
+      return 0;
+    }
+    return await command.run(values);
+  } catch (error) {
+    return reportFailure(name, command, error);
+  }
+}
+
+function reportFailure(name: string, command: Command, error: unknown): number {
+  if (error instanceof ConfigError || error instanceof RedisUnavailableError) {
+    process.stderr.write(`timetable-sync ${name}: ${error.message}\n`);
+    return 1;
+  }
+  const code = (error as { code?: string }).code ?? '';
+  if (error instanceof UsageError || code.startsWith('ERR_PARSE_ARGS')) {
+    process.stderr.write(`timetable-sync ${name}: ${(error as Error).message}\nUsage: ${command.usage}\n`);
+    return EXIT_USAGE;
+  }
+  process.stderr.write(`timetable-sync ${name}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  return 1;
+}

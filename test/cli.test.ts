@@ -1,0 +1,83 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { pingRedis } from '../src/runtime/embedded-redis.ts';
+import { exited, runCli, startCli, waitForOutput } from './support/cli.ts';
+
+const COMMANDS = ['demo', 'start', 'api', 'worker', 'simulator', 'render', 'resync'];
+
+describe('timetable-sync command line', () => {
+  it('lists every command of DESIGN.md in its help', async () => {
+    const result = await runCli(['--help']);
+    expect(result.code).toBe(0);
+    for (const command of COMMANDS) expect(result.stdout).toMatch(new RegExp(`^  ${command} `, 'm'));
+  });
+
+  it.each(COMMANDS)('has --help for %s', async (command) => {
+    const result = await runCli([command, '--help']);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(new RegExp(`^Usage: timetable-sync ${command}`));
+  });
+
+  it('rejects an unknown command and an unknown option with usage errors', async () => {
+    const unknown = await runCli(['frobnicate']);
+    expect(unknown.code).toBe(64);
+    expect(unknown.stderr).toContain('unknown command "frobnicate"');
+    const badOption = await runCli(['simulator', '--prot', '1']);
+    expect(badOption.code).toBe(64);
+    expect(badOption.stderr).toContain("Unknown option '--prot'");
+    const badPort = await runCli(['simulator', '--port', 'eighty']);
+    expect(badPort.code).toBe(64);
+    expect(badPort.stderr).toContain('--port must be a whole number');
+  });
+
+  it.each([['render', '--group', '1'], ['resync', '--all']])('answers "not implemented yet" with exit 2 for %s', async (...args) => {
+    const result = await runCli(args);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('not implemented yet');
+  });
+
+  it('requires UNIVERSITY_API_URL for start and worker', async () => {
+    for (const role of ['start', 'worker']) {
+      const result = await runCli([role]);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain('UNIVERSITY_API_URL: is required for this command');
+    }
+  });
+});
+
+describe('timetable-sync demo', () => {
+  const dirs: string[] = [];
+  afterEach(async () => {
+    for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('starts embedded Redis and the simulator, serves, lets a second command reuse Redis, and stops it all on SIGINT', async () => {
+    const cwd = await mkdtemp(join(tmpdir(), 'tts-demo-'));
+    dirs.push(cwd);
+    const demo = startCli(['demo', '--simulator-port', '0'], { cwd, env: { LOG_LEVEL: 'warn' } });
+    const output = await waitForOutput(demo, /teacher search:/);
+    const groupUrl = /a group's timetable:\s+(\S+)/.exec(output)?.[1] ?? '';
+    const response = await fetch(groupUrl);
+    expect(response.status).toBe(200);
+    expect(((await response.json()) as { success: boolean }).success).toBe(true);
+
+    const record = JSON.parse(await readFile(join(cwd, '.data/redis.json'), 'utf8')) as { url: string };
+    expect(await pingRedis(record.url)).toBe(true);
+    expect(existsSync(join(cwd, '.data/redis/appendonlydir'))).toBe(true);
+
+    const second = startCli(['demo', '--simulator-port', '0'], { cwd, env: { LOG_LEVEL: 'info' } });
+    const secondOutput = await waitForOutput(second, /teacher search:/);
+    expect(secondOutput).toContain(record.url);
+    second.kill('SIGINT');
+    expect(await exited(second)).toBe(0);
+    expect(await pingRedis(record.url)).toBe(true);
+
+    demo.kill('SIGINT');
+    expect(await exited(demo)).toBe(0);
+    expect(await pingRedis(record.url)).toBe(false);
+    expect(existsSync(join(cwd, '.data/redis.json'))).toBe(false);
+  });
+});

@@ -1,0 +1,115 @@
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig, readEnvironment } from '../src/config.ts';
+import { runCli } from './support/cli.ts';
+
+function problemsOf(env: Record<string, string>, required: Parameters<typeof loadConfig>[1] = []): readonly string[] {
+  try {
+    loadConfig(env, required);
+  } catch (error) {
+    if (error instanceof ConfigError) return error.problems;
+    throw error;
+  }
+  return [];
+}
+
+describe('loadConfig', () => {
+  it('applies the documented defaults to an empty environment', () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({
+      universityApiUrl: undefined, universityAuthHeader: 'Authorization', universityAuthScheme: 'Bearer',
+      redisUrl: undefined, redisPrefix: 'tts', port: 8080, publicUrl: 'http://localhost:8080', timezone: 'Europe/Moscow',
+      weekParityAnchors: [], holidays: [], refreshIntervalMs: 30 * 60_000, upstreamRateLimit: 10, upstreamTimeoutMs: 15_000,
+      adminToken: undefined, secretKey: undefined, googleApiRootUrl: 'https://www.googleapis.com/',
+      googleOauthTokenUrl: 'https://oauth2.googleapis.com/token', logLevel: 'info', dataDir: '.data',
+    });
+  });
+
+  it('parses every variable', () => {
+    const config = loadConfig({
+      UNIVERSITY_API_URL: 'https://uni.example/api', UNIVERSITY_AUTH_HEADER: 'X-Api-Key', UNIVERSITY_AUTH_SCHEME: '',
+      REDIS_URL: 'redis://redis:6379/2', REDIS_PREFIX: '{tts}', PORT: '9000', PUBLIC_URL: 'https://tt.example/',
+      TIMEZONE: 'America/New_York', WEEK_PARITY_ANCHORS: '2026-02-09, 2025-09-01', HOLIDAYS: '2025-11-04,2026-01-07',
+      REFRESH_INTERVAL: '15m', UPSTREAM_RATE_LIMIT: '2.5', UPSTREAM_TIMEOUT: '5s', ADMIN_TOKEN: 'a'.repeat(32),
+      SECRET_KEY: 'ab'.repeat(32), GOOGLE_CLIENT_ID: 'id', GOOGLE_CLIENT_SECRET: 'shh', GOOGLE_API_ROOT_URL: 'http://127.0.0.1:9/',
+      GOOGLE_OAUTH_TOKEN_URL: 'http://127.0.0.1:9/token', LOG_LEVEL: 'debug', DATA_DIR: '/var/lib/tts',
+    });
+    expect(config.universityAuthScheme).toBe('');
+    expect(config.publicUrl).toBe('https://tt.example');
+    expect(config.weekParityAnchors).toEqual(['2025-09-01', '2026-02-09']);
+    expect(config.holidays).toEqual(['2025-11-04', '2026-01-07']);
+    expect(config.refreshIntervalMs).toBe(900_000);
+    expect(config.upstreamRateLimit).toBe(2.5);
+    expect(config.secretKey?.length).toBe(32);
+    expect(config.port).toBe(9000);
+  });
+
+  it('is frozen', () => {
+    const config = loadConfig({});
+    expect(Object.isFrozen(config)).toBe(true);
+    expect(Object.isFrozen(config.holidays)).toBe(true);
+  });
+
+  it('names every bad variable in one error, with the reason', () => {
+    const problems = problemsOf({
+      UNIVERSITY_API_URL: 'ftp://x', PORT: '70000', TIMEZONE: 'Mars/Olympus', WEEK_PARITY_ANCHORS: '2025-02-30',
+      HOLIDAYS: '2025-13-01', REFRESH_INTERVAL: 'often', UPSTREAM_RATE_LIMIT: '-1', LOG_LEVEL: 'loud', REDIS_URL: 'localhost:6379',
+    });
+    const named = problems.map((problem) => problem.split(':')[0]);
+    expect(named.sort()).toEqual(['HOLIDAYS', 'LOG_LEVEL', 'PORT', 'REDIS_URL', 'REFRESH_INTERVAL', 'TIMEZONE', 'UNIVERSITY_API_URL', 'UPSTREAM_RATE_LIMIT', 'WEEK_PARITY_ANCHORS']);
+    expect(problems.find((p) => p.startsWith('PORT'))).toContain('70000');
+    expect(problems.find((p) => p.startsWith('WEEK_PARITY_ANCHORS'))).toContain('2025-02-30');
+  });
+
+  it('never echoes a secret value in its error', () => {
+    const problems = problemsOf({ ADMIN_TOKEN: 'short-secret', SECRET_KEY: 'not-a-32-byte-key' });
+    expect(problems).toHaveLength(2);
+    expect(problems.join('\n')).not.toMatch(/short-secret|not-a-32-byte-key/);
+  });
+
+  it('accepts a base64 SECRET_KEY and rejects one of the wrong length', () => {
+    expect(loadConfig({ SECRET_KEY: Buffer.alloc(32, 7).toString('base64') }).secretKey).toEqual(Buffer.alloc(32, 7));
+    expect(problemsOf({ SECRET_KEY: Buffer.alloc(16).toString('base64') })[0]).toMatch(/^SECRET_KEY: must be 32 bytes/);
+  });
+
+  it('reports settings a command requires, together with the invalid ones', () => {
+    expect(problemsOf({ PORT: 'x' }, ['UNIVERSITY_API_URL'])).toEqual([
+      expect.stringMatching(/^PORT:/),
+      'UNIVERSITY_API_URL: is required for this command',
+    ]);
+  });
+
+  it('requires GOOGLE_CLIENT_SECRET with GOOGLE_CLIENT_ID', () => {
+    expect(problemsOf({ GOOGLE_CLIENT_ID: 'id' })).toEqual(['GOOGLE_CLIENT_SECRET: is required when GOOGLE_CLIENT_ID is set']);
+  });
+
+  it('reads HOLIDAYS from a file with one date per line and # comments', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'tts-holidays-'));
+    const file = join(dir, 'holidays.txt');
+    await writeFile(file, '# national holidays\n2025-11-04  # unity day\n\n2026-01-07\n');
+    expect(loadConfig({ HOLIDAYS: file }).holidays).toEqual(['2025-11-04', '2026-01-07']);
+    await writeFile(file, '2025-11-04\nnot-a-date\n');
+    expect(problemsOf({ HOLIDAYS: file })).toEqual(['HOLIDAYS: not a valid YYYY-MM-DD date: not-a-date']);
+    expect(problemsOf({ HOLIDAYS: join(dir, 'missing.txt') })[0]).toMatch(/^HOLIDAYS: not a date list and not a readable file/);
+  });
+
+  it('lets the real environment win over a .env file', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'tts-dotenv-'));
+    await writeFile(join(dir, '.env'), 'PORT=9999\nTIMEZONE=Asia/Tokyo\n# comment\n');
+    const env = readEnvironment(dir);
+    expect(env.TIMEZONE).toBe('Asia/Tokyo');
+    expect(loadConfig({ ...env, PORT: '1234' }).port).toBe(1234);
+  });
+});
+
+describe('bad configuration on the command line', () => {
+  it('prints one error naming every bad variable and exits non-zero', async () => {
+    const result = await runCli(['start'], { env: { PORT: 'abc', TIMEZONE: 'Nowhere/Land', ADMIN_TOKEN: 'tiny' } });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('Invalid configuration:');
+    for (const name of ['PORT', 'TIMEZONE', 'ADMIN_TOKEN', 'UNIVERSITY_API_URL']) expect(result.stderr).toContain(`  - ${name}:`);
+    expect(result.stderr).not.toContain('tiny');
+  });
+});
