@@ -63,7 +63,9 @@ export function createLogger(settings: LoggerSettings): Logger {
   };
   const wantPretty = settings.pretty ?? (settings.destination === undefined && process.stdout.isTTY === true);
   if (wantPretty) {
-    return pino(options, pretty({ colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' }));
+    const destination = settings.destination ?? 1;
+    const colorize = settings.destination === undefined;
+    return pino(options, pretty({ colorize, destination, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', sync: true }));
   }
   return settings.destination ? pino(options, settings.destination) : pino(options);
 }
