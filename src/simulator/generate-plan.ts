@@ -1,0 +1,120 @@
+import { COMMON_SUBJECTS, LAB_DOMAINS, SEMINAR_DOMAINS, domainSubjects, subjectId } from './catalog.ts';
+import type { Domain } from './institutes.ts';
+import type { Group, PlanSubject } from './model.ts';
+import { createRandom, type Random } from './random.ts';
+
+const TYPES = [
+  { id: 1, name: 'Обязательная часть', prefix: 'Б1.О' },
+  { id: 2, name: 'Часть, формируемая участниками образовательных отношений', prefix: 'Б1.В' },
+  { id: 3, name: 'Дисциплины по выбору', prefix: 'Б1.В.ДВ' },
+] as const;
+
+const PRACTICES = [
+  { id: 9101, name: 'Учебная практика: ознакомительная практика' },
+  { id: 9102, name: 'Производственная практика: научно-исследовательская работа' },
+  { id: 9103, name: 'Производственная практика: преддипломная практика' },
+];
+
+interface Hours {
+  lecture: number;
+  practice: number;
+  seminar: number;
+  laboratory: number;
+  independent: number;
+}
+
+function semesterHours(random: Random, domain: Domain, gost: number, exam: boolean): Hours {
+  const lecture = random.pick([0, 16, 18, 18, 32, 34, 36]);
+  const seminarDomain = SEMINAR_DOMAINS.has(domain);
+  const classes = random.pick([16, 18, 32, 34, 36]);
+  const laboratory = LAB_DOMAINS.has(domain) && random.chance(0.4) ? random.pick([16, 18, 32]) : 0;
+  const practice = seminarDomain ? 0 : classes;
+  const seminar = seminarDomain ? classes : 0;
+  const contact = lecture + practice + seminar + laboratory + (exam ? 36 : 0);
+  return { lecture, practice, seminar, laboratory, independent: Math.max(0, gost - contact) };
+}
+
+interface PlanCourse {
+  name: string;
+  semesters: number[];
+  type: (typeof TYPES)[number];
+  shifr: string;
+}
+
+/** What the group studies now: its current semester number and the subjects of its timetable. */
+export interface CurrentStudies {
+  semester: number;
+  subjects: readonly string[];
+}
+
+function planCourses(random: Random, domain: Domain, current: CurrentStudies, total: number): PlanCourse[] {
+  const counters = new Map<string, number>();
+  const courses: PlanCourse[] = [];
+  let carried = new Set<string>();
+  for (let semester = 1; semester <= total; semester++) {
+    const names = semester === current.semester ? [...new Set(current.subjects)].filter((name) => !carried.has(name)) : [];
+    const pool = random
+      .shuffle([...domainSubjects(domain), ...COMMON_SUBJECTS])
+      .filter((name) => !names.includes(name) && !carried.has(name));
+    const next = new Set<string>();
+    names.push(...pool.slice(0, Math.max(0, random.int(6, 8) - names.length)));
+    for (const name of names) {
+      const type = random.pick([TYPES[0], TYPES[0], TYPES[1], TYPES[2]]);
+      const number = (counters.get(type.prefix) ?? 0) + 1;
+      counters.set(type.prefix, number);
+      const code = String(number).padStart(2, '0');
+      const shifr = type.id === 3 ? `${type.prefix}.${code}.${random.int(1, 2)}` : `${type.prefix}.${code}`;
+      const twoSemesters = semester < total && random.chance(0.2);
+      if (twoSemesters) next.add(name);
+      courses.push({ name, semesters: twoSemesters ? [semester, semester + 1] : [semester], type, shifr });
+    }
+    carried = next;
+  }
+  return courses;
+}
+
+function courseRows(random: Random, domain: Domain, course: PlanCourse): PlanSubject[] {
+  const parts = course.semesters.map((semester, index) => {
+    const exam = index === course.semesters.length - 1 && random.chance(0.5);
+    const gost = 36 * random.int(2, 6);
+    return { semester, exam, gost, hours: semesterHours(random, domain, gost, exam) };
+  });
+  const sum = (key: keyof Hours): number => parts.reduce((total, part) => total + part.hours[key], 0);
+  return parts.map(({ semester, exam, gost, hours }) => ({
+    semester, type_id: course.type.id, type_name: course.type.name, gost_hours: gost,
+    laboratory_hours: hours.laboratory, total_laboratory_hours: sum('laboratory'),
+    lecture_hours: hours.lecture, total_lecture_hours: sum('lecture'),
+    practice_hours: hours.practice, total_practice_hours: sum('practice'),
+    seminar_hours: hours.seminar, total_seminar_hours: sum('seminar'),
+    independent_hours: hours.independent, total_independent_hours: sum('independent'),
+    is_exam: exam, is_quiz: !exam, full_shifr: course.shifr,
+    subject_id: subjectId(course.name), subject_name: course.name,
+  }));
+}
+
+function practiceRow(semester: number, index: number, practice: (typeof PRACTICES)[number]): PlanSubject {
+  const gost = 108;
+  return {
+    semester, type_id: 4, type_name: 'Практика', gost_hours: gost,
+    laboratory_hours: 0, total_laboratory_hours: 0, lecture_hours: 0, total_lecture_hours: 0,
+    practice_hours: 0, total_practice_hours: 0, seminar_hours: 0, total_seminar_hours: 0,
+    independent_hours: gost, total_independent_hours: gost, is_exam: false, is_quiz: true,
+    full_shifr: `Б2.О.${String(index).padStart(2, '0')}(П)`, subject_id: practice.id, subject_name: practice.name,
+  };
+}
+
+/**
+ * The study plan of a group over all its semesters (8 for a bachelor, 10 for a specialist), derived from the
+ * seed and the group id only, so it is generated on first request. The subjects of the group's timetable
+ * (`current`) appear in the current semester.
+ */
+export function generatePlan(seed: number | string, group: Group, domain: Domain, current: CurrentStudies): PlanSubject[] {
+  const random = createRandom(seed, 'plan', group.id);
+  const total = (group.yearEnd - group.yearStart) * 2;
+  const rows = planCourses(random, domain, current, total).flatMap((course) => courseRows(random, domain, course));
+  PRACTICES.forEach((practice, index) => {
+    const semester = index === 2 ? total : Math.min(total, (index + 1) * 2);
+    rows.push(practiceRow(semester, index + 1, practice));
+  });
+  return rows.sort((a, b) => a.semester - b.semester || a.full_shifr.localeCompare(b.full_shifr));
+}

@@ -1,0 +1,217 @@
+import type { Semester } from './dates.ts';
+import { defaultFields, deriveFields, ordered, positiveInt, type EntryLookups } from './entry-input.ts';
+import { generatePlan } from './generate-plan.ts';
+import { INSTITUTES } from './institutes.ts';
+import type { Dataset, Employee, Entry, Group, User } from './model.ts';
+import { EmployeeSearch } from './search.ts';
+import { canonicalFields, wireEntry, wireValue, type WireFormat } from './wire.ts';
+
+const SUBGROUP_NOTE = /(\d+)\s*подгрупп/;
+
+function sortKey(value: unknown): number {
+  const number = positiveInt(value);
+  return number ?? Number.MAX_SAFE_INTEGER;
+}
+
+function compareEntries(a: Entry, b: Entry): number {
+  return sortKey(a.fields.day_week_schedule) - sortKey(b.fields.day_week_schedule)
+    || sortKey(a.fields.time_interval_id) - sortKey(b.fields.time_interval_id)
+    || a.id - b.id;
+}
+
+function addTo(index: Map<number, Set<number>>, key: number | undefined, id: number): void {
+  if (key === undefined) return;
+  const set = index.get(key) ?? new Set<number>();
+  set.add(id);
+  index.set(key, set);
+}
+
+/**
+ * The simulator's data with indexes by group and teacher, and a cache of serialized response bodies per
+ * group, teacher, personal view and plan. A mutation drops exactly the cached bodies it can affect.
+ */
+export class SimulatorStore {
+  readonly semester: Semester;
+  readonly groups: ReadonlyMap<number, Group>;
+  readonly employees: ReadonlyMap<number, Employee>;
+  readonly users: readonly User[];
+  readonly search: EmployeeSearch;
+  private readonly seed: number | string;
+  private readonly format: WireFormat;
+  private readonly usersByToken: Map<string, User>;
+  private readonly entries = new Map<number, Entry>();
+  private readonly byGroup = new Map<number, Set<number>>();
+  private readonly byTeacher = new Map<number, Set<number>>();
+  private readonly bodies = new Map<string, Buffer>();
+  private readonly entryJson = new Map<number, string>();
+  private readonly initialSubjects = new Map<number, string[]>();
+  private readonly lookups: EntryLookups;
+  private maxId = 0;
+
+  constructor(dataset: Dataset, seed: number | string, format: WireFormat) {
+    this.seed = seed;
+    this.format = format;
+    this.semester = dataset.semester;
+    this.groups = new Map(dataset.groups.map((group) => [group.id, group]));
+    this.employees = new Map(dataset.employees.map((employee) => [employee.id, employee]));
+    this.users = dataset.users;
+    this.usersByToken = new Map(dataset.users.map((user) => [user.token, user]));
+    this.search = new EmployeeSearch(dataset.employees);
+    const defaultTeacher = dataset.employees.find((employee) => employee.teacher);
+    this.lookups = { semester: dataset.semester, employees: this.employees, defaultTeacher };
+    for (const entry of dataset.entries) {
+      this.insert(entry);
+      for (const groupId of entry.groupIds) {
+        const subjects = this.initialSubjects.get(groupId) ?? [];
+        subjects.push(String(entry.fields.subject_name));
+        this.initialSubjects.set(groupId, subjects);
+      }
+    }
+  }
+
+  /** The user holding `token`, if any. */
+  userByToken(token: string): User | undefined {
+    return this.usersByToken.get(token);
+  }
+
+  /** A stored entry. */
+  entry(id: number): Entry | undefined {
+    return this.entries.get(id);
+  }
+
+  /** How many entries a group's timetable has. */
+  entryCount(groupId: number): number {
+    return this.byGroup.get(groupId)?.size ?? 0;
+  }
+
+  /** An entry as the API sends it, plus its `groupIds` (for the control API). */
+  controlView(entry: Entry): Record<string, unknown> {
+    return { ...wireEntry(entry.fields, this.format), groupIds: [...entry.groupIds] };
+  }
+
+  /** Body of `GET /groups/:id/schedule`; undefined for an unknown group. */
+  groupSchedule(groupId: number): Buffer | undefined {
+    if (!this.groups.has(groupId)) return undefined;
+    return this.cached(`g:${groupId}`, () => this.scheduleBody(this.byGroup.get(groupId)));
+  }
+
+  /** Body of `GET /employees/:id/schedule`; undefined for an unknown employee. */
+  employeeSchedule(employeeId: number): Buffer | undefined {
+    if (!this.employees.has(employeeId)) return undefined;
+    return this.cached(`e:${employeeId}`, () => this.scheduleBody(this.byTeacher.get(employeeId)));
+  }
+
+  /** Body of `GET /users/@me/schedule`: the group's timetable without the other subgroup's classes. */
+  personalSchedule(user: User): Buffer {
+    return this.cached(`p:${user.groupId}:${user.subgroup}`, () => {
+      const ids = [...(this.byGroup.get(user.groupId) ?? [])].filter((id) => {
+        const note = this.entries.get(id)?.fields.note_schedule;
+        const match = typeof note === 'string' ? SUBGROUP_NOTE.exec(note) : null;
+        return !match || Number(match[1]) === user.subgroup;
+      });
+      return this.scheduleBody(ids);
+    });
+  }
+
+  /** Body of `GET /users/@me/plan`: the plan of the user's group. */
+  plan(user: User): Buffer {
+    return this.cached(`plan:${user.groupId}`, () => {
+      const group = this.groups.get(user.groupId);
+      if (!group) return this.json({ success: true, subjects: [] });
+      const domain = INSTITUTES.find((institute) => institute.code === group.instituteCode)?.domain ?? 'math';
+      const semester = this.semester.season === 'autumn' ? group.course * 2 - 1 : group.course * 2;
+      const subjects = generatePlan(this.seed, group, domain, { semester, subjects: this.initialSubjects.get(group.id) ?? [] });
+      return this.json({ success: true, subjects: wireValue(subjects, this.format) });
+    });
+  }
+
+  /** Any other value as sent (numbers per `numericStrings`). */
+  wire(value: unknown): unknown {
+    return wireValue(value, this.format);
+  }
+
+  /** Adds a class; `given` overrides a complete default entry. Groups must exist (checked by the caller). */
+  add(given: Record<string, unknown>, groupIds: number[]): Entry {
+    const canonical = canonicalFields(given);
+    const groups = groupIds.map((id) => this.groups.get(id)).filter((group) => group !== undefined);
+    const merged = { ...defaultFields(this.lookups, groups), ...canonical };
+    const id = positiveInt(canonical.id) ?? this.maxId + 1;
+    const fields = ordered({ ...deriveFields(merged, merged, this.lookups), id });
+    const entry: Entry = { id, groupIds, fields };
+    this.insert(entry);
+    return entry;
+  }
+
+  /** Changes fields (and optionally the groups) of an entry; undefined when it does not exist. */
+  patch(id: number, given: Record<string, unknown>, groupIds?: number[]): Entry | undefined {
+    const old = this.remove(id);
+    if (!old) return undefined;
+    const canonical = canonicalFields(given);
+    if (groupIds && !('group_list' in canonical)) canonical.group_list = this.groupList(groupIds);
+    const fields = ordered(deriveFields({ ...old.fields, ...canonical }, canonical, this.lookups));
+    const entry: Entry = { id, groupIds: groupIds ?? old.groupIds, fields };
+    this.insert(entry);
+    return entry;
+  }
+
+  /** Deletes an entry from every view; returns it, or undefined when it did not exist. */
+  remove(id: number): Entry | undefined {
+    const entry = this.entries.get(id);
+    if (!entry) return undefined;
+    this.entries.delete(id);
+    this.entryJson.delete(id);
+    for (const groupId of entry.groupIds) this.byGroup.get(groupId)?.delete(id);
+    const teacherId = positiveInt(entry.fields.teacher_id);
+    if (teacherId !== undefined) this.byTeacher.get(teacherId)?.delete(id);
+    this.invalidate(entry);
+    return entry;
+  }
+
+  private groupList(groupIds: readonly number[]): string {
+    return groupIds.map((id) => this.groups.get(id)?.name ?? String(id)).join(', ');
+  }
+
+  private insert(entry: Entry): void {
+    this.entries.set(entry.id, entry);
+    this.maxId = Math.max(this.maxId, entry.id);
+    for (const groupId of entry.groupIds) addTo(this.byGroup, groupId, entry.id);
+    addTo(this.byTeacher, positiveInt(entry.fields.teacher_id), entry.id);
+    this.invalidate(entry);
+  }
+
+  private invalidate(entry: Entry): void {
+    for (const groupId of entry.groupIds) {
+      for (const key of [`g:${groupId}`, `p:${groupId}:1`, `p:${groupId}:2`]) this.bodies.delete(key);
+    }
+    const teacherId = positiveInt(entry.fields.teacher_id);
+    if (teacherId !== undefined) this.bodies.delete(`e:${teacherId}`);
+  }
+
+  private cached(key: string, build: () => Buffer): Buffer {
+    let body = this.bodies.get(key);
+    if (!body) {
+      body = build();
+      this.bodies.set(key, body);
+    }
+    return body;
+  }
+
+  private scheduleBody(ids: Iterable<number> | undefined): Buffer {
+    const entries = [...(ids ?? [])].map((id) => this.entries.get(id)).filter((entry) => entry !== undefined);
+    const parts = entries.sort(compareEntries).map((entry) => this.entryText(entry));
+    return Buffer.from(`{"success":true,"subjects":[${parts.join(',')}]}`);
+  }
+
+  private entryText(entry: Entry): string {
+    let text = this.entryJson.get(entry.id);
+    if (text === undefined) {
+      text = JSON.stringify(wireEntry(entry.fields, this.format));
+      this.entryJson.set(entry.id, text);
+    }
+    return text;
+  }
+
+  private json(value: unknown): Buffer {
+    return Buffer.from(JSON.stringify(value));
+  }
+}

@@ -1,0 +1,43 @@
+/**
+ * The response envelope every endpoint shares: `{ success: true, <payload key>: … }` on success, and either
+ * `{ success: false, error }` or a bare `{ error }` on failure.
+ */
+import { type EndpointName, UpstreamProtocolError } from './errors.ts';
+import { isRecord } from './values.ts';
+
+/** Longest upstream `error` text kept in an error message. */
+const MAX_ERROR_TEXT = 500;
+
+/** The upstream's own `error` text of a JSON body (cut to 500 characters), if it has one. */
+export function upstreamErrorText(body: unknown): string | undefined {
+  if (!isRecord(body)) return undefined;
+  const text = body['error'] ?? body['message'];
+  if (typeof text !== 'string' || text.trim() === '') return undefined;
+  return text.trim().slice(0, MAX_ERROR_TEXT);
+}
+
+/**
+ * Checks the envelope and returns the response object. `success: false`, or a bare `{ error }` without
+ * `success`, is an `'unsuccessful'` protocol error carrying the upstream text; anything else that is not an
+ * object with `success: true` is `'wrong-shape'`.
+ */
+export function openEnvelope(json: unknown, endpoint: EndpointName): Record<string, unknown> {
+  if (!isRecord(json)) {
+    const kind = json === null ? 'null' : Array.isArray(json) ? 'an array' : typeof json;
+    throw new UpstreamProtocolError(endpoint, 'wrong-shape', { detail: `expected an object, got ${kind}` });
+  }
+  const upstreamMessage = upstreamErrorText(json);
+  const success = json['success'];
+  if (success === false || (success === undefined && upstreamMessage !== undefined)) {
+    throw new UpstreamProtocolError(endpoint, 'unsuccessful', { upstreamMessage });
+  }
+  if (success !== true) {
+    throw new UpstreamProtocolError(endpoint, 'wrong-shape', { detail: 'success is not true', upstreamMessage });
+  }
+  return json;
+}
+
+/** Throws `'wrong-shape'` naming the field that is missing or of the wrong kind. */
+export function wrongShape(endpoint: EndpointName, detail: string): never {
+  throw new UpstreamProtocolError(endpoint, 'wrong-shape', { detail });
+}

@@ -1,0 +1,82 @@
+/**
+ * The request core: one keep-alive undici Agent per client, and the retry loop (exponential backoff with
+ * full jitter; `Retry-After` honoured on 429). Logs each retry once at `warn`; final failures are the
+ * caller's to log, with its own context.
+ */
+import { Agent } from 'undici';
+import type { Logger } from '../logger.ts';
+import { type EndpointName, UpstreamError, UpstreamRateLimitError } from './errors.ts';
+import { backoffDelay, type RetryPolicy } from './retry.ts';
+import { type PreparedRequest, sendOnce, type TransportContext } from './transport.ts';
+
+/** Settings of the request core, defaults already applied. */
+export interface HttpCoreSettings {
+  logger: Logger;
+  timeouts: { connectMs: number; headersMs: number; bodyMs: number };
+  maxResponseBytes: number;
+  maxConnections: number;
+  retry: RetryPolicy;
+  random: () => number;
+  sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
+  now: () => number;
+}
+
+/** Sends prepared requests with retries; owns the connection pool. */
+export interface HttpCore {
+  /** Resolves with the parsed JSON of a 2xx answer, after retrying transient failures. */
+  send(req: PreparedRequest): Promise<unknown>;
+  close(): Promise<void>;
+}
+
+function statusOf(err: UpstreamError): number | undefined {
+  return 'status' in err && typeof err.status === 'number' ? err.status : undefined;
+}
+
+/** How long to wait before the next try, or undefined when the error is final. */
+function retryDelay(err: unknown, attempt: number, settings: HttpCoreSettings): number | undefined {
+  const policy = settings.retry;
+  if (!(err instanceof UpstreamError) || !err.retryable || attempt >= policy.attempts) return undefined;
+  if (err instanceof UpstreamRateLimitError && err.retryAfterMs !== undefined) {
+    // Longer than we are willing to hold a worker: throw now so that a queue can reschedule the job.
+    return err.retryAfterMs > policy.maxRetryAfterMs ? undefined : err.retryAfterMs;
+  }
+  return backoffDelay(policy, attempt - 1, settings.random);
+}
+
+function logRetry(logger: Logger, endpoint: EndpointName, attempt: number, delayMs: number, err: UpstreamError) {
+  logger.warn(
+    { endpoint, attempt, delayMs, error: err.name, status: statusOf(err) },
+    'university API request failed, retrying',
+  );
+}
+
+/** Builds the request core and its undici Agent. */
+export function createHttpCore(settings: HttpCoreSettings): HttpCore {
+  const agent = new Agent({
+    connections: settings.maxConnections,
+    connect: { timeout: settings.timeouts.connectMs },
+    headersTimeout: settings.timeouts.headersMs,
+    bodyTimeout: settings.timeouts.bodyMs,
+  });
+  const transport: TransportContext = {
+    dispatcher: agent,
+    maxResponseBytes: settings.maxResponseBytes,
+    now: settings.now,
+  };
+
+  async function send(req: PreparedRequest): Promise<unknown> {
+    for (let attempt = 1; ; attempt += 1) {
+      req.signal?.throwIfAborted();
+      try {
+        return await sendOnce(transport, req, attempt);
+      } catch (err) {
+        const delayMs = retryDelay(err, attempt, settings);
+        if (delayMs === undefined || !(err instanceof UpstreamError)) throw err;
+        logRetry(settings.logger, req.endpoint, attempt, delayMs, err);
+        await settings.sleep(delayMs, req.signal);
+      }
+    }
+  }
+
+  return { send, close: () => agent.close() };
+}
