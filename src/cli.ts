@@ -1,5 +1,6 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError } from './config.ts';
+import { CommandError, EXIT_NOT_IMPLEMENTED, EXIT_USAGE, UsageError } from './runtime/command-error.ts';
 import { RedisUnavailableError } from './runtime/redis-install.ts';
 
 /** What a command does with its parsed options; resolves to the process exit code. */
@@ -14,10 +15,6 @@ interface Command {
   run: Handler;
 }
 
-/** Exit code of commands that a later milestone implements. */
-export const EXIT_NOT_IMPLEMENTED = 2;
-/** Exit code for bad command-line usage. */
-export const EXIT_USAGE = 64;
 
 /** Roles load lazily, so that `--help` and quick commands do not pay for the service's imports. */
 const roles = () => import('./runtime/roles.ts');
@@ -68,7 +65,10 @@ const COMMANDS: Record<string, Command> = {
     usage: 'timetable-sync render (--file F | --group ID | --employee ID | --me) [--from D] [--to D]',
     options: { file: { type: 'string' }, group: { type: 'string' }, employee: { type: 'string' }, me: { type: 'boolean' }, from: { type: 'string' }, to: { type: 'string' } },
     details: '--me reads UNIVERSITY_CREDENTIAL. Invalid entries are left out and named on stderr (exit 0);\nan unreadable file, a failed fetch or an upstream error exits non-zero with the reason.',
-    run: notImplemented('render'),
+    run: async (values) => {
+      const { runRender } = await import('./runtime/render-command.ts');
+      return runRender({ file: stringValue(values.file), group: stringValue(values.group), employee: stringValue(values.employee), me: values.me === true, from: stringValue(values.from), to: stringValue(values.to) });
+    },
   },
   resync: {
     summary: 'enqueue a resync and print the job ids',
@@ -79,9 +79,6 @@ const COMMANDS: Record<string, Command> = {
   },
 };
 
-class UsageError extends Error {
-  override name = 'UsageError';
-}
 
 function stringValue(value: string | boolean | undefined): string | undefined {
   return typeof value === 'string' ? value : undefined;
@@ -133,14 +130,14 @@ export async function main(argv: readonly string[]): Promise<number> {
 }
 
 function reportFailure(name: string, command: Command, error: unknown): number {
-  if (error instanceof ConfigError || error instanceof RedisUnavailableError) {
-    process.stderr.write(`timetable-sync ${name}: ${error.message}\n`);
-    return 1;
-  }
-  const code = (error as { code?: string }).code ?? '';
-  if (error instanceof UsageError || code.startsWith('ERR_PARSE_ARGS')) {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (error instanceof UsageError || (typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS'))) {
     process.stderr.write(`timetable-sync ${name}: ${(error as Error).message}\nUsage: ${command.usage}\n`);
     return EXIT_USAGE;
+  }
+  if (error instanceof ConfigError || error instanceof RedisUnavailableError || error instanceof CommandError) {
+    process.stderr.write(`timetable-sync ${name}: ${error.message}\n`);
+    return error instanceof CommandError ? error.exitCode : 1;
   }
   process.stderr.write(`timetable-sync ${name}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   return 1;

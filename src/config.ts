@@ -10,6 +10,8 @@ export interface Config {
   readonly universityApiUrl: string | undefined;
   readonly universityAuthHeader: string;
   readonly universityAuthScheme: string;
+  /** A user's university credential, for `render --me` only; a secret. */
+  readonly universityCredential: string | undefined;
   /** Unset: the process runs (or finds) an embedded `redis-server` under {@link Config.dataDir}. */
   readonly redisUrl: string | undefined;
   readonly redisPrefix: string;
@@ -37,7 +39,7 @@ export interface Config {
 }
 
 /** Names of settings a command can demand on top of the schema (for example a worker needs the upstream). */
-export type RequiredSetting = 'UNIVERSITY_API_URL' | 'ADMIN_TOKEN' | 'SECRET_KEY' | 'REDIS_URL';
+export type RequiredSetting = 'UNIVERSITY_API_URL' | 'UNIVERSITY_CREDENTIAL' | 'ADMIN_TOKEN' | 'SECRET_KEY' | 'REDIS_URL';
 
 /** Thrown when the environment is invalid; `problems` names every bad variable and why. */
 export class ConfigError extends Error {
@@ -52,7 +54,7 @@ export class ConfigError extends Error {
 
 /** Every variable the service reads, with its default and meaning (the source of `.env.example`). */
 export const ENV_VARIABLES = [
-  'UNIVERSITY_API_URL', 'UNIVERSITY_AUTH_HEADER', 'UNIVERSITY_AUTH_SCHEME', 'REDIS_URL', 'REDIS_PREFIX', 'PORT',
+  'UNIVERSITY_API_URL', 'UNIVERSITY_AUTH_HEADER', 'UNIVERSITY_AUTH_SCHEME', 'UNIVERSITY_CREDENTIAL', 'REDIS_URL', 'REDIS_PREFIX', 'PORT',
   'PUBLIC_URL', 'TIMEZONE', 'WEEK_PARITY_ANCHORS', 'HOLIDAYS', 'REFRESH_INTERVAL', 'UPSTREAM_RATE_LIMIT',
   'UPSTREAM_TIMEOUT', 'ADMIN_TOKEN', 'SECRET_KEY', 'GOOGLE_CLIENT_ID', 'GOOGLE_CLIENT_SECRET',
   'GOOGLE_API_ROOT_URL', 'GOOGLE_OAUTH_TOKEN_URL', 'LOG_LEVEL', 'DATA_DIR',
@@ -171,6 +173,7 @@ const envSchema = z.object({
   UNIVERSITY_API_URL: httpUrl('UNIVERSITY_API_URL'),
   UNIVERSITY_AUTH_HEADER: optionalText.refine((v) => v === undefined || HEADER_NAME.test(v), { message: 'must be an HTTP header name' }),
   UNIVERSITY_AUTH_SCHEME: z.string().optional(),
+  UNIVERSITY_CREDENTIAL: optionalText,
   REDIS_URL: optionalText.refine((v) => v === undefined || /^rediss?:\/\/./.test(v), { message: 'must be a redis:// or rediss:// URL' }),
   REDIS_PREFIX: optionalText.refine((v) => v === undefined || /^[\w{}:-]{1,64}$/.test(v), { message: 'must be 1-64 letters, digits, _ - : { }' }),
   PORT: positiveNumber(8080, true, 65535),
@@ -230,6 +233,7 @@ function toConfig(env: ParsedEnv): Config {
     universityApiUrl: env.UNIVERSITY_API_URL,
     universityAuthHeader: env.UNIVERSITY_AUTH_HEADER ?? 'Authorization',
     universityAuthScheme: env.UNIVERSITY_AUTH_SCHEME?.trim() ?? 'Bearer',
+    universityCredential: env.UNIVERSITY_CREDENTIAL,
     redisUrl: env.REDIS_URL,
     redisPrefix: env.REDIS_PREFIX ?? 'tts',
     port,

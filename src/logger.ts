@@ -34,7 +34,10 @@ export const REDACT_PATHS: readonly string[] = [
   '*.headers.authorization',
   '*.headers.cookie',
   '*.Authorization',
+  'universityCredential',
+  '*.universityCredential',
   '*.SECRET_KEY',
+  '*.UNIVERSITY_CREDENTIAL',
   '*.ADMIN_TOKEN',
   '*.GOOGLE_CLIENT_SECRET',
 ];

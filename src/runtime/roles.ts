@@ -1,14 +1,13 @@
 import { loadConfig, readEnvironment, type Config } from '../config.ts';
 import { createLogger, type Logger } from '../logger.ts';
 import { startSimulator } from '../simulator/index.ts';
+import { EXIT_NOT_IMPLEMENTED } from './command-error.ts';
 import { startEmbeddedRedis } from './embedded-redis.ts';
 import { Shutdown } from './shutdown.ts';
 
 /** The long-running roles of DESIGN.md's command line. */
 export type ServiceRole = 'start' | 'api' | 'worker';
 
-/** Exit code of a role that a later milestone implements. */
-const EXIT_NOT_IMPLEMENTED = 2;
 
 function rootLogger(config: Pick<Config, 'logLevel'>, role: string): Logger {
   return createLogger({ level: config.logLevel, base: { role } });

@@ -1,0 +1,78 @@
+/**
+ * Benchmark of the timetable engine (issue: "expand every entry … and render byte-stable ICS").
+ *
+ * Workload: every group of the bundled simulator (1,500 groups, seed 1), fetched once over loopback and
+ * parsed before timing starts. Measured in one process, interleaved rounds:
+ *   pipeline  = expand(entries) → toEventData → ical-generator render, per group
+ *   baseline  = ical-generator rendering the same prebuilt event data alone
+ * Reported: events per second of each (median of the rounds) and their ratio. Target: pipeline ≥ 0.8×.
+ */
+import { performance } from 'node:perf_hooks';
+import { renderEventData, toEventData, type CalendarMeta } from '../src/feeds/render-ics.ts';
+import { silentLogger } from '../src/logger.ts';
+import { startSimulator } from '../src/simulator/index.ts';
+import { expand } from '../src/timetable/expand.ts';
+import { ZonedTimes } from '../src/timetable/zoned-time.ts';
+import { createUniversityClient } from '../src/upstream/client.ts';
+import type { TimetableEntry } from '../src/upstream/schemas.ts';
+
+const TIMEZONE = 'Europe/Moscow';
+const ROUNDS = 5;
+
+async function loadWorkload(): Promise<TimetableEntry[][]> {
+  const simulator = await startSimulator({ port: 0, seed: 1, referenceDate: new Date('2025-10-01T00:00:00Z') });
+  const client = createUniversityClient({ baseUrl: simulator.url, logger: silentLogger() });
+  try {
+    const { groups } = (await (await fetch(`${simulator.url}/_sim/groups`)).json()) as { groups: { id: number }[] };
+    const timetables: TimetableEntry[][] = [];
+    for (const group of groups) timetables.push((await client.groupSchedule(group.id)).entries);
+    return timetables;
+  } finally {
+    await client.close();
+    await simulator.close();
+  }
+}
+
+function meta(index: number): CalendarMeta {
+  return { name: `group ${index}`, timezone: TIMEZONE, refreshIntervalMs: 1_800_000, stamp: Date.UTC(2025, 8, 1) };
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] as number;
+}
+
+/** Runs the timetable benchmark and returns its figures. */
+export async function runTimetableBenchmark(): Promise<Record<string, number | string>> {
+  const timetables = await loadWorkload();
+  const zonedTimes = new ZonedTimes(TIMEZONE);
+  const prebuilt = timetables.map((entries, index) => toEventData(expand(entries, { timezone: TIMEZONE }, zonedTimes).occurrences, meta(index), zonedTimes));
+  const events = prebuilt.reduce((sum, list) => sum + list.length, 0);
+  let sink = 0;
+  const pipelineRates: number[] = [];
+  const baselineRates: number[] = [];
+  for (let round = 0; round < ROUNDS; round += 1) {
+    let started = performance.now();
+    timetables.forEach((entries, index) => {
+      const { occurrences } = expand(entries, { timezone: TIMEZONE }, zonedTimes);
+      sink += renderEventData(toEventData(occurrences, meta(index), zonedTimes), meta(index)).length;
+    });
+    pipelineRates.push(events / ((performance.now() - started) / 1000));
+    started = performance.now();
+    prebuilt.forEach((list, index) => (sink += renderEventData(list, meta(index)).length));
+    baselineRates.push(events / ((performance.now() - started) / 1000));
+  }
+  const pipeline = median(pipelineRates);
+  const baseline = median(baselineRates);
+  return {
+    groups: timetables.length,
+    entries: timetables.reduce((sum, list) => sum + list.length, 0),
+    events,
+    rounds: ROUNDS,
+    'pipeline events/s': Math.round(pipeline),
+    'ical-generator alone events/s': Math.round(baseline),
+    'ratio pipeline/ical-generator': Number((pipeline / baseline).toFixed(3)),
+    'target ratio': '≥ 0.8',
+    'output bytes (checksum)': sink,
+  };
+}

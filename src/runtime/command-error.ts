@@ -1,0 +1,25 @@
+/** Exit code of a command that a later milestone implements. */
+export const EXIT_NOT_IMPLEMENTED = 2;
+
+/** Exit code for bad command-line usage (BSD sysexits EX_USAGE). */
+export const EXIT_USAGE = 64;
+
+/** A failure a command reports as one line on stderr and an exit code, without a stack trace. */
+export class CommandError extends Error {
+  override name = 'CommandError';
+  readonly exitCode: number;
+
+  constructor(message: string, exitCode = 1, options?: ErrorOptions) {
+    super(message, options);
+    this.exitCode = exitCode;
+  }
+}
+
+/** The command was called wrongly: exit 64 with the message and the usage line. */
+export class UsageError extends CommandError {
+  override name = 'UsageError';
+
+  constructor(message: string) {
+    super(message, EXIT_USAGE);
+  }
+}

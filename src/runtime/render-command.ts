@@ -1,0 +1,114 @@
+import { readFile } from 'node:fs/promises';
+import { basename } from 'node:path';
+import { pino } from 'pino';
+import { loadConfig, readEnvironment, type Config, type RequiredSetting } from '../config.ts';
+import { renderIcs } from '../feeds/render-ics.ts';
+import { createLogger } from '../logger.ts';
+import { calendarName, type TimetableSubject } from '../timetable/calendar-name.ts';
+import { dayNumber } from '../timetable/dates.ts';
+import { expand } from '../timetable/expand.ts';
+import type { EntryProblem } from '../timetable/types.ts';
+import { createUniversityClient } from '../upstream/client.ts';
+import { UpstreamError } from '../upstream/errors.ts';
+import { parseScheduleResponse, type ScheduleResult } from '../upstream/schemas.ts';
+import { CommandError, UsageError } from './command-error.ts';
+import { isoDate, validateId } from '../upstream/values.ts';
+import { InvalidIdError } from '../upstream/errors.ts';
+
+/** The options of `timetable-sync render`. */
+export interface RenderArgs {
+  file?: string;
+  group?: string;
+  employee?: string;
+  me?: boolean;
+  from?: string;
+  to?: string;
+}
+
+
+function subjectOf(args: RenderArgs): TimetableSubject {
+  const given = [args.file, args.group, args.employee, args.me ? 'me' : undefined].filter((value) => value !== undefined);
+  if (given.length !== 1) throw new UsageError('give exactly one of --file, --group, --employee, --me');
+  if (args.file !== undefined) return { kind: 'file', name: basename(args.file).replace(/\.json$/i, '') };
+  if (args.me) return { kind: 'personal' };
+  const flag = args.group !== undefined ? '--group' : '--employee';
+  try {
+    const id = validateId(flag, args.group ?? args.employee);
+    return args.group !== undefined ? { kind: 'group', id } : { kind: 'employee', id };
+  } catch (error) {
+    if (error instanceof InvalidIdError) throw new UsageError(`${flag} must be a positive integer id (got "${String(args.group ?? args.employee)}")`);
+    throw error;
+  }
+}
+
+function dateOption(value: string | undefined, flag: string): string | undefined {
+  if (value === undefined) return undefined;
+  const parsed = isoDate(value);
+  if (!parsed.ok) throw new UsageError(`${flag}: ${parsed.reason}`);
+  return parsed.value;
+}
+
+async function readTimetableFile(file: string): Promise<ScheduleResult> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    throw new CommandError(`cannot read ${file}: ${(error as Error).message}`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw new CommandError(`${file} is not valid JSON: ${(error as Error).message}`);
+  }
+  try {
+    return parseScheduleResponse(json);
+  } catch (error) {
+    throw new CommandError(`${file} is not a timetable response: ${(error as Error).message}`);
+  }
+}
+
+async function fetchTimetable(subject: TimetableSubject, config: Config): Promise<ScheduleResult> {
+  const logger = createLogger({ level: config.logLevel === 'info' ? 'warn' : config.logLevel, destination: pino.destination({ fd: 2, sync: true }), pretty: false });
+  const client = createUniversityClient({
+    baseUrl: config.universityApiUrl as string, logger,
+    authHeader: config.universityAuthHeader, authScheme: config.universityAuthScheme,
+    timeouts: { headersMs: config.upstreamTimeoutMs, bodyMs: config.upstreamTimeoutMs },
+  });
+  try {
+    if (subject.kind === 'group') return await client.groupSchedule(subject.id);
+    if (subject.kind === 'employee') return await client.employeeSchedule(subject.id);
+    return await client.mySchedule(config.universityCredential as string);
+  } catch (error) {
+    if (error instanceof UpstreamError) throw new CommandError(error.message);
+    throw error;
+  } finally {
+    await client.close();
+  }
+}
+
+/** One line per skipped entry: which entry, which field, why. */
+export function describeProblem(problem: EntryProblem): string {
+  return `skipped entry ${problem.entryId ?? `#${problem.index}`}: ${problem.field}: ${problem.reason}`;
+}
+
+/**
+ * `timetable-sync render`: one timetable as ICS on stdout. Invalid entries are left out and named on
+ * stderr (exit 0). DTSTAMP is derived from the data (midnight UTC of the earliest start date), so the
+ * same input always renders the same bytes.
+ */
+export async function runRender(args: RenderArgs): Promise<number> {
+  const subject = subjectOf(args);
+  const from = dateOption(args.from, '--from');
+  const to = dateOption(args.to, '--to');
+  const required: RequiredSetting[] = subject.kind === 'file' ? [] : subject.kind === 'personal' ? ['UNIVERSITY_API_URL', 'UNIVERSITY_CREDENTIAL'] : ['UNIVERSITY_API_URL'];
+  const config = loadConfig(readEnvironment(), required);
+  const timetable = subject.kind === 'file' ? await readTimetableFile(args.file as string) : await fetchTimetable(subject, config);
+  const { occurrences, problems } = expand(timetable.entries, { timezone: config.timezone, anchors: config.weekParityAnchors, holidays: config.holidays, from, to });
+  for (const problem of [...timetable.problems, ...problems]) process.stderr.write(`${describeProblem(problem)}\n`);
+  const earliest = timetable.entries.reduce((min, entry) => (entry.startDate < min ? entry.startDate : min), '9999-12-31');
+  const stamp = earliest === '9999-12-31' ? 0 : dayNumber(earliest) * 86_400_000;
+  const ics = renderIcs(occurrences, { name: calendarName(subject, timetable.entries), timezone: config.timezone, refreshIntervalMs: config.refreshIntervalMs, stamp });
+  process.stdout.write(ics);
+  return 0;
+}

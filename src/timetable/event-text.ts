@@ -1,0 +1,98 @@
+import type { SubscriberOptions, TimetableEntry } from './types.ts';
+
+/** Default SUMMARY: the subject with its kind, e.g. "Математический анализ (лекция)". */
+export const DEFAULT_TITLE_TEMPLATE = '{subject} ({kind})';
+
+/** The texts a calendar shows for an entry; the same for all of its occurrences. */
+export interface EntryText {
+  summary: string;
+  location: string;
+  description: string;
+  categories: string[];
+}
+
+/** The teacher's full name, "Фамилия Имя Отчество", without gaps for missing parts. */
+export function teacherName(entry: TimetableEntry): string {
+  const { lastName, firstName, middleName } = entry.teacher;
+  return [lastName, firstName, middleName].filter((part) => part !== '').join(' ');
+}
+
+/** LOCATION: building and room. */
+export function locationOf(entry: TimetableEntry): string {
+  return [entry.building.name, entry.room].filter((part) => part !== '').join(', ');
+}
+
+/**
+ * Fills a title template. Placeholders whose value is empty vanish together with brackets left empty and
+ * doubled spaces, so "{subject} ({kind})" of a class without a kind reads "Физика", not "Физика ()".
+ */
+export function applyTitleTemplate(template: string, entry: TimetableEntry): string {
+  const values: Record<string, string> = {
+    subject: entry.subjectName,
+    kind: entry.kind,
+    room: entry.room,
+    building: entry.building.name,
+    teacher: teacherName(entry),
+    groups: entry.groups.join(', '),
+    note: entry.note,
+  };
+  return template
+    // Own keys only: a plain-object lookup would fill "{constructor}" or "{toString}" (subscriber input)
+    // with the text of an Object.prototype function.
+    .replace(/\{(\w+)\}/g, (whole, name: string) => (Object.hasOwn(values, name) ? (values[name] as string) : whole))
+    .replace(/\(\s*\)|\[\s*\]/g, '')
+    .replace(/\s{2,}/g, ' ')
+    // A separator left dangling by an empty placeholder, at either end: "{kind}: {subject}" without a kind.
+    .replace(/\s*[-–,:]\s*$/, '')
+    .replace(/^\s*[-–,:]\s*/, '')
+    .trim();
+}
+
+/** SUMMARY, LOCATION, DESCRIPTION and CATEGORIES of an entry. */
+export function entryText(entry: TimetableEntry, subscriber: SubscriberOptions = {}): EntryText {
+  const teacher = teacherName(entry);
+  const lines = [
+    entry.kind === '' ? '' : capitalise(entry.kind),
+    teacher === '' ? '' : `Преподаватель: ${teacher}`,
+    entry.groups.length === 0 ? '' : `${entry.groups.length === 1 ? 'Группа' : 'Группы'}: ${entry.groups.join(', ')}`,
+    entry.note === '' ? '' : `Примечание: ${entry.note}`,
+  ];
+  return {
+    summary: applyTitleTemplate(subscriber.titleTemplate ?? DEFAULT_TITLE_TEMPLATE, entry) || entry.subjectName,
+    location: locationOf(entry),
+    description: lines.filter((line) => line !== '').join('\n'),
+    categories: entry.kind === '' ? [] : [entry.kind],
+  };
+}
+
+function capitalise(text: string): string {
+  return text.charAt(0).toLocaleUpperCase('ru') + text.slice(1);
+}
+
+const SUBGROUP_PATTERNS = [
+  // Not `пг\b`: \b only knows ASCII word characters, so it never matched after a Cyrillic letter.
+  /(\d+)\s*(?:-?(?:я|ая))?\s*(?:подгр|п\/г|пг(?!\p{L}))/iu,
+  /(?:подгр(?:уппа)?|п\/г)\.?\s*(?:№\s*)?(\d+)/iu,
+];
+
+/** The subgroup number a note names ("1 подгруппа", "подгр. 2", "2 п/г"), or undefined. */
+export function subgroupOf(note: string): number | undefined {
+  for (const pattern of SUBGROUP_PATTERNS) {
+    const match = pattern.exec(note);
+    if (match) return Number(match[1]);
+  }
+  return undefined;
+}
+
+/** True when a subscriber's options keep this entry. */
+export function keepsEntry(entry: TimetableEntry, subscriber: SubscriberOptions = {}): boolean {
+  if (subscriber.excludeKinds && subscriber.excludeKinds.length > 0) {
+    const kind = entry.kind.toLocaleLowerCase('ru');
+    if (subscriber.excludeKinds.some((excluded) => excluded.toLocaleLowerCase('ru') === kind)) return false;
+  }
+  if (subscriber.subgroup !== undefined) {
+    const subgroup = subgroupOf(entry.note);
+    if (subgroup !== undefined && subgroup !== subscriber.subgroup) return false;
+  }
+  return true;
+}

@@ -1,0 +1,96 @@
+import { createHash } from 'node:crypto';
+import { dayNumber, isoDate, nextWeekday, type DayNumber } from './dates.ts';
+import { entryText, keepsEntry, type EntryText } from './event-text.ts';
+import { weekParity, type WeekParity } from './parity.ts';
+import type { EntryProblem, Expansion, ExpandOptions, Occurrence, TimetableEntry } from './types.ts';
+import { ZonedTimes } from './zoned-time.ts';
+
+/** The UID of an upstream entry's occurrence on a date: the same across refreshes, restarts and machines. */
+export function occurrenceUid(entryId: number, date: string): string {
+  return `${entryId}-${date.slice(0, 4)}${date.slice(5, 7)}${date.slice(8, 10)}@timetable-sync`;
+}
+
+/**
+ * Occurrence content that two entries must share to be the same class (used to collapse duplicates), and
+ * what the SEQUENCE digest covers. CATEGORIES and the zone are shown by calendars too, so they belong here:
+ * without them a kind changed only in case (template "{subject}") or a new TIMEZONE kept the old SEQUENCE.
+ */
+function contentKey(entry: TimetableEntry, text: EntryText, timezone: string): string {
+  return JSON.stringify([text.summary, text.location, text.description, text.categories, entry.beginTime, entry.endTime, timezone]);
+}
+
+/** Digest of what a calendar shows for an occurrence; the date is part of the uid, so it is left out. */
+function contentHash(key: string, status: string): string {
+  return createHash('sha1').update(key).update(status).digest('hex').slice(0, 16);
+}
+
+/** Every date an entry occurs on, in order (ISO dates). Pure: the rule of DESIGN.md, nothing more. */
+export function occurrenceDates(
+  entry: Pick<TimetableEntry, 'startDate' | 'finishDate' | 'weekday' | 'weekType'>,
+  parity: WeekParity,
+  holidays: ReadonlySet<string>,
+  window: { from?: DayNumber; to?: DayNumber } = {},
+): string[] {
+  const first = Math.max(dayNumber(entry.startDate), window.from ?? -Infinity);
+  const last = Math.min(dayNumber(entry.finishDate), window.to ?? Infinity);
+  const dates: string[] = [];
+  for (let day = nextWeekday(first, entry.weekday); day <= last; day += 7) {
+    if (entry.weekType !== 0 && parity.isOdd(day) !== (entry.weekType === 1)) continue;
+    const date = isoDate(day);
+    if (!holidays.has(date)) dates.push(date);
+  }
+  return dates;
+}
+
+/**
+ * Expands timetable entries into concrete occurrences in `options.timezone`. Pure: the same entries and
+ * options give the same result. Entries repeated under one id are used once; occurrences of different
+ * entries with identical content on the same date collapse into the one with the lowest entry id.
+ */
+export function expand(entries: readonly TimetableEntry[], options: ExpandOptions, zonedTimes = new ZonedTimes(options.timezone)): Expansion {
+  const parity = weekParity(options.anchors ?? []);
+  const holidays = new Set(options.holidays ?? []);
+  const window = { from: options.from === undefined ? undefined : dayNumber(options.from), to: options.to === undefined ? undefined : dayNumber(options.to) };
+  const occurrences: Occurrence[] = [];
+  // Dates already taken by each content digest: identical classes of different entries collapse.
+  const datesByContent = new Map<string, Set<string>>();
+  const problems: EntryProblem[] = [];
+  const seenIds = new Set<number>();
+  const ordered = [...entries].sort((a, b) => a.id - b.id);
+  for (const entry of ordered) {
+    if (seenIds.has(entry.id) || !keepsEntry(entry, options.subscriber)) continue;
+    seenIds.add(entry.id);
+    if (entry.finishDate < entry.startDate) {
+      problems.push({ entryId: entry.id, index: -1, field: 'finish_day_schedule', reason: `finishes on ${entry.finishDate}, before it starts on ${entry.startDate}` });
+      continue;
+    }
+    const text = entryText(entry, options.subscriber);
+    const key = contentKey(entry, text, options.timezone);
+    const hash = contentHash(key, 'CONFIRMED');
+    let taken = datesByContent.get(hash);
+    if (taken === undefined) {
+      taken = new Set();
+      datesByContent.set(hash, taken);
+    }
+    for (const date of occurrenceDates(entry, parity, holidays, window)) {
+      if (taken.has(date)) continue;
+      taken.add(date);
+      const uid = occurrenceUid(entry.id, date);
+      const previous = options.previous?.get(uid);
+      occurrences.push({
+        uid, entryId: entry.id, date, beginTime: entry.beginTime, endTime: entry.endTime, timezone: options.timezone,
+        startUtc: zonedTimes.millis(date, entry.beginTime), endUtc: zonedTimes.millis(date, entry.endTime),
+        summary: text.summary, location: text.location, description: text.description, categories: text.categories,
+        status: 'CONFIRMED', hash,
+        sequence: previous === undefined ? 0 : previous.hash === hash ? previous.sequence : previous.sequence + 1,
+      });
+    }
+  }
+  occurrences.sort(compareOccurrences);
+  return { occurrences, problems };
+}
+
+/** Start time, then uid: a total, deterministic order. */
+export function compareOccurrences(a: Occurrence, b: Occurrence): number {
+  return a.startUtc - b.startUtc || (a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : 0);
+}

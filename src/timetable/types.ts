@@ -1,0 +1,72 @@
+import type { EntryProblem, TimetableEntry } from '../upstream/schemas.ts';
+
+export type { EntryProblem, TimetableEntry };
+
+/** Whether an occurrence takes place; cancelled ones stay in feeds for a while so people see the change. */
+export type OccurrenceStatus = 'CONFIRMED' | 'CANCELLED';
+
+/** One concrete, dated class: what feeds and Google push deliver. Plain data, safe to store as JSON. */
+export interface Occurrence {
+  /** Stable across refreshes and restarts: the upstream entry id and the date. */
+  uid: string;
+  entryId: number;
+  /** Local calendar date in the timetable's zone, `YYYY-MM-DD`. */
+  date: string;
+  /** Local wall-clock times in `timezone`, `HH:MM`. */
+  beginTime: string;
+  endTime: string;
+  timezone: string;
+  /** The same instants in UTC, epoch milliseconds. */
+  startUtc: number;
+  endUtc: number;
+  summary: string;
+  location: string;
+  description: string;
+  categories: readonly string[];
+  status: OccurrenceStatus;
+  /** Digest of everything a calendar shows; a change of it raises `sequence`. */
+  hash: string;
+  sequence: number;
+}
+
+/** What the previous publication said about an occurrence (the caller keeps it; the engine stays pure). */
+export interface PreviousOccurrence {
+  hash: string;
+  sequence: number;
+}
+
+/** Per-subscriber choices, exposed later as feed query parameters. */
+export interface SubscriberOptions {
+  /** Keep only this subgroup's classes (matched in the note); classes without a subgroup stay. */
+  subgroup?: number;
+  /** Class kinds to leave out (compared case-insensitively), e.g. `['лекция']`. */
+  excludeKinds?: readonly string[];
+  /** Add a reminder this many minutes before each class. */
+  alarmMinutes?: number;
+  /** SUMMARY template with `{subject}`, `{kind}`, `{room}`, `{building}`, `{teacher}`, `{groups}`, `{note}`. */
+  titleTemplate?: string;
+}
+
+/** Everything expansion depends on besides the entries; clock and randomness are not needed at all. */
+export interface ExpandOptions {
+  /** IANA zone of the wall-clock times. */
+  timezone: string;
+  /** `WEEK_PARITY_ANCHORS`; empty for the default yearly rule. */
+  anchors?: readonly string[];
+  /** ISO dates without classes. */
+  holidays?: Iterable<string>;
+  /** Only occurrences on or after / on or before these ISO dates. */
+  from?: string;
+  to?: string;
+  /** Hashes and sequences published before, keyed by uid. */
+  previous?: ReadonlyMap<string, PreviousOccurrence>;
+  subscriber?: SubscriberOptions;
+}
+
+/** The outcome of expanding one timetable. */
+export interface Expansion {
+  /** Sorted by start, then uid. */
+  occurrences: Occurrence[];
+  /** Entries that could not be used, with the reason. */
+  problems: EntryProblem[];
+}

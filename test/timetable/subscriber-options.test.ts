@@ -1,0 +1,83 @@
+import { describe, expect, it } from 'vitest';
+import { applyTitleTemplate, entryText, keepsEntry, subgroupOf } from '../../src/timetable/event-text.ts';
+import { expand } from '../../src/timetable/expand.ts';
+import type { SubscriberOptions } from '../../src/timetable/types.ts';
+import { entry } from './fixtures.ts';
+
+const notes = ['1 подгруппа', 'подгр. 2', '2 п/г', '', 'Подгруппа №1', '1-я подгруппа', 'п/г 2', '2 пг', 'Лаб. работа, 1 ПОДГРУППА', 'перенос с 12.09'];
+
+function subjectsFor(subscriber: SubscriberOptions): string[] {
+  const entries = notes.map((note, index) => entry({ id: index + 1, note, subjectName: `S${index}`, finishDate: '2025-09-01' }));
+  return expand(entries, { timezone: 'Europe/Moscow', subscriber }).occurrences.map((o) => o.summary.split(' ')[0] ?? '');
+}
+
+describe('subgroup filter', () => {
+  it('reads the subgroup number from the usual ways of writing it', () => {
+    expect(notes.map(subgroupOf)).toEqual([1, 2, 2, undefined, 1, 1, 2, 2, 1, undefined]);
+    expect(subgroupOf('подгруппы 1 и 2')).toBeUndefined();
+    expect(subgroupOf('ауд. 305')).toBeUndefined();
+  });
+
+  it('keeps the subscriber’s subgroup and classes without any', () => {
+    expect(subjectsFor({ subgroup: 1 }).sort()).toEqual(['S0', 'S3', 'S4', 'S5', 'S8', 'S9']);
+    expect(subjectsFor({ subgroup: 2 }).sort()).toEqual(['S1', 'S2', 'S3', 'S6', 'S7', 'S9']);
+    expect(subjectsFor({ subgroup: 3 }).sort()).toEqual(['S3', 'S9']);
+    expect(subjectsFor({}).sort()).toHaveLength(notes.length);
+  });
+});
+
+describe('excludeKinds', () => {
+  it('leaves out the listed kinds, compared case-insensitively', () => {
+    const lecture = entry({ kind: 'Лекция' });
+    expect(keepsEntry(lecture, { excludeKinds: ['лекция'] })).toBe(false);
+    expect(keepsEntry(entry({ kind: 'лекция' }), { excludeKinds: ['ЛЕКЦИЯ'] })).toBe(false);
+    expect(keepsEntry(lecture, { excludeKinds: ['практика'] })).toBe(true);
+    expect(keepsEntry(lecture, { excludeKinds: [] })).toBe(true);
+    const entries = [entry({ id: 1, kind: 'Лекция' }), entry({ id: 2, kind: 'Практика', subjectName: 'Б' }), entry({ id: 3, kind: '', subjectName: 'В' })];
+    const kept = expand(entries, { timezone: 'Europe/Moscow', to: '2025-09-01', subscriber: { excludeKinds: ['лекция', 'ПРАКТИКА'] } }).occurrences;
+    expect(kept.map((o) => o.entryId)).toEqual([3]);
+  });
+});
+
+describe('title template', () => {
+  const full = entry({ kind: 'практика', room: '305', building: { id: 1, name: 'Корпус А' }, note: '1 подгруппа', groups: ['ИВТ-21', 'ИВТ-22'] });
+
+  it('fills every placeholder', () => {
+    expect(applyTitleTemplate('{subject} | {kind} | {room} | {building} | {teacher} | {groups} | {note}', full)).toBe(
+      'Математический анализ | практика | 305 | Корпус А | Иванов Иван Иванович | ИВТ-21, ИВТ-22 | 1 подгруппа',
+    );
+    expect(applyTitleTemplate('{subject} {unknown}', full)).toBe('Математический анализ {unknown}');
+  });
+
+  it('leaves out an empty kind with its brackets and separators', () => {
+    const noKind = { ...full, kind: '' };
+    expect(entryText(noKind).summary).toBe('Математический анализ');
+    expect(entryText(full).summary).toBe('Математический анализ (практика)');
+    expect(applyTitleTemplate('{subject} [{kind}] {room}', noKind)).toBe('Математический анализ 305');
+    expect(applyTitleTemplate('{subject}, {kind}', noKind)).toBe('Математический анализ');
+    expect(applyTitleTemplate('{kind}: {subject}', noKind)).toBe('Математический анализ');
+    expect(applyTitleTemplate('{kind} – {subject}', noKind)).toBe('Математический анализ');
+    expect(applyTitleTemplate('{kind}: {subject}', full)).toBe('практика: Математический анализ');
+  });
+
+  it('falls back to the subject when the template comes out empty', () => {
+    expect(entryText({ ...full, kind: '' }, { titleTemplate: '{kind}' }).summary).toBe('Математический анализ');
+  });
+
+  it('fills only its own placeholders, not Object.prototype members', () => {
+    expect(applyTitleTemplate('{subject} {constructor} {toString} {__proto__}', full)).toBe('Математический анализ {constructor} {toString} {__proto__}');
+  });
+
+  it('is used for every occurrence; the description and categories do not depend on it', () => {
+    const [occurrence] = expand([full], { timezone: 'Europe/Moscow', subscriber: { titleTemplate: '{room}: {subject}' } }).occurrences;
+    expect(occurrence?.summary).toBe('305: Математический анализ');
+    expect(occurrence?.location).toBe('Корпус А, 305');
+    expect(occurrence?.categories).toEqual(['практика']);
+    expect(occurrence?.description).toBe('Практика\nПреподаватель: Иванов Иван Иванович\nГруппы: ИВТ-21, ИВТ-22\nПримечание: 1 подгруппа');
+  });
+
+  it('writes a description without gaps for missing parts', () => {
+    const sparse = entry({ kind: '', teacher: { id: null, lastName: 'Петров', firstName: '', middleName: '' }, groups: ['А-1'], note: '', room: '', building: { id: null, name: '' } });
+    expect(entryText(sparse)).toEqual({ summary: 'Математический анализ', location: '', description: 'Преподаватель: Петров\nГруппа: А-1', categories: [] });
+  });
+});
