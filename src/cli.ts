@@ -19,7 +19,7 @@ interface Command {
 /** Roles load lazily, so that `--help` and quick commands do not pay for the service's imports. */
 const roles = () => import('./runtime/roles.ts');
 
-const notImplemented = (name: string): Handler => async () => {
+const notImplemented = (name: string) => async (): Promise<number> => {
   process.stderr.write(`timetable-sync ${name}: not implemented yet\n`);
   return EXIT_NOT_IMPLEMENTED;
 };
@@ -75,7 +75,15 @@ const COMMANDS: Record<string, Command> = {
     usage: 'timetable-sync resync (--all | --group ID | --employee ID | --subscription ID)',
     options: { all: { type: 'boolean' }, group: { type: 'string' }, employee: { type: 'string' }, subscription: { type: 'string' } },
     details: 'Uses REDIS_URL, or the embedded Redis recorded under .data/ by a running `start` or `demo`.',
-    run: notImplemented('resync'),
+    run: async (values) => {
+      const selectors = ['all', 'group', 'employee', 'subscription'].filter((key) => values[key] !== undefined);
+      if (selectors.length !== 1) throw new UsageError('give exactly one of --all, --group, --employee, --subscription');
+      for (const flag of ['group', 'employee'] as const) {
+        const value = values[flag];
+        if (value !== undefined && !/^[1-9]\d{0,15}$/.test(String(value))) throw new UsageError(`--${flag} must be a positive integer id (got "${String(value)}")`);
+      }
+      return notImplemented('resync')();
+    },
   },
 };
 
@@ -109,8 +117,12 @@ export async function main(argv: readonly string[]): Promise<number> {
   const [name, ...rest] = argv;
   if (name === undefined || name === 'help' || name === '--help' || name === '-h') {
     const topic = name === 'help' && rest[0] !== undefined ? COMMANDS[rest[0]] : undefined;
+    if (name === undefined) {
+      process.stderr.write(generalHelp());
+      return EXIT_USAGE;
+    }
     process.stdout.write(topic && rest[0] ? commandHelp(rest[0], topic) : generalHelp());
-    return name === undefined ? EXIT_USAGE : 0;
+    return 0;
   }
   const command = COMMANDS[name];
   if (!command) {

@@ -172,7 +172,7 @@ const secretKey = optionalText.transform((value, ctx) => {
 const envSchema = z.object({
   UNIVERSITY_API_URL: httpUrl('UNIVERSITY_API_URL'),
   UNIVERSITY_AUTH_HEADER: optionalText.refine((v) => v === undefined || HEADER_NAME.test(v), { message: 'must be an HTTP header name' }),
-  UNIVERSITY_AUTH_SCHEME: z.string().optional(),
+  UNIVERSITY_AUTH_SCHEME: z.string().optional().refine((v) => v === undefined || v.trim() === '' || HEADER_NAME.test(v.trim()), { message: 'must be an HTTP auth scheme such as Bearer, or empty for a bare credential' }),
   UNIVERSITY_CREDENTIAL: optionalText,
   REDIS_URL: optionalText.refine((v) => v === undefined || /^rediss?:\/\/./.test(v), { message: 'must be a redis:// or rediss:// URL' }),
   REDIS_PREFIX: optionalText.refine((v) => v === undefined || /^[\w{}:-]{1,64}$/.test(v), { message: 'must be 1-64 letters, digits, _ - : { }' }),
@@ -206,7 +206,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   for (const name of required) {
     if (optionalValue(env[name]) === undefined) problems.push(`${name}: is required for this command`);
   }
-  if (result.success && result.data.GOOGLE_CLIENT_ID !== undefined && result.data.GOOGLE_CLIENT_SECRET === undefined) {
+  if (optionalValue(env.GOOGLE_CLIENT_ID) !== undefined && optionalValue(env.GOOGLE_CLIENT_SECRET) === undefined) {
     problems.push('GOOGLE_CLIENT_SECRET: is required when GOOGLE_CLIENT_ID is set');
   }
   if (!result.success || problems.length > 0) throw new ConfigError(problems);

@@ -2,6 +2,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
 import { pingRedis } from '../src/runtime/embedded-redis.ts';
 import { exited, runCli, startCli, waitForOutput } from './support/cli.ts';
@@ -33,10 +34,20 @@ describe('timetable-sync command line', () => {
     expect(badPort.stderr).toContain('--port must be a whole number');
   });
 
-  it('answers "not implemented yet" with exit 2 for resync', async () => {
+  it('answers "not implemented yet" with exit 2 for a well-formed resync, and checks its arguments first', async () => {
     const result = await runCli(['resync', '--all']);
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('not implemented yet');
+    expect((await runCli(['resync'])).code).toBe(64);
+    expect((await runCli(['resync', '--group', 'abc'])).stderr).toContain('--group must be a positive integer id');
+    expect((await runCli(['resync', '--all', '--group', '1'])).code).toBe(64);
+  });
+
+  it('prints help on stderr with exit 64 when called without a command', async () => {
+    const result = await runCli([]);
+    expect(result.code).toBe(64);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toContain('Usage: timetable-sync <command>');
   });
 
   it('requires UNIVERSITY_API_URL for start and worker', async () => {
@@ -50,14 +61,22 @@ describe('timetable-sync command line', () => {
 
 describe('timetable-sync demo', () => {
   const dirs: string[] = [];
+  const children: ChildProcess[] = [];
   afterEach(async () => {
-    for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
+    // Even when an assertion failed midway: no demo and no embedded Redis outlives the test.
+    for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
+    for (const dir of dirs.splice(0)) {
+      const record = await readFile(join(dir, '.data/redis.json'), 'utf8').catch(() => undefined);
+      if (record) process.kill((JSON.parse(record) as { pid: number }).pid, 'SIGTERM');
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('starts embedded Redis and the simulator, serves, lets a second command reuse Redis, and stops it all on SIGINT', async () => {
     const cwd = await mkdtemp(join(tmpdir(), 'tts-demo-'));
     dirs.push(cwd);
     const demo = startCli(['demo', '--simulator-port', '0'], { cwd, env: { LOG_LEVEL: 'warn' } });
+    children.push(demo);
     const output = await waitForOutput(demo, /teacher search:/);
     const groupUrl = /a group's timetable:\s+(\S+)/.exec(output)?.[1] ?? '';
     const response = await fetch(groupUrl);
@@ -69,6 +88,7 @@ describe('timetable-sync demo', () => {
     expect(existsSync(join(cwd, '.data/redis/appendonlydir'))).toBe(true);
 
     const second = startCli(['demo', '--simulator-port', '0'], { cwd, env: { LOG_LEVEL: 'info' } });
+    children.push(second);
     const secondOutput = await waitForOutput(second, /teacher search:/);
     expect(secondOutput).toContain(record.url);
     second.kill('SIGINT');

@@ -1,8 +1,10 @@
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, readEnvironment } from '../src/config.ts';
+import { readFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { ConfigError, ENV_VARIABLES, loadConfig, readEnvironment } from '../src/config.ts';
 import { runCli } from './support/cli.ts';
 
 function problemsOf(env: Record<string, string>, required: Parameters<typeof loadConfig>[1] = []): readonly string[] {
@@ -13,6 +15,17 @@ function problemsOf(env: Record<string, string>, required: Parameters<typeof loa
     throw error;
   }
   return [];
+}
+
+const dirs: string[] = [];
+afterAll(async () => {
+  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+});
+
+async function tempDir(prefix: string): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  dirs.push(dir);
+  return dir;
 }
 
 describe('loadConfig', () => {
@@ -86,7 +99,7 @@ describe('loadConfig', () => {
   });
 
   it('reads HOLIDAYS from a file with one date per line and # comments', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'tts-holidays-'));
+    const dir = await tempDir('tts-holidays-');
     const file = join(dir, 'holidays.txt');
     await writeFile(file, '# national holidays\n2025-11-04  # unity day\n\n2026-01-07\n');
     expect(loadConfig({ HOLIDAYS: file }).holidays).toEqual(['2025-11-04', '2026-01-07']);
@@ -95,12 +108,32 @@ describe('loadConfig', () => {
     expect(problemsOf({ HOLIDAYS: join(dir, 'missing.txt') })[0]).toMatch(/^HOLIDAYS: not a date list and not a readable file/);
   });
 
-  it('lets the real environment win over a .env file', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'tts-dotenv-'));
+  it('fills in from a .env file what the real environment does not set, and lets the environment win', async () => {
+    const dir = await tempDir('tts-dotenv-');
     await writeFile(join(dir, '.env'), 'PORT=9999\nTIMEZONE=Asia/Tokyo\n# comment\n');
-    const env = readEnvironment(dir);
-    expect(env.TIMEZONE).toBe('Asia/Tokyo');
-    expect(loadConfig({ ...env, PORT: '1234' }).port).toBe(1234);
+    vi.stubEnv('PORT', '1234');
+    try {
+      const env = readEnvironment(dir);
+      expect(env.TIMEZONE).toBe('Asia/Tokyo');
+      expect(env.PORT).toBe('1234');
+    } finally {
+      vi.unstubAllEnvs();
+    }
+  });
+});
+
+describe('.env.example', () => {
+  const example = readFileSync(join(import.meta.dirname, '../.env.example'), 'utf8');
+  const assignments = new Map([...example.matchAll(/^#?\s*([A-Z][A-Z0-9_]+)=(.*)$/gm)].map((match) => [match[1] as string, match[2] as string]));
+
+  it('documents every variable the service reads', () => {
+    expect([...assignments.keys()].sort()).toEqual([...ENV_VARIABLES].sort());
+  });
+
+  it('gives, for every uncommented variable, the default the code applies', () => {
+    const active = Object.fromEntries([...example.matchAll(/^([A-Z][A-Z0-9_]+)=(.*)$/gm)].map((match) => [match[1], match[2]]));
+    expect(Object.keys(active).length).toBeGreaterThan(5);
+    expect(loadConfig(active)).toEqual(loadConfig({}));
   });
 });
 

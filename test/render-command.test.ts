@@ -1,4 +1,4 @@
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import ICAL from 'ical.js';
@@ -21,7 +21,10 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'tts-render-'));
   simulator = await startSimulator({ port: 0, seed: 3, groups: 20, employees: 30, users: 5, referenceDate: new Date('2025-10-01T00:00:00Z') });
 });
-afterAll(async () => simulator.close());
+afterAll(async () => {
+  await simulator.close();
+  await rm(dir, { recursive: true, force: true });
+});
 
 function events(ics: string): ICAL.Event[] {
   return new ICAL.Component(ICAL.parse(ics)).getAllSubcomponents('vevent').map((vevent) => new ICAL.Event(vevent));

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, readFile, rm, writeFile, rename, open } from 'node:fs/promises';
 import { createServer, connect } from 'node:net';
 import { join, resolve } from 'node:path';
+import { z } from 'zod';
 import type { Logger } from '../logger.ts';
 import { ensureRedisServer } from './redis-install.ts';
 
@@ -16,8 +17,10 @@ export interface EmbeddedRedisRecord {
 /** A Redis this process uses without a configured `REDIS_URL`. */
 export interface EmbeddedRedis {
   url: string;
-  /** True when this process started it (and so stops it); false when it reused one already running. */
+  /** True when this process started (or adopted) it and so stops it; false when it reused a running one. */
   owned: boolean;
+  /** The redis-server process id, when owned: an emergency exit kills it synchronously. */
+  pid?: number | undefined;
   stop(): Promise<void>;
 }
 
@@ -38,32 +41,66 @@ export class EmbeddedRedisError extends Error {
 
 const RECORD_FILE = 'redis.json';
 
-/** Sends PING over a raw socket; true on `+PONG` within the timeout. No client library, no retries. */
-export function pingRedis(url: string, timeoutMs = 1_000): Promise<boolean> {
+/** Sends one inline command over a raw socket; the first reply chunk, or undefined. No client, no retries. */
+function rawCommand(url: string, command: string, timeoutMs: number): Promise<string | undefined> {
   const { hostname, port } = new URL(url);
   return new Promise((done) => {
     const socket = connect({ host: hostname, port: Number(port || 6379) });
-    const finish = (ok: boolean) => {
+    const finish = (reply: string | undefined) => {
       socket.destroy();
-      done(ok);
+      done(reply);
     };
-    socket.setTimeout(timeoutMs, () => finish(false));
-    socket.once('error', () => finish(false));
-    socket.once('connect', () => socket.write('PING\r\n'));
-    socket.once('data', (data) => finish(data.toString().startsWith('+PONG')));
+    socket.setTimeout(timeoutMs, () => finish(undefined));
+    socket.once('error', () => finish(undefined));
+    socket.once('connect', () => socket.write(`${command}\r\n`));
+    socket.once('data', (data) => finish(data.toString()));
   });
+}
+
+/** Sends PING; true on `+PONG` within the timeout. */
+export async function pingRedis(url: string, timeoutMs = 1_000): Promise<boolean> {
+  return (await rawCommand(url, 'PING', timeoutMs))?.startsWith('+PONG') === true;
+}
+
+/** The `process_id` of the Redis answering at `url`, so that we never mistake another server for ours. */
+async function redisProcessId(url: string, timeoutMs: number): Promise<number | undefined> {
+  const match = /process_id:(\d+)/.exec((await rawCommand(url, 'INFO server', timeoutMs)) ?? '');
+  return match ? Number(match[1]) : undefined;
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** The live embedded Redis recorded under `dataDir` (the recorded process answers at the recorded URL). */
+async function liveRecord(dataDir: string): Promise<EmbeddedRedisRecord | undefined> {
+  const record = await readRecord(dataDir);
+  if (record && (await redisProcessId(record.url, 1_000)) === record.pid) return record;
+  return undefined;
 }
 
 /** The URL of a live embedded Redis recorded under `dataDir`, or undefined. */
 export async function findEmbeddedRedis(dataDir: string): Promise<string | undefined> {
-  const record = await readRecord(dataDir);
-  if (record && (await pingRedis(record.url))) return record.url;
-  return undefined;
+  return (await liveRecord(dataDir))?.url;
 }
 
+const recordSchema = z.object({
+  url: z.string().regex(/^redis:\/\/127\.0\.0\.1:\d+$/),
+  pid: z.number().int().positive(),
+  ownerPid: z.number().int().positive(),
+  startedAt: z.string(),
+});
+
+/** The record of `dataDir`, or undefined when there is none or it is unreadable (then it is stale). */
 async function readRecord(dataDir: string): Promise<EmbeddedRedisRecord | undefined> {
   try {
-    return JSON.parse(await readFile(join(dataDir, RECORD_FILE), 'utf8')) as EmbeddedRedisRecord;
+    const parsed = recordSchema.safeParse(JSON.parse(await readFile(join(dataDir, RECORD_FILE), 'utf8')));
+    return parsed.success ? parsed.data : undefined;
   } catch {
     return undefined;
   }
@@ -96,10 +133,16 @@ export async function startEmbeddedRedis(options: EmbeddedRedisOptions): Promise
   const { logger, persistence = true, shared = true } = options;
   const dataDir = resolve(options.dataDir);
   if (shared) {
-    const existing = await findEmbeddedRedis(dataDir);
+    const existing = await liveRecord(dataDir);
+    if (existing && isAlive(existing.ownerPid)) {
+      logger.info({ redisUrl: existing.url }, 'reusing the embedded Redis already running for this folder');
+      return { url: existing.url, owned: false, stop: async () => {} };
+    }
     if (existing) {
-      logger.info({ redisUrl: existing }, 'reusing the embedded Redis already running for this folder');
-      return { url: existing, owned: false, stop: async () => {} };
+      // Its owner died without stopping it (kill -9, crash): adopt it, so that it is stopped on our exit.
+      await writeRecord(dataDir, { ...existing, ownerPid: process.pid });
+      logger.info({ redisUrl: existing.url }, 'adopted the embedded Redis left running by an earlier process');
+      return { url: existing.url, owned: true, pid: existing.pid, stop: () => stopAdopted(existing, dataDir, logger) };
     }
   }
   ensureRedisServer(logger);
@@ -111,7 +154,7 @@ export async function startEmbeddedRedis(options: EmbeddedRedisOptions): Promise
   await waitUntilReady(child, url, join(redisDir, 'redis.log'));
   if (shared) await writeRecord(dataDir, { url, pid: child.pid ?? 0, ownerPid: process.pid, startedAt: new Date().toISOString() });
   logger.info({ redisUrl: url, dataDir: redisDir }, 'embedded Redis started');
-  return { url, owned: true, stop: () => stopRedis(child, shared ? dataDir : undefined, logger) };
+  return { url, owned: true, pid: child.pid, stop: () => stopRedis(child, shared ? dataDir : undefined, logger) };
 }
 
 async function spawnRedis(redisDir: string, port: number, persistence: boolean): Promise<ChildProcess> {
@@ -132,13 +175,23 @@ async function waitUntilReady(child: ChildProcess, url: string, logFile: string)
   child.once('exit', () => (exited = true));
   const deadline = Date.now() + 10_000;
   while (Date.now() < deadline) {
-    if (await pingRedis(url, 250)) return;
     if (exited) break;
+    // Ask for the process id, not just PONG: another server may have taken the port between our probe and
+    // our spawn, and then ours exits while theirs answers.
+    if ((await redisProcessId(url, 250)) === child.pid) return;
     await new Promise((wake) => setTimeout(wake, 50));
   }
   child.kill('SIGKILL');
   const tail = (await readFile(logFile, 'utf8').catch(() => '')).split('\n').slice(-8).join('\n');
   throw new EmbeddedRedisError(`embedded redis-server did not start on ${url}${exited ? ' (it exited)' : ''}; its log ends:\n${tail}`);
+}
+
+async function stopAdopted(record: EmbeddedRedisRecord, dataDir: string, logger: Logger): Promise<void> {
+  if (isAlive(record.pid)) process.kill(record.pid, 'SIGTERM');
+  const deadline = Date.now() + 10_000;
+  while (isAlive(record.pid) && Date.now() < deadline) await new Promise((wake) => setTimeout(wake, 50));
+  if ((await readRecord(dataDir))?.pid === record.pid) await rm(join(dataDir, RECORD_FILE), { force: true });
+  logger.info('embedded Redis stopped');
 }
 
 async function stopRedis(child: ChildProcess, dataDir: string | undefined, logger: Logger): Promise<void> {

@@ -11,11 +11,15 @@ export const REDIS_INSTALL_HINT =
   'Install it with `sudo apt-get install redis-server` (Debian/Ubuntu) or `brew install redis` (macOS), ' +
   'point REDIS_URL at an existing Redis, or run everything with `docker compose up`.';
 
-/** Runs a command quietly; true when it exits 0. */
-function succeeds(command: string, args: readonly string[], extraEnv: Record<string, string> = {}): boolean {
-  // The child inherits this process's environment (PATH, proxies) plus what the caller adds; nothing is read here.
-  const result = spawnSync(command, args, { stdio: 'ignore', env: { ...process.env, ...extraEnv }, timeout: 600_000 });
+/** Runs a command quietly (inheriting this process's environment); true when it exits 0. */
+function succeeds(command: string, args: readonly string[]): boolean {
+  const result = spawnSync(command, args, { stdio: 'ignore', timeout: 900_000 });
   return result.status === 0;
+}
+
+/** `apt-get ARGS` without prompts, waiting for a dpkg lock held by e.g. unattended-upgrades at first boot. */
+function aptGet(...args: string[]): boolean {
+  return succeeds('env', ['DEBIAN_FRONTEND=noninteractive', 'apt-get', '-o', 'DPkg::Lock::Timeout=300', ...args]);
 }
 
 /** True when `redis-server` can be started from PATH. */
@@ -35,11 +39,10 @@ export function ensureRedisServer(logger: Logger): void {
     throw new RedisUnavailableError(`redis-server was not found on PATH. ${REDIS_INSTALL_HINT}`);
   }
   logger.info('redis-server is missing; installing Debian package redis-server (one time)');
-  const env = { DEBIAN_FRONTEND: 'noninteractive' };
-  if (!succeeds('apt-get', ['install', '-y', '-qq', '--no-install-recommends', 'redis-server'], env)) {
+  if (!aptGet('install', '-y', '-qq', '--no-install-recommends', 'redis-server')) {
     // A fresh machine has no package lists yet: fetch them once and try again.
-    succeeds('apt-get', ['update', '-qq'], env);
-    if (!succeeds('apt-get', ['install', '-y', '-qq', '--no-install-recommends', 'redis-server'], env)) {
+    aptGet('update', '-qq');
+    if (!aptGet('install', '-y', '-qq', '--no-install-recommends', 'redis-server')) {
       throw new RedisUnavailableError(`installing redis-server with apt-get failed. ${REDIS_INSTALL_HINT}`);
     }
   }

@@ -17,7 +17,11 @@ function rootLogger(config: Pick<Config, 'logLevel'>, role: string): Logger {
 async function resolveRedis(config: Config, logger: Logger, shutdown: Shutdown): Promise<string> {
   if (config.redisUrl) return config.redisUrl;
   const redis = await startEmbeddedRedis({ dataDir: config.dataDir, logger });
-  if (redis.owned) shutdown.add('embedded redis', redis.stop);
+  if (redis.owned) {
+    shutdown.add('embedded redis', redis.stop);
+    const { pid } = redis;
+    if (pid !== undefined) shutdown.onEmergencyExit(() => process.kill(pid, 'SIGTERM'));
+  }
   return redis.url;
 }
 

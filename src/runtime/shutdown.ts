@@ -13,6 +13,7 @@ interface Step {
  */
 export class Shutdown {
   private readonly steps: Step[] = [];
+  private readonly emergency: (() => void)[] = [];
   private running: Promise<void> | undefined;
   private readonly logger: Logger;
 
@@ -23,6 +24,11 @@ export class Shutdown {
   /** Registers a stop step. */
   add(name: string, stop: () => Promise<void>): void {
     this.steps.push({ name, stop });
+  }
+
+  /** Registers a synchronous last resort for an exit that cannot wait (second signal): kill a child. */
+  onEmergencyExit(action: () => void): void {
+    this.emergency.push(action);
   }
 
   /** Runs every step once, in reverse order; later calls return the same promise. */
@@ -53,6 +59,13 @@ export class Shutdown {
       const onSignal = (signal: NodeJS.Signals) => {
         if (received) {
           this.logger.warn({ signal }, 'second signal: exiting without waiting');
+          for (const action of this.emergency) {
+            try {
+              action();
+            } catch {
+              // Exiting anyway: nothing useful can be done about a failed last resort.
+            }
+          }
           process.exit(130);
         }
         received = true;

@@ -9,7 +9,8 @@ const groupSelectSchema = z.strictObject({
 
 const selectSchema = z.strictObject({
   id: flag, username: flag, firstName: flag, lastName: flag, middleName: flag, gender: flag, photoPath: flag,
-  studentId: flag, group: z.union([z.boolean(), groupSelectSchema]).optional(),
+  // university-api.md §4.4: `group` takes a nested object of the same form (not a bare `true`).
+  studentId: flag, group: groupSelectSchema.optional(),
 });
 
 // Other top-level keys are ignored, as an unknown option usually is; `select` itself is checked strictly.
@@ -39,9 +40,8 @@ export function selectUser(user: User, group: Group | undefined, select: UserSel
   const out: Record<string, unknown> = {};
   for (const field of USER_FIELDS) if (select[field] === true) out[field] = user[field];
   if (select.group && group) {
-    const groupSelect = select.group === true ? undefined : select.group;
     const picked: Record<string, unknown> = {};
-    for (const field of GROUP_FIELDS) if (!groupSelect || groupSelect[field] === true) picked[field] = group[field];
+    for (const field of GROUP_FIELDS) if (select.group[field] === true) picked[field] = group[field];
     out.group = picked;
   }
   return out;

@@ -13,6 +13,7 @@ import {
   parseScheduleResponse,
   parseUserResponse,
   type Employee,
+  type GroupSelect,
   type PlanSubject,
   type ScheduleResult,
   type SelectedUser,
@@ -22,6 +23,15 @@ import type { PreparedRequest } from './transport.ts';
 import { validateId } from './values.ts';
 
 export { validateId } from './values.ts';
+
+const ALL_GROUP_FIELDS: Required<GroupSelect> = {
+  id: true, name: true, instituteName: true, specialization: true, speciality: true, yearStart: true, yearEnd: true,
+};
+
+/** `select` as the API takes it: `group: true` (our shorthand for "the whole group") spelled out key by key. */
+function wireSelect(select: UserSelect): Record<string, unknown> {
+  return select.group === true ? { ...select, group: ALL_GROUP_FIELDS } : { ...select };
+}
 
 /** How to reach and treat the university API. */
 export interface UniversityClientOptions {
@@ -120,6 +130,7 @@ function prepareRequest(target: RequestTarget, spec: RequestSpec): PreparedReque
     headers,
     ...(spec.json === undefined ? {} : { body: JSON.stringify(spec.json) }),
     authenticated: spec.credential !== undefined,
+    ...(spec.credential === undefined ? {} : { secret: spec.credential }),
     ...(signal ? { signal } : {}),
   };
 }
@@ -174,7 +185,7 @@ export function createUniversityClient(options: UniversityClientOptions): Univer
       return parseEmployeeSearchResponse(await send({ ...spec, options: callOptions }), 'employeeSearch');
     },
     async me(credential, select, callOptions) {
-      const json = select === undefined ? undefined : { select };
+      const json = select === undefined ? undefined : { select: wireSelect(select) };
       const spec = { endpoint: 'me', method: 'POST', path: '/users/@me', credential, json } as const;
       return parseUserResponse(await send({ ...spec, options: callOptions }), select, 'me');
     },

@@ -33,6 +33,8 @@ export interface PreparedRequest {
   body?: string;
   /** Whether 401/403 means "the credential was rejected" (the `@me` endpoints). */
   authenticated: boolean;
+  /** The credential itself, only to scrub it from response text an upstream might echo it in. */
+  secret?: string;
   signal?: AbortSignal;
 }
 
@@ -129,6 +131,11 @@ function tooLarge(req: PreparedRequest, limit: number, attempts: number): Upstre
   return new UpstreamProtocolError(req.endpoint, 'too-large', { attempts, detail: `more than ${limit} bytes` });
 }
 
+/** Response text with any echo of the request's credential replaced, before it can reach an error or a log. */
+function scrub(text: string, req: PreparedRequest): string {
+  return req.secret ? text.replaceAll(req.secret, '[redacted]') : text;
+}
+
 async function exchange(ctx: TransportContext, req: PreparedRequest, attempts: number): Promise<unknown> {
   const res = await request(req.url, {
     dispatcher: ctx.dispatcher,
@@ -138,7 +145,7 @@ async function exchange(ctx: TransportContext, req: PreparedRequest, attempts: n
     signal: req.signal ?? null,
   });
   if (res.statusCode < 200 || res.statusCode > 299) {
-    const bodyText = await readErrorBody(res, ctx.maxResponseBytes);
+    const bodyText = scrub(await readErrorBody(res, ctx.maxResponseBytes), req);
     throw statusError({ req, res, bodyText, nowMs: ctx.now(), attempts });
   }
   const declared = Number(res.headers['content-length']);
@@ -149,7 +156,7 @@ async function exchange(ctx: TransportContext, req: PreparedRequest, attempts: n
   const { text, truncated } = await readBody(res.body, ctx.maxResponseBytes);
   if (truncated) throw tooLarge(req, ctx.maxResponseBytes, attempts);
   try {
-    return JSON.parse(text) as unknown;
+    return JSON.parse(scrub(text, req)) as unknown;
   } catch {
     // No `cause`: JSON.parse's message quotes the body, and bodies never reach a log line.
     throw new UpstreamProtocolError(req.endpoint, 'bad-json', { attempts, detail: `${text.length} characters` });

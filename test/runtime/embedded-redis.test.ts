@@ -82,3 +82,28 @@ describe('embedded redis-server', () => {
     expect(await pingRedis(fresh.url)).toBe(true);
   });
 });
+
+describe('embedded redis-server records', () => {
+  it('treats a malformed record as stale instead of failing', async () => {
+    const dir = await dataDir();
+    await import('node:fs/promises').then((fs) => fs.writeFile(join(dir, 'redis.json'), '{}'));
+    expect(await findEmbeddedRedis(dir)).toBeUndefined();
+    const redis = await start(dir);
+    expect(redis.owned).toBe(true);
+  });
+
+  it('adopts a Redis whose owner died without stopping it, and stops it on exit', async () => {
+    const dir = await dataDir();
+    const orphan = await startEmbeddedRedis({ dataDir: dir, logger: silentLogger() });
+    const { spawnSync } = await import('node:child_process');
+    const deadPid = spawnSync('true').pid as number;
+    const record = JSON.parse(await readFile(join(dir, 'redis.json'), 'utf8')) as Record<string, unknown>;
+    await import('node:fs/promises').then((fs) => fs.writeFile(join(dir, 'redis.json'), JSON.stringify({ ...record, ownerPid: deadPid })));
+    const adopted = await startEmbeddedRedis({ dataDir: dir, logger: silentLogger() });
+    expect(adopted).toMatchObject({ owned: true, url: orphan.url, pid: record.pid });
+    await adopted.stop();
+    expect(await pingRedis(orphan.url)).toBe(false);
+    expect(existsSync(join(dir, 'redis.json'))).toBe(false);
+    await orphan.stop();
+  });
+});

@@ -115,9 +115,17 @@ describe('simulator API', () => {
       expect(withEmptyBody.body.user).toEqual(body.user);
     });
 
-    it('returns exactly the selected fields, the whole group for group:true and a nested selection', async () => {
+    it('rejects group:true, since the API takes a nested object for group', async () => {
       const user = users[1] as SimUser;
-      const select = { id: true, gender: true, studentId: true, middleName: true, photoPath: true, group: true };
+      const bare = await call<{ error: string }>(sim.url, '/users/@me', { method: 'POST', headers: auth(user), body: { select: { group: true } } });
+      expect(bare.status).toBe(400);
+      expect(bare.body.error).toContain('group');
+    });
+
+    it('returns exactly the selected fields, the whole group when every group key is selected, and a nested selection', async () => {
+      const user = users[1] as SimUser;
+      const allGroup = { id: true, name: true, instituteName: true, specialization: true, speciality: true, yearStart: true, yearEnd: true };
+      const select = { id: true, gender: true, studentId: true, middleName: true, photoPath: true, group: allGroup };
       const whole = await call<{ user: Record<string, unknown> & { group: Record<string, unknown> } }>(sim.url, '/users/@me', { method: 'POST', headers: auth(user), body: { select } });
       expect(whole.status).toBe(200);
       expect(Object.keys(whole.body.user).sort()).toEqual(['gender', 'group', 'id', 'middleName', 'photoPath', 'studentId']);

@@ -28,20 +28,17 @@ describe('simulator fault injection', () => {
   });
 
   it('adds latency, summing every matching latency rule', async () => {
+    // Lower bounds are exact (the delays are awaited); the one upper bound has a 500 ms margin for slow CI.
+    await addFault({ kind: 'latency', latencyMs: 200 });
+    await addFault({ endpoint: 'groupSchedule', kind: 'latency', latencyMs: 600 });
     let started = performance.now();
     expect((await call(sim.url, groupPath)).status).toBe(200);
-    const plain = performance.now() - started;
-    await addFault({ kind: 'latency', latencyMs: 200 });
-    await addFault({ endpoint: 'groupSchedule', kind: 'latency', latencyMs: 150 });
-    started = performance.now();
-    expect((await call(sim.url, groupPath)).status).toBe(200);
-    expect(performance.now() - started).toBeGreaterThanOrEqual(340);
-    expect(plain).toBeLessThan(200);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(790);
     started = performance.now();
     await call(sim.url, '/employees?q=ов');
     const search = performance.now() - started;
     expect(search).toBeGreaterThanOrEqual(190);
-    expect(search).toBeLessThan(340);
+    expect(search).toBeLessThan(700);
   });
 
   it('answers a chosen status with success:false and a default or given error', async () => {

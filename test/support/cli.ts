@@ -1,5 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { resolve } from 'node:path';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+/** Default working folder of CLI runs: empty, so that a developer's own `.env` or `.data/` never leaks in. */
+const EMPTY_FOLDER = mkdtempSync(join(tmpdir(), 'tts-cli-cwd-'));
+process.once('exit', () => rmSync(EMPTY_FOLDER, { recursive: true, force: true }));
 
 /** Absolute path of the command-line entry point. */
 export const CLI = resolve(import.meta.dirname, '../../bin/timetable-sync.js');
@@ -31,7 +37,7 @@ export function runCli(args: readonly string[], options: { env?: Record<string, 
 /** Starts `timetable-sync ARGS` and returns the running child (stdout and stderr piped). */
 export function startCli(args: readonly string[], options: { env?: Record<string, string>; cwd?: string } = {}): ChildProcess {
   return spawn(process.execPath, [CLI, ...args], {
-    cwd: options.cwd ?? process.cwd(),
+    cwd: options.cwd ?? EMPTY_FOLDER,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

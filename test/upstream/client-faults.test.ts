@@ -108,10 +108,11 @@ describe('retried faults', () => {
   });
 
   it('maps latency beyond headersMs to a timeout, and within it to success', async () => {
-    await control.fault({ endpoint: 'groupSchedule', kind: 'latency', latencyMs: 100 });
+    await control.fault({ endpoint: 'groupSchedule', kind: 'latency', latencyMs: 100, times: 1 });
     await expect(client().groupSchedule(groupId)).resolves.toMatchObject({ problems: [] });
-    await control.fault({ endpoint: 'groupSchedule', kind: 'latency', latencyMs: 1000, times: 1 });
-    await expect(client({ timeouts: { headersMs: 150 } }).groupSchedule(groupId)).resolves.toMatchObject({ problems: [] });
+    // Wide margins both ways: the first try waits 2 s against a 400 ms limit, the retry has no latency.
+    await control.fault({ endpoint: 'groupSchedule', kind: 'latency', latencyMs: 2000, times: 1 });
+    await expect(client({ timeouts: { headersMs: 400 } }).groupSchedule(groupId)).resolves.toMatchObject({ problems: [] });
     expect(await groupRequests()).toBe(3);
   });
 

@@ -67,6 +67,29 @@ describe('requests', () => {
     expect(server.seen[0]?.headers['authorization']).toBe('Bearer secret-token');
   });
 
+  it('spells out group: true as every group key, since the API takes a nested object', async () => {
+    server.handle((_req, res) => sendJson(res, 200, { success: true, user: { group: { id: 1, name: 'g', instituteName: 'i', specialization: 's', speciality: 's', yearStart: 2024, yearEnd: 2028 } } }));
+    const user = await client().me('secret-token', { group: true });
+    expect(user.group.name).toBe('g');
+    expect(JSON.parse(server.seen[0]?.body ?? '{}')).toEqual({
+      select: { group: { id: true, name: true, instituteName: true, specialization: true, speciality: true, yearStart: true, yearEnd: true } },
+    });
+  });
+
+  it('scrubs a credential the upstream echoes back from error texts', async () => {
+    server.handle((req, res) => {
+      const token = String(req.headers['authorization']).replace('Bearer ', '');
+      if (req.url === '/users/@me/schedule') sendJson(res, 401, { error: `token ${token} is not valid` });
+      else sendJson(res, 200, { success: false, error: `no user for ${token}` });
+    });
+    const denied = (await client().mySchedule('echo-me-123').catch((err: unknown) => err)) as Error;
+    expect(denied.message).toContain('[redacted]');
+    expect(denied.message).not.toContain('echo-me-123');
+    const failed = (await client().myPlan('echo-me-123').catch((err: unknown) => err)) as Error;
+    expect(failed.message).toContain('no user for [redacted]');
+    expect(failed.message).not.toContain('echo-me-123');
+  });
+
   it('refuses a credential that cannot travel in a header, without sending anything or echoing it', async () => {
     const error = await client().mySchedule('tok\r\nX-Evil: 1').catch((err: unknown) => err);
     expect(error).toBeInstanceOf(TypeError);
