@@ -1,5 +1,5 @@
 import { getVtimezoneComponent } from '@touch4it/ical-timezones';
-import ical, { ICalAlarmType, ICalEventStatus, type ICalEventData } from 'ical-generator';
+import ical, { foldLines, ICalAlarmType, ICalEventStatus, type ICalEventData } from 'ical-generator';
 import type { Occurrence } from '../timetable/types.ts';
 import { ZonedTimes } from '../timetable/zoned-time.ts';
 
@@ -19,7 +19,7 @@ export interface CalendarMeta {
   extra?: Readonly<Record<string, string>>;
 }
 
-const PRODUCT_ID = { company: 'timetable-sync', product: 'timetable-sync', language: 'RU' } as const;
+const PRODUCT_ID = '-//timetable-sync//timetable-sync//RU';
 const vtimezones = new Map<string, string | null>();
 
 /** VTIMEZONE text of a zone from the bundled zone database, read once per process. */
@@ -44,6 +44,13 @@ export function toEventData(occurrences: readonly Occurrence[], meta: CalendarMe
     if (times === undefined) zones.set(timezone, (times = new ZonedTimes(timezone)));
     return times;
   };
+  // Occurrences of one entry share their categories array: convert each array once.
+  const categoriesOf = new Map<readonly string[], { name: string }[]>();
+  const categories = (list: readonly string[]) => {
+    let converted = categoriesOf.get(list);
+    if (converted === undefined) categoriesOf.set(list, (converted = list.map((name) => ({ name }))));
+    return converted;
+  };
   return occurrences.map((occurrence) => ({
     id: occurrence.uid,
     sequence: occurrence.sequence,
@@ -54,28 +61,51 @@ export function toEventData(occurrences: readonly Occurrence[], meta: CalendarMe
     summary: occurrence.summary,
     location: occurrence.location || null,
     description: occurrence.description || null,
-    categories: occurrence.categories.map((name) => ({ name })),
+    categories: categories(occurrence.categories),
     status: occurrence.status === 'CANCELLED' ? ICalEventStatus.CANCELLED : ICalEventStatus.CONFIRMED,
     alarms: alarmSeconds === undefined || occurrence.status === 'CANCELLED' ? [] : [{ type: ICalAlarmType.display, trigger: alarmSeconds, description: occurrence.summary }],
   }));
 }
 
-/** Renders prebuilt event data into an ICS document (the part ical-generator does alone). */
+/** An RFC 5545 duration of whole seconds, as ical-generator writes it: 1800 → PT30M, 90000 → P1DT1H. */
+export function icalDuration(totalSeconds: number): string {
+  const days = Math.floor(totalSeconds / 86_400);
+  const hours = Math.floor((totalSeconds % 86_400) / 3_600);
+  const minutes = Math.floor((totalSeconds % 3_600) / 60);
+  const seconds = totalSeconds % 60;
+  const time = `${hours ? `${hours}H` : ''}${minutes ? `${minutes}M` : ''}${seconds ? `${seconds}S` : ''}`;
+  return `P${days ? `${days}D` : ''}${time || !days ? `T${time || '0S'}` : ''}`;
+}
+
+/** The calendar's own properties, in RFC 5545 order (calprops before any component). */
+function calendarProperties(meta: CalendarMeta): string[] {
+  const ttl = icalDuration(Math.max(60, Math.round(meta.refreshIntervalMs / 1000)));
+  // ical-generator would write NAME and X-WR-CALNAME verbatim: a "," or ";" in a group list would break the
+  // value and a line break in a name would inject properties, so every value here is escaped.
+  const extra = Object.entries(meta.extra ?? {}).sort(([a], [b]) => (a < b ? -1 : 1));
+  return [
+    'BEGIN:VCALENDAR', 'VERSION:2.0', `PRODID:${PRODUCT_ID}`, `NAME:${escapeText(meta.name)}`, `X-WR-CALNAME:${escapeText(meta.name)}`,
+    `REFRESH-INTERVAL;VALUE=DURATION:${ttl}`, `X-PUBLISHED-TTL:${ttl}`, `X-WR-TIMEZONE:${escapeText(meta.timezone)}`,
+    ...extra.map(([key, value]) => `${key.toUpperCase()}:${escapeText(value)}`),
+  ];
+}
+
+/**
+ * Renders prebuilt event data into an ICS document. ical-generator writes every event (dates, escaping,
+ * alarms); the calendar around them is written here, because ical-generator 11 puts calendar properties
+ * after the VTIMEZONE and the events, where RFC 5545 (icalbody = calprops component) does not allow them.
+ */
 export function renderEventData(events: readonly ICalEventData[], meta: CalendarMeta): string {
-  const calendar = ical({
-    // ical-generator writes NAME and X-WR-CALNAME verbatim, unlike every other TEXT value: escape here, or a
-    // "," or ";" in a group list breaks the value and a line break in a name injects properties.
-    name: escapeText(meta.name),
-    prodId: PRODUCT_ID,
-    ttl: Math.max(60, Math.round(meta.refreshIntervalMs / 1000)),
-    // No calendar-level zone name: ical-generator would then write DTSTAMP in the process's local time.
-    // Each event carries its TZID instead, and the generator adds one VTIMEZONE per zone used.
-    timezone: { name: null, generator: vtimezone },
+  const calendar = ical();
+  const zones = new Set<string>();
+  const body = events.map((data) => {
+    if (typeof data.timezone === 'string') zones.add(data.timezone);
+    return alarmsLast(calendar.createEvent(data).toString());
   });
-  calendar.x([['X-WR-TIMEZONE', meta.timezone], ...Object.entries(meta.extra ?? {}).sort(([a], [b]) => (a < b ? -1 : 1))]);
-  for (const event of events) calendar.createEvent(event);
+  const vtimezones = [...zones].map((zone) => vtimezone(zone)?.replace(/\r?\n/g, '\r\n').trim()).filter((text) => text);
+  const text = [...calendarProperties(meta), ...vtimezones, ''].join('\r\n') + body.join('') + 'END:VCALENDAR';
   // Every content line ends with CRLF, the last one (END:VCALENDAR) included (RFC 5545 §3.1).
-  return `${propertiesFirst(calendar.toString())}\r\n`;
+  return `${foldLines(text)}\r\n`;
 }
 
 /** RFC 5545 TEXT escaping (§3.3.11): backslash, semicolon, comma and line breaks. */
@@ -84,31 +114,16 @@ function escapeText(text: string): string {
 }
 
 /**
- * Moves every component's properties in front of its subcomponents, keeping their order otherwise. RFC 5545
- * requires that order (icalbody = calprops component; eventc = eventprop *alarmc), but ical-generator 11
- * writes REFRESH-INTERVAL after the VTIMEZONE, calendar X- properties after the events, and CATEGORIES and
- * STATUS after a VALARM. Works on folded text: a continuation line (leading space) stays with its property.
+ * Moves an event's VALARMs after its own properties (RFC 5545: eventc = eventprop *alarmc); ical-generator
+ * writes CATEGORIES and STATUS after them. Events without an alarm are returned as they are.
  */
-function propertiesFirst(ics: string): string {
-  const logical: string[] = [];
-  for (const line of ics.split('\r\n')) {
-    if (line.startsWith(' ') && logical.length > 0) logical[logical.length - 1] += `\r\n${line}`;
-    else logical.push(line);
-  }
-  const root = { properties: [] as string[], children: [] as string[] };
-  const open = [root];
-  for (const line of logical) {
-    const current = open[open.length - 1] ?? root;
-    if (line.startsWith('BEGIN:')) {
-      open.push({ properties: [line], children: [] });
-    } else if (line.startsWith('END:') && open.length > 1) {
-      open.pop();
-      (open[open.length - 1] ?? root).children.push([...current.properties, ...current.children, line].join('\r\n'));
-    } else {
-      current.properties.push(line);
-    }
-  }
-  return [...root.properties, ...root.children].join('\r\n');
+function alarmsLast(event: string): string {
+  // Whole lines only (each starts after a CRLF), so no text inside a value can be mistaken for one.
+  const first = event.indexOf('\r\nBEGIN:VALARM\r\n');
+  if (first === -1) return event;
+  const last = event.lastIndexOf('\r\nEND:VALARM\r\n') + '\r\nEND:VALARM'.length;
+  const end = event.lastIndexOf('\r\nEND:VEVENT');
+  return event.slice(0, first) + event.slice(last, end) + event.slice(first, last) + event.slice(end);
 }
 
 /** Renders occurrences as one ICS feed: the same occurrences and meta give byte-identical output. */

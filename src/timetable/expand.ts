@@ -72,11 +72,12 @@ export function expand(entries: readonly TimetableEntry[], options: ExpandOption
       taken = new Set();
       datesByContent.set(hash, taken);
     }
+    const previousByUid = options.previous;
     for (const date of occurrenceDates(entry, parity, holidays, window)) {
       if (taken.has(date)) continue;
       taken.add(date);
       const uid = occurrenceUid(entry.id, date);
-      const previous = options.previous?.get(uid);
+      const previous = previousByUid === undefined ? undefined : previousByUid.get(uid);
       occurrences.push({
         uid, entryId: entry.id, date, beginTime: entry.beginTime, endTime: entry.endTime, timezone: options.timezone,
         startUtc: zonedTimes.millis(date, entry.beginTime), endUtc: zonedTimes.millis(date, entry.endTime),
