@@ -15,7 +15,6 @@ interface Command {
   run: Handler;
 }
 
-
 /** Roles load lazily, so that `--help` and quick commands do not pay for the service's imports. */
 const roles = () => import('./runtime/roles.ts');
 
@@ -86,7 +85,6 @@ const COMMANDS: Record<string, Command> = {
     },
   },
 };
-
 
 function stringValue(value: string | boolean | undefined): string | undefined {
   return typeof value === 'string' ? value : undefined;

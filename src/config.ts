@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseEnv } from 'node:util';
 import { z } from 'zod';
+import { canonicalTimeZone } from './feeds/vtimezone.ts';
 import { LOG_LEVELS, type LogLevel } from './logger.ts';
 import { parseDurationMs } from './runtime/duration.ts';
 
@@ -92,15 +93,6 @@ function isHttpUrl(value: string): boolean {
   }
 }
 
-function isTimeZone(value: string): boolean {
-  try {
-    new Intl.DateTimeFormat('en-US', { timeZone: value });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 const dateList = optionalText.transform((value, ctx) => {
   if (value === undefined) return [];
   const dates = value.split(',').map((part) => part.trim()).filter((part) => part !== '');
@@ -178,7 +170,11 @@ const envSchema = z.object({
   REDIS_PREFIX: optionalText.refine((v) => v === undefined || /^[\w{}:-]{1,64}$/.test(v), { message: 'must be 1-64 letters, digits, _ - : { }' }),
   PORT: positiveNumber(8080, true, 65535),
   PUBLIC_URL: httpUrl('PUBLIC_URL'),
-  TIMEZONE: optionalText.refine((v) => v === undefined || isTimeZone(v), { message: 'must be an IANA time zone such as Europe/Moscow' }),
+  TIMEZONE: optionalText.transform((value, ctx) => {
+    const zone = canonicalTimeZone(value ?? 'Europe/Moscow');
+    if (zone === undefined) ctx.addIssue({ code: 'custom', message: `must be an IANA time zone such as Europe/Moscow (got "${value}")` });
+    return zone ?? 'Europe/Moscow';
+  }),
   WEEK_PARITY_ANCHORS: dateList,
   HOLIDAYS: holidays,
   REFRESH_INTERVAL: duration('30m', 60_000),
@@ -238,7 +234,7 @@ function toConfig(env: ParsedEnv): Config {
     redisPrefix: env.REDIS_PREFIX ?? 'tts',
     port,
     publicUrl: (env.PUBLIC_URL ?? `http://localhost:${port}`).replace(/\/+$/, ''),
-    timezone: env.TIMEZONE ?? 'Europe/Moscow',
+    timezone: env.TIMEZONE,
     weekParityAnchors: Object.freeze(env.WEEK_PARITY_ANCHORS),
     holidays: Object.freeze(env.HOLIDAYS),
     refreshIntervalMs: env.REFRESH_INTERVAL,

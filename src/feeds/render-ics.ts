@@ -1,6 +1,6 @@
-import { getVtimezoneComponent } from '@touch4it/ical-timezones';
 import ical, { foldLines, ICalAlarmType, ICalEventStatus, type ICalEventData } from 'ical-generator';
 import type { Occurrence } from '../timetable/types.ts';
+import { vtimezone } from './vtimezone.ts';
 import { ZonedTimes } from '../timetable/zoned-time.ts';
 
 /** Calendar-level data of one feed. */
@@ -20,19 +20,12 @@ export interface CalendarMeta {
 }
 
 const PRODUCT_ID = '-//timetable-sync//timetable-sync//RU';
-const vtimezones = new Map<string, string | null>();
-
-/** VTIMEZONE text of a zone from the bundled zone database, read once per process. */
-export function vtimezone(timezone: string): string | null {
-  if (!vtimezones.has(timezone)) vtimezones.set(timezone, getVtimezoneComponent(timezone) || null);
-  return vtimezones.get(timezone) ?? null;
-}
 
 /**
  * The ical-generator event data of occurrences: zoned start and end (luxon values, so the output never
  * depends on the process's own zone), explicit id and DTSTAMP, and the texts computed by the engine.
  */
-export function toEventData(occurrences: readonly Occurrence[], meta: CalendarMeta, zonedTimes = new ZonedTimes(meta.timezone)): ICalEventData[] {
+export function toEventData(occurrences: readonly Occurrence[], meta: CalendarMeta, zonedTimes = ZonedTimes.shared(meta.timezone)): ICalEventData[] {
   const stamp = new Date(meta.stamp);
   const alarmSeconds = meta.alarmMinutes === undefined ? undefined : meta.alarmMinutes * 60;
   // Wall-clock times are read in each occurrence's own zone, the one its TZID names: an occurrence kept from
@@ -41,7 +34,7 @@ export function toEventData(occurrences: readonly Occurrence[], meta: CalendarMe
   const zones = new Map([[zonedTimes.timezone, zonedTimes]]);
   const timesIn = (timezone: string): ZonedTimes => {
     let times = zones.get(timezone);
-    if (times === undefined) zones.set(timezone, (times = new ZonedTimes(timezone)));
+    if (times === undefined) zones.set(timezone, (times = ZonedTimes.shared(timezone)));
     return times;
   };
   // Occurrences of one entry share their categories array: convert each array once.
@@ -51,12 +44,14 @@ export function toEventData(occurrences: readonly Occurrence[], meta: CalendarMe
     if (converted === undefined) categoriesOf.set(list, (converted = list.map((name) => ({ name }))));
     return converted;
   };
-  return occurrences.map((occurrence) => ({
+  return occurrences.map((occurrence) => {
+    const [start, end] = timesIn(occurrence.timezone).span(occurrence.date, occurrence.beginTime, occurrence.endTime);
+    return {
     id: occurrence.uid,
     sequence: occurrence.sequence,
     stamp,
-    start: timesIn(occurrence.timezone).at(occurrence.date, occurrence.beginTime),
-    end: timesIn(occurrence.timezone).at(occurrence.date, occurrence.endTime),
+    start,
+    end,
     timezone: occurrence.timezone,
     summary: occurrence.summary,
     location: occurrence.location || null,
@@ -64,7 +59,8 @@ export function toEventData(occurrences: readonly Occurrence[], meta: CalendarMe
     categories: categories(occurrence.categories),
     status: occurrence.status === 'CANCELLED' ? ICalEventStatus.CANCELLED : ICalEventStatus.CONFIRMED,
     alarms: alarmSeconds === undefined || occurrence.status === 'CANCELLED' ? [] : [{ type: ICalAlarmType.display, trigger: alarmSeconds, description: occurrence.summary }],
-  }));
+    };
+  });
 }
 
 /** An RFC 5545 duration of whole seconds, as ical-generator writes it: 1800 → PT30M, 90000 → P1DT1H. */
@@ -102,7 +98,7 @@ export function renderEventData(events: readonly ICalEventData[], meta: Calendar
     if (typeof data.timezone === 'string') zones.add(data.timezone);
     return alarmsLast(calendar.createEvent(data).toString());
   });
-  const vtimezones = [...zones].map((zone) => vtimezone(zone)?.replace(/\r?\n/g, '\r\n').trim()).filter((text) => text);
+  const vtimezones = [...zones].map(vtimezone);
   const text = [...calendarProperties(meta), ...vtimezones, ''].join('\r\n') + body.join('') + 'END:VCALENDAR';
   // Every content line ends with CRLF, the last one (END:VCALENDAR) included (RFC 5545 §3.1).
   return `${foldLines(text)}\r\n`;

@@ -1,6 +1,5 @@
 import { readFile } from 'node:fs/promises';
 import { basename } from 'node:path';
-import { pino } from 'pino';
 import { loadConfig, readEnvironment, type Config, type RequiredSetting } from '../config.ts';
 import { renderIcs } from '../feeds/render-ics.ts';
 import { createLogger } from '../logger.ts';
@@ -9,11 +8,10 @@ import { dayNumber } from '../timetable/dates.ts';
 import { expand } from '../timetable/expand.ts';
 import type { EntryProblem } from '../timetable/types.ts';
 import { createUniversityClient } from '../upstream/client.ts';
-import { UpstreamError } from '../upstream/errors.ts';
+import { InvalidIdError, UpstreamError } from '../upstream/errors.ts';
 import { parseScheduleResponse, type ScheduleResult } from '../upstream/schemas.ts';
-import { CommandError, UsageError } from './command-error.ts';
 import { isoDate, validateId } from '../upstream/values.ts';
-import { InvalidIdError } from '../upstream/errors.ts';
+import { CommandError, UsageError } from './command-error.ts';
 
 /** The options of `timetable-sync render`. */
 export interface RenderArgs {
@@ -24,7 +22,6 @@ export interface RenderArgs {
   from?: string;
   to?: string;
 }
-
 
 function subjectOf(args: RenderArgs): TimetableSubject {
   const given = [args.file, args.group, args.employee, args.me ? 'me' : undefined].filter((value) => value !== undefined);
@@ -69,7 +66,9 @@ async function readTimetableFile(file: string): Promise<ScheduleResult> {
 }
 
 async function fetchTimetable(subject: TimetableSubject, config: Config): Promise<ScheduleResult> {
-  const logger = createLogger({ level: config.logLevel === 'info' ? 'warn' : config.logLevel, destination: pino.destination({ fd: 2, sync: true }), pretty: false });
+  // stdout carries the feed and stderr the skipped entries: only real trouble is logged, unless asked for more.
+  const verbose = config.logLevel === 'debug' || config.logLevel === 'trace';
+  const logger = createLogger({ level: verbose ? config.logLevel : 'error', destination: process.stderr, pretty: false });
   const client = createUniversityClient({
     baseUrl: config.universityApiUrl as string, logger,
     authHeader: config.universityAuthHeader, authScheme: config.universityAuthScheme,
@@ -101,6 +100,7 @@ export async function runRender(args: RenderArgs): Promise<number> {
   const subject = subjectOf(args);
   const from = dateOption(args.from, '--from');
   const to = dateOption(args.to, '--to');
+  if (from !== undefined && to !== undefined && from > to) throw new UsageError(`--from ${from} is after --to ${to}`);
   const required: RequiredSetting[] = subject.kind === 'file' ? [] : subject.kind === 'personal' ? ['UNIVERSITY_API_URL', 'UNIVERSITY_CREDENTIAL'] : ['UNIVERSITY_API_URL'];
   const config = loadConfig(readEnvironment(), required);
   const timetable = subject.kind === 'file' ? await readTimetableFile(args.file as string) : await fetchTimetable(subject, config);

@@ -19,6 +19,11 @@ function contentKey(entry: TimetableEntry, text: EntryText, timezone: string): s
   return JSON.stringify([text.summary, text.location, text.description, text.categories, entry.beginTime, entry.endTime, timezone]);
 }
 
+/** The dates part of an entry, which decides where it occurs (not what a calendar shows). */
+function occurrenceRule(entry: TimetableEntry): string {
+  return `|${entry.startDate}|${entry.finishDate}|${entry.weekday}|${entry.weekType}`;
+}
+
 /** Digest of what a calendar shows for an occurrence; the date is part of the uid, so it is left out. */
 function contentHash(key: string, status: string): string {
   return createHash('sha1').update(key).update(status).digest('hex').slice(0, 16);
@@ -47,7 +52,7 @@ export function occurrenceDates(
  * options give the same result. Entries repeated under one id are used once; occurrences of different
  * entries with identical content on the same date collapse into the one with the lowest entry id.
  */
-export function expand(entries: readonly TimetableEntry[], options: ExpandOptions, zonedTimes = new ZonedTimes(options.timezone)): Expansion {
+export function expand(entries: readonly TimetableEntry[], options: ExpandOptions, zonedTimes = ZonedTimes.shared(options.timezone)): Expansion {
   const parity = weekParity(options.anchors ?? []);
   const holidays = new Set(options.holidays ?? []);
   const window = { from: options.from === undefined ? undefined : dayNumber(options.from), to: options.to === undefined ? undefined : dayNumber(options.to) };
@@ -55,18 +60,21 @@ export function expand(entries: readonly TimetableEntry[], options: ExpandOption
   // Dates already taken by each content digest: identical classes of different entries collapse.
   const datesByContent = new Map<string, Set<string>>();
   const problems: EntryProblem[] = [];
-  const seenIds = new Set<number>();
+  const keyById = new Map<number, string>();
   const ordered = [...entries].sort((a, b) => a.id - b.id);
   for (const entry of ordered) {
-    if (seenIds.has(entry.id) || !keepsEntry(entry, options.subscriber)) continue;
-    seenIds.add(entry.id);
-    if (entry.finishDate < entry.startDate) {
-      problems.push({ entryId: entry.id, index: -1, field: 'finish_day_schedule', reason: `finishes on ${entry.finishDate}, before it starts on ${entry.startDate}` });
+    if (!keepsEntry(entry, options.subscriber)) continue;
+    const text = entryText(entry, options.subscriber);
+    const content = contentKey(entry, text, options.timezone);
+    const key = content + occurrenceRule(entry);
+    const seen = keyById.get(entry.id);
+    if (seen !== undefined) {
+      // One id, two rows: identical rows are one class; different ones cannot both keep the id's UIDs.
+      if (seen !== key) problems.push({ entryId: entry.id, index: -1, field: 'id', reason: `id ${entry.id} appears again with different content; only its first row is used` });
       continue;
     }
-    const text = entryText(entry, options.subscriber);
-    const key = contentKey(entry, text, options.timezone);
-    const hash = contentHash(key, 'CONFIRMED');
+    keyById.set(entry.id, key);
+    const hash = contentHash(content, 'CONFIRMED');
     let taken = datesByContent.get(hash);
     if (taken === undefined) {
       taken = new Set();
@@ -78,9 +86,10 @@ export function expand(entries: readonly TimetableEntry[], options: ExpandOption
       taken.add(date);
       const uid = occurrenceUid(entry.id, date);
       const previous = previousByUid === undefined ? undefined : previousByUid.get(uid);
+      const [start, end] = zonedTimes.span(date, entry.beginTime, entry.endTime);
       occurrences.push({
         uid, entryId: entry.id, date, beginTime: entry.beginTime, endTime: entry.endTime, timezone: options.timezone,
-        startUtc: zonedTimes.millis(date, entry.beginTime), endUtc: zonedTimes.millis(date, entry.endTime),
+        startUtc: start.toMillis(), endUtc: end.toMillis(),
         summary: text.summary, location: text.location, description: text.description, categories: text.categories,
         status: 'CONFIRMED', hash,
         sequence: previous === undefined ? 0 : previous.hash === hash ? previous.sequence : previous.sequence + 1,

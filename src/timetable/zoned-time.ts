@@ -8,6 +8,18 @@ const MAX_CACHED = 200_000;
  * does not exist (inside a DST gap) moves forward by the gap, as calendar apps do.
  */
 export class ZonedTimes {
+  private static readonly byZone = new Map<string, ZonedTimes>();
+
+  /**
+   * The process's memo of a zone. A memo of a pure function is invisible to callers, and sharing it is what
+   * makes expansion cheap: building one luxon value costs about 10 µs, a lookup well under 0.1 µs.
+   */
+  static shared(timezone: string): ZonedTimes {
+    let times = ZonedTimes.byZone.get(timezone);
+    if (times === undefined) ZonedTimes.byZone.set(timezone, (times = new ZonedTimes(timezone)));
+    return times;
+  }
+
   readonly timezone: string;
   // Keyed by date, then time: both strings are reused from the entries, so no key string is built per call.
   private readonly cache = new Map<string, Map<string, DateTime>>();
@@ -43,5 +55,18 @@ export class ZonedTimes {
   /** Epoch milliseconds of a local ISO date and `HH:MM` time. */
   millis(date: string, time: string): number {
     return this.at(date, time).toMillis();
+  }
+
+  /**
+   * Start and end of a class on a local date. When the start falls into a DST gap and moves forward past
+   * the end (02:30–03:15 on a spring-forward night becomes 03:30–03:15), the class keeps its length from
+   * the moved start instead of ending before it begins.
+   */
+  span(date: string, beginTime: string, endTime: string): [DateTime, DateTime] {
+    const start = this.at(date, beginTime);
+    const end = this.at(date, endTime);
+    if (end > start) return [start, end];
+    const minutes = (clock: string) => Number(clock.slice(0, 2)) * 60 + Number(clock.slice(3, 5));
+    return [start, start.plus({ minutes: minutes(endTime) - minutes(beginTime) })];
   }
 }

@@ -101,3 +101,15 @@ describe('DST: local times that do not exist, or exist twice', () => {
     expect(() => expand([entry()], { timezone: 'Mars/Olympus_Mons' })).toThrow(RangeError);
   });
 });
+
+describe('a class starting inside a DST gap', () => {
+  it('keeps its length from the moved start instead of ending before it begins', () => {
+    // 2025-03-30 02:30 does not exist in Berlin; the class moves to 03:30 and still lasts 45 minutes.
+    const [gap] = expand([entry({ weekday: 7, startDate: '2025-03-30', finishDate: '2025-03-30', beginTime: '02:30', endTime: '03:15' })], { timezone: 'Europe/Berlin' }).occurrences;
+    expect(gap?.startUtc).toBe(Date.UTC(2025, 2, 30, 1, 30));
+    expect((gap?.endUtc ?? 0) - (gap?.startUtc ?? 0)).toBe(45 * 60_000);
+    const ics = renderIcs(gap ? [gap] : [], { name: 'gap', timezone: 'Europe/Berlin', refreshIntervalMs: 3_600_000, stamp: 0 });
+    expect(ics).toContain('DTSTART;TZID=Europe/Berlin:20250330T033000');
+    expect(ics).toContain('DTEND;TZID=Europe/Berlin:20250330T041500');
+  });
+});
