@@ -1,6 +1,6 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError } from './config.ts';
-import { CommandError, EXIT_NOT_IMPLEMENTED, EXIT_USAGE, UsageError } from './runtime/command-error.ts';
+import { CommandError, EXIT_NOT_IMPLEMENTED, EXIT_USAGE, idOption, UsageError } from './runtime/command-error.ts';
 import { RedisUnavailableError } from './runtime/redis-install.ts';
 
 /** What a command does with its parsed options; resolves to the process exit code. */
@@ -77,10 +77,7 @@ const COMMANDS: Record<string, Command> = {
     run: async (values) => {
       const selectors = ['all', 'group', 'employee', 'subscription'].filter((key) => values[key] !== undefined);
       if (selectors.length !== 1) throw new UsageError('give exactly one of --all, --group, --employee, --subscription');
-      for (const flag of ['group', 'employee'] as const) {
-        const value = values[flag];
-        if (value !== undefined && !/^[1-9]\d{0,15}$/.test(String(value))) throw new UsageError(`--${flag} must be a positive integer id (got "${String(value)}")`);
-      }
+      for (const flag of ['group', 'employee'] as const) if (values[flag] !== undefined) idOption(`--${flag}`, values[flag]);
       return notImplemented('resync')();
     },
   },

@@ -31,12 +31,7 @@ export function toEventData(occurrences: readonly Occurrence[], meta: CalendarMe
   // Wall-clock times are read in each occurrence's own zone, the one its TZID names: an occurrence kept from
   // an older snapshot (e.g. a cancelled one) may carry another zone than the feed's, and reading its
   // "10:10" in the feed's zone would shift it once ical-generator converts it to the TZID zone.
-  const zones = new Map([[zonedTimes.timezone, zonedTimes]]);
-  const timesIn = (timezone: string): ZonedTimes => {
-    let times = zones.get(timezone);
-    if (times === undefined) zones.set(timezone, (times = ZonedTimes.shared(timezone)));
-    return times;
-  };
+  const timesIn = (timezone: string): ZonedTimes => (timezone === zonedTimes.timezone ? zonedTimes : ZonedTimes.shared(timezone));
   // Occurrences of one entry share their categories array: convert each array once.
   const categoriesOf = new Map<readonly string[], { name: string }[]>();
   const categories = (list: readonly string[]) => {

@@ -1,3 +1,6 @@
+import { InvalidIdError } from '../upstream/errors.ts';
+import { validateId } from '../upstream/values.ts';
+
 /** Exit code of a command that a later milestone implements. */
 export const EXIT_NOT_IMPLEMENTED = 2;
 
@@ -21,5 +24,15 @@ export class UsageError extends CommandError {
 
   constructor(message: string) {
     super(message, EXIT_USAGE);
+  }
+}
+
+/** An id given on the command line (`--group 42`), validated like every id from outside; else a usage error. */
+export function idOption(flag: string, value: unknown): number {
+  try {
+    return validateId(flag, value);
+  } catch (error) {
+    if (error instanceof InvalidIdError) throw new UsageError(`${flag} must be a positive integer id (got "${String(value)}")`);
+    throw error;
   }
 }

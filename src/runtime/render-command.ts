@@ -8,10 +8,10 @@ import { dayNumber } from '../timetable/dates.ts';
 import { expand } from '../timetable/expand.ts';
 import type { EntryProblem } from '../timetable/types.ts';
 import { createUniversityClient } from '../upstream/client.ts';
-import { InvalidIdError, UpstreamError } from '../upstream/errors.ts';
+import { UpstreamError } from '../upstream/errors.ts';
 import { parseScheduleResponse, type ScheduleResult } from '../upstream/schemas.ts';
-import { isoDate, validateId } from '../upstream/values.ts';
-import { CommandError, UsageError } from './command-error.ts';
+import { isoDate } from '../upstream/values.ts';
+import { CommandError, idOption, UsageError } from './command-error.ts';
 
 /** The options of `timetable-sync render`. */
 export interface RenderArgs {
@@ -28,14 +28,8 @@ function subjectOf(args: RenderArgs): TimetableSubject {
   if (given.length !== 1) throw new UsageError('give exactly one of --file, --group, --employee, --me');
   if (args.file !== undefined) return { kind: 'file', name: basename(args.file).replace(/\.json$/i, '') };
   if (args.me) return { kind: 'personal' };
-  const flag = args.group !== undefined ? '--group' : '--employee';
-  try {
-    const id = validateId(flag, args.group ?? args.employee);
-    return args.group !== undefined ? { kind: 'group', id } : { kind: 'employee', id };
-  } catch (error) {
-    if (error instanceof InvalidIdError) throw new UsageError(`${flag} must be a positive integer id (got "${String(args.group ?? args.employee)}")`);
-    throw error;
-  }
+  if (args.group !== undefined) return { kind: 'group', id: idOption('--group', args.group) };
+  return { kind: 'employee', id: idOption('--employee', args.employee) };
 }
 
 function dateOption(value: string | undefined, flag: string): string | undefined {

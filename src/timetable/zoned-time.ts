@@ -52,11 +52,6 @@ export class ZonedTimes {
     this.size = 0;
   }
 
-  /** Epoch milliseconds of a local ISO date and `HH:MM` time. */
-  millis(date: string, time: string): number {
-    return this.at(date, time).toMillis();
-  }
-
   /**
    * Start and end of a class on a local date. When the start falls into a DST gap and moves forward past
    * the end (02:30–03:15 on a spring-forward night becomes 03:30–03:15), the class keeps its length from
