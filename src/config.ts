@@ -27,6 +27,18 @@ export interface Config {
   /** Upstream requests per second, over all workers together. */
   readonly upstreamRateLimit: number;
   readonly upstreamTimeoutMs: number;
+  /** Concurrent refresh jobs per worker process. */
+  readonly workerConcurrency: number;
+  /** Tries of a refresh job before its source is marked stale (retries back off exponentially, with jitter). */
+  readonly refreshAttempts: number;
+  /** First retry delay of a failed refresh; doubled on every further retry. */
+  readonly refreshBackoffMs: number;
+  /** Delay of the re-fetch that confirms a refresh removing most future classes. */
+  readonly confirmDelayMs: number;
+  /** How long a removed future class stays in feeds as STATUS:CANCELLED. */
+  readonly cancelledRetentionMs: number;
+  /** A source whose feed nobody requested for this long stops being refreshed. */
+  readonly inactiveAfterMs: number;
   readonly adminToken: string | undefined;
   /** 32-byte key for AES-256-GCM encryption of stored credentials and refresh tokens. */
   readonly secretKey: Buffer | undefined;
@@ -57,7 +69,8 @@ export class ConfigError extends Error {
 export const ENV_VARIABLES = [
   'UNIVERSITY_API_URL', 'UNIVERSITY_AUTH_HEADER', 'UNIVERSITY_AUTH_SCHEME', 'UNIVERSITY_CREDENTIAL', 'REDIS_URL', 'REDIS_PREFIX', 'PORT',
   'PUBLIC_URL', 'TIMEZONE', 'WEEK_PARITY_ANCHORS', 'HOLIDAYS', 'REFRESH_INTERVAL', 'UPSTREAM_RATE_LIMIT',
-  'UPSTREAM_TIMEOUT', 'ADMIN_TOKEN', 'SECRET_KEY', 'GOOGLE_CLIENT_ID', 'GOOGLE_CLIENT_SECRET',
+  'UPSTREAM_TIMEOUT', 'WORKER_CONCURRENCY', 'REFRESH_ATTEMPTS', 'REFRESH_BACKOFF', 'CONFIRM_DELAY', 'CANCELLED_RETENTION',
+  'INACTIVE_AFTER', 'ADMIN_TOKEN', 'SECRET_KEY', 'GOOGLE_CLIENT_ID', 'GOOGLE_CLIENT_SECRET',
   'GOOGLE_API_ROOT_URL', 'GOOGLE_OAUTH_TOKEN_URL', 'LOG_LEVEL', 'DATA_DIR',
 ] as const;
 
@@ -180,6 +193,12 @@ const envSchema = z.object({
   REFRESH_INTERVAL: duration('30m', 60_000),
   UPSTREAM_RATE_LIMIT: positiveNumber(10, false, 10_000),
   UPSTREAM_TIMEOUT: duration('15s', 1_000),
+  WORKER_CONCURRENCY: positiveNumber(8, true, 1_000),
+  REFRESH_ATTEMPTS: positiveNumber(5, true, 100),
+  REFRESH_BACKOFF: duration('15s', 10),
+  CONFIRM_DELAY: duration('1m', 10),
+  CANCELLED_RETENTION: duration('14d', 0),
+  INACTIVE_AFTER: duration('30d', 60_000),
   ADMIN_TOKEN: secret(16),
   SECRET_KEY: secretKey,
   GOOGLE_CLIENT_ID: optionalText,
@@ -240,6 +259,12 @@ function toConfig(env: ParsedEnv): Config {
     refreshIntervalMs: env.REFRESH_INTERVAL,
     upstreamRateLimit: env.UPSTREAM_RATE_LIMIT,
     upstreamTimeoutMs: env.UPSTREAM_TIMEOUT,
+    workerConcurrency: env.WORKER_CONCURRENCY,
+    refreshAttempts: env.REFRESH_ATTEMPTS,
+    refreshBackoffMs: env.REFRESH_BACKOFF,
+    confirmDelayMs: env.CONFIRM_DELAY,
+    cancelledRetentionMs: env.CANCELLED_RETENTION,
+    inactiveAfterMs: env.INACTIVE_AFTER,
     adminToken: env.ADMIN_TOKEN,
     secretKey: env.SECRET_KEY,
     googleClientId: env.GOOGLE_CLIENT_ID,

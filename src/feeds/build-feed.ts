@@ -1,0 +1,77 @@
+/** Turns a snapshot and its published state into ICS text: the default feed and subscriber variants (pure). */
+import { createHash } from 'node:crypto';
+import type { Config } from '../config.ts';
+import type { Snapshot } from '../sources/snapshot-store.ts';
+import { expand } from '../timetable/expand.ts';
+import type { Occurrence, SubscriberOptions } from '../timetable/types.ts';
+import { previousOccurrences, tombstonesFor, type PublishedState } from './publication.ts';
+import { renderIcs } from './render-ics.ts';
+
+/** The settings a feed's content depends on. */
+export type FeedSettings = Pick<Config, 'timezone' | 'weekParityAnchors' | 'holidays' | 'refreshIntervalMs'>;
+
+/** Bumped when the rendering changes in a way stored feeds must pick up. */
+const RENDER_VERSION = 1;
+
+/** The X- property that marks a feed serving old data after failed refreshes. */
+export const STALE_PROPERTY = 'X-TIMETABLE-STALE';
+
+/** Digest of the settings: a change makes the next refresh render every feed again. */
+export function settingsHash(settings: FeedSettings): string {
+  const key = JSON.stringify([RENDER_VERSION, settings.timezone, settings.weekParityAnchors, settings.holidays, settings.refreshIntervalMs]);
+  return createHash('sha256').update(key).digest('base64url').slice(0, 16);
+}
+
+/** Expands a snapshot against what was published, so that sequences rise only for changed occurrences. */
+export function expandSnapshot(snapshot: Pick<Snapshot, 'entries'>, published: PublishedState | undefined, settings: FeedSettings, subscriber?: SubscriberOptions): Occurrence[] {
+  return expand(snapshot.entries, {
+    timezone: settings.timezone,
+    anchors: settings.weekParityAnchors,
+    holidays: settings.holidays,
+    previous: previousOccurrences(published),
+    ...(subscriber ? { subscriber } : {}),
+  }).occurrences;
+}
+
+/** What one feed needs besides its occurrences. */
+export interface FeedMeta {
+  name: string;
+  stamp: number;
+  staleSince?: number;
+  alarmMinutes?: number;
+}
+
+/** Renders occurrences as the feed's ICS text, with the stale marker when the data is old. */
+export function renderFeed(occurrences: readonly Occurrence[], meta: FeedMeta, settings: FeedSettings): string {
+  return renderIcs(occurrences, {
+    name: meta.name,
+    timezone: settings.timezone,
+    refreshIntervalMs: settings.refreshIntervalMs,
+    stamp: meta.stamp,
+    ...(meta.alarmMinutes === undefined ? {} : { alarmMinutes: meta.alarmMinutes }),
+    ...(meta.staleSince === undefined ? {} : { extra: { [STALE_PROPERTY]: new Date(meta.staleSince).toISOString() } }),
+  });
+}
+
+/**
+ * Everything a feed shows: the snapshot expanded (with a subscriber's options, if any) plus the cancelled
+ * occurrences that subscriber keeps, sorted by start then uid.
+ */
+export function feedOccurrences(snapshot: Pick<Snapshot, 'entries'>, published: PublishedState, settings: FeedSettings, subscriber: SubscriberOptions = {}): Occurrence[] {
+  const live = expandSnapshot(snapshot, published, settings, subscriber);
+  const cancelled = tombstonesFor(published.tombstones, subscriber);
+  return [...live, ...cancelled].sort((a, b) => a.startUtc - b.startUtc || (a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : 0));
+}
+
+/**
+ * A feed as one subscriber asked for it (subgroup, excluded kinds, title template, alarm); also the default
+ * feed re-rendered with a stale marker when `subscriber` is empty.
+ */
+export function renderVariant(snapshot: Snapshot, published: PublishedState, settings: FeedSettings, subscriber: SubscriberOptions, staleSince?: number): string {
+  return renderFeed(feedOccurrences(snapshot, published, settings, subscriber), {
+    name: snapshot.name,
+    stamp: published.stamp,
+    ...(staleSince === undefined ? {} : { staleSince }),
+    ...(subscriber.alarmMinutes === undefined ? {} : { alarmMinutes: subscriber.alarmMinutes }),
+  }, settings);
+}

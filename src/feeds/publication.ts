@@ -1,0 +1,198 @@
+/**
+ * What a refresh publishes, worked out from what was published before (pure): sequences, cancelled
+ * occurrences kept for a while, the change record and the mass-deletion check.
+ */
+import { applyTitleTemplate, keepsEntry } from '../timetable/event-text.ts';
+import type { Occurrence, PreviousOccurrence, SubscriberOptions, TimetableEntry } from '../timetable/types.ts';
+
+/** A future occurrence that disappeared from the timetable; it stays in feeds as cancelled until `expiresAt`. */
+export interface Tombstone {
+  /** The occurrence as last published, with status CANCELLED and a raised sequence. */
+  occurrence: Occurrence;
+  /** The entry it came from, so that subscriber options (subgroup, kinds, title) still apply to it. */
+  entry: TimetableEntry;
+  removedAt: number;
+  expiresAt: number;
+}
+
+/** What the feed of a source last published; stored as JSON beside the snapshot. */
+export interface PublishedState {
+  /** Publication time: the DTSTAMP of every event and the feed's Last-Modified. */
+  stamp: number;
+  /** Digest of the snapshot this was rendered from. */
+  snapshotHash: string;
+  /** Digest of the settings that shape the feed (zone, parity anchors, holidays, renderer version). */
+  settingsHash: string;
+  /** Live occurrences by uid: content digest and sequence. */
+  occurrences: Record<string, PreviousOccurrence>;
+  tombstones: Tombstone[];
+}
+
+/** An occurrence as a change record shows it. */
+export interface OccurrenceBrief {
+  uid: string;
+  date: string;
+  begin: string;
+  end: string;
+  summary: string;
+  location: string;
+}
+
+/** One entry of a source's change log. Lists are capped at {@link CHANGE_LIST_LIMIT}; the counts are exact. */
+export interface ChangeRecord {
+  at: number;
+  counts: { added: number; removed: number; moved: number; changed: number };
+  added: OccurrenceBrief[];
+  removed: OccurrenceBrief[];
+  /** Same class at another time or place: same uid with new times or room, or one entry's date replaced by another. */
+  moved: { before: OccurrenceBrief; after: OccurrenceBrief }[];
+  /** Same occurrence, other details (teacher, title, note). */
+  changed: { before: OccurrenceBrief; after: OccurrenceBrief }[];
+}
+
+/** How many items of each kind a change record lists. */
+export const CHANGE_LIST_LIMIT = 50;
+
+/** Everything a publication is computed from. */
+export interface PublicationInput {
+  previous: PublishedState | undefined;
+  /** The previous snapshot's expansion (for the change record and new tombstones); empty on a first publish. */
+  previousOccurrences: readonly Occurrence[];
+  previousEntries: ReadonlyMap<number, TimetableEntry>;
+  /** The new expansion, with sequences already raised against `previous.occurrences`. */
+  next: readonly Occurrence[];
+  snapshotHash: string;
+  settingsHash: string;
+  now: number;
+  /** How long a removed future occurrence stays in feeds as cancelled. */
+  cancelledRetentionMs: number;
+}
+
+/** The outcome of {@link planPublication}. */
+export interface PublicationPlan {
+  state: PublishedState;
+  /** Live and cancelled occurrences, sorted by start then uid: what the default feed shows. */
+  occurrences: Occurrence[];
+  /** Undefined when nothing a calendar shows changed (first publications included as all-added). */
+  change: ChangeRecord | undefined;
+  /** Previously published future occurrences, and how many of them the new timetable drops. */
+  futureBefore: number;
+  futureRemoved: number;
+}
+
+/** Works out the publication of a new expansion. Pure. */
+export function planPublication(input: PublicationInput): PublicationPlan {
+  const { now } = input;
+  const nextByUid = new Map(input.next.map((occurrence) => [occurrence.uid, occurrence]));
+  const previousByUid = new Map(input.previousOccurrences.map((occurrence) => [occurrence.uid, occurrence]));
+  const publishedUids = new Set(Object.keys(input.previous?.occurrences ?? {}));
+
+  const tombstones = (input.previous?.tombstones ?? []).filter((tomb) => tomb.expiresAt > now && !nextByUid.has(tomb.occurrence.uid));
+  const tombstoned = new Set(tombstones.map((tomb) => tomb.occurrence.uid));
+  let futureBefore = 0;
+  let futureRemoved = 0;
+  for (const uid of publishedUids) {
+    const before = previousByUid.get(uid);
+    if (!before || before.startUtc <= now) continue;
+    futureBefore += 1;
+    if (nextByUid.has(uid)) continue;
+    futureRemoved += 1;
+    const entry = input.previousEntries.get(before.entryId);
+    if (entry && !tombstoned.has(uid)) {
+      const published = input.previous?.occurrences[uid];
+      tombstones.push({
+        // The digest differs from any live one, so that a class coming back gets a higher SEQUENCE again.
+        occurrence: { ...before, status: 'CANCELLED', hash: `${before.hash}-cancelled`, sequence: (published?.sequence ?? before.sequence) + 1 },
+        entry,
+        removedAt: now,
+        expiresAt: now + input.cancelledRetentionMs,
+      });
+    }
+  }
+
+  const occurrences = [...input.next, ...tombstones.map((tomb) => tomb.occurrence)].sort(byStart);
+  const state: PublishedState = {
+    stamp: now,
+    snapshotHash: input.snapshotHash,
+    settingsHash: input.settingsHash,
+    occurrences: Object.fromEntries(input.next.map((occurrence) => [occurrence.uid, { hash: occurrence.hash, sequence: occurrence.sequence }])),
+    tombstones,
+  };
+  return { state, occurrences, change: describeChange(input.previousOccurrences, input.next, now), futureBefore, futureRemoved };
+}
+
+/** What expansion needs to raise sequences: every published occurrence, cancelled ones included. */
+export function previousOccurrences(state: PublishedState | undefined): Map<string, PreviousOccurrence> {
+  const previous = new Map(Object.entries(state?.occurrences ?? {}));
+  for (const tomb of state?.tombstones ?? []) previous.set(tomb.occurrence.uid, { hash: tomb.occurrence.hash, sequence: tomb.occurrence.sequence });
+  return previous;
+}
+
+/** A refresh that drops more than half of the published future occurrences must be confirmed first. */
+export function isMassDeletion(plan: Pick<PublicationPlan, 'futureBefore' | 'futureRemoved'>): boolean {
+  return plan.futureBefore > 0 && plan.futureRemoved * 2 > plan.futureBefore;
+}
+
+/** The earliest moment a tombstone expires, when the feed must be rendered again without it. */
+export function nextExpiry(state: PublishedState): number | undefined {
+  return state.tombstones.reduce<number | undefined>((min, tomb) => (min === undefined || tomb.expiresAt < min ? tomb.expiresAt : min), undefined);
+}
+
+/**
+ * The cancelled occurrences a subscriber sees: tombstones whose entry the subscriber keeps, titled with the
+ * subscriber's template.
+ */
+export function tombstonesFor(tombstones: readonly Tombstone[], subscriber: SubscriberOptions): Occurrence[] {
+  return tombstones
+    .filter((tomb) => keepsEntry(tomb.entry, subscriber))
+    .map((tomb) => (subscriber.titleTemplate === undefined ? tomb.occurrence : { ...tomb.occurrence, summary: applyTitleTemplate(subscriber.titleTemplate, tomb.entry) }));
+}
+
+function byStart(a: Occurrence, b: Occurrence): number {
+  return a.startUtc - b.startUtc || (a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : 0);
+}
+
+function brief(occurrence: Occurrence): OccurrenceBrief {
+  return { uid: occurrence.uid, date: occurrence.date, begin: occurrence.beginTime, end: occurrence.endTime, summary: occurrence.summary, location: occurrence.location };
+}
+
+/** Added, removed, moved and changed occurrences between two expansions; undefined when they show the same. */
+export function describeChange(before: readonly Occurrence[], after: readonly Occurrence[], at: number): ChangeRecord | undefined {
+  const beforeByUid = new Map(before.map((occurrence) => [occurrence.uid, occurrence]));
+  const afterByUid = new Map(after.map((occurrence) => [occurrence.uid, occurrence]));
+  const moved: ChangeRecord['moved'] = [];
+  const changed: ChangeRecord['changed'] = [];
+  for (const next of after) {
+    const previous = beforeByUid.get(next.uid);
+    if (!previous || previous.hash === next.hash) continue;
+    const pair = { before: brief(previous), after: brief(next) };
+    const place = previous.startUtc !== next.startUtc || previous.endUtc !== next.endUtc || previous.location !== next.location;
+    (place ? moved : changed).push(pair);
+  }
+  const gone = before.filter((occurrence) => !afterByUid.has(occurrence.uid));
+  const fresh = after.filter((occurrence) => !beforeByUid.has(occurrence.uid));
+  // One entry losing a date and gaining another is a moved class: pair them in date order.
+  const freshByEntry = new Map<number, Occurrence[]>();
+  for (const occurrence of fresh) freshByEntry.set(occurrence.entryId, [...(freshByEntry.get(occurrence.entryId) ?? []), occurrence]);
+  const removed: Occurrence[] = [];
+  const paired = new Set<string>();
+  for (const occurrence of gone) {
+    const candidate = freshByEntry.get(occurrence.entryId)?.shift();
+    if (candidate) {
+      moved.push({ before: brief(occurrence), after: brief(candidate) });
+      paired.add(candidate.uid);
+    } else {
+      removed.push(occurrence);
+    }
+  }
+  const added = fresh.filter((occurrence) => !paired.has(occurrence.uid));
+  if (added.length + removed.length + moved.length + changed.length === 0) return undefined;
+  return {
+    at,
+    counts: { added: added.length, removed: removed.length, moved: moved.length, changed: changed.length },
+    added: added.slice(0, CHANGE_LIST_LIMIT).map(brief),
+    removed: removed.slice(0, CHANGE_LIST_LIMIT).map(brief),
+    moved: moved.slice(0, CHANGE_LIST_LIMIT),
+    changed: changed.slice(0, CHANGE_LIST_LIMIT),
+  };
+}

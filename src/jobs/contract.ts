@@ -1,0 +1,73 @@
+/**
+ * The job contract: queue names, job names, payloads and results, imported by every producer and processor.
+ * Payloads carry ids, never credentials. Job and scheduler ids never contain `:`.
+ */
+import type { SourceKey } from '../sources/source.ts';
+
+/** Queue names (under the `<REDIS_PREFIX>:q` BullMQ prefix). */
+export const QUEUE = {
+  /** Fetch, compare, expand, render, store, fan out. Rate-limited to `UPSTREAM_RATE_LIMIT` over all workers. */
+  refresh: 'refresh',
+  /** One job per Google push target whose source changed (consumed by the Google push role). */
+  push: 'push',
+  /** Per-source scheduler ticks and the reconciler; cheap jobs that never talk to the upstream. */
+  schedule: 'schedule',
+} as const;
+
+/** Why a refresh runs. `confirm` re-fetches a timetable that would remove most future classes. */
+export type RefreshReason = 'schedule' | 'resync' | 'demand' | 'confirm' | 'subscription';
+
+/** Payload of a refresh job (job name `refresh`). */
+export interface RefreshJobData {
+  source: SourceKey;
+  reason: RefreshReason;
+  /** Epoch ms when it was asked for. */
+  requestedAt: number;
+}
+
+/** What a refresh did. */
+export type RefreshOutcome = 'published' | 'unchanged' | 'awaiting-confirmation';
+
+/** Result of a refresh job (kept on the job, shown by `GET /admin/jobs/:id`). */
+export interface RefreshJobResult {
+  outcome: RefreshOutcome;
+  /** Occurrences in the feed, cancelled ones included. */
+  occurrences: number;
+  /** Exact counts of the change that was published, if any. */
+  changes?: { added: number; removed: number; moved: number; changed: number };
+  /** Push jobs fanned out to Google targets. */
+  pushJobs: number;
+}
+
+/** Payload of a push job (job name `push`). */
+export interface PushJobData {
+  /** The push target's id. */
+  target: string;
+  source: SourceKey;
+  /** `refresh`: the source changed; `reconcile`: the periodic full comparison. */
+  reason: 'refresh' | 'reconcile';
+}
+
+/** Job names on the schedule queue. */
+export const SCHEDULE_JOB = {
+  /** Produced by a source's job scheduler: asks for one refresh of the source. */
+  tick: 'tick',
+  /** Produced by the one reconciler scheduler: aligns job schedulers with the active sources. */
+  reconcile: 'reconcile',
+} as const;
+
+/** Payload of a tick. */
+export interface TickJobData {
+  source: SourceKey;
+}
+
+/** Id of the reconciler's own job scheduler. */
+export const RECONCILE_SCHEDULER_ID = 'reconcile';
+
+/** How often the reconciler runs. */
+export const RECONCILE_EVERY_MS = 60_000;
+
+/** Id of a source's tick scheduler. */
+export function tickSchedulerId(sourceToken: string): string {
+  return `tick-${sourceToken}`;
+}

@@ -1,0 +1,70 @@
+/** One upstream fetch per refresh, and what a failure means for the source (transient or permanent, and why). */
+import type { ServiceContext } from '../runtime/context.ts';
+import { sourceOf, type SourceKey } from '../sources/source.ts';
+import { calendarName } from '../timetable/calendar-name.ts';
+import {
+  UpstreamAuthError,
+  UpstreamError,
+  UpstreamHttpError,
+  UpstreamNetworkError,
+  UpstreamNotFoundError,
+  UpstreamProtocolError,
+  UpstreamRateLimitError,
+  UpstreamTimeoutError,
+} from '../upstream/errors.ts';
+import type { ScheduleResult } from '../upstream/schemas.ts';
+
+/** A timetable as fetched, with the name its calendar gets. */
+export interface FetchedTimetable extends ScheduleResult {
+  name: string;
+}
+
+/** A personal source whose subscription was deleted, or whose credential is known to be rejected. */
+export class SubscriptionUnusableError extends Error {
+  override name = 'SubscriptionUnusableError';
+}
+
+/** Fetches a source's timetable: one upstream request. Personal sources use their subscription's credential. */
+export async function fetchSource(ctx: ServiceContext, source: SourceKey, signal?: AbortSignal): Promise<FetchedTimetable> {
+  const ref = sourceOf(source);
+  const options = signal ? { signal } : {};
+  if (ref.kind === 'group' || ref.kind === 'employee') {
+    const id = Number(ref.id);
+    const result = ref.kind === 'group' ? await ctx.upstream.groupSchedule(id, options) : await ctx.upstream.employeeSchedule(id, options);
+    return { ...result, name: calendarName({ kind: ref.kind, id }, result.entries) };
+  }
+  const subscription = await ctx.subscriptions.get(ref.id);
+  if (!subscription) throw new SubscriptionUnusableError(`subscription ${ref.id} no longer exists`);
+  if (subscription.status === 'needs-credential') throw new SubscriptionUnusableError(`subscription ${ref.id} needs a new credential: ${subscription.statusReason ?? 'the university rejected it'}`);
+  const credential = await ctx.subscriptions.credentialOf(ref.id);
+  if (credential === undefined) throw new SubscriptionUnusableError(`subscription ${ref.id} has no credential`);
+  const result = await ctx.upstream.mySchedule(credential, options);
+  return { ...result, name: subscription.name };
+}
+
+/** Failure classes as recorded on sources and counted in metrics. */
+export type FailureKind = 'not-found' | 'auth' | 'rate-limit' | 'timeout' | 'network' | 'http' | 'protocol' | 'subscription' | 'internal';
+
+/** What a failed fetch means. */
+export interface FailureClass {
+  kind: FailureKind;
+  /** Retrying cannot help: the job ends with UnrecoverableError and the source shows why. */
+  permanent: boolean;
+  /** For `rate-limit`: how long the whole queue pauses. */
+  retryAfterMs?: number;
+}
+
+/** Classifies a refresh failure by error class (never by message text). */
+export function classifyFailure(error: unknown, source: SourceKey): FailureClass {
+  if (error instanceof SubscriptionUnusableError) return { kind: 'subscription', permanent: true };
+  if (error instanceof UpstreamRateLimitError) return { kind: 'rate-limit', permanent: false, retryAfterMs: error.retryAfterMs ?? 1_000 };
+  if (error instanceof UpstreamNotFoundError) return { kind: 'not-found', permanent: true };
+  // A rejected credential is the user's to replace; on a public timetable it is our configuration, worth retrying.
+  if (error instanceof UpstreamAuthError) return { kind: 'auth', permanent: source.startsWith('personal:') };
+  if (error instanceof UpstreamTimeoutError) return { kind: 'timeout', permanent: false };
+  if (error instanceof UpstreamNetworkError) return { kind: 'network', permanent: false };
+  if (error instanceof UpstreamHttpError) return { kind: 'http', permanent: false };
+  // A malformed or truncated answer is usually a passing upstream fault: retried, then the feed goes stale.
+  if (error instanceof UpstreamProtocolError || error instanceof UpstreamError) return { kind: 'protocol', permanent: false };
+  return { kind: 'internal', permanent: false };
+}

@@ -1,0 +1,81 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { Queue, type JobsOptions } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Config } from '../config.ts';
+import type { RedisKeys } from '../sources/keys.ts';
+import { sourceToken, type SourceKey } from '../sources/source.ts';
+import { QUEUE, type PushJobData, type RefreshJobData, type RefreshJobResult, type RefreshReason, type TickJobData } from './contract.ts';
+
+/** The service's queues, sharing one connection. */
+export interface Queues {
+  refresh: Queue<RefreshJobData, RefreshJobResult>;
+  push: Queue<PushJobData>;
+  schedule: Queue<TickJobData | Record<string, never>>;
+  close(): Promise<void>;
+}
+
+/** Opens the queues on `connection` (which the caller owns and closes). */
+export function createQueues(connection: Redis, keys: RedisKeys): Queues {
+  const options = { connection, prefix: keys.queuePrefix };
+  const refresh = new Queue<RefreshJobData, RefreshJobResult>(QUEUE.refresh, options);
+  const push = new Queue<PushJobData>(QUEUE.push, options);
+  const schedule = new Queue<TickJobData | Record<string, never>>(QUEUE.schedule, options);
+  return {
+    refresh,
+    push,
+    schedule,
+    close: async () => {
+      await Promise.all([refresh.close(), push.close(), schedule.close()]);
+    },
+  };
+}
+
+/** Retry and retention options of refresh jobs. */
+export function refreshJobOptions(config: Pick<Config, 'refreshAttempts' | 'refreshBackoffMs'>): JobsOptions {
+  return {
+    attempts: config.refreshAttempts,
+    backoff: { type: 'exponential', delay: config.refreshBackoffMs, jitter: 0.5 },
+    removeOnComplete: { age: 24 * 3600, count: 20_000 },
+    removeOnFail: { age: 7 * 24 * 3600, count: 20_000 },
+  };
+}
+
+/** How to ask for a refresh. */
+export interface RefreshRequest {
+  reason: RefreshReason;
+  now: number;
+  /**
+   * When a refresh of the source is running, keep one follow-up refresh queued behind it (an admin resync
+   * must see data fetched after it asked). Without it, a running or queued refresh answers the request.
+   */
+  followUp?: boolean;
+  /** Run no earlier than this many ms from now (a confirming re-fetch). */
+  delayMs?: number;
+}
+
+/**
+ * Queues a refresh of `source`, deduplicated per source: at most one refresh is queued and one running, ever.
+ * Resolves to the id of the job that will do the work: the new job, the one already queued, or the follow-up
+ * that will start when the running one ends.
+ */
+export async function enqueueRefresh(queues: Queues, config: Pick<Config, 'refreshAttempts' | 'refreshBackoffMs'>, source: SourceKey, request: RefreshRequest): Promise<string> {
+  const token = sourceToken(source);
+  const running = request.followUp ? await runningJob(queues, token) : undefined;
+  // Every follow-up of one running job gets the same id, so that ids answered to several callers all resolve.
+  const jobId = running === undefined ? `${token}-${request.now.toString(36)}-${randomBytes(3).toString('hex')}` : `${token}-after-${createHash('sha1').update(running).digest('hex').slice(0, 12)}`;
+  const job = await queues.refresh.add('refresh', { source, reason: request.reason, requestedAt: request.now }, {
+    ...refreshJobOptions(config),
+    jobId,
+    delay: request.delayMs,
+    deduplication: { id: token, ...(request.followUp ? { keepLastIfActive: true } : {}), ...(request.delayMs === undefined ? { reschedule: true } : {}) },
+  });
+  if (running !== undefined && job.id === running) return jobId;
+  return job.id ?? jobId;
+}
+
+/** The id of the source's refresh job if it is running right now. */
+async function runningJob(queues: Queues, token: string): Promise<string | undefined> {
+  const current = await queues.refresh.getDeduplicationJobId(token);
+  if (current === null) return undefined;
+  return (await queues.refresh.getJobState(current)) === 'active' ? current : undefined;
+}

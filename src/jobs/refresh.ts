@@ -1,0 +1,82 @@
+/** The refresh job: one upstream fetch for one source, then publication; failures never touch the feed's data. */
+import { performance } from 'node:perf_hooks';
+import { RateLimitError, UnrecoverableError, type Job, type Processor } from 'bullmq';
+import type { Logger } from '../logger.ts';
+import type { ServiceContext } from '../runtime/context.ts';
+import { sourceOf, type SourceKey } from '../sources/source.ts';
+import { UpstreamNotFoundError } from '../upstream/errors.ts';
+import type { RefreshJobData, RefreshJobResult } from './contract.ts';
+import { classifyFailure, fetchSource, SubscriptionUnusableError, type FailureClass } from './fetch-source.ts';
+import { markFeedStale, publishTimetable } from './publish.ts';
+
+/** How long the upstream's "no such group" is remembered, so repeated requests for it cost no fetch. */
+export const MISSING_TTL_SECONDS = 3600;
+
+/** The refresh processor (BullMQ delivers at least once: everything it does is idempotent). */
+export function refreshProcessor(ctx: ServiceContext): Processor<RefreshJobData, RefreshJobResult> {
+  return async (job, _token, signal) => {
+    const { source } = job.data;
+    const log = ctx.logger.child({ source, jobId: job.id, attempt: job.attemptsMade + 1, reason: job.data.reason });
+    const started = performance.now();
+    const seconds = () => (performance.now() - started) / 1000;
+    try {
+      const fetched = await fetchSource(ctx, source, signal);
+      const result = await publishTimetable(ctx, { source, fetched, reason: job.data.reason, now: ctx.now() }, log);
+      ctx.metrics.refreshDuration.observe({ outcome: result.outcome }, seconds());
+      return result;
+    } catch (error) {
+      ctx.metrics.refreshDuration.observe({ outcome: 'failed' }, seconds());
+      throw await handleFailure(ctx, job, error, log);
+    }
+  };
+}
+
+/**
+ * Records a failure on the source and decides what BullMQ does next: a 429 pauses the whole queue (the job
+ * goes back to waiting without using an attempt); a permanent failure ends the job; anything else is
+ * retried with backoff. The feed is marked stale once the job has no attempts left. Logged once, at the end.
+ */
+async function handleFailure(ctx: ServiceContext, job: Job<RefreshJobData>, error: unknown, log: Logger): Promise<Error> {
+  const { source } = job.data;
+  const failure = classifyFailure(error, source);
+  const message = error instanceof Error ? error.message : String(error);
+  if (failure.kind !== 'internal' && failure.kind !== 'subscription') ctx.metrics.upstreamErrors.inc({ kind: failure.kind });
+  if (failure.kind === 'rate-limit') {
+    await ctx.queues.refresh.rateLimit(failure.retryAfterMs ?? 1_000);
+    log.warn({ retryAfterMs: failure.retryAfterMs }, 'upstream rate limit: refresh queue paused');
+    return new RateLimitError();
+  }
+  const now = ctx.now();
+  if (error instanceof SubscriptionUnusableError && (await ctx.subscriptions.get(sourceOf(source).id)) === undefined) {
+    await ctx.registry.remove(source);
+    log.info('subscription deleted: source removed');
+    return new UnrecoverableError(message);
+  }
+  if (error instanceof UpstreamNotFoundError && !(await ctx.feeds.exists(source))) {
+    await forgetUnknownSource(ctx, source, error);
+    log.info({ upstream: error.upstreamMessage }, 'upstream does not know this source');
+    return new UnrecoverableError(message);
+  }
+  await ctx.registry.recordFailure(source, { now, kind: failure.kind, message, ...statusOf(failure) });
+  if (failure.kind === 'auth' && failure.permanent) await ctx.subscriptions.markNeedsCredential(sourceOf(source).id, message, now);
+  const final = failure.permanent || job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+  if (!final) {
+    log.debug({ err: error, kind: failure.kind }, 'refresh failed; will retry');
+    return error instanceof Error ? error : new Error(message);
+  }
+  await markFeedStale(ctx, source, now);
+  log.error({ err: error, kind: failure.kind, permanent: failure.permanent }, 'refresh failed; the feed keeps its last good data and is marked stale');
+  return failure.permanent ? new UnrecoverableError(message) : error instanceof Error ? error : new Error(message);
+}
+
+function statusOf(failure: FailureClass): { status?: 'not-found' | 'needs-credential' } {
+  if (failure.kind === 'not-found') return { status: 'not-found' };
+  if (failure.permanent && (failure.kind === 'auth' || failure.kind === 'subscription')) return { status: 'needs-credential' };
+  return {};
+}
+
+/** A source the upstream never knew: removed from the registry, and its absence remembered for an hour. */
+async function forgetUnknownSource(ctx: ServiceContext, source: SourceKey, error: UpstreamNotFoundError): Promise<void> {
+  await ctx.registry.remove(source);
+  await ctx.redis.set(ctx.keys.missing(source), error.upstreamMessage ?? 'not found', 'EX', MISSING_TTL_SECONDS);
+}

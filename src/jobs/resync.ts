@@ -1,0 +1,74 @@
+import type { ServiceContext } from '../runtime/context.ts';
+import { parseSource, sourceKey, SUBSCRIPTION_ID, type SourceKey } from '../sources/source.ts';
+import { activateSource } from './activation.ts';
+import { enqueueRefresh } from './queues.ts';
+
+/** What an admin asks to resync: one source, one personal subscription's source, or every active source. */
+export type ResyncTarget = { source: string } | { subscription: string } | { all: true };
+
+/** The subscription an admin named does not exist. */
+export class UnknownSubscriptionError extends Error {
+  override name = 'UnknownSubscriptionError';
+  readonly subscription: string;
+
+  constructor(subscription: string) {
+    super(`no subscription with id "${subscription.length > 40 ? `${subscription.slice(0, 37)}...` : subscription}"`);
+    this.subscription = subscription;
+  }
+}
+
+/** What {@link requestResync} uses of the service context. */
+export type ResyncContext = Pick<ServiceContext, 'config' | 'queues' | 'registry' | 'subscriptions' | 'now'>;
+
+/** Active sources read per page, and refreshes queued concurrently within a page, for `{ all: true }`. */
+const PAGE_SIZE = 1000;
+const BATCH_SIZE = 100;
+
+/**
+ * Queues a resync refresh and resolves to the job ids, in the order of the sources. A named source is
+ * activated first (an admin wants it kept fresh from now on); a source whose refresh is running gets exactly
+ * one follow-up, so that the answer is data fetched after the request. Throws `InvalidSourceError` for a
+ * malformed source and {@link UnknownSubscriptionError} for a subscription that does not exist.
+ */
+export async function requestResync(ctx: ResyncContext, target: ResyncTarget): Promise<string[]> {
+  if ('all' in target) return resyncActive(ctx);
+  const source = 'source' in target ? await namedSource(ctx, target.source) : await subscriptionSource(ctx, target.subscription);
+  await activateSource(ctx, source);
+  return [await resyncOne(ctx, source)];
+}
+
+async function namedSource(ctx: ResyncContext, text: string): Promise<SourceKey> {
+  const ref = parseSource(text);
+  // A personal source is only as real as its subscription; never activate one for a made-up id.
+  if (ref.kind === 'personal') return subscriptionSource(ctx, ref.id);
+  return sourceKey(ref);
+}
+
+async function subscriptionSource(ctx: ResyncContext, id: string): Promise<SourceKey> {
+  if (!SUBSCRIPTION_ID.test(id) || (await ctx.subscriptions.get(id)) === undefined) throw new UnknownSubscriptionError(id);
+  return sourceKey({ kind: 'personal', id });
+}
+
+function resyncOne(ctx: ResyncContext, source: SourceKey): Promise<string> {
+  return enqueueRefresh(ctx.queues, ctx.config, source, { reason: 'resync', now: ctx.now(), followUp: true });
+}
+
+/**
+ * Every active source, read in pages and queued in parallel batches. Already active, so not re-activated:
+ * that would count as a feed request and keep unwanted sources alive. A source requested while we page may
+ * move within the index and be read twice; the set keeps one of each.
+ */
+async function resyncActive(ctx: ResyncContext): Promise<string[]> {
+  const sources = new Set<SourceKey>();
+  for (let offset = 0; ; offset += PAGE_SIZE) {
+    const page = await ctx.registry.activeSources(offset, PAGE_SIZE);
+    for (const source of page) sources.add(source);
+    if (page.length < PAGE_SIZE) break;
+  }
+  const ordered = [...sources];
+  const jobs: string[] = [];
+  for (let start = 0; start < ordered.length; start += BATCH_SIZE) {
+    jobs.push(...(await Promise.all(ordered.slice(start, start + BATCH_SIZE).map((source) => resyncOne(ctx, source)))));
+  }
+  return jobs;
+}

@@ -1,0 +1,108 @@
+/**
+ * Scheduling: one BullMQ job scheduler per active source (a tick that asks for a deduplicated refresh), all
+ * created and removed by the one reconciler, never by request handlers (concurrent upserts of job schedulers
+ * from many processes are a known source of duplicates).
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import type { Job, Processor } from 'bullmq';
+import type { ServiceContext } from '../runtime/context.ts';
+import { sourceToken, type SourceKey } from '../sources/source.ts';
+import { RECONCILE_EVERY_MS, RECONCILE_SCHEDULER_ID, SCHEDULE_JOB, tickSchedulerId, type TickJobData } from './contract.ts';
+import { enqueueRefresh } from './queues.ts';
+
+/** What one reconciliation did. */
+export interface ReconcileResult {
+  deactivated: number;
+  created: number;
+  updated: number;
+  removed: number;
+  skipped?: 'another reconciler is running';
+}
+
+/**
+ * A source's refresh interval: `REFRESH_INTERVAL` ±25%, fixed per source (derived from its key), so that
+ * sources spread over the interval instead of refreshing in waves, and reconciling never reschedules them.
+ */
+export function intervalFor(source: SourceKey, refreshIntervalMs: number): number {
+  const unit = createHash('sha1').update(source).digest().readUInt32BE(0) / 0x1_0000_0000;
+  return Math.round(refreshIntervalMs * (0.75 + 0.5 * unit));
+}
+
+/** Processor of the schedule queue: ticks and reconciliations. */
+export function scheduleProcessor(ctx: ServiceContext): Processor<TickJobData | Record<string, never>, unknown> {
+  return async (job) => {
+    if (job.name === SCHEDULE_JOB.reconcile) return reconcile(ctx);
+    const { source } = (job as Job<TickJobData>).data;
+    // A tick can outlive its source by up to one reconciliation.
+    if (!(await ctx.registry.isActive(source))) return { skipped: 'inactive' };
+    return { job: await enqueueRefresh(ctx.queues, ctx.config, source, { reason: 'schedule', now: ctx.now() }) };
+  };
+}
+
+/**
+ * Deactivates sources nobody asked for within `INACTIVE_AFTER` (unless something pushes from them), then
+ * makes the tick schedulers match the active sources exactly. One reconciler runs at a time (a Redis lock).
+ */
+export async function reconcile(ctx: ServiceContext): Promise<ReconcileResult> {
+  const lockKey = ctx.keys.lock('reconcile');
+  const owner = randomBytes(8).toString('hex');
+  if ((await ctx.redis.set(lockKey, owner, 'PX', 120_000, 'NX')) === null) return { deactivated: 0, created: 0, updated: 0, removed: 0, skipped: 'another reconciler is running' };
+  try {
+    const deactivated = await deactivateIdle(ctx);
+    const desired = new Map<string, { source: SourceKey; every: number }>();
+    for (let offset = 0; ; offset += 1000) {
+      const page = await ctx.registry.activeSources(offset, 1000);
+      for (const source of page) desired.set(tickSchedulerId(sourceToken(source)), { source, every: intervalFor(source, ctx.config.refreshIntervalMs) });
+      if (page.length < 1000) break;
+    }
+    const existing = new Map<string, number | undefined>();
+    for (let start = 0; ; start += 1000) {
+      const page = await ctx.queues.schedule.getJobSchedulers(start, start + 999, true);
+      for (const scheduler of page) if (scheduler.key !== RECONCILE_SCHEDULER_ID) existing.set(scheduler.key, scheduler.every);
+      if (page.length < 1000) break;
+    }
+    let created = 0;
+    let updated = 0;
+    let removed = 0;
+    const now = ctx.now();
+    for (const [id, { source, every }] of desired) {
+      const current = existing.get(id);
+      if (existing.has(id) && current === every) continue;
+      // The first tick comes one interval from now: a new source was just fetched on demand.
+      await ctx.queues.schedule.upsertJobScheduler(id, { every, startDate: now + every }, { name: SCHEDULE_JOB.tick, data: { source }, opts: { removeOnComplete: true, removeOnFail: 100 } });
+      if (existing.has(id)) updated += 1;
+      else created += 1;
+    }
+    for (const id of existing.keys()) {
+      if (desired.has(id)) continue;
+      await ctx.queues.schedule.removeJobScheduler(id);
+      removed += 1;
+    }
+    if (created + updated + removed + deactivated > 0) ctx.logger.info({ created, updated, removed, deactivated, active: desired.size }, 'job schedulers reconciled');
+    return { deactivated, created, updated, removed };
+  } finally {
+    if ((await ctx.redis.get(lockKey)) === owner) await ctx.redis.del(lockKey);
+  }
+}
+
+async function deactivateIdle(ctx: ServiceContext): Promise<number> {
+  const idle = await ctx.registry.requestedBefore(ctx.now() - ctx.config.inactiveAfterMs);
+  let count = 0;
+  for (const source of idle) {
+    if ((await ctx.redis.scard(ctx.keys.sourceTargets(source))) > 0) continue;
+    await ctx.registry.deactivate(source);
+    count += 1;
+  }
+  return count;
+}
+
+/**
+ * Makes sure the reconciler's own scheduler exists. Every worker calls this at start; a lock lets one of them
+ * upsert, and an existing scheduler with the right interval is left alone.
+ */
+export async function ensureReconcileScheduler(ctx: ServiceContext): Promise<void> {
+  const existing = await ctx.queues.schedule.getJobScheduler(RECONCILE_SCHEDULER_ID);
+  if (existing?.every === RECONCILE_EVERY_MS) return;
+  if ((await ctx.redis.set(ctx.keys.lock('reconcile-scheduler'), '1', 'PX', 30_000, 'NX')) === null) return;
+  await ctx.queues.schedule.upsertJobScheduler(RECONCILE_SCHEDULER_ID, { every: RECONCILE_EVERY_MS }, { name: SCHEDULE_JOB.reconcile, data: {}, opts: { removeOnComplete: true, removeOnFail: 100 } });
+}

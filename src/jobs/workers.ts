@@ -1,0 +1,73 @@
+/** The worker role's BullMQ workers: refresh (rate-limited over all workers), schedule, and push. */
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { Worker, type WorkerOptions } from 'bullmq';
+import type { ServiceContext } from '../runtime/context.ts';
+import { connectRedis } from '../runtime/redis-connection.ts';
+import { QUEUE } from './contract.ts';
+import { refreshProcessor } from './refresh.ts';
+import { ensureReconcileScheduler, scheduleProcessor } from './schedule.ts';
+
+/** Tuning that tests shorten; production uses the defaults. */
+export interface WorkerTuning {
+  /** How long a job's lock lasts without renewal; a crashed worker's job is picked up after about this long. */
+  lockDurationMs?: number;
+  /** How often workers look for jobs whose lock expired. */
+  stalledIntervalMs?: number;
+  heartbeatMs?: number;
+}
+
+/** Running workers. */
+export interface WorkerSet {
+  readonly id: string;
+  /** Waits for running jobs to finish, then closes the workers' connections. */
+  close(): Promise<void>;
+}
+
+/**
+ * BullMQ's rate limiter counts `max` jobs per `duration` ms over every worker of the queue. A fractional
+ * rate becomes the smallest whole `max` over a proportionally longer window.
+ */
+export function limiterFor(requestsPerSecond: number): { max: number; duration: number } {
+  const max = Math.max(1, Math.ceil(requestsPerSecond));
+  return { max, duration: Math.round((1000 * max) / requestsPerSecond) };
+}
+
+/** Starts the workers of one process on `redisUrl`, plus the heartbeat `/readyz` reads. */
+export async function startWorkers(ctx: ServiceContext, redisUrl: string, tuning: WorkerTuning = {}): Promise<WorkerSet> {
+  const id = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+  const connection = connectRedis(redisUrl, { name: 'worker', logger: ctx.logger, blocking: true });
+  const base: Omit<WorkerOptions, 'concurrency'> = {
+    connection,
+    prefix: ctx.keys.queuePrefix,
+    name: id,
+    lockDuration: tuning.lockDurationMs ?? 30_000,
+    stalledInterval: tuning.stalledIntervalMs ?? 15_000,
+    maxStalledCount: 2,
+  };
+  const workers = [
+    new Worker(QUEUE.refresh, refreshProcessor(ctx), { ...base, concurrency: ctx.config.workerConcurrency, limiter: limiterFor(ctx.config.upstreamRateLimit) }),
+    new Worker(QUEUE.schedule, scheduleProcessor(ctx), { ...base, concurrency: 4 }),
+    // Google push arrives with its own issue; until then push jobs complete without doing anything.
+    new Worker(QUEUE.push, async () => ({ skipped: 'Google push is not enabled' }), { ...base, concurrency: 1 }),
+  ];
+  for (const worker of workers) {
+    worker.on('error', (error) => ctx.logger.error({ err: error, queue: worker.name }, 'worker error'));
+  }
+  await Promise.all(workers.map((worker) => worker.waitUntilReady()));
+  await ensureReconcileScheduler(ctx);
+  const beat = () => ctx.redis.zadd(ctx.keys.workers, ctx.now(), id).catch((error: unknown) => ctx.logger.warn({ err: error }, 'worker heartbeat failed'));
+  await beat();
+  const timer = setInterval(beat, tuning.heartbeatMs ?? 5_000);
+  timer.unref();
+  ctx.logger.info({ worker: id, concurrency: ctx.config.workerConcurrency, rateLimit: ctx.config.upstreamRateLimit }, 'workers started');
+  return {
+    id,
+    close: async () => {
+      clearInterval(timer);
+      await Promise.all(workers.map((worker) => worker.close()));
+      await ctx.redis.zrem(ctx.keys.workers, id).catch(() => undefined);
+      await connection.quit().catch(() => connection.disconnect());
+    },
+  };
+}

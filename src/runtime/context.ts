@@ -1,0 +1,32 @@
+import type { Redis } from 'ioredis';
+import type { Config } from '../config.ts';
+import type { FeedStore } from '../feeds/feed-store.ts';
+import type { Queues } from '../jobs/queues.ts';
+import type { Logger } from '../logger.ts';
+import type { RedisKeys } from '../sources/keys.ts';
+import type { SourceRegistry } from '../sources/registry.ts';
+import type { SnapshotStore } from '../sources/snapshot-store.ts';
+import type { SubscriptionStore } from '../subscriptions/subscription-store.ts';
+import type { UniversityClient } from '../upstream/client.ts';
+import type { Metrics } from './metrics.ts';
+
+/**
+ * Everything the roles share, built once by the composition root and passed down as one parameter object
+ * (no module singletons). Tests build their own.
+ */
+export interface ServiceContext {
+  readonly config: Config;
+  readonly logger: Logger;
+  /** Commands connection (not used for blocking calls or subscriptions). */
+  readonly redis: Redis;
+  readonly keys: RedisKeys;
+  readonly registry: SourceRegistry;
+  readonly snapshots: SnapshotStore;
+  readonly feeds: FeedStore;
+  readonly subscriptions: SubscriptionStore;
+  readonly queues: Queues;
+  readonly upstream: UniversityClient;
+  readonly metrics: Metrics;
+  /** Epoch ms; tests pass their own clock. */
+  readonly now: () => number;
+}

@@ -1,0 +1,72 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** Queue depth by queue and state, for the gauge. */
+export type QueueDepths = Record<string, Record<string, number>>;
+
+/** The service's Prometheus metrics, one registry per process (no module singleton). */
+export interface Metrics {
+  readonly registry: Registry;
+  /** Seconds per refresh job, by outcome (`published`, `unchanged`, `awaiting-confirmation`, `failed`). */
+  readonly refreshDuration: Histogram<'outcome'>;
+  /** Upstream failures by kind (`timeout`, `network`, `http`, `rate-limit`, `not-found`, `auth`, `protocol`). */
+  readonly upstreamErrors: Counter<'kind'>;
+  /** Feed responses by kind of feed (`group`, `employee`, `personal`) and status (200, 304, 404, 503, …). */
+  readonly feedsServed: Counter<'kind' | 'status'>;
+  /** Where gauges read their values at scrape time; roles plug in what they have. */
+  setQueueDepths(read: () => Promise<QueueDepths>): void;
+  setStaleSources(read: () => Promise<number>): void;
+}
+
+/** Creates the metrics with Node's default process metrics. */
+export function createMetrics(): Metrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'timetable_' });
+  let readDepths: (() => Promise<QueueDepths>) | undefined;
+  let readStale: (() => Promise<number>) | undefined;
+  const feedsServed = new Counter({ name: 'timetable_feeds_served_total', help: 'Feed responses by feed kind and HTTP status', labelNames: ['kind', 'status'] as const, registers: [registry] });
+  new Gauge({
+    name: 'timetable_feed_not_modified_ratio',
+    help: 'Share of successful feed responses answered 304 Not Modified since the process started',
+    registers: [registry],
+    async collect() {
+      const values = (await feedsServed.get()).values;
+      const count = (status: string) => values.filter((value) => String(value.labels.status) === status).reduce((sum, value) => sum + value.value, 0);
+      const ok = count('200');
+      const notModified = count('304');
+      this.set(ok + notModified === 0 ? 0 : notModified / (ok + notModified));
+    },
+  });
+  new Gauge({
+    name: 'timetable_queue_jobs',
+    help: 'Jobs per queue and state',
+    labelNames: ['queue', 'state'] as const,
+    registers: [registry],
+    async collect() {
+      if (!readDepths) return;
+      this.reset();
+      for (const [queue, states] of Object.entries(await readDepths())) {
+        for (const [state, count] of Object.entries(states)) this.set({ queue, state }, count);
+      }
+    },
+  });
+  new Gauge({
+    name: 'timetable_stale_sources',
+    help: 'Sources whose feed serves old data after failed refreshes',
+    registers: [registry],
+    async collect() {
+      if (readStale) this.set(await readStale());
+    },
+  });
+  return {
+    registry,
+    refreshDuration: new Histogram({ name: 'timetable_refresh_duration_seconds', help: 'Duration of refresh jobs by outcome', labelNames: ['outcome'] as const, buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers: [registry] }),
+    upstreamErrors: new Counter({ name: 'timetable_upstream_errors_total', help: 'University API failures by kind', labelNames: ['kind'] as const, registers: [registry] }),
+    feedsServed,
+    setQueueDepths: (read) => {
+      readDepths = read;
+    },
+    setStaleSources: (read) => {
+      readStale = read;
+    },
+  };
+}

@@ -1,0 +1,80 @@
+import type { Config } from '../config.ts';
+import { FeedStore } from '../feeds/feed-store.ts';
+import { createQueues } from '../jobs/queues.ts';
+import type { Logger } from '../logger.ts';
+import { redisKeys } from '../sources/keys.ts';
+import { SourceRegistry } from '../sources/registry.ts';
+import { SnapshotStore } from '../sources/snapshot-store.ts';
+import { SubscriptionStore } from '../subscriptions/subscription-store.ts';
+import { createUniversityClient, type UniversityClient } from '../upstream/client.ts';
+import type { ServiceContext } from './context.ts';
+import { createMetrics, type Metrics } from './metrics.ts';
+import { connectRedis } from './redis-connection.ts';
+
+/** What {@link openServiceContext} needs besides the configuration. */
+export interface ContextOptions {
+  config: Config;
+  logger: Logger;
+  redisUrl: string;
+  /** Name of the process's role, for connection names. */
+  role: string;
+  /** Default: a client for `config.universityApiUrl` without retries of its own (the queue retries). */
+  upstream?: UniversityClient;
+  metrics?: Metrics;
+  now?: () => number;
+}
+
+/** A context and how to close what it opened. */
+export interface OpenContext {
+  context: ServiceContext;
+  close(): Promise<void>;
+}
+
+/**
+ * Opens the shared pieces of a role: one Redis commands connection, the stores, the queues, the upstream
+ * client and the metrics. Workers and subscriptions open their own connections on top.
+ */
+export function openServiceContext(options: ContextOptions): OpenContext {
+  const { config, logger } = options;
+  const redis = connectRedis(options.redisUrl, { name: options.role, logger, blocking: true });
+  const keys = redisKeys(config.redisPrefix);
+  const upstream = options.upstream ?? createWorkerClient(config, logger);
+  const queues = createQueues(redis, keys);
+  const context: ServiceContext = {
+    config,
+    logger,
+    redis,
+    keys,
+    registry: new SourceRegistry(redis, keys),
+    snapshots: new SnapshotStore(redis, keys),
+    feeds: new FeedStore(redis, keys),
+    subscriptions: new SubscriptionStore(redis, keys, config.secretKey),
+    queues,
+    upstream,
+    metrics: options.metrics ?? createMetrics(),
+    now: options.now ?? Date.now,
+  };
+  return {
+    context,
+    close: async () => {
+      await queues.close();
+      if (!options.upstream) await upstream.close();
+      await redis.quit().catch(() => redis.disconnect());
+    },
+  };
+}
+
+/**
+ * The upstream client of the service: one try per call (BullMQ retries failed refreshes with backoff, and
+ * every try must pass the global rate limit), timeouts from `UPSTREAM_TIMEOUT`.
+ */
+function createWorkerClient(config: Config, logger: Logger): UniversityClient {
+  return createUniversityClient({
+    baseUrl: config.universityApiUrl ?? 'http://127.0.0.1:1',
+    logger: logger.child({ component: 'upstream' }),
+    authHeader: config.universityAuthHeader,
+    authScheme: config.universityAuthScheme,
+    timeouts: { headersMs: config.upstreamTimeoutMs, bodyMs: config.upstreamTimeoutMs },
+    retry: { attempts: 1 },
+  });
+}

@@ -1,0 +1,65 @@
+import type { SourceKey } from './source.ts';
+
+/**
+ * Every Redis key the service uses, under one prefix (`REDIS_PREFIX`). With a hash-tagged prefix such as
+ * `{tts}` every key, BullMQ's included, lands in one Redis Cluster slot, so multi-key scripts stay legal.
+ */
+export interface RedisKeys {
+  /** BullMQ's prefix for the queues. */
+  readonly queuePrefix: string;
+  /** HASH: a source's state (see the registry). */
+  source(key: SourceKey): string;
+  /** ZSET: active sources, scored by when a feed of theirs was last requested (ms). */
+  readonly activeSources: string;
+  /** ZSET: every registered source, scored by when it was first activated (ms); the admin table pages it. */
+  readonly knownSources: string;
+  /** SET: sources whose feed is currently marked stale. */
+  readonly staleSources: string;
+  /** STRING: the last good fetch, normalised, as JSON. */
+  snapshot(key: SourceKey): string;
+  /** STRING: what the feed last published (digests, sequences, cancelled occurrences), as JSON. */
+  published(key: SourceKey): string;
+  /** HASH: the rendered feed, its compressed forms and validators. */
+  feed(key: SourceKey): string;
+  /** LIST: the newest changes first, at most 20. */
+  changes(key: SourceKey): string;
+  /** STRING with a TTL: the upstream said this source does not exist. */
+  missing(key: SourceKey): string;
+  /** HASH: a personal subscription. */
+  subscription(id: string): string;
+  /** STRING: subscription id, keyed by the SHA-256 of its secret feed token. */
+  subscriptionToken(tokenHash: string): string;
+  /** SET: the push targets (Google calendars) of a source. */
+  sourceTargets(key: SourceKey): string;
+  /** ZSET: worker processes, scored by their last heartbeat (ms). */
+  readonly workers: string;
+  /** Pub/sub channel: the source key of every feed that was stored. */
+  readonly feedUpdates: string;
+  /** STRING with a TTL: a cached upstream teacher search. */
+  employeeSearch(query: string): string;
+  /** STRING with a TTL: a lock held by one process (e.g. while it upserts job schedulers). */
+  lock(name: string): string;
+}
+
+/** The key layout under `prefix`. */
+export function redisKeys(prefix: string): RedisKeys {
+  return {
+    queuePrefix: `${prefix}:q`,
+    source: (key) => `${prefix}:source:${key}`,
+    activeSources: `${prefix}:sources:active`,
+    knownSources: `${prefix}:sources:known`,
+    staleSources: `${prefix}:sources:stale`,
+    snapshot: (key) => `${prefix}:snapshot:${key}`,
+    published: (key) => `${prefix}:published:${key}`,
+    feed: (key) => `${prefix}:feed:${key}`,
+    changes: (key) => `${prefix}:changes:${key}`,
+    missing: (key) => `${prefix}:missing:${key}`,
+    subscription: (id) => `${prefix}:subscription:${id}`,
+    subscriptionToken: (tokenHash) => `${prefix}:subscription-token:${tokenHash}`,
+    sourceTargets: (key) => `${prefix}:source-targets:${key}`,
+    workers: `${prefix}:workers`,
+    feedUpdates: `${prefix}:feed-updates`,
+    employeeSearch: (query) => `${prefix}:employee-search:${query}`,
+    lock: (name) => `${prefix}:lock:${name}`,
+  };
+}

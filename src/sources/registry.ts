@@ -1,0 +1,175 @@
+import type { Redis } from 'ioredis';
+import type { RedisKeys } from './keys.ts';
+import type { SourceKey } from './source.ts';
+
+/**
+ * Where a source stands. `pending`: never fetched yet; `ok`: the feed is current; `stale`: the last refresh
+ * failed and the feed serves the last good data; `not-found`: the upstream says the group or teacher does not
+ * exist; `needs-credential`: the upstream rejected a personal subscription's credential;
+ * `awaiting-confirmation`: a refresh that would remove most future classes waits for a confirming re-fetch.
+ */
+export type SourceStatus = 'pending' | 'ok' | 'stale' | 'not-found' | 'needs-credential' | 'awaiting-confirmation';
+
+/** A source's row in the registry. Times are epoch milliseconds. */
+export interface SourceState {
+  source: SourceKey;
+  status: SourceStatus;
+  active: boolean;
+  activeSince?: number;
+  lastRequested?: number;
+  lastAttempt?: number;
+  lastSuccess?: number;
+  /** When the published feed last changed. */
+  lastChange?: number;
+  lastError?: string;
+  /** The failure's class, e.g. `timeout`, `not-found` (see the refresh job's classification). */
+  lastErrorKind?: string;
+  lastErrorAt?: number;
+  consecutiveFailures: number;
+  /** First failed refresh since the last success; set while the feed is marked stale. */
+  staleSince?: number;
+  /** Occurrences in the feed, cancelled ones included, and entries the upstream sent that could not be used. */
+  occurrences?: number;
+  problems?: number;
+  /** A mass deletion waiting for its confirming re-fetch: the digest of the timetable that would be published. */
+  pendingHash?: string;
+  pendingSince?: number;
+}
+
+/** A failed refresh, as recorded on the source. */
+export interface FailureRecord {
+  now: number;
+  kind: string;
+  message: string;
+  /** A permanent failure sets this status; a transient one leaves the status alone. */
+  status?: Extract<SourceStatus, 'not-found' | 'needs-credential'>;
+}
+
+const NUMBER_FIELDS = ['activeSince', 'lastRequested', 'lastAttempt', 'lastSuccess', 'lastChange', 'lastErrorAt', 'staleSince', 'occurrences', 'problems', 'pendingSince'] as const;
+
+/** The source registry: one HASH per source plus the active and known indexes. */
+export class SourceRegistry {
+  private readonly redis: Redis;
+  private readonly keys: RedisKeys;
+
+  constructor(redis: Redis, keys: RedisKeys) {
+    this.redis = redis;
+    this.keys = keys;
+  }
+
+  /** Marks a source as wanted: registers it if new, (re)activates it and records the request. True if it was not active. */
+  async activate(source: SourceKey, now: number): Promise<boolean> {
+    const key = this.keys.source(source);
+    const [[, added]] = (await this.redis
+      .multi()
+      .zadd(this.keys.activeSources, now, source)
+      .zadd(this.keys.knownSources, 'NX', now, source)
+      .hsetnx(key, 'status', 'pending')
+      .hsetnx(key, 'consecutiveFailures', '0')
+      .hset(key, 'lastRequested', String(now), 'active', '1')
+      .exec()) as [[Error | null, number], ...unknown[]];
+    if (added === 1) await this.redis.hset(key, 'activeSince', String(now));
+    return added === 1;
+  }
+
+  /** Records that a feed of an active source was requested (callers throttle this). */
+  async touch(source: SourceKey, now: number): Promise<void> {
+    await this.redis.multi().zadd(this.keys.activeSources, 'XX', 'GT', now, source).hset(this.keys.source(source), 'lastRequested', String(now)).exec();
+  }
+
+  /** Stops refreshing a source; its data is kept and served until it is removed. */
+  async deactivate(source: SourceKey): Promise<void> {
+    await this.redis.multi().zrem(this.keys.activeSources, source).hset(this.keys.source(source), 'active', '0').exec();
+  }
+
+  /** Active sources, oldest request first, `limit` at a time from `offset`. */
+  async activeSources(offset = 0, limit = 1000): Promise<SourceKey[]> {
+    return this.redis.zrange(this.keys.activeSources, String(offset), String(offset + limit - 1));
+  }
+
+  /** Active sources nobody requested since `cutoff`. */
+  async requestedBefore(cutoff: number, limit = 1000): Promise<SourceKey[]> {
+    return this.redis.zrangebyscore(this.keys.activeSources, '-inf', `(${cutoff}`, 'LIMIT', 0, limit);
+  }
+
+  async isActive(source: SourceKey): Promise<boolean> {
+    return (await this.redis.zscore(this.keys.activeSources, source)) !== null;
+  }
+
+  async get(source: SourceKey): Promise<SourceState | undefined> {
+    const fields = await this.redis.hgetall(this.keys.source(source));
+    return Object.keys(fields).length === 0 ? undefined : toState(source, fields);
+  }
+
+  /** A page of the known sources, in order of first activation, with the total count. */
+  async page(offset: number, limit: number): Promise<{ total: number; sources: SourceState[] }> {
+    const [total, keys] = await Promise.all([this.redis.zcard(this.keys.knownSources), this.redis.zrange(this.keys.knownSources, String(offset), String(offset + limit - 1))]);
+    const pipeline = this.redis.pipeline();
+    for (const source of keys) pipeline.hgetall(this.keys.source(source));
+    const rows = ((await pipeline.exec()) ?? []).map(([, fields], index) => toState(keys[index] as SourceKey, (fields ?? {}) as Record<string, string>));
+    return { total, sources: rows };
+  }
+
+  /** Number of sources whose feed is marked stale. */
+  async staleCount(): Promise<number> {
+    return this.redis.scard(this.keys.staleSources);
+  }
+
+  /** A fetch succeeded: failures, staleness and any pending confirmation are cleared. */
+  async recordSuccess(source: SourceKey, now: number, counts: { occurrences: number; problems: number; changed: boolean }): Promise<void> {
+    const key = this.keys.source(source);
+    const fields = ['status', 'ok', 'lastAttempt', String(now), 'lastSuccess', String(now), 'consecutiveFailures', '0', 'occurrences', String(counts.occurrences), 'problems', String(counts.problems)];
+    if (counts.changed) fields.push('lastChange', String(now));
+    await this.redis.multi().hset(key, ...fields).hdel(key, 'lastError', 'lastErrorKind', 'lastErrorAt', 'staleSince', 'pendingHash', 'pendingSince').srem(this.keys.staleSources, source).exec();
+  }
+
+  /** A fetch failed; the snapshot and feed are left alone. */
+  async recordFailure(source: SourceKey, failure: FailureRecord): Promise<void> {
+    const key = this.keys.source(source);
+    const fields = ['lastAttempt', String(failure.now), 'lastError', failure.message, 'lastErrorKind', failure.kind, 'lastErrorAt', String(failure.now)];
+    if (failure.status) fields.push('status', failure.status);
+    await this.redis.multi().hset(key, ...fields).hincrby(key, 'consecutiveFailures', 1).exec();
+  }
+
+  /** The feed now says it is stale; `since` is kept from the first failure until the next success. */
+  async markStale(source: SourceKey, since: number): Promise<number> {
+    const key = this.keys.source(source);
+    const results = await this.redis.multi().hsetnx(key, 'staleSince', String(since)).hget(key, 'staleSince').sadd(this.keys.staleSources, source).exec();
+    const status = await this.redis.hget(key, 'status');
+    if (status === 'ok' || status === 'pending' || status === 'awaiting-confirmation') await this.redis.hset(key, 'status', 'stale');
+    return Number(results?.[1]?.[1] ?? since);
+  }
+
+  /** A mass deletion is held back until a re-fetch returns the same timetable. */
+  async setPending(source: SourceKey, hash: string, now: number): Promise<void> {
+    await this.redis.hset(this.keys.source(source), 'status', 'awaiting-confirmation', 'pendingHash', hash, 'pendingSince', String(now), 'lastAttempt', String(now));
+  }
+
+  /** Forgets a source entirely (a deleted subscription, or a source the upstream never knew). */
+  async remove(source: SourceKey): Promise<void> {
+    await this.redis
+      .multi()
+      .zrem(this.keys.activeSources, source)
+      .zrem(this.keys.knownSources, source)
+      .srem(this.keys.staleSources, source)
+      .del(this.keys.source(source), this.keys.snapshot(source), this.keys.published(source), this.keys.feed(source), this.keys.changes(source))
+      .exec();
+  }
+}
+
+function toState(source: SourceKey, fields: Record<string, string>): SourceState {
+  const state: SourceState = {
+    source,
+    status: (fields.status as SourceStatus | undefined) ?? 'pending',
+    active: fields.active === '1',
+    consecutiveFailures: Number(fields.consecutiveFailures ?? 0),
+  };
+  for (const name of NUMBER_FIELDS) {
+    const value = fields[name];
+    if (value !== undefined) state[name] = Number(value);
+  }
+  if (fields.lastError !== undefined) state.lastError = fields.lastError;
+  if (fields.lastErrorKind !== undefined) state.lastErrorKind = fields.lastErrorKind;
+  if (fields.pendingHash !== undefined) state.pendingHash = fields.pendingHash;
+  return state;
+}

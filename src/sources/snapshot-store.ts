@@ -1,0 +1,73 @@
+import { createHash } from 'node:crypto';
+import type { ChainableCommander, Redis } from 'ioredis';
+import type { ChangeRecord, PublishedState } from '../feeds/publication.ts';
+import type { EntryProblem, TimetableEntry } from '../timetable/types.ts';
+import type { RedisKeys } from './keys.ts';
+import type { SourceKey } from './source.ts';
+
+/** The last good fetch of a source, normalised: entries sorted by id, and its digest. */
+export interface Snapshot {
+  /** Digest of the normalised entries: equal digests mean an unchanged timetable. */
+  hash: string;
+  fetchedAt: number;
+  /** The calendar's display name. */
+  name: string;
+  entries: TimetableEntry[];
+  problems: EntryProblem[];
+}
+
+/** How many changes a source's log keeps. */
+export const CHANGE_LOG_LENGTH = 20;
+
+/** Sorts entries by id (then content, for repeated ids) and digests them: the same timetable, the same digest. */
+export function normaliseEntries(entries: readonly TimetableEntry[]): { entries: TimetableEntry[]; hash: string } {
+  const keyed = entries.map((entry) => ({ entry, text: JSON.stringify(entry) }));
+  keyed.sort((a, b) => a.entry.id - b.entry.id || (a.text < b.text ? -1 : a.text > b.text ? 1 : 0));
+  const digest = createHash('sha256');
+  for (const { text } of keyed) digest.update(text).update('\n');
+  return { entries: keyed.map(({ entry }) => entry), hash: digest.digest('base64url').slice(0, 22) };
+}
+
+/** Snapshots, published states and change logs of sources, as JSON in Redis. */
+export class SnapshotStore {
+  private readonly redis: Redis;
+  private readonly keys: RedisKeys;
+
+  constructor(redis: Redis, keys: RedisKeys) {
+    this.redis = redis;
+    this.keys = keys;
+  }
+
+  /** The snapshot and what was published from it, read together. */
+  async load(source: SourceKey): Promise<{ snapshot: Snapshot | undefined; published: PublishedState | undefined }> {
+    const [snapshot, published] = await this.redis.mget(this.keys.snapshot(source), this.keys.published(source));
+    return { snapshot: parse<Snapshot>(snapshot), published: parse<PublishedState>(published) };
+  }
+
+  async snapshot(source: SourceKey): Promise<Snapshot | undefined> {
+    return parse<Snapshot>(await this.redis.get(this.keys.snapshot(source)));
+  }
+
+  writeSnapshot(multi: ChainableCommander, source: SourceKey, snapshot: Snapshot): ChainableCommander {
+    return multi.set(this.keys.snapshot(source), JSON.stringify(snapshot));
+  }
+
+  writePublished(multi: ChainableCommander, source: SourceKey, published: PublishedState): ChainableCommander {
+    return multi.set(this.keys.published(source), JSON.stringify(published));
+  }
+
+  appendChange(multi: ChainableCommander, source: SourceKey, change: ChangeRecord): ChainableCommander {
+    const key = this.keys.changes(source);
+    return multi.lpush(key, JSON.stringify(change)).ltrim(key, 0, CHANGE_LOG_LENGTH - 1);
+  }
+
+  /** The newest changes first. */
+  async changes(source: SourceKey): Promise<ChangeRecord[]> {
+    const items = await this.redis.lrange(this.keys.changes(source), 0, CHANGE_LOG_LENGTH - 1);
+    return items.map((item) => JSON.parse(item) as ChangeRecord);
+  }
+}
+
+function parse<T>(text: string | null | undefined): T | undefined {
+  return text === null || text === undefined ? undefined : (JSON.parse(text) as T);
+}

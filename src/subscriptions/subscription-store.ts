@@ -1,0 +1,185 @@
+/**
+ * Personal subscriptions in Redis. One HASH per subscription holds its public fields, the university
+ * credential sealed with the secret box (bound to the subscription id) and the SHA-256 of its secret feed
+ * token; a STRING keyed by that hash leads from a feed URL to the subscription. Neither the credential nor the
+ * token is ever stored in plain text.
+ */
+import type { Redis } from 'ioredis';
+import { SecretBox } from '../security/secret-box.ts';
+import { constantTimeEqual, hashToken, randomToken } from '../security/tokens.ts';
+import type { RedisKeys } from '../sources/keys.ts';
+import { SUBSCRIPTION_ID } from '../sources/source.ts';
+
+/** `needs-credential`: the upstream rejected the stored credential; refreshes stop until it is replaced. */
+export type SubscriptionStatus = 'active' | 'needs-credential';
+
+/** A personal subscription as stored (the credential and the token are never part of it). */
+export interface Subscription {
+  id: string;
+  /** `personal:<id>`. */
+  source: string;
+  /** Calendar name, from the upstream profile. */
+  name: string;
+  upstreamUserId: number;
+  status: SubscriptionStatus;
+  statusReason?: string;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** What a new subscription is made of. */
+export interface NewSubscription {
+  credential: string;
+  name: string;
+  upstreamUserId: number;
+  now: number;
+}
+
+/** Subscription ids: 16 random bytes (128 bits), base64url, 22 characters (see `SUBSCRIPTION_ID`). */
+const ID_BYTES = 16;
+
+/**
+ * Sets `ARGV[n+2..]` (field/value pairs) and deletes the `ARGV[1]` = n fields after it, only if the hash
+ * exists: an update racing a delete must not bring back a half subscription.
+ */
+const UPDATE_IF_EXISTS = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local n = tonumber(ARGV[1])
+for i = 2, n + 1 do redis.call('HDEL', KEYS[1], ARGV[i]) end
+local fields = {}
+for i = n + 2, #ARGV do fields[#fields + 1] = ARGV[i] end
+if #fields > 0 then redis.call('HSET', KEYS[1], unpack(fields)) end
+return 1`;
+
+/** The associated data that binds a sealed credential to its subscription. */
+function credentialContext(id: string): string {
+  return `subscription:${id}:credential`;
+}
+
+/** Personal subscriptions: create, look up by id or feed token, read the credential, mark, replace, delete. */
+export class SubscriptionStore {
+  private readonly redis: Redis;
+  private readonly keys: RedisKeys;
+  private readonly box: SecretBox;
+
+  /** `secretKey` is `Config.secretKey`; without it, anything touching a credential throws SecretKeyMissingError. */
+  constructor(redis: Redis, keys: RedisKeys, secretKey: Buffer | undefined) {
+    this.redis = redis;
+    this.keys = keys;
+    this.box = new SecretBox(secretKey);
+  }
+
+  /** Whether credentials can be stored (a `SECRET_KEY` is configured). */
+  get canStoreCredentials(): boolean {
+    return this.box.available;
+  }
+
+  /** Stores a new subscription in one transaction; the returned token is the only copy there will ever be. */
+  async create(input: NewSubscription): Promise<{ subscription: Subscription; token: string }> {
+    const id = randomToken(ID_BYTES);
+    const token = randomToken();
+    const tokenHash = hashToken(token);
+    const subscription: Subscription = {
+      id,
+      source: `personal:${id}`,
+      name: input.name,
+      upstreamUserId: input.upstreamUserId,
+      status: 'active',
+      createdAt: input.now,
+      updatedAt: input.now,
+    };
+    const sealed = this.box.seal(input.credential, credentialContext(id));
+    await this.redis
+      .multi()
+      .hset(this.keys.subscription(id), { ...toFields(subscription), credential: sealed, tokenHash })
+      .set(this.keys.subscriptionToken(tokenHash), id)
+      .exec();
+    return { subscription, token };
+  }
+
+  /** The subscription, or undefined when there is none (a malformed id included). */
+  async get(id: string): Promise<Subscription | undefined> {
+    if (!SUBSCRIPTION_ID.test(id)) return undefined;
+    const fields = await this.redis.hgetall(this.keys.subscription(id));
+    return fields['id'] === undefined ? undefined : fromFields(fields);
+  }
+
+  /** The id of the subscription whose secret feed token this is. Looked up by hash: the token is not stored. */
+  async idByToken(token: string): Promise<string | undefined> {
+    if (token === '') return undefined;
+    return (await this.redis.get(this.keys.subscriptionToken(hashToken(token)))) ?? undefined;
+  }
+
+  /** Whether `token` is the feed token of subscription `id`, compared in constant time. */
+  async verifyToken(id: string, token: string): Promise<boolean> {
+    if (!SUBSCRIPTION_ID.test(id)) return false;
+    const stored = await this.redis.hget(this.keys.subscription(id), 'tokenHash');
+    return stored !== null && constantTimeEqual(stored, hashToken(token));
+  }
+
+  /** The decrypted credential; undefined when the subscription does not exist. Throws DecryptionError on tampering. */
+  async credentialOf(id: string): Promise<string | undefined> {
+    if (!SUBSCRIPTION_ID.test(id)) return undefined;
+    const sealed = await this.redis.hget(this.keys.subscription(id), 'credential');
+    return sealed === null ? undefined : this.box.open(sealed, credentialContext(id));
+  }
+
+  /** The upstream rejected the credential: refreshes stop until the user replaces it. No-op if deleted. */
+  async markNeedsCredential(id: string, reason: string, now: number): Promise<void> {
+    await this.updateIfExists(id, { status: 'needs-credential', statusReason: reason, updatedAt: String(now) }, []);
+  }
+
+  /** Stores a new (already verified) credential and makes the subscription active again. No-op if deleted. */
+  async replaceCredential(id: string, credential: string, now: number): Promise<void> {
+    const sealed = this.box.seal(credential, credentialContext(id));
+    await this.updateIfExists(id, { credential: sealed, status: 'active', updatedAt: String(now) }, ['statusReason']);
+  }
+
+  /** Removes the subscription and its token index. True if it existed. (The caller removes the source.) */
+  async delete(id: string): Promise<boolean> {
+    if (!SUBSCRIPTION_ID.test(id)) return false;
+    const key = this.keys.subscription(id);
+    const tokenHash = await this.redis.hget(key, 'tokenHash');
+    const transaction = this.redis.multi().del(key);
+    if (tokenHash !== null) transaction.del(this.keys.subscriptionToken(tokenHash));
+    const results = await transaction.exec();
+    return results?.[0]?.[1] === 1;
+  }
+
+  private async updateIfExists(id: string, set: Record<string, string>, remove: readonly string[]): Promise<boolean> {
+    if (!SUBSCRIPTION_ID.test(id)) return false;
+    const args = [String(remove.length), ...remove, ...Object.entries(set).flat()];
+    return (await this.redis.eval(UPDATE_IF_EXISTS, 1, this.keys.subscription(id), ...args)) === 1;
+  }
+}
+
+/** The public fields as hash fields. */
+function toFields(subscription: Subscription): Record<string, string> {
+  const fields: Record<string, string> = {
+    id: subscription.id,
+    source: subscription.source,
+    name: subscription.name,
+    upstreamUserId: String(subscription.upstreamUserId),
+    status: subscription.status,
+    createdAt: String(subscription.createdAt),
+    updatedAt: String(subscription.updatedAt),
+  };
+  if (subscription.statusReason !== undefined) fields['statusReason'] = subscription.statusReason;
+  return fields;
+}
+
+/** A stored hash back into a subscription; secret fields are left behind. */
+function fromFields(fields: Record<string, string>): Subscription {
+  const id = fields['id'] ?? '';
+  const subscription: Subscription = {
+    id,
+    source: fields['source'] ?? `personal:${id}`,
+    name: fields['name'] ?? '',
+    upstreamUserId: Number(fields['upstreamUserId']),
+    status: fields['status'] === 'needs-credential' ? 'needs-credential' : 'active',
+    createdAt: Number(fields['createdAt']),
+    updatedAt: Number(fields['updatedAt']),
+  };
+  if (fields['statusReason'] !== undefined) subscription.statusReason = fields['statusReason'];
+  return subscription;
+}

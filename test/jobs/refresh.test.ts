@@ -1,0 +1,92 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { STALE_PROPERTY } from '../../src/feeds/build-feed.ts';
+import type { RefreshJobResult } from '../../src/jobs/contract.ts';
+import type { TimetableEntry } from '../../src/timetable/types.ts';
+import { readEvents, startPipeline, type Pipeline } from './helpers.ts';
+
+let pipeline: Pipeline;
+let groupId: number;
+let entries: TimetableEntry[];
+
+beforeAll(async () => {
+  pipeline = await startPipeline({ UPSTREAM_TIMEOUT: '1s' });
+  const groups = await pipeline.sim.groups();
+  const group = groups.find((candidate) => candidate.entryCount >= 8);
+  if (!group) throw new Error('no group with enough entries');
+  groupId = group.id;
+  entries = (await pipeline.ctx.upstream.groupSchedule(groupId)).entries;
+});
+afterEach(async () => {
+  await pipeline.sim.clearFaults();
+});
+afterAll(async () => {
+  await pipeline?.close();
+});
+
+async function feedText(source: string): Promise<string> {
+  const feed = await pipeline.ctx.feeds.get(source);
+  if (!feed) throw new Error(`no feed for ${source}`);
+  return feed.body.toString('utf8');
+}
+
+describe('refresh pipeline', () => {
+  it('publishes a feed on the first refresh and writes nothing when the timetable is unchanged', async () => {
+    const source = `group:${groupId}`;
+    const first = await pipeline.refresh(source);
+    expect(first.state).toBe('completed');
+    expect((first.result as RefreshJobResult).outcome).toBe('published');
+    const feed = await pipeline.ctx.feeds.get(source);
+    expect(feed?.etag).toMatch(/^".+"$/);
+    const events = readEvents(feed?.body.toString('utf8') ?? '');
+    expect(events.length).toBe((first.result as RefreshJobResult).occurrences);
+    expect(events.length).toBeGreaterThan(10);
+
+    const second = await pipeline.refresh(source);
+    expect((second.result as RefreshJobResult).outcome).toBe('unchanged');
+    expect((await pipeline.ctx.feeds.get(source))?.etag).toBe(feed?.etag);
+    const state = await pipeline.ctx.registry.get(source);
+    expect(state).toMatchObject({ status: 'ok', consecutiveFailures: 0 });
+  });
+
+  it('brings a moved class into the feed after a resync, with a higher SEQUENCE and a change record', async () => {
+    const source = `group:${groupId}`;
+    await pipeline.refresh(source);
+    const entry = entries.find((candidate) => candidate.finishDate > '2025-10-15' && candidate.beginTime !== '18:00');
+    if (!entry) throw new Error('no entry with future classes');
+    const before = readEvents(await feedText(source)).filter((event) => event.uid.startsWith(`${entry.id}-`));
+    await pipeline.sim.raw(`/_sim/entries/${entry.id}`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ begin_time_schedule: '18:00', end_time_schedule: '19:30' }) });
+
+    const job = await pipeline.refresh(source);
+    expect((job.result as RefreshJobResult).outcome).toBe('published');
+    const after = readEvents(await feedText(source)).filter((event) => event.uid.startsWith(`${entry.id}-`));
+    expect(after.map((event) => event.uid)).toEqual(before.map((event) => event.uid));
+    for (const [index, event] of after.entries()) {
+      expect(event.start).not.toBe(before[index]?.start);
+      expect(event.sequence).toBe((before[index]?.sequence ?? 0) + 1);
+    }
+    const [change] = await pipeline.ctx.snapshots.changes(source);
+    expect(change?.counts.moved).toBe(before.length);
+    expect(change?.moved[0]?.after.begin).toBe('18:00');
+  });
+
+  it('keeps a removed future class as STATUS:CANCELLED', async () => {
+    const source = `group:${groupId}`;
+    await pipeline.refresh(source);
+    const entry = entries.find((candidate) => candidate.finishDate > '2025-11-01');
+    if (!entry) throw new Error('no entry with future classes');
+    await pipeline.sim.deleteEntry(entry.id);
+    const job = await pipeline.refresh(source);
+    expect((job.result as RefreshJobResult).outcome).toBe('published');
+    const events = readEvents(await feedText(source)).filter((event) => event.uid.startsWith(`${entry.id}-`));
+    const future = events.filter((event) => event.start > new Date(pipeline.clock.now).toISOString());
+    expect(future.length).toBeGreaterThan(0);
+    expect(events.every((event) => event.status === 'CANCELLED')).toBe(true);
+    expect(events.every((event) => event.start > new Date(pipeline.clock.now).toISOString())).toBe(true);
+
+    // Fifteen days later the cancelled classes have left the feed.
+    pipeline.clock.now += 15 * 86_400_000;
+    await pipeline.refresh(source);
+    expect(readEvents(await feedText(source)).some((event) => event.uid.startsWith(`${entry.id}-`))).toBe(false);
+    pipeline.clock.now -= 15 * 86_400_000;
+  });
+});

@@ -1,0 +1,59 @@
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { inject } from 'vitest';
+import { loadConfig, type Config } from '../../src/config.ts';
+import { silentLogger, type Logger } from '../../src/logger.ts';
+import type { ServiceContext } from '../../src/runtime/context.ts';
+import { openServiceContext } from '../../src/runtime/service-context.ts';
+
+/** A 32-byte SECRET_KEY and an ADMIN_TOKEN for tests (never real secrets). */
+export const TEST_SECRET_KEY = 'a'.repeat(64);
+export const TEST_ADMIN_TOKEN = 'test-admin-token-0123456789';
+
+/** A unique REDIS_PREFIX, so that tests sharing the run's Redis never see each other's keys or queues. */
+export function uniquePrefix(name = 't'): string {
+  return `${name}-${randomBytes(5).toString('hex')}`;
+}
+
+/** A configuration for tests: the run's Redis, a unique prefix, test secrets, fast retries; `env` overrides. */
+export function testConfig(env: Record<string, string | undefined> = {}): Config {
+  return loadConfig({
+    REDIS_URL: inject('redisUrl'),
+    REDIS_PREFIX: uniquePrefix(),
+    ADMIN_TOKEN: TEST_ADMIN_TOKEN,
+    SECRET_KEY: TEST_SECRET_KEY,
+    REFRESH_ATTEMPTS: '2',
+    REFRESH_BACKOFF: '50ms',
+    CONFIRM_DELAY: '200ms',
+    LOG_LEVEL: 'silent',
+    ...env,
+  });
+}
+
+/** A service context on the run's Redis under a unique prefix; `close` also deletes every key it made. */
+export async function testContext(env: Record<string, string | undefined> = {}, options: { logger?: Logger; now?: () => number } = {}): Promise<{ context: ServiceContext; close: () => Promise<void> }> {
+  const config = testConfig(env);
+  const opened = openServiceContext({ config, logger: options.logger ?? silentLogger(), redisUrl: config.redisUrl as string, role: 'test', ...(options.now ? { now: options.now } : {}) });
+  return {
+    context: opened.context,
+    close: async () => {
+      await opened.close();
+      await deletePrefix(config.redisUrl as string, config.redisPrefix);
+    },
+  };
+}
+
+/** Deletes every key under `prefix:`. */
+export async function deletePrefix(redisUrl: string, prefix: string): Promise<void> {
+  const redis = new Redis(redisUrl);
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length > 0) await redis.unlink(...keys);
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
+}
