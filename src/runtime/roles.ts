@@ -1,8 +1,9 @@
 import { loadConfig, readEnvironment, type Config } from '../config.ts';
 import { createLogger, type Logger } from '../logger.ts';
 import { startSimulator } from '../simulator/index.ts';
-import { EXIT_NOT_IMPLEMENTED } from './command-error.ts';
+import { demoSecrets, printDemo } from './demo.ts';
 import { startEmbeddedRedis } from './embedded-redis.ts';
+import { startService } from './service.ts';
 import { Shutdown } from './shutdown.ts';
 
 /** The long-running roles of DESIGN.md's command line. */
@@ -25,11 +26,23 @@ async function resolveRedis(config: Config, logger: Logger, shutdown: Shutdown):
   return redis.url;
 }
 
-/** `start`, `api`, `worker`: validates the configuration the role needs, then runs it. */
+/** `start`, `api`, `worker`: the service until SIGTERM or SIGINT, then an ordered shutdown. */
 export async function runServiceRole(role: ServiceRole): Promise<number> {
-  loadConfig(readEnvironment(), role === 'api' ? [] : ['UNIVERSITY_API_URL']);
-  process.stderr.write(`timetable-sync ${role}: not implemented yet\n`);
-  return EXIT_NOT_IMPLEMENTED;
+  const config = loadConfig(readEnvironment(), ['UNIVERSITY_API_URL']);
+  const logger = rootLogger(config, role);
+  const shutdown = new Shutdown(logger);
+  const signal = shutdown.untilSignal();
+  try {
+    const redisUrl = await resolveRedis(config, logger, shutdown);
+    const roles = { api: role !== 'worker', worker: role !== 'api' };
+    const { url } = await startService({ roles, config, logger, redisUrl, shutdown });
+    process.stdout.write(`timetable-sync ${role} is running on ${url} (public URL ${config.publicUrl}); SIGTERM or Ctrl-C stops it.\n`);
+  } catch (error) {
+    await shutdown.run('startup failed');
+    throw error;
+  }
+  await shutdown.run(await signal);
+  return 0;
 }
 
 /** `simulator`: the fake university API alone, until Ctrl-C. */
@@ -45,39 +58,25 @@ export async function runSimulator(options: { port: number; seed: string | undef
   return 0;
 }
 
-/** `demo`: embedded Redis, the simulator and the service roles in one process, with URLs to try. */
+/** `demo`: embedded Redis, the simulator and both service roles in one process, with URLs to try. */
 export async function runDemo(options: { simulatorPort: number | undefined; seed: string | undefined }): Promise<number> {
-  const config = loadConfig(readEnvironment());
-  const logger = rootLogger(config, 'demo');
+  const environment = readEnvironment();
+  const base = loadConfig(environment);
+  const logger = rootLogger(base, 'demo');
   const shutdown = new Shutdown(logger);
   const signal = shutdown.untilSignal();
   try {
-    const redisUrl = await resolveRedis(config, logger, shutdown);
+    const redisUrl = await resolveRedis(base, logger, shutdown);
     const simulator = await startSimulator({ port: options.simulatorPort ?? 4010, seed: options.seed ?? 1, logger: logger.child({ component: 'simulator' }) });
     shutdown.add('simulator', simulator.close);
-    const sample = await sampleIds(simulator.url);
-    process.stdout.write([
-      '',
-      'timetable-sync demo is running (Ctrl-C stops everything).',
-      `  Redis:                ${redisUrl}${config.redisUrl ? '' : ` (embedded, data in ${config.dataDir}/redis)`}`,
-      `  University simulator: ${simulator.url}`,
-      `    a group's timetable:   ${simulator.url}/groups/${sample.groupId}/schedule`,
-      `    a teacher's timetable: ${simulator.url}/employees/${sample.employeeId}/schedule`,
-      `    teacher search:        ${simulator.url}/employees?q=${encodeURIComponent(sample.lastName)}`,
-      '  ICS feeds and the HTTP API: not implemented yet.',
-      '',
-    ].join('\n'));
+    const secrets = await demoSecrets(base.dataDir);
+    const config = loadConfig({ ADMIN_TOKEN: secrets.adminToken, SECRET_KEY: secrets.secretKey, ...environment, UNIVERSITY_API_URL: simulator.url });
+    const { url } = await startService({ roles: { api: true, worker: true }, config, logger, redisUrl, shutdown, host: '127.0.0.1' });
+    await printDemo({ config, serviceUrl: url, simulatorUrl: simulator.url, redisUrl, embedded: !base.redisUrl });
   } catch (error) {
     await shutdown.run('startup failed');
     throw error;
   }
   await shutdown.run(await signal);
   return 0;
-}
-
-async function sampleIds(baseUrl: string): Promise<{ groupId: number; employeeId: number; lastName: string }> {
-  const groups = (await (await fetch(`${baseUrl}/_sim/groups`)).json()) as { groups: { id: number }[] };
-  const employees = (await (await fetch(`${baseUrl}/_sim/employees`)).json()) as { employees: { id: number; lastName: string }[] };
-  const employee = employees.employees[0];
-  return { groupId: groups.groups[0]?.id ?? 1, employeeId: employee?.id ?? 1, lastName: employee?.lastName ?? 'а' };
 }

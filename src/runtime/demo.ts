@@ -1,0 +1,75 @@
+/** The demo's secrets (kept under DATA_DIR so that subscriptions survive a restart) and its welcome text. */
+import { randomBytes } from 'node:crypto';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { z } from 'zod';
+import type { Config } from '../config.ts';
+
+const secretsSchema = z.object({ adminToken: z.string().min(16), secretKey: z.string().regex(/^[0-9a-f]{64}$/) });
+
+/** The demo's ADMIN_TOKEN and SECRET_KEY: read from `<dataDir>/demo-secrets.json`, made on the first run. */
+export async function demoSecrets(dataDir: string): Promise<z.infer<typeof secretsSchema>> {
+  const file = join(dataDir, 'demo-secrets.json');
+  try {
+    return secretsSchema.parse(JSON.parse(await readFile(file, 'utf8')));
+  } catch {
+    const secrets = { adminToken: `demo-${randomBytes(16).toString('hex')}`, secretKey: randomBytes(32).toString('hex') };
+    await mkdir(dataDir, { recursive: true });
+    await writeFile(file, `${JSON.stringify(secrets, null, 2)}\n`, { mode: 0o600 });
+    return secrets;
+  }
+}
+
+/** What the demo prints once everything runs. */
+export interface DemoInfo {
+  config: Config;
+  serviceUrl: string;
+  simulatorUrl: string;
+  redisUrl: string;
+  embedded: boolean;
+}
+
+/**
+ * Fetches the sample feeds once (so that the printed URLs answer at once), then prints them with the
+ * commands worth trying.
+ */
+export async function printDemo(info: DemoInfo): Promise<void> {
+  const { serviceUrl, simulatorUrl, config } = info;
+  const sample = await sampleIds(simulatorUrl);
+  const groupFeed = `${serviceUrl}/feeds/groups/${sample.groupId}.ics`;
+  const teacherFeed = `${serviceUrl}/feeds/employees/${sample.employeeId}.ics`;
+  await Promise.all([fetch(groupFeed).then((response) => response.arrayBuffer()), fetch(teacherFeed).then((response) => response.arrayBuffer())]);
+  const admin = `-H 'Authorization: Bearer ${config.adminToken ?? ''}'`;
+  process.stdout.write([
+    '',
+    'timetable-sync demo is running (Ctrl-C stops everything).',
+    '',
+    '  Feeds (open in a calendar app, or curl):',
+    `    a group:              ${groupFeed}`,
+    `    a teacher:            ${teacherFeed}`,
+    `    with options:         ${groupFeed}?subgroup=1&alarm=15`,
+    '',
+    '  A personal feed, from a simulated student\'s university token:',
+    `    curl -s -X POST ${serviceUrl}/api/subscriptions -H 'Content-Type: application/json' -d '{"credential":"${sample.userToken}"}'`,
+    '',
+    `  Admin (token kept in ${config.dataDir}/demo-secrets.json):`,
+    `    resync a group:       curl -s -X POST ${serviceUrl}/admin/resync ${admin} -H 'Content-Type: application/json' -d '{"source":"group:${sample.groupId}"}'`,
+    `    sources:              curl -s ${serviceUrl}/admin/sources ${admin}`,
+    `    queue board:          ${serviceUrl}/admin/queues (any user name, the admin token as password)`,
+    `    health and metrics:   ${serviceUrl}/readyz  ${serviceUrl}/metrics`,
+    '',
+    `  University simulator:   ${simulatorUrl}  (move a class: PATCH ${simulatorUrl}/_sim/entries/<id>)`,
+    `  Redis:                  ${info.redisUrl}${info.embedded ? ` (embedded, data in ${config.dataDir}/redis)` : ''}`,
+    '',
+  ].join('\n'));
+}
+
+async function sampleIds(baseUrl: string): Promise<{ groupId: number; employeeId: number; userToken: string }> {
+  const control = async <T>(path: string) => (await (await fetch(`${baseUrl}/_sim/${path}`)).json()) as T;
+  const [groups, employees, users] = await Promise.all([
+    control<{ groups: { id: number }[] }>('groups'),
+    control<{ employees: { id: number }[] }>('employees'),
+    control<{ users: { token: string }[] }>('users'),
+  ]);
+  return { groupId: groups.groups[0]?.id ?? 1, employeeId: employees.employees[0]?.id ?? 1, userToken: users.users[0]?.token ?? '' };
+}

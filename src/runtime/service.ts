@@ -1,0 +1,67 @@
+/** The service's composition root: context, workers and HTTP for the `start`, `api`, `worker` and `demo` roles. */
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { Config } from '../config.ts';
+import { buildApp } from '../http/app.ts';
+import { registerOperationsRoutes } from '../http/operations-routes.ts';
+import { startWorkers, type WorkerTuning } from '../jobs/workers.ts';
+import type { Logger } from '../logger.ts';
+import type { ServiceContext } from './context.ts';
+import { openServiceContext } from './service-context.ts';
+import type { Shutdown } from './shutdown.ts';
+
+/** Which halves of the service a process runs. */
+export interface ServiceRoles {
+  api: boolean;
+  worker: boolean;
+}
+
+/** What {@link startService} needs. */
+export interface ServiceOptions {
+  roles: ServiceRoles;
+  config: Config;
+  logger: Logger;
+  redisUrl: string;
+  shutdown: Shutdown;
+  /** Default `0.0.0.0`; the demo listens on loopback only. */
+  host?: string;
+  tuning?: WorkerTuning;
+}
+
+/** A running service. */
+export interface RunningService {
+  context: ServiceContext;
+  /** Where HTTP listens, e.g. `http://127.0.0.1:8080`. */
+  url: string;
+}
+
+/**
+ * Starts the roles on one Redis. Every piece registers its stop step as it starts, so the shutdown runs in
+ * reverse: HTTP stops accepting first, then workers finish their jobs, then queues and Redis close.
+ * A worker-only process still listens on `PORT`, for `/healthz`, `/readyz` and `/metrics`.
+ */
+export async function startService(options: ServiceOptions): Promise<RunningService> {
+  const { config, logger, shutdown } = options;
+  const role = options.roles.api && options.roles.worker ? 'start' : options.roles.api ? 'api' : 'worker';
+  const opened = openServiceContext({ config, logger, redisUrl: options.redisUrl, role });
+  shutdown.add('queues and Redis', opened.close);
+  const { context } = opened;
+  await context.redis.ping();
+  if (options.roles.worker) {
+    const workers = await startWorkers(context, options.redisUrl, options.tuning);
+    shutdown.add('workers', workers.close);
+  }
+  const app = options.roles.api ? await buildApp(context, { logger }) : await operationsApp(context, logger);
+  shutdown.add('http', () => app.close());
+  const address = await app.listen({ port: config.port, host: options.host ?? '0.0.0.0' });
+  const url = address.replace('://0.0.0.0', '://127.0.0.1').replace('://[::]', '://127.0.0.1');
+  logger.info({ url, role }, 'listening');
+  return { context, url };
+}
+
+/** The HTTP server of a worker-only process: health, readiness and metrics. */
+async function operationsApp(context: ServiceContext, logger: Logger): Promise<FastifyInstance> {
+  // Fastify's instance type is generic in the logger; ours is pino's, which the plain instance type accepts.
+  const app = Fastify({ loggerInstance: logger, disableRequestLogging: true }) as unknown as FastifyInstance;
+  await registerOperationsRoutes(app, context);
+  return app;
+}

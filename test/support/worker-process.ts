@@ -1,0 +1,22 @@
+/**
+ * A worker process for multi-process tests: the real workers of `timetable-sync worker`, with lock and
+ * stall intervals shortened so that a killed worker's job is recovered within seconds. Configuration comes
+ * from the environment; prints `ready <worker id>` when it takes jobs, and shuts down cleanly on SIGTERM.
+ */
+import { loadConfig } from '../../src/config.ts';
+import { createLogger } from '../../src/logger.ts';
+import { startWorkers } from '../../src/jobs/workers.ts';
+import { openServiceContext } from '../../src/runtime/service-context.ts';
+
+const config = loadConfig(process.env, ['UNIVERSITY_API_URL', 'REDIS_URL']);
+const logger = createLogger({ level: config.logLevel, pretty: false, destination: process.stderr });
+const opened = openServiceContext({ config, logger, redisUrl: config.redisUrl as string, role: 'worker' });
+const workers = await startWorkers(opened.context, config.redisUrl as string, { lockDurationMs: 2_000, stalledIntervalMs: 500, heartbeatMs: 500 });
+process.stdout.write(`ready ${workers.id}\n`);
+process.once('SIGTERM', () => {
+  void (async () => {
+    await workers.close();
+    await opened.close();
+    process.exit(0);
+  })();
+});
