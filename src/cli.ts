@@ -1,6 +1,6 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError } from './config.ts';
-import { CommandError, EXIT_NOT_IMPLEMENTED, EXIT_USAGE, idOption, UsageError } from './runtime/command-error.ts';
+import { CommandError, EXIT_USAGE, idOption, UsageError } from './runtime/command-error.ts';
 import { RedisUnavailableError } from './runtime/redis-install.ts';
 
 /** What a command does with its parsed options; resolves to the process exit code. */
@@ -18,18 +18,13 @@ interface Command {
 /** Roles load lazily, so that `--help` and quick commands do not pay for the service's imports. */
 const roles = () => import('./runtime/roles.ts');
 
-const notImplemented = (name: string) => async (): Promise<number> => {
-  process.stderr.write(`timetable-sync ${name}: not implemented yet\n`);
-  return EXIT_NOT_IMPLEMENTED;
-};
-
 const COMMANDS: Record<string, Command> = {
   demo: {
     summary: 'embedded Redis + bundled university simulator + API + worker; prints feed URLs',
-    usage: 'timetable-sync demo [--simulator-port N] [--seed S]',
-    options: { 'simulator-port': { type: 'string' }, seed: { type: 'string' } },
-    details: 'Runs everything on this machine with no configuration. Without REDIS_URL a private redis-server is\nstarted under .data/ (installed from Debian when missing and running as root). Ctrl-C stops it all.',
-    run: async (values) => (await roles()).runDemo({ simulatorPort: optionalInt(values['simulator-port'], '--simulator-port'), seed: stringValue(values.seed) }),
+    usage: 'timetable-sync demo [--port N] [--simulator-port N] [--seed S]',
+    options: { port: { type: 'string' }, 'simulator-port': { type: 'string' }, seed: { type: 'string' } },
+    details: 'Runs everything on this machine with no configuration. Without REDIS_URL a private redis-server is\nstarted under .data/ (installed from Debian when missing and running as root). The service listens on\n--port (default PORT, 8080; 0 picks a free port), the simulator on --simulator-port (default 4010).\nCtrl-C stops it all.',
+    run: async (values) => (await roles()).runDemo({ port: optionalInt(values.port, '--port'), simulatorPort: optionalInt(values['simulator-port'], '--simulator-port'), seed: stringValue(values.seed) }),
   },
   start: {
     summary: 'the service: API and worker roles in one process',
@@ -78,7 +73,8 @@ const COMMANDS: Record<string, Command> = {
       const selectors = ['all', 'group', 'employee', 'subscription'].filter((key) => values[key] !== undefined);
       if (selectors.length !== 1) throw new UsageError('give exactly one of --all, --group, --employee, --subscription');
       for (const flag of ['group', 'employee'] as const) if (values[flag] !== undefined) idOption(`--${flag}`, values[flag]);
-      return notImplemented('resync')();
+      const { runResync } = await import('./runtime/resync-command.ts');
+      return runResync({ all: values.all === true, group: stringValue(values.group), employee: stringValue(values.employee), subscription: stringValue(values.subscription) });
     },
   },
 };

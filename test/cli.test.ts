@@ -34,10 +34,10 @@ describe('timetable-sync command line', () => {
     expect(badPort.stderr).toContain('--port must be a whole number');
   });
 
-  it('answers "not implemented yet" with exit 2 for a well-formed resync, and checks its arguments first', async () => {
+  it('checks resync arguments before looking for Redis, and says so when there is none', async () => {
     const result = await runCli(['resync', '--all']);
-    expect(result.code).toBe(2);
-    expect(result.stderr).toContain('not implemented yet');
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('no Redis: set REDIS_URL');
     expect((await runCli(['resync'])).code).toBe(64);
     expect((await runCli(['resync', '--group', 'abc'])).stderr).toContain('--group must be a positive integer id');
     expect((await runCli(['resync', '--all', '--group', '1'])).code).toBe(64);
@@ -75,21 +75,25 @@ describe('timetable-sync demo', () => {
   it('starts embedded Redis and the simulator, serves, lets a second command reuse Redis, and stops it all on SIGINT', async () => {
     const cwd = await mkdtemp(join(tmpdir(), 'tts-demo-'));
     dirs.push(cwd);
-    const demo = startCli(['demo', '--simulator-port', '0'], { cwd, env: { LOG_LEVEL: 'warn' } });
+    const demo = startCli(['demo', '--port', '0', '--simulator-port', '0'], { cwd, env: { LOG_LEVEL: 'warn' } });
     children.push(demo);
-    const output = await waitForOutput(demo, /teacher search:/);
-    const groupUrl = /a group's timetable:\s+(\S+)/.exec(output)?.[1] ?? '';
-    const response = await fetch(groupUrl);
-    expect(response.status).toBe(200);
-    expect(((await response.json()) as { success: boolean }).success).toBe(true);
+    const output = await waitForOutput(demo, /University simulator:/, 60_000);
+    for (const label of ['a group:', 'a teacher:']) {
+      const feedUrl = new RegExp(`${label}\\s+(\\S+)`).exec(output)?.[1] ?? '';
+      expect(feedUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/feeds\/(groups|employees)\/\d+\.ics$/);
+      const response = await fetch(feedUrl);
+      expect(response.status).toBe(200);
+      expect(response.headers.get('content-type')).toBe('text/calendar; charset=utf-8');
+      expect(await response.text()).toContain('BEGIN:VEVENT');
+    }
 
     const record = JSON.parse(await readFile(join(cwd, '.data/redis.json'), 'utf8')) as { url: string };
     expect(await pingRedis(record.url)).toBe(true);
     expect(existsSync(join(cwd, '.data/redis/appendonlydir'))).toBe(true);
 
-    const second = startCli(['demo', '--simulator-port', '0'], { cwd, env: { LOG_LEVEL: 'info' } });
+    const second = startCli(['demo', '--port', '0', '--simulator-port', '0'], { cwd, env: { LOG_LEVEL: 'info' } });
     children.push(second);
-    const secondOutput = await waitForOutput(second, /teacher search:/);
+    const secondOutput = await waitForOutput(second, /University simulator:/, 60_000);
     expect(secondOutput).toContain(record.url);
     second.kill('SIGINT');
     expect(await exited(second)).toBe(0);

@@ -14,12 +14,17 @@ export interface Queues {
   close(): Promise<void>;
 }
 
-/** Opens the queues on `connection` (which the caller owns and closes). */
+/**
+ * Opens the queues on `connection` (which the caller owns and closes). Queue errors are connection errors,
+ * which the connection's own listener already logs once per outage; without a listener BullMQ would print
+ * a stack trace on every reconnect attempt.
+ */
 export function createQueues(connection: Redis, keys: RedisKeys): Queues {
   const options = { connection, prefix: keys.queuePrefix };
   const refresh = new Queue<RefreshJobData, RefreshJobResult>(QUEUE.refresh, options);
   const push = new Queue<PushJobData>(QUEUE.push, options);
   const schedule = new Queue<TickJobData | Record<string, never>>(QUEUE.schedule, options);
+  for (const queue of [refresh, push, schedule]) queue.on('error', () => undefined);
   return {
     refresh,
     push,
@@ -62,7 +67,7 @@ export async function enqueueRefresh(queues: Queues, config: Pick<Config, 'refre
   const token = sourceToken(source);
   const running = request.followUp ? await runningJob(queues, token) : undefined;
   // Every follow-up of one running job gets the same id, so that ids answered to several callers all resolve.
-  const jobId = running === undefined ? `${token}-${request.now.toString(36)}-${randomBytes(3).toString('hex')}` : `${token}-after-${createHash('sha1').update(running).digest('hex').slice(0, 12)}`;
+  const jobId = running === undefined ? `${token}-${request.now.toString(36)}-${randomBytes(3).toString('hex')}` : followUpJobId(token, running);
   const job = await queues.refresh.add('refresh', { source, reason: request.reason, requestedAt: request.now }, {
     ...refreshJobOptions(config),
     jobId,
@@ -71,6 +76,14 @@ export async function enqueueRefresh(queues: Queues, config: Pick<Config, 'refre
   });
   if (running !== undefined && job.id === running) return jobId;
   return job.id ?? jobId;
+}
+
+/**
+ * The id of the follow-up refresh queued behind the running job `runningId` of a source: the same for every
+ * caller, so that all of them can look it up, and it exists only once the running job has ended.
+ */
+export function followUpJobId(token: string, runningId: string): string {
+  return `${token}-after-${createHash('sha1').update(runningId).digest('hex').slice(0, 12)}`;
 }
 
 /** The id of the source's refresh job if it is running right now. */

@@ -22,6 +22,8 @@ export function refreshProcessor(ctx: ServiceContext): Processor<RefreshJobData,
     try {
       const fetched = await fetchSource(ctx, source, signal);
       const result = await publishTimetable(ctx, { source, fetched, reason: job.data.reason, now: ctx.now() }, log);
+      // A subscription deleted while its fetch was in flight must not leave a feed behind.
+      if (source.startsWith('personal:') && (await ctx.subscriptions.get(sourceOf(source).id)) === undefined) await ctx.registry.remove(source);
       ctx.metrics.refreshDuration.observe({ outcome: result.outcome }, seconds());
       return result;
     } catch (error) {

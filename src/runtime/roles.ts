@@ -2,7 +2,7 @@ import { loadConfig, readEnvironment, type Config } from '../config.ts';
 import { createLogger, type Logger } from '../logger.ts';
 import { startSimulator } from '../simulator/index.ts';
 import { demoSecrets, printDemo } from './demo.ts';
-import { startEmbeddedRedis } from './embedded-redis.ts';
+import { freePort, startEmbeddedRedis } from './embedded-redis.ts';
 import { startService } from './service.ts';
 import { Shutdown } from './shutdown.ts';
 
@@ -59,7 +59,7 @@ export async function runSimulator(options: { port: number; seed: string | undef
 }
 
 /** `demo`: embedded Redis, the simulator and both service roles in one process, with URLs to try. */
-export async function runDemo(options: { simulatorPort: number | undefined; seed: string | undefined }): Promise<number> {
+export async function runDemo(options: { port: number | undefined; simulatorPort: number | undefined; seed: string | undefined }): Promise<number> {
   const environment = readEnvironment();
   const base = loadConfig(environment);
   const logger = rootLogger(base, 'demo');
@@ -70,7 +70,9 @@ export async function runDemo(options: { simulatorPort: number | undefined; seed
     const simulator = await startSimulator({ port: options.simulatorPort ?? 4010, seed: options.seed ?? 1, logger: logger.child({ component: 'simulator' }) });
     shutdown.add('simulator', simulator.close);
     const secrets = await demoSecrets(base.dataDir);
-    const config = loadConfig({ ADMIN_TOKEN: secrets.adminToken, SECRET_KEY: secrets.secretKey, ...environment, UNIVERSITY_API_URL: simulator.url });
+    // The port is chosen before the configuration is made, so that PUBLIC_URL (in subscription feed URLs) is right.
+    const port = options.port === 0 ? await freePort() : (options.port ?? base.port);
+    const config = loadConfig({ ADMIN_TOKEN: secrets.adminToken, SECRET_KEY: secrets.secretKey, ...environment, PORT: String(port), UNIVERSITY_API_URL: simulator.url });
     const { url } = await startService({ roles: { api: true, worker: true }, config, logger, redisUrl, shutdown, host: '127.0.0.1' });
     await printDemo({ config, serviceUrl: url, simulatorUrl: simulator.url, redisUrl, embedded: !base.redisUrl });
   } catch (error) {

@@ -1,0 +1,70 @@
+/**
+ * The HTTP API (fastify): operations, feeds, teacher lookup, subscriptions and admin, one module per route
+ * group. Every error answers JSON `{ "error": "…" }`. Feeds are hot and personal feed URLs hold a secret, so
+ * requests are not logged one by one; other requests are logged at debug level by route pattern, never by URL.
+ */
+import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { Logger } from '../logger.ts';
+import type { ServiceContext } from '../runtime/context.ts';
+import { registerAdminRoutes } from './admin-routes.ts';
+import { registerEmployeeRoutes } from './employee-routes.ts';
+import { HttpError } from './errors.ts';
+import { registerFeedRoutes, type FeedRouteOptions } from './feed-routes.ts';
+import { registerOperationsRoutes } from './operations-routes.ts';
+import { registerSubscriptionRoutes } from './subscription-routes.ts';
+
+/** Options of {@link buildApp}. */
+export interface AppOptions {
+  logger: Logger;
+  /** Tuning of the feed routes (tests shorten the on-demand wait). */
+  feeds?: FeedRouteOptions;
+}
+
+/** Request bodies are small JSON documents; anything larger is refused before it is read. */
+const BODY_LIMIT_BYTES = 64 * 1024;
+
+/** Builds the app with every route registered; the caller listens, and closes it on shutdown. */
+export async function buildApp(ctx: ServiceContext, options: AppOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: options.logger,
+    // Fastify's own per-request lines are off (they would carry URLs); the onResponse hook below logs instead.
+    logController: new LogController({ disableRequestLogging: true }),
+    // Deployments sit behind a reverse proxy: client address and scheme come from X-Forwarded-*.
+    trustProxy: true,
+    bodyLimit: BODY_LIMIT_BYTES,
+  }) as unknown as FastifyInstance;
+  app.setErrorHandler(handleError);
+  app.setNotFoundHandler(async (request) => {
+    throw new HttpError(404, `no route ${request.method} ${request.url.split('?', 1)[0]}`);
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    const route = request.routeOptions.url;
+    if (route?.startsWith('/feeds/')) return;
+    request.log.debug({ method: request.method, route: route ?? '(no route)', statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
+  });
+
+  await registerOperationsRoutes(app, ctx);
+  await registerFeedRoutes(app, ctx, options.feeds);
+  await registerEmployeeRoutes(app, ctx);
+  await registerSubscriptionRoutes(app, ctx);
+  await registerAdminRoutes(app, ctx);
+  return app;
+}
+
+/**
+ * Turns any error into `{ "error": message }`: our HttpErrors and fastify's client errors (bad JSON, body too
+ * large, validation) keep their status and words; anything else is a 500, logged once, with a generic message.
+ */
+async function handleError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  if (error instanceof HttpError) {
+    reply.headers(error.headers);
+    return reply.code(error.statusCode).type('application/json; charset=utf-8').send({ error: error.message });
+  }
+  const status = error.statusCode;
+  if (status !== undefined && status >= 400 && status < 500) {
+    return reply.code(status).type('application/json; charset=utf-8').send({ error: error.message });
+  }
+  // The route pattern, never the URL: personal feed URLs and OAuth callbacks carry secrets.
+  request.log.error({ err: error, method: request.method, route: request.routeOptions.url ?? '(no route)' }, 'request failed');
+  return reply.code(status !== undefined && status >= 500 ? status : 500).type('application/json; charset=utf-8').send({ error: 'internal error; it has been logged' });
+}

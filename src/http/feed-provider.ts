@@ -1,0 +1,150 @@
+/**
+ * Finds the feed to answer a request with: the cached stored feed, a subscriber variant of it, or, for a source
+ * nobody asked for yet, a refresh on demand that the request waits for. Also records that the feed is wanted,
+ * throttled, so that a hot feed does not write to Redis on every request.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { renderVariant } from '../feeds/build-feed.ts';
+import { encodeFeed, type StoredFeed } from '../feeds/feed-store.ts';
+import { activateSource } from '../jobs/activation.ts';
+import { enqueueRefresh } from '../jobs/queues.ts';
+import type { ServiceContext } from '../runtime/context.ts';
+import { sourceOf, type SourceKey } from '../sources/source.ts';
+import { HttpError } from './errors.ts';
+import type { FeedCache } from './feed-cache.ts';
+import type { ParsedSubscriberQuery } from './subscriber-query.ts';
+import { VariantCache, type VariantCacheLimits } from './variant-cache.ts';
+
+/** Tuning of feed serving; the defaults suit production, tests shorten the waits. */
+export interface FeedProviderOptions {
+  /** How long a first request waits for its on-demand refresh before answering 503; default 10 s. */
+  demandWaitMs?: number;
+  /** At most one registry write per source per this long; default 10 min (less when INACTIVE_AFTER is short). */
+  touchEveryMs?: number;
+  variants?: VariantCacheLimits;
+}
+
+/** Seconds a client is told to wait when the first fetch of a timetable takes longer than the request may. */
+export const RETRY_AFTER_SECONDS = 10;
+const FIRST_POLL_MS = 50;
+const MAX_POLL_MS = 250;
+const MAX_TOUCH_RECORDS = 50_000;
+
+/** Feeds for the feed routes: cache, variants, on-demand refresh and request bookkeeping. */
+export class FeedProvider {
+  private readonly ctx: ServiceContext;
+  private readonly cache: FeedCache;
+  private readonly variants: VariantCache;
+  private readonly demandWaitMs: number;
+  private readonly touchEveryMs: number;
+  /** When each source's request was last written to the registry (ctx clock). */
+  private readonly touched = new Map<SourceKey, number>();
+  private readonly demands = new Map<SourceKey, Promise<StoredFeed>>();
+
+  constructor(ctx: ServiceContext, cache: FeedCache, options: FeedProviderOptions = {}) {
+    this.ctx = ctx;
+    this.cache = cache;
+    this.variants = new VariantCache(options.variants);
+    this.demandWaitMs = options.demandWaitMs ?? 10_000;
+    this.touchEveryMs = options.touchEveryMs ?? Math.min(10 * 60_000, Math.floor(ctx.config.inactiveAfterMs / 4));
+  }
+
+  /** The feed of `source` as the query asks for it; throws {@link HttpError} 404 or 503 when there is none. */
+  async feedFor(source: SourceKey, query: ParsedSubscriberQuery): Promise<StoredFeed> {
+    const base = (await this.cache.get(source)) ?? (await this.onDemand(source));
+    this.recordRequest(source);
+    if (query.canonical === '') return base;
+    return this.variants.get(VariantCache.key(source, base.etag, query.canonical), () => this.renderVariant(source, base, query));
+  }
+
+  private async renderVariant(source: SourceKey, base: StoredFeed, query: ParsedSubscriberQuery): Promise<StoredFeed> {
+    const { snapshot, published } = await this.ctx.snapshots.load(source);
+    if (snapshot === undefined || published === undefined) {
+      throw new HttpError(503, 'this timetable is being prepared; try again in a few seconds', { 'Retry-After': String(RETRY_AFTER_SECONDS) });
+    }
+    const ics = renderVariant(snapshot, published, this.ctx.config, query.options, base.staleSince);
+    return encodeFeed(ics, base.lastModified, base.staleSince);
+  }
+
+  /** First request for a source without a feed: fetch it now; concurrent requests share one wait. */
+  private onDemand(source: SourceKey): Promise<StoredFeed> {
+    const pending = this.demands.get(source);
+    if (pending !== undefined) return pending;
+    const demand = this.fetchOnDemand(source).finally(() => this.demands.delete(source));
+    this.demands.set(source, demand);
+    return demand;
+  }
+
+  private async fetchOnDemand(source: SourceKey): Promise<StoredFeed> {
+    const missing = await this.ctx.redis.get(this.ctx.keys.missing(source));
+    if (missing !== null) throw notKnown(source, missing);
+    const now = this.ctx.now();
+    await activateSource(this.ctx, source);
+    this.touched.set(source, now);
+    await enqueueRefresh(this.ctx.queues, this.ctx.config, source, { reason: 'demand', now });
+    this.ctx.logger.info({ source }, 'first request for a timetable: fetching it on demand');
+    return this.waitForFeed(source);
+  }
+
+  /** Polls the stores with a short backoff until the feed or the upstream's "not found" appears. */
+  private async waitForFeed(source: SourceKey): Promise<StoredFeed> {
+    const deadline = performance.now() + this.demandWaitMs;
+    let delay = FIRST_POLL_MS;
+    for (;;) {
+      const [exists, missing] = await Promise.all([this.ctx.feeds.exists(source), this.ctx.redis.get(this.ctx.keys.missing(source))]);
+      if (missing !== null) throw notKnown(source, missing);
+      const feed = exists ? await this.cache.get(source) : undefined;
+      if (feed !== undefined) return feed;
+      const left = deadline - performance.now();
+      if (left <= 0) break;
+      await sleep(Math.min(delay, left));
+      delay = Math.min(delay * 2, MAX_POLL_MS);
+    }
+    throw new HttpError(503, `the timetable of ${describeSource(source)} is being fetched from the university; try again in ${RETRY_AFTER_SECONDS} seconds`, {
+      'Retry-After': String(RETRY_AFTER_SECONDS),
+    });
+  }
+
+  /**
+   * Notes that the feed was requested, at most once per source per `touchEveryMs`, without delaying the answer.
+   * A source deactivated for lack of requests is reactivated and refreshed; its old feed is served meanwhile.
+   */
+  private recordRequest(source: SourceKey): void {
+    const now = this.ctx.now();
+    const last = this.touched.get(source);
+    if (last !== undefined && now - last < this.touchEveryMs) return;
+    if (this.touched.size >= MAX_TOUCH_RECORDS) this.forgetOldTouches(now);
+    this.touched.set(source, now);
+    this.touch(source, now).catch((error: unknown) => {
+      this.touched.delete(source);
+      this.ctx.logger.warn({ err: error, source }, 'could not record a feed request');
+    });
+  }
+
+  private async touch(source: SourceKey, now: number): Promise<void> {
+    if (await this.ctx.registry.isActive(source)) {
+      await this.ctx.registry.touch(source, now);
+      return;
+    }
+    await activateSource(this.ctx, source);
+    await enqueueRefresh(this.ctx.queues, this.ctx.config, source, { reason: 'demand', now });
+    this.ctx.logger.info({ source }, 'inactive timetable requested again: reactivated');
+  }
+
+  private forgetOldTouches(now: number): void {
+    for (const [source, at] of this.touched) {
+      if (now - at >= this.touchEveryMs) this.touched.delete(source);
+    }
+  }
+}
+
+/** `group 4242`, `employee 17`, or `this subscription` (never its id: personal URLs are secret). */
+export function describeSource(source: SourceKey): string {
+  const { kind, id } = sourceOf(source);
+  return kind === 'personal' ? 'this subscription' : `${kind} ${id}`;
+}
+
+function notKnown(source: SourceKey, upstreamText: string): HttpError {
+  const detail = upstreamText === '' ? '' : `: ${upstreamText}`;
+  return new HttpError(404, `${describeSource(source)} is not known to the university${detail}`);
+}

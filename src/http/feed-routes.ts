@@ -1,0 +1,112 @@
+/**
+ * The feed routes of DESIGN.md: public group and teacher feeds, secret personal feeds. GET and HEAD, with
+ * ETag/If-None-Match, Last-Modified/If-Modified-Since, precompressed br and gzip, and the subscriber options
+ * as query parameters. Personal feed URLs carry a secret: they are never logged.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { StoredFeed } from '../feeds/feed-store.ts';
+import type { ServiceContext } from '../runtime/context.ts';
+import { InvalidSourceError, parseSource, sourceKey, type SourceKey, type SourceKind } from '../sources/source.ts';
+import { describeValue } from '../upstream/errors.ts';
+import { HttpError } from './errors.ts';
+import { FeedCache } from './feed-cache.ts';
+import { FeedProvider, type FeedProviderOptions } from './feed-provider.ts';
+import { chooseEncoding, isNotModified } from './negotiate.ts';
+import { parseSubscriberQuery } from './subscriber-query.ts';
+
+/** Options of the feed routes (tests shorten the waits). */
+export interface FeedRouteOptions extends FeedProviderOptions {
+  /** How long a cached feed is trusted without an invalidation; default 60 s. */
+  cacheTtlMs?: number;
+}
+
+/** How long calendar apps and proxies may keep a feed without asking again. */
+const MAX_AGE_SECONDS = 300;
+/** Personal feed tokens as the subscription store issues them (base64url); anything else cannot be one. */
+const TOKEN = /^[A-Za-z0-9_-]{16,128}$/;
+
+type Query = Record<string, string | string[] | undefined>;
+
+/** Registers the feed routes; the feed cache's subscription is closed with the app. */
+export async function registerFeedRoutes(app: FastifyInstance, ctx: ServiceContext, options: FeedRouteOptions = {}): Promise<void> {
+  const cache = new FeedCache({
+    feeds: ctx.feeds,
+    subscriber: ctx.redis.duplicate({ connectionName: 'timetable-sync:feed-updates' }),
+    channel: ctx.keys.feedUpdates,
+    logger: ctx.logger,
+    ...(options.cacheTtlMs === undefined ? {} : { ttlMs: options.cacheTtlMs }),
+  });
+  await cache.start();
+  app.addHook('onClose', async () => cache.stop());
+  const provider = new FeedProvider(ctx, cache, options);
+
+  await app.register(async (scope) => {
+    scope.addHook('onResponse', async (request, reply) => {
+      const kind = kindOf(request.routeOptions.url);
+      if (kind !== undefined) ctx.metrics.feedsServed.inc({ kind, status: String(reply.statusCode) });
+    });
+    scope.get<{ Params: { groupId: string }; Querystring: Query }>('/feeds/groups/:groupId.ics', async (request, reply) => {
+      return serveFeed(provider, request, reply, publicSource('group', request.params.groupId));
+    });
+    scope.get<{ Params: { employeeId: string }; Querystring: Query }>('/feeds/employees/:employeeId.ics', async (request, reply) => {
+      return serveFeed(provider, request, reply, publicSource('employee', request.params.employeeId));
+    });
+    scope.get<{ Params: { token: string }; Querystring: Query }>('/feeds/personal/:token.ics', async (request, reply) => {
+      return serveFeed(provider, request, reply, await personalSource(ctx, request.params.token));
+    });
+  });
+}
+
+function kindOf(route: string | undefined): SourceKind | undefined {
+  if (route?.startsWith('/feeds/groups/')) return 'group';
+  if (route?.startsWith('/feeds/employees/')) return 'employee';
+  if (route?.startsWith('/feeds/personal/')) return 'personal';
+  return undefined;
+}
+
+/** `group:<id>` from a URL id, or a 400 naming the bad value (before anything reaches Redis or the upstream). */
+function publicSource(kind: 'group' | 'employee', id: string): SourceKey {
+  try {
+    return sourceKey(parseSource(`${kind}:${id}`));
+  } catch (error) {
+    if (error instanceof InvalidSourceError) throw new HttpError(400, `${kind} id must be a positive integer no larger than 2^53, got ${describeValue(id)}`);
+    throw error;
+  }
+}
+
+/** The source of a personal feed token; unknown and malformed tokens alike are a 404 (a secret is not echoed). */
+async function personalSource(ctx: ServiceContext, token: string): Promise<SourceKey> {
+  const id = TOKEN.test(token) ? await ctx.subscriptions.idByToken(token) : undefined;
+  if (id === undefined) throw new HttpError(404, 'no such personal feed: the link is wrong, or its subscription was deleted');
+  return sourceKey({ kind: 'personal', id });
+}
+
+async function serveFeed(provider: FeedProvider, request: FastifyRequest<{ Querystring: Query }>, reply: FastifyReply, source: SourceKey): Promise<FastifyReply> {
+  const query = parseSubscriberQuery(request.query);
+  const feed = await provider.feedFor(source, query);
+  setFeedHeaders(reply, feed, source.startsWith('personal:'));
+  const conditions = { ifNoneMatch: request.headers['if-none-match'], ifModifiedSince: request.headers['if-modified-since'] };
+  if (isNotModified(conditions, feed.etag, feed.lastModified)) return reply.code(304).send();
+  const encoding = chooseEncoding(request.headers['accept-encoding']);
+  if (encoding === 'identity') return reply.send(feed.body);
+  reply.header('Content-Encoding', encoding);
+  return reply.send(encoding === 'br' ? feed.brotli : feed.gzip);
+}
+
+/** Date headers formatted once per stored feed or variant rather than once per request (feeds are hot). */
+const dateHeaders = new WeakMap<StoredFeed, { lastModified: string; staleSince: string | undefined }>();
+
+function setFeedHeaders(reply: FastifyReply, feed: StoredFeed, personal: boolean): void {
+  let dates = dateHeaders.get(feed);
+  if (dates === undefined) {
+    dates = { lastModified: new Date(feed.lastModified).toUTCString(), staleSince: feed.staleSince === undefined ? undefined : new Date(feed.staleSince).toISOString() };
+    dateHeaders.set(feed, dates);
+  }
+  reply.header('Content-Type', 'text/calendar; charset=utf-8');
+  reply.header('ETag', feed.etag);
+  reply.header('Last-Modified', dates.lastModified);
+  // Personal feeds must not sit in shared caches: their URL is the only secret protecting them.
+  reply.header('Cache-Control', `${personal ? 'private' : 'public'}, max-age=${MAX_AGE_SECONDS}`);
+  reply.header('Vary', 'Accept-Encoding');
+  if (dates.staleSince !== undefined) reply.header('X-Timetable-Stale', dates.staleSince);
+}

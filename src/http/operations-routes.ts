@@ -1,0 +1,96 @@
+/**
+ * Operator endpoints: liveness (`/healthz`, no I/O), readiness (`/readyz`: Redis answers and a worker is alive)
+ * and Prometheus metrics (`/metrics`), whose gauges read queue depths and stale sources at scrape time.
+ */
+import type { FastifyInstance } from 'fastify';
+import type { QueueDepths } from '../runtime/metrics.ts';
+import type { ServiceContext } from '../runtime/context.ts';
+
+/** A worker whose last heartbeat is older than this is presumed dead (workers beat every 5 s). */
+export const WORKER_HEARTBEAT_MAX_AGE_MS = 30_000;
+/** How long a readiness check or a gauge waits for Redis. */
+const CHECK_TIMEOUT_MS = 1_000;
+const JOB_STATES = ['waiting', 'active', 'delayed', 'failed', 'prioritized'] as const;
+
+/** Registers `/healthz`, `/readyz` and `/metrics`, and plugs the gauges' readers into the metrics. */
+export async function registerOperationsRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
+  plugGauges(ctx);
+
+  app.get('/healthz', async () => ({ status: 'ok' }));
+
+  app.get('/readyz', async (_request, reply) => {
+    const [redis, workers] = await Promise.all([checkRedis(ctx), checkWorkers(ctx)]);
+    const checks = { redis: redis.state, workers: workers.state };
+    const problems = [redis.problem, workers.problem].filter((problem) => problem !== undefined);
+    if (problems.length === 0) return { status: 'ready', checks };
+    return reply.code(503).send({ error: `not ready: ${problems.join('; ')}`, checks });
+  });
+
+  app.get('/metrics', async (_request, reply) => {
+    const text = await ctx.metrics.registry.metrics();
+    return reply.type(ctx.metrics.registry.contentType).send(text);
+  });
+}
+
+interface Check<T> {
+  state: T;
+  problem?: string;
+}
+
+async function checkRedis(ctx: ServiceContext): Promise<Check<string>> {
+  try {
+    await withTimeout(ctx.redis.ping(), CHECK_TIMEOUT_MS);
+    return { state: 'ok' };
+  } catch (error) {
+    return { state: 'unreachable', problem: `Redis does not answer (${(error as Error).message})` };
+  }
+}
+
+async function checkWorkers(ctx: ServiceContext): Promise<Check<number | string>> {
+  try {
+    const alive = await withTimeout(ctx.redis.zcount(ctx.keys.workers, ctx.now() - WORKER_HEARTBEAT_MAX_AGE_MS, '+inf'), CHECK_TIMEOUT_MS);
+    if (alive > 0) return { state: alive };
+    return { state: 0, problem: `no worker sent a heartbeat in the last ${WORKER_HEARTBEAT_MAX_AGE_MS / 1000} s` };
+  } catch (error) {
+    return { state: 'unknown', problem: `worker heartbeats cannot be read (${(error as Error).message})` };
+  }
+}
+
+/** Gauges read Redis at scrape time, bounded in time so that a Redis outage does not hang `/metrics`. */
+function plugGauges(ctx: ServiceContext): void {
+  let lastStale = 0;
+  ctx.metrics.setStaleSources(async () => {
+    try {
+      lastStale = await withTimeout(ctx.registry.staleCount(), CHECK_TIMEOUT_MS);
+    } catch (error) {
+      ctx.logger.debug({ err: error }, 'stale sources gauge kept its last value');
+    }
+    return lastStale;
+  });
+  ctx.metrics.setQueueDepths(async () => {
+    const queues = { refresh: ctx.queues.refresh, push: ctx.queues.push, schedule: ctx.queues.schedule };
+    const depths: QueueDepths = {};
+    try {
+      await withTimeout(Promise.all(Object.entries(queues).map(async ([name, queue]) => {
+        depths[name] = await queue.getJobCounts(...JOB_STATES);
+      })), CHECK_TIMEOUT_MS);
+    } catch (error) {
+      ctx.logger.debug({ err: error }, 'queue depth gauge skipped');
+      return {};
+    }
+    return depths;
+  });
+}
+
+/** Rejects when `promise` takes longer than `ms` (the promise itself runs on; Redis commands cannot be cancelled). */
+async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,81 @@
+/** Subscriber options of a feed URL (`?subgroup=1&exclude=лекция&alarm=15&title=…`), validated (pure). */
+import type { SubscriberOptions } from '../timetable/types.ts';
+import { HttpError } from './errors.ts';
+
+/** Longest title template accepted. */
+export const MAX_TITLE_LENGTH = 200;
+/** Longest reminder: one week, in minutes. */
+export const MAX_ALARM_MINUTES = 10_080;
+const MAX_SUBGROUP = 99;
+const MAX_EXCLUDED_KINDS = 20;
+const MAX_KIND_LENGTH = 64;
+
+/** Options parsed from a query, and their canonical text: equal options, equal text (the variant cache key). */
+export interface ParsedSubscriberQuery {
+  options: SubscriberOptions;
+  /** Empty when the URL asks for no option: the default feed is served. */
+  canonical: string;
+}
+
+type QueryValue = string | string[] | undefined;
+
+/**
+ * Reads the subscriber options out of a parsed query string. Unknown parameters are ignored (calendar apps
+ * append their own); a bad value of a known one is a 400 naming the parameter.
+ */
+export function parseSubscriberQuery(query: Readonly<Record<string, QueryValue>>): ParsedSubscriberQuery {
+  const options: SubscriberOptions = {};
+  const subgroup = single(query, 'subgroup');
+  if (subgroup !== undefined) options.subgroup = integerIn('subgroup', subgroup, 1, MAX_SUBGROUP);
+  const alarm = single(query, 'alarm');
+  if (alarm !== undefined) options.alarmMinutes = integerIn('alarm', alarm, 0, MAX_ALARM_MINUTES);
+  const title = single(query, 'title');
+  if (title !== undefined) options.titleTemplate = titleTemplate(title);
+  const kinds = excludedKinds(query.exclude);
+  if (kinds.length > 0) options.excludeKinds = kinds;
+  return { options, canonical: canonicalOf(options) };
+}
+
+function single(query: Readonly<Record<string, QueryValue>>, name: string): string | undefined {
+  const value = query[name];
+  if (Array.isArray(value)) {
+    if (value.length > 1) throw new HttpError(400, `query parameter ${name} is given ${value.length} times; give it once`);
+    return value[0];
+  }
+  return value;
+}
+
+function integerIn(name: string, text: string, min: number, max: number): number {
+  if (!/^\d{1,6}$/.test(text) || Number(text) < min || Number(text) > max) {
+    throw new HttpError(400, `query parameter ${name} must be a whole number from ${min} to ${max}, got ${quote(text)}`);
+  }
+  return Number(text);
+}
+
+function titleTemplate(text: string): string {
+  if (text.trim() === '') throw new HttpError(400, 'query parameter title must not be empty');
+  if (text.length > MAX_TITLE_LENGTH) throw new HttpError(400, `query parameter title must be at most ${MAX_TITLE_LENGTH} characters, got ${text.length}`);
+  // Line breaks would be folded into the SUMMARY; a title is one line.
+  if (/[\u0000-\u001f\u007f]/.test(text)) throw new HttpError(400, 'query parameter title must not contain control characters');
+  return text;
+}
+
+/** `exclude=лекция,практика` and `exclude=лекция&exclude=практика` alike; lower-cased, sorted, deduplicated. */
+function excludedKinds(value: QueryValue): string[] {
+  if (value === undefined) return [];
+  const parts = (Array.isArray(value) ? value : [value]).flatMap((item) => item.split(','));
+  const kinds = [...new Set(parts.map((part) => part.trim().toLowerCase()).filter((part) => part !== ''))].sort();
+  const tooLong = kinds.find((kind) => kind.length > MAX_KIND_LENGTH);
+  if (tooLong !== undefined) throw new HttpError(400, `query parameter exclude: a kind must be at most ${MAX_KIND_LENGTH} characters, got ${quote(tooLong)}`);
+  if (kinds.length > MAX_EXCLUDED_KINDS) throw new HttpError(400, `query parameter exclude lists ${kinds.length} kinds; at most ${MAX_EXCLUDED_KINDS} are allowed`);
+  return kinds;
+}
+
+function canonicalOf(options: SubscriberOptions): string {
+  if (Object.keys(options).length === 0) return '';
+  return JSON.stringify([options.subgroup ?? null, options.excludeKinds ?? [], options.alarmMinutes ?? null, options.titleTemplate ?? null]);
+}
+
+function quote(text: string): string {
+  return JSON.stringify(text.length > 40 ? `${text.slice(0, 37)}...` : text);
+}

@@ -1,0 +1,89 @@
+import { Redis } from 'ioredis';
+import { loadConfig, readEnvironment, type Config } from '../config.ts';
+import { requestResync, UnknownSubscriptionError, type ResyncTarget } from '../jobs/resync.ts';
+import { createLogger } from '../logger.ts';
+import { InvalidSourceError } from '../sources/source.ts';
+import { CommandError } from './command-error.ts';
+import { findEmbeddedRedis } from './embedded-redis.ts';
+import { openServiceContext } from './service-context.ts';
+
+/** The selector of `timetable-sync resync`, already checked by the command line (exactly one is set). */
+export interface ResyncOptions {
+  all: boolean;
+  group?: string | undefined;
+  employee?: string | undefined;
+  subscription?: string | undefined;
+}
+
+/** How long the command waits for a connection to Redis before it gives up. */
+const CONNECT_TIMEOUT_MS = 5_000;
+
+/**
+ * `resync`: queues a resync in the service's Redis and prints one job id per line. Never starts a Redis of
+ * its own: without `REDIS_URL` it uses the embedded one a running `start` or `demo` recorded in this folder.
+ */
+export async function runResync(options: ResyncOptions): Promise<number> {
+  const config = loadConfig(readEnvironment());
+  const redisUrl = await findRedis(config);
+  // Warnings and errors only, on stderr: stdout carries nothing but job ids, for scripts.
+  const logger = createLogger({ level: config.logLevel === 'silent' ? 'silent' : 'warn', destination: process.stderr, pretty: false, base: { role: 'resync' } });
+  await ensureReachable(redisUrl);
+  const opened = openServiceContext({ config, logger, redisUrl, role: 'resync' });
+  try {
+    const jobs = await requestResync(opened.context, target(options));
+    if (jobs.length > 0) process.stdout.write(`${jobs.join('\n')}\n`);
+    else process.stderr.write('timetable-sync resync: no active sources, nothing queued\n');
+    return 0;
+  } catch (error) {
+    if (error instanceof UnknownSubscriptionError || error instanceof InvalidSourceError) throw new CommandError(error.message);
+    throw error;
+  } finally {
+    await opened.close();
+  }
+}
+
+function target(options: ResyncOptions): ResyncTarget {
+  // The ids were checked as positive integers; Number() drops leading zeros (`--group 042` is group 42).
+  if (options.group !== undefined) return { source: `group:${Number(options.group)}` };
+  if (options.employee !== undefined) return { source: `employee:${Number(options.employee)}` };
+  if (options.subscription !== undefined) return { subscription: options.subscription };
+  return { all: true };
+}
+
+async function findRedis(config: Config): Promise<string> {
+  if (config.redisUrl) return config.redisUrl;
+  const embedded = await findEmbeddedRedis(config.dataDir);
+  if (embedded) return embedded;
+  throw new CommandError('no Redis: set REDIS_URL or run `timetable-sync start`/`demo` in this folder');
+}
+
+/**
+ * Checks once, with a connection that does not retry, that Redis answers: the service context's connections
+ * retry for ever (right for a service, wrong for a command someone is waiting on).
+ */
+async function ensureReachable(redisUrl: string): Promise<void> {
+  const probe = new Redis(redisUrl, { lazyConnect: true, connectTimeout: CONNECT_TIMEOUT_MS, retryStrategy: () => null, maxRetriesPerRequest: 0, enableOfflineQueue: false });
+  // The socket's own error (ECONNREFUSED, ...) says more than the rejection of connect() ("Connection is closed").
+  let socketError: Error | undefined;
+  probe.on('error', (error: Error) => (socketError ??= error));
+  try {
+    await probe.connect();
+    await probe.ping();
+  } catch (error) {
+    const reason = socketError ?? (error as Error);
+    throw new CommandError(`cannot reach Redis at ${redactUrl(redisUrl)}: ${reason.message}`, 1, { cause: reason });
+  } finally {
+    probe.disconnect();
+  }
+}
+
+/** The URL without its password, for messages. */
+function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return 'REDIS_URL';
+  }
+}

@@ -1,0 +1,88 @@
+import Fastify, { type FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { registerOperationsRoutes } from '../../src/http/operations-routes.ts';
+import { TEST_ADMIN_TOKEN, testContext } from '../support/service.ts';
+import { startTestApp, type TestApp } from './helpers.ts';
+
+let t: TestApp;
+let clock = Date.UTC(2025, 9, 1, 8, 0, 0);
+
+beforeAll(async () => {
+  t = await startTestApp({ now: () => clock });
+});
+afterAll(() => t.close());
+
+describe('operations', () => {
+  it('answers /healthz without any I/O', async () => {
+    const response = await t.app.inject({ method: 'GET', url: '/healthz' });
+    expect(response.statusCode).toBe(200);
+    expect(response.json()).toEqual({ status: 'ok' });
+  });
+
+  it('is not ready without a worker heartbeat, nor with an old one, and ready with a recent one', async () => {
+    const notReady = await t.app.inject({ method: 'GET', url: '/readyz' });
+    expect(notReady.statusCode).toBe(503);
+    expect(notReady.json()).toEqual({ error: expect.stringMatching(/^not ready: no worker sent a heartbeat in the last 30 s/), checks: { redis: 'ok', workers: 0 } });
+
+    await t.ctx.redis.zadd(t.ctx.keys.workers, clock - 45_000, 'worker-old');
+    expect((await t.app.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(503);
+
+    await t.ctx.redis.zadd(t.ctx.keys.workers, clock - 2_000, 'worker-a');
+    const ready = await t.app.inject({ method: 'GET', url: '/readyz' });
+    expect(ready.statusCode).toBe(200);
+    expect(ready.json()).toEqual({ status: 'ready', checks: { redis: 'ok', workers: 1 } });
+
+    clock += 60_000;
+    expect((await t.app.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(503);
+  });
+
+  it('serves Prometheus metrics with feed counters, queue depths and stale sources', async () => {
+    await t.app.inject({ method: 'GET', url: '/feeds/groups/abc.ics' });
+    await t.ctx.redis.sadd(t.ctx.keys.staleSources, 'group:1', 'group:2');
+    const response = await t.app.inject({ method: 'GET', url: '/metrics' });
+    expect(response.statusCode).toBe(200);
+    expect(response.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/);
+    expect(response.body).toContain('timetable_feeds_served_total{kind="group",status="400"} 1');
+    expect(response.body).toContain('timetable_stale_sources 2');
+    expect(response.body).toMatch(/timetable_queue_jobs\{queue="refresh",state="waiting"\} \d+/);
+    expect(response.body).toContain('timetable_feed_not_modified_ratio');
+  });
+
+  it('answers unknown routes and bad JSON bodies with a JSON error', async () => {
+    const missing = await t.app.inject({ method: 'GET', url: '/nothing/here?x=1' });
+    expect(missing.statusCode).toBe(404);
+    expect(missing.json()).toEqual({ error: 'no route GET /nothing/here' });
+    const badJson = await t.app.inject({ method: 'POST', url: '/api/subscriptions', headers: { 'content-type': 'application/json' }, payload: '{"credential":' });
+    expect(badJson.statusCode).toBe(400);
+    expect(Object.keys(badJson.json())).toEqual(['error']);
+  });
+
+  it('refuses bodies over 64 KiB', async () => {
+    const response = await t.app.inject({ method: 'POST', url: '/admin/resync', headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_ADMIN_TOKEN}` }, payload: JSON.stringify({ all: true, pad: 'x'.repeat(70 * 1024) }) });
+    expect(response.statusCode).toBe(413);
+    expect(Object.keys(response.json())).toEqual(['error']);
+  });
+
+  it('is not ready when Redis does not answer', async () => {
+    const down = await testContext({ REDIS_URL: 'redis://127.0.0.1:1' });
+    // The queues report the refused connections too; they are expected here.
+    for (const queue of [down.context.queues.refresh, down.context.queues.push, down.context.queues.schedule]) queue.on('error', () => {});
+    const app = Fastify() as unknown as FastifyInstance;
+    await registerOperationsRoutes(app, down.context);
+    try {
+      const started = performance.now();
+      const response = await app.inject({ method: 'GET', url: '/readyz' });
+      expect(performance.now() - started).toBeLessThan(3_000);
+      expect(response.statusCode).toBe(503);
+      const body = response.json<{ error: string; checks: Record<string, unknown> }>();
+      expect(body.error).toMatch(/Redis does not answer/);
+      expect(body.checks).toEqual({ redis: 'unreachable', workers: 'unknown' });
+      expect((await app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
+      const metrics = await app.inject({ method: 'GET', url: '/metrics' });
+      expect(metrics.statusCode).toBe(200);
+    } finally {
+      await app.close();
+      down.context.redis.disconnect();
+    }
+  });
+});

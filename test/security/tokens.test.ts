@@ -1,0 +1,24 @@
+import { describe, expect, it } from 'vitest';
+import { constantTimeEqual, hashToken, randomToken } from '../../src/security/tokens.ts';
+
+describe('tokens', () => {
+  it('makes 256-bit base64url tokens by default, all different', () => {
+    const tokens = new Set(Array.from({ length: 1000 }, () => randomToken()));
+    expect(tokens.size).toBe(1000);
+    for (const token of tokens) expect(token).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(randomToken(16)).toMatch(/^[A-Za-z0-9_-]{22}$/);
+  });
+
+  it('hashes with SHA-256 as hex', () => {
+    expect(hashToken('abc')).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+  });
+
+  it('compares strings of any lengths', () => {
+    expect(constantTimeEqual('secret-token', 'secret-token')).toBe(true);
+    expect(constantTimeEqual('secret-token', 'secret-tokem')).toBe(false);
+    expect(constantTimeEqual('secret-token', 'secret-token-longer')).toBe(false);
+    expect(constantTimeEqual('', '')).toBe(true);
+    expect(constantTimeEqual('', 'x')).toBe(false);
+    expect(constantTimeEqual('ключ', 'ключ')).toBe(true);
+  });
+});

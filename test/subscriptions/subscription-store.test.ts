@@ -1,0 +1,112 @@
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { DecryptionError, SecretKeyMissingError } from '../../src/security/secret-box.ts';
+import { hashToken } from '../../src/security/tokens.ts';
+import { redisKeys } from '../../src/sources/keys.ts';
+import { SUBSCRIPTION_ID } from '../../src/sources/source.ts';
+import { SubscriptionStore } from '../../src/subscriptions/subscription-store.ts';
+import { deletePrefix, uniquePrefix } from '../support/service.ts';
+
+const KEY = Buffer.alloc(32, 7);
+const CREDENTIAL = 'uni-credential-4f9c2e7d1b';
+const NOW = Date.UTC(2025, 9, 1, 8);
+
+let redis: Redis;
+const prefix = uniquePrefix('subs');
+const keys = redisKeys(prefix);
+let store: SubscriptionStore;
+
+/** Every key and value under the prefix, as text (hash fields, values and keys alike). */
+async function dumpPrefix(): Promise<string> {
+  const lines: string[] = [];
+  const found = await redis.keys(`${prefix}:*`);
+  for (const key of found) {
+    const type = await redis.type(key);
+    lines.push(key);
+    if (type === 'hash') lines.push(...Object.entries(await redis.hgetall(key)).flat());
+    else if (type === 'string') lines.push((await redis.get(key)) ?? '');
+    else lines.push(`<${type}>`);
+  }
+  return lines.join('\n');
+}
+
+beforeAll(() => {
+  redis = new Redis(inject('redisUrl'));
+  store = new SubscriptionStore(redis, keys, KEY);
+});
+afterAll(async () => {
+  await deletePrefix(inject('redisUrl'), prefix);
+  redis.disconnect();
+});
+
+describe('SubscriptionStore', () => {
+  it('creates a subscription with a 128-bit id and a 256-bit token, readable back', async () => {
+    const { subscription, token } = await store.create({ credential: CREDENTIAL, name: 'Расписание: Иванова Мария', upstreamUserId: 17, now: NOW });
+    expect(subscription.id).toMatch(SUBSCRIPTION_ID);
+    expect(token).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(subscription).toEqual({ id: subscription.id, source: `personal:${subscription.id}`, name: 'Расписание: Иванова Мария', upstreamUserId: 17, status: 'active', createdAt: NOW, updatedAt: NOW });
+    expect(await store.get(subscription.id)).toEqual(subscription);
+    expect(await store.idByToken(token)).toBe(subscription.id);
+    expect(await store.verifyToken(subscription.id, token)).toBe(true);
+    expect(await store.verifyToken(subscription.id, `${token}x`)).toBe(false);
+    expect(await store.credentialOf(subscription.id)).toBe(CREDENTIAL);
+  });
+
+  it('keeps neither the credential nor the token in plain text, only the token hash', async () => {
+    const { subscription, token } = await store.create({ credential: CREDENTIAL, name: 'n', upstreamUserId: 18, now: NOW });
+    const dump = await dumpPrefix();
+    expect(dump).toContain(subscription.id);
+    expect(dump).not.toContain(CREDENTIAL);
+    expect(dump).not.toContain(token);
+    expect(dump).not.toContain(Buffer.from(CREDENTIAL).toString('base64url'));
+    expect(dump).not.toContain(Buffer.from(CREDENTIAL).toString('base64'));
+    expect(await redis.get(keys.subscriptionToken(hashToken(token)))).toBe(subscription.id);
+    expect(await redis.hget(keys.subscription(subscription.id), 'credential')).toMatch(/^v1\./);
+  });
+
+  it('binds the sealed credential to its subscription', async () => {
+    const a = await store.create({ credential: 'credential-of-a', name: 'a', upstreamUserId: 1, now: NOW });
+    const b = await store.create({ credential: 'credential-of-b', name: 'b', upstreamUserId: 2, now: NOW });
+    const sealedA = await redis.hget(keys.subscription(a.subscription.id), 'credential');
+    await redis.hset(keys.subscription(b.subscription.id), 'credential', sealedA ?? '');
+    await expect(store.credentialOf(b.subscription.id)).rejects.toThrow(DecryptionError);
+  });
+
+  it('marks a rejected credential and replaces it', async () => {
+    const { subscription } = await store.create({ credential: CREDENTIAL, name: 'n', upstreamUserId: 19, now: NOW });
+    await store.markNeedsCredential(subscription.id, 'University API mySchedule: credential rejected, HTTP 401', NOW + 1000);
+    expect(await store.get(subscription.id)).toMatchObject({ status: 'needs-credential', statusReason: 'University API mySchedule: credential rejected, HTTP 401', updatedAt: NOW + 1000 });
+    await store.replaceCredential(subscription.id, 'new-credential-77', NOW + 2000);
+    const replaced = await store.get(subscription.id);
+    expect(replaced).toMatchObject({ status: 'active', updatedAt: NOW + 2000, createdAt: NOW });
+    expect(replaced?.statusReason).toBeUndefined();
+    expect(await store.credentialOf(subscription.id)).toBe('new-credential-77');
+    expect(await dumpPrefix()).not.toContain('new-credential-77');
+  });
+
+  it('deletes the subscription and its token index, and later updates do not bring it back', async () => {
+    const { subscription, token } = await store.create({ credential: CREDENTIAL, name: 'n', upstreamUserId: 20, now: NOW });
+    expect(await store.delete(subscription.id)).toBe(true);
+    expect(await store.delete(subscription.id)).toBe(false);
+    expect(await store.get(subscription.id)).toBeUndefined();
+    expect(await store.idByToken(token)).toBeUndefined();
+    expect(await store.credentialOf(subscription.id)).toBeUndefined();
+    await store.markNeedsCredential(subscription.id, 'late', NOW);
+    await store.replaceCredential(subscription.id, 'late', NOW);
+    expect(await redis.exists(keys.subscription(subscription.id), keys.subscriptionToken(hashToken(token)))).toBe(0);
+  });
+
+  it('answers nothing for unknown or malformed ids and tokens', async () => {
+    expect(await store.get('AAAAAAAAAAAAAAAAAAAAAA')).toBeUndefined();
+    expect(await store.get('../../etc')).toBeUndefined();
+    expect(await store.idByToken('no-such-token')).toBeUndefined();
+    expect(await store.idByToken('')).toBeUndefined();
+    expect(await store.verifyToken('AAAAAAAAAAAAAAAAAAAAAA', 'x')).toBe(false);
+  });
+
+  it('refuses to store a credential without SECRET_KEY', async () => {
+    const keyless = new SubscriptionStore(redis, keys, undefined);
+    expect(keyless.canStoreCredentials).toBe(false);
+    await expect(keyless.create({ credential: CREDENTIAL, name: 'n', upstreamUserId: 1, now: NOW })).rejects.toThrow(SecretKeyMissingError);
+  });
+});
