@@ -1,9 +1,6 @@
 import { InvalidIdError } from '../upstream/errors.ts';
 import { validateId } from '../upstream/values.ts';
 
-/** Exit code of a command that a later milestone implements. */
-export const EXIT_NOT_IMPLEMENTED = 2;
-
 /** Exit code for bad command-line usage (BSD sysexits EX_USAGE). */
 export const EXIT_USAGE = 64;
 
