@@ -44,6 +44,7 @@ export class FeedStore {
     this.keys = keys;
   }
 
+  /** The stored feed of a source, bytes and all. */
   async get(source: SourceKey): Promise<StoredFeed | undefined> {
     const fields = await this.redis.hgetallBuffer(this.keys.feed(source));
     const { body, gzip, brotli, etag, lastModified, staleSince } = fields;
@@ -51,6 +52,22 @@ export class FeedStore {
     const feed: StoredFeed = { body, gzip, brotli, etag: etag.toString(), lastModified: Number(lastModified.toString()) };
     if (staleSince) feed.staleSince = Number(staleSince.toString());
     return feed;
+  }
+
+  /** The stored feed's ETag and stale mark, without its bytes; `etag` is undefined when there is no feed. */
+  async validators(source: SourceKey): Promise<{ etag?: string; staleSince?: number }> {
+    const [etag, staleSince] = await this.redis.hmget(this.keys.feed(source), 'etag', 'staleSince');
+    return { ...(etag ? { etag } : {}), ...(staleSince ? { staleSince: Number(staleSince) } : {}) };
+  }
+
+  /**
+   * Replaces the feed only if its ETag is still `expectedEtag` (atomically, in Redis): a write derived from an
+   * older publication never overwrites a newer one. Resolves to whether it wrote.
+   */
+  async replaceIf(source: SourceKey, expectedEtag: string, feed: StoredFeed): Promise<boolean> {
+    const fields = feedFields(feed);
+    const written = await this.redis.eval(REPLACE_IF_SCRIPT, 2, this.keys.feed(source), this.keys.feedUpdates, expectedEtag, source, ...fields);
+    return written === 1;
   }
 
   /** Whether a feed exists, without reading it. */
@@ -61,8 +78,20 @@ export class FeedStore {
   /** Queues the store of a feed (replacing the previous one whole) and its announcement on `multi`. */
   write(multi: ChainableCommander, source: SourceKey, feed: StoredFeed): ChainableCommander {
     const key = this.keys.feed(source);
-    const fields: (string | Buffer)[] = ['body', feed.body, 'gzip', feed.gzip, 'brotli', feed.brotli, 'etag', feed.etag, 'lastModified', String(feed.lastModified)];
-    if (feed.staleSince !== undefined) fields.push('staleSince', String(feed.staleSince));
-    return multi.del(key).hset(key, ...fields).publish(this.keys.feedUpdates, source);
+    return multi.del(key).hset(key, ...feedFields(feed)).publish(this.keys.feedUpdates, source);
   }
+}
+
+/** KEYS: feed hash, updates channel. ARGV: expected ETag, source, then field/value pairs. */
+const REPLACE_IF_SCRIPT = `
+if redis.call('HGET', KEYS[1], 'etag') ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], unpack(ARGV, 3))
+redis.call('PUBLISH', KEYS[2], ARGV[2])
+return 1`;
+
+function feedFields(feed: StoredFeed): (string | Buffer)[] {
+  const fields: (string | Buffer)[] = ['body', feed.body, 'gzip', feed.gzip, 'brotli', feed.brotli, 'etag', feed.etag, 'lastModified', String(feed.lastModified)];
+  if (feed.staleSince !== undefined) fields.push('staleSince', String(feed.staleSince));
+  return fields;
 }

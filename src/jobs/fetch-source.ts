@@ -1,5 +1,6 @@
 /** One upstream fetch per refresh, and what a failure means for the source (transient or permanent, and why). */
 import type { ServiceContext } from '../runtime/context.ts';
+import { DecryptionError, SecretKeyMissingError } from '../security/secret-box.ts';
 import { sourceOf, type SourceKey } from '../sources/source.ts';
 import { calendarName } from '../timetable/calendar-name.ts';
 import {
@@ -57,6 +58,8 @@ export interface FailureClass {
 /** Classifies a refresh failure by error class (never by message text). */
 export function classifyFailure(error: unknown, source: SourceKey): FailureClass {
   if (error instanceof SubscriptionUnusableError) return { kind: 'subscription', permanent: true };
+  // A credential this worker cannot decrypt (SECRET_KEY missing or rotated) will not decrypt on a retry either.
+  if (error instanceof DecryptionError || error instanceof SecretKeyMissingError) return { kind: 'subscription', permanent: true };
   if (error instanceof UpstreamRateLimitError) return { kind: 'rate-limit', permanent: false, retryAfterMs: error.retryAfterMs ?? 1_000 };
   if (error instanceof UpstreamNotFoundError) return { kind: 'not-found', permanent: true };
   // A rejected credential is the user's to replace; on a public timetable it is our configuration, worth retrying.

@@ -3,10 +3,13 @@ import type { Logger } from '../logger.ts';
 import { feedSettingsOf } from '../feeds/feed-settings.ts';
 import { encodeFeed } from '../feeds/feed-store.ts';
 import { expandSnapshot, renderFeed, renderVariant, settingsHash } from '../feeds/build-feed.ts';
-import { isMassDeletion, nextExpiry, planPublication } from '../feeds/publication.ts';
+import { isMassDeletion, nextExpiry, planPublication, type PublicationPlan, type PublishedState } from '../feeds/publication.ts';
 import type { ServiceContext } from '../runtime/context.ts';
+import type { SourceState } from '../sources/registry.ts';
 import { normaliseEntries, type Snapshot } from '../sources/snapshot-store.ts';
-import { sourceToken, type SourceKey } from '../sources/source.ts';
+import type { SourceKey } from '../sources/source.ts';
+import type { TimetableEntry } from '../timetable/types.ts';
+import { activateSource } from './activation.ts';
 import { QUEUE, type RefreshJobResult, type RefreshReason } from './contract.ts';
 import type { FetchedTimetable } from './fetch-source.ts';
 import { enqueueRefresh } from './queues.ts';
@@ -19,66 +22,124 @@ export interface PublishInput {
   now: number;
 }
 
+/** What is already stored for the source. */
+interface Stored {
+  snapshot: Snapshot | undefined;
+  published: PublishedState | undefined;
+  state: SourceState | undefined;
+  feed: { etag?: string; staleSince?: number };
+  pushOwed: boolean;
+}
+
 /**
- * Publishes a fetched timetable. An unchanged timetable (same digest, same settings, nothing expiring, not
- * stale) writes nothing but the registry; one that drops most future classes waits for a confirming re-fetch.
+ * Publishes a fetched timetable. An unchanged timetable (same digest, same settings, nothing expiring, the
+ * feed present and as fresh as the registry says) writes nothing but the registry; one that drops most
+ * future classes waits for a confirming re-fetch.
  */
 export async function publishTimetable(ctx: ServiceContext, input: PublishInput, log: Logger): Promise<RefreshJobResult> {
-  const { source, fetched, now } = input;
+  const { source, now } = input;
+  const stored = await loadStored(ctx, source);
+  // A public source is registered once the university has confirmed it exists (a request alone does not).
+  if (stored.state === undefined && !source.startsWith('personal:')) await activateSource(ctx, source);
+  const entries = keepInvalidEntries(input.fetched, stored.snapshot);
+  const { hash } = entries;
   const settings = feedSettingsOf(ctx.config);
-  const { entries, hash } = normaliseEntries(fetched.entries);
-  const [{ snapshot, published }, state] = await Promise.all([ctx.snapshots.load(source), ctx.registry.get(source)]);
-  const settingsDigest = settingsHash(settings);
-  const problems = fetched.problems.length;
-  const expiring = (published && nextExpiry(published)) ?? Number.POSITIVE_INFINITY;
-  if (snapshot?.hash === hash && snapshot.name === fetched.name && published?.settingsHash === settingsDigest && expiring > now && state?.staleSince === undefined) {
-    await ctx.registry.recordSuccess(source, now, { occurrences: state?.occurrences ?? 0, problems, changed: false });
-    return { outcome: 'unchanged', occurrences: state?.occurrences ?? 0, pushJobs: 0 };
+  const problems = input.fetched.problems.length;
+  if (isUnchanged(stored, hash, input.fetched.name, settingsHash(settings), now)) {
+    await ctx.registry.recordSuccess(source, now, { occurrences: stored.state?.occurrences ?? 0, problems, changed: false });
+    const pushJobs = stored.pushOwed ? await fanOutPush(ctx, source) : 0;
+    return { outcome: 'unchanged', occurrences: stored.state?.occurrences ?? 0, pushJobs };
   }
-
-  const next = expandSnapshot({ entries }, published, settings);
-  const plan = planPublication({
-    previous: published,
-    previousOccurrences: snapshot ? expandSnapshot(snapshot, published, settings) : [],
-    previousEntries: new Map((snapshot?.entries ?? []).map((entry) => [entry.id, entry])),
-    next,
-    snapshotHash: hash,
-    settingsHash: settingsDigest,
-    now,
-    cancelledRetentionMs: ctx.config.cancelledRetentionMs,
-  });
-  const confirmed = state?.pendingHash === hash && (input.reason === 'confirm' || now - (state.pendingSince ?? now) >= ctx.config.confirmDelayMs);
-  if (isMassDeletion(plan) && !confirmed) {
+  const plan = planFor(ctx, stored, entries.entries, hash, now);
+  if (isMassDeletion(plan) && !isConfirmed(ctx, stored.state, hash, input.reason, now)) {
     await ctx.registry.setPending(source, hash, now);
     await enqueueRefresh(ctx.queues, ctx.config, source, { reason: 'confirm', now, followUp: true, delayMs: ctx.config.confirmDelayMs });
     log.warn({ futureBefore: plan.futureBefore, futureRemoved: plan.futureRemoved }, 'refresh would remove most future classes; publishing only after a confirming re-fetch');
-    return { outcome: 'awaiting-confirmation', occurrences: state?.occurrences ?? 0, pushJobs: 0 };
+    return { outcome: 'awaiting-confirmation', occurrences: stored.state?.occurrences ?? 0, pushJobs: 0 };
   }
-
-  const newSnapshot: Snapshot = { hash, fetchedAt: now, name: fetched.name, entries, problems: fetched.problems };
-  const feed = encodeFeed(renderFeed(plan.occurrences, { name: fetched.name, stamp: now }, settings), now);
-  const multi = ctx.redis.multi();
-  ctx.snapshots.writeSnapshot(multi, source, newSnapshot);
-  ctx.snapshots.writePublished(multi, source, plan.state);
-  ctx.feeds.write(multi, source, feed);
-  if (plan.change) ctx.snapshots.appendChange(multi, source, plan.change);
-  await execOrThrow(multi);
+  await commit(ctx, source, { hash, fetchedAt: now, name: input.fetched.name, entries: entries.entries, problems: input.fetched.problems }, plan, now);
   await ctx.registry.recordSuccess(source, now, { occurrences: plan.occurrences.length, problems, changed: plan.change !== undefined });
-  const pushJobs = plan.change ? await fanOutPush(ctx, source) : 0;
+  const pushJobs = plan.change || stored.pushOwed ? await fanOutPush(ctx, source) : 0;
   if (plan.change) log.info({ changes: plan.change.counts, occurrences: plan.occurrences.length, pushJobs }, 'feed published');
   return { outcome: 'published', occurrences: plan.occurrences.length, ...(plan.change ? { changes: plan.change.counts } : {}), pushJobs };
 }
 
+async function loadStored(ctx: ServiceContext, source: SourceKey): Promise<Stored> {
+  const [{ snapshot, published }, state, feed, pushOwed] = await Promise.all([
+    ctx.snapshots.load(source),
+    ctx.registry.get(source),
+    ctx.feeds.validators(source),
+    ctx.redis.sismember(ctx.keys.pushOwed, source),
+  ]);
+  return { snapshot, published, state, feed, pushOwed: pushOwed === 1 };
+}
+
+function isUnchanged(stored: Stored, hash: string, name: string, settingsDigest: string, now: number): boolean {
+  const { snapshot, published, state, feed } = stored;
+  const expiring = (published && nextExpiry(published)) ?? Number.POSITIVE_INFINITY;
+  // The feed must exist and agree with the registry about staleness: otherwise render it again.
+  return snapshot?.hash === hash && snapshot.name === name && published?.settingsHash === settingsDigest && expiring > now
+    && feed.etag !== undefined && feed.staleSince === undefined && state?.staleSince === undefined;
+}
+
+/**
+ * Entries the university still sends but that fail validation (reported as problems) keep their last good
+ * version: a typo in one entry, or a format change in all of them, must not cancel classes that still exist.
+ */
+function keepInvalidEntries(fetched: FetchedTimetable, previous: Snapshot | undefined): { entries: TimetableEntry[]; hash: string } {
+  const invalid = new Set(fetched.problems.map((problem) => Number(problem.entryId)).filter(Number.isSafeInteger));
+  const present = new Set(fetched.entries.map((entry) => entry.id));
+  const kept = (previous?.entries ?? []).filter((entry) => invalid.has(entry.id) && !present.has(entry.id));
+  return normaliseEntries([...fetched.entries, ...kept]);
+}
+
+function planFor(ctx: ServiceContext, stored: Stored, entries: TimetableEntry[], hash: string, now: number): PublicationPlan {
+  const settings = feedSettingsOf(ctx.config);
+  const { snapshot, published } = stored;
+  return planPublication({
+    previous: published,
+    previousOccurrences: snapshot ? expandSnapshot(snapshot, published, settings) : [],
+    previousEntries: new Map((snapshot?.entries ?? []).map((entry) => [entry.id, entry])),
+    next: expandSnapshot({ entries }, published, settings),
+    snapshotHash: hash,
+    settingsHash: settingsHash(settings),
+    now,
+    cancelledRetentionMs: ctx.config.cancelledRetentionMs,
+  });
+}
+
+/** A held-back mass deletion is published when a later fetch, at least CONFIRM_DELAY later, returns the same timetable. */
+function isConfirmed(ctx: ServiceContext, state: SourceState | undefined, hash: string, reason: RefreshReason, now: number): boolean {
+  if (state?.pendingHash !== hash) return false;
+  return reason === 'confirm' || now - (state.pendingSince ?? now) >= ctx.config.confirmDelayMs;
+}
+
+/** Stores snapshot, publication, feed and change record in one transaction, and notes that targets are owed a push. */
+async function commit(ctx: ServiceContext, source: SourceKey, snapshot: Snapshot, plan: PublicationPlan, now: number): Promise<void> {
+  const feed = encodeFeed(renderFeed(plan.occurrences, { name: snapshot.name, stamp: now }, feedSettingsOf(ctx.config)), now);
+  const multi = ctx.redis.multi();
+  ctx.snapshots.writeSnapshot(multi, source, snapshot);
+  ctx.snapshots.writePublished(multi, source, plan.state);
+  ctx.feeds.write(multi, source, feed);
+  if (plan.change) {
+    ctx.snapshots.appendChange(multi, source, plan.change);
+    // Cleared once the push jobs are queued: a crash in between is repaired by the next refresh.
+    multi.sadd(ctx.keys.pushOwed, source);
+  }
+  await execOrThrow(multi);
+}
+
 /**
  * Marks a source's feed as serving old data: the registry says since when, and the feed is rendered again
- * from the last good snapshot with the stale marker (header and calendar property). Nothing is removed.
+ * from the last good snapshot with the stale marker (header and calendar property). Nothing is removed, and
+ * a feed published meanwhile by another run is never overwritten (the write is fenced on its ETag).
  */
 export async function markFeedStale(ctx: ServiceContext, source: SourceKey, now: number): Promise<void> {
   const since = await ctx.registry.markStale(source, now);
-  const [feed, { snapshot, published }] = await Promise.all([ctx.feeds.get(source), ctx.snapshots.load(source)]);
-  if (!feed || feed.staleSince !== undefined || !snapshot || !published) return;
+  const [feed, { snapshot, published }] = await Promise.all([ctx.feeds.validators(source), ctx.snapshots.load(source)]);
+  if (feed.etag === undefined || feed.staleSince !== undefined || !snapshot || !published) return;
   const ics = renderVariant(snapshot, published, feedSettingsOf(ctx.config), {}, since);
-  await execOrThrow(ctx.feeds.write(ctx.redis.multi(), source, encodeFeed(ics, now, since)));
+  await ctx.feeds.replaceIf(source, feed.etag, encodeFeed(ics, now, since));
 }
 
 /** One push job per Google target of the source; a target with a push queued or running gets one follow-up. */
@@ -88,17 +149,17 @@ async function fanOutPush(ctx: ServiceContext, source: SourceKey): Promise<numbe
     deduplication: { id: `push-${target}`, keepLastIfActive: true },
     attempts: 8,
     backoff: { type: 'exponential', delay: 5_000, jitter: 0.5 },
-    removeOnComplete: { age: 24 * 3600, count: 10_000 },
+    removeOnComplete: { age: 24 * 3600 },
     removeOnFail: { age: 7 * 24 * 3600 },
   })));
-  if (targets.length > 0) ctx.logger.debug({ source: sourceToken(source), targets: targets.length }, 'push jobs queued');
+  await ctx.redis.srem(ctx.keys.pushOwed, source);
   return targets.length;
 }
 
 /** Runs a MULTI and throws the first command error (ioredis reports them per command, not as a rejection). */
 async function execOrThrow(multi: ReturnType<ServiceContext['redis']['multi']>): Promise<void> {
   const results = await multi.exec();
-  const failed = results?.find(([error]) => error !== null);
   if (results === null) throw new Error('Redis transaction was aborted');
+  const failed = results.find(([error]) => error !== null);
   if (failed) throw failed[0] as Error;
 }

@@ -40,8 +40,9 @@ export function refreshJobOptions(config: Pick<Config, 'refreshAttempts' | 'refr
   return {
     attempts: config.refreshAttempts,
     backoff: { type: 'exponential', delay: config.refreshBackoffMs, jitter: 0.5 },
-    removeOnComplete: { age: 24 * 3600, count: 20_000 },
-    removeOnFail: { age: 7 * 24 * 3600, count: 20_000 },
+    // Kept by age alone: an id answered to an admin must resolve for a day, however busy the queue is.
+    removeOnComplete: { age: 24 * 3600 },
+    removeOnFail: { age: 7 * 24 * 3600 },
   };
 }
 
@@ -72,7 +73,8 @@ export async function enqueueRefresh(queues: Queues, config: Pick<Config, 'refre
     ...refreshJobOptions(config),
     jobId,
     delay: request.delayMs,
-    deduplication: { id: token, ...(request.followUp ? { keepLastIfActive: true } : {}), ...(request.delayMs === undefined ? { reschedule: true } : {}) },
+    // No `reschedule`: a request must never pull a delayed confirmation or retry forward.
+    deduplication: { id: token, ...(request.followUp ? { keepLastIfActive: true } : {}) },
   });
   if (running !== undefined && job.id === running) return jobId;
   return job.id ?? jobId;

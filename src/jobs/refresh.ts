@@ -43,9 +43,11 @@ async function handleFailure(ctx: ServiceContext, job: Job<RefreshJobData>, erro
   const failure = classifyFailure(error, source);
   const message = error instanceof Error ? error.message : String(error);
   if (failure.kind !== 'internal' && failure.kind !== 'subscription') ctx.metrics.upstreamErrors.inc({ kind: failure.kind });
-  if (failure.kind === 'rate-limit') {
-    await ctx.queues.refresh.rateLimit(failure.retryAfterMs ?? 1_000);
-    log.warn({ retryAfterMs: failure.retryAfterMs }, 'upstream rate limit: refresh queue paused');
+  // Rounds spent waiting out 429s use no attempt; past a bound, a source that is always limited fails normally.
+  if (failure.kind === 'rate-limit' && job.attemptsStarted - job.attemptsMade <= MAX_RATE_LIMIT_ROUNDS) {
+    const pauseMs = Math.min(failure.retryAfterMs ?? 1_000, MAX_RATE_LIMIT_PAUSE_MS);
+    await ctx.queues.refresh.rateLimit(pauseMs);
+    log.warn({ pauseMs }, 'upstream rate limit: refresh queue paused');
     return new RateLimitError();
   }
   const now = ctx.now();
@@ -59,16 +61,29 @@ async function handleFailure(ctx: ServiceContext, job: Job<RefreshJobData>, erro
     log.info({ upstream: error.upstreamMessage }, 'upstream does not know this source');
     return new UnrecoverableError(message);
   }
-  await ctx.registry.recordFailure(source, { now, kind: failure.kind, message, ...statusOf(failure) });
-  if (failure.kind === 'auth' && failure.permanent) await ctx.subscriptions.markNeedsCredential(sourceOf(source).id, message, now);
   const final = failure.permanent || job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+  // A source asked for once and never fetched has no state to record: it is registered on its first success.
+  if (await ctx.registry.exists(source)) await recordFailure(ctx, source, failure, message, now, final);
   if (!final) {
     log.debug({ err: error, kind: failure.kind }, 'refresh failed; will retry');
     return error instanceof Error ? error : new Error(message);
   }
-  await markFeedStale(ctx, source, now);
   log.error({ err: error, kind: failure.kind, permanent: failure.permanent }, 'refresh failed; the feed keeps its last good data and is marked stale');
   return failure.permanent ? new UnrecoverableError(message) : error instanceof Error ? error : new Error(message);
+}
+
+/** How many times one job may be put back by upstream 429s before they count as failures. */
+const MAX_RATE_LIMIT_ROUNDS = 20;
+/** The longest the whole refresh queue pauses for one 429, whatever `Retry-After` asks. */
+const MAX_RATE_LIMIT_PAUSE_MS = 5 * 60_000;
+
+/** Records the failure on the source; a personal credential the upstream rejects is marked; a final failure marks the feed stale. */
+async function recordFailure(ctx: ServiceContext, source: SourceKey, failure: FailureClass, message: string, now: number, final: boolean): Promise<void> {
+  await ctx.registry.recordFailure(source, { now, kind: failure.kind, message, ...statusOf(failure) });
+  if (failure.permanent && (failure.kind === 'auth' || failure.kind === 'subscription') && source.startsWith('personal:')) {
+    await ctx.subscriptions.markNeedsCredential(sourceOf(source).id, message, now);
+  }
+  if (final) await markFeedStale(ctx, source, now);
 }
 
 function statusOf(failure: FailureClass): { status?: 'not-found' | 'needs-credential' } {

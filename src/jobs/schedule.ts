@@ -46,42 +46,55 @@ export function scheduleProcessor(ctx: ServiceContext): Processor<TickJobData | 
 export async function reconcile(ctx: ServiceContext): Promise<ReconcileResult> {
   const lockKey = ctx.keys.lock('reconcile');
   const owner = randomBytes(8).toString('hex');
-  if ((await ctx.redis.set(lockKey, owner, 'PX', 120_000, 'NX')) === null) return { deactivated: 0, created: 0, updated: 0, removed: 0, skipped: 'another reconciler is running' };
+  if ((await ctx.redis.set(lockKey, owner, 'PX', RECONCILE_LOCK_MS, 'NX')) === null) return { deactivated: 0, created: 0, updated: 0, removed: 0, skipped: 'another reconciler is running' };
   try {
     const deactivated = await deactivateIdle(ctx);
-    const desired = new Map<string, { source: SourceKey; every: number }>();
-    for (let offset = 0; ; offset += 1000) {
-      const page = await ctx.registry.activeSources(offset, 1000);
-      for (const source of page) desired.set(tickSchedulerId(sourceToken(source)), { source, every: intervalFor(source, ctx.config.refreshIntervalMs) });
-      if (page.length < 1000) break;
-    }
-    const existing = new Map<string, number | undefined>();
-    for (let start = 0; ; start += 1000) {
-      const page = await ctx.queues.schedule.getJobSchedulers(start, start + 999, true);
-      for (const scheduler of page) if (scheduler.key !== RECONCILE_SCHEDULER_ID) existing.set(scheduler.key, scheduler.every);
-      if (page.length < 1000) break;
-    }
-    let created = 0;
-    let updated = 0;
-    let removed = 0;
+    const [desired, existing] = await Promise.all([desiredSchedulers(ctx), existingSchedulers(ctx)]);
+    const result = { deactivated, created: 0, updated: 0, removed: 0 };
     const now = ctx.now();
     for (const [id, { source, every }] of desired) {
-      const current = existing.get(id);
-      if (existing.has(id) && current === every) continue;
+      if (existing.has(id) && existing.get(id) === every) continue;
       // The first tick comes one interval from now: a new source was just fetched on demand.
       await ctx.queues.schedule.upsertJobScheduler(id, { every, startDate: now + every }, { name: SCHEDULE_JOB.tick, data: { source }, opts: { removeOnComplete: true, removeOnFail: 100 } });
-      if (existing.has(id)) updated += 1;
-      else created += 1;
+      if (existing.has(id)) result.updated += 1;
+      else result.created += 1;
+      await ctx.redis.pexpire(lockKey, RECONCILE_LOCK_MS);
     }
     for (const id of existing.keys()) {
       if (desired.has(id)) continue;
       await ctx.queues.schedule.removeJobScheduler(id);
-      removed += 1;
+      result.removed += 1;
     }
-    if (created + updated + removed + deactivated > 0) ctx.logger.info({ created, updated, removed, deactivated, active: desired.size }, 'job schedulers reconciled');
-    return { deactivated, created, updated, removed };
+    if (result.created + result.updated + result.removed + deactivated > 0) ctx.logger.info({ ...result, active: desired.size }, 'job schedulers reconciled');
+    return result;
   } finally {
-    if ((await ctx.redis.get(lockKey)) === owner) await ctx.redis.del(lockKey);
+    await ctx.redis.eval(RELEASE_LOCK_SCRIPT, 1, lockKey, owner);
+  }
+}
+
+/** How long the reconciler's lock lives without being extended (it is extended after every upsert). */
+const RECONCILE_LOCK_MS = 120_000;
+
+/** Deletes a lock only if this owner still holds it. */
+const RELEASE_LOCK_SCRIPT = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
+
+/** The tick schedulers the active sources should have, by scheduler id. */
+async function desiredSchedulers(ctx: ServiceContext): Promise<Map<string, { source: SourceKey; every: number }>> {
+  const desired = new Map<string, { source: SourceKey; every: number }>();
+  for (let offset = 0; ; offset += 1000) {
+    const page = await ctx.registry.activeSources(offset, 1000);
+    for (const source of page) desired.set(tickSchedulerId(sourceToken(source)), { source, every: intervalFor(source, ctx.config.refreshIntervalMs) });
+    if (page.length < 1000) return desired;
+  }
+}
+
+/** The tick schedulers that exist, with their intervals. */
+async function existingSchedulers(ctx: ServiceContext): Promise<Map<string, number | undefined>> {
+  const existing = new Map<string, number | undefined>();
+  for (let start = 0; ; start += 1000) {
+    const page = await ctx.queues.schedule.getJobSchedulers(start, start + 999, true);
+    for (const scheduler of page) if (scheduler.key !== RECONCILE_SCHEDULER_ID) existing.set(scheduler.key, scheduler.every);
+    if (page.length < 1000) return existing;
   }
 }
 

@@ -36,7 +36,9 @@ export interface OpenContext {
  */
 export function openServiceContext(options: ContextOptions): OpenContext {
   const { config, logger } = options;
-  const redis = connectRedis(options.redisUrl, { name: options.role, logger, blocking: true });
+  // Fails fast during a Redis outage (a request answers 500 instead of hanging; a job fails and is retried);
+  // BullMQ workers open their own blocking connections.
+  const redis = connectRedis(options.redisUrl, { name: options.role, logger });
   const keys = redisKeys(config.redisPrefix);
   const upstream = options.upstream ?? createWorkerClient(config, logger);
   const queues = createQueues(redis, keys);

@@ -16,9 +16,12 @@ export class Shutdown {
   private readonly emergency: (() => void)[] = [];
   private running: Promise<void> | undefined;
   private readonly logger: Logger;
+  private readonly stepTimeoutMs: number;
 
-  constructor(logger: Logger) {
+  /** `stepTimeoutMs`: a step still running after this long is abandoned (logged) so that the rest still run. */
+  constructor(logger: Logger, stepTimeoutMs = 30_000) {
     this.logger = logger;
+    this.stepTimeoutMs = stepTimeoutMs;
   }
 
   /** Registers a stop step. */
@@ -41,12 +44,28 @@ export class Shutdown {
     this.logger.info({ reason }, 'shutting down');
     for (const step of [...this.steps].reverse()) {
       try {
-        await step.stop();
+        await this.withDeadline(step);
       } catch (error) {
         this.logger.error({ err: error, step: step.name }, 'shutdown step failed');
       }
     }
     this.logger.info('shutdown complete');
+  }
+
+  /** Runs a step, giving up on it (with a log line) after the step timeout: an unreachable Redis must not hang the exit. */
+  private async withDeadline(step: Step): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<'timeout'>((done) => {
+      timer = setTimeout(() => done('timeout'), this.stepTimeoutMs);
+      timer.unref();
+    });
+    try {
+      if ((await Promise.race([step.stop().then(() => 'done' as const), deadline])) === 'timeout') {
+        this.logger.error({ step: step.name, timeoutMs: this.stepTimeoutMs }, 'shutdown step timed out; going on without it');
+      }
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /**

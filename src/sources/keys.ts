@@ -29,6 +29,8 @@ export interface RedisKeys {
   subscription(id: string): string;
   /** STRING: subscription id, keyed by the SHA-256 of its secret feed token. */
   subscriptionToken(tokenHash: string): string;
+  /** SET: sources whose last publication changed something and whose push jobs are not queued yet. */
+  readonly pushOwed: string;
   /** SET: the push targets (Google calendars) of a source. */
   sourceTargets(key: SourceKey): string;
   /** ZSET: worker processes, scored by their last heartbeat (ms). */
@@ -56,6 +58,7 @@ export function redisKeys(prefix: string): RedisKeys {
     missing: (key) => `${prefix}:missing:${key}`,
     subscription: (id) => `${prefix}:subscription:${id}`,
     subscriptionToken: (tokenHash) => `${prefix}:subscription-token:${tokenHash}`,
+    pushOwed: `${prefix}:push-owed`,
     sourceTargets: (key) => `${prefix}:source-targets:${key}`,
     workers: `${prefix}:workers`,
     feedUpdates: `${prefix}:feed-updates`,

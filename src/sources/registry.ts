@@ -45,6 +45,15 @@ export interface FailureRecord {
   status?: Extract<SourceStatus, 'not-found' | 'needs-credential'>;
 }
 
+/** KEYS: source hash, stale set. ARGV: since, source. Only a registered source is marked; answers its staleSince. */
+const MARK_STALE_SCRIPT = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return nil end
+redis.call('HSETNX', KEYS[1], 'staleSince', ARGV[1])
+local status = redis.call('HGET', KEYS[1], 'status')
+if status == 'ok' or status == 'pending' or status == 'awaiting-confirmation' then redis.call('HSET', KEYS[1], 'status', 'stale') end
+redis.call('SADD', KEYS[2], ARGV[2])
+return redis.call('HGET', KEYS[1], 'staleSince')`;
+
 const NUMBER_FIELDS = ['activeSince', 'lastRequested', 'lastAttempt', 'lastSuccess', 'lastChange', 'lastErrorAt', 'staleSince', 'occurrences', 'problems', 'pendingSince'] as const;
 
 /** The source registry: one HASH per source plus the active and known indexes. */
@@ -92,10 +101,17 @@ export class SourceRegistry {
     return this.redis.zrangebyscore(this.keys.activeSources, '-inf', `(${cutoff}`, 'LIMIT', 0, limit);
   }
 
+  /** Whether the source is registered at all. */
+  async exists(source: SourceKey): Promise<boolean> {
+    return (await this.redis.exists(this.keys.source(source))) === 1;
+  }
+
+  /** Whether the source is refreshed on schedule. */
   async isActive(source: SourceKey): Promise<boolean> {
     return (await this.redis.zscore(this.keys.activeSources, source)) !== null;
   }
 
+  /** The source's state; undefined when it is not registered. */
   async get(source: SourceKey): Promise<SourceState | undefined> {
     const fields = await this.redis.hgetall(this.keys.source(source));
     return Object.keys(fields).length === 0 ? undefined : toState(source, fields);
@@ -131,13 +147,10 @@ export class SourceRegistry {
     await this.redis.multi().hset(key, ...fields).hincrby(key, 'consecutiveFailures', 1).exec();
   }
 
-  /** The feed now says it is stale; `since` is kept from the first failure until the next success. */
+  /** The feed now says it is stale; `since` is kept from the first failure until the next success. Returns `since`. */
   async markStale(source: SourceKey, since: number): Promise<number> {
-    const key = this.keys.source(source);
-    const results = await this.redis.multi().hsetnx(key, 'staleSince', String(since)).hget(key, 'staleSince').sadd(this.keys.staleSources, source).exec();
-    const status = await this.redis.hget(key, 'status');
-    if (status === 'ok' || status === 'pending' || status === 'awaiting-confirmation') await this.redis.hset(key, 'status', 'stale');
-    return Number(results?.[1]?.[1] ?? since);
+    const kept = await this.redis.eval(MARK_STALE_SCRIPT, 2, this.keys.source(source), this.keys.staleSources, String(since), source);
+    return kept === null ? since : Number(kept);
   }
 
   /** A mass deletion is held back until a re-fetch returns the same timetable. */
