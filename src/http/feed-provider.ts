@@ -21,6 +21,8 @@ export interface FeedProviderOptions {
   demandWaitMs?: number;
   /** At most one registry write per source per this long; default 10 min (less when INACTIVE_AFTER is short). */
   touchEveryMs?: number;
+  /** At most this many distinct sources fetched on demand at once by this process; default 200. */
+  maxDemands?: number;
   variants?: VariantCacheLimits;
 }
 
@@ -37,9 +39,11 @@ export class FeedProvider {
   private readonly variants: VariantCache;
   private readonly demandWaitMs: number;
   private readonly touchEveryMs: number;
+  private readonly maxDemands: number;
   /** When each source's request was last written to the registry (ctx clock). */
   private readonly touched = new Map<SourceKey, number>();
   private readonly demands = new Map<SourceKey, Promise<StoredFeed>>();
+  private saturationLoggedAt = -Infinity;
 
   constructor(ctx: ServiceContext, cache: FeedCache, options: FeedProviderOptions = {}) {
     this.ctx = ctx;
@@ -47,6 +51,7 @@ export class FeedProvider {
     this.variants = new VariantCache(options.variants);
     this.demandWaitMs = options.demandWaitMs ?? 10_000;
     this.touchEveryMs = options.touchEveryMs ?? Math.min(10 * 60_000, Math.floor(ctx.config.inactiveAfterMs / 4));
+    this.maxDemands = options.maxDemands ?? 200;
   }
 
   /** The feed of `source` as the query asks for it; throws {@link HttpError} 404 or 503 when there is none. */
@@ -66,33 +71,68 @@ export class FeedProvider {
     return encodeFeed(ics, base.lastModified, base.staleSince);
   }
 
-  /** First request for a source without a feed: fetch it now; concurrent requests share one wait. */
+  /**
+   * First request for a source without a feed: fetch it now; concurrent requests share one wait. Anyone can
+   * ask for any id, so the number of distinct sources waited for at once is capped: beyond it, 503 at once.
+   */
   private onDemand(source: SourceKey): Promise<StoredFeed> {
     const pending = this.demands.get(source);
     if (pending !== undefined) return pending;
+    if (this.demands.size >= this.maxDemands) {
+      this.noteSaturation();
+      return Promise.reject(new HttpError(503, `too many timetables are being fetched from the university right now; try again in ${RETRY_AFTER_SECONDS} seconds`, {
+        'Retry-After': String(RETRY_AFTER_SECONDS),
+      }));
+    }
     const demand = this.fetchOnDemand(source).finally(() => this.demands.delete(source));
     this.demands.set(source, demand);
     return demand;
   }
 
+  /**
+   * Queues a refresh and waits for its feed. The source is not activated here: an id nobody has verified
+   * must not become a periodic refresh; the worker registers a public source after its first good fetch.
+   */
   private async fetchOnDemand(source: SourceKey): Promise<StoredFeed> {
     const missing = await this.ctx.redis.get(this.ctx.keys.missing(source));
     if (missing !== null) throw notKnown(source, missing);
+    await this.refuseRejectedCredential(source);
     const now = this.ctx.now();
-    await activateSource(this.ctx, source);
-    this.touched.set(source, now);
+    // Counts as this request's registry write: the first requests after the feed arrives do not write again.
+    this.markTouched(source, now);
     await enqueueRefresh(this.ctx.queues, this.ctx.config, source, { reason: 'demand', now });
     this.ctx.logger.info({ source }, 'first request for a timetable: fetching it on demand');
     return this.waitForFeed(source);
   }
 
-  /** Polls the stores with a short backoff until the feed or the upstream's "not found" appears. */
+  /** Logs that the on-demand cap was reached, at most once a minute (it is reached under a flood of requests). */
+  private noteSaturation(): void {
+    const at = performance.now();
+    if (at - this.saturationLoggedAt < 60_000) return;
+    this.saturationLoggedAt = at;
+    this.ctx.logger.warn({ demands: this.demands.size }, 'too many timetables fetched on demand at once: refusing more for now');
+  }
+
+  /** A personal source whose credential the university rejected cannot be fetched: say so at once (409). */
+  private async refuseRejectedCredential(source: SourceKey): Promise<void> {
+    const { kind, id } = sourceOf(source);
+    if (kind !== 'personal') return;
+    if ((await this.ctx.subscriptions.get(id))?.status !== 'needs-credential') return;
+    // The subscription id may be shown; the feed URL's token may not (it is the feed's only secret).
+    throw new HttpError(409, `this subscription needs a new university credential: send it with PATCH /api/subscriptions/${id}`);
+  }
+
+  /**
+   * Polls the stores with a short backoff until the feed appears, or the upstream's "not found", or (for a
+   * personal source) the rejection of its credential.
+   */
   private async waitForFeed(source: SourceKey): Promise<StoredFeed> {
     const deadline = performance.now() + this.demandWaitMs;
     let delay = FIRST_POLL_MS;
     for (;;) {
       const [exists, missing] = await Promise.all([this.ctx.feeds.exists(source), this.ctx.redis.get(this.ctx.keys.missing(source))]);
       if (missing !== null) throw notKnown(source, missing);
+      if (!exists) await this.refuseRejectedCredential(source);
       const feed = exists ? await this.cache.get(source) : undefined;
       if (feed !== undefined) return feed;
       const left = deadline - performance.now();
@@ -113,8 +153,7 @@ export class FeedProvider {
     const now = this.ctx.now();
     const last = this.touched.get(source);
     if (last !== undefined && now - last < this.touchEveryMs) return;
-    if (this.touched.size >= MAX_TOUCH_RECORDS) this.forgetOldTouches(now);
-    this.touched.set(source, now);
+    this.markTouched(source, now);
     this.touch(source, now).catch((error: unknown) => {
       this.touched.delete(source);
       this.ctx.logger.warn({ err: error, source }, 'could not record a feed request');
@@ -129,6 +168,11 @@ export class FeedProvider {
     await activateSource(this.ctx, source);
     await enqueueRefresh(this.ctx.queues, this.ctx.config, source, { reason: 'demand', now });
     this.ctx.logger.info({ source }, 'inactive timetable requested again: reactivated');
+  }
+
+  private markTouched(source: SourceKey, now: number): void {
+    if (this.touched.size >= MAX_TOUCH_RECORDS) this.forgetOldTouches(now);
+    this.touched.set(source, now);
   }
 
   private forgetOldTouches(now: number): void {

@@ -11,13 +11,15 @@ import { describeValue } from '../upstream/errors.ts';
 import { HttpError } from './errors.ts';
 import { FeedCache } from './feed-cache.ts';
 import { FeedProvider, type FeedProviderOptions } from './feed-provider.ts';
-import { chooseEncoding, isNotModified } from './negotiate.ts';
+import { chooseEncoding, codingEtag, isNotModified, type FeedEncoding } from './negotiate.ts';
 import { parseSubscriberQuery } from './subscriber-query.ts';
 
 /** Options of the feed routes (tests shorten the waits). */
 export interface FeedRouteOptions extends FeedProviderOptions {
   /** How long a cached feed is trusted without an invalidation; default 60 s. */
   cacheTtlMs?: number;
+  /** Byte budget of the feed cache; default 256 MiB. */
+  cacheMaxBytes?: number;
 }
 
 /** How long calendar apps and proxies may keep a feed without asking again. */
@@ -35,6 +37,7 @@ export async function registerFeedRoutes(app: FastifyInstance, ctx: ServiceConte
     channel: ctx.keys.feedUpdates,
     logger: ctx.logger,
     ...(options.cacheTtlMs === undefined ? {} : { ttlMs: options.cacheTtlMs }),
+    ...(options.cacheMaxBytes === undefined ? {} : { maxBytes: options.cacheMaxBytes }),
   });
   await cache.start();
   app.addHook('onClose', async () => cache.stop());
@@ -84,29 +87,45 @@ async function personalSource(ctx: ServiceContext, token: string): Promise<Sourc
 async function serveFeed(provider: FeedProvider, request: FastifyRequest<{ Querystring: Query }>, reply: FastifyReply, source: SourceKey): Promise<FastifyReply> {
   const query = parseSubscriberQuery(request.query);
   const feed = await provider.feedFor(source, query);
-  setFeedHeaders(reply, feed, source.startsWith('personal:'));
+  // Chosen before the headers: each coding has its own ETag, and a 304 carries the one a 200 would have.
+  const encoding = chooseEncoding(request.headers['accept-encoding']);
+  setFeedHeaders(reply, feed, encoding, source.startsWith('personal:'));
   const conditions = { ifNoneMatch: request.headers['if-none-match'], ifModifiedSince: request.headers['if-modified-since'] };
   if (isNotModified(conditions, feed.etag, feed.lastModified)) return reply.code(304).send();
-  const encoding = chooseEncoding(request.headers['accept-encoding']);
   if (encoding === 'identity') return reply.send(feed.body);
   reply.header('Content-Encoding', encoding);
   return reply.send(encoding === 'br' ? feed.brotli : feed.gzip);
 }
 
-/** Date headers formatted once per stored feed or variant rather than once per request (feeds are hot). */
-const dateHeaders = new WeakMap<StoredFeed, { lastModified: string; staleSince: string | undefined }>();
+/** Header values derived from a stored feed or variant. */
+interface FeedHeaderValues {
+  etags: Record<FeedEncoding, string>;
+  lastModified: string;
+  staleSince: string | undefined;
+}
 
-function setFeedHeaders(reply: FastifyReply, feed: StoredFeed, personal: boolean): void {
-  let dates = dateHeaders.get(feed);
-  if (dates === undefined) {
-    dates = { lastModified: new Date(feed.lastModified).toUTCString(), staleSince: feed.staleSince === undefined ? undefined : new Date(feed.staleSince).toISOString() };
-    dateHeaders.set(feed, dates);
-  }
+/** Header values computed once per stored feed or variant rather than once per request (feeds are hot). */
+const headerValues = new WeakMap<StoredFeed, FeedHeaderValues>();
+
+function headerValuesOf(feed: StoredFeed): FeedHeaderValues {
+  let values = headerValues.get(feed);
+  if (values !== undefined) return values;
+  values = {
+    etags: { identity: feed.etag, gzip: codingEtag(feed.etag, 'gzip'), br: codingEtag(feed.etag, 'br') },
+    lastModified: new Date(feed.lastModified).toUTCString(),
+    staleSince: feed.staleSince === undefined ? undefined : new Date(feed.staleSince).toISOString(),
+  };
+  headerValues.set(feed, values);
+  return values;
+}
+
+function setFeedHeaders(reply: FastifyReply, feed: StoredFeed, encoding: FeedEncoding, personal: boolean): void {
+  const values = headerValuesOf(feed);
   reply.header('Content-Type', 'text/calendar; charset=utf-8');
-  reply.header('ETag', feed.etag);
-  reply.header('Last-Modified', dates.lastModified);
+  reply.header('ETag', values.etags[encoding]);
+  reply.header('Last-Modified', values.lastModified);
   // Personal feeds must not sit in shared caches: their URL is the only secret protecting them.
   reply.header('Cache-Control', `${personal ? 'private' : 'public'}, max-age=${MAX_AGE_SECONDS}`);
   reply.header('Vary', 'Accept-Encoding');
-  if (dates.staleSince !== undefined) reply.header('X-Timetable-Stale', dates.staleSince);
+  if (values.staleSince !== undefined) reply.header('X-Timetable-Stale', values.staleSince);
 }

@@ -53,10 +53,27 @@ function opaque(tag: string): string {
   return tag.startsWith('W/') ? tag.slice(2) : tag;
 }
 
-/** Whether `If-None-Match` matches `etag` by weak comparison (RFC 9110 §13.1.2): lists and `*` included. */
+// What each coding adds inside the quotes of the stored (identity) ETag.
+const CODING_SUFFIX: Readonly<Record<FeedEncoding, string>> = { identity: '', gzip: '-gz', br: '-br' };
+
+/**
+ * The strong ETag of one content coding of a feed whose stored ETag is `etag` (`"<base>"`): `"<base>"` for
+ * identity, `"<base>-gz"` and `"<base>-br"` for the compressed bodies. RFC 9110 §8.8.3 requires strong
+ * validators to differ between representations, and the encodings are different bytes.
+ */
+export function codingEtag(etag: string, encoding: FeedEncoding): string {
+  const suffix = CODING_SUFFIX[encoding];
+  return suffix === '' ? etag : `${etag.slice(0, -1)}${suffix}"`;
+}
+
+/**
+ * Whether `If-None-Match` matches the feed whose stored ETag is `etag`, in any of its codings, by weak
+ * comparison (RFC 9110 §13.1.2): lists and `*` included. A client that cached the gzip body may send its
+ * tag with a request that would now get br; the content is the same, so it is still not modified.
+ */
 export function noneMatchHits(header: string, etag: string): boolean {
-  const current = opaque(etag);
-  return entityTags(header).some((tag) => tag === '*' || opaque(tag) === current);
+  const base = opaque(etag);
+  return entityTags(header).some((tag) => tag === '*' || PREFERENCE.some((encoding) => opaque(tag) === codingEtag(base, encoding)));
 }
 
 /**

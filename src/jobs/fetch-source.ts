@@ -25,8 +25,16 @@ export class SubscriptionUnusableError extends Error {
   override name = 'SubscriptionUnusableError';
 }
 
-/** Fetches a source's timetable: one upstream request. Personal sources use their subscription's credential. */
-export async function fetchSource(ctx: ServiceContext, source: SourceKey, signal?: AbortSignal): Promise<FetchedTimetable> {
+/** What a fetch used, for its failure handling: the version of a personal credential. */
+export interface FetchNote {
+  credentialVersion?: string;
+}
+
+/**
+ * Fetches a source's timetable: one upstream request. Personal sources use their subscription's credential,
+ * whose version goes into `note`, so that a rejection marks only the credential that was actually sent.
+ */
+export async function fetchSource(ctx: ServiceContext, source: SourceKey, signal?: AbortSignal, note: FetchNote = {}): Promise<FetchedTimetable> {
   const ref = sourceOf(source);
   const options = signal ? { signal } : {};
   if (ref.kind === 'group' || ref.kind === 'employee') {
@@ -37,9 +45,10 @@ export async function fetchSource(ctx: ServiceContext, source: SourceKey, signal
   const subscription = await ctx.subscriptions.get(ref.id);
   if (!subscription) throw new SubscriptionUnusableError(`subscription ${ref.id} no longer exists`);
   if (subscription.status === 'needs-credential') throw new SubscriptionUnusableError(`subscription ${ref.id} needs a new credential: ${subscription.statusReason ?? 'the university rejected it'}`);
-  const credential = await ctx.subscriptions.credentialOf(ref.id);
-  if (credential === undefined) throw new SubscriptionUnusableError(`subscription ${ref.id} has no credential`);
-  const result = await ctx.upstream.mySchedule(credential, options);
+  const stored = await ctx.subscriptions.credentialFor(ref.id);
+  if (stored === undefined) throw new SubscriptionUnusableError(`subscription ${ref.id} has no credential`);
+  note.credentialVersion = stored.version;
+  const result = await ctx.upstream.mySchedule(stored.credential, options);
   return { ...result, name: subscription.name };
 }
 

@@ -6,7 +6,7 @@ import type { ServiceContext } from '../runtime/context.ts';
 import { sourceOf, type SourceKey } from '../sources/source.ts';
 import { UpstreamNotFoundError } from '../upstream/errors.ts';
 import type { RefreshJobData, RefreshJobResult } from './contract.ts';
-import { classifyFailure, fetchSource, SubscriptionUnusableError, type FailureClass } from './fetch-source.ts';
+import { classifyFailure, fetchSource, SubscriptionUnusableError, type FailureClass, type FetchNote } from './fetch-source.ts';
 import { markFeedStale, publishTimetable } from './publish.ts';
 
 /** How long the upstream's "no such group" is remembered, so repeated requests for it cost no fetch. */
@@ -19,8 +19,9 @@ export function refreshProcessor(ctx: ServiceContext): Processor<RefreshJobData,
     const log = ctx.logger.child({ source, jobId: job.id, attempt: job.attemptsMade + 1, reason: job.data.reason });
     const started = performance.now();
     const seconds = () => (performance.now() - started) / 1000;
+    const note: FetchNote = {};
     try {
-      const fetched = await fetchSource(ctx, source, signal);
+      const fetched = await fetchSource(ctx, source, signal, note);
       const result = await publishTimetable(ctx, { source, fetched, reason: job.data.reason, now: ctx.now() }, log);
       // A subscription deleted while its fetch was in flight must not leave a feed behind.
       if (source.startsWith('personal:') && (await ctx.subscriptions.get(sourceOf(source).id)) === undefined) await ctx.registry.remove(source);
@@ -28,7 +29,7 @@ export function refreshProcessor(ctx: ServiceContext): Processor<RefreshJobData,
       return result;
     } catch (error) {
       ctx.metrics.refreshDuration.observe({ outcome: 'failed' }, seconds());
-      throw await handleFailure(ctx, job, error, log);
+      throw await handleFailure(ctx, job, error, note, log);
     }
   };
 }
@@ -38,7 +39,7 @@ export function refreshProcessor(ctx: ServiceContext): Processor<RefreshJobData,
  * goes back to waiting without using an attempt); a permanent failure ends the job; anything else is
  * retried with backoff. The feed is marked stale once the job has no attempts left. Logged once, at the end.
  */
-async function handleFailure(ctx: ServiceContext, job: Job<RefreshJobData>, error: unknown, log: Logger): Promise<Error> {
+async function handleFailure(ctx: ServiceContext, job: Job<RefreshJobData>, error: unknown, note: FetchNote, log: Logger): Promise<Error> {
   const { source } = job.data;
   const failure = classifyFailure(error, source);
   const message = error instanceof Error ? error.message : String(error);
@@ -63,7 +64,7 @@ async function handleFailure(ctx: ServiceContext, job: Job<RefreshJobData>, erro
   }
   const final = failure.permanent || job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
   // A source asked for once and never fetched has no state to record: it is registered on its first success.
-  if (await ctx.registry.exists(source)) await recordFailure(ctx, source, failure, message, now, final);
+  if (await ctx.registry.exists(source)) await recordFailure(ctx, source, { ...failure, error, message, now, final, note });
   if (!final) {
     log.debug({ err: error, kind: failure.kind }, 'refresh failed; will retry');
     return error instanceof Error ? error : new Error(message);
@@ -77,13 +78,30 @@ const MAX_RATE_LIMIT_ROUNDS = 20;
 /** The longest the whole refresh queue pauses for one 429, whatever `Retry-After` asks. */
 const MAX_RATE_LIMIT_PAUSE_MS = 5 * 60_000;
 
-/** Records the failure on the source; a personal credential the upstream rejects is marked; a final failure marks the feed stale. */
-async function recordFailure(ctx: ServiceContext, source: SourceKey, failure: FailureClass, message: string, now: number, final: boolean): Promise<void> {
+/** A failure to record, with what the fetch used. */
+interface FailureDetails extends FailureClass {
+  error: unknown;
+  message: string;
+  now: number;
+  /** No attempts left: the feed is marked stale. */
+  final: boolean;
+  note: FetchNote;
+}
+
+/**
+ * Records the failure on the source. A personal credential the upstream rejected is marked as needing
+ * replacement, unless it was replaced meanwhile (the mark is conditional on the version that was sent).
+ */
+async function recordFailure(ctx: ServiceContext, source: SourceKey, failure: FailureDetails): Promise<void> {
+  const { now, message } = failure;
   await ctx.registry.recordFailure(source, { now, kind: failure.kind, message, ...statusOf(failure) });
-  if (failure.permanent && (failure.kind === 'auth' || failure.kind === 'subscription') && source.startsWith('personal:')) {
-    await ctx.subscriptions.markNeedsCredential(sourceOf(source).id, message, now);
+  if (source.startsWith('personal:') && failure.permanent) {
+    const id = sourceOf(source).id;
+    if (failure.kind === 'auth') await ctx.subscriptions.markNeedsCredential(id, message, now, failure.note.credentialVersion);
+    // A credential this worker cannot decrypt (already-marked subscriptions fail with SubscriptionUnusableError).
+    else if (failure.kind === 'subscription' && !(failure.error instanceof SubscriptionUnusableError)) await ctx.subscriptions.markNeedsCredential(id, message, now);
   }
-  if (final) await markFeedStale(ctx, source, now);
+  if (failure.final) await markFeedStale(ctx, source, now);
 }
 
 function statusOf(failure: FailureClass): { status?: 'not-found' | 'needs-credential' } {

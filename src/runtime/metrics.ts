@@ -21,9 +21,46 @@ export interface Metrics {
 export function createMetrics(): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'timetable_' });
-  let readDepths: (() => Promise<QueueDepths>) | undefined;
-  let readStale: (() => Promise<number>) | undefined;
+  const readers: { depths?: () => Promise<QueueDepths>; stale?: () => Promise<number> } = {};
   const feedsServed = new Counter({ name: 'timetable_feeds_served_total', help: 'Feed responses by feed kind and HTTP status', labelNames: ['kind', 'status'] as const, registers: [registry] });
+  notModifiedRatio(registry, feedsServed);
+  new Gauge({
+    name: 'timetable_queue_jobs',
+    help: 'Jobs per queue and state',
+    labelNames: ['queue', 'state'] as const,
+    registers: [registry],
+    async collect() {
+      if (!readers.depths) return;
+      this.reset();
+      for (const [queue, states] of Object.entries(await readers.depths())) {
+        for (const [state, count] of Object.entries(states)) this.set({ queue, state }, count);
+      }
+    },
+  });
+  new Gauge({
+    name: 'timetable_stale_sources',
+    help: 'Sources whose feed serves old data after failed refreshes',
+    registers: [registry],
+    async collect() {
+      if (readers.stale) this.set(await readers.stale());
+    },
+  });
+  return {
+    registry,
+    refreshDuration: new Histogram({ name: 'timetable_refresh_duration_seconds', help: 'Duration of refresh jobs by outcome', labelNames: ['outcome'] as const, buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers: [registry] }),
+    upstreamErrors: new Counter({ name: 'timetable_upstream_errors_total', help: 'University API failures by kind', labelNames: ['kind'] as const, registers: [registry] }),
+    feedsServed,
+    setQueueDepths: (read) => {
+      readers.depths = read;
+    },
+    setStaleSources: (read) => {
+      readers.stale = read;
+    },
+  };
+}
+
+/** The 304 share, computed at scrape time from the feed counter. */
+function notModifiedRatio(registry: Registry, feedsServed: Counter<'kind' | 'status'>): void {
   new Gauge({
     name: 'timetable_feed_not_modified_ratio',
     help: 'Share of successful feed responses answered 304 Not Modified since the process started',
@@ -36,37 +73,4 @@ export function createMetrics(): Metrics {
       this.set(ok + notModified === 0 ? 0 : notModified / (ok + notModified));
     },
   });
-  new Gauge({
-    name: 'timetable_queue_jobs',
-    help: 'Jobs per queue and state',
-    labelNames: ['queue', 'state'] as const,
-    registers: [registry],
-    async collect() {
-      if (!readDepths) return;
-      this.reset();
-      for (const [queue, states] of Object.entries(await readDepths())) {
-        for (const [state, count] of Object.entries(states)) this.set({ queue, state }, count);
-      }
-    },
-  });
-  new Gauge({
-    name: 'timetable_stale_sources',
-    help: 'Sources whose feed serves old data after failed refreshes',
-    registers: [registry],
-    async collect() {
-      if (readStale) this.set(await readStale());
-    },
-  });
-  return {
-    registry,
-    refreshDuration: new Histogram({ name: 'timetable_refresh_duration_seconds', help: 'Duration of refresh jobs by outcome', labelNames: ['outcome'] as const, buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers: [registry] }),
-    upstreamErrors: new Counter({ name: 'timetable_upstream_errors_total', help: 'University API failures by kind', labelNames: ['kind'] as const, registers: [registry] }),
-    feedsServed,
-    setQueueDepths: (read) => {
-      readDepths = read;
-    },
-    setStaleSources: (read) => {
-      readStale = read;
-    },
-  };
 }

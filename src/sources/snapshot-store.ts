@@ -44,18 +44,22 @@ export class SnapshotStore {
     return { snapshot: parse<Snapshot>(snapshot), published: parse<PublishedState>(published) };
   }
 
+  /** The last good fetch of a source. */
   async snapshot(source: SourceKey): Promise<Snapshot | undefined> {
     return parse<Snapshot>(await this.redis.get(this.keys.snapshot(source)));
   }
 
+  /** Queues the store of a snapshot on `multi`. */
   writeSnapshot(multi: ChainableCommander, source: SourceKey, snapshot: Snapshot): ChainableCommander {
     return multi.set(this.keys.snapshot(source), JSON.stringify(snapshot));
   }
 
+  /** Queues the store of a published state on `multi`. */
   writePublished(multi: ChainableCommander, source: SourceKey, published: PublishedState): ChainableCommander {
     return multi.set(this.keys.published(source), JSON.stringify(published));
   }
 
+  /** Queues a change record on `multi`, keeping the newest {@link CHANGE_LOG_LENGTH}. */
   appendChange(multi: ChainableCommander, source: SourceKey, change: ChangeRecord): ChainableCommander {
     const key = this.keys.changes(source);
     return multi.lpush(key, JSON.stringify(change)).ltrim(key, 0, CHANGE_LOG_LENGTH - 1);

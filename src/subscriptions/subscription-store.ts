@@ -2,7 +2,8 @@
  * Personal subscriptions in Redis. One HASH per subscription holds its public fields, the university
  * credential sealed with the secret box (bound to the subscription id) and the SHA-256 of its secret feed
  * token; a STRING keyed by that hash leads from a feed URL to the subscription. Neither the credential nor the
- * token is ever stored in plain text.
+ * token is ever stored in plain text. A counter, `credentialVersion`, goes up with every credential stored, so
+ * that a refresh can only reject the credential it actually used.
  */
 import type { Redis } from 'ioredis';
 import { SecretBox } from '../security/secret-box.ts';
@@ -39,17 +40,37 @@ export interface NewSubscription {
 const ID_BYTES = 16;
 
 /**
- * Sets `ARGV[n+2..]` (field/value pairs) and deletes the `ARGV[1]` = n fields after it, only if the hash
- * exists: an update racing a delete must not bring back a half subscription.
+ * Updates the hash `KEYS[1]` only if it exists (an update racing a delete must not bring back a half
+ * subscription) and, when `ARGV[1]` is not empty, only if its credential version still equals `ARGV[1]`
+ * (a missing version counts as `0`). Then: `ARGV[2]` = '1' bumps the version; `ARGV[3]` = n fields after it
+ * are deleted; the remaining arguments are field/value pairs to set. Returns 1 if it updated, else 0.
  */
-const UPDATE_IF_EXISTS = `
+const UPDATE_IF_CURRENT = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-local n = tonumber(ARGV[1])
-for i = 2, n + 1 do redis.call('HDEL', KEYS[1], ARGV[i]) end
+if ARGV[1] ~= '' and (redis.call('HGET', KEYS[1], 'credentialVersion') or '0') ~= ARGV[1] then return 0 end
+if ARGV[2] == '1' then redis.call('HINCRBY', KEYS[1], 'credentialVersion', 1) end
+local n = tonumber(ARGV[3])
+for i = 4, n + 3 do redis.call('HDEL', KEYS[1], ARGV[i]) end
 local fields = {}
-for i = n + 2, #ARGV do fields[#fields + 1] = ARGV[i] end
+for i = n + 4, #ARGV do fields[#fields + 1] = ARGV[i] end
 if #fields > 0 then redis.call('HSET', KEYS[1], unpack(fields)) end
 return 1`;
+
+/** How an update is guarded and what it changes besides its fields. */
+interface UpdateOptions {
+  /** Update only while the stored credential version is this one. */
+  ifVersion?: string;
+  /** A new credential is stored: bump the version. */
+  bumpVersion?: boolean;
+  /** Fields to delete. */
+  remove?: readonly string[];
+}
+
+/** A credential with the version it was stored under (pass the version back to `markNeedsCredential`). */
+export interface VersionedCredential {
+  credential: string;
+  version: string;
+}
 
 /** The associated data that binds a sealed credential to its subscription. */
 function credentialContext(id: string): string {
@@ -91,7 +112,7 @@ export class SubscriptionStore {
     const sealed = this.box.seal(input.credential, credentialContext(id));
     await this.redis
       .multi()
-      .hset(this.keys.subscription(id), { ...toFields(subscription), credential: sealed, tokenHash })
+      .hset(this.keys.subscription(id), { ...toFields(subscription), credential: sealed, credentialVersion: '1', tokenHash })
       .set(this.keys.subscriptionToken(tokenHash), id)
       .exec();
     return { subscription, token };
@@ -119,20 +140,35 @@ export class SubscriptionStore {
 
   /** The decrypted credential; undefined when the subscription does not exist. Throws DecryptionError on tampering. */
   async credentialOf(id: string): Promise<string | undefined> {
+    return (await this.credentialFor(id))?.credential;
+  }
+
+  /**
+   * The decrypted credential and its version, read together; undefined when the subscription does not exist.
+   * Throws the secret box's DecryptionError (tampered, or sealed under another key) or SecretKeyMissingError
+   * unchanged: neither goes away by retrying.
+   */
+  async credentialFor(id: string): Promise<VersionedCredential | undefined> {
     if (!SUBSCRIPTION_ID.test(id)) return undefined;
-    const sealed = await this.redis.hget(this.keys.subscription(id), 'credential');
-    return sealed === null ? undefined : this.box.open(sealed, credentialContext(id));
+    const [sealed, version] = await this.redis.hmget(this.keys.subscription(id), 'credential', 'credentialVersion');
+    if (sealed === null || sealed === undefined) return undefined;
+    return { credential: this.box.open(sealed, credentialContext(id)), version: version ?? '0' };
   }
 
-  /** The upstream rejected the credential: refreshes stop until the user replaces it. No-op if deleted. */
-  async markNeedsCredential(id: string, reason: string, now: number): Promise<void> {
-    await this.updateIfExists(id, { status: 'needs-credential', statusReason: reason, updatedAt: String(now) }, []);
+  /**
+   * The upstream rejected the credential: refreshes stop until the user replaces it. With `version` (from
+   * {@link credentialFor}), only if that credential is still the stored one: a refresh that began before a
+   * replacement must not reject the new credential. Resolves to whether it marked; false if deleted.
+   */
+  async markNeedsCredential(id: string, reason: string, now: number, version?: string): Promise<boolean> {
+    const set = { status: 'needs-credential', statusReason: reason, updatedAt: String(now) };
+    return this.update(id, set, version === undefined ? {} : { ifVersion: version });
   }
 
-  /** Stores a new (already verified) credential and makes the subscription active again. No-op if deleted. */
+  /** Stores a new (already verified) credential under a new version and makes the subscription active again. No-op if deleted. */
   async replaceCredential(id: string, credential: string, now: number): Promise<void> {
     const sealed = this.box.seal(credential, credentialContext(id));
-    await this.updateIfExists(id, { credential: sealed, status: 'active', updatedAt: String(now) }, ['statusReason']);
+    await this.update(id, { credential: sealed, status: 'active', updatedAt: String(now) }, { bumpVersion: true, remove: ['statusReason'] });
   }
 
   /** Removes the subscription and its token index. True if it existed. (The caller removes the source.) */
@@ -146,10 +182,11 @@ export class SubscriptionStore {
     return results?.[0]?.[1] === 1;
   }
 
-  private async updateIfExists(id: string, set: Record<string, string>, remove: readonly string[]): Promise<boolean> {
+  private async update(id: string, set: Record<string, string>, options: UpdateOptions): Promise<boolean> {
     if (!SUBSCRIPTION_ID.test(id)) return false;
-    const args = [String(remove.length), ...remove, ...Object.entries(set).flat()];
-    return (await this.redis.eval(UPDATE_IF_EXISTS, 1, this.keys.subscription(id), ...args)) === 1;
+    const remove = options.remove ?? [];
+    const args = [options.ifVersion ?? '', options.bumpVersion ? '1' : '0', String(remove.length), ...remove, ...Object.entries(set).flat()];
+    return (await this.redis.eval(UPDATE_IF_CURRENT, 1, this.keys.subscription(id), ...args)) === 1;
   }
 }
 

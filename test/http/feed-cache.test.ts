@@ -85,6 +85,49 @@ describe('FeedCache', () => {
     expect(cache.size).toBe(1);
   });
 
+  it('keeps within its byte budget, evicting the least recently served feed', async () => {
+    const sizes = new Map<string, number>();
+    for (const source of ['group:1', 'group:2', 'group:3']) {
+      const feed = encodeFeed(calendar(`feed of ${source}`), Date.UTC(2025, 9, 1));
+      await ctx.feeds.write(ctx.redis.multi(), source, feed).exec();
+      sizes.set(source, feed.body.length + feed.gzip.length + feed.brotli.length);
+    }
+    await sleep(50);
+    const total = [...sizes.values()].reduce((sum, size) => sum + size, 0);
+    // Room for any two of the three feeds, never for all three.
+    const small = new FeedCache({ feeds: ctx.feeds, subscriber: new Redis(inject('redisUrl')), channel: ctx.keys.feedUpdates, logger: silentLogger(), maxBytes: total - 1, clock: () => clock });
+    await small.start();
+    try {
+      await small.get('group:1');
+      await small.get('group:2');
+      await small.get('group:1');
+      await small.get('group:3');
+      expect(small.size).toBe(2);
+      expect(small.cachedBytes).toBe((sizes.get('group:1') ?? 0) + (sizes.get('group:3') ?? 0));
+      // Deleted behind the cache's back: what is still cached is still served, the evicted feed is gone.
+      await ctx.redis.del(ctx.keys.feed('group:1'), ctx.keys.feed('group:2'), ctx.keys.feed('group:3'));
+      expect(await small.get('group:1')).toBeDefined();
+      expect(await small.get('group:3')).toBeDefined();
+      expect(await small.get('group:2')).toBeUndefined();
+    } finally {
+      await small.stop();
+    }
+  });
+
+  it('does not cache a feed larger than its whole budget', async () => {
+    await store('too big');
+    await sleep(50);
+    const tiny = new FeedCache({ feeds: ctx.feeds, subscriber: new Redis(inject('redisUrl')), channel: ctx.keys.feedUpdates, logger: silentLogger(), maxBytes: 10 });
+    await tiny.start();
+    try {
+      expect(await tiny.get(SOURCE)).toBeDefined();
+      expect(tiny.size).toBe(0);
+      expect(tiny.cachedBytes).toBe(0);
+    } finally {
+      await tiny.stop();
+    }
+  });
+
   it('reads through after it is stopped', async () => {
     await store('first');
     await cache.stop();

@@ -31,27 +31,30 @@ describe('the first request for a source without a feed', () => {
     expect(await queuedRefreshes(t.ctx, 'group:4242')).toEqual([]);
   });
 
-  it('activates the source, asks for a refresh and answers 503 with Retry-After when no feed comes in time', async () => {
+  it('asks for a refresh without activating the source, and answers 503 with Retry-After when no feed comes in time', async () => {
     const started = performance.now();
     const response = await get('/feeds/groups/9001.ics');
     expect(performance.now() - started).toBeGreaterThanOrEqual(900);
     expect(response.statusCode).toBe(503);
     expect(response.headers['retry-after']).toBe('10');
     expect(response.json<{ error: string }>().error).toMatch(/group 9001 is being fetched from the university/);
-    const state = await t.ctx.registry.get('group:9001');
-    expect(state?.active).toBe(true);
-    expect(state?.lastRequested).toBe(clock);
+    // An id nobody has verified must not become a periodic refresh: the worker registers it once fetched.
+    expect(await t.ctx.registry.get('group:9001')).toBeUndefined();
+    expect(await t.ctx.registry.isActive('group:9001')).toBe(false);
+    expect(await t.ctx.redis.zscore(t.ctx.keys.activeSources, 'group:9001')).toBeNull();
     expect(await queuedRefreshes(t.ctx, 'group:9001')).toEqual([{ source: 'group:9001', reason: 'demand', requestedAt: clock }]);
   });
 
-  it('serves the feed as soon as the refresh stores it', async () => {
+  it('serves the feed as soon as the refresh stores it, and writes no request record right after', async () => {
     const pending = get('/feeds/employees/321.ics');
     await sleep(150);
     const feed = await storeFeed(t.ctx, 'employee:321', calendar('arrived'));
     const response = await pending;
     expect(response.statusCode).toBe(200);
     expect(response.headers.etag).toBe(feed.etag);
-    expect(await t.ctx.registry.isActive('employee:321')).toBe(true);
+    expect((await get('/feeds/employees/321.ics')).statusCode).toBe(200);
+    await sleep(100);
+    expect(await t.ctx.registry.get('employee:321')).toBeUndefined();
   });
 
   it('answers 404 when the refresh finds that the upstream does not know the source', async () => {
@@ -69,6 +72,37 @@ describe('the first request for a source without a feed', () => {
     const feed = await storeFeed(t.ctx, 'group:9003', calendar('shared'));
     for (const response of await pending) expect(response.headers.etag).toBe(feed.etag);
     expect(await queuedRefreshes(t.ctx, 'group:9003')).toHaveLength(1);
+  });
+});
+
+describe('the cap on sources fetched on demand at once', () => {
+  let capped: TestApp;
+  beforeAll(async () => {
+    capped = await startTestApp({ now: () => clock, feeds: { demandWaitMs: 2_000, maxDemands: 2 } });
+  });
+  afterAll(() => capped.close());
+  const getCapped = (url: string) => capped.app.inject({ method: 'GET', url });
+
+  it('answers 503 at once beyond the cap, queueing nothing, while requests for a source already awaited share its wait', async () => {
+    const first = getCapped('/feeds/groups/7001.ics');
+    const second = getCapped('/feeds/groups/7002.ics');
+    await vi.waitFor(async () => expect(await queuedRefreshes(capped.ctx, 'group:7002')).toHaveLength(1), { timeout: 1_000, interval: 10 });
+    const started = performance.now();
+    const refused = await getCapped('/feeds/groups/7003.ics');
+    expect(performance.now() - started).toBeLessThan(500);
+    expect(refused.statusCode).toBe(503);
+    expect(refused.headers['retry-after']).toBe('10');
+    expect(refused.json<{ error: string }>().error).toMatch(/too many timetables are being fetched/);
+    expect(await queuedRefreshes(capped.ctx, 'group:7003')).toEqual([]);
+    const sharing = getCapped('/feeds/groups/7001.ics');
+    await storeFeed(capped.ctx, 'group:7001', calendar('7001'));
+    await storeFeed(capped.ctx, 'group:7002', calendar('7002'));
+    for (const response of await Promise.all([first, second, sharing])) expect(response.statusCode).toBe(200);
+    // Room again once the waits are over.
+    const pending = getCapped('/feeds/groups/7003.ics');
+    await vi.waitFor(async () => expect(await queuedRefreshes(capped.ctx, 'group:7003')).toHaveLength(1), { timeout: 1_000, interval: 10 });
+    await storeFeed(capped.ctx, 'group:7003', calendar('7003'));
+    expect((await pending).statusCode).toBe(200);
   });
 });
 
@@ -131,5 +165,29 @@ describe('personal feeds', () => {
     await t.ctx.subscriptions.delete(subscription.id);
     expect((await get(`/feeds/personal/${token}.ics`)).statusCode).toBe(404);
     expect(log.output()).not.toContain(token);
+  });
+
+  it('answers 409 at once, naming the subscription but not its token, when the credential was rejected', async () => {
+    const { subscription, token } = await t.ctx.subscriptions.create({ credential: 'rejected-credential', name: 'n', upstreamUserId: 8, now: clock });
+    await t.ctx.subscriptions.markNeedsCredential(subscription.id, 'University API mySchedule: credential rejected, HTTP 401', clock);
+    const started = performance.now();
+    const response = await get(`/feeds/personal/${token}.ics`);
+    expect(performance.now() - started).toBeLessThan(500);
+    expect(response.statusCode).toBe(409);
+    expect(response.json()).toEqual({ error: `this subscription needs a new university credential: send it with PATCH /api/subscriptions/${subscription.id}` });
+    expect(response.body).not.toContain(token);
+    expect(await queuedRefreshes(t.ctx, subscription.source)).toEqual([]);
+    expect(log.output()).not.toContain(token);
+  });
+
+  it('answers 409 as soon as the first refresh finds the credential rejected', async () => {
+    const { subscription, token } = await t.ctx.subscriptions.create({ credential: 'soon-rejected', name: 'n', upstreamUserId: 9, now: clock });
+    const started = performance.now();
+    const pending = get(`/feeds/personal/${token}.ics`);
+    await vi.waitFor(async () => expect(await queuedRefreshes(t.ctx, subscription.source)).toHaveLength(1), { timeout: 500, interval: 10 });
+    await t.ctx.subscriptions.markNeedsCredential(subscription.id, 'rejected', clock);
+    const response = await pending;
+    expect(performance.now() - started).toBeLessThan(800);
+    expect(response.statusCode).toBe(409);
   });
 });

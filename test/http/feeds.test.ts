@@ -17,6 +17,8 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 const get = (url: string, headers: Record<string, string> = {}) => t.app.inject({ method: 'GET', url, headers });
+/** The strong ETag of a compressed body: the stored one with a suffix inside the quotes. */
+const coded = (etag: string, suffix: string) => `${etag.slice(0, -1)}${suffix}"`;
 
 function summaries(ics: string): string[] {
   const component = new ICAL.Component(ICAL.parse(ics));
@@ -45,7 +47,10 @@ describe('a stored feed', () => {
     const gzip = await get(FEED_URL, { 'accept-encoding': 'gzip, br;q=0' });
     expect(gzip.headers['content-encoding']).toBe('gzip');
     expect(gunzipSync(gzip.rawPayload).equals(feed.body)).toBe(true);
-    expect(gzip.headers.etag).toBe(br.headers.etag);
+    // Different bytes, different strong validators (RFC 9110 §8.8.3); identity keeps the stored one.
+    expect(br.headers.etag).toBe(coded(feed.etag, '-br'));
+    expect(gzip.headers.etag).toBe(coded(feed.etag, '-gz'));
+    expect((await get(FEED_URL)).headers.etag).toBe(feed.etag);
     expect((await get(FEED_URL, { 'accept-encoding': 'br;q=0, gzip;q=0' })).headers['content-encoding']).toBeUndefined();
     expect((await get(FEED_URL, { 'accept-encoding': 'identity' })).headers['content-encoding']).toBeUndefined();
     expect((await get(FEED_URL, { 'accept-encoding': '*' })).headers['content-encoding']).toBe('br');
@@ -66,16 +71,20 @@ describe('a stored feed', () => {
     }
   });
 
-  it('answers 304 to a matching If-None-Match: exact, weak, in a list, or *', async () => {
+  it('answers 304 to a matching If-None-Match of any coding: exact, weak, in a list, or *', async () => {
     const weak = `W/${feed.etag}`;
-    for (const ifNoneMatch of [feed.etag, weak, `"other", ${feed.etag}`, `"a","b",${weak}`, '*']) {
+    const gz = coded(feed.etag, '-gz');
+    const br = coded(feed.etag, '-br');
+    for (const ifNoneMatch of [feed.etag, weak, `"other", ${feed.etag}`, `"a","b",${weak}`, '*', gz, `W/${gz}`, br, `"x", W/${br}`]) {
       const response = await get(FEED_URL, { 'if-none-match': ifNoneMatch, 'accept-encoding': 'gzip' });
       expect(response.statusCode, ifNoneMatch).toBe(304);
       expect(response.rawPayload.length).toBe(0);
-      expect(response.headers.etag).toBe(feed.etag);
+      expect(response.headers.etag).toBe(gz);
       expect(response.headers['cache-control']).toBe('public, max-age=300');
     }
+    expect((await get(FEED_URL, { 'if-none-match': br, 'accept-encoding': 'identity' })).headers.etag).toBe(feed.etag);
     expect((await get(FEED_URL, { 'if-none-match': '"nope", W/"other"' })).statusCode).toBe(200);
+    expect((await get(FEED_URL, { 'if-none-match': coded(feed.etag, '-zz') })).statusCode).toBe(200);
     const head = await t.app.inject({ method: 'HEAD', url: FEED_URL, headers: { 'if-none-match': feed.etag } });
     expect(head.statusCode).toBe(304);
   });
@@ -172,9 +181,10 @@ describe('subscriber variants', () => {
     expect(new Set(summaries((await get('/feeds/groups/500.ics')).body))).toEqual(new Set(['Алгебра (практика)', 'Геометрия (практика)', 'История (лекция)']));
 
     const br = await get(url, { 'accept-encoding': 'br' });
-    expect(br.headers.etag).toBe(etag);
+    expect(br.headers.etag).toBe(coded(etag, '-br'));
     expect(brotliDecompressSync(br.rawPayload).toString('utf8')).toBe(response.body);
     expect((await get(url, { 'if-none-match': etag })).statusCode).toBe(304);
+    expect((await get(url, { 'if-none-match': br.headers.etag as string })).statusCode).toBe(304);
     // The same options in another order and case are the same variant.
     const reordered = await get(`/feeds/groups/500.ics?alarm=15&title=${encodeURIComponent('{subject}: {kind}')}&subgroup=1`);
     expect(reordered.headers.etag).toBe(etag);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { encodeFeed } from '../../src/feeds/feed-store.ts';
 import { HttpError } from '../../src/http/errors.ts';
-import { chooseEncoding, isNotModified, noneMatchHits } from '../../src/http/negotiate.ts';
+import { chooseEncoding, codingEtag, isNotModified, noneMatchHits } from '../../src/http/negotiate.ts';
 import { parseSubscriberQuery } from '../../src/http/subscriber-query.ts';
 import { VariantCache } from '../../src/http/variant-cache.ts';
 
@@ -37,6 +37,19 @@ describe('conditional requests', () => {
     expect(noneMatchHits('*', etag)).toBe(true);
     expect(noneMatchHits('abc', etag)).toBe(false);
     expect(noneMatchHits('"ab"', etag)).toBe(false);
+  });
+
+  it('gives each content coding its own strong ETag, and matches any coding of the current feed', () => {
+    expect(codingEtag(etag, 'identity')).toBe('"abc"');
+    expect(codingEtag(etag, 'gzip')).toBe('"abc-gz"');
+    expect(codingEtag(etag, 'br')).toBe('"abc-br"');
+    expect(noneMatchHits('"abc-gz"', etag)).toBe(true);
+    expect(noneMatchHits('W/"abc-br"', etag)).toBe(true);
+    expect(noneMatchHits('"x", "abc-br"', etag)).toBe(true);
+    expect(noneMatchHits('"abc-zz"', etag)).toBe(false);
+    expect(noneMatchHits('"abc-gz-gz"', etag)).toBe(false);
+    expect(noneMatchHits('"ab-gz"', etag)).toBe(false);
+    expect(isNotModified({ ifNoneMatch: '"abc-br"' }, etag, 0)).toBe(true);
   });
 
   it('uses If-Modified-Since only without If-None-Match', () => {

@@ -84,6 +84,57 @@ describe('SubscriptionStore', () => {
     expect(await dumpPrefix()).not.toContain('new-credential-77');
   });
 
+  it('reads the credential with its version, which every stored credential changes', async () => {
+    const { subscription } = await store.create({ credential: CREDENTIAL, name: 'n', upstreamUserId: 21, now: NOW });
+    const first = await store.credentialFor(subscription.id);
+    expect(first).toEqual({ credential: CREDENTIAL, version: expect.any(String) });
+    await store.markNeedsCredential(subscription.id, 'rejected', NOW + 1000);
+    expect((await store.credentialFor(subscription.id))?.version).toBe(first?.version);
+    await store.replaceCredential(subscription.id, 'second-credential', NOW + 2000);
+    const second = await store.credentialFor(subscription.id);
+    expect(second?.credential).toBe('second-credential');
+    expect(second?.version).not.toBe(first?.version);
+    await store.replaceCredential(subscription.id, 'third-credential', NOW + 3000);
+    expect((await store.credentialFor(subscription.id))?.version).not.toBe(second?.version);
+    expect(await store.credentialFor('AAAAAAAAAAAAAAAAAAAAAA')).toBeUndefined();
+  });
+
+  it('lets a refresh reject only the credential it used, not one replaced meanwhile', async () => {
+    const { subscription } = await store.create({ credential: CREDENTIAL, name: 'n', upstreamUserId: 22, now: NOW });
+    // A refresh reads the credential, then the user replaces it while the upstream is answering.
+    const used = await store.credentialFor(subscription.id);
+    await store.replaceCredential(subscription.id, 'fresh-credential', NOW + 1000);
+    expect(await store.markNeedsCredential(subscription.id, 'rejected', NOW + 2000, used?.version)).toBe(false);
+    expect(await store.get(subscription.id)).toMatchObject({ status: 'active', updatedAt: NOW + 1000 });
+    const current = await store.credentialFor(subscription.id);
+    expect(await store.markNeedsCredential(subscription.id, 'rejected too', NOW + 3000, current?.version)).toBe(true);
+    expect(await store.get(subscription.id)).toMatchObject({ status: 'needs-credential', statusReason: 'rejected too' });
+    // Without a version, the mark is unconditional (as before).
+    await store.replaceCredential(subscription.id, 'another', NOW + 4000);
+    expect(await store.markNeedsCredential(subscription.id, 'unconditional', NOW + 5000)).toBe(true);
+    expect((await store.get(subscription.id))?.status).toBe('needs-credential');
+  });
+
+  it('treats a subscription stored before credential versions as version 0', async () => {
+    const { subscription } = await store.create({ credential: CREDENTIAL, name: 'n', upstreamUserId: 23, now: NOW });
+    await redis.hdel(keys.subscription(subscription.id), 'credentialVersion');
+    const legacy = await store.credentialFor(subscription.id);
+    expect(legacy).toEqual({ credential: CREDENTIAL, version: '0' });
+    await store.replaceCredential(subscription.id, 'replaced', NOW + 1000);
+    expect(await store.markNeedsCredential(subscription.id, 'late', NOW + 2000, '0')).toBe(false);
+    expect((await store.credentialFor(subscription.id))?.version).not.toBe('0');
+  });
+
+  it('throws the secret box errors unchanged from credentialFor', async () => {
+    const a = await store.create({ credential: 'credential-of-a', name: 'a', upstreamUserId: 24, now: NOW });
+    const b = await store.create({ credential: 'credential-of-b', name: 'b', upstreamUserId: 25, now: NOW });
+    const sealedA = await redis.hget(keys.subscription(a.subscription.id), 'credential');
+    await redis.hset(keys.subscription(b.subscription.id), 'credential', sealedA ?? '');
+    await expect(store.credentialFor(b.subscription.id)).rejects.toThrow(DecryptionError);
+    const keyless = new SubscriptionStore(redis, keys, undefined);
+    await expect(keyless.credentialFor(a.subscription.id)).rejects.toThrow(SecretKeyMissingError);
+  });
+
   it('deletes the subscription and its token index, and later updates do not bring it back', async () => {
     const { subscription, token } = await store.create({ credential: CREDENTIAL, name: 'n', upstreamUserId: 20, now: NOW });
     expect(await store.delete(subscription.id)).toBe(true);
@@ -91,7 +142,7 @@ describe('SubscriptionStore', () => {
     expect(await store.get(subscription.id)).toBeUndefined();
     expect(await store.idByToken(token)).toBeUndefined();
     expect(await store.credentialOf(subscription.id)).toBeUndefined();
-    await store.markNeedsCredential(subscription.id, 'late', NOW);
+    expect(await store.markNeedsCredential(subscription.id, 'late', NOW)).toBe(false);
     await store.replaceCredential(subscription.id, 'late', NOW);
     expect(await redis.exists(keys.subscription(subscription.id), keys.subscriptionToken(hashToken(token)))).toBe(0);
   });
