@@ -3,12 +3,16 @@
  * machine and date, for bench/RESULTS.md. `npm run bench -- NAME…` runs only those. Ratios are always measured within one run.
  */
 import { cpus, totalmem } from 'node:os';
+import { runFeedServingBenchmark } from './feed-serving.ts';
+import { runRefreshCycleBenchmark } from './refresh-cycle.ts';
 import { runTimetableBenchmark } from './timetable.ts';
 
 const machine = `${cpus().length}× ${cpus()[0]?.model ?? 'unknown CPU'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
 process.stdout.write(`${JSON.stringify({ date: new Date().toISOString(), machine })}\n`);
 const benchmarks: Record<string, () => Promise<Record<string, number | string>>> = {
   timetable: runTimetableBenchmark,
+  'feed-serving': runFeedServingBenchmark,
+  'refresh-cycle': runRefreshCycleBenchmark,
 };
 // `npm run bench -- timetable` runs only the named benchmarks.
 const only = process.argv.slice(2);

@@ -44,9 +44,15 @@ export async function registerFeedRoutes(app: FastifyInstance, ctx: ServiceConte
   const provider = new FeedProvider(ctx, cache, options);
 
   await app.register(async (scope) => {
+    // Counter children per (kind, status), made once: a labelled inc() hashes its labels on every call.
+    const counters = new Map<string, { inc(): void }>();
     scope.addHook('onResponse', async (request, reply) => {
       const kind = kindOf(request.routeOptions.url);
-      if (kind !== undefined) ctx.metrics.feedsServed.inc({ kind, status: String(reply.statusCode) });
+      if (kind === undefined) return;
+      const key = `${kind} ${reply.statusCode}`;
+      let counter = counters.get(key);
+      if (counter === undefined) counters.set(key, (counter = ctx.metrics.feedsServed.labels({ kind, status: String(reply.statusCode) })));
+      counter.inc();
     });
     scope.get<{ Params: { groupId: string }; Querystring: Query }>('/feeds/groups/:groupId.ics', async (request, reply) => {
       return serveFeed(provider, request, reply, publicSource('group', request.params.groupId));

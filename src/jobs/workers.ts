@@ -25,11 +25,12 @@ export interface WorkerSet {
 }
 
 /**
- * BullMQ's rate limiter counts `max` jobs per `duration` ms over every worker of the queue. A fractional
- * rate becomes the smallest whole `max` over a proportionally longer window.
+ * BullMQ's rate limiter lets `max` jobs start per `duration` ms window, over every worker of the queue, and
+ * they all start at the window's beginning. Windows of about 100 ms keep those bursts small (100/s becomes
+ * 10 per 100 ms, never 100 at once); a slow rate becomes one job per proportionally longer window.
  */
 export function limiterFor(requestsPerSecond: number): { max: number; duration: number } {
-  const max = Math.max(1, Math.ceil(requestsPerSecond));
+  const max = Math.max(1, Math.round(requestsPerSecond / 10));
   return { max, duration: Math.round((1000 * max) / requestsPerSecond) };
 }
 

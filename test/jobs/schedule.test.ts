@@ -74,3 +74,16 @@ describe('the reconciler', () => {
     expect(await processor(tick)).toEqual({ skipped: 'inactive' });
   });
 });
+
+describe('limiterFor', () => {
+  it('keeps the configured rate in windows of about 100 ms, so that bursts stay small', async () => {
+    const { limiterFor } = await import('../../src/jobs/workers.ts');
+    for (const rate of [0.2, 0.5, 1, 7, 10, 15, 100, 250, 10_000]) {
+      const { max, duration } = limiterFor(rate);
+      expect(Number.isInteger(max) && max >= 1).toBe(true);
+      expect(Math.abs((max * 1000) / duration - rate) / rate).toBeLessThan(0.01);
+      if (rate >= 10) expect(duration).toBeLessThanOrEqual(150);
+    }
+    expect(limiterFor(100)).toEqual({ max: 10, duration: 100 });
+  });
+});

@@ -1,0 +1,186 @@
+/**
+ * Process plumbing shared by the service benchmarks: a cleanup stack that always runs, the service's roles
+ * as child processes (`node bin/timetable-sync.js <role>`), private Redis and simulator, and small HTTP
+ * helpers that send exactly the headers we ask for (Node's fetch adds `Accept-Encoding` on its own).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { request } from 'node:http';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { silentLogger } from '../../src/logger.ts';
+import { freePort, startEmbeddedRedis } from '../../src/runtime/embedded-redis.ts';
+import { startSimulator, type RunningSimulator } from '../../src/simulator/index.ts';
+
+const BIN = resolve(dirname(fileURLToPath(import.meta.url)), '../../bin/timetable-sync.js');
+
+/**
+ * Steps to undo, run in reverse order; every step runs even when an earlier one fails. Ctrl-C or SIGTERM
+ * runs them too (Redis runs in its own process group and would otherwise outlive us).
+ */
+export class Cleanup {
+  private readonly steps: { name: string; run: () => Promise<unknown> }[] = [];
+  private running: Promise<void> | undefined;
+  private readonly onSignal = (signal: NodeJS.Signals) => {
+    void this.run().finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+  };
+
+  constructor() {
+    process.once('SIGINT', this.onSignal);
+    process.once('SIGTERM', this.onSignal);
+  }
+
+  add(name: string, run: () => Promise<unknown>): void {
+    this.steps.push({ name, run });
+  }
+
+  /** Runs the steps; a second call (a signal during the benchmark's own cleanup) waits for the first. */
+  run(): Promise<void> {
+    this.running ??= this.runSteps();
+    return this.running;
+  }
+
+  private async runSteps(): Promise<void> {
+    process.off('SIGINT', this.onSignal);
+    process.off('SIGTERM', this.onSignal);
+    for (const step of this.steps.splice(0).reverse()) {
+      await step.run().catch((error: unknown) => process.stderr.write(`bench cleanup "${step.name}" failed: ${String(error)}\n`));
+    }
+  }
+}
+
+/** A private temp folder (readable by nginx's unprivileged workers), removed at cleanup. */
+export async function tempDir(cleanup: Cleanup, label: string): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), `tts-bench-${label}-`));
+  await chmod(dir, 0o755);
+  cleanup.add(`rm ${dir}`, () => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** A private redis-server without persistence, stopped at cleanup. */
+export async function privateRedis(cleanup: Cleanup, dataDir: string): Promise<string> {
+  const redis = await startEmbeddedRedis({ dataDir, logger: silentLogger(), persistence: false, shared: false });
+  cleanup.add('redis', redis.stop);
+  return redis.url;
+}
+
+/** The bundled simulator (seed 1) on a free port, closed at cleanup. */
+export async function privateSimulator(cleanup: Cleanup): Promise<RunningSimulator> {
+  const simulator = await startSimulator({ port: 0, seed: 1 });
+  cleanup.add('simulator', simulator.close);
+  return simulator;
+}
+
+/** Settings of the service's child processes, as environment variables. */
+export interface ServiceEnvironment {
+  [name: string]: string;
+  ADMIN_TOKEN: string;
+}
+
+/** The environment every service child shares; a random admin token and secret key per run. */
+export function serviceEnvironment(redisUrl: string, upstreamUrl: string): ServiceEnvironment {
+  return {
+    REDIS_URL: redisUrl,
+    REDIS_PREFIX: `bench-${randomBytes(4).toString('hex')}`,
+    UNIVERSITY_API_URL: upstreamUrl,
+    LOG_LEVEL: 'warn',
+    ADMIN_TOKEN: randomBytes(24).toString('hex'),
+    SECRET_KEY: randomBytes(32).toString('hex'),
+    // Ticks of the job schedulers come one interval after activation: keep them out of the measured cycles.
+    REFRESH_INTERVAL: '12h',
+  };
+}
+
+/** A service role running as a child process. */
+export interface ServiceChild {
+  role: string;
+  url: string;
+  pid: number;
+  /** The tail of what it wrote to stderr (warnings and errors at LOG_LEVEL=warn). */
+  stderr(): string;
+}
+
+/**
+ * Starts `timetable-sync <role>` with `env` (plus PATH, HOME and a free PORT: nothing else leaks in from the shell),
+ * waits for its "is running on URL" line, and stops it with SIGTERM (then SIGKILL) at cleanup.
+ */
+export async function spawnRole(cleanup: Cleanup, role: 'api' | 'worker' | 'start', env: Record<string, string>, cwd: string): Promise<ServiceChild> {
+  const port = String(await freePort());
+  const child = spawn(process.execPath, [BIN, role], { cwd, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? cwd, PORT: port, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  cleanup.add(`${role} ${child.pid}`, () => stopChild(child));
+  let errors = '';
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (errors = (errors + chunk).slice(-8_000)));
+  const url = await new Promise<string>((done, fail) => {
+    let out = '';
+    const timer = setTimeout(() => fail(new Error(`${role} did not start within 30 s; stderr: ${errors}`)), 30_000);
+    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+      out += chunk;
+      const match = / is running on (http:\/\/\S+)/.exec(out);
+      if (match?.[1]) {
+        clearTimeout(timer);
+        done(match[1]);
+      }
+    });
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      fail(new Error(`${role} exited (${code ?? signal}) before it was ready; stderr: ${errors}`));
+    });
+  });
+  return { role, url, pid: child.pid ?? 0, stderr: () => errors };
+}
+
+/** SIGTERM, then SIGKILL after 10 s; resolves once the process has exited. */
+export async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((done) => child.once('exit', done));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+/** A response read whole. */
+export interface RawResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Buffer;
+}
+
+/** One HTTP request with exactly these headers (none added), body read whole. */
+export function rawRequest(url: string, options: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<RawResponse> {
+  return new Promise((done, fail) => {
+    const req = request(url, { method: options.method ?? 'GET', headers: options.headers ?? {} }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => done({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+      res.on('error', fail);
+    });
+    req.on('error', fail);
+    req.end(options.body);
+  });
+}
+
+/** GETs `url` until it answers 200 (a first feed request may answer 503 while its fetch runs). */
+export async function getUntilOk(url: string, headers: Record<string, string> = {}, timeoutMs = 60_000): Promise<RawResponse> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const response = await rawRequest(url, { headers });
+    if (response.status === 200) return response;
+    if (Date.now() > deadline) throw new Error(`GET ${url} answered ${response.status}: ${response.body.toString().slice(0, 300)}`);
+    await new Promise((wake) => setTimeout(wake, 500));
+  }
+}
+
+/** The median of a non-empty list. */
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? (sorted[middle] as number) : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
+}
+
+/** Waits `ms`. */
+export function sleep(ms: number): Promise<void> {
+  return new Promise((wake) => setTimeout(wake, ms));
+}
