@@ -54,7 +54,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   shutdown.add('http', () => app.close());
   const address = await app.listen({ port: config.port, host: options.host ?? '0.0.0.0' });
   const url = address.replace('://0.0.0.0', '://127.0.0.1').replace('://[::]', '://127.0.0.1');
-  logger.info({ url, role }, 'listening');
+  logger.info({ url, roles: options.roles }, 'listening');
   return { context, url };
 }
 
