@@ -1,6 +1,5 @@
 /** The publishing half of a refresh: compare, expand, guard, render, store, fan out. */
 import type { Logger } from '../logger.ts';
-import { feedSettingsOf } from '../feeds/feed-settings.ts';
 import { encodeFeed } from '../feeds/feed-store.ts';
 import { expandSnapshot, renderFeed, renderVariant, settingsHash } from '../feeds/build-feed.ts';
 import { isMassDeletion, nextExpiry, planPublication, type PublicationPlan, type PublishedState } from '../feeds/publication.ts';
@@ -43,14 +42,15 @@ export async function publishTimetable(ctx: ServiceContext, input: PublishInput,
   if (stored.state === undefined && !source.startsWith('personal:')) await activateSource(ctx, source);
   const entries = keepInvalidEntries(input.fetched, stored.snapshot);
   const { hash } = entries;
-  const settings = feedSettingsOf(ctx.config);
+  // The configuration is the feed settings; their digest tells a settings change from an unchanged timetable.
+  const settingsDigest = settingsHash(ctx.config);
   const problems = input.fetched.problems.length;
-  if (isUnchanged(stored, hash, input.fetched.name, settingsHash(settings), now)) {
+  if (isUnchanged(stored, hash, input.fetched.name, settingsDigest, now)) {
     await ctx.registry.recordSuccess(source, now, { occurrences: stored.state?.occurrences ?? 0, problems, changed: false });
     const pushJobs = stored.pushOwed ? await fanOutPush(ctx, source) : 0;
     return { outcome: 'unchanged', occurrences: stored.state?.occurrences ?? 0, pushJobs };
   }
-  const plan = planFor(ctx, stored, entries.entries, hash, now);
+  const plan = planFor(ctx, stored, entries.entries, { hash, settingsDigest }, now);
   if (isMassDeletion(plan) && !isConfirmed(ctx, stored.state, hash, input.reason, now)) {
     await ctx.registry.setPending(source, hash, now);
     await enqueueRefresh(ctx.queues, ctx.config, source, { reason: 'confirm', now, followUp: true, delayMs: ctx.config.confirmDelayMs });
@@ -93,16 +93,15 @@ function keepInvalidEntries(fetched: FetchedTimetable, previous: Snapshot | unde
   return normaliseEntries([...fetched.entries, ...kept]);
 }
 
-function planFor(ctx: ServiceContext, stored: Stored, entries: TimetableEntry[], hash: string, now: number): PublicationPlan {
-  const settings = feedSettingsOf(ctx.config);
+function planFor(ctx: ServiceContext, stored: Stored, entries: TimetableEntry[], digests: { hash: string; settingsDigest: string }, now: number): PublicationPlan {
   const { snapshot, published } = stored;
   return planPublication({
     previous: published,
-    previousOccurrences: snapshot ? expandSnapshot(snapshot, published, settings) : [],
+    previousOccurrences: snapshot ? expandSnapshot(snapshot, published, ctx.config) : [],
     previousEntries: new Map((snapshot?.entries ?? []).map((entry) => [entry.id, entry])),
-    next: expandSnapshot({ entries }, published, settings),
-    snapshotHash: hash,
-    settingsHash: settingsHash(settings),
+    next: expandSnapshot({ entries }, published, ctx.config),
+    snapshotHash: digests.hash,
+    settingsHash: digests.settingsDigest,
     now,
     cancelledRetentionMs: ctx.config.cancelledRetentionMs,
   });
@@ -116,7 +115,7 @@ function isConfirmed(ctx: ServiceContext, state: SourceState | undefined, hash: 
 
 /** Stores snapshot, publication, feed and change record in one transaction, and notes that targets are owed a push. */
 async function commit(ctx: ServiceContext, source: SourceKey, snapshot: Snapshot, plan: PublicationPlan, now: number): Promise<void> {
-  const feed = encodeFeed(renderFeed(plan.occurrences, { name: snapshot.name, stamp: now }, feedSettingsOf(ctx.config)), now);
+  const feed = encodeFeed(renderFeed(plan.occurrences, { name: snapshot.name, stamp: now }, ctx.config), now);
   const multi = ctx.redis.multi();
   ctx.snapshots.writeSnapshot(multi, source, snapshot);
   ctx.snapshots.writePublished(multi, source, plan.state);
@@ -138,7 +137,7 @@ export async function markFeedStale(ctx: ServiceContext, source: SourceKey, now:
   const since = await ctx.registry.markStale(source, now);
   const [feed, { snapshot, published }] = await Promise.all([ctx.feeds.validators(source), ctx.snapshots.load(source)]);
   if (feed.etag === undefined || feed.staleSince !== undefined || !snapshot || !published) return;
-  const ics = renderVariant(snapshot, published, feedSettingsOf(ctx.config), {}, since);
+  const ics = renderVariant(snapshot, published, ctx.config, {}, since);
   await ctx.feeds.replaceIf(source, feed.etag, encodeFeed(ics, now, since));
 }
 
