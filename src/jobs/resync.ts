@@ -20,8 +20,7 @@ export class UnknownSubscriptionError extends Error {
 /** What {@link requestResync} uses of the service context. */
 export type ResyncContext = Pick<ServiceContext, 'config' | 'queues' | 'registry' | 'subscriptions' | 'now'>;
 
-/** Active sources read per page, and refreshes queued concurrently within a page, for `{ all: true }`. */
-const PAGE_SIZE = 1000;
+/** Refreshes queued concurrently for `{ all: true }`. */
 const BATCH_SIZE = 100;
 
 /**
@@ -54,21 +53,14 @@ function resyncOne(ctx: ResyncContext, source: SourceKey): Promise<string> {
 }
 
 /**
- * Every active source, read in pages and queued in parallel batches. Already active, so not re-activated:
- * that would count as a feed request and keep unwanted sources alive. A source requested while we page may
- * move within the index and be read twice; the set keeps one of each.
+ * Every active source, queued in parallel batches. Already active, so not re-activated: that would count as
+ * a feed request and keep unwanted sources alive.
  */
 async function resyncActive(ctx: ResyncContext): Promise<string[]> {
-  const sources = new Set<SourceKey>();
-  for (let offset = 0; ; offset += PAGE_SIZE) {
-    const page = await ctx.registry.activeSources(offset, PAGE_SIZE);
-    for (const source of page) sources.add(source);
-    if (page.length < PAGE_SIZE) break;
-  }
-  const ordered = [...sources];
+  const sources = await ctx.registry.allActiveSources();
   const jobs: string[] = [];
-  for (let start = 0; start < ordered.length; start += BATCH_SIZE) {
-    jobs.push(...(await Promise.all(ordered.slice(start, start + BATCH_SIZE).map((source) => resyncOne(ctx, source)))));
+  for (let start = 0; start < sources.length; start += BATCH_SIZE) {
+    jobs.push(...(await Promise.all(sources.slice(start, start + BATCH_SIZE).map((source) => resyncOne(ctx, source)))));
   }
   return jobs;
 }

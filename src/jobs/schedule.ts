@@ -80,12 +80,8 @@ const RELEASE_LOCK_SCRIPT = "if redis.call('GET', KEYS[1]) == ARGV[1] then retur
 
 /** The tick schedulers the active sources should have, by scheduler id. */
 async function desiredSchedulers(ctx: ServiceContext): Promise<Map<string, { source: SourceKey; every: number }>> {
-  const desired = new Map<string, { source: SourceKey; every: number }>();
-  for (let offset = 0; ; offset += 1000) {
-    const page = await ctx.registry.activeSources(offset, 1000);
-    for (const source of page) desired.set(tickSchedulerId(sourceToken(source)), { source, every: intervalFor(source, ctx.config.refreshIntervalMs) });
-    if (page.length < 1000) return desired;
-  }
+  const sources = await ctx.registry.allActiveSources();
+  return new Map(sources.map((source) => [tickSchedulerId(sourceToken(source)), { source, every: intervalFor(source, ctx.config.refreshIntervalMs) }]));
 }
 
 /** The tick schedulers that exist, with their intervals. */

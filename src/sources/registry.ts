@@ -96,6 +96,16 @@ export class SourceRegistry {
     return this.redis.zrange(this.keys.activeSources, String(offset), String(offset + limit - 1));
   }
 
+  /** Every active source, read `pageSize` at a time; a source that moves in the index while paging is listed once. */
+  async allActiveSources(pageSize = 1000): Promise<SourceKey[]> {
+    const sources = new Set<SourceKey>();
+    for (let offset = 0; ; offset += pageSize) {
+      const page = await this.activeSources(offset, pageSize);
+      for (const source of page) sources.add(source);
+      if (page.length < pageSize) return [...sources];
+    }
+  }
+
   /** Active sources nobody requested since `cutoff`. */
   async requestedBefore(cutoff: number, limit = 1000): Promise<SourceKey[]> {
     return this.redis.zrangebyscore(this.keys.activeSources, '-inf', `(${cutoff}`, 'LIMIT', 0, limit);
