@@ -5,6 +5,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { QueueDepths } from '../runtime/metrics.ts';
 import type { ServiceContext } from '../runtime/context.ts';
+import { withDeadline } from '../runtime/deadline.ts';
 
 /** A worker whose last heartbeat is older than this is presumed dead (workers beat every 5 s). */
 export const WORKER_HEARTBEAT_MAX_AGE_MS = 30_000;
@@ -39,7 +40,7 @@ interface Check<T> {
 
 async function checkRedis(ctx: ServiceContext): Promise<Check<string>> {
   try {
-    await withTimeout(ctx.redis.ping(), CHECK_TIMEOUT_MS);
+    await withDeadline(ctx.redis.ping(), CHECK_TIMEOUT_MS);
     return { state: 'ok' };
   } catch (error) {
     return { state: 'unreachable', problem: `Redis does not answer (${(error as Error).message})` };
@@ -48,7 +49,7 @@ async function checkRedis(ctx: ServiceContext): Promise<Check<string>> {
 
 async function checkWorkers(ctx: ServiceContext): Promise<Check<number | string>> {
   try {
-    const alive = await withTimeout(ctx.redis.zcount(ctx.keys.workers, ctx.now() - WORKER_HEARTBEAT_MAX_AGE_MS, '+inf'), CHECK_TIMEOUT_MS);
+    const alive = await withDeadline(ctx.redis.zcount(ctx.keys.workers, ctx.now() - WORKER_HEARTBEAT_MAX_AGE_MS, '+inf'), CHECK_TIMEOUT_MS);
     if (alive > 0) return { state: alive };
     return { state: 0, problem: `no worker sent a heartbeat in the last ${WORKER_HEARTBEAT_MAX_AGE_MS / 1000} s` };
   } catch (error) {
@@ -61,7 +62,7 @@ function plugGauges(ctx: ServiceContext): void {
   let lastStale = 0;
   ctx.metrics.setStaleSources(async () => {
     try {
-      lastStale = await withTimeout(ctx.registry.staleCount(), CHECK_TIMEOUT_MS);
+      lastStale = await withDeadline(ctx.registry.staleCount(), CHECK_TIMEOUT_MS);
     } catch (error) {
       ctx.logger.debug({ err: error }, 'stale sources gauge kept its last value');
     }
@@ -71,7 +72,7 @@ function plugGauges(ctx: ServiceContext): void {
     const queues = { refresh: ctx.queues.refresh, push: ctx.queues.push, schedule: ctx.queues.schedule };
     const depths: QueueDepths = {};
     try {
-      await withTimeout(Promise.all(Object.entries(queues).map(async ([name, queue]) => {
+      await withDeadline(Promise.all(Object.entries(queues).map(async ([name, queue]) => {
         depths[name] = await queue.getJobCounts(...JOB_STATES);
       })), CHECK_TIMEOUT_MS);
     } catch (error) {
@@ -80,17 +81,4 @@ function plugGauges(ctx: ServiceContext): void {
     }
     return depths;
   });
-}
-
-/** Rejects when `promise` takes longer than `ms` (the promise itself runs on; Redis commands cannot be cancelled). */
-async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }

@@ -1,4 +1,5 @@
 import type { Logger } from '../logger.ts';
+import { DeadlineError, withDeadline } from './deadline.ts';
 
 /** One thing to stop, with a name for the log. */
 interface Step {
@@ -44,28 +45,14 @@ export class Shutdown {
     this.logger.info({ reason }, 'shutting down');
     for (const step of [...this.steps].reverse()) {
       try {
-        await this.withDeadline(step);
+        // An unreachable Redis must not hang the exit: a step still running after the timeout is left behind.
+        await withDeadline(step.stop(), this.stepTimeoutMs);
       } catch (error) {
-        this.logger.error({ err: error, step: step.name }, 'shutdown step failed');
+        if (error instanceof DeadlineError) this.logger.error({ step: step.name, timeoutMs: this.stepTimeoutMs }, 'shutdown step timed out; going on without it');
+        else this.logger.error({ err: error, step: step.name }, 'shutdown step failed');
       }
     }
     this.logger.info('shutdown complete');
-  }
-
-  /** Runs a step, giving up on it (with a log line) after the step timeout: an unreachable Redis must not hang the exit. */
-  private async withDeadline(step: Step): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<'timeout'>((done) => {
-      timer = setTimeout(() => done('timeout'), this.stepTimeoutMs);
-      timer.unref();
-    });
-    try {
-      if ((await Promise.race([step.stop().then(() => 'done' as const), deadline])) === 'timeout') {
-        this.logger.error({ step: step.name, timeoutMs: this.stepTimeoutMs }, 'shutdown step timed out; going on without it');
-      }
-    } finally {
-      clearTimeout(timer);
-    }
   }
 
   /**
