@@ -46,6 +46,18 @@ export interface Config {
   readonly googleClientSecret: string | undefined;
   readonly googleApiRootUrl: string;
   readonly googleOauthTokenUrl: string;
+  /** Google's consent page (the fake Google server's in tests). */
+  readonly googleOauthAuthUrl: string;
+  /** Google Calendar API requests per minute per Google user, over all workers (Google allows 600). */
+  readonly googleUserRateLimit: number;
+  /** Google Calendar API requests per second over all workers and users. */
+  readonly googleRateLimit: number;
+  /** How long a target rests after Google's "Calendar usage limits exceeded". */
+  readonly googleQuotaPauseMs: number;
+  /** How often each target is compared with what its calendar really holds (and its index repaired). */
+  readonly googleReconcileIntervalMs: number;
+  /** Concurrent push jobs per worker process. */
+  readonly pushConcurrency: number;
   readonly logLevel: LogLevel;
   /** Where embedded Redis keeps its data and address file. */
   readonly dataDir: string;
@@ -71,7 +83,8 @@ export const ENV_VARIABLES = [
   'PUBLIC_URL', 'TIMEZONE', 'WEEK_PARITY_ANCHORS', 'HOLIDAYS', 'REFRESH_INTERVAL', 'UPSTREAM_RATE_LIMIT',
   'UPSTREAM_TIMEOUT', 'WORKER_CONCURRENCY', 'REFRESH_ATTEMPTS', 'REFRESH_BACKOFF', 'CONFIRM_DELAY', 'CANCELLED_RETENTION',
   'INACTIVE_AFTER', 'ADMIN_TOKEN', 'SECRET_KEY', 'GOOGLE_CLIENT_ID', 'GOOGLE_CLIENT_SECRET',
-  'GOOGLE_API_ROOT_URL', 'GOOGLE_OAUTH_TOKEN_URL', 'LOG_LEVEL', 'DATA_DIR',
+  'GOOGLE_API_ROOT_URL', 'GOOGLE_OAUTH_TOKEN_URL', 'GOOGLE_OAUTH_AUTH_URL', 'GOOGLE_USER_RATE_LIMIT', 'GOOGLE_RATE_LIMIT',
+  'GOOGLE_QUOTA_PAUSE', 'GOOGLE_RECONCILE_INTERVAL', 'PUSH_CONCURRENCY', 'LOG_LEVEL', 'DATA_DIR',
 ] as const;
 
 const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
@@ -205,6 +218,12 @@ const envSchema = z.object({
   GOOGLE_CLIENT_SECRET: secret(1),
   GOOGLE_API_ROOT_URL: httpUrl('GOOGLE_API_ROOT_URL'),
   GOOGLE_OAUTH_TOKEN_URL: httpUrl('GOOGLE_OAUTH_TOKEN_URL'),
+  GOOGLE_OAUTH_AUTH_URL: httpUrl('GOOGLE_OAUTH_AUTH_URL'),
+  GOOGLE_USER_RATE_LIMIT: positiveNumber(500, true, 600),
+  GOOGLE_RATE_LIMIT: positiveNumber(100, false, 10_000),
+  GOOGLE_QUOTA_PAUSE: duration('6h', 1_000),
+  GOOGLE_RECONCILE_INTERVAL: duration('6h', 60_000),
+  PUSH_CONCURRENCY: positiveNumber(4, true, 1_000),
   LOG_LEVEL: optionalText.refine((v) => v === undefined || (LOG_LEVELS as readonly string[]).includes(v), { message: `must be one of ${LOG_LEVELS.join(', ')}` }),
   DATA_DIR: optionalText,
 });
@@ -271,6 +290,12 @@ function toConfig(env: ParsedEnv): Config {
     googleClientSecret: env.GOOGLE_CLIENT_SECRET,
     googleApiRootUrl: env.GOOGLE_API_ROOT_URL ?? 'https://www.googleapis.com/',
     googleOauthTokenUrl: env.GOOGLE_OAUTH_TOKEN_URL ?? 'https://oauth2.googleapis.com/token',
+    googleOauthAuthUrl: env.GOOGLE_OAUTH_AUTH_URL ?? 'https://accounts.google.com/o/oauth2/v2/auth',
+    googleUserRateLimit: env.GOOGLE_USER_RATE_LIMIT,
+    googleRateLimit: env.GOOGLE_RATE_LIMIT,
+    googleQuotaPauseMs: env.GOOGLE_QUOTA_PAUSE,
+    googleReconcileIntervalMs: env.GOOGLE_RECONCILE_INTERVAL,
+    pushConcurrency: env.PUSH_CONCURRENCY,
     logLevel: (env.LOG_LEVEL ?? 'info') as LogLevel,
     dataDir: env.DATA_DIR ?? '.data',
   };

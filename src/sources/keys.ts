@@ -33,6 +33,20 @@ export interface RedisKeys {
   readonly pushOwed: string;
   /** SET: the push targets (Google calendars) of a source. */
   sourceTargets(key: SourceKey): string;
+  /** HASH: a Google push target (calendar, sealed refresh token, status, last push). */
+  googleTarget(id: string): string;
+  /** HASH: a target's index, event id → digest of what we last wrote there. */
+  googleIndex(id: string): string;
+  /** ZSET: every Google push target, scored by when it was created (ms); the admin table pages it. */
+  readonly googleTargets: string;
+  /** ZSET: Google push targets, scored by when their next full reconcile is due (ms). */
+  readonly googleTargetsDue: string;
+  /** STRING: the target a Google user connected for a source (a second consent reuses it). */
+  googleUserTarget(googleUser: string, source: SourceKey): string;
+  /** STRING with a TTL: a pending OAuth consent, keyed by the SHA-256 of its `state`. */
+  googleOAuthState(stateHash: string): string;
+  /** HASH: a Google request budget's token bucket (per Google user, or `global`). */
+  googleBudget(name: string): string;
   /** ZSET: worker processes, scored by their last heartbeat (ms). */
   readonly workers: string;
   /** Pub/sub channel: the source key of every feed that was stored. */
@@ -60,6 +74,13 @@ export function redisKeys(prefix: string): RedisKeys {
     subscriptionToken: (tokenHash) => `${prefix}:subscription-token:${tokenHash}`,
     pushOwed: `${prefix}:push-owed`,
     sourceTargets: (key) => `${prefix}:source-targets:${key}`,
+    googleTarget: (id) => `${prefix}:google-target:${id}`,
+    googleIndex: (id) => `${prefix}:google-index:${id}`,
+    googleTargets: `${prefix}:google-targets`,
+    googleTargetsDue: `${prefix}:google-targets:due`,
+    googleUserTarget: (googleUser, source) => `${prefix}:google-user-target:${googleUser}:${source}`,
+    googleOAuthState: (stateHash) => `${prefix}:google-oauth-state:${stateHash}`,
+    googleBudget: (name) => `${prefix}:google-budget:${name}`,
     workers: `${prefix}:workers`,
     feedUpdates: `${prefix}:feed-updates`,
     employeeSearch: (query) => `${prefix}:employee-search:${query}`,

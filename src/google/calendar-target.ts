@@ -1,0 +1,78 @@
+/**
+ * Our own view of a Google calendar. The rest of the service talks to this interface, never to SDK types;
+ * `google-calendar.ts` implements it over `@googleapis/calendar`, and tests may implement it over anything.
+ */
+
+/** The fields of an event this service owns. Everything else (reminders, colour, attendees…) is the user's. */
+export interface OwnedEventFields {
+  summary: string;
+  location: string;
+  description: string;
+  /** Local wall-clock time without offset (`2025-10-01T09:00:00`) in `timeZone` (an IANA zone). */
+  start: { dateTime: string; timeZone: string };
+  end: { dateTime: string; timeZone: string };
+}
+
+/** An event as this service wants it in a calendar. */
+export interface DesiredEvent {
+  /** Deterministic base32hex id derived from the occurrence UID (`event-id.ts`). */
+  id: string;
+  fields: OwnedEventFields;
+  /** Digest of `fields`; written into the event's private extended properties with the marker. */
+  hash: string;
+}
+
+/** The private extended property that marks events this service created: key, and value (the source key). */
+export interface EventMarker {
+  key: string;
+  value: string;
+}
+
+/** An event as Google holds it, reduced to what a sync needs. */
+export interface RemoteEvent {
+  id: string;
+  /** Google keeps deleted events as `status: cancelled`; their ids cannot be inserted again. */
+  cancelled: boolean;
+  /** The private extended property of our marker, if the event carries one (any source). */
+  markerValue?: string;
+  /** Our digest of the owned fields, from the private extended properties. */
+  hash?: string;
+}
+
+/** A secondary calendar. */
+export interface CalendarInfo {
+  id: string;
+  summary: string;
+  timeZone?: string;
+}
+
+/**
+ * One Google account's calendars, already authorised. Every method is one API request (list: one per page)
+ * and throws the typed errors of `errors.ts`.
+ */
+export interface CalendarTarget {
+  /** Creates a secondary calendar and answers its id. */
+  createCalendar(summary: string, timeZone: string): Promise<CalendarInfo>;
+  /** The calendar, or {@link CalendarGoneError} when it was deleted or is not reachable by this account. */
+  getCalendar(calendarId: string): Promise<CalendarInfo>;
+  /** Deletes a secondary calendar; one that is already gone counts as deleted. */
+  deleteCalendar(calendarId: string): Promise<void>;
+  /** Inserts with the event's own id, marker and hash; {@link EventExistsError} when the id is taken (even by a cancelled event). */
+  insertEvent(calendarId: string, event: DesiredEvent, marker: EventMarker): Promise<void>;
+  /** The event (cancelled ones included), or undefined when the id was never used. */
+  getEvent(calendarId: string, eventId: string): Promise<RemoteEvent | undefined>;
+  /** Patches only the owned fields, the marker and the hash (a user's reminders, colour and notes survive); {@link EventMissingError} on 404. */
+  patchEvent(calendarId: string, event: DesiredEvent, marker: EventMarker): Promise<void>;
+  /** Replaces an event whose id is taken by a cancelled event of ours, bringing it back as confirmed. */
+  reviveEvent(calendarId: string, event: DesiredEvent, marker: EventMarker): Promise<void>;
+  /** Deletes an event; 404 and 410 (already gone) count as success. */
+  deleteEvent(calendarId: string, eventId: string): Promise<void>;
+  /** Every event (cancelled ones included) carrying `marker`, page by page. */
+  listMarkedEvents(calendarId: string, marker: EventMarker): AsyncIterable<RemoteEvent>;
+}
+
+/** Called before every API request (the request budget waits here). Token refreshes do not count. */
+export type BeforeRequest = () => Promise<void>;
+
+/** Builds a {@link CalendarTarget} for one refresh token. */
+export type CalendarTargetFactory = (refreshToken: string, beforeRequest: BeforeRequest) => CalendarTarget;

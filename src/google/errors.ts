@@ -1,0 +1,64 @@
+/**
+ * Typed failures of the Google adapter. The adapter classifies every Google answer into one of these at its
+ * boundary; callers branch on the class, never on message text. `cause` keeps the original error.
+ */
+
+/** Base class: `status` is the HTTP status (if any), `reason` Google's `errors[0].reason` or OAuth `error`. */
+export class GoogleError extends Error {
+  override name = 'GoogleError';
+  readonly status: number | undefined;
+  readonly reason: string | undefined;
+
+  constructor(message: string, details: { status?: number; reason?: string; cause?: unknown } = {}) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause });
+    this.status = details.status;
+    this.reason = details.reason;
+  }
+}
+
+/** 429, or 403 `rateLimitExceeded` / `userRateLimitExceeded`: slow down and try again. */
+export class GoogleRateLimitError extends GoogleError {
+  override name = 'GoogleRateLimitError';
+  /** From `Retry-After`, when Google sent one. */
+  readonly retryAfterMs: number | undefined;
+
+  constructor(message: string, details: { status?: number; reason?: string; cause?: unknown; retryAfterMs?: number } = {}) {
+    super(message, details);
+    this.retryAfterMs = details.retryAfterMs;
+  }
+}
+
+/** 403 `quotaExceeded` ("Calendar usage limits exceeded") and daily limits: retrying soon makes it worse. */
+export class GoogleQuotaError extends GoogleError {
+  override name = 'GoogleQuotaError';
+}
+
+/** The refresh token was revoked or expired (`invalid_grant`), or the grant lacks a scope: consent is needed again. */
+export class GoogleConsentError extends GoogleError {
+  override name = 'GoogleConsentError';
+}
+
+/** The calendar was deleted by its owner, or this account cannot reach it any more. */
+export class CalendarGoneError extends GoogleError {
+  override name = 'CalendarGoneError';
+}
+
+/** 409 on insert: the event id is taken (perhaps by a cancelled event). */
+export class EventExistsError extends GoogleError {
+  override name = 'EventExistsError';
+}
+
+/** 404 on an event that should be there. */
+export class EventMissingError extends GoogleError {
+  override name = 'EventMissingError';
+}
+
+/** 5xx, timeouts, resets: the same request may well succeed later. */
+export class GoogleTransientError extends GoogleError {
+  override name = 'GoogleTransientError';
+}
+
+/** Any other refusal (a 400 on our request, a 403 we do not know): retrying will not help. */
+export class GooglePermanentError extends GoogleError {
+  override name = 'GooglePermanentError';
+}
