@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Config } from '../config.ts';
 import type { FeedStore } from '../feeds/feed-store.ts';
+import type { GoogleServices } from '../google/google-services.ts';
 import type { Queues } from '../jobs/queues.ts';
 import type { Logger } from '../logger.ts';
 import type { RedisKeys } from '../sources/keys.ts';
@@ -26,6 +27,8 @@ export interface ServiceContext {
   readonly subscriptions: SubscriptionStore;
   readonly queues: Queues;
   readonly upstream: UniversityClient;
+  /** Google push: targets, index, request budget, OAuth and calendars. */
+  readonly google: GoogleServices;
   readonly metrics: Metrics;
   /** Epoch ms; tests pass their own clock. */
   readonly now: () => number;

@@ -1,5 +1,7 @@
 import type { Config } from '../config.ts';
 import { FeedStore } from '../feeds/feed-store.ts';
+import type { CalendarTargetFactory } from '../google/calendar-target.ts';
+import { createGoogleServices } from '../google/google-services.ts';
 import { createQueues } from '../jobs/queues.ts';
 import type { Logger } from '../logger.ts';
 import { redisKeys } from '../sources/keys.ts';
@@ -20,6 +22,8 @@ export interface ContextOptions {
   role: string;
   /** Default: a client for `config.universityApiUrl` without retries of its own (the queue retries). */
   upstream?: UniversityClient;
+  /** Default: the Google adapter (when `GOOGLE_CLIENT_ID`/`SECRET` are set). Tests pass an in-memory calendar. */
+  googleFactory?: CalendarTargetFactory;
   metrics?: Metrics;
   now?: () => number;
 }
@@ -32,7 +36,7 @@ export interface OpenContext {
 
 /**
  * Opens the shared pieces of a role: one Redis commands connection, the stores, the queues, the upstream
- * client and the metrics. Workers and subscriptions open their own connections on top.
+ * client, the Google services and the metrics. Workers and subscriptions open their own connections on top.
  */
 export function openServiceContext(options: ContextOptions): OpenContext {
   const { config, logger } = options;
@@ -53,6 +57,7 @@ export function openServiceContext(options: ContextOptions): OpenContext {
     subscriptions: new SubscriptionStore(redis, keys, config.secretKey),
     queues,
     upstream,
+    google: createGoogleServices({ config, redis, keys, ...(options.googleFactory ? { factory: options.googleFactory } : {}) }),
     metrics: options.metrics ?? createMetrics(),
     now: options.now ?? Date.now,
   };

@@ -1,0 +1,78 @@
+/**
+ * Everything Google push needs, built once per process by the composition root: the target store, the push
+ * index, the shared request budget, the OAuth client, and a factory of calendars that wait for the budget
+ * before every request.
+ */
+import type { Redis } from 'ioredis';
+import type { Config } from '../config.ts';
+import { hashToken } from '../security/tokens.ts';
+import type { RedisKeys } from '../sources/keys.ts';
+import type { CalendarTarget, CalendarTargetFactory } from './calendar-target.ts';
+import { createGoogleCalendar } from './google-calendar.ts';
+import { GoogleOAuth } from './oauth.ts';
+import { PushIndex } from './push-index.ts';
+import { RequestBudget } from './request-budget.ts';
+import { TargetStore } from './target-store.ts';
+
+/** Google push was asked for, but `GOOGLE_CLIENT_ID` / `GOOGLE_CLIENT_SECRET` are not configured. */
+export class GoogleNotConfiguredError extends Error {
+  override name = 'GoogleNotConfiguredError';
+
+  constructor() {
+    super('Google push is not configured: set GOOGLE_CLIENT_ID and GOOGLE_CLIENT_SECRET');
+  }
+}
+
+/** The Google side of the service context. */
+export interface GoogleServices {
+  /** Whether calendars can be reached: client credentials are configured, or a calendar factory was given (tests). */
+  readonly configured: boolean;
+  readonly targets: TargetStore;
+  readonly index: PushIndex;
+  readonly budget: RequestBudget;
+  /** Consent and code exchange; undefined without client credentials. */
+  readonly oauth: GoogleOAuth | undefined;
+  /**
+   * A calendar acting with `refreshToken` whose every request first takes one from the budget `budgetKey`.
+   * Throws {@link GoogleNotConfiguredError} when not {@link configured}.
+   */
+  calendar(refreshToken: string, budgetKey: string): CalendarTarget;
+}
+
+/** What {@link createGoogleServices} is built from. */
+export interface GoogleServicesOptions {
+  config: Config;
+  redis: Redis;
+  keys: RedisKeys;
+  /** Builds calendars; default: the Google adapter for `config`. Tests pass an in-memory one. */
+  factory?: CalendarTargetFactory;
+}
+
+/** Builds the Google services; nothing connects until a calendar makes its first request. */
+export function createGoogleServices(options: GoogleServicesOptions): GoogleServices {
+  const { config, redis, keys } = options;
+  const credentials = config.googleClientId !== undefined && config.googleClientSecret !== undefined;
+  const factory: CalendarTargetFactory | undefined =
+    options.factory ?? (credentials ? (refreshToken, beforeRequest) => createGoogleCalendar(config, refreshToken, beforeRequest) : undefined);
+  const budget = new RequestBudget(redis, keys, { userPerMinute: config.googleUserRateLimit, globalPerSecond: config.googleRateLimit });
+  return {
+    configured: factory !== undefined,
+    targets: new TargetStore(redis, keys, config.secretKey),
+    index: new PushIndex(redis, keys),
+    budget,
+    oauth: credentials ? new GoogleOAuth(config) : undefined,
+    calendar: (refreshToken, budgetKey) => {
+      if (factory === undefined) throw new GoogleNotConfiguredError();
+      return factory(refreshToken, () => budget.take(budgetKey));
+    },
+  };
+}
+
+/**
+ * The budget a grant's requests count against: Google's user id when known (the limit is per user, and one
+ * user may grant several tokens), else a digest of the refresh token (the same token is the same user).
+ * Never the token itself: budget keys appear in Redis key names.
+ */
+export function budgetKeyFor(googleUser: string | undefined, refreshToken: string): string {
+  return googleUser === undefined ? `token:${hashToken(refreshToken).slice(0, 16)}` : `user:${googleUser}`;
+}

@@ -1,0 +1,132 @@
+/**
+ * How fast we may talk to Google, shared by every worker process through Redis. Two token buckets, taken
+ * from together in one script: one per Google user (`googleBudget(key)`, key `user:<sub>` or
+ * `token:<hash16>`) and one for the whole service (`googleBudget('global')`). The script reads the clock
+ * with Redis `TIME`, so all workers agree on it whatever their own clocks say.
+ *
+ * Google allows 600 requests per minute per user, counted over any 60 s. A bucket refilling at `r` per
+ * second with capacity `c` lets through at most `c + 60 r` requests in any 60 s (both ends included), so
+ * the user bucket's capacity is `599 - userPerMinute` (at most 100, at least 1): with the default 500/min,
+ * bursts of 99 and never more than 599 in any minute, one request of margin for however Google draws its
+ * window. (From 599/min up the bucket still holds one request, so the margin is gone: 600 at most.) The global bucket (requests per second, capacity one second's worth)
+ * keeps the whole service under the project's rate.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Redis } from 'ioredis';
+import type { RedisKeys } from '../sources/keys.ts';
+
+/** Google's own limit: requests per user per minute. */
+export const GOOGLE_USER_LIMIT_PER_MINUTE = 600;
+
+/** The name of the service-wide bucket (user budget keys always have a `user:` or `token:` prefix). */
+const GLOBAL_BUCKET = 'global';
+
+/** Largest burst a single user may make. */
+const MAX_USER_BURST = 100;
+
+/**
+ * KEYS: 1 user bucket, 2 global bucket. ARGV: 1 user rate (tokens/ms), 2 user capacity, 3 global rate,
+ * 4 global capacity, 5 the time in ms ('' = Redis TIME). Takes one token from both buckets and returns 0,
+ * or takes none and returns how many ms to wait before one is there in both.
+ */
+const TAKE = `
+local now = tonumber(ARGV[5])
+if now == nil then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function level(key, rate, capacity)
+  local state = redis.call('HMGET', key, 'tokens', 'at')
+  local tokens, at = tonumber(state[1]), tonumber(state[2])
+  if tokens == nil or at == nil then return capacity end
+  return math.min(capacity, tokens + math.max(0, now - at) * rate)
+end
+local function store(key, tokens, rate, capacity)
+  redis.call('HSET', key, 'tokens', tostring(tokens), 'at', tostring(now))
+  redis.call('PEXPIRE', key, math.ceil(capacity / rate) + 1000)
+end
+local ur, uc, gr, gc = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local user, global = level(KEYS[1], ur, uc), level(KEYS[2], gr, gc)
+if user >= 1 and global >= 1 then
+  store(KEYS[1], user - 1, ur, uc)
+  store(KEYS[2], global - 1, gr, gc)
+  return 0
+end
+local wait = 0
+if user < 1 then wait = math.max(wait, (1 - user) / ur) end
+if global < 1 then wait = math.max(wait, (1 - global) / gr) end
+return math.max(1, math.ceil(wait))`;
+
+/** The two rates. */
+export interface BudgetLimits {
+  /** Requests per minute per Google user (at most 600, Google's limit). */
+  userPerMinute: number;
+  /** Requests per second over all users. */
+  globalPerSecond: number;
+}
+
+/** Test hooks: a clock (epoch ms, instead of Redis TIME) and a sleep, to simulate minutes in milliseconds. */
+export interface BudgetClock {
+  now(): number;
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+}
+
+/** What this process's `take` calls did so far. */
+export interface BudgetStats {
+  taken: number;
+  /** Times a caller had to wait, and for how long in total (ms). */
+  waits: number;
+  waitedMs: number;
+}
+
+/** A token-bucket rate limit per Google user and overall, shared through Redis. */
+export class RequestBudget {
+  private readonly redis: Redis;
+  private readonly keys: RedisKeys;
+  private readonly args: string[];
+  private readonly clock: BudgetClock | undefined;
+  private readonly counters: BudgetStats = { taken: 0, waits: 0, waitedMs: 0 };
+
+  /** `clock` is for tests only; by default the buckets run on Redis `TIME` and callers sleep for real. */
+  constructor(redis: Redis, keys: RedisKeys, limits: BudgetLimits, clock?: BudgetClock) {
+    this.redis = redis;
+    this.keys = keys;
+    this.clock = clock;
+    const user = bucketFor(limits);
+    this.args = [String(user.ratePerMs), String(user.capacity), String(limits.globalPerSecond / 1000), String(limits.globalPerSecond)];
+  }
+
+  /** Waits until one request for `budgetKey` fits both budgets, and counts it. Rejects when `signal` aborts. */
+  async take(budgetKey: string, signal?: AbortSignal): Promise<void> {
+    for (;;) {
+      signal?.throwIfAborted();
+      const wait = await this.tryTake(budgetKey);
+      if (wait === 0) {
+        this.counters.taken += 1;
+        return;
+      }
+      this.counters.waits += 1;
+      this.counters.waitedMs += wait;
+      await (this.clock ? this.clock.sleep(wait, signal) : sleep(wait, undefined, { signal }));
+    }
+  }
+
+  /** Takes a token now if there is one in both buckets: 0, else the ms to wait. */
+  async tryTake(budgetKey: string): Promise<number> {
+    const now = this.clock ? String(this.clock.now()) : '';
+    if (budgetKey === GLOBAL_BUCKET) throw new RangeError(`budget key "${GLOBAL_BUCKET}" is reserved for the global bucket`);
+    const keys = [this.keys.googleBudget(budgetKey), this.keys.googleBudget(GLOBAL_BUCKET)];
+    return Number(await this.redis.eval(TAKE, 2, ...keys, ...this.args, now));
+  }
+
+  /** A copy of this process's counters. */
+  stats(): BudgetStats {
+    return { ...this.counters };
+  }
+}
+
+/** The user bucket for a rate: refills at `userPerMinute` per minute, capacity so that no 60 s exceeds 600 (see the module comment). */
+export function bucketFor(limits: Pick<BudgetLimits, 'userPerMinute'>): { ratePerMs: number; capacity: number } {
+  const capacity = Math.max(1, Math.min(MAX_USER_BURST, GOOGLE_USER_LIMIT_PER_MINUTE - 1 - limits.userPerMinute));
+  return { ratePerMs: limits.userPerMinute / 60_000, capacity };
+}

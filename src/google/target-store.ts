@@ -1,0 +1,236 @@
+/**
+ * Google push targets in Redis. One HASH per target (`googleTarget(id)`) holds its public fields (see
+ * `target-record.ts`, which also describes the status lifecycle), the refresh token sealed with the secret box
+ * (bound to the target id) and the SHA-256 of its manage token. Around it: the source's target SET (read by the
+ * publish fan-out), a ZSET of all targets by creation (admin paging), a ZSET by next reconcile (the scheduler's
+ * due scan), and, for targets connected through consent, a STRING from (Google user, source) to the target.
+ * Every update after `create` is a script that does nothing once the hash is gone, so no update racing
+ * `remove` can bring back half a target.
+ */
+import type { Redis } from 'ioredis';
+import { SecretBox } from '../security/secret-box.ts';
+import { constantTimeEqual, hashToken, randomToken } from '../security/tokens.ts';
+import type { RedisKeys } from '../sources/keys.ts';
+import type { SourceKey } from '../sources/source.ts';
+import { fromFields, toFields, type PushSummary, type PushTarget, type StoppedStatus } from './target-record.ts';
+import { REMOVE_TARGET, UPDATE_TARGET, updateArguments, type DueChange, type TargetUpdate } from './target-scripts.ts';
+
+export type { PushSummary, PushTarget, StoppedStatus, TargetStatus } from './target-record.ts';
+
+/** Target ids: 16 random bytes (128 bits) as base64url, 22 characters. */
+export const TARGET_ID = /^[A-Za-z0-9_-]{22}$/;
+
+/** What a new target is made of. */
+export interface NewTarget {
+  source: SourceKey;
+  refreshToken: string;
+  calendarId: string;
+  calendarOwned: boolean;
+  calendarName: string;
+  googleUser?: string;
+  budgetKey: string;
+  now: number;
+}
+
+/** A refresh token with the version it was stored under (pass the version back to `markStatus`). */
+export interface VersionedToken {
+  token: string;
+  version: number;
+}
+
+/** Fields cleared whenever a target becomes active again. */
+const STOP_FIELDS = ['statusReason', 'pausedUntil'] as const;
+
+/** The fields of a target that pushes again: active, and its first push reconciles. */
+const ACTIVE_FIELDS = { status: 'active', reconcileRequested: '1' } as const;
+
+/** The associated data that binds a sealed refresh token to its target. */
+function tokenContext(id: string): string {
+  return `google-target:${id}:refresh-token`;
+}
+
+/** Google push targets: create, read, move through the status lifecycle, record pushes, page, remove. */
+export class TargetStore {
+  private readonly redis: Redis;
+  private readonly keys: RedisKeys;
+  private readonly box: SecretBox;
+
+  /** `secretKey` is `Config.secretKey`; without it, anything touching a refresh token throws SecretKeyMissingError. */
+  constructor(redis: Redis, keys: RedisKeys, secretKey: Buffer | undefined) {
+    this.redis = redis;
+    this.keys = keys;
+    this.box = new SecretBox(secretKey);
+  }
+
+  /** Whether refresh tokens can be stored (a `SECRET_KEY` is configured). */
+  get canStoreTokens(): boolean {
+    return this.box.available;
+  }
+
+  /** Stores a new active target in one transaction, due for a reconcile now; the manage token is the only copy. */
+  async create(input: NewTarget): Promise<{ id: string; manageToken: string }> {
+    const id = randomToken(16);
+    const manageToken = randomToken();
+    const target: PushTarget = {
+      id, source: input.source, calendarId: input.calendarId, calendarOwned: input.calendarOwned, calendarName: input.calendarName,
+      budgetKey: input.budgetKey, status: 'active', statusAt: input.now, createdAt: input.now, tokenVersion: 1, reconcileRequested: true,
+      ...(input.googleUser === undefined ? {} : { googleUser: input.googleUser }),
+    };
+    const sealed = this.box.seal(input.refreshToken, tokenContext(id));
+    const multi = this.redis
+      .multi()
+      .hset(this.keys.googleTarget(id), { ...toFields(target), refreshToken: sealed, manageTokenHash: hashToken(manageToken) })
+      .sadd(this.keys.sourceTargets(input.source), id)
+      .zadd(this.keys.googleTargets, input.now, id)
+      .zadd(this.keys.googleTargetsDue, input.now, id);
+    if (input.googleUser !== undefined) multi.set(this.keys.googleUserTarget(input.googleUser, input.source), id);
+    await execOrThrow(multi);
+    return { id, manageToken };
+  }
+
+  /** The target, or undefined when there is none (a malformed id included). */
+  async get(id: string): Promise<PushTarget | undefined> {
+    if (!TARGET_ID.test(id)) return undefined;
+    const fields = await this.redis.hgetall(this.keys.googleTarget(id));
+    return fields['id'] === undefined ? undefined : fromFields(fields);
+  }
+
+  /**
+   * The decrypted refresh token and its version; undefined when the target does not exist. The secret box's
+   * DecryptionError (tampered, or sealed under another SECRET_KEY) and SecretKeyMissingError pass through.
+   */
+  async refreshToken(id: string): Promise<VersionedToken | undefined> {
+    if (!TARGET_ID.test(id)) return undefined;
+    const [sealed, version] = await this.redis.hmget(this.keys.googleTarget(id), 'refreshToken', 'tokenVersion');
+    if (sealed === null || sealed === undefined) return undefined;
+    return { token: this.box.open(sealed, tokenContext(id)), version: Number(version ?? 0) };
+  }
+
+  /**
+   * Stores a new refresh token under the next version and reactivates the target (due now, reconcile
+   * requested). `budgetKey`, when given, replaces the stored one. False if the target is gone.
+   */
+  async replaceRefreshToken(id: string, token: string, now: number, budgetKey?: string): Promise<boolean> {
+    const set: Record<string, string> = { refreshToken: this.box.seal(token, tokenContext(id)), ...ACTIVE_FIELDS };
+    if (budgetKey !== undefined) set['budgetKey'] = budgetKey;
+    return this.update(id, { set, remove: STOP_FIELDS, bumpVersion: true, due: { kind: 'set', at: now }, now });
+  }
+
+  /**
+   * Points the target at another calendar (a reconnect after the old one was deleted) and reactivates it:
+   * its index is dropped, a reconcile requested, due now. False if the target is gone.
+   */
+  async replaceCalendar(id: string, calendar: { calendarId: string; calendarOwned: boolean; calendarName: string }, now: number): Promise<boolean> {
+    const set = { calendarId: calendar.calendarId, calendarOwned: calendar.calendarOwned ? '1' : '0', calendarName: calendar.calendarName, ...ACTIVE_FIELDS };
+    return this.update(id, { set, remove: STOP_FIELDS, due: { kind: 'set', at: now }, clearIndex: true, now });
+  }
+
+  /** The target a Google user connected for `source`, if it still exists. */
+  async findByUser(googleUser: string, source: SourceKey): Promise<PushTarget | undefined> {
+    const id = await this.redis.get(this.keys.googleUserTarget(googleUser, source));
+    if (id === null) return undefined;
+    const target = await this.get(id);
+    return target?.source === source ? target : undefined;
+  }
+
+  /** A new manage token for the target (the old one stops working); undefined if the target is gone. */
+  async rotateManageToken(id: string): Promise<string | undefined> {
+    const token = randomToken();
+    return (await this.update(id, { set: { manageTokenHash: hashToken(token) } })) ? token : undefined;
+  }
+
+  /** Whether `token` is the manage token of target `id`, compared in constant time. */
+  async verifyManageToken(id: string, token: string): Promise<boolean> {
+    if (!TARGET_ID.test(id)) return false;
+    const stored = await this.redis.hget(this.keys.googleTarget(id), 'manageTokenHash');
+    return stored !== null && constantTimeEqual(stored, hashToken(token));
+  }
+
+  /**
+   * Stops pushes: `paused` until `pausedUntil` (its reconcile moves there), or `needs-consent` /
+   * `calendar-deleted` (it leaves the due set). With `tokenVersion` (from {@link refreshToken}), only while
+   * that token is still the stored one. Resolves to whether it marked.
+   */
+  async markStatus(id: string, status: StoppedStatus, reason: string, now: number, options: { pausedUntil?: number; tokenVersion?: number } = {}): Promise<boolean> {
+    const set: Record<string, string> = { status, statusReason: reason };
+    const until = status === 'paused' ? options.pausedUntil : undefined;
+    if (until !== undefined) set['pausedUntil'] = String(until);
+    const due: DueChange = status !== 'paused' ? { kind: 'remove' } : until === undefined ? { kind: 'keep' } : { kind: 'set', at: until };
+    const guard = options.tokenVersion === undefined ? {} : { ifVersion: options.tokenVersion };
+    return this.update(id, { set, remove: until === undefined ? ['pausedUntil'] : [], due, now, ...guard });
+  }
+
+  /** Records a successful push: the target is active (a pause is over), its last error cleared. */
+  async recordPush(id: string, summary: PushSummary): Promise<boolean> {
+    const set = { lastPush: JSON.stringify(summary), lastPushAt: String(summary.at), status: 'active' };
+    // NX: an active target is always in the due set; this only repairs one that was not.
+    return this.update(id, { set, remove: [...STOP_FIELDS, 'lastError', 'lastErrorAt'], due: { kind: 'set', at: summary.at, nx: true }, now: summary.at });
+  }
+
+  /** Records a failed push (the status is left alone: the caller decides whether it stops the target). */
+  async recordError(id: string, message: string, now: number): Promise<boolean> {
+    return this.update(id, { set: { lastError: message, lastErrorAt: String(now) } });
+  }
+
+  /** The next push must list the calendar and rebuild the index. */
+  async requestReconcile(id: string): Promise<boolean> {
+    return this.update(id, { set: { reconcileRequested: '1' } });
+  }
+
+  /**
+   * A reconcile ran. A request made while it ran is lost here, which is fine because whoever requests a
+   * reconcile also enqueues a push with reason `reconcile`/`connect`, and that push reconciles by its reason.
+   */
+  async clearReconcileRequest(id: string): Promise<boolean> {
+    return this.update(id, { set: { reconcileRequested: '0' } });
+  }
+
+  /** Moves the target's next full reconcile to `at`; does nothing for a stopped or removed target (not in the set). */
+  async scheduleReconcile(id: string, at: number): Promise<void> {
+    await this.redis.zadd(this.keys.googleTargetsDue, 'XX', at, id);
+  }
+
+  /** Ids of targets whose reconcile is due at `now`, earliest first. */
+  async due(now: number, limit: number): Promise<string[]> {
+    return this.redis.zrangebyscore(this.keys.googleTargetsDue, '-inf', now, 'LIMIT', 0, limit);
+  }
+
+  /** A page of all targets, oldest first, with the total count. */
+  async page(offset: number, limit: number): Promise<{ total: number; targets: PushTarget[] }> {
+    const [total, ids] = await Promise.all([this.redis.zcard(this.keys.googleTargets), this.redis.zrange(this.keys.googleTargets, String(offset), String(offset + limit - 1))]);
+    const pipeline = this.redis.pipeline();
+    for (const id of ids) pipeline.hgetall(this.keys.googleTarget(id));
+    const rows = ((await pipeline.exec()) ?? []).map(([, fields]) => (fields ?? {}) as Record<string, string>);
+    // A target removed between the two reads has an empty hash: left out.
+    const found = rows.filter((fields) => fields['id'] !== undefined).map(fromFields);
+    return { total, targets: found };
+  }
+
+  /** Removes the target and everything pointing at it, atomically. True if it existed; safe to repeat. */
+  async remove(id: string): Promise<boolean> {
+    if (!TARGET_ID.test(id)) return false;
+    // Source and Google user never change, so reading them before the script is safe.
+    const [source, googleUser] = await this.redis.hmget(this.keys.googleTarget(id), 'source', 'googleUser');
+    const keys = [
+      this.keys.googleTarget(id), this.keys.googleIndex(id),
+      source ? this.keys.sourceTargets(source) : this.keys.googleTarget(id),
+      this.keys.googleTargets, this.keys.googleTargetsDue,
+      source && googleUser ? this.keys.googleUserTarget(googleUser, source) : this.keys.googleTarget(id),
+    ];
+    return (await this.redis.eval(REMOVE_TARGET, keys.length, ...keys, id)) === 1;
+  }
+
+  private async update(id: string, update: TargetUpdate): Promise<boolean> {
+    if (!TARGET_ID.test(id)) return false;
+    const keys = [this.keys.googleTarget(id), this.keys.googleTargetsDue, this.keys.googleIndex(id)];
+    return (await this.redis.eval(UPDATE_TARGET, keys.length, ...keys, ...updateArguments(id, update))) === 1;
+  }
+}
+
+/** Runs a MULTI and throws the first command error (ioredis reports them per command, not as a rejection). */
+async function execOrThrow(multi: ReturnType<Redis['multi']>): Promise<void> {
+  const results = await multi.exec();
+  if (results === null) throw new Error('Redis transaction was aborted');
+  const failed = results.find(([error]) => error !== null);
+  if (failed) throw failed[0] as Error;
+}
