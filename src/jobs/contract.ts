@@ -2,6 +2,7 @@
  * The job contract: queue names, job names, payloads and results, imported by every producer and processor.
  * Payloads carry ids, never credentials. Job and scheduler ids never contain `:`.
  */
+import type { SyncCounts } from '../google/sync-target.ts';
 import type { SourceKey } from '../sources/source.ts';
 
 /** Queue names (under the `<REDIS_PREFIX>:q` BullMQ prefix). */
@@ -39,14 +40,23 @@ export interface RefreshJobResult {
   pushJobs: number;
 }
 
+/** Why a push runs. */
+export type PushReason = 'refresh' | 'reconcile' | 'connect';
+
 /** Payload of a push job (job name `push`). */
 export interface PushJobData {
   /** The push target's id. */
   target: string;
   source: SourceKey;
-  /** `refresh`: the source changed; `reconcile`: the periodic full comparison. */
-  reason: 'refresh' | 'reconcile';
+  /**
+   * `refresh`: the source changed; `reconcile`: the periodic full comparison; `connect`: the first push of a
+   * new or reconnected target. `reconcile` and `connect` list the calendar before planning.
+   */
+  reason: PushReason;
 }
+
+/** Result of a push job: what it wrote, or why it did nothing. */
+export type PushJobResult = { skipped: string } | (SyncCounts & { reconciled: boolean; durationMs: number });
 
 /** Job names on the schedule queue. */
 export const SCHEDULE_JOB = {

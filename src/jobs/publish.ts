@@ -9,9 +9,9 @@ import { normaliseEntries, type Snapshot } from '../sources/snapshot-store.ts';
 import type { SourceKey } from '../sources/source.ts';
 import type { TimetableEntry } from '../timetable/types.ts';
 import { activateSource } from './activation.ts';
-import { QUEUE, type RefreshJobResult, type RefreshReason } from './contract.ts';
+import type { RefreshJobResult, RefreshReason } from './contract.ts';
 import type { FetchedTimetable } from './fetch-source.ts';
-import { enqueueRefresh } from './queues.ts';
+import { enqueuePush, enqueueRefresh } from './queues.ts';
 
 /** One fetched timetable to publish. */
 export interface PublishInput {
@@ -144,13 +144,7 @@ export async function markFeedStale(ctx: ServiceContext, source: SourceKey, now:
 /** One push job per Google target of the source; a target with a push queued or running gets one follow-up. */
 async function fanOutPush(ctx: ServiceContext, source: SourceKey): Promise<number> {
   const targets = await ctx.redis.smembers(ctx.keys.sourceTargets(source));
-  await Promise.all(targets.map((target) => ctx.queues.push.add(QUEUE.push, { target, source, reason: 'refresh' }, {
-    deduplication: { id: `push-${target}`, keepLastIfActive: true },
-    attempts: 8,
-    backoff: { type: 'exponential', delay: 5_000, jitter: 0.5 },
-    removeOnComplete: { age: 24 * 3600 },
-    removeOnFail: { age: 7 * 24 * 3600 },
-  })));
+  await Promise.all(targets.map((target) => enqueuePush(ctx, target, source, 'refresh')));
   await ctx.redis.srem(ctx.keys.pushOwed, source);
   return targets.length;
 }

@@ -4,12 +4,12 @@ import type { Redis } from 'ioredis';
 import type { Config } from '../config.ts';
 import type { RedisKeys } from '../sources/keys.ts';
 import { sourceToken, type SourceKey } from '../sources/source.ts';
-import { QUEUE, type PushJobData, type RefreshJobData, type RefreshJobResult, type RefreshReason, type TickJobData } from './contract.ts';
+import { QUEUE, type PushJobData, type PushJobResult, type PushReason, type RefreshJobData, type RefreshJobResult, type RefreshReason, type TickJobData } from './contract.ts';
 
 /** The service's queues, sharing one connection. */
 export interface Queues {
   refresh: Queue<RefreshJobData, RefreshJobResult>;
-  push: Queue<PushJobData>;
+  push: Queue<PushJobData, PushJobResult>;
   schedule: Queue<TickJobData | Record<string, never>>;
   close(): Promise<void>;
 }
@@ -22,7 +22,7 @@ export interface Queues {
 export function createQueues(connection: Redis, keys: RedisKeys): Queues {
   const options = { connection, prefix: keys.queuePrefix };
   const refresh = new Queue<RefreshJobData, RefreshJobResult>(QUEUE.refresh, options);
-  const push = new Queue<PushJobData>(QUEUE.push, options);
+  const push = new Queue<PushJobData, PushJobResult>(QUEUE.push, options);
   const schedule = new Queue<TickJobData | Record<string, never>>(QUEUE.schedule, options);
   for (const queue of [refresh, push, schedule]) queue.on('error', () => undefined);
   return {
@@ -93,4 +93,36 @@ async function runningJob(queues: Queues, token: string): Promise<string | undef
   const current = await queues.refresh.getDeduplicationJobId(token);
   if (current === null) return undefined;
   return (await queues.refresh.getJobState(current)) === 'active' ? current : undefined;
+}
+
+/**
+ * Retry and retention options of push jobs. Transient Google failures retry with backoff; rate limits do not
+ * use attempts (the push queue is paused instead), and permanent failures end the job at once.
+ */
+export function pushJobOptions(): JobsOptions {
+  return {
+    attempts: 8,
+    backoff: { type: 'exponential', delay: 5_000, jitter: 0.5 },
+    removeOnComplete: { age: 24 * 3600 },
+    removeOnFail: { age: 7 * 24 * 3600 },
+  };
+}
+
+/** The deduplication id of a target's push jobs (also how the admin API finds a pending push). */
+export function pushDeduplicationId(target: string): string {
+  return `push-${target}`;
+}
+
+/**
+ * Queues a push of `target`, deduplicated per target: while one is queued, it answers the request; while one
+ * runs, exactly one follow-up is kept behind it (the running one may have read the old timetable). Resolves
+ * to the id of the job that will do the work. A `reconcile` asked for while a plain push is queued is carried
+ * by the target's `reconcileRequested` flag, which callers set first.
+ */
+export async function enqueuePush(ctx: { queues: Queues }, target: string, source: SourceKey, reason: PushReason): Promise<string> {
+  const job = await ctx.queues.push.add(QUEUE.push, { target, source, reason }, {
+    ...pushJobOptions(),
+    deduplication: { id: pushDeduplicationId(target), keepLastIfActive: true },
+  });
+  return job.id ?? '';
 }

@@ -8,7 +8,7 @@ import type { Job, Processor } from 'bullmq';
 import type { ServiceContext } from '../runtime/context.ts';
 import { sourceToken, type SourceKey } from '../sources/source.ts';
 import { RECONCILE_EVERY_MS, RECONCILE_SCHEDULER_ID, SCHEDULE_JOB, tickSchedulerId, type TickJobData } from './contract.ts';
-import { enqueueRefresh } from './queues.ts';
+import { enqueuePush, enqueueRefresh } from './queues.ts';
 
 /** What one reconciliation did. */
 export interface ReconcileResult {
@@ -16,6 +16,8 @@ export interface ReconcileResult {
   created: number;
   updated: number;
   removed: number;
+  /** Google push targets whose periodic reconcile was due and got a push job. */
+  pushes: number;
   skipped?: 'another reconciler is running';
 }
 
@@ -40,17 +42,18 @@ export function scheduleProcessor(ctx: ServiceContext): Processor<TickJobData | 
 }
 
 /**
- * Deactivates sources nobody asked for within `INACTIVE_AFTER` (unless something pushes from them), then
- * makes the tick schedulers match the active sources exactly. One reconciler runs at a time (a Redis lock).
+ * Deactivates sources nobody asked for within `INACTIVE_AFTER` (unless something pushes from them), makes the
+ * tick schedulers match the active sources exactly, and queues the Google targets' due reconciles. One
+ * reconciler runs at a time (a Redis lock).
  */
 export async function reconcile(ctx: ServiceContext): Promise<ReconcileResult> {
   const lockKey = ctx.keys.lock('reconcile');
   const owner = randomBytes(8).toString('hex');
-  if ((await ctx.redis.set(lockKey, owner, 'PX', RECONCILE_LOCK_MS, 'NX')) === null) return { deactivated: 0, created: 0, updated: 0, removed: 0, skipped: 'another reconciler is running' };
+  if ((await ctx.redis.set(lockKey, owner, 'PX', RECONCILE_LOCK_MS, 'NX')) === null) return { deactivated: 0, created: 0, updated: 0, removed: 0, pushes: 0, skipped: 'another reconciler is running' };
   try {
     const deactivated = await deactivateIdle(ctx);
     const [desired, existing] = await Promise.all([desiredSchedulers(ctx), existingSchedulers(ctx)]);
-    const result = { deactivated, created: 0, updated: 0, removed: 0 };
+    const result = { deactivated, created: 0, updated: 0, removed: 0, pushes: 0 };
     const now = ctx.now();
     for (const [id, { source, every }] of desired) {
       if (existing.has(id) && existing.get(id) === every) continue;
@@ -65,11 +68,40 @@ export async function reconcile(ctx: ServiceContext): Promise<ReconcileResult> {
       await ctx.queues.schedule.removeJobScheduler(id);
       result.removed += 1;
     }
+    result.pushes = await enqueueDuePushes(ctx, lockKey);
     if (result.created + result.updated + result.removed + deactivated > 0) ctx.logger.info({ ...result, active: desired.size }, 'job schedulers reconciled');
     return result;
   } finally {
     await ctx.redis.eval(RELEASE_LOCK_SCRIPT, 1, lockKey, owner);
   }
+}
+
+/** Push targets whose reconcile is due, handled per reconciler run (the rest wait one minute). */
+const DUE_TARGETS_PER_RUN = 500;
+/** Due targets handled concurrently. */
+const DUE_BATCH_SIZE = 50;
+
+/**
+ * Queues a reconciling push for every Google target whose periodic reconcile is due, and moves its next one a
+ * full interval away, so that a target is not queued again every minute while its push waits or fails.
+ */
+async function enqueueDuePushes(ctx: ServiceContext, lockKey: string): Promise<number> {
+  const now = ctx.now();
+  const due = await ctx.google.targets.due(now, DUE_TARGETS_PER_RUN);
+  let queued = 0;
+  for (let start = 0; start < due.length; start += DUE_BATCH_SIZE) {
+    const batch = await Promise.all(due.slice(start, start + DUE_BATCH_SIZE).map(async (id) => {
+      const target = await ctx.google.targets.get(id);
+      if (target === undefined) return 0;
+      await ctx.google.targets.requestReconcile(id);
+      await ctx.google.targets.scheduleReconcile(id, now + ctx.config.googleReconcileIntervalMs);
+      await enqueuePush(ctx, id, target.source, 'reconcile');
+      return 1;
+    }));
+    queued += batch.reduce<number>((sum, n) => sum + n, 0);
+    await ctx.redis.pexpire(lockKey, RECONCILE_LOCK_MS);
+  }
+  return queued;
 }
 
 /** How long the reconciler's lock lives without being extended (it is extended after every upsert). */

@@ -5,6 +5,7 @@ import { Worker, type WorkerOptions } from 'bullmq';
 import type { ServiceContext } from '../runtime/context.ts';
 import { connectRedis } from '../runtime/redis-connection.ts';
 import { QUEUE } from './contract.ts';
+import { pushProcessor, type PushTuning } from './push.ts';
 import { refreshProcessor } from './refresh.ts';
 import { ensureReconcileScheduler, scheduleProcessor } from './schedule.ts';
 
@@ -15,6 +16,8 @@ export interface WorkerTuning {
   /** How often workers look for jobs whose lock expired. */
   stalledIntervalMs?: number;
   heartbeatMs?: number;
+  /** First pause of the push queue after a Google rate limit without `Retry-After`. */
+  pushRateLimitBaseMs?: number;
 }
 
 /** Running workers. */
@@ -34,6 +37,10 @@ export function limiterFor(requestsPerSecond: number): { max: number; duration: 
   return { max, duration: Math.round((1000 * max) / requestsPerSecond) };
 }
 
+function pushTuning(tuning: WorkerTuning): PushTuning {
+  return tuning.pushRateLimitBaseMs === undefined ? {} : { rateLimitBaseMs: tuning.pushRateLimitBaseMs };
+}
+
 /** Starts the workers of one process on `redisUrl`, plus the heartbeat `/readyz` reads. */
 export async function startWorkers(ctx: ServiceContext, redisUrl: string, tuning: WorkerTuning = {}): Promise<WorkerSet> {
   const id = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
@@ -49,8 +56,8 @@ export async function startWorkers(ctx: ServiceContext, redisUrl: string, tuning
   const workers = [
     new Worker(QUEUE.refresh, refreshProcessor(ctx), { ...base, concurrency: ctx.config.workerConcurrency, limiter: limiterFor(ctx.config.upstreamRateLimit) }),
     new Worker(QUEUE.schedule, scheduleProcessor(ctx), { ...base, concurrency: 4 }),
-    // Google push arrives with its own issue; until then push jobs complete without doing anything.
-    new Worker(QUEUE.push, async () => ({ skipped: 'Google push is not enabled' }), { ...base, concurrency: 1 }),
+    // The limiter paces push starts and is what lets a Google rate limit pause the queue (`queue.rateLimit`).
+    new Worker(QUEUE.push, pushProcessor(ctx, pushTuning(tuning)), { ...base, concurrency: ctx.config.pushConcurrency, limiter: limiterFor(ctx.config.googleRateLimit) }),
   ];
   for (const worker of workers) {
     worker.on('error', (error) => ctx.logger.error({ err: error, queue: worker.name }, 'worker error'));

@@ -12,6 +12,12 @@ export interface Metrics {
   readonly upstreamErrors: Counter<'kind'>;
   /** Feed responses by kind of feed (`group`, `employee`, `personal`) and status (200, 304, 404, 503, …). */
   readonly feedsServed: Counter<'kind' | 'status'>;
+  /** Seconds per push job, by outcome (`synced`, `skipped`, `rate-limited`, `paused`, `needs-consent`, `calendar-deleted`, `failed`). */
+  readonly pushDuration: Histogram<'outcome'>;
+  /** Google Calendar write calls by operation (`insert`, `patch`, `revive`, `delete`). */
+  readonly googleWrites: Counter<'operation'>;
+  /** Google failures by kind (`rate-limit`, `quota`, `consent`, `calendar-gone`, `transient`, `permanent`). */
+  readonly googleErrors: Counter<'kind'>;
   /** Where gauges read their values at scrape time; roles plug in what they have. */
   setQueueDepths(read: () => Promise<QueueDepths>): void;
   setStaleSources(read: () => Promise<number>): void;
@@ -50,6 +56,9 @@ export function createMetrics(): Metrics {
     refreshDuration: new Histogram({ name: 'timetable_refresh_duration_seconds', help: 'Duration of refresh jobs by outcome', labelNames: ['outcome'] as const, buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers: [registry] }),
     upstreamErrors: new Counter({ name: 'timetable_upstream_errors_total', help: 'University API failures by kind', labelNames: ['kind'] as const, registers: [registry] }),
     feedsServed,
+    pushDuration: new Histogram({ name: 'timetable_push_duration_seconds', help: 'Duration of Google push jobs by outcome', labelNames: ['outcome'] as const, buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120], registers: [registry] }),
+    googleWrites: new Counter({ name: 'timetable_google_writes_total', help: 'Google Calendar write calls by operation', labelNames: ['operation'] as const, registers: [registry] }),
+    googleErrors: new Counter({ name: 'timetable_google_errors_total', help: 'Google API failures by kind', labelNames: ['kind'] as const, registers: [registry] }),
     setQueueDepths: (read) => {
       readers.depths = read;
     },

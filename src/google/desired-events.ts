@@ -1,0 +1,61 @@
+/** What a push target's calendar should hold, derived from a feed's occurrences (pure). */
+import { createHash } from 'node:crypto';
+import type { Occurrence } from '../timetable/types.ts';
+import type { DesiredEvent, EventMarker, OwnedEventFields } from './calendar-target.ts';
+import { eventIdFor } from './event-id.ts';
+
+/** Private extended property that marks our events; its value is the source key. */
+export const MARKER_KEY = 'timetableSync';
+
+/** Private extended property holding {@link fieldsHash} of what we last wrote. */
+export const HASH_KEY = 'timetableSyncHash';
+
+/** The marker of a source's events (`{ key: 'timetableSync', value: 'group:4242' }`). */
+export function markerFor(source: string): EventMarker {
+  return { key: MARKER_KEY, value: source };
+}
+
+/** The fields of an occurrence that we own in Google: text, and local start and end in the timetable's zone. */
+export function ownedFields(occurrence: Occurrence): OwnedEventFields {
+  const { date, timezone } = occurrence;
+  return {
+    summary: occurrence.summary,
+    location: occurrence.location,
+    description: occurrence.description,
+    start: { dateTime: `${date}T${occurrence.beginTime}:00`, timeZone: timezone },
+    end: { dateTime: `${date}T${occurrence.endTime}:00`, timeZone: timezone },
+  };
+}
+
+/**
+ * Digest of owned fields: SHA-256 of their JSON in a fixed key order, base64url, 22 characters (132 bits).
+ * The key order is spelled out so that a change in how fields are built never changes the digest by accident.
+ */
+export function fieldsHash(fields: OwnedEventFields): string {
+  const canonical = JSON.stringify([
+    fields.summary,
+    fields.location,
+    fields.description,
+    fields.start.dateTime,
+    fields.start.timeZone,
+    fields.end.dateTime,
+    fields.end.timeZone,
+  ]);
+  return createHash('sha256').update(canonical).digest('base64url').slice(0, 22);
+}
+
+/**
+ * The events a calendar should hold: the confirmed occurrences (cancelled ones are deleted in Google, where
+ * a deletion is visible enough). An occurrence UID seen twice keeps its first occurrence.
+ */
+export function desiredEvents(occurrences: readonly Occurrence[]): DesiredEvent[] {
+  const seen = new Set<string>();
+  const events: DesiredEvent[] = [];
+  for (const occurrence of occurrences) {
+    if (occurrence.status !== 'CONFIRMED' || seen.has(occurrence.uid)) continue;
+    seen.add(occurrence.uid);
+    const fields = ownedFields(occurrence);
+    events.push({ id: eventIdFor(occurrence.uid), fields, hash: fieldsHash(fields) });
+  }
+  return events;
+}

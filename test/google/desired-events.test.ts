@@ -1,0 +1,82 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { desiredEvents, fieldsHash, HASH_KEY, MARKER_KEY, markerFor, ownedFields } from '../../src/google/desired-events.ts';
+import { eventIdFor } from '../../src/google/event-id.ts';
+import type { Occurrence } from '../../src/timetable/types.ts';
+
+function occurrence(overrides: Partial<Occurrence> = {}): Occurrence {
+  return {
+    uid: '4711-2025-10-01',
+    entryId: 4711,
+    date: '2025-10-01',
+    beginTime: '09:00',
+    endTime: '10:35',
+    timezone: 'Europe/Moscow',
+    startUtc: Date.UTC(2025, 9, 1, 6),
+    endUtc: Date.UTC(2025, 9, 1, 7, 35),
+    summary: 'Математика (лекция)',
+    location: 'ауд. 101',
+    description: 'Иванов И. И.',
+    categories: ['лекция'],
+    status: 'CONFIRMED',
+    hash: 'occurrence-hash',
+    sequence: 0,
+    ...overrides,
+  };
+}
+
+describe('ownedFields', () => {
+  it('carries the text and local wall-clock start and end in the timetable zone, without an offset', () => {
+    expect(ownedFields(occurrence())).toEqual({
+      summary: 'Математика (лекция)',
+      location: 'ауд. 101',
+      description: 'Иванов И. И.',
+      start: { dateTime: '2025-10-01T09:00:00', timeZone: 'Europe/Moscow' },
+      end: { dateTime: '2025-10-01T10:35:00', timeZone: 'Europe/Moscow' },
+    });
+  });
+});
+
+describe('fieldsHash', () => {
+  it('is 22 base64url characters and the same for the same fields', () => {
+    const hash = fieldsHash(ownedFields(occurrence()));
+    expect(hash).toMatch(/^[A-Za-z0-9_-]{22}$/);
+    expect(fieldsHash(ownedFields(occurrence({ sequence: 3, hash: 'other', categories: [] })))).toBe(hash);
+  });
+
+  it('changes with every owned field', () => {
+    const base = fieldsHash(ownedFields(occurrence()));
+    const changes: Partial<Occurrence>[] = [
+      { summary: 'Физика' }, { location: 'ауд. 102' }, { description: '' }, { beginTime: '09:05' },
+      { endTime: '10:40' }, { date: '2025-10-02' }, { timezone: 'Europe/Berlin' },
+    ];
+    for (const change of changes) expect(fieldsHash(ownedFields(occurrence(change)))).not.toBe(base);
+  });
+
+  it('does not confuse text moved from one field to the next', () => {
+    fc.assert(fc.property(fc.string(), fc.string(), fc.string(), (a, b, c) => {
+      fc.pre(c !== '');
+      expect(fieldsHash(ownedFields(occurrence({ summary: a + c, location: b })))).not.toBe(fieldsHash(ownedFields(occurrence({ summary: a, location: c + b }))));
+    }));
+  });
+});
+
+describe('desiredEvents', () => {
+  it('keeps confirmed occurrences only, with ids from their uids and the digest of their fields', () => {
+    const events = desiredEvents([occurrence(), occurrence({ uid: '4711-2025-10-08', date: '2025-10-08', status: 'CANCELLED' }), occurrence({ uid: '4712-2025-10-01' })]);
+    expect(events.map((event) => event.id)).toEqual([eventIdFor('4711-2025-10-01'), eventIdFor('4712-2025-10-01')]);
+    expect(events[0]?.hash).toBe(fieldsHash(ownedFields(occurrence())));
+    expect(events[0]?.fields).toEqual(ownedFields(occurrence()));
+  });
+
+  it('a uid seen twice gives one event', () => {
+    expect(desiredEvents([occurrence(), occurrence({ summary: 'again' })])).toHaveLength(1);
+  });
+});
+
+describe('markerFor', () => {
+  it('marks events with the source key under our private property', () => {
+    expect(markerFor('group:4242')).toEqual({ key: 'timetableSync', value: 'group:4242' });
+    expect([MARKER_KEY, HASH_KEY]).toEqual(['timetableSync', 'timetableSyncHash']);
+  });
+});

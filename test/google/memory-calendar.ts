@@ -1,0 +1,173 @@
+/**
+ * An in-memory {@link CalendarTarget} with Google's semantics as the adapter reports them: ids must be
+ * base32hex; a deleted event stays as cancelled and its id cannot be inserted again (409, even cancelled);
+ * deleting twice (410) or a never-used id (404) is success; patch merges (owned fields, marker and hash
+ * replaced, everything else kept); revive (PUT) replaces the whole body and confirms the event.
+ */
+import type { CalendarInfo, CalendarTarget, DesiredEvent, EventMarker, OwnedEventFields, RemoteEvent } from '../../src/google/calendar-target.ts';
+import { HASH_KEY, MARKER_KEY } from '../../src/google/desired-events.ts';
+import { CalendarGoneError, EventExistsError, EventMissingError, GooglePermanentError } from '../../src/google/errors.ts';
+
+/** An event as the fake keeps it. */
+export interface StoredEvent {
+  id: string;
+  status: 'confirmed' | 'cancelled';
+  fields: OwnedEventFields;
+  /** Private extended properties. */
+  private: Record<string, string>;
+  /** What the owner added (reminders, colour…): kept by patch, dropped by a full update. */
+  extra: Record<string, unknown>;
+}
+
+/** Methods of {@link CalendarTarget} that send requests. */
+export type Method = 'createCalendar' | 'getCalendar' | 'deleteCalendar' | 'insertEvent' | 'getEvent' | 'patchEvent' | 'reviveEvent' | 'deleteEvent' | 'listPage';
+
+/** A fault: call number `at` of `method` (counted over the fake's life) throws `error` instead of running. */
+interface Fault {
+  method: Method;
+  at: number;
+  error: Error;
+}
+
+const ID = /^[0-9a-v]{5,1024}$/;
+
+/** The in-memory calendar service of one Google account. */
+export class MemoryCalendar implements CalendarTarget {
+  readonly calendars = new Map<string, { info: CalendarInfo; events: Map<string, StoredEvent> }>();
+  /** Requests per method, faulted ones included. */
+  readonly calls = new Map<Method, number>();
+  /** Successful changes to event data (insert, patch, revive, delete of a live event). */
+  mutations = 0;
+  faults: Fault[] = [];
+  /** Events per listing page. */
+  pageSize = 2500;
+  /** Milliseconds every request takes (so that requests overlap). */
+  latencyMs = 0;
+  /** Awaited before every request, like the adapter's `BeforeRequest` (the request budget). */
+  beforeRequest: (() => Promise<void>) | undefined;
+  private nextCalendar = 1;
+
+  constructor(calendarIds: string[] = []) {
+    for (const id of calendarIds) this.calendars.set(id, { info: { id, summary: id }, events: new Map() });
+  }
+
+  count(method: Method): number {
+    return this.calls.get(method) ?? 0;
+  }
+
+  /** Requests of every method. */
+  total(): number {
+    return [...this.calls.values()].reduce((sum, n) => sum + n, 0);
+  }
+
+  /** The `nth` call of `method` from now on (1-based) throws `error` instead of running. */
+  fail(method: Method, error: Error, nth = 1): void {
+    this.faults.push({ method, at: this.count(method) + nth, error });
+  }
+
+  events(calendarId: string, includeCancelled = false): StoredEvent[] {
+    return [...this.calendar(calendarId).events.values()].filter((event) => includeCancelled || event.status === 'confirmed');
+  }
+
+  event(calendarId: string, id: string): StoredEvent | undefined {
+    return this.calendars.get(calendarId)?.events.get(id);
+  }
+
+  /** The owner's own event (no marker), outside the API. */
+  ownerInsert(calendarId: string, id: string, privateProperties: Record<string, string> = {}): void {
+    this.calendar(calendarId).events.set(id, { id, status: 'confirmed', fields: FOREIGN_FIELDS, private: privateProperties, extra: {} });
+  }
+
+  async createCalendar(summary: string, timeZone: string): Promise<CalendarInfo> {
+    await this.request('createCalendar');
+    const info = { id: `cal${this.nextCalendar++}@group.calendar.google.com`, summary, timeZone };
+    this.calendars.set(info.id, { info, events: new Map() });
+    return info;
+  }
+
+  async getCalendar(calendarId: string): Promise<CalendarInfo> {
+    await this.request('getCalendar');
+    return this.calendar(calendarId).info;
+  }
+
+  async deleteCalendar(calendarId: string): Promise<void> {
+    await this.request('deleteCalendar');
+    this.calendars.delete(calendarId);
+  }
+
+  async insertEvent(calendarId: string, event: DesiredEvent, marker: EventMarker): Promise<void> {
+    await this.request('insertEvent');
+    if (!ID.test(event.id)) throw new GooglePermanentError('events.insert: Invalid resource id value.', { status: 400, reason: 'invalid' });
+    const events = this.calendar(calendarId).events;
+    if (events.has(event.id)) throw new EventExistsError('events.insert: The requested identifier already exists.', { status: 409, reason: 'duplicate' });
+    events.set(event.id, { id: event.id, status: 'confirmed', fields: event.fields, private: ours(event, marker), extra: {} });
+    this.mutations += 1;
+  }
+
+  async getEvent(calendarId: string, eventId: string): Promise<RemoteEvent | undefined> {
+    await this.request('getEvent');
+    const stored = this.calendar(calendarId).events.get(eventId);
+    return stored && remote(stored, MARKER_KEY);
+  }
+
+  async patchEvent(calendarId: string, event: DesiredEvent, marker: EventMarker): Promise<void> {
+    await this.request('patchEvent');
+    const stored = this.calendar(calendarId).events.get(event.id);
+    if (!stored) throw new EventMissingError('events.patch: Not Found', { status: 404, reason: 'notFound' });
+    stored.fields = event.fields;
+    stored.private = { ...stored.private, ...ours(event, marker) };
+    this.mutations += 1;
+  }
+
+  async reviveEvent(calendarId: string, event: DesiredEvent, marker: EventMarker): Promise<void> {
+    await this.request('reviveEvent');
+    const events = this.calendar(calendarId).events;
+    if (!events.has(event.id)) throw new EventMissingError('events.update: Not Found', { status: 404, reason: 'notFound' });
+    events.set(event.id, { id: event.id, status: 'confirmed', fields: event.fields, private: ours(event, marker), extra: {} });
+    this.mutations += 1;
+  }
+
+  async deleteEvent(calendarId: string, eventId: string): Promise<void> {
+    await this.request('deleteEvent');
+    const stored = this.calendar(calendarId).events.get(eventId);
+    // 404 (never existed) and 410 (already deleted) are success, as in the adapter.
+    if (!stored || stored.status === 'cancelled') return;
+    stored.status = 'cancelled';
+    this.mutations += 1;
+  }
+
+  async *listMarkedEvents(calendarId: string, marker: EventMarker): AsyncIterable<RemoteEvent> {
+    const all = [...this.calendar(calendarId).events.values()].filter((event) => event.private[marker.key] === marker.value);
+    for (let start = 0; start === 0 || start < all.length; start += this.pageSize) {
+      await this.request('listPage');
+      for (const event of all.slice(start, start + this.pageSize)) yield remote(event, marker.key);
+    }
+  }
+
+  private calendar(calendarId: string): { info: CalendarInfo; events: Map<string, StoredEvent> } {
+    const calendar = this.calendars.get(calendarId);
+    if (!calendar) throw new CalendarGoneError(`calendar ${calendarId}: Not Found`, { status: 404, reason: 'notFound' });
+    return calendar;
+  }
+
+  private async request(method: Method): Promise<void> {
+    await this.beforeRequest?.();
+    const call = this.count(method) + 1;
+    this.calls.set(method, call);
+    if (this.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, this.latencyMs));
+    const fault = this.faults.find((candidate) => candidate.method === method && candidate.at === call);
+    if (fault) throw fault.error;
+  }
+}
+
+const FOREIGN_FIELDS: OwnedEventFields = { summary: 'Dentist', location: '', description: '', start: { dateTime: '2025-10-01T09:00:00', timeZone: 'UTC' }, end: { dateTime: '2025-10-01T10:00:00', timeZone: 'UTC' } };
+
+function ours(event: DesiredEvent, marker: EventMarker): Record<string, string> {
+  return { [marker.key]: marker.value, [HASH_KEY]: event.hash };
+}
+
+function remote(stored: StoredEvent, markerKey: string): RemoteEvent {
+  const markerValue = stored.private[markerKey];
+  const hash = stored.private[HASH_KEY];
+  return { id: stored.id, cancelled: stored.status === 'cancelled', ...(markerValue === undefined ? {} : { markerValue }), ...(hash === undefined ? {} : { hash }) };
+}

@@ -1,0 +1,275 @@
+import { beforeEach, describe, expect, it } from 'vitest';
+import type { DesiredEvent, OwnedEventFields } from '../../src/google/calendar-target.ts';
+import { fieldsHash, markerFor } from '../../src/google/desired-events.ts';
+import { GooglePermanentError, GoogleQuotaError, GoogleRateLimitError } from '../../src/google/errors.ts';
+import { eventIdFor } from '../../src/google/event-id.ts';
+import { syncTarget, type SyncCounts, type SyncIndex, type SyncOptions } from '../../src/google/sync-target.ts';
+import { silentLogger } from '../../src/logger.ts';
+import { MemoryCalendar } from './memory-calendar.ts';
+
+const CAL = 'c1@group.calendar.google.com';
+const TARGET = 'target-0000000000000001';
+const marker = markerFor('group:4242');
+
+/** An index in memory; `failSets` makes the next so many `set` calls throw after nothing was stored (a crash). */
+class MemoryIndex implements SyncIndex {
+  readonly maps = new Map<string, Map<string, string>>();
+  failSets = 0;
+
+  async read(id: string): Promise<Map<string, string>> {
+    return new Map(this.maps.get(id));
+  }
+  async set(id: string, eventId: string, hash: string): Promise<void> {
+    if (this.failSets > 0) {
+      this.failSets -= 1;
+      throw new Error('Redis connection lost');
+    }
+    this.map(id).set(eventId, hash);
+  }
+  async remove(id: string, eventId: string): Promise<void> {
+    this.map(id).delete(eventId);
+  }
+  async replace(id: string, index: Map<string, string>): Promise<void> {
+    this.maps.set(id, new Map(index));
+  }
+  map(id: string): Map<string, string> {
+    const found = this.maps.get(id) ?? new Map<string, string>();
+    this.maps.set(id, found);
+    return found;
+  }
+}
+
+function event(n: number, summary = `Class ${n}`, time = '09:00'): DesiredEvent {
+  const fields: OwnedEventFields = { summary, location: 'Room 1', description: '', start: { dateTime: `2025-10-${String(n % 28 + 1).padStart(2, '0')}T${time}:00`, timeZone: 'Europe/Moscow' }, end: { dateTime: `2025-10-${String(n % 28 + 1).padStart(2, '0')}T10:30:00`, timeZone: 'Europe/Moscow' } };
+  return { id: eventIdFor(`${n}-uid`), fields, hash: fieldsHash(fields) };
+}
+
+const range = (count: number) => Array.from({ length: count }, (_, n) => event(n));
+const zero: SyncCounts = { desired: 0, inserted: 0, patched: 0, revived: 0, deleted: 0, unchanged: 0, conflicts: 0, writes: 0, reads: 0 };
+
+let calendar: MemoryCalendar;
+let index: MemoryIndex;
+
+function sync(desired: DesiredEvent[], options: Partial<SyncOptions> = {}): Promise<SyncCounts> {
+  return syncTarget({ calendar, calendarId: CAL, targetId: TARGET, marker, desired, index, reconcile: false, log: silentLogger(), ...options });
+}
+
+/** The calendar's live events as id → digest, which the index must equal after a complete sync. */
+function live(): Map<string, string> {
+  return new Map(calendar.events(CAL).map((stored) => [stored.id, stored.private['timetableSyncHash'] ?? '']));
+}
+
+const asMap = (desired: DesiredEvent[]) => new Map(desired.map((item) => [item.id, item.hash]));
+const sorted = (map: Map<string, string>) => [...map].sort();
+
+beforeEach(() => {
+  calendar = new MemoryCalendar([CAL]);
+  index = new MemoryIndex();
+});
+
+describe('syncTarget', () => {
+  it('first sync: lists once, inserts every desired event with marker and digest, and indexes them', async () => {
+    const desired = range(10);
+    expect(await sync(desired, { reconcile: true })).toEqual({ ...zero, desired: 10, inserted: 10, writes: 10, reads: 1 });
+    expect(calendar.count('insertEvent')).toBe(10);
+    expect(calendar.total()).toBe(11);
+    expect(sorted(live())).toEqual(sorted(asMap(desired)));
+    expect(sorted(index.map(TARGET))).toEqual(sorted(asMap(desired)));
+    expect(calendar.event(CAL, desired[3]?.id ?? '')?.private).toEqual({ timetableSync: 'group:4242', timetableSyncHash: desired[3]?.hash });
+  });
+
+  it('an unchanged timetable costs no request at all', async () => {
+    const desired = range(10);
+    await sync(desired);
+    const before = calendar.total();
+    expect(await sync(desired)).toEqual({ ...zero, desired: 10, unchanged: 10 });
+    expect(calendar.total()).toBe(before);
+  });
+
+  it('one moved class is exactly one patch, which keeps what the owner added', async () => {
+    const desired = range(10);
+    await sync(desired);
+    const target = calendar.event(CAL, event(4).id);
+    if (target) target.extra = { reminders: { useDefault: false, overrides: [{ method: 'popup', minutes: 15 }] } };
+    const moved = desired.map((item, n) => (n === 4 ? event(4, 'Class 4', '11:00') : item));
+    const before = calendar.total();
+    expect(await sync(moved)).toEqual({ ...zero, desired: 10, patched: 1, unchanged: 9, writes: 1 });
+    expect(calendar.total() - before).toBe(1);
+    expect(calendar.count('patchEvent')).toBe(1);
+    expect(calendar.event(CAL, event(4).id)?.fields.start.dateTime).toBe('2025-10-05T11:00:00');
+    expect(calendar.event(CAL, event(4).id)?.extra).toEqual({ reminders: { useDefault: false, overrides: [{ method: 'popup', minutes: 15 }] } });
+    expect(sorted(index.map(TARGET))).toEqual(sorted(asMap(moved)));
+  });
+
+  it('a cancelled class is exactly one delete, and leaves the index', async () => {
+    const desired = range(10);
+    await sync(desired);
+    const before = calendar.total();
+    expect(await sync(desired.filter((_, n) => n !== 2))).toEqual({ ...zero, desired: 9, deleted: 1, unchanged: 9, writes: 1 });
+    expect(calendar.total() - before).toBe(1);
+    expect(calendar.event(CAL, event(2).id)?.status).toBe('cancelled');
+    expect(index.map(TARGET).has(event(2).id)).toBe(false);
+  });
+
+  it('a class that comes back after it was deleted is revived (its id cannot be inserted again)', async () => {
+    const desired = range(5);
+    await sync(desired);
+    await sync(desired.slice(1));
+    expect(await sync(desired)).toEqual({ ...zero, desired: 5, revived: 1, unchanged: 4, writes: 2, reads: 1 });
+    expect(calendar.event(CAL, event(0).id)?.status).toBe('confirmed');
+    expect(sorted(live())).toEqual(sorted(asMap(desired)));
+  });
+
+  it('a reconcile revives our cancelled events directly, deletes stale ones, and patches ours without a digest', async () => {
+    const desired = range(6);
+    await sync(desired);
+    await calendar.deleteEvent(CAL, event(1).id);
+    const stale = event(40);
+    await calendar.insertEvent(CAL, stale, marker);
+    const bare = calendar.event(CAL, event(2).id);
+    if (bare) delete bare.private['timetableSyncHash'];
+    index.maps.set(TARGET, new Map([['bogus', 'x']]));
+    calendar.calls.clear();
+    expect(await sync(desired, { reconcile: true })).toEqual({ ...zero, desired: 6, revived: 1, patched: 1, deleted: 1, unchanged: 4, writes: 3, reads: 1 });
+    expect(calendar.count('insertEvent')).toBe(0);
+    expect(calendar.count('getEvent')).toBe(0);
+    expect(calendar.event(CAL, stale.id)?.status).toBe('cancelled');
+    expect(sorted(live())).toEqual(sorted(asMap(desired)));
+    expect(sorted(index.map(TARGET))).toEqual(sorted(asMap(desired)));
+  });
+
+  it('a reconcile lists every page', async () => {
+    calendar.pageSize = 3;
+    const desired = range(10);
+    await sync(desired);
+    calendar.calls.clear();
+    index.maps.clear();
+    expect(await sync(desired, { reconcile: true })).toMatchObject({ unchanged: 10, writes: 0 });
+    expect(calendar.count('listPage')).toBe(4);
+    expect(sorted(index.map(TARGET))).toEqual(sorted(asMap(desired)));
+  });
+});
+
+describe('a crash between a write and its index update', () => {
+  it('duplicates nothing: the next push finds the written event by its id and only indexes it', async () => {
+    const desired = range(8);
+    index.failSets = 1;
+    await expect(sync(desired, { concurrency: 1 })).rejects.toThrow('Redis connection lost');
+    // The first insert landed, its index update was lost, and nothing else started.
+    expect(calendar.count('insertEvent')).toBe(1);
+    expect(index.map(TARGET).size).toBe(0);
+    calendar.calls.clear();
+    const mutations = calendar.mutations;
+    expect(await sync(desired)).toEqual({ ...zero, desired: 8, inserted: 7, unchanged: 1, writes: 8, reads: 1 });
+    expect(calendar.mutations - mutations).toBe(7);
+    expect(calendar.events(CAL, true)).toHaveLength(8);
+    expect(sorted(index.map(TARGET))).toEqual(sorted(asMap(desired)));
+  });
+
+  it('an index lost entirely costs no event write, with or without a reconcile', async () => {
+    const desired = range(8);
+    await sync(desired);
+    index.maps.clear();
+    const mutations = calendar.mutations;
+    expect(await sync(desired)).toEqual({ ...zero, desired: 8, unchanged: 8, writes: 8, reads: 8 });
+    index.maps.clear();
+    expect(await sync(desired, { reconcile: true })).toEqual({ ...zero, desired: 8, unchanged: 8, reads: 1 });
+    expect(calendar.mutations).toBe(mutations);
+    expect(calendar.events(CAL, true)).toHaveLength(8);
+  });
+
+  it('a lost index update after a patch, a delete or a deletion by the owner costs only that patch, delete or revive', async () => {
+    const desired = range(6);
+    await sync(desired);
+    const changed = desired.map((item, n) => (n === 1 ? event(1, 'Moved') : item));
+    // The patch of event 1 lands, its index update does not.
+    index.failSets = 1;
+    await expect(sync(changed)).rejects.toThrow('Redis connection lost');
+    const mutations = calendar.mutations;
+    expect(await sync(changed)).toEqual({ ...zero, desired: 6, patched: 1, unchanged: 5, writes: 1 });
+    expect(calendar.mutations - mutations).toBe(1);
+    // The owner deletes event 3 and the index is lost: the insert meets the cancelled event and revives it.
+    await calendar.deleteEvent(CAL, event(3).id);
+    index.maps.get(TARGET)?.delete(event(3).id);
+    expect(await sync(changed)).toEqual({ ...zero, desired: 6, revived: 1, unchanged: 5, writes: 2, reads: 1 });
+    expect(calendar.event(CAL, event(3).id)?.status).toBe('confirmed');
+    expect(calendar.events(CAL, true)).toHaveLength(6);
+  });
+});
+
+describe('events that are not ours', () => {
+  it('an id taken by the owner\'s own event or another source\'s is a conflict: untouched and never indexed', async () => {
+    const desired = range(4);
+    calendar.ownerInsert(CAL, event(1).id);
+    calendar.ownerInsert(CAL, event(2).id, { timetableSync: 'group:1', timetableSyncHash: event(2).hash });
+    expect(await sync(desired)).toEqual({ ...zero, desired: 4, inserted: 2, conflicts: 2, writes: 4, reads: 2 });
+    expect(calendar.event(CAL, event(1).id)?.fields.summary).toBe('Dentist');
+    expect(calendar.event(CAL, event(1).id)?.private).toEqual({});
+    expect(calendar.event(CAL, event(2).id)?.private['timetableSync']).toBe('group:1');
+    expect([...index.map(TARGET).keys()].sort()).toEqual([event(0).id, event(3).id].sort());
+    // Dropping the class later never deletes the foreign event.
+    await sync([]);
+    expect(calendar.event(CAL, event(1).id)?.status).toBe('confirmed');
+    expect(calendar.event(CAL, event(2).id)?.status).toBe('confirmed');
+  });
+});
+
+describe('failures', () => {
+  it('a rate limit mid-run stops new requests, indexes what succeeded, and rethrows that error', async () => {
+    calendar.latencyMs = 5;
+    const limited = new GoogleRateLimitError('events.insert: Rate Limit Exceeded', { status: 429, retryAfterMs: 1000 });
+    calendar.fail('insertEvent', limited, 6);
+    const desired = range(30);
+    await expect(sync(desired, { concurrency: 4 })).rejects.toBe(limited);
+    // Requests already in flight settle; none start after the failure.
+    expect(calendar.count('insertEvent')).toBeLessThanOrEqual(6 + 3);
+    expect(calendar.count('insertEvent')).toBeGreaterThanOrEqual(6);
+    expect(sorted(index.map(TARGET))).toEqual(sorted(live()));
+    expect(index.map(TARGET).size).toBe(calendar.count('insertEvent') - 1);
+    // The next push does the rest.
+    const done = index.map(TARGET).size;
+    expect(await sync(desired)).toMatchObject({ inserted: 30 - done, unchanged: done });
+    expect(sorted(live())).toEqual(sorted(asMap(desired)));
+  });
+
+  it('a quota error stops as well', async () => {
+    const quota = new GoogleQuotaError('Calendar usage limits exceeded.', { status: 403, reason: 'quotaExceeded' });
+    calendar.fail('deleteEvent', quota);
+    await sync(range(5));
+    await expect(sync([], { concurrency: 1 })).rejects.toBe(quota);
+    expect(calendar.count('deleteEvent')).toBe(1);
+    expect(index.map(TARGET).size).toBe(5);
+  });
+
+  it('one event Google refuses does not stop the others; its error comes after them', async () => {
+    const refused = new GooglePermanentError('events.insert: Bad Request', { status: 400, reason: 'invalid' });
+    calendar.fail('insertEvent', refused, 2);
+    await expect(sync(range(6), { concurrency: 1 })).rejects.toBe(refused);
+    expect(calendar.count('insertEvent')).toBe(6);
+    expect(index.map(TARGET).size).toBe(5);
+  });
+
+  it('a calendar that refuses every event stops after a few refusals', async () => {
+    for (let n = 1; n <= 20; n += 1) calendar.fail('insertEvent', new GooglePermanentError('events.insert: Forbidden', { status: 403, reason: 'forbidden' }), n);
+    await expect(sync(range(20), { concurrency: 1 })).rejects.toBeInstanceOf(GooglePermanentError);
+    expect(calendar.count('insertEvent')).toBe(5);
+  });
+
+  it('a patch of an event that is gone for good inserts it again', async () => {
+    const desired = range(3);
+    await sync(desired);
+    calendar.calendars.get(CAL)?.events.delete(event(0).id);
+    expect(await sync([event(0, 'Renamed'), ...desired.slice(1)])).toEqual({ ...zero, desired: 3, inserted: 1, unchanged: 2, writes: 2 });
+    expect(calendar.event(CAL, event(0).id)?.fields.summary).toBe('Renamed');
+  });
+
+  it('an aborted push starts nothing more and rejects', async () => {
+    const controller = new AbortController();
+    calendar.latencyMs = 2;
+    const running = sync(range(20), { concurrency: 2, signal: controller.signal });
+    setTimeout(() => controller.abort(new Error('worker closing')), 5);
+    await expect(running).rejects.toThrow('worker closing');
+    expect(calendar.count('insertEvent')).toBeLessThan(20);
+    expect(sorted(index.map(TARGET))).toEqual(sorted(live()));
+  });
+});

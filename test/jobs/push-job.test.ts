@@ -1,0 +1,241 @@
+/** The push job through real workers and Redis, with an in-memory calendar behind `ctx.google`. */
+import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
+import { feedOccurrences } from '../../src/feeds/build-feed.ts';
+import type { CalendarTargetFactory } from '../../src/google/calendar-target.ts';
+import { CalendarGoneError, GoogleConsentError, GoogleQuotaError, GoogleRateLimitError } from '../../src/google/errors.ts';
+import { eventIdFor } from '../../src/google/event-id.ts';
+import type { PushJobResult, PushReason } from '../../src/jobs/contract.ts';
+import { rateLimitPause } from '../../src/jobs/push.ts';
+import { enqueuePush, enqueueRefresh } from '../../src/jobs/queues.ts';
+import { reconcile } from '../../src/jobs/schedule.ts';
+import { startWorkers, type WorkerSet } from '../../src/jobs/workers.ts';
+import type { ServiceContext } from '../../src/runtime/context.ts';
+import { startSimulator } from '../../src/simulator/index.ts';
+import { MemoryCalendar } from '../google/memory-calendar.ts';
+import { testContext } from '../support/service.ts';
+import { simControl } from '../upstream/sim-control.ts';
+import { REFERENCE_DATE, waitForJob } from './helpers.ts';
+
+const CAL = 'c1@group.calendar.google.com';
+const QUOTA_PAUSE_MS = 3_600_000;
+const RECONCILE_MS = 7_200_000;
+
+let ctx: ServiceContext;
+let workers: WorkerSet;
+let closeAll: () => Promise<void>;
+let groupIds: number[];
+const clock = { now: REFERENCE_DATE.getTime() };
+/** One in-memory Google account per refresh token. */
+const accounts = new Map<string, MemoryCalendar>();
+/** Calls of the budget hook `ctx.google` hands the factory, per account. */
+const budgetCalls = new Map<MemoryCalendar, number>();
+/** Run before an account's next request (a test's way to act while a push is under way). */
+const beforeNext = new Map<MemoryCalendar, () => Promise<void>>();
+/**
+ * Counts the calls of the request budget's hook instead of awaiting it: a first push of a few hundred
+ * events at the default 500 requests/min would take most of a minute (the budget has its own tests).
+ */
+const factory: CalendarTargetFactory = (refreshToken, beforeRequest) => {
+  const account = accounts.get(refreshToken);
+  if (!account) throw new Error('unknown refresh token');
+  expect(beforeRequest).toBeTypeOf('function');
+  account.beforeRequest = async () => {
+    budgetCalls.set(account, (budgetCalls.get(account) ?? 0) + 1);
+    const hook = beforeNext.get(account);
+    beforeNext.delete(account);
+    await hook?.();
+  };
+  return account;
+};
+
+beforeAll(async () => {
+  const simulator = await startSimulator({ port: 0, seed: 1, referenceDate: REFERENCE_DATE, groups: 12, employees: 4, users: 2 });
+  const env = { UNIVERSITY_API_URL: simulator.url, GOOGLE_QUOTA_PAUSE: '1h', GOOGLE_RECONCILE_INTERVAL: '2h' };
+  const opened = await testContext(env, { now: () => clock.now, googleFactory: factory });
+  ctx = opened.context;
+  workers = await startWorkers(ctx, inject('redisUrl'), { lockDurationMs: 5_000, stalledIntervalMs: 1_000, pushRateLimitBaseMs: 50 });
+  // The tests run the scheduler's reconcile themselves: one in the background (every minute, or after a source
+  // is activated) would queue reconciling pushes for new targets and race the pushes a test queues.
+  await ctx.queues.schedule.pause();
+  groupIds = (await simControl(simulator.url).groups()).filter((group) => group.entryCount >= 8).map((group) => group.id);
+  closeAll = async () => {
+    await workers.close();
+    await opened.close();
+    await simulator.close();
+  };
+});
+afterAll(async () => {
+  await closeAll?.();
+});
+
+let counter = 0;
+beforeEach(() => {
+  counter += 1;
+});
+
+/** A published group with a target pushing it into a fresh in-memory calendar. */
+async function connected(groupIndex: number): Promise<{ id: string; source: string; calendar: MemoryCalendar }> {
+  const source = `group:${groupIds[groupIndex]}`;
+  const refresh = await waitForJob(ctx, await enqueueRefresh(ctx.queues, ctx.config, source, { reason: 'resync', now: clock.now }));
+  expect(refresh.state).toBe('completed');
+  const refreshToken = `refresh-token-${counter}-${accounts.size}`;
+  const calendar = new MemoryCalendar([CAL]);
+  accounts.set(refreshToken, calendar);
+  const { id } = await ctx.google.targets.create({ source, refreshToken, calendarId: CAL, calendarOwned: true, calendarName: source, budgetKey: `token:${counter}`, now: clock.now });
+  return { id, source, calendar };
+}
+
+/** Queues a push and waits until it completed or failed for good. */
+async function push(id: string, source: string, reason: PushReason = 'connect'): Promise<{ state: string; result: PushJobResult; attemptsMade: number; attemptsStarted: number; failedReason: string | undefined }> {
+  const jobId = await enqueuePush(ctx, id, source, reason);
+  const deadline = Date.now() + 15_000;
+  while (Date.now() < deadline) {
+    const job = await ctx.queues.push.getJob(jobId);
+    const state = job ? await job.getState() : 'unknown';
+    if (job && (state === 'completed' || state === 'failed')) return { state, result: job.returnvalue, attemptsMade: job.attemptsMade, attemptsStarted: job.attemptsStarted, failedReason: job.failedReason };
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error(`push ${jobId} did not finish`);
+}
+
+/** What the calendar should hold: the feed's confirmed occurrences. */
+async function expectedIds(source: string): Promise<string[]> {
+  const { snapshot, published } = await ctx.snapshots.load(source);
+  if (!snapshot || !published) throw new Error('not published');
+  return feedOccurrences(snapshot, published, ctx.config).filter((occurrence) => occurrence.status === 'CONFIRMED').map((occurrence) => eventIdFor(occurrence.uid)).sort();
+}
+
+const dueAt = async (id: string) => Number(await ctx.redis.zscore(ctx.keys.googleTargetsDue, id));
+
+describe('push job', () => {
+  it('the first push writes every confirmed class, records the push and moves the next reconcile an interval away', async () => {
+    const { id, source, calendar } = await connected(0);
+    const job = await push(id, source);
+    expect(job.state).toBe('completed');
+    const expected = await expectedIds(source);
+    expect(expected.length).toBeGreaterThan(0);
+    expect(job.result).toMatchObject({ reconciled: true, desired: expected.length, inserted: expected.length, writes: expected.length, reads: 1 });
+    expect(calendar.events(CAL).map((event) => event.id).sort()).toEqual(expected);
+    expect(await ctx.google.index.size(id)).toBe(expected.length);
+    const target = await ctx.google.targets.get(id);
+    expect(target).toMatchObject({ status: 'active', reconcileRequested: false, lastPush: { reason: 'connect', inserted: expected.length } });
+    expect(await dueAt(id)).toBe(clock.now + RECONCILE_MS);
+    expect(budgetCalls.get(calendar)).toBe(calendar.total());
+    // A refresh-driven push of the unchanged timetable writes and reads nothing.
+    calendar.calls.clear();
+    expect((await push(id, source, 'refresh')).result).toMatchObject({ reconciled: false, writes: 0, reads: 0, unchanged: expected.length });
+    expect(calendar.total()).toBe(0);
+  });
+
+  it('a refresh fans out to the source\'s targets', async () => {
+    const { id, source, calendar } = await connected(1);
+    await ctx.redis.sadd(ctx.keys.pushOwed, source);
+    await waitForJob(ctx, await enqueueRefresh(ctx.queues, ctx.config, source, { reason: 'resync', now: clock.now }));
+    const deadline = Date.now() + 10_000;
+    while ((await ctx.google.targets.get(id))?.lastPush === undefined && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25));
+    expect(calendar.events(CAL).map((event) => event.id).sort()).toEqual(await expectedIds(source));
+  });
+
+  it('a rate limit pauses the push queue and retries the job without using an attempt', async () => {
+    const { id, source, calendar } = await connected(2);
+    calendar.fail('insertEvent', new GoogleRateLimitError('events.insert: Rate Limit Exceeded', { status: 403, reason: 'rateLimitExceeded' }), 3);
+    const job = await push(id, source);
+    expect(job.state).toBe('completed');
+    expect(job.attemptsMade).toBe(1);
+    expect(job.attemptsStarted).toBe(2);
+    expect(calendar.events(CAL).map((event) => event.id).sort()).toEqual(await expectedIds(source));
+  });
+
+  it('quota exceeded pauses the target, and pushes are skipped until the pause ends', async () => {
+    const { id, source, calendar } = await connected(3);
+    calendar.fail('insertEvent', new GoogleQuotaError('events.insert: Calendar usage limits exceeded.', { status: 403, reason: 'quotaExceeded' }), 2);
+    const job = await push(id, source);
+    expect(job.state).toBe('failed');
+    expect(job.attemptsMade).toBe(1);
+    const target = await ctx.google.targets.get(id);
+    expect(target).toMatchObject({ status: 'paused', pausedUntil: clock.now + QUOTA_PAUSE_MS });
+    expect(await dueAt(id)).toBe(clock.now + QUOTA_PAUSE_MS);
+    expect((await push(id, source, 'refresh')).result).toMatchObject({ skipped: expect.stringContaining('paused until') });
+    // When the pause is over, the scheduler's due scan queues a reconciling push that finishes the job.
+    clock.now += QUOTA_PAUSE_MS;
+    expect((await reconcile(ctx)).pushes).toBeGreaterThanOrEqual(1);
+    const deadline = Date.now() + 10_000;
+    while ((await ctx.google.targets.get(id))?.status !== 'active' && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25));
+    expect(await ctx.google.targets.get(id)).toMatchObject({ status: 'active', lastPush: { reason: 'reconcile' } });
+    expect(calendar.events(CAL).map((event) => event.id).sort()).toEqual(await expectedIds(source));
+  });
+
+  it('a refused grant marks the target as needing consent', async () => {
+    const { id, source, calendar } = await connected(4);
+    calendar.fail('listPage', new GoogleConsentError('token: invalid_grant', { status: 400, reason: 'invalid_grant' }));
+    const job = await push(id, source);
+    expect(job).toMatchObject({ state: 'failed', attemptsMade: 1 });
+    expect(await ctx.google.targets.get(id)).toMatchObject({ status: 'needs-consent' });
+    expect(await ctx.redis.zscore(ctx.keys.googleTargetsDue, id)).toBeNull();
+    expect((await push(id, source, 'refresh')).result).toEqual({ skipped: 'target needs a new consent' });
+  });
+
+  it('a refusal of a token that was replaced meanwhile leaves the target active', async () => {
+    const { id, source, calendar } = await connected(8);
+    calendar.fail('listPage', new GoogleConsentError('token: invalid_grant', { status: 400, reason: 'invalid_grant' }));
+    beforeNext.set(calendar, async () => {
+      await ctx.google.targets.replaceRefreshToken(id, 'a-newer-refresh-token', clock.now);
+    });
+    expect(await push(id, source)).toMatchObject({ state: 'failed', attemptsMade: 1 });
+    expect(await ctx.google.targets.get(id)).toMatchObject({ status: 'active', tokenVersion: 2 });
+  });
+
+  it('a stored token that cannot be decrypted marks the target as needing consent, without a request', async () => {
+    const { id, source, calendar } = await connected(9);
+    // A value sealed for another record opens like one sealed under another SECRET_KEY: not at all.
+    const other = await connected(9);
+    const foreign = await ctx.redis.hget(ctx.keys.googleTarget(other.id), 'refreshToken');
+    await ctx.redis.hset(ctx.keys.googleTarget(id), 'refreshToken', foreign ?? '');
+    expect(await push(id, source)).toMatchObject({ state: 'failed', attemptsMade: 1 });
+    expect(await ctx.google.targets.get(id)).toMatchObject({ status: 'needs-consent', statusReason: 'stored token unreadable: SECRET_KEY changed?' });
+    expect(calendar.total()).toBe(0);
+  });
+
+  it('a deleted calendar marks the target calendar-deleted', async () => {
+    const { id, source, calendar } = await connected(5);
+    calendar.calendars.delete(CAL);
+    const job = await push(id, source);
+    expect(job).toMatchObject({ state: 'failed', attemptsMade: 1 });
+    expect(await ctx.google.targets.get(id)).toMatchObject({ status: 'calendar-deleted' });
+    expect((await push(id, source, 'refresh')).result).toEqual({ skipped: 'calendar was deleted' });
+  });
+
+  it('a removed target or a job for another source does nothing', async () => {
+    const { id, source, calendar } = await connected(6);
+    expect((await push(id, 'group:1')).result).toEqual({ skipped: 'target belongs to another source' });
+    await ctx.google.targets.remove(id);
+    expect((await push(id, source)).result).toEqual({ skipped: 'target removed' });
+    expect(calendar.total()).toBe(0);
+  });
+});
+
+describe('the scheduler', () => {
+  it('queues one reconciling push per due target and moves its next reconcile an interval away', async () => {
+    const { id, calendar } = await connected(7);
+    const result = await reconcile(ctx);
+    expect(result.pushes).toBeGreaterThanOrEqual(1);
+    expect(await dueAt(id)).toBe(clock.now + RECONCILE_MS);
+    const deadline = Date.now() + 10_000;
+    while ((await ctx.google.targets.get(id))?.lastPush === undefined && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25));
+    expect(await ctx.google.targets.get(id)).toMatchObject({ lastPush: { reason: 'reconcile' } });
+    expect(calendar.count('listPage')).toBe(1);
+    // Not due again until the interval has passed.
+    expect((await ctx.google.targets.due(clock.now, 500)).includes(id)).toBe(false);
+  });
+});
+
+describe('rateLimitPause', () => {
+  it('follows Retry-After, else doubles from the base with ±50% jitter, never beyond 5 minutes', () => {
+    expect(rateLimitPause(2_000, 1, 1_000)).toBe(2_000);
+    expect(rateLimitPause(3_600_000, 1, 1_000)).toBe(300_000);
+    expect(rateLimitPause(undefined, 1, 1_000, () => 0)).toBe(500);
+    expect(rateLimitPause(undefined, 3, 1_000, () => 0.5)).toBe(4_000);
+    expect(rateLimitPause(undefined, 3, 1_000, () => 0.999_999)).toBeCloseTo(6_000, -1);
+    expect(rateLimitPause(undefined, 30, 1_000, () => 0.999_999)).toBe(300_000);
+  });
+});
