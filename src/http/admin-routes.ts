@@ -10,6 +10,7 @@ import type { ServiceContext } from '../runtime/context.ts';
 import { InvalidSourceError, parseSource, sourceKey, SUBSCRIPTION_ID, type SourceKey } from '../sources/source.ts';
 import { adminAuthHook, BOARD_PATH } from './admin-auth.ts';
 import { HttpError } from './errors.ts';
+import { registerGoogleTargetRoutes } from './google-target-routes.ts';
 
 const resyncBody = z.strictObject({
   source: z.string().optional(),
@@ -42,6 +43,7 @@ export async function registerAdminRoutes(app: FastifyInstance, ctx: ServiceCont
       registerResync(admin, ctx);
       registerJobs(admin, ctx);
       registerSources(admin, ctx);
+      registerGoogleTargetRoutes(admin, ctx);
       await registerBoard(admin, ctx);
     },
     { prefix: '/admin' },

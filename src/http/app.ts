@@ -10,6 +10,7 @@ import { registerAdminRoutes } from './admin-routes.ts';
 import { registerEmployeeRoutes } from './employee-routes.ts';
 import { HttpError } from './errors.ts';
 import { registerFeedRoutes, type FeedRouteOptions } from './feed-routes.ts';
+import { registerGoogleRoutes } from './google-routes.ts';
 import { registerOperationsRoutes } from './operations-routes.ts';
 import { registerSubscriptionRoutes } from './subscription-routes.ts';
 
@@ -53,6 +54,7 @@ export async function buildApp(ctx: ServiceContext, options: AppOptions): Promis
   await registerFeedRoutes(app, ctx, options.feeds);
   await registerEmployeeRoutes(app, ctx);
   await registerSubscriptionRoutes(app, ctx);
+  await registerGoogleRoutes(app, ctx);
   await registerAdminRoutes(app, ctx);
   return app;
 }

@@ -1,0 +1,185 @@
+/**
+ * Connecting a Google calendar to a source, and disconnecting it. Both the OAuth callback and the admin API
+ * come here: a refresh token (already obtained) becomes a push target with its calendar (ours, created here,
+ * or an existing one the token can reach), the source becomes active, and the first push is queued.
+ */
+import { activateSource } from '../jobs/activation.ts';
+import { enqueuePush, enqueueRefresh } from '../jobs/queues.ts';
+import type { ServiceContext } from '../runtime/context.ts';
+import { SecretKeyMissingError } from '../security/secret-box.ts';
+import { hashToken, randomToken } from '../security/tokens.ts';
+import { sourceOf, type SourceKey } from '../sources/source.ts';
+import type { CalendarTarget } from './calendar-target.ts';
+import { CalendarGoneError } from './errors.ts';
+import { budgetKeyFor, GoogleNotConfiguredError } from './google-services.ts';
+import type { PushTarget } from './target-record.ts';
+
+/** What a connection is made of. `source` must be valid (see `parseSource`). */
+export interface ConnectRequest {
+  source: SourceKey;
+  refreshToken: string;
+  /** The Google user id (`sub` of the OAuth id_token), when known: a second consent reuses the target. */
+  googleUser?: string;
+  /** Push into this existing calendar instead of creating one (it is never deleted by us). */
+  calendarId?: string;
+}
+
+/** A connected target. `manageToken` is the only copy there will ever be. */
+export interface ConnectedTarget {
+  id: string;
+  calendarId: string;
+  calendarName: string;
+  manageToken: string;
+  /** True when a second consent of the same Google user for the same source reused its target. */
+  reused: boolean;
+}
+
+/** The personal source of a connection has no subscription (any more). */
+export class UnknownSourceError extends Error {
+  override name = 'UnknownSourceError';
+}
+
+/**
+ * Connects a calendar for `request.source`. Throws GoogleNotConfiguredError without OAuth client settings,
+ * SecretKeyMissingError without a `SECRET_KEY`,
+ * {@link UnknownSourceError} for a personal source without subscription, and the Google adapter's typed errors
+ * (CalendarGoneError for an unreachable `calendarId`, GoogleConsentError for a refused refresh token).
+ */
+export async function connectTarget(ctx: ServiceContext, request: ConnectRequest): Promise<ConnectedTarget> {
+  if (!ctx.google.configured) throw new GoogleNotConfiguredError();
+  // Checked before Google is asked for anything: a calendar made for a token we cannot store would be lost.
+  if (!ctx.google.targets.canStoreTokens) throw new SecretKeyMissingError();
+  const fallbackName = await sourceName(ctx, request.source);
+  const budgetKey = budgetKeyFor(request.googleUser, request.refreshToken);
+  const calendar = ctx.google.calendar(request.refreshToken, budgetKey);
+  if (request.googleUser !== undefined && request.calendarId === undefined) {
+    const existing = await ctx.google.targets.findByUser(request.googleUser, request.source);
+    if (existing !== undefined) return reconnect(ctx, existing, request.refreshToken, budgetKey, calendar, fallbackName);
+  }
+  const chosen = await chooseCalendar(ctx, calendar, request.calendarId, fallbackName);
+  let created: { id: string; manageToken: string };
+  try {
+    created = await ctx.google.targets.create({ ...request, budgetKey, ...chosen, now: ctx.now() });
+  } catch (error) {
+    // A calendar made for a target that could not be stored would be an orphan nobody knows about.
+    if (chosen.calendarOwned) await calendar.deleteCalendar(chosen.calendarId).catch(() => undefined);
+    throw error;
+  }
+  ctx.logger.info({ target: created.id, source: request.source, calendarOwned: chosen.calendarOwned }, 'google target connected');
+  await startPushing(ctx, created.id, request.source);
+  return { id: created.id, calendarId: chosen.calendarId, calendarName: chosen.calendarName, manageToken: created.manageToken, reused: false };
+}
+
+/**
+ * A second consent of a Google user for a source: the target keeps its calendar (a new one when the old was
+ * deleted) and index, takes the new refresh token and gets a full comparison with what the calendar holds.
+ */
+async function reconnect(ctx: ServiceContext, target: PushTarget, refreshToken: string, budgetKey: string, calendar: CalendarTarget, name: string): Promise<ConnectedTarget> {
+  const store = ctx.google.targets;
+  let { calendarId, calendarName } = target;
+  if (target.status === 'calendar-deleted') {
+    ({ id: calendarId, summary: calendarName } = await calendar.createCalendar(name, ctx.config.timezone));
+    // The store also drops the index (the old calendar's events are gone with it) and requests a reconcile.
+    await store.replaceCalendar(target.id, { calendarId, calendarOwned: true, calendarName }, ctx.now());
+  }
+  // Reactivates a target that needed consent, and requests a full comparison with what the calendar holds.
+  if (!(await store.replaceRefreshToken(target.id, refreshToken, ctx.now(), budgetKey))) throw new TargetGoneError(target.id);
+  // The person consenting again may well have lost the first token; the old one stops working.
+  const manageToken = await rotateManageToken(ctx, target.id);
+  ctx.logger.info({ target: target.id, source: target.source }, 'google target reconnected');
+  await startPushing(ctx, target.id, target.source);
+  return { id: target.id, calendarId, calendarName, manageToken, reused: true };
+}
+
+/** The target was removed while it was being reconnected. */
+export class TargetGoneError extends Error {
+  override name = 'TargetGoneError';
+
+  constructor(id: string) {
+    super(`Google target ${id} was removed meanwhile: connect again`);
+  }
+}
+
+/** Sets the manage-token digest only while the target exists (a rotation racing `remove` must not revive it). */
+const ROTATE_MANAGE_TOKEN = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], 'manageTokenHash', ARGV[1])
+return 1`;
+
+/**
+ * A new manage token for the target; the old one stops working.
+ * TODO(lead): belongs in TargetStore (`rotateManageToken(id)`); it writes the store's `manageTokenHash` field.
+ */
+async function rotateManageToken(ctx: ServiceContext, id: string): Promise<string> {
+  const token = randomToken();
+  const rotated = await ctx.redis.eval(ROTATE_MANAGE_TOKEN, 1, ctx.keys.googleTarget(id), hashToken(token));
+  if (rotated !== 1) throw new TargetGoneError(id);
+  return token;
+}
+
+/** The calendar to push into: the given one if this token reaches it, else a new one of ours. */
+async function chooseCalendar(ctx: ServiceContext, calendar: CalendarTarget, calendarId: string | undefined, name: string): Promise<{ calendarId: string; calendarOwned: boolean; calendarName: string }> {
+  if (calendarId !== undefined) {
+    const info = await calendar.getCalendar(calendarId);
+    return { calendarId: info.id, calendarOwned: false, calendarName: info.summary };
+  }
+  const info = await calendar.createCalendar(name, ctx.config.timezone);
+  return { calendarId: info.id, calendarOwned: true, calendarName: info.summary };
+}
+
+/** Keeps the source refreshed and queues the first push (or the refresh whose publication will push). */
+async function startPushing(ctx: ServiceContext, id: string, source: SourceKey): Promise<void> {
+  await activateSource(ctx, source);
+  if ((await ctx.snapshots.snapshot(source)) === undefined) {
+    await enqueueRefresh(ctx.queues, ctx.config, source, { reason: 'subscription', now: ctx.now() });
+  }
+  // Also without a timetable yet: the push then ends as skipped, and the refresh's publication pushes again.
+  await enqueuePush(ctx, id, source, 'connect');
+}
+
+/** A readable calendar name for the source: the timetable's own, the subscription's, or `Group 4242`. */
+async function sourceName(ctx: ServiceContext, source: SourceKey): Promise<string> {
+  const ref = sourceOf(source);
+  const subscription = ref.kind === 'personal' ? await ctx.subscriptions.get(ref.id) : undefined;
+  if (ref.kind === 'personal' && subscription === undefined) throw new UnknownSourceError(`no subscription ${ref.id}`);
+  const snapshot = await ctx.snapshots.snapshot(source);
+  if (snapshot !== undefined && snapshot.name.trim() !== '') return snapshot.name;
+  if (subscription !== undefined) return subscription.name;
+  return ref.kind === 'group' ? `Group ${ref.id}` : `Teacher ${ref.id}`;
+}
+
+/** What a disconnection did. `calendarError` says why an owned calendar could not be deleted. */
+export interface Disconnected {
+  calendarId: string;
+  calendarDeleted: boolean;
+  calendarError?: string;
+}
+
+/**
+ * Removes a target (pushes stop at once), then, when asked and the calendar is ours, deletes the calendar.
+ * Answers undefined for an unknown target. A failed calendar deletion leaves the target removed and is
+ * reported with the calendar id, so that it can be deleted by hand.
+ */
+export async function disconnectTarget(ctx: ServiceContext, id: string, options: { deleteCalendar: boolean }): Promise<Disconnected | undefined> {
+  const store = ctx.google.targets;
+  const target = await store.get(id);
+  if (target === undefined) return undefined;
+  const wantsDelete = options.deleteCalendar && target.calendarOwned;
+  // Read before removing: the sealed token goes with the record.
+  const token = wantsDelete ? await store.refreshToken(id).catch((error: unknown) => error as Error) : undefined;
+  await store.remove(id);
+  ctx.logger.info({ target: id, source: target.source }, 'google target removed');
+  const result: Disconnected = { calendarId: target.calendarId, calendarDeleted: false };
+  if (!wantsDelete || token === undefined) return result;
+  if (token instanceof Error) return { ...result, calendarError: `the stored refresh token is unreadable (${token.name})` };
+  try {
+    await ctx.google.calendar(token.token, target.budgetKey).deleteCalendar(target.calendarId);
+    return { ...result, calendarDeleted: true };
+  } catch (error) {
+    if (error instanceof CalendarGoneError) return { ...result, calendarDeleted: true };
+    const message = error instanceof Error ? error.message : String(error);
+    // The message only: the adapter's errors keep the library's error as `cause`, request headers included.
+    ctx.logger.warn({ target: id, calendarId: target.calendarId, error: message }, 'google calendar of a removed target not deleted');
+    return { ...result, calendarError: message };
+  }
+}

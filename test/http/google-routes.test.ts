@@ -1,0 +1,306 @@
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { CONSENT_TTL_SECONDS } from '../../src/google/oauth-state.ts';
+import { TARGET_ID } from '../../src/google/target-store.ts';
+import { hashToken } from '../../src/security/tokens.ts';
+import { storeTimetable } from './helpers.ts';
+import { bearer, PUBLIC_URL, startGoogleApp, storedText, type GoogleApp } from './google-helpers.ts';
+import { TEST_ADMIN_TOKEN } from '../support/service.ts';
+
+const CALENDAR_SCOPE = 'https://www.googleapis.com/auth/calendar.app.created';
+const JSON_ACCEPT = { accept: 'application/json' };
+
+let g: GoogleApp;
+/** Every secret the tests saw: none may reach a log line. */
+const secrets: string[] = [];
+
+beforeAll(async () => {
+  g = await startGoogleApp();
+});
+afterAll(async () => {
+  const output = g.logs();
+  await g.close();
+  expect(output).toContain('google consent completed');
+  for (const secret of secrets) expect(output).not.toContain(secret);
+});
+beforeEach(() => {
+  g.fake.consentAs(undefined);
+});
+
+/** `GET /google/connect` for `query`, answered by the app. */
+function connect(query: string) {
+  return g.app.inject({ method: 'GET', url: `/google/connect?${query}` });
+}
+
+/** Follows the redirect to the fake consent page and answers where Google sends the browser back. */
+async function consent(location: string): Promise<URL> {
+  const answer = await fetch(location, { redirect: 'manual' });
+  expect(answer.status).toBe(302);
+  const back = new URL(answer.headers.get('location') ?? '');
+  for (const secret of [back.searchParams.get('code'), back.searchParams.get('state')]) if (secret) secrets.push(secret);
+  expect(`${back.origin}${back.pathname}`).toBe(`${PUBLIC_URL}/google/callback`);
+  return back;
+}
+
+/** The callback as the browser would call it. */
+function callback(back: URL, headers: Record<string, string> = JSON_ACCEPT) {
+  return g.app.inject({ method: 'GET', url: `${back.pathname}${back.search}`, headers });
+}
+
+/** The whole consent for `source`: connect, consent, callback (JSON). */
+async function connectSource(source: string, extra = '') {
+  const started = await connect(`source=${encodeURIComponent(source)}${extra}`);
+  expect(started.statusCode).toBe(302);
+  const answer = await callback(await consent(started.headers.location as string));
+  const body = answer.json() as { id: string; calendarId: string; calendarName: string; source: string; manageToken: string; reused: boolean };
+  if (body.manageToken) secrets.push(body.manageToken);
+  return { answer, body };
+}
+
+describe('GET /google/connect', () => {
+  it('redirects to the consent page with PKCE, offline access and the least scope, and keeps only a digest of the state', async () => {
+    const answer = await connect('source=group:4242');
+    expect(answer.statusCode).toBe(302);
+    expect(answer.headers['cache-control']).toBe('no-store');
+    const url = new URL(answer.headers.location as string);
+    expect(`${url.origin}${url.pathname}`).toBe(g.fake.authUrl);
+    const query = Object.fromEntries(url.searchParams);
+    expect(query).toMatchObject({
+      client_id: g.fake.clientId,
+      redirect_uri: `${PUBLIC_URL}/google/callback`,
+      response_type: 'code',
+      code_challenge_method: 'S256',
+      access_type: 'offline',
+      prompt: 'consent',
+    });
+    expect((query.scope ?? '').split(' ').sort()).toEqual([CALENDAR_SCOPE, 'openid'].sort());
+    expect(query.code_challenge).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    const state = query.state ?? '';
+    expect(state).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    const key = g.ctx.keys.googleOAuthState(hashToken(state));
+    const ttl = await g.ctx.redis.ttl(key);
+    expect(ttl).toBeGreaterThan(CONSENT_TTL_SECONDS - 5);
+    expect(ttl).toBeLessThanOrEqual(CONSENT_TTL_SECONDS);
+    const stored = (await g.ctx.redis.get(key)) ?? '';
+    expect(JSON.parse(stored)).toMatchObject({ source: 'group:4242' });
+    expect(await storedText(g.ctx)).not.toContain(state);
+  });
+
+  it('answers 400 naming the source when it is missing or malformed', async () => {
+    for (const query of ['', 'source=group:abc', 'source=room:1', 'source=group:1&source=group:2']) {
+      const answer = await connect(query);
+      expect(answer.statusCode, query).toBe(400);
+      expect(answer.json().error, query).toMatch(/^source: /);
+    }
+  });
+
+  it('lets only the holder of its feed token connect a personal timetable', async () => {
+    const { subscription, token } = await g.ctx.subscriptions.create({ credential: 'university-credential', name: 'Расписание: Иванов', upstreamUserId: 7, now: g.ctx.now() });
+    secrets.push(token);
+    const source = encodeURIComponent(subscription.source);
+    expect((await connect(`source=${source}`)).statusCode).toBe(401);
+    expect((await connect(`source=${source}&token=${'x'.repeat(43)}`)).statusCode).toBe(401);
+    expect((await connect(`source=personal:${'A'.repeat(22)}&token=${token}`)).statusCode).toBe(404);
+    const { answer, body } = await connectSource(subscription.source, `&token=${token}`);
+    expect(answer.statusCode).toBe(200);
+    expect(body).toMatchObject({ source: subscription.source, calendarName: 'Расписание: Иванов' });
+  });
+});
+
+describe('GET /google/callback', () => {
+  it('creates a calendar, stores the target with its token sealed, starts pushing and answers the manage token', async () => {
+    const user = 'u-callback-1';
+    g.fake.consentAs(user);
+    const { answer, body } = await connectSource('group:4242');
+    expect(answer.statusCode).toBe(200);
+    expect(answer.headers['cache-control']).toBe('no-store');
+    expect(body.id).toMatch(TARGET_ID);
+    expect(body).toMatchObject({ source: 'group:4242', calendarName: 'Group 4242', reused: false });
+    expect(body.manageToken).toMatch(/^[A-Za-z0-9_-]{43}$/);
+
+    const calendars = g.fake.calendars(user);
+    expect(calendars.map((calendar) => calendar.id)).toEqual([body.calendarId]);
+    expect(calendars[0]).toMatchObject({ summary: 'Group 4242', timeZone: g.ctx.config.timezone });
+
+    const target = await g.ctx.google.targets.get(body.id);
+    expect(target).toMatchObject({ source: 'group:4242', calendarId: body.calendarId, calendarOwned: true, googleUser: user, status: 'active', budgetKey: `user:${user}` });
+    const { token } = (await g.ctx.google.targets.refreshToken(body.id)) ?? { token: '' };
+    secrets.push(token);
+    expect(token.length).toBeGreaterThan(10);
+    const stored = await storedText(g.ctx);
+    expect(stored).not.toContain(token);
+    expect(stored).not.toContain(body.manageToken);
+
+    expect(await g.ctx.registry.isActive('group:4242')).toBe(true);
+    expect(await g.ctx.redis.sismember(g.ctx.keys.sourceTargets('group:4242'), body.id)).toBe(1);
+    const pushes = await g.ctx.queues.push.getJobs(['waiting', 'delayed', 'prioritized']);
+    expect(pushes.map((job) => job.data)).toContainEqual({ target: body.id, source: 'group:4242', reason: 'connect' });
+    const refreshes = await g.ctx.queues.refresh.getJobs(['waiting', 'delayed', 'prioritized']);
+    expect(refreshes.map((job) => job.data.source)).toContain('group:4242');
+    expect(JSON.stringify(pushes.map((job) => job.data))).not.toContain(token);
+
+    const view = await g.app.inject({ method: 'GET', url: `/google/targets/${body.id}`, headers: bearer(body.manageToken) });
+    expect(view.statusCode).toBe(200);
+    expect(view.json()).toMatchObject({ id: body.id, status: 'active', calendarId: body.calendarId });
+  });
+
+  it('names the calendar after the timetable and answers a browser with a page', async () => {
+    await storeTimetable(g.ctx, 'group:77');
+    const started = await connect('source=group:77');
+    const answer = await callback(await consent(started.headers.location as string), { accept: 'text/html,application/xhtml+xml,application/json;q=0.9,*/*;q=0.8' });
+    expect(answer.statusCode).toBe(200);
+    expect(answer.headers['content-type']).toMatch(/^text\/html/);
+    expect(answer.headers['referrer-policy']).toBe('no-referrer');
+    const [, manageToken = ''] = /<pre>([A-Za-z0-9_-]{43})<\/pre>/.exec(answer.body) ?? [];
+    secrets.push(manageToken);
+    expect(answer.body).toContain('ИВТ-21');
+    expect(answer.body).toContain('/google/targets/');
+    const id = /\/google\/targets\/([A-Za-z0-9_-]{22})/.exec(answer.body)?.[1] ?? '';
+    expect(await g.ctx.google.targets.verifyManageToken(id, manageToken)).toBe(true);
+    // A refresh is not queued: the timetable is there already.
+    const refreshes = await g.ctx.queues.refresh.getJobs(['waiting', 'delayed', 'prioritized']);
+    expect(refreshes.map((job) => job.data.source)).not.toContain('group:77');
+  });
+
+  it('reuses the target when the same Google user consents again for the same source', async () => {
+    const user = 'u-reconnect-1';
+    g.fake.consentAs(user);
+    const first = (await connectSource('employee:17')).body;
+    const oldToken = (await g.ctx.google.targets.refreshToken(first.id))?.token ?? '';
+    await g.ctx.google.targets.markStatus(first.id, 'needs-consent', 'Google refused the refresh token', g.ctx.now());
+
+    const { answer, body } = await connectSource('employee:17');
+    expect(answer.statusCode).toBe(200);
+    expect(body).toMatchObject({ id: first.id, calendarId: first.calendarId, reused: true });
+    expect(body.manageToken).not.toBe(first.manageToken);
+    expect(g.fake.calendars(user)).toHaveLength(1);
+    const target = await g.ctx.google.targets.get(first.id);
+    expect(target).toMatchObject({ status: 'active', tokenVersion: 2, reconcileRequested: true });
+    expect((await g.ctx.google.targets.refreshToken(first.id))?.token).not.toBe(oldToken);
+    expect(await g.ctx.google.targets.verifyManageToken(first.id, body.manageToken)).toBe(true);
+    expect(await g.ctx.google.targets.verifyManageToken(first.id, first.manageToken)).toBe(false);
+
+    // A different source of the same user is a target of its own.
+    const other = (await connectSource('employee:18')).body;
+    expect(other.id).not.toBe(first.id);
+  });
+
+  it('gives a reused target a new calendar when its owner deleted the old one', async () => {
+    const user = 'u-reconnect-2';
+    g.fake.consentAs(user);
+    const first = (await connectSource('group:5')).body;
+    g.fake.ownerDeleteCalendar(first.calendarId);
+    await g.ctx.google.index.set(first.id, 'a'.repeat(52), 'hash');
+    await g.ctx.google.targets.markStatus(first.id, 'calendar-deleted', 'the calendar was deleted', g.ctx.now());
+
+    const { body } = await connectSource('group:5');
+    expect(body).toMatchObject({ id: first.id, reused: true });
+    expect(body.calendarId).not.toBe(first.calendarId);
+    expect(g.fake.calendars(user).map((calendar) => calendar.id)).toEqual([body.calendarId]);
+    expect(await g.ctx.google.targets.get(first.id)).toMatchObject({ status: 'active', calendarId: body.calendarId, calendarOwned: true });
+    expect(await g.ctx.google.index.size(first.id)).toBe(0);
+  });
+
+  it('answers 400 when consent was refused, and the state is used up', async () => {
+    g.fake.consentAs('deny');
+    const started = await connect('source=group:9');
+    const back = await consent(started.headers.location as string);
+    expect(back.searchParams.get('error')).toBe('access_denied');
+    const answer = await callback(back);
+    expect(answer.statusCode).toBe(400);
+    expect(answer.json().error).toMatch(/consent was refused/);
+    const again = await callback(back);
+    expect(again.json().error).toMatch(/unknown, expired or already used/);
+    expect(await g.ctx.google.targets.page(0, 500)).toMatchObject({ targets: expect.not.arrayContaining([expect.objectContaining({ source: 'group:9' })]) });
+  });
+
+  it('refuses a replayed, unknown, malformed or missing state', async () => {
+    const started = await connect('source=group:10');
+    const back = await consent(started.headers.location as string);
+    expect((await callback(back)).statusCode).toBe(200);
+    const replay = await callback(back);
+    expect(replay.statusCode).toBe(400);
+    expect(replay.json().error).toMatch(/already used/);
+
+    const unknown = await g.app.inject({ method: 'GET', url: `/google/callback?code=abc&state=${'s'.repeat(43)}` });
+    expect(unknown.json()).toEqual({ error: 'unknown, expired or already used consent state: start again at /google/connect' });
+    const malformed = await g.app.inject({ method: 'GET', url: '/google/callback?code=abc&state=short' });
+    expect(malformed.json()).toEqual({ error: 'malformed consent state' });
+    const missing = await g.app.inject({ method: 'GET', url: '/google/callback?code=abc' });
+    expect(missing.statusCode).toBe(400);
+    expect(missing.json().error).toMatch(/^state is missing/);
+  });
+
+  it('answers 400 when Google refuses the code, and connects nothing', async () => {
+    const started = await connect('source=group:11');
+    const back = await consent(started.headers.location as string);
+    back.searchParams.set('code', 'not-a-code-google-issued');
+    const answer = await callback(back);
+    expect(answer.statusCode).toBe(400);
+    expect(answer.json().error).toMatch(/^Google did not grant/);
+  });
+
+  it('answers 400 when the calendar scope was not granted', async () => {
+    g.fake.consentAs(undefined, { grant: ['openid'] });
+    const started = await connect('source=group:12');
+    const answer = await callback(await consent(started.headers.location as string));
+    expect(answer.statusCode).toBe(400);
+    expect(answer.json().error).toMatch(/^Google did not grant/);
+  });
+});
+
+describe('GET and DELETE /google/targets/:id', () => {
+  it('needs the manage token or the admin token', async () => {
+    const { body } = await connectSource('group:20');
+    const url = `/google/targets/${body.id}`;
+    const none = await g.app.inject({ method: 'GET', url });
+    expect(none.statusCode).toBe(401);
+    expect(none.headers['www-authenticate']).toMatch(/^Bearer/);
+    expect((await g.app.inject({ method: 'GET', url, headers: bearer('wrong') })).statusCode).toBe(401);
+    expect((await g.app.inject({ method: 'DELETE', url, headers: bearer('wrong') })).statusCode).toBe(401);
+    expect((await g.app.inject({ method: 'GET', url, headers: bearer(TEST_ADMIN_TOKEN) })).statusCode).toBe(200);
+    expect((await g.app.inject({ method: 'GET', url: '/google/targets/bad', headers: bearer(body.manageToken) })).statusCode).toBe(400);
+    expect((await g.app.inject({ method: 'GET', url: `/google/targets/${'B'.repeat(22)}`, headers: bearer(body.manageToken) })).statusCode).toBe(404);
+
+    const view = await g.app.inject({ method: 'GET', url, headers: bearer(body.manageToken) });
+    const text = view.body;
+    expect(text).not.toContain(body.manageToken);
+    expect(text).not.toMatch(/refreshToken|manageToken/);
+    expect(view.json()).toMatchObject({ id: body.id, source: 'group:20', calendarOwned: true, pendingPush: { state: 'waiting' }, indexSize: 0, lastPush: null });
+  });
+
+  it('disconnects for the holder of the manage token, deleting the calendar when asked', async () => {
+    const user = 'u-disconnect';
+    g.fake.consentAs(user);
+    const kept = (await connectSource('group:21')).body;
+    const dropped = (await connectSource('group:22')).body;
+
+    const bad = await g.app.inject({ method: 'DELETE', url: `/google/targets/${kept.id}?deleteCalendar=yes`, headers: bearer(kept.manageToken) });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json().error).toMatch(/^deleteCalendar: /);
+
+    expect((await g.app.inject({ method: 'DELETE', url: `/google/targets/${kept.id}`, headers: bearer(kept.manageToken) })).statusCode).toBe(204);
+    expect((await g.app.inject({ method: 'DELETE', url: `/google/targets/${dropped.id}?deleteCalendar=true`, headers: bearer(dropped.manageToken) })).statusCode).toBe(204);
+    expect(g.fake.calendars(user).map((calendar) => calendar.id)).toEqual([kept.calendarId]);
+    expect(await g.ctx.google.targets.get(kept.id)).toBeUndefined();
+    expect(await g.ctx.google.targets.get(dropped.id)).toBeUndefined();
+    expect(await g.ctx.redis.smembers(g.ctx.keys.sourceTargets('group:22'))).toEqual([]);
+    // The token died with the target.
+    expect((await g.app.inject({ method: 'GET', url: `/google/targets/${kept.id}`, headers: bearer(kept.manageToken) })).statusCode).toBe(404);
+  });
+});
+
+describe('without Google settings', () => {
+  let bare: GoogleApp;
+  beforeEach(async () => {
+    bare = await startGoogleApp({ GOOGLE_CLIENT_ID: undefined, GOOGLE_CLIENT_SECRET: undefined });
+  });
+  afterEach(async () => {
+    await bare.close();
+  });
+
+  it('answers 503 naming what to set', async () => {
+    const answer = await bare.app.inject({ method: 'GET', url: '/google/connect?source=group:1' });
+    expect(answer.statusCode).toBe(503);
+    expect(answer.json().error).toMatch(/GOOGLE_CLIENT_ID/);
+  });
+});
