@@ -219,7 +219,7 @@ const envSchema = z.object({
   GOOGLE_API_ROOT_URL: httpUrl('GOOGLE_API_ROOT_URL'),
   GOOGLE_OAUTH_TOKEN_URL: httpUrl('GOOGLE_OAUTH_TOKEN_URL'),
   GOOGLE_OAUTH_AUTH_URL: httpUrl('GOOGLE_OAUTH_AUTH_URL'),
-  GOOGLE_USER_RATE_LIMIT: positiveNumber(500, true, 600),
+  GOOGLE_USER_RATE_LIMIT: positiveNumber(500, true, 570),
   GOOGLE_RATE_LIMIT: positiveNumber(100, false, 10_000),
   GOOGLE_QUOTA_PAUSE: duration('6h', 1_000),
   GOOGLE_RECONCILE_INTERVAL: duration('6h', 60_000),

@@ -5,10 +5,12 @@
  * with Redis `TIME`, so all workers agree on it whatever their own clocks say.
  *
  * Google allows 600 requests per minute per user, counted over any 60 s. A bucket refilling at `r` per
- * second with capacity `c` lets through at most `c + 60 r` requests in any 60 s (both ends included), so
- * the user bucket's capacity is `599 - userPerMinute` (at most 100, at least 1): with the default 500/min,
- * bursts of 99 and never more than 599 in any minute, one request of margin for however Google draws its
- * window. (From 599/min up the bucket still holds one request, so the margin is gone: 600 at most.) The global bucket (requests per second, capacity one second's worth)
+ * second with capacity `c` lets through at most `c + 60 r` requests in any 60 s (both ends included). We
+ * count a request when we take its token, Google when it arrives, and latency jitter can bunch arrivals
+ * together; so the user bucket keeps a margin of 30 requests: capacity `570 - userPerMinute` (at most 100,
+ * at least 1). With the default 500/min: bursts of 70, never more than 570 in any minute by our count.
+ * `GOOGLE_USER_RATE_LIMIT` is capped at 570 for the same reason. The global bucket (requests per second,
+ * capacity one second's worth)
  * keeps the whole service under the project's rate.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -20,6 +22,9 @@ export const GOOGLE_USER_LIMIT_PER_MINUTE = 600;
 
 /** The name of the service-wide bucket (user budget keys always have a `user:` or `token:` prefix). */
 const GLOBAL_BUCKET = 'global';
+
+/** Requests per minute per user kept free below Google's limit, for arrival jitter. */
+export const USER_LIMIT_MARGIN = 30;
 
 /** Largest burst a single user may make. */
 const MAX_USER_BURST = 100;
@@ -125,8 +130,8 @@ export class RequestBudget {
   }
 }
 
-/** The user bucket for a rate: refills at `userPerMinute` per minute, capacity so that no 60 s exceeds 600 (see the module comment). */
+/** The user bucket for a rate: refills at `userPerMinute` per minute, capacity so that no 60 s exceeds 570 (see the module comment). */
 export function bucketFor(limits: Pick<BudgetLimits, 'userPerMinute'>): { ratePerMs: number; capacity: number } {
-  const capacity = Math.max(1, Math.min(MAX_USER_BURST, GOOGLE_USER_LIMIT_PER_MINUTE - 1 - limits.userPerMinute));
+  const capacity = Math.max(1, Math.min(MAX_USER_BURST, GOOGLE_USER_LIMIT_PER_MINUTE - USER_LIMIT_MARGIN - limits.userPerMinute));
   return { ratePerMs: limits.userPerMinute / 60_000, capacity };
 }
