@@ -4,6 +4,7 @@
  * or the admin. Credentials, tokens and request bodies never reach a log line or an error message.
  */
 import type { FastifyInstance } from 'fastify';
+import { disconnectTarget } from '../google/connect-target.ts';
 import { activateSource, requestReconcile } from '../jobs/activation.ts';
 import { enqueueRefresh } from '../jobs/queues.ts';
 import type { ServiceContext } from '../runtime/context.ts';
@@ -46,6 +47,8 @@ export async function registerSubscriptionRoutes(app: FastifyInstance, ctx: Serv
 
   app.delete<IdParams>('/api/subscriptions/:id', async (request, reply) => {
     const subscription = await authorisedSubscription(ctx, request);
+    // Its Google calendars stop following it (they stay in the user's account, with the classes they hold).
+    for (const target of await ctx.redis.smembers(ctx.keys.sourceTargets(subscription.source))) await disconnectTarget(ctx, target, { deleteCalendar: false });
     await ctx.subscriptions.delete(subscription.id);
     await ctx.registry.remove(subscription.source);
     // The reconciler drops the source's job scheduler now rather than at its next periodic run.

@@ -209,6 +209,18 @@ describe('GET, PATCH and DELETE /api/subscriptions/:id', () => {
     expect(again.statusCode).toBe(404);
   });
 
+  it('DELETE stops the Google calendars of the subscription from following it', async () => {
+    const { body } = await subscribe(user(2).token);
+    issuedTokens.push(body.token ?? '');
+    const source = `personal:${body.id}` as const;
+    const { id: target } = await ctx.google.targets.create({ source, refreshToken: 'never-used', calendarId: 'c@group.calendar.google.com', calendarOwned: true, calendarName: 'Mine', budgetKey: 'token:0', now: Date.now() });
+    expect(await ctx.redis.smembers(ctx.keys.sourceTargets(source))).toEqual([target]);
+    const response = await app.inject({ method: 'DELETE', url: `/api/subscriptions/${body.id}`, headers: bearer(body.token ?? '') });
+    expect(response.statusCode).toBe(204);
+    expect(await ctx.google.targets.get(target)).toBeUndefined();
+    expect(await ctx.redis.scard(ctx.keys.sourceTargets(source))).toBe(0);
+  });
+
   it('DELETE by the admin works too', async () => {
     const { body } = await subscribe(user(1).token);
     issuedTokens.push(body.token ?? '');
