@@ -50,7 +50,7 @@ export async function registerGoogleRoutes(app: FastifyInstance, ctx: ServiceCon
   app.get<TargetParams>('/google/targets/:id', async (request, reply) => {
     const target = await authorisedTarget(ctx, request);
     reply.header('cache-control', NO_STORE);
-    return targetView(ctx, target);
+    return targetView(ctx, target, { pendingChanges: true });
   });
 
   app.delete<TargetParams>('/google/targets/:id', async (request, reply) => {

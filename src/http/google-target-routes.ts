@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { connectTarget, disconnectTarget, TargetGoneError, UnknownSourceError, type Disconnected } from '../google/connect-target.ts';
 import { CalendarGoneError, GoogleConsentError, GooglePermanentError, GoogleQuotaError, GoogleRateLimitError, GoogleTransientError } from '../google/errors.ts';
 import { GoogleNotConfiguredError } from '../google/google-services.ts';
+import { pendingChanges } from '../google/pending-changes.ts';
 import type { PushTarget } from '../google/target-record.ts';
 import { TARGET_ID } from '../google/target-store.ts';
 import { pushDeduplicationId } from '../jobs/queues.ts';
@@ -73,7 +74,7 @@ export function registerGoogleTargetRoutes(admin: FastifyInstance, ctx: ServiceC
     return { total: page.total, offset, limit, targets: await Promise.all(page.targets.map((target) => targetView(ctx, target))) };
   });
 
-  admin.get<TargetParams>('/google-targets/:id', async (request) => targetView(ctx, await knownTarget(ctx, request.params.id)));
+  admin.get<TargetParams>('/google-targets/:id', async (request) => targetView(ctx, await knownTarget(ctx, request.params.id), { pendingChanges: true }));
 
   admin.delete<TargetParams>('/google-targets/:id', async (request, reply) => {
     const deleteCalendar = deleteCalendarOption(request.query);
@@ -155,8 +156,13 @@ export function googleHttpError(error: unknown): unknown {
 }
 
 /** A target's state as the API shows it (times as ISO text), with its pending push and index size; never a token. */
-export async function targetView(ctx: ServiceContext, target: PushTarget): Promise<Record<string, unknown>> {
-  const [pendingPush, indexSize] = await Promise.all([pendingPushOf(ctx, target.id), ctx.google.index.size(target.id)]);
+export async function targetView(ctx: ServiceContext, target: PushTarget, detail: { pendingChanges?: boolean } = {}): Promise<Record<string, unknown>> {
+  const [pendingPush, indexSize, changes] = await Promise.all([
+    pendingPushOf(ctx, target.id),
+    ctx.google.index.size(target.id),
+    // Expanding the timetable costs milliseconds: one target's view has it, a page of targets does not.
+    detail.pendingChanges ? pendingChanges(ctx, target.id, target.source) : undefined,
+  ]);
   return {
     id: target.id,
     source: target.source,
@@ -173,6 +179,7 @@ export async function targetView(ctx: ServiceContext, target: PushTarget): Promi
     lastError: target.lastError ?? null,
     reconcileRequested: target.reconcileRequested,
     pendingPush,
+    ...(changes === undefined ? {} : { pendingChanges: changes }),
     indexSize,
   };
 }

@@ -173,6 +173,8 @@ describe('GET /admin/google-targets', () => {
       calendarOwned: true,
       indexSize: 1,
       pendingPush: { state: 'waiting' },
+      // No timetable published for group:31 yet: nothing to compare with.
+      pendingChanges: null,
       lastPush: null,
       lastError: null,
     });

@@ -1,0 +1,32 @@
+/** What a target's calendar is missing: the next push's writes, computed from Redis alone (no Google call). */
+import { feedOccurrences } from '../feeds/build-feed.ts';
+import type { ServiceContext } from '../runtime/context.ts';
+import type { SourceKey } from '../sources/source.ts';
+import type { DesiredEvent } from './calendar-target.ts';
+import { desiredEvents } from './desired-events.ts';
+import { planPush } from './plan-push.ts';
+
+/** Write counts the next push would make, by kind. */
+export interface PendingChanges {
+  insert: number;
+  patch: number;
+  delete: number;
+}
+
+/** The events a target of `source` should hold: the published feed's confirmed classes; undefined before the first publication. */
+export async function loadDesired(ctx: Pick<ServiceContext, 'snapshots' | 'config'>, source: SourceKey): Promise<DesiredEvent[] | undefined> {
+  const { snapshot, published } = await ctx.snapshots.load(source);
+  if (!snapshot || !published) return undefined;
+  return desiredEvents(feedOccurrences(snapshot, published, ctx.config));
+}
+
+/**
+ * The difference between what the target should hold and what its index says it holds (changes not pushed
+ * yet: a push waiting, a paused target, a failed push); null before the source's first publication.
+ */
+export async function pendingChanges(ctx: Pick<ServiceContext, 'snapshots' | 'config' | 'google'>, targetId: string, source: SourceKey): Promise<PendingChanges | null> {
+  const desired = await loadDesired(ctx, source);
+  if (desired === undefined) return null;
+  const plan = planPush(desired, await ctx.google.index.read(targetId));
+  return { insert: plan.insert.length, patch: plan.patch.length, delete: plan.remove.length };
+}
