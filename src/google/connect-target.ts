@@ -3,16 +3,18 @@
  * come here: a refresh token (already obtained) becomes a push target with its calendar (ours, created here,
  * or an existing one the token can reach), the source becomes active, and the first push is queued.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { activateSource } from '../jobs/activation.ts';
 import { enqueuePush, enqueueRefresh } from '../jobs/queues.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { SecretKeyMissingError } from '../security/secret-box.ts';
-import { hashToken, randomToken } from '../security/tokens.ts';
+import { randomToken } from '../security/tokens.ts';
 import { sourceOf, type SourceKey } from '../sources/source.ts';
 import type { CalendarTarget } from './calendar-target.ts';
 import { CalendarGoneError } from './errors.ts';
 import { budgetKeyFor, GoogleNotConfiguredError } from './google-services.ts';
 import type { PushTarget } from './target-record.ts';
+import { RELEASE_LOCK } from './target-scripts.ts';
 
 /** What a connection is made of. `source` must be valid (see `parseSource`). */
 export interface ConnectRequest {
@@ -49,6 +51,14 @@ export async function connectTarget(ctx: ServiceContext, request: ConnectRequest
   if (!ctx.google.configured) throw new GoogleNotConfiguredError();
   // Checked before Google is asked for anything: a calendar made for a token we cannot store would be lost.
   if (!ctx.google.targets.canStoreTokens) throw new SecretKeyMissingError();
+  if (request.googleUser === undefined) return connect(ctx, request);
+  // Consents of one Google user for one source take turns: the second finds the first's target and reconnects
+  // it, instead of making a second target with a second calendar (every class twice).
+  return withConnectLock(ctx, request.googleUser, request.source, () => connect(ctx, request));
+}
+
+/** {@link connectTarget} once the checks passed (and, with a Google user, under its lock). */
+async function connect(ctx: ServiceContext, request: ConnectRequest): Promise<ConnectedTarget> {
   const fallbackName = await sourceName(ctx, request.source);
   const budgetKey = budgetKeyFor(request.googleUser, request.refreshToken);
   const calendar = ctx.google.calendar(request.refreshToken, budgetKey);
@@ -76,19 +86,44 @@ export async function connectTarget(ctx: ServiceContext, request: ConnectRequest
  */
 async function reconnect(ctx: ServiceContext, target: PushTarget, refreshToken: string, budgetKey: string, calendar: CalendarTarget, name: string): Promise<ConnectedTarget> {
   const store = ctx.google.targets;
-  let { calendarId, calendarName } = target;
-  if (target.status === 'calendar-deleted') {
-    ({ id: calendarId, summary: calendarName } = await calendar.createCalendar(name, ctx.config.timezone));
+  const live = await liveCalendar(ctx, target, calendar, name);
+  let adopted = !live.created;
+  let manageToken: string | undefined;
+  try {
     // The store also drops the index (the old calendar's events are gone with it) and requests a reconcile.
-    await store.replaceCalendar(target.id, { calendarId, calendarOwned: true, calendarName }, ctx.now());
+    if (!adopted) adopted = await store.replaceCalendar(target.id, { calendarId: live.calendarId, calendarOwned: true, calendarName: live.calendarName }, ctx.now());
+    if (!adopted) throw new TargetGoneError(target.id);
+    // Reactivates a target that needed consent, and requests a full comparison with what the calendar holds.
+    if (!(await store.replaceRefreshToken(target.id, refreshToken, ctx.now(), budgetKey))) throw new TargetGoneError(target.id);
+    // The person consenting again may well have lost the first token; the old one stops working.
+    manageToken = await store.rotateManageToken(target.id);
+    if (manageToken === undefined) throw new TargetGoneError(target.id);
+  } catch (error) {
+    // A calendar made for a target that is gone (or that never pointed at it) would be an orphan nobody knows about.
+    if (live.created && (!adopted || error instanceof TargetGoneError)) await calendar.deleteCalendar(live.calendarId).catch(() => undefined);
+    throw error;
   }
-  // Reactivates a target that needed consent, and requests a full comparison with what the calendar holds.
-  if (!(await store.replaceRefreshToken(target.id, refreshToken, ctx.now(), budgetKey))) throw new TargetGoneError(target.id);
-  // The person consenting again may well have lost the first token; the old one stops working.
-  const manageToken = await rotateManageToken(ctx, target.id);
-  ctx.logger.info({ target: target.id, source: target.source }, 'google target reconnected');
+  ctx.logger.info({ target: target.id, source: target.source, newCalendar: live.created }, 'google target reconnected');
   await startPushing(ctx, target.id, target.source);
-  return { id: target.id, calendarId, calendarName, manageToken, reused: true };
+  return { id: target.id, calendarId: live.calendarId, calendarName: live.calendarName, manageToken, reused: true };
+}
+
+/**
+ * The calendar a reconnected target pushes into: its own while Google still has it, else a new one of ours
+ * (`created`). Asked of Google, not only of the status: the owner may have deleted the calendar after the
+ * last push, which leaves the target `active`.
+ */
+async function liveCalendar(ctx: ServiceContext, target: PushTarget, calendar: CalendarTarget, name: string): Promise<{ calendarId: string; calendarName: string; created: boolean }> {
+  if (target.status !== 'calendar-deleted') {
+    try {
+      await calendar.getCalendar(target.calendarId);
+      return { calendarId: target.calendarId, calendarName: target.calendarName, created: false };
+    } catch (error) {
+      if (!(error instanceof CalendarGoneError)) throw error;
+    }
+  }
+  const info = await calendar.createCalendar(name, ctx.config.timezone);
+  return { calendarId: info.id, calendarName: info.summary, created: true };
 }
 
 /** The target was removed while it was being reconnected. */
@@ -100,21 +135,22 @@ export class TargetGoneError extends Error {
   }
 }
 
-/** Sets the manage-token digest only while the target exists (a rotation racing `remove` must not revive it). */
-const ROTATE_MANAGE_TOKEN = `
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-redis.call('HSET', KEYS[1], 'manageTokenHash', ARGV[1])
-return 1`;
+/** How long a consent may hold its (Google user, source) lock: a connection takes a few requests, far less. */
+const CONNECT_LOCK_MS = 30_000;
+/** How often a consent waiting for that lock tries again. */
+const CONNECT_LOCK_RETRY_MS = 50;
 
-/**
- * A new manage token for the target; the old one stops working.
- * TODO(lead): belongs in TargetStore (`rotateManageToken(id)`); it writes the store's `manageTokenHash` field.
- */
-async function rotateManageToken(ctx: ServiceContext, id: string): Promise<string> {
-  const token = randomToken();
-  const rotated = await ctx.redis.eval(ROTATE_MANAGE_TOKEN, 1, ctx.keys.googleTarget(id), hashToken(token));
-  if (rotated !== 1) throw new TargetGoneError(id);
-  return token;
+/** Runs `work` holding the connect lock of (`googleUser`, `source`), waiting for it while another consent holds it. */
+async function withConnectLock<T>(ctx: ServiceContext, googleUser: string, source: SourceKey, work: () => Promise<T>): Promise<T> {
+  const key = ctx.keys.lock(`google-connect:${googleUser}:${source}`);
+  const owner = randomToken();
+  // The lock expires on its own, so a holder that died delays the next consent by CONNECT_LOCK_MS at most.
+  while ((await ctx.redis.set(key, owner, 'PX', CONNECT_LOCK_MS, 'NX')) === null) await sleep(CONNECT_LOCK_RETRY_MS);
+  try {
+    return await work();
+  } finally {
+    await ctx.redis.eval(RELEASE_LOCK, 1, key, owner);
+  }
 }
 
 /** The calendar to push into: the given one if this token reaches it, else a new one of ours. */

@@ -1,6 +1,7 @@
 /**
  * The Lua scripts of `target-store.ts`: guarded updates of a target hash (with the due ZSET and the index
- * in the same step) and the atomic removal of a target with everything pointing at it.
+ * in the same step) and the atomic removal of a target with everything pointing at it; and the release of
+ * the connect lock `connect-target.ts` holds per Google user and source.
  */
 
 /** How an update changes the due ZSET: leave it, remove the target, add it at a score (`nx`: only if absent). */
@@ -75,3 +76,6 @@ export function updateArguments(id: string, update: TargetUpdate): string[] {
     ...Object.entries(update.set ?? {}).flat(),
   ];
 }
+
+/** KEYS: 1 a lock. ARGV: 1 its owner. Deletes the lock only while this owner holds it (it may have expired and been taken). */
+export const RELEASE_LOCK = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";

@@ -1,6 +1,9 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { Job } from 'bullmq';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { CONSENT_TTL_SECONDS } from '../../src/google/oauth-state.ts';
 import { TARGET_ID } from '../../src/google/target-store.ts';
+import type { PushJobData, PushJobResult } from '../../src/jobs/contract.ts';
+import { pushProcessor } from '../../src/jobs/push.ts';
 import { hashToken } from '../../src/security/tokens.ts';
 import { storeTimetable } from './helpers.ts';
 import { bearer, PUBLIC_URL, startGoogleApp, storedText, type GoogleApp } from './google-helpers.ts';
@@ -44,6 +47,12 @@ async function consent(location: string): Promise<URL> {
 /** The callback as the browser would call it. */
 function callback(back: URL, headers: Record<string, string> = JSON_ACCEPT) {
   return g.app.inject({ method: 'GET', url: `${back.pathname}${back.search}`, headers });
+}
+
+/** Runs one push of `target` as a push worker would, and answers its result. */
+async function runPush(target: string, source: string): Promise<PushJobResult> {
+  const job = { id: `test-push-${target}`, data: { target, source, reason: 'connect' }, attemptsMade: 0, attemptsStarted: 1, opts: { attempts: 1 } };
+  return pushProcessor(g.ctx)(job as unknown as Job<PushJobData>);
 }
 
 /** The whole consent for `source`: connect, consent, callback (JSON). */
@@ -198,6 +207,66 @@ describe('GET /google/callback', () => {
     expect(g.fake.calendars(user).map((calendar) => calendar.id)).toEqual([body.calendarId]);
     expect(await g.ctx.google.targets.get(first.id)).toMatchObject({ status: 'active', calendarId: body.calendarId, calendarOwned: true });
     expect(await g.ctx.google.index.size(first.id)).toBe(0);
+  });
+
+  it('gives a reused target a new calendar when its owner deleted the old one before a push noticed', async () => {
+    const user = 'u-reconnect-3';
+    g.fake.consentAs(user);
+    await storeTimetable(g.ctx, 'group:6');
+    const first = (await connectSource('group:6')).body;
+    g.fake.ownerDeleteCalendar(first.calendarId);
+    expect(await g.ctx.google.targets.get(first.id)).toMatchObject({ status: 'active' });
+
+    const { body } = await connectSource('group:6');
+    expect(body).toMatchObject({ id: first.id, reused: true });
+    expect(body.calendarId).not.toBe(first.calendarId);
+    expect(g.fake.calendars(user).map((calendar) => calendar.id)).toEqual([body.calendarId]);
+    expect(await g.ctx.google.targets.get(first.id)).toMatchObject({ status: 'active', calendarId: body.calendarId, calendarOwned: true });
+    const result = await runPush(first.id, 'group:6');
+    expect(result).toMatchObject({ reconciled: true });
+    expect(g.fake.events(body.calendarId).length).toBeGreaterThan(0);
+    expect(await g.ctx.google.targets.get(first.id)).toMatchObject({ status: 'active', calendarId: body.calendarId });
+  });
+
+  it('deletes the new calendar of a reconnect when the target is removed meanwhile', async () => {
+    const user = 'u-reconnect-4';
+    g.fake.consentAs(user);
+    const first = (await connectSource('group:7')).body;
+    g.fake.ownerDeleteCalendar(first.calendarId);
+    const store = g.ctx.google.targets;
+    const replaceCalendar = store.replaceCalendar.bind(store);
+    // The holder of the manage token disconnects while the new calendar is being made.
+    const spy = vi.spyOn(store, 'replaceCalendar').mockImplementationOnce(async (...args) => {
+      await store.remove(first.id);
+      return replaceCalendar(...args);
+    });
+    try {
+      const { answer } = await connectSource('group:7');
+      expect(answer.statusCode).toBe(409);
+      expect(spy).toHaveBeenCalledTimes(1);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(g.fake.calendars(user)).toEqual([]);
+  });
+
+  it('ends two consents of one Google user for one source at once on one target with one calendar', async () => {
+    const user = 'u-concurrent';
+    g.fake.consentAs(user);
+    const backs = [];
+    for (let i = 0; i < 2; i++) backs.push(await consent((await connect('source=group:8')).headers.location as string));
+    const answers = await Promise.all(backs.map((back) => callback(back)));
+    const [a, b] = answers.map((answer) => {
+      expect(answer.statusCode).toBe(200);
+      const body = answer.json() as { id: string; calendarId: string; manageToken: string; reused: boolean };
+      secrets.push(body.manageToken);
+      return body;
+    });
+    expect(b?.id).toBe(a?.id);
+    expect(b?.calendarId).toBe(a?.calendarId);
+    expect([a?.reused, b?.reused].sort()).toEqual([false, true]);
+    expect(g.fake.calendars(user).map((calendar) => calendar.id)).toEqual([a?.calendarId]);
+    expect(await g.ctx.redis.smembers(g.ctx.keys.sourceTargets('group:8'))).toEqual([a?.id]);
   });
 
   it('answers 400 when consent was refused, and the state is used up', async () => {
