@@ -28,5 +28,5 @@ export async function pendingChanges(ctx: Pick<ServiceContext, 'snapshots' | 'co
   const desired = await loadDesired(ctx, source);
   if (desired === undefined) return null;
   const plan = planPush(desired, await ctx.google.index.read(targetId));
-  return { insert: plan.insert.length, patch: plan.patch.length, delete: plan.remove.length };
+  return { insert: plan.insert.length + plan.revive.length, patch: plan.patch.length, delete: plan.remove.length };
 }

@@ -6,13 +6,12 @@
 import type { Logger } from '../logger.ts';
 import type { CalendarTarget, DesiredEvent, EventMarker, RemoteEvent } from './calendar-target.ts';
 import { EventExistsError, EventMissingError, GooglePermanentError, GoogleTransientError } from './errors.ts';
-import { indexFromRemote, planPush } from './plan-push.ts';
+import { CANCELLED, indexFromRemote, planPush } from './plan-push.ts';
 
 /** The index operations a sync needs (`PushIndex` implements them over Redis). */
 export interface SyncIndex {
   read(targetId: string): Promise<Map<string, string>>;
   set(targetId: string, eventId: string, hash: string): Promise<unknown>;
-  remove(targetId: string, eventId: string): Promise<unknown>;
   replace(targetId: string, index: Map<string, string>): Promise<unknown>;
 }
 
@@ -75,8 +74,6 @@ export async function syncTarget(options: SyncOptions): Promise<SyncCounts> {
 class SyncRun {
   private readonly options: SyncOptions;
   private readonly counts: SyncCounts = { desired: 0, inserted: 0, patched: 0, revived: 0, deleted: 0, unchanged: 0, conflicts: 0, writes: 0, reads: 0 };
-  /** Our events that Google keeps as cancelled (known from a reconcile): inserting them would answer 409. */
-  private cancelled = new Set<string>();
   private readonly conflictIds: string[] = [];
   private stopError: unknown;
   private readonly permanentErrors: GooglePermanentError[] = [];
@@ -90,10 +87,11 @@ class SyncRun {
     const index = options.reconcile ? await this.reconcileIndex() : await options.index.read(options.targetId);
     const plan = planPush(options.desired, index);
     counts.unchanged = plan.unchanged;
-    counts.desired = plan.insert.length + plan.patch.length + plan.unchanged;
+    counts.desired = plan.insert.length + plan.revive.length + plan.patch.length + plan.unchanged;
     const operations = [
       ...plan.patch.map((event) => () => this.patch(event, true)),
       ...plan.insert.map((event) => () => this.insert(event, true)),
+      ...plan.revive.map((event) => () => this.revive(event)),
       ...plan.remove.map((id) => () => this.remove(id)),
     ];
     await this.pool(operations);
@@ -106,16 +104,15 @@ class SyncRun {
     return counts;
   }
 
-  /** Lists our marked events, answers the live ones as the new index, and remembers the cancelled ones. */
+  /** Lists our marked events (deleted ones included) and makes them the new index. */
   private async reconcileIndex(): Promise<Map<string, string>> {
     const { calendar, calendarId, marker, index, targetId } = this.options;
     const events: RemoteEvent[] = [];
     for await (const event of calendar.listMarkedEvents(calendarId, marker)) events.push(event);
     this.counts.reads += Math.max(1, Math.ceil(events.length / LIST_PAGE_SIZE));
-    const live = indexFromRemote(events, marker);
-    this.cancelled = new Set(events.filter((event) => event.cancelled && event.markerValue === marker.value).map((event) => event.id));
-    if ((await index.replace(targetId, live)) === false) throw new TargetRemovedError(`target ${targetId} was removed`);
-    return live;
+    const remote = indexFromRemote(events, marker);
+    if ((await index.replace(targetId, remote)) === false) throw new TargetRemovedError(`target ${targetId} was removed`);
+    return remote;
   }
 
   /** Runs operations with at most `concurrency` in flight, starting none once the run must stop. */
@@ -147,7 +144,6 @@ class SyncRun {
 
   private async insert(event: DesiredEvent, mayPatch: boolean): Promise<void> {
     const { calendar, calendarId, marker } = this.options;
-    if (this.cancelled.has(event.id)) return this.revive(event);
     try {
       this.writing('insert');
       await calendar.insertEvent(calendarId, event, marker);
@@ -170,7 +166,7 @@ class SyncRun {
       if (this.conflictIds.length < 5) this.conflictIds.push(event.id);
       return;
     }
-    if (remote.cancelled) return this.revive(event);
+    if (remote.cancelled) return this.revive(event, false);
     if (remote.hash === event.hash) {
       await this.indexed(event);
       this.counts.unchanged += 1;
@@ -194,19 +190,26 @@ class SyncRun {
     this.counts.patched += 1;
   }
 
-  private async revive(event: DesiredEvent): Promise<void> {
+  private async revive(event: DesiredEvent, mayInsert = true): Promise<void> {
     const { calendar, calendarId, marker } = this.options;
-    this.writing('revive');
-    await calendar.reviveEvent(calendarId, event, marker);
+    try {
+      this.writing('revive');
+      await calendar.reviveEvent(calendarId, event, marker);
+    } catch (error) {
+      // Never there at all (a delete answering 404 is indexed as deleted too): write it anew.
+      if (mayInsert && error instanceof EventMissingError) return this.insert(event, false);
+      throw error;
+    }
     await this.indexed(event);
     this.counts.revived += 1;
   }
 
+  /** Deletes an event; Google keeps it as cancelled, and so does the index, so that it comes back in one write. */
   private async remove(eventId: string): Promise<void> {
     const { calendar, calendarId, index, targetId } = this.options;
     this.writing('delete');
     await calendar.deleteEvent(calendarId, eventId);
-    await index.remove(targetId, eventId);
+    if ((await index.set(targetId, eventId, CANCELLED)) === false) throw new TargetRemovedError(`target ${targetId} was removed`);
     this.counts.deleted += 1;
   }
 

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { DesiredEvent, RemoteEvent } from '../../src/google/calendar-target.ts';
 import { markerFor } from '../../src/google/desired-events.ts';
-import { indexFromRemote, planPush, type PushPlan } from '../../src/google/plan-push.ts';
+import { CANCELLED, indexFromRemote, planPush, type PushPlan } from '../../src/google/plan-push.ts';
 
 const FIELDS = { summary: 's', location: '', description: '', start: { dateTime: '2025-10-01T09:00:00', timeZone: 'UTC' }, end: { dateTime: '2025-10-01T10:00:00', timeZone: 'UTC' } };
 const event = (id: string, hash: string): DesiredEvent => ({ id, hash, fields: FIELDS });
@@ -11,33 +11,39 @@ const event = (id: string, hash: string): DesiredEvent => ({ id, hash, fields: F
 const idArb = fc.constantFrom<string>('a0', 'a1', 'a2', 'a3', 'a4', 'a5', 'a6', 'a7', 'a8', 'a9');
 const hashArb = fc.constantFrom<string>('h1', 'h2', 'h3');
 const desiredArb = fc.uniqueArray(fc.tuple(idArb, hashArb), { selector: ([id]) => id, maxLength: 10 }).map((pairs) => pairs.map(([id, hash]) => event(id, hash)));
-const indexArb = fc.uniqueArray(fc.tuple(idArb, hashArb), { selector: ([id]) => id, maxLength: 10 }).map((pairs) => new Map(pairs));
+/** Indexed ids: live with a digest, or deleted (kept by Google as cancelled). */
+const indexArb = fc.uniqueArray(fc.tuple(idArb, fc.oneof(hashArb, fc.constant(CANCELLED))), { selector: ([id]) => id, maxLength: 10 }).map((pairs) => new Map(pairs));
 
 /** What the index holds after every operation of the plan succeeded. */
 function apply(index: ReadonlyMap<string, string>, plan: PushPlan): Map<string, string> {
   const next = new Map(index);
-  for (const item of [...plan.insert, ...plan.patch]) next.set(item.id, item.hash);
-  for (const id of plan.remove) next.delete(id);
+  for (const item of [...plan.insert, ...plan.revive, ...plan.patch]) next.set(item.id, item.hash);
+  for (const id of plan.remove) next.set(id, CANCELLED);
   return next;
 }
 
+/** The live part of an index. */
+const live = (index: ReadonlyMap<string, string>) => [...index].filter(([, hash]) => hash !== CANCELLED);
+
 describe('planPush', () => {
-  it('applying the plan to the index yields exactly the desired events', () => {
+  it('applying the plan to the index yields exactly the desired events live', () => {
     fc.assert(fc.property(desiredArb, indexArb, (desired, index) => {
       const after = apply(index, planPush(desired, index));
-      expect([...after].sort()).toEqual(desired.map((item) => [item.id, item.hash]).sort());
+      expect(live(after).sort()).toEqual(desired.map((item) => [item.id, item.hash]).sort());
     }), { numRuns: 1000 });
   });
 
   it('plans nothing more than needed: each desired event once, only changed ones written', () => {
     fc.assert(fc.property(desiredArb, indexArb, (desired, index) => {
       const plan = planPush(desired, index);
-      expect(plan.insert.length + plan.patch.length + plan.unchanged).toBe(desired.length);
+      expect(plan.insert.length + plan.revive.length + plan.patch.length + plan.unchanged).toBe(desired.length);
       for (const item of plan.insert) expect(index.has(item.id)).toBe(false);
+      // An id Google keeps as deleted is revived (one write), never inserted (a 409) or patched.
+      for (const item of plan.revive) expect(index.get(item.id)).toBe(CANCELLED);
       for (const item of plan.patch) expect(index.get(item.id)).not.toBe(item.hash);
-      for (const item of plan.patch) expect(index.has(item.id)).toBe(true);
+      for (const item of plan.patch) expect(index.has(item.id) && index.get(item.id) !== CANCELLED).toBe(true);
       const wanted = new Set(desired.map((item) => item.id));
-      for (const id of plan.remove) expect(index.has(id) && !wanted.has(id)).toBe(true);
+      for (const id of plan.remove) expect(index.has(id) && index.get(id) !== CANCELLED && !wanted.has(id)).toBe(true);
       expect(plan.unchanged).toBe(desired.filter((item) => index.get(item.id) === item.hash).length);
     }), { numRuns: 1000 });
   });
@@ -45,7 +51,7 @@ describe('planPush', () => {
   it('an unchanged calendar needs no operation at all', () => {
     fc.assert(fc.property(desiredArb, (desired) => {
       const plan = planPush(desired, new Map(desired.map((item) => [item.id, item.hash])));
-      expect(plan).toEqual({ insert: [], patch: [], remove: [], unchanged: desired.length });
+      expect(plan).toEqual({ insert: [], revive: [], patch: [], remove: [], unchanged: desired.length });
     }));
   });
 
@@ -57,7 +63,7 @@ describe('planPush', () => {
 
 describe('indexFromRemote', () => {
   const marker = markerFor('group:1');
-  it('keeps our live events, with an empty digest when ours lacks one, and drops cancelled and foreign ones', () => {
+  it('keeps our live events (an empty digest when one lacks it) and our deleted ones as cancelled, and drops foreign ones', () => {
     const remote: RemoteEvent[] = [
       { id: 'a1', cancelled: false, markerValue: 'group:1', hash: 'h1' },
       { id: 'a2', cancelled: false, markerValue: 'group:1' },
@@ -65,7 +71,7 @@ describe('indexFromRemote', () => {
       { id: 'a4', cancelled: false, markerValue: 'group:2', hash: 'h4' },
       { id: 'a5', cancelled: false, hash: 'h5' },
     ];
-    expect([...indexFromRemote(remote, marker)]).toEqual([['a1', 'h1'], ['a2', '']]);
+    expect([...indexFromRemote(remote, marker)]).toEqual([['a1', 'h1'], ['a2', ''], ['a3', CANCELLED]]);
   });
 
   it('an event of ours without a digest is patched by the next plan', () => {

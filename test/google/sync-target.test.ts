@@ -4,6 +4,7 @@ import { fieldsHash, markerFor } from '../../src/google/desired-events.ts';
 import { GooglePermanentError, GoogleQuotaError, GoogleRateLimitError } from '../../src/google/errors.ts';
 import { eventIdFor } from '../../src/google/event-id.ts';
 import { syncTarget, type SyncCounts, type SyncIndex, type SyncOptions } from '../../src/google/sync-target.ts';
+import { CANCELLED } from '../../src/google/plan-push.ts';
 import { silentLogger } from '../../src/logger.ts';
 import { MemoryCalendar } from './memory-calendar.ts';
 
@@ -101,21 +102,23 @@ describe('syncTarget', () => {
     expect(sorted(index.map(TARGET))).toEqual(sorted(asMap(moved)));
   });
 
-  it('a cancelled class is exactly one delete, and leaves the index', async () => {
+  it('a cancelled class is exactly one delete, and the index remembers it as deleted', async () => {
     const desired = range(10);
     await sync(desired);
     const before = calendar.total();
     expect(await sync(desired.filter((_, n) => n !== 2))).toEqual({ ...zero, desired: 9, deleted: 1, unchanged: 9, writes: 1 });
     expect(calendar.total() - before).toBe(1);
     expect(calendar.event(CAL, event(2).id)?.status).toBe('cancelled');
-    expect(index.map(TARGET).has(event(2).id)).toBe(false);
+    expect(index.map(TARGET).get(event(2).id)).toBe(CANCELLED);
   });
 
-  it('a class that comes back after it was deleted is revived (its id cannot be inserted again)', async () => {
+  it('a class that comes back after it was deleted is revived in one write (its id cannot be inserted again)', async () => {
     const desired = range(5);
     await sync(desired);
     await sync(desired.slice(1));
-    expect(await sync(desired)).toEqual({ ...zero, desired: 5, revived: 1, unchanged: 4, writes: 2, reads: 1 });
+    calendar.calls.clear();
+    expect(await sync(desired)).toEqual({ ...zero, desired: 5, revived: 1, unchanged: 4, writes: 1 });
+    expect(calendar.count('insertEvent')).toBe(0);
     expect(calendar.event(CAL, event(0).id)?.status).toBe('confirmed');
     expect(sorted(live())).toEqual(sorted(asMap(desired)));
   });
@@ -135,7 +138,7 @@ describe('syncTarget', () => {
     expect(calendar.count('getEvent')).toBe(0);
     expect(calendar.event(CAL, stale.id)?.status).toBe('cancelled');
     expect(sorted(live())).toEqual(sorted(asMap(desired)));
-    expect(sorted(index.map(TARGET))).toEqual(sorted(asMap(desired)));
+    expect(sorted(index.map(TARGET))).toEqual(sorted(new Map([...asMap(desired), [stale.id, CANCELLED]])));
   });
 
   it('a reconcile lists every page', async () => {
