@@ -1,0 +1,157 @@
+/**
+ * Google push end to end: the simulator's timetable, real refresh and push workers on real Redis, the real
+ * Google adapter talking HTTP to the fake Google server. Write counts come from the fake, which sees every
+ * request the service sends.
+ */
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { FOREIGN } from '../../src/google/plan-push.ts';
+import type { RefreshJobResult } from '../../src/jobs/contract.ts';
+import { PushHarness, type Connected } from './push-harness.ts';
+
+let h: PushHarness;
+
+beforeAll(async () => {
+  h = await PushHarness.start();
+});
+afterAll(async () => {
+  await h?.close();
+});
+beforeEach(() => {
+  h.fake.clearFaults();
+  h.fake.resetCounts();
+});
+
+const json = { 'content-type': 'application/json' };
+
+/** Moves a class to 18:00–19:30 in the simulator. */
+async function moveClass(entryId: number): Promise<void> {
+  await h.sim.raw(`/_sim/entries/${entryId}`, { method: 'PATCH', headers: json, body: JSON.stringify({ begin_time_schedule: '18:00', end_time_schedule: '19:30' }) });
+}
+
+/** A connected small group with one extra one-day class already pushed; counters zeroed afterwards. */
+async function withOneDayClass(): Promise<{ target: Connected; entryId: number; eventId: string; pushes: number }> {
+  const source = await h.smallGroup(1);
+  const { target } = await h.connect(source);
+  const added = await h.addOneDayClass(source);
+  await h.refresh(source);
+  const [, push] = await h.settled(target.id, 2);
+  expect(push?.result).toMatchObject({ inserted: 1, writes: 1, reads: 0 });
+  expect(h.fake.event(target.calendarId, added.eventId)).toMatchObject({ status: 'confirmed', summary: expect.stringContaining('Extra seminar') });
+  h.fake.resetCounts();
+  return { target, ...added, pushes: 2 };
+}
+
+describe('Google push through the adapter and the fake Google', () => {
+  it('first sync: the new calendar holds exactly the feed\'s confirmed classes, one insert each', async () => {
+    const source = await h.smallGroup(2);
+    const { target, push } = await h.connect(source);
+    expect(push).toMatchObject({ state: 'completed', attemptsMade: 1 });
+    const desired = await h.desired(source);
+    expect(desired.length).toBeGreaterThan(5);
+    // The feed as ical.js reads it says the same as the occurrences the push worked from.
+    expect(await h.feedEvents(source)).toEqual(desired);
+    expect(h.calendar(target.calendarId)).toEqual(desired);
+    const counts = h.fake.counts();
+    expect(counts.byMethod).toEqual({ 'calendars.insert': 1, 'events.list': 1, 'events.insert': desired.length });
+    expect(counts.errors).toEqual({});
+    // One token per adapter: the connection's, the push's.
+    expect(counts.tokenRequests).toBe(2);
+    expect(push.result).toMatchObject({ reconciled: true, desired: desired.length, inserted: desired.length, writes: desired.length, reads: 1 });
+    expect(h.fake.calendars(target.user)).toEqual([expect.objectContaining({ id: target.calendarId, timeZone: h.ctx.config.timezone })]);
+    for (const event of h.fake.events(target.calendarId)) {
+      expect(event.extendedProperties?.private).toMatchObject({ timetableSync: source, timetableSyncHash: expect.any(String) });
+      expect(event.start.timeZone).toBe(h.ctx.config.timezone);
+      expect(event.reminders).toEqual({ useDefault: true });
+    }
+    expect(await h.ctx.google.index.size(target.id)).toBe(desired.length);
+    expect(await h.ctx.google.targets.get(target.id)).toMatchObject({ status: 'active', reconcileRequested: false, lastPush: { reason: 'connect', inserted: desired.length } });
+  });
+
+  it('a moved class is exactly one events.patch and no other request', async () => {
+    const { target, entryId, eventId, pushes } = await withOneDayClass();
+    await moveClass(entryId);
+    await h.refresh(target.source);
+    const push = (await h.settled(target.id, pushes + 1)).at(-1);
+    expect(push?.result).toMatchObject({ patched: 1, inserted: 0, deleted: 0, writes: 1, reads: 0 });
+    const counts = h.fake.counts();
+    expect(counts.byMethod).toEqual({ 'events.patch': 1 });
+    expect(counts.total).toBe(1);
+    expect(h.fake.event(target.calendarId, eventId)?.start.dateTime).toMatch(/^2025-10-15T18:00:00/);
+    expect(h.calendar(target.calendarId)).toEqual(await h.desired(target.source));
+  });
+
+  it('a cancelled class is exactly one events.delete and no other request', async () => {
+    const { target, entryId, eventId, pushes } = await withOneDayClass();
+    await h.sim.deleteEntry(entryId);
+    const refresh = (await h.refresh(target.source)) as RefreshJobResult;
+    expect(refresh).toMatchObject({ outcome: 'published', changes: { removed: 1, moved: 0, added: 0, changed: 0 } });
+    const push = (await h.settled(target.id, pushes + 1)).at(-1);
+    expect(push?.result).toMatchObject({ deleted: 1, writes: 1, reads: 0 });
+    expect(h.fake.counts().byMethod).toEqual({ 'events.delete': 1 });
+    expect(h.fake.counts().total).toBe(1);
+    expect(h.fake.event(target.calendarId, eventId)?.status).toBe('cancelled');
+    expect(h.calendar(target.calendarId)).toEqual(await h.desired(target.source));
+    expect(h.calendar(target.calendarId).some((event) => event.id === eventId)).toBe(false);
+  });
+
+  it('an unchanged timetable costs no write: a resync queues no push, a push and a reconcile write nothing', async () => {
+    const source = await h.smallGroup(2);
+    const { target } = await h.connect(source);
+    h.fake.resetCounts();
+    expect(await h.refresh(source)).toMatchObject({ outcome: 'unchanged', pushJobs: 0 });
+    const push = await h.push(target, 'refresh');
+    expect(push.result).toMatchObject({ reconciled: false, writes: 0, reads: 0, unchanged: (await h.desired(source)).length });
+    expect(h.fake.counts()).toMatchObject({ total: 0, tokenRequests: 0 });
+    const reconcile = await h.push(target, 'reconcile');
+    expect(reconcile.result).toMatchObject({ reconciled: true, writes: 0, reads: 1 });
+    const counts = h.fake.counts();
+    expect(counts.byMethod).toEqual({ 'events.list': 1 });
+    expect(counts.writes).toBe(0);
+    expect(h.calendar(target.calendarId)).toEqual(await h.desired(source));
+  });
+
+  it('a reminder, a colour and a private property the user added survive a patch', async () => {
+    const { target, entryId, eventId, pushes } = await withOneDayClass();
+    const reminders = { useDefault: false, overrides: [{ method: 'popup', minutes: 42 }] };
+    h.fake.ownerEditEvent(target.calendarId, eventId, { reminders, colorId: '11', extendedProperties: { private: { userNote: 'bring a laptop' } } });
+    await moveClass(entryId);
+    await h.refresh(target.source);
+    await h.settled(target.id, pushes + 1);
+    expect(h.fake.counts().byMethod).toEqual({ 'events.patch': 1 });
+    const event = h.fake.event(target.calendarId, eventId);
+    expect(event?.start.dateTime).toMatch(/^2025-10-15T18:00:00/);
+    expect(event).toMatchObject({ reminders, colorId: '11' });
+    expect(event?.extendedProperties?.private).toMatchObject({ userNote: 'bring a laptop', timetableSync: target.source });
+  });
+
+  it('events the user made in the calendar without our marker are never touched, even at an id we want', async () => {
+    const source = await h.smallGroup(1);
+    const added = await h.addOneDayClass(source);
+    await h.refresh(source);
+    const account = h.fake.addUser();
+    const calendar = h.fake.createCalendar(account.user, 'My own calendar', h.ctx.config.timezone);
+    const time = (hour: string) => ({ dateTime: `2025-10-15T${hour}:00:00`, timeZone: h.ctx.config.timezone });
+    const lunch = h.fake.ownerInsertEvent(calendar.id, { summary: 'Lunch with Ann', start: time('12'), end: time('13') });
+    // An id our sync wants, already taken by an event of the user's: a conflict, left alone.
+    const taken = h.fake.ownerInsertEvent(calendar.id, { id: added.eventId, summary: 'Dentist', start: time('09'), end: time('10') });
+    const { target, push } = await h.connect(source, { calendarId: calendar.id, user: account });
+    expect(push.result).toMatchObject({ conflicts: 1 });
+    const desired = await h.desired(source);
+    const ours = desired.filter((event) => event.id !== added.eventId);
+    expect(h.calendar(calendar.id).filter((event) => event.id !== lunch.id && event.id !== taken.id)).toEqual(ours);
+    // The taken id is remembered as someone else's, so that later pushes do not ask again.
+    expect(await h.ctx.google.index.read(target.id)).toEqual(new Map([...ours.map((event): [string, unknown] => [event.id, expect.stringMatching(/^[\w-]{22}$/)]), [added.eventId, FOREIGN]]));
+    // A reconcile does not list them (the list asks for our marker): it asks once more, and a cancellation does not delete them.
+    const reconcile = await h.push(target, 'reconcile');
+    expect(reconcile.result).toMatchObject({ reconciled: true, conflicts: 1 });
+    expect((await h.ctx.google.index.read(target.id)).get(added.eventId)).toBe(FOREIGN);
+    await h.sim.deleteEntry(added.entryId);
+    h.fake.resetCounts();
+    await h.refresh(source);
+    await h.settled(target.id, 3);
+    expect(h.fake.counts().byMethod['events.delete']).toBeUndefined();
+    expect(h.fake.event(calendar.id, lunch.id)).toEqual(lunch);
+    expect(h.fake.event(calendar.id, taken.id)).toEqual(taken);
+    expect(h.calendar(calendar.id)).toHaveLength(ours.length + 2);
+  });
+});

@@ -1,0 +1,191 @@
+/**
+ * Google push end to end when things go wrong: a worker killed mid-push, rate limits, a revoked grant, a
+ * calendar deleted by its owner, exhausted quota. Real workers (in this process, or child processes), real
+ * Redis, the real adapter against the fake Google server.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { resolve } from 'node:path';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
+import { connectTarget } from '../../src/google/connect-target.ts';
+import { pushJobOptions } from '../../src/jobs/queues.ts';
+import { reconcile } from '../../src/jobs/schedule.ts';
+import { TEST_ADMIN_TOKEN, TEST_SECRET_KEY } from '../support/service.ts';
+import { calls, googleEnv, PushHarness, QUOTA_PAUSE_MS } from './push-harness.ts';
+
+const WORKER_SCRIPT = resolve(import.meta.dirname, '../support/worker-process.ts');
+
+let h: PushHarness;
+const children: ChildProcess[] = [];
+
+beforeAll(async () => {
+  h = await PushHarness.start();
+});
+afterAll(async () => {
+  await h?.close();
+});
+beforeEach(() => {
+  h.fake.clearFaults();
+  h.fake.resetCounts();
+});
+afterEach(async () => {
+  for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  await h.startWorkers();
+});
+
+/** A worker process (test/support/worker-process.ts) on the harness's Redis prefix and fake Google. */
+function startWorkerProcess(): Promise<{ child: ChildProcess; id: string }> {
+  const child = spawn(process.execPath, [WORKER_SCRIPT], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      REDIS_URL: inject('redisUrl'),
+      REDIS_PREFIX: h.ctx.config.redisPrefix,
+      UNIVERSITY_API_URL: h.simUrl,
+      ADMIN_TOKEN: TEST_ADMIN_TOKEN,
+      SECRET_KEY: TEST_SECRET_KEY,
+      LOG_LEVEL: 'warn',
+      ...googleEnv(h.fake),
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  return new Promise((done, fail) => {
+    let output = '';
+    child.stdout?.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      const match = /ready (\S+)/.exec(output);
+      if (match?.[1]) done({ child, id: match[1] });
+    });
+    child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.once('exit', (code) => fail(new Error(`worker exited with ${code}: ${output}`)));
+  });
+}
+
+/** Polls until `check` holds. */
+async function until(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((done) => setTimeout(done, 10));
+  }
+}
+
+describe('Google push under faults', () => {
+  it('a worker killed mid-push: the next worker finishes the job, no event duplicated, none missing', async () => {
+    const source = await h.smallGroup(3);
+    await h.refresh(source);
+    await h.stopWorkers();
+    const first = await startWorkerProcess();
+    // About 200 ms per request, 4 in flight: the first push of a few dozen events takes a few seconds.
+    h.fake.latency(200);
+    const { refreshToken } = h.fake.addUser();
+    const { id, calendarId } = await connectTarget(h.ctx, { source, refreshToken });
+    await until(() => calls(h.fake, 'events.insert') >= 8, 'some inserts');
+    const [job] = (await h.ctx.queues.push.getJobs(['active'])).filter((candidate) => candidate.data.target === id);
+    expect(job?.processedBy).toBe(first.id);
+    first.child.kill('SIGKILL');
+    await new Promise((done) => first.child.once('exit', done));
+    const insertedBeforeKill = calls(h.fake, 'events.insert');
+    h.fake.latency(0);
+    // The requests the killed worker had in flight still arrive (Google would carry them out too): wait for them.
+    await new Promise((done) => setTimeout(done, 400));
+    const insertedByFirst = calls(h.fake, 'events.insert');
+
+    const second = await startWorkerProcess();
+    const [push] = await h.settled(id, 1, 30_000);
+    const desired = await h.desired(source);
+    expect(push).toMatchObject({ id: job?.id, state: 'completed', processedBy: second.id, attemptsMade: 1 });
+    expect(insertedBeforeKill).toBeLessThan(desired.length);
+    expect(h.calendar(calendarId)).toEqual(desired);
+    expect([...(await h.ctx.google.index.read(id)).keys()].sort()).toEqual(desired.map((event) => event.id));
+    const counts = h.fake.counts();
+    // Every event inserted once: the second run found the first run's events by listing (it reconciles).
+    expect(counts.byMethod).toEqual({ 'calendars.insert': 1, 'events.list': 2, 'events.insert': desired.length });
+    expect(counts.errors).toEqual({});
+    expect(push?.result).toMatchObject({ inserted: desired.length - insertedByFirst, unchanged: insertedByFirst });
+  });
+
+  it('30% rate-limit answers (429, 403 rateLimitExceeded, 403 userRateLimitExceeded): all written, no attempt used', async () => {
+    const source = await h.smallGroup(1);
+    await h.refresh(source);
+    const events = ['events.insert', 'events.list', 'events.get', 'events.patch', 'events.update', 'events.delete'];
+    // Tried in order, each 10% of all requests: 0.1, 0.1 of the remaining 0.9, 0.1 of the remaining 0.8.
+    h.fake.inject({ kind: '429', probability: 0.1, methods: events });
+    h.fake.inject({ kind: '403-rate', probability: 1 / 9, methods: events });
+    h.fake.inject({ kind: '403-user-rate', probability: 1 / 8, methods: events });
+    const { target, push } = await h.connect(source);
+    const desired = await h.desired(source);
+    expect(push).toMatchObject({ state: 'completed', attemptsMade: 1 });
+    expect(push.attemptsStarted).toBeGreaterThan(1);
+    expect(h.calendar(target.calendarId)).toEqual(desired);
+    const counts = h.fake.counts();
+    expect(counts.errors).toEqual({ '429 rateLimitExceeded': expect.any(Number), '403 rateLimitExceeded': expect.any(Number), '403 userRateLimitExceeded': expect.any(Number) });
+    expect(counts.faulted).toBe(Object.values(counts.errors).reduce((sum, n) => sum + n, 0));
+    // Each event was written once; refused requests were simply sent again in a later round.
+    expect(counts.byMethod['events.insert']).toBe(desired.length);
+  });
+
+  it('a revoked grant: needs-consent at once, one token request and no retry, shown to the admin', async () => {
+    const source = await h.smallGroup(1);
+    const { target } = await h.connect(source);
+    h.fake.revoke(target.refreshToken);
+    h.fake.resetCounts();
+    const push = await h.push(target, 'reconcile');
+    // Failed for good after one attempt of eight: an UnrecoverableError (a retry would be 'delayed' or 'wait').
+    expect(push).toMatchObject({ state: 'failed', attemptsMade: 1, attemptsStarted: 1, failedReason: expect.stringContaining('invalid_grant') });
+    expect(pushJobOptions().attempts).toBeGreaterThan(1);
+    expect(h.fake.counts()).toMatchObject({ total: 0, tokenRequests: 1, tokenErrors: { '400 invalid_grant': 1 } });
+    const view = await h.adminView(target.id);
+    expect(view).toMatchObject({ status: 200, body: { status: 'needs-consent', statusReason: expect.stringContaining('invalid_grant'), pendingPush: null } });
+    expect(JSON.stringify(view.body)).not.toContain(target.refreshToken);
+    // Later pushes do not ask Google at all.
+    expect((await h.push(target, 'refresh')).result).toEqual({ skipped: 'target needs a new consent' });
+    expect(h.fake.counts().tokenRequests).toBe(1);
+  });
+
+  it('a calendar deleted by its owner: the next change marks the target calendar-deleted, shown to the admin', async () => {
+    const source = await h.smallGroup(1);
+    const { target } = await h.connect(source);
+    h.fake.ownerDeleteCalendar(target.calendarId);
+    h.fake.resetCounts();
+    await h.addOneDayClass(source);
+    await h.refresh(source);
+    const push = (await h.settled(target.id, 2)).at(-1);
+    expect(push).toMatchObject({ state: 'failed', attemptsMade: 1 });
+    // The one insert of the new class found the calendar gone; nothing else was tried.
+    expect(h.fake.counts()).toMatchObject({ total: 1, errors: { '404 notFound': 1 }, byMethod: { 'events.insert': 1 } });
+    expect(await h.adminView(target.id)).toMatchObject({ status: 200, body: { status: 'calendar-deleted', statusReason: expect.stringContaining('deleted') } });
+    h.fake.resetCounts();
+    expect((await h.push(target, 'reconcile')).result).toEqual({ skipped: 'calendar was deleted' });
+    expect(h.fake.counts()).toMatchObject({ total: 0, tokenRequests: 0 });
+  });
+
+  it('403 quotaExceeded pauses the target until a time shown to the admin; pushes before it are skipped', async () => {
+    const source = await h.smallGroup(2);
+    h.fake.inject({ kind: '403-quota', times: 1, methods: ['events.insert'] });
+    const { target, push } = await h.connect(source);
+    expect(push).toMatchObject({ state: 'failed', attemptsMade: 1 });
+    // The refused insert stopped the push; the inserts already in flight were written and indexed.
+    expect(h.fake.counts().errors).toEqual({ '403 quotaExceeded': 1 });
+    expect(await h.ctx.google.index.size(target.id)).toBe(calls(h.fake, 'events.insert'));
+    const pausedUntil = h.clock.now + QUOTA_PAUSE_MS;
+    expect(await h.ctx.google.targets.get(target.id)).toMatchObject({ status: 'paused', pausedUntil });
+    expect(await h.adminView(target.id)).toMatchObject({
+      status: 200,
+      body: { status: 'paused', pausedUntil: new Date(pausedUntil).toISOString(), statusReason: expect.stringContaining('usage limits') },
+    });
+    h.fake.resetCounts();
+    expect((await h.push(target, 'refresh')).result).toEqual({ skipped: `paused until ${new Date(pausedUntil).toISOString()}` });
+    expect(h.fake.counts()).toMatchObject({ total: 0, tokenRequests: 0 });
+    // When the pause is over, the scheduler's due scan queues the reconcile that finishes the work.
+    h.clock.now += QUOTA_PAUSE_MS;
+    try {
+      expect((await reconcile(h.ctx)).pushes).toBeGreaterThanOrEqual(1);
+      const last = (await h.settled(target.id, 3)).at(-1);
+      expect(last).toMatchObject({ state: 'completed', result: { reconciled: true } });
+      expect(await h.ctx.google.targets.get(target.id)).toMatchObject({ status: 'active' });
+      expect(h.calendar(target.calendarId)).toEqual(await h.desired(source));
+    } finally {
+      h.clock.now -= QUOTA_PAUSE_MS;
+    }
+  });
+});

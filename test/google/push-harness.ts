@@ -1,0 +1,259 @@
+/**
+ * The end-to-end Google push set-up: the university simulator, a service context on the run's Redis whose
+ * Google settings point at the fake Google server (the real adapter, OAuth client and request budget talk to
+ * it over loopback HTTP), and real workers. Sources are kept small (a few classes) so that a first push fits
+ * in the request budget's burst and a test takes seconds.
+ */
+import type { Job } from 'bullmq';
+import type { FastifyInstance } from 'fastify';
+import { inject } from 'vitest';
+import { feedOccurrences } from '../../src/feeds/build-feed.ts';
+import { connectTarget } from '../../src/google/connect-target.ts';
+import { eventIdFor } from '../../src/google/event-id.ts';
+import { buildApp } from '../../src/http/app.ts';
+import type { PushJobResult, PushReason } from '../../src/jobs/contract.ts';
+import { enqueuePush, enqueueRefresh } from '../../src/jobs/queues.ts';
+import { startWorkers, type WorkerSet } from '../../src/jobs/workers.ts';
+import { silentLogger } from '../../src/logger.ts';
+import type { ServiceContext } from '../../src/runtime/context.ts';
+import { startSimulator } from '../../src/simulator/index.ts';
+import type { SourceKey } from '../../src/sources/source.ts';
+import { occurrenceUid } from '../../src/timetable/expand.ts';
+import { startFakeGoogle, type ApiMethod, type FakeEvent, type FakeGoogle } from '../fake-google/index.ts';
+import { REFERENCE_DATE, readEvents } from '../jobs/helpers.ts';
+import { TEST_ADMIN_TOKEN, testContext } from '../support/service.ts';
+import { simControl, type SimControl } from '../upstream/sim-control.ts';
+
+/** How long a quota pause lasts in these tests (GOOGLE_QUOTA_PAUSE). */
+export const QUOTA_PAUSE_MS = 3_600_000;
+
+/** An event reduced to what the comparison looks at: id, title, start instant (ISO, UTC). */
+export interface EventView {
+  id: string;
+  summary: string;
+  start: string;
+}
+
+/** A finished push job. */
+export interface PushOutcome {
+  id: string;
+  state: string;
+  result: PushJobResult;
+  attemptsMade: number;
+  attemptsStarted: number;
+  failedReason: string | undefined;
+  processedBy: string | undefined;
+}
+
+/** A connected target and the Google account behind it. */
+export interface Connected {
+  id: string;
+  source: SourceKey;
+  calendarId: string;
+  refreshToken: string;
+  user: string;
+}
+
+/** The Google settings of a context (and of a worker process) talking to `fake`. */
+export function googleEnv(fake: FakeGoogle): Record<string, string> {
+  return {
+    GOOGLE_CLIENT_ID: fake.clientId,
+    GOOGLE_CLIENT_SECRET: fake.clientSecret,
+    GOOGLE_API_ROOT_URL: fake.rootUrl,
+    GOOGLE_OAUTH_TOKEN_URL: fake.tokenUrl,
+    GOOGLE_QUOTA_PAUSE: '1h',
+    GOOGLE_RECONCILE_INTERVAL: '2h',
+  };
+}
+
+/** Compares by id. */
+const byId = (a: EventView, b: EventView) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+
+/** The harness of one test file. */
+export class PushHarness {
+  readonly ctx: ServiceContext;
+  readonly fake: FakeGoogle;
+  readonly sim: SimControl;
+  readonly simUrl: string;
+  readonly clock: { now: number };
+  private workers: WorkerSet | undefined;
+  private app: FastifyInstance | undefined;
+  private readonly groups: number[];
+  private readonly closeAll: () => Promise<void>;
+
+  private constructor(parts: { ctx: ServiceContext; fake: FakeGoogle; simUrl: string; clock: { now: number }; groups: number[]; closeAll: () => Promise<void> }) {
+    this.ctx = parts.ctx;
+    this.fake = parts.fake;
+    this.simUrl = parts.simUrl;
+    this.sim = simControl(parts.simUrl);
+    this.clock = parts.clock;
+    this.groups = parts.groups;
+    this.closeAll = parts.closeAll;
+  }
+
+  /** Starts everything, with in-process workers; the scheduler's queue is paused (tests run reconciles themselves). */
+  static async start(): Promise<PushHarness> {
+    const simulator = await startSimulator({ port: 0, seed: 1, referenceDate: REFERENCE_DATE, groups: 12, employees: 12, users: 2 });
+    const fake = await startFakeGoogle({ seed: 7 });
+    const clock = { now: REFERENCE_DATE.getTime() };
+    const opened = await testContext({ UNIVERSITY_API_URL: simulator.url, ...googleEnv(fake) }, { now: () => clock.now });
+    // A background reconcile (every minute, or when a source is activated) would queue pushes that race the
+    // ones a test queues and counts.
+    await opened.context.queues.schedule.pause();
+    const groups = (await simControl(simulator.url).groups()).map((group) => group.id);
+    const harness = new PushHarness({
+      ctx: opened.context, fake, simUrl: simulator.url, clock, groups,
+      closeAll: async () => {
+        await opened.close();
+        await simulator.close();
+        await fake.close();
+      },
+    });
+    await harness.startWorkers();
+    return harness;
+  }
+
+  /** Starts this process's workers (rate-limit pauses shortened). */
+  async startWorkers(): Promise<void> {
+    this.workers ??= await startWorkers(this.ctx, inject('redisUrl'), { lockDurationMs: 5_000, stalledIntervalMs: 1_000, pushRateLimitBaseMs: 20 });
+  }
+
+  /** Stops this process's workers (their running jobs finish first). */
+  async stopWorkers(): Promise<void> {
+    await this.workers?.close();
+    this.workers = undefined;
+  }
+
+  async close(): Promise<void> {
+    await this.app?.close();
+    await this.stopWorkers();
+    await this.closeAll();
+  }
+
+  /**
+   * A group of its own for one test, cut down to `keep` classes before its first refresh (the others are
+   * deleted in the simulator), so that its calendar holds a few dozen events. Classes shared with other
+   * groups may go too: each test takes a fresh group, and the tests of a file run one after the other.
+   */
+  async smallGroup(keep: number): Promise<SourceKey> {
+    const groupId = this.groups.shift();
+    if (groupId === undefined) throw new Error('no simulator group left');
+    const { entries } = await this.ctx.upstream.groupSchedule(groupId);
+    const own = [...entries].sort((a, b) => a.groups.length - b.groups.length || a.id - b.id);
+    for (const entry of own.slice(keep)) await this.sim.deleteEntry(entry.id);
+    return `group:${groupId}`;
+  }
+
+  /** Adds a class held once, on Wednesday 15 October 2025 (after the test clock); answers its entry and event ids. */
+  async addOneDayClass(source: SourceKey): Promise<{ entryId: number; eventId: string }> {
+    const groupId = Number(source.split(':')[1]);
+    const date = '2025-10-15';
+    const { id } = await this.sim.addEntry({ groupIds: [groupId], subject_name: 'Extra seminar', start_day_schedule: date, finish_day_schedule: date, day_week_schedule: 3, time_interval_id: 2 });
+    return { entryId: id, eventId: eventIdFor(occurrenceUid(id, date)) };
+  }
+
+  /** Refreshes a source through the refresh queue and expects it to complete. */
+  async refresh(source: SourceKey): Promise<unknown> {
+    const id = await enqueueRefresh(this.ctx.queues, this.ctx.config, source, { reason: 'resync', now: this.clock.now });
+    const { job, state } = await finished(this.ctx.queues.refresh, id);
+    if (state !== 'completed') throw new Error(`refresh of ${source} ${state}: ${job.failedReason}`);
+    return job.returnvalue;
+  }
+
+  /**
+   * Publishes `source`, registers a Google account and connects it with `connectTarget` (a new calendar, or
+   * `calendarId`), then waits for the push the connection queued.
+   */
+  async connect(source: SourceKey, options: { calendarId?: string; user?: { user: string; refreshToken: string } } = {}): Promise<{ target: Connected; push: PushOutcome }> {
+    await this.refresh(source);
+    const { user, refreshToken } = options.user ?? this.fake.addUser();
+    const connected = await connectTarget(this.ctx, { source, refreshToken, ...(options.calendarId === undefined ? {} : { calendarId: options.calendarId }) });
+    const target = { id: connected.id, source, calendarId: connected.calendarId, refreshToken, user };
+    const [push] = await this.settled(target.id, 1);
+    if (push === undefined) throw new Error('no push after connecting');
+    return { target, push };
+  }
+
+  /** Queues a push and waits until it completed or failed for good. */
+  async push(target: Connected, reason: PushReason): Promise<PushOutcome> {
+    return this.waitForPush(await enqueuePush(this.ctx, target.id, target.source, reason));
+  }
+
+  /** Waits until `count` push jobs of the target exist and all of them have ended; answers them, oldest first. */
+  async settled(targetId: string, count: number, timeoutMs = 20_000): Promise<PushOutcome[]> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const jobs = (await this.ctx.queues.push.getJobs(['completed', 'failed', 'active', 'wait', 'delayed', 'prioritized'])).filter((job) => job.data.target === targetId);
+      const states = await Promise.all(jobs.map((job) => job.getState()));
+      if (jobs.length >= count && states.every((state) => state === 'completed' || state === 'failed')) {
+        const ordered = jobs.sort((a, b) => a.timestamp - b.timestamp || Number(a.id) - Number(b.id));
+        return Promise.all(ordered.map((job) => this.waitForPush(job.id ?? '')));
+      }
+      if (Date.now() > deadline) throw new Error(`target ${targetId}: ${jobs.length} push jobs (${states.join(', ')}), wanted ${count} ended`);
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+  }
+
+  /** Waits until a push job completed or failed for good. */
+  async waitForPush(jobId: string, timeoutMs = 20_000): Promise<PushOutcome> {
+    const { job, state } = await finished(this.ctx.queues.push, jobId, timeoutMs);
+    return { id: jobId, state, result: job.returnvalue, attemptsMade: job.attemptsMade, attemptsStarted: job.attemptsStarted, failedReason: job.failedReason, processedBy: job.processedBy };
+  }
+
+  /** What the calendar should hold: the feed's confirmed occurrences, by id. */
+  async desired(source: SourceKey): Promise<EventView[]> {
+    const { snapshot, published } = await this.ctx.snapshots.load(source);
+    if (!snapshot || !published) throw new Error(`${source} is not published`);
+    return feedOccurrences(snapshot, published, this.ctx.config)
+      .filter((occurrence) => occurrence.status === 'CONFIRMED')
+      .map((occurrence) => ({ id: eventIdFor(occurrence.uid), summary: occurrence.summary, start: new Date(occurrence.startUtc).toISOString() }))
+      .sort(byId);
+  }
+
+  /** The same, read from the published ICS feed by ical.js (an independent parser). */
+  async feedEvents(source: SourceKey): Promise<EventView[]> {
+    const feed = await this.ctx.feeds.get(source);
+    if (!feed) throw new Error(`no feed for ${source}`);
+    return readEvents(feed.body.toString('utf8'))
+      .filter((event) => event.status !== 'CANCELLED')
+      .map((event) => ({ id: eventIdFor(event.uid), summary: event.summary, start: event.start }))
+      .sort(byId);
+  }
+
+  /** What the fake holds in a calendar (cancelled events left out). */
+  calendar(calendarId: string): EventView[] {
+    return this.fake.events(calendarId).map(view).sort(byId);
+  }
+
+  /** `GET /admin/google-targets/:id`, as an operator sees it. */
+  async adminView(id: string): Promise<{ status: number; body: Record<string, unknown> }> {
+    this.app ??= await buildApp(this.ctx, { logger: silentLogger() });
+    const response = await this.app.inject({ method: 'GET', url: `/admin/google-targets/${id}`, headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` } });
+    return { status: response.statusCode, body: response.json() };
+  }
+}
+
+/**
+ * Waits until a job completed or failed for good, and reads it after that: a job read first and found finished
+ * by a later state check would still hold the return value of its active days (none).
+ */
+async function finished<T extends Job>(queue: { getJobState(id: string): Promise<string>; getJob(id: string): Promise<T | undefined> }, id: string, timeoutMs = 20_000): Promise<{ job: T; state: string }> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const state = await queue.getJobState(id);
+    const job = state === 'completed' || state === 'failed' ? await queue.getJob(id) : undefined;
+    if (job) return { job, state };
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error(`job ${id} did not end within ${timeoutMs} ms`);
+}
+
+/** A fake event as an {@link EventView}. */
+function view(event: FakeEvent): EventView {
+  return { id: event.id, summary: event.summary ?? '', start: new Date(event.start.dateTime ?? '').toISOString() };
+}
+
+/** Counts of one kind of request in the fake (0 when none). */
+export function calls(fake: FakeGoogle, method: ApiMethod): number {
+  return fake.counts().byMethod[method] ?? 0;
+}
