@@ -7,6 +7,12 @@ import type { DesiredEvent, EventMarker, RemoteEvent } from './calendar-target.t
  */
 export const CANCELLED = '!cancelled';
 
+/**
+ * The index value of a desired id taken by an event without our marker (made by someone else): left alone,
+ * and not tried again until a reconcile (which lists only marked events) forgets it.
+ */
+export const FOREIGN = '!foreign';
+
 /** What one push does: each desired event is inserted, revived, patched or left alone; indexed live events not desired are removed. */
 export interface PushPlan {
   /** Desired events the index does not know. */
@@ -19,6 +25,8 @@ export interface PushPlan {
   remove: string[];
   /** Desired events the index knows with the same digest. */
   unchanged: number;
+  /** Desired ids taken by someone else's event ({@link FOREIGN}): not written. */
+  conflicts: number;
 }
 
 /**
@@ -27,7 +35,7 @@ export interface PushPlan {
  * marked {@link CANCELLED}. A desired id listed twice counts once (the first wins).
  */
 export function planPush(desired: readonly DesiredEvent[], index: ReadonlyMap<string, string>): PushPlan {
-  const plan: PushPlan = { insert: [], revive: [], patch: [], remove: [], unchanged: 0 };
+  const plan: PushPlan = { insert: [], revive: [], patch: [], remove: [], unchanged: 0, conflicts: 0 };
   const wanted = new Set<string>();
   for (const event of desired) {
     if (wanted.has(event.id)) continue;
@@ -35,10 +43,11 @@ export function planPush(desired: readonly DesiredEvent[], index: ReadonlyMap<st
     const known = index.get(event.id);
     if (known === undefined) plan.insert.push(event);
     else if (known === CANCELLED) plan.revive.push(event);
+    else if (known === FOREIGN) plan.conflicts += 1;
     else if (known !== event.hash) plan.patch.push(event);
     else plan.unchanged += 1;
   }
-  for (const [id, known] of index) if (!wanted.has(id) && known !== CANCELLED) plan.remove.push(id);
+  for (const [id, known] of index) if (!wanted.has(id) && known !== CANCELLED && known !== FOREIGN) plan.remove.push(id);
   return plan;
 }
 

@@ -6,7 +6,7 @@
 import type { Logger } from '../logger.ts';
 import type { CalendarTarget, DesiredEvent, EventMarker, RemoteEvent } from './calendar-target.ts';
 import { EventExistsError, EventMissingError, GooglePermanentError, GoogleTransientError } from './errors.ts';
-import { CANCELLED, indexFromRemote, planPush } from './plan-push.ts';
+import { CANCELLED, FOREIGN, indexFromRemote, planPush } from './plan-push.ts';
 
 /** The index operations a sync needs (`PushIndex` implements them over Redis). */
 export interface SyncIndex {
@@ -32,7 +32,7 @@ export interface SyncCounts {
   revived: number;
   deleted: number;
   unchanged: number;
-  /** Desired ids taken by events without our marker: left alone, never indexed. */
+  /** Desired ids taken by events without our marker: left alone (indexed as FOREIGN until a reconcile). */
   conflicts: number;
   writes: number;
   reads: number;
@@ -87,7 +87,8 @@ class SyncRun {
     const index = options.reconcile ? await this.reconcileIndex() : await options.index.read(options.targetId);
     const plan = planPush(options.desired, index);
     counts.unchanged = plan.unchanged;
-    counts.desired = plan.insert.length + plan.revive.length + plan.patch.length + plan.unchanged;
+    counts.conflicts = plan.conflicts;
+    counts.desired = plan.insert.length + plan.revive.length + plan.patch.length + plan.unchanged + plan.conflicts;
     const operations = [
       ...plan.patch.map((event) => () => this.patch(event, true)),
       ...plan.insert.map((event) => () => this.insert(event, true)),
@@ -164,6 +165,8 @@ class SyncRun {
     if (remote.markerValue !== marker.value) {
       this.counts.conflicts += 1;
       if (this.conflictIds.length < 5) this.conflictIds.push(event.id);
+      // Remembered, so that later pushes do not ask again; a reconcile forgets it and tries once more.
+      if ((await this.options.index.set(this.options.targetId, event.id, FOREIGN)) === false) throw new TargetRemovedError(`target ${this.options.targetId} was removed`);
       return;
     }
     if (remote.cancelled) return this.revive(event, false);

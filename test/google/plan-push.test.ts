@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { DesiredEvent, RemoteEvent } from '../../src/google/calendar-target.ts';
 import { markerFor } from '../../src/google/desired-events.ts';
-import { CANCELLED, indexFromRemote, planPush, type PushPlan } from '../../src/google/plan-push.ts';
+import { CANCELLED, FOREIGN, indexFromRemote, planPush, type PushPlan } from '../../src/google/plan-push.ts';
 
 const FIELDS = { summary: 's', location: '', description: '', start: { dateTime: '2025-10-01T09:00:00', timeZone: 'UTC' }, end: { dateTime: '2025-10-01T10:00:00', timeZone: 'UTC' } };
 const event = (id: string, hash: string): DesiredEvent => ({ id, hash, fields: FIELDS });
@@ -51,8 +51,13 @@ describe('planPush', () => {
   it('an unchanged calendar needs no operation at all', () => {
     fc.assert(fc.property(desiredArb, (desired) => {
       const plan = planPush(desired, new Map(desired.map((item) => [item.id, item.hash])));
-      expect(plan).toEqual({ insert: [], revive: [], patch: [], remove: [], unchanged: desired.length });
+      expect(plan).toEqual({ insert: [], revive: [], patch: [], remove: [], unchanged: desired.length, conflicts: 0 });
     }));
+  });
+
+  it('never writes to an id taken by someone else, nor deletes it', () => {
+    const plan = planPush([event('a1', 'h1')], new Map([['a1', FOREIGN], ['a2', FOREIGN]]));
+    expect(plan).toEqual({ insert: [], revive: [], patch: [], remove: [], unchanged: 0, conflicts: 1 });
   });
 
   it('a desired id listed twice is planned once, the first one winning', () => {

@@ -4,7 +4,7 @@ import { fieldsHash, markerFor } from '../../src/google/desired-events.ts';
 import { GooglePermanentError, GoogleQuotaError, GoogleRateLimitError } from '../../src/google/errors.ts';
 import { eventIdFor } from '../../src/google/event-id.ts';
 import { syncTarget, type SyncCounts, type SyncIndex, type SyncOptions } from '../../src/google/sync-target.ts';
-import { CANCELLED } from '../../src/google/plan-push.ts';
+import { CANCELLED, FOREIGN } from '../../src/google/plan-push.ts';
 import { silentLogger } from '../../src/logger.ts';
 import { MemoryCalendar } from './memory-calendar.ts';
 
@@ -201,7 +201,7 @@ describe('a crash between a write and its index update', () => {
 });
 
 describe('events that are not ours', () => {
-  it('an id taken by the owner\'s own event or another source\'s is a conflict: untouched and never indexed', async () => {
+  it('an id taken by the owner\'s own event or another source\'s is a conflict: untouched, remembered until a reconcile', async () => {
     const desired = range(4);
     calendar.ownerInsert(CAL, event(1).id);
     calendar.ownerInsert(CAL, event(2).id, { timetableSync: 'group:1', timetableSyncHash: event(2).hash });
@@ -209,7 +209,10 @@ describe('events that are not ours', () => {
     expect(calendar.event(CAL, event(1).id)?.fields.summary).toBe('Dentist');
     expect(calendar.event(CAL, event(1).id)?.private).toEqual({});
     expect(calendar.event(CAL, event(2).id)?.private['timetableSync']).toBe('group:1');
-    expect([...index.map(TARGET).keys()].sort()).toEqual([event(0).id, event(3).id].sort());
+    expect(index.map(TARGET).get(event(1).id)).toBe(FOREIGN);
+    // The next push does not ask again (no write, no read); a reconcile forgets it and asks once more.
+    expect(await sync(desired)).toEqual({ ...zero, desired: 4, unchanged: 2, conflicts: 2 });
+    expect(await sync(desired, { reconcile: true })).toEqual({ ...zero, desired: 4, unchanged: 2, conflicts: 2, writes: 2, reads: 3 });
     // Dropping the class later never deletes the foreign event.
     await sync([]);
     expect(calendar.event(CAL, event(1).id)?.status).toBe('confirmed');
