@@ -53,6 +53,8 @@ export interface PushJobData {
    * new or reconnected target. `reconcile` and `connect` list the calendar before planning.
    */
   reason: PushReason;
+  /** Set by the processor: rate-limit rounds spent before the job last made progress (not counted again). */
+  roundsBeforeProgress?: number;
 }
 
 /** Result of a push job: what it wrote, or why it did nothing. */

@@ -29,9 +29,12 @@ const MAX_RATE_LIMIT_ROUNDS = 20;
 /** The longest the push queue pauses for one rate limit, whatever `Retry-After` asks. */
 const MAX_RATE_LIMIT_PAUSE_MS = 5 * 60_000;
 
-/** What the tracked parts of a run used, for failure handling: the version of the refresh token sent. */
-interface RunNote {
+/** What the tracked parts of a run did, for failure handling. */
+export interface RunNote {
+  /** The version of the refresh token sent. */
   tokenVersion?: number;
+  /** At least one write succeeded (and was indexed). */
+  progressed?: boolean;
 }
 
 /** The push processor. */
@@ -82,9 +85,11 @@ async function push(ctx: ServiceContext, data: PushJobData, run: { note: RunNote
   const started = performance.now();
   let counts;
   try {
+    // Noting progress lets rate-limit rounds count only waits without progress (see handleFailure).
+    const tracked = { read: (id: string) => index.read(id), replace: (id: string, entries: Map<string, string>) => index.replace(id, entries), set: (id: string, eventId: string, hash: string) => ((run.note.progressed = true), index.set(id, eventId, hash)) };
     counts = await syncTarget({
       calendar: ctx.google.calendar(credential.token, target.budgetKey),
-      calendarId: target.calendarId, targetId: target.id, marker: markerFor(target.source), desired, index, reconcile,
+      calendarId: target.calendarId, targetId: target.id, marker: markerFor(target.source), desired, index: tracked, reconcile,
       concurrency: SYNC_CONCURRENCY, log: run.log, onWrite: (operation) => ctx.metrics.googleWrites.inc({ operation }),
       ...(run.signal ? { signal: run.signal } : {}),
     });
@@ -122,7 +127,7 @@ async function handleFailure(ctx: ServiceContext, job: Job<PushJobData>, error: 
   const message = error instanceof Error ? error.message : String(error);
   const kind = googleErrorKind(error);
   if (kind !== undefined) ctx.metrics.googleErrors.inc({ kind });
-  const rounds = job.attemptsStarted - job.attemptsMade;
+  const rounds = await rateLimitRounds(job, note);
   if (error instanceof GoogleRateLimitError && rounds <= MAX_RATE_LIMIT_ROUNDS) {
     const pauseMs = rateLimitPause(error.retryAfterMs, rounds, tuning.rateLimitBaseMs ?? 1_000);
     await ctx.queues.push.rateLimit(pauseMs);
@@ -145,6 +150,18 @@ async function handleFailure(ctx: ServiceContext, job: Job<PushJobData>, error: 
   await ctx.google.targets.recordError(id, message, now);
   log.error({ err: error, permanent }, 'push failed');
   return { outcome: 'failed', error: permanent ? new UnrecoverableError(message) : error instanceof Error ? error : new Error(message) };
+}
+
+/**
+ * Rounds this job has waited out rate limits since it last made progress. BullMQ counts every start
+ * (`attemptsStarted`), rate-limited or not; a run that wrote something resets the count (kept in the job's
+ * data), so a long push under steady rate limits keeps going as long as each round gets somewhere, and the
+ * backoff starts small again.
+ */
+export async function rateLimitRounds(job: Pick<Job<PushJobData>, 'attemptsStarted' | 'attemptsMade' | 'data' | 'updateData'>, note: RunNote): Promise<number> {
+  const started = job.attemptsStarted - job.attemptsMade;
+  if (note.progressed) await job.updateData({ ...job.data, roundsBeforeProgress: started - 1 });
+  return started - (job.data.roundsBeforeProgress ?? 0);
 }
 
 /** The status a failure moves the target into, if it stops the target. */

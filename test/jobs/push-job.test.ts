@@ -4,8 +4,8 @@ import { feedOccurrences } from '../../src/feeds/build-feed.ts';
 import type { CalendarTargetFactory } from '../../src/google/calendar-target.ts';
 import { CalendarGoneError, GoogleConsentError, GoogleQuotaError, GoogleRateLimitError } from '../../src/google/errors.ts';
 import { eventIdFor } from '../../src/google/event-id.ts';
-import type { PushJobResult, PushReason } from '../../src/jobs/contract.ts';
-import { rateLimitPause } from '../../src/jobs/push.ts';
+import type { PushJobData, PushJobResult, PushReason } from '../../src/jobs/contract.ts';
+import { rateLimitPause, rateLimitRounds } from '../../src/jobs/push.ts';
 import { enqueuePush, enqueueRefresh } from '../../src/jobs/queues.ts';
 import { reconcile } from '../../src/jobs/schedule.ts';
 import { startWorkers, type WorkerSet } from '../../src/jobs/workers.ts';
@@ -237,5 +237,26 @@ describe('rateLimitPause', () => {
     expect(rateLimitPause(undefined, 3, 1_000, () => 0.5)).toBe(4_000);
     expect(rateLimitPause(undefined, 3, 1_000, () => 0.999_999)).toBeCloseTo(6_000, -1);
     expect(rateLimitPause(undefined, 30, 1_000, () => 0.999_999)).toBe(300_000);
+  });
+});
+
+describe('rateLimitRounds', () => {
+  it('counts only the rate-limit rounds since the job last made progress', async () => {
+    const job = {
+      attemptsStarted: 0,
+      attemptsMade: 0,
+      data: { target: 't', source: 'group:1' as const, reason: 'refresh' as const } as PushJobData,
+      async updateData(data: PushJobData) {
+        this.data = data;
+      },
+    };
+    const round = (progressed: boolean) => {
+      job.attemptsStarted += 1;
+      return rateLimitRounds(job, { progressed });
+    };
+    expect([await round(false), await round(false), await round(false)]).toEqual([1, 2, 3]);
+    // A run that wrote something starts the count again: 30 rounds, each getting somewhere, never pass 1.
+    for (let n = 0; n < 30; n += 1) expect(await round(true)).toBe(1);
+    expect(await round(false)).toBe(2);
   });
 });
