@@ -169,7 +169,10 @@ async function startPushing(ctx: ServiceContext, id: string, source: SourceKey):
   if ((await ctx.snapshots.snapshot(source)) === undefined) {
     await enqueueRefresh(ctx.queues, ctx.config, source, { reason: 'subscription', now: ctx.now() });
   }
-  // Also without a timetable yet: the push then ends as skipped, and the refresh's publication pushes again.
+  // The connect push compares the whole calendar itself: the periodic one is not due before an interval.
+  await ctx.google.targets.scheduleReconcile(id, ctx.now() + ctx.config.googleReconcileIntervalMs);
+  // Also without a timetable yet: the push then ends as skipped, and the refresh's publication pushes again
+  // (the reconcile request stays set until a push has compared the calendar).
   await enqueuePush(ctx, id, source, 'connect');
 }
 
