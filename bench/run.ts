@@ -4,6 +4,7 @@
  */
 import { cpus, totalmem } from 'node:os';
 import { runFeedServingBenchmark } from './feed-serving.ts';
+import { runGooglePushBenchmark } from './google-push.ts';
 import { runRefreshCycleBenchmark } from './refresh-cycle.ts';
 import { runTimetableBenchmark } from './timetable.ts';
 
@@ -13,6 +14,7 @@ const benchmarks: Record<string, () => Promise<Record<string, number | string>>>
   timetable: runTimetableBenchmark,
   'feed-serving': runFeedServingBenchmark,
   'refresh-cycle': runRefreshCycleBenchmark,
+  'google-push': runGooglePushBenchmark,
 };
 // `npm run bench -- timetable` runs only the named benchmarks.
 const only = process.argv.slice(2);
