@@ -84,6 +84,8 @@ export interface PushTarget {
   tokenVersion: number;
   /** The next push must list the calendar and rebuild the index (new target, new token, new calendar). */
   reconcileRequested: boolean;
+  /** Which request that is (a request made while a push runs has another, so that push cannot clear it). */
+  reconcileToken?: string;
 }
 
 /** Public fields as hash fields (the secret fields are added by the store). */
@@ -120,8 +122,9 @@ export function fromFields(fields: Record<string, string>): PushTarget {
     statusAt: Number(fields['statusAt'] ?? 0),
     createdAt: Number(fields['createdAt'] ?? 0),
     tokenVersion: Number(fields['tokenVersion'] ?? 0),
-    reconcileRequested: fields['reconcileRequested'] === '1',
+    reconcileRequested: fields['reconcileRequested'] !== undefined && fields['reconcileRequested'] !== '0',
   };
+  if (target.reconcileRequested) target.reconcileToken = fields['reconcileRequested'];
   copyText(fields, target, 'googleUser');
   copyText(fields, target, 'statusReason');
   copyText(fields, target, 'lastError');

@@ -7,13 +7,14 @@
  * Every update after `create` is a script that does nothing once the hash is gone, so no update racing
  * `remove` can bring back half a target.
  */
+import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { SecretBox } from '../security/secret-box.ts';
 import { constantTimeEqual, hashToken, randomToken } from '../security/tokens.ts';
 import type { RedisKeys } from '../sources/keys.ts';
 import type { SourceKey } from '../sources/source.ts';
 import { fromFields, toFields, type PushSummary, type PushTarget, type StoppedStatus } from './target-record.ts';
-import { REMOVE_TARGET, UPDATE_TARGET, updateArguments, type DueChange, type TargetUpdate } from './target-scripts.ts';
+import { CLEAR_RECONCILE, REMOVE_TARGET, UPDATE_TARGET, updateArguments, type DueChange, type TargetUpdate } from './target-scripts.ts';
 
 export type { PushSummary, PushTarget, StoppedStatus, TargetStatus } from './target-record.ts';
 
@@ -172,17 +173,19 @@ export class TargetStore {
     return this.update(id, { set: { lastError: message, lastErrorAt: String(now) } });
   }
 
-  /** The next push must list the calendar and rebuild the index. */
+  /** The next push must list the calendar and rebuild the index. Each request is a new token (see {@link clearReconcileRequest}). */
   async requestReconcile(id: string): Promise<boolean> {
-    return this.update(id, { set: { reconcileRequested: '1' } });
+    return this.update(id, { set: { reconcileRequested: randomBytes(6).toString('hex') } });
   }
 
   /**
-   * A reconcile ran. A request made while it ran is lost here, which is fine because whoever requests a
-   * reconcile also enqueues a push with reason `reconcile`/`connect`, and that push reconciles by its reason.
+   * A reconcile ran for the request `token` (the target's `reconcileToken` when the push started). A request
+   * made meanwhile has another token and stays: the follow-up push it queued may have been replaced in the
+   * queue by a plain refresh push (deduplication keeps only the last), which then reconciles because of it.
    */
-  async clearReconcileRequest(id: string): Promise<boolean> {
-    return this.update(id, { set: { reconcileRequested: '0' } });
+  async clearReconcileRequest(id: string, token: string | undefined): Promise<boolean> {
+    if (token === undefined || !TARGET_ID.test(id)) return false;
+    return (await this.redis.eval(CLEAR_RECONCILE, 1, this.keys.googleTarget(id), token)) === 1;
   }
 
   /** Moves the target's next full reconcile to `at`; does nothing for a stopped or removed target (not in the set). */

@@ -26,6 +26,8 @@ export interface PushTuning {
 const SYNC_CONCURRENCY = 4;
 /** How many times one job may be put back by rate limits before they count as failures (as for refreshes). */
 const MAX_RATE_LIMIT_ROUNDS = 20;
+/** When a push that used up its attempts is tried again (by the scheduler, as a reconcile). */
+const RETRY_FAILED_PUSH_MS = 15 * 60_000;
 /** The longest the push queue pauses for one rate limit, whatever `Retry-After` asks. */
 const MAX_RATE_LIMIT_PAUSE_MS = 5 * 60_000;
 
@@ -101,7 +103,7 @@ async function push(ctx: ServiceContext, data: PushJobData, run: { note: RunNote
   const at = ctx.now();
   if (!(await targets.recordPush(target.id, { at, reason: data.reason, ...counts, durationMs }))) return { skipped: 'target removed during push' };
   if (reconcile) {
-    await targets.clearReconcileRequest(target.id);
+    await targets.clearReconcileRequest(target.id, target.reconcileToken);
     await targets.scheduleReconcile(target.id, at + ctx.config.googleReconcileIntervalMs);
   }
   const level = counts.writes > 0 || counts.conflicts > 0 ? 'info' : 'debug';
@@ -148,7 +150,10 @@ async function handleFailure(ctx: ServiceContext, job: Job<PushJobData>, error: 
     return { outcome: 'failed', error: error instanceof Error ? error : new Error(message) };
   }
   await ctx.google.targets.recordError(id, message, now);
-  log.error({ err: error, permanent }, 'push failed');
+  // Nothing else may change the source for hours: the scheduler comes back for the target soon instead.
+  await ctx.google.targets.requestReconcile(id);
+  await ctx.google.targets.scheduleReconcile(id, now + RETRY_FAILED_PUSH_MS);
+  log.error({ err: error, permanent, retryAt: new Date(now + RETRY_FAILED_PUSH_MS).toISOString() }, 'push failed');
   return { outcome: 'failed', error: permanent ? new UnrecoverableError(message) : error instanceof Error ? error : new Error(message) };
 }
 

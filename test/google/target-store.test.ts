@@ -60,7 +60,7 @@ describe('TargetStore', () => {
     expect(manageToken).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(await store.get(id)).toEqual({
       id, source: 'group:4242', calendarId: 'abc123@group.calendar.google.com', calendarOwned: true, calendarName: 'ИВТ-21',
-      budgetKey: 'user:1170001', googleUser: '1170001', status: 'active', statusAt: NOW, createdAt: NOW, tokenVersion: 1, reconcileRequested: true,
+      budgetKey: 'user:1170001', googleUser: '1170001', status: 'active', statusAt: NOW, createdAt: NOW, tokenVersion: 1, reconcileRequested: true, reconcileToken: '1',
     });
     expect(await redis.smembers(keys.sourceTargets('group:4242'))).toContain(id);
     expect(await redis.zscore(keys.googleTargets, id)).toBe(String(NOW));
@@ -98,7 +98,7 @@ describe('TargetStore', () => {
 
   it('marks needs-consent only for the token version that failed, and a new token reactivates', async () => {
     const { id } = await store.create(newTarget());
-    await store.clearReconcileRequest(id);
+    await store.clearReconcileRequest(id, (await store.get(id))?.reconcileToken);
     const used = await store.refreshToken(id);
     expect(await store.replaceRefreshToken(id, 'second-token', NOW + HOUR)).toBe(true);
     // A push that used the first token fails late: the new token must not be marked.
@@ -139,7 +139,7 @@ describe('TargetStore', () => {
 
   it('replaces a deleted calendar: new calendar, index dropped, reconcile requested, due now', async () => {
     const { id } = await store.create(newTarget());
-    await store.clearReconcileRequest(id);
+    await store.clearReconcileRequest(id, (await store.get(id))?.reconcileToken);
     await index.set(id, 'event0000a', 'hash-a');
     await store.markStatus(id, 'calendar-deleted', 'the calendar was deleted by its owner', NOW + HOUR);
     expect(await store.get(id)).toMatchObject({ status: 'calendar-deleted', reconcileRequested: false });
@@ -162,7 +162,12 @@ describe('TargetStore', () => {
     expect(await dueStore.due(NOW + 3, 2)).toEqual([second, third]);
     expect(await dueStore.due(NOW + 10 * HOUR, 10)).toEqual([second, third, fourth, first]);
 
-    await dueStore.clearReconcileRequest(second);
+    // A push serving one request clears that request, not one made while it ran.
+    const served = (await dueStore.get(second))?.reconcileToken;
+    await dueStore.requestReconcile(second);
+    expect(await dueStore.clearReconcileRequest(second, served)).toBe(false);
+    expect((await dueStore.get(second))?.reconcileRequested).toBe(true);
+    await dueStore.clearReconcileRequest(second, (await dueStore.get(second))?.reconcileToken);
     expect((await dueStore.get(second))?.reconcileRequested).toBe(false);
     await dueStore.requestReconcile(second);
     expect((await dueStore.get(second))?.reconcileRequested).toBe(true);

@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { feedOccurrences } from '../../src/feeds/build-feed.ts';
 import type { CalendarTargetFactory } from '../../src/google/calendar-target.ts';
-import { CalendarGoneError, GoogleConsentError, GoogleQuotaError, GoogleRateLimitError } from '../../src/google/errors.ts';
+import { CalendarGoneError, GoogleConsentError, GooglePermanentError, GoogleQuotaError, GoogleRateLimitError } from '../../src/google/errors.ts';
 import { eventIdFor } from '../../src/google/event-id.ts';
 import type { PushJobData, PushJobResult, PushReason } from '../../src/jobs/contract.ts';
 import { rateLimitPause, rateLimitRounds } from '../../src/jobs/push.ts';
@@ -203,6 +203,15 @@ describe('push job', () => {
     expect(job).toMatchObject({ state: 'failed', attemptsMade: 1 });
     expect(await ctx.google.targets.get(id)).toMatchObject({ status: 'calendar-deleted' });
     expect((await push(id, source, 'refresh')).result).toEqual({ skipped: 'calendar was deleted' });
+  });
+
+  it('a push that fails for good records why and asks the scheduler to come back in 15 minutes', async () => {
+    const { id, source, calendar } = await connected(8);
+    calendar.fail('insertEvent', new GooglePermanentError('events.insert: HTTP 400 invalid: Invalid resource id value.', { status: 400, reason: 'invalid' }), 1);
+    const job = await push(id, source);
+    expect(job).toMatchObject({ state: 'failed', attemptsMade: 1 });
+    expect(await ctx.google.targets.get(id)).toMatchObject({ status: 'active', reconcileRequested: true, lastError: expect.stringContaining('Invalid resource id value') });
+    expect(await dueAt(id)).toBe(clock.now + 15 * 60_000);
   });
 
   it('a removed target or a job for another source does nothing', async () => {
