@@ -33,10 +33,11 @@ export interface GoogleServices {
   /** Consent and code exchange; undefined without client credentials. */
   readonly oauth: GoogleOAuth | undefined;
   /**
-   * A calendar acting with `refreshToken` whose every request first takes one from the budget `budgetKey`.
-   * Throws {@link GoogleNotConfiguredError} when not {@link configured}.
+   * A calendar acting with `refreshToken` whose every request first takes one from the budget `budgetKey`
+   * (a wait for it ends when `signal` aborts, e.g. on shutdown). Throws {@link GoogleNotConfiguredError} when
+   * not {@link configured}.
    */
-  calendar(refreshToken: string, budgetKey: string): CalendarTarget;
+  calendar(refreshToken: string, budgetKey: string, signal?: AbortSignal): CalendarTarget;
 }
 
 /** What {@link createGoogleServices} is built from. */
@@ -61,9 +62,9 @@ export function createGoogleServices(options: GoogleServicesOptions): GoogleServ
     index: new PushIndex(redis, keys),
     budget,
     oauth: credentials ? new GoogleOAuth(config) : undefined,
-    calendar: (refreshToken, budgetKey) => {
+    calendar: (refreshToken, budgetKey, signal) => {
       if (factory === undefined) throw new GoogleNotConfiguredError();
-      return factory(refreshToken, () => budget.take(budgetKey));
+      return factory(refreshToken, () => budget.take(budgetKey, signal));
     },
   };
 }

@@ -90,7 +90,7 @@ async function push(ctx: ServiceContext, data: PushJobData, run: { note: RunNote
     // Noting progress lets rate-limit rounds count only waits without progress (see handleFailure).
     const tracked = { read: (id: string) => index.read(id), replace: (id: string, entries: Map<string, string>) => index.replace(id, entries), set: (id: string, eventId: string, hash: string) => ((run.note.progressed = true), index.set(id, eventId, hash)) };
     counts = await syncTarget({
-      calendar: ctx.google.calendar(credential.token, target.budgetKey),
+      calendar: ctx.google.calendar(credential.token, target.budgetKey, run.signal),
       calendarId: target.calendarId, targetId: target.id, marker: markerFor(target.source), desired, index: tracked, reconcile,
       concurrency: SYNC_CONCURRENCY, log: run.log, onWrite: (operation) => ctx.metrics.googleWrites.inc({ operation }),
       ...(run.signal ? { signal: run.signal } : {}),
