@@ -29,6 +29,7 @@
  * - No transition revives a removed target: every update is a script that does nothing when the hash is gone.
  */
 import type { PushJobData } from '../jobs/contract.ts';
+import type { SyncCounts } from './sync-target.ts';
 
 /** Where a target is in its lifecycle (see the module comment). */
 export type TargetStatus = 'active' | 'paused' | 'needs-consent' | 'calendar-deleted';
@@ -37,20 +38,10 @@ export type TargetStatus = 'active' | 'paused' | 'needs-consent' | 'calendar-del
 export type StoppedStatus = Exclude<TargetStatus, 'active'>;
 
 /** What one push did, as recorded on its target. Counts are of events; `writes`/`reads` of API requests. */
-export interface PushSummary {
+export interface PushSummary extends SyncCounts {
   /** When the push finished (epoch ms). */
   at: number;
   reason: PushJobData['reason'];
-  desired: number;
-  inserted: number;
-  patched: number;
-  revived: number;
-  deleted: number;
-  unchanged: number;
-  /** Event ids taken by an event that is not ours: skipped and left alone. */
-  conflicts: number;
-  writes: number;
-  reads: number;
   durationMs: number;
 }
 
