@@ -58,6 +58,10 @@ export async function printDemo(info: DemoInfo): Promise<void> {
     `    queue board:          ${serviceUrl}/admin/queues (any user name, the admin token as password)`,
     `    health and metrics:   ${serviceUrl}/readyz  ${serviceUrl}/metrics`,
     '',
+    config.googleClientId === undefined
+      ? '  Google Calendar push:   set GOOGLE_CLIENT_ID and GOOGLE_CLIENT_SECRET (README: Operations) to enable it'
+      : `  Google Calendar push:   ${serviceUrl}/google/connect?source=group:${sample.groupId}`,
+    '',
     `  University simulator:   ${simulatorUrl}  (move a class: PATCH ${simulatorUrl}/_sim/entries/<id>)`,
     `  Redis:                  ${info.redisUrl}${info.embedded ? ` (embedded, data in ${config.dataDir}/redis)` : ''}`,
     '',
