@@ -3,16 +3,13 @@
  * calendar deleted by its owner, exhausted quota. Real workers (in this process, or child processes), real
  * Redis, the real adapter against the fake Google server.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { resolve } from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
+import type { ChildProcess } from 'node:child_process';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { connectTarget } from '../../src/google/connect-target.ts';
 import { pushJobOptions } from '../../src/jobs/queues.ts';
 import { reconcile } from '../../src/jobs/schedule.ts';
-import { TEST_ADMIN_TOKEN, TEST_SECRET_KEY } from '../support/service.ts';
+import { startWorkerProcess, type WorkerProcess } from '../support/spawn-worker.ts';
 import { calls, googleEnv, PushHarness, QUOTA_PAUSE_MS } from './push-harness.ts';
-
-const WORKER_SCRIPT = resolve(import.meta.dirname, '../support/worker-process.ts');
 
 let h: PushHarness;
 const children: ChildProcess[] = [];
@@ -33,31 +30,8 @@ afterEach(async () => {
 });
 
 /** A worker process (test/support/worker-process.ts) on the harness's Redis prefix and fake Google. */
-function startWorkerProcess(): Promise<{ child: ChildProcess; id: string }> {
-  const child = spawn(process.execPath, [WORKER_SCRIPT], {
-    env: {
-      PATH: process.env.PATH ?? '',
-      REDIS_URL: inject('redisUrl'),
-      REDIS_PREFIX: h.ctx.config.redisPrefix,
-      UNIVERSITY_API_URL: h.simUrl,
-      ADMIN_TOKEN: TEST_ADMIN_TOKEN,
-      SECRET_KEY: TEST_SECRET_KEY,
-      LOG_LEVEL: 'warn',
-      ...googleEnv(h.fake),
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  return new Promise((done, fail) => {
-    let output = '';
-    child.stdout?.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-      const match = /ready (\S+)/.exec(output);
-      if (match?.[1]) done({ child, id: match[1] });
-    });
-    child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.once('exit', (code) => fail(new Error(`worker exited with ${code}: ${output}`)));
-  });
+function startWorker(): Promise<WorkerProcess> {
+  return startWorkerProcess({ REDIS_PREFIX: h.ctx.config.redisPrefix, UNIVERSITY_API_URL: h.simUrl, ...googleEnv(h.fake) }, (child) => children.push(child));
 }
 
 /** Polls until `check` holds. */
@@ -74,7 +48,7 @@ describe('Google push under faults', () => {
     const source = await h.smallGroup(3);
     await h.refresh(source);
     await h.stopWorkers();
-    const first = await startWorkerProcess();
+    const first = await startWorker();
     // About 200 ms per request, 4 in flight: the first push of a few dozen events takes a few seconds.
     h.fake.latency(200);
     const { refreshToken } = h.fake.addUser();
@@ -90,7 +64,7 @@ describe('Google push under faults', () => {
     await new Promise((done) => setTimeout(done, 400));
     const insertedByFirst = calls(h.fake, 'events.insert');
 
-    const second = await startWorkerProcess();
+    const second = await startWorker();
     const [push] = await h.settled(id, 1, 30_000);
     const desired = await h.desired(source);
     expect(push).toMatchObject({ id: job?.id, state: 'completed', processedBy: second.id, attemptsMade: 1 });

@@ -1,15 +1,12 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { resolve } from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { inject } from 'vitest';
 import { enqueueRefresh } from '../../src/jobs/queues.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { startSimulator } from '../../src/simulator/index.ts';
-import { TEST_ADMIN_TOKEN, TEST_SECRET_KEY, testContext } from '../support/service.ts';
+import { testContext } from '../support/service.ts';
+import { startWorkerProcess, type WorkerProcess } from '../support/spawn-worker.ts';
 import { simControl, type SimControl } from '../upstream/sim-control.ts';
 import { REFERENCE_DATE, waitForJob } from './helpers.ts';
-
-const WORKER_SCRIPT = resolve(import.meta.dirname, '../support/worker-process.ts');
 
 let sim: Awaited<ReturnType<typeof startSimulator>>;
 let control: SimControl;
@@ -18,32 +15,9 @@ let closeContext: () => Promise<void>;
 const children: ChildProcess[] = [];
 
 /** Starts a worker process on the test's prefix and resolves once it takes jobs. */
-function startWorkerProcess(): Promise<{ child: ChildProcess; id: string }> {
-  const child = spawn(process.execPath, [WORKER_SCRIPT], {
-    env: {
-      PATH: process.env.PATH ?? '',
-      REDIS_URL: inject('redisUrl'),
-      REDIS_PREFIX: ctx.config.redisPrefix,
-      UNIVERSITY_API_URL: sim.url,
-      ADMIN_TOKEN: TEST_ADMIN_TOKEN,
-      SECRET_KEY: TEST_SECRET_KEY,
-      LOG_LEVEL: 'warn',
-      WORKER_CONCURRENCY: '4',
-      UPSTREAM_RATE_LIMIT: '200',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  return new Promise((done, fail) => {
-    let output = '';
-    child.stdout?.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-      const match = /ready (\S+)/.exec(output);
-      if (match?.[1]) done({ child, id: match[1] });
-    });
-    child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.once('exit', (code) => fail(new Error(`worker exited with ${code}: ${output}`)));
-  });
+function startWorker(): Promise<WorkerProcess> {
+  const env = { REDIS_PREFIX: ctx.config.redisPrefix, UNIVERSITY_API_URL: sim.url, WORKER_CONCURRENCY: '4', UPSTREAM_RATE_LIMIT: '200' };
+  return startWorkerProcess(env, (child) => children.push(child));
 }
 
 beforeAll(async () => {
@@ -68,7 +42,7 @@ async function sources(): Promise<string[]> {
 
 describe('several worker processes on one Redis', () => {
   it('fetch each source exactly once per cycle, sharing the work, however often it is asked for', async () => {
-    const [a, b] = await Promise.all([startWorkerProcess(), startWorkerProcess()]);
+    const [a, b] = await Promise.all([startWorker(), startWorker()]);
     const all = await sources();
     for (let cycle = 0; cycle < 2; cycle += 1) {
       await control.clearStats();
@@ -88,7 +62,7 @@ describe('several worker processes on one Redis', () => {
   it('a worker killed with SIGKILL mid-job leaves its job to another worker, which completes it', async () => {
     const [source] = await sources();
     if (!source) throw new Error('no source');
-    const first = await startWorkerProcess();
+    const first = await startWorker();
     await control.fault({ endpoint: '*', kind: 'latency', latencyMs: 3_000, times: 1 });
     const id = await enqueueRefresh(ctx.queues, ctx.config, source, { reason: 'resync', now: Date.now() });
     const deadline = Date.now() + 10_000;
@@ -97,7 +71,7 @@ describe('several worker processes on one Redis', () => {
     first.child.kill('SIGKILL');
     await new Promise((done) => first.child.once('exit', done));
 
-    const second = await startWorkerProcess();
+    const second = await startWorker();
     const job = await waitForJob(ctx, id, 20_000);
     expect(job.state).toBe('completed');
     expect((await ctx.queues.refresh.getJob(id))?.processedBy).toBe(second.id);
