@@ -10,6 +10,7 @@ import { freePort } from '../../src/runtime/embedded-redis.ts';
 import { startSimulator } from '../../src/simulator/index.ts';
 import { startFakeGoogle, type FakeGoogle } from '../fake-google/index.ts';
 import { exited, startCli, waitForOutput } from '../support/cli.ts';
+import { until } from '../support/poll.ts';
 import { deletePrefix, TEST_ADMIN_TOKEN, TEST_SECRET_KEY, uniquePrefix } from '../support/service.ts';
 import { simControl } from '../upstream/sim-control.ts';
 
@@ -26,15 +27,6 @@ afterAll(async () => {
   await sim?.close();
   await deletePrefix(inject('redisUrl'), prefix);
 });
-
-async function until<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (done(value) || Date.now() > deadline) return value;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 /** Follows the consent flow by hand: our redirect, the fake consent page's redirect, our callback. */
 async function consent(base: string, source: string): Promise<{ id: string; manageToken: string; code: string; state: string }> {
@@ -87,7 +79,7 @@ it('no Google token, code, state or secret reaches a log line, even at trace lev
   google.expireAccessTokens();
   await control.addEntry({ groupIds: [second.id] });
   await fetch(`${base}/admin/resync`, { method: 'POST', headers: admin, body: JSON.stringify({ source: `group:${second.id}` }) });
-  expect((await until(() => target(adminTarget), (state) => state.status === 'needs-consent')).status).toBe('needs-consent');
+  expect((await until(() => target(adminTarget), (state) => state.status === 'needs-consent', 20_000)).status).toBe('needs-consent');
   expect((await fetch(`${base}/google/targets/${connected.id}?deleteCalendar=true`, { method: 'DELETE', headers: { authorization: `Bearer ${connected.manageToken}` } })).status).toBe(204);
   service.kill('SIGTERM');
   expect(await exited(service)).toBe(0);

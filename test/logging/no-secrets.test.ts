@@ -8,6 +8,7 @@ import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { freePort } from '../../src/runtime/embedded-redis.ts';
 import { startSimulator } from '../../src/simulator/index.ts';
 import { runCli, startCli, waitForOutput, exited } from '../support/cli.ts';
+import { until } from '../support/poll.ts';
 import { deletePrefix, TEST_ADMIN_TOKEN, TEST_SECRET_KEY, uniquePrefix } from '../support/service.ts';
 import { simControl } from '../upstream/sim-control.ts';
 
@@ -28,15 +29,6 @@ function capture(child: ChildProcess): () => string {
   child.stdout?.on('data', (chunk: Buffer) => (text += chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => (text += chunk.toString()));
   return () => text;
-}
-
-async function until<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (done(value) || Date.now() > deadline) return value;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
 }
 
 it('no credential, token or key reaches a log line, even at trace level', { timeout: 60_000 }, async () => {
