@@ -1,6 +1,7 @@
 /**
  * A push target's index: which events we wrote into its calendar, and the digest of the owned fields we
- * wrote (`googleIndex(id)`, a HASH event id → hash). A push plans against it instead of listing the calendar;
+ * wrote (`googleIndex(id)`, a HASH event id → hash, or the markers of `plan-push.ts` for an event we deleted
+ * and an id taken by someone else). A push plans against it instead of listing the calendar;
  * a reconcile lists the calendar and replaces it. Writes are applied after every successful Google write, so
  * a crash loses at most the writes in flight, which the next reconcile repairs.
  *
@@ -46,11 +47,6 @@ export class PushIndex {
   /** Records that event `eventId` now holds fields with digest `hash`. False if the target is gone. */
   async set(id: string, eventId: string, hash: string): Promise<boolean> {
     return (await this.redis.eval(SET_IF_TARGET, 2, this.keys.googleTarget(id), this.keys.googleIndex(id), eventId, hash)) === 1;
-  }
-
-  /** Forgets event `eventId` (it was deleted from the calendar). */
-  async remove(id: string, eventId: string): Promise<void> {
-    await this.redis.hdel(this.keys.googleIndex(id), eventId);
   }
 
   /** Replaces the whole index in one step (after a reconcile listed the calendar). False if the target is gone. */

@@ -152,7 +152,7 @@ class SyncRun {
       if (error instanceof EventExistsError) return this.resolveTaken(event, mayPatch);
       throw error;
     }
-    await this.indexed(event);
+    await this.record(event.id, event.hash);
     this.counts.inserted += 1;
   }
 
@@ -166,12 +166,11 @@ class SyncRun {
       this.counts.conflicts += 1;
       if (this.conflictIds.length < 5) this.conflictIds.push(event.id);
       // Remembered, so that later pushes do not ask again; a reconcile forgets it and tries once more.
-      if ((await this.options.index.set(this.options.targetId, event.id, FOREIGN)) === false) throw new TargetRemovedError(`target ${this.options.targetId} was removed`);
-      return;
+      return this.record(event.id, FOREIGN);
     }
     if (remote.cancelled) return this.revive(event, false);
     if (remote.hash === event.hash) {
-      await this.indexed(event);
+      await this.record(event.id, event.hash);
       this.counts.unchanged += 1;
       return;
     }
@@ -189,7 +188,7 @@ class SyncRun {
       if (mayInsert && error instanceof EventMissingError) return this.insert(event, false);
       throw error;
     }
-    await this.indexed(event);
+    await this.record(event.id, event.hash);
     this.counts.patched += 1;
   }
 
@@ -203,22 +202,23 @@ class SyncRun {
       if (mayInsert && error instanceof EventMissingError) return this.insert(event, false);
       throw error;
     }
-    await this.indexed(event);
+    await this.record(event.id, event.hash);
     this.counts.revived += 1;
   }
 
   /** Deletes an event; Google keeps it as cancelled, and so does the index, so that it comes back in one write. */
   private async remove(eventId: string): Promise<void> {
-    const { calendar, calendarId, index, targetId } = this.options;
+    const { calendar, calendarId } = this.options;
     this.writing('delete');
     await calendar.deleteEvent(calendarId, eventId);
-    if ((await index.set(targetId, eventId, CANCELLED)) === false) throw new TargetRemovedError(`target ${targetId} was removed`);
+    await this.record(eventId, CANCELLED);
     this.counts.deleted += 1;
   }
 
-  private async indexed(event: DesiredEvent): Promise<void> {
+  /** Writes one index entry at once; the index refuses it once the target is removed. */
+  private async record(eventId: string, value: string): Promise<void> {
     const { index, targetId } = this.options;
-    if ((await index.set(targetId, event.id, event.hash)) === false) throw new TargetRemovedError(`target ${targetId} was removed`);
+    if ((await index.set(targetId, eventId, value)) === false) throw new TargetRemovedError(`target ${targetId} was removed`);
   }
 
   /** Counts a write request and reports it. */

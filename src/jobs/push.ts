@@ -5,10 +5,10 @@
  */
 import { performance } from 'node:perf_hooks';
 import { RateLimitError, UnrecoverableError, type Job, type Processor } from 'bullmq';
-import { feedOccurrences } from '../feeds/build-feed.ts';
-import { desiredEvents, markerFor } from '../google/desired-events.ts';
+import { markerFor } from '../google/desired-events.ts';
 import { CalendarGoneError, GoogleConsentError, GooglePermanentError, GoogleQuotaError, GoogleRateLimitError, GoogleTransientError } from '../google/errors.ts';
 import { GoogleNotConfiguredError } from '../google/google-services.ts';
+import { loadDesired } from '../google/pending-changes.ts';
 import { syncTarget, TargetRemovedError } from '../google/sync-target.ts';
 import type { PushTarget } from '../google/target-store.ts';
 import type { Logger } from '../logger.ts';
@@ -77,9 +77,8 @@ async function push(ctx: ServiceContext, data: PushJobData, run: { note: RunNote
   const target = await targets.get(data.target);
   const skipped = skipReason(target, data.source, ctx.now());
   if (target === undefined || skipped !== undefined) return { skipped: skipped ?? 'target removed' };
-  const { snapshot, published } = await ctx.snapshots.load(target.source);
-  if (!snapshot || !published) return { skipped: 'no timetable yet' };
-  const desired = desiredEvents(feedOccurrences(snapshot, published, ctx.config));
+  const desired = await loadDesired(ctx, target.source);
+  if (desired === undefined) return { skipped: 'no timetable yet' };
   const credential = await targets.refreshToken(target.id);
   if (credential === undefined) return { skipped: 'target removed' };
   run.note.tokenVersion = credential.version;

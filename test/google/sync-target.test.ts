@@ -27,9 +27,6 @@ class MemoryIndex implements SyncIndex {
     }
     this.map(id).set(eventId, hash);
   }
-  async remove(id: string, eventId: string): Promise<void> {
-    this.map(id).delete(eventId);
-  }
   async replace(id: string, index: Map<string, string>): Promise<void> {
     this.maps.set(id, new Map(index));
   }
