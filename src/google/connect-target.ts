@@ -7,6 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { activateSource } from '../jobs/activation.ts';
 import { enqueuePush, enqueueRefresh } from '../jobs/queues.ts';
 import type { ServiceContext } from '../runtime/context.ts';
+import { releaseLock, tryLock } from '../runtime/redis-lock.ts';
 import { SecretKeyMissingError } from '../security/secret-box.ts';
 import { randomToken } from '../security/tokens.ts';
 import { sourceOf, type SourceKey } from '../sources/source.ts';
@@ -14,7 +15,6 @@ import type { CalendarTarget } from './calendar-target.ts';
 import { CalendarGoneError } from './errors.ts';
 import { budgetKeyFor, GoogleNotConfiguredError } from './google-services.ts';
 import type { PushTarget } from './target-record.ts';
-import { RELEASE_LOCK } from './target-scripts.ts';
 
 /** What a connection is made of. `source` must be valid (see `parseSource`). */
 export interface ConnectRequest {
@@ -145,11 +145,11 @@ async function withConnectLock<T>(ctx: ServiceContext, googleUser: string, sourc
   const key = ctx.keys.lock(`google-connect:${googleUser}:${source}`);
   const owner = randomToken();
   // The lock expires on its own, so a holder that died delays the next consent by CONNECT_LOCK_MS at most.
-  while ((await ctx.redis.set(key, owner, 'PX', CONNECT_LOCK_MS, 'NX')) === null) await sleep(CONNECT_LOCK_RETRY_MS);
+  while (!(await tryLock(ctx.redis, key, owner, CONNECT_LOCK_MS))) await sleep(CONNECT_LOCK_RETRY_MS);
   try {
     return await work();
   } finally {
-    await ctx.redis.eval(RELEASE_LOCK, 1, key, owner);
+    await releaseLock(ctx.redis, key, owner);
   }
 }
 

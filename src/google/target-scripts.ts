@@ -1,7 +1,7 @@
 /**
  * The Lua scripts of `target-store.ts`: guarded updates of a target hash (with the due ZSET and the index
- * in the same step) and the atomic removal of a target with everything pointing at it; and the release of
- * the connect lock `connect-target.ts` holds per Google user and source.
+ * in the same step), the atomic removal of a target with everything pointing at it, and the conditional clear
+ * of a reconcile request.
  */
 
 /** How an update changes the due ZSET: leave it, remove the target, add it at a score (`nx`: only if absent). */
@@ -77,8 +77,5 @@ export function updateArguments(id: string, update: TargetUpdate): string[] {
   ];
 }
 
-/** KEYS: 1 a lock. ARGV: 1 its owner. Deletes the lock only while this owner holds it (it may have expired and been taken). */
 /** KEYS: 1 target hash. ARGV: 1 the reconcile request a push served. Clears it unless a newer one replaced it. */
 export const CLEAR_RECONCILE = "if redis.call('HGET', KEYS[1], 'reconcileRequested') == ARGV[1] then redis.call('HSET', KEYS[1], 'reconcileRequested', '0') return 1 end return 0";
-
-export const RELEASE_LOCK = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";

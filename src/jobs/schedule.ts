@@ -6,6 +6,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Job, Processor } from 'bullmq';
 import type { ServiceContext } from '../runtime/context.ts';
+import { releaseLock, tryLock } from '../runtime/redis-lock.ts';
 import { sourceToken, type SourceKey } from '../sources/source.ts';
 import { RECONCILE_EVERY_MS, RECONCILE_SCHEDULER_ID, SCHEDULE_JOB, tickSchedulerId, type TickJobData } from './contract.ts';
 import { enqueuePush, enqueueRefresh } from './queues.ts';
@@ -49,7 +50,7 @@ export function scheduleProcessor(ctx: ServiceContext): Processor<TickJobData | 
 export async function reconcile(ctx: ServiceContext): Promise<ReconcileResult> {
   const lockKey = ctx.keys.lock('reconcile');
   const owner = randomBytes(8).toString('hex');
-  if ((await ctx.redis.set(lockKey, owner, 'PX', RECONCILE_LOCK_MS, 'NX')) === null) return { deactivated: 0, created: 0, updated: 0, removed: 0, pushes: 0, skipped: 'another reconciler is running' };
+  if (!(await tryLock(ctx.redis, lockKey, owner, RECONCILE_LOCK_MS))) return { deactivated: 0, created: 0, updated: 0, removed: 0, pushes: 0, skipped: 'another reconciler is running' };
   try {
     const deactivated = await deactivateIdle(ctx);
     const [desired, existing] = await Promise.all([desiredSchedulers(ctx), existingSchedulers(ctx)]);
@@ -72,7 +73,7 @@ export async function reconcile(ctx: ServiceContext): Promise<ReconcileResult> {
     if (result.created + result.updated + result.removed + deactivated > 0) ctx.logger.info({ ...result, active: desired.size }, 'job schedulers reconciled');
     return result;
   } finally {
-    await ctx.redis.eval(RELEASE_LOCK_SCRIPT, 1, lockKey, owner);
+    await releaseLock(ctx.redis, lockKey, owner);
   }
 }
 
@@ -106,9 +107,6 @@ async function enqueueDuePushes(ctx: ServiceContext, lockKey: string): Promise<n
 
 /** How long the reconciler's lock lives without being extended (it is extended after every upsert). */
 const RECONCILE_LOCK_MS = 120_000;
-
-/** Deletes a lock only if this owner still holds it. */
-const RELEASE_LOCK_SCRIPT = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
 
 /** The tick schedulers the active sources should have, by scheduler id. */
 async function desiredSchedulers(ctx: ServiceContext): Promise<Map<string, { source: SourceKey; every: number }>> {
@@ -144,6 +142,6 @@ async function deactivateIdle(ctx: ServiceContext): Promise<number> {
 export async function ensureReconcileScheduler(ctx: ServiceContext): Promise<void> {
   const existing = await ctx.queues.schedule.getJobScheduler(RECONCILE_SCHEDULER_ID);
   if (existing?.every === RECONCILE_EVERY_MS) return;
-  if ((await ctx.redis.set(ctx.keys.lock('reconcile-scheduler'), '1', 'PX', 30_000, 'NX')) === null) return;
+  if (!(await tryLock(ctx.redis, ctx.keys.lock('reconcile-scheduler'), '1', 30_000))) return;
   await ctx.queues.schedule.upsertJobScheduler(RECONCILE_SCHEDULER_ID, { every: RECONCILE_EVERY_MS }, { name: SCHEDULE_JOB.reconcile, data: {}, opts: { removeOnComplete: true, removeOnFail: 100 } });
 }
