@@ -75,6 +75,9 @@ it('no Google token, code, state or secret reaches a log line, even at trace lev
   google.expireAccessTokens();
   await control.addEntry({ groupIds: [second.id] });
   await fetch(`${base}/admin/resync`, { method: 'POST', headers: admin, body: JSON.stringify({ all: true }) });
+  // Revoke only once a push has met both faults: otherwise the revoked grant could stop every push first and
+  // leave a fault for the calendar deletion below.
+  expect(await until(async () => google.counts().faulted, (faulted) => faulted >= 2, 30_000)).toBeGreaterThanOrEqual(2);
   google.revoke(refreshToken);
   google.expireAccessTokens();
   await control.addEntry({ groupIds: [second.id] });
