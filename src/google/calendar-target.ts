@@ -67,8 +67,8 @@ export interface CalendarTarget {
   reviveEvent(calendarId: string, event: DesiredEvent, marker: EventMarker): Promise<void>;
   /** Deletes an event; 404 and 410 (already gone) count as success. */
   deleteEvent(calendarId: string, eventId: string): Promise<void>;
-  /** Every event (cancelled ones included) carrying `marker`, page by page. */
-  listMarkedEvents(calendarId: string, marker: EventMarker): AsyncIterable<RemoteEvent>;
+  /** Every event (cancelled ones included) carrying `marker`: one array per page, each page one API request. */
+  listMarkedEvents(calendarId: string, marker: EventMarker): AsyncIterable<RemoteEvent[]>;
 }
 
 /** Called before every API request (the request budget waits here). Token refreshes do not count. */

@@ -120,13 +120,13 @@ class GoogleCalendar implements CalendarTarget {
     }
   }
 
-  async *listMarkedEvents(calendarId: string, marker: EventMarker): AsyncIterable<RemoteEvent> {
+  async *listMarkedEvents(calendarId: string, marker: EventMarker): AsyncIterable<RemoteEvent[]> {
     let pageToken: string | undefined;
     do {
       const params = listParams(calendarId, marker, this.#pageSize, pageToken);
       const response = await this.#call('events.list', () => this.#api.events.list(params));
       // The query matched on the marker, so every item carries it even if Google strips a cancelled one.
-      for (const item of response.data.items ?? []) yield { markerValue: marker.value, ...remoteEvent(item, marker.key) };
+      yield (response.data.items ?? []).map((item) => ({ markerValue: marker.value, ...remoteEvent(item, marker.key) }));
       pageToken = response.data.nextPageToken ?? undefined;
     } while (pageToken !== undefined);
   }

@@ -56,9 +56,6 @@ export interface SyncOptions {
   onWrite?: (operation: WriteOperation) => void;
 }
 
-/** Events per listing page the adapter asks for (Google's maximum); used to count listing requests. */
-export const LIST_PAGE_SIZE = 2500;
-
 /** One event's permanent refusal does not stop the others; this many do (the calendar itself refuses us). */
 const MAX_PERMANENT_FAILURES = 5;
 
@@ -109,8 +106,10 @@ class SyncRun {
   private async reconcileIndex(): Promise<Map<string, string>> {
     const { calendar, calendarId, marker, index, targetId } = this.options;
     const events: RemoteEvent[] = [];
-    for await (const event of calendar.listMarkedEvents(calendarId, marker)) events.push(event);
-    this.counts.reads += Math.max(1, Math.ceil(events.length / LIST_PAGE_SIZE));
+    for await (const page of calendar.listMarkedEvents(calendarId, marker)) {
+      this.counts.reads += 1;
+      events.push(...page);
+    }
     const remote = indexFromRemote(events, marker);
     if ((await index.replace(targetId, remote)) === false) throw new TargetRemovedError(`target ${targetId} was removed`);
     return remote;

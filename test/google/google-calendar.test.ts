@@ -50,9 +50,9 @@ function desired(uid: string, summary = `Class ${uid}`): DesiredEvent {
   return { id: eventIdFor(uid), fields, hash: fieldsHash(fields) };
 }
 
-async function collect(events: AsyncIterable<RemoteEvent>): Promise<RemoteEvent[]> {
+async function collect(pages: AsyncIterable<RemoteEvent[]>): Promise<RemoteEvent[]> {
   const out: RemoteEvent[] = [];
-  for await (const event of events) out.push(event);
+  for await (const page of pages) out.push(...page);
   return out;
 }
 

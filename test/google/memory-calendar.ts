@@ -136,11 +136,11 @@ export class MemoryCalendar implements CalendarTarget {
     this.mutations += 1;
   }
 
-  async *listMarkedEvents(calendarId: string, marker: EventMarker): AsyncIterable<RemoteEvent> {
+  async *listMarkedEvents(calendarId: string, marker: EventMarker): AsyncIterable<RemoteEvent[]> {
     const all = [...this.calendar(calendarId).events.values()].filter((event) => event.private[marker.key] === marker.value);
     for (let start = 0; start === 0 || start < all.length; start += this.pageSize) {
       await this.request('listPage');
-      for (const event of all.slice(start, start + this.pageSize)) yield remote(event, marker.key);
+      yield all.slice(start, start + this.pageSize).map((event) => remote(event, marker.key));
     }
   }
 

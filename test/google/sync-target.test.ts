@@ -138,13 +138,13 @@ describe('syncTarget', () => {
     expect(sorted(index.map(TARGET))).toEqual(sorted(new Map([...asMap(desired), [stale.id, CANCELLED]])));
   });
 
-  it('a reconcile lists every page', async () => {
+  it('a reconcile lists every page, and counts each as one read', async () => {
     calendar.pageSize = 3;
     const desired = range(10);
     await sync(desired);
     calendar.calls.clear();
     index.maps.clear();
-    expect(await sync(desired, { reconcile: true })).toMatchObject({ unchanged: 10, writes: 0 });
+    expect(await sync(desired, { reconcile: true })).toMatchObject({ unchanged: 10, writes: 0, reads: 4 });
     expect(calendar.count('listPage')).toBe(4);
     expect(sorted(index.map(TARGET))).toEqual(sorted(asMap(desired)));
   });
