@@ -13,6 +13,8 @@ export interface TargetUpdate {
   remove?: readonly string[];
   /** Update only while the stored token version is this one. */
   ifVersion?: number;
+  /** Update only while the target still points at this calendar. */
+  ifCalendar?: string;
   bumpVersion?: boolean;
   due?: DueChange;
   /** Delete the target's index (its calendar changed). */
@@ -24,23 +26,24 @@ export interface TargetUpdate {
 /**
  * KEYS: 1 target hash, 2 due ZSET, 3 index hash. ARGV: 1 target id; 2 token version guard ('' = none);
  * 3 '1' bumps the token version; 4 due change ('' keep, '-' remove, else a score); 5 '1' = ZADD NX;
- * 6 '1' deletes the index; 7 the time ('' = none), stored as `statusAt` when the status changes; 8 n, then
- * n hash fields to delete, then field/value pairs to set. Returns 1 if it updated, 0 when the target is
- * gone or the version moved on.
+ * 6 '1' deletes the index; 7 the time ('' = none), stored as `statusAt` when the status changes; 8 calendar id
+ * guard ('' = none); 9 n, then n hash fields to delete, then field/value pairs to set. Returns 1 if it updated,
+ * 0 when the target is gone, the version moved on or the calendar changed.
  */
 export const UPDATE_TARGET = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 if ARGV[2] ~= '' and redis.call('HGET', KEYS[1], 'tokenVersion') ~= ARGV[2] then return 0 end
+if ARGV[8] ~= '' and redis.call('HGET', KEYS[1], 'calendarId') ~= ARGV[8] then return 0 end
 if ARGV[3] == '1' then redis.call('HINCRBY', KEYS[1], 'tokenVersion', 1) end
 if ARGV[4] == '-' then redis.call('ZREM', KEYS[2], ARGV[1])
 elseif ARGV[4] ~= '' and ARGV[5] == '1' then redis.call('ZADD', KEYS[2], 'NX', ARGV[4], ARGV[1])
 elseif ARGV[4] ~= '' then redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1]) end
 if ARGV[6] == '1' then redis.call('DEL', KEYS[3]) end
 local before = redis.call('HGET', KEYS[1], 'status')
-local n = tonumber(ARGV[8])
-for i = 9, n + 8 do redis.call('HDEL', KEYS[1], ARGV[i]) end
+local n = tonumber(ARGV[9])
+for i = 10, n + 9 do redis.call('HDEL', KEYS[1], ARGV[i]) end
 local fields = {}
-for i = n + 9, #ARGV do fields[#fields + 1] = ARGV[i] end
+for i = n + 10, #ARGV do fields[#fields + 1] = ARGV[i] end
 if #fields > 0 then redis.call('HSET', KEYS[1], unpack(fields)) end
 if ARGV[7] ~= '' and redis.call('HGET', KEYS[1], 'status') ~= before then redis.call('HSET', KEYS[1], 'statusAt', ARGV[7]) end
 return 1`;
@@ -71,6 +74,7 @@ export function updateArguments(id: string, update: TargetUpdate): string[] {
     due.kind === 'set' && due.nx ? '1' : '0',
     update.clearIndex ? '1' : '0',
     update.now === undefined ? '' : String(update.now),
+    update.ifCalendar ?? '',
     String(remove.length),
     ...remove,
     ...Object.entries(update.set ?? {}).flat(),

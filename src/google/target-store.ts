@@ -33,6 +33,20 @@ export interface NewTarget {
   now: number;
 }
 
+/**
+ * What a push started with: the version of the refresh token it sent (from {@link TargetStore.refreshToken})
+ * and the calendar it wrote to. Updates that carry it land only while both are still the target's.
+ */
+export interface PushGuard {
+  tokenVersion?: number;
+  calendarId?: string;
+}
+
+/** The script guard of a {@link PushGuard}. */
+function guardOf(guard: PushGuard): Pick<TargetUpdate, 'ifVersion' | 'ifCalendar'> {
+  return { ...(guard.tokenVersion === undefined ? {} : { ifVersion: guard.tokenVersion }), ...(guard.calendarId === undefined ? {} : { ifCalendar: guard.calendarId }) };
+}
+
 /** A refresh token with the version it was stored under (pass the version back to `markStatus`). */
 export interface VersionedToken {
   token: string;
@@ -149,28 +163,28 @@ export class TargetStore {
 
   /**
    * Stops pushes: `paused` until `pausedUntil` (its reconcile moves there), or `needs-consent` /
-   * `calendar-deleted` (it leaves the due set). With `tokenVersion` (from {@link refreshToken}), only while
-   * that token is still the stored one. Resolves to whether it marked.
+   * `calendar-deleted` (it leaves the due set). With a guard (what the push started with), only while the
+   * target still holds that token and points at that calendar: a push that outlived a reconnect cannot stop
+   * the reconnected target. Resolves to whether it marked.
    */
-  async markStatus(id: string, status: StoppedStatus, reason: string, now: number, options: { pausedUntil?: number; tokenVersion?: number } = {}): Promise<boolean> {
+  async markStatus(id: string, status: StoppedStatus, reason: string, now: number, options: PushGuard & { pausedUntil?: number } = {}): Promise<boolean> {
     const set: Record<string, string> = { status, statusReason: reason };
     const until = status === 'paused' ? options.pausedUntil : undefined;
     if (until !== undefined) set['pausedUntil'] = String(until);
     const due: DueChange = status !== 'paused' ? { kind: 'remove' } : until === undefined ? { kind: 'keep' } : { kind: 'set', at: until };
-    const guard = options.tokenVersion === undefined ? {} : { ifVersion: options.tokenVersion };
-    return this.update(id, { set, remove: until === undefined ? ['pausedUntil'] : [], due, now, ...guard });
+    return this.update(id, { set, remove: until === undefined ? ['pausedUntil'] : [], due, now, ...guardOf(options) });
   }
 
-  /** Records a successful push: the target is active (a pause is over), its last error cleared. */
-  async recordPush(id: string, summary: PushSummary): Promise<boolean> {
+  /** Records a successful push: the target is active (a pause is over), its last error cleared. Guarded as {@link markStatus}. */
+  async recordPush(id: string, summary: PushSummary, guard: PushGuard = {}): Promise<boolean> {
     const set = { lastPush: JSON.stringify(summary), lastPushAt: String(summary.at), status: 'active' };
     // NX: an active target is always in the due set; this only repairs one that was not.
-    return this.update(id, { set, remove: [...STOP_FIELDS, 'lastError', 'lastErrorAt'], due: { kind: 'set', at: summary.at, nx: true }, now: summary.at });
+    return this.update(id, { set, remove: [...STOP_FIELDS, 'lastError', 'lastErrorAt'], due: { kind: 'set', at: summary.at, nx: true }, now: summary.at, ...guardOf(guard) });
   }
 
-  /** Records a failed push (the status is left alone: the caller decides whether it stops the target). */
-  async recordError(id: string, message: string, now: number): Promise<boolean> {
-    return this.update(id, { set: { lastError: message, lastErrorAt: String(now) } });
+  /** Records a failed push (the status is left alone: the caller decides whether it stops the target). Guarded as {@link markStatus}. */
+  async recordError(id: string, message: string, now: number, guard: PushGuard = {}): Promise<boolean> {
+    return this.update(id, { set: { lastError: message, lastErrorAt: String(now) }, ...guardOf(guard) });
   }
 
   /** The next push must list the calendar and rebuild the index. Each request is a new token (see {@link clearReconcileRequest}). */

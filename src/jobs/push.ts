@@ -10,7 +10,7 @@ import { CalendarGoneError, GoogleConsentError, GooglePermanentError, GoogleQuot
 import { GoogleNotConfiguredError } from '../google/google-services.ts';
 import { loadDesired } from '../google/pending-changes.ts';
 import { syncTarget, TargetRemovedError } from '../google/sync-target.ts';
-import type { PushTarget } from '../google/target-store.ts';
+import type { PushGuard, PushTarget } from '../google/target-store.ts';
 import type { Logger } from '../logger.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { DecryptionError, SecretKeyMissingError } from '../security/secret-box.ts';
@@ -31,10 +31,8 @@ const RETRY_FAILED_PUSH_MS = 15 * 60_000;
 /** The longest the push queue pauses for one rate limit, whatever `Retry-After` asks. */
 const MAX_RATE_LIMIT_PAUSE_MS = 5 * 60_000;
 
-/** What the tracked parts of a run did, for failure handling. */
-export interface RunNote {
-  /** The version of the refresh token sent. */
-  tokenVersion?: number;
+/** What the tracked parts of a run did, for failure handling: the token version and calendar it used guard what it records. */
+export interface RunNote extends PushGuard {
   /** At least one write succeeded (and was indexed). */
   progressed?: boolean;
 }
@@ -76,12 +74,18 @@ async function push(ctx: ServiceContext, data: PushJobData, run: { note: RunNote
   const { targets, index } = ctx.google;
   const target = await targets.get(data.target);
   const skipped = skipReason(target, data.source, ctx.now());
-  if (target === undefined || skipped !== undefined) return { skipped: skipped ?? 'target removed' };
+  if (target === undefined || skipped !== undefined) {
+    // The scheduler moved the reconcile an interval ahead when it queued this push; a pause not yet over here
+    // (this worker's clock may lag the scheduler's) puts it back at the pause's end, not hours later.
+    if (target?.status === 'paused' && target.pausedUntil !== undefined) await targets.scheduleReconcile(target.id, target.pausedUntil);
+    return { skipped: skipped ?? 'target removed' };
+  }
   const desired = await loadDesired(ctx, target.source);
   if (desired === undefined) return { skipped: 'no timetable yet' };
   const credential = await targets.refreshToken(target.id);
   if (credential === undefined) return { skipped: 'target removed' };
   run.note.tokenVersion = credential.version;
+  run.note.calendarId = target.calendarId;
   const reconcile = target.reconcileRequested || data.reason !== 'refresh' || (await index.size(target.id)) === 0;
   const started = performance.now();
   let counts;
@@ -100,7 +104,7 @@ async function push(ctx: ServiceContext, data: PushJobData, run: { note: RunNote
   }
   const durationMs = Math.round(performance.now() - started);
   const at = ctx.now();
-  if (!(await targets.recordPush(target.id, { at, reason: data.reason, ...counts, durationMs }))) return { skipped: 'target removed during push' };
+  if (!(await targets.recordPush(target.id, { at, reason: data.reason, ...counts, durationMs }, { calendarId: target.calendarId }))) return { skipped: 'target removed or reconnected during push' };
   if (reconcile) {
     await targets.clearReconcileRequest(target.id, target.reconcileToken);
     await targets.scheduleReconcile(target.id, at + ctx.config.googleReconcileIntervalMs);
@@ -136,9 +140,10 @@ async function handleFailure(ctx: ServiceContext, job: Job<PushJobData>, error: 
     return { outcome: 'rate-limited', error: new RateLimitError() };
   }
   const stop = stoppedStatus(error, ctx, now);
+  const guard: PushGuard = { ...(note.tokenVersion === undefined ? {} : { tokenVersion: note.tokenVersion }), ...(note.calendarId === undefined ? {} : { calendarId: note.calendarId }) };
   if (stop !== undefined) {
-    const versioned = stop.status === 'needs-consent' && note.tokenVersion !== undefined ? { tokenVersion: note.tokenVersion } : {};
-    await ctx.google.targets.markStatus(id, stop.status, stop.reason, now, { ...versioned, ...(stop.pausedUntil === undefined ? {} : { pausedUntil: stop.pausedUntil }) });
+    // Guarded: a push that outlived a reconnect (new token, perhaps a new calendar) must not stop the reconnected target.
+    await ctx.google.targets.markStatus(id, stop.status, stop.reason, now, { ...guard, ...(stop.pausedUntil === undefined ? {} : { pausedUntil: stop.pausedUntil }) });
     log.warn({ err: error, status: stop.status }, `push stopped: ${stop.reason}`);
     return { outcome: stop.outcome, error: new UnrecoverableError(message) };
   }
@@ -148,7 +153,7 @@ async function handleFailure(ctx: ServiceContext, job: Job<PushJobData>, error: 
     log.debug({ err: error }, 'push failed; will retry');
     return { outcome: 'failed', error: error instanceof Error ? error : new Error(message) };
   }
-  await ctx.google.targets.recordError(id, message, now);
+  await ctx.google.targets.recordError(id, message, now, { ...(note.calendarId === undefined ? {} : { calendarId: note.calendarId }) });
   // Nothing else may change the source for hours: the scheduler comes back for the target soon instead.
   await ctx.google.targets.requestReconcile(id);
   await ctx.google.targets.scheduleReconcile(id, now + RETRY_FAILED_PUSH_MS);

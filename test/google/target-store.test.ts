@@ -120,6 +120,20 @@ describe('TargetStore', () => {
     expect(await redis.zscore(keys.googleTargetsDue, id)).toBe(String(NOW + 4 * HOUR));
   });
 
+  it('updates guarded by a calendar land only while the target still points at that calendar', async () => {
+    const { id } = await store.create(newTarget());
+    const old = (await store.get(id))?.calendarId ?? '';
+    expect(await store.replaceCalendar(id, { calendarId: 'new@group.calendar.google.com', calendarOwned: true, calendarName: 'New' }, NOW + 1)).toBe(true);
+    // A push that wrote to the old calendar ends late: none of what it records lands on the reconnected target.
+    expect(await store.markStatus(id, 'calendar-deleted', 'gone', NOW + 2, { calendarId: old })).toBe(false);
+    expect(await store.recordError(id, 'HTTP 404', NOW + 2, { calendarId: old })).toBe(false);
+    expect(await store.recordPush(id, summary(NOW + 2), { calendarId: old })).toBe(false);
+    expect(await store.get(id)).toMatchObject({ status: 'active', calendarId: 'new@group.calendar.google.com' });
+    expect((await store.get(id))?.lastError).toBeUndefined();
+    expect(await store.markStatus(id, 'calendar-deleted', 'gone', NOW + 3, { calendarId: 'new@group.calendar.google.com', tokenVersion: 1 })).toBe(true);
+    expect(await store.get(id)).toMatchObject({ status: 'calendar-deleted', statusAt: NOW + 3 });
+  });
+
   it('pauses until a time (its reconcile moves there), and a successful push ends the pause', async () => {
     const { id } = await store.create(newTarget());
     await store.recordError(id, 'Google calendar usage limits exceeded', NOW + 1);

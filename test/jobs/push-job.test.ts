@@ -185,6 +185,47 @@ describe('push job', () => {
     expect(await ctx.google.targets.get(id)).toMatchObject({ status: 'active', tokenVersion: 2 });
   });
 
+  it('a push that outlived a reconnect to a new calendar cannot mark the reconnected target, nor record on it', async () => {
+    const { id, source, calendar } = await connected(10);
+    expect((await push(id, source)).state).toBe('completed');
+    const fresh = 'c2@group.calendar.google.com';
+    // While the next push waits for its first request, the owner deletes the calendar and consents again: the
+    // reconnect points the target at a new calendar and stores a new token (what connect-target's reconnect does).
+    beforeNext.set(calendar, async () => {
+      calendar.calendars.delete(CAL);
+      calendar.calendars.set(fresh, { info: { id: fresh, summary: 'new' }, events: new Map() });
+      accounts.set(`reconnected-${id}`, calendar);
+      expect(await ctx.google.targets.replaceCalendar(id, { calendarId: fresh, calendarOwned: true, calendarName: 'new' }, clock.now)).toBe(true);
+      expect(await ctx.google.targets.replaceRefreshToken(id, `reconnected-${id}`, clock.now)).toBe(true);
+    });
+    // One lost index entry gives the stale push a write to make, against the deleted calendar.
+    const [lost] = Object.keys(await ctx.redis.hgetall(ctx.keys.googleIndex(id)));
+    await ctx.redis.hdel(ctx.keys.googleIndex(id), lost ?? '');
+    expect((await push(id, source, 'refresh')).state).toBe('failed');
+    expect(await ctx.google.targets.get(id)).toMatchObject({ status: 'active', calendarId: fresh, tokenVersion: 2 });
+    expect((await ctx.google.targets.get(id))?.lastError).toBeUndefined();
+    expect(await ctx.redis.zscore(ctx.keys.googleTargetsDue, id)).not.toBeNull();
+    // The reconnected target's own push fills the new calendar.
+    expect((await push(id, source, 'connect')).state).toBe('completed');
+    expect(calendar.events(fresh).map((event) => event.id).sort()).toEqual(await expectedIds(source));
+  });
+
+  it('a push that finds the quota pause not over (its clock lags the scheduler\'s) puts the reconcile back at the pause\'s end', async () => {
+    const { id, source } = await connected(11);
+    expect((await push(id, source)).state).toBe('completed');
+    const until = clock.now + QUOTA_PAUSE_MS;
+    await ctx.google.targets.markStatus(id, 'paused', 'quota', clock.now, { pausedUntil: until });
+    // The scheduler's host sees the pause over and moves the next reconcile an interval ahead as it queues the push...
+    const start = clock.now;
+    clock.now = until;
+    await ctx.google.targets.scheduleReconcile(id, until + RECONCILE_MS);
+    // ...which runs on a worker one second behind.
+    clock.now = until - 1_000;
+    expect((await push(id, source, 'reconcile')).result).toMatchObject({ skipped: expect.stringContaining('paused until') });
+    expect(await dueAt(id)).toBe(until);
+    clock.now = start;
+  });
+
   it('a stored token that cannot be decrypted marks the target as needing consent, without a request', async () => {
     const { id, source, calendar } = await connected(9);
     // A value sealed for another record opens like one sealed under another SECRET_KEY: not at all.
