@@ -32,7 +32,7 @@ export interface ConnectedTarget {
   calendarId: string;
   calendarName: string;
   manageToken: string;
-  /** True when a second consent of the same Google user for the same source reused its target. */
+  /** True when a second consent of the same Google user (or registration of the same token) for the same source reused its target. */
   reused: boolean;
 }
 
@@ -51,10 +51,11 @@ export async function connectTarget(ctx: ServiceContext, request: ConnectRequest
   if (!ctx.google.configured) throw new GoogleNotConfiguredError();
   // Checked before Google is asked for anything: a calendar made for a token we cannot store would be lost.
   if (!ctx.google.targets.canStoreTokens) throw new SecretKeyMissingError();
-  if (request.googleUser === undefined) return connect(ctx, request);
-  // Consents of one Google user for one source take turns: the second finds the first's target and reconnects
-  // it, instead of making a second target with a second calendar (every class twice).
-  return withConnectLock(ctx, request.googleUser, request.source, () => connect(ctx, request));
+  // Connections of one account for one source take turns: the second finds the first's target and reconnects
+  // it, instead of making a second target with a second calendar (every class twice). Without a Google user
+  // (the admin route, retried after a timeout, say), the account is known by its refresh token.
+  const account = request.googleUser ?? budgetKeyFor(undefined, request.refreshToken);
+  return withConnectLock(ctx, account, request.source, () => connect(ctx, request));
 }
 
 /** {@link connectTarget} once the checks passed (and, with a Google user, under its lock). */
@@ -62,10 +63,8 @@ async function connect(ctx: ServiceContext, request: ConnectRequest): Promise<Co
   const fallbackName = await sourceName(ctx, request.source);
   const budgetKey = budgetKeyFor(request.googleUser, request.refreshToken);
   const calendar = ctx.google.calendar(request.refreshToken, budgetKey);
-  if (request.googleUser !== undefined && request.calendarId === undefined) {
-    const existing = await ctx.google.targets.findByUser(request.googleUser, request.source);
-    if (existing !== undefined) return reconnect(ctx, existing, request.refreshToken, budgetKey, calendar, fallbackName);
-  }
+  const existing = await existingTarget(ctx, request, budgetKey);
+  if (existing !== undefined) return reconnect(ctx, existing, request.refreshToken, budgetKey, calendar, fallbackName);
   const chosen = await chooseCalendar(ctx, calendar, request.calendarId, fallbackName);
   let created: { id: string; manageToken: string };
   try {
@@ -81,7 +80,22 @@ async function connect(ctx: ServiceContext, request: ConnectRequest): Promise<Co
 }
 
 /**
- * A second consent of a Google user for a source: the target keeps its calendar (a new one when the old was
+ * The target a connection reconnects instead of making another: the Google user's for the source (a consent
+ * naming no calendar), or, for the admin route, one registered with the same refresh token for the same
+ * source and calendar (ours when none is named).
+ */
+async function existingTarget(ctx: ServiceContext, request: ConnectRequest, budgetKey: string): Promise<PushTarget | undefined> {
+  if (request.googleUser !== undefined) return request.calendarId === undefined ? ctx.google.targets.findByUser(request.googleUser, request.source) : undefined;
+  for (const id of await ctx.redis.smembers(ctx.keys.sourceTargets(request.source))) {
+    const target = await ctx.google.targets.get(id);
+    if (target === undefined || target.googleUser !== undefined || target.budgetKey !== budgetKey) continue;
+    if (request.calendarId === undefined ? target.calendarOwned : target.calendarId === request.calendarId) return target;
+  }
+  return undefined;
+}
+
+/**
+ * A second consent of a Google user for a source (or a second admin registration of one refresh token): the target keeps its calendar (a new one when the old was
  * deleted) and index, takes the new refresh token and gets a full comparison with what the calendar holds.
  */
 async function reconnect(ctx: ServiceContext, target: PushTarget, refreshToken: string, budgetKey: string, calendar: CalendarTarget, name: string): Promise<ConnectedTarget> {
@@ -119,9 +133,11 @@ async function liveCalendar(ctx: ServiceContext, target: PushTarget, calendar: C
       await calendar.getCalendar(target.calendarId);
       return { calendarId: target.calendarId, calendarName: target.calendarName, created: false };
     } catch (error) {
-      if (!(error instanceof CalendarGoneError)) throw error;
+      if (!(error instanceof CalendarGoneError) || !target.calendarOwned) throw error;
     }
   }
+  // A calendar we were given and cannot reach any more is not ours to replace: the caller chooses another.
+  if (!target.calendarOwned) throw new CalendarGoneError(`calendar ${target.calendarId} is gone or no longer reachable`);
   const info = await calendar.createCalendar(name, ctx.config.timezone);
   return { calendarId: info.id, calendarName: info.summary, created: true };
 }

@@ -58,8 +58,9 @@ describe('POST /admin/google-targets', () => {
     await storeTimetable(g.ctx, 'group:4242');
     const answer = await register({ source: 'group:4242', refreshToken });
     expect(answer.statusCode).toBe(201);
-    const body = answer.json() as { id: string; calendarId: string };
-    expect(Object.keys(body).sort()).toEqual(['calendarId', 'id']);
+    const body = answer.json() as { id: string; calendarId: string; reused: boolean };
+    expect(Object.keys(body).sort()).toEqual(['calendarId', 'id', 'reused']);
+    expect(body.reused).toBe(false);
     expect(body.id).toMatch(TARGET_ID);
     expect(answer.headers.location).toBe(`/admin/google-targets/${body.id}`);
     expect(answer.body).not.toContain(refreshToken);
@@ -87,6 +88,37 @@ describe('POST /admin/google-targets', () => {
     // Not ours: never deleted, even when asked.
     expect((await g.app.inject({ method: 'DELETE', url: `/admin/google-targets/${id}?deleteCalendar=true`, headers: BEARER })).statusCode).toBe(204);
     expect(g.fake.calendars(user).map((calendar) => calendar.id)).toEqual([mine.id]);
+  });
+
+  it('answers a second registration of one token for one source and calendar with the first target (a retried request makes no second calendar)', async () => {
+    const { user, refreshToken } = googleUser();
+    const mine = g.fake.createCalendar(user, 'Mine');
+    const [first, again] = await Promise.all([register({ source: 'group:4243', refreshToken }), register({ source: 'group:4243', refreshToken })]);
+    expect([first.statusCode, again.statusCode].sort()).toEqual([200, 201]);
+    const ids = [first, again].map((answer) => (answer.json() as { id: string }).id);
+    expect(ids[0]).toBe(ids[1]);
+    const given = await register({ source: 'group:4243', refreshToken, calendarId: mine.id });
+    expect(given.statusCode).toBe(201);
+    const givenAgain = await register({ source: 'group:4243', refreshToken, calendarId: mine.id });
+    expect(givenAgain.statusCode).toBe(200);
+    expect(givenAgain.json()).toEqual({ id: (given.json() as { id: string }).id, calendarId: mine.id, reused: true });
+    // One calendar of ours plus the user's own; two targets (ours, and the one pushing into the given calendar).
+    expect(g.fake.calendars(user)).toHaveLength(2);
+    expect((await g.ctx.google.targets.page(0, 500)).targets.filter((target) => target.source === 'group:4243')).toHaveLength(2);
+    // Another token of the same user is another registration (without a Google user id, the token is all we know).
+    const other = g.fake.addUser();
+    secrets.push(other.refreshToken);
+    expect((await register({ source: 'group:4243', refreshToken: other.refreshToken })).statusCode).toBe(201);
+  });
+
+  it('answers 400 for a calendar it was given and can no longer reach, instead of making one of its own', async () => {
+    const { user, refreshToken } = googleUser();
+    const mine = g.fake.createCalendar(user, 'Mine');
+    expect((await register({ source: 'group:4244', refreshToken, calendarId: mine.id })).statusCode).toBe(201);
+    g.fake.ownerDeleteCalendar(mine.id);
+    const again = await register({ source: 'group:4244', refreshToken, calendarId: mine.id });
+    expect(again.statusCode).toBe(400);
+    expect(g.fake.calendars(user)).toEqual([]);
   });
 
   it('answers 400 naming calendarId when the token cannot reach that calendar', async () => {
