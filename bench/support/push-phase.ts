@@ -75,7 +75,7 @@ export function syncCounts(run: PushRun | undefined): (SyncCounts & { reconciled
 export function describeRun(run: PushRun): string {
   const counts = syncCounts(run);
   if (counts === undefined) return `${run.reason}: ${run.state}${run.result && 'skipped' in run.result ? ` (skipped: ${run.result.skipped})` : run.failedReason ? ` (${run.failedReason})` : ''}`;
-  const done = (['inserted', 'patched', 'revived', 'deleted', 'conflicts'] as const).filter((key) => counts[key] > 0).map((key) => `${counts[key]} ${key}`);
+  const done = (['inserted', 'patched', 'revived', 'deleted', 'conflicts', 'refused'] as const).filter((key) => counts[key] > 0).map((key) => `${counts[key]} ${key}`);
   return `${run.reason}: ${[...done, `${counts.writes} writes`, `${counts.reads} reads`].join(', ')}`;
 }
 

@@ -39,6 +39,9 @@ export interface RemoteEvent {
   hash?: string;
 }
 
+/** What a delete found: the event deleted now, already deleted (410), or not there (404). */
+export type DeleteOutcome = 'deleted' | 'gone' | 'missing';
+
 /** A secondary calendar. */
 export interface CalendarInfo {
   id: string;
@@ -65,8 +68,11 @@ export interface CalendarTarget {
   patchEvent(calendarId: string, event: DesiredEvent, marker: EventMarker): Promise<void>;
   /** Replaces an event whose id is taken by a cancelled event of ours, bringing it back as confirmed. */
   reviveEvent(calendarId: string, event: DesiredEvent, marker: EventMarker): Promise<void>;
-  /** Deletes an event; 404 and 410 (already gone) count as success. */
-  deleteEvent(calendarId: string, eventId: string): Promise<void>;
+  /**
+   * Deletes an event: `deleted`, or `gone` when Google answered 410 (deleted before), or `missing` when it
+   * answered 404 (the id was never used, or the whole calendar is gone: Google answers 404 for its events too).
+   */
+  deleteEvent(calendarId: string, eventId: string): Promise<DeleteOutcome>;
   /** Every event (cancelled ones included) carrying `marker`: one array per page, each page one API request. */
   listMarkedEvents(calendarId: string, marker: EventMarker): AsyncIterable<RemoteEvent[]>;
 }

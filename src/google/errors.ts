@@ -62,3 +62,11 @@ export class GoogleTransientError extends GoogleError {
 export class GooglePermanentError extends GoogleError {
   override name = 'GooglePermanentError';
 }
+
+/**
+ * A permanent refusal of a write of one event (a 4xx of an event request that is not about the calendar,
+ * the grant or a limit): the event is the problem, so the other events can still be written.
+ */
+export class EventRefusedError extends GooglePermanentError {
+  override name = 'EventRefusedError';
+}

@@ -7,7 +7,7 @@
 import { calendar, type calendar_v3 } from '@googleapis/calendar';
 import { OAuth2Client } from 'google-auth-library';
 import type { Config } from '../config.ts';
-import type { BeforeRequest, CalendarInfo, CalendarTarget, DesiredEvent, EventMarker, RemoteEvent } from './calendar-target.ts';
+import type { BeforeRequest, CalendarInfo, CalendarTarget, DeleteOutcome, DesiredEvent, EventMarker, RemoteEvent } from './calendar-target.ts';
 import { HASH_KEY, MARKER_KEY } from './desired-events.ts';
 import { CalendarGoneError, EventMissingError } from './errors.ts';
 import { classifyGoogleError, isAccessTokenRejected, type GoogleOperation } from './google-errors.ts';
@@ -111,12 +111,15 @@ class GoogleCalendar implements CalendarTarget {
     await this.#call('events.update', () => this.#api.events.update({ calendarId, eventId: event.id, requestBody, fields: 'id' }));
   }
 
-  async deleteEvent(calendarId: string, eventId: string): Promise<void> {
+  async deleteEvent(calendarId: string, eventId: string): Promise<DeleteOutcome> {
     try {
       await this.#call('events.delete', () => this.#api.events.delete({ calendarId, eventId }));
+      return 'deleted';
     } catch (error) {
-      // 404 (never there) and 410 (already deleted) leave the calendar as we want it: success, as cal.com does.
+      // 410 (already deleted) leaves the calendar as we want it. So does 404 (never there), as cal.com assumes,
+      // except that Google answers 404 for every event of a deleted calendar too: the caller may check that.
       if (!(error instanceof EventMissingError)) throw error;
+      return error.status === 410 ? 'gone' : 'missing';
     }
   }
 

@@ -9,6 +9,7 @@ import {
   CalendarGoneError,
   EventExistsError,
   EventMissingError,
+  EventRefusedError,
   GoogleConsentError,
   GoogleError,
   GooglePermanentError,
@@ -48,6 +49,8 @@ const QUOTA_REASONS = new Set(['quotaExceeded', 'dailyLimitExceeded', 'dailyLimi
 const SCOPE_REASONS = new Set(['insufficientPermissions', 'ACCESS_TOKEN_SCOPE_INSUFFICIENT']);
 /** Operations whose 404 means the calendar itself is not there (or not reachable by this account). */
 const CALENDAR_OPERATIONS = new Set<GoogleOperation>(['calendars.get', 'calendars.delete', 'calendars.insert', 'events.insert', 'events.list']);
+/** Writes of one event: a 4xx left after the rate, quota, grant and calendar answers concerns that event alone. */
+const EVENT_WRITES = new Set<GoogleOperation>(['events.insert', 'events.patch', 'events.update', 'events.delete']);
 /** Form fields of token requests that are secrets; gaxios's own redactor leaves these in the error's config. */
 const SECRET_FIELDS = ['refresh_token', 'code', 'code_verifier', 'client_secret', 'access_token', 'id_token'];
 
@@ -105,6 +108,7 @@ function classifyApiFailure(failure: Failure, operation: GoogleOperation, cause:
   }
   if (status === 409 && operation === 'events.insert') return new EventExistsError(message, details);
   if (status >= 500 || status === 408) return new GoogleTransientError(message, details);
+  if (EVENT_WRITES.has(operation) && status >= 400 && status < 500) return new EventRefusedError(message, details);
   return new GooglePermanentError(message, details);
 }
 

@@ -6,11 +6,13 @@ import type { DesiredEvent } from './calendar-target.ts';
 import { desiredEvents } from './desired-events.ts';
 import { planPush } from './plan-push.ts';
 
-/** Write counts the next push would make, by kind. */
+/** Write counts the next push would make, by kind, and the refused events it would leave alone. */
 export interface PendingChanges {
   insert: number;
   patch: number;
   delete: number;
+  /** Events whose version Google refused, not due to be tried again yet (they change or a day passes). */
+  refused: number;
 }
 
 /** The events a target of `source` should hold: the published feed's confirmed classes; undefined before the first publication. */
@@ -24,9 +26,9 @@ export async function loadDesired(ctx: Pick<ServiceContext, 'snapshots' | 'confi
  * The difference between what the target should hold and what its index says it holds (changes not pushed
  * yet: a push waiting, a paused target, a failed push); null before the source's first publication.
  */
-export async function pendingChanges(ctx: Pick<ServiceContext, 'snapshots' | 'config' | 'google'>, targetId: string, source: SourceKey): Promise<PendingChanges | null> {
+export async function pendingChanges(ctx: Pick<ServiceContext, 'snapshots' | 'config' | 'google' | 'now'>, targetId: string, source: SourceKey): Promise<PendingChanges | null> {
   const desired = await loadDesired(ctx, source);
   if (desired === undefined) return null;
-  const plan = planPush(desired, await ctx.google.index.read(targetId));
-  return { insert: plan.insert.length + plan.revive.length, patch: plan.patch.length, delete: plan.remove.length };
+  const plan = planPush(desired, await ctx.google.index.read(targetId), ctx.now());
+  return { insert: plan.insert.length + plan.revive.length, patch: plan.patch.length, delete: plan.remove.length, refused: plan.refused };
 }

@@ -13,40 +13,78 @@ export const CANCELLED = '!cancelled';
  */
 export const FOREIGN = '!foreign';
 
+/**
+ * The prefix of the index value of an event Google refused for good: `!refused:<digest>:<retryAt>`, the
+ * digest of the version refused and when (epoch ms) to try it again. Digests are base64url, so never hold ':'.
+ */
+export const REFUSED_PREFIX = '!refused:';
+
+/** A refusal read from the index. */
+export interface Refusal {
+  /** The digest of the version Google refused. */
+  hash: string;
+  /** Epoch ms after which the same version is tried again. */
+  retryAt: number;
+}
+
+/** The index value recording that Google refused version `hash` of an event, to be tried again after `retryAt`. */
+export function refusedMarker(hash: string, retryAt: number): string {
+  return `${REFUSED_PREFIX}${hash}:${retryAt}`;
+}
+
+/** The refusal an index value records, or undefined for any other value; an unreadable time reads as 0 (expired). */
+export function parseRefused(value: string): Refusal | undefined {
+  if (!value.startsWith(REFUSED_PREFIX)) return undefined;
+  const rest = value.slice(REFUSED_PREFIX.length);
+  const colon = rest.lastIndexOf(':');
+  const retryAt = colon < 0 ? 0 : Number(rest.slice(colon + 1));
+  return { hash: colon < 0 ? rest : rest.slice(0, colon), retryAt: Number.isSafeInteger(retryAt) ? retryAt : 0 };
+}
+
 /** What one push does: each desired event is inserted, revived, patched or left alone; indexed live events not desired are removed. */
 export interface PushPlan {
-  /** Desired events the index does not know. */
+  /** Desired events the index does not know, or knows as refused in another version or long enough ago. */
   insert: DesiredEvent[];
   /** Desired events whose id the index knows as deleted: brought back with one write. */
   revive: DesiredEvent[];
   /** Desired events the index knows with another digest. */
   patch: DesiredEvent[];
-  /** Indexed live event ids that are no longer desired. */
+  /** Indexed live or refused event ids that are no longer desired. */
   remove: string[];
   /** Desired events the index knows with the same digest. */
   unchanged: number;
   /** Desired ids taken by someone else's event ({@link FOREIGN}): not written. */
   conflicts: number;
+  /** Desired events whose very version Google refused, not yet due to be tried again: not written. */
+  refused: number;
 }
 
 /**
- * Plans a push from the desired events and the index (event id → digest of what we last wrote, or
- * {@link CANCELLED}). Applying the plan to the index yields exactly the desired events, plus deleted ones
- * marked {@link CANCELLED}. A desired id listed twice counts once (the first wins).
+ * Plans a push from the desired events and the index (event id → digest of what we last wrote, or one of the
+ * markers above) at `now` (epoch ms). Applying the plan to the index yields exactly the desired events,
+ * except refused ones still waiting, plus deleted ones marked {@link CANCELLED}. A desired id listed twice
+ * counts once (the first wins).
  */
-export function planPush(desired: readonly DesiredEvent[], index: ReadonlyMap<string, string>): PushPlan {
-  const plan: PushPlan = { insert: [], revive: [], patch: [], remove: [], unchanged: 0, conflicts: 0 };
+export function planPush(desired: readonly DesiredEvent[], index: ReadonlyMap<string, string>, now: number): PushPlan {
+  const plan: PushPlan = { insert: [], revive: [], patch: [], remove: [], unchanged: 0, conflicts: 0, refused: 0 };
   const wanted = new Set<string>();
   for (const event of desired) {
     if (wanted.has(event.id)) continue;
     wanted.add(event.id);
     const known = index.get(event.id);
-    if (known === undefined) plan.insert.push(event);
+    const refusal = known === undefined ? undefined : parseRefused(known);
+    if (refusal !== undefined) {
+      // A refused version waits; another version, or the same one after the wait, starts over with an insert,
+      // which finds out what Google holds (409 → get → patch or revive).
+      if (refusal.hash === event.hash && refusal.retryAt > now) plan.refused += 1;
+      else plan.insert.push(event);
+    } else if (known === undefined) plan.insert.push(event);
     else if (known === CANCELLED) plan.revive.push(event);
     else if (known === FOREIGN) plan.conflicts += 1;
     else if (known !== event.hash) plan.patch.push(event);
     else plan.unchanged += 1;
   }
+  // A refused patch left the old version in Google; a refused insert left nothing, and its delete answers 404.
   for (const [id, known] of index) if (!wanted.has(id) && known !== CANCELLED && known !== FOREIGN) plan.remove.push(id);
   return plan;
 }
@@ -63,4 +101,18 @@ export function indexFromRemote(events: Iterable<RemoteEvent>, marker: EventMark
     index.set(event.id, event.cancelled ? CANCELLED : (event.hash ?? ''));
   }
   return index;
+}
+
+/**
+ * Copies into `remote` (an index rebuilt by a listing) the refusals of `previous` that are not due yet and
+ * whose refused version Google does not hold, so that a reconcile does not try them again at once. Expired
+ * refusals are dropped. Answers `remote`.
+ */
+export function carryRefusals(previous: ReadonlyMap<string, string>, remote: Map<string, string>, now: number): Map<string, string> {
+  for (const [id, value] of previous) {
+    const refusal = parseRefused(value);
+    if (refusal === undefined || refusal.retryAt <= now || remote.get(id) === refusal.hash) continue;
+    remote.set(id, value);
+  }
+  return remote;
 }

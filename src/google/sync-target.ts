@@ -1,12 +1,17 @@
 /**
  * One push: bring a calendar in line with the desired events, touching only events that carry our marker.
  * Every successful write updates the index at once, so a crash loses at most the writes in flight, and those
- * are found again through deterministic ids (an insert answering 409) or the next reconcile.
+ * are found again through deterministic ids (an insert answering 409) or the next reconcile. A write Google
+ * refuses for good is recorded in the index as refused and not tried again until the class changes or a day
+ * has passed, so one bad event never holds up the others.
  */
 import type { Logger } from '../logger.ts';
 import type { CalendarTarget, DesiredEvent, EventMarker, RemoteEvent } from './calendar-target.ts';
-import { EventExistsError, EventMissingError, GooglePermanentError, GoogleTransientError } from './errors.ts';
-import { CANCELLED, FOREIGN, indexFromRemote, planPush } from './plan-push.ts';
+import { EventExistsError, EventMissingError, EventRefusedError } from './errors.ts';
+import { CANCELLED, carryRefusals, FOREIGN, indexFromRemote, planPush, refusedMarker } from './plan-push.ts';
+import { RefusalTally, type RefusalExample } from './refusal-tally.ts';
+
+export type { RefusalExample } from './refusal-tally.ts';
 
 /** The index operations a sync needs (`PushIndex` implements them over Redis). */
 export interface SyncIndex {
@@ -34,9 +39,17 @@ export interface SyncCounts {
   unchanged: number;
   /** Desired ids taken by events without our marker: left alone (indexed as FOREIGN until a reconcile). */
   conflicts: number;
+  /**
+   * Writes Google refused for good, in this push or in an earlier one and not due again: each event is tried
+   * again when it changes or after {@link REFUSAL_RETRY_MS} (a refused delete at the next push).
+   */
+  refused: number;
   writes: number;
   reads: number;
 }
+
+/** What a sync answers: its counts, and the first few refusals of this push (kept out of the counts, which are stored). */
+export type SyncResult = SyncCounts & { refusals: RefusalExample[] };
 
 /** Everything one sync works with. */
 export interface SyncOptions {
@@ -54,55 +67,66 @@ export interface SyncOptions {
   log: Logger;
   /** Called as each write request is sent. */
   onWrite?: (operation: WriteOperation) => void;
+  /** The clock (epoch ms): when a refused event is due to be tried again. */
+  now: () => number;
 }
 
-/** One event's permanent refusal does not stop the others; this many do (the calendar itself refuses us). */
-const MAX_PERMANENT_FAILURES = 5;
+/** How long a version of an event Google refused waits before it is tried again (a changed version: at once). */
+export const REFUSAL_RETRY_MS = 24 * 60 * 60_000;
 
 /**
  * Runs one push. A rate-limit, quota, consent, calendar-gone, transient or unknown error stops it: no new
  * request starts, the ones in flight settle (their successes are indexed), and the first such error is
- * rethrown. A permanent refusal of one event is rethrown only after every other operation ran.
+ * rethrown. A permanent refusal of one event is recorded and counted, and the push goes on; only when five
+ * come before any write succeeded (the calendar refuses us, not one event) does it stop and throw the first.
  */
-export async function syncTarget(options: SyncOptions): Promise<SyncCounts> {
+export async function syncTarget(options: SyncOptions): Promise<SyncResult> {
   return new SyncRun(options).run();
 }
 
 class SyncRun {
   private readonly options: SyncOptions;
-  private readonly counts: SyncCounts = { desired: 0, inserted: 0, patched: 0, revived: 0, deleted: 0, unchanged: 0, conflicts: 0, writes: 0, reads: 0 };
+  private readonly now: number;
+  private readonly counts: SyncCounts = { desired: 0, inserted: 0, patched: 0, revived: 0, deleted: 0, unchanged: 0, conflicts: 0, refused: 0, writes: 0, reads: 0 };
   private readonly conflictIds: string[] = [];
+  private readonly refusals = new RefusalTally();
   private stopError: unknown;
-  private readonly permanentErrors: GooglePermanentError[] = [];
+  /** A delete answered 404, which Google also answers for every event of a deleted calendar. */
+  private deleteMissed = false;
 
   constructor(options: SyncOptions) {
     this.options = options;
+    this.now = options.now();
   }
 
-  async run(): Promise<SyncCounts> {
+  async run(): Promise<SyncResult> {
     const { options, counts } = this;
     const index = options.reconcile ? await this.reconcileIndex() : await options.index.read(options.targetId);
-    const plan = planPush(options.desired, index);
+    const plan = planPush(options.desired, index, this.now);
     counts.unchanged = plan.unchanged;
     counts.conflicts = plan.conflicts;
-    counts.desired = plan.insert.length + plan.revive.length + plan.patch.length + plan.unchanged + plan.conflicts;
+    counts.refused = plan.refused;
+    counts.desired = plan.insert.length + plan.revive.length + plan.patch.length + plan.unchanged + plan.conflicts + plan.refused;
+    // Deletions of cancelled classes matter to people more than revivals and new events, so they come early.
     const operations = [
-      ...plan.patch.map((event) => () => this.patch(event, true)),
-      ...plan.insert.map((event) => () => this.insert(event, true)),
-      ...plan.revive.map((event) => () => this.revive(event)),
+      ...plan.patch.map((event) => () => this.write(event, () => this.patch(event, true))),
       ...plan.remove.map((id) => () => this.remove(id)),
+      ...plan.revive.map((event) => () => this.write(event, () => this.revive(event))),
+      ...plan.insert.map((event) => () => this.write(event, () => this.insert(event, true))),
     ];
     await this.pool(operations);
-    if (this.conflictIds.length > 0) options.log.warn({ conflicts: counts.conflicts, examples: this.conflictIds }, 'event ids taken by events this service did not create; left alone');
+    await this.checkCalendar();
+    this.report();
     if (this.stopError === undefined && options.signal?.aborted) this.stopError = options.signal.reason ?? new Error('push aborted');
-    if (this.stopError !== undefined || this.permanentErrors.length > 0) {
+    const stop = this.stopError ?? this.refusals.stopError();
+    if (stop !== undefined) {
       options.log.debug({ ...counts }, 'push stopped before it was complete');
-      throw this.stopError ?? this.permanentErrors[0];
+      throw stop;
     }
-    return counts;
+    return { ...counts, refusals: this.refusals.examples };
   }
 
-  /** Lists our marked events (deleted ones included) and makes them the new index. */
+  /** Lists our marked events (deleted ones included) and makes them the new index, keeping refusals not due yet. */
   private async reconcileIndex(): Promise<Map<string, string>> {
     const { calendar, calendarId, marker, index, targetId } = this.options;
     const events: RemoteEvent[] = [];
@@ -110,7 +134,8 @@ class SyncRun {
       this.counts.reads += 1;
       events.push(...page);
     }
-    const remote = indexFromRemote(events, marker);
+    // Without the old refusals, the reconcile that follows a failed push would try the same refused events first.
+    const remote = carryRefusals(await index.read(targetId), indexFromRemote(events, marker), this.now);
     if ((await index.replace(targetId, remote)) === false) throw new TargetRemovedError(`target ${targetId} was removed`);
     return remote;
   }
@@ -125,7 +150,7 @@ class SyncRun {
         try {
           await operation();
         } catch (error) {
-          this.fail(error);
+          this.stopError ??= error;
         }
       }
     };
@@ -134,12 +159,43 @@ class SyncRun {
   }
 
   private stopping(): boolean {
-    return this.stopError !== undefined || this.permanentErrors.length >= MAX_PERMANENT_FAILURES || this.options.signal?.aborted === true;
+    return this.stopError !== undefined || this.refusals.stopError() !== undefined || this.options.signal?.aborted === true;
   }
 
-  private fail(error: unknown): void {
-    if (error instanceof GooglePermanentError) this.permanentErrors.push(error);
-    else this.stopError ??= error;
+  /** Google answers 404 for the events of a calendar its owner deleted: after a delete answered 404, asks once. */
+  private async checkCalendar(): Promise<void> {
+    const { calendar, calendarId } = this.options;
+    if (!this.deleteMissed || this.stopping()) return;
+    this.counts.reads += 1;
+    try {
+      await calendar.getCalendar(calendarId);
+    } catch (error) {
+      this.stopError ??= error;
+    }
+  }
+
+  /** Logs the conflicts and refusals of this push, once each. */
+  private report(): void {
+    const { log } = this.options;
+    if (this.conflictIds.length > 0) log.warn({ conflicts: this.counts.conflicts, examples: this.conflictIds }, 'event ids taken by events this service did not create; left alone');
+    const { count, examples } = this.refusals;
+    if (count > 0) log.warn({ refused: count, examples }, `Google refused ${count} events; they are tried again when they change or after 24 h`);
+  }
+
+  /** One event's write; a permanent refusal is indexed against that version of the event instead of stopping the push. */
+  private async write(event: DesiredEvent, operation: () => Promise<void>): Promise<void> {
+    try {
+      await operation();
+    } catch (error) {
+      if (!(error instanceof EventRefusedError)) throw error;
+      this.refused(event.id, error);
+      await this.record(event.id, refusedMarker(event.hash, this.now + REFUSAL_RETRY_MS));
+    }
+  }
+
+  private refused(eventId: string, error: EventRefusedError): void {
+    this.refusals.add(eventId, error);
+    this.counts.refused += 1;
   }
 
   private async insert(event: DesiredEvent, mayPatch: boolean): Promise<void> {
@@ -151,6 +207,7 @@ class SyncRun {
       if (error instanceof EventExistsError) return this.resolveTaken(event, mayPatch);
       throw error;
     }
+    this.refusals.succeeded();
     await this.record(event.id, event.hash);
     this.counts.inserted += 1;
   }
@@ -160,7 +217,8 @@ class SyncRun {
     const { calendar, calendarId, marker } = this.options;
     this.counts.reads += 1;
     const remote = await calendar.getEvent(calendarId, event.id);
-    if (remote === undefined) throw new GoogleTransientError(`event ${event.id}: insert answered 409 but get found nothing`);
+    // Google keeps the ids of purged events reserved: asking again will not free this one.
+    if (remote === undefined) throw new EventRefusedError(`event ${event.id}: insert answered 409 but get found nothing (the id stays reserved)`);
     if (remote.markerValue !== marker.value) {
       this.counts.conflicts += 1;
       if (this.conflictIds.length < 5) this.conflictIds.push(event.id);
@@ -173,7 +231,7 @@ class SyncRun {
       this.counts.unchanged += 1;
       return;
     }
-    if (!mayPatch) throw new GoogleTransientError(`event ${event.id}: patch found nothing, then insert found it taken`);
+    if (!mayPatch) throw new EventRefusedError(`event ${event.id}: patch found nothing, then insert found it taken`);
     return this.patch(event, false);
   }
 
@@ -187,6 +245,7 @@ class SyncRun {
       if (mayInsert && error instanceof EventMissingError) return this.insert(event, false);
       throw error;
     }
+    this.refusals.succeeded();
     await this.record(event.id, event.hash);
     this.counts.patched += 1;
   }
@@ -201,15 +260,27 @@ class SyncRun {
       if (mayInsert && error instanceof EventMissingError) return this.insert(event, false);
       throw error;
     }
+    this.refusals.succeeded();
     await this.record(event.id, event.hash);
     this.counts.revived += 1;
   }
 
-  /** Deletes an event; Google keeps it as cancelled, and so does the index, so that it comes back in one write. */
+  /**
+   * Deletes an event; Google keeps it as cancelled, and so does the index, so that it comes back in one write.
+   * A refused delete leaves the index entry as it was: the next push asks again.
+   */
   private async remove(eventId: string): Promise<void> {
     const { calendar, calendarId } = this.options;
     this.writing('delete');
-    await calendar.deleteEvent(calendarId, eventId);
+    let outcome;
+    try {
+      outcome = await calendar.deleteEvent(calendarId, eventId);
+    } catch (error) {
+      if (!(error instanceof EventRefusedError)) throw error;
+      return this.refused(eventId, error);
+    }
+    if (outcome === 'deleted') this.refusals.succeeded();
+    if (outcome === 'missing') this.deleteMissed = true;
     await this.record(eventId, CANCELLED);
     this.counts.deleted += 1;
   }

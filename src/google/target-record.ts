@@ -29,7 +29,7 @@
  * - No transition revives a removed target: every update is a script that does nothing when the hash is gone.
  */
 import type { PushJobData } from '../jobs/contract.ts';
-import type { SyncCounts } from './sync-target.ts';
+import type { RefusalExample, SyncCounts } from './sync-target.ts';
 
 /** Where a target is in its lifecycle (see the module comment). */
 export type TargetStatus = 'active' | 'paused' | 'needs-consent' | 'calendar-deleted';
@@ -71,6 +71,8 @@ export interface PushTarget {
   lastPush?: PushSummary;
   lastErrorAt?: number;
   lastError?: string;
+  /** Why Google refused events (a few examples of the latest push that had new refusals), while any stay refused. */
+  lastRefusals?: RefusalExample[];
   /** Goes up with every refresh token stored; guards `markStatus`. */
   tokenVersion: number;
   /** The next push must list the calendar and rebuild the index (new target, new token, new calendar). */
@@ -122,8 +124,10 @@ export function fromFields(fields: Record<string, string>): PushTarget {
   copyNumber(fields, target, 'pausedUntil');
   copyNumber(fields, target, 'lastPushAt');
   copyNumber(fields, target, 'lastErrorAt');
-  const lastPush = parseSummary(fields['lastPush']);
+  const lastPush = parseJson<PushSummary>(fields['lastPush']);
   if (lastPush !== undefined) target.lastPush = lastPush;
+  const lastRefusals = parseJson<RefusalExample[]>(fields['lastRefusals']);
+  if (lastRefusals !== undefined) target.lastRefusals = lastRefusals;
   return target;
 }
 
@@ -143,11 +147,11 @@ function copyNumber(fields: Record<string, string>, target: PushTarget, name: 'p
   if (value !== undefined && value !== '') target[name] = Number(value);
 }
 
-/** Our own JSON; a value that does not parse (hand-edited) reads as no summary rather than failing the read. */
-function parseSummary(text: string | undefined): PushSummary | undefined {
+/** Our own JSON; a value that does not parse (hand-edited) reads as absent rather than failing the read. */
+function parseJson<T>(text: string | undefined): T | undefined {
   if (text === undefined) return undefined;
   try {
-    return JSON.parse(text) as PushSummary;
+    return JSON.parse(text) as T;
   } catch {
     return undefined;
   }

@@ -13,6 +13,7 @@ import { SecretBox } from '../security/secret-box.ts';
 import { constantTimeEqual, hashToken, randomToken } from '../security/tokens.ts';
 import type { RedisKeys } from '../sources/keys.ts';
 import type { SourceKey } from '../sources/source.ts';
+import type { RefusalExample } from './refusal-tally.ts';
 import { fromFields, toFields, type PushSummary, type PushTarget, type StoppedStatus } from './target-record.ts';
 import { CLEAR_RECONCILE, REMOVE_TARGET, UPDATE_TARGET, updateArguments, type DueChange, type TargetUpdate } from './target-scripts.ts';
 
@@ -175,11 +176,17 @@ export class TargetStore {
     return this.update(id, { set, remove: until === undefined ? ['pausedUntil'] : [], due, now, ...guardOf(options) });
   }
 
-  /** Records a successful push: the target is active (a pause is over), its last error cleared. Guarded as {@link markStatus}. */
-  async recordPush(id: string, summary: PushSummary, guard: PushGuard = {}): Promise<boolean> {
-    const set = { lastPush: JSON.stringify(summary), lastPushAt: String(summary.at), status: 'active' };
+  /**
+   * Records a successful push: the target is active (a pause is over), its last error cleared. `refusals`
+   * (examples of events Google refused in this push) replace the stored ones; those are kept while events
+   * stay refused and dropped when none is. Guarded as {@link markStatus}.
+   */
+  async recordPush(id: string, summary: PushSummary, guard: PushGuard = {}, refusals: readonly RefusalExample[] = []): Promise<boolean> {
+    const set: Record<string, string> = { lastPush: JSON.stringify(summary), lastPushAt: String(summary.at), status: 'active' };
+    if (refusals.length > 0) set['lastRefusals'] = JSON.stringify(refusals);
+    const remove = [...STOP_FIELDS, 'lastError', 'lastErrorAt', ...(summary.refused === 0 ? ['lastRefusals'] : [])];
     // NX: an active target is always in the due set; this only repairs one that was not.
-    return this.update(id, { set, remove: [...STOP_FIELDS, 'lastError', 'lastErrorAt'], due: { kind: 'set', at: summary.at, nx: true }, now: summary.at, ...guardOf(guard) });
+    return this.update(id, { set, remove, due: { kind: 'set', at: summary.at, nx: true }, now: summary.at, ...guardOf(guard) });
   }
 
   /** Records a failed push (the status is left alone: the caller decides whether it stops the target). Guarded as {@link markStatus}. */

@@ -178,6 +178,7 @@ export async function targetView(ctx: ServiceContext, target: PushTarget, detail
     lastPush: target.lastPush === undefined ? null : { ...target.lastPush, at: iso(target.lastPush.at) },
     lastErrorAt: iso(target.lastErrorAt),
     lastError: target.lastError ?? null,
+    lastRefusals: target.lastRefusals ?? [],
     reconcileRequested: target.reconcileRequested,
     pendingPush,
     ...(changes === undefined ? {} : { pendingChanges: changes }),

@@ -96,22 +96,25 @@ async function push(ctx: ServiceContext, data: PushJobData, run: { note: RunNote
       calendar: ctx.google.calendar(credential.token, target.budgetKey, run.signal),
       calendarId: target.calendarId, targetId: target.id, marker: markerFor(target.source), desired, index: tracked, reconcile,
       concurrency: SYNC_CONCURRENCY, log: run.log, onWrite: (operation) => ctx.metrics.googleWrites.inc({ operation }),
+      now: ctx.now,
       ...(run.signal ? { signal: run.signal } : {}),
     });
   } catch (error) {
     if (error instanceof TargetRemovedError) return { skipped: 'target removed during push' };
     throw error;
   }
+  // Refusal examples are kept on the target for admins; the push summary and the job's result stay counts.
+  const { refusals, ...summary } = counts;
   const durationMs = Math.round(performance.now() - started);
   const at = ctx.now();
-  if (!(await targets.recordPush(target.id, { at, reason: data.reason, ...counts, durationMs }, { calendarId: target.calendarId }))) return { skipped: 'target removed or reconnected during push' };
+  if (!(await targets.recordPush(target.id, { at, reason: data.reason, ...summary, durationMs }, { calendarId: target.calendarId }, refusals))) return { skipped: 'target removed or reconnected during push' };
   if (reconcile) {
     await targets.clearReconcileRequest(target.id, target.reconcileToken);
     await targets.scheduleReconcile(target.id, at + ctx.config.googleReconcileIntervalMs);
   }
-  const level = counts.writes > 0 || counts.conflicts > 0 ? 'info' : 'debug';
-  run.log[level]({ ...counts, reconciled: reconcile, durationMs }, 'pushed to Google Calendar');
-  return { ...counts, reconciled: reconcile, durationMs };
+  const level = summary.writes > 0 || summary.conflicts > 0 ? 'info' : 'debug';
+  run.log[level]({ ...summary, reconciled: reconcile, durationMs }, 'pushed to Google Calendar');
+  return { ...summary, reconciled: reconcile, durationMs };
 }
 
 /** The metric outcome of a failed push and what the processor throws. */

@@ -43,6 +43,8 @@ const KINDS: [FaultKind, number, string][] = [
   ['403-quota', 403, 'quotaExceeded'],
   ['500', 500, 'backendError'],
   ['503', 503, 'backendError'],
+  ['400', 400, 'invalid'],
+  ['403-forbidden', 403, 'forbidden'],
 ];
 
 describe('fake Google: faults', () => {
@@ -74,6 +76,18 @@ describe('fake Google: faults', () => {
     expect(first).toContain(true);
     expect(first).toContain(false);
     expect(await pattern()).toEqual(first);
+  });
+
+  it('applies rules with event ids only to requests about those events (an insert\'s body, or the path)', async () => {
+    const google = await fake();
+    const { api, calendarId } = await userWithCalendar(google);
+    google.inject({ kind: '400', eventIds: ['abcde1'] });
+    await api.events.insert({ calendarId, requestBody: eventBody('abcde0') });
+    expect((await failure(api.events.insert({ calendarId, requestBody: eventBody('abcde1') }))).status).toBe(400);
+    expect((await failure(api.events.delete({ calendarId, eventId: 'abcde1' }))).status).toBe(400);
+    await api.events.delete({ calendarId, eventId: 'abcde0' });
+    await api.events.list({ calendarId });
+    expect(google.counts()).toMatchObject({ faulted: 2, byMethod: { 'calendars.insert': 1, 'events.insert': 1, 'events.delete': 1, 'events.list': 1 } });
   });
 
   it('reset drops the connection; latency delays answers; clearFaults ends both; close() does not wait', async () => {

@@ -28,8 +28,11 @@ describe('fake Google: calendars', () => {
   it('answers 404 for a calendar the owner deleted in the UI', async () => {
     const google = await fake();
     const { api, calendarId } = await userWithCalendar(google);
+    await api.events.insert({ calendarId, requestBody: eventBody('abcde') });
     google.ownerDeleteCalendar(calendarId);
-    expect(await failure(api.events.insert({ calendarId, requestBody: eventBody('abcde') }))).toMatchObject({ status: 404 });
+    expect(await failure(api.events.insert({ calendarId, requestBody: eventBody('abcdf') }))).toMatchObject({ status: 404 });
+    // An event of the deleted calendar is 404 too, like a never-used id (not 410 like a deleted event).
+    expect(await failure(api.events.delete({ calendarId, eventId: 'abcde' }))).toMatchObject({ status: 404, body: googleError(404, 'notFound') });
   });
 });
 

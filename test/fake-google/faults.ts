@@ -2,8 +2,11 @@
 import { createRandom, type Random } from '../../src/simulator/random.ts';
 import { apiErrors, type ApiError } from './reply.ts';
 
-/** What an injected fault answers. `reset` drops the connection without an answer (a network error). */
-export type FaultKind = '429' | '403-rate' | '403-user-rate' | '403-quota' | '500' | '503' | 'reset';
+/**
+ * What an injected fault answers. `reset` drops the connection without an answer (a network error); `400` and
+ * `403-forbidden` are refusals of the request itself (400 invalid, 403 forbidden), which retrying does not change.
+ */
+export type FaultKind = '429' | '403-rate' | '403-user-rate' | '403-quota' | '500' | '503' | '400' | '403-forbidden' | 'reset';
 
 /** One injection rule; rules are tried in the order they were added. */
 export interface FaultRule {
@@ -17,6 +20,8 @@ export interface FaultRule {
    * endpoint); default every Calendar API method (not the token endpoint).
    */
   methods?: readonly string[];
+  /** Event ids the rule applies to (the path's, or an insert body's `id`); default any request. */
+  eventIds?: readonly string[];
 }
 
 /** The Google error a fault kind answers with (`reset` has none). */
@@ -34,6 +39,10 @@ export function faultError(kind: FaultKind): ApiError | undefined {
       return apiErrors.backend(500);
     case '503':
       return apiErrors.backend(503);
+    case '400':
+      return apiErrors.invalid('Bad Request');
+    case '403-forbidden':
+      return apiErrors.forbidden();
     case 'reset':
       return undefined;
   }
@@ -62,12 +71,13 @@ export class Faults {
     this.latencyMs = 0;
   }
 
-  /** The fault to answer `method` with, if a rule fires (spending one of its `times`). */
-  decide(method: string): FaultKind | undefined {
+  /** The fault to answer `method` (about event `eventId`, if any) with, if a rule fires (spending one of its `times`). */
+  decide(method: string, eventId?: string): FaultKind | undefined {
     for (const entry of this.rules) {
       const { rule } = entry;
       const applies = rule.methods === undefined ? method !== 'token' : rule.methods.includes(method);
-      if (!applies || entry.left <= 0) continue;
+      const matches = rule.eventIds === undefined || (eventId !== undefined && rule.eventIds.includes(eventId));
+      if (!applies || !matches || entry.left <= 0) continue;
       if (!this.random.chance(rule.probability ?? 1)) continue;
       entry.left -= 1;
       return rule.kind;

@@ -79,6 +79,7 @@ export const apiErrors = {
   tooManyRequests: () =>
     new ApiError(429, 'rateLimitExceeded', 'Rate Limit Exceeded', { domain: 'usageLimits', headers: { 'retry-after': '1' } }),
   quota: () => new ApiError(403, 'quotaExceeded', 'Calendar usage limits exceeded.', { domain: 'usageLimits' }),
+  forbidden: () => new ApiError(403, 'forbidden', 'Forbidden'),
   backend: (status: number) => new ApiError(status, 'backendError', 'Backend Error'),
 };
 

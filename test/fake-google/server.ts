@@ -42,7 +42,7 @@ async function serveApi(ctx: FakeContext, req: IncomingMessage, url: URL, body: 
     ctx.counter.quota();
     throw apiErrors.userRateLimit();
   }
-  const fault = ctx.faults.decide(route.method);
+  const fault = ctx.faults.decide(route.method, route.eventId || bodyEventId(body));
   if (fault) {
     ctx.counter.fault();
     const error = faultError(fault);
@@ -51,6 +51,17 @@ async function serveApi(ctx: FakeContext, req: IncomingMessage, url: URL, body: 
   }
   ctx.counter.served(route.method, httpMethod);
   return runRoute(ctx.state, route, caller.user, url.searchParams, body);
+}
+
+/** The `id` of an insert's body, for faults aimed at one event; undefined when there is none. */
+function bodyEventId(body: string): string | undefined {
+  try {
+    const parsed: unknown = JSON.parse(body);
+    const id = typeof parsed === 'object' && parsed !== null ? (parsed as { id?: unknown }).id : undefined;
+    return typeof id === 'string' ? id : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function tokenFault(ctx: FakeContext): Outcome | undefined {

@@ -112,16 +112,16 @@ describe('events', () => {
     await expect(calendar.patchEvent(calendarId, desired('missing'), MARKER)).rejects.toBeInstanceOf(EventMissingError);
   });
 
-  it('deletes (404 and 410 count as done); a deleted id cannot be inserted again but can be revived', async () => {
+  it('deletes (410 answers gone, 404 missing, neither throws); a deleted id cannot be inserted again but can be revived', async () => {
     const { calendar } = connect();
     const { id: calendarId } = await calendar.createCalendar('C', 'UTC');
     const event = desired('c');
     await calendar.insertEvent(calendarId, event, MARKER);
-    await calendar.deleteEvent(calendarId, event.id);
+    expect(await calendar.deleteEvent(calendarId, event.id)).toBe('deleted');
     expect(await calendar.getEvent(calendarId, event.id)).toMatchObject({ id: event.id, cancelled: true });
     fake.resetCounts();
-    await calendar.deleteEvent(calendarId, event.id); // 410 deleted
-    await calendar.deleteEvent(calendarId, eventIdFor('never')); // 404 notFound
+    expect(await calendar.deleteEvent(calendarId, event.id)).toBe('gone'); // 410 deleted
+    expect(await calendar.deleteEvent(calendarId, eventIdFor('never'))).toBe('missing'); // 404 notFound
     expect(fake.counts().errors).toEqual({ '410 deleted': 1, '404 notFound': 1 });
     await expect(calendar.insertEvent(calendarId, event, MARKER)).rejects.toBeInstanceOf(EventExistsError);
     const revived = desired('c', 'Back again');
@@ -166,12 +166,16 @@ describe('events', () => {
     expect(fake.counts().total).toBe(1);
   });
 
-  it('a calendar the owner deleted: writes and lists answer CalendarGoneError', async () => {
+  it('a calendar the owner deleted: writes and lists answer CalendarGoneError, an event delete answers missing (404)', async () => {
     const { calendar } = connect();
     const { id: calendarId } = await calendar.createCalendar('C', 'UTC');
+    await calendar.insertEvent(calendarId, desired('f0'), MARKER);
     fake.ownerDeleteCalendar(calendarId);
     await expect(calendar.insertEvent(calendarId, desired('f'), MARKER)).rejects.toBeInstanceOf(CalendarGoneError);
     await expect(collect(calendar.listMarkedEvents(calendarId, MARKER))).rejects.toBeInstanceOf(CalendarGoneError);
+    // Google cannot tell "never there" from "the calendar is gone" here: the sync asks calendars.get after it.
+    expect(await calendar.deleteEvent(calendarId, desired('f0').id)).toBe('missing');
+    await expect(calendar.getCalendar(calendarId)).rejects.toBeInstanceOf(CalendarGoneError);
     await calendar.deleteCalendar(calendarId);
   });
 });
@@ -296,13 +300,15 @@ describe('classification', () => {
     const { refreshToken } = fake.addUser();
     const calendar = createGoogleCalendar({ ...config, googleClientSecret: 'wrong' }, refreshToken, async () => undefined);
     expect(await rejection(calendar.createCalendar('C', 'UTC'))).toMatchObject({ name: 'GooglePermanentError', status: 401, reason: 'invalid_client' });
+    // Also during an event write: the client is the problem, not the event (a push stops instead of refusing events one by one).
+    expect(await rejection(calendar.insertEvent('any@group.calendar.google.com', desired('c'), MARKER))).toMatchObject({ name: 'GooglePermanentError', reason: 'invalid_client' });
   });
 
-  it('an invalid event id is a permanent 400', async () => {
+  it('an invalid event id is a permanent 400 of that event alone (EventRefusedError)', async () => {
     const { calendar } = connect();
     const { id: calendarId } = await calendar.createCalendar('C', 'UTC');
     const bad = { ...desired('i'), id: 'NOT-base32hex' };
-    expect(await rejection(calendar.insertEvent(calendarId, bad, MARKER))).toMatchObject({ name: 'GooglePermanentError', status: 400, reason: 'invalid' });
+    expect(await rejection(calendar.insertEvent(calendarId, bad, MARKER))).toMatchObject({ name: 'EventRefusedError', status: 400, reason: 'invalid' });
   });
 });
 

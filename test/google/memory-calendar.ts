@@ -1,12 +1,12 @@
 /**
  * An in-memory {@link CalendarTarget} with Google's semantics as the adapter reports them: ids must be
  * base32hex; a deleted event stays as cancelled and its id cannot be inserted again (409, even cancelled);
- * deleting twice (410) or a never-used id (404) is success; patch merges (owned fields, marker and hash
- * replaced, everything else kept); revive (PUT) replaces the whole body and confirms the event.
+ * deleting twice answers `gone` (410), a never-used id `missing` (404); patch merges (owned fields, marker
+ * and hash replaced, everything else kept); revive (PUT) replaces the whole body and confirms the event.
  */
-import type { CalendarInfo, CalendarTarget, DesiredEvent, EventMarker, OwnedEventFields, RemoteEvent } from '../../src/google/calendar-target.ts';
+import type { CalendarInfo, CalendarTarget, DeleteOutcome, DesiredEvent, EventMarker, OwnedEventFields, RemoteEvent } from '../../src/google/calendar-target.ts';
 import { HASH_KEY, MARKER_KEY } from '../../src/google/desired-events.ts';
-import { CalendarGoneError, EventExistsError, EventMissingError, GooglePermanentError } from '../../src/google/errors.ts';
+import { CalendarGoneError, EventExistsError, EventMissingError, EventRefusedError } from '../../src/google/errors.ts';
 
 /** An event as the fake keeps it. */
 export interface StoredEvent {
@@ -36,6 +36,8 @@ export class MemoryCalendar implements CalendarTarget {
   readonly calendars = new Map<string, { info: CalendarInfo; events: Map<string, StoredEvent> }>();
   /** Requests per method, faulted ones included. */
   readonly calls = new Map<Method, number>();
+  /** Every request's method, in the order sent. */
+  readonly sent: Method[] = [];
   /** Successful changes to event data (insert, patch, revive, delete of a live event). */
   mutations = 0;
   faults: Fault[] = [];
@@ -45,6 +47,12 @@ export class MemoryCalendar implements CalendarTarget {
   latencyMs = 0;
   /** Awaited before every request, like the adapter's `BeforeRequest` (the request budget). */
   beforeRequest: (() => Promise<void>) | undefined;
+  /** Event ids whose every write (insert, patch, revive, delete) is refused with the error given. */
+  readonly refusing = new Map<string, Error>();
+  /** Ids Google keeps reserved after purging their events: an insert answers 409, a get finds nothing. */
+  readonly reserved = new Set<string>();
+  /** Calendars the owner deleted: as through the adapter, a delete of one of their events answers 404. */
+  private readonly ownerDeleted = new Set<string>();
   private nextCalendar = 1;
 
   constructor(calendarIds: string[] = []) {
@@ -73,6 +81,12 @@ export class MemoryCalendar implements CalendarTarget {
     return this.calendars.get(calendarId)?.events.get(id);
   }
 
+  /** The owner deletes the calendar: every request about it fails, except that deleting an event answers `missing`. */
+  ownerDeleteCalendar(calendarId: string): void {
+    this.calendars.delete(calendarId);
+    this.ownerDeleted.add(calendarId);
+  }
+
   /** The owner's own event (no marker), outside the API. */
   ownerInsert(calendarId: string, id: string, privateProperties: Record<string, string> = {}): void {
     this.calendar(calendarId).events.set(id, { id, status: 'confirmed', fields: FOREIGN_FIELDS, private: privateProperties, extra: {} });
@@ -96,10 +110,10 @@ export class MemoryCalendar implements CalendarTarget {
   }
 
   async insertEvent(calendarId: string, event: DesiredEvent, marker: EventMarker): Promise<void> {
-    await this.request('insertEvent');
-    if (!ID.test(event.id)) throw new GooglePermanentError('events.insert: Invalid resource id value.', { status: 400, reason: 'invalid' });
+    await this.request('insertEvent', event.id);
+    if (!ID.test(event.id)) throw new EventRefusedError('events.insert: Invalid resource id value.', { status: 400, reason: 'invalid' });
     const events = this.calendar(calendarId).events;
-    if (events.has(event.id)) throw new EventExistsError('events.insert: The requested identifier already exists.', { status: 409, reason: 'duplicate' });
+    if (events.has(event.id) || this.reserved.has(event.id)) throw new EventExistsError('events.insert: The requested identifier already exists.', { status: 409, reason: 'duplicate' });
     events.set(event.id, { id: event.id, status: 'confirmed', fields: event.fields, private: ours(event, marker), extra: {} });
     this.mutations += 1;
   }
@@ -111,7 +125,7 @@ export class MemoryCalendar implements CalendarTarget {
   }
 
   async patchEvent(calendarId: string, event: DesiredEvent, marker: EventMarker): Promise<void> {
-    await this.request('patchEvent');
+    await this.request('patchEvent', event.id);
     const stored = this.calendar(calendarId).events.get(event.id);
     if (!stored) throw new EventMissingError('events.patch: Not Found', { status: 404, reason: 'notFound' });
     stored.fields = event.fields;
@@ -120,20 +134,23 @@ export class MemoryCalendar implements CalendarTarget {
   }
 
   async reviveEvent(calendarId: string, event: DesiredEvent, marker: EventMarker): Promise<void> {
-    await this.request('reviveEvent');
+    await this.request('reviveEvent', event.id);
     const events = this.calendar(calendarId).events;
     if (!events.has(event.id)) throw new EventMissingError('events.update: Not Found', { status: 404, reason: 'notFound' });
     events.set(event.id, { id: event.id, status: 'confirmed', fields: event.fields, private: ours(event, marker), extra: {} });
     this.mutations += 1;
   }
 
-  async deleteEvent(calendarId: string, eventId: string): Promise<void> {
-    await this.request('deleteEvent');
+  async deleteEvent(calendarId: string, eventId: string): Promise<DeleteOutcome> {
+    await this.request('deleteEvent', eventId);
+    // Google answers events.delete with 404 for a deleted calendar, and the adapter reports that as `missing`.
+    if (this.ownerDeleted.has(calendarId)) return 'missing';
     const stored = this.calendar(calendarId).events.get(eventId);
-    // 404 (never existed) and 410 (already deleted) are success, as in the adapter.
-    if (!stored || stored.status === 'cancelled') return;
+    if (!stored) return 'missing';
+    if (stored.status === 'cancelled') return 'gone';
     stored.status = 'cancelled';
     this.mutations += 1;
+    return 'deleted';
   }
 
   async *listMarkedEvents(calendarId: string, marker: EventMarker): AsyncIterable<RemoteEvent[]> {
@@ -150,13 +167,17 @@ export class MemoryCalendar implements CalendarTarget {
     return calendar;
   }
 
-  private async request(method: Method): Promise<void> {
+  /** Counts a request of `method` (a write of `eventId`), then throws its fault or the event's refusal, if any. */
+  private async request(method: Method, eventId?: string): Promise<void> {
     await this.beforeRequest?.();
     const call = this.count(method) + 1;
     this.calls.set(method, call);
+    this.sent.push(method);
     if (this.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, this.latencyMs));
     const fault = this.faults.find((candidate) => candidate.method === method && candidate.at === call);
     if (fault) throw fault.error;
+    const refusal = eventId === undefined ? undefined : this.refusing.get(eventId);
+    if (refusal) throw refusal;
   }
 }
 

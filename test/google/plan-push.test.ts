@@ -1,18 +1,28 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { DesiredEvent, RemoteEvent } from '../../src/google/calendar-target.ts';
-import { markerFor } from '../../src/google/desired-events.ts';
-import { CANCELLED, FOREIGN, indexFromRemote, planPush, type PushPlan } from '../../src/google/plan-push.ts';
+import { fieldsHash, markerFor } from '../../src/google/desired-events.ts';
+import { CANCELLED, carryRefusals, FOREIGN, indexFromRemote, parseRefused, planPush, refusedMarker, type PushPlan } from '../../src/google/plan-push.ts';
 
 const FIELDS = { summary: 's', location: '', description: '', start: { dateTime: '2025-10-01T09:00:00', timeZone: 'UTC' }, end: { dateTime: '2025-10-01T10:00:00', timeZone: 'UTC' } };
 const event = (id: string, hash: string): DesiredEvent => ({ id, hash, fields: FIELDS });
+/** The planning clock (epoch ms). */
+const NOW = 1_760_000_000_000;
 
 /** Few ids and hashes, so that desired and indexed events overlap often. */
 const idArb = fc.constantFrom<string>('a0', 'a1', 'a2', 'a3', 'a4', 'a5', 'a6', 'a7', 'a8', 'a9');
 const hashArb = fc.constantFrom<string>('h1', 'h2', 'h3');
 const desiredArb = fc.uniqueArray(fc.tuple(idArb, hashArb), { selector: ([id]) => id, maxLength: 10 }).map((pairs) => pairs.map(([id, hash]) => event(id, hash)));
-/** Indexed ids: live with a digest, or deleted (kept by Google as cancelled). */
-const indexArb = fc.uniqueArray(fc.tuple(idArb, fc.oneof(hashArb, fc.constant(CANCELLED))), { selector: ([id]) => id, maxLength: 10 }).map((pairs) => new Map(pairs));
+/** A refusal of a version, due before, at or after {@link NOW}. */
+const refusalArb = fc.tuple(hashArb, fc.constantFrom(NOW - 1, NOW, NOW + 1)).map(([hash, retryAt]) => refusedMarker(hash, retryAt));
+/** Indexed ids: live with a digest, deleted (kept by Google as cancelled), or refused by Google. */
+const indexArb = fc.uniqueArray(fc.tuple(idArb, fc.oneof(hashArb, fc.constant(CANCELLED), refusalArb)), { selector: ([id]) => id, maxLength: 10 }).map((pairs) => new Map(pairs));
+
+/** Whether the index holds a refusal of this very version of the event that is not due yet. */
+const waiting = (index: ReadonlyMap<string, string>, item: DesiredEvent) => {
+  const refusal = parseRefused(index.get(item.id) ?? '');
+  return refusal !== undefined && refusal.hash === item.hash && refusal.retryAt > NOW;
+};
 
 /** What the index holds after every operation of the plan succeeded. */
 function apply(index: ReadonlyMap<string, string>, plan: PushPlan): Map<string, string> {
@@ -22,47 +32,102 @@ function apply(index: ReadonlyMap<string, string>, plan: PushPlan): Map<string, 
   return next;
 }
 
-/** The live part of an index. */
-const live = (index: ReadonlyMap<string, string>) => [...index].filter(([, hash]) => hash !== CANCELLED);
+/** The live part of an index (neither deleted nor refused). */
+const live = (index: ReadonlyMap<string, string>) => [...index].filter(([, hash]) => hash !== CANCELLED && parseRefused(hash) === undefined);
 
 describe('planPush', () => {
-  it('applying the plan to the index yields exactly the desired events live', () => {
+  it('applying the plan to the index yields exactly the desired events live, except refused ones still waiting', () => {
     fc.assert(fc.property(desiredArb, indexArb, (desired, index) => {
-      const after = apply(index, planPush(desired, index));
-      expect(live(after).sort()).toEqual(desired.map((item) => [item.id, item.hash]).sort());
+      const after = apply(index, planPush(desired, index, NOW));
+      expect(live(after).sort()).toEqual(desired.filter((item) => !waiting(index, item)).map((item) => [item.id, item.hash]).sort());
+      // A waiting refusal stays in the index as it was.
+      for (const item of desired.filter((candidate) => waiting(index, candidate))) expect(after.get(item.id)).toBe(index.get(item.id));
     }), { numRuns: 1000 });
   });
 
   it('plans nothing more than needed: each desired event once, only changed ones written', () => {
     fc.assert(fc.property(desiredArb, indexArb, (desired, index) => {
-      const plan = planPush(desired, index);
-      expect(plan.insert.length + plan.revive.length + plan.patch.length + plan.unchanged).toBe(desired.length);
-      for (const item of plan.insert) expect(index.has(item.id)).toBe(false);
+      const plan = planPush(desired, index, NOW);
+      expect(plan.insert.length + plan.revive.length + plan.patch.length + plan.unchanged + plan.refused).toBe(desired.length);
+      // Inserted: unknown, or refused in another version or long enough ago (the insert finds out what Google holds).
+      for (const item of plan.insert) expect(!index.has(item.id) || (parseRefused(index.get(item.id) ?? '') !== undefined && !waiting(index, item))).toBe(true);
       // An id Google keeps as deleted is revived (one write), never inserted (a 409) or patched.
       for (const item of plan.revive) expect(index.get(item.id)).toBe(CANCELLED);
       for (const item of plan.patch) expect(index.get(item.id)).not.toBe(item.hash);
-      for (const item of plan.patch) expect(index.has(item.id) && index.get(item.id) !== CANCELLED).toBe(true);
+      for (const item of plan.patch) expect(index.has(item.id) && index.get(item.id) !== CANCELLED && parseRefused(index.get(item.id) ?? '') === undefined).toBe(true);
       const wanted = new Set(desired.map((item) => item.id));
       for (const id of plan.remove) expect(index.has(id) && index.get(id) !== CANCELLED && !wanted.has(id)).toBe(true);
       expect(plan.unchanged).toBe(desired.filter((item) => index.get(item.id) === item.hash).length);
+      expect(plan.refused).toBe(desired.filter((item) => waiting(index, item)).length);
     }), { numRuns: 1000 });
   });
 
   it('an unchanged calendar needs no operation at all', () => {
     fc.assert(fc.property(desiredArb, (desired) => {
-      const plan = planPush(desired, new Map(desired.map((item) => [item.id, item.hash])));
-      expect(plan).toEqual({ insert: [], revive: [], patch: [], remove: [], unchanged: desired.length, conflicts: 0 });
+      const plan = planPush(desired, new Map(desired.map((item) => [item.id, item.hash])), NOW);
+      expect(plan).toEqual({ insert: [], revive: [], patch: [], remove: [], unchanged: desired.length, conflicts: 0, refused: 0 });
     }));
   });
 
   it('never writes to an id taken by someone else, nor deletes it', () => {
-    const plan = planPush([event('a1', 'h1')], new Map([['a1', FOREIGN], ['a2', FOREIGN]]));
-    expect(plan).toEqual({ insert: [], revive: [], patch: [], remove: [], unchanged: 0, conflicts: 1 });
+    const plan = planPush([event('a1', 'h1')], new Map([['a1', FOREIGN], ['a2', FOREIGN]]), NOW);
+    expect(plan).toEqual({ insert: [], revive: [], patch: [], remove: [], unchanged: 0, conflicts: 1, refused: 0 });
   });
 
   it('a desired id listed twice is planned once, the first one winning', () => {
-    const plan = planPush([event('a1', 'h1'), event('a1', 'h2')], new Map());
+    const plan = planPush([event('a1', 'h1'), event('a1', 'h2')], new Map(), NOW);
     expect(plan.insert).toEqual([event('a1', 'h1')]);
+  });
+});
+
+describe('refused events', () => {
+  const refused = (hash: string, retryAt = NOW + 1) => refusedMarker(hash, retryAt);
+
+  it('the very version Google refused waits, written by no operation, until it is due', () => {
+    const plan = planPush([event('a1', 'h1')], new Map([['a1', refused('h1')]]), NOW);
+    expect(plan).toEqual({ insert: [], revive: [], patch: [], remove: [], unchanged: 0, conflicts: 0, refused: 1 });
+  });
+
+  it('another version is inserted at once (the insert finds out what Google holds)', () => {
+    expect(planPush([event('a1', 'h2')], new Map([['a1', refused('h1')]]), NOW)).toMatchObject({ insert: [event('a1', 'h2')], patch: [], refused: 0 });
+  });
+
+  it('the same version is inserted again once it is due', () => {
+    expect(planPush([event('a1', 'h1')], new Map([['a1', refused('h1', NOW)]]), NOW)).toMatchObject({ insert: [event('a1', 'h1')], refused: 0 });
+    expect(planPush([event('a1', 'h1')], new Map([['a1', refused('h1', NOW - 1)]]), NOW)).toMatchObject({ insert: [event('a1', 'h1')], refused: 0 });
+  });
+
+  it('a refused event no longer desired is removed (a refused patch left the old version in Google)', () => {
+    expect(planPush([], new Map([['a1', refused('h1')], ['a2', refused('h2', NOW - 1)]]), NOW)).toMatchObject({ remove: ['a1', 'a2'], refused: 0 });
+  });
+
+  it('markers read back as written; an unreadable time reads as due', () => {
+    expect(parseRefused(refusedMarker('h1', NOW))).toEqual({ hash: 'h1', retryAt: NOW });
+    expect(parseRefused('!refused:h1:soon')).toEqual({ hash: 'h1', retryAt: 0 });
+    expect(parseRefused('h1')).toBeUndefined();
+    expect(parseRefused(CANCELLED)).toBeUndefined();
+  });
+
+  it('digests are base64url, so a digest never holds the marker\'s separator and always reads back whole', () => {
+    fc.assert(fc.property(fc.string(), fc.string(), fc.string(), (summary, location, description) => {
+      const hash = fieldsHash({ ...FIELDS, summary, location, description });
+      expect(hash).toMatch(/^[\w-]{22}$/);
+      expect(parseRefused(refusedMarker(hash, NOW))).toEqual({ hash, retryAt: NOW });
+    }), { numRuns: 300 });
+  });
+});
+
+describe('carryRefusals', () => {
+  it('keeps refusals not due yet whose version Google does not hold, and drops the others', () => {
+    const previous = new Map([
+      ['a1', refusedMarker('h1', NOW + 1)], // never written: kept
+      ['a2', refusedMarker('h2', NOW + 1)], // Google holds another version: kept
+      ['a3', refusedMarker('h3', NOW + 1)], // Google holds this very version after all: the listing wins
+      ['a4', refusedMarker('h4', NOW)], // due: dropped
+      ['a5', 'h5'],
+    ]);
+    const remote = new Map([['a2', 'h0'], ['a3', 'h3'], ['a5', CANCELLED]]);
+    expect(carryRefusals(previous, remote, NOW)).toEqual(new Map([['a2', refusedMarker('h2', NOW + 1)], ['a3', 'h3'], ['a5', CANCELLED], ['a1', refusedMarker('h1', NOW + 1)]]));
   });
 });
 
@@ -81,6 +146,6 @@ describe('indexFromRemote', () => {
 
   it('an event of ours without a digest is patched by the next plan', () => {
     const index = indexFromRemote([{ id: 'a2', cancelled: false, markerValue: 'group:1' }], marker);
-    expect(planPush([event('a2', 'h2')], index).patch.map((item) => item.id)).toEqual(['a2']);
+    expect(planPush([event('a2', 'h2')], index, NOW).patch.map((item) => item.id)).toEqual(['a2']);
   });
 });

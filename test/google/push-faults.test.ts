@@ -6,6 +6,8 @@
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { connectTarget } from '../../src/google/connect-target.ts';
+import { parseRefused } from '../../src/google/plan-push.ts';
+import { REFUSAL_RETRY_MS } from '../../src/google/sync-target.ts';
 import { pushJobOptions } from '../../src/jobs/queues.ts';
 import { reconcile } from '../../src/jobs/schedule.ts';
 import { startWorkerProcess, type WorkerProcess } from '../support/spawn-worker.ts';
@@ -131,6 +133,53 @@ describe('Google push under faults', () => {
     h.fake.resetCounts();
     expect((await h.push(target, 'reconcile')).result).toEqual({ skipped: 'calendar was deleted' });
     expect(h.fake.counts()).toMatchObject({ total: 0, tokenRequests: 0 });
+  });
+
+  it('a class Google deletes last on a calendar its owner deleted: the 404 is checked, and the target marked calendar-deleted', async () => {
+    const source = await h.smallGroup(1);
+    const { target } = await h.connect(source);
+    const { entryId } = await h.addOneDayClass(source);
+    await h.refresh(source);
+    await h.settled(target.id, 2);
+    h.fake.ownerDeleteCalendar(target.calendarId);
+    h.fake.resetCounts();
+    await h.sim.deleteEntry(entryId);
+    await h.refresh(source);
+    const push = (await h.settled(target.id, 3)).at(-1);
+    expect(push).toMatchObject({ state: 'failed', attemptsMade: 1 });
+    // The delete answered 404 like a never-used id; one calendars.get told the two apart.
+    expect(h.fake.counts()).toMatchObject({ total: 2, errors: { '404 notFound': 2 }, byMethod: { 'events.delete': 1, 'calendars.get': 1 } });
+    expect(await h.ctx.google.targets.get(target.id)).toMatchObject({ status: 'calendar-deleted' });
+  });
+
+  it('events Google refuses for good: the push completes with the others written, the admin sees how many, and they wait a day', async () => {
+    const source = await h.smallGroup(2);
+    await h.refresh(source);
+    const desired = await h.desired(source);
+    const refused = [desired[1]?.id ?? '', desired[3]?.id ?? ''];
+    h.fake.inject({ kind: '400', methods: ['events.insert'], eventIds: refused });
+    const { target, push } = await h.connect(source);
+    expect(push).toMatchObject({ state: 'completed', attemptsMade: 1, result: { reconciled: true, inserted: desired.length - 2, refused: 2 } });
+    expect(h.calendar(target.calendarId)).toEqual(desired.filter((event) => !refused.includes(event.id)));
+    expect(h.fake.counts().errors).toEqual({ '400 invalid': 2 });
+    const pendingChanges = { insert: 0, patch: 0, delete: 0, refused: 2 };
+    expect(await h.adminView(target.id)).toMatchObject({ status: 200, body: { status: 'active', lastPush: { refused: 2 }, pendingChanges } });
+    const index = await h.ctx.google.index.read(target.id);
+    expect(refused.map((id) => parseRefused(index.get(id) ?? ''))).toEqual([expect.objectContaining({ retryAt: h.clock.now + REFUSAL_RETRY_MS }), expect.objectContaining({ retryAt: h.clock.now + REFUSAL_RETRY_MS })]);
+    // Neither a push nor a reconcile asks again the same day.
+    h.fake.resetCounts();
+    expect((await h.push(target, 'refresh')).result).toMatchObject({ writes: 0, refused: 2 });
+    expect((await h.push(target, 'reconcile')).result).toMatchObject({ writes: 0, reads: 1, refused: 2 });
+    expect(h.fake.counts().byMethod).toEqual({ 'events.list': 1 });
+    // A day later they are tried again, and this time Google takes them.
+    h.fake.clearFaults();
+    h.clock.now += REFUSAL_RETRY_MS;
+    try {
+      expect((await h.push(target, 'refresh')).result).toMatchObject({ inserted: 2, refused: 0, writes: 2 });
+      expect(h.calendar(target.calendarId)).toEqual(desired);
+    } finally {
+      h.clock.now -= REFUSAL_RETRY_MS;
+    }
   });
 
   it('403 quotaExceeded pauses the target until a time shown to the admin; pushes before it are skipped', async () => {

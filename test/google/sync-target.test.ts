@@ -1,10 +1,10 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { DesiredEvent, OwnedEventFields } from '../../src/google/calendar-target.ts';
 import { fieldsHash, markerFor } from '../../src/google/desired-events.ts';
-import { GooglePermanentError, GoogleQuotaError, GoogleRateLimitError } from '../../src/google/errors.ts';
+import { CalendarGoneError, EventMissingError, EventRefusedError, GooglePermanentError, GoogleQuotaError, GoogleRateLimitError } from '../../src/google/errors.ts';
 import { eventIdFor } from '../../src/google/event-id.ts';
-import { syncTarget, type SyncCounts, type SyncIndex, type SyncOptions } from '../../src/google/sync-target.ts';
-import { CANCELLED, FOREIGN } from '../../src/google/plan-push.ts';
+import { syncTarget, type SyncCounts, type SyncIndex, type SyncOptions, type SyncResult } from '../../src/google/sync-target.ts';
+import { CANCELLED, FOREIGN, parseRefused, refusedMarker } from '../../src/google/plan-push.ts';
 import { silentLogger } from '../../src/logger.ts';
 import { MemoryCalendar } from './memory-calendar.ts';
 
@@ -43,13 +43,23 @@ function event(n: number, summary = `Class ${n}`, time = '09:00'): DesiredEvent 
 }
 
 const range = (count: number) => Array.from({ length: count }, (_, n) => event(n));
-const zero: SyncCounts = { desired: 0, inserted: 0, patched: 0, revived: 0, deleted: 0, unchanged: 0, conflicts: 0, writes: 0, reads: 0 };
+const zero: SyncCounts = { desired: 0, inserted: 0, patched: 0, revived: 0, deleted: 0, unchanged: 0, conflicts: 0, refused: 0, writes: 0, reads: 0 };
+const NOW = 1_760_000_000_000;
+/** How long a refused version waits (spelled out, so that the tests pin it). */
+const DAY = 24 * 60 * 60_000;
 
 let calendar: MemoryCalendar;
 let index: MemoryIndex;
+let clock: { now: number };
 
-function sync(desired: DesiredEvent[], options: Partial<SyncOptions> = {}): Promise<SyncCounts> {
-  return syncTarget({ calendar, calendarId: CAL, targetId: TARGET, marker, desired, index, reconcile: false, log: silentLogger(), ...options });
+/** One sync; answers its counts (the refusal examples are looked at through {@link syncWithExamples}). */
+async function sync(desired: DesiredEvent[], options: Partial<SyncOptions> = {}): Promise<SyncCounts> {
+  const { refusals: _examples, ...counts } = await syncWithExamples(desired, options);
+  return counts;
+}
+
+function syncWithExamples(desired: DesiredEvent[], options: Partial<SyncOptions> = {}): Promise<SyncResult> {
+  return syncTarget({ calendar, calendarId: CAL, targetId: TARGET, marker, desired, index, reconcile: false, log: silentLogger(), now: () => clock.now, ...options });
 }
 
 /** The calendar's live events as id → digest, which the index must equal after a complete sync. */
@@ -63,6 +73,7 @@ const sorted = (map: Map<string, string>) => [...map].sort();
 beforeEach(() => {
   calendar = new MemoryCalendar([CAL]);
   index = new MemoryIndex();
+  clock = { now: NOW };
 });
 
 describe('syncTarget', () => {
@@ -244,18 +255,44 @@ describe('failures', () => {
     expect(index.map(TARGET).size).toBe(5);
   });
 
-  it('one event Google refuses does not stop the others; its error comes after them', async () => {
-    const refused = new GooglePermanentError('events.insert: Bad Request', { status: 400, reason: 'invalid' });
+  it('one event Google refuses does not stop the others, nor fail the push: it is recorded as refused', async () => {
+    const refused = new EventRefusedError('events.insert: Bad Request', { status: 400, reason: 'invalid' });
     calendar.fail('insertEvent', refused, 2);
-    await expect(sync(range(6), { concurrency: 1 })).rejects.toBe(refused);
-    expect(calendar.count('insertEvent')).toBe(6);
-    expect(index.map(TARGET).size).toBe(5);
+    const result = await syncWithExamples(range(6), { concurrency: 1 });
+    expect(result).toEqual({ ...zero, desired: 6, inserted: 5, refused: 1, writes: 6, refusals: [{ eventId: event(1).id, message: refused.message }] });
+    expect(index.map(TARGET).get(event(1).id)).toBe(refusedMarker(event(1).hash, NOW + DAY));
   });
 
-  it('a calendar that refuses every event stops after a few refusals', async () => {
-    for (let n = 1; n <= 20; n += 1) calendar.fail('insertEvent', new GooglePermanentError('events.insert: Forbidden', { status: 403, reason: 'forbidden' }), n);
-    await expect(sync(range(20), { concurrency: 1 })).rejects.toBeInstanceOf(GooglePermanentError);
+  it('a calendar that refuses every event stops after a few refusals; the next push tries others', async () => {
+    const desired = range(20);
+    for (const item of desired) calendar.refusing.set(item.id, new EventRefusedError('events.insert: Forbidden', { status: 403, reason: 'forbidden' }));
+    const first = sync(desired, { concurrency: 1 });
+    await expect(first).rejects.toBeInstanceOf(GooglePermanentError);
+    await expect(first).rejects.toThrow('events.insert: Forbidden');
     expect(calendar.count('insertEvent')).toBe(5);
+    const refusedFirst = refusedIds();
+    expect(refusedFirst).toHaveLength(5);
+    // Recorded: the push the job retries (a reconcile, 15 min later) asks about five other events.
+    await expect(sync(desired, { concurrency: 1, reconcile: true })).rejects.toBeInstanceOf(GooglePermanentError);
+    expect(calendar.count('insertEvent')).toBe(10);
+    const refusedNow = refusedIds();
+    expect(refusedNow).toHaveLength(10);
+    expect(refusedNow).toEqual(expect.arrayContaining(refusedFirst));
+  });
+
+  it('a permanent error that is not about one event (our OAuth client refused, say) stops the push and marks nothing refused', async () => {
+    const misconfigured = new GooglePermanentError('events.insert: token endpoint answered HTTP 401 invalid_client', { status: 401, reason: 'invalid_client' });
+    calendar.fail('insertEvent', misconfigured, 2);
+    await expect(sync(range(6), { concurrency: 1 })).rejects.toBe(misconfigured);
+    expect(calendar.count('insertEvent')).toBe(2);
+    expect(refusedIds()).toEqual([]);
+  });
+
+  it('once one write succeeded, refusals never stop the push', async () => {
+    const desired = range(20);
+    for (const item of desired.slice(1)) calendar.refusing.set(item.id, new EventRefusedError('events.insert: Forbidden', { status: 403, reason: 'forbidden' }));
+    expect(await sync(desired, { concurrency: 1 })).toEqual({ ...zero, desired: 20, inserted: 1, refused: 19, writes: 20 });
+    expect(refusedIds()).toHaveLength(19);
   });
 
   it('a patch of an event that is gone for good inserts it again', async () => {
@@ -274,5 +311,113 @@ describe('failures', () => {
     await expect(running).rejects.toThrow('worker closing');
     expect(calendar.count('insertEvent')).toBeLessThan(20);
     expect(sorted(index.map(TARGET))).toEqual(sorted(live()));
+  });
+});
+
+/** The ids the index holds as refused. */
+function refusedIds(): string[] {
+  return [...index.map(TARGET)].filter(([, value]) => parseRefused(value) !== undefined).map(([id]) => id).sort();
+}
+
+describe('events Google refuses for good', () => {
+  const refusal = (id: string) => new EventRefusedError(`events.insert: HTTP 400 invalid: Invalid value for event ${id}`, { status: 400, reason: 'invalid' });
+
+  it('never hold up the others: refused once, then not asked about again until they change or a day has passed', async () => {
+    const desired = range(35);
+    const refusedEvents = desired.filter((_, n) => n % 7 === 3);
+    for (const item of refusedEvents) calendar.refusing.set(item.id, refusal(item.id));
+    const first = await syncWithExamples(desired);
+    expect(first).toMatchObject({ ...zero, desired: 35, inserted: 30, refused: 5, writes: 35 });
+    expect(first.refusals).toHaveLength(3);
+    expect(sorted(live())).toEqual(sorted(asMap(desired.filter((item) => !refusedEvents.includes(item)))));
+    const markers = new Map(refusedEvents.map((item) => [item.id, refusedMarker(item.hash, NOW + DAY)]));
+    expect(sorted(index.map(TARGET))).toEqual(sorted(new Map([...live(), ...markers])));
+    // The next push and a reconcile ask Google nothing about them.
+    let before = calendar.total();
+    expect(await sync(desired)).toEqual({ ...zero, desired: 35, unchanged: 30, refused: 5 });
+    expect(await sync(desired, { reconcile: true })).toEqual({ ...zero, desired: 35, unchanged: 30, refused: 5, reads: 1 });
+    expect(calendar.total() - before).toBe(1);
+    expect(refusedIds()).toEqual([...markers.keys()].sort());
+    // A class that changes is tried at once; Google takes the new version.
+    const changed = desired.map((item) => (item === refusedEvents[0] ? event(3, 'Renamed') : item));
+    calendar.refusing.delete(event(3).id);
+    expect(await sync(changed)).toEqual({ ...zero, desired: 35, inserted: 1, unchanged: 30, refused: 4, writes: 1 });
+    expect(calendar.event(CAL, event(3).id)?.fields.summary).toBe('Renamed');
+    // The others wait a whole day, then are tried once more.
+    clock.now = NOW + DAY - 1;
+    before = calendar.total();
+    expect(await sync(changed)).toMatchObject({ writes: 0, refused: 4 });
+    expect(calendar.total()).toBe(before);
+    clock.now = NOW + DAY;
+    expect(await sync(changed)).toEqual({ ...zero, desired: 35, unchanged: 31, refused: 4, writes: 4 });
+    expect(parseRefused(index.map(TARGET).get(event(10).id) ?? '')).toEqual({ hash: event(10).hash, retryAt: NOW + 2 * DAY });
+  });
+
+  it('a refused event no longer desired is deleted: a 404 there costs one look at the calendar', async () => {
+    calendar.refusing.set(event(1).id, refusal(event(1).id));
+    await sync(range(3));
+    calendar.refusing.clear();
+    calendar.calls.clear();
+    expect(await sync([event(0), event(2)])).toEqual({ ...zero, desired: 2, unchanged: 2, deleted: 1, writes: 1, reads: 1 });
+    expect(calendar.count('getCalendar')).toBe(1);
+    expect(index.map(TARGET).get(event(1).id)).toBe(CANCELLED);
+  });
+
+  it('an insert answering 409 whose get finds nothing (an id Google keeps reserved) is refused, not retried as transient', async () => {
+    calendar.reserved.add(event(2).id);
+    const result = await syncWithExamples(range(4), { concurrency: 1 });
+    expect(result).toMatchObject({ ...zero, desired: 4, inserted: 3, refused: 1, writes: 4, reads: 1 });
+    expect(result.refusals).toEqual([{ eventId: event(2).id, message: expect.stringContaining(event(2).id) }]);
+    expect(index.map(TARGET).get(event(2).id)).toBe(refusedMarker(event(2).hash, NOW + DAY));
+    calendar.calls.clear();
+    expect(await sync(range(4))).toMatchObject({ writes: 0, reads: 0, refused: 1 });
+  });
+
+  it('a patch that found nothing, then an insert that found the id taken, is refused too', async () => {
+    const desired = range(3);
+    await sync(desired);
+    calendar.fail('patchEvent', new EventMissingError('events.patch: Not Found', { status: 404, reason: 'notFound' }));
+    const moved = [event(0, 'Moved'), ...desired.slice(1)];
+    expect(await sync(moved)).toEqual({ ...zero, desired: 3, unchanged: 2, refused: 1, writes: 2, reads: 1 });
+    expect(index.map(TARGET).get(event(0).id)).toBe(refusedMarker(event(0, 'Moved').hash, NOW + DAY));
+  });
+
+  it('a refused delete leaves the index entry, so the next push asks again', async () => {
+    await sync(range(3));
+    calendar.refusing.set(event(1).id, refusal(event(1).id));
+    expect(await sync([event(0), event(2)])).toEqual({ ...zero, desired: 2, unchanged: 2, refused: 1, writes: 1 });
+    expect(index.map(TARGET).get(event(1).id)).toBe(event(1).hash);
+    calendar.refusing.clear();
+    expect(await sync([event(0), event(2)])).toMatchObject({ deleted: 1, refused: 0 });
+  });
+});
+
+describe('order and deleted calendars', () => {
+  it('patches first, then deletions (cancelled classes matter to people), then revivals, then new events', async () => {
+    const desired = range(8);
+    await sync(desired);
+    await sync(desired.slice(1));
+    const sent = calendar.sent.length;
+    // Event 0 comes back, 1 moves, 2 and 3 are cancelled, 8 and 9 are new.
+    const next = [event(0), event(1, 'Moved'), ...desired.slice(4), event(8), event(9)];
+    expect(await sync(next, { concurrency: 1 })).toMatchObject({ revived: 1, patched: 1, deleted: 2, inserted: 2 });
+    expect(calendar.sent.slice(sent)).toEqual(['patchEvent', 'deleteEvent', 'deleteEvent', 'reviveEvent', 'insertEvent', 'insertEvent']);
+  });
+
+  it('deletes answering 404 on a calendar its owner deleted: CalendarGoneError, not a push that "succeeded"', async () => {
+    const desired = range(3);
+    await sync(desired);
+    calendar.ownerDeleteCalendar(CAL);
+    await expect(sync([])).rejects.toBeInstanceOf(CalendarGoneError);
+    expect(calendar.count('deleteEvent')).toBe(3);
+    expect(calendar.count('getCalendar')).toBe(1);
+  });
+
+  it('deletes answering 410 (already deleted) cost no look at the calendar', async () => {
+    await sync(range(3));
+    await calendar.deleteEvent(CAL, event(1).id);
+    calendar.calls.clear();
+    expect(await sync([event(0), event(2)])).toEqual({ ...zero, desired: 2, unchanged: 2, deleted: 1, writes: 1 });
+    expect(calendar.count('getCalendar')).toBe(0);
   });
 });

@@ -26,7 +26,7 @@ function newTarget(overrides: Partial<NewTarget> = {}): NewTarget {
 }
 
 function summary(at: number): PushSummary {
-  return { at, reason: 'refresh', desired: 12, inserted: 3, patched: 2, revived: 1, deleted: 1, unchanged: 5, conflicts: 0, writes: 7, reads: 1, durationMs: 420 };
+  return { at, reason: 'refresh', desired: 12, inserted: 3, patched: 2, revived: 1, deleted: 1, unchanged: 5, conflicts: 0, refused: 0, writes: 7, reads: 1, durationMs: 420 };
 }
 
 /** Every key under the prefix that mentions `id`, with hash fields, values and members, as text. */

@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { feedOccurrences } from '../../src/feeds/build-feed.ts';
 import type { CalendarTargetFactory } from '../../src/google/calendar-target.ts';
-import { CalendarGoneError, GoogleConsentError, GooglePermanentError, GoogleQuotaError, GoogleRateLimitError } from '../../src/google/errors.ts';
+import { CalendarGoneError, EventRefusedError, GoogleConsentError, GoogleQuotaError, GoogleRateLimitError } from '../../src/google/errors.ts';
 import { eventIdFor } from '../../src/google/event-id.ts';
 import type { PushJobData, PushJobResult, PushReason } from '../../src/jobs/contract.ts';
 import { rateLimitPause, rateLimitRounds } from '../../src/jobs/push.ts';
@@ -248,11 +248,39 @@ describe('push job', () => {
 
   it('a push that fails for good records why and asks the scheduler to come back in 15 minutes', async () => {
     const { id, source, calendar } = await connected(8);
-    calendar.fail('insertEvent', new GooglePermanentError('events.insert: HTTP 400 invalid: Invalid resource id value.', { status: 400, reason: 'invalid' }), 1);
+    // Every write refused: the calendar itself refuses us, which stops the push (one refused event would not).
+    for (let n = 1; n <= 200; n += 1) calendar.fail('insertEvent', new EventRefusedError('events.insert: HTTP 400 invalid: Invalid resource id value.', { status: 400, reason: 'invalid' }), n);
     const job = await push(id, source);
     expect(job).toMatchObject({ state: 'failed', attemptsMade: 1 });
     expect(await ctx.google.targets.get(id)).toMatchObject({ status: 'active', reconcileRequested: true, lastError: expect.stringContaining('Invalid resource id value') });
     expect(await dueAt(id)).toBe(clock.now + 15 * 60_000);
+  });
+
+  it('events Google refuses do not fail the push: the others are written, and the admin sees how many were refused and why', async () => {
+    const { id, source, calendar } = await connected(10);
+    const expected = await expectedIds(source);
+    const refused = expected.slice(2, 5);
+    for (const eventId of refused) calendar.refusing.set(eventId, new EventRefusedError('events.insert: HTTP 400 invalid: Invalid value', { status: 400, reason: 'invalid' }));
+    const job = await push(id, source);
+    expect(job).toMatchObject({ state: 'completed', attemptsMade: 1, result: { inserted: expected.length - 3, refused: 3 } });
+    expect(job.result).not.toHaveProperty('refusals');
+    expect(calendar.events(CAL).map((event) => event.id).sort()).toEqual(expected.filter((eventId) => !refused.includes(eventId)));
+    const target = await ctx.google.targets.get(id);
+    expect(target).toMatchObject({ status: 'active', reconcileRequested: false, lastPush: { refused: 3, inserted: expected.length - 3 } });
+    expect(target?.lastPush).not.toHaveProperty('refusals');
+    expect(target?.lastError).toBeUndefined();
+    expect(target?.lastRefusals).toHaveLength(3);
+    for (const example of target?.lastRefusals ?? []) expect(example).toEqual({ eventId: expect.toSatisfy((eventId: string) => refused.includes(eventId)), message: 'events.insert: HTTP 400 invalid: Invalid value' });
+    // Not asked about again by the next push; the reasons stay while the events stay refused.
+    calendar.calls.clear();
+    expect((await push(id, source, 'refresh')).result).toMatchObject({ writes: 0, refused: 3 });
+    expect((await ctx.google.targets.get(id))?.lastRefusals).toHaveLength(3);
+    // Once Google takes them (a day later), the reasons go.
+    calendar.refusing.clear();
+    clock.now += 24 * 60 * 60_000;
+    expect((await push(id, source, 'refresh')).result).toMatchObject({ inserted: 3, refused: 0 });
+    expect((await ctx.google.targets.get(id))?.lastRefusals).toBeUndefined();
+    clock.now -= 24 * 60 * 60_000;
   });
 
   it('a removed target or a job for another source does nothing', async () => {

@@ -1,0 +1,46 @@
+/**
+ * The permanent refusals of one push: how many, a few examples for the log, and whether they mean that the
+ * calendar itself refuses us (a circuit breaker) rather than one event at a time.
+ */
+import type { EventRefusedError } from './errors.ts';
+
+/** One event Google refused, for logs. */
+export interface RefusalExample {
+  eventId: string;
+  message: string;
+}
+
+/** Refusals before any write succeeded that mean the calendar refuses every write (e.g. every one a 403). */
+export const MAX_PERMANENT_FAILURES = 5;
+
+/** Examples kept per push. */
+const MAX_EXAMPLES = 3;
+
+/** Counts one push's refusals and trips once {@link MAX_PERMANENT_FAILURES} came before any success. */
+export class RefusalTally {
+  /** Refusals in this push. */
+  count = 0;
+  /** The first few refusals. */
+  readonly examples: RefusalExample[] = [];
+  private first: EventRefusedError | undefined;
+  private wrote = false;
+  private tripped = false;
+
+  /** Notes a write Google accepted: from now on, refusals never stop the push. */
+  succeeded(): void {
+    this.wrote = true;
+  }
+
+  /** Notes that Google refused a write of `eventId`. */
+  add(eventId: string, error: EventRefusedError): void {
+    this.count += 1;
+    this.first ??= error;
+    if (this.examples.length < MAX_EXAMPLES) this.examples.push({ eventId, message: error.message });
+    if (!this.wrote && this.count >= MAX_PERMANENT_FAILURES) this.tripped = true;
+  }
+
+  /** The first refusal once the breaker tripped (the push must stop and fail with it), else undefined. */
+  stopError(): EventRefusedError | undefined {
+    return this.tripped ? this.first : undefined;
+  }
+}
