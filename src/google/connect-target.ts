@@ -64,6 +64,7 @@ async function connect(ctx: ServiceContext, request: ConnectRequest): Promise<Co
   const budgetKey = budgetKeyFor(request.googleUser, request.refreshToken);
   const calendar = ctx.google.calendar(request.refreshToken, budgetKey);
   const existing = await existingTarget(ctx, request, budgetKey);
+  if (existing !== undefined && (await isRepeat(ctx, existing, request, calendar))) return unchanged(ctx, existing);
   if (existing !== undefined) return reconnect(ctx, existing, request.refreshToken, budgetKey, calendar, fallbackName);
   const chosen = await chooseCalendar(ctx, calendar, request.calendarId, fallbackName);
   let created: { id: string; manageToken: string };
@@ -92,6 +93,32 @@ async function existingTarget(ctx: ServiceContext, request: ConnectRequest, budg
     if (request.calendarId === undefined ? target.calendarOwned : target.calendarId === request.calendarId) return target;
   }
   return undefined;
+}
+
+/**
+ * Whether an admin registration repeats one that is still working (the same refresh token, the target active
+ * or paused, its calendar still there): a retried request then changes nothing, neither the token version
+ * nor a quota pause. A calendar gone meanwhile makes it a reconnect (a new calendar of ours, or a 400).
+ */
+async function isRepeat(ctx: ServiceContext, target: PushTarget, request: ConnectRequest, calendar: CalendarTarget): Promise<boolean> {
+  if (request.googleUser !== undefined || (target.status !== 'active' && target.status !== 'paused')) return false;
+  // A token sealed under another SECRET_KEY reads as another token: the registration replaces it.
+  const stored = await ctx.google.targets.refreshToken(target.id).catch(() => undefined);
+  if (stored?.token !== request.refreshToken) return false;
+  try {
+    await calendar.getCalendar(target.calendarId);
+    return true;
+  } catch (error) {
+    if (error instanceof CalendarGoneError) return false;
+    throw error;
+  }
+}
+
+/** Answers a repeated registration with its target as it is (a new manage token, which the admin route never shows). */
+async function unchanged(ctx: ServiceContext, target: PushTarget): Promise<ConnectedTarget> {
+  const manageToken = await ctx.google.targets.rotateManageToken(target.id);
+  if (manageToken === undefined) throw new TargetGoneError(target.id);
+  return { id: target.id, calendarId: target.calendarId, calendarName: target.calendarName, manageToken, reused: true };
 }
 
 /**
@@ -128,7 +155,9 @@ async function reconnect(ctx: ServiceContext, target: PushTarget, refreshToken: 
  * last push, which leaves the target `active`.
  */
 async function liveCalendar(ctx: ServiceContext, target: PushTarget, calendar: CalendarTarget, name: string): Promise<{ calendarId: string; calendarName: string; created: boolean }> {
-  if (target.status !== 'calendar-deleted') {
+  // A calendar we were given is asked about even when marked deleted (it may have been shared again), and
+  // one that is still unreachable is not ours to replace: CalendarGoneError, the caller chooses another.
+  if (target.status !== 'calendar-deleted' || !target.calendarOwned) {
     try {
       await calendar.getCalendar(target.calendarId);
       return { calendarId: target.calendarId, calendarName: target.calendarName, created: false };
@@ -136,8 +165,6 @@ async function liveCalendar(ctx: ServiceContext, target: PushTarget, calendar: C
       if (!(error instanceof CalendarGoneError) || !target.calendarOwned) throw error;
     }
   }
-  // A calendar we were given and cannot reach any more is not ours to replace: the caller chooses another.
-  if (!target.calendarOwned) throw new CalendarGoneError(`calendar ${target.calendarId} is gone or no longer reachable`);
   const info = await calendar.createCalendar(name, ctx.config.timezone);
   return { calendarId: info.id, calendarName: info.summary, created: true };
 }

@@ -111,6 +111,34 @@ describe('POST /admin/google-targets', () => {
     expect((await register({ source: 'group:4243', refreshToken: other.refreshToken })).statusCode).toBe(201);
   });
 
+  it('a repeated registration of a working target changes nothing: no new token version, no lifted quota pause, no push', async () => {
+    const { refreshToken } = googleUser();
+    const first = await register({ source: 'group:4245', refreshToken });
+    expect(first.statusCode).toBe(201);
+    const { id } = first.json() as { id: string };
+    const pausedUntil = Date.now() + 3_600_000;
+    await g.ctx.google.targets.markStatus(id, 'paused', 'quota', Date.now(), { pausedUntil });
+    await g.ctx.queues.push.drain();
+    const before = await g.ctx.google.targets.get(id);
+    const again = await register({ source: 'group:4245', refreshToken });
+    expect(again.statusCode).toBe(200);
+    expect(again.json()).toMatchObject({ id, reused: true });
+    expect(await g.ctx.google.targets.get(id)).toMatchObject({ status: 'paused', pausedUntil, tokenVersion: before?.tokenVersion, reconcileRequested: before?.reconcileRequested });
+    expect(await g.ctx.queues.push.getJobs(['waiting', 'delayed', 'prioritized'])).toEqual([]);
+  });
+
+  it('re-registering a given calendar marked deleted asks Google again, and takes it back once it is reachable', async () => {
+    const { user, refreshToken } = googleUser();
+    const mine = g.fake.createCalendar(user, 'Shared again');
+    const first = await register({ source: 'group:4246', refreshToken, calendarId: mine.id });
+    const { id } = first.json() as { id: string };
+    await g.ctx.google.targets.markStatus(id, 'calendar-deleted', 'the calendar was deleted or is no longer reachable', Date.now());
+    const again = await register({ source: 'group:4246', refreshToken, calendarId: mine.id });
+    expect(again.statusCode).toBe(200);
+    expect(again.json()).toEqual({ id, calendarId: mine.id, reused: true });
+    expect(await g.ctx.google.targets.get(id)).toMatchObject({ status: 'active', calendarId: mine.id, calendarOwned: false, reconcileRequested: true });
+  });
+
   it('answers 400 for a calendar it was given and can no longer reach, instead of making one of its own', async () => {
     const { user, refreshToken } = googleUser();
     const mine = g.fake.createCalendar(user, 'Mine');
