@@ -64,8 +64,9 @@ export class GooglePermanentError extends GoogleError {
 }
 
 /**
- * A permanent refusal of a write of one event (a 4xx of an event request that is not about the calendar,
- * the grant or a limit): the event is the problem, so the other events can still be written.
+ * A permanent refusal of a write of one event (a 4xx of an event write that is not about the calendar, our
+ * access to it, the grant or a limit; of the 403s only those known to concern one event): the event is the
+ * problem, so the other events can still be written.
  */
 export class EventRefusedError extends GooglePermanentError {
   override name = 'EventRefusedError';

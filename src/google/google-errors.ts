@@ -49,8 +49,18 @@ const QUOTA_REASONS = new Set(['quotaExceeded', 'dailyLimitExceeded', 'dailyLimi
 const SCOPE_REASONS = new Set(['insufficientPermissions', 'ACCESS_TOKEN_SCOPE_INSUFFICIENT']);
 /** Operations whose 404 means the calendar itself is not there (or not reachable by this account). */
 const CALENDAR_OPERATIONS = new Set<GoogleOperation>(['calendars.get', 'calendars.delete', 'calendars.insert', 'events.insert', 'events.list']);
-/** Writes of one event: a 4xx left after the rate, quota, grant and calendar answers concerns that event alone. */
+/** Writes of one event: some of their 4xx answers concern that event alone (see {@link refusesOneEvent}). */
 const EVENT_WRITES = new Set<GoogleOperation>(['events.insert', 'events.patch', 'events.update', 'events.delete']);
+/**
+ * 4xx answers to an event write that are about the grant (401), the calendar or our access to it (403, 404,
+ * 410), the limits (429) or the connection (408), never about the event alone.
+ */
+const NOT_ONE_EVENT = new Set([401, 403, 404, 410, 429, 408]);
+/**
+ * 403 reasons known to concern one event (Google's "Shared properties can only be changed by the organizer").
+ * Any other 403 on an event write (`forbidden`, `requiredAccessLevel`: we lost writer access) is about the calendar.
+ */
+const PER_EVENT_403 = new Set(['forbiddenForNonOrganizer']);
 /** Form fields of token requests that are secrets; gaxios's own redactor leaves these in the error's config. */
 const SECRET_FIELDS = ['refresh_token', 'code', 'code_verifier', 'client_secret', 'access_token', 'id_token'];
 
@@ -108,8 +118,17 @@ function classifyApiFailure(failure: Failure, operation: GoogleOperation, cause:
   }
   if (status === 409 && operation === 'events.insert') return new EventExistsError(message, details);
   if (status >= 500 || status === 408) return new GoogleTransientError(message, details);
-  if (EVENT_WRITES.has(operation) && status >= 400 && status < 500) return new EventRefusedError(message, details);
+  if (EVENT_WRITES.has(operation) && refusesOneEvent(status, reason)) return new EventRefusedError(message, details);
   return new GooglePermanentError(message, details);
+}
+
+/**
+ * Whether an answer to an event write refuses that event alone (400 invalid or required, 409 on patch or update,
+ * 412, 413, 422…, or a 403 {@link PER_EVENT_403}), so that the other events can still be written.
+ */
+function refusesOneEvent(status: number, reason: string | undefined): boolean {
+  if (status === 403) return reason !== undefined && PER_EVENT_403.has(reason);
+  return status >= 400 && status < 500 && !NOT_ONE_EVENT.has(status);
 }
 
 function describe(error: InstanceType<typeof gaxios.GaxiosError>): Failure {

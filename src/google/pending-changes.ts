@@ -11,7 +11,7 @@ export interface PendingChanges {
   insert: number;
   patch: number;
   delete: number;
-  /** Events whose version Google refused, not due to be tried again yet (they change or a day passes). */
+  /** Events whose version (or delete) Google refused, not due to be tried again yet (they change or a day passes). */
   refused: number;
 }
 

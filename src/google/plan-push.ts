@@ -15,13 +15,20 @@ export const FOREIGN = '!foreign';
 
 /**
  * The prefix of the index value of an event Google refused for good: `!refused:<digest>:<retryAt>`, the
- * digest of the version refused and when (epoch ms) to try it again. Digests are base64url, so never hold ':'.
+ * digest of the version refused (or {@link DELETE_REFUSED}) and when (epoch ms) to try it again. Digests are
+ * base64url, so never hold ':'.
  */
 export const REFUSED_PREFIX = '!refused:';
 
+/**
+ * The digest of a refusal that records a refused delete: Google still holds the event (live), and the delete
+ * waits like a refused write. Digests are 22 base64url characters, so never this one.
+ */
+export const DELETE_REFUSED = '-';
+
 /** A refusal read from the index. */
 export interface Refusal {
-  /** The digest of the version Google refused. */
+  /** The digest of the version Google refused, or {@link DELETE_REFUSED}. */
   hash: string;
   /** Epoch ms after which the same version is tried again. */
   retryAt: number;
@@ -49,21 +56,24 @@ export interface PushPlan {
   revive: DesiredEvent[];
   /** Desired events the index knows with another digest. */
   patch: DesiredEvent[];
-  /** Indexed live or refused event ids that are no longer desired. */
+  /** Indexed live or refused event ids that are no longer desired (but not refused deletes still waiting). */
   remove: string[];
   /** Desired events the index knows with the same digest. */
   unchanged: number;
   /** Desired ids taken by someone else's event ({@link FOREIGN}): not written. */
   conflicts: number;
-  /** Desired events whose very version Google refused, not yet due to be tried again: not written. */
+  /**
+   * Desired events whose very version Google refused, and events no longer desired whose delete Google
+   * refused, not yet due to be tried again: not written.
+   */
   refused: number;
 }
 
 /**
  * Plans a push from the desired events and the index (event id → digest of what we last wrote, or one of the
  * markers above) at `now` (epoch ms). Applying the plan to the index yields exactly the desired events,
- * except refused ones still waiting, plus deleted ones marked {@link CANCELLED}. A desired id listed twice
- * counts once (the first wins).
+ * except refused ones still waiting, plus deleted ones marked {@link CANCELLED} and refused deletes still
+ * waiting. A desired id listed twice counts once (the first wins).
  */
 export function planPush(desired: readonly DesiredEvent[], index: ReadonlyMap<string, string>, now: number): PushPlan {
   const plan: PushPlan = { insert: [], revive: [], patch: [], remove: [], unchanged: 0, conflicts: 0, refused: 0 };
@@ -74,8 +84,9 @@ export function planPush(desired: readonly DesiredEvent[], index: ReadonlyMap<st
     const known = index.get(event.id);
     const refusal = known === undefined ? undefined : parseRefused(known);
     if (refusal !== undefined) {
-      // A refused version waits; another version, or the same one after the wait, starts over with an insert,
-      // which finds out what Google holds (409 → get → patch or revive).
+      // A refused version waits; another version, the same one after the wait, or a class whose delete was
+      // refused coming back, starts over with an insert, which finds out what Google holds (409 → get → patch
+      // or revive, or nothing to write).
       if (refusal.hash === event.hash && refusal.retryAt > now) plan.refused += 1;
       else plan.insert.push(event);
     } else if (known === undefined) plan.insert.push(event);
@@ -84,8 +95,14 @@ export function planPush(desired: readonly DesiredEvent[], index: ReadonlyMap<st
     else if (known !== event.hash) plan.patch.push(event);
     else plan.unchanged += 1;
   }
-  // A refused patch left the old version in Google; a refused insert left nothing, and its delete answers 404.
-  for (const [id, known] of index) if (!wanted.has(id) && known !== CANCELLED && known !== FOREIGN) plan.remove.push(id);
+  for (const [id, known] of index) {
+    if (wanted.has(id) || known === CANCELLED || known === FOREIGN) continue;
+    // A refused delete waits like a refused write. A refused patch left the old version in Google, so it is
+    // deleted at once; a refused insert left nothing, and its delete answers 404.
+    const refusal = parseRefused(known);
+    if (refusal?.hash === DELETE_REFUSED && refusal.retryAt > now) plan.refused += 1;
+    else plan.remove.push(id);
+  }
   return plan;
 }
 
@@ -105,14 +122,17 @@ export function indexFromRemote(events: Iterable<RemoteEvent>, marker: EventMark
 
 /**
  * Copies into `remote` (an index rebuilt by a listing) the refusals of `previous` that are not due yet and
- * whose refused version Google does not hold, so that a reconcile does not try them again at once. Expired
- * refusals are dropped. Answers `remote`.
+ * whose refused version Google does not hold, so that a reconcile does not try them again at once; a refused
+ * delete is kept while Google still holds the event live (one deleted or gone meanwhile needs no delete).
+ * Expired refusals are dropped. Answers `remote`.
  */
 export function carryRefusals(previous: ReadonlyMap<string, string>, remote: Map<string, string>, now: number): Map<string, string> {
   for (const [id, value] of previous) {
     const refusal = parseRefused(value);
-    if (refusal === undefined || refusal.retryAt <= now || remote.get(id) === refusal.hash) continue;
-    remote.set(id, value);
+    if (refusal === undefined || refusal.retryAt <= now) continue;
+    const held = remote.get(id);
+    const keep = refusal.hash === DELETE_REFUSED ? held !== undefined && held !== CANCELLED : held !== refusal.hash;
+    if (keep) remote.set(id, value);
   }
   return remote;
 }

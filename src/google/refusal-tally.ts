@@ -1,6 +1,8 @@
 /**
  * The permanent refusals of one push: how many, a few examples for the log, and whether they mean that the
- * calendar itself refuses us (a circuit breaker) rather than one event at a time.
+ * calendar itself refuses us (a circuit breaker) rather than one event at a time. Writes run concurrently, so
+ * the refusals that reach the limit may overtake a write that will succeed: the breaker first holds (the push
+ * starts nothing new), and decides only once the writes in flight have settled.
  */
 import type { EventRefusedError } from './errors.ts';
 
@@ -16,7 +18,10 @@ export const MAX_PERMANENT_FAILURES = 5;
 /** Examples kept per push. */
 const MAX_EXAMPLES = 3;
 
-/** Counts one push's refusals and trips once {@link MAX_PERMANENT_FAILURES} came before any success. */
+/**
+ * Counts one push's refusals; holds once {@link MAX_PERMANENT_FAILURES} came before any success, then either
+ * resumes (a write in flight succeeded) or trips.
+ */
 export class RefusalTally {
   /** Refusals in this push. */
   count = 0;
@@ -24,6 +29,7 @@ export class RefusalTally {
   readonly examples: RefusalExample[] = [];
   private first: EventRefusedError | undefined;
   private wrote = false;
+  private held = false;
   private tripped = false;
 
   /** Notes a write Google accepted: from now on, refusals never stop the push. */
@@ -36,7 +42,23 @@ export class RefusalTally {
     this.count += 1;
     this.first ??= error;
     if (this.examples.length < MAX_EXAMPLES) this.examples.push({ eventId, message: error.message });
-    if (!this.wrote && this.count >= MAX_PERMANENT_FAILURES) this.tripped = true;
+    if (!this.wrote && this.count >= MAX_PERMANENT_FAILURES) this.held = true;
+  }
+
+  /** Whether no write may start: too many refusals came before any success, and {@link resume} has not decided yet. */
+  holding(): boolean {
+    return this.held && !this.tripped;
+  }
+
+  /**
+   * Decides a hold, once no write is in flight: answers true (go on) if a write succeeded meanwhile, so the
+   * breaker can never trip again; else trips ({@link stopError}) and answers false.
+   */
+  resume(): boolean {
+    this.held = false;
+    if (this.wrote) return true;
+    this.tripped = true;
+    return false;
   }
 
   /** The first refusal once the breaker tripped (the push must stop and fail with it), else undefined. */

@@ -8,7 +8,7 @@
 import type { Logger } from '../logger.ts';
 import type { CalendarTarget, DesiredEvent, EventMarker, RemoteEvent } from './calendar-target.ts';
 import { EventExistsError, EventMissingError, EventRefusedError } from './errors.ts';
-import { CANCELLED, carryRefusals, FOREIGN, indexFromRemote, planPush, refusedMarker } from './plan-push.ts';
+import { CANCELLED, carryRefusals, DELETE_REFUSED, FOREIGN, indexFromRemote, planPush, refusedMarker } from './plan-push.ts';
 import { RefusalTally, type RefusalExample } from './refusal-tally.ts';
 
 export type { RefusalExample } from './refusal-tally.ts';
@@ -41,15 +41,13 @@ export interface SyncCounts {
   conflicts: number;
   /**
    * Writes Google refused for good, in this push or in an earlier one and not due again: each event is tried
-   * again when it changes or after {@link REFUSAL_RETRY_MS} (a refused delete at the next push).
+   * again when it changes or after {@link REFUSAL_RETRY_MS} (a refused delete after that time, or at once when
+   * the class comes back).
    */
   refused: number;
   writes: number;
   reads: number;
 }
-
-/** What a sync answers: its counts, and the first few refusals of this push (kept out of the counts, which are stored). */
-export type SyncResult = SyncCounts & { refusals: RefusalExample[] };
 
 /** Everything one sync works with. */
 export interface SyncOptions {
@@ -67,6 +65,8 @@ export interface SyncOptions {
   log: Logger;
   /** Called as each write request is sent. */
   onWrite?: (operation: WriteOperation) => void;
+  /** Called for every refusal of this push as it happens, whether the push then completes or fails. */
+  onRefusal?: (example: RefusalExample) => void;
   /** The clock (epoch ms): when a refused event is due to be tried again. */
   now: () => number;
 }
@@ -77,10 +77,11 @@ export const REFUSAL_RETRY_MS = 24 * 60 * 60_000;
 /**
  * Runs one push. A rate-limit, quota, consent, calendar-gone, transient or unknown error stops it: no new
  * request starts, the ones in flight settle (their successes are indexed), and the first such error is
- * rethrown. A permanent refusal of one event is recorded and counted, and the push goes on; only when five
- * come before any write succeeded (the calendar refuses us, not one event) does it stop and throw the first.
+ * rethrown. A permanent refusal of one event is recorded and counted, and the push goes on; once five come
+ * before any write succeeded, no new request starts until the ones in flight settle: if none of them
+ * succeeded either (the calendar refuses us, not one event), the push stops and throws the first refusal.
  */
-export async function syncTarget(options: SyncOptions): Promise<SyncResult> {
+export async function syncTarget(options: SyncOptions): Promise<SyncCounts> {
   return new SyncRun(options).run();
 }
 
@@ -99,14 +100,15 @@ class SyncRun {
     this.now = options.now();
   }
 
-  async run(): Promise<SyncResult> {
+  async run(): Promise<SyncCounts> {
     const { options, counts } = this;
     const index = options.reconcile ? await this.reconcileIndex() : await options.index.read(options.targetId);
     const plan = planPush(options.desired, index, this.now);
     counts.unchanged = plan.unchanged;
     counts.conflicts = plan.conflicts;
     counts.refused = plan.refused;
-    counts.desired = plan.insert.length + plan.revive.length + plan.patch.length + plan.unchanged + plan.conflicts + plan.refused;
+    // Not from the plan's counts: its `refused` holds refused deletes of events no longer desired as well.
+    counts.desired = new Set(options.desired.map((event) => event.id)).size;
     // Deletions of cancelled classes matter to people more than revivals and new events, so they come early.
     const operations = [
       ...plan.patch.map((event) => () => this.write(event, () => this.patch(event, true))),
@@ -123,7 +125,7 @@ class SyncRun {
       options.log.debug({ ...counts }, 'push stopped before it was complete');
       throw stop;
     }
-    return { ...counts, refusals: this.refusals.examples };
+    return { ...counts };
   }
 
   /** Lists our marked events (deleted ones included) and makes them the new index, keeping refusals not due yet. */
@@ -140,11 +142,15 @@ class SyncRun {
     return remote;
   }
 
-  /** Runs operations with at most `concurrency` in flight, starting none once the run must stop. */
+  /**
+   * Runs operations with at most `concurrency` in flight, starting none once the run must stop, nor while the
+   * refusals hold the run: then, once the operations in flight settled, it goes on from where it stopped if
+   * one of them succeeded, and stops if none did (the breaker trips).
+   */
   private async pool(operations: (() => Promise<void>)[]): Promise<void> {
     let next = 0;
     const lane = async () => {
-      while (next < operations.length && !this.stopping()) {
+      while (next < operations.length && !this.stopping() && !this.refusals.holding()) {
         const operation = operations[next] as () => Promise<void>;
         next += 1;
         try {
@@ -154,8 +160,12 @@ class SyncRun {
         }
       }
     };
-    const lanes = Math.max(1, Math.min(this.options.concurrency ?? 4, operations.length));
-    await Promise.all(Array.from({ length: lanes }, lane));
+    for (;;) {
+      const lanes = Math.max(1, Math.min(this.options.concurrency ?? 4, operations.length - next));
+      await Promise.all(Array.from({ length: lanes }, lane));
+      // Every lane is idle: the operations ran out, the run must stop, or the refusals hold it and decide now.
+      if (!this.refusals.holding() || this.stopping() || !this.refusals.resume()) return;
+    }
   }
 
   private stopping(): boolean {
@@ -196,6 +206,7 @@ class SyncRun {
   private refused(eventId: string, error: EventRefusedError): void {
     this.refusals.add(eventId, error);
     this.counts.refused += 1;
+    this.options.onRefusal?.({ eventId, message: error.message });
   }
 
   private async insert(event: DesiredEvent, mayPatch: boolean): Promise<void> {
@@ -267,7 +278,8 @@ class SyncRun {
 
   /**
    * Deletes an event; Google keeps it as cancelled, and so does the index, so that it comes back in one write.
-   * A refused delete leaves the index entry as it was: the next push asks again.
+   * A refused delete is indexed as refused ({@link DELETE_REFUSED}) and waits like a refused write, so that
+   * deletes Google keeps refusing cannot stop every push before its other writes.
    */
   private async remove(eventId: string): Promise<void> {
     const { calendar, calendarId } = this.options;
@@ -277,7 +289,8 @@ class SyncRun {
       outcome = await calendar.deleteEvent(calendarId, eventId);
     } catch (error) {
       if (!(error instanceof EventRefusedError)) throw error;
-      return this.refused(eventId, error);
+      this.refused(eventId, error);
+      return this.record(eventId, refusedMarker(DELETE_REFUSED, this.now + REFUSAL_RETRY_MS));
     }
     if (outcome === 'deleted') this.refusals.succeeded();
     if (outcome === 'missing') this.deleteMissed = true;

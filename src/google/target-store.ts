@@ -189,9 +189,15 @@ export class TargetStore {
     return this.update(id, { set, remove, due: { kind: 'set', at: summary.at, nx: true }, now: summary.at, ...guardOf(guard) });
   }
 
-  /** Records a failed push (the status is left alone: the caller decides whether it stops the target). Guarded as {@link markStatus}. */
-  async recordError(id: string, message: string, now: number, guard: PushGuard = {}): Promise<boolean> {
-    return this.update(id, { set: { lastError: message, lastErrorAt: String(now) }, ...guardOf(guard) });
+  /**
+   * Records a failed push (the status is left alone: the caller decides whether it stops the target), and
+   * `refusals` (examples of events Google refused in it), when there are any, as {@link recordPush} does.
+   * Guarded as {@link markStatus}.
+   */
+  async recordError(id: string, message: string, now: number, guard: PushGuard = {}, refusals: readonly RefusalExample[] = []): Promise<boolean> {
+    const set: Record<string, string> = { lastError: message, lastErrorAt: String(now) };
+    if (refusals.length > 0) set['lastRefusals'] = JSON.stringify(refusals);
+    return this.update(id, { set, ...guardOf(guard) });
   }
 
   /** The next push must list the calendar and rebuild the index. Each request is a new token (see {@link clearReconcileRequest}). */

@@ -9,7 +9,7 @@ import { markerFor } from '../google/desired-events.ts';
 import { CalendarGoneError, GoogleConsentError, GooglePermanentError, GoogleQuotaError, GoogleRateLimitError, GoogleTransientError } from '../google/errors.ts';
 import { GoogleNotConfiguredError } from '../google/google-services.ts';
 import { loadDesired } from '../google/pending-changes.ts';
-import { syncTarget, TargetRemovedError } from '../google/sync-target.ts';
+import { syncTarget, TargetRemovedError, type RefusalExample } from '../google/sync-target.ts';
 import type { PushGuard, PushTarget } from '../google/target-store.ts';
 import type { Logger } from '../logger.ts';
 import type { ServiceContext } from '../runtime/context.ts';
@@ -30,11 +30,15 @@ const MAX_RATE_LIMIT_ROUNDS = 20;
 const RETRY_FAILED_PUSH_MS = 15 * 60_000;
 /** The longest the push queue pauses for one rate limit, whatever `Retry-After` asks. */
 const MAX_RATE_LIMIT_PAUSE_MS = 5 * 60_000;
+/** Refusals of one run kept on the target for admins, as examples of Google's reasons. */
+const REFUSAL_EXAMPLES = 3;
 
 /** What the tracked parts of a run did, for failure handling: the token version and calendar it used guard what it records. */
 export interface RunNote extends PushGuard {
   /** At least one write succeeded (and was indexed). */
   progressed?: boolean;
+  /** The first few refusals of the run, stored on the target whether the push completes or fails for good. */
+  refusals?: RefusalExample[];
 }
 
 /** The push processor. */
@@ -88,14 +92,15 @@ async function push(ctx: ServiceContext, data: PushJobData, run: { note: RunNote
   run.note.calendarId = target.calendarId;
   const reconcile = target.reconcileRequested || data.reason !== 'refresh' || (await index.size(target.id)) === 0;
   const started = performance.now();
-  let counts;
+  let summary;
   try {
     // Noting progress lets rate-limit rounds count only waits without progress (see handleFailure).
     const tracked = { read: (id: string) => index.read(id), replace: (id: string, entries: Map<string, string>) => index.replace(id, entries), set: (id: string, eventId: string, hash: string) => ((run.note.progressed = true), index.set(id, eventId, hash)) };
-    counts = await syncTarget({
+    summary = await syncTarget({
       calendar: ctx.google.calendar(credential.token, target.budgetKey, run.signal),
       calendarId: target.calendarId, targetId: target.id, marker: markerFor(target.source), desired, index: tracked, reconcile,
       concurrency: SYNC_CONCURRENCY, log: run.log, onWrite: (operation) => ctx.metrics.googleWrites.inc({ operation }),
+      onRefusal: (example) => noteRefusal(run.note, example),
       now: ctx.now,
       ...(run.signal ? { signal: run.signal } : {}),
     });
@@ -103,11 +108,10 @@ async function push(ctx: ServiceContext, data: PushJobData, run: { note: RunNote
     if (error instanceof TargetRemovedError) return { skipped: 'target removed during push' };
     throw error;
   }
-  // Refusal examples are kept on the target for admins; the push summary and the job's result stay counts.
-  const { refusals, ...summary } = counts;
   const durationMs = Math.round(performance.now() - started);
   const at = ctx.now();
-  if (!(await targets.recordPush(target.id, { at, reason: data.reason, ...summary, durationMs }, { calendarId: target.calendarId }, refusals))) return { skipped: 'target removed or reconnected during push' };
+  // Refusal examples are kept on the target for admins; the push summary and the job's result stay counts.
+  if (!(await targets.recordPush(target.id, { at, reason: data.reason, ...summary, durationMs }, { calendarId: target.calendarId }, run.note.refusals))) return { skipped: 'target removed or reconnected during push' };
   if (reconcile) {
     await targets.clearReconcileRequest(target.id, target.reconcileToken);
     await targets.scheduleReconcile(target.id, at + ctx.config.googleReconcileIntervalMs);
@@ -156,7 +160,8 @@ async function handleFailure(ctx: ServiceContext, job: Job<PushJobData>, error: 
     log.debug({ err: error }, 'push failed; will retry');
     return { outcome: 'failed', error: error instanceof Error ? error : new Error(message) };
   }
-  await ctx.google.targets.recordError(id, message, now, { ...(note.calendarId === undefined ? {} : { calendarId: note.calendarId }) });
+  // What Google refused in this run (the refusals that tripped the breaker, say): the error names only the first.
+  await ctx.google.targets.recordError(id, message, now, { ...(note.calendarId === undefined ? {} : { calendarId: note.calendarId }) }, note.refusals);
   // Nothing else may change the source for hours: the scheduler comes back for the target soon instead.
   await ctx.google.targets.requestReconcile(id);
   await ctx.google.targets.scheduleReconcile(id, now + RETRY_FAILED_PUSH_MS);
@@ -197,6 +202,12 @@ export function rateLimitPause(retryAfterMs: number | undefined, rounds: number,
   if (retryAfterMs !== undefined) return Math.min(retryAfterMs, MAX_RATE_LIMIT_PAUSE_MS);
   const exponential = Math.min(baseMs * 2 ** Math.max(0, rounds - 1), MAX_RATE_LIMIT_PAUSE_MS);
   return Math.round(Math.min(exponential * (0.5 + random()), MAX_RATE_LIMIT_PAUSE_MS));
+}
+
+/** Keeps the first few refusals of a run on its note. */
+function noteRefusal(note: RunNote, example: RefusalExample): void {
+  note.refusals ??= [];
+  if (note.refusals.length < REFUSAL_EXAMPLES) note.refusals.push(example);
 }
 
 /** The metric label of a Google failure. */

@@ -45,6 +45,8 @@ const KINDS: [FaultKind, number, string][] = [
   ['503', 503, 'backendError'],
   ['400', 400, 'invalid'],
   ['403-forbidden', 403, 'forbidden'],
+  ['403-required-access', 403, 'requiredAccessLevel'],
+  ['403-non-organizer', 403, 'forbiddenForNonOrganizer'],
 ];
 
 describe('fake Google: faults', () => {

@@ -3,10 +3,11 @@ import { createRandom, type Random } from '../../src/simulator/random.ts';
 import { apiErrors, type ApiError } from './reply.ts';
 
 /**
- * What an injected fault answers. `reset` drops the connection without an answer (a network error); `400` and
- * `403-forbidden` are refusals of the request itself (400 invalid, 403 forbidden), which retrying does not change.
+ * What an injected fault answers. `reset` drops the connection without an answer (a network error); `400`,
+ * `403-forbidden`, `403-required-access` and `403-non-organizer` are refusals of the request itself (400 invalid;
+ * 403 forbidden, requiredAccessLevel, forbiddenForNonOrganizer), which retrying does not change.
  */
-export type FaultKind = '429' | '403-rate' | '403-user-rate' | '403-quota' | '500' | '503' | '400' | '403-forbidden' | 'reset';
+export type FaultKind = '429' | '403-rate' | '403-user-rate' | '403-quota' | '500' | '503' | '400' | '403-forbidden' | '403-required-access' | '403-non-organizer' | 'reset';
 
 /** One injection rule; rules are tried in the order they were added. */
 export interface FaultRule {
@@ -43,6 +44,10 @@ export function faultError(kind: FaultKind): ApiError | undefined {
       return apiErrors.invalid('Bad Request');
     case '403-forbidden':
       return apiErrors.forbidden();
+    case '403-required-access':
+      return apiErrors.requiredAccessLevel();
+    case '403-non-organizer':
+      return apiErrors.forbiddenForNonOrganizer();
     case 'reset':
       return undefined;
   }

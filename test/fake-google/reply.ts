@@ -80,6 +80,11 @@ export const apiErrors = {
     new ApiError(429, 'rateLimitExceeded', 'Rate Limit Exceeded', { domain: 'usageLimits', headers: { 'retry-after': '1' } }),
   quota: () => new ApiError(403, 'quotaExceeded', 'Calendar usage limits exceeded.', { domain: 'usageLimits' }),
   forbidden: () => new ApiError(403, 'forbidden', 'Forbidden'),
+  /** The account lost writer access to the calendar (the owner unshared it, or made it read-only). */
+  requiredAccessLevel: () => new ApiError(403, 'requiredAccessLevel', 'You need to have writer access to this calendar.', { domain: 'calendar' }),
+  /** A change to an event this account did not organise (about that one event). */
+  forbiddenForNonOrganizer: () =>
+    new ApiError(403, 'forbiddenForNonOrganizer', 'Shared properties can only be changed by the organizer of the event.', { domain: 'calendar' }),
   backend: (status: number) => new ApiError(status, 'backendError', 'Backend Error'),
 };
 

@@ -8,6 +8,7 @@ import {
   CalendarGoneError,
   EventExistsError,
   EventMissingError,
+  EventRefusedError,
   GoogleConsentError,
   GooglePermanentError,
   GoogleQuotaError,
@@ -309,6 +310,36 @@ describe('classification', () => {
     const { id: calendarId } = await calendar.createCalendar('C', 'UTC');
     const bad = { ...desired('i'), id: 'NOT-base32hex' };
     expect(await rejection(calendar.insertEvent(calendarId, bad, MARKER))).toMatchObject({ name: 'EventRefusedError', status: 400, reason: 'invalid' });
+  });
+
+  /** Each write of one event, as the sync sends it. */
+  const writes: Record<string, (calendar: CalendarTarget, calendarId: string, event: DesiredEvent) => Promise<unknown>> = {
+    'events.insert': (calendar, calendarId, event) => calendar.insertEvent(calendarId, event, MARKER),
+    'events.patch': (calendar, calendarId, event) => calendar.patchEvent(calendarId, event, MARKER),
+    'events.update': (calendar, calendarId, event) => calendar.reviveEvent(calendarId, event, MARKER),
+    'events.delete': (calendar, calendarId, event) => calendar.deleteEvent(calendarId, event.id),
+  };
+  // Only answers about the event itself may leave the other events to be written; losing writer access must stop the push.
+  const answers: [FaultKind, number, string, typeof EventRefusedError | typeof GooglePermanentError][] = [
+    ['400', 400, 'invalid', EventRefusedError],
+    ['403-non-organizer', 403, 'forbiddenForNonOrganizer', EventRefusedError],
+    ['403-forbidden', 403, 'forbidden', GooglePermanentError],
+    ['403-required-access', 403, 'requiredAccessLevel', GooglePermanentError],
+  ];
+  const writeCases = Object.keys(writes).flatMap((method) => answers.map(([kind, status, reason, errorClass]) => ({ method, kind, status, reason, errorClass, name: errorClass.name })));
+  it.each(writeCases)('$method answering $status $reason → $name', async ({ method, kind, status, reason, errorClass, name }) => {
+    const { calendar } = connect();
+    const { id: calendarId } = await calendar.createCalendar('C', 'UTC');
+    // The event exists, so that without the fault every write would succeed.
+    const event = desired(`w-${method}-${kind}`);
+    await calendar.insertEvent(calendarId, event, MARKER);
+    fake.inject({ kind, methods: [method], eventIds: [event.id] });
+    fake.resetCounts();
+    const error = await rejection((writes[method] ?? expect.unreachable(method))(calendar, calendarId, event));
+    expect(error).toBeInstanceOf(errorClass);
+    // By name, not instanceof alone: EventRefusedError is a GooglePermanentError too.
+    expect(error).toMatchObject({ name, status, reason });
+    expect(fake.counts()).toMatchObject({ total: 1, errors: { [`${status} ${reason}`]: 1 } });
   });
 });
 

@@ -45,6 +45,8 @@ export class MemoryCalendar implements CalendarTarget {
   pageSize = 2500;
   /** Milliseconds every request takes (so that requests overlap). */
   latencyMs = 0;
+  /** Milliseconds a write of one event takes, instead of {@link latencyMs}. */
+  readonly eventLatencyMs = new Map<string, number>();
   /** Awaited before every request, like the adapter's `BeforeRequest` (the request budget). */
   beforeRequest: (() => Promise<void>) | undefined;
   /** Event ids whose every write (insert, patch, revive, delete) is refused with the error given. */
@@ -173,7 +175,8 @@ export class MemoryCalendar implements CalendarTarget {
     const call = this.count(method) + 1;
     this.calls.set(method, call);
     this.sent.push(method);
-    if (this.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, this.latencyMs));
+    const latencyMs = (eventId === undefined ? undefined : this.eventLatencyMs.get(eventId)) ?? this.latencyMs;
+    if (latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, latencyMs));
     const fault = this.faults.find((candidate) => candidate.method === method && candidate.at === call);
     if (fault) throw fault.error;
     const refusal = eventId === undefined ? undefined : this.refusing.get(eventId);

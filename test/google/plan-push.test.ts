@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { DesiredEvent, RemoteEvent } from '../../src/google/calendar-target.ts';
 import { fieldsHash, markerFor } from '../../src/google/desired-events.ts';
-import { CANCELLED, carryRefusals, FOREIGN, indexFromRemote, parseRefused, planPush, refusedMarker, type PushPlan } from '../../src/google/plan-push.ts';
+import { CANCELLED, carryRefusals, DELETE_REFUSED, FOREIGN, indexFromRemote, parseRefused, planPush, refusedMarker, type PushPlan } from '../../src/google/plan-push.ts';
 
 const FIELDS = { summary: 's', location: '', description: '', start: { dateTime: '2025-10-01T09:00:00', timeZone: 'UTC' }, end: { dateTime: '2025-10-01T10:00:00', timeZone: 'UTC' } };
 const event = (id: string, hash: string): DesiredEvent => ({ id, hash, fields: FIELDS });
@@ -13,8 +13,8 @@ const NOW = 1_760_000_000_000;
 const idArb = fc.constantFrom<string>('a0', 'a1', 'a2', 'a3', 'a4', 'a5', 'a6', 'a7', 'a8', 'a9');
 const hashArb = fc.constantFrom<string>('h1', 'h2', 'h3');
 const desiredArb = fc.uniqueArray(fc.tuple(idArb, hashArb), { selector: ([id]) => id, maxLength: 10 }).map((pairs) => pairs.map(([id, hash]) => event(id, hash)));
-/** A refusal of a version, due before, at or after {@link NOW}. */
-const refusalArb = fc.tuple(hashArb, fc.constantFrom(NOW - 1, NOW, NOW + 1)).map(([hash, retryAt]) => refusedMarker(hash, retryAt));
+/** A refusal of a version or of a delete, due before, at or after {@link NOW}. */
+const refusalArb = fc.tuple(fc.oneof(hashArb, fc.constant(DELETE_REFUSED)), fc.constantFrom(NOW - 1, NOW, NOW + 1)).map(([hash, retryAt]) => refusedMarker(hash, retryAt));
 /** Indexed ids: live with a digest, deleted (kept by Google as cancelled), or refused by Google. */
 const indexArb = fc.uniqueArray(fc.tuple(idArb, fc.oneof(hashArb, fc.constant(CANCELLED), refusalArb)), { selector: ([id]) => id, maxLength: 10 }).map((pairs) => new Map(pairs));
 
@@ -22,6 +22,18 @@ const indexArb = fc.uniqueArray(fc.tuple(idArb, fc.oneof(hashArb, fc.constant(CA
 const waiting = (index: ReadonlyMap<string, string>, item: DesiredEvent) => {
   const refusal = parseRefused(index.get(item.id) ?? '');
   return refusal !== undefined && refusal.hash === item.hash && refusal.retryAt > NOW;
+};
+
+/** Whether the index holds a refused delete of `id` that is not due yet. */
+const deleteWaiting = (index: ReadonlyMap<string, string>, id: string) => {
+  const refusal = parseRefused(index.get(id) ?? '');
+  return refusal !== undefined && refusal.hash === DELETE_REFUSED && refusal.retryAt > NOW;
+};
+
+/** Indexed ids not desired whose refused delete is not due yet. */
+const deletesWaiting = (desired: readonly DesiredEvent[], index: ReadonlyMap<string, string>) => {
+  const wanted = new Set(desired.map((item) => item.id));
+  return [...index.keys()].filter((id) => !wanted.has(id) && deleteWaiting(index, id));
 };
 
 /** What the index holds after every operation of the plan succeeded. */
@@ -40,15 +52,20 @@ describe('planPush', () => {
     fc.assert(fc.property(desiredArb, indexArb, (desired, index) => {
       const after = apply(index, planPush(desired, index, NOW));
       expect(live(after).sort()).toEqual(desired.filter((item) => !waiting(index, item)).map((item) => [item.id, item.hash]).sort());
-      // A waiting refusal stays in the index as it was.
+      // A waiting refusal stays in the index as it was, a refused delete of an event no longer desired too.
       for (const item of desired.filter((candidate) => waiting(index, candidate))) expect(after.get(item.id)).toBe(index.get(item.id));
+      for (const id of deletesWaiting(desired, index)) expect(after.get(id)).toBe(index.get(id));
+      // Everything else no longer desired ends deleted (or left alone, when it is someone else's).
+      const wanted = new Set(desired.map((item) => item.id));
+      for (const [id, value] of after) if (!wanted.has(id) && !deleteWaiting(index, id)) expect([CANCELLED, FOREIGN]).toContain(value);
     }), { numRuns: 1000 });
   });
 
   it('plans nothing more than needed: each desired event once, only changed ones written', () => {
     fc.assert(fc.property(desiredArb, indexArb, (desired, index) => {
       const plan = planPush(desired, index, NOW);
-      expect(plan.insert.length + plan.revive.length + plan.patch.length + plan.unchanged + plan.refused).toBe(desired.length);
+      const waitingDeletes = deletesWaiting(desired, index).length;
+      expect(plan.insert.length + plan.revive.length + plan.patch.length + plan.unchanged + plan.refused).toBe(desired.length + waitingDeletes);
       // Inserted: unknown, or refused in another version or long enough ago (the insert finds out what Google holds).
       for (const item of plan.insert) expect(!index.has(item.id) || (parseRefused(index.get(item.id) ?? '') !== undefined && !waiting(index, item))).toBe(true);
       // An id Google keeps as deleted is revived (one write), never inserted (a 409) or patched.
@@ -56,9 +73,9 @@ describe('planPush', () => {
       for (const item of plan.patch) expect(index.get(item.id)).not.toBe(item.hash);
       for (const item of plan.patch) expect(index.has(item.id) && index.get(item.id) !== CANCELLED && parseRefused(index.get(item.id) ?? '') === undefined).toBe(true);
       const wanted = new Set(desired.map((item) => item.id));
-      for (const id of plan.remove) expect(index.has(id) && index.get(id) !== CANCELLED && !wanted.has(id)).toBe(true);
+      for (const id of plan.remove) expect(index.has(id) && index.get(id) !== CANCELLED && !wanted.has(id) && !deleteWaiting(index, id)).toBe(true);
       expect(plan.unchanged).toBe(desired.filter((item) => index.get(item.id) === item.hash).length);
-      expect(plan.refused).toBe(desired.filter((item) => waiting(index, item)).length);
+      expect(plan.refused).toBe(desired.filter((item) => waiting(index, item)).length + waitingDeletes);
     }), { numRuns: 1000 });
   });
 
@@ -101,6 +118,16 @@ describe('refused events', () => {
     expect(planPush([], new Map([['a1', refused('h1')], ['a2', refused('h2', NOW - 1)]]), NOW)).toMatchObject({ remove: ['a1', 'a2'], refused: 0 });
   });
 
+  it('a refused delete waits like a refused write, and is removed again once it is due', () => {
+    expect(planPush([], new Map([['a1', refused(DELETE_REFUSED)]]), NOW)).toEqual({ insert: [], revive: [], patch: [], remove: [], unchanged: 0, conflicts: 0, refused: 1 });
+    expect(planPush([], new Map([['a1', refused(DELETE_REFUSED, NOW)]]), NOW)).toMatchObject({ remove: ['a1'], refused: 0 });
+  });
+
+  it('a class whose delete was refused comes back with an insert (which finds our event live), due or not', () => {
+    expect(planPush([event('a1', 'h1')], new Map([['a1', refused(DELETE_REFUSED)]]), NOW)).toMatchObject({ insert: [event('a1', 'h1')], remove: [], refused: 0 });
+    expect(planPush([event('a1', 'h1')], new Map([['a1', refused(DELETE_REFUSED, NOW)]]), NOW)).toMatchObject({ insert: [event('a1', 'h1')], remove: [], refused: 0 });
+  });
+
   it('markers read back as written; an unreadable time reads as due', () => {
     expect(parseRefused(refusedMarker('h1', NOW))).toEqual({ hash: 'h1', retryAt: NOW });
     expect(parseRefused('!refused:h1:soon')).toEqual({ hash: 'h1', retryAt: 0 });
@@ -128,6 +155,18 @@ describe('carryRefusals', () => {
     ]);
     const remote = new Map([['a2', 'h0'], ['a3', 'h3'], ['a5', CANCELLED]]);
     expect(carryRefusals(previous, remote, NOW)).toEqual(new Map([['a2', refusedMarker('h2', NOW + 1)], ['a3', 'h3'], ['a5', CANCELLED], ['a1', refusedMarker('h1', NOW + 1)]]));
+  });
+
+  it('keeps refused deletes not due yet while Google holds the event live, and drops the others', () => {
+    const previous = new Map([
+      ['d1', refusedMarker(DELETE_REFUSED, NOW + 1)], // live in Google: kept, so the delete is not asked again at once
+      ['d2', refusedMarker(DELETE_REFUSED, NOW + 1)], // live without a digest: kept
+      ['d3', refusedMarker(DELETE_REFUSED, NOW + 1)], // deleted meanwhile: the listing wins
+      ['d4', refusedMarker(DELETE_REFUSED, NOW + 1)], // not listed at all: nothing to delete
+      ['d5', refusedMarker(DELETE_REFUSED, NOW)], // due: dropped
+    ]);
+    const remote = new Map([['d1', 'h1'], ['d2', ''], ['d3', CANCELLED], ['d5', 'h5']]);
+    expect(carryRefusals(previous, remote, NOW)).toEqual(new Map([['d1', refusedMarker(DELETE_REFUSED, NOW + 1)], ['d2', refusedMarker(DELETE_REFUSED, NOW + 1)], ['d3', CANCELLED], ['d5', 'h5']]));
   });
 });
 

@@ -182,6 +182,22 @@ describe('Google push under faults', () => {
     }
   });
 
+  it('writer access lost (403 requiredAccessLevel on every write): even a one-write push fails, shown to the admin, and nothing is marked refused', async () => {
+    const source = await h.smallGroup(1);
+    const { target } = await h.connect(source);
+    h.fake.inject({ kind: '403-required-access', methods: ['events.insert', 'events.patch', 'events.update', 'events.delete'] });
+    h.fake.resetCounts();
+    // One new class: a push of a single write, which refusals of events could never stop.
+    await h.addOneDayClass(source);
+    await h.refresh(source);
+    const push = (await h.settled(target.id, 2)).at(-1);
+    expect(push).toMatchObject({ state: 'failed', attemptsMade: 1, failedReason: expect.stringContaining('requiredAccessLevel') });
+    expect(h.fake.counts()).toMatchObject({ faulted: 1, errors: { '403 requiredAccessLevel': 1 } });
+    expect(await h.adminView(target.id)).toMatchObject({ status: 200, body: { status: 'active', lastError: expect.stringContaining('requiredAccessLevel'), lastRefusals: [] } });
+    const index = await h.ctx.google.index.read(target.id);
+    expect([...index.values()].filter((value) => parseRefused(value) !== undefined)).toEqual([]);
+  });
+
   it('403 quotaExceeded pauses the target until a time shown to the admin; pushes before it are skipped', async () => {
     const source = await h.smallGroup(2);
     h.fake.inject({ kind: '403-quota', times: 1, methods: ['events.insert'] });

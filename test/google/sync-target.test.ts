@@ -3,8 +3,8 @@ import type { DesiredEvent, OwnedEventFields } from '../../src/google/calendar-t
 import { fieldsHash, markerFor } from '../../src/google/desired-events.ts';
 import { CalendarGoneError, EventMissingError, EventRefusedError, GooglePermanentError, GoogleQuotaError, GoogleRateLimitError } from '../../src/google/errors.ts';
 import { eventIdFor } from '../../src/google/event-id.ts';
-import { syncTarget, type SyncCounts, type SyncIndex, type SyncOptions, type SyncResult } from '../../src/google/sync-target.ts';
-import { CANCELLED, FOREIGN, parseRefused, refusedMarker } from '../../src/google/plan-push.ts';
+import { syncTarget, type RefusalExample, type SyncCounts, type SyncIndex, type SyncOptions } from '../../src/google/sync-target.ts';
+import { CANCELLED, DELETE_REFUSED, FOREIGN, parseRefused, refusedMarker } from '../../src/google/plan-push.ts';
 import { silentLogger } from '../../src/logger.ts';
 import { MemoryCalendar } from './memory-calendar.ts';
 
@@ -51,15 +51,13 @@ const DAY = 24 * 60 * 60_000;
 let calendar: MemoryCalendar;
 let index: MemoryIndex;
 let clock: { now: number };
+/** Every refusal the syncs of a test reported through `onRefusal`, in order. */
+let refusals: RefusalExample[];
 
-/** One sync; answers its counts (the refusal examples are looked at through {@link syncWithExamples}). */
-async function sync(desired: DesiredEvent[], options: Partial<SyncOptions> = {}): Promise<SyncCounts> {
-  const { refusals: _examples, ...counts } = await syncWithExamples(desired, options);
-  return counts;
-}
-
-function syncWithExamples(desired: DesiredEvent[], options: Partial<SyncOptions> = {}): Promise<SyncResult> {
-  return syncTarget({ calendar, calendarId: CAL, targetId: TARGET, marker, desired, index, reconcile: false, log: silentLogger(), now: () => clock.now, ...options });
+/** One sync; answers its counts. */
+function sync(desired: DesiredEvent[], options: Partial<SyncOptions> = {}): Promise<SyncCounts> {
+  const onRefusal = (example: RefusalExample) => void refusals.push(example);
+  return syncTarget({ calendar, calendarId: CAL, targetId: TARGET, marker, desired, index, reconcile: false, log: silentLogger(), now: () => clock.now, onRefusal, ...options });
 }
 
 /** The calendar's live events as id → digest, which the index must equal after a complete sync. */
@@ -74,6 +72,7 @@ beforeEach(() => {
   calendar = new MemoryCalendar([CAL]);
   index = new MemoryIndex();
   clock = { now: NOW };
+  refusals = [];
 });
 
 describe('syncTarget', () => {
@@ -258,20 +257,22 @@ describe('failures', () => {
   it('one event Google refuses does not stop the others, nor fail the push: it is recorded as refused', async () => {
     const refused = new EventRefusedError('events.insert: Bad Request', { status: 400, reason: 'invalid' });
     calendar.fail('insertEvent', refused, 2);
-    const result = await syncWithExamples(range(6), { concurrency: 1 });
-    expect(result).toEqual({ ...zero, desired: 6, inserted: 5, refused: 1, writes: 6, refusals: [{ eventId: event(1).id, message: refused.message }] });
+    expect(await sync(range(6), { concurrency: 1 })).toEqual({ ...zero, desired: 6, inserted: 5, refused: 1, writes: 6 });
+    expect(refusals).toEqual([{ eventId: event(1).id, message: refused.message }]);
     expect(index.map(TARGET).get(event(1).id)).toBe(refusedMarker(event(1).hash, NOW + DAY));
   });
 
   it('a calendar that refuses every event stops after a few refusals; the next push tries others', async () => {
     const desired = range(20);
-    for (const item of desired) calendar.refusing.set(item.id, new EventRefusedError('events.insert: Forbidden', { status: 403, reason: 'forbidden' }));
+    for (const item of desired) calendar.refusing.set(item.id, new EventRefusedError('events.insert: HTTP 400 invalid: Invalid value', { status: 400, reason: 'invalid' }));
     const first = sync(desired, { concurrency: 1 });
     await expect(first).rejects.toBeInstanceOf(GooglePermanentError);
-    await expect(first).rejects.toThrow('events.insert: Forbidden');
+    await expect(first).rejects.toThrow('events.insert: HTTP 400 invalid: Invalid value');
     expect(calendar.count('insertEvent')).toBe(5);
     const refusedFirst = refusedIds();
     expect(refusedFirst).toHaveLength(5);
+    // Reported as they happened, although the push failed.
+    expect(refusals.map((example) => example.eventId).sort()).toEqual(refusedFirst);
     // Recorded: the push the job retries (a reconcile, 15 min later) asks about five other events.
     await expect(sync(desired, { concurrency: 1, reconcile: true })).rejects.toBeInstanceOf(GooglePermanentError);
     expect(calendar.count('insertEvent')).toBe(10);
@@ -290,9 +291,37 @@ describe('failures', () => {
 
   it('once one write succeeded, refusals never stop the push', async () => {
     const desired = range(20);
-    for (const item of desired.slice(1)) calendar.refusing.set(item.id, new EventRefusedError('events.insert: Forbidden', { status: 403, reason: 'forbidden' }));
+    for (const item of desired.slice(1)) calendar.refusing.set(item.id, new EventRefusedError('events.insert: HTTP 400 invalid: Invalid value', { status: 400, reason: 'invalid' }));
     expect(await sync(desired, { concurrency: 1 })).toEqual({ ...zero, desired: 20, inserted: 1, refused: 19, writes: 20 });
     expect(refusedIds()).toHaveLength(19);
+  });
+
+  it('refusals that overtake a write in flight only hold the push: once that write succeeded, it goes on', async () => {
+    // Four at once: the first insert is slow, the next six are refused at once, before it has succeeded.
+    const desired = range(27);
+    const refusedEvents = desired.slice(1, 7);
+    calendar.latencyMs = 5;
+    calendar.eventLatencyMs.set(event(0).id, 50);
+    for (const item of refusedEvents) {
+      calendar.refusing.set(item.id, new EventRefusedError('events.insert: HTTP 400 invalid: Invalid value', { status: 400, reason: 'invalid' }));
+      calendar.eventLatencyMs.set(item.id, 0);
+    }
+    expect(await sync(desired, { concurrency: 4 })).toEqual({ ...zero, desired: 27, inserted: 21, refused: 6, writes: 27 });
+    expect(refusedIds()).toEqual(refusedEvents.map((item) => item.id).sort());
+    expect(sorted(live())).toEqual(sorted(asMap(desired.filter((item) => !refusedEvents.includes(item)))));
+  });
+
+  it('refusals of every write at concurrency 4 stop the push once the writes in flight settled, starting none after the fifth', async () => {
+    const desired = range(20);
+    const invalid = new EventRefusedError('events.insert: HTTP 400 invalid: Invalid value', { status: 400, reason: 'invalid' });
+    for (const item of desired) calendar.refusing.set(item.id, invalid);
+    calendar.latencyMs = 2;
+    await expect(sync(desired, { concurrency: 4 })).rejects.toBe(invalid);
+    // The fifth refusal came with at most three others in flight.
+    expect(calendar.count('insertEvent')).toBeGreaterThanOrEqual(5);
+    expect(calendar.count('insertEvent')).toBeLessThanOrEqual(5 + 3);
+    expect(refusedIds()).toHaveLength(calendar.count('insertEvent'));
+    expect(refusals).toHaveLength(calendar.count('insertEvent'));
   });
 
   it('a patch of an event that is gone for good inserts it again', async () => {
@@ -326,9 +355,9 @@ describe('events Google refuses for good', () => {
     const desired = range(35);
     const refusedEvents = desired.filter((_, n) => n % 7 === 3);
     for (const item of refusedEvents) calendar.refusing.set(item.id, refusal(item.id));
-    const first = await syncWithExamples(desired);
-    expect(first).toMatchObject({ ...zero, desired: 35, inserted: 30, refused: 5, writes: 35 });
-    expect(first.refusals).toHaveLength(3);
+    expect(await sync(desired)).toEqual({ ...zero, desired: 35, inserted: 30, refused: 5, writes: 35 });
+    // Every refusal is reported, as it happens.
+    expect(refusals.map((example) => example.eventId).sort()).toEqual(refusedEvents.map((item) => item.id).sort());
     expect(sorted(live())).toEqual(sorted(asMap(desired.filter((item) => !refusedEvents.includes(item)))));
     const markers = new Map(refusedEvents.map((item) => [item.id, refusedMarker(item.hash, NOW + DAY)]));
     expect(sorted(index.map(TARGET))).toEqual(sorted(new Map([...live(), ...markers])));
@@ -365,9 +394,8 @@ describe('events Google refuses for good', () => {
 
   it('an insert answering 409 whose get finds nothing (an id Google keeps reserved) is refused, not retried as transient', async () => {
     calendar.reserved.add(event(2).id);
-    const result = await syncWithExamples(range(4), { concurrency: 1 });
-    expect(result).toMatchObject({ ...zero, desired: 4, inserted: 3, refused: 1, writes: 4, reads: 1 });
-    expect(result.refusals).toEqual([{ eventId: event(2).id, message: expect.stringContaining(event(2).id) }]);
+    expect(await sync(range(4), { concurrency: 1 })).toEqual({ ...zero, desired: 4, inserted: 3, refused: 1, writes: 4, reads: 1 });
+    expect(refusals).toEqual([{ eventId: event(2).id, message: expect.stringContaining(event(2).id) }]);
     expect(index.map(TARGET).get(event(2).id)).toBe(refusedMarker(event(2).hash, NOW + DAY));
     calendar.calls.clear();
     expect(await sync(range(4))).toMatchObject({ writes: 0, reads: 0, refused: 1 });
@@ -382,13 +410,47 @@ describe('events Google refuses for good', () => {
     expect(index.map(TARGET).get(event(0).id)).toBe(refusedMarker(event(0, 'Moved').hash, NOW + DAY));
   });
 
-  it('a refused delete leaves the index entry, so the next push asks again', async () => {
+  it('a refused delete waits a day like a refused write, even through a reconcile; a class that comes back is found as it was', async () => {
     await sync(range(3));
     calendar.refusing.set(event(1).id, refusal(event(1).id));
     expect(await sync([event(0), event(2)])).toEqual({ ...zero, desired: 2, unchanged: 2, refused: 1, writes: 1 });
-    expect(index.map(TARGET).get(event(1).id)).toBe(event(1).hash);
+    expect(index.map(TARGET).get(event(1).id)).toBe(refusedMarker(DELETE_REFUSED, NOW + DAY));
+    calendar.calls.clear();
+    expect(await sync([event(0), event(2)])).toEqual({ ...zero, desired: 2, unchanged: 2, refused: 1 });
+    // Google still holds the event live: the listing does not forget the refusal.
+    expect(await sync([event(0), event(2)], { reconcile: true })).toEqual({ ...zero, desired: 2, unchanged: 2, refused: 1, reads: 1 });
+    expect(calendar.total()).toBe(1);
+    // The class comes back (and Google would take it): the insert meets our event (409), a get shows it unchanged.
     calendar.refusing.clear();
-    expect(await sync([event(0), event(2)])).toMatchObject({ deleted: 1, refused: 0 });
+    expect(await sync(range(3))).toEqual({ ...zero, desired: 3, unchanged: 3, writes: 1, reads: 1 });
+    expect(index.map(TARGET).get(event(1).id)).toBe(event(1).hash);
+  });
+
+  it('deletes Google keeps refusing trip the breaker once, then wait: the next push writes the rest, and a day later they are tried again', async () => {
+    const old = range(6);
+    await sync(old);
+    for (const item of old) calendar.refusing.set(item.id, refusal(item.id));
+    const fresh = Array.from({ length: 10 }, (_, n) => event(100 + n));
+    calendar.calls.clear();
+    // Deletes go first: five refusals before any success stop the push.
+    await expect(sync(fresh, { concurrency: 1 })).rejects.toBeInstanceOf(EventRefusedError);
+    expect([calendar.count('deleteEvent'), calendar.count('insertEvent')]).toEqual([5, 0]);
+    expect(refusedIds()).toHaveLength(5);
+    // The next push leaves those five alone, asks about the sixth (refused too), and inserts every new class.
+    calendar.calls.clear();
+    expect(await sync(fresh, { concurrency: 1 })).toEqual({ ...zero, desired: 10, inserted: 10, refused: 6, writes: 11 });
+    expect([calendar.count('deleteEvent'), calendar.count('insertEvent')]).toEqual([1, 10]);
+    expect(refusedIds()).toEqual(old.map((item) => item.id).sort());
+    // Not asked about again the same day; a day later they are, and this time Google takes them.
+    clock.now = NOW + DAY - 1;
+    calendar.calls.clear();
+    expect(await sync(fresh)).toEqual({ ...zero, desired: 10, unchanged: 10, refused: 6 });
+    expect(calendar.total()).toBe(0);
+    calendar.refusing.clear();
+    clock.now = NOW + DAY;
+    expect(await sync(fresh)).toEqual({ ...zero, desired: 10, unchanged: 10, deleted: 6, writes: 6 });
+    expect(old.map((item) => calendar.event(CAL, item.id)?.status)).toEqual(old.map(() => 'cancelled'));
+    expect(refusedIds()).toEqual([]);
   });
 });
 

@@ -4,6 +4,7 @@ import { feedOccurrences } from '../../src/feeds/build-feed.ts';
 import type { CalendarTargetFactory } from '../../src/google/calendar-target.ts';
 import { CalendarGoneError, EventRefusedError, GoogleConsentError, GoogleQuotaError, GoogleRateLimitError } from '../../src/google/errors.ts';
 import { eventIdFor } from '../../src/google/event-id.ts';
+import { parseRefused } from '../../src/google/plan-push.ts';
 import type { PushJobData, PushJobResult, PushReason } from '../../src/jobs/contract.ts';
 import { rateLimitPause, rateLimitRounds } from '../../src/jobs/push.ts';
 import { enqueuePush, enqueueRefresh } from '../../src/jobs/queues.ts';
@@ -254,6 +255,26 @@ describe('push job', () => {
     expect(job).toMatchObject({ state: 'failed', attemptsMade: 1 });
     expect(await ctx.google.targets.get(id)).toMatchObject({ status: 'active', reconcileRequested: true, lastError: expect.stringContaining('Invalid resource id value') });
     expect(await dueAt(id)).toBe(clock.now + 15 * 60_000);
+  });
+
+  it('a push stopped by refusals of every write shows admins Google\'s reasons with the error; the next push keeps them while events stay refused', async () => {
+    const { id, source, calendar } = await connected(2);
+    const expected = await expectedIds(source);
+    const reason = (eventId: string) => `events.insert: HTTP 400 invalid: Invalid value for ${eventId}`;
+    for (const eventId of expected) calendar.refusing.set(eventId, new EventRefusedError(reason(eventId), { status: 400, reason: 'invalid' }));
+    expect(await push(id, source)).toMatchObject({ state: 'failed', attemptsMade: 1 });
+    const failed = await ctx.google.targets.get(id);
+    expect(failed).toMatchObject({ status: 'active', lastError: expect.stringContaining('Invalid value for') });
+    expect(failed?.lastRefusals).toHaveLength(3);
+    for (const example of failed?.lastRefusals ?? []) expect(example).toEqual({ eventId: expect.toSatisfy((eventId: string) => expected.includes(eventId)), message: reason(example.eventId) });
+    // Google takes the others now: the retry writes them, leaves the refused ones waiting, and keeps the reasons.
+    calendar.refusing.clear();
+    const refused = [...(await ctx.google.index.read(id)).values()].filter((value) => parseRefused(value) !== undefined).length;
+    expect(refused).toBeGreaterThanOrEqual(5);
+    expect(await push(id, source, 'refresh')).toMatchObject({ state: 'completed', result: { reconciled: true, refused, inserted: expected.length - refused } });
+    const completed = await ctx.google.targets.get(id);
+    expect(completed?.lastError).toBeUndefined();
+    expect(completed?.lastRefusals).toEqual(failed?.lastRefusals);
   });
 
   it('events Google refuses do not fail the push: the others are written, and the admin sees how many were refused and why', async () => {
