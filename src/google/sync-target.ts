@@ -7,7 +7,7 @@
  */
 import type { Logger } from '../logger.ts';
 import type { CalendarTarget, DesiredEvent, EventMarker, RemoteEvent } from './calendar-target.ts';
-import { EventExistsError, EventMissingError, EventRefusedError } from './errors.ts';
+import { EventExistsError, EventMissingError, EventRefusedError, GooglePermanentError } from './errors.ts';
 import { CANCELLED, carryRefusals, DELETE_REFUSED, FOREIGN, indexFromRemote, planPush, refusedMarker } from './plan-push.ts';
 import { RefusalTally, type RefusalExample } from './refusal-tally.ts';
 
@@ -269,6 +269,11 @@ class SyncRun {
     } catch (error) {
       // Never there at all (a delete answering 404 is indexed as deleted too): write it anew.
       if (mayInsert && error instanceof EventMissingError) return this.insert(event, false);
+      // Google has been seen to answer 403 to an update of an event its owner deleted in the web UI: that event
+      // is refused, not the calendar (a lost writer access stops the push through the other writes' 403s).
+      if (error instanceof GooglePermanentError && !(error instanceof EventRefusedError) && error.status === 403) {
+        throw new EventRefusedError(`event ${event.id}: Google refused to bring the deleted event back (${error.message})`, { status: 403, ...(error.reason === undefined ? {} : { reason: error.reason }), cause: error });
+      }
       throw error;
     }
     this.refusals.succeeded();

@@ -130,6 +130,16 @@ describe('syncTarget', () => {
     expect(sorted(live())).toEqual(sorted(asMap(desired)));
   });
 
+  it('a 403 to a revive refuses that event only (as Google answers for an event its owner deleted): the other writes go on', async () => {
+    const desired = range(5);
+    await sync(desired);
+    await sync(desired.slice(1));
+    calendar.fail('reviveEvent', new GooglePermanentError('events.update: HTTP 403 forbidden "Forbidden"', { status: 403, reason: 'forbidden' }));
+    const next = [...desired, ...range(8).slice(5)];
+    expect(await sync(next, { concurrency: 1 })).toEqual({ ...zero, desired: 8, inserted: 3, refused: 1, unchanged: 4, writes: 4 });
+    expect(parseRefused(index.map(TARGET).get(event(0).id) ?? '')).toEqual({ hash: event(0).hash, retryAt: NOW + DAY });
+  });
+
   it('a reconcile revives our cancelled events directly, deletes stale ones, and patches ours without a digest', async () => {
     const desired = range(6);
     await sync(desired);
