@@ -2,8 +2,8 @@
 // (a body cut off mid-way, a request held forever, a connection reset without any answer), which a framework's
 // reply abstraction exists to prevent.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { listenClosable } from '../runtime/closable-server.ts';
 import type { EndpointName, FaultRule } from './faults.ts';
 import { BodyTooLargeError, errorReply, failureReply, json, type Reply } from './reply.ts';
 import { handleApi, matchApi, type ApiRoute } from './routes-api.ts';
@@ -136,30 +136,10 @@ function onError(ctx: Served, res: ServerResponse, error: unknown): void {
 export async function serve(state: SimulatorState): Promise<ServerHandle> {
   const abort = new AbortController();
   const ctx: Served = { state, closing: abort.signal };
-  const sockets = new Set<Socket>();
   const server = createServer((req, res) => {
     handle(ctx, req, res).catch((error: unknown) => onError(ctx, res, error));
   });
-  server.on('connection', (socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  server.on('clientError', (_error, socket) => socket.destroy());
-  const { port: wanted, host } = state.options;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(wanted, host, () => resolve());
-  });
-  const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : wanted;
-  let closed: Promise<void> | undefined;
-  const close = (): Promise<void> => {
-    closed ??= new Promise<void>((resolve) => {
-      abort.abort();
-      server.close(() => resolve());
-      for (const socket of sockets) socket.destroy();
-    });
-    return closed;
-  };
+  const { host } = state.options;
+  const { port, close } = await listenClosable(server, host, state.options.port, abort);
   return { url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`, port, close };
 }

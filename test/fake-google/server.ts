@@ -1,8 +1,8 @@
 // node:http rather than fastify: a fault must be able to drop the connection without any answer, and the
 // fake has no routes worth a framework.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { listenClosable } from '../../src/runtime/closable-server.ts';
 import type { CalendarState } from './calendar-state.ts';
 import { handleConsent } from './consent.ts';
 import type { Counter } from './counts.ts';
@@ -116,29 +116,9 @@ function write(res: ServerResponse, reply: Reply): void {
 /** Starts listening on `host`, port 0; `close()` destroys open sockets so slow requests cannot delay it. */
 export async function listen(ctx: FakeContext, host: string): Promise<Listening> {
   const abort = new AbortController();
-  const sockets = new Set<Socket>();
   const server = createServer((req, res) => {
     void respond(ctx, req, abort.signal).then((outcome) => (outcome === 'reset' ? req.socket.destroy() : write(res, outcome)));
   });
-  server.on('connection', (socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  server.on('clientError', (_error, socket) => socket.destroy());
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, host, () => resolve());
-  });
-  const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : 0;
-  let closed: Promise<void> | undefined;
-  const close = (): Promise<void> => {
-    closed ??= new Promise<void>((resolve) => {
-      abort.abort();
-      server.close(() => resolve());
-      for (const socket of sockets) socket.destroy();
-    });
-    return closed;
-  };
+  const { port, close } = await listenClosable(server, host, 0, abort);
   return { origin: `http://${host}:${port}`, close };
 }
