@@ -62,8 +62,9 @@ export function registerGoogleTargetRoutes(admin: FastifyInstance, ctx: ServiceC
       }
       throw googleHttpError(error);
     });
-    // A second registration of one refresh token for one source and calendar answers the first's target.
-    reply.code(connected.reused ? 200 : 201).header('location', `/admin/google-targets/${connected.id}`).header('cache-control', 'no-store');
+    // A second registration of one refresh token for one source and calendar answers the first's target, with
+    // `reused: true`; still 201, as DESIGN.md's contract says of every registration.
+    reply.code(201).header('location', `/admin/google-targets/${connected.id}`).header('cache-control', 'no-store');
     return { id: connected.id, calendarId: connected.calendarId, reused: connected.reused };
   });
 

@@ -94,13 +94,15 @@ describe('POST /admin/google-targets', () => {
     const { user, refreshToken } = googleUser();
     const mine = g.fake.createCalendar(user, 'Mine');
     const [first, again] = await Promise.all([register({ source: 'group:4243', refreshToken }), register({ source: 'group:4243', refreshToken })]);
-    expect([first.statusCode, again.statusCode].sort()).toEqual([200, 201]);
+    // The contract (DESIGN.md) answers 201 to every registration; `reused` tells the repeat from the first.
+    expect([first.statusCode, again.statusCode]).toEqual([201, 201]);
+    expect([first, again].map((answer) => (answer.json() as { reused: boolean }).reused).sort()).toEqual([false, true]);
     const ids = [first, again].map((answer) => (answer.json() as { id: string }).id);
     expect(ids[0]).toBe(ids[1]);
     const given = await register({ source: 'group:4243', refreshToken, calendarId: mine.id });
     expect(given.statusCode).toBe(201);
     const givenAgain = await register({ source: 'group:4243', refreshToken, calendarId: mine.id });
-    expect(givenAgain.statusCode).toBe(200);
+    expect(givenAgain.statusCode).toBe(201);
     expect(givenAgain.json()).toEqual({ id: (given.json() as { id: string }).id, calendarId: mine.id, reused: true });
     // One calendar of ours plus the user's own; two targets (ours, and the one pushing into the given calendar).
     expect(g.fake.calendars(user)).toHaveLength(2);
@@ -121,7 +123,7 @@ describe('POST /admin/google-targets', () => {
     await g.ctx.queues.push.drain();
     const before = await g.ctx.google.targets.get(id);
     const again = await register({ source: 'group:4245', refreshToken });
-    expect(again.statusCode).toBe(200);
+    expect(again.statusCode).toBe(201);
     expect(again.json()).toMatchObject({ id, reused: true });
     expect(await g.ctx.google.targets.get(id)).toMatchObject({ status: 'paused', pausedUntil, tokenVersion: before?.tokenVersion, reconcileRequested: before?.reconcileRequested });
     expect(await g.ctx.queues.push.getJobs(['waiting', 'delayed', 'prioritized'])).toEqual([]);
@@ -134,7 +136,7 @@ describe('POST /admin/google-targets', () => {
     const { id } = first.json() as { id: string };
     await g.ctx.google.targets.markStatus(id, 'calendar-deleted', 'the calendar was deleted or is no longer reachable', Date.now());
     const again = await register({ source: 'group:4246', refreshToken, calendarId: mine.id });
-    expect(again.statusCode).toBe(200);
+    expect(again.statusCode).toBe(201);
     expect(again.json()).toEqual({ id, calendarId: mine.id, reused: true });
     expect(await g.ctx.google.targets.get(id)).toMatchObject({ status: 'active', calendarId: mine.id, calendarOwned: false, reconcileRequested: true });
   });
