@@ -54,14 +54,3 @@ export function holdingWorker(ctx: ServiceContext): HeldWorker {
     },
   };
 }
-
-/** Polls `check` until it returns a value other than undefined (or times out). */
-export async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error('timed out waiting for a condition');
-    await new Promise((wake) => setTimeout(wake, 25));
-  }
-}

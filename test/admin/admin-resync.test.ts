@@ -4,7 +4,8 @@ import { requestResync, UnknownSubscriptionError } from '../../src/jobs/resync.t
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { InvalidSourceError } from '../../src/sources/source.ts';
 import { testContext } from '../support/service.ts';
-import { adminApp, BEARER, eventually, holdingWorker, type HeldWorker } from './admin-app.ts';
+import { eventually, waitUntil } from '../support/poll.ts';
+import { adminApp, BEARER, holdingWorker, type HeldWorker } from './admin-app.ts';
 
 describe('admin resync', () => {
   let ctx: ServiceContext;
@@ -51,7 +52,7 @@ describe('admin resync', () => {
     const [first] = (await resync({ source: 'group:7' })).json().jobs as string[];
     const worker = holdingWorker(ctx);
     workers.push(worker);
-    await eventually(async () => ((await ctx.queues.refresh.getJobState(first as string)) === 'active' ? true : undefined));
+    await waitUntil(async () => (await ctx.queues.refresh.getJobState(first as string)) === 'active', 'the first refresh to run');
 
     const followUps = [(await resync({ source: 'group:7' })).json().jobs, (await resync({ source: 'group:7' })).json().jobs];
     expect(followUps[0]).toEqual(followUps[1]);
@@ -68,7 +69,7 @@ describe('admin resync', () => {
     const done = await eventually(async () => {
       const view = (await job(followUp)).json();
       return view.state === 'completed' ? view : undefined;
-    });
+    }, 'the follow-up to complete');
     expect(done).toMatchObject({ id: followUp, source: 'group:7', attempts: 1, result: { outcome: 'unchanged' } });
     expect(worker.started).toEqual([first, followUp]);
     expect(await ctx.queues.refresh.getJobCounts('completed', 'waiting', 'active', 'delayed')).toEqual({ completed: 2, waiting: 0, active: 0, delayed: 0 });
@@ -150,7 +151,7 @@ describe('admin resync', () => {
     const failed = await eventually(async () => {
       const view = (await job(id as string)).json();
       return view.state === 'failed' ? view : undefined;
-    });
+    }, 'the job to fail');
     expect(failed).toMatchObject({ attempts: 2, maxAttempts: 2, lastError: 'upstream timed out', result: null });
     expect(failed.finishedAt).toBeGreaterThanOrEqual(failed.processedAt);
   });

@@ -10,6 +10,7 @@ import { parseRefused } from '../../src/google/plan-push.ts';
 import { REFUSAL_RETRY_MS } from '../../src/google/sync-target.ts';
 import { pushJobOptions } from '../../src/jobs/queues.ts';
 import { reconcile } from '../../src/jobs/schedule.ts';
+import { waitUntil } from '../support/poll.ts';
 import { startWorkerProcess, type WorkerProcess } from '../support/spawn-worker.ts';
 import { calls, googleEnv, PushHarness, QUOTA_PAUSE_MS } from './push-harness.ts';
 
@@ -36,15 +37,6 @@ function startWorker(): Promise<WorkerProcess> {
   return startWorkerProcess({ REDIS_PREFIX: h.ctx.config.redisPrefix, UNIVERSITY_API_URL: h.simUrl, ...googleEnv(h.fake) }, (child) => children.push(child));
 }
 
-/** Polls until `check` holds. */
-async function until(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((done) => setTimeout(done, 10));
-  }
-}
-
 describe('Google push under faults', () => {
   it('a worker killed mid-push: the next worker finishes the job, no event duplicated, none missing', async () => {
     const source = await h.smallGroup(3);
@@ -55,7 +47,7 @@ describe('Google push under faults', () => {
     h.fake.latency(200);
     const { refreshToken } = h.fake.addUser();
     const { id, calendarId } = await connectTarget(h.ctx, { source, refreshToken });
-    await until(() => calls(h.fake, 'events.insert') >= 8, 'some inserts');
+    await waitUntil(() => calls(h.fake, 'events.insert') >= 8, 'some inserts');
     const [job] = (await h.ctx.queues.push.getJobs(['active'])).filter((candidate) => candidate.data.target === id);
     expect(job?.processedBy).toBe(first.id);
     first.child.kill('SIGKILL');

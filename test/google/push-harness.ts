@@ -4,7 +4,6 @@
  * it over loopback HTTP), and real workers. Sources are kept small (a few classes) so that a first push fits
  * in the request budget's burst and a test takes seconds.
  */
-import type { Job } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
 import { inject } from 'vitest';
 import { feedOccurrences } from '../../src/feeds/build-feed.ts';
@@ -21,6 +20,8 @@ import type { SourceKey } from '../../src/sources/source.ts';
 import { occurrenceUid } from '../../src/timetable/expand.ts';
 import { startFakeGoogle, type ApiMethod, type FakeEvent, type FakeGoogle } from '../fake-google/index.ts';
 import { REFERENCE_DATE, readEvents } from '../jobs/helpers.ts';
+import { jobEnded } from '../support/jobs.ts';
+import { until } from '../support/poll.ts';
 import { TEST_ADMIN_TOKEN, testContext } from '../support/service.ts';
 import { simControl, type SimControl } from '../upstream/sim-control.ts';
 
@@ -155,7 +156,7 @@ export class PushHarness {
   /** Refreshes a source through the refresh queue and expects it to complete. */
   async refresh(source: SourceKey): Promise<unknown> {
     const id = await enqueueRefresh(this.ctx.queues, this.ctx.config, source, { reason: 'resync', now: this.clock.now });
-    const { job, state } = await finished(this.ctx.queues.refresh, id);
+    const { job, state } = await jobEnded(this.ctx.queues.refresh, id);
     if (state !== 'completed') throw new Error(`refresh of ${source} ${state}: ${job.failedReason}`);
     return job.returnvalue;
   }
@@ -181,22 +182,20 @@ export class PushHarness {
 
   /** Waits until `count` push jobs of the target exist and all of them have ended; answers them, oldest first. */
   async settled(targetId: string, count: number, timeoutMs = 20_000): Promise<PushOutcome[]> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
+    const read = async () => {
       const jobs = (await this.ctx.queues.push.getJobs(['completed', 'failed', 'active', 'wait', 'delayed', 'prioritized'])).filter((job) => job.data.target === targetId);
-      const states = await Promise.all(jobs.map((job) => job.getState()));
-      if (jobs.length >= count && states.every((state) => state === 'completed' || state === 'failed')) {
-        const ordered = jobs.sort((a, b) => a.timestamp - b.timestamp || Number(a.id) - Number(b.id));
-        return Promise.all(ordered.map((job) => this.waitForPush(job.id ?? '')));
-      }
-      if (Date.now() > deadline) throw new Error(`target ${targetId}: ${jobs.length} push jobs (${states.join(', ')}), wanted ${count} ended`);
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
+      return { jobs, states: await Promise.all(jobs.map((job) => job.getState())) };
+    };
+    const ended = ({ jobs, states }: Awaited<ReturnType<typeof read>>) => jobs.length >= count && states.every((state) => state === 'completed' || state === 'failed');
+    const seen = await until(read, ended, timeoutMs);
+    if (!ended(seen)) throw new Error(`target ${targetId}: ${seen.jobs.length} push jobs (${seen.states.join(', ')}), wanted ${count} ended`);
+    const ordered = seen.jobs.sort((a, b) => a.timestamp - b.timestamp || Number(a.id) - Number(b.id));
+    return Promise.all(ordered.map((job) => this.waitForPush(job.id ?? '')));
   }
 
   /** Waits until a push job completed or failed for good. */
   async waitForPush(jobId: string, timeoutMs = 20_000): Promise<PushOutcome> {
-    const { job, state } = await finished(this.ctx.queues.push, jobId, timeoutMs);
+    const { job, state } = await jobEnded(this.ctx.queues.push, jobId, timeoutMs);
     return { id: jobId, state, result: job.returnvalue, attemptsMade: job.attemptsMade, attemptsStarted: job.attemptsStarted, failedReason: job.failedReason, processedBy: job.processedBy };
   }
 
@@ -231,21 +230,6 @@ export class PushHarness {
     const response = await this.app.inject({ method: 'GET', url: `/admin/google-targets/${id}`, headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` } });
     return { status: response.statusCode, body: response.json() };
   }
-}
-
-/**
- * Waits until a job completed or failed for good, and reads it after that: a job read first and found finished
- * by a later state check would still hold the return value of its active days (none).
- */
-async function finished<T extends Job>(queue: { getJobState(id: string): Promise<string>; getJob(id: string): Promise<T | undefined> }, id: string, timeoutMs = 20_000): Promise<{ job: T; state: string }> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const state = await queue.getJobState(id);
-    const job = state === 'completed' || state === 'failed' ? await queue.getJob(id) : undefined;
-    if (job) return { job, state };
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error(`job ${id} did not end within ${timeoutMs} ms`);
 }
 
 /** A fake event as an {@link EventView}. */

@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, inject, it, vi } from 'vitest';
 import { FeedStore, encodeFeed } from '../../src/feeds/feed-store.ts';
@@ -37,8 +36,7 @@ afterEach(async () => {
 
 describe('FeedCache', () => {
   it('keeps a feed until its change is announced', async () => {
-    const first = await store('first');
-    await sleep(50);
+    const first = await store('first', false);
     expect((await cache.get(SOURCE))?.etag).toBe(first);
     const unannounced = await store('unannounced', false);
     expect((await cache.get(SOURCE))?.etag).toBe(first);
@@ -49,8 +47,7 @@ describe('FeedCache', () => {
 
   it('forgets everything when its connection drops, and caches again once resubscribed', async () => {
     const id = await subscriber.client('ID');
-    await store('before');
-    await sleep(50);
+    await store('before', false);
     await cache.get(SOURCE);
     const missed = await store('missed while down', false);
     await ctx.redis.call('CLIENT', 'KILL', 'ID', String(id));
@@ -64,8 +61,7 @@ describe('FeedCache', () => {
   });
 
   it('lets entries expire as a safety net', async () => {
-    const first = await store('first');
-    await sleep(50);
+    const first = await store('first', false);
     expect((await cache.get(SOURCE))?.etag).toBe(first);
     const second = await store('second', false);
     clock += 59_000;
@@ -75,8 +71,7 @@ describe('FeedCache', () => {
   });
 
   it('does not keep a read that an announcement overtook', async () => {
-    await store('first');
-    await sleep(50);
+    await store('first', false);
     const reading = cache.get(SOURCE);
     cache.invalidate(SOURCE);
     await reading;
@@ -92,7 +87,6 @@ describe('FeedCache', () => {
       await ctx.feeds.write(ctx.redis.multi(), source, feed).exec();
       sizes.set(source, feed.body.length + feed.gzip.length + feed.brotli.length);
     }
-    await sleep(50);
     const total = [...sizes.values()].reduce((sum, size) => sum + size, 0);
     // Room for any two of the three feeds, never for all three.
     const small = new FeedCache({ feeds: ctx.feeds, subscriber: new Redis(inject('redisUrl')), channel: ctx.keys.feedUpdates, logger: silentLogger(), maxBytes: total - 1, clock: () => clock });
@@ -116,7 +110,6 @@ describe('FeedCache', () => {
 
   it('does not cache a feed larger than its whole budget', async () => {
     await store('too big');
-    await sleep(50);
     const tiny = new FeedCache({ feeds: ctx.feeds, subscriber: new Redis(inject('redisUrl')), channel: ctx.keys.feedUpdates, logger: silentLogger(), maxBytes: 10 });
     await tiny.start();
     try {

@@ -47,7 +47,7 @@ describe('the first request for a source without a feed', () => {
 
   it('serves the feed as soon as the refresh stores it, and writes no request record right after', async () => {
     const pending = get('/feeds/employees/321.ics');
-    await sleep(150);
+    await vi.waitFor(async () => expect(await queuedRefreshes(t.ctx, 'employee:321')).toHaveLength(1), { timeout: 2_000, interval: 10 });
     const feed = await storeFeed(t.ctx, 'employee:321', calendar('arrived'));
     const response = await pending;
     expect(response.statusCode).toBe(200);
@@ -59,7 +59,7 @@ describe('the first request for a source without a feed', () => {
 
   it('answers 404 when the refresh finds that the upstream does not know the source', async () => {
     const pending = get('/feeds/groups/9002.ics');
-    await sleep(150);
+    await vi.waitFor(async () => expect(await queuedRefreshes(t.ctx, 'group:9002')).toHaveLength(1), { timeout: 2_000, interval: 10 });
     await t.ctx.redis.set(t.ctx.keys.missing('group:9002'), 'no such group', 'EX', 3600);
     const response = await pending;
     expect(response.statusCode).toBe(404);
@@ -68,7 +68,7 @@ describe('the first request for a source without a feed', () => {
 
   it('lets concurrent first requests share one wait', async () => {
     const pending = Promise.all([get('/feeds/groups/9003.ics'), get('/feeds/groups/9003.ics'), get('/feeds/groups/9003.ics')]);
-    await sleep(150);
+    await vi.waitFor(async () => expect(await queuedRefreshes(t.ctx, 'group:9003')).toHaveLength(1), { timeout: 2_000, interval: 10 });
     const feed = await storeFeed(t.ctx, 'group:9003', calendar('shared'));
     for (const response of await pending) expect(response.headers.etag).toBe(feed.etag);
     expect(await queuedRefreshes(t.ctx, 'group:9003')).toHaveLength(1);

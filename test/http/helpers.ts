@@ -1,7 +1,7 @@
 /** An API app on the run's Redis with feeds written straight into the stores (no worker needed). */
 import type { FastifyInstance } from 'fastify';
 import { renderVariant, settingsHash } from '../../src/feeds/build-feed.ts';
-import { encodeFeed, type StoredFeed } from '../../src/feeds/feed-store.ts';
+import { encodeFeed, FeedStore, type StoredFeed } from '../../src/feeds/feed-store.ts';
 import type { PublishedState } from '../../src/feeds/publication.ts';
 import { buildApp } from '../../src/http/app.ts';
 import type { FeedRouteOptions } from '../../src/http/feed-routes.ts';
@@ -34,9 +34,11 @@ export async function startTestApp(options: { env?: Record<string, string>; now?
 }
 
 /** Stores a feed with these bytes for `source` (announced on the feed-updates channel, as the worker does). */
-export async function storeFeed(ctx: ServiceContext, source: string, ics: string, options: { lastModified?: number; staleSince?: number } = {}): Promise<StoredFeed> {
+export async function storeFeed(ctx: ServiceContext, source: string, ics: string, options: { lastModified?: number; staleSince?: number; announce?: boolean } = {}): Promise<StoredFeed> {
   const feed = encodeFeed(ics, options.lastModified ?? Date.UTC(2025, 9, 1, 12, 0, 0), options.staleSince);
-  await ctx.feeds.write(ctx.redis.multi(), source, feed).exec();
+  // Unannounced (as if the announcement were lost): nothing then drops a copy the API cached meanwhile.
+  const store = options.announce === false ? new FeedStore(ctx.redis, { ...ctx.keys, feedUpdates: `${ctx.keys.feedUpdates}:nobody` }) : ctx.feeds;
+  await store.write(ctx.redis.multi(), source, feed).exec();
   return feed;
 }
 

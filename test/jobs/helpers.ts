@@ -6,6 +6,7 @@ import { startWorkers, type WorkerSet } from '../../src/jobs/workers.ts';
 import type { Logger } from '../../src/logger.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { startSimulator } from '../../src/simulator/index.ts';
+import { jobEnded } from '../support/jobs.ts';
 import { testContext } from '../support/service.ts';
 import { simControl, type SimControl } from '../upstream/sim-control.ts';
 
@@ -48,16 +49,10 @@ export async function startPipeline(env: Record<string, string> = {}, logger?: L
   };
 }
 
-/** Polls a refresh job until it has completed or failed for good. */
+/** Waits until a refresh job has completed or failed for good. */
 export async function waitForJob(ctx: ServiceContext, id: string, timeoutMs = 15_000): Promise<{ id: string; state: string; result: unknown; failedReason: string | undefined }> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const job = await ctx.queues.refresh.getJob(id);
-    const state = job ? await job.getState() : 'unknown';
-    if (job && (state === 'completed' || state === 'failed')) return { id, state, result: job.returnvalue, failedReason: job.failedReason };
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error(`job ${id} did not finish within ${timeoutMs} ms`);
+  const { job, state } = await jobEnded(ctx.queues.refresh, id, timeoutMs);
+  return { id, state, result: job.returnvalue, failedReason: job.failedReason };
 }
 
 /** The events of an ICS text, read by ical.js (an independent parser). */

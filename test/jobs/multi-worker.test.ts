@@ -4,6 +4,7 @@ import { enqueueRefresh } from '../../src/jobs/queues.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { startSimulator } from '../../src/simulator/index.ts';
 import { testContext } from '../support/service.ts';
+import { waitUntil } from '../support/poll.ts';
 import { startWorkerProcess, type WorkerProcess } from '../support/spawn-worker.ts';
 import { simControl, type SimControl } from '../upstream/sim-control.ts';
 import { REFERENCE_DATE, waitForJob } from './helpers.ts';
@@ -65,8 +66,7 @@ describe('several worker processes on one Redis', () => {
     const first = await startWorker();
     await control.fault({ endpoint: '*', kind: 'latency', latencyMs: 3_000, times: 1 });
     const id = await enqueueRefresh(ctx.queues, ctx.config, source, { reason: 'resync', now: Date.now() });
-    const deadline = Date.now() + 10_000;
-    while ((await ctx.queues.refresh.getJobState(id)) !== 'active' && Date.now() < deadline) await new Promise((done) => setTimeout(done, 20));
+    await waitUntil(async () => (await ctx.queues.refresh.getJobState(id)) === 'active', 'the job to start on the first worker', 10_000);
     expect((await ctx.queues.refresh.getJob(id))?.processedBy).toBe(first.id);
     first.child.kill('SIGKILL');
     await new Promise((done) => first.child.once('exit', done));

@@ -13,6 +13,8 @@ import { startWorkers, type WorkerSet } from '../../src/jobs/workers.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { startSimulator } from '../../src/simulator/index.ts';
 import { MemoryCalendar } from '../google/memory-calendar.ts';
+import { jobEnded } from '../support/jobs.ts';
+import { until } from '../support/poll.ts';
 import { testContext } from '../support/service.ts';
 import { simControl } from '../upstream/sim-control.ts';
 import { REFERENCE_DATE, waitForJob } from './helpers.ts';
@@ -88,15 +90,8 @@ async function connected(groupIndex: number): Promise<{ id: string; source: stri
 
 /** Queues a push and waits until it completed or failed for good. */
 async function push(id: string, source: string, reason: PushReason = 'connect'): Promise<{ state: string; result: PushJobResult; attemptsMade: number; attemptsStarted: number; failedReason: string | undefined }> {
-  const jobId = await enqueuePush(ctx, id, source, reason);
-  const deadline = Date.now() + 15_000;
-  while (Date.now() < deadline) {
-    const job = await ctx.queues.push.getJob(jobId);
-    const state = job ? await job.getState() : 'unknown';
-    if (job && (state === 'completed' || state === 'failed')) return { state, result: job.returnvalue, attemptsMade: job.attemptsMade, attemptsStarted: job.attemptsStarted, failedReason: job.failedReason };
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error(`push ${jobId} did not finish`);
+  const { job, state } = await jobEnded(ctx.queues.push, await enqueuePush(ctx, id, source, reason), 15_000);
+  return { state, result: job.returnvalue, attemptsMade: job.attemptsMade, attemptsStarted: job.attemptsStarted, failedReason: job.failedReason };
 }
 
 /** What the calendar should hold: the feed's confirmed occurrences. */
@@ -132,8 +127,7 @@ describe('push job', () => {
     const { id, source, calendar } = await connected(1);
     await ctx.redis.sadd(ctx.keys.pushOwed, source);
     await waitForJob(ctx, await enqueueRefresh(ctx.queues, ctx.config, source, { reason: 'resync', now: clock.now }));
-    const deadline = Date.now() + 10_000;
-    while ((await ctx.google.targets.get(id))?.lastPush === undefined && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25));
+    await until(() => ctx.google.targets.get(id), (target) => target?.lastPush !== undefined, 10_000);
     expect(calendar.events(CAL).map((event) => event.id).sort()).toEqual(await expectedIds(source));
   });
 
@@ -160,8 +154,7 @@ describe('push job', () => {
     // When the pause is over, the scheduler's due scan queues a reconciling push that finishes the job.
     clock.now += QUOTA_PAUSE_MS;
     expect((await reconcile(ctx)).pushes).toBeGreaterThanOrEqual(1);
-    const deadline = Date.now() + 10_000;
-    while ((await ctx.google.targets.get(id))?.status !== 'active' && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25));
+    await until(() => ctx.google.targets.get(id), (target) => target?.status === 'active', 10_000);
     expect(await ctx.google.targets.get(id)).toMatchObject({ status: 'active', lastPush: { reason: 'reconcile' } });
     expect(calendar.events(CAL).map((event) => event.id).sort()).toEqual(await expectedIds(source));
   });
@@ -319,8 +312,7 @@ describe('the scheduler', () => {
     const result = await reconcile(ctx);
     expect(result.pushes).toBeGreaterThanOrEqual(1);
     expect(await dueAt(id)).toBe(clock.now + RECONCILE_MS);
-    const deadline = Date.now() + 10_000;
-    while ((await ctx.google.targets.get(id))?.lastPush === undefined && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25));
+    await until(() => ctx.google.targets.get(id), (target) => target?.lastPush !== undefined, 10_000);
     expect(await ctx.google.targets.get(id)).toMatchObject({ lastPush: { reason: 'reconcile' } });
     expect(calendar.count('listPage')).toBe(1);
     // Not due again until the interval has passed.

@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { STALE_PROPERTY } from '../../src/feeds/build-feed.ts';
 import type { RefreshJobResult } from '../../src/jobs/contract.ts';
+import { until } from '../support/poll.ts';
 import type { FaultSpec } from '../upstream/sim-control.ts';
 import { readEvents, startPipeline, waitForJob, type Pipeline } from './helpers.ts';
 
@@ -94,9 +95,7 @@ describe('mass-deletion guard', () => {
     expect((await pipeline.ctx.registry.get(source))?.status).toBe('awaiting-confirmation');
 
     // The confirming re-fetch was queued by the job itself (CONFIRM_DELAY=200ms in tests).
-    const deadline = Date.now() + 10_000;
-    while ((await pipeline.ctx.feeds.get(source))?.etag === before?.etag && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
-    const after = await pipeline.ctx.feeds.get(source);
+    const after = await until(() => pipeline.ctx.feeds.get(source), (feed) => feed?.etag !== before?.etag, 10_000);
     expect(after?.etag).not.toBe(before?.etag);
     const events = readEvents(after?.body.toString() ?? '');
     expect(events.some((event) => event.status === 'CANCELLED')).toBe(true);
@@ -117,9 +116,10 @@ describe('mass-deletion guard', () => {
     const job = await pipeline.refresh(source);
     expect((job.result as RefreshJobResult).outcome).toBe('awaiting-confirmation');
     for (const backup of backups) await pipeline.sim.addEntry(backup);
-    const confirmId = (await pipeline.ctx.queues.refresh.getJobs(['delayed', 'waiting', 'active', 'completed'])).find((candidate) => candidate.data.reason === 'confirm' && candidate.data.source === source)?.id;
-    if (confirmId) await waitForJob(pipeline.ctx, confirmId);
-    else await new Promise((resolve) => setTimeout(resolve, 1_000));
+    // The refresh queued its confirming re-fetch before it completed: it must be there, and is waited for.
+    const confirmId = (await pipeline.ctx.queues.refresh.getJobs(['delayed', 'waiting', 'prioritized', 'active', 'completed', 'failed'])).find((candidate) => candidate.data.reason === 'confirm' && candidate.data.source === source)?.id;
+    expect(confirmId).toBeDefined();
+    await waitForJob(pipeline.ctx, confirmId ?? '');
     expect((await pipeline.ctx.feeds.get(source))?.etag).toBe(before?.etag);
     expect(await pipeline.ctx.registry.get(source)).toMatchObject({ status: 'ok' });
   });

@@ -9,7 +9,8 @@ import { followUpJobId } from '../../src/jobs/queues.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { startSimulator } from '../../src/simulator/index.ts';
 import { sourceToken } from '../../src/sources/source.ts';
-import { eventually, holdingWorker, type HeldWorker } from '../admin/admin-app.ts';
+import { holdingWorker, type HeldWorker } from '../admin/admin-app.ts';
+import { eventually, waitUntil } from '../support/poll.ts';
 import { testContext } from '../support/service.ts';
 import { simControl } from '../upstream/sim-control.ts';
 
@@ -44,7 +45,7 @@ it('queues a follow-up refresh behind one running with the old credential, which
 
   // A refresh starts with the current credential and is held while the user replaces it.
   worker = holdingWorker(ctx);
-  const running = await eventually(async () => (await ctx.queues.refresh.getJobs(['active'])).find((job) => job.data.source === source));
+  const running = await eventually(async () => (await ctx.queues.refresh.getJobs(['active'])).find((job) => job.data.source === source), 'the refresh to start');
   const used = await ctx.subscriptions.credentialFor(id);
   const patched = await app.inject({ method: 'PATCH', url: `/api/subscriptions/${id}`, headers: { authorization: `Bearer ${token}` }, payload: { credential: user.token } });
   expect(patched.statusCode).toBe(200);
@@ -56,7 +57,7 @@ it('queues a follow-up refresh behind one running with the old credential, which
   // BullMQ keeps the follow-up aside while the running job is active and queues it when that job ends.
   const followUp = followUpJobId(sourceToken(source), running.id ?? '');
   worker.release();
-  await eventually(async () => (worker?.started.includes(followUp) ? true : undefined), 3_000);
+  await waitUntil(() => worker?.started.includes(followUp) === true, 'the follow-up to start', 3_000);
   expect(worker.started).toEqual([running.id, followUp]);
   expect((await ctx.queues.refresh.getJob(followUp))?.data).toMatchObject({ source, reason: 'subscription' });
 });

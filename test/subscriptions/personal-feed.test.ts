@@ -9,6 +9,7 @@ import { buildApp } from '../../src/http/app.ts';
 import { startWorkers, type WorkerSet } from '../../src/jobs/workers.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { startSimulator } from '../../src/simulator/index.ts';
+import { until } from '../support/poll.ts';
 import { testContext } from '../support/service.ts';
 import { readEvents, waitForJob } from '../jobs/helpers.ts';
 import { memoryLogger } from '../upstream/local-server.ts';
@@ -27,14 +28,10 @@ const log = memoryLogger();
 
 /** Waits for the refresh of `source` that is queued now (there is at most one). */
 async function finishRefresh(source: string) {
-  const deadline = Date.now() + 10_000;
-  while (Date.now() < deadline) {
-    const jobs = await ctx.queues.refresh.getJobs(['waiting', 'delayed', 'prioritized', 'active']);
-    const job = jobs.find((candidate) => candidate.data.source === source);
-    if (job?.id !== undefined) return waitForJob(ctx, job.id);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  throw new Error(`no refresh of ${source} was queued`);
+  const queued = async () => (await ctx.queues.refresh.getJobs(['waiting', 'delayed', 'prioritized', 'active'])).find((job) => job.data.source === source);
+  const job = await until(queued, (found) => found?.id !== undefined, 10_000);
+  if (job?.id === undefined) throw new Error(`no refresh of ${source} was queued`);
+  return waitForJob(ctx, job.id);
 }
 
 beforeAll(async () => {
