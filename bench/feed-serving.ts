@@ -24,7 +24,17 @@ import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { CpuMeter } from './support/cpu.ts';
 import { hasCommand, pin, runWrk, startNginx, type WrkOptions } from './support/load.ts';
-import { Cleanup, getUntilOk, median, privateRedis, privateSimulator, rawRequest, serviceEnvironment, spawnRole, tempDir } from './support/processes.ts';
+import {
+  Cleanup,
+  getUntilOk,
+  median,
+  privateRedis,
+  privateSimulator,
+  rawRequest,
+  serviceEnvironment,
+  spawnRole,
+  tempDir,
+} from './support/processes.ts';
 
 const ROUNDS = 3;
 const SECONDS = 10;
@@ -48,9 +58,12 @@ export interface FeedServingOptions {
 }
 
 /** Runs the feed-serving benchmark and returns its figures. */
-export async function runFeedServingBenchmark(options: FeedServingOptions = {}): Promise<Record<string, number | string>> {
+export async function runFeedServingBenchmark(
+  options: FeedServingOptions = {},
+): Promise<Record<string, number | string>> {
   for (const command of ['wrk', 'nginx', 'taskset']) {
-    if (!(await hasCommand(command))) throw new Error(`${command} is not installed (Debian: apt-get install wrk nginx-light util-linux)`);
+    if (!(await hasCommand(command)))
+      throw new Error(`${command} is not installed (Debian: apt-get install wrk nginx-light util-linux)`);
   }
   const cleanup = new Cleanup();
   try {
@@ -77,14 +90,20 @@ async function startServers(cleanup: Cleanup, options: FeedServingOptions): Prom
   const redisUrl = await privateRedis(cleanup, join(dir, 'redis'));
   const simulator = await privateSimulator(cleanup);
   const env = serviceEnvironment(redisUrl, simulator.url);
-  const api = await spawnRole(cleanup, 'api', options.apiNodeOptions === undefined ? env : { ...env, NODE_OPTIONS: options.apiNodeOptions }, dir);
+  const api = await spawnRole(
+    cleanup,
+    'api',
+    options.apiNodeOptions === undefined ? env : { ...env, NODE_OPTIONS: options.apiNodeOptions },
+    dir,
+  );
   await spawnRole(cleanup, 'worker', env, dir);
   const group = await medianGroup(simulator.url);
   const path = `/feeds/groups/${group.id}.ics`;
   // The first request fetches the feed on demand; the next ones are served from the api's memory cache.
   const plain = await getUntilOk(`${api.url}${path}`);
   const gzipped = await getUntilOk(`${api.url}${path}`, GZIP);
-  if (gzipped.headers['content-encoding'] !== 'gzip') throw new Error('the service did not answer gzip to Accept-Encoding: gzip');
+  if (gzipped.headers['content-encoding'] !== 'gzip')
+    throw new Error('the service did not answer gzip to Accept-Encoding: gzip');
   const root = join(dir, 'www');
   await mkdir(join(root, 'feeds/groups'), { recursive: true });
   await writeFile(join(root, path), plain.body);
@@ -104,7 +123,15 @@ async function startServers(cleanup: Cleanup, options: FeedServingOptions): Prom
 }
 
 async function measure(cleanup: Cleanup, options: FeedServingOptions): Promise<Record<string, number | string>> {
-  const { group, plain, gzipped, service, nginx: single, nginxAuto: auto, apiStderr } = await startServers(cleanup, options);
+  const {
+    group,
+    plain,
+    gzipped,
+    service,
+    nginx: single,
+    nginxAuto: auto,
+    apiStderr,
+  } = await startServers(cleanup, options);
   const cpu = new CpuMeter();
   await cpu.start();
   const rounds = options.rounds ?? ROUNDS;
@@ -146,7 +173,9 @@ async function measure(cleanup: Cleanup, options: FeedServingOptions): Promise<R
 
 /** The group whose timetable has the median number of entries: a typical feed. */
 async function medianGroup(simulatorUrl: string): Promise<{ id: number; entryCount: number }> {
-  const { groups } = (await (await fetch(`${simulatorUrl}/_sim/groups`)).json()) as { groups: { id: number; entryCount: number }[] };
+  const { groups } = (await (await fetch(`${simulatorUrl}/_sim/groups`)).json()) as {
+    groups: { id: number; entryCount: number }[];
+  };
   const sorted = [...groups].sort((a, b) => a.entryCount - b.entryCount || a.id - b.id);
   const group = sorted[Math.floor(sorted.length / 2)];
   if (!group) throw new Error('the simulator has no groups');
@@ -156,10 +185,15 @@ async function medianGroup(simulatorUrl: string): Promise<{ id: number; entryCou
 /** nginx must answer 200 with exactly the service's bytes, in both encodings, before anything is timed. */
 async function checkSameBytes(url: string, plain: Buffer, gzipped: Buffer): Promise<void> {
   const identity = await rawRequest(url);
-  if (identity.status !== 200 || !identity.body.equals(plain)) throw new Error(`nginx answered ${identity.status} with ${identity.body.length} bytes; the service ${plain.length}`);
+  if (identity.status !== 200 || !identity.body.equals(plain))
+    throw new Error(
+      `nginx answered ${identity.status} with ${identity.body.length} bytes; the service ${plain.length}`,
+    );
   const gzip = await rawRequest(url, { headers: GZIP });
   if (gzip.status !== 200 || gzip.headers['content-encoding'] !== 'gzip' || !gzip.body.equals(gzipped)) {
-    throw new Error(`nginx gzip_static answered ${gzip.status} (${String(gzip.headers['content-encoding'])}) with ${gzip.body.length} bytes; the service ${gzipped.length}`);
+    throw new Error(
+      `nginx gzip_static answered ${gzip.status} (${String(gzip.headers['content-encoding'])}) with ${gzip.body.length} bytes; the service ${gzipped.length}`,
+    );
   }
 }
 
@@ -175,7 +209,12 @@ interface Comparison {
  * Measures each target in turn, round after round, and returns the median req/s and p99 latency of each.
  * With `serverCpus`, each target is pinned there while it is measured.
  */
-async function compare(rounds: number, targets: readonly Target[], options: WrkOptions, serverCpus?: string): Promise<Comparison> {
+async function compare(
+  rounds: number,
+  targets: readonly Target[],
+  options: WrkOptions,
+  serverCpus?: string,
+): Promise<Comparison> {
   const rates = new Map<string, number[]>(targets.map((target) => [target.name, []]));
   const p99 = new Map<string, number[]>(targets.map((target) => [target.name, []]));
   for (let round = 0; round < rounds; round += 1) {

@@ -32,12 +32,27 @@ import { connectTarget } from '../src/google/connect-target.ts';
 import { silentLogger } from '../src/logger.ts';
 import type { ServiceContext } from '../src/runtime/context.ts';
 import { openServiceContext } from '../src/runtime/service-context.ts';
-import { startFakeGoogle, type FakeGoogle } from '../test/fake-google/index.ts';
+import { type FakeGoogle, startFakeGoogle } from '../test/fake-google/index.ts';
 import { calendarState, mismatches } from './support/calendar-diff.ts';
 import { CpuMeter } from './support/cpu.ts';
-import { Cleanup, privateRedis, privateSimulator, serviceEnvironment, spawnRole, tempDir } from './support/processes.ts';
-import { prepareGroup, type PushGroup } from './support/push-group.ts';
-import { countsDelta, describeRun, forbiddenAnswers, pushRunsSince, RequestSampler, settle, syncCounts } from './support/push-phase.ts';
+import {
+  Cleanup,
+  privateRedis,
+  privateSimulator,
+  serviceEnvironment,
+  spawnRole,
+  tempDir,
+} from './support/processes.ts';
+import { type PushGroup, prepareGroup } from './support/push-group.ts';
+import {
+  countsDelta,
+  describeRun,
+  forbiddenAnswers,
+  pushRunsSince,
+  RequestSampler,
+  settle,
+  syncCounts,
+} from './support/push-phase.ts';
 import { desiredFor, measureRound, measureSteady, methods, type PushBench, type Round } from './support/push-rounds.ts';
 import type { OneOff } from './support/timetable-edits.ts';
 
@@ -66,7 +81,12 @@ async function measure(cleanup: Cleanup): Promise<Record<string, number | string
   const { refreshToken } = fake.addUser();
   const env = { ...serviceEnvironment(redisUrl, simulator.url), ...googleEnvironment(fake) };
   const worker = await spawnRole(cleanup, 'worker', env, dir);
-  const opened = openServiceContext({ config: loadConfig({ ...env, PORT: '1' }), logger: silentLogger(), redisUrl, role: 'bench' });
+  const opened = openServiceContext({
+    config: loadConfig({ ...env, PORT: '1' }),
+    logger: silentLogger(),
+    redisUrl,
+    role: 'bench',
+  });
   cleanup.add('bench context', opened.close);
   const ctx = opened.context;
   const group = await prepareGroup(ctx, simulator.url, MIN_OCCURRENCES, PER_ROUND);
@@ -74,7 +94,14 @@ async function measure(cleanup: Cleanup): Promise<Record<string, number | string
   sampler.start();
   cleanup.add('sampler', async () => sampler.stop());
   const first = await firstPush(ctx, fake, group, refreshToken);
-  const bench: PushBench = { ctx, fake, source: group.source, targetId: first.targetId, calendarId: first.calendarId, edits: group.edits };
+  const bench: PushBench = {
+    ctx,
+    fake,
+    source: group.source,
+    targetId: first.targetId,
+    calendarId: first.calendarId,
+    edits: group.edits,
+  };
   const ratios: number[] = [];
   let figures: Record<string, number | string> = {};
   for (const [index, round] of roundsFor(group).entries()) {
@@ -97,18 +124,30 @@ async function measure(cleanup: Cleanup): Promise<Record<string, number | string
     'whole run: quota errors': total.quotaErrors,
     'whole run: error answers': JSON.stringify(total.errors),
     'whole run: most API requests within any 60 s (sampled every 100 ms)': sampler.maxInWindow(60_000),
-    target: 'first push: 0 quota errors, 0 403/429; every round exactly 1.00 write calls per changed occurrence; 0 writes when nothing changed',
+    target:
+      'first push: 0 quota errors, 0 403/429; every round exactly 1.00 write calls per changed occurrence; 0 writes when nothing changed',
     ...(stderr === '' ? {} : { 'worker stderr': stderr.slice(0, 800) }),
   };
 }
 
 /** The Google settings of the service, pointing at the fake; the budget settings are left at their defaults. */
 function googleEnvironment(fake: FakeGoogle): Record<string, string> {
-  return { GOOGLE_CLIENT_ID: fake.clientId, GOOGLE_CLIENT_SECRET: fake.clientSecret, GOOGLE_API_ROOT_URL: fake.rootUrl, GOOGLE_OAUTH_TOKEN_URL: fake.tokenUrl, GOOGLE_OAUTH_AUTH_URL: fake.authUrl };
+  return {
+    GOOGLE_CLIENT_ID: fake.clientId,
+    GOOGLE_CLIENT_SECRET: fake.clientSecret,
+    GOOGLE_API_ROOT_URL: fake.rootUrl,
+    GOOGLE_OAUTH_TOKEN_URL: fake.tokenUrl,
+    GOOGLE_OAUTH_AUTH_URL: fake.authUrl,
+  };
 }
 
 /** Connects the target (its calendar is created, its first push queued) and waits for every push to end. */
-async function firstPush(ctx: ServiceContext, fake: FakeGoogle, group: PushGroup, refreshToken: string): Promise<{ figures: Record<string, number | string>; targetId: string; calendarId: string }> {
+async function firstPush(
+  ctx: ServiceContext,
+  fake: FakeGoogle,
+  group: PushGroup,
+  refreshToken: string,
+): Promise<{ figures: Record<string, number | string>; targetId: string; calendarId: string }> {
   const before = fake.counts();
   const cpu = new CpuMeter();
   await cpu.start();
@@ -160,11 +199,20 @@ function roundsFor(group: PushGroup): Round[] {
   };
   const [moved, cancelled] = oneOffs.mixed as [OneOff, OneOff];
   return [
-    { name: `move ${PER_ROUND} one-off classes to the next slot of the same day`, edit: each(oneOffs.slot, (oneOff) => edits.moveSlot(oneOff)) },
-    { name: `move ${PER_ROUND} one-off classes a week later (another date: another event id)`, edit: each(oneOffs.week, (oneOff) => edits.moveWeek(oneOff)) },
+    {
+      name: `move ${PER_ROUND} one-off classes to the next slot of the same day`,
+      edit: each(oneOffs.slot, (oneOff) => edits.moveSlot(oneOff)),
+    },
+    {
+      name: `move ${PER_ROUND} one-off classes a week later (another date: another event id)`,
+      edit: each(oneOffs.week, (oneOff) => edits.moveWeek(oneOff)),
+    },
     { name: `cancel ${PER_ROUND} one-off classes`, edit: each(oneOffs.cancel, (oneOff) => edits.cancel(oneOff)) },
     { name: `add ${PER_ROUND} one-off classes`, edit: () => add(PER_ROUND) },
-    { name: `change the room of the weekly class with the most occurrences (${roomEntry.occurrences})`, edit: () => edits.patchEntry(roomEntry.id, { num_auditorium_schedule: '999' }) },
+    {
+      name: `change the room of the weekly class with the most occurrences (${roomEntry.occurrences})`,
+      edit: () => edits.patchEntry(roomEntry.id, { num_auditorium_schedule: '999' }),
+    },
     {
       name: `mixed: move 1 class to another slot, cancel 1, add 1, change the teacher of a class with ${teacherEntry.occurrences} occurrences`,
       edit: async () => {
@@ -174,6 +222,9 @@ function roundsFor(group: PushGroup): Round[] {
         await edits.patchEntry(teacherEntry.id, { teacher_id: teacherEntry.otherTeacher });
       },
     },
-    { name: `restore the ${PER_ROUND} classes cancelled in round 3 (same entries, same dates)`, edit: each(oneOffs.cancel, (oneOff) => edits.restore(oneOff)) },
+    {
+      name: `restore the ${PER_ROUND} classes cancelled in round 3 (same entries, same dates)`,
+      edit: each(oneOffs.cancel, (oneOff) => edits.restore(oneOff)),
+    },
   ];
 }

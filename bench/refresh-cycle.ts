@@ -35,7 +35,16 @@ import type { ServiceContext } from '../src/runtime/context.ts';
 import { openServiceContext } from '../src/runtime/service-context.ts';
 import { CpuMeter } from './support/cpu.ts';
 import { cycleFigures, type UpstreamRequests } from './support/cycle-figures.ts';
-import { Cleanup, privateRedis, privateSimulator, rawRequest, serviceEnvironment, sleep, spawnRole, tempDir } from './support/processes.ts';
+import {
+  Cleanup,
+  privateRedis,
+  privateSimulator,
+  rawRequest,
+  serviceEnvironment,
+  sleep,
+  spawnRole,
+  tempDir,
+} from './support/processes.ts';
 import { startSubscribers } from './support/subscribers.ts';
 
 const RATE_LIMIT = 100;
@@ -54,7 +63,9 @@ export interface RefreshCycleOptions {
 }
 
 /** Runs the refresh-cycle benchmark and returns its figures. */
-export async function runRefreshCycleBenchmark(options: RefreshCycleOptions = {}): Promise<Record<string, number | string>> {
+export async function runRefreshCycleBenchmark(
+  options: RefreshCycleOptions = {},
+): Promise<Record<string, number | string>> {
   const cleanup = new Cleanup();
   try {
     return await measure(cleanup, options);
@@ -69,20 +80,46 @@ async function measure(cleanup: Cleanup, options: RefreshCycleOptions): Promise<
   const simulator = await privateSimulator(cleanup);
   await control(simulator.url, 'POST', '/_sim/faults', { kind: 'latency', latencyMs: LATENCY_MS });
   const concurrency = options.workerConcurrency ?? WORKER_CONCURRENCY;
-  const env = { ...serviceEnvironment(redisUrl, simulator.url), UPSTREAM_RATE_LIMIT: String(RATE_LIMIT), WORKER_CONCURRENCY: String(concurrency) };
+  const env = {
+    ...serviceEnvironment(redisUrl, simulator.url),
+    UPSTREAM_RATE_LIMIT: String(RATE_LIMIT),
+    WORKER_CONCURRENCY: String(concurrency),
+  };
   const workerEnv = options.workerNodeOptions === undefined ? env : { ...env, NODE_OPTIONS: options.workerNodeOptions };
-  const workers = [await spawnRole(cleanup, 'worker', workerEnv, dir), await spawnRole(cleanup, 'worker', workerEnv, dir)];
+  const workers = [
+    await spawnRole(cleanup, 'worker', workerEnv, dir),
+    await spawnRole(cleanup, 'worker', workerEnv, dir),
+  ];
   const api = await spawnRole(cleanup, 'api', env, dir);
-  const opened = openServiceContext({ config: loadConfig({ ...env, PORT: '1' }), logger: silentLogger(), redisUrl, role: 'bench' });
+  const opened = openServiceContext({
+    config: loadConfig({ ...env, PORT: '1' }),
+    logger: silentLogger(),
+    redisUrl,
+    role: 'bench',
+  });
   cleanup.add('bench context', opened.close);
   const ctx = opened.context;
   const sources = await chooseSources(simulator.url);
   await activateAll(ctx, sources);
-  const paths = sources.map((source) => source.replace(/^group:(\d+)$/, '/feeds/groups/$1.ics').replace(/^employee:(\d+)$/, '/feeds/employees/$1.ics'));
-  const cycle = (n: number) => runCycle({ ctx, simulatorUrl: simulator.url, apiUrl: api.url, adminToken: env.ADMIN_TOKEN, paths, sources: sources.length, label: `cycle ${n}` });
+  const paths = sources.map((source) =>
+    source.replace(/^group:(\d+)$/, '/feeds/groups/$1.ics').replace(/^employee:(\d+)$/, '/feeds/employees/$1.ics'),
+  );
+  const cycle = (n: number) =>
+    runCycle({
+      ctx,
+      simulatorUrl: simulator.url,
+      apiUrl: api.url,
+      adminToken: env.ADMIN_TOKEN,
+      paths,
+      sources: sources.length,
+      label: `cycle ${n}`,
+    });
   const first = await cycle(1);
   const steady = await cycle(2);
-  const stderr = [api, ...workers].map((child) => child.stderr().trim()).filter((text) => text !== '').join('\n');
+  const stderr = [api, ...workers]
+    .map((child) => child.stderr().trim())
+    .filter((text) => text !== '')
+    .join('\n');
   return {
     sources: sources.length,
     'worker processes': workers.length,
@@ -91,7 +128,7 @@ async function measure(cleanup: Cleanup, options: RefreshCycleOptions): Promise<
     'rate limit req/s': RATE_LIMIT,
     ...first,
     ...steady,
-    'target': 'steady-state fetch rate ≥ 0.95× the limit; 1.00 upstream requests per source in every cycle',
+    target: 'steady-state fetch rate ≥ 0.95× the limit; 1.00 upstream requests per source in every cycle',
     ...(stderr === '' ? {} : { 'service stderr': stderr.slice(0, 800) }),
   };
 }
@@ -99,9 +136,15 @@ async function measure(cleanup: Cleanup, options: RefreshCycleOptions): Promise<
 /** Every group and the first employees by id: `group:<id>` / `employee:<id>`. */
 async function chooseSources(simulatorUrl: string): Promise<string[]> {
   const { groups } = (await (await fetch(`${simulatorUrl}/_sim/groups`)).json()) as { groups: { id: number }[] };
-  const { employees } = (await (await fetch(`${simulatorUrl}/_sim/employees`)).json()) as { employees: { id: number }[] };
-  const employeeIds = employees.map((employee) => employee.id).sort((a, b) => a - b).slice(0, EMPLOYEES);
-  if (groups.length < GROUPS || employeeIds.length < EMPLOYEES) throw new Error(`the simulator has ${groups.length} groups and ${employees.length} employees`);
+  const { employees } = (await (await fetch(`${simulatorUrl}/_sim/employees`)).json()) as {
+    employees: { id: number }[];
+  };
+  const employeeIds = employees
+    .map((employee) => employee.id)
+    .sort((a, b) => a - b)
+    .slice(0, EMPLOYEES);
+  if (groups.length < GROUPS || employeeIds.length < EMPLOYEES)
+    throw new Error(`the simulator has ${groups.length} groups and ${employees.length} employees`);
   return [...groups.slice(0, GROUPS).map((group) => `group:${group.id}`), ...employeeIds.map((id) => `employee:${id}`)];
 }
 
@@ -120,7 +163,11 @@ async function activateAll(ctx: ServiceContext, sources: readonly string[]): Pro
 }
 
 async function control(simulatorUrl: string, method: string, path: string, body?: unknown): Promise<unknown> {
-  const response = await rawRequest(`${simulatorUrl}${path}`, { method, headers: { 'Content-Type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+  const response = await rawRequest(`${simulatorUrl}${path}`, {
+    method,
+    headers: { 'Content-Type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
   if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${response.body.toString()}`);
   return response.body.length > 0 ? JSON.parse(response.body.toString()) : undefined;
 }
@@ -143,12 +190,24 @@ async function runCycle(options: CycleOptions): Promise<Record<string, number | 
   const cpu = new CpuMeter();
   await cpu.start();
   const requestedAt = Date.now();
-  const answer = await rawRequest(`${options.apiUrl}/admin/resync`, { method: 'POST', headers: { Authorization: `Bearer ${options.adminToken}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ all: true }) });
-  if (answer.status !== 202) throw new Error(`POST /admin/resync answered ${answer.status}: ${answer.body.toString().slice(0, 300)}`);
+  const answer = await rawRequest(`${options.apiUrl}/admin/resync`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${options.adminToken}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ all: true }),
+  });
+  if (answer.status !== 202)
+    throw new Error(`POST /admin/resync answered ${answer.status}: ${answer.body.toString().slice(0, 300)}`);
   const jobIds = (JSON.parse(answer.body.toString()) as { jobs: string[] }).jobs;
-  if (new Set(jobIds).size !== options.sources) throw new Error(`${label}: the resync queued ${new Set(jobIds).size} distinct jobs for ${options.sources} sources`);
+  if (new Set(jobIds).size !== options.sources)
+    throw new Error(`${label}: the resync queued ${new Set(jobIds).size} distinct jobs for ${options.sources} sources`);
   // Subscribers start once every refresh is queued: a demand before that would be a fetch of its own.
-  const subscribers = startSubscribers({ apiUrl: options.apiUrl, paths: options.paths, requestsPerSecond: SUBSCRIBER_RATE, concurrency: 256, hotShare: 0.2 });
+  const subscribers = startSubscribers({
+    apiUrl: options.apiUrl,
+    paths: options.paths,
+    requestsPerSecond: SUBSCRIBER_RATE,
+    concurrency: 256,
+    hotShare: 0.2,
+  });
   const finished = (before.completed ?? 0) + (before.failed ?? 0) + jobIds.length;
   const drainedAt = await waitForDrain(ctx, finished, label).catch(async (error: unknown) => {
     await subscribers.stop();
@@ -159,9 +218,20 @@ async function runCycle(options: CycleOptions): Promise<Record<string, number | 
   const stats = (await control(options.simulatorUrl, 'GET', '/_sim/stats')) as { requests: UpstreamRequests };
   const jobs = await readJobs(ctx, jobIds);
   return {
-    ...cycleFigures({ label, jobs, requests: stats.requests, sources: options.sources, limit: RATE_LIMIT, requestedAt, drainedAt }),
+    ...cycleFigures({
+      label,
+      jobs,
+      requests: stats.requests,
+      sources: options.sources,
+      limit: RATE_LIMIT,
+      requestedAt,
+      drainedAt,
+    }),
     [`${label} feed requests served`]: seen.requests,
-    [`${label} feed answers by status`]: Object.entries(seen.byStatus).map(([status, count]) => `${status}: ${count}`).join(', ') + (seen.errors > 0 ? `, errors: ${seen.errors}` : ''),
+    [`${label} feed answers by status`]:
+      Object.entries(seen.byStatus)
+        .map(([status, count]) => `${status}: ${count}`)
+        .join(', ') + (seen.errors > 0 ? `, errors: ${seen.errors}` : ''),
     [`${label} requests of the hottest source`]: seen.maxPerSource,
     [`${label} CPU cores used by the benchmark's processes / by other processes`]: `${used.ours} / ${used.others}`,
   };
@@ -173,10 +243,22 @@ type RefreshJob = Job<RefreshJobData, RefreshJobResult>;
 async function waitForDrain(ctx: ServiceContext, finished: number, label: string): Promise<number> {
   const deadline = Date.now() + 600_000;
   for (;;) {
-    const counts = await ctx.queues.refresh.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'waiting-children', 'completed', 'failed');
-    const pending = ['waiting', 'active', 'delayed', 'prioritized', 'waiting-children'].reduce((sum, state) => sum + (counts[state] ?? 0), 0);
+    const counts = await ctx.queues.refresh.getJobCounts(
+      'waiting',
+      'active',
+      'delayed',
+      'prioritized',
+      'waiting-children',
+      'completed',
+      'failed',
+    );
+    const pending = ['waiting', 'active', 'delayed', 'prioritized', 'waiting-children'].reduce(
+      (sum, state) => sum + (counts[state] ?? 0),
+      0,
+    );
     if (pending === 0 && (counts.completed ?? 0) + (counts.failed ?? 0) >= finished) return Date.now();
-    if (Date.now() > deadline) throw new Error(`${label}: the refresh queue did not drain within 10 minutes: ${JSON.stringify(counts)}`);
+    if (Date.now() > deadline)
+      throw new Error(`${label}: the refresh queue did not drain within 10 minutes: ${JSON.stringify(counts)}`);
     await sleep(100);
   }
 }

@@ -13,7 +13,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import ical, { type ICalEventData } from 'ical-generator';
-import { renderEventData, renderIcs, toEventData, type CalendarMeta } from '../src/feeds/render-ics.ts';
+import { type CalendarMeta, renderEventData, renderIcs, toEventData } from '../src/feeds/render-ics.ts';
 import { vtimezone } from '../src/feeds/vtimezone.ts';
 import { silentLogger } from '../src/logger.ts';
 import { startSimulator } from '../src/simulator/index.ts';
@@ -45,7 +45,12 @@ function meta(index: number): CalendarMeta {
 
 /** The same feed as ical-generator writes it on its own: its calendar, its property order, its toString(). */
 function icalGeneratorAlone(events: readonly ICalEventData[], meta: CalendarMeta): string {
-  const calendar = ical({ name: meta.name, prodId: '//timetable-sync//timetable-sync//RU', ttl: meta.refreshIntervalMs / 1000, timezone: { name: null, generator: vtimezone } });
+  const calendar = ical({
+    name: meta.name,
+    prodId: '//timetable-sync//timetable-sync//RU',
+    ttl: meta.refreshIntervalMs / 1000,
+    timezone: { name: null, generator: vtimezone },
+  });
   calendar.x('X-WR-TIMEZONE', meta.timezone);
   for (const event of events) calendar.createEvent(event);
   return calendar.toString();
@@ -60,7 +65,9 @@ function median(values: number[]): number {
 export async function runTimetableBenchmark(): Promise<Record<string, number | string>> {
   const timetables = await loadWorkload();
   const zonedTimes = new ZonedTimes(TIMEZONE);
-  const prebuilt = timetables.map((entries, index) => toEventData(expand(entries, { timezone: TIMEZONE }, zonedTimes).occurrences, meta(index), zonedTimes));
+  const prebuilt = timetables.map((entries, index) =>
+    toEventData(expand(entries, { timezone: TIMEZONE }, zonedTimes).occurrences, meta(index), zonedTimes),
+  );
   const events = prebuilt.reduce((sum, list) => sum + list.length, 0);
   let sink = 0;
   const pipelineRates: number[] = [];
@@ -80,7 +87,9 @@ export async function runTimetableBenchmark(): Promise<Record<string, number | s
       // A cold process (first refresh after a start): a fresh ZonedTimes, so every zone conversion is computed.
       started = performance.now();
       const fresh = new ZonedTimes(TIMEZONE);
-      sink += Buffer.byteLength(renderIcs(expand(entries, { timezone: TIMEZONE }, fresh).occurrences, meta(index), fresh));
+      sink += Buffer.byteLength(
+        renderIcs(expand(entries, { timezone: TIMEZONE }, fresh).occurrences, meta(index), fresh),
+      );
       coldMs += performance.now() - started;
       started = performance.now();
       sink += Buffer.byteLength(icalGeneratorAlone(prebuilt[index] ?? [], meta(index)));

@@ -5,7 +5,7 @@ const major = Number(process.versions.node.split('.')[0]);
 if (major < 24) {
   process.stderr.write(
     `timetable-sync needs Node 24 or newer; this is Node ${process.versions.node}.\n` +
-      'Run it as `npx timetable-sync …` after `npm ci`: npm puts the project\'s own Node 24 first on PATH.\n',
+      "Run it as `npx timetable-sync …` after `npm ci`: npm puts the project's own Node 24 first on PATH.\n",
   );
   process.exit(1);
 }

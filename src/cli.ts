@@ -1,4 +1,4 @@
-import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { ConfigError } from './config.ts';
 import { CommandError, EXIT_USAGE, idOption, UsageError } from './runtime/command-error.ts';
 import { RedisUnavailableError } from './runtime/redis-install.ts';
@@ -23,8 +23,14 @@ const COMMANDS: Record<string, Command> = {
     summary: 'embedded Redis + bundled university simulator + API + worker; prints feed URLs',
     usage: 'timetable-sync demo [--port N] [--simulator-port N] [--seed S]',
     options: { port: { type: 'string' }, 'simulator-port': { type: 'string' }, seed: { type: 'string' } },
-    details: 'Runs everything on this machine with no configuration. Without REDIS_URL a private redis-server is\nstarted under .data/ (installed from Debian when missing and running as root). The service listens on\n--port (default PORT, 8080; 0 picks a free port), the simulator on --simulator-port (default 4010).\nCtrl-C stops it all.',
-    run: async (values) => (await roles()).runDemo({ port: optionalInt(values.port, '--port'), simulatorPort: optionalInt(values['simulator-port'], '--simulator-port'), seed: stringValue(values.seed) }),
+    details:
+      'Runs everything on this machine with no configuration. Without REDIS_URL a private redis-server is\nstarted under .data/ (installed from Debian when missing and running as root). The service listens on\n--port (default PORT, 8080; 0 picks a free port), the simulator on --simulator-port (default 4010).\nCtrl-C stops it all.',
+    run: async (values) =>
+      (await roles()).runDemo({
+        port: optionalInt(values.port, '--port'),
+        simulatorPort: optionalInt(values['simulator-port'], '--simulator-port'),
+        seed: stringValue(values.seed),
+      }),
   },
   start: {
     summary: 'the service: API and worker roles in one process',
@@ -51,30 +57,63 @@ const COMMANDS: Record<string, Command> = {
     summary: 'the fake university API alone',
     usage: 'timetable-sync simulator [--port N] [--seed S] [--host H]',
     options: { port: { type: 'string' }, seed: { type: 'string' }, host: { type: 'string' } },
-    details: 'Serves the six university endpoints over deterministic generated data, plus /_sim control\nendpoints (move, cancel or add classes; inject faults). Default port 4010, seed 1.',
-    run: async (values) => (await roles()).runSimulator({ port: optionalInt(values.port, '--port') ?? 4010, seed: stringValue(values.seed), host: stringValue(values.host) }),
+    details:
+      'Serves the six university endpoints over deterministic generated data, plus /_sim control\nendpoints (move, cancel or add classes; inject faults). Default port 4010, seed 1.',
+    run: async (values) =>
+      (await roles()).runSimulator({
+        port: optionalInt(values.port, '--port') ?? 4010,
+        seed: stringValue(values.seed),
+        host: stringValue(values.host),
+      }),
   },
   render: {
     summary: 'one timetable as ICS on stdout',
     usage: 'timetable-sync render (--file F | --group ID | --employee ID | --me) [--from D] [--to D]',
-    options: { file: { type: 'string' }, group: { type: 'string' }, employee: { type: 'string' }, me: { type: 'boolean' }, from: { type: 'string' }, to: { type: 'string' } },
-    details: '--me reads UNIVERSITY_CREDENTIAL. Invalid entries are left out and named on stderr (exit 0);\nan unreadable file, a failed fetch or an upstream error exits non-zero with the reason.',
+    options: {
+      file: { type: 'string' },
+      group: { type: 'string' },
+      employee: { type: 'string' },
+      me: { type: 'boolean' },
+      from: { type: 'string' },
+      to: { type: 'string' },
+    },
+    details:
+      '--me reads UNIVERSITY_CREDENTIAL. Invalid entries are left out and named on stderr (exit 0);\nan unreadable file, a failed fetch or an upstream error exits non-zero with the reason.',
     run: async (values) => {
       const { runRender } = await import('./runtime/render-command.ts');
-      return runRender({ file: stringValue(values.file), group: stringValue(values.group), employee: stringValue(values.employee), me: values.me === true, from: stringValue(values.from), to: stringValue(values.to) });
+      return runRender({
+        file: stringValue(values.file),
+        group: stringValue(values.group),
+        employee: stringValue(values.employee),
+        me: values.me === true,
+        from: stringValue(values.from),
+        to: stringValue(values.to),
+      });
     },
   },
   resync: {
     summary: 'enqueue a resync and print the job ids',
     usage: 'timetable-sync resync (--all | --group ID | --employee ID | --subscription ID)',
-    options: { all: { type: 'boolean' }, group: { type: 'string' }, employee: { type: 'string' }, subscription: { type: 'string' } },
+    options: {
+      all: { type: 'boolean' },
+      group: { type: 'string' },
+      employee: { type: 'string' },
+      subscription: { type: 'string' },
+    },
     details: 'Uses REDIS_URL, or the embedded Redis recorded under .data/ by a running `start` or `demo`.',
     run: async (values) => {
       const selectors = ['all', 'group', 'employee', 'subscription'].filter((key) => values[key] !== undefined);
-      if (selectors.length !== 1) throw new UsageError('give exactly one of --all, --group, --employee, --subscription');
-      for (const flag of ['group', 'employee'] as const) if (values[flag] !== undefined) idOption(`--${flag}`, values[flag]);
+      if (selectors.length !== 1)
+        throw new UsageError('give exactly one of --all, --group, --employee, --subscription');
+      for (const flag of ['group', 'employee'] as const)
+        if (values[flag] !== undefined) idOption(`--${flag}`, values[flag]);
       const { runResync } = await import('./runtime/resync-command.ts');
-      return runResync({ all: values.all === true, group: stringValue(values.group), employee: stringValue(values.employee), subscription: stringValue(values.subscription) });
+      return runResync({
+        all: values.all === true,
+        group: stringValue(values.group),
+        employee: stringValue(values.employee),
+        subscription: stringValue(values.subscription),
+      });
     },
   },
 };
@@ -121,7 +160,12 @@ export async function main(argv: readonly string[]): Promise<number> {
     return EXIT_USAGE;
   }
   try {
-    const { values } = parseArgs({ args: [...rest], options: { ...command.options, help: { type: 'boolean', short: 'h' } }, strict: true, allowPositionals: false });
+    const { values } = parseArgs({
+      args: [...rest],
+      options: { ...command.options, help: { type: 'boolean', short: 'h' } },
+      strict: true,
+      allowPositionals: false,
+    });
     if (values.help) {
       process.stdout.write(commandHelp(name, command));
       return 0;
@@ -142,6 +186,8 @@ function reportFailure(name: string, command: Command, error: unknown): number {
     process.stderr.write(`timetable-sync ${name}: ${error.message}\n`);
     return error instanceof CommandError ? error.exitCode : 1;
   }
-  process.stderr.write(`timetable-sync ${name}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.stderr.write(
+    `timetable-sync ${name}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+  );
   return 1;
 }

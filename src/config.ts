@@ -64,7 +64,12 @@ export interface Config {
 }
 
 /** Names of settings a command can demand on top of the schema (for example a worker needs the upstream). */
-export type RequiredSetting = 'UNIVERSITY_API_URL' | 'UNIVERSITY_CREDENTIAL' | 'ADMIN_TOKEN' | 'SECRET_KEY' | 'REDIS_URL';
+export type RequiredSetting =
+  | 'UNIVERSITY_API_URL'
+  | 'UNIVERSITY_CREDENTIAL'
+  | 'ADMIN_TOKEN'
+  | 'SECRET_KEY'
+  | 'REDIS_URL';
 
 /** Thrown when the environment is invalid; `problems` names every bad variable and why. */
 export class ConfigError extends Error {
@@ -79,12 +84,40 @@ export class ConfigError extends Error {
 
 /** Every variable the service reads, with its default and meaning (the source of `.env.example`). */
 export const ENV_VARIABLES = [
-  'UNIVERSITY_API_URL', 'UNIVERSITY_AUTH_HEADER', 'UNIVERSITY_AUTH_SCHEME', 'UNIVERSITY_CREDENTIAL', 'REDIS_URL', 'REDIS_PREFIX', 'PORT',
-  'PUBLIC_URL', 'TIMEZONE', 'WEEK_PARITY_ANCHORS', 'HOLIDAYS', 'REFRESH_INTERVAL', 'UPSTREAM_RATE_LIMIT',
-  'UPSTREAM_TIMEOUT', 'WORKER_CONCURRENCY', 'REFRESH_ATTEMPTS', 'REFRESH_BACKOFF', 'CONFIRM_DELAY', 'CANCELLED_RETENTION',
-  'INACTIVE_AFTER', 'ADMIN_TOKEN', 'SECRET_KEY', 'GOOGLE_CLIENT_ID', 'GOOGLE_CLIENT_SECRET',
-  'GOOGLE_API_ROOT_URL', 'GOOGLE_OAUTH_TOKEN_URL', 'GOOGLE_OAUTH_AUTH_URL', 'GOOGLE_USER_RATE_LIMIT', 'GOOGLE_RATE_LIMIT',
-  'GOOGLE_QUOTA_PAUSE', 'GOOGLE_RECONCILE_INTERVAL', 'PUSH_CONCURRENCY', 'LOG_LEVEL', 'DATA_DIR',
+  'UNIVERSITY_API_URL',
+  'UNIVERSITY_AUTH_HEADER',
+  'UNIVERSITY_AUTH_SCHEME',
+  'UNIVERSITY_CREDENTIAL',
+  'REDIS_URL',
+  'REDIS_PREFIX',
+  'PORT',
+  'PUBLIC_URL',
+  'TIMEZONE',
+  'WEEK_PARITY_ANCHORS',
+  'HOLIDAYS',
+  'REFRESH_INTERVAL',
+  'UPSTREAM_RATE_LIMIT',
+  'UPSTREAM_TIMEOUT',
+  'WORKER_CONCURRENCY',
+  'REFRESH_ATTEMPTS',
+  'REFRESH_BACKOFF',
+  'CONFIRM_DELAY',
+  'CANCELLED_RETENTION',
+  'INACTIVE_AFTER',
+  'ADMIN_TOKEN',
+  'SECRET_KEY',
+  'GOOGLE_CLIENT_ID',
+  'GOOGLE_CLIENT_SECRET',
+  'GOOGLE_API_ROOT_URL',
+  'GOOGLE_OAUTH_TOKEN_URL',
+  'GOOGLE_OAUTH_AUTH_URL',
+  'GOOGLE_USER_RATE_LIMIT',
+  'GOOGLE_RATE_LIMIT',
+  'GOOGLE_QUOTA_PAUSE',
+  'GOOGLE_RECONCILE_INTERVAL',
+  'PUSH_CONCURRENCY',
+  'LOG_LEVEL',
+  'DATA_DIR',
 ] as const;
 
 const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
@@ -121,7 +154,10 @@ function isHttpUrl(value: string): boolean {
 
 const dateList = optionalText.transform((value, ctx) => {
   if (value === undefined) return [];
-  const dates = value.split(',').map((part) => part.trim()).filter((part) => part !== '');
+  const dates = value
+    .split(',')
+    .map((part) => part.trim())
+    .filter((part) => part !== '');
   const bad = dates.filter((date) => !isIsoDate(date));
   if (bad.length > 0) ctx.addIssue({ code: 'custom', message: `not a valid YYYY-MM-DD date: ${bad.join(', ')}` });
   return [...new Set(dates)].sort();
@@ -136,7 +172,10 @@ const holidays = optionalText.transform((value, ctx) => {
     try {
       text = readFileSync(value, 'utf8');
     } catch (error) {
-      ctx.addIssue({ code: 'custom', message: `not a date list and not a readable file (${(error as Error).message})` });
+      ctx.addIssue({
+        code: 'custom',
+        message: `not a date list and not a readable file (${(error as Error).message})`,
+      });
       return [];
     }
   }
@@ -145,7 +184,8 @@ const holidays = optionalText.transform((value, ctx) => {
     .map((line) => line.replace(/#.*$/, '').trim())
     .filter((line) => line !== '');
   const bad = dates.filter((date) => !isIsoDate(date));
-  if (bad.length > 0) ctx.addIssue({ code: 'custom', message: `not a valid YYYY-MM-DD date: ${bad.slice(0, 5).join(', ')}` });
+  if (bad.length > 0)
+    ctx.addIssue({ code: 'custom', message: `not a valid YYYY-MM-DD date: ${bad.slice(0, 5).join(', ')}` });
   return [...new Set(dates)].sort();
 });
 
@@ -153,7 +193,10 @@ function duration(defaultValue: string, minMs: number) {
   return optionalText.transform((value, ctx) => {
     const ms = parseDurationMs(value ?? defaultValue);
     if (ms === undefined || ms < minMs) {
-      ctx.addIssue({ code: 'custom', message: `must be a duration of at least ${minMs / 1000}s such as 90s, 15m, 1h or 1d (got "${value}")` });
+      ctx.addIssue({
+        code: 'custom',
+        message: `must be a duration of at least ${minMs / 1000}s such as 90s, 15m, 1h or 1d (got "${value}")`,
+      });
       return 0;
     }
     return ms;
@@ -165,7 +208,11 @@ function positiveNumber(defaultValue: number, integer: boolean, max = Number.MAX
     if (value === undefined) return defaultValue;
     const parsed = Number(value);
     const ok = Number.isFinite(parsed) && parsed > 0 && parsed <= max && (!integer || Number.isInteger(parsed));
-    if (!ok) ctx.addIssue({ code: 'custom', message: `must be a ${integer ? 'whole' : 'positive'} number from ${integer ? 1 : '>0'} to ${max} (got "${value}")` });
+    if (!ok)
+      ctx.addIssue({
+        code: 'custom',
+        message: `must be a ${integer ? 'whole' : 'positive'} number from ${integer ? 1 : '>0'} to ${max} (got "${value}")`,
+      });
     return parsed;
   });
 }
@@ -181,7 +228,10 @@ const secretKey = optionalText.transform((value, ctx) => {
   if (value === undefined) return undefined;
   const key = /^[0-9a-fA-F]{64}$/.test(value) ? Buffer.from(value, 'hex') : Buffer.from(value, 'base64');
   if (key.length !== 32) {
-    ctx.addIssue({ code: 'custom', message: 'must be 32 bytes, as 64 hex digits or base64 (value not shown); make one with: openssl rand -hex 32' });
+    ctx.addIssue({
+      code: 'custom',
+      message: 'must be 32 bytes, as 64 hex digits or base64 (value not shown); make one with: openssl rand -hex 32',
+    });
     return undefined;
   }
   return key;
@@ -189,16 +239,28 @@ const secretKey = optionalText.transform((value, ctx) => {
 
 const envSchema = z.object({
   UNIVERSITY_API_URL: httpUrl('UNIVERSITY_API_URL'),
-  UNIVERSITY_AUTH_HEADER: optionalText.refine((v) => v === undefined || HEADER_NAME.test(v), { message: 'must be an HTTP header name' }),
-  UNIVERSITY_AUTH_SCHEME: z.string().optional().refine((v) => v === undefined || v.trim() === '' || HEADER_NAME.test(v.trim()), { message: 'must be an HTTP auth scheme such as Bearer, or empty for a bare credential' }),
+  UNIVERSITY_AUTH_HEADER: optionalText.refine((v) => v === undefined || HEADER_NAME.test(v), {
+    message: 'must be an HTTP header name',
+  }),
+  UNIVERSITY_AUTH_SCHEME: z
+    .string()
+    .optional()
+    .refine((v) => v === undefined || v.trim() === '' || HEADER_NAME.test(v.trim()), {
+      message: 'must be an HTTP auth scheme such as Bearer, or empty for a bare credential',
+    }),
   UNIVERSITY_CREDENTIAL: optionalText,
-  REDIS_URL: optionalText.refine((v) => v === undefined || /^rediss?:\/\/./.test(v), { message: 'must be a redis:// or rediss:// URL' }),
-  REDIS_PREFIX: optionalText.refine((v) => v === undefined || /^[\w{}:-]{1,64}$/.test(v), { message: 'must be 1-64 letters, digits, _ - : { }' }),
+  REDIS_URL: optionalText.refine((v) => v === undefined || /^rediss?:\/\/./.test(v), {
+    message: 'must be a redis:// or rediss:// URL',
+  }),
+  REDIS_PREFIX: optionalText.refine((v) => v === undefined || /^[\w{}:-]{1,64}$/.test(v), {
+    message: 'must be 1-64 letters, digits, _ - : { }',
+  }),
   PORT: positiveNumber(8080, true, 65535),
   PUBLIC_URL: httpUrl('PUBLIC_URL'),
   TIMEZONE: optionalText.transform((value, ctx) => {
     const zone = canonicalTimeZone(value ?? 'Europe/Moscow');
-    if (zone === undefined) ctx.addIssue({ code: 'custom', message: `must be an IANA time zone such as Europe/Moscow (got "${value}")` });
+    if (zone === undefined)
+      ctx.addIssue({ code: 'custom', message: `must be an IANA time zone such as Europe/Moscow (got "${value}")` });
     return zone ?? 'Europe/Moscow';
   }),
   WEEK_PARITY_ANCHORS: dateList,
@@ -224,7 +286,9 @@ const envSchema = z.object({
   GOOGLE_QUOTA_PAUSE: duration('6h', 1_000),
   GOOGLE_RECONCILE_INTERVAL: duration('6h', 60_000),
   PUSH_CONCURRENCY: positiveNumber(4, true, 1_000),
-  LOG_LEVEL: optionalText.refine((v) => v === undefined || (LOG_LEVELS as readonly string[]).includes(v), { message: `must be one of ${LOG_LEVELS.join(', ')}` }),
+  LOG_LEVEL: optionalText.refine((v) => v === undefined || (LOG_LEVELS as readonly string[]).includes(v), {
+    message: `must be one of ${LOG_LEVELS.join(', ')}`,
+  }),
   DATA_DIR: optionalText,
 });
 
@@ -234,9 +298,14 @@ type ParsedEnv = z.output<typeof envSchema>;
  * Parses the environment into a frozen {@link Config}. Every bad or missing variable is collected into one
  * {@link ConfigError}; nothing is read from `process.env` anywhere else.
  */
-export function loadConfig(env: Record<string, string | undefined> = process.env, required: readonly RequiredSetting[] = []): Config {
+export function loadConfig(
+  env: Record<string, string | undefined> = process.env,
+  required: readonly RequiredSetting[] = [],
+): Config {
   const result = envSchema.safeParse(env);
-  const problems = result.success ? [] : result.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`);
+  const problems = result.success
+    ? []
+    : result.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`);
   for (const name of required) {
     if (optionalValue(env[name]) === undefined) problems.push(`${name}: is required for this command`);
   }

@@ -1,4 +1,4 @@
-import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
+import { type DestinationStream, type Logger, type LoggerOptions, pino } from 'pino';
 import pretty from 'pino-pretty';
 
 export type { Logger } from 'pino';
@@ -73,7 +73,10 @@ export function createLogger(settings: LoggerSettings): Logger {
   if (wantPretty) {
     const destination = settings.destination ?? 1;
     const colorize = settings.destination === undefined;
-    return pino(options, pretty({ colorize, destination, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', sync: true }));
+    return pino(
+      options,
+      pretty({ colorize, destination, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', sync: true }),
+    );
   }
   return settings.destination ? pino(options, settings.destination) : pino(options);
 }

@@ -1,8 +1,7 @@
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { readFileSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { ConfigError, ENV_VARIABLES, loadConfig, readEnvironment } from '../src/config.ts';
 import { runCli } from './support/cli.ts';
@@ -32,22 +31,51 @@ describe('loadConfig', () => {
   it('applies the documented defaults to an empty environment', () => {
     const config = loadConfig({});
     expect(config).toMatchObject({
-      universityApiUrl: undefined, universityAuthHeader: 'Authorization', universityAuthScheme: 'Bearer',
-      redisUrl: undefined, redisPrefix: 'tts', port: 8080, publicUrl: 'http://localhost:8080', timezone: 'Europe/Moscow',
-      weekParityAnchors: [], holidays: [], refreshIntervalMs: 30 * 60_000, upstreamRateLimit: 10, upstreamTimeoutMs: 15_000,
-      adminToken: undefined, secretKey: undefined, googleApiRootUrl: 'https://www.googleapis.com/',
-      googleOauthTokenUrl: 'https://oauth2.googleapis.com/token', logLevel: 'info', dataDir: '.data',
+      universityApiUrl: undefined,
+      universityAuthHeader: 'Authorization',
+      universityAuthScheme: 'Bearer',
+      redisUrl: undefined,
+      redisPrefix: 'tts',
+      port: 8080,
+      publicUrl: 'http://localhost:8080',
+      timezone: 'Europe/Moscow',
+      weekParityAnchors: [],
+      holidays: [],
+      refreshIntervalMs: 30 * 60_000,
+      upstreamRateLimit: 10,
+      upstreamTimeoutMs: 15_000,
+      adminToken: undefined,
+      secretKey: undefined,
+      googleApiRootUrl: 'https://www.googleapis.com/',
+      googleOauthTokenUrl: 'https://oauth2.googleapis.com/token',
+      logLevel: 'info',
+      dataDir: '.data',
     });
   });
 
   it('parses every variable', () => {
     const config = loadConfig({
-      UNIVERSITY_API_URL: 'https://uni.example/api', UNIVERSITY_AUTH_HEADER: 'X-Api-Key', UNIVERSITY_AUTH_SCHEME: '',
-      REDIS_URL: 'redis://redis:6379/2', REDIS_PREFIX: '{tts}', PORT: '9000', PUBLIC_URL: 'https://tt.example/',
-      TIMEZONE: 'America/New_York', WEEK_PARITY_ANCHORS: '2026-02-09, 2025-09-01', HOLIDAYS: '2025-11-04,2026-01-07',
-      REFRESH_INTERVAL: '15m', UPSTREAM_RATE_LIMIT: '2.5', UPSTREAM_TIMEOUT: '5s', ADMIN_TOKEN: 'a'.repeat(32),
-      SECRET_KEY: 'ab'.repeat(32), GOOGLE_CLIENT_ID: 'id', GOOGLE_CLIENT_SECRET: 'shh', GOOGLE_API_ROOT_URL: 'http://127.0.0.1:9/',
-      GOOGLE_OAUTH_TOKEN_URL: 'http://127.0.0.1:9/token', LOG_LEVEL: 'debug', DATA_DIR: '/var/lib/tts',
+      UNIVERSITY_API_URL: 'https://uni.example/api',
+      UNIVERSITY_AUTH_HEADER: 'X-Api-Key',
+      UNIVERSITY_AUTH_SCHEME: '',
+      REDIS_URL: 'redis://redis:6379/2',
+      REDIS_PREFIX: '{tts}',
+      PORT: '9000',
+      PUBLIC_URL: 'https://tt.example/',
+      TIMEZONE: 'America/New_York',
+      WEEK_PARITY_ANCHORS: '2026-02-09, 2025-09-01',
+      HOLIDAYS: '2025-11-04,2026-01-07',
+      REFRESH_INTERVAL: '15m',
+      UPSTREAM_RATE_LIMIT: '2.5',
+      UPSTREAM_TIMEOUT: '5s',
+      ADMIN_TOKEN: 'a'.repeat(32),
+      SECRET_KEY: 'ab'.repeat(32),
+      GOOGLE_CLIENT_ID: 'id',
+      GOOGLE_CLIENT_SECRET: 'shh',
+      GOOGLE_API_ROOT_URL: 'http://127.0.0.1:9/',
+      GOOGLE_OAUTH_TOKEN_URL: 'http://127.0.0.1:9/token',
+      LOG_LEVEL: 'debug',
+      DATA_DIR: '/var/lib/tts',
     });
     expect(config.universityAuthScheme).toBe('');
     expect(config.publicUrl).toBe('https://tt.example');
@@ -67,11 +95,28 @@ describe('loadConfig', () => {
 
   it('names every bad variable in one error, with the reason', () => {
     const problems = problemsOf({
-      UNIVERSITY_API_URL: 'ftp://x', PORT: '70000', TIMEZONE: 'Mars/Olympus', WEEK_PARITY_ANCHORS: '2025-02-30',
-      HOLIDAYS: '2025-13-01', REFRESH_INTERVAL: 'often', UPSTREAM_RATE_LIMIT: '-1', LOG_LEVEL: 'loud', REDIS_URL: 'localhost:6379',
+      UNIVERSITY_API_URL: 'ftp://x',
+      PORT: '70000',
+      TIMEZONE: 'Mars/Olympus',
+      WEEK_PARITY_ANCHORS: '2025-02-30',
+      HOLIDAYS: '2025-13-01',
+      REFRESH_INTERVAL: 'often',
+      UPSTREAM_RATE_LIMIT: '-1',
+      LOG_LEVEL: 'loud',
+      REDIS_URL: 'localhost:6379',
     });
     const named = problems.map((problem) => problem.split(':')[0]);
-    expect(named.sort()).toEqual(['HOLIDAYS', 'LOG_LEVEL', 'PORT', 'REDIS_URL', 'REFRESH_INTERVAL', 'TIMEZONE', 'UNIVERSITY_API_URL', 'UPSTREAM_RATE_LIMIT', 'WEEK_PARITY_ANCHORS']);
+    expect(named.sort()).toEqual([
+      'HOLIDAYS',
+      'LOG_LEVEL',
+      'PORT',
+      'REDIS_URL',
+      'REFRESH_INTERVAL',
+      'TIMEZONE',
+      'UNIVERSITY_API_URL',
+      'UPSTREAM_RATE_LIMIT',
+      'WEEK_PARITY_ANCHORS',
+    ]);
     expect(problems.find((p) => p.startsWith('PORT'))).toContain('70000');
     expect(problems.find((p) => p.startsWith('WEEK_PARITY_ANCHORS'))).toContain('2025-02-30');
   });
@@ -95,7 +140,9 @@ describe('loadConfig', () => {
   });
 
   it('requires GOOGLE_CLIENT_SECRET with GOOGLE_CLIENT_ID', () => {
-    expect(problemsOf({ GOOGLE_CLIENT_ID: 'id' })).toEqual(['GOOGLE_CLIENT_SECRET: is required when GOOGLE_CLIENT_ID is set']);
+    expect(problemsOf({ GOOGLE_CLIENT_ID: 'id' })).toEqual([
+      'GOOGLE_CLIENT_SECRET: is required when GOOGLE_CLIENT_ID is set',
+    ]);
   });
 
   it('reads HOLIDAYS from a file with one date per line and # comments', async () => {
@@ -105,7 +152,9 @@ describe('loadConfig', () => {
     expect(loadConfig({ HOLIDAYS: file }).holidays).toEqual(['2025-11-04', '2026-01-07']);
     await writeFile(file, '2025-11-04\nnot-a-date\n');
     expect(problemsOf({ HOLIDAYS: file })).toEqual(['HOLIDAYS: not a valid YYYY-MM-DD date: not-a-date']);
-    expect(problemsOf({ HOLIDAYS: join(dir, 'missing.txt') })[0]).toMatch(/^HOLIDAYS: not a date list and not a readable file/);
+    expect(problemsOf({ HOLIDAYS: join(dir, 'missing.txt') })[0]).toMatch(
+      /^HOLIDAYS: not a date list and not a readable file/,
+    );
   });
 
   it('fills in from a .env file what the real environment does not set, and lets the environment win', async () => {
@@ -124,14 +173,18 @@ describe('loadConfig', () => {
 
 describe('.env.example', () => {
   const example = readFileSync(join(import.meta.dirname, '../.env.example'), 'utf8');
-  const assignments = new Map([...example.matchAll(/^#?\s*([A-Z][A-Z0-9_]+)=(.*)$/gm)].map((match) => [match[1] as string, match[2] as string]));
+  const assignments = new Map(
+    [...example.matchAll(/^#?\s*([A-Z][A-Z0-9_]+)=(.*)$/gm)].map((match) => [match[1] as string, match[2] as string]),
+  );
 
   it('documents every variable the service reads', () => {
     expect([...assignments.keys()].sort()).toEqual([...ENV_VARIABLES].sort());
   });
 
   it('gives, for every uncommented variable, the default the code applies', () => {
-    const active = Object.fromEntries([...example.matchAll(/^([A-Z][A-Z0-9_]+)=(.*)$/gm)].map((match) => [match[1], match[2]]));
+    const active = Object.fromEntries(
+      [...example.matchAll(/^([A-Z][A-Z0-9_]+)=(.*)$/gm)].map((match) => [match[1], match[2]]),
+    );
     expect(Object.keys(active).length).toBeGreaterThan(5);
     expect(loadConfig(active)).toEqual(loadConfig({}));
   });
@@ -142,7 +195,8 @@ describe('bad configuration on the command line', () => {
     const result = await runCli(['start'], { env: { PORT: 'abc', TIMEZONE: 'Nowhere/Land', ADMIN_TOKEN: 'tiny' } });
     expect(result.code).toBe(1);
     expect(result.stderr).toContain('Invalid configuration:');
-    for (const name of ['PORT', 'TIMEZONE', 'ADMIN_TOKEN', 'UNIVERSITY_API_URL']) expect(result.stderr).toContain(`  - ${name}:`);
+    for (const name of ['PORT', 'TIMEZONE', 'ADMIN_TOKEN', 'UNIVERSITY_API_URL'])
+      expect(result.stderr).toContain(`  - ${name}:`);
     expect(result.stderr).not.toContain('tiny');
   });
 });

@@ -25,15 +25,31 @@ describe('createLogger', () => {
   it('redacts credentials, tokens and authorization headers by path', () => {
     const out = memory();
     const logger = createLogger({ level: 'info', destination: out.stream });
-    logger.info({
-      credential: 'CRED-1', token: 'TOKEN-2', refreshToken: 'REFRESH-3',
-      headers: { authorization: 'Bearer AUTH-4', cookie: 'sid=COOKIE-5' },
-      req: { headers: { authorization: 'Bearer AUTH-6' } },
-      subscription: { credential: 'CRED-7', accessToken: 'ACCESS-8', id: 'sub-1' },
-      config: { SECRET_KEY: 'KEY-9', ADMIN_TOKEN: 'ADMIN-10' },
-    }, 'with secrets');
+    logger.info(
+      {
+        credential: 'CRED-1',
+        token: 'TOKEN-2',
+        refreshToken: 'REFRESH-3',
+        headers: { authorization: 'Bearer AUTH-4', cookie: 'sid=COOKIE-5' },
+        req: { headers: { authorization: 'Bearer AUTH-6' } },
+        subscription: { credential: 'CRED-7', accessToken: 'ACCESS-8', id: 'sub-1' },
+        config: { SECRET_KEY: 'KEY-9', ADMIN_TOKEN: 'ADMIN-10' },
+      },
+      'with secrets',
+    );
     const text = out.text();
-    for (const secret of ['CRED-1', 'TOKEN-2', 'REFRESH-3', 'AUTH-4', 'COOKIE-5', 'AUTH-6', 'CRED-7', 'ACCESS-8', 'KEY-9', 'ADMIN-10']) {
+    for (const secret of [
+      'CRED-1',
+      'TOKEN-2',
+      'REFRESH-3',
+      'AUTH-4',
+      'COOKIE-5',
+      'AUTH-6',
+      'CRED-7',
+      'ACCESS-8',
+      'KEY-9',
+      'ADMIN-10',
+    ]) {
       expect(text).not.toContain(secret);
     }
     expect(text).toContain('[redacted]');

@@ -3,15 +3,34 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import ICAL from 'ical.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator, type RunningSimulator } from '../src/simulator/index.ts';
+import { type RunningSimulator, startSimulator } from '../src/simulator/index.ts';
 import { runCli } from './support/cli.ts';
 
 const entry = (overrides: Record<string, unknown>) => ({
-  id: 1, semester: 1, year: 2025, subject_name: 'Физика', subject_id: 5, start_day_schedule: '01.09.25',
-  finish_day_schedule: '30.09.25', day_week_schedule: 2, type_week_schedule: 0, note_schedule: '', time_interval_id: 1,
-  total_time_schedule: '08:30-10:00', begin_time_schedule: '08:30', end_time_schedule: '10:00', teacher_id: 9,
-  teacher_lastname: 'Петров', teacher_firstname: 'Пётр', teacher_middlename: 'Петрович', num_auditorium_schedule: '101',
-  building_name: 'Главный корпус', building_id: 1, group_list: '09-351', subject_kind_name: 'лекция', ...overrides,
+  id: 1,
+  semester: 1,
+  year: 2025,
+  subject_name: 'Физика',
+  subject_id: 5,
+  start_day_schedule: '01.09.25',
+  finish_day_schedule: '30.09.25',
+  day_week_schedule: 2,
+  type_week_schedule: 0,
+  note_schedule: '',
+  time_interval_id: 1,
+  total_time_schedule: '08:30-10:00',
+  begin_time_schedule: '08:30',
+  end_time_schedule: '10:00',
+  teacher_id: 9,
+  teacher_lastname: 'Петров',
+  teacher_firstname: 'Пётр',
+  teacher_middlename: 'Петрович',
+  num_auditorium_schedule: '101',
+  building_name: 'Главный корпус',
+  building_id: 1,
+  group_list: '09-351',
+  subject_kind_name: 'лекция',
+  ...overrides,
 });
 
 let dir: string;
@@ -19,7 +38,14 @@ let simulator: RunningSimulator;
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'tts-render-'));
-  simulator = await startSimulator({ port: 0, seed: 3, groups: 20, employees: 30, users: 5, referenceDate: new Date('2025-10-01T00:00:00Z') });
+  simulator = await startSimulator({
+    port: 0,
+    seed: 3,
+    groups: 20,
+    employees: 30,
+    users: 5,
+    referenceDate: new Date('2025-10-01T00:00:00Z'),
+  });
 });
 afterAll(async () => {
   await simulator.close();
@@ -33,12 +59,26 @@ function events(ics: string): ICAL.Event[] {
 describe('timetable-sync render --file', () => {
   it('prints a zoned feed of the valid entries, names the invalid ones on stderr, exits 0, and is byte-stable', async () => {
     const file = join(dir, 'schedule.json');
-    await writeFile(file, JSON.stringify({ success: true, subjects: [entry({}), entry({ id: 2, day_week_schedule: 9 }), entry({ id: 3, start_day_schedule: '31.02.25' })] }));
+    await writeFile(
+      file,
+      JSON.stringify({
+        success: true,
+        subjects: [entry({}), entry({ id: 2, day_week_schedule: 9 }), entry({ id: 3, start_day_schedule: '31.02.25' })],
+      }),
+    );
     const first = await runCli(['render', '--file', file], { env: { TIMEZONE: 'Europe/Berlin' } });
     expect(first.code).toBe(0);
-    expect(first.stderr).toBe('skipped entry 2: day_week_schedule: expected an integer from 1 to 7, got 9\nskipped entry 3: start_day_schedule: no such date "31.02.25"\n');
+    expect(first.stderr).toBe(
+      'skipped entry 2: day_week_schedule: expected an integer from 1 to 7, got 9\nskipped entry 3: start_day_schedule: no such date "31.02.25"\n',
+    );
     const parsed = events(first.stdout);
-    expect(parsed.map((event) => event.startDate.toString())).toEqual(['2025-09-02T08:30:00', '2025-09-09T08:30:00', '2025-09-16T08:30:00', '2025-09-23T08:30:00', '2025-09-30T08:30:00']);
+    expect(parsed.map((event) => event.startDate.toString())).toEqual([
+      '2025-09-02T08:30:00',
+      '2025-09-09T08:30:00',
+      '2025-09-16T08:30:00',
+      '2025-09-23T08:30:00',
+      '2025-09-30T08:30:00',
+    ]);
     expect(parsed[0]?.component.getFirstProperty('dtstart')?.getParameter('tzid')).toBe('Europe/Berlin');
     expect(first.stdout).toContain('BEGIN:VTIMEZONE\r\nTZID:Europe/Berlin');
     expect(first.stdout).toContain('X-WR-CALNAME:09-351');
@@ -50,7 +90,10 @@ describe('timetable-sync render --file', () => {
     const file = join(dir, 'window.json');
     await writeFile(file, JSON.stringify({ success: true, subjects: [entry({})] }));
     const result = await runCli(['render', '--file', file, '--from', '2025-09-08', '--to', '16.09.25']);
-    expect(events(result.stdout).map((event) => event.uid)).toEqual(['1-20250909@timetable-sync', '1-20250916@timetable-sync']);
+    expect(events(result.stdout).map((event) => event.uid)).toEqual([
+      '1-20250909@timetable-sync',
+      '1-20250916@timetable-sync',
+    ]);
   });
 
   it('fails with the reason on an unreadable file, bad JSON or an upstream error body', async () => {
@@ -72,22 +115,32 @@ describe('timetable-sync render --file', () => {
     expect((await runCli(['render', '--group', '1', '--employee', '2'])).code).toBe(64);
     expect((await runCli(['render', '--group', '../1'])).stderr).toContain('--group must be a positive integer id');
     expect((await runCli(['render', '--file', 'x', '--from', '31.02.25'])).stderr).toContain('--from: no such date');
-    expect((await runCli(['render', '--file', 'x', '--from', '2025-10-01', '--to', '2025-09-01'])).stderr).toContain('--from 2025-10-01 is after --to 2025-09-01');
+    expect((await runCli(['render', '--file', 'x', '--from', '2025-10-01', '--to', '2025-09-01'])).stderr).toContain(
+      '--from 2025-10-01 is after --to 2025-09-01',
+    );
   });
 });
 
 describe('timetable-sync render against the university API', () => {
   it('renders a group and an employee fetched from the simulator', async () => {
-    const { groups } = (await (await fetch(`${simulator.url}/_sim/groups`)).json()) as { groups: { id: number; name: string }[] };
+    const { groups } = (await (await fetch(`${simulator.url}/_sim/groups`)).json()) as {
+      groups: { id: number; name: string }[];
+    };
     const group = groups[0] as { id: number; name: string };
-    const result = await runCli(['render', '--group', String(group.id)], { env: { UNIVERSITY_API_URL: simulator.url } });
+    const result = await runCli(['render', '--group', String(group.id)], {
+      env: { UNIVERSITY_API_URL: simulator.url },
+    });
     expect(result.code).toBe(0);
     expect(result.stdout).toContain(`X-WR-CALNAME:${group.name}`);
     expect(events(result.stdout).length).toBeGreaterThan(10);
-    const { employees } = (await (await fetch(`${simulator.url}/_sim/employees`)).json()) as { employees: { id: number; lastName: string }[] };
+    const { employees } = (await (await fetch(`${simulator.url}/_sim/employees`)).json()) as {
+      employees: { id: number; lastName: string }[];
+    };
     const withClasses = [];
     for (const employee of employees) {
-      const own = await runCli(['render', '--employee', String(employee.id)], { env: { UNIVERSITY_API_URL: simulator.url } });
+      const own = await runCli(['render', '--employee', String(employee.id)], {
+        env: { UNIVERSITY_API_URL: simulator.url },
+      });
       expect(own.code).toBe(0);
       if (own.stdout.includes('BEGIN:VEVENT')) withClasses.push({ employee, own });
       if (withClasses.length > 0) break;
@@ -99,17 +152,21 @@ describe('timetable-sync render against the university API', () => {
   it('renders --me with UNIVERSITY_CREDENTIAL and never prints the credential', async () => {
     const { users } = (await (await fetch(`${simulator.url}/_sim/users`)).json()) as { users: { token: string }[] };
     const token = users[0]?.token as string;
-    const result = await runCli(['render', '--me'], { env: { UNIVERSITY_API_URL: simulator.url, UNIVERSITY_CREDENTIAL: token } });
+    const result = await runCli(['render', '--me'], {
+      env: { UNIVERSITY_API_URL: simulator.url, UNIVERSITY_CREDENTIAL: token },
+    });
     expect(result.code).toBe(0);
     expect(result.stdout).toContain('X-WR-CALNAME:Моё расписание');
     expect(result.stdout + result.stderr).not.toContain(token);
   });
 
-  it('exits non-zero with the upstream\'s own error text for an unknown group or a bad credential', async () => {
+  it("exits non-zero with the upstream's own error text for an unknown group or a bad credential", async () => {
     const unknown = await runCli(['render', '--group', '999999'], { env: { UNIVERSITY_API_URL: simulator.url } });
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toMatch(/404.*Группа 999999 не найдена/);
-    const denied = await runCli(['render', '--me'], { env: { UNIVERSITY_API_URL: simulator.url, UNIVERSITY_CREDENTIAL: 'wrong-token' } });
+    const denied = await runCli(['render', '--me'], {
+      env: { UNIVERSITY_API_URL: simulator.url, UNIVERSITY_CREDENTIAL: 'wrong-token' },
+    });
     expect(denied.code).toBe(1);
     expect(denied.stderr).toContain('Недействительный токен');
     expect(denied.stderr).not.toContain('wrong-token');

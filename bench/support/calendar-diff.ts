@@ -63,11 +63,24 @@ export function mismatches(state: CalendarState, desired: readonly DesiredEvent[
 }
 
 function ownedText(event: FakeEvent): string {
-  const time = (value: FakeEvent['start']) => `${(value.dateTime ?? value.date ?? '').slice(0, 19)} ${value.timeZone ?? ''}`;
-  return JSON.stringify([event.summary ?? '', event.location ?? '', event.description ?? '', time(event.start), time(event.end)]);
+  const time = (value: FakeEvent['start']) =>
+    `${(value.dateTime ?? value.date ?? '').slice(0, 19)} ${value.timeZone ?? ''}`;
+  return JSON.stringify([
+    event.summary ?? '',
+    event.location ?? '',
+    event.description ?? '',
+    time(event.start),
+    time(event.end),
+  ]);
 }
 
 function desiredText(event: DesiredEvent): string {
   const { summary, location, description, start, end } = event.fields;
-  return JSON.stringify([summary, location, description, `${start.dateTime} ${start.timeZone}`, `${end.dateTime} ${end.timeZone}`]);
+  return JSON.stringify([
+    summary,
+    location,
+    description,
+    `${start.dateTime} ${start.timeZone}`,
+    `${end.dateTime} ${end.timeZone}`,
+  ]);
 }

@@ -19,7 +19,15 @@ export interface CycleData {
 }
 
 /** The figures of one cycle, every name prefixed with the cycle's label. */
-export function cycleFigures({ label, jobs, requests, sources, limit, requestedAt, drainedAt }: CycleData): Record<string, number | string> {
+export function cycleFigures({
+  label,
+  jobs,
+  requests,
+  sources,
+  limit,
+  requestedAt,
+  drainedAt,
+}: CycleData): Record<string, number | string> {
   const starts = jobs.map((job) => job.processedOn ?? Number.NaN).sort((a, b) => a - b);
   const ends = jobs.map((job) => job.finishedOn ?? Number.NaN);
   const first = starts[0] ?? Number.NaN;
@@ -33,21 +41,31 @@ export function cycleFigures({ label, jobs, requests, sources, limit, requestedA
     const outcome = job.returnvalue?.outcome ?? `failed (${job.failedReason || 'unfinished'})`;
     outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1);
   }
-  const durations = jobs.map((job) => (job.finishedOn ?? Number.NaN) - (job.processedOn ?? Number.NaN)).sort((a, b) => a - b);
+  const durations = jobs
+    .map((job) => (job.finishedOn ?? Number.NaN) - (job.processedOn ?? Number.NaN))
+    .sort((a, b) => a - b);
   return {
     [`${label} upstream requests`]: requests.total,
-    [`${label} upstream requests by endpoint`]: Object.entries(requests.byEndpoint).filter(([, count]) => count > 0).map(([name, count]) => `${name}: ${count}`).join(', '),
+    [`${label} upstream requests by endpoint`]: Object.entries(requests.byEndpoint)
+      .filter(([, count]) => count > 0)
+      .map(([name, count]) => `${name}: ${count}`)
+      .join(', '),
     [`${label} upstream requests per source`]: (requests.total / sources).toFixed(2),
-    [`${label} exactly one request per source`]: requests.total === sources && new Set(jobs.map((job) => job.data.source)).size === sources ? 'yes' : 'no',
+    [`${label} exactly one request per source`]:
+      requests.total === sources && new Set(jobs.map((job) => job.data.source)).size === sources ? 'yes' : 'no',
     [`${label} job outcomes`]: [...outcomes].map(([outcome, count]) => `${outcome}: ${count}`).join(', '),
     [`${label} fetch rate req/s (mean over whole seconds)`]: Number(meanPerSecond.toFixed(1)),
     [`${label} rate / limit`]: Number((meanPerSecond / limit).toFixed(3)),
     [`${label} fetch rate req/s (requests / first-to-last job start)`]: Number(firstToLast.toFixed(1)),
-    [`${label} whole-cycle rate req/s (resync request to last job end)`]: Number((requests.total / ((lastEnd - requestedAt) / 1000)).toFixed(1)),
+    [`${label} whole-cycle rate req/s (resync request to last job end)`]: Number(
+      (requests.total / ((lastEnd - requestedAt) / 1000)).toFixed(1),
+    ),
     [`${label} median fetches per whole second`]: median(perSecond),
     [`${label} most fetches in any sliding 1 s`]: busiestSecond(starts),
     [`${label} seconds (resync request to drained)`]: Number(((drainedAt - requestedAt) / 1000).toFixed(2)),
-    [`${label} job ms median / p95 / max`]: [0.5, 0.95, 1].map((q) => Math.round(durations[Math.min(durations.length - 1, Math.floor(q * durations.length))] ?? Number.NaN)).join(' / '),
+    [`${label} job ms median / p95 / max`]: [0.5, 0.95, 1]
+      .map((q) => Math.round(durations[Math.min(durations.length - 1, Math.floor(q * durations.length))] ?? Number.NaN))
+      .join(' / '),
   };
 }
 

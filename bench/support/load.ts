@@ -7,7 +7,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from '../../src/runtime/embedded-redis.ts';
-import { sleep, stopChild, type Cleanup } from './processes.ts';
+import { type Cleanup, sleep, stopChild } from './processes.ts';
 
 const run = promisify(execFile);
 
@@ -33,12 +33,19 @@ export interface RunningNginx {
  * without a request limit (wrk keeps its connections for the whole run), and `gzip_static` so that a
  * `.gz` next to a file is sent as is to clients that accept gzip. Every path nginx writes is under `dir`.
  */
-export async function startNginx(cleanup: Cleanup, dir: string, root: string, workerProcesses: number | 'auto'): Promise<RunningNginx> {
+export async function startNginx(
+  cleanup: Cleanup,
+  dir: string,
+  root: string,
+  workerProcesses: number | 'auto',
+): Promise<RunningNginx> {
   const port = await freePort();
   const prefix = join(dir, `nginx-${workerProcesses}`);
   await mkdir(join(prefix, 'temp'), { recursive: true });
   const conf = join(prefix, 'nginx.conf');
-  await writeFile(conf, `daemon off;
+  await writeFile(
+    conf,
+    `daemon off;
 worker_processes ${workerProcesses};
 pid ${prefix}/nginx.pid;
 error_log ${prefix}/error.log warn;
@@ -63,9 +70,12 @@ http {
     location / { gzip_static on; }
   }
 }
-`);
+`,
+  );
   // -e: the error log before the config is read, else nginx opens /var/log/nginx/error.log first.
-  const master = spawn('nginx', ['-p', prefix, '-c', conf, '-e', join(prefix, 'error.log')], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const master = spawn('nginx', ['-p', prefix, '-c', conf, '-e', join(prefix, 'error.log')], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   cleanup.add(`nginx ${master.pid}`, () => stopChild(master));
   let errors = '';
   master.stderr?.setEncoding('utf8').on('data', (chunk: string) => (errors += chunk));
@@ -90,7 +100,10 @@ async function answers(url: string): Promise<boolean> {
 async function childrenOf(pid: number): Promise<number[]> {
   try {
     const { stdout } = await run('pgrep', ['-P', String(pid)]);
-    return stdout.split('\n').filter((line) => line.trim() !== '').map(Number);
+    return stdout
+      .split('\n')
+      .filter((line) => line.trim() !== '')
+      .map(Number);
   } catch {
     return [];
   }
@@ -121,16 +134,29 @@ export interface WrkResult {
 
 /** Runs wrk against `url` and parses its summary. */
 export async function runWrk(url: string, options: WrkOptions): Promise<WrkResult> {
-  const args = ['-t', String(options.threads), '-c', String(options.connections), '-d', `${options.seconds}s`, '--latency'];
+  const args = [
+    '-t',
+    String(options.threads),
+    '-c',
+    String(options.connections),
+    '-d',
+    `${options.seconds}s`,
+    '--latency',
+  ];
   for (const [name, value] of Object.entries(options.headers ?? {})) args.push('-H', `${name}: ${value}`);
   args.push(url);
-  const { stdout } = options.cpus === undefined ? await run('wrk', args) : await run('taskset', ['-c', options.cpus, 'wrk', ...args]);
+  const { stdout } =
+    options.cpus === undefined ? await run('wrk', args) : await run('taskset', ['-c', options.cpus, 'wrk', ...args]);
   const rate = /Requests\/sec:\s+([\d.]+)/.exec(stdout);
   if (!rate?.[1]) throw new Error(`unexpected wrk output:\n${stdout}`);
   const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(stdout)?.[1] ?? 0);
   const socket = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(stdout);
   const socketErrors = socket ? socket.slice(1).reduce((sum, value) => sum + Number(value), 0) : 0;
-  return { requestsPerSecond: Number(rate[1]), errors: non2xx + socketErrors, latencyP99Ms: latencyMs(/99%\s+([\d.]+)(us|ms|s)\b/.exec(stdout)) };
+  return {
+    requestsPerSecond: Number(rate[1]),
+    errors: non2xx + socketErrors,
+    latencyP99Ms: latencyMs(/99%\s+([\d.]+)(us|ms|s)\b/.exec(stdout)),
+  };
 }
 
 function latencyMs(match: RegExpExecArray | null): number {

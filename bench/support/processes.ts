@@ -3,16 +3,16 @@
  * as child processes (`node bin/timetable-sync.js <role>`), private Redis and simulator, and small HTTP
  * helpers that send exactly the headers we ask for (Node's fetch adds `Accept-Encoding` on its own).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { request } from 'node:http';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { silentLogger } from '../../src/logger.ts';
 import { freePort, startEmbeddedRedis } from '../../src/runtime/embedded-redis.ts';
-import { startSimulator, type RunningSimulator } from '../../src/simulator/index.ts';
+import { type RunningSimulator, startSimulator } from '../../src/simulator/index.ts';
 
 const BIN = resolve(dirname(fileURLToPath(import.meta.url)), '../../bin/timetable-sync.js');
 
@@ -46,7 +46,9 @@ export class Cleanup {
     process.off('SIGINT', this.onSignal);
     process.off('SIGTERM', this.onSignal);
     for (const step of this.steps.splice(0).reverse()) {
-      await step.run().catch((error: unknown) => process.stderr.write(`bench cleanup "${step.name}" failed: ${String(error)}\n`));
+      await step
+        .run()
+        .catch((error: unknown) => process.stderr.write(`bench cleanup "${step.name}" failed: ${String(error)}\n`));
     }
   }
 }
@@ -106,9 +108,18 @@ export interface ServiceChild {
  * Starts `timetable-sync <role>` with `env` (plus PATH, HOME and a free PORT: nothing else leaks in from the shell),
  * waits for its "is running on URL" line, and stops it with SIGTERM (then SIGKILL) at cleanup.
  */
-export async function spawnRole(cleanup: Cleanup, role: 'api' | 'worker' | 'start', env: Record<string, string>, cwd: string): Promise<ServiceChild> {
+export async function spawnRole(
+  cleanup: Cleanup,
+  role: 'api' | 'worker' | 'start',
+  env: Record<string, string>,
+  cwd: string,
+): Promise<ServiceChild> {
   const port = String(await freePort());
-  const child = spawn(process.execPath, [BIN, role], { cwd, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? cwd, PORT: port, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, role], {
+    cwd,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? cwd, PORT: port, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   cleanup.add(`${role} ${child.pid}`, () => stopChild(child));
   let errors = '';
   child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (errors = (errors + chunk).slice(-8_000)));
@@ -149,7 +160,10 @@ export interface RawResponse {
 }
 
 /** One HTTP request with exactly these headers (none added), body read whole. */
-export function rawRequest(url: string, options: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<RawResponse> {
+export function rawRequest(
+  url: string,
+  options: { method?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<RawResponse> {
   return new Promise((done, fail) => {
     const req = request(url, { method: options.method ?? 'GET', headers: options.headers ?? {} }, (res) => {
       const chunks: Buffer[] = [];
@@ -163,12 +177,17 @@ export function rawRequest(url: string, options: { method?: string; headers?: Re
 }
 
 /** GETs `url` until it answers 200 (a first feed request may answer 503 while its fetch runs). */
-export async function getUntilOk(url: string, headers: Record<string, string> = {}, timeoutMs = 60_000): Promise<RawResponse> {
+export async function getUntilOk(
+  url: string,
+  headers: Record<string, string> = {},
+  timeoutMs = 60_000,
+): Promise<RawResponse> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const response = await rawRequest(url, { headers });
     if (response.status === 200) return response;
-    if (Date.now() > deadline) throw new Error(`GET ${url} answered ${response.status}: ${response.body.toString().slice(0, 300)}`);
+    if (Date.now() > deadline)
+      throw new Error(`GET ${url} answered ${response.status}: ${response.body.toString().slice(0, 300)}`);
     await new Promise((wake) => setTimeout(wake, 500));
   }
 }
@@ -177,7 +196,9 @@ export async function getUntilOk(url: string, headers: Record<string, string> = 
 export function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? (sorted[middle] as number) : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
+  return sorted.length % 2 === 1
+    ? (sorted[middle] as number)
+    : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
 }
 
 /** Waits `ms`. */

@@ -8,7 +8,7 @@ import type { SourceKey } from '../../src/sources/source.ts';
 import { rawRequest } from './processes.ts';
 import { refreshAndSettle } from './push-phase.ts';
 import { confirmedOccurrences } from './push-rounds.ts';
-import { TimetableEdits, type OneOff } from './timetable-edits.ts';
+import { type OneOff, TimetableEdits } from './timetable-edits.ts';
 
 /** An entry of the original timetable picked for a round, with its confirmed occurrences. */
 export interface PickedEntry {
@@ -35,8 +35,15 @@ export interface PushGroup {
 const WEEKLY_OCCURRENCES = 15;
 
 /** Prepares and publishes the group: at least `minOccurrences` confirmed occurrences. */
-export async function prepareGroup(ctx: ServiceContext, simulatorUrl: string, minOccurrences: number, perRound: number): Promise<PushGroup> {
-  const listing = JSON.parse((await rawRequest(`${simulatorUrl}/_sim/groups`)).body.toString()) as { groups: { id: number; entryCount: number }[] };
+export async function prepareGroup(
+  ctx: ServiceContext,
+  simulatorUrl: string,
+  minOccurrences: number,
+  perRound: number,
+): Promise<PushGroup> {
+  const listing = JSON.parse((await rawRequest(`${simulatorUrl}/_sim/groups`)).body.toString()) as {
+    groups: { id: number; entryCount: number }[];
+  };
   const group = listing.groups.reduce((best, next) => (next.entryCount > best.entryCount ? next : best));
   const edits = new TimetableEdits(simulatorUrl, group.id);
   const source = `group:${group.id}`;
@@ -46,25 +53,40 @@ export async function prepareGroup(ctx: ServiceContext, simulatorUrl: string, mi
     for (let i = 0; i < n; i += 1) made.push(await edits.addOneOff());
     return made;
   };
-  const oneOffs = { slot: await take(perRound), week: await take(perRound), cancel: await take(perRound), mixed: await take(2) };
+  const oneOffs = {
+    slot: await take(perRound),
+    week: await take(perRound),
+    cancel: await take(perRound),
+    mixed: await take(2),
+  };
   let weekly = 0;
   for (;;) {
     await refreshAndSettle(ctx, source);
     const count = (await confirmedOccurrences(ctx, source)).length;
     if (count >= minOccurrences) break;
-    for (let n = Math.ceil((minOccurrences - count) / WEEKLY_OCCURRENCES); n > 0; n -= 1) await edits.addWeekly((weekly += 1));
+    for (let n = Math.ceil((minOccurrences - count) / WEEKLY_OCCURRENCES); n > 0; n -= 1)
+      await edits.addWeekly((weekly += 1));
   }
   const perEntry = new Map<number, number>();
   const occurrences = await confirmedOccurrences(ctx, source);
   for (const occurrence of occurrences) perEntry.set(occurrence.entryId, (perEntry.get(occurrence.entryId) ?? 0) + 1);
-  const lonely = Object.values(oneOffs).flat().filter((oneOff) => perEntry.get(oneOff.id) !== 1);
-  if (lonely.length > 0) throw new Error(`one-off classes without exactly one confirmed occurrence: ${lonely.map((oneOff) => `${oneOff.id} on ${oneOff.date}`).join(', ')}`);
+  const lonely = Object.values(oneOffs)
+    .flat()
+    .filter((oneOff) => perEntry.get(oneOff.id) !== 1);
+  if (lonely.length > 0)
+    throw new Error(
+      `one-off classes without exactly one confirmed occurrence: ${lonely.map((oneOff) => `${oneOff.id} on ${oneOff.date}`).join(', ')}`,
+    );
   const ranked = [...perEntry].filter(([id]) => original.has(id)).sort((a, b) => b[1] - a[1] || a[0] - b[0]);
   const [room, teacher] = ranked;
   if (room === undefined || teacher === undefined) throw new Error(`group ${group.id} has too few entries`);
   const entries = { original: original.size, weekly, oneOff: Object.values(oneOffs).flat().length };
   return {
-    source, edits, occurrences: occurrences.length, entries, oneOffs,
+    source,
+    edits,
+    occurrences: occurrences.length,
+    entries,
+    oneOffs,
     roomEntry: { id: room[0], occurrences: room[1] },
     teacherEntry: { id: teacher[0], occurrences: teacher[1], otherTeacher: await otherTeacher(edits, teacher[0]) },
   };
@@ -74,7 +96,9 @@ export async function prepareGroup(ctx: ServiceContext, simulatorUrl: string, mi
 async function otherTeacher(edits: TimetableEdits, id: number): Promise<number> {
   const entries = await edits.entries();
   const current = entries.find((entry) => Number(entry.id) === id)?.teacher_id;
-  const other = entries.map((entry) => Number(entry.teacher_id)).find((teacher) => teacher > 0 && teacher !== Number(current));
+  const other = entries
+    .map((entry) => Number(entry.teacher_id))
+    .find((teacher) => teacher > 0 && teacher !== Number(current));
   if (other === undefined) throw new Error('the group has a single teacher');
   return other;
 }

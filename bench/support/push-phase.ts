@@ -3,9 +3,9 @@
  * push jobs a phase ran, and sampling the fake Google's request counter to find the busiest minute.
  */
 import type { Job } from 'bullmq';
+import type { SyncCounts } from '../../src/google/sync-target.ts';
 import type { PushJobData, PushJobResult, RefreshJobResult } from '../../src/jobs/contract.ts';
 import { enqueueRefresh } from '../../src/jobs/queues.ts';
-import type { SyncCounts } from '../../src/google/sync-target.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import type { SourceKey } from '../../src/sources/source.ts';
 import type { FakeGoogle, FakeGoogleCounts } from '../../test/fake-google/index.ts';
@@ -17,17 +17,25 @@ const PENDING = ['waiting', 'active', 'delayed', 'prioritized', 'waiting-childre
 export async function settle(ctx: ServiceContext, timeoutMs = 600_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const [refresh, push] = await Promise.all([ctx.queues.refresh.getJobCounts(...PENDING), ctx.queues.push.getJobCounts(...PENDING)]);
+    const [refresh, push] = await Promise.all([
+      ctx.queues.refresh.getJobCounts(...PENDING),
+      ctx.queues.push.getJobCounts(...PENDING),
+    ]);
     const pending = PENDING.reduce((sum, state) => sum + (refresh[state] ?? 0) + (push[state] ?? 0), 0);
     if (pending === 0) return;
-    if (Date.now() > deadline) throw new Error(`queues did not settle: refresh ${JSON.stringify(refresh)}, push ${JSON.stringify(push)}`);
+    if (Date.now() > deadline)
+      throw new Error(`queues did not settle: refresh ${JSON.stringify(refresh)}, push ${JSON.stringify(push)}`);
     await sleep(50);
   }
 }
 
 /** Refreshes `source` (an admin resync), waits for the refresh and the pushes it fans out, answers its result. */
 export async function refreshAndSettle(ctx: ServiceContext, source: SourceKey): Promise<RefreshJobResult> {
-  const id = await enqueueRefresh(ctx.queues, ctx.config, source, { reason: 'resync', now: Date.now(), followUp: true });
+  const id = await enqueueRefresh(ctx.queues, ctx.config, source, {
+    reason: 'resync',
+    now: Date.now(),
+    followUp: true,
+  });
   const deadline = Date.now() + 120_000;
   for (;;) {
     const job = await ctx.queues.refresh.getJob(id);
@@ -59,14 +67,23 @@ export async function pushRunsSince(ctx: ServiceContext, since: number): Promise
     const jobs: Job<PushJobData, PushJobResult>[] = await ctx.queues.push.getJobs([state], 0, -1);
     for (const job of jobs) {
       if ((job.finishedOn ?? 0) < since) continue;
-      runs.push({ reason: job.data.reason, state, result: job.returnvalue ?? undefined, failedReason: job.failedReason, startedAt: job.processedOn ?? 0, finishedAt: job.finishedOn ?? 0 });
+      runs.push({
+        reason: job.data.reason,
+        state,
+        result: job.returnvalue ?? undefined,
+        failedReason: job.failedReason,
+        startedAt: job.processedOn ?? 0,
+        finishedAt: job.finishedOn ?? 0,
+      });
     }
   }
   return runs.sort((a, b) => a.finishedAt - b.finishedAt);
 }
 
 /** The counts of a run that synced (undefined when it was skipped or failed). */
-export function syncCounts(run: PushRun | undefined): (SyncCounts & { reconciled: boolean; durationMs: number }) | undefined {
+export function syncCounts(
+  run: PushRun | undefined,
+): (SyncCounts & { reconciled: boolean; durationMs: number }) | undefined {
   const result = run?.result;
   return result === undefined || 'skipped' in result ? undefined : result;
 }
@@ -74,8 +91,11 @@ export function syncCounts(run: PushRun | undefined): (SyncCounts & { reconciled
 /** A push run in a few words: `refresh: 10 patched, 10 writes, 0 reads`. */
 export function describeRun(run: PushRun): string {
   const counts = syncCounts(run);
-  if (counts === undefined) return `${run.reason}: ${run.state}${run.result && 'skipped' in run.result ? ` (skipped: ${run.result.skipped})` : run.failedReason ? ` (${run.failedReason})` : ''}`;
-  const done = (['inserted', 'patched', 'revived', 'deleted', 'conflicts', 'refused'] as const).filter((key) => counts[key] > 0).map((key) => `${counts[key]} ${key}`);
+  if (counts === undefined)
+    return `${run.reason}: ${run.state}${run.result && 'skipped' in run.result ? ` (skipped: ${run.result.skipped})` : run.failedReason ? ` (${run.failedReason})` : ''}`;
+  const done = (['inserted', 'patched', 'revived', 'deleted', 'conflicts', 'refused'] as const)
+    .filter((key) => counts[key] > 0)
+    .map((key) => `${counts[key]} ${key}`);
   return `${run.reason}: ${[...done, `${counts.writes} writes`, `${counts.reads} reads`].join(', ')}`;
 }
 
@@ -91,13 +111,25 @@ export interface CountsDelta {
 /** Subtracts two snapshots of the fake's counters. */
 export function countsDelta(before: FakeGoogleCounts, after: FakeGoogleCounts): CountsDelta {
   const minus = (a: Partial<Record<string, number>>, b: Partial<Record<string, number>>) =>
-    Object.fromEntries(Object.entries(a).map(([key, value]) => [key, (value ?? 0) - (b[key] ?? 0)]).filter(([, value]) => value !== 0));
-  return { total: after.total - before.total, writes: after.writes - before.writes, quotaErrors: after.quotaErrors - before.quotaErrors, byMethod: minus(after.byMethod, before.byMethod), errors: minus(after.errors, before.errors) };
+    Object.fromEntries(
+      Object.entries(a)
+        .map(([key, value]) => [key, (value ?? 0) - (b[key] ?? 0)])
+        .filter(([, value]) => value !== 0),
+    );
+  return {
+    total: after.total - before.total,
+    writes: after.writes - before.writes,
+    quotaErrors: after.quotaErrors - before.quotaErrors,
+    byMethod: minus(after.byMethod, before.byMethod),
+    errors: minus(after.errors, before.errors),
+  };
 }
 
 /** Every 403 and 429 answer (rate limits, quota, refusals): a paced push should see none. */
 export function forbiddenAnswers(delta: CountsDelta): number {
-  return Object.entries(delta.errors).filter(([key]) => /^(403|429) /.test(key)).reduce((sum, [, n]) => sum + n, 0);
+  return Object.entries(delta.errors)
+    .filter(([key]) => /^(403|429) /.test(key))
+    .reduce((sum, [, n]) => sum + n, 0);
 }
 
 /** Samples the fake's request counter every 100 ms, to find the most requests it saw within any 60 s. */

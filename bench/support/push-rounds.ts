@@ -14,7 +14,16 @@ import type { SourceKey } from '../../src/sources/source.ts';
 import type { Occurrence } from '../../src/timetable/types.ts';
 import type { FakeGoogle } from '../../test/fake-google/index.ts';
 import { calendarState, diffCalendars, mismatches } from './calendar-diff.ts';
-import { countsDelta, describeRun, forbiddenAnswers, pushRunsSince, refreshAndSettle, settle, type CountsDelta, type PushRun } from './push-phase.ts';
+import {
+  type CountsDelta,
+  countsDelta,
+  describeRun,
+  forbiddenAnswers,
+  type PushRun,
+  pushRunsSince,
+  refreshAndSettle,
+  settle,
+} from './push-phase.ts';
 import type { TimetableEdits } from './timetable-edits.ts';
 
 /** What the rounds work on. */
@@ -46,27 +55,44 @@ export async function desiredFor(ctx: ServiceContext, source: SourceKey): Promis
 }
 
 /** Runs `body` and answers the fake's counters over it, the push jobs that ran, and its wall time. */
-export async function phase<T>(bench: PushBench, body: () => Promise<T>): Promise<{ value: T; delta: CountsDelta; runs: PushRun[]; ms: number }> {
+export async function phase<T>(
+  bench: PushBench,
+  body: () => Promise<T>,
+): Promise<{ value: T; delta: CountsDelta; runs: PushRun[]; ms: number }> {
   const before = bench.fake.counts();
   const started = Date.now();
   const value = await body();
   await settle(bench.ctx);
-  return { value, delta: countsDelta(before, bench.fake.counts()), runs: await pushRunsSince(bench.ctx, started), ms: Date.now() - started };
+  return {
+    value,
+    delta: countsDelta(before, bench.fake.counts()),
+    runs: await pushRunsSince(bench.ctx, started),
+    ms: Date.now() - started,
+  };
 }
 
 /** Google operations a change record implies: a class moved to another date has a new event id (delete + insert). */
 function impliedOperations(record: ChangeRecord): number {
   const moves = record.moved.reduce((sum, pair) => sum + (pair.before.uid === pair.after.uid ? 1 : 2), 0);
   // The lists are capped; the counts are exact. A benchmark round stays under the cap.
-  if (record.moved.length < record.counts.moved) throw new Error('change record list capped: use fewer changes per round');
+  if (record.moved.length < record.counts.moved)
+    throw new Error('change record list capped: use fewer changes per round');
   return record.counts.added + record.counts.removed + record.counts.changed + moves;
 }
 
 /** Measures one round: edit, refresh, push; figures prefixed with `label`. */
-export async function measureRound(bench: PushBench, label: string, round: Round): Promise<{ figures: Record<string, number | string>; ratio: number }> {
+export async function measureRound(
+  bench: PushBench,
+  label: string,
+  round: Round,
+): Promise<{ figures: Record<string, number | string>; ratio: number }> {
   const { ctx, fake, source, calendarId } = bench;
   const before = calendarState(fake, calendarId, source);
-  const { value: refresh, delta, runs } = await phase(bench, async () => {
+  const {
+    value: refresh,
+    delta,
+    runs,
+  } = await phase(bench, async () => {
     await round.edit();
     return refreshAndSettle(ctx, source);
   });
@@ -80,7 +106,10 @@ export async function measureRound(bench: PushBench, label: string, round: Round
     ratio,
     figures: {
       [`${label}: change`]: round.name,
-      [`${label}: change record`]: c === undefined ? `none (refresh ${refresh.outcome})` : `added ${c.added}, removed ${c.removed}, moved ${c.moved}, changed ${c.changed}`,
+      [`${label}: change record`]:
+        c === undefined
+          ? `none (refresh ${refresh.outcome})`
+          : `added ${c.added}, removed ${c.removed}, moved ${c.moved}, changed ${c.changed}`,
       [`${label}: Google operations the change record implies`]: record === undefined ? 0 : impliedOperations(record),
       [`${label}: changed occurrences in the calendar`]: `${changed} (inserted ${diff.inserted}, patched ${diff.patched}, deleted ${diff.deleted})`,
       [`${label}: write calls`]: delta.writes,
@@ -89,7 +118,10 @@ export async function measureRound(bench: PushBench, label: string, round: Round
       [`${label}: API requests by method`]: methods(delta),
       [`${label}: push jobs`]: runs.map(describeRun).join('; '),
       [`${label}: 403/429 answers`]: forbiddenAnswers(delta),
-      [`${label}: calendar events differing from the feed afterwards`]: mismatches(after, await desiredFor(ctx, source)),
+      [`${label}: calendar events differing from the feed afterwards`]: mismatches(
+        after,
+        await desiredFor(ctx, source),
+      ),
     },
   };
 }

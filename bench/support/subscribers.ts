@@ -44,12 +44,17 @@ export function startSubscribers(options: SubscriberOptions): Subscribers {
   const started = performance.now();
   const pick = (): string => {
     const hot = Math.random() < options.hotShare;
-    const index = Math.floor(Math.random() * (hot ? Math.min(HOT_SOURCES, options.paths.length) : options.paths.length));
+    const index = Math.floor(
+      Math.random() * (hot ? Math.min(HOT_SOURCES, options.paths.length) : options.paths.length),
+    );
     return options.paths[index] ?? '/';
   };
   const one = async (path: string): Promise<void> => {
     const etag = etags.get(path);
-    const headers: Record<string, string> = { 'Accept-Encoding': 'gzip', ...(etag === undefined ? {} : { 'If-None-Match': etag }) };
+    const headers: Record<string, string> = {
+      'Accept-Encoding': 'gzip',
+      ...(etag === undefined ? {} : { 'If-None-Match': etag }),
+    };
     try {
       const response = await rawRequest(`${options.apiUrl}${path}`, { headers });
       report.byStatus[response.status] = (report.byStatus[response.status] ?? 0) + 1;

@@ -37,7 +37,8 @@ export class TimetableEdits {
       const semester = semesterFor(new Date());
       const today = new Date().toISOString().slice(0, 10);
       const days: string[] = [];
-      for (let day = semester.start; day <= semester.finish; day = addDays(day, 1)) if (isoWeekday(day) !== 7) days.push(day);
+      for (let day = semester.start; day <= semester.finish; day = addDays(day, 1))
+        if (isoWeekday(day) !== 7) days.push(day);
       this.dates = [...days.filter((day) => day > today), ...days.filter((day) => day <= today).reverse()];
     }
     const date = this.dates[this.added % this.dates.length] as string;
@@ -48,15 +49,29 @@ export class TimetableEdits {
   /** Adds a class on one date (dates and slots by turns); answers it. */
   async addOneOff(): Promise<OneOff> {
     const date = this.nextDate();
-    const fields = { ...onDate(date), subject_name: `Консультация ${this.added}`, time_interval_id: 1 + (this.added % SLOTS), num_auditorium_schedule: '101' };
-    const created = (await this.control('POST', '/_sim/entries', { groupIds: [this.groupId], ...fields })) as { id: number };
+    const fields = {
+      ...onDate(date),
+      subject_name: `Консультация ${this.added}`,
+      time_interval_id: 1 + (this.added % SLOTS),
+      num_auditorium_schedule: '101',
+    };
+    const created = (await this.control('POST', '/_sim/entries', { groupIds: [this.groupId], ...fields })) as {
+      id: number;
+    };
     return { id: created.id, date, fields };
   }
 
   /** Adds a class every week of the semester, on the `n`-th day and slot by turns; answers its entry id. */
   async addWeekly(n: number): Promise<number> {
-    const fields = { subject_name: `Факультатив ${n}`, day_week_schedule: 1 + (n % 6), time_interval_id: 1 + (n % SLOTS), type_week_schedule: 0, num_auditorium_schedule: String(200 + n) };
-    return ((await this.control('POST', '/_sim/entries', { groupIds: [this.groupId], ...fields })) as { id: number }).id;
+    const fields = {
+      subject_name: `Факультатив ${n}`,
+      day_week_schedule: 1 + (n % 6),
+      time_interval_id: 1 + (n % SLOTS),
+      type_week_schedule: 0,
+      num_auditorium_schedule: String(200 + n),
+    };
+    return ((await this.control('POST', '/_sim/entries', { groupIds: [this.groupId], ...fields })) as { id: number })
+      .id;
   }
 
   /** Moves a one-off class to the next slot of the same day (same occurrence, other times). */
@@ -101,8 +116,13 @@ export class TimetableEdits {
   }
 
   private async control(method: string, path: string, body?: unknown): Promise<unknown> {
-    const response = await rawRequest(`${this.url}${path}`, { method, headers: { 'Content-Type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
-    if (response.status >= 300) throw new Error(`simulator ${method} ${path}: ${response.status} ${response.body.toString().slice(0, 300)}`);
+    const response = await rawRequest(`${this.url}${path}`, {
+      method,
+      headers: { 'Content-Type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    if (response.status >= 300)
+      throw new Error(`simulator ${method} ${path}: ${response.status} ${response.body.toString().slice(0, 300)}`);
     return response.body.length > 0 ? JSON.parse(response.body.toString()) : undefined;
   }
 }
@@ -110,5 +130,10 @@ export class TimetableEdits {
 /** The wire fields of a class held on `date` only. */
 function onDate(date: string): Record<string, unknown> {
   const wire = formatDate(date, 'DD.MM.YY');
-  return { start_day_schedule: wire, finish_day_schedule: wire, day_week_schedule: isoWeekday(date), type_week_schedule: 0 };
+  return {
+    start_day_schedule: wire,
+    finish_day_schedule: wire,
+    day_week_schedule: isoWeekday(date),
+    type_week_schedule: 0,
+  };
 }

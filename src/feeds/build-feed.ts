@@ -4,7 +4,7 @@ import type { Config } from '../config.ts';
 import type { Snapshot } from '../sources/snapshot-store.ts';
 import { expand } from '../timetable/expand.ts';
 import type { Occurrence, SubscriberOptions } from '../timetable/types.ts';
-import { previousOccurrences, tombstonesFor, type PublishedState } from './publication.ts';
+import { type PublishedState, previousOccurrences, tombstonesFor } from './publication.ts';
 import { renderIcs } from './render-ics.ts';
 
 /** The settings a feed's content depends on. */
@@ -18,12 +18,23 @@ export const STALE_PROPERTY = 'X-TIMETABLE-STALE';
 
 /** Digest of the settings: a change makes the next refresh render every feed again. */
 export function settingsHash(settings: FeedSettings): string {
-  const key = JSON.stringify([RENDER_VERSION, settings.timezone, settings.weekParityAnchors, settings.holidays, settings.refreshIntervalMs]);
+  const key = JSON.stringify([
+    RENDER_VERSION,
+    settings.timezone,
+    settings.weekParityAnchors,
+    settings.holidays,
+    settings.refreshIntervalMs,
+  ]);
   return createHash('sha256').update(key).digest('base64url').slice(0, 16);
 }
 
 /** Expands a snapshot against what was published, so that sequences rise only for changed occurrences. */
-export function expandSnapshot(snapshot: Pick<Snapshot, 'entries'>, published: PublishedState | undefined, settings: FeedSettings, subscriber?: SubscriberOptions): Occurrence[] {
+export function expandSnapshot(
+  snapshot: Pick<Snapshot, 'entries'>,
+  published: PublishedState | undefined,
+  settings: FeedSettings,
+  subscriber?: SubscriberOptions,
+): Occurrence[] {
   return expand(snapshot.entries, {
     timezone: settings.timezone,
     anchors: settings.weekParityAnchors,
@@ -57,21 +68,38 @@ export function renderFeed(occurrences: readonly Occurrence[], meta: FeedMeta, s
  * Everything a feed shows: the snapshot expanded (with a subscriber's options, if any) plus the cancelled
  * occurrences that subscriber keeps, sorted by start then uid.
  */
-export function feedOccurrences(snapshot: Pick<Snapshot, 'entries'>, published: PublishedState, settings: FeedSettings, subscriber: SubscriberOptions = {}): Occurrence[] {
+export function feedOccurrences(
+  snapshot: Pick<Snapshot, 'entries'>,
+  published: PublishedState,
+  settings: FeedSettings,
+  subscriber: SubscriberOptions = {},
+): Occurrence[] {
   const live = expandSnapshot(snapshot, published, settings, subscriber);
   const cancelled = tombstonesFor(published.tombstones, subscriber);
-  return [...live, ...cancelled].sort((a, b) => a.startUtc - b.startUtc || (a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : 0));
+  return [...live, ...cancelled].sort(
+    (a, b) => a.startUtc - b.startUtc || (a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : 0),
+  );
 }
 
 /**
  * A feed as one subscriber asked for it (subgroup, excluded kinds, title template, alarm); also the default
  * feed re-rendered with a stale marker when `subscriber` is empty.
  */
-export function renderVariant(snapshot: Snapshot, published: PublishedState, settings: FeedSettings, subscriber: SubscriberOptions, staleSince?: number): string {
-  return renderFeed(feedOccurrences(snapshot, published, settings, subscriber), {
-    name: snapshot.name,
-    stamp: published.stamp,
-    ...(staleSince === undefined ? {} : { staleSince }),
-    ...(subscriber.alarmMinutes === undefined ? {} : { alarmMinutes: subscriber.alarmMinutes }),
-  }, settings);
+export function renderVariant(
+  snapshot: Snapshot,
+  published: PublishedState,
+  settings: FeedSettings,
+  subscriber: SubscriberOptions,
+  staleSince?: number,
+): string {
+  return renderFeed(
+    feedOccurrences(snapshot, published, settings, subscriber),
+    {
+      name: snapshot.name,
+      stamp: published.stamp,
+      ...(staleSince === undefined ? {} : { staleSince }),
+      ...(subscriber.alarmMinutes === undefined ? {} : { alarmMinutes: subscriber.alarmMinutes }),
+    },
+    settings,
+  );
 }

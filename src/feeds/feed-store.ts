@@ -28,7 +28,13 @@ export function encodeFeed(ics: string, lastModified: number, staleSince?: numbe
   return {
     body,
     gzip: gzipSync(body, { level: 9 }),
-    brotli: brotliCompressSync(body, { params: { [constants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY, [constants.BROTLI_PARAM_SIZE_HINT]: body.length, [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT } }),
+    brotli: brotliCompressSync(body, {
+      params: {
+        [constants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY,
+        [constants.BROTLI_PARAM_SIZE_HINT]: body.length,
+        [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT,
+      },
+    }),
     etag,
     lastModified: Math.floor(lastModified / 1000) * 1000,
     ...(staleSince === undefined ? {} : { staleSince }),
@@ -50,7 +56,13 @@ export class FeedStore {
     const fields = await this.redis.hgetallBuffer(this.keys.feed(source));
     const { body, gzip, brotli, etag, lastModified, staleSince } = fields;
     if (!body || !gzip || !brotli || !etag || !lastModified) return undefined;
-    const feed: StoredFeed = { body, gzip, brotli, etag: etag.toString(), lastModified: Number(lastModified.toString()) };
+    const feed: StoredFeed = {
+      body,
+      gzip,
+      brotli,
+      etag: etag.toString(),
+      lastModified: Number(lastModified.toString()),
+    };
     if (staleSince) feed.staleSince = Number(staleSince.toString());
     return feed;
   }
@@ -67,7 +79,15 @@ export class FeedStore {
    */
   async replaceIf(source: SourceKey, expectedEtag: string, feed: StoredFeed): Promise<boolean> {
     const fields = feedFields(feed);
-    const written = await this.redis.eval(REPLACE_IF_SCRIPT, 2, this.keys.feed(source), this.keys.feedUpdates, expectedEtag, source, ...fields);
+    const written = await this.redis.eval(
+      REPLACE_IF_SCRIPT,
+      2,
+      this.keys.feed(source),
+      this.keys.feedUpdates,
+      expectedEtag,
+      source,
+      ...fields,
+    );
     return written === 1;
   }
 
@@ -79,7 +99,10 @@ export class FeedStore {
   /** Queues the store of a feed (replacing the previous one whole) and its announcement on `multi`. */
   write(multi: ChainableCommander, source: SourceKey, feed: StoredFeed): ChainableCommander {
     const key = this.keys.feed(source);
-    return multi.del(key).hset(key, ...feedFields(feed)).publish(this.keys.feedUpdates, source);
+    return multi
+      .del(key)
+      .hset(key, ...feedFields(feed))
+      .publish(this.keys.feedUpdates, source);
   }
 }
 
@@ -92,7 +115,18 @@ redis.call('PUBLISH', KEYS[2], ARGV[2])
 return 1`;
 
 function feedFields(feed: StoredFeed): (string | Buffer)[] {
-  const fields: (string | Buffer)[] = ['body', feed.body, 'gzip', feed.gzip, 'brotli', feed.brotli, 'etag', feed.etag, 'lastModified', String(feed.lastModified)];
+  const fields: (string | Buffer)[] = [
+    'body',
+    feed.body,
+    'gzip',
+    feed.gzip,
+    'brotli',
+    feed.brotli,
+    'etag',
+    feed.etag,
+    'lastModified',
+    String(feed.lastModified),
+  ];
   if (feed.staleSince !== undefined) fields.push('staleSince', String(feed.staleSince));
   return fields;
 }

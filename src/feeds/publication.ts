@@ -87,7 +87,9 @@ export function planPublication(input: PublicationInput): PublicationPlan {
   const previousByUid = new Map(input.previousOccurrences.map((occurrence) => [occurrence.uid, occurrence]));
   const publishedUids = new Set(Object.keys(input.previous?.occurrences ?? {}));
 
-  const tombstones = (input.previous?.tombstones ?? []).filter((tomb) => tomb.expiresAt > now && !nextByUid.has(tomb.occurrence.uid));
+  const tombstones = (input.previous?.tombstones ?? []).filter(
+    (tomb) => tomb.expiresAt > now && !nextByUid.has(tomb.occurrence.uid),
+  );
   const tombstoned = new Set(tombstones.map((tomb) => tomb.occurrence.uid));
   let futureBefore = 0;
   let futureRemoved = 0;
@@ -102,7 +104,12 @@ export function planPublication(input: PublicationInput): PublicationPlan {
       const published = input.previous?.occurrences[uid];
       tombstones.push({
         // The digest differs from any live one, so that a class coming back gets a higher SEQUENCE again.
-        occurrence: { ...before, status: 'CANCELLED', hash: `${before.hash}-cancelled`, sequence: (published?.sequence ?? before.sequence) + 1 },
+        occurrence: {
+          ...before,
+          status: 'CANCELLED',
+          hash: `${before.hash}-cancelled`,
+          sequence: (published?.sequence ?? before.sequence) + 1,
+        },
         entry,
         removedAt: now,
         expiresAt: now + input.cancelledRetentionMs,
@@ -115,16 +122,25 @@ export function planPublication(input: PublicationInput): PublicationPlan {
     stamp: now,
     snapshotHash: input.snapshotHash,
     settingsHash: input.settingsHash,
-    occurrences: Object.fromEntries(input.next.map((occurrence) => [occurrence.uid, { hash: occurrence.hash, sequence: occurrence.sequence }])),
+    occurrences: Object.fromEntries(
+      input.next.map((occurrence) => [occurrence.uid, { hash: occurrence.hash, sequence: occurrence.sequence }]),
+    ),
     tombstones,
   };
-  return { state, occurrences, change: describeChange(input.previousOccurrences, input.next, now), futureBefore, futureRemoved };
+  return {
+    state,
+    occurrences,
+    change: describeChange(input.previousOccurrences, input.next, now),
+    futureBefore,
+    futureRemoved,
+  };
 }
 
 /** What expansion needs to raise sequences: every published occurrence, cancelled ones included. */
 export function previousOccurrences(state: PublishedState | undefined): Map<string, PreviousOccurrence> {
   const previous = new Map(Object.entries(state?.occurrences ?? {}));
-  for (const tomb of state?.tombstones ?? []) previous.set(tomb.occurrence.uid, { hash: tomb.occurrence.hash, sequence: tomb.occurrence.sequence });
+  for (const tomb of state?.tombstones ?? [])
+    previous.set(tomb.occurrence.uid, { hash: tomb.occurrence.hash, sequence: tomb.occurrence.sequence });
   return previous;
 }
 
@@ -135,7 +151,10 @@ export function isMassDeletion(plan: Pick<PublicationPlan, 'futureBefore' | 'fut
 
 /** The earliest moment a tombstone expires, when the feed must be rendered again without it. */
 export function nextExpiry(state: PublishedState): number | undefined {
-  return state.tombstones.reduce<number | undefined>((min, tomb) => (min === undefined || tomb.expiresAt < min ? tomb.expiresAt : min), undefined);
+  return state.tombstones.reduce<number | undefined>(
+    (min, tomb) => (min === undefined || tomb.expiresAt < min ? tomb.expiresAt : min),
+    undefined,
+  );
 }
 
 /**
@@ -145,7 +164,11 @@ export function nextExpiry(state: PublishedState): number | undefined {
 export function tombstonesFor(tombstones: readonly Tombstone[], subscriber: SubscriberOptions): Occurrence[] {
   return tombstones
     .filter((tomb) => keepsEntry(tomb.entry, subscriber))
-    .map((tomb) => (subscriber.titleTemplate === undefined ? tomb.occurrence : { ...tomb.occurrence, summary: applyTitleTemplate(subscriber.titleTemplate, tomb.entry) }));
+    .map((tomb) =>
+      subscriber.titleTemplate === undefined
+        ? tomb.occurrence
+        : { ...tomb.occurrence, summary: applyTitleTemplate(subscriber.titleTemplate, tomb.entry) },
+    );
 }
 
 function byStart(a: Occurrence, b: Occurrence): number {
@@ -153,11 +176,22 @@ function byStart(a: Occurrence, b: Occurrence): number {
 }
 
 function brief(occurrence: Occurrence): OccurrenceBrief {
-  return { uid: occurrence.uid, date: occurrence.date, begin: occurrence.beginTime, end: occurrence.endTime, summary: occurrence.summary, location: occurrence.location };
+  return {
+    uid: occurrence.uid,
+    date: occurrence.date,
+    begin: occurrence.beginTime,
+    end: occurrence.endTime,
+    summary: occurrence.summary,
+    location: occurrence.location,
+  };
 }
 
 /** Added, removed, moved and changed occurrences between two expansions; undefined when they show the same. */
-export function describeChange(before: readonly Occurrence[], after: readonly Occurrence[], at: number): ChangeRecord | undefined {
+export function describeChange(
+  before: readonly Occurrence[],
+  after: readonly Occurrence[],
+  at: number,
+): ChangeRecord | undefined {
   const beforeByUid = new Map(before.map((occurrence) => [occurrence.uid, occurrence]));
   const afterByUid = new Map(after.map((occurrence) => [occurrence.uid, occurrence]));
   const moved: ChangeRecord['moved'] = [];
@@ -166,14 +200,16 @@ export function describeChange(before: readonly Occurrence[], after: readonly Oc
     const previous = beforeByUid.get(next.uid);
     if (!previous || previous.hash === next.hash) continue;
     const pair = { before: brief(previous), after: brief(next) };
-    const place = previous.startUtc !== next.startUtc || previous.endUtc !== next.endUtc || previous.location !== next.location;
+    const place =
+      previous.startUtc !== next.startUtc || previous.endUtc !== next.endUtc || previous.location !== next.location;
     (place ? moved : changed).push(pair);
   }
   const gone = before.filter((occurrence) => !afterByUid.has(occurrence.uid));
   const fresh = after.filter((occurrence) => !beforeByUid.has(occurrence.uid));
   // One entry losing a date and gaining another is a moved class: pair them in date order.
   const freshByEntry = new Map<number, Occurrence[]>();
-  for (const occurrence of fresh) freshByEntry.set(occurrence.entryId, [...(freshByEntry.get(occurrence.entryId) ?? []), occurrence]);
+  for (const occurrence of fresh)
+    freshByEntry.set(occurrence.entryId, [...(freshByEntry.get(occurrence.entryId) ?? []), occurrence]);
   const removed: Occurrence[] = [];
   const paired = new Set<string>();
   for (const occurrence of gone) {

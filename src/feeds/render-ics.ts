@@ -1,7 +1,7 @@
-import ical, { foldLines, ICalAlarmType, ICalEventStatus, type ICalEventData } from 'ical-generator';
+import ical, { foldLines, ICalAlarmType, type ICalEventData, ICalEventStatus } from 'ical-generator';
 import type { Occurrence } from '../timetable/types.ts';
-import { vtimezone } from './vtimezone.ts';
 import { ZonedTimes } from '../timetable/zoned-time.ts';
+import { vtimezone } from './vtimezone.ts';
 
 /** Calendar-level data of one feed. */
 export interface CalendarMeta {
@@ -25,13 +25,18 @@ const PRODUCT_ID = '-//timetable-sync//timetable-sync//RU';
  * The ical-generator event data of occurrences: zoned start and end (luxon values, so the output never
  * depends on the process's own zone), explicit id and DTSTAMP, and the texts computed by the engine.
  */
-export function toEventData(occurrences: readonly Occurrence[], meta: CalendarMeta, zonedTimes = ZonedTimes.shared(meta.timezone)): ICalEventData[] {
+export function toEventData(
+  occurrences: readonly Occurrence[],
+  meta: CalendarMeta,
+  zonedTimes = ZonedTimes.shared(meta.timezone),
+): ICalEventData[] {
   const stamp = new Date(meta.stamp);
   const alarmSeconds = meta.alarmMinutes === undefined ? undefined : meta.alarmMinutes * 60;
   // Wall-clock times are read in each occurrence's own zone, the one its TZID names: an occurrence kept from
   // an older snapshot (e.g. a cancelled one) may carry another zone than the feed's, and reading its
   // "10:10" in the feed's zone would shift it once ical-generator converts it to the TZID zone.
-  const timesIn = (timezone: string): ZonedTimes => (timezone === zonedTimes.timezone ? zonedTimes : ZonedTimes.shared(timezone));
+  const timesIn = (timezone: string): ZonedTimes =>
+    timezone === zonedTimes.timezone ? zonedTimes : ZonedTimes.shared(timezone);
   // Occurrences of one entry share their categories array: convert each array once.
   const categoriesOf = new Map<readonly string[], { name: string }[]>();
   const categories = (list: readonly string[]) => {
@@ -42,18 +47,21 @@ export function toEventData(occurrences: readonly Occurrence[], meta: CalendarMe
   return occurrences.map((occurrence) => {
     const [start, end] = timesIn(occurrence.timezone).span(occurrence.date, occurrence.beginTime, occurrence.endTime);
     return {
-    id: occurrence.uid,
-    sequence: occurrence.sequence,
-    stamp,
-    start,
-    end,
-    timezone: occurrence.timezone,
-    summary: occurrence.summary,
-    location: occurrence.location || null,
-    description: occurrence.description || null,
-    categories: categories(occurrence.categories),
-    status: occurrence.status === 'CANCELLED' ? ICalEventStatus.CANCELLED : ICalEventStatus.CONFIRMED,
-    alarms: alarmSeconds === undefined || occurrence.status === 'CANCELLED' ? [] : [{ type: ICalAlarmType.display, trigger: alarmSeconds, description: occurrence.summary }],
+      id: occurrence.uid,
+      sequence: occurrence.sequence,
+      stamp,
+      start,
+      end,
+      timezone: occurrence.timezone,
+      summary: occurrence.summary,
+      location: occurrence.location || null,
+      description: occurrence.description || null,
+      categories: categories(occurrence.categories),
+      status: occurrence.status === 'CANCELLED' ? ICalEventStatus.CANCELLED : ICalEventStatus.CONFIRMED,
+      alarms:
+        alarmSeconds === undefined || occurrence.status === 'CANCELLED'
+          ? []
+          : [{ type: ICalAlarmType.display, trigger: alarmSeconds, description: occurrence.summary }],
     };
   });
 }
@@ -75,8 +83,14 @@ function calendarProperties(meta: CalendarMeta): string[] {
   // value and a line break in a name would inject properties, so every value here is escaped.
   const extra = Object.entries(meta.extra ?? {}).sort(([a], [b]) => (a < b ? -1 : 1));
   return [
-    'BEGIN:VCALENDAR', 'VERSION:2.0', `PRODID:${PRODUCT_ID}`, `NAME:${escapeText(meta.name)}`, `X-WR-CALNAME:${escapeText(meta.name)}`,
-    `REFRESH-INTERVAL;VALUE=DURATION:${ttl}`, `X-PUBLISHED-TTL:${ttl}`, `X-WR-TIMEZONE:${escapeText(meta.timezone)}`,
+    'BEGIN:VCALENDAR',
+    'VERSION:2.0',
+    `PRODID:${PRODUCT_ID}`,
+    `NAME:${escapeText(meta.name)}`,
+    `X-WR-CALNAME:${escapeText(meta.name)}`,
+    `REFRESH-INTERVAL;VALUE=DURATION:${ttl}`,
+    `X-PUBLISHED-TTL:${ttl}`,
+    `X-WR-TIMEZONE:${escapeText(meta.timezone)}`,
     ...extra.map(([key, value]) => `${key.toUpperCase()}:${escapeText(value)}`),
   ];
 }

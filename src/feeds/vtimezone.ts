@@ -35,6 +35,7 @@ export function canonicalTimeZone(name: string): string | undefined {
  */
 export function vtimezone(zone: string): string {
   const block = lookup(zone);
-  if (!block || block.tzid !== zone) throw new RangeError(`no VTIMEZONE for time zone "${zone}"; use its canonical IANA name`);
+  if (!block || block.tzid !== zone)
+    throw new RangeError(`no VTIMEZONE for time zone "${zone}"; use its canonical IANA name`);
   return block.text;
 }

@@ -10,7 +10,7 @@ import type { ServiceContext } from '../runtime/context.ts';
 import { releaseLock, tryLock } from '../runtime/redis-lock.ts';
 import { SecretKeyMissingError } from '../security/secret-box.ts';
 import { randomToken } from '../security/tokens.ts';
-import { sourceOf, type SourceKey } from '../sources/source.ts';
+import { type SourceKey, sourceOf } from '../sources/source.ts';
 import type { CalendarTarget } from './calendar-target.ts';
 import { CalendarGoneError } from './errors.ts';
 import { budgetKeyFor, GoogleNotConfiguredError } from './google-services.ts';
@@ -75,9 +75,18 @@ async function connect(ctx: ServiceContext, request: ConnectRequest): Promise<Co
     if (chosen.calendarOwned) await calendar.deleteCalendar(chosen.calendarId).catch(() => undefined);
     throw error;
   }
-  ctx.logger.info({ target: created.id, source: request.source, calendarOwned: chosen.calendarOwned }, 'google target connected');
+  ctx.logger.info(
+    { target: created.id, source: request.source, calendarOwned: chosen.calendarOwned },
+    'google target connected',
+  );
   await startPushing(ctx, created.id, request.source);
-  return { id: created.id, calendarId: chosen.calendarId, calendarName: chosen.calendarName, manageToken: created.manageToken, reused: false };
+  return {
+    id: created.id,
+    calendarId: chosen.calendarId,
+    calendarName: chosen.calendarName,
+    manageToken: created.manageToken,
+    reused: false,
+  };
 }
 
 /**
@@ -85,12 +94,20 @@ async function connect(ctx: ServiceContext, request: ConnectRequest): Promise<Co
  * naming no calendar), or, for the admin route, one registered with the same refresh token for the same
  * source and calendar (ours when none is named).
  */
-async function existingTarget(ctx: ServiceContext, request: ConnectRequest, budgetKey: string): Promise<PushTarget | undefined> {
-  if (request.googleUser !== undefined) return request.calendarId === undefined ? ctx.google.targets.findByUser(request.googleUser, request.source) : undefined;
+async function existingTarget(
+  ctx: ServiceContext,
+  request: ConnectRequest,
+  budgetKey: string,
+): Promise<PushTarget | undefined> {
+  if (request.googleUser !== undefined)
+    return request.calendarId === undefined
+      ? ctx.google.targets.findByUser(request.googleUser, request.source)
+      : undefined;
   for (const id of await ctx.redis.smembers(ctx.keys.sourceTargets(request.source))) {
     const target = await ctx.google.targets.get(id);
     if (target === undefined || target.googleUser !== undefined || target.budgetKey !== budgetKey) continue;
-    if (request.calendarId === undefined ? target.calendarOwned : target.calendarId === request.calendarId) return target;
+    if (request.calendarId === undefined ? target.calendarOwned : target.calendarId === request.calendarId)
+      return target;
   }
   return undefined;
 }
@@ -100,7 +117,12 @@ async function existingTarget(ctx: ServiceContext, request: ConnectRequest, budg
  * or paused, its calendar still there): a retried request then changes nothing, neither the token version
  * nor a quota pause. A calendar gone meanwhile makes it a reconnect (a new calendar of ours, or a 400).
  */
-async function isRepeat(ctx: ServiceContext, target: PushTarget, request: ConnectRequest, calendar: CalendarTarget): Promise<boolean> {
+async function isRepeat(
+  ctx: ServiceContext,
+  target: PushTarget,
+  request: ConnectRequest,
+  calendar: CalendarTarget,
+): Promise<boolean> {
   if (request.googleUser !== undefined || (target.status !== 'active' && target.status !== 'paused')) return false;
   // A token sealed under another SECRET_KEY reads as another token: the registration replaces it.
   const stored = await ctx.google.targets.refreshToken(target.id).catch(() => undefined);
@@ -125,23 +147,37 @@ async function unchanged(ctx: ServiceContext, target: PushTarget): Promise<Conne
  * A second consent of a Google user for a source (or a second admin registration of one refresh token): the target keeps its calendar (a new one when the old was
  * deleted) and index, takes the new refresh token and gets a full comparison with what the calendar holds.
  */
-async function reconnect(ctx: ServiceContext, target: PushTarget, refreshToken: string, budgetKey: string, calendar: CalendarTarget, name: string): Promise<ConnectedTarget> {
+async function reconnect(
+  ctx: ServiceContext,
+  target: PushTarget,
+  refreshToken: string,
+  budgetKey: string,
+  calendar: CalendarTarget,
+  name: string,
+): Promise<ConnectedTarget> {
   const store = ctx.google.targets;
   const live = await liveCalendar(ctx, target, calendar, name);
   let adopted = !live.created;
   let manageToken: string | undefined;
   try {
     // The store also drops the index (the old calendar's events are gone with it) and requests a reconcile.
-    if (!adopted) adopted = await store.replaceCalendar(target.id, { calendarId: live.calendarId, calendarOwned: true, calendarName: live.calendarName }, ctx.now());
+    if (!adopted)
+      adopted = await store.replaceCalendar(
+        target.id,
+        { calendarId: live.calendarId, calendarOwned: true, calendarName: live.calendarName },
+        ctx.now(),
+      );
     if (!adopted) throw new TargetGoneError(target.id);
     // Reactivates a target that needed consent, and requests a full comparison with what the calendar holds.
-    if (!(await store.replaceRefreshToken(target.id, refreshToken, ctx.now(), budgetKey))) throw new TargetGoneError(target.id);
+    if (!(await store.replaceRefreshToken(target.id, refreshToken, ctx.now(), budgetKey)))
+      throw new TargetGoneError(target.id);
     // The person consenting again may well have lost the first token; the old one stops working.
     manageToken = await store.rotateManageToken(target.id);
     if (manageToken === undefined) throw new TargetGoneError(target.id);
   } catch (error) {
     // A calendar made for a target that is gone (or that never pointed at it) would be an orphan nobody knows about.
-    if (live.created && (!adopted || error instanceof TargetGoneError)) await calendar.deleteCalendar(live.calendarId).catch(() => undefined);
+    if (live.created && (!adopted || error instanceof TargetGoneError))
+      await calendar.deleteCalendar(live.calendarId).catch(() => undefined);
     throw error;
   }
   ctx.logger.info({ target: target.id, source: target.source, newCalendar: live.created }, 'google target reconnected');
@@ -154,7 +190,12 @@ async function reconnect(ctx: ServiceContext, target: PushTarget, refreshToken: 
  * (`created`). Asked of Google, not only of the status: the owner may have deleted the calendar after the
  * last push, which leaves the target `active`.
  */
-async function liveCalendar(ctx: ServiceContext, target: PushTarget, calendar: CalendarTarget, name: string): Promise<{ calendarId: string; calendarName: string; created: boolean }> {
+async function liveCalendar(
+  ctx: ServiceContext,
+  target: PushTarget,
+  calendar: CalendarTarget,
+  name: string,
+): Promise<{ calendarId: string; calendarName: string; created: boolean }> {
   // A calendar we were given is asked about even when marked deleted (it may have been shared again), and
   // one that is still unreachable is not ours to replace: CalendarGoneError, the caller chooses another.
   if (target.status !== 'calendar-deleted' || !target.calendarOwned) {
@@ -184,7 +225,12 @@ const CONNECT_LOCK_MS = 30_000;
 const CONNECT_LOCK_RETRY_MS = 50;
 
 /** Runs `work` holding the connect lock of (`googleUser`, `source`), waiting for it while another consent holds it. */
-async function withConnectLock<T>(ctx: ServiceContext, googleUser: string, source: SourceKey, work: () => Promise<T>): Promise<T> {
+async function withConnectLock<T>(
+  ctx: ServiceContext,
+  googleUser: string,
+  source: SourceKey,
+  work: () => Promise<T>,
+): Promise<T> {
   const key = ctx.keys.lock(`google-connect:${googleUser}:${source}`);
   const owner = randomToken();
   // The lock expires on its own, so a holder that died delays the next consent by CONNECT_LOCK_MS at most.
@@ -197,7 +243,12 @@ async function withConnectLock<T>(ctx: ServiceContext, googleUser: string, sourc
 }
 
 /** The calendar to push into: the given one if this token reaches it, else a new one of ours. */
-async function chooseCalendar(ctx: ServiceContext, calendar: CalendarTarget, calendarId: string | undefined, name: string): Promise<{ calendarId: string; calendarOwned: boolean; calendarName: string }> {
+async function chooseCalendar(
+  ctx: ServiceContext,
+  calendar: CalendarTarget,
+  calendarId: string | undefined,
+  name: string,
+): Promise<{ calendarId: string; calendarOwned: boolean; calendarName: string }> {
   if (calendarId !== undefined) {
     const info = await calendar.getCalendar(calendarId);
     return { calendarId: info.id, calendarOwned: false, calendarName: info.summary };
@@ -242,7 +293,11 @@ export interface Disconnected {
  * Answers undefined for an unknown target. A failed calendar deletion leaves the target removed and is
  * reported with the calendar id, so that it can be deleted by hand.
  */
-export async function disconnectTarget(ctx: ServiceContext, id: string, options: { deleteCalendar: boolean }): Promise<Disconnected | undefined> {
+export async function disconnectTarget(
+  ctx: ServiceContext,
+  id: string,
+  options: { deleteCalendar: boolean },
+): Promise<Disconnected | undefined> {
   const store = ctx.google.targets;
   const target = await store.get(id);
   if (target === undefined) return undefined;
@@ -253,7 +308,8 @@ export async function disconnectTarget(ctx: ServiceContext, id: string, options:
   ctx.logger.info({ target: id, source: target.source }, 'google target removed');
   const result: Disconnected = { calendarId: target.calendarId, calendarDeleted: false };
   if (!wantsDelete || token === undefined) return result;
-  if (token instanceof Error) return { ...result, calendarError: `the stored refresh token is unreadable (${token.name})` };
+  if (token instanceof Error)
+    return { ...result, calendarError: `the stored refresh token is unreadable (${token.name})` };
   try {
     await ctx.google.calendar(token.token, target.budgetKey).deleteCalendar(target.calendarId);
     return { ...result, calendarDeleted: true };
@@ -261,7 +317,10 @@ export async function disconnectTarget(ctx: ServiceContext, id: string, options:
     if (error instanceof CalendarGoneError) return { ...result, calendarDeleted: true };
     const message = error instanceof Error ? error.message : String(error);
     // The message only: the adapter's errors keep the library's error as `cause`, request headers included.
-    ctx.logger.warn({ target: id, calendarId: target.calendarId, error: message }, 'google calendar of a removed target not deleted');
+    ctx.logger.warn(
+      { target: id, calendarId: target.calendarId, error: message },
+      'google calendar of a removed target not deleted',
+    );
     return { ...result, calendarError: message };
   }
 }

@@ -22,7 +22,10 @@ export class GoogleRateLimitError extends GoogleError {
   /** From `Retry-After`, when Google sent one. */
   readonly retryAfterMs: number | undefined;
 
-  constructor(message: string, details: { status?: number; reason?: string; cause?: unknown; retryAfterMs?: number } = {}) {
+  constructor(
+    message: string,
+    details: { status?: number; reason?: string; cause?: unknown; retryAfterMs?: number } = {},
+  ) {
     super(message, details);
     this.retryAfterMs = details.retryAfterMs;
   }

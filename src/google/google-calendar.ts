@@ -7,13 +7,24 @@
 import { calendar, type calendar_v3 } from '@googleapis/calendar';
 import { OAuth2Client } from 'google-auth-library';
 import type { Config } from '../config.ts';
-import type { BeforeRequest, CalendarInfo, CalendarTarget, DeleteOutcome, DesiredEvent, EventMarker, RemoteEvent } from './calendar-target.ts';
+import type {
+  BeforeRequest,
+  CalendarInfo,
+  CalendarTarget,
+  DeleteOutcome,
+  DesiredEvent,
+  EventMarker,
+  RemoteEvent,
+} from './calendar-target.ts';
 import { HASH_KEY, MARKER_KEY } from './desired-events.ts';
 import { CalendarGoneError, EventMissingError } from './errors.ts';
-import { classifyGoogleError, isAccessTokenRejected, type GoogleOperation } from './google-errors.ts';
+import { classifyGoogleError, type GoogleOperation, isAccessTokenRejected } from './google-errors.ts';
 
 /** The settings the adapter reads. */
-export type GoogleCalendarConfig = Pick<Config, 'googleClientId' | 'googleClientSecret' | 'googleApiRootUrl' | 'googleOauthTokenUrl'>;
+export type GoogleCalendarConfig = Pick<
+  Config,
+  'googleClientId' | 'googleClientSecret' | 'googleApiRootUrl' | 'googleOauthTokenUrl'
+>;
 
 /** Tuning for tests; production uses the defaults. */
 export interface GoogleCalendarOptions {
@@ -56,7 +67,12 @@ class GoogleCalendar implements CalendarTarget {
   readonly #beforeRequest: BeforeRequest;
   readonly #pageSize: number;
 
-  constructor(config: GoogleCalendarConfig, refreshToken: string, beforeRequest: BeforeRequest, options: GoogleCalendarOptions) {
+  constructor(
+    config: GoogleCalendarConfig,
+    refreshToken: string,
+    beforeRequest: BeforeRequest,
+    options: GoogleCalendarOptions,
+  ) {
     const timeout = options.timeoutMs ?? GOOGLE_REQUEST_TIMEOUT_MS;
     this.#auth = authClient(config, refreshToken, timeout);
     this.#api = calendar({ version: 'v3', auth: this.#auth, rootUrl: config.googleApiRootUrl, retry: false, timeout });
@@ -66,12 +82,16 @@ class GoogleCalendar implements CalendarTarget {
   }
 
   async createCalendar(summary: string, timeZone: string): Promise<CalendarInfo> {
-    const response = await this.#call('calendars.insert', () => this.#api.calendars.insert({ requestBody: { summary, timeZone }, fields: CALENDAR_FIELDS }));
+    const response = await this.#call('calendars.insert', () =>
+      this.#api.calendars.insert({ requestBody: { summary, timeZone }, fields: CALENDAR_FIELDS }),
+    );
     return calendarInfo(response.data);
   }
 
   async getCalendar(calendarId: string): Promise<CalendarInfo> {
-    const response = await this.#call('calendars.get', () => this.#api.calendars.get({ calendarId, fields: CALENDAR_FIELDS }));
+    const response = await this.#call('calendars.get', () =>
+      this.#api.calendars.get({ calendarId, fields: CALENDAR_FIELDS }),
+    );
     return calendarInfo(response.data);
   }
 
@@ -91,7 +111,9 @@ class GoogleCalendar implements CalendarTarget {
 
   async getEvent(calendarId: string, eventId: string): Promise<RemoteEvent | undefined> {
     try {
-      const response = await this.#call('events.get', () => this.#api.events.get({ calendarId, eventId, fields: EVENT_FIELDS }));
+      const response = await this.#call('events.get', () =>
+        this.#api.events.get({ calendarId, eventId, fields: EVENT_FIELDS }),
+      );
       return remoteEvent(response.data, MARKER_KEY);
     } catch (error) {
       if (error instanceof EventMissingError) return undefined;
@@ -102,13 +124,22 @@ class GoogleCalendar implements CalendarTarget {
   async patchEvent(calendarId: string, event: DesiredEvent, marker: EventMarker): Promise<void> {
     // PATCH merges objects key by key: the owner's reminders, colour and other private properties survive.
     const requestBody = ownedBody(event, marker);
-    await this.#call('events.patch', () => this.#api.events.patch({ calendarId, eventId: event.id, requestBody, fields: 'id' }));
+    await this.#call('events.patch', () =>
+      this.#api.events.patch({ calendarId, eventId: event.id, requestBody, fields: 'id' }),
+    );
   }
 
   async reviveEvent(calendarId: string, event: DesiredEvent, marker: EventMarker): Promise<void> {
     // A cancelled event keeps its id forever; PUT (update) is the only way to bring that id back.
-    const requestBody = { id: event.id, ...ownedBody(event, marker), reminders: { useDefault: true }, status: 'confirmed' };
-    await this.#call('events.update', () => this.#api.events.update({ calendarId, eventId: event.id, requestBody, fields: 'id' }));
+    const requestBody = {
+      id: event.id,
+      ...ownedBody(event, marker),
+      reminders: { useDefault: true },
+      status: 'confirmed',
+    };
+    await this.#call('events.update', () =>
+      this.#api.events.update({ calendarId, eventId: event.id, requestBody, fields: 'id' }),
+    );
   }
 
   async deleteEvent(calendarId: string, eventId: string): Promise<DeleteOutcome> {
@@ -129,7 +160,10 @@ class GoogleCalendar implements CalendarTarget {
       const params = listParams(calendarId, marker, this.#pageSize, pageToken);
       const response = await this.#call('events.list', () => this.#api.events.list(params));
       // The query matched on the marker, so every item carries it even if Google strips a cancelled one.
-      yield (response.data.items ?? []).map((item) => ({ markerValue: marker.value, ...remoteEvent(item, marker.key) }));
+      yield (response.data.items ?? []).map((item) => ({
+        markerValue: marker.value,
+        ...remoteEvent(item, marker.key),
+      }));
       pageToken = response.data.nextPageToken ?? undefined;
     } while (pageToken !== undefined);
   }
@@ -194,7 +228,12 @@ function ownedBody(event: DesiredEvent, marker: EventMarker): calendar_v3.Schema
   };
 }
 
-function listParams(calendarId: string, marker: EventMarker, maxResults: number, pageToken: string | undefined): calendar_v3.Params$Resource$Events$List {
+function listParams(
+  calendarId: string,
+  marker: EventMarker,
+  maxResults: number,
+  pageToken: string | undefined,
+): calendar_v3.Params$Resource$Events$List {
   const params: calendar_v3.Params$Resource$Events$List = {
     calendarId,
     privateExtendedProperty: [`${marker.key}=${marker.value}`],

@@ -48,7 +48,13 @@ const QUOTA_REASONS = new Set(['quotaExceeded', 'dailyLimitExceeded', 'dailyLimi
 /** The grant lacks a scope we need: only a new consent can fix that. */
 const SCOPE_REASONS = new Set(['insufficientPermissions', 'ACCESS_TOKEN_SCOPE_INSUFFICIENT']);
 /** Operations whose 404 means the calendar itself is not there (or not reachable by this account). */
-const CALENDAR_OPERATIONS = new Set<GoogleOperation>(['calendars.get', 'calendars.delete', 'calendars.insert', 'events.insert', 'events.list']);
+const CALENDAR_OPERATIONS = new Set<GoogleOperation>([
+  'calendars.get',
+  'calendars.delete',
+  'calendars.insert',
+  'events.insert',
+  'events.list',
+]);
 /** Writes of one event: some of their 4xx answers concern that event alone (see {@link refusesOneEvent}). */
 const EVENT_WRITES = new Set<GoogleOperation>(['events.insert', 'events.patch', 'events.update', 'events.delete']);
 /**
@@ -80,14 +86,18 @@ export function classifyGoogleError(error: unknown, operation: GoogleOperation):
   if (error instanceof GoogleError) return error;
   if (!(error instanceof gaxios.GaxiosError)) {
     // Not an HTTP exchange at all (a bug, or the library refusing our call): retrying will not help.
-    return new GooglePermanentError(`Google ${operation}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    return new GooglePermanentError(`Google ${operation}: ${error instanceof Error ? error.message : String(error)}`, {
+      cause: error,
+    });
   }
   scrubSecrets(error);
   const failure = describe(error);
   if (failure.status === undefined) {
     return new GoogleTransientError(`Google ${operation}: ${failure.detail}`, { reason: failure.reason, cause: error });
   }
-  return failure.token ? classifyTokenFailure(failure, operation, error) : classifyApiFailure(failure, operation, error);
+  return failure.token
+    ? classifyTokenFailure(failure, operation, error)
+    : classifyApiFailure(failure, operation, error);
 }
 
 function classifyTokenFailure(failure: Failure, operation: GoogleOperation, cause: unknown): GoogleError {
@@ -109,12 +119,16 @@ function classifyApiFailure(failure: Failure, operation: GoogleOperation, cause:
   if (status === 429 || (status === 403 && reason !== undefined && RATE_LIMIT_REASONS.has(reason))) {
     return new GoogleRateLimitError(message, { ...details, retryAfterMs: failure.retryAfterMs });
   }
-  if (status === 403 && reason !== undefined && QUOTA_REASONS.has(reason)) return new GoogleQuotaError(message, details);
-  if (status === 401 || (status === 403 && reason !== undefined && SCOPE_REASONS.has(reason))) return new GoogleConsentError(message, details);
+  if (status === 403 && reason !== undefined && QUOTA_REASONS.has(reason))
+    return new GoogleQuotaError(message, details);
+  if (status === 401 || (status === 403 && reason !== undefined && SCOPE_REASONS.has(reason)))
+    return new GoogleConsentError(message, details);
   // A calendar this account may no longer read (the owner unshared it) is, for us, a calendar gone.
   if (status === 403 && operation === 'calendars.get') return new CalendarGoneError(message, details);
   if (status === 404 || status === 410) {
-    return CALENDAR_OPERATIONS.has(operation) ? new CalendarGoneError(message, details) : new EventMissingError(message, details);
+    return CALENDAR_OPERATIONS.has(operation)
+      ? new CalendarGoneError(message, details)
+      : new EventMissingError(message, details);
   }
   if (status === 409 && operation === 'events.insert') return new EventExistsError(message, details);
   if (status >= 500 || status === 408) return new GoogleTransientError(message, details);
@@ -148,7 +162,8 @@ function describe(error: InstanceType<typeof gaxios.GaxiosError>): Failure {
   const apiError = isRecord(body.error) ? body.error : {};
   const first = Array.isArray(apiError.errors) && isRecord(apiError.errors[0]) ? apiError.errors[0] : {};
   const reason = typeof first.reason === 'string' ? first.reason : undefined;
-  const detail = typeof apiError.message === 'string' ? apiError.message : typeof data === 'string' ? data.slice(0, 200) : '';
+  const detail =
+    typeof apiError.message === 'string' ? apiError.message : typeof data === 'string' ? data.slice(0, 200) : '';
   return { status: response.status, reason, detail, token: false, retryAfterMs };
 }
 
@@ -175,7 +190,8 @@ function scrubSecrets(error: InstanceType<typeof gaxios.GaxiosError>): void {
     }
     // A form body the library serialised to a string itself.
     const body = config.body;
-    if (typeof body === 'string' && SECRET_FIELDS.some((field) => body.includes(`${field}=`))) config.body = '[redacted]';
+    if (typeof body === 'string' && SECRET_FIELDS.some((field) => body.includes(`${field}=`)))
+      config.body = '[redacted]';
   }
 }
 

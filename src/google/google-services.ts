@@ -54,8 +54,14 @@ export function createGoogleServices(options: GoogleServicesOptions): GoogleServ
   const { config, redis, keys } = options;
   const credentials = config.googleClientId !== undefined && config.googleClientSecret !== undefined;
   const factory: CalendarTargetFactory | undefined =
-    options.factory ?? (credentials ? (refreshToken, beforeRequest) => createGoogleCalendar(config, refreshToken, beforeRequest) : undefined);
-  const budget = new RequestBudget(redis, keys, { userPerMinute: config.googleUserRateLimit, globalPerSecond: config.googleRateLimit });
+    options.factory ??
+    (credentials
+      ? (refreshToken, beforeRequest) => createGoogleCalendar(config, refreshToken, beforeRequest)
+      : undefined);
+  const budget = new RequestBudget(redis, keys, {
+    userPerMinute: config.googleUserRateLimit,
+    globalPerSecond: config.googleRateLimit,
+  });
   return {
     configured: factory !== undefined,
     targets: new TargetStore(redis, keys, config.secretKey),

@@ -53,7 +53,8 @@ export async function createConsent(ctx: ConsentContext, source: SourceKey): Pro
 export async function takeConsent(ctx: Pick<ServiceContext, 'redis' | 'keys'>, state: string): Promise<PendingConsent> {
   if (!STATE_FORMAT.test(state)) throw new ConsentStateError('malformed consent state');
   const stored = await ctx.redis.getdel(ctx.keys.googleOAuthState(hashToken(state)));
-  if (stored === null) throw new ConsentStateError('unknown, expired or already used consent state: start again at /google/connect');
+  if (stored === null)
+    throw new ConsentStateError('unknown, expired or already used consent state: start again at /google/connect');
   return parsePending(stored);
 }
 
@@ -61,7 +62,11 @@ export async function takeConsent(ctx: Pick<ServiceContext, 'redis' | 'keys'>, s
 function parsePending(stored: string): PendingConsent {
   try {
     const value = JSON.parse(stored) as Partial<PendingConsent>;
-    if (typeof value.source === 'string' && typeof value.codeVerifier === 'string' && typeof value.startedAt === 'number') {
+    if (
+      typeof value.source === 'string' &&
+      typeof value.codeVerifier === 'string' &&
+      typeof value.startedAt === 'number'
+    ) {
       return { source: value.source, codeVerifier: value.codeVerifier, startedAt: value.startedAt };
     }
   } catch {

@@ -101,16 +101,24 @@ export class GoogleOAuth {
   async exchangeCode(request: { code: string; codeVerifier: string }): Promise<GrantedConsent> {
     let tokens: { refresh_token?: string | null; id_token?: string | null; scope?: string };
     try {
-      ({ tokens } = await this.#client.getToken({ code: request.code, codeVerifier: request.codeVerifier, redirect_uri: this.redirectUri }));
+      ({ tokens } = await this.#client.getToken({
+        code: request.code,
+        codeVerifier: request.codeVerifier,
+        redirect_uri: this.redirectUri,
+      }));
     } catch (error) {
       throw classifyGoogleError(error, 'token.exchange');
     }
     const scopes = (tokens.scope ?? '').split(' ').filter((scope) => scope !== '');
     if (!scopes.includes(CALENDAR_SCOPE)) {
-      throw new GoogleConsentError('Google token.exchange: the calendar permission was not granted; allow it on the consent page');
+      throw new GoogleConsentError(
+        'Google token.exchange: the calendar permission was not granted; allow it on the consent page',
+      );
     }
     if (typeof tokens.refresh_token !== 'string' || tokens.refresh_token === '') {
-      throw new GoogleConsentError('Google token.exchange: Google sent no refresh token; revoke the app in your Google account and connect again');
+      throw new GoogleConsentError(
+        'Google token.exchange: Google sent no refresh token; revoke the app in your Google account and connect again',
+      );
     }
     const granted: GrantedConsent = { refreshToken: tokens.refresh_token, scopes };
     const googleUser = subjectOf(tokens.id_token);

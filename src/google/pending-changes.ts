@@ -16,7 +16,10 @@ export interface PendingChanges {
 }
 
 /** The events a target of `source` should hold: the published feed's confirmed classes; undefined before the first publication. */
-export async function loadDesired(ctx: Pick<ServiceContext, 'snapshots' | 'config'>, source: SourceKey): Promise<DesiredEvent[] | undefined> {
+export async function loadDesired(
+  ctx: Pick<ServiceContext, 'snapshots' | 'config'>,
+  source: SourceKey,
+): Promise<DesiredEvent[] | undefined> {
   const { snapshot, published } = await ctx.snapshots.load(source);
   if (!snapshot || !published) return undefined;
   return desiredEvents(feedOccurrences(snapshot, published, ctx.config));
@@ -26,9 +29,18 @@ export async function loadDesired(ctx: Pick<ServiceContext, 'snapshots' | 'confi
  * The difference between what the target should hold and what its index says it holds (changes not pushed
  * yet: a push waiting, a paused target, a failed push); null before the source's first publication.
  */
-export async function pendingChanges(ctx: Pick<ServiceContext, 'snapshots' | 'config' | 'google' | 'now'>, targetId: string, source: SourceKey): Promise<PendingChanges | null> {
+export async function pendingChanges(
+  ctx: Pick<ServiceContext, 'snapshots' | 'config' | 'google' | 'now'>,
+  targetId: string,
+  source: SourceKey,
+): Promise<PendingChanges | null> {
   const desired = await loadDesired(ctx, source);
   if (desired === undefined) return null;
   const plan = planPush(desired, await ctx.google.index.read(targetId), ctx.now());
-  return { insert: plan.insert.length + plan.revive.length, patch: plan.patch.length, delete: plan.remove.length, refused: plan.refused };
+  return {
+    insert: plan.insert.length + plan.revive.length,
+    patch: plan.patch.length,
+    delete: plan.remove.length,
+    refused: plan.refused,
+  };
 }

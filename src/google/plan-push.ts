@@ -126,7 +126,11 @@ export function indexFromRemote(events: Iterable<RemoteEvent>, marker: EventMark
  * delete is kept while Google still holds the event live (one deleted or gone meanwhile needs no delete).
  * Expired refusals are dropped. Answers `remote`.
  */
-export function carryRefusals(previous: ReadonlyMap<string, string>, remote: Map<string, string>, now: number): Map<string, string> {
+export function carryRefusals(
+  previous: ReadonlyMap<string, string>,
+  remote: Map<string, string>,
+  now: number,
+): Map<string, string> {
   for (const [id, value] of previous) {
     const refusal = parseRefused(value);
     if (refusal === undefined || refusal.retryAt <= now) continue;

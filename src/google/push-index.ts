@@ -46,13 +46,25 @@ export class PushIndex {
 
   /** Records that event `eventId` now holds fields with digest `hash`. False if the target is gone. */
   async set(id: string, eventId: string, hash: string): Promise<boolean> {
-    return (await this.redis.eval(SET_IF_TARGET, 2, this.keys.googleTarget(id), this.keys.googleIndex(id), eventId, hash)) === 1;
+    return (
+      (await this.redis.eval(
+        SET_IF_TARGET,
+        2,
+        this.keys.googleTarget(id),
+        this.keys.googleIndex(id),
+        eventId,
+        hash,
+      )) === 1
+    );
   }
 
   /** Replaces the whole index in one step (after a reconcile listed the calendar). False if the target is gone. */
   async replace(id: string, entries: ReadonlyMap<string, string>): Promise<boolean> {
     const args = [...entries].flat();
-    return (await this.redis.eval(REPLACE_IF_TARGET, 2, this.keys.googleTarget(id), this.keys.googleIndex(id), ...args)) === 1;
+    return (
+      (await this.redis.eval(REPLACE_IF_TARGET, 2, this.keys.googleTarget(id), this.keys.googleIndex(id), ...args)) ===
+      1
+    );
   }
 
   /** How many events are indexed. */

@@ -98,7 +98,12 @@ export class RequestBudget {
     this.keys = keys;
     this.clock = clock;
     const user = bucketFor(limits);
-    this.args = [String(user.ratePerMs), String(user.capacity), String(limits.globalPerSecond / 1000), String(limits.globalPerSecond)];
+    this.args = [
+      String(user.ratePerMs),
+      String(user.capacity),
+      String(limits.globalPerSecond / 1000),
+      String(limits.globalPerSecond),
+    ];
   }
 
   /** Waits until one request for `budgetKey` fits both budgets, and counts it. Rejects when `signal` aborts. */
@@ -119,7 +124,8 @@ export class RequestBudget {
   /** Takes a token now if there is one in both buckets: 0, else the ms to wait. */
   async tryTake(budgetKey: string): Promise<number> {
     const now = this.clock ? String(this.clock.now()) : '';
-    if (budgetKey === GLOBAL_BUCKET) throw new RangeError(`budget key "${GLOBAL_BUCKET}" is reserved for the global bucket`);
+    if (budgetKey === GLOBAL_BUCKET)
+      throw new RangeError(`budget key "${GLOBAL_BUCKET}" is reserved for the global bucket`);
     const keys = [this.keys.googleBudget(budgetKey), this.keys.googleBudget(GLOBAL_BUCKET)];
     return Number(await this.redis.eval(TAKE, 2, ...keys, ...this.args, now));
   }
@@ -132,6 +138,9 @@ export class RequestBudget {
 
 /** The user bucket for a rate: refills at `userPerMinute` per minute, capacity so that no 60 s exceeds 570 (see the module comment). */
 export function bucketFor(limits: Pick<BudgetLimits, 'userPerMinute'>): { ratePerMs: number; capacity: number } {
-  const capacity = Math.max(1, Math.min(MAX_USER_BURST, GOOGLE_USER_LIMIT_PER_MINUTE - USER_LIMIT_MARGIN - limits.userPerMinute));
+  const capacity = Math.max(
+    1,
+    Math.min(MAX_USER_BURST, GOOGLE_USER_LIMIT_PER_MINUTE - USER_LIMIT_MARGIN - limits.userPerMinute),
+  );
   return { ratePerMs: limits.userPerMinute / 60_000, capacity };
 }

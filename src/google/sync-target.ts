@@ -8,8 +8,16 @@
 import type { Logger } from '../logger.ts';
 import type { CalendarTarget, DesiredEvent, EventMarker, RemoteEvent } from './calendar-target.ts';
 import { EventExistsError, EventMissingError, EventRefusedError, GooglePermanentError } from './errors.ts';
-import { CANCELLED, carryRefusals, DELETE_REFUSED, FOREIGN, indexFromRemote, planPush, refusedMarker } from './plan-push.ts';
-import { RefusalTally, type RefusalExample } from './refusal-tally.ts';
+import {
+  CANCELLED,
+  carryRefusals,
+  DELETE_REFUSED,
+  FOREIGN,
+  indexFromRemote,
+  planPush,
+  refusedMarker,
+} from './plan-push.ts';
+import { type RefusalExample, RefusalTally } from './refusal-tally.ts';
 
 export type { RefusalExample } from './refusal-tally.ts';
 
@@ -88,7 +96,18 @@ export async function syncTarget(options: SyncOptions): Promise<SyncCounts> {
 class SyncRun {
   private readonly options: SyncOptions;
   private readonly now: number;
-  private readonly counts: SyncCounts = { desired: 0, inserted: 0, patched: 0, revived: 0, deleted: 0, unchanged: 0, conflicts: 0, refused: 0, writes: 0, reads: 0 };
+  private readonly counts: SyncCounts = {
+    desired: 0,
+    inserted: 0,
+    patched: 0,
+    revived: 0,
+    deleted: 0,
+    unchanged: 0,
+    conflicts: 0,
+    refused: 0,
+    writes: 0,
+    reads: 0,
+  };
   private readonly conflictIds: string[] = [];
   private readonly refusals = new RefusalTally();
   private stopError: unknown;
@@ -119,7 +138,8 @@ class SyncRun {
     await this.pool(operations);
     await this.checkCalendar();
     this.report();
-    if (this.stopError === undefined && options.signal?.aborted) this.stopError = options.signal.reason ?? new Error('push aborted');
+    if (this.stopError === undefined && options.signal?.aborted)
+      this.stopError = options.signal.reason ?? new Error('push aborted');
     const stop = this.stopError ?? this.refusals.stopError();
     if (stop !== undefined) {
       options.log.debug({ ...counts }, 'push stopped before it was complete');
@@ -138,7 +158,8 @@ class SyncRun {
     }
     // Without the old refusals, the reconcile that follows a failed push would try the same refused events first.
     const remote = carryRefusals(await index.read(targetId), indexFromRemote(events, marker), this.now);
-    if ((await index.replace(targetId, remote)) === false) throw new TargetRemovedError(`target ${targetId} was removed`);
+    if ((await index.replace(targetId, remote)) === false)
+      throw new TargetRemovedError(`target ${targetId} was removed`);
     return remote;
   }
 
@@ -169,7 +190,9 @@ class SyncRun {
   }
 
   private stopping(): boolean {
-    return this.stopError !== undefined || this.refusals.stopError() !== undefined || this.options.signal?.aborted === true;
+    return (
+      this.stopError !== undefined || this.refusals.stopError() !== undefined || this.options.signal?.aborted === true
+    );
   }
 
   /** Google answers 404 for the events of a calendar its owner deleted: after a delete answered 404, asks once. */
@@ -187,9 +210,17 @@ class SyncRun {
   /** Logs the conflicts and refusals of this push, once each. */
   private report(): void {
     const { log } = this.options;
-    if (this.conflictIds.length > 0) log.warn({ conflicts: this.counts.conflicts, examples: this.conflictIds }, 'event ids taken by events this service did not create; left alone');
+    if (this.conflictIds.length > 0)
+      log.warn(
+        { conflicts: this.counts.conflicts, examples: this.conflictIds },
+        'event ids taken by events this service did not create; left alone',
+      );
     const { count, examples } = this.refusals;
-    if (count > 0) log.warn({ refused: count, examples }, `Google refused ${count} events; they are tried again when they change or after 24 h`);
+    if (count > 0)
+      log.warn(
+        { refused: count, examples },
+        `Google refused ${count} events; they are tried again when they change or after 24 h`,
+      );
   }
 
   /** One event's write; a permanent refusal is indexed against that version of the event instead of stopping the push. */
@@ -229,7 +260,10 @@ class SyncRun {
     this.counts.reads += 1;
     const remote = await calendar.getEvent(calendarId, event.id);
     // Google keeps the ids of purged events reserved: asking again will not free this one.
-    if (remote === undefined) throw new EventRefusedError(`event ${event.id}: insert answered 409 but get found nothing (the id stays reserved)`);
+    if (remote === undefined)
+      throw new EventRefusedError(
+        `event ${event.id}: insert answered 409 but get found nothing (the id stays reserved)`,
+      );
     if (remote.markerValue !== marker.value) {
       this.counts.conflicts += 1;
       if (this.conflictIds.length < 5) this.conflictIds.push(event.id);
@@ -272,7 +306,10 @@ class SyncRun {
       // Google has been seen to answer 403 to an update of an event its owner deleted in the web UI: that event
       // is refused, not the calendar (a lost writer access stops the push through the other writes' 403s).
       if (error instanceof GooglePermanentError && !(error instanceof EventRefusedError) && error.status === 403) {
-        throw new EventRefusedError(`event ${event.id}: Google refused to bring the deleted event back (${error.message})`, { status: 403, ...(error.reason === undefined ? {} : { reason: error.reason }), cause: error });
+        throw new EventRefusedError(
+          `event ${event.id}: Google refused to bring the deleted event back (${error.message})`,
+          { status: 403, ...(error.reason === undefined ? {} : { reason: error.reason }), cause: error },
+        );
       }
       throw error;
     }
@@ -306,7 +343,8 @@ class SyncRun {
   /** Writes one index entry at once; the index refuses it once the target is removed. */
   private async record(eventId: string, value: string): Promise<void> {
     const { index, targetId } = this.options;
-    if ((await index.set(targetId, eventId, value)) === false) throw new TargetRemovedError(`target ${targetId} was removed`);
+    if ((await index.set(targetId, eventId, value)) === false)
+      throw new TargetRemovedError(`target ${targetId} was removed`);
   }
 
   /** Counts a write request and reports it. */

@@ -137,12 +137,20 @@ function parseStatus(text: string | undefined): TargetStatus {
   return STATUSES.find((status) => status === text) ?? 'active';
 }
 
-function copyText(fields: Record<string, string>, target: PushTarget, name: 'googleUser' | 'statusReason' | 'lastError'): void {
+function copyText(
+  fields: Record<string, string>,
+  target: PushTarget,
+  name: 'googleUser' | 'statusReason' | 'lastError',
+): void {
   const value = fields[name];
   if (value !== undefined) target[name] = value;
 }
 
-function copyNumber(fields: Record<string, string>, target: PushTarget, name: 'pausedUntil' | 'lastPushAt' | 'lastErrorAt'): void {
+function copyNumber(
+  fields: Record<string, string>,
+  target: PushTarget,
+  name: 'pausedUntil' | 'lastPushAt' | 'lastErrorAt',
+): void {
   const value = fields[name];
   if (value !== undefined && value !== '') target[name] = Number(value);
 }

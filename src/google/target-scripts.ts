@@ -82,4 +82,5 @@ export function updateArguments(id: string, update: TargetUpdate): string[] {
 }
 
 /** KEYS: 1 target hash. ARGV: 1 the reconcile request a push served. Clears it unless a newer one replaced it. */
-export const CLEAR_RECONCILE = "if redis.call('HGET', KEYS[1], 'reconcileRequested') == ARGV[1] then redis.call('HSET', KEYS[1], 'reconcileRequested', '0') return 1 end return 0";
+export const CLEAR_RECONCILE =
+  "if redis.call('HGET', KEYS[1], 'reconcileRequested') == ARGV[1] then redis.call('HSET', KEYS[1], 'reconcileRequested', '0') return 1 end return 0";

@@ -14,8 +14,15 @@ import { constantTimeEqual, hashToken, randomToken } from '../security/tokens.ts
 import type { RedisKeys } from '../sources/keys.ts';
 import type { SourceKey } from '../sources/source.ts';
 import type { RefusalExample } from './refusal-tally.ts';
-import { fromFields, toFields, type PushSummary, type PushTarget, type StoppedStatus } from './target-record.ts';
-import { CLEAR_RECONCILE, REMOVE_TARGET, UPDATE_TARGET, updateArguments, type DueChange, type TargetUpdate } from './target-scripts.ts';
+import { fromFields, type PushSummary, type PushTarget, type StoppedStatus, toFields } from './target-record.ts';
+import {
+  CLEAR_RECONCILE,
+  type DueChange,
+  REMOVE_TARGET,
+  type TargetUpdate,
+  UPDATE_TARGET,
+  updateArguments,
+} from './target-scripts.ts';
 
 export type { PushSummary, PushTarget, StoppedStatus, TargetStatus } from './target-record.ts';
 
@@ -45,7 +52,10 @@ export interface PushGuard {
 
 /** The script guard of a {@link PushGuard}. */
 function guardOf(guard: PushGuard): Pick<TargetUpdate, 'ifVersion' | 'ifCalendar'> {
-  return { ...(guard.tokenVersion === undefined ? {} : { ifVersion: guard.tokenVersion }), ...(guard.calendarId === undefined ? {} : { ifCalendar: guard.calendarId }) };
+  return {
+    ...(guard.tokenVersion === undefined ? {} : { ifVersion: guard.tokenVersion }),
+    ...(guard.calendarId === undefined ? {} : { ifCalendar: guard.calendarId }),
+  };
 }
 
 /** A refresh token with the version it was stored under (pass the version back to `markStatus`). */
@@ -88,14 +98,27 @@ export class TargetStore {
     const id = randomToken(16);
     const manageToken = randomToken();
     const target: PushTarget = {
-      id, source: input.source, calendarId: input.calendarId, calendarOwned: input.calendarOwned, calendarName: input.calendarName,
-      budgetKey: input.budgetKey, status: 'active', statusAt: input.now, createdAt: input.now, tokenVersion: 1, reconcileRequested: true,
+      id,
+      source: input.source,
+      calendarId: input.calendarId,
+      calendarOwned: input.calendarOwned,
+      calendarName: input.calendarName,
+      budgetKey: input.budgetKey,
+      status: 'active',
+      statusAt: input.now,
+      createdAt: input.now,
+      tokenVersion: 1,
+      reconcileRequested: true,
       ...(input.googleUser === undefined ? {} : { googleUser: input.googleUser }),
     };
     const sealed = this.box.seal(input.refreshToken, tokenContext(id));
     const multi = this.redis
       .multi()
-      .hset(this.keys.googleTarget(id), { ...toFields(target), refreshToken: sealed, manageTokenHash: hashToken(manageToken) })
+      .hset(this.keys.googleTarget(id), {
+        ...toFields(target),
+        refreshToken: sealed,
+        manageTokenHash: hashToken(manageToken),
+      })
       .sadd(this.keys.sourceTargets(input.source), id)
       .zadd(this.keys.googleTargets, input.now, id)
       .zadd(this.keys.googleTargetsDue, input.now, id);
@@ -136,8 +159,17 @@ export class TargetStore {
    * Points the target at another calendar (a reconnect after the old one was deleted) and reactivates it:
    * its index is dropped, a reconcile requested, due now. False if the target is gone.
    */
-  async replaceCalendar(id: string, calendar: { calendarId: string; calendarOwned: boolean; calendarName: string }, now: number): Promise<boolean> {
-    const set = { calendarId: calendar.calendarId, calendarOwned: calendar.calendarOwned ? '1' : '0', calendarName: calendar.calendarName, ...ACTIVE_FIELDS };
+  async replaceCalendar(
+    id: string,
+    calendar: { calendarId: string; calendarOwned: boolean; calendarName: string },
+    now: number,
+  ): Promise<boolean> {
+    const set = {
+      calendarId: calendar.calendarId,
+      calendarOwned: calendar.calendarOwned ? '1' : '0',
+      calendarName: calendar.calendarName,
+      ...ACTIVE_FIELDS,
+    };
     return this.update(id, { set, remove: STOP_FIELDS, due: { kind: 'set', at: now }, clearIndex: true, now });
   }
 
@@ -168,11 +200,18 @@ export class TargetStore {
    * target still holds that token and points at that calendar: a push that outlived a reconnect cannot stop
    * the reconnected target. Resolves to whether it marked.
    */
-  async markStatus(id: string, status: StoppedStatus, reason: string, now: number, options: PushGuard & { pausedUntil?: number } = {}): Promise<boolean> {
+  async markStatus(
+    id: string,
+    status: StoppedStatus,
+    reason: string,
+    now: number,
+    options: PushGuard & { pausedUntil?: number } = {},
+  ): Promise<boolean> {
     const set: Record<string, string> = { status, statusReason: reason };
     const until = status === 'paused' ? options.pausedUntil : undefined;
     if (until !== undefined) set['pausedUntil'] = String(until);
-    const due: DueChange = status !== 'paused' ? { kind: 'remove' } : until === undefined ? { kind: 'keep' } : { kind: 'set', at: until };
+    const due: DueChange =
+      status !== 'paused' ? { kind: 'remove' } : until === undefined ? { kind: 'keep' } : { kind: 'set', at: until };
     return this.update(id, { set, remove: until === undefined ? ['pausedUntil'] : [], due, now, ...guardOf(options) });
   }
 
@@ -181,12 +220,27 @@ export class TargetStore {
    * (examples of events Google refused in this push) replace the stored ones; those are kept while events
    * stay refused and dropped when none is. Guarded as {@link markStatus}.
    */
-  async recordPush(id: string, summary: PushSummary, guard: PushGuard = {}, refusals: readonly RefusalExample[] = []): Promise<boolean> {
-    const set: Record<string, string> = { lastPush: JSON.stringify(summary), lastPushAt: String(summary.at), status: 'active' };
+  async recordPush(
+    id: string,
+    summary: PushSummary,
+    guard: PushGuard = {},
+    refusals: readonly RefusalExample[] = [],
+  ): Promise<boolean> {
+    const set: Record<string, string> = {
+      lastPush: JSON.stringify(summary),
+      lastPushAt: String(summary.at),
+      status: 'active',
+    };
     if (refusals.length > 0) set['lastRefusals'] = JSON.stringify(refusals);
     const remove = [...STOP_FIELDS, 'lastError', 'lastErrorAt', ...(summary.refused === 0 ? ['lastRefusals'] : [])];
     // NX: an active target is always in the due set; this only repairs one that was not.
-    return this.update(id, { set, remove, due: { kind: 'set', at: summary.at, nx: true }, now: summary.at, ...guardOf(guard) });
+    return this.update(id, {
+      set,
+      remove,
+      due: { kind: 'set', at: summary.at, nx: true },
+      now: summary.at,
+      ...guardOf(guard),
+    });
   }
 
   /**
@@ -194,7 +248,13 @@ export class TargetStore {
    * `refusals` (examples of events Google refused in it), when there are any, as {@link recordPush} does.
    * Guarded as {@link markStatus}.
    */
-  async recordError(id: string, message: string, now: number, guard: PushGuard = {}, refusals: readonly RefusalExample[] = []): Promise<boolean> {
+  async recordError(
+    id: string,
+    message: string,
+    now: number,
+    guard: PushGuard = {},
+    refusals: readonly RefusalExample[] = [],
+  ): Promise<boolean> {
     const set: Record<string, string> = { lastError: message, lastErrorAt: String(now) };
     if (refusals.length > 0) set['lastRefusals'] = JSON.stringify(refusals);
     return this.update(id, { set, ...guardOf(guard) });
@@ -227,7 +287,10 @@ export class TargetStore {
 
   /** A page of all targets, oldest first, with the total count. */
   async page(offset: number, limit: number): Promise<{ total: number; targets: PushTarget[] }> {
-    const [total, ids] = await Promise.all([this.redis.zcard(this.keys.googleTargets), this.redis.zrange(this.keys.googleTargets, String(offset), String(offset + limit - 1))]);
+    const [total, ids] = await Promise.all([
+      this.redis.zcard(this.keys.googleTargets),
+      this.redis.zrange(this.keys.googleTargets, String(offset), String(offset + limit - 1)),
+    ]);
     const pipeline = this.redis.pipeline();
     for (const id of ids) pipeline.hgetall(this.keys.googleTarget(id));
     const rows = ((await pipeline.exec()) ?? []).map(([, fields]) => (fields ?? {}) as Record<string, string>);
@@ -242,9 +305,11 @@ export class TargetStore {
     // Source and Google user never change, so reading them before the script is safe.
     const [source, googleUser] = await this.redis.hmget(this.keys.googleTarget(id), 'source', 'googleUser');
     const keys = [
-      this.keys.googleTarget(id), this.keys.googleIndex(id),
+      this.keys.googleTarget(id),
+      this.keys.googleIndex(id),
       source ? this.keys.sourceTargets(source) : this.keys.googleTarget(id),
-      this.keys.googleTargets, this.keys.googleTargetsDue,
+      this.keys.googleTargets,
+      this.keys.googleTargetsDue,
       source && googleUser ? this.keys.googleUserTarget(googleUser, source) : this.keys.googleTarget(id),
     ];
     return (await this.redis.eval(REMOVE_TARGET, keys.length, ...keys, id)) === 1;

@@ -30,7 +30,11 @@ export function presentedToken(authorization: string | undefined, board: boolean
 }
 
 /** Why a request may not use the admin routes, as the error to answer; undefined when it may. */
-export function adminAccessError(config: Pick<Config, 'adminToken'>, url: string, authorization: string | undefined): HttpError | undefined {
+export function adminAccessError(
+  config: Pick<Config, 'adminToken'>,
+  url: string,
+  authorization: string | undefined,
+): HttpError | undefined {
   if (config.adminToken === undefined) return new HttpError(503, 'admin routes are disabled: set ADMIN_TOKEN');
   const board = isBoardPath(url);
   const token = presentedToken(authorization, board);

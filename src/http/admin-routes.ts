@@ -5,22 +5,34 @@ import type { Queue } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { followUpJobId } from '../jobs/queues.ts';
-import { requestResync, UnknownSubscriptionError, type ResyncTarget } from '../jobs/resync.ts';
+import { type ResyncTarget, requestResync, UnknownSubscriptionError } from '../jobs/resync.ts';
 import type { ServiceContext } from '../runtime/context.ts';
-import { InvalidSourceError, parseSource, sourceKey, SUBSCRIPTION_ID, type SourceKey } from '../sources/source.ts';
+import { InvalidSourceError, parseSource, type SourceKey, SUBSCRIPTION_ID, sourceKey } from '../sources/source.ts';
 import { adminAuthHook, BOARD_PATH } from './admin-auth.ts';
 import { HttpError } from './errors.ts';
 import { registerGoogleTargetRoutes } from './google-target-routes.ts';
 
 const resyncBody = z.strictObject({
   source: z.string().optional(),
-  subscription: z.string().regex(SUBSCRIPTION_ID, 'must be a subscription id (22 characters: letters, digits, _ and -)').optional(),
+  subscription: z
+    .string()
+    .regex(SUBSCRIPTION_ID, 'must be a subscription id (22 characters: letters, digits, _ and -)')
+    .optional(),
   all: z.literal(true, { error: 'must be true' }).optional(),
 });
 
 const pageQuery = z.object({
-  offset: z.coerce.number({ error: 'must be a number' }).int('must be a whole number').min(0, 'must be 0 or more').default(0),
-  limit: z.coerce.number({ error: 'must be a number' }).int('must be a whole number').min(1, 'must be at least 1').max(500, 'must be at most 500').default(100),
+  offset: z.coerce
+    .number({ error: 'must be a number' })
+    .int('must be a whole number')
+    .min(0, 'must be 0 or more')
+    .default(0),
+  limit: z.coerce
+    .number({ error: 'must be a number' })
+    .int('must be a whole number')
+    .min(1, 'must be at least 1')
+    .max(500, 'must be at most 500')
+    .default(100),
 });
 
 /** Job ids we and BullMQ make never contain `:`; this also keeps lookups off BullMQ's own keys (`de:…`). */
@@ -68,10 +80,15 @@ function registerResync(admin: FastifyInstance, ctx: ServiceContext): void {
 /** The one target of a resync body; a 400 naming what is wrong otherwise. */
 function resyncTarget(body: unknown): ResyncTarget {
   const parsed = resyncBody.safeParse(body);
-  if (!parsed.success) throw new HttpError(400, parsed.error.issues.map((issue) => `${issue.path.join('.') || 'body'}: ${issue.message}`).join('; '));
+  if (!parsed.success)
+    throw new HttpError(
+      400,
+      parsed.error.issues.map((issue) => `${issue.path.join('.') || 'body'}: ${issue.message}`).join('; '),
+    );
   const { source, subscription, all } = parsed.data;
   const given = [source, subscription, all].filter((value) => value !== undefined).length;
-  if (given !== 1) throw new HttpError(400, 'give exactly one of "source" (e.g. "group:4242"), "subscription" (an id) or "all": true');
+  if (given !== 1)
+    throw new HttpError(400, 'give exactly one of "source" (e.g. "group:4242"), "subscription" (an id) or "all": true');
   if (source !== undefined) return { source };
   if (subscription !== undefined) return { subscription };
   return { all: true };
@@ -81,14 +98,20 @@ function registerJobs(admin: FastifyInstance, ctx: ServiceContext): void {
   admin.get<{ Params: { id: string } }>('/jobs/:id', async (request) => {
     const { id } = request.params;
     if (!JOB_ID.test(id)) throw new HttpError(400, 'not a job id: use the id that POST /admin/resync answered');
-    const view = (await jobView(ctx.queues.refresh, id)) ?? (await jobView(ctx.queues.push, id)) ?? (await pendingFollowUp(ctx, id));
+    const view =
+      (await jobView(ctx.queues.refresh, id)) ??
+      (await jobView(ctx.queues.push, id)) ??
+      (await pendingFollowUp(ctx, id));
     if (view === undefined) throw new HttpError(404, `no job "${id}" (finished jobs are kept for a day)`);
     return view;
   });
 }
 
 /** A job as the admin API shows it. Times are epoch milliseconds, like the source table's. */
-async function jobView(queue: Queue<{ source: SourceKey }, unknown, string>, id: string): Promise<Record<string, unknown> | undefined> {
+async function jobView(
+  queue: Queue<{ source: SourceKey }, unknown, string>,
+  id: string,
+): Promise<Record<string, unknown> | undefined> {
   // The state first: it answers `unknown` for anything that is not a job, without reading the key as a hash.
   const state = await queue.getJobState(id);
   if (state === 'unknown') return undefined;
@@ -126,13 +149,23 @@ async function pendingFollowUp(ctx: ServiceContext, id: string): Promise<Record<
   // Active, or waiting for a retry of that same refresh: the follow-up stays stored until it ends.
   if (state === 'completed' || state === 'failed' || state === 'unknown') return undefined;
   const source = `${kind}:${sourceId}`;
-  return { id, queue: ctx.queues.refresh.name, source, state: 'queued', note: `starts when the running refresh of ${source} ends` };
+  return {
+    id,
+    queue: ctx.queues.refresh.name,
+    source,
+    state: 'queued',
+    note: `starts when the running refresh of ${source} ends`,
+  };
 }
 
 function registerSources(admin: FastifyInstance, ctx: ServiceContext): void {
   admin.get('/sources', async (request) => {
     const parsed = pageQuery.safeParse(request.query ?? {});
-    if (!parsed.success) throw new HttpError(400, parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; '));
+    if (!parsed.success)
+      throw new HttpError(
+        400,
+        parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; '),
+      );
     const { offset, limit } = parsed.data;
     const page = await ctx.registry.page(offset, limit);
     return { total: page.total, offset, limit, sources: page.sources };
@@ -147,7 +180,8 @@ function registerSources(admin: FastifyInstance, ctx: ServiceContext): void {
       throw error;
     }
     const changes = await ctx.snapshots.changes(source);
-    if (changes.length === 0 && (await ctx.registry.get(source)) === undefined) throw new HttpError(404, `unknown source ${source}`);
+    if (changes.length === 0 && (await ctx.registry.get(source)) === undefined)
+      throw new HttpError(404, `unknown source ${source}`);
     return { source, changes };
   });
 }
@@ -157,7 +191,11 @@ async function registerBoard(admin: FastifyInstance, ctx: ServiceContext): Promi
   const serverAdapter = new FastifyAdapter();
   serverAdapter.setBasePath(BOARD_PATH);
   createBullBoard({
-    queues: [new BullMQAdapter(ctx.queues.refresh), new BullMQAdapter(ctx.queues.push), new BullMQAdapter(ctx.queues.schedule)],
+    queues: [
+      new BullMQAdapter(ctx.queues.refresh),
+      new BullMQAdapter(ctx.queues.push),
+      new BullMQAdapter(ctx.queues.schedule),
+    ],
     serverAdapter,
     options: { uiConfig: { boardTitle: 'timetable-sync' } },
   });

@@ -3,13 +3,19 @@
  * group. Every error answers JSON `{ "error": "…" }`. Feeds are hot and personal feed URLs hold a secret, so
  * requests are not logged one by one; other requests are logged at debug level by route pattern, never by URL.
  */
-import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, {
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  LogController,
+} from 'fastify';
 import type { Logger } from '../logger.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { registerAdminRoutes } from './admin-routes.ts';
 import { registerEmployeeRoutes } from './employee-routes.ts';
 import { HttpError } from './errors.ts';
-import { registerFeedRoutes, type FeedRouteOptions } from './feed-routes.ts';
+import { type FeedRouteOptions, registerFeedRoutes } from './feed-routes.ts';
 import { registerGoogleRoutes } from './google-routes.ts';
 import { registerOperationsRoutes } from './operations-routes.ts';
 import { registerSubscriptionRoutes } from './subscription-routes.ts';
@@ -35,7 +41,8 @@ export async function buildApp(ctx: ServiceContext, options: AppOptions): Promis
     bodyLimit: BODY_LIMIT_BYTES,
     // Feed requests log nothing per request, and a pino child with our redaction paths costs about a third of
     // the JavaScript time of serving a cached feed: they get the parent logger (their errors lose the reqId).
-    childLoggerFactory: (logger, bindings, childOptions, rawRequest) => (rawRequest.url?.startsWith('/feeds/') ? logger : logger.child(bindings, childOptions)),
+    childLoggerFactory: (logger, bindings, childOptions, rawRequest) =>
+      rawRequest.url?.startsWith('/feeds/') ? logger : logger.child(bindings, childOptions),
   }) as unknown as FastifyInstance;
   app.setErrorHandler(handleError);
   app.setNotFoundHandler(async (request) => {
@@ -46,7 +53,15 @@ export async function buildApp(ctx: ServiceContext, options: AppOptions): Promis
     app.addHook('onResponse', async (request, reply) => {
       const route = request.routeOptions.url;
       if (route?.startsWith('/feeds/')) return;
-      request.log.debug({ method: request.method, route: route ?? '(no route)', statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
+      request.log.debug(
+        {
+          method: request.method,
+          route: route ?? '(no route)',
+          statusCode: reply.statusCode,
+          ms: Math.round(reply.elapsedTime),
+        },
+        'request',
+      );
     });
   }
 
@@ -73,6 +88,12 @@ async function handleError(error: FastifyError, request: FastifyRequest, reply: 
     return reply.code(status).type('application/json; charset=utf-8').send({ error: error.message });
   }
   // The route pattern, never the URL: personal feed URLs and OAuth callbacks carry secrets.
-  request.log.error({ err: error, method: request.method, route: request.routeOptions.url ?? '(no route)' }, 'request failed');
-  return reply.code(status !== undefined && status >= 500 ? status : 500).type('application/json; charset=utf-8').send({ error: 'internal error; it has been logged' });
+  request.log.error(
+    { err: error, method: request.method, route: request.routeOptions.url ?? '(no route)' },
+    'request failed',
+  );
+  return reply
+    .code(status !== undefined && status >= 500 ? status : 500)
+    .type('application/json; charset=utf-8')
+    .send({ error: 'internal error; it has been logged' });
 }

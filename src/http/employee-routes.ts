@@ -34,7 +34,10 @@ function searchText(value: string | string[] | undefined): string {
   if (Array.isArray(value)) throw new HttpError(400, 'query parameter q is given more than once');
   const text = (value ?? '').trim().replace(/\s+/g, ' ');
   if (text.length < MIN_QUERY_LENGTH || text.length > MAX_QUERY_LENGTH) {
-    throw new HttpError(400, `query parameter q must be ${MIN_QUERY_LENGTH} to ${MAX_QUERY_LENGTH} characters long, got ${text.length}`);
+    throw new HttpError(
+      400,
+      `query parameter q must be ${MIN_QUERY_LENGTH} to ${MAX_QUERY_LENGTH} characters long, got ${text.length}`,
+    );
   }
   return text;
 }
@@ -51,9 +54,13 @@ async function search(ctx: ServiceContext, query: string): Promise<Employee[]> {
 function asHttpError(error: unknown): unknown {
   if (error instanceof UpstreamRateLimitError) {
     const seconds = Math.max(1, Math.ceil((error.retryAfterMs ?? 10_000) / 1000));
-    return new HttpError(503, `the university asked us to slow down: ${error.message}`, { 'Retry-After': String(seconds) });
+    return new HttpError(503, `the university asked us to slow down: ${error.message}`, {
+      'Retry-After': String(seconds),
+    });
   }
-  if (error instanceof UpstreamTimeoutError) return new HttpError(504, `the university did not answer in time: ${error.message}`);
-  if (error instanceof UpstreamError) return new HttpError(502, `the university's teacher search failed: ${error.message}`);
+  if (error instanceof UpstreamTimeoutError)
+    return new HttpError(504, `the university did not answer in time: ${error.message}`);
+  if (error instanceof UpstreamError)
+    return new HttpError(502, `the university's teacher search failed: ${error.message}`);
   return error;
 }

@@ -69,7 +69,10 @@ export class FeedCache {
     subscriber.on('error', (error: Error) => {
       if (failing) return;
       failing = true;
-      logger.warn({ err: error, connection: 'feed-updates' }, 'feed-updates connection failed; serving feeds from Redis until it is back');
+      logger.warn(
+        { err: error, connection: 'feed-updates' },
+        'feed-updates connection failed; serving feeds from Redis until it is back',
+      );
     });
     subscriber.on('message', (received: string, source: string) => {
       if (received === channel) this.invalidate(source);
@@ -82,7 +85,9 @@ export class FeedCache {
       failing = false;
       if (!dropped || this.stopped) return;
       dropped = false;
-      void this.subscribe().catch((error: unknown) => logger.warn({ err: error }, 'feed-updates resubscription failed'));
+      void this.subscribe().catch((error: unknown) =>
+        logger.warn({ err: error }, 'feed-updates resubscription failed'),
+      );
     });
     await this.subscribe();
   }

@@ -9,7 +9,7 @@ import { encodeFeed, type StoredFeed } from '../feeds/feed-store.ts';
 import { activateSource } from '../jobs/activation.ts';
 import { enqueueRefresh } from '../jobs/queues.ts';
 import type { ServiceContext } from '../runtime/context.ts';
-import { sourceOf, type SourceKey } from '../sources/source.ts';
+import { type SourceKey, sourceOf } from '../sources/source.ts';
 import { HttpError } from './errors.ts';
 import type { FeedCache } from './feed-cache.ts';
 import type { ParsedSubscriberQuery } from './subscriber-query.ts';
@@ -59,13 +59,17 @@ export class FeedProvider {
     const base = (await this.cache.get(source)) ?? (await this.onDemand(source));
     this.recordRequest(source);
     if (query.canonical === '') return base;
-    return this.variants.get(VariantCache.key(source, base.etag, query.canonical), () => this.renderVariant(source, base, query));
+    return this.variants.get(VariantCache.key(source, base.etag, query.canonical), () =>
+      this.renderVariant(source, base, query),
+    );
   }
 
   private async renderVariant(source: SourceKey, base: StoredFeed, query: ParsedSubscriberQuery): Promise<StoredFeed> {
     const { snapshot, published } = await this.ctx.snapshots.load(source);
     if (snapshot === undefined || published === undefined) {
-      throw new HttpError(503, 'this timetable is being prepared; try again in a few seconds', { 'Retry-After': String(RETRY_AFTER_SECONDS) });
+      throw new HttpError(503, 'this timetable is being prepared; try again in a few seconds', {
+        'Retry-After': String(RETRY_AFTER_SECONDS),
+      });
     }
     const ics = renderVariant(snapshot, published, this.ctx.config, query.options, base.staleSince);
     return encodeFeed(ics, base.lastModified, base.staleSince);
@@ -80,9 +84,15 @@ export class FeedProvider {
     if (pending !== undefined) return pending;
     if (this.demands.size >= this.maxDemands) {
       this.noteSaturation();
-      return Promise.reject(new HttpError(503, `too many timetables are being fetched from the university right now; try again in ${RETRY_AFTER_SECONDS} seconds`, {
-        'Retry-After': String(RETRY_AFTER_SECONDS),
-      }));
+      return Promise.reject(
+        new HttpError(
+          503,
+          `too many timetables are being fetched from the university right now; try again in ${RETRY_AFTER_SECONDS} seconds`,
+          {
+            'Retry-After': String(RETRY_AFTER_SECONDS),
+          },
+        ),
+      );
     }
     const demand = this.fetchOnDemand(source).finally(() => this.demands.delete(source));
     this.demands.set(source, demand);
@@ -110,7 +120,10 @@ export class FeedProvider {
     const at = performance.now();
     if (at - this.saturationLoggedAt < 60_000) return;
     this.saturationLoggedAt = at;
-    this.ctx.logger.warn({ demands: this.demands.size }, 'too many timetables fetched on demand at once: refusing more for now');
+    this.ctx.logger.warn(
+      { demands: this.demands.size },
+      'too many timetables fetched on demand at once: refusing more for now',
+    );
   }
 
   /** A personal source whose credential the university rejected cannot be fetched: say so at once (409). */
@@ -119,7 +132,10 @@ export class FeedProvider {
     if (kind !== 'personal') return;
     if ((await this.ctx.subscriptions.get(id))?.status !== 'needs-credential') return;
     // The subscription id may be shown; the feed URL's token may not (it is the feed's only secret).
-    throw new HttpError(409, `this subscription needs a new university credential: send it with PATCH /api/subscriptions/${id}`);
+    throw new HttpError(
+      409,
+      `this subscription needs a new university credential: send it with PATCH /api/subscriptions/${id}`,
+    );
   }
 
   /**
@@ -130,7 +146,10 @@ export class FeedProvider {
     const deadline = performance.now() + this.demandWaitMs;
     let delay = FIRST_POLL_MS;
     for (;;) {
-      const [exists, missing] = await Promise.all([this.ctx.feeds.exists(source), this.ctx.redis.get(this.ctx.keys.missing(source))]);
+      const [exists, missing] = await Promise.all([
+        this.ctx.feeds.exists(source),
+        this.ctx.redis.get(this.ctx.keys.missing(source)),
+      ]);
       if (missing !== null) throw notKnown(source, missing);
       if (!exists) await this.refuseRejectedCredential(source);
       const feed = exists ? await this.cache.get(source) : undefined;
@@ -140,9 +159,13 @@ export class FeedProvider {
       await sleep(Math.min(delay, left));
       delay = Math.min(delay * 2, MAX_POLL_MS);
     }
-    throw new HttpError(503, `the timetable of ${describeSource(source)} is being fetched from the university; try again in ${RETRY_AFTER_SECONDS} seconds`, {
-      'Retry-After': String(RETRY_AFTER_SECONDS),
-    });
+    throw new HttpError(
+      503,
+      `the timetable of ${describeSource(source)} is being fetched from the university; try again in ${RETRY_AFTER_SECONDS} seconds`,
+      {
+        'Retry-After': String(RETRY_AFTER_SECONDS),
+      },
+    );
   }
 
   /**

@@ -6,12 +6,12 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { StoredFeed } from '../feeds/feed-store.ts';
 import type { ServiceContext } from '../runtime/context.ts';
-import { InvalidSourceError, parseSource, sourceKey, type SourceKey, type SourceKind } from '../sources/source.ts';
+import { InvalidSourceError, parseSource, type SourceKey, type SourceKind, sourceKey } from '../sources/source.ts';
 import { describeValue } from '../upstream/errors.ts';
 import { HttpError } from './errors.ts';
 import { FeedCache } from './feed-cache.ts';
 import { FeedProvider, type FeedProviderOptions } from './feed-provider.ts';
-import { chooseEncoding, codingEtag, isNotModified, type FeedEncoding } from './negotiate.ts';
+import { chooseEncoding, codingEtag, type FeedEncoding, isNotModified } from './negotiate.ts';
 import { parseSubscriberQuery } from './subscriber-query.ts';
 
 /** Options of the feed routes (tests shorten the waits). */
@@ -30,7 +30,11 @@ const TOKEN = /^[A-Za-z0-9_-]{16,128}$/;
 type Query = Record<string, string | string[] | undefined>;
 
 /** Registers the feed routes; the feed cache's subscription is closed with the app. */
-export async function registerFeedRoutes(app: FastifyInstance, ctx: ServiceContext, options: FeedRouteOptions = {}): Promise<void> {
+export async function registerFeedRoutes(
+  app: FastifyInstance,
+  ctx: ServiceContext,
+  options: FeedRouteOptions = {},
+): Promise<void> {
   const cache = new FeedCache({
     feeds: ctx.feeds,
     subscriber: ctx.redis.duplicate({ connectionName: 'timetable-sync:feed-updates' }),
@@ -51,18 +55,28 @@ export async function registerFeedRoutes(app: FastifyInstance, ctx: ServiceConte
       if (kind === undefined) return;
       const key = `${kind} ${reply.statusCode}`;
       let counter = counters.get(key);
-      if (counter === undefined) counters.set(key, (counter = ctx.metrics.feedsServed.labels({ kind, status: String(reply.statusCode) })));
+      if (counter === undefined)
+        counters.set(key, (counter = ctx.metrics.feedsServed.labels({ kind, status: String(reply.statusCode) })));
       counter.inc();
     });
-    scope.get<{ Params: { groupId: string }; Querystring: Query }>('/feeds/groups/:groupId.ics', async (request, reply) => {
-      return serveFeed(provider, request, reply, publicSource('group', request.params.groupId));
-    });
-    scope.get<{ Params: { employeeId: string }; Querystring: Query }>('/feeds/employees/:employeeId.ics', async (request, reply) => {
-      return serveFeed(provider, request, reply, publicSource('employee', request.params.employeeId));
-    });
-    scope.get<{ Params: { token: string }; Querystring: Query }>('/feeds/personal/:token.ics', async (request, reply) => {
-      return serveFeed(provider, request, reply, await personalSource(ctx, request.params.token));
-    });
+    scope.get<{ Params: { groupId: string }; Querystring: Query }>(
+      '/feeds/groups/:groupId.ics',
+      async (request, reply) => {
+        return serveFeed(provider, request, reply, publicSource('group', request.params.groupId));
+      },
+    );
+    scope.get<{ Params: { employeeId: string }; Querystring: Query }>(
+      '/feeds/employees/:employeeId.ics',
+      async (request, reply) => {
+        return serveFeed(provider, request, reply, publicSource('employee', request.params.employeeId));
+      },
+    );
+    scope.get<{ Params: { token: string }; Querystring: Query }>(
+      '/feeds/personal/:token.ics',
+      async (request, reply) => {
+        return serveFeed(provider, request, reply, await personalSource(ctx, request.params.token));
+      },
+    );
   });
 }
 
@@ -78,7 +92,8 @@ function publicSource(kind: 'group' | 'employee', id: string): SourceKey {
   try {
     return sourceKey(parseSource(`${kind}:${id}`));
   } catch (error) {
-    if (error instanceof InvalidSourceError) throw new HttpError(400, `${kind} id must be a positive integer no larger than 2^53, got ${describeValue(id)}`);
+    if (error instanceof InvalidSourceError)
+      throw new HttpError(400, `${kind} id must be a positive integer no larger than 2^53, got ${describeValue(id)}`);
     throw error;
   }
 }
@@ -86,17 +101,26 @@ function publicSource(kind: 'group' | 'employee', id: string): SourceKey {
 /** The source of a personal feed token; unknown and malformed tokens alike are a 404 (a secret is not echoed). */
 async function personalSource(ctx: ServiceContext, token: string): Promise<SourceKey> {
   const id = TOKEN.test(token) ? await ctx.subscriptions.idByToken(token) : undefined;
-  if (id === undefined) throw new HttpError(404, 'no such personal feed: the link is wrong, or its subscription was deleted');
+  if (id === undefined)
+    throw new HttpError(404, 'no such personal feed: the link is wrong, or its subscription was deleted');
   return sourceKey({ kind: 'personal', id });
 }
 
-async function serveFeed(provider: FeedProvider, request: FastifyRequest<{ Querystring: Query }>, reply: FastifyReply, source: SourceKey): Promise<FastifyReply> {
+async function serveFeed(
+  provider: FeedProvider,
+  request: FastifyRequest<{ Querystring: Query }>,
+  reply: FastifyReply,
+  source: SourceKey,
+): Promise<FastifyReply> {
   const query = parseSubscriberQuery(request.query);
   const feed = await provider.feedFor(source, query);
   // Chosen before the headers: each coding has its own ETag, and a 304 carries the one a 200 would have.
   const encoding = chooseEncoding(request.headers['accept-encoding']);
   setFeedHeaders(reply, feed, encoding, source.startsWith('personal:'));
-  const conditions = { ifNoneMatch: request.headers['if-none-match'], ifModifiedSince: request.headers['if-modified-since'] };
+  const conditions = {
+    ifNoneMatch: request.headers['if-none-match'],
+    ifModifiedSince: request.headers['if-modified-since'],
+  };
   if (isNotModified(conditions, feed.etag, feed.lastModified)) return reply.code(304).send();
   if (encoding === 'identity') return reply.send(feed.body);
   reply.header('Content-Encoding', encoding);

@@ -6,17 +6,24 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { connectTarget, disconnectTarget, type ConnectedTarget } from '../google/connect-target.ts';
+import { type ConnectedTarget, connectTarget, disconnectTarget } from '../google/connect-target.ts';
 import { GoogleConsentError } from '../google/errors.ts';
 import { GoogleNotConfiguredError } from '../google/google-services.ts';
 import { ConsentStateError, createConsent, takeConsent } from '../google/oauth-state.ts';
 import type { PushTarget } from '../google/target-record.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { constantTimeEqual } from '../security/tokens.ts';
-import { InvalidSourceError, parseSource, sourceKey, type SourceKey } from '../sources/source.ts';
+import { InvalidSourceError, parseSource, type SourceKey, sourceKey } from '../sources/source.ts';
 import { presentedToken } from './admin-auth.ts';
 import { HttpError } from './errors.ts';
-import { answerDisconnected, checkTargetId, deleteCalendarOption, googleHttpError, targetView, type TargetParams } from './google-target-routes.ts';
+import {
+  answerDisconnected,
+  checkTargetId,
+  deleteCalendarOption,
+  googleHttpError,
+  type TargetParams,
+  targetView,
+} from './google-target-routes.ts';
 
 const NO_STORE = 'no-store';
 
@@ -42,7 +49,9 @@ export async function registerGoogleRoutes(app: FastifyInstance, ctx: ServiceCon
     reply.header('cache-control', NO_STORE).header('referrer-policy', 'no-referrer');
     if (prefersJson(request.headers.accept)) {
       const { id, calendarId, calendarName, manageToken, reused } = connected;
-      return reply.type('application/json; charset=utf-8').send({ id, calendarId, calendarName, source, manageToken, reused });
+      return reply
+        .type('application/json; charset=utf-8')
+        .send({ id, calendarId, calendarName, source, manageToken, reused });
     }
     return reply.type('text/html; charset=utf-8').send(connectedPage(ctx, connected));
   });
@@ -65,7 +74,8 @@ export async function registerGoogleRoutes(app: FastifyInstance, ctx: ServiceCon
 /** A 503 unless Google push can work: OAuth client settings, and a SECRET_KEY to seal refresh tokens with. */
 function requireGoogle(ctx: ServiceContext): void {
   if (!ctx.google.configured) throw googleHttpError(new GoogleNotConfiguredError());
-  if (ctx.config.secretKey === undefined) throw new HttpError(503, 'Google push needs SECRET_KEY (refresh tokens are stored encrypted)');
+  if (ctx.config.secretKey === undefined)
+    throw new HttpError(503, 'Google push needs SECRET_KEY (refresh tokens are stored encrypted)');
 }
 
 /** The source of a connect request; a personal one only for the holder of its feed token. */
@@ -73,7 +83,10 @@ async function authorisedSource(ctx: ServiceContext, query: unknown): Promise<So
   const parsed = connectQuery.safeParse(query ?? {});
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    throw new HttpError(400, `${issue?.path.join('.') || 'source'}: ${issue?.message ?? 'is required'} (e.g. ?source=group:4242)`);
+    throw new HttpError(
+      400,
+      `${issue?.path.join('.') || 'source'}: ${issue?.message ?? 'is required'} (e.g. ?source=group:4242)`,
+    );
   }
   let source: SourceKey;
   try {
@@ -85,7 +98,8 @@ async function authorisedSource(ctx: ServiceContext, query: unknown): Promise<So
   if (!source.startsWith('personal:')) return source;
   const id = source.slice('personal:'.length);
   const { token } = parsed.data;
-  if (token === undefined) throw new HttpError(401, 'a personal timetable needs token=<the secret token of its feed URL>');
+  if (token === undefined)
+    throw new HttpError(401, 'a personal timetable needs token=<the secret token of its feed URL>');
   const owner = await ctx.subscriptions.verifyToken(id, token);
   if ((await ctx.subscriptions.get(id)) === undefined) throw new HttpError(404, `no subscription ${id}`);
   if (!owner) throw new HttpError(401, 'wrong feed token for this subscription');
@@ -96,9 +110,16 @@ async function authorisedSource(ctx: ServiceContext, query: unknown): Promise<So
  * The callback: takes the pending consent (first, so that a replay or a refusal uses the state up),
  * exchanges the code, and connects the target.
  */
-async function completeConsent(ctx: ServiceContext, query: unknown): Promise<{ source: SourceKey; connected: ConnectedTarget }> {
+async function completeConsent(
+  ctx: ServiceContext,
+  query: unknown,
+): Promise<{ source: SourceKey; connected: ConnectedTarget }> {
   const parsed = callbackQuery.safeParse(query ?? {});
-  if (!parsed.success) throw new HttpError(400, parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; '));
+  if (!parsed.success)
+    throw new HttpError(
+      400,
+      parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; '),
+    );
   const { state, code, error } = parsed.data;
   if (state === undefined) throw new HttpError(400, 'state is missing: start at /google/connect');
   const pending = await takeConsent(ctx, state).catch((failure: unknown) => {
@@ -113,10 +134,18 @@ async function completeConsent(ctx: ServiceContext, query: unknown): Promise<{ s
   if (!ctx.google.configured || oauth === undefined) throw googleHttpError(new GoogleNotConfiguredError());
   try {
     const granted = await oauth.exchangeCode({ code, codeVerifier: pending.codeVerifier });
-    const request = { source: pending.source, refreshToken: granted.refreshToken, ...(granted.googleUser === undefined ? {} : { googleUser: granted.googleUser }) };
+    const request = {
+      source: pending.source,
+      refreshToken: granted.refreshToken,
+      ...(granted.googleUser === undefined ? {} : { googleUser: granted.googleUser }),
+    };
     return { source: pending.source, connected: await connectTarget(ctx, request) };
   } catch (failure) {
-    if (failure instanceof GoogleConsentError) throw new HttpError(400, `Google did not grant what Google push needs: ${failure.message}; start again at /google/connect`);
+    if (failure instanceof GoogleConsentError)
+      throw new HttpError(
+        400,
+        `Google did not grant what Google push needs: ${failure.message}; start again at /google/connect`,
+      );
     throw googleHttpError(failure);
   }
 }
@@ -129,13 +158,19 @@ async function authorisedTarget(ctx: ServiceContext, request: FastifyRequest<Tar
   const { id } = request.params;
   checkTargetId(id);
   const token = presentedToken(request.headers.authorization, false);
-  if (token === undefined) throw new HttpError(401, 'this needs Authorization: Bearer <manage token of the target>', { 'www-authenticate': 'Bearer realm="timetable-sync"' });
+  if (token === undefined)
+    throw new HttpError(401, 'this needs Authorization: Bearer <manage token of the target>', {
+      'www-authenticate': 'Bearer realm="timetable-sync"',
+    });
   const admin = ctx.config.adminToken !== undefined && constantTimeEqual(token, ctx.config.adminToken);
   // Ids are 128-bit random values, so answering 404 before the token check tells a caller nothing useful.
   const owner = await ctx.google.targets.verifyManageToken(id, token);
   const target = await ctx.google.targets.get(id);
   if (target === undefined) throw new HttpError(404, `no Google target ${id}`);
-  if (!admin && !owner) throw new HttpError(401, 'wrong token for this Google target', { 'www-authenticate': 'Bearer realm="timetable-sync", error="invalid_token"' });
+  if (!admin && !owner)
+    throw new HttpError(401, 'wrong token for this Google target', {
+      'www-authenticate': 'Bearer realm="timetable-sync", error="invalid_token"',
+    });
   return target;
 }
 

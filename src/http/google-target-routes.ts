@@ -6,8 +6,21 @@
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { z } from 'zod';
-import { connectTarget, disconnectTarget, TargetGoneError, UnknownSourceError, type Disconnected } from '../google/connect-target.ts';
-import { CalendarGoneError, GoogleConsentError, GooglePermanentError, GoogleQuotaError, GoogleRateLimitError, GoogleTransientError } from '../google/errors.ts';
+import {
+  connectTarget,
+  type Disconnected,
+  disconnectTarget,
+  TargetGoneError,
+  UnknownSourceError,
+} from '../google/connect-target.ts';
+import {
+  CalendarGoneError,
+  GoogleConsentError,
+  GooglePermanentError,
+  GoogleQuotaError,
+  GoogleRateLimitError,
+  GoogleTransientError,
+} from '../google/errors.ts';
 import { GoogleNotConfiguredError } from '../google/google-services.ts';
 import { pendingChanges } from '../google/pending-changes.ts';
 import type { PushTarget } from '../google/target-record.ts';
@@ -22,7 +35,9 @@ const BODY_HINT = 'body must be JSON {"source": "group:4242", "refreshToken": "â
 
 const targetBody = z.strictObject(
   {
-    source: z.string({ error: (issue) => (issue.input === undefined ? 'is required (e.g. "group:4242")' : 'must be a string') }),
+    source: z.string({
+      error: (issue) => (issue.input === undefined ? 'is required (e.g. "group:4242")' : 'must be a string'),
+    }),
     refreshToken: z
       .string({ error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string') })
       .trim()
@@ -43,11 +58,22 @@ const targetBody = z.strictObject(
 );
 
 const pageQuery = z.object({
-  offset: z.coerce.number({ error: 'must be a number' }).int('must be a whole number').min(0, 'must be 0 or more').default(0),
-  limit: z.coerce.number({ error: 'must be a number' }).int('must be a whole number').min(1, 'must be at least 1').max(500, 'must be at most 500').default(100),
+  offset: z.coerce
+    .number({ error: 'must be a number' })
+    .int('must be a whole number')
+    .min(0, 'must be 0 or more')
+    .default(0),
+  limit: z.coerce
+    .number({ error: 'must be a number' })
+    .int('must be a whole number')
+    .min(1, 'must be at least 1')
+    .max(500, 'must be at most 500')
+    .default(100),
 });
 
-const deleteQuery = z.object({ deleteCalendar: z.enum(['true', 'false'], { error: 'must be true or false' }).optional() });
+const deleteQuery = z.object({
+  deleteCalendar: z.enum(['true', 'false'], { error: 'must be true or false' }).optional(),
+});
 
 /** Route parameters of `â€¦/google-targets/:id` and `/google/targets/:id`. */
 export type TargetParams = { Params: { id: string } };
@@ -56,9 +82,16 @@ export type TargetParams = { Params: { id: string } };
 export function registerGoogleTargetRoutes(admin: FastifyInstance, ctx: ServiceContext): void {
   admin.post('/google-targets', async (request, reply) => {
     const { source, refreshToken, calendarId } = parseTargetBody(request.body);
-    const connected = await connectTarget(ctx, { source, refreshToken, ...(calendarId === undefined ? {} : { calendarId }) }).catch((error: unknown) => {
+    const connected = await connectTarget(ctx, {
+      source,
+      refreshToken,
+      ...(calendarId === undefined ? {} : { calendarId }),
+    }).catch((error: unknown) => {
       if (error instanceof GoogleConsentError) {
-        throw new HttpError(400, `refreshToken: Google refused the refresh token (${error.reason ?? 'invalid_grant'}): it is revoked, expired, issued to another OAuth client or lacks the calendar scope`);
+        throw new HttpError(
+          400,
+          `refreshToken: Google refused the refresh token (${error.reason ?? 'invalid_grant'}): it is revoked, expired, issued to another OAuth client or lacks the calendar scope`,
+        );
       }
       throw googleHttpError(error);
     });
@@ -73,10 +106,17 @@ export function registerGoogleTargetRoutes(admin: FastifyInstance, ctx: ServiceC
     if (!parsed.success) throw new HttpError(400, issuesText(parsed.error));
     const { offset, limit } = parsed.data;
     const page = await ctx.google.targets.page(offset, limit);
-    return { total: page.total, offset, limit, targets: await Promise.all(page.targets.map((target) => targetView(ctx, target))) };
+    return {
+      total: page.total,
+      offset,
+      limit,
+      targets: await Promise.all(page.targets.map((target) => targetView(ctx, target))),
+    };
   });
 
-  admin.get<TargetParams>('/google-targets/:id', async (request) => targetView(ctx, await knownTarget(ctx, request.params.id), { pendingChanges: true }));
+  admin.get<TargetParams>('/google-targets/:id', async (request) =>
+    targetView(ctx, await knownTarget(ctx, request.params.id), { pendingChanges: true }),
+  );
 
   admin.delete<TargetParams>('/google-targets/:id', async (request, reply) => {
     const deleteCalendar = deleteCalendarOption(request.query);
@@ -101,12 +141,15 @@ function parseTargetBody(body: unknown): { source: string; refreshToken: string;
 
 /** Zod issues as one line, each prefixed by its field (never quoting a value). */
 function issuesText(error: z.ZodError): string {
-  return error.issues.map((issue) => (issue.path.length === 0 ? issue.message : `${issue.path.join('.')}: ${issue.message}`)).join('; ');
+  return error.issues
+    .map((issue) => (issue.path.length === 0 ? issue.message : `${issue.path.join('.')}: ${issue.message}`))
+    .join('; ');
 }
 
 /** A 400 unless `id` looks like a target id. */
 export function checkTargetId(id: string): void {
-  if (!TARGET_ID.test(id)) throw new HttpError(400, 'malformed Google target id (22 characters: letters, digits, _ and -)');
+  if (!TARGET_ID.test(id))
+    throw new HttpError(400, 'malformed Google target id (22 characters: letters, digits, _ and -)');
 }
 
 /** The target `id`, or a 400 (malformed) or 404 (unknown). */
@@ -141,24 +184,33 @@ export async function answerDisconnected(reply: FastifyReply, result: Disconnect
  * the Google adapter; anything else is returned unchanged (a 500 from the app's handler).
  */
 export function googleHttpError(error: unknown): unknown {
-  if (error instanceof GoogleNotConfiguredError) return new HttpError(503, 'Google push is not configured: set GOOGLE_CLIENT_ID and GOOGLE_CLIENT_SECRET');
-  if (error instanceof SecretKeyMissingError) return new HttpError(503, 'Google push needs SECRET_KEY (refresh tokens are stored encrypted)');
+  if (error instanceof GoogleNotConfiguredError)
+    return new HttpError(503, 'Google push is not configured: set GOOGLE_CLIENT_ID and GOOGLE_CLIENT_SECRET');
+  if (error instanceof SecretKeyMissingError)
+    return new HttpError(503, 'Google push needs SECRET_KEY (refresh tokens are stored encrypted)');
   if (error instanceof UnknownSourceError) return new HttpError(400, `source: ${error.message}`);
   if (error instanceof TargetGoneError) return new HttpError(409, error.message);
-  if (error instanceof CalendarGoneError) return new HttpError(400, 'calendarId: calendar not found or not accessible with this refresh token');
-  if (error instanceof GoogleConsentError) return new HttpError(400, `Google refused access (${error.reason ?? 'consent'}): ${error.message}`);
+  if (error instanceof CalendarGoneError)
+    return new HttpError(400, 'calendarId: calendar not found or not accessible with this refresh token');
+  if (error instanceof GoogleConsentError)
+    return new HttpError(400, `Google refused access (${error.reason ?? 'consent'}): ${error.message}`);
   if (error instanceof GoogleRateLimitError) {
     const seconds = Math.max(1, Math.ceil((error.retryAfterMs ?? 60_000) / 1000));
     return new HttpError(503, 'Google is rate limiting requests: try again later', { 'retry-after': String(seconds) });
   }
-  if (error instanceof GoogleQuotaError) return new HttpError(503, 'Google calendar usage limits are exceeded for this account: try again in a few hours');
+  if (error instanceof GoogleQuotaError)
+    return new HttpError(503, 'Google calendar usage limits are exceeded for this account: try again in a few hours');
   if (error instanceof GoogleTransientError) return new HttpError(502, `Google failed, try again: ${error.message}`);
   if (error instanceof GooglePermanentError) return new HttpError(502, `Google refused the request: ${error.message}`);
   return error;
 }
 
 /** A target's state as the API shows it (times as ISO text), with its pending push and index size; never a token. */
-export async function targetView(ctx: ServiceContext, target: PushTarget, detail: { pendingChanges?: boolean } = {}): Promise<Record<string, unknown>> {
+export async function targetView(
+  ctx: ServiceContext,
+  target: PushTarget,
+  detail: { pendingChanges?: boolean } = {},
+): Promise<Record<string, unknown>> {
   const [pendingPush, indexSize, changes] = await Promise.all([
     pendingPushOf(ctx, target.id),
     ctx.google.index.size(target.id),

@@ -73,14 +73,20 @@ export function codingEtag(etag: string, encoding: FeedEncoding): string {
  */
 export function noneMatchHits(header: string, etag: string): boolean {
   const base = opaque(etag);
-  return entityTags(header).some((tag) => tag === '*' || PREFERENCE.some((encoding) => opaque(tag) === codingEtag(base, encoding)));
+  return entityTags(header).some(
+    (tag) => tag === '*' || PREFERENCE.some((encoding) => opaque(tag) === codingEtag(base, encoding)),
+  );
 }
 
 /**
  * Whether a GET may be answered 304: a matching `If-None-Match`, or, only when that header is absent, an
  * `If-Modified-Since` at or after the last modification (whole seconds, as HTTP dates are).
  */
-export function isNotModified(headers: { ifNoneMatch?: string | undefined; ifModifiedSince?: string | undefined }, etag: string, lastModified: number): boolean {
+export function isNotModified(
+  headers: { ifNoneMatch?: string | undefined; ifModifiedSince?: string | undefined },
+  etag: string,
+  lastModified: number,
+): boolean {
   if (headers.ifNoneMatch !== undefined) return noneMatchHits(headers.ifNoneMatch, etag);
   if (headers.ifModifiedSince === undefined) return false;
   const since = Date.parse(headers.ifModifiedSince);

@@ -3,9 +3,9 @@
  * and Prometheus metrics (`/metrics`), whose gauges read queue depths and stale sources at scrape time.
  */
 import type { FastifyInstance } from 'fastify';
-import type { QueueDepths } from '../runtime/metrics.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { withDeadline } from '../runtime/deadline.ts';
+import type { QueueDepths } from '../runtime/metrics.ts';
 
 /** A worker whose last heartbeat is older than this is presumed dead (workers beat every 5 s). */
 export const WORKER_HEARTBEAT_MAX_AGE_MS = 30_000;
@@ -49,7 +49,10 @@ async function checkRedis(ctx: ServiceContext): Promise<Check<string>> {
 
 async function checkWorkers(ctx: ServiceContext): Promise<Check<number | string>> {
   try {
-    const alive = await withDeadline(ctx.redis.zcount(ctx.keys.workers, ctx.now() - WORKER_HEARTBEAT_MAX_AGE_MS, '+inf'), CHECK_TIMEOUT_MS);
+    const alive = await withDeadline(
+      ctx.redis.zcount(ctx.keys.workers, ctx.now() - WORKER_HEARTBEAT_MAX_AGE_MS, '+inf'),
+      CHECK_TIMEOUT_MS,
+    );
     if (alive > 0) return { state: alive };
     return { state: 0, problem: `no worker sent a heartbeat in the last ${WORKER_HEARTBEAT_MAX_AGE_MS / 1000} s` };
   } catch (error) {
@@ -72,9 +75,14 @@ function plugGauges(ctx: ServiceContext): void {
     const queues = { refresh: ctx.queues.refresh, push: ctx.queues.push, schedule: ctx.queues.schedule };
     const depths: QueueDepths = {};
     try {
-      await withDeadline(Promise.all(Object.entries(queues).map(async ([name, queue]) => {
-        depths[name] = await queue.getJobCounts(...JOB_STATES);
-      })), CHECK_TIMEOUT_MS);
+      await withDeadline(
+        Promise.all(
+          Object.entries(queues).map(async ([name, queue]) => {
+            depths[name] = await queue.getJobCounts(...JOB_STATES);
+          }),
+        ),
+        CHECK_TIMEOUT_MS,
+      );
     } catch (error) {
       ctx.logger.debug({ err: error }, 'queue depth gauge skipped');
       return {};

@@ -39,7 +39,8 @@ export function parseSubscriberQuery(query: Readonly<Record<string, QueryValue>>
 function single(query: Readonly<Record<string, QueryValue>>, name: string): string | undefined {
   const value = query[name];
   if (Array.isArray(value)) {
-    if (value.length > 1) throw new HttpError(400, `query parameter ${name} is given ${value.length} times; give it once`);
+    if (value.length > 1)
+      throw new HttpError(400, `query parameter ${name} is given ${value.length} times; give it once`);
     return value[0];
   }
   return value;
@@ -47,16 +48,24 @@ function single(query: Readonly<Record<string, QueryValue>>, name: string): stri
 
 function integerIn(name: string, text: string, min: number, max: number): number {
   if (!/^\d{1,6}$/.test(text) || Number(text) < min || Number(text) > max) {
-    throw new HttpError(400, `query parameter ${name} must be a whole number from ${min} to ${max}, got ${quote(text)}`);
+    throw new HttpError(
+      400,
+      `query parameter ${name} must be a whole number from ${min} to ${max}, got ${quote(text)}`,
+    );
   }
   return Number(text);
 }
 
 function titleTemplate(text: string): string {
   if (text.trim() === '') throw new HttpError(400, 'query parameter title must not be empty');
-  if (text.length > MAX_TITLE_LENGTH) throw new HttpError(400, `query parameter title must be at most ${MAX_TITLE_LENGTH} characters, got ${text.length}`);
+  if (text.length > MAX_TITLE_LENGTH)
+    throw new HttpError(
+      400,
+      `query parameter title must be at most ${MAX_TITLE_LENGTH} characters, got ${text.length}`,
+    );
   // Line breaks would be folded into the SUMMARY; a title is one line.
-  if (/[\u0000-\u001f\u007f]/.test(text)) throw new HttpError(400, 'query parameter title must not contain control characters');
+  if (/[\u0000-\u001f\u007f]/.test(text))
+    throw new HttpError(400, 'query parameter title must not contain control characters');
   return text;
 }
 
@@ -66,14 +75,27 @@ function excludedKinds(value: QueryValue): string[] {
   const parts = (Array.isArray(value) ? value : [value]).flatMap((item) => item.split(','));
   const kinds = [...new Set(parts.map((part) => part.trim().toLowerCase()).filter((part) => part !== ''))].sort();
   const tooLong = kinds.find((kind) => kind.length > MAX_KIND_LENGTH);
-  if (tooLong !== undefined) throw new HttpError(400, `query parameter exclude: a kind must be at most ${MAX_KIND_LENGTH} characters, got ${quote(tooLong)}`);
-  if (kinds.length > MAX_EXCLUDED_KINDS) throw new HttpError(400, `query parameter exclude lists ${kinds.length} kinds; at most ${MAX_EXCLUDED_KINDS} are allowed`);
+  if (tooLong !== undefined)
+    throw new HttpError(
+      400,
+      `query parameter exclude: a kind must be at most ${MAX_KIND_LENGTH} characters, got ${quote(tooLong)}`,
+    );
+  if (kinds.length > MAX_EXCLUDED_KINDS)
+    throw new HttpError(
+      400,
+      `query parameter exclude lists ${kinds.length} kinds; at most ${MAX_EXCLUDED_KINDS} are allowed`,
+    );
   return kinds;
 }
 
 function canonicalOf(options: SubscriberOptions): string {
   if (Object.keys(options).length === 0) return '';
-  return JSON.stringify([options.subgroup ?? null, options.excludeKinds ?? [], options.alarmMinutes ?? null, options.titleTemplate ?? null]);
+  return JSON.stringify([
+    options.subgroup ?? null,
+    options.excludeKinds ?? [],
+    options.alarmMinutes ?? null,
+    options.titleTemplate ?? null,
+  ]);
 }
 
 function quote(text: string): string {

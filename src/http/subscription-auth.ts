@@ -17,7 +17,10 @@ export type IdParams = { Params: { id: string } };
  * The subscription the request may act on: the holder of its feed token or the admin. A missing token is a
  * 401 before anything is looked up; an unknown id a 404; a wrong token a 401.
  */
-export async function authorisedSubscription(ctx: ServiceContext, request: FastifyRequest<IdParams>): Promise<Subscription> {
+export async function authorisedSubscription(
+  ctx: ServiceContext,
+  request: FastifyRequest<IdParams>,
+): Promise<Subscription> {
   const { id } = request.params;
   if (!SUBSCRIPTION_ID.test(id)) throw new HttpError(400, 'malformed subscription id');
   const token = presentedToken(request.headers.authorization, false);
@@ -32,6 +35,7 @@ export async function authorisedSubscription(ctx: ServiceContext, request: Fasti
 }
 
 function unauthorised(message: string, error?: string): HttpError {
-  const challenge = error === undefined ? 'Bearer realm="timetable-sync"' : `Bearer realm="timetable-sync", error="${error}"`;
+  const challenge =
+    error === undefined ? 'Bearer realm="timetable-sync"' : `Bearer realm="timetable-sync", error="${error}"`;
   return new HttpError(401, message, { 'www-authenticate': challenge });
 }

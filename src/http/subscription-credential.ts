@@ -12,7 +12,9 @@ const BODY_HINT = 'body must be JSON {"credential": "<your university token>"}';
 const credentialBody = z.object(
   {
     credential: z
-      .string({ error: (issue) => (issue.input === undefined ? 'credential is required' : 'credential must be a string') })
+      .string({
+        error: (issue) => (issue.input === undefined ? 'credential is required' : 'credential must be a string'),
+      })
       .trim()
       .min(1, 'credential must not be empty')
       .max(4096, 'credential must be at most 4096 characters')
@@ -63,7 +65,12 @@ export async function verifiedProfile(ctx: ServiceContext, credential: string): 
 
 async function fetchProfile(ctx: ServiceContext, credential: string): Promise<Profile> {
   try {
-    const user = await ctx.upstream.me(credential, { id: true, firstName: true, lastName: true, group: { name: true } });
+    const user = await ctx.upstream.me(credential, {
+      id: true,
+      firstName: true,
+      lastName: true,
+      group: { name: true },
+    });
     return { id: user.id, firstName: user.firstName, lastName: user.lastName, groupName: user.group.name };
   } catch (error) {
     if (!(error instanceof UpstreamProtocolError) || error.reason !== 'wrong-shape') throw error;

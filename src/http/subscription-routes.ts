@@ -12,7 +12,13 @@ import { SecretKeyMissingError } from '../security/secret-box.ts';
 import type { Subscription } from '../subscriptions/subscription-store.ts';
 import { HttpError } from './errors.ts';
 import { authorisedSubscription, type IdParams } from './subscription-auth.ts';
-import { parseCredential, profileCalendarName, requireSecretKey, verifiedProfile, type Profile } from './subscription-credential.ts';
+import {
+  type Profile,
+  parseCredential,
+  profileCalendarName,
+  requireSecretKey,
+  verifiedProfile,
+} from './subscription-credential.ts';
 
 const NO_STORE = 'no-store';
 
@@ -48,7 +54,8 @@ export async function registerSubscriptionRoutes(app: FastifyInstance, ctx: Serv
   app.delete<IdParams>('/api/subscriptions/:id', async (request, reply) => {
     const subscription = await authorisedSubscription(ctx, request);
     // Its Google calendars stop following it (they stay in the user's account, with the classes they hold).
-    for (const target of await ctx.redis.smembers(ctx.keys.sourceTargets(subscription.source))) await disconnectTarget(ctx, target, { deleteCalendar: false });
+    for (const target of await ctx.redis.smembers(ctx.keys.sourceTargets(subscription.source)))
+      await disconnectTarget(ctx, target, { deleteCalendar: false });
     await ctx.subscriptions.delete(subscription.id);
     await ctx.registry.remove(subscription.source);
     // The reconciler drops the source's job scheduler now rather than at its next periodic run.
@@ -62,23 +69,41 @@ export async function registerSubscriptionRoutes(app: FastifyInstance, ctx: Serv
  * A new credential for an existing subscription (typically one the university started rejecting). It must
  * belong to the same university user: a subscription never changes whose timetable it shows.
  */
-async function replaceCredential(ctx: ServiceContext, subscription: Subscription, body: unknown): Promise<Subscription> {
+async function replaceCredential(
+  ctx: ServiceContext,
+  subscription: Subscription,
+  body: unknown,
+): Promise<Subscription> {
   requireSecretKey(ctx);
   const credential = parseCredential(body);
   const profile = await verifiedProfile(ctx, credential);
-  if (profile.id !== subscription.upstreamUserId) throw new HttpError(409, 'this credential belongs to another university user');
+  if (profile.id !== subscription.upstreamUserId)
+    throw new HttpError(409, 'this credential belongs to another university user');
   await ctx.subscriptions.replaceCredential(subscription.id, credential, ctx.now());
   await activateSource(ctx, subscription.source);
   // A refresh already running uses the old credential: queue one behind it that reads the new one.
-  await enqueueRefresh(ctx.queues, ctx.config, subscription.source, { reason: 'subscription', now: ctx.now(), followUp: true });
+  await enqueueRefresh(ctx.queues, ctx.config, subscription.source, {
+    reason: 'subscription',
+    now: ctx.now(),
+    followUp: true,
+  });
   return (await ctx.subscriptions.get(subscription.id)) ?? subscription;
 }
 
 /** Stores the subscription and queues its first refresh; a half-made subscription is removed again. */
-async function storeSubscription(ctx: ServiceContext, credential: string, profile: Profile): Promise<{ subscription: Subscription; token: string }> {
+async function storeSubscription(
+  ctx: ServiceContext,
+  credential: string,
+  profile: Profile,
+): Promise<{ subscription: Subscription; token: string }> {
   let created: { subscription: Subscription; token: string };
   try {
-    created = await ctx.subscriptions.create({ credential, name: profileCalendarName(profile), upstreamUserId: profile.id, now: ctx.now() });
+    created = await ctx.subscriptions.create({
+      credential,
+      name: profileCalendarName(profile),
+      upstreamUserId: profile.id,
+      now: ctx.now(),
+    });
   } catch (error) {
     if (error instanceof SecretKeyMissingError) throw new HttpError(503, 'personal subscriptions need SECRET_KEY');
     throw error;

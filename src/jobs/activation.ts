@@ -6,7 +6,10 @@ import { SCHEDULE_JOB } from './contract.ts';
  * Marks a source as wanted (first request, new subscription, Google target). A newly active source gets its
  * job scheduler from the reconciler, which is asked to run now; callers queue the first refresh themselves.
  */
-export async function activateSource(ctx: Pick<ServiceContext, 'registry' | 'queues' | 'now'>, source: SourceKey): Promise<boolean> {
+export async function activateSource(
+  ctx: Pick<ServiceContext, 'registry' | 'queues' | 'now'>,
+  source: SourceKey,
+): Promise<boolean> {
   const fresh = await ctx.registry.activate(source, ctx.now());
   if (fresh) await requestReconcile(ctx);
   return fresh;
@@ -14,5 +17,9 @@ export async function activateSource(ctx: Pick<ServiceContext, 'registry' | 'que
 
 /** Asks the reconciler to run soon; requests while one is queued collapse into it. */
 export async function requestReconcile(ctx: Pick<ServiceContext, 'queues'>): Promise<void> {
-  await ctx.queues.schedule.add(SCHEDULE_JOB.reconcile, {}, { deduplication: { id: 'reconcile-now', ttl: 5_000 }, delay: 1_000, removeOnComplete: true, removeOnFail: 100 });
+  await ctx.queues.schedule.add(
+    SCHEDULE_JOB.reconcile,
+    {},
+    { deduplication: { id: 'reconcile-now', ttl: 5_000 }, delay: 1_000, removeOnComplete: true, removeOnFail: 100 },
+  );
 }

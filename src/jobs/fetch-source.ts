@@ -1,7 +1,7 @@
 /** One upstream fetch per refresh, and what a failure means for the source (transient or permanent, and why). */
 import type { ServiceContext } from '../runtime/context.ts';
 import { DecryptionError, SecretKeyMissingError } from '../security/secret-box.ts';
-import { sourceOf, type SourceKey } from '../sources/source.ts';
+import { type SourceKey, sourceOf } from '../sources/source.ts';
 import { calendarName } from '../timetable/calendar-name.ts';
 import {
   UpstreamAuthError,
@@ -34,17 +34,28 @@ export interface FetchNote {
  * Fetches a source's timetable: one upstream request. Personal sources use their subscription's credential,
  * whose version goes into `note`, so that a rejection marks only the credential that was actually sent.
  */
-export async function fetchSource(ctx: ServiceContext, source: SourceKey, signal?: AbortSignal, note: FetchNote = {}): Promise<FetchedTimetable> {
+export async function fetchSource(
+  ctx: ServiceContext,
+  source: SourceKey,
+  signal?: AbortSignal,
+  note: FetchNote = {},
+): Promise<FetchedTimetable> {
   const ref = sourceOf(source);
   const options = signal ? { signal } : {};
   if (ref.kind === 'group' || ref.kind === 'employee') {
     const id = Number(ref.id);
-    const result = ref.kind === 'group' ? await ctx.upstream.groupSchedule(id, options) : await ctx.upstream.employeeSchedule(id, options);
+    const result =
+      ref.kind === 'group'
+        ? await ctx.upstream.groupSchedule(id, options)
+        : await ctx.upstream.employeeSchedule(id, options);
     return { ...result, name: calendarName({ kind: ref.kind, id }, result.entries) };
   }
   const subscription = await ctx.subscriptions.get(ref.id);
   if (!subscription) throw new SubscriptionUnusableError(`subscription ${ref.id} no longer exists`);
-  if (subscription.status === 'needs-credential') throw new SubscriptionUnusableError(`subscription ${ref.id} needs a new credential: ${subscription.statusReason ?? 'the university rejected it'}`);
+  if (subscription.status === 'needs-credential')
+    throw new SubscriptionUnusableError(
+      `subscription ${ref.id} needs a new credential: ${subscription.statusReason ?? 'the university rejected it'}`,
+    );
   const stored = await ctx.subscriptions.credentialFor(ref.id);
   if (stored === undefined) throw new SubscriptionUnusableError(`subscription ${ref.id} has no credential`);
   note.credentialVersion = stored.version;
@@ -53,7 +64,16 @@ export async function fetchSource(ctx: ServiceContext, source: SourceKey, signal
 }
 
 /** Failure classes as recorded on sources and counted in metrics. */
-export type FailureKind = 'not-found' | 'auth' | 'rate-limit' | 'timeout' | 'network' | 'http' | 'protocol' | 'subscription' | 'internal';
+export type FailureKind =
+  | 'not-found'
+  | 'auth'
+  | 'rate-limit'
+  | 'timeout'
+  | 'network'
+  | 'http'
+  | 'protocol'
+  | 'subscription'
+  | 'internal';
 
 /** What a failed fetch means. */
 export interface FailureClass {
@@ -68,8 +88,10 @@ export interface FailureClass {
 export function classifyFailure(error: unknown, source: SourceKey): FailureClass {
   if (error instanceof SubscriptionUnusableError) return { kind: 'subscription', permanent: true };
   // A credential this worker cannot decrypt (SECRET_KEY missing or rotated) will not decrypt on a retry either.
-  if (error instanceof DecryptionError || error instanceof SecretKeyMissingError) return { kind: 'subscription', permanent: true };
-  if (error instanceof UpstreamRateLimitError) return { kind: 'rate-limit', permanent: false, retryAfterMs: error.retryAfterMs ?? 1_000 };
+  if (error instanceof DecryptionError || error instanceof SecretKeyMissingError)
+    return { kind: 'subscription', permanent: true };
+  if (error instanceof UpstreamRateLimitError)
+    return { kind: 'rate-limit', permanent: false, retryAfterMs: error.retryAfterMs ?? 1_000 };
   if (error instanceof UpstreamNotFoundError) return { kind: 'not-found', permanent: true };
   // A rejected credential is the user's to replace; on a public timetable it is our configuration, worth retrying.
   if (error instanceof UpstreamAuthError) return { kind: 'auth', permanent: source.startsWith('personal:') };
@@ -77,6 +99,7 @@ export function classifyFailure(error: unknown, source: SourceKey): FailureClass
   if (error instanceof UpstreamNetworkError) return { kind: 'network', permanent: false };
   if (error instanceof UpstreamHttpError) return { kind: 'http', permanent: false };
   // A malformed or truncated answer is usually a passing upstream fault: retried, then the feed goes stale.
-  if (error instanceof UpstreamProtocolError || error instanceof UpstreamError) return { kind: 'protocol', permanent: false };
+  if (error instanceof UpstreamProtocolError || error instanceof UpstreamError)
+    return { kind: 'protocol', permanent: false };
   return { kind: 'internal', permanent: false };
 }

@@ -1,8 +1,15 @@
 /** The publishing half of a refresh: compare, expand, guard, render, store, fan out. */
-import type { Logger } from '../logger.ts';
-import { encodeFeed } from '../feeds/feed-store.ts';
+
 import { expandSnapshot, renderFeed, renderVariant, settingsHash } from '../feeds/build-feed.ts';
-import { isMassDeletion, nextExpiry, planPublication, type PublicationPlan, type PublishedState } from '../feeds/publication.ts';
+import { encodeFeed } from '../feeds/feed-store.ts';
+import {
+  isMassDeletion,
+  nextExpiry,
+  type PublicationPlan,
+  type PublishedState,
+  planPublication,
+} from '../feeds/publication.ts';
+import type { Logger } from '../logger.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import type { SourceState } from '../sources/registry.ts';
 import { normaliseEntries, type Snapshot } from '../sources/snapshot-store.ts';
@@ -35,7 +42,11 @@ interface Stored {
  * feed present and as fresh as the registry says) writes nothing but the registry; one that drops most
  * future classes waits for a confirming re-fetch.
  */
-export async function publishTimetable(ctx: ServiceContext, input: PublishInput, log: Logger): Promise<RefreshJobResult> {
+export async function publishTimetable(
+  ctx: ServiceContext,
+  input: PublishInput,
+  log: Logger,
+): Promise<RefreshJobResult> {
   const { source, now } = input;
   const stored = await loadStored(ctx, source);
   // A public source is registered once the university has confirmed it exists (a request alone does not).
@@ -46,22 +57,50 @@ export async function publishTimetable(ctx: ServiceContext, input: PublishInput,
   const settingsDigest = settingsHash(ctx.config);
   const problems = input.fetched.problems.length;
   if (isUnchanged(stored, hash, input.fetched.name, settingsDigest, now)) {
-    await ctx.registry.recordSuccess(source, now, { occurrences: stored.state?.occurrences ?? 0, problems, changed: false });
+    await ctx.registry.recordSuccess(source, now, {
+      occurrences: stored.state?.occurrences ?? 0,
+      problems,
+      changed: false,
+    });
     const pushJobs = stored.pushOwed ? await fanOutPush(ctx, source) : 0;
     return { outcome: 'unchanged', occurrences: stored.state?.occurrences ?? 0, pushJobs };
   }
   const plan = planFor(ctx, stored, entries.entries, { hash, settingsDigest }, now);
   if (isMassDeletion(plan) && !isConfirmed(ctx, stored.state, hash, input.reason, now)) {
     await ctx.registry.setPending(source, hash, now);
-    await enqueueRefresh(ctx.queues, ctx.config, source, { reason: 'confirm', now, followUp: true, delayMs: ctx.config.confirmDelayMs });
-    log.warn({ futureBefore: plan.futureBefore, futureRemoved: plan.futureRemoved }, 'refresh would remove most future classes; publishing only after a confirming re-fetch');
+    await enqueueRefresh(ctx.queues, ctx.config, source, {
+      reason: 'confirm',
+      now,
+      followUp: true,
+      delayMs: ctx.config.confirmDelayMs,
+    });
+    log.warn(
+      { futureBefore: plan.futureBefore, futureRemoved: plan.futureRemoved },
+      'refresh would remove most future classes; publishing only after a confirming re-fetch',
+    );
     return { outcome: 'awaiting-confirmation', occurrences: stored.state?.occurrences ?? 0, pushJobs: 0 };
   }
-  await commit(ctx, source, { hash, fetchedAt: now, name: input.fetched.name, entries: entries.entries, problems: input.fetched.problems }, plan, now);
-  await ctx.registry.recordSuccess(source, now, { occurrences: plan.occurrences.length, problems, changed: plan.change !== undefined });
+  await commit(
+    ctx,
+    source,
+    { hash, fetchedAt: now, name: input.fetched.name, entries: entries.entries, problems: input.fetched.problems },
+    plan,
+    now,
+  );
+  await ctx.registry.recordSuccess(source, now, {
+    occurrences: plan.occurrences.length,
+    problems,
+    changed: plan.change !== undefined,
+  });
   const pushJobs = plan.change || stored.pushOwed ? await fanOutPush(ctx, source) : 0;
-  if (plan.change) log.info({ changes: plan.change.counts, occurrences: plan.occurrences.length, pushJobs }, 'feed published');
-  return { outcome: 'published', occurrences: plan.occurrences.length, ...(plan.change ? { changes: plan.change.counts } : {}), pushJobs };
+  if (plan.change)
+    log.info({ changes: plan.change.counts, occurrences: plan.occurrences.length, pushJobs }, 'feed published');
+  return {
+    outcome: 'published',
+    occurrences: plan.occurrences.length,
+    ...(plan.change ? { changes: plan.change.counts } : {}),
+    pushJobs,
+  };
 }
 
 async function loadStored(ctx: ServiceContext, source: SourceKey): Promise<Stored> {
@@ -78,22 +117,38 @@ function isUnchanged(stored: Stored, hash: string, name: string, settingsDigest:
   const { snapshot, published, state, feed } = stored;
   const expiring = (published && nextExpiry(published)) ?? Number.POSITIVE_INFINITY;
   // The feed must exist and agree with the registry about staleness: otherwise render it again.
-  return snapshot?.hash === hash && snapshot.name === name && published?.settingsHash === settingsDigest && expiring > now
-    && feed.etag !== undefined && feed.staleSince === undefined && state?.staleSince === undefined;
+  return (
+    snapshot?.hash === hash &&
+    snapshot.name === name &&
+    published?.settingsHash === settingsDigest &&
+    expiring > now &&
+    feed.etag !== undefined &&
+    feed.staleSince === undefined &&
+    state?.staleSince === undefined
+  );
 }
 
 /**
  * Entries the university still sends but that fail validation (reported as problems) keep their last good
  * version: a typo in one entry, or a format change in all of them, must not cancel classes that still exist.
  */
-function keepInvalidEntries(fetched: FetchedTimetable, previous: Snapshot | undefined): { entries: TimetableEntry[]; hash: string } {
+function keepInvalidEntries(
+  fetched: FetchedTimetable,
+  previous: Snapshot | undefined,
+): { entries: TimetableEntry[]; hash: string } {
   const invalid = new Set(fetched.problems.map((problem) => Number(problem.entryId)).filter(Number.isSafeInteger));
   const present = new Set(fetched.entries.map((entry) => entry.id));
   const kept = (previous?.entries ?? []).filter((entry) => invalid.has(entry.id) && !present.has(entry.id));
   return normaliseEntries([...fetched.entries, ...kept]);
 }
 
-function planFor(ctx: ServiceContext, stored: Stored, entries: TimetableEntry[], digests: { hash: string; settingsDigest: string }, now: number): PublicationPlan {
+function planFor(
+  ctx: ServiceContext,
+  stored: Stored,
+  entries: TimetableEntry[],
+  digests: { hash: string; settingsDigest: string },
+  now: number,
+): PublicationPlan {
   const { snapshot, published } = stored;
   return planPublication({
     previous: published,
@@ -108,13 +163,25 @@ function planFor(ctx: ServiceContext, stored: Stored, entries: TimetableEntry[],
 }
 
 /** A held-back mass deletion is published when a later fetch, at least CONFIRM_DELAY later, returns the same timetable. */
-function isConfirmed(ctx: ServiceContext, state: SourceState | undefined, hash: string, reason: RefreshReason, now: number): boolean {
+function isConfirmed(
+  ctx: ServiceContext,
+  state: SourceState | undefined,
+  hash: string,
+  reason: RefreshReason,
+  now: number,
+): boolean {
   if (state?.pendingHash !== hash) return false;
   return reason === 'confirm' || now - (state.pendingSince ?? now) >= ctx.config.confirmDelayMs;
 }
 
 /** Stores snapshot, publication, feed and change record in one transaction, and notes that targets are owed a push. */
-async function commit(ctx: ServiceContext, source: SourceKey, snapshot: Snapshot, plan: PublicationPlan, now: number): Promise<void> {
+async function commit(
+  ctx: ServiceContext,
+  source: SourceKey,
+  snapshot: Snapshot,
+  plan: PublicationPlan,
+  now: number,
+): Promise<void> {
   const feed = encodeFeed(renderFeed(plan.occurrences, { name: snapshot.name, stamp: now }, ctx.config), now);
   const multi = ctx.redis.multi();
   ctx.snapshots.writeSnapshot(multi, source, snapshot);

@@ -4,12 +4,19 @@
  * at-least-once delivery and retries never duplicate an event.
  */
 import { performance } from 'node:perf_hooks';
-import { RateLimitError, UnrecoverableError, type Job, type Processor } from 'bullmq';
+import { type Job, type Processor, RateLimitError, UnrecoverableError } from 'bullmq';
 import { markerFor } from '../google/desired-events.ts';
-import { CalendarGoneError, GoogleConsentError, GooglePermanentError, GoogleQuotaError, GoogleRateLimitError, GoogleTransientError } from '../google/errors.ts';
+import {
+  CalendarGoneError,
+  GoogleConsentError,
+  GooglePermanentError,
+  GoogleQuotaError,
+  GoogleRateLimitError,
+  GoogleTransientError,
+} from '../google/errors.ts';
 import { GoogleNotConfiguredError } from '../google/google-services.ts';
 import { loadDesired } from '../google/pending-changes.ts';
-import { syncTarget, TargetRemovedError, type RefusalExample } from '../google/sync-target.ts';
+import { type RefusalExample, syncTarget, TargetRemovedError } from '../google/sync-target.ts';
 import type { PushGuard, PushTarget } from '../google/target-store.ts';
 import type { Logger } from '../logger.ts';
 import type { ServiceContext } from '../runtime/context.ts';
@@ -68,12 +75,17 @@ function skipReason(target: PushTarget | undefined, source: string, now: number)
   if (target.status === 'needs-consent') return 'target needs a new consent';
   if (target.status === 'calendar-deleted') return 'calendar was deleted';
   // The pause moved the target's reconcile to its end, which pushes everything then.
-  if (target.status === 'paused' && target.pausedUntil !== undefined && target.pausedUntil > now) return `paused until ${new Date(target.pausedUntil).toISOString()}`;
+  if (target.status === 'paused' && target.pausedUntil !== undefined && target.pausedUntil > now)
+    return `paused until ${new Date(target.pausedUntil).toISOString()}`;
   return undefined;
 }
 
 /** One push: load, plan, write, record. */
-async function push(ctx: ServiceContext, data: PushJobData, run: { note: RunNote; log: Logger; signal?: AbortSignal }): Promise<PushJobResult> {
+async function push(
+  ctx: ServiceContext,
+  data: PushJobData,
+  run: { note: RunNote; log: Logger; signal?: AbortSignal },
+): Promise<PushJobResult> {
   if (!ctx.google.configured) return { skipped: 'Google push is not configured' };
   const { targets, index } = ctx.google;
   const target = await targets.get(data.target);
@@ -81,7 +93,8 @@ async function push(ctx: ServiceContext, data: PushJobData, run: { note: RunNote
   if (target === undefined || skipped !== undefined) {
     // The scheduler moved the reconcile an interval ahead when it queued this push; a pause not yet over here
     // (this worker's clock may lag the scheduler's) puts it back at the pause's end, not hours later.
-    if (target?.status === 'paused' && target.pausedUntil !== undefined) await targets.scheduleReconcile(target.id, target.pausedUntil);
+    if (target?.status === 'paused' && target.pausedUntil !== undefined)
+      await targets.scheduleReconcile(target.id, target.pausedUntil);
     return { skipped: skipped ?? 'target removed' };
   }
   const desired = await loadDesired(ctx, target.source);
@@ -95,11 +108,22 @@ async function push(ctx: ServiceContext, data: PushJobData, run: { note: RunNote
   let summary;
   try {
     // Noting progress lets rate-limit rounds count only waits without progress (see handleFailure).
-    const tracked = { read: (id: string) => index.read(id), replace: (id: string, entries: Map<string, string>) => index.replace(id, entries), set: (id: string, eventId: string, hash: string) => ((run.note.progressed = true), index.set(id, eventId, hash)) };
+    const tracked = {
+      read: (id: string) => index.read(id),
+      replace: (id: string, entries: Map<string, string>) => index.replace(id, entries),
+      set: (id: string, eventId: string, hash: string) => ((run.note.progressed = true), index.set(id, eventId, hash)),
+    };
     summary = await syncTarget({
       calendar: ctx.google.calendar(credential.token, target.budgetKey, run.signal),
-      calendarId: target.calendarId, targetId: target.id, marker: markerFor(target.source), desired, index: tracked, reconcile,
-      concurrency: SYNC_CONCURRENCY, log: run.log, onWrite: (operation) => ctx.metrics.googleWrites.inc({ operation }),
+      calendarId: target.calendarId,
+      targetId: target.id,
+      marker: markerFor(target.source),
+      desired,
+      index: tracked,
+      reconcile,
+      concurrency: SYNC_CONCURRENCY,
+      log: run.log,
+      onWrite: (operation) => ctx.metrics.googleWrites.inc({ operation }),
       onRefusal: (example) => noteRefusal(run.note, example),
       now: ctx.now,
       ...(run.signal ? { signal: run.signal } : {}),
@@ -111,7 +135,15 @@ async function push(ctx: ServiceContext, data: PushJobData, run: { note: RunNote
   const durationMs = Math.round(performance.now() - started);
   const at = ctx.now();
   // Refusal examples are kept on the target for admins; the push summary and the job's result stay counts.
-  if (!(await targets.recordPush(target.id, { at, reason: data.reason, ...summary, durationMs }, { calendarId: target.calendarId }, run.note.refusals))) return { skipped: 'target removed or reconnected during push' };
+  if (
+    !(await targets.recordPush(
+      target.id,
+      { at, reason: data.reason, ...summary, durationMs },
+      { calendarId: target.calendarId },
+      run.note.refusals,
+    ))
+  )
+    return { skipped: 'target removed or reconnected during push' };
   if (reconcile) {
     await targets.clearReconcileRequest(target.id, target.reconcileToken);
     await targets.scheduleReconcile(target.id, at + ctx.config.googleReconcileIntervalMs);
@@ -133,7 +165,14 @@ interface Failure {
  * target with a status saying why; a refusal records the error and ends the job; anything else is retried
  * with backoff. Logged once: when the job ends, or when the target stops.
  */
-async function handleFailure(ctx: ServiceContext, job: Job<PushJobData>, error: unknown, note: RunNote, log: Logger, tuning: PushTuning): Promise<Failure> {
+async function handleFailure(
+  ctx: ServiceContext,
+  job: Job<PushJobData>,
+  error: unknown,
+  note: RunNote,
+  log: Logger,
+  tuning: PushTuning,
+): Promise<Failure> {
   const id = job.data.target;
   const now = ctx.now();
   const message = error instanceof Error ? error.message : String(error);
@@ -147,26 +186,44 @@ async function handleFailure(ctx: ServiceContext, job: Job<PushJobData>, error: 
     return { outcome: 'rate-limited', error: new RateLimitError() };
   }
   const stop = stoppedStatus(error, ctx, now);
-  const guard: PushGuard = { ...(note.tokenVersion === undefined ? {} : { tokenVersion: note.tokenVersion }), ...(note.calendarId === undefined ? {} : { calendarId: note.calendarId }) };
+  const guard: PushGuard = {
+    ...(note.tokenVersion === undefined ? {} : { tokenVersion: note.tokenVersion }),
+    ...(note.calendarId === undefined ? {} : { calendarId: note.calendarId }),
+  };
   if (stop !== undefined) {
     // Guarded: a push that outlived a reconnect (new token, perhaps a new calendar) must not stop the reconnected target.
-    await ctx.google.targets.markStatus(id, stop.status, stop.reason, now, { ...guard, ...(stop.pausedUntil === undefined ? {} : { pausedUntil: stop.pausedUntil }) });
+    await ctx.google.targets.markStatus(id, stop.status, stop.reason, now, {
+      ...guard,
+      ...(stop.pausedUntil === undefined ? {} : { pausedUntil: stop.pausedUntil }),
+    });
     log.warn({ err: error, status: stop.status }, `push stopped: ${stop.reason}`);
     return { outcome: stop.outcome, error: new UnrecoverableError(message) };
   }
-  const permanent = error instanceof GooglePermanentError || error instanceof SecretKeyMissingError || error instanceof GoogleNotConfiguredError;
+  const permanent =
+    error instanceof GooglePermanentError ||
+    error instanceof SecretKeyMissingError ||
+    error instanceof GoogleNotConfiguredError;
   const final = permanent || job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
   if (!final) {
     log.debug({ err: error }, 'push failed; will retry');
     return { outcome: 'failed', error: error instanceof Error ? error : new Error(message) };
   }
   // What Google refused in this run (the refusals that tripped the breaker, say): the error names only the first.
-  await ctx.google.targets.recordError(id, message, now, { ...(note.calendarId === undefined ? {} : { calendarId: note.calendarId }) }, note.refusals);
+  await ctx.google.targets.recordError(
+    id,
+    message,
+    now,
+    { ...(note.calendarId === undefined ? {} : { calendarId: note.calendarId }) },
+    note.refusals,
+  );
   // Nothing else may change the source for hours: the scheduler comes back for the target soon instead.
   await ctx.google.targets.requestReconcile(id);
   await ctx.google.targets.scheduleReconcile(id, now + RETRY_FAILED_PUSH_MS);
   log.error({ err: error, permanent, retryAt: new Date(now + RETRY_FAILED_PUSH_MS).toISOString() }, 'push failed');
-  return { outcome: 'failed', error: permanent ? new UnrecoverableError(message) : error instanceof Error ? error : new Error(message) };
+  return {
+    outcome: 'failed',
+    error: permanent ? new UnrecoverableError(message) : error instanceof Error ? error : new Error(message),
+  };
 }
 
 /**
@@ -175,22 +232,52 @@ async function handleFailure(ctx: ServiceContext, job: Job<PushJobData>, error: 
  * data), so a long push under steady rate limits keeps going as long as each round gets somewhere, and the
  * backoff starts small again.
  */
-export async function rateLimitRounds(job: Pick<Job<PushJobData>, 'attemptsStarted' | 'attemptsMade' | 'data' | 'updateData'>, note: RunNote): Promise<number> {
+export async function rateLimitRounds(
+  job: Pick<Job<PushJobData>, 'attemptsStarted' | 'attemptsMade' | 'data' | 'updateData'>,
+  note: RunNote,
+): Promise<number> {
   const started = job.attemptsStarted - job.attemptsMade;
   if (note.progressed) await job.updateData({ ...job.data, roundsBeforeProgress: started - 1 });
   return started - (job.data.roundsBeforeProgress ?? 0);
 }
 
 /** The status a failure moves the target into, if it stops the target. */
-function stoppedStatus(error: unknown, ctx: ServiceContext, now: number): { status: 'paused' | 'needs-consent' | 'calendar-deleted'; outcome: Failure['outcome']; reason: string; pausedUntil?: number } | undefined {
+function stoppedStatus(
+  error: unknown,
+  ctx: ServiceContext,
+  now: number,
+):
+  | {
+      status: 'paused' | 'needs-consent' | 'calendar-deleted';
+      outcome: Failure['outcome'];
+      reason: string;
+      pausedUntil?: number;
+    }
+  | undefined {
   if (error instanceof GoogleQuotaError) {
     const pausedUntil = now + ctx.config.googleQuotaPauseMs;
-    return { status: 'paused', outcome: 'paused', reason: `Google calendar usage limits exceeded; pushes resume at ${new Date(pausedUntil).toISOString()}`, pausedUntil };
+    return {
+      status: 'paused',
+      outcome: 'paused',
+      reason: `Google calendar usage limits exceeded; pushes resume at ${new Date(pausedUntil).toISOString()}`,
+      pausedUntil,
+    };
   }
-  if (error instanceof GoogleConsentError) return { status: 'needs-consent', outcome: 'needs-consent', reason: `Google refused the grant: ${error.message}` };
+  if (error instanceof GoogleConsentError)
+    return { status: 'needs-consent', outcome: 'needs-consent', reason: `Google refused the grant: ${error.message}` };
   // Sealed under another SECRET_KEY (or tampered with): only a new consent gives a token this service can read.
-  if (error instanceof DecryptionError) return { status: 'needs-consent', outcome: 'needs-consent', reason: 'stored token unreadable: SECRET_KEY changed?' };
-  if (error instanceof CalendarGoneError) return { status: 'calendar-deleted', outcome: 'calendar-deleted', reason: 'the calendar was deleted or is no longer reachable' };
+  if (error instanceof DecryptionError)
+    return {
+      status: 'needs-consent',
+      outcome: 'needs-consent',
+      reason: 'stored token unreadable: SECRET_KEY changed?',
+    };
+  if (error instanceof CalendarGoneError)
+    return {
+      status: 'calendar-deleted',
+      outcome: 'calendar-deleted',
+      reason: 'the calendar was deleted or is no longer reachable',
+    };
   return undefined;
 }
 
@@ -198,7 +285,12 @@ function stoppedStatus(error: unknown, ctx: ServiceContext, now: number): { stat
  * How long the push queue pauses: Google's `Retry-After` when it sent one, else `baseMs` doubling per round
  * spent waiting, ±50% jitter (workers that hit the limit together do not come back together); at most 5 min.
  */
-export function rateLimitPause(retryAfterMs: number | undefined, rounds: number, baseMs: number, random: () => number = Math.random): number {
+export function rateLimitPause(
+  retryAfterMs: number | undefined,
+  rounds: number,
+  baseMs: number,
+  random: () => number = Math.random,
+): number {
   if (retryAfterMs !== undefined) return Math.min(retryAfterMs, MAX_RATE_LIMIT_PAUSE_MS);
   const exponential = Math.min(baseMs * 2 ** Math.max(0, rounds - 1), MAX_RATE_LIMIT_PAUSE_MS);
   return Math.round(Math.min(exponential * (0.5 + random()), MAX_RATE_LIMIT_PAUSE_MS));

@@ -1,10 +1,19 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { Queue, type JobsOptions } from 'bullmq';
+import { type JobsOptions, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Config } from '../config.ts';
 import type { RedisKeys } from '../sources/keys.ts';
-import { sourceToken, type SourceKey } from '../sources/source.ts';
-import { QUEUE, type PushJobData, type PushJobResult, type PushReason, type RefreshJobData, type RefreshJobResult, type RefreshReason, type TickJobData } from './contract.ts';
+import { type SourceKey, sourceToken } from '../sources/source.ts';
+import {
+  type PushJobData,
+  type PushJobResult,
+  type PushReason,
+  QUEUE,
+  type RefreshJobData,
+  type RefreshJobResult,
+  type RefreshReason,
+  type TickJobData,
+} from './contract.ts';
 
 /** The service's queues, sharing one connection. */
 export interface Queues {
@@ -64,18 +73,30 @@ export interface RefreshRequest {
  * Resolves to the id of the job that will do the work: the new job, the one already queued, or the follow-up
  * that will start when the running one ends.
  */
-export async function enqueueRefresh(queues: Queues, config: Pick<Config, 'refreshAttempts' | 'refreshBackoffMs'>, source: SourceKey, request: RefreshRequest): Promise<string> {
+export async function enqueueRefresh(
+  queues: Queues,
+  config: Pick<Config, 'refreshAttempts' | 'refreshBackoffMs'>,
+  source: SourceKey,
+  request: RefreshRequest,
+): Promise<string> {
   const token = sourceToken(source);
   const running = request.followUp ? await runningJob(queues, token) : undefined;
   // Every follow-up of one running job gets the same id, so that ids answered to several callers all resolve.
-  const jobId = running === undefined ? `${token}-${request.now.toString(36)}-${randomBytes(3).toString('hex')}` : followUpJobId(token, running);
-  const job = await queues.refresh.add('refresh', { source, reason: request.reason, requestedAt: request.now }, {
-    ...refreshJobOptions(config),
-    jobId,
-    delay: request.delayMs,
-    // No `reschedule`: a request must never pull a delayed confirmation or retry forward.
-    deduplication: { id: token, ...(request.followUp ? { keepLastIfActive: true } : {}) },
-  });
+  const jobId =
+    running === undefined
+      ? `${token}-${request.now.toString(36)}-${randomBytes(3).toString('hex')}`
+      : followUpJobId(token, running);
+  const job = await queues.refresh.add(
+    'refresh',
+    { source, reason: request.reason, requestedAt: request.now },
+    {
+      ...refreshJobOptions(config),
+      jobId,
+      delay: request.delayMs,
+      // No `reschedule`: a request must never pull a delayed confirmation or retry forward.
+      deduplication: { id: token, ...(request.followUp ? { keepLastIfActive: true } : {}) },
+    },
+  );
   if (running !== undefined && job.id === running) return jobId;
   return job.id ?? jobId;
 }
@@ -119,10 +140,19 @@ export function pushDeduplicationId(target: string): string {
  * to the id of the job that will do the work. A `reconcile` asked for while a plain push is queued is carried
  * by the target's `reconcileRequested` flag, which callers set first.
  */
-export async function enqueuePush(ctx: { queues: Queues }, target: string, source: SourceKey, reason: PushReason): Promise<string> {
-  const job = await ctx.queues.push.add(QUEUE.push, { target, source, reason }, {
-    ...pushJobOptions(),
-    deduplication: { id: pushDeduplicationId(target), keepLastIfActive: true },
-  });
+export async function enqueuePush(
+  ctx: { queues: Queues },
+  target: string,
+  source: SourceKey,
+  reason: PushReason,
+): Promise<string> {
+  const job = await ctx.queues.push.add(
+    QUEUE.push,
+    { target, source, reason },
+    {
+      ...pushJobOptions(),
+      deduplication: { id: pushDeduplicationId(target), keepLastIfActive: true },
+    },
+  );
   return job.id ?? '';
 }

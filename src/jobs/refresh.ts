@@ -1,12 +1,18 @@
 /** The refresh job: one upstream fetch for one source, then publication; failures never touch the feed's data. */
 import { performance } from 'node:perf_hooks';
-import { RateLimitError, UnrecoverableError, type Job, type Processor } from 'bullmq';
+import { type Job, type Processor, RateLimitError, UnrecoverableError } from 'bullmq';
 import type { Logger } from '../logger.ts';
 import type { ServiceContext } from '../runtime/context.ts';
-import { sourceOf, type SourceKey } from '../sources/source.ts';
+import { type SourceKey, sourceOf } from '../sources/source.ts';
 import { UpstreamNotFoundError } from '../upstream/errors.ts';
 import type { RefreshJobData, RefreshJobResult } from './contract.ts';
-import { classifyFailure, fetchSource, SubscriptionUnusableError, type FailureClass, type FetchNote } from './fetch-source.ts';
+import {
+  classifyFailure,
+  type FailureClass,
+  type FetchNote,
+  fetchSource,
+  SubscriptionUnusableError,
+} from './fetch-source.ts';
 import { markFeedStale, publishTimetable } from './publish.ts';
 
 /** How long the upstream's "no such group" is remembered, so repeated requests for it cost no fetch. */
@@ -24,7 +30,8 @@ export function refreshProcessor(ctx: ServiceContext): Processor<RefreshJobData,
       const fetched = await fetchSource(ctx, source, signal, note);
       const result = await publishTimetable(ctx, { source, fetched, reason: job.data.reason, now: ctx.now() }, log);
       // A subscription deleted while its fetch was in flight must not leave a feed behind.
-      if (source.startsWith('personal:') && (await ctx.subscriptions.get(sourceOf(source).id)) === undefined) await ctx.registry.remove(source);
+      if (source.startsWith('personal:') && (await ctx.subscriptions.get(sourceOf(source).id)) === undefined)
+        await ctx.registry.remove(source);
       ctx.metrics.refreshDuration.observe({ outcome: result.outcome }, seconds());
       return result;
     } catch (error) {
@@ -39,11 +46,18 @@ export function refreshProcessor(ctx: ServiceContext): Processor<RefreshJobData,
  * goes back to waiting without using an attempt); a permanent failure ends the job; anything else is
  * retried with backoff. The feed is marked stale once the job has no attempts left. Logged once, at the end.
  */
-async function handleFailure(ctx: ServiceContext, job: Job<RefreshJobData>, error: unknown, note: FetchNote, log: Logger): Promise<Error> {
+async function handleFailure(
+  ctx: ServiceContext,
+  job: Job<RefreshJobData>,
+  error: unknown,
+  note: FetchNote,
+  log: Logger,
+): Promise<Error> {
   const { source } = job.data;
   const failure = classifyFailure(error, source);
   const message = error instanceof Error ? error.message : String(error);
-  if (failure.kind !== 'internal' && failure.kind !== 'subscription') ctx.metrics.upstreamErrors.inc({ kind: failure.kind });
+  if (failure.kind !== 'internal' && failure.kind !== 'subscription')
+    ctx.metrics.upstreamErrors.inc({ kind: failure.kind });
   // Rounds spent waiting out 429s use no attempt; past a bound, a source that is always limited fails normally.
   if (failure.kind === 'rate-limit' && job.attemptsStarted - job.attemptsMade <= MAX_RATE_LIMIT_ROUNDS) {
     const pauseMs = Math.min(failure.retryAfterMs ?? 1_000, MAX_RATE_LIMIT_PAUSE_MS);
@@ -64,12 +78,16 @@ async function handleFailure(ctx: ServiceContext, job: Job<RefreshJobData>, erro
   }
   const final = failure.permanent || job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
   // A source asked for once and never fetched has no state to record: it is registered on its first success.
-  if (await ctx.registry.exists(source)) await recordFailure(ctx, source, { ...failure, error, message, now, final, note });
+  if (await ctx.registry.exists(source))
+    await recordFailure(ctx, source, { ...failure, error, message, now, final, note });
   if (!final) {
     log.debug({ err: error, kind: failure.kind }, 'refresh failed; will retry');
     return error instanceof Error ? error : new Error(message);
   }
-  log.error({ err: error, kind: failure.kind, permanent: failure.permanent }, 'refresh failed; the feed keeps its last good data and is marked stale');
+  log.error(
+    { err: error, kind: failure.kind, permanent: failure.permanent },
+    'refresh failed; the feed keeps its last good data and is marked stale',
+  );
   return failure.permanent ? new UnrecoverableError(message) : error instanceof Error ? error : new Error(message);
 }
 
@@ -97,21 +115,28 @@ async function recordFailure(ctx: ServiceContext, source: SourceKey, failure: Fa
   await ctx.registry.recordFailure(source, { now, kind: failure.kind, message, ...statusOf(failure) });
   if (source.startsWith('personal:') && failure.permanent) {
     const id = sourceOf(source).id;
-    if (failure.kind === 'auth') await ctx.subscriptions.markNeedsCredential(id, message, now, failure.note.credentialVersion);
+    if (failure.kind === 'auth')
+      await ctx.subscriptions.markNeedsCredential(id, message, now, failure.note.credentialVersion);
     // A credential this worker cannot decrypt (already-marked subscriptions fail with SubscriptionUnusableError).
-    else if (failure.kind === 'subscription' && !(failure.error instanceof SubscriptionUnusableError)) await ctx.subscriptions.markNeedsCredential(id, message, now);
+    else if (failure.kind === 'subscription' && !(failure.error instanceof SubscriptionUnusableError))
+      await ctx.subscriptions.markNeedsCredential(id, message, now);
   }
   if (failure.final) await markFeedStale(ctx, source, now);
 }
 
 function statusOf(failure: FailureClass): { status?: 'not-found' | 'needs-credential' } {
   if (failure.kind === 'not-found') return { status: 'not-found' };
-  if (failure.permanent && (failure.kind === 'auth' || failure.kind === 'subscription')) return { status: 'needs-credential' };
+  if (failure.permanent && (failure.kind === 'auth' || failure.kind === 'subscription'))
+    return { status: 'needs-credential' };
   return {};
 }
 
 /** A source the upstream never knew: removed from the registry, and its absence remembered for an hour. */
-async function forgetUnknownSource(ctx: ServiceContext, source: SourceKey, error: UpstreamNotFoundError): Promise<void> {
+async function forgetUnknownSource(
+  ctx: ServiceContext,
+  source: SourceKey,
+  error: UpstreamNotFoundError,
+): Promise<void> {
   await ctx.registry.remove(source);
   await ctx.redis.set(ctx.keys.missing(source), error.upstreamMessage ?? 'not found', 'EX', MISSING_TTL_SECONDS);
 }

@@ -1,5 +1,5 @@
 import type { ServiceContext } from '../runtime/context.ts';
-import { parseSource, sourceKey, SUBSCRIPTION_ID, type SourceKey } from '../sources/source.ts';
+import { parseSource, type SourceKey, SUBSCRIPTION_ID, sourceKey } from '../sources/source.ts';
 import { activateSource } from './activation.ts';
 import { enqueueRefresh } from './queues.ts';
 
@@ -31,7 +31,8 @@ const BATCH_SIZE = 100;
  */
 export async function requestResync(ctx: ResyncContext, target: ResyncTarget): Promise<string[]> {
   if ('all' in target) return resyncActive(ctx);
-  const source = 'source' in target ? await namedSource(ctx, target.source) : await subscriptionSource(ctx, target.subscription);
+  const source =
+    'source' in target ? await namedSource(ctx, target.source) : await subscriptionSource(ctx, target.subscription);
   await activateSource(ctx, source);
   return [await resyncOne(ctx, source)];
 }
@@ -44,7 +45,8 @@ async function namedSource(ctx: ResyncContext, text: string): Promise<SourceKey>
 }
 
 async function subscriptionSource(ctx: ResyncContext, id: string): Promise<SourceKey> {
-  if (!SUBSCRIPTION_ID.test(id) || (await ctx.subscriptions.get(id)) === undefined) throw new UnknownSubscriptionError(id);
+  if (!SUBSCRIPTION_ID.test(id) || (await ctx.subscriptions.get(id)) === undefined)
+    throw new UnknownSubscriptionError(id);
   return sourceKey({ kind: 'personal', id });
 }
 

@@ -7,8 +7,14 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Job, Processor } from 'bullmq';
 import type { ServiceContext } from '../runtime/context.ts';
 import { releaseLock, tryLock } from '../runtime/redis-lock.ts';
-import { sourceToken, type SourceKey } from '../sources/source.ts';
-import { RECONCILE_EVERY_MS, RECONCILE_SCHEDULER_ID, SCHEDULE_JOB, tickSchedulerId, type TickJobData } from './contract.ts';
+import { type SourceKey, sourceToken } from '../sources/source.ts';
+import {
+  RECONCILE_EVERY_MS,
+  RECONCILE_SCHEDULER_ID,
+  SCHEDULE_JOB,
+  type TickJobData,
+  tickSchedulerId,
+} from './contract.ts';
 import { enqueuePush, enqueueRefresh } from './queues.ts';
 
 /** What one reconciliation did. */
@@ -50,7 +56,8 @@ export function scheduleProcessor(ctx: ServiceContext): Processor<TickJobData | 
 export async function reconcile(ctx: ServiceContext): Promise<ReconcileResult> {
   const lockKey = ctx.keys.lock('reconcile');
   const owner = randomBytes(8).toString('hex');
-  if (!(await tryLock(ctx.redis, lockKey, owner, RECONCILE_LOCK_MS))) return { deactivated: 0, created: 0, updated: 0, removed: 0, pushes: 0, skipped: 'another reconciler is running' };
+  if (!(await tryLock(ctx.redis, lockKey, owner, RECONCILE_LOCK_MS)))
+    return { deactivated: 0, created: 0, updated: 0, removed: 0, pushes: 0, skipped: 'another reconciler is running' };
   try {
     const deactivated = await deactivateIdle(ctx);
     const [desired, existing] = await Promise.all([desiredSchedulers(ctx), existingSchedulers(ctx)]);
@@ -59,7 +66,11 @@ export async function reconcile(ctx: ServiceContext): Promise<ReconcileResult> {
     for (const [id, { source, every }] of desired) {
       if (existing.has(id) && existing.get(id) === every) continue;
       // The first tick comes one interval from now: a new source was just fetched on demand.
-      await ctx.queues.schedule.upsertJobScheduler(id, { every, startDate: now + every }, { name: SCHEDULE_JOB.tick, data: { source }, opts: { removeOnComplete: true, removeOnFail: 100 } });
+      await ctx.queues.schedule.upsertJobScheduler(
+        id,
+        { every, startDate: now + every },
+        { name: SCHEDULE_JOB.tick, data: { source }, opts: { removeOnComplete: true, removeOnFail: 100 } },
+      );
       if (existing.has(id)) result.updated += 1;
       else result.created += 1;
       await ctx.redis.pexpire(lockKey, RECONCILE_LOCK_MS);
@@ -70,7 +81,8 @@ export async function reconcile(ctx: ServiceContext): Promise<ReconcileResult> {
       result.removed += 1;
     }
     result.pushes = await enqueueDuePushes(ctx, lockKey);
-    if (result.created + result.updated + result.removed + deactivated > 0) ctx.logger.info({ ...result, active: desired.size }, 'job schedulers reconciled');
+    if (result.created + result.updated + result.removed + deactivated > 0)
+      ctx.logger.info({ ...result, active: desired.size }, 'job schedulers reconciled');
     return result;
   } finally {
     await releaseLock(ctx.redis, lockKey, owner);
@@ -91,14 +103,16 @@ async function enqueueDuePushes(ctx: ServiceContext, lockKey: string): Promise<n
   const due = await ctx.google.targets.due(now, DUE_TARGETS_PER_RUN);
   let queued = 0;
   for (let start = 0; start < due.length; start += DUE_BATCH_SIZE) {
-    const batch = await Promise.all(due.slice(start, start + DUE_BATCH_SIZE).map(async (id) => {
-      const target = await ctx.google.targets.get(id);
-      if (target === undefined) return 0;
-      await ctx.google.targets.requestReconcile(id);
-      await ctx.google.targets.scheduleReconcile(id, now + ctx.config.googleReconcileIntervalMs);
-      await enqueuePush(ctx, id, target.source, 'reconcile');
-      return 1;
-    }));
+    const batch = await Promise.all(
+      due.slice(start, start + DUE_BATCH_SIZE).map(async (id) => {
+        const target = await ctx.google.targets.get(id);
+        if (target === undefined) return 0;
+        await ctx.google.targets.requestReconcile(id);
+        await ctx.google.targets.scheduleReconcile(id, now + ctx.config.googleReconcileIntervalMs);
+        await enqueuePush(ctx, id, target.source, 'reconcile');
+        return 1;
+      }),
+    );
     queued += batch.reduce<number>((sum, n) => sum + n, 0);
     await ctx.redis.pexpire(lockKey, RECONCILE_LOCK_MS);
   }
@@ -111,7 +125,12 @@ const RECONCILE_LOCK_MS = 120_000;
 /** The tick schedulers the active sources should have, by scheduler id. */
 async function desiredSchedulers(ctx: ServiceContext): Promise<Map<string, { source: SourceKey; every: number }>> {
   const sources = await ctx.registry.allActiveSources();
-  return new Map(sources.map((source) => [tickSchedulerId(sourceToken(source)), { source, every: intervalFor(source, ctx.config.refreshIntervalMs) }]));
+  return new Map(
+    sources.map((source) => [
+      tickSchedulerId(sourceToken(source)),
+      { source, every: intervalFor(source, ctx.config.refreshIntervalMs) },
+    ]),
+  );
 }
 
 /** The tick schedulers that exist, with their intervals. */
@@ -119,7 +138,8 @@ async function existingSchedulers(ctx: ServiceContext): Promise<Map<string, numb
   const existing = new Map<string, number | undefined>();
   for (let start = 0; ; start += 1000) {
     const page = await ctx.queues.schedule.getJobSchedulers(start, start + 999, true);
-    for (const scheduler of page) if (scheduler.key !== RECONCILE_SCHEDULER_ID) existing.set(scheduler.key, scheduler.every);
+    for (const scheduler of page)
+      if (scheduler.key !== RECONCILE_SCHEDULER_ID) existing.set(scheduler.key, scheduler.every);
     if (page.length < 1000) return existing;
   }
 }
@@ -143,5 +163,9 @@ export async function ensureReconcileScheduler(ctx: ServiceContext): Promise<voi
   const existing = await ctx.queues.schedule.getJobScheduler(RECONCILE_SCHEDULER_ID);
   if (existing?.every === RECONCILE_EVERY_MS) return;
   if (!(await tryLock(ctx.redis, ctx.keys.lock('reconcile-scheduler'), '1', 30_000))) return;
-  await ctx.queues.schedule.upsertJobScheduler(RECONCILE_SCHEDULER_ID, { every: RECONCILE_EVERY_MS }, { name: SCHEDULE_JOB.reconcile, data: {}, opts: { removeOnComplete: true, removeOnFail: 100 } });
+  await ctx.queues.schedule.upsertJobScheduler(
+    RECONCILE_SCHEDULER_ID,
+    { every: RECONCILE_EVERY_MS },
+    { name: SCHEDULE_JOB.reconcile, data: {}, opts: { removeOnComplete: true, removeOnFail: 100 } },
+  );
 }

@@ -5,7 +5,7 @@ import { Worker, type WorkerOptions } from 'bullmq';
 import type { ServiceContext } from '../runtime/context.ts';
 import { connectRedis } from '../runtime/redis-connection.ts';
 import { QUEUE } from './contract.ts';
-import { pushProcessor, type PushTuning } from './push.ts';
+import { type PushTuning, pushProcessor } from './push.ts';
 import { refreshProcessor } from './refresh.ts';
 import { ensureReconcileScheduler, scheduleProcessor } from './schedule.ts';
 
@@ -42,7 +42,11 @@ function pushTuning(tuning: WorkerTuning): PushTuning {
 }
 
 /** Starts the workers of one process on `redisUrl`, plus the heartbeat `/readyz` reads. */
-export async function startWorkers(ctx: ServiceContext, redisUrl: string, tuning: WorkerTuning = {}): Promise<WorkerSet> {
+export async function startWorkers(
+  ctx: ServiceContext,
+  redisUrl: string,
+  tuning: WorkerTuning = {},
+): Promise<WorkerSet> {
   const id = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   const connection = connectRedis(redisUrl, { name: 'worker', logger: ctx.logger, blocking: true });
   const base: Omit<WorkerOptions, 'concurrency'> = {
@@ -54,21 +58,35 @@ export async function startWorkers(ctx: ServiceContext, redisUrl: string, tuning
     maxStalledCount: 2,
   };
   const workers = [
-    new Worker(QUEUE.refresh, refreshProcessor(ctx), { ...base, concurrency: ctx.config.workerConcurrency, limiter: limiterFor(ctx.config.upstreamRateLimit) }),
+    new Worker(QUEUE.refresh, refreshProcessor(ctx), {
+      ...base,
+      concurrency: ctx.config.workerConcurrency,
+      limiter: limiterFor(ctx.config.upstreamRateLimit),
+    }),
     new Worker(QUEUE.schedule, scheduleProcessor(ctx), { ...base, concurrency: 4 }),
     // The limiter paces push starts and is what lets a Google rate limit pause the queue (`queue.rateLimit`).
-    new Worker(QUEUE.push, pushProcessor(ctx, pushTuning(tuning)), { ...base, concurrency: ctx.config.pushConcurrency, limiter: limiterFor(ctx.config.googleRateLimit) }),
+    new Worker(QUEUE.push, pushProcessor(ctx, pushTuning(tuning)), {
+      ...base,
+      concurrency: ctx.config.pushConcurrency,
+      limiter: limiterFor(ctx.config.googleRateLimit),
+    }),
   ];
   for (const worker of workers) {
     worker.on('error', (error) => ctx.logger.error({ err: error, queue: worker.name }, 'worker error'));
   }
   await Promise.all(workers.map((worker) => worker.waitUntilReady()));
   await ensureReconcileScheduler(ctx);
-  const beat = () => ctx.redis.zadd(ctx.keys.workers, ctx.now(), id).catch((error: unknown) => ctx.logger.warn({ err: error }, 'worker heartbeat failed'));
+  const beat = () =>
+    ctx.redis
+      .zadd(ctx.keys.workers, ctx.now(), id)
+      .catch((error: unknown) => ctx.logger.warn({ err: error }, 'worker heartbeat failed'));
   await beat();
   const timer = setInterval(beat, tuning.heartbeatMs ?? 5_000);
   timer.unref();
-  ctx.logger.info({ worker: id, concurrency: ctx.config.workerConcurrency, rateLimit: ctx.config.upstreamRateLimit }, 'workers started');
+  ctx.logger.info(
+    { worker: id, concurrency: ctx.config.workerConcurrency, rateLimit: ctx.config.upstreamRateLimit },
+    'workers started',
+  );
   return {
     id,
     close: async () => {

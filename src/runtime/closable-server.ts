@@ -15,7 +15,12 @@ export interface ClosableServer {
  * destroy them: a request the server holds on purpose (a fake timeout) cannot delay it. `abort` is aborted by
  * `close()`, so that such requests stop waiting too. A malformed request gets its socket destroyed.
  */
-export async function listenClosable(server: Server, host: string, port: number, abort: AbortController): Promise<ClosableServer> {
+export async function listenClosable(
+  server: Server,
+  host: string,
+  port: number,
+  abort: AbortController,
+): Promise<ClosableServer> {
   const sockets = new Set<Socket>();
   server.on('connection', (socket) => {
     sockets.add(socket);

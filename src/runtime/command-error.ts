@@ -29,7 +29,8 @@ export function idOption(flag: string, value: unknown): number {
   try {
     return validateId(flag, value);
   } catch (error) {
-    if (error instanceof InvalidIdError) throw new UsageError(`${flag} must be a positive integer id (got "${String(value)}")`);
+    if (error instanceof InvalidIdError)
+      throw new UsageError(`${flag} must be a positive integer id (got "${String(value)}")`);
     throw error;
   }
 }

@@ -13,7 +13,10 @@ export async function demoSecrets(dataDir: string): Promise<z.infer<typeof secre
   try {
     return secretsSchema.parse(JSON.parse(await readFile(file, 'utf8')));
   } catch {
-    const secrets = { adminToken: `demo-${randomBytes(16).toString('hex')}`, secretKey: randomBytes(32).toString('hex') };
+    const secrets = {
+      adminToken: `demo-${randomBytes(16).toString('hex')}`,
+      secretKey: randomBytes(32).toString('hex'),
+    };
     await mkdir(dataDir, { recursive: true });
     await writeFile(file, `${JSON.stringify(secrets, null, 2)}\n`, { mode: 0o600 });
     return secrets;
@@ -38,34 +41,39 @@ export async function printDemo(info: DemoInfo): Promise<void> {
   const sample = await sampleIds(simulatorUrl);
   const groupFeed = `${serviceUrl}/feeds/groups/${sample.groupId}.ics`;
   const teacherFeed = `${serviceUrl}/feeds/employees/${sample.employeeId}.ics`;
-  await Promise.all([fetch(groupFeed).then((response) => response.arrayBuffer()), fetch(teacherFeed).then((response) => response.arrayBuffer())]);
+  await Promise.all([
+    fetch(groupFeed).then((response) => response.arrayBuffer()),
+    fetch(teacherFeed).then((response) => response.arrayBuffer()),
+  ]);
   const admin = `-H 'Authorization: Bearer ${config.adminToken ?? ''}'`;
-  process.stdout.write([
-    '',
-    'timetable-sync demo is running (Ctrl-C stops everything).',
-    '',
-    '  Feeds (open in a calendar app, or curl):',
-    `    a group:              ${groupFeed}`,
-    `    a teacher:            ${teacherFeed}`,
-    `    with options:         ${groupFeed}?subgroup=1&alarm=15`,
-    '',
-    '  A personal feed, from a simulated student\'s university token:',
-    `    curl -s -X POST ${serviceUrl}/api/subscriptions -H 'Content-Type: application/json' -d '{"credential":"${sample.userToken}"}'`,
-    '',
-    `  Admin (token kept in ${config.dataDir}/demo-secrets.json):`,
-    `    resync a group:       curl -s -X POST ${serviceUrl}/admin/resync ${admin} -H 'Content-Type: application/json' -d '{"source":"group:${sample.groupId}"}'`,
-    `    sources:              curl -s ${serviceUrl}/admin/sources ${admin}`,
-    `    queue board:          ${serviceUrl}/admin/queues (any user name, the admin token as password)`,
-    `    health and metrics:   ${serviceUrl}/readyz  ${serviceUrl}/metrics`,
-    '',
-    config.googleClientId === undefined
-      ? '  Google Calendar push:   set GOOGLE_CLIENT_ID and GOOGLE_CLIENT_SECRET (README: Operations) to enable it'
-      : `  Google Calendar push:   ${serviceUrl}/google/connect?source=group:${sample.groupId}`,
-    '',
-    `  University simulator:   ${simulatorUrl}  (move a class: PATCH ${simulatorUrl}/_sim/entries/<id>)`,
-    `  Redis:                  ${info.redisUrl}${info.embedded ? ` (embedded, data in ${config.dataDir}/redis)` : ''}`,
-    '',
-  ].join('\n'));
+  process.stdout.write(
+    [
+      '',
+      'timetable-sync demo is running (Ctrl-C stops everything).',
+      '',
+      '  Feeds (open in a calendar app, or curl):',
+      `    a group:              ${groupFeed}`,
+      `    a teacher:            ${teacherFeed}`,
+      `    with options:         ${groupFeed}?subgroup=1&alarm=15`,
+      '',
+      "  A personal feed, from a simulated student's university token:",
+      `    curl -s -X POST ${serviceUrl}/api/subscriptions -H 'Content-Type: application/json' -d '{"credential":"${sample.userToken}"}'`,
+      '',
+      `  Admin (token kept in ${config.dataDir}/demo-secrets.json):`,
+      `    resync a group:       curl -s -X POST ${serviceUrl}/admin/resync ${admin} -H 'Content-Type: application/json' -d '{"source":"group:${sample.groupId}"}'`,
+      `    sources:              curl -s ${serviceUrl}/admin/sources ${admin}`,
+      `    queue board:          ${serviceUrl}/admin/queues (any user name, the admin token as password)`,
+      `    health and metrics:   ${serviceUrl}/readyz  ${serviceUrl}/metrics`,
+      '',
+      config.googleClientId === undefined
+        ? '  Google Calendar push:   set GOOGLE_CLIENT_ID and GOOGLE_CLIENT_SECRET (README: Operations) to enable it'
+        : `  Google Calendar push:   ${serviceUrl}/google/connect?source=group:${sample.groupId}`,
+      '',
+      `  University simulator:   ${simulatorUrl}  (move a class: PATCH ${simulatorUrl}/_sim/entries/<id>)`,
+      `  Redis:                  ${info.redisUrl}${info.embedded ? ` (embedded, data in ${config.dataDir}/redis)` : ''}`,
+      '',
+    ].join('\n'),
+  );
 }
 
 async function sampleIds(baseUrl: string): Promise<{ groupId: number; employeeId: number; userToken: string }> {
@@ -75,5 +83,9 @@ async function sampleIds(baseUrl: string): Promise<{ groupId: number; employeeId
     control<{ employees: { id: number }[] }>('employees'),
     control<{ users: { token: string }[] }>('users'),
   ]);
-  return { groupId: groups.groups[0]?.id ?? 1, employeeId: employees.employees[0]?.id ?? 1, userToken: users.users[0]?.token ?? '' };
+  return {
+    groupId: groups.groups[0]?.id ?? 1,
+    employeeId: employees.employees[0]?.id ?? 1,
+    userToken: users.users[0]?.token ?? '',
+  };
 }

@@ -1,6 +1,6 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdir, readFile, rm, writeFile, rename, open } from 'node:fs/promises';
-import { createServer, connect } from 'node:net';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdir, open, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { connect, createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import type { Logger } from '../logger.ts';
@@ -152,7 +152,13 @@ export async function startEmbeddedRedis(options: EmbeddedRedisOptions): Promise
   const url = `redis://127.0.0.1:${port}`;
   const child = await spawnRedis(redisDir, port, persistence);
   await waitUntilReady(child, url, join(redisDir, 'redis.log'));
-  if (shared) await writeRecord(dataDir, { url, pid: child.pid ?? 0, ownerPid: process.pid, startedAt: new Date().toISOString() });
+  if (shared)
+    await writeRecord(dataDir, {
+      url,
+      pid: child.pid ?? 0,
+      ownerPid: process.pid,
+      startedAt: new Date().toISOString(),
+    });
   logger.info({ redisUrl: url, dataDir: redisDir }, 'embedded Redis started');
   return { url, owned: true, pid: child.pid, stop: () => stopRedis(child, shared ? dataDir : undefined, logger) };
 }
@@ -160,8 +166,20 @@ export async function startEmbeddedRedis(options: EmbeddedRedisOptions): Promise
 async function spawnRedis(redisDir: string, port: number, persistence: boolean): Promise<ChildProcess> {
   const log = await open(join(redisDir, 'redis.log'), 'a');
   const args = [
-    '--port', String(port), '--bind', '127.0.0.1', '--dir', redisDir, '--daemonize', 'no',
-    '--appendonly', persistence ? 'yes' : 'no', '--save', '', '--maxmemory-policy', 'noeviction',
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--dir',
+    redisDir,
+    '--daemonize',
+    'no',
+    '--appendonly',
+    persistence ? 'yes' : 'no',
+    '--save',
+    '',
+    '--maxmemory-policy',
+    'noeviction',
   ];
   // Its own process group, so that Ctrl-C reaches only us and our ordered shutdown stops Redis last.
   const child = spawn('redis-server', args, { stdio: ['ignore', log.fd, log.fd], detached: true });
@@ -183,7 +201,9 @@ async function waitUntilReady(child: ChildProcess, url: string, logFile: string)
   }
   child.kill('SIGKILL');
   const tail = (await readFile(logFile, 'utf8').catch(() => '')).split('\n').slice(-8).join('\n');
-  throw new EmbeddedRedisError(`embedded redis-server did not start on ${url}${exited ? ' (it exited)' : ''}; its log ends:\n${tail}`);
+  throw new EmbeddedRedisError(
+    `embedded redis-server did not start on ${url}${exited ? ' (it exited)' : ''}; its log ends:\n${tail}`,
+  );
 }
 
 async function stopAdopted(record: EmbeddedRedisRecord, dataDir: string, logger: Logger): Promise<void> {

@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 
 /** Queue depth by queue and state, for the gauge. */
 export type QueueDepths = Record<string, Record<string, number>>;
@@ -28,7 +28,12 @@ export function createMetrics(): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'timetable_' });
   const readers: { depths?: () => Promise<QueueDepths>; stale?: () => Promise<number> } = {};
-  const feedsServed = new Counter({ name: 'timetable_feeds_served_total', help: 'Feed responses by feed kind and HTTP status', labelNames: ['kind', 'status'] as const, registers: [registry] });
+  const feedsServed = new Counter({
+    name: 'timetable_feeds_served_total',
+    help: 'Feed responses by feed kind and HTTP status',
+    labelNames: ['kind', 'status'] as const,
+    registers: [registry],
+  });
   notModifiedRatio(registry, feedsServed);
   new Gauge({
     name: 'timetable_queue_jobs',
@@ -53,12 +58,39 @@ export function createMetrics(): Metrics {
   });
   return {
     registry,
-    refreshDuration: new Histogram({ name: 'timetable_refresh_duration_seconds', help: 'Duration of refresh jobs by outcome', labelNames: ['outcome'] as const, buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers: [registry] }),
-    upstreamErrors: new Counter({ name: 'timetable_upstream_errors_total', help: 'University API failures by kind', labelNames: ['kind'] as const, registers: [registry] }),
+    refreshDuration: new Histogram({
+      name: 'timetable_refresh_duration_seconds',
+      help: 'Duration of refresh jobs by outcome',
+      labelNames: ['outcome'] as const,
+      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [registry],
+    }),
+    upstreamErrors: new Counter({
+      name: 'timetable_upstream_errors_total',
+      help: 'University API failures by kind',
+      labelNames: ['kind'] as const,
+      registers: [registry],
+    }),
     feedsServed,
-    pushDuration: new Histogram({ name: 'timetable_push_duration_seconds', help: 'Duration of Google push jobs by outcome', labelNames: ['outcome'] as const, buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120], registers: [registry] }),
-    googleWrites: new Counter({ name: 'timetable_google_writes_total', help: 'Google Calendar write calls by operation', labelNames: ['operation'] as const, registers: [registry] }),
-    googleErrors: new Counter({ name: 'timetable_google_errors_total', help: 'Google API failures by kind', labelNames: ['kind'] as const, registers: [registry] }),
+    pushDuration: new Histogram({
+      name: 'timetable_push_duration_seconds',
+      help: 'Duration of Google push jobs by outcome',
+      labelNames: ['outcome'] as const,
+      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+      registers: [registry],
+    }),
+    googleWrites: new Counter({
+      name: 'timetable_google_writes_total',
+      help: 'Google Calendar write calls by operation',
+      labelNames: ['operation'] as const,
+      registers: [registry],
+    }),
+    googleErrors: new Counter({
+      name: 'timetable_google_errors_total',
+      help: 'Google API failures by kind',
+      labelNames: ['kind'] as const,
+      registers: [registry],
+    }),
     setQueueDepths: (read) => {
       readers.depths = read;
     },
@@ -76,7 +108,8 @@ function notModifiedRatio(registry: Registry, feedsServed: Counter<'kind' | 'sta
     registers: [registry],
     async collect() {
       const values = (await feedsServed.get()).values;
-      const count = (status: string) => values.filter((value) => String(value.labels.status) === status).reduce((sum, value) => sum + value.value, 0);
+      const count = (status: string) =>
+        values.filter((value) => String(value.labels.status) === status).reduce((sum, value) => sum + value.value, 0);
       const ok = count('200');
       const notModified = count('304');
       this.set(ok + notModified === 0 ? 0 : notModified / (ok + notModified));

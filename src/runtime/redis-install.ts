@@ -46,6 +46,7 @@ export function ensureRedisServer(logger: Logger): void {
       throw new RedisUnavailableError(`installing redis-server with apt-get failed. ${REDIS_INSTALL_HINT}`);
     }
   }
-  if (!hasRedisServer()) throw new RedisUnavailableError(`redis-server is still missing after apt-get install. ${REDIS_INSTALL_HINT}`);
+  if (!hasRedisServer())
+    throw new RedisUnavailableError(`redis-server is still missing after apt-get install. ${REDIS_INSTALL_HINT}`);
   logger.info('redis-server installed');
 }

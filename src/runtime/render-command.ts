@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { basename } from 'node:path';
-import { loadConfig, readEnvironment, type Config, type RequiredSetting } from '../config.ts';
+import { type Config, loadConfig, type RequiredSetting, readEnvironment } from '../config.ts';
 import { renderIcs } from '../feeds/render-ics.ts';
 import { createLogger } from '../logger.ts';
 import { calendarName, type TimetableSubject } from '../timetable/calendar-name.ts';
@@ -24,7 +24,9 @@ export interface RenderArgs {
 }
 
 function subjectOf(args: RenderArgs): TimetableSubject {
-  const given = [args.file, args.group, args.employee, args.me ? 'me' : undefined].filter((value) => value !== undefined);
+  const given = [args.file, args.group, args.employee, args.me ? 'me' : undefined].filter(
+    (value) => value !== undefined,
+  );
   if (given.length !== 1) throw new UsageError('give exactly one of --file, --group, --employee, --me');
   if (args.file !== undefined) return { kind: 'file', name: basename(args.file).replace(/\.json$/i, '') };
   if (args.me) return { kind: 'personal' };
@@ -62,10 +64,16 @@ async function readTimetableFile(file: string): Promise<ScheduleResult> {
 async function fetchTimetable(subject: TimetableSubject, config: Config): Promise<ScheduleResult> {
   // stdout carries the feed and stderr the skipped entries: only real trouble is logged, unless asked for more.
   const verbose = config.logLevel === 'debug' || config.logLevel === 'trace';
-  const logger = createLogger({ level: verbose ? config.logLevel : 'error', destination: process.stderr, pretty: false });
+  const logger = createLogger({
+    level: verbose ? config.logLevel : 'error',
+    destination: process.stderr,
+    pretty: false,
+  });
   const client = createUniversityClient({
-    baseUrl: config.universityApiUrl as string, logger,
-    authHeader: config.universityAuthHeader, authScheme: config.universityAuthScheme,
+    baseUrl: config.universityApiUrl as string,
+    logger,
+    authHeader: config.universityAuthHeader,
+    authScheme: config.universityAuthScheme,
     timeouts: { headersMs: config.upstreamTimeoutMs, bodyMs: config.upstreamTimeoutMs },
   });
   try {
@@ -95,14 +103,34 @@ export async function runRender(args: RenderArgs): Promise<number> {
   const from = dateOption(args.from, '--from');
   const to = dateOption(args.to, '--to');
   if (from !== undefined && to !== undefined && from > to) throw new UsageError(`--from ${from} is after --to ${to}`);
-  const required: RequiredSetting[] = subject.kind === 'file' ? [] : subject.kind === 'personal' ? ['UNIVERSITY_API_URL', 'UNIVERSITY_CREDENTIAL'] : ['UNIVERSITY_API_URL'];
+  const required: RequiredSetting[] =
+    subject.kind === 'file'
+      ? []
+      : subject.kind === 'personal'
+        ? ['UNIVERSITY_API_URL', 'UNIVERSITY_CREDENTIAL']
+        : ['UNIVERSITY_API_URL'];
   const config = loadConfig(readEnvironment(), required);
-  const timetable = subject.kind === 'file' ? await readTimetableFile(args.file as string) : await fetchTimetable(subject, config);
-  const { occurrences, problems } = expand(timetable.entries, { timezone: config.timezone, anchors: config.weekParityAnchors, holidays: config.holidays, from, to });
+  const timetable =
+    subject.kind === 'file' ? await readTimetableFile(args.file as string) : await fetchTimetable(subject, config);
+  const { occurrences, problems } = expand(timetable.entries, {
+    timezone: config.timezone,
+    anchors: config.weekParityAnchors,
+    holidays: config.holidays,
+    from,
+    to,
+  });
   for (const problem of [...timetable.problems, ...problems]) process.stderr.write(`${describeProblem(problem)}\n`);
-  const earliest = timetable.entries.reduce((min, entry) => (entry.startDate < min ? entry.startDate : min), '9999-12-31');
+  const earliest = timetable.entries.reduce(
+    (min, entry) => (entry.startDate < min ? entry.startDate : min),
+    '9999-12-31',
+  );
   const stamp = earliest === '9999-12-31' ? 0 : dayNumber(earliest) * 86_400_000;
-  const ics = renderIcs(occurrences, { name: calendarName(subject, timetable.entries), timezone: config.timezone, refreshIntervalMs: config.refreshIntervalMs, stamp });
+  const ics = renderIcs(occurrences, {
+    name: calendarName(subject, timetable.entries),
+    timezone: config.timezone,
+    refreshIntervalMs: config.refreshIntervalMs,
+    stamp,
+  });
   process.stdout.write(ics);
   return 0;
 }

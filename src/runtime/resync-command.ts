@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
-import { loadConfig, readEnvironment, type Config } from '../config.ts';
-import { requestResync, UnknownSubscriptionError, type ResyncTarget } from '../jobs/resync.ts';
+import { type Config, loadConfig, readEnvironment } from '../config.ts';
+import { type ResyncTarget, requestResync, UnknownSubscriptionError } from '../jobs/resync.ts';
 import { createLogger } from '../logger.ts';
 import { InvalidSourceError } from '../sources/source.ts';
 import { CommandError } from './command-error.ts';
@@ -26,7 +26,12 @@ export async function runResync(options: ResyncOptions): Promise<number> {
   const config = loadConfig(readEnvironment());
   const redisUrl = await findRedis(config);
   // Warnings and errors only, on stderr: stdout carries nothing but job ids, for scripts.
-  const logger = createLogger({ level: config.logLevel === 'silent' ? 'silent' : 'warn', destination: process.stderr, pretty: false, base: { role: 'resync' } });
+  const logger = createLogger({
+    level: config.logLevel === 'silent' ? 'silent' : 'warn',
+    destination: process.stderr,
+    pretty: false,
+    base: { role: 'resync' },
+  });
   await ensureReachable(redisUrl);
   const opened = openServiceContext({ config, logger, redisUrl, role: 'resync' });
   try {
@@ -35,7 +40,8 @@ export async function runResync(options: ResyncOptions): Promise<number> {
     else process.stderr.write('timetable-sync resync: no active sources, nothing queued\n');
     return 0;
   } catch (error) {
-    if (error instanceof UnknownSubscriptionError || error instanceof InvalidSourceError) throw new CommandError(error.message);
+    if (error instanceof UnknownSubscriptionError || error instanceof InvalidSourceError)
+      throw new CommandError(error.message);
     throw error;
   } finally {
     await opened.close();
@@ -62,7 +68,13 @@ async function findRedis(config: Config): Promise<string> {
  * retry for ever (right for a service, wrong for a command someone is waiting on).
  */
 async function ensureReachable(redisUrl: string): Promise<void> {
-  const probe = new Redis(redisUrl, { lazyConnect: true, connectTimeout: CONNECT_TIMEOUT_MS, retryStrategy: () => null, maxRetriesPerRequest: 0, enableOfflineQueue: false });
+  const probe = new Redis(redisUrl, {
+    lazyConnect: true,
+    connectTimeout: CONNECT_TIMEOUT_MS,
+    retryStrategy: () => null,
+    maxRetriesPerRequest: 0,
+    enableOfflineQueue: false,
+  });
   // The socket's own error (ECONNREFUSED, ...) says more than the rejection of connect() ("Connection is closed").
   let socketError: Error | undefined;
   probe.on('error', (error: Error) => (socketError ??= error));

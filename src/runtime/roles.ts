@@ -1,4 +1,4 @@
-import { loadConfig, readEnvironment, type Config } from '../config.ts';
+import { type Config, loadConfig, readEnvironment } from '../config.ts';
 import { createLogger, type Logger } from '../logger.ts';
 import { startSimulator } from '../simulator/index.ts';
 import { demoSecrets, printDemo } from './demo.ts';
@@ -8,7 +8,6 @@ import { Shutdown } from './shutdown.ts';
 
 /** The long-running roles of DESIGN.md's command line. */
 export type ServiceRole = 'start' | 'api' | 'worker';
-
 
 function rootLogger(config: Pick<Config, 'logLevel'>, role: string): Logger {
   return createLogger({ level: config.logLevel, base: { role } });
@@ -36,7 +35,9 @@ export async function runServiceRole(role: ServiceRole): Promise<number> {
     const redisUrl = await resolveRedis(config, logger, shutdown);
     const roles = { api: role !== 'worker', worker: role !== 'api' };
     const { url } = await startService({ roles, config, logger, redisUrl, shutdown });
-    process.stdout.write(`timetable-sync ${role} is running on ${url} (public URL ${config.publicUrl}); SIGTERM or Ctrl-C stops it.\n`);
+    process.stdout.write(
+      `timetable-sync ${role} is running on ${url} (public URL ${config.publicUrl}); SIGTERM or Ctrl-C stops it.\n`,
+    );
   } catch (error) {
     await shutdown.run('startup failed');
     throw error;
@@ -46,20 +47,29 @@ export async function runServiceRole(role: ServiceRole): Promise<number> {
 }
 
 /** `simulator`: the fake university API alone, until Ctrl-C. */
-export async function runSimulator(options: { port: number; seed: string | undefined; host: string | undefined }): Promise<number> {
+export async function runSimulator(options: {
+  port: number;
+  seed: string | undefined;
+  host: string | undefined;
+}): Promise<number> {
   const config = loadConfig(readEnvironment());
   const logger = rootLogger(config, 'simulator');
   const shutdown = new Shutdown(logger);
   const simulator = await startSimulator({ port: options.port, host: options.host, seed: options.seed ?? 1, logger });
   shutdown.add('simulator', simulator.close);
-  process.stdout.write(`University simulator listening on ${simulator.url}\n` +
-    `  try: curl ${simulator.url}/_sim/groups | head -c 300\n`);
+  process.stdout.write(
+    `University simulator listening on ${simulator.url}\n` + `  try: curl ${simulator.url}/_sim/groups | head -c 300\n`,
+  );
   await shutdown.run(await shutdown.untilSignal());
   return 0;
 }
 
 /** `demo`: embedded Redis, the simulator and both service roles in one process, with URLs to try. */
-export async function runDemo(options: { port: number | undefined; simulatorPort: number | undefined; seed: string | undefined }): Promise<number> {
+export async function runDemo(options: {
+  port: number | undefined;
+  simulatorPort: number | undefined;
+  seed: string | undefined;
+}): Promise<number> {
   const environment = readEnvironment();
   const base = loadConfig(environment);
   const logger = rootLogger(base, 'demo');
@@ -67,13 +77,30 @@ export async function runDemo(options: { port: number | undefined; simulatorPort
   const signal = shutdown.untilSignal();
   try {
     const redisUrl = await resolveRedis(base, logger, shutdown);
-    const simulator = await startSimulator({ port: options.simulatorPort ?? 4010, seed: options.seed ?? 1, logger: logger.child({ component: 'simulator' }) });
+    const simulator = await startSimulator({
+      port: options.simulatorPort ?? 4010,
+      seed: options.seed ?? 1,
+      logger: logger.child({ component: 'simulator' }),
+    });
     shutdown.add('simulator', simulator.close);
     const secrets = await demoSecrets(base.dataDir);
     // The port is chosen before the configuration is made, so that PUBLIC_URL (in subscription feed URLs) is right.
     const port = options.port === 0 ? await freePort() : (options.port ?? base.port);
-    const config = loadConfig({ ADMIN_TOKEN: secrets.adminToken, SECRET_KEY: secrets.secretKey, ...environment, PORT: String(port), UNIVERSITY_API_URL: simulator.url });
-    const { url } = await startService({ roles: { api: true, worker: true }, config, logger, redisUrl, shutdown, host: '127.0.0.1' });
+    const config = loadConfig({
+      ADMIN_TOKEN: secrets.adminToken,
+      SECRET_KEY: secrets.secretKey,
+      ...environment,
+      PORT: String(port),
+      UNIVERSITY_API_URL: simulator.url,
+    });
+    const { url } = await startService({
+      roles: { api: true, worker: true },
+      config,
+      logger,
+      redisUrl,
+      shutdown,
+      host: '127.0.0.1',
+    });
     await printDemo({ config, serviceUrl: url, simulatorUrl: simulator.url, redisUrl, embedded: !base.redisUrl });
   } catch (error) {
     await shutdown.run('startup failed');

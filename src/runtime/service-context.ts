@@ -57,7 +57,12 @@ export function openServiceContext(options: ContextOptions): OpenContext {
     subscriptions: new SubscriptionStore(redis, keys, config.secretKey),
     queues,
     upstream,
-    google: createGoogleServices({ config, redis, keys, ...(options.googleFactory ? { factory: options.googleFactory } : {}) }),
+    google: createGoogleServices({
+      config,
+      redis,
+      keys,
+      ...(options.googleFactory ? { factory: options.googleFactory } : {}),
+    }),
     metrics: options.metrics ?? createMetrics(),
     now: options.now ?? Date.now,
   };

@@ -1,5 +1,5 @@
 /** The service's composition root: context, workers and HTTP for the `start`, `api`, `worker` and `demo` roles. */
-import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, LogController } from 'fastify';
 import type { Config } from '../config.ts';
 import { buildApp } from '../http/app.ts';
 import { registerOperationsRoutes } from '../http/operations-routes.ts';
@@ -61,7 +61,10 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
 /** The HTTP server of a worker-only process: health, readiness and metrics. */
 async function operationsApp(context: ServiceContext, logger: Logger): Promise<FastifyInstance> {
   // Fastify's instance type is generic in the logger; ours is pino's, which the plain instance type accepts.
-  const app = Fastify({ loggerInstance: logger, logController: new LogController({ disableRequestLogging: true }) }) as unknown as FastifyInstance;
+  const app = Fastify({
+    loggerInstance: logger,
+    logController: new LogController({ disableRequestLogging: true }),
+  }) as unknown as FastifyInstance;
   await registerOperationsRoutes(app, context);
   return app;
 }

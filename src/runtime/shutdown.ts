@@ -48,7 +48,11 @@ export class Shutdown {
         // An unreachable Redis must not hang the exit: a step still running after the timeout is left behind.
         await withDeadline(step.stop(), this.stepTimeoutMs);
       } catch (error) {
-        if (error instanceof DeadlineError) this.logger.error({ step: step.name, timeoutMs: this.stepTimeoutMs }, 'shutdown step timed out; going on without it');
+        if (error instanceof DeadlineError)
+          this.logger.error(
+            { step: step.name, timeoutMs: this.stepTimeoutMs },
+            'shutdown step timed out; going on without it',
+          );
         else this.logger.error({ err: error, step: step.name }, 'shutdown step failed');
       }
     }

@@ -35,7 +35,8 @@ export class SecretBox {
 
   /** `key` is `Config.secretKey`; without one, every seal/open throws {@link SecretKeyMissingError}. */
   constructor(key: Buffer | undefined) {
-    if (key !== undefined && key.length !== KEY_BYTES) throw new RangeError(`secret key must be ${KEY_BYTES} bytes, got ${key.length}`);
+    if (key !== undefined && key.length !== KEY_BYTES)
+      throw new RangeError(`secret key must be ${KEY_BYTES} bytes, got ${key.length}`);
     // A private copy, so that a caller reusing its buffer cannot change our key.
     this.key = key === undefined ? undefined : Buffer.from(key);
   }
@@ -68,7 +69,10 @@ export class SecretBox {
     try {
       return Buffer.concat([decipher.update(parts.ciphertext), decipher.final()]).toString('utf8');
     } catch (error) {
-      throw new DecryptionError('cannot decrypt a stored secret: wrong SECRET_KEY, tampered data, or a value of another record', { cause: error });
+      throw new DecryptionError(
+        'cannot decrypt a stored secret: wrong SECRET_KEY, tampered data, or a value of another record',
+        { cause: error },
+      );
     }
   }
 
@@ -87,7 +91,8 @@ interface SealedParts {
 /** Splits `v1.<iv>.<tag>.<ciphertext>`; anything else is a {@link DecryptionError}, before any crypto runs. */
 function parseSealed(sealed: string): SealedParts {
   const parts = sealed.split('.');
-  if (parts.length !== 4 || parts[0] !== VERSION) throw new DecryptionError(`stored secret is not in the ${VERSION} format`);
+  if (parts.length !== 4 || parts[0] !== VERSION)
+    throw new DecryptionError(`stored secret is not in the ${VERSION} format`);
   const [, iv, tag, ciphertext] = parts.map(decodeCanonical);
   // Exact lengths matter: GCM would accept a shorter tag, which is easier to forge.
   if (!iv || !tag || !ciphertext || iv.length !== IV_BYTES || tag.length !== TAG_BYTES) {

@@ -23,4 +23,3 @@ export function constantTimeEqual(a: string, b: string): boolean {
   const right = createHash('sha256').update(b, 'utf8').digest();
   return timingSafeEqual(left, right);
 }
-

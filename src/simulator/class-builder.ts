@@ -1,7 +1,7 @@
-import { BUILDINGS, TIME_SLOTS, subjectId, type Kind } from './catalog.ts';
+import { BUILDINGS, type Kind, subjectId, TIME_SLOTS } from './catalog.ts';
 import type { Semester } from './dates.ts';
 import type { Employee, Entry, Group } from './model.ts';
-import { Occupancy, weekCells, type Placement, type Span, type WeekType } from './occupancy.ts';
+import { Occupancy, type Placement, type Span, type WeekType, weekCells } from './occupancy.ts';
 import type { Random } from './random.ts';
 
 /** A class to place: who attends, what, with which pool of possible teachers, on which weeks. */
@@ -88,7 +88,13 @@ export function randomRoom(random: Random, buildingId: number): string {
 }
 
 /** Appends the wire entry for a placed class (weekType may differ from the spec's for subgroup pairs). */
-export function emitEntry(ctx: BuildContext, spec: ClassSpec, placed: PlacedClass, weekType: WeekType, note: string): void {
+export function emitEntry(
+  ctx: BuildContext,
+  spec: ClassSpec,
+  placed: PlacedClass,
+  weekType: WeekType,
+  note: string,
+): void {
   const { semester } = ctx;
   const { placement, teacher } = placed;
   const slot = TIME_SLOTS[placement.slot - 1] ?? { id: placement.slot, begin: '08:30', end: '10:00' };

@@ -1,4 +1,4 @@
-import { BUILDINGS, KIND, TIME_SLOTS, subjectId } from './catalog.ts';
+import { BUILDINGS, KIND, subjectId, TIME_SLOTS } from './catalog.ts';
 import type { Semester } from './dates.ts';
 import type { Employee, EntryFields, Group } from './model.ts';
 
@@ -54,7 +54,8 @@ export function deriveFields(fields: EntryFields, given: EntryFields, lookups: E
     out.teacher_firstname = given.teacher_firstname ?? teacher.firstName;
     out.teacher_middlename = given.teacher_middlename ?? teacher.middleName;
   }
-  const slot = 'time_interval_id' in given ? TIME_SLOTS.find((s) => s.id === positiveInt(given.time_interval_id)) : undefined;
+  const slot =
+    'time_interval_id' in given ? TIME_SLOTS.find((s) => s.id === positiveInt(given.time_interval_id)) : undefined;
   if (slot) {
     out.total_time_schedule = given.total_time_schedule ?? `${slot.begin}-${slot.end}`;
     out.begin_time_schedule = given.begin_time_schedule ?? slot.begin;
@@ -70,10 +71,29 @@ export function deriveFields(fields: EntryFields, given: EntryFields, lookups: E
 
 // Wire field order of section 2.1, so added entries look like generated ones.
 const FIELD_ORDER = [
-  'id', 'semester', 'year', 'subject_name', 'subject_id', 'start_day_schedule', 'finish_day_schedule',
-  'day_week_schedule', 'type_week_schedule', 'note_schedule', 'time_interval_id', 'total_time_schedule',
-  'begin_time_schedule', 'end_time_schedule', 'teacher_id', 'teacher_lastname', 'teacher_firstname',
-  'teacher_middlename', 'num_auditorium_schedule', 'building_name', 'building_id', 'group_list', 'subject_kind_name',
+  'id',
+  'semester',
+  'year',
+  'subject_name',
+  'subject_id',
+  'start_day_schedule',
+  'finish_day_schedule',
+  'day_week_schedule',
+  'type_week_schedule',
+  'note_schedule',
+  'time_interval_id',
+  'total_time_schedule',
+  'begin_time_schedule',
+  'end_time_schedule',
+  'teacher_id',
+  'teacher_lastname',
+  'teacher_firstname',
+  'teacher_middlename',
+  'num_auditorium_schedule',
+  'building_name',
+  'building_id',
+  'group_list',
+  'subject_kind_name',
 ];
 
 /** The fields in the documented order, unknown extra fields last. */

@@ -52,7 +52,11 @@ function cohortCounts(random: Random, count: number): [Cohort, number][] {
  * Generates `count` groups named like "09-351" (institute code, last digit of the start year, number) and
  * organises them into lecture streams of 2–4 groups.
  */
-export function generateGroups(random: Random, count: number, semester: Semester): { groups: Group[]; streams: Stream[] } {
+export function generateGroups(
+  random: Random,
+  count: number,
+  semester: Semester,
+): { groups: Group[]; streams: Stream[] } {
   const groups: Group[] = [];
   const streams: Stream[] = [];
   const counters = new Map<string, number>();
@@ -70,8 +74,15 @@ export function generateGroups(random: Random, count: number, semester: Semester
         id += random.int(1, 6);
         const name = `${institute.code}-${yearStart % 10}${String(number).padStart(2, '0')}`;
         const group: Group = {
-          id, name, instituteName: institute.name, specialization, speciality: speciality.name,
-          yearStart, yearEnd: yearStart + speciality.years, course, instituteCode: institute.code,
+          id,
+          name,
+          instituteName: institute.name,
+          specialization,
+          speciality: speciality.name,
+          yearStart,
+          yearEnd: yearStart + speciality.years,
+          course,
+          instituteCode: institute.code,
         };
         stream.groups.push(group);
         groups.push(group);

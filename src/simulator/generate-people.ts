@@ -1,8 +1,8 @@
 import { STAFF_POSTS, TEACHER_POSTS } from './catalog.ts';
 import { INSTITUTES } from './institutes.ts';
 import type { Employee, Group, User } from './model.ts';
-import { randomName, translit, type PersonName } from './names.ts';
-import { seededHex, type Random } from './random.ts';
+import { type PersonName, randomName, translit } from './names.ts';
+import { type Random, seededHex } from './random.ts';
 
 const UNIVERSITY = 'Университет';
 const GENERAL_DEPARTMENT = 'Департамент общеуниверситетских дисциплин';
@@ -54,8 +54,15 @@ function workPhone(random: Random): string {
   const c = String(random.int(10, 99));
   const ext = random.int(1000, 4999);
   const formats = [
-    `+7 (843) ${a}-${b}-${c}`, `${a}-${b}-${c}`, `8 843 ${a} ${b} ${c}`, `вн. ${ext}`, `(843) ${a}${b}${c}, доб. ${ext}`,
-    `${a}-${b}-${c} (кафедра)`, `+78432${a}${b}${c}`, '', 'нет',
+    `+7 (843) ${a}-${b}-${c}`,
+    `${a}-${b}-${c}`,
+    `8 843 ${a} ${b} ${c}`,
+    `вн. ${ext}`,
+    `(843) ${a}${b}${c}, доб. ${ext}`,
+    `${a}-${b}-${c} (кафедра)`,
+    `+78432${a}${b}${c}`,
+    '',
+    'нет',
   ];
   return random.pick(formats);
 }
@@ -64,7 +71,9 @@ function email(random: Random, name: PersonName): string {
   if (random.chance(0.08)) return '';
   const last = translit(name.lastName);
   const initials = translit(name.firstName).charAt(0) + translit(name.middleName).charAt(0);
-  return random.chance(0.6) ? `${initials}${last}@univ-sim.ru` : `${last.toLowerCase()}.${initials.toLowerCase()}@univ-sim.ru`;
+  return random.chance(0.6)
+    ? `${initials}${last}@univ-sim.ru`
+    : `${last.toLowerCase()}.${initials.toLowerCase()}@univ-sim.ru`;
 }
 
 function uniqueName(random: Random, taken: Set<string>, femaleShare: number): PersonName {
@@ -92,10 +101,14 @@ export function generateEmployees(random: Random, count: number): { employees: E
     const name = uniqueName(random, taken, 0.45);
     const teacher = i < allUnits.length || random.chance(0.88);
     const employee: Employee = {
-      id, teacher, email: email(random, name), ...name,
+      id,
+      teacher,
+      email: email(random, name),
+      ...name,
       post: teacher ? weightedPost(random) : random.pick(STAFF_POSTS),
       photoPath: random.chance(0.85) ? `/portal/docs/photos/employees/${id}.jpg` : '',
-      workPhone: workPhone(random), subDivision: unit.path,
+      workPhone: workPhone(random),
+      subDivision: unit.path,
     };
     employees.push(employee);
     if (teacher) pools.set(unit.key, [...(pools.get(unit.key) ?? []), employee]);
@@ -113,12 +126,15 @@ export function generateUsers(random: Random, seed: number | string, count: numb
     id += random.int(1, 5);
     studentId += random.int(1, 40);
     const name = randomName(random, 0.5);
-    let username = `${translit(name.lastName)}.${translit(name.firstName).charAt(0)}${translit(name.middleName).charAt(0)}`
-      .toLowerCase();
+    let username =
+      `${translit(name.lastName)}.${translit(name.firstName).charAt(0)}${translit(name.middleName).charAt(0)}`.toLowerCase();
     if (usernames.has(username)) username = `${username}${id}`;
     usernames.add(username);
     users.push({
-      id, username, ...name, studentId,
+      id,
+      username,
+      ...name,
+      studentId,
       photoPath: `uploads/photos/students/${studentId}.jpg`,
       groupId: random.pick(groups).id,
       subgroup: random.chance(0.5) ? 1 : 2,

@@ -1,4 +1,4 @@
-import { COMMON_SUBJECTS, LAB_DOMAINS, SEMINAR_DOMAINS, domainSubjects, subjectId } from './catalog.ts';
+import { COMMON_SUBJECTS, domainSubjects, LAB_DOMAINS, SEMINAR_DOMAINS, subjectId } from './catalog.ts';
 import type { Domain } from './institutes.ts';
 import type { Group, PlanSubject } from './model.ts';
 import { createRandom, type Random } from './random.ts';
@@ -52,7 +52,8 @@ function planCourses(random: Random, domain: Domain, current: CurrentStudies, to
   const courses: PlanCourse[] = [];
   let carried = new Set<string>();
   for (let semester = 1; semester <= total; semester++) {
-    const names = semester === current.semester ? [...new Set(current.subjects)].filter((name) => !carried.has(name)) : [];
+    const names =
+      semester === current.semester ? [...new Set(current.subjects)].filter((name) => !carried.has(name)) : [];
     const pool = random
       .shuffle([...domainSubjects(domain), ...COMMON_SUBJECTS])
       .filter((name) => !names.includes(name) && !carried.has(name));
@@ -81,25 +82,50 @@ function courseRows(random: Random, domain: Domain, course: PlanCourse): PlanSub
   });
   const sum = (key: keyof Hours): number => parts.reduce((total, part) => total + part.hours[key], 0);
   return parts.map(({ semester, exam, gost, hours }) => ({
-    semester, type_id: course.type.id, type_name: course.type.name, gost_hours: gost,
-    laboratory_hours: hours.laboratory, total_laboratory_hours: sum('laboratory'),
-    lecture_hours: hours.lecture, total_lecture_hours: sum('lecture'),
-    practice_hours: hours.practice, total_practice_hours: sum('practice'),
-    seminar_hours: hours.seminar, total_seminar_hours: sum('seminar'),
-    independent_hours: hours.independent, total_independent_hours: sum('independent'),
-    is_exam: exam, is_quiz: !exam, full_shifr: course.shifr,
-    subject_id: subjectId(course.name), subject_name: course.name,
+    semester,
+    type_id: course.type.id,
+    type_name: course.type.name,
+    gost_hours: gost,
+    laboratory_hours: hours.laboratory,
+    total_laboratory_hours: sum('laboratory'),
+    lecture_hours: hours.lecture,
+    total_lecture_hours: sum('lecture'),
+    practice_hours: hours.practice,
+    total_practice_hours: sum('practice'),
+    seminar_hours: hours.seminar,
+    total_seminar_hours: sum('seminar'),
+    independent_hours: hours.independent,
+    total_independent_hours: sum('independent'),
+    is_exam: exam,
+    is_quiz: !exam,
+    full_shifr: course.shifr,
+    subject_id: subjectId(course.name),
+    subject_name: course.name,
   }));
 }
 
 function practiceRow(semester: number, index: number, practice: (typeof PRACTICES)[number]): PlanSubject {
   const gost = 108;
   return {
-    semester, type_id: 4, type_name: 'Практика', gost_hours: gost,
-    laboratory_hours: 0, total_laboratory_hours: 0, lecture_hours: 0, total_lecture_hours: 0,
-    practice_hours: 0, total_practice_hours: 0, seminar_hours: 0, total_seminar_hours: 0,
-    independent_hours: gost, total_independent_hours: gost, is_exam: false, is_quiz: true,
-    full_shifr: `Б2.О.${String(index).padStart(2, '0')}(П)`, subject_id: practice.id, subject_name: practice.name,
+    semester,
+    type_id: 4,
+    type_name: 'Практика',
+    gost_hours: gost,
+    laboratory_hours: 0,
+    total_laboratory_hours: 0,
+    lecture_hours: 0,
+    total_lecture_hours: 0,
+    practice_hours: 0,
+    total_practice_hours: 0,
+    seminar_hours: 0,
+    total_seminar_hours: 0,
+    independent_hours: gost,
+    total_independent_hours: gost,
+    is_exam: false,
+    is_quiz: true,
+    full_shifr: `Б2.О.${String(index).padStart(2, '0')}(П)`,
+    subject_id: practice.id,
+    subject_name: practice.name,
   };
 }
 
@@ -108,7 +134,12 @@ function practiceRow(semester: number, index: number, practice: (typeof PRACTICE
  * seed and the group id only, so it is generated on first request. The subjects of the group's timetable
  * (`current`) appear in the current semester.
  */
-export function generatePlan(seed: number | string, group: Group, domain: Domain, current: CurrentStudies): PlanSubject[] {
+export function generatePlan(
+  seed: number | string,
+  group: Group,
+  domain: Domain,
+  current: CurrentStudies,
+): PlanSubject[] {
   const random = createRandom(seed, 'plan', group.id);
   const total = (group.yearEnd - group.yearStart) * 2;
   const rows = planCourses(random, domain, current, total).flatMap((course) => courseRows(random, domain, course));

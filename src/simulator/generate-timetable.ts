@@ -1,7 +1,13 @@
 import {
-  COMMON_SUBJECTS, KIND, LAB_DOMAINS, SEMINAR_DOMAINS, SPORTS_BUILDING_ID, domainSubjects, type Kind,
+  COMMON_SUBJECTS,
+  domainSubjects,
+  KIND,
+  type Kind,
+  LAB_DOMAINS,
+  SEMINAR_DOMAINS,
+  SPORTS_BUILDING_ID,
 } from './catalog.ts';
-import { addClass, emitEntry, occupy, place, type BuildContext, type ClassSpec } from './class-builder.ts';
+import { addClass, type BuildContext, type ClassSpec, emitEntry, occupy, place } from './class-builder.ts';
 import type { Stream } from './generate-groups.ts';
 import type { TeacherPools } from './generate-people.ts';
 import type { Employee, Group } from './model.ts';
@@ -53,17 +59,30 @@ function addSubgroupPair(ctx: BuildContext, spec: ClassSpec, alternate: boolean)
 }
 
 /** One subject of a stream: a shared lecture plus each group's own practice, seminar or lab. */
-function planSubject(ctx: BuildContext, stream: Stream, subject: string, teachers: readonly Employee[], general: boolean): void {
+function planSubject(
+  ctx: BuildContext,
+  stream: Stream,
+  subject: string,
+  teachers: readonly Employee[],
+  general: boolean,
+): void {
   const { random } = ctx;
   const buildingId = stream.institute.buildingId;
   const base = { subject, teachers, buildingId };
-  addClass(ctx, { ...base, groups: stream.groups, kind: KIND.lecture, weekType: weekType(random, 0.7), span: span(random) });
+  addClass(ctx, {
+    ...base,
+    groups: stream.groups,
+    kind: KIND.lecture,
+    weekType: weekType(random, 0.7),
+    span: span(random),
+  });
   for (const group of stream.groups) {
     const kind = classKind(random, stream, general);
     const spec: ClassSpec = { ...base, groups: [group], kind, weekType: weekType(random, 0.55), span: span(random) };
     if (kind === KIND.lab && random.chance(0.6)) addSubgroupPair(ctx, { ...spec, weekType: 0 }, random.chance(0.6));
     else addClass(ctx, spec);
-    if (random.chance(0.25)) addClass(ctx, { ...spec, kind: classKind(random, stream, general), weekType: weekType(random, 0.3) });
+    if (random.chance(0.25))
+      addClass(ctx, { ...spec, kind: classKind(random, stream, general), weekType: weekType(random, 0.3) });
   }
 }
 
@@ -72,18 +91,34 @@ function planGeneralClasses(ctx: BuildContext, stream: Stream, group: Group, sta
   if (stream.course > 3) return;
   const { random } = ctx;
   const language: ClassSpec = {
-    groups: [group], subject: 'Иностранный язык', kind: KIND.practice, teachers: pool(staff, 'languages'),
-    weekType: 0, span: 'full', buildingId: stream.institute.buildingId,
+    groups: [group],
+    subject: 'Иностранный язык',
+    kind: KIND.practice,
+    teachers: pool(staff, 'languages'),
+    weekType: 0,
+    span: 'full',
+    buildingId: stream.institute.buildingId,
   };
   addSubgroupPair(ctx, language, random.chance(0.3));
   addClass(ctx, {
-    groups: [group], subject: 'Физическая культура и спорт', kind: KIND.practice, teachers: pool(staff, 'sport'),
-    weekType: 0, span: 'full', buildingId: SPORTS_BUILDING_ID, room: `Зал ${random.int(1, 4)}`,
+    groups: [group],
+    subject: 'Физическая культура и спорт',
+    kind: KIND.practice,
+    teachers: pool(staff, 'sport'),
+    weekType: 0,
+    span: 'full',
+    buildingId: SPORTS_BUILDING_ID,
+    room: `Зал ${random.int(1, 4)}`,
   });
 }
 
 /** Generates every stream's timetable into `ctx.entries`. */
-export function generateTimetable(ctx: BuildContext, streams: readonly Stream[], pools: TeacherPools, all: readonly Employee[]): void {
+export function generateTimetable(
+  ctx: BuildContext,
+  streams: readonly Stream[],
+  pools: TeacherPools,
+  all: readonly Employee[],
+): void {
   const staff: Staff = { pools, all };
   const { random } = ctx;
   for (const stream of streams) {

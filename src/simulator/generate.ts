@@ -32,7 +32,12 @@ export function generateDataset(options: GenerateOptions): Dataset {
     entries: [],
     nextId: 180_000,
   };
-  generateTimetable(ctx, streams, pools, employees.filter((employee) => employee.teacher));
+  generateTimetable(
+    ctx,
+    streams,
+    pools,
+    employees.filter((employee) => employee.teacher),
+  );
   const users = generateUsers(createRandom(seed, 'users'), seed, options.users, groups);
   return { semester, groups, employees, entries: ctx.entries, users };
 }

@@ -3,9 +3,9 @@
  * endpoints under `/_sim` to change the timetable and inject faults. Used by the demo, by the client's tests and
  * by benchmarks.
  */
-import { silentLogger, type Logger } from '../logger.ts';
+import { type Logger, silentLogger } from '../logger.ts';
 import { serve } from './server.ts';
-import { SimulatorState, type ResolvedOptions } from './state.ts';
+import { type ResolvedOptions, SimulatorState } from './state.ts';
 
 export type { EndpointName, FaultSpec } from './faults.ts';
 export { ENDPOINTS } from './faults.ts';
@@ -47,7 +47,8 @@ export interface RunningSimulator {
 
 function count(name: string, value: number | undefined, fallback: number, min: number): number {
   const result = value ?? fallback;
-  if (!Number.isSafeInteger(result) || result < min) throw new RangeError(`simulator option ${name} must be an integer ≥ ${min}`);
+  if (!Number.isSafeInteger(result) || result < min)
+    throw new RangeError(`simulator option ${name} must be an integer ≥ ${min}`);
   return result;
 }
 
@@ -75,6 +76,9 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
   const state = new SimulatorState(resolved);
   const server = await serve(state);
   const { groups, employees, users } = resolved;
-  resolved.logger.info({ url: server.url, seed: resolved.seed, groups, employees, users }, 'university simulator listening');
+  resolved.logger.info(
+    { url: server.url, seed: resolved.seed, groups, employees, users },
+    'university simulator listening',
+  );
   return server;
 }

@@ -4,13 +4,26 @@ import type { Group, User } from './model.ts';
 const flag = z.boolean().optional();
 
 const groupSelectSchema = z.strictObject({
-  id: flag, name: flag, instituteName: flag, specialization: flag, speciality: flag, yearStart: flag, yearEnd: flag,
+  id: flag,
+  name: flag,
+  instituteName: flag,
+  specialization: flag,
+  speciality: flag,
+  yearStart: flag,
+  yearEnd: flag,
 });
 
 const selectSchema = z.strictObject({
-  id: flag, username: flag, firstName: flag, lastName: flag, middleName: flag, gender: flag, photoPath: flag,
+  id: flag,
+  username: flag,
+  firstName: flag,
+  lastName: flag,
+  middleName: flag,
+  gender: flag,
+  photoPath: flag,
   // university-api.md §4.4: `group` takes a nested object of the same form (not a bare `true`).
-  studentId: flag, group: groupSelectSchema.optional(),
+  studentId: flag,
+  group: groupSelectSchema.optional(),
 });
 
 // Other top-level keys are ignored, as an unknown option usually is; `select` itself is checked strictly.
@@ -21,7 +34,16 @@ export type UserSelect = z.infer<typeof selectSchema>;
 
 const DEFAULT_SELECT: UserSelect = { id: true, username: true, firstName: true, lastName: true };
 
-const USER_FIELDS = ['id', 'username', 'firstName', 'lastName', 'middleName', 'gender', 'photoPath', 'studentId'] as const;
+const USER_FIELDS = [
+  'id',
+  'username',
+  'firstName',
+  'lastName',
+  'middleName',
+  'gender',
+  'photoPath',
+  'studentId',
+] as const;
 const GROUP_FIELDS = ['id', 'name', 'instituteName', 'specialization', 'speciality', 'yearStart', 'yearEnd'] as const;
 
 /** Validates the body of `POST /users/@me`; absent body or `select` means the default fields. */
@@ -30,7 +52,9 @@ export function parseSelect(body: unknown): { select: UserSelect } | { error: st
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const keys = issue && 'keys' in issue && Array.isArray(issue.keys) ? ` (${issue.keys.join(', ')})` : '';
-    return { error: `Некорректный параметр select: ${issue?.path.join('.') || 'тело запроса'}${keys}: ${issue?.message ?? ''}` };
+    return {
+      error: `Некорректный параметр select: ${issue?.path.join('.') || 'тело запроса'}${keys}: ${issue?.message ?? ''}`,
+    };
   }
   return { select: parsed.data?.select ?? DEFAULT_SELECT };
 }

@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { EndpointName } from './faults.ts';
 import { parseSelect, selectUser } from './me.ts';
 import type { User } from './model.ts';
-import { errorReply, failureReply, json, readJson, type Reply } from './reply.ts';
+import { errorReply, failureReply, json, type Reply, readJson } from './reply.ts';
 import type { SimulatorState } from './state.ts';
 
 /** A matched API request: which endpoint, and the raw path parameter if it has one. */
@@ -68,7 +68,8 @@ function authorize(state: SimulatorState, req: IncomingMessage): User | Reply {
   let token = value;
   if (authScheme !== '') {
     const prefix = `${authScheme} `;
-    if (value.slice(0, prefix.length).toLowerCase() !== prefix.toLowerCase()) return errorReply(401, 'Требуется авторизация');
+    if (value.slice(0, prefix.length).toLowerCase() !== prefix.toLowerCase())
+      return errorReply(401, 'Требуется авторизация');
     token = value.slice(prefix.length).trim();
   }
   return state.store.userByToken(token) ?? errorReply(401, 'Недействительный токен');
@@ -85,7 +86,12 @@ async function me(state: SimulatorState, req: IncomingMessage, user: User): Prom
 }
 
 /** Answers one API request (faults already applied by the server). */
-export async function handleApi(state: SimulatorState, route: ApiRoute, req: IncomingMessage, url: URL): Promise<Reply> {
+export async function handleApi(
+  state: SimulatorState,
+  route: ApiRoute,
+  req: IncomingMessage,
+  url: URL,
+): Promise<Reply> {
   switch (route.endpoint) {
     case 'groupSchedule':
       return groupSchedule(state, route.param);

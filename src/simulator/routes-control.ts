@@ -11,7 +11,7 @@
 import type { IncomingMessage } from 'node:http';
 import { z } from 'zod';
 import { parseFault } from './faults.ts';
-import { errorReply, json, noContent, readJson, type Reply } from './reply.ts';
+import { errorReply, json, noContent, type Reply, readJson } from './reply.ts';
 import type { SimulatorState } from './state.ts';
 
 const groupIdsSchema = z.array(z.number().int().positive()).min(1);
@@ -88,18 +88,37 @@ async function addFault(state: SimulatorState, req: IncomingMessage): Promise<Re
 function listings(state: SimulatorState, path: string): Reply | undefined {
   const { store } = state;
   if (path === '/_sim/groups') {
-    return json(200, { groups: [...store.groups.values()].map(({ id, name }) => ({ id, name, entryCount: store.entryCount(id) })) });
+    return json(200, {
+      groups: [...store.groups.values()].map(({ id, name }) => ({ id, name, entryCount: store.entryCount(id) })),
+    });
   }
   if (path === '/_sim/employees') {
-    const employees = [...store.employees.values()].map(({ id, lastName, firstName, middleName }) => ({ id, lastName, firstName, middleName }));
+    const employees = [...store.employees.values()].map(({ id, lastName, firstName, middleName }) => ({
+      id,
+      lastName,
+      firstName,
+      middleName,
+    }));
     return json(200, { employees });
   }
   if (path === '/_sim/users') {
-    return json(200, { users: store.users.map(({ id, username, token, groupId, subgroup }) => ({ id, username, token, groupId, subgroup })) });
+    return json(200, {
+      users: store.users.map(({ id, username, token, groupId, subgroup }) => ({
+        id,
+        username,
+        token,
+        groupId,
+        subgroup,
+      })),
+    });
   }
   if (path === '/_sim/stats') return json(200, state.stats.snapshot());
   if (path === '/_sim/faults') {
-    return json(200, { faults: state.faults.list().map((rule) => ({ ...rule, remaining: rule.times === undefined ? null : rule.remaining })) });
+    return json(200, {
+      faults: state.faults
+        .list()
+        .map((rule) => ({ ...rule, remaining: rule.times === undefined ? null : rule.remaining })),
+    });
   }
   return undefined;
 }

@@ -14,8 +14,13 @@ export class EmployeeSearch {
   constructor(employees: readonly Employee[]) {
     const collator = new Intl.Collator('ru');
     this.index = [...employees]
-      .sort((a, b) => collator.compare(a.lastName, b.lastName) || collator.compare(a.firstName, b.firstName)
-        || collator.compare(a.middleName, b.middleName) || a.id - b.id)
+      .sort(
+        (a, b) =>
+          collator.compare(a.lastName, b.lastName) ||
+          collator.compare(a.firstName, b.firstName) ||
+          collator.compare(a.middleName, b.middleName) ||
+          a.id - b.id,
+      )
       .map((employee) => ({ employee, text: fullName(employee).toLocaleLowerCase('ru') }));
   }
 

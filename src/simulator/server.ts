@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { listenClosable } from '../runtime/closable-server.ts';
 import type { EndpointName, FaultRule } from './faults.ts';
 import { BodyTooLargeError, errorReply, failureReply, json, type Reply } from './reply.ts';
-import { handleApi, matchApi, type ApiRoute } from './routes-api.ts';
+import { type ApiRoute, handleApi, matchApi } from './routes-api.ts';
 import { handleControl } from './routes-control.ts';
 import type { SimulatorState } from './state.ts';
 
@@ -47,7 +47,10 @@ function write(res: ServerResponse, reply: Reply): void {
 /** Writes the headers and about half of the body, then drops the connection. */
 function writeTruncated(res: ServerResponse, reply: Reply): void {
   const body = reply.body ?? Buffer.from('{}');
-  res.writeHead(reply.status, { 'content-type': 'application/json; charset=utf-8', 'content-length': String(body.length) });
+  res.writeHead(reply.status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': String(body.length),
+  });
   res.write(body.subarray(0, Math.floor(body.length / 2)), () => res.socket?.destroy());
 }
 
@@ -76,7 +79,13 @@ interface Served {
   closing: AbortSignal;
 }
 
-async function serveApi(ctx: Served, req: IncomingMessage, res: ServerResponse, route: ApiRoute, url: URL): Promise<string> {
+async function serveApi(
+  ctx: Served,
+  req: IncomingMessage,
+  res: ServerResponse,
+  route: ApiRoute,
+  url: URL,
+): Promise<string> {
   const { state } = ctx;
   state.stats.count(route.endpoint);
   const { delayMs, failure } = state.faults.decide(route.endpoint);

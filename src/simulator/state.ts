@@ -44,7 +44,14 @@ export class SimulatorState {
 function buildStore(options: ResolvedOptions): SimulatorStore {
   const { seed, referenceDate, groups, employees, users } = options;
   const started = performance.now();
-  const store = new SimulatorStore(generateDataset({ seed, referenceDate, groups, employees, users }), seed, options.format);
-  options.logger.debug({ ms: Math.round(performance.now() - started), groups, employees, users }, 'simulator data generated');
+  const store = new SimulatorStore(
+    generateDataset({ seed, referenceDate, groups, employees, users }),
+    seed,
+    options.format,
+  );
+  options.logger.debug(
+    { ms: Math.round(performance.now() - started), groups, employees, users },
+    'simulator data generated',
+  );
   return store;
 }

@@ -16,7 +16,10 @@ export class RequestStats {
 
   /** `{ requests: { total, byEndpoint } }`, every endpoint listed. */
   snapshot(): { requests: { total: number; byEndpoint: Record<EndpointName, number> } } {
-    const byEndpoint = Object.fromEntries(ENDPOINTS.map((name) => [name, this.counts.get(name) ?? 0])) as Record<EndpointName, number>;
+    const byEndpoint = Object.fromEntries(ENDPOINTS.map((name) => [name, this.counts.get(name) ?? 0])) as Record<
+      EndpointName,
+      number
+    >;
     const total = ENDPOINTS.reduce((sum, name) => sum + byEndpoint[name], 0);
     return { requests: { total, byEndpoint } };
   }

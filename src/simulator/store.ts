@@ -1,10 +1,10 @@
 import type { Semester } from './dates.ts';
-import { defaultFields, deriveFields, ordered, positiveInt, type EntryLookups } from './entry-input.ts';
+import { defaultFields, deriveFields, type EntryLookups, ordered, positiveInt } from './entry-input.ts';
 import { generatePlan } from './generate-plan.ts';
 import { INSTITUTES } from './institutes.ts';
 import type { Dataset, Employee, Entry, Group, User } from './model.ts';
 import { EmployeeSearch } from './search.ts';
-import { canonicalFields, wireEntry, wireValue, type WireFormat } from './wire.ts';
+import { canonicalFields, type WireFormat, wireEntry, wireValue } from './wire.ts';
 
 const SUBGROUP_NOTE = /(\d+)\s*подгрупп/;
 
@@ -14,9 +14,11 @@ function sortKey(value: unknown): number {
 }
 
 function compareEntries(a: Entry, b: Entry): number {
-  return sortKey(a.fields.day_week_schedule) - sortKey(b.fields.day_week_schedule)
-    || sortKey(a.fields.time_interval_id) - sortKey(b.fields.time_interval_id)
-    || a.id - b.id;
+  return (
+    sortKey(a.fields.day_week_schedule) - sortKey(b.fields.day_week_schedule) ||
+    sortKey(a.fields.time_interval_id) - sortKey(b.fields.time_interval_id) ||
+    a.id - b.id
+  );
 }
 
 function addTo(index: Map<number, Set<number>>, key: number | undefined, id: number): void {
@@ -120,7 +122,10 @@ export class SimulatorStore {
       if (!group) return this.json({ success: true, subjects: [] });
       const domain = INSTITUTES.find((institute) => institute.code === group.instituteCode)?.domain ?? 'math';
       const semester = this.semester.season === 'autumn' ? group.course * 2 - 1 : group.course * 2;
-      const subjects = generatePlan(this.seed, group, domain, { semester, subjects: this.initialSubjects.get(group.id) ?? [] });
+      const subjects = generatePlan(this.seed, group, domain, {
+        semester,
+        subjects: this.initialSubjects.get(group.id) ?? [],
+      });
       return this.json({ success: true, subjects: wireValue(subjects, this.format) });
     });
   }

@@ -1,4 +1,4 @@
-import { formatDate, parseWireDate, type DateFormat } from './dates.ts';
+import { type DateFormat, formatDate, parseWireDate } from './dates.ts';
 import type { EntryFields } from './model.ts';
 
 /** How this simulated deployment spells values on the wire. */

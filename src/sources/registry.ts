@@ -54,7 +54,18 @@ if status == 'ok' or status == 'pending' or status == 'awaiting-confirmation' th
 redis.call('SADD', KEYS[2], ARGV[2])
 return redis.call('HGET', KEYS[1], 'staleSince')`;
 
-const NUMBER_FIELDS = ['activeSince', 'lastRequested', 'lastAttempt', 'lastSuccess', 'lastChange', 'lastErrorAt', 'staleSince', 'occurrences', 'problems', 'pendingSince'] as const;
+const NUMBER_FIELDS = [
+  'activeSince',
+  'lastRequested',
+  'lastAttempt',
+  'lastSuccess',
+  'lastChange',
+  'lastErrorAt',
+  'staleSince',
+  'occurrences',
+  'problems',
+  'pendingSince',
+] as const;
 
 /** The source registry: one HASH per source plus the active and known indexes. */
 export class SourceRegistry {
@@ -83,7 +94,11 @@ export class SourceRegistry {
 
   /** Records that a feed of an active source was requested (callers throttle this). */
   async touch(source: SourceKey, now: number): Promise<void> {
-    await this.redis.multi().zadd(this.keys.activeSources, 'XX', 'GT', now, source).hset(this.keys.source(source), 'lastRequested', String(now)).exec();
+    await this.redis
+      .multi()
+      .zadd(this.keys.activeSources, 'XX', 'GT', now, source)
+      .hset(this.keys.source(source), 'lastRequested', String(now))
+      .exec();
   }
 
   /** Stops refreshing a source; its data is kept and served until it is removed. */
@@ -129,10 +144,15 @@ export class SourceRegistry {
 
   /** A page of the known sources, in order of first activation, with the total count. */
   async page(offset: number, limit: number): Promise<{ total: number; sources: SourceState[] }> {
-    const [total, keys] = await Promise.all([this.redis.zcard(this.keys.knownSources), this.redis.zrange(this.keys.knownSources, String(offset), String(offset + limit - 1))]);
+    const [total, keys] = await Promise.all([
+      this.redis.zcard(this.keys.knownSources),
+      this.redis.zrange(this.keys.knownSources, String(offset), String(offset + limit - 1)),
+    ]);
     const pipeline = this.redis.pipeline();
     for (const source of keys) pipeline.hgetall(this.keys.source(source));
-    const rows = ((await pipeline.exec()) ?? []).map(([, fields], index) => toState(keys[index] as SourceKey, (fields ?? {}) as Record<string, string>));
+    const rows = ((await pipeline.exec()) ?? []).map(([, fields], index) =>
+      toState(keys[index] as SourceKey, (fields ?? {}) as Record<string, string>),
+    );
     return { total, sources: rows };
   }
 
@@ -142,30 +162,82 @@ export class SourceRegistry {
   }
 
   /** A fetch succeeded: failures, staleness and any pending confirmation are cleared. */
-  async recordSuccess(source: SourceKey, now: number, counts: { occurrences: number; problems: number; changed: boolean }): Promise<void> {
+  async recordSuccess(
+    source: SourceKey,
+    now: number,
+    counts: { occurrences: number; problems: number; changed: boolean },
+  ): Promise<void> {
     const key = this.keys.source(source);
-    const fields = ['status', 'ok', 'lastAttempt', String(now), 'lastSuccess', String(now), 'consecutiveFailures', '0', 'occurrences', String(counts.occurrences), 'problems', String(counts.problems)];
+    const fields = [
+      'status',
+      'ok',
+      'lastAttempt',
+      String(now),
+      'lastSuccess',
+      String(now),
+      'consecutiveFailures',
+      '0',
+      'occurrences',
+      String(counts.occurrences),
+      'problems',
+      String(counts.problems),
+    ];
     if (counts.changed) fields.push('lastChange', String(now));
-    await this.redis.multi().hset(key, ...fields).hdel(key, 'lastError', 'lastErrorKind', 'lastErrorAt', 'staleSince', 'pendingHash', 'pendingSince').srem(this.keys.staleSources, source).exec();
+    await this.redis
+      .multi()
+      .hset(key, ...fields)
+      .hdel(key, 'lastError', 'lastErrorKind', 'lastErrorAt', 'staleSince', 'pendingHash', 'pendingSince')
+      .srem(this.keys.staleSources, source)
+      .exec();
   }
 
   /** A fetch failed; the snapshot and feed are left alone. */
   async recordFailure(source: SourceKey, failure: FailureRecord): Promise<void> {
     const key = this.keys.source(source);
-    const fields = ['lastAttempt', String(failure.now), 'lastError', failure.message, 'lastErrorKind', failure.kind, 'lastErrorAt', String(failure.now)];
+    const fields = [
+      'lastAttempt',
+      String(failure.now),
+      'lastError',
+      failure.message,
+      'lastErrorKind',
+      failure.kind,
+      'lastErrorAt',
+      String(failure.now),
+    ];
     if (failure.status) fields.push('status', failure.status);
-    await this.redis.multi().hset(key, ...fields).hincrby(key, 'consecutiveFailures', 1).exec();
+    await this.redis
+      .multi()
+      .hset(key, ...fields)
+      .hincrby(key, 'consecutiveFailures', 1)
+      .exec();
   }
 
   /** The feed now says it is stale; `since` is kept from the first failure until the next success. Returns `since`. */
   async markStale(source: SourceKey, since: number): Promise<number> {
-    const kept = await this.redis.eval(MARK_STALE_SCRIPT, 2, this.keys.source(source), this.keys.staleSources, String(since), source);
+    const kept = await this.redis.eval(
+      MARK_STALE_SCRIPT,
+      2,
+      this.keys.source(source),
+      this.keys.staleSources,
+      String(since),
+      source,
+    );
     return kept === null ? since : Number(kept);
   }
 
   /** A mass deletion is held back until a re-fetch returns the same timetable. */
   async setPending(source: SourceKey, hash: string, now: number): Promise<void> {
-    await this.redis.hset(this.keys.source(source), 'status', 'awaiting-confirmation', 'pendingHash', hash, 'pendingSince', String(now), 'lastAttempt', String(now));
+    await this.redis.hset(
+      this.keys.source(source),
+      'status',
+      'awaiting-confirmation',
+      'pendingHash',
+      hash,
+      'pendingSince',
+      String(now),
+      'lastAttempt',
+      String(now),
+    );
   }
 
   /** Forgets a source entirely (a deleted subscription, or a source the upstream never knew). */
@@ -175,7 +247,13 @@ export class SourceRegistry {
       .zrem(this.keys.activeSources, source)
       .zrem(this.keys.knownSources, source)
       .srem(this.keys.staleSources, source)
-      .del(this.keys.source(source), this.keys.snapshot(source), this.keys.published(source), this.keys.feed(source), this.keys.changes(source))
+      .del(
+        this.keys.source(source),
+        this.keys.snapshot(source),
+        this.keys.published(source),
+        this.keys.feed(source),
+        this.keys.changes(source),
+      )
       .exec();
   }
 }

@@ -31,7 +31,9 @@ export function parseSource(text: unknown): SourceRef {
   const kind = text.slice(0, separator);
   const id = text.slice(separator + 1);
   if (separator < 0 || (kind !== 'group' && kind !== 'employee' && kind !== 'personal')) {
-    throw new InvalidSourceError(`"${clip(text)}" is not a source: use group:<id>, employee:<id> or personal:<subscription id>`);
+    throw new InvalidSourceError(
+      `"${clip(text)}" is not a source: use group:<id>, employee:<id> or personal:<subscription id>`,
+    );
   }
   const pattern = kind === 'personal' ? SUBSCRIPTION_ID : UPSTREAM_ID;
   if (!pattern.test(id) || (kind !== 'personal' && !Number.isSafeInteger(Number(id)))) {

@@ -112,7 +112,12 @@ export class SubscriptionStore {
     const sealed = this.box.seal(input.credential, credentialContext(id));
     await this.redis
       .multi()
-      .hset(this.keys.subscription(id), { ...toFields(subscription), credential: sealed, credentialVersion: '1', tokenHash })
+      .hset(this.keys.subscription(id), {
+        ...toFields(subscription),
+        credential: sealed,
+        credentialVersion: '1',
+        tokenHash,
+      })
       .set(this.keys.subscriptionToken(tokenHash), id)
       .exec();
     return { subscription, token };
@@ -168,7 +173,11 @@ export class SubscriptionStore {
   /** Stores a new (already verified) credential under a new version and makes the subscription active again. No-op if deleted. */
   async replaceCredential(id: string, credential: string, now: number): Promise<void> {
     const sealed = this.box.seal(credential, credentialContext(id));
-    await this.update(id, { credential: sealed, status: 'active', updatedAt: String(now) }, { bumpVersion: true, remove: ['statusReason'] });
+    await this.update(
+      id,
+      { credential: sealed, status: 'active', updatedAt: String(now) },
+      { bumpVersion: true, remove: ['statusReason'] },
+    );
   }
 
   /** Removes the subscription and its token index. True if it existed. (The caller removes the source.) */
@@ -185,7 +194,13 @@ export class SubscriptionStore {
   private async update(id: string, set: Record<string, string>, options: UpdateOptions): Promise<boolean> {
     if (!SUBSCRIPTION_ID.test(id)) return false;
     const remove = options.remove ?? [];
-    const args = [options.ifVersion ?? '', options.bumpVersion ? '1' : '0', String(remove.length), ...remove, ...Object.entries(set).flat()];
+    const args = [
+      options.ifVersion ?? '',
+      options.bumpVersion ? '1' : '0',
+      String(remove.length),
+      ...remove,
+      ...Object.entries(set).flat(),
+    ];
     return (await this.redis.eval(UPDATE_IF_CURRENT, 1, this.keys.subscription(id), ...args)) === 1;
   }
 }

@@ -2,7 +2,11 @@ import { teacherName } from './event-text.ts';
 import type { TimetableEntry } from './types.ts';
 
 /** Which timetable a feed shows. */
-export type TimetableSubject = { kind: 'group'; id: number } | { kind: 'employee'; id: number } | { kind: 'personal' } | { kind: 'file'; name: string };
+export type TimetableSubject =
+  | { kind: 'group'; id: number }
+  | { kind: 'employee'; id: number }
+  | { kind: 'personal' }
+  | { kind: 'file'; name: string };
 
 /**
  * The calendar's display name (X-WR-CALNAME), derived from the data: a group's timetable names the group in

@@ -36,16 +36,18 @@ export function applyTitleTemplate(template: string, entry: TimetableEntry): str
     groups: entry.groups.join(', '),
     note: entry.note,
   };
-  return template
-    // Own keys only: a plain-object lookup would fill "{constructor}" or "{toString}" (subscriber input)
-    // with the text of an Object.prototype function.
-    .replace(/\{(\w+)\}/g, (whole, name: string) => (Object.hasOwn(values, name) ? (values[name] as string) : whole))
-    .replace(/\(\s*\)|\[\s*\]/g, '')
-    .replace(/\s{2,}/g, ' ')
-    // A separator left dangling by an empty placeholder, at either end: "{kind}: {subject}" without a kind.
-    .replace(/\s*[-–,:]\s*$/, '')
-    .replace(/^\s*[-–,:]\s*/, '')
-    .trim();
+  return (
+    template
+      // Own keys only: a plain-object lookup would fill "{constructor}" or "{toString}" (subscriber input)
+      // with the text of an Object.prototype function.
+      .replace(/\{(\w+)\}/g, (whole, name: string) => (Object.hasOwn(values, name) ? (values[name] as string) : whole))
+      .replace(/\(\s*\)|\[\s*\]/g, '')
+      .replace(/\s{2,}/g, ' ')
+      // A separator left dangling by an empty placeholder, at either end: "{kind}: {subject}" without a kind.
+      .replace(/\s*[-–,:]\s*$/, '')
+      .replace(/^\s*[-–,:]\s*/, '')
+      .trim()
+  );
 }
 
 /** SUMMARY, LOCATION, DESCRIPTION and CATEGORIES of an entry. */

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import { dayNumber, isoDate, nextWeekday, type DayNumber } from './dates.ts';
-import { entryText, keepsEntry, type EntryText } from './event-text.ts';
-import { weekParity, type WeekParity } from './parity.ts';
-import type { EntryProblem, Expansion, ExpandOptions, Occurrence, TimetableEntry } from './types.ts';
+import { type DayNumber, dayNumber, isoDate, nextWeekday } from './dates.ts';
+import { type EntryText, entryText, keepsEntry } from './event-text.ts';
+import { type WeekParity, weekParity } from './parity.ts';
+import type { EntryProblem, ExpandOptions, Expansion, Occurrence, TimetableEntry } from './types.ts';
 import { ZonedTimes } from './zoned-time.ts';
 
 /** The UID of an upstream entry's occurrence on a date: the same across refreshes, restarts and machines. */
@@ -16,7 +16,15 @@ export function occurrenceUid(entryId: number, date: string): string {
  * without them a kind changed only in case (template "{subject}") or a new TIMEZONE kept the old SEQUENCE.
  */
 function contentKey(entry: TimetableEntry, text: EntryText, timezone: string): string {
-  return JSON.stringify([text.summary, text.location, text.description, text.categories, entry.beginTime, entry.endTime, timezone]);
+  return JSON.stringify([
+    text.summary,
+    text.location,
+    text.description,
+    text.categories,
+    entry.beginTime,
+    entry.endTime,
+    timezone,
+  ]);
 }
 
 /** The dates part of an entry, which decides where it occurs (not what a calendar shows). */
@@ -52,10 +60,17 @@ export function occurrenceDates(
  * options give the same result. Entries repeated under one id are used once; occurrences of different
  * entries with identical content on the same date collapse into the one with the lowest entry id.
  */
-export function expand(entries: readonly TimetableEntry[], options: ExpandOptions, zonedTimes = ZonedTimes.shared(options.timezone)): Expansion {
+export function expand(
+  entries: readonly TimetableEntry[],
+  options: ExpandOptions,
+  zonedTimes = ZonedTimes.shared(options.timezone),
+): Expansion {
   const parity = weekParity(options.anchors ?? []);
   const holidays = new Set(options.holidays ?? []);
-  const window = { from: options.from === undefined ? undefined : dayNumber(options.from), to: options.to === undefined ? undefined : dayNumber(options.to) };
+  const window = {
+    from: options.from === undefined ? undefined : dayNumber(options.from),
+    to: options.to === undefined ? undefined : dayNumber(options.to),
+  };
   const occurrences: Occurrence[] = [];
   // Dates already taken by each content digest: identical classes of different entries collapse.
   const datesByContent = new Map<string, Set<string>>();
@@ -70,7 +85,13 @@ export function expand(entries: readonly TimetableEntry[], options: ExpandOption
     const seen = keyById.get(entry.id);
     if (seen !== undefined) {
       // One id, two rows: identical rows are one class; different ones cannot both keep the id's UIDs.
-      if (seen !== key) problems.push({ entryId: entry.id, index: -1, field: 'id', reason: `id ${entry.id} appears again with different content; only its first row is used` });
+      if (seen !== key)
+        problems.push({
+          entryId: entry.id,
+          index: -1,
+          field: 'id',
+          reason: `id ${entry.id} appears again with different content; only its first row is used`,
+        });
       continue;
     }
     keyById.set(entry.id, key);
@@ -88,10 +109,20 @@ export function expand(entries: readonly TimetableEntry[], options: ExpandOption
       const previous = previousByUid === undefined ? undefined : previousByUid.get(uid);
       const [start, end] = zonedTimes.span(date, entry.beginTime, entry.endTime);
       occurrences.push({
-        uid, entryId: entry.id, date, beginTime: entry.beginTime, endTime: entry.endTime, timezone: options.timezone,
-        startUtc: start.toMillis(), endUtc: end.toMillis(),
-        summary: text.summary, location: text.location, description: text.description, categories: text.categories,
-        status: 'CONFIRMED', hash,
+        uid,
+        entryId: entry.id,
+        date,
+        beginTime: entry.beginTime,
+        endTime: entry.endTime,
+        timezone: options.timezone,
+        startUtc: start.toMillis(),
+        endUtc: end.toMillis(),
+        summary: text.summary,
+        location: text.location,
+        description: text.description,
+        categories: text.categories,
+        status: 'CONFIRMED',
+        hash,
         sequence: previous === undefined ? 0 : previous.hash === hash ? previous.sequence : previous.sequence + 1,
       });
     }

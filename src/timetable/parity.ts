@@ -1,4 +1,4 @@
-import { dateParts, dayNumber, dayNumberOf, isoWeekday, mondayOf, type DayNumber } from './dates.ts';
+import { type DayNumber, dateParts, dayNumber, dayNumberOf, isoWeekday, mondayOf } from './dates.ts';
 
 /**
  * Week parity as DESIGN.md defines it. A parity anchor is the first study day of a count; the week

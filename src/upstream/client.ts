@@ -8,13 +8,13 @@ import type { EndpointName } from './errors.ts';
 import { createHttpCore } from './http.ts';
 import { abortableSleep, DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry.ts';
 import {
+  type Employee,
+  type GroupSelect,
+  type PlanSubject,
   parseEmployeeSearchResponse,
   parsePlanResponse,
   parseScheduleResponse,
   parseUserResponse,
-  type Employee,
-  type GroupSelect,
-  type PlanSubject,
   type ScheduleResult,
   type SelectedUser,
   type UserSelect,
@@ -25,7 +25,13 @@ import { validateId } from './values.ts';
 export { validateId } from './values.ts';
 
 const ALL_GROUP_FIELDS: Required<GroupSelect> = {
-  id: true, name: true, instituteName: true, specialization: true, speciality: true, yearStart: true, yearEnd: true,
+  id: true,
+  name: true,
+  instituteName: true,
+  specialization: true,
+  speciality: true,
+  yearStart: true,
+  yearEnd: true,
 };
 
 /** `select` as the API takes it: `group: true` (our shorthand for "the whole group") spelled out key by key. */
@@ -190,7 +196,10 @@ export function createUniversityClient(options: UniversityClientOptions): Univer
       return parseUserResponse(await send({ ...spec, options: callOptions }), select, 'me');
     },
     async mySchedule(credential, callOptions) {
-      return parseScheduleResponse(await get('mySchedule', '/users/@me/schedule', credential, callOptions), 'mySchedule');
+      return parseScheduleResponse(
+        await get('mySchedule', '/users/@me/schedule', credential, callOptions),
+        'mySchedule',
+      );
     },
     async myPlan(credential, callOptions) {
       return parsePlanResponse(await get('myPlan', '/users/@me/plan', credential, callOptions), 'myPlan');

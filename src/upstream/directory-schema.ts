@@ -4,8 +4,8 @@
  * and one odd record should not hide the others.
  */
 import { z } from 'zod';
-import type { EndpointName } from './errors.ts';
 import { openEnvelope, wrongShape } from './envelope.ts';
+import type { EndpointName } from './errors.ts';
 import { amount, field, flag, isAbsent, optionalId, positiveInt, text } from './values.ts';
 
 /** One employee found by the search, normalised. */

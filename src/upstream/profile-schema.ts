@@ -3,9 +3,9 @@
  * those fields, and the response is checked to contain every one of them.
  */
 import { z } from 'zod';
-import type { EndpointName } from './errors.ts';
 import { openEnvelope, wrongShape } from './envelope.ts';
-import { field, isRecord, optionalInt, positiveInt, text, type Parsed } from './values.ts';
+import type { EndpointName } from './errors.ts';
+import { field, isRecord, optionalInt, type Parsed, positiveInt, text } from './values.ts';
 
 /** A study group as embedded in the user profile. */
 export interface Group {

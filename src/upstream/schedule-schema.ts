@@ -3,8 +3,8 @@
  * that one bad entry is reported and skipped while the rest of the timetable is kept.
  */
 import { z } from 'zod';
-import type { EndpointName } from './errors.ts';
 import { openEnvelope, wrongShape } from './envelope.ts';
+import type { EndpointName } from './errors.ts';
 import {
   clockTime,
   field,

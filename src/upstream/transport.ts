@@ -3,6 +3,7 @@
  * and body into JSON or a typed error. No retries here (see http.ts).
  */
 import { type Dispatcher, request } from 'undici';
+import { upstreamErrorText } from './envelope.ts';
 import {
   type EndpointName,
   UpstreamAuthError,
@@ -14,7 +15,6 @@ import {
   UpstreamRateLimitError,
   UpstreamTimeoutError,
 } from './errors.ts';
-import { upstreamErrorText } from './envelope.ts';
 import { parseRetryAfter } from './retry.ts';
 
 /** Everything one exchange needs besides the request itself. */

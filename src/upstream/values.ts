@@ -14,12 +14,15 @@ const fail = <T>(reason: string): Parsed<T> => ({ ok: false, reason });
 /** Wraps a field parser as a zod schema that reports exactly one issue, with the parser's reason. */
 export function field<T>(parse: (input: unknown) => Parsed<T>) {
   // `.optional()` lets an absent key reach the parser, which decides what absence means for this field.
-  return z.unknown().optional().transform((input, ctx): T => {
-    const result = parse(input);
-    if (result.ok) return result.value;
-    ctx.addIssue({ code: 'custom', message: result.reason, input });
-    return z.NEVER;
-  });
+  return z
+    .unknown()
+    .optional()
+    .transform((input, ctx): T => {
+      const result = parse(input);
+      if (result.ok) return result.value;
+      ctx.addIssue({ code: 'custom', message: result.reason, input });
+      return z.NEVER;
+    });
 }
 
 const INTEGER_TEXT = /^[+-]?\d+$/;
@@ -39,7 +42,9 @@ export function isAbsent(input: unknown): boolean {
 /** A required positive integer (ids). */
 export function positiveInt(input: unknown): Parsed<number> {
   const value = toInteger(input);
-  return value !== undefined && value > 0 ? ok(value) : fail(`expected a positive integer, got ${describeValue(input)}`);
+  return value !== undefined && value > 0
+    ? ok(value)
+    : fail(`expected a positive integer, got ${describeValue(input)}`);
 }
 
 /** A required integer within [min, max]. */

@@ -1,6 +1,6 @@
+import { type Job, Worker } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
-import { Worker, type Job } from 'bullmq';
 import { inject } from 'vitest';
 import { buildApp } from '../../src/http/app.ts';
 import { QUEUE, type RefreshJobData, type RefreshJobResult } from '../../src/jobs/contract.ts';

@@ -3,9 +3,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { requestResync, UnknownSubscriptionError } from '../../src/jobs/resync.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { InvalidSourceError } from '../../src/sources/source.ts';
-import { testContext } from '../support/service.ts';
 import { eventually, waitUntil } from '../support/poll.ts';
-import { adminApp, BEARER, holdingWorker, type HeldWorker } from './admin-app.ts';
+import { testContext } from '../support/service.ts';
+import { adminApp, BEARER, type HeldWorker, holdingWorker } from './admin-app.ts';
 
 describe('admin resync', () => {
   let ctx: ServiceContext;
@@ -26,8 +26,10 @@ describe('admin resync', () => {
     await close();
   });
 
-  const resync = (payload: unknown) => app.inject({ method: 'POST', url: '/admin/resync', headers: BEARER, payload: payload as object });
-  const job = (id: string) => app.inject({ method: 'GET', url: `/admin/jobs/${encodeURIComponent(id)}`, headers: BEARER });
+  const resync = (payload: unknown) =>
+    app.inject({ method: 'POST', url: '/admin/resync', headers: BEARER, payload: payload as object });
+  const job = (id: string) =>
+    app.inject({ method: 'GET', url: `/admin/jobs/${encodeURIComponent(id)}`, headers: BEARER });
 
   it('queues exactly one refresh for a source, activates it, and answers 202 with the job id', async () => {
     const response = await resync({ source: 'group:4242' });
@@ -35,7 +37,12 @@ describe('admin resync', () => {
     const { jobs } = response.json() as { jobs: string[] };
     expect(jobs).toHaveLength(1);
     expect(jobs[0]).toMatch(/^group-4242-/);
-    expect(await ctx.queues.refresh.getJobCounts('waiting', 'active', 'delayed', 'prioritized')).toEqual({ waiting: 1, active: 0, delayed: 0, prioritized: 0 });
+    expect(await ctx.queues.refresh.getJobCounts('waiting', 'active', 'delayed', 'prioritized')).toEqual({
+      waiting: 1,
+      active: 0,
+      delayed: 0,
+      prioritized: 0,
+    });
     const queued = await ctx.queues.refresh.getJob(jobs[0] as string);
     expect(queued?.data).toMatchObject({ source: 'group:4242', reason: 'resync' });
     expect(await ctx.registry.isActive('group:4242')).toBe(true);
@@ -52,16 +59,28 @@ describe('admin resync', () => {
     const [first] = (await resync({ source: 'group:7' })).json().jobs as string[];
     const worker = holdingWorker(ctx);
     workers.push(worker);
-    await waitUntil(async () => (await ctx.queues.refresh.getJobState(first as string)) === 'active', 'the first refresh to run');
+    await waitUntil(
+      async () => (await ctx.queues.refresh.getJobState(first as string)) === 'active',
+      'the first refresh to run',
+    );
 
-    const followUps = [(await resync({ source: 'group:7' })).json().jobs, (await resync({ source: 'group:7' })).json().jobs];
+    const followUps = [
+      (await resync({ source: 'group:7' })).json().jobs,
+      (await resync({ source: 'group:7' })).json().jobs,
+    ];
     expect(followUps[0]).toEqual(followUps[1]);
     const followUp = (followUps[0] as string[])[0] as string;
     expect(followUp).toMatch(/^group-7-after-[0-9a-f]{12}$/);
     expect(followUp).not.toBe(first);
     const pending = await job(followUp);
     expect(pending.statusCode).toBe(200);
-    expect(pending.json()).toEqual({ id: followUp, queue: 'refresh', source: 'group:7', state: 'queued', note: 'starts when the running refresh of group:7 ends' });
+    expect(pending.json()).toEqual({
+      id: followUp,
+      queue: 'refresh',
+      source: 'group:7',
+      state: 'queued',
+      note: 'starts when the running refresh of group:7 ends',
+    });
     expect((await job(followUp.replace(/[0-9a-f]{12}$/, '000000000000'))).statusCode).toBe(404);
     expect((await job('group-8-after-000000000000')).statusCode).toBe(404);
 
@@ -72,11 +91,17 @@ describe('admin resync', () => {
     }, 'the follow-up to complete');
     expect(done).toMatchObject({ id: followUp, source: 'group:7', attempts: 1, result: { outcome: 'unchanged' } });
     expect(worker.started).toEqual([first, followUp]);
-    expect(await ctx.queues.refresh.getJobCounts('completed', 'waiting', 'active', 'delayed')).toEqual({ completed: 2, waiting: 0, active: 0, delayed: 0 });
+    expect(await ctx.queues.refresh.getJobCounts('completed', 'waiting', 'active', 'delayed')).toEqual({
+      completed: 2,
+      waiting: 0,
+      active: 0,
+      delayed: 0,
+    });
   });
 
   it('resyncs every active source, and only those, with {all: true}', async () => {
-    for (const [index, source] of ['group:1', 'group:2', 'employee:3', 'group:4'].entries()) await ctx.registry.activate(source, 1_000 + index);
+    for (const [index, source] of ['group:1', 'group:2', 'employee:3', 'group:4'].entries())
+      await ctx.registry.activate(source, 1_000 + index);
     await ctx.registry.deactivate('group:4');
     const response = await resync({ all: true });
     expect(response.statusCode).toBe(202);
@@ -101,11 +126,18 @@ describe('admin resync', () => {
   });
 
   it('resyncs a personal subscription, and answers 404 for one that does not exist', async () => {
-    const { subscription } = await ctx.subscriptions.create({ credential: 'secret-credential', name: 'Ivanov', upstreamUserId: 5, now: ctx.now() });
+    const { subscription } = await ctx.subscriptions.create({
+      credential: 'secret-credential',
+      name: 'Ivanov',
+      upstreamUserId: 5,
+      now: ctx.now(),
+    });
     for (const payload of [{ subscription: subscription.id }, { source: `personal:${subscription.id}` }]) {
       const response = await resync(payload);
       expect(response.statusCode).toBe(202);
-      expect((await ctx.queues.refresh.getJob(response.json().jobs[0]))?.data.source).toBe(`personal:${subscription.id}`);
+      expect((await ctx.queues.refresh.getJob(response.json().jobs[0]))?.data.source).toBe(
+        `personal:${subscription.id}`,
+      );
     }
     const ghost = 'A'.repeat(22);
     for (const payload of [{ subscription: ghost }, { source: `personal:${ghost}` }]) {
@@ -132,7 +164,10 @@ describe('admin resync', () => {
       [[1], /^body: /],
     ];
     for (const [payload, message] of cases) {
-      const response = payload === undefined ? await app.inject({ method: 'POST', url: '/admin/resync', headers: BEARER }) : await resync(payload);
+      const response =
+        payload === undefined
+          ? await app.inject({ method: 'POST', url: '/admin/resync', headers: BEARER })
+          : await resync(payload);
       expect(response.statusCode, JSON.stringify(payload)).toBe(400);
       expect(response.json().error, JSON.stringify(payload)).toMatch(message);
     }
@@ -142,7 +177,19 @@ describe('admin resync', () => {
   it('shows a job: waiting, then failed with its attempts and last error', async () => {
     const [id] = (await resync({ source: 'group:99' })).json().jobs as string[];
     const waiting = (await job(id as string)).json();
-    expect(waiting).toMatchObject({ id, queue: 'refresh', name: 'refresh', source: 'group:99', state: 'waiting', attempts: 0, maxAttempts: 2, lastError: null, result: null, processedAt: null, finishedAt: null });
+    expect(waiting).toMatchObject({
+      id,
+      queue: 'refresh',
+      name: 'refresh',
+      source: 'group:99',
+      state: 'waiting',
+      attempts: 0,
+      maxAttempts: 2,
+      lastError: null,
+      result: null,
+      processedAt: null,
+      finishedAt: null,
+    });
     expect(waiting.createdAt).toBeTypeOf('number');
 
     const worker = holdingWorker(ctx);

@@ -40,11 +40,34 @@ describe('admin source table and change log', () => {
       offset: 2,
       limit: 2,
       sources: [
-        { source: 'employee:12', status: 'pending', active: true, activeSince: 1_002, lastRequested: 1_002, lastAttempt: 2_000, lastError: 'upstream timed out', lastErrorKind: 'timeout', lastErrorAt: 2_000, consecutiveFailures: 1 },
-        { source: 'group:13', status: 'pending', active: true, activeSince: 1_003, lastRequested: 1_003, consecutiveFailures: 0 },
+        {
+          source: 'employee:12',
+          status: 'pending',
+          active: true,
+          activeSince: 1_002,
+          lastRequested: 1_002,
+          lastAttempt: 2_000,
+          lastError: 'upstream timed out',
+          lastErrorKind: 'timeout',
+          lastErrorAt: 2_000,
+          consecutiveFailures: 1,
+        },
+        {
+          source: 'group:13',
+          status: 'pending',
+          active: true,
+          activeSince: 1_003,
+          lastRequested: 1_003,
+          consecutiveFailures: 0,
+        },
       ],
     });
-    expect((await get('/admin/sources?offset=5&limit=500')).json()).toEqual({ total: 5, offset: 5, limit: 500, sources: [] });
+    expect((await get('/admin/sources?offset=5&limit=500')).json()).toEqual({
+      total: 5,
+      offset: 5,
+      limit: 500,
+      sources: [],
+    });
   });
 
   it('answers 400 for a bad page', async () => {
@@ -56,9 +79,30 @@ describe('admin source table and change log', () => {
   });
 
   it("shows a source's change log, newest first", async () => {
-    const brief: OccurrenceBrief = { uid: 'u1', date: '2025-09-01', begin: '09:00', end: '10:30', summary: 'Physics', location: '101' };
-    const older: ChangeRecord = { at: 1_000, counts: { added: 1, removed: 0, moved: 0, changed: 0 }, added: [brief], removed: [], moved: [], changed: [] };
-    const newer: ChangeRecord = { at: 2_000, counts: { added: 0, removed: 1, moved: 0, changed: 0 }, added: [], removed: [brief], moved: [], changed: [] };
+    const brief: OccurrenceBrief = {
+      uid: 'u1',
+      date: '2025-09-01',
+      begin: '09:00',
+      end: '10:30',
+      summary: 'Physics',
+      location: '101',
+    };
+    const older: ChangeRecord = {
+      at: 1_000,
+      counts: { added: 1, removed: 0, moved: 0, changed: 0 },
+      added: [brief],
+      removed: [],
+      moved: [],
+      changed: [],
+    };
+    const newer: ChangeRecord = {
+      at: 2_000,
+      counts: { added: 0, removed: 1, moved: 0, changed: 0 },
+      added: [],
+      removed: [brief],
+      moved: [],
+      changed: [],
+    };
     await ctx.snapshots.appendChange(ctx.redis.multi(), 'group:4242', older).exec();
     await ctx.snapshots.appendChange(ctx.redis.multi(), 'group:4242', newer).exec();
 

@@ -43,11 +43,19 @@ describe('timetable-sync resync', () => {
     expect(result.code).toBe(0);
     const ids = result.stdout.trim().split('\n');
     expect(ids).toHaveLength(2);
-    expect(await Promise.all(ids.map(async (id) => (await ctx.queues.refresh.getJob(id))?.data.source))).toEqual(['group:1', 'employee:2']);
+    expect(await Promise.all(ids.map(async (id) => (await ctx.queues.refresh.getJob(id))?.data.source))).toEqual([
+      'group:1',
+      'employee:2',
+    ]);
   });
 
   it('resyncs a subscription, and exits 1 naming an unknown one', async () => {
-    const { subscription } = await ctx.subscriptions.create({ credential: 'secret-credential', name: 'Petrova', upstreamUserId: 9, now: 1 });
+    const { subscription } = await ctx.subscriptions.create({
+      credential: 'secret-credential',
+      name: 'Petrova',
+      upstreamUserId: 9,
+      now: 1,
+    });
     const ok = await runCli(['resync', '--subscription', subscription.id], { env });
     expect(ok.code).toBe(0);
     expect((await ctx.queues.refresh.getJob(ok.stdout.trim()))?.data.source).toBe(`personal:${subscription.id}`);
@@ -81,9 +89,16 @@ describe('timetable-sync resync', () => {
 
   it('finds the embedded Redis that a running start or demo recorded under DATA_DIR', async () => {
     const folder = await mkdtemp(join(tmpdir(), 'tts-resync-'));
-    const redis = await startEmbeddedRedis({ dataDir: join(folder, '.data'), logger: silentLogger(), persistence: false });
+    const redis = await startEmbeddedRedis({
+      dataDir: join(folder, '.data'),
+      logger: silentLogger(),
+      persistence: false,
+    });
     try {
-      const result = await runCli(['resync', '--employee', '5'], { cwd: folder, env: { REDIS_PREFIX: 'embedded-test' } });
+      const result = await runCli(['resync', '--employee', '5'], {
+        cwd: folder,
+        env: { REDIS_PREFIX: 'embedded-test' },
+      });
       expect(result.stderr).toBe('');
       expect(result.code).toBe(0);
       expect(result.stdout).toMatch(/^employee-5-\S+\n$/);

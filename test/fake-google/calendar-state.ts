@@ -1,6 +1,13 @@
 /** Calendars and their events, per user, with Google's rules for ids, deletion, PATCH and listing. */
 import { randomBytes } from 'node:crypto';
-import { deepMerge, EVENT_ID, matchesProperties, validateEvent, writableFields, type JsonObject } from './event-rules.ts';
+import {
+  deepMerge,
+  EVENT_ID,
+  type JsonObject,
+  matchesProperties,
+  validateEvent,
+  writableFields,
+} from './event-rules.ts';
 import { apiErrors } from './reply.ts';
 
 /** A calendar as the fake stores it. */
@@ -52,7 +59,14 @@ export class CalendarState {
     if (typeof body.summary !== 'string' || body.summary === '') throw apiErrors.required('Missing title.');
     const timeZone = typeof body.timeZone === 'string' ? body.timeZone : 'UTC';
     const id = `c_${randomBytes(16).toString('hex')}@group.calendar.google.com`;
-    const calendar: StoredCalendar = { id, owner, summary: body.summary, timeZone, etag: this.stamp().etag, events: new Map() };
+    const calendar: StoredCalendar = {
+      id,
+      owner,
+      summary: body.summary,
+      timeZone,
+      etag: this.stamp().etag,
+      events: new Map(),
+    };
     if (typeof body.description === 'string') calendar.description = body.description;
     this.calendars.set(id, calendar);
     return calendarResource(calendar);
@@ -107,7 +121,11 @@ export class CalendarState {
     return structuredClone(resource);
   }
 
-  private stored(owner: string | undefined, calendarId: string, eventId: string): { resource: JsonObject; zone: string } {
+  private stored(
+    owner: string | undefined,
+    calendarId: string,
+    eventId: string,
+  ): { resource: JsonObject; zone: string } {
     const calendar = this.calendar(owner, calendarId);
     const entry = calendar.events.get(eventId);
     if (!entry) throw apiErrors.notFound();
@@ -173,7 +191,8 @@ export class CalendarState {
       defaultReminders: [{ method: 'popup', minutes: 30 }],
       items: page.map(({ resource }) => structuredClone(resource)),
     };
-    if (matching.length > page.length && last) answer.nextPageToken = Buffer.from(`seq:${last.seq}`).toString('base64url');
+    if (matching.length > page.length && last)
+      answer.nextPageToken = Buffer.from(`seq:${last.seq}`).toString('base64url');
     return answer;
   }
 }
@@ -185,7 +204,13 @@ function decodePageToken(token: string): number {
 }
 
 function calendarResource(calendar: StoredCalendar): JsonObject {
-  const resource: JsonObject = { kind: 'calendar#calendar', etag: calendar.etag, id: calendar.id, summary: calendar.summary, timeZone: calendar.timeZone };
+  const resource: JsonObject = {
+    kind: 'calendar#calendar',
+    etag: calendar.etag,
+    id: calendar.id,
+    summary: calendar.summary,
+    timeZone: calendar.timeZone,
+  };
   if (calendar.description !== undefined) resource.description = calendar.description;
   return resource;
 }

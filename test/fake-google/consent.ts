@@ -2,7 +2,7 @@
  * The consent page (`GET …/o/oauth2/v2/auth`): checks the request as Google does, then "logs in" as the
  * chosen user and redirects back with a one-time code, or with `error=access_denied`.
  */
-import { randomUserId, type OAuthState } from './oauth.ts';
+import { type OAuthState, randomUserId } from './oauth.ts';
 import type { Reply } from './reply.ts';
 
 function page(status: number, error: string, detail: string): Reply {
@@ -21,13 +21,16 @@ export function handleConsent(oauth: OAuthState, url: URL): Reply {
   const query = url.searchParams;
   if (query.get('client_id') !== oauth.clientId) return page(401, 'invalid_client', 'The OAuth client was not found.');
   const redirectUri = query.get('redirect_uri');
-  if (!redirectUri || !URL.canParse(redirectUri)) return page(400, 'invalid_request', 'Missing or invalid redirect_uri.');
-  if (query.get('response_type') !== 'code') return page(400, 'unsupported_response_type', 'response_type must be code.');
+  if (!redirectUri || !URL.canParse(redirectUri))
+    return page(400, 'invalid_request', 'Missing or invalid redirect_uri.');
+  if (query.get('response_type') !== 'code')
+    return page(400, 'unsupported_response_type', 'response_type must be code.');
   const requested = (query.get('scope') ?? '').split(/[ +]+/).filter((scope) => scope !== '');
   if (requested.length === 0) return page(400, 'invalid_request', 'Missing required parameter: scope');
   const challenge = query.get('code_challenge') ?? undefined;
   const method = query.get('code_challenge_method') ?? 'plain';
-  if (challenge !== undefined && method !== 'S256' && method !== 'plain') return page(400, 'invalid_request', 'Invalid code_challenge_method.');
+  if (challenge !== undefined && method !== 'S256' && method !== 'plain')
+    return page(400, 'invalid_request', 'Invalid code_challenge_method.');
   const state = query.get('state');
   const { who, grant } = oauth.consent;
   if (who === 'deny') return redirect(redirectUri, { error: 'access_denied', state });

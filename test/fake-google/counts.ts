@@ -52,7 +52,17 @@ export class Counter {
   private value: FakeGoogleCounts = Counter.empty();
 
   private static empty(): FakeGoogleCounts {
-    return { total: 0, byMethod: {}, byHttpMethod: {}, writes: 0, errors: {}, quotaErrors: 0, faulted: 0, tokenRequests: 0, tokenErrors: {} };
+    return {
+      total: 0,
+      byMethod: {},
+      byHttpMethod: {},
+      writes: 0,
+      errors: {},
+      quotaErrors: 0,
+      faulted: 0,
+      tokenRequests: 0,
+      tokenErrors: {},
+    };
   }
 
   /** A request arrived at the Calendar API. */

@@ -12,7 +12,18 @@ export type JsonObject = Record<string, unknown>;
 export const EVENT_ID = /^[0-9a-v]{5,1024}$/;
 
 // Fields the server owns; a client sending them is ignored, as Google does.
-const READ_ONLY = ['kind', 'etag', 'id', 'created', 'updated', 'htmlLink', 'iCalUID', 'creator', 'organizer', 'eventType'];
+const READ_ONLY = [
+  'kind',
+  'etag',
+  'id',
+  'created',
+  'updated',
+  'htmlLink',
+  'iCalUID',
+  'creator',
+  'organizer',
+  'eventType',
+];
 
 /** A plain (non-array) object? */
 export function isObject(value: unknown): value is JsonObject {
@@ -58,7 +69,8 @@ function parseTime(which: 'start' | 'end', value: unknown, calendarZone: string)
   }
   if (typeof dateTime === 'string') {
     const hasOffset = /(Z|[+-]\d\d:?\d\d)$/i.test(dateTime);
-    if (!hasOffset && timeZone === undefined) throw apiErrors.required(`Missing time zone definition for ${which} time.`);
+    if (!hasOffset && timeZone === undefined)
+      throw apiErrors.required(`Missing time zone definition for ${which} time.`);
     const zone = typeof timeZone === 'string' ? timeZone : calendarZone;
     const parsed = DateTime.fromISO(dateTime, { zone });
     if (!parsed.isValid) throw apiErrors.invalid(`Invalid ${which} time.`);
@@ -88,7 +100,8 @@ export function validateEvent(fields: JsonObject, calendarZone: string): JsonObj
   const status = fields.status ?? 'confirmed';
   if (typeof status !== 'string' || !STATUSES.includes(status)) throw apiErrors.invalid('Invalid value for: status');
   for (const key of ['summary', 'location', 'description', 'colorId'] as const) {
-    if (fields[key] !== undefined && typeof fields[key] !== 'string') throw apiErrors.invalid(`Invalid value for: ${key}`);
+    if (fields[key] !== undefined && typeof fields[key] !== 'string')
+      throw apiErrors.invalid(`Invalid value for: ${key}`);
   }
   const props = fields.extendedProperties;
   if (props !== undefined) checkExtendedProperties(props);

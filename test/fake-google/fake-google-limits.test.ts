@@ -13,9 +13,15 @@ describe('fake Google: per-user quota', () => {
     }
     const refused = await failure(api.calendars.get({ calendarId }));
     expect(refused).toMatchObject({ status: 403, body: googleError(403, 'userRateLimitExceeded') });
-    expect(refused.body).toMatchObject({ error: { errors: [{ domain: 'usageLimits', message: 'User Rate Limit Exceeded' }] } });
+    expect(refused.body).toMatchObject({
+      error: { errors: [{ domain: 'usageLimits', message: 'User Rate Limit Exceeded' }] },
+    });
     await userWithCalendar(google); // another user still gets through
-    expect(google.counts()).toMatchObject({ quotaErrors: 1, byMethod: { 'calendars.get': 599, 'calendars.insert': 2 }, errors: { '403 userRateLimitExceeded': 1 } });
+    expect(google.counts()).toMatchObject({
+      quotaErrors: 1,
+      byMethod: { 'calendars.get': 599, 'calendars.insert': 2 },
+      errors: { '403 userRateLimitExceeded': 1 },
+    });
     now += 60_000;
     await api.calendars.get({ calendarId });
   });
@@ -58,7 +64,11 @@ describe('fake Google: faults', () => {
     expect(answer).toMatchObject({ status, body: googleError(status, reason) });
     if (kind === '429') expect(answer.headers?.get('retry-after')).toBe('1');
     await api.events.insert({ calendarId, requestBody: eventBody('abcde') }); // spent: the next one passes
-    expect(google.counts()).toMatchObject({ faulted: 1, byMethod: { 'events.insert': 1 }, errors: { [`${status} ${reason}`]: 1 } });
+    expect(google.counts()).toMatchObject({
+      faulted: 1,
+      byMethod: { 'events.insert': 1 },
+      errors: { [`${status} ${reason}`]: 1 },
+    });
   });
 
   it('applies rules only to the named methods, and the seeded probability repeats', async () => {
@@ -69,7 +79,12 @@ describe('fake Google: faults', () => {
       const outcomes: boolean[] = [];
       for (let i = 0; i < 20; i++) {
         await api.events.insert({ calendarId, requestBody: eventBody(`abcde${i}`) });
-        outcomes.push(await api.events.get({ calendarId, eventId: `abcde${i}` }).then(() => true, () => false));
+        outcomes.push(
+          await api.events.get({ calendarId, eventId: `abcde${i}` }).then(
+            () => true,
+            () => false,
+          ),
+        );
       }
       expect(google.counts().faulted).toBe(outcomes.filter((ok) => !ok).length);
       return outcomes;
@@ -80,7 +95,7 @@ describe('fake Google: faults', () => {
     expect(await pattern()).toEqual(first);
   });
 
-  it('applies rules with event ids only to requests about those events (an insert\'s body, or the path)', async () => {
+  it("applies rules with event ids only to requests about those events (an insert's body, or the path)", async () => {
     const google = await fake();
     const { api, calendarId } = await userWithCalendar(google);
     google.inject({ kind: '400', eventIds: ['abcde1'] });
@@ -89,7 +104,10 @@ describe('fake Google: faults', () => {
     expect((await failure(api.events.delete({ calendarId, eventId: 'abcde1' }))).status).toBe(400);
     await api.events.delete({ calendarId, eventId: 'abcde0' });
     await api.events.list({ calendarId });
-    expect(google.counts()).toMatchObject({ faulted: 2, byMethod: { 'calendars.insert': 1, 'events.insert': 1, 'events.delete': 1, 'events.list': 1 } });
+    expect(google.counts()).toMatchObject({
+      faulted: 2,
+      byMethod: { 'calendars.insert': 1, 'events.insert': 1, 'events.delete': 1, 'events.list': 1 },
+    });
   });
 
   it('reset drops the connection; latency delays answers; clearFaults ends both; close() does not wait', async () => {
@@ -118,7 +136,10 @@ describe('fake Google: faults', () => {
     google.inject({ kind: '503', times: 1 });
     await refresh(google, refreshToken);
     google.inject({ kind: '503', methods: ['token'] });
-    expect(await failure(refresh(google, refreshToken))).toMatchObject({ status: 503, body: { error: 'internal_failure' } });
+    expect(await failure(refresh(google, refreshToken))).toMatchObject({
+      status: 503,
+      body: { error: 'internal_failure' },
+    });
     const { tokenRequests, faulted, tokenErrors } = google.counts();
     expect(faulted).toBe(tokenRequests - 1);
     expect(faulted).toBeGreaterThan(1);

@@ -6,13 +6,18 @@ const SCOPES = ['openid', APP_CREATED_SCOPE];
 const REDIRECT = 'http://127.0.0.1:9/google/callback';
 
 /** Runs the consent page like a browser that does not follow the redirect; answers the redirect's query. */
-async function consent(google: FakeGoogle, extra: { codeChallenge?: string; accessType?: 'offline' | 'online' } = {}): Promise<URLSearchParams> {
+async function consent(
+  google: FakeGoogle,
+  extra: { codeChallenge?: string; accessType?: 'offline' | 'online' } = {},
+): Promise<URLSearchParams> {
   const url = oauthClient(google).generateAuthUrl({
     scope: SCOPES,
     state: 'st4te',
     access_type: extra.accessType ?? 'offline',
     prompt: 'consent',
-    ...(extra.codeChallenge === undefined ? {} : { code_challenge: extra.codeChallenge, code_challenge_method: 'S256' as never }),
+    ...(extra.codeChallenge === undefined
+      ? {}
+      : { code_challenge: extra.codeChallenge, code_challenge_method: 'S256' as never }),
   });
   expect(url.startsWith(google.authUrl)).toBe(true);
   const answer = await fetch(url, { redirect: 'manual' });
@@ -46,11 +51,19 @@ describe('fake Google: token endpoint', () => {
     await cached.calendars.insert({ requestBody: { summary: 'x' } });
     google.revoke(refreshToken);
     // The library trusts its cached token until expiry_date, so the first sign is the API's 401.
-    expect(await failure(cached.calendars.insert({ requestBody: { summary: 'y' } }))).toMatchObject({ status: 401, body: googleError(401, 'authError') });
+    expect(await failure(cached.calendars.insert({ requestBody: { summary: 'y' } }))).toMatchObject({
+      status: 401,
+      body: googleError(401, 'authError'),
+    });
     const refused = await failure(client(google, refreshToken).calendars.insert({ requestBody: { summary: 'y' } }));
     expect(refused.status).toBe(400);
     expect(refused.body).toEqual({ error: 'invalid_grant', error_description: 'Token has been expired or revoked.' });
-    expect(google.counts()).toMatchObject({ total: 2, tokenRequests: 2, tokenErrors: { '400 invalid_grant': 1 }, errors: { '401 authError': 1 } });
+    expect(google.counts()).toMatchObject({
+      total: 2,
+      tokenRequests: 2,
+      tokenErrors: { '400 invalid_grant': 1 },
+      errors: { '401 authError': 1 },
+    });
   });
 
   it('refuses a wrong client secret with 401 invalid_client', async () => {
@@ -66,13 +79,23 @@ describe('fake Google: token endpoint', () => {
     const bare = await fetch(`${google.rootUrl}calendar/v3/calendars/x`);
     expect(bare.status).toBe(401);
     expect(await bare.json()).toEqual({
-      error: { code: 401, message: 'Request had invalid authentication credentials.', errors: [{ reason: 'authError', domain: 'global', message: 'Invalid Credentials' }], status: 'UNAUTHENTICATED' },
+      error: {
+        code: 401,
+        message: 'Request had invalid authentication credentials.',
+        errors: [{ reason: 'authError', domain: 'global', message: 'Invalid Credentials' }],
+        status: 'UNAUTHENTICATED',
+      },
     });
     const api = client(google, refreshToken, { forceRefreshOnFailure: true });
     await api.calendars.insert({ requestBody: { summary: 'x' } });
     google.expireAccessTokens();
     await api.calendars.insert({ requestBody: { summary: 'y' } });
-    expect(google.counts()).toMatchObject({ total: 4, tokenRequests: 2, byMethod: { 'calendars.insert': 2 }, errors: { '401 authError': 2 } });
+    expect(google.counts()).toMatchObject({
+      total: 4,
+      tokenRequests: 2,
+      byMethod: { 'calendars.insert': 2 },
+      errors: { '401 authError': 2 },
+    });
     google.expireAccessTokens();
     const stale = client(google, refreshToken);
     await stale.calendars.insert({ requestBody: { summary: 'z' } });
@@ -83,7 +106,10 @@ describe('fake Google: token endpoint', () => {
   it('answers 403 insufficientPermissions when the calendar scope was not granted', async () => {
     const google = await fake();
     const api = client(google, google.addUser({ scopes: ['openid'] }).refreshToken);
-    expect(await failure(api.calendars.insert({ requestBody: { summary: 'x' } }))).toMatchObject({ status: 403, body: googleError(403, 'insufficientPermissions') });
+    expect(await failure(api.calendars.insert({ requestBody: { summary: 'x' } }))).toMatchObject({
+      status: 403,
+      body: googleError(403, 'insufficientPermissions'),
+    });
   });
 });
 
@@ -99,7 +125,10 @@ describe('fake Google: consent and code exchange', () => {
     expect(sub(tokens.id_token)).toBe('108000000000000000001');
     await client(google, tokens.refresh_token ?? '').calendars.insert({ requestBody: { summary: 'mine' } });
     expect(google.calendars('108000000000000000001')).toHaveLength(1);
-    expect(await failure(auth.getToken({ code, codeVerifier }))).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
+    expect(await failure(auth.getToken({ code, codeVerifier }))).toMatchObject({
+      status: 400,
+      body: { error: 'invalid_grant' },
+    });
   });
 
   it('refuses a wrong or missing verifier, and a different redirect_uri', async () => {
@@ -108,11 +137,20 @@ describe('fake Google: consent and code exchange', () => {
     const { codeChallenge } = await auth.generateCodeVerifierAsync();
     const challenge = codeChallenge ?? '';
     const wrong = (await consent(google, { codeChallenge: challenge })).get('code') ?? '';
-    expect(await failure(auth.getToken({ code: wrong, codeVerifier: 'x'.repeat(64) }))).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
+    expect(await failure(auth.getToken({ code: wrong, codeVerifier: 'x'.repeat(64) }))).toMatchObject({
+      status: 400,
+      body: { error: 'invalid_grant' },
+    });
     const missing = (await consent(google, { codeChallenge: challenge })).get('code') ?? '';
-    expect(await failure(auth.getToken({ code: missing }))).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
+    expect(await failure(auth.getToken({ code: missing }))).toMatchObject({
+      status: 400,
+      body: { error: 'invalid_grant' },
+    });
     const moved = (await consent(google)).get('code') ?? '';
-    expect(await failure(auth.getToken({ code: moved, redirect_uri: 'http://127.0.0.1:9/elsewhere' }))).toMatchObject({ status: 400, body: { error: 'redirect_uri_mismatch' } });
+    expect(await failure(auth.getToken({ code: moved, redirect_uri: 'http://127.0.0.1:9/elsewhere' }))).toMatchObject({
+      status: 400,
+      body: { error: 'redirect_uri_mismatch' },
+    });
   });
 
   it('a fresh user each time by default; no refresh token without access_type=offline; narrowed grants', async () => {

@@ -1,13 +1,24 @@
 /** Fault injection (seeded, so a test run is repeatable) and Google's per-user quota of requests per minute. */
 import { createRandom, type Random } from '../../src/simulator/random.ts';
-import { apiErrors, type ApiError } from './reply.ts';
+import { type ApiError, apiErrors } from './reply.ts';
 
 /**
  * What an injected fault answers. `reset` drops the connection without an answer (a network error); `400`,
  * `403-forbidden`, `403-required-access` and `403-non-organizer` are refusals of the request itself (400 invalid;
  * 403 forbidden, requiredAccessLevel, forbiddenForNonOrganizer), which retrying does not change.
  */
-export type FaultKind = '429' | '403-rate' | '403-user-rate' | '403-quota' | '500' | '503' | '400' | '403-forbidden' | '403-required-access' | '403-non-organizer' | 'reset';
+export type FaultKind =
+  | '429'
+  | '403-rate'
+  | '403-user-rate'
+  | '403-quota'
+  | '500'
+  | '503'
+  | '400'
+  | '403-forbidden'
+  | '403-required-access'
+  | '403-non-organizer'
+  | 'reset';
 
 /** One injection rule; rules are tried in the order they were added. */
 export interface FaultRule {

@@ -7,10 +7,10 @@
  */
 import { CalendarState } from './calendar-state.ts';
 import { Counter, type FakeGoogleCounts } from './counts.ts';
-import { Faults, UserQuota, type FaultRule } from './faults.ts';
+import { type FaultRule, Faults, UserQuota } from './faults.ts';
 import { OAuthState } from './oauth.ts';
 import type { FakeCalendar, FakeEvent } from './resources.ts';
-import { listen, PATHS, type FakeContext } from './server.ts';
+import { type FakeContext, listen, PATHS } from './server.ts';
 
 export type { ApiMethod, FakeGoogleCounts } from './counts.ts';
 export type { FaultKind, FaultRule } from './faults.ts';
@@ -52,7 +52,10 @@ export interface FakeGoogle {
   /** Stops the server, dropping open connections. */
   close(): Promise<void>;
   /** Registers a user (random Google id when omitted) with a refresh token (random when omitted). */
-  addUser(options?: { user?: string; refreshToken?: string; scopes?: readonly string[] }): { user: string; refreshToken: string };
+  addUser(options?: { user?: string; refreshToken?: string; scopes?: readonly string[] }): {
+    user: string;
+    refreshToken: string;
+  };
   /** Revokes a refresh token and its access tokens: refreshing answers 400 invalid_grant, API calls 401. */
   revoke(refreshToken: string): void;
   /** Expires every access token (the next API call is 401; the library then refreshes once). */
@@ -131,11 +134,14 @@ function buildApi(ctx: FakeContext): Omit<FakeGoogle, 'rootUrl' | 'tokenUrl' | '
       const entry = direct(`calendar ${calendarId}`, () => state.calendar(undefined, calendarId)).events.get(id);
       return entry === undefined ? undefined : (structuredClone(entry.resource) as FakeEvent);
     },
-    ownerDeleteCalendar: (calendarId) => direct(`delete calendar ${calendarId}`, () => state.deleteCalendar(undefined, calendarId)),
+    ownerDeleteCalendar: (calendarId) =>
+      direct(`delete calendar ${calendarId}`, () => state.deleteCalendar(undefined, calendarId)),
     ownerEditEvent: (calendarId, id, patch) =>
       direct(`edit event ${id}`, () => state.patchEvent(undefined, calendarId, id, { ...patch }) as FakeEvent),
-    ownerDeleteEvent: (calendarId, id) => direct(`delete event ${id}`, () => state.deleteEvent(undefined, calendarId, id)),
-    ownerInsertEvent: (calendarId, event) => direct('insert event', () => state.insertEvent(undefined, calendarId, { ...event }) as FakeEvent),
+    ownerDeleteEvent: (calendarId, id) =>
+      direct(`delete event ${id}`, () => state.deleteEvent(undefined, calendarId, id)),
+    ownerInsertEvent: (calendarId, event) =>
+      direct('insert event', () => state.insertEvent(undefined, calendarId, { ...event }) as FakeEvent),
     counts: () => counter.snapshot(),
     resetCounts: () => counter.reset(),
     inject: (rule) => faults.inject(rule),
@@ -149,10 +155,15 @@ function buildApi(ctx: FakeContext): Omit<FakeGoogle, 'rootUrl' | 'tokenUrl' | '
 export async function startFakeGoogle(options: FakeGoogleOptions = {}): Promise<FakeGoogle> {
   const now = options.now ?? Date.now;
   const perMinute = options.userQuotaPerMinute ?? 600;
-  if (!Number.isSafeInteger(perMinute) || perMinute < 1) throw new RangeError('userQuotaPerMinute must be a positive integer');
+  if (!Number.isSafeInteger(perMinute) || perMinute < 1)
+    throw new RangeError('userQuotaPerMinute must be a positive integer');
   const ctx: FakeContext = {
     state: new CalendarState(now),
-    oauth: new OAuthState(options.clientId ?? 'fake-client-id.apps.googleusercontent.com', options.clientSecret ?? 'fake-client-secret', now),
+    oauth: new OAuthState(
+      options.clientId ?? 'fake-client-id.apps.googleusercontent.com',
+      options.clientSecret ?? 'fake-client-secret',
+      now,
+    ),
     faults: new Faults(options.seed ?? 1),
     quota: new UserQuota(perMinute, now),
     counter: new Counter(),

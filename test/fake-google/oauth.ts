@@ -67,7 +67,10 @@ export class OAuthState {
   }
 
   /** Registers a user (random id when omitted) with a refresh token (random when omitted). */
-  addUser(options: { user?: string; refreshToken?: string; scopes?: readonly string[] } = {}): { user: string; refreshToken: string } {
+  addUser(options: { user?: string; refreshToken?: string; scopes?: readonly string[] } = {}): {
+    user: string;
+    refreshToken: string;
+  } {
     const user = options.user ?? randomUserId();
     const refreshToken = options.refreshToken ?? token('1//fake-');
     this.users.add(user);
@@ -78,7 +81,8 @@ export class OAuthState {
   /** Revokes a refresh token and every access token minted from it. */
   revoke(refreshToken: string): boolean {
     const known = this.refreshTokens.delete(refreshToken);
-    for (const [access, grant] of this.accessTokens) if (grant.refreshToken === refreshToken) this.accessTokens.delete(access);
+    for (const [access, grant] of this.accessTokens)
+      if (grant.refreshToken === refreshToken) this.accessTokens.delete(access);
     return known;
   }
 
@@ -131,14 +135,17 @@ export class OAuthState {
     const pending = this.codes.get(code);
     this.codes.delete(code); // one-time, even when the exchange fails
     if (!pending || pending.expiresAt <= this.now()) return oauthError(400, 'invalid_grant', 'Malformed auth code.');
-    if (form.get('redirect_uri') !== pending.redirectUri) return oauthError(400, 'redirect_uri_mismatch', 'Bad Request');
+    if (form.get('redirect_uri') !== pending.redirectUri)
+      return oauthError(400, 'redirect_uri_mismatch', 'Bad Request');
     const verifier = form.get('code_verifier');
     if (pending.challenge !== undefined) {
       if (!verifier) return oauthError(400, 'invalid_grant', 'Missing code verifier.');
       const computed = pending.method === 'S256' ? createHash('sha256').update(verifier).digest('base64url') : verifier;
       if (computed !== pending.challenge) return oauthError(400, 'invalid_grant', 'Invalid code verifier.');
     }
-    const refreshToken = pending.offline ? this.addUser({ user: pending.user, scopes: pending.scopes }).refreshToken : undefined;
+    const refreshToken = pending.offline
+      ? this.addUser({ user: pending.user, scopes: pending.scopes }).refreshToken
+      : undefined;
     return json(200, this.issue(pending, refreshToken, refreshToken !== undefined));
   }
 
@@ -160,7 +167,14 @@ export class OAuthState {
   private idToken(user: string): string {
     const now = Math.floor(this.now() / 1000);
     const part = (value: unknown): string => Buffer.from(JSON.stringify(value)).toString('base64url');
-    const payload = { iss: 'https://accounts.google.com', azp: this.clientId, aud: this.clientId, sub: user, iat: now, exp: now + 3600 };
+    const payload = {
+      iss: 'https://accounts.google.com',
+      azp: this.clientId,
+      aud: this.clientId,
+      sub: user,
+      iat: now,
+      exp: now + 3600,
+    };
     return `${part({ alg: 'RS256', kid: 'fake', typ: 'JWT' })}.${part(payload)}.${randomBytes(32).toString('base64url')}`;
   }
 
@@ -173,7 +187,10 @@ export class OAuthState {
   }
 }
 
-function clientCredentials(form: URLSearchParams, authorization: string | undefined): { id: string | null; secret: string | null } {
+function clientCredentials(
+  form: URLSearchParams,
+  authorization: string | undefined,
+): { id: string | null; secret: string | null } {
   const basic = /^Basic\s+(\S+)$/i.exec(authorization ?? '')?.[1];
   if (basic !== undefined) {
     const decoded = Buffer.from(basic, 'base64').toString('utf8');

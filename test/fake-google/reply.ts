@@ -37,7 +37,12 @@ export class ApiError extends Error {
   readonly topMessage: string;
   readonly headers: Record<string, string> | undefined;
 
-  constructor(status: number, reason: string, message: string, options: { domain?: string; topMessage?: string; headers?: Record<string, string> } = {}) {
+  constructor(
+    status: number,
+    reason: string,
+    message: string,
+    options: { domain?: string; topMessage?: string; headers?: Record<string, string> } = {},
+  ) {
     super(message);
     this.status = status;
     this.reason = reason;
@@ -66,7 +71,9 @@ export const apiErrors = {
       headers: { 'www-authenticate': 'Bearer realm="https://accounts.google.com/", error="invalid_token"' },
     }),
   insufficientPermissions: () =>
-    new ApiError(403, 'insufficientPermissions', 'Insufficient Permission', { topMessage: 'Request had insufficient authentication scopes.' }),
+    new ApiError(403, 'insufficientPermissions', 'Insufficient Permission', {
+      topMessage: 'Request had insufficient authentication scopes.',
+    }),
   notFound: () => new ApiError(404, 'notFound', 'Not Found'),
   duplicate: () => new ApiError(409, 'duplicate', 'The requested identifier already exists.'),
   deleted: () => new ApiError(410, 'deleted', 'Resource has been deleted'),
@@ -74,17 +81,29 @@ export const apiErrors = {
   invalid: (message: string) => new ApiError(400, 'invalid', message),
   required: (message: string) => new ApiError(400, 'required', message),
   invalidParameter: (message: string) => new ApiError(400, 'invalidParameter', message),
-  userRateLimit: () => new ApiError(403, 'userRateLimitExceeded', 'User Rate Limit Exceeded', { domain: 'usageLimits' }),
+  userRateLimit: () =>
+    new ApiError(403, 'userRateLimitExceeded', 'User Rate Limit Exceeded', { domain: 'usageLimits' }),
   rateLimit: () => new ApiError(403, 'rateLimitExceeded', 'Rate Limit Exceeded', { domain: 'usageLimits' }),
   tooManyRequests: () =>
-    new ApiError(429, 'rateLimitExceeded', 'Rate Limit Exceeded', { domain: 'usageLimits', headers: { 'retry-after': '1' } }),
+    new ApiError(429, 'rateLimitExceeded', 'Rate Limit Exceeded', {
+      domain: 'usageLimits',
+      headers: { 'retry-after': '1' },
+    }),
   quota: () => new ApiError(403, 'quotaExceeded', 'Calendar usage limits exceeded.', { domain: 'usageLimits' }),
   forbidden: () => new ApiError(403, 'forbidden', 'Forbidden'),
   /** The account lost writer access to the calendar (the owner unshared it, or made it read-only). */
-  requiredAccessLevel: () => new ApiError(403, 'requiredAccessLevel', 'You need to have writer access to this calendar.', { domain: 'calendar' }),
+  requiredAccessLevel: () =>
+    new ApiError(403, 'requiredAccessLevel', 'You need to have writer access to this calendar.', {
+      domain: 'calendar',
+    }),
   /** A change to an event this account did not organise (about that one event). */
   forbiddenForNonOrganizer: () =>
-    new ApiError(403, 'forbiddenForNonOrganizer', 'Shared properties can only be changed by the organizer of the event.', { domain: 'calendar' }),
+    new ApiError(
+      403,
+      'forbiddenForNonOrganizer',
+      'Shared properties can only be changed by the organizer of the event.',
+      { domain: 'calendar' },
+    ),
   backend: (status: number) => new ApiError(status, 'backendError', 'Backend Error'),
 };
 
@@ -116,6 +135,7 @@ export function parseJsonObject(raw: string): Record<string, unknown> {
   } catch {
     throw new ApiError(400, 'parseError', 'Parse Error');
   }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new ApiError(400, 'parseError', 'Parse Error');
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    throw new ApiError(400, 'parseError', 'Parse Error');
   return value as Record<string, unknown>;
 }

@@ -23,12 +23,16 @@ function decode(segment: string): string | undefined {
 
 /** Matches `calendar/v3/calendars[/{calendarId}[/events[/{eventId}]]]`, or undefined. */
 export function matchRoute(httpMethod: string, pathname: string): ApiRoute | undefined {
-  const segments = pathname.split('/').filter((segment) => segment !== '').map(decode);
+  const segments = pathname
+    .split('/')
+    .filter((segment) => segment !== '')
+    .map(decode);
   if (segments.some((segment) => segment === undefined)) return undefined;
   if (PREFIX.some((part, i) => segments[i] !== part)) return undefined;
   const [calendarId = '', events, eventId = ''] = segments.slice(PREFIX.length) as string[];
   const extra = segments.length - PREFIX.length;
-  const pick = (method: ApiMethod | undefined): ApiRoute | undefined => (method ? { method, calendarId, eventId } : undefined);
+  const pick = (method: ApiMethod | undefined): ApiRoute | undefined =>
+    method ? { method, calendarId, eventId } : undefined;
   if (extra === 0) return pick(httpMethod === 'POST' ? 'calendars.insert' : undefined);
   if (extra === 1) return pick(({ GET: 'calendars.get', DELETE: 'calendars.delete' } as const)[httpMethod as 'GET']);
   if (events !== 'events') return undefined;
@@ -81,7 +85,13 @@ function call(state: CalendarState, route: ApiRoute, user: string, params: URLSe
 }
 
 /** Runs a matched request for `user`; throws ApiError for Google's error answers. Deletes answer 204. */
-export function runRoute(state: CalendarState, route: ApiRoute, user: string, params: URLSearchParams, body: string): Reply {
+export function runRoute(
+  state: CalendarState,
+  route: ApiRoute,
+  user: string,
+  params: URLSearchParams,
+  body: string,
+): Reply {
   const result = call(state, route, user, params, body);
   if (result === undefined) return { status: 204 };
   const fields = params.get('fields');

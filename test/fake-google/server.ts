@@ -6,9 +6,9 @@ import { listenClosable } from '../../src/runtime/closable-server.ts';
 import type { CalendarState } from './calendar-state.ts';
 import { handleConsent } from './consent.ts';
 import type { Counter } from './counts.ts';
-import { faultError, type Faults, type UserQuota } from './faults.ts';
+import { type Faults, faultError, type UserQuota } from './faults.ts';
 import { CALENDAR_SCOPES, type OAuthState } from './oauth.ts';
-import { ApiError, apiErrors, json, oauthError, readBody, type Reply } from './reply.ts';
+import { ApiError, apiErrors, json, oauthError, type Reply, readBody } from './reply.ts';
 import { matchRoute, runRoute } from './routes.ts';
 
 /** Paths of the OAuth endpoints (the Calendar API lives under `calendar/v3/`). */
@@ -100,7 +100,8 @@ async function respond(ctx: FakeContext, req: IncomingMessage, signal: AbortSign
     return isOAuth ? serveOAuth(ctx, req, url, body) : await serveApi(ctx, req, url, body);
   } catch (error) {
     if (signal.aborted) return 'reset';
-    const apiError = error instanceof ApiError ? error : new ApiError(500, 'backendError', `fake-google bug: ${String(error)}`);
+    const apiError =
+      error instanceof ApiError ? error : new ApiError(500, 'backendError', `fake-google bug: ${String(error)}`);
     ctx.counter.error(apiError.status, apiError.reason);
     return apiError.reply();
   }
@@ -117,7 +118,9 @@ function write(res: ServerResponse, reply: Reply): void {
 export async function listen(ctx: FakeContext, host: string): Promise<Listening> {
   const abort = new AbortController();
   const server = createServer((req, res) => {
-    void respond(ctx, req, abort.signal).then((outcome) => (outcome === 'reset' ? req.socket.destroy() : write(res, outcome)));
+    void respond(ctx, req, abort.signal).then((outcome) =>
+      outcome === 'reset' ? req.socket.destroy() : write(res, outcome),
+    );
   });
   const { port, close } = await listenClosable(server, host, 0, abort);
   return { origin: `http://${host}:${port}`, close };

@@ -1,6 +1,13 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { desiredEvents, fieldsHash, HASH_KEY, MARKER_KEY, markerFor, ownedFields } from '../../src/google/desired-events.ts';
+import {
+  desiredEvents,
+  fieldsHash,
+  HASH_KEY,
+  MARKER_KEY,
+  markerFor,
+  ownedFields,
+} from '../../src/google/desired-events.ts';
 import { eventIdFor } from '../../src/google/event-id.ts';
 import type { Occurrence } from '../../src/timetable/types.ts';
 
@@ -47,23 +54,36 @@ describe('fieldsHash', () => {
   it('changes with every owned field', () => {
     const base = fieldsHash(ownedFields(occurrence()));
     const changes: Partial<Occurrence>[] = [
-      { summary: 'Физика' }, { location: 'ауд. 102' }, { description: '' }, { beginTime: '09:05' },
-      { endTime: '10:40' }, { date: '2025-10-02' }, { timezone: 'Europe/Berlin' },
+      { summary: 'Физика' },
+      { location: 'ауд. 102' },
+      { description: '' },
+      { beginTime: '09:05' },
+      { endTime: '10:40' },
+      { date: '2025-10-02' },
+      { timezone: 'Europe/Berlin' },
     ];
     for (const change of changes) expect(fieldsHash(ownedFields(occurrence(change)))).not.toBe(base);
   });
 
   it('does not confuse text moved from one field to the next', () => {
-    fc.assert(fc.property(fc.string(), fc.string(), fc.string(), (a, b, c) => {
-      fc.pre(c !== '');
-      expect(fieldsHash(ownedFields(occurrence({ summary: a + c, location: b })))).not.toBe(fieldsHash(ownedFields(occurrence({ summary: a, location: c + b }))));
-    }));
+    fc.assert(
+      fc.property(fc.string(), fc.string(), fc.string(), (a, b, c) => {
+        fc.pre(c !== '');
+        expect(fieldsHash(ownedFields(occurrence({ summary: a + c, location: b })))).not.toBe(
+          fieldsHash(ownedFields(occurrence({ summary: a, location: c + b }))),
+        );
+      }),
+    );
   });
 });
 
 describe('desiredEvents', () => {
   it('keeps confirmed occurrences only, with ids from their uids and the digest of their fields', () => {
-    const events = desiredEvents([occurrence(), occurrence({ uid: '4711-2025-10-08', date: '2025-10-08', status: 'CANCELLED' }), occurrence({ uid: '4712-2025-10-01' })]);
+    const events = desiredEvents([
+      occurrence(),
+      occurrence({ uid: '4711-2025-10-08', date: '2025-10-08', status: 'CANCELLED' }),
+      occurrence({ uid: '4712-2025-10-01' }),
+    ]);
     expect(events.map((event) => event.id)).toEqual([eventIdFor('4711-2025-10-01'), eventIdFor('4712-2025-10-01')]);
     expect(events[0]?.hash).toBe(fieldsHash(ownedFields(occurrence())));
     expect(events[0]?.fields).toEqual(ownedFields(occurrence()));

@@ -16,9 +16,13 @@ import {
   GoogleTransientError,
 } from '../../src/google/errors.ts';
 import { eventIdFor } from '../../src/google/event-id.ts';
-import { createGoogleCalendar, type GoogleCalendarConfig, type GoogleCalendarOptions } from '../../src/google/google-calendar.ts';
+import {
+  createGoogleCalendar,
+  type GoogleCalendarConfig,
+  type GoogleCalendarOptions,
+} from '../../src/google/google-calendar.ts';
 import { parseRetryAfter } from '../../src/google/google-errors.ts';
-import { startFakeGoogle, type FakeGoogle, type FaultKind } from '../fake-google/index.ts';
+import { type FakeGoogle, type FaultKind, startFakeGoogle } from '../fake-google/index.ts';
 
 const MARKER: EventMarker = { key: MARKER_KEY, value: 'group:4242' };
 
@@ -27,14 +31,24 @@ let config: GoogleCalendarConfig;
 
 beforeAll(async () => {
   fake = await startFakeGoogle({ seed: 7 });
-  config = { googleClientId: fake.clientId, googleClientSecret: fake.clientSecret, googleApiRootUrl: fake.rootUrl, googleOauthTokenUrl: fake.tokenUrl };
+  config = {
+    googleClientId: fake.clientId,
+    googleClientSecret: fake.clientSecret,
+    googleApiRootUrl: fake.rootUrl,
+    googleOauthTokenUrl: fake.tokenUrl,
+  };
 });
 afterAll(() => fake.close());
 afterEach(() => fake.clearFaults());
 
 /** A calendar client for a fresh fake user, counting beforeRequest calls. */
-function connect(options: GoogleCalendarOptions & { refreshToken?: string } = {}): { calendar: CalendarTarget; before: { calls: number }; user: string } {
-  const { user, refreshToken } = options.refreshToken === undefined ? fake.addUser() : { user: '', refreshToken: options.refreshToken };
+function connect(options: GoogleCalendarOptions & { refreshToken?: string } = {}): {
+  calendar: CalendarTarget;
+  before: { calls: number };
+  user: string;
+} {
+  const { user, refreshToken } =
+    options.refreshToken === undefined ? fake.addUser() : { user: '', refreshToken: options.refreshToken };
   const before = { calls: 0 };
   const calendar = createGoogleCalendar(config, refreshToken, async () => void (before.calls += 1), options);
   return { calendar, before, user };
@@ -89,11 +103,22 @@ describe('events', () => {
     const event = desired('a');
     await calendar.insertEvent(calendarId, event, MARKER);
     const stored = fake.event(calendarId, event.id);
-    expect(stored).toMatchObject({ id: event.id, status: 'confirmed', summary: 'Class a', location: 'Room 101', description: 'Lecture' });
+    expect(stored).toMatchObject({
+      id: event.id,
+      status: 'confirmed',
+      summary: 'Class a',
+      location: 'Room 101',
+      description: 'Lecture',
+    });
     expect(stored?.start).toMatchObject({ timeZone: 'Europe/Warsaw' });
     expect(stored?.reminders).toEqual({ useDefault: true });
     expect(stored?.extendedProperties?.private).toEqual({ [MARKER_KEY]: 'group:4242', [HASH_KEY]: event.hash });
-    expect(await calendar.getEvent(calendarId, event.id)).toEqual({ id: event.id, cancelled: false, markerValue: 'group:4242', hash: event.hash });
+    expect(await calendar.getEvent(calendarId, event.id)).toEqual({
+      id: event.id,
+      cancelled: false,
+      markerValue: 'group:4242',
+      hash: event.hash,
+    });
     expect(await calendar.getEvent(calendarId, eventIdFor('never'))).toBeUndefined();
     await expect(calendar.insertEvent(calendarId, event, MARKER)).rejects.toBeInstanceOf(EventExistsError);
   });
@@ -104,12 +129,20 @@ describe('events', () => {
     const event = desired('b');
     await calendar.insertEvent(calendarId, event, MARKER);
     const reminders = { useDefault: false, overrides: [{ method: 'popup', minutes: 15 }] };
-    fake.ownerEditEvent(calendarId, event.id, { reminders, colorId: '5', extendedProperties: { private: { mine: 'yes' } } });
+    fake.ownerEditEvent(calendarId, event.id, {
+      reminders,
+      colorId: '5',
+      extendedProperties: { private: { mine: 'yes' } },
+    });
     const changed = desired('b', 'Moved class');
     await calendar.patchEvent(calendarId, changed, MARKER);
     const stored = fake.event(calendarId, event.id);
     expect(stored).toMatchObject({ summary: 'Moved class', colorId: '5', reminders });
-    expect(stored?.extendedProperties?.private).toEqual({ mine: 'yes', [MARKER_KEY]: 'group:4242', [HASH_KEY]: changed.hash });
+    expect(stored?.extendedProperties?.private).toEqual({
+      mine: 'yes',
+      [MARKER_KEY]: 'group:4242',
+      [HASH_KEY]: changed.hash,
+    });
     await expect(calendar.patchEvent(calendarId, desired('missing'), MARKER)).rejects.toBeInstanceOf(EventMissingError);
   });
 
@@ -128,7 +161,12 @@ describe('events', () => {
     const revived = desired('c', 'Back again');
     await calendar.reviveEvent(calendarId, revived, MARKER);
     expect(fake.event(calendarId, event.id)).toMatchObject({ status: 'confirmed', summary: 'Back again' });
-    expect(await calendar.getEvent(calendarId, event.id)).toEqual({ id: event.id, cancelled: false, markerValue: 'group:4242', hash: revived.hash });
+    expect(await calendar.getEvent(calendarId, event.id)).toEqual({
+      id: event.id,
+      cancelled: false,
+      markerValue: 'group:4242',
+      hash: revived.hash,
+    });
   });
 
   it('revives an event the owner deleted, with default reminders again', async () => {
@@ -148,12 +186,21 @@ describe('events', () => {
     const ours = ['e1', 'e2', 'e3', 'e4', 'e5'].map((uid) => desired(uid));
     for (const event of ours) await calendar.insertEvent(calendarId, event, MARKER);
     await calendar.insertEvent(calendarId, desired('other'), { key: MARKER_KEY, value: 'teacher:17' });
-    fake.ownerInsertEvent(calendarId, { summary: 'Dentist', start: { dateTime: '2025-10-02T10:00:00Z' }, end: { dateTime: '2025-10-02T11:00:00Z' } });
+    fake.ownerInsertEvent(calendarId, {
+      summary: 'Dentist',
+      start: { dateTime: '2025-10-02T10:00:00Z' },
+      end: { dateTime: '2025-10-02T11:00:00Z' },
+    });
     await calendar.deleteEvent(calendarId, ours[4]?.id ?? '');
     fake.resetCounts();
     const callsBefore = before.calls;
     const listed = await collect(calendar.listMarkedEvents(calendarId, MARKER));
-    const expected = ours.map((event, i) => ({ id: event.id, cancelled: i === 4, markerValue: 'group:4242', hash: event.hash }));
+    const expected = ours.map((event, i) => ({
+      id: event.id,
+      cancelled: i === 4,
+      markerValue: 'group:4242',
+      hash: event.hash,
+    }));
     expect(listed).toEqual(expected);
     expect(fake.counts().byMethod).toEqual({ 'events.list': 3 });
     expect(before.calls - callsBefore).toBe(3);
@@ -227,18 +274,21 @@ describe('classification', () => {
     ['503', GoogleTransientError, 'backendError'],
     ['reset', GoogleTransientError, undefined],
   ];
-  it.each(cases.map(([kind, errorClass, reason]) => ({ kind, errorClass, name: errorClass.name, reason })))('fault $kind → $name after exactly one request', async ({ kind, errorClass, reason }) => {
-    // A GET: the library would retry it on 429, 5xx and resets if its retries were on.
-    const { calendar } = connect();
-    const { id: calendarId } = await calendar.createCalendar('C', 'UTC');
-    fake.inject({ kind, methods: ['calendars.get'] });
-    fake.resetCounts();
-    const error = await rejection(calendar.getCalendar(calendarId));
-    expect(error).toBeInstanceOf(errorClass);
-    if (reason !== undefined) expect(error).toMatchObject({ reason });
-    expect(fake.counts()).toMatchObject({ total: 1, tokenRequests: 0 });
-    expect((error as Error).message).toMatch(/^Google calendars\.get: /);
-  });
+  it.each(cases.map(([kind, errorClass, reason]) => ({ kind, errorClass, name: errorClass.name, reason })))(
+    'fault $kind → $name after exactly one request',
+    async ({ kind, errorClass, reason }) => {
+      // A GET: the library would retry it on 429, 5xx and resets if its retries were on.
+      const { calendar } = connect();
+      const { id: calendarId } = await calendar.createCalendar('C', 'UTC');
+      fake.inject({ kind, methods: ['calendars.get'] });
+      fake.resetCounts();
+      const error = await rejection(calendar.getCalendar(calendarId));
+      expect(error).toBeInstanceOf(errorClass);
+      if (reason !== undefined) expect(error).toMatchObject({ reason });
+      expect(fake.counts()).toMatchObject({ total: 1, tokenRequests: 0 });
+      expect((error as Error).message).toMatch(/^Google calendars\.get: /);
+    },
+  );
 
   it('a 429 carries Retry-After in milliseconds', async () => {
     const { calendar } = connect();
@@ -246,7 +296,7 @@ describe('classification', () => {
     expect(await rejection(calendar.createCalendar('C', 'UTC'))).toMatchObject({ status: 429, retryAfterMs: 1000 });
   });
 
-  it("the per-user quota (600/min at Google) answers GoogleRateLimitError", async () => {
+  it('the per-user quota (600/min at Google) answers GoogleRateLimitError', async () => {
     const small = await startFakeGoogle({ userQuotaPerMinute: 2 });
     try {
       const { refreshToken } = small.addUser();
@@ -254,7 +304,11 @@ describe('classification', () => {
       const calendar = createGoogleCalendar(smallConfig, refreshToken, async () => undefined);
       const { id } = await calendar.createCalendar('C', 'UTC');
       await calendar.getCalendar(id);
-      expect(await rejection(calendar.getCalendar(id))).toMatchObject({ name: 'GoogleRateLimitError', status: 403, reason: 'userRateLimitExceeded' });
+      expect(await rejection(calendar.getCalendar(id))).toMatchObject({
+        name: 'GoogleRateLimitError',
+        status: 403,
+        reason: 'userRateLimitExceeded',
+      });
       expect(small.counts().quotaErrors).toBe(1);
     } finally {
       await small.close();
@@ -266,7 +320,10 @@ describe('classification', () => {
     await calendar.createCalendar('warm-up', 'UTC');
     fake.latency(3_000);
     fake.resetCounts();
-    expect(await rejection(calendar.createCalendar('C', 'UTC'))).toMatchObject({ name: 'GoogleTransientError', message: 'Google calendars.insert: timed out' });
+    expect(await rejection(calendar.createCalendar('C', 'UTC'))).toMatchObject({
+      name: 'GoogleTransientError',
+      message: 'Google calendars.insert: timed out',
+    });
     expect(fake.counts().total).toBe(1);
   });
 
@@ -299,21 +356,39 @@ describe('classification', () => {
 
   it('a wrong client secret is our misconfiguration, not the user: GooglePermanentError', async () => {
     const { refreshToken } = fake.addUser();
-    const calendar = createGoogleCalendar({ ...config, googleClientSecret: 'wrong' }, refreshToken, async () => undefined);
-    expect(await rejection(calendar.createCalendar('C', 'UTC'))).toMatchObject({ name: 'GooglePermanentError', status: 401, reason: 'invalid_client' });
+    const calendar = createGoogleCalendar(
+      { ...config, googleClientSecret: 'wrong' },
+      refreshToken,
+      async () => undefined,
+    );
+    expect(await rejection(calendar.createCalendar('C', 'UTC'))).toMatchObject({
+      name: 'GooglePermanentError',
+      status: 401,
+      reason: 'invalid_client',
+    });
     // Also during an event write: the client is the problem, not the event (a push stops instead of refusing events one by one).
-    expect(await rejection(calendar.insertEvent('any@group.calendar.google.com', desired('c'), MARKER))).toMatchObject({ name: 'GooglePermanentError', reason: 'invalid_client' });
+    expect(await rejection(calendar.insertEvent('any@group.calendar.google.com', desired('c'), MARKER))).toMatchObject({
+      name: 'GooglePermanentError',
+      reason: 'invalid_client',
+    });
   });
 
   it('an invalid event id is a permanent 400 of that event alone (EventRefusedError)', async () => {
     const { calendar } = connect();
     const { id: calendarId } = await calendar.createCalendar('C', 'UTC');
     const bad = { ...desired('i'), id: 'NOT-base32hex' };
-    expect(await rejection(calendar.insertEvent(calendarId, bad, MARKER))).toMatchObject({ name: 'EventRefusedError', status: 400, reason: 'invalid' });
+    expect(await rejection(calendar.insertEvent(calendarId, bad, MARKER))).toMatchObject({
+      name: 'EventRefusedError',
+      status: 400,
+      reason: 'invalid',
+    });
   });
 
   /** Each write of one event, as the sync sends it. */
-  const writes: Record<string, (calendar: CalendarTarget, calendarId: string, event: DesiredEvent) => Promise<unknown>> = {
+  const writes: Record<
+    string,
+    (calendar: CalendarTarget, calendarId: string, event: DesiredEvent) => Promise<unknown>
+  > = {
     'events.insert': (calendar, calendarId, event) => calendar.insertEvent(calendarId, event, MARKER),
     'events.patch': (calendar, calendarId, event) => calendar.patchEvent(calendarId, event, MARKER),
     'events.update': (calendar, calendarId, event) => calendar.reviveEvent(calendarId, event, MARKER),
@@ -326,21 +401,33 @@ describe('classification', () => {
     ['403-forbidden', 403, 'forbidden', GooglePermanentError],
     ['403-required-access', 403, 'requiredAccessLevel', GooglePermanentError],
   ];
-  const writeCases = Object.keys(writes).flatMap((method) => answers.map(([kind, status, reason, errorClass]) => ({ method, kind, status, reason, errorClass, name: errorClass.name })));
-  it.each(writeCases)('$method answering $status $reason → $name', async ({ method, kind, status, reason, errorClass, name }) => {
-    const { calendar } = connect();
-    const { id: calendarId } = await calendar.createCalendar('C', 'UTC');
-    // The event exists, so that without the fault every write would succeed.
-    const event = desired(`w-${method}-${kind}`);
-    await calendar.insertEvent(calendarId, event, MARKER);
-    fake.inject({ kind, methods: [method], eventIds: [event.id] });
-    fake.resetCounts();
-    const error = await rejection((writes[method] ?? expect.unreachable(method))(calendar, calendarId, event));
-    expect(error).toBeInstanceOf(errorClass);
-    // By name, not instanceof alone: EventRefusedError is a GooglePermanentError too.
-    expect(error).toMatchObject({ name, status, reason });
-    expect(fake.counts()).toMatchObject({ total: 1, errors: { [`${status} ${reason}`]: 1 } });
-  });
+  const writeCases = Object.keys(writes).flatMap((method) =>
+    answers.map(([kind, status, reason, errorClass]) => ({
+      method,
+      kind,
+      status,
+      reason,
+      errorClass,
+      name: errorClass.name,
+    })),
+  );
+  it.each(writeCases)(
+    '$method answering $status $reason → $name',
+    async ({ method, kind, status, reason, errorClass, name }) => {
+      const { calendar } = connect();
+      const { id: calendarId } = await calendar.createCalendar('C', 'UTC');
+      // The event exists, so that without the fault every write would succeed.
+      const event = desired(`w-${method}-${kind}`);
+      await calendar.insertEvent(calendarId, event, MARKER);
+      fake.inject({ kind, methods: [method], eventIds: [event.id] });
+      fake.resetCounts();
+      const error = await rejection((writes[method] ?? expect.unreachable(method))(calendar, calendarId, event));
+      expect(error).toBeInstanceOf(errorClass);
+      // By name, not instanceof alone: EventRefusedError is a GooglePermanentError too.
+      expect(error).toMatchObject({ name, status, reason });
+      expect(fake.counts()).toMatchObject({ total: 1, errors: { [`${status} ${reason}`]: 1 } });
+    },
+  );
 });
 
 describe('parseRetryAfter', () => {

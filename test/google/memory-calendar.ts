@@ -4,7 +4,15 @@
  * deleting twice answers `gone` (410), a never-used id `missing` (404); patch merges (owned fields, marker
  * and hash replaced, everything else kept); revive (PUT) replaces the whole body and confirms the event.
  */
-import type { CalendarInfo, CalendarTarget, DeleteOutcome, DesiredEvent, EventMarker, OwnedEventFields, RemoteEvent } from '../../src/google/calendar-target.ts';
+import type {
+  CalendarInfo,
+  CalendarTarget,
+  DeleteOutcome,
+  DesiredEvent,
+  EventMarker,
+  OwnedEventFields,
+  RemoteEvent,
+} from '../../src/google/calendar-target.ts';
 import { HASH_KEY, MARKER_KEY } from '../../src/google/desired-events.ts';
 import { CalendarGoneError, EventExistsError, EventMissingError, EventRefusedError } from '../../src/google/errors.ts';
 
@@ -20,7 +28,16 @@ export interface StoredEvent {
 }
 
 /** Methods of {@link CalendarTarget} that send requests. */
-export type Method = 'createCalendar' | 'getCalendar' | 'deleteCalendar' | 'insertEvent' | 'getEvent' | 'patchEvent' | 'reviveEvent' | 'deleteEvent' | 'listPage';
+export type Method =
+  | 'createCalendar'
+  | 'getCalendar'
+  | 'deleteCalendar'
+  | 'insertEvent'
+  | 'getEvent'
+  | 'patchEvent'
+  | 'reviveEvent'
+  | 'deleteEvent'
+  | 'listPage';
 
 /** A fault: call number `at` of `method` (counted over the fake's life) throws `error` instead of running. */
 interface Fault {
@@ -76,7 +93,9 @@ export class MemoryCalendar implements CalendarTarget {
   }
 
   events(calendarId: string, includeCancelled = false): StoredEvent[] {
-    return [...this.calendar(calendarId).events.values()].filter((event) => includeCancelled || event.status === 'confirmed');
+    return [...this.calendar(calendarId).events.values()].filter(
+      (event) => includeCancelled || event.status === 'confirmed',
+    );
   }
 
   event(calendarId: string, id: string): StoredEvent | undefined {
@@ -91,7 +110,13 @@ export class MemoryCalendar implements CalendarTarget {
 
   /** The owner's own event (no marker), outside the API. */
   ownerInsert(calendarId: string, id: string, privateProperties: Record<string, string> = {}): void {
-    this.calendar(calendarId).events.set(id, { id, status: 'confirmed', fields: FOREIGN_FIELDS, private: privateProperties, extra: {} });
+    this.calendar(calendarId).events.set(id, {
+      id,
+      status: 'confirmed',
+      fields: FOREIGN_FIELDS,
+      private: privateProperties,
+      extra: {},
+    });
   }
 
   async createCalendar(summary: string, timeZone: string): Promise<CalendarInfo> {
@@ -113,10 +138,21 @@ export class MemoryCalendar implements CalendarTarget {
 
   async insertEvent(calendarId: string, event: DesiredEvent, marker: EventMarker): Promise<void> {
     await this.request('insertEvent', event.id);
-    if (!ID.test(event.id)) throw new EventRefusedError('events.insert: Invalid resource id value.', { status: 400, reason: 'invalid' });
+    if (!ID.test(event.id))
+      throw new EventRefusedError('events.insert: Invalid resource id value.', { status: 400, reason: 'invalid' });
     const events = this.calendar(calendarId).events;
-    if (events.has(event.id) || this.reserved.has(event.id)) throw new EventExistsError('events.insert: The requested identifier already exists.', { status: 409, reason: 'duplicate' });
-    events.set(event.id, { id: event.id, status: 'confirmed', fields: event.fields, private: ours(event, marker), extra: {} });
+    if (events.has(event.id) || this.reserved.has(event.id))
+      throw new EventExistsError('events.insert: The requested identifier already exists.', {
+        status: 409,
+        reason: 'duplicate',
+      });
+    events.set(event.id, {
+      id: event.id,
+      status: 'confirmed',
+      fields: event.fields,
+      private: ours(event, marker),
+      extra: {},
+    });
     this.mutations += 1;
   }
 
@@ -138,8 +174,15 @@ export class MemoryCalendar implements CalendarTarget {
   async reviveEvent(calendarId: string, event: DesiredEvent, marker: EventMarker): Promise<void> {
     await this.request('reviveEvent', event.id);
     const events = this.calendar(calendarId).events;
-    if (!events.has(event.id)) throw new EventMissingError('events.update: Not Found', { status: 404, reason: 'notFound' });
-    events.set(event.id, { id: event.id, status: 'confirmed', fields: event.fields, private: ours(event, marker), extra: {} });
+    if (!events.has(event.id))
+      throw new EventMissingError('events.update: Not Found', { status: 404, reason: 'notFound' });
+    events.set(event.id, {
+      id: event.id,
+      status: 'confirmed',
+      fields: event.fields,
+      private: ours(event, marker),
+      extra: {},
+    });
     this.mutations += 1;
   }
 
@@ -156,7 +199,9 @@ export class MemoryCalendar implements CalendarTarget {
   }
 
   async *listMarkedEvents(calendarId: string, marker: EventMarker): AsyncIterable<RemoteEvent[]> {
-    const all = [...this.calendar(calendarId).events.values()].filter((event) => event.private[marker.key] === marker.value);
+    const all = [...this.calendar(calendarId).events.values()].filter(
+      (event) => event.private[marker.key] === marker.value,
+    );
     for (let start = 0; start === 0 || start < all.length; start += this.pageSize) {
       await this.request('listPage');
       yield all.slice(start, start + this.pageSize).map((event) => remote(event, marker.key));
@@ -165,7 +210,8 @@ export class MemoryCalendar implements CalendarTarget {
 
   private calendar(calendarId: string): { info: CalendarInfo; events: Map<string, StoredEvent> } {
     const calendar = this.calendars.get(calendarId);
-    if (!calendar) throw new CalendarGoneError(`calendar ${calendarId}: Not Found`, { status: 404, reason: 'notFound' });
+    if (!calendar)
+      throw new CalendarGoneError(`calendar ${calendarId}: Not Found`, { status: 404, reason: 'notFound' });
     return calendar;
   }
 
@@ -184,7 +230,13 @@ export class MemoryCalendar implements CalendarTarget {
   }
 }
 
-const FOREIGN_FIELDS: OwnedEventFields = { summary: 'Dentist', location: '', description: '', start: { dateTime: '2025-10-01T09:00:00', timeZone: 'UTC' }, end: { dateTime: '2025-10-01T10:00:00', timeZone: 'UTC' } };
+const FOREIGN_FIELDS: OwnedEventFields = {
+  summary: 'Dentist',
+  location: '',
+  description: '',
+  start: { dateTime: '2025-10-01T09:00:00', timeZone: 'UTC' },
+  end: { dateTime: '2025-10-01T10:00:00', timeZone: 'UTC' },
+};
 
 function ours(event: DesiredEvent, marker: EventMarker): Record<string, string> {
   return { [marker.key]: marker.value, [HASH_KEY]: event.hash };
@@ -193,5 +245,10 @@ function ours(event: DesiredEvent, marker: EventMarker): Record<string, string> 
 function remote(stored: StoredEvent, markerKey: string): RemoteEvent {
   const markerValue = stored.private[markerKey];
   const hash = stored.private[HASH_KEY];
-  return { id: stored.id, cancelled: stored.status === 'cancelled', ...(markerValue === undefined ? {} : { markerValue }), ...(hash === undefined ? {} : { hash }) };
+  return {
+    id: stored.id,
+    cancelled: stored.status === 'cancelled',
+    ...(markerValue === undefined ? {} : { markerValue }),
+    ...(hash === undefined ? {} : { hash }),
+  };
 }

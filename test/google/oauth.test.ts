@@ -4,8 +4,15 @@ import { inspect } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { GoogleConsentError, GooglePermanentError, GoogleTransientError } from '../../src/google/errors.ts';
 import { createGoogleCalendar } from '../../src/google/google-calendar.ts';
-import { CALENDAR_SCOPE, GoogleOAuth, OAUTH_SCOPES, pkcePair, subjectOf, type GoogleOAuthConfig } from '../../src/google/oauth.ts';
-import { startFakeGoogle, type FakeGoogle } from '../fake-google/index.ts';
+import {
+  CALENDAR_SCOPE,
+  GoogleOAuth,
+  type GoogleOAuthConfig,
+  OAUTH_SCOPES,
+  pkcePair,
+  subjectOf,
+} from '../../src/google/oauth.ts';
+import { type FakeGoogle, startFakeGoogle } from '../fake-google/index.ts';
 
 let fake: FakeGoogle;
 let config: GoogleOAuthConfig;
@@ -88,14 +95,22 @@ describe('exchangeCode', () => {
     const granted = await oauth.exchangeCode(await codeFor());
     expect(granted).toMatchObject({ googleUser: user, scopes: ['openid', CALENDAR_SCOPE] });
     const calendarConfig = { ...config, googleApiRootUrl: fake.rootUrl };
-    const created = await createGoogleCalendar(calendarConfig, granted.refreshToken, async () => undefined).createCalendar('Mine', 'UTC');
+    const created = await createGoogleCalendar(
+      calendarConfig,
+      granted.refreshToken,
+      async () => undefined,
+    ).createCalendar('Mine', 'UTC');
     expect(fake.calendars(user).map((calendar) => calendar.id)).toEqual([created.id]);
   });
 
   it('a code works once: a replay is GoogleConsentError (invalid_grant)', async () => {
     const code = await codeFor();
     await oauth.exchangeCode(code);
-    expect(await rejection(oauth.exchangeCode(code))).toMatchObject({ name: 'GoogleConsentError', status: 400, reason: 'invalid_grant' });
+    expect(await rejection(oauth.exchangeCode(code))).toMatchObject({
+      name: 'GoogleConsentError',
+      status: 400,
+      reason: 'invalid_grant',
+    });
   });
 
   it('a verifier that does not match the challenge is refused, and neither code nor verifier is in the error', async () => {

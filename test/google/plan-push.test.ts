@@ -2,9 +2,25 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { DesiredEvent, RemoteEvent } from '../../src/google/calendar-target.ts';
 import { fieldsHash, markerFor } from '../../src/google/desired-events.ts';
-import { CANCELLED, carryRefusals, DELETE_REFUSED, FOREIGN, indexFromRemote, parseRefused, planPush, refusedMarker, type PushPlan } from '../../src/google/plan-push.ts';
+import {
+  CANCELLED,
+  carryRefusals,
+  DELETE_REFUSED,
+  FOREIGN,
+  indexFromRemote,
+  type PushPlan,
+  parseRefused,
+  planPush,
+  refusedMarker,
+} from '../../src/google/plan-push.ts';
 
-const FIELDS = { summary: 's', location: '', description: '', start: { dateTime: '2025-10-01T09:00:00', timeZone: 'UTC' }, end: { dateTime: '2025-10-01T10:00:00', timeZone: 'UTC' } };
+const FIELDS = {
+  summary: 's',
+  location: '',
+  description: '',
+  start: { dateTime: '2025-10-01T09:00:00', timeZone: 'UTC' },
+  end: { dateTime: '2025-10-01T10:00:00', timeZone: 'UTC' },
+};
 const event = (id: string, hash: string): DesiredEvent => ({ id, hash, fields: FIELDS });
 /** The planning clock (epoch ms). */
 const NOW = 1_760_000_000_000;
@@ -12,11 +28,20 @@ const NOW = 1_760_000_000_000;
 /** Few ids and hashes, so that desired and indexed events overlap often. */
 const idArb = fc.constantFrom<string>('a0', 'a1', 'a2', 'a3', 'a4', 'a5', 'a6', 'a7', 'a8', 'a9');
 const hashArb = fc.constantFrom<string>('h1', 'h2', 'h3');
-const desiredArb = fc.uniqueArray(fc.tuple(idArb, hashArb), { selector: ([id]) => id, maxLength: 10 }).map((pairs) => pairs.map(([id, hash]) => event(id, hash)));
+const desiredArb = fc
+  .uniqueArray(fc.tuple(idArb, hashArb), { selector: ([id]) => id, maxLength: 10 })
+  .map((pairs) => pairs.map(([id, hash]) => event(id, hash)));
 /** A refusal of a version or of a delete, due before, at or after {@link NOW}. */
-const refusalArb = fc.tuple(fc.oneof(hashArb, fc.constant(DELETE_REFUSED)), fc.constantFrom(NOW - 1, NOW, NOW + 1)).map(([hash, retryAt]) => refusedMarker(hash, retryAt));
+const refusalArb = fc
+  .tuple(fc.oneof(hashArb, fc.constant(DELETE_REFUSED)), fc.constantFrom(NOW - 1, NOW, NOW + 1))
+  .map(([hash, retryAt]) => refusedMarker(hash, retryAt));
 /** Indexed ids: live with a digest, deleted (kept by Google as cancelled), or refused by Google. */
-const indexArb = fc.uniqueArray(fc.tuple(idArb, fc.oneof(hashArb, fc.constant(CANCELLED), refusalArb)), { selector: ([id]) => id, maxLength: 10 }).map((pairs) => new Map(pairs));
+const indexArb = fc
+  .uniqueArray(fc.tuple(idArb, fc.oneof(hashArb, fc.constant(CANCELLED), refusalArb)), {
+    selector: ([id]) => id,
+    maxLength: 10,
+  })
+  .map((pairs) => new Map(pairs));
 
 /** Whether the index holds a refusal of this very version of the event that is not due yet. */
 const waiting = (index: ReadonlyMap<string, string>, item: DesiredEvent) => {
@@ -45,49 +70,93 @@ function apply(index: ReadonlyMap<string, string>, plan: PushPlan): Map<string, 
 }
 
 /** The live part of an index (neither deleted nor refused). */
-const live = (index: ReadonlyMap<string, string>) => [...index].filter(([, hash]) => hash !== CANCELLED && parseRefused(hash) === undefined);
+const live = (index: ReadonlyMap<string, string>) =>
+  [...index].filter(([, hash]) => hash !== CANCELLED && parseRefused(hash) === undefined);
 
 describe('planPush', () => {
   it('applying the plan to the index yields exactly the desired events live, except refused ones still waiting', () => {
-    fc.assert(fc.property(desiredArb, indexArb, (desired, index) => {
-      const after = apply(index, planPush(desired, index, NOW));
-      expect(live(after).sort()).toEqual(desired.filter((item) => !waiting(index, item)).map((item) => [item.id, item.hash]).sort());
-      // A waiting refusal stays in the index as it was, a refused delete of an event no longer desired too.
-      for (const item of desired.filter((candidate) => waiting(index, candidate))) expect(after.get(item.id)).toBe(index.get(item.id));
-      for (const id of deletesWaiting(desired, index)) expect(after.get(id)).toBe(index.get(id));
-      // Everything else no longer desired ends deleted (or left alone, when it is someone else's).
-      const wanted = new Set(desired.map((item) => item.id));
-      for (const [id, value] of after) if (!wanted.has(id) && !deleteWaiting(index, id)) expect([CANCELLED, FOREIGN]).toContain(value);
-    }), { numRuns: 1000 });
+    fc.assert(
+      fc.property(desiredArb, indexArb, (desired, index) => {
+        const after = apply(index, planPush(desired, index, NOW));
+        expect(live(after).sort()).toEqual(
+          desired
+            .filter((item) => !waiting(index, item))
+            .map((item) => [item.id, item.hash])
+            .sort(),
+        );
+        // A waiting refusal stays in the index as it was, a refused delete of an event no longer desired too.
+        for (const item of desired.filter((candidate) => waiting(index, candidate)))
+          expect(after.get(item.id)).toBe(index.get(item.id));
+        for (const id of deletesWaiting(desired, index)) expect(after.get(id)).toBe(index.get(id));
+        // Everything else no longer desired ends deleted (or left alone, when it is someone else's).
+        const wanted = new Set(desired.map((item) => item.id));
+        for (const [id, value] of after)
+          if (!wanted.has(id) && !deleteWaiting(index, id)) expect([CANCELLED, FOREIGN]).toContain(value);
+      }),
+      { numRuns: 1000 },
+    );
   });
 
   it('plans nothing more than needed: each desired event once, only changed ones written', () => {
-    fc.assert(fc.property(desiredArb, indexArb, (desired, index) => {
-      const plan = planPush(desired, index, NOW);
-      const waitingDeletes = deletesWaiting(desired, index).length;
-      expect(plan.insert.length + plan.revive.length + plan.patch.length + plan.unchanged + plan.refused).toBe(desired.length + waitingDeletes);
-      // Inserted: unknown, or refused in another version or long enough ago (the insert finds out what Google holds).
-      for (const item of plan.insert) expect(!index.has(item.id) || (parseRefused(index.get(item.id) ?? '') !== undefined && !waiting(index, item))).toBe(true);
-      // An id Google keeps as deleted is revived (one write), never inserted (a 409) or patched.
-      for (const item of plan.revive) expect(index.get(item.id)).toBe(CANCELLED);
-      for (const item of plan.patch) expect(index.get(item.id)).not.toBe(item.hash);
-      for (const item of plan.patch) expect(index.has(item.id) && index.get(item.id) !== CANCELLED && parseRefused(index.get(item.id) ?? '') === undefined).toBe(true);
-      const wanted = new Set(desired.map((item) => item.id));
-      for (const id of plan.remove) expect(index.has(id) && index.get(id) !== CANCELLED && !wanted.has(id) && !deleteWaiting(index, id)).toBe(true);
-      expect(plan.unchanged).toBe(desired.filter((item) => index.get(item.id) === item.hash).length);
-      expect(plan.refused).toBe(desired.filter((item) => waiting(index, item)).length + waitingDeletes);
-    }), { numRuns: 1000 });
+    fc.assert(
+      fc.property(desiredArb, indexArb, (desired, index) => {
+        const plan = planPush(desired, index, NOW);
+        const waitingDeletes = deletesWaiting(desired, index).length;
+        expect(plan.insert.length + plan.revive.length + plan.patch.length + plan.unchanged + plan.refused).toBe(
+          desired.length + waitingDeletes,
+        );
+        // Inserted: unknown, or refused in another version or long enough ago (the insert finds out what Google holds).
+        for (const item of plan.insert)
+          expect(
+            !index.has(item.id) || (parseRefused(index.get(item.id) ?? '') !== undefined && !waiting(index, item)),
+          ).toBe(true);
+        // An id Google keeps as deleted is revived (one write), never inserted (a 409) or patched.
+        for (const item of plan.revive) expect(index.get(item.id)).toBe(CANCELLED);
+        for (const item of plan.patch) expect(index.get(item.id)).not.toBe(item.hash);
+        for (const item of plan.patch)
+          expect(
+            index.has(item.id) &&
+              index.get(item.id) !== CANCELLED &&
+              parseRefused(index.get(item.id) ?? '') === undefined,
+          ).toBe(true);
+        const wanted = new Set(desired.map((item) => item.id));
+        for (const id of plan.remove)
+          expect(index.has(id) && index.get(id) !== CANCELLED && !wanted.has(id) && !deleteWaiting(index, id)).toBe(
+            true,
+          );
+        expect(plan.unchanged).toBe(desired.filter((item) => index.get(item.id) === item.hash).length);
+        expect(plan.refused).toBe(desired.filter((item) => waiting(index, item)).length + waitingDeletes);
+      }),
+      { numRuns: 1000 },
+    );
   });
 
   it('an unchanged calendar needs no operation at all', () => {
-    fc.assert(fc.property(desiredArb, (desired) => {
-      const plan = planPush(desired, new Map(desired.map((item) => [item.id, item.hash])), NOW);
-      expect(plan).toEqual({ insert: [], revive: [], patch: [], remove: [], unchanged: desired.length, conflicts: 0, refused: 0 });
-    }));
+    fc.assert(
+      fc.property(desiredArb, (desired) => {
+        const plan = planPush(desired, new Map(desired.map((item) => [item.id, item.hash])), NOW);
+        expect(plan).toEqual({
+          insert: [],
+          revive: [],
+          patch: [],
+          remove: [],
+          unchanged: desired.length,
+          conflicts: 0,
+          refused: 0,
+        });
+      }),
+    );
   });
 
   it('never writes to an id taken by someone else, nor deletes it', () => {
-    const plan = planPush([event('a1', 'h1')], new Map([['a1', FOREIGN], ['a2', FOREIGN]]), NOW);
+    const plan = planPush(
+      [event('a1', 'h1')],
+      new Map([
+        ['a1', FOREIGN],
+        ['a2', FOREIGN],
+      ]),
+      NOW,
+    );
     expect(plan).toEqual({ insert: [], revive: [], patch: [], remove: [], unchanged: 0, conflicts: 1, refused: 0 });
   });
 
@@ -106,26 +175,64 @@ describe('refused events', () => {
   });
 
   it('another version is inserted at once (the insert finds out what Google holds)', () => {
-    expect(planPush([event('a1', 'h2')], new Map([['a1', refused('h1')]]), NOW)).toMatchObject({ insert: [event('a1', 'h2')], patch: [], refused: 0 });
+    expect(planPush([event('a1', 'h2')], new Map([['a1', refused('h1')]]), NOW)).toMatchObject({
+      insert: [event('a1', 'h2')],
+      patch: [],
+      refused: 0,
+    });
   });
 
   it('the same version is inserted again once it is due', () => {
-    expect(planPush([event('a1', 'h1')], new Map([['a1', refused('h1', NOW)]]), NOW)).toMatchObject({ insert: [event('a1', 'h1')], refused: 0 });
-    expect(planPush([event('a1', 'h1')], new Map([['a1', refused('h1', NOW - 1)]]), NOW)).toMatchObject({ insert: [event('a1', 'h1')], refused: 0 });
+    expect(planPush([event('a1', 'h1')], new Map([['a1', refused('h1', NOW)]]), NOW)).toMatchObject({
+      insert: [event('a1', 'h1')],
+      refused: 0,
+    });
+    expect(planPush([event('a1', 'h1')], new Map([['a1', refused('h1', NOW - 1)]]), NOW)).toMatchObject({
+      insert: [event('a1', 'h1')],
+      refused: 0,
+    });
   });
 
   it('a refused event no longer desired is removed (a refused patch left the old version in Google)', () => {
-    expect(planPush([], new Map([['a1', refused('h1')], ['a2', refused('h2', NOW - 1)]]), NOW)).toMatchObject({ remove: ['a1', 'a2'], refused: 0 });
+    expect(
+      planPush(
+        [],
+        new Map([
+          ['a1', refused('h1')],
+          ['a2', refused('h2', NOW - 1)],
+        ]),
+        NOW,
+      ),
+    ).toMatchObject({ remove: ['a1', 'a2'], refused: 0 });
   });
 
   it('a refused delete waits like a refused write, and is removed again once it is due', () => {
-    expect(planPush([], new Map([['a1', refused(DELETE_REFUSED)]]), NOW)).toEqual({ insert: [], revive: [], patch: [], remove: [], unchanged: 0, conflicts: 0, refused: 1 });
-    expect(planPush([], new Map([['a1', refused(DELETE_REFUSED, NOW)]]), NOW)).toMatchObject({ remove: ['a1'], refused: 0 });
+    expect(planPush([], new Map([['a1', refused(DELETE_REFUSED)]]), NOW)).toEqual({
+      insert: [],
+      revive: [],
+      patch: [],
+      remove: [],
+      unchanged: 0,
+      conflicts: 0,
+      refused: 1,
+    });
+    expect(planPush([], new Map([['a1', refused(DELETE_REFUSED, NOW)]]), NOW)).toMatchObject({
+      remove: ['a1'],
+      refused: 0,
+    });
   });
 
   it('a class whose delete was refused comes back with an insert (which finds our event live), due or not', () => {
-    expect(planPush([event('a1', 'h1')], new Map([['a1', refused(DELETE_REFUSED)]]), NOW)).toMatchObject({ insert: [event('a1', 'h1')], remove: [], refused: 0 });
-    expect(planPush([event('a1', 'h1')], new Map([['a1', refused(DELETE_REFUSED, NOW)]]), NOW)).toMatchObject({ insert: [event('a1', 'h1')], remove: [], refused: 0 });
+    expect(planPush([event('a1', 'h1')], new Map([['a1', refused(DELETE_REFUSED)]]), NOW)).toMatchObject({
+      insert: [event('a1', 'h1')],
+      remove: [],
+      refused: 0,
+    });
+    expect(planPush([event('a1', 'h1')], new Map([['a1', refused(DELETE_REFUSED, NOW)]]), NOW)).toMatchObject({
+      insert: [event('a1', 'h1')],
+      remove: [],
+      refused: 0,
+    });
   });
 
   it('markers read back as written; an unreadable time reads as due', () => {
@@ -135,12 +242,15 @@ describe('refused events', () => {
     expect(parseRefused(CANCELLED)).toBeUndefined();
   });
 
-  it('digests are base64url, so a digest never holds the marker\'s separator and always reads back whole', () => {
-    fc.assert(fc.property(fc.string(), fc.string(), fc.string(), (summary, location, description) => {
-      const hash = fieldsHash({ ...FIELDS, summary, location, description });
-      expect(hash).toMatch(/^[\w-]{22}$/);
-      expect(parseRefused(refusedMarker(hash, NOW))).toEqual({ hash, retryAt: NOW });
-    }), { numRuns: 300 });
+  it("digests are base64url, so a digest never holds the marker's separator and always reads back whole", () => {
+    fc.assert(
+      fc.property(fc.string(), fc.string(), fc.string(), (summary, location, description) => {
+        const hash = fieldsHash({ ...FIELDS, summary, location, description });
+        expect(hash).toMatch(/^[\w-]{22}$/);
+        expect(parseRefused(refusedMarker(hash, NOW))).toEqual({ hash, retryAt: NOW });
+      }),
+      { numRuns: 300 },
+    );
   });
 });
 
@@ -153,8 +263,19 @@ describe('carryRefusals', () => {
       ['a4', refusedMarker('h4', NOW)], // due: dropped
       ['a5', 'h5'],
     ]);
-    const remote = new Map([['a2', 'h0'], ['a3', 'h3'], ['a5', CANCELLED]]);
-    expect(carryRefusals(previous, remote, NOW)).toEqual(new Map([['a2', refusedMarker('h2', NOW + 1)], ['a3', 'h3'], ['a5', CANCELLED], ['a1', refusedMarker('h1', NOW + 1)]]));
+    const remote = new Map([
+      ['a2', 'h0'],
+      ['a3', 'h3'],
+      ['a5', CANCELLED],
+    ]);
+    expect(carryRefusals(previous, remote, NOW)).toEqual(
+      new Map([
+        ['a2', refusedMarker('h2', NOW + 1)],
+        ['a3', 'h3'],
+        ['a5', CANCELLED],
+        ['a1', refusedMarker('h1', NOW + 1)],
+      ]),
+    );
   });
 
   it('keeps refused deletes not due yet while Google holds the event live, and drops the others', () => {
@@ -165,8 +286,20 @@ describe('carryRefusals', () => {
       ['d4', refusedMarker(DELETE_REFUSED, NOW + 1)], // not listed at all: nothing to delete
       ['d5', refusedMarker(DELETE_REFUSED, NOW)], // due: dropped
     ]);
-    const remote = new Map([['d1', 'h1'], ['d2', ''], ['d3', CANCELLED], ['d5', 'h5']]);
-    expect(carryRefusals(previous, remote, NOW)).toEqual(new Map([['d1', refusedMarker(DELETE_REFUSED, NOW + 1)], ['d2', refusedMarker(DELETE_REFUSED, NOW + 1)], ['d3', CANCELLED], ['d5', 'h5']]));
+    const remote = new Map([
+      ['d1', 'h1'],
+      ['d2', ''],
+      ['d3', CANCELLED],
+      ['d5', 'h5'],
+    ]);
+    expect(carryRefusals(previous, remote, NOW)).toEqual(
+      new Map([
+        ['d1', refusedMarker(DELETE_REFUSED, NOW + 1)],
+        ['d2', refusedMarker(DELETE_REFUSED, NOW + 1)],
+        ['d3', CANCELLED],
+        ['d5', 'h5'],
+      ]),
+    );
   });
 });
 
@@ -180,7 +313,11 @@ describe('indexFromRemote', () => {
       { id: 'a4', cancelled: false, markerValue: 'group:2', hash: 'h4' },
       { id: 'a5', cancelled: false, hash: 'h5' },
     ];
-    expect([...indexFromRemote(remote, marker)]).toEqual([['a1', 'h1'], ['a2', ''], ['a3', CANCELLED]]);
+    expect([...indexFromRemote(remote, marker)]).toEqual([
+      ['a1', 'h1'],
+      ['a2', ''],
+      ['a3', CANCELLED],
+    ]);
   });
 
   it('an event of ours without a digest is patched by the next plan', () => {

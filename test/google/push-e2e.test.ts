@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { FOREIGN } from '../../src/google/plan-push.ts';
 import type { RefreshJobResult } from '../../src/jobs/contract.ts';
-import { PushHarness, type Connected } from './push-harness.ts';
+import { type Connected, PushHarness } from './push-harness.ts';
 
 let h: PushHarness;
 
@@ -25,7 +25,11 @@ const json = { 'content-type': 'application/json' };
 
 /** Moves a class to 18:00–19:30 in the simulator. */
 async function moveClass(entryId: number): Promise<void> {
-  await h.sim.raw(`/_sim/entries/${entryId}`, { method: 'PATCH', headers: json, body: JSON.stringify({ begin_time_schedule: '18:00', end_time_schedule: '19:30' }) });
+  await h.sim.raw(`/_sim/entries/${entryId}`, {
+    method: 'PATCH',
+    headers: json,
+    body: JSON.stringify({ begin_time_schedule: '18:00', end_time_schedule: '19:30' }),
+  });
 }
 
 /** A connected small group with one extra one-day class already pushed; counters zeroed afterwards. */
@@ -36,13 +40,16 @@ async function withOneDayClass(): Promise<{ target: Connected; entryId: number; 
   await h.refresh(source);
   const [, push] = await h.settled(target.id, 2);
   expect(push?.result).toMatchObject({ inserted: 1, writes: 1, reads: 0 });
-  expect(h.fake.event(target.calendarId, added.eventId)).toMatchObject({ status: 'confirmed', summary: expect.stringContaining('Extra seminar') });
+  expect(h.fake.event(target.calendarId, added.eventId)).toMatchObject({
+    status: 'confirmed',
+    summary: expect.stringContaining('Extra seminar'),
+  });
   h.fake.resetCounts();
   return { target, ...added, pushes: 2 };
 }
 
 describe('Google push through the adapter and the fake Google', () => {
-  it('first sync: the new calendar holds exactly the feed\'s confirmed classes, one insert each', async () => {
+  it("first sync: the new calendar holds exactly the feed's confirmed classes, one insert each", async () => {
     const source = await h.smallGroup(2);
     const { target, push } = await h.connect(source);
     expect(push).toMatchObject({ state: 'completed', attemptsMade: 1 });
@@ -56,15 +63,30 @@ describe('Google push through the adapter and the fake Google', () => {
     expect(counts.errors).toEqual({});
     // One token per adapter: the connection's, the push's.
     expect(counts.tokenRequests).toBe(2);
-    expect(push.result).toMatchObject({ reconciled: true, desired: desired.length, inserted: desired.length, writes: desired.length, reads: 1 });
-    expect(h.fake.calendars(target.user)).toEqual([expect.objectContaining({ id: target.calendarId, timeZone: h.ctx.config.timezone })]);
+    expect(push.result).toMatchObject({
+      reconciled: true,
+      desired: desired.length,
+      inserted: desired.length,
+      writes: desired.length,
+      reads: 1,
+    });
+    expect(h.fake.calendars(target.user)).toEqual([
+      expect.objectContaining({ id: target.calendarId, timeZone: h.ctx.config.timezone }),
+    ]);
     for (const event of h.fake.events(target.calendarId)) {
-      expect(event.extendedProperties?.private).toMatchObject({ timetableSync: source, timetableSyncHash: expect.any(String) });
+      expect(event.extendedProperties?.private).toMatchObject({
+        timetableSync: source,
+        timetableSyncHash: expect.any(String),
+      });
       expect(event.start.timeZone).toBe(h.ctx.config.timezone);
       expect(event.reminders).toEqual({ useDefault: true });
     }
     expect(await h.ctx.google.index.size(target.id)).toBe(desired.length);
-    expect(await h.ctx.google.targets.get(target.id)).toMatchObject({ status: 'active', reconcileRequested: false, lastPush: { reason: 'connect', inserted: desired.length } });
+    expect(await h.ctx.google.targets.get(target.id)).toMatchObject({
+      status: 'active',
+      reconcileRequested: false,
+      lastPush: { reason: 'connect', inserted: desired.length },
+    });
   });
 
   it('a moved class is exactly one events.patch and no other request', async () => {
@@ -100,7 +122,12 @@ describe('Google push through the adapter and the fake Google', () => {
     h.fake.resetCounts();
     expect(await h.refresh(source)).toMatchObject({ outcome: 'unchanged', pushJobs: 0 });
     const push = await h.push(target, 'refresh');
-    expect(push.result).toMatchObject({ reconciled: false, writes: 0, reads: 0, unchanged: (await h.desired(source)).length });
+    expect(push.result).toMatchObject({
+      reconciled: false,
+      writes: 0,
+      reads: 0,
+      unchanged: (await h.desired(source)).length,
+    });
     expect(h.fake.counts()).toMatchObject({ total: 0, tokenRequests: 0 });
     const reconcile = await h.push(target, 'reconcile');
     expect(reconcile.result).toMatchObject({ reconciled: true, writes: 0, reads: 1 });
@@ -113,7 +140,11 @@ describe('Google push through the adapter and the fake Google', () => {
   it('a reminder, a colour and a private property the user added survive a patch', async () => {
     const { target, entryId, eventId, pushes } = await withOneDayClass();
     const reminders = { useDefault: false, overrides: [{ method: 'popup', minutes: 42 }] };
-    h.fake.ownerEditEvent(target.calendarId, eventId, { reminders, colorId: '11', extendedProperties: { private: { userNote: 'bring a laptop' } } });
+    h.fake.ownerEditEvent(target.calendarId, eventId, {
+      reminders,
+      colorId: '11',
+      extendedProperties: { private: { userNote: 'bring a laptop' } },
+    });
     await moveClass(entryId);
     await h.refresh(target.source);
     await h.settled(target.id, pushes + 1);
@@ -121,7 +152,10 @@ describe('Google push through the adapter and the fake Google', () => {
     const event = h.fake.event(target.calendarId, eventId);
     expect(event?.start.dateTime).toMatch(/^2025-10-15T18:00:00/);
     expect(event).toMatchObject({ reminders, colorId: '11' });
-    expect(event?.extendedProperties?.private).toMatchObject({ userNote: 'bring a laptop', timetableSync: target.source });
+    expect(event?.extendedProperties?.private).toMatchObject({
+      userNote: 'bring a laptop',
+      timetableSync: target.source,
+    });
   });
 
   it('events the user made in the calendar without our marker are never touched, even at an id we want', async () => {
@@ -131,16 +165,30 @@ describe('Google push through the adapter and the fake Google', () => {
     const account = h.fake.addUser();
     const calendar = h.fake.createCalendar(account.user, 'My own calendar', h.ctx.config.timezone);
     const time = (hour: string) => ({ dateTime: `2025-10-15T${hour}:00:00`, timeZone: h.ctx.config.timezone });
-    const lunch = h.fake.ownerInsertEvent(calendar.id, { summary: 'Lunch with Ann', start: time('12'), end: time('13') });
+    const lunch = h.fake.ownerInsertEvent(calendar.id, {
+      summary: 'Lunch with Ann',
+      start: time('12'),
+      end: time('13'),
+    });
     // An id our sync wants, already taken by an event of the user's: a conflict, left alone.
-    const taken = h.fake.ownerInsertEvent(calendar.id, { id: added.eventId, summary: 'Dentist', start: time('09'), end: time('10') });
+    const taken = h.fake.ownerInsertEvent(calendar.id, {
+      id: added.eventId,
+      summary: 'Dentist',
+      start: time('09'),
+      end: time('10'),
+    });
     const { target, push } = await h.connect(source, { calendarId: calendar.id, user: account });
     expect(push.result).toMatchObject({ conflicts: 1 });
     const desired = await h.desired(source);
     const ours = desired.filter((event) => event.id !== added.eventId);
     expect(h.calendar(calendar.id).filter((event) => event.id !== lunch.id && event.id !== taken.id)).toEqual(ours);
     // The taken id is remembered as someone else's, so that later pushes do not ask again.
-    expect(await h.ctx.google.index.read(target.id)).toEqual(new Map([...ours.map((event): [string, unknown] => [event.id, expect.stringMatching(/^[\w-]{22}$/)]), [added.eventId, FOREIGN]]));
+    expect(await h.ctx.google.index.read(target.id)).toEqual(
+      new Map([
+        ...ours.map((event): [string, unknown] => [event.id, expect.stringMatching(/^[\w-]{22}$/)]),
+        [added.eventId, FOREIGN],
+      ]),
+    );
     // A reconcile does not list them (the list asks for our marker): it asks once more, and a cancellation does not delete them.
     const reconcile = await h.push(target, 'reconcile');
     expect(reconcile.result).toMatchObject({ reconciled: true, conflicts: 1 });

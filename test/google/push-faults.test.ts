@@ -28,13 +28,17 @@ beforeEach(() => {
   h.fake.resetCounts();
 });
 afterEach(async () => {
-  for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  for (const child of children.splice(0))
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   await h.startWorkers();
 });
 
 /** A worker process (test/support/worker-process.ts) on the harness's Redis prefix and fake Google. */
 function startWorker(): Promise<WorkerProcess> {
-  return startWorkerProcess({ REDIS_PREFIX: h.ctx.config.redisPrefix, UNIVERSITY_API_URL: h.simUrl, ...googleEnv(h.fake) }, (child) => children.push(child));
+  return startWorkerProcess(
+    { REDIS_PREFIX: h.ctx.config.redisPrefix, UNIVERSITY_API_URL: h.simUrl, ...googleEnv(h.fake) },
+    (child) => children.push(child),
+  );
 }
 
 describe('Google push under faults', () => {
@@ -86,7 +90,11 @@ describe('Google push under faults', () => {
     expect(push.attemptsStarted).toBeGreaterThan(1);
     expect(h.calendar(target.calendarId)).toEqual(desired);
     const counts = h.fake.counts();
-    expect(counts.errors).toEqual({ '429 rateLimitExceeded': expect.any(Number), '403 rateLimitExceeded': expect.any(Number), '403 userRateLimitExceeded': expect.any(Number) });
+    expect(counts.errors).toEqual({
+      '429 rateLimitExceeded': expect.any(Number),
+      '403 rateLimitExceeded': expect.any(Number),
+      '403 userRateLimitExceeded': expect.any(Number),
+    });
     expect(counts.faulted).toBe(Object.values(counts.errors).reduce((sum, n) => sum + n, 0));
     // Each event was written once; refused requests were simply sent again in a later round.
     expect(counts.byMethod['events.insert']).toBe(desired.length);
@@ -99,11 +107,19 @@ describe('Google push under faults', () => {
     h.fake.resetCounts();
     const push = await h.push(target, 'reconcile');
     // Failed for good after one attempt of eight: an UnrecoverableError (a retry would be 'delayed' or 'wait').
-    expect(push).toMatchObject({ state: 'failed', attemptsMade: 1, attemptsStarted: 1, failedReason: expect.stringContaining('invalid_grant') });
+    expect(push).toMatchObject({
+      state: 'failed',
+      attemptsMade: 1,
+      attemptsStarted: 1,
+      failedReason: expect.stringContaining('invalid_grant'),
+    });
     expect(pushJobOptions().attempts).toBeGreaterThan(1);
     expect(h.fake.counts()).toMatchObject({ total: 0, tokenRequests: 1, tokenErrors: { '400 invalid_grant': 1 } });
     const view = await h.adminView(target.id);
-    expect(view).toMatchObject({ status: 200, body: { status: 'needs-consent', statusReason: expect.stringContaining('invalid_grant'), pendingPush: null } });
+    expect(view).toMatchObject({
+      status: 200,
+      body: { status: 'needs-consent', statusReason: expect.stringContaining('invalid_grant'), pendingPush: null },
+    });
     expect(JSON.stringify(view.body)).not.toContain(target.refreshToken);
     // Later pushes do not ask Google at all.
     expect((await h.push(target, 'refresh')).result).toEqual({ skipped: 'target needs a new consent' });
@@ -120,8 +136,15 @@ describe('Google push under faults', () => {
     const push = (await h.settled(target.id, 2)).at(-1);
     expect(push).toMatchObject({ state: 'failed', attemptsMade: 1 });
     // The one insert of the new class found the calendar gone; nothing else was tried.
-    expect(h.fake.counts()).toMatchObject({ total: 1, errors: { '404 notFound': 1 }, byMethod: { 'events.insert': 1 } });
-    expect(await h.adminView(target.id)).toMatchObject({ status: 200, body: { status: 'calendar-deleted', statusReason: expect.stringContaining('deleted') } });
+    expect(h.fake.counts()).toMatchObject({
+      total: 1,
+      errors: { '404 notFound': 1 },
+      byMethod: { 'events.insert': 1 },
+    });
+    expect(await h.adminView(target.id)).toMatchObject({
+      status: 200,
+      body: { status: 'calendar-deleted', statusReason: expect.stringContaining('deleted') },
+    });
     h.fake.resetCounts();
     expect((await h.push(target, 'reconcile')).result).toEqual({ skipped: 'calendar was deleted' });
     expect(h.fake.counts()).toMatchObject({ total: 0, tokenRequests: 0 });
@@ -140,7 +163,11 @@ describe('Google push under faults', () => {
     const push = (await h.settled(target.id, 3)).at(-1);
     expect(push).toMatchObject({ state: 'failed', attemptsMade: 1 });
     // The delete answered 404 like a never-used id; one calendars.get told the two apart.
-    expect(h.fake.counts()).toMatchObject({ total: 2, errors: { '404 notFound': 2 }, byMethod: { 'events.delete': 1, 'calendars.get': 1 } });
+    expect(h.fake.counts()).toMatchObject({
+      total: 2,
+      errors: { '404 notFound': 2 },
+      byMethod: { 'events.delete': 1, 'calendars.get': 1 },
+    });
     expect(await h.ctx.google.targets.get(target.id)).toMatchObject({ status: 'calendar-deleted' });
   });
 
@@ -151,13 +178,23 @@ describe('Google push under faults', () => {
     const refused = [desired[1]?.id ?? '', desired[3]?.id ?? ''];
     h.fake.inject({ kind: '400', methods: ['events.insert'], eventIds: refused });
     const { target, push } = await h.connect(source);
-    expect(push).toMatchObject({ state: 'completed', attemptsMade: 1, result: { reconciled: true, inserted: desired.length - 2, refused: 2 } });
+    expect(push).toMatchObject({
+      state: 'completed',
+      attemptsMade: 1,
+      result: { reconciled: true, inserted: desired.length - 2, refused: 2 },
+    });
     expect(h.calendar(target.calendarId)).toEqual(desired.filter((event) => !refused.includes(event.id)));
     expect(h.fake.counts().errors).toEqual({ '400 invalid': 2 });
     const pendingChanges = { insert: 0, patch: 0, delete: 0, refused: 2 };
-    expect(await h.adminView(target.id)).toMatchObject({ status: 200, body: { status: 'active', lastPush: { refused: 2 }, pendingChanges } });
+    expect(await h.adminView(target.id)).toMatchObject({
+      status: 200,
+      body: { status: 'active', lastPush: { refused: 2 }, pendingChanges },
+    });
     const index = await h.ctx.google.index.read(target.id);
-    expect(refused.map((id) => parseRefused(index.get(id) ?? ''))).toEqual([expect.objectContaining({ retryAt: h.clock.now + REFUSAL_RETRY_MS }), expect.objectContaining({ retryAt: h.clock.now + REFUSAL_RETRY_MS })]);
+    expect(refused.map((id) => parseRefused(index.get(id) ?? ''))).toEqual([
+      expect.objectContaining({ retryAt: h.clock.now + REFUSAL_RETRY_MS }),
+      expect.objectContaining({ retryAt: h.clock.now + REFUSAL_RETRY_MS }),
+    ]);
     // Neither a push nor a reconcile asks again the same day.
     h.fake.resetCounts();
     expect((await h.push(target, 'refresh')).result).toMatchObject({ writes: 0, refused: 2 });
@@ -177,15 +214,25 @@ describe('Google push under faults', () => {
   it('writer access lost (403 requiredAccessLevel on every write): even a one-write push fails, shown to the admin, and nothing is marked refused', async () => {
     const source = await h.smallGroup(1);
     const { target } = await h.connect(source);
-    h.fake.inject({ kind: '403-required-access', methods: ['events.insert', 'events.patch', 'events.update', 'events.delete'] });
+    h.fake.inject({
+      kind: '403-required-access',
+      methods: ['events.insert', 'events.patch', 'events.update', 'events.delete'],
+    });
     h.fake.resetCounts();
     // One new class: a push of a single write, which refusals of events could never stop.
     await h.addOneDayClass(source);
     await h.refresh(source);
     const push = (await h.settled(target.id, 2)).at(-1);
-    expect(push).toMatchObject({ state: 'failed', attemptsMade: 1, failedReason: expect.stringContaining('requiredAccessLevel') });
+    expect(push).toMatchObject({
+      state: 'failed',
+      attemptsMade: 1,
+      failedReason: expect.stringContaining('requiredAccessLevel'),
+    });
     expect(h.fake.counts()).toMatchObject({ faulted: 1, errors: { '403 requiredAccessLevel': 1 } });
-    expect(await h.adminView(target.id)).toMatchObject({ status: 200, body: { status: 'active', lastError: expect.stringContaining('requiredAccessLevel'), lastRefusals: [] } });
+    expect(await h.adminView(target.id)).toMatchObject({
+      status: 200,
+      body: { status: 'active', lastError: expect.stringContaining('requiredAccessLevel'), lastRefusals: [] },
+    });
     const index = await h.ctx.google.index.read(target.id);
     expect([...index.values()].filter((value) => parseRefused(value) !== undefined)).toEqual([]);
   });
@@ -202,10 +249,16 @@ describe('Google push under faults', () => {
     expect(await h.ctx.google.targets.get(target.id)).toMatchObject({ status: 'paused', pausedUntil });
     expect(await h.adminView(target.id)).toMatchObject({
       status: 200,
-      body: { status: 'paused', pausedUntil: new Date(pausedUntil).toISOString(), statusReason: expect.stringContaining('usage limits') },
+      body: {
+        status: 'paused',
+        pausedUntil: new Date(pausedUntil).toISOString(),
+        statusReason: expect.stringContaining('usage limits'),
+      },
     });
     h.fake.resetCounts();
-    expect((await h.push(target, 'refresh')).result).toEqual({ skipped: `paused until ${new Date(pausedUntil).toISOString()}` });
+    expect((await h.push(target, 'refresh')).result).toEqual({
+      skipped: `paused until ${new Date(pausedUntil).toISOString()}`,
+    });
     expect(h.fake.counts()).toMatchObject({ total: 0, tokenRequests: 0 });
     // When the pause is over, the scheduler's due scan queues the reconcile that finishes the work.
     h.clock.now += QUOTA_PAUSE_MS;

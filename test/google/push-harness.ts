@@ -18,12 +18,12 @@ import type { ServiceContext } from '../../src/runtime/context.ts';
 import { startSimulator } from '../../src/simulator/index.ts';
 import type { SourceKey } from '../../src/sources/source.ts';
 import { occurrenceUid } from '../../src/timetable/expand.ts';
-import { startFakeGoogle, type ApiMethod, type FakeEvent, type FakeGoogle } from '../fake-google/index.ts';
+import { type ApiMethod, type FakeEvent, type FakeGoogle, startFakeGoogle } from '../fake-google/index.ts';
 import { REFERENCE_DATE, readEvents } from '../jobs/helpers.ts';
 import { jobEnded } from '../support/jobs.ts';
 import { until } from '../support/poll.ts';
 import { TEST_ADMIN_TOKEN, testContext } from '../support/service.ts';
-import { simControl, type SimControl } from '../upstream/sim-control.ts';
+import { type SimControl, simControl } from '../upstream/sim-control.ts';
 
 /** How long a quota pause lasts in these tests (GOOGLE_QUOTA_PAUSE). */
 export const QUOTA_PAUSE_MS = 3_600_000;
@@ -82,7 +82,14 @@ export class PushHarness {
   private readonly groups: number[];
   private readonly closeAll: () => Promise<void>;
 
-  private constructor(parts: { ctx: ServiceContext; fake: FakeGoogle; simUrl: string; clock: { now: number }; groups: number[]; closeAll: () => Promise<void> }) {
+  private constructor(parts: {
+    ctx: ServiceContext;
+    fake: FakeGoogle;
+    simUrl: string;
+    clock: { now: number };
+    groups: number[];
+    closeAll: () => Promise<void>;
+  }) {
     this.ctx = parts.ctx;
     this.fake = parts.fake;
     this.simUrl = parts.simUrl;
@@ -94,16 +101,30 @@ export class PushHarness {
 
   /** Starts everything, with in-process workers; the scheduler's queue is paused (tests run reconciles themselves). */
   static async start(): Promise<PushHarness> {
-    const simulator = await startSimulator({ port: 0, seed: 1, referenceDate: REFERENCE_DATE, groups: 12, employees: 12, users: 2 });
+    const simulator = await startSimulator({
+      port: 0,
+      seed: 1,
+      referenceDate: REFERENCE_DATE,
+      groups: 12,
+      employees: 12,
+      users: 2,
+    });
     const fake = await startFakeGoogle({ seed: 7 });
     const clock = { now: REFERENCE_DATE.getTime() };
-    const opened = await testContext({ UNIVERSITY_API_URL: simulator.url, ...googleEnv(fake) }, { now: () => clock.now });
+    const opened = await testContext(
+      { UNIVERSITY_API_URL: simulator.url, ...googleEnv(fake) },
+      { now: () => clock.now },
+    );
     // A background reconcile (every minute, or when a source is activated) would queue pushes that race the
     // ones a test queues and counts.
     await opened.context.queues.schedule.pause();
     const groups = (await simControl(simulator.url).groups()).map((group) => group.id);
     const harness = new PushHarness({
-      ctx: opened.context, fake, simUrl: simulator.url, clock, groups,
+      ctx: opened.context,
+      fake,
+      simUrl: simulator.url,
+      clock,
+      groups,
       closeAll: async () => {
         await opened.close();
         await simulator.close();
@@ -116,7 +137,11 @@ export class PushHarness {
 
   /** Starts this process's workers (rate-limit pauses shortened). */
   async startWorkers(): Promise<void> {
-    this.workers ??= await startWorkers(this.ctx, inject('redisUrl'), { lockDurationMs: 5_000, stalledIntervalMs: 1_000, pushRateLimitBaseMs: 20 });
+    this.workers ??= await startWorkers(this.ctx, inject('redisUrl'), {
+      lockDurationMs: 5_000,
+      stalledIntervalMs: 1_000,
+      pushRateLimitBaseMs: 20,
+    });
   }
 
   /** Stops this process's workers (their running jobs finish first). */
@@ -149,13 +174,23 @@ export class PushHarness {
   async addOneDayClass(source: SourceKey): Promise<{ entryId: number; eventId: string }> {
     const groupId = Number(source.split(':')[1]);
     const date = '2025-10-15';
-    const { id } = await this.sim.addEntry({ groupIds: [groupId], subject_name: 'Extra seminar', start_day_schedule: date, finish_day_schedule: date, day_week_schedule: 3, time_interval_id: 2 });
+    const { id } = await this.sim.addEntry({
+      groupIds: [groupId],
+      subject_name: 'Extra seminar',
+      start_day_schedule: date,
+      finish_day_schedule: date,
+      day_week_schedule: 3,
+      time_interval_id: 2,
+    });
     return { entryId: id, eventId: eventIdFor(occurrenceUid(id, date)) };
   }
 
   /** Refreshes a source through the refresh queue and expects it to complete. */
   async refresh(source: SourceKey): Promise<unknown> {
-    const id = await enqueueRefresh(this.ctx.queues, this.ctx.config, source, { reason: 'resync', now: this.clock.now });
+    const id = await enqueueRefresh(this.ctx.queues, this.ctx.config, source, {
+      reason: 'resync',
+      now: this.clock.now,
+    });
     const { job, state } = await jobEnded(this.ctx.queues.refresh, id);
     if (state !== 'completed') throw new Error(`refresh of ${source} ${state}: ${job.failedReason}`);
     return job.returnvalue;
@@ -165,10 +200,17 @@ export class PushHarness {
    * Publishes `source`, registers a Google account and connects it with `connectTarget` (a new calendar, or
    * `calendarId`), then waits for the push the connection queued.
    */
-  async connect(source: SourceKey, options: { calendarId?: string; user?: { user: string; refreshToken: string } } = {}): Promise<{ target: Connected; push: PushOutcome }> {
+  async connect(
+    source: SourceKey,
+    options: { calendarId?: string; user?: { user: string; refreshToken: string } } = {},
+  ): Promise<{ target: Connected; push: PushOutcome }> {
     await this.refresh(source);
     const { user, refreshToken } = options.user ?? this.fake.addUser();
-    const connected = await connectTarget(this.ctx, { source, refreshToken, ...(options.calendarId === undefined ? {} : { calendarId: options.calendarId }) });
+    const connected = await connectTarget(this.ctx, {
+      source,
+      refreshToken,
+      ...(options.calendarId === undefined ? {} : { calendarId: options.calendarId }),
+    });
     const target = { id: connected.id, source, calendarId: connected.calendarId, refreshToken, user };
     const [push] = await this.settled(target.id, 1);
     if (push === undefined) throw new Error('no push after connecting');
@@ -183,12 +225,18 @@ export class PushHarness {
   /** Waits until `count` push jobs of the target exist and all of them have ended; answers them, oldest first. */
   async settled(targetId: string, count: number, timeoutMs = 20_000): Promise<PushOutcome[]> {
     const read = async () => {
-      const jobs = (await this.ctx.queues.push.getJobs(['completed', 'failed', 'active', 'wait', 'delayed', 'prioritized'])).filter((job) => job.data.target === targetId);
+      const jobs = (
+        await this.ctx.queues.push.getJobs(['completed', 'failed', 'active', 'wait', 'delayed', 'prioritized'])
+      ).filter((job) => job.data.target === targetId);
       return { jobs, states: await Promise.all(jobs.map((job) => job.getState())) };
     };
-    const ended = ({ jobs, states }: Awaited<ReturnType<typeof read>>) => jobs.length >= count && states.every((state) => state === 'completed' || state === 'failed');
+    const ended = ({ jobs, states }: Awaited<ReturnType<typeof read>>) =>
+      jobs.length >= count && states.every((state) => state === 'completed' || state === 'failed');
     const seen = await until(read, ended, timeoutMs);
-    if (!ended(seen)) throw new Error(`target ${targetId}: ${seen.jobs.length} push jobs (${seen.states.join(', ')}), wanted ${count} ended`);
+    if (!ended(seen))
+      throw new Error(
+        `target ${targetId}: ${seen.jobs.length} push jobs (${seen.states.join(', ')}), wanted ${count} ended`,
+      );
     const ordered = seen.jobs.sort((a, b) => a.timestamp - b.timestamp || Number(a.id) - Number(b.id));
     return Promise.all(ordered.map((job) => this.waitForPush(job.id ?? '')));
   }
@@ -196,7 +244,15 @@ export class PushHarness {
   /** Waits until a push job completed or failed for good. */
   async waitForPush(jobId: string, timeoutMs = 20_000): Promise<PushOutcome> {
     const { job, state } = await jobEnded(this.ctx.queues.push, jobId, timeoutMs);
-    return { id: jobId, state, result: job.returnvalue, attemptsMade: job.attemptsMade, attemptsStarted: job.attemptsStarted, failedReason: job.failedReason, processedBy: job.processedBy };
+    return {
+      id: jobId,
+      state,
+      result: job.returnvalue,
+      attemptsMade: job.attemptsMade,
+      attemptsStarted: job.attemptsStarted,
+      failedReason: job.failedReason,
+      processedBy: job.processedBy,
+    };
   }
 
   /** What the calendar should hold: the feed's confirmed occurrences, by id. */
@@ -205,7 +261,11 @@ export class PushHarness {
     if (!snapshot || !published) throw new Error(`${source} is not published`);
     return feedOccurrences(snapshot, published, this.ctx.config)
       .filter((occurrence) => occurrence.status === 'CONFIRMED')
-      .map((occurrence) => ({ id: eventIdFor(occurrence.uid), summary: occurrence.summary, start: new Date(occurrence.startUtc).toISOString() }))
+      .map((occurrence) => ({
+        id: eventIdFor(occurrence.uid),
+        summary: occurrence.summary,
+        start: new Date(occurrence.startUtc).toISOString(),
+      }))
       .sort(byId);
   }
 
@@ -227,7 +287,11 @@ export class PushHarness {
   /** `GET /admin/google-targets/:id`, as an operator sees it. */
   async adminView(id: string): Promise<{ status: number; body: Record<string, unknown> }> {
     this.app ??= await buildApp(this.ctx, { logger: silentLogger() });
-    const response = await this.app.inject({ method: 'GET', url: `/admin/google-targets/${id}`, headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` } });
+    const response = await this.app.inject({
+      method: 'GET',
+      url: `/admin/google-targets/${id}`,
+      headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
+    });
     return { status: response.statusCode, body: response.json() };
   }
 }

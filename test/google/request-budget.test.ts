@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { BeforeRequest, CalendarTarget, CalendarTargetFactory } from '../../src/google/calendar-target.ts';
 import { budgetKeyFor, createGoogleServices, GoogleNotConfiguredError } from '../../src/google/google-services.ts';
-import { bucketFor, RequestBudget, type BudgetClock, type BudgetLimits } from '../../src/google/request-budget.ts';
+import { type BudgetClock, type BudgetLimits, bucketFor, RequestBudget } from '../../src/google/request-budget.ts';
 import { redisKeys } from '../../src/sources/keys.ts';
 import { deletePrefix, testConfig, uniquePrefix } from '../support/service.ts';
 
@@ -42,7 +42,12 @@ function busiestWindow(times: readonly number[], width: number): number {
 }
 
 /** Takes from `budgets` in turn (two workers sharing the bucket) until `until`; the grant times. */
-async function hammer(budgets: RequestBudget[], clock: { time: number }, key: string, until: number): Promise<number[]> {
+async function hammer(
+  budgets: RequestBudget[],
+  clock: { time: number },
+  key: string,
+  until: number,
+): Promise<number[]> {
   const grants: number[] = [];
   for (let i = 0; clock.time < until; i += 1) {
     await (budgets[i % budgets.length] as RequestBudget).take(key);
@@ -71,22 +76,25 @@ describe('bucketFor', () => {
 });
 
 describe('RequestBudget', () => {
-  it.each([500, 550, 569, 120])('never lets one user exceed 570 requests in any 60 s (%i/min, two workers sharing it)', async (userPerMinute) => {
-    const keys = freshKeys();
-    const clock = simulatedClock(Date.UTC(2025, 9, 1));
-    const limits: BudgetLimits = { userPerMinute, globalPerSecond: 10_000 };
-    const budgets = [new RequestBudget(redis, keys, limits, clock), new RequestBudget(other, keys, limits, clock)];
-    const start = clock.time;
-    const grants = await hammer(budgets, clock, 'user:burst', start + 5 * MINUTE);
-    const capacity = bucketFor(limits).capacity;
-    expect(busiestWindow(grants, MINUTE)).toBeLessThanOrEqual(570);
-    // Not vacuous: the busiest minute holds (nearly: waits are whole ms) the burst plus a minute's refill,
-    expect(busiestWindow(grants, MINUTE)).toBeGreaterThanOrEqual(Math.floor(0.98 * (capacity + userPerMinute)));
-    expect(grants.filter((at) => at < start + 1)).toHaveLength(capacity);
-    // and the long-run rate is the configured one.
-    expect(grants.length).toBeGreaterThanOrEqual(Math.floor(0.98 * (capacity + 5 * userPerMinute)));
-    expect(grants.length).toBeLessThanOrEqual(capacity + 5 * userPerMinute + 1);
-  });
+  it.each([500, 550, 569, 120])(
+    'never lets one user exceed 570 requests in any 60 s (%i/min, two workers sharing it)',
+    async (userPerMinute) => {
+      const keys = freshKeys();
+      const clock = simulatedClock(Date.UTC(2025, 9, 1));
+      const limits: BudgetLimits = { userPerMinute, globalPerSecond: 10_000 };
+      const budgets = [new RequestBudget(redis, keys, limits, clock), new RequestBudget(other, keys, limits, clock)];
+      const start = clock.time;
+      const grants = await hammer(budgets, clock, 'user:burst', start + 5 * MINUTE);
+      const capacity = bucketFor(limits).capacity;
+      expect(busiestWindow(grants, MINUTE)).toBeLessThanOrEqual(570);
+      // Not vacuous: the busiest minute holds (nearly: waits are whole ms) the burst plus a minute's refill,
+      expect(busiestWindow(grants, MINUTE)).toBeGreaterThanOrEqual(Math.floor(0.98 * (capacity + userPerMinute)));
+      expect(grants.filter((at) => at < start + 1)).toHaveLength(capacity);
+      // and the long-run rate is the configured one.
+      expect(grants.length).toBeGreaterThanOrEqual(Math.floor(0.98 * (capacity + 5 * userPerMinute)));
+      expect(grants.length).toBeLessThanOrEqual(capacity + 5 * userPerMinute + 1);
+    },
+  );
 
   it('answers how long to wait, and a refused user takes nothing from the global bucket', async () => {
     const keys = freshKeys();
@@ -178,7 +186,10 @@ describe('createGoogleServices', () => {
     const services = createGoogleServices({ config: bare, redis, keys: redisKeys(bare.redisPrefix) });
     expect(services.configured).toBe(false);
     expect(() => services.calendar(TOKEN, 'user:42')).toThrow(GoogleNotConfiguredError);
-    const withClient = testConfig({ GOOGLE_CLIENT_ID: 'client-id.apps.googleusercontent.com', GOOGLE_CLIENT_SECRET: 'client-secret' });
+    const withClient = testConfig({
+      GOOGLE_CLIENT_ID: 'client-id.apps.googleusercontent.com',
+      GOOGLE_CLIENT_SECRET: 'client-secret',
+    });
     const configured = createGoogleServices({ config: withClient, redis, keys: redisKeys(withClient.redisPrefix) });
     expect(configured.configured).toBe(true);
     expect(configured.oauth).toBeDefined();

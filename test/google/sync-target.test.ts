@@ -1,10 +1,23 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { DesiredEvent, OwnedEventFields } from '../../src/google/calendar-target.ts';
 import { fieldsHash, markerFor } from '../../src/google/desired-events.ts';
-import { CalendarGoneError, EventMissingError, EventRefusedError, GooglePermanentError, GoogleQuotaError, GoogleRateLimitError } from '../../src/google/errors.ts';
+import {
+  CalendarGoneError,
+  EventMissingError,
+  EventRefusedError,
+  GooglePermanentError,
+  GoogleQuotaError,
+  GoogleRateLimitError,
+} from '../../src/google/errors.ts';
 import { eventIdFor } from '../../src/google/event-id.ts';
-import { syncTarget, type RefusalExample, type SyncCounts, type SyncIndex, type SyncOptions } from '../../src/google/sync-target.ts';
 import { CANCELLED, DELETE_REFUSED, FOREIGN, parseRefused, refusedMarker } from '../../src/google/plan-push.ts';
+import {
+  type RefusalExample,
+  type SyncCounts,
+  type SyncIndex,
+  type SyncOptions,
+  syncTarget,
+} from '../../src/google/sync-target.ts';
 import { silentLogger } from '../../src/logger.ts';
 import { MemoryCalendar } from './memory-calendar.ts';
 
@@ -38,12 +51,29 @@ class MemoryIndex implements SyncIndex {
 }
 
 function event(n: number, summary = `Class ${n}`, time = '09:00'): DesiredEvent {
-  const fields: OwnedEventFields = { summary, location: 'Room 1', description: '', start: { dateTime: `2025-10-${String(n % 28 + 1).padStart(2, '0')}T${time}:00`, timeZone: 'Europe/Moscow' }, end: { dateTime: `2025-10-${String(n % 28 + 1).padStart(2, '0')}T10:30:00`, timeZone: 'Europe/Moscow' } };
+  const fields: OwnedEventFields = {
+    summary,
+    location: 'Room 1',
+    description: '',
+    start: { dateTime: `2025-10-${String((n % 28) + 1).padStart(2, '0')}T${time}:00`, timeZone: 'Europe/Moscow' },
+    end: { dateTime: `2025-10-${String((n % 28) + 1).padStart(2, '0')}T10:30:00`, timeZone: 'Europe/Moscow' },
+  };
   return { id: eventIdFor(`${n}-uid`), fields, hash: fieldsHash(fields) };
 }
 
 const range = (count: number) => Array.from({ length: count }, (_, n) => event(n));
-const zero: SyncCounts = { desired: 0, inserted: 0, patched: 0, revived: 0, deleted: 0, unchanged: 0, conflicts: 0, refused: 0, writes: 0, reads: 0 };
+const zero: SyncCounts = {
+  desired: 0,
+  inserted: 0,
+  patched: 0,
+  revived: 0,
+  deleted: 0,
+  unchanged: 0,
+  conflicts: 0,
+  refused: 0,
+  writes: 0,
+  reads: 0,
+};
 const NOW = 1_760_000_000_000;
 /** How long a refused version waits (spelled out, so that the tests pin it). */
 const DAY = 24 * 60 * 60_000;
@@ -57,7 +87,19 @@ let refusals: RefusalExample[];
 /** One sync; answers its counts. */
 function sync(desired: DesiredEvent[], options: Partial<SyncOptions> = {}): Promise<SyncCounts> {
   const onRefusal = (example: RefusalExample) => void refusals.push(example);
-  return syncTarget({ calendar, calendarId: CAL, targetId: TARGET, marker, desired, index, reconcile: false, log: silentLogger(), now: () => clock.now, onRefusal, ...options });
+  return syncTarget({
+    calendar,
+    calendarId: CAL,
+    targetId: TARGET,
+    marker,
+    desired,
+    index,
+    reconcile: false,
+    log: silentLogger(),
+    now: () => clock.now,
+    onRefusal,
+    ...options,
+  });
 }
 
 /** The calendar's live events as id → digest, which the index must equal after a complete sync. */
@@ -78,12 +120,21 @@ beforeEach(() => {
 describe('syncTarget', () => {
   it('first sync: lists once, inserts every desired event with marker and digest, and indexes them', async () => {
     const desired = range(10);
-    expect(await sync(desired, { reconcile: true })).toEqual({ ...zero, desired: 10, inserted: 10, writes: 10, reads: 1 });
+    expect(await sync(desired, { reconcile: true })).toEqual({
+      ...zero,
+      desired: 10,
+      inserted: 10,
+      writes: 10,
+      reads: 1,
+    });
     expect(calendar.count('insertEvent')).toBe(10);
     expect(calendar.total()).toBe(11);
     expect(sorted(live())).toEqual(sorted(asMap(desired)));
     expect(sorted(index.map(TARGET))).toEqual(sorted(asMap(desired)));
-    expect(calendar.event(CAL, desired[3]?.id ?? '')?.private).toEqual({ timetableSync: 'group:4242', timetableSyncHash: desired[3]?.hash });
+    expect(calendar.event(CAL, desired[3]?.id ?? '')?.private).toEqual({
+      timetableSync: 'group:4242',
+      timetableSyncHash: desired[3]?.hash,
+    });
   });
 
   it('an unchanged timetable costs no request at all', async () => {
@@ -105,7 +156,9 @@ describe('syncTarget', () => {
     expect(calendar.total() - before).toBe(1);
     expect(calendar.count('patchEvent')).toBe(1);
     expect(calendar.event(CAL, event(4).id)?.fields.start.dateTime).toBe('2025-10-05T11:00:00');
-    expect(calendar.event(CAL, event(4).id)?.extra).toEqual({ reminders: { useDefault: false, overrides: [{ method: 'popup', minutes: 15 }] } });
+    expect(calendar.event(CAL, event(4).id)?.extra).toEqual({
+      reminders: { useDefault: false, overrides: [{ method: 'popup', minutes: 15 }] },
+    });
     expect(sorted(index.map(TARGET))).toEqual(sorted(asMap(moved)));
   });
 
@@ -113,7 +166,13 @@ describe('syncTarget', () => {
     const desired = range(10);
     await sync(desired);
     const before = calendar.total();
-    expect(await sync(desired.filter((_, n) => n !== 2))).toEqual({ ...zero, desired: 9, deleted: 1, unchanged: 9, writes: 1 });
+    expect(await sync(desired.filter((_, n) => n !== 2))).toEqual({
+      ...zero,
+      desired: 9,
+      deleted: 1,
+      unchanged: 9,
+      writes: 1,
+    });
     expect(calendar.total() - before).toBe(1);
     expect(calendar.event(CAL, event(2).id)?.status).toBe('cancelled');
     expect(index.map(TARGET).get(event(2).id)).toBe(CANCELLED);
@@ -134,9 +193,19 @@ describe('syncTarget', () => {
     const desired = range(5);
     await sync(desired);
     await sync(desired.slice(1));
-    calendar.fail('reviveEvent', new GooglePermanentError('events.update: HTTP 403 forbidden "Forbidden"', { status: 403, reason: 'forbidden' }));
+    calendar.fail(
+      'reviveEvent',
+      new GooglePermanentError('events.update: HTTP 403 forbidden "Forbidden"', { status: 403, reason: 'forbidden' }),
+    );
     const next = [...desired, ...range(8).slice(5)];
-    expect(await sync(next, { concurrency: 1 })).toEqual({ ...zero, desired: 8, inserted: 3, refused: 1, unchanged: 4, writes: 4 });
+    expect(await sync(next, { concurrency: 1 })).toEqual({
+      ...zero,
+      desired: 8,
+      inserted: 3,
+      refused: 1,
+      unchanged: 4,
+      writes: 4,
+    });
     expect(parseRefused(index.map(TARGET).get(event(0).id) ?? '')).toEqual({ hash: event(0).hash, retryAt: NOW + DAY });
   });
 
@@ -150,7 +219,16 @@ describe('syncTarget', () => {
     if (bare) delete bare.private['timetableSyncHash'];
     index.maps.set(TARGET, new Map([['bogus', 'x']]));
     calendar.calls.clear();
-    expect(await sync(desired, { reconcile: true })).toEqual({ ...zero, desired: 6, revived: 1, patched: 1, deleted: 1, unchanged: 4, writes: 3, reads: 1 });
+    expect(await sync(desired, { reconcile: true })).toEqual({
+      ...zero,
+      desired: 6,
+      revived: 1,
+      patched: 1,
+      deleted: 1,
+      unchanged: 4,
+      writes: 3,
+      reads: 1,
+    });
     expect(calendar.count('insertEvent')).toBe(0);
     expect(calendar.count('getEvent')).toBe(0);
     expect(calendar.event(CAL, stale.id)?.status).toBe('cancelled');
@@ -218,7 +296,7 @@ describe('a crash between a write and its index update', () => {
 });
 
 describe('events that are not ours', () => {
-  it('an id taken by the owner\'s own event or another source\'s is a conflict: untouched, remembered until a reconcile', async () => {
+  it("an id taken by the owner's own event or another source's is a conflict: untouched, remembered until a reconcile", async () => {
     const desired = range(4);
     calendar.ownerInsert(CAL, event(1).id);
     calendar.ownerInsert(CAL, event(2).id, { timetableSync: 'group:1', timetableSyncHash: event(2).hash });
@@ -229,7 +307,14 @@ describe('events that are not ours', () => {
     expect(index.map(TARGET).get(event(1).id)).toBe(FOREIGN);
     // The next push does not ask again (no write, no read); a reconcile forgets it and asks once more.
     expect(await sync(desired)).toEqual({ ...zero, desired: 4, unchanged: 2, conflicts: 2 });
-    expect(await sync(desired, { reconcile: true })).toEqual({ ...zero, desired: 4, unchanged: 2, conflicts: 2, writes: 2, reads: 3 });
+    expect(await sync(desired, { reconcile: true })).toEqual({
+      ...zero,
+      desired: 4,
+      unchanged: 2,
+      conflicts: 2,
+      writes: 2,
+      reads: 3,
+    });
     // Dropping the class later never deletes the foreign event.
     await sync([]);
     expect(calendar.event(CAL, event(1).id)?.status).toBe('confirmed');
@@ -267,14 +352,24 @@ describe('failures', () => {
   it('one event Google refuses does not stop the others, nor fail the push: it is recorded as refused', async () => {
     const refused = new EventRefusedError('events.insert: Bad Request', { status: 400, reason: 'invalid' });
     calendar.fail('insertEvent', refused, 2);
-    expect(await sync(range(6), { concurrency: 1 })).toEqual({ ...zero, desired: 6, inserted: 5, refused: 1, writes: 6 });
+    expect(await sync(range(6), { concurrency: 1 })).toEqual({
+      ...zero,
+      desired: 6,
+      inserted: 5,
+      refused: 1,
+      writes: 6,
+    });
     expect(refusals).toEqual([{ eventId: event(1).id, message: refused.message }]);
     expect(index.map(TARGET).get(event(1).id)).toBe(refusedMarker(event(1).hash, NOW + DAY));
   });
 
   it('a calendar that refuses every event stops after a few refusals; the next push tries others', async () => {
     const desired = range(20);
-    for (const item of desired) calendar.refusing.set(item.id, new EventRefusedError('events.insert: HTTP 400 invalid: Invalid value', { status: 400, reason: 'invalid' }));
+    for (const item of desired)
+      calendar.refusing.set(
+        item.id,
+        new EventRefusedError('events.insert: HTTP 400 invalid: Invalid value', { status: 400, reason: 'invalid' }),
+      );
     const first = sync(desired, { concurrency: 1 });
     await expect(first).rejects.toBeInstanceOf(GooglePermanentError);
     await expect(first).rejects.toThrow('events.insert: HTTP 400 invalid: Invalid value');
@@ -292,7 +387,10 @@ describe('failures', () => {
   });
 
   it('a permanent error that is not about one event (our OAuth client refused, say) stops the push and marks nothing refused', async () => {
-    const misconfigured = new GooglePermanentError('events.insert: token endpoint answered HTTP 401 invalid_client', { status: 401, reason: 'invalid_client' });
+    const misconfigured = new GooglePermanentError('events.insert: token endpoint answered HTTP 401 invalid_client', {
+      status: 401,
+      reason: 'invalid_client',
+    });
     calendar.fail('insertEvent', misconfigured, 2);
     await expect(sync(range(6), { concurrency: 1 })).rejects.toBe(misconfigured);
     expect(calendar.count('insertEvent')).toBe(2);
@@ -301,8 +399,18 @@ describe('failures', () => {
 
   it('once one write succeeded, refusals never stop the push', async () => {
     const desired = range(20);
-    for (const item of desired.slice(1)) calendar.refusing.set(item.id, new EventRefusedError('events.insert: HTTP 400 invalid: Invalid value', { status: 400, reason: 'invalid' }));
-    expect(await sync(desired, { concurrency: 1 })).toEqual({ ...zero, desired: 20, inserted: 1, refused: 19, writes: 20 });
+    for (const item of desired.slice(1))
+      calendar.refusing.set(
+        item.id,
+        new EventRefusedError('events.insert: HTTP 400 invalid: Invalid value', { status: 400, reason: 'invalid' }),
+      );
+    expect(await sync(desired, { concurrency: 1 })).toEqual({
+      ...zero,
+      desired: 20,
+      inserted: 1,
+      refused: 19,
+      writes: 20,
+    });
     expect(refusedIds()).toHaveLength(19);
   });
 
@@ -313,17 +421,29 @@ describe('failures', () => {
     calendar.latencyMs = 5;
     calendar.eventLatencyMs.set(event(0).id, 50);
     for (const item of refusedEvents) {
-      calendar.refusing.set(item.id, new EventRefusedError('events.insert: HTTP 400 invalid: Invalid value', { status: 400, reason: 'invalid' }));
+      calendar.refusing.set(
+        item.id,
+        new EventRefusedError('events.insert: HTTP 400 invalid: Invalid value', { status: 400, reason: 'invalid' }),
+      );
       calendar.eventLatencyMs.set(item.id, 0);
     }
-    expect(await sync(desired, { concurrency: 4 })).toEqual({ ...zero, desired: 27, inserted: 21, refused: 6, writes: 27 });
+    expect(await sync(desired, { concurrency: 4 })).toEqual({
+      ...zero,
+      desired: 27,
+      inserted: 21,
+      refused: 6,
+      writes: 27,
+    });
     expect(refusedIds()).toEqual(refusedEvents.map((item) => item.id).sort());
     expect(sorted(live())).toEqual(sorted(asMap(desired.filter((item) => !refusedEvents.includes(item)))));
   });
 
   it('refusals of every write at concurrency 4 stop the push once the writes in flight settled, starting none after the fifth', async () => {
     const desired = range(20);
-    const invalid = new EventRefusedError('events.insert: HTTP 400 invalid: Invalid value', { status: 400, reason: 'invalid' });
+    const invalid = new EventRefusedError('events.insert: HTTP 400 invalid: Invalid value', {
+      status: 400,
+      reason: 'invalid',
+    });
     for (const item of desired) calendar.refusing.set(item.id, invalid);
     calendar.latencyMs = 2;
     await expect(sync(desired, { concurrency: 4 })).rejects.toBe(invalid);
@@ -338,7 +458,13 @@ describe('failures', () => {
     const desired = range(3);
     await sync(desired);
     calendar.calendars.get(CAL)?.events.delete(event(0).id);
-    expect(await sync([event(0, 'Renamed'), ...desired.slice(1)])).toEqual({ ...zero, desired: 3, inserted: 1, unchanged: 2, writes: 2 });
+    expect(await sync([event(0, 'Renamed'), ...desired.slice(1)])).toEqual({
+      ...zero,
+      desired: 3,
+      inserted: 1,
+      unchanged: 2,
+      writes: 2,
+    });
     expect(calendar.event(CAL, event(0).id)?.fields.summary).toBe('Renamed');
   });
 
@@ -355,11 +481,18 @@ describe('failures', () => {
 
 /** The ids the index holds as refused. */
 function refusedIds(): string[] {
-  return [...index.map(TARGET)].filter(([, value]) => parseRefused(value) !== undefined).map(([id]) => id).sort();
+  return [...index.map(TARGET)]
+    .filter(([, value]) => parseRefused(value) !== undefined)
+    .map(([id]) => id)
+    .sort();
 }
 
 describe('events Google refuses for good', () => {
-  const refusal = (id: string) => new EventRefusedError(`events.insert: HTTP 400 invalid: Invalid value for event ${id}`, { status: 400, reason: 'invalid' });
+  const refusal = (id: string) =>
+    new EventRefusedError(`events.insert: HTTP 400 invalid: Invalid value for event ${id}`, {
+      status: 400,
+      reason: 'invalid',
+    });
 
   it('never hold up the others: refused once, then not asked about again until they change or a day has passed', async () => {
     const desired = range(35);
@@ -374,7 +507,13 @@ describe('events Google refuses for good', () => {
     // The next push and a reconcile ask Google nothing about them.
     let before = calendar.total();
     expect(await sync(desired)).toEqual({ ...zero, desired: 35, unchanged: 30, refused: 5 });
-    expect(await sync(desired, { reconcile: true })).toEqual({ ...zero, desired: 35, unchanged: 30, refused: 5, reads: 1 });
+    expect(await sync(desired, { reconcile: true })).toEqual({
+      ...zero,
+      desired: 35,
+      unchanged: 30,
+      refused: 5,
+      reads: 1,
+    });
     expect(calendar.total() - before).toBe(1);
     expect(refusedIds()).toEqual([...markers.keys()].sort());
     // A class that changes is tried at once; Google takes the new version.
@@ -389,7 +528,10 @@ describe('events Google refuses for good', () => {
     expect(calendar.total()).toBe(before);
     clock.now = NOW + DAY;
     expect(await sync(changed)).toEqual({ ...zero, desired: 35, unchanged: 31, refused: 4, writes: 4 });
-    expect(parseRefused(index.map(TARGET).get(event(10).id) ?? '')).toEqual({ hash: event(10).hash, retryAt: NOW + 2 * DAY });
+    expect(parseRefused(index.map(TARGET).get(event(10).id) ?? '')).toEqual({
+      hash: event(10).hash,
+      retryAt: NOW + 2 * DAY,
+    });
   });
 
   it('a refused event no longer desired is deleted: a 404 there costs one look at the calendar', async () => {
@@ -397,14 +539,28 @@ describe('events Google refuses for good', () => {
     await sync(range(3));
     calendar.refusing.clear();
     calendar.calls.clear();
-    expect(await sync([event(0), event(2)])).toEqual({ ...zero, desired: 2, unchanged: 2, deleted: 1, writes: 1, reads: 1 });
+    expect(await sync([event(0), event(2)])).toEqual({
+      ...zero,
+      desired: 2,
+      unchanged: 2,
+      deleted: 1,
+      writes: 1,
+      reads: 1,
+    });
     expect(calendar.count('getCalendar')).toBe(1);
     expect(index.map(TARGET).get(event(1).id)).toBe(CANCELLED);
   });
 
   it('an insert answering 409 whose get finds nothing (an id Google keeps reserved) is refused, not retried as transient', async () => {
     calendar.reserved.add(event(2).id);
-    expect(await sync(range(4), { concurrency: 1 })).toEqual({ ...zero, desired: 4, inserted: 3, refused: 1, writes: 4, reads: 1 });
+    expect(await sync(range(4), { concurrency: 1 })).toEqual({
+      ...zero,
+      desired: 4,
+      inserted: 3,
+      refused: 1,
+      writes: 4,
+      reads: 1,
+    });
     expect(refusals).toEqual([{ eventId: event(2).id, message: expect.stringContaining(event(2).id) }]);
     expect(index.map(TARGET).get(event(2).id)).toBe(refusedMarker(event(2).hash, NOW + DAY));
     calendar.calls.clear();
@@ -428,7 +584,13 @@ describe('events Google refuses for good', () => {
     calendar.calls.clear();
     expect(await sync([event(0), event(2)])).toEqual({ ...zero, desired: 2, unchanged: 2, refused: 1 });
     // Google still holds the event live: the listing does not forget the refusal.
-    expect(await sync([event(0), event(2)], { reconcile: true })).toEqual({ ...zero, desired: 2, unchanged: 2, refused: 1, reads: 1 });
+    expect(await sync([event(0), event(2)], { reconcile: true })).toEqual({
+      ...zero,
+      desired: 2,
+      unchanged: 2,
+      refused: 1,
+      reads: 1,
+    });
     expect(calendar.total()).toBe(1);
     // The class comes back (and Google would take it): the insert meets our event (409), a get shows it unchanged.
     calendar.refusing.clear();
@@ -448,7 +610,13 @@ describe('events Google refuses for good', () => {
     expect(refusedIds()).toHaveLength(5);
     // The next push leaves those five alone, asks about the sixth (refused too), and inserts every new class.
     calendar.calls.clear();
-    expect(await sync(fresh, { concurrency: 1 })).toEqual({ ...zero, desired: 10, inserted: 10, refused: 6, writes: 11 });
+    expect(await sync(fresh, { concurrency: 1 })).toEqual({
+      ...zero,
+      desired: 10,
+      inserted: 10,
+      refused: 6,
+      writes: 11,
+    });
     expect([calendar.count('deleteEvent'), calendar.count('insertEvent')]).toEqual([1, 10]);
     expect(refusedIds()).toEqual(old.map((item) => item.id).sort());
     // Not asked about again the same day; a day later they are, and this time Google takes them.
@@ -473,7 +641,14 @@ describe('order and deleted calendars', () => {
     // Event 0 comes back, 1 moves, 2 and 3 are cancelled, 8 and 9 are new.
     const next = [event(0), event(1, 'Moved'), ...desired.slice(4), event(8), event(9)];
     expect(await sync(next, { concurrency: 1 })).toMatchObject({ revived: 1, patched: 1, deleted: 2, inserted: 2 });
-    expect(calendar.sent.slice(sent)).toEqual(['patchEvent', 'deleteEvent', 'deleteEvent', 'reviveEvent', 'insertEvent', 'insertEvent']);
+    expect(calendar.sent.slice(sent)).toEqual([
+      'patchEvent',
+      'deleteEvent',
+      'deleteEvent',
+      'reviveEvent',
+      'insertEvent',
+      'insertEvent',
+    ]);
   });
 
   it('deletes answering 404 on a calendar its owner deleted: CalendarGoneError, not a push that "succeeded"', async () => {

@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { PushIndex } from '../../src/google/push-index.ts';
-import { TARGET_ID, TargetStore, type NewTarget, type PushSummary } from '../../src/google/target-store.ts';
+import { type NewTarget, type PushSummary, TARGET_ID, TargetStore } from '../../src/google/target-store.ts';
 import { DecryptionError, SecretKeyMissingError } from '../../src/security/secret-box.ts';
 import { hashToken } from '../../src/security/tokens.ts';
 import { redisKeys } from '../../src/sources/keys.ts';
@@ -20,13 +20,34 @@ let index: PushIndex;
 
 function newTarget(overrides: Partial<NewTarget> = {}): NewTarget {
   return {
-    source: 'group:4242', refreshToken: REFRESH_TOKEN, calendarId: 'abc123@group.calendar.google.com', calendarOwned: true,
-    calendarName: 'ИВТ-21', budgetKey: 'user:1170001', googleUser: '1170001', now: NOW, ...overrides,
+    source: 'group:4242',
+    refreshToken: REFRESH_TOKEN,
+    calendarId: 'abc123@group.calendar.google.com',
+    calendarOwned: true,
+    calendarName: 'ИВТ-21',
+    budgetKey: 'user:1170001',
+    googleUser: '1170001',
+    now: NOW,
+    ...overrides,
   };
 }
 
 function summary(at: number): PushSummary {
-  return { at, reason: 'refresh', desired: 12, inserted: 3, patched: 2, revived: 1, deleted: 1, unchanged: 5, conflicts: 0, refused: 0, writes: 7, reads: 1, durationMs: 420 };
+  return {
+    at,
+    reason: 'refresh',
+    desired: 12,
+    inserted: 3,
+    patched: 2,
+    revived: 1,
+    deleted: 1,
+    unchanged: 5,
+    conflicts: 0,
+    refused: 0,
+    writes: 7,
+    reads: 1,
+    durationMs: 420,
+  };
 }
 
 /** Every key under the prefix that mentions `id`, with hash fields, values and members, as text. */
@@ -59,8 +80,19 @@ describe('TargetStore', () => {
     expect(id).toMatch(TARGET_ID);
     expect(manageToken).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(await store.get(id)).toEqual({
-      id, source: 'group:4242', calendarId: 'abc123@group.calendar.google.com', calendarOwned: true, calendarName: 'ИВТ-21',
-      budgetKey: 'user:1170001', googleUser: '1170001', status: 'active', statusAt: NOW, createdAt: NOW, tokenVersion: 1, reconcileRequested: true, reconcileToken: '1',
+      id,
+      source: 'group:4242',
+      calendarId: 'abc123@group.calendar.google.com',
+      calendarOwned: true,
+      calendarName: 'ИВТ-21',
+      budgetKey: 'user:1170001',
+      googleUser: '1170001',
+      status: 'active',
+      statusAt: NOW,
+      createdAt: NOW,
+      tokenVersion: 1,
+      reconcileRequested: true,
+      reconcileToken: '1',
     });
     expect(await redis.smembers(keys.sourceTargets('group:4242'))).toContain(id);
     expect(await redis.zscore(keys.googleTargets, id)).toBe(String(NOW));
@@ -74,7 +106,9 @@ describe('TargetStore', () => {
   });
 
   it('keeps neither the refresh token nor the manage token in plain text', async () => {
-    const { id, manageToken } = await store.create(newTarget({ googleUser: undefined, budgetKey: 'token:0123456789abcdef' }));
+    const { id, manageToken } = await store.create(
+      newTarget({ googleUser: undefined, budgetKey: 'token:0123456789abcdef' }),
+    );
     const text = await dump();
     expect(text).toContain(id);
     expect(text).not.toContain(REFRESH_TOKEN);
@@ -88,7 +122,11 @@ describe('TargetStore', () => {
   it('binds a sealed token to its target and needs the key', async () => {
     const a = await store.create(newTarget({ refreshToken: 'token-of-a' }));
     const b = await store.create(newTarget({ refreshToken: 'token-of-b' }));
-    await redis.hset(keys.googleTarget(b.id), 'refreshToken', (await redis.hget(keys.googleTarget(a.id), 'refreshToken')) ?? '');
+    await redis.hset(
+      keys.googleTarget(b.id),
+      'refreshToken',
+      (await redis.hget(keys.googleTarget(a.id), 'refreshToken')) ?? '',
+    );
     await expect(store.refreshToken(b.id)).rejects.toThrow(DecryptionError);
     await expect(new TargetStore(redis, keys, Buffer.alloc(32, 1)).refreshToken(a.id)).rejects.toThrow(DecryptionError);
     const keyless = new TargetStore(redis, keys, undefined);
@@ -102,12 +140,27 @@ describe('TargetStore', () => {
     const used = await store.refreshToken(id);
     expect(await store.replaceRefreshToken(id, 'second-token', NOW + HOUR)).toBe(true);
     // A push that used the first token fails late: the new token must not be marked.
-    expect(await store.markStatus(id, 'needs-consent', 'invalid_grant', NOW + HOUR + 1, { tokenVersion: used?.version })).toBe(false);
-    expect(await store.get(id)).toMatchObject({ status: 'active', tokenVersion: 2, reconcileRequested: true, statusAt: NOW });
+    expect(
+      await store.markStatus(id, 'needs-consent', 'invalid_grant', NOW + HOUR + 1, { tokenVersion: used?.version }),
+    ).toBe(false);
+    expect(await store.get(id)).toMatchObject({
+      status: 'active',
+      tokenVersion: 2,
+      reconcileRequested: true,
+      statusAt: NOW,
+    });
     expect(await store.refreshToken(id)).toEqual({ token: 'second-token', version: 2 });
 
-    expect(await store.markStatus(id, 'needs-consent', 'Google refused the refresh token (invalid_grant)', NOW + 2 * HOUR, { tokenVersion: 2 })).toBe(true);
-    expect(await store.get(id)).toMatchObject({ status: 'needs-consent', statusReason: 'Google refused the refresh token (invalid_grant)', statusAt: NOW + 2 * HOUR });
+    expect(
+      await store.markStatus(id, 'needs-consent', 'Google refused the refresh token (invalid_grant)', NOW + 2 * HOUR, {
+        tokenVersion: 2,
+      }),
+    ).toBe(true);
+    expect(await store.get(id)).toMatchObject({
+      status: 'needs-consent',
+      statusReason: 'Google refused the refresh token (invalid_grant)',
+      statusAt: NOW + 2 * HOUR,
+    });
     // Stopped targets leave the due set, and rescheduling does not bring them back.
     expect(await redis.zscore(keys.googleTargetsDue, id)).toBeNull();
     await store.scheduleReconcile(id, NOW + 3 * HOUR);
@@ -115,7 +168,12 @@ describe('TargetStore', () => {
 
     expect(await store.replaceRefreshToken(id, 'third-token', NOW + 4 * HOUR, 'user:other')).toBe(true);
     const target = await store.get(id);
-    expect(target).toMatchObject({ status: 'active', statusAt: NOW + 4 * HOUR, tokenVersion: 3, budgetKey: 'user:other' });
+    expect(target).toMatchObject({
+      status: 'active',
+      statusAt: NOW + 4 * HOUR,
+      tokenVersion: 3,
+      budgetKey: 'user:other',
+    });
     expect(target?.statusReason).toBeUndefined();
     expect(await redis.zscore(keys.googleTargetsDue, id)).toBe(String(NOW + 4 * HOUR));
   });
@@ -123,14 +181,25 @@ describe('TargetStore', () => {
   it('updates guarded by a calendar land only while the target still points at that calendar', async () => {
     const { id } = await store.create(newTarget());
     const old = (await store.get(id))?.calendarId ?? '';
-    expect(await store.replaceCalendar(id, { calendarId: 'new@group.calendar.google.com', calendarOwned: true, calendarName: 'New' }, NOW + 1)).toBe(true);
+    expect(
+      await store.replaceCalendar(
+        id,
+        { calendarId: 'new@group.calendar.google.com', calendarOwned: true, calendarName: 'New' },
+        NOW + 1,
+      ),
+    ).toBe(true);
     // A push that wrote to the old calendar ends late: none of what it records lands on the reconnected target.
     expect(await store.markStatus(id, 'calendar-deleted', 'gone', NOW + 2, { calendarId: old })).toBe(false);
     expect(await store.recordError(id, 'HTTP 404', NOW + 2, { calendarId: old })).toBe(false);
     expect(await store.recordPush(id, summary(NOW + 2), { calendarId: old })).toBe(false);
     expect(await store.get(id)).toMatchObject({ status: 'active', calendarId: 'new@group.calendar.google.com' });
     expect((await store.get(id))?.lastError).toBeUndefined();
-    expect(await store.markStatus(id, 'calendar-deleted', 'gone', NOW + 3, { calendarId: 'new@group.calendar.google.com', tokenVersion: 1 })).toBe(true);
+    expect(
+      await store.markStatus(id, 'calendar-deleted', 'gone', NOW + 3, {
+        calendarId: 'new@group.calendar.google.com',
+        tokenVersion: 1,
+      }),
+    ).toBe(true);
     expect(await store.get(id)).toMatchObject({ status: 'calendar-deleted', statusAt: NOW + 3 });
   });
 
@@ -138,13 +207,24 @@ describe('TargetStore', () => {
     const { id } = await store.create(newTarget());
     await store.recordError(id, 'Google calendar usage limits exceeded', NOW + 1);
     expect(await store.markStatus(id, 'paused', 'quota exceeded', NOW + 1, { pausedUntil: NOW + 6 * HOUR })).toBe(true);
-    expect(await store.get(id)).toMatchObject({ status: 'paused', pausedUntil: NOW + 6 * HOUR, lastError: 'Google calendar usage limits exceeded', lastErrorAt: NOW + 1 });
+    expect(await store.get(id)).toMatchObject({
+      status: 'paused',
+      pausedUntil: NOW + 6 * HOUR,
+      lastError: 'Google calendar usage limits exceeded',
+      lastErrorAt: NOW + 1,
+    });
     expect(await redis.zscore(keys.googleTargetsDue, id)).toBe(String(NOW + 6 * HOUR));
 
     expect(await store.recordPush(id, summary(NOW + 7 * HOUR))).toBe(true);
     const target = await store.get(id);
-    expect(target).toMatchObject({ status: 'active', statusAt: NOW + 7 * HOUR, lastPushAt: NOW + 7 * HOUR, lastPush: summary(NOW + 7 * HOUR) });
-    for (const cleared of ['pausedUntil', 'statusReason', 'lastError', 'lastErrorAt'] as const) expect(target?.[cleared]).toBeUndefined();
+    expect(target).toMatchObject({
+      status: 'active',
+      statusAt: NOW + 7 * HOUR,
+      lastPushAt: NOW + 7 * HOUR,
+      lastPush: summary(NOW + 7 * HOUR),
+    });
+    for (const cleared of ['pausedUntil', 'statusReason', 'lastError', 'lastErrorAt'] as const)
+      expect(target?.[cleared]).toBeUndefined();
     // Still in the due set at the pause's end (recordPush only adds a missing entry).
     expect(await redis.zscore(keys.googleTargetsDue, id)).toBe(String(NOW + 6 * HOUR));
     expect(await store.recordPush(id, summary(NOW + 8 * HOUR))).toBe(true);
@@ -159,9 +239,18 @@ describe('TargetStore', () => {
     expect(await store.get(id)).toMatchObject({ status: 'calendar-deleted', reconcileRequested: false });
     expect(await redis.zscore(keys.googleTargetsDue, id)).toBeNull();
 
-    const calendar = { calendarId: 'new456@group.calendar.google.com', calendarOwned: true, calendarName: 'ИВТ-21 (2)' };
+    const calendar = {
+      calendarId: 'new456@group.calendar.google.com',
+      calendarOwned: true,
+      calendarName: 'ИВТ-21 (2)',
+    };
     expect(await store.replaceCalendar(id, calendar, NOW + 2 * HOUR)).toBe(true);
-    expect(await store.get(id)).toMatchObject({ ...calendar, status: 'active', reconcileRequested: true, statusAt: NOW + 2 * HOUR });
+    expect(await store.get(id)).toMatchObject({
+      ...calendar,
+      status: 'active',
+      reconcileRequested: true,
+      statusAt: NOW + 2 * HOUR,
+    });
     expect(await index.size(id)).toBe(0);
     expect(await redis.zscore(keys.googleTargetsDue, id)).toBe(String(NOW + 2 * HOUR));
   });
@@ -246,10 +335,17 @@ describe('PushIndex', () => {
     expect(await index.set(id, 'event0000a', 'h1')).toBe(true);
     await index.set(id, 'event0000b', 'h2');
     await index.set(id, 'event0000a', 'h3');
-    expect(await index.read(id)).toEqual(new Map([['event0000a', 'h3'], ['event0000b', 'h2']]));
+    expect(await index.read(id)).toEqual(
+      new Map([
+        ['event0000a', 'h3'],
+        ['event0000b', 'h2'],
+      ]),
+    );
     expect(await index.size(id)).toBe(2);
 
-    const large = new Map(Array.from({ length: 5_000 }, (_, i) => [`event${String(i).padStart(6, '0')}`, `hash${i}`] as [string, string]));
+    const large = new Map(
+      Array.from({ length: 5_000 }, (_, i) => [`event${String(i).padStart(6, '0')}`, `hash${i}`] as [string, string]),
+    );
     expect(await index.replace(id, large)).toBe(true);
     expect(await index.read(id)).toEqual(large);
     expect(await index.replace(id, new Map())).toBe(true);

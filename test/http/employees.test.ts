@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator, type RunningSimulator } from '../../src/simulator/index.ts';
-import { simControl, type SimControl } from '../upstream/sim-control.ts';
+import { type RunningSimulator, startSimulator } from '../../src/simulator/index.ts';
+import { type SimControl, simControl } from '../upstream/sim-control.ts';
 import { startTestApp, type TestApp } from './helpers.ts';
 
 let sim: RunningSimulator;
@@ -9,7 +9,14 @@ let t: TestApp;
 let lastName: string;
 
 beforeAll(async () => {
-  sim = await startSimulator({ port: 0, seed: 1, referenceDate: new Date('2025-10-01T00:00:00Z'), groups: 20, employees: 40, users: 2 });
+  sim = await startSimulator({
+    port: 0,
+    seed: 1,
+    referenceDate: new Date('2025-10-01T00:00:00Z'),
+    groups: 20,
+    employees: 40,
+    users: 2,
+  });
   control = simControl(sim.url);
   t = await startTestApp({ env: { UNIVERSITY_API_URL: sim.url } });
   const [employee] = await control.employees();
@@ -47,7 +54,13 @@ describe('teacher search', () => {
   });
 
   it('answers 400 for a missing, too short, too long or repeated query', async () => {
-    for (const url of ['/api/employees', '/api/employees?q=', '/api/employees?q=%20a%20', `/api/employees?q=${'я'.repeat(65)}`, '/api/employees?q=ab&q=cd']) {
+    for (const url of [
+      '/api/employees',
+      '/api/employees?q=',
+      '/api/employees?q=%20a%20',
+      `/api/employees?q=${'я'.repeat(65)}`,
+      '/api/employees?q=ab&q=cd',
+    ]) {
       const response = await t.app.inject({ method: 'GET', url });
       expect(response.statusCode, url).toBe(400);
       expect(response.json<{ error: string }>().error).toMatch(/query parameter q/);
@@ -55,7 +68,13 @@ describe('teacher search', () => {
   });
 
   it('answers 502 with the upstream’s words when the upstream fails, and caches nothing', async () => {
-    await control.fault({ endpoint: 'employeeSearch', kind: 'status', status: 500, error: 'справочник недоступен', times: 1 });
+    await control.fault({
+      endpoint: 'employeeSearch',
+      kind: 'status',
+      status: 500,
+      error: 'справочник недоступен',
+      times: 1,
+    });
     const failed = await search('ова');
     expect(failed.statusCode).toBe(502);
     expect(failed.json<{ error: string }>().error).toMatch(/teacher search failed: .*HTTP 500: справочник недоступен/);

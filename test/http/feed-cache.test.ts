@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, inject, it, vi } from 'vitest';
-import { FeedStore, encodeFeed } from '../../src/feeds/feed-store.ts';
+import { encodeFeed, FeedStore } from '../../src/feeds/feed-store.ts';
 import { FeedCache } from '../../src/http/feed-cache.ts';
 import { silentLogger } from '../../src/logger.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
@@ -26,7 +26,14 @@ beforeEach(async () => {
   ({ context: ctx, close: closeContext } = await testContext());
   silentStore = new FeedStore(ctx.redis, { ...ctx.keys, feedUpdates: `${ctx.keys.feedUpdates}:nobody` });
   subscriber = new Redis(inject('redisUrl'));
-  cache = new FeedCache({ feeds: ctx.feeds, subscriber, channel: ctx.keys.feedUpdates, logger: silentLogger(), ttlMs: 60_000, clock: () => clock });
+  cache = new FeedCache({
+    feeds: ctx.feeds,
+    subscriber,
+    channel: ctx.keys.feedUpdates,
+    logger: silentLogger(),
+    ttlMs: 60_000,
+    clock: () => clock,
+  });
   await cache.start();
 });
 afterEach(async () => {
@@ -41,7 +48,10 @@ describe('FeedCache', () => {
     const unannounced = await store('unannounced', false);
     expect((await cache.get(SOURCE))?.etag).toBe(first);
     const announced = await store('announced');
-    await vi.waitFor(async () => expect((await cache.get(SOURCE))?.etag).toBe(announced), { timeout: 2_000, interval: 10 });
+    await vi.waitFor(async () => expect((await cache.get(SOURCE))?.etag).toBe(announced), {
+      timeout: 2_000,
+      interval: 10,
+    });
     expect(unannounced).not.toBe(announced);
   });
 
@@ -51,11 +61,17 @@ describe('FeedCache', () => {
     await cache.get(SOURCE);
     const missed = await store('missed while down', false);
     await ctx.redis.call('CLIENT', 'KILL', 'ID', String(id));
-    await vi.waitFor(async () => expect((await cache.get(SOURCE))?.etag).toBe(missed), { timeout: 5_000, interval: 20 });
-    await vi.waitFor(async () => {
-      await cache.get(SOURCE);
-      expect(cache.size).toBe(1);
-    }, { timeout: 5_000, interval: 20 });
+    await vi.waitFor(async () => expect((await cache.get(SOURCE))?.etag).toBe(missed), {
+      timeout: 5_000,
+      interval: 20,
+    });
+    await vi.waitFor(
+      async () => {
+        await cache.get(SOURCE);
+        expect(cache.size).toBe(1);
+      },
+      { timeout: 5_000, interval: 20 },
+    );
     const after = await store('after');
     await vi.waitFor(async () => expect((await cache.get(SOURCE))?.etag).toBe(after), { timeout: 2_000, interval: 10 });
   });
@@ -89,7 +105,14 @@ describe('FeedCache', () => {
     }
     const total = [...sizes.values()].reduce((sum, size) => sum + size, 0);
     // Room for any two of the three feeds, never for all three.
-    const small = new FeedCache({ feeds: ctx.feeds, subscriber: new Redis(inject('redisUrl')), channel: ctx.keys.feedUpdates, logger: silentLogger(), maxBytes: total - 1, clock: () => clock });
+    const small = new FeedCache({
+      feeds: ctx.feeds,
+      subscriber: new Redis(inject('redisUrl')),
+      channel: ctx.keys.feedUpdates,
+      logger: silentLogger(),
+      maxBytes: total - 1,
+      clock: () => clock,
+    });
     await small.start();
     try {
       await small.get('group:1');
@@ -110,7 +133,13 @@ describe('FeedCache', () => {
 
   it('does not cache a feed larger than its whole budget', async () => {
     await store('too big');
-    const tiny = new FeedCache({ feeds: ctx.feeds, subscriber: new Redis(inject('redisUrl')), channel: ctx.keys.feedUpdates, logger: silentLogger(), maxBytes: 10 });
+    const tiny = new FeedCache({
+      feeds: ctx.feeds,
+      subscriber: new Redis(inject('redisUrl')),
+      channel: ctx.keys.feedUpdates,
+      logger: silentLogger(),
+      maxBytes: 10,
+    });
     await tiny.start();
     try {
       expect(await tiny.get(SOURCE)).toBeDefined();

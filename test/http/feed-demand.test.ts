@@ -42,12 +42,17 @@ describe('the first request for a source without a feed', () => {
     expect(await t.ctx.registry.get('group:9001')).toBeUndefined();
     expect(await t.ctx.registry.isActive('group:9001')).toBe(false);
     expect(await t.ctx.redis.zscore(t.ctx.keys.activeSources, 'group:9001')).toBeNull();
-    expect(await queuedRefreshes(t.ctx, 'group:9001')).toEqual([{ source: 'group:9001', reason: 'demand', requestedAt: clock }]);
+    expect(await queuedRefreshes(t.ctx, 'group:9001')).toEqual([
+      { source: 'group:9001', reason: 'demand', requestedAt: clock },
+    ]);
   });
 
   it('serves the feed as soon as the refresh stores it, and writes no request record right after', async () => {
     const pending = get('/feeds/employees/321.ics');
-    await vi.waitFor(async () => expect(await queuedRefreshes(t.ctx, 'employee:321')).toHaveLength(1), { timeout: 2_000, interval: 10 });
+    await vi.waitFor(async () => expect(await queuedRefreshes(t.ctx, 'employee:321')).toHaveLength(1), {
+      timeout: 2_000,
+      interval: 10,
+    });
     const feed = await storeFeed(t.ctx, 'employee:321', calendar('arrived'));
     const response = await pending;
     expect(response.statusCode).toBe(200);
@@ -59,7 +64,10 @@ describe('the first request for a source without a feed', () => {
 
   it('answers 404 when the refresh finds that the upstream does not know the source', async () => {
     const pending = get('/feeds/groups/9002.ics');
-    await vi.waitFor(async () => expect(await queuedRefreshes(t.ctx, 'group:9002')).toHaveLength(1), { timeout: 2_000, interval: 10 });
+    await vi.waitFor(async () => expect(await queuedRefreshes(t.ctx, 'group:9002')).toHaveLength(1), {
+      timeout: 2_000,
+      interval: 10,
+    });
     await t.ctx.redis.set(t.ctx.keys.missing('group:9002'), 'no such group', 'EX', 3600);
     const response = await pending;
     expect(response.statusCode).toBe(404);
@@ -67,8 +75,15 @@ describe('the first request for a source without a feed', () => {
   });
 
   it('lets concurrent first requests share one wait', async () => {
-    const pending = Promise.all([get('/feeds/groups/9003.ics'), get('/feeds/groups/9003.ics'), get('/feeds/groups/9003.ics')]);
-    await vi.waitFor(async () => expect(await queuedRefreshes(t.ctx, 'group:9003')).toHaveLength(1), { timeout: 2_000, interval: 10 });
+    const pending = Promise.all([
+      get('/feeds/groups/9003.ics'),
+      get('/feeds/groups/9003.ics'),
+      get('/feeds/groups/9003.ics'),
+    ]);
+    await vi.waitFor(async () => expect(await queuedRefreshes(t.ctx, 'group:9003')).toHaveLength(1), {
+      timeout: 2_000,
+      interval: 10,
+    });
     const feed = await storeFeed(t.ctx, 'group:9003', calendar('shared'));
     for (const response of await pending) expect(response.headers.etag).toBe(feed.etag);
     expect(await queuedRefreshes(t.ctx, 'group:9003')).toHaveLength(1);
@@ -86,7 +101,10 @@ describe('the cap on sources fetched on demand at once', () => {
   it('answers 503 at once beyond the cap, queueing nothing, while requests for a source already awaited share its wait', async () => {
     const first = getCapped('/feeds/groups/7001.ics');
     const second = getCapped('/feeds/groups/7002.ics');
-    await vi.waitFor(async () => expect(await queuedRefreshes(capped.ctx, 'group:7002')).toHaveLength(1), { timeout: 1_000, interval: 10 });
+    await vi.waitFor(async () => expect(await queuedRefreshes(capped.ctx, 'group:7002')).toHaveLength(1), {
+      timeout: 1_000,
+      interval: 10,
+    });
     const started = performance.now();
     const refused = await getCapped('/feeds/groups/7003.ics');
     expect(performance.now() - started).toBeLessThan(500);
@@ -100,7 +118,10 @@ describe('the cap on sources fetched on demand at once', () => {
     for (const response of await Promise.all([first, second, sharing])) expect(response.statusCode).toBe(200);
     // Room again once the waits are over.
     const pending = getCapped('/feeds/groups/7003.ics');
-    await vi.waitFor(async () => expect(await queuedRefreshes(capped.ctx, 'group:7003')).toHaveLength(1), { timeout: 1_000, interval: 10 });
+    await vi.waitFor(async () => expect(await queuedRefreshes(capped.ctx, 'group:7003')).toHaveLength(1), {
+      timeout: 1_000,
+      interval: 10,
+    });
     await storeFeed(capped.ctx, 'group:7003', calendar('7003'));
     expect((await pending).statusCode).toBe(200);
   });
@@ -138,20 +159,28 @@ describe('requests of a stored feed', () => {
     await storeFeed(t.ctx, 'group:602', calendar('counted'));
     const counts = async () => {
       const { values } = await t.ctx.metrics.feedsServed.get();
-      const of = (status: string) => values.find((v) => v.labels.kind === 'group' && String(v.labels.status) === status)?.value ?? 0;
+      const of = (status: string) =>
+        values.find((v) => v.labels.kind === 'group' && String(v.labels.status) === status)?.value ?? 0;
       return { ok: of('200'), notModified: of('304'), bad: of('400') };
     };
     const before = await counts();
     const ok = await get('/feeds/groups/602.ics');
     await get('/feeds/groups/602.ics', { 'if-none-match': ok.headers.etag as string });
     await get('/feeds/groups/x.ics');
-    await vi.waitFor(async () => expect(await counts()).toEqual({ ok: before.ok + 1, notModified: before.notModified + 1, bad: before.bad + 1 }));
+    await vi.waitFor(async () =>
+      expect(await counts()).toEqual({ ok: before.ok + 1, notModified: before.notModified + 1, bad: before.bad + 1 }),
+    );
   });
 });
 
 describe('personal feeds', () => {
   it('serves the feed of a subscription token, privately, and 404 for unknown or malformed tokens', async () => {
-    const { subscription, token } = await t.ctx.subscriptions.create({ credential: 'secret-credential', name: 'Иван Петров', upstreamUserId: 7, now: clock });
+    const { subscription, token } = await t.ctx.subscriptions.create({
+      credential: 'secret-credential',
+      name: 'Иван Петров',
+      upstreamUserId: 7,
+      now: clock,
+    });
     const feed = await storeFeed(t.ctx, subscription.source, calendar('mine'));
     const response = await get(`/feeds/personal/${token}.ics`);
     expect(response.statusCode).toBe(200);
@@ -168,23 +197,42 @@ describe('personal feeds', () => {
   });
 
   it('answers 409 at once, naming the subscription but not its token, when the credential was rejected', async () => {
-    const { subscription, token } = await t.ctx.subscriptions.create({ credential: 'rejected-credential', name: 'n', upstreamUserId: 8, now: clock });
-    await t.ctx.subscriptions.markNeedsCredential(subscription.id, 'University API mySchedule: credential rejected, HTTP 401', clock);
+    const { subscription, token } = await t.ctx.subscriptions.create({
+      credential: 'rejected-credential',
+      name: 'n',
+      upstreamUserId: 8,
+      now: clock,
+    });
+    await t.ctx.subscriptions.markNeedsCredential(
+      subscription.id,
+      'University API mySchedule: credential rejected, HTTP 401',
+      clock,
+    );
     const started = performance.now();
     const response = await get(`/feeds/personal/${token}.ics`);
     expect(performance.now() - started).toBeLessThan(500);
     expect(response.statusCode).toBe(409);
-    expect(response.json()).toEqual({ error: `this subscription needs a new university credential: send it with PATCH /api/subscriptions/${subscription.id}` });
+    expect(response.json()).toEqual({
+      error: `this subscription needs a new university credential: send it with PATCH /api/subscriptions/${subscription.id}`,
+    });
     expect(response.body).not.toContain(token);
     expect(await queuedRefreshes(t.ctx, subscription.source)).toEqual([]);
     expect(log.output()).not.toContain(token);
   });
 
   it('answers 409 as soon as the first refresh finds the credential rejected', async () => {
-    const { subscription, token } = await t.ctx.subscriptions.create({ credential: 'soon-rejected', name: 'n', upstreamUserId: 9, now: clock });
+    const { subscription, token } = await t.ctx.subscriptions.create({
+      credential: 'soon-rejected',
+      name: 'n',
+      upstreamUserId: 9,
+      now: clock,
+    });
     const started = performance.now();
     const pending = get(`/feeds/personal/${token}.ics`);
-    await vi.waitFor(async () => expect(await queuedRefreshes(t.ctx, subscription.source)).toHaveLength(1), { timeout: 500, interval: 10 });
+    await vi.waitFor(async () => expect(await queuedRefreshes(t.ctx, subscription.source)).toHaveLength(1), {
+      timeout: 500,
+      interval: 10,
+    });
     await t.ctx.subscriptions.markNeedsCredential(subscription.id, 'rejected', clock);
     const response = await pending;
     expect(performance.now() - started).toBeLessThan(800);

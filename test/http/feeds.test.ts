@@ -50,7 +50,9 @@ describe('a stored feed', () => {
     expect(br.headers.etag).toBe(coded(feed.etag, '-br'));
     expect(gzip.headers.etag).toBe(coded(feed.etag, '-gz'));
     expect((await get(FEED_URL)).headers.etag).toBe(feed.etag);
-    expect((await get(FEED_URL, { 'accept-encoding': 'br;q=0, gzip;q=0' })).headers['content-encoding']).toBeUndefined();
+    expect(
+      (await get(FEED_URL, { 'accept-encoding': 'br;q=0, gzip;q=0' })).headers['content-encoding'],
+    ).toBeUndefined();
     expect((await get(FEED_URL, { 'accept-encoding': 'identity' })).headers['content-encoding']).toBeUndefined();
     expect((await get(FEED_URL, { 'accept-encoding': '*' })).headers['content-encoding']).toBe('br');
     expect((await get(FEED_URL, { 'accept-encoding': 'br;q=0.5, gzip' })).headers['content-encoding']).toBe('gzip');
@@ -63,7 +65,15 @@ describe('a stored feed', () => {
       const head = await t.app.inject({ method: 'HEAD', url: FEED_URL, headers });
       expect(head.statusCode).toBe(200);
       expect(head.rawPayload.length).toBe(0);
-      for (const name of ['content-type', 'etag', 'last-modified', 'cache-control', 'vary', 'content-encoding', 'content-length']) {
+      for (const name of [
+        'content-type',
+        'etag',
+        'last-modified',
+        'cache-control',
+        'vary',
+        'content-encoding',
+        'content-length',
+      ]) {
         expect(head.headers[name], name).toBe(full.headers[name]);
       }
       expect(Number(head.headers['content-length'])).toBe(full.rawPayload.length);
@@ -74,7 +84,17 @@ describe('a stored feed', () => {
     const weak = `W/${feed.etag}`;
     const gz = coded(feed.etag, '-gz');
     const br = coded(feed.etag, '-br');
-    for (const ifNoneMatch of [feed.etag, weak, `"other", ${feed.etag}`, `"a","b",${weak}`, '*', gz, `W/${gz}`, br, `"x", W/${br}`]) {
+    for (const ifNoneMatch of [
+      feed.etag,
+      weak,
+      `"other", ${feed.etag}`,
+      `"a","b",${weak}`,
+      '*',
+      gz,
+      `W/${gz}`,
+      br,
+      `"x", W/${br}`,
+    ]) {
       const response = await get(FEED_URL, { 'if-none-match': ifNoneMatch, 'accept-encoding': 'gzip' });
       expect(response.statusCode, ifNoneMatch).toBe(304);
       expect(response.rawPayload.length).toBe(0);
@@ -93,7 +113,10 @@ describe('a stored feed', () => {
     expect((await get(FEED_URL, { 'if-modified-since': 'Thu, 02 Oct 2025 08:00:00 GMT' })).statusCode).toBe(304);
     expect((await get(FEED_URL, { 'if-modified-since': 'Wed, 01 Oct 2025 11:59:59 GMT' })).statusCode).toBe(200);
     expect((await get(FEED_URL, { 'if-modified-since': 'not a date' })).statusCode).toBe(200);
-    const both = await get(FEED_URL, { 'if-modified-since': 'Thu, 02 Oct 2025 08:00:00 GMT', 'if-none-match': '"other"' });
+    const both = await get(FEED_URL, {
+      'if-modified-since': 'Thu, 02 Oct 2025 08:00:00 GMT',
+      'if-none-match': '"other"',
+    });
     expect(both.statusCode).toBe(200);
   });
 
@@ -116,7 +139,10 @@ describe('the feed cache', () => {
     await t.ctx.redis.del(t.ctx.keys.feed(source));
     expect((await get('/feeds/groups/77.ics')).headers.etag).toBe(first.etag);
     const second = await storeFeed(t.ctx, source, calendar('second'));
-    await vi.waitFor(async () => expect((await get('/feeds/groups/77.ics')).headers.etag).toBe(second.etag), { timeout: 2_000, interval: 20 });
+    await vi.waitFor(async () => expect((await get('/feeds/groups/77.ics')).headers.etag).toBe(second.etag), {
+      timeout: 2_000,
+      interval: 20,
+    });
     expect((await get('/feeds/groups/77.ics')).body).toContain('second');
   });
 });
@@ -176,7 +202,9 @@ describe('subscriber variants', () => {
     expect(titles).toEqual(new Set(['Алгебра: практика', 'История: лекция']));
     expect(response.body).toContain('BEGIN:VALARM');
     expect(response.headers['last-modified']).toBe(new Date(Date.UTC(2025, 8, 20, 9, 0, 0)).toUTCString());
-    expect(new Set(summaries((await get('/feeds/groups/500.ics')).body))).toEqual(new Set(['Алгебра (практика)', 'Геометрия (практика)', 'История (лекция)']));
+    expect(new Set(summaries((await get('/feeds/groups/500.ics')).body))).toEqual(
+      new Set(['Алгебра (практика)', 'Геометрия (практика)', 'История (лекция)']),
+    );
 
     const br = await get(url, { 'accept-encoding': 'br' });
     expect(br.headers.etag).toBe(coded(etag, '-br'));
@@ -184,7 +212,9 @@ describe('subscriber variants', () => {
     expect((await get(url, { 'if-none-match': etag })).statusCode).toBe(304);
     expect((await get(url, { 'if-none-match': br.headers.etag as string })).statusCode).toBe(304);
     // The same options in another order and case are the same variant.
-    const reordered = await get(`/feeds/groups/500.ics?alarm=15&title=${encodeURIComponent('{subject}: {kind}')}&subgroup=1`);
+    const reordered = await get(
+      `/feeds/groups/500.ics?alarm=15&title=${encodeURIComponent('{subject}: {kind}')}&subgroup=1`,
+    );
     expect(reordered.headers.etag).toBe(etag);
   });
 

@@ -4,7 +4,7 @@ import { Redis } from 'ioredis';
 import { inject } from 'vitest';
 import { buildApp } from '../../src/http/app.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
-import { startFakeGoogle, type FakeGoogle } from '../fake-google/index.ts';
+import { type FakeGoogle, startFakeGoogle } from '../fake-google/index.ts';
 import { testContext } from '../support/service.ts';
 import { memoryLogger } from '../upstream/local-server.ts';
 
@@ -36,7 +36,10 @@ export function googleEnv(fake: FakeGoogle): Record<string, string> {
 export async function startGoogleApp(env: Record<string, string | undefined> = {}): Promise<GoogleApp> {
   const fake = await startFakeGoogle();
   const log = memoryLogger();
-  const { context, close } = await testContext({ ...googleEnv(fake), LOG_LEVEL: 'debug', ...env }, { logger: log.logger });
+  const { context, close } = await testContext(
+    { ...googleEnv(fake), LOG_LEVEL: 'debug', ...env },
+    { logger: log.logger },
+  );
   const app = await buildApp(context, { logger: log.logger });
   await app.ready();
   return {

@@ -5,9 +5,9 @@ import { TARGET_ID } from '../../src/google/target-store.ts';
 import type { PushJobData, PushJobResult } from '../../src/jobs/contract.ts';
 import { pushProcessor } from '../../src/jobs/push.ts';
 import { hashToken } from '../../src/security/tokens.ts';
-import { storeTimetable } from './helpers.ts';
-import { bearer, PUBLIC_URL, startGoogleApp, storedText, type GoogleApp } from './google-helpers.ts';
 import { TEST_ADMIN_TOKEN } from '../support/service.ts';
+import { bearer, type GoogleApp, PUBLIC_URL, startGoogleApp, storedText } from './google-helpers.ts';
+import { storeTimetable } from './helpers.ts';
 
 const CALENDAR_SCOPE = 'https://www.googleapis.com/auth/calendar.app.created';
 const JSON_ACCEPT = { accept: 'application/json' };
@@ -39,7 +39,8 @@ async function consent(location: string): Promise<URL> {
   const answer = await fetch(location, { redirect: 'manual' });
   expect(answer.status).toBe(302);
   const back = new URL(answer.headers.get('location') ?? '');
-  for (const secret of [back.searchParams.get('code'), back.searchParams.get('state')]) if (secret) secrets.push(secret);
+  for (const secret of [back.searchParams.get('code'), back.searchParams.get('state')])
+    if (secret) secrets.push(secret);
   expect(`${back.origin}${back.pathname}`).toBe(`${PUBLIC_URL}/google/callback`);
   return back;
 }
@@ -51,7 +52,13 @@ function callback(back: URL, headers: Record<string, string> = JSON_ACCEPT) {
 
 /** Runs one push of `target` as a push worker would, and answers its result. */
 async function runPush(target: string, source: string): Promise<PushJobResult> {
-  const job = { id: `test-push-${target}`, data: { target, source, reason: 'connect' }, attemptsMade: 0, attemptsStarted: 1, opts: { attempts: 1 } };
+  const job = {
+    id: `test-push-${target}`,
+    data: { target, source, reason: 'connect' },
+    attemptsMade: 0,
+    attemptsStarted: 1,
+    opts: { attempts: 1 },
+  };
   return pushProcessor(g.ctx)(job as unknown as Job<PushJobData>);
 }
 
@@ -60,7 +67,14 @@ async function connectSource(source: string, extra = '') {
   const started = await connect(`source=${encodeURIComponent(source)}${extra}`);
   expect(started.statusCode).toBe(302);
   const answer = await callback(await consent(started.headers.location as string));
-  const body = answer.json() as { id: string; calendarId: string; calendarName: string; source: string; manageToken: string; reused: boolean };
+  const body = answer.json() as {
+    id: string;
+    calendarId: string;
+    calendarName: string;
+    source: string;
+    manageToken: string;
+    reused: boolean;
+  };
   if (body.manageToken) secrets.push(body.manageToken);
   return { answer, body };
 }
@@ -103,7 +117,12 @@ describe('GET /google/connect', () => {
   });
 
   it('lets only the holder of its feed token connect a personal timetable', async () => {
-    const { subscription, token } = await g.ctx.subscriptions.create({ credential: 'university-credential', name: 'Расписание: Иванов', upstreamUserId: 7, now: g.ctx.now() });
+    const { subscription, token } = await g.ctx.subscriptions.create({
+      credential: 'university-credential',
+      name: 'Расписание: Иванов',
+      upstreamUserId: 7,
+      now: g.ctx.now(),
+    });
     secrets.push(token);
     const source = encodeURIComponent(subscription.source);
     expect((await connect(`source=${source}`)).statusCode).toBe(401);
@@ -131,7 +150,14 @@ describe('GET /google/callback', () => {
     expect(calendars[0]).toMatchObject({ summary: 'Group 4242', timeZone: g.ctx.config.timezone });
 
     const target = await g.ctx.google.targets.get(body.id);
-    expect(target).toMatchObject({ source: 'group:4242', calendarId: body.calendarId, calendarOwned: true, googleUser: user, status: 'active', budgetKey: `user:${user}` });
+    expect(target).toMatchObject({
+      source: 'group:4242',
+      calendarId: body.calendarId,
+      calendarOwned: true,
+      googleUser: user,
+      status: 'active',
+      budgetKey: `user:${user}`,
+    });
     const { token } = (await g.ctx.google.targets.refreshToken(body.id)) ?? { token: '' };
     secrets.push(token);
     expect(token.length).toBeGreaterThan(10);
@@ -147,7 +173,11 @@ describe('GET /google/callback', () => {
     expect(refreshes.map((job) => job.data.source)).toContain('group:4242');
     expect(JSON.stringify(pushes.map((job) => job.data))).not.toContain(token);
 
-    const view = await g.app.inject({ method: 'GET', url: `/google/targets/${body.id}`, headers: bearer(body.manageToken) });
+    const view = await g.app.inject({
+      method: 'GET',
+      url: `/google/targets/${body.id}`,
+      headers: bearer(body.manageToken),
+    });
     expect(view.statusCode).toBe(200);
     expect(view.json()).toMatchObject({ id: body.id, status: 'active', calendarId: body.calendarId });
   });
@@ -155,7 +185,9 @@ describe('GET /google/callback', () => {
   it('names the calendar after the timetable and answers a browser with a page', async () => {
     await storeTimetable(g.ctx, 'group:77');
     const started = await connect('source=group:77');
-    const answer = await callback(await consent(started.headers.location as string), { accept: 'text/html,application/xhtml+xml,application/json;q=0.9,*/*;q=0.8' });
+    const answer = await callback(await consent(started.headers.location as string), {
+      accept: 'text/html,application/xhtml+xml,application/json;q=0.9,*/*;q=0.8',
+    });
     expect(answer.statusCode).toBe(200);
     expect(answer.headers['content-type']).toMatch(/^text\/html/);
     expect(answer.headers['referrer-policy']).toBe('no-referrer');
@@ -205,7 +237,11 @@ describe('GET /google/callback', () => {
     expect(body).toMatchObject({ id: first.id, reused: true });
     expect(body.calendarId).not.toBe(first.calendarId);
     expect(g.fake.calendars(user).map((calendar) => calendar.id)).toEqual([body.calendarId]);
-    expect(await g.ctx.google.targets.get(first.id)).toMatchObject({ status: 'active', calendarId: body.calendarId, calendarOwned: true });
+    expect(await g.ctx.google.targets.get(first.id)).toMatchObject({
+      status: 'active',
+      calendarId: body.calendarId,
+      calendarOwned: true,
+    });
     expect(await g.ctx.google.index.size(first.id)).toBe(0);
   });
 
@@ -221,7 +257,11 @@ describe('GET /google/callback', () => {
     expect(body).toMatchObject({ id: first.id, reused: true });
     expect(body.calendarId).not.toBe(first.calendarId);
     expect(g.fake.calendars(user).map((calendar) => calendar.id)).toEqual([body.calendarId]);
-    expect(await g.ctx.google.targets.get(first.id)).toMatchObject({ status: 'active', calendarId: body.calendarId, calendarOwned: true });
+    expect(await g.ctx.google.targets.get(first.id)).toMatchObject({
+      status: 'active',
+      calendarId: body.calendarId,
+      calendarOwned: true,
+    });
     const result = await runPush(first.id, 'group:6');
     expect(result).toMatchObject({ reconciled: true });
     expect(g.fake.events(body.calendarId).length).toBeGreaterThan(0);
@@ -279,7 +319,9 @@ describe('GET /google/callback', () => {
     expect(answer.json().error).toMatch(/consent was refused/);
     const again = await callback(back);
     expect(again.json().error).toMatch(/unknown, expired or already used/);
-    expect(await g.ctx.google.targets.page(0, 500)).toMatchObject({ targets: expect.not.arrayContaining([expect.objectContaining({ source: 'group:9' })]) });
+    expect(await g.ctx.google.targets.page(0, 500)).toMatchObject({
+      targets: expect.not.arrayContaining([expect.objectContaining({ source: 'group:9' })]),
+    });
   });
 
   it('refuses a replayed, unknown, malformed or missing state', async () => {
@@ -291,7 +333,9 @@ describe('GET /google/callback', () => {
     expect(replay.json().error).toMatch(/already used/);
 
     const unknown = await g.app.inject({ method: 'GET', url: `/google/callback?code=abc&state=${'s'.repeat(43)}` });
-    expect(unknown.json()).toEqual({ error: 'unknown, expired or already used consent state: start again at /google/connect' });
+    expect(unknown.json()).toEqual({
+      error: 'unknown, expired or already used consent state: start again at /google/connect',
+    });
     const malformed = await g.app.inject({ method: 'GET', url: '/google/callback?code=abc&state=short' });
     expect(malformed.json()).toEqual({ error: 'malformed consent state' });
     const missing = await g.app.inject({ method: 'GET', url: '/google/callback?code=abc' });
@@ -327,14 +371,31 @@ describe('GET and DELETE /google/targets/:id', () => {
     expect((await g.app.inject({ method: 'GET', url, headers: bearer('wrong') })).statusCode).toBe(401);
     expect((await g.app.inject({ method: 'DELETE', url, headers: bearer('wrong') })).statusCode).toBe(401);
     expect((await g.app.inject({ method: 'GET', url, headers: bearer(TEST_ADMIN_TOKEN) })).statusCode).toBe(200);
-    expect((await g.app.inject({ method: 'GET', url: '/google/targets/bad', headers: bearer(body.manageToken) })).statusCode).toBe(400);
-    expect((await g.app.inject({ method: 'GET', url: `/google/targets/${'B'.repeat(22)}`, headers: bearer(body.manageToken) })).statusCode).toBe(404);
+    expect(
+      (await g.app.inject({ method: 'GET', url: '/google/targets/bad', headers: bearer(body.manageToken) })).statusCode,
+    ).toBe(400);
+    expect(
+      (
+        await g.app.inject({
+          method: 'GET',
+          url: `/google/targets/${'B'.repeat(22)}`,
+          headers: bearer(body.manageToken),
+        })
+      ).statusCode,
+    ).toBe(404);
 
     const view = await g.app.inject({ method: 'GET', url, headers: bearer(body.manageToken) });
     const text = view.body;
     expect(text).not.toContain(body.manageToken);
     expect(text).not.toMatch(/refreshToken|manageToken/);
-    expect(view.json()).toMatchObject({ id: body.id, source: 'group:20', calendarOwned: true, pendingPush: { state: 'waiting' }, indexSize: 0, lastPush: null });
+    expect(view.json()).toMatchObject({
+      id: body.id,
+      source: 'group:20',
+      calendarOwned: true,
+      pendingPush: { state: 'waiting' },
+      indexSize: 0,
+      lastPush: null,
+    });
   });
 
   it('disconnects for the holder of the manage token, deleting the calendar when asked', async () => {
@@ -343,18 +404,36 @@ describe('GET and DELETE /google/targets/:id', () => {
     const kept = (await connectSource('group:21')).body;
     const dropped = (await connectSource('group:22')).body;
 
-    const bad = await g.app.inject({ method: 'DELETE', url: `/google/targets/${kept.id}?deleteCalendar=yes`, headers: bearer(kept.manageToken) });
+    const bad = await g.app.inject({
+      method: 'DELETE',
+      url: `/google/targets/${kept.id}?deleteCalendar=yes`,
+      headers: bearer(kept.manageToken),
+    });
     expect(bad.statusCode).toBe(400);
     expect(bad.json().error).toMatch(/^deleteCalendar: /);
 
-    expect((await g.app.inject({ method: 'DELETE', url: `/google/targets/${kept.id}`, headers: bearer(kept.manageToken) })).statusCode).toBe(204);
-    expect((await g.app.inject({ method: 'DELETE', url: `/google/targets/${dropped.id}?deleteCalendar=true`, headers: bearer(dropped.manageToken) })).statusCode).toBe(204);
+    expect(
+      (await g.app.inject({ method: 'DELETE', url: `/google/targets/${kept.id}`, headers: bearer(kept.manageToken) }))
+        .statusCode,
+    ).toBe(204);
+    expect(
+      (
+        await g.app.inject({
+          method: 'DELETE',
+          url: `/google/targets/${dropped.id}?deleteCalendar=true`,
+          headers: bearer(dropped.manageToken),
+        })
+      ).statusCode,
+    ).toBe(204);
     expect(g.fake.calendars(user).map((calendar) => calendar.id)).toEqual([kept.calendarId]);
     expect(await g.ctx.google.targets.get(kept.id)).toBeUndefined();
     expect(await g.ctx.google.targets.get(dropped.id)).toBeUndefined();
     expect(await g.ctx.redis.smembers(g.ctx.keys.sourceTargets('group:22'))).toEqual([]);
     // The token died with the target.
-    expect((await g.app.inject({ method: 'GET', url: `/google/targets/${kept.id}`, headers: bearer(kept.manageToken) })).statusCode).toBe(404);
+    expect(
+      (await g.app.inject({ method: 'GET', url: `/google/targets/${kept.id}`, headers: bearer(kept.manageToken) }))
+        .statusCode,
+    ).toBe(404);
   });
 });
 

@@ -1,8 +1,8 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { TARGET_ID } from '../../src/google/target-store.ts';
 import { BEARER } from '../admin/admin-app.ts';
+import { type GoogleApp, startGoogleApp, storedText } from './google-helpers.ts';
 import { storeTimetable } from './helpers.ts';
-import { startGoogleApp, storedText, type GoogleApp } from './google-helpers.ts';
 
 let g: GoogleApp;
 /** Every refresh token the tests used: none may reach a log line or an answer. */
@@ -29,7 +29,12 @@ function googleUser(): { user: string; refreshToken: string } {
 }
 
 function register(payload: unknown, headers: Record<string, string> = BEARER) {
-  return g.app.inject({ method: 'POST', url: '/admin/google-targets', headers, payload: payload as Record<string, unknown> });
+  return g.app.inject({
+    method: 'POST',
+    url: '/admin/google-targets',
+    headers,
+    payload: payload as Record<string, unknown>,
+  });
 }
 
 describe('admin Google target routes', () => {
@@ -67,7 +72,13 @@ describe('POST /admin/google-targets', () => {
 
     expect(g.fake.calendars(user)).toEqual([expect.objectContaining({ id: body.calendarId, summary: 'ИВТ-21' })]);
     const target = await g.ctx.google.targets.get(body.id);
-    expect(target).toMatchObject({ source: 'group:4242', calendarId: body.calendarId, calendarOwned: true, calendarName: 'ИВТ-21', status: 'active' });
+    expect(target).toMatchObject({
+      source: 'group:4242',
+      calendarId: body.calendarId,
+      calendarOwned: true,
+      calendarName: 'ИВТ-21',
+      status: 'active',
+    });
     expect(target?.googleUser).toBeUndefined();
     expect(target?.budgetKey).toMatch(/^token:[0-9a-f]{16}$/);
     expect((await g.ctx.google.targets.refreshToken(body.id))?.token).toBe(refreshToken);
@@ -86,14 +97,25 @@ describe('POST /admin/google-targets', () => {
     expect(calendarId).toBe(mine.id);
     expect(await g.ctx.google.targets.get(id)).toMatchObject({ calendarOwned: false, calendarName: 'Mine' });
     // Not ours: never deleted, even when asked.
-    expect((await g.app.inject({ method: 'DELETE', url: `/admin/google-targets/${id}?deleteCalendar=true`, headers: BEARER })).statusCode).toBe(204);
+    expect(
+      (
+        await g.app.inject({
+          method: 'DELETE',
+          url: `/admin/google-targets/${id}?deleteCalendar=true`,
+          headers: BEARER,
+        })
+      ).statusCode,
+    ).toBe(204);
     expect(g.fake.calendars(user).map((calendar) => calendar.id)).toEqual([mine.id]);
   });
 
   it('answers a second registration of one token for one source and calendar with the first target (a retried request makes no second calendar)', async () => {
     const { user, refreshToken } = googleUser();
     const mine = g.fake.createCalendar(user, 'Mine');
-    const [first, again] = await Promise.all([register({ source: 'group:4243', refreshToken }), register({ source: 'group:4243', refreshToken })]);
+    const [first, again] = await Promise.all([
+      register({ source: 'group:4243', refreshToken }),
+      register({ source: 'group:4243', refreshToken }),
+    ]);
     // The contract (DESIGN.md) answers 201 to every registration; `reused` tells the repeat from the first.
     expect([first.statusCode, again.statusCode]).toEqual([201, 201]);
     expect([first, again].map((answer) => (answer.json() as { reused: boolean }).reused).sort()).toEqual([false, true]);
@@ -106,7 +128,9 @@ describe('POST /admin/google-targets', () => {
     expect(givenAgain.json()).toEqual({ id: (given.json() as { id: string }).id, calendarId: mine.id, reused: true });
     // One calendar of ours plus the user's own; two targets (ours, and the one pushing into the given calendar).
     expect(g.fake.calendars(user)).toHaveLength(2);
-    expect((await g.ctx.google.targets.page(0, 500)).targets.filter((target) => target.source === 'group:4243')).toHaveLength(2);
+    expect(
+      (await g.ctx.google.targets.page(0, 500)).targets.filter((target) => target.source === 'group:4243'),
+    ).toHaveLength(2);
     // Another token of the same user is another registration (without a Google user id, the token is all we know).
     const other = g.fake.addUser();
     secrets.push(other.refreshToken);
@@ -125,7 +149,12 @@ describe('POST /admin/google-targets', () => {
     const again = await register({ source: 'group:4245', refreshToken });
     expect(again.statusCode).toBe(201);
     expect(again.json()).toMatchObject({ id, reused: true });
-    expect(await g.ctx.google.targets.get(id)).toMatchObject({ status: 'paused', pausedUntil, tokenVersion: before?.tokenVersion, reconcileRequested: before?.reconcileRequested });
+    expect(await g.ctx.google.targets.get(id)).toMatchObject({
+      status: 'paused',
+      pausedUntil,
+      tokenVersion: before?.tokenVersion,
+      reconcileRequested: before?.reconcileRequested,
+    });
     expect(await g.ctx.queues.push.getJobs(['waiting', 'delayed', 'prioritized'])).toEqual([]);
   });
 
@@ -134,11 +163,21 @@ describe('POST /admin/google-targets', () => {
     const mine = g.fake.createCalendar(user, 'Shared again');
     const first = await register({ source: 'group:4246', refreshToken, calendarId: mine.id });
     const { id } = first.json() as { id: string };
-    await g.ctx.google.targets.markStatus(id, 'calendar-deleted', 'the calendar was deleted or is no longer reachable', Date.now());
+    await g.ctx.google.targets.markStatus(
+      id,
+      'calendar-deleted',
+      'the calendar was deleted or is no longer reachable',
+      Date.now(),
+    );
     const again = await register({ source: 'group:4246', refreshToken, calendarId: mine.id });
     expect(again.statusCode).toBe(201);
     expect(again.json()).toEqual({ id, calendarId: mine.id, reused: true });
-    expect(await g.ctx.google.targets.get(id)).toMatchObject({ status: 'active', calendarId: mine.id, calendarOwned: false, reconcileRequested: true });
+    expect(await g.ctx.google.targets.get(id)).toMatchObject({
+      status: 'active',
+      calendarId: mine.id,
+      calendarOwned: false,
+      reconcileRequested: true,
+    });
   });
 
   it('answers 400 for a calendar it was given and can no longer reach, instead of making one of its own', async () => {
@@ -158,9 +197,13 @@ describe('POST /admin/google-targets', () => {
     for (const calendarId of [theirs.id, 'missing@group.calendar.google.com']) {
       const answer = await register({ source: 'group:1', refreshToken, calendarId });
       expect(answer.statusCode).toBe(400);
-      expect(answer.json()).toEqual({ error: 'calendarId: calendar not found or not accessible with this refresh token' });
+      expect(answer.json()).toEqual({
+        error: 'calendarId: calendar not found or not accessible with this refresh token',
+      });
     }
-    expect((await g.ctx.google.targets.page(0, 500)).targets.filter((target) => target.source === 'group:1')).toEqual([]);
+    expect((await g.ctx.google.targets.page(0, 500)).targets.filter((target) => target.source === 'group:1')).toEqual(
+      [],
+    );
   });
 
   it('answers 400 for a refresh token Google refuses', async () => {
@@ -218,12 +261,18 @@ describe('GET /admin/google-targets', () => {
     expect(all).toMatchObject({ offset: 0, limit: 500, total: ids.length });
 
     const index = ids.indexOf(made[1]);
-    const page = (await g.app.inject({ method: 'GET', url: `/admin/google-targets?offset=${index}&limit=1`, headers: BEARER })).json();
+    const page = (
+      await g.app.inject({ method: 'GET', url: `/admin/google-targets?offset=${index}&limit=1`, headers: BEARER })
+    ).json();
     expect(page.targets.map((target: { id: string }) => target.id)).toEqual([made[1]]);
-    expect((await g.app.inject({ method: 'GET', url: '/admin/google-targets?limit=0', headers: BEARER })).json()).toEqual({ error: 'limit: must be at least 1' });
+    expect(
+      (await g.app.inject({ method: 'GET', url: '/admin/google-targets?limit=0', headers: BEARER })).json(),
+    ).toEqual({ error: 'limit: must be at least 1' });
 
     await g.ctx.google.index.set(made[0] ?? '', 'a'.repeat(52), 'digest');
-    await g.ctx.google.targets.markStatus(made[0] ?? '', 'paused', 'Calendar usage limits exceeded', 1_000, { pausedUntil: Date.UTC(2030, 0, 1) });
+    await g.ctx.google.targets.markStatus(made[0] ?? '', 'paused', 'Calendar usage limits exceeded', 1_000, {
+      pausedUntil: Date.UTC(2030, 0, 1),
+    });
     const one = await g.app.inject({ method: 'GET', url: `/admin/google-targets/${made[0]}`, headers: BEARER });
     expect(one.statusCode).toBe(200);
     expect(one.json()).toMatchObject({
@@ -243,8 +292,13 @@ describe('GET /admin/google-targets', () => {
     expect(one.body).not.toMatch(/refreshToken|manageToken|budgetKey/);
     for (const secret of secrets) expect(one.body + JSON.stringify(all)).not.toContain(secret);
 
-    expect((await g.app.inject({ method: 'GET', url: `/admin/google-targets/${'C'.repeat(22)}`, headers: BEARER })).statusCode).toBe(404);
-    expect((await g.app.inject({ method: 'GET', url: '/admin/google-targets/nope', headers: BEARER })).statusCode).toBe(400);
+    expect(
+      (await g.app.inject({ method: 'GET', url: `/admin/google-targets/${'C'.repeat(22)}`, headers: BEARER }))
+        .statusCode,
+    ).toBe(404);
+    expect((await g.app.inject({ method: 'GET', url: '/admin/google-targets/nope', headers: BEARER })).statusCode).toBe(
+      400,
+    );
   });
 });
 
@@ -255,12 +309,24 @@ describe('DELETE /admin/google-targets/:id', () => {
     const dropped = (await register({ source: 'group:42', refreshToken })).json() as { id: string; calendarId: string };
     expect(g.fake.calendars(user)).toHaveLength(2);
 
-    expect((await g.app.inject({ method: 'DELETE', url: `/admin/google-targets/${kept.id}`, headers: BEARER })).statusCode).toBe(204);
-    expect((await g.app.inject({ method: 'DELETE', url: `/admin/google-targets/${dropped.id}?deleteCalendar=true`, headers: BEARER })).statusCode).toBe(204);
+    expect(
+      (await g.app.inject({ method: 'DELETE', url: `/admin/google-targets/${kept.id}`, headers: BEARER })).statusCode,
+    ).toBe(204);
+    expect(
+      (
+        await g.app.inject({
+          method: 'DELETE',
+          url: `/admin/google-targets/${dropped.id}?deleteCalendar=true`,
+          headers: BEARER,
+        })
+      ).statusCode,
+    ).toBe(204);
     expect(g.fake.calendars(user).map((calendar) => calendar.id)).toEqual([kept.calendarId]);
     for (const id of [kept.id, dropped.id]) {
       expect(await g.ctx.google.targets.get(id)).toBeUndefined();
-      expect((await g.app.inject({ method: 'DELETE', url: `/admin/google-targets/${id}`, headers: BEARER })).statusCode).toBe(404);
+      expect(
+        (await g.app.inject({ method: 'DELETE', url: `/admin/google-targets/${id}`, headers: BEARER })).statusCode,
+      ).toBe(404);
     }
     expect(await g.ctx.redis.smembers(g.ctx.keys.sourceTargets('group:41'))).toEqual([]);
   });
@@ -269,23 +335,46 @@ describe('DELETE /admin/google-targets/:id', () => {
     const { refreshToken } = googleUser();
     const made = (await register({ source: 'group:43', refreshToken })).json() as { id: string; calendarId: string };
     g.fake.ownerDeleteCalendar(made.calendarId);
-    expect((await g.app.inject({ method: 'DELETE', url: `/admin/google-targets/${made.id}?deleteCalendar=true`, headers: BEARER })).statusCode).toBe(204);
+    expect(
+      (
+        await g.app.inject({
+          method: 'DELETE',
+          url: `/admin/google-targets/${made.id}?deleteCalendar=true`,
+          headers: BEARER,
+        })
+      ).statusCode,
+    ).toBe(204);
   });
 
   it('still removes the target when Google fails to delete the calendar, and names the calendar', async () => {
     const { user, refreshToken } = googleUser();
     const made = (await register({ source: 'group:44', refreshToken })).json() as { id: string; calendarId: string };
     g.fake.inject({ kind: '500', methods: ['calendars.delete'] });
-    const answer = await g.app.inject({ method: 'DELETE', url: `/admin/google-targets/${made.id}?deleteCalendar=true`, headers: BEARER });
+    const answer = await g.app.inject({
+      method: 'DELETE',
+      url: `/admin/google-targets/${made.id}?deleteCalendar=true`,
+      headers: BEARER,
+    });
     expect(answer.statusCode).toBe(502);
-    expect(answer.json()).toMatchObject({ calendarId: made.calendarId, error: expect.stringContaining(`the target was removed, but its calendar ${made.calendarId} could not be deleted`) });
+    expect(answer.json()).toMatchObject({
+      calendarId: made.calendarId,
+      error: expect.stringContaining(
+        `the target was removed, but its calendar ${made.calendarId} could not be deleted`,
+      ),
+    });
     expect(await g.ctx.google.targets.get(made.id)).toBeUndefined();
     expect(g.fake.calendars(user).map((calendar) => calendar.id)).toEqual([made.calendarId]);
   });
 
   it('answers 400 for a malformed id or deleteCalendar value', async () => {
-    expect((await g.app.inject({ method: 'DELETE', url: '/admin/google-targets/short', headers: BEARER })).statusCode).toBe(400);
-    const answer = await g.app.inject({ method: 'DELETE', url: `/admin/google-targets/${'D'.repeat(22)}?deleteCalendar=1`, headers: BEARER });
+    expect(
+      (await g.app.inject({ method: 'DELETE', url: '/admin/google-targets/short', headers: BEARER })).statusCode,
+    ).toBe(400);
+    const answer = await g.app.inject({
+      method: 'DELETE',
+      url: `/admin/google-targets/${'D'.repeat(22)}?deleteCalendar=1`,
+      headers: BEARER,
+    });
     expect(answer.statusCode).toBe(400);
     expect(answer.json().error).toMatch(/^deleteCalendar: must be true or false/);
   });
@@ -301,7 +390,12 @@ describe('without Google settings', () => {
   });
 
   it('answers 503 to a registration and calls nobody', async () => {
-    const answer = await bare.app.inject({ method: 'POST', url: '/admin/google-targets', headers: BEARER, payload: { source: 'group:1', refreshToken: 'token' } });
+    const answer = await bare.app.inject({
+      method: 'POST',
+      url: '/admin/google-targets',
+      headers: BEARER,
+      payload: { source: 'group:1', refreshToken: 'token' },
+    });
     expect(answer.statusCode).toBe(503);
     expect(answer.json().error).toMatch(/GOOGLE_CLIENT_ID/);
     expect(bare.fake.counts().total).toBe(0);

@@ -5,7 +5,7 @@ import { encodeFeed, FeedStore, type StoredFeed } from '../../src/feeds/feed-sto
 import type { PublishedState } from '../../src/feeds/publication.ts';
 import { buildApp } from '../../src/http/app.ts';
 import type { FeedRouteOptions } from '../../src/http/feed-routes.ts';
-import { silentLogger, type Logger } from '../../src/logger.ts';
+import { type Logger, silentLogger } from '../../src/logger.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { normaliseEntries, type Snapshot } from '../../src/sources/snapshot-store.ts';
 import type { TimetableEntry } from '../../src/timetable/types.ts';
@@ -20,9 +20,17 @@ export interface TestApp {
 }
 
 /** Builds the whole API app on a fresh key prefix; the on-demand wait is short unless `feeds` says otherwise. */
-export async function startTestApp(options: { env?: Record<string, string>; now?: () => number; feeds?: FeedRouteOptions; logger?: Logger } = {}): Promise<TestApp> {
-  const { context, close } = await testContext(options.env ?? {}, { ...(options.now ? { now: options.now } : {}), ...(options.logger ? { logger: options.logger } : {}) });
-  const app = await buildApp(context, { logger: options.logger ?? silentLogger(), feeds: { demandWaitMs: 400, ...options.feeds } });
+export async function startTestApp(
+  options: { env?: Record<string, string>; now?: () => number; feeds?: FeedRouteOptions; logger?: Logger } = {},
+): Promise<TestApp> {
+  const { context, close } = await testContext(options.env ?? {}, {
+    ...(options.now ? { now: options.now } : {}),
+    ...(options.logger ? { logger: options.logger } : {}),
+  });
+  const app = await buildApp(context, {
+    logger: options.logger ?? silentLogger(),
+    feeds: { demandWaitMs: 400, ...options.feeds },
+  });
   return {
     ctx: context,
     app,
@@ -34,10 +42,18 @@ export async function startTestApp(options: { env?: Record<string, string>; now?
 }
 
 /** Stores a feed with these bytes for `source` (announced on the feed-updates channel, as the worker does). */
-export async function storeFeed(ctx: ServiceContext, source: string, ics: string, options: { lastModified?: number; staleSince?: number; announce?: boolean } = {}): Promise<StoredFeed> {
+export async function storeFeed(
+  ctx: ServiceContext,
+  source: string,
+  ics: string,
+  options: { lastModified?: number; staleSince?: number; announce?: boolean } = {},
+): Promise<StoredFeed> {
   const feed = encodeFeed(ics, options.lastModified ?? Date.UTC(2025, 9, 1, 12, 0, 0), options.staleSince);
   // Unannounced (as if the announcement were lost): nothing then drops a copy the API cached meanwhile.
-  const store = options.announce === false ? new FeedStore(ctx.redis, { ...ctx.keys, feedUpdates: `${ctx.keys.feedUpdates}:nobody` }) : ctx.feeds;
+  const store =
+    options.announce === false
+      ? new FeedStore(ctx.redis, { ...ctx.keys, feedUpdates: `${ctx.keys.feedUpdates}:nobody` })
+      : ctx.feeds;
   await store.write(ctx.redis.multi(), source, feed).exec();
   return feed;
 }
@@ -45,17 +61,53 @@ export async function storeFeed(ctx: ServiceContext, source: string, ics: string
 /** Three classes on Mondays: one for subgroup 1, one for subgroup 2, one lecture for everybody. */
 export const SUBGROUP_ENTRIES: readonly TimetableEntry[] = [
   entry({ id: 1, subjectName: 'Алгебра', kind: 'практика', note: '1 подгруппа', finishDate: '2025-09-29' }),
-  entry({ id: 2, subjectName: 'Геометрия', kind: 'практика', note: '2 подгруппа', beginTime: '12:00', endTime: '13:30', finishDate: '2025-09-29' }),
-  entry({ id: 3, subjectName: 'История', kind: 'лекция', beginTime: '14:00', endTime: '15:30', finishDate: '2025-09-29' }),
+  entry({
+    id: 2,
+    subjectName: 'Геометрия',
+    kind: 'практика',
+    note: '2 подгруппа',
+    beginTime: '12:00',
+    endTime: '13:30',
+    finishDate: '2025-09-29',
+  }),
+  entry({
+    id: 3,
+    subjectName: 'История',
+    kind: 'лекция',
+    beginTime: '14:00',
+    endTime: '15:30',
+    finishDate: '2025-09-29',
+  }),
 ];
 
 /** Stores a whole timetable (snapshot, published state and default feed) as a refresh would. */
-export async function storeTimetable(ctx: ServiceContext, source: string, entries: readonly TimetableEntry[] = SUBGROUP_ENTRIES, options: { stamp?: number; staleSince?: number } = {}): Promise<StoredFeed> {
+export async function storeTimetable(
+  ctx: ServiceContext,
+  source: string,
+  entries: readonly TimetableEntry[] = SUBGROUP_ENTRIES,
+  options: { stamp?: number; staleSince?: number } = {},
+): Promise<StoredFeed> {
   const stamp = options.stamp ?? Date.UTC(2025, 8, 20, 9, 0, 0);
   const normalised = normaliseEntries(entries);
-  const snapshot: Snapshot = { hash: normalised.hash, fetchedAt: stamp, name: 'ИВТ-21', entries: normalised.entries, problems: [] };
-  const published: PublishedState = { stamp, snapshotHash: snapshot.hash, settingsHash: settingsHash(ctx.config), occurrences: {}, tombstones: [] };
-  const feed = encodeFeed(renderVariant(snapshot, published, ctx.config, {}, options.staleSince), stamp, options.staleSince);
+  const snapshot: Snapshot = {
+    hash: normalised.hash,
+    fetchedAt: stamp,
+    name: 'ИВТ-21',
+    entries: normalised.entries,
+    problems: [],
+  };
+  const published: PublishedState = {
+    stamp,
+    snapshotHash: snapshot.hash,
+    settingsHash: settingsHash(ctx.config),
+    occurrences: {},
+    tombstones: [],
+  };
+  const feed = encodeFeed(
+    renderVariant(snapshot, published, ctx.config, {}, options.staleSince),
+    stamp,
+    options.staleSince,
+  );
   const multi = ctx.redis.multi();
   ctx.snapshots.writeSnapshot(multi, source, snapshot);
   ctx.snapshots.writePublished(multi, source, published);
@@ -65,5 +117,7 @@ export async function storeTimetable(ctx: ServiceContext, source: string, entrie
 
 /** A tiny valid calendar whose content is `marker`. */
 export function calendar(marker: string): string {
-  return ['BEGIN:VCALENDAR', 'VERSION:2.0', 'PRODID:-//test//EN', `X-WR-CALNAME:${marker}`, 'END:VCALENDAR', ''].join('\r\n');
+  return ['BEGIN:VCALENDAR', 'VERSION:2.0', 'PRODID:-//test//EN', `X-WR-CALNAME:${marker}`, 'END:VCALENDAR', ''].join(
+    '\r\n',
+  );
 }

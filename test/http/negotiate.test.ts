@@ -55,16 +55,30 @@ describe('conditional requests', () => {
   it('uses If-Modified-Since only without If-None-Match', () => {
     const lastModified = Date.UTC(2025, 9, 1, 12, 0, 0);
     expect(isNotModified({ ifModifiedSince: new Date(lastModified).toUTCString() }, etag, lastModified)).toBe(true);
-    expect(isNotModified({ ifModifiedSince: new Date(lastModified - 1000).toUTCString() }, etag, lastModified)).toBe(false);
-    expect(isNotModified({ ifModifiedSince: new Date(lastModified).toUTCString(), ifNoneMatch: '"x"' }, etag, lastModified)).toBe(false);
+    expect(isNotModified({ ifModifiedSince: new Date(lastModified - 1000).toUTCString() }, etag, lastModified)).toBe(
+      false,
+    );
+    expect(
+      isNotModified({ ifModifiedSince: new Date(lastModified).toUTCString(), ifNoneMatch: '"x"' }, etag, lastModified),
+    ).toBe(false);
     expect(isNotModified({}, etag, lastModified)).toBe(false);
   });
 });
 
 describe('parseSubscriberQuery', () => {
   it('reads every option and writes one canonical key for equal options', () => {
-    const a = parseSubscriberQuery({ subgroup: '2', exclude: ['Лекция, семинар', 'лекция'], alarm: '0', title: '{subject}' });
-    expect(a.options).toEqual({ subgroup: 2, excludeKinds: ['лекция', 'семинар'], alarmMinutes: 0, titleTemplate: '{subject}' });
+    const a = parseSubscriberQuery({
+      subgroup: '2',
+      exclude: ['Лекция, семинар', 'лекция'],
+      alarm: '0',
+      title: '{subject}',
+    });
+    expect(a.options).toEqual({
+      subgroup: 2,
+      excludeKinds: ['лекция', 'семинар'],
+      alarmMinutes: 0,
+      titleTemplate: '{subject}',
+    });
     const b = parseSubscriberQuery({ title: '{subject}', alarm: '0', exclude: 'семинар,ЛЕКЦИЯ', subgroup: '2' });
     expect(b.canonical).toBe(a.canonical);
     expect(parseSubscriberQuery({}).canonical).toBe('');
@@ -88,7 +102,10 @@ describe('parseSubscriberQuery', () => {
   });
 
   it('accepts the limits', () => {
-    expect(parseSubscriberQuery({ alarm: '10080', title: 'x'.repeat(200) }).options).toEqual({ alarmMinutes: 10080, titleTemplate: 'x'.repeat(200) });
+    expect(parseSubscriberQuery({ alarm: '10080', title: 'x'.repeat(200) }).options).toEqual({
+      alarmMinutes: 10080,
+      titleTemplate: 'x'.repeat(200),
+    });
   });
 });
 

@@ -22,7 +22,10 @@ describe('operations', () => {
   it('is not ready without a worker heartbeat, nor with an old one, and ready with a recent one', async () => {
     const notReady = await t.app.inject({ method: 'GET', url: '/readyz' });
     expect(notReady.statusCode).toBe(503);
-    expect(notReady.json()).toEqual({ error: expect.stringMatching(/^not ready: no worker sent a heartbeat in the last 30 s/), checks: { redis: 'ok', workers: 0 } });
+    expect(notReady.json()).toEqual({
+      error: expect.stringMatching(/^not ready: no worker sent a heartbeat in the last 30 s/),
+      checks: { redis: 'ok', workers: 0 },
+    });
 
     await t.ctx.redis.zadd(t.ctx.keys.workers, clock - 45_000, 'worker-old');
     expect((await t.app.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(503);
@@ -52,13 +55,23 @@ describe('operations', () => {
     const missing = await t.app.inject({ method: 'GET', url: '/nothing/here?x=1' });
     expect(missing.statusCode).toBe(404);
     expect(missing.json()).toEqual({ error: 'no route GET /nothing/here' });
-    const badJson = await t.app.inject({ method: 'POST', url: '/api/subscriptions', headers: { 'content-type': 'application/json' }, payload: '{"credential":' });
+    const badJson = await t.app.inject({
+      method: 'POST',
+      url: '/api/subscriptions',
+      headers: { 'content-type': 'application/json' },
+      payload: '{"credential":',
+    });
     expect(badJson.statusCode).toBe(400);
     expect(Object.keys(badJson.json())).toEqual(['error']);
   });
 
   it('refuses bodies over 64 KiB', async () => {
-    const response = await t.app.inject({ method: 'POST', url: '/admin/resync', headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_ADMIN_TOKEN}` }, payload: JSON.stringify({ all: true, pad: 'x'.repeat(70 * 1024) }) });
+    const response = await t.app.inject({
+      method: 'POST',
+      url: '/admin/resync',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
+      payload: JSON.stringify({ all: true, pad: 'x'.repeat(70 * 1024) }),
+    });
     expect(response.statusCode).toBe(413);
     expect(Object.keys(response.json())).toEqual(['error']);
   });
@@ -66,7 +79,8 @@ describe('operations', () => {
   it('is not ready when Redis does not answer', async () => {
     const down = await testContext({ REDIS_URL: 'redis://127.0.0.1:1' });
     // The queues report the refused connections too; they are expected here.
-    for (const queue of [down.context.queues.refresh, down.context.queues.push, down.context.queues.schedule]) queue.on('error', () => {});
+    for (const queue of [down.context.queues.refresh, down.context.queues.push, down.context.queues.schedule])
+      queue.on('error', () => {});
     const app = Fastify() as unknown as FastifyInstance;
     await registerOperationsRoutes(app, down.context);
     try {

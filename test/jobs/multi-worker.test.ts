@@ -3,10 +3,10 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { enqueueRefresh } from '../../src/jobs/queues.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { startSimulator } from '../../src/simulator/index.ts';
-import { testContext } from '../support/service.ts';
 import { waitUntil } from '../support/poll.ts';
+import { testContext } from '../support/service.ts';
 import { startWorkerProcess, type WorkerProcess } from '../support/spawn-worker.ts';
-import { simControl, type SimControl } from '../upstream/sim-control.ts';
+import { type SimControl, simControl } from '../upstream/sim-control.ts';
 import { REFERENCE_DATE, waitForJob } from './helpers.ts';
 
 let sim: Awaited<ReturnType<typeof startSimulator>>;
@@ -17,7 +17,12 @@ const children: ChildProcess[] = [];
 
 /** Starts a worker process on the test's prefix and resolves once it takes jobs. */
 function startWorker(): Promise<WorkerProcess> {
-  const env = { REDIS_PREFIX: ctx.config.redisPrefix, UNIVERSITY_API_URL: sim.url, WORKER_CONCURRENCY: '4', UPSTREAM_RATE_LIMIT: '200' };
+  const env = {
+    REDIS_PREFIX: ctx.config.redisPrefix,
+    UNIVERSITY_API_URL: sim.url,
+    WORKER_CONCURRENCY: '4',
+    UPSTREAM_RATE_LIMIT: '200',
+  };
   return startWorkerProcess(env, (child) => children.push(child));
 }
 
@@ -28,7 +33,8 @@ beforeAll(async () => {
 });
 afterEach(async () => {
   await control.clearFaults();
-  for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  for (const child of children.splice(0))
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
 });
 afterAll(async () => {
   await closeContext?.();
@@ -48,14 +54,20 @@ describe('several worker processes on one Redis', () => {
     for (let cycle = 0; cycle < 2; cycle += 1) {
       await control.clearStats();
       // Every source asked for three times at once, as many subscribers and an admin might.
-      const ids = await Promise.all(all.flatMap((source) => [0, 1, 2].map(() => enqueueRefresh(ctx.queues, ctx.config, source, { reason: 'schedule', now: Date.now() }))));
+      const ids = await Promise.all(
+        all.flatMap((source) =>
+          [0, 1, 2].map(() => enqueueRefresh(ctx.queues, ctx.config, source, { reason: 'schedule', now: Date.now() })),
+        ),
+      );
       const unique = [...new Set(ids)];
       expect(unique.length).toBe(all.length);
       const jobs = await Promise.all(unique.map((id) => waitForJob(ctx, id, 30_000)));
       expect(jobs.every((job) => job.state === 'completed')).toBe(true);
       const stats = await control.stats();
       expect(stats.total).toBe(all.length);
-      const processors = new Set(await Promise.all(unique.map(async (id) => (await ctx.queues.refresh.getJob(id))?.processedBy)));
+      const processors = new Set(
+        await Promise.all(unique.map(async (id) => (await ctx.queues.refresh.getJob(id))?.processedBy)),
+      );
       expect(processors).toEqual(new Set([a.id, b.id]));
     }
   });
@@ -66,7 +78,11 @@ describe('several worker processes on one Redis', () => {
     const first = await startWorker();
     await control.fault({ endpoint: '*', kind: 'latency', latencyMs: 3_000, times: 1 });
     const id = await enqueueRefresh(ctx.queues, ctx.config, source, { reason: 'resync', now: Date.now() });
-    await waitUntil(async () => (await ctx.queues.refresh.getJobState(id)) === 'active', 'the job to start on the first worker', 10_000);
+    await waitUntil(
+      async () => (await ctx.queues.refresh.getJobState(id)) === 'active',
+      'the job to start on the first worker',
+      10_000,
+    );
     expect((await ctx.queues.refresh.getJob(id))?.processedBy).toBe(first.id);
     first.child.kill('SIGKILL');
     await new Promise((done) => first.child.once('exit', done));

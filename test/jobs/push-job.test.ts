@@ -2,7 +2,13 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { feedOccurrences } from '../../src/feeds/build-feed.ts';
 import type { CalendarTargetFactory } from '../../src/google/calendar-target.ts';
-import { CalendarGoneError, EventRefusedError, GoogleConsentError, GoogleQuotaError, GoogleRateLimitError } from '../../src/google/errors.ts';
+import {
+  CalendarGoneError,
+  EventRefusedError,
+  GoogleConsentError,
+  GoogleQuotaError,
+  GoogleRateLimitError,
+} from '../../src/google/errors.ts';
 import { eventIdFor } from '../../src/google/event-id.ts';
 import { parseRefused } from '../../src/google/plan-push.ts';
 import type { PushJobData, PushJobResult, PushReason } from '../../src/jobs/contract.ts';
@@ -52,15 +58,28 @@ const factory: CalendarTargetFactory = (refreshToken, beforeRequest) => {
 };
 
 beforeAll(async () => {
-  const simulator = await startSimulator({ port: 0, seed: 1, referenceDate: REFERENCE_DATE, groups: 12, employees: 4, users: 2 });
+  const simulator = await startSimulator({
+    port: 0,
+    seed: 1,
+    referenceDate: REFERENCE_DATE,
+    groups: 12,
+    employees: 4,
+    users: 2,
+  });
   const env = { UNIVERSITY_API_URL: simulator.url, GOOGLE_QUOTA_PAUSE: '1h', GOOGLE_RECONCILE_INTERVAL: '2h' };
   const opened = await testContext(env, { now: () => clock.now, googleFactory: factory });
   ctx = opened.context;
-  workers = await startWorkers(ctx, inject('redisUrl'), { lockDurationMs: 5_000, stalledIntervalMs: 1_000, pushRateLimitBaseMs: 50 });
+  workers = await startWorkers(ctx, inject('redisUrl'), {
+    lockDurationMs: 5_000,
+    stalledIntervalMs: 1_000,
+    pushRateLimitBaseMs: 50,
+  });
   // The tests run the scheduler's reconcile themselves: one in the background (every minute, or after a source
   // is activated) would queue reconciling pushes for new targets and race the pushes a test queues.
   await ctx.queues.schedule.pause();
-  groupIds = (await simControl(simulator.url).groups()).filter((group) => group.entryCount >= 8).map((group) => group.id);
+  groupIds = (await simControl(simulator.url).groups())
+    .filter((group) => group.entryCount >= 8)
+    .map((group) => group.id);
   closeAll = async () => {
     await workers.close();
     await opened.close();
@@ -79,26 +98,56 @@ beforeEach(() => {
 /** A published group with a target pushing it into a fresh in-memory calendar. */
 async function connected(groupIndex: number): Promise<{ id: string; source: string; calendar: MemoryCalendar }> {
   const source = `group:${groupIds[groupIndex]}`;
-  const refresh = await waitForJob(ctx, await enqueueRefresh(ctx.queues, ctx.config, source, { reason: 'resync', now: clock.now }));
+  const refresh = await waitForJob(
+    ctx,
+    await enqueueRefresh(ctx.queues, ctx.config, source, { reason: 'resync', now: clock.now }),
+  );
   expect(refresh.state).toBe('completed');
   const refreshToken = `refresh-token-${counter}-${accounts.size}`;
   const calendar = new MemoryCalendar([CAL]);
   accounts.set(refreshToken, calendar);
-  const { id } = await ctx.google.targets.create({ source, refreshToken, calendarId: CAL, calendarOwned: true, calendarName: source, budgetKey: `token:${counter}`, now: clock.now });
+  const { id } = await ctx.google.targets.create({
+    source,
+    refreshToken,
+    calendarId: CAL,
+    calendarOwned: true,
+    calendarName: source,
+    budgetKey: `token:${counter}`,
+    now: clock.now,
+  });
   return { id, source, calendar };
 }
 
 /** Queues a push and waits until it completed or failed for good. */
-async function push(id: string, source: string, reason: PushReason = 'connect'): Promise<{ state: string; result: PushJobResult; attemptsMade: number; attemptsStarted: number; failedReason: string | undefined }> {
+async function push(
+  id: string,
+  source: string,
+  reason: PushReason = 'connect',
+): Promise<{
+  state: string;
+  result: PushJobResult;
+  attemptsMade: number;
+  attemptsStarted: number;
+  failedReason: string | undefined;
+}> {
   const { job, state } = await jobEnded(ctx.queues.push, await enqueuePush(ctx, id, source, reason), 15_000);
-  return { state, result: job.returnvalue, attemptsMade: job.attemptsMade, attemptsStarted: job.attemptsStarted, failedReason: job.failedReason };
+  return {
+    state,
+    result: job.returnvalue,
+    attemptsMade: job.attemptsMade,
+    attemptsStarted: job.attemptsStarted,
+    failedReason: job.failedReason,
+  };
 }
 
 /** What the calendar should hold: the feed's confirmed occurrences. */
 async function expectedIds(source: string): Promise<string[]> {
   const { snapshot, published } = await ctx.snapshots.load(source);
   if (!snapshot || !published) throw new Error('not published');
-  return feedOccurrences(snapshot, published, ctx.config).filter((occurrence) => occurrence.status === 'CONFIRMED').map((occurrence) => eventIdFor(occurrence.uid)).sort();
+  return feedOccurrences(snapshot, published, ctx.config)
+    .filter((occurrence) => occurrence.status === 'CONFIRMED')
+    .map((occurrence) => eventIdFor(occurrence.uid))
+    .sort();
 }
 
 const dueAt = async (id: string) => Number(await ctx.redis.zscore(ctx.keys.googleTargetsDue, id));
@@ -110,53 +159,106 @@ describe('push job', () => {
     expect(job.state).toBe('completed');
     const expected = await expectedIds(source);
     expect(expected.length).toBeGreaterThan(0);
-    expect(job.result).toMatchObject({ reconciled: true, desired: expected.length, inserted: expected.length, writes: expected.length, reads: 1 });
-    expect(calendar.events(CAL).map((event) => event.id).sort()).toEqual(expected);
+    expect(job.result).toMatchObject({
+      reconciled: true,
+      desired: expected.length,
+      inserted: expected.length,
+      writes: expected.length,
+      reads: 1,
+    });
+    expect(
+      calendar
+        .events(CAL)
+        .map((event) => event.id)
+        .sort(),
+    ).toEqual(expected);
     expect(await ctx.google.index.size(id)).toBe(expected.length);
     const target = await ctx.google.targets.get(id);
-    expect(target).toMatchObject({ status: 'active', reconcileRequested: false, lastPush: { reason: 'connect', inserted: expected.length } });
+    expect(target).toMatchObject({
+      status: 'active',
+      reconcileRequested: false,
+      lastPush: { reason: 'connect', inserted: expected.length },
+    });
     expect(await dueAt(id)).toBe(clock.now + RECONCILE_MS);
     expect(budgetCalls.get(calendar)).toBe(calendar.total());
     // A refresh-driven push of the unchanged timetable writes and reads nothing.
     calendar.calls.clear();
-    expect((await push(id, source, 'refresh')).result).toMatchObject({ reconciled: false, writes: 0, reads: 0, unchanged: expected.length });
+    expect((await push(id, source, 'refresh')).result).toMatchObject({
+      reconciled: false,
+      writes: 0,
+      reads: 0,
+      unchanged: expected.length,
+    });
     expect(calendar.total()).toBe(0);
   });
 
-  it('a refresh fans out to the source\'s targets', async () => {
+  it("a refresh fans out to the source's targets", async () => {
     const { id, source, calendar } = await connected(1);
     await ctx.redis.sadd(ctx.keys.pushOwed, source);
     await waitForJob(ctx, await enqueueRefresh(ctx.queues, ctx.config, source, { reason: 'resync', now: clock.now }));
-    await until(() => ctx.google.targets.get(id), (target) => target?.lastPush !== undefined, 10_000);
-    expect(calendar.events(CAL).map((event) => event.id).sort()).toEqual(await expectedIds(source));
+    await until(
+      () => ctx.google.targets.get(id),
+      (target) => target?.lastPush !== undefined,
+      10_000,
+    );
+    expect(
+      calendar
+        .events(CAL)
+        .map((event) => event.id)
+        .sort(),
+    ).toEqual(await expectedIds(source));
   });
 
   it('a rate limit pauses the push queue and retries the job without using an attempt', async () => {
     const { id, source, calendar } = await connected(2);
-    calendar.fail('insertEvent', new GoogleRateLimitError('events.insert: Rate Limit Exceeded', { status: 403, reason: 'rateLimitExceeded' }), 3);
+    calendar.fail(
+      'insertEvent',
+      new GoogleRateLimitError('events.insert: Rate Limit Exceeded', { status: 403, reason: 'rateLimitExceeded' }),
+      3,
+    );
     const job = await push(id, source);
     expect(job.state).toBe('completed');
     expect(job.attemptsMade).toBe(1);
     expect(job.attemptsStarted).toBe(2);
-    expect(calendar.events(CAL).map((event) => event.id).sort()).toEqual(await expectedIds(source));
+    expect(
+      calendar
+        .events(CAL)
+        .map((event) => event.id)
+        .sort(),
+    ).toEqual(await expectedIds(source));
   });
 
   it('quota exceeded pauses the target, and pushes are skipped until the pause ends', async () => {
     const { id, source, calendar } = await connected(3);
-    calendar.fail('insertEvent', new GoogleQuotaError('events.insert: Calendar usage limits exceeded.', { status: 403, reason: 'quotaExceeded' }), 2);
+    calendar.fail(
+      'insertEvent',
+      new GoogleQuotaError('events.insert: Calendar usage limits exceeded.', { status: 403, reason: 'quotaExceeded' }),
+      2,
+    );
     const job = await push(id, source);
     expect(job.state).toBe('failed');
     expect(job.attemptsMade).toBe(1);
     const target = await ctx.google.targets.get(id);
     expect(target).toMatchObject({ status: 'paused', pausedUntil: clock.now + QUOTA_PAUSE_MS });
     expect(await dueAt(id)).toBe(clock.now + QUOTA_PAUSE_MS);
-    expect((await push(id, source, 'refresh')).result).toMatchObject({ skipped: expect.stringContaining('paused until') });
+    expect((await push(id, source, 'refresh')).result).toMatchObject({
+      skipped: expect.stringContaining('paused until'),
+    });
     // When the pause is over, the scheduler's due scan queues a reconciling push that finishes the job.
     clock.now += QUOTA_PAUSE_MS;
     expect((await reconcile(ctx)).pushes).toBeGreaterThanOrEqual(1);
-    await until(() => ctx.google.targets.get(id), (target) => target?.status === 'active', 10_000);
+    await until(
+      () => ctx.google.targets.get(id),
+      (target) => target?.status === 'active',
+      10_000,
+    );
     expect(await ctx.google.targets.get(id)).toMatchObject({ status: 'active', lastPush: { reason: 'reconcile' } });
-    expect(calendar.events(CAL).map((event) => event.id).sort()).toEqual(await expectedIds(source));
+    expect(
+      calendar
+        .events(CAL)
+        .map((event) => event.id)
+        .sort(),
+    ).toEqual(await expectedIds(source));
   });
 
   it('a refused grant marks the target as needing consent', async () => {
@@ -189,7 +291,13 @@ describe('push job', () => {
       calendar.calendars.delete(CAL);
       calendar.calendars.set(fresh, { info: { id: fresh, summary: 'new' }, events: new Map() });
       accounts.set(`reconnected-${id}`, calendar);
-      expect(await ctx.google.targets.replaceCalendar(id, { calendarId: fresh, calendarOwned: true, calendarName: 'new' }, clock.now)).toBe(true);
+      expect(
+        await ctx.google.targets.replaceCalendar(
+          id,
+          { calendarId: fresh, calendarOwned: true, calendarName: 'new' },
+          clock.now,
+        ),
+      ).toBe(true);
       expect(await ctx.google.targets.replaceRefreshToken(id, `reconnected-${id}`, clock.now)).toBe(true);
     });
     // One lost index entry gives the stale push a write to make, against the deleted calendar.
@@ -201,10 +309,15 @@ describe('push job', () => {
     expect(await ctx.redis.zscore(ctx.keys.googleTargetsDue, id)).not.toBeNull();
     // The reconnected target's own push fills the new calendar.
     expect((await push(id, source, 'connect')).state).toBe('completed');
-    expect(calendar.events(fresh).map((event) => event.id).sort()).toEqual(await expectedIds(source));
+    expect(
+      calendar
+        .events(fresh)
+        .map((event) => event.id)
+        .sort(),
+    ).toEqual(await expectedIds(source));
   });
 
-  it('a push that finds the quota pause not over (its clock lags the scheduler\'s) puts the reconcile back at the pause\'s end', async () => {
+  it("a push that finds the quota pause not over (its clock lags the scheduler's) puts the reconcile back at the pause's end", async () => {
     const { id, source } = await connected(11);
     expect((await push(id, source)).state).toBe('completed');
     const until = clock.now + QUOTA_PAUSE_MS;
@@ -215,7 +328,9 @@ describe('push job', () => {
     await ctx.google.targets.scheduleReconcile(id, until + RECONCILE_MS);
     // ...which runs on a worker one second behind.
     clock.now = until - 1_000;
-    expect((await push(id, source, 'reconcile')).result).toMatchObject({ skipped: expect.stringContaining('paused until') });
+    expect((await push(id, source, 'reconcile')).result).toMatchObject({
+      skipped: expect.stringContaining('paused until'),
+    });
     expect(await dueAt(id)).toBe(until);
     clock.now = start;
   });
@@ -227,7 +342,10 @@ describe('push job', () => {
     const foreign = await ctx.redis.hget(ctx.keys.googleTarget(other.id), 'refreshToken');
     await ctx.redis.hset(ctx.keys.googleTarget(id), 'refreshToken', foreign ?? '');
     expect(await push(id, source)).toMatchObject({ state: 'failed', attemptsMade: 1 });
-    expect(await ctx.google.targets.get(id)).toMatchObject({ status: 'needs-consent', statusReason: 'stored token unreadable: SECRET_KEY changed?' });
+    expect(await ctx.google.targets.get(id)).toMatchObject({
+      status: 'needs-consent',
+      statusReason: 'stored token unreadable: SECRET_KEY changed?',
+    });
     expect(calendar.total()).toBe(0);
   });
 
@@ -243,28 +361,50 @@ describe('push job', () => {
   it('a push that fails for good records why and asks the scheduler to come back in 15 minutes', async () => {
     const { id, source, calendar } = await connected(8);
     // Every write refused: the calendar itself refuses us, which stops the push (one refused event would not).
-    for (let n = 1; n <= 200; n += 1) calendar.fail('insertEvent', new EventRefusedError('events.insert: HTTP 400 invalid: Invalid resource id value.', { status: 400, reason: 'invalid' }), n);
+    for (let n = 1; n <= 200; n += 1)
+      calendar.fail(
+        'insertEvent',
+        new EventRefusedError('events.insert: HTTP 400 invalid: Invalid resource id value.', {
+          status: 400,
+          reason: 'invalid',
+        }),
+        n,
+      );
     const job = await push(id, source);
     expect(job).toMatchObject({ state: 'failed', attemptsMade: 1 });
-    expect(await ctx.google.targets.get(id)).toMatchObject({ status: 'active', reconcileRequested: true, lastError: expect.stringContaining('Invalid resource id value') });
+    expect(await ctx.google.targets.get(id)).toMatchObject({
+      status: 'active',
+      reconcileRequested: true,
+      lastError: expect.stringContaining('Invalid resource id value'),
+    });
     expect(await dueAt(id)).toBe(clock.now + 15 * 60_000);
   });
 
-  it('a push stopped by refusals of every write shows admins Google\'s reasons with the error; the next push keeps them while events stay refused', async () => {
+  it("a push stopped by refusals of every write shows admins Google's reasons with the error; the next push keeps them while events stay refused", async () => {
     const { id, source, calendar } = await connected(2);
     const expected = await expectedIds(source);
     const reason = (eventId: string) => `events.insert: HTTP 400 invalid: Invalid value for ${eventId}`;
-    for (const eventId of expected) calendar.refusing.set(eventId, new EventRefusedError(reason(eventId), { status: 400, reason: 'invalid' }));
+    for (const eventId of expected)
+      calendar.refusing.set(eventId, new EventRefusedError(reason(eventId), { status: 400, reason: 'invalid' }));
     expect(await push(id, source)).toMatchObject({ state: 'failed', attemptsMade: 1 });
     const failed = await ctx.google.targets.get(id);
     expect(failed).toMatchObject({ status: 'active', lastError: expect.stringContaining('Invalid value for') });
     expect(failed?.lastRefusals).toHaveLength(3);
-    for (const example of failed?.lastRefusals ?? []) expect(example).toEqual({ eventId: expect.toSatisfy((eventId: string) => expected.includes(eventId)), message: reason(example.eventId) });
+    for (const example of failed?.lastRefusals ?? [])
+      expect(example).toEqual({
+        eventId: expect.toSatisfy((eventId: string) => expected.includes(eventId)),
+        message: reason(example.eventId),
+      });
     // Google takes the others now: the retry writes them, leaves the refused ones waiting, and keeps the reasons.
     calendar.refusing.clear();
-    const refused = [...(await ctx.google.index.read(id)).values()].filter((value) => parseRefused(value) !== undefined).length;
+    const refused = [...(await ctx.google.index.read(id)).values()].filter(
+      (value) => parseRefused(value) !== undefined,
+    ).length;
     expect(refused).toBeGreaterThanOrEqual(5);
-    expect(await push(id, source, 'refresh')).toMatchObject({ state: 'completed', result: { reconciled: true, refused, inserted: expected.length - refused } });
+    expect(await push(id, source, 'refresh')).toMatchObject({
+      state: 'completed',
+      result: { reconciled: true, refused, inserted: expected.length - refused },
+    });
     const completed = await ctx.google.targets.get(id);
     expect(completed?.lastError).toBeUndefined();
     expect(completed?.lastRefusals).toEqual(failed?.lastRefusals);
@@ -274,17 +414,38 @@ describe('push job', () => {
     const { id, source, calendar } = await connected(10);
     const expected = await expectedIds(source);
     const refused = expected.slice(2, 5);
-    for (const eventId of refused) calendar.refusing.set(eventId, new EventRefusedError('events.insert: HTTP 400 invalid: Invalid value', { status: 400, reason: 'invalid' }));
+    for (const eventId of refused)
+      calendar.refusing.set(
+        eventId,
+        new EventRefusedError('events.insert: HTTP 400 invalid: Invalid value', { status: 400, reason: 'invalid' }),
+      );
     const job = await push(id, source);
-    expect(job).toMatchObject({ state: 'completed', attemptsMade: 1, result: { inserted: expected.length - 3, refused: 3 } });
+    expect(job).toMatchObject({
+      state: 'completed',
+      attemptsMade: 1,
+      result: { inserted: expected.length - 3, refused: 3 },
+    });
     expect(job.result).not.toHaveProperty('refusals');
-    expect(calendar.events(CAL).map((event) => event.id).sort()).toEqual(expected.filter((eventId) => !refused.includes(eventId)));
+    expect(
+      calendar
+        .events(CAL)
+        .map((event) => event.id)
+        .sort(),
+    ).toEqual(expected.filter((eventId) => !refused.includes(eventId)));
     const target = await ctx.google.targets.get(id);
-    expect(target).toMatchObject({ status: 'active', reconcileRequested: false, lastPush: { refused: 3, inserted: expected.length - 3 } });
+    expect(target).toMatchObject({
+      status: 'active',
+      reconcileRequested: false,
+      lastPush: { refused: 3, inserted: expected.length - 3 },
+    });
     expect(target?.lastPush).not.toHaveProperty('refusals');
     expect(target?.lastError).toBeUndefined();
     expect(target?.lastRefusals).toHaveLength(3);
-    for (const example of target?.lastRefusals ?? []) expect(example).toEqual({ eventId: expect.toSatisfy((eventId: string) => refused.includes(eventId)), message: 'events.insert: HTTP 400 invalid: Invalid value' });
+    for (const example of target?.lastRefusals ?? [])
+      expect(example).toEqual({
+        eventId: expect.toSatisfy((eventId: string) => refused.includes(eventId)),
+        message: 'events.insert: HTTP 400 invalid: Invalid value',
+      });
     // Not asked about again by the next push; the reasons stay while the events stay refused.
     calendar.calls.clear();
     expect((await push(id, source, 'refresh')).result).toMatchObject({ writes: 0, refused: 3 });
@@ -312,7 +473,11 @@ describe('the scheduler', () => {
     const result = await reconcile(ctx);
     expect(result.pushes).toBeGreaterThanOrEqual(1);
     expect(await dueAt(id)).toBe(clock.now + RECONCILE_MS);
-    await until(() => ctx.google.targets.get(id), (target) => target?.lastPush !== undefined, 10_000);
+    await until(
+      () => ctx.google.targets.get(id),
+      (target) => target?.lastPush !== undefined,
+      10_000,
+    );
     expect(await ctx.google.targets.get(id)).toMatchObject({ lastPush: { reason: 'reconcile' } });
     expect(calendar.count('listPage')).toBe(1);
     // Not due again until the interval has passed.

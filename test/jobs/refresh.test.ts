@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { STALE_PROPERTY } from '../../src/feeds/build-feed.ts';
 import type { RefreshJobResult } from '../../src/jobs/contract.ts';
 import type { TimetableEntry } from '../../src/timetable/types.ts';
-import { readEvents, startPipeline, type Pipeline } from './helpers.ts';
+import { type Pipeline, readEvents, startPipeline } from './helpers.ts';
 
 let pipeline: Pipeline;
 let groupId: number;
@@ -54,7 +54,11 @@ describe('refresh pipeline', () => {
     const entry = entries.find((candidate) => candidate.finishDate > '2025-10-15' && candidate.beginTime !== '18:00');
     if (!entry) throw new Error('no entry with future classes');
     const before = readEvents(await feedText(source)).filter((event) => event.uid.startsWith(`${entry.id}-`));
-    await pipeline.sim.raw(`/_sim/entries/${entry.id}`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ begin_time_schedule: '18:00', end_time_schedule: '19:30' }) });
+    await pipeline.sim.raw(`/_sim/entries/${entry.id}`, {
+      method: 'PATCH',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ begin_time_schedule: '18:00', end_time_schedule: '19:30' }),
+    });
 
     const job = await pipeline.refresh(source);
     expect((job.result as RefreshJobResult).outcome).toBe('published');

@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { encodeFeed } from '../../src/feeds/feed-store.ts';
 import type { RefreshJobResult } from '../../src/jobs/contract.ts';
 import { enqueueRefresh } from '../../src/jobs/queues.ts';
-import { readEvents, startPipeline, type Pipeline } from './helpers.ts';
+import { type Pipeline, readEvents, startPipeline } from './helpers.ts';
 
 let pipeline: Pipeline;
 let groupIds: number[];
@@ -28,7 +28,9 @@ describe('the stored feed is repaired when it disagrees with the registry', () =
     await pipeline.ctx.redis.del(pipeline.ctx.keys.feed(source));
     expect(outcome(await pipeline.refresh(source))).toBe('published');
     expect((await pipeline.ctx.feeds.get(source))?.body.toString()).toContain('BEGIN:VEVENT');
-    expect(readEvents((await pipeline.ctx.feeds.get(source))?.body.toString() ?? '').length).toBe(readEvents(before?.body.toString() ?? '').length);
+    expect(readEvents((await pipeline.ctx.feeds.get(source))?.body.toString() ?? '').length).toBe(
+      readEvents(before?.body.toString() ?? '').length,
+    );
   });
 
   it('a feed left stale-marked while the registry says ok is rendered fresh', async () => {
@@ -36,7 +38,9 @@ describe('the stored feed is repaired when it disagrees with the registry', () =
     await pipeline.refresh(source);
     const feed = await pipeline.ctx.feeds.get(source);
     if (!feed) throw new Error('no feed');
-    await pipeline.ctx.feeds.write(pipeline.ctx.redis.multi(), source, encodeFeed(feed.body.toString(), pipeline.clock.now, 123_000)).exec();
+    await pipeline.ctx.feeds
+      .write(pipeline.ctx.redis.multi(), source, encodeFeed(feed.body.toString(), pipeline.clock.now, 123_000))
+      .exec();
     expect(outcome(await pipeline.refresh(source))).toBe('published');
     expect((await pipeline.ctx.feeds.get(source))?.staleSince).toBeUndefined();
   });
@@ -48,9 +52,13 @@ describe('the stored feed is repaired when it disagrees with the registry', () =
     if (!feed) throw new Error('no feed');
     const newer = encodeFeed(`${feed.body.toString()}\r\n`, pipeline.clock.now);
     await pipeline.ctx.feeds.write(pipeline.ctx.redis.multi(), source, newer).exec();
-    expect(await pipeline.ctx.feeds.replaceIf(source, feed.etag, encodeFeed('old and stale', pipeline.clock.now, 1))).toBe(false);
+    expect(
+      await pipeline.ctx.feeds.replaceIf(source, feed.etag, encodeFeed('old and stale', pipeline.clock.now, 1)),
+    ).toBe(false);
     expect((await pipeline.ctx.feeds.get(source))?.etag).toBe(newer.etag);
-    expect(await pipeline.ctx.feeds.replaceIf(source, newer.etag, encodeFeed('replaced', pipeline.clock.now, 1))).toBe(true);
+    expect(await pipeline.ctx.feeds.replaceIf(source, newer.etag, encodeFeed('replaced', pipeline.clock.now, 1))).toBe(
+      true,
+    );
   });
 });
 
@@ -72,11 +80,19 @@ describe('what a refresh owes and keeps', () => {
     const { entries } = await pipeline.ctx.upstream.groupSchedule(groupIds[2] as number);
     const entry = entries.find((candidate) => candidate.finishDate > '2025-11-01');
     if (!entry) throw new Error('no entry with future classes');
-    const before = readEvents((await pipeline.ctx.feeds.get(source))?.body.toString() ?? '').filter((event) => event.uid.startsWith(`${entry.id}-`));
-    await pipeline.sim.raw(`/_sim/entries/${entry.id}`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ day_week_schedule: 9 }) });
+    const before = readEvents((await pipeline.ctx.feeds.get(source))?.body.toString() ?? '').filter((event) =>
+      event.uid.startsWith(`${entry.id}-`),
+    );
+    await pipeline.sim.raw(`/_sim/entries/${entry.id}`, {
+      method: 'PATCH',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ day_week_schedule: 9 }),
+    });
     const job = await pipeline.refresh(source);
     expect(job.state).toBe('completed');
-    const after = readEvents((await pipeline.ctx.feeds.get(source))?.body.toString() ?? '').filter((event) => event.uid.startsWith(`${entry.id}-`));
+    const after = readEvents((await pipeline.ctx.feeds.get(source))?.body.toString() ?? '').filter((event) =>
+      event.uid.startsWith(`${entry.id}-`),
+    );
     expect(after).toEqual(before);
     expect(after.every((event) => event.status !== 'CANCELLED')).toBe(true);
     expect((await pipeline.ctx.registry.get(source))?.problems).toBe(1);
@@ -96,8 +112,15 @@ describe('what a refresh owes and keeps', () => {
   it('a request never pulls a delayed confirmation forward', async () => {
     const source = `group:${groupIds[4]}`;
     await pipeline.refresh(source);
-    const confirm = await enqueueRefresh(pipeline.ctx.queues, pipeline.ctx.config, source, { reason: 'confirm', now: pipeline.clock.now, delayMs: 60_000 });
-    const tick = await enqueueRefresh(pipeline.ctx.queues, pipeline.ctx.config, source, { reason: 'schedule', now: pipeline.clock.now });
+    const confirm = await enqueueRefresh(pipeline.ctx.queues, pipeline.ctx.config, source, {
+      reason: 'confirm',
+      now: pipeline.clock.now,
+      delayMs: 60_000,
+    });
+    const tick = await enqueueRefresh(pipeline.ctx.queues, pipeline.ctx.config, source, {
+      reason: 'schedule',
+      now: pipeline.clock.now,
+    });
     expect(tick).toBe(confirm);
     expect(await pipeline.ctx.queues.refresh.getJobState(confirm)).toBe('delayed');
     await (await pipeline.ctx.queues.refresh.getJob(confirm))?.remove();

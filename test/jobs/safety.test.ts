@@ -3,7 +3,7 @@ import { STALE_PROPERTY } from '../../src/feeds/build-feed.ts';
 import type { RefreshJobResult } from '../../src/jobs/contract.ts';
 import { until } from '../support/poll.ts';
 import type { FaultSpec } from '../upstream/sim-control.ts';
-import { readEvents, startPipeline, waitForJob, type Pipeline } from './helpers.ts';
+import { type Pipeline, readEvents, startPipeline, waitForJob } from './helpers.ts';
 
 let pipeline: Pipeline;
 let groupIds: number[];
@@ -95,7 +95,11 @@ describe('mass-deletion guard', () => {
     expect((await pipeline.ctx.registry.get(source))?.status).toBe('awaiting-confirmation');
 
     // The confirming re-fetch was queued by the job itself (CONFIRM_DELAY=200ms in tests).
-    const after = await until(() => pipeline.ctx.feeds.get(source), (feed) => feed?.etag !== before?.etag, 10_000);
+    const after = await until(
+      () => pipeline.ctx.feeds.get(source),
+      (feed) => feed?.etag !== before?.etag,
+      10_000,
+    );
     expect(after?.etag).not.toBe(before?.etag);
     const events = readEvents(after?.body.toString() ?? '');
     expect(events.some((event) => event.status === 'CANCELLED')).toBe(true);
@@ -111,13 +115,17 @@ describe('mass-deletion guard', () => {
     // One empty answer, then the real timetable again.
     const { entries } = await pipeline.ctx.upstream.groupSchedule(groupIds[3] as number);
     const ids = entries.map((entry) => entry.id);
-    const backups = await Promise.all(ids.map(async (id) => (await pipeline.sim.raw(`/_sim/entries/${id}`)).body as Record<string, unknown>));
+    const backups = await Promise.all(
+      ids.map(async (id) => (await pipeline.sim.raw(`/_sim/entries/${id}`)).body as Record<string, unknown>),
+    );
     for (const id of ids) await pipeline.sim.deleteEntry(id);
     const job = await pipeline.refresh(source);
     expect((job.result as RefreshJobResult).outcome).toBe('awaiting-confirmation');
     for (const backup of backups) await pipeline.sim.addEntry(backup);
     // The refresh queued its confirming re-fetch before it completed: it must be there, and is waited for.
-    const confirmId = (await pipeline.ctx.queues.refresh.getJobs(['delayed', 'waiting', 'prioritized', 'active', 'completed', 'failed'])).find((candidate) => candidate.data.reason === 'confirm' && candidate.data.source === source)?.id;
+    const confirmId = (
+      await pipeline.ctx.queues.refresh.getJobs(['delayed', 'waiting', 'prioritized', 'active', 'completed', 'failed'])
+    ).find((candidate) => candidate.data.reason === 'confirm' && candidate.data.source === source)?.id;
     expect(confirmId).toBeDefined();
     await waitForJob(pipeline.ctx, confirmId ?? '');
     expect((await pipeline.ctx.feeds.get(source))?.etag).toBe(before?.etag);

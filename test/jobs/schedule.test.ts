@@ -9,7 +9,10 @@ let close: () => Promise<void>;
 const clock = { now: Date.UTC(2025, 9, 1) };
 
 beforeEach(async () => {
-  ({ context: ctx, close } = await testContext({ REFRESH_INTERVAL: '30m', INACTIVE_AFTER: '30d' }, { now: () => clock.now }));
+  ({ context: ctx, close } = await testContext(
+    { REFRESH_INTERVAL: '30m', INACTIVE_AFTER: '30d' },
+    { now: () => clock.now },
+  ));
 });
 afterEach(async () => {
   await close();
@@ -17,7 +20,11 @@ afterEach(async () => {
 
 async function tickSchedulers(): Promise<Map<string, number | undefined>> {
   const schedulers = await ctx.queues.schedule.getJobSchedulers(0, -1, true);
-  return new Map(schedulers.filter((scheduler) => scheduler.key !== RECONCILE_SCHEDULER_ID).map((scheduler) => [scheduler.key, scheduler.every]));
+  return new Map(
+    schedulers
+      .filter((scheduler) => scheduler.key !== RECONCILE_SCHEDULER_ID)
+      .map((scheduler) => [scheduler.key, scheduler.every]),
+  );
 }
 
 describe('the reconciler', () => {
@@ -33,7 +40,11 @@ describe('the reconciler', () => {
     for (const source of ['group:1', 'group:2', 'employee:3']) await ctx.registry.activate(source, clock.now);
     expect(await reconcile(ctx)).toMatchObject({ created: 3, removed: 0 });
     const schedulers = await tickSchedulers();
-    expect([...schedulers.keys()].sort()).toEqual([tickSchedulerId('employee-3'), tickSchedulerId('group-1'), tickSchedulerId('group-2')]);
+    expect([...schedulers.keys()].sort()).toEqual([
+      tickSchedulerId('employee-3'),
+      tickSchedulerId('group-1'),
+      tickSchedulerId('group-2'),
+    ]);
     expect(schedulers.get(tickSchedulerId('group-1'))).toBe(intervalFor('group:1', 1_800_000));
 
     // Reconciling again, or from two processes at once, changes nothing and creates no duplicates.

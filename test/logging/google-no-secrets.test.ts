@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { freePort } from '../../src/runtime/embedded-redis.ts';
 import { startSimulator } from '../../src/simulator/index.ts';
-import { startFakeGoogle, type FakeGoogle } from '../fake-google/index.ts';
+import { type FakeGoogle, startFakeGoogle } from '../fake-google/index.ts';
 import { exited, startCli, waitForOutput } from '../support/cli.ts';
 import { until } from '../support/poll.ts';
 import { deletePrefix, TEST_ADMIN_TOKEN, TEST_SECRET_KEY, uniquePrefix } from '../support/service.ts';
@@ -29,12 +29,17 @@ afterAll(async () => {
 });
 
 /** Follows the consent flow by hand: our redirect, the fake consent page's redirect, our callback. */
-async function consent(base: string, source: string): Promise<{ id: string; manageToken: string; code: string; state: string }> {
+async function consent(
+  base: string,
+  source: string,
+): Promise<{ id: string; manageToken: string; code: string; state: string }> {
   const toGoogle = await fetch(`${base}/google/connect?source=${source}`, { redirect: 'manual' });
   expect(toGoogle.status).toBe(302);
   const back = await fetch(toGoogle.headers.get('location') ?? '', { redirect: 'manual' });
   const callback = new URL(back.headers.get('location') ?? '');
-  const answer = await fetch(`${base}${callback.pathname}${callback.search}`, { headers: { accept: 'application/json' } });
+  const answer = await fetch(`${base}${callback.pathname}${callback.search}`, {
+    headers: { accept: 'application/json' },
+  });
   expect(answer.status).toBe(200);
   const body = (await answer.json()) as { id: string; manageToken: string };
   return { ...body, code: callback.searchParams.get('code') ?? '', state: callback.searchParams.get('state') ?? '' };
@@ -47,10 +52,20 @@ it('no Google token, code, state or secret reaches a log line, even at trace lev
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const env = {
-    REDIS_URL: inject('redisUrl'), REDIS_PREFIX: prefix, UNIVERSITY_API_URL: sim.url, ADMIN_TOKEN: TEST_ADMIN_TOKEN, SECRET_KEY: TEST_SECRET_KEY,
-    LOG_LEVEL: 'trace', PORT: String(port), PUBLIC_URL: base, REFRESH_ATTEMPTS: '1',
-    GOOGLE_CLIENT_ID: google.clientId, GOOGLE_CLIENT_SECRET: google.clientSecret, GOOGLE_API_ROOT_URL: google.rootUrl,
-    GOOGLE_OAUTH_TOKEN_URL: google.tokenUrl, GOOGLE_OAUTH_AUTH_URL: google.authUrl,
+    REDIS_URL: inject('redisUrl'),
+    REDIS_PREFIX: prefix,
+    UNIVERSITY_API_URL: sim.url,
+    ADMIN_TOKEN: TEST_ADMIN_TOKEN,
+    SECRET_KEY: TEST_SECRET_KEY,
+    LOG_LEVEL: 'trace',
+    PORT: String(port),
+    PUBLIC_URL: base,
+    REFRESH_ATTEMPTS: '1',
+    GOOGLE_CLIENT_ID: google.clientId,
+    GOOGLE_CLIENT_SECRET: google.clientSecret,
+    GOOGLE_API_ROOT_URL: google.rootUrl,
+    GOOGLE_OAUTH_TOKEN_URL: google.tokenUrl,
+    GOOGLE_OAUTH_AUTH_URL: google.authUrl,
   };
   const service = startCli(['start'], { env });
   let logs = '';
@@ -58,16 +73,36 @@ it('no Google token, code, state or secret reaches a log line, even at trace lev
   service.stderr?.on('data', (chunk: Buffer) => (logs += chunk.toString()));
   await waitForOutput(service, /is running on/);
   const admin = { authorization: `Bearer ${TEST_ADMIN_TOKEN}`, 'content-type': 'application/json' };
-  const target = async (id: string) => (await (await fetch(`${base}/admin/google-targets/${id}`, { headers: admin })).json()) as { status: string; lastPush: unknown };
+  const target = async (id: string) =>
+    (await (await fetch(`${base}/admin/google-targets/${id}`, { headers: admin })).json()) as {
+      status: string;
+      lastPush: unknown;
+    };
 
   // One calendar through consent, one through the admin route; their first pushes start (paced by the budget).
   const connected = await consent(base, `group:${first.id}`);
   const { refreshToken } = google.addUser();
-  const registered = await fetch(`${base}/admin/google-targets`, { method: 'POST', headers: admin, body: JSON.stringify({ source: `group:${second.id}`, refreshToken }) });
+  const registered = await fetch(`${base}/admin/google-targets`, {
+    method: 'POST',
+    headers: admin,
+    body: JSON.stringify({ source: `group:${second.id}`, refreshToken }),
+  });
   expect(registered.status).toBe(201);
   const { id: adminTarget } = (await registered.json()) as { id: string };
-  expect((await fetch(`${base}/google/targets/${connected.id}`, { headers: { authorization: `Bearer ${connected.manageToken}` } })).status).toBe(200);
-  expect((await fetch(`${base}/google/targets/${connected.id}`, { headers: { authorization: `Bearer ${connected.manageToken}x` } })).status).toBe(401);
+  expect(
+    (
+      await fetch(`${base}/google/targets/${connected.id}`, {
+        headers: { authorization: `Bearer ${connected.manageToken}` },
+      })
+    ).status,
+  ).toBe(200);
+  expect(
+    (
+      await fetch(`${base}/google/targets/${connected.id}`, {
+        headers: { authorization: `Bearer ${connected.manageToken}x` },
+      })
+    ).status,
+  ).toBe(401);
 
   // A changed timetable pushed through a 500, a rate limit and a 401 (expired access token), then a revoked grant.
   google.inject({ kind: '500', times: 1 });
@@ -77,18 +112,44 @@ it('no Google token, code, state or secret reaches a log line, even at trace lev
   await fetch(`${base}/admin/resync`, { method: 'POST', headers: admin, body: JSON.stringify({ all: true }) });
   // Revoke only once a push has met both faults: otherwise the revoked grant could stop every push first and
   // leave a fault for the calendar deletion below.
-  expect(await until(async () => google.counts().faulted, (faulted) => faulted >= 2, 30_000)).toBeGreaterThanOrEqual(2);
+  expect(
+    await until(
+      async () => google.counts().faulted,
+      (faulted) => faulted >= 2,
+      30_000,
+    ),
+  ).toBeGreaterThanOrEqual(2);
   google.revoke(refreshToken);
   google.expireAccessTokens();
   await control.addEntry({ groupIds: [second.id] });
-  await fetch(`${base}/admin/resync`, { method: 'POST', headers: admin, body: JSON.stringify({ source: `group:${second.id}` }) });
-  expect((await until(() => target(adminTarget), (state) => state.status === 'needs-consent', 20_000)).status).toBe('needs-consent');
+  await fetch(`${base}/admin/resync`, {
+    method: 'POST',
+    headers: admin,
+    body: JSON.stringify({ source: `group:${second.id}` }),
+  });
+  expect(
+    (
+      await until(
+        () => target(adminTarget),
+        (state) => state.status === 'needs-consent',
+        20_000,
+      )
+    ).status,
+  ).toBe('needs-consent');
   // The status is stored before the line that reports it is written: wait for the line itself. Which Google
   // answer stopped the push is not fixed (the token endpoint's invalid_grant, or a 401 from the API after a
   // fresh token), so the line is matched on what every such stop logs.
-  const stopLine = (text: string) => /"status":"needs-consent"[^\n]*"msg":"push stopped: Google refused the grant/.test(text);
+  const stopLine = (text: string) =>
+    /"status":"needs-consent"[^\n]*"msg":"push stopped: Google refused the grant/.test(text);
   expect(stopLine(await until(async () => logs, stopLine, 10_000))).toBe(true);
-  expect((await fetch(`${base}/google/targets/${connected.id}?deleteCalendar=true`, { method: 'DELETE', headers: { authorization: `Bearer ${connected.manageToken}` } })).status).toBe(204);
+  expect(
+    (
+      await fetch(`${base}/google/targets/${connected.id}?deleteCalendar=true`, {
+        method: 'DELETE',
+        headers: { authorization: `Bearer ${connected.manageToken}` },
+      })
+    ).status,
+  ).toBe(204);
   service.kill('SIGTERM');
   expect(await exited(service)).toBe(0);
 
@@ -110,5 +171,6 @@ it('no Google token, code, state or secret reaches a log line, even at trace lev
     expect(logs.includes(encodeURIComponent(secret)), `${name} (URL-encoded) appears in the logs`).toBe(false);
   }
   // Every token the fake ever issued has a recognisable prefix: refresh `1//fake-`, access `ya29.fake-`, code `4/fake-`.
-  for (const pattern of [/1\/\/fake-/, /1%2F%2Ffake-/i, /ya29\.fake-/, /4\/fake-/, /4%2Ffake-/i]) expect(logs).not.toMatch(pattern);
+  for (const pattern of [/1\/\/fake-/, /1%2F%2Ffake-/i, /ya29\.fake-/, /4\/fake-/, /4%2Ffake-/i])
+    expect(logs).not.toMatch(pattern);
 });

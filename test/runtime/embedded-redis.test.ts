@@ -5,7 +5,12 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/logger.ts';
-import { findEmbeddedRedis, pingRedis, startEmbeddedRedis, type EmbeddedRedis } from '../../src/runtime/embedded-redis.ts';
+import {
+  type EmbeddedRedis,
+  findEmbeddedRedis,
+  pingRedis,
+  startEmbeddedRedis,
+} from '../../src/runtime/embedded-redis.ts';
 
 const started: EmbeddedRedis[] = [];
 const dirs: string[] = [];
@@ -76,7 +81,9 @@ describe('embedded redis-server', () => {
     const first = await startEmbeddedRedis({ dataDir: dir, logger: silentLogger() });
     const staleUrl = first.url;
     await first.stop();
-    await import('node:fs/promises').then((fs) => fs.writeFile(join(dir, 'redis.json'), JSON.stringify({ url: staleUrl, pid: 1, ownerPid: 1, startedAt: '' })));
+    await import('node:fs/promises').then((fs) =>
+      fs.writeFile(join(dir, 'redis.json'), JSON.stringify({ url: staleUrl, pid: 1, ownerPid: 1, startedAt: '' })),
+    );
     const fresh = await start(dir);
     expect(fresh.owned).toBe(true);
     expect(await pingRedis(fresh.url)).toBe(true);
@@ -98,7 +105,9 @@ describe('embedded redis-server records', () => {
     const { spawnSync } = await import('node:child_process');
     const deadPid = spawnSync('true').pid as number;
     const record = JSON.parse(await readFile(join(dir, 'redis.json'), 'utf8')) as Record<string, unknown>;
-    await import('node:fs/promises').then((fs) => fs.writeFile(join(dir, 'redis.json'), JSON.stringify({ ...record, ownerPid: deadPid })));
+    await import('node:fs/promises').then((fs) =>
+      fs.writeFile(join(dir, 'redis.json'), JSON.stringify({ ...record, ownerPid: deadPid })),
+    );
     const adopted = await startEmbeddedRedis({ dataDir: dir, logger: silentLogger() });
     expect(adopted).toMatchObject({ owned: true, url: orphan.url, pid: record.pid });
     await adopted.stop();

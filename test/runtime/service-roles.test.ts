@@ -1,5 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
-import { afterAll, afterEach, beforeAll, describe, expect, it, inject } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { freePort } from '../../src/runtime/embedded-redis.ts';
 import { startSimulator } from '../../src/simulator/index.ts';
 import { exited, startCli, waitForOutput } from '../support/cli.ts';
@@ -13,7 +13,8 @@ beforeAll(async () => {
   sim = await startSimulator({ port: 0, seed: 2, groups: 10, employees: 10, users: 2 });
 });
 afterEach(async () => {
-  for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  for (const child of children.splice(0))
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   for (const prefix of prefixes.splice(0)) await deletePrefix(inject('redisUrl'), prefix);
 });
 afterAll(async () => {
@@ -23,7 +24,14 @@ afterAll(async () => {
 async function environment(): Promise<Record<string, string>> {
   const prefix = uniquePrefix('roles');
   prefixes.push(prefix);
-  return { REDIS_URL: inject('redisUrl'), REDIS_PREFIX: prefix, UNIVERSITY_API_URL: sim.url, ADMIN_TOKEN: TEST_ADMIN_TOKEN, SECRET_KEY: TEST_SECRET_KEY, LOG_LEVEL: 'warn' };
+  return {
+    REDIS_URL: inject('redisUrl'),
+    REDIS_PREFIX: prefix,
+    UNIVERSITY_API_URL: sim.url,
+    ADMIN_TOKEN: TEST_ADMIN_TOKEN,
+    SECRET_KEY: TEST_SECRET_KEY,
+    LOG_LEVEL: 'warn',
+  };
 }
 
 describe('service roles', () => {
@@ -32,7 +40,7 @@ describe('service roles', () => {
     const start = startCli(['start'], { env: { ...(await environment()), PORT: String(port) } });
     children.push(start);
     await waitForOutput(start, /is running on/);
-    const [group] = (await (await fetch(`${sim.url}/_sim/groups`)).json() as { groups: { id: number }[] }).groups;
+    const [group] = ((await (await fetch(`${sim.url}/_sim/groups`)).json()) as { groups: { id: number }[] }).groups;
     const response = await fetch(`http://127.0.0.1:${port}/feeds/groups/${group?.id}.ics`);
     expect(response.status).toBe(200);
     expect(await response.text()).toContain('BEGIN:VEVENT');
@@ -56,11 +64,14 @@ describe('service roles', () => {
     await waitForOutput(worker, /is running on/);
     expect((await fetch(`http://127.0.0.1:${workerPort}/healthz`)).status).toBe(200);
     expect((await fetch(`http://127.0.0.1:${apiPort}/readyz`)).status).toBe(200);
-    const employees = (await (await fetch(`${sim.url}/_sim/employees`)).json() as { employees: { id: number }[] }).employees;
+    const employees = ((await (await fetch(`${sim.url}/_sim/employees`)).json()) as { employees: { id: number }[] })
+      .employees;
     const response = await fetch(`http://127.0.0.1:${apiPort}/feeds/employees/${employees[0]?.id}.ics`);
     expect(response.status).toBe(200);
     expect((await fetch(`http://127.0.0.1:${workerPort}/metrics`)).status).toBe(200);
-    expect(await (await fetch(`http://127.0.0.1:${workerPort}/metrics`)).text()).toContain('timetable_refresh_duration_seconds_count{outcome="published"} 1');
+    expect(await (await fetch(`http://127.0.0.1:${workerPort}/metrics`)).text()).toContain(
+      'timetable_refresh_duration_seconds_count{outcome="published"} 1',
+    );
 
     worker.kill('SIGTERM');
     api.kill('SIGTERM');

@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { describe, expect, inject, it } from 'vitest';
 
-describe('the test run\'s own redis-server', () => {
+describe("the test run's own redis-server", () => {
   it('is a real Redis on loopback, reachable through the provided URL', async () => {
     const url = inject('redisUrl');
     expect(url).toMatch(/^redis:\/\/127\.0\.0\.1:\d+$/);

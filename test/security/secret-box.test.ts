@@ -55,7 +55,15 @@ describe('SecretBox', () => {
     const sealed = box.seal('university-token-123', CONTEXT);
     const [, iv = '', tag = '', ciphertext = ''] = sealed.split('.');
     const shortTag = Buffer.from(tag, 'base64url').subarray(0, 12).toString('base64url');
-    for (const bad of [`v2.${iv}.${tag}.${ciphertext}`, `${iv}.${tag}.${ciphertext}`, `v1.${iv}.${shortTag}.${ciphertext}`, `${sealed}.x`, `v1.${iv}.${tag}.${ciphertext}=`, `v1.${iv}.${tag}.${ciphertext}+`, '']) {
+    for (const bad of [
+      `v2.${iv}.${tag}.${ciphertext}`,
+      `${iv}.${tag}.${ciphertext}`,
+      `v1.${iv}.${shortTag}.${ciphertext}`,
+      `${sealed}.x`,
+      `v1.${iv}.${tag}.${ciphertext}=`,
+      `v1.${iv}.${tag}.${ciphertext}+`,
+      '',
+    ]) {
       expect(() => box.open(bad, CONTEXT), bad).toThrow(DecryptionError);
     }
   });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '../../src/simulator/index.ts';
-import { call, groupEntries, start, type SimUser, type WireEntry } from './helpers.ts';
+import { call, groupEntries, type SimUser, start, type WireEntry } from './helpers.ts';
 
 interface SimEmployee {
   id: number;
@@ -66,14 +66,23 @@ describe('simulator API', () => {
   describe('employee search', () => {
     it('finds one employee by full name in any case and returns the object itself', async () => {
       const names = employees.map((e) => fullName(e).toLocaleLowerCase('ru'));
-      const unique = employees.find((e) => names.filter((n) => n.includes(fullName(e).toLocaleLowerCase('ru'))).length === 1);
+      const unique = employees.find(
+        (e) => names.filter((n) => n.includes(fullName(e).toLocaleLowerCase('ru'))).length === 1,
+      );
       expect(unique).toBeDefined();
       const q = fullName(unique as SimEmployee).toLocaleUpperCase('ru');
-      const { status, body } = await call<{ success: boolean; users: Employee }>(sim.url, `/employees?q=${encodeURIComponent(q)}`);
+      const { status, body } = await call<{ success: boolean; users: Employee }>(
+        sim.url,
+        `/employees?q=${encodeURIComponent(q)}`,
+      );
       expect(status).toBe(200);
       expect(body.success).toBe(true);
       expect(Array.isArray(body.users)).toBe(false);
-      expect(body.users).toMatchObject({ ...unique, teacher: expect.any(Boolean), gender: expect.stringMatching(/^(MALE|FEMALE)$/) });
+      expect(body.users).toMatchObject({
+        ...unique,
+        teacher: expect.any(Boolean),
+        gender: expect.stringMatching(/^(MALE|FEMALE)$/),
+      });
       for (const field of ['email', 'post', 'photoPath', 'workPhone', 'subDivision']) {
         expect(typeof body.users[field as keyof Employee], field).toBe('string');
       }
@@ -81,7 +90,10 @@ describe('simulator API', () => {
 
     it('returns an array sorted by last name (at most 50) for several matches and [] for none', async () => {
       const q = 'ОВ';
-      const { body } = await call<{ success: boolean; users: Employee[] }>(sim.url, `/employees?q=${encodeURIComponent(q)}`);
+      const { body } = await call<{ success: boolean; users: Employee[] }>(
+        sim.url,
+        `/employees?q=${encodeURIComponent(q)}`,
+      );
       const expected = employees.filter((e) => fullName(e).toLocaleLowerCase('ru').includes('ов'));
       expect(Array.isArray(body.users)).toBe(true);
       expect(body.users.length).toBe(Math.min(50, expected.length));
@@ -106,37 +118,73 @@ describe('simulator API', () => {
   describe('the authorized user', () => {
     it('returns id, username, firstName, lastName by default', async () => {
       const user = users[0] as SimUser;
-      const { status, body } = await call<{ success: boolean; user: Record<string, unknown> }>(sim.url, '/users/@me', { method: 'POST', headers: auth(user) });
+      const { status, body } = await call<{ success: boolean; user: Record<string, unknown> }>(sim.url, '/users/@me', {
+        method: 'POST',
+        headers: auth(user),
+      });
       expect(status).toBe(200);
       expect(body.success).toBe(true);
       expect(Object.keys(body.user).sort()).toEqual(['firstName', 'id', 'lastName', 'username']);
       expect(body.user).toMatchObject({ id: user.id, username: user.username });
-      const withEmptyBody = await call<{ user: object }>(sim.url, '/users/@me', { method: 'POST', headers: auth(user), body: {} });
+      const withEmptyBody = await call<{ user: object }>(sim.url, '/users/@me', {
+        method: 'POST',
+        headers: auth(user),
+        body: {},
+      });
       expect(withEmptyBody.body.user).toEqual(body.user);
     });
 
     it('rejects group:true, since the API takes a nested object for group', async () => {
       const user = users[1] as SimUser;
-      const bare = await call<{ error: string }>(sim.url, '/users/@me', { method: 'POST', headers: auth(user), body: { select: { group: true } } });
+      const bare = await call<{ error: string }>(sim.url, '/users/@me', {
+        method: 'POST',
+        headers: auth(user),
+        body: { select: { group: true } },
+      });
       expect(bare.status).toBe(400);
       expect(bare.body.error).toContain('group');
     });
 
     it('returns exactly the selected fields, the whole group when every group key is selected, and a nested selection', async () => {
       const user = users[1] as SimUser;
-      const allGroup = { id: true, name: true, instituteName: true, specialization: true, speciality: true, yearStart: true, yearEnd: true };
+      const allGroup = {
+        id: true,
+        name: true,
+        instituteName: true,
+        specialization: true,
+        speciality: true,
+        yearStart: true,
+        yearEnd: true,
+      };
       const select = { id: true, gender: true, studentId: true, middleName: true, photoPath: true, group: allGroup };
-      const whole = await call<{ user: Record<string, unknown> & { group: Record<string, unknown> } }>(sim.url, '/users/@me', { method: 'POST', headers: auth(user), body: { select } });
+      const whole = await call<{ user: Record<string, unknown> & { group: Record<string, unknown> } }>(
+        sim.url,
+        '/users/@me',
+        { method: 'POST', headers: auth(user), body: { select } },
+      );
       expect(whole.status).toBe(200);
-      expect(Object.keys(whole.body.user).sort()).toEqual(['gender', 'group', 'id', 'middleName', 'photoPath', 'studentId']);
+      expect(Object.keys(whole.body.user).sort()).toEqual([
+        'gender',
+        'group',
+        'id',
+        'middleName',
+        'photoPath',
+        'studentId',
+      ]);
       expect(whole.body.user.group).toEqual({
-        id: user.groupId, name: expect.stringMatching(/^\d{2}-\d{3}$/), instituteName: expect.any(String),
-        specialization: expect.any(String), speciality: expect.any(String),
-        yearStart: expect.any(Number), yearEnd: expect.any(Number),
+        id: user.groupId,
+        name: expect.stringMatching(/^\d{2}-\d{3}$/),
+        instituteName: expect.any(String),
+        specialization: expect.any(String),
+        speciality: expect.any(String),
+        yearStart: expect.any(Number),
+        yearEnd: expect.any(Number),
       });
       expect(whole.body.user.gender).toMatch(/^(MALE|FEMALE)$/);
       const nested = await call<{ user: unknown }>(sim.url, '/users/@me', {
-        method: 'POST', headers: auth(user), body: { select: { username: true, group: { name: true, yearStart: true } } },
+        method: 'POST',
+        headers: auth(user),
+        body: { select: { username: true, group: { name: true, yearStart: true } } },
       });
       expect(nested.body.user).toEqual({
         username: user.username,
@@ -146,8 +194,17 @@ describe('simulator API', () => {
 
     it('rejects unknown select keys and unparseable bodies with 400 {error}', async () => {
       const user = users[0] as SimUser;
-      for (const body of [{ select: { password: true } }, { select: { group: { dean: true } } }, { select: { id: 'yes' } }, '{not json']) {
-        const answer = await call<{ error: string }>(sim.url, '/users/@me', { method: 'POST', headers: auth(user), body });
+      for (const body of [
+        { select: { password: true } },
+        { select: { group: { dean: true } } },
+        { select: { id: 'yes' } },
+        '{not json',
+      ]) {
+        const answer = await call<{ error: string }>(sim.url, '/users/@me', {
+          method: 'POST',
+          headers: auth(user),
+          body,
+        });
         expect(answer.status, JSON.stringify(body)).toBe(400);
         expect(Object.keys(answer.body)).toEqual(['error']);
       }
@@ -170,7 +227,11 @@ describe('simulator API', () => {
         const group = await groupEntries(sim.url, user.groupId);
         const other = `${3 - user.subgroup} подгруппа`;
         if (!group.some((entry) => entry.note_schedule === other)) continue;
-        const { status, body } = await call<{ success: boolean; subjects: WireEntry[] }>(sim.url, '/users/@me/schedule', { headers: auth(user) });
+        const { status, body } = await call<{ success: boolean; subjects: WireEntry[] }>(
+          sim.url,
+          '/users/@me/schedule',
+          { headers: auth(user) },
+        );
         expect(status).toBe(200);
         expect(body.success).toBe(true);
         const expected = group.filter((entry) => entry.note_schedule !== other);
@@ -185,13 +246,30 @@ describe('simulator API', () => {
 
     it('returns a study plan with every field of section 2.5 over eight or ten semesters', async () => {
       const user = users[2] as SimUser;
-      const { status, body } = await call<{ success: boolean; subjects: Record<string, unknown>[] }>(sim.url, '/users/@me/plan', { headers: auth(user) });
+      const { status, body } = await call<{ success: boolean; subjects: Record<string, unknown>[] }>(
+        sim.url,
+        '/users/@me/plan',
+        { headers: auth(user) },
+      );
       expect(status).toBe(200);
       expect(body.success).toBe(true);
       expect(body.subjects.length).toBeGreaterThan(40);
-      const numbers = ['semester', 'type_id', 'gost_hours', 'laboratory_hours', 'total_laboratory_hours', 'lecture_hours',
-        'total_lecture_hours', 'practice_hours', 'total_practice_hours', 'seminar_hours', 'total_seminar_hours',
-        'independent_hours', 'total_independent_hours', 'subject_id'];
+      const numbers = [
+        'semester',
+        'type_id',
+        'gost_hours',
+        'laboratory_hours',
+        'total_laboratory_hours',
+        'lecture_hours',
+        'total_lecture_hours',
+        'practice_hours',
+        'total_practice_hours',
+        'seminar_hours',
+        'total_seminar_hours',
+        'independent_hours',
+        'total_independent_hours',
+        'subject_id',
+      ];
       for (const subject of body.subjects) {
         for (const field of numbers) {
           expect(Number.isInteger(subject[field]), field).toBe(true);
@@ -206,7 +284,7 @@ describe('simulator API', () => {
       }
       const semesters = new Set(body.subjects.map((subject) => subject.semester));
       expect([8, 10]).toContain(semesters.size);
-      expect(Math.min(...semesters as Set<number>)).toBe(1);
+      expect(Math.min(...(semesters as Set<number>))).toBe(1);
       const timetable = await groupEntries(sim.url, user.groupId);
       const current = timetable[0]?.semester;
       const planned = new Set(body.subjects.filter((s) => s.semester === current).map((s) => s.subject_name));

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '../../src/simulator/index.ts';
-import { call, employeeEntries, groupEntries, start, type SimUser, type WireEntry } from './helpers.ts';
+import { call, employeeEntries, groupEntries, type SimUser, start, type WireEntry } from './helpers.ts';
 
 interface SimGroup {
   id: number;
@@ -38,35 +38,64 @@ describe('simulator control endpoints', () => {
     const teacherId = teachers[0] as number;
     const { status, body } = await call<ControlEntry>(sim.url, '/_sim/entries', {
       method: 'POST',
-      body: { groupIds: [first().id, second().id], subject_name: 'Дополнительная лекция', subject_kind_name: 'лекция',
-        day_week_schedule: 6, time_interval_id: 7, teacher_id: teacherId, type_week_schedule: 1 },
+      body: {
+        groupIds: [first().id, second().id],
+        subject_name: 'Дополнительная лекция',
+        subject_kind_name: 'лекция',
+        day_week_schedule: 6,
+        time_interval_id: 7,
+        teacher_id: teacherId,
+        type_week_schedule: 1,
+      },
     });
     expect(status).toBe(201);
     expect(body).toMatchObject({
-      group_list: `${first().name}, ${second().name}`, groupIds: [first().id, second().id],
-      total_time_schedule: '19:00-20:30', begin_time_schedule: '19:00', end_time_schedule: '20:30',
-      start_day_schedule: '01.09.25', finish_day_schedule: '28.12.25', year: 2025, note_schedule: '',
-      teacher_lastname: expect.any(String), building_name: expect.any(String),
+      group_list: `${first().name}, ${second().name}`,
+      groupIds: [first().id, second().id],
+      total_time_schedule: '19:00-20:30',
+      begin_time_schedule: '19:00',
+      end_time_schedule: '20:30',
+      start_day_schedule: '01.09.25',
+      finish_day_schedule: '28.12.25',
+      year: 2025,
+      note_schedule: '',
+      teacher_lastname: expect.any(String),
+      building_name: expect.any(String),
     });
     const { groupIds: _groupIds, ...wire } = body;
-    for (const group of [first(), second()]) expect((await groupEntries(sim.url, group.id)).find((e) => e.id === body.id)).toEqual(wire);
+    for (const group of [first(), second()])
+      expect((await groupEntries(sim.url, group.id)).find((e) => e.id === body.id)).toEqual(wire);
     expect((await employeeEntries(sim.url, teacherId)).find((e) => e.id === body.id)).toEqual(wire);
     expect((await call<ControlEntry>(sim.url, `/_sim/entries/${body.id}`)).body).toEqual(body);
-    const listed = (await call<{ groups: SimGroup[] }>(sim.url, '/_sim/groups')).body.groups.find((g) => g.id === first().id);
+    const listed = (await call<{ groups: SimGroup[] }>(sim.url, '/_sim/groups')).body.groups.find(
+      (g) => g.id === first().id,
+    );
     expect(listed?.entryCount).toBe(first().entryCount + 1);
   });
 
   it('stores invalid values as given, honours a given id, and rejects bad requests', async () => {
     const created = await call<ControlEntry>(sim.url, '/_sim/entries', {
       method: 'POST',
-      body: { id: 999_001, groupIds: [first().id], day_week_schedule: 9, start_day_schedule: '31.02.25', type_week_schedule: 'odd' },
+      body: {
+        id: 999_001,
+        groupIds: [first().id],
+        day_week_schedule: 9,
+        start_day_schedule: '31.02.25',
+        type_week_schedule: 'odd',
+      },
     });
     expect(created.status).toBe(201);
     const served = (await groupEntries(sim.url, first().id)).find((entry) => entry.id === 999_001);
     expect(served).toMatchObject({ day_week_schedule: 9, start_day_schedule: '31.02.25', type_week_schedule: 'odd' });
-    const duplicate = await call(sim.url, '/_sim/entries', { method: 'POST', body: { id: 999_001, groupIds: [first().id] } });
+    const duplicate = await call(sim.url, '/_sim/entries', {
+      method: 'POST',
+      body: { id: 999_001, groupIds: [first().id] },
+    });
     expect(duplicate.status).toBe(409);
-    const noGroups = await call<{ error: string }>(sim.url, '/_sim/entries', { method: 'POST', body: { subject_name: 'x' } });
+    const noGroups = await call<{ error: string }>(sim.url, '/_sim/entries', {
+      method: 'POST',
+      body: { subject_name: 'x' },
+    });
     expect(noGroups.status).toBe(400);
     expect(noGroups.body.error).toContain('groupIds');
     const unknownGroup = await call(sim.url, '/_sim/entries', { method: 'POST', body: { groupIds: [1] } });
@@ -80,14 +109,24 @@ describe('simulator control endpoints', () => {
     const original = entries.find((entry) => !entry.group_list.includes(',')) as WireEntry;
     const newTeacher = teachers.find((id) => id !== original.teacher_id) as number;
     const { status, body } = await call<ControlEntry>(sim.url, `/_sim/entries/${original.id}`, {
-      method: 'PATCH', body: { day_week_schedule: 6, time_interval_id: 4, teacher_id: newTeacher, num_auditorium_schedule: '777' },
+      method: 'PATCH',
+      body: { day_week_schedule: 6, time_interval_id: 4, teacher_id: newTeacher, num_auditorium_schedule: '777' },
     });
     expect(status).toBe(200);
-    expect(body).toMatchObject({ id: original.id, day_week_schedule: 6, time_interval_id: 4, begin_time_schedule: '14:00',
-      total_time_schedule: '14:00-15:30', teacher_id: newTeacher, num_auditorium_schedule: '777', subject_name: original.subject_name });
+    expect(body).toMatchObject({
+      id: original.id,
+      day_week_schedule: 6,
+      time_interval_id: 4,
+      begin_time_schedule: '14:00',
+      total_time_schedule: '14:00-15:30',
+      teacher_id: newTeacher,
+      num_auditorium_schedule: '777',
+      subject_name: original.subject_name,
+    });
     const moved = (await groupEntries(sim.url, first().id)).find((entry) => entry.id === original.id);
     expect(moved).toMatchObject({ day_week_schedule: 6, begin_time_schedule: '14:00', teacher_id: newTeacher });
-    const staff = (await call<{ employees: { id: number; lastName: string }[] }>(sim.url, '/_sim/employees')).body.employees;
+    const staff = (await call<{ employees: { id: number; lastName: string }[] }>(sim.url, '/_sim/employees')).body
+      .employees;
     expect(moved?.teacher_lastname).toBe(staff.find((employee) => employee.id === newTeacher)?.lastName);
     expect((await employeeEntries(sim.url, newTeacher)).find((entry) => entry.id === original.id)).toEqual(moved);
     expect((await employeeEntries(sim.url, original.teacher_id)).some((entry) => entry.id === original.id)).toBe(false);
@@ -97,14 +136,19 @@ describe('simulator control endpoints', () => {
   });
 
   it('moves a class to other groups with PATCH groupIds, updating group_list', async () => {
-    const original = (await groupEntries(sim.url, first().id)).find((entry) => !entry.group_list.includes(',')) as WireEntry;
+    const original = (await groupEntries(sim.url, first().id)).find(
+      (entry) => !entry.group_list.includes(','),
+    ) as WireEntry;
     const { status, body } = await call<ControlEntry>(sim.url, `/_sim/entries/${original.id}`, {
-      method: 'PATCH', body: { groupIds: [second().id] },
+      method: 'PATCH',
+      body: { groupIds: [second().id] },
     });
     expect(status).toBe(200);
     expect(body).toMatchObject({ groupIds: [second().id], group_list: second().name });
     expect((await groupEntries(sim.url, first().id)).some((entry) => entry.id === original.id)).toBe(false);
-    expect((await groupEntries(sim.url, second().id)).find((entry) => entry.id === original.id)?.group_list).toBe(second().name);
+    expect((await groupEntries(sim.url, second().id)).find((entry) => entry.id === original.id)?.group_list).toBe(
+      second().name,
+    );
     const unknown = await call(sim.url, `/_sim/entries/${original.id}`, { method: 'PATCH', body: { groupIds: [1] } });
     expect(unknown.status).toBe(400);
   });
@@ -139,7 +183,10 @@ describe('simulator control endpoints', () => {
     await call(sim.url, '/nowhere');
     const { body } = await call(sim.url, '/_sim/stats');
     expect(body).toEqual({
-      requests: { total: 5, byEndpoint: { groupSchedule: 2, employeeSchedule: 0, employeeSearch: 1, me: 1, mySchedule: 0, myPlan: 1 } },
+      requests: {
+        total: 5,
+        byEndpoint: { groupSchedule: 2, employeeSchedule: 0, employeeSearch: 1, me: 1, mySchedule: 0, myPlan: 1 },
+      },
     });
     await call(sim.url, '/_sim/stats', { method: 'DELETE' });
     expect((await call<{ requests: { total: number } }>(sim.url, '/_sim/stats')).body.requests.total).toBe(0);

@@ -16,24 +16,48 @@ interface SimEmployee {
 }
 
 const ENTRY_FIELDS: Record<string, 'number' | 'string'> = {
-  id: 'number', semester: 'number', year: 'number', subject_name: 'string', subject_id: 'number',
-  start_day_schedule: 'string', finish_day_schedule: 'string', day_week_schedule: 'number',
-  type_week_schedule: 'number', note_schedule: 'string', time_interval_id: 'number', total_time_schedule: 'string',
-  begin_time_schedule: 'string', end_time_schedule: 'string', teacher_id: 'number', teacher_lastname: 'string',
-  teacher_firstname: 'string', teacher_middlename: 'string', num_auditorium_schedule: 'string',
-  building_name: 'string', building_id: 'number', group_list: 'string', subject_kind_name: 'string',
+  id: 'number',
+  semester: 'number',
+  year: 'number',
+  subject_name: 'string',
+  subject_id: 'number',
+  start_day_schedule: 'string',
+  finish_day_schedule: 'string',
+  day_week_schedule: 'number',
+  type_week_schedule: 'number',
+  note_schedule: 'string',
+  time_interval_id: 'number',
+  total_time_schedule: 'string',
+  begin_time_schedule: 'string',
+  end_time_schedule: 'string',
+  teacher_id: 'number',
+  teacher_lastname: 'string',
+  teacher_firstname: 'string',
+  teacher_middlename: 'string',
+  num_auditorium_schedule: 'string',
+  building_name: 'string',
+  building_id: 'number',
+  group_list: 'string',
+  subject_kind_name: 'string',
 };
 
 const SLOTS: Record<number, string> = {
-  1: '08:30-10:00', 2: '10:10-11:40', 3: '11:50-13:20', 4: '14:00-15:30', 5: '15:40-17:10', 6: '17:20-18:50',
+  1: '08:30-10:00',
+  2: '10:10-11:40',
+  3: '11:50-13:20',
+  4: '14:00-15:30',
+  5: '15:40-17:10',
+  6: '17:20-18:50',
   7: '19:00-20:30',
 };
 
 function clash(a: WireEntry, b: WireEntry): boolean {
   if (a.day_week_schedule !== b.day_week_schedule || a.time_interval_id !== b.time_interval_id) return false;
-  const weeksOverlap = a.type_week_schedule === 0 || b.type_week_schedule === 0 || a.type_week_schedule === b.type_week_schedule;
-  const datesOverlap = dayNumber(a.start_day_schedule) <= dayNumber(b.finish_day_schedule)
-    && dayNumber(b.start_day_schedule) <= dayNumber(a.finish_day_schedule);
+  const weeksOverlap =
+    a.type_week_schedule === 0 || b.type_week_schedule === 0 || a.type_week_schedule === b.type_week_schedule;
+  const datesOverlap =
+    dayNumber(a.start_day_schedule) <= dayNumber(b.finish_day_schedule) &&
+    dayNumber(b.start_day_schedule) <= dayNumber(a.finish_day_schedule);
   return weeksOverlap && datesOverlap;
 }
 
@@ -78,7 +102,8 @@ describe('simulator data', () => {
 
   it('sends every field of section 2.1 with its type, a real time slot and the autumn semester', () => {
     for (const entry of allEntries().slice(0, 3000)) {
-      for (const [field, type] of Object.entries(ENTRY_FIELDS)) expect(typeof entry[field as keyof WireEntry], field).toBe(type);
+      for (const [field, type] of Object.entries(ENTRY_FIELDS))
+        expect(typeof entry[field as keyof WireEntry], field).toBe(type);
       expect(entry.total_time_schedule).toBe(SLOTS[entry.time_interval_id]);
       expect(entry.total_time_schedule).toBe(`${entry.begin_time_schedule}-${entry.end_time_schedule}`);
       expect(entry.day_week_schedule).toBeGreaterThanOrEqual(1);
@@ -119,7 +144,9 @@ describe('simulator data', () => {
 
   it('shows a stream lecture with the same id and content in every group of its group_list and in its teacher’s view', async () => {
     const byName = new Map(groups.map((group) => [group.name, group.id]));
-    const lectures = allEntries().filter((entry) => entry.subject_kind_name === 'лекция' && entry.group_list.includes(', '));
+    const lectures = allEntries().filter(
+      (entry) => entry.subject_kind_name === 'лекция' && entry.group_list.includes(', '),
+    );
     expect(lectures.length).toBeGreaterThan(100);
     for (const lecture of lectures.slice(0, 40)) {
       const names = lecture.group_list.split(', ');
@@ -161,7 +188,9 @@ describe('simulator data', () => {
       }
       for (const path of ['/_sim/groups', '/_sim/employees', '/_sim/users']) {
         expect(await (await fetch(`${twin.url}${path}`)).text()).toBe(await (await fetch(`${sim.url}${path}`)).text());
-        expect(await (await fetch(`${other.url}${path}`)).text()).not.toBe(await (await fetch(`${sim.url}${path}`)).text());
+        expect(await (await fetch(`${other.url}${path}`)).text()).not.toBe(
+          await (await fetch(`${sim.url}${path}`)).text(),
+        );
       }
     } finally {
       await Promise.all([twin.close(), other.close()]);

@@ -83,7 +83,10 @@ describe('simulator fault injection', () => {
 
   it('answers 200 with success:false when unsuccessful', async () => {
     await addFault({ kind: 'unsuccessful', error: 'Сбой выгрузки' });
-    expect(await call(sim.url, groupPath)).toMatchObject({ status: 200, body: { success: false, error: 'Сбой выгрузки' } });
+    expect(await call(sim.url, groupPath)).toMatchObject({
+      status: 200,
+      body: { success: false, error: 'Сбой выгрузки' },
+    });
   });
 
   it('truncates the body: full Content-Length, half the bytes, then the connection drops', async () => {
@@ -103,7 +106,8 @@ describe('simulator fault injection', () => {
   it('fails about half the requests with probability 0.5', async () => {
     await addFault({ endpoint: 'groupSchedule', kind: 'status', status: 500, probability: 0.5 });
     const statuses: number[] = [];
-    for (let i = 0; i < 200; i++) statuses.push((await fetch(`${sim.url}${groupPath}`).then(async (r) => (await r.arrayBuffer(), r.status))));
+    for (let i = 0; i < 200; i++)
+      statuses.push(await fetch(`${sim.url}${groupPath}`).then(async (r) => (await r.arrayBuffer(), r.status)));
     const failures = statuses.filter((status) => status === 500).length;
     expect(statuses.filter((status) => status !== 500 && status !== 200)).toEqual([]);
     expect(failures).toBeGreaterThan(60);
@@ -155,7 +159,10 @@ describe('simulator shutdown', () => {
     const sim = await start({ groups: 10, employees: 20, users: 1 });
     const groups = (await call<{ groups: { id: number }[] }>(sim.url, '/_sim/groups')).body.groups;
     await call(sim.url, '/_sim/faults', { method: 'POST', body: { kind: 'timeout' } });
-    const pending = fetch(`${sim.url}/groups/${groups[0]?.id}/schedule`).then(() => 'answered', () => 'failed');
+    const pending = fetch(`${sim.url}/groups/${groups[0]?.id}/schedule`).then(
+      () => 'answered',
+      () => 'failed',
+    );
     for (let i = 0; i < 50; i++) {
       const stats = await call<{ requests: { total: number } }>(sim.url, '/_sim/stats');
       if (stats.body.requests.total === 1) break;

@@ -1,4 +1,4 @@
-import { startSimulator, type RunningSimulator, type SimulatorOptions } from '../../src/simulator/index.ts';
+import { type RunningSimulator, type SimulatorOptions, startSimulator } from '../../src/simulator/index.ts';
 
 /** The reference date every simulator test uses: autumn semester 2025. */
 export const REFERENCE_DATE = new Date('2025-10-01T00:00:00Z');
@@ -58,7 +58,11 @@ export async function call<T = unknown>(
     body: init.body === undefined ? undefined : typeof init.body === 'string' ? init.body : JSON.stringify(init.body),
   });
   const text = await response.text();
-  return { status: response.status, body: (text === '' ? undefined : JSON.parse(text)) as T, headers: response.headers };
+  return {
+    status: response.status,
+    body: (text === '' ? undefined : JSON.parse(text)) as T,
+    headers: response.headers,
+  };
 }
 
 /** A group's timetable entries. */
@@ -70,7 +74,10 @@ export async function groupEntries(base: string, groupId: number): Promise<WireE
 
 /** An employee's timetable entries. */
 export async function employeeEntries(base: string, employeeId: number): Promise<WireEntry[]> {
-  const { status, body } = await call<{ success: boolean; subjects: WireEntry[] }>(base, `/employees/${employeeId}/schedule`);
+  const { status, body } = await call<{ success: boolean; subjects: WireEntry[] }>(
+    base,
+    `/employees/${employeeId}/schedule`,
+  );
   if (status !== 200) throw new Error(`employee ${employeeId}: HTTP ${status}`);
   return body.subjects;
 }

@@ -19,10 +19,24 @@ describe('simulator building blocks', () => {
   });
 
   it('picks the autumn semester from September to January and the spring one from February to August', () => {
-    expect(semesterFor(new Date('2025-10-01T00:00:00Z'))).toMatchObject({ season: 'autumn', academicYear: 2025, start: '2025-09-01', finish: '2025-12-28' });
-    expect(semesterFor(new Date('2026-01-20T00:00:00Z'))).toMatchObject({ season: 'autumn', academicYear: 2025, start: '2025-09-01' });
+    expect(semesterFor(new Date('2025-10-01T00:00:00Z'))).toMatchObject({
+      season: 'autumn',
+      academicYear: 2025,
+      start: '2025-09-01',
+      finish: '2025-12-28',
+    });
+    expect(semesterFor(new Date('2026-01-20T00:00:00Z'))).toMatchObject({
+      season: 'autumn',
+      academicYear: 2025,
+      start: '2025-09-01',
+    });
     // 1 February 2026 is a Sunday: the first Monday is the 2nd, the second Monday the 9th.
-    expect(semesterFor(new Date('2026-03-01T00:00:00Z'))).toMatchObject({ season: 'spring', academicYear: 2025, start: '2026-02-09', finish: '2026-05-31' });
+    expect(semesterFor(new Date('2026-03-01T00:00:00Z'))).toMatchObject({
+      season: 'spring',
+      academicYear: 2025,
+      start: '2026-02-09',
+      finish: '2026-05-31',
+    });
     // 1 February 2027 is a Monday: the second Monday is the 8th.
     expect(semesterFor(new Date('2027-08-31T23:59:59Z'))).toMatchObject({ season: 'spring', start: '2027-02-08' });
     const autumn = semesterFor(new Date('2025-09-01T00:00:00Z'));
@@ -48,7 +62,13 @@ describe('simulator building blocks', () => {
   });
 
   it('generates female employees with female first names and patronymics', () => {
-    const data = generateDataset({ seed: 3, referenceDate: new Date('2025-10-01T00:00:00Z'), groups: 20, employees: 300, users: 50 });
+    const data = generateDataset({
+      seed: 3,
+      referenceDate: new Date('2025-10-01T00:00:00Z'),
+      groups: 20,
+      employees: 300,
+      users: 50,
+    });
     for (const person of [...data.employees, ...data.users]) {
       if (person.gender === 'FEMALE') expect(person.middleName, person.middleName).toMatch(/(вна|чна)$/);
       else expect(person.middleName, person.middleName).toMatch(/(вич|ич)$/);

@@ -9,7 +9,7 @@ import { followUpJobId } from '../../src/jobs/queues.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { startSimulator } from '../../src/simulator/index.ts';
 import { sourceToken } from '../../src/sources/source.ts';
-import { holdingWorker, type HeldWorker } from '../admin/admin-app.ts';
+import { type HeldWorker, holdingWorker } from '../admin/admin-app.ts';
 import { eventually, waitUntil } from '../support/poll.ts';
 import { testContext } from '../support/service.ts';
 import { simControl } from '../upstream/sim-control.ts';
@@ -23,7 +23,14 @@ let closeContext: () => Promise<void>;
 let worker: HeldWorker | undefined;
 
 beforeAll(async () => {
-  simulator = await startSimulator({ port: 0, seed: 1, referenceDate: new Date('2025-10-01T00:00:00Z'), groups: 4, employees: 4, users: 2 });
+  simulator = await startSimulator({
+    port: 0,
+    seed: 1,
+    referenceDate: new Date('2025-10-01T00:00:00Z'),
+    groups: 4,
+    employees: 4,
+    users: 2,
+  });
   const opened = await testContext({ UNIVERSITY_API_URL: simulator.url });
   ctx = opened.context;
   closeContext = opened.close;
@@ -45,9 +52,17 @@ it('queues a follow-up refresh behind one running with the old credential, which
 
   // A refresh starts with the current credential and is held while the user replaces it.
   worker = holdingWorker(ctx);
-  const running = await eventually(async () => (await ctx.queues.refresh.getJobs(['active'])).find((job) => job.data.source === source), 'the refresh to start');
+  const running = await eventually(
+    async () => (await ctx.queues.refresh.getJobs(['active'])).find((job) => job.data.source === source),
+    'the refresh to start',
+  );
   const used = await ctx.subscriptions.credentialFor(id);
-  const patched = await app.inject({ method: 'PATCH', url: `/api/subscriptions/${id}`, headers: { authorization: `Bearer ${token}` }, payload: { credential: user.token } });
+  const patched = await app.inject({
+    method: 'PATCH',
+    url: `/api/subscriptions/${id}`,
+    headers: { authorization: `Bearer ${token}` },
+    payload: { credential: user.token },
+  });
   expect(patched.statusCode).toBe(200);
 
   // The held refresh now finds its (old) credential rejected: too late, a new one is stored.

@@ -6,7 +6,7 @@ import { startSimulator } from '../../src/simulator/index.ts';
 import { SUBSCRIPTION_ID } from '../../src/sources/source.ts';
 import { TEST_ADMIN_TOKEN, testContext } from '../support/service.ts';
 import { memoryLogger } from '../upstream/local-server.ts';
-import { simControl, type SimControl } from '../upstream/sim-control.ts';
+import { type SimControl, simControl } from '../upstream/sim-control.ts';
 
 const REFERENCE_DATE = new Date('2025-10-01T00:00:00Z');
 const PUBLIC_URL = 'https://timetable.example';
@@ -35,10 +35,20 @@ async function subscribe(credential: string) {
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
 beforeAll(async () => {
-  simulator = await startSimulator({ port: 0, seed: 1, referenceDate: REFERENCE_DATE, groups: 12, employees: 12, users: 4 });
+  simulator = await startSimulator({
+    port: 0,
+    seed: 1,
+    referenceDate: REFERENCE_DATE,
+    groups: 12,
+    employees: 12,
+    users: 4,
+  });
   sim = simControl(simulator.url);
   users = await sim.users();
-  const opened = await testContext({ UNIVERSITY_API_URL: simulator.url, PUBLIC_URL, LOG_LEVEL: 'debug' }, { logger: log.logger });
+  const opened = await testContext(
+    { UNIVERSITY_API_URL: simulator.url, PUBLIC_URL, LOG_LEVEL: 'debug' },
+    { logger: log.logger },
+  );
   ctx = opened.context;
   closeContext = opened.close;
   app = await buildApp(ctx, { logger: log.logger });
@@ -64,7 +74,11 @@ describe('POST /api/subscriptions', () => {
     issuedTokens.push(body.token ?? '');
     expect(body.id).toMatch(SUBSCRIPTION_ID);
     expect(body.token).toMatch(/^[A-Za-z0-9_-]{43}$/);
-    expect(body).toMatchObject({ source: `personal:${body.id}`, status: 'active', feedUrl: `${PUBLIC_URL}/feeds/personal/${body.token}.ics` });
+    expect(body).toMatchObject({
+      source: `personal:${body.id}`,
+      status: 'active',
+      feedUrl: `${PUBLIC_URL}/feeds/personal/${body.token}.ics`,
+    });
     expect(body.name).toMatch(/^Расписание: \S+ \S+ \(.+\)$/);
     expect(Object.keys(body).sort()).toEqual(['feedUrl', 'id', 'name', 'source', 'status', 'token']);
     expect(response.headers.location).toBe(`/api/subscriptions/${body.id}`);
@@ -74,7 +88,9 @@ describe('POST /api/subscriptions', () => {
     expect(await ctx.subscriptions.idByToken(body.token ?? '')).toBe(body.id);
     expect(await ctx.registry.isActive(`personal:${body.id}`)).toBe(true);
     const jobs = await ctx.queues.refresh.getJobs(['waiting', 'delayed', 'prioritized', 'active']);
-    expect(jobs.map((job) => job.data)).toContainEqual(expect.objectContaining({ source: `personal:${body.id}`, reason: 'subscription' }));
+    expect(jobs.map((job) => job.data)).toContainEqual(
+      expect.objectContaining({ source: `personal:${body.id}`, reason: 'subscription' }),
+    );
     expect(JSON.stringify(jobs.map((job) => job.data))).not.toContain(user(0).token);
   });
 
@@ -103,7 +119,11 @@ describe('POST /api/subscriptions', () => {
     ['a credential with a line break', { credential: 'abc\r\nX-Evil: 1' }, /printable ASCII/],
     ['an array', [1, 2], /^body must be JSON \{"credential"/],
   ])('answers 400 naming the field for %s', async (_name, payload, message) => {
-    const response = await app.inject({ method: 'POST', url: '/api/subscriptions', ...(payload === undefined ? {} : { payload }) });
+    const response = await app.inject({
+      method: 'POST',
+      url: '/api/subscriptions',
+      ...(payload === undefined ? {} : { payload }),
+    });
     expect(response.statusCode).toBe(400);
     expect(response.json<{ error: string }>().error).toMatch(message);
   });
@@ -112,7 +132,11 @@ describe('POST /api/subscriptions', () => {
     const keyless = await testContext({ UNIVERSITY_API_URL: simulator.url, SECRET_KEY: undefined });
     const keylessApp = await buildApp(keyless.context, { logger: keyless.context.logger });
     try {
-      const response = await keylessApp.inject({ method: 'POST', url: '/api/subscriptions', payload: { credential: user(0).token } });
+      const response = await keylessApp.inject({
+        method: 'POST',
+        url: '/api/subscriptions',
+        payload: { credential: user(0).token },
+      });
       expect(response.statusCode).toBe(503);
       expect(response.json()).toEqual({ error: 'personal subscriptions need SECRET_KEY' });
     } finally {
@@ -148,18 +172,39 @@ describe('GET, PATCH and DELETE /api/subscriptions/:id', () => {
   });
 
   it('joins the refresh state of the source', async () => {
-    await ctx.registry.recordFailure(`personal:${id}`, { now: Date.UTC(2025, 9, 2), kind: 'timeout', message: 'University API mySchedule: timed out' });
+    await ctx.registry.recordFailure(`personal:${id}`, {
+      now: Date.UTC(2025, 9, 2),
+      kind: 'timeout',
+      message: 'University API mySchedule: timed out',
+    });
     await ctx.registry.markStale(`personal:${id}`, Date.UTC(2025, 9, 2));
-    const body = (await app.inject({ method: 'GET', url: `/api/subscriptions/${id}`, headers: bearer(token) })).json<Record<string, unknown>>();
-    expect(body).toMatchObject({ lastError: 'University API mySchedule: timed out', staleSince: '2025-10-02T00:00:00.000Z', feedStatus: 'stale' });
+    const body = (await app.inject({ method: 'GET', url: `/api/subscriptions/${id}`, headers: bearer(token) })).json<
+      Record<string, unknown>
+    >();
+    expect(body).toMatchObject({
+      lastError: 'University API mySchedule: timed out',
+      staleSince: '2025-10-02T00:00:00.000Z',
+      feedStatus: 'stale',
+    });
   });
 
   it('answers 401 with a Bearer challenge to a missing or wrong token', async () => {
     const other = await subscribe(user(3).token);
     issuedTokens.push(other.body.token ?? '');
-    for (const headers of [{}, bearer('wrong-token'), bearer(other.body.token ?? ''), { authorization: `Basic ${Buffer.from(`x:${token}`).toString('base64')}` }, bearer(user(2).token)]) {
+    for (const headers of [
+      {},
+      bearer('wrong-token'),
+      bearer(other.body.token ?? ''),
+      { authorization: `Basic ${Buffer.from(`x:${token}`).toString('base64')}` },
+      bearer(user(2).token),
+    ]) {
       for (const method of ['GET', 'DELETE', 'PATCH'] as const) {
-        const response = await app.inject({ method, url: `/api/subscriptions/${id}`, headers, ...(method === 'PATCH' ? { payload: { credential: user(2).token } } : {}) });
+        const response = await app.inject({
+          method,
+          url: `/api/subscriptions/${id}`,
+          headers,
+          ...(method === 'PATCH' ? { payload: { credential: user(2).token } } : {}),
+        });
         expect(response.statusCode, `${method} ${JSON.stringify(headers).slice(0, 30)}`).toBe(401);
         expect(response.headers['www-authenticate']).toMatch(/^Bearer/);
       }
@@ -168,33 +213,70 @@ describe('GET, PATCH and DELETE /api/subscriptions/:id', () => {
   });
 
   it('answers 404 for an unknown id and 400 for a malformed one', async () => {
-    const unknown = await app.inject({ method: 'GET', url: '/api/subscriptions/AAAAAAAAAAAAAAAAAAAAAA', headers: bearer(TEST_ADMIN_TOKEN) });
+    const unknown = await app.inject({
+      method: 'GET',
+      url: '/api/subscriptions/AAAAAAAAAAAAAAAAAAAAAA',
+      headers: bearer(TEST_ADMIN_TOKEN),
+    });
     expect(unknown.statusCode).toBe(404);
-    const malformed = await app.inject({ method: 'GET', url: '/api/subscriptions/not-an-id', headers: bearer(TEST_ADMIN_TOKEN) });
+    const malformed = await app.inject({
+      method: 'GET',
+      url: '/api/subscriptions/not-an-id',
+      headers: bearer(TEST_ADMIN_TOKEN),
+    });
     expect(malformed.statusCode).toBe(400);
     expect(malformed.json()).toEqual({ error: 'malformed subscription id' });
   });
 
   it('PATCH replaces a rejected credential of the same user, and refuses another user', async () => {
-    await ctx.subscriptions.markNeedsCredential(id, 'University API mySchedule: credential rejected, HTTP 401', ctx.now());
+    await ctx.subscriptions.markNeedsCredential(
+      id,
+      'University API mySchedule: credential rejected, HTTP 401',
+      ctx.now(),
+    );
     await ctx.queues.refresh.drain(true);
     const rejected = await app.inject({ method: 'GET', url: `/api/subscriptions/${id}`, headers: bearer(token) });
-    expect(rejected.json()).toMatchObject({ status: 'needs-credential', statusReason: 'University API mySchedule: credential rejected, HTTP 401' });
+    expect(rejected.json()).toMatchObject({
+      status: 'needs-credential',
+      statusReason: 'University API mySchedule: credential rejected, HTTP 401',
+    });
 
-    const bad = await app.inject({ method: 'PATCH', url: `/api/subscriptions/${id}`, headers: bearer(token), payload: { credential: 'expired-token' } });
+    const bad = await app.inject({
+      method: 'PATCH',
+      url: `/api/subscriptions/${id}`,
+      headers: bearer(token),
+      payload: { credential: 'expired-token' },
+    });
     expect(bad.statusCode).toBe(401);
-    const stranger = await app.inject({ method: 'PATCH', url: `/api/subscriptions/${id}`, headers: bearer(token), payload: { credential: user(0).token } });
+    const stranger = await app.inject({
+      method: 'PATCH',
+      url: `/api/subscriptions/${id}`,
+      headers: bearer(token),
+      payload: { credential: user(0).token },
+    });
     expect(stranger.statusCode).toBe(409);
     expect((await ctx.subscriptions.get(id))?.status).toBe('needs-credential');
-    const empty = await app.inject({ method: 'PATCH', url: `/api/subscriptions/${id}`, headers: bearer(token), payload: {} });
+    const empty = await app.inject({
+      method: 'PATCH',
+      url: `/api/subscriptions/${id}`,
+      headers: bearer(token),
+      payload: {},
+    });
     expect(empty.statusCode).toBe(400);
 
-    const replaced = await app.inject({ method: 'PATCH', url: `/api/subscriptions/${id}`, headers: bearer(token), payload: { credential: user(2).token } });
+    const replaced = await app.inject({
+      method: 'PATCH',
+      url: `/api/subscriptions/${id}`,
+      headers: bearer(token),
+      payload: { credential: user(2).token },
+    });
     expect(replaced.statusCode).toBe(200);
     expect(replaced.json()).toMatchObject({ id, status: 'active' });
     expect(replaced.json<Record<string, unknown>>().statusReason).toBeUndefined();
     const jobs = await ctx.queues.refresh.getJobs(['waiting', 'delayed', 'prioritized']);
-    expect(jobs.map((job) => job.data)).toContainEqual(expect.objectContaining({ source: `personal:${id}`, reason: 'subscription' }));
+    expect(jobs.map((job) => job.data)).toContainEqual(
+      expect.objectContaining({ source: `personal:${id}`, reason: 'subscription' }),
+    );
   });
 
   it('DELETE by the feed token removes the subscription, its token and its source', async () => {
@@ -205,7 +287,11 @@ describe('GET, PATCH and DELETE /api/subscriptions/:id', () => {
     expect(await ctx.subscriptions.idByToken(token)).toBeUndefined();
     expect(await ctx.registry.get(`personal:${id}`)).toBeUndefined();
     expect(await ctx.registry.isActive(`personal:${id}`)).toBe(false);
-    const again = await app.inject({ method: 'GET', url: `/api/subscriptions/${id}`, headers: bearer(TEST_ADMIN_TOKEN) });
+    const again = await app.inject({
+      method: 'GET',
+      url: `/api/subscriptions/${id}`,
+      headers: bearer(TEST_ADMIN_TOKEN),
+    });
     expect(again.statusCode).toBe(404);
   });
 
@@ -213,9 +299,21 @@ describe('GET, PATCH and DELETE /api/subscriptions/:id', () => {
     const { body } = await subscribe(user(2).token);
     issuedTokens.push(body.token ?? '');
     const source = `personal:${body.id}` as const;
-    const { id: target } = await ctx.google.targets.create({ source, refreshToken: 'never-used', calendarId: 'c@group.calendar.google.com', calendarOwned: true, calendarName: 'Mine', budgetKey: 'token:0', now: Date.now() });
+    const { id: target } = await ctx.google.targets.create({
+      source,
+      refreshToken: 'never-used',
+      calendarId: 'c@group.calendar.google.com',
+      calendarOwned: true,
+      calendarName: 'Mine',
+      budgetKey: 'token:0',
+      now: Date.now(),
+    });
     expect(await ctx.redis.smembers(ctx.keys.sourceTargets(source))).toEqual([target]);
-    const response = await app.inject({ method: 'DELETE', url: `/api/subscriptions/${body.id}`, headers: bearer(body.token ?? '') });
+    const response = await app.inject({
+      method: 'DELETE',
+      url: `/api/subscriptions/${body.id}`,
+      headers: bearer(body.token ?? ''),
+    });
     expect(response.statusCode).toBe(204);
     expect(await ctx.google.targets.get(target)).toBeUndefined();
     expect(await ctx.redis.scard(ctx.keys.sourceTargets(source))).toBe(0);
@@ -224,7 +322,11 @@ describe('GET, PATCH and DELETE /api/subscriptions/:id', () => {
   it('DELETE by the admin works too', async () => {
     const { body } = await subscribe(user(1).token);
     issuedTokens.push(body.token ?? '');
-    const response = await app.inject({ method: 'DELETE', url: `/api/subscriptions/${body.id}`, headers: bearer(TEST_ADMIN_TOKEN) });
+    const response = await app.inject({
+      method: 'DELETE',
+      url: `/api/subscriptions/${body.id}`,
+      headers: bearer(TEST_ADMIN_TOKEN),
+    });
     expect(response.statusCode).toBe(204);
     expect(await ctx.subscriptions.get(body.id ?? '')).toBeUndefined();
   });

@@ -41,10 +41,23 @@ afterAll(async () => {
 
 describe('SubscriptionStore', () => {
   it('creates a subscription with a 128-bit id and a 256-bit token, readable back', async () => {
-    const { subscription, token } = await store.create({ credential: CREDENTIAL, name: 'Расписание: Иванова Мария', upstreamUserId: 17, now: NOW });
+    const { subscription, token } = await store.create({
+      credential: CREDENTIAL,
+      name: 'Расписание: Иванова Мария',
+      upstreamUserId: 17,
+      now: NOW,
+    });
     expect(subscription.id).toMatch(SUBSCRIPTION_ID);
     expect(token).toMatch(/^[A-Za-z0-9_-]{43}$/);
-    expect(subscription).toEqual({ id: subscription.id, source: `personal:${subscription.id}`, name: 'Расписание: Иванова Мария', upstreamUserId: 17, status: 'active', createdAt: NOW, updatedAt: NOW });
+    expect(subscription).toEqual({
+      id: subscription.id,
+      source: `personal:${subscription.id}`,
+      name: 'Расписание: Иванова Мария',
+      upstreamUserId: 17,
+      status: 'active',
+      createdAt: NOW,
+      updatedAt: NOW,
+    });
     expect(await store.get(subscription.id)).toEqual(subscription);
     expect(await store.idByToken(token)).toBe(subscription.id);
     expect(await store.verifyToken(subscription.id, token)).toBe(true);
@@ -53,7 +66,12 @@ describe('SubscriptionStore', () => {
   });
 
   it('keeps neither the credential nor the token in plain text, only the token hash', async () => {
-    const { subscription, token } = await store.create({ credential: CREDENTIAL, name: 'n', upstreamUserId: 18, now: NOW });
+    const { subscription, token } = await store.create({
+      credential: CREDENTIAL,
+      name: 'n',
+      upstreamUserId: 18,
+      now: NOW,
+    });
     const dump = await dumpPrefix();
     expect(dump).toContain(subscription.id);
     expect(dump).not.toContain(CREDENTIAL);
@@ -74,8 +92,16 @@ describe('SubscriptionStore', () => {
 
   it('marks a rejected credential and replaces it', async () => {
     const { subscription } = await store.create({ credential: CREDENTIAL, name: 'n', upstreamUserId: 19, now: NOW });
-    await store.markNeedsCredential(subscription.id, 'University API mySchedule: credential rejected, HTTP 401', NOW + 1000);
-    expect(await store.get(subscription.id)).toMatchObject({ status: 'needs-credential', statusReason: 'University API mySchedule: credential rejected, HTTP 401', updatedAt: NOW + 1000 });
+    await store.markNeedsCredential(
+      subscription.id,
+      'University API mySchedule: credential rejected, HTTP 401',
+      NOW + 1000,
+    );
+    expect(await store.get(subscription.id)).toMatchObject({
+      status: 'needs-credential',
+      statusReason: 'University API mySchedule: credential rejected, HTTP 401',
+      updatedAt: NOW + 1000,
+    });
     await store.replaceCredential(subscription.id, 'new-credential-77', NOW + 2000);
     const replaced = await store.get(subscription.id);
     expect(replaced).toMatchObject({ status: 'active', updatedAt: NOW + 2000, createdAt: NOW });
@@ -108,7 +134,10 @@ describe('SubscriptionStore', () => {
     expect(await store.get(subscription.id)).toMatchObject({ status: 'active', updatedAt: NOW + 1000 });
     const current = await store.credentialFor(subscription.id);
     expect(await store.markNeedsCredential(subscription.id, 'rejected too', NOW + 3000, current?.version)).toBe(true);
-    expect(await store.get(subscription.id)).toMatchObject({ status: 'needs-credential', statusReason: 'rejected too' });
+    expect(await store.get(subscription.id)).toMatchObject({
+      status: 'needs-credential',
+      statusReason: 'rejected too',
+    });
     // Without a version, the mark is unconditional (as before).
     await store.replaceCredential(subscription.id, 'another', NOW + 4000);
     expect(await store.markNeedsCredential(subscription.id, 'unconditional', NOW + 5000)).toBe(true);
@@ -136,7 +165,12 @@ describe('SubscriptionStore', () => {
   });
 
   it('deletes the subscription and its token index, and later updates do not bring it back', async () => {
-    const { subscription, token } = await store.create({ credential: CREDENTIAL, name: 'n', upstreamUserId: 20, now: NOW });
+    const { subscription, token } = await store.create({
+      credential: CREDENTIAL,
+      name: 'n',
+      upstreamUserId: 20,
+      now: NOW,
+    });
     expect(await store.delete(subscription.id)).toBe(true);
     expect(await store.delete(subscription.id)).toBe(false);
     expect(await store.get(subscription.id)).toBeUndefined();
@@ -158,6 +192,8 @@ describe('SubscriptionStore', () => {
   it('refuses to store a credential without SECRET_KEY', async () => {
     const keyless = new SubscriptionStore(redis, keys, undefined);
     expect(keyless.canStoreCredentials).toBe(false);
-    await expect(keyless.create({ credential: CREDENTIAL, name: 'n', upstreamUserId: 1, now: NOW })).rejects.toThrow(SecretKeyMissingError);
+    await expect(keyless.create({ credential: CREDENTIAL, name: 'n', upstreamUserId: 1, now: NOW })).rejects.toThrow(
+      SecretKeyMissingError,
+    );
   });
 });

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -18,7 +18,10 @@ export interface CliResult {
 }
 
 /** Runs `timetable-sync ARGS` to completion on this Node, with only the given environment (plus PATH). */
-export function runCli(args: readonly string[], options: { env?: Record<string, string>; cwd?: string; timeoutMs?: number } = {}): Promise<CliResult> {
+export function runCli(
+  args: readonly string[],
+  options: { env?: Record<string, string>; cwd?: string; timeoutMs?: number } = {},
+): Promise<CliResult> {
   const child = startCli(args, options);
   return new Promise((done, fail) => {
     let stdout = '';
@@ -35,7 +38,10 @@ export function runCli(args: readonly string[], options: { env?: Record<string, 
 }
 
 /** Starts `timetable-sync ARGS` and returns the running child (stdout and stderr piped). */
-export function startCli(args: readonly string[], options: { env?: Record<string, string>; cwd?: string } = {}): ChildProcess {
+export function startCli(
+  args: readonly string[],
+  options: { env?: Record<string, string>; cwd?: string } = {},
+): ChildProcess {
   return spawn(process.execPath, [CLI, ...args], {
     cwd: options.cwd ?? EMPTY_FOLDER,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...options.env },
@@ -48,7 +54,10 @@ export function waitForOutput(child: ChildProcess, pattern: RegExp, timeoutMs = 
   return new Promise((done, fail) => {
     let seen = '';
     let errors = '';
-    const timer = setTimeout(() => fail(new Error(`timed out waiting for ${pattern}; stdout: ${seen}; stderr: ${errors}`)), timeoutMs);
+    const timer = setTimeout(
+      () => fail(new Error(`timed out waiting for ${pattern}; stdout: ${seen}; stderr: ${errors}`)),
+      timeoutMs,
+    );
     child.stderr?.on('data', (chunk: Buffer) => (errors += chunk.toString()));
     child.stdout?.on('data', (chunk: Buffer) => {
       seen += chunk.toString();

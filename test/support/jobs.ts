@@ -11,7 +11,11 @@ export interface JobReader<T extends Job> {
  * Waits until job `id` completed or failed for good, and reads it only then: a job read first and found
  * finished by a later state check would still hold what it held while active (no return value yet).
  */
-export async function jobEnded<T extends Job>(queue: JobReader<T>, id: string, timeoutMs = 20_000): Promise<{ job: T; state: 'completed' | 'failed' }> {
+export async function jobEnded<T extends Job>(
+  queue: JobReader<T>,
+  id: string,
+  timeoutMs = 20_000,
+): Promise<{ job: T; state: 'completed' | 'failed' }> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const state = await queue.getJobState(id);

@@ -23,6 +23,10 @@ export async function eventually<T>(read: () => Promise<T | undefined>, what: st
 }
 
 /** Waits until `check` holds; throws naming `what` after `timeoutMs`. */
-export async function waitUntil(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 15_000): Promise<void> {
+export async function waitUntil(
+  check: () => boolean | Promise<boolean>,
+  what: string,
+  timeoutMs = 15_000,
+): Promise<void> {
   await eventually(async () => ((await check()) ? true : undefined), what, timeoutMs);
 }

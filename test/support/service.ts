@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { inject } from 'vitest';
-import { loadConfig, type Config } from '../../src/config.ts';
+import { type Config, loadConfig } from '../../src/config.ts';
 import type { CalendarTargetFactory } from '../../src/google/calendar-target.ts';
-import { silentLogger, type Logger } from '../../src/logger.ts';
+import { type Logger, silentLogger } from '../../src/logger.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { openServiceContext } from '../../src/runtime/service-context.ts';
 
@@ -32,10 +32,16 @@ export function testConfig(env: Record<string, string | undefined> = {}): Config
 }
 
 /** A service context on the run's Redis under a unique prefix; `close` also deletes every key it made. */
-export async function testContext(env: Record<string, string | undefined> = {}, options: { logger?: Logger; now?: () => number; googleFactory?: CalendarTargetFactory } = {}): Promise<{ context: ServiceContext; close: () => Promise<void> }> {
+export async function testContext(
+  env: Record<string, string | undefined> = {},
+  options: { logger?: Logger; now?: () => number; googleFactory?: CalendarTargetFactory } = {},
+): Promise<{ context: ServiceContext; close: () => Promise<void> }> {
   const config = testConfig(env);
   const opened = openServiceContext({
-    config, logger: options.logger ?? silentLogger(), redisUrl: config.redisUrl as string, role: 'test',
+    config,
+    logger: options.logger ?? silentLogger(),
+    redisUrl: config.redisUrl as string,
+    role: 'test',
     ...(options.now ? { now: options.now } : {}),
     ...(options.googleFactory ? { googleFactory: options.googleFactory } : {}),
   });

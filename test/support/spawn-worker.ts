@@ -1,5 +1,5 @@
 /** Starts `worker-process.ts` as a child process and waits until it takes jobs (multi-process tests). */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import { inject } from 'vitest';
 import { TEST_ADMIN_TOKEN, TEST_SECRET_KEY } from './service.ts';
@@ -16,9 +16,19 @@ export interface WorkerProcess {
  * Spawns a worker on the run's Redis with the test secrets and `env` on top (prefix, upstream, Google…);
  * `started` receives the child at once, so that the caller can kill it even if it never becomes ready.
  */
-export function startWorkerProcess(env: Record<string, string>, started: (child: ChildProcess) => void): Promise<WorkerProcess> {
+export function startWorkerProcess(
+  env: Record<string, string>,
+  started: (child: ChildProcess) => void,
+): Promise<WorkerProcess> {
   const child = spawn(process.execPath, [WORKER_SCRIPT], {
-    env: { PATH: process.env.PATH ?? '', REDIS_URL: inject('redisUrl'), ADMIN_TOKEN: TEST_ADMIN_TOKEN, SECRET_KEY: TEST_SECRET_KEY, LOG_LEVEL: 'warn', ...env },
+    env: {
+      PATH: process.env.PATH ?? '',
+      REDIS_URL: inject('redisUrl'),
+      ADMIN_TOKEN: TEST_ADMIN_TOKEN,
+      SECRET_KEY: TEST_SECRET_KEY,
+      LOG_LEVEL: 'warn',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   started(child);

@@ -4,14 +4,18 @@
  * from the environment; prints `ready <worker id>` when it takes jobs, and shuts down cleanly on SIGTERM.
  */
 import { loadConfig } from '../../src/config.ts';
-import { createLogger } from '../../src/logger.ts';
 import { startWorkers } from '../../src/jobs/workers.ts';
+import { createLogger } from '../../src/logger.ts';
 import { openServiceContext } from '../../src/runtime/service-context.ts';
 
 const config = loadConfig(process.env, ['UNIVERSITY_API_URL', 'REDIS_URL']);
 const logger = createLogger({ level: config.logLevel, pretty: false, destination: process.stderr });
 const opened = openServiceContext({ config, logger, redisUrl: config.redisUrl as string, role: 'worker' });
-const workers = await startWorkers(opened.context, config.redisUrl as string, { lockDurationMs: 2_000, stalledIntervalMs: 500, heartbeatMs: 500 });
+const workers = await startWorkers(opened.context, config.redisUrl as string, {
+  lockDurationMs: 2_000,
+  stalledIntervalMs: 500,
+  heartbeatMs: 500,
+});
 process.stdout.write(`ready ${workers.id}\n`);
 process.once('SIGTERM', () => {
   void (async () => {

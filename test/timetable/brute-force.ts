@@ -62,7 +62,12 @@ export interface RuleEntry {
 }
 
 /** Every date d with start ≤ d ≤ finish, weekday(d) = day_week, parity matching, not a holiday. */
-export function bruteForceDates(entry: RuleEntry, anchors: readonly string[], holidays: ReadonlySet<string>, window: { from?: string; to?: string } = {}): string[] {
+export function bruteForceDates(
+  entry: RuleEntry,
+  anchors: readonly string[],
+  holidays: ReadonlySet<string>,
+  window: { from?: string; to?: string } = {},
+): string[] {
   const dates: string[] = [];
   for (let day = utcMidnight(entry.startDate); day <= utcMidnight(entry.finishDate); day += DAY) {
     const iso = isoOf(day);

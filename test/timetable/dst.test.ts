@@ -9,7 +9,13 @@ import { entry } from './fixtures.ts';
 const utc = (text: string) => Date.parse(text);
 
 /** Sunday classes (weekday 7) over a span, at a wall-clock time, in a zone. */
-function sundays(timezone: string, startDate: string, finishDate: string, beginTime = '10:10', endTime = '11:40'): Occurrence[] {
+function sundays(
+  timezone: string,
+  startDate: string,
+  finishDate: string,
+  beginTime = '10:10',
+  endTime = '11:40',
+): Occurrence[] {
   return expand([entry({ weekday: 7, startDate, finishDate, beginTime, endTime })], { timezone }).occurrences;
 }
 
@@ -25,12 +31,18 @@ function readBack(occurrences: readonly Occurrence[], timezone: string): [string
   return calendar.getAllSubcomponents('vevent').map((component) => {
     const event = new ICAL.Event(component);
     expect(event.startDate.zone?.tzid).toBe(timezone);
-    return [event.uid, new Date(event.startDate.toUnixTime() * 1000).toISOString(), new Date(event.endDate.toUnixTime() * 1000).toISOString()];
+    return [
+      event.uid,
+      new Date(event.startDate.toUnixTime() * 1000).toISOString(),
+      new Date(event.endDate.toUnixTime() * 1000).toISOString(),
+    ];
   });
 }
 
 function expectReadBackAgrees(occurrences: readonly Occurrence[], timezone: string): void {
-  expect(readBack(occurrences, timezone)).toEqual(occurrences.map((o) => [o.uid, new Date(o.startUtc).toISOString(), new Date(o.endUtc).toISOString()]));
+  expect(readBack(occurrences, timezone)).toEqual(
+    occurrences.map((o) => [o.uid, new Date(o.startUtc).toISOString(), new Date(o.endUtc).toISOString()]),
+  );
 }
 
 describe('DST: a 10:10 class keeps its wall-clock time while the UTC instant shifts', () => {
@@ -69,7 +81,9 @@ describe('DST: a 10:10 class keeps its wall-clock time while the UTC instant shi
   });
 
   it('Europe/Moscow has no DST: 10:10 is 07:10 UTC all year', () => {
-    const occurrences = expand([entry({ weekday: 7, startDate: '2025-01-05', finishDate: '2025-12-28' })], { timezone: 'Europe/Moscow' }).occurrences;
+    const occurrences = expand([entry({ weekday: 7, startDate: '2025-01-05', finishDate: '2025-12-28' })], {
+      timezone: 'Europe/Moscow',
+    }).occurrences;
     expect(occurrences).toHaveLength(52);
     for (const o of occurrences) expect(new Date(o.startUtc).toISOString()).toBe(`${o.date}T07:10:00.000Z`);
     expectReadBackAgrees(occurrences.slice(10, 14), 'Europe/Moscow');
@@ -80,7 +94,12 @@ describe('DST: a 10:10 class keeps its wall-clock time while the UTC instant shi
 describe('DST: local times that do not exist, or exist twice', () => {
   it('02:30 on a spring-forward Sunday does not exist: it moves forward by the gap (03:30 summer time)', () => {
     const [berlin] = sundays('Europe/Berlin', '2025-03-30', '2025-03-30', '02:30', '04:00');
-    expect(berlin).toMatchObject({ beginTime: '02:30', endTime: '04:00', startUtc: utc('2025-03-30T01:30:00Z'), endUtc: utc('2025-03-30T02:00:00Z') });
+    expect(berlin).toMatchObject({
+      beginTime: '02:30',
+      endTime: '04:00',
+      startUtc: utc('2025-03-30T01:30:00Z'),
+      endUtc: utc('2025-03-30T02:00:00Z'),
+    });
     const [newYork] = sundays('America/New_York', '2025-03-09', '2025-03-09', '02:30', '04:00');
     expect(newYork).toMatchObject({ startUtc: utc('2025-03-09T07:30:00Z'), endUtc: utc('2025-03-09T08:00:00Z') });
     const times = new ZonedTimes('Europe/Berlin');
@@ -105,10 +124,18 @@ describe('DST: local times that do not exist, or exist twice', () => {
 describe('a class starting inside a DST gap', () => {
   it('keeps its length from the moved start instead of ending before it begins', () => {
     // 2025-03-30 02:30 does not exist in Berlin; the class moves to 03:30 and still lasts 45 minutes.
-    const [gap] = expand([entry({ weekday: 7, startDate: '2025-03-30', finishDate: '2025-03-30', beginTime: '02:30', endTime: '03:15' })], { timezone: 'Europe/Berlin' }).occurrences;
+    const [gap] = expand(
+      [entry({ weekday: 7, startDate: '2025-03-30', finishDate: '2025-03-30', beginTime: '02:30', endTime: '03:15' })],
+      { timezone: 'Europe/Berlin' },
+    ).occurrences;
     expect(gap?.startUtc).toBe(Date.UTC(2025, 2, 30, 1, 30));
     expect((gap?.endUtc ?? 0) - (gap?.startUtc ?? 0)).toBe(45 * 60_000);
-    const ics = renderIcs(gap ? [gap] : [], { name: 'gap', timezone: 'Europe/Berlin', refreshIntervalMs: 3_600_000, stamp: 0 });
+    const ics = renderIcs(gap ? [gap] : [], {
+      name: 'gap',
+      timezone: 'Europe/Berlin',
+      refreshIntervalMs: 3_600_000,
+      stamp: 0,
+    });
     expect(ics).toContain('DTSTART;TZID=Europe/Berlin:20250330T033000');
     expect(ics).toContain('DTEND;TZID=Europe/Berlin:20250330T041500');
   });

@@ -79,7 +79,11 @@ describe('week parity: explicit anchors', () => {
     const span = { weekType: 1 as const, startDate: '2026-02-02', finishDate: '2026-02-28' };
     // Monday 2 Feb is week 23 (odd); Monday 9 Feb week 24 (even) although Wednesday 11 Feb is week 1.
     expect(datesOf(entry({ ...span, weekday: 1 }), { anchors: midWeek })).toEqual(['2026-02-02', '2026-02-23']);
-    expect(datesOf(entry({ ...span, weekday: 3 }), { anchors: midWeek })).toEqual(['2026-02-04', '2026-02-11', '2026-02-25']);
+    expect(datesOf(entry({ ...span, weekday: 3 }), { anchors: midWeek })).toEqual([
+      '2026-02-04',
+      '2026-02-11',
+      '2026-02-25',
+    ]);
   });
 
   it('before the earliest explicit anchor counts backwards from it (not in DESIGN.md: documents our choice)', () => {
@@ -99,7 +103,11 @@ describe('expand: the occurrence rule', () => {
   it('drops holidays', () => {
     const tuesdays = entry({ weekday: 2, startDate: '2025-10-28', finishDate: '2025-11-25' });
     expect(datesOf(tuesdays)).toEqual(['2025-10-28', '2025-11-04', '2025-11-11', '2025-11-18', '2025-11-25']);
-    expect(datesOf(tuesdays, { holidays: ['2025-11-04', '2025-11-05', '2025-11-25'] })).toEqual(['2025-10-28', '2025-11-11', '2025-11-18']);
+    expect(datesOf(tuesdays, { holidays: ['2025-11-04', '2025-11-05', '2025-11-25'] })).toEqual([
+      '2025-10-28',
+      '2025-11-11',
+      '2025-11-18',
+    ]);
   });
 
   it('weekday 7 is Sunday; start and finish dates are inclusive', () => {
@@ -124,7 +132,12 @@ describe('expand: the occurrence rule', () => {
 
   it('limits occurrences to the from/to window (inclusive)', () => {
     const mondays = entry({ startDate: '2025-09-01', finishDate: '2025-12-29' });
-    expect(datesOf(mondays, { from: '2025-10-06', to: '2025-10-27' })).toEqual(['2025-10-06', '2025-10-13', '2025-10-20', '2025-10-27']);
+    expect(datesOf(mondays, { from: '2025-10-06', to: '2025-10-27' })).toEqual([
+      '2025-10-06',
+      '2025-10-13',
+      '2025-10-20',
+      '2025-10-27',
+    ]);
     expect(datesOf(mondays, { from: '2025-10-07', to: '2025-10-19' })).toEqual(['2025-10-13']);
     expect(datesOf(mondays, { to: '2025-09-07' })).toEqual(['2025-09-01']);
     expect(datesOf(mondays, { from: '2025-12-29' })).toEqual(['2025-12-29']);
@@ -133,8 +146,18 @@ describe('expand: the occurrence rule', () => {
 
   it('occurrenceDates agrees with expand', () => {
     const odd = entry({ weekType: 1, weekday: 4, startDate: '2025-09-01', finishDate: '2025-10-31' });
-    expect(occurrenceDates(odd, weekParity(), new Set(['2025-09-18']))).toEqual(['2025-09-04', '2025-10-02', '2025-10-16', '2025-10-30']);
-    expect(datesOf(odd, { holidays: ['2025-09-18'] })).toEqual(['2025-09-04', '2025-10-02', '2025-10-16', '2025-10-30']);
+    expect(occurrenceDates(odd, weekParity(), new Set(['2025-09-18']))).toEqual([
+      '2025-09-04',
+      '2025-10-02',
+      '2025-10-16',
+      '2025-10-30',
+    ]);
+    expect(datesOf(odd, { holidays: ['2025-09-18'] })).toEqual([
+      '2025-09-04',
+      '2025-10-02',
+      '2025-10-16',
+      '2025-10-30',
+    ]);
   });
 });
 
@@ -142,7 +165,16 @@ describe('expand: identity and duplicates', () => {
   it('uids are the entry id and the date', () => {
     expect(occurrenceUid(101, '2025-09-01')).toBe('101-20250901@timetable-sync');
     const [first] = expand([entry()], MOSCOW).occurrences;
-    expect(first).toMatchObject({ uid: '101-20250901@timetable-sync', entryId: 101, date: '2025-09-01', beginTime: '10:10', endTime: '11:40', timezone: 'Europe/Moscow', status: 'CONFIRMED', sequence: 0 });
+    expect(first).toMatchObject({
+      uid: '101-20250901@timetable-sync',
+      entryId: 101,
+      date: '2025-09-01',
+      beginTime: '10:10',
+      endTime: '11:40',
+      timezone: 'Europe/Moscow',
+      status: 'CONFIRMED',
+      sequence: 0,
+    });
   });
 
   it('the same id twice is used once', () => {
@@ -157,7 +189,9 @@ describe('expand: identity and duplicates', () => {
     const wednesday = entry({ id: 9, weekday: 3, finishDate: '2025-09-10' });
     const { occurrences, problems } = expand([monday, wednesday], MOSCOW);
     expect(occurrences.map((o) => o.date)).toEqual(['2025-09-01', '2025-09-08']);
-    expect(problems).toEqual([expect.objectContaining({ entryId: 9, field: 'id', reason: expect.stringContaining('different content') })]);
+    expect(problems).toEqual([
+      expect.objectContaining({ entryId: 9, field: 'id', reason: expect.stringContaining('different content') }),
+    ]);
   });
 
   it('two ids with identical content collapse into the lowest id, whatever the input order', () => {
@@ -170,8 +204,16 @@ describe('expand: identity and duplicates', () => {
     const autumn = entry({ id: 5, finishDate: '2025-09-15' });
     const later = entry({ id: 4, startDate: '2025-09-08', finishDate: '2025-09-22' });
     const otherRoom = entry({ id: 3, room: '306', finishDate: '2025-09-01' });
-    const uids = expand([autumn, later, otherRoom], MOSCOW).occurrences.map((o) => o.uid).sort();
-    expect(uids).toEqual(['3-20250901@timetable-sync', '4-20250908@timetable-sync', '4-20250915@timetable-sync', '4-20250922@timetable-sync', '5-20250901@timetable-sync']);
+    const uids = expand([autumn, later, otherRoom], MOSCOW)
+      .occurrences.map((o) => o.uid)
+      .sort();
+    expect(uids).toEqual([
+      '3-20250901@timetable-sync',
+      '4-20250908@timetable-sync',
+      '4-20250915@timetable-sync',
+      '4-20250922@timetable-sync',
+      '5-20250901@timetable-sync',
+    ]);
   });
 });
 
@@ -198,16 +240,28 @@ describe('expand: SEQUENCE', () => {
       { kind: 'практика' },
     ];
     for (const change of changes) {
-      expect(expand([{ ...base, ...change }], { ...MOSCOW, previous }).occurrences.map((o) => o.sequence), JSON.stringify(change)).toEqual([4, 4, 4]);
+      expect(
+        expand([{ ...base, ...change }], { ...MOSCOW, previous }).occurrences.map((o) => o.sequence),
+        JSON.stringify(change),
+      ).toEqual([4, 4, 4]);
     }
     const longer = expand([{ ...base, finishDate: '2025-09-22' }], { ...MOSCOW, previous }).occurrences;
-    expect(longer.map((o) => [o.date, o.sequence])).toEqual([['2025-09-01', 3], ['2025-09-08', 3], ['2025-09-15', 3], ['2025-09-22', 0]]);
+    expect(longer.map((o) => [o.date, o.sequence])).toEqual([
+      ['2025-09-01', 3],
+      ['2025-09-08', 3],
+      ['2025-09-15', 3],
+      ['2025-09-22', 0],
+    ]);
   });
 
   it('raises the sequence when only the categories change (kind in another case, kind not in the title)', () => {
     const subscriber = { titleTemplate: '{subject}' };
     const first = expand([base], { ...MOSCOW, subscriber }).occurrences;
-    const again = expand([{ ...base, kind: 'Лекция' }], { ...MOSCOW, subscriber, previous: previousOf(first) }).occurrences;
+    const again = expand([{ ...base, kind: 'Лекция' }], {
+      ...MOSCOW,
+      subscriber,
+      previous: previousOf(first),
+    }).occurrences;
     expect(again[0]?.categories).toEqual(['Лекция']);
     expect(again.map((o) => o.sequence)).toEqual([1, 1, 1]);
   });
@@ -222,6 +276,8 @@ describe('expand: SEQUENCE', () => {
     const [a, b] = expand([base], MOSCOW).occurrences;
     expect(a?.hash).toBe(b?.hash);
     expect(a?.hash).toMatch(/^[0-9a-f]{16}$/);
-    expect(expand([base, entry({ id: 9, subjectName: 'Физика' })], MOSCOW).occurrences.filter((o) => o.entryId === 101)).toEqual(expand([base], MOSCOW).occurrences);
+    expect(
+      expand([base, entry({ id: 9, subjectName: 'Физика' })], MOSCOW).occurrences.filter((o) => o.entryId === 101),
+    ).toEqual(expand([base], MOSCOW).occurrences);
   });
 });

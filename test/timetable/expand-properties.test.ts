@@ -11,7 +11,8 @@ const LAST = Date.UTC(2027, 11, 31);
 const RUNS = 400;
 
 const iso = (millis: number) => new Date(millis).toISOString().slice(0, 10);
-const isoDay = (from: number, to: number) => fc.integer({ min: from / DAY, max: to / DAY }).map((day) => iso(day * DAY));
+const isoDay = (from: number, to: number) =>
+  fc.integer({ min: from / DAY, max: to / DAY }).map((day) => iso(day * DAY));
 
 /** The rule part of an entry: start in 2023–2027, span up to 400 days, any weekday and week type. */
 const ruleArb = fc.record({
@@ -27,7 +28,11 @@ const ruleArb = fc.record({
  */
 const anchorsArb = fc.oneof(
   fc.constant<string[]>([]),
-  fc.tuple(isoDay(Date.UTC(2022, 0, 1), Date.UTC(2022, 11, 31)), fc.array(isoDay(FIRST, LAST + 400 * DAY), { maxLength: 6 }))
+  fc
+    .tuple(
+      isoDay(Date.UTC(2022, 0, 1), Date.UTC(2022, 11, 31)),
+      fc.array(isoDay(FIRST, LAST + 400 * DAY), { maxLength: 6 }),
+    )
     .map(([first, rest]) => [...rest, first]),
 );
 
@@ -86,7 +91,11 @@ describe('expand: properties against a brute-force reading of DESIGN.md', () => 
       fc.property(ruleArb, fc.integer({ min: 0, max: 22 }), fc.integer({ min: 0, max: 59 }), (rule, hour, minute) => {
         const hh = String(hour).padStart(2, '0');
         const mm = String(minute).padStart(2, '0');
-        const one = { ...toEntry(rule), beginTime: `${hh}:${mm}`, endTime: `${String(hour + 1).padStart(2, '0')}:${mm}` };
+        const one = {
+          ...toEntry(rule),
+          beginTime: `${hh}:${mm}`,
+          endTime: `${String(hour + 1).padStart(2, '0')}:${mm}`,
+        };
         for (const o of expand([one], { timezone: 'UTC' }).occurrences) {
           expect(o.startUtc).toBe(utcMidnight(o.date) + (hour * 60 + minute) * 60_000);
           expect(o.endUtc - o.startUtc).toBe(3_600_000);
@@ -99,35 +108,50 @@ describe('expand: properties against a brute-force reading of DESIGN.md', () => 
 
   it('honours a from/to window exactly like the brute force', () => {
     fc.assert(
-      fc.property(ruleArb, anchorsArb, isoDay(FIRST, LAST), fc.integer({ min: -10, max: 200 }), (rule, anchors, from, length) => {
-        const one = toEntry(rule);
-        const to = iso(utcMidnight(from) + length * DAY);
-        const dates = expand([one], { timezone: 'UTC', anchors, from, to }).occurrences.map((o) => o.date);
-        expect(dates).toEqual(bruteForceDates(one, anchors, new Set(), { from, to }));
-      }),
+      fc.property(
+        ruleArb,
+        anchorsArb,
+        isoDay(FIRST, LAST),
+        fc.integer({ min: -10, max: 200 }),
+        (rule, anchors, from, length) => {
+          const one = toEntry(rule);
+          const to = iso(utcMidnight(from) + length * DAY);
+          const dates = expand([one], { timezone: 'UTC', anchors, from, to }).occurrences.map((o) => o.date);
+          expect(dates).toEqual(bruteForceDates(one, anchors, new Set(), { from, to }));
+        },
+      ),
       { numRuns: 200 },
     );
   });
 
   it('gives unique, stable uids over several entries; expanding twice gives identical output', () => {
     fc.assert(
-      fc.property(fc.array(ruleArb, { minLength: 1, maxLength: 5 }), anchorsArb, holidayArb, (rules, anchors, picks) => {
-        // Distinct subjects: no two entries collapse, so each keeps its own dates.
-        const entries = rules.map((rule, index) => toEntry(rule, 10 + index, `Предмет ${index}`));
-        const holidays = holidaySet(entries[0]?.startDate ?? '2025-01-01', picks);
-        const first = expand(entries, { timezone: 'Europe/Moscow', anchors, holidays });
-        const second = expand(structuredClone(entries).reverse(), { timezone: 'Europe/Moscow', anchors, holidays: [...holidays] });
-        expect(second).toEqual(first);
-        const uids = first.occurrences.map((o) => o.uid);
-        expect(new Set(uids).size).toBe(uids.length);
-        for (const one of entries) {
-          const mine = first.occurrences.filter((o) => o.entryId === one.id);
-          expect(mine.map((o) => o.date)).toEqual(bruteForceDates(one, anchors, holidays));
-          for (const o of mine) expect(o.uid).toBe(`${one.id}-${o.date.replaceAll('-', '')}@timetable-sync`);
-        }
-        const sorted = [...first.occurrences].sort((a, b) => a.startUtc - b.startUtc || (a.uid < b.uid ? -1 : 1));
-        expect(first.occurrences).toEqual(sorted);
-      }),
+      fc.property(
+        fc.array(ruleArb, { minLength: 1, maxLength: 5 }),
+        anchorsArb,
+        holidayArb,
+        (rules, anchors, picks) => {
+          // Distinct subjects: no two entries collapse, so each keeps its own dates.
+          const entries = rules.map((rule, index) => toEntry(rule, 10 + index, `Предмет ${index}`));
+          const holidays = holidaySet(entries[0]?.startDate ?? '2025-01-01', picks);
+          const first = expand(entries, { timezone: 'Europe/Moscow', anchors, holidays });
+          const second = expand(structuredClone(entries).reverse(), {
+            timezone: 'Europe/Moscow',
+            anchors,
+            holidays: [...holidays],
+          });
+          expect(second).toEqual(first);
+          const uids = first.occurrences.map((o) => o.uid);
+          expect(new Set(uids).size).toBe(uids.length);
+          for (const one of entries) {
+            const mine = first.occurrences.filter((o) => o.entryId === one.id);
+            expect(mine.map((o) => o.date)).toEqual(bruteForceDates(one, anchors, holidays));
+            for (const o of mine) expect(o.uid).toBe(`${one.id}-${o.date.replaceAll('-', '')}@timetable-sync`);
+          }
+          const sorted = [...first.occurrences].sort((a, b) => a.startUtc - b.startUtc || (a.uid < b.uid ? -1 : 1));
+          expect(first.occurrences).toEqual(sorted);
+        },
+      ),
       { numRuns: 150 },
     );
   });

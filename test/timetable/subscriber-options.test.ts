@@ -4,11 +4,26 @@ import { expand } from '../../src/timetable/expand.ts';
 import type { SubscriberOptions } from '../../src/timetable/types.ts';
 import { entry } from './fixtures.ts';
 
-const notes = ['1 подгруппа', 'подгр. 2', '2 п/г', '', 'Подгруппа №1', '1-я подгруппа', 'п/г 2', '2 пг', 'Лаб. работа, 1 ПОДГРУППА', 'перенос с 12.09'];
+const notes = [
+  '1 подгруппа',
+  'подгр. 2',
+  '2 п/г',
+  '',
+  'Подгруппа №1',
+  '1-я подгруппа',
+  'п/г 2',
+  '2 пг',
+  'Лаб. работа, 1 ПОДГРУППА',
+  'перенос с 12.09',
+];
 
 function subjectsFor(subscriber: SubscriberOptions): string[] {
-  const entries = notes.map((note, index) => entry({ id: index + 1, note, subjectName: `S${index}`, finishDate: '2025-09-01' }));
-  return expand(entries, { timezone: 'Europe/Moscow', subscriber }).occurrences.map((o) => o.summary.split(' ')[0] ?? '');
+  const entries = notes.map((note, index) =>
+    entry({ id: index + 1, note, subjectName: `S${index}`, finishDate: '2025-09-01' }),
+  );
+  return expand(entries, { timezone: 'Europe/Moscow', subscriber }).occurrences.map(
+    (o) => o.summary.split(' ')[0] ?? '',
+  );
 }
 
 describe('subgroup filter', () => {
@@ -33,14 +48,28 @@ describe('excludeKinds', () => {
     expect(keepsEntry(entry({ kind: 'лекция' }), { excludeKinds: ['ЛЕКЦИЯ'] })).toBe(false);
     expect(keepsEntry(lecture, { excludeKinds: ['практика'] })).toBe(true);
     expect(keepsEntry(lecture, { excludeKinds: [] })).toBe(true);
-    const entries = [entry({ id: 1, kind: 'Лекция' }), entry({ id: 2, kind: 'Практика', subjectName: 'Б' }), entry({ id: 3, kind: '', subjectName: 'В' })];
-    const kept = expand(entries, { timezone: 'Europe/Moscow', to: '2025-09-01', subscriber: { excludeKinds: ['лекция', 'ПРАКТИКА'] } }).occurrences;
+    const entries = [
+      entry({ id: 1, kind: 'Лекция' }),
+      entry({ id: 2, kind: 'Практика', subjectName: 'Б' }),
+      entry({ id: 3, kind: '', subjectName: 'В' }),
+    ];
+    const kept = expand(entries, {
+      timezone: 'Europe/Moscow',
+      to: '2025-09-01',
+      subscriber: { excludeKinds: ['лекция', 'ПРАКТИКА'] },
+    }).occurrences;
     expect(kept.map((o) => o.entryId)).toEqual([3]);
   });
 });
 
 describe('title template', () => {
-  const full = entry({ kind: 'практика', room: '305', building: { id: 1, name: 'Корпус А' }, note: '1 подгруппа', groups: ['ИВТ-21', 'ИВТ-22'] });
+  const full = entry({
+    kind: 'практика',
+    room: '305',
+    building: { id: 1, name: 'Корпус А' },
+    note: '1 подгруппа',
+    groups: ['ИВТ-21', 'ИВТ-22'],
+  });
 
   it('fills every placeholder', () => {
     expect(applyTitleTemplate('{subject} | {kind} | {room} | {building} | {teacher} | {groups} | {note}', full)).toBe(
@@ -65,19 +94,38 @@ describe('title template', () => {
   });
 
   it('fills only its own placeholders, not Object.prototype members', () => {
-    expect(applyTitleTemplate('{subject} {constructor} {toString} {__proto__}', full)).toBe('Математический анализ {constructor} {toString} {__proto__}');
+    expect(applyTitleTemplate('{subject} {constructor} {toString} {__proto__}', full)).toBe(
+      'Математический анализ {constructor} {toString} {__proto__}',
+    );
   });
 
   it('is used for every occurrence; the description and categories do not depend on it', () => {
-    const [occurrence] = expand([full], { timezone: 'Europe/Moscow', subscriber: { titleTemplate: '{room}: {subject}' } }).occurrences;
+    const [occurrence] = expand([full], {
+      timezone: 'Europe/Moscow',
+      subscriber: { titleTemplate: '{room}: {subject}' },
+    }).occurrences;
     expect(occurrence?.summary).toBe('305: Математический анализ');
     expect(occurrence?.location).toBe('Корпус А, 305');
     expect(occurrence?.categories).toEqual(['практика']);
-    expect(occurrence?.description).toBe('Практика\nПреподаватель: Иванов Иван Иванович\nГруппы: ИВТ-21, ИВТ-22\nПримечание: 1 подгруппа');
+    expect(occurrence?.description).toBe(
+      'Практика\nПреподаватель: Иванов Иван Иванович\nГруппы: ИВТ-21, ИВТ-22\nПримечание: 1 подгруппа',
+    );
   });
 
   it('writes a description without gaps for missing parts', () => {
-    const sparse = entry({ kind: '', teacher: { id: null, lastName: 'Петров', firstName: '', middleName: '' }, groups: ['А-1'], note: '', room: '', building: { id: null, name: '' } });
-    expect(entryText(sparse)).toEqual({ summary: 'Математический анализ', location: '', description: 'Преподаватель: Петров\nГруппа: А-1', categories: [] });
+    const sparse = entry({
+      kind: '',
+      teacher: { id: null, lastName: 'Петров', firstName: '', middleName: '' },
+      groups: ['А-1'],
+      note: '',
+      room: '',
+      building: { id: null, name: '' },
+    });
+    expect(entryText(sparse)).toEqual({
+      summary: 'Математический анализ',
+      location: '',
+      description: 'Преподаватель: Петров\nГруппа: А-1',
+      categories: [],
+    });
   });
 });

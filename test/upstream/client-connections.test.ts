@@ -7,12 +7,17 @@ import { createUniversityClient } from '../../src/upstream/client.ts';
 let server: Server | undefined;
 
 /** A server that answers an empty timetable after `delayMs`, counting the TCP connections it accepts. */
-async function countingServer(delayMs: number): Promise<{ url: string; connections: () => number; peak: () => number }> {
+async function countingServer(
+  delayMs: number,
+): Promise<{ url: string; connections: () => number; peak: () => number }> {
   let connections = 0;
   let open = 0;
   let peak = 0;
   server = createServer((_req, res) => {
-    setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end('{"success":true,"subjects":[]}'), delayMs);
+    setTimeout(
+      () => res.writeHead(200, { 'content-type': 'application/json' }).end('{"success":true,"subjects":[]}'),
+      delayMs,
+    );
   });
   server.on('connection', (socket) => {
     connections += 1;
@@ -30,7 +35,7 @@ afterEach(async () => {
   await new Promise((resolve) => server?.close(resolve));
 });
 
-describe('the client\'s connection pool', () => {
+describe("the client's connection pool", () => {
   it('keeps connections alive across sequential calls', async () => {
     const upstream = await countingServer(0);
     const client = createUniversityClient({ baseUrl: upstream.url, logger: silentLogger() });

@@ -25,7 +25,11 @@ let groupId: number;
 beforeAll(async () => {
   sim = await startSimulator({ port: 0, seed: 1, referenceDate: REFERENCE_DATE, ...SMALL });
   control = simControl(sim.url);
-  client = createUniversityClient({ baseUrl: sim.url, logger: silentLogger(), retry: { baseDelayMs: 5, maxDelayMs: 20 } });
+  client = createUniversityClient({
+    baseUrl: sim.url,
+    logger: silentLogger(),
+    retry: { baseDelayMs: 5, maxDelayMs: 20 },
+  });
   const [user] = await control.users();
   if (!user) throw new Error('the simulator has no users');
   token = user.token;
@@ -142,12 +146,15 @@ describe('the authorised user', () => {
     expect(plan.every((s) => s.semester > 0 && s.subjectId > 0)).toBe(true);
   });
 
-  it.each(['me', 'mySchedule', 'myPlan'] as const)('%s with a bad credential is an UpstreamAuthError, not retried', async (op) => {
-    const error = await client[op]('not-a-valid-token').catch((err: unknown) => err);
-    expect(error).toBeInstanceOf(UpstreamAuthError);
-    expect(error).toMatchObject({ endpoint: op, status: 401, retryable: false });
-    expect((await control.stats()).byEndpoint[op]).toBe(1);
-  });
+  it.each(['me', 'mySchedule', 'myPlan'] as const)(
+    '%s with a bad credential is an UpstreamAuthError, not retried',
+    async (op) => {
+      const error = await client[op]('not-a-valid-token').catch((err: unknown) => err);
+      expect(error).toBeInstanceOf(UpstreamAuthError);
+      expect(error).toMatchObject({ endpoint: op, status: 401, retryable: false });
+      expect((await control.stats()).byEndpoint[op]).toBe(1);
+    },
+  );
 });
 
 describe('credentials stay out of logs and errors', () => {
@@ -164,9 +171,18 @@ describe('credentials stay out of logs and errors', () => {
       const errorText = `${String(error)} ${JSON.stringify(error)} ${(error as Error).stack ?? ''}`;
       expect(errorText).not.toContain(secret);
       expect(output()).not.toContain(token);
-      const lines = output().trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+      const lines = output()
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as Record<string, unknown>);
       expect(lines).toHaveLength(2);
-      expect(lines[0]).toMatchObject({ level: 40, endpoint: 'mySchedule', attempt: 1, error: 'UpstreamHttpError', status: 500 });
+      expect(lines[0]).toMatchObject({
+        level: 40,
+        endpoint: 'mySchedule',
+        attempt: 1,
+        error: 'UpstreamHttpError',
+        status: 500,
+      });
       expect(typeof lines[0]?.['delayMs']).toBe('number');
     } finally {
       await logged.close();
@@ -178,7 +194,12 @@ describe('custom auth header and scheme', () => {
   it('sends the bare credential in X-Api-Key', async () => {
     const auth = { authHeader: 'X-Api-Key', authScheme: '' };
     const custom = await startSimulator({ port: 0, seed: 1, referenceDate: REFERENCE_DATE, ...SMALL, ...auth });
-    const right = createUniversityClient({ baseUrl: custom.url, logger: silentLogger(), authHeader: 'X-Api-Key', authScheme: '' });
+    const right = createUniversityClient({
+      baseUrl: custom.url,
+      logger: silentLogger(),
+      authHeader: 'X-Api-Key',
+      authScheme: '',
+    });
     const wrong = createUniversityClient({ baseUrl: custom.url, logger: silentLogger() });
     try {
       const [user] = await simControl(custom.url).users();

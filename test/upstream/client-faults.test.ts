@@ -1,7 +1,11 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/logger.ts';
 import { startSimulator } from '../../src/simulator/index.ts';
-import { createUniversityClient, type UniversityClient, type UniversityClientOptions } from '../../src/upstream/client.ts';
+import {
+  createUniversityClient,
+  type UniversityClient,
+  type UniversityClientOptions,
+} from '../../src/upstream/client.ts';
 import {
   UpstreamError,
   UpstreamHttpError,
@@ -112,7 +116,9 @@ describe('retried faults', () => {
     await expect(client().groupSchedule(groupId)).resolves.toMatchObject({ problems: [] });
     // Wide margins both ways: the first try waits 2 s against a 400 ms limit, the retry has no latency.
     await control.fault({ endpoint: 'groupSchedule', kind: 'latency', latencyMs: 2000, times: 1 });
-    await expect(client({ timeouts: { headersMs: 400 } }).groupSchedule(groupId)).resolves.toMatchObject({ problems: [] });
+    await expect(client({ timeouts: { headersMs: 400 } }).groupSchedule(groupId)).resolves.toMatchObject({
+      problems: [],
+    });
     expect(await groupRequests()).toBe(3);
   });
 

@@ -1,8 +1,12 @@
-import { createServer as createNetServer, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { createServer as createNetServer, type Server, type Socket } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/logger.ts';
-import { createUniversityClient, type UniversityClient, type UniversityClientOptions } from '../../src/upstream/client.ts';
+import {
+  createUniversityClient,
+  type UniversityClient,
+  type UniversityClientOptions,
+} from '../../src/upstream/client.ts';
 import {
   UpstreamHttpError,
   UpstreamNetworkError,
@@ -56,7 +60,12 @@ describe('requests', () => {
   });
 
   it('POSTs { select } as JSON only when a selection is given', async () => {
-    server.handle((_req, res) => sendJson(res, 200, { success: true, user: { id: 1, username: 'u', firstName: 'a', lastName: 'b', gender: 'MALE' } }));
+    server.handle((_req, res) =>
+      sendJson(res, 200, {
+        success: true,
+        user: { id: 1, username: 'u', firstName: 'a', lastName: 'b', gender: 'MALE' },
+      }),
+    );
     await client().me('secret-token');
     await client().me('secret-token', { gender: true });
     expect(server.seen.map((r) => [r.method, r.url, r.body])).toEqual([
@@ -68,11 +77,36 @@ describe('requests', () => {
   });
 
   it('spells out group: true as every group key, since the API takes a nested object', async () => {
-    server.handle((_req, res) => sendJson(res, 200, { success: true, user: { group: { id: 1, name: 'g', instituteName: 'i', specialization: 's', speciality: 's', yearStart: 2024, yearEnd: 2028 } } }));
+    server.handle((_req, res) =>
+      sendJson(res, 200, {
+        success: true,
+        user: {
+          group: {
+            id: 1,
+            name: 'g',
+            instituteName: 'i',
+            specialization: 's',
+            speciality: 's',
+            yearStart: 2024,
+            yearEnd: 2028,
+          },
+        },
+      }),
+    );
     const user = await client().me('secret-token', { group: true });
     expect(user.group.name).toBe('g');
     expect(JSON.parse(server.seen[0]?.body ?? '{}')).toEqual({
-      select: { group: { id: true, name: true, instituteName: true, specialization: true, speciality: true, yearStart: true, yearEnd: true } },
+      select: {
+        group: {
+          id: true,
+          name: true,
+          instituteName: true,
+          specialization: true,
+          speciality: true,
+          yearStart: true,
+          yearEnd: true,
+        },
+      },
     });
   });
 
@@ -82,16 +116,22 @@ describe('requests', () => {
       if (req.url === '/users/@me/schedule') sendJson(res, 401, { error: `token ${token} is not valid` });
       else sendJson(res, 200, { success: false, error: `no user for ${token}` });
     });
-    const denied = (await client().mySchedule('echo-me-123').catch((err: unknown) => err)) as Error;
+    const denied = (await client()
+      .mySchedule('echo-me-123')
+      .catch((err: unknown) => err)) as Error;
     expect(denied.message).toContain('[redacted]');
     expect(denied.message).not.toContain('echo-me-123');
-    const failed = (await client().myPlan('echo-me-123').catch((err: unknown) => err)) as Error;
+    const failed = (await client()
+      .myPlan('echo-me-123')
+      .catch((err: unknown) => err)) as Error;
     expect(failed.message).toContain('no user for [redacted]');
     expect(failed.message).not.toContain('echo-me-123');
   });
 
   it('refuses a credential that cannot travel in a header, without sending anything or echoing it', async () => {
-    const error = await client().mySchedule('tok\r\nX-Evil: 1').catch((err: unknown) => err);
+    const error = await client()
+      .mySchedule('tok\r\nX-Evil: 1')
+      .catch((err: unknown) => err);
     expect(error).toBeInstanceOf(TypeError);
     expect((error as Error).message).not.toContain('tok');
     expect(server.seen).toHaveLength(0);
@@ -104,11 +144,16 @@ describe('failures the simulator cannot produce', () => {
     for (const chunked of [false, true]) {
       server.seen.length = 0;
       server.handle((_req, res) => {
-        res.writeHead(200, chunked ? { 'content-type': 'application/json' } : { 'content-length': Buffer.byteLength(big) });
+        res.writeHead(
+          200,
+          chunked ? { 'content-type': 'application/json' } : { 'content-length': Buffer.byteLength(big) },
+        );
         if (chunked) res.write(big.slice(0, 100));
         res.end(chunked ? big.slice(100) : big);
       });
-      const error = await client({ maxResponseBytes: 1000 }).groupSchedule(1).catch((err: unknown) => err);
+      const error = await client({ maxResponseBytes: 1000 })
+        .groupSchedule(1)
+        .catch((err: unknown) => err);
       expect(error).toBeInstanceOf(UpstreamProtocolError);
       expect(error).toMatchObject({ reason: 'too-large', retryable: false });
       expect(server.seen).toHaveLength(1);
@@ -119,7 +164,9 @@ describe('failures the simulator cannot produce', () => {
     const closed = await startLocalServer();
     await closed.close();
     const { sleep, delays } = sleepSpy();
-    const error = await client({ baseUrl: closed.url, sleep }).groupSchedule(1).catch((err: unknown) => err);
+    const error = await client({ baseUrl: closed.url, sleep })
+      .groupSchedule(1)
+      .catch((err: unknown) => err);
     expect(error).toBeInstanceOf(UpstreamNetworkError);
     expect(error).toMatchObject({ code: 'ECONNREFUSED', attempts: 3, retryable: true });
     expect(delays).toHaveLength(2);
@@ -133,7 +180,11 @@ describe('failures the simulator cannot produce', () => {
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
     const { port } = silent.address() as AddressInfo;
     try {
-      const slow = client({ baseUrl: `https://127.0.0.1:${port}`, timeouts: { connectMs: 100 }, retry: { attempts: 2, baseDelayMs: 1 } });
+      const slow = client({
+        baseUrl: `https://127.0.0.1:${port}`,
+        timeouts: { connectMs: 100 },
+        retry: { attempts: 2, baseDelayMs: 1 },
+      });
       const error = await slow.groupSchedule(1).catch((err: unknown) => err);
       expect(error).toBeInstanceOf(UpstreamTimeoutError);
       expect(error).toMatchObject({ phase: 'connect', attempts: 2 });
@@ -148,7 +199,9 @@ describe('failures the simulator cannot produce', () => {
       res.writeHead(502, { 'content-type': 'text/html' });
       res.end(`<html><body>Bad   gateway\n${'x'.repeat(500)}</body></html>`);
     });
-    const error = await client({ retry: { attempts: 1 } }).groupSchedule(1).catch((err: unknown) => err);
+    const error = await client({ retry: { attempts: 1 } })
+      .groupSchedule(1)
+      .catch((err: unknown) => err);
     expect(error).toBeInstanceOf(UpstreamHttpError);
     const message = (error as UpstreamHttpError).upstreamMessage ?? '';
     expect(message.startsWith('<html><body>Bad gateway x')).toBe(true);
@@ -157,7 +210,9 @@ describe('failures the simulator cannot produce', () => {
 
   it('treats 401 on a public endpoint as a plain HTTP error', async () => {
     server.handle((_req, res) => sendJson(res, 401, { error: 'Нет доступа' }));
-    const error = await client().employeeSchedule(5).catch((err: unknown) => err);
+    const error = await client()
+      .employeeSchedule(5)
+      .catch((err: unknown) => err);
     expect(error).toMatchObject({ name: 'UpstreamHttpError', status: 401, upstreamMessage: 'Нет доступа' });
     expect(server.seen).toHaveLength(1);
   });
@@ -167,7 +222,8 @@ describe('failures the simulator cannot produce', () => {
     let calls = 0;
     server.handle((_req, res) => {
       calls += 1;
-      if (calls === 1) sendJson(res, 429, { error: 'Слишком много запросов' }, { 'retry-after': 'Wed, 01 Oct 2025 12:00:02 GMT' });
+      if (calls === 1)
+        sendJson(res, 429, { error: 'Слишком много запросов' }, { 'retry-after': 'Wed, 01 Oct 2025 12:00:02 GMT' });
       else sendJson(res, 200, { success: true, subjects: [] });
     });
     const { sleep, delays } = sleepSpy();
@@ -179,7 +235,9 @@ describe('failures the simulator cannot produce', () => {
     server.handle((_req, res) => sendJson(res, 429, { error: 'Подождите' }));
     const { sleep, delays } = sleepSpy();
     const retry = { attempts: 4, baseDelayMs: 100, maxDelayMs: 250 };
-    const error = await client({ sleep, retry, random: () => 0.5 }).groupSchedule(1).catch((err: unknown) => err);
+    const error = await client({ sleep, retry, random: () => 0.5 })
+      .groupSchedule(1)
+      .catch((err: unknown) => err);
     expect(error).toBeInstanceOf(UpstreamRateLimitError);
     expect(delays).toEqual([50, 100, 125]);
   });

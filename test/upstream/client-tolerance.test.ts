@@ -85,17 +85,20 @@ describe('invalid entries added through the control API', () => {
     ['end equal to begin', { begin_time_schedule: '12:00', end_time_schedule: '12:00' }, 'end_time_schedule', '12:00'],
   ];
 
-  it.each(cases)('%s becomes one problem naming the entry and field; the rest stay', async (_name, fields, field, value) => {
-    const control = simControl(standard.sim.url);
-    const [group] = await control.groups();
-    const before = await standard.client.groupSchedule(group?.id ?? 0);
-    const added = await control.addEntry({ groupIds: [group?.id], ...fields });
-    const after = await standard.client.groupSchedule(group?.id ?? 0);
-    expect(after.entries).toEqual(before.entries);
-    expect(after.problems).toHaveLength(1);
-    expect(after.problems[0]).toMatchObject({ entryId: added.id, field });
-    expect(after.problems[0]?.reason).toContain(value);
-    await control.deleteEntry(added.id);
-    expect(await standard.client.groupSchedule(group?.id ?? 0)).toEqual(before);
-  });
+  it.each(cases)(
+    '%s becomes one problem naming the entry and field; the rest stay',
+    async (_name, fields, field, value) => {
+      const control = simControl(standard.sim.url);
+      const [group] = await control.groups();
+      const before = await standard.client.groupSchedule(group?.id ?? 0);
+      const added = await control.addEntry({ groupIds: [group?.id], ...fields });
+      const after = await standard.client.groupSchedule(group?.id ?? 0);
+      expect(after.entries).toEqual(before.entries);
+      expect(after.problems).toHaveLength(1);
+      expect(after.problems[0]).toMatchObject({ entryId: added.id, field });
+      expect(after.problems[0]?.reason).toContain(value);
+      await control.deleteEntry(added.id);
+      expect(await standard.client.groupSchedule(group?.id ?? 0)).toEqual(before);
+    },
+  );
 });

@@ -39,7 +39,11 @@ describe('error classes', () => {
   it('set name, retryable, attempts and keep cause', () => {
     const cause = new Error('socket hang up');
     const cases: [UpstreamError, string, boolean][] = [
-      [new UpstreamHttpError('groupSchedule', 503, { upstreamMessage: 'Сервис недоступен' }), 'UpstreamHttpError', true],
+      [
+        new UpstreamHttpError('groupSchedule', 503, { upstreamMessage: 'Сервис недоступен' }),
+        'UpstreamHttpError',
+        true,
+      ],
       [new UpstreamHttpError('groupSchedule', 400), 'UpstreamHttpError', false],
       [new UpstreamNotFoundError('groupSchedule'), 'UpstreamNotFoundError', false],
       [new UpstreamRateLimitError('groupSchedule', { retryAfterMs: 1000 }), 'UpstreamRateLimitError', true],

@@ -1,10 +1,10 @@
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { UpstreamProtocolError } from '../../src/upstream/errors.ts';
 import {
+  type Group,
   parseEmployeeSearchResponse,
   parsePlanResponse,
   parseUserResponse,
-  type Group,
   type SelectedUser,
 } from '../../src/upstream/schemas.ts';
 import { rawEmployee, rawPlanSubject } from './fixtures.ts';
@@ -87,7 +87,10 @@ describe('parsePlanResponse', () => {
   it('normalises plan subjects, numbers as strings included', () => {
     const plan = parsePlanResponse({
       success: true,
-      subjects: [rawPlanSubject(), rawPlanSubject({ semester: '2', lecture_hours: '36.5', is_exam: 0, subject_id: '78' })],
+      subjects: [
+        rawPlanSubject(),
+        rawPlanSubject({ semester: '2', lecture_hours: '36.5', is_exam: 0, subject_id: '78' }),
+      ],
     });
     expect(plan[0]).toEqual({
       semester: 1,
@@ -130,13 +133,20 @@ describe('parseUserResponse', () => {
     const select = { id: true, middleName: true, group: { name: true, yearEnd: true } } as const;
     const user = parseUserResponse({ success: true, user: FULL_USER }, select);
     expect(user).toEqual({ id: 7, middleName: 'Иванович', group: { name: 'ИВТ-21', yearEnd: 2025 } });
-    expectTypeOf(user).toEqualTypeOf<{ id: number; middleName: string; group: { name: string; yearEnd: number | null } }>();
+    expectTypeOf(user).toEqualTypeOf<{
+      id: number;
+      middleName: string;
+      group: { name: string; yearEnd: number | null };
+    }>();
   });
 
   it('returns the whole group for group: true', () => {
-    const user = parseUserResponse({ success: true, user: { ...FULL_USER, group: { ...FULL_USER.group, yearEnd: '2025' } } }, {
-      group: true,
-    });
+    const user = parseUserResponse(
+      { success: true, user: { ...FULL_USER, group: { ...FULL_USER.group, yearEnd: '2025' } } },
+      {
+        group: true,
+      },
+    );
     expect(user).toEqual({ group: FULL_USER.group });
     expectTypeOf<SelectedUser<{ group: true }>>().toEqualTypeOf<{ group: Group }>();
   });

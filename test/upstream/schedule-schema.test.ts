@@ -127,7 +127,9 @@ describe('parseScheduleResponse: invalid entries become problems', () => {
 
 describe('parseScheduleResponse: the envelope is strict', () => {
   it('turns success:false into an unsuccessful error carrying the upstream text', () => {
-    const err = protocolError(() => parseScheduleResponse({ success: false, error: 'Группа 9 не найдена' }, 'mySchedule'));
+    const err = protocolError(() =>
+      parseScheduleResponse({ success: false, error: 'Группа 9 не найдена' }, 'mySchedule'),
+    );
     expect(err.reason).toBe('unsuccessful');
     expect(err.upstreamMessage).toBe('Группа 9 не найдена');
     expect(err.endpoint).toBe('mySchedule');

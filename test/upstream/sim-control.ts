@@ -36,16 +36,22 @@ export function simControl(url: string) {
         }
       ).employees,
     users: async () =>
-      ((await control(url, 'GET', '/_sim/users')) as { users: { id: number; username: string; token: string; groupId: number }[] })
-        .users,
+      (
+        (await control(url, 'GET', '/_sim/users')) as {
+          users: { id: number; username: string; token: string; groupId: number }[];
+        }
+      ).users,
     addEntry: async (fields: Record<string, unknown>) =>
       (await control(url, 'POST', '/_sim/entries', fields)) as { id: number } & Record<string, unknown>,
     deleteEntry: (id: number) => control(url, 'DELETE', `/_sim/entries/${id}`),
     fault: (spec: FaultSpec) => control(url, 'POST', '/_sim/faults', spec),
     clearFaults: () => control(url, 'DELETE', '/_sim/faults'),
     stats: async () =>
-      ((await control(url, 'GET', '/_sim/stats')) as { requests: { total: number; byEndpoint: Record<string, number> } })
-        .requests,
+      (
+        (await control(url, 'GET', '/_sim/stats')) as {
+          requests: { total: number; byEndpoint: Record<string, number> };
+        }
+      ).requests,
     clearStats: () => control(url, 'DELETE', '/_sim/stats'),
     reset: () => control(url, 'POST', '/_sim/reset'),
     raw: async (path: string, init: RequestInit = {}) => {
