@@ -138,7 +138,7 @@ export function generalHelp(): string {
   return `Usage: timetable-sync <command> [options]\n\nCommands:\n${lines.join('\n')}\n\nRun \`timetable-sync <command> --help\` for a command's options.\n`;
 }
 
-function commandHelp(name: string, command: Command): string {
+function commandHelp(command: Command): string {
   return `Usage: ${command.usage}\n\n${command.summary}.\n\n${command.details}\n`;
 }
 
@@ -151,7 +151,7 @@ export async function main(argv: readonly string[]): Promise<number> {
       process.stderr.write(generalHelp());
       return EXIT_USAGE;
     }
-    process.stdout.write(topic && rest[0] ? commandHelp(rest[0], topic) : generalHelp());
+    process.stdout.write(topic && rest[0] ? commandHelp(topic) : generalHelp());
     return 0;
   }
   const command = COMMANDS[name];
@@ -167,7 +167,7 @@ export async function main(argv: readonly string[]): Promise<number> {
       allowPositionals: false,
     });
     if (values.help) {
-      process.stdout.write(commandHelp(name, command));
+      process.stdout.write(commandHelp(command));
       return 0;
     }
     return await command.run(values);

@@ -64,8 +64,10 @@ export async function prepareGroup(
     await refreshAndSettle(ctx, source);
     const count = (await confirmedOccurrences(ctx, source)).length;
     if (count >= minOccurrences) break;
-    for (let n = Math.ceil((minOccurrences - count) / WEEKLY_OCCURRENCES); n > 0; n -= 1)
-      await edits.addWeekly((weekly += 1));
+    for (let n = Math.ceil((minOccurrences - count) / WEEKLY_OCCURRENCES); n > 0; n -= 1) {
+      weekly += 1;
+      await edits.addWeekly(weekly);
+    }
   }
   const perEntry = new Map<number, number>();
   const occurrences = await confirmedOccurrences(ctx, source);

@@ -41,7 +41,10 @@ export function toEventData(
   const categoriesOf = new Map<readonly string[], { name: string }[]>();
   const categories = (list: readonly string[]) => {
     let converted = categoriesOf.get(list);
-    if (converted === undefined) categoriesOf.set(list, (converted = list.map((name) => ({ name }))));
+    if (converted === undefined) {
+      converted = list.map((name) => ({ name }));
+      categoriesOf.set(list, converted);
+    }
     return converted;
   };
   return occurrences.map((occurrence) => {
@@ -108,7 +111,7 @@ export function renderEventData(events: readonly ICalEventData[], meta: Calendar
     return alarmsLast(calendar.createEvent(data).toString());
   });
   const vtimezones = [...zones].map(vtimezone);
-  const text = [...calendarProperties(meta), ...vtimezones, ''].join('\r\n') + body.join('') + 'END:VCALENDAR';
+  const text = `${[...calendarProperties(meta), ...vtimezones, ''].join('\r\n') + body.join('')}END:VCALENDAR`;
   // Every content line ends with CRLF, the last one (END:VCALENDAR) included (RFC 5545 §3.1).
   return `${foldLines(text)}\r\n`;
 }

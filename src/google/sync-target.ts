@@ -6,7 +6,7 @@
  * has passed, so one bad event never holds up the others.
  */
 import type { Logger } from '../logger.ts';
-import type { CalendarTarget, DesiredEvent, EventMarker, RemoteEvent } from './calendar-target.ts';
+import type { CalendarTarget, DeleteOutcome, DesiredEvent, EventMarker, RemoteEvent } from './calendar-target.ts';
 import { EventExistsError, EventMissingError, EventRefusedError, GooglePermanentError } from './errors.ts';
 import {
   CANCELLED,
@@ -326,7 +326,7 @@ class SyncRun {
   private async remove(eventId: string): Promise<void> {
     const { calendar, calendarId } = this.options;
     this.writing('delete');
-    let outcome;
+    let outcome: DeleteOutcome;
     try {
       outcome = await calendar.deleteEvent(calendarId, eventId);
     } catch (error) {

@@ -96,37 +96,37 @@ export function toFields(target: PushTarget): Record<string, string> {
     tokenVersion: String(target.tokenVersion),
     reconcileRequested: target.reconcileRequested ? '1' : '0',
   };
-  if (target.googleUser !== undefined) fields['googleUser'] = target.googleUser;
-  if (target.statusReason !== undefined) fields['statusReason'] = target.statusReason;
-  if (target.pausedUntil !== undefined) fields['pausedUntil'] = String(target.pausedUntil);
+  if (target.googleUser !== undefined) fields.googleUser = target.googleUser;
+  if (target.statusReason !== undefined) fields.statusReason = target.statusReason;
+  if (target.pausedUntil !== undefined) fields.pausedUntil = String(target.pausedUntil);
   return fields;
 }
 
 /** A stored hash back into a target; the secret fields are left behind. */
 export function fromFields(fields: Record<string, string>): PushTarget {
   const target: PushTarget = {
-    id: fields['id'] ?? '',
-    source: fields['source'] ?? '',
-    calendarId: fields['calendarId'] ?? '',
-    calendarOwned: fields['calendarOwned'] === '1',
-    calendarName: fields['calendarName'] ?? '',
-    budgetKey: fields['budgetKey'] ?? '',
-    status: parseStatus(fields['status']),
-    statusAt: Number(fields['statusAt'] ?? 0),
-    createdAt: Number(fields['createdAt'] ?? 0),
-    tokenVersion: Number(fields['tokenVersion'] ?? 0),
-    reconcileRequested: fields['reconcileRequested'] !== undefined && fields['reconcileRequested'] !== '0',
+    id: fields.id ?? '',
+    source: fields.source ?? '',
+    calendarId: fields.calendarId ?? '',
+    calendarOwned: fields.calendarOwned === '1',
+    calendarName: fields.calendarName ?? '',
+    budgetKey: fields.budgetKey ?? '',
+    status: parseStatus(fields.status),
+    statusAt: Number(fields.statusAt ?? 0),
+    createdAt: Number(fields.createdAt ?? 0),
+    tokenVersion: Number(fields.tokenVersion ?? 0),
+    reconcileRequested: fields.reconcileRequested !== undefined && fields.reconcileRequested !== '0',
   };
-  if (target.reconcileRequested) target.reconcileToken = fields['reconcileRequested'];
+  if (target.reconcileRequested) target.reconcileToken = fields.reconcileRequested;
   copyText(fields, target, 'googleUser');
   copyText(fields, target, 'statusReason');
   copyText(fields, target, 'lastError');
   copyNumber(fields, target, 'pausedUntil');
   copyNumber(fields, target, 'lastPushAt');
   copyNumber(fields, target, 'lastErrorAt');
-  const lastPush = parseJson<PushSummary>(fields['lastPush']);
+  const lastPush = parseJson<PushSummary>(fields.lastPush);
   if (lastPush !== undefined) target.lastPush = lastPush;
-  const lastRefusals = parseJson<RefusalExample[]>(fields['lastRefusals']);
+  const lastRefusals = parseJson<RefusalExample[]>(fields.lastRefusals);
   if (lastRefusals !== undefined) target.lastRefusals = lastRefusals;
   return target;
 }

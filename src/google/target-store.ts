@@ -131,7 +131,7 @@ export class TargetStore {
   async get(id: string): Promise<PushTarget | undefined> {
     if (!TARGET_ID.test(id)) return undefined;
     const fields = await this.redis.hgetall(this.keys.googleTarget(id));
-    return fields['id'] === undefined ? undefined : fromFields(fields);
+    return fields.id === undefined ? undefined : fromFields(fields);
   }
 
   /**
@@ -151,7 +151,7 @@ export class TargetStore {
    */
   async replaceRefreshToken(id: string, token: string, now: number, budgetKey?: string): Promise<boolean> {
     const set: Record<string, string> = { refreshToken: this.box.seal(token, tokenContext(id)), ...ACTIVE_FIELDS };
-    if (budgetKey !== undefined) set['budgetKey'] = budgetKey;
+    if (budgetKey !== undefined) set.budgetKey = budgetKey;
     return this.update(id, { set, remove: STOP_FIELDS, bumpVersion: true, due: { kind: 'set', at: now }, now });
   }
 
@@ -209,7 +209,7 @@ export class TargetStore {
   ): Promise<boolean> {
     const set: Record<string, string> = { status, statusReason: reason };
     const until = status === 'paused' ? options.pausedUntil : undefined;
-    if (until !== undefined) set['pausedUntil'] = String(until);
+    if (until !== undefined) set.pausedUntil = String(until);
     const due: DueChange =
       status !== 'paused' ? { kind: 'remove' } : until === undefined ? { kind: 'keep' } : { kind: 'set', at: until };
     return this.update(id, { set, remove: until === undefined ? ['pausedUntil'] : [], due, now, ...guardOf(options) });
@@ -231,7 +231,7 @@ export class TargetStore {
       lastPushAt: String(summary.at),
       status: 'active',
     };
-    if (refusals.length > 0) set['lastRefusals'] = JSON.stringify(refusals);
+    if (refusals.length > 0) set.lastRefusals = JSON.stringify(refusals);
     const remove = [...STOP_FIELDS, 'lastError', 'lastErrorAt', ...(summary.refused === 0 ? ['lastRefusals'] : [])];
     // NX: an active target is always in the due set; this only repairs one that was not.
     return this.update(id, {
@@ -256,7 +256,7 @@ export class TargetStore {
     refusals: readonly RefusalExample[] = [],
   ): Promise<boolean> {
     const set: Record<string, string> = { lastError: message, lastErrorAt: String(now) };
-    if (refusals.length > 0) set['lastRefusals'] = JSON.stringify(refusals);
+    if (refusals.length > 0) set.lastRefusals = JSON.stringify(refusals);
     return this.update(id, { set, ...guardOf(guard) });
   }
 
@@ -295,7 +295,7 @@ export class TargetStore {
     for (const id of ids) pipeline.hgetall(this.keys.googleTarget(id));
     const rows = ((await pipeline.exec()) ?? []).map(([, fields]) => (fields ?? {}) as Record<string, string>);
     // A target removed between the two reads has an empty hash: left out.
-    const found = rows.filter((fields) => fields['id'] !== undefined).map(fromFields);
+    const found = rows.filter((fields) => fields.id !== undefined).map(fromFields);
     return { total, targets: found };
   }
 

@@ -55,8 +55,10 @@ export async function registerFeedRoutes(
       if (kind === undefined) return;
       const key = `${kind} ${reply.statusCode}`;
       let counter = counters.get(key);
-      if (counter === undefined)
-        counters.set(key, (counter = ctx.metrics.feedsServed.labels({ kind, status: String(reply.statusCode) })));
+      if (counter === undefined) {
+        counter = ctx.metrics.feedsServed.labels({ kind, status: String(reply.statusCode) });
+        counters.set(key, counter);
+      }
       counter.inc();
     });
     scope.get<{ Params: { groupId: string }; Querystring: Query }>(

@@ -64,6 +64,7 @@ function titleTemplate(text: string): string {
       `query parameter title must be at most ${MAX_TITLE_LENGTH} characters, got ${text.length}`,
     );
   // Line breaks would be folded into the SUMMARY; a title is one line.
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what is refused here.
   if (/[\u0000-\u001f\u007f]/.test(text))
     throw new HttpError(400, 'query parameter title must not contain control characters');
   return text;

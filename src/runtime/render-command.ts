@@ -120,11 +120,9 @@ export async function runRender(args: RenderArgs): Promise<number> {
     to,
   });
   for (const problem of [...timetable.problems, ...problems]) process.stderr.write(`${describeProblem(problem)}\n`);
-  const earliest = timetable.entries.reduce(
-    (min, entry) => (entry.startDate < min ? entry.startDate : min),
-    '9999-12-31',
-  );
-  const stamp = earliest === '9999-12-31' ? 0 : dayNumber(earliest) * 86_400_000;
+  // ISO dates sort as text.
+  const [earliest] = timetable.entries.map((entry) => entry.startDate).sort();
+  const stamp = earliest === undefined ? 0 : dayNumber(earliest) * 86_400_000;
   const ics = renderIcs(occurrences, {
     name: calendarName(subject, timetable.entries),
     timezone: config.timezone,

@@ -1,7 +1,7 @@
 import { BUILDINGS, type Kind, subjectId, TIME_SLOTS } from './catalog.ts';
 import type { Semester } from './dates.ts';
 import type { Employee, Entry, Group } from './model.ts';
-import { Occupancy, type Placement, type Span, type WeekType, weekCells } from './occupancy.ts';
+import { type Occupancy, type Placement, type Span, type WeekType, weekCells } from './occupancy.ts';
 import type { Random } from './random.ts';
 
 /** A class to place: who attends, what, with which pool of possible teachers, on which weeks. */

@@ -127,7 +127,7 @@ export class SubscriptionStore {
   async get(id: string): Promise<Subscription | undefined> {
     if (!SUBSCRIPTION_ID.test(id)) return undefined;
     const fields = await this.redis.hgetall(this.keys.subscription(id));
-    return fields['id'] === undefined ? undefined : fromFields(fields);
+    return fields.id === undefined ? undefined : fromFields(fields);
   }
 
   /** The id of the subscription whose secret feed token this is. Looked up by hash: the token is not stored. */
@@ -216,22 +216,22 @@ function toFields(subscription: Subscription): Record<string, string> {
     createdAt: String(subscription.createdAt),
     updatedAt: String(subscription.updatedAt),
   };
-  if (subscription.statusReason !== undefined) fields['statusReason'] = subscription.statusReason;
+  if (subscription.statusReason !== undefined) fields.statusReason = subscription.statusReason;
   return fields;
 }
 
 /** A stored hash back into a subscription; secret fields are left behind. */
 function fromFields(fields: Record<string, string>): Subscription {
-  const id = fields['id'] ?? '';
+  const id = fields.id ?? '';
   const subscription: Subscription = {
     id,
-    source: fields['source'] ?? `personal:${id}`,
-    name: fields['name'] ?? '',
-    upstreamUserId: Number(fields['upstreamUserId']),
-    status: fields['status'] === 'needs-credential' ? 'needs-credential' : 'active',
-    createdAt: Number(fields['createdAt']),
-    updatedAt: Number(fields['updatedAt']),
+    source: fields.source ?? `personal:${id}`,
+    name: fields.name ?? '',
+    upstreamUserId: Number(fields.upstreamUserId),
+    status: fields.status === 'needs-credential' ? 'needs-credential' : 'active',
+    createdAt: Number(fields.createdAt),
+    updatedAt: Number(fields.updatedAt),
   };
-  if (fields['statusReason'] !== undefined) subscription.statusReason = fields['statusReason'];
+  if (fields.statusReason !== undefined) subscription.statusReason = fields.statusReason;
   return subscription;
 }

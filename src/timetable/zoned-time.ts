@@ -16,7 +16,10 @@ export class ZonedTimes {
    */
   static shared(timezone: string): ZonedTimes {
     let times = ZonedTimes.byZone.get(timezone);
-    if (times === undefined) ZonedTimes.byZone.set(timezone, (times = new ZonedTimes(timezone)));
+    if (times === undefined) {
+      times = new ZonedTimes(timezone);
+      ZonedTimes.byZone.set(timezone, times);
+    }
     return times;
   }
 

@@ -126,7 +126,7 @@ function keepValid<T>(items: readonly unknown[], schema: z.ZodType<T>): T[] {
  */
 export function parseEmployeeSearchResponse(json: unknown, endpoint: EndpointName = 'employeeSearch'): Employee[] {
   const body = openEnvelope(json, endpoint);
-  const users = body['users'];
+  const users = body.users;
   if (isAbsent(users)) return [];
   if (Array.isArray(users)) return keepValid(users, employeeSchema);
   if (typeof users === 'object') return keepValid([users], employeeSchema);
@@ -136,7 +136,7 @@ export function parseEmployeeSearchResponse(json: unknown, endpoint: EndpointNam
 /** Validates a study plan response (`{ success: true, subjects: [...] }`). */
 export function parsePlanResponse(json: unknown, endpoint: EndpointName = 'myPlan'): PlanSubject[] {
   const body = openEnvelope(json, endpoint);
-  const subjects = body['subjects'];
+  const subjects = body.subjects;
   if (!Array.isArray(subjects)) return wrongShape(endpoint, '`subjects` is not an array');
   return keepValid(subjects, planSubjectSchema);
 }

@@ -11,7 +11,7 @@ const MAX_ERROR_TEXT = 500;
 /** The upstream's own `error` text of a JSON body (cut to 500 characters), if it has one. */
 export function upstreamErrorText(body: unknown): string | undefined {
   if (!isRecord(body)) return undefined;
-  const text = body['error'] ?? body['message'];
+  const text = body.error ?? body.message;
   if (typeof text !== 'string' || text.trim() === '') return undefined;
   return text.trim().slice(0, MAX_ERROR_TEXT);
 }
@@ -27,7 +27,7 @@ export function openEnvelope(json: unknown, endpoint: EndpointName): Record<stri
     throw new UpstreamProtocolError(endpoint, 'wrong-shape', { detail: `expected an object, got ${kind}` });
   }
   const upstreamMessage = upstreamErrorText(json);
-  const success = json['success'];
+  const success = json.success;
   if (success === false || (success === undefined && upstreamMessage !== undefined)) {
     throw new UpstreamProtocolError(endpoint, 'unsuccessful', { upstreamMessage });
   }

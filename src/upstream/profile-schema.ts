@@ -93,8 +93,8 @@ function pickShape<T extends Record<string, z.ZodType>>(fields: T, select: objec
 function schemaFor(select: UserSelect): z.ZodType {
   const shape: Record<string, z.ZodType> = { ...pickShape(userFields, select) } as Record<string, z.ZodType>;
   const group = select.group;
-  if (group === true) shape['group'] = z.object(groupFields);
-  else if (isRecord(group)) shape['group'] = z.object(pickShape(groupFields, group) as Record<string, z.ZodType>);
+  if (group === true) shape.group = z.object(groupFields);
+  else if (isRecord(group)) shape.group = z.object(pickShape(groupFields, group) as Record<string, z.ZodType>);
   return z.object(shape);
 }
 
@@ -108,7 +108,7 @@ export function parseUserResponse<S extends UserSelect | undefined = undefined>(
   endpoint: EndpointName = 'me',
 ): SelectedUser<S> {
   const body = openEnvelope(json, endpoint);
-  const user = body['user'];
+  const user = body.user;
   if (!isRecord(user)) return wrongShape(endpoint, '`user` is not an object');
   const result = schemaFor(select ?? DEFAULT_USER_SELECT).safeParse(user);
   if (!result.success) {

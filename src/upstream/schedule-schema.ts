@@ -124,7 +124,7 @@ function normalise(raw: RawEntry): TimetableEntry {
 }
 
 function entryIdOf(input: Record<string, unknown>): number | string | null {
-  const id = input['id'];
+  const id = input.id;
   const asInteger = toInteger(id);
   if (asInteger !== undefined && asInteger > 0) return asInteger;
   return typeof id === 'string' || typeof id === 'number' ? id : null;
@@ -132,8 +132,8 @@ function entryIdOf(input: Record<string, unknown>): number | string | null {
 
 /** End ≤ begin makes an entry invalid; only checked when both times parse (a bad time is its own problem). */
 function timeOrderProblem(input: Record<string, unknown>): { field: string; reason: string } | undefined {
-  const begin = clockTime(input['begin_time_schedule']);
-  const end = clockTime(input['end_time_schedule']);
+  const begin = clockTime(input.begin_time_schedule);
+  const end = clockTime(input.end_time_schedule);
   if (!begin.ok || !end.ok || end.value > begin.value) return undefined;
   return {
     field: 'end_time_schedule',
@@ -168,7 +168,7 @@ function parseEntry(input: unknown, index: number): TimetableEntry | EntryProble
  */
 export function parseScheduleResponse(json: unknown, endpoint: EndpointName = 'groupSchedule'): ScheduleResult {
   const body = openEnvelope(json, endpoint);
-  const subjects = body['subjects'];
+  const subjects = body.subjects;
   if (!Array.isArray(subjects)) return wrongShape(endpoint, '`subjects` is not an array');
   const entries: TimetableEntry[] = [];
   const problems: EntryProblem[] = [];

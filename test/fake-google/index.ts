@@ -145,7 +145,9 @@ function buildApi(ctx: FakeContext): Omit<FakeGoogle, 'rootUrl' | 'tokenUrl' | '
     counts: () => counter.snapshot(),
     resetCounts: () => counter.reset(),
     inject: (rule) => faults.inject(rule),
-    latency: (ms) => void (faults.latencyMs = ms),
+    latency: (ms) => {
+      faults.latencyMs = ms;
+    },
     clearFaults: () => faults.clear(),
     resetQuota: () => quota.reset(),
   };

@@ -50,7 +50,14 @@ function connect(options: GoogleCalendarOptions & { refreshToken?: string } = {}
   const { user, refreshToken } =
     options.refreshToken === undefined ? fake.addUser() : { user: '', refreshToken: options.refreshToken };
   const before = { calls: 0 };
-  const calendar = createGoogleCalendar(config, refreshToken, async () => void (before.calls += 1), options);
+  const calendar = createGoogleCalendar(
+    config,
+    refreshToken,
+    async () => {
+      before.calls += 1;
+    },
+    options,
+  );
   return { calendar, before, user };
 }
 

@@ -104,7 +104,7 @@ function sync(desired: DesiredEvent[], options: Partial<SyncOptions> = {}): Prom
 
 /** The calendar's live events as id → digest, which the index must equal after a complete sync. */
 function live(): Map<string, string> {
-  return new Map(calendar.events(CAL).map((stored) => [stored.id, stored.private['timetableSyncHash'] ?? '']));
+  return new Map(calendar.events(CAL).map((stored) => [stored.id, stored.private.timetableSyncHash ?? '']));
 }
 
 const asMap = (desired: DesiredEvent[]) => new Map(desired.map((item) => [item.id, item.hash]));
@@ -216,7 +216,7 @@ describe('syncTarget', () => {
     const stale = event(40);
     await calendar.insertEvent(CAL, stale, marker);
     const bare = calendar.event(CAL, event(2).id);
-    if (bare) delete bare.private['timetableSyncHash'];
+    if (bare) delete bare.private.timetableSyncHash;
     index.maps.set(TARGET, new Map([['bogus', 'x']]));
     calendar.calls.clear();
     expect(await sync(desired, { reconcile: true })).toEqual({
@@ -303,7 +303,7 @@ describe('events that are not ours', () => {
     expect(await sync(desired)).toEqual({ ...zero, desired: 4, inserted: 2, conflicts: 2, writes: 4, reads: 2 });
     expect(calendar.event(CAL, event(1).id)?.fields.summary).toBe('Dentist');
     expect(calendar.event(CAL, event(1).id)?.private).toEqual({});
-    expect(calendar.event(CAL, event(2).id)?.private['timetableSync']).toBe('group:1');
+    expect(calendar.event(CAL, event(2).id)?.private.timetableSync).toBe('group:1');
     expect(index.map(TARGET).get(event(1).id)).toBe(FOREIGN);
     // The next push does not ask again (no write, no read); a reconcile forgets it and asks once more.
     expect(await sync(desired)).toEqual({ ...zero, desired: 4, unchanged: 2, conflicts: 2 });

@@ -3,7 +3,6 @@ import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'v
 import { feedOccurrences } from '../../src/feeds/build-feed.ts';
 import type { CalendarTargetFactory } from '../../src/google/calendar-target.ts';
 import {
-  CalendarGoneError,
   EventRefusedError,
   GoogleConsentError,
   GoogleQuotaError,

@@ -1,5 +1,4 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { STALE_PROPERTY } from '../../src/feeds/build-feed.ts';
 import type { RefreshJobResult } from '../../src/jobs/contract.ts';
 import type { TimetableEntry } from '../../src/timetable/types.ts';
 import { type Pipeline, readEvents, startPipeline } from './helpers.ts';

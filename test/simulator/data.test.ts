@@ -72,7 +72,7 @@ describe('simulator data', () => {
     groups = (await call<{ groups: SimGroup[] }>(sim.url, '/_sim/groups')).body.groups;
     employees = (await call<{ employees: SimEmployee[] }>(sim.url, '/_sim/employees')).body.employees;
     const all = await mapLimit(groups, 32, (group) => groupEntries(sim.url, group.id));
-    groups.forEach((group, index) => timetables.set(group.id, all[index] ?? []));
+    for (const [index, group] of groups.entries()) timetables.set(group.id, all[index] ?? []);
   });
 
   afterAll(async () => {

@@ -107,7 +107,12 @@ describe('simulator fault injection', () => {
     await addFault({ endpoint: 'groupSchedule', kind: 'status', status: 500, probability: 0.5 });
     const statuses: number[] = [];
     for (let i = 0; i < 200; i++)
-      statuses.push(await fetch(`${sim.url}${groupPath}`).then(async (r) => (await r.arrayBuffer(), r.status)));
+      statuses.push(
+        await fetch(`${sim.url}${groupPath}`).then(async (response) => {
+          await response.arrayBuffer();
+          return response.status;
+        }),
+      );
     const failures = statuses.filter((status) => status === 500).length;
     expect(statuses.filter((status) => status !== 500 && status !== 200)).toEqual([]);
     expect(failures).toBeGreaterThan(60);

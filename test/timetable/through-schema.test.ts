@@ -125,7 +125,7 @@ describe('raw upstream JSON through parseScheduleResponse into expand', () => {
 
   it('a missing id is reported under field id (no entry id to name); the rest is expanded', () => {
     const nameless = rawEntry();
-    delete nameless['id'];
+    delete nameless.id;
     const parsed = parseScheduleResponse(scheduleResponse(nameless, canonical[2]));
     expect(parsed.problems).toEqual([expect.objectContaining({ entryId: null, index: 0, field: 'id' })]);
     expect(parsed.problems[0]?.reason).toMatch(/positive integer/);

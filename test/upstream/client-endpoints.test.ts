@@ -72,7 +72,7 @@ describe('timetables', () => {
     expect(error).toMatchObject({ status: 404, retryable: false, attempts: 1 });
     expect((error as Error).message).toContain('groupSchedule');
     expect((error as UpstreamHttpError).upstreamMessage).toMatch(/не найден/);
-    expect((await control.stats()).byEndpoint['groupSchedule']).toBe(1);
+    expect((await control.stats()).byEndpoint.groupSchedule).toBe(1);
   });
 
   it.each([0, -1, 1.5, '4a', '../x', ''])('rejects id %j before any request', async (bad) => {
@@ -116,7 +116,7 @@ describe('employee search', () => {
     expect(error).toBeInstanceOf(UpstreamHttpError);
     expect(error).toMatchObject({ status: 400, upstreamMessage: (raw.body as { error: string }).error });
     expect((error as Error).message).toContain((raw.body as { error: string }).error);
-    expect((await control.stats()).byEndpoint['employeeSearch']).toBe(1);
+    expect((await control.stats()).byEndpoint.employeeSearch).toBe(1);
   });
 });
 
@@ -183,7 +183,7 @@ describe('credentials stay out of logs and errors', () => {
         error: 'UpstreamHttpError',
         status: 500,
       });
-      expect(typeof lines[0]?.['delayMs']).toBe('number');
+      expect(typeof lines[0]?.delayMs).toBe('number');
     } finally {
       await logged.close();
     }
@@ -220,6 +220,6 @@ describe('protocol errors from the simulator', () => {
     expect(error).toBeInstanceOf(UpstreamProtocolError);
     expect(error).toMatchObject({ reason: 'unsuccessful', upstreamMessage: 'База данных недоступна' });
     expect((error as Error).message).toContain('База данных недоступна');
-    expect((await control.stats()).byEndpoint['groupSchedule']).toBe(1);
+    expect((await control.stats()).byEndpoint.groupSchedule).toBe(1);
   });
 });

@@ -45,7 +45,7 @@ async function failure(run: Promise<unknown>): Promise<UpstreamError> {
   return error as UpstreamError;
 }
 
-const groupRequests = async () => (await control.stats()).byEndpoint['groupSchedule'] ?? 0;
+const groupRequests = async () => (await control.stats()).byEndpoint.groupSchedule ?? 0;
 
 beforeAll(async () => {
   const small = { groups: 30, employees: 30, users: 5 };

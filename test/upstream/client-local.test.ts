@@ -46,9 +46,9 @@ describe('requests', () => {
     const result = await client({ baseUrl: `${server.url}/api/v2/` }).groupSchedule('42');
     expect(result.entries).toHaveLength(1);
     expect(server.seen[0]).toMatchObject({ method: 'GET', url: '/api/v2/groups/42/schedule' });
-    expect(server.seen[0]?.headers['accept']).toBe('application/json');
+    expect(server.seen[0]?.headers.accept).toBe('application/json');
     expect(server.seen[0]?.headers['user-agent']).toMatch(/^timetable-sync\/\d+\.\d+\.\d+/);
-    expect(server.seen[0]?.headers['authorization']).toBeUndefined();
+    expect(server.seen[0]?.headers.authorization).toBeUndefined();
   });
 
   it('encodes the search query with URLSearchParams', async () => {
@@ -73,7 +73,7 @@ describe('requests', () => {
       ['POST', '/users/@me', '{"select":{"gender":true}}'],
     ]);
     expect(server.seen[1]?.headers['content-type']).toBe('application/json');
-    expect(server.seen[0]?.headers['authorization']).toBe('Bearer secret-token');
+    expect(server.seen[0]?.headers.authorization).toBe('Bearer secret-token');
   });
 
   it('spells out group: true as every group key, since the API takes a nested object', async () => {
@@ -112,7 +112,7 @@ describe('requests', () => {
 
   it('scrubs a credential the upstream echoes back from error texts', async () => {
     server.handle((req, res) => {
-      const token = String(req.headers['authorization']).replace('Bearer ', '');
+      const token = String(req.headers.authorization).replace('Bearer ', '');
       if (req.url === '/users/@me/schedule') sendJson(res, 401, { error: `token ${token} is not valid` });
       else sendJson(res, 200, { success: false, error: `no user for ${token}` });
     });
@@ -189,7 +189,7 @@ describe('failures the simulator cannot produce', () => {
       expect(error).toBeInstanceOf(UpstreamTimeoutError);
       expect(error).toMatchObject({ phase: 'connect', attempts: 2 });
     } finally {
-      sockets.forEach((s) => s.destroy());
+      for (const socket of sockets) socket.destroy();
       silent.close();
     }
   });

@@ -57,8 +57,8 @@ describe('parseScheduleResponse: normalisation', () => {
     for (const key of ['semester', 'year', 'subject_id', 'note_schedule', 'teacher_id', 'teacher_middlename']) {
       delete sparse[key];
     }
-    sparse['building_id'] = null;
-    sparse['time_interval_id'] = '';
+    sparse.building_id = null;
+    sparse.time_interval_id = '';
     const entry = parseScheduleResponse(scheduleResponse(sparse)).entries[0];
     expect(entry).toMatchObject({ semester: null, year: null, subjectId: null, note: '', timeIntervalId: null });
     expect(entry?.teacher).toEqual({ id: null, lastName: 'Иванов', firstName: 'Иван', middleName: '' });
