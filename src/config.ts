@@ -3,8 +3,8 @@ import { join } from 'node:path';
 import { parseEnv } from 'node:util';
 import { z } from 'zod';
 import { canonicalTimeZone } from './feeds/vtimezone.ts';
+import { parseDurationMs } from './lib/duration.ts';
 import { LOG_LEVELS, type LogLevel } from './logger.ts';
-import { parseDurationMs } from './runtime/duration.ts';
 
 /** The service's whole configuration, parsed once from the environment and frozen. */
 export interface Config {

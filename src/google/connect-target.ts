@@ -6,8 +6,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { activateSource } from '../jobs/activation.ts';
 import { enqueuePush, enqueueRefresh } from '../jobs/queues.ts';
+import { releaseLock, tryLock } from '../lib/redis-lock.ts';
 import type { ServiceContext } from '../runtime/context.ts';
-import { releaseLock, tryLock } from '../runtime/redis-lock.ts';
 import { SecretKeyMissingError } from '../security/secret-box.ts';
 import { randomToken } from '../security/tokens.ts';
 import { type SourceKey, sourceOf } from '../sources/source.ts';

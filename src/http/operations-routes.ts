@@ -3,8 +3,8 @@
  * and Prometheus metrics (`/metrics`), whose gauges read queue depths and stale sources at scrape time.
  */
 import type { FastifyInstance } from 'fastify';
+import { withDeadline } from '../lib/deadline.ts';
 import type { ServiceContext } from '../runtime/context.ts';
-import { withDeadline } from '../runtime/deadline.ts';
 import type { QueueDepths } from '../runtime/metrics.ts';
 
 /** A worker whose last heartbeat is older than this is presumed dead (workers beat every 5 s). */

@@ -5,8 +5,8 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { Job, Processor } from 'bullmq';
+import { releaseLock, tryLock } from '../lib/redis-lock.ts';
 import type { ServiceContext } from '../runtime/context.ts';
-import { releaseLock, tryLock } from '../runtime/redis-lock.ts';
 import { type SourceKey, sourceToken } from '../sources/source.ts';
 import {
   RECONCILE_EVERY_MS,

@@ -2,8 +2,8 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Worker, type WorkerOptions } from 'bullmq';
+import { connectRedis } from '../lib/redis-connection.ts';
 import type { ServiceContext } from '../runtime/context.ts';
-import { connectRedis } from '../runtime/redis-connection.ts';
 import { QUEUE } from './contract.ts';
 import { type PushTuning, pushProcessor } from './push.ts';
 import { refreshProcessor } from './refresh.ts';

@@ -3,6 +3,7 @@ import { FeedStore } from '../feeds/feed-store.ts';
 import type { CalendarTargetFactory } from '../google/calendar-target.ts';
 import { createGoogleServices } from '../google/google-services.ts';
 import { createQueues } from '../jobs/queues.ts';
+import { connectRedis } from '../lib/redis-connection.ts';
 import type { Logger } from '../logger.ts';
 import { redisKeys } from '../sources/keys.ts';
 import { SourceRegistry } from '../sources/registry.ts';
@@ -11,7 +12,6 @@ import { SubscriptionStore } from '../subscriptions/subscription-store.ts';
 import { createUniversityClient, type UniversityClient } from '../upstream/client.ts';
 import type { ServiceContext } from './context.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
-import { connectRedis } from './redis-connection.ts';
 
 /** What {@link openServiceContext} needs besides the configuration. */
 export interface ContextOptions {

@@ -1,5 +1,5 @@
+import { DeadlineError, withDeadline } from '../lib/deadline.ts';
 import type { Logger } from '../logger.ts';
-import { DeadlineError, withDeadline } from './deadline.ts';
 
 /** One thing to stop, with a name for the log. */
 interface Step {

@@ -3,7 +3,7 @@
 // reply abstraction exists to prevent.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { listenClosable } from '../runtime/closable-server.ts';
+import { listenClosable } from '../lib/closable-server.ts';
 import type { EndpointName, FaultRule } from './faults.ts';
 import { BodyTooLargeError, errorReply, failureReply, json, type Reply } from './reply.ts';
 import { type ApiRoute, handleApi, matchApi } from './routes-api.ts';

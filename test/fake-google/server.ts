@@ -2,7 +2,7 @@
 // fake has no routes worth a framework.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { listenClosable } from '../../src/runtime/closable-server.ts';
+import { listenClosable } from '../../src/lib/closable-server.ts';
 import type { CalendarState } from './calendar-state.ts';
 import { handleConsent } from './consent.ts';
 import type { Counter } from './counts.ts';
