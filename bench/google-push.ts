@@ -28,10 +28,10 @@
  */
 import { join } from 'node:path';
 import { loadConfig } from '../src/config.ts';
-import { connectTarget } from '../src/google/connect-target.ts';
 import { silentLogger } from '../src/logger.ts';
 import type { ServiceContext } from '../src/runtime/context.ts';
 import { openServiceContext } from '../src/runtime/service-context.ts';
+import { connectTarget } from '../src/subscriptions/google-connect.ts';
 import { type FakeGoogle, startFakeGoogle } from '../test/fake-google/index.ts';
 import { calendarState, mismatches } from './support/calendar-diff.ts';
 import { CpuMeter } from './support/cpu.ts';

@@ -1,7 +1,7 @@
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { ConfigError } from './config.ts';
-import { CommandError, EXIT_USAGE, idOption, UsageError } from './runtime/command-error.ts';
-import { RedisUnavailableError } from './runtime/redis-install.ts';
+import { CommandError, EXIT_USAGE, RedisUnavailableError, UsageError } from './runtime/errors.ts';
+import { idOption } from './runtime/id-option.ts';
 
 /** What a command does with its parsed options; resolves to the process exit code. */
 type Handler = (values: Values) => Promise<number>;

@@ -3,7 +3,7 @@
  * live events before and after, compared by id and owned fields, and the calendar checked against the desired
  * events of the published feed.
  */
-import type { DesiredEvent } from '../../src/google/calendar-target.ts';
+import type { DesiredEvent } from '../../src/google/calendar-client.ts';
 import { HASH_KEY, MARKER_KEY } from '../../src/google/desired-events.ts';
 import type { FakeEvent, FakeGoogle } from '../../test/fake-google/index.ts';
 

@@ -4,7 +4,7 @@ import type { Config } from '../config.ts';
 import type { Snapshot } from '../sources/snapshot-store.ts';
 import { expand } from '../timetable/expand.ts';
 import type { Occurrence, SubscriberOptions } from '../timetable/types.ts';
-import { type PublishedState, previousOccurrences, tombstonesFor } from './publication.ts';
+import { type PublishedState, previousOccurrences, tombstonesFor } from './plan-publication.ts';
 import { renderIcs } from './render-ics.ts';
 
 /** The settings a feed's content depends on. */

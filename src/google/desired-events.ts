@@ -1,7 +1,7 @@
 /** What a push target's calendar should hold, derived from a feed's occurrences (pure). */
 import { createHash } from 'node:crypto';
 import type { Occurrence } from '../timetable/types.ts';
-import type { DesiredEvent, EventMarker, OwnedEventFields } from './calendar-target.ts';
+import type { DesiredEvent, EventMarker, OwnedEventFields } from './calendar-client.ts';
 import { eventIdFor } from './event-id.ts';
 
 /** Private extended property that marks our events; its value is the source key. */

@@ -74,3 +74,29 @@ export class GooglePermanentError extends GoogleError {
 export class EventRefusedError extends GooglePermanentError {
   override name = 'EventRefusedError';
 }
+
+/** Google push was asked for, but `GOOGLE_CLIENT_ID` / `GOOGLE_CLIENT_SECRET` are not configured. */
+export class GoogleNotConfiguredError extends Error {
+  override name = 'GoogleNotConfiguredError';
+
+  constructor() {
+    super('Google push is not configured: set GOOGLE_CLIENT_ID and GOOGLE_CLIENT_SECRET');
+  }
+}
+
+/**
+ * The OAuth callback cannot complete a consent: its `state` is malformed, unknown, expired or already used, it
+ * carries no code, the person refused, or Google did not grant what push needs. The message says which.
+ */
+export class ConsentCallbackError extends Error {
+  override name = 'ConsentCallbackError';
+}
+
+/** A push target was removed while it was being used (a push ran, or a reconnect was under way). */
+export class TargetRemovedError extends Error {
+  override name = 'TargetRemovedError';
+
+  constructor(id: string) {
+    super(`Google target ${id} was removed meanwhile`);
+  }
+}

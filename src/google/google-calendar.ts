@@ -1,7 +1,7 @@
 /**
- * {@link CalendarTarget} over Google Calendar API v3 (`@googleapis/calendar` with a `google-auth-library`
+ * {@link CalendarClient} over Google Calendar API v3 (`@googleapis/calendar` with a `google-auth-library`
  * OAuth2 client holding one refresh token). The libraries' own retries are off, so that every HTTP request is
- * one we asked for, counted by `beforeRequest` and classified by `google-errors.ts`; retrying is the job's
+ * one we asked for, counted by `beforeRequest` and classified by `classify-error.ts`; retrying is the job's
  * business (BullMQ backoff, rate limits, quota pauses).
  */
 import { calendar, type calendar_v3 } from '@googleapis/calendar';
@@ -9,16 +9,16 @@ import { OAuth2Client } from 'google-auth-library';
 import type { Config } from '../config.ts';
 import type {
   BeforeRequest,
+  CalendarClient,
   CalendarInfo,
-  CalendarTarget,
   DeleteOutcome,
   DesiredEvent,
   EventMarker,
   RemoteEvent,
-} from './calendar-target.ts';
+} from './calendar-client.ts';
+import { classifyGoogleError, type GoogleOperation, isAccessTokenRejected } from './classify-error.ts';
 import { HASH_KEY, MARKER_KEY } from './desired-events.ts';
 import { CalendarGoneError, EventMissingError } from './errors.ts';
-import { classifyGoogleError, type GoogleOperation, isAccessTokenRejected } from './google-errors.ts';
 
 /** The settings the adapter reads. */
 export type GoogleCalendarConfig = Pick<
@@ -46,7 +46,7 @@ const LIST_FIELDS = `items(${EVENT_FIELDS}),nextPageToken`;
 const CALENDAR_FIELDS = 'id,summary,timeZone';
 
 /**
- * A {@link CalendarTarget} acting as the Google user who granted `refreshToken`. `beforeRequest` is awaited
+ * A {@link CalendarClient} acting as the Google user who granted `refreshToken`. `beforeRequest` is awaited
  * before every API request (each list page too; token refreshes are not API requests). Every method is one
  * request, except that a 401 on the API is retried once after a forced token refresh: an access token can
  * be invalidated before its expiry, and only a 401 with a fresh token means the grant is gone.
@@ -56,11 +56,11 @@ export function createGoogleCalendar(
   refreshToken: string,
   beforeRequest: BeforeRequest,
   options: GoogleCalendarOptions = {},
-): CalendarTarget {
+): CalendarClient {
   return new GoogleCalendar(config, refreshToken, beforeRequest, options);
 }
 
-class GoogleCalendar implements CalendarTarget {
+class GoogleCalendar implements CalendarClient {
   readonly #auth: OAuth2Client;
   readonly #api: calendar_v3.Calendar;
   readonly #refreshToken: string;

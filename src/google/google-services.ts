@@ -7,21 +7,13 @@ import type { Redis } from 'ioredis';
 import type { Config } from '../config.ts';
 import { hashToken } from '../security/tokens.ts';
 import type { RedisKeys } from '../sources/keys.ts';
-import type { CalendarTarget, CalendarTargetFactory } from './calendar-target.ts';
+import type { CalendarClient, CalendarClientFactory } from './calendar-client.ts';
+import { GoogleNotConfiguredError } from './errors.ts';
 import { createGoogleCalendar } from './google-calendar.ts';
 import { GoogleOAuth } from './oauth.ts';
 import { PushIndex } from './push-index.ts';
 import { RequestBudget } from './request-budget.ts';
 import { TargetStore } from './target-store.ts';
-
-/** Google push was asked for, but `GOOGLE_CLIENT_ID` / `GOOGLE_CLIENT_SECRET` are not configured. */
-export class GoogleNotConfiguredError extends Error {
-  override name = 'GoogleNotConfiguredError';
-
-  constructor() {
-    super('Google push is not configured: set GOOGLE_CLIENT_ID and GOOGLE_CLIENT_SECRET');
-  }
-}
 
 /** The Google side of the service context. */
 export interface GoogleServices {
@@ -37,7 +29,7 @@ export interface GoogleServices {
    * (a wait for it ends when `signal` aborts, e.g. on shutdown). Throws {@link GoogleNotConfiguredError} when
    * not {@link configured}.
    */
-  calendar(refreshToken: string, budgetKey: string, signal?: AbortSignal): CalendarTarget;
+  calendar(refreshToken: string, budgetKey: string, signal?: AbortSignal): CalendarClient;
 }
 
 /** What {@link createGoogleServices} is built from. */
@@ -46,14 +38,14 @@ export interface GoogleServicesOptions {
   redis: Redis;
   keys: RedisKeys;
   /** Builds calendars; default: the Google adapter for `config`. Tests pass an in-memory one. */
-  factory?: CalendarTargetFactory;
+  factory?: CalendarClientFactory;
 }
 
 /** Builds the Google services; nothing connects until a calendar makes its first request. */
 export function createGoogleServices(options: GoogleServicesOptions): GoogleServices {
   const { config, redis, keys } = options;
   const credentials = config.googleClientId !== undefined && config.googleClientSecret !== undefined;
-  const factory: CalendarTargetFactory | undefined =
+  const factory: CalendarClientFactory | undefined =
     options.factory ??
     (credentials
       ? (refreshToken, beforeRequest) => createGoogleCalendar(config, refreshToken, beforeRequest)

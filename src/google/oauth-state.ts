@@ -6,7 +6,7 @@
 import type { ServiceContext } from '../runtime/context.ts';
 import { hashToken, randomToken } from '../security/tokens.ts';
 import type { SourceKey } from '../sources/source.ts';
-import { GoogleNotConfiguredError } from './google-services.ts';
+import { ConsentCallbackError, GoogleNotConfiguredError } from './errors.ts';
 import { pkcePair } from './oauth.ts';
 
 /** How long a consent may take, from the redirect to Google until the callback (seconds). */
@@ -22,11 +22,6 @@ export interface PendingConsent {
   codeVerifier: string;
   /** Epoch ms when the consent started. */
   startedAt: number;
-}
-
-/** The callback's `state` is malformed, unknown, expired or already used. */
-export class ConsentStateError extends Error {
-  override name = 'ConsentStateError';
 }
 
 /** The parts of the context the consent state uses. */
@@ -48,13 +43,13 @@ export async function createConsent(ctx: ConsentContext, source: SourceKey): Pro
 
 /**
  * Takes the pending consent of `state` (GETDEL: a replayed callback finds nothing). Throws
- * {@link ConsentStateError} when the state is malformed, unknown, expired or already used.
+ * {@link ConsentCallbackError} when the state is malformed, unknown, expired or already used.
  */
 export async function takeConsent(ctx: Pick<ServiceContext, 'redis' | 'keys'>, state: string): Promise<PendingConsent> {
-  if (!STATE_FORMAT.test(state)) throw new ConsentStateError('malformed consent state');
+  if (!STATE_FORMAT.test(state)) throw new ConsentCallbackError('malformed consent state');
   const stored = await ctx.redis.getdel(ctx.keys.googleOAuthState(hashToken(state)));
   if (stored === null)
-    throw new ConsentStateError('unknown, expired or already used consent state: start again at /google/connect');
+    throw new ConsentCallbackError('unknown, expired or already used consent state: start again at /google/connect');
   return parsePending(stored);
 }
 
@@ -72,5 +67,5 @@ function parsePending(stored: string): PendingConsent {
   } catch {
     // Falls through to the error below.
   }
-  throw new ConsentStateError('unreadable consent state: start again at /google/connect');
+  throw new ConsentCallbackError('unreadable consent state: start again at /google/connect');
 }

@@ -7,9 +7,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { OAuth2Client } from 'google-auth-library';
 import type { Config } from '../config.ts';
+import { classifyGoogleError } from './classify-error.ts';
 import { GoogleConsentError } from './errors.ts';
 import { disableRetries } from './google-calendar.ts';
-import { classifyGoogleError } from './google-errors.ts';
 
 /** Create secondary calendars and see, edit and delete only those. */
 export const CALENDAR_SCOPE = 'https://www.googleapis.com/auth/calendar.app.created';

@@ -2,7 +2,7 @@
 import { feedOccurrences } from '../feeds/build-feed.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import type { SourceKey } from '../sources/source.ts';
-import type { DesiredEvent } from './calendar-target.ts';
+import type { DesiredEvent } from './calendar-client.ts';
 import { desiredEvents } from './desired-events.ts';
 import { planPush } from './plan-push.ts';
 

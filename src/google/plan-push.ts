@@ -1,5 +1,5 @@
 /** The diff between what a calendar should hold and what we know it holds (pure). */
-import type { DesiredEvent, EventMarker, RemoteEvent } from './calendar-target.ts';
+import type { DesiredEvent, EventMarker, RemoteEvent } from './calendar-client.ts';
 
 /**
  * The index value of an event of ours that Google keeps as deleted (`status: cancelled`). Its id cannot be

@@ -6,8 +6,14 @@
  * has passed, so one bad event never holds up the others.
  */
 import type { Logger } from '../logger.ts';
-import type { CalendarTarget, DeleteOutcome, DesiredEvent, EventMarker, RemoteEvent } from './calendar-target.ts';
-import { EventExistsError, EventMissingError, EventRefusedError, GooglePermanentError } from './errors.ts';
+import type { CalendarClient, DeleteOutcome, DesiredEvent, EventMarker, RemoteEvent } from './calendar-client.ts';
+import {
+  EventExistsError,
+  EventMissingError,
+  EventRefusedError,
+  GooglePermanentError,
+  TargetRemovedError,
+} from './errors.ts';
 import {
   CANCELLED,
   carryRefusals,
@@ -30,11 +36,6 @@ export interface SyncIndex {
 
 /** A write request, for metrics. */
 export type WriteOperation = 'insert' | 'patch' | 'revive' | 'delete';
-
-/** The target was removed while its push ran (the index refuses writes for a removed target). */
-export class TargetRemovedError extends Error {
-  override name = 'TargetRemovedError';
-}
 
 /** What one sync did. `writes` and `reads` count API requests sent, refused ones included. */
 export interface SyncCounts {
@@ -59,7 +60,7 @@ export interface SyncCounts {
 
 /** Everything one sync works with. */
 export interface SyncOptions {
-  calendar: CalendarTarget;
+  calendar: CalendarClient;
   calendarId: string;
   targetId: string;
   marker: EventMarker;
@@ -158,8 +159,7 @@ class SyncRun {
     }
     // Without the old refusals, the reconcile that follows a failed push would try the same refused events first.
     const remote = carryRefusals(await index.read(targetId), indexFromRemote(events, marker), this.now);
-    if ((await index.replace(targetId, remote)) === false)
-      throw new TargetRemovedError(`target ${targetId} was removed`);
+    if ((await index.replace(targetId, remote)) === false) throw new TargetRemovedError(targetId);
     return remote;
   }
 
@@ -343,8 +343,7 @@ class SyncRun {
   /** Writes one index entry at once; the index refuses it once the target is removed. */
   private async record(eventId: string, value: string): Promise<void> {
     const { index, targetId } = this.options;
-    if ((await index.set(targetId, eventId, value)) === false)
-      throw new TargetRemovedError(`target ${targetId} was removed`);
+    if ((await index.set(targetId, eventId, value)) === false) throw new TargetRemovedError(targetId);
   }
 
   /** Counts a write request and reports it. */

@@ -9,6 +9,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { execOrThrow } from '../lib/redis-transaction.ts';
 import { SecretBox } from '../security/secret-box.ts';
 import { constantTimeEqual, hashToken, randomToken } from '../security/tokens.ts';
 import type { RedisKeys } from '../sources/keys.ts';
@@ -285,6 +286,16 @@ export class TargetStore {
     return this.redis.zrangebyscore(this.keys.googleTargetsDue, '-inf', now, 'LIMIT', 0, limit);
   }
 
+  /** Ids of the targets pushing from `source`. */
+  async idsForSource(source: SourceKey): Promise<string[]> {
+    return this.redis.smembers(this.keys.sourceTargets(source));
+  }
+
+  /** Whether any target pushes from `source` (such a source stays active however rarely its feed is read). */
+  async anyForSource(source: SourceKey): Promise<boolean> {
+    return (await this.redis.scard(this.keys.sourceTargets(source))) > 0;
+  }
+
   /** A page of all targets, oldest first, with the total count. */
   async page(offset: number, limit: number): Promise<{ total: number; targets: PushTarget[] }> {
     const [total, ids] = await Promise.all([
@@ -320,12 +331,4 @@ export class TargetStore {
     const keys = [this.keys.googleTarget(id), this.keys.googleTargetsDue, this.keys.googleIndex(id)];
     return (await this.redis.eval(UPDATE_TARGET, keys.length, ...keys, ...updateArguments(id, update))) === 1;
   }
-}
-
-/** Runs a MULTI and throws the first command error (ioredis reports them per command, not as a rejection). */
-async function execOrThrow(multi: ReturnType<Redis['multi']>): Promise<void> {
-  const results = await multi.exec();
-  if (results === null) throw new Error('Redis transaction was aborted');
-  const failed = results.find(([error]) => error !== null);
-  if (failed) throw failed[0] as Error;
 }

@@ -14,7 +14,7 @@ import type { Logger } from '../logger.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { registerAdminRoutes } from './admin-routes.ts';
 import { registerEmployeeRoutes } from './employee-routes.ts';
-import { HttpError } from './errors.ts';
+import { HttpError, toHttpError } from './errors.ts';
 import { type FeedRouteOptions, registerFeedRoutes } from './feed-routes.ts';
 import { registerGoogleRoutes } from './google-routes.ts';
 import { registerOperationsRoutes } from './operations-routes.ts';
@@ -75,13 +75,15 @@ export async function buildApp(ctx: ServiceContext, options: AppOptions): Promis
 }
 
 /**
- * Turns any error into `{ "error": message }`: our HttpErrors and fastify's client errors (bad JSON, body too
- * large, validation) keep their status and words; anything else is a 500, logged once, with a generic message.
+ * Turns any error into `{ "error": message }`: ours answer as the error catalog says, fastify's client errors
+ * (bad JSON, body too large) keep their status and words, and anything else is a 500, logged once, with a
+ * generic message.
  */
 async function handleError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
-  if (error instanceof HttpError) {
-    reply.headers(error.headers);
-    return reply.code(error.statusCode).type('application/json; charset=utf-8').send({ error: error.message });
+  const known = toHttpError(error);
+  if (known !== undefined) {
+    reply.headers(known.headers);
+    return reply.code(known.statusCode).type('application/json; charset=utf-8').send({ error: known.message });
   }
   const status = error.statusCode;
   if (status !== undefined && status >= 400 && status < 500) {

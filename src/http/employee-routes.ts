@@ -4,8 +4,6 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { ServiceContext } from '../runtime/context.ts';
-import type { Employee } from '../upstream/directory-schema.ts';
-import { UpstreamError, UpstreamRateLimitError, UpstreamTimeoutError } from '../upstream/errors.ts';
 import { HttpError } from './errors.ts';
 
 /** Shortest and longest search text, after trimming. */
@@ -20,7 +18,8 @@ export async function registerEmployeeRoutes(app: FastifyInstance, ctx: ServiceC
     const key = ctx.keys.employeeSearch(query.toLowerCase());
     const cached = await ctx.redis.get(key);
     if (cached === null) {
-      const employees = await search(ctx, query);
+      // Upstream failures answer as the error catalog says (502, 503 with Retry-After, 504), in its own words.
+      const employees = await ctx.upstream.searchEmployees(query);
       const body = JSON.stringify({ employees });
       await ctx.redis.set(key, body, 'EX', CACHE_SECONDS);
       return reply.type('application/json; charset=utf-8').send(body);
@@ -40,27 +39,4 @@ function searchText(value: string | string[] | undefined): string {
     );
   }
   return text;
-}
-
-async function search(ctx: ServiceContext, query: string): Promise<Employee[]> {
-  try {
-    return await ctx.upstream.searchEmployees(query);
-  } catch (error) {
-    throw asHttpError(error);
-  }
-}
-
-/** Upstream failures as gateway errors that keep the upstream's own words (they never hold a credential). */
-function asHttpError(error: unknown): unknown {
-  if (error instanceof UpstreamRateLimitError) {
-    const seconds = Math.max(1, Math.ceil((error.retryAfterMs ?? 10_000) / 1000));
-    return new HttpError(503, `the university asked us to slow down: ${error.message}`, {
-      'Retry-After': String(seconds),
-    });
-  }
-  if (error instanceof UpstreamTimeoutError)
-    return new HttpError(504, `the university did not answer in time: ${error.message}`);
-  if (error instanceof UpstreamError)
-    return new HttpError(502, `the university's teacher search failed: ${error.message}`);
-  return error;
 }

@@ -1,3 +1,31 @@
+/**
+ * How errors answer over HTTP: one catalog from the typed errors of every stage to a status and words, used by
+ * the app's error handler (fastify keeps its own errors in one catalog the same way). Routes throw what the
+ * stages throw; they make an {@link HttpError} themselves only for what is their own (a malformed parameter,
+ * a missing token) or to word an error for their context where the catalog's words would mislead.
+ */
+import {
+  CalendarGoneError,
+  ConsentCallbackError,
+  GoogleConsentError,
+  GoogleNotConfiguredError,
+  GooglePermanentError,
+  GoogleQuotaError,
+  GoogleRateLimitError,
+  GoogleTransientError,
+  TargetRemovedError,
+} from '../google/errors.ts';
+import { UnknownSubscriptionError } from '../jobs/errors.ts';
+import { SecretKeyMissingError } from '../security/errors.ts';
+import { InvalidSourceError } from '../sources/errors.ts';
+import {
+  CredentialCheckError,
+  CredentialRejectedError,
+  OtherUserCredentialError,
+  UnknownSourceError,
+} from '../subscriptions/errors.ts';
+import { UpstreamError, UpstreamRateLimitError, UpstreamTimeoutError } from '../upstream/errors.ts';
+
 /** An error a route answers with a status and a JSON body `{ "error": message }`. */
 export class HttpError extends Error {
   override name = 'HttpError';
@@ -10,4 +38,76 @@ export class HttpError extends Error {
     this.statusCode = statusCode;
     this.headers = headers;
   }
+}
+
+/** A `Retry-After` header of whole seconds, at least one. */
+export function retryAfter(ms: number): Record<string, string> {
+  return { 'retry-after': String(Math.max(1, Math.ceil(ms / 1000))) };
+}
+
+type ErrorClass<E extends Error> = abstract new (...args: never[]) => E;
+
+/** One catalog entry: errors of `type` (subclasses included) answer as `answer` says. */
+interface Entry {
+  type: ErrorClass<Error>;
+  answer: (error: Error) => HttpError;
+}
+
+function entry<E extends Error>(type: ErrorClass<E>, answer: (error: E) => HttpError): Entry {
+  return { type, answer: answer as (error: Error) => HttpError };
+}
+
+/** Said for every use of a secret that cannot be sealed or opened without `SECRET_KEY`. */
+const SECRET_KEY_MISSING =
+  'personal subscriptions and Google push need SECRET_KEY: credentials and refresh tokens are stored encrypted';
+
+/**
+ * The catalog, most specific class first (the first entry an error is an instance of answers). Messages of our
+ * own errors never hold a secret; those of the upstream and of Google hold their own words, which never do.
+ */
+const CATALOG: readonly Entry[] = [
+  entry(HttpError, (error) => error),
+  entry(InvalidSourceError, (error) => new HttpError(400, `source: ${error.message}`)),
+  entry(UnknownSourceError, (error) => new HttpError(400, `source: ${error.message}`)),
+  entry(UnknownSubscriptionError, (error) => new HttpError(404, error.message)),
+  entry(SecretKeyMissingError, () => new HttpError(503, SECRET_KEY_MISSING)),
+  entry(CredentialRejectedError, (error) => new HttpError(401, error.message)),
+  entry(CredentialCheckError, (error) => new HttpError(502, error.message)),
+  entry(OtherUserCredentialError, (error) => new HttpError(409, error.message)),
+  entry(GoogleNotConfiguredError, (error) => new HttpError(503, error.message)),
+  entry(ConsentCallbackError, (error) => new HttpError(400, error.message)),
+  entry(TargetRemovedError, (error) => new HttpError(409, `${error.message}: connect again`)),
+  entry(CalendarGoneError, () => new HttpError(400, 'the calendar was deleted or cannot be reached with this grant')),
+  entry(
+    GoogleConsentError,
+    (error) => new HttpError(400, `Google refused access (${error.reason ?? 'consent'}): ${error.message}`),
+  ),
+  entry(
+    GoogleRateLimitError,
+    (error) =>
+      new HttpError(503, 'Google is rate limiting requests: try again later', retryAfter(error.retryAfterMs ?? 60_000)),
+  ),
+  entry(
+    GoogleQuotaError,
+    () => new HttpError(503, 'Google calendar usage limits are exceeded for this account: try again in a few hours'),
+  ),
+  entry(GoogleTransientError, (error) => new HttpError(502, `Google failed, try again: ${error.message}`)),
+  entry(GooglePermanentError, (error) => new HttpError(502, `Google refused the request: ${error.message}`)),
+  entry(
+    UpstreamRateLimitError,
+    (error) =>
+      new HttpError(
+        503,
+        `the university asked us to slow down: ${error.message}`,
+        retryAfter(error.retryAfterMs ?? 10_000),
+      ),
+  ),
+  entry(UpstreamTimeoutError, (error) => new HttpError(504, `the university did not answer in time: ${error.message}`)),
+  entry(UpstreamError, (error) => new HttpError(502, `the university failed: ${error.message}`)),
+];
+
+/** The answer to `error` when it is one of ours; undefined for anything else (the handler answers 500). */
+export function toHttpError(error: unknown): HttpError | undefined {
+  if (!(error instanceof Error)) return undefined;
+  return CATALOG.find(({ type }) => error instanceof type)?.answer(error);
 }

@@ -104,8 +104,8 @@ export class FeedProvider {
    * must not become a periodic refresh; the worker registers a public source after its first good fetch.
    */
   private async fetchOnDemand(source: SourceKey): Promise<StoredFeed> {
-    const missing = await this.ctx.redis.get(this.ctx.keys.missing(source));
-    if (missing !== null) throw notKnown(source, missing);
+    const missing = await this.ctx.registry.missingReason(source);
+    if (missing !== undefined) throw notKnown(source, missing);
     await this.refuseRejectedCredential(source);
     const now = this.ctx.now();
     // Counts as this request's registry write: the first requests after the feed arrives do not write again.
@@ -148,9 +148,9 @@ export class FeedProvider {
     for (;;) {
       const [exists, missing] = await Promise.all([
         this.ctx.feeds.exists(source),
-        this.ctx.redis.get(this.ctx.keys.missing(source)),
+        this.ctx.registry.missingReason(source),
       ]);
-      if (missing !== null) throw notKnown(source, missing);
+      if (missing !== undefined) throw notKnown(source, missing);
       if (!exists) await this.refuseRejectedCredential(source);
       const feed = exists ? await this.cache.get(source) : undefined;
       if (feed !== undefined) return feed;

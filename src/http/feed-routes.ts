@@ -6,7 +6,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { StoredFeed } from '../feeds/feed-store.ts';
 import type { ServiceContext } from '../runtime/context.ts';
-import { InvalidSourceError, parseSource, type SourceKey, type SourceKind, sourceKey } from '../sources/source.ts';
+import { InvalidSourceError } from '../sources/errors.ts';
+import { parseSource, type SourceKey, type SourceKind, sourceKey } from '../sources/source.ts';
 import { describeValue } from '../upstream/errors.ts';
 import { HttpError } from './errors.ts';
 import { FeedCache } from './feed-cache.ts';

@@ -3,12 +3,11 @@
  * and Prometheus metrics (`/metrics`), whose gauges read queue depths and stale sources at scrape time.
  */
 import type { FastifyInstance } from 'fastify';
+import { liveWorkers, WORKER_HEARTBEAT_MAX_AGE_MS } from '../jobs/workers.ts';
 import { withDeadline } from '../lib/deadline.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import type { QueueDepths } from '../runtime/metrics.ts';
 
-/** A worker whose last heartbeat is older than this is presumed dead (workers beat every 5 s). */
-export const WORKER_HEARTBEAT_MAX_AGE_MS = 30_000;
 /** How long a readiness check or a gauge waits for Redis. */
 const CHECK_TIMEOUT_MS = 1_000;
 const JOB_STATES = ['waiting', 'active', 'delayed', 'failed', 'prioritized'] as const;
@@ -49,10 +48,7 @@ async function checkRedis(ctx: ServiceContext): Promise<Check<string>> {
 
 async function checkWorkers(ctx: ServiceContext): Promise<Check<number | string>> {
   try {
-    const alive = await withDeadline(
-      ctx.redis.zcount(ctx.keys.workers, ctx.now() - WORKER_HEARTBEAT_MAX_AGE_MS, '+inf'),
-      CHECK_TIMEOUT_MS,
-    );
+    const alive = await withDeadline(liveWorkers(ctx), CHECK_TIMEOUT_MS);
     if (alive > 0) return { state: alive };
     return { state: 0, problem: `no worker sent a heartbeat in the last ${WORKER_HEARTBEAT_MAX_AGE_MS / 1000} s` };
   } catch (error) {

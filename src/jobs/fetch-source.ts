@@ -1,6 +1,6 @@
 /** One upstream fetch per refresh, and what a failure means for the source (transient or permanent, and why). */
 import type { ServiceContext } from '../runtime/context.ts';
-import { DecryptionError, SecretKeyMissingError } from '../security/secret-box.ts';
+import { DecryptionError, SecretKeyMissingError } from '../security/errors.ts';
 import { type SourceKey, sourceOf } from '../sources/source.ts';
 import { calendarName } from '../timetable/calendar-name.ts';
 import {
@@ -14,15 +14,11 @@ import {
   UpstreamTimeoutError,
 } from '../upstream/errors.ts';
 import type { ScheduleResult } from '../upstream/schemas.ts';
+import { SubscriptionUnusableError } from './errors.ts';
 
 /** A timetable as fetched, with the name its calendar gets. */
 export interface FetchedTimetable extends ScheduleResult {
   name: string;
-}
-
-/** A personal source whose subscription was deleted, or whose credential is known to be rejected. */
-export class SubscriptionUnusableError extends Error {
-  override name = 'SubscriptionUnusableError';
 }
 
 /** What a fetch used, for its failure handling: the version of a personal credential. */

@@ -9,18 +9,19 @@ import { markerFor } from '../google/desired-events.ts';
 import {
   CalendarGoneError,
   GoogleConsentError,
+  GoogleNotConfiguredError,
   GooglePermanentError,
   GoogleQuotaError,
   GoogleRateLimitError,
   GoogleTransientError,
+  TargetRemovedError,
 } from '../google/errors.ts';
-import { GoogleNotConfiguredError } from '../google/google-services.ts';
 import { loadDesired } from '../google/pending-changes.ts';
-import { type RefusalExample, syncTarget, TargetRemovedError } from '../google/sync-target.ts';
+import { type RefusalExample, syncTarget } from '../google/sync-target.ts';
 import type { PushGuard, PushTarget } from '../google/target-store.ts';
 import type { Logger } from '../logger.ts';
 import type { ServiceContext } from '../runtime/context.ts';
-import { DecryptionError, SecretKeyMissingError } from '../security/secret-box.ts';
+import { DecryptionError, SecretKeyMissingError } from '../security/errors.ts';
 import type { PushJobData, PushJobResult } from './contract.ts';
 
 /** Tuning that tests shorten. */

@@ -6,17 +6,9 @@ import type { ServiceContext } from '../runtime/context.ts';
 import { type SourceKey, sourceOf } from '../sources/source.ts';
 import { UpstreamNotFoundError } from '../upstream/errors.ts';
 import type { RefreshJobData, RefreshJobResult } from './contract.ts';
-import {
-  classifyFailure,
-  type FailureClass,
-  type FetchNote,
-  fetchSource,
-  SubscriptionUnusableError,
-} from './fetch-source.ts';
-import { markFeedStale, publishTimetable } from './publish.ts';
-
-/** How long the upstream's "no such group" is remembered, so repeated requests for it cost no fetch. */
-export const MISSING_TTL_SECONDS = 3600;
+import { SubscriptionUnusableError } from './errors.ts';
+import { classifyFailure, type FailureClass, type FetchNote, fetchSource } from './fetch-source.ts';
+import { markFeedStale, publishTimetable } from './publish-timetable.ts';
 
 /** The refresh processor (BullMQ delivers at least once: everything it does is idempotent). */
 export function refreshProcessor(ctx: ServiceContext): Processor<RefreshJobData, RefreshJobResult> {
@@ -138,5 +130,5 @@ async function forgetUnknownSource(
   error: UpstreamNotFoundError,
 ): Promise<void> {
   await ctx.registry.remove(source);
-  await ctx.redis.set(ctx.keys.missing(source), error.upstreamMessage ?? 'not found', 'EX', MISSING_TTL_SECONDS);
+  await ctx.registry.rememberMissing(source, error.upstreamMessage ?? 'not found');
 }

@@ -1,21 +1,11 @@
 import type { ServiceContext } from '../runtime/context.ts';
 import { parseSource, type SourceKey, SUBSCRIPTION_ID, sourceKey } from '../sources/source.ts';
 import { activateSource } from './activation.ts';
+import { UnknownSubscriptionError } from './errors.ts';
 import { enqueueRefresh } from './queues.ts';
 
 /** What an admin asks to resync: one source, one personal subscription's source, or every active source. */
 export type ResyncTarget = { source: string } | { subscription: string } | { all: true };
-
-/** The subscription an admin named does not exist. */
-export class UnknownSubscriptionError extends Error {
-  override name = 'UnknownSubscriptionError';
-  readonly subscription: string;
-
-  constructor(subscription: string) {
-    super(`no subscription with id "${subscription.length > 40 ? `${subscription.slice(0, 37)}...` : subscription}"`);
-    this.subscription = subscription;
-  }
-}
 
 /** What {@link requestResync} uses of the service context. */
 export type ResyncContext = Pick<ServiceContext, 'config' | 'queues' | 'registry' | 'subscriptions' | 'now'>;

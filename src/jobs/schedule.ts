@@ -3,9 +3,9 @@
  * created and removed by the one reconciler, never by request handlers (concurrent upserts of job schedulers
  * from many processes are a known source of duplicates).
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { Job, Processor } from 'bullmq';
-import { releaseLock, tryLock } from '../lib/redis-lock.ts';
+import { extendLock, lockOwner, releaseLock, tryLock } from '../lib/redis-lock.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { type SourceKey, sourceToken } from '../sources/source.ts';
 import {
@@ -55,7 +55,7 @@ export function scheduleProcessor(ctx: ServiceContext): Processor<TickJobData | 
  */
 export async function reconcile(ctx: ServiceContext): Promise<ReconcileResult> {
   const lockKey = ctx.keys.lock('reconcile');
-  const owner = randomBytes(8).toString('hex');
+  const owner = lockOwner();
   if (!(await tryLock(ctx.redis, lockKey, owner, RECONCILE_LOCK_MS)))
     return { deactivated: 0, created: 0, updated: 0, removed: 0, pushes: 0, skipped: 'another reconciler is running' };
   try {
@@ -73,14 +73,14 @@ export async function reconcile(ctx: ServiceContext): Promise<ReconcileResult> {
       );
       if (existing.has(id)) result.updated += 1;
       else result.created += 1;
-      await ctx.redis.pexpire(lockKey, RECONCILE_LOCK_MS);
+      await extendLock(ctx.redis, lockKey, owner, RECONCILE_LOCK_MS);
     }
     for (const id of existing.keys()) {
       if (desired.has(id)) continue;
       await ctx.queues.schedule.removeJobScheduler(id);
       result.removed += 1;
     }
-    result.pushes = await enqueueDuePushes(ctx, lockKey);
+    result.pushes = await enqueueDuePushes(ctx, () => extendLock(ctx.redis, lockKey, owner, RECONCILE_LOCK_MS));
     if (result.created + result.updated + result.removed + deactivated > 0)
       ctx.logger.info({ ...result, active: desired.size }, 'job schedulers reconciled');
     return result;
@@ -98,7 +98,7 @@ const DUE_BATCH_SIZE = 50;
  * Queues a reconciling push for every Google target whose periodic reconcile is due, and moves its next one a
  * full interval away, so that a target is not queued again every minute while its push waits or fails.
  */
-async function enqueueDuePushes(ctx: ServiceContext, lockKey: string): Promise<number> {
+async function enqueueDuePushes(ctx: ServiceContext, keepLock: () => Promise<unknown>): Promise<number> {
   const now = ctx.now();
   const due = await ctx.google.targets.due(now, DUE_TARGETS_PER_RUN);
   let queued = 0;
@@ -114,7 +114,7 @@ async function enqueueDuePushes(ctx: ServiceContext, lockKey: string): Promise<n
       }),
     );
     queued += batch.reduce<number>((sum, n) => sum + n, 0);
-    await ctx.redis.pexpire(lockKey, RECONCILE_LOCK_MS);
+    await keepLock();
   }
   return queued;
 }
@@ -148,7 +148,7 @@ async function deactivateIdle(ctx: ServiceContext): Promise<number> {
   const idle = await ctx.registry.requestedBefore(ctx.now() - ctx.config.inactiveAfterMs);
   let count = 0;
   for (const source of idle) {
-    if ((await ctx.redis.scard(ctx.keys.sourceTargets(source))) > 0) continue;
+    if (await ctx.google.targets.anyForSource(source)) continue;
     await ctx.registry.deactivate(source);
     count += 1;
   }

@@ -79,6 +79,7 @@ export async function startWorkers(
   const beat = () =>
     ctx.redis
       .zadd(ctx.keys.workers, ctx.now(), id)
+      .then(() => undefined)
       .catch((error: unknown) => ctx.logger.warn({ err: error }, 'worker heartbeat failed'));
   await beat();
   const timer = setInterval(beat, tuning.heartbeatMs ?? 5_000);
@@ -96,4 +97,12 @@ export async function startWorkers(
       await connection.quit().catch(() => connection.disconnect());
     },
   };
+}
+
+/** A worker whose last heartbeat is older than this is presumed dead (workers beat every 5 s). */
+export const WORKER_HEARTBEAT_MAX_AGE_MS = 30_000;
+
+/** How many worker processes sent a heartbeat within {@link WORKER_HEARTBEAT_MAX_AGE_MS} (what `/readyz` asks). */
+export async function liveWorkers(ctx: Pick<ServiceContext, 'redis' | 'keys' | 'now'>): Promise<number> {
+  return ctx.redis.zcount(ctx.keys.workers, ctx.now() - WORKER_HEARTBEAT_MAX_AGE_MS, '+inf');
 }

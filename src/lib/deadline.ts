@@ -1,12 +1,8 @@
-/** A wait that took longer than it may. */
-export class DeadlineError extends Error {
-  override name = 'DeadlineError';
-}
-
 /**
  * Rejects with {@link DeadlineError} when `promise` takes longer than `ms`. The promise itself runs on (Redis
  * commands and shutdown steps cannot be cancelled); the timer never keeps the process alive.
  */
+import { DeadlineError } from './errors.ts';
 export async function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {

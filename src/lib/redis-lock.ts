@@ -1,15 +1,51 @@
-/** Redis locks: `SET key owner NX PX ms` to take one, and a release that cannot delete someone else's. */
+/**
+ * Redis locks: `SET key owner NX PX ms` to take one, and an extension and a release that cannot touch a lock
+ * someone else took after ours expired.
+ */
+import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 
-/** KEYS: 1 a lock. ARGV: 1 its owner. Deletes the lock only while this owner holds it (it may have expired and been taken). */
+/** KEYS: 1 a lock. ARGV: 1 its owner. Deletes the lock only while this owner holds it. */
 const RELEASE_LOCK = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
+
+/** KEYS: 1 a lock. ARGV: 1 its owner, 2 ms. Extends the lock only while this owner holds it. */
+const EXTEND_LOCK =
+  "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0";
+
+/** How often {@link withLock} asks again for a lock someone else holds. */
+const RETRY_MS = 50;
+
+/** A random owner name, so that one holder's release or extension never touches another's lock. */
+export function lockOwner(): string {
+  return randomBytes(8).toString('hex');
+}
 
 /** Takes `key` for `owner` for `ms` unless someone holds it; true when taken. */
 export async function tryLock(redis: Redis, key: string, owner: string, ms: number): Promise<boolean> {
   return (await redis.set(key, owner, 'PX', ms, 'NX')) !== null;
 }
 
+/** Gives `owner`'s lock another `ms` from now; false when it is no longer `owner`'s. */
+export async function extendLock(redis: Redis, key: string, owner: string, ms: number): Promise<boolean> {
+  return (await redis.eval(EXTEND_LOCK, 1, key, owner, ms)) === 1;
+}
+
 /** Releases `key` if `owner` still holds it. */
 export async function releaseLock(redis: Redis, key: string, owner: string): Promise<void> {
   await redis.eval(RELEASE_LOCK, 1, key, owner);
+}
+
+/**
+ * Runs `work` holding `key`, waiting while someone else holds it. The lock expires after `ms` on its own, so a
+ * holder that died delays the next one by `ms` at most.
+ */
+export async function withLock<T>(redis: Redis, key: string, ms: number, work: () => Promise<T>): Promise<T> {
+  const owner = lockOwner();
+  while (!(await tryLock(redis, key, owner, ms))) await sleep(RETRY_MS);
+  try {
+    return await work();
+  } finally {
+    await releaseLock(redis, key, owner);
+  }
 }

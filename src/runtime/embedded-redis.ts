@@ -4,6 +4,7 @@ import { connect, createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import type { Logger } from '../logger.ts';
+import { EmbeddedRedisError } from './errors.ts';
 import { ensureRedisServer } from './redis-install.ts';
 
 /** What `.data/redis.json` records about a running embedded Redis, so later commands in the folder find it. */
@@ -32,11 +33,6 @@ export interface EmbeddedRedisOptions {
   persistence?: boolean;
   /** Record the address in `dataDir/redis.json` and reuse a live one found there (default true). */
   shared?: boolean;
-}
-
-/** Thrown when the embedded `redis-server` does not come up; the message carries the tail of its log. */
-export class EmbeddedRedisError extends Error {
-  override name = 'EmbeddedRedisError';
 }
 
 const RECORD_FILE = 'redis.json';

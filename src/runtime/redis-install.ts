@@ -1,10 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import type { Logger } from '../logger.ts';
-
-/** Thrown when no `redis-server` binary is available and this process cannot install one. */
-export class RedisUnavailableError extends Error {
-  override name = 'RedisUnavailableError';
-}
+import { RedisUnavailableError } from './errors.ts';
 
 /** How to get Redis, for people reading an error. */
 export const REDIS_INSTALL_HINT =

@@ -11,7 +11,8 @@ import { createUniversityClient } from '../upstream/client.ts';
 import { UpstreamError } from '../upstream/errors.ts';
 import { parseScheduleResponse, type ScheduleResult } from '../upstream/schemas.ts';
 import { isoDate } from '../upstream/values.ts';
-import { CommandError, idOption, UsageError } from './command-error.ts';
+import { CommandError, UsageError } from './errors.ts';
+import { idOption } from './id-option.ts';
 
 /** The options of `timetable-sync render`. */
 export interface RenderArgs {

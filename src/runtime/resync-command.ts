@@ -1,10 +1,11 @@
 import { Redis } from 'ioredis';
 import { type Config, loadConfig, readEnvironment } from '../config.ts';
-import { type ResyncTarget, requestResync, UnknownSubscriptionError } from '../jobs/resync.ts';
+import { UnknownSubscriptionError } from '../jobs/errors.ts';
+import { type ResyncTarget, requestResync } from '../jobs/resync.ts';
 import { createLogger } from '../logger.ts';
-import { InvalidSourceError } from '../sources/source.ts';
-import { CommandError } from './command-error.ts';
+import { InvalidSourceError } from '../sources/errors.ts';
 import { findEmbeddedRedis } from './embedded-redis.ts';
+import { CommandError } from './errors.ts';
 import { openServiceContext } from './service-context.ts';
 
 /** The selector of `timetable-sync resync`, already checked by the command line (exactly one is set). */

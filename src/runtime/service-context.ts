@@ -1,6 +1,6 @@
 import type { Config } from '../config.ts';
 import { FeedStore } from '../feeds/feed-store.ts';
-import type { CalendarTargetFactory } from '../google/calendar-target.ts';
+import type { CalendarClientFactory } from '../google/calendar-client.ts';
 import { createGoogleServices } from '../google/google-services.ts';
 import { createQueues } from '../jobs/queues.ts';
 import { connectRedis } from '../lib/redis-connection.ts';
@@ -23,7 +23,7 @@ export interface ContextOptions {
   /** Default: a client for `config.universityApiUrl` without retries of its own (the queue retries). */
   upstream?: UniversityClient;
   /** Default: the Google adapter (when `GOOGLE_CLIENT_ID`/`SECRET` are set). Tests pass an in-memory calendar. */
-  googleFactory?: CalendarTargetFactory;
+  googleFactory?: CalendarClientFactory;
   metrics?: Metrics;
   now?: () => number;
 }

@@ -1,4 +1,5 @@
-import { DeadlineError, withDeadline } from '../lib/deadline.ts';
+import { withDeadline } from '../lib/deadline.ts';
+import { DeadlineError } from '../lib/errors.ts';
 import type { Logger } from '../logger.ts';
 
 /** One thing to stop, with a name for the log. */

@@ -4,6 +4,7 @@
  * so a ciphertext copied into another record (or another kind of record) does not decrypt.
  */
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { DecryptionError, SecretKeyMissingError } from './errors.ts';
 
 const ALGORITHM = 'aes-256-gcm';
 const VERSION = 'v1';
@@ -11,23 +12,6 @@ const KEY_BYTES = 32;
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 const BASE64URL = /^[A-Za-z0-9_-]*$/;
-
-/** Encryption was asked for but `SECRET_KEY` is not configured. */
-export class SecretKeyMissingError extends Error {
-  override name = 'SecretKeyMissingError';
-
-  constructor() {
-    super('SECRET_KEY is not configured: secrets cannot be stored or read');
-  }
-}
-
-/**
- * A sealed value cannot be opened: malformed, tampered with, sealed under another key, or sealed for another
- * record. The message never contains the value.
- */
-export class DecryptionError extends Error {
-  override name = 'DecryptionError';
-}
 
 /** Seals and opens secrets with one key. Text in, text out: `v1.<iv>.<tag>.<ciphertext>`, base64url parts. */
 export class SecretBox {

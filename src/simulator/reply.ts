@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import { BodyTooLargeError } from './errors.ts';
 
 /** A response computed by a route, written (or deliberately mangled by a fault) by the server. */
 export interface Reply {
@@ -30,11 +31,6 @@ export function failureReply(status: number, message: string): Reply {
 }
 
 const MAX_BODY_BYTES = 1 << 20;
-
-/** Thrown by {@link readBody} when a request body is larger than 1 MiB. */
-export class BodyTooLargeError extends Error {
-  override name = 'BodyTooLargeError';
-}
 
 /** Reads a request body (at most 1 MiB). */
 export async function readBody(req: IncomingMessage): Promise<Buffer> {

@@ -4,8 +4,9 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { listenClosable } from '../lib/closable-server.ts';
+import { BodyTooLargeError } from './errors.ts';
 import type { EndpointName, FaultRule } from './faults.ts';
-import { BodyTooLargeError, errorReply, failureReply, json, type Reply } from './reply.ts';
+import { errorReply, failureReply, json, type Reply } from './reply.ts';
 import { type ApiRoute, handleApi, matchApi } from './routes-api.ts';
 import { handleControl } from './routes-control.ts';
 import type { SimulatorState } from './state.ts';

@@ -54,6 +54,9 @@ if status == 'ok' or status == 'pending' or status == 'awaiting-confirmation' th
 redis.call('SADD', KEYS[2], ARGV[2])
 return redis.call('HGET', KEYS[1], 'staleSince')`;
 
+/** How long the upstream's "no such group" is remembered, so repeated requests for it cost no fetch. */
+export const MISSING_TTL_SECONDS = 3600;
+
 const NUMBER_FIELDS = [
   'activeSince',
   'lastRequested',
@@ -238,6 +241,19 @@ export class SourceRegistry {
       'lastAttempt',
       String(now),
     );
+  }
+
+  /**
+   * Remembers for {@link MISSING_TTL_SECONDS} that the upstream does not know `source` (its own words, maybe
+   * empty), so that requests for it answer 404 without another fetch.
+   */
+  async rememberMissing(source: SourceKey, upstreamText: string): Promise<void> {
+    await this.redis.set(this.keys.missing(source), upstreamText, 'EX', MISSING_TTL_SECONDS);
+  }
+
+  /** What the upstream said when it did not know `source`, while that is remembered; undefined otherwise. */
+  async missingReason(source: SourceKey): Promise<string | undefined> {
+    return (await this.redis.get(this.keys.missing(source))) ?? undefined;
   }
 
   /** Forgets a source entirely (a deleted subscription, or a source the upstream never knew). */

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { ChainableCommander, Redis } from 'ioredis';
-import type { ChangeRecord, PublishedState } from '../feeds/publication.ts';
+import type { ChangeRecord, PublishedState } from '../feeds/plan-publication.ts';
 import type { EntryProblem, TimetableEntry } from '../timetable/types.ts';
 import type { RedisKeys } from './keys.ts';
 import type { SourceKey } from './source.ts';
@@ -63,6 +63,25 @@ export class SnapshotStore {
   appendChange(multi: ChainableCommander, source: SourceKey, change: ChangeRecord): ChainableCommander {
     const key = this.keys.changes(source);
     return multi.lpush(key, JSON.stringify(change)).ltrim(key, 0, CHANGE_LOG_LENGTH - 1);
+  }
+
+  /**
+   * Queues on `multi` the note that the targets of `source` are owed a push: set in the transaction that
+   * publishes a change, cleared once the push jobs are queued, so that a crash in between is repaired by the
+   * next refresh.
+   */
+  markPushOwed(multi: ChainableCommander, source: SourceKey): ChainableCommander {
+    return multi.sadd(this.keys.pushOwed, source);
+  }
+
+  /** Whether a published change of `source` has not been pushed to its targets yet. */
+  async isPushOwed(source: SourceKey): Promise<boolean> {
+    return (await this.redis.sismember(this.keys.pushOwed, source)) === 1;
+  }
+
+  /** The push jobs of `source`'s last change are queued. */
+  async clearPushOwed(source: SourceKey): Promise<void> {
+    await this.redis.srem(this.keys.pushOwed, source);
   }
 
   /** The newest changes first. */

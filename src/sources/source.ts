@@ -2,6 +2,7 @@
  * Sources: what a feed shows and a refresh fetches. `group:<id>`, `employee:<id>` or `personal:<subscription>`.
  * One fetch per source per cycle, however many people subscribe to it.
  */
+import { InvalidSourceError } from './errors.ts';
 
 /** The three kinds of timetable the service keeps. */
 export type SourceKind = 'group' | 'employee' | 'personal';
@@ -14,11 +15,6 @@ export interface SourceRef {
 
 /** A source in its canonical text form, e.g. `group:4242`. */
 export type SourceKey = string;
-
-/** A source that does not parse; `message` says what was wrong. */
-export class InvalidSourceError extends Error {
-  override name = 'InvalidSourceError';
-}
 
 const UPSTREAM_ID = /^[1-9]\d{0,15}$/;
 /** Subscription ids are 16 random bytes in base64url (see the subscription store). */

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { ChangeRecord, OccurrenceBrief } from '../../src/feeds/publication.ts';
+import type { ChangeRecord, OccurrenceBrief } from '../../src/feeds/plan-publication.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { testContext } from '../support/service.ts';
 import { adminApp, BEARER } from './admin-app.ts';
@@ -44,21 +44,39 @@ describe('admin source table and change log', () => {
           source: 'employee:12',
           status: 'pending',
           active: true,
-          activeSince: 1_002,
-          lastRequested: 1_002,
-          lastAttempt: 2_000,
+          activeSince: '1970-01-01T00:00:01.002Z',
+          lastRequested: '1970-01-01T00:00:01.002Z',
+          lastAttempt: '1970-01-01T00:00:02.000Z',
+          lastSuccess: null,
+          lastChange: null,
           lastError: 'upstream timed out',
           lastErrorKind: 'timeout',
-          lastErrorAt: 2_000,
+          lastErrorAt: '1970-01-01T00:00:02.000Z',
           consecutiveFailures: 1,
+          staleSince: null,
+          occurrences: null,
+          problems: null,
+          pendingHash: null,
+          pendingSince: null,
         },
         {
           source: 'group:13',
           status: 'pending',
           active: true,
-          activeSince: 1_003,
-          lastRequested: 1_003,
+          activeSince: '1970-01-01T00:00:01.003Z',
+          lastRequested: '1970-01-01T00:00:01.003Z',
+          lastAttempt: null,
+          lastSuccess: null,
+          lastChange: null,
+          lastError: null,
+          lastErrorKind: null,
+          lastErrorAt: null,
           consecutiveFailures: 0,
+          staleSince: null,
+          occurrences: null,
+          problems: null,
+          pendingHash: null,
+          pendingSince: null,
         },
       ],
     });
@@ -109,7 +127,13 @@ describe('admin source table and change log', () => {
     for (const path of ['group%3A4242', 'group:4242']) {
       const response = await get(`/admin/sources/${path}/changes`);
       expect(response.statusCode).toBe(200);
-      expect(response.json()).toEqual({ source: 'group:4242', changes: [newer, older] });
+      expect(response.json()).toEqual({
+        source: 'group:4242',
+        changes: [
+          { ...newer, at: '1970-01-01T00:00:02.000Z' },
+          { ...older, at: '1970-01-01T00:00:01.000Z' },
+        ],
+      });
     }
   });
 

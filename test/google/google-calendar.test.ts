@@ -2,7 +2,8 @@
 // error class, one request per call (no library retries), and beforeRequest before each request and page.
 import { inspect } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { CalendarTarget, DesiredEvent, EventMarker, RemoteEvent } from '../../src/google/calendar-target.ts';
+import type { CalendarClient, DesiredEvent, EventMarker, RemoteEvent } from '../../src/google/calendar-client.ts';
+import { parseRetryAfter } from '../../src/google/classify-error.ts';
 import { fieldsHash, HASH_KEY, MARKER_KEY } from '../../src/google/desired-events.ts';
 import {
   CalendarGoneError,
@@ -21,7 +22,6 @@ import {
   type GoogleCalendarConfig,
   type GoogleCalendarOptions,
 } from '../../src/google/google-calendar.ts';
-import { parseRetryAfter } from '../../src/google/google-errors.ts';
 import { type FakeGoogle, type FaultKind, startFakeGoogle } from '../fake-google/index.ts';
 
 const MARKER: EventMarker = { key: MARKER_KEY, value: 'group:4242' };
@@ -43,7 +43,7 @@ afterEach(() => fake.clearFaults());
 
 /** A calendar client for a fresh fake user, counting beforeRequest calls. */
 function connect(options: GoogleCalendarOptions & { refreshToken?: string } = {}): {
-  calendar: CalendarTarget;
+  calendar: CalendarClient;
   before: { calls: number };
   user: string;
 } {
@@ -394,7 +394,7 @@ describe('classification', () => {
   /** Each write of one event, as the sync sends it. */
   const writes: Record<
     string,
-    (calendar: CalendarTarget, calendarId: string, event: DesiredEvent) => Promise<unknown>
+    (calendar: CalendarClient, calendarId: string, event: DesiredEvent) => Promise<unknown>
   > = {
     'events.insert': (calendar, calendarId, event) => calendar.insertEvent(calendarId, event, MARKER),
     'events.patch': (calendar, calendarId, event) => calendar.patchEvent(calendarId, event, MARKER),

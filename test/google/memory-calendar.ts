@@ -1,18 +1,18 @@
 /**
- * An in-memory {@link CalendarTarget} with Google's semantics as the adapter reports them: ids must be
+ * An in-memory {@link CalendarClient} with Google's semantics as the adapter reports them: ids must be
  * base32hex; a deleted event stays as cancelled and its id cannot be inserted again (409, even cancelled);
  * deleting twice answers `gone` (410), a never-used id `missing` (404); patch merges (owned fields, marker
  * and hash replaced, everything else kept); revive (PUT) replaces the whole body and confirms the event.
  */
 import type {
+  CalendarClient,
   CalendarInfo,
-  CalendarTarget,
   DeleteOutcome,
   DesiredEvent,
   EventMarker,
   OwnedEventFields,
   RemoteEvent,
-} from '../../src/google/calendar-target.ts';
+} from '../../src/google/calendar-client.ts';
 import { HASH_KEY, MARKER_KEY } from '../../src/google/desired-events.ts';
 import { CalendarGoneError, EventExistsError, EventMissingError, EventRefusedError } from '../../src/google/errors.ts';
 
@@ -27,7 +27,7 @@ export interface StoredEvent {
   extra: Record<string, unknown>;
 }
 
-/** Methods of {@link CalendarTarget} that send requests. */
+/** Methods of {@link CalendarClient} that send requests. */
 export type Method =
   | 'createCalendar'
   | 'getCalendar'
@@ -49,7 +49,7 @@ interface Fault {
 const ID = /^[0-9a-v]{5,1024}$/;
 
 /** The in-memory calendar service of one Google account. */
-export class MemoryCalendar implements CalendarTarget {
+export class MemoryCalendar implements CalendarClient {
   readonly calendars = new Map<string, { info: CalendarInfo; events: Map<string, StoredEvent> }>();
   /** Requests per method, faulted ones included. */
   readonly calls = new Map<Method, number>();

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { DesiredEvent, RemoteEvent } from '../../src/google/calendar-target.ts';
+import type { DesiredEvent, RemoteEvent } from '../../src/google/calendar-client.ts';
 import { fieldsHash, markerFor } from '../../src/google/desired-events.ts';
 import {
   CANCELLED,

@@ -5,11 +5,11 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { connectTarget } from '../../src/google/connect-target.ts';
 import { parseRefused } from '../../src/google/plan-push.ts';
 import { REFUSAL_RETRY_MS } from '../../src/google/sync-target.ts';
 import { pushJobOptions } from '../../src/jobs/queues.ts';
 import { reconcile } from '../../src/jobs/schedule.ts';
+import { connectTarget } from '../../src/subscriptions/google-connect.ts';
 import { waitUntil } from '../support/poll.ts';
 import { startWorkerProcess, type WorkerProcess } from '../support/spawn-worker.ts';
 import { calls, googleEnv, PushHarness, QUOTA_PAUSE_MS } from './push-harness.ts';

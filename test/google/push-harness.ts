@@ -7,7 +7,6 @@
 import type { FastifyInstance } from 'fastify';
 import { inject } from 'vitest';
 import { feedOccurrences } from '../../src/feeds/build-feed.ts';
-import { connectTarget } from '../../src/google/connect-target.ts';
 import { eventIdFor } from '../../src/google/event-id.ts';
 import { buildApp } from '../../src/http/app.ts';
 import type { PushJobResult, PushReason } from '../../src/jobs/contract.ts';
@@ -17,6 +16,7 @@ import { silentLogger } from '../../src/logger.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { startSimulator } from '../../src/simulator/index.ts';
 import type { SourceKey } from '../../src/sources/source.ts';
+import { connectTarget } from '../../src/subscriptions/google-connect.ts';
 import { occurrenceUid } from '../../src/timetable/expand.ts';
 import { type ApiMethod, type FakeEvent, type FakeGoogle, startFakeGoogle } from '../fake-google/index.ts';
 import { REFERENCE_DATE, readEvents } from '../jobs/helpers.ts';

@@ -1,7 +1,8 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import type { BeforeRequest, CalendarTarget, CalendarTargetFactory } from '../../src/google/calendar-target.ts';
-import { budgetKeyFor, createGoogleServices, GoogleNotConfiguredError } from '../../src/google/google-services.ts';
+import type { BeforeRequest, CalendarClient, CalendarClientFactory } from '../../src/google/calendar-client.ts';
+import { GoogleNotConfiguredError } from '../../src/google/errors.ts';
+import { budgetKeyFor, createGoogleServices } from '../../src/google/google-services.ts';
 import { type BudgetClock, type BudgetLimits, bucketFor, RequestBudget } from '../../src/google/request-budget.ts';
 import { redisKeys } from '../../src/sources/keys.ts';
 import { deletePrefix, testConfig, uniquePrefix } from '../support/service.ts';
@@ -162,9 +163,9 @@ describe('createGoogleServices', () => {
 
   it('gives calendars whose every request first takes from the grant’s budget', async () => {
     const seen: { token: string; before: BeforeRequest }[] = [];
-    const factory: CalendarTargetFactory = (token, before) => {
+    const factory: CalendarClientFactory = (token, before) => {
       seen.push({ token, before });
-      return {} as CalendarTarget;
+      return {} as CalendarClient;
     };
     const config = testConfig({ GOOGLE_USER_RATE_LIMIT: '500' });
     const services = createGoogleServices({ config, redis, keys: redisKeys(config.redisPrefix), factory });

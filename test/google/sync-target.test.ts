@@ -1,5 +1,5 @@
 import { beforeEach, describe, expect, it } from 'vitest';
-import type { DesiredEvent, OwnedEventFields } from '../../src/google/calendar-target.ts';
+import type { DesiredEvent, OwnedEventFields } from '../../src/google/calendar-client.ts';
 import { fieldsHash, markerFor } from '../../src/google/desired-events.ts';
 import {
   CalendarGoneError,

@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { PushIndex } from '../../src/google/push-index.ts';
 import { type NewTarget, type PushSummary, TARGET_ID, TargetStore } from '../../src/google/target-store.ts';
-import { DecryptionError, SecretKeyMissingError } from '../../src/security/secret-box.ts';
+import { DecryptionError, SecretKeyMissingError } from '../../src/security/errors.ts';
 import { hashToken } from '../../src/security/tokens.ts';
 import { redisKeys } from '../../src/sources/keys.ts';
 import { deletePrefix, uniquePrefix } from '../support/service.ts';

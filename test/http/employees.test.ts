@@ -77,7 +77,9 @@ describe('teacher search', () => {
     });
     const failed = await search('ова');
     expect(failed.statusCode).toBe(502);
-    expect(failed.json<{ error: string }>().error).toMatch(/teacher search failed: .*HTTP 500: справочник недоступен/);
+    expect(failed.json<{ error: string }>().error).toMatch(
+      /^the university failed: University API employeeSearch: HTTP 500: справочник недоступен/,
+    );
     expect(await t.ctx.redis.exists(t.ctx.keys.employeeSearch('ова'))).toBe(0);
     expect((await search('ова')).statusCode).toBe(200);
   });

@@ -23,7 +23,7 @@ async function queuedRefreshes(ctx: ServiceContext, source: string): Promise<Ref
 
 describe('the first request for a source without a feed', () => {
   it('answers 404 with the upstream’s words when the university does not know it, without activating it', async () => {
-    await t.ctx.redis.set(t.ctx.keys.missing('group:4242'), 'Группа не найдена', 'EX', 3600);
+    await t.ctx.registry.rememberMissing('group:4242', 'Группа не найдена');
     const response = await get('/feeds/groups/4242.ics');
     expect(response.statusCode).toBe(404);
     expect(response.json()).toEqual({ error: 'group 4242 is not known to the university: Группа не найдена' });
@@ -68,7 +68,7 @@ describe('the first request for a source without a feed', () => {
       timeout: 2_000,
       interval: 10,
     });
-    await t.ctx.redis.set(t.ctx.keys.missing('group:9002'), 'no such group', 'EX', 3600);
+    await t.ctx.registry.rememberMissing('group:9002', 'no such group');
     const response = await pending;
     expect(response.statusCode).toBe(404);
     expect(response.json<{ error: string }>().error).toBe('group 9002 is not known to the university: no such group');

@@ -340,7 +340,7 @@ describe('GET /google/callback', () => {
     expect(malformed.json()).toEqual({ error: 'malformed consent state' });
     const missing = await g.app.inject({ method: 'GET', url: '/google/callback?code=abc' });
     expect(missing.statusCode).toBe(400);
-    expect(missing.json().error).toMatch(/^state is missing/);
+    expect(missing.json().error).toMatch(/^state: is required: start at \/google\/connect$/);
   });
 
   it('answers 400 when Google refuses the code, and connects nothing', async () => {

@@ -1,7 +1,7 @@
 /** The push job through real workers and Redis, with an in-memory calendar behind `ctx.google`. */
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { feedOccurrences } from '../../src/feeds/build-feed.ts';
-import type { CalendarTargetFactory } from '../../src/google/calendar-target.ts';
+import type { CalendarClientFactory } from '../../src/google/calendar-client.ts';
 import {
   EventRefusedError,
   GoogleConsentError,
@@ -43,7 +43,7 @@ const beforeNext = new Map<MemoryCalendar, () => Promise<void>>();
  * Counts the calls of the request budget's hook instead of awaiting it: a first push of a few hundred
  * events at the default 500 requests/min would take most of a minute (the budget has its own tests).
  */
-const factory: CalendarTargetFactory = (refreshToken, beforeRequest) => {
+const factory: CalendarClientFactory = (refreshToken, beforeRequest) => {
   const account = accounts.get(refreshToken);
   if (!account) throw new Error('unknown refresh token');
   expect(beforeRequest).toBeTypeOf('function');

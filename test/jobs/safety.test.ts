@@ -76,7 +76,7 @@ describe('a failed fetch never replaces the last good data', () => {
     expect(job.state).toBe('failed');
     const stored = await pipeline.ctx.queues.refresh.getJob(job.id);
     expect(stored?.attemptsMade).toBe(1);
-    expect(await pipeline.ctx.redis.get(pipeline.ctx.keys.missing(source))).toContain('не найдена');
+    expect(await pipeline.ctx.registry.missingReason(source)).toContain('не найдена');
     expect(await pipeline.ctx.registry.get(source)).toBeUndefined();
   });
 });

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { DecryptionError, SecretBox, SecretKeyMissingError } from '../../src/security/secret-box.ts';
+import { DecryptionError, SecretKeyMissingError } from '../../src/security/errors.ts';
+import { SecretBox } from '../../src/security/secret-box.ts';
 
 const key = randomBytes(32);
 const box = new SecretBox(key);

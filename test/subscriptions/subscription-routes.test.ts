@@ -112,9 +112,9 @@ describe('POST /api/subscriptions', () => {
 
   it.each([
     ['no body', undefined, /^body must be JSON \{"credential"/],
-    ['an empty object', {}, /^credential is required$/],
-    ['a number', { credential: 42 }, /credential must be a string/],
-    ['an empty credential', { credential: '  ' }, /credential must not be empty/],
+    ['an empty object', {}, /^credential: is required$/],
+    ['a number', { credential: 42 }, /^credential: must be a string$/],
+    ['an empty credential', { credential: '  ' }, /^credential: must not be empty$/],
     ['a too long credential', { credential: 'x'.repeat(4097) }, /at most 4096/],
     ['a credential with a line break', { credential: 'abc\r\nX-Evil: 1' }, /printable ASCII/],
     ['an array', [1, 2], /^body must be JSON \{"credential"/],
@@ -138,7 +138,10 @@ describe('POST /api/subscriptions', () => {
         payload: { credential: user(0).token },
       });
       expect(response.statusCode).toBe(503);
-      expect(response.json()).toEqual({ error: 'personal subscriptions need SECRET_KEY' });
+      expect(response.json()).toEqual({
+        error:
+          'personal subscriptions and Google push need SECRET_KEY: credentials and refresh tokens are stored encrypted',
+      });
     } finally {
       await keylessApp.close();
       await keyless.close();
@@ -272,7 +275,7 @@ describe('GET, PATCH and DELETE /api/subscriptions/:id', () => {
     });
     expect(replaced.statusCode).toBe(200);
     expect(replaced.json()).toMatchObject({ id, status: 'active' });
-    expect(replaced.json<Record<string, unknown>>().statusReason).toBeUndefined();
+    expect(replaced.json<Record<string, unknown>>().statusReason).toBeNull();
     const jobs = await ctx.queues.refresh.getJobs(['waiting', 'delayed', 'prioritized']);
     expect(jobs.map((job) => job.data)).toContainEqual(
       expect.objectContaining({ source: `personal:${id}`, reason: 'subscription' }),

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { DecryptionError, SecretKeyMissingError } from '../../src/security/secret-box.ts';
+import { DecryptionError, SecretKeyMissingError } from '../../src/security/errors.ts';
 import { hashToken } from '../../src/security/tokens.ts';
 import { redisKeys } from '../../src/sources/keys.ts';
 import { SUBSCRIPTION_ID } from '../../src/sources/source.ts';

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { inject } from 'vitest';
 import { type Config, loadConfig } from '../../src/config.ts';
-import type { CalendarTargetFactory } from '../../src/google/calendar-target.ts';
+import type { CalendarClientFactory } from '../../src/google/calendar-client.ts';
 import { type Logger, silentLogger } from '../../src/logger.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { openServiceContext } from '../../src/runtime/service-context.ts';
@@ -34,7 +34,7 @@ export function testConfig(env: Record<string, string | undefined> = {}): Config
 /** A service context on the run's Redis under a unique prefix; `close` also deletes every key it made. */
 export async function testContext(
   env: Record<string, string | undefined> = {},
-  options: { logger?: Logger; now?: () => number; googleFactory?: CalendarTargetFactory } = {},
+  options: { logger?: Logger; now?: () => number; googleFactory?: CalendarClientFactory } = {},
 ): Promise<{ context: ServiceContext; close: () => Promise<void> }> {
   const config = testConfig(env);
   const opened = openServiceContext({

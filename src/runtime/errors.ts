@@ -1,5 +1,4 @@
-import { InvalidIdError } from '../upstream/errors.ts';
-import { validateId } from '../upstream/values.ts';
+/** Typed failures of the commands and of the embedded Redis, with the exit code a command reports. */
 
 /** Exit code for bad command-line usage (BSD sysexits EX_USAGE). */
 export const EXIT_USAGE = 64;
@@ -24,13 +23,12 @@ export class UsageError extends CommandError {
   }
 }
 
-/** An id given on the command line (`--group 42`), validated like every id from outside; else a usage error. */
-export function idOption(flag: string, value: unknown): number {
-  try {
-    return validateId(flag, value);
-  } catch (error) {
-    if (error instanceof InvalidIdError)
-      throw new UsageError(`${flag} must be a positive integer id (got "${String(value)}")`);
-    throw error;
-  }
+/** Thrown when the embedded `redis-server` does not come up; the message carries the tail of its log. */
+export class EmbeddedRedisError extends Error {
+  override name = 'EmbeddedRedisError';
+}
+
+/** Thrown when no `redis-server` binary is available and this process cannot install one. */
+export class RedisUnavailableError extends Error {
+  override name = 'RedisUnavailableError';
 }

@@ -3,18 +3,17 @@
  * come here: a refresh token (already obtained) becomes a push target with its calendar (ours, created here,
  * or an existing one the token can reach), the source becomes active, and the first push is queued.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
+import type { CalendarClient } from '../google/calendar-client.ts';
+import { CalendarGoneError, GoogleNotConfiguredError, TargetRemovedError } from '../google/errors.ts';
+import { budgetKeyFor } from '../google/google-services.ts';
+import type { PushTarget } from '../google/target-record.ts';
 import { activateSource } from '../jobs/activation.ts';
 import { enqueuePush, enqueueRefresh } from '../jobs/queues.ts';
-import { releaseLock, tryLock } from '../lib/redis-lock.ts';
+import { withLock } from '../lib/redis-lock.ts';
 import type { ServiceContext } from '../runtime/context.ts';
-import { SecretKeyMissingError } from '../security/secret-box.ts';
-import { randomToken } from '../security/tokens.ts';
+import { SecretKeyMissingError } from '../security/errors.ts';
 import { type SourceKey, sourceOf } from '../sources/source.ts';
-import type { CalendarTarget } from './calendar-target.ts';
-import { CalendarGoneError } from './errors.ts';
-import { budgetKeyFor, GoogleNotConfiguredError } from './google-services.ts';
-import type { PushTarget } from './target-record.ts';
+import { UnknownSourceError } from './errors.ts';
 
 /** What a connection is made of. `source` must be valid (see `parseSource`). */
 export interface ConnectRequest {
@@ -36,9 +35,14 @@ export interface ConnectedTarget {
   reused: boolean;
 }
 
-/** The personal source of a connection has no subscription (any more). */
-export class UnknownSourceError extends Error {
-  override name = 'UnknownSourceError';
+/**
+ * Throws unless Google push can work: GoogleNotConfiguredError without OAuth client settings, and
+ * SecretKeyMissingError without a `SECRET_KEY` to seal refresh tokens with. A consent is not even started
+ * when its connection could not be completed.
+ */
+export function requireGooglePush(ctx: Pick<ServiceContext, 'google'>): void {
+  if (!ctx.google.configured) throw new GoogleNotConfiguredError();
+  if (!ctx.google.targets.canStoreTokens) throw new SecretKeyMissingError();
 }
 
 /**
@@ -48,14 +52,15 @@ export class UnknownSourceError extends Error {
  * (CalendarGoneError for an unreachable `calendarId`, GoogleConsentError for a refused refresh token).
  */
 export async function connectTarget(ctx: ServiceContext, request: ConnectRequest): Promise<ConnectedTarget> {
-  if (!ctx.google.configured) throw new GoogleNotConfiguredError();
   // Checked before Google is asked for anything: a calendar made for a token we cannot store would be lost.
-  if (!ctx.google.targets.canStoreTokens) throw new SecretKeyMissingError();
+  requireGooglePush(ctx);
   // Connections of one account for one source take turns: the second finds the first's target and reconnects
   // it, instead of making a second target with a second calendar (every class twice). Without a Google user
   // (the admin route, retried after a timeout, say), the account is known by its refresh token.
   const account = request.googleUser ?? budgetKeyFor(undefined, request.refreshToken);
-  return withConnectLock(ctx, account, request.source, () => connect(ctx, request));
+  // The lock expires on its own, so a holder that died delays the next connection by CONNECT_LOCK_MS at most.
+  const lock = ctx.keys.lock(`google-connect:${account}:${request.source}`);
+  return withLock(ctx.redis, lock, CONNECT_LOCK_MS, () => connect(ctx, request));
 }
 
 /** {@link connectTarget} once the checks passed (and, with a Google user, under its lock). */
@@ -103,7 +108,7 @@ async function existingTarget(
     return request.calendarId === undefined
       ? ctx.google.targets.findByUser(request.googleUser, request.source)
       : undefined;
-  for (const id of await ctx.redis.smembers(ctx.keys.sourceTargets(request.source))) {
+  for (const id of await ctx.google.targets.idsForSource(request.source)) {
     const target = await ctx.google.targets.get(id);
     if (target === undefined || target.googleUser !== undefined || target.budgetKey !== budgetKey) continue;
     if (request.calendarId === undefined ? target.calendarOwned : target.calendarId === request.calendarId)
@@ -121,7 +126,7 @@ async function isRepeat(
   ctx: ServiceContext,
   target: PushTarget,
   request: ConnectRequest,
-  calendar: CalendarTarget,
+  calendar: CalendarClient,
 ): Promise<boolean> {
   if (request.googleUser !== undefined || (target.status !== 'active' && target.status !== 'paused')) return false;
   // A token sealed under another SECRET_KEY reads as another token: the registration replaces it.
@@ -139,7 +144,7 @@ async function isRepeat(
 /** Answers a repeated registration with its target as it is (a new manage token, which the admin route never shows). */
 async function unchanged(ctx: ServiceContext, target: PushTarget): Promise<ConnectedTarget> {
   const manageToken = await ctx.google.targets.rotateManageToken(target.id);
-  if (manageToken === undefined) throw new TargetGoneError(target.id);
+  if (manageToken === undefined) throw new TargetRemovedError(target.id);
   return { id: target.id, calendarId: target.calendarId, calendarName: target.calendarName, manageToken, reused: true };
 }
 
@@ -152,7 +157,7 @@ async function reconnect(
   target: PushTarget,
   refreshToken: string,
   budgetKey: string,
-  calendar: CalendarTarget,
+  calendar: CalendarClient,
   name: string,
 ): Promise<ConnectedTarget> {
   const store = ctx.google.targets;
@@ -167,16 +172,16 @@ async function reconnect(
         { calendarId: live.calendarId, calendarOwned: true, calendarName: live.calendarName },
         ctx.now(),
       );
-    if (!adopted) throw new TargetGoneError(target.id);
+    if (!adopted) throw new TargetRemovedError(target.id);
     // Reactivates a target that needed consent, and requests a full comparison with what the calendar holds.
     if (!(await store.replaceRefreshToken(target.id, refreshToken, ctx.now(), budgetKey)))
-      throw new TargetGoneError(target.id);
+      throw new TargetRemovedError(target.id);
     // The person consenting again may well have lost the first token; the old one stops working.
     manageToken = await store.rotateManageToken(target.id);
-    if (manageToken === undefined) throw new TargetGoneError(target.id);
+    if (manageToken === undefined) throw new TargetRemovedError(target.id);
   } catch (error) {
     // A calendar made for a target that is gone (or that never pointed at it) would be an orphan nobody knows about.
-    if (live.created && (!adopted || error instanceof TargetGoneError))
+    if (live.created && (!adopted || error instanceof TargetRemovedError))
       await calendar.deleteCalendar(live.calendarId).catch(() => undefined);
     throw error;
   }
@@ -193,7 +198,7 @@ async function reconnect(
 async function liveCalendar(
   ctx: ServiceContext,
   target: PushTarget,
-  calendar: CalendarTarget,
+  calendar: CalendarClient,
   name: string,
 ): Promise<{ calendarId: string; calendarName: string; created: boolean }> {
   // A calendar we were given is asked about even when marked deleted (it may have been shared again), and
@@ -210,42 +215,13 @@ async function liveCalendar(
   return { calendarId: info.id, calendarName: info.summary, created: true };
 }
 
-/** The target was removed while it was being reconnected. */
-export class TargetGoneError extends Error {
-  override name = 'TargetGoneError';
-
-  constructor(id: string) {
-    super(`Google target ${id} was removed meanwhile: connect again`);
-  }
-}
-
 /** How long a consent may hold its (Google user, source) lock: a connection takes a few requests, far less. */
 const CONNECT_LOCK_MS = 30_000;
-/** How often a consent waiting for that lock tries again. */
-const CONNECT_LOCK_RETRY_MS = 50;
-
-/** Runs `work` holding the connect lock of (`googleUser`, `source`), waiting for it while another consent holds it. */
-async function withConnectLock<T>(
-  ctx: ServiceContext,
-  googleUser: string,
-  source: SourceKey,
-  work: () => Promise<T>,
-): Promise<T> {
-  const key = ctx.keys.lock(`google-connect:${googleUser}:${source}`);
-  const owner = randomToken();
-  // The lock expires on its own, so a holder that died delays the next consent by CONNECT_LOCK_MS at most.
-  while (!(await tryLock(ctx.redis, key, owner, CONNECT_LOCK_MS))) await sleep(CONNECT_LOCK_RETRY_MS);
-  try {
-    return await work();
-  } finally {
-    await releaseLock(ctx.redis, key, owner);
-  }
-}
 
 /** The calendar to push into: the given one if this token reaches it, else a new one of ours. */
 async function chooseCalendar(
   ctx: ServiceContext,
-  calendar: CalendarTarget,
+  calendar: CalendarClient,
   calendarId: string | undefined,
   name: string,
 ): Promise<{ calendarId: string; calendarOwned: boolean; calendarName: string }> {
@@ -279,48 +255,4 @@ async function sourceName(ctx: ServiceContext, source: SourceKey): Promise<strin
   if (snapshot !== undefined && snapshot.name.trim() !== '') return snapshot.name;
   if (subscription !== undefined) return subscription.name;
   return ref.kind === 'group' ? `Group ${ref.id}` : `Teacher ${ref.id}`;
-}
-
-/** What a disconnection did. `calendarError` says why an owned calendar could not be deleted. */
-export interface Disconnected {
-  calendarId: string;
-  calendarDeleted: boolean;
-  calendarError?: string;
-}
-
-/**
- * Removes a target (pushes stop at once), then, when asked and the calendar is ours, deletes the calendar.
- * Answers undefined for an unknown target. A failed calendar deletion leaves the target removed and is
- * reported with the calendar id, so that it can be deleted by hand.
- */
-export async function disconnectTarget(
-  ctx: ServiceContext,
-  id: string,
-  options: { deleteCalendar: boolean },
-): Promise<Disconnected | undefined> {
-  const store = ctx.google.targets;
-  const target = await store.get(id);
-  if (target === undefined) return undefined;
-  const wantsDelete = options.deleteCalendar && target.calendarOwned;
-  // Read before removing: the sealed token goes with the record.
-  const token = wantsDelete ? await store.refreshToken(id).catch((error: unknown) => error as Error) : undefined;
-  await store.remove(id);
-  ctx.logger.info({ target: id, source: target.source }, 'google target removed');
-  const result: Disconnected = { calendarId: target.calendarId, calendarDeleted: false };
-  if (!wantsDelete || token === undefined) return result;
-  if (token instanceof Error)
-    return { ...result, calendarError: `the stored refresh token is unreadable (${token.name})` };
-  try {
-    await ctx.google.calendar(token.token, target.budgetKey).deleteCalendar(target.calendarId);
-    return { ...result, calendarDeleted: true };
-  } catch (error) {
-    if (error instanceof CalendarGoneError) return { ...result, calendarDeleted: true };
-    const message = error instanceof Error ? error.message : String(error);
-    // The message only: the adapter's errors keep the library's error as `cause`, request headers included.
-    ctx.logger.warn(
-      { target: id, calendarId: target.calendarId, error: message },
-      'google calendar of a removed target not deleted',
-    );
-    return { ...result, calendarError: message };
-  }
 }

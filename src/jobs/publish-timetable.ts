@@ -8,7 +8,8 @@ import {
   type PublicationPlan,
   type PublishedState,
   planPublication,
-} from '../feeds/publication.ts';
+} from '../feeds/plan-publication.ts';
+import { execOrThrow } from '../lib/redis-transaction.ts';
 import type { Logger } from '../logger.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import type { SourceState } from '../sources/registry.ts';
@@ -108,9 +109,9 @@ async function loadStored(ctx: ServiceContext, source: SourceKey): Promise<Store
     ctx.snapshots.load(source),
     ctx.registry.get(source),
     ctx.feeds.validators(source),
-    ctx.redis.sismember(ctx.keys.pushOwed, source),
+    ctx.snapshots.isPushOwed(source),
   ]);
-  return { snapshot, published, state, feed, pushOwed: pushOwed === 1 };
+  return { snapshot, published, state, feed, pushOwed };
 }
 
 function isUnchanged(stored: Stored, hash: string, name: string, settingsDigest: string, now: number): boolean {
@@ -189,8 +190,7 @@ async function commit(
   ctx.feeds.write(multi, source, feed);
   if (plan.change) {
     ctx.snapshots.appendChange(multi, source, plan.change);
-    // Cleared once the push jobs are queued: a crash in between is repaired by the next refresh.
-    multi.sadd(ctx.keys.pushOwed, source);
+    ctx.snapshots.markPushOwed(multi, source);
   }
   await execOrThrow(multi);
 }
@@ -210,16 +210,8 @@ export async function markFeedStale(ctx: ServiceContext, source: SourceKey, now:
 
 /** One push job per Google target of the source; a target with a push queued or running gets one follow-up. */
 async function fanOutPush(ctx: ServiceContext, source: SourceKey): Promise<number> {
-  const targets = await ctx.redis.smembers(ctx.keys.sourceTargets(source));
+  const targets = await ctx.google.targets.idsForSource(source);
   await Promise.all(targets.map((target) => enqueuePush(ctx, target, source, 'refresh')));
-  await ctx.redis.srem(ctx.keys.pushOwed, source);
+  await ctx.snapshots.clearPushOwed(source);
   return targets.length;
-}
-
-/** Runs a MULTI and throws the first command error (ioredis reports them per command, not as a rejection). */
-async function execOrThrow(multi: ReturnType<ServiceContext['redis']['multi']>): Promise<void> {
-  const results = await multi.exec();
-  if (results === null) throw new Error('Redis transaction was aborted');
-  const failed = results.find(([error]) => error !== null);
-  if (failed) throw failed[0] as Error;
 }

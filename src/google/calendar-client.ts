@@ -53,7 +53,7 @@ export interface CalendarInfo {
  * One Google account's calendars, already authorised. Every method is one API request (list: one per page)
  * and throws the typed errors of `errors.ts`.
  */
-export interface CalendarTarget {
+export interface CalendarClient {
   /** Creates a secondary calendar and answers its id. */
   createCalendar(summary: string, timeZone: string): Promise<CalendarInfo>;
   /** The calendar, or {@link CalendarGoneError} when it was deleted or is not reachable by this account. */
@@ -80,5 +80,5 @@ export interface CalendarTarget {
 /** Called before every API request (the request budget waits here). Token refreshes do not count. */
 export type BeforeRequest = () => Promise<void>;
 
-/** Builds a {@link CalendarTarget} for one refresh token. */
-export type CalendarTargetFactory = (refreshToken: string, beforeRequest: BeforeRequest) => CalendarTarget;
+/** Builds a {@link CalendarClient} for one refresh token. */
+export type CalendarClientFactory = (refreshToken: string, beforeRequest: BeforeRequest) => CalendarClient;

@@ -1,0 +1,68 @@
+/**
+ * Google push targets as the API shows them, to their owners and to admins alike: a target's state with its
+ * pending push and pending changes, and how a disconnection answers. No view or message ever holds a token.
+ */
+import type { FastifyReply } from 'fastify';
+import { z } from 'zod';
+import { pendingChanges } from '../google/pending-changes.ts';
+import type { PushTarget } from '../google/target-record.ts';
+import { pendingPush } from '../jobs/job-status.ts';
+import type { ServiceContext } from '../runtime/context.ts';
+import type { Disconnected } from '../subscriptions/google-disconnect.ts';
+import { parseOr400 } from './parse.ts';
+import { iso } from './views.ts';
+
+const deleteQuery = z.object({
+  deleteCalendar: z.enum(['true', 'false'], { error: 'must be true or false' }).optional(),
+});
+
+/** `?deleteCalendar=true|false` of a DELETE (default false); a 400 for anything else. */
+export function deleteCalendarOption(query: unknown): boolean {
+  return parseOr400(deleteQuery, query ?? {}).deleteCalendar === 'true';
+}
+
+/**
+ * 204 when everything asked for was done. When the owned calendar could not be deleted the target is removed
+ * all the same: a 502 says so and names the calendar, so that it can be deleted by hand.
+ */
+export async function answerDisconnected(reply: FastifyReply, result: Disconnected): Promise<FastifyReply> {
+  if (result.calendarError === undefined) return reply.code(204).send();
+  return reply.code(502).send({
+    error: `the target was removed, but its calendar ${result.calendarId} could not be deleted (${result.calendarError}); delete it in Google Calendar by hand`,
+    calendarId: result.calendarId,
+  });
+}
+
+/** A target's state, with its pending push and index size (and, for one target, the changes not pushed yet). */
+export async function targetView(
+  ctx: ServiceContext,
+  target: PushTarget,
+  detail: { pendingChanges?: boolean } = {},
+): Promise<Record<string, unknown>> {
+  const [pending, indexSize, changes] = await Promise.all([
+    pendingPush(ctx, target.id),
+    ctx.google.index.size(target.id),
+    // Expanding the timetable costs milliseconds: one target's view has it, a page of targets does not.
+    detail.pendingChanges ? pendingChanges(ctx, target.id, target.source) : undefined,
+  ]);
+  return {
+    id: target.id,
+    source: target.source,
+    calendarId: target.calendarId,
+    calendarName: target.calendarName,
+    calendarOwned: target.calendarOwned,
+    status: target.status,
+    statusReason: target.statusReason ?? null,
+    pausedUntil: iso(target.pausedUntil),
+    createdAt: iso(target.createdAt),
+    lastPushAt: iso(target.lastPushAt),
+    lastPush: target.lastPush === undefined ? null : { ...target.lastPush, at: iso(target.lastPush.at) },
+    lastErrorAt: iso(target.lastErrorAt),
+    lastError: target.lastError ?? null,
+    lastRefusals: target.lastRefusals ?? [],
+    reconcileRequested: target.reconcileRequested,
+    pendingPush: pending,
+    ...(changes === undefined ? {} : { pendingChanges: changes }),
+    indexSize,
+  };
+}

@@ -1,0 +1,57 @@
+/**
+ * How stored records appear in answers. One rule for every view: times are ISO 8601 text, and a field that
+ * has no value is `null`, never missing; secrets are never part of a view.
+ */
+import type { ChangeRecord } from '../feeds/plan-publication.ts';
+import type { SourceState } from '../sources/registry.ts';
+import type { Subscription } from '../subscriptions/subscription-store.ts';
+
+/** Epoch milliseconds as ISO text; `null` when absent. */
+export function iso(ms: number | undefined | null): string | null {
+  return ms === undefined || ms === null ? null : new Date(ms).toISOString();
+}
+
+/** A source's row of the admin table. */
+export function sourceView(state: SourceState): Record<string, unknown> {
+  return {
+    source: state.source,
+    status: state.status,
+    active: state.active,
+    activeSince: iso(state.activeSince),
+    lastRequested: iso(state.lastRequested),
+    lastAttempt: iso(state.lastAttempt),
+    lastSuccess: iso(state.lastSuccess),
+    lastChange: iso(state.lastChange),
+    lastError: state.lastError ?? null,
+    lastErrorKind: state.lastErrorKind ?? null,
+    lastErrorAt: iso(state.lastErrorAt),
+    consecutiveFailures: state.consecutiveFailures,
+    staleSince: iso(state.staleSince),
+    occurrences: state.occurrences ?? null,
+    problems: state.problems ?? null,
+    pendingHash: state.pendingHash ?? null,
+    pendingSince: iso(state.pendingSince),
+  };
+}
+
+/** A change record of a source's log. */
+export function changeView(change: ChangeRecord): Record<string, unknown> {
+  return { ...change, at: iso(change.at) };
+}
+
+/** A personal subscription joined with its source's refresh state. */
+export function subscriptionView(subscription: Subscription, state: SourceState | undefined): Record<string, unknown> {
+  return {
+    id: subscription.id,
+    source: subscription.source,
+    name: subscription.name,
+    status: subscription.status,
+    statusReason: subscription.statusReason ?? null,
+    createdAt: iso(subscription.createdAt),
+    updatedAt: iso(subscription.updatedAt),
+    feedStatus: state?.status ?? null,
+    lastSuccess: iso(state?.lastSuccess),
+    lastError: state?.lastError ?? null,
+    staleSince: iso(state?.staleSince),
+  };
+}

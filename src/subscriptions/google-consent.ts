@@ -1,0 +1,55 @@
+/**
+ * Finishing a Google consent: the OAuth callback brings back the `state` we issued and Google's code; the
+ * pending consent is taken (once), the code exchanged for a refresh token, and the calendar connected.
+ */
+import { ConsentCallbackError, GoogleConsentError, GoogleNotConfiguredError } from '../google/errors.ts';
+import { takeConsent } from '../google/oauth-state.ts';
+import type { ServiceContext } from '../runtime/context.ts';
+import type { SourceKey } from '../sources/source.ts';
+import { type ConnectedTarget, connectTarget } from './google-connect.ts';
+
+/** What Google's redirect to the callback carries. */
+export interface ConsentCallback {
+  state: string;
+  code?: string | undefined;
+  /** Set instead of a code when the person refused (`access_denied`) or Google failed. */
+  error?: string | undefined;
+}
+
+/**
+ * Completes a consent. The pending consent is taken first, so that a replay or a refusal uses the state up.
+ * Throws ConsentCallbackError for an unknown, used or refused consent and for a grant without what push needs,
+ * GoogleNotConfiguredError without OAuth client settings, and what connecting throws.
+ */
+export async function completeConsent(
+  ctx: ServiceContext,
+  callback: ConsentCallback,
+): Promise<{ source: SourceKey; connected: ConnectedTarget }> {
+  const pending = await takeConsent(ctx, callback.state);
+  if (callback.error !== undefined) {
+    const why =
+      callback.error === 'access_denied' ? 'consent was refused' : `Google answered "${callback.error.slice(0, 60)}"`;
+    throw new ConsentCallbackError(`${why}: nothing was connected`);
+  }
+  if (callback.code === undefined || callback.code === '')
+    throw new ConsentCallbackError('code is missing: start again at /google/connect');
+  const oauth = ctx.google.oauth;
+  if (!ctx.google.configured || oauth === undefined) throw new GoogleNotConfiguredError();
+  try {
+    const granted = await oauth.exchangeCode({ code: callback.code, codeVerifier: pending.codeVerifier });
+    const connected = await connectTarget(ctx, {
+      source: pending.source,
+      refreshToken: granted.refreshToken,
+      googleUser: granted.googleUser,
+    });
+    ctx.logger.info(
+      { target: connected.id, source: pending.source, reused: connected.reused },
+      'google consent completed',
+    );
+    return { source: pending.source, connected };
+  } catch (failure) {
+    if (!(failure instanceof GoogleConsentError)) throw failure;
+    const message = `Google did not grant what Google push needs: ${failure.message}; start again at /google/connect`;
+    throw new ConsentCallbackError(message, { cause: failure });
+  }
+}

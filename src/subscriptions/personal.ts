@@ -1,0 +1,93 @@
+/**
+ * Personal subscriptions, the three things a person does with one: sign up with a university credential (and
+ * get a secret feed URL), replace the credential, delete the subscription. Routes and commands call these;
+ * each keeps the stores consistent on its own (a half-made subscription is removed again, a deleted one takes
+ * its source and its Google connections with it).
+ */
+import { activateSource, requestReconcile } from '../jobs/activation.ts';
+import { enqueueRefresh } from '../jobs/queues.ts';
+import type { ServiceContext } from '../runtime/context.ts';
+import { SecretKeyMissingError } from '../security/errors.ts';
+import { OtherUserCredentialError } from './errors.ts';
+import { disconnectTarget } from './google-disconnect.ts';
+import { profileCalendarName, verifiedProfile } from './profile.ts';
+import type { Subscription } from './subscription-store.ts';
+
+/** A new subscription and its feed token, the only copy of it there will ever be. */
+export interface SignedUp {
+  subscription: Subscription;
+  token: string;
+}
+
+/**
+ * Signs a person up: checks the credential with the university, stores the subscription (the credential
+ * sealed) and queues its first refresh. Throws SecretKeyMissingError without a `SECRET_KEY` (before the
+ * university is asked), and CredentialRejectedError or CredentialCheckError from the check.
+ */
+export async function signUp(ctx: ServiceContext, credential: string): Promise<SignedUp> {
+  requireCredentialStorage(ctx);
+  const profile = await verifiedProfile(ctx, credential);
+  const created = await ctx.subscriptions.create({
+    credential,
+    name: profileCalendarName(profile),
+    upstreamUserId: profile.id,
+    now: ctx.now(),
+  });
+  const { source, id } = created.subscription;
+  try {
+    await activateSource(ctx, source);
+    await enqueueRefresh(ctx.queues, ctx.config, source, { reason: 'subscription', now: ctx.now() });
+  } catch (error) {
+    // Without its refresh the subscription would never get a feed: take it back, the person may try again.
+    await ctx.subscriptions.delete(id);
+    await ctx.registry.remove(source);
+    throw error;
+  }
+  ctx.logger.info({ subscription: id }, 'personal subscription created');
+  return created;
+}
+
+/**
+ * A new credential for an existing subscription (typically one the university started rejecting). It must
+ * belong to the same university user: a subscription never changes whose timetable it shows
+ * ({@link OtherUserCredentialError} otherwise). Resolves to the subscription as it is now.
+ */
+export async function replaceCredential(
+  ctx: ServiceContext,
+  subscription: Subscription,
+  credential: string,
+): Promise<Subscription> {
+  requireCredentialStorage(ctx);
+  const profile = await verifiedProfile(ctx, credential);
+  if (profile.id !== subscription.upstreamUserId) throw new OtherUserCredentialError();
+  await ctx.subscriptions.replaceCredential(subscription.id, credential, ctx.now());
+  await activateSource(ctx, subscription.source);
+  // A refresh already running uses the old credential: queue one behind it that reads the new one.
+  await enqueueRefresh(ctx.queues, ctx.config, subscription.source, {
+    reason: 'subscription',
+    now: ctx.now(),
+    followUp: true,
+  });
+  ctx.logger.info({ subscription: subscription.id }, 'personal subscription credential replaced');
+  return (await ctx.subscriptions.get(subscription.id)) ?? subscription;
+}
+
+/**
+ * Deletes a subscription with everything that hangs on it: its Google calendars stop following it (they stay
+ * in the person's account, with the classes they hold), its source and feed are removed, and the reconciler
+ * drops the source's job scheduler now rather than at its next periodic run.
+ */
+export async function deleteSubscription(ctx: ServiceContext, subscription: Subscription): Promise<void> {
+  for (const target of await ctx.google.targets.idsForSource(subscription.source)) {
+    await disconnectTarget(ctx, target, { deleteCalendar: false });
+  }
+  await ctx.subscriptions.delete(subscription.id);
+  await ctx.registry.remove(subscription.source);
+  await requestReconcile(ctx);
+  ctx.logger.info({ subscription: subscription.id }, 'personal subscription deleted');
+}
+
+/** Credentials are stored sealed: without a `SECRET_KEY` nothing may be asked of the university first. */
+function requireCredentialStorage(ctx: ServiceContext): void {
+  if (ctx.config.secretKey === undefined || !ctx.subscriptions.canStoreCredentials) throw new SecretKeyMissingError();
+}

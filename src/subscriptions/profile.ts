@@ -1,0 +1,54 @@
+/**
+ * Who a university credential belongs to, asked of the university (`POST /users/@me`), and the calendar name
+ * a personal subscription gets from it. The credential never reaches a message.
+ */
+import type { ServiceContext } from '../runtime/context.ts';
+import { UpstreamAuthError, UpstreamError, UpstreamProtocolError } from '../upstream/errors.ts';
+import { CredentialCheckError, CredentialRejectedError } from './errors.ts';
+
+/** The profile fields a subscription needs: who it is (to check a replacement) and a calendar name. */
+export interface Profile {
+  id: number;
+  firstName: string;
+  lastName: string;
+  groupName?: string;
+}
+
+/**
+ * Asks the university who this credential belongs to. Throws {@link CredentialRejectedError} when it rejects
+ * the credential and {@link CredentialCheckError} when it fails. The group name is optional in practice (not
+ * every account has a group), so a profile that lacks it is asked for again without it.
+ */
+export async function verifiedProfile(ctx: Pick<ServiceContext, 'upstream'>, credential: string): Promise<Profile> {
+  try {
+    return await fetchProfile(ctx, credential);
+  } catch (error) {
+    if (error instanceof UpstreamAuthError) throw new CredentialRejectedError({ cause: error });
+    if (error instanceof UpstreamError) throw new CredentialCheckError(error);
+    throw error;
+  }
+}
+
+async function fetchProfile(ctx: Pick<ServiceContext, 'upstream'>, credential: string): Promise<Profile> {
+  try {
+    const user = await ctx.upstream.me(credential, {
+      id: true,
+      firstName: true,
+      lastName: true,
+      group: { name: true },
+    });
+    return { id: user.id, firstName: user.firstName, lastName: user.lastName, groupName: user.group.name };
+  } catch (error) {
+    if (!(error instanceof UpstreamProtocolError) || error.reason !== 'wrong-shape') throw error;
+    const user = await ctx.upstream.me(credential, { id: true, firstName: true, lastName: true });
+    return { id: user.id, firstName: user.firstName, lastName: user.lastName };
+  }
+}
+
+/** "Расписание: Иванова Мария (ИВТ-21)", from whatever parts the profile has. */
+export function profileCalendarName(profile: Pick<Profile, 'firstName' | 'lastName' | 'groupName'>): string {
+  const person = `${profile.lastName} ${profile.firstName}`.replace(/\s+/g, ' ').trim();
+  const group = profile.groupName?.trim() ?? '';
+  const base = person === '' ? 'Моё расписание' : `Расписание: ${person}`;
+  return group === '' ? base : `${base} (${group})`;
+}
