@@ -76,6 +76,8 @@ export interface SyncOptions {
   onWrite?: (operation: WriteOperation) => void;
   /** Called for every refusal of this push as it happens, whether the push then completes or fails. */
   onRefusal?: (example: RefusalExample) => void;
+  /** Called after every index entry written: the push got somewhere (a write, a refusal, a conflict noted). */
+  onIndexed?: () => void;
   /** The clock (epoch ms): when a refused event is due to be tried again. */
   now: () => number;
 }
@@ -344,6 +346,7 @@ class SyncRun {
   private async record(eventId: string, value: string): Promise<void> {
     const { index, targetId } = this.options;
     if ((await index.set(targetId, eventId, value)) === false) throw new TargetRemovedError(targetId);
+    this.options.onIndexed?.();
   }
 
   /** Counts a write request and reports it. */

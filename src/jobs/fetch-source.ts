@@ -15,29 +15,20 @@ import {
 } from '../upstream/errors.ts';
 import type { ScheduleResult } from '../upstream/schemas.ts';
 import { SubscriptionUnusableError } from './errors.ts';
+import type { RefreshRun } from './refresh.ts';
 
 /** A timetable as fetched, with the name its calendar gets. */
 export interface FetchedTimetable extends ScheduleResult {
   name: string;
 }
 
-/** What a fetch used, for its failure handling: the version of a personal credential. */
-export interface FetchNote {
-  credentialVersion?: string;
-}
-
 /**
- * Fetches a source's timetable: one upstream request. Personal sources use their subscription's credential,
- * whose version goes into `note`, so that a rejection marks only the credential that was actually sent.
+ * Fetches a source's timetable: one upstream request. Personal sources use their subscription's credential;
+ * the fetch tells `run` which version it sent, so that a rejection marks only the credential actually used.
  */
-export async function fetchSource(
-  ctx: ServiceContext,
-  source: SourceKey,
-  signal?: AbortSignal,
-  note: FetchNote = {},
-): Promise<FetchedTimetable> {
-  const ref = sourceOf(source);
-  const options = signal ? { signal } : {};
+export async function fetchSource(ctx: ServiceContext, run: RefreshRun): Promise<FetchedTimetable> {
+  const ref = sourceOf(run.source);
+  const options = { signal: run.signal };
   if (ref.kind === 'group' || ref.kind === 'employee') {
     const id = Number(ref.id);
     const result =
@@ -54,7 +45,7 @@ export async function fetchSource(
     );
   const stored = await ctx.subscriptions.credentialFor(ref.id);
   if (stored === undefined) throw new SubscriptionUnusableError(`subscription ${ref.id} has no credential`);
-  note.credentialVersion = stored.version;
+  run.sentCredential(stored.version);
   const result = await ctx.upstream.mySchedule(stored.credential, options);
   return { ...result, name: subscription.name };
 }

@@ -1,26 +1,49 @@
 /** The refresh job: one upstream fetch for one source, then publication; failures never touch the feed's data. */
 import { performance } from 'node:perf_hooks';
-import { type Job, type Processor, RateLimitError, UnrecoverableError } from 'bullmq';
+import type { Job, Processor } from 'bullmq';
 import type { Logger } from '../logger.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { type SourceKey, sourceOf } from '../sources/source.ts';
 import { UpstreamNotFoundError } from '../upstream/errors.ts';
 import type { RefreshJobData, RefreshJobResult } from './contract.ts';
 import { SubscriptionUnusableError } from './errors.ts';
-import { classifyFailure, type FailureClass, type FetchNote, fetchSource } from './fetch-source.ts';
+import { asError, failWith, isLastAttempt, mayWaitAgain, waitOutRateLimit } from './failure.ts';
+import { classifyFailure, type FailureClass, fetchSource } from './fetch-source.ts';
 import { markFeedStale, publishTimetable } from './publish-timetable.ts';
+
+/** What one run of a refresh job used, for its failure handling: made by the processor, told by the fetch. */
+export class RefreshRun {
+  readonly source: SourceKey;
+  readonly log: Logger;
+  readonly signal: AbortSignal | undefined;
+  /** The version of the personal credential the fetch sent: a rejection marks only that one as rejected. */
+  credentialVersion: string | undefined;
+
+  constructor(source: SourceKey, log: Logger, signal?: AbortSignal) {
+    this.source = source;
+    this.log = log;
+    this.signal = signal;
+  }
+
+  sentCredential(version: string): void {
+    this.credentialVersion = version;
+  }
+}
 
 /** The refresh processor (BullMQ delivers at least once: everything it does is idempotent). */
 export function refreshProcessor(ctx: ServiceContext): Processor<RefreshJobData, RefreshJobResult> {
   return async (job, _token, signal) => {
-    const { source } = job.data;
-    const log = ctx.logger.child({ source, jobId: job.id, attempt: job.attemptsMade + 1, reason: job.data.reason });
+    const { source, reason } = job.data;
+    const run = new RefreshRun(
+      source,
+      ctx.logger.child({ source, jobId: job.id, attempt: job.attemptsMade + 1, reason }),
+      signal,
+    );
     const started = performance.now();
     const seconds = () => (performance.now() - started) / 1000;
-    const note: FetchNote = {};
     try {
-      const fetched = await fetchSource(ctx, source, signal, note);
-      const result = await publishTimetable(ctx, { source, fetched, reason: job.data.reason, now: ctx.now() }, log);
+      const fetched = await fetchSource(ctx, run);
+      const result = await publishTimetable(ctx, { source, fetched, reason, now: ctx.now() }, run.log);
       // A subscription deleted while its fetch was in flight must not leave a feed behind.
       if (source.startsWith('personal:') && (await ctx.subscriptions.get(sourceOf(source).id)) === undefined)
         await ctx.registry.remove(source);
@@ -28,65 +51,59 @@ export function refreshProcessor(ctx: ServiceContext): Processor<RefreshJobData,
       return result;
     } catch (error) {
       ctx.metrics.refreshDuration.observe({ outcome: 'failed' }, seconds());
-      throw await handleFailure(ctx, job, error, note, log);
+      throw await handleFailure(ctx, job, error, run);
     }
   };
 }
 
 /**
- * Records a failure on the source and decides what BullMQ does next: a 429 pauses the whole queue (the job
- * goes back to waiting without using an attempt); a permanent failure ends the job; anything else is
- * retried with backoff. The feed is marked stale once the job has no attempts left. Logged once, at the end.
+ * Records a failure on the source and decides what BullMQ does next (see `failure.ts`): a 429 pauses the whole
+ * queue; a permanent failure ends the job; anything else is retried with backoff. The feed is marked stale once
+ * the job has no attempts left.
  */
 async function handleFailure(
   ctx: ServiceContext,
   job: Job<RefreshJobData>,
   error: unknown,
-  note: FetchNote,
-  log: Logger,
+  run: RefreshRun,
 ): Promise<Error> {
-  const { source } = job.data;
+  const { source, log } = run;
   const failure = classifyFailure(error, source);
-  const message = error instanceof Error ? error.message : String(error);
+  const message = asError(error).message;
   if (failure.kind !== 'internal' && failure.kind !== 'subscription')
     ctx.metrics.upstreamErrors.inc({ kind: failure.kind });
-  // Rounds spent waiting out 429s use no attempt; past a bound, a source that is always limited fails normally.
-  if (failure.kind === 'rate-limit' && job.attemptsStarted - job.attemptsMade <= MAX_RATE_LIMIT_ROUNDS) {
-    const pauseMs = Math.min(failure.retryAfterMs ?? 1_000, MAX_RATE_LIMIT_PAUSE_MS);
-    await ctx.queues.refresh.rateLimit(pauseMs);
+  if (failure.kind === 'rate-limit' && mayWaitAgain(job.attemptsStarted - job.attemptsMade)) {
+    const pauseMs = failure.retryAfterMs ?? 1_000;
     log.warn({ pauseMs }, 'upstream rate limit: refresh queue paused');
-    return new RateLimitError();
+    return waitOutRateLimit(ctx.queues.refresh, pauseMs);
   }
   const now = ctx.now();
   if (error instanceof SubscriptionUnusableError && (await ctx.subscriptions.get(sourceOf(source).id)) === undefined) {
     await ctx.registry.remove(source);
     log.info('subscription deleted: source removed');
-    return new UnrecoverableError(message);
+    return failWith(error, true);
   }
   if (error instanceof UpstreamNotFoundError && !(await ctx.feeds.exists(source))) {
     await forgetUnknownSource(ctx, source, error);
     log.info({ upstream: error.upstreamMessage }, 'upstream does not know this source');
-    return new UnrecoverableError(message);
+    return failWith(error, true);
   }
-  const final = failure.permanent || job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+  const final = failure.permanent || isLastAttempt(job);
   // A source asked for once and never fetched has no state to record: it is registered on its first success.
-  if (await ctx.registry.exists(source))
-    await recordFailure(ctx, source, { ...failure, error, message, now, final, note });
+  if (await ctx.registry.exists(source)) {
+    const details = { ...failure, error, message, now, final, credentialVersion: run.credentialVersion };
+    await recordFailure(ctx, source, details);
+  }
   if (!final) {
     log.debug({ err: error, kind: failure.kind }, 'refresh failed; will retry');
-    return error instanceof Error ? error : new Error(message);
+    return asError(error);
   }
   log.error(
     { err: error, kind: failure.kind, permanent: failure.permanent },
     'refresh failed; the feed keeps its last good data and is marked stale',
   );
-  return failure.permanent ? new UnrecoverableError(message) : error instanceof Error ? error : new Error(message);
+  return failWith(error, failure.permanent);
 }
-
-/** How many times one job may be put back by upstream 429s before they count as failures. */
-const MAX_RATE_LIMIT_ROUNDS = 20;
-/** The longest the whole refresh queue pauses for one 429, whatever `Retry-After` asks. */
-const MAX_RATE_LIMIT_PAUSE_MS = 5 * 60_000;
 
 /** A failure to record, with what the fetch used. */
 interface FailureDetails extends FailureClass {
@@ -95,7 +112,8 @@ interface FailureDetails extends FailureClass {
   now: number;
   /** No attempts left: the feed is marked stale. */
   final: boolean;
-  note: FetchNote;
+  /** The version of the personal credential that was sent, if one was. */
+  credentialVersion: string | undefined;
 }
 
 /**
@@ -108,7 +126,7 @@ async function recordFailure(ctx: ServiceContext, source: SourceKey, failure: Fa
   if (source.startsWith('personal:') && failure.permanent) {
     const id = sourceOf(source).id;
     if (failure.kind === 'auth')
-      await ctx.subscriptions.markNeedsCredential(id, message, now, failure.note.credentialVersion);
+      await ctx.subscriptions.markNeedsCredential(id, message, now, failure.credentialVersion);
     // A credential this worker cannot decrypt (already-marked subscriptions fail with SubscriptionUnusableError).
     else if (failure.kind === 'subscription' && !(failure.error instanceof SubscriptionUnusableError))
       await ctx.subscriptions.markNeedsCredential(id, message, now);

@@ -11,7 +11,8 @@ import {
 import { eventIdFor } from '../../src/google/event-id.ts';
 import { parseRefused } from '../../src/google/plan-push.ts';
 import type { PushJobData, PushJobResult, PushReason } from '../../src/jobs/contract.ts';
-import { rateLimitPause, rateLimitRounds } from '../../src/jobs/push.ts';
+import { rateLimitPause } from '../../src/jobs/failure.ts';
+import { rateLimitRounds } from '../../src/jobs/push-failure.ts';
 import { enqueuePush, enqueueRefresh } from '../../src/jobs/queues.ts';
 import { reconcile } from '../../src/jobs/schedule.ts';
 import { startWorkers, type WorkerSet } from '../../src/jobs/workers.ts';
@@ -507,7 +508,7 @@ describe('rateLimitRounds', () => {
     };
     const round = (progressed: boolean) => {
       job.attemptsStarted += 1;
-      return rateLimitRounds(job, { progressed });
+      return rateLimitRounds(job, progressed);
     };
     expect([await round(false), await round(false), await round(false)]).toEqual([1, 2, 3]);
     // A run that wrote something starts the count again: 30 rounds, each getting somewhere, never pass 1.
