@@ -2,7 +2,7 @@
 import { createHash } from 'node:crypto';
 import type { Config } from '../config.ts';
 import type { Snapshot } from '../sources/snapshot-store.ts';
-import { expand } from '../timetable/expand.ts';
+import { compareOccurrences, expand } from '../timetable/expand.ts';
 import type { Occurrence, SubscriberOptions } from '../timetable/types.ts';
 import { type PublishedState, previousOccurrences, tombstonesFor } from './plan-publication.ts';
 import { renderIcs } from './render-ics.ts';
@@ -76,9 +76,7 @@ export function feedOccurrences(
 ): Occurrence[] {
   const live = expandSnapshot(snapshot, published, settings, subscriber);
   const cancelled = tombstonesFor(published.tombstones, subscriber);
-  return [...live, ...cancelled].sort(
-    (a, b) => a.startUtc - b.startUtc || (a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : 0),
-  );
+  return [...live, ...cancelled].sort(compareOccurrences);
 }
 
 /**

@@ -2,7 +2,9 @@
  * What a refresh publishes, worked out from what was published before (pure): sequences, cancelled
  * occurrences kept for a while, the change record and the mass-deletion check.
  */
+
 import { applyTitleTemplate, keepsEntry } from '../timetable/event-text.ts';
+import { compareOccurrences } from '../timetable/expand.ts';
 import type { Occurrence, PreviousOccurrence, SubscriberOptions, TimetableEntry } from '../timetable/types.ts';
 
 /** A future occurrence that disappeared from the timetable; it stays in feeds as cancelled until `expiresAt`. */
@@ -38,10 +40,18 @@ export interface OccurrenceBrief {
   location: string;
 }
 
+/** How many occurrences a change added, removed, moved and changed (exact, however long the lists). */
+export interface ChangeCounts {
+  added: number;
+  removed: number;
+  moved: number;
+  changed: number;
+}
+
 /** One entry of a source's change log. Lists are capped at {@link CHANGE_LIST_LIMIT}; the counts are exact. */
 export interface ChangeRecord {
   at: number;
-  counts: { added: number; removed: number; moved: number; changed: number };
+  counts: ChangeCounts;
   added: OccurrenceBrief[];
   removed: OccurrenceBrief[];
   /** Same class at another time or place: same uid with new times or room, or one entry's date replaced by another. */
@@ -117,7 +127,7 @@ export function planPublication(input: PublicationInput): PublicationPlan {
     }
   }
 
-  const occurrences = [...input.next, ...tombstones.map((tomb) => tomb.occurrence)].sort(byStart);
+  const occurrences = [...input.next, ...tombstones.map((tomb) => tomb.occurrence)].sort(compareOccurrences);
   const state: PublishedState = {
     stamp: now,
     snapshotHash: input.snapshotHash,
@@ -169,10 +179,6 @@ export function tombstonesFor(tombstones: readonly Tombstone[], subscriber: Subs
         ? tomb.occurrence
         : { ...tomb.occurrence, summary: applyTitleTemplate(subscriber.titleTemplate, tomb.entry) },
     );
-}
-
-function byStart(a: Occurrence, b: Occurrence): number {
-  return a.startUtc - b.startUtc || (a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : 0);
 }
 
 function brief(occurrence: Occurrence): OccurrenceBrief {

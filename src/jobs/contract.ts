@@ -2,6 +2,7 @@
  * The job contract: queue names, job names, payloads and results, imported by every producer and processor.
  * Payloads carry ids, never credentials. Job and scheduler ids never contain `:`.
  */
+import type { ChangeCounts } from '../feeds/plan-publication.ts';
 import type { SyncCounts } from '../google/sync-target.ts';
 import type { SourceKey } from '../sources/source.ts';
 
@@ -35,7 +36,7 @@ export interface RefreshJobResult {
   /** Occurrences in the feed, cancelled ones included. */
   occurrences: number;
   /** Exact counts of the change that was published, if any. */
-  changes?: { added: number; removed: number; moved: number; changed: number };
+  changes?: ChangeCounts;
   /** Push jobs fanned out to Google targets. */
   pushJobs: number;
 }
