@@ -1,0 +1,133 @@
+/**
+ * Readers of environment variables as zod schemas: every one treats unset and blank alike, trims, applies its
+ * default and reports what is wrong in words that name the expected form (never a secret's value).
+ */
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+import { parseDurationMs } from './duration.ts';
+
+const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
+
+/** True for a real calendar date written as YYYY-MM-DD. */
+export function isIsoDate(value: string): boolean {
+  const match = ISO_DATE.exec(value);
+  if (!match) return false;
+  const [, y, m, d] = match.map(Number) as [number, number, number, number];
+  const date = new Date(Date.UTC(y, m - 1, d));
+  return date.getUTCFullYear() === y && date.getUTCMonth() === m - 1 && date.getUTCDate() === d;
+}
+
+/** Unset and blank are the same: undefined; anything else is trimmed. */
+export const optionalText = z
+  .string()
+  .optional()
+  .transform((value) => (value === undefined || value.trim() === '' ? undefined : value.trim()));
+
+export function text(fallback: string) {
+  return optionalText.transform((value) => value ?? fallback);
+}
+
+export function matching(pattern: RegExp, message: string) {
+  return optionalText.refine((value) => value === undefined || pattern.test(value), { message });
+}
+
+function isHttpUrl(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return url.protocol === 'http:' || url.protocol === 'https:';
+  } catch {
+    return false;
+  }
+}
+
+export function httpUrl(name: string) {
+  return optionalText.refine((value) => value === undefined || isHttpUrl(value), {
+    message: `${name} must be an http:// or https:// URL`,
+  });
+}
+
+export function httpUrlOr(name: string, fallback: string) {
+  return httpUrl(name).transform((value) => value ?? fallback);
+}
+
+function sortedDates(dates: readonly string[], ctx: z.RefinementCtx, shown = dates.length): readonly string[] {
+  const bad = dates.filter((date) => !isIsoDate(date));
+  if (bad.length > 0)
+    ctx.addIssue({ code: 'custom', message: `not a valid YYYY-MM-DD date: ${bad.slice(0, shown).join(', ')}` });
+  return Object.freeze([...new Set(dates)].sort());
+}
+
+export const dateList = optionalText.transform((value, ctx) => {
+  const dates = (value ?? '')
+    .split(',')
+    .map((part) => part.trim())
+    .filter((part) => part !== '');
+  return sortedDates(dates, ctx);
+});
+
+/** A comma list of dates, or the path of a file with one date per line and `#` comments. */
+export const holidayList = optionalText.transform((value, ctx) => {
+  if (value === undefined) return sortedDates([], ctx);
+  const looksLikeList = /^[\d\s,-]+$/.test(value);
+  let content = value;
+  if (!looksLikeList) {
+    try {
+      content = readFileSync(value, 'utf8');
+    } catch (error) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `not a date list and not a readable file (${(error as Error).message})`,
+      });
+      return sortedDates([], ctx);
+    }
+  }
+  const dates = content
+    .split(looksLikeList ? ',' : '\n')
+    .map((line) => line.replace(/#.*$/, '').trim())
+    .filter((line) => line !== '');
+  return sortedDates(dates, ctx, 5);
+});
+
+export function duration(fallback: string, minMs: number) {
+  return optionalText.transform((value, ctx) => {
+    const ms = parseDurationMs(value ?? fallback);
+    if (ms === undefined || ms < minMs) {
+      const message = `must be a duration of at least ${minMs / 1000}s such as 90s, 15m, 1h or 1d (got "${value}")`;
+      ctx.addIssue({ code: 'custom', message });
+      return 0;
+    }
+    return ms;
+  });
+}
+
+export function positiveNumber(fallback: number, integer: boolean, max = Number.MAX_SAFE_INTEGER) {
+  return optionalText.transform((value, ctx) => {
+    if (value === undefined) return fallback;
+    const parsed = Number(value);
+    const ok = Number.isFinite(parsed) && parsed > 0 && parsed <= max && (!integer || Number.isInteger(parsed));
+    const kind = integer ? 'whole' : 'positive';
+    const from = integer ? 1 : '>0';
+    if (!ok)
+      ctx.addIssue({ code: 'custom', message: `must be a ${kind} number from ${from} to ${max} (got "${value}")` });
+    return parsed;
+  });
+}
+
+/** A secret: never echoed in an error message. */
+export function secret(minLength: number) {
+  return optionalText.refine((value) => value === undefined || value.length >= minLength, {
+    message: `must be at least ${minLength} characters long (value not shown)`,
+  });
+}
+
+export const secretKey = optionalText.transform((value, ctx) => {
+  if (value === undefined) return undefined;
+  const key = /^[0-9a-fA-F]{64}$/.test(value) ? Buffer.from(value, 'hex') : Buffer.from(value, 'base64');
+  if (key.length !== 32) {
+    const message =
+      'must be 32 bytes, as 64 hex digits or base64 (value not shown); make one with: openssl rand -hex 32';
+    ctx.addIssue({ code: 'custom', message });
+    return undefined;
+  }
+  return key;
+});
