@@ -48,8 +48,8 @@ export function expandSnapshot(
 export interface FeedMeta {
   name: string;
   stamp: number;
-  staleSince?: number;
-  alarmMinutes?: number;
+  staleSince?: number | undefined;
+  alarmMinutes?: number | undefined;
 }
 
 /** Renders occurrences as the feed's ICS text, with the stale marker when the data is old. */
@@ -59,8 +59,8 @@ export function renderFeed(occurrences: readonly Occurrence[], meta: FeedMeta, s
     timezone: settings.timezone,
     refreshIntervalMs: settings.refreshIntervalMs,
     stamp: meta.stamp,
-    ...(meta.alarmMinutes === undefined ? {} : { alarmMinutes: meta.alarmMinutes }),
-    ...(meta.staleSince === undefined ? {} : { extra: { [STALE_PROPERTY]: new Date(meta.staleSince).toISOString() } }),
+    alarmMinutes: meta.alarmMinutes,
+    extra: meta.staleSince === undefined ? undefined : { [STALE_PROPERTY]: new Date(meta.staleSince).toISOString() },
   });
 }
 
@@ -95,8 +95,8 @@ export function renderVariant(
     {
       name: snapshot.name,
       stamp: published.stamp,
-      ...(staleSince === undefined ? {} : { staleSince }),
-      ...(subscriber.alarmMinutes === undefined ? {} : { alarmMinutes: subscriber.alarmMinutes }),
+      staleSince,
+      alarmMinutes: subscriber.alarmMinutes,
     },
     settings,
   );

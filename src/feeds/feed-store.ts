@@ -14,7 +14,7 @@ export interface StoredFeed {
   /** Epoch ms, whole seconds (HTTP dates have no finer resolution). */
   lastModified: number;
   /** Set while the feed serves the last good data after failed refreshes: since when (epoch ms). */
-  staleSince?: number;
+  staleSince?: number | undefined;
 }
 
 // Quality 5 compresses a median group's feed within 1 % of quality 9 at a seventh of the CPU (0.5 ms against
@@ -37,7 +37,7 @@ export function encodeFeed(ics: string, lastModified: number, staleSince?: numbe
     }),
     etag,
     lastModified: Math.floor(lastModified / 1000) * 1000,
-    ...(staleSince === undefined ? {} : { staleSince }),
+    staleSince,
   };
 }
 

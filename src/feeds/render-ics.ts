@@ -14,9 +14,9 @@ export interface CalendarMeta {
   /** DTSTAMP of every event, passed explicitly so that identical input renders identical bytes. */
   stamp: number;
   /** A reminder this many minutes before each class (VALARM), per subscriber. */
-  alarmMinutes?: number;
+  alarmMinutes?: number | undefined;
   /** Extra X- properties of the calendar, e.g. a stale marker; rendered in key order. */
-  extra?: Readonly<Record<string, string>>;
+  extra?: Readonly<Record<string, string>> | undefined;
 }
 
 const PRODUCT_ID = '-//timetable-sync//timetable-sync//RU';

@@ -3,13 +3,20 @@
  * boundary; callers branch on the class, never on message text. `cause` keeps the original error.
  */
 
+/** What an adapter knows of a failed answer; every field may be unknown. */
+export interface GoogleErrorDetails {
+  status?: number | undefined;
+  reason?: string | undefined;
+  cause?: unknown;
+}
+
 /** Base class: `status` is the HTTP status (if any), `reason` Google's `errors[0].reason` or OAuth `error`. */
 export class GoogleError extends Error {
   override name = 'GoogleError';
   readonly status: number | undefined;
   readonly reason: string | undefined;
 
-  constructor(message: string, details: { status?: number; reason?: string; cause?: unknown } = {}) {
+  constructor(message: string, details: GoogleErrorDetails = {}) {
     super(message, details.cause === undefined ? undefined : { cause: details.cause });
     this.status = details.status;
     this.reason = details.reason;
@@ -22,10 +29,7 @@ export class GoogleRateLimitError extends GoogleError {
   /** From `Retry-After`, when Google sent one. */
   readonly retryAfterMs: number | undefined;
 
-  constructor(
-    message: string,
-    details: { status?: number; reason?: string; cause?: unknown; retryAfterMs?: number } = {},
-  ) {
+  constructor(message: string, details: GoogleErrorDetails & { retryAfterMs?: number | undefined } = {}) {
     super(message, details);
     this.retryAfterMs = details.retryAfterMs;
   }

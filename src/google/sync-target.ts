@@ -69,15 +69,15 @@ export interface SyncOptions {
   /** List the calendar's marked events and rebuild the index from them before planning. */
   reconcile: boolean;
   /** Requests in flight at once (default 4). */
-  concurrency?: number;
-  signal?: AbortSignal;
+  concurrency?: number | undefined;
+  signal?: AbortSignal | undefined;
   log: Logger;
   /** Called as each write request is sent. */
-  onWrite?: (operation: WriteOperation) => void;
+  onWrite?: ((operation: WriteOperation) => void) | undefined;
   /** Called for every refusal of this push as it happens, whether the push then completes or fails. */
-  onRefusal?: (example: RefusalExample) => void;
+  onRefusal?: ((example: RefusalExample) => void) | undefined;
   /** Called after every index entry written: the push got somewhere (a write, a refusal, a conflict noted). */
-  onIndexed?: () => void;
+  onIndexed?: (() => void) | undefined;
   /** The clock (epoch ms): when a refused event is due to be tried again. */
   now: () => number;
 }
@@ -310,7 +310,7 @@ class SyncRun {
       if (error instanceof GooglePermanentError && !(error instanceof EventRefusedError) && error.status === 403) {
         throw new EventRefusedError(
           `event ${event.id}: Google refused to bring the deleted event back (${error.message})`,
-          { status: 403, ...(error.reason === undefined ? {} : { reason: error.reason }), cause: error },
+          { status: 403, reason: error.reason, cause: error },
         );
       }
       throw error;

@@ -117,7 +117,8 @@ export function fromFields(fields: Record<string, string>): PushTarget {
     tokenVersion: Number(fields.tokenVersion ?? 0),
     reconcileRequested: fields.reconcileRequested !== undefined && fields.reconcileRequested !== '0',
   };
-  if (target.reconcileRequested) target.reconcileToken = fields.reconcileRequested;
+  if (target.reconcileRequested && fields.reconcileRequested !== undefined)
+    target.reconcileToken = fields.reconcileRequested;
   copyText(fields, target, 'googleUser');
   copyText(fields, target, 'statusReason');
   copyText(fields, target, 'lastError');

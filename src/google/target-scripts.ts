@@ -9,18 +9,18 @@ export type DueChange = { kind: 'keep' } | { kind: 'remove' } | { kind: 'set'; a
 
 /** How a guarded update is made. */
 export interface TargetUpdate {
-  set?: Record<string, string>;
-  remove?: readonly string[];
+  set?: Record<string, string> | undefined;
+  remove?: readonly string[] | undefined;
   /** Update only while the stored token version is this one. */
-  ifVersion?: number;
+  ifVersion?: number | undefined;
   /** Update only while the target still points at this calendar. */
-  ifCalendar?: string;
-  bumpVersion?: boolean;
-  due?: DueChange;
+  ifCalendar?: string | undefined;
+  bumpVersion?: boolean | undefined;
+  due?: DueChange | undefined;
   /** Delete the target's index (its calendar changed). */
-  clearIndex?: boolean;
+  clearIndex?: boolean | undefined;
   /** When the update happens: becomes `statusAt` if the update changes the status. */
-  now?: number;
+  now?: number | undefined;
 }
 
 /**

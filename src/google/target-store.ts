@@ -37,7 +37,7 @@ export interface NewTarget {
   calendarId: string;
   calendarOwned: boolean;
   calendarName: string;
-  googleUser?: string;
+  googleUser?: string | undefined;
   budgetKey: string;
   now: number;
 }
@@ -47,15 +47,15 @@ export interface NewTarget {
  * and the calendar it wrote to. Updates that carry it land only while both are still the target's.
  */
 export interface PushGuard {
-  tokenVersion?: number;
-  calendarId?: string;
+  tokenVersion?: number | undefined;
+  calendarId?: string | undefined;
 }
 
 /** The script guard of a {@link PushGuard}. */
 function guardOf(guard: PushGuard): Pick<TargetUpdate, 'ifVersion' | 'ifCalendar'> {
   return {
-    ...(guard.tokenVersion === undefined ? {} : { ifVersion: guard.tokenVersion }),
-    ...(guard.calendarId === undefined ? {} : { ifCalendar: guard.calendarId }),
+    ifVersion: guard.tokenVersion,
+    ifCalendar: guard.calendarId,
   };
 }
 
@@ -206,7 +206,7 @@ export class TargetStore {
     status: StoppedStatus,
     reason: string,
     now: number,
-    options: PushGuard & { pausedUntil?: number } = {},
+    options: PushGuard & { pausedUntil?: number | undefined } = {},
   ): Promise<boolean> {
     const set: Record<string, string> = { status, statusReason: reason };
     const until = status === 'paused' ? options.pausedUntil : undefined;

@@ -18,11 +18,11 @@ export interface FeedCacheOptions {
   channel: string;
   logger: Logger;
   /** How long an entry is trusted without hearing of a change; default 60 s. */
-  ttlMs?: number;
+  ttlMs?: number | undefined;
   /** Monotonic clock in ms; default `performance.now`. */
-  clock?: () => number;
+  clock?: (() => number) | undefined;
   /** Budget for the cached bytes (body + gzip + brotli of every entry); default 256 MiB. */
-  maxBytes?: number;
+  maxBytes?: number | undefined;
 }
 
 /** Default byte budget: room for thousands of group feeds, far below what an API process may use. */

@@ -41,8 +41,8 @@ export async function registerFeedRoutes(
     subscriber: ctx.redis.duplicate({ connectionName: 'timetable-sync:feed-updates' }),
     channel: ctx.keys.feedUpdates,
     logger: ctx.logger,
-    ...(options.cacheTtlMs === undefined ? {} : { ttlMs: options.cacheTtlMs }),
-    ...(options.cacheMaxBytes === undefined ? {} : { maxBytes: options.cacheMaxBytes }),
+    ttlMs: options.cacheTtlMs,
+    maxBytes: options.cacheMaxBytes,
   });
   await cache.start();
   app.addHook('onClose', async () => cache.stop());

@@ -92,7 +92,7 @@ export async function enqueueRefresh(
     {
       ...refreshJobOptions(config),
       jobId,
-      delay: request.delayMs,
+      ...(request.delayMs === undefined ? {} : { delay: request.delayMs }),
       // No `reschedule`: a request must never pull a delayed confirmation or retry forward.
       deduplication: { id: token, ...(request.followUp ? { keepLastIfActive: true } : {}) },
     },

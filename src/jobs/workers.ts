@@ -5,7 +5,7 @@ import { Worker, type WorkerOptions } from 'bullmq';
 import { connectRedis } from '../lib/redis-connection.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { QUEUE } from './contract.ts';
-import { type PushTuning, pushProcessor } from './push.ts';
+import { pushProcessor } from './push.ts';
 import { refreshProcessor } from './refresh.ts';
 import { ensureReconcileScheduler, scheduleProcessor } from './schedule.ts';
 
@@ -37,10 +37,6 @@ export function limiterFor(requestsPerSecond: number): { max: number; duration: 
   return { max, duration: Math.round((1000 * max) / requestsPerSecond) };
 }
 
-function pushTuning(tuning: WorkerTuning): PushTuning {
-  return tuning.pushRateLimitBaseMs === undefined ? {} : { rateLimitBaseMs: tuning.pushRateLimitBaseMs };
-}
-
 /** Starts the workers of one process on `redisUrl`, plus the heartbeat `/readyz` reads. */
 export async function startWorkers(
   ctx: ServiceContext,
@@ -65,7 +61,7 @@ export async function startWorkers(
     }),
     new Worker(QUEUE.schedule, scheduleProcessor(ctx), { ...base, concurrency: 4 }),
     // The limiter paces push starts and is what lets a Google rate limit pause the queue (`queue.rateLimit`).
-    new Worker(QUEUE.push, pushProcessor(ctx, pushTuning(tuning)), {
+    new Worker(QUEUE.push, pushProcessor(ctx, { rateLimitBaseMs: tuning.pushRateLimitBaseMs }), {
       ...base,
       concurrency: ctx.config.pushConcurrency,
       limiter: limiterFor(ctx.config.googleRateLimit),

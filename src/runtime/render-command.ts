@@ -16,12 +16,12 @@ import { idOption } from './id-option.ts';
 
 /** The options of `timetable-sync render`. */
 export interface RenderArgs {
-  file?: string;
-  group?: string;
-  employee?: string;
-  me?: boolean;
-  from?: string;
-  to?: string;
+  file?: string | undefined;
+  group?: string | undefined;
+  employee?: string | undefined;
+  me?: boolean | undefined;
+  from?: string | undefined;
+  to?: string | undefined;
 }
 
 function subjectOf(args: RenderArgs): TimetableSubject {

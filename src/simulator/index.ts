@@ -13,28 +13,28 @@ export { ENDPOINTS } from './faults.ts';
 /** Options of {@link startSimulator}; every field has a default. */
 export interface SimulatorOptions {
   /** Same seed ⇒ byte-identical data. Default 1. */
-  seed?: number | string;
+  seed?: number | string | undefined;
   /** Default 0: a free port. */
-  port?: number;
+  port?: number | undefined;
   /** Default '127.0.0.1'. */
-  host?: string;
+  host?: string | undefined;
   /** The "today" that picks the semester (read in UTC). Default: now. */
-  referenceDate?: Date;
+  referenceDate?: Date | undefined;
   /** Number of groups; default 1500. */
-  groups?: number;
+  groups?: number | undefined;
   /** Number of employees; default 800. */
-  employees?: number;
+  employees?: number | undefined;
   /** Number of users with tokens; default 200. */
-  users?: number;
+  users?: number | undefined;
   /** Wire date format; default 'DD.MM.YY' (some deployments send ISO). */
-  dateFormat?: 'DD.MM.YY' | 'YYYY-MM-DD';
+  dateFormat?: 'DD.MM.YY' | 'YYYY-MM-DD' | undefined;
   /** Send ids and other numbers as JSON strings ("42"), as some deployments do. Default false. */
-  numericStrings?: boolean;
+  numericStrings?: boolean | undefined;
   /** Header carrying the credential of the `@me` endpoints; default 'Authorization'. */
-  authHeader?: string;
+  authHeader?: string | undefined;
   /** Scheme before the token; default 'Bearer'; '' means the header value is the bare token. */
-  authScheme?: string;
-  logger?: Logger;
+  authScheme?: string | undefined;
+  logger?: Logger | undefined;
 }
 
 /** A running simulator. `close()` ends promptly, even with requests held by a timeout fault. */

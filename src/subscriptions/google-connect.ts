@@ -20,9 +20,9 @@ export interface ConnectRequest {
   source: SourceKey;
   refreshToken: string;
   /** The Google user id (`sub` of the OAuth id_token), when known: a second consent reuses the target. */
-  googleUser?: string;
+  googleUser?: string | undefined;
   /** Push into this existing calendar instead of creating one (it is never deleted by us). */
-  calendarId?: string;
+  calendarId?: string | undefined;
 }
 
 /** A connected target. `manageToken` is the only copy there will ever be. */

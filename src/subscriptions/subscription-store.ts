@@ -59,11 +59,11 @@ return 1`;
 /** How an update is guarded and what it changes besides its fields. */
 interface UpdateOptions {
   /** Update only while the stored credential version is this one. */
-  ifVersion?: string;
+  ifVersion?: string | undefined;
   /** A new credential is stored: bump the version. */
-  bumpVersion?: boolean;
+  bumpVersion?: boolean | undefined;
   /** Fields to delete. */
-  remove?: readonly string[];
+  remove?: readonly string[] | undefined;
 }
 
 /** A credential with the version it was stored under (pass the version back to `markNeedsCredential`). */
@@ -167,7 +167,7 @@ export class SubscriptionStore {
    */
   async markNeedsCredential(id: string, reason: string, now: number, version?: string): Promise<boolean> {
     const set = { status: 'needs-credential', statusReason: reason, updatedAt: String(now) };
-    return this.update(id, set, version === undefined ? {} : { ifVersion: version });
+    return this.update(id, set, { ifVersion: version });
   }
 
   /** Stores a new (already verified) credential under a new version and makes the subscription active again. No-op if deleted. */

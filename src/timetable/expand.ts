@@ -42,7 +42,7 @@ export function occurrenceDates(
   entry: Pick<TimetableEntry, 'startDate' | 'finishDate' | 'weekday' | 'weekType'>,
   parity: WeekParity,
   holidays: ReadonlySet<string>,
-  window: { from?: DayNumber; to?: DayNumber } = {},
+  window: { from?: DayNumber | undefined; to?: DayNumber | undefined } = {},
 ): string[] {
   const first = Math.max(dayNumber(entry.startDate), window.from ?? -Infinity);
   const last = Math.min(dayNumber(entry.finishDate), window.to ?? Infinity);

@@ -52,15 +52,15 @@ export interface ExpandOptions {
   /** IANA zone of the wall-clock times. */
   timezone: string;
   /** `WEEK_PARITY_ANCHORS`; empty for the default yearly rule. */
-  anchors?: readonly string[];
+  anchors?: readonly string[] | undefined;
   /** ISO dates without classes. */
-  holidays?: Iterable<string>;
+  holidays?: Iterable<string> | undefined;
   /** Only occurrences on or after / on or before these ISO dates. */
-  from?: string;
-  to?: string;
+  from?: string | undefined;
+  to?: string | undefined;
   /** Hashes and sequences published before, keyed by uid. */
-  previous?: ReadonlyMap<string, PreviousOccurrence>;
-  subscriber?: SubscriberOptions;
+  previous?: ReadonlyMap<string, PreviousOccurrence> | undefined;
+  subscriber?: SubscriberOptions | undefined;
 }
 
 /** The outcome of expanding one timetable. */

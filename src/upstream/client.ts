@@ -68,7 +68,7 @@ export interface UniversityClientOptions {
 /** Per-call options. */
 export interface CallOptions {
   /** Aborts the request and any wait between retries; the call rejects with the signal's reason. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
 }
 
 /** Typed access to the six university API operations. */
@@ -91,10 +91,10 @@ interface RequestSpec {
   endpoint: EndpointName;
   method: 'GET' | 'POST';
   path: string;
-  query?: Record<string, string>;
-  credential?: string;
-  json?: unknown;
-  options?: CallOptions;
+  query?: Record<string, string> | undefined;
+  credential?: string | undefined;
+  json?: unknown | undefined;
+  options?: CallOptions | undefined;
 }
 
 /** Origin and path prefix of the API, e.g. `https://uni.example` + `/api`. */

@@ -20,8 +20,8 @@ export const ENDPOINT_NAMES: readonly EndpointName[] = [
 /** Options shared by every upstream error. */
 export interface UpstreamErrorOptions {
   /** How many tries were made when this error was raised; default 1. */
-  attempts?: number;
-  cause?: unknown;
+  attempts?: number | undefined;
+  cause?: unknown | undefined;
 }
 
 /** How a timed-out request had got on. */
@@ -58,7 +58,7 @@ export class UpstreamError extends Error {
 /** Options of {@link UpstreamHttpError} and its subclasses. */
 export interface UpstreamHttpErrorOptions extends UpstreamErrorOptions {
   /** The upstream's `error` text, or a short snippet of a non-JSON body. */
-  upstreamMessage?: string;
+  upstreamMessage?: string | undefined;
 }
 
 /** A non-2xx answer. Retryable iff 5xx (and 429, see {@link UpstreamRateLimitError}). */
@@ -89,7 +89,7 @@ export class UpstreamRateLimitError extends UpstreamHttpError {
   override name = 'UpstreamRateLimitError';
   readonly retryAfterMs: number | undefined;
 
-  constructor(endpoint: EndpointName, options: UpstreamHttpErrorOptions & { retryAfterMs?: number } = {}) {
+  constructor(endpoint: EndpointName, options: UpstreamHttpErrorOptions & { retryAfterMs?: number | undefined } = {}) {
     super(endpoint, 429, options);
     this.retryAfterMs = options.retryAfterMs;
   }
@@ -140,9 +140,9 @@ const PROTOCOL_DETAIL: Record<ProtocolErrorReason, string> = {
 
 /** Options of {@link UpstreamProtocolError}. */
 export interface UpstreamProtocolErrorOptions extends UpstreamErrorOptions {
-  upstreamMessage?: string;
+  upstreamMessage?: string | undefined;
   /** Extra words for the message, e.g. which field was wrong; never response data beyond a short excerpt. */
-  detail?: string;
+  detail?: string | undefined;
 }
 
 /** A response arrived but cannot be used. Not retried by the client: the same request gives the same answer. */

@@ -38,7 +38,7 @@ describe('admin authentication', () => {
           method,
           url,
           headers: BEARER,
-          payload: method === 'POST' ? { all: true } : undefined,
+          ...(method === 'POST' ? { payload: { all: true } } : {}),
         });
         expect(response.statusCode, `${method} ${url}`).toBe(503);
         expect(response.json()).toEqual({ error: 'admin routes are disabled: set ADMIN_TOKEN' });

@@ -97,7 +97,7 @@ describe('fake Google: events', () => {
       status: 400,
       body: googleError(400, 'required'),
     });
-    const noEnd = eventBody('abcde', { end: undefined });
+    const { end: _end, ...noEnd } = eventBody('abcde');
     expect(await failure(api.events.insert({ calendarId, requestBody: noEnd }))).toMatchObject({ status: 400 });
     const backwards = eventBody('abcde', { end: { dateTime: '2025-10-01T08:00:00+03:00' } });
     expect(await failure(api.events.insert({ calendarId, requestBody: backwards }))).toMatchObject({ status: 400 });

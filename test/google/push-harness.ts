@@ -209,7 +209,7 @@ export class PushHarness {
     const connected = await connectTarget(this.ctx, {
       source,
       refreshToken,
-      ...(options.calendarId === undefined ? {} : { calendarId: options.calendarId }),
+      calendarId: options.calendarId,
     });
     const target = { id: connected.id, source, calendarId: connected.calendarId, refreshToken, user };
     const [push] = await this.settled(target.id, 1);

@@ -55,7 +55,7 @@ export async function call<T = unknown>(
   const response = await fetch(`${base}${path}`, {
     method: init.method ?? 'GET',
     headers,
-    body: init.body === undefined ? undefined : typeof init.body === 'string' ? init.body : JSON.stringify(init.body),
+    body: init.body === undefined ? null : typeof init.body === 'string' ? init.body : JSON.stringify(init.body),
   });
   const text = await response.text();
   return {
