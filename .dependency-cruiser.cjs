@@ -1,0 +1,72 @@
+/**
+ * The import rules of src/, checked by `npm run deps` (and so by `npm test`). Only imports that exist at run
+ * time count: `import type` is erased when the code runs, and a type-only import of the ServiceContext
+ * parameter object is not a dependency.
+ *
+ * The folders of src/ form a stack, bottom first. A folder may import its own layer and the layers below it,
+ * never one above: so no folder imports a folder that imports it back. A new folder goes into LAYERS, or
+ * `npm run deps` says it has no place.
+ */
+
+/** Bottom first. Each entry is a folder of src/ (or a file at its root) and the layer it sits in. */
+const LAYERS = [
+  ['lib', 'logger.ts', 'security'], // small helpers that know nothing of timetables
+  ['upstream', 'timetable', 'simulator'], // the university API, the pure engine, the fake university
+  ['sources'], // what a feed shows: keys, registry, snapshots
+  ['feeds'], // rendering (pure) and the feed store
+  ['google', 'config.ts'], // Google push without the jobs; the configuration (reads feeds' time zones)
+  ['jobs'], // queues, processors, schedulers
+  ['subscriptions'], // the use cases people start: sign-up, credentials, connecting Google
+  ['http'], // routes: parse, call a use case, shape the answer
+  ['runtime'], // composition root, roles, commands
+  ['cli.ts'], // the command line
+];
+
+const pathOf = (name) => (name.endsWith('.ts') ? `^src/${name.replace('.', '\\.')}$` : `^src/${name}/`);
+const anyOf = (names) => names.map(pathOf).join('|');
+
+const upwards = LAYERS.slice(0, -1).map((layer, index) => ({
+  name: `layer-${index}-imports-up`,
+  comment: `${layer.join(', ')} may import only ${LAYERS.slice(0, index + 1)
+    .flat()
+    .join(', ')}`,
+  severity: 'error',
+  from: { path: anyOf(layer) },
+  to: { path: anyOf(LAYERS.slice(index + 1).flat()), dependencyTypesNot: ['type-only'] },
+}));
+
+module.exports = {
+  forbidden: [
+    ...upwards,
+    {
+      name: 'no-runtime-cycle',
+      comment: 'modules that import each other at run time (type-only imports do not count)',
+      severity: 'error',
+      from: { path: '^src/' },
+      to: { circular: true, viaOnly: { dependencyTypesNot: ['type-only'] } },
+    },
+    {
+      name: 'folder-without-a-layer',
+      comment: 'every folder of src/ has a place in LAYERS (.dependency-cruiser.cjs)',
+      severity: 'error',
+      from: { path: '^src/', pathNot: anyOf(LAYERS.flat()) },
+      to: {},
+    },
+    {
+      name: 'src-imports-tests',
+      comment: 'the service never imports test or bench code',
+      severity: 'error',
+      from: { path: '^src/' },
+      to: { path: '^(test|bench)/' },
+    },
+  ],
+  options: {
+    // TypeScript 7 ships no compiler API for dependency-cruiser to parse with; swc's parser reads our .ts
+    // files and tells `import type` apart.
+    parser: 'swc',
+    tsPreCompilationDeps: true,
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '\\.test\\.ts$' },
+    enhancedResolveOptions: { extensions: ['.ts', '.js', '.json'] },
+  },
+};
