@@ -1,12 +1,33 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 
+/**
+ * Two projects. `unit`: pure code (no Redis, no child process, no server), a few seconds in all
+ * (`npm run test:unit`). `integration`: the suites named `*.integration.test.ts`, which need a real Redis
+ * (started once for the run by the global setup), child processes or servers on loopback.
+ */
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts', 'src/**/*.test.ts'],
-    globalSetup: ['test/support/global-setup.ts'],
     reporters: ['default', './test/support/summary-reporter.ts'],
-    testTimeout: 20_000,
-    hookTimeout: 30_000,
-    pool: 'forks',
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'unit',
+          include: ['test/**/*.test.ts', 'src/**/*.test.ts'],
+          exclude: [...configDefaults.exclude, '**/*.integration.test.ts'],
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'integration',
+          include: ['test/**/*.integration.test.ts'],
+          globalSetup: ['test/support/global-setup.ts'],
+          testTimeout: 20_000,
+          hookTimeout: 30_000,
+          pool: 'forks',
+        },
+      },
+    ],
   },
 });
