@@ -12,7 +12,8 @@ let ctx: ServiceContext;
 let closeContext: () => Promise<void>;
 let subscriber: Redis;
 let cache: FeedCache;
-let clock = 0;
+// Not 0: lru-cache takes a start time of 0 for "no TTL".
+let clock = 1_000;
 /** Stores feeds without announcing them, as if the announcement had been lost. */
 let silentStore: FeedStore;
 
