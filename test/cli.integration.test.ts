@@ -10,7 +10,7 @@ import { exited, runCli, startCli, waitForOutput } from './support/cli.ts';
 const COMMANDS = ['demo', 'start', 'api', 'worker', 'simulator', 'render', 'resync'];
 
 describe('timetable-sync command line', () => {
-  it('lists every command of DESIGN.md in its help', async () => {
+  it('lists every command of docs/design.md in its help', async () => {
     const result = await runCli(['--help']);
     expect(result.code).toBe(0);
     for (const command of COMMANDS) expect(result.stdout).toMatch(new RegExp(`^  ${command} `, 'm'));

@@ -1,5 +1,5 @@
 /**
- * The feed routes of DESIGN.md: public group and teacher feeds, secret personal feeds. GET and HEAD, with
+ * The feed routes of docs/design.md: public group and teacher feeds, secret personal feeds. GET and HEAD, with
  * ETag/If-None-Match, Last-Modified/If-Modified-Since, precompressed br and gzip, and the subscriber options
  * as query parameters. Personal feed URLs carry a secret: they are never logged.
  */

@@ -6,7 +6,7 @@ import { freePort, startEmbeddedRedis } from './embedded-redis.ts';
 import { startService } from './service.ts';
 import { Shutdown } from './shutdown.ts';
 
-/** The long-running roles of DESIGN.md's command line. */
+/** The long-running roles of docs/design.md's command line. */
 export type ServiceRole = 'start' | 'api' | 'worker';
 
 function rootLogger(config: Pick<Config, 'logLevel'>, role: string): Logger {

@@ -37,7 +37,7 @@ function contentHash(key: string, status: string): string {
   return createHash('sha1').update(key).update(status).digest('hex').slice(0, 16);
 }
 
-/** Every date an entry occurs on, in order (ISO dates). Pure: the rule of DESIGN.md, nothing more. */
+/** Every date an entry occurs on, in order (ISO dates). Pure: the rule of docs/design.md, nothing more. */
 export function occurrenceDates(
   entry: Pick<TimetableEntry, 'startDate' | 'finishDate' | 'weekday' | 'weekType'>,
   parity: WeekParity,

@@ -1,7 +1,7 @@
 import { type DayNumber, dateParts, dayNumber, dayNumberOf, isoWeekday, mondayOf } from './dates.ts';
 
 /**
- * Week parity as DESIGN.md defines it. A parity anchor is the first study day of a count; the week
+ * Week parity as docs/design.md defines it. A parity anchor is the first study day of a count; the week
  * (Monday–Sunday) containing it is week 1, which is odd. The anchor in force for a date is the latest anchor
  * on or before it. Without explicit anchors every year has one: 1 September, or 2 September when
  * 1 September is a Sunday.

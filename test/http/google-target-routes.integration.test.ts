@@ -116,7 +116,7 @@ describe('POST /admin/google-targets', () => {
       register({ source: 'group:4243', refreshToken }),
       register({ source: 'group:4243', refreshToken }),
     ]);
-    // The contract (DESIGN.md) answers 201 to every registration; `reused` tells the repeat from the first.
+    // The contract (docs/design.md) answers 201 to every registration; `reused` tells the repeat from the first.
     expect([first.statusCode, again.statusCode]).toEqual([201, 201]);
     expect([first, again].map((answer) => (answer.json() as { reused: boolean }).reused).sort()).toEqual([false, true]);
     const ids = [first, again].map((answer) => (answer.json() as { id: string }).id);

@@ -1,5 +1,5 @@
 /**
- * An independent reading of DESIGN.md "Expansion semantics", written for the tests: day by day, plain
+ * An independent reading of docs/design.md "Expansion semantics", written for the tests: day by day, plain
  * `Date.UTC` arithmetic, no code shared with src/timetable. Slow on purpose: it is the oracle.
  */
 const DAY = 86_400_000;

@@ -86,7 +86,7 @@ describe('week parity: explicit anchors', () => {
     ]);
   });
 
-  it('before the earliest explicit anchor counts backwards from it (not in DESIGN.md: documents our choice)', () => {
+  it('before the earliest explicit anchor counts backwards from it (not in docs/design.md: documents our choice)', () => {
     const parity = weekParity(['2026-02-09']);
     expect(parity.weekNumber(dayNumber('2026-02-02'))).toBe(0);
     expect(parity.isOdd(dayNumber('2026-02-02'))).toBe(false);
@@ -122,7 +122,7 @@ describe('expand: the occurrence rule', () => {
     expect(datesOf(entry({ weekday: 1, startDate: '2025-09-01', finishDate: '2025-09-01' }))).toEqual(['2025-09-01']);
   });
 
-  it('start after finish yields no date (DESIGN.md does not call it invalid), and the rest is still expanded', () => {
+  it('start after finish yields no date (docs/design.md does not call it invalid), and the rest is still expanded', () => {
     const backwards = entry({ id: 7, startDate: '2025-12-01', finishDate: '2025-09-01' });
     const fine = entry({ id: 8, subjectName: 'Физика', startDate: '2025-09-01', finishDate: '2025-09-08' });
     const { occurrences, problems } = expand([backwards, fine], MOSCOW);

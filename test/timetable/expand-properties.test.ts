@@ -24,7 +24,7 @@ const ruleArb = fc.record({
 
 /**
  * Anchors: the default rule (empty list) or an explicit list. An explicit list always has one anchor in 2022,
- * so that the DESIGN.md rule ("the latest anchor on or before the date") defines every date tested here.
+ * so that the docs/design.md rule ("the latest anchor on or before the date") defines every date tested here.
  */
 const anchorsArb = fc.oneof(
   fc.constant<string[]>([]),
@@ -64,7 +64,7 @@ function holidaySet(start: string, picks: { offsets: number[]; anywhere: string[
   return new Set([...picks.offsets.map((offset) => iso(utcMidnight(start) + offset * DAY)), ...picks.anywhere]);
 }
 
-describe('expand: properties against a brute-force reading of DESIGN.md', () => {
+describe('expand: properties against a brute-force reading of docs/design.md', () => {
   it('occurs exactly on the brute-force dates, each in range, on its weekday, of the right parity, never a holiday', () => {
     fc.assert(
       fc.property(ruleArb, anchorsArb, holidayArb, (rule, anchors, picks) => {

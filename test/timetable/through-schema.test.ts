@@ -132,7 +132,7 @@ describe('raw upstream JSON through parseScheduleResponse into expand', () => {
     expect(expand(parsed.entries, OPTIONS).occurrences.map((o) => o.entryId)).toEqual([3, 3, 3, 3]);
   });
 
-  it('start after finish is valid by DESIGN.md and simply has no dates', () => {
+  it('start after finish is valid by docs/design.md and simply has no dates', () => {
     const parsed = parseScheduleResponse(
       scheduleResponse(
         rawEntry({ id: 9, start_day_schedule: '01.12.25', finish_day_schedule: '01.09.25' }),
