@@ -1,6 +1,7 @@
 /**
  * `npm run bench`: runs every benchmark in one process and prints its figures as JSON lines, with the
- * machine and date, for bench/RESULTS.md. `npm run bench -- NAME…` runs only those. Ratios are always measured within one run.
+ * machine and date, for bench/RESULTS.md. `npm run bench -- NAME…` runs only those. Ratios are always measured within
+ * one run.
  */
 import { cpus, totalmem } from 'node:os';
 import { runFeedServingBenchmark } from './feed-serving.ts';

@@ -60,11 +60,17 @@ export interface CalendarClient {
   getCalendar(calendarId: string): Promise<CalendarInfo>;
   /** Deletes a secondary calendar; one that is already gone counts as deleted. */
   deleteCalendar(calendarId: string): Promise<void>;
-  /** Inserts with the event's own id, marker and hash; {@link EventExistsError} when the id is taken (even by a cancelled event). */
+  /**
+   * Inserts with the event's own id, marker and hash; {@link EventExistsError} when the id is taken (even by a
+   * cancelled event).
+   */
   insertEvent(calendarId: string, event: DesiredEvent, marker: EventMarker): Promise<void>;
   /** The event (cancelled ones included), or undefined when the id was never used. */
   getEvent(calendarId: string, eventId: string): Promise<RemoteEvent | undefined>;
-  /** Patches only the owned fields, the marker and the hash (a user's reminders, colour and notes survive); {@link EventMissingError} on 404. */
+  /**
+   * Patches only the owned fields, the marker and the hash (a user's reminders, colour and notes survive); {@link
+   * EventMissingError} on 404.
+   */
   patchEvent(calendarId: string, event: DesiredEvent, marker: EventMarker): Promise<void>;
   /** Replaces an event whose id is taken by a cancelled event of ours, bringing it back as confirmed. */
   reviveEvent(calendarId: string, event: DesiredEvent, marker: EventMarker): Promise<void>;

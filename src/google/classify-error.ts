@@ -70,7 +70,10 @@ const PER_EVENT_403 = new Set(['forbiddenForNonOrganizer']);
 /** Form fields of token requests that are secrets; gaxios's own redactor leaves these in the error's config. */
 const SECRET_FIELDS = ['refresh_token', 'code', 'code_verifier', 'client_secret', 'access_token', 'id_token'];
 
-/** Whether `error` is the Calendar API refusing the access token (401), as opposed to the token endpoint refusing the grant. */
+/**
+ * Whether `error` is the Calendar API refusing the access token (401), as opposed to the token endpoint refusing the
+ * grant.
+ */
 export function isAccessTokenRejected(error: unknown): boolean {
   if (!(error instanceof gaxios.GaxiosError)) return false;
   const failure = describe(error);

@@ -15,7 +15,10 @@ export interface PendingChanges {
   refused: number;
 }
 
-/** The events a target of `source` should hold: the published feed's confirmed classes; undefined before the first publication. */
+/**
+ * The events a target of `source` should hold: the published feed's confirmed classes; undefined before the first
+ * publication.
+ */
 export async function loadDesired(
   ctx: Pick<ServiceContext, 'snapshots' | 'config'>,
   source: SourceKey,

@@ -48,7 +48,10 @@ export function parseRefused(value: string): Refusal | undefined {
   return { hash: colon < 0 ? rest : rest.slice(0, colon), retryAt: Number.isSafeInteger(retryAt) ? retryAt : 0 };
 }
 
-/** What one push does: each desired event is inserted, revived, patched or left alone; indexed live events not desired are removed. */
+/**
+ * What one push does: each desired event is inserted, revived, patched or left alone; indexed live events not desired
+ * are removed.
+ */
 export interface PushPlan {
   /** Desired events the index does not know, or knows as refused in another version or long enough ago. */
   insert: DesiredEvent[];

@@ -136,7 +136,10 @@ export class RequestBudget {
   }
 }
 
-/** The user bucket for a rate: refills at `userPerMinute` per minute, capacity so that no 60 s exceeds 570 (see the module comment). */
+/**
+ * The user bucket for a rate: refills at `userPerMinute` per minute, capacity so that no 60 s exceeds 570 (see the
+ * module comment).
+ */
 export function bucketFor(limits: Pick<BudgetLimits, 'userPerMinute'>): { ratePerMs: number; capacity: number } {
   const capacity = Math.max(
     1,

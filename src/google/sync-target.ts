@@ -225,7 +225,9 @@ class SyncRun {
       );
   }
 
-  /** One event's write; a permanent refusal is indexed against that version of the event instead of stopping the push. */
+  /**
+   * One event's write; a permanent refusal is indexed against that version of the event instead of stopping the push.
+   */
   private async write(event: DesiredEvent, operation: () => Promise<void>): Promise<void> {
     try {
       await operation();

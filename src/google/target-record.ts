@@ -71,7 +71,10 @@ export interface PushTarget {
   lastPush?: PushSummary;
   lastErrorAt?: number;
   lastError?: string;
-  /** Why Google refused events (a few examples of the latest push, completed or failed, that had new refusals), while any stay refused. */
+  /**
+   * Why Google refused events (a few examples of the latest push, completed or failed, that had new refusals), while
+   * any stay refused.
+   */
   lastRefusals?: RefusalExample[];
   /** Goes up with every refresh token stored; guards `markStatus`. */
   tokenVersion: number;

@@ -261,7 +261,10 @@ export class TargetStore {
     return this.update(id, { set, ...guardOf(guard) });
   }
 
-  /** The next push must list the calendar and rebuild the index. Each request is a new token (see {@link clearReconcileRequest}). */
+  /**
+   * The next push must list the calendar and rebuild the index. Each request is a new token (see {@link
+   * clearReconcileRequest}).
+   */
   async requestReconcile(id: string): Promise<boolean> {
     return this.update(id, { set: { reconcileRequested: randomBytes(6).toString('hex') } });
   }

@@ -163,7 +163,9 @@ function planFor(
   });
 }
 
-/** A held-back mass deletion is published when a later fetch, at least CONFIRM_DELAY later, returns the same timetable. */
+/**
+ * A held-back mass deletion is published when a later fetch, at least CONFIRM_DELAY later, returns the same timetable.
+ */
 function isConfirmed(
   ctx: ServiceContext,
   state: SourceState | undefined,

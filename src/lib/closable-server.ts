@@ -6,7 +6,9 @@ import type { Socket } from 'node:net';
 export interface ClosableServer {
   /** The port it listens on (the one chosen when asked for port 0). */
   port: number;
-  /** Aborts the server's signal, stops listening and destroys every open socket; later calls answer the same promise. */
+  /**
+   * Aborts the server's signal, stops listening and destroys every open socket; later calls answer the same promise.
+   */
   close(): Promise<void>;
 }
 

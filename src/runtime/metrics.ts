@@ -12,7 +12,10 @@ export interface Metrics {
   readonly upstreamErrors: Counter<'kind'>;
   /** Feed responses by kind of feed (`group`, `employee`, `personal`) and status (200, 304, 404, 503, …). */
   readonly feedsServed: Counter<'kind' | 'status'>;
-  /** Seconds per push job, by outcome (`synced`, `skipped`, `rate-limited`, `paused`, `needs-consent`, `calendar-deleted`, `failed`). */
+  /**
+   * Seconds per push job, by outcome (`synced`, `skipped`, `rate-limited`, `paused`, `needs-consent`,
+   * `calendar-deleted`, `failed`).
+   */
   readonly pushDuration: Histogram<'outcome'>;
   /** Google Calendar write calls by operation (`insert`, `patch`, `revive`, `delete`). */
   readonly googleWrites: Counter<'operation'>;

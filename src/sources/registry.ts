@@ -80,7 +80,9 @@ export class SourceRegistry {
     this.keys = keys;
   }
 
-  /** Marks a source as wanted: registers it if new, (re)activates it and records the request. True if it was not active. */
+  /**
+   * Marks a source as wanted: registers it if new, (re)activates it and records the request. True if it was not active.
+   */
   async activate(source: SourceKey, now: number): Promise<boolean> {
     const key = this.keys.source(source);
     const [[, added]] = (await this.redis

@@ -31,7 +31,10 @@ export interface ConnectedTarget {
   calendarId: string;
   calendarName: string;
   manageToken: string;
-  /** True when a second consent of the same Google user (or registration of the same token) for the same source reused its target. */
+  /**
+   * True when a second consent of the same Google user (or registration of the same token) for the same source reused
+   * its target.
+   */
   reused: boolean;
 }
 
@@ -149,7 +152,8 @@ async function unchanged(ctx: ServiceContext, target: PushTarget): Promise<Conne
 }
 
 /**
- * A second consent of a Google user for a source (or a second admin registration of one refresh token): the target keeps its calendar (a new one when the old was
+ * A second consent of a Google user for a source (or a second admin registration of one refresh token): the target
+ * keeps its calendar (a new one when the old was
  * deleted) and index, takes the new refresh token and gets a full comparison with what the calendar holds.
  */
 async function reconnect(

@@ -170,7 +170,10 @@ export class SubscriptionStore {
     return this.update(id, set, { ifVersion: version });
   }
 
-  /** Stores a new (already verified) credential under a new version and makes the subscription active again. No-op if deleted. */
+  /**
+   * Stores a new (already verified) credential under a new version and makes the subscription active again. No-op if
+   * deleted.
+   */
   async replaceCredential(id: string, credential: string, now: number): Promise<void> {
     const sealed = this.box.seal(credential, credentialContext(id));
     await this.update(

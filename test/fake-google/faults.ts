@@ -87,7 +87,9 @@ export class Faults {
     this.latencyMs = 0;
   }
 
-  /** The fault to answer `method` (about event `eventId`, if any) with, if a rule fires (spending one of its `times`). */
+  /**
+   * The fault to answer `method` (about event `eventId`, if any) with, if a rule fires (spending one of its `times`).
+   */
   decide(method: string, eventId?: string): FaultKind | undefined {
     for (const entry of this.rules) {
       const { rule } = entry;

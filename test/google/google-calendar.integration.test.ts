@@ -373,7 +373,8 @@ describe('classification', () => {
       status: 401,
       reason: 'invalid_client',
     });
-    // Also during an event write: the client is the problem, not the event (a push stops instead of refusing events one by one).
+    // Also during an event write: the client is the problem, not the event (a push stops instead of refusing events one
+    // by one).
     expect(await rejection(calendar.insertEvent('any@group.calendar.google.com', desired('c'), MARKER))).toMatchObject({
       name: 'GooglePermanentError',
       reason: 'invalid_client',
@@ -401,7 +402,8 @@ describe('classification', () => {
     'events.update': (calendar, calendarId, event) => calendar.reviveEvent(calendarId, event, MARKER),
     'events.delete': (calendar, calendarId, event) => calendar.deleteEvent(calendarId, event.id),
   };
-  // Only answers about the event itself may leave the other events to be written; losing writer access must stop the push.
+  // Only answers about the event itself may leave the other events to be written; losing writer access must stop the
+  // push.
   const answers: [FaultKind, number, string, typeof EventRefusedError | typeof GooglePermanentError][] = [
     ['400', 400, 'invalid', EventRefusedError],
     ['403-non-organizer', 403, 'forbiddenForNonOrganizer', EventRefusedError],

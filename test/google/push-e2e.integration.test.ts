@@ -189,7 +189,8 @@ describe('Google push through the adapter and the fake Google', () => {
         [added.eventId, FOREIGN],
       ]),
     );
-    // A reconcile does not list them (the list asks for our marker): it asks once more, and a cancellation does not delete them.
+    // A reconcile does not list them (the list asks for our marker): it asks once more, and a cancellation does not
+    // delete them.
     const reconcile = await h.push(target, 'reconcile');
     expect(reconcile.result).toMatchObject({ reconciled: true, conflicts: 1 });
     expect((await h.ctx.google.index.read(target.id)).get(added.eventId)).toBe(FOREIGN);

@@ -170,7 +170,8 @@ it('no Google token, code, state or secret reaches a log line, even at trace lev
     expect(logs.includes(secret), `${name} appears in the logs`).toBe(false);
     expect(logs.includes(encodeURIComponent(secret)), `${name} (URL-encoded) appears in the logs`).toBe(false);
   }
-  // Every token the fake ever issued has a recognisable prefix: refresh `1//fake-`, access `ya29.fake-`, code `4/fake-`.
+  // Every token the fake ever issued has a recognisable prefix: refresh `1//fake-`, access `ya29.fake-`, code
+  // `4/fake-`.
   for (const pattern of [/1\/\/fake-/, /1%2F%2Ffake-/i, /ya29\.fake-/, /4\/fake-/, /4%2Ffake-/i])
     expect(logs).not.toMatch(pattern);
 });
