@@ -15,7 +15,7 @@ import {
 } from '../upstream/errors.ts';
 import type { ScheduleResult } from '../upstream/schemas.ts';
 import { SubscriptionUnusableError } from './errors.ts';
-import type { RefreshRun } from './refresh.ts';
+import type { RefreshRun } from './refresh-run.ts';
 
 /** A timetable as fetched, with the name its calendar gets. */
 export interface FetchedTimetable extends ScheduleResult {

@@ -18,7 +18,7 @@ import type { ServiceContext } from '../runtime/context.ts';
 import { DecryptionError, SecretKeyMissingError } from '../security/errors.ts';
 import type { PushJobData } from './contract.ts';
 import { asError, failWith, isLastAttempt, mayWaitAgain, rateLimitPause, waitOutRateLimit } from './failure.ts';
-import type { PushRun } from './push.ts';
+import type { PushRun } from './push-run.ts';
 
 /** Tuning that tests shorten. */
 export interface PushTuning {

@@ -8,53 +8,18 @@ import type { Processor } from 'bullmq';
 import { markerFor } from '../google/desired-events.ts';
 import { TargetRemovedError } from '../google/errors.ts';
 import { loadDesired } from '../google/pending-changes.ts';
-import type { RefusalExample, SyncCounts } from '../google/sync-target.ts';
+import type { SyncCounts } from '../google/sync-target.ts';
 import { syncTarget } from '../google/sync-target.ts';
-import type { PushGuard, PushTarget } from '../google/target-store.ts';
-import type { Logger } from '../logger.ts';
+import type { PushTarget } from '../google/target-store.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import type { PushJobData, PushJobResult } from './contract.ts';
 import { handlePushFailure, type PushTuning } from './push-failure.ts';
+import { PushRun } from './push-run.ts';
 
 export type { PushTuning } from './push-failure.ts';
 
 /** Requests in flight per push (the request budget paces them further). */
 const SYNC_CONCURRENCY = 4;
-/** Refusals of one run kept on the target for admins, as examples of Google's reasons. */
-const REFUSAL_EXAMPLES = 3;
-
-/**
- * What one run of a push job has done so far, for its failure handling: made by the processor, filled in by
- * the run, read when the run fails.
- */
-export class PushRun {
-  readonly log: Logger;
-  readonly signal: AbortSignal | undefined;
-  /** The token version and calendar the run started with: what it records lands only while both are the target's. */
-  guard: PushGuard = {};
-  /** An index entry was written: rate-limit rounds before this one are not counted again (see `rateLimitRounds`). */
-  progressed = false;
-  /** The first few refusals, kept on the target whether the push completes or fails for good. */
-  readonly refusals: RefusalExample[] = [];
-
-  constructor(log: Logger, signal?: AbortSignal) {
-    this.log = log;
-    this.signal = signal;
-  }
-
-  /** The run reached Google with this token version, for this calendar. */
-  started(tokenVersion: number, calendarId: string): void {
-    this.guard = { tokenVersion, calendarId };
-  }
-
-  noteProgress(): void {
-    this.progressed = true;
-  }
-
-  noteRefusal(example: RefusalExample): void {
-    if (this.refusals.length < REFUSAL_EXAMPLES) this.refusals.push(example);
-  }
-}
 
 /** The push processor. */
 export function pushProcessor(ctx: ServiceContext, tuning: PushTuning = {}): Processor<PushJobData, PushJobResult> {

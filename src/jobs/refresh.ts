@@ -1,7 +1,6 @@
 /** The refresh job: one upstream fetch for one source, then publication; failures never touch the feed's data. */
 import { performance } from 'node:perf_hooks';
 import type { Job, Processor } from 'bullmq';
-import type { Logger } from '../logger.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { type SourceKey, sourceOf } from '../sources/source.ts';
 import { UpstreamNotFoundError } from '../upstream/errors.ts';
@@ -10,25 +9,7 @@ import { SubscriptionUnusableError } from './errors.ts';
 import { asError, failWith, isLastAttempt, mayWaitAgain, waitOutRateLimit } from './failure.ts';
 import { classifyFailure, type FailureClass, fetchSource } from './fetch-source.ts';
 import { markFeedStale, publishTimetable } from './publish-timetable.ts';
-
-/** What one run of a refresh job used, for its failure handling: made by the processor, told by the fetch. */
-export class RefreshRun {
-  readonly source: SourceKey;
-  readonly log: Logger;
-  readonly signal: AbortSignal | undefined;
-  /** The version of the personal credential the fetch sent: a rejection marks only that one as rejected. */
-  credentialVersion: string | undefined;
-
-  constructor(source: SourceKey, log: Logger, signal?: AbortSignal) {
-    this.source = source;
-    this.log = log;
-    this.signal = signal;
-  }
-
-  sentCredential(version: string): void {
-    this.credentialVersion = version;
-  }
-}
+import { RefreshRun } from './refresh-run.ts';
 
 /** The refresh processor (BullMQ delivers at least once: everything it does is idempotent). */
 export function refreshProcessor(ctx: ServiceContext): Processor<RefreshJobData, RefreshJobResult> {

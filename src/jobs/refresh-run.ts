@@ -1,0 +1,22 @@
+/** The run state of a refresh job: what one run used, for its failure handling. */
+import type { Logger } from '../logger.ts';
+import type { SourceKey } from '../sources/source.ts';
+
+/** What one run of a refresh job used, for its failure handling: made by the processor, told by the fetch. */
+export class RefreshRun {
+  readonly source: SourceKey;
+  readonly log: Logger;
+  readonly signal: AbortSignal | undefined;
+  /** The version of the personal credential the fetch sent: a rejection marks only that one as rejected. */
+  credentialVersion: string | undefined;
+
+  constructor(source: SourceKey, log: Logger, signal?: AbortSignal) {
+    this.source = source;
+    this.log = log;
+    this.signal = signal;
+  }
+
+  sentCredential(version: string): void {
+    this.credentialVersion = version;
+  }
+}
