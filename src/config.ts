@@ -136,7 +136,10 @@ export type Config = {
 export type EnvName = Settings[keyof Settings]['env'];
 
 /** Names of settings a command can demand on top of the schema (for example a worker needs the upstream). */
-export type RequiredSetting = EnvName;
+export type RequiredSetting = Extract<
+  EnvName,
+  'UNIVERSITY_API_URL' | 'UNIVERSITY_CREDENTIAL' | 'ADMIN_TOKEN' | 'SECRET_KEY' | 'REDIS_URL'
+>;
 
 /** Every variable the service reads (the source of `.env.example`, which a test holds to it). */
 export const ENV_VARIABLES: readonly EnvName[] = Object.values(SETTINGS).map((entry) => entry.env);

@@ -5,6 +5,7 @@
  * is a network failure or our timeout. Messages name the operation and Google's own words, never a token.
  */
 import { gaxios } from 'google-auth-library';
+import { parseRetryAfter } from '../lib/retry-after.ts';
 import {
   CalendarGoneError,
   EventExistsError,
@@ -168,15 +169,6 @@ function describe(error: InstanceType<typeof gaxios.GaxiosError>): Failure {
   const detail =
     typeof apiError.message === 'string' ? apiError.message : typeof data === 'string' ? data.slice(0, 200) : '';
   return { status: response.status, reason, detail, token: false, retryAfterMs };
-}
-
-/** `Retry-After` as milliseconds from `now`: delay-seconds or an HTTP date; undefined when absent or unreadable. */
-export function parseRetryAfter(header: string | null, now: number): number | undefined {
-  if (header === null || header.trim() === '') return undefined;
-  const text = header.trim();
-  if (/^\d+$/.test(text)) return Number(text) * 1000;
-  const at = Date.parse(text);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 
 /**

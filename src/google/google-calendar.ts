@@ -18,7 +18,7 @@ import type {
 } from './calendar-client.ts';
 import { classifyGoogleError, type GoogleOperation, isAccessTokenRejected } from './classify-error.ts';
 import { HASH_KEY, MARKER_KEY } from './desired-events.ts';
-import { CalendarGoneError, EventMissingError } from './errors.ts';
+import { CalendarGoneError, EventMissingError, GoogleNotConfiguredError } from './errors.ts';
 
 /** The settings the adapter reads. */
 export type GoogleCalendarConfig = Pick<
@@ -188,7 +188,7 @@ class GoogleCalendar implements CalendarClient {
 /** The OAuth2 client: our token URL, our timeout, and no retries of token requests either. */
 function authClient(config: GoogleCalendarConfig, refreshToken: string, timeout: number): OAuth2Client {
   if (config.googleClientId === undefined || config.googleClientSecret === undefined) {
-    throw new Error('Google push needs GOOGLE_CLIENT_ID and GOOGLE_CLIENT_SECRET');
+    throw new GoogleNotConfiguredError();
   }
   const auth = new OAuth2Client({
     clientId: config.googleClientId,

@@ -8,7 +8,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { OAuth2Client } from 'google-auth-library';
 import type { Config } from '../config.ts';
 import { classifyGoogleError } from './classify-error.ts';
-import { GoogleConsentError } from './errors.ts';
+import { GoogleConsentError, GoogleNotConfiguredError } from './errors.ts';
 import { disableRetries } from './google-calendar.ts';
 
 /** Create secondary calendars and see, edit and delete only those. */
@@ -57,7 +57,7 @@ export class GoogleOAuth {
 
   constructor(config: GoogleOAuthConfig) {
     if (config.googleClientId === undefined || config.googleClientSecret === undefined) {
-      throw new Error('Google OAuth needs GOOGLE_CLIENT_ID and GOOGLE_CLIENT_SECRET');
+      throw new GoogleNotConfiguredError();
     }
     this.redirectUri = `${config.publicUrl.replace(/\/+$/, '')}${OAUTH_CALLBACK_PATH}`;
     this.#clientId = config.googleClientId;

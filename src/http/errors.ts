@@ -41,7 +41,7 @@ export class HttpError extends Error {
 }
 
 /** A `Retry-After` header of whole seconds, at least one. */
-export function retryAfter(ms: number): Record<string, string> {
+function retryAfter(ms: number): Record<string, string> {
   return { 'retry-after': String(Math.max(1, Math.ceil(ms / 1000))) };
 }
 

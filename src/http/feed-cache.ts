@@ -18,9 +18,9 @@ export interface FeedCacheOptions {
   subscriber: Redis;
   channel: string;
   logger: Logger;
-  /** How long an entry is trusted without hearing of a change; default 60 s. */
+  /** How long an entry is trusted without hearing of a change, more than 0; default 60 s. */
   ttlMs?: number | undefined;
-  /** Monotonic clock in ms; default `performance.now`. */
+  /** Monotonic clock in ms, never 0 (lru-cache takes a start of 0 for "no TTL"); default `performance.now`. */
   clock?: (() => number) | undefined;
   /** Budget for the cached bytes (body + gzip + brotli of every entry); default 256 MiB. */
   maxBytes?: number | undefined;

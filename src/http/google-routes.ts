@@ -13,7 +13,7 @@ import { type ConnectedTarget, requireGooglePush } from '../subscriptions/google
 import { completeConsent } from '../subscriptions/google-consent.ts';
 import { disconnectTarget } from '../subscriptions/google-disconnect.ts';
 import { HttpError } from './errors.ts';
-import { answerDisconnected, deleteCalendarOption, targetView } from './google-targets.ts';
+import { answerDisconnected, deleteCalendarOption, targetView } from './google-target-view.ts';
 import { authorisedTarget, type IdParams } from './owner-auth.ts';
 import { parseOr400 } from './parse.ts';
 
@@ -47,7 +47,11 @@ export async function registerGoogleRoutes(app: FastifyInstance, ctx: ServiceCon
   });
 
   app.get('/google/callback', async (request, reply) => {
-    const { source, connected } = await completeConsent(ctx, parseOr400(callbackQuery, request.query ?? {}));
+    const { source, connected } = await completeConsent(
+      ctx,
+      parseOr400(callbackQuery, request.query ?? {}),
+      request.log,
+    );
     reply.header('cache-control', NO_STORE).header('referrer-policy', 'no-referrer');
     if (prefersJson(request.headers.accept)) {
       const { id, calendarId, calendarName, manageToken, reused } = connected;

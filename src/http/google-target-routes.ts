@@ -12,7 +12,7 @@ import { parseSource, sourceKey } from '../sources/source.ts';
 import { connectTarget } from '../subscriptions/google-connect.ts';
 import { disconnectTarget } from '../subscriptions/google-disconnect.ts';
 import { HttpError } from './errors.ts';
-import { answerDisconnected, deleteCalendarOption, targetView } from './google-targets.ts';
+import { answerDisconnected, deleteCalendarOption, targetView } from './google-target-view.ts';
 import { checkTargetId, type IdParams } from './owner-auth.ts';
 import { parseOr400, parsePage } from './parse.ts';
 

@@ -3,7 +3,7 @@
  * and Prometheus metrics (`/metrics`), whose gauges read queue depths and stale sources at scrape time.
  */
 import type { FastifyInstance } from 'fastify';
-import { liveWorkers, WORKER_HEARTBEAT_MAX_AGE_MS } from '../jobs/workers.ts';
+import { liveWorkers, WORKER_HEARTBEAT_MAX_AGE_MS } from '../jobs/heartbeats.ts';
 import { withDeadline } from '../lib/deadline.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import type { QueueDepths } from '../runtime/metrics.ts';

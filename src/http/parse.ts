@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { HttpError } from './errors.ts';
 
 /** Zod issues as one line, each prefixed by its field (`limit: must be at least 1`); values are never quoted. */
-export function issuesText(error: z.ZodError): string {
+function issuesText(error: z.ZodError): string {
   return error.issues
     .map((issue) => (issue.path.length === 0 ? issue.message : `${issue.path.join('.')}: ${issue.message}`))
     .join('; ');

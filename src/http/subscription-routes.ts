@@ -38,7 +38,7 @@ export async function registerSubscriptionRoutes(app: FastifyInstance, ctx: Serv
   const options = { bodyLimit: BODY_LIMIT_BYTES };
 
   app.post('/api/subscriptions', options, async (request, reply) => {
-    const { subscription, token } = await signUp(ctx, credentialOf(request.body));
+    const { subscription, token } = await signUp(ctx, credentialOf(request.body), request.log);
     reply.code(201).header('location', `/api/subscriptions/${subscription.id}`).header('cache-control', NO_STORE);
     const { id, source, name, status } = subscription;
     return { id, source, name, status, feedUrl: `${ctx.config.publicUrl}/feeds/personal/${token}.ics`, token };
@@ -52,13 +52,13 @@ export async function registerSubscriptionRoutes(app: FastifyInstance, ctx: Serv
 
   app.patch<IdParams>('/api/subscriptions/:id', options, async (request, reply) => {
     const subscription = await authorisedSubscription(ctx, request);
-    const replaced = await replaceCredential(ctx, subscription, credentialOf(request.body));
+    const replaced = await replaceCredential(ctx, subscription, credentialOf(request.body), request.log);
     reply.header('cache-control', NO_STORE);
     return subscriptionView(replaced, await ctx.registry.get(replaced.source));
   });
 
   app.delete<IdParams>('/api/subscriptions/:id', async (request, reply) => {
-    await deleteSubscription(ctx, await authorisedSubscription(ctx, request));
+    await deleteSubscription(ctx, await authorisedSubscription(ctx, request), request.log);
     return reply.code(204).send();
   });
 }

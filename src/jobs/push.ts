@@ -16,8 +16,6 @@ import type { PushJobData, PushJobResult } from './contract.ts';
 import { handlePushFailure, type PushTuning } from './push-failure.ts';
 import { PushRun } from './push-run.ts';
 
-export type { PushTuning } from './push-failure.ts';
-
 /** Requests in flight per push (the request budget paces them further). */
 const SYNC_CONCURRENCY = 4;
 

@@ -7,8 +7,7 @@ export class RefreshRun {
   readonly source: SourceKey;
   readonly log: Logger;
   readonly signal: AbortSignal | undefined;
-  /** The version of the personal credential the fetch sent: a rejection marks only that one as rejected. */
-  credentialVersion: string | undefined;
+  #credentialVersion: string | undefined;
 
   constructor(source: SourceKey, log: Logger, signal?: AbortSignal) {
     this.source = source;
@@ -16,7 +15,13 @@ export class RefreshRun {
     this.signal = signal;
   }
 
+  /** The fetch sent the personal credential stored under `version`. */
   sentCredential(version: string): void {
-    this.credentialVersion = version;
+    this.#credentialVersion = version;
+  }
+
+  /** The version of the personal credential the fetch sent: a rejection marks only that one as rejected. */
+  get credentialVersion(): string | undefined {
+    return this.#credentialVersion;
   }
 }

@@ -6,7 +6,14 @@ import { type SourceKey, sourceOf } from '../sources/source.ts';
 import { UpstreamNotFoundError } from '../upstream/errors.ts';
 import type { RefreshJobData, RefreshJobResult } from './contract.ts';
 import { SubscriptionUnusableError } from './errors.ts';
-import { asError, failWith, isLastAttempt, mayWaitAgain, waitOutRateLimit } from './failure.ts';
+import {
+  asError,
+  failWith,
+  isLastAttempt,
+  MAX_RATE_LIMIT_PAUSE_MS,
+  mayWaitAgain,
+  waitOutRateLimit,
+} from './failure.ts';
 import { classifyFailure, type FailureClass, fetchSource } from './fetch-source.ts';
 import { markFeedStale, publishTimetable } from './publish-timetable.ts';
 import { RefreshRun } from './refresh-run.ts';
@@ -54,7 +61,7 @@ async function handleFailure(
   if (failure.kind !== 'internal' && failure.kind !== 'subscription')
     ctx.metrics.upstreamErrors.inc({ kind: failure.kind });
   if (failure.kind === 'rate-limit' && mayWaitAgain(job.attemptsStarted - job.attemptsMade)) {
-    const pauseMs = failure.retryAfterMs ?? 1_000;
+    const pauseMs = Math.min(failure.retryAfterMs ?? 1_000, MAX_RATE_LIMIT_PAUSE_MS);
     log.warn({ pauseMs }, 'upstream rate limit: refresh queue paused');
     return waitOutRateLimit(ctx.queues.refresh, pauseMs);
   }

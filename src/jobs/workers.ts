@@ -5,6 +5,7 @@ import { Worker, type WorkerOptions } from 'bullmq';
 import { connectRedis } from '../lib/redis-connection.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { QUEUE } from './contract.ts';
+import { beat, forgetWorker } from './heartbeats.ts';
 import { pushProcessor } from './push.ts';
 import { refreshProcessor } from './refresh.ts';
 import { ensureReconcileScheduler, scheduleProcessor } from './schedule.ts';
@@ -72,13 +73,10 @@ export async function startWorkers(
   }
   await Promise.all(workers.map((worker) => worker.waitUntilReady()));
   await ensureReconcileScheduler(ctx);
-  const beat = () =>
-    ctx.redis
-      .zadd(ctx.keys.workers, ctx.now(), id)
-      .then(() => undefined)
-      .catch((error: unknown) => ctx.logger.warn({ err: error }, 'worker heartbeat failed'));
-  await beat();
-  const timer = setInterval(beat, tuning.heartbeatMs ?? 5_000);
+  const heartbeat = () =>
+    beat(ctx, id).catch((error: unknown) => ctx.logger.warn({ err: error }, 'worker heartbeat failed'));
+  await heartbeat();
+  const timer = setInterval(heartbeat, tuning.heartbeatMs ?? 5_000);
   timer.unref();
   ctx.logger.info(
     { worker: id, concurrency: ctx.config.workerConcurrency, rateLimit: ctx.config.upstreamRateLimit },
@@ -89,16 +87,8 @@ export async function startWorkers(
     close: async () => {
       clearInterval(timer);
       await Promise.all(workers.map((worker) => worker.close()));
-      await ctx.redis.zrem(ctx.keys.workers, id).catch(() => undefined);
+      await forgetWorker(ctx, id).catch(() => undefined);
       await connection.quit().catch(() => connection.disconnect());
     },
   };
-}
-
-/** A worker whose last heartbeat is older than this is presumed dead (workers beat every 5 s). */
-export const WORKER_HEARTBEAT_MAX_AGE_MS = 30_000;
-
-/** How many worker processes sent a heartbeat within {@link WORKER_HEARTBEAT_MAX_AGE_MS} (what `/readyz` asks). */
-export async function liveWorkers(ctx: Pick<ServiceContext, 'redis' | 'keys' | 'now'>): Promise<number> {
-  return ctx.redis.zcount(ctx.keys.workers, ctx.now() - WORKER_HEARTBEAT_MAX_AGE_MS, '+inf');
 }

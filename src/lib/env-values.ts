@@ -9,7 +9,7 @@ import { parseDurationMs } from './duration.ts';
 const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 
 /** True for a real calendar date written as YYYY-MM-DD. */
-export function isIsoDate(value: string): boolean {
+function isIsoDate(value: string): boolean {
   const match = ISO_DATE.exec(value);
   if (!match) return false;
   const [, y, m, d] = match.map(Number) as [number, number, number, number];

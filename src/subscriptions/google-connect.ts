@@ -1,7 +1,8 @@
 /**
- * Connecting a Google calendar to a source, and disconnecting it. Both the OAuth callback and the admin API
+ * Connecting a Google calendar to a source. The OAuth callback (through `google-consent.ts`) and the admin API
  * come here: a refresh token (already obtained) becomes a push target with its calendar (ours, created here,
  * or an existing one the token can reach), the source becomes active, and the first push is queued.
+ * Disconnecting is `google-disconnect.ts`.
  */
 import type { CalendarClient } from '../google/calendar-client.ts';
 import { CalendarGoneError, GoogleNotConfiguredError, TargetRemovedError } from '../google/errors.ts';
@@ -37,6 +38,9 @@ export interface ConnectedTarget {
    */
   reused: boolean;
 }
+
+/** How long a consent may hold its (Google user, source) lock: a connection takes a few requests, far less. */
+const CONNECT_LOCK_MS = 30_000;
 
 /**
  * Throws unless Google push can work: GoogleNotConfiguredError without OAuth client settings, and
@@ -153,8 +157,8 @@ async function unchanged(ctx: ServiceContext, target: PushTarget): Promise<Conne
 
 /**
  * A second consent of a Google user for a source (or a second admin registration of one refresh token): the target
- * keeps its calendar (a new one when the old was
- * deleted) and index, takes the new refresh token and gets a full comparison with what the calendar holds.
+ * keeps its calendar (a new one when the old was deleted) and index, takes the new refresh token and gets a full
+ * comparison with what the calendar holds.
  */
 async function reconnect(
   ctx: ServiceContext,
@@ -218,9 +222,6 @@ async function liveCalendar(
   const info = await calendar.createCalendar(name, ctx.config.timezone);
   return { calendarId: info.id, calendarName: info.summary, created: true };
 }
-
-/** How long a consent may hold its (Google user, source) lock: a connection takes a few requests, far less. */
-const CONNECT_LOCK_MS = 30_000;
 
 /** The calendar to push into: the given one if this token reaches it, else a new one of ours. */
 async function chooseCalendar(

@@ -4,6 +4,7 @@
  */
 import { ConsentCallbackError, GoogleConsentError, GoogleNotConfiguredError } from '../google/errors.ts';
 import { takeConsent } from '../google/oauth-state.ts';
+import type { Logger } from '../logger.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import type { SourceKey } from '../sources/source.ts';
 import { type ConnectedTarget, connectTarget } from './google-connect.ts';
@@ -24,6 +25,7 @@ export interface ConsentCallback {
 export async function completeConsent(
   ctx: ServiceContext,
   callback: ConsentCallback,
+  log: Pick<Logger, 'info'> = ctx.logger,
 ): Promise<{ source: SourceKey; connected: ConnectedTarget }> {
   const pending = await takeConsent(ctx, callback.state);
   if (callback.error !== undefined) {
@@ -42,10 +44,7 @@ export async function completeConsent(
       refreshToken: granted.refreshToken,
       googleUser: granted.googleUser,
     });
-    ctx.logger.info(
-      { target: connected.id, source: pending.source, reused: connected.reused },
-      'google consent completed',
-    );
+    log.info({ target: connected.id, source: pending.source, reused: connected.reused }, 'google consent completed');
     return { source: pending.source, connected };
   } catch (failure) {
     if (!(failure instanceof GoogleConsentError)) throw failure;

@@ -6,6 +6,7 @@
  */
 import { activateSource, requestReconcile } from '../jobs/activation.ts';
 import { enqueueRefresh } from '../jobs/queues.ts';
+import type { Logger } from '../logger.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { SecretKeyMissingError } from '../security/errors.ts';
 import { OtherUserCredentialError } from './errors.ts';
@@ -22,9 +23,14 @@ export interface SignedUp {
 /**
  * Signs a person up: checks the credential with the university, stores the subscription (the credential
  * sealed) and queues its first refresh. Throws SecretKeyMissingError without a `SECRET_KEY` (before the
- * university is asked), and CredentialRejectedError or CredentialCheckError from the check.
+ * university is asked), and CredentialRejectedError or CredentialCheckError from the check. `log` is the
+ * request's logger when a route calls (the line then carries the request id).
  */
-export async function signUp(ctx: ServiceContext, credential: string): Promise<SignedUp> {
+export async function signUp(
+  ctx: ServiceContext,
+  credential: string,
+  log: Pick<Logger, 'info'> = ctx.logger,
+): Promise<SignedUp> {
   requireCredentialStorage(ctx);
   const profile = await verifiedProfile(ctx, credential);
   const created = await ctx.subscriptions.create({
@@ -43,7 +49,7 @@ export async function signUp(ctx: ServiceContext, credential: string): Promise<S
     await ctx.registry.remove(source);
     throw error;
   }
-  ctx.logger.info({ subscription: id }, 'personal subscription created');
+  log.info({ subscription: id }, 'personal subscription created');
   return created;
 }
 
@@ -56,6 +62,7 @@ export async function replaceCredential(
   ctx: ServiceContext,
   subscription: Subscription,
   credential: string,
+  log: Pick<Logger, 'info'> = ctx.logger,
 ): Promise<Subscription> {
   requireCredentialStorage(ctx);
   const profile = await verifiedProfile(ctx, credential);
@@ -68,7 +75,7 @@ export async function replaceCredential(
     now: ctx.now(),
     followUp: true,
   });
-  ctx.logger.info({ subscription: subscription.id }, 'personal subscription credential replaced');
+  log.info({ subscription: subscription.id }, 'personal subscription credential replaced');
   return (await ctx.subscriptions.get(subscription.id)) ?? subscription;
 }
 
@@ -77,17 +84,21 @@ export async function replaceCredential(
  * in the person's account, with the classes they hold), its source and feed are removed, and the reconciler
  * drops the source's job scheduler now rather than at its next periodic run.
  */
-export async function deleteSubscription(ctx: ServiceContext, subscription: Subscription): Promise<void> {
+export async function deleteSubscription(
+  ctx: ServiceContext,
+  subscription: Subscription,
+  log: Pick<Logger, 'info'> = ctx.logger,
+): Promise<void> {
   for (const target of await ctx.google.targets.idsForSource(subscription.source)) {
     await disconnectTarget(ctx, target, { deleteCalendar: false });
   }
   await ctx.subscriptions.delete(subscription.id);
   await ctx.registry.remove(subscription.source);
   await requestReconcile(ctx);
-  ctx.logger.info({ subscription: subscription.id }, 'personal subscription deleted');
+  log.info({ subscription: subscription.id }, 'personal subscription deleted');
 }
 
 /** Credentials are stored sealed: without a `SECRET_KEY` nothing may be asked of the university first. */
 function requireCredentialStorage(ctx: ServiceContext): void {
-  if (ctx.config.secretKey === undefined || !ctx.subscriptions.canStoreCredentials) throw new SecretKeyMissingError();
+  if (!ctx.subscriptions.canStoreCredentials) throw new SecretKeyMissingError();
 }

@@ -28,19 +28,6 @@ export function backoffDelay(policy: RetryPolicy, retryIndex: number, random: ()
   return Math.round(random() * ceiling);
 }
 
-/**
- * Parses a `Retry-After` header: delay seconds (`"3"`) or an HTTP-date. Returns milliseconds from `nowMs`
- * (never negative), or undefined when absent or unreadable.
- */
-export function parseRetryAfter(header: string | string[] | undefined, nowMs: number): number | undefined {
-  const value = (Array.isArray(header) ? header[0] : header)?.trim();
-  if (value === undefined || value === '') return undefined;
-  if (/^\d+(\.\d+)?$/.test(value)) return Math.round(Number(value) * 1000);
-  if (!/[a-z]/i.test(value)) return undefined;
-  const at = Date.parse(value);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - nowMs);
-}
-
 /** Sleeps `ms`; rejects with the signal's reason as soon as the signal aborts. */
 export async function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
   signal?.throwIfAborted();

@@ -3,6 +3,7 @@
  * and body into JSON or a typed error. No retries here (see http.ts).
  */
 import { type Dispatcher, request } from 'undici';
+import { parseRetryAfter } from '../lib/retry-after.ts';
 import { upstreamErrorText } from './envelope.ts';
 import {
   type EndpointName,
@@ -15,7 +16,6 @@ import {
   UpstreamRateLimitError,
   UpstreamTimeoutError,
 } from './errors.ts';
-import { parseRetryAfter } from './retry.ts';
 
 /** Everything one exchange needs besides the request itself. */
 export interface TransportContext {

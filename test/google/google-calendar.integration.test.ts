@@ -3,7 +3,6 @@
 import { inspect } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { CalendarClient, DesiredEvent, EventMarker, RemoteEvent } from '../../src/google/calendar-client.ts';
-import { parseRetryAfter } from '../../src/google/classify-error.ts';
 import { fieldsHash, HASH_KEY, MARKER_KEY } from '../../src/google/desired-events.ts';
 import {
   CalendarGoneError,
@@ -437,15 +436,4 @@ describe('classification', () => {
       expect(fake.counts()).toMatchObject({ total: 1, errors: { [`${status} ${reason}`]: 1 } });
     },
   );
-});
-
-describe('parseRetryAfter', () => {
-  it('reads delay-seconds and HTTP dates', () => {
-    const now = Date.parse('2025-10-01T12:00:00Z');
-    expect(parseRetryAfter('7', now)).toBe(7000);
-    expect(parseRetryAfter('Wed, 01 Oct 2025 12:00:30 GMT', now)).toBe(30_000);
-    expect(parseRetryAfter('Wed, 01 Oct 2025 11:00:00 GMT', now)).toBe(0);
-    expect(parseRetryAfter(null, now)).toBeUndefined();
-    expect(parseRetryAfter('soon', now)).toBeUndefined();
-  });
 });

@@ -10,9 +10,7 @@ import {
 } from '../../src/google/errors.ts';
 import { eventIdFor } from '../../src/google/event-id.ts';
 import { parseRefused } from '../../src/google/plan-push.ts';
-import type { PushJobData, PushJobResult, PushReason } from '../../src/jobs/contract.ts';
-import { rateLimitPause } from '../../src/jobs/failure.ts';
-import { rateLimitRounds } from '../../src/jobs/push-failure.ts';
+import type { PushJobResult, PushReason } from '../../src/jobs/contract.ts';
 import { enqueuePush, enqueueRefresh } from '../../src/jobs/queues.ts';
 import { reconcile } from '../../src/jobs/schedule.ts';
 import { startWorkers, type WorkerSet } from '../../src/jobs/workers.ts';
@@ -286,7 +284,7 @@ describe('push job', () => {
     expect((await push(id, source)).state).toBe('completed');
     const fresh = 'c2@group.calendar.google.com';
     // While the next push waits for its first request, the owner deletes the calendar and consents again: the
-    // reconnect points the target at a new calendar and stores a new token (what connect-target's reconnect does).
+    // reconnect points the target at a new calendar and stores a new token (what a reconnect in subscriptions/google-connect.ts does).
     beforeNext.set(calendar, async () => {
       calendar.calendars.delete(CAL);
       calendar.calendars.set(fresh, { info: { id: fresh, summary: 'new' }, events: new Map() });
@@ -482,37 +480,5 @@ describe('the scheduler', () => {
     expect(calendar.count('listPage')).toBe(1);
     // Not due again until the interval has passed.
     expect((await ctx.google.targets.due(clock.now, 500)).includes(id)).toBe(false);
-  });
-});
-
-describe('rateLimitPause', () => {
-  it('follows Retry-After, else doubles from the base with ±50% jitter, never beyond 5 minutes', () => {
-    expect(rateLimitPause(2_000, 1, 1_000)).toBe(2_000);
-    expect(rateLimitPause(3_600_000, 1, 1_000)).toBe(300_000);
-    expect(rateLimitPause(undefined, 1, 1_000, () => 0)).toBe(500);
-    expect(rateLimitPause(undefined, 3, 1_000, () => 0.5)).toBe(4_000);
-    expect(rateLimitPause(undefined, 3, 1_000, () => 0.999_999)).toBeCloseTo(6_000, -1);
-    expect(rateLimitPause(undefined, 30, 1_000, () => 0.999_999)).toBe(300_000);
-  });
-});
-
-describe('rateLimitRounds', () => {
-  it('counts only the rate-limit rounds since the job last made progress', async () => {
-    const job = {
-      attemptsStarted: 0,
-      attemptsMade: 0,
-      data: { target: 't', source: 'group:1' as const, reason: 'refresh' as const } as PushJobData,
-      async updateData(data: PushJobData) {
-        this.data = data;
-      },
-    };
-    const round = (progressed: boolean) => {
-      job.attemptsStarted += 1;
-      return rateLimitRounds(job, progressed);
-    };
-    expect([await round(false), await round(false), await round(false)]).toEqual([1, 2, 3]);
-    // A run that wrote something starts the count again: 30 rounds, each getting somewhere, never pass 1.
-    for (let n = 0; n < 30; n += 1) expect(await round(true)).toBe(1);
-    expect(await round(false)).toBe(2);
   });
 });

@@ -1,5 +1,6 @@
 /** Waiting for BullMQ jobs in tests. */
 import type { Job } from 'bullmq';
+import { until } from './poll.ts';
 
 /** What a queue offers for reading one job. */
 export interface JobReader<T extends Job> {
@@ -16,14 +17,13 @@ export async function jobEnded<T extends Job>(
   id: string,
   timeoutMs = 20_000,
 ): Promise<{ job: T; state: 'completed' | 'failed' }> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
+  const read = async () => {
     const state = await queue.getJobState(id);
-    if (state === 'completed' || state === 'failed') {
-      const job = await queue.getJob(id);
-      if (job) return { job, state };
-    }
-    if (Date.now() > deadline) throw new Error(`job ${id} did not end within ${timeoutMs} ms (last state: ${state})`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
+    const ended = state === 'completed' || state === 'failed';
+    return { state, job: ended ? await queue.getJob(id) : undefined };
+  };
+  const last = await until(read, ({ job }) => job !== undefined, timeoutMs);
+  if (last.job === undefined || (last.state !== 'completed' && last.state !== 'failed'))
+    throw new Error(`job ${id} did not end within ${timeoutMs} ms (last state: ${last.state})`);
+  return { job: last.job, state: last.state };
 }

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { parseRetryAfter } from '../../src/lib/retry-after.ts';
 import {
   InvalidIdError,
   UpstreamAuthError,
@@ -10,7 +11,7 @@ import {
   UpstreamRateLimitError,
   UpstreamTimeoutError,
 } from '../../src/upstream/errors.ts';
-import { abortableSleep, backoffDelay, DEFAULT_RETRY_POLICY, parseRetryAfter } from '../../src/upstream/retry.ts';
+import { abortableSleep, backoffDelay, DEFAULT_RETRY_POLICY } from '../../src/upstream/retry.ts';
 import { validateId } from '../../src/upstream/values.ts';
 
 describe('validateId', () => {
@@ -86,6 +87,8 @@ describe('retry arithmetic', () => {
     expect(parseRetryAfter('Wed, 01 Oct 2025 12:00:05 GMT', now)).toBe(5000);
     expect(parseRetryAfter('Wed, 01 Oct 2025 11:00:00 GMT', now)).toBe(0);
     expect(parseRetryAfter(undefined, now)).toBeUndefined();
+    expect(parseRetryAfter(null, now)).toBeUndefined();
+    expect(parseRetryAfter('1.5', now)).toBe(1500);
     expect(parseRetryAfter('soon', now)).toBeUndefined();
     expect(parseRetryAfter('-1', now)).toBeUndefined();
   });
