@@ -16,8 +16,10 @@ export interface Profile {
 
 /**
  * Asks the university who this credential belongs to. Throws {@link CredentialRejectedError} when it rejects
- * the credential and {@link CredentialCheckError} when it fails. The group name is optional in practice (not
- * every account has a group), so a profile that lacks it is asked for again without it.
+ * the credential and {@link CredentialCheckError} when it fails or does not say whose it is (a null user id).
+ * The group is optional in practice (not every account has one, some deployments send `group: null` or a null
+ * group id): only its name is asked for, a null group is no group, and a profile that lacks the key is asked
+ * for again without it. A personal timetable is fetched with the credential, so no group id is ever needed.
  */
 export async function verifiedProfile(ctx: Pick<ServiceContext, 'upstream'>, credential: string): Promise<Profile> {
   try {
@@ -30,19 +32,20 @@ export async function verifiedProfile(ctx: Pick<ServiceContext, 'upstream'>, cre
 }
 
 async function fetchProfile(ctx: Pick<ServiceContext, 'upstream'>, credential: string): Promise<Profile> {
+  let user: { id: number | null; firstName: string; lastName: string; group?: { name: string } | null };
   try {
-    const user = await ctx.upstream.me(credential, {
-      id: true,
-      firstName: true,
-      lastName: true,
-      group: { name: true },
-    });
-    return { id: user.id, firstName: user.firstName, lastName: user.lastName, groupName: user.group.name };
+    user = await ctx.upstream.me(credential, { id: true, firstName: true, lastName: true, group: { name: true } });
   } catch (error) {
     if (!(error instanceof UpstreamProtocolError) || error.reason !== 'wrong-shape') throw error;
-    const user = await ctx.upstream.me(credential, { id: true, firstName: true, lastName: true });
-    return { id: user.id, firstName: user.firstName, lastName: user.lastName };
+    user = await ctx.upstream.me(credential, { id: true, firstName: true, lastName: true });
   }
+  // The id is what ties a replacement credential to the same person: without it nothing can be kept apart.
+  if (user.id === null) {
+    const detail = 'user.id is null: the university did not say whose credential this is';
+    throw new UpstreamProtocolError('me', 'wrong-shape', { detail });
+  }
+  const groupName = user.group?.name ?? '';
+  return { id: user.id, firstName: user.firstName, lastName: user.lastName, ...(groupName ? { groupName } : {}) };
 }
 
 /** "Расписание: Иванова Мария (ИВТ-21)", from whatever parts the profile has. */

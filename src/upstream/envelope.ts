@@ -1,6 +1,6 @@
 /**
- * The response envelope every endpoint shares: `{ success: true, <payload key>: … }` on success, and either
- * `{ success: false, error }` or a bare `{ error }` on failure.
+ * The response envelope every endpoint shares: `{ success: true, <payload key>: … }` on success (or the payload
+ * alone, without `success`), and either `{ success: false, error }` or a bare `{ error }` on failure.
  */
 import { type EndpointName, UpstreamProtocolError } from './errors.ts';
 import { isRecord } from './values.ts';
@@ -17,11 +17,16 @@ export function upstreamErrorText(body: unknown): string | undefined {
 }
 
 /**
- * Checks the envelope and returns the response object. `success: false`, or a bare `{ error }` without
- * `success`, is an `'unsuccessful'` protocol error carrying the upstream text; anything else that is not an
- * object with `success: true` is `'wrong-shape'`.
+ * Checks the envelope and returns the response object. `success: false`, or an `error` without `success`, is
+ * an `'unsuccessful'` protocol error carrying the upstream text. A body without `success` that carries one of
+ * the endpoint's `payloadKeys` is accepted (several deployments leave `success` out); anything else that is
+ * not an object with `success: true` is `'wrong-shape'`.
  */
-export function openEnvelope(json: unknown, endpoint: EndpointName): Record<string, unknown> {
+export function openEnvelope(
+  json: unknown,
+  endpoint: EndpointName,
+  payloadKeys: readonly string[],
+): Record<string, unknown> {
   if (!isRecord(json)) {
     const kind = json === null ? 'null' : Array.isArray(json) ? 'an array' : typeof json;
     throw new UpstreamProtocolError(endpoint, 'wrong-shape', { detail: `expected an object, got ${kind}` });
@@ -31,10 +36,11 @@ export function openEnvelope(json: unknown, endpoint: EndpointName): Record<stri
   if (success === false || (success === undefined && upstreamMessage !== undefined)) {
     throw new UpstreamProtocolError(endpoint, 'unsuccessful', { upstreamMessage });
   }
-  if (success !== true) {
-    throw new UpstreamProtocolError(endpoint, 'wrong-shape', { detail: 'success is not true', upstreamMessage });
-  }
-  return json;
+  if (success === true) return json;
+  if (success === undefined && payloadKeys.some((key) => json[key] !== undefined)) return json;
+  const expected = payloadKeys.map((key) => `\`${key}\``).join(' or ');
+  const detail = success === undefined ? `neither \`success\` nor ${expected}` : 'success is not true';
+  throw new UpstreamProtocolError(endpoint, 'wrong-shape', { detail, upstreamMessage });
 }
 
 /** Throws `'wrong-shape'` naming the field that is missing or of the wrong kind. */

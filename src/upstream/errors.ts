@@ -75,12 +75,15 @@ export class UpstreamHttpError extends UpstreamError {
   }
 }
 
-/** 404: the group, employee or path does not exist. Never retried. */
+/**
+ * The group, employee or path does not exist: a 404, or a 400 of an endpoint whose only input is the id (the
+ * upstream's "invalid identifier"). Never retried; a source that gets it is remembered as unknown.
+ */
 export class UpstreamNotFoundError extends UpstreamHttpError {
   override name = 'UpstreamNotFoundError';
 
-  constructor(endpoint: EndpointName, options: UpstreamHttpErrorOptions = {}) {
-    super(endpoint, 404, options);
+  constructor(endpoint: EndpointName, options: UpstreamHttpErrorOptions & { status?: 400 | 404 } = {}) {
+    super(endpoint, options.status ?? 404, options);
   }
 }
 

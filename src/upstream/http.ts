@@ -5,6 +5,7 @@
  */
 import { Agent } from 'undici';
 import type { Logger } from '../logger.ts';
+import { FALLBACK_CHARSET } from './charset.ts';
 import { type EndpointName, UpstreamError, UpstreamRateLimitError } from './errors.ts';
 import { backoffDelay, type RetryPolicy } from './retry.ts';
 import { type PreparedRequest, sendOnce, type TransportContext } from './transport.ts';
@@ -50,6 +51,19 @@ function logRetry(logger: Logger, endpoint: EndpointName, attempt: number, delay
   );
 }
 
+/**
+ * Warns once per endpoint (per client) that bodies were read as windows-1251 without being labelled so: a
+ * deployment that does it does it on every answer, and one line says all there is to say.
+ */
+function charsetWarner(logger: Logger): (endpoint: EndpointName, reason: string) => void {
+  const warned = new Set<EndpointName>();
+  return (endpoint, reason) => {
+    if (warned.has(endpoint)) return;
+    warned.add(endpoint);
+    logger.warn({ endpoint, charset: FALLBACK_CHARSET, reason }, 'university API body read as windows-1251');
+  };
+}
+
 /** Builds the request core and its undici Agent. */
 export function createHttpCore(settings: HttpCoreSettings): HttpCore {
   const agent = new Agent({
@@ -62,6 +76,7 @@ export function createHttpCore(settings: HttpCoreSettings): HttpCore {
     dispatcher: agent,
     maxResponseBytes: settings.maxResponseBytes,
     now: settings.now,
+    onCharsetFallback: charsetWarner(settings.logger),
   };
 
   async function send(req: PreparedRequest): Promise<unknown> {

@@ -1,6 +1,7 @@
 /**
  * The authorised user's profile (`POST /users/@me`): the caller selects fields, the result type has exactly
- * those fields, and the response is checked to contain every one of them.
+ * those fields, and the response is checked to contain every one of them. Any of them may be `null` in real
+ * deployments (the group's id and the group itself included): text becomes '', numbers and the group null.
  */
 import { z } from 'zod';
 import { openEnvelope, wrongShape } from './envelope.ts';
@@ -9,7 +10,8 @@ import { field, isRecord, optionalInt, type Parsed, positiveInt, text } from './
 
 /** A study group as embedded in the user profile. */
 export interface Group {
-  id: number;
+  /** Null in some deployments: nothing of ours depends on it (a personal timetable is asked for by credential). */
+  id: number | null;
   name: string;
   instituteName: string;
   specialization: string;
@@ -20,7 +22,8 @@ export interface Group {
 
 /** Every profile field, normalised. */
 export interface UserProfile {
-  id: number;
+  /** Null when the upstream does not say (callers that need an identity must check). */
+  id: number | null;
   username: string;
   firstName: string;
   lastName: string;
@@ -29,7 +32,8 @@ export interface UserProfile {
   photoPath: string;
   /** Internal identifier of the university system; of no practical use, may be null. */
   studentId: number | null;
-  group: Group;
+  /** Null for an account without a group. */
+  group: Group | null;
 }
 
 /** Which group fields to return. */
@@ -52,7 +56,7 @@ export interface UserSelect {
 export const DEFAULT_USER_SELECT = { id: true, username: true, firstName: true, lastName: true } as const;
 
 type SelectedKeys<S> = { [K in keyof S]-?: S[K] extends true | object ? K : never }[keyof S];
-type SelectedGroup<G> = G extends true ? Group : { [K in SelectedKeys<G> & keyof Group]: Group[K] };
+type SelectedGroup<G> = (G extends true ? Group : { [K in SelectedKeys<G> & keyof Group]: Group[K] }) | null;
 
 /** The profile with exactly the selected fields; `{ id, username, firstName, lastName }` without a selection. */
 export type SelectedUser<S extends UserSelect | undefined> = S extends UserSelect
@@ -63,9 +67,16 @@ const nonNull = (input: unknown): Parsed<string> =>
   input === undefined ? { ok: false, reason: 'missing' } : text(input);
 const nullableInt = (input: unknown): Parsed<number | null> =>
   input === undefined ? { ok: false, reason: 'missing' } : optionalInt(input);
+/** An id that must be present but may be null; anything else must be a positive integer. */
+const nullableId = (input: unknown): Parsed<number | null> =>
+  input === undefined
+    ? { ok: false, reason: 'missing' }
+    : input === null
+      ? { ok: true, value: null }
+      : positiveInt(input);
 
 const groupFields = {
-  id: field(positiveInt),
+  id: field(nullableId),
   name: field(nonNull),
   instituteName: field(nonNull),
   specialization: field(nonNull),
@@ -75,7 +86,7 @@ const groupFields = {
 } satisfies Record<keyof Group, z.ZodType>;
 
 const userFields = {
-  id: field(positiveInt),
+  id: field(nullableId),
   username: field(nonNull),
   firstName: field(nonNull),
   lastName: field(nonNull),
@@ -93,8 +104,9 @@ function pickShape<T extends Record<string, z.ZodType>>(fields: T, select: objec
 function schemaFor(select: UserSelect): z.ZodType {
   const shape: Record<string, z.ZodType> = { ...pickShape(userFields, select) } as Record<string, z.ZodType>;
   const group = select.group;
-  if (group === true) shape.group = z.object(groupFields);
-  else if (isRecord(group)) shape.group = z.object(pickShape(groupFields, group) as Record<string, z.ZodType>);
+  if (group === true) shape.group = z.object(groupFields).nullable();
+  else if (isRecord(group))
+    shape.group = z.object(pickShape(groupFields, group) as Record<string, z.ZodType>).nullable();
   return z.object(shape);
 }
 
@@ -107,7 +119,7 @@ export function parseUserResponse<S extends UserSelect | undefined = undefined>(
   select?: S,
   endpoint: EndpointName = 'me',
 ): SelectedUser<S> {
-  const body = openEnvelope(json, endpoint);
+  const body = openEnvelope(json, endpoint, ['user']);
   const user = body.user;
   if (!isRecord(user)) return wrongShape(endpoint, '`user` is not an object');
   const result = schemaFor(select ?? DEFAULT_USER_SELECT).safeParse(user);

@@ -11,6 +11,7 @@ import {
   intInRange,
   isoDate,
   isRecord,
+  nameList,
   optionalId,
   optionalInt,
   positiveInt,
@@ -44,7 +45,7 @@ export interface TimetableEntry {
   teacher: { id: number | null; lastName: string; firstName: string; middleName: string };
   room: string;
   building: { id: number | null; name: string };
-  /** `group_list` split on ',' and trimmed, empty names dropped. */
+  /** `group_list` split on `,`, `;` and line breaks, trimmed, empty names dropped. */
   groups: string[];
 }
 
@@ -87,7 +88,7 @@ const rawEntrySchema = z.object({
   num_auditorium_schedule: field(text),
   building_id: field(optionalId),
   building_name: field(text),
-  group_list: field(text),
+  group_list: field(nameList),
 });
 
 type RawEntry = z.output<typeof rawEntrySchema>;
@@ -116,10 +117,7 @@ function normalise(raw: RawEntry): TimetableEntry {
     },
     room: raw.num_auditorium_schedule,
     building: { id: raw.building_id, name: raw.building_name },
-    groups: raw.group_list
-      .split(',')
-      .map((name) => name.trim())
-      .filter((name) => name !== ''),
+    groups: raw.group_list,
   };
 }
 
@@ -160,14 +158,14 @@ function parseEntry(input: unknown, index: number): TimetableEntry | EntryProble
 }
 
 /**
- * Validates and normalises a timetable response (`{ success: true, subjects: [...] }`). Throws
+ * Validates and normalises a timetable response (`{ success: true, subjects: [...] }`, `success` optional). Throws
  * `UpstreamProtocolError` ('unsuccessful' with the upstream text, or 'wrong-shape') for an unusable
  * response; bad entries become {@link EntryProblem}s. Independent of the HTTP client, so a saved response
  * file can be read with it. Without `endpoint` (a saved file) errors are attributed to `groupSchedule`,
  * the shape all three timetable endpoints share.
  */
 export function parseScheduleResponse(json: unknown, endpoint: EndpointName = 'groupSchedule'): ScheduleResult {
-  const body = openEnvelope(json, endpoint);
+  const body = openEnvelope(json, endpoint, ['subjects']);
   const subjects = body.subjects;
   if (!Array.isArray(subjects)) return wrongShape(endpoint, '`subjects` is not an array');
   const entries: TimetableEntry[] = [];

@@ -1,9 +1,10 @@
 /**
- * One HTTP exchange with the university API: send, read the body within a byte budget, turn the status
- * and body into JSON or a typed error. No retries here (see http.ts).
+ * One HTTP exchange with the university API: send, read the body within a byte budget, decode it in its
+ * charset, turn the status and body into JSON or a typed error. No retries here (see http.ts).
  */
 import { type Dispatcher, request } from 'undici';
 import { parseRetryAfter } from '../lib/retry-after.ts';
+import { charsetOf, decodeBody } from './charset.ts';
 import { upstreamErrorText } from './envelope.ts';
 import {
   type EndpointName,
@@ -22,6 +23,8 @@ export interface TransportContext {
   dispatcher: Dispatcher;
   maxResponseBytes: number;
   now: () => number;
+  /** Told when a body was read as windows-1251 without being labelled so (see charset.ts), and why. */
+  onCharsetFallback: (endpoint: EndpointName, reason: string) => void;
 }
 
 /** A fully built request. `headers` may hold the credential: they are never logged or put in an error. */
@@ -37,6 +40,9 @@ export interface PreparedRequest {
   secret?: string;
   signal?: AbortSignal;
 }
+
+/** Endpoints whose only input is an id in the path. */
+const ID_ENDPOINTS: ReadonlySet<EndpointName> = new Set(['groupSchedule', 'employeeSchedule']);
 
 /** Error bodies are only read for their `error` text; more than this is not worth holding. */
 const ERROR_BODY_LIMIT = 64 * 1024;
@@ -79,11 +85,11 @@ async function readBody(body: Dispatcher.ResponseData['body'], limit: number) {
     size += chunk.length;
     if (size > limit) {
       discard(body);
-      return { text: Buffer.concat(chunks).toString('utf8'), truncated: true };
+      return { bytes: Buffer.concat(chunks), truncated: true };
     }
     chunks.push(chunk);
   }
-  return { text: Buffer.concat(chunks).toString('utf8'), truncated: false };
+  return { bytes: Buffer.concat(chunks), truncated: false };
 }
 
 function messageOf(bodyText: string): string | undefined {
@@ -111,6 +117,8 @@ function statusError({ req, res, bodyText, nowMs, attempts }: StatusContext): Up
   const options = { attempts, upstreamMessage: messageOf(bodyText) };
   if (req.authenticated && (status === 401 || status === 403)) return new UpstreamAuthError(endpoint, status, options);
   if (status === 404) return new UpstreamNotFoundError(endpoint, options);
+  // The id is all these endpoints take: a 400 ("invalid identifier") will not change on a retry, like a 404.
+  if (status === 400 && ID_ENDPOINTS.has(endpoint)) return new UpstreamNotFoundError(endpoint, { ...options, status });
   if (status === 429) {
     const retryAfterMs = parseRetryAfter(res.headers['retry-after'], nowMs);
     return new UpstreamRateLimitError(endpoint, { ...options, retryAfterMs });
@@ -120,7 +128,10 @@ function statusError({ req, res, bodyText, nowMs, attempts }: StatusContext): Up
 
 async function readErrorBody(res: Dispatcher.ResponseData, limit: number): Promise<string> {
   try {
-    return (await readBody(res.body, Math.min(limit, ERROR_BODY_LIMIT))).text;
+    const { bytes } = await readBody(res.body, Math.min(limit, ERROR_BODY_LIMIT));
+    // Decoded like any body, so that a windows-1251 error text reaches the message readable; no warning here,
+    // the error itself is what gets reported.
+    return decodeBody(bytes, charsetOf(res.headers['content-type'])).text;
   } catch {
     // The status alone is the error; a broken error body adds nothing worth a different error class.
     return '';
@@ -153,8 +164,10 @@ async function exchange(ctx: TransportContext, req: PreparedRequest, attempts: n
     discard(res.body);
     throw tooLarge(req, ctx.maxResponseBytes, attempts);
   }
-  const { text, truncated } = await readBody(res.body, ctx.maxResponseBytes);
+  const { bytes, truncated } = await readBody(res.body, ctx.maxResponseBytes);
   if (truncated) throw tooLarge(req, ctx.maxResponseBytes, attempts);
+  const { text, fallback } = decodeBody(bytes, charsetOf(res.headers['content-type']));
+  if (fallback !== undefined) ctx.onCharsetFallback(req.endpoint, fallback);
   try {
     return JSON.parse(scrub(text, req)) as unknown;
   } catch {

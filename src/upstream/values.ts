@@ -67,11 +67,36 @@ export function optionalId(input: unknown): Parsed<number | null> {
   return ok(value !== undefined && value > 0 ? value : null);
 }
 
-/** Tolerant text: strings kept (trimmed), numbers stringified, anything else becomes ''. */
+// Line breaks first, so that the words on either side stay apart once they go.
+const LINE_BREAKS = /\r\n|[\r\n\u2028\u2029]/g;
+// Every other control character (C0 but tab, DEL, C1): RFC 5545 forbids them in TEXT, and Google would store them.
+const CONTROLS = /(?!\t)\p{Cc}/gu;
+
+/** A string without control characters: line breaks become a space, tabs stay, the others are dropped. */
+export function cleanText(input: string): string {
+  return input.replace(LINE_BREAKS, ' ').replace(CONTROLS, '').trim();
+}
+
+/** Tolerant text: strings kept (cleaned of control characters, trimmed), numbers stringified, else ''. */
 export function text(input: unknown): Parsed<string> {
-  if (typeof input === 'string') return ok(input.trim());
+  if (typeof input === 'string') return ok(cleanText(input));
   if (typeof input === 'number' && Number.isFinite(input)) return ok(String(input));
   return ok('');
+}
+
+// Deployments separate names with ", " (the contract), ";" or one name per line.
+const LIST_SEPARATORS = /[,;\r\n]+/;
+
+/** Tolerant list of names (`group_list`): split on `,`, `;` and line breaks, each cleaned, empty ones dropped. */
+export function nameList(input: unknown): Parsed<string[]> {
+  const raw = typeof input === 'number' && Number.isFinite(input) ? String(input) : input;
+  if (typeof raw !== 'string') return ok([]);
+  return ok(
+    raw
+      .split(LIST_SEPARATORS)
+      .map(cleanText)
+      .filter((name) => name !== ''),
+  );
 }
 
 /** Tolerant non-negative amount (plan hours): numbers or numeric strings, absent becomes 0. */
@@ -103,7 +128,7 @@ export function isoDate(input: unknown): Parsed<string> {
   const short = SHORT_DATE.exec(raw);
   const iso = ISO_DATE.exec(raw);
   const parts = short ? [short[3], short[2], short[1]] : iso ? [iso[1], iso[2], iso[3]] : undefined;
-  if (!parts) return fail(`expected a date DD.MM.YY or YYYY-MM-DD, got ${describeValue(input)}`);
+  if (!parts) return fail(`expected a date DD.MM.YY, DD.MM.YYYY or YYYY-MM-DD, got ${describeValue(input)}`);
   const [yearText = '', monthText = '', dayText = ''] = parts;
   const year = yearText.length === 2 ? 2000 + Number(yearText) : Number(yearText);
   const month = Number(monthText);
@@ -115,14 +140,15 @@ export function isoDate(input: unknown): Parsed<string> {
   return ok(`${pad(year, 4)}-${pad(month, 2)}-${pad(day, 2)}`);
 }
 
-const TIME = /^(\d{1,2}):(\d{2})(?::(\d{2}))?$/;
+// `HH.MM` ("08.30") is what older deployments send; seconds only ever come with colons.
+const TIME = /^(\d{1,2})(?::(\d{2})(?::(\d{2}))?|\.(\d{2}))$/;
 
-/** A wall-clock time as `H:MM`, `HH:MM` or `HH:MM:SS`, normalised to `HH:MM`. */
+/** A wall-clock time as `H:MM`, `HH:MM`, `HH:MM:SS` or `HH.MM`, normalised to `HH:MM`. */
 export function clockTime(input: unknown): Parsed<string> {
   const match = TIME.exec(typeof input === 'string' ? input.trim() : '');
-  if (!match) return fail(`expected a time HH:MM, got ${describeValue(input)}`);
+  if (!match) return fail(`expected a time HH:MM or HH.MM, got ${describeValue(input)}`);
   const hours = Number(match[1]);
-  const minutes = Number(match[2]);
+  const minutes = Number(match[2] ?? match[4]);
   const seconds = Number(match[3] ?? 0);
   if (hours > 23 || minutes > 59 || seconds > 59) return fail(`no such time ${describeValue(input)}`);
   return ok(`${String(hours).padStart(2, '0')}:${String(minutes).padStart(2, '0')}`);

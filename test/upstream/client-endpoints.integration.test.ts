@@ -130,11 +130,11 @@ describe('the authorised user', () => {
   it('returns selected fields, nested group included', async () => {
     const user = await client.me(token, { id: true, gender: true, studentId: true, group: { id: true, name: true } });
     expect(Object.keys(user).sort()).toEqual(['gender', 'group', 'id', 'studentId']);
-    expect(user.group.id).toBe(groupId);
-    expect(Object.keys(user.group).sort()).toEqual(['id', 'name']);
+    expect(user.group?.id).toBe(groupId);
+    expect(Object.keys(user.group ?? {}).sort()).toEqual(['id', 'name']);
     const whole = await client.me(token, { group: true });
-    expect(whole.group).toMatchObject({ id: groupId, name: user.group.name });
-    expect(typeof whole.group.instituteName).toBe('string');
+    expect(whole.group).toMatchObject({ id: groupId, name: user.group?.name });
+    expect(typeof whole.group?.instituteName).toBe('string');
   });
 
   it('fetches the own timetable and study plan', async () => {

@@ -10,6 +10,7 @@ import {
   UpstreamError,
   UpstreamHttpError,
   UpstreamNetworkError,
+  UpstreamNotFoundError,
   UpstreamProtocolError,
   UpstreamRateLimitError,
   UpstreamTimeoutError,
@@ -155,10 +156,22 @@ describe('faults that are not retried', () => {
   });
 
   it('does not retry a 4xx other than 429', async () => {
-    await control.fault({ endpoint: 'groupSchedule', kind: 'status', status: 400, error: 'Неверный запрос' });
+    await control.fault({ endpoint: 'groupSchedule', kind: 'status', status: 422, error: 'Неверный запрос' });
     const error = await failure(client().groupSchedule(groupId));
-    expect(error).toMatchObject({ name: 'UpstreamHttpError', status: 400, upstreamMessage: 'Неверный запрос' });
+    expect(error).toMatchObject({ name: 'UpstreamHttpError', status: 422, upstreamMessage: 'Неверный запрос' });
     expect(await groupRequests()).toBe(1);
+  });
+
+  it('reads a 400 of a timetable endpoint as an unknown id, once, and keeps 400 of the search as it is', async () => {
+    await control.fault({ endpoint: '*', kind: 'status', status: 400, error: 'Некорректный идентификатор' });
+    const byId = await failure(client().groupSchedule(groupId));
+    expect(byId).toBeInstanceOf(UpstreamNotFoundError);
+    expect(byId).toMatchObject({ status: 400, retryable: false, upstreamMessage: 'Некорректный идентификатор' });
+    expect(await groupRequests()).toBe(1);
+    expect(await failure(client().employeeSchedule(1))).toBeInstanceOf(UpstreamNotFoundError);
+    const search = await failure(client().searchEmployees('Иванов'));
+    expect(search).toMatchObject({ name: 'UpstreamHttpError', status: 400 });
+    expect(search).not.toBeInstanceOf(UpstreamNotFoundError);
   });
 
   it('targets faults by endpoint: employee search is unaffected by a groupSchedule fault', async () => {

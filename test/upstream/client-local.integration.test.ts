@@ -94,7 +94,7 @@ describe('requests', () => {
       }),
     );
     const user = await client().me('secret-token', { group: true });
-    expect(user.group.name).toBe('g');
+    expect(user.group?.name).toBe('g');
     expect(JSON.parse(server.seen[0]?.body ?? '{}')).toEqual({
       select: {
         group: {

@@ -55,9 +55,10 @@ describe('parseEmployeeSearchResponse', () => {
   });
 
   it.each([
-    ['missing', {}],
     ['null', { users: null }],
     ['empty', { users: [] }],
+    ['an empty object', { users: {} }],
+    ['empty employees', { employees: [] }],
   ])('treats %s users as nothing found', (_name, body) => {
     expect(parseEmployeeSearchResponse({ success: true, ...body })).toEqual([]);
   });
@@ -126,7 +127,7 @@ describe('parseUserResponse', () => {
   it('returns the default fields when nothing was selected', () => {
     const user = parseUserResponse({ success: true, user: FULL_USER });
     expect(user).toEqual({ id: 7, username: 'ivanov.i', firstName: 'Иван', lastName: 'Иванов' });
-    expectTypeOf(user).toEqualTypeOf<{ id: number; username: string; firstName: string; lastName: string }>();
+    expectTypeOf(user).toEqualTypeOf<{ id: number | null; username: string; firstName: string; lastName: string }>();
   });
 
   it('returns exactly the selected fields, nested group included', () => {
@@ -134,9 +135,9 @@ describe('parseUserResponse', () => {
     const user = parseUserResponse({ success: true, user: FULL_USER }, select);
     expect(user).toEqual({ id: 7, middleName: 'Иванович', group: { name: 'ИВТ-21', yearEnd: 2025 } });
     expectTypeOf(user).toEqualTypeOf<{
-      id: number;
+      id: number | null;
       middleName: string;
-      group: { name: string; yearEnd: number | null };
+      group: { name: string; yearEnd: number | null } | null;
     }>();
   });
 
@@ -148,7 +149,7 @@ describe('parseUserResponse', () => {
       },
     );
     expect(user).toEqual({ group: FULL_USER.group });
-    expectTypeOf<SelectedUser<{ group: true }>>().toEqualTypeOf<{ group: Group }>();
+    expectTypeOf<SelectedUser<{ group: true }>>().toEqualTypeOf<{ group: Group | null }>();
   });
 
   it('rejects a response without a selected field', () => {

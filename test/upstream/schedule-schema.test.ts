@@ -145,12 +145,24 @@ describe('parseScheduleResponse: the envelope is strict', () => {
     ['null', null],
     ['an array', []],
     ['a string', 'ok'],
-    ['no success', { subjects: [] }],
+    ['neither success nor subjects', { subject: [] }],
     ['success as text', { success: 'true', subjects: [] }],
     ['no subjects', { success: true }],
     ['subjects not an array', { success: true, subjects: { 0: rawEntry() } }],
   ])('rejects %s as wrong-shape', (_name, json) => {
     expect(protocolError(() => parseScheduleResponse(json)).reason).toBe('wrong-shape');
+  });
+
+  it('accepts a body without success that carries its subjects (several deployments leave it out)', () => {
+    expect(parseScheduleResponse({ subjects: [rawEntry()] }).entries).toEqual([NORMALISED_ENTRY]);
+    const noPayload = protocolError(() => parseScheduleResponse({ subject: [] }));
+    expect(noPayload.message).toContain('neither `success` nor `subjects`');
+  });
+
+  it('still fails on success: false or an error field, with or without subjects', () => {
+    for (const json of [{ success: false, subjects: [] }, { error: 'Сбой', subjects: [] }, { success: false }]) {
+      expect(protocolError(() => parseScheduleResponse(json)).reason).toBe('unsuccessful');
+    }
   });
 
   it('accepts an empty timetable', () => {
