@@ -96,6 +96,38 @@ describe('timetable-sync render --file', () => {
     ]);
   });
 
+  it('reads a windows-1251 file of an older deployment, saying so on stderr, with no mojibake', async () => {
+    // Saved as an older deployment answers: windows-1251, no `success`, numbers as strings, HH.MM times,
+    // DD.MM.YYYY dates, groups separated by ";", and one entry without a start date.
+    const file = join(import.meta.dirname, 'fixtures/legacy-schedule-windows-1251.txt');
+    const result = await runCli(['render', '--file', file]);
+    expect(result.code).toBe(0);
+    expect(result.stderr).toContain(`warning: ${file} is not valid UTF-8: read as windows-1251\n`);
+    expect(result.stderr).toContain('skipped entry 7002: start_day_schedule: expected a date');
+    const parsed = events(result.stdout);
+    expect(parsed.map((event) => event.startDate.toString())).toEqual([
+      '2025-09-02T08:30:00',
+      '2025-09-09T08:30:00',
+      '2025-09-16T08:30:00',
+      '2025-09-23T08:30:00',
+      '2025-09-30T08:30:00',
+    ]);
+    expect(parsed[0]?.summary).toContain('Дискретная математика');
+    expect(parsed[0]?.location).toContain('Корпус №2');
+    expect(parsed[0]?.description).toContain('Ёлкин');
+    expect(parsed[0]?.description).toContain('09-352');
+    expect(result.stdout).not.toMatch(/[\ufffdÐÑ]|Р[ЎЃ°-џ]/);
+  });
+
+  it('reads a UTF-8 file with a byte order mark without a warning', async () => {
+    const file = join(dir, 'bom.json');
+    await writeFile(file, `\ufeff${JSON.stringify({ success: true, subjects: [entry({ subject_name: 'Химия' })] })}`);
+    const result = await runCli(['render', '--file', file]);
+    expect(result.code).toBe(0);
+    expect(result.stderr).not.toContain('warning');
+    expect(events(result.stdout)[0]?.summary).toContain('Химия');
+  });
+
   it('fails with the reason on an unreadable file, bad JSON or an upstream error body', async () => {
     const missing = await runCli(['render', '--file', join(dir, 'missing.json')]);
     expect(missing.code).toBe(1);

@@ -7,6 +7,7 @@ import { calendarName, type TimetableSubject } from '../timetable/calendar-name.
 import { dayNumber } from '../timetable/dates.ts';
 import { expand } from '../timetable/expand.ts';
 import type { EntryProblem } from '../timetable/types.ts';
+import { decodeBody, FALLBACK_CHARSET } from '../upstream/charset.ts';
 import { createUniversityClient } from '../upstream/client.ts';
 import { UpstreamError } from '../upstream/errors.ts';
 import { parseScheduleResponse, type ScheduleResult } from '../upstream/schemas.ts';
@@ -42,13 +43,25 @@ function dateOption(value: string | undefined, flag: string): string | undefined
   return parsed.value;
 }
 
-async function readTimetableFile(file: string): Promise<ScheduleResult> {
-  let text: string;
+/**
+ * A saved response as text: UTF-8 (a byte order mark dropped), or windows-1251 (what older deployments
+ * answer in) when the bytes are not UTF-8, said on stderr since a file names no charset.
+ */
+async function readTimetableText(file: string): Promise<string> {
+  let bytes: Buffer;
   try {
-    text = await readFile(file, 'utf8');
+    bytes = await readFile(file);
   } catch (error) {
     throw new CommandError(`cannot read ${file}: ${(error as Error).message}`);
   }
+  const { text, fallback } = decodeBody(bytes, undefined);
+  if (fallback !== undefined)
+    process.stderr.write(`warning: ${file} is not valid UTF-8: read as ${FALLBACK_CHARSET}\n`);
+  return text;
+}
+
+async function readTimetableFile(file: string): Promise<ScheduleResult> {
+  const text = await readTimetableText(file);
   let json: unknown;
   try {
     json = JSON.parse(text);
