@@ -55,15 +55,21 @@ const COMMANDS: Record<string, Command> = {
   },
   simulator: {
     summary: 'the fake university API alone',
-    usage: 'timetable-sync simulator [--port N] [--seed S] [--host H]',
-    options: { port: { type: 'string' }, seed: { type: 'string' }, host: { type: 'string' } },
+    usage: 'timetable-sync simulator [--port N] [--seed S] [--host H] [--dialect standard|legacy]',
+    options: {
+      port: { type: 'string' },
+      seed: { type: 'string' },
+      host: { type: 'string' },
+      dialect: { type: 'string' },
+    },
     details:
-      'Serves the six university endpoints over deterministic generated data, plus /_sim control\nendpoints (move, cancel or add classes; inject faults). Default port 4010, seed 1.',
+      'Serves the six university endpoints over deterministic generated data, plus /_sim control\nendpoints (move, cancel or add classes; inject faults). Default port 4010, seed 1. --dialect legacy\nanswers as older real deployments do (windows-1251, no success, numbers as strings, HH.MM times,\nDD.MM.YYYY dates, the employees search shape, null profile fields).',
     run: async (values) =>
       (await roles()).runSimulator({
         port: optionalInt(values.port, '--port') ?? 4010,
         seed: stringValue(values.seed),
         host: stringValue(values.host),
+        dialect: dialectOption(values.dialect),
       }),
   },
   render: {
@@ -120,6 +126,11 @@ const COMMANDS: Record<string, Command> = {
 
 function stringValue(value: string | boolean | undefined): string | undefined {
   return typeof value === 'string' ? value : undefined;
+}
+
+function dialectOption(value: unknown): 'standard' | 'legacy' | undefined {
+  if (value === undefined || value === 'standard' || value === 'legacy') return value;
+  throw new UsageError(`--dialect must be standard or legacy (got "${String(value)}")`);
 }
 
 function optionalInt(value: string | boolean | undefined, flag: string): number | undefined {

@@ -1,6 +1,6 @@
 import { type Config, loadConfig, readEnvironment } from '../config.ts';
 import { createLogger, type Logger } from '../logger.ts';
-import { startSimulator } from '../simulator/index.ts';
+import { type Dialect, startSimulator } from '../simulator/index.ts';
 import { demoSecrets, printDemo } from './demo.ts';
 import { freePort, startEmbeddedRedis } from './embedded-redis.ts';
 import { startService } from './service.ts';
@@ -51,11 +51,13 @@ export async function runSimulator(options: {
   port: number;
   seed: string | undefined;
   host: string | undefined;
+  dialect?: Dialect | undefined;
 }): Promise<number> {
   const config = loadConfig(readEnvironment());
   const logger = rootLogger(config, 'simulator');
   const shutdown = new Shutdown(logger);
-  const simulator = await startSimulator({ port: options.port, host: options.host, seed: options.seed ?? 1, logger });
+  const { port, host, dialect } = options;
+  const simulator = await startSimulator({ port, host, dialect, seed: options.seed ?? 1, logger });
   shutdown.add('simulator', simulator.close);
   process.stdout.write(
     `University simulator listening on ${simulator.url}\n` + `  try: curl ${simulator.url}/_sim/groups | head -c 300\n`,

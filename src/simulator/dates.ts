@@ -1,5 +1,5 @@
 /** Wire date formats the simulator can send. */
-export type DateFormat = 'DD.MM.YY' | 'YYYY-MM-DD';
+export type DateFormat = 'DD.MM.YY' | 'DD.MM.YYYY' | 'YYYY-MM-DD';
 
 /** The semester a reference date falls in; dates are ISO `YYYY-MM-DD`. */
 export interface Semester {
@@ -59,13 +59,15 @@ function withHalves(season: Semester['season'], academicYear: number, start: str
 /** Formats an ISO date for the wire. */
 export function formatDate(iso: string, format: DateFormat): string {
   if (format === 'YYYY-MM-DD') return iso;
-  return `${iso.slice(8, 10)}.${iso.slice(5, 7)}.${iso.slice(2, 4)}`;
+  const year = format === 'DD.MM.YYYY' ? iso.slice(0, 4) : iso.slice(2, 4);
+  return `${iso.slice(8, 10)}.${iso.slice(5, 7)}.${year}`;
 }
 
-/** Parses a real calendar date in either wire format (DD.MM.YY is year 20YY) to ISO; undefined otherwise. */
+/** Parses a real calendar date in any wire format (DD.MM.YY is year 20YY) to ISO; undefined otherwise. */
 export function parseWireDate(text: string): string | undefined {
-  const dotted = /^(\d{2})\.(\d{2})\.(\d{2})$/.exec(text);
-  const iso = dotted ? `20${dotted[3]}-${dotted[2]}-${dotted[1]}` : text;
+  const dotted = /^(\d{2})\.(\d{2})\.(\d{2}|\d{4})$/.exec(text);
+  const century = dotted?.[3]?.length === 2 ? '20' : '';
+  const iso = dotted ? `${century}${dotted[3]}-${dotted[2]}-${dotted[1]}` : text;
   const parts = /^(\d{4})-(\d{2})-(\d{2})$/.exec(iso);
   if (!parts) return undefined;
   const [year, month, day] = [Number(parts[1]), Number(parts[2]), Number(parts[3])];

@@ -4,9 +4,11 @@
  * by benchmarks.
  */
 import { type Logger, silentLogger } from '../logger.ts';
+import type { Dialect } from './dialect.ts';
 import { serve } from './server.ts';
 import { type ResolvedOptions, SimulatorState } from './state.ts';
 
+export type { Dialect } from './dialect.ts';
 export type { EndpointName, FaultSpec } from './faults.ts';
 export { ENDPOINTS } from './faults.ts';
 
@@ -30,6 +32,12 @@ export interface SimulatorOptions {
   dateFormat?: 'DD.MM.YY' | 'YYYY-MM-DD' | undefined;
   /** Send ids and other numbers as JSON strings ("42"), as some deployments do. Default false. */
   numericStrings?: boolean | undefined;
+  /**
+   * `legacy`: answer as real deployments of the older API do (windows-1251, no `success`, strings for numbers,
+   * `HH.MM`, `DD.MM.YYYY`, `employees` search, null profile fields; see dialect.ts), overriding `dateFormat`
+   * and `numericStrings`. Default `standard`; switchable at run time with `PUT /_sim/dialect`.
+   */
+  dialect?: Dialect | undefined;
   /** Header carrying the credential of the `@me` endpoints; default 'Authorization'. */
   authHeader?: string | undefined;
   /** Scheme before the token; default 'Bearer'; '' means the header value is the bare token. */
@@ -63,7 +71,8 @@ function resolve(options: SimulatorOptions): ResolvedOptions {
     groups: count('groups', options.groups, 1500, 1),
     employees: count('employees', options.employees, 800, 1),
     users: count('users', options.users, 200, 0),
-    format: { dateFormat: options.dateFormat ?? 'DD.MM.YY', numericStrings: options.numericStrings ?? false },
+    base: { dateFormat: options.dateFormat ?? 'DD.MM.YY', numericStrings: options.numericStrings ?? false },
+    dialect: options.dialect ?? 'standard',
     authHeader: options.authHeader ?? 'Authorization',
     authScheme: options.authScheme ?? 'Bearer',
     logger: options.logger ?? silentLogger(),

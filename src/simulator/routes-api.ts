@@ -54,9 +54,7 @@ function employeeSchedule(state: SimulatorState, param: string | undefined): Rep
 function employeeSearch(state: SimulatorState, url: URL): Reply {
   const q = url.searchParams.get('q');
   if (q === null || q.trim() === '') return errorReply(400, 'Параметр q обязателен');
-  const found = state.store.search.find(q);
-  const users = found.length === 1 ? found[0] : found;
-  return json(200, { success: true, users: state.store.wire(users) });
+  return json(200, state.store.searchBody(state.store.search.find(q)));
 }
 
 /** The user a request is authorized as, or the 401 to answer. */
@@ -81,8 +79,7 @@ async function me(state: SimulatorState, req: IncomingMessage, user: User): Prom
   const parsed = parseSelect(body.value);
   if ('error' in parsed) return errorReply(400, parsed.error);
   const { store } = state;
-  const selected = selectUser(user, store.groups.get(user.groupId), parsed.select);
-  return json(200, { success: true, user: store.wire(selected) });
+  return json(200, store.userBody(selectUser(user, store.groups.get(user.groupId), parsed.select)));
 }
 
 /** Answers one API request (faults already applied by the server). */

@@ -6,10 +6,12 @@
  *   PATCH  /_sim/entries/:id                               change fields and/or groupIds → 200
  *   DELETE /_sim/entries/:id                               cancel a class → 204
  *   POST   /_sim/faults, GET /_sim/faults, DELETE /_sim/faults[/:id]
+ *   GET    /_sim/dialect, PUT /_sim/dialect {"dialect": "legacy" | "standard"}   how answers are spelled
  *   GET    /_sim/stats, DELETE /_sim/stats, POST /_sim/reset
  */
 import type { IncomingMessage } from 'node:http';
 import { z } from 'zod';
+import { dialectSchema } from './dialect.ts';
 import { parseFault } from './faults.ts';
 import { errorReply, json, noContent, type Reply, readJson } from './reply.ts';
 import type { SimulatorState } from './state.ts';
@@ -85,6 +87,15 @@ async function addFault(state: SimulatorState, req: IncomingMessage): Promise<Re
   return json(201, { id: state.faults.add(parsed.spec) });
 }
 
+async function setDialect(state: SimulatorState, req: IncomingMessage): Promise<Reply> {
+  const read = await body(req);
+  if ('error' in read) return read.error;
+  const parsed = dialectSchema.safeParse(read.value);
+  if (!parsed.success) return errorReply(400, zodMessage(parsed.error));
+  state.setDialect(parsed.data.dialect);
+  return json(200, { dialect: state.dialect });
+}
+
 function listings(state: SimulatorState, path: string): Reply | undefined {
   const { store } = state;
   if (path === '/_sim/groups') {
@@ -113,6 +124,7 @@ function listings(state: SimulatorState, path: string): Reply | undefined {
     });
   }
   if (path === '/_sim/stats') return json(200, state.stats.snapshot());
+  if (path === '/_sim/dialect') return json(200, { dialect: state.dialect });
   if (path === '/_sim/faults') {
     return json(200, {
       faults: state.faults
@@ -141,6 +153,7 @@ export async function handleControl(state: SimulatorState, req: IncomingMessage,
   const route = `${method} ${path}`;
   if (route === 'POST /_sim/entries') return addEntry(state, req);
   if (route === 'POST /_sim/faults') return addFault(state, req);
+  if (route === 'PUT /_sim/dialect') return setDialect(state, req);
   const action = ACTIONS[route];
   if (action) {
     action(state);

@@ -4,6 +4,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { listenClosable } from '../lib/closable-server.ts';
+import { encodeWindows1251 } from './charset.ts';
 import { BodyTooLargeError } from './errors.ts';
 import type { EndpointName, FaultRule } from './faults.ts';
 import { errorReply, failureReply, json, type Reply } from './reply.ts';
@@ -38,7 +39,7 @@ const MALFORMED: Readonly<Record<EndpointName, string>> = {
 function write(res: ServerResponse, reply: Reply): void {
   const headers: Record<string, string> = { ...reply.headers };
   if (reply.body) {
-    headers['content-type'] = 'application/json; charset=utf-8';
+    headers['content-type'] ??= 'application/json; charset=utf-8';
     headers['content-length'] = String(reply.body.length);
   }
   res.writeHead(reply.status, headers);
@@ -49,7 +50,7 @@ function write(res: ServerResponse, reply: Reply): void {
 function writeTruncated(res: ServerResponse, reply: Reply): void {
   const body = reply.body ?? Buffer.from('{}');
   res.writeHead(reply.status, {
-    'content-type': 'application/json; charset=utf-8',
+    'content-type': reply.headers?.['content-type'] ?? 'application/json; charset=utf-8',
     'content-length': String(body.length),
   });
   res.write(body.subarray(0, Math.floor(body.length / 2)), () => res.socket?.destroy());
@@ -75,6 +76,13 @@ function failureResponse(rule: FaultRule, endpoint: EndpointName): Reply | undef
   }
 }
 
+/** A reply as the deployment's dialect sends it: the legacy dialect answers in windows-1251, and says so. */
+function inDialect(state: SimulatorState, reply: Reply): Reply {
+  if (state.dialect !== 'legacy' || !reply.body) return reply;
+  const headers = { ...reply.headers, 'content-type': 'application/json; charset=windows-1251' };
+  return { ...reply, body: encodeWindows1251(reply.body.toString('utf8')), headers };
+}
+
 interface Served {
   state: SimulatorState;
   closing: AbortSignal;
@@ -98,10 +106,10 @@ async function serveApi(
   }
   const canned = failure ? failureResponse(failure, route.endpoint) : undefined;
   if (canned) {
-    write(res, canned);
+    write(res, inDialect(state, canned));
     return `${failure?.kind} ${canned.status}`;
   }
-  const reply = await handleApi(state, route, req, url);
+  const reply = inDialect(state, await handleApi(state, route, req, url));
   if (failure?.kind === 'truncated') {
     writeTruncated(res, reply);
     return 'truncated';

@@ -1,9 +1,10 @@
 import type { Logger } from '../logger.ts';
+import type { Dialect } from './dialect.ts';
 import { FaultInjector } from './faults.ts';
 import { generateDataset } from './generate.ts';
 import { RequestStats } from './stats.ts';
 import { SimulatorStore } from './store.ts';
-import type { WireFormat } from './wire.ts';
+import { formatFor, type WireFormat } from './wire.ts';
 
 /** Simulator settings after defaults were applied. */
 export interface ResolvedOptions {
@@ -14,13 +15,16 @@ export interface ResolvedOptions {
   groups: number;
   employees: number;
   users: number;
-  format: WireFormat;
+  /** Date format and numbers of the `standard` dialect. */
+  base: Omit<WireFormat, 'dialect'>;
+  /** The dialect at start and after a reset. */
+  dialect: Dialect;
   authHeader: string;
   authScheme: string;
   logger: Logger;
 }
 
-/** The simulator's mutable world: data, fault rules and counters; `reset()` rebuilds it from the seed. */
+/** The simulator's mutable world: data, dialect, fault rules and counters; `reset()` rebuilds it from the seed. */
 export class SimulatorState {
   readonly options: ResolvedOptions;
   readonly faults: FaultInjector;
@@ -33,7 +37,17 @@ export class SimulatorState {
     this.store = buildStore(options);
   }
 
-  /** Regenerates the data from the seed and clears fault rules and counters. */
+  /** The dialect answers are written in now. */
+  get dialect(): Dialect {
+    return this.store.format.dialect;
+  }
+
+  /** Switches the dialect of every answer from now on (the data stays as it is). */
+  setDialect(dialect: Dialect): void {
+    this.store.setFormat(formatFor(dialect, this.options.base));
+  }
+
+  /** Regenerates the data from the seed, restores the dialect it started with, clears fault rules and counters. */
   reset(): void {
     this.store = buildStore(this.options);
     this.faults.clear();
@@ -47,7 +61,7 @@ function buildStore(options: ResolvedOptions): SimulatorStore {
   const store = new SimulatorStore(
     generateDataset({ seed, referenceDate, groups, employees, users }),
     seed,
-    options.format,
+    formatFor(options.dialect, options.base),
   );
   options.logger.debug(
     { ms: Math.round(performance.now() - started), groups, employees, users },

@@ -1,4 +1,5 @@
 import type { Semester } from './dates.ts';
+import { legacyEmployee, legacyUser } from './dialect.ts';
 import { defaultFields, deriveFields, type EntryLookups, ordered, positiveInt } from './entry-input.ts';
 import { generatePlan } from './generate-plan.ts';
 import { INSTITUTES } from './institutes.ts';
@@ -39,7 +40,7 @@ export class SimulatorStore {
   readonly users: readonly User[];
   readonly search: EmployeeSearch;
   private readonly seed: number | string;
-  private readonly format: WireFormat;
+  private wireFormat: WireFormat;
   private readonly usersByToken: Map<string, User>;
   private readonly entries = new Map<number, Entry>();
   private readonly byGroup = new Map<number, Set<number>>();
@@ -52,7 +53,7 @@ export class SimulatorStore {
 
   constructor(dataset: Dataset, seed: number | string, format: WireFormat) {
     this.seed = seed;
-    this.format = format;
+    this.wireFormat = format;
     this.semester = dataset.semester;
     this.groups = new Map(dataset.groups.map((group) => [group.id, group]));
     this.employees = new Map(dataset.employees.map((employee) => [employee.id, employee]));
@@ -69,6 +70,32 @@ export class SimulatorStore {
         this.initialSubjects.set(groupId, subjects);
       }
     }
+  }
+
+  /** How answers are spelled on the wire. */
+  get format(): WireFormat {
+    return this.wireFormat;
+  }
+
+  /** Spells every answer in `format` from now on: the cached bodies, written in the old one, are dropped. */
+  setFormat(format: WireFormat): void {
+    this.wireFormat = format;
+    this.bodies.clear();
+    this.entryJson.clear();
+  }
+
+  /** Body of `GET /employees?q=`: `users` (one object when one matched), or `employees` in the legacy dialect. */
+  searchBody(found: readonly Employee[]): Buffer {
+    if (this.wireFormat.dialect === 'legacy') {
+      return this.json({ success: true, employees: found.map(legacyEmployee) });
+    }
+    return this.json({ success: true, users: this.wire(found.length === 1 ? found[0] : found) });
+  }
+
+  /** Body of `POST /users/@me` for the selected fields (legacy: no `success`, some fields null). */
+  userBody(selected: Record<string, unknown>): Buffer {
+    if (this.wireFormat.dialect === 'legacy') return this.json({ user: this.wire(legacyUser(selected)) });
+    return this.json({ success: true, user: this.wire(selected) });
   }
 
   /** The user holding `token`, if any. */
@@ -88,7 +115,7 @@ export class SimulatorStore {
 
   /** An entry as the API sends it, plus its `groupIds` (for the control API). */
   controlView(entry: Entry): Record<string, unknown> {
-    return { ...wireEntry(entry.fields, this.format), groupIds: [...entry.groupIds] };
+    return { ...wireEntry(entry.fields, this.wireFormat), groupIds: [...entry.groupIds] };
   }
 
   /** Body of `GET /groups/:id/schedule`; undefined for an unknown group. */
@@ -119,20 +146,20 @@ export class SimulatorStore {
   plan(user: User): Buffer {
     return this.cached(`plan:${user.groupId}`, () => {
       const group = this.groups.get(user.groupId);
-      if (!group) return this.json({ success: true, subjects: [] });
+      if (!group) return this.envelope({ subjects: [] });
       const domain = INSTITUTES.find((institute) => institute.code === group.instituteCode)?.domain ?? 'math';
       const semester = this.semester.season === 'autumn' ? group.course * 2 - 1 : group.course * 2;
       const subjects = generatePlan(this.seed, group, domain, {
         semester,
         subjects: this.initialSubjects.get(group.id) ?? [],
       });
-      return this.json({ success: true, subjects: wireValue(subjects, this.format) });
+      return this.envelope({ subjects: wireValue(subjects, this.wireFormat) });
     });
   }
 
   /** Any other value as sent (numbers per `numericStrings`). */
   wire(value: unknown): unknown {
-    return wireValue(value, this.format);
+    return wireValue(value, this.wireFormat);
   }
 
   /** Adds a class; `given` overrides a complete default entry. Groups must exist (checked by the caller). */
@@ -204,16 +231,22 @@ export class SimulatorStore {
   private scheduleBody(ids: Iterable<number> | undefined): Buffer {
     const entries = [...(ids ?? [])].map((id) => this.entries.get(id)).filter((entry) => entry !== undefined);
     const parts = entries.sort(compareEntries).map((entry) => this.entryText(entry));
-    return Buffer.from(`{"success":true,"subjects":[${parts.join(',')}]}`);
+    const success = this.wireFormat.dialect === 'legacy' ? '' : '"success":true,';
+    return Buffer.from(`{${success}"subjects":[${parts.join(',')}]}`);
   }
 
   private entryText(entry: Entry): string {
     let text = this.entryJson.get(entry.id);
     if (text === undefined) {
-      text = JSON.stringify(wireEntry(entry.fields, this.format));
+      text = JSON.stringify(wireEntry(entry.fields, this.wireFormat));
       this.entryJson.set(entry.id, text);
     }
     return text;
+  }
+
+  /** A successful body: `success: true` and the payload, or the payload alone in the legacy dialect. */
+  private envelope(payload: Record<string, unknown>): Buffer {
+    return this.json(this.wireFormat.dialect === 'legacy' ? payload : { success: true, ...payload });
   }
 
   private json(value: unknown): Buffer {

@@ -1,4 +1,5 @@
 import { type DateFormat, formatDate, parseWireDate } from './dates.ts';
+import { type Dialect, legacyGroupList, legacyTime } from './dialect.ts';
 import type { EntryFields } from './model.ts';
 
 /** How this simulated deployment spells values on the wire. */
@@ -6,7 +7,17 @@ export interface WireFormat {
   dateFormat: DateFormat;
   /** Send numbers as JSON strings ("42"), as some deployments do. */
   numericStrings: boolean;
+  /** `legacy`: the older API's spelling of everything (see dialect.ts); `standard`: the contract document. */
+  dialect: Dialect;
 }
+
+/** The wire format of a dialect: `legacy` fixes dates (DD.MM.YYYY) and numbers (strings); `standard` keeps `base`. */
+export function formatFor(dialect: Dialect, base: Omit<WireFormat, 'dialect'>): WireFormat {
+  return dialect === 'legacy' ? { dateFormat: 'DD.MM.YYYY', numericStrings: true, dialect } : { ...base, dialect };
+}
+
+/** Entry fields that hold times, which the legacy dialect spells `HH.MM`. */
+const TIME_FIELDS: ReadonlySet<string> = new Set(['begin_time_schedule', 'end_time_schedule', 'total_time_schedule']);
 
 /** Entry fields that hold dates. */
 export const DATE_FIELDS: ReadonlySet<string> = new Set(['start_day_schedule', 'finish_day_schedule']);
@@ -28,13 +39,19 @@ export function wireValue(value: unknown, format: WireFormat): unknown {
 
 /**
  * A timetable entry as sent: real dates (stored as ISO) in the deployment's date format, numbers per
- * `numericStrings`; anything else (an impossible date, a string where a number belongs) exactly as stored.
+ * `numericStrings`, times and group lists per dialect; anything else (an impossible date, a string where a
+ * number belongs) exactly as stored.
  */
 export function wireEntry(fields: EntryFields, format: WireFormat): Record<string, unknown> {
   const out: Record<string, unknown> = {};
+  const legacy = format.dialect === 'legacy';
   for (const [key, value] of Object.entries(fields)) {
     if (DATE_FIELDS.has(key) && typeof value === 'string' && parseWireDate(value) === value) {
       out[key] = formatDate(value, format.dateFormat);
+    } else if (legacy && TIME_FIELDS.has(key)) {
+      out[key] = legacyTime(value);
+    } else if (legacy && key === 'group_list') {
+      out[key] = legacyGroupList(value);
     } else {
       out[key] = typeof value === 'number' && format.numericStrings ? String(value) : value;
     }
