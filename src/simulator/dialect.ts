@@ -47,13 +47,16 @@ export function legacyEmployee(employee: Employee): Record<string, unknown> {
 const NULL_USER_FIELDS = ['photoPath', 'studentId', 'gender'];
 const NULL_GROUP_FIELDS = ['id', 'specialization', 'yearStart'];
 
-/** A selected profile (before wire formatting) with the fields a legacy deployment does not fill set to null. */
+/**
+ * A selected profile (before wire formatting) with the fields a legacy deployment does not fill set to null.
+ * The group always carries its (null) id, selected or not, as a deployment that ignores nested selections does.
+ */
 export function legacyUser(selected: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = { ...selected };
   for (const key of NULL_USER_FIELDS) if (key in out) out[key] = null;
   const group = out.group;
   if (group !== null && typeof group === 'object') {
-    const nulled: Record<string, unknown> = { ...group };
+    const nulled: Record<string, unknown> = { id: null, ...group };
     for (const key of NULL_GROUP_FIELDS) if (key in nulled) nulled[key] = null;
     out.group = nulled;
   }
