@@ -4,6 +4,7 @@ import type { Config } from '../config.ts';
 import type { Snapshot } from '../sources/snapshot-store.ts';
 import { compareOccurrences, expand } from '../timetable/expand.ts';
 import type { Occurrence, SubscriberOptions } from '../timetable/types.ts';
+import { type ExpansionSettings, frozenOccurrences, HistoryMask } from './history.ts';
 import { type PublishedState, previousOccurrences, tombstonesFor } from './plan-publication.ts';
 import { renderIcs } from './render-ics.ts';
 
@@ -28,20 +29,40 @@ export function settingsHash(settings: FeedSettings): string {
   return createHash('sha256').update(key).digest('base64url').slice(0, 16);
 }
 
-/** Expands a snapshot against what was published, so that sequences rise only for changed occurrences. */
+/** The settings an expansion is made with, as plain data a publication records. */
+export function expansionSettings(settings: FeedSettings): ExpansionSettings {
+  return { timezone: settings.timezone, anchors: [...settings.weekParityAnchors], holidays: [...settings.holidays] };
+}
+
+/**
+ * Expands a snapshot against what was published, so that sequences rise only for changed occurrences. The
+ * expansion settings are the feed settings' unless given (a publication re-expands the previous snapshot
+ * with the settings it was published with).
+ */
 export function expandSnapshot(
   snapshot: Pick<Snapshot, 'entries'>,
   published: PublishedState | undefined,
   settings: FeedSettings,
   subscriber?: SubscriberOptions,
+  expansion: ExpansionSettings = expansionSettings(settings),
 ): Occurrence[] {
   return expand(snapshot.entries, {
-    timezone: settings.timezone,
-    anchors: settings.weekParityAnchors,
-    holidays: settings.holidays,
+    timezone: expansion.timezone,
+    anchors: expansion.anchors,
+    holidays: expansion.holidays,
     previous: previousOccurrences(published),
     ...(subscriber ? { subscriber } : {}),
   }).occurrences;
+}
+
+/** The live occurrences a publication showed: its snapshot expanded with its own settings, history applied. */
+export function shownOccurrences(
+  snapshot: Pick<Snapshot, 'entries'>,
+  published: PublishedState | undefined,
+  settings: FeedSettings,
+): Occurrence[] {
+  const live = expandSnapshot(snapshot, published, settings, undefined, published?.expansion);
+  return new HistoryMask(published?.frozen).filter(live);
 }
 
 /** What one feed needs besides its occurrences. */
@@ -65,8 +86,9 @@ export function renderFeed(occurrences: readonly Occurrence[], meta: FeedMeta, s
 }
 
 /**
- * Everything a feed shows: the snapshot expanded (with a subscriber's options, if any) plus the cancelled
- * occurrences that subscriber keeps, sorted by start then uid.
+ * Everything a feed shows: the snapshot expanded (with a subscriber's options, if any) where its history
+ * leaves it, the ended occurrences kept as published, and the cancelled occurrences that subscriber keeps,
+ * sorted by start then uid.
  */
 export function feedOccurrences(
   snapshot: Pick<Snapshot, 'entries'>,
@@ -74,9 +96,10 @@ export function feedOccurrences(
   settings: FeedSettings,
   subscriber: SubscriberOptions = {},
 ): Occurrence[] {
-  const live = expandSnapshot(snapshot, published, settings, subscriber);
+  const live = new HistoryMask(published.frozen).filter(expandSnapshot(snapshot, published, settings, subscriber));
+  const kept = frozenOccurrences(published.frozen ?? [], subscriber);
   const cancelled = tombstonesFor(published.tombstones, subscriber);
-  return [...live, ...cancelled].sort(compareOccurrences);
+  return [...live, ...kept, ...cancelled].sort(compareOccurrences);
 }
 
 /**

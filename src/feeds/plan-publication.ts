@@ -1,11 +1,13 @@
 /**
  * What a refresh publishes, worked out from what was published before (pure): sequences, cancelled
- * occurrences kept for a while, the change record and the mass-deletion check.
+ * occurrences kept for a while, ended occurrences kept as published, the change record and the mass-deletion
+ * check.
  */
 
 import { applyTitleTemplate, keepsEntry } from '../timetable/event-text.ts';
 import { compareOccurrences } from '../timetable/expand.ts';
 import type { Occurrence, PreviousOccurrence, SubscriberOptions, TimetableEntry } from '../timetable/types.ts';
+import { type ExpansionSettings, type FrozenEntry, freezeHistory, frozenOccurrences, HistoryMask } from './history.ts';
 
 /** A future occurrence that disappeared from the timetable; it stays in feeds as cancelled until `expiresAt`. */
 export interface Tombstone {
@@ -28,6 +30,10 @@ export interface PublishedState {
   /** Live occurrences by uid: content digest and sequence. */
   occurrences: Record<string, PreviousOccurrence>;
   tombstones: Tombstone[];
+  /** Ended occurrences kept as published where the current snapshot would show them otherwise (absent: none). */
+  frozen?: FrozenEntry[] | undefined;
+  /** What the live occurrences were expanded with (absent in states stored before it was recorded). */
+  expansion?: ExpansionSettings | undefined;
 }
 
 /** An occurrence as a change record shows it. */
@@ -66,13 +72,19 @@ export const CHANGE_LIST_LIMIT = 50;
 /** Everything a publication is computed from. */
 export interface PublicationInput {
   previous: PublishedState | undefined;
-  /** The previous snapshot's expansion (for the change record and new tombstones); empty on a first publish. */
+  /**
+   * The live occurrences the previous publication showed: its snapshot expanded with its own expansion
+   * settings, its history applied (for the history, the change record and new tombstones); empty on a first
+   * publish.
+   */
   previousOccurrences: readonly Occurrence[];
   previousEntries: ReadonlyMap<number, TimetableEntry>;
-  /** The new expansion, with sequences already raised against `previous.occurrences`. */
+  /** The new expansion, with sequences already raised against `previous.occurrences`; no history applied. */
   next: readonly Occurrence[];
   snapshotHash: string;
   settingsHash: string;
+  /** What `next` was expanded with. */
+  expansion: ExpansionSettings;
   now: number;
   /** How long a removed future occurrence stays in feeds as cancelled. */
   cancelledRetentionMs: number;
@@ -81,7 +93,7 @@ export interface PublicationInput {
 /** The outcome of {@link planPublication}. */
 export interface PublicationPlan {
   state: PublishedState;
-  /** Live and cancelled occurrences, sorted by start then uid: what the default feed shows. */
+  /** Live, frozen and cancelled occurrences, sorted by start then uid: what the default feed shows. */
   occurrences: Occurrence[];
   /** Undefined when nothing a calendar shows changed (first publications included as all-added). */
   change: ChangeRecord | undefined;
@@ -90,10 +102,25 @@ export interface PublicationPlan {
   futureRemoved: number;
 }
 
-/** Works out the publication of a new expansion. Pure. */
+/**
+ * Works out the publication of a new expansion. Pure. Occurrences that ended by `now` are history: they stay
+ * as the previous publication showed them, and neither tombstones nor the change record speak of them; an
+ * occurrence in progress is not history yet.
+ */
 export function planPublication(input: PublicationInput): PublicationPlan {
   const { now } = input;
-  const nextByUid = new Map(input.next.map((occurrence) => [occurrence.uid, occurrence]));
+  const frozen =
+    input.previous === undefined
+      ? []
+      : freezeHistory({
+          frozen: input.previous.frozen ?? [],
+          before: input.previousOccurrences,
+          after: input.next,
+          previousEntries: input.previousEntries,
+          now,
+        });
+  const next = new HistoryMask(frozen).filter(input.next);
+  const nextByUid = new Map(next.map((occurrence) => [occurrence.uid, occurrence]));
   const previousByUid = new Map(input.previousOccurrences.map((occurrence) => [occurrence.uid, occurrence]));
   const publishedUids = new Set(Object.keys(input.previous?.occurrences ?? {}));
 
@@ -105,7 +132,7 @@ export function planPublication(input: PublicationInput): PublicationPlan {
   let futureRemoved = 0;
   for (const uid of publishedUids) {
     const before = previousByUid.get(uid);
-    if (!before || before.startUtc <= now) continue;
+    if (!before || before.endUtc <= now) continue;
     futureBefore += 1;
     if (nextByUid.has(uid)) continue;
     futureRemoved += 1;
@@ -127,20 +154,26 @@ export function planPublication(input: PublicationInput): PublicationPlan {
     }
   }
 
-  const occurrences = [...input.next, ...tombstones.map((tomb) => tomb.occurrence)].sort(compareOccurrences);
+  const occurrences = [...next, ...frozenOccurrences(frozen), ...tombstones.map((tomb) => tomb.occurrence)].sort(
+    compareOccurrences,
+  );
   const state: PublishedState = {
     stamp: now,
     snapshotHash: input.snapshotHash,
     settingsHash: input.settingsHash,
     occurrences: Object.fromEntries(
-      input.next.map((occurrence) => [occurrence.uid, { hash: occurrence.hash, sequence: occurrence.sequence }]),
+      next.map((occurrence) => [occurrence.uid, { hash: occurrence.hash, sequence: occurrence.sequence }]),
     ),
     tombstones,
+    ...(frozen.length > 0 ? { frozen } : {}),
+    expansion: input.expansion,
   };
+  // The change record says what changes from now on: occurrences that ended are history, whatever happened.
+  const upcoming = (occurrence: Occurrence) => occurrence.endUtc > now;
   return {
     state,
     occurrences,
-    change: describeChange(input.previousOccurrences, input.next, now),
+    change: describeChange(input.previousOccurrences.filter(upcoming), next.filter(upcoming), now),
     futureBefore,
     futureRemoved,
   };

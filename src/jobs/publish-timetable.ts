@@ -1,6 +1,13 @@
 /** The publishing half of a refresh: compare, expand, guard, render, store, fan out. */
 
-import { expandSnapshot, renderFeed, renderVariant, settingsHash } from '../feeds/build-feed.ts';
+import {
+  expandSnapshot,
+  expansionSettings,
+  renderFeed,
+  renderVariant,
+  settingsHash,
+  shownOccurrences,
+} from '../feeds/build-feed.ts';
 import { encodeFeed } from '../feeds/feed-store.ts';
 import {
   isMassDeletion,
@@ -151,13 +158,15 @@ function planFor(
   now: number,
 ): PublicationPlan {
   const { snapshot, published } = stored;
+  const expansion = expansionSettings(ctx.config);
   return planPublication({
     previous: published,
-    previousOccurrences: snapshot ? expandSnapshot(snapshot, published, ctx.config) : [],
+    previousOccurrences: snapshot ? shownOccurrences(snapshot, published, ctx.config) : [],
     previousEntries: new Map((snapshot?.entries ?? []).map((entry) => [entry.id, entry])),
-    next: expandSnapshot({ entries }, published, ctx.config),
+    next: expandSnapshot({ entries }, published, ctx.config, undefined, expansion),
     snapshotHash: digests.hash,
     settingsHash: digests.settingsDigest,
+    expansion,
     now,
     cancelledRetentionMs: ctx.config.cancelledRetentionMs,
   });

@@ -1,0 +1,319 @@
+/**
+ * "The past is history": publications planned one after another (as the refresh job does) never rewrite or
+ * remove an occurrence that has ended, in the default feed, in subscriber variants and in Google's desired
+ * events; change records speak only of what changes from now on.
+ */
+import { describe, expect, it } from 'vitest';
+import {
+  expandSnapshot,
+  expansionSettings,
+  type FeedSettings,
+  feedOccurrences,
+  renderVariant,
+  settingsHash,
+  shownOccurrences,
+} from '../../src/feeds/build-feed.ts';
+import { type PublicationPlan, type PublishedState, planPublication } from '../../src/feeds/plan-publication.ts';
+import { desiredEvents } from '../../src/google/desired-events.ts';
+import { planPush } from '../../src/google/plan-push.ts';
+import { occurrenceUid } from '../../src/timetable/expand.ts';
+import type { Occurrence, SubscriberOptions, TimetableEntry } from '../../src/timetable/types.ts';
+import { entry } from '../timetable/fixtures.ts';
+
+const SETTINGS: FeedSettings = {
+  timezone: 'Europe/Moscow',
+  weekParityAnchors: [],
+  holidays: [],
+  refreshIntervalMs: 30 * 60_000,
+};
+const DAY = 86_400_000;
+
+/** An instant in Moscow (UTC+3 all year). */
+const msk = (local: string) => Date.parse(`${local}+03:00`);
+
+/** Wednesday 15 October 2025, noon: seven Mondays of the term (1 Sep … 13 Oct) have ended, ten are to come. */
+const MID_TERM = msk('2025-10-15T12:00');
+
+/** A published source: its entries and its state. */
+interface Published {
+  entries: TimetableEntry[];
+  state: PublishedState;
+  plan: PublicationPlan;
+  settings: FeedSettings;
+}
+
+/** Plans a publication the way `publishTimetable` does. */
+function publish(
+  previous: Published | undefined,
+  entries: TimetableEntry[],
+  now: number,
+  settings = SETTINGS,
+): Published {
+  const expansion = expansionSettings(settings);
+  const plan = planPublication({
+    previous: previous?.state,
+    previousOccurrences: previous ? shownOccurrences({ entries: previous.entries }, previous.state, settings) : [],
+    previousEntries: new Map((previous?.entries ?? []).map((item) => [item.id, item])),
+    next: expandSnapshot({ entries }, previous?.state, settings, undefined, expansion),
+    snapshotHash: `h${now}`,
+    settingsHash: settingsHash(settings),
+    expansion,
+    now,
+    cancelledRetentionMs: 14 * DAY,
+  });
+  // Stored as JSON and read back, like the snapshot store does.
+  return { entries, state: JSON.parse(JSON.stringify(plan.state)) as PublishedState, plan, settings };
+}
+
+function feed(published: Published, subscriber: SubscriberOptions = {}): Occurrence[] {
+  return feedOccurrences({ entries: published.entries }, published.state, published.settings, subscriber);
+}
+
+const ended = (occurrences: readonly Occurrence[], now: number) => occurrences.filter((o) => o.endUtc <= now);
+const upcoming = (occurrences: readonly Occurrence[], now: number) => occurrences.filter((o) => o.endUtc > now);
+
+/** The VEVENT of `uid` in an ICS text. */
+function vevent(ics: string, uid: string): string {
+  const start = ics.indexOf(`UID:${uid}`);
+  return ics.slice(ics.lastIndexOf('BEGIN:VEVENT', start), ics.indexOf('END:VEVENT', start));
+}
+
+const term = entry({ id: 101, room: '305' });
+
+describe('a room change mid-term', () => {
+  const first = publish(undefined, [term], msk('2025-08-25T09:00'));
+  const moved = publish(first, [{ ...term, room: '410' }], MID_TERM);
+
+  it('leaves the ended occurrences as published, with the same SEQUENCE, and moves the rest', () => {
+    const before = feed(first);
+    const after = feed(moved);
+    expect(before).toHaveLength(17);
+    expect(after).toHaveLength(17);
+    expect(ended(after, MID_TERM)).toHaveLength(7);
+    expect(ended(after, MID_TERM)).toEqual(ended(before, MID_TERM));
+    expect(ended(after, MID_TERM).every((o) => o.location === 'Главный корпус, 305' && o.sequence === 0)).toBe(true);
+    expect(upcoming(after, MID_TERM)).toHaveLength(10);
+    expect(upcoming(after, MID_TERM).every((o) => o.location === 'Главный корпус, 410' && o.sequence === 1)).toBe(true);
+  });
+
+  it('renders the same VEVENT for an ended class, and a new SEQUENCE for a coming one', () => {
+    const snapshot = (published: Published) => ({
+      hash: '',
+      fetchedAt: 0,
+      name: 'ИВТ-21',
+      entries: published.entries,
+      problems: [],
+    });
+    const before = renderVariant(snapshot(first), first.state, SETTINGS, {});
+    const after = renderVariant(snapshot(moved), moved.state, SETTINGS, {});
+    const past = occurrenceUid(101, '2025-10-13');
+    const stamp = /DTSTAMP:.*\r\n/;
+    expect(vevent(after, past).replace(stamp, '')).toBe(vevent(before, past).replace(stamp, ''));
+    expect(vevent(after, past)).toContain('SEQUENCE:0');
+    expect(vevent(after, past)).toContain('LOCATION:Главный корпус\\, 305');
+    const coming = occurrenceUid(101, '2025-10-20');
+    expect(vevent(after, coming)).toContain('SEQUENCE:1');
+    expect(vevent(after, coming)).toContain('LOCATION:Главный корпус\\, 410');
+  });
+
+  it('records only the coming occurrences as moved', () => {
+    expect(moved.plan.change?.counts).toEqual({ added: 0, removed: 0, moved: 10, changed: 0 });
+    expect(moved.plan.change?.moved[0]?.before).toMatchObject({ date: '2025-10-20', location: 'Главный корпус, 305' });
+    // The first publication counts only what was still to come as added.
+    expect(first.plan.change?.counts.added).toBe(17);
+  });
+
+  it('keeps only that entry, grouped: one content with its seven dates', () => {
+    expect(moved.state.frozen).toEqual([
+      expect.objectContaining({
+        entryId: 101,
+        until: MID_TERM,
+        kept: [expect.objectContaining({ location: 'Главный корпус, 305' })],
+      }),
+    ]);
+    expect(Object.keys(moved.state.frozen?.[0]?.kept[0]?.dates ?? {})).toHaveLength(7);
+    expect(Object.keys(moved.state.occurrences)).toHaveLength(10);
+  });
+
+  it('treats a class in progress as still to come', () => {
+    const during = msk('2025-10-13T10:30');
+    const changed = publish(first, [{ ...term, room: '410' }], during);
+    expect(changed.plan.change?.counts.moved).toBe(11);
+    const today = feed(changed).find((o) => o.date === '2025-10-13');
+    expect(today).toMatchObject({ location: 'Главный корпус, 410', sequence: 1 });
+  });
+
+  it('keeps Google away from the ended events: no patch, no delete', () => {
+    const index = new Map(desiredEvents(feed(first)).map((event) => [event.id, event.hash]));
+    const plan = planPush(desiredEvents(feed(moved)), index, MID_TERM);
+    expect(plan.patch).toHaveLength(10);
+    expect(plan.remove).toEqual([]);
+    expect(plan.insert).toEqual([]);
+    expect(plan.unchanged).toBe(7);
+  });
+});
+
+describe('an entry deleted mid-term', () => {
+  const other = entry({ id: 202, weekday: 3, subjectName: 'Физика' });
+  const first = publish(undefined, [term, other], msk('2025-08-25T09:00'));
+  const deleted = publish(first, [other], MID_TERM);
+
+  it('keeps its ended occurrences confirmed and cancels the coming ones', () => {
+    const mine = feed(deleted).filter((o) => o.entryId === 101);
+    expect(ended(mine, MID_TERM)).toEqual(
+      ended(
+        feed(first).filter((o) => o.entryId === 101),
+        MID_TERM,
+      ),
+    );
+    expect(ended(mine, MID_TERM).every((o) => o.status === 'CONFIRMED')).toBe(true);
+    expect(upcoming(mine, MID_TERM)).toHaveLength(10);
+    expect(upcoming(mine, MID_TERM).every((o) => o.status === 'CANCELLED' && o.sequence === 1)).toBe(true);
+  });
+
+  it('records only the coming occurrences as removed, and they become tombstones', () => {
+    expect(deleted.plan.change?.counts).toEqual({ added: 0, removed: 10, moved: 0, changed: 0 });
+    expect(deleted.state.tombstones).toHaveLength(10);
+  });
+
+  it('leaves the ended events in Google and deletes only the coming ones', () => {
+    const index = new Map(desiredEvents(feed(first)).map((event) => [event.id, event.hash]));
+    const plan = planPush(desiredEvents(feed(deleted)), index, MID_TERM);
+    const removed = new Set(plan.remove);
+    expect(removed.size).toBe(10);
+    for (const o of feed(deleted).filter((item) => item.entryId === 101 && item.endUtc <= MID_TERM))
+      expect(index.has(desiredEvents([o])[0]?.id ?? '')).toBe(true);
+    expect(plan.patch).toEqual([]);
+    expect(plan.unchanged).toBe(17 + 7);
+  });
+
+  it('keeps them when the tombstones expire and when the entry comes back changed', () => {
+    const later = msk('2025-11-20T12:00');
+    const again = publish(deleted, [other], later);
+    expect(ended(feed(again), MID_TERM)).toEqual(ended(feed(first), MID_TERM));
+    const back = publish(again, [other, { ...term, room: '512' }], msk('2025-12-20T12:00'));
+    expect(ended(feed(back), MID_TERM)).toEqual(ended(feed(first), MID_TERM));
+    // Coming back, only the classes still to come are shown: 22 Dec.
+    expect(feed(back).filter((o) => o.entryId === 101 && o.endUtc > msk('2025-12-20T12:00'))).toEqual([
+      expect.objectContaining({ date: '2025-12-22', location: 'Главный корпус, 512', status: 'CONFIRMED' }),
+    ]);
+    // Between the deletion and the return, nothing of entry 101 took place.
+    const between = feed(back).filter(
+      (o) => o.entryId === 101 && o.endUtc > MID_TERM && o.endUtc <= msk('2025-12-20T12:00'),
+    );
+    expect(between.every((o) => o.status === 'CANCELLED')).toBe(true);
+  });
+});
+
+describe('two successive changes of one entry', () => {
+  const t1 = MID_TERM;
+  const t2 = msk('2025-11-12T12:00');
+  const first = publish(undefined, [term], msk('2025-08-25T09:00'));
+  const roomChanged = publish(first, [{ ...term, room: '410' }], t1);
+  const timeChanged = publish(roomChanged, [{ ...term, room: '410', beginTime: '12:00', endTime: '13:30' }], t2);
+
+  it('shows each stretch of the term as it was published', () => {
+    const after = feed(timeChanged);
+    expect(after).toHaveLength(17);
+    expect(ended(after, t1)).toEqual(ended(feed(first), t1));
+    const middle = after.filter((o) => o.endUtc > t1 && o.endUtc <= t2);
+    expect(middle.map((o) => o.date)).toEqual(['2025-10-20', '2025-10-27', '2025-11-03', '2025-11-10']);
+    expect(middle).toEqual(feed(roomChanged).filter((o) => o.endUtc > t1 && o.endUtc <= t2));
+    expect(middle.every((o) => o.location.endsWith('410') && o.beginTime === '10:10' && o.sequence === 1)).toBe(true);
+    expect(upcoming(after, t2).every((o) => o.beginTime === '12:00' && o.sequence === 2)).toBe(true);
+    expect(timeChanged.plan.change?.counts).toEqual({ added: 0, removed: 0, moved: 6, changed: 0 });
+    expect(timeChanged.state.frozen?.map((record) => record.until)).toEqual([t1, t2]);
+  });
+
+  it('is not moved by a later refresh that changes nothing else', () => {
+    const t3 = msk('2025-12-01T12:00');
+    const teacher = { ...term, room: '410', beginTime: '12:00', endTime: '13:30', note: 'перенос' };
+    const third = publish(timeChanged, [teacher], t3);
+    expect(ended(feed(third), t3)).toEqual(ended(feed(timeChanged), t3));
+    expect(third.plan.change?.counts).toEqual({ added: 0, removed: 0, moved: 0, changed: 4 });
+  });
+});
+
+describe('subscriber variants over frozen entries', () => {
+  const lab = entry({ id: 303, kind: 'лабораторная', note: '1 подгруппа', weekday: 2 });
+  const first = publish(undefined, [lab], msk('2025-08-25T09:00'));
+  const changed = publish(first, [{ ...lab, room: '120' }], MID_TERM);
+  const deleted = publish(first, [], MID_TERM);
+  const variants: SubscriberOptions[] = [
+    {},
+    { subgroup: 1 },
+    { subgroup: 2 },
+    { excludeKinds: ['ЛАБОРАТОРНАЯ'] },
+    { titleTemplate: '{kind}: {subject} [{room}]' },
+    { subgroup: 1, titleTemplate: '{subject}' },
+  ];
+
+  // Everything a calendar is shown; `hash` is the digest a publication compares, which variants never store.
+  const shown = (occurrences: readonly Occurrence[]) => occurrences.map(({ hash: _hash, ...rest }) => rest);
+
+  it.each(variants)('%o sees the ended classes exactly as before the change', (subscriber) => {
+    const before = shown(ended(feed(first, subscriber), MID_TERM));
+    expect(shown(ended(feed(changed, subscriber), MID_TERM))).toEqual(before);
+    expect(shown(ended(feed(deleted, subscriber), MID_TERM))).toEqual(before);
+    if (subscriber.subgroup !== 2 && subscriber.excludeKinds === undefined) expect(before).toHaveLength(7);
+  });
+
+  it('applies the options to the frozen entry like to a live one', () => {
+    expect(feed(changed, { subgroup: 2 })).toEqual([]);
+    const titled = ended(feed(changed, { titleTemplate: '{kind}: {subject} [{room}]' }), MID_TERM);
+    expect(titled.map((o) => o.summary)).toEqual(Array(7).fill('лабораторная: Математический анализ [305]'));
+    expect(titled.every((o) => o.sequence === 1)).toBe(true);
+  });
+});
+
+describe('settings that move dates', () => {
+  const first = publish(undefined, [term], msk('2025-08-25T09:00'));
+
+  it('a new holiday and time zone leave ended classes where they were', () => {
+    const settings = { ...SETTINGS, timezone: 'Asia/Yekaterinburg', holidays: ['2025-09-08', '2025-11-03'] };
+    const next = publish(first, [term], MID_TERM, settings);
+    expect(ended(feed(next), MID_TERM)).toEqual(ended(feed(first), MID_TERM));
+    expect(feed(next).some((o) => o.date === '2025-11-03' && o.status === 'CONFIRMED')).toBe(false);
+    expect(upcoming(feed(next), MID_TERM).filter((o) => o.status === 'CONFIRMED')[0]?.timezone).toBe(
+      'Asia/Yekaterinburg',
+    );
+  });
+
+  it('week parity anchors moved: the odd-week class keeps its ended dates', () => {
+    const odd = entry({ id: 404, weekType: 1 });
+    const published = publish(undefined, [odd], msk('2025-08-25T09:00'));
+    const shifted = publish(published, [odd], MID_TERM, { ...SETTINGS, weekParityAnchors: ['2025-09-08'] });
+    expect(ended(feed(shifted), MID_TERM)).toEqual(ended(feed(published), MID_TERM));
+    expect(upcoming(feed(shifted), MID_TERM).filter((o) => o.status === 'CONFIRMED')[0]?.date).toBe('2025-10-20');
+  });
+
+  it('an unchanged refresh keeps nothing: the state stays small', () => {
+    const next = publish(first, [term], MID_TERM);
+    expect(next.state.frozen).toBeUndefined();
+    expect(next.plan.change).toBeUndefined();
+  });
+});
+
+describe('identical classes of two entries', () => {
+  it('the survivor of a collapse does not fill the past twice when the other entry goes', () => {
+    const twin = { ...term, id: 505 };
+    const first = publish(undefined, [term, twin], msk('2025-08-25T09:00'));
+    expect(feed(first).every((o) => o.entryId === 101)).toBe(true);
+    const gone = publish(first, [twin], MID_TERM);
+    const after = feed(gone);
+    expect(ended(after, MID_TERM)).toEqual(ended(feed(first), MID_TERM));
+    expect(upcoming(after, MID_TERM).filter((o) => o.status === 'CONFIRMED')).toHaveLength(10);
+    expect(new Set(after.map((o) => o.date)).size).toBe(17);
+  });
+});
+
+describe('states stored before history was kept', () => {
+  it('load and publish: without frozen entries and expansion settings', () => {
+    const first = publish(undefined, [term], msk('2025-08-25T09:00'));
+    const { frozen: _frozen, expansion: _expansion, ...legacy } = first.state;
+    const old = { ...first, state: legacy as PublishedState };
+    const moved = publish(old, [{ ...term, room: '410' }], MID_TERM);
+    expect(ended(feed(moved), MID_TERM)).toEqual(ended(feed(first), MID_TERM));
+    expect(moved.plan.change?.counts.moved).toBe(10);
+  });
+});
