@@ -4,8 +4,11 @@
  * request the service sends.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { eventIdFor } from '../../src/google/event-id.ts';
 import { FOREIGN } from '../../src/google/plan-push.ts';
 import type { RefreshJobResult } from '../../src/jobs/contract.ts';
+import type { FakeEvent } from '../fake-google/index.ts';
+import { readEvents } from '../jobs/helpers.ts';
 import { type Connected, PushHarness } from './push-harness.ts';
 
 let h: PushHarness;
@@ -114,6 +117,63 @@ describe('Google push through the adapter and the fake Google', () => {
     expect(h.fake.event(target.calendarId, eventId)?.status).toBe('cancelled');
     expect(h.calendar(target.calendarId)).toEqual(await h.desired(target.source));
     expect(h.calendar(target.calendarId).some((event) => event.id === eventId)).toBe(false);
+  });
+
+  it('the past is history: a room change and a deletion leave ended events untouched in the feed and Google', async () => {
+    const source = await h.smallGroup(1);
+    // Two classes of the whole autumn term: a month of them has taken place by the test clock (1 October).
+    const termLong = (day: number, subject: string) =>
+      h.sim.addEntry({
+        groupIds: [Number(source.split(':')[1])],
+        subject_name: subject,
+        start_day_schedule: '2025-09-01',
+        finish_day_schedule: '2025-12-28',
+        day_week_schedule: day,
+        time_interval_id: 3,
+      });
+    const moved = await termLong(2, 'Term seminar');
+    const deleted = await termLong(4, 'Term lecture');
+    const { target } = await h.connect(source);
+    const now = h.clock.now;
+    const entryOf = new Map<string, number>();
+    for (const occurrence of await h.occurrences(source)) entryOf.set(eventIdFor(occurrence.uid), occurrence.entryId);
+    const ofEntry = (id: number) => (event: { id: string }) => entryOf.get(event.id) === id;
+    const ended = (event: FakeEvent) => Date.parse(event.end.dateTime ?? '') <= now;
+    const before = h.fake.events(target.calendarId);
+    const endedBefore = before.filter(ended);
+    expect(endedBefore.filter(ofEntry(moved.id)).length).toBeGreaterThan(0);
+    expect(endedBefore.filter(ofEntry(deleted.id)).length).toBeGreaterThan(0);
+    const feedEnded = async () =>
+      readEvents((await h.ctx.feeds.get(source))?.body.toString('utf8') ?? '').filter(
+        (event) => Date.parse(event.end) <= now,
+      );
+    const feedBefore = await feedEnded();
+    expect(feedBefore.length).toBe(endedBefore.length);
+    h.fake.resetCounts();
+
+    await h.sim.raw(`/_sim/entries/${moved.id}`, {
+      method: 'PATCH',
+      headers: json,
+      body: JSON.stringify({ num_auditorium_schedule: '999' }),
+    });
+    await h.sim.deleteEntry(deleted.id);
+    const refresh = (await h.refresh(source)) as RefreshJobResult;
+    const push = (await h.settled(target.id, 2)).at(-1);
+    const coming = (id: number) => before.filter(ofEntry(id)).filter((event) => !ended(event)).length;
+    expect(refresh.changes).toEqual({ added: 0, removed: coming(deleted.id), moved: coming(moved.id), changed: 0 });
+    expect(push?.result).toMatchObject({ patched: coming(moved.id), deleted: coming(deleted.id), inserted: 0 });
+
+    // Google: every ended event exactly as it was, none patched or deleted.
+    expect(h.fake.events(target.calendarId).filter(ended)).toEqual(endedBefore);
+    expect(h.calendar(target.calendarId)).toEqual(await h.desired(source));
+    const comingMoved = h.fake
+      .events(target.calendarId)
+      .filter(ofEntry(moved.id))
+      .filter((event) => !ended(event));
+    expect(comingMoved.every((event) => event.location?.endsWith('999'))).toBe(true);
+    // The feed: the same classes before the refresh, CONFIRMED, the same SEQUENCE.
+    expect(await feedEnded()).toEqual(feedBefore);
+    expect(feedBefore.every((event) => event.status === 'CONFIRMED')).toBe(true);
   });
 
   it('an unchanged timetable costs no write: a resync queues no push, a push and a reconcile write nothing', async () => {

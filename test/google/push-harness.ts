@@ -18,6 +18,7 @@ import { startSimulator } from '../../src/simulator/index.ts';
 import type { SourceKey } from '../../src/sources/source.ts';
 import { connectTarget } from '../../src/subscriptions/google-connect.ts';
 import { occurrenceUid } from '../../src/timetable/expand.ts';
+import type { Occurrence } from '../../src/timetable/types.ts';
 import { type ApiMethod, type FakeEvent, type FakeGoogle, startFakeGoogle } from '../fake-google/index.ts';
 import { REFERENCE_DATE, readEvents } from '../jobs/helpers.ts';
 import { jobEnded } from '../support/jobs.ts';
@@ -253,6 +254,13 @@ export class PushHarness {
       failedReason: job.failedReason,
       processedBy: job.processedBy,
     };
+  }
+
+  /** Everything the default feed of a published source shows. */
+  async occurrences(source: SourceKey): Promise<Occurrence[]> {
+    const { snapshot, published } = await this.ctx.snapshots.load(source);
+    if (!snapshot || !published) throw new Error(`${source} is not published`);
+    return feedOccurrences(snapshot, published, this.ctx.config);
   }
 
   /** What the calendar should hold: the feed's confirmed occurrences, by id. */

@@ -78,9 +78,15 @@ export async function waitForJob(
 }
 
 /** The events of an ICS text, read by ical.js (an independent parser). */
-export function readEvents(
-  ics: string,
-): { uid: string; status: string | undefined; start: string; summary: string; sequence: number }[] {
+export function readEvents(ics: string): {
+  uid: string;
+  status: string | undefined;
+  start: string;
+  end: string;
+  summary: string;
+  location: string;
+  sequence: number;
+}[] {
   const calendar = new ICAL.Component(ICAL.parse(ics));
   return calendar.getAllSubcomponents('vevent').map((vevent) => {
     const event = new ICAL.Event(vevent);
@@ -88,7 +94,9 @@ export function readEvents(
       uid: event.uid,
       status: vevent.getFirstPropertyValue('status')?.toString(),
       start: event.startDate.toJSDate().toISOString(),
+      end: event.endDate.toJSDate().toISOString(),
       summary: event.summary,
+      location: event.location ?? '',
       sequence: event.sequence,
     };
   });

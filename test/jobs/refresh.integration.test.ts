@@ -50,8 +50,11 @@ describe('refresh pipeline', () => {
   it('brings a moved class into the feed after a resync, with a higher SEQUENCE and a change record', async () => {
     const source = `group:${groupId}`;
     await pipeline.refresh(source);
-    const entry = entries.find((candidate) => candidate.finishDate > '2025-10-15' && candidate.beginTime !== '18:00');
-    if (!entry) throw new Error('no entry with future classes');
+    const entry = entries.find(
+      (candidate) =>
+        candidate.finishDate > '2025-10-15' && candidate.startDate < '2025-09-20' && candidate.beginTime !== '18:00',
+    );
+    if (!entry) throw new Error('no entry with past and future classes');
     const before = readEvents(await feedText(source)).filter((event) => event.uid.startsWith(`${entry.id}-`));
     await pipeline.sim.raw(`/_sim/entries/${entry.id}`, {
       method: 'PATCH',
@@ -63,33 +66,50 @@ describe('refresh pipeline', () => {
     expect((job.result as RefreshJobResult).outcome).toBe('published');
     const after = readEvents(await feedText(source)).filter((event) => event.uid.startsWith(`${entry.id}-`));
     expect(after.map((event) => event.uid)).toEqual(before.map((event) => event.uid));
+    // The past is history: classes that took place before the refresh stay as published.
+    const now = new Date(pipeline.clock.now).toISOString();
+    const ended = before.filter((event) => event.end <= now);
+    expect(ended.length).toBeGreaterThan(0);
     for (const [index, event] of after.entries()) {
-      expect(event.start).not.toBe(before[index]?.start);
-      expect(event.sequence).toBe((before[index]?.sequence ?? 0) + 1);
+      const previous = before[index];
+      if (previous && previous.end <= now) {
+        expect(event).toEqual(previous);
+        continue;
+      }
+      expect(event.start).not.toBe(previous?.start);
+      expect(event.sequence).toBe((previous?.sequence ?? 0) + 1);
     }
     const [change] = await pipeline.ctx.snapshots.changes(source);
-    expect(change?.counts.moved).toBe(before.length);
+    expect(change?.counts.moved).toBe(before.length - ended.length);
     expect(change?.moved[0]?.after.begin).toBe('18:00');
   });
 
   it('keeps a removed future class as STATUS:CANCELLED', async () => {
     const source = `group:${groupId}`;
     await pipeline.refresh(source);
-    const entry = entries.find((candidate) => candidate.finishDate > '2025-11-01');
-    if (!entry) throw new Error('no entry with future classes');
+    const entry = entries.find(
+      (candidate) => candidate.finishDate > '2025-11-01' && candidate.startDate < '2025-09-20',
+    );
+    if (!entry) throw new Error('no entry with past and future classes');
+    const before = readEvents(await feedText(source)).filter((event) => event.uid.startsWith(`${entry.id}-`));
     await pipeline.sim.deleteEntry(entry.id);
     const job = await pipeline.refresh(source);
     expect((job.result as RefreshJobResult).outcome).toBe('published');
+    const now = new Date(pipeline.clock.now).toISOString();
     const events = readEvents(await feedText(source)).filter((event) => event.uid.startsWith(`${entry.id}-`));
-    const future = events.filter((event) => event.start > new Date(pipeline.clock.now).toISOString());
+    const future = events.filter((event) => event.end > now);
     expect(future.length).toBeGreaterThan(0);
-    expect(events.every((event) => event.status === 'CANCELLED')).toBe(true);
-    expect(events.every((event) => event.start > new Date(pipeline.clock.now).toISOString())).toBe(true);
+    expect(future.every((event) => event.status === 'CANCELLED')).toBe(true);
+    // Classes that took place stay in the feed as they were published.
+    const ended = events.filter((event) => event.end <= now);
+    expect(ended).toEqual(before.filter((event) => event.end <= now));
+    expect(ended.every((event) => event.status === 'CONFIRMED')).toBe(true);
 
-    // Fifteen days later the cancelled classes have left the feed.
+    // Fifteen days later the cancelled classes have left the feed; the ones that took place have not.
     pipeline.clock.now += 15 * 86_400_000;
     await pipeline.refresh(source);
-    expect(readEvents(await feedText(source)).some((event) => event.uid.startsWith(`${entry.id}-`))).toBe(false);
+    const later = readEvents(await feedText(source)).filter((event) => event.uid.startsWith(`${entry.id}-`));
+    expect(later).toEqual(ended);
     pipeline.clock.now -= 15 * 86_400_000;
   });
 });
