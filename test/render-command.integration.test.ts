@@ -86,6 +86,17 @@ describe('timetable-sync render --file', () => {
     expect(second.stdout).toBe(first.stdout);
   });
 
+  it('renders one class sent as one row per group as one event per date listing every group', async () => {
+    const file = join(dir, 'teacher.json');
+    const subjects = [entry({ id: 812, group_list: '09-352' }), entry({ id: 811, group_list: '09-351' })];
+    await writeFile(file, JSON.stringify({ success: true, subjects }));
+    const result = await runCli(['render', '--file', file, '--to', '2025-09-09']);
+    expect(result.code).toBe(0);
+    const parsed = events(result.stdout);
+    expect(parsed.map((event) => event.uid)).toEqual(['811-20250902@timetable-sync', '811-20250909@timetable-sync']);
+    expect(parsed[0]?.description).toBe('Лекция\nПреподаватель: Петров Пётр Петрович\nГруппы: 09-351, 09-352');
+  });
+
   it('limits the output to --from/--to', async () => {
     const file = join(dir, 'window.json');
     await writeFile(file, JSON.stringify({ success: true, subjects: [entry({})] }));

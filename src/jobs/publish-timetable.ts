@@ -22,6 +22,7 @@ import type { ServiceContext } from '../runtime/context.ts';
 import type { SourceState } from '../sources/registry.ts';
 import { normaliseEntries, type Snapshot } from '../sources/snapshot-store.ts';
 import type { SourceKey } from '../sources/source.ts';
+import { mergeRows } from '../timetable/merge-rows.ts';
 import type { TimetableEntry } from '../timetable/types.ts';
 import { activateSource } from './activation.ts';
 import type { RefreshJobResult, RefreshReason } from './contract.ts';
@@ -162,7 +163,8 @@ function planFor(
   return planPublication({
     previous: published,
     previousOccurrences: snapshot ? shownOccurrences(snapshot, published, ctx.config) : [],
-    previousEntries: new Map((snapshot?.entries ?? []).map((entry) => [entry.id, entry])),
+    // Merged as expansion merged them, so that a cancelled shared class keeps every group for `{groups}`.
+    previousEntries: new Map(mergeRows(snapshot?.entries ?? []).map((entry) => [entry.id, entry])),
     next: expandSnapshot({ entries }, published, ctx.config, undefined, expansion),
     snapshotHash: digests.hash,
     settingsHash: digests.settingsDigest,

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { type DayNumber, dayNumber, isoDate, nextWeekday } from './dates.ts';
 import { type EntryText, entryText, keepsEntry } from './event-text.ts';
+import { mergeRows } from './merge-rows.ts';
 import { type WeekParity, weekParity } from './parity.ts';
 import type { EntryProblem, ExpandOptions, Expansion, Occurrence, TimetableEntry } from './types.ts';
 import { ZonedTimes } from './zoned-time.ts';
@@ -57,8 +58,9 @@ export function occurrenceDates(
 
 /**
  * Expands timetable entries into concrete occurrences in `options.timezone`. Pure: the same entries and
- * options give the same result. Entries repeated under one id are used once; occurrences of different
- * entries with identical content on the same date collapse into the one with the lowest entry id.
+ * options give the same result. Rows of one class for several groups are one entry first ({@link mergeRows});
+ * entries repeated under one id are used once; occurrences of different entries with identical content on the
+ * same date collapse into the one with the lowest entry id.
  */
 export function expand(
   entries: readonly TimetableEntry[],
@@ -76,7 +78,8 @@ export function expand(
   const datesByContent = new Map<string, Set<string>>();
   const problems: EntryProblem[] = [];
   const keyById = new Map<number, string>();
-  const ordered = [...entries].sort((a, b) => a.id - b.id);
+  // Merged before the subscriber's filters: they read the kind and note, which the merged rows share.
+  const ordered = mergeRows(entries);
   for (const entry of ordered) {
     if (!keepsEntry(entry, options.subscriber)) continue;
     const text = entryText(entry, options.subscriber);

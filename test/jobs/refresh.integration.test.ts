@@ -113,3 +113,39 @@ describe('refresh pipeline', () => {
     pipeline.clock.now -= 15 * 86_400_000;
   });
 });
+
+describe('a class the university sends as one row per group', () => {
+  it("is one event per date in the teacher's feed, listing both groups", async () => {
+    const [first, second] = await pipeline.sim.groups();
+    const [teacher] = await pipeline.sim.employees();
+    if (!first || !second || !teacher) throw new Error('the simulator has too few groups or employees');
+    const shared = {
+      subject_name: 'Общий семинар',
+      subject_kind_name: 'семинар',
+      teacher_id: teacher.id,
+      day_week_schedule: 6,
+      type_week_schedule: 0,
+      begin_time_schedule: '19:00',
+      end_time_schedule: '20:30',
+      start_day_schedule: '04.10.25',
+      finish_day_schedule: '25.10.25',
+      num_auditorium_schedule: '1205',
+      note_schedule: '',
+    };
+    const rows = [
+      await pipeline.sim.addEntry({ ...shared, groupIds: [second.id] }),
+      await pipeline.sim.addEntry({ ...shared, groupIds: [first.id] }),
+    ];
+    const lowest = Math.min(...rows.map((row) => row.id));
+    const source = `employee:${teacher.id}`;
+    expect((await pipeline.refresh(source)).state).toBe('completed');
+    const ics = await feedText(source);
+    const seminar = readEvents(ics).filter((event) => event.summary.startsWith('Общий семинар'));
+    expect(seminar.map((event) => event.uid)).toEqual(
+      ['20251004', '20251011', '20251018', '20251025'].map((day) => `${lowest}-${day}@timetable-sync`),
+    );
+    // The groups in row id order: the row added first (for the second group) has the lower id.
+    expect(ics.replace(/\r\n /g, '')).toContain(`Группы: ${second.name}\\, ${first.name}`);
+    for (const row of rows) await pipeline.sim.deleteEntry(row.id);
+  });
+});

@@ -1,0 +1,154 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { describeChange } from '../../src/feeds/plan-publication.ts';
+import { expand } from '../../src/timetable/expand.ts';
+import { mergeRows } from '../../src/timetable/merge-rows.ts';
+import type { ExpandOptions, Occurrence, PreviousOccurrence } from '../../src/timetable/types.ts';
+import { parseScheduleResponse } from '../../src/upstream/schemas.ts';
+import { entry } from './fixtures.ts';
+
+const MOSCOW: ExpandOptions = { timezone: 'Europe/Moscow', from: '2025-09-01', to: '2025-09-30' };
+
+/** One class as the university sends it for each of its groups: same everything, one row per group. */
+function apiRow(id: number, groupList: string, overrides: Record<string, unknown> = {}) {
+  return {
+    id,
+    semester: 1,
+    year: 2025,
+    subject_name: 'Физика',
+    subject_id: 5,
+    start_day_schedule: '01.09.25',
+    finish_day_schedule: '30.09.25',
+    day_week_schedule: 2,
+    type_week_schedule: 0,
+    note_schedule: '',
+    time_interval_id: 1,
+    total_time_schedule: '08:30-10:00',
+    begin_time_schedule: '08:30',
+    end_time_schedule: '10:00',
+    teacher_id: 9,
+    teacher_lastname: 'Петров',
+    teacher_firstname: 'Пётр',
+    teacher_middlename: 'Петрович',
+    num_auditorium_schedule: '101',
+    building_name: 'Главный корпус',
+    building_id: 1,
+    group_list: groupList,
+    subject_kind_name: 'лекция',
+    ...overrides,
+  };
+}
+
+function expandRows(rows: unknown[], options: Partial<ExpandOptions> = {}) {
+  const { entries, problems } = parseScheduleResponse({ success: true, subjects: rows });
+  expect(problems).toEqual([]);
+  return expand(entries, { ...MOSCOW, ...options });
+}
+
+function previousOf(occurrences: readonly Occurrence[]): Map<string, PreviousOccurrence> {
+  return new Map(occurrences.map((o) => [o.uid, { hash: o.hash, sequence: o.sequence }]));
+}
+
+describe('one class delivered as one row per group', () => {
+  it('is one event per date listing every group, under the lowest id', () => {
+    const { occurrences } = expandRows([apiRow(7202, '09-352'), apiRow(7201, '09-351'), apiRow(7203, '09-353')]);
+    expect(occurrences.map((o) => o.uid)).toEqual([
+      '7201-20250902@timetable-sync',
+      '7201-20250909@timetable-sync',
+      '7201-20250916@timetable-sync',
+      '7201-20250923@timetable-sync',
+      '7201-20250930@timetable-sync',
+    ]);
+    expect(occurrences[0]?.description).toBe(
+      'Лекция\nПреподаватель: Петров Пётр Петрович\nГруппы: 09-351, 09-352, 09-353',
+    );
+  });
+
+  it('keeps the UID the lowest row had on its own, so a feed published before the merge keeps its events', () => {
+    const alone = expandRows([apiRow(7201, '09-351')]).occurrences;
+    const merged = expandRows([apiRow(7201, '09-351'), apiRow(7202, '09-352')], {
+      previous: previousOf(alone),
+    }).occurrences;
+    expect(merged.map((o) => o.uid)).toEqual(alone.map((o) => o.uid));
+    // DESCRIPTION names a second group now: calendars must take the new version.
+    expect(merged.map((o) => o.sequence)).toEqual(alone.map(() => 1));
+  });
+
+  it('gives the same events whatever order the rows come in', () => {
+    const rows = [apiRow(30, '09-353'), apiRow(10, '09-351'), apiRow(20, '09-352')];
+    fc.assert(
+      fc.property(fc.shuffledSubarray(rows, { minLength: 3, maxLength: 3 }), (shuffled) => {
+        expect(expandRows(shuffled)).toEqual(expandRows(rows));
+      }),
+    );
+  });
+
+  it('a group added or removed keeps the UIDs, raises SEQUENCE and is recorded as changed, not moved', () => {
+    const two = expandRows([apiRow(10, '09-351'), apiRow(20, '09-352')]).occurrences;
+    const three = expandRows([apiRow(10, '09-351'), apiRow(20, '09-352'), apiRow(30, '09-353')], {
+      previous: previousOf(two),
+    }).occurrences;
+    expect(three.map((o) => o.uid)).toEqual(two.map((o) => o.uid));
+    expect(three.map((o) => o.sequence)).toEqual(two.map(() => 1));
+    expect(describeChange(two, three, 0)?.counts).toEqual({ added: 0, removed: 0, moved: 0, changed: 5 });
+    // The lowest row leaves: its id goes with it, so the class is the next row's now (new UIDs, old ones removed).
+    const withoutFirst = expandRows([apiRow(20, '09-352'), apiRow(30, '09-353')]).occurrences;
+    expect(withoutFirst[0]?.uid).toBe('20-20250902@timetable-sync');
+    const fewer = expandRows([apiRow(10, '09-351'), apiRow(30, '09-353')], { previous: previousOf(three) });
+    expect(fewer.occurrences.map((o) => o.uid)).toEqual(two.map((o) => o.uid));
+    expect(fewer.occurrences.map((o) => o.sequence)).toEqual(two.map(() => 2));
+  });
+
+  it('identical rows under different ids for one group stay one event, as before', () => {
+    const { occurrences } = expandRows([apiRow(11, '09-351'), apiRow(12, '09-351')]);
+    expect(occurrences).toHaveLength(5);
+    expect(occurrences[0]?.description).toContain('Группа: 09-351');
+    expect(new Set(occurrences.map((o) => o.entryId))).toEqual(new Set([11]));
+  });
+
+  it('rows differing in anything but the groups stay separate classes', () => {
+    const { occurrences } = expandRows([
+      apiRow(10, '09-351'),
+      apiRow(20, '09-352', { num_auditorium_schedule: '102' }),
+      apiRow(30, '09-353', { note_schedule: '1 подгруппа' }),
+    ]);
+    expect(new Set(occurrences.map((o) => o.entryId))).toEqual(new Set([10, 20, 30]));
+  });
+
+  it('fills {groups} of a title template with every group, and subscriber filters see the merged class', () => {
+    const rows = [
+      apiRow(10, '09-351', { note_schedule: '2 подгруппа' }),
+      apiRow(20, '09-352', { note_schedule: '2 подгруппа' }),
+    ];
+    const titled = expandRows(rows, { subscriber: { titleTemplate: '{subject} {groups}' } }).occurrences;
+    expect(titled[0]?.summary).toBe('Физика 09-351, 09-352');
+    expect(expandRows(rows, { subscriber: { subgroup: 1 } }).occurrences).toEqual([]);
+    expect(expandRows(rows, { subscriber: { subgroup: 2 } }).occurrences).toHaveLength(5);
+    expect(expandRows(rows, { subscriber: { excludeKinds: ['Лекция'] } }).occurrences).toEqual([]);
+  });
+
+  it('a row already listing several groups merges with the others, each group once', () => {
+    const { occurrences } = expandRows([apiRow(10, '09-351, 09-352'), apiRow(20, '09-352, 09-353')]);
+    expect(occurrences[0]?.description).toContain('Группы: 09-351, 09-352, 09-353');
+  });
+});
+
+describe('mergeRows', () => {
+  it('returns single rows as they are, so timetables without shared classes expand exactly as before', () => {
+    const a = entry({ id: 1 });
+    const b = entry({ id: 2, room: '306' });
+    const merged = mergeRows([b, a]);
+    expect(merged).toEqual([a, b]);
+    expect(merged[0]).toBe(a);
+  });
+
+  it('leaves rows repeating one id to expand, which reports the different one', () => {
+    const rows = [entry({ id: 5, groups: ['A'] }), entry({ id: 5, groups: ['B'] }), entry({ id: 6, groups: ['C'] })];
+    expect(mergeRows(rows).map((row) => [row.id, row.groups])).toEqual([
+      [5, ['A', 'C']],
+      [5, ['B']],
+    ]);
+    const { problems } = expand(rows, MOSCOW);
+    expect(problems).toEqual([expect.objectContaining({ entryId: 5, field: 'id' })]);
+  });
+});
