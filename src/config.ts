@@ -42,6 +42,18 @@ const timezone = optionalText.transform((value, ctx) => {
   return zone ?? 'Europe/Moscow';
 });
 
+/**
+ * Kept as written, trailing space included (it separates the prefix from the title); only line breaks and other
+ * control characters are refused, since the prefix becomes part of every cancelled SUMMARY.
+ */
+const cancelledTitlePrefix = z
+  .string()
+  .optional()
+  .refine((value) => value === undefined || !/\p{Cc}/u.test(value), {
+    message: 'must not contain line breaks or other control characters',
+  })
+  .transform((value) => value ?? 'Отменено: ');
+
 const logLevel = matching(
   new RegExp(`^(${LOG_LEVELS.join('|')})$`),
   `must be one of ${LOG_LEVELS.join(', ')}`,
@@ -90,6 +102,11 @@ const SETTINGS = {
   confirmDelayMs: setting('CONFIRM_DELAY', duration('1m', 10)),
   /** How long a removed future class stays in feeds as STATUS:CANCELLED. */
   cancelledRetentionMs: setting('CANCELLED_RETENTION', duration('14d', 0)),
+  /**
+   * Put before the title of a cancelled class, in feeds and in Google (several calendar apps ignore
+   * STATUS:CANCELLED); empty: titles stay as they are and Google deletes cancelled classes at once.
+   */
+  cancelledTitlePrefix: setting('CANCELLED_TITLE_PREFIX', cancelledTitlePrefix),
   /** A source whose feed nobody requested for this long stops being refreshed. */
   inactiveAfterMs: setting('INACTIVE_AFTER', duration('30d', 60_000)),
   adminToken: setting('ADMIN_TOKEN', secret(16)),

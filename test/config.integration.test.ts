@@ -87,6 +87,15 @@ describe('loadConfig', () => {
     expect(config.port).toBe(9000);
   });
 
+  it('keeps CANCELLED_TITLE_PREFIX as written, empty to switch it off, and refuses a line break in it', () => {
+    expect(loadConfig({}).cancelledTitlePrefix).toBe('Отменено: ');
+    expect(loadConfig({ CANCELLED_TITLE_PREFIX: '[X] ' }).cancelledTitlePrefix).toBe('[X] ');
+    expect(loadConfig({ CANCELLED_TITLE_PREFIX: '' }).cancelledTitlePrefix).toBe('');
+    expect(() => loadConfig({ CANCELLED_TITLE_PREFIX: 'X\nDTSTART:1' })).toThrow(
+      /CANCELLED_TITLE_PREFIX: must not contain line breaks/,
+    );
+  });
+
   it('is frozen', () => {
     const config = loadConfig({});
     expect(Object.isFrozen(config)).toBe(true);

@@ -51,7 +51,7 @@ export async function confirmedOccurrences(ctx: ServiceContext, source: SourceKe
 
 /** The events the source's calendar should hold. */
 export async function desiredFor(ctx: ServiceContext, source: SourceKey): Promise<DesiredEvent[]> {
-  return desiredEvents(await confirmedOccurrences(ctx, source));
+  return desiredEvents(await confirmedOccurrences(ctx, source), ctx.config.cancelledTitlePrefix);
 }
 
 /** Runs `body` and answers the fake's counters over it, the push jobs that ran, and its wall time. */

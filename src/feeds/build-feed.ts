@@ -2,6 +2,7 @@
 import { createHash } from 'node:crypto';
 import type { Config } from '../config.ts';
 import type { Snapshot } from '../sources/snapshot-store.ts';
+import { shownSummary } from '../timetable/event-text.ts';
 import { compareOccurrences, expand } from '../timetable/expand.ts';
 import type { Occurrence, SubscriberOptions } from '../timetable/types.ts';
 import { type ExpansionSettings, frozenOccurrences, HistoryMask } from './history.ts';
@@ -9,7 +10,10 @@ import { type PublishedState, previousOccurrences, tombstonesFor } from './plan-
 import { renderIcs } from './render-ics.ts';
 
 /** The settings a feed's content depends on. */
-export type FeedSettings = Pick<Config, 'timezone' | 'weekParityAnchors' | 'holidays' | 'refreshIntervalMs'>;
+export type FeedSettings = Pick<
+  Config,
+  'timezone' | 'weekParityAnchors' | 'holidays' | 'refreshIntervalMs' | 'cancelledTitlePrefix'
+>;
 
 /** Bumped when the rendering changes in a way stored feeds must pick up. */
 const RENDER_VERSION = 1;
@@ -25,6 +29,7 @@ export function settingsHash(settings: FeedSettings): string {
     settings.weekParityAnchors,
     settings.holidays,
     settings.refreshIntervalMs,
+    settings.cancelledTitlePrefix,
   ]);
   return createHash('sha256').update(key).digest('base64url').slice(0, 16);
 }
@@ -73,9 +78,16 @@ export interface FeedMeta {
   alarmMinutes?: number | undefined;
 }
 
-/** Renders occurrences as the feed's ICS text, with the stale marker when the data is old. */
+/**
+ * Renders occurrences as the feed's ICS text, with the stale marker when the data is old and cancelled classes
+ * titled as such (`CANCELLED_TITLE_PREFIX`).
+ */
 export function renderFeed(occurrences: readonly Occurrence[], meta: FeedMeta, settings: FeedSettings): string {
-  return renderIcs(occurrences, {
+  const prefix = settings.cancelledTitlePrefix;
+  const shown = occurrences.map((occurrence) =>
+    occurrence.status === 'CANCELLED' ? { ...occurrence, summary: shownSummary(occurrence, prefix) } : occurrence,
+  );
+  return renderIcs(shown, {
     name: meta.name,
     timezone: settings.timezone,
     refreshIntervalMs: settings.refreshIntervalMs,

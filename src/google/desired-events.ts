@@ -1,5 +1,6 @@
 /** What a push target's calendar should hold, derived from a feed's occurrences (pure). */
 import { createHash } from 'node:crypto';
+import { shownSummary } from '../timetable/event-text.ts';
 import type { Occurrence } from '../timetable/types.ts';
 import type { DesiredEvent, EventMarker, OwnedEventFields } from './calendar-client.ts';
 import { eventIdFor } from './event-id.ts';
@@ -45,16 +46,20 @@ export function fieldsHash(fields: OwnedEventFields): string {
 }
 
 /**
- * The events a calendar should hold: the confirmed occurrences (cancelled ones are deleted in Google, where
- * a deletion is visible enough). An occurrence UID seen twice keeps its first occurrence.
+ * The events a calendar should hold: the confirmed occurrences, and the cancelled ones (kept in feeds for
+ * `CANCELLED_RETENTION`) titled with `cancelledTitlePrefix`, so that a cancelled class says so in Google too
+ * until it leaves the feed. With an empty prefix, cancelled occurrences are left out and their events deleted:
+ * an event looking like any other class would say it still takes place. An occurrence UID seen twice keeps its
+ * first occurrence.
  */
-export function desiredEvents(occurrences: readonly Occurrence[]): DesiredEvent[] {
+export function desiredEvents(occurrences: readonly Occurrence[], cancelledTitlePrefix: string): DesiredEvent[] {
   const seen = new Set<string>();
   const events: DesiredEvent[] = [];
   for (const occurrence of occurrences) {
-    if (occurrence.status !== 'CONFIRMED' || seen.has(occurrence.uid)) continue;
+    if (seen.has(occurrence.uid)) continue;
+    if (occurrence.status !== 'CONFIRMED' && cancelledTitlePrefix === '') continue;
     seen.add(occurrence.uid);
-    const fields = ownedFields(occurrence);
+    const fields = ownedFields({ ...occurrence, summary: shownSummary(occurrence, cancelledTitlePrefix) });
     events.push({ id: eventIdFor(occurrence.uid), fields, hash: fieldsHash(fields) });
   }
   return events;

@@ -16,8 +16,8 @@ export interface PendingChanges {
 }
 
 /**
- * The events a target of `source` should hold: the published feed's confirmed classes; undefined before the first
- * publication.
+ * The events a target of `source` should hold: the published feed's classes (cancelled ones titled as such, see
+ * `desiredEvents`); undefined before the first publication.
  */
 export async function loadDesired(
   ctx: Pick<ServiceContext, 'snapshots' | 'config'>,
@@ -25,7 +25,7 @@ export async function loadDesired(
 ): Promise<DesiredEvent[] | undefined> {
   const { snapshot, published } = await ctx.snapshots.load(source);
   if (!snapshot || !published) return undefined;
-  return desiredEvents(feedOccurrences(snapshot, published, ctx.config));
+  return desiredEvents(feedOccurrences(snapshot, published, ctx.config), ctx.config.cancelledTitlePrefix);
 }
 
 /**

@@ -89,19 +89,21 @@ export async function publishTimetable(
     );
     return { outcome: 'awaiting-confirmation', occurrences: stored.state?.occurrences ?? 0, pushJobs: 0 };
   }
+  // Google holds cancelled classes titled as such while they are in the feed: one leaving it is a write there.
+  const owesPush = plan.change !== undefined || tombstonesLeft(stored.published, plan.state);
   await commit(
     ctx,
     source,
     { hash, fetchedAt: now, name: input.fetched.name, entries: entries.entries, problems: input.fetched.problems },
     plan,
-    now,
+    { now, owesPush },
   );
   await ctx.registry.recordSuccess(source, now, {
     occurrences: plan.occurrences.length,
     problems,
     changed: plan.change !== undefined,
   });
-  const pushJobs = plan.change || stored.pushOwed ? await fanOutPush(ctx, source) : 0;
+  const pushJobs = owesPush || stored.pushOwed ? await fanOutPush(ctx, source) : 0;
   if (plan.change)
     log.info({ changes: plan.change.counts, occurrences: plan.occurrences.length, pushJobs }, 'feed published');
   return {
@@ -188,23 +190,27 @@ function isConfirmed(
   return reason === 'confirm' || now - (state.pendingSince ?? now) >= ctx.config.confirmDelayMs;
 }
 
+/** Whether a cancelled class left the feed (its time in it is over, or it came back). */
+function tombstonesLeft(before: PublishedState | undefined, after: PublishedState): boolean {
+  const kept = new Set(after.tombstones.map((tomb) => tomb.occurrence.uid));
+  return (before?.tombstones ?? []).some((tomb) => !kept.has(tomb.occurrence.uid));
+}
+
 /** Stores snapshot, publication, feed and change record in one transaction, and notes that targets are owed a push. */
 async function commit(
   ctx: ServiceContext,
   source: SourceKey,
   snapshot: Snapshot,
   plan: PublicationPlan,
-  now: number,
+  { now, owesPush }: { now: number; owesPush: boolean },
 ): Promise<void> {
   const feed = encodeFeed(renderFeed(plan.occurrences, { name: snapshot.name, stamp: now }, ctx.config), now);
   const multi = ctx.redis.multi();
   ctx.snapshots.writeSnapshot(multi, source, snapshot);
   ctx.snapshots.writePublished(multi, source, plan.state);
   ctx.feeds.write(multi, source, feed);
-  if (plan.change) {
-    ctx.snapshots.appendChange(multi, source, plan.change);
-    ctx.snapshots.markPushOwed(multi, source);
-  }
+  if (plan.change) ctx.snapshots.appendChange(multi, source, plan.change);
+  if (owesPush) ctx.snapshots.markPushOwed(multi, source);
   await execOrThrow(multi);
 }
 

@@ -1,4 +1,4 @@
-import type { SubscriberOptions, TimetableEntry } from './types.ts';
+import type { Occurrence, SubscriberOptions, TimetableEntry } from './types.ts';
 
 /** Default SUMMARY: the subject with its kind, e.g. "Математический анализ (лекция)". */
 export const DEFAULT_TITLE_TEMPLATE = '{subject} ({kind})';
@@ -48,6 +48,18 @@ export function applyTitleTemplate(template: string, entry: TimetableEntry): str
       .replace(/^\s*[-–,:]\s*/, '')
       .trim()
   );
+}
+
+/**
+ * SUMMARY as calendars show it: a cancelled occurrence's title starts with `cancelledPrefix` (once, however often
+ * it is rendered), since several calendar apps ignore STATUS:CANCELLED. Applied when a feed or a Google event is
+ * written, never stored: a stored title stays the class's own, so title templates and a changed prefix apply to it.
+ */
+export function shownSummary(occurrence: Pick<Occurrence, 'summary' | 'status'>, cancelledPrefix: string): string {
+  const { summary } = occurrence;
+  if (occurrence.status !== 'CANCELLED' || cancelledPrefix === '' || summary.startsWith(cancelledPrefix))
+    return summary;
+  return cancelledPrefix + summary;
 }
 
 /** SUMMARY, LOCATION, DESCRIPTION and CATEGORIES of an entry. */

@@ -78,19 +78,29 @@ describe('fieldsHash', () => {
 });
 
 describe('desiredEvents', () => {
-  it('keeps confirmed occurrences only, with ids from their uids and the digest of their fields', () => {
-    const events = desiredEvents([
-      occurrence(),
-      occurrence({ uid: '4711-2025-10-08', date: '2025-10-08', status: 'CANCELLED' }),
-      occurrence({ uid: '4712-2025-10-01' }),
-    ]);
+  const cancelled = occurrence({ uid: '4711-2025-10-08', date: '2025-10-08', status: 'CANCELLED' });
+
+  it('without a cancelled-title prefix keeps confirmed occurrences only, ids from uids, digests of their fields', () => {
+    const events = desiredEvents([occurrence(), cancelled, occurrence({ uid: '4712-2025-10-01' })], '');
     expect(events.map((event) => event.id)).toEqual([eventIdFor('4711-2025-10-01'), eventIdFor('4712-2025-10-01')]);
     expect(events[0]?.hash).toBe(fieldsHash(ownedFields(occurrence())));
     expect(events[0]?.fields).toEqual(ownedFields(occurrence()));
   });
 
+  it('with a prefix keeps a cancelled occurrence, titled with the prefix once, under another digest', () => {
+    const events = desiredEvents([occurrence(), cancelled], 'Отменено: ');
+    expect(events.map((event) => event.id)).toEqual([eventIdFor('4711-2025-10-01'), eventIdFor('4711-2025-10-08')]);
+    expect(events[0]?.fields.summary).toBe('Математика (лекция)');
+    expect(events[1]?.fields.summary).toBe('Отменено: Математика (лекция)');
+    const live = desiredEvents([{ ...cancelled, status: 'CONFIRMED' }], 'Отменено: ')[0];
+    expect(events[1]?.hash).not.toBe(live?.hash);
+    // Rendering again what was rendered once never doubles the prefix.
+    const again = desiredEvents([{ ...cancelled, summary: 'Отменено: Математика (лекция)' }], 'Отменено: ');
+    expect(again[0]?.fields.summary).toBe('Отменено: Математика (лекция)');
+  });
+
   it('a uid seen twice gives one event', () => {
-    expect(desiredEvents([occurrence(), occurrence({ summary: 'again' })])).toHaveLength(1);
+    expect(desiredEvents([occurrence(), occurrence({ summary: 'again' })], '')).toHaveLength(1);
   });
 });
 

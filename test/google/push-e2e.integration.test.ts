@@ -105,18 +105,33 @@ describe('Google push through the adapter and the fake Google', () => {
     expect(h.calendar(target.calendarId)).toEqual(await h.desired(target.source));
   });
 
-  it('a cancelled class is exactly one events.delete and no other request', async () => {
+  it('a cancelled class is one events.patch titling it cancelled, and one events.delete when it leaves the feed', async () => {
     const { target, entryId, eventId, pushes } = await withOneDayClass();
+    const before = h.fake.event(target.calendarId, eventId)?.summary;
     await h.sim.deleteEntry(entryId);
     const refresh = (await h.refresh(target.source)) as RefreshJobResult;
     expect(refresh).toMatchObject({ outcome: 'published', changes: { removed: 1, moved: 0, added: 0, changed: 0 } });
     const push = (await h.settled(target.id, pushes + 1)).at(-1);
-    expect(push?.result).toMatchObject({ deleted: 1, writes: 1, reads: 0 });
-    expect(h.fake.counts().byMethod).toEqual({ 'events.delete': 1 });
-    expect(h.fake.counts().total).toBe(1);
-    expect(h.fake.event(target.calendarId, eventId)?.status).toBe('cancelled');
+    expect(push?.result).toMatchObject({ patched: 1, deleted: 0, writes: 1, reads: 0 });
+    expect(h.fake.counts().byMethod).toEqual({ 'events.patch': 1 });
+    expect(h.fake.event(target.calendarId, eventId)).toMatchObject({
+      status: 'confirmed',
+      summary: `Отменено: ${before}`,
+    });
     expect(h.calendar(target.calendarId)).toEqual(await h.desired(target.source));
-    expect(h.calendar(target.calendarId).some((event) => event.id === eventId)).toBe(false);
+    // Once CANCELLED_RETENTION has passed, the class leaves the feed, and Google deletes it.
+    h.fake.resetCounts();
+    h.clock.now += h.ctx.config.cancelledRetentionMs + 60_000;
+    try {
+      await h.refresh(target.source);
+      const gone = (await h.settled(target.id, pushes + 2)).at(-1);
+      expect(gone?.result).toMatchObject({ deleted: 1, writes: 1 });
+      expect(h.fake.counts().byMethod).toEqual({ 'events.delete': 1 });
+      expect(h.fake.event(target.calendarId, eventId)?.status).toBe('cancelled');
+      expect(h.calendar(target.calendarId).some((event) => event.id === eventId)).toBe(false);
+    } finally {
+      h.clock.now -= h.ctx.config.cancelledRetentionMs + 60_000;
+    }
   });
 
   it('the past is history: a room change and a deletion leave ended events untouched in the feed and Google', async () => {

@@ -263,15 +263,19 @@ export class PushHarness {
     return feedOccurrences(snapshot, published, this.ctx.config);
   }
 
-  /** What the calendar should hold: the feed's confirmed occurrences, by id. */
+  /**
+   * What the calendar should hold: the feed's confirmed occurrences, and its cancelled ones titled with the
+   * cancelled-title prefix (none without a prefix), by id.
+   */
   async desired(source: SourceKey): Promise<EventView[]> {
     const { snapshot, published } = await this.ctx.snapshots.load(source);
     if (!snapshot || !published) throw new Error(`${source} is not published`);
+    const prefix = this.ctx.config.cancelledTitlePrefix;
     return feedOccurrences(snapshot, published, this.ctx.config)
-      .filter((occurrence) => occurrence.status === 'CONFIRMED')
+      .filter((occurrence) => occurrence.status === 'CONFIRMED' || prefix !== '')
       .map((occurrence) => ({
         id: eventIdFor(occurrence.uid),
-        summary: occurrence.summary,
+        summary: occurrence.status === 'CANCELLED' ? prefix + occurrence.summary : occurrence.summary,
         start: new Date(occurrence.startUtc).toISOString(),
       }))
       .sort(byId);
@@ -282,7 +286,7 @@ export class PushHarness {
     const feed = await this.ctx.feeds.get(source);
     if (!feed) throw new Error(`no feed for ${source}`);
     return readEvents(feed.body.toString('utf8'))
-      .filter((event) => event.status !== 'CANCELLED')
+      .filter((event) => event.status !== 'CANCELLED' || this.ctx.config.cancelledTitlePrefix !== '')
       .map((event) => ({ id: eventIdFor(event.uid), summary: event.summary, start: event.start }))
       .sort(byId);
   }

@@ -1,5 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { renderVariant } from '../../src/feeds/build-feed.ts';
 import type { RefreshJobResult } from '../../src/jobs/contract.ts';
+import { markFeedStale } from '../../src/jobs/publish-timetable.ts';
 import type { TimetableEntry } from '../../src/timetable/types.ts';
 import { type Pipeline, readEvents, startPipeline } from './helpers.ts';
 
@@ -104,6 +106,28 @@ describe('refresh pipeline', () => {
     const ended = events.filter((event) => event.end <= now);
     expect(ended).toEqual(before.filter((event) => event.end <= now));
     expect(ended.every((event) => event.status === 'CONFIRMED')).toBe(true);
+    // Several calendar apps ignore STATUS: the title says it too, once, also in a subscriber's titles.
+    expect(future.map((event) => event.summary)).toEqual(
+      future.map(() => `Отменено: ${entry.subjectName} (${entry.kind})`),
+    );
+    const { snapshot, published } = await pipeline.ctx.snapshots.load(source);
+    if (!snapshot || !published) throw new Error('not published');
+    const variant = renderVariant(snapshot, published, pipeline.ctx.config, { titleTemplate: '{subject} [{room}]' });
+    const titled = readEvents(variant).filter(
+      (event) => event.uid.startsWith(`${entry.id}-`) && event.status === 'CANCELLED',
+    );
+    expect(new Set(titled.map((event) => event.summary))).toEqual(
+      new Set([`Отменено: ${entry.subjectName} [${entry.room}]`]),
+    );
+    const unprefixed = renderVariant(snapshot, published, { ...pipeline.ctx.config, cancelledTitlePrefix: '' }, {});
+    expect(readEvents(unprefixed).find((event) => event.uid === future[0]?.uid)?.summary).toBe(
+      `${entry.subjectName} (${entry.kind})`,
+    );
+    // A re-render (a refresh with nothing new, then a stale marker) still prefixes once.
+    await pipeline.refresh(source);
+    await markFeedStale(pipeline.ctx, source, pipeline.clock.now);
+    const again = readEvents(await feedText(source)).filter((event) => event.uid.startsWith(`${entry.id}-`));
+    expect(again.map((event) => event.summary)).toEqual(events.map((event) => event.summary));
 
     // Fifteen days later the cancelled classes have left the feed; the ones that took place have not.
     pipeline.clock.now += 15 * 86_400_000;
