@@ -58,6 +58,8 @@ export interface CalendarClient {
   createCalendar(summary: string, timeZone: string): Promise<CalendarInfo>;
   /** The calendar, or {@link CalendarGoneError} when it was deleted or is not reachable by this account. */
   getCalendar(calendarId: string): Promise<CalendarInfo>;
+  /** Renames a calendar (its summary, nothing else); {@link CalendarGoneError} when it is gone or not reachable. */
+  renameCalendar(calendarId: string, summary: string): Promise<CalendarInfo>;
   /** Deletes a secondary calendar; one that is already gone counts as deleted. */
   deleteCalendar(calendarId: string): Promise<void>;
   /**

@@ -24,6 +24,7 @@ export type GoogleOperation =
   | 'calendars.insert'
   | 'calendars.get'
   | 'calendars.delete'
+  | 'calendars.patch'
   | 'events.insert'
   | 'events.get'
   | 'events.patch'
@@ -53,6 +54,7 @@ const CALENDAR_OPERATIONS = new Set<GoogleOperation>([
   'calendars.get',
   'calendars.delete',
   'calendars.insert',
+  'calendars.patch',
   'events.insert',
   'events.list',
 ]);

@@ -95,6 +95,14 @@ class GoogleCalendar implements CalendarClient {
     return calendarInfo(response.data);
   }
 
+  async renameCalendar(calendarId: string, summary: string): Promise<CalendarInfo> {
+    // PATCH: only the summary changes; the owner's description, colour and sharing stay.
+    const response = await this.#call('calendars.patch', () =>
+      this.#api.calendars.patch({ calendarId, requestBody: { summary }, fields: CALENDAR_FIELDS }),
+    );
+    return calendarInfo(response.data);
+  }
+
   async deleteCalendar(calendarId: string): Promise<void> {
     try {
       await this.#call('calendars.delete', () => this.#api.calendars.delete({ calendarId }));

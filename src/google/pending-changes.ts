@@ -23,9 +23,18 @@ export async function loadDesired(
   ctx: Pick<ServiceContext, 'snapshots' | 'config'>,
   source: SourceKey,
 ): Promise<DesiredEvent[] | undefined> {
+  return (await loadPublished(ctx, source))?.desired;
+}
+
+/** The events a target of `source` should hold, and the published timetable's name; undefined before publication. */
+export async function loadPublished(
+  ctx: Pick<ServiceContext, 'snapshots' | 'config'>,
+  source: SourceKey,
+): Promise<{ desired: DesiredEvent[]; name: string } | undefined> {
   const { snapshot, published } = await ctx.snapshots.load(source);
   if (!snapshot || !published) return undefined;
-  return desiredEvents(feedOccurrences(snapshot, published, ctx.config), ctx.config.cancelledTitlePrefix);
+  const occurrences = feedOccurrences(snapshot, published, ctx.config);
+  return { desired: desiredEvents(occurrences, ctx.config.cancelledTitlePrefix), name: snapshot.name };
 }
 
 /**

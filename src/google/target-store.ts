@@ -174,6 +174,11 @@ export class TargetStore {
     return this.update(id, { set, remove: STOP_FIELDS, due: { kind: 'set', at: now }, clearIndex: true, now });
   }
 
+  /** Records the name its calendar has now, while the target still points at `calendarId`; false otherwise. */
+  async recordCalendarName(id: string, calendarId: string, calendarName: string): Promise<boolean> {
+    return this.update(id, { set: { calendarName }, ifCalendar: calendarId });
+  }
+
   /** The target a Google user connected for `source`, if it still exists. */
   async findByUser(googleUser: string, source: SourceKey): Promise<PushTarget | undefined> {
     const id = await this.redis.get(this.keys.googleUserTarget(googleUser, source));

@@ -2,7 +2,7 @@
 import type { ServiceContext } from '../runtime/context.ts';
 import { DecryptionError, SecretKeyMissingError } from '../security/errors.ts';
 import { type SourceKey, sourceOf } from '../sources/source.ts';
-import { calendarName } from '../timetable/calendar-name.ts';
+import { calendarName, derivedName } from '../timetable/calendar-name.ts';
 import {
   UpstreamAuthError,
   UpstreamError,
@@ -35,7 +35,10 @@ export async function fetchSource(ctx: ServiceContext, run: RefreshRun): Promise
       ref.kind === 'group'
         ? await ctx.upstream.groupSchedule(id, options)
         : await ctx.upstream.employeeSchedule(id, options);
-    return { ...result, name: calendarName({ kind: ref.kind, id }, result.entries) };
+    const subject = { kind: ref.kind, id };
+    // Only when the entries do not name the timetable (none, or a tie): the name it had before, not `Группа 4242`.
+    const known = derivedName(subject, result.entries) ?? (await ctx.snapshots.snapshot(run.source))?.name;
+    return { ...result, name: calendarName(subject, result.entries, known) };
   }
   const subscription = await ctx.subscriptions.get(ref.id);
   if (!subscription) throw new SubscriptionUnusableError(`subscription ${ref.id} no longer exists`);

@@ -5,9 +5,11 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { Processor } from 'bullmq';
+import type { CalendarClient } from '../google/calendar-client.ts';
 import { markerFor } from '../google/desired-events.ts';
 import { TargetRemovedError } from '../google/errors.ts';
-import { loadDesired } from '../google/pending-changes.ts';
+import { nameCalendar } from '../google/name-calendar.ts';
+import { loadPublished } from '../google/pending-changes.ts';
 import type { SyncCounts } from '../google/sync-target.ts';
 import { syncTarget } from '../google/sync-target.ts';
 import type { PushTarget } from '../google/target-store.ts';
@@ -66,17 +68,19 @@ async function push(ctx: ServiceContext, data: PushJobData, run: PushRun): Promi
       await targets.scheduleReconcile(target.id, target.pausedUntil);
     return { skipped: skipped ?? 'target removed' };
   }
-  const desired = await loadDesired(ctx, target.source);
-  if (desired === undefined) return { skipped: 'no timetable yet' };
+  const published = await loadPublished(ctx, target.source);
+  if (published === undefined) return { skipped: 'no timetable yet' };
+  const { desired } = published;
   const credential = await targets.refreshToken(target.id);
   if (credential === undefined) return { skipped: 'target removed' };
   run.started(credential.version, target.calendarId);
   const reconcile = target.reconcileRequested || data.reason !== 'refresh' || (await index.size(target.id)) === 0;
   const started = performance.now();
   let summary: SyncCounts;
+  const calendar = ctx.google.calendar(credential.token, target.budgetKey, run.signal);
   try {
     summary = await syncTarget({
-      calendar: ctx.google.calendar(credential.token, target.budgetKey, run.signal),
+      calendar,
       calendarId: target.calendarId,
       targetId: target.id,
       marker: markerFor(target.source),
@@ -95,6 +99,7 @@ async function push(ctx: ServiceContext, data: PushJobData, run: PushRun): Promi
     if (error instanceof TargetRemovedError) return { skipped: 'target removed during push' };
     throw error;
   }
+  await renameIfNamed(ctx, run, calendar, target, published.name);
   const durationMs = Math.round(performance.now() - started);
   const at = ctx.now();
   // Refusal examples are kept on the target for admins; the push summary and the job's result stay counts.
@@ -108,4 +113,25 @@ async function push(ctx: ServiceContext, data: PushJobData, run: PushRun): Promi
   const level = summary.writes > 0 || summary.conflicts > 0 ? 'info' : 'debug';
   run.log[level]({ ...summary, reconciled: reconcile, durationMs }, 'pushed to Google Calendar');
   return { ...summary, reconciled: reconcile, durationMs };
+}
+
+/**
+ * Gives a calendar created before its timetable was named the timetable's name. After the events: a failure here
+ * is logged and tried again by the next push (the placeholder stays recorded), and never costs the events a retry.
+ */
+async function renameIfNamed(
+  ctx: ServiceContext,
+  run: PushRun,
+  calendar: CalendarClient,
+  target: PushTarget,
+  name: string,
+): Promise<void> {
+  const record = (id: string, calendarId: string, calendarName: string) =>
+    ctx.google.targets.recordCalendarName(id, calendarId, calendarName);
+  try {
+    await nameCalendar(calendar, target, name, record, run.log);
+  } catch (error) {
+    const reason = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+    run.log.warn({ reason }, 'could not rename the google calendar; the next push tries again');
+  }
 }

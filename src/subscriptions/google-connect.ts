@@ -14,6 +14,7 @@ import { withLock } from '../lib/redis-lock.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { SecretKeyMissingError } from '../security/errors.ts';
 import { type SourceKey, sourceOf } from '../sources/source.ts';
+import { placeholderName } from '../timetable/calendar-name.ts';
 import { UnknownSourceError } from './errors.ts';
 
 /** What a connection is made of. `source` must be valid (see `parseSource`). */
@@ -251,13 +252,14 @@ async function startPushing(ctx: ServiceContext, id: string, source: SourceKey):
   await enqueuePush(ctx, id, source, 'connect');
 }
 
-/** A readable calendar name for the source: the timetable's own, the subscription's, or `Group 4242`. */
+/** A readable calendar name for the source: the timetable's own, the subscription's, or `Группа 4242`. */
 async function sourceName(ctx: ServiceContext, source: SourceKey): Promise<string> {
   const ref = sourceOf(source);
   const subscription = ref.kind === 'personal' ? await ctx.subscriptions.get(ref.id) : undefined;
   if (ref.kind === 'personal' && subscription === undefined) throw new UnknownSourceError(`no subscription ${ref.id}`);
   const snapshot = await ctx.snapshots.snapshot(source);
   if (snapshot !== undefined && snapshot.name.trim() !== '') return snapshot.name;
-  if (subscription !== undefined) return subscription.name;
-  return ref.kind === 'group' ? `Group ${ref.id}` : `Teacher ${ref.id}`;
+  if (ref.kind === 'personal') return subscription?.name ?? 'Моё расписание';
+  // Renamed by the first push after the timetable names itself (`nameCalendar`).
+  return placeholderName({ kind: ref.kind, id: Number(ref.id) });
 }

@@ -84,6 +84,29 @@ export class CalendarState {
     return calendarResource(this.calendar(owner, calendarId));
   }
 
+  /**
+   * calendars.patch (only the fields sent change) and calendars.update (the resource replaced: a missing summary
+   * is 400 required, like a missing or empty one on insert; an unset description is removed). 404 notFound for a
+   * calendar the user cannot see.
+   */
+  changeCalendar(
+    owner: string | undefined,
+    calendarId: string,
+    body: JsonObject,
+    mode: 'patch' | 'update',
+  ): JsonObject {
+    const calendar = this.calendar(owner, calendarId);
+    const summary = body.summary;
+    if (summary === '' || (summary === undefined && mode === 'update')) throw apiErrors.required('Missing title.');
+    if (summary !== undefined && typeof summary !== 'string') throw apiErrors.invalid('Invalid value for: summary');
+    if (typeof summary === 'string') calendar.summary = summary;
+    if (typeof body.timeZone === 'string') calendar.timeZone = body.timeZone;
+    if (typeof body.description === 'string') calendar.description = body.description;
+    else if (mode === 'update') delete calendar.description;
+    calendar.etag = this.stamp().etag;
+    return calendarResource(calendar);
+  }
+
   /** calendars.delete: the calendar and its events are gone; later requests answer 404. */
   deleteCalendar(owner: string | undefined, calendarId: string): void {
     this.calendar(owner, calendarId);

@@ -5,6 +5,8 @@ export type ApiMethod =
   | 'calendars.insert'
   | 'calendars.get'
   | 'calendars.delete'
+  | 'calendars.patch'
+  | 'calendars.update'
   | 'events.insert'
   | 'events.get'
   | 'events.patch'
@@ -15,6 +17,8 @@ export type ApiMethod =
 const WRITES: ReadonlySet<ApiMethod> = new Set([
   'calendars.insert',
   'calendars.delete',
+  'calendars.patch',
+  'calendars.update',
   'events.insert',
   'events.patch',
   'events.update',

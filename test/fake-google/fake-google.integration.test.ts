@@ -21,6 +21,34 @@ describe('fake Google: calendars', () => {
     expect(google.calendars()).toEqual([]);
   });
 
+  it('patches and updates a calendar like Google: a title is required, other users get 404', async () => {
+    const google = await fake();
+    const { api, user, calendarId } = await userWithCalendar(google);
+    const patched = await api.calendars.patch({ calendarId, requestBody: { summary: '09-351' } });
+    expect(patched.data).toMatchObject({ id: calendarId, summary: '09-351', timeZone: 'Europe/Moscow' });
+    expect(google.calendars(user)[0]).toMatchObject({ summary: '09-351', timeZone: 'Europe/Moscow' });
+    // PATCH changes only what it is given; PUT replaces the resource and needs its title.
+    await api.calendars.patch({ calendarId, requestBody: { description: 'Расписание' } });
+    expect((await api.calendars.get({ calendarId })).data).toMatchObject({
+      summary: '09-351',
+      description: 'Расписание',
+    });
+    const updated = await api.calendars.update({ calendarId, requestBody: { summary: '09-352', timeZone: 'UTC' } });
+    expect(updated.data).toMatchObject({ summary: '09-352', timeZone: 'UTC' });
+    expect(updated.data.description).toBeUndefined();
+    for (const call of [
+      api.calendars.patch({ calendarId, requestBody: { summary: '' } }),
+      api.calendars.update({ calendarId, requestBody: { timeZone: 'UTC' } }),
+    ])
+      expect(await failure(call)).toMatchObject({ status: 400, body: googleError(400, 'required') });
+    const other = client(google, google.addUser().refreshToken);
+    expect(await failure(other.calendars.patch({ calendarId, requestBody: { summary: 'x' } }))).toMatchObject({
+      status: 404,
+      body: googleError(404, 'notFound'),
+    });
+    expect(google.counts().byMethod).toMatchObject({ 'calendars.patch': 4, 'calendars.update': 2 });
+  });
+
   it('hides calendars of other users (scope calendar.app.created) and requires a title', async () => {
     const google = await fake();
     const { calendarId } = await userWithCalendar(google);

@@ -34,7 +34,15 @@ export function matchRoute(httpMethod: string, pathname: string): ApiRoute | und
   const pick = (method: ApiMethod | undefined): ApiRoute | undefined =>
     method ? { method, calendarId, eventId } : undefined;
   if (extra === 0) return pick(httpMethod === 'POST' ? 'calendars.insert' : undefined);
-  if (extra === 1) return pick(({ GET: 'calendars.get', DELETE: 'calendars.delete' } as const)[httpMethod as 'GET']);
+  if (extra === 1) {
+    const byVerb = {
+      GET: 'calendars.get',
+      PATCH: 'calendars.patch',
+      PUT: 'calendars.update',
+      DELETE: 'calendars.delete',
+    };
+    return pick((byVerb as Record<string, ApiMethod>)[httpMethod]);
+  }
   if (events !== 'events') return undefined;
   if (extra === 2) return pick(({ GET: 'events.list', POST: 'events.insert' } as const)[httpMethod as 'GET']);
   if (extra !== 3) return undefined;
@@ -69,6 +77,10 @@ function call(state: CalendarState, route: ApiRoute, user: string, params: URLSe
       return state.getCalendar(user, cal);
     case 'calendars.delete':
       return state.deleteCalendar(user, cal);
+    case 'calendars.patch':
+      return state.changeCalendar(user, cal, parseJsonObject(body), 'patch');
+    case 'calendars.update':
+      return state.changeCalendar(user, cal, parseJsonObject(body), 'update');
     case 'events.insert':
       return state.insertEvent(user, cal, parseJsonObject(body));
     case 'events.get':

@@ -31,6 +31,7 @@ export interface StoredEvent {
 export type Method =
   | 'createCalendar'
   | 'getCalendar'
+  | 'renameCalendar'
   | 'deleteCalendar'
   | 'insertEvent'
   | 'getEvent'
@@ -129,6 +130,13 @@ export class MemoryCalendar implements CalendarClient {
   async getCalendar(calendarId: string): Promise<CalendarInfo> {
     await this.request('getCalendar');
     return this.calendar(calendarId).info;
+  }
+
+  async renameCalendar(calendarId: string, summary: string): Promise<CalendarInfo> {
+    await this.request('renameCalendar');
+    const stored = this.calendar(calendarId);
+    stored.info = { ...stored.info, summary };
+    return stored.info;
   }
 
   async deleteCalendar(calendarId: string): Promise<void> {

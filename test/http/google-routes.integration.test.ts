@@ -142,12 +142,12 @@ describe('GET /google/callback', () => {
     expect(answer.statusCode).toBe(200);
     expect(answer.headers['cache-control']).toBe('no-store');
     expect(body.id).toMatch(TARGET_ID);
-    expect(body).toMatchObject({ source: 'group:4242', calendarName: 'Group 4242', reused: false });
+    expect(body).toMatchObject({ source: 'group:4242', calendarName: 'Группа 4242', reused: false });
     expect(body.manageToken).toMatch(/^[A-Za-z0-9_-]{43}$/);
 
     const calendars = g.fake.calendars(user);
     expect(calendars.map((calendar) => calendar.id)).toEqual([body.calendarId]);
-    expect(calendars[0]).toMatchObject({ summary: 'Group 4242', timeZone: g.ctx.config.timezone });
+    expect(calendars[0]).toMatchObject({ summary: 'Группа 4242', timeZone: g.ctx.config.timezone });
 
     const target = await g.ctx.google.targets.get(body.id);
     expect(target).toMatchObject({
