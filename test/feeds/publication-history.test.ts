@@ -25,6 +25,7 @@ const SETTINGS: FeedSettings = {
   weekParityAnchors: [],
   holidays: [],
   refreshIntervalMs: 30 * 60_000,
+  cancelledTitlePrefix: 'Отменено: ',
 };
 const DAY = 86_400_000;
 
@@ -144,8 +145,10 @@ describe('a room change mid-term', () => {
   });
 
   it('keeps Google away from the ended events: no patch, no delete', () => {
-    const index = new Map(desiredEvents(feed(first)).map((event) => [event.id, event.hash]));
-    const plan = planPush(desiredEvents(feed(moved)), index, MID_TERM);
+    const index = new Map(
+      desiredEvents(feed(first), SETTINGS.cancelledTitlePrefix).map((event) => [event.id, event.hash]),
+    );
+    const plan = planPush(desiredEvents(feed(moved), SETTINGS.cancelledTitlePrefix), index, MID_TERM);
     expect(plan.patch).toHaveLength(10);
     expect(plan.remove).toEqual([]);
     expect(plan.insert).toEqual([]);
@@ -176,15 +179,23 @@ describe('an entry deleted mid-term', () => {
     expect(deleted.state.tombstones).toHaveLength(10);
   });
 
-  it('leaves the ended events in Google and deletes only the coming ones', () => {
-    const index = new Map(desiredEvents(feed(first)).map((event) => [event.id, event.hash]));
-    const plan = planPush(desiredEvents(feed(deleted)), index, MID_TERM);
-    const removed = new Set(plan.remove);
-    expect(removed.size).toBe(10);
-    for (const o of feed(deleted).filter((item) => item.entryId === 101 && item.endUtc <= MID_TERM))
-      expect(index.has(desiredEvents([o])[0]?.id ?? '')).toBe(true);
-    expect(plan.patch).toEqual([]);
-    expect(plan.unchanged).toBe(17 + 7);
+  it('leaves the ended events in Google and cancels only the coming ones', () => {
+    const ended = feed(deleted).filter((item) => item.entryId === 101 && item.endUtc <= MID_TERM);
+    expect(ended).toHaveLength(7);
+    for (const prefix of [SETTINGS.cancelledTitlePrefix, '']) {
+      const index = new Map(desiredEvents(feed(first), prefix).map((event) => [event.id, event.hash]));
+      const plan = planPush(desiredEvents(feed(deleted), prefix), index, MID_TERM);
+      // With a prefix the coming classes are retitled as cancelled; without one they are deleted at once.
+      const cancelled = prefix === '' ? plan.remove : plan.patch.map((event) => event.id);
+      expect(new Set(cancelled).size).toBe(10);
+      expect(prefix === '' ? plan.patch : plan.remove).toEqual([]);
+      for (const o of ended) {
+        const id = desiredEvents([o], prefix)[0]?.id ?? '';
+        expect(index.has(id)).toBe(true);
+        expect(cancelled).not.toContain(id);
+      }
+      expect(plan.unchanged).toBe(17 + 7);
+    }
   });
 
   it('keeps them when the tombstones expire and when the entry comes back changed', () => {
