@@ -84,7 +84,7 @@ const SETTINGS = {
   /** Without a trailing slash; default `http://localhost:<PORT>`. */
   publicUrl: setting('PUBLIC_URL', httpUrl('PUBLIC_URL')),
   timezone: setting('TIMEZONE', timezone),
-  /** ISO dates (YYYY-MM-DD); empty: the default rule (1 September, or 2 September when that is a Sunday). */
+  /** Term starts, ISO dates (YYYY-MM-DD); empty: inferred from the timetables (docs/design.md). */
   weekParityAnchors: setting('WEEK_PARITY_ANCHORS', dateList),
   /** ISO dates on which no class takes place. */
   holidays: setting('HOLIDAYS', holidayList),

@@ -1,36 +1,41 @@
 import { type DayNumber, dateParts, dayNumber, dayNumberOf, isoWeekday, mondayOf } from './dates.ts';
 
 /**
- * Week parity as docs/design.md defines it. A parity anchor is the first study day of a count; the week
- * (Monday–Sunday) containing it is week 1, which is odd. The anchor in force for a date is the latest anchor
- * on or before it. Without explicit anchors every year has one: 1 September, or 2 September when
- * 1 September is a Sunday.
+ * Week parity as docs/design.md defines it. A term start is the first study day of a term; week 1 (odd) is
+ * the week (Monday–Sunday) containing it, or the following week when it is a Saturday or Sunday. The term
+ * start in force for a date is the latest one on or before it; before the earliest, the count runs backwards
+ * from the earliest (weeks 0, -1, …). Without any term start (nothing configured, nothing inferred) every
+ * year has one: 1 September.
  */
 export interface WeekParity {
-  /** The anchor in force for `day` (day number). */
-  anchorFor(day: DayNumber): DayNumber;
-  /** Week number counted from the anchor in force: 1 for the anchor's own week. */
+  /** The term start in force for `day` (day number). */
+  termStartFor(day: DayNumber): DayNumber;
+  /** Week number counted from the term start in force: 1 for its first week, 0 and below before it. */
   weekNumber(day: DayNumber): number;
   /** True when `day` lies in an odd week. */
   isOdd(day: DayNumber): boolean;
 }
 
-/** The default anchor of a year: 1 September, or 2 September when 1 September is a Sunday. */
-export function defaultAnchor(year: number): DayNumber {
-  const first = dayNumberOf(year, 9, 1);
-  return isoWeekday(first) === 7 ? first + 1 : first;
+/** The default term start of a year, used when nothing is configured or inferred: 1 September. */
+export function defaultTermStart(year: number): DayNumber {
+  return dayNumberOf(year, 9, 1);
+}
+
+/** The Monday of week 1 of a term: the term start's own week, or the next one when it is a Saturday or Sunday. */
+export function firstWeekMonday(termStart: DayNumber): DayNumber {
+  const monday = mondayOf(termStart);
+  return isoWeekday(termStart) >= 6 ? monday + 7 : monday;
 }
 
 /**
- * Builds the parity rule from explicit anchors (ISO dates, `WEEK_PARITY_ANCHORS`), or the default yearly rule
- * when the list is empty. Before the earliest explicit anchor the count runs backwards from it (weeks 0,
- * -1, … alternate as usual), so no date is left without a parity.
+ * Builds the parity rule from the term starts in force (ISO dates: configured or inferred), or the default
+ * yearly rule when the list is empty.
  */
-export function weekParity(anchors: readonly string[] = []): WeekParity {
-  const sorted = [...new Set(anchors.map(dayNumber))].sort((a, b) => a - b);
-  const anchorFor = sorted.length === 0 ? defaultAnchorFor : (day: DayNumber) => explicitAnchorFor(sorted, day);
-  const weekNumber = (day: DayNumber) => (mondayOf(day) - mondayOf(anchorFor(day))) / 7 + 1;
-  // Parity is asked for every occurrence; all days of a week but an anchor's own week share one answer,
+export function weekParity(termStarts: readonly string[] = []): WeekParity {
+  const sorted = [...new Set(termStarts.map(dayNumber))].sort((a, b) => a - b);
+  const termStartFor = sorted.length === 0 ? defaultTermStartFor : (day: DayNumber) => listedTermStartFor(sorted, day);
+  const weekNumber = (day: DayNumber) => (mondayOf(day) - firstWeekMonday(termStartFor(day))) / 7 + 1;
+  // Parity is asked for every occurrence; all days of a week but a term start's own week share one answer,
   // so memoise by day (a few hundred distinct days per timetable).
   const oddByDay = new Map<DayNumber, boolean>();
   const isOdd = (day: DayNumber) => {
@@ -41,17 +46,17 @@ export function weekParity(anchors: readonly string[] = []): WeekParity {
     }
     return odd;
   };
-  return { anchorFor, weekNumber, isOdd };
+  return { termStartFor, weekNumber, isOdd };
 }
 
-function defaultAnchorFor(day: DayNumber): DayNumber {
+function defaultTermStartFor(day: DayNumber): DayNumber {
   const { year } = dateParts(day);
-  const anchor = defaultAnchor(year);
-  return anchor <= day ? anchor : defaultAnchor(year - 1);
+  const own = defaultTermStart(year);
+  return own <= day ? own : defaultTermStart(year - 1);
 }
 
-function explicitAnchorFor(sorted: readonly DayNumber[], day: DayNumber): DayNumber {
-  // Binary search for the latest anchor ≤ day; before the first one, the first one.
+function listedTermStartFor(sorted: readonly DayNumber[], day: DayNumber): DayNumber {
+  // Binary search for the latest term start ≤ day; before the first one, the first one.
   let low = 0;
   let high = sorted.length - 1;
   let found = 0;

@@ -51,7 +51,10 @@ export interface SubscriberOptions {
 export interface ExpandOptions {
   /** IANA zone of the wall-clock times. */
   timezone: string;
-  /** `WEEK_PARITY_ANCHORS`; empty for the default yearly rule. */
+  /**
+   * The term starts in force (ISO dates), already resolved: configured (`WEEK_PARITY_ANCHORS`) or inferred
+   * from the timetables (see terms.ts); empty for the default rule (1 September of every year).
+   */
   anchors?: readonly string[] | undefined;
   /** ISO dates without classes. */
   holidays?: Iterable<string> | undefined;

@@ -24,33 +24,66 @@ function mondayOf(millis: number): number {
   return millis - (weekdayOf(millis) - 1) * DAY;
 }
 
-/** "1 September, or 2 September when 1 September is a Sunday." */
-function defaultAnchorOfYear(year: number): number {
-  const first = Date.UTC(year, 8, 1);
-  return weekdayOf(first) === 7 ? first + DAY : first;
+/** "With no data at all: 1 September" (of every year). */
+function defaultTermStartOfYear(year: number): number {
+  return Date.UTC(year, 8, 1);
 }
 
-/** "The anchor in force for a date is the latest anchor on or before it"; undefined when there is none. */
-export function anchorInForce(millis: number, anchors: readonly string[]): number | undefined {
-  if (anchors.length === 0) {
+/**
+ * "A date takes its parity from the latest term start on or before it (before every known term start: from
+ * the earliest one)."
+ */
+export function termStartInForce(millis: number, termStarts: readonly string[]): number {
+  if (termStarts.length === 0) {
     const year = new Date(millis).getUTCFullYear();
-    const own = defaultAnchorOfYear(year);
-    return own <= millis ? own : defaultAnchorOfYear(year - 1);
+    const own = defaultTermStartOfYear(year);
+    return own <= millis ? own : defaultTermStartOfYear(year - 1);
   }
-  let best: number | undefined;
-  for (const anchor of anchors) {
-    const at = utcMidnight(anchor);
-    if (at <= millis && (best === undefined || at > best)) best = at;
-  }
-  return best;
+  const all = termStarts.map(utcMidnight);
+  const onOrBefore = all.filter((at) => at <= millis);
+  return onOrBefore.length > 0 ? Math.max(...onOrBefore) : Math.min(...all);
 }
 
-/** "The week containing it is week 1 (odd)": odd when a whole even number of weeks lies between the Mondays. */
-export function isOddWeek(millis: number, anchors: readonly string[]): boolean {
-  const anchor = anchorInForce(millis, anchors);
-  if (anchor === undefined) throw new Error(`no anchor in force on ${isoOf(millis)}`);
-  const weeksBetween = Math.round((mondayOf(millis) - mondayOf(anchor)) / (7 * DAY));
-  return weeksBetween % 2 === 0;
+/**
+ * "Week 1 (odd) is the week containing the term start, or the following week when the term start is a
+ * Saturday or Sunday; weeks before it count back (0 even, -1 odd, …)." Walks week by week from week 1.
+ */
+export function weekNumberOf(millis: number, termStarts: readonly string[]): number {
+  const termStart = termStartInForce(millis, termStarts);
+  let monday = mondayOf(termStart);
+  if (weekdayOf(termStart) === 6 || weekdayOf(termStart) === 7) monday += 7 * DAY;
+  const target = mondayOf(millis);
+  let week = 1;
+  const step = target >= monday ? 1 : -1;
+  while (monday !== target) {
+    monday += step * 7 * DAY;
+    week += step;
+  }
+  return week;
+}
+
+/** Odd weeks: 1, 3, …, and -1, -3, … before week 1. */
+export function isOddWeek(millis: number, termStarts: readonly string[]): boolean {
+  return Math.abs(weekNumberOf(millis, termStarts)) % 2 === 1;
+}
+
+/**
+ * "Entries' start dates grouped into half-years (January–June, July–December); a half-year's term start is
+ * the start date shared by the most entries (the earliest of equals)." Read literally: every half-year, every
+ * date of it, counted again from the list.
+ */
+export function bruteForceTermStarts(startDates: readonly string[]): string[] {
+  const halves = [...new Set(startDates.map((date) => `${date.slice(0, 4)}H${Number(date.slice(5, 7)) < 7 ? 1 : 2}`))];
+  const chosen: string[] = [];
+  for (const half of halves) {
+    const inHalf = startDates.filter((date) => `${date.slice(0, 4)}H${Number(date.slice(5, 7)) < 7 ? 1 : 2}` === half);
+    const candidates = [...new Set(inHalf)].sort();
+    let best = candidates[0] as string;
+    for (const date of candidates)
+      if (inHalf.filter((d) => d === date).length > inHalf.filter((d) => d === best).length) best = date;
+    chosen.push(best);
+  }
+  return chosen.sort();
 }
 
 /** The rule's inputs. */
@@ -64,7 +97,7 @@ export interface RuleEntry {
 /** Every date d with start ≤ d ≤ finish, weekday(d) = day_week, parity matching, not a holiday. */
 export function bruteForceDates(
   entry: RuleEntry,
-  anchors: readonly string[],
+  termStarts: readonly string[],
   holidays: ReadonlySet<string>,
   window: { from?: string; to?: string } = {},
 ): string[] {
@@ -74,8 +107,8 @@ export function bruteForceDates(
     if (window.from !== undefined && iso < window.from) continue;
     if (window.to !== undefined && iso > window.to) continue;
     if (weekdayOf(day) !== entry.weekday) continue;
-    if (entry.weekType === 1 && !isOddWeek(day, anchors)) continue;
-    if (entry.weekType === 2 && isOddWeek(day, anchors)) continue;
+    if (entry.weekType === 1 && !isOddWeek(day, termStarts)) continue;
+    if (entry.weekType === 2 && isOddWeek(day, termStarts)) continue;
     if (holidays.has(iso)) continue;
     dates.push(iso);
   }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { dayNumber, isoDate } from '../../src/timetable/dates.ts';
 import { expand, occurrenceDates, occurrenceUid } from '../../src/timetable/expand.ts';
-import { defaultAnchor, weekParity } from '../../src/timetable/parity.ts';
+import { defaultTermStart, weekParity } from '../../src/timetable/parity.ts';
 import type { ExpandOptions, Occurrence, PreviousOccurrence, TimetableEntry } from '../../src/timetable/types.ts';
 import { entry } from './fixtures.ts';
 
@@ -11,14 +11,15 @@ function datesOf(entries: TimetableEntry | TimetableEntry[], options: Partial<Ex
   return expand([entries].flat(), { ...MOSCOW, ...options }).occurrences.map((o) => o.date);
 }
 
-describe('week parity: the default anchors', () => {
-  it('1 September 2024 is a Sunday, so the 2024 count starts on Monday 2 September', () => {
-    expect(isoDate(defaultAnchor(2024))).toBe('2024-09-02');
-    expect(isoDate(defaultAnchor(2025))).toBe('2025-09-01');
+describe('week parity: the default term starts (nothing configured or inferred)', () => {
+  it('1 September 2024 is a Sunday, so week 1 of the 2024 count is the week of Monday 2 September', () => {
+    expect(isoDate(defaultTermStart(2024))).toBe('2024-09-01');
+    expect(isoDate(defaultTermStart(2025))).toBe('2025-09-01');
     const parity = weekParity();
-    // 1 September 2024 itself still belongs to the count that began on 1 September 2023.
-    expect(isoDate(parity.anchorFor(dayNumber('2024-09-01')))).toBe('2023-09-01');
-    expect(parity.weekNumber(dayNumber('2024-09-01'))).toBe(53);
+    // Sunday 1 September 2024 is the term start itself, in week 0 of the new count (it used to close week 53).
+    expect(isoDate(parity.termStartFor(dayNumber('2024-09-01')))).toBe('2024-09-01');
+    expect(parity.weekNumber(dayNumber('2024-09-01'))).toBe(0);
+    expect(parity.weekNumber(dayNumber('2024-08-31'))).toBe(53);
     expect(parity.weekNumber(dayNumber('2024-09-02'))).toBe(1);
     expect(parity.weekNumber(dayNumber('2024-09-08'))).toBe(1);
     expect(parity.weekNumber(dayNumber('2024-09-09'))).toBe(2);
@@ -27,15 +28,28 @@ describe('week parity: the default anchors', () => {
   it('odd-week Mondays and Sundays around 2 September 2024', () => {
     const odd = { weekType: 1 as const, startDate: '2024-08-19', finishDate: '2024-09-30' };
     expect(datesOf(entry({ ...odd, weekday: 1 }))).toEqual(['2024-08-26', '2024-09-02', '2024-09-16', '2024-09-30']);
-    // Sunday 1 September closes week 53 of the old count (odd); Sunday 8 September closes week 1 of the new one.
-    expect(datesOf(entry({ ...odd, weekday: 7 }))).toEqual(['2024-09-01', '2024-09-08', '2024-09-22']);
-    expect(datesOf(entry({ ...odd, weekday: 7, weekType: 2 }))).toEqual(['2024-08-25', '2024-09-15', '2024-09-29']);
+    // Sunday 1 September is week 0 of the new count (even); Sunday 8 September closes week 1.
+    expect(datesOf(entry({ ...odd, weekday: 7 }))).toEqual(['2024-09-08', '2024-09-22']);
+    expect(datesOf(entry({ ...odd, weekday: 7, weekType: 2 }))).toEqual([
+      '2024-08-25',
+      '2024-09-01',
+      '2024-09-15',
+      '2024-09-29',
+    ]);
+  });
+
+  it('1 September 2018 is a Saturday, so week 1 is the week of Monday 3 September 2018', () => {
+    const parity = weekParity();
+    expect(parity.weekNumber(dayNumber('2018-09-01'))).toBe(0);
+    expect(parity.weekNumber(dayNumber('2018-09-03'))).toBe(1);
+    expect(parity.isOdd(dayNumber('2018-09-04'))).toBe(true);
+    expect(parity.isOdd(dayNumber('2018-09-11'))).toBe(false);
   });
 
   it('counts January from the September before it', () => {
     // 2025-09-01 is week 1; 2026-01-12 is 19 weeks later: week 20, even.
     const parity = weekParity();
-    expect(isoDate(parity.anchorFor(dayNumber('2026-01-12')))).toBe('2025-09-01');
+    expect(isoDate(parity.termStartFor(dayNumber('2026-01-12')))).toBe('2025-09-01');
     expect(parity.weekNumber(dayNumber('2026-01-12'))).toBe(20);
     expect(parity.isOdd(dayNumber('2026-01-12'))).toBe(false);
     // 2026-08-31 is a Monday, 52 weeks after 2025-09-01 (the 2026 anchor is 1 September): week 53, odd.
@@ -49,9 +63,9 @@ describe('week parity: explicit anchors', () => {
 
   it('a January date counts from 2025-09-01, a date on or after 2026-02-09 from it', () => {
     const parity = weekParity(anchors);
-    expect(isoDate(parity.anchorFor(dayNumber('2026-01-19')))).toBe('2025-09-01');
-    expect(isoDate(parity.anchorFor(dayNumber('2026-02-08')))).toBe('2025-09-01');
-    expect(isoDate(parity.anchorFor(dayNumber('2026-02-09')))).toBe('2026-02-09');
+    expect(isoDate(parity.termStartFor(dayNumber('2026-01-19')))).toBe('2025-09-01');
+    expect(isoDate(parity.termStartFor(dayNumber('2026-02-08')))).toBe('2025-09-01');
+    expect(isoDate(parity.termStartFor(dayNumber('2026-02-09')))).toBe('2026-02-09');
     expect(parity.weekNumber(dayNumber('2026-02-02'))).toBe(23);
     expect(parity.weekNumber(dayNumber('2026-02-09'))).toBe(1);
     // Two odd weeks in a row where the new count starts.
@@ -63,7 +77,7 @@ describe('week parity: explicit anchors', () => {
   it('replaces the default rule entirely', () => {
     // With only a February anchor, September 2026 does not restart the count.
     const parity = weekParity(['2026-02-09']);
-    expect(isoDate(parity.anchorFor(dayNumber('2026-09-07')))).toBe('2026-02-09');
+    expect(isoDate(parity.termStartFor(dayNumber('2026-09-07')))).toBe('2026-02-09');
     expect(parity.weekNumber(dayNumber('2026-09-07'))).toBe(31);
   });
 
@@ -86,7 +100,7 @@ describe('week parity: explicit anchors', () => {
     ]);
   });
 
-  it('before the earliest explicit anchor counts backwards from it (not in docs/design.md: documents our choice)', () => {
+  it('before the earliest explicit term start counts backwards from it (weeks 0 even, -1 odd)', () => {
     const parity = weekParity(['2026-02-09']);
     expect(parity.weekNumber(dayNumber('2026-02-02'))).toBe(0);
     expect(parity.isOdd(dayNumber('2026-02-02'))).toBe(false);
