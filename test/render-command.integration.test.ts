@@ -69,7 +69,8 @@ describe('timetable-sync render --file', () => {
     const first = await runCli(['render', '--file', file], { env: { TIMEZONE: 'Europe/Berlin' } });
     expect(first.code).toBe(0);
     expect(first.stderr).toBe(
-      'skipped entry 2: day_week_schedule: expected an integer from 1 to 7, got 9\nskipped entry 3: start_day_schedule: no such date "31.02.25"\n',
+      'term start 2025-09-01 (Monday), inferred from 1 of 1 entries starting July–December 2025: week 1 (odd) begins Monday 2025-09-01\n' +
+        'skipped entry 2: day_week_schedule: expected an integer from 1 to 7, got 9\nskipped entry 3: start_day_schedule: no such date "31.02.25"\n',
     );
     const parsed = events(first.stdout);
     expect(parsed.map((event) => event.startDate.toString())).toEqual([
@@ -95,6 +96,36 @@ describe('timetable-sync render --file', () => {
     const parsed = events(result.stdout);
     expect(parsed.map((event) => event.uid)).toEqual(['811-20250902@timetable-sync', '811-20250909@timetable-sync']);
     expect(parsed[0]?.description).toBe('Лекция\nПреподаватель: Петров Пётр Петрович\nГруппы: 09-351, 09-352');
+  });
+
+  it('infers the 2018/19 term starts from the file and names them on stderr; WEEK_PARITY_ANCHORS overrides', async () => {
+    const file = join(dir, '2018-19.json');
+    const autumn = (id: number) =>
+      entry({ id, start_day_schedule: '01.09.2018', finish_day_schedule: '28.12.2018', type_week_schedule: 1 });
+    const spring = (id: number) =>
+      entry({ id, start_day_schedule: '04.02.2019', finish_day_schedule: '31.03.2019', type_week_schedule: 1 });
+    await writeFile(file, JSON.stringify({ success: true, subjects: [autumn(1), autumn(2), spring(3), spring(4)] }));
+    const result = await runCli(['render', '--file', file, '--to', '2019-02-28']);
+    expect(result.code).toBe(0);
+    expect(result.stderr).toBe(
+      'term start 2018-09-01 (Saturday), inferred from 2 of 2 entries starting July–December 2018: week 1 (odd) begins Monday 2018-09-03\n' +
+        'term start 2019-02-04 (Monday), inferred from 2 of 2 entries starting January–June 2019: week 1 (odd) begins Monday 2019-02-04\n',
+    );
+    const dates = (ics: string, id: number) =>
+      events(ics)
+        .filter((event) => event.uid.startsWith(`${id}-`))
+        .map((event) => event.startDate.toString().slice(0, 10));
+    // Odd-week Tuesdays: from week 1 of Monday 3 September, and again from 4 February (5 and 19 February).
+    expect(dates(result.stdout, 1).slice(0, 3)).toEqual(['2018-09-04', '2018-09-18', '2018-10-02']);
+    expect(dates(result.stdout, 3)).toEqual(['2019-02-05', '2019-02-19']);
+
+    const pinned = await runCli(['render', '--file', file, '--to', '2019-02-28'], {
+      env: { WEEK_PARITY_ANCHORS: '2018-08-27' },
+    });
+    expect(pinned.stderr).toBe(
+      'term start 2018-08-27 (Monday), configured in WEEK_PARITY_ANCHORS: week 1 (odd) begins Monday 2018-08-27\n',
+    );
+    expect(dates(pinned.stdout, 3)).toEqual(['2019-02-12', '2019-02-26']);
   });
 
   it('limits the output to --from/--to', async () => {

@@ -6,6 +6,7 @@ import { createLogger } from '../logger.ts';
 import { calendarName, type TimetableSubject } from '../timetable/calendar-name.ts';
 import { dayNumber } from '../timetable/dates.ts';
 import { expand } from '../timetable/expand.ts';
+import { countStartDates, describeTermStarts, resolveTermStarts, termStartDates } from '../timetable/terms.ts';
 import type { EntryProblem } from '../timetable/types.ts';
 import { decodeBody, FALLBACK_CHARSET } from '../upstream/charset.ts';
 import { createUniversityClient } from '../upstream/client.ts';
@@ -109,7 +110,7 @@ export function describeProblem(problem: EntryProblem): string {
 
 /**
  * `timetable-sync render`: one timetable as ICS on stdout. Invalid entries are left out and named on
- * stderr (exit 0). DTSTAMP is derived from the data (midnight UTC of the earliest start date), so the
+ * stderr (exit 0), and so are the term starts used (`WEEK_PARITY_ANCHORS`, or inferred from the timetable). DTSTAMP is derived from the data (midnight UTC of the earliest start date), so the
  * same input always renders the same bytes.
  */
 export async function runRender(args: RenderArgs): Promise<number> {
@@ -126,9 +127,12 @@ export async function runRender(args: RenderArgs): Promise<number> {
   const config = loadConfig(readEnvironment(), required);
   const timetable =
     subject.kind === 'file' ? await readTimetableFile(args.file as string) : await fetchTimetable(subject, config);
+  // One timetable is all the data there is: its own entries decide the term starts, unless they are configured.
+  const terms = resolveTermStarts(config.weekParityAnchors, countStartDates(timetable.entries));
+  for (const line of describeTermStarts(terms)) process.stderr.write(`${line}\n`);
   const { occurrences, problems } = expand(timetable.entries, {
     timezone: config.timezone,
-    anchors: config.weekParityAnchors,
+    anchors: termStartDates(terms),
     holidays: config.holidays,
     from,
     to,

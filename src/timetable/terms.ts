@@ -130,6 +130,15 @@ export function describeSource(term: TermStart): string {
   return `inferred from ${term.entries ?? 0}${of} entries starting ${half} ${year}`;
 }
 
+/** The default rule in words, for when no term start is configured or inferred. */
+export const DEFAULT_RULE =
+  'no term start configured or inferred: 1 September of every year (week 1 is its week, or the next when it is a Saturday or Sunday)';
+
+/** One line per term start in force, or the default rule's line when there is none. */
+export function describeTermStarts(terms: readonly TermStart[]): string[] {
+  return terms.length === 0 ? [DEFAULT_RULE] : terms.map(describeTermStart);
+}
+
 /** One human-readable line about a term start: its date, where it came from, and where week 1 begins. */
 export function describeTermStart(term: TermStart): string {
   const start = dayNumber(term.date);
