@@ -21,12 +21,15 @@ const RENDER_VERSION = 1;
 /** The X- property that marks a feed serving old data after failed refreshes. */
 export const STALE_PROPERTY = 'X-TIMETABLE-STALE';
 
-/** Digest of the settings: a change makes the next refresh render every feed again. */
-export function settingsHash(settings: FeedSettings): string {
+/**
+ * Digest of the settings and the deployment's term starts (configured or inferred): a change makes the next
+ * refresh of every feed render it again, which is how a newly inferred term start reaches every feed.
+ */
+export function settingsHash(settings: FeedSettings, termStarts: readonly string[]): string {
   const key = JSON.stringify([
     RENDER_VERSION,
     settings.timezone,
-    settings.weekParityAnchors,
+    termStarts,
     settings.holidays,
     settings.refreshIntervalMs,
     settings.cancelledTitlePrefix,
@@ -35,25 +38,25 @@ export function settingsHash(settings: FeedSettings): string {
 }
 
 /** The settings an expansion is made with, as plain data a publication records. */
-export function expansionSettings(settings: FeedSettings): ExpansionSettings {
-  return { timezone: settings.timezone, anchors: [...settings.weekParityAnchors], holidays: [...settings.holidays] };
+export function expansionSettings(settings: FeedSettings, termStarts: readonly string[]): ExpansionSettings {
+  return { timezone: settings.timezone, termStarts: [...termStarts], holidays: [...settings.holidays] };
 }
 
 /**
  * Expands a snapshot against what was published, so that sequences rise only for changed occurrences. The
- * expansion settings are the feed settings' unless given (a publication re-expands the previous snapshot
- * with the settings it was published with).
+ * expansion settings (zone, term starts, holidays) are those the publication used, unless a new publication
+ * passes its own; a state stored before they were recorded expands with the configured ones.
  */
 export function expandSnapshot(
   snapshot: Pick<Snapshot, 'entries'>,
   published: PublishedState | undefined,
   settings: FeedSettings,
   subscriber?: SubscriberOptions,
-  expansion: ExpansionSettings = expansionSettings(settings),
+  expansion: ExpansionSettings = published?.expansion ?? expansionSettings(settings, settings.weekParityAnchors),
 ): Occurrence[] {
   return expand(snapshot.entries, {
     timezone: expansion.timezone,
-    anchors: expansion.anchors,
+    anchors: expansion.termStarts,
     holidays: expansion.holidays,
     previous: previousOccurrences(published),
     ...(subscriber ? { subscriber } : {}),

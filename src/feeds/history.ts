@@ -11,7 +11,8 @@ import { ZonedTimes } from '../timetable/zoned-time.ts';
 /** What an expansion was made with besides the entries: recorded so that a settings change cannot move the past. */
 export interface ExpansionSettings {
   timezone: string;
-  anchors: readonly string[];
+  /** The term starts week parity counted from. */
+  termStarts: readonly string[];
   holidays: readonly string[];
 }
 

@@ -25,14 +25,18 @@ export interface PublishedState {
   stamp: number;
   /** Digest of the snapshot this was rendered from. */
   snapshotHash: string;
-  /** Digest of the settings that shape the feed (zone, parity anchors, holidays, renderer version). */
+  /** Digest of the settings that shape the feed (zone, term starts, holidays, renderer version). */
   settingsHash: string;
   /** Live occurrences by uid: content digest and sequence. */
   occurrences: Record<string, PreviousOccurrence>;
   tombstones: Tombstone[];
   /** Ended occurrences kept as published where the current snapshot would show them otherwise (absent: none). */
   frozen?: FrozenEntry[] | undefined;
-  /** What the live occurrences were expanded with (absent in states stored before it was recorded). */
+  /**
+   * What the live occurrences were expanded with: zone, term starts (configured or inferred for the whole
+   * deployment) and holidays, so that variants, Google pushes and the next publication expand alike; absent in
+   * states stored before it was recorded (then: the configuration).
+   */
   expansion?: ExpansionSettings | undefined;
 }
 

@@ -1,6 +1,6 @@
 /**
  * The admin API under `/admin`, all behind the admin token: resync, job state, the source table, a source's
- * change log, Google push targets, and Bull Board at `/admin/queues`.
+ * change log, the term starts in force, Google push targets, and Bull Board at `/admin/queues`.
  */
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
@@ -14,6 +14,7 @@ import { parseSource, SUBSCRIPTION_ID, sourceKey } from '../sources/source.ts';
 import { adminAuthHook, BOARD_PATH } from './admin-auth.ts';
 import { HttpError } from './errors.ts';
 import { registerGoogleTargetRoutes } from './google-target-routes.ts';
+import { parityView } from './parity-view.ts';
 import { parseOr400, parsePage } from './parse.ts';
 import { changeView, iso, sourceView } from './views.ts';
 
@@ -41,6 +42,7 @@ export async function registerAdminRoutes(app: FastifyInstance, ctx: ServiceCont
       registerResync(admin, ctx);
       registerJobs(admin, ctx);
       registerSources(admin, ctx);
+      registerParity(admin, ctx);
       registerGoogleTargetRoutes(admin, ctx);
       await registerBoard(admin, ctx);
     },
@@ -98,6 +100,13 @@ function registerSources(admin: FastifyInstance, ctx: ServiceContext): void {
       throw new HttpError(404, `unknown source ${source}`);
     return { source, changes: changes.map(changeView) };
   });
+}
+
+/** The term starts in force for the whole deployment, where each came from and which dates it governs. */
+function registerParity(admin: FastifyInstance, ctx: ServiceContext): void {
+  admin.get('/parity', async () =>
+    parityView(await ctx.termCounts.termStarts(ctx.config.weekParityAnchors), ctx.now()),
+  );
 }
 
 /** Bull Board for the three queues (its retry, clean and promote buttons included: admins only). */

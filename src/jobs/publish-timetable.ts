@@ -23,6 +23,7 @@ import type { SourceState } from '../sources/registry.ts';
 import { normaliseEntries, type Snapshot } from '../sources/snapshot-store.ts';
 import type { SourceKey } from '../sources/source.ts';
 import { mergeRows } from '../timetable/merge-rows.ts';
+import { countStartDates, type StartDateCounts, termStartDates } from '../timetable/terms.ts';
 import type { TimetableEntry } from '../timetable/types.ts';
 import { activateSource } from './activation.ts';
 import type { RefreshJobResult, RefreshReason } from './contract.ts';
@@ -62,8 +63,10 @@ export async function publishTimetable(
   if (stored.state === undefined && !source.startsWith('personal:')) await activateSource(ctx, source);
   const entries = keepInvalidEntries(input.fetched, stored.snapshot);
   const { hash } = entries;
+  const termCounts = countStartDates(entries.entries);
+  const termStarts = await deploymentTermStarts(ctx, source, termCounts, stored.published, log);
   // The configuration is the feed settings; their digest tells a settings change from an unchanged timetable.
-  const settingsDigest = settingsHash(ctx.config);
+  const settingsDigest = settingsHash(ctx.config, termStarts);
   const problems = input.fetched.problems.length;
   if (isUnchanged(stored, hash, input.fetched.name, settingsDigest, now)) {
     await ctx.registry.recordSuccess(source, now, {
@@ -74,7 +77,7 @@ export async function publishTimetable(
     const pushJobs = stored.pushOwed ? await fanOutPush(ctx, source) : 0;
     return { outcome: 'unchanged', occurrences: stored.state?.occurrences ?? 0, pushJobs };
   }
-  const plan = planFor(ctx, stored, entries.entries, { hash, settingsDigest }, now);
+  const plan = planFor(ctx, stored, entries.entries, { hash, settingsDigest, termStarts }, now);
   if (isMassDeletion(plan) && !isConfirmed(ctx, stored.state, hash, input.reason, now)) {
     await ctx.registry.setPending(source, hash, now);
     await enqueueRefresh(ctx.queues, ctx.config, source, {
@@ -96,6 +99,7 @@ export async function publishTimetable(
     source,
     { hash, fetchedAt: now, name: input.fetched.name, entries: entries.entries, problems: input.fetched.problems },
     plan,
+    termCounts,
     { now, owesPush },
   );
   await ctx.registry.recordSuccess(source, now, {
@@ -153,15 +157,34 @@ function keepInvalidEntries(
   return normaliseEntries([...fetched.entries, ...kept]);
 }
 
+/**
+ * The deployment's term starts as they will be with this timetable counted (one parity for every feed);
+ * logged when they differ from those the feed was last rendered with.
+ */
+async function deploymentTermStarts(
+  ctx: ServiceContext,
+  source: SourceKey,
+  counts: StartDateCounts,
+  published: PublishedState | undefined,
+  log: Logger,
+): Promise<string[]> {
+  const terms = await ctx.termCounts.termStartsWith(ctx.config.weekParityAnchors, source, counts);
+  const termStarts = termStartDates(terms);
+  const before = published?.expansion?.termStarts;
+  if (before !== undefined && before.join() !== termStarts.join())
+    log.info({ before, after: termStarts }, 'term starts changed: rendering the feed again');
+  return termStarts;
+}
+
 function planFor(
   ctx: ServiceContext,
   stored: Stored,
   entries: TimetableEntry[],
-  digests: { hash: string; settingsDigest: string },
+  digests: { hash: string; settingsDigest: string; termStarts: readonly string[] },
   now: number,
 ): PublicationPlan {
   const { snapshot, published } = stored;
-  const expansion = expansionSettings(ctx.config);
+  const expansion = expansionSettings(ctx.config, digests.termStarts);
   return planPublication({
     previous: published,
     previousOccurrences: snapshot ? shownOccurrences(snapshot, published, ctx.config) : [],
@@ -196,12 +219,16 @@ function tombstonesLeft(before: PublishedState | undefined, after: PublishedStat
   return (before?.tombstones ?? []).some((tomb) => !kept.has(tomb.occurrence.uid));
 }
 
-/** Stores snapshot, publication, feed and change record in one transaction, and notes that targets are owed a push. */
+/**
+ * Stores snapshot, publication, feed, change record and the timetable's start-date counts in one transaction,
+ * and notes that targets are owed a push.
+ */
 async function commit(
   ctx: ServiceContext,
   source: SourceKey,
   snapshot: Snapshot,
   plan: PublicationPlan,
+  termCounts: StartDateCounts,
   { now, owesPush }: { now: number; owesPush: boolean },
 ): Promise<void> {
   const feed = encodeFeed(renderFeed(plan.occurrences, { name: snapshot.name, stamp: now }, ctx.config), now);
@@ -209,6 +236,7 @@ async function commit(
   ctx.snapshots.writeSnapshot(multi, source, snapshot);
   ctx.snapshots.writePublished(multi, source, plan.state);
   ctx.feeds.write(multi, source, feed);
+  ctx.termCounts.write(multi, source, termCounts);
   if (plan.change) ctx.snapshots.appendChange(multi, source, plan.change);
   if (owesPush) ctx.snapshots.markPushOwed(multi, source);
   await execOrThrow(multi);

@@ -7,6 +7,7 @@ import type { Logger } from '../logger.ts';
 import type { RedisKeys } from '../sources/keys.ts';
 import type { SourceRegistry } from '../sources/registry.ts';
 import type { SnapshotStore } from '../sources/snapshot-store.ts';
+import type { TermCountStore } from '../sources/term-counts.ts';
 import type { SubscriptionStore } from '../subscriptions/subscription-store.ts';
 import type { UniversityClient } from '../upstream/client.ts';
 import type { Metrics } from './metrics.ts';
@@ -23,6 +24,8 @@ export interface ServiceContext {
   readonly keys: RedisKeys;
   readonly registry: SourceRegistry;
   readonly snapshots: SnapshotStore;
+  /** Start-date counts of every stored timetable: the deployment's term starts. */
+  readonly termCounts: TermCountStore;
   readonly feeds: FeedStore;
   readonly subscriptions: SubscriptionStore;
   readonly queues: Queues;

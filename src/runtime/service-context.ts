@@ -8,6 +8,7 @@ import type { Logger } from '../logger.ts';
 import { redisKeys } from '../sources/keys.ts';
 import { SourceRegistry } from '../sources/registry.ts';
 import { SnapshotStore } from '../sources/snapshot-store.ts';
+import { TermCountStore } from '../sources/term-counts.ts';
 import { SubscriptionStore } from '../subscriptions/subscription-store.ts';
 import { createUniversityClient, type UniversityClient } from '../upstream/client.ts';
 import type { ServiceContext } from './context.ts';
@@ -53,6 +54,7 @@ export function openServiceContext(options: ContextOptions): OpenContext {
     keys,
     registry: new SourceRegistry(redis, keys),
     snapshots: new SnapshotStore(redis, keys),
+    termCounts: new TermCountStore(redis, keys),
     feeds: new FeedStore(redis, keys),
     subscriptions: new SubscriptionStore(redis, keys, config.secretKey),
     queues,

@@ -55,6 +55,10 @@ export interface RedisKeys {
   employeeSearch(query: string): string;
   /** STRING with a TTL: a lock held by one process (e.g. while it upserts job schedulers). */
   lock(name: string): string;
+  /** HASH: start date → entries starting on it, over every stored timetable (term-counts.ts owns it). */
+  readonly termCounts: string;
+  /** HASH: source → its timetable's start-date counts as JSON, what it adds to {@link termCounts}. */
+  readonly sourceTermCounts: string;
 }
 
 /** The key layout under `prefix`. */
@@ -85,5 +89,7 @@ export function redisKeys(prefix: string): RedisKeys {
     feedUpdates: `${prefix}:feed-updates`,
     employeeSearch: (query) => `${prefix}:employee-search:${query}`,
     lock: (name) => `${prefix}:lock:${name}`,
+    termCounts: `${prefix}:term-counts`,
+    sourceTermCounts: `${prefix}:term-counts:sources`,
   };
 }

@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { RedisKeys } from './keys.ts';
 import type { SourceKey } from './source.ts';
+import { forgetTermCounts } from './term-counts.ts';
 
 /**
  * Where a source stands. `pending`: never fetched yet; `ok`: the feed is current; `stale`: the last refresh
@@ -258,10 +259,9 @@ export class SourceRegistry {
     return (await this.redis.get(this.keys.missing(source))) ?? undefined;
   }
 
-  /** Forgets a source entirely (a deleted subscription, or a source the upstream never knew). */
+  /** Forgets a source entirely, its start-date counts included (a deleted subscription, or an unknown source). */
   async remove(source: SourceKey): Promise<void> {
-    await this.redis
-      .multi()
+    await forgetTermCounts(this.redis.multi(), this.keys, source)
       .zrem(this.keys.activeSources, source)
       .zrem(this.keys.knownSources, source)
       .srem(this.keys.staleSources, source)

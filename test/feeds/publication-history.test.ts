@@ -50,14 +50,14 @@ function publish(
   now: number,
   settings = SETTINGS,
 ): Published {
-  const expansion = expansionSettings(settings);
+  const expansion = expansionSettings(settings, settings.weekParityAnchors);
   const plan = planPublication({
     previous: previous?.state,
     previousOccurrences: previous ? shownOccurrences({ entries: previous.entries }, previous.state, settings) : [],
     previousEntries: new Map((previous?.entries ?? []).map((item) => [item.id, item])),
     next: expandSnapshot({ entries }, previous?.state, settings, undefined, expansion),
     snapshotHash: `h${now}`,
-    settingsHash: settingsHash(settings),
+    settingsHash: settingsHash(settings, settings.weekParityAnchors),
     expansion,
     now,
     cancelledRetentionMs: 14 * DAY,

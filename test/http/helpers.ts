@@ -1,6 +1,6 @@
 /** An API app on the run's Redis with feeds written straight into the stores (no worker needed). */
 import type { FastifyInstance } from 'fastify';
-import { renderVariant, settingsHash } from '../../src/feeds/build-feed.ts';
+import { expansionSettings, renderVariant, settingsHash } from '../../src/feeds/build-feed.ts';
 import { encodeFeed, FeedStore, type StoredFeed } from '../../src/feeds/feed-store.ts';
 import type { PublishedState } from '../../src/feeds/plan-publication.ts';
 import { buildApp } from '../../src/http/app.ts';
@@ -99,7 +99,8 @@ export async function storeTimetable(
   const published: PublishedState = {
     stamp,
     snapshotHash: snapshot.hash,
-    settingsHash: settingsHash(ctx.config),
+    settingsHash: settingsHash(ctx.config, ctx.config.weekParityAnchors),
+    expansion: expansionSettings(ctx.config, ctx.config.weekParityAnchors),
     occurrences: {},
     tombstones: [],
   };
