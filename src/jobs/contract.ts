@@ -16,8 +16,11 @@ export const QUEUE = {
   schedule: 'schedule',
 } as const;
 
-/** Why a refresh runs. `confirm` re-fetches a timetable that would remove most future classes. */
-export type RefreshReason = 'schedule' | 'resync' | 'demand' | 'confirm' | 'subscription';
+/**
+ * Why a refresh runs. `confirm` re-fetches a timetable that would remove most future classes; `rerender`
+ * publishes the stored snapshot again, without asking the university, because the term starts changed.
+ */
+export type RefreshReason = 'schedule' | 'resync' | 'demand' | 'confirm' | 'subscription' | 'rerender';
 
 /** Payload of a refresh job (job name `refresh`). */
 export interface RefreshJobData {

@@ -23,12 +23,13 @@ import type { SourceState } from '../sources/registry.ts';
 import { normaliseEntries, type Snapshot } from '../sources/snapshot-store.ts';
 import type { SourceKey } from '../sources/source.ts';
 import { mergeRows } from '../timetable/merge-rows.ts';
-import { countStartDates, type StartDateCounts, termStartDates } from '../timetable/terms.ts';
+import { termStartDates } from '../timetable/terms.ts';
 import type { TimetableEntry } from '../timetable/types.ts';
 import { activateSource } from './activation.ts';
 import type { RefreshJobResult, RefreshReason } from './contract.ts';
 import type { FetchedTimetable } from './fetch-source.ts';
 import { enqueuePush, enqueueRefresh } from './queues.ts';
+import { syncTermStarts } from './term-starts.ts';
 
 /** One fetched timetable to publish. */
 export interface PublishInput {
@@ -63,17 +64,22 @@ export async function publishTimetable(
   if (stored.state === undefined && !source.startsWith('personal:')) await activateSource(ctx, source);
   const entries = keepInvalidEntries(input.fetched, stored.snapshot);
   const { hash } = entries;
-  const termCounts = countStartDates(entries.entries);
-  const termStarts = await deploymentTermStarts(ctx, source, termCounts, stored.published, log);
+  const termStarts = await deploymentTermStarts(ctx, source, entries.entries, stored.published, log);
   // The configuration is the feed settings; their digest tells a settings change from an unchanged timetable.
   const settingsDigest = settingsHash(ctx.config, termStarts);
   const problems = input.fetched.problems.length;
   if (isUnchanged(stored, hash, input.fetched.name, settingsDigest, now)) {
-    await ctx.registry.recordSuccess(source, now, {
-      occurrences: stored.state?.occurrences ?? 0,
-      problems,
-      changed: false,
-    });
+    // Counts lost, or kept from before this version: this timetable counts again, and may move the term starts.
+    if (!(await ctx.termCounts.counts(source))) {
+      await execOrThrow(ctx.termCounts.write(ctx.redis.multi(), source, entries.entries));
+      await syncTermStarts(ctx, log);
+    }
+    if (input.reason !== 'rerender')
+      await ctx.registry.recordSuccess(source, now, {
+        occurrences: stored.state?.occurrences ?? 0,
+        problems,
+        changed: false,
+      });
     const pushJobs = stored.pushOwed ? await fanOutPush(ctx, source) : 0;
     return { outcome: 'unchanged', occurrences: stored.state?.occurrences ?? 0, pushJobs };
   }
@@ -99,10 +105,10 @@ export async function publishTimetable(
     source,
     { hash, fetchedAt: now, name: input.fetched.name, entries: entries.entries, problems: input.fetched.problems },
     plan,
-    termCounts,
     { now, owesPush },
   );
-  await ctx.registry.recordSuccess(source, now, {
+  await syncTermStarts(ctx, log);
+  await recordPublication(ctx, input, stored.state, {
     occurrences: plan.occurrences.length,
     problems,
     changed: plan.change !== undefined,
@@ -116,6 +122,20 @@ export async function publishTimetable(
     ...(plan.change ? { changes: plan.change.counts } : {}),
     pushJobs,
   };
+}
+
+/**
+ * A fetch records its success on the source; a re-render fetched nothing, so a feed that was stale (its
+ * source failing) is stale again, re-rendered with the marker, since the time it became stale.
+ */
+async function recordPublication(
+  ctx: ServiceContext,
+  input: PublishInput,
+  state: SourceState | undefined,
+  counts: { occurrences: number; problems: number; changed: boolean },
+): Promise<void> {
+  if (input.reason !== 'rerender') return ctx.registry.recordSuccess(input.source, input.now, counts);
+  if (state?.staleSince !== undefined) await markFeedStale(ctx, input.source, state.staleSince);
 }
 
 async function loadStored(ctx: ServiceContext, source: SourceKey): Promise<Stored> {
@@ -164,15 +184,16 @@ function keepInvalidEntries(
 async function deploymentTermStarts(
   ctx: ServiceContext,
   source: SourceKey,
-  counts: StartDateCounts,
+  entries: readonly TimetableEntry[],
   published: PublishedState | undefined,
   log: Logger,
 ): Promise<string[]> {
-  const terms = await ctx.termCounts.termStartsWith(ctx.config.weekParityAnchors, source, counts);
+  const terms = await ctx.termCounts.termStartsWith(ctx.config.weekParityAnchors, source, entries);
   const termStarts = termStartDates(terms);
   const before = published?.expansion?.termStarts;
+  // The change itself is logged once, by whoever stores it (term-starts.ts); this is the feed's part in it.
   if (before !== undefined && before.join() !== termStarts.join())
-    log.info({ before, after: termStarts }, 'term starts changed: rendering the feed again');
+    log.debug({ before, after: termStarts }, 'term starts changed: rendering the feed again');
   return termStarts;
 }
 
@@ -228,7 +249,6 @@ async function commit(
   source: SourceKey,
   snapshot: Snapshot,
   plan: PublicationPlan,
-  termCounts: StartDateCounts,
   { now, owesPush }: { now: number; owesPush: boolean },
 ): Promise<void> {
   const feed = encodeFeed(renderFeed(plan.occurrences, { name: snapshot.name, stamp: now }, ctx.config), now);
@@ -236,7 +256,7 @@ async function commit(
   ctx.snapshots.writeSnapshot(multi, source, snapshot);
   ctx.snapshots.writePublished(multi, source, plan.state);
   ctx.feeds.write(multi, source, feed);
-  ctx.termCounts.write(multi, source, termCounts);
+  ctx.termCounts.write(multi, source, snapshot.entries);
   if (plan.change) ctx.snapshots.appendChange(multi, source, plan.change);
   if (owesPush) ctx.snapshots.markPushOwed(multi, source);
   await execOrThrow(multi);

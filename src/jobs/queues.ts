@@ -66,6 +66,8 @@ export interface RefreshRequest {
   followUp?: boolean;
   /** Run no earlier than this many ms from now (a confirming re-fetch). */
   delayMs?: number;
+  /** The job's id (without `:`) when none is running: a stable one makes repeated requests one job. */
+  jobId?: string;
 }
 
 /**
@@ -84,7 +86,7 @@ export async function enqueueRefresh(
   // Every follow-up of one running job gets the same id, so that ids answered to several callers all resolve.
   const jobId =
     running === undefined
-      ? `${token}-${request.now.toString(36)}-${randomBytes(3).toString('hex')}`
+      ? (request.jobId ?? `${token}-${request.now.toString(36)}-${randomBytes(3).toString('hex')}`)
       : followUpJobId(token, running);
   const job = await queues.refresh.add(
     'refresh',

@@ -1,6 +1,7 @@
 /** The refresh job: one upstream fetch for one source, then publication; failures never touch the feed's data. */
 import { performance } from 'node:perf_hooks';
 import type { Job, Processor } from 'bullmq';
+import type { Logger } from '../logger.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { type SourceKey, sourceOf } from '../sources/source.ts';
 import { UpstreamNotFoundError } from '../upstream/errors.ts';
@@ -14,9 +15,10 @@ import {
   mayWaitAgain,
   waitOutRateLimit,
 } from './failure.ts';
-import { classifyFailure, type FailureClass, fetchSource } from './fetch-source.ts';
+import { classifyFailure, type FailureClass, type FetchedTimetable, fetchSource } from './fetch-source.ts';
 import { markFeedStale, publishTimetable } from './publish-timetable.ts';
 import { RefreshRun } from './refresh-run.ts';
+import { forgetSource } from './term-starts.ts';
 
 /** The refresh processor (BullMQ delivers at least once: everything it does is idempotent). */
 export function refreshProcessor(ctx: ServiceContext): Processor<RefreshJobData, RefreshJobResult> {
@@ -30,11 +32,13 @@ export function refreshProcessor(ctx: ServiceContext): Processor<RefreshJobData,
     const started = performance.now();
     const seconds = () => (performance.now() - started) / 1000;
     try {
-      const fetched = await fetchSource(ctx, run);
+      const fetched = reason === 'rerender' ? await storedTimetable(ctx, source) : await fetchSource(ctx, run);
+      // A source removed before its re-render has nothing left to render.
+      if (fetched === undefined) return { outcome: 'unchanged', occurrences: 0, pushJobs: 0 };
       const result = await publishTimetable(ctx, { source, fetched, reason, now: ctx.now() }, run.log);
       // A subscription deleted while its fetch was in flight must not leave a feed behind.
       if (source.startsWith('personal:') && (await ctx.subscriptions.get(sourceOf(source).id)) === undefined)
-        await ctx.registry.remove(source);
+        await forgetSource(ctx, source, run.log);
       ctx.metrics.refreshDuration.observe({ outcome: result.outcome }, seconds());
       return result;
     } catch (error) {
@@ -42,6 +46,13 @@ export function refreshProcessor(ctx: ServiceContext): Processor<RefreshJobData,
       throw await handleFailure(ctx, job, error, run);
     }
   };
+}
+
+/** The stored snapshot as a fetch would have returned it: a re-render publishes it with the term starts in force. */
+async function storedTimetable(ctx: ServiceContext, source: SourceKey): Promise<FetchedTimetable | undefined> {
+  const snapshot = await ctx.snapshots.snapshot(source);
+  if (snapshot === undefined) return undefined;
+  return { name: snapshot.name, entries: snapshot.entries, problems: snapshot.problems };
 }
 
 /**
@@ -67,12 +78,12 @@ async function handleFailure(
   }
   const now = ctx.now();
   if (error instanceof SubscriptionUnusableError && (await ctx.subscriptions.get(sourceOf(source).id)) === undefined) {
-    await ctx.registry.remove(source);
+    await forgetSource(ctx, source, log);
     log.info('subscription deleted: source removed');
     return failWith(error, true);
   }
   if (error instanceof UpstreamNotFoundError && !(await ctx.feeds.exists(source))) {
-    await forgetUnknownSource(ctx, source, error);
+    await forgetUnknownSource(ctx, source, error, log);
     log.info({ upstream: error.upstreamMessage }, 'upstream does not know this source');
     return failWith(error, true);
   }
@@ -134,7 +145,8 @@ async function forgetUnknownSource(
   ctx: ServiceContext,
   source: SourceKey,
   error: UpstreamNotFoundError,
+  log: Logger,
 ): Promise<void> {
-  await ctx.registry.remove(source);
+  await forgetSource(ctx, source, log);
   await ctx.registry.rememberMissing(source, error.upstreamMessage ?? 'not found');
 }

@@ -16,6 +16,7 @@ import {
   tickSchedulerId,
 } from './contract.ts';
 import { enqueuePush, enqueueRefresh } from './queues.ts';
+import { syncTermStarts } from './term-starts.ts';
 
 /** What one reconciliation did. */
 export interface ReconcileResult {
@@ -81,6 +82,8 @@ export async function reconcile(ctx: ServiceContext): Promise<ReconcileResult> {
       result.removed += 1;
     }
     result.pushes = await enqueueDuePushes(ctx, () => extendLock(ctx.redis, lockKey, owner, RECONCILE_LOCK_MS));
+    // Catches a change of the counts whose own sync failed (e.g. Redis went away right after a removal).
+    await syncTermStarts(ctx, ctx.logger);
     if (result.created + result.updated + result.removed + deactivated > 0)
       ctx.logger.info({ ...result, active: desired.size }, 'job schedulers reconciled');
     return result;

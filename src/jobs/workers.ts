@@ -9,6 +9,7 @@ import { beat, forgetWorker } from './heartbeats.ts';
 import { pushProcessor } from './push.ts';
 import { refreshProcessor } from './refresh.ts';
 import { ensureReconcileScheduler, scheduleProcessor } from './schedule.ts';
+import { seedTermCounts } from './term-starts.ts';
 
 /** Tuning that tests shorten; production uses the defaults. */
 export interface WorkerTuning {
@@ -45,6 +46,8 @@ export async function startWorkers(
   tuning: WorkerTuning = {},
 ): Promise<WorkerSet> {
   const id = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+  // Before any job runs: a publication must never infer term starts from an empty or partial count.
+  await seedTermCounts(ctx);
   const connection = connectRedis(redisUrl, { name: 'worker', logger: ctx.logger, blocking: true });
   const base: Omit<WorkerOptions, 'concurrency'> = {
     connection,

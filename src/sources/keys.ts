@@ -55,10 +55,20 @@ export interface RedisKeys {
   employeeSearch(query: string): string;
   /** STRING with a TTL: a lock held by one process (e.g. while it upserts job schedulers). */
   lock(name: string): string;
-  /** HASH: start date → entries starting on it, over every stored timetable (term-counts.ts owns it). */
+  /** HASH: start date → distinct upstream entries starting on it, over every stored timetable (term-counts.ts). */
   readonly termCounts: string;
-  /** HASH: source → its timetable's start-date counts as JSON, what it adds to {@link termCounts}. */
+  /** HASH: source → its timetable's entries as JSON `{ entry id: start date }`, what it adds to the counts. */
   readonly sourceTermCounts: string;
+  /** HASH: `entry id|start date` → how many stored timetables hold that entry (counted once however many). */
+  readonly termEntryRefs: string;
+  /** SET: sources with odd- or even-week entries, whose feeds a change of term starts re-renders. */
+  readonly paritySources: string;
+  /** STRING: a counter raised whenever {@link termCounts} changes. */
+  readonly termCountsVersion: string;
+  /** STRING: the term starts in force as JSON, with the {@link termCountsVersion} they were resolved from. */
+  readonly termStarts: string;
+  /** Keys of the retired per-timetable counts (before entries were counted once), deleted when counts are seeded. */
+  readonly retiredTermCounts: readonly string[];
 }
 
 /** The key layout under `prefix`. */
@@ -89,7 +99,12 @@ export function redisKeys(prefix: string): RedisKeys {
     feedUpdates: `${prefix}:feed-updates`,
     employeeSearch: (query) => `${prefix}:employee-search:${query}`,
     lock: (name) => `${prefix}:lock:${name}`,
-    termCounts: `${prefix}:term-counts`,
-    sourceTermCounts: `${prefix}:term-counts:sources`,
+    termCounts: `${prefix}:term-entries:dates`,
+    sourceTermCounts: `${prefix}:term-entries:sources`,
+    termEntryRefs: `${prefix}:term-entries:refs`,
+    paritySources: `${prefix}:term-entries:parity-sources`,
+    termCountsVersion: `${prefix}:term-entries:version`,
+    termStarts: `${prefix}:term-starts`,
+    retiredTermCounts: [`${prefix}:term-counts`, `${prefix}:term-counts:sources`],
   };
 }

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { execOrThrow } from '../lib/redis-transaction.ts';
 import type { RedisKeys } from './keys.ts';
 import type { SourceKey } from './source.ts';
 import { forgetTermCounts } from './term-counts.ts';
@@ -122,6 +123,16 @@ export class SourceRegistry {
     const sources = new Set<SourceKey>();
     for (let offset = 0; ; offset += pageSize) {
       const page = await this.activeSources(offset, pageSize);
+      for (const source of page) sources.add(source);
+      if (page.length < pageSize) return [...sources];
+    }
+  }
+
+  /** Every registered source (active or not), read `pageSize` at a time. */
+  async allKnownSources(pageSize = 1000): Promise<SourceKey[]> {
+    const sources = new Set<SourceKey>();
+    for (let offset = 0; ; offset += pageSize) {
+      const page = await this.redis.zrange(this.keys.knownSources, String(offset), String(offset + pageSize - 1));
       for (const source of page) sources.add(source);
       if (page.length < pageSize) return [...sources];
     }
@@ -259,9 +270,12 @@ export class SourceRegistry {
     return (await this.redis.get(this.keys.missing(source))) ?? undefined;
   }
 
-  /** Forgets a source entirely, its start-date counts included (a deleted subscription, or an unknown source). */
+  /**
+   * Forgets a source entirely, its entries in the start-date counts included (a deleted subscription, or an
+   * unknown source). Throws when any part fails, so that a caller never takes half a removal for done.
+   */
   async remove(source: SourceKey): Promise<void> {
-    await forgetTermCounts(this.redis.multi(), this.keys, source)
+    const multi = forgetTermCounts(this.redis.multi(), this.keys, source)
       .zrem(this.keys.activeSources, source)
       .zrem(this.keys.knownSources, source)
       .srem(this.keys.staleSources, source)
@@ -271,8 +285,8 @@ export class SourceRegistry {
         this.keys.published(source),
         this.keys.feed(source),
         this.keys.changes(source),
-      )
-      .exec();
+      );
+    await execOrThrow(multi);
   }
 }
 

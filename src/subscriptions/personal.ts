@@ -6,6 +6,7 @@
  */
 import { activateSource, requestReconcile } from '../jobs/activation.ts';
 import { enqueueRefresh } from '../jobs/queues.ts';
+import { forgetSource } from '../jobs/term-starts.ts';
 import type { Logger } from '../logger.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { SecretKeyMissingError } from '../security/errors.ts';
@@ -93,7 +94,7 @@ export async function deleteSubscription(
     await disconnectTarget(ctx, target, { deleteCalendar: false });
   }
   await ctx.subscriptions.delete(subscription.id);
-  await ctx.registry.remove(subscription.source);
+  await forgetSource(ctx, subscription.source, log);
   await requestReconcile(ctx);
   log.info({ subscription: subscription.id }, 'personal subscription deleted');
 }

@@ -7,10 +7,12 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { RefreshJobResult } from '../../src/jobs/contract.ts';
 import { enqueueRefresh } from '../../src/jobs/queues.ts';
+import { forgetSource, seedTermCounts } from '../../src/jobs/term-starts.ts';
 import { startWorkers, type WorkerSet } from '../../src/jobs/workers.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/index.ts';
 import { readEvents, waitForJob } from '../jobs/helpers.ts';
+import { until } from '../support/poll.ts';
 import { testContext } from '../support/service.ts';
 import { type SimControl, simControl } from '../upstream/sim-control.ts';
 import { adminApp, BEARER } from './admin-app.ts';
@@ -37,6 +39,36 @@ async function refresh(source: string): Promise<RefreshJobResult> {
   const job = await waitForJob(ctx, id);
   if (job.state !== 'completed') throw new Error(`refresh of ${source} ${job.state}: ${job.failedReason}`);
   return job.result as RefreshJobResult;
+}
+
+/** Waits until no refresh (re-renders included) is queued or running. */
+async function idle(): Promise<void> {
+  const counts = await until(
+    () => ctx.queues.refresh.getJobCounts('active', 'waiting', 'delayed', 'prioritized'),
+    (found) => Object.values(found).every((count) => count === 0),
+  );
+  expect(counts).toEqual({ active: 0, waiting: 0, delayed: 0, prioritized: 0 });
+}
+
+/** Each upstream entry once (by id), counted by start date: what the deployment's totals must be. */
+async function distinctTotals(sources: string[]): Promise<Map<string, number>> {
+  const entries = new Map<number, string>();
+  for (const source of sources) {
+    const [kind, id] = source.split(':');
+    const { entries: fetched } =
+      kind === 'group' ? await ctx.upstream.groupSchedule(Number(id)) : await ctx.upstream.employeeSchedule(Number(id));
+    for (const entry of fetched) if (!entries.has(entry.id)) entries.set(entry.id, entry.startDate);
+  }
+  const totals = new Map<string, number>();
+  for (const date of entries.values()) totals.set(date, (totals.get(date) ?? 0) + 1);
+  return totals;
+}
+
+/** Every stored feed's term starts, as its publication recorded them. */
+async function renderedTermStarts(sources: string[]): Promise<(readonly string[] | undefined)[]> {
+  return Promise.all(
+    sources.map(async (source) => (await ctx.snapshots.load(source)).published?.expansion?.termStarts),
+  );
 }
 
 async function feedDates(source: string, entryId: number): Promise<string[]> {
@@ -115,6 +147,7 @@ describe('week parity inferred for the whole deployment (2018/19)', () => {
     const teacherTuesday = await addClass(template, { ...late, day_week_schedule: 2, type_week_schedule: 1 });
     await addClass(template, { ...late, day_week_schedule: 4, type_week_schedule: 1 });
 
+    await sim.clearStats();
     expect(await refresh(`group:${groupB}`)).toMatchObject({ outcome: 'published' });
     expect(await feedDates(`group:${groupB}`, springTuesday)).toEqual([
       '2019-02-05',
@@ -135,11 +168,12 @@ describe('week parity inferred for the whole deployment (2018/19)', () => {
       '2019-04-16',
     ]);
 
-    // Group A's timetable did not change, but the term starts did: its next refresh renders it again.
-    const again = await refresh(`group:${groupA}`);
-    expect(again.outcome).toBe('published');
+    // Group A is not refreshed: the change of term starts re-renders its stored timetable, asking nothing upstream.
+    await idle();
     const { published } = await ctx.snapshots.load(`group:${groupA}`);
     expect(published?.expansion?.termStarts).toEqual(['2018-09-01', '2019-02-04']);
+    expect((await sim.stats()).byEndpoint).toMatchObject({ groupSchedule: 1, employeeSchedule: 1 });
+    expect((await ctx.termCounts.stored())?.termStarts.map((term) => term.date)).toEqual(['2018-09-01', '2019-02-04']);
     expect((await refresh(`group:${groupA}`)).outcome).toBe('unchanged');
   });
 
@@ -166,15 +200,65 @@ describe('week parity inferred for the whole deployment (2018/19)', () => {
     expect(spring.lastDate).toBeUndefined();
   });
 
-  it('counts a timetable once however often it is published, and forgets a removed source', async () => {
+  it('counts an upstream entry once, however many timetables (a group and its teacher) hold it', async () => {
+    const shared = `employee:${(await ctx.upstream.groupSchedule(groupA)).entries[0]?.teacher.id}`;
+    const sources = [`group:${groupA}`, `group:${groupB}`, `employee:${teacher}`];
+    expect(await ctx.termCounts.totals()).toEqual(await distinctTotals(sources));
+    expect(await refresh(shared)).toMatchObject({ outcome: 'published' });
+    // Group A's classes of that teacher are in both timetables, and still count once.
+    expect(await ctx.termCounts.totals()).toEqual(await distinctTotals([...sources, shared]));
+    await ctx.registry.remove(shared);
+    expect(await ctx.termCounts.totals()).toEqual(await distinctTotals(sources));
+    await idle();
+  });
+
+  it('ends on the right counts and one parity when different sources publish at once', async () => {
+    const sources = [`group:${groupA}`, `group:${groupB}`, `employee:${teacher}`];
     const before = await ctx.termCounts.totals();
-    await Promise.all([refresh(`group:${groupB}`), refresh(`group:${groupB}`)]);
-    await ctx.redis.del(ctx.keys.published(`group:${groupB}`));
-    expect(await refresh(`group:${groupB}`)).toMatchObject({ outcome: 'published' });
+    // Without their published state, each refresh publishes in full: counts, commit and term starts race.
+    await ctx.redis.del(...sources.map((source) => ctx.keys.published(source)));
+    const results = await Promise.all(sources.map(refresh));
+    expect(results.map((result) => result.outcome)).toEqual(['published', 'published', 'published']);
+    await idle();
     expect(await ctx.termCounts.totals()).toEqual(before);
-    await ctx.registry.remove(`employee:${teacher}`);
+    const stored = (await ctx.termCounts.stored())?.termStarts.map((term) => term.date);
+    expect(stored).toEqual(['2018-09-01', '2019-02-04']);
+    expect(await renderedTermStarts(sources)).toEqual([stored, stored, stored]);
+  });
+
+  it('rebuilds lost counts from the stored timetables before a sparse teacher can decide alone', async () => {
+    const before = await ctx.termCounts.totals();
+    const keys = ctx.keys;
+    await ctx.redis.del(keys.termCounts, keys.sourceTermCounts, keys.termEntryRefs, keys.termCountsVersion);
+    // Alone, the teacher's two spring classes would make 12 March 2019 the spring term start.
+    await ctx.redis.del(keys.published(`employee:${teacher}`));
+    expect(await seedTermCounts(ctx)).toBe(3);
+    expect(await ctx.termCounts.totals()).toEqual(before);
+    expect(await seedTermCounts(ctx)).toBe(0);
+    expect(await refresh(`employee:${teacher}`)).toMatchObject({ outcome: 'published' });
+    expect(await renderedTermStarts([`employee:${teacher}`])).toEqual([['2018-09-01', '2019-02-04']]);
+  });
+
+  it('counts a timetable again on an unchanged refresh when its counts are missing', async () => {
+    const before = await ctx.termCounts.totals();
+    await ctx.termCounts.write(ctx.redis.multi(), `group:${groupB}`, []).exec();
+    expect(await ctx.termCounts.counts(`group:${groupB}`)).toBe(false);
+    expect(await refresh(`group:${groupB}`)).toMatchObject({ outcome: 'unchanged' });
+    expect(await ctx.termCounts.counts(`group:${groupB}`)).toBe(true);
+    expect(await ctx.termCounts.totals()).toEqual(before);
+    await idle();
+  });
+
+  it('forgets a removed source, and the term starts follow at once', async () => {
+    const before = await ctx.termCounts.totals();
+    await sim.clearStats();
+    await forgetSource(ctx, `group:${groupB}`, ctx.logger);
     const after = await ctx.termCounts.totals();
-    expect(after.get('2019-03-12')).toBeUndefined();
-    expect(after.get('2019-02-04')).toBe(before.get('2019-02-04'));
+    expect(after.get('2019-02-04')).toBeUndefined();
+    expect(after.get('2019-03-12')).toBe(before.get('2019-03-12'));
+    // Spring now starts on 12 March, the teacher's: its feed is re-rendered from its snapshot, nothing fetched.
+    await idle();
+    expect(await renderedTermStarts([`employee:${teacher}`])).toEqual([['2018-09-01', '2019-03-12']]);
+    expect((await sim.stats()).total).toBe(0);
   });
 });

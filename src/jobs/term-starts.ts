@@ -1,0 +1,89 @@
+/**
+ * The deployment's term starts kept in force (docs/design.md, "Week parity"): stored after every change of the
+ * counts, and when the dates change, every feed with odd- or even-week classes is rendered again from its
+ * stored snapshot (a `rerender` refresh, no upstream request), refreshed or not. Counts missing (an upgraded
+ * deployment, lost keys) are rebuilt from the stored snapshots before a worker publishes anything.
+ */
+import { withLock } from '../lib/redis-lock.ts';
+import { execOrThrow } from '../lib/redis-transaction.ts';
+import type { Logger } from '../logger.ts';
+import type { ServiceContext } from '../runtime/context.ts';
+import { type SourceKey, sourceToken } from '../sources/source.ts';
+import type { TermStartsUpdate } from '../sources/term-counts.ts';
+import { termStartDates } from '../timetable/terms.ts';
+import { enqueueRefresh } from './queues.ts';
+
+/** Re-renders queued concurrently. */
+const BATCH_SIZE = 100;
+
+/** How long one worker may seed the counts before another may try (it extends nothing: seeding is idempotent). */
+const SEED_LOCK_MS = 5 * 60_000;
+
+/**
+ * Stores the term starts the counts give now; when their dates changed, logs the change once and queues a
+ * re-render of every source with odd- or even-week entries.
+ */
+export async function syncTermStarts(ctx: ServiceContext, log: Pick<Logger, 'info'>): Promise<TermStartsUpdate> {
+  const update = await ctx.termCounts.refresh(ctx.config.weekParityAnchors);
+  if (!update.changed) return update;
+  const sources = await ctx.termCounts.paritySources();
+  log.info(
+    { before: termStartDates(update.before ?? []), after: termStartDates(update.after), rerender: sources.length },
+    'term starts changed: re-rendering every feed with odd- or even-week classes',
+  );
+  await enqueueRerenders(ctx, sources, update.version);
+  return update;
+}
+
+/**
+ * One `rerender` refresh per source, with an id stable per version of the counts: two publications that see
+ * the same change queue one job. A refresh already queued for a source answers for it (it renders with the
+ * term starts in force); one running gets a follow-up, since it may have rendered with the old ones.
+ */
+async function enqueueRerenders(ctx: ServiceContext, sources: readonly SourceKey[], version: number): Promise<void> {
+  const now = ctx.now();
+  for (let start = 0; start < sources.length; start += BATCH_SIZE) {
+    await Promise.all(
+      sources.slice(start, start + BATCH_SIZE).map((source) =>
+        enqueueRefresh(ctx.queues, ctx.config, source, {
+          reason: 'rerender',
+          now,
+          followUp: true,
+          jobId: `${sourceToken(source)}-rerender-${version}`,
+        }),
+      ),
+    );
+  }
+}
+
+/** Forgets a source entirely and keeps the term starts in force right without its entries. */
+export async function forgetSource(ctx: ServiceContext, source: SourceKey, log: Pick<Logger, 'info'>): Promise<void> {
+  await ctx.registry.remove(source);
+  await syncTermStarts(ctx, log);
+}
+
+/**
+ * Rebuilds the counts from the stored snapshots when none are kept, before this worker publishes: otherwise
+ * the first timetables to refresh would decide the term starts alone (a teacher refreshed before any group got
+ * spring term start 12 March, one week off). One worker seeds under a lock; the others wait and find counts.
+ * Resolves to the number of timetables counted.
+ */
+export async function seedTermCounts(ctx: ServiceContext): Promise<number> {
+  if (!(await ctx.termCounts.isEmpty())) return 0;
+  const seeded = await withLock(ctx.redis, ctx.keys.lock('term-counts-seed'), SEED_LOCK_MS, async () => {
+    if (!(await ctx.termCounts.isEmpty())) return 0;
+    let counted = 0;
+    for (const source of await ctx.registry.allKnownSources()) {
+      const snapshot = await ctx.snapshots.snapshot(source);
+      if (snapshot === undefined) continue;
+      // The same script as a publication's: seeding a source twice, or after it published, changes nothing.
+      await execOrThrow(ctx.termCounts.write(ctx.redis.multi(), source, snapshot.entries));
+      counted += 1;
+    }
+    await ctx.redis.del(...ctx.keys.retiredTermCounts);
+    return counted;
+  });
+  if (seeded > 0) ctx.logger.info({ timetables: seeded }, 'term start counts rebuilt from the stored timetables');
+  await syncTermStarts(ctx, ctx.logger);
+  return seeded;
+}
