@@ -11,6 +11,7 @@ import { findJob, JOB_ID } from '../jobs/job-status.ts';
 import { type ResyncTarget, requestResync } from '../jobs/resync.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { parseSource, SUBSCRIPTION_ID, sourceKey } from '../sources/source.ts';
+import { resolveTermStarts } from '../timetable/terms.ts';
 import { adminAuthHook, BOARD_PATH } from './admin-auth.ts';
 import { HttpError } from './errors.ts';
 import { registerGoogleTargetRoutes } from './google-target-routes.ts';
@@ -104,9 +105,12 @@ function registerSources(admin: FastifyInstance, ctx: ServiceContext): void {
 
 /** The term starts in force for the whole deployment, where each came from and which dates it governs. */
 function registerParity(admin: FastifyInstance, ctx: ServiceContext): void {
-  admin.get('/parity', async () =>
-    parityView(await ctx.termCounts.termStarts(ctx.config.weekParityAnchors), ctx.now()),
-  );
+  admin.get('/parity', async () => {
+    const [stored, counts] = await Promise.all([ctx.termCounts.stored(), ctx.termCounts.totals()]);
+    const configured = ctx.config.weekParityAnchors;
+    const resolved = resolveTermStarts(configured, configured.length > 0 ? new Map() : counts);
+    return parityView({ stored, resolved, counts }, ctx.now());
+  });
 }
 
 /** Bull Board for the three queues (its retry, clean and promote buttons included: admins only). */

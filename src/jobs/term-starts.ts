@@ -69,8 +69,15 @@ export async function forgetSource(ctx: ServiceContext, source: SourceKey, log: 
  * Resolves to the number of timetables counted.
  */
 export async function seedTermCounts(ctx: ServiceContext): Promise<number> {
-  if (!(await ctx.termCounts.isEmpty())) return 0;
-  const seeded = await withLock(ctx.redis, ctx.keys.lock('term-counts-seed'), SEED_LOCK_MS, async () => {
+  const seeded = (await ctx.termCounts.isEmpty()) ? await seedUnderLock(ctx) : 0;
+  if (seeded > 0) ctx.logger.info({ timetables: seeded }, 'term start counts rebuilt from the stored timetables');
+  // Also when nothing was seeded: WEEK_PARITY_ANCHORS may have changed since the term starts were stored.
+  await syncTermStarts(ctx, ctx.logger);
+  return seeded;
+}
+
+async function seedUnderLock(ctx: ServiceContext): Promise<number> {
+  return withLock(ctx.redis, ctx.keys.lock('term-counts-seed'), SEED_LOCK_MS, async () => {
     if (!(await ctx.termCounts.isEmpty())) return 0;
     let counted = 0;
     for (const source of await ctx.registry.allKnownSources()) {
@@ -83,7 +90,4 @@ export async function seedTermCounts(ctx: ServiceContext): Promise<number> {
     await ctx.redis.del(...ctx.keys.retiredTermCounts);
     return counted;
   });
-  if (seeded > 0) ctx.logger.info({ timetables: seeded }, 'term start counts rebuilt from the stored timetables');
-  await syncTermStarts(ctx, ctx.logger);
-  return seeded;
 }

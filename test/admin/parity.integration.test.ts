@@ -198,6 +198,13 @@ describe('week parity inferred for the whole deployment (2018/19)', () => {
     expect(spring).toMatchObject({ date: '2019-02-04', source: 'inferred', entries: 5, firstWeek: '2019-02-04' });
     expect(spring.from).toBe('inferred from 5 of 7 entries starting January–June 2019');
     expect(spring.lastDate).toBeUndefined();
+    expect(spring).toMatchObject({ openEnded: true, covers: 'every date from 2019-02-04 on' });
+    expect(autumn.covers).toBe('2018-09-01 to 2019-02-03, 22 weeks');
+    // What is stored in force, and the distinct entries behind it.
+    expect(body.stored).toBe(true);
+    expect(body.counts['2019-02-04']).toBe(5);
+    expect(body.counts['2019-03-12']).toBe(2);
+    expect(body.counts['2018-09-01']).toBe(autumn.entries);
   });
 
   it('counts an upstream entry once, however many timetables (a group and its teacher) hold it', async () => {
