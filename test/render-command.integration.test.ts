@@ -2,9 +2,12 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import ICAL from 'ical.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { type RunningSimulator, startSimulator } from '../src/simulator/index.ts';
+import { redisKeys } from '../src/sources/keys.ts';
 import { runCli } from './support/cli.ts';
+import { uniquePrefix } from './support/service.ts';
 
 const entry = (overrides: Record<string, unknown>) => ({
   id: 1,
@@ -221,6 +224,39 @@ describe('timetable-sync render against the university API', () => {
     }
     const [first] = withClasses;
     expect(first?.own.stdout).toContain(`X-WR-CALNAME:${first?.employee.lastName}`);
+  });
+
+  it("uses the term starts a reachable deployment stored for --group, and the file's own for --file", async () => {
+    const { groups } = (await (await fetch(`${simulator.url}/_sim/groups`)).json()) as { groups: { id: number }[] };
+    const prefix = uniquePrefix('render');
+    const redis = new Redis(inject('redisUrl'));
+    try {
+      // A spring term start this group's own entries would never give: the deployment's counts decided it.
+      const termStarts = [
+        { date: '2025-09-01', source: 'inferred', entries: 400 },
+        { date: '2026-02-16', source: 'inferred', entries: 9 },
+      ];
+      await redis.set(redisKeys(prefix).termStarts, JSON.stringify({ version: 3, termStarts }));
+      const env = { UNIVERSITY_API_URL: simulator.url, REDIS_URL: inject('redisUrl'), REDIS_PREFIX: prefix };
+      const result = await runCli(['render', '--group', String(groups[0]?.id)], { env });
+      expect(result.code).toBe(0);
+      expect(result.stderr).toMatch(/^using the term starts the deployment stored \(Redis 127\.0\.0\.1:\d+\)$/m);
+      expect(result.stderr).toContain('term start 2026-02-16 (Monday), inferred from 9 entries');
+      const file = join(dir, 'deployment-terms.json');
+      await writeFile(file, JSON.stringify({ success: true, subjects: [entry({ start_day_schedule: '02.09.25' })] }));
+      const own = await runCli(['render', '--file', file], { env });
+      expect(own.stderr).not.toContain('deployment stored');
+      expect(own.stderr).toContain('term start 2025-09-02');
+      // No Redis answering: the fetched timetable decides, as before.
+      const alone = await runCli(['render', '--group', String(groups[0]?.id)], {
+        env: { UNIVERSITY_API_URL: simulator.url, REDIS_URL: 'redis://127.0.0.1:1', REDIS_PREFIX: prefix },
+      });
+      expect(alone.code).toBe(0);
+      expect(alone.stderr).not.toContain('deployment stored');
+    } finally {
+      await redis.del(redisKeys(prefix).termStarts);
+      redis.disconnect();
+    }
   });
 
   it('renders --me with UNIVERSITY_CREDENTIAL and never prints the credential', async () => {

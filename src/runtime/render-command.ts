@@ -6,13 +6,20 @@ import { createLogger } from '../logger.ts';
 import { calendarName, type TimetableSubject } from '../timetable/calendar-name.ts';
 import { dayNumber } from '../timetable/dates.ts';
 import { expand } from '../timetable/expand.ts';
-import { countStartDates, describeTermStarts, resolveTermStarts, termStartDates } from '../timetable/terms.ts';
+import {
+  countStartDates,
+  describeTermStarts,
+  resolveTermStarts,
+  type TermStart,
+  termStartDates,
+} from '../timetable/terms.ts';
 import type { EntryProblem } from '../timetable/types.ts';
 import { decodeBody, FALLBACK_CHARSET } from '../upstream/charset.ts';
 import { createUniversityClient } from '../upstream/client.ts';
 import { UpstreamError } from '../upstream/errors.ts';
 import { parseScheduleResponse, type ScheduleResult } from '../upstream/schemas.ts';
 import { isoDate } from '../upstream/values.ts';
+import { storedDeploymentTermStarts } from './deployment-terms.ts';
 import { CommandError, UsageError } from './errors.ts';
 import { idOption } from './id-option.ts';
 
@@ -103,6 +110,26 @@ async function fetchTimetable(subject: TimetableSubject, config: Config): Promis
   }
 }
 
+/**
+ * `WEEK_PARITY_ANCHORS` when set. A fetched timetable uses the term starts its deployment stored, when that
+ * Redis answers (so that `render` agrees with the service); otherwise, and for `--file`, the timetable's own
+ * entries decide.
+ */
+async function renderTermStarts(
+  isFile: boolean,
+  config: Config,
+  entries: Parameters<typeof countStartDates>[0],
+): Promise<TermStart[]> {
+  if (config.weekParityAnchors.length === 0 && !isFile) {
+    const deployment = await storedDeploymentTermStarts(config);
+    if (deployment !== undefined) {
+      process.stderr.write(`using the term starts the deployment stored (Redis ${deployment.redis})\n`);
+      return deployment.terms;
+    }
+  }
+  return resolveTermStarts(config.weekParityAnchors, countStartDates(entries));
+}
+
 /** One line per skipped entry: which entry, which field, why. */
 export function describeProblem(problem: EntryProblem): string {
   return `skipped entry ${problem.entryId ?? `#${problem.index}`}: ${problem.field}: ${problem.reason}`;
@@ -127,8 +154,7 @@ export async function runRender(args: RenderArgs): Promise<number> {
   const config = loadConfig(readEnvironment(), required);
   const timetable =
     subject.kind === 'file' ? await readTimetableFile(args.file as string) : await fetchTimetable(subject, config);
-  // One timetable is all the data there is: its own entries decide the term starts, unless they are configured.
-  const terms = resolveTermStarts(config.weekParityAnchors, countStartDates(timetable.entries));
+  const terms = await renderTermStarts(subject.kind === 'file', config, timetable.entries);
   for (const line of describeTermStarts(terms)) process.stderr.write(`${line}\n`);
   const { occurrences, problems } = expand(timetable.entries, {
     timezone: config.timezone,
