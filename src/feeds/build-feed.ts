@@ -4,7 +4,8 @@ import type { Config } from '../config.ts';
 import type { Snapshot } from '../sources/snapshot-store.ts';
 import { shownSummary } from '../timetable/event-text.ts';
 import { compareOccurrences, expand } from '../timetable/expand.ts';
-import type { Occurrence, SubscriberOptions } from '../timetable/types.ts';
+import { publishedClassIds } from '../timetable/merge-rows.ts';
+import { EXPANSION_RULES, type ExpandOptions, type Occurrence, type SubscriberOptions } from '../timetable/types.ts';
 import { type ExpansionSettings, frozenOccurrences, HistoryMask } from './history.ts';
 import { type PublishedState, previousOccurrences, tombstonesFor } from './plan-publication.ts';
 import { renderIcs } from './render-ics.ts';
@@ -37,40 +38,69 @@ export function settingsHash(settings: FeedSettings, termStarts: readonly string
   return createHash('sha256').update(key).digest('base64url').slice(0, 16);
 }
 
-/** The settings an expansion is made with, as plain data a publication records. */
+/** The settings a new expansion is made with, as plain data a publication records. */
 export function expansionSettings(settings: FeedSettings, termStarts: readonly string[]): ExpansionSettings {
-  return { timezone: settings.timezone, termStarts: [...termStarts], holidays: [...settings.holidays] };
+  return {
+    timezone: settings.timezone,
+    termStarts: [...termStarts],
+    holidays: [...settings.holidays],
+    rules: EXPANSION_RULES,
+  };
 }
 
 /**
- * Expands a snapshot against what was published, so that sequences rise only for changed occurrences. The
- * expansion settings (zone, term starts, holidays) are those the publication used, unless a new publication
- * passes its own; a state stored before they were recorded expands with the configured ones.
+ * What a publication was expanded with. A state stored before issue 11 recorded nothing: it was expanded with
+ * the configured anchors by rules 1, and is re-expanded so, so that the first refresh after an upgrade keeps
+ * its past exactly as published. Issue 11 recorded the settings but not the rules, which were 2.
+ */
+export function publishedExpansion(published: PublishedState | undefined, settings: FeedSettings): ExpansionSettings {
+  if (published === undefined) return expansionSettings(settings, settings.weekParityAnchors);
+  if (published.expansion === undefined)
+    return { ...expansionSettings(settings, settings.weekParityAnchors), rules: 1 };
+  return { ...published.expansion, rules: published.expansion.rules ?? 2 };
+}
+
+/** The expansion options of `expansion`, its class ids and the sequences published before. */
+export function expandOptions(
+  expansion: ExpansionSettings,
+  classIds: ReadonlyMap<number, number>,
+  published: PublishedState | undefined,
+  subscriber?: SubscriberOptions,
+): ExpandOptions {
+  return {
+    timezone: expansion.timezone,
+    anchors: expansion.termStarts,
+    holidays: expansion.holidays,
+    rules: expansion.rules ?? 1,
+    classIds,
+    previous: previousOccurrences(published),
+    ...(subscriber ? { subscriber } : {}),
+  };
+}
+
+/**
+ * Expands a published snapshot as its publication did: with its expansion settings and rules, and its rows
+ * merged under the class ids it used, so that variants, Google pushes and the next publication see exactly
+ * the occurrences (UIDs, dates, sequences) it published.
  */
 export function expandSnapshot(
   snapshot: Pick<Snapshot, 'entries'>,
   published: PublishedState | undefined,
   settings: FeedSettings,
   subscriber?: SubscriberOptions,
-  expansion: ExpansionSettings = published?.expansion ?? expansionSettings(settings, settings.weekParityAnchors),
 ): Occurrence[] {
-  return expand(snapshot.entries, {
-    timezone: expansion.timezone,
-    anchors: expansion.termStarts,
-    holidays: expansion.holidays,
-    previous: previousOccurrences(published),
-    ...(subscriber ? { subscriber } : {}),
-  }).occurrences;
+  const classIds = publishedClassIds(snapshot.entries, published?.classIds);
+  const options = expandOptions(publishedExpansion(published, settings), classIds, published, subscriber);
+  return expand(snapshot.entries, options).occurrences;
 }
 
-/** The live occurrences a publication showed: its snapshot expanded with its own settings, history applied. */
+/** The live occurrences a publication showed: its snapshot expanded as it was, history applied. */
 export function shownOccurrences(
   snapshot: Pick<Snapshot, 'entries'>,
   published: PublishedState | undefined,
   settings: FeedSettings,
 ): Occurrence[] {
-  const live = expandSnapshot(snapshot, published, settings, undefined, published?.expansion);
-  return new HistoryMask(published?.frozen).filter(live);
+  return new HistoryMask(published?.frozen).filter(expandSnapshot(snapshot, published, settings));
 }
 
 /** What one feed needs besides its occurrences. */

@@ -5,7 +5,7 @@
  */
 import { applyTitleTemplate, keepsEntry } from '../timetable/event-text.ts';
 import { occurrenceUid } from '../timetable/expand.ts';
-import type { Occurrence, SubscriberOptions, TimetableEntry } from '../timetable/types.ts';
+import type { ExpansionRules, Occurrence, SubscriberOptions, TimetableEntry } from '../timetable/types.ts';
 import { ZonedTimes } from '../timetable/zoned-time.ts';
 
 /** What an expansion was made with besides the entries: recorded so that a settings change cannot move the past. */
@@ -14,6 +14,11 @@ export interface ExpansionSettings {
   /** The term starts week parity counted from. */
   termStarts: readonly string[];
   holidays: readonly string[];
+  /**
+   * The expansion rules (see `ExpansionRules`). Only states stored before issue 11 lack this whole record
+   * (they are re-expanded by rules 1); issue 11 recorded it without `rules`, and expanded by rules 2.
+   */
+  rules?: ExpansionRules | undefined;
 }
 
 /** Occurrences of one frozen entry version that share their content, as published. */

@@ -38,6 +38,11 @@ export interface PublishedState {
    * states stored before it was recorded (then: the configuration).
    */
   expansion?: ExpansionSettings | undefined;
+  /**
+   * Row id → the id of its class, for rows published under another row's id (merged rows, see merge-rows.ts);
+   * absent: every row under its own id. Kept so that a class keeps its UIDs when the row that gave them leaves.
+   */
+  classIds?: Record<string, number> | undefined;
 }
 
 /** An occurrence as a change record shows it. */
@@ -82,13 +87,18 @@ export interface PublicationInput {
    * publish.
    */
   previousOccurrences: readonly Occurrence[];
+  /**
+   * The previous snapshot's entries by id: every class as published (merged rows) and every row of it, so that
+   * the history knows each id that may own a class later.
+   */
   previousEntries: ReadonlyMap<number, TimetableEntry>;
   /** The new expansion, with sequences already raised against `previous.occurrences`; no history applied. */
   next: readonly Occurrence[];
   snapshotHash: string;
   settingsHash: string;
-  /** What `next` was expanded with. */
+  /** What `next` was expanded with, and the class ids of its merged rows (as stored). */
   expansion: ExpansionSettings;
+  classIds?: Record<string, number> | undefined;
   now: number;
   /** How long a removed future occurrence stays in feeds as cancelled. */
   cancelledRetentionMs: number;
@@ -129,8 +139,9 @@ export function planPublication(input: PublicationInput): PublicationPlan {
   const publishedUids = new Set(Object.keys(input.previous?.occurrences ?? {}));
 
   const tombstones = (input.previous?.tombstones ?? []).filter(
-    (tomb) => tomb.expiresAt > now && !nextByUid.has(tomb.occurrence.uid),
+    (tomb) => isKept(tomb, now) && !nextByUid.has(tomb.occurrence.uid),
   );
+  const shownAs = new Set(next.map(sameClass));
   const tombstoned = new Set(tombstones.map((tomb) => tomb.occurrence.uid));
   let futureBefore = 0;
   let futureRemoved = 0;
@@ -138,7 +149,9 @@ export function planPublication(input: PublicationInput): PublicationPlan {
     const before = previousByUid.get(uid);
     if (!before || before.endUtc <= now) continue;
     futureBefore += 1;
-    if (nextByUid.has(uid)) continue;
+    // Under another uid at the same time, with the same title and place, the class still takes place: it
+    // was re-identified (rows merged, a twin taking over), not cancelled.
+    if (nextByUid.has(uid) || shownAs.has(sameClass(before))) continue;
     futureRemoved += 1;
     const entry = input.previousEntries.get(before.entryId);
     if (entry && !tombstoned.has(uid)) {
@@ -171,6 +184,7 @@ export function planPublication(input: PublicationInput): PublicationPlan {
     tombstones,
     ...(frozen.length > 0 ? { frozen } : {}),
     expansion: input.expansion,
+    ...(input.classIds ? { classIds: input.classIds } : {}),
   };
   // The change record says what changes from now on: occurrences that ended are history, whatever happened.
   const upcoming = (occurrence: Occurrence) => occurrence.endUtc > now;
@@ -196,12 +210,27 @@ export function isMassDeletion(plan: Pick<PublicationPlan, 'futureBefore' | 'fut
   return plan.futureBefore > 0 && plan.futureRemoved * 2 > plan.futureBefore;
 }
 
+/**
+ * Whether a cancelled class is still shown at `now`. One still to come leaves after the retention; one whose
+ * time came before it left is history and stays for good (calendars keep it as cancelled, and Google is never
+ * asked to delete an ended event).
+ */
+export function isKept(tomb: Tombstone, now: number): boolean {
+  return tomb.expiresAt > now || tomb.occurrence.endUtc <= tomb.expiresAt;
+}
+
 /** The earliest moment a tombstone expires, when the feed must be rendered again without it. */
 export function nextExpiry(state: PublishedState): number | undefined {
   return state.tombstones.reduce<number | undefined>(
-    (min, tomb) => (min === undefined || tomb.expiresAt < min ? tomb.expiresAt : min),
+    (min, tomb) =>
+      tomb.occurrence.endUtc > tomb.expiresAt && (min === undefined || tomb.expiresAt < min) ? tomb.expiresAt : min,
     undefined,
   );
+}
+
+/** What makes two occurrences the same class on a calendar: its time, title and place. */
+function sameClass(occurrence: Occurrence): string {
+  return JSON.stringify([occurrence.startUtc, occurrence.endUtc, occurrence.summary, occurrence.location]);
 }
 
 /**

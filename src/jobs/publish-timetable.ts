@@ -1,28 +1,15 @@
 /** The publishing half of a refresh: compare, expand, guard, render, store, fan out. */
 
-import {
-  expandSnapshot,
-  expansionSettings,
-  renderFeed,
-  renderVariant,
-  settingsHash,
-  shownOccurrences,
-} from '../feeds/build-feed.ts';
+import { renderFeed, renderVariant, settingsHash } from '../feeds/build-feed.ts';
 import { encodeFeed } from '../feeds/feed-store.ts';
-import {
-  isMassDeletion,
-  nextExpiry,
-  type PublicationPlan,
-  type PublishedState,
-  planPublication,
-} from '../feeds/plan-publication.ts';
+import { isMassDeletion, nextExpiry, type PublicationPlan, type PublishedState } from '../feeds/plan-publication.ts';
+import { planRefresh } from '../feeds/plan-refresh.ts';
 import { execOrThrow } from '../lib/redis-transaction.ts';
 import type { Logger } from '../logger.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import type { SourceState } from '../sources/registry.ts';
 import { normaliseEntries, type Snapshot } from '../sources/snapshot-store.ts';
 import type { SourceKey } from '../sources/source.ts';
-import { mergeRows } from '../timetable/merge-rows.ts';
 import { termStartDates } from '../timetable/terms.ts';
 import type { TimetableEntry } from '../timetable/types.ts';
 import { activateSource } from './activation.ts';
@@ -204,19 +191,15 @@ function planFor(
   digests: { hash: string; settingsDigest: string; termStarts: readonly string[] },
   now: number,
 ): PublicationPlan {
-  const { snapshot, published } = stored;
-  const expansion = expansionSettings(ctx.config, digests.termStarts);
-  return planPublication({
-    previous: published,
-    previousOccurrences: snapshot ? shownOccurrences(snapshot, published, ctx.config) : [],
-    // Merged as expansion merged them, so that a cancelled shared class keeps every group for `{groups}`.
-    previousEntries: new Map(mergeRows(snapshot?.entries ?? []).map((entry) => [entry.id, entry])),
-    next: expandSnapshot({ entries }, published, ctx.config, undefined, expansion),
+  return planRefresh({
+    settings: ctx.config,
+    snapshot: stored.snapshot,
+    published: stored.published,
+    entries,
     snapshotHash: digests.hash,
     settingsHash: digests.settingsDigest,
-    expansion,
+    termStarts: digests.termStarts,
     now,
-    cancelledRetentionMs: ctx.config.cancelledRetentionMs,
   });
 }
 

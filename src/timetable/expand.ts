@@ -3,7 +3,14 @@ import { type DayNumber, dayNumber, isoDate, nextWeekday } from './dates.ts';
 import { type EntryText, entryText, keepsEntry } from './event-text.ts';
 import { mergeRows } from './merge-rows.ts';
 import { type WeekParity, weekParity } from './parity.ts';
-import type { EntryProblem, ExpandOptions, Expansion, Occurrence, TimetableEntry } from './types.ts';
+import {
+  type EntryProblem,
+  EXPANSION_RULES,
+  type ExpandOptions,
+  type Expansion,
+  type Occurrence,
+  type TimetableEntry,
+} from './types.ts';
 import { ZonedTimes } from './zoned-time.ts';
 
 /** The UID of an upstream entry's occurrence on a date: the same across refreshes, restarts and machines. */
@@ -67,7 +74,8 @@ export function expand(
   options: ExpandOptions,
   zonedTimes = ZonedTimes.shared(options.timezone),
 ): Expansion {
-  const parity = weekParity(options.anchors ?? []);
+  const rules = options.rules ?? EXPANSION_RULES;
+  const parity = weekParity(options.anchors ?? [], rules);
   const holidays = new Set(options.holidays ?? []);
   const window = {
     from: options.from === undefined ? undefined : dayNumber(options.from),
@@ -79,7 +87,8 @@ export function expand(
   const problems: EntryProblem[] = [];
   const keyById = new Map<number, string>();
   // Merged before the subscriber's filters: they read the kind and note, which the merged rows share.
-  const ordered = mergeRows(entries);
+  // Rules 1 knew nothing of merged rows: a feed published by them is re-expanded row by row.
+  const ordered = rules === 1 ? [...entries].sort((a, b) => a.id - b.id) : mergeRows(entries, options.classIds);
   for (const entry of ordered) {
     if (!keepsEntry(entry, options.subscriber)) continue;
     const text = entryText(entry, options.subscriber);

@@ -1,4 +1,5 @@
 import { type DayNumber, dateParts, dayNumber, dayNumberOf, isoWeekday, mondayOf } from './dates.ts';
+import type { ExpansionRules } from './types.ts';
 
 /**
  * Week parity as docs/design.md defines it. A term start is the first study day of a term; week 1 (odd) is
@@ -28,13 +29,32 @@ export function firstWeekMonday(termStart: DayNumber): DayNumber {
 }
 
 /**
- * Builds the parity rule from the term starts in force (ISO dates: configured or inferred), or the default
- * yearly rule when the list is empty.
+ * Rules 1 (feeds published before issue 11, re-expanded as they were published; see `ExpansionRules`): week 1
+ * is the week containing the term start whatever its weekday, and the default term start is 1 September, or
+ * 2 September when 1 September is a Sunday. Kept only so that an upgrade does not move what was published.
  */
-export function weekParity(termStarts: readonly string[] = []): WeekParity {
+const legacyRules = {
+  firstWeekMonday: mondayOf,
+  defaultTermStart(year: number): DayNumber {
+    const first = dayNumberOf(year, 9, 1);
+    return isoWeekday(first) === 7 ? first + 1 : first;
+  },
+};
+
+const currentRules = { firstWeekMonday, defaultTermStart };
+
+/**
+ * Builds the parity rule from the term starts in force (ISO dates: configured or inferred), or the default
+ * yearly rule when the list is empty; `rules` 1 counts as feeds published before issue 11 did.
+ */
+export function weekParity(termStarts: readonly string[] = [], rules: ExpansionRules = 2): WeekParity {
+  const rule = rules === 1 ? legacyRules : currentRules;
   const sorted = [...new Set(termStarts.map(dayNumber))].sort((a, b) => a - b);
-  const termStartFor = sorted.length === 0 ? defaultTermStartFor : (day: DayNumber) => listedTermStartFor(sorted, day);
-  const weekNumber = (day: DayNumber) => (mondayOf(day) - firstWeekMonday(termStartFor(day))) / 7 + 1;
+  const termStartFor =
+    sorted.length === 0
+      ? (day: DayNumber) => defaultTermStartFor(day, rule.defaultTermStart)
+      : (day: DayNumber) => listedTermStartFor(sorted, day);
+  const weekNumber = (day: DayNumber) => (mondayOf(day) - rule.firstWeekMonday(termStartFor(day))) / 7 + 1;
   // Parity is asked for every occurrence; all days of a week but a term start's own week share one answer,
   // so memoise by day (a few hundred distinct days per timetable).
   const oddByDay = new Map<DayNumber, boolean>();
@@ -49,10 +69,10 @@ export function weekParity(termStarts: readonly string[] = []): WeekParity {
   return { termStartFor, weekNumber, isOdd };
 }
 
-function defaultTermStartFor(day: DayNumber): DayNumber {
+function defaultTermStartFor(day: DayNumber, termStartOf: (year: number) => DayNumber): DayNumber {
   const { year } = dateParts(day);
-  const own = defaultTermStart(year);
-  return own <= day ? own : defaultTermStart(year - 1);
+  const own = termStartOf(year);
+  return own <= day ? own : termStartOf(year - 1);
 }
 
 function listedTermStartFor(sorted: readonly DayNumber[], day: DayNumber): DayNumber {

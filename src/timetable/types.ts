@@ -64,7 +64,22 @@ export interface ExpandOptions {
   /** Hashes and sequences published before, keyed by uid. */
   previous?: ReadonlyMap<string, PreviousOccurrence> | undefined;
   subscriber?: SubscriberOptions | undefined;
+  /** Row id → the id its class was published under, so that a merged class keeps its UIDs (see merge-rows.ts). */
+  classIds?: ReadonlyMap<number, number> | undefined;
+  /** Which rules to expand by; absent: the current ones ({@link EXPANSION_RULES}). */
+  rules?: ExpansionRules | undefined;
 }
+
+/**
+ * Versions of the expansion rules, so that what a feed published is re-expanded exactly as it was. 1: before
+ * issue 11, each row its own class, and week 1 the week containing the term start whatever its weekday (by
+ * default 1 September, or 2 September when that is a Sunday). 2: rows of one class merged, weekend term starts
+ * counting from the following week.
+ */
+export type ExpansionRules = 1 | 2;
+
+/** The rules new publications expand by. */
+export const EXPANSION_RULES: ExpansionRules = 2;
 
 /** The outcome of expanding one timetable. */
 export interface Expansion {

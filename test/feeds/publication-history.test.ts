@@ -4,16 +4,9 @@
  * events; change records speak only of what changes from now on.
  */
 import { describe, expect, it } from 'vitest';
-import {
-  expandSnapshot,
-  expansionSettings,
-  type FeedSettings,
-  feedOccurrences,
-  renderVariant,
-  settingsHash,
-  shownOccurrences,
-} from '../../src/feeds/build-feed.ts';
-import { type PublicationPlan, type PublishedState, planPublication } from '../../src/feeds/plan-publication.ts';
+import { type FeedSettings, feedOccurrences, renderVariant, settingsHash } from '../../src/feeds/build-feed.ts';
+import { nextExpiry, type PublicationPlan, type PublishedState } from '../../src/feeds/plan-publication.ts';
+import { planRefresh } from '../../src/feeds/plan-refresh.ts';
 import { desiredEvents } from '../../src/google/desired-events.ts';
 import { planPush } from '../../src/google/plan-push.ts';
 import { occurrenceUid } from '../../src/timetable/expand.ts';
@@ -43,24 +36,22 @@ interface Published {
   settings: FeedSettings;
 }
 
-/** Plans a publication the way `publishTimetable` does. */
+/** Plans a publication with the planning code `publishTimetable` uses. */
 function publish(
   previous: Published | undefined,
   entries: TimetableEntry[],
   now: number,
   settings = SETTINGS,
 ): Published {
-  const expansion = expansionSettings(settings, settings.weekParityAnchors);
-  const plan = planPublication({
-    previous: previous?.state,
-    previousOccurrences: previous ? shownOccurrences({ entries: previous.entries }, previous.state, settings) : [],
-    previousEntries: new Map((previous?.entries ?? []).map((item) => [item.id, item])),
-    next: expandSnapshot({ entries }, previous?.state, settings, undefined, expansion),
+  const plan = planRefresh({
+    settings: { ...settings, cancelledRetentionMs: 14 * DAY },
+    snapshot: previous && { entries: previous.entries },
+    published: previous?.state,
+    entries,
     snapshotHash: `h${now}`,
     settingsHash: settingsHash(settings, settings.weekParityAnchors),
-    expansion,
+    termStarts: settings.weekParityAnchors,
     now,
-    cancelledRetentionMs: 14 * DAY,
   });
   // Stored as JSON and read back, like the snapshot store does.
   return { entries, state: JSON.parse(JSON.stringify(plan.state)) as PublishedState, plan, settings };
@@ -208,11 +199,18 @@ describe('an entry deleted mid-term', () => {
     expect(feed(back).filter((o) => o.entryId === 101 && o.endUtc > msk('2025-12-20T12:00'))).toEqual([
       expect.objectContaining({ date: '2025-12-22', location: 'Главный корпус, 512', status: 'CONFIRMED' }),
     ]);
-    // Between the deletion and the return, nothing of entry 101 took place.
+    // Between the deletion and the return, nothing of entry 101 took place: the two classes that were still
+    // cancelled in the feed when their time came (20 and 27 Oct, before the retention ended on 29 Oct) stay
+    // cancelled for good; those that were still to come when the retention ended left the feed.
     const between = feed(back).filter(
       (o) => o.entryId === 101 && o.endUtc > MID_TERM && o.endUtc <= msk('2025-12-20T12:00'),
     );
-    expect(between.every((o) => o.status === 'CANCELLED')).toBe(true);
+    expect(between.map((o) => [o.date, o.status])).toEqual([
+      ['2025-10-20', 'CANCELLED'],
+      ['2025-10-27', 'CANCELLED'],
+    ]);
+    expect(back.state.tombstones.map((tomb) => tomb.occurrence.date)).toEqual(['2025-10-20', '2025-10-27']);
+    expect(nextExpiry(back.state)).toBeUndefined();
   });
 });
 
@@ -326,5 +324,84 @@ describe('states stored before history was kept', () => {
     const moved = publish(old, [{ ...term, room: '410' }], MID_TERM);
     expect(ended(feed(moved), MID_TERM)).toEqual(ended(feed(first), MID_TERM));
     expect(moved.plan.change?.counts.moved).toBe(10);
+  });
+});
+
+describe('a class sent as one row per group', () => {
+  /** A Saturday seminar of two groups from 6 Sep: 4 Saturdays have ended on 1 Oct, 13 are to come. */
+  const seminar = (id: number, group: string) =>
+    entry({ id, groups: [group], weekday: 6, startDate: '2025-09-06', kind: 'семинар', subjectName: 'Физика' });
+  const start = msk('2025-09-01T09:00');
+  const refresh = msk('2025-10-01T12:00');
+  const later = msk('2025-10-22T12:00');
+
+  /** What a teacher's feed must show throughout: one confirmed event a Saturday, under one UID each. */
+  function expectStable(before: Published, after: Published, at: number): void {
+    const shown = feed(after);
+    expect(ended(shown, at)).toEqual(ended(feed(before), at));
+    expect(shown.filter((o) => o.status === 'CANCELLED')).toEqual([]);
+    expect(new Set(shown.map((o) => o.date)).size).toBe(shown.length);
+    expect(shown.map((o) => o.uid)).toEqual(feed(before).map((o) => o.uid));
+  }
+
+  it('keeps its UIDs and its past when the lowest row is deleted', () => {
+    const both = publish(undefined, [seminar(301, '09-351'), seminar(302, '09-352')], start);
+    expect(feed(both)).toHaveLength(17);
+    const left = publish(both, [seminar(302, '09-352')], refresh);
+    expectStable(both, left, refresh);
+    expect(ended(feed(left), refresh)).toHaveLength(4);
+    expect(upcoming(feed(left), refresh).every((o) => o.description.includes('Группа: 09-352'))).toBe(true);
+    expect(left.plan.futureRemoved).toBe(0);
+    // And on: a refresh that changes nothing keeps it, and a row joining again takes the class's id.
+    expectStable(left, publish(left, [seminar(302, '09-352')], later), later);
+    const back = publish(left, [seminar(300, '09-350'), seminar(302, '09-352')], later);
+    expectStable(left, back, later);
+    expect(upcoming(feed(back), later)[0]?.description).toContain('Группы: 09-350, 09-352');
+  });
+
+  it('keeps its UIDs and its past when a row with a lower id joins', () => {
+    const alone = publish(undefined, [seminar(302, '09-352')], start);
+    const joined = publish(alone, [seminar(301, '09-351'), seminar(302, '09-352')], refresh);
+    expectStable(alone, joined, refresh);
+    expect(joined.state.classIds).toEqual({ 301: 302 });
+    expect(joined.plan.change?.counts).toEqual({ added: 0, removed: 0, moved: 0, changed: 13 });
+    // Google: the coming events are updated in place, the ended ones left alone.
+    const prefix = SETTINGS.cancelledTitlePrefix;
+    const index = new Map(desiredEvents(feed(alone), prefix).map((event) => [event.id, event.hash]));
+    const plan = planPush(desiredEvents(feed(joined), prefix), index, refresh);
+    expect([plan.insert.length, plan.patch.length, plan.remove.length, plan.unchanged]).toEqual([0, 13, 0, 4]);
+  });
+
+  it('never gives a class the id of a live row of another class', () => {
+    const both = publish(undefined, [seminar(301, '09-351'), seminar(302, '09-352')], start);
+    // Row 301 moves to another room: its own class now, under its own id; the seminar keeps its past anyway.
+    const split = publish(both, [{ ...seminar(301, '09-351'), room: '410' }, seminar(302, '09-352')], refresh);
+    const ids = new Set(upcoming(feed(split), refresh).map((o) => o.entryId));
+    expect(ids).toEqual(new Set([301, 302]));
+    expect(ended(feed(split), refresh)).toEqual(ended(feed(both), refresh));
+    expect(feed(split).filter((o) => o.status === 'CANCELLED')).toEqual([]);
+  });
+});
+
+describe('a twin taking over', () => {
+  it('a class sent twice under different ids for one group keeps its past and cancels nothing', () => {
+    const twin = { ...term, id: 505 };
+    const first = publish(undefined, [term, twin], msk('2025-08-25T09:00'));
+    const gone = publish(first, [twin], MID_TERM);
+    expect(feed(gone)).toHaveLength(17);
+    expect(feed(gone).map((o) => o.uid)).toEqual(feed(first).map((o) => o.uid));
+    expect(gone.plan.change).toBeUndefined();
+  });
+
+  it('identical classes of two records (other subject ids) collapse, and the survivor takes over quietly', () => {
+    const twin = { ...term, id: 505, subjectId: 78 };
+    const first = publish(undefined, [term, twin], msk('2025-08-25T09:00'));
+    expect(feed(first).every((o) => o.entryId === 101)).toBe(true);
+    const gone = publish(first, [twin], MID_TERM);
+    const after = feed(gone);
+    expect(ended(after, MID_TERM)).toEqual(ended(feed(first), MID_TERM));
+    expect(after.filter((o) => o.status === 'CANCELLED')).toEqual([]);
+    expect(upcoming(after, MID_TERM).map((o) => o.entryId)).toEqual(Array(10).fill(505));
+    expect(gone.plan.futureRemoved).toBe(0);
   });
 });

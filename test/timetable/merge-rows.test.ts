@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { describeChange } from '../../src/feeds/plan-publication.ts';
 import { expand } from '../../src/timetable/expand.ts';
-import { mergeRows } from '../../src/timetable/merge-rows.ts';
+import { mergeRows, mergeRowsWithIds, publishedClassIds, storedClassIds } from '../../src/timetable/merge-rows.ts';
 import type { ExpandOptions, Occurrence, PreviousOccurrence } from '../../src/timetable/types.ts';
 import { parseScheduleResponse } from '../../src/upstream/schemas.ts';
 import { entry } from './fixtures.ts';
@@ -91,9 +91,18 @@ describe('one class delivered as one row per group', () => {
     expect(three.map((o) => o.uid)).toEqual(two.map((o) => o.uid));
     expect(three.map((o) => o.sequence)).toEqual(two.map(() => 1));
     expect(describeChange(two, three, 0)?.counts).toEqual({ added: 0, removed: 0, moved: 0, changed: 5 });
-    // The lowest row leaves: its id goes with it, so the class is the next row's now (new UIDs, old ones removed).
-    const withoutFirst = expandRows([apiRow(20, '09-352'), apiRow(30, '09-353')]).occurrences;
-    expect(withoutFirst[0]?.uid).toBe('20-20250902@timetable-sync');
+    // The lowest row leaves: the class keeps the id it was published under, so its UIDs stay.
+    const published = new Map([
+      [10, 10],
+      [20, 10],
+      [30, 10],
+    ]);
+    const withoutFirst = expandRows([apiRow(20, '09-352'), apiRow(30, '09-353')], {
+      previous: previousOf(three),
+      classIds: published,
+    }).occurrences;
+    expect(withoutFirst.map((o) => o.uid)).toEqual(two.map((o) => o.uid));
+    expect(describeChange(three, withoutFirst, 0)?.counts).toEqual({ added: 0, removed: 0, moved: 0, changed: 5 });
     const fewer = expandRows([apiRow(10, '09-351'), apiRow(30, '09-353')], { previous: previousOf(three) });
     expect(fewer.occurrences.map((o) => o.uid)).toEqual(two.map((o) => o.uid));
     expect(fewer.occurrences.map((o) => o.sequence)).toEqual(two.map(() => 2));
@@ -150,5 +159,114 @@ describe('mergeRows', () => {
     ]);
     const { problems } = expand(rows, MOSCOW);
     expect(problems).toEqual([expect.objectContaining({ entryId: 5, field: 'id' })]);
+  });
+});
+
+describe('class ids', () => {
+  const row = (id: number, group: string, overrides: Parameters<typeof entry>[0] = {}) =>
+    entry({ id, groups: [group], ...overrides });
+  const ids = (rows: Parameters<typeof mergeRows>[0], published: [number, number][]) =>
+    mergeRows(rows, new Map(published)).map((merged) => [merged.id, merged.groups]);
+
+  it('a class takes the id its rows were published under, even when that row has left', () => {
+    expect(
+      ids(
+        [row(20, 'B'), row(30, 'C')],
+        [
+          [20, 10],
+          [30, 10],
+        ],
+      ),
+    ).toEqual([[10, ['B', 'C']]]);
+    // A row never published has no say: a lower one joining leaves the class its id.
+    expect(ids([row(5, 'A'), row(20, 'B')], [[20, 20]])).toEqual([[20, ['A', 'B']]]);
+    // Without any published row: the lowest id, as on a first publication.
+    expect(ids([row(20, 'B'), row(5, 'A')], [])).toEqual([[5, ['A', 'B']]]);
+  });
+
+  it('the id most rows name wins, the lowest of equals', () => {
+    expect(
+      ids(
+        [row(1, 'A'), row(2, 'B'), row(3, 'C')],
+        [
+          [1, 1],
+          [2, 7],
+          [3, 7],
+        ],
+      ),
+    ).toEqual([[7, ['A', 'B', 'C']]]);
+    expect(
+      ids(
+        [row(1, 'A'), row(2, 'B')],
+        [
+          [1, 9],
+          [2, 7],
+        ],
+      ),
+    ).toEqual([[7, ['A', 'B']]]);
+  });
+
+  it('a live row keeps its own id, and two classes never share one', () => {
+    // Row 10 gave the class its id, then moved to another room: it keeps 10, the class falls back to 20.
+    const moved = row(10, 'A', { room: '410' });
+    expect(
+      ids(
+        [moved, row(20, 'B'), row(30, 'C')],
+        [
+          [10, 10],
+          [20, 10],
+          [30, 10],
+        ],
+      ),
+    ).toEqual([
+      [10, ['A']],
+      [20, ['B', 'C']],
+    ]);
+    // A class split in two without its row 10: the class of the lowest row keeps 10.
+    const split = [row(20, 'B'), row(30, 'C', { room: '410' })];
+    expect(
+      ids(split, [
+        [20, 10],
+        [30, 10],
+      ]),
+    ).toEqual([
+      [10, ['B']],
+      [30, ['C']],
+    ]);
+  });
+
+  it('a publication stores only rows under another id, and re-reading them merges as it did', () => {
+    const rows = [row(20, 'B'), row(30, 'C'), row(40, 'D', { room: '410' })];
+    const { entries, classIds } = mergeRowsWithIds(
+      rows,
+      new Map([
+        [20, 10],
+        [30, 10],
+      ]),
+    );
+    const stored = storedClassIds(classIds);
+    expect(stored).toEqual({ 20: 10, 30: 10 });
+    expect(mergeRows(rows, publishedClassIds(rows, stored))).toEqual(entries);
+    expect(storedClassIds(mergeRowsWithIds([row(1, 'A')]).classIds)).toBeUndefined();
+  });
+
+  it('whatever was published, no two classes share an id and every row is in one class', () => {
+    const rows = fc.uniqueArray(
+      fc.record({ id: fc.integer({ min: 1, max: 12 }), room: fc.constantFrom('1', '2', '3') }),
+      { selector: (r) => r.id, maxLength: 8 },
+    );
+    const published = fc.array(fc.tuple(fc.integer({ min: 1, max: 12 }), fc.integer({ min: 1, max: 12 })));
+    fc.assert(
+      fc.property(rows, published, (specs, pairs) => {
+        const entries = specs.map((spec) => row(spec.id, `G${spec.id}`, { room: spec.room }));
+        const merged = mergeRowsWithIds(entries, new Map(pairs));
+        expect(new Set(merged.entries.map((e) => e.id)).size).toBe(merged.entries.length);
+        expect(merged.entries.flatMap((e) => e.groups).sort()).toEqual(entries.map((e) => e.groups[0]).sort());
+        for (const e of merged.entries) {
+          const live = entries.find((candidate) => candidate.id === e.id);
+          if (live) expect(e.groups).toContain(live.groups[0]);
+        }
+      }),
+    );
   });
 });

@@ -1,0 +1,60 @@
+/**
+ * The pure part of a refresh: a new timetable planned against what the source's feed published before, exactly
+ * as the refresh job publishes it (tests plan with this function too, so that they test what production does).
+ */
+import type { Config } from '../config.ts';
+import type { Snapshot } from '../sources/snapshot-store.ts';
+import { expand } from '../timetable/expand.ts';
+import { mergeRows, mergeRowsWithIds, publishedClassIds, storedClassIds } from '../timetable/merge-rows.ts';
+import type { TimetableEntry } from '../timetable/types.ts';
+import {
+  expandOptions,
+  expansionSettings,
+  type FeedSettings,
+  publishedExpansion,
+  shownOccurrences,
+} from './build-feed.ts';
+import { type PublicationPlan, type PublishedState, planPublication } from './plan-publication.ts';
+
+/** Everything a refresh is planned from. */
+export interface RefreshPlanInput {
+  settings: FeedSettings & Pick<Config, 'cancelledRetentionMs'>;
+  /** What is stored for the source: the last snapshot and what its feed published (both absent at first). */
+  snapshot: Pick<Snapshot, 'entries'> | undefined;
+  published: PublishedState | undefined;
+  /** The new timetable and its digests; the deployment's term starts with it counted. */
+  entries: readonly TimetableEntry[];
+  snapshotHash: string;
+  settingsHash: string;
+  termStarts: readonly string[];
+  now: number;
+}
+
+/**
+ * Plans the publication of a new timetable. Its rows are merged under the class ids the previous publication
+ * used, so that a class keeps its UIDs when the row that gave them leaves or a lower row joins; the previous
+ * publication is re-expanded by its own rules, so that an upgrade moves nothing that has ended.
+ */
+export function planRefresh(input: RefreshPlanInput): PublicationPlan {
+  const { snapshot, published, settings } = input;
+  const previousRows = snapshot?.entries ?? [];
+  const previousIds = publishedClassIds(previousRows, published?.classIds);
+  const previousRules = publishedExpansion(published, settings).rules;
+  const previousClasses = previousRules === 1 ? previousRows : mergeRows(previousRows, previousIds);
+  const expansion = expansionSettings(settings, input.termStarts);
+  const { classIds } = mergeRowsWithIds(input.entries, previousIds);
+  return planPublication({
+    previous: published,
+    previousOccurrences: snapshot ? shownOccurrences(snapshot, published, settings) : [],
+    // Every row and every class as published (the class wins an id both have): a merged class keeps all its
+    // groups for `{groups}`, and the history knows each row id that may own a class later.
+    previousEntries: new Map([...previousRows, ...previousClasses].map((entry) => [entry.id, entry])),
+    next: expand(input.entries, expandOptions(expansion, classIds, published)).occurrences,
+    snapshotHash: input.snapshotHash,
+    settingsHash: input.settingsHash,
+    expansion,
+    classIds: storedClassIds(classIds),
+    now: input.now,
+    cancelledRetentionMs: settings.cancelledRetentionMs,
+  });
+}
