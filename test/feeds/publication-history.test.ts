@@ -5,11 +5,16 @@
  */
 import { describe, expect, it } from 'vitest';
 import { type FeedSettings, feedOccurrences, renderVariant, settingsHash } from '../../src/feeds/build-feed.ts';
-import { nextExpiry, type PublicationPlan, type PublishedState } from '../../src/feeds/plan-publication.ts';
+import {
+  nextExpiry,
+  type PublicationPlan,
+  type PublishedState,
+  planPublication,
+} from '../../src/feeds/plan-publication.ts';
 import { planRefresh } from '../../src/feeds/plan-refresh.ts';
 import { desiredEvents } from '../../src/google/desired-events.ts';
 import { planPush } from '../../src/google/plan-push.ts';
-import { occurrenceUid } from '../../src/timetable/expand.ts';
+import { expand, occurrenceUid } from '../../src/timetable/expand.ts';
 import type { Occurrence, SubscriberOptions, TimetableEntry } from '../../src/timetable/types.ts';
 import { entry } from '../timetable/fixtures.ts';
 
@@ -403,5 +408,85 @@ describe('a twin taking over', () => {
     expect(after.filter((o) => o.status === 'CANCELLED')).toEqual([]);
     expect(upcoming(after, MID_TERM).map((o) => o.entryId)).toEqual(Array(10).fill(505));
     expect(gone.plan.futureRemoved).toBe(0);
+  });
+});
+
+describe('the first refresh after upgrading from before issue 11', () => {
+  /** A publication as the code before issue 11 made it: rules 1, and no expansion settings recorded. */
+  function legacyPublish(entries: TimetableEntry[], now: number): Published {
+    const next = expand(entries, { timezone: SETTINGS.timezone, rules: 1 }).occurrences;
+    const plan = planPublication({
+      previous: undefined,
+      previousOccurrences: [],
+      previousEntries: new Map(),
+      next,
+      snapshotHash: 'legacy',
+      settingsHash: 'legacy',
+      expansion: { timezone: SETTINGS.timezone, termStarts: [], holidays: [] },
+      now,
+      cancelledRetentionMs: 14 * DAY,
+    });
+    const { expansion: _recorded, ...state } = plan.state;
+    return { entries, state: JSON.parse(JSON.stringify(state)) as PublishedState, plan, settings: SETTINGS };
+  }
+
+  it('2018 (1 September a Saturday): the odd-week dates already held stay, the coming ones follow the new rule', () => {
+    // Odd-week Tuesdays: before issue 11, week 1 held 1 September (Sat), so 4 Sep was week 2; now it is week 1.
+    const tuesday = entry({
+      id: 7,
+      year: 2018,
+      startDate: '2018-09-04',
+      finishDate: '2018-12-25',
+      weekday: 2,
+      weekType: 1,
+    });
+    const published = legacyPublish([tuesday], msk('2018-08-30T09:00'));
+    expect(
+      feed(published)
+        .map((o) => o.date)
+        .slice(0, 2),
+    ).toEqual(['2018-09-11', '2018-09-25']);
+    const now = msk('2018-10-10T12:00');
+    const upgraded = publish(published, [tuesday], now);
+    const after = feed(upgraded);
+    expect(ended(after, now)).toEqual(ended(feed(published), now));
+    expect(ended(after, now).map((o) => o.date)).toEqual(['2018-09-11', '2018-09-25', '2018-10-09']);
+    const confirmed = (o: { status: string }) => o.status === 'CONFIRMED';
+    // The weeks the old rule put them on, still to come, show as cancelled for a while: the class moved.
+    expect(
+      upcoming(after, now)
+        .filter((o) => !confirmed(o))
+        .map((o) => o.date),
+    ).toEqual(['2018-10-23', '2018-11-06', '2018-11-20', '2018-12-04', '2018-12-18']);
+    expect(
+      upcoming(after, now)
+        .filter(confirmed)
+        .map((o) => o.date),
+    ).toEqual(['2018-10-16', '2018-10-30', '2018-11-13', '2018-11-27', '2018-12-11', '2018-12-25']);
+    expect(upgraded.state.expansion?.rules).toBe(2);
+  });
+
+  it('rows of one class: both events already held stay, the coming ones become one, nothing is cancelled', () => {
+    const rows = [entry({ id: 301, groups: ['09-351'] }), entry({ id: 302, groups: ['09-352'] })];
+    const published = legacyPublish(rows, msk('2025-08-25T09:00'));
+    expect(feed(published)).toHaveLength(34);
+    const upgraded = publish(published, rows, MID_TERM);
+    const after = feed(upgraded);
+    expect(ended(after, MID_TERM)).toEqual(ended(feed(published), MID_TERM));
+    expect(ended(after, MID_TERM)).toHaveLength(14);
+    expect(upcoming(after, MID_TERM)).toHaveLength(10);
+    expect(upcoming(after, MID_TERM).every((o) => o.entryId === 301 && o.status === 'CONFIRMED')).toBe(true);
+    expect(upgraded.state.tombstones).toEqual([]);
+    // Re-rendered later (a variant, a push), the publication shows the same.
+    expect(feedOccurrences({ entries: rows }, upgraded.state, SETTINGS)).toEqual(upgraded.plan.occurrences);
+  });
+
+  it('a state recorded by issue 11 without rules expands by the current ones', () => {
+    const rows = [entry({ id: 301, groups: ['09-351'] }), entry({ id: 302, groups: ['09-352'] })];
+    const current = publish(undefined, rows, msk('2025-08-25T09:00'));
+    const { rules: _rules, ...expansion } = current.state.expansion ?? { timezone: '', termStarts: [], holidays: [] };
+    const recorded = { ...current, state: { ...current.state, expansion } };
+    expect(feed(recorded)).toEqual(feed(current));
+    expect(feed(recorded)).toHaveLength(17);
   });
 });
