@@ -47,7 +47,7 @@ export function fieldsHash(fields: OwnedEventFields): string {
 
 /**
  * The events a calendar should hold: the confirmed occurrences, and the cancelled ones (kept in feeds for
- * `CANCELLED_RETENTION`) titled with `cancelledTitlePrefix`, so that a cancelled class says so in Google too
+ * `CANCELLED_RETENTION`, or for good once their time has come) titled with `cancelledTitlePrefix`, so that a cancelled class says so in Google too
  * until it leaves the feed. With an empty prefix, cancelled occurrences are left out and their events deleted:
  * an event looking like any other class would say it still takes place. An occurrence UID seen twice keeps its
  * first occurrence.
