@@ -286,3 +286,110 @@ describe('Google push through the adapter and the fake Google', () => {
     expect(h.calendar(calendar.id)).toHaveLength(ours.length + 2);
   });
 });
+
+describe('a class sent as one row per group, in a teacher feed and in Google', () => {
+  const SUBJECT = 'Merged seminar';
+  /** One row of a Saturday seminar from 6 Sep: by the test clock (1 October) 4 Saturdays have ended, 13 to come. */
+  const seminar = (teacherId: number, groupId: number) =>
+    h.sim.addEntry({
+      groupIds: [groupId],
+      teacher_id: teacherId,
+      subject_name: SUBJECT,
+      subject_kind_name: 'семинар',
+      day_week_schedule: 6,
+      type_week_schedule: 0,
+      begin_time_schedule: '19:00',
+      end_time_schedule: '20:30',
+      start_day_schedule: '06.09.25',
+      finish_day_schedule: '27.12.25',
+      num_auditorium_schedule: '1205',
+      note_schedule: '',
+    });
+
+  async function people(teacherIndex: number) {
+    const [first, second] = await h.sim.groups();
+    const employees = await h.sim.employees();
+    const teacher = employees[teacherIndex];
+    const other = employees[teacherIndex + 1];
+    if (!first || !second || !teacher || !other) throw new Error('the simulator has too few groups or employees');
+    return { first, second, teacher, other };
+  }
+
+  /** The seminar as the teacher's feed and Google show it. */
+  async function seen(target: Connected) {
+    const feed = readEvents((await h.ctx.feeds.get(target.source))?.body.toString('utf8') ?? '').filter((event) =>
+      event.summary.includes(SUBJECT),
+    );
+    const google = h.fake.events(target.calendarId).filter((event) => event.summary?.includes(SUBJECT));
+    return { feed, google };
+  }
+
+  /** Both before and after show the same 17 events under the same UIDs, the ended ones untouched, none cancelled. */
+  async function expectKept(before: Awaited<ReturnType<typeof seen>>, after: Awaited<ReturnType<typeof seen>>) {
+    const now = h.clock.now;
+    const endedFeed = (event: { end: string }) => Date.parse(event.end) <= now;
+    const endedGoogle = (event: FakeEvent) => Date.parse(event.end.dateTime ?? '') <= now;
+    expect(after.feed.map((event) => event.uid)).toEqual(before.feed.map((event) => event.uid));
+    expect(after.feed.filter(endedFeed)).toEqual(before.feed.filter(endedFeed));
+    expect(after.feed.filter(endedFeed)).toHaveLength(4);
+    expect(after.feed.every((event) => event.status === 'CONFIRMED')).toBe(true);
+    expect(after.google.filter(endedGoogle)).toEqual(before.google.filter(endedGoogle));
+    expect(after.google.map((event) => event.id).sort()).toEqual(before.google.map((event) => event.id).sort());
+    expect(after.google.some((event) => event.summary?.startsWith('Отменено: '))).toBe(false);
+  }
+
+  it('the lowest row deleted mid-term: the same events, the past untouched, nothing cancelled', async () => {
+    const { first, second, teacher } = await people(0);
+    const rows = [await seminar(teacher.id, first.id), await seminar(teacher.id, second.id)];
+    const lowest = Math.min(...rows.map((row) => row.id));
+    const { target } = await h.connect(`employee:${teacher.id}`);
+    const before = await seen(target);
+    expect(before.feed).toHaveLength(17);
+    expect(before.feed.every((event) => event.uid.startsWith(`${lowest}-`))).toBe(true);
+    expect(before.google).toHaveLength(17);
+    h.fake.resetCounts();
+
+    await h.sim.deleteEntry(lowest);
+    const refresh = (await h.refresh(target.source)) as RefreshJobResult;
+    expect(refresh.changes).toEqual({ added: 0, removed: 0, moved: 0, changed: 13 });
+    const push = (await h.settled(target.id, 2)).at(-1);
+    expect(push?.result).toMatchObject({ patched: 13, inserted: 0, deleted: 0 });
+    await expectKept(before, await seen(target));
+    for (const row of rows) await h.sim.deleteEntry(row.id).catch(() => undefined);
+  });
+
+  it('a row with a lower id joins, then the row that gave the id leaves: the same events throughout', async () => {
+    const { first, second, teacher, other } = await people(2);
+    // The lower row is another teacher's at first, so the teacher's feed publishes the class under the higher.
+    const lower = await seminar(other.id, first.id);
+    const higher = await seminar(teacher.id, second.id);
+    expect(lower.id).toBeLessThan(higher.id);
+    const { target } = await h.connect(`employee:${teacher.id}`);
+    const before = await seen(target);
+    expect(before.feed).toHaveLength(17);
+    expect(before.feed.every((event) => event.uid.startsWith(`${higher.id}-`))).toBe(true);
+    h.fake.resetCounts();
+
+    await h.sim.raw(`/_sim/entries/${lower.id}`, {
+      method: 'PATCH',
+      headers: json,
+      body: JSON.stringify({ teacher_id: teacher.id }),
+    });
+    expect(((await h.refresh(target.source)) as RefreshJobResult).changes).toEqual({
+      added: 0,
+      removed: 0,
+      moved: 0,
+      changed: 13,
+    });
+    expect((await h.settled(target.id, 2)).at(-1)?.result).toMatchObject({ patched: 13, inserted: 0, deleted: 0 });
+    const joined = await seen(target);
+    await expectKept(before, joined);
+    expect(joined.google.at(-1)?.description).toContain(first.name);
+
+    await h.sim.deleteEntry(higher.id);
+    await h.refresh(target.source);
+    expect((await h.settled(target.id, 3)).at(-1)?.result).toMatchObject({ patched: 13, inserted: 0, deleted: 0 });
+    await expectKept(before, await seen(target));
+    await h.sim.deleteEntry(lower.id);
+  });
+});
