@@ -134,6 +134,34 @@ describe('Google push through the adapter and the fake Google', () => {
     }
   });
 
+  it('a cancelled class whose time came while the feed showed it stays, cancelled, in the feed and Google', async () => {
+    const { target, entryId, eventId, pushes } = await withOneDayClass();
+    const start = h.clock.now;
+    // Cancelled on 10 October: CANCELLED_RETENTION (14 days) outlasts the class of 15 October.
+    h.clock.now = Date.parse('2025-10-10T12:00:00Z');
+    try {
+      await h.sim.deleteEntry(entryId);
+      await h.refresh(target.source);
+      await h.settled(target.id, pushes + 1);
+      const cancelled = h.fake.event(target.calendarId, eventId);
+      expect(cancelled?.summary).toMatch(/^Отменено: /);
+      h.fake.resetCounts();
+      h.clock.now = Date.parse('2025-10-25T12:00:00Z');
+      // Nothing expires: the feed is not even rendered again, and Google keeps the event as it was.
+      expect(await h.refresh(target.source)).toMatchObject({ outcome: 'unchanged', pushJobs: 0 });
+      const feed = readEvents((await h.ctx.feeds.get(target.source))?.body.toString('utf8') ?? '');
+      expect(feed.filter((event) => event.uid.startsWith(`${entryId}-`))).toEqual([
+        expect.objectContaining({ status: 'CANCELLED', summary: cancelled?.summary }),
+      ]);
+      const reconcile = await h.push(target, 'reconcile');
+      expect(reconcile.result).toMatchObject({ writes: 0 });
+      expect(h.fake.event(target.calendarId, eventId)).toEqual(cancelled);
+      expect(h.calendar(target.calendarId)).toEqual(await h.desired(target.source));
+    } finally {
+      h.clock.now = start;
+    }
+  });
+
   it('the past is history: a room change and a deletion leave ended events untouched in the feed and Google', async () => {
     const source = await h.smallGroup(1);
     // Two classes of the whole autumn term: a month of them has taken place by the test clock (1 October).
