@@ -113,6 +113,32 @@ describe('week parity: explicit anchors', () => {
   });
 });
 
+describe('week parity: rules 1, kept to re-expand feeds published before issue 11', () => {
+  const week = (parity: ReturnType<typeof weekParity>, date: string) => parity.weekNumber(dayNumber(date));
+
+  it('counts week 1 from the week holding the term start, whatever its weekday', () => {
+    // 1 September 2018 was a Saturday: rules 1 made its week (from Monday 27 August) week 1, rules 2 the next.
+    expect(week(weekParity([], 1), '2018-09-04')).toBe(2);
+    expect(week(weekParity([], 2), '2018-09-04')).toBe(1);
+    expect(week(weekParity(['2019-02-02'], 1), '2019-02-05')).toBe(2);
+    expect(week(weekParity(['2019-02-02'], 2), '2019-02-05')).toBe(1);
+  });
+
+  it('starts a default year on 2 September when 1 September is a Sunday, like rules 2 in effect', () => {
+    // 1 September 2024 was a Sunday.
+    expect(week(weekParity([], 1), '2024-09-02')).toBe(1);
+    expect(week(weekParity([], 2), '2024-09-02')).toBe(1);
+    expect(week(weekParity([], 1), '2024-08-31')).toBe(week(weekParity([], 2), '2024-08-31'));
+  });
+
+  it('expand by rules 1 leaves rows of one class apart', () => {
+    const rows = [entry({ id: 1, groups: ['A'] }), entry({ id: 2, groups: ['B'] })];
+    const ids = (rules: 1 | 2) => new Set(expand(rows, { ...MOSCOW, rules }).occurrences.map((o) => o.entryId));
+    expect(ids(1)).toEqual(new Set([1, 2]));
+    expect(ids(2)).toEqual(new Set([1]));
+  });
+});
+
 describe('expand: the occurrence rule', () => {
   it('drops holidays', () => {
     const tuesdays = entry({ weekday: 2, startDate: '2025-10-28', finishDate: '2025-11-25' });
