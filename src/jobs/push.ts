@@ -7,7 +7,7 @@ import { performance } from 'node:perf_hooks';
 import type { Processor } from 'bullmq';
 import type { CalendarClient } from '../google/calendar-client.ts';
 import { markerFor } from '../google/desired-events.ts';
-import { TargetRemovedError } from '../google/errors.ts';
+import { GoogleError, TargetRemovedError } from '../google/errors.ts';
 import { nameCalendar } from '../google/name-calendar.ts';
 import { loadPublished } from '../google/pending-changes.ts';
 import type { SyncCounts } from '../google/sync-target.ts';
@@ -116,8 +116,10 @@ async function push(ctx: ServiceContext, data: PushJobData, run: PushRun): Promi
 }
 
 /**
- * Gives a calendar created before its timetable was named the timetable's name. After the events: a failure here
- * is logged and tried again by the next push (the placeholder stays recorded), and never costs the events a retry.
+ * Gives a calendar created before its timetable was named the timetable's name. After the events: Google failing
+ * the rename is logged and tried again by the next push (the placeholder stays recorded), and never costs the
+ * events a retry. Anything else (Redis failing to record the name, a bug) fails the push like any other step:
+ * swallowed, it would hide a broken store or a broken release behind a warning.
  */
 async function renameIfNamed(
   ctx: ServiceContext,
@@ -131,7 +133,10 @@ async function renameIfNamed(
   try {
     await nameCalendar(calendar, target, name, record, run.log);
   } catch (error) {
-    const reason = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-    run.log.warn({ reason }, 'could not rename the google calendar; the next push tries again');
+    if (!(error instanceof GoogleError)) throw error;
+    run.log.warn(
+      { reason: `${error.name}: ${error.message}` },
+      'could not rename the google calendar; the next push tries again',
+    );
   }
 }

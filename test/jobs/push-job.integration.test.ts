@@ -1,5 +1,6 @@
 /** The push job through real workers and Redis, with an in-memory calendar behind `ctx.google`. */
-import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
+import { ReplyError } from 'ioredis';
+import { afterAll, beforeAll, beforeEach, describe, expect, inject, it, vi } from 'vitest';
 import { feedOccurrences } from '../../src/feeds/build-feed.ts';
 import type { CalendarClientFactory } from '../../src/google/calendar-client.ts';
 import {
@@ -7,6 +8,7 @@ import {
   GoogleConsentError,
   GoogleQuotaError,
   GoogleRateLimitError,
+  GoogleTransientError,
 } from '../../src/google/errors.ts';
 import { eventIdFor } from '../../src/google/event-id.ts';
 import { parseRefused } from '../../src/google/plan-push.ts';
@@ -18,7 +20,7 @@ import type { ServiceContext } from '../../src/runtime/context.ts';
 import { startSimulator } from '../../src/simulator/index.ts';
 import { MemoryCalendar } from '../google/memory-calendar.ts';
 import { jobEnded } from '../support/jobs.ts';
-import { until } from '../support/poll.ts';
+import { eventually, until } from '../support/poll.ts';
 import { testContext } from '../support/service.ts';
 import { simControl } from '../upstream/sim-control.ts';
 import { REFERENCE_DATE, waitForJob } from './helpers.ts';
@@ -93,8 +95,14 @@ beforeEach(() => {
   counter += 1;
 });
 
-/** A published group with a target pushing it into a fresh in-memory calendar. */
-async function connected(groupIndex: number): Promise<{ id: string; source: string; calendar: MemoryCalendar }> {
+/**
+ * A published group with a target pushing it into a fresh in-memory calendar. With `placeholder`, the calendar
+ * is ours and still carries the name it was created with (`Группа <id>`), so a push renames it.
+ */
+async function connected(
+  groupIndex: number,
+  placeholder = false,
+): Promise<{ id: string; source: string; calendar: MemoryCalendar }> {
   const source = `group:${groupIds[groupIndex]}`;
   const refresh = await waitForJob(
     ctx,
@@ -103,13 +111,18 @@ async function connected(groupIndex: number): Promise<{ id: string; source: stri
   expect(refresh.state).toBe('completed');
   const refreshToken = `refresh-token-${counter}-${accounts.size}`;
   const calendar = new MemoryCalendar([CAL]);
+  const calendarName = placeholder ? `Группа ${groupIds[groupIndex]}` : source;
+  if (placeholder) {
+    await calendar.renameCalendar(CAL, calendarName);
+    calendar.calls.clear();
+  }
   accounts.set(refreshToken, calendar);
   const { id } = await ctx.google.targets.create({
     source,
     refreshToken,
     calendarId: CAL,
     calendarOwned: true,
-    calendarName: source,
+    calendarName,
     budgetKey: `token:${counter}`,
     now: clock.now,
   });
@@ -462,6 +475,65 @@ describe('push job', () => {
     await ctx.google.targets.remove(id);
     expect((await push(id, source)).result).toEqual({ skipped: 'target removed' });
     expect(calendar.total()).toBe(0);
+  });
+});
+
+describe('renaming a placeholder calendar after the push', () => {
+  const summaryOf = async (calendar: MemoryCalendar) => (await calendar.getCalendar(CAL)).summary;
+
+  it("Google failing the rename is logged and left to the next push: the events' push completes", async () => {
+    const { id, source, calendar } = await connected(9, true);
+    const placeholder = await summaryOf(calendar);
+    calendar.calls.clear();
+    calendar.fail(
+      'renameCalendar',
+      new GoogleTransientError('calendars.patch: HTTP 503 backendError', { status: 503 }),
+    );
+    const job = await push(id, source);
+    expect(job).toMatchObject({ state: 'completed', attemptsMade: 1 });
+    expect(calendar.count('renameCalendar')).toBe(1);
+    expect(
+      calendar
+        .events(CAL)
+        .map((event) => event.id)
+        .sort(),
+    ).toEqual(await expectedIds(source));
+    expect(await ctx.google.targets.get(id)).toMatchObject({ calendarName: placeholder });
+    // The next push (a refresh's, with nothing else to write) renames it.
+    await push(id, source, 'refresh');
+    const named = await ctx.google.targets.get(id);
+    expect(named?.calendarName).not.toBe(placeholder);
+    expect(await summaryOf(calendar)).toBe(named?.calendarName);
+  });
+
+  it.each([
+    ['a bug', () => new TypeError("Cannot read properties of undefined (reading 'summary')")],
+    ['Redis refusing the write', () => new ReplyError('OOM command not allowed when used memory > maxmemory')],
+  ])('%s while renaming fails the push like any other step, and the retry renames', async (_what, failure) => {
+    const { id, source, calendar } = await connected(10, true);
+    const placeholder = await summaryOf(calendar);
+    const record = vi.spyOn(ctx.google.targets, 'recordCalendarName');
+    record.mockRejectedValueOnce(failure());
+    try {
+      const jobId = await enqueuePush(ctx, id, source, 'connect');
+      const job = await eventually(async () => {
+        const read = await ctx.queues.push.getJob(jobId);
+        return read !== undefined && read.attemptsMade >= 1 ? read : undefined;
+      }, 'the first attempt to fail');
+      expect(job.failedReason).toBe(failure().message);
+      const failed = await ctx.google.targets.get(id);
+      expect(failed?.calendarName).toBe(placeholder);
+      expect(failed?.lastPush).toBeUndefined();
+      // Retried like any push failure (after the backoff; promoted here so the test need not wait for it).
+      await job.promote();
+      const { state } = await jobEnded(ctx.queues.push, jobId);
+      expect(state).toBe('completed');
+    } finally {
+      record.mockRestore();
+    }
+    const named = await ctx.google.targets.get(id);
+    expect(named?.calendarName).not.toBe(placeholder);
+    expect(await summaryOf(calendar)).toBe(named?.calendarName);
   });
 });
 
