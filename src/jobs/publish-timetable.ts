@@ -86,7 +86,10 @@ export async function publishTimetable(
     return { outcome: 'awaiting-confirmation', occurrences: stored.state?.occurrences ?? 0, pushJobs: 0 };
   }
   // Google holds cancelled classes titled as such while they are in the feed: one leaving it is a write there.
-  const owesPush = plan.change !== undefined || tombstonesLeft(stored.published, plan.state);
+  // New settings (the cancelled-title prefix, the zone, the term starts) may change Google's events without any
+  // change record: the push compares with what Google holds and writes only what differs, so owing one is cheap.
+  const settingsChanged = stored.published !== undefined && stored.published.settingsHash !== settingsDigest;
+  const owesPush = plan.change !== undefined || settingsChanged || tombstonesLeft(stored.published, plan.state);
   await commit(
     ctx,
     source,

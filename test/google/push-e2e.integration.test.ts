@@ -7,8 +7,12 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { eventIdFor } from '../../src/google/event-id.ts';
 import { FOREIGN } from '../../src/google/plan-push.ts';
 import type { RefreshJobResult } from '../../src/jobs/contract.ts';
+import { enqueueRefresh } from '../../src/jobs/queues.ts';
+import type { ServiceContext } from '../../src/runtime/context.ts';
+import type { SourceKey } from '../../src/sources/source.ts';
 import type { FakeEvent } from '../fake-google/index.ts';
 import { readEvents } from '../jobs/helpers.ts';
+import { jobEnded } from '../support/jobs.ts';
 import { type Connected, PushHarness } from './push-harness.ts';
 
 let h: PushHarness;
@@ -49,6 +53,14 @@ async function withOneDayClass(): Promise<{ target: Connected; entryId: number; 
   });
   h.fake.resetCounts();
   return { target, ...added, pushes: 2 };
+}
+
+/** Refreshes a source with another context's workers (see `restartedWith`). */
+async function refreshWith(ctx: ServiceContext, source: SourceKey): Promise<unknown> {
+  const id = await enqueueRefresh(ctx.queues, ctx.config, source, { reason: 'resync', now: h.clock.now });
+  const { job, state } = await jobEnded(ctx.queues.refresh, id);
+  expect(state).toBe('completed');
+  return job.returnvalue;
 }
 
 describe('Google push through the adapter and the fake Google', () => {
@@ -224,6 +236,32 @@ describe('Google push through the adapter and the fake Google', () => {
     // The feed: the same classes before the refresh, CONFIRMED, the same SEQUENCE.
     expect(await feedEnded()).toEqual(feedBefore);
     expect(feedBefore.every((event) => event.status === 'CONFIRMED')).toBe(true);
+  });
+
+  it('new settings re-title the cancelled classes in Google: CANCELLED_TITLE_PREFIX changed, then emptied', async () => {
+    const { target, entryId, eventId, pushes } = await withOneDayClass();
+    const before = h.fake.event(target.calendarId, eventId)?.summary;
+    await h.sim.deleteEntry(entryId);
+    await h.refresh(target.source);
+    await h.settled(target.id, pushes + 1);
+    expect(h.fake.event(target.calendarId, eventId)?.summary).toBe(`Отменено: ${before}`);
+    h.fake.resetCounts();
+    // Same timetable, new settings: the feed is rendered again, and Google must follow without a reconcile.
+    await h.restartedWith({ CANCELLED_TITLE_PREFIX: '[X] ' }, async (ctx) => {
+      const refresh = (await refreshWith(ctx, target.source)) as RefreshJobResult;
+      expect(refresh).toMatchObject({ outcome: 'published', pushJobs: 1 });
+      const push = (await h.settled(target.id, pushes + 2)).at(-1);
+      expect(push?.result).toMatchObject({ reconciled: false, patched: 1, writes: 1, reads: 0 });
+      expect(h.fake.event(target.calendarId, eventId)).toMatchObject({ status: 'confirmed', summary: `[X] ${before}` });
+    });
+    expect(h.fake.counts().byMethod).toEqual({ 'events.patch': 1 });
+    // Emptied: cancelled classes are no longer shown as events, so Google deletes them.
+    await h.restartedWith({ CANCELLED_TITLE_PREFIX: '' }, async (ctx) => {
+      await refreshWith(ctx, target.source);
+      const push = (await h.settled(target.id, pushes + 3)).at(-1);
+      expect(push?.result).toMatchObject({ deleted: 1, writes: 1 });
+      expect(h.fake.event(target.calendarId, eventId)?.status).toBe('cancelled');
+    });
   });
 
   it('an unchanged timetable costs no write: a resync queues no push, a push and a reconcile write nothing', async () => {

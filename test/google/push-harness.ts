@@ -14,6 +14,7 @@ import { enqueuePush, enqueueRefresh } from '../../src/jobs/queues.ts';
 import { startWorkers, type WorkerSet } from '../../src/jobs/workers.ts';
 import { silentLogger } from '../../src/logger.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
+import { openServiceContext } from '../../src/runtime/service-context.ts';
 import { startSimulator } from '../../src/simulator/index.ts';
 import type { SourceKey } from '../../src/sources/source.ts';
 import { connectTarget } from '../../src/subscriptions/google-connect.ts';
@@ -23,7 +24,7 @@ import { type ApiMethod, type FakeEvent, type FakeGoogle, startFakeGoogle } from
 import { REFERENCE_DATE, readEvents } from '../jobs/helpers.ts';
 import { jobEnded } from '../support/jobs.ts';
 import { until } from '../support/poll.ts';
-import { TEST_ADMIN_TOKEN, testContext } from '../support/service.ts';
+import { TEST_ADMIN_TOKEN, testConfig, testContext } from '../support/service.ts';
 import { type SimControl, simControl } from '../upstream/sim-control.ts';
 
 /** How long a quota pause lasts in these tests (GOOGLE_QUOTA_PAUSE). */
@@ -67,6 +68,9 @@ export function googleEnv(fake: FakeGoogle): Record<string, string> {
     GOOGLE_RECONCILE_INTERVAL: '2h',
   };
 }
+
+/** The workers' tuning in these tests: quick stall detection, rate-limit pauses shortened. */
+const WORKER_TUNING = { lockDurationMs: 5_000, stalledIntervalMs: 1_000, pushRateLimitBaseMs: 20 };
 
 /** Compares by id. */
 const byId = (a: EventView, b: EventView) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
@@ -138,17 +142,43 @@ export class PushHarness {
 
   /** Starts this process's workers (rate-limit pauses shortened). */
   async startWorkers(): Promise<void> {
-    this.workers ??= await startWorkers(this.ctx, inject('redisUrl'), {
-      lockDurationMs: 5_000,
-      stalledIntervalMs: 1_000,
-      pushRateLimitBaseMs: 20,
-    });
+    this.workers ??= await startWorkers(this.ctx, inject('redisUrl'), WORKER_TUNING);
   }
 
   /** Stops this process's workers (their running jobs finish first). */
   async stopWorkers(): Promise<void> {
     await this.workers?.close();
     this.workers = undefined;
+  }
+
+  /**
+   * Runs `during` as after a restart with other settings (`env` over this harness's): this process's workers
+   * stop, workers of a second context on the same Redis prefix take over, and this harness's come back after.
+   * The second context is closed without deleting anything: its keys are this harness's.
+   */
+  async restartedWith(env: Record<string, string>, during: (ctx: ServiceContext) => Promise<void>): Promise<void> {
+    await this.stopWorkers();
+    const config = testConfig({
+      UNIVERSITY_API_URL: this.simUrl,
+      ...googleEnv(this.fake),
+      REDIS_PREFIX: this.ctx.config.redisPrefix,
+      ...env,
+    });
+    const opened = openServiceContext({
+      config,
+      logger: silentLogger(),
+      redisUrl: inject('redisUrl'),
+      role: 'test',
+      now: () => this.clock.now,
+    });
+    const workers = await startWorkers(opened.context, inject('redisUrl'), WORKER_TUNING);
+    try {
+      await during(opened.context);
+    } finally {
+      await workers.close();
+      await opened.close();
+      await this.startWorkers();
+    }
   }
 
   async close(): Promise<void> {
