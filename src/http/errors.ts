@@ -23,6 +23,7 @@ import {
   CredentialRejectedError,
   OtherUserCredentialError,
   UnknownSourceError,
+  UnverifiableCredentialError,
 } from '../subscriptions/errors.ts';
 import { UpstreamError, UpstreamRateLimitError, UpstreamTimeoutError } from '../upstream/errors.ts';
 
@@ -74,6 +75,7 @@ const CATALOG: readonly Entry[] = [
   entry(CredentialRejectedError, (error) => new HttpError(401, error.message)),
   entry(CredentialCheckError, (error) => new HttpError(502, error.message)),
   entry(OtherUserCredentialError, (error) => new HttpError(409, error.message)),
+  entry(UnverifiableCredentialError, (error) => new HttpError(409, error.message)),
   entry(GoogleNotConfiguredError, (error) => new HttpError(503, error.message)),
   entry(ConsentCallbackError, (error) => new HttpError(400, error.message)),
   entry(TargetRemovedError, (error) => new HttpError(409, `${error.message}: connect again`)),

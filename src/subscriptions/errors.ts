@@ -27,6 +27,21 @@ export class OtherUserCredentialError extends Error {
   }
 }
 
+/**
+ * A replacement credential whose owner cannot be checked: the subscription or the credential's profile has no
+ * university user id (some deployments send none), and it is not the credential the subscription was made with.
+ */
+export class UnverifiableCredentialError extends Error {
+  override name = 'UnverifiableCredentialError';
+
+  constructor() {
+    super(
+      'the university does not say whose credential this is, so it cannot replace the credential of this ' +
+        'subscription; sign up with it for a new feed',
+    );
+  }
+}
+
 /** The personal source of a Google connection has no subscription (any more). */
 export class UnknownSourceError extends Error {
   override name = 'UnknownSourceError';

@@ -10,9 +10,9 @@ import { forgetSource } from '../jobs/term-starts.ts';
 import type { Logger } from '../logger.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { SecretKeyMissingError } from '../security/errors.ts';
-import { OtherUserCredentialError } from './errors.ts';
+import { OtherUserCredentialError, UnverifiableCredentialError } from './errors.ts';
 import { disconnectTarget } from './google-disconnect.ts';
-import { profileCalendarName, verifiedProfile } from './profile.ts';
+import { type Profile, profileCalendarName, verifiedProfile } from './profile.ts';
 import type { Subscription } from './subscription-store.ts';
 
 /** A new subscription and its feed token, the only copy of it there will ever be. */
@@ -23,7 +23,8 @@ export interface SignedUp {
 
 /**
  * Signs a person up: checks the credential with the university, stores the subscription (the credential
- * sealed) and queues its first refresh. Throws SecretKeyMissingError without a `SECRET_KEY` (before the
+ * sealed) and queues its first refresh. A profile without a user id still signs up: the subscription is then
+ * tied to this credential (its keyed digest), so only this same credential can replace it later. Throws SecretKeyMissingError without a `SECRET_KEY` (before the
  * university is asked), and CredentialRejectedError or CredentialCheckError from the check. `log` is the
  * request's logger when a route calls (the line then carries the request id).
  */
@@ -57,7 +58,8 @@ export async function signUp(
 /**
  * A new credential for an existing subscription (typically one the university started rejecting). It must
  * belong to the same university user: a subscription never changes whose timetable it shows
- * ({@link OtherUserCredentialError} otherwise). Resolves to the subscription as it is now.
+ * ({@link OtherUserCredentialError} otherwise; {@link UnverifiableCredentialError} when a user id is missing
+ * on either side and it is not the subscription's own credential). Resolves to the subscription as it is now.
  */
 export async function replaceCredential(
   ctx: ServiceContext,
@@ -67,7 +69,7 @@ export async function replaceCredential(
 ): Promise<Subscription> {
   requireCredentialStorage(ctx);
   const profile = await verifiedProfile(ctx, credential);
-  if (profile.id !== subscription.upstreamUserId) throw new OtherUserCredentialError();
+  await requireSameUser(ctx, subscription, profile, credential);
   await ctx.subscriptions.replaceCredential(subscription.id, credential, ctx.now());
   await activateSource(ctx, subscription.source);
   // A refresh already running uses the old credential: queue one behind it that reads the new one.
@@ -97,6 +99,21 @@ export async function deleteSubscription(
   await forgetSource(ctx, subscription.source, log);
   await requestReconcile(ctx);
   log.info({ subscription: subscription.id }, 'personal subscription deleted');
+}
+
+/** Throws unless `credential` (whose profile is `profile`) may replace the credential of `subscription`. */
+async function requireSameUser(
+  ctx: ServiceContext,
+  subscription: Subscription,
+  profile: Profile,
+  credential: string,
+): Promise<void> {
+  if (subscription.upstreamUserId !== null && profile.id !== null) {
+    if (profile.id !== subscription.upstreamUserId) throw new OtherUserCredentialError();
+    return;
+  }
+  // Without an id on both sides nothing tells two people apart: only the credential itself is recognised.
+  if (!(await ctx.subscriptions.isOwnCredential(subscription.id, credential))) throw new UnverifiableCredentialError();
 }
 
 /** Credentials are stored sealed: without a `SECRET_KEY` nothing may be asked of the university first. */

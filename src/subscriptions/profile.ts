@@ -8,7 +8,8 @@ import { CredentialCheckError, CredentialRejectedError } from './errors.ts';
 
 /** The profile fields a subscription needs: who it is (to check a replacement) and a calendar name. */
 export interface Profile {
-  id: number;
+  /** Null when the university does not say (some deployments send `id: null`). */
+  id: number | null;
   firstName: string;
   lastName: string;
   groupName?: string;
@@ -16,7 +17,8 @@ export interface Profile {
 
 /**
  * Asks the university who this credential belongs to. Throws {@link CredentialRejectedError} when it rejects
- * the credential and {@link CredentialCheckError} when it fails or does not say whose it is (a null user id).
+ * the credential and {@link CredentialCheckError} when it fails. A null user id is passed on: the caller ties
+ * such a subscription to its credential instead.
  * The group is optional in practice (not every account has one, some deployments send `group: null` or a null
  * group id): only its name is asked for, a null group is no group, and a profile that lacks the key is asked
  * for again without it. A personal timetable is fetched with the credential, so no group id is ever needed.
@@ -38,11 +40,6 @@ async function fetchProfile(ctx: Pick<ServiceContext, 'upstream'>, credential: s
   } catch (error) {
     if (!(error instanceof UpstreamProtocolError) || error.reason !== 'wrong-shape') throw error;
     user = await ctx.upstream.me(credential, { id: true, firstName: true, lastName: true });
-  }
-  // The id is what ties a replacement credential to the same person: without it nothing can be kept apart.
-  if (user.id === null) {
-    const detail = 'user.id is null: the university did not say whose credential this is';
-    throw new UpstreamProtocolError('me', 'wrong-shape', { detail });
   }
   const groupName = user.group?.name ?? '';
   return { id: user.id, firstName: user.firstName, lastName: user.lastName, ...(groupName ? { groupName } : {}) };

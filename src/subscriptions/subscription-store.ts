@@ -6,8 +6,9 @@
  * that a refresh can only reject the credential it actually used.
  */
 import type { Redis } from 'ioredis';
+import { SecretKeyMissingError } from '../security/errors.ts';
 import { SecretBox } from '../security/secret-box.ts';
-import { constantTimeEqual, hashToken, randomToken } from '../security/tokens.ts';
+import { constantTimeEqual, hashToken, keyedDigest, randomToken } from '../security/tokens.ts';
 import type { RedisKeys } from '../sources/keys.ts';
 import { SUBSCRIPTION_ID } from '../sources/source.ts';
 
@@ -21,7 +22,8 @@ export interface Subscription {
   source: string;
   /** Calendar name, from the upstream profile. */
   name: string;
-  upstreamUserId: number;
+  /** The university's id of the person; null when the university did not say (see {@link NewSubscription}). */
+  upstreamUserId: number | null;
   status: SubscriptionStatus;
   statusReason?: string;
   createdAt: number;
@@ -32,9 +34,16 @@ export interface Subscription {
 export interface NewSubscription {
   credential: string;
   name: string;
-  upstreamUserId: number;
+  /**
+   * Null when the university's profile has no user id: the subscription is then tied to its credential (a
+   * keyed digest of it is stored), since nothing else tells whose it is.
+   */
+  upstreamUserId: number | null;
   now: number;
 }
+
+/** What a credential digest is for (the HMAC purpose): recognising the credential of an id-less subscription. */
+const CREDENTIAL_DIGEST_PURPOSE = 'subscription-credential';
 
 /** Subscription ids: 16 random bytes (128 bits), base64url, 22 characters (see `SUBSCRIPTION_ID`). */
 const ID_BYTES = 16;
@@ -82,12 +91,14 @@ export class SubscriptionStore {
   private readonly redis: Redis;
   private readonly keys: RedisKeys;
   private readonly box: SecretBox;
+  private readonly secretKey: Buffer | undefined;
 
   /** `secretKey` is `Config.secretKey`; without it, anything touching a credential throws SecretKeyMissingError. */
   constructor(redis: Redis, keys: RedisKeys, secretKey: Buffer | undefined) {
     this.redis = redis;
     this.keys = keys;
     this.box = new SecretBox(secretKey);
+    this.secretKey = secretKey === undefined ? undefined : Buffer.from(secretKey);
   }
 
   /** Whether credentials can be stored (a `SECRET_KEY` is configured). */
@@ -117,6 +128,7 @@ export class SubscriptionStore {
         credential: sealed,
         credentialVersion: '1',
         tokenHash,
+        ...(input.upstreamUserId === null ? { credentialDigest: this.credentialDigest(input.credential) } : {}),
       })
       .set(this.keys.subscriptionToken(tokenHash), id)
       .exec();
@@ -161,6 +173,16 @@ export class SubscriptionStore {
   }
 
   /**
+   * Whether `credential` is the one an id-less subscription was made with (or last given), by its keyed digest,
+   * compared in constant time. False for a subscription with a user id (no digest is kept for it) or none.
+   */
+  async isOwnCredential(id: string, credential: string): Promise<boolean> {
+    if (!SUBSCRIPTION_ID.test(id)) return false;
+    const stored = await this.redis.hget(this.keys.subscription(id), 'credentialDigest');
+    return stored !== null && constantTimeEqual(stored, this.credentialDigest(credential));
+  }
+
+  /**
    * The upstream rejected the credential: refreshes stop until the user replaces it. With `version` (from
    * {@link credentialFor}), only if that credential is still the stored one: a refresh that began before a
    * replacement must not reject the new credential. Resolves to whether it marked; false if deleted.
@@ -194,6 +216,11 @@ export class SubscriptionStore {
     return results?.[0]?.[1] === 1;
   }
 
+  private credentialDigest(credential: string): string {
+    if (this.secretKey === undefined) throw new SecretKeyMissingError();
+    return keyedDigest(this.secretKey, CREDENTIAL_DIGEST_PURPOSE, credential);
+  }
+
   private async update(id: string, set: Record<string, string>, options: UpdateOptions): Promise<boolean> {
     if (!SUBSCRIPTION_ID.test(id)) return false;
     const remove = options.remove ?? [];
@@ -214,7 +241,7 @@ function toFields(subscription: Subscription): Record<string, string> {
     id: subscription.id,
     source: subscription.source,
     name: subscription.name,
-    upstreamUserId: String(subscription.upstreamUserId),
+    upstreamUserId: subscription.upstreamUserId === null ? '' : String(subscription.upstreamUserId),
     status: subscription.status,
     createdAt: String(subscription.createdAt),
     updatedAt: String(subscription.updatedAt),
@@ -230,7 +257,7 @@ function fromFields(fields: Record<string, string>): Subscription {
     id,
     source: fields.source ?? `personal:${id}`,
     name: fields.name ?? '',
-    upstreamUserId: Number(fields.upstreamUserId),
+    upstreamUserId: fields.upstreamUserId ? Number(fields.upstreamUserId) : null,
     status: fields.status === 'needs-credential' ? 'needs-credential' : 'active',
     createdAt: Number(fields.createdAt),
     updatedAt: Number(fields.updatedAt),

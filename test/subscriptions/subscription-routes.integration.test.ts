@@ -1,5 +1,6 @@
+import { createHash } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { buildApp } from '../../src/http/app.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { startSimulator } from '../../src/simulator/index.ts';
@@ -100,6 +101,44 @@ describe('POST /api/subscriptions', () => {
     expect(response.statusCode).toBe(401);
     expect(body).toEqual({ error: 'the university rejected this credential' });
     expect(await ctx.redis.keys(`${ctx.config.redisPrefix}:subscription:*`)).toEqual(before);
+  });
+
+  it('signs up a person whose profile has a null user id, tied to the credential: only it can replace itself', async () => {
+    // Some deployments answer `id: null` in the profile (the issue's "null anywhere").
+    const me = ctx.upstream.me.bind(ctx.upstream);
+    const nullId = vi.spyOn(ctx.upstream, 'me').mockImplementation((async (credential, select, options) => ({
+      ...(await me(credential, select, options)),
+      id: null,
+    })) as typeof ctx.upstream.me);
+    try {
+      const { response, body } = await subscribe(user(3).token);
+      expect(response.statusCode).toBe(201);
+      issuedTokens.push(body.token ?? '');
+      const id = body.id ?? '';
+      expect(await ctx.subscriptions.get(id)).toMatchObject({ upstreamUserId: null, status: 'active' });
+      // What ties it to the credential is a keyed digest: neither the credential nor its plain hash.
+      const stored = await ctx.redis.hgetall(ctx.keys.subscription(id));
+      expect(stored.credentialDigest).toMatch(/^[0-9a-f]{64}$/);
+      expect(JSON.stringify(stored)).not.toContain(user(3).token);
+      expect(stored.credentialDigest).not.toBe(createHash('sha256').update(user(3).token).digest('hex'));
+
+      const patch = (credential: string) =>
+        app.inject({
+          method: 'PATCH',
+          url: `/api/subscriptions/${id}`,
+          headers: bearer(body.token ?? ''),
+          payload: { credential },
+        });
+      const other = await patch(user(1).token);
+      expect(other.statusCode).toBe(409);
+      expect(other.json<{ error: string }>().error).toMatch(/does not say whose credential this is/);
+      expect(await ctx.subscriptions.credentialOf(id)).toBe(user(3).token);
+      const same = await patch(user(3).token);
+      expect(same.statusCode).toBe(200);
+      expect(same.json()).toMatchObject({ id, status: 'active' });
+    } finally {
+      nullId.mockRestore();
+    }
   });
 
   it('answers 502 with the upstream text when the university fails', async () => {
