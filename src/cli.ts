@@ -2,6 +2,7 @@ import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { ConfigError } from './config.ts';
 import { CommandError, EXIT_USAGE, RedisUnavailableError, UsageError } from './runtime/errors.ts';
 import { idOption } from './runtime/id-option.ts';
+import { DIALECTS, type Dialect } from './simulator/dialect.ts';
 
 /** What a command does with its parsed options; resolves to the process exit code. */
 type Handler = (values: Values) => Promise<number>;
@@ -55,7 +56,7 @@ const COMMANDS: Record<string, Command> = {
   },
   simulator: {
     summary: 'the fake university API alone',
-    usage: 'timetable-sync simulator [--port N] [--seed S] [--host H] [--dialect standard|legacy]',
+    usage: 'timetable-sync simulator [--port N] [--seed S] [--host H] [--dialect standard|legacy|legacy-unlabelled]',
     options: {
       port: { type: 'string' },
       seed: { type: 'string' },
@@ -63,7 +64,7 @@ const COMMANDS: Record<string, Command> = {
       dialect: { type: 'string' },
     },
     details:
-      'Serves the six university endpoints over deterministic generated data, plus /_sim control\nendpoints (move, cancel or add classes; inject faults). Default port 4010, seed 1. --dialect legacy\nanswers as older real deployments do (windows-1251, no success, numbers as strings, HH.MM times,\nDD.MM.YYYY dates, the employees search shape, null profile fields).',
+      'Serves the six university endpoints over deterministic generated data, plus /_sim control\nendpoints (move, cancel or add classes; inject faults). Default port 4010, seed 1. --dialect legacy\nanswers as older real deployments do (windows-1251, no success, numbers as strings, HH.MM times,\nDD.MM.YYYY dates, the employees search shape, null profile fields, one row per group, control\ncharacters); legacy-unlabelled also leaves the charset out of Content-Type.',
     run: async (values) =>
       (await roles()).runSimulator({
         port: optionalInt(values.port, '--port') ?? 4010,
@@ -128,9 +129,9 @@ function stringValue(value: string | boolean | undefined): string | undefined {
   return typeof value === 'string' ? value : undefined;
 }
 
-function dialectOption(value: unknown): 'standard' | 'legacy' | undefined {
-  if (value === undefined || value === 'standard' || value === 'legacy') return value;
-  throw new UsageError(`--dialect must be standard or legacy (got "${String(value)}")`);
+function dialectOption(value: unknown): Dialect | undefined {
+  if (value === undefined || DIALECTS.some((dialect) => dialect === value)) return value as Dialect | undefined;
+  throw new UsageError(`--dialect must be one of ${DIALECTS.join(', ')} (got "${String(value)}")`);
 }
 
 function optionalInt(value: string | boolean | undefined, flag: string): number | undefined {

@@ -34,8 +34,9 @@ export interface SimulatorOptions {
   numericStrings?: boolean | undefined;
   /**
    * `legacy`: answer as real deployments of the older API do (windows-1251, no `success`, strings for numbers,
-   * `HH.MM`, `DD.MM.YYYY`, `employees` search, null profile fields; see dialect.ts), overriding `dateFormat`
-   * and `numericStrings`. Default `standard`; switchable at run time with `PUT /_sim/dialect`.
+   * `HH.MM`, `DD.MM.YYYY`, `employees` search, null profile fields, one row per group, control characters;
+   * see dialect.ts), overriding `dateFormat` and `numericStrings`; `legacy-unlabelled` the same without a charset
+   * in `Content-Type`. Default `standard`; switchable at run time with `PUT /_sim/dialect`.
    */
   dialect?: Dialect | undefined;
   /** Header carrying the credential of the `@me` endpoints; default 'Authorization'. */

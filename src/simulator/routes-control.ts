@@ -6,7 +6,7 @@
  *   PATCH  /_sim/entries/:id                               change fields and/or groupIds → 200
  *   DELETE /_sim/entries/:id                               cancel a class → 204
  *   POST   /_sim/faults, GET /_sim/faults, DELETE /_sim/faults[/:id]
- *   GET    /_sim/dialect, PUT /_sim/dialect {"dialect": "legacy" | "standard"}   how answers are spelled
+ *   GET    /_sim/dialect, PUT /_sim/dialect {"dialect": "standard" | "legacy" | "legacy-unlabelled"}   how answers are spelled
  *   GET    /_sim/stats, DELETE /_sim/stats, POST /_sim/reset
  */
 import type { IncomingMessage } from 'node:http';

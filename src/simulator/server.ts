@@ -5,6 +5,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { setTimeout as sleep } from 'node:timers/promises';
 import { listenClosable } from '../lib/closable-server.ts';
 import { encodeWindows1251 } from './charset.ts';
+import { isLegacy } from './dialect.ts';
 import { BodyTooLargeError } from './errors.ts';
 import type { EndpointName, FaultRule } from './faults.ts';
 import { errorReply, failureReply, json, type Reply } from './reply.ts';
@@ -76,10 +77,14 @@ function failureResponse(rule: FaultRule, endpoint: EndpointName): Reply | undef
   }
 }
 
-/** A reply as the deployment's dialect sends it: the legacy dialect answers in windows-1251, and says so. */
+/**
+ * A reply as the deployment's dialect sends it: the legacy dialects answer in windows-1251, `legacy` saying so,
+ * `legacy-unlabelled` not.
+ */
 function inDialect(state: SimulatorState, reply: Reply): Reply {
-  if (state.dialect !== 'legacy' || !reply.body) return reply;
-  const headers = { ...reply.headers, 'content-type': 'application/json; charset=windows-1251' };
+  if (!isLegacy(state.dialect) || !reply.body) return reply;
+  const charset = state.dialect === 'legacy' ? '; charset=windows-1251' : '';
+  const headers = { ...reply.headers, 'content-type': `application/json${charset}` };
   return { ...reply, body: encodeWindows1251(reply.body.toString('utf8')), headers };
 }
 

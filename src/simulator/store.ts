@@ -1,5 +1,5 @@
 import type { Semester } from './dates.ts';
-import { legacyEmployee, legacyUser } from './dialect.ts';
+import { isLegacy, legacyEmployee, legacyUser, perGroupRow, sentPerGroup, withControlCharacters } from './dialect.ts';
 import { defaultFields, deriveFields, type EntryLookups, ordered, positiveInt } from './entry-input.ts';
 import { generatePlan } from './generate-plan.ts';
 import { INSTITUTES } from './institutes.ts';
@@ -86,7 +86,7 @@ export class SimulatorStore {
 
   /** Body of `GET /employees?q=`: `users` (one object when one matched), or `employees` in the legacy dialect. */
   searchBody(found: readonly Employee[]): Buffer {
-    if (this.wireFormat.dialect === 'legacy') {
+    if (isLegacy(this.wireFormat.dialect)) {
       return this.json({ success: true, employees: found.map(legacyEmployee) });
     }
     return this.json({ success: true, users: this.wire(found.length === 1 ? found[0] : found) });
@@ -94,7 +94,7 @@ export class SimulatorStore {
 
   /** Body of `POST /users/@me` for the selected fields (legacy: no `success`, some fields null). */
   userBody(selected: Record<string, unknown>): Buffer {
-    if (this.wireFormat.dialect === 'legacy') return this.json({ user: this.wire(legacyUser(selected)) });
+    if (isLegacy(this.wireFormat.dialect)) return this.json({ user: this.wire(legacyUser(selected)) });
     return this.json({ success: true, user: this.wire(selected) });
   }
 
@@ -121,7 +121,7 @@ export class SimulatorStore {
   /** Body of `GET /groups/:id/schedule`; undefined for an unknown group. */
   groupSchedule(groupId: number): Buffer | undefined {
     if (!this.groups.has(groupId)) return undefined;
-    return this.cached(`g:${groupId}`, () => this.scheduleBody(this.byGroup.get(groupId)));
+    return this.cached(`g:${groupId}`, () => this.scheduleBody(this.byGroup.get(groupId), groupId));
   }
 
   /** Body of `GET /employees/:id/schedule`; undefined for an unknown employee. */
@@ -138,7 +138,7 @@ export class SimulatorStore {
         const match = typeof note === 'string' ? SUBGROUP_NOTE.exec(note) : null;
         return !match || Number(match[1]) === user.subgroup;
       });
-      return this.scheduleBody(ids);
+      return this.scheduleBody(ids, user.groupId);
     });
   }
 
@@ -228,25 +228,45 @@ export class SimulatorStore {
     return body;
   }
 
-  private scheduleBody(ids: Iterable<number> | undefined): Buffer {
+  /** A timetable of entries; `forGroup` when it is that group's (a legacy deployment then sends only its row). */
+  private scheduleBody(ids: Iterable<number> | undefined, forGroup?: number): Buffer {
     const entries = [...(ids ?? [])].map((id) => this.entries.get(id)).filter((entry) => entry !== undefined);
-    const parts = entries.sort(compareEntries).map((entry) => this.entryText(entry));
-    const success = this.wireFormat.dialect === 'legacy' ? '' : '"success":true,';
+    const parts = entries.sort(compareEntries).flatMap((entry) => this.rowTexts(entry, forGroup));
+    const success = isLegacy(this.wireFormat.dialect) ? '' : '"success":true,';
     return Buffer.from(`{${success}"subjects":[${parts.join(',')}]}`);
+  }
+
+  /**
+   * The rows an entry is sent as: itself, or in the legacy dialects one row per group for a class taught to
+   * several groups (in a group's timetable only that group's row). Split rows are not cached: the bodies are.
+   */
+  private rowTexts(entry: Entry, forGroup: number | undefined): string[] {
+    if (!isLegacy(this.wireFormat.dialect) || !sentPerGroup(entry)) return [this.entryText(entry)];
+    return entry.groupIds.flatMap((groupId, index) => {
+      if (forGroup !== undefined && groupId !== forGroup) return [];
+      const name = this.groups.get(groupId)?.name ?? String(groupId);
+      const row = perGroupRow(this.sentFields(entry), entry.id, index, name);
+      return [JSON.stringify(wireEntry(row, this.wireFormat))];
+    });
   }
 
   private entryText(entry: Entry): string {
     let text = this.entryJson.get(entry.id);
     if (text === undefined) {
-      text = JSON.stringify(wireEntry(entry.fields, this.wireFormat));
+      text = JSON.stringify(wireEntry(this.sentFields(entry), this.wireFormat));
       this.entryJson.set(entry.id, text);
     }
     return text;
   }
 
+  /** An entry's fields as this deployment holds them: a legacy one has control characters in some text. */
+  private sentFields(entry: Entry): Record<string, unknown> {
+    return isLegacy(this.wireFormat.dialect) ? withControlCharacters(entry.fields) : entry.fields;
+  }
+
   /** A successful body: `success: true` and the payload, or the payload alone in the legacy dialect. */
   private envelope(payload: Record<string, unknown>): Buffer {
-    return this.json(this.wireFormat.dialect === 'legacy' ? payload : { success: true, ...payload });
+    return this.json(isLegacy(this.wireFormat.dialect) ? payload : { success: true, ...payload });
   }
 
   private json(value: unknown): Buffer {

@@ -1,5 +1,5 @@
 import { type DateFormat, formatDate, parseWireDate } from './dates.ts';
-import { type Dialect, legacyGroupList, legacyTime } from './dialect.ts';
+import { type Dialect, isLegacy, legacyGroupList, legacyTime } from './dialect.ts';
 import type { EntryFields } from './model.ts';
 
 /** How this simulated deployment spells values on the wire. */
@@ -13,7 +13,7 @@ export interface WireFormat {
 
 /** The wire format of a dialect: `legacy` fixes dates (DD.MM.YYYY) and numbers (strings); `standard` keeps `base`. */
 export function formatFor(dialect: Dialect, base: Omit<WireFormat, 'dialect'>): WireFormat {
-  return dialect === 'legacy' ? { dateFormat: 'DD.MM.YYYY', numericStrings: true, dialect } : { ...base, dialect };
+  return isLegacy(dialect) ? { dateFormat: 'DD.MM.YYYY', numericStrings: true, dialect } : { ...base, dialect };
 }
 
 /** Entry fields that hold times, which the legacy dialect spells `HH.MM`. */
@@ -44,7 +44,7 @@ export function wireValue(value: unknown, format: WireFormat): unknown {
  */
 export function wireEntry(fields: EntryFields, format: WireFormat): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  const legacy = format.dialect === 'legacy';
+  const legacy = isLegacy(format.dialect);
   for (const [key, value] of Object.entries(fields)) {
     if (DATE_FIELDS.has(key) && typeof value === 'string' && parseWireDate(value) === value) {
       out[key] = formatDate(value, format.dateFormat);

@@ -1,13 +1,15 @@
 /**
  * The running service (API + real workers) against a university that answers like real deployments of the
  * older API (the simulator's legacy dialect: windows-1251, no `success`, numbers as strings, HH.MM times,
- * DD.MM.YYYY dates, the `employees` search, profiles with nulls, the group's id included).
+ * DD.MM.YYYY dates, the `employees` search, profiles with nulls, the group's id included, classes of several
+ * groups as one row per group, control characters in text; and `legacy-unlabelled`, which names no charset).
  */
 import ICAL from 'ical.js';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { buildApp } from '../../src/http/app.ts';
 import { startWorkers, type WorkerSet } from '../../src/jobs/workers.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
+import { SPLIT_ROW_ID_STEP } from '../../src/simulator/dialect.ts';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/index.ts';
 import { readEvents, waitForJob } from '../jobs/helpers.ts';
 import { until } from '../support/poll.ts';
@@ -59,8 +61,44 @@ afterAll(async () => {
   await simulator?.close();
 });
 
+/** Control characters RFC 5545 forbids in TEXT (all but tab; CR LF only as the line ending, checked apart). */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what is looked for.
+const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/;
+
 function unfolded(ics: string): string {
   return ics.replace(/\r\n[ \t]/g, '');
+}
+
+/** An ICS body with no control character but its CRLF line endings. */
+function expectNoControlCharacters(ics: string): void {
+  expect(ics).not.toMatch(CONTROL);
+  expect(ics.replaceAll('\r\n', '')).not.toMatch(/[\r\n]/);
+}
+
+/** Warnings that a body was read as windows-1251 without a label, per endpoint. */
+function fallbackWarnings(): string[] {
+  return log
+    .output()
+    .split('\n')
+    .filter((line) => line.includes('university API body read as windows-1251'))
+    .map((line) => (JSON.parse(line) as { endpoint: string }).endpoint);
+}
+
+/**
+ * A teacher of a class sent as one row per group, the class's id (its first row's) and every group's name, as
+ * the university sends them (read directly, not through the service).
+ */
+async function sharedClass(): Promise<{ teacherId: number; classId: number; groups: string[] }> {
+  for (const employee of await sim.employees()) {
+    const { entries } = await ctx.upstream.employeeSchedule(employee.id);
+    const split = entries.find((entry) => entry.id > SPLIT_ROW_ID_STEP);
+    if (split === undefined) continue;
+    const classId = split.id % SPLIT_ROW_ID_STEP;
+    const rows = entries.filter((entry) => entry.id % SPLIT_ROW_ID_STEP === classId).sort((a, b) => a.id - b.id);
+    expect(rows.every((row) => row.groups.length === 1)).toBe(true);
+    return { teacherId: employee.id, classId, groups: rows.flatMap((row) => row.groups) };
+  }
+  throw new Error('the simulator sent no class as one row per group');
 }
 
 describe('against a legacy deployment', () => {
@@ -82,6 +120,34 @@ describe('against a legacy deployment', () => {
     for (const entry of entries.slice(0, 5)) expect(body).toContain(entry.subjectName.slice(0, 20));
     // The university said windows-1251 in Content-Type: nothing to warn about.
     expect(log.output()).not.toContain('university API body read as windows-1251');
+    // Its text held control characters (a bell, a vertical tab): none reached the feed.
+    const sent = await (await fetch(`${simulator.url}/groups/${group.id}/schedule`)).text();
+    expect(sent).toMatch(/\\u0007|\\u000b/);
+    expectNoControlCharacters(feed.body);
+  });
+
+  it("shows a class sent as one row per group once in the teacher's feed, listing every group", async () => {
+    const { teacherId, classId, groups } = await sharedClass();
+    expect(groups.length).toBeGreaterThan(1);
+    const feed = await app.inject({ method: 'GET', url: `/feeds/employees/${teacherId}.ics` });
+    expect(feed.statusCode).toBe(200);
+    expectNoControlCharacters(feed.body);
+    const events = new ICAL.Component(ICAL.parse(feed.body)).getAllSubcomponents('vevent').map((vevent) => ({
+      uid: String(vevent.getFirstPropertyValue('uid')),
+      start: String(vevent.getFirstPropertyValue('dtstart')),
+      description: String(vevent.getFirstPropertyValue('description')),
+    }));
+    const ofClass = events.filter((event) => event.uid.startsWith(`${classId}-`));
+    expect(ofClass.length).toBeGreaterThan(0);
+    for (const event of ofClass) {
+      expect(event.description).toContain(`Группы: ${groups.join(', ')}`);
+      // One event at that time, not one per group's row.
+      expect(events.filter((other) => other.start === event.start)).toHaveLength(1);
+    }
+    // No event comes from the other groups' rows.
+    const rowIds = new Set(groups.map((_, index) => String(classId + index * SPLIT_ROW_ID_STEP)));
+    rowIds.delete(String(classId));
+    expect(events.filter((event) => rowIds.has(event.uid.split('-')[0] ?? ''))).toEqual([]);
   });
 
   it('finds teachers through /api/employees?q= from the employees answer', async () => {
@@ -121,6 +187,36 @@ describe('against a legacy deployment', () => {
     expect(feed.statusCode).toBe(200);
     expect(unfolded(feed.body)).not.toMatch(MOJIBAKE);
     expect(readEvents(feed.body).length).toBeGreaterThan(0);
+  });
+
+  it('reads windows-1251 sent without a charset without mojibake, warning once per endpoint', async () => {
+    const [, second, third] = await sim.groups();
+    if (!second || !third) throw new Error('the simulator has too few groups');
+    await sim.raw('/_sim/dialect', {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ dialect: 'legacy-unlabelled' }),
+    });
+    try {
+      const labelless = await fetch(`${simulator.url}/groups/${second.id}/schedule`);
+      expect(labelless.headers.get('content-type')).toBe('application/json');
+      for (const group of [second, third]) {
+        const feed = await app.inject({ method: 'GET', url: `/feeds/groups/${group.id}.ics` });
+        expect(feed.statusCode).toBe(200);
+        const body = unfolded(feed.body);
+        expect(body).not.toMatch(MOJIBAKE);
+        expect(body).toMatch(/SUMMARY:[А-ЯЁа-яё]/);
+        expect(body).toContain(`X-WR-CALNAME:${group.name}`);
+        expectNoControlCharacters(feed.body);
+      }
+      expect(fallbackWarnings()).toEqual(['groupSchedule']);
+    } finally {
+      await sim.raw('/_sim/dialect', {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ dialect: 'legacy' }),
+      });
+    }
   });
 
   it('takes a 400 for a group id as an unknown group: one request, remembered, answered 404', async () => {

@@ -5,8 +5,11 @@
 import { TextDecoder } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/logger.ts';
+import { SPLIT_ROW_ID_STEP } from '../../src/simulator/dialect.ts';
 import type { RunningSimulator } from '../../src/simulator/index.ts';
+import { mergeRows } from '../../src/timetable/merge-rows.ts';
 import { createUniversityClient, type UniversityClient } from '../../src/upstream/client.ts';
+import type { TimetableEntry } from '../../src/upstream/schedule-schema.ts';
 import { call, type SimUser, start } from './helpers.ts';
 
 async function raw(base: string, path: string, init: RequestInit = {}) {
@@ -15,6 +18,15 @@ async function raw(base: string, path: string, init: RequestInit = {}) {
   const contentType = response.headers.get('content-type');
   const charset = /charset=([\w-]+)/.exec(contentType ?? '')?.[1] ?? 'utf-8';
   return { status: response.status, contentType, bytes, json: JSON.parse(new TextDecoder(charset).decode(bytes)) };
+}
+
+/** A group's timetable with the per-group rows' ids taken back to the class's and the group lists left out. */
+function ownRows(timetable: { entries: TimetableEntry[]; problems: unknown[] }) {
+  const entries = timetable.entries.map(({ groups: _groups, ...entry }) => ({
+    ...entry,
+    id: entry.id % SPLIT_ROW_ID_STEP,
+  }));
+  return { entries, problems: timetable.problems };
 }
 
 describe('simulator legacy dialect', () => {
@@ -54,6 +66,39 @@ describe('simulator legacy dialect', () => {
     expect(shared?.group_list).not.toContain(',');
   });
 
+  it('sends a class of several groups as one row per group (even ids), and control characters in some text', async () => {
+    const teacherId = [...((await clients[0]?.groupSchedule(groupId))?.entries ?? [])].find(
+      (entry) => entry.groups.length > 1 && entry.id % 2 === 0,
+    )?.teacher.id;
+    expect(teacherId).toBeDefined();
+    const answer = await raw(legacy.url, `/employees/${teacherId}/schedule`);
+    const rows = answer.json.subjects as Record<string, unknown>[];
+    const split = rows.filter((row) => Number(row.id) > SPLIT_ROW_ID_STEP);
+    expect(split.length).toBeGreaterThan(0);
+    for (const row of split) {
+      const first = rows.find((other) => Number(other.id) === Number(row.id) % SPLIT_ROW_ID_STEP);
+      expect(first).toBeDefined();
+      expect(String(row.group_list)).not.toMatch(/[;,]/);
+      expect(String(first?.group_list)).not.toMatch(/[;,]/);
+      expect({ ...row, id: '', group_list: '' }).toEqual({ ...first, id: '', group_list: '' });
+    }
+    const all = JSON.stringify(rows);
+    expect(all).toContain('\\u0007');
+    expect(all).toContain('\\u000b');
+  });
+
+  it('legacy-unlabelled answers the same windows-1251 bytes with no charset in Content-Type', async () => {
+    const labelled = await raw(legacy.url, `/groups/${groupId}/schedule`);
+    await call(legacy.url, '/_sim/dialect', { method: 'PUT', body: { dialect: 'legacy-unlabelled' } });
+    try {
+      const response = await fetch(`${legacy.url}/groups/${groupId}/schedule`);
+      expect(response.headers.get('content-type')).toBe('application/json');
+      expect(new Uint8Array(await response.arrayBuffer())).toEqual(labelled.bytes);
+    } finally {
+      await call(legacy.url, '/_sim/dialect', { method: 'PUT', body: { dialect: 'legacy' } });
+    }
+  });
+
   it('answers the teacher search with employees in snake_case and profiles with nulls', async () => {
     const search = await raw(legacy.url, `/employees?q=${encodeURIComponent('а')}`);
     expect(search.json.success).toBe(true);
@@ -83,10 +128,16 @@ describe('simulator legacy dialect', () => {
     const [fromStandard, fromLegacy] = clients as [UniversityClient, UniversityClient];
     const expected = await fromStandard.groupSchedule(groupId);
     expect(expected.entries.length).toBeGreaterThan(0);
-    expect(await fromLegacy.groupSchedule(groupId)).toEqual(expected);
+    // A group's timetable has its own row of a class sent per group: another id, only this group listed.
+    expect(ownRows(await fromLegacy.groupSchedule(groupId))).toEqual(ownRows(expected));
     const teacherId = expected.entries.find((entry) => entry.teacher.id !== null)?.teacher.id ?? 0;
-    expect(await fromLegacy.employeeSchedule(teacherId)).toEqual(await fromStandard.employeeSchedule(teacherId));
-    expect(await fromLegacy.mySchedule(user.token)).toEqual(await fromStandard.mySchedule(user.token));
+    // A teacher's has every group's row, which merge back into the class.
+    const teacher = await fromLegacy.employeeSchedule(teacherId);
+    expect(teacher.problems).toEqual([]);
+    expect(mergeRows(teacher.entries)).toEqual(mergeRows((await fromStandard.employeeSchedule(teacherId)).entries));
+    expect(ownRows(await fromLegacy.mySchedule(user.token))).toEqual(
+      ownRows(await fromStandard.mySchedule(user.token)),
+    );
     expect(await fromLegacy.myPlan(user.token)).toEqual(await fromStandard.myPlan(user.token));
     const lastName = expected.entries[0]?.teacher.lastName ?? '';
     const pick = (found: { id: number; lastName: string; firstName: string; teacher: boolean }[]) =>
