@@ -29,6 +29,8 @@ beforeEach(() => {
 });
 
 const json = { 'content-type': 'application/json' };
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what is looked for.
+const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f]/;
 
 /** Moves a class to 18:00–19:30 in the simulator. */
 async function moveClass(entryId: number): Promise<void> {
@@ -350,6 +352,34 @@ describe('Google push through the adapter and the fake Google', () => {
     expect(h.fake.event(calendar.id, lunch.id)).toEqual(lunch);
     expect(h.fake.event(calendar.id, taken.id)).toEqual(taken);
     expect(h.calendar(calendar.id)).toHaveLength(ours.length + 2);
+  });
+
+  it("a legacy deployment's control characters never reach Google", async () => {
+    const source = await h.smallGroup(1);
+    const groupId = Number(source.split(':')[1]);
+    // An id divisible by 3: the legacy dialect ends its subject with a bell.
+    await h.sim.addEntry({
+      id: 9_000_000,
+      groupIds: [groupId],
+      subject_name: 'Extra seminar',
+      start_day_schedule: '2025-10-15',
+      finish_day_schedule: '2025-10-15',
+      day_week_schedule: 3,
+      time_interval_id: 2,
+    });
+    const dialect = (name: string) =>
+      h.sim.raw('/_sim/dialect', { method: 'PUT', headers: json, body: JSON.stringify({ dialect: name }) });
+    await dialect('legacy');
+    try {
+      expect(await (await fetch(`${h.simUrl}/groups/${groupId}/schedule`)).text()).toContain('Extra seminar\\u0007');
+      const { target } = await h.connect(source);
+      const events = h.fake.events(target.calendarId);
+      expect(events.map((event) => event.summary)).toContain('Extra seminar (практика)');
+      for (const event of events)
+        for (const text of [event.summary, event.description, event.location]) expect(text ?? '').not.toMatch(CONTROL);
+    } finally {
+      await dialect('standard');
+    }
   });
 });
 
