@@ -189,6 +189,22 @@ describe('SubscriptionStore', () => {
     expect(await store.verifyToken('AAAAAAAAAAAAAAAAAAAAAA', 'x')).toBe(false);
   });
 
+  it('keeps a null user id, and recognises the credential of such a subscription by a keyed digest only', async () => {
+    const idless = await store.create({ credential: CREDENTIAL, name: 'n', upstreamUserId: null, now: NOW });
+    expect(await store.get(idless.subscription.id)).toMatchObject({ upstreamUserId: null });
+    expect(await store.isOwnCredential(idless.subscription.id, CREDENTIAL)).toBe(true);
+    expect(await store.isOwnCredential(idless.subscription.id, `${CREDENTIAL}x`)).toBe(false);
+    // Under another key the same credential is not recognised: the digest is keyed.
+    const otherKey = new SubscriptionStore(redis, keys, Buffer.alloc(32, 8));
+    expect(await otherKey.isOwnCredential(idless.subscription.id, CREDENTIAL)).toBe(false);
+    // A subscription with a user id keeps no digest.
+    const withId = await store.create({ credential: CREDENTIAL, name: 'n', upstreamUserId: 26, now: NOW });
+    expect(await store.isOwnCredential(withId.subscription.id, CREDENTIAL)).toBe(false);
+    expect(await redis.hget(keys.subscription(withId.subscription.id), 'credentialDigest')).toBeNull();
+    expect(await store.isOwnCredential('../../etc', CREDENTIAL)).toBe(false);
+    expect(await dumpPrefix()).not.toContain(CREDENTIAL);
+  });
+
   it('refuses to store a credential without SECRET_KEY', async () => {
     const keyless = new SubscriptionStore(redis, keys, undefined);
     expect(keyless.canStoreCredentials).toBe(false);
