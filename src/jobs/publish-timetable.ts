@@ -59,7 +59,7 @@ export async function publishTimetable(
     // Counts lost, or kept from before this version: this timetable counts again, and may move the term starts.
     if (!(await ctx.termCounts.counts(source))) {
       await execOrThrow(ctx.termCounts.write(ctx.redis.multi(), source, entries.entries));
-      await syncTermStarts(ctx, log);
+      await syncTermStarts(ctx, log, { source, termStarts });
     }
     if (input.reason !== 'rerender')
       await ctx.registry.recordSuccess(source, now, {
@@ -97,7 +97,7 @@ export async function publishTimetable(
     plan,
     { now, owesPush },
   );
-  await syncTermStarts(ctx, log);
+  await syncTermStarts(ctx, log, { source, termStarts });
   await recordPublication(ctx, input, stored.state, {
     occurrences: plan.occurrences.length,
     problems,

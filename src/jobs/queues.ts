@@ -100,7 +100,22 @@ export async function enqueueRefresh(
     },
   );
   if (running !== undefined && job.id === running) return jobId;
-  return job.id ?? jobId;
+  const id = job.id ?? jobId;
+  if (id !== jobId && request.reason !== 'rerender') await takeOverRerender(queues, id, request);
+  return id;
+}
+
+/**
+ * A queued re-render only renders the stored snapshot again, without fetching; a request deduplicated into it
+ * (an admin resync, a schedule tick) wants fresh data, so the queued job becomes a fetching refresh of that
+ * reason. A job that started meanwhile keeps its reason: followUp callers queue behind a running job anyway.
+ */
+async function takeOverRerender(queues: Queues, id: string, request: RefreshRequest): Promise<void> {
+  const queued = await queues.refresh.getJob(id);
+  if (queued?.data.reason !== 'rerender') return;
+  const state = await queued.getState();
+  if (state !== 'waiting' && state !== 'prioritized' && state !== 'delayed') return;
+  await queued.updateData({ ...queued.data, reason: request.reason, requestedAt: request.now });
 }
 
 /**

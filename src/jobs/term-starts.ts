@@ -19,16 +19,30 @@ const BATCH_SIZE = 100;
 /** How long one worker may seed the counts before another may try (it extends nothing: seeding is idempotent). */
 const SEED_LOCK_MS = 5 * 60_000;
 
+/** A source that has just published, and the term starts it rendered with. */
+export interface RenderedWith {
+  source: SourceKey;
+  termStarts: readonly string[];
+}
+
 /**
  * Stores the term starts the counts give now; when their dates changed, logs the change once and queues a
- * re-render of every source with odd- or even-week entries.
+ * re-render of every source with odd- or even-week entries, except the one whose publication caused the
+ * change when it already rendered with the new term starts (a concurrent publication may have moved them
+ * again; then it is re-rendered like the others).
  */
-export async function syncTermStarts(ctx: ServiceContext, log: Pick<Logger, 'info'>): Promise<TermStartsUpdate> {
+export async function syncTermStarts(
+  ctx: ServiceContext,
+  log: Pick<Logger, 'info'>,
+  publisher?: RenderedWith,
+): Promise<TermStartsUpdate> {
   const update = await ctx.termCounts.refresh(ctx.config.weekParityAnchors);
   if (!update.changed) return update;
-  const sources = await ctx.termCounts.paritySources();
+  const after = termStartDates(update.after);
+  const current = publisher !== undefined && publisher.termStarts.join() === after.join() ? publisher.source : null;
+  const sources = (await ctx.termCounts.paritySources()).filter((source) => source !== current);
   log.info(
-    { before: termStartDates(update.before ?? []), after: termStartDates(update.after), rerender: sources.length },
+    { before: termStartDates(update.before ?? []), after, rerender: sources.length },
     'term starts changed: re-rendering every feed with odd- or even-week classes',
   );
   await enqueueRerenders(ctx, sources, update.version);
