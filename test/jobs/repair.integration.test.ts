@@ -125,4 +125,40 @@ describe('what a refresh owes and keeps', () => {
     expect(await pipeline.ctx.queues.refresh.getJobState(confirm)).toBe('delayed');
     await (await pipeline.ctx.queues.refresh.getJob(confirm))?.remove();
   });
+
+  it('a request deduplicated into a queued re-render makes it fetch', async () => {
+    const source = `group:${groupIds[5]}`;
+    await pipeline.refresh(source);
+    // Delayed so that it stays queued while the request comes in; a re-render never fetches on its own.
+    const rerender = await enqueueRefresh(pipeline.ctx.queues, pipeline.ctx.config, source, {
+      reason: 'rerender',
+      now: pipeline.clock.now,
+      delayMs: 60_000,
+      jobId: 'rerender-takeover-test',
+    });
+    const resync = await enqueueRefresh(pipeline.ctx.queues, pipeline.ctx.config, source, {
+      reason: 'resync',
+      now: pipeline.clock.now,
+      followUp: true,
+    });
+    expect(resync).toBe(rerender);
+    const job = await pipeline.ctx.queues.refresh.getJob(rerender);
+    expect(job?.data.reason).toBe('resync');
+    await job?.remove();
+
+    // A re-render requested while one is queued leaves it a re-render.
+    const again = await enqueueRefresh(pipeline.ctx.queues, pipeline.ctx.config, source, {
+      reason: 'rerender',
+      now: pipeline.clock.now,
+      delayMs: 60_000,
+      jobId: 'rerender-takeover-test-2',
+    });
+    await enqueueRefresh(pipeline.ctx.queues, pipeline.ctx.config, source, {
+      reason: 'rerender',
+      now: pipeline.clock.now,
+    });
+    const kept = await pipeline.ctx.queues.refresh.getJob(again);
+    expect(kept?.data.reason).toBe('rerender');
+    await kept?.remove();
+  });
 });
