@@ -20,10 +20,10 @@ import { SecretKeyMissingError } from '../security/errors.ts';
 import { InvalidSourceError } from '../sources/errors.ts';
 import {
   CredentialCheckError,
+  CredentialRefusedError,
   CredentialRejectedError,
-  OtherUserCredentialError,
+  SignUpContentionError,
   UnknownSourceError,
-  UnverifiableCredentialError,
 } from '../subscriptions/errors.ts';
 import { UpstreamError, UpstreamRateLimitError, UpstreamTimeoutError } from '../upstream/errors.ts';
 
@@ -74,8 +74,8 @@ const CATALOG: readonly Entry[] = [
   entry(SecretKeyMissingError, () => new HttpError(503, SECRET_KEY_MISSING)),
   entry(CredentialRejectedError, (error) => new HttpError(401, error.message)),
   entry(CredentialCheckError, (error) => new HttpError(502, error.message)),
-  entry(OtherUserCredentialError, (error) => new HttpError(409, error.message)),
-  entry(UnverifiableCredentialError, (error) => new HttpError(409, error.message)),
+  entry(CredentialRefusedError, (error) => new HttpError(403, error.message)),
+  entry(SignUpContentionError, (error) => new HttpError(503, error.message, retryAfter(1_000))),
   entry(GoogleNotConfiguredError, (error) => new HttpError(503, error.message)),
   entry(ConsentCallbackError, (error) => new HttpError(400, error.message)),
   entry(TargetRemovedError, (error) => new HttpError(409, `${error.message}: connect again`)),

@@ -1,11 +1,13 @@
 /**
- * Personal subscriptions: `POST /api/subscriptions` turns a university credential into a secret feed URL;
+ * Personal subscriptions: `POST /api/subscriptions` turns a university credential into a secret feed URL
+ * (`201` with a new subscription, `200` with the same one and a new feed URL when its user signed up before);
  * `GET`, `PATCH` (a new credential) and `DELETE /api/subscriptions/:id` are for the holder of that feed's token
  * or the admin. Credentials, tokens and request bodies never reach a log line or an error message.
  */
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { ServiceContext } from '../runtime/context.ts';
+import { indexLegacyOwners } from '../subscriptions/owner-index.ts';
 import { deleteSubscription, replaceCredential, signUp } from '../subscriptions/personal.ts';
 import { authorisedSubscription, type IdParams } from './owner-auth.ts';
 import { parseOr400 } from './parse.ts';
@@ -33,13 +35,20 @@ function credentialOf(body: unknown): string {
   return parseOr400(credentialBody, body).credential;
 }
 
-/** Registers the subscription routes on `app`; errors are thrown for the app's handler. */
+/**
+ * Registers the subscription routes on `app`; errors are thrown for the app's handler. Before the first
+ * sign-up is served, subscriptions made before one person had one are indexed by owner (once per deployment).
+ */
 export async function registerSubscriptionRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
   const options = { bodyLimit: BODY_LIMIT_BYTES };
+  const indexed = await indexLegacyOwners(ctx.redis, ctx.keys);
+  if (indexed > 0) ctx.logger.info({ owners: indexed }, 'subscriptions made before one per person indexed by owner');
 
   app.post('/api/subscriptions', options, async (request, reply) => {
-    const { subscription, token } = await signUp(ctx, credentialOf(request.body), request.log);
-    reply.code(201).header('location', `/api/subscriptions/${subscription.id}`).header('cache-control', NO_STORE);
+    const { subscription, token, created } = await signUp(ctx, credentialOf(request.body), request.log);
+    // The same answer either way, with the new feed URL: signing up again is how a lost one is recovered.
+    reply.code(created ? 201 : 200);
+    reply.header('location', `/api/subscriptions/${subscription.id}`).header('cache-control', NO_STORE);
     const { id, source, name, status } = subscription;
     return { id, source, name, status, feedUrl: `${ctx.config.publicUrl}/feeds/personal/${token}.ics`, token };
   });

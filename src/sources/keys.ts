@@ -29,6 +29,12 @@ export interface RedisKeys {
   subscription(id: string): string;
   /** STRING: subscription id, keyed by the SHA-256 of its secret feed token. */
   subscriptionToken(tokenHash: string): string;
+  /** ZSET: the live feed token hashes of a subscription, scored by the order they were issued in (at most 5). */
+  subscriptionTokens(id: string): string;
+  /** STRING: the subscription of one owner, `user:<university user id>` or `credential:<keyed digest>`. */
+  subscriptionOwner(owner: string): string;
+  /** STRING: set once the subscriptions made before owners were indexed have been indexed. */
+  readonly subscriptionOwnersIndexed: string;
   /** SET: sources whose last publication changed something and whose push jobs are not queued yet. */
   readonly pushOwed: string;
   /** SET: the push targets (Google calendars) of a source. */
@@ -86,6 +92,9 @@ export function redisKeys(prefix: string): RedisKeys {
     missing: (key) => `${prefix}:missing:${key}`,
     subscription: (id) => `${prefix}:subscription:${id}`,
     subscriptionToken: (tokenHash) => `${prefix}:subscription-token:${tokenHash}`,
+    subscriptionTokens: (id) => `${prefix}:subscription-tokens:${id}`,
+    subscriptionOwner: (owner) => `${prefix}:subscription-owner:${owner}`,
+    subscriptionOwnersIndexed: `${prefix}:subscription-owners-indexed`,
     pushOwed: `${prefix}:push-owed`,
     sourceTargets: (key) => `${prefix}:source-targets:${key}`,
     googleTarget: (id) => `${prefix}:google-target:${id}`,

@@ -18,31 +18,42 @@ export class CredentialCheckError extends Error {
   }
 }
 
-/** A replacement credential belongs to another university user than the subscription's. */
-export class OtherUserCredentialError extends Error {
-  override name = 'OtherUserCredentialError';
-
-  constructor() {
-    super('this credential belongs to another university user');
-  }
-}
+/** Why a replacement credential was refused; logged for operators, never told the caller apart. */
+export type RefusalReason = 'rejected' | 'other-user' | 'unverifiable';
 
 /**
- * A replacement credential whose owner cannot be checked: the subscription or the credential's profile has no
- * university user id (some deployments send none), and it is not the credential the subscription was made with.
+ * A credential that may not replace a subscription's: the university rejected it (`rejected`), it belongs to
+ * another university user (`other-user`), or the university does not say whose it is and it is not the
+ * subscription's own (`unverifiable`, some deployments send no user id). One message for all three: a holder
+ * of a feed token must not learn from a replacement whether someone else's credential is valid.
  */
-export class UnverifiableCredentialError extends Error {
-  override name = 'UnverifiableCredentialError';
+export class CredentialRefusedError extends Error {
+  override name = 'CredentialRefusedError';
+  readonly reason: RefusalReason;
 
-  constructor() {
+  constructor(reason: RefusalReason, options?: ErrorOptions) {
     super(
-      'the university does not say whose credential this is, so it cannot replace the credential of this ' +
-        'subscription; sign up with it for a new feed',
+      "this credential cannot replace the subscription's: the university rejected it, or it does not belong " +
+        "to the subscription's university user",
+      options,
     );
+    this.reason = reason;
   }
 }
 
 /** The personal source of a Google connection has no subscription (any more). */
 export class UnknownSourceError extends Error {
   override name = 'UnknownSourceError';
+}
+
+/**
+ * Other writes to one subscription (sign-ups of the same person) kept getting in between a sign-up's read
+ * and its write; nothing was changed, and trying again shortly succeeds.
+ */
+export class SignUpContentionError extends Error {
+  override name = 'SignUpContentionError';
+
+  constructor() {
+    super('too many simultaneous sign-ups of this university user: try again in a moment');
+  }
 }

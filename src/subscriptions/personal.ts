@@ -2,31 +2,36 @@
  * Personal subscriptions, the three things a person does with one: sign up with a university credential (and
  * get a secret feed URL), replace the credential, delete the subscription. Routes and commands call these;
  * each keeps the stores consistent on its own (a half-made subscription is removed again, a deleted one takes
- * its source and its Google connections with it).
+ * its source and its Google connections with it). One university user has one subscription: signing up again
+ * gives it another feed token, which is how a lost feed URL is recovered.
  */
 import { activateSource, requestReconcile } from '../jobs/activation.ts';
 import { enqueueRefresh } from '../jobs/queues.ts';
 import { forgetSource } from '../jobs/term-starts.ts';
+import { withLock } from '../lib/redis-lock.ts';
 import type { Logger } from '../logger.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { SecretKeyMissingError } from '../security/errors.ts';
-import { OtherUserCredentialError, UnverifiableCredentialError } from './errors.ts';
+import { CredentialRefusedError, CredentialRejectedError } from './errors.ts';
 import { disconnectTarget } from './google-disconnect.ts';
 import { type Profile, profileCalendarName, verifiedProfile } from './profile.ts';
-import type { Subscription } from './subscription-store.ts';
+import type { IssuedSubscription, Subscription } from './subscription-store.ts';
 
-/** A new subscription and its feed token, the only copy of it there will ever be. */
-export interface SignedUp {
-  subscription: Subscription;
-  token: string;
-}
+/** A subscription and its new feed token, the only copy of it there will ever be. */
+export type SignedUp = IssuedSubscription;
+
+/** How long one sign-up may hold its owner's lock: it makes a few Redis writes, far less. */
+const SIGN_UP_LOCK_MS = 10_000;
 
 /**
- * Signs a person up: checks the credential with the university, stores the subscription (the credential
- * sealed) and queues its first refresh. A profile without a user id still signs up: the subscription is then
- * tied to this credential (its keyed digest), so only this same credential can replace it later. Throws SecretKeyMissingError without a `SECRET_KEY` (before the
- * university is asked), and CredentialRejectedError or CredentialCheckError from the check. `log` is the
- * request's logger when a route calls (the line then carries the request id).
+ * Signs a person up: checks the credential with the university, then either stores a new subscription (the
+ * credential sealed) and queues its first refresh, or, when this university user has a subscription already,
+ * gives that one a new feed token (its oldest beyond five is revoked) and the credential just checked, and
+ * queues a refresh that reads it (`created` says which). A profile without a user id is tied to its credential
+ * (a keyed digest): the same credential finds the same subscription, another credential makes another one.
+ * Throws SecretKeyMissingError without a `SECRET_KEY` (before the university is asked), and
+ * CredentialRejectedError or CredentialCheckError from the check. `log` is the request's logger when a route
+ * calls (the line then carries the request id).
  */
 export async function signUp(
   ctx: ServiceContext,
@@ -35,31 +40,57 @@ export async function signUp(
 ): Promise<SignedUp> {
   requireCredentialStorage(ctx);
   const profile = await verifiedProfile(ctx, credential);
-  const created = await ctx.subscriptions.create({
-    credential,
-    name: profileCalendarName(profile),
-    upstreamUserId: profile.id,
-    now: ctx.now(),
+  const owner = ctx.subscriptions.ownerOf(profile.id, credential);
+  // Sign-ups of one person take turns. The store alone already ends simultaneous ones with one subscription;
+  // the lock spares them retrying against each other, and keeps a rollback from racing the next sign-up.
+  return withLock(ctx.redis, ctx.keys.lock(`sign-up:${owner}`), SIGN_UP_LOCK_MS, async () => {
+    const issued = await ctx.subscriptions.create({
+      credential,
+      name: profileCalendarName(profile),
+      upstreamUserId: profile.id,
+      now: ctx.now(),
+    });
+    await startRefreshing(ctx, issued);
+    const { id } = issued.subscription;
+    if (issued.created) log.info({ subscription: id }, 'personal subscription created');
+    else log.info({ subscription: id, revokedTokens: issued.revoked }, 'personal subscription signed up again');
+    return issued;
   });
-  const { source, id } = created.subscription;
+}
+
+/**
+ * Keeps the source of a sign-up refreshed and queues a refresh with the credential just stored. Without it a
+ * new subscription would never get a feed: it is taken back (as is the token of an existing one, whose answer
+ * is never sent), and the person may try again.
+ */
+async function startRefreshing(ctx: ServiceContext, issued: IssuedSubscription): Promise<void> {
+  const { source, id } = issued.subscription;
   try {
     await activateSource(ctx, source);
-    await enqueueRefresh(ctx.queues, ctx.config, source, { reason: 'subscription', now: ctx.now() });
+    // A refresh already running for an existing subscription uses its old credential: queue one behind it.
+    await enqueueRefresh(ctx.queues, ctx.config, source, {
+      reason: 'subscription',
+      now: ctx.now(),
+      ...(issued.created ? {} : { followUp: true }),
+    });
   } catch (error) {
-    // Without its refresh the subscription would never get a feed: take it back, the person may try again.
-    await ctx.subscriptions.delete(id);
-    await ctx.registry.remove(source);
+    if (issued.created) {
+      await ctx.subscriptions.delete(id);
+      await ctx.registry.remove(source);
+    } else {
+      await ctx.subscriptions.revokeToken(id, issued.token);
+    }
     throw error;
   }
-  log.info({ subscription: id }, 'personal subscription created');
-  return created;
 }
 
 /**
  * A new credential for an existing subscription (typically one the university started rejecting). It must
- * belong to the same university user: a subscription never changes whose timetable it shows
- * ({@link OtherUserCredentialError} otherwise; {@link UnverifiableCredentialError} when a user id is missing
- * on either side and it is not the subscription's own credential). Resolves to the subscription as it is now.
+ * belong to the same university user: a subscription never changes whose timetable it shows. A credential the
+ * university rejects, one of another user, and one whose user cannot be told (a user id missing on either
+ * side, and not the subscription's own credential) are all refused alike with {@link CredentialRefusedError}
+ * (why is logged): telling them apart would make this a test of stolen credentials that sign-up is not.
+ * Resolves to the subscription as it is now.
  */
 export async function replaceCredential(
   ctx: ServiceContext,
@@ -68,8 +99,16 @@ export async function replaceCredential(
   log: Pick<Logger, 'info'> = ctx.logger,
 ): Promise<Subscription> {
   requireCredentialStorage(ctx);
-  const profile = await verifiedProfile(ctx, credential);
-  await requireSameUser(ctx, subscription, profile, credential);
+  try {
+    const profile = await verifiedProfile(ctx, credential);
+    await requireSameUser(ctx, subscription, profile, credential);
+  } catch (error) {
+    const refused =
+      error instanceof CredentialRejectedError ? new CredentialRefusedError('rejected', { cause: error }) : error;
+    if (refused instanceof CredentialRefusedError)
+      log.info({ subscription: subscription.id, reason: refused.reason }, 'replacement credential refused');
+    throw refused;
+  }
   await ctx.subscriptions.replaceCredential(subscription.id, credential, ctx.now());
   await activateSource(ctx, subscription.source);
   // A refresh already running uses the old credential: queue one behind it that reads the new one.
@@ -109,11 +148,12 @@ async function requireSameUser(
   credential: string,
 ): Promise<void> {
   if (subscription.upstreamUserId !== null && profile.id !== null) {
-    if (profile.id !== subscription.upstreamUserId) throw new OtherUserCredentialError();
+    if (profile.id !== subscription.upstreamUserId) throw new CredentialRefusedError('other-user');
     return;
   }
   // Without an id on both sides nothing tells two people apart: only the credential itself is recognised.
-  if (!(await ctx.subscriptions.isOwnCredential(subscription.id, credential))) throw new UnverifiableCredentialError();
+  if (!(await ctx.subscriptions.isOwnCredential(subscription.id, credential)))
+    throw new CredentialRefusedError('unverifiable');
 }
 
 /** Credentials are stored sealed: without a `SECRET_KEY` nothing may be asked of the university first. */

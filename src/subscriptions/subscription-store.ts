@@ -1,9 +1,11 @@
 /**
- * Personal subscriptions in Redis. One HASH per subscription holds its public fields, the university
- * credential sealed with the secret box (bound to the subscription id) and the SHA-256 of its secret feed
- * token; a STRING keyed by that hash leads from a feed URL to the subscription. Neither the credential nor the
- * token is ever stored in plain text. A counter, `credentialVersion`, goes up with every credential stored, so
- * that a refresh can only reject the credential it actually used.
+ * Personal subscriptions in Redis. One HASH per subscription holds its public fields and the university
+ * credential sealed with the secret box (bound to the subscription id); a ZSET holds the SHA-256 of each of
+ * its live secret feed tokens (at most {@link MAX_LIVE_TOKENS}), and a STRING keyed by each hash leads from a
+ * feed URL to the subscription. Neither the credential nor a token is ever stored in plain text. One owner (a
+ * university user, or an id-less credential) has one subscription: a STRING per owner leads to it, and signing
+ * up again issues another token to it. A counter, `credentialVersion`, goes up with every credential stored,
+ * so that a refresh can only reject the credential it actually used.
  */
 import type { Redis } from 'ioredis';
 import { SecretKeyMissingError } from '../security/errors.ts';
@@ -11,6 +13,17 @@ import { SecretBox } from '../security/secret-box.ts';
 import { constantTimeEqual, hashToken, keyedDigest, randomToken } from '../security/tokens.ts';
 import type { RedisKeys } from '../sources/keys.ts';
 import { SUBSCRIPTION_ID } from '../sources/source.ts';
+import { SignUpContentionError } from './errors.ts';
+import { storedOwner } from './owner-index.ts';
+import {
+  CREATE_UNLESS_OWNED,
+  DELETE_SUBSCRIPTION,
+  DROP_OWNER,
+  GONE,
+  ISSUE_TOKEN,
+  REVOKE_TOKEN,
+  STALE,
+} from './subscription-scripts.ts';
 
 /** `needs-credential`: the upstream rejected the stored credential; refreshes stop until it is replaced. */
 export type SubscriptionStatus = 'active' | 'needs-credential';
@@ -41,6 +54,25 @@ export interface NewSubscription {
   upstreamUserId: number | null;
   now: number;
 }
+
+/** A subscription with a feed token issued now: the only copy of the token there will ever be. */
+export interface IssuedSubscription {
+  subscription: Subscription;
+  token: string;
+  /** False when the owner already had this subscription (the token is then one more of its tokens). */
+  created: boolean;
+  /** How many of its oldest tokens this issue revoked (beyond {@link MAX_LIVE_TOKENS}). */
+  revoked: number;
+}
+
+/** Feed tokens of one subscription that work at once; issuing one more revokes the oldest. */
+export const MAX_LIVE_TOKENS = 5;
+
+/**
+ * How often a write guarded by `tokenSeq` is tried again after another write to the same subscription got in
+ * between. Sign-ups of one owner take turns under a lock, so this only matters when the lock expired.
+ */
+const ATTEMPTS = 16;
 
 /** What a credential digest is for (the HMAC purpose): recognising the credential of an id-less subscription. */
 const CREDENTIAL_DIGEST_PURPOSE = 'subscription-credential';
@@ -106,8 +138,61 @@ export class SubscriptionStore {
     return this.box.available;
   }
 
-  /** Stores a new subscription in one transaction; the returned token is the only copy there will ever be. */
-  async create(input: NewSubscription): Promise<{ subscription: Subscription; token: string }> {
+  /**
+   * Signs an owner up in the store: a new subscription with its first feed token, or, when this university
+   * user (this credential, for a profile without a user id) has a subscription already, that one with one more
+   * token, the oldest revoked beyond {@link MAX_LIVE_TOKENS}, and `credential` stored as its credential (the
+   * one just verified). Either way the returned token is the only copy there will ever be. Throws
+   * SignUpContentionError when other writes to the same subscription kept getting in between.
+   */
+  async create(input: NewSubscription): Promise<IssuedSubscription> {
+    const owner = this.ownerOf(input.upstreamUserId, input.credential);
+    for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+      const existing = await this.redis.get(this.keys.subscriptionOwner(owner));
+      const issued =
+        existing === null ? await this.createUnlessOwned(owner, input) : await this.issueToken(existing, owner, input);
+      if (issued !== undefined) return issued;
+    }
+    throw new SignUpContentionError();
+  }
+
+  /**
+   * Who owns a subscription, as its owner index names it: `user:<id>`, or for a profile without a user id
+   * `credential:<keyed digest>` (nothing else tells such people apart). Throws SecretKeyMissingError for the
+   * latter without a `SECRET_KEY`.
+   */
+  ownerOf(upstreamUserId: number | null, credential: string): string {
+    return upstreamUserId === null ? `credential:${this.credentialDigest(credential)}` : `user:${upstreamUserId}`;
+  }
+
+  /**
+   * Takes back a token issued for an answer that was never given (the sign-up failed after it). No-op when the
+   * token is not, or no longer, one of subscription `id`'s.
+   */
+  async revokeToken(id: string, token: string): Promise<void> {
+    const tokenHash = hashToken(token);
+    await this.redis.eval(
+      REVOKE_TOKEN,
+      2,
+      this.keys.subscriptionTokens(id),
+      this.keys.subscriptionToken(tokenHash),
+      tokenHash,
+      id,
+    );
+  }
+
+  /** How many feed tokens of subscription `id` work now. */
+  async liveTokenCount(id: string): Promise<number> {
+    if (!SUBSCRIPTION_ID.test(id)) return 0;
+    const [count, legacy] = await Promise.all([
+      this.redis.zcard(this.keys.subscriptionTokens(id)),
+      this.redis.hexists(this.keys.subscription(id), 'tokenHash'),
+    ]);
+    return count + legacy;
+  }
+
+  /** A new subscription with its first token, unless `owner` has one (then undefined: the caller reads it). */
+  private async createUnlessOwned(owner: string, input: NewSubscription): Promise<IssuedSubscription | undefined> {
     const id = randomToken(ID_BYTES);
     const token = randomToken();
     const tokenHash = hashToken(token);
@@ -120,19 +205,68 @@ export class SubscriptionStore {
       createdAt: input.now,
       updatedAt: input.now,
     };
-    const sealed = this.box.seal(input.credential, credentialContext(id));
-    await this.redis
-      .multi()
-      .hset(this.keys.subscription(id), {
-        ...toFields(subscription),
-        credential: sealed,
-        credentialVersion: '1',
-        tokenHash,
-        ...(input.upstreamUserId === null ? { credentialDigest: this.credentialDigest(input.credential) } : {}),
-      })
-      .set(this.keys.subscriptionToken(tokenHash), id)
-      .exec();
-    return { subscription, token };
+    const fields = {
+      ...toFields(subscription),
+      credential: this.box.seal(input.credential, credentialContext(id)),
+      credentialVersion: '1',
+      ...(input.upstreamUserId === null ? { credentialDigest: this.credentialDigest(input.credential) } : {}),
+    };
+    const owned = await this.redis.eval(
+      CREATE_UNLESS_OWNED,
+      4,
+      this.keys.subscriptionOwner(owner),
+      this.keys.subscription(id),
+      this.keys.subscriptionTokens(id),
+      this.keys.subscriptionToken(tokenHash),
+      id,
+      tokenHash,
+      ...Object.entries(fields).flat(),
+    );
+    return owned === id ? { subscription, token, created: true, revoked: 0 } : undefined;
+  }
+
+  /**
+   * One more token for the existing subscription `id` of `owner`, with the new credential and name. Undefined
+   * when it changed meanwhile or is gone (its owner index is then dropped): the caller reads again.
+   */
+  private async issueToken(id: string, owner: string, input: NewSubscription): Promise<IssuedSubscription | undefined> {
+    const { seq, tokens } = await this.tokenState(id);
+    const revoke = tokens.slice(0, Math.max(0, tokens.length + 1 - MAX_LIVE_TOKENS));
+    const token = randomToken();
+    const tokenHash = hashToken(token);
+    const fields = {
+      credential: this.box.seal(input.credential, credentialContext(id)),
+      name: input.name,
+      status: 'active',
+      updatedAt: String(input.now),
+    };
+    const result = await this.redis.eval(
+      ISSUE_TOKEN,
+      3 + revoke.length,
+      this.keys.subscription(id),
+      this.keys.subscriptionTokens(id),
+      this.keys.subscriptionToken(tokenHash),
+      ...revoke.map((hash) => this.keys.subscriptionToken(hash)),
+      id,
+      tokenHash,
+      seq,
+      String(revoke.length),
+      ...revoke,
+      ...Object.entries(fields).flat(),
+    );
+    if (result === GONE) await this.redis.eval(DROP_OWNER, 1, this.keys.subscriptionOwner(owner), id);
+    if (result === GONE || result === STALE) return undefined;
+    const subscription = await this.get(id);
+    return subscription === undefined ? undefined : { subscription, token, created: false, revoked: Number(result) };
+  }
+
+  /** The token counter and the live token hashes of `id`, oldest first (one from before token sets included). */
+  private async tokenState(id: string): Promise<{ seq: string; tokens: string[] }> {
+    const [seq, legacy] = await this.redis.hmget(this.keys.subscription(id), 'tokenSeq', 'tokenHash');
+    const live = await this.redis.zrange(this.keys.subscriptionTokens(id), '0', '-1');
+    // Read apart, but a change between the two reads raises tokenSeq, which the script checks.
+    const tokens = legacy && !live.includes(legacy) ? [legacy, ...live] : live;
+    return { seq: seq ?? '0', tokens };
   }
 
   /** The subscription, or undefined when there is none (a malformed id included). */
@@ -148,11 +282,11 @@ export class SubscriptionStore {
     return (await this.redis.get(this.keys.subscriptionToken(hashToken(token)))) ?? undefined;
   }
 
-  /** Whether `token` is the feed token of subscription `id`, compared in constant time. */
+  /** Whether `token` is a live feed token of subscription `id` (the id its index leads to, compared in constant time). */
   async verifyToken(id: string, token: string): Promise<boolean> {
     if (!SUBSCRIPTION_ID.test(id)) return false;
-    const stored = await this.redis.hget(this.keys.subscription(id), 'tokenHash');
-    return stored !== null && constantTimeEqual(stored, hashToken(token));
+    const owner = await this.idByToken(token);
+    return owner !== undefined && constantTimeEqual(owner, id);
   }
 
   /** The decrypted credential; undefined when the subscription does not exist. Throws DecryptionError on tampering. */
@@ -205,15 +339,27 @@ export class SubscriptionStore {
     );
   }
 
-  /** Removes the subscription and its token index. True if it existed. (The caller removes the source.) */
+  /**
+   * Removes the subscription, all its tokens and its owner index (when it leads here: an older subscription of
+   * the same person is not indexed). True if it existed. (The caller removes the source.)
+   */
   async delete(id: string): Promise<boolean> {
     if (!SUBSCRIPTION_ID.test(id)) return false;
-    const key = this.keys.subscription(id);
-    const tokenHash = await this.redis.hget(key, 'tokenHash');
-    const transaction = this.redis.multi().del(key);
-    if (tokenHash !== null) transaction.del(this.keys.subscriptionToken(tokenHash));
-    const results = await transaction.exec();
-    return results?.[0]?.[1] === 1;
+    for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+      const [userId, digest] = await this.redis.hmget(this.keys.subscription(id), 'upstreamUserId', 'credentialDigest');
+      const owner = storedOwner(userId, digest);
+      const { seq, tokens } = await this.tokenState(id);
+      const keys = [
+        this.keys.subscription(id),
+        this.keys.subscriptionTokens(id),
+        ...tokens.map((hash) => this.keys.subscriptionToken(hash)),
+        ...(owner === undefined ? [] : [this.keys.subscriptionOwner(owner)]),
+      ];
+      const args = [...keys, id, seq, String(tokens.length)];
+      const result = await this.redis.eval(DELETE_SUBSCRIPTION, keys.length, ...args);
+      if (result !== STALE) return result === 1;
+    }
+    throw new SignUpContentionError();
   }
 
   private credentialDigest(credential: string): string {

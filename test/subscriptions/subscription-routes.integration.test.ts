@@ -33,6 +33,11 @@ async function subscribe(credential: string) {
   return { response, body: response.json() as Record<string, string> };
 }
 
+/** The one answer to every refused replacement credential. */
+const REFUSED =
+  "this credential cannot replace the subscription's: the university rejected it, or it does not belong to the " +
+  "subscription's university user";
+
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
 beforeAll(async () => {
@@ -130,8 +135,8 @@ describe('POST /api/subscriptions', () => {
           payload: { credential },
         });
       const other = await patch(user(1).token);
-      expect(other.statusCode).toBe(409);
-      expect(other.json<{ error: string }>().error).toMatch(/does not say whose credential this is/);
+      expect(other.statusCode).toBe(403);
+      expect(other.json()).toEqual({ error: REFUSED });
       expect(await ctx.subscriptions.credentialOf(id)).toBe(user(3).token);
       const same = await patch(user(3).token);
       expect(same.statusCode).toBe(200);
@@ -289,14 +294,18 @@ describe('GET, PATCH and DELETE /api/subscriptions/:id', () => {
       headers: bearer(token),
       payload: { credential: 'expired-token' },
     });
-    expect(bad.statusCode).toBe(401);
+    expect(bad.statusCode).toBe(403);
     const stranger = await app.inject({
       method: 'PATCH',
       url: `/api/subscriptions/${id}`,
       headers: bearer(token),
       payload: { credential: user(0).token },
     });
-    expect(stranger.statusCode).toBe(409);
+    // Another user's valid credential answers exactly as an invalid one: PATCH is no credential oracle.
+    expect(stranger.statusCode).toBe(403);
+    expect(stranger.json()).toEqual({ error: REFUSED });
+    expect(bad.json()).toEqual(stranger.json());
+    expect(bad.headers['www-authenticate']).toBeUndefined();
     expect((await ctx.subscriptions.get(id))?.status).toBe('needs-credential');
     const empty = await app.inject({
       method: 'PATCH',
