@@ -100,6 +100,22 @@ describe('POST /api/subscriptions', () => {
     expect(JSON.stringify(jobs.map((job) => job.data))).not.toContain(user(0).token);
   });
 
+  it('answers a repeated sign-up 200 with the same subscription and a new feed URL; the first URL still works', async () => {
+    const first = await subscribe(user(0).token);
+    const again = await subscribe(user(0).token);
+    issuedTokens.push(first.body.token ?? '', again.body.token ?? '');
+    expect([first.response.statusCode, again.response.statusCode]).toEqual([200, 200]);
+    expect(again.body).toMatchObject({ id: first.body.id, source: first.body.source, status: 'active' });
+    expect(Object.keys(again.body).sort()).toEqual(['feedUrl', 'id', 'name', 'source', 'status', 'token']);
+    expect(again.body.token).not.toBe(first.body.token);
+    expect(again.body.feedUrl).toBe(`${PUBLIC_URL}/feeds/personal/${again.body.token}.ics`);
+    expect(again.response.headers['cache-control']).toBe('no-store');
+    for (const token of [first.body.token, again.body.token])
+      expect(await ctx.subscriptions.idByToken(token ?? '')).toBe(first.body.id);
+    const jobs = await ctx.queues.refresh.getJobs(['waiting', 'delayed', 'prioritized', 'active']);
+    expect(jobs.filter((job) => job.data.source === first.body.source).length).toBeGreaterThan(0);
+  });
+
   it('answers 401 when the university rejects the credential, and stores nothing', async () => {
     const before = await ctx.redis.keys(`${ctx.config.redisPrefix}:subscription:*`);
     const { response, body } = await subscribe('not-a-real-token');
