@@ -41,8 +41,7 @@ function credentialOf(body: unknown): string {
  */
 export async function registerSubscriptionRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
   const options = { bodyLimit: BODY_LIMIT_BYTES };
-  const indexed = await indexLegacyOwners(ctx.redis, ctx.keys);
-  if (indexed > 0) ctx.logger.info({ owners: indexed }, 'subscriptions made before one per person indexed by owner');
+  await indexOwners(ctx);
 
   app.post('/api/subscriptions', options, async (request, reply) => {
     const { subscription, token, created } = await signUp(ctx, credentialOf(request.body), request.log);
@@ -70,4 +69,17 @@ export async function registerSubscriptionRoutes(app: FastifyInstance, ctx: Serv
     await deleteSubscription(ctx, await authorisedSubscription(ctx, request), request.log);
     return reply.code(204).send();
   });
+}
+
+/**
+ * Indexes the owners of older subscriptions. A failure does not stop the API: the next process to start tries
+ * again, and meanwhile a person with an older subscription who signs up gets a new one (and the index).
+ */
+async function indexOwners(ctx: ServiceContext): Promise<void> {
+  try {
+    const indexed = await indexLegacyOwners(ctx.redis, ctx.keys);
+    if (indexed > 0) ctx.logger.info({ owners: indexed }, 'subscriptions made before one per person indexed by owner');
+  } catch (error) {
+    ctx.logger.warn({ err: error }, 'could not index the owners of older subscriptions; the next start tries again');
+  }
 }
