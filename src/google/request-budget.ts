@@ -1,7 +1,7 @@
 /**
  * How fast we may talk to Google, shared by every worker process through Redis. Two token buckets, taken
- * from together in one script: one per Google user (`googleBudget(key)`, key `user:<sub>` or
- * `token:<hash16>`) and one for the whole service (`googleBudget('global')`). The script reads the clock
+ * from together (`lib/rate-limit.ts`): one per Google user (`googleBudget(key)`, key `user:<sub>` or
+ * `token:<hash16>`) and one for the whole service (`googleBudget('global')`). The buckets read the clock
  * with Redis `TIME`, so all workers agree on it whatever their own clocks say.
  *
  * Google allows 600 requests per minute per user, counted over any 60 s. A bucket refilling at `r` per
@@ -15,6 +15,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
+import { type Bucket, TokenBuckets } from '../lib/rate-limit.ts';
 import type { RedisKeys } from '../sources/keys.ts';
 
 /** Google's own limit: requests per user per minute. */
@@ -28,39 +29,6 @@ export const USER_LIMIT_MARGIN = 30;
 
 /** Largest burst a single user may make. */
 const MAX_USER_BURST = 100;
-
-/**
- * KEYS: 1 user bucket, 2 global bucket. ARGV: 1 user rate (tokens/ms), 2 user capacity, 3 global rate,
- * 4 global capacity, 5 the time in ms ('' = Redis TIME). Takes one token from both buckets and returns 0,
- * or takes none and returns how many ms to wait before one is there in both.
- */
-const TAKE = `
-local now = tonumber(ARGV[5])
-if now == nil then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-local function level(key, rate, capacity)
-  local state = redis.call('HMGET', key, 'tokens', 'at')
-  local tokens, at = tonumber(state[1]), tonumber(state[2])
-  if tokens == nil or at == nil then return capacity end
-  return math.min(capacity, tokens + math.max(0, now - at) * rate)
-end
-local function store(key, tokens, rate, capacity)
-  redis.call('HSET', key, 'tokens', tostring(tokens), 'at', tostring(now))
-  redis.call('PEXPIRE', key, math.ceil(capacity / rate) + 1000)
-end
-local ur, uc, gr, gc = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local user, global = level(KEYS[1], ur, uc), level(KEYS[2], gr, gc)
-if user >= 1 and global >= 1 then
-  store(KEYS[1], user - 1, ur, uc)
-  store(KEYS[2], global - 1, gr, gc)
-  return 0
-end
-local wait = 0
-if user < 1 then wait = math.max(wait, (1 - user) / ur) end
-if global < 1 then wait = math.max(wait, (1 - global) / gr) end
-return math.max(1, math.ceil(wait))`;
 
 /** The two rates. */
 export interface BudgetLimits {
@@ -86,24 +54,21 @@ export interface BudgetStats {
 
 /** A token-bucket rate limit per Google user and overall, shared through Redis. */
 export class RequestBudget {
-  private readonly redis: Redis;
+  private readonly buckets: TokenBuckets;
   private readonly keys: RedisKeys;
-  private readonly args: string[];
+  private readonly user: Omit<Bucket, 'key'>;
+  private readonly global: Bucket;
   private readonly clock: BudgetClock | undefined;
   private readonly counters: BudgetStats = { taken: 0, waits: 0, waitedMs: 0 };
 
   /** `clock` is for tests only; by default the buckets run on Redis `TIME` and callers sleep for real. */
   constructor(redis: Redis, keys: RedisKeys, limits: BudgetLimits, clock?: BudgetClock) {
-    this.redis = redis;
+    this.buckets = new TokenBuckets(redis, clock ? () => clock.now() : undefined);
     this.keys = keys;
     this.clock = clock;
-    const user = bucketFor(limits);
-    this.args = [
-      String(user.ratePerMs),
-      String(user.capacity),
-      String(limits.globalPerSecond / 1000),
-      String(limits.globalPerSecond),
-    ];
+    this.user = bucketFor(limits);
+    const global = { ratePerMs: limits.globalPerSecond / 1000, capacity: limits.globalPerSecond };
+    this.global = { key: keys.googleBudget(GLOBAL_BUCKET), ...global };
   }
 
   /** Waits until one request for `budgetKey` fits both budgets, and counts it. Rejects when `signal` aborts. */
@@ -123,11 +88,9 @@ export class RequestBudget {
 
   /** Takes a token now if there is one in both buckets: 0, else the ms to wait. */
   async tryTake(budgetKey: string): Promise<number> {
-    const now = this.clock ? String(this.clock.now()) : '';
     if (budgetKey === GLOBAL_BUCKET)
       throw new RangeError(`budget key "${GLOBAL_BUCKET}" is reserved for the global bucket`);
-    const keys = [this.keys.googleBudget(budgetKey), this.keys.googleBudget(GLOBAL_BUCKET)];
-    return Number(await this.redis.eval(TAKE, 2, ...keys, ...this.args, now));
+    return this.buckets.tryTake([{ key: this.keys.googleBudget(budgetKey), ...this.user }, this.global]);
   }
 
   /** A copy of this process's counters. */

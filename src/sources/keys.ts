@@ -53,6 +53,11 @@ export interface RedisKeys {
   googleOAuthState(stateHash: string): string;
   /** HASH: a Google request budget's token bucket (per Google user, or `global`). */
   googleBudget(name: string): string;
+  /**
+   * HASH with a TTL: a token bucket of a rate limit (`lib/rate-limit.ts`), e.g. `upstream`, `sign-up:total`,
+   * `sign-up:client:<address>`; it expires once full again, so idle clients' buckets disappear.
+   */
+  rateLimit(name: string): string;
   /** ZSET: worker processes, scored by their last heartbeat (ms). */
   readonly workers: string;
   /** Pub/sub channel: the source key of every feed that was stored. */
@@ -104,6 +109,7 @@ export function redisKeys(prefix: string): RedisKeys {
     googleUserTarget: (googleUser, source) => `${prefix}:google-user-target:${googleUser}:${source}`,
     googleOAuthState: (stateHash) => `${prefix}:google-oauth-state:${stateHash}`,
     googleBudget: (name) => `${prefix}:google-budget:${name}`,
+    rateLimit: (name) => `${prefix}:rate:${name}`,
     workers: `${prefix}:workers`,
     feedUpdates: `${prefix}:feed-updates`,
     employeeSearch: (query) => `${prefix}:employee-search:${query}`,

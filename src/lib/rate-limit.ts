@@ -1,0 +1,131 @@
+/**
+ * Token buckets shared by every process through Redis: a request takes a token from several buckets at once
+ * (say one per client and one for everybody), in one script, or from none of them. The script reads the clock
+ * with Redis `TIME`, so all processes agree on it whatever their own clocks say.
+ *
+ * A bucket is a small hash that expires once it would be full again: a missing bucket and a full one are the
+ * same thing, so an idle client's bucket disappears by itself (Redis runs `noeviction`: keys made for many
+ * client addresses must not pile up). A take that is refused writes nothing at all, so a flood that an
+ * overall bucket refuses creates no per-client keys either.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Redis } from 'ioredis';
+
+/** One bucket: where it lives, how fast it refills and how many tokens it holds at most. */
+export interface Bucket {
+  key: string;
+  /** Tokens added per millisecond. */
+  ratePerMs: number;
+  /** Tokens of a full bucket: the largest burst. */
+  capacity: number;
+}
+
+/** `count` requests per `periodMs`, in bursts of up to `count`: how settings such as `30/1m` read. */
+export interface Rate {
+  count: number;
+  periodMs: number;
+}
+
+/** A bucket at `key` that lets `rate.count` requests through per `rate.periodMs`, all at once if need be. */
+export function bucket(key: string, rate: Rate): Bucket {
+  return { key, ratePerMs: rate.count / rate.periodMs, capacity: rate.count };
+}
+
+/**
+ * KEYS: the buckets. ARGV: 1 the time in ms ('' = Redis TIME), 2 cost, 3 'take' or 'give', then per bucket its
+ * rate (tokens/ms) and capacity. `take` takes `cost` tokens from every bucket and returns 0, or takes none and
+ * returns the ms until all of them hold `cost`. `give` puts `cost` back in every bucket (up to capacity).
+ */
+const SCRIPT = `
+local now = tonumber(ARGV[1])
+if now == nil then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local cost, mode = tonumber(ARGV[2]), ARGV[3]
+local levels, rates, capacities = {}, {}, {}
+for i, key in ipairs(KEYS) do
+  local rate, capacity = tonumber(ARGV[2 + 2 * i]), tonumber(ARGV[3 + 2 * i])
+  local state = redis.call('HMGET', key, 'tokens', 'at')
+  local tokens, at = tonumber(state[1]), tonumber(state[2])
+  local level = capacity
+  if tokens ~= nil and at ~= nil then level = math.min(capacity, tokens + math.max(0, now - at) * rate) end
+  levels[i], rates[i], capacities[i] = level, rate, capacity
+end
+local wait = 0
+if mode == 'take' then
+  for i = 1, #KEYS do
+    local need = math.min(cost, capacities[i])
+    if levels[i] < need then wait = math.max(wait, (need - levels[i]) / rates[i]) end
+  end
+  if wait > 0 then return math.max(1, math.ceil(wait)) end
+  cost = -cost
+end
+for i, key in ipairs(KEYS) do
+  local level = math.min(capacities[i], levels[i] + cost)
+  if level >= capacities[i] then
+    redis.call('DEL', key)
+  else
+    redis.call('HSET', key, 'tokens', tostring(level), 'at', tostring(now))
+    redis.call('PEXPIRE', key, math.ceil((capacities[i] - level) / rates[i]) + 1000)
+  end
+end
+return 0`;
+
+/** Takes and gives back tokens of buckets kept in Redis. */
+export class TokenBuckets {
+  private readonly redis: Redis;
+  private readonly now: (() => number) | undefined;
+
+  /** `now` (epoch ms) is for tests that simulate minutes in milliseconds; by default Redis `TIME` is the clock. */
+  constructor(redis: Redis, now?: () => number) {
+    this.redis = redis;
+    this.now = now;
+  }
+
+  /** Takes `cost` tokens from every bucket if all hold that many: 0; else takes none and answers the ms to wait. */
+  async tryTake(buckets: readonly Bucket[], cost = 1): Promise<number> {
+    return this.run('take', buckets, cost);
+  }
+
+  /** Puts `amount` tokens back into every bucket (never above its capacity), e.g. when a charge is refunded. */
+  async give(buckets: readonly Bucket[], amount = 1): Promise<void> {
+    await this.run('give', buckets, amount);
+  }
+
+  /**
+   * Waits until a token of every bucket is there and takes it. When the wait would end later than `maxWaitMs`
+   * after the call, rejects at once with {@link RateLimitedError} instead (no point in waiting to be refused).
+   */
+  async take(buckets: readonly Bucket[], options: { maxWaitMs?: number; signal?: AbortSignal } = {}): Promise<void> {
+    const { maxWaitMs = Number.POSITIVE_INFINITY, signal } = options;
+    const started = performance.now();
+    for (;;) {
+      signal?.throwIfAborted();
+      const wait = await this.tryTake(buckets);
+      if (wait === 0) return;
+      const left = maxWaitMs - (performance.now() - started);
+      if (wait > left) throw new RateLimitedError(wait);
+      await sleep(wait, undefined, signal ? { signal } : undefined);
+    }
+  }
+
+  private async run(mode: 'take' | 'give', buckets: readonly Bucket[], cost: number): Promise<number> {
+    if (buckets.length === 0) return 0;
+    const args = buckets.flatMap((b) => [String(b.ratePerMs), String(b.capacity)]);
+    const now = this.now ? String(this.now()) : '';
+    const keys = buckets.map((b) => b.key);
+    return Number(await this.redis.eval(SCRIPT, keys.length, ...keys, now, String(cost), mode, ...args));
+  }
+}
+
+/** A request refused by a rate limit; `retryAfterMs` is when a token will be there again. */
+export class RateLimitedError extends Error {
+  override name = 'RateLimitedError';
+  readonly retryAfterMs: number;
+
+  constructor(retryAfterMs: number, message = `rate limit reached; try again in ${Math.ceil(retryAfterMs / 1000)} s`) {
+    super(message);
+    this.retryAfterMs = retryAfterMs;
+  }
+}
