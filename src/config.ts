@@ -17,9 +17,11 @@ import {
   matching,
   optionalText,
   positiveNumber,
+  rate,
   secret,
   secretKey,
   text,
+  trustProxy,
 } from './lib/env-values.ts';
 import { LOG_LEVELS, type LogLevel } from './logger.ts';
 
@@ -92,6 +94,31 @@ const SETTINGS = {
   /** Upstream requests per second, over all workers together. */
   upstreamRateLimit: setting('UPSTREAM_RATE_LIMIT', positiveNumber(10, false, 10_000)),
   upstreamTimeoutMs: setting('UPSTREAM_TIMEOUT', duration('15s', 1_000)),
+  /**
+   * How long a request (sign-up, teacher search) waits for a token of the upstream budget it shares with the
+   * refreshes before answering 503 with Retry-After; refresh jobs always wait.
+   */
+  upstreamRequestWaitMs: setting('UPSTREAM_REQUEST_WAIT', duration('2s', 0)),
+  /** Which proxies' X-Forwarded-For names the client: false, true, a hop count, or addresses/CIDR ranges. */
+  trustProxy: setting('TRUST_PROXY', trustProxy),
+  /** First requests for a timetable never fetched yet (each costs the university a call), per client address. */
+  firstRequestsPerClient: setting('FIRST_REQUESTS_PER_CLIENT', rate('30/1m')),
+  /** The same, over all clients. */
+  firstRequestsTotal: setting('FIRST_REQUESTS_TOTAL', rate('120/1m')),
+  /** Sign-ups and credential replacements (each asks the university who the credential is), per client. */
+  signUpsPerClient: setting('SIGN_UPS_PER_CLIENT', rate('20/10m')),
+  /** The same, over all clients. */
+  signUpsTotal: setting('SIGN_UPS_TOTAL', rate('60/1m')),
+  /** Sign-ups and replacements the university refused, per client: beyond it, one more per refill only. */
+  failedSignUpsPerClient: setting('FAILED_SIGN_UPS_PER_CLIENT', rate('5/15m')),
+  /** Teacher searches that miss the cache, per client. */
+  searchesPerClient: setting('SEARCHES_PER_CLIENT', rate('30/1m')),
+  /** The same, over all clients. */
+  searchesTotal: setting('SEARCHES_TOTAL', rate('120/1m')),
+  /** `GET /google/connect` (each stores a pending consent), per client. */
+  googleConnectsPerClient: setting('GOOGLE_CONNECTS_PER_CLIENT', rate('10/10m')),
+  /** The same, over all clients. */
+  googleConnectsTotal: setting('GOOGLE_CONNECTS_TOTAL', rate('60/1m')),
   /** Concurrent refresh jobs per worker process. */
   workerConcurrency: setting('WORKER_CONCURRENCY', positiveNumber(8, true, 1_000)),
   /** Tries of a refresh job before its source is marked stale (retries back off exponentially, with jitter). */

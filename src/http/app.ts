@@ -36,8 +36,8 @@ export async function buildApp(ctx: ServiceContext, options: AppOptions): Promis
     loggerInstance: options.logger,
     // Fastify's own per-request lines are off (they would carry URLs); the onResponse hook below logs instead.
     logController: new LogController({ disableRequestLogging: true }),
-    // Deployments sit behind a reverse proxy: client address and scheme come from X-Forwarded-*.
-    trustProxy: true,
+    // Client addresses key the rate limits: X-Forwarded-For counts only from the proxies TRUST_PROXY names.
+    trustProxy: ctx.config.trustProxy,
     bodyLimit: BODY_LIMIT_BYTES,
     // Feed requests log nothing per request, and a pino child with our redaction paths costs about a third of
     // the JavaScript time of serving a cached feed: they get the parent logger (their errors lose the reqId).

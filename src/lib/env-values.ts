@@ -3,6 +3,7 @@
  * default and reports what is wrong in words that name the expected form (never a secret's value).
  */
 import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { z } from 'zod';
 import { parseDurationMs } from './duration.ts';
 
@@ -130,4 +131,56 @@ export const secretKey = optionalText.transform((value, ctx) => {
     return undefined;
   }
   return key;
+});
+
+/**
+ * A rate limit written `<count>/<duration>` (`30/1m`: 30 requests a minute, all at once if need be), read into
+ * the `{ count, periodMs }` of `lib/rate-limit.ts`.
+ */
+export function rate(fallback: string) {
+  return optionalText.transform((value, ctx) => {
+    const match = /^(\d+)\s*\/\s*(.+)$/.exec(value ?? fallback);
+    const count = Number(match?.[1]);
+    const periodMs = match ? parseDurationMs(match[2] as string) : undefined;
+    if (periodMs === undefined || periodMs < 1_000 || !(count >= 1)) {
+      const message = `must be <count>/<duration> such as 30/1m or 5/15m, at least 1 per 1s (got "${value}")`;
+      ctx.addIssue({ code: 'custom', message });
+      return { count: 1, periodMs: 1_000 };
+    }
+    return { count, periodMs };
+  });
+}
+
+/** An IPv4 or IPv6 address, optionally a CIDR range (`10.0.0.0/8`, `fd00::/8`). */
+function isAddressOrRange(value: string): boolean {
+  const [address = '', bits, ...rest] = value.split('/');
+  const family = isIP(address);
+  if (family === 0 || rest.length > 0) return false;
+  if (bits === undefined) return true;
+  const prefix = Number(bits);
+  return /^\d+$/.test(bits) && prefix <= (family === 4 ? 32 : 128);
+}
+
+/**
+ * Which proxies' `X-Forwarded-For` to believe, as fastify's `trustProxy` takes it: `false` (unset: the
+ * connection's own address is the client), `true` (any: only behind a proxy that overwrites the header), or a
+ * comma list of proxy addresses and CIDR ranges. A hop count is refused: fastify trusts nothing for one (a
+ * direct client could otherwise claim any address by sending enough hops), which would silently key every
+ * limit by the proxy's address.
+ */
+export const trustProxy = optionalText.transform((value, ctx): boolean | string[] => {
+  if (value === undefined || value.toLowerCase() === 'false') return false;
+  if (value.toLowerCase() === 'true') return true;
+  if (/^\d+$/.test(value)) {
+    const message = `a hop count (${value}) cannot tell a proxy from a client: list the proxies' addresses or CIDR ranges instead, or true`;
+    ctx.addIssue({ code: 'custom', message });
+    return false;
+  }
+  const entries = value.split(',').map((part) => part.trim());
+  const bad = entries.filter((entry) => !isAddressOrRange(entry));
+  if (bad.length > 0) {
+    const message = `must be true, false or a comma list of proxy addresses/CIDR ranges (not: ${bad.join(', ')})`;
+    ctx.addIssue({ code: 'custom', message });
+  }
+  return entries;
 });

@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../src/config.ts';
+
+function problemsOf(env: Record<string, string>): readonly string[] {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) return error.problems;
+    throw error;
+  }
+  return [];
+}
+
+describe('abuse limits in the configuration', () => {
+  it('defaults to limits that suit a university, and trusts no proxy', () => {
+    const config = loadConfig({});
+    expect(config.trustProxy).toBe(false);
+    expect(config.upstreamRequestWaitMs).toBe(2_000);
+    expect(config.firstRequestsPerClient).toEqual({ count: 30, periodMs: 60_000 });
+    expect(config.failedSignUpsPerClient).toEqual({ count: 5, periodMs: 15 * 60_000 });
+  });
+
+  it('reads <count>/<duration> rates', () => {
+    const config = loadConfig({ SEARCHES_PER_CLIENT: '100 / 1h', SIGN_UPS_TOTAL: '3/90s' });
+    expect(config.searchesPerClient).toEqual({ count: 100, periodMs: 3_600_000 });
+    expect(config.signUpsTotal).toEqual({ count: 3, periodMs: 90_000 });
+  });
+
+  it.each(['30', '0/1m', 'x/1m', '30/fortnight', '5/500ms'])('names a bad rate %j', (value) => {
+    const [problem] = problemsOf({ SEARCHES_TOTAL: value });
+    expect(problem).toMatch(/^SEARCHES_TOTAL: must be <count>\/<duration> such as 30\/1m/);
+  });
+
+  it.each([
+    ['true', true],
+    ['FALSE', false],
+    ['127.0.0.1, 10.0.0.0/8,fd00::/8', ['127.0.0.1', '10.0.0.0/8', 'fd00::/8']],
+  ])('reads TRUST_PROXY=%j as fastify takes it', (value, expected) => {
+    expect(loadConfig({ TRUST_PROXY: value }).trustProxy).toEqual(expected);
+  });
+
+  it('refuses a hop count, which fastify would trust for nothing', () => {
+    expect(problemsOf({ TRUST_PROXY: '1' })[0]).toMatch(
+      /^TRUST_PROXY: a hop count \(1\) cannot tell a proxy from a client/,
+    );
+  });
+
+  it('names the TRUST_PROXY entries that are neither addresses nor ranges', () => {
+    expect(problemsOf({ TRUST_PROXY: '10.0.0.1,proxy.local,10.0.0.0/33' })).toEqual([
+      'TRUST_PROXY: must be true, false or a comma list of proxy addresses/CIDR ranges (not: proxy.local, 10.0.0.0/33)',
+    ]);
+  });
+});
