@@ -19,7 +19,7 @@ export async function registerEmployeeRoutes(app: FastifyInstance, ctx: ServiceC
     const cached = await ctx.redis.get(key);
     if (cached === null) {
       // Upstream failures answer as the error catalog says (502, 503 with Retry-After, 504), in its own words.
-      const employees = await ctx.upstream.searchEmployees(query);
+      const employees = await ctx.upstream.searchEmployees(query, { budgetWaitMs: ctx.config.upstreamRequestWaitMs });
       const body = JSON.stringify({ employees });
       await ctx.redis.set(key, body, 'EX', CACHE_SECONDS);
       return reply.type('application/json; charset=utf-8').send(body);

@@ -16,6 +16,7 @@ import {
   TargetRemovedError,
 } from '../google/errors.ts';
 import { UnknownSubscriptionError } from '../jobs/errors.ts';
+import { RateLimitedError } from '../lib/rate-limit.ts';
 import { SecretKeyMissingError } from '../security/errors.ts';
 import { InvalidSourceError } from '../sources/errors.ts';
 import {
@@ -25,7 +26,12 @@ import {
   SignUpContentionError,
   UnknownSourceError,
 } from '../subscriptions/errors.ts';
-import { UpstreamError, UpstreamRateLimitError, UpstreamTimeoutError } from '../upstream/errors.ts';
+import {
+  UpstreamBudgetError,
+  UpstreamError,
+  UpstreamRateLimitError,
+  UpstreamTimeoutError,
+} from '../upstream/errors.ts';
 
 /** An error a route answers with a status and a JSON body `{ "error": message }`. */
 export class HttpError extends Error {
@@ -41,9 +47,14 @@ export class HttpError extends Error {
   }
 }
 
+/** Whole seconds, at least one: what `Retry-After` says for a wait of `ms`. */
+function retrySeconds(ms: number): number {
+  return Math.max(1, Math.ceil(ms / 1000));
+}
+
 /** A `Retry-After` header of whole seconds, at least one. */
 function retryAfter(ms: number): Record<string, string> {
-  return { 'retry-after': String(Math.max(1, Math.ceil(ms / 1000))) };
+  return { 'retry-after': String(retrySeconds(ms)) };
 }
 
 type ErrorClass<E extends Error> = abstract new (...args: never[]) => E;
@@ -68,6 +79,16 @@ const SECRET_KEY_MISSING =
  */
 const CATALOG: readonly Entry[] = [
   entry(HttpError, (error) => error),
+  entry(RateLimitedError, (error) => new HttpError(429, error.message, retryAfter(error.retryAfterMs))),
+  entry(
+    UpstreamBudgetError,
+    (error) =>
+      new HttpError(
+        503,
+        `too many requests to the university right now; try again in ${retrySeconds(error.retryAfterMs)} seconds`,
+        retryAfter(error.retryAfterMs),
+      ),
+  ),
   entry(InvalidSourceError, (error) => new HttpError(400, `source: ${error.message}`)),
   entry(UnknownSourceError, (error) => new HttpError(400, `source: ${error.message}`)),
   entry(UnknownSubscriptionError, (error) => new HttpError(404, error.message)),

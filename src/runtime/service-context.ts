@@ -10,6 +10,7 @@ import { SourceRegistry } from '../sources/registry.ts';
 import { SnapshotStore } from '../sources/snapshot-store.ts';
 import { TermCountStore } from '../sources/term-counts.ts';
 import { SubscriptionStore } from '../subscriptions/subscription-store.ts';
+import { redisUpstreamBudget, type UpstreamBudget } from '../upstream/budget.ts';
 import { createUniversityClient, type UniversityClient } from '../upstream/client.ts';
 import type { ServiceContext } from './context.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
@@ -45,7 +46,8 @@ export function openServiceContext(options: ContextOptions): OpenContext {
   // BullMQ workers open their own blocking connections.
   const redis = connectRedis(options.redisUrl, { name: options.role, logger });
   const keys = redisKeys(config.redisPrefix);
-  const upstream = options.upstream ?? createWorkerClient(config, logger);
+  const budget = redisUpstreamBudget(redis, keys.rateLimit('upstream'), config.upstreamRateLimit);
+  const upstream = options.upstream ?? createWorkerClient(config, logger, budget);
   const queues = createQueues(redis, keys);
   const context: ServiceContext = {
     config,
@@ -79,10 +81,11 @@ export function openServiceContext(options: ContextOptions): OpenContext {
 }
 
 /**
- * The upstream client of the service: one try per call (BullMQ retries failed refreshes with backoff, and
- * every try must pass the global rate limit), timeouts from `UPSTREAM_TIMEOUT`.
+ * The upstream client of the service: one try per call (BullMQ retries failed refreshes with backoff), each
+ * taking a token of the shared `UPSTREAM_RATE_LIMIT` budget, request-path calls included; timeouts from
+ * `UPSTREAM_TIMEOUT`.
  */
-function createWorkerClient(config: Config, logger: Logger): UniversityClient {
+function createWorkerClient(config: Config, logger: Logger, budget: UpstreamBudget): UniversityClient {
   return createUniversityClient({
     baseUrl: config.universityApiUrl ?? 'http://127.0.0.1:1',
     logger: logger.child({ component: 'upstream' }),
@@ -90,5 +93,6 @@ function createWorkerClient(config: Config, logger: Logger): UniversityClient {
     authScheme: config.universityAuthScheme,
     timeouts: { headersMs: config.upstreamTimeoutMs, bodyMs: config.upstreamTimeoutMs },
     retry: { attempts: 1 },
+    budget,
   });
 }

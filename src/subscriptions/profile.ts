@@ -23,7 +23,10 @@ export interface Profile {
  * group id): only its name is asked for, a null group is no group, and a profile that lacks the key is asked
  * for again without it. A personal timetable is fetched with the credential, so no group id is ever needed.
  */
-export async function verifiedProfile(ctx: Pick<ServiceContext, 'upstream'>, credential: string): Promise<Profile> {
+export async function verifiedProfile(
+  ctx: Pick<ServiceContext, 'upstream' | 'config'>,
+  credential: string,
+): Promise<Profile> {
   try {
     return await fetchProfile(ctx, credential);
   } catch (error) {
@@ -33,13 +36,16 @@ export async function verifiedProfile(ctx: Pick<ServiceContext, 'upstream'>, cre
   }
 }
 
-async function fetchProfile(ctx: Pick<ServiceContext, 'upstream'>, credential: string): Promise<Profile> {
+async function fetchProfile(ctx: Pick<ServiceContext, 'upstream' | 'config'>, credential: string): Promise<Profile> {
+  // Asked while a person waits: a short wait for the shared upstream budget, then 503 (UpstreamBudgetError).
+  const options = { budgetWaitMs: ctx.config.upstreamRequestWaitMs };
   let user: { id: number | null; firstName: string; lastName: string; group?: { name: string } | null };
   try {
-    user = await ctx.upstream.me(credential, { id: true, firstName: true, lastName: true, group: { name: true } });
+    const select = { id: true, firstName: true, lastName: true, group: { name: true } } as const;
+    user = await ctx.upstream.me(credential, select, options);
   } catch (error) {
     if (!(error instanceof UpstreamProtocolError) || error.reason !== 'wrong-shape') throw error;
-    user = await ctx.upstream.me(credential, { id: true, firstName: true, lastName: true });
+    user = await ctx.upstream.me(credential, { id: true, firstName: true, lastName: true }, options);
   }
   const groupName = user.group?.name ?? '';
   return { id: user.id, firstName: user.firstName, lastName: user.lastName, ...(groupName ? { groupName } : {}) };

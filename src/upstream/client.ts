@@ -4,6 +4,7 @@
  */
 import packageJson from '../../package.json' with { type: 'json' };
 import type { Logger } from '../logger.ts';
+import type { UpstreamBudget } from './budget.ts';
 import type { EndpointName } from './errors.ts';
 import { createHttpCore } from './http.ts';
 import { abortableSleep, DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry.ts';
@@ -63,12 +64,19 @@ export interface UniversityClientOptions {
   now?: () => number;
   /** Default `timetable-sync/<version>`. */
   userAgent?: string;
+  /** The shared rate budget every try takes a token from; default none (tests, `render`). */
+  budget?: UpstreamBudget;
 }
 
 /** Per-call options. */
 export interface CallOptions {
   /** Aborts the request and any wait between retries; the call rejects with the signal's reason. */
   signal?: AbortSignal | undefined;
+  /**
+   * For calls made inside an HTTP request: wait at most this long for a token of the shared budget, else
+   * reject with UpstreamBudgetError. Unset: wait as long as it takes (refresh jobs).
+   */
+  budgetWaitMs?: number | undefined;
 }
 
 /** Typed access to the six university API operations. */
@@ -129,6 +137,7 @@ function prepareRequest(target: RequestTarget, spec: RequestSpec): PreparedReque
   }
   if (spec.json !== undefined) headers['content-type'] = 'application/json';
   const signal = spec.options?.signal;
+  const budgetWaitMs = spec.options?.budgetWaitMs;
   return {
     endpoint: spec.endpoint,
     method: spec.method,
@@ -138,6 +147,7 @@ function prepareRequest(target: RequestTarget, spec: RequestSpec): PreparedReque
     authenticated: spec.credential !== undefined,
     ...(spec.credential === undefined ? {} : { secret: spec.credential }),
     ...(signal ? { signal } : {}),
+    ...(budgetWaitMs === undefined ? {} : { budgetWaitMs }),
   };
 }
 
@@ -161,6 +171,7 @@ function createCore(options: UniversityClientOptions) {
     random: options.random ?? Math.random,
     sleep: options.sleep ?? abortableSleep,
     now: options.now ?? Date.now,
+    ...(options.budget ? { budget: options.budget } : {}),
   });
 }
 

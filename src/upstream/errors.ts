@@ -186,3 +186,20 @@ export function describeValue(value: unknown): string {
   }
   return text.length > 60 ? `${text.slice(0, 57)}...` : text;
 }
+
+/**
+ * A request-path call found the shared upstream budget (`UPSTREAM_RATE_LIMIT`) used up for longer than it may
+ * wait; nothing was sent. Not an {@link UpstreamError}: the university did not fail, we chose not to ask it.
+ */
+export class UpstreamBudgetError extends Error {
+  override name = 'UpstreamBudgetError';
+  readonly endpoint: EndpointName;
+  /** When a token of the budget will be there again. */
+  readonly retryAfterMs: number;
+
+  constructor(endpoint: EndpointName, retryAfterMs: number) {
+    super(`University API ${endpoint}: our request budget is in use, next free in ${retryAfterMs} ms`);
+    this.endpoint = endpoint;
+    this.retryAfterMs = retryAfterMs;
+  }
+}

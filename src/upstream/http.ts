@@ -5,6 +5,7 @@
  */
 import { Agent } from 'undici';
 import type { Logger } from '../logger.ts';
+import type { UpstreamBudget } from './budget.ts';
 import { FALLBACK_CHARSET } from './charset.ts';
 import { type EndpointName, UpstreamError, UpstreamRateLimitError } from './errors.ts';
 import { backoffDelay, type RetryPolicy } from './retry.ts';
@@ -20,6 +21,8 @@ export interface HttpCoreSettings {
   random: () => number;
   sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
   now: () => number;
+  /** Every try takes a token of this budget first. */
+  budget?: UpstreamBudget;
 }
 
 /** Sends prepared requests with retries; owns the connection pool. */
@@ -82,6 +85,7 @@ export function createHttpCore(settings: HttpCoreSettings): HttpCore {
   async function send(req: PreparedRequest): Promise<unknown> {
     for (let attempt = 1; ; attempt += 1) {
       req.signal?.throwIfAborted();
+      await settings.budget?.take(req.endpoint, { maxWaitMs: req.budgetWaitMs, signal: req.signal });
       try {
         return await sendOnce(transport, req, attempt);
       } catch (err) {

@@ -39,6 +39,8 @@ export interface PreparedRequest {
   /** The credential itself, only to scrub it from response text an upstream might echo it in. */
   secret?: string;
   signal?: AbortSignal;
+  /** How long a try may wait for the shared budget (unset: as long as it takes); see CallOptions. */
+  budgetWaitMs?: number;
 }
 
 /** Endpoints whose only input is an id in the path. */
