@@ -4,6 +4,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { ServiceContext } from '../runtime/context.ts';
+import { ClientLimits } from './client-limits.ts';
 import { HttpError } from './errors.ts';
 
 /** Shortest and longest search text, after trimming. */
@@ -13,11 +14,14 @@ const CACHE_SECONDS = 3600;
 
 /** Registers `GET /api/employees`. */
 export async function registerEmployeeRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
+  const limits = new ClientLimits(ctx);
   app.get<{ Querystring: { q?: string | string[] } }>('/api/employees', async (request, reply) => {
     const query = searchText(request.query.q);
     const key = ctx.keys.employeeSearch(query.toLowerCase());
     const cached = await ctx.redis.get(key);
     if (cached === null) {
+      // Only a miss costs the university a call, so only a miss counts against the search limits.
+      await limits.admit('search', request.ip);
       // Upstream failures answer as the error catalog says (502, 503 with Retry-After, 504), in its own words.
       const employees = await ctx.upstream.searchEmployees(query, { budgetWaitMs: ctx.config.upstreamRequestWaitMs });
       const body = JSON.stringify({ employees });

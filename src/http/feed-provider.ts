@@ -10,6 +10,7 @@ import { activateSource } from '../jobs/activation.ts';
 import { enqueueRefresh } from '../jobs/queues.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { type SourceKey, sourceOf } from '../sources/source.ts';
+import type { ClientLimits } from './client-limits.ts';
 import { HttpError } from './errors.ts';
 import type { FeedCache } from './feed-cache.ts';
 import type { ParsedSubscriberQuery } from './subscriber-query.ts';
@@ -37,6 +38,7 @@ export class FeedProvider {
   private readonly ctx: ServiceContext;
   private readonly cache: FeedCache;
   private readonly variants: VariantCache;
+  private readonly limits: ClientLimits;
   private readonly demandWaitMs: number;
   private readonly touchEveryMs: number;
   private readonly maxDemands: number;
@@ -45,18 +47,22 @@ export class FeedProvider {
   private readonly demands = new Map<SourceKey, Promise<StoredFeed>>();
   private saturationLoggedAt = -Infinity;
 
-  constructor(ctx: ServiceContext, cache: FeedCache, options: FeedProviderOptions = {}) {
+  constructor(ctx: ServiceContext, cache: FeedCache, limits: ClientLimits, options: FeedProviderOptions = {}) {
     this.ctx = ctx;
     this.cache = cache;
+    this.limits = limits;
     this.variants = new VariantCache(options.variants);
     this.demandWaitMs = options.demandWaitMs ?? 10_000;
     this.touchEveryMs = options.touchEveryMs ?? Math.min(10 * 60_000, Math.floor(ctx.config.inactiveAfterMs / 4));
     this.maxDemands = options.maxDemands ?? 200;
   }
 
-  /** The feed of `source` as the query asks for it; throws {@link HttpError} 404 or 503 when there is none. */
-  async feedFor(source: SourceKey, query: ParsedSubscriberQuery): Promise<StoredFeed> {
-    const base = (await this.cache.get(source)) ?? (await this.onDemand(source));
+  /**
+   * The feed of `source` as the query asks for it, for the client at address `ip`; throws {@link HttpError}
+   * 404 or 503 when there is none, RateLimitedError when fetching it would exceed the client's limits.
+   */
+  async feedFor(source: SourceKey, query: ParsedSubscriberQuery, ip: string): Promise<StoredFeed> {
+    const base = (await this.cache.get(source)) ?? (await this.onDemand(source, ip));
     this.recordRequest(source);
     if (query.canonical === '') return base;
     return this.variants.get(VariantCache.key(source, base.etag, query.canonical), () =>
@@ -78,8 +84,24 @@ export class FeedProvider {
   /**
    * First request for a source without a feed: fetch it now; concurrent requests share one wait. Anyone can
    * ask for any id, so the number of distinct sources waited for at once is capped: beyond it, 503 at once.
+   * A request that starts a fetch of a public timetable counts against its client's first-request limits
+   * (one that joins a fetch under way, or asks for an id already known to be missing, costs nothing).
    */
-  private onDemand(source: SourceKey): Promise<StoredFeed> {
+  private async onDemand(source: SourceKey, ip: string): Promise<StoredFeed> {
+    const pending = this.demands.get(source);
+    if (pending !== undefined) return pending;
+    if (!source.startsWith('personal:')) {
+      const missing = await this.ctx.registry.missingReason(source);
+      if (missing !== undefined) throw notKnown(source, missing);
+      const joined = this.demands.get(source);
+      if (joined !== undefined) return joined;
+      await this.limits.admit('first-request', ip);
+    }
+    return this.startDemand(source);
+  }
+
+  /** Starts (or joins) the fetch of `source`, within the cap on fetches waited for at once. */
+  private startDemand(source: SourceKey): Promise<StoredFeed> {
     const pending = this.demands.get(source);
     if (pending !== undefined) return pending;
     if (this.demands.size >= this.maxDemands) {

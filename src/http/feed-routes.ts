@@ -9,6 +9,7 @@ import type { ServiceContext } from '../runtime/context.ts';
 import { InvalidSourceError } from '../sources/errors.ts';
 import { parseSource, type SourceKey, type SourceKind, sourceKey } from '../sources/source.ts';
 import { describeValue } from '../upstream/errors.ts';
+import { ClientLimits } from './client-limits.ts';
 import { HttpError } from './errors.ts';
 import { FeedCache } from './feed-cache.ts';
 import { FeedProvider, type FeedProviderOptions } from './feed-provider.ts';
@@ -46,7 +47,7 @@ export async function registerFeedRoutes(
   });
   await cache.start();
   app.addHook('onClose', async () => cache.stop());
-  const provider = new FeedProvider(ctx, cache, options);
+  const provider = new FeedProvider(ctx, cache, new ClientLimits(ctx), options);
 
   await app.register(async (scope) => {
     // Counter children per (kind, status), made once: a labelled inc() hashes its labels on every call.
@@ -116,7 +117,7 @@ async function serveFeed(
   source: SourceKey,
 ): Promise<FastifyReply> {
   const query = parseSubscriberQuery(request.query);
-  const feed = await provider.feedFor(source, query);
+  const feed = await provider.feedFor(source, query, request.ip);
   // Chosen before the headers: each coding has its own ETag, and a 304 carries the one a 200 would have.
   const encoding = chooseEncoding(request.headers['accept-encoding']);
   setFeedHeaders(reply, feed, encoding, source.startsWith('personal:'));

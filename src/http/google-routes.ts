@@ -12,6 +12,7 @@ import { parseSource, type SourceKey, sourceKey } from '../sources/source.ts';
 import { type ConnectedTarget, requireGooglePush } from '../subscriptions/google-connect.ts';
 import { completeConsent } from '../subscriptions/google-consent.ts';
 import { disconnectTarget } from '../subscriptions/google-disconnect.ts';
+import { ClientLimits } from './client-limits.ts';
 import { HttpError } from './errors.ts';
 import { answerDisconnected, deleteCalendarOption, targetView } from './google-target-view.ts';
 import { authorisedTarget, type IdParams } from './owner-auth.ts';
@@ -39,8 +40,11 @@ const callbackQuery = z.object({
 
 /** Registers the user-facing Google routes on `app`; errors are thrown for the app's handler. */
 export async function registerGoogleRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
+  const limits = new ClientLimits(ctx);
   app.get('/google/connect', async (request, reply) => {
     requireGooglePush(ctx);
+    // Each connect stores a pending consent (and may check a feed token): limited per client and in total.
+    await limits.admit('google-connect', request.ip);
     const source = await authorisedSource(ctx, request.query);
     const url = await createConsent(ctx, source);
     return reply.code(302).header('location', url).header('cache-control', NO_STORE).send();

@@ -9,6 +9,7 @@ import { z } from 'zod';
 import type { ServiceContext } from '../runtime/context.ts';
 import { indexLegacyOwners } from '../subscriptions/owner-index.ts';
 import { deleteSubscription, replaceCredential, signUp } from '../subscriptions/personal.ts';
+import { ClientLimits } from './client-limits.ts';
 import { authorisedSubscription, type IdParams } from './owner-auth.ts';
 import { parseOr400 } from './parse.ts';
 import { subscriptionView } from './views.ts';
@@ -42,9 +43,14 @@ function credentialOf(body: unknown): string {
 export async function registerSubscriptionRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
   const options = { bodyLimit: BODY_LIMIT_BYTES };
   await indexOwners(ctx);
+  // Each sign-up and replacement asks the university about a credential: limited, with a failure budget.
+  const limits = new ClientLimits(ctx);
 
   app.post('/api/subscriptions', options, async (request, reply) => {
-    const { subscription, token, created } = await signUp(ctx, credentialOf(request.body), request.log);
+    const credential = credentialOf(request.body);
+    const { subscription, token, created } = await limits.credentialCheck(request.ip, () =>
+      signUp(ctx, credential, request.log),
+    );
     // The same answer either way, with the new feed URL: signing up again is how a lost one is recovered.
     reply.code(created ? 201 : 200);
     reply.header('location', `/api/subscriptions/${subscription.id}`).header('cache-control', NO_STORE);
@@ -60,7 +66,10 @@ export async function registerSubscriptionRoutes(app: FastifyInstance, ctx: Serv
 
   app.patch<IdParams>('/api/subscriptions/:id', options, async (request, reply) => {
     const subscription = await authorisedSubscription(ctx, request);
-    const replaced = await replaceCredential(ctx, subscription, credentialOf(request.body), request.log);
+    const credential = credentialOf(request.body);
+    const replaced = await limits.credentialCheck(request.ip, () =>
+      replaceCredential(ctx, subscription, credential, request.log),
+    );
     reply.header('cache-control', NO_STORE);
     return subscriptionView(replaced, await ctx.registry.get(replaced.source));
   });

@@ -37,7 +37,8 @@ export async function startGoogleApp(env: Record<string, string | undefined> = {
   const fake = await startFakeGoogle();
   const log = memoryLogger();
   const { context, close } = await testContext(
-    { ...googleEnv(fake), LOG_LEVEL: 'debug', ...env },
+    // These suites connect dozens of times from one address; the connect limits have their own tests.
+    { ...googleEnv(fake), LOG_LEVEL: 'debug', GOOGLE_CONNECTS_PER_CLIENT: '1000/1m', ...env },
     { logger: log.logger },
   );
   const app = await buildApp(context, { logger: log.logger });

@@ -1,0 +1,16 @@
+import { describe, expect, it } from 'vitest';
+import { clientOf } from '../../src/http/client-limits.ts';
+
+describe('clientOf', () => {
+  it.each([
+    ['203.0.113.7', '203.0.113.7'],
+    ['::ffff:203.0.113.7', '203.0.113.7'],
+    ['2001:db8:1:2:3:4:5:6', '2001:db8:1:2::/64'],
+    ['2001:db8:1:2::9', '2001:db8:1:2::/64'],
+    ['2001:0DB8:0001:0002:ffff::1', '2001:db8:1:2::/64'],
+    ['::1', '0:0:0:0::/64'],
+    ['fe80::1%eth0', 'fe80:0:0:0::/64'],
+  ])('keys %s as %s', (ip, key) => {
+    expect(clientOf(ip)).toBe(key);
+  });
+});
