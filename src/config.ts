@@ -9,6 +9,7 @@ import { parseEnv } from 'node:util';
 import { z } from 'zod';
 import { canonicalTimeZone } from './feeds/vtimezone.ts';
 import {
+  bearerSecret,
   dateList,
   duration,
   holidayList,
@@ -83,6 +84,13 @@ const SETTINGS = {
     matching(/^[\w{}:-]{1,64}$/, 'must be 1-64 letters, digits, _ - : { }').transform((value) => value ?? 'tts'),
   ),
   port: setting('PORT', positiveNumber(8080, true, 65535)),
+  /** Address HTTP listens on: `0.0.0.0` every IPv4 interface, `::` every interface, `127.0.0.1` loopback only. */
+  host: setting(
+    'HOST',
+    matching(/^[\w.:%[\]-]{1,253}$/, 'must be an IP address or host name such as 0.0.0.0, :: or 127.0.0.1').transform(
+      (value) => value ?? '0.0.0.0',
+    ),
+  ),
   /** Without a trailing slash; default `http://localhost:<PORT>`. */
   publicUrl: setting('PUBLIC_URL', httpUrl('PUBLIC_URL')),
   timezone: setting('TIMEZONE', timezone),
@@ -136,7 +144,7 @@ const SETTINGS = {
   cancelledTitlePrefix: setting('CANCELLED_TITLE_PREFIX', cancelledTitlePrefix),
   /** A source whose feed nobody requested for this long stops being refreshed. */
   inactiveAfterMs: setting('INACTIVE_AFTER', duration('30d', 60_000)),
-  adminToken: setting('ADMIN_TOKEN', secret(16)),
+  adminToken: setting('ADMIN_TOKEN', bearerSecret(16)),
   /** 32-byte key for AES-256-GCM encryption of stored credentials and refresh tokens. */
   secretKey: setting('SECRET_KEY', secretKey),
   googleClientId: setting('GOOGLE_CLIENT_ID', optionalText),
@@ -164,6 +172,17 @@ const SETTINGS = {
   logLevel: setting('LOG_LEVEL', logLevel),
   /** Where embedded Redis keeps its data and address file. */
   dataDir: setting('DATA_DIR', text('.data')),
+  // HTTP server limits: a slow or idle client must not hold a connection forever (docs/design.md).
+  /** Time a client has to send a whole request, body included (answered 408 beyond it). */
+  httpRequestTimeoutMs: setting('HTTP_REQUEST_TIMEOUT', duration('30s', 1_000)),
+  /** Time a client has to send a request's headers; at most HTTP_REQUEST_TIMEOUT. */
+  httpHeadersTimeoutMs: setting('HTTP_HEADERS_TIMEOUT', duration('10s', 1_000)),
+  /** A connection with no byte in either direction for this long is closed. */
+  httpIdleTimeoutMs: setting('HTTP_IDLE_TIMEOUT', duration('60s', 1_000)),
+  /** How long a kept-alive connection waits for its next request; longer than a proxy's own idle timeout. */
+  httpKeepAliveTimeoutMs: setting('HTTP_KEEP_ALIVE_TIMEOUT', duration('72s', 1_000)),
+  /** Open connections one process accepts; further ones are closed at once. */
+  httpMaxConnections: setting('HTTP_MAX_CONNECTIONS', positiveNumber(4096, true, 1_000_000)),
 };
 
 type Settings = typeof SETTINGS;
@@ -223,6 +242,11 @@ export function loadConfig(
   const values = Object.fromEntries(Object.entries(SETTINGS).map(([key, entry]) => [key, result.data[entry.env]]));
   const partial = values as Omit<Config, 'publicUrl'> & { publicUrl: string | undefined };
   const publicUrl = (partial.publicUrl ?? `http://localhost:${partial.port}`).replace(/\/+$/, '');
+  if (partial.httpHeadersTimeoutMs > partial.httpRequestTimeoutMs) {
+    throw new ConfigError([
+      'HTTP_HEADERS_TIMEOUT: must not be longer than HTTP_REQUEST_TIMEOUT (headers are part of the request)',
+    ]);
+  }
   return Object.freeze({ ...partial, publicUrl });
 }
 

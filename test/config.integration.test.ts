@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -15,6 +16,10 @@ function problemsOf(env: Record<string, string>, required: Parameters<typeof loa
   }
   return [];
 }
+
+/** A random ADMIN_TOKEN and SECRET_KEY, as an operator would make them. */
+const RANDOM_TOKEN = randomBytes(24).toString('hex');
+const RANDOM_KEY = randomBytes(32);
 
 const dirs: string[] = [];
 afterAll(async () => {
@@ -68,8 +73,14 @@ describe('loadConfig', () => {
       REFRESH_INTERVAL: '15m',
       UPSTREAM_RATE_LIMIT: '2.5',
       UPSTREAM_TIMEOUT: '5s',
-      ADMIN_TOKEN: 'a'.repeat(32),
-      SECRET_KEY: 'ab'.repeat(32),
+      ADMIN_TOKEN: RANDOM_TOKEN,
+      SECRET_KEY: RANDOM_KEY.toString('hex'),
+      HOST: '::',
+      HTTP_REQUEST_TIMEOUT: '20s',
+      HTTP_HEADERS_TIMEOUT: '5s',
+      HTTP_IDLE_TIMEOUT: '2m',
+      HTTP_KEEP_ALIVE_TIMEOUT: '90s',
+      HTTP_MAX_CONNECTIONS: '100',
       GOOGLE_CLIENT_ID: 'id',
       GOOGLE_CLIENT_SECRET: 'shh',
       GOOGLE_API_ROOT_URL: 'http://127.0.0.1:9/',
@@ -85,6 +96,57 @@ describe('loadConfig', () => {
     expect(config.upstreamRateLimit).toBe(2.5);
     expect(config.secretKey?.length).toBe(32);
     expect(config.port).toBe(9000);
+    expect(config.host).toBe('::');
+    expect(config.adminToken).toBe(RANDOM_TOKEN);
+    expect(config.httpRequestTimeoutMs).toBe(20_000);
+    expect(config.httpHeadersTimeoutMs).toBe(5_000);
+    expect(config.httpIdleTimeoutMs).toBe(120_000);
+    expect(config.httpKeepAliveTimeoutMs).toBe(90_000);
+    expect(config.httpMaxConnections).toBe(100);
+  });
+
+  it('listens on every IPv4 interface with bounded HTTP timeouts unless told otherwise', () => {
+    const config = loadConfig({});
+    expect(config.host).toBe('0.0.0.0');
+    expect(config.httpRequestTimeoutMs).toBe(30_000);
+    expect(config.httpHeadersTimeoutMs).toBe(10_000);
+    expect(config.httpMaxConnections).toBe(4096);
+    expect(problemsOf({ HOST: 'two words' })[0]).toMatch(/^HOST: must be an IP address or host name/);
+    expect(problemsOf({ HTTP_REQUEST_TIMEOUT: '5s', HTTP_HEADERS_TIMEOUT: '10s' })).toEqual([
+      expect.stringMatching(/^HTTP_HEADERS_TIMEOUT: must not be longer than HTTP_REQUEST_TIMEOUT/),
+    ]);
+    expect(problemsOf({ HTTP_MAX_CONNECTIONS: '0' })[0]).toMatch(/^HTTP_MAX_CONNECTIONS: must be a whole number/);
+  });
+
+  it.each([
+    ['one character repeated', 'aaaaaaaaaaaaaaaa'],
+    ['four characters', 'abcdabcdabcdabcdabcd'],
+    ['a repeated word', 'passwordpassword'],
+  ])('refuses an ADMIN_TOKEN that is easy to guess: %s', (_, token) => {
+    const problems = problemsOf({ ADMIN_TOKEN: token });
+    expect(problems).toEqual([expect.stringMatching(/^ADMIN_TOKEN: is too easy to guess/)]);
+    expect(problems[0]).not.toContain(token);
+  });
+
+  it('refuses an ADMIN_TOKEN with a space, which the Authorization header could never carry', () => {
+    expect(problemsOf({ ADMIN_TOKEN: 'correct horse battery staple' })).toEqual([
+      expect.stringMatching(/^ADMIN_TOKEN: must not contain spaces or other whitespace/),
+    ]);
+  });
+
+  it('accepts random tokens of the shortest allowed length', () => {
+    for (let i = 0; i < 200; i += 1) {
+      const token = randomBytes(12).toString('base64url');
+      expect(loadConfig({ ADMIN_TOKEN: token }).adminToken).toBe(token);
+    }
+  });
+
+  it.each([
+    ['all zero', '0'.repeat(64)],
+    ['one byte repeated', 'ab'.repeat(32)],
+    ['a short pattern repeated', Buffer.alloc(32, 'key!').toString('base64')],
+  ])('refuses a SECRET_KEY that is not random: %s', (_, key) => {
+    expect(problemsOf({ SECRET_KEY: key })).toEqual([expect.stringMatching(/^SECRET_KEY: is not random/)]);
   });
 
   it('keeps CANCELLED_TITLE_PREFIX as written, empty to switch it off, and refuses a line break in it', () => {
@@ -137,7 +199,7 @@ describe('loadConfig', () => {
   });
 
   it('accepts a base64 SECRET_KEY and rejects one of the wrong length', () => {
-    expect(loadConfig({ SECRET_KEY: Buffer.alloc(32, 7).toString('base64') }).secretKey).toEqual(Buffer.alloc(32, 7));
+    expect(loadConfig({ SECRET_KEY: RANDOM_KEY.toString('base64') }).secretKey).toEqual(RANDOM_KEY);
     expect(problemsOf({ SECRET_KEY: Buffer.alloc(16).toString('base64') })[0]).toMatch(/^SECRET_KEY: must be 32 bytes/);
   });
 

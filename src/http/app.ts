@@ -18,6 +18,8 @@ import { HttpError, toHttpError } from './errors.ts';
 import { type FeedRouteOptions, registerFeedRoutes } from './feed-routes.ts';
 import { registerGoogleRoutes } from './google-routes.ts';
 import { registerOperationsRoutes } from './operations-routes.ts';
+import { addSecurityHeaders } from './security-headers.ts';
+import { applyConnectionCap, MAX_PARAM_LENGTH, serverOptions } from './server-options.ts';
 import { registerSubscriptionRoutes } from './subscription-routes.ts';
 
 /** Options of {@link buildApp}. */
@@ -33,6 +35,9 @@ const BODY_LIMIT_BYTES = 64 * 1024;
 /** Builds the app with every route registered; the caller listens, and closes it on shutdown. */
 export async function buildApp(ctx: ServiceContext, options: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
+    ...serverOptions(ctx.config),
+    // Malformed percent-escapes and over-long ids, which fastify would answer in its own JSON shape.
+    frameworkErrors: (error, request, reply) => void handleError(error, request, reply),
     loggerInstance: options.logger,
     // Fastify's own per-request lines are off (they would carry URLs); the onResponse hook below logs instead.
     logController: new LogController({ disableRequestLogging: true }),
@@ -44,6 +49,8 @@ export async function buildApp(ctx: ServiceContext, options: AppOptions): Promis
     childLoggerFactory: (logger, bindings, childOptions, rawRequest) =>
       rawRequest.url?.startsWith('/feeds/') ? logger : logger.child(bindings, childOptions),
   }) as unknown as FastifyInstance;
+  applyConnectionCap(app, ctx.config);
+  addSecurityHeaders(app);
   app.setErrorHandler(handleError);
   app.setNotFoundHandler(async (request) => {
     throw new HttpError(404, `no route ${request.method} ${request.url.split('?', 1)[0]}`);
@@ -75,12 +82,23 @@ export async function buildApp(ctx: ServiceContext, options: AppOptions): Promis
 }
 
 /**
+ * Fastify's own refusals of a URL, worded without echoing the path (a personal feed's path holds its secret).
+ */
+function frameworkError(error: FastifyError): HttpError | undefined {
+  if (error.code === 'FST_ERR_BAD_URL')
+    return new HttpError(400, 'malformed URL: every % must start a valid percent-encoded UTF-8 character');
+  if (error.code === 'FST_ERR_MAX_PARAM_LENGTH')
+    return new HttpError(414, `URL too long: an id or token in the path is at most ${MAX_PARAM_LENGTH} characters`);
+  return undefined;
+}
+
+/**
  * Turns any error into `{ "error": message }`: ours answer as the error catalog says, fastify's client errors
  * (bad JSON, body too large) keep their status and words, and anything else is a 500, logged once, with a
  * generic message.
  */
 async function handleError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
-  const known = toHttpError(error);
+  const known = toHttpError(error) ?? frameworkError(error);
   if (known !== undefined) {
     reply.headers(known.headers);
     return reply.code(known.statusCode).type('application/json; charset=utf-8').send({ error: known.message });

@@ -3,6 +3,8 @@ import Fastify, { type FastifyInstance, LogController } from 'fastify';
 import type { Config } from '../config.ts';
 import { buildApp } from '../http/app.ts';
 import { registerOperationsRoutes } from '../http/operations-routes.ts';
+import { addSecurityHeaders } from '../http/security-headers.ts';
+import { applyConnectionCap, serverOptions } from '../http/server-options.ts';
 import { startWorkers, type WorkerTuning } from '../jobs/workers.ts';
 import type { Logger } from '../logger.ts';
 import type { ServiceContext } from './context.ts';
@@ -22,7 +24,7 @@ export interface ServiceOptions {
   logger: Logger;
   redisUrl: string;
   shutdown: Shutdown;
-  /** Default `0.0.0.0`; the demo listens on loopback only. */
+  /** Default `HOST` (`0.0.0.0` unless set); the demo listens on loopback only. */
   host?: string;
   tuning?: WorkerTuning;
 }
@@ -52,7 +54,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   }
   const app = options.roles.api ? await buildApp(context, { logger }) : await operationsApp(context, logger);
   shutdown.add('http', () => app.close());
-  const address = await app.listen({ port: config.port, host: options.host ?? '0.0.0.0' });
+  const address = await app.listen({ port: config.port, host: options.host ?? config.host });
   const url = address.replace('://0.0.0.0', '://127.0.0.1').replace('://[::]', '://127.0.0.1');
   logger.info({ url, roles: options.roles }, 'listening');
   return { context, url };
@@ -62,9 +64,12 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
 async function operationsApp(context: ServiceContext, logger: Logger): Promise<FastifyInstance> {
   // Fastify's instance type is generic in the logger; ours is pino's, which the plain instance type accepts.
   const app = Fastify({
+    ...serverOptions(context.config),
     loggerInstance: logger,
     logController: new LogController({ disableRequestLogging: true }),
   }) as unknown as FastifyInstance;
+  applyConnectionCap(app, context.config);
+  addSecurityHeaders(app);
   await registerOperationsRoutes(app, context);
   return app;
 }

@@ -8,7 +8,7 @@ import type { ServiceContext } from '../../src/runtime/context.ts';
 import { openServiceContext } from '../../src/runtime/service-context.ts';
 
 /** A 32-byte SECRET_KEY and an ADMIN_TOKEN for tests (never real secrets). */
-export const TEST_SECRET_KEY = 'a'.repeat(64);
+export const TEST_SECRET_KEY = '8f32551effa4f0bc84471877166934d9e65899db6a4a94b7ba256f9b0f567865';
 export const TEST_ADMIN_TOKEN = 'test-admin-token-0123456789';
 
 /** A unique REDIS_PREFIX, so that tests sharing the run's Redis never see each other's keys or queues. */

@@ -1,0 +1,32 @@
+/**
+ * Headers that make browsers handle our answers safely: no content sniffing on any answer, and no framing of
+ * any HTML page (the OAuth callback page shows a secret once; Bull Board has buttons that act), so a page of
+ * another site cannot overlay them and trick a click.
+ */
+import type { FastifyInstance } from 'fastify';
+
+/** `frame-ancestors` is the modern form; `X-Frame-Options` is for browsers that predate it. */
+const HTML_HEADERS = {
+  'x-frame-options': 'DENY',
+  'content-security-policy': "frame-ancestors 'none'",
+} as const;
+
+/** Adds the hook to `app`; call before registering routes, so that every scope inherits it. */
+export function addSecurityHeaders(app: FastifyInstance): void {
+  app.addHook('onSend', async (_request, reply, payload) => {
+    reply.header('x-content-type-options', 'nosniff');
+    const type = reply.getHeader('content-type');
+    if (typeof type === 'string' && type.startsWith('text/html')) {
+      // A page that sets its own CSP (Bull Board does not today) keeps it, with framing refused on top.
+      const own = reply.getHeader('content-security-policy');
+      reply.headers({
+        'x-frame-options': HTML_HEADERS['x-frame-options'],
+        'content-security-policy':
+          typeof own === 'string' && own !== '' && !own.includes('frame-ancestors')
+            ? `${own}; ${HTML_HEADERS['content-security-policy']}`
+            : HTML_HEADERS['content-security-policy'],
+      });
+    }
+    return payload;
+  });
+}
