@@ -4,8 +4,7 @@
  * throttled, so that a hot feed does not write to Redis on every request.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { renderVariant } from '../feeds/build-feed.ts';
-import { encodeFeed, type StoredFeed } from '../feeds/feed-store.ts';
+import type { StoredFeed } from '../feeds/feed-store.ts';
 import { activateSource } from '../jobs/activation.ts';
 import { enqueueRefresh } from '../jobs/queues.ts';
 import type { ServiceContext } from '../runtime/context.ts';
@@ -15,6 +14,7 @@ import { HttpError } from './errors.ts';
 import type { FeedCache } from './feed-cache.ts';
 import type { ParsedSubscriberQuery } from './subscriber-query.ts';
 import { VariantCache, type VariantCacheLimits } from './variant-cache.ts';
+import { renderSubscriberVariant } from './variant-render.ts';
 
 /** Tuning of feed serving; the defaults suit production, tests shorten the waits. */
 export interface FeedProviderOptions {
@@ -66,19 +66,8 @@ export class FeedProvider {
     this.recordRequest(source);
     if (query.canonical === '') return base;
     return this.variants.get(VariantCache.key(source, base.etag, query.canonical), () =>
-      this.renderVariant(source, base, query),
+      renderSubscriberVariant(this.ctx, source, base, query),
     );
-  }
-
-  private async renderVariant(source: SourceKey, base: StoredFeed, query: ParsedSubscriberQuery): Promise<StoredFeed> {
-    const { snapshot, published } = await this.ctx.snapshots.load(source);
-    if (snapshot === undefined || published === undefined) {
-      throw new HttpError(503, 'this timetable is being prepared; try again in a few seconds', {
-        'Retry-After': String(RETRY_AFTER_SECONDS),
-      });
-    }
-    const ics = renderVariant(snapshot, published, this.ctx.config, query.options, base.staleSince);
-    return encodeFeed(ics, base.lastModified, base.staleSince);
   }
 
   /**

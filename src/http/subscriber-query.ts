@@ -1,4 +1,5 @@
 /** Subscriber options of a feed URL (`?subgroup=1&exclude=лекция&alarm=15&title=…`), validated (pure). */
+import { placeholdersOf, TITLE_PLACEHOLDERS } from '../timetable/event-text.ts';
 import type { SubscriberOptions } from '../timetable/types.ts';
 import { HttpError } from './errors.ts';
 
@@ -6,6 +7,8 @@ import { HttpError } from './errors.ts';
 export const MAX_TITLE_LENGTH = 200;
 /** Longest reminder: one week, in minutes. */
 export const MAX_ALARM_MINUTES = 10_080;
+/** Most placeholders one title may use: every one of them once is 7; repeating one adds nothing but length. */
+export const MAX_TITLE_PLACEHOLDERS = 8;
 const MAX_SUBGROUP = 99;
 const MAX_EXCLUDED_KINDS = 20;
 const MAX_KIND_LENGTH = 64;
@@ -67,6 +70,18 @@ function titleTemplate(text: string): string {
   // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what is refused here.
   if (/[\u0000-\u001f\u007f]/.test(text))
     throw new HttpError(400, 'query parameter title must not contain control characters');
+  const used = placeholdersOf(text);
+  const unknown = used.find((name) => !(TITLE_PLACEHOLDERS as readonly string[]).includes(name));
+  if (unknown !== undefined)
+    throw new HttpError(
+      400,
+      `query parameter title: unknown placeholder ${quote(`{${unknown}}`)}; the placeholders are ${TITLE_PLACEHOLDERS.map((name) => `{${name}}`).join(', ')}`,
+    );
+  if (used.length > MAX_TITLE_PLACEHOLDERS)
+    throw new HttpError(
+      400,
+      `query parameter title uses ${used.length} placeholders; at most ${MAX_TITLE_PLACEHOLDERS} are allowed`,
+    );
   return text;
 }
 

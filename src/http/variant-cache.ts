@@ -5,6 +5,7 @@
  */
 import { LRUCache } from 'lru-cache';
 import type { StoredFeed } from '../feeds/feed-store.ts';
+import { HttpError } from './errors.ts';
 import { feedBytes } from './feed-cache.ts';
 
 /** Bounds of a {@link VariantCache}. */
@@ -13,14 +14,21 @@ export interface VariantCacheLimits {
   maxEntries?: number | undefined;
   /** Body plus compressed forms, summed; default 64 MiB. */
   maxBytes?: number | undefined;
+  /** Different variants rendered at once by this process; default 4. Beyond, a new one answers 503. */
+  maxRenders?: number | undefined;
 }
+
+/** Seconds a client is told to wait when too many variants are being rendered. */
+export const RENDER_RETRY_SECONDS = 2;
 
 /** A least-recently-used map from variant key to rendered, compressed variant; concurrent renders shared. */
 export class VariantCache {
   private readonly entries: LRUCache<string, StoredFeed>;
   private readonly renders = new Map<string, Promise<StoredFeed>>();
+  private readonly maxRenders: number;
 
   constructor(limits: VariantCacheLimits = {}) {
+    this.maxRenders = limits.maxRenders ?? 4;
     this.entries = new LRUCache<string, StoredFeed>({
       max: limits.maxEntries ?? 500,
       // A variant larger than the whole budget is rendered for its request and not kept.
@@ -34,12 +42,25 @@ export class VariantCache {
     return `${source}\n${baseEtag}\n${canonicalOptions}`;
   }
 
-  /** The cached variant, or the one `render` makes (once, however many requests ask at the same time). */
+  /**
+   * The cached variant, or the one `render` makes (once, however many requests ask at the same time). A render
+   * costs CPU and memory in proportion to the timetable, and anyone can ask for new variants: beyond
+   * `maxRenders` different ones at once, a request for another is refused with 503 rather than queued.
+   */
   async get(key: string, render: () => Promise<StoredFeed>): Promise<StoredFeed> {
     const hit = this.entries.get(key);
     if (hit !== undefined) return hit;
     const pending = this.renders.get(key);
     if (pending !== undefined) return pending;
+    if (this.renders.size >= this.maxRenders) {
+      throw new HttpError(
+        503,
+        `too many feed variants are being prepared; try again in ${RENDER_RETRY_SECONDS} seconds`,
+        {
+          'Retry-After': String(RENDER_RETRY_SECONDS),
+        },
+      );
+    }
     const promise = render().then((variant) => {
       this.entries.set(key, variant);
       return variant;

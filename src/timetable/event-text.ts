@@ -3,6 +3,23 @@ import type { Occurrence, SubscriberOptions, TimetableEntry } from './types.ts';
 /** Default SUMMARY: the subject with its kind, e.g. "Математический анализ (лекция)". */
 export const DEFAULT_TITLE_TEMPLATE = '{subject} ({kind})';
 
+/** The placeholders a title template may use, in the order the documentation lists them. */
+export const TITLE_PLACEHOLDERS = ['subject', 'kind', 'room', 'building', 'teacher', 'groups', 'note'] as const;
+
+/** A title template's placeholder. */
+export type TitlePlaceholder = (typeof TITLE_PLACEHOLDERS)[number];
+
+/**
+ * Longest SUMMARY a title template expands to, in characters. Upstream fields have no length limit, and a
+ * template repeating a long one made an 80 MB feed; longer titles end with "…".
+ */
+export const MAX_SUMMARY_LENGTH = 250;
+
+/** The placeholder names a template uses (`{subject}` → `subject`), known or not, in order, repeats kept. */
+export function placeholdersOf(template: string): string[] {
+  return [...template.matchAll(/\{(\w+)\}/g)].map((match) => match[1] as string);
+}
+
 /** The texts a calendar shows for an entry; the same for all of its occurrences. */
 export interface EntryText {
   summary: string;
@@ -27,27 +44,32 @@ export function locationOf(entry: TimetableEntry): string {
  * doubled spaces, so "{subject} ({kind})" of a class without a kind reads "Физика", not "Физика ()".
  */
 export function applyTitleTemplate(template: string, entry: TimetableEntry): string {
+  // Each value is cut before it is repeated, so that the work is bounded by the template, not the upstream.
   const values: Record<string, string> = {
-    subject: entry.subjectName,
-    kind: entry.kind,
-    room: entry.room,
-    building: entry.building.name,
-    teacher: teacherName(entry),
-    groups: entry.groups.join(', '),
-    note: entry.note,
+    subject: clip(entry.subjectName),
+    kind: clip(entry.kind),
+    room: clip(entry.room),
+    building: clip(entry.building.name),
+    teacher: clip(teacherName(entry)),
+    groups: clip(entry.groups.join(', ')),
+    note: clip(entry.note),
   };
-  return (
-    template
-      // Own keys only: a plain-object lookup would fill "{constructor}" or "{toString}" (subscriber input)
-      // with the text of an Object.prototype function.
-      .replace(/\{(\w+)\}/g, (whole, name: string) => (Object.hasOwn(values, name) ? (values[name] as string) : whole))
-      .replace(/\(\s*\)|\[\s*\]/g, '')
-      .replace(/\s{2,}/g, ' ')
-      // A separator left dangling by an empty placeholder, at either end: "{kind}: {subject}" without a kind.
-      .replace(/\s*[-–,:]\s*$/, '')
-      .replace(/^\s*[-–,:]\s*/, '')
-      .trim()
-  );
+  const title = template
+    // Own keys only: a plain-object lookup would fill "{constructor}" or "{toString}" (subscriber input)
+    // with the text of an Object.prototype function.
+    .replace(/\{(\w+)\}/g, (whole, name: string) => (Object.hasOwn(values, name) ? (values[name] as string) : whole))
+    .replace(/\(\s*\)|\[\s*\]/g, '')
+    .replace(/\s{2,}/g, ' ')
+    // A separator left dangling by an empty placeholder, at either end: "{kind}: {subject}" without a kind.
+    .replace(/\s*[-–,:]\s*$/, '')
+    .replace(/^\s*[-–,:]\s*/, '')
+    .trim();
+  return title.length > MAX_SUMMARY_LENGTH ? `${title.slice(0, MAX_SUMMARY_LENGTH - 1).trimEnd()}…` : title;
+}
+
+/** A value no longer than a whole SUMMARY may be (longer ones could only be cut later). */
+function clip(value: string): string {
+  return value.length > MAX_SUMMARY_LENGTH ? value.slice(0, MAX_SUMMARY_LENGTH) : value;
 }
 
 /**

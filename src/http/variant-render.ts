@@ -1,0 +1,117 @@
+/**
+ * Rendering one subscriber variant of a feed (`?subgroup=…&exclude=…&title=…`). Anyone may ask for any variant,
+ * so the work is bounded: options the timetable cannot honour are refused before rendering, the request yields
+ * to the event loop before the synchronous render, the result has a byte cap, and compression runs on libuv's
+ * thread pool rather than on the event loop (the stored default feed is compressed by the worker instead).
+ */
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
+import { promisify } from 'node:util';
+import { brotliCompress, constants, gzip } from 'node:zlib';
+import { renderVariant } from '../feeds/build-feed.ts';
+import { BROTLI_QUALITY, etagOf, type StoredFeed } from '../feeds/feed-store.ts';
+import type { ServiceContext } from '../runtime/context.ts';
+import type { SourceKey } from '../sources/source.ts';
+import { subgroupOf } from '../timetable/event-text.ts';
+import type { SubscriberOptions, TimetableEntry } from '../timetable/types.ts';
+import { HttpError } from './errors.ts';
+import type { ParsedSubscriberQuery } from './subscriber-query.ts';
+
+/** Seconds a client is told to wait when its timetable's snapshot is not there yet. */
+const PREPARING_RETRY_SECONDS = 10;
+/** Smallest byte cap of a variant, whatever the size of its default feed. */
+const MIN_VARIANT_CAP_BYTES = 1024 * 1024;
+/**
+ * A variant may be this many times its default feed. Titles are capped at 250 characters and an alarm adds a
+ * few lines per event, so an honest variant stays well under twice its feed; more means something is wrong.
+ */
+const VARIANT_GROWTH_CAP = 4;
+
+const gzipAsync = promisify(gzip);
+const brotliAsync = promisify(brotliCompress);
+
+/** The byte cap of a variant of `base`. */
+export function variantCapBytes(base: Pick<StoredFeed, 'body'>): number {
+  return Math.max(MIN_VARIANT_CAP_BYTES, VARIANT_GROWTH_CAP * base.body.length);
+}
+
+/**
+ * Renders and compresses the variant of `base` that `query` asks for. Throws {@link HttpError} 400 when an
+ * option names something this timetable does not have or the variant would exceed its cap, 503 when the
+ * timetable's snapshot is not stored yet.
+ */
+export async function renderSubscriberVariant(
+  ctx: Pick<ServiceContext, 'snapshots' | 'config'>,
+  source: SourceKey,
+  base: StoredFeed,
+  query: ParsedSubscriberQuery,
+): Promise<StoredFeed> {
+  const { snapshot, published } = await ctx.snapshots.load(source);
+  if (snapshot === undefined || published === undefined) {
+    throw new HttpError(503, 'this timetable is being prepared; try again in a few seconds', {
+      'Retry-After': String(PREPARING_RETRY_SECONDS),
+    });
+  }
+  checkOptionsFit(snapshot.entries, query.options);
+  // Parsing the snapshot was one slice of synchronous work; let waiting requests (health checks) in before the next.
+  await yieldToEventLoop();
+  const ics = renderVariant(snapshot, published, ctx.config, query.options, base.staleSince);
+  const body = Buffer.from(ics, 'utf8');
+  const cap = variantCapBytes(base);
+  if (body.length > cap) {
+    throw new HttpError(
+      400,
+      `these options make the feed ${body.length} bytes, more than its limit of ${cap}: use a shorter title`,
+    );
+  }
+  await yieldToEventLoop();
+  const [gzipped, brotli] = await Promise.all([
+    gzipAsync(body, { level: 9 }),
+    brotliAsync(body, {
+      params: {
+        [constants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY,
+        [constants.BROTLI_PARAM_SIZE_HINT]: body.length,
+        [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT,
+      },
+    }),
+  ]);
+  return {
+    body,
+    gzip: gzipped,
+    brotli,
+    etag: etagOf(body),
+    lastModified: base.lastModified,
+    staleSince: base.staleSince,
+  };
+}
+
+/**
+ * Refuses a `subgroup` the timetable's notes never name and an `exclude` kind none of its classes has, naming
+ * what there is: a typo would otherwise silently give a feed without the filter the subscriber asked for.
+ */
+export function checkOptionsFit(entries: readonly TimetableEntry[], options: SubscriberOptions): void {
+  if (options.subgroup !== undefined) {
+    const subgroups = [...new Set(entries.map((entry) => subgroupOf(entry.note)))]
+      .filter((subgroup) => subgroup !== undefined)
+      .sort((a, b) => a - b);
+    if (!subgroups.includes(options.subgroup)) {
+      const there = subgroups.length === 0 ? 'it has no subgroups' : `its subgroups are ${subgroups.join(', ')}`;
+      throw new HttpError(
+        400,
+        `query parameter subgroup: this timetable has no subgroup ${options.subgroup}; ${there}`,
+      );
+    }
+  }
+  if (options.excludeKinds !== undefined) {
+    const kinds = [...new Set(entries.map((entry) => entry.kind.toLocaleLowerCase('ru')))]
+      .filter((kind) => kind !== '')
+      .sort();
+    const unknown = options.excludeKinds.filter((kind) => !kinds.includes(kind.toLocaleLowerCase('ru')));
+    if (unknown.length > 0) {
+      const there = kinds.length === 0 ? 'its classes have no kinds' : `its kinds are ${kinds.join(', ')}`;
+      throw new HttpError(
+        400,
+        `query parameter exclude: ${unknown.map((kind) => JSON.stringify(kind)).join(', ')} is not a kind of class in this timetable; ${there}`,
+      );
+    }
+  }
+}
