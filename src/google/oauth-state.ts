@@ -4,7 +4,7 @@
  * Neither the state nor the verifier is stored in plain text under a guessable key, and neither is logged.
  */
 import type { ServiceContext } from '../runtime/context.ts';
-import { hashToken, randomToken } from '../security/tokens.ts';
+import { constantTimeEqual, hashToken, randomToken } from '../security/tokens.ts';
 import type { SourceKey } from '../sources/source.ts';
 import { ConsentCallbackError, GoogleNotConfiguredError } from './errors.ts';
 import { pkcePair } from './oauth.ts';
@@ -22,6 +22,18 @@ export interface PendingConsent {
   codeVerifier: string;
   /** Epoch ms when the consent started. */
   startedAt: number;
+  /** Digest of the nonce the starting browser holds in a cookie; the callback must bring the same nonce. */
+  browserHash: string;
+}
+
+/** A consent just started: where to send the browser, and what the browser must keep until the callback. */
+export interface StartedConsent {
+  /** Google's consent page. */
+  url: string;
+  /** The state the callback will bring back (names the browser's cookie). */
+  state: string;
+  /** The nonce the browser keeps in an HttpOnly cookie. */
+  browserNonce: string;
 }
 
 /** The parts of the context the consent state uses. */
@@ -29,28 +41,41 @@ export type ConsentContext = Pick<ServiceContext, 'redis' | 'keys' | 'google' | 
 
 /**
  * Starts a consent for `source` (already validated and authorised by the caller): stores the pending consent
- * and answers the URL of Google's consent page. Throws GoogleNotConfiguredError without OAuth client settings.
+ * and answers the URL of Google's consent page with the nonce the browser must keep. Throws
+ * GoogleNotConfiguredError without OAuth client settings.
  */
-export async function createConsent(ctx: ConsentContext, source: SourceKey): Promise<string> {
+export async function createConsent(ctx: ConsentContext, source: SourceKey): Promise<StartedConsent> {
   const oauth = ctx.google.oauth;
   if (!ctx.google.configured || oauth === undefined) throw new GoogleNotConfiguredError();
   const state = randomToken();
+  const browserNonce = randomToken();
   const { codeVerifier, codeChallenge } = pkcePair();
-  const pending: PendingConsent = { source, codeVerifier, startedAt: ctx.now() };
+  const pending: PendingConsent = { source, codeVerifier, startedAt: ctx.now(), browserHash: hashToken(browserNonce) };
   await ctx.redis.set(ctx.keys.googleOAuthState(hashToken(state)), JSON.stringify(pending), 'EX', CONSENT_TTL_SECONDS);
-  return oauth.authorizationUrl({ state, codeChallenge });
+  return { url: oauth.authorizationUrl({ state, codeChallenge }), state, browserNonce };
 }
 
 /**
- * Takes the pending consent of `state` (GETDEL: a replayed callback finds nothing). Throws
- * {@link ConsentCallbackError} when the state is malformed, unknown, expired or already used.
+ * Takes the pending consent of `state` (GETDEL: a replayed callback finds nothing) for the browser holding
+ * `browserNonce`. Throws {@link ConsentCallbackError} when the state is malformed, unknown, expired or already
+ * used, or was started in another browser (the state is used up then too: a lured victim's click spends it).
  */
-export async function takeConsent(ctx: Pick<ServiceContext, 'redis' | 'keys'>, state: string): Promise<PendingConsent> {
+export async function takeConsent(
+  ctx: Pick<ServiceContext, 'redis' | 'keys'>,
+  state: string,
+  browserNonce: string | undefined,
+): Promise<PendingConsent> {
   if (!STATE_FORMAT.test(state)) throw new ConsentCallbackError('malformed consent state');
   const stored = await ctx.redis.getdel(ctx.keys.googleOAuthState(hashToken(state)));
   if (stored === null)
     throw new ConsentCallbackError('unknown, expired or already used consent state: start again at /google/connect');
-  return parsePending(stored);
+  const pending = parsePending(stored);
+  if (browserNonce === undefined || !constantTimeEqual(hashToken(browserNonce), pending.browserHash)) {
+    throw new ConsentCallbackError(
+      'this consent was started in another browser, or its cookie was blocked or expired: nothing was connected; start again at /google/connect in this browser',
+    );
+  }
+  return pending;
 }
 
 /** A stored pending consent; a record we cannot read counts as unknown (it was not written by this code). */
@@ -60,9 +85,11 @@ function parsePending(stored: string): PendingConsent {
     if (
       typeof value.source === 'string' &&
       typeof value.codeVerifier === 'string' &&
-      typeof value.startedAt === 'number'
+      typeof value.startedAt === 'number' &&
+      typeof value.browserHash === 'string'
     ) {
-      return { source: value.source, codeVerifier: value.codeVerifier, startedAt: value.startedAt };
+      const { source, codeVerifier, startedAt, browserHash } = value;
+      return { source, codeVerifier, startedAt, browserHash };
     }
   } catch {
     // Falls through to the error below.

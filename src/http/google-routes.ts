@@ -13,6 +13,7 @@ import { type ConnectedTarget, requireGooglePush } from '../subscriptions/google
 import { completeConsent } from '../subscriptions/google-consent.ts';
 import { disconnectTarget } from '../subscriptions/google-disconnect.ts';
 import { ClientLimits } from './client-limits.ts';
+import { clearConsentCookie, consentCookieName, readCookie, setConsentCookie } from './consent-cookie.ts';
 import { HttpError } from './errors.ts';
 import { answerDisconnected, deleteCalendarOption, targetView } from './google-target-view.ts';
 import { authorisedTarget, type IdParams } from './owner-auth.ts';
@@ -46,17 +47,18 @@ export async function registerGoogleRoutes(app: FastifyInstance, ctx: ServiceCon
     // Each connect stores a pending consent (and may check a feed token): limited per client and in total.
     await limits.admit('google-connect', request.ip);
     const source = await authorisedSource(ctx, request.query);
-    const url = await createConsent(ctx, source);
+    const { url, state, browserNonce } = await createConsent(ctx, source);
+    setConsentCookie(reply, state, browserNonce, ctx.config.publicUrl);
     return reply.code(302).header('location', url).header('cache-control', NO_STORE).send();
   });
 
   app.get('/google/callback', async (request, reply) => {
-    const { source, connected } = await completeConsent(
-      ctx,
-      parseOr400(callbackQuery, request.query ?? {}),
-      request.log,
-    );
+    const query = parseOr400(callbackQuery, request.query ?? {});
+    // The cookie is spent whatever happens next, like the state it belongs to.
+    clearConsentCookie(reply, query.state, ctx.config.publicUrl);
     reply.header('cache-control', NO_STORE).header('referrer-policy', 'no-referrer');
+    const browserNonce = readCookie(request.headers.cookie, consentCookieName(query.state));
+    const { source, connected } = await completeConsent(ctx, { ...query, browserNonce }, request.log);
     if (prefersJson(request.headers.accept)) {
       const { id, calendarId, calendarName, manageToken, reused } = connected;
       return reply

@@ -15,11 +15,14 @@ export interface ConsentCallback {
   code?: string | undefined;
   /** Set instead of a code when the person refused (`access_denied`) or Google failed. */
   error?: string | undefined;
+  /** The nonce the browser's consent cookie holds; undefined without the cookie. */
+  browserNonce?: string | undefined;
 }
 
 /**
  * Completes a consent. The pending consent is taken first, so that a replay or a refusal uses the state up.
- * Throws ConsentCallbackError for an unknown, used or refused consent and for a grant without what push needs,
+ * Throws ConsentCallbackError for an unknown, used or refused consent, for one started in another browser, and
+ * for a grant without what push needs,
  * GoogleNotConfiguredError without OAuth client settings, and what connecting throws.
  */
 export async function completeConsent(
@@ -27,7 +30,7 @@ export async function completeConsent(
   callback: ConsentCallback,
   log: Pick<Logger, 'info'> = ctx.logger,
 ): Promise<{ source: SourceKey; connected: ConnectedTarget }> {
-  const pending = await takeConsent(ctx, callback.state);
+  const pending = await takeConsent(ctx, callback.state, callback.browserNonce);
   if (callback.error !== undefined) {
     const why =
       callback.error === 'access_denied' ? 'consent was refused' : `Google answered "${callback.error.slice(0, 60)}"`;

@@ -29,9 +29,28 @@ beforeEach(() => {
   g.fake.consentAs(undefined);
 });
 
+/** The browser's cookies for the Google routes, as `/google/connect` set and `/google/callback` cleared them. */
+const jar = new Map<string, string>();
+
+/** Keeps what `set-cookie` says, as a browser would (an expired cookie is dropped). */
+function remember(setCookie: string | string[] | undefined): void {
+  for (const line of [setCookie ?? []].flat()) {
+    const [pair = ''] = line.split(';');
+    const [name = '', value = ''] = pair.split('=');
+    if (/Max-Age=0\b/.test(line)) jar.delete(name);
+    else jar.set(name, value);
+  }
+}
+
+function cookieHeader(): Record<string, string> {
+  return jar.size === 0 ? {} : { cookie: [...jar].map(([name, value]) => `${name}=${value}`).join('; ') };
+}
+
 /** `GET /google/connect` for `query`, answered by the app. */
-function connect(query: string) {
-  return g.app.inject({ method: 'GET', url: `/google/connect?${query}` });
+async function connect(query: string) {
+  const answer = await g.app.inject({ method: 'GET', url: `/google/connect?${query}` });
+  remember(answer.headers['set-cookie']);
+  return answer;
 }
 
 /** Follows the redirect to the fake consent page and answers where Google sends the browser back. */
@@ -45,9 +64,15 @@ async function consent(location: string): Promise<URL> {
   return back;
 }
 
-/** The callback as the browser would call it. */
-function callback(back: URL, headers: Record<string, string> = JSON_ACCEPT) {
-  return g.app.inject({ method: 'GET', url: `${back.pathname}${back.search}`, headers });
+/** The callback as the browser would call it, with its cookies. */
+async function callback(back: URL, headers: Record<string, string> = JSON_ACCEPT) {
+  const answer = await g.app.inject({
+    method: 'GET',
+    url: `${back.pathname}${back.search}`,
+    headers: { ...cookieHeader(), ...headers },
+  });
+  remember(answer.headers['set-cookie']);
+  return answer;
 }
 
 /** Runs one push of `target` as a push worker would, and answers its result. */
@@ -341,6 +366,46 @@ describe('GET /google/callback', () => {
     const missing = await g.app.inject({ method: 'GET', url: '/google/callback?code=abc' });
     expect(missing.statusCode).toBe(400);
     expect(missing.json().error).toMatch(/^state: is required: start at \/google\/connect$/);
+  });
+
+  it('binds the consent to the browser that started it with a short-lived HttpOnly cookie', async () => {
+    const started = await connect('source=group:12');
+    const setCookie = String(started.headers['set-cookie']);
+    expect(setCookie).toMatch(
+      new RegExp(
+        `^tts-consent-[0-9a-f]{16}=[\\w-]{43}; Max-Age=${CONSENT_TTL_SECONDS}; Path=/google; HttpOnly; SameSite=Lax; Secure$`,
+      ),
+    );
+    const back = await consent(started.headers.location as string);
+    // Another browser (the lured victim of a login CSRF) has no cookie, or someone else's.
+    for (const cookie of [undefined, `${setCookie.split('=')[0]}=${'x'.repeat(43)}`]) {
+      const stranger = await g.app.inject({
+        method: 'GET',
+        url: `${back.pathname}${back.search}`,
+        headers: { ...JSON_ACCEPT, ...(cookie ? { cookie } : {}) },
+      });
+      expect(stranger.statusCode).toBe(400);
+      expect(stranger.json().error).toMatch(
+        /^(this consent was started in another browser|unknown, expired or already used)/,
+      );
+    }
+    // The first refusal spent the state: the starting browser cannot finish it either, and nothing was connected.
+    const owner = await callback(back);
+    expect(owner.json().error).toMatch(/already used/);
+    expect(await g.ctx.redis.smembers(g.ctx.keys.sourceTargets('group:12'))).toEqual([]);
+  });
+
+  it('says the consent belongs to another browser when the cookie is missing, and expires the cookie', async () => {
+    const started = await connect('source=group:13');
+    const back = await consent(started.headers.location as string);
+    const answer = await g.app.inject({ method: 'GET', url: `${back.pathname}${back.search}`, headers: JSON_ACCEPT });
+    expect(answer.statusCode).toBe(400);
+    expect(answer.json()).toEqual({
+      error:
+        'this consent was started in another browser, or its cookie was blocked or expired: nothing was connected; start again at /google/connect in this browser',
+    });
+    expect(String(answer.headers['set-cookie'])).toMatch(/^tts-consent-[0-9a-f]{16}=; Max-Age=0; Path=\/google;/);
+    jar.clear();
   });
 
   it('answers 400 when Google refuses the code, and connects nothing', async () => {

@@ -37,8 +37,10 @@ async function consent(
   expect(toGoogle.status).toBe(302);
   const back = await fetch(toGoogle.headers.get('location') ?? '', { redirect: 'manual' });
   const callback = new URL(back.headers.get('location') ?? '');
+  // The browser's consent cookie goes back with the callback, as a browser would send it.
+  const cookie = (toGoogle.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
   const answer = await fetch(`${base}${callback.pathname}${callback.search}`, {
-    headers: { accept: 'application/json' },
+    headers: { accept: 'application/json', cookie },
   });
   expect(answer.status).toBe(200);
   const body = (await answer.json()) as { id: string; manageToken: string };
