@@ -1,6 +1,7 @@
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { ConfigError } from './config.ts';
-import { CommandError, EXIT_USAGE, RedisUnavailableError, UsageError } from './runtime/errors.ts';
+import { RedisUnreachableError } from './lib/errors.ts';
+import { CommandError, EmbeddedRedisError, EXIT_USAGE, RedisUnavailableError, UsageError } from './runtime/errors.ts';
 import { idOption } from './runtime/id-option.ts';
 import { DIALECTS, type Dialect } from './simulator/dialect.ts';
 
@@ -194,8 +195,10 @@ function reportFailure(name: string, command: Command, error: unknown): number {
     process.stderr.write(`timetable-sync ${name}: ${(error as Error).message}\nUsage: ${command.usage}\n`);
     return EXIT_USAGE;
   }
-  if (error instanceof ConfigError || error instanceof RedisUnavailableError || error instanceof CommandError) {
-    process.stderr.write(`timetable-sync ${name}: ${error.message}\n`);
+  // Failures we explain ourselves: the message says what to do, a stack trace would only hide it.
+  const oneLine = [ConfigError, RedisUnavailableError, RedisUnreachableError, EmbeddedRedisError, CommandError];
+  if (oneLine.some((kind) => error instanceof kind)) {
+    process.stderr.write(`timetable-sync ${name}: ${(error as Error).message}\n`);
     return error instanceof CommandError ? error.exitCode : 1;
   }
   process.stderr.write(

@@ -253,6 +253,9 @@ describe('timetable-sync render against the university API', () => {
       });
       expect(alone.code).toBe(0);
       expect(alone.stderr).not.toContain('deployment stored');
+      expect(alone.stderr).toContain(
+        'warning: cannot reach Redis at redis://127.0.0.1:1: connect ECONNREFUSED 127.0.0.1:1; check REDIS_URL',
+      );
     } finally {
       await redis.del(redisKeys(prefix).termStarts);
       redis.disconnect();

@@ -122,10 +122,13 @@ async function renderTermStarts(
 ): Promise<TermStart[]> {
   if (config.weekParityAnchors.length === 0 && !isFile) {
     const deployment = await storedDeploymentTermStarts(config);
-    if (deployment !== undefined) {
+    if (deployment.kind === 'stored') {
       process.stderr.write(`using the term starts the deployment stored (Redis ${deployment.redis})\n`);
       return deployment.terms;
     }
+    // The feed still renders (the timetable's own entries decide), but the service may count differently.
+    if (deployment.kind === 'unreachable')
+      process.stderr.write(`warning: ${deployment.message}; term starts inferred from this timetable alone\n`);
   }
   return resolveTermStarts(config.weekParityAnchors, countStartDates(entries));
 }

@@ -1,7 +1,7 @@
-import { Redis } from 'ioredis';
 import { type Config, loadConfig, readEnvironment } from '../config.ts';
 import { UnknownSubscriptionError } from '../jobs/errors.ts';
 import { type ResyncTarget, requestResync } from '../jobs/resync.ts';
+import { probeRedis } from '../lib/redis-connection.ts';
 import { createLogger } from '../logger.ts';
 import { InvalidSourceError } from '../sources/errors.ts';
 import { findEmbeddedRedis } from './embedded-redis.ts';
@@ -33,7 +33,7 @@ export async function runResync(options: ResyncOptions): Promise<number> {
     pretty: false,
     base: { role: 'resync' },
   });
-  await ensureReachable(redisUrl);
+  await probeRedis(redisUrl, CONNECT_TIMEOUT_MS);
   const opened = openServiceContext({ config, logger, redisUrl, role: 'resync' });
   try {
     const jobs = await requestResync(opened.context, target(options));
@@ -62,41 +62,4 @@ async function findRedis(config: Config): Promise<string> {
   const embedded = await findEmbeddedRedis(config.dataDir);
   if (embedded) return embedded;
   throw new CommandError('no Redis: set REDIS_URL or run `timetable-sync start`/`demo` in this folder');
-}
-
-/**
- * Checks once, with a connection that does not retry, that Redis answers: the service context's connections
- * retry for ever (right for a service, wrong for a command someone is waiting on).
- */
-async function ensureReachable(redisUrl: string): Promise<void> {
-  const probe = new Redis(redisUrl, {
-    lazyConnect: true,
-    connectTimeout: CONNECT_TIMEOUT_MS,
-    retryStrategy: () => null,
-    maxRetriesPerRequest: 0,
-    enableOfflineQueue: false,
-  });
-  // The socket's own error (ECONNREFUSED, ...) says more than the rejection of connect() ("Connection is closed").
-  let socketError: Error | undefined;
-  probe.on('error', (error: Error) => (socketError ??= error));
-  try {
-    await probe.connect();
-    await probe.ping();
-  } catch (error) {
-    const reason = socketError ?? (error as Error);
-    throw new CommandError(`cannot reach Redis at ${redactUrl(redisUrl)}: ${reason.message}`, 1, { cause: reason });
-  } finally {
-    probe.disconnect();
-  }
-}
-
-/** The URL without its password, for messages. */
-function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = '***';
-    return parsed.toString();
-  } catch {
-    return 'REDIS_URL';
-  }
 }

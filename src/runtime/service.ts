@@ -6,6 +6,7 @@ import { registerOperationsRoutes } from '../http/operations-routes.ts';
 import { addSecurityHeaders } from '../http/security-headers.ts';
 import { applyConnectionCap, serverOptions } from '../http/server-options.ts';
 import { startWorkers, type WorkerTuning } from '../jobs/workers.ts';
+import { probeRedis } from '../lib/redis-connection.ts';
 import type { Logger } from '../logger.ts';
 import type { ServiceContext } from './context.ts';
 import { openServiceContext } from './service-context.ts';
@@ -39,11 +40,15 @@ export interface RunningService {
 /**
  * Starts the roles on one Redis. Every piece registers its stop step as it starts, so the shutdown runs in
  * reverse: HTTP stops accepting first, then workers finish their jobs, then queues and Redis close.
- * A worker-only process still listens on `PORT`, for `/healthz`, `/readyz` and `/metrics`.
+ * A worker-only process still listens on `PORT`, for `/healthz`, `/readyz` and `/metrics`. Throws
+ * RedisUnreachableError when Redis does not answer at first.
  */
 export async function startService(options: ServiceOptions): Promise<RunningService> {
   const { config, logger, shutdown } = options;
   const role = options.roles.api && options.roles.worker ? 'start' : options.roles.api ? 'api' : 'worker';
+  // One try that does not retry, before the connections that retry for ever: an unreachable Redis is then one
+  // clear line (RedisUnreachableError), not a retry loop ending in ioredis's MaxRetriesPerRequestError.
+  await probeRedis(options.redisUrl);
   const opened = openServiceContext({ config, logger, redisUrl: options.redisUrl, role });
   shutdown.add('queues and Redis', opened.close);
   const { context } = opened;
