@@ -1,6 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -72,14 +72,16 @@ describe('timetable-sync demo', () => {
     }
   });
 
-  it('starts embedded Redis and the simulator, serves, lets a second command reuse Redis, and stops it all on SIGINT', async () => {
+  it('starts a password-protected embedded Redis and the simulator, serves, and stops it all on SIGINT', async () => {
     const cwd = await mkdtemp(join(tmpdir(), 'tts-demo-'));
     dirs.push(cwd);
-    const demo = startCli(['demo', '--port', '0', '--simulator-port', '0'], { cwd, env: { LOG_LEVEL: 'warn' } });
+    const demo = startCli(['demo', '--port', '0', '--simulator-port', '0'], { cwd, env: { LOG_LEVEL: 'info' } });
     children.push(demo);
+    let printed = '';
+    demo.stderr?.on('data', (chunk: Buffer) => (printed += chunk.toString()));
     const output = await waitForOutput(demo, /University simulator:/, 60_000);
-    for (const label of ['a group:', 'a teacher:']) {
-      const feedUrl = new RegExp(`${label}\\s+(\\S+)`).exec(output)?.[1] ?? '';
+    const feeds = ['a group:', 'a teacher:'].map((label) => new RegExp(`${label}\\s+(\\S+)`).exec(output)?.[1] ?? '');
+    for (const feedUrl of feeds) {
       expect(feedUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/feeds\/(groups|employees)\/\d+\.ics$/);
       const response = await fetch(feedUrl);
       expect(response.status).toBe(200);
@@ -88,20 +90,79 @@ describe('timetable-sync demo', () => {
     }
 
     const record = JSON.parse(await readFile(join(cwd, '.data/redis.json'), 'utf8')) as { url: string };
+    const { password, port } = new URL(record.url);
+    expect(password).toMatch(/^[0-9a-f]{64}$/);
     expect(await pingRedis(record.url)).toBe(true);
     expect(existsSync(join(cwd, '.data/redis/appendonlydir'))).toBe(true);
+    expect((await stat(join(cwd, '.data'))).mode & 0o777).toBe(0o700);
+    expect((await stat(join(cwd, '.data/redis.json'))).mode & 0o777).toBe(0o600);
+    // The printed address and every log line (info level) name Redis without its password.
+    expect(output).toMatch(new RegExp(`Redis: +redis://127\\.0\\.0\\.1:${port} \\(credentials hidden\\)`));
+    expect(`${output}${printed}`).not.toContain(password);
 
-    const second = startCli(['demo', '--port', '0', '--simulator-port', '0'], { cwd, env: { LOG_LEVEL: 'info' } });
-    children.push(second);
-    const secondOutput = await waitForOutput(second, /University simulator:/, 60_000);
-    expect(secondOutput).toContain(record.url);
-    second.kill('SIGINT');
-    expect(await exited(second)).toBe(0);
-    expect(await pingRedis(record.url)).toBe(true);
+    // Commands of the folder still find it, password included.
+    const resync = await runCli(['resync', '--all'], { cwd });
+    expect(resync.stderr).toBe('');
+    expect(resync.code).toBe(0);
 
     demo.kill('SIGINT');
     expect(await exited(demo)).toBe(0);
     expect(await pingRedis(record.url)).toBe(false);
     expect(existsSync(join(cwd, '.data/redis.json'))).toBe(false);
+    expect(existsSync(join(cwd, '.data/instance.lock'))).toBe(false);
+  });
+
+  it('refuses a second demo in the same folder while the first keeps serving, and takes over a stale lock', async () => {
+    const cwd = await mkdtemp(join(tmpdir(), 'tts-demo-'));
+    dirs.push(cwd);
+    const demo = startCli(['demo', '--port', '0', '--simulator-port', '0'], { cwd, env: { LOG_LEVEL: 'warn' } });
+    children.push(demo);
+    const output = await waitForOutput(demo, /University simulator:/, 60_000);
+    const feedUrl = /a group:\s+(\S+)/.exec(output)?.[1] ?? '';
+    const before = await (await fetch(feedUrl)).text();
+
+    const second = await runCli(['demo', '--port', '0', '--simulator-port', '0'], { cwd, timeoutMs: 30_000 });
+    expect(second.code).toBe(1);
+    expect(second.stderr).toBe(
+      `timetable-sync demo: another demo is running in this folder (pid ${demo.pid}); stop it or use another folder\n`,
+    );
+    const start = await runCli(['start'], {
+      cwd,
+      env: { UNIVERSITY_API_URL: 'http://127.0.0.1:9' },
+      timeoutMs: 30_000,
+    });
+    expect(start.code).toBe(1);
+    expect(start.stderr).toContain(`another demo is running in this folder (pid ${demo.pid})`);
+    const after = await fetch(feedUrl);
+    expect(after.status).toBe(200);
+    expect(await after.text()).toBe(before);
+
+    // kill -9 leaves the lock (and Redis) behind: the next demo finds the lock stale and adopts Redis.
+    demo.kill('SIGKILL');
+    await exited(demo);
+    const lock = JSON.parse(await readFile(join(cwd, '.data/instance.lock'), 'utf8')) as { pid: number };
+    expect(lock.pid).toBe(demo.pid);
+    const next = startCli(['demo', '--port', '0', '--simulator-port', '0'], { cwd, env: { LOG_LEVEL: 'warn' } });
+    children.push(next);
+    await waitForOutput(next, /University simulator:/, 60_000);
+    const taken = JSON.parse(await readFile(join(cwd, '.data/instance.lock'), 'utf8')) as { pid: number };
+    expect(taken.pid).toBe(next.pid);
+    next.kill('SIGINT');
+    expect(await exited(next)).toBe(0);
+    expect(existsSync(join(cwd, '.data/instance.lock'))).toBe(false);
+  });
+});
+
+describe('an unreachable Redis', () => {
+  it.each(['start', 'api', 'worker', 'resync'])('is one line naming it without credentials for %s', async (command) => {
+    const env = { REDIS_URL: 'redis://:hunter2@127.0.0.1:1', UNIVERSITY_API_URL: 'http://127.0.0.1:9' };
+    const result = await runCli(command === 'resync' ? ['resync', '--all'] : [command], { env, timeoutMs: 30_000 });
+    expect(result.code).toBe(1);
+    const lines = result.stderr.split('\n').filter((line) => line.startsWith('timetable-sync'));
+    expect(lines).toEqual([
+      `timetable-sync ${command}: cannot reach Redis at redis://127.0.0.1:1 (credentials hidden): ` +
+        'connect ECONNREFUSED 127.0.0.1:1; check REDIS_URL and that redis-server runs',
+    ]);
+    expect(`${result.stdout}${result.stderr}`).not.toMatch(/hunter2|MaxRetriesPerRequest|\n\s+at /);
   });
 });

@@ -4,6 +4,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import type { Config } from '../config.ts';
+import { redactRedisUrl } from '../lib/redis-connection.ts';
 
 const secretsSchema = z.object({ adminToken: z.string().min(16), secretKey: z.string().regex(/^[0-9a-f]{64}$/) });
 
@@ -28,6 +29,7 @@ export interface DemoInfo {
   config: Config;
   serviceUrl: string;
   simulatorUrl: string;
+  /** With its password, if any: printed through redactRedisUrl only. */
   redisUrl: string;
   embedded: boolean;
 }
@@ -70,10 +72,15 @@ export async function printDemo(info: DemoInfo): Promise<void> {
         : `  Google Calendar push:   ${serviceUrl}/google/connect?source=group:${sample.groupId}`,
       '',
       `  University simulator:   ${simulatorUrl}  (move a class: PATCH ${simulatorUrl}/_sim/entries/<id>)`,
-      `  Redis:                  ${info.redisUrl}${info.embedded ? ` (embedded, data in ${config.dataDir}/redis)` : ''}`,
+      `  Redis:                  ${redactRedisUrl(info.redisUrl)}${info.embedded ? embeddedNote(config.dataDir) : ''}`,
       '',
     ].join('\n'),
   );
+}
+
+/** Where the embedded Redis keeps its password and data: the printed address never carries the password. */
+function embeddedNote(dataDir: string): string {
+  return ` (embedded; password in ${dataDir}/redis.json, data in ${dataDir}/redis; both readable by you alone)`;
 }
 
 async function sampleIds(baseUrl: string): Promise<{ groupId: number; employeeId: number; userToken: string }> {

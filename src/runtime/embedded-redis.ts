@@ -1,10 +1,14 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdir, open, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import { connect, createServer } from 'node:net';
+import { randomBytes } from 'node:crypto';
+import { open, readFile, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
+import { probeRedis, redactRedisUrl, withRedisProbe } from '../lib/redis-connection.ts';
 import type { Logger } from '../logger.ts';
 import { EmbeddedRedisError } from './errors.ts';
+import { isAlive } from './folder-lock.ts';
+import { ensurePrivateDir, restrictTree, writePrivateFile } from './private-files.ts';
 import { ensureRedisServer } from './redis-install.ts';
 
 /** What `.data/redis.json` records about a running embedded Redis, so later commands in the folder find it. */
@@ -15,12 +19,11 @@ export interface EmbeddedRedisRecord {
   startedAt: string;
 }
 
-/** A Redis this process uses without a configured `REDIS_URL`. */
+/** The Redis this process started (or adopted) without a configured `REDIS_URL`, and stops on exit. */
 export interface EmbeddedRedis {
+  /** `redis://:<password>@127.0.0.1:<port>`: never print or log it as it is (redactRedisUrl). */
   url: string;
-  /** True when this process started (or adopted) it and so stops it; false when it reused a running one. */
-  owned: boolean;
-  /** The redis-server process id, when owned: an emergency exit kills it synchronously. */
+  /** The redis-server process id: an emergency exit kills it synchronously. */
   pid?: number | undefined;
   stop(): Promise<void>;
 }
@@ -31,46 +34,25 @@ export interface EmbeddedRedisOptions {
   logger: Logger;
   /** AOF persistence under `dataDir/redis` (default true); tests turn it off. */
   persistence?: boolean;
-  /** Record the address in `dataDir/redis.json` and reuse a live one found there (default true). */
+  /** Record the address in `dataDir/redis.json` and adopt an orphaned one found there (default true). */
   shared?: boolean;
 }
 
 const RECORD_FILE = 'redis.json';
 
-/** Sends one inline command over a raw socket; the first reply chunk, or undefined. No client, no retries. */
-function rawCommand(url: string, command: string, timeoutMs: number): Promise<string | undefined> {
-  const { hostname, port } = new URL(url);
-  return new Promise((done) => {
-    const socket = connect({ host: hostname, port: Number(port || 6379) });
-    const finish = (reply: string | undefined) => {
-      socket.destroy();
-      done(reply);
-    };
-    socket.setTimeout(timeoutMs, () => finish(undefined));
-    socket.once('error', () => finish(undefined));
-    socket.once('connect', () => socket.write(`${command}\r\n`));
-    socket.once('data', (data) => finish(data.toString()));
-  });
-}
-
-/** Sends PING; true on `+PONG` within the timeout. */
+/** Sends PING with the URL's password; true when it answers within the timeout. */
 export async function pingRedis(url: string, timeoutMs = 1_000): Promise<boolean> {
-  return (await rawCommand(url, 'PING', timeoutMs))?.startsWith('+PONG') === true;
+  return probeRedis(url, timeoutMs).then(
+    () => true,
+    () => false,
+  );
 }
 
 /** The `process_id` of the Redis answering at `url`, so that we never mistake another server for ours. */
 async function redisProcessId(url: string, timeoutMs: number): Promise<number | undefined> {
-  const match = /process_id:(\d+)/.exec((await rawCommand(url, 'INFO server', timeoutMs)) ?? '');
+  const info = await withRedisProbe(url, timeoutMs, (redis) => redis.info('server')).catch(() => '');
+  const match = /process_id:(\d+)/.exec(info);
   return match ? Number(match[1]) : undefined;
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /** The live embedded Redis recorded under `dataDir` (the recorded process answers at the recorded URL). */
@@ -80,13 +62,14 @@ async function liveRecord(dataDir: string): Promise<EmbeddedRedisRecord | undefi
   return undefined;
 }
 
-/** The URL of a live embedded Redis recorded under `dataDir`, or undefined. */
+/** The URL (with its password) of a live embedded Redis recorded under `dataDir`, or undefined. */
 export async function findEmbeddedRedis(dataDir: string): Promise<string | undefined> {
   return (await liveRecord(dataDir))?.url;
 }
 
 const recordSchema = z.object({
-  url: z.string().regex(/^redis:\/\/127\.0\.0\.1:\d+$/),
+  // A record of an earlier version, without a password, is stale: its Redis is not protected.
+  url: z.string().regex(/^redis:\/\/:[0-9a-f]{64}@127\.0\.0\.1:\d+$/),
   pid: z.number().int().positive(),
   ownerPid: z.number().int().positive(),
   startedAt: z.string(),
@@ -102,10 +85,9 @@ async function readRecord(dataDir: string): Promise<EmbeddedRedisRecord | undefi
   }
 }
 
+/** Mode 0600: the record carries the password, and `resync`/`render` of the same user read it. */
 async function writeRecord(dataDir: string, record: EmbeddedRedisRecord): Promise<void> {
-  const file = join(dataDir, RECORD_FILE);
-  await writeFile(`${file}.tmp`, `${JSON.stringify(record, null, 2)}\n`);
-  await rename(`${file}.tmp`, file);
+  await writePrivateFile(join(dataDir, RECORD_FILE), `${JSON.stringify(record, null, 2)}\n`);
 }
 
 /** A TCP port that was free a moment ago on 127.0.0.1. */
@@ -121,32 +103,40 @@ export function freePort(): Promise<number> {
 }
 
 /**
- * Finds or starts the private `redis-server` of a data folder: reuses a live one recorded in
- * `dataDir/redis.json`, otherwise installs the binary if needed and can, starts one on a free loopback port
- * (AOF on, data in `dataDir/redis`), waits for PING and records its address.
+ * Finds or starts the private `redis-server` of a data folder: adopts one recorded in `dataDir/redis.json`
+ * whose owner died, otherwise installs the binary if needed and can, and starts one on a free loopback port
+ * with a fresh password (AOF on, data in `dataDir/redis`, folders 0700 and files 0600), waits for it and
+ * records its address, password included, in the 0600 record. The caller holds the folder's instance lock
+ * (folder-lock.ts), so a recorded Redis whose owner lives belongs to a process outside that rule: refused.
  */
 export async function startEmbeddedRedis(options: EmbeddedRedisOptions): Promise<EmbeddedRedis> {
   const { logger, persistence = true, shared = true } = options;
   const dataDir = resolve(options.dataDir);
+  await ensurePrivateDir(dataDir);
   if (shared) {
     const existing = await liveRecord(dataDir);
-    if (existing && isAlive(existing.ownerPid)) {
-      logger.info({ redisUrl: existing.url }, 'reusing the embedded Redis already running for this folder');
-      return { url: existing.url, owned: false, stop: async () => {} };
-    }
+    if (existing && existing.ownerPid !== process.pid && isAlive(existing.ownerPid))
+      throw new EmbeddedRedisError(
+        `the embedded Redis of ${dataDir} belongs to pid ${existing.ownerPid}, which is still running`,
+      );
     if (existing) {
       // Its owner died without stopping it (kill -9, crash): adopt it, so that it is stopped on our exit.
       await writeRecord(dataDir, { ...existing, ownerPid: process.pid });
-      logger.info({ redisUrl: existing.url }, 'adopted the embedded Redis left running by an earlier process');
-      return { url: existing.url, owned: true, pid: existing.pid, stop: () => stopAdopted(existing, dataDir, logger) };
+      logger.info(
+        { redis: redactRedisUrl(existing.url) },
+        'adopted the embedded Redis left running by an earlier process',
+      );
+      return { url: existing.url, pid: existing.pid, stop: () => stopAdopted(existing, dataDir, logger) };
     }
   }
   ensureRedisServer(logger);
   const redisDir = join(dataDir, 'redis');
-  await mkdir(redisDir, { recursive: true });
+  await ensurePrivateDir(redisDir);
+  await restrictTree(redisDir);
   const port = await freePort();
-  const url = `redis://127.0.0.1:${port}`;
-  const child = await spawnRedis(redisDir, port, persistence);
+  const password = randomBytes(32).toString('hex');
+  const url = `redis://:${password}@127.0.0.1:${port}`;
+  const child = await spawnRedis({ redisDir, port, password, persistence });
   await waitUntilReady(child, url, join(redisDir, 'redis.log'));
   if (shared)
     await writeRecord(dataDir, {
@@ -155,30 +145,47 @@ export async function startEmbeddedRedis(options: EmbeddedRedisOptions): Promise
       ownerPid: process.pid,
       startedAt: new Date().toISOString(),
     });
-  logger.info({ redisUrl: url, dataDir: redisDir }, 'embedded Redis started');
-  return { url, owned: true, pid: child.pid, stop: () => stopRedis(child, shared ? dataDir : undefined, logger) };
+  logger.info({ redis: redactRedisUrl(url), dataDir: redisDir }, 'embedded Redis started');
+  return { url, pid: child.pid, stop: () => stopRedis(child, shared ? dataDir : undefined, logger) };
 }
 
-async function spawnRedis(redisDir: string, port: number, persistence: boolean): Promise<ChildProcess> {
-  const log = await open(join(redisDir, 'redis.log'), 'a');
-  const args = [
-    '--port',
-    String(port),
-    '--bind',
-    '127.0.0.1',
-    '--dir',
-    redisDir,
-    '--daemonize',
-    'no',
-    '--appendonly',
-    persistence ? 'yes' : 'no',
-    '--save',
-    '',
-    '--maxmemory-policy',
-    'noeviction',
+/** A value for redis.conf: double-quoted, so that a data folder with spaces stays one argument. */
+function confValue(value: string): string {
+  return `"${value.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`;
+}
+
+async function spawnRedis(settings: {
+  redisDir: string;
+  port: number;
+  password: string;
+  persistence: boolean;
+}): Promise<ChildProcess> {
+  const { redisDir, port, password, persistence } = settings;
+  // The password goes in a 0600 file, not on the command line, where `ps` shows it to every local user.
+  const confFile = join(redisDir, 'redis.conf');
+  const conf = [
+    `port ${port}`,
+    'bind 127.0.0.1',
+    'protected-mode yes',
+    `requirepass ${password}`,
+    `dir ${confValue(redisDir)}`,
+    'daemonize no',
+    `appendonly ${persistence ? 'yes' : 'no'}`,
+    'save ""',
+    'maxmemory-policy noeviction',
   ];
-  // Its own process group, so that Ctrl-C reaches only us and our ordered shutdown stops Redis last.
-  const child = spawn('redis-server', args, { stdio: ['ignore', log.fd, log.fd], detached: true });
+  await writePrivateFile(confFile, `${conf.join('\n')}\n`);
+  const log = await open(join(redisDir, 'redis.log'), 'a', 0o600);
+  // Redis creates its AOF and RDB files with the mode our umask allows: 077 makes them 0600 and its folders
+  // 0700. spawn() forks before it returns, so the narrower umask covers the child and nothing else of ours.
+  const umask = process.umask(0o077);
+  let child: ChildProcess;
+  try {
+    // Its own process group, so that Ctrl-C reaches only us and our ordered shutdown stops Redis last.
+    child = spawn('redis-server', [confFile], { stdio: ['ignore', log.fd, log.fd], detached: true });
+  } finally {
+    process.umask(umask);
+  }
   child.once('spawn', () => void log.close());
   child.once('error', () => void log.close());
   return child;
@@ -198,7 +205,7 @@ async function waitUntilReady(child: ChildProcess, url: string, logFile: string)
   child.kill('SIGKILL');
   const tail = (await readFile(logFile, 'utf8').catch(() => '')).split('\n').slice(-8).join('\n');
   throw new EmbeddedRedisError(
-    `embedded redis-server did not start on ${url}${exited ? ' (it exited)' : ''}; its log ends:\n${tail}`,
+    `embedded redis-server did not start on ${redactRedisUrl(url)}${exited ? ' (it exited)' : ''}; its log ends:\n${tail}`,
   );
 }
 

@@ -32,3 +32,14 @@ export class EmbeddedRedisError extends Error {
 export class RedisUnavailableError extends Error {
   override name = 'RedisUnavailableError';
 }
+
+/** Another live process holds the data folder's instance lock (`<dataDir>/instance.lock`). */
+export class FolderLockedError extends CommandError {
+  override name = 'FolderLockedError';
+  readonly holderPid: number;
+
+  constructor(holder: { pid: number; command: string }) {
+    super(`another ${holder.command} is running in this folder (pid ${holder.pid}); stop it or use another folder`);
+    this.holderPid = holder.pid;
+  }
+}

@@ -3,6 +3,7 @@ import { createLogger, type Logger } from '../logger.ts';
 import { type Dialect, startSimulator } from '../simulator/index.ts';
 import { demoSecrets, printDemo } from './demo.ts';
 import { freePort, startEmbeddedRedis } from './embedded-redis.ts';
+import { acquireFolderLock } from './folder-lock.ts';
 import { startService } from './service.ts';
 import { Shutdown } from './shutdown.ts';
 
@@ -13,15 +14,32 @@ function rootLogger(config: Pick<Config, 'logLevel'>, role: string): Logger {
   return createLogger({ level: config.logLevel, base: { role } });
 }
 
-/** Resolves the Redis to use: `REDIS_URL`, or the embedded one of the data folder (started when needed). */
-async function resolveRedis(config: Config, logger: Logger, shutdown: Shutdown): Promise<string> {
+/**
+ * Takes the instance lock of the data folder for `command`, released last on shutdown (and on an emergency
+ * exit): a second `demo` or embedded-Redis `start` in the folder fails instead of joining this one.
+ */
+async function lockFolder(config: Config, command: string, shutdown: Shutdown): Promise<void> {
+  const lock = await acquireFolderLock(config.dataDir, command);
+  shutdown.add('folder lock', lock.release);
+  shutdown.onEmergencyExit(lock.releaseSync);
+}
+
+/**
+ * Resolves the Redis to use: `REDIS_URL`, or the embedded one of the data folder, started by this process
+ * under the folder's lock (taken here unless the caller holds it already).
+ */
+async function resolveRedis(
+  config: Config,
+  logger: Logger,
+  shutdown: Shutdown,
+  lock: { command: string } | 'held',
+): Promise<string> {
   if (config.redisUrl) return config.redisUrl;
+  if (lock !== 'held') await lockFolder(config, lock.command, shutdown);
   const redis = await startEmbeddedRedis({ dataDir: config.dataDir, logger });
-  if (redis.owned) {
-    shutdown.add('embedded redis', redis.stop);
-    const { pid } = redis;
-    if (pid !== undefined) shutdown.onEmergencyExit(() => process.kill(pid, 'SIGTERM'));
-  }
+  shutdown.add('embedded redis', redis.stop);
+  const { pid } = redis;
+  if (pid !== undefined) shutdown.onEmergencyExit(() => process.kill(pid, 'SIGTERM'));
   return redis.url;
 }
 
@@ -32,7 +50,7 @@ export async function runServiceRole(role: ServiceRole): Promise<number> {
   const shutdown = new Shutdown(logger);
   const signal = shutdown.untilSignal();
   try {
-    const redisUrl = await resolveRedis(config, logger, shutdown);
+    const redisUrl = await resolveRedis(config, logger, shutdown, { command: role });
     const roles = { api: role !== 'worker', worker: role !== 'api' };
     const { url } = await startService({ roles, config, logger, redisUrl, shutdown });
     process.stdout.write(
@@ -78,7 +96,9 @@ export async function runDemo(options: {
   const shutdown = new Shutdown(logger);
   const signal = shutdown.untilSignal();
   try {
-    const redisUrl = await resolveRedis(base, logger, shutdown);
+    // Always locked, also with REDIS_URL: the folder's demo secrets and simulator belong to one demo.
+    await lockFolder(base, 'demo', shutdown);
+    const redisUrl = await resolveRedis(base, logger, shutdown, 'held');
     const simulator = await startSimulator({
       port: options.simulatorPort ?? 4010,
       seed: options.seed ?? 1,

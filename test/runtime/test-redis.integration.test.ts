@@ -4,7 +4,7 @@ import { describe, expect, inject, it } from 'vitest';
 describe("the test run's own redis-server", () => {
   it('is a real Redis on loopback, reachable through the provided URL', async () => {
     const url = inject('redisUrl');
-    expect(url).toMatch(/^redis:\/\/127\.0\.0\.1:\d+$/);
+    expect(url).toMatch(/^redis:\/\/:[0-9a-f]{64}@127\.0\.0\.1:\d+$/);
     const redis = new Redis(url);
     const key = `test:${process.pid}:${Date.now()}`;
     await redis.set(key, 'ok', 'EX', 10);
