@@ -97,12 +97,13 @@ export async function publishTimetable(
     plan,
     { now, owesPush },
   );
-  await syncTermStarts(ctx, log, { source, termStarts });
+  // The registry follows the feed at once (readers see the new feed with its status); term starts come after.
   await recordPublication(ctx, input, stored.state, {
     occurrences: plan.occurrences.length,
     problems,
     changed: plan.change !== undefined,
   });
+  await syncTermStarts(ctx, log, { source, termStarts });
   const pushJobs = owesPush || stored.pushOwed ? await fanOutPush(ctx, source) : 0;
   if (plan.change)
     log.info({ changes: plan.change.counts, occurrences: plan.occurrences.length, pushJobs }, 'feed published');

@@ -95,9 +95,15 @@ describe('mass-deletion guard', () => {
     expect((await pipeline.ctx.registry.get(source))?.status).toBe('awaiting-confirmation');
 
     // The confirming re-fetch was queued by the job itself (CONFIRM_DELAY=200ms in tests).
+    // The feed is stored first and the registry just after it: wait for both.
     const after = await until(
       () => pipeline.ctx.feeds.get(source),
       (feed) => feed?.etag !== before?.etag,
+      10_000,
+    );
+    await until(
+      () => pipeline.ctx.registry.get(source),
+      (state) => state?.status === 'ok',
       10_000,
     );
     expect(after?.etag).not.toBe(before?.etag);
