@@ -65,7 +65,8 @@ async function storedJob(
     queue: queue.name,
     name: job.name,
     source: job.data.source ?? null,
-    state,
+    // Every refresh has a priority (see `REFRESH_PRIORITY`); to whoever holds its id, it is simply waiting.
+    state: state === 'prioritized' ? 'waiting' : state,
     attempts: job.attemptsMade,
     maxAttempts: job.opts.attempts ?? 1,
     lastError: job.failedReason || null,

@@ -44,14 +44,36 @@ export function createQueues(connection: Redis, keys: RedisKeys): Queues {
   };
 }
 
+/**
+ * How many finished jobs a queue keeps at most, besides their age limits. Redis runs `noeviction`: a flood of
+ * failing requests must not fill it (a failed refresh holds about 2.8 KB). BullMQ trims the oldest beyond the
+ * count, whatever job finishes, so the counts are large enough that an id answered to an admin still resolves
+ * for hours on a busy deployment (10,000 completed refreshes ≈ 20 min at 18,000 sources every 30 min).
+ */
+export const KEEP_COMPLETED = 10_000;
+export const KEEP_FAILED = 5_000;
+
+/**
+ * Refresh priorities (BullMQ: 1 runs first; a job without one would run before every prioritized job, so every
+ * refresh has one). A refresh someone waits for goes before background ones: an admin's resync first, then a
+ * first request or a new subscription, then a confirming re-fetch, then scheduled ticks and re-renders.
+ */
+export const REFRESH_PRIORITY: Readonly<Record<RefreshReason, number>> = {
+  resync: 1,
+  demand: 2,
+  subscription: 2,
+  confirm: 3,
+  schedule: 5,
+  rerender: 5,
+};
+
 /** Retry and retention options of refresh jobs. */
 export function refreshJobOptions(config: Pick<Config, 'refreshAttempts' | 'refreshBackoffMs'>): JobsOptions {
   return {
     attempts: config.refreshAttempts,
     backoff: { type: 'exponential', delay: config.refreshBackoffMs, jitter: 0.5 },
-    // Kept by age alone: an id answered to an admin must resolve for a day, however busy the queue is.
-    removeOnComplete: { age: 24 * 3600 },
-    removeOnFail: { age: 7 * 24 * 3600 },
+    removeOnComplete: { age: 24 * 3600, count: KEEP_COMPLETED },
+    removeOnFail: { age: 7 * 24 * 3600, count: KEEP_FAILED },
   };
 }
 
@@ -93,6 +115,7 @@ export async function enqueueRefresh(
     { source, reason: request.reason, requestedAt: request.now },
     {
       ...refreshJobOptions(config),
+      priority: REFRESH_PRIORITY[request.reason],
       jobId,
       ...(request.delayMs === undefined ? {} : { delay: request.delayMs }),
       // No `reschedule`: a request must never pull a delayed confirmation or retry forward.
@@ -101,7 +124,10 @@ export async function enqueueRefresh(
   );
   if (running !== undefined && job.id === running) return jobId;
   const id = job.id ?? jobId;
-  if (id !== jobId && request.reason !== 'rerender') await takeOverRerender(queues, id, request);
+  if (id !== jobId) {
+    if (request.reason !== 'rerender') await takeOverRerender(queues, id, request);
+    await raisePriority(queues, id, REFRESH_PRIORITY[request.reason]);
+  }
   return id;
 }
 
@@ -116,6 +142,21 @@ async function takeOverRerender(queues: Queues, id: string, request: RefreshRequ
   const state = await queued.getState();
   if (state !== 'waiting' && state !== 'prioritized' && state !== 'delayed') return;
   await queued.updateData({ ...queued.data, reason: request.reason, requestedAt: request.now });
+}
+
+/**
+ * A request answered by a refresh already queued (deduplicated) lends it its own priority when higher: an
+ * admin's resync of a source whose scheduled tick waits must not wait behind every other tick. A job that
+ * started or ended meanwhile is left alone.
+ */
+async function raisePriority(queues: Queues, id: string, priority: number): Promise<void> {
+  const existing = await queues.refresh.getJob(id);
+  // Priority 0 is a job queued before priorities existed: it already runs before every prioritized one.
+  if (existing === undefined || existing.priority === 0 || existing.priority <= priority) return;
+  const state = await existing.getState();
+  if (state !== 'waiting' && state !== 'prioritized' && state !== 'delayed') return;
+  // It may have been removed since (finished and trimmed): nothing is left to hurry.
+  await existing.changePriority({ priority }).catch(() => undefined);
 }
 
 /**
@@ -141,8 +182,8 @@ export function pushJobOptions(): JobsOptions {
   return {
     attempts: 8,
     backoff: { type: 'exponential', delay: 5_000, jitter: 0.5 },
-    removeOnComplete: { age: 24 * 3600 },
-    removeOnFail: { age: 7 * 24 * 3600 },
+    removeOnComplete: { age: 24 * 3600, count: KEEP_COMPLETED },
+    removeOnFail: { age: 7 * 24 * 3600, count: KEEP_FAILED },
   };
 }
 

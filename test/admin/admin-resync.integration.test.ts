@@ -38,11 +38,12 @@ describe('admin resync', () => {
     const { jobs } = response.json() as { jobs: string[] };
     expect(jobs).toHaveLength(1);
     expect(jobs[0]).toMatch(/^group-4242-/);
+    // Prioritized: an admin's resync goes before every background refresh.
     expect(await ctx.queues.refresh.getJobCounts('waiting', 'active', 'delayed', 'prioritized')).toEqual({
-      waiting: 1,
+      waiting: 0,
       active: 0,
       delayed: 0,
-      prioritized: 0,
+      prioritized: 1,
     });
     const queued = await ctx.queues.refresh.getJob(jobs[0] as string);
     expect(queued?.data).toMatchObject({ source: 'group:4242', reason: 'resync' });

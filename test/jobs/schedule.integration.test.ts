@@ -80,7 +80,7 @@ describe('the reconciler', () => {
     const [first, second] = [await processor(tick), await processor(tick)] as { job: string }[];
     expect(first?.job).toBeDefined();
     expect(second?.job).toBe(first?.job);
-    expect(await ctx.queues.refresh.getJobCounts('waiting')).toMatchObject({ waiting: 1 });
+    expect(await ctx.queues.refresh.getJobCounts('waiting', 'prioritized')).toEqual({ waiting: 0, prioritized: 1 });
     await ctx.registry.deactivate('group:5');
     expect(await processor(tick)).toEqual({ skipped: 'inactive' });
   });
