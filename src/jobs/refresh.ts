@@ -6,7 +6,7 @@ import type { ServiceContext } from '../runtime/context.ts';
 import { type SourceKey, sourceOf } from '../sources/source.ts';
 import { UpstreamNotFoundError } from '../upstream/errors.ts';
 import type { RefreshJobData, RefreshJobResult } from './contract.ts';
-import { SubscriptionUnusableError } from './errors.ts';
+import { SourceNotFoundError, SubscriptionUnusableError } from './errors.ts';
 import {
   asError,
   failWith,
@@ -17,6 +17,7 @@ import {
 } from './failure.ts';
 import { classifyFailure, type FailureClass, type FetchedTimetable, fetchSource } from './fetch-source.ts';
 import { markFeedStale, publishTimetable } from './publish-timetable.ts';
+import { REFRESH_PRIORITY } from './queues.ts';
 import { RefreshRun } from './refresh-run.ts';
 import { forgetSource } from './term-starts.ts';
 
@@ -85,7 +86,7 @@ async function handleFailure(
   if (error instanceof UpstreamNotFoundError && !(await ctx.feeds.exists(source))) {
     await forgetUnknownSource(ctx, source, error, log);
     log.info({ upstream: error.upstreamMessage }, 'upstream does not know this source');
-    return failWith(error, true);
+    return new SourceNotFoundError(source, error.upstreamMessage ?? '');
   }
   const final = failure.permanent || isLastAttempt(job);
   // A source asked for once and never fetched has no state to record: it is registered on its first success.
@@ -149,4 +150,19 @@ async function forgetUnknownSource(
 ): Promise<void> {
   await forgetSource(ctx, source, log);
   await ctx.registry.rememberMissing(source, error.upstreamMessage ?? 'not found');
+}
+
+/**
+ * Removes a first request's refresh that ended because the university does not know the source: the registry
+ * remembers that for an hour, so the failed job would only hold Redis memory for a week, once per made-up id.
+ * A job someone else was answered with (an admin's resync deduplicated onto it raised its priority) is kept.
+ */
+export async function discardUnknownDemand(
+  job: Pick<Job<RefreshJobData>, 'data' | 'priority' | 'remove'> | undefined,
+  error: Error,
+): Promise<boolean> {
+  if (job === undefined || !(error instanceof SourceNotFoundError)) return false;
+  if (job.data.reason !== 'demand' || job.priority !== REFRESH_PRIORITY.demand) return false;
+  await job.remove();
+  return true;
 }

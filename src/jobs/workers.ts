@@ -7,7 +7,7 @@ import type { ServiceContext } from '../runtime/context.ts';
 import { QUEUE } from './contract.ts';
 import { beat, forgetWorker } from './heartbeats.ts';
 import { pushProcessor } from './push.ts';
-import { refreshProcessor } from './refresh.ts';
+import { discardUnknownDemand, refreshProcessor } from './refresh.ts';
 import { ensureReconcileScheduler, scheduleProcessor } from './schedule.ts';
 import { seedTermCounts } from './term-starts.ts';
 
@@ -57,12 +57,18 @@ export async function startWorkers(
     stalledInterval: tuning.stalledIntervalMs ?? 15_000,
     maxStalledCount: 2,
   };
+  const refresh = new Worker(QUEUE.refresh, refreshProcessor(ctx), {
+    ...base,
+    concurrency: ctx.config.workerConcurrency,
+    limiter: limiterFor(ctx.config.upstreamRateLimit),
+  });
+  refresh.on('failed', (job, error) => {
+    discardUnknownDemand(job, error).catch((failure: unknown) =>
+      ctx.logger.warn({ err: failure, jobId: job?.id }, 'could not remove the refresh of an unknown source'),
+    );
+  });
   const workers = [
-    new Worker(QUEUE.refresh, refreshProcessor(ctx), {
-      ...base,
-      concurrency: ctx.config.workerConcurrency,
-      limiter: limiterFor(ctx.config.upstreamRateLimit),
-    }),
+    refresh,
     new Worker(QUEUE.schedule, scheduleProcessor(ctx), { ...base, concurrency: 4 }),
     // The limiter paces push starts and is what lets a Google rate limit pause the queue (`queue.rateLimit`).
     new Worker(QUEUE.push, pushProcessor(ctx, { rateLimitBaseMs: tuning.pushRateLimitBaseMs }), {

@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { STALE_PROPERTY } from '../../src/feeds/build-feed.ts';
 import type { RefreshJobResult } from '../../src/jobs/contract.ts';
+import { enqueueRefresh } from '../../src/jobs/queues.ts';
 import { until } from '../support/poll.ts';
 import type { FaultSpec } from '../upstream/sim-control.ts';
 import { type Pipeline, readEvents, startPipeline, waitForJob } from './helpers.ts';
@@ -77,6 +78,25 @@ describe('a failed fetch never replaces the last good data', () => {
     const stored = await pipeline.ctx.queues.refresh.getJob(job.id);
     expect(stored?.attemptsMade).toBe(1);
     expect(await pipeline.ctx.registry.missingReason(source)).toContain('не найдена');
+    expect(await pipeline.ctx.registry.get(source)).toBeUndefined();
+  });
+
+  it('keeps no job behind for a first request of an unknown group, only the remembered answer', async () => {
+    const source = 'group:999998';
+    const calls = (await pipeline.sim.stats()).byEndpoint.groupSchedule ?? 0;
+    const id = await enqueueRefresh(pipeline.ctx.queues, pipeline.ctx.config, source, {
+      reason: 'demand',
+      now: pipeline.clock.now,
+    });
+    const gone = await until(
+      async () => ({
+        missing: await pipeline.ctx.registry.missingReason(source),
+        state: await pipeline.ctx.queues.refresh.getJobState(id),
+      }),
+      (found) => found.missing !== undefined && found.state === 'unknown',
+    );
+    expect(gone).toEqual({ missing: expect.stringContaining('не найдена'), state: 'unknown' });
+    expect((await pipeline.sim.stats()).byEndpoint.groupSchedule).toBe(calls + 1);
     expect(await pipeline.ctx.registry.get(source)).toBeUndefined();
   });
 });
