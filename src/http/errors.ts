@@ -15,7 +15,7 @@ import {
   GoogleTransientError,
   TargetRemovedError,
 } from '../google/errors.ts';
-import { UnknownSubscriptionError } from '../jobs/errors.ts';
+import { SourceNotFoundError, SourceNotReadyError, UnknownSubscriptionError } from '../jobs/errors.ts';
 import { RateLimitedError } from '../lib/rate-limit.ts';
 import { SecretKeyMissingError } from '../security/errors.ts';
 import { InvalidSourceError } from '../sources/errors.ts';
@@ -92,6 +92,8 @@ const CATALOG: readonly Entry[] = [
   entry(InvalidSourceError, (error) => new HttpError(400, `source: ${error.message}`)),
   entry(UnknownSourceError, (error) => new HttpError(400, `source: ${error.message}`)),
   entry(UnknownSubscriptionError, (error) => new HttpError(404, error.message)),
+  entry(SourceNotFoundError, (error) => new HttpError(404, error.message)),
+  entry(SourceNotReadyError, (error) => new HttpError(503, error.message, retryAfter(error.retryAfterMs))),
   entry(SecretKeyMissingError, () => new HttpError(503, SECRET_KEY_MISSING)),
   entry(CredentialRejectedError, (error) => new HttpError(401, error.message)),
   entry(CredentialCheckError, (error) => new HttpError(502, error.message)),

@@ -7,6 +7,7 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { createConsent } from '../google/oauth-state.ts';
+import { requireFetched } from '../jobs/verify-source.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { parseSource, type SourceKey, sourceKey } from '../sources/source.ts';
 import { type ConnectedTarget, requireGooglePush } from '../subscriptions/google-connect.ts';
@@ -47,6 +48,8 @@ export async function registerGoogleRoutes(app: FastifyInstance, ctx: ServiceCon
     // Each connect stores a pending consent (and may check a feed token): limited per client and in total.
     await limits.admit('google-connect', request.ip);
     const source = await authorisedSource(ctx, request.query);
+    // Before the consent exists: no pending state, and no trip to Google, for an id the university never answered.
+    await requireFetched(ctx, source);
     const { url, state, browserNonce } = await createConsent(ctx, source);
     setConsentCookie(reply, state, browserNonce, ctx.config.publicUrl);
     return reply.code(302).header('location', url).header('cache-control', NO_STORE).send();

@@ -10,6 +10,7 @@ import { budgetKeyFor } from '../google/google-services.ts';
 import type { PushTarget } from '../google/target-record.ts';
 import { activateSource } from '../jobs/activation.ts';
 import { enqueuePush, enqueueRefresh } from '../jobs/queues.ts';
+import { requireFetched } from '../jobs/verify-source.ts';
 import { withLock } from '../lib/redis-lock.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { SecretKeyMissingError } from '../security/errors.ts';
@@ -56,12 +57,16 @@ export function requireGooglePush(ctx: Pick<ServiceContext, 'google'>): void {
 /**
  * Connects a calendar for `request.source`. Throws GoogleNotConfiguredError without OAuth client settings,
  * SecretKeyMissingError without a `SECRET_KEY`,
- * {@link UnknownSourceError} for a personal source without subscription, and the Google adapter's typed errors
+ * {@link UnknownSourceError} for a personal source without subscription, SourceNotFoundError for a public one
+ * the university does not know, SourceNotReadyError when its first fetch (waited for here) takes too long, and
+ * the Google adapter's typed errors
  * (CalendarGoneError for an unreachable `calendarId`, GoogleConsentError for a refused refresh token).
  */
 export async function connectTarget(ctx: ServiceContext, request: ConnectRequest): Promise<ConnectedTarget> {
   // Checked before Google is asked for anything: a calendar made for a token we cannot store would be lost.
   requireGooglePush(ctx);
+  // A target keeps its source refreshed for good: never for an id the university has not answered once.
+  await requireFetched(ctx, request.source);
   // Connections of one account for one source take turns: the second finds the first's target and reconnects
   // it, instead of making a second target with a second calendar (every class twice). Without a Google user
   // (the admin route, retried after a timeout, say), the account is known by its refresh token.

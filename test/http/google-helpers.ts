@@ -1,12 +1,17 @@
 /** The whole API app wired to the fake Google server, for the Google route tests. */
+import { UnrecoverableError, Worker } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
 import { inject } from 'vitest';
 import { buildApp } from '../../src/http/app.ts';
+import { QUEUE, type RefreshJobData } from '../../src/jobs/contract.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
+import { sourceOf } from '../../src/sources/source.ts';
+import { placeholderName } from '../../src/timetable/calendar-name.ts';
 import { type FakeGoogle, startFakeGoogle } from '../fake-google/index.ts';
 import { testContext } from '../support/service.ts';
 import { memoryLogger } from '../upstream/local-server.ts';
+import { storeTimetable } from './helpers.ts';
 
 /** Where the service says it lives: the OAuth redirect URI is built from it. */
 export const PUBLIC_URL = 'https://timetable.example';
@@ -43,15 +48,53 @@ export async function startGoogleApp(env: Record<string, string | undefined> = {
   );
   const app = await buildApp(context, { logger: log.logger });
   await app.ready();
+  const university = fetchingWorker(context);
   return {
     fake,
     ctx: context,
     app,
     logs: log.output,
     close: async () => {
+      await university.close();
       await app.close();
       await close();
       await fake.close();
+    },
+  };
+}
+
+/**
+ * A refresh worker standing in for the university: every refresh stores an empty timetable named `Группа <id>`
+ * (as a first fetch of a timetable without classes would), unless the source is stored already; ids from
+ * {@link UNKNOWN_FROM} up are unknown to it, remembered as missing as the real refresh does. Connecting
+ * Google needs one successful fetch; tests that want a named timetable store it before connecting.
+ */
+export const UNKNOWN_FROM = 1e12;
+
+function fetchingWorker(ctx: ServiceContext): { close(): Promise<void> } {
+  const connection = new Redis(inject('redisUrl'), { maxRetriesPerRequest: null });
+  const worker = new Worker<RefreshJobData>(
+    QUEUE.refresh,
+    async (job) => {
+      const { source } = job.data;
+      if (await ctx.feeds.exists(source)) return { outcome: 'unchanged', occurrences: 0, pushJobs: 0 };
+      const { kind, id } = sourceOf(source);
+      if (Number(id) >= UNKNOWN_FROM) {
+        // What the real refresh does with the university's 404 for an id it does not know.
+        await ctx.registry.rememberMissing(source, 'Группа не найдена');
+        throw new UnrecoverableError('not found');
+      }
+      const name = kind === 'personal' ? 'Моё расписание' : placeholderName({ kind, id: Number(id) });
+      await storeTimetable(ctx, source, [], { name });
+      return { outcome: 'published', occurrences: 0, pushJobs: 0 };
+    },
+    { connection, prefix: ctx.keys.queuePrefix, concurrency: 4 },
+  );
+  worker.on('error', () => {});
+  return {
+    close: async () => {
+      await worker.close();
+      connection.disconnect();
     },
   };
 }

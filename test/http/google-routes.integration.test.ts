@@ -105,6 +105,20 @@ async function connectSource(source: string, extra = '') {
 }
 
 describe('GET /google/connect', () => {
+  it('answers 404 for a group the university does not know, before any consent or source exists', async () => {
+    const answer = await connect('source=group:1000000000000099');
+    expect(answer.statusCode).toBe(404);
+    expect(answer.json()).toEqual({
+      error: 'group 1000000000000099 is not known to the university: Группа не найдена',
+    });
+    expect(await g.ctx.registry.get('group:1000000000000099')).toBeUndefined();
+    expect(await g.ctx.google.targets.idsForSource('group:1000000000000099')).toEqual([]);
+    // No pending consent: the browser never went to Google.
+    const states = await g.ctx.redis.keys(g.ctx.keys.googleOAuthState('*'));
+    expect(states).toEqual([]);
+    expect(await g.ctx.registry.missingReason('group:1000000000000099')).toBe('Группа не найдена');
+  });
+
   it('redirects to the consent page with PKCE, offline access and the least scope, and keeps only a digest of the state', async () => {
     const answer = await connect('source=group:4242');
     expect(answer.statusCode).toBe(302);
@@ -194,8 +208,8 @@ describe('GET /google/callback', () => {
     expect(await g.ctx.redis.sismember(g.ctx.keys.sourceTargets('group:4242'), body.id)).toBe(1);
     const pushes = await g.ctx.queues.push.getJobs(['waiting', 'delayed', 'prioritized']);
     expect(pushes.map((job) => job.data)).toContainEqual({ target: body.id, source: 'group:4242', reason: 'connect' });
-    const refreshes = await g.ctx.queues.refresh.getJobs(['waiting', 'delayed', 'prioritized']);
-    expect(refreshes.map((job) => job.data.source)).toContain('group:4242');
+    // Fetched once before the consent was even started: Google push is only for timetables the university knows.
+    expect(await g.ctx.feeds.exists('group:4242')).toBe(true);
     expect(JSON.stringify(pushes.map((job) => job.data))).not.toContain(token);
 
     const view = await g.app.inject({

@@ -248,6 +248,26 @@ describe('POST /admin/google-targets', () => {
   });
 });
 
+describe('POST /admin/google-targets for a source the university does not know', () => {
+  it('answers 404 and creates nothing: no calendar, no target, no source', async () => {
+    const { user, refreshToken } = googleUser();
+    const source = 'group:1000000000000099';
+    const answer = await register({ source, refreshToken });
+    expect(answer.statusCode).toBe(404);
+    expect(answer.json()).toEqual({
+      error: 'group 1000000000000099 is not known to the university: Группа не найдена',
+    });
+    expect(g.fake.calendars(user)).toEqual([]);
+    expect(await g.ctx.google.targets.idsForSource(source)).toEqual([]);
+    expect(await g.ctx.registry.get(source)).toBeUndefined();
+    expect(await g.ctx.registry.isActive(source)).toBe(false);
+    // Asked again: answered from the remembered 404, without another refresh.
+    const queued = await g.ctx.queues.refresh.getJobCountByTypes('completed', 'failed', 'waiting', 'prioritized');
+    expect((await register({ source, refreshToken })).statusCode).toBe(404);
+    expect(await g.ctx.queues.refresh.getJobCountByTypes('completed', 'failed', 'waiting', 'prioritized')).toBe(queued);
+  });
+});
+
 describe('GET /admin/google-targets', () => {
   it('pages the targets in order of creation and shows one without any secret', async () => {
     const made: string[] = [];
@@ -284,8 +304,8 @@ describe('GET /admin/google-targets', () => {
       calendarOwned: true,
       indexSize: 1,
       pendingPush: { state: 'waiting' },
-      // No timetable published for group:31 yet: nothing to compare with.
-      pendingChanges: null,
+      // Fetched (an empty timetable here) before the target was made: the indexed event is one to delete.
+      pendingChanges: { insert: 0, patch: 0, delete: 1, refused: 0 },
       lastPush: null,
       lastError: null,
     });

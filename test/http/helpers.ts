@@ -85,14 +85,14 @@ export async function storeTimetable(
   ctx: ServiceContext,
   source: string,
   entries: readonly TimetableEntry[] = SUBGROUP_ENTRIES,
-  options: { stamp?: number; staleSince?: number } = {},
+  options: { stamp?: number; staleSince?: number; name?: string } = {},
 ): Promise<StoredFeed> {
   const stamp = options.stamp ?? Date.UTC(2025, 8, 20, 9, 0, 0);
   const normalised = normaliseEntries(entries);
   const snapshot: Snapshot = {
     hash: normalised.hash,
     fetchedAt: stamp,
-    name: 'ИВТ-21',
+    name: options.name ?? 'ИВТ-21',
     entries: normalised.entries,
     problems: [],
   };
