@@ -23,7 +23,9 @@ export async function registerEmployeeRoutes(app: FastifyInstance, ctx: ServiceC
       // Only a miss costs the university a call, so only a miss counts against the search limits.
       await limits.admit('search', request.ip);
       // Upstream failures answer as the error catalog says (502, 503 with Retry-After, 504), in its own words.
-      const employees = await ctx.upstream.searchEmployees(query, { budgetWaitMs: ctx.config.upstreamRequestWaitMs });
+      const employees = await ctx.requestUpstream.searchEmployees(query, {
+        budgetWaitMs: ctx.config.upstreamRequestWaitMs,
+      });
       const body = JSON.stringify({ employees });
       await ctx.redis.set(key, body, 'EX', CACHE_SECONDS);
       return reply.type('application/json; charset=utf-8').send(body);

@@ -28,6 +28,7 @@ import {
 } from '../subscriptions/errors.ts';
 import {
   UpstreamBudgetError,
+  UpstreamBusyError,
   UpstreamError,
   UpstreamRateLimitError,
   UpstreamTimeoutError,
@@ -125,6 +126,15 @@ const CATALOG: readonly Entry[] = [
         503,
         `the university asked us to slow down: ${error.message}`,
         retryAfter(error.retryAfterMs ?? 10_000),
+      ),
+  ),
+  entry(
+    UpstreamBusyError,
+    () =>
+      new HttpError(
+        503,
+        'too many requests are waiting for the university right now; try again in a few seconds',
+        retryAfter(5_000),
       ),
   ),
   entry(UpstreamTimeoutError, (error) => new HttpError(504, `the university did not answer in time: ${error.message}`)),

@@ -29,7 +29,14 @@ export interface ServiceContext {
   readonly feeds: FeedStore;
   readonly subscriptions: SubscriptionStore;
   readonly queues: Queues;
+  /** The university for refresh jobs: the refresh pool, `UPSTREAM_TIMEOUT`. */
   readonly upstream: UniversityClient;
+  /**
+   * The university for calls made inside HTTP requests (sign-up, credential replacement, teacher search): its
+   * own small connection pool, short timeouts and a bound on calls in flight, so that slow or many such calls
+   * never hold the connections refreshes use.
+   */
+  readonly requestUpstream: UniversityClient;
   /** Google push: targets, index, request budget, OAuth and calendars. */
   readonly google: GoogleServices;
   readonly metrics: Metrics;

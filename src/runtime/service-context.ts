@@ -10,6 +10,7 @@ import { SourceRegistry } from '../sources/registry.ts';
 import { SnapshotStore } from '../sources/snapshot-store.ts';
 import { TermCountStore } from '../sources/term-counts.ts';
 import { SubscriptionStore } from '../subscriptions/subscription-store.ts';
+import { boundedClient } from '../upstream/bounded-client.ts';
 import { redisUpstreamBudget, type UpstreamBudget } from '../upstream/budget.ts';
 import { createUniversityClient, type UniversityClient } from '../upstream/client.ts';
 import type { ServiceContext } from './context.ts';
@@ -48,6 +49,10 @@ export function openServiceContext(options: ContextOptions): OpenContext {
   const keys = redisKeys(config.redisPrefix);
   const budget = redisUpstreamBudget(redis, keys.rateLimit('upstream'), config.upstreamRateLimit);
   const upstream = options.upstream ?? createWorkerClient(config, logger, budget);
+  const requestUpstream = boundedClient(
+    options.upstream ?? createRequestClient(config, logger, budget),
+    REQUEST_PATH_IN_FLIGHT,
+  );
   const queues = createQueues(redis, keys);
   const context: ServiceContext = {
     config,
@@ -61,6 +66,7 @@ export function openServiceContext(options: ContextOptions): OpenContext {
     subscriptions: new SubscriptionStore(redis, keys, config.secretKey),
     queues,
     upstream,
+    requestUpstream,
     google: createGoogleServices({
       config,
       redis,
@@ -74,7 +80,7 @@ export function openServiceContext(options: ContextOptions): OpenContext {
     context,
     close: async () => {
       await queues.close();
-      if (!options.upstream) await upstream.close();
+      if (!options.upstream) await Promise.all([upstream.close(), requestUpstream.close()]);
       await redis.quit().catch(() => redis.disconnect());
     },
   };
@@ -92,6 +98,34 @@ function createWorkerClient(config: Config, logger: Logger, budget: UpstreamBudg
     authHeader: config.universityAuthHeader,
     authScheme: config.universityAuthScheme,
     timeouts: { headersMs: config.upstreamTimeoutMs, bodyMs: config.upstreamTimeoutMs },
+    retry: { attempts: 1 },
+    budget,
+  });
+}
+
+/** Calls made inside requests that may wait for the university at once, per process; more answer 503. */
+export const REQUEST_PATH_IN_FLIGHT = 16;
+/** Connections of the request-path pool: requests beyond them queue in it, bounded by the in-flight cap. */
+const REQUEST_PATH_CONNECTIONS = 4;
+/** A person is waiting: a university slower than this answers 504 rather than holding the request. */
+const REQUEST_PATH_TIMEOUT_MS = 5_000;
+
+/**
+ * The upstream client of calls made inside requests: its own undici Agent (a slow search never takes a
+ * connection a refresh needs), short timeouts, one try.
+ */
+function createRequestClient(config: Config, logger: Logger, budget: UpstreamBudget): UniversityClient {
+  return createUniversityClient({
+    baseUrl: config.universityApiUrl ?? 'http://127.0.0.1:1',
+    logger: logger.child({ component: 'upstream-requests' }),
+    authHeader: config.universityAuthHeader,
+    authScheme: config.universityAuthScheme,
+    timeouts: {
+      connectMs: 2_000,
+      headersMs: Math.min(REQUEST_PATH_TIMEOUT_MS, config.upstreamTimeoutMs),
+      bodyMs: Math.min(REQUEST_PATH_TIMEOUT_MS, config.upstreamTimeoutMs),
+    },
+    maxConnections: REQUEST_PATH_CONNECTIONS,
     retry: { attempts: 1 },
     budget,
   });

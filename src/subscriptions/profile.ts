@@ -24,7 +24,7 @@ export interface Profile {
  * for again without it. A personal timetable is fetched with the credential, so no group id is ever needed.
  */
 export async function verifiedProfile(
-  ctx: Pick<ServiceContext, 'upstream' | 'config'>,
+  ctx: Pick<ServiceContext, 'requestUpstream' | 'config'>,
   credential: string,
 ): Promise<Profile> {
   try {
@@ -36,16 +36,19 @@ export async function verifiedProfile(
   }
 }
 
-async function fetchProfile(ctx: Pick<ServiceContext, 'upstream' | 'config'>, credential: string): Promise<Profile> {
+async function fetchProfile(
+  ctx: Pick<ServiceContext, 'requestUpstream' | 'config'>,
+  credential: string,
+): Promise<Profile> {
   // Asked while a person waits: a short wait for the shared upstream budget, then 503 (UpstreamBudgetError).
   const options = { budgetWaitMs: ctx.config.upstreamRequestWaitMs };
   let user: { id: number | null; firstName: string; lastName: string; group?: { name: string } | null };
   try {
     const select = { id: true, firstName: true, lastName: true, group: { name: true } } as const;
-    user = await ctx.upstream.me(credential, select, options);
+    user = await ctx.requestUpstream.me(credential, select, options);
   } catch (error) {
     if (!(error instanceof UpstreamProtocolError) || error.reason !== 'wrong-shape') throw error;
-    user = await ctx.upstream.me(credential, { id: true, firstName: true, lastName: true }, options);
+    user = await ctx.requestUpstream.me(credential, { id: true, firstName: true, lastName: true }, options);
   }
   const groupName = user.group?.name ?? '';
   return { id: user.id, firstName: user.firstName, lastName: user.lastName, ...(groupName ? { groupName } : {}) };

@@ -203,3 +203,18 @@ export class UpstreamBudgetError extends Error {
     this.retryAfterMs = retryAfterMs;
   }
 }
+
+/**
+ * Too many calls made inside requests (sign-up, teacher search) are waiting for the university already: this
+ * one was not sent. Callers answer 503 with `Retry-After` instead of piling up connections and memory.
+ */
+export class UpstreamBusyError extends Error {
+  override name = 'UpstreamBusyError';
+  /** How long the caller should wait before asking again. */
+  readonly retryAfterMs: number;
+
+  constructor(endpoint: EndpointName, inFlight: number, retryAfterMs = 5_000) {
+    super(`University API ${endpoint}: ${inFlight} requests are waiting for the university already`);
+    this.retryAfterMs = retryAfterMs;
+  }
+}

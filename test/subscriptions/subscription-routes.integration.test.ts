@@ -126,11 +126,11 @@ describe('POST /api/subscriptions', () => {
 
   it('signs up a person whose profile has a null user id, tied to the credential: only it can replace itself', async () => {
     // Some deployments answer `id: null` in the profile (the issue's "null anywhere").
-    const me = ctx.upstream.me.bind(ctx.upstream);
-    const nullId = vi.spyOn(ctx.upstream, 'me').mockImplementation((async (credential, select, options) => ({
+    const me = ctx.requestUpstream.me.bind(ctx.requestUpstream);
+    const nullId = vi.spyOn(ctx.requestUpstream, 'me').mockImplementation((async (credential, select, options) => ({
       ...(await me(credential, select, options)),
       id: null,
-    })) as typeof ctx.upstream.me);
+    })) as typeof ctx.requestUpstream.me);
     try {
       const { response, body } = await subscribe(user(3).token);
       expect(response.statusCode).toBe(201);
