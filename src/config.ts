@@ -119,6 +119,13 @@ const SETTINGS = {
   signUpsTotal: setting('SIGN_UPS_TOTAL', rate('60/1m')),
   /** Sign-ups and replacements the university refused, per client: beyond it, one more per refill only. */
   failedSignUpsPerClient: setting('FAILED_SIGN_UPS_PER_CLIENT', rate('5/15m')),
+  /**
+   * The same, over all clients: when it is used up, only clients without a refusal in their own refill time may
+   * try (a guesser spread over many addresses is bounded; a person who typed nothing wrong is not refused).
+   */
+  failedSignUpsTotal: setting('FAILED_SIGN_UPS_TOTAL', rate('30/15m')),
+  /** Sign-ups and replacements of one client waiting for the university at once (per API process). */
+  signUpsInFlightPerClient: setting('SIGN_UPS_IN_FLIGHT_PER_CLIENT', positiveNumber(8, true, 1_000)),
   /** Teacher searches that miss the cache, per client. */
   searchesPerClient: setting('SEARCHES_PER_CLIENT', rate('30/1m')),
   /** The same, over all clients. */
@@ -127,6 +134,8 @@ const SETTINGS = {
   googleConnectsPerClient: setting('GOOGLE_CONNECTS_PER_CLIENT', rate('10/10m')),
   /** The same, over all clients. */
   googleConnectsTotal: setting('GOOGLE_CONNECTS_TOTAL', rate('60/1m')),
+  /** New feed variants (`?title=…` and the like, not in the variant cache yet) rendered for one client. */
+  variantRendersPerClient: setting('VARIANT_RENDERS_PER_CLIENT', rate('20/1m')),
   /** Concurrent refresh jobs per worker process. */
   workerConcurrency: setting('WORKER_CONCURRENCY', positiveNumber(8, true, 1_000)),
   /** Tries of a refresh job before its source is marked stale (retries back off exponentially, with jitter). */

@@ -1,34 +1,63 @@
 /**
- * Per-client and overall limits on the requests that cost the university a call or store something for an
- * anonymous client (docs/design.md): first requests for a timetable never fetched, sign-ups and credential
- * replacements, teacher searches that miss the cache, Google connects. Beyond a limit: 429 with Retry-After
- * (RateLimitedError, through the error catalog). A client is its address (`request.ip`, which TRUST_PROXY
- * decides); an IPv6 client is its /64, the block one subscriber usually holds.
+ * Per-client and overall limits on the requests that cost the university a call, the server CPU or a stored
+ * record for an anonymous client (docs/design.md): first requests for a timetable never fetched, sign-ups and
+ * credential replacements, teacher searches that miss the cache, Google connects, new feed variants. Beyond a
+ * limit: 429 with Retry-After (RateLimitedError, through the error catalog). Clients are keyed as
+ * client-address.ts says (an IPv6 /64, within its /48).
+ *
+ * An overall limit must not become a switch that a few busy clients turn off for everybody: each client's
+ * first few requests (its floor, a tenth of its own allowance) may use the whole total, while requests beyond a
+ * client's floor may use only half of it. A handful of heavy clients then leave the other half to everyone else.
  */
-import { isIPv6 } from 'node:net';
 import type { Config } from '../config.ts';
 import { type Bucket, bucket, type Rate, RateLimitedError, TokenBuckets } from '../lib/rate-limit.ts';
+import { secondsText } from '../lib/retry-after.ts';
 import type { ServiceContext } from '../runtime/context.ts';
+import { SecretKeyMissingError } from '../security/errors.ts';
 import { CredentialRefusedError, CredentialRejectedError } from '../subscriptions/errors.ts';
+import { UpstreamBudgetError, UpstreamBusyError } from '../upstream/errors.ts';
+import { type ClientKeys, clientKeys } from './client-address.ts';
 
 /** What a limit counts. */
-export type LimitedAction = 'first-request' | 'sign-up' | 'search' | 'google-connect';
+export type LimitedAction = 'first-request' | 'sign-up' | 'search' | 'google-connect' | 'variant-render';
+
+type RateSetting = { [K in keyof Config]: Config[K] extends Rate ? K : never }[keyof Config];
 
 /** How each action is limited, and how a refusal reads. */
-const ACTIONS: Record<LimitedAction, { perClient: keyof Config; total: keyof Config; what: string }> = {
+const ACTIONS: Record<LimitedAction, { perClient: RateSetting; total?: RateSetting; what: string }> = {
   'first-request': { perClient: 'firstRequestsPerClient', total: 'firstRequestsTotal', what: 'new timetables' },
   'sign-up': { perClient: 'signUpsPerClient', total: 'signUpsTotal', what: 'sign-ups' },
   search: { perClient: 'searchesPerClient', total: 'searchesTotal', what: 'teacher searches' },
   'google-connect': { perClient: 'googleConnectsPerClient', total: 'googleConnectsTotal', what: 'Google connections' },
+  // Renders cost this process's CPU, not the university: the render bound and the cache cap them overall.
+  'variant-render': { perClient: 'variantRendersPerClient', what: 'new feed variants' },
 };
+
+/** An IPv6 /48 may use this many times one client's allowance. */
+export const SITE_ALLOWANCE = 4;
+/** A client's floor is this fraction of its own allowance (at least one request per period). */
+const FLOOR_FRACTION = 0.1;
+/** The fraction of an overall limit that requests beyond their client's floor may use. */
+const HEAVY_FRACTION = 0.5;
+/** Seconds a client is told to wait when its own sign-ups in progress fill its allowance: about one check. */
+const IN_FLIGHT_RETRY_MS = 5_000;
 
 /** Outcomes of a credential check that tell a guesser something: each costs the client a failure token. */
 const GUESS_OUTCOMES = [CredentialRejectedError, CredentialRefusedError];
+/** Failures that happen before the university is asked (and before anything is stored): tokens go back. */
+const NOTHING_SENT = [UpstreamBusyError, UpstreamBudgetError, SecretKeyMissingError];
+
+/** The tokens one admitted request took; {@link refund} gives them back when it turned out to cost nothing. */
+export interface Admission {
+  refund(): Promise<void>;
+}
 
 /** The limits of one app, on the service's Redis. */
 export class ClientLimits {
   private readonly ctx: ServiceContext;
   private readonly buckets: TokenBuckets;
+  /** Credential checks of each client running in this process. */
+  private readonly checking = new Map<string, number>();
 
   constructor(ctx: ServiceContext) {
     this.ctx = ctx;
@@ -36,66 +65,142 @@ export class ClientLimits {
   }
 
   /** Counts one `action` of `ip`, or throws {@link RateLimitedError} when the client or everybody is over. */
-  async admit(action: LimitedAction, ip: string): Promise<void> {
+  async admit(action: LimitedAction, ip: string): Promise<Admission> {
     const { perClient, total, what } = ACTIONS[action];
-    const client = this.bucket(`${action}:client:${clientOf(ip)}`, perClient);
-    const all = this.bucket(`${action}:total`, total);
-    await this.takeOrRefuse([client], `too many ${what} from your address`);
+    const client = clientKeys(ip);
+    const own = this.ownBuckets(`${action}:client`, client, this.ctx.config[perClient]);
+    await this.takeOrRefuse(own, `too many ${what} from your address`);
+    if (total === undefined) return this.admission(own);
     try {
-      await this.takeOrRefuse([all], `too many ${what} right now`);
+      return this.admission([...own, ...(await this.takeFromTotal(action, client, perClient, total, what))]);
     } catch (error) {
-      await this.buckets.give([client]);
+      await this.buckets.give(own);
+      throw error;
+    }
+  }
+
+  /** Runs `work` as one `action` of `ip`, giving the tokens back when it failed before asking the university. */
+  async spend<T>(action: LimitedAction, ip: string, work: () => Promise<T>): Promise<T> {
+    const admission = await this.admit(action, ip);
+    try {
+      return await work();
+    } catch (error) {
+      if (NOTHING_SENT.some((type) => error instanceof type)) await admission.refund();
       throw error;
     }
   }
 
   /**
-   * Runs a credential check (sign-up, replacement) for `ip` under the sign-up limits, with a failure budget:
-   * each check holds a failure token, given back unless the university refused the credential (or it belongs
-   * to someone else). A guesser gets FAILED_SIGN_UPS_PER_CLIENT tries, then one per refill.
+   * Runs a credential check (sign-up, replacement) for `ip` under the sign-up limits and a failure budget. A
+   * refusal by the university (or a credential of someone else) costs the client a failure token, after the
+   * fact: correct sign-ups running at once never hold one. A client without failure tokens is refused; so,
+   * while the overall failure budget is used up, is one that was refused within its own refill time. At most
+   * SIGN_UPS_IN_FLIGHT_PER_CLIENT checks of one client run at once, which bounds how far a burst of guesses
+   * overshoots its budget (the overshoot is a debt that delays the next try).
    */
   async credentialCheck<T>(ip: string, check: () => Promise<T>): Promise<T> {
-    const failures = this.bucket(`sign-up:failures:${clientOf(ip)}`, 'failedSignUpsPerClient');
-    await this.takeOrRefuse([failures], 'too many refused credentials from your address');
-    let guessed = false;
+    const client = clientKeys(ip);
+    const own = this.ownBuckets('sign-up:failures', client, this.ctx.config.failedSignUpsPerClient);
+    const all = this.bucket('sign-up:failures:total', this.ctx.config.failedSignUpsTotal);
+    await this.refuseGuesser(own, all);
+    const release = this.startCheck(client.client);
     try {
-      await this.admit('sign-up', ip);
-      return await check();
+      return await this.spend('sign-up', ip, check);
     } catch (error) {
-      guessed = GUESS_OUTCOMES.some((type) => error instanceof type);
+      if (GUESS_OUTCOMES.some((type) => error instanceof type)) await this.buckets.charge([...own, all]);
       throw error;
     } finally {
-      if (!guessed) await this.buckets.give([failures]);
+      release();
     }
   }
 
-  private bucket(name: string, setting: keyof Config): Bucket {
-    return bucket(this.ctx.keys.rateLimit(name), this.ctx.config[setting] as Rate);
+  /** Refuses a client out of failure tokens, and one with a recent failure while everybody is out of them. */
+  private async refuseGuesser(own: Bucket[], all: Bucket): Promise<void> {
+    const wait = await this.buckets.wouldTake(own);
+    if (wait > 0) throw refusal(wait, 'too many refused credentials from your address');
+    const overall = await this.buckets.wouldTake([all]);
+    if (overall === 0) return;
+    const [mine] = own as [Bucket];
+    const sinceFailure = await this.buckets.wouldTake([mine], mine.capacity);
+    if (sinceFailure === 0) return;
+    throw refusal(Math.min(overall, sinceFailure), 'too many refused credentials right now, one from your address');
+  }
+
+  /** Counts a credential check of `client` as running; answers the function that ends it. */
+  private startCheck(client: string): () => void {
+    const running = this.checking.get(client) ?? 0;
+    if (running >= this.ctx.config.signUpsInFlightPerClient)
+      throw refusal(IN_FLIGHT_RETRY_MS, 'too many sign-ups in progress from your address');
+    this.checking.set(client, running + 1);
+    let ended = false;
+    return () => {
+      if (ended) return;
+      ended = true;
+      const left = (this.checking.get(client) ?? 1) - 1;
+      if (left > 0) this.checking.set(client, left);
+      else this.checking.delete(client);
+    };
+  }
+
+  /**
+   * Takes a token of the overall limit: within the client's floor from the whole of it, beyond the floor only
+   * while the heavy share (half the total, a bucket of its own) has one too.
+   */
+  private async takeFromTotal(
+    action: LimitedAction,
+    client: ClientKeys,
+    perClient: RateSetting,
+    total: RateSetting,
+    what: string,
+  ): Promise<Bucket[]> {
+    const totalRate = this.ctx.config[total];
+    const all = this.bucket(`${action}:total`, totalRate);
+    const light = [
+      this.bucket(`${action}:floor:${client.client}`, fraction(this.ctx.config[perClient], FLOOR_FRACTION)),
+      all,
+    ];
+    const lightWait = await this.buckets.tryTake(light);
+    if (lightWait === 0) return light;
+    const heavy = [all, this.bucket(`${action}:total-heavy`, fraction(totalRate, HEAVY_FRACTION))];
+    const heavyWait = await this.buckets.tryTake(heavy);
+    if (heavyWait === 0) return heavy;
+    throw refusal(Math.min(lightWait, heavyWait), `too many ${what} right now`);
+  }
+
+  /** The client's own bucket and, for IPv6, its site's. */
+  private ownBuckets(name: string, client: ClientKeys, rate: Rate): Bucket[] {
+    const own = [this.bucket(`${name}:${client.client}`, rate)];
+    if (client.site === undefined) return own;
+    return [...own, this.bucket(`${name}:${client.site}`, { ...rate, count: rate.count * SITE_ALLOWANCE })];
+  }
+
+  private admission(taken: Bucket[]): Admission {
+    let refunded = false;
+    return {
+      refund: async () => {
+        if (refunded) return;
+        refunded = true;
+        await this.buckets.give(taken);
+      },
+    };
+  }
+
+  private bucket(name: string, rate: Rate): Bucket {
+    return bucket(this.ctx.keys.rateLimit(name), rate);
   }
 
   private async takeOrRefuse(buckets: Bucket[], reason: string): Promise<void> {
     const wait = await this.buckets.tryTake(buckets);
-    if (wait === 0) return;
-    const seconds = Math.max(1, Math.ceil(wait / 1000));
-    throw new RateLimitedError(wait, `${reason}; try again in ${seconds} seconds`);
+    if (wait > 0) throw refusal(wait, reason);
   }
 }
 
-/** The key of a client address: IPv4 as is (IPv4-mapped IPv6 included), IPv6 by its /64 prefix. */
-export function clientOf(ip: string): string {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
-  if (mapped) return mapped[1] as string;
-  if (!isIPv6(ip)) return ip;
-  return `${expandIPv6(ip).slice(0, 4).join(':')}::/64`;
+/** A 429 that says why and when to try again. */
+function refusal(waitMs: number, reason: string): RateLimitedError {
+  return new RateLimitedError(waitMs, `${reason}; try again in ${secondsText(waitMs)}`);
 }
 
-/** The eight groups of an IPv6 address, `::` expanded (a zone id such as `%eth0` dropped). */
-function expandIPv6(ip: string): string[] {
-  const [head = '', tail] = (ip.split('%')[0] as string).split('::');
-  const left = head === '' ? [] : head.split(':');
-  const right = tail === undefined || tail === '' ? [] : tail.split(':');
-  const missing = 8 - left.length - right.length;
-  return [...left, ...Array.from({ length: Math.max(0, missing) }, () => '0'), ...right].map((group) =>
-    group.toLowerCase().replace(/^0+(?=.)/, ''),
-  );
+/** `rate` scaled by `share`, over the same period, at least one request. */
+function fraction(rate: Rate, share: number): Rate {
+  return { count: Math.max(1, Math.floor(rate.count * share)), periodMs: rate.periodMs };
 }

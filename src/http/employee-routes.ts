@@ -20,12 +20,12 @@ export async function registerEmployeeRoutes(app: FastifyInstance, ctx: ServiceC
     const key = ctx.keys.employeeSearch(query.toLowerCase());
     const cached = await ctx.redis.get(key);
     if (cached === null) {
-      // Only a miss costs the university a call, so only a miss counts against the search limits.
-      await limits.admit('search', request.ip);
+      // Only a miss costs the university a call, so only a miss counts against the search limits; a search that
+      // was never sent (the request pool or the upstream budget full) gives its tokens back.
       // Upstream failures answer as the error catalog says (502, 503 with Retry-After, 504), in its own words.
-      const employees = await ctx.requestUpstream.searchEmployees(query, {
-        budgetWaitMs: ctx.config.upstreamRequestWaitMs,
-      });
+      const employees = await limits.spend('search', request.ip, () =>
+        ctx.requestUpstream.searchEmployees(query, { budgetWaitMs: ctx.config.upstreamRequestWaitMs }),
+      );
       const body = JSON.stringify({ employees });
       await ctx.redis.set(key, body, 'EX', CACHE_SECONDS);
       return reply.type('application/json; charset=utf-8').send(body);

@@ -9,7 +9,7 @@ import { activateSource } from '../jobs/activation.ts';
 import { enqueueRefresh } from '../jobs/queues.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { type SourceKey, sourceOf } from '../sources/source.ts';
-import type { ClientLimits } from './client-limits.ts';
+import type { Admission, ClientLimits } from './client-limits.ts';
 import { HttpError } from './errors.ts';
 import type { FeedCache } from './feed-cache.ts';
 import type { ParsedSubscriberQuery } from './subscriber-query.ts';
@@ -59,14 +59,17 @@ export class FeedProvider {
 
   /**
    * The feed of `source` as the query asks for it, for the client at address `ip`; throws {@link HttpError}
-   * 404 or 503 when there is none, RateLimitedError when fetching it would exceed the client's limits.
+   * 404 or 503 when there is none, RateLimitedError when fetching it, or rendering a variant of it nobody asked
+   * for yet, would exceed the client's limits.
    */
   async feedFor(source: SourceKey, query: ParsedSubscriberQuery, ip: string): Promise<StoredFeed> {
     const base = (await this.cache.get(source)) ?? (await this.onDemand(source, ip));
     this.recordRequest(source);
     if (query.canonical === '') return base;
-    return this.variants.get(VariantCache.key(source, base.etag, query.canonical), () =>
-      renderSubscriberVariant(this.ctx, source, base, query),
+    return this.variants.get(
+      VariantCache.key(source, base.etag, query.canonical),
+      () => renderSubscriberVariant(this.ctx, source, base, query),
+      () => this.limits.admit('variant-render', ip),
     );
   }
 
@@ -84,25 +87,28 @@ export class FeedProvider {
       if (missing !== undefined) throw notKnown(source, missing);
       const joined = this.demands.get(source);
       if (joined !== undefined) return joined;
-      await this.limits.admit('first-request', ip);
+      return this.startDemand(source, await this.limits.admit('first-request', ip));
     }
     return this.startDemand(source);
   }
 
-  /** Starts (or joins) the fetch of `source`, within the cap on fetches waited for at once. */
-  private startDemand(source: SourceKey): Promise<StoredFeed> {
+  /**
+   * Starts (or joins) the fetch of `source`, within the cap on fetches waited for at once. A request refused by
+   * the cap, or that joins a fetch started meanwhile, asked the university nothing: its admission is refunded.
+   */
+  private async startDemand(source: SourceKey, admission?: Admission): Promise<StoredFeed> {
     const pending = this.demands.get(source);
-    if (pending !== undefined) return pending;
+    if (pending !== undefined) {
+      await admission?.refund();
+      return pending;
+    }
     if (this.demands.size >= this.maxDemands) {
       this.noteSaturation();
-      return Promise.reject(
-        new HttpError(
-          503,
-          `too many timetables are being fetched from the university right now; try again in ${RETRY_AFTER_SECONDS} seconds`,
-          {
-            'Retry-After': String(RETRY_AFTER_SECONDS),
-          },
-        ),
+      await admission?.refund();
+      throw new HttpError(
+        503,
+        `too many timetables are being fetched from the university right now; try again in ${RETRY_AFTER_SECONDS} seconds`,
+        { 'Retry-After': String(RETRY_AFTER_SECONDS) },
       );
     }
     const demand = this.fetchOnDemand(source).finally(() => this.demands.delete(source));

@@ -5,6 +5,7 @@
  */
 import { LRUCache } from 'lru-cache';
 import type { StoredFeed } from '../feeds/feed-store.ts';
+import type { Admission } from './client-limits.ts';
 import { HttpError } from './errors.ts';
 import { feedBytes } from './feed-cache.ts';
 
@@ -44,14 +45,39 @@ export class VariantCache {
 
   /**
    * The cached variant, or the one `render` makes (once, however many requests ask at the same time). A render
-   * costs CPU and memory in proportion to the timetable, and anyone can ask for new variants: beyond
-   * `maxRenders` different ones at once, a request for another is refused with 503 rather than queued.
+   * costs CPU and memory in proportion to the timetable, and anyone can ask for new variants: `admit` (the
+   * client's limit) is asked before a render starts, never for a hit or a render under way; beyond `maxRenders`
+   * different ones at once, a request for another is refused with 503 rather than queued. A refusal with 503,
+   * here or by `render` (its timetable is not ready), renders nothing, so the admission is refunded.
    */
-  async get(key: string, render: () => Promise<StoredFeed>): Promise<StoredFeed> {
-    const hit = this.entries.get(key);
-    if (hit !== undefined) return hit;
-    const pending = this.renders.get(key);
-    if (pending !== undefined) return pending;
+  async get(
+    key: string,
+    render: () => Promise<StoredFeed>,
+    admit: () => Promise<Admission | undefined> = async () => undefined,
+  ): Promise<StoredFeed> {
+    const ready = this.lookup(key);
+    if (ready !== undefined) return ready;
+    const admission = await admit();
+    // Another request may have started or finished this variant meanwhile: it is then shared, and free.
+    const meanwhile = this.lookup(key);
+    if (meanwhile !== undefined) {
+      await admission?.refund();
+      return meanwhile;
+    }
+    try {
+      return await this.start(key, render);
+    } catch (error) {
+      if (error instanceof HttpError && error.statusCode === 503) await admission?.refund();
+      throw error;
+    }
+  }
+
+  /** The cached variant, or the render of it under way. */
+  private lookup(key: string): StoredFeed | Promise<StoredFeed> | undefined {
+    return this.entries.get(key) ?? this.renders.get(key);
+  }
+
+  private async start(key: string, render: () => Promise<StoredFeed>): Promise<StoredFeed> {
     if (this.renders.size >= this.maxRenders) {
       throw new HttpError(
         503,

@@ -32,9 +32,11 @@ export function bucket(key: string, rate: Rate): Bucket {
 }
 
 /**
- * KEYS: the buckets. ARGV: 1 the time in ms ('' = Redis TIME), 2 cost, 3 'take' or 'give', then per bucket its
- * rate (tokens/ms) and capacity. `take` takes `cost` tokens from every bucket and returns 0, or takes none and
- * returns the ms until all of them hold `cost`. `give` puts `cost` back in every bucket (up to capacity).
+ * KEYS: the buckets. ARGV: 1 the time in ms ('' = Redis TIME), 2 cost, 3 the mode, then per bucket its rate
+ * (tokens/ms) and capacity. `take` takes `cost` tokens from every bucket and returns 0, or takes none and
+ * returns the ms until all of them hold `cost`; `check` answers the same without taking. `give` puts `cost`
+ * back in every bucket (up to capacity). `charge` takes `cost` whatever is there, down to minus the capacity:
+ * a debt that delays the next token, for a charge known only after the fact.
  */
 const SCRIPT = `
 local now = tonumber(ARGV[1])
@@ -53,16 +55,17 @@ for i, key in ipairs(KEYS) do
   levels[i], rates[i], capacities[i] = level, rate, capacity
 end
 local wait = 0
-if mode == 'take' then
+if mode == 'take' or mode == 'check' then
   for i = 1, #KEYS do
     local need = math.min(cost, capacities[i])
     if levels[i] < need then wait = math.max(wait, (need - levels[i]) / rates[i]) end
   end
   if wait > 0 then return math.max(1, math.ceil(wait)) end
-  cost = -cost
+  if mode == 'check' then return 0 end
 end
 for i, key in ipairs(KEYS) do
   local level = math.min(capacities[i], levels[i] + cost)
+  if mode ~= 'give' then level = math.max(-capacities[i], levels[i] - cost) end
   if level >= capacities[i] then
     redis.call('DEL', key)
   else
@@ -88,6 +91,19 @@ export class TokenBuckets {
     return this.run('take', buckets, cost);
   }
 
+  /** The ms until every bucket holds `cost` tokens (0: they do now), taking nothing and writing nothing. */
+  async wouldTake(buckets: readonly Bucket[], cost = 1): Promise<number> {
+    return this.run('check', buckets, cost);
+  }
+
+  /**
+   * Takes `cost` tokens from every bucket even when it holds fewer, leaving a debt of at most its capacity that
+   * refills before the next token: for a charge that is only known after the work it pays for.
+   */
+  async charge(buckets: readonly Bucket[], cost = 1): Promise<void> {
+    await this.run('charge', buckets, cost);
+  }
+
   /** Puts `amount` tokens back into every bucket (never above its capacity), e.g. when a charge is refunded. */
   async give(buckets: readonly Bucket[], amount = 1): Promise<void> {
     await this.run('give', buckets, amount);
@@ -110,7 +126,11 @@ export class TokenBuckets {
     }
   }
 
-  private async run(mode: 'take' | 'give', buckets: readonly Bucket[], cost: number): Promise<number> {
+  private async run(
+    mode: 'take' | 'check' | 'give' | 'charge',
+    buckets: readonly Bucket[],
+    cost: number,
+  ): Promise<number> {
     if (buckets.length === 0) return 0;
     const args = buckets.flatMap((b) => [String(b.ratePerMs), String(b.capacity)]);
     const now = this.now ? String(this.now()) : '';

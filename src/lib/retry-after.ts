@@ -16,3 +16,9 @@ export function parseRetryAfter(
   const at = Date.parse(value);
   return Number.isNaN(at) ? undefined : Math.max(0, at - nowMs);
 }
+
+/** A wait of `ms` in whole seconds as a person reads it: "1 second", "180 seconds" (at least one). */
+export function secondsText(ms: number): string {
+  const seconds = Math.max(1, Math.ceil(ms / 1000));
+  return seconds === 1 ? '1 second' : `${seconds} seconds`;
+}

@@ -65,7 +65,7 @@ async function flood(
       statuses.set(response.statusCode, (statuses.get(response.statusCode) ?? 0) + 1);
       if (response.statusCode === 429) {
         expect(Number(response.headers['retry-after'])).toBeGreaterThanOrEqual(1);
-        expect(response.json()).toEqual({ error: expect.stringMatching(/^too many .*; try again in \d+ seconds$/) });
+        expect(response.json()).toEqual({ error: expect.stringMatching(/^too many .*; try again in \d+ seconds?$/) });
       }
     }
   }
@@ -107,7 +107,10 @@ describe('abuse: one anonymous client', () => {
     }));
     const calls = ((await upstreamCalls()).me ?? 0) - before;
     figure('upstream calls made by 60 wrong credentials from one client', calls, 'requests');
-    expect(calls).toBeLessThanOrEqual(ctx.config.failedSignUpsPerClient.count);
+    // A refusal is charged once answered: one burst of checks in flight may overshoot the budget, as a debt.
+    expect(calls).toBeLessThanOrEqual(
+      Math.max(ctx.config.failedSignUpsPerClient.count, ctx.config.signUpsInFlightPerClient),
+    );
     expect(statuses.get(401)).toBe(calls);
     expect(statuses.get(429)).toBe(60 - calls);
   });
@@ -160,10 +163,14 @@ describe('abuse: many client addresses', () => {
       usedAfter - usedBefore,
       'bytes',
     );
-    // Refused requests write nothing: per-client keys are bounded by what the totals admit, not by addresses.
-    const admitted = ctx.config.firstRequestsTotal.count + ctx.config.signUpsTotal.count;
+    // Refused requests write nothing: per-client keys are bounded by what the totals admit, not by addresses (an
+    // admitted first request writes its client's bucket and floor; a sign-up those and its failure bucket).
+    const { firstRequestsTotal, signUpsTotal } = ctx.config;
+    const admitted = firstRequestsTotal.count + signUpsTotal.count;
     expect(statuses.get(429)).toBeGreaterThanOrEqual(1_000 - admitted);
-    expect(keysAfter.keys - keysBefore.keys).toBeLessThanOrEqual(2 * admitted + 4);
+    expect(keysAfter.keys - keysBefore.keys).toBeLessThanOrEqual(
+      2 * firstRequestsTotal.count + 3 * signUpsTotal.count + 8,
+    );
     // And every bucket expires: none lives longer than its refill time plus a second.
     const ttl = await redis.pttl(`${ctx.config.redisPrefix}:rate:sign-up:failures:${address(1)}`);
     expect(ttl).toBeLessThanOrEqual(

@@ -76,6 +76,34 @@ describe('TokenBuckets', () => {
     expect(await Promise.all([1, 2, 3].map(() => buckets.tryTake([b])))).toEqual([0, 0, 30_000]);
   });
 
+  it('answers the wait without taking or writing anything (check)', async () => {
+    const clock = manualClock();
+    const buckets = new TokenBuckets(redis, clock.now);
+    const b = fresh(2, 60_000);
+    expect(await buckets.wouldTake([b])).toBe(0);
+    expect(await buckets.wouldTake([b], 2)).toBe(0);
+    expect(await redis.exists(b.key)).toBe(0);
+    await buckets.tryTake([b]);
+    // Full means holding its capacity: one token short, the bucket is full again in 30 s.
+    expect(await buckets.wouldTake([b], 2)).toBe(30_000);
+    expect(await buckets.wouldTake([b])).toBe(0);
+    expect(await buckets.tryTake([b])).toBe(0);
+    expect(await buckets.wouldTake([b])).toBe(30_000);
+  });
+
+  it('charges beyond what a bucket holds as a debt of at most its capacity', async () => {
+    const clock = manualClock();
+    const buckets = new TokenBuckets(redis, clock.now);
+    const b = fresh(2, 60_000);
+    await buckets.charge([b], 3);
+    // Level -1: two tokens' refill (60 s) before the next one can be taken.
+    expect(await buckets.tryTake([b])).toBe(60_000);
+    await buckets.charge([b], 100);
+    // The debt stops at minus the capacity: -2, three tokens' refill.
+    expect(await buckets.tryTake([b])).toBe(90_000);
+    expect(await redis.pttl(b.key)).toBeLessThanOrEqual(121_000);
+  });
+
   it('expires a bucket when it would be full again, so idle clients leave nothing behind', async () => {
     const buckets = new TokenBuckets(redis);
     const b = fresh(10, 60_000);

@@ -1,0 +1,39 @@
+/**
+ * Who a client is, for the limits of client-limits.ts: its address as `request.ip` gives it (TRUST_PROXY
+ * decides whose X-Forwarded-For counts). An IPv4 address is one client (a whole campus behind a NAT, too). An
+ * IPv6 client is its /64, the block one subscriber usually holds, and its /48 is its site: one network that can
+ * hand out 65,536 /64s must not get 65,536 allowances, so the site has an allowance of its own, a few times a
+ * client's.
+ */
+import { isIPv6 } from 'node:net';
+
+/** The keys a client is limited by: itself, and for IPv6 the /48 it is part of. */
+export interface ClientKeys {
+  client: string;
+  site?: string;
+}
+
+/** The keys of a client address: IPv4 as is (IPv4-mapped IPv6 included), IPv6 by its /64 and its /48. */
+export function clientKeys(ip: string): ClientKeys {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
+  if (mapped) return { client: mapped[1] as string };
+  if (!isIPv6(ip)) return { client: ip };
+  const groups = expandIPv6(ip);
+  return { client: `${groups.slice(0, 4).join(':')}::/64`, site: `${groups.slice(0, 3).join(':')}::/48` };
+}
+
+/** The key of a client address alone (its /64 for IPv6). */
+export function clientOf(ip: string): string {
+  return clientKeys(ip).client;
+}
+
+/** The eight groups of an IPv6 address, `::` expanded (a zone id such as `%eth0` dropped). */
+function expandIPv6(ip: string): string[] {
+  const [head = '', tail] = (ip.split('%')[0] as string).split('::');
+  const left = head === '' ? [] : head.split(':');
+  const right = tail === undefined || tail === '' ? [] : tail.split(':');
+  const missing = 8 - left.length - right.length;
+  return [...left, ...Array.from({ length: Math.max(0, missing) }, () => '0'), ...right].map((group) =>
+    group.toLowerCase().replace(/^0+(?=.)/, ''),
+  );
+}
