@@ -16,6 +16,7 @@ import { registerAdminRoutes } from './admin-routes.ts';
 import { registerEmployeeRoutes } from './employee-routes.ts';
 import { HttpError, toHttpError } from './errors.ts';
 import { type FeedRouteOptions, registerFeedRoutes } from './feed-routes.ts';
+import { warnOnUntrustedForwarding } from './forwarding-warning.ts';
 import { registerGoogleRoutes } from './google-routes.ts';
 import { registerOperationsRoutes } from './operations-routes.ts';
 import { addSecurityHeaders } from './security-headers.ts';
@@ -51,6 +52,7 @@ export async function buildApp(ctx: ServiceContext, options: AppOptions): Promis
   }) as unknown as FastifyInstance;
   applyConnectionCap(app, ctx.config);
   addSecurityHeaders(app);
+  warnOnUntrustedForwarding(app, ctx.config.trustProxy, options.logger);
   app.setErrorHandler(handleError);
   app.setNotFoundHandler(async (request) => {
     throw new HttpError(404, `no route ${request.method} ${request.url.split('?', 1)[0]}`);
