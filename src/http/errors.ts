@@ -17,6 +17,7 @@ import {
 } from '../google/errors.ts';
 import { SourceNotFoundError, SourceNotReadyError, UnknownSubscriptionError } from '../jobs/errors.ts';
 import { RateLimitedError } from '../lib/rate-limit.ts';
+import { secondsText } from '../lib/retry-after.ts';
 import { SecretKeyMissingError } from '../security/errors.ts';
 import { InvalidSourceError } from '../sources/errors.ts';
 import {
@@ -86,7 +87,7 @@ const CATALOG: readonly Entry[] = [
     (error) =>
       new HttpError(
         503,
-        `too many requests to the university right now; try again in ${retrySeconds(error.retryAfterMs)} seconds`,
+        `too many requests to the university right now; try again in ${secondsText(error.retryAfterMs)}`,
         retryAfter(error.retryAfterMs),
       ),
   ),

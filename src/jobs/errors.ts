@@ -1,5 +1,6 @@
 /** Typed failures of the jobs and of the requests that queue them. */
 import { UnrecoverableError } from 'bullmq';
+import { secondsText } from '../lib/retry-after.ts';
 import { type SourceKey, sourceOf } from '../sources/source.ts';
 
 /** The subscription an admin named does not exist. */
@@ -48,7 +49,7 @@ export class SourceNotReadyError extends Error {
   constructor(source: SourceKey, retryAfterMs: number) {
     const { kind, id } = sourceOf(source);
     super(
-      `the timetable of ${kind} ${id} has not been fetched from the university yet; try again in ${Math.ceil(retryAfterMs / 1000)} seconds`,
+      `the timetable of ${kind} ${id} has not been fetched from the university yet; try again in ${secondsText(retryAfterMs)}`,
     );
     this.source = source;
     this.retryAfterMs = retryAfterMs;
