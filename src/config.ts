@@ -192,6 +192,8 @@ const SETTINGS = {
   httpKeepAliveTimeoutMs: setting('HTTP_KEEP_ALIVE_TIMEOUT', duration('72s', 1_000)),
   /** Open connections one process accepts; further ones are closed at once. */
   httpMaxConnections: setting('HTTP_MAX_CONNECTIONS', positiveNumber(4096, true, 1_000_000)),
+  /** Open connections one client address may hold (TRUST_PROXY's proxies excepted); further ones are closed. */
+  httpMaxConnectionsPerAddress: setting('HTTP_MAX_CONNECTIONS_PER_ADDRESS', positiveNumber(256, true, 1_000_000)),
 };
 
 type Settings = typeof SETTINGS;

@@ -81,6 +81,7 @@ describe('loadConfig', () => {
       HTTP_IDLE_TIMEOUT: '2m',
       HTTP_KEEP_ALIVE_TIMEOUT: '90s',
       HTTP_MAX_CONNECTIONS: '100',
+      HTTP_MAX_CONNECTIONS_PER_ADDRESS: '20',
       GOOGLE_CLIENT_ID: 'id',
       GOOGLE_CLIENT_SECRET: 'shh',
       GOOGLE_API_ROOT_URL: 'http://127.0.0.1:9/',
@@ -103,6 +104,7 @@ describe('loadConfig', () => {
     expect(config.httpIdleTimeoutMs).toBe(120_000);
     expect(config.httpKeepAliveTimeoutMs).toBe(90_000);
     expect(config.httpMaxConnections).toBe(100);
+    expect(config.httpMaxConnectionsPerAddress).toBe(20);
   });
 
   it('listens on every IPv4 interface with bounded HTTP timeouts unless told otherwise', () => {
@@ -111,6 +113,7 @@ describe('loadConfig', () => {
     expect(config.httpRequestTimeoutMs).toBe(30_000);
     expect(config.httpHeadersTimeoutMs).toBe(10_000);
     expect(config.httpMaxConnections).toBe(4096);
+    expect(config.httpMaxConnectionsPerAddress).toBe(256);
     expect(problemsOf({ HOST: 'two words' })[0]).toMatch(/^HOST: must be an IP address or host name/);
     expect(problemsOf({ HTTP_REQUEST_TIMEOUT: '5s', HTTP_HEADERS_TIMEOUT: '10s' })).toEqual([
       expect.stringMatching(/^HTTP_HEADERS_TIMEOUT: must not be longer than HTTP_REQUEST_TIMEOUT/),

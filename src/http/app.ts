@@ -13,6 +13,7 @@ import Fastify, {
 import type { Logger } from '../logger.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { registerAdminRoutes } from './admin-routes.ts';
+import { applyConnectionLimits } from './connection-limits.ts';
 import { registerEmployeeRoutes } from './employee-routes.ts';
 import { HttpError, toHttpError } from './errors.ts';
 import { type FeedRouteOptions, registerFeedRoutes } from './feed-routes.ts';
@@ -20,7 +21,7 @@ import { warnOnUntrustedForwarding } from './forwarding-warning.ts';
 import { registerGoogleRoutes } from './google-routes.ts';
 import { registerOperationsRoutes } from './operations-routes.ts';
 import { addSecurityHeaders } from './security-headers.ts';
-import { applyConnectionCap, MAX_PARAM_LENGTH, serverOptions } from './server-options.ts';
+import { MAX_PARAM_LENGTH, serverOptions } from './server-options.ts';
 import { registerSubscriptionRoutes } from './subscription-routes.ts';
 
 /** Options of {@link buildApp}. */
@@ -50,7 +51,7 @@ export async function buildApp(ctx: ServiceContext, options: AppOptions): Promis
     childLoggerFactory: (logger, bindings, childOptions, rawRequest) =>
       rawRequest.url?.startsWith('/feeds/') ? logger : logger.child(bindings, childOptions),
   }) as unknown as FastifyInstance;
-  applyConnectionCap(app, ctx.config);
+  applyConnectionLimits(app, ctx.config);
   addSecurityHeaders(app);
   warnOnUntrustedForwarding(app, ctx.config.trustProxy, options.logger);
   app.setErrorHandler(handleError);

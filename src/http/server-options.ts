@@ -1,22 +1,17 @@
 /**
  * The HTTP server's own limits, shared by the API app and a worker's operations app: how long a client may take
- * to send a request, how long an idle connection stays open, how many connections one process holds, and how
+ * to send a request, how long an idle connection stays open (how many it holds: connection-limits.ts), and how
  * the errors fastify and Node answer by themselves (malformed request lines, over-long ids) are worded: as
  * everywhere else, `{ "error": "…" }`.
  */
 import type { ServerOptions as NodeServerOptions } from 'node:http';
 import type { Socket } from 'node:net';
-import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config.ts';
 
 /** The config fields the server limits are read from. */
 export type ServerLimits = Pick<
   Config,
-  | 'httpRequestTimeoutMs'
-  | 'httpHeadersTimeoutMs'
-  | 'httpIdleTimeoutMs'
-  | 'httpKeepAliveTimeoutMs'
-  | 'httpMaxConnections'
+  'httpRequestTimeoutMs' | 'httpHeadersTimeoutMs' | 'httpIdleTimeoutMs' | 'httpKeepAliveTimeoutMs'
 >;
 
 /**
@@ -53,11 +48,6 @@ export function serverOptions(limits: ServerLimits): ServerOptions {
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     clientErrorHandler: answerClientError,
   };
-}
-
-/** Applies what fastify has no option for; call right after building the instance. */
-export function applyConnectionCap(app: FastifyInstance, limits: ServerLimits): void {
-  app.server.maxConnections = limits.httpMaxConnections;
 }
 
 /** Status and words of a request Node could not parse or that took too long, by Node's error code. */

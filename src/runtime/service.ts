@@ -2,9 +2,10 @@
 import Fastify, { type FastifyInstance, LogController } from 'fastify';
 import type { Config } from '../config.ts';
 import { buildApp } from '../http/app.ts';
+import { applyConnectionLimits } from '../http/connection-limits.ts';
 import { registerOperationsRoutes } from '../http/operations-routes.ts';
 import { addSecurityHeaders } from '../http/security-headers.ts';
-import { applyConnectionCap, serverOptions } from '../http/server-options.ts';
+import { serverOptions } from '../http/server-options.ts';
 import { startWorkers, type WorkerTuning } from '../jobs/workers.ts';
 import { probeRedis } from '../lib/redis-connection.ts';
 import type { Logger } from '../logger.ts';
@@ -73,7 +74,7 @@ async function operationsApp(context: ServiceContext, logger: Logger): Promise<F
     loggerInstance: logger,
     logController: new LogController({ disableRequestLogging: true }),
   }) as unknown as FastifyInstance;
-  applyConnectionCap(app, context.config);
+  applyConnectionLimits(app, context.config);
   addSecurityHeaders(app);
   await registerOperationsRoutes(app, context);
   return app;
