@@ -11,8 +11,8 @@ import { renderVariant } from '../feeds/build-feed.ts';
 import { BROTLI_QUALITY, etagOf, type StoredFeed } from '../feeds/feed-store.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import type { SourceKey } from '../sources/source.ts';
-import { subgroupOf } from '../timetable/event-text.ts';
-import type { SubscriberOptions, TimetableEntry } from '../timetable/types.ts';
+import { type OptionValues, optionValuesOf } from '../timetable/event-text.ts';
+import type { SubscriberOptions } from '../timetable/types.ts';
 import { HttpError } from './errors.ts';
 import type { ParsedSubscriberQuery } from './subscriber-query.ts';
 
@@ -45,13 +45,16 @@ export async function renderSubscriberVariant(
   base: StoredFeed,
   query: ParsedSubscriberQuery,
 ): Promise<StoredFeed> {
-  const { snapshot, published } = await ctx.snapshots.load(source);
+  const [{ snapshot, published }, everHad] = await Promise.all([
+    ctx.snapshots.load(source),
+    ctx.snapshots.optionValues(source),
+  ]);
   if (snapshot === undefined || published === undefined) {
     throw new HttpError(503, 'this timetable is being prepared; try again in a few seconds', {
       'Retry-After': String(PREPARING_RETRY_SECONDS),
     });
   }
-  checkOptionsFit(snapshot.entries, query.options);
+  checkOptionsFit(mergeOptionValues(everHad, optionValuesOf(snapshot.entries)), query.options);
   // Parsing the snapshot was one slice of synchronous work; let waiting requests (health checks) in before the next.
   await yieldToEventLoop();
   const ics = renderVariant(snapshot, published, ctx.config, query.options, base.staleSince);
@@ -85,26 +88,18 @@ export async function renderSubscriberVariant(
 }
 
 /**
- * Refuses a `subgroup` the timetable's notes never name and an `exclude` kind none of its classes has, naming
- * what there is: a typo would otherwise silently give a feed without the filter the subscriber asked for.
+ * Refuses a `subgroup` the timetable's notes never named and an `exclude` kind none of its classes ever had,
+ * naming what there is: a typo would otherwise silently give a feed without the filter the subscriber asked
+ * for. `values` are all the timetable ever had, not only now: a subscribed URL stays valid when a term's
+ * classes give way to exams, holidays or an empty timetable, and keeps receiving the cancellations.
  */
-export function checkOptionsFit(entries: readonly TimetableEntry[], options: SubscriberOptions): void {
-  if (options.subgroup !== undefined) {
-    const subgroups = [...new Set(entries.map((entry) => subgroupOf(entry.note)))]
-      .filter((subgroup) => subgroup !== undefined)
-      .sort((a, b) => a - b);
-    if (!subgroups.includes(options.subgroup)) {
-      const there = subgroups.length === 0 ? 'it has no subgroups' : `its subgroups are ${subgroups.join(', ')}`;
-      throw new HttpError(
-        400,
-        `query parameter subgroup: this timetable has no subgroup ${options.subgroup}; ${there}`,
-      );
-    }
+export function checkOptionsFit(values: OptionValues, options: SubscriberOptions): void {
+  const { subgroups, kinds } = values;
+  if (options.subgroup !== undefined && !subgroups.includes(options.subgroup)) {
+    const there = subgroups.length === 0 ? 'it has no subgroups' : `its subgroups are ${subgroups.join(', ')}`;
+    throw new HttpError(400, `query parameter subgroup: this timetable has no subgroup ${options.subgroup}; ${there}`);
   }
   if (options.excludeKinds !== undefined) {
-    const kinds = [...new Set(entries.map((entry) => entry.kind.toLocaleLowerCase('ru')))]
-      .filter((kind) => kind !== '')
-      .sort();
     const unknown = options.excludeKinds.filter((kind) => !kinds.includes(kind.toLocaleLowerCase('ru')));
     if (unknown.length > 0) {
       const there = kinds.length === 0 ? 'its classes have no kinds' : `its kinds are ${kinds.join(', ')}`;
@@ -114,4 +109,12 @@ export function checkOptionsFit(entries: readonly TimetableEntry[], options: Sub
       );
     }
   }
+}
+
+/** Both sets of values, each once, sorted. */
+function mergeOptionValues(a: OptionValues, b: OptionValues): OptionValues {
+  return {
+    subgroups: [...new Set([...a.subgroups, ...b.subgroups])].sort((x, y) => x - y),
+    kinds: [...new Set([...a.kinds, ...b.kinds])].sort(),
+  };
 }

@@ -19,6 +19,11 @@ export interface RedisKeys {
   snapshot(key: SourceKey): string;
   /** STRING: what the feed last published (digests, sequences, cancelled occurrences), as JSON. */
   published(key: SourceKey): string;
+  /**
+   * SET: every subgroup (`s:<n>`) and kind (`k:<kind>`, lower-cased) the source's timetable has had; a feed
+   * option naming one stays valid when the current timetable lacks it (holidays, exams).
+   */
+  optionValues(key: SourceKey): string;
   /** HASH: the rendered feed, its compressed forms and validators. */
   feed(key: SourceKey): string;
   /** LIST: the newest changes first, at most 20. */
@@ -92,6 +97,7 @@ export function redisKeys(prefix: string): RedisKeys {
     staleSources: `${prefix}:sources:stale`,
     snapshot: (key) => `${prefix}:snapshot:${key}`,
     published: (key) => `${prefix}:published:${key}`,
+    optionValues: (key) => `${prefix}:option-values:${key}`,
     feed: (key) => `${prefix}:feed:${key}`,
     changes: (key) => `${prefix}:changes:${key}`,
     missing: (key) => `${prefix}:missing:${key}`,

@@ -283,6 +283,7 @@ export class SourceRegistry {
         this.keys.source(source),
         this.keys.snapshot(source),
         this.keys.published(source),
+        this.keys.optionValues(source),
         this.keys.feed(source),
         this.keys.changes(source),
       );

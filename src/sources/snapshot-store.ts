@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { ChainableCommander, Redis } from 'ioredis';
 import type { ChangeRecord, PublishedState } from '../feeds/plan-publication.ts';
+import { type OptionValues, optionValuesOf } from '../timetable/event-text.ts';
 import type { EntryProblem, TimetableEntry } from '../timetable/types.ts';
 import type { RedisKeys } from './keys.ts';
 import type { SourceKey } from './source.ts';
@@ -49,9 +50,26 @@ export class SnapshotStore {
     return parse<Snapshot>(await this.redis.get(this.keys.snapshot(source)));
   }
 
-  /** Queues the store of a snapshot on `multi`. */
+  /**
+   * Queues the store of a snapshot on `multi`, and adds its subgroups and kinds to those the source ever had:
+   * a subscribed URL with `?subgroup=2` or `?exclude=лекция` must stay valid through holidays and exams.
+   */
   writeSnapshot(multi: ChainableCommander, source: SourceKey, snapshot: Snapshot): ChainableCommander {
-    return multi.set(this.keys.snapshot(source), JSON.stringify(snapshot));
+    multi.set(this.keys.snapshot(source), JSON.stringify(snapshot));
+    const { subgroups, kinds } = optionValuesOf(snapshot.entries);
+    const members = [...subgroups.map((subgroup) => `s:${subgroup}`), ...kinds.map((kind) => `k:${kind}`)];
+    return members.length === 0 ? multi : multi.sadd(this.keys.optionValues(source), ...members);
+  }
+
+  /**
+   * The subgroups and kinds the source's stored snapshots have had. Sources stored before this was kept
+   * start from their next publication: callers add the current snapshot's own.
+   */
+  async optionValues(source: SourceKey): Promise<OptionValues> {
+    const members = await this.redis.smembers(this.keys.optionValues(source));
+    const subgroups = members.filter((member) => member.startsWith('s:')).map((member) => Number(member.slice(2)));
+    const kinds = members.filter((member) => member.startsWith('k:')).map((member) => member.slice(2));
+    return { subgroups: subgroups.sort((a, b) => a - b), kinds: kinds.sort() };
   }
 
   /** Queues the store of a published state on `multi`. */

@@ -120,6 +120,25 @@ export function subgroupOf(note: string): number | undefined {
   return undefined;
 }
 
+/** What a timetable's `subgroup` and `exclude` options may name: its subgroups, and its kinds lower-cased. */
+export interface OptionValues {
+  subgroups: number[];
+  kinds: string[];
+}
+
+/** The subgroups (ascending) and kinds (lower-cased, sorted) of `entries`. */
+export function optionValuesOf(entries: readonly TimetableEntry[]): OptionValues {
+  const subgroups = new Set<number>();
+  const kinds = new Set<string>();
+  for (const entry of entries) {
+    const subgroup = subgroupOf(entry.note);
+    if (subgroup !== undefined) subgroups.add(subgroup);
+    const kind = entry.kind.toLocaleLowerCase('ru');
+    if (kind !== '') kinds.add(kind);
+  }
+  return { subgroups: [...subgroups].sort((a, b) => a - b), kinds: [...kinds].sort() };
+}
+
 /** True when a subscriber's options keep this entry. */
 export function keepsEntry(entry: TimetableEntry, subscriber: SubscriberOptions = {}): boolean {
   if (subscriber.excludeKinds && subscriber.excludeKinds.length > 0) {

@@ -69,6 +69,45 @@ describe('options the timetable cannot honour', () => {
   });
 });
 
+describe('subscribed URLs stay valid', () => {
+  const exam = entry({ id: 9, subjectName: 'Алгебра', kind: 'экзамен', note: '', finishDate: '2025-09-29' });
+
+  it('accepts a subgroup or kind the timetable had, through exams and holidays, and still refuses typos', async () => {
+    await storeTimetable(t.ctx, 'group:610');
+    await storeTimetable(t.ctx, 'group:610', [exam], { stamp: Date.UTC(2025, 8, 21) });
+    const during = await get(`/feeds/groups/610.ics?subgroup=2&exclude=${encodeURIComponent('ЛЕКЦИЯ')}`);
+    expect(during.statusCode).toBe(200);
+    expect([...new Set(summaries(during.body))]).toEqual(['Алгебра (экзамен)']);
+    expect((await get('/feeds/groups/610.ics?subgroup=3')).json()).toEqual({
+      error: 'query parameter subgroup: this timetable has no subgroup 3; its subgroups are 1, 2',
+    });
+    expect((await get(`/feeds/groups/610.ics?exclude=${encodeURIComponent('семинар')}`)).json()).toEqual({
+      error:
+        'query parameter exclude: "семинар" is not a kind of class in this timetable; its kinds are лекция, практика, экзамен',
+    });
+    await storeTimetable(t.ctx, 'group:610', [], { stamp: Date.UTC(2025, 8, 22) });
+    const empty = await get(`/feeds/groups/610.ics?subgroup=1&exclude=${encodeURIComponent('практика,экзамен')}`);
+    expect(empty.statusCode).toBe(200);
+  });
+
+  it('reads the current timetable of a source stored before its values were kept', async () => {
+    await storeTimetable(t.ctx, 'group:611');
+    await t.ctx.redis.del(t.ctx.keys.optionValues('group:611'));
+    expect((await get('/feeds/groups/611.ics?subgroup=2')).statusCode).toBe(200);
+    expect((await get('/feeds/groups/611.ics?subgroup=3')).statusCode).toBe(400);
+  });
+
+  it('forgets the values with the source', async () => {
+    await storeTimetable(t.ctx, 'group:612');
+    expect(await t.ctx.snapshots.optionValues('group:612')).toEqual({
+      subgroups: [1, 2],
+      kinds: ['лекция', 'практика'],
+    });
+    await t.ctx.registry.remove('group:612');
+    expect(await t.ctx.redis.exists(t.ctx.keys.optionValues('group:612'))).toBe(0);
+  });
+});
+
 describe('bounded work', () => {
   it('caps an expanded title at MAX_SUMMARY_LENGTH characters, however long the upstream field', async () => {
     const long = 'Преподаватель'.repeat(2_000);

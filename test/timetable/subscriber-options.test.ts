@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { applyTitleTemplate, entryText, keepsEntry, subgroupOf } from '../../src/timetable/event-text.ts';
+import {
+  applyTitleTemplate,
+  entryText,
+  keepsEntry,
+  optionValuesOf,
+  subgroupOf,
+} from '../../src/timetable/event-text.ts';
 import { expand } from '../../src/timetable/expand.ts';
 import type { SubscriberOptions } from '../../src/timetable/types.ts';
 import { entry } from './fixtures.ts';
@@ -59,6 +65,14 @@ describe('excludeKinds', () => {
       subscriber: { excludeKinds: ['лекция', 'ПРАКТИКА'] },
     }).occurrences;
     expect(kept.map((o) => o.entryId)).toEqual([3]);
+  });
+});
+
+describe('option values', () => {
+  it('lists the subgroups ascending and the kinds lower-cased, each once, leaving out empty kinds', () => {
+    const entries = notes.map((note, i) => entry({ id: i + 1, note, kind: ['Лекция', 'практика', ''][i % 3] ?? '' }));
+    expect(optionValuesOf(entries)).toEqual({ subgroups: [1, 2], kinds: ['лекция', 'практика'] });
+    expect(optionValuesOf([])).toEqual({ subgroups: [], kinds: [] });
   });
 });
 
