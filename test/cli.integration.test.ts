@@ -75,19 +75,38 @@ describe('timetable-sync demo', () => {
   it('starts a password-protected embedded Redis and the simulator, serves, and stops it all on SIGINT', async () => {
     const cwd = await mkdtemp(join(tmpdir(), 'tts-demo-'));
     dirs.push(cwd);
-    const demo = startCli(['demo', '--port', '0', '--simulator-port', '0'], { cwd, env: { LOG_LEVEL: 'info' } });
+    const demo = startCli(['demo', '--port', '0', '--simulator-port', '0'], {
+      cwd,
+      env: { LOG_LEVEL: 'info', GOOGLE_CLIENT_ID: 'demo-client', GOOGLE_CLIENT_SECRET: 'demo-secret' },
+    });
     children.push(demo);
     let printed = '';
     demo.stderr?.on('data', (chunk: Buffer) => (printed += chunk.toString()));
     const output = await waitForOutput(demo, /University simulator:/, 60_000);
     const feeds = ['a group:', 'a teacher:'].map((label) => new RegExp(`${label}\\s+(\\S+)`).exec(output)?.[1] ?? '');
     for (const feedUrl of feeds) {
-      expect(feedUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/feeds\/(groups|employees)\/\d+\.ics$/);
+      // On PUBLIC_URL (localhost by default), the host Google sends a browser back to.
+      expect(feedUrl).toMatch(/^http:\/\/localhost:\d+\/feeds\/(groups|employees)\/\d+\.ics$/);
       const response = await fetch(feedUrl);
       expect(response.status).toBe(200);
       expect(response.headers.get('content-type')).toBe('text/calendar; charset=utf-8');
       expect(await response.text()).toContain('BEGIN:VEVENT');
     }
+
+    // The printed consent link starts a consent, with its cookie, on the host the callback comes back to; the
+    // same link on 127.0.0.1 (where the demo listens) is sent there first.
+    const connect = /Google Calendar push:\s+(\S+)/.exec(output)?.[1] ?? '';
+    expect(connect).toMatch(/^http:\/\/localhost:\d+\/google\/connect\?source=group:\d+$/);
+    const started = await fetch(connect, { redirect: 'manual' });
+    expect(started.status).toBe(302);
+    expect(started.headers.get('location')).toMatch(
+      /^https:\/\/accounts\.google\.com\/.*redirect_uri=http%3A%2F%2Flocalhost%3A/,
+    );
+    expect(started.headers.get('set-cookie')).toMatch(/^tts-consent-/);
+    const elsewhere = await fetch(connect.replace('//localhost:', '//127.0.0.1:'), { redirect: 'manual' });
+    expect(elsewhere.status).toBe(302);
+    expect(elsewhere.headers.get('location')).toBe(`${connect}&public-host=1`);
+    expect(elsewhere.headers.get('set-cookie')).toBeNull();
 
     const record = JSON.parse(await readFile(join(cwd, '.data/redis.json'), 'utf8')) as { url: string };
     const { password, port } = new URL(record.url);

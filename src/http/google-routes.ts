@@ -14,7 +14,14 @@ import { type ConnectedTarget, requireGooglePush } from '../subscriptions/google
 import { completeConsent } from '../subscriptions/google-consent.ts';
 import { disconnectTarget } from '../subscriptions/google-disconnect.ts';
 import { ClientLimits } from './client-limits.ts';
-import { clearConsentCookie, consentCookieName, readCookie, setConsentCookie } from './consent-cookie.ts';
+import {
+  clearConsentCookie,
+  consentCookieName,
+  isPublicHost,
+  publicHostRedirect,
+  readCookie,
+  setConsentCookie,
+} from './consent-cookie.ts';
 import { HttpError } from './errors.ts';
 import { answerDisconnected, deleteCalendarOption, targetView } from './google-target-view.ts';
 import { authorisedTarget, type IdParams } from './owner-auth.ts';
@@ -45,6 +52,16 @@ export async function registerGoogleRoutes(app: FastifyInstance, ctx: ServiceCon
   const limits = new ClientLimits(ctx);
   app.get('/google/connect', async (request, reply) => {
     requireGooglePush(ctx);
+    // The consent cookie must be set on the host Google sends the browser back to.
+    if (!isPublicHost(ctx.config.publicUrl, request.host)) {
+      const location = publicHostRedirect(ctx.config.publicUrl, request.url);
+      if (location !== undefined)
+        return reply.code(302).header('location', location).header('cache-control', NO_STORE).send();
+      request.log.warn(
+        { publicUrl: ctx.config.publicUrl, host: request.host },
+        "a connect sent to PUBLIC_URL's host arrived with another Host again: its consent cookie may be lost; have the proxy pass Host on (nginx: proxy_set_header Host $host) or correct PUBLIC_URL",
+      );
+    }
     // Each connect stores a pending consent (and may check a feed token): limited per client and in total.
     await limits.admit('google-connect', request.ip);
     const source = await authorisedSource(ctx, request.query);

@@ -27,6 +27,7 @@ export async function demoSecrets(dataDir: string): Promise<z.infer<typeof secre
 /** What the demo prints once everything runs. */
 export interface DemoInfo {
   config: Config;
+  /** Where the service listens (the printed links are on `config.publicUrl`). */
   serviceUrl: string;
   simulatorUrl: string;
   /** With its password, if any: printed through redactRedisUrl only. */
@@ -36,17 +37,18 @@ export interface DemoInfo {
 
 /**
  * Fetches the sample feeds once (so that the printed URLs answer at once), then prints them with the
- * commands worth trying.
+ * commands worth trying. Links are on PUBLIC_URL, the host Google sends a browser back to: the consent cookie
+ * is host-only, so a consent started on another name of the service (`127.0.0.1` for `localhost`) is
+ * redirected there first.
  */
 export async function printDemo(info: DemoInfo): Promise<void> {
-  const { serviceUrl, simulatorUrl, config } = info;
+  const { simulatorUrl, config } = info;
+  const serviceUrl = config.publicUrl;
   const sample = await sampleIds(simulatorUrl);
-  const groupFeed = `${serviceUrl}/feeds/groups/${sample.groupId}.ics`;
-  const teacherFeed = `${serviceUrl}/feeds/employees/${sample.employeeId}.ics`;
-  await Promise.all([
-    fetch(groupFeed).then((response) => response.arrayBuffer()),
-    fetch(teacherFeed).then((response) => response.arrayBuffer()),
-  ]);
+  const feedPaths = [`/feeds/groups/${sample.groupId}.ics`, `/feeds/employees/${sample.employeeId}.ics`];
+  // Fetched where the service listens: PUBLIC_URL may name a proxy or tunnel that is not up yet.
+  await Promise.all(feedPaths.map((path) => fetch(`${info.serviceUrl}${path}`).then((answer) => answer.arrayBuffer())));
+  const [groupFeed, teacherFeed] = feedPaths.map((path) => `${serviceUrl}${path}`);
   const admin = `-H 'Authorization: Bearer ${config.adminToken ?? ''}'`;
   process.stdout.write(
     [

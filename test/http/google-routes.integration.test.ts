@@ -46,9 +46,12 @@ function cookieHeader(): Record<string, string> {
   return jar.size === 0 ? {} : { cookie: [...jar].map(([name, value]) => `${name}=${value}`).join('; ') };
 }
 
-/** `GET /google/connect` for `query`, answered by the app. */
-async function connect(query: string) {
-  const answer = await g.app.inject({ method: 'GET', url: `/google/connect?${query}` });
+/** The host a browser reaches the service on, as PUBLIC_URL says. */
+const PUBLIC_HOST = new URL(PUBLIC_URL).host;
+
+/** `GET /google/connect` for `query` on `host` (PUBLIC_URL's unless told), answered by the app. */
+async function connect(query: string, host = PUBLIC_HOST) {
+  const answer = await g.app.inject({ method: 'GET', url: `/google/connect?${query}`, headers: { host } });
   remember(answer.headers['set-cookie']);
   return answer;
 }
@@ -145,6 +148,38 @@ describe('GET /google/connect', () => {
     const stored = (await g.ctx.redis.get(key)) ?? '';
     expect(JSON.parse(stored)).toMatchObject({ source: 'group:4242' });
     expect(await storedText(g.ctx)).not.toContain(state);
+  });
+
+  it("sends a connect reached on another host to PUBLIC_URL's first, where the cookie will be sent back", async () => {
+    const states = async () => (await g.ctx.redis.keys(g.ctx.keys.googleOAuthState('*'))).length;
+    const pending = await states();
+    for (const host of ['127.0.0.1:8080', 'TIMETABLE.example.evil', undefined]) {
+      const answer = await g.app.inject({
+        method: 'GET',
+        url: '/google/connect?source=group:14',
+        headers: host === undefined ? {} : { host },
+      });
+      expect(answer.statusCode, host).toBe(302);
+      expect(answer.headers.location, host).toBe(`${PUBLIC_URL}/google/connect?source=group:14&public-host=1`);
+      expect(answer.headers['cache-control']).toBe('no-store');
+      expect(answer.headers['set-cookie'], host).toBeUndefined();
+    }
+    expect(await states()).toBe(pending);
+    // On PUBLIC_URL's host (in any case, with its default port written out) the consent starts.
+    for (const host of [PUBLIC_HOST, 'Timetable.Example:443']) {
+      const there = await connect('source=group:14&public-host=1', host);
+      expect(there.statusCode, host).toBe(302);
+      expect(String(there.headers.location)).toMatch(new RegExp(`^${g.fake.authUrl}\\?`));
+      expect(String(there.headers['set-cookie'])).toMatch(/^tts-consent-[0-9a-f]{16}=/);
+    }
+  });
+
+  it('redirects once only: behind a proxy that rewrites Host, the consent starts and the log says why', async () => {
+    const answer = await connect('source=group:15&public-host=1', '127.0.0.1:3000');
+    expect(answer.statusCode).toBe(302);
+    expect(String(answer.headers.location)).toMatch(new RegExp(`^${g.fake.authUrl}\\?`));
+    expect(String(answer.headers['set-cookie'])).toMatch(/^tts-consent-/);
+    expect(g.logs()).toContain('proxy_set_header Host $host');
   });
 
   it('answers 400 naming the source when it is missing or malformed', async () => {
