@@ -265,6 +265,10 @@ describe('GET /google/callback', () => {
     expect(answer.statusCode).toBe(200);
     expect(answer.headers['content-type']).toMatch(/^text\/html/);
     expect(answer.headers['referrer-policy']).toBe('no-referrer');
+    // The page shows a secret once: no other site may frame it and overlay it.
+    expect(answer.headers['x-frame-options']).toBe('DENY');
+    expect(answer.headers['content-security-policy']).toBe("frame-ancestors 'none'");
+    expect(answer.headers['x-content-type-options']).toBe('nosniff');
     const [, manageToken = ''] = /<pre>([A-Za-z0-9_-]{43})<\/pre>/.exec(answer.body) ?? [];
     secrets.push(manageToken);
     expect(answer.body).toContain('ИВТ-21');

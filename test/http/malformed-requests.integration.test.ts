@@ -5,7 +5,7 @@
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_ADMIN_TOKEN } from '../support/service.ts';
-import { startTestApp, type TestApp } from './helpers.ts';
+import { startTestApp, storeTimetable, type TestApp } from './helpers.ts';
 
 let t: TestApp;
 let port: number;
@@ -67,12 +67,20 @@ describe('malformed requests answer our error format', () => {
   });
 
   it('reads a percent-encoded exclude value as UTF-8', async () => {
-    const response = await fetch(
-      `http://127.0.0.1:${port}/feeds/groups/abc.ics?exclude=${encodeURIComponent('лекция')}`,
-    );
-    // The id is refused, so the query was parsed without complaint.
-    expect(response.status).toBe(400);
-    expect(await response.json()).toEqual({ error: expect.stringMatching(/^group id must be a positive integer/) });
+    // Two Monday classes of kind "практика" and a lecture ("лекция"), on a real group.
+    await storeTimetable(t.ctx, 'group:4005');
+    const feed = (query: string) => fetch(`http://127.0.0.1:${port}/feeds/groups/4005.ics?${query}`);
+    const all = await (await feed('')).text();
+    expect(all).toContain('SUMMARY:История (лекция)');
+    const excluded = await feed(`exclude=${encodeURIComponent('лекция')}`);
+    expect(excluded.status).toBe(200);
+    const body = await excluded.text();
+    expect(body).not.toContain('(лекция)');
+    expect(body).toContain('SUMMARY:Алгебра (практика)');
+    // A kind it does not have comes back in the error as the same Cyrillic text.
+    const unknown = await feed(`exclude=${encodeURIComponent('семинар')}`);
+    expect(unknown.status).toBe(400);
+    expect(((await unknown.json()) as { error: string }).error).toMatch(/^query parameter exclude: "семинар" is not/);
   });
 
   it('answers a malformed percent-escape in the path with 400, without echoing the path', async () => {
