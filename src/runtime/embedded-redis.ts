@@ -131,7 +131,7 @@ export async function startEmbeddedRedis(options: EmbeddedRedisOptions): Promise
   }
   ensureRedisServer(logger);
   const redisDir = join(dataDir, 'redis');
-  await ensurePrivateDir(redisDir);
+  await ensurePrivateDir(redisDir, { own: true });
   await restrictTree(redisDir);
   const port = await freePort();
   const password = randomBytes(32).toString('hex');

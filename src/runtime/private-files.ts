@@ -3,12 +3,20 @@
  * hashes, encrypted credentials), and another local user who can read or write them can read feeds.
  */
 import { chmod, mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 
-/** Creates `dir` (and parents) when missing and makes it 0700, also when it existed with looser modes. */
-export async function ensurePrivateDir(dir: string): Promise<void> {
-  await mkdir(dir, { recursive: true, mode: 0o700 });
-  await chmod(dir, 0o700);
+/** The data folder's default name (`DATA_DIR=.data`): a folder of that name is the service's, whoever made it. */
+const OWN_FOLDER_NAME = '.data';
+
+/**
+ * Creates `dir` (and parents) 0700 when missing. An existing folder is made 0700 only when it is ours: named
+ * `.data`, or `own` (a folder inside it). A DATA_DIR the user chose, such as `.` or their home, keeps its mode;
+ * what we keep in it is 0600 or in a 0700 folder of our own.
+ */
+export async function ensurePrivateDir(dir: string, options: { own?: boolean } = {}): Promise<void> {
+  const created = await mkdir(dir, { recursive: true, mode: 0o700 });
+  if (created !== undefined) return;
+  if (options.own === true || basename(resolve(dir)) === OWN_FOLDER_NAME) await chmod(dir, 0o700);
 }
 
 /** Replaces `file` atomically with `text`, mode 0600 from its first byte. */

@@ -119,7 +119,7 @@ describe('embedded redis-server', () => {
   });
 
   it('makes a folder from an earlier version private: 0755 folders and 0644 data files', async () => {
-    const dir = await dataDir();
+    const dir = join(await dataDir(), '.data');
     await mkdir(join(dir, 'redis/appendonlydir'), { recursive: true });
     await writeFile(join(dir, 'redis/appendonlydir/old.aof'), '', { mode: 0o644 });
     for (const folder of [dir, join(dir, 'redis'), join(dir, 'redis/appendonlydir')]) await chmod(folder, 0o755);
