@@ -125,6 +125,10 @@ describe('loadConfig', () => {
     ['one character repeated', 'aaaaaaaaaaaaaaaa'],
     ['four characters', 'abcdabcdabcdabcdabcd'],
     ['a repeated word', 'passwordpassword'],
+    ['an ascending run', 'abcdefghijklmnop'],
+    ['ascending runs of digits and letters', '0123456789abcdef'],
+    ['a descending run', 'fedcba9876543210'],
+    ['two runs', 'abcdefgh12345678'],
   ])('refuses an ADMIN_TOKEN that is easy to guess: %s', (_, token) => {
     const problems = problemsOf({ ADMIN_TOKEN: token });
     expect(problems).toEqual([expect.stringMatching(/^ADMIN_TOKEN: is too easy to guess/)]);
@@ -135,6 +139,10 @@ describe('loadConfig', () => {
     expect(problemsOf({ ADMIN_TOKEN: 'correct horse battery staple' })).toEqual([
       expect.stringMatching(/^ADMIN_TOKEN: must not contain spaces or other whitespace/),
     ]);
+  });
+
+  it('accepts a token with short runs among random characters', () => {
+    expect(loadConfig({ ADMIN_TOKEN: 'abc7f19c7e2a4d8f0b3' }).adminToken).toBe('abc7f19c7e2a4d8f0b3');
   });
 
   it('accepts random tokens of the shortest allowed length', () => {
