@@ -8,7 +8,7 @@
 import { BlockList, isIPv4, type Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config.ts';
-import { clientOf } from './client-limits.ts';
+import { clientOf } from './client-address.ts';
 
 /** The config fields the connection limits are read from. */
 export type ConnectionLimits = Pick<
