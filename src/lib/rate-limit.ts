@@ -18,6 +18,12 @@ export interface Bucket {
   ratePerMs: number;
   /** Tokens of a full bucket: the largest burst. */
   capacity: number;
+  /**
+   * Tokens a take must leave in the bucket (default 0, less than `capacity`): takers given a reserve wait while
+   * others, given none, may still take the last tokens. That is how one kind of taker goes first on a shared
+   * bucket: it finds the reserve there however many of the others are waiting.
+   */
+  reserve?: number;
 }
 
 /** `count` requests per `periodMs`, in bursts of up to `count`: how settings such as `30/1m` read. */
@@ -33,10 +39,10 @@ export function bucket(key: string, rate: Rate): Bucket {
 
 /**
  * KEYS: the buckets. ARGV: 1 the time in ms ('' = Redis TIME), 2 cost, 3 the mode, then per bucket its rate
- * (tokens/ms) and capacity. `take` takes `cost` tokens from every bucket and returns 0, or takes none and
- * returns the ms until all of them hold `cost`; `check` answers the same without taking. `give` puts `cost`
- * back in every bucket (up to capacity). `charge` takes `cost` whatever is there, down to minus the capacity:
- * a debt that delays the next token, for a charge known only after the fact.
+ * (tokens/ms), capacity and reserve. `take` takes `cost` tokens from every bucket and returns 0, or takes none
+ * and returns the ms until all of them hold `cost` plus their reserve; `check` answers the same without taking.
+ * `give` puts `cost` back in every bucket (up to capacity). `charge` takes `cost` whatever is there, down to
+ * minus the capacity: a debt that delays the next token, for a charge known only after the fact.
  */
 const SCRIPT = `
 local now = tonumber(ARGV[1])
@@ -45,19 +51,19 @@ if now == nil then
   now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 local cost, mode = tonumber(ARGV[2]), ARGV[3]
-local levels, rates, capacities = {}, {}, {}
+local levels, rates, capacities, reserves = {}, {}, {}, {}
 for i, key in ipairs(KEYS) do
-  local rate, capacity = tonumber(ARGV[2 + 2 * i]), tonumber(ARGV[3 + 2 * i])
+  local rate, capacity = tonumber(ARGV[1 + 3 * i]), tonumber(ARGV[2 + 3 * i])
   local state = redis.call('HMGET', key, 'tokens', 'at')
   local tokens, at = tonumber(state[1]), tonumber(state[2])
   local level = capacity
   if tokens ~= nil and at ~= nil then level = math.min(capacity, tokens + math.max(0, now - at) * rate) end
-  levels[i], rates[i], capacities[i] = level, rate, capacity
+  levels[i], rates[i], capacities[i], reserves[i] = level, rate, capacity, tonumber(ARGV[3 + 3 * i])
 end
 local wait = 0
 if mode == 'take' or mode == 'check' then
   for i = 1, #KEYS do
-    local need = math.min(cost, capacities[i])
+    local need = math.min(cost + reserves[i], capacities[i])
     if levels[i] < need then wait = math.max(wait, (need - levels[i]) / rates[i]) end
   end
   if wait > 0 then return math.max(1, math.ceil(wait)) end
@@ -132,7 +138,7 @@ export class TokenBuckets {
     cost: number,
   ): Promise<number> {
     if (buckets.length === 0) return 0;
-    const args = buckets.flatMap((b) => [String(b.ratePerMs), String(b.capacity)]);
+    const args = buckets.flatMap((b) => [String(b.ratePerMs), String(b.capacity), String(b.reserve ?? 0)]);
     const now = this.now ? String(this.now()) : '';
     const keys = buckets.map((b) => b.key);
     return Number(await this.redis.eval(SCRIPT, keys.length, ...keys, now, String(cost), mode, ...args));

@@ -128,5 +128,7 @@ function createRequestClient(config: Config, logger: Logger, budget: UpstreamBud
     maxConnections: REQUEST_PATH_CONNECTIONS,
     retry: { attempts: 1 },
     budget,
+    // A person is waiting: these calls may spend the reserve that refreshes leave in the budget.
+    budgetPriority: 'request',
   });
 }

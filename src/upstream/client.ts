@@ -4,7 +4,7 @@
  */
 import packageJson from '../../package.json' with { type: 'json' };
 import type { Logger } from '../logger.ts';
-import type { UpstreamBudget } from './budget.ts';
+import type { BudgetPriority, UpstreamBudget } from './budget.ts';
 import type { EndpointName } from './errors.ts';
 import { createHttpCore } from './http.ts';
 import { abortableSleep, DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry.ts';
@@ -66,6 +66,8 @@ export interface UniversityClientOptions {
   userAgent?: string;
   /** The shared rate budget every try takes a token from; default none (tests, `render`). */
   budget?: UpstreamBudget;
+  /** How this client's calls take from `budget`: `request` for calls a person waits for; default `background`. */
+  budgetPriority?: BudgetPriority;
 }
 
 /** Per-call options. */
@@ -172,6 +174,7 @@ function createCore(options: UniversityClientOptions) {
     sleep: options.sleep ?? abortableSleep,
     now: options.now ?? Date.now,
     ...(options.budget ? { budget: options.budget } : {}),
+    budgetPriority: options.budgetPriority ?? 'background',
   });
 }
 

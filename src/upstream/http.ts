@@ -5,7 +5,7 @@
  */
 import { Agent } from 'undici';
 import type { Logger } from '../logger.ts';
-import type { UpstreamBudget } from './budget.ts';
+import type { BudgetPriority, UpstreamBudget } from './budget.ts';
 import { FALLBACK_CHARSET } from './charset.ts';
 import { type EndpointName, UpstreamError, UpstreamRateLimitError } from './errors.ts';
 import { backoffDelay, type RetryPolicy } from './retry.ts';
@@ -23,6 +23,8 @@ export interface HttpCoreSettings {
   now: () => number;
   /** Every try takes a token of this budget first. */
   budget?: UpstreamBudget;
+  /** How the tries take from `budget`. */
+  budgetPriority: BudgetPriority;
 }
 
 /** Sends prepared requests with retries; owns the connection pool. */
@@ -85,7 +87,11 @@ export function createHttpCore(settings: HttpCoreSettings): HttpCore {
   async function send(req: PreparedRequest): Promise<unknown> {
     for (let attempt = 1; ; attempt += 1) {
       req.signal?.throwIfAborted();
-      await settings.budget?.take(req.endpoint, { maxWaitMs: req.budgetWaitMs, signal: req.signal });
+      await settings.budget?.take(req.endpoint, {
+        maxWaitMs: req.budgetWaitMs,
+        signal: req.signal,
+        priority: settings.budgetPriority,
+      });
       try {
         return await sendOnce(transport, req, attempt);
       } catch (err) {

@@ -43,6 +43,25 @@ describe('TokenBuckets', () => {
     expect(await buckets.tryTake([b])).toBe(0);
   });
 
+  it('keeps a reserve from takers given one, which takers given none may spend', async () => {
+    const clock = manualClock();
+    const buckets = new TokenBuckets(redis, clock.now);
+    const open = fresh(4, 4_000);
+    const reserved: Bucket = { ...open, reserve: 2 };
+    // A full bucket of 4: a reserved taker gets 2, then waits until a third token is there.
+    expect(await buckets.tryTake([reserved])).toBe(0);
+    expect(await buckets.tryTake([reserved])).toBe(0);
+    expect(await buckets.tryTake([reserved])).toBe(1_000);
+    // The same bucket without the reserve: the last two tokens.
+    expect(await buckets.tryTake([open])).toBe(0);
+    expect(await buckets.tryTake([open])).toBe(0);
+    expect(await buckets.tryTake([open])).toBe(1_000);
+    // Empty: the reserved taker waits for the reserve to refill and its own token on top.
+    expect(await buckets.tryTake([reserved])).toBe(3_000);
+    clock.time += 1_000;
+    expect(await buckets.tryTake([open])).toBe(0);
+  });
+
   it('takes from every bucket or from none', async () => {
     const clock = manualClock();
     const buckets = new TokenBuckets(redis, clock.now);

@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { silentLogger } from '../../src/logger.ts';
-import { redisUpstreamBudget } from '../../src/upstream/budget.ts';
+import { redisUpstreamBudget, type UpstreamBudget, upstreamBuckets } from '../../src/upstream/budget.ts';
 import { createUniversityClient, type UniversityClient } from '../../src/upstream/client.ts';
 import { UpstreamBudgetError } from '../../src/upstream/errors.ts';
 import { deletePrefix, uniquePrefix } from '../support/service.ts';
@@ -87,4 +87,78 @@ describe('the shared upstream budget', () => {
     await client.searchEmployees('Петров');
     expect(arrivals).toHaveLength(2);
   });
+});
+
+function figure(name: string, value: number, unit: string): void {
+  console.log(JSON.stringify({ figure: name, value, unit }));
+}
+
+/** The shared budget as one process sees it, on its own Redis connection. */
+function processBudget(key: string, requestsPerSecond: number): UpstreamBudget {
+  const redis = new Redis(inject('redisUrl'));
+  connections.push(redis);
+  return redisUpstreamBudget(redis, key, requestsPerSecond);
+}
+
+/** `count` refreshes that take a token, then at once wait for the next, until `stop` aborts; counts takes. */
+function backgroundWaiters(budget: UpstreamBudget, count: number, stop: AbortSignal) {
+  let takes = 0;
+  const loop = async () => {
+    while (!stop.aborted) {
+      await budget.take('groupSchedule', { signal: stop }).then(
+        () => {
+          takes += 1;
+        },
+        () => undefined,
+      );
+    }
+  };
+  const running = Promise.all(Array.from({ length: count }, loop));
+  return { takes: () => takes, done: running };
+}
+
+describe('request-path calls on a budget that refreshes saturate', () => {
+  it('leaves a reserve that only request-path takes spend, at least two tokens in all', () => {
+    const low = upstreamBuckets('k', 10);
+    expect(low.request).toEqual({ key: 'k', ratePerMs: 0.01, capacity: 2 });
+    expect(low.background).toEqual({ key: 'k', ratePerMs: 0.01, capacity: 2, reserve: 1 });
+    expect(upstreamBuckets('k', 400).background).toMatchObject({ capacity: 40, reserve: 10 });
+  });
+
+  it('serves every sign-up and search within its wait while 64 refreshes wait for tokens', async () => {
+    const key = `${prefix}:rate:priority`;
+    const rate = 10;
+    const stop = new AbortController();
+    // Four worker processes of 16 refresh jobs each waiting for tokens, and one process answering people.
+    const background = Array.from({ length: 4 }, () => backgroundWaiters(processBudget(key, rate), 16, stop.signal));
+    const requests = processBudget(key, rate);
+    // Let the refreshes drain the bucket first, as they would have long before anyone signs up.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const waits: number[] = [];
+    const refused: unknown[] = [];
+    const started = performance.now();
+    for (let i = 0; i < 20; i += 1) {
+      const asked = performance.now();
+      await requests
+        .take(i % 2 === 0 ? 'me' : 'employeeSearch', { maxWaitMs: 2_000, priority: 'request' })
+        .then(() => waits.push(performance.now() - asked))
+        .catch((error: unknown) => refused.push(error));
+      // Six a second, below the budget's ten: what the per-client and overall limits let through.
+      await new Promise((resolve) => setTimeout(resolve, 150));
+    }
+    const elapsedS = (performance.now() - started) / 1000;
+    const backgroundTakes = background.reduce((sum, process) => sum + process.takes(), 0);
+    stop.abort();
+    await Promise.all(background.map((process) => process.done));
+    const worst = Math.round(Math.max(...waits));
+    figure('request-path takes refused beside 64 waiting refreshes', refused.length, 'of 20');
+    figure('longest request-path wait for a token beside 64 waiting refreshes', worst, 'ms');
+    expect(refused).toEqual([]);
+    // The reserve refills in 100 ms, before the next take comes: none waits for a refill, let alone behind the
+    // refreshes (without the reserve, takes waited 150 to 660 ms and one in 20 was refused after 2 s).
+    expect(worst).toBeLessThan(100);
+    // The refreshes still had the rest of the budget, and nobody got more than the budget.
+    expect(backgroundTakes).toBeGreaterThan(0);
+    expect(backgroundTakes + waits.length).toBeLessThanOrEqual(Math.ceil(rate * (elapsedS + 0.3)) + 2);
+  }, 20_000);
 });
