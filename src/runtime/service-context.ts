@@ -10,7 +10,7 @@ import { SourceRegistry } from '../sources/registry.ts';
 import { SnapshotStore } from '../sources/snapshot-store.ts';
 import { TermCountStore } from '../sources/term-counts.ts';
 import { SubscriptionStore } from '../subscriptions/subscription-store.ts';
-import { boundedClient } from '../upstream/bounded-client.ts';
+import { boundedClient, connectionsFor, REQUEST_PATH_LIMITS } from '../upstream/bounded-client.ts';
 import { redisUpstreamBudget, type UpstreamBudget } from '../upstream/budget.ts';
 import { createUniversityClient, type UniversityClient } from '../upstream/client.ts';
 import type { ServiceContext } from './context.ts';
@@ -51,7 +51,7 @@ export function openServiceContext(options: ContextOptions): OpenContext {
   const upstream = options.upstream ?? createWorkerClient(config, logger, budget);
   const requestUpstream = boundedClient(
     options.upstream ?? createRequestClient(config, logger, budget),
-    REQUEST_PATH_IN_FLIGHT,
+    REQUEST_PATH_LIMITS,
   );
   const queues = createQueues(redis, keys);
   const context: ServiceContext = {
@@ -103,29 +103,20 @@ function createWorkerClient(config: Config, logger: Logger, budget: UpstreamBudg
   });
 }
 
-/** Calls made inside requests that may wait for the university at once, per process; more answer 503. */
-export const REQUEST_PATH_IN_FLIGHT = 16;
-/** Connections of the request-path pool: requests beyond them queue in it, bounded by the in-flight cap. */
-const REQUEST_PATH_CONNECTIONS = 4;
-/** A person is waiting: a university slower than this answers 504 rather than holding the request. */
-const REQUEST_PATH_TIMEOUT_MS = 5_000;
-
 /**
  * The upstream client of calls made inside requests: its own undici Agent (a slow search never takes a
- * connection a refresh needs), short timeouts, one try.
+ * connection a refresh needs) with one connection per call {@link boundedClient} lets run, one try. The
+ * deadline of each call bounds it end to end; the Agent's timeouts are only a backstop at the same length.
  */
 function createRequestClient(config: Config, logger: Logger, budget: UpstreamBudget): UniversityClient {
+  const backstopMs = Math.min(REQUEST_PATH_LIMITS.deadlineMs, config.upstreamTimeoutMs);
   return createUniversityClient({
     baseUrl: config.universityApiUrl ?? 'http://127.0.0.1:1',
     logger: logger.child({ component: 'upstream-requests' }),
     authHeader: config.universityAuthHeader,
     authScheme: config.universityAuthScheme,
-    timeouts: {
-      connectMs: 2_000,
-      headersMs: Math.min(REQUEST_PATH_TIMEOUT_MS, config.upstreamTimeoutMs),
-      bodyMs: Math.min(REQUEST_PATH_TIMEOUT_MS, config.upstreamTimeoutMs),
-    },
-    maxConnections: REQUEST_PATH_CONNECTIONS,
+    timeouts: { connectMs: 2_000, headersMs: backstopMs, bodyMs: backstopMs },
+    maxConnections: connectionsFor(REQUEST_PATH_LIMITS),
     retry: { attempts: 1 },
     budget,
     // A person is waiting: these calls may spend the reserve that refreshes leave in the budget.

@@ -3,6 +3,7 @@
  * URL is built; the credential travels only in the configured header.
  */
 import packageJson from '../../package.json' with { type: 'json' };
+import type { Deadline } from '../lib/deadline.ts';
 import type { Logger } from '../logger.ts';
 import type { BudgetPriority, UpstreamBudget } from './budget.ts';
 import type { EndpointName } from './errors.ts';
@@ -79,6 +80,12 @@ export interface CallOptions {
    * reject with UpstreamBudgetError. Unset: wait as long as it takes (refresh jobs).
    */
   budgetWaitMs?: number | undefined;
+  /**
+   * Bounds the whole call: the wait for the budget and the exchange (and, in `boundedClient`, the wait for a
+   * place). Past it the call rejects with UpstreamTimeoutError (phase `deadline`), or UpstreamBudgetError when
+   * it was still waiting for the budget.
+   */
+  deadline?: Deadline | undefined;
 }
 
 /** Typed access to the six university API operations. */
@@ -140,6 +147,7 @@ function prepareRequest(target: RequestTarget, spec: RequestSpec): PreparedReque
   if (spec.json !== undefined) headers['content-type'] = 'application/json';
   const signal = spec.options?.signal;
   const budgetWaitMs = spec.options?.budgetWaitMs;
+  const deadline = spec.options?.deadline;
   return {
     endpoint: spec.endpoint,
     method: spec.method,
@@ -150,6 +158,7 @@ function prepareRequest(target: RequestTarget, spec: RequestSpec): PreparedReque
     ...(spec.credential === undefined ? {} : { secret: spec.credential }),
     ...(signal ? { signal } : {}),
     ...(budgetWaitMs === undefined ? {} : { budgetWaitMs }),
+    ...(deadline ? { deadline } : {}),
   };
 }
 

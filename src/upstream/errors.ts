@@ -24,8 +24,18 @@ export interface UpstreamErrorOptions {
   cause?: unknown | undefined;
 }
 
-/** How a timed-out request had got on. */
-export type TimeoutPhase = 'connect' | 'headers' | 'body';
+/**
+ * How a timed-out request had got on: waiting for the connection, the headers or the body, each bounded on its
+ * own, or `deadline`: the whole call (waits included) was given a bound and it passed.
+ */
+export type TimeoutPhase = 'connect' | 'headers' | 'body' | 'deadline';
+
+const TIMED_OUT: Record<TimeoutPhase, string> = {
+  connect: 'timed out waiting for the connection',
+  headers: 'timed out waiting for the headers',
+  body: 'timed out waiting for the body',
+  deadline: 'no answer within the time a request may wait',
+};
 
 /** Why a response that arrived could not be used. */
 export type ProtocolErrorReason = 'bad-json' | 'wrong-shape' | 'unsuccessful' | 'too-large';
@@ -117,7 +127,7 @@ export class UpstreamTimeoutError extends UpstreamError {
   readonly phase: TimeoutPhase;
 
   constructor(endpoint: EndpointName, phase: TimeoutPhase, options: UpstreamErrorOptions = {}) {
-    super(endpoint, `timed out waiting for the ${phase === 'connect' ? 'connection' : phase}`, true, options);
+    super(endpoint, TIMED_OUT[phase], true, options);
     this.phase = phase;
   }
 }
@@ -206,15 +216,18 @@ export class UpstreamBudgetError extends Error {
 
 /**
  * Too many calls made inside requests (sign-up, teacher search) are waiting for the university already: this
- * one was not sent. Callers answer 503 with `Retry-After` instead of piling up connections and memory.
+ * one was not sent, either at once (the line was full) or after waiting for a place until its deadline.
+ * Callers answer 503 with `Retry-After` instead of piling up connections and memory.
  */
 export class UpstreamBusyError extends Error {
   override name = 'UpstreamBusyError';
+  readonly endpoint: EndpointName;
   /** How long the caller should wait before asking again. */
   readonly retryAfterMs: number;
 
   constructor(endpoint: EndpointName, inFlight: number, retryAfterMs = 5_000) {
     super(`University API ${endpoint}: ${inFlight} requests are waiting for the university already`);
+    this.endpoint = endpoint;
     this.retryAfterMs = retryAfterMs;
   }
 }

@@ -7,7 +7,13 @@ import { Agent } from 'undici';
 import type { Logger } from '../logger.ts';
 import type { BudgetPriority, UpstreamBudget } from './budget.ts';
 import { FALLBACK_CHARSET } from './charset.ts';
-import { type EndpointName, UpstreamError, UpstreamRateLimitError } from './errors.ts';
+import {
+  type EndpointName,
+  UpstreamBudgetError,
+  UpstreamError,
+  UpstreamRateLimitError,
+  UpstreamTimeoutError,
+} from './errors.ts';
 import { backoffDelay, type RetryPolicy } from './retry.ts';
 import { type PreparedRequest, sendOnce, type TransportContext } from './transport.ts';
 
@@ -69,6 +75,12 @@ function charsetWarner(logger: Logger): (endpoint: EndpointName, reason: string)
   };
 }
 
+/** Whether `err` is `signal`'s abort: its reason itself, or an AbortError (timers, undici) carrying it. */
+function causedBy(err: unknown, signal: AbortSignal): boolean {
+  if (!signal.aborted) return false;
+  return err === signal.reason || (err instanceof Error && err.cause === signal.reason);
+}
+
 /** Builds the request core and its undici Agent. */
 export function createHttpCore(settings: HttpCoreSettings): HttpCore {
   const agent = new Agent({
@@ -84,14 +96,22 @@ export function createHttpCore(settings: HttpCoreSettings): HttpCore {
     onCharsetFallback: charsetWarner(settings.logger),
   };
 
-  async function send(req: PreparedRequest): Promise<unknown> {
+  /** Takes a token for one try, waiting no longer than the call may (its own wait, and what its deadline leaves). */
+  async function takeToken(req: PreparedRequest): Promise<void> {
+    const waits = [req.budgetWaitMs, req.deadline?.remainingMs()].filter((ms) => ms !== undefined);
+    await settings.budget?.take(req.endpoint, {
+      maxWaitMs: waits.length === 0 ? undefined : Math.min(...waits),
+      signal: req.signal,
+      priority: settings.budgetPriority,
+    });
+  }
+
+  async function sendWithRetries(req: PreparedRequest, progress: { phase: 'budget' | 'exchange' }): Promise<unknown> {
     for (let attempt = 1; ; attempt += 1) {
       req.signal?.throwIfAborted();
-      await settings.budget?.take(req.endpoint, {
-        maxWaitMs: req.budgetWaitMs,
-        signal: req.signal,
-        priority: settings.budgetPriority,
-      });
+      progress.phase = 'budget';
+      await takeToken(req);
+      progress.phase = 'exchange';
       try {
         return await sendOnce(transport, req, attempt);
       } catch (err) {
@@ -100,6 +120,22 @@ export function createHttpCore(settings: HttpCoreSettings): HttpCore {
         logRetry(settings.logger, req.endpoint, attempt, delayMs, err);
         await settings.sleep(delayMs, req.signal);
       }
+    }
+  }
+
+  async function send(req: PreparedRequest): Promise<unknown> {
+    const { deadline } = req;
+    if (!deadline) return sendWithRetries(req, { phase: 'budget' });
+    // One signal for the caller's abort and the deadline: every wait and the exchange stop at whichever is first.
+    const signal = req.signal ? AbortSignal.any([req.signal, deadline.signal]) : deadline.signal;
+    const progress: { phase: 'budget' | 'exchange' } = { phase: 'budget' };
+    try {
+      return await sendWithRetries({ ...req, signal }, progress);
+    } catch (err) {
+      if (req.signal?.aborted || !causedBy(err, deadline.signal)) throw err;
+      // Still waiting for a token: nothing was sent, the budget is what stopped it (503, like a refused take).
+      if (progress.phase === 'budget') throw new UpstreamBudgetError(req.endpoint, 1_000);
+      throw new UpstreamTimeoutError(req.endpoint, 'deadline', { cause: err });
     }
   }
 

@@ -3,6 +3,7 @@
  * charset, turn the status and body into JSON or a typed error. No retries here (see http.ts).
  */
 import { type Dispatcher, request } from 'undici';
+import type { Deadline } from '../lib/deadline.ts';
 import { parseRetryAfter } from '../lib/retry-after.ts';
 import { charsetOf, decodeBody } from './charset.ts';
 import { upstreamErrorText } from './envelope.ts';
@@ -41,6 +42,8 @@ export interface PreparedRequest {
   signal?: AbortSignal;
   /** How long a try may wait for the shared budget (unset: as long as it takes); see CallOptions. */
   budgetWaitMs?: number;
+  /** Bounds the whole call, waits included (see CallOptions); its expiry is an UpstreamTimeoutError. */
+  deadline?: Deadline;
 }
 
 /** Endpoints whose only input is an id in the path. */
