@@ -37,6 +37,11 @@ export interface LaneLimits {
 export interface RequestPathLimits {
   /** The whole of one call, from the moment it is made to its answer. */
   deadlineMs: number;
+  /**
+   * A call that gets its place with less time left than this is refused instead: it would spend a token of
+   * the budget and a connection, then time out.
+   */
+  minCallMs: number;
   lanes: Readonly<Record<LaneName, LaneLimits>>;
 }
 
@@ -48,6 +53,7 @@ export interface RequestPathLimits {
  */
 export const REQUEST_PATH_LIMITS: RequestPathLimits = {
   deadlineMs: 5_000,
+  minCallMs: 250,
   lanes: { credential: { inFlight: 2, line: 16 }, lookup: { inFlight: 2, line: 8 } },
 };
 
@@ -76,6 +82,10 @@ export function boundedClient(client: UniversityClient, limits: RequestPathLimit
       options?.signal?.throwIfAborted();
       if (error instanceof NoSlotError) throw new UpstreamBusyError(endpoint, error.busy);
       throw error;
+    }
+    if (deadline.remainingMs() < limits.minCallMs) {
+      lane.release();
+      throw new UpstreamBusyError(endpoint, lane.busy + 1);
     }
     try {
       return await call({ ...options, deadline });

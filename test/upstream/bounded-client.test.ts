@@ -31,7 +31,7 @@ function slowClient() {
 }
 
 function limits(inFlight: number, line: number, deadlineMs = 10_000): RequestPathLimits {
-  return { deadlineMs, lanes: { credential: { inFlight, line }, lookup: { inFlight, line } } };
+  return { deadlineMs, minCallMs: 50, lanes: { credential: { inFlight, line }, lookup: { inFlight, line } } };
 }
 
 describe('boundedClient', () => {
@@ -72,6 +72,17 @@ describe('boundedClient', () => {
     expect(deadline?.signal.aborted).toBe(true);
     slow.releaseAll();
     await holding;
+  });
+
+  it('refuses a call that gets its place too close to its deadline, without sending it', async () => {
+    const slow = slowClient();
+    const bounded = boundedClient(slow.client, { ...limits(1, 1, 300), minCallMs: 100 });
+    const holding = bounded.searchEmployees('ив');
+    const late = bounded.searchEmployees('пе').catch((error: unknown) => error);
+    setTimeout(slow.releaseAll, 250);
+    await holding;
+    expect(await late).toBeInstanceOf(UpstreamBusyError);
+    expect(slow.calls).toHaveLength(1);
   });
 
   it('keeps credential checks apart from searches: a full search lane never holds a sign-up', async () => {
