@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { type JobsOptions, Queue } from 'bullmq';
+import { type Job, type JobsOptions, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Config } from '../config.ts';
 import type { RedisKeys } from '../sources/keys.ts';
@@ -14,12 +14,15 @@ import {
   type RefreshReason,
   type TickJobData,
 } from './contract.ts';
+import { FollowUpAsks, type RefreshAsk, sameAsk } from './follow-ups.ts';
 
 /** The service's queues, sharing one connection. */
 export interface Queues {
   refresh: Queue<RefreshJobData, RefreshJobResult>;
   push: Queue<PushJobData, PushJobResult>;
   schedule: Queue<TickJobData | Record<string, never>>;
+  /** What the callers of each pending follow-up refresh asked for (see `follow-ups.ts`). */
+  followUpAsks: FollowUpAsks;
   close(): Promise<void>;
 }
 
@@ -38,6 +41,7 @@ export function createQueues(connection: Redis, keys: RedisKeys): Queues {
     refresh,
     push,
     schedule,
+    followUpAsks: new FollowUpAsks(connection, keys.followUpAsks),
     close: async () => {
       await Promise.all([refresh.close(), push.close(), schedule.close()]);
     },
@@ -81,6 +85,8 @@ export function refreshJobOptions(config: Pick<Config, 'refreshAttempts' | 'refr
 export interface RefreshRequest {
   reason: RefreshReason;
   now: number;
+  /** The BullMQ priority, when not the reason's own (`REFRESH_PRIORITY`): `resync --all` is a background one. */
+  priority?: number;
   /**
    * When a refresh of the source is running, keep one follow-up refresh queued behind it (an admin resync
    * must see data fetched after it asked). Without it, a running or queued refresh answers the request.
@@ -93,9 +99,17 @@ export interface RefreshRequest {
 }
 
 /**
+ * Rounds of {@link enqueueRefresh} when the source's jobs move under it (a refresh starting or ending between
+ * two calls): each round sees a later state, and a handful always suffices unless jobs finish faster than
+ * Redis answers; the last round's answer stands.
+ */
+const MAX_ENQUEUE_ROUNDS = 5;
+
+/**
  * Queues a refresh of `source`, deduplicated per source: at most one refresh is queued and one running, ever.
  * Resolves to the id of the job that will do the work: the new job, the one already queued, or the follow-up
- * that will start when the running one ends.
+ * that will start when the running one ends. A queued job asked for again gets the most urgent priority and a
+ * fetching reason (see {@link hurry}); a follow-up gets the merge of every caller's ask (see `follow-ups.ts`).
  */
 export async function enqueueRefresh(
   queues: Queues,
@@ -104,59 +118,81 @@ export async function enqueueRefresh(
   request: RefreshRequest,
 ): Promise<string> {
   const token = sourceToken(source);
-  const running = request.followUp ? await runningJob(queues, token) : undefined;
-  // Every follow-up of one running job gets the same id, so that ids answered to several callers all resolve.
-  const jobId =
-    running === undefined
-      ? (request.jobId ?? `${token}-${request.now.toString(36)}-${randomBytes(3).toString('hex')}`)
-      : followUpJobId(token, running);
-  const job = await queues.refresh.add(
+  const own: RefreshAsk = {
+    reason: request.reason,
+    priority: request.priority ?? REFRESH_PRIORITY[request.reason],
+    ...(request.delayMs === undefined ? {} : { delayMs: request.delayMs }),
+  };
+  let answer = '';
+  for (let round = 1; round <= MAX_ENQUEUE_ROUNDS; round += 1) {
+    const running = request.followUp ? await runningJob(queues, token) : undefined;
+    // Every follow-up of one running job gets the same id, so that ids answered to several callers all resolve.
+    const jobId =
+      running === undefined
+        ? (request.jobId ?? `${token}-${request.now.toString(36)}-${randomBytes(3).toString('hex')}`)
+        : followUpJobId(token, running);
+    const ask = running === undefined ? own : await queues.followUpAsks.record(jobId, own);
+    const followUp = request.followUp === true;
+    const id = await addRefresh(queues, config, source, { ask, jobId, requestedAt: request.now, followUp });
+    if (running !== undefined && id === running) {
+      // Stored as the follow-up. Another caller may have stored its own ask over ours since; whoever recorded
+      // last queues the merge after recording, so ours stands only if it is still the merge of all asks.
+      answer = jobId;
+      if (sameAsk(await queues.followUpAsks.merged(jobId), ask)) return jobId;
+      continue;
+    }
+    answer = id;
+    if (id === jobId && running === undefined) return id;
+    // Answered by a job already queued (or by the follow-up, queued since the running job ended).
+    const queued = await queues.refresh.getJob(id);
+    if (queued !== undefined && (await hurry(queued, ask, request.now))) return id;
+    // A job that started between our two calls may have fetched before the request: queue behind it.
+    if (!request.followUp) return id;
+  }
+  return answer;
+}
+
+/** Adds the refresh job; resolves to the id BullMQ answers (another job's when deduplicated into it). */
+async function addRefresh(
+  queues: Queues,
+  config: Pick<Config, 'refreshAttempts' | 'refreshBackoffMs'>,
+  source: SourceKey,
+  job: { ask: RefreshAsk; jobId: string; requestedAt: number; followUp: boolean },
+): Promise<string> {
+  const { ask, jobId } = job;
+  const added = await queues.refresh.add(
     'refresh',
-    { source, reason: request.reason, requestedAt: request.now },
+    { source, reason: ask.reason, requestedAt: job.requestedAt },
     {
       ...refreshJobOptions(config),
-      priority: REFRESH_PRIORITY[request.reason],
+      priority: ask.priority,
       jobId,
-      ...(request.delayMs === undefined ? {} : { delay: request.delayMs }),
+      ...(ask.delayMs === undefined ? {} : { delay: ask.delayMs }),
       // No `reschedule`: a request must never pull a delayed confirmation or retry forward.
-      deduplication: { id: token, ...(request.followUp ? { keepLastIfActive: true } : {}) },
+      deduplication: { id: sourceToken(source), ...(job.followUp ? { keepLastIfActive: true } : {}) },
     },
   );
-  if (running !== undefined && job.id === running) return jobId;
-  const id = job.id ?? jobId;
-  if (id !== jobId) {
-    if (request.reason !== 'rerender') await takeOverRerender(queues, id, request);
-    await raisePriority(queues, id, REFRESH_PRIORITY[request.reason]);
-  }
-  return id;
+  return added.id ?? jobId;
 }
 
 /**
- * A queued re-render only renders the stored snapshot again, without fetching; a request deduplicated into it
- * (an admin resync, a schedule tick) wants fresh data, so the queued job becomes a fetching refresh of that
- * reason. A job that started meanwhile keeps its reason: followUp callers queue behind a running job anyway.
+ * Makes a queued job that answers a request do what the request needs: a re-render only renders the stored
+ * snapshot again, without fetching, so one a fetching request is deduplicated into becomes a fetching refresh
+ * of that reason; and it gets the request's priority when higher (an admin's resync of a source whose
+ * scheduled tick waits must not wait behind every other tick). A job never slows down. Resolves to false when
+ * the job started or ended meanwhile: it is left alone.
  */
-async function takeOverRerender(queues: Queues, id: string, request: RefreshRequest): Promise<void> {
-  const queued = await queues.refresh.getJob(id);
-  if (queued?.data.reason !== 'rerender') return;
-  const state = await queued.getState();
-  if (state !== 'waiting' && state !== 'prioritized' && state !== 'delayed') return;
-  await queued.updateData({ ...queued.data, reason: request.reason, requestedAt: request.now });
-}
-
-/**
- * A request answered by a refresh already queued (deduplicated) lends it its own priority when higher: an
- * admin's resync of a source whose scheduled tick waits must not wait behind every other tick. A job that
- * started or ended meanwhile is left alone.
- */
-async function raisePriority(queues: Queues, id: string, priority: number): Promise<void> {
-  const existing = await queues.refresh.getJob(id);
+async function hurry(job: Job<RefreshJobData, RefreshJobResult>, ask: RefreshAsk, now: number): Promise<boolean> {
+  const state = await job.getState();
+  if (state !== 'waiting' && state !== 'prioritized' && state !== 'delayed') return false;
+  if (job.data.reason === 'rerender' && ask.reason !== 'rerender')
+    await job.updateData({ ...job.data, reason: ask.reason, requestedAt: now });
   // Priority 0 is a job queued before priorities existed: it already runs before every prioritized one.
-  if (existing === undefined || existing.priority === 0 || existing.priority <= priority) return;
-  const state = await existing.getState();
-  if (state !== 'waiting' && state !== 'prioritized' && state !== 'delayed') return;
-  // It may have been removed since (finished and trimmed): nothing is left to hurry.
-  await existing.changePriority({ priority }).catch(() => undefined);
+  if (job.priority !== 0 && job.priority > ask.priority) {
+    // It may have been removed since (finished and trimmed): nothing is left to hurry.
+    await job.changePriority({ priority: ask.priority }).catch(() => undefined);
+  }
+  return true;
 }
 
 /**

@@ -69,6 +69,8 @@ export interface RedisKeys {
   readonly feedUpdates: string;
   /** STRING with a TTL: a cached upstream teacher search. */
   employeeSearch(query: string): string;
+  /** SET with a TTL: what the callers of a pending follow-up refresh asked for, JSON each (jobs/follow-ups.ts). */
+  followUpAsks(jobId: string): string;
   /** STRING with a TTL: a lock held by one process (e.g. while it upserts job schedulers). */
   lock(name: string): string;
   /** HASH: start date → distinct upstream entries starting on it, over every stored timetable (term-counts.ts). */
@@ -119,6 +121,7 @@ export function redisKeys(prefix: string): RedisKeys {
     workers: `${prefix}:workers`,
     feedUpdates: `${prefix}:feed-updates`,
     employeeSearch: (query) => `${prefix}:employee-search:${query}`,
+    followUpAsks: (jobId) => `${prefix}:follow-up-asks:${jobId}`,
     lock: (name) => `${prefix}:lock:${name}`,
     termCounts: `${prefix}:term-entries:dates`,
     sourceTermCounts: `${prefix}:term-entries:sources`,
