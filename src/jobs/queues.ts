@@ -71,6 +71,13 @@ export const REFRESH_PRIORITY: Readonly<Record<RefreshReason, number>> = {
   rerender: 5,
 };
 
+/**
+ * The priority of `resync --all`: every active source at once (18,000 jobs take half an hour at 10/s) must not
+ * go before first requests, sign-ups and Google connects, which answer `503` while they wait; it still goes
+ * before scheduled ticks. A resync of one source keeps `REFRESH_PRIORITY.resync`.
+ */
+export const RESYNC_ALL_PRIORITY = 4;
+
 /** Retry and retention options of refresh jobs. */
 export function refreshJobOptions(config: Pick<Config, 'refreshAttempts' | 'refreshBackoffMs'>): JobsOptions {
   return {

@@ -2,7 +2,7 @@ import type { ServiceContext } from '../runtime/context.ts';
 import { parseSource, type SourceKey, SUBSCRIPTION_ID, sourceKey } from '../sources/source.ts';
 import { activateSource } from './activation.ts';
 import { UnknownSubscriptionError } from './errors.ts';
-import { enqueueRefresh } from './queues.ts';
+import { enqueueRefresh, RESYNC_ALL_PRIORITY } from './queues.ts';
 
 /** What an admin asks to resync: one source, one personal subscription's source, or every active source. */
 export type ResyncTarget = { source: string } | { subscription: string } | { all: true };
@@ -40,19 +40,28 @@ async function subscriptionSource(ctx: ResyncContext, id: string): Promise<Sourc
   return sourceKey({ kind: 'personal', id });
 }
 
-function resyncOne(ctx: ResyncContext, source: SourceKey): Promise<string> {
-  return enqueueRefresh(ctx.queues, ctx.config, source, { reason: 'resync', now: ctx.now(), followUp: true });
+function resyncOne(ctx: ResyncContext, source: SourceKey, priority?: number): Promise<string> {
+  return enqueueRefresh(ctx.queues, ctx.config, source, {
+    reason: 'resync',
+    now: ctx.now(),
+    followUp: true,
+    ...(priority === undefined ? {} : { priority }),
+  });
 }
 
 /**
- * Every active source, queued in parallel batches. Already active, so not re-activated: that would count as
- * a feed request and keep unwanted sources alive.
+ * Every active source, queued in parallel batches at a background priority (see `RESYNC_ALL_PRIORITY`).
+ * Already active, so not re-activated: that would count as a feed request and keep unwanted sources alive.
  */
 async function resyncActive(ctx: ResyncContext): Promise<string[]> {
   const sources = await ctx.registry.allActiveSources();
   const jobs: string[] = [];
   for (let start = 0; start < sources.length; start += BATCH_SIZE) {
-    jobs.push(...(await Promise.all(sources.slice(start, start + BATCH_SIZE).map((source) => resyncOne(ctx, source)))));
+    jobs.push(
+      ...(await Promise.all(
+        sources.slice(start, start + BATCH_SIZE).map((source) => resyncOne(ctx, source, RESYNC_ALL_PRIORITY)),
+      )),
+    );
   }
   return jobs;
 }

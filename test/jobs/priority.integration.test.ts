@@ -2,7 +2,14 @@ import { type Job, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
 import { QUEUE, type RefreshJobData } from '../../src/jobs/contract.ts';
-import { enqueueRefresh, KEEP_COMPLETED, KEEP_FAILED, REFRESH_PRIORITY } from '../../src/jobs/queues.ts';
+import {
+  enqueueRefresh,
+  KEEP_COMPLETED,
+  KEEP_FAILED,
+  REFRESH_PRIORITY,
+  RESYNC_ALL_PRIORITY,
+} from '../../src/jobs/queues.ts';
+import { requestResync } from '../../src/jobs/resync.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { waitUntil } from '../support/poll.ts';
 import { testContext } from '../support/service.ts';
@@ -56,6 +63,28 @@ describe('refresh priorities', () => {
     await waitUntil(() => worker.order.length === 22, 'every refresh to run');
     expect(worker.order.slice(0, 2)).toEqual(['group:900', 'group:500']);
     expect(worker.order.slice(2)).toEqual(Array.from({ length: 20 }, (_, index) => `group:${index + 1}`));
+  });
+
+  it('runs resync --all after first requests queued later, and before background ticks', async () => {
+    for (let id = 11; id <= 13; id += 1) await enqueue(`group:${id}`, 'schedule');
+    for (let id = 1; id <= 5; id += 1) await ctx.registry.activate(`group:${id}`, id);
+    const all = await requestResync(ctx, { all: true });
+    expect((await ctx.queues.refresh.getJob(all[0] as string))?.priority).toBe(RESYNC_ALL_PRIORITY);
+    // Someone waits for these: a first request and a sign-up, and one source an admin resyncs by name.
+    await enqueue('group:500', 'demand');
+    await enqueue('personal:AAAAAAAAAAAAAAAAAAAAAA', 'subscription');
+    const [named] = await requestResync(ctx, { source: 'group:900' });
+    expect((await ctx.queues.refresh.getJob(named as string))?.priority).toBe(REFRESH_PRIORITY.resync);
+    const worker = recordingWorker(ctx);
+    stop = worker.close;
+    await waitUntil(() => worker.order.length === 11, 'every refresh to run');
+    expect(worker.order).toEqual([
+      'group:900',
+      'group:500',
+      'personal:AAAAAAAAAAAAAAAAAAAAAA',
+      ...[1, 2, 3, 4, 5].map((id) => `group:${id}`),
+      ...[11, 12, 13].map((id) => `group:${id}`),
+    ]);
   });
 
   it('hurries a queued tick when an admin resync is answered by it, and never slows a job down', async () => {
