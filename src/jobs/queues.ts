@@ -51,9 +51,16 @@ export function createQueues(connection: Redis, keys: RedisKeys): Queues {
 /**
  * How many finished jobs a queue keeps at most, besides their age limits. Redis runs `noeviction`: a flood of
  * failing requests must not fill it (a failed refresh holds about 2.8 KB). BullMQ trims the oldest beyond the
- * count, whatever job finishes, so the counts are large enough that an id answered to an admin still resolves
- * for hours on a busy deployment (10,000 completed refreshes ≈ 20 min at 18,000 sources every 30 min).
+ * count whenever a job of the queue finishes, whichever job it is.
+ *
+ * Completed refreshes: a job id answered to an admin must resolve for at least an hour while the queue runs
+ * flat out. The refresh queue starts at most `UPSTREAM_RATE_LIMIT` jobs a second, 36,000 an hour at the
+ * default 10/s, so 40,000 are kept: about 1 KB each (844 bytes measured for a job's hash, plus its entry in the
+ * completed set), some 40 MB at most. A deployment raising the limit keeps them proportionally shorter
+ * (13 minutes at 50/s). Failed refreshes are rarer (first requests for unknown ids leave none): 5,000, about
+ * 14 MB; completed pushes, 10,000.
  */
+export const KEEP_COMPLETED_REFRESHES = 40_000;
 export const KEEP_COMPLETED = 10_000;
 export const KEEP_FAILED = 5_000;
 
@@ -83,7 +90,7 @@ export function refreshJobOptions(config: Pick<Config, 'refreshAttempts' | 'refr
   return {
     attempts: config.refreshAttempts,
     backoff: { type: 'exponential', delay: config.refreshBackoffMs, jitter: 0.5 },
-    removeOnComplete: { age: 24 * 3600, count: KEEP_COMPLETED },
+    removeOnComplete: { age: 24 * 3600, count: KEEP_COMPLETED_REFRESHES },
     removeOnFail: { age: 7 * 24 * 3600, count: KEEP_FAILED },
   };
 }

@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
 import { QUEUE, type RefreshJobData } from '../../src/jobs/contract.ts';
 import {
   enqueueRefresh,
-  KEEP_COMPLETED,
+  KEEP_COMPLETED_REFRESHES,
   KEEP_FAILED,
   REFRESH_PRIORITY,
   RESYNC_ALL_PRIORITY,
@@ -105,6 +105,9 @@ describe('refresh priorities', () => {
   it('keeps finished refreshes by count as well as by age', async () => {
     const job = await ctx.queues.refresh.getJob(await enqueue('group:1', 'demand'));
     expect(job?.opts.removeOnFail).toEqual({ age: 7 * 24 * 3600, count: KEEP_FAILED });
-    expect(job?.opts.removeOnComplete).toEqual({ age: 24 * 3600, count: KEEP_COMPLETED });
+    expect(job?.opts.removeOnComplete).toEqual({ age: 24 * 3600, count: KEEP_COMPLETED_REFRESHES });
+    // An id answered to an admin still resolves after an hour of refreshes at the full upstream rate.
+    expect(ctx.config.upstreamRateLimit).toBe(10);
+    expect(KEEP_COMPLETED_REFRESHES).toBeGreaterThanOrEqual(3600 * ctx.config.upstreamRateLimit);
   });
 });
