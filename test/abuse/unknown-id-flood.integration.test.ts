@@ -1,6 +1,10 @@
 /**
  * Abuse: one client floods first requests for 400 ids the university does not know while an admin resyncs a
  * real group. Bounded (400 requests, 50 at once, loopback only). Prints its figures as JSON lines.
+ *
+ * What this measures is the queue's priorities, so the first-request limits are raised until all 400 ids
+ * reach the queue (with the default limits only 30 would, and the resync would meet an empty queue); what the
+ * limits let through is measured by the limited run in `limits.integration.test.ts`.
  */
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
@@ -14,14 +18,25 @@ import { until } from '../support/poll.ts';
 const FLOOD = 400;
 const PARALLEL = 50;
 const FIRST_UNKNOWN = 700_001;
+/**
+ * Upstream calls per second. The flood queues about 50 refreshes a second (50 clients giving up after 1 s),
+ * so at 20 a second the queue grows by about 30 a second: first-in-first-out, a resync sent once it holds
+ * {@link QUEUED_AT_RESYNC} would wait 10 s or more behind them and the ids still arriving.
+ */
+const UPSTREAM_RATE = 20;
+/** Refreshes that must be waiting when the resync is sent: the flood really fills the queue. */
+const QUEUED_AT_RESYNC = 150;
 
 let pipeline: Pipeline;
 let app: FastifyInstance;
 let base: string;
 
 beforeAll(async () => {
-  // 50 upstream calls/s: 400 unknown ids queued first-in-first-out would hold a resync for about 8 s.
-  pipeline = await startPipeline({ UPSTREAM_RATE_LIMIT: '50' });
+  pipeline = await startPipeline({
+    UPSTREAM_RATE_LIMIT: String(UPSTREAM_RATE),
+    FIRST_REQUESTS_PER_CLIENT: `${FLOOD * 2}/1m`,
+    FIRST_REQUESTS_TOTAL: `${FLOOD * 2}/1m`,
+  });
   app = await buildApp(pipeline.ctx, { logger: silentLogger() });
   await app.listen({ port: 0, host: '127.0.0.1' });
   base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
@@ -46,6 +61,12 @@ async function flood(ids: number[]): Promise<void> {
     }
   };
   await Promise.all(Array.from({ length: PARALLEL }, client));
+}
+
+/** Refreshes waiting to run (not the one running, not delayed retries). */
+async function waiting(): Promise<number> {
+  const counts = await pipeline.ctx.queues.refresh.getJobCounts('waiting', 'prioritized');
+  return (counts.waiting ?? 0) + (counts.prioritized ?? 0);
 }
 
 /** Keys under this test's prefix (the Redis is shared with other test files). */
@@ -84,38 +105,41 @@ describe('a flood of first requests for unknown ids', () => {
     const ids = Array.from({ length: FLOOD }, (_, index) => FIRST_UNKNOWN + index);
 
     const flooding = flood(ids);
-    // Resync once the flood has filled the queue.
-    await until(
-      () => pipeline.ctx.queues.refresh.count(),
-      (queued) => queued >= 50,
-      5_000,
-    );
+    // Resync once the flood has filled the queue; a flood that never fills it measures nothing.
+    const queuedAtResync = await until(waiting, (queued) => queued >= QUEUED_AT_RESYNC, 15_000);
+    expect(queuedAtResync).toBeGreaterThanOrEqual(QUEUED_AT_RESYNC);
     const started = performance.now();
     const job = await resync(`group:${group}`);
     const state = await until(
       () => pipeline.ctx.queues.refresh.getJobState(job),
       (current) => current === 'completed' || current === 'failed',
-      30_000,
+      10_000,
     );
     const resyncMs = Math.round(performance.now() - started);
+    // It went ahead of the flood: most of what waited when it was sent still waits.
+    const queuedAtDone = await waiting();
     await flooding;
     expect(state).toBe('completed');
 
+    // Nothing queued and nothing running: a refresh still active would make its call after the count below.
     const drained = await until(
-      () => pipeline.ctx.queues.refresh.count(),
-      (queued) => queued === 0,
+      () => pipeline.ctx.queues.refresh.getJobCounts('waiting', 'active', 'delayed', 'prioritized'),
+      (counts) => Object.values(counts).every((count) => count === 0),
       30_000,
     );
-    expect(drained).toBe(0);
+    expect(drained).toEqual({ waiting: 0, active: 0, delayed: 0, prioritized: 0 });
     const calls = ((await pipeline.sim.stats()).byEndpoint.groupSchedule ?? 0) - callsBefore;
     const counts = await pipeline.ctx.queues.refresh.getJobCounts('failed', 'completed');
     const keysAfter = await prefixKeys();
+    figure('refreshes waiting when the admin resync was sent', queuedAtResync, 'jobs');
     figure('admin resync latency during a flood of 400 unknown ids', resyncMs, 'ms');
-    figure('upstream calls made by the flood (and the resync)', calls, 'calls');
+    figure('refreshes still waiting when the admin resync completed', queuedAtDone, 'jobs');
+    figure('upstream calls made by the flood (and the resync), limits raised', calls, 'calls');
     figure('failed refresh jobs left after the flood', counts.failed ?? 0, 'jobs');
     figure('Redis keys added by the flood', keysAfter - keysBefore, 'keys');
 
     expect(resyncMs).toBeLessThan(3_000);
+    expect(queuedAtDone).toBeGreaterThanOrEqual(QUEUED_AT_RESYNC / 2);
     expect(calls).toBeLessThanOrEqual(FLOOD + 1);
     expect(counts.failed).toBe(0);
     // One remembered 404 per id the university was asked about, and the resynced group's own keys.
