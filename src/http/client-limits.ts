@@ -94,7 +94,7 @@ export class ClientLimits {
    * Runs a credential check (sign-up, replacement) for `ip` under the sign-up limits and a failure budget. A
    * refusal by the university (or a credential of someone else) costs the client a failure token, after the
    * fact: correct sign-ups running at once never hold one. A client without failure tokens is refused; so,
-   * while the overall failure budget is used up, is one that was refused within its own refill time. At most
+   * while the overall failure budget is used up, is one refused twice or more within its own refill time. At most
    * SIGN_UPS_IN_FLIGHT_PER_CLIENT checks of one client run at once, which bounds how far a burst of guesses
    * overshoots its budget (the overshoot is a debt that delays the next try).
    */
@@ -121,7 +121,9 @@ export class ClientLimits {
     const overall = await this.buckets.wouldTake([all]);
     if (overall === 0) return;
     const [mine] = own as [Bucket];
-    const sinceFailure = await this.buckets.wouldTake([mine], mine.capacity);
+    // One failure is a typo, and behind a campus NAT anyone's: only a client with two or more recent failures
+    // is refused while the overall budget is out (a client with a budget of one: any recent failure).
+    const sinceFailure = await this.buckets.wouldTake([mine], Math.max(1, mine.capacity - 1));
     if (sinceFailure === 0) return;
     throw refusal(Math.min(overall, sinceFailure), 'too many refused credentials right now, one from your address');
   }

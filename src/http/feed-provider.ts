@@ -4,6 +4,7 @@
  * throttled, so that a hot feed does not write to Redis on every request.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { LRUCache } from 'lru-cache';
 import type { StoredFeed } from '../feeds/feed-store.ts';
 import { activateSource } from '../jobs/activation.ts';
 import { enqueueRefresh } from '../jobs/queues.ts';
@@ -15,6 +16,12 @@ import type { FeedCache } from './feed-cache.ts';
 import type { ParsedSubscriberQuery } from './subscriber-query.ts';
 import { VariantCache, type VariantCacheLimits } from './variant-cache.ts';
 import { renderSubscriberVariant } from './variant-render.ts';
+
+/**
+ * Variants remembered as rendered before. Each took a client's token once; 10,000 is far more than the
+ * subgroup, kind and alarm combinations real subscribers use, and an attacker pays for every one it adds.
+ */
+const KNOWN_VARIANTS = 10_000;
 
 /** Tuning of feed serving; the defaults suit production, tests shorten the waits. */
 export interface FeedProviderOptions {
@@ -45,6 +52,8 @@ export class FeedProvider {
   /** When each source's request was last written to the registry (ctx clock). */
   private readonly touched = new Map<SourceKey, number>();
   private readonly demands = new Map<SourceKey, Promise<StoredFeed>>();
+  /** Variants (source and options, any publication) rendered by this process: rendering them again is free. */
+  private readonly knownVariants = new LRUCache<string, true>({ max: KNOWN_VARIANTS });
   private saturationLoggedAt = -Infinity;
 
   constructor(ctx: ServiceContext, cache: FeedCache, limits: ClientLimits, options: FeedProviderOptions = {}) {
@@ -66,11 +75,16 @@ export class FeedProvider {
     const base = (await this.cache.get(source)) ?? (await this.onDemand(source, ip));
     this.recordRequest(source);
     if (query.canonical === '') return base;
-    return this.variants.get(
+    // A variant rendered before is only rendered again because its timetable changed: every subscriber of it
+    // polls it then, and behind one campus address that must not cost their limit. Only new ones do.
+    const variant = `${source}\n${query.canonical}`;
+    const feed = await this.variants.get(
       VariantCache.key(source, base.etag, query.canonical),
       () => renderSubscriberVariant(this.ctx, source, base, query),
-      () => this.limits.admit('variant-render', ip),
+      async () => (this.knownVariants.has(variant) ? undefined : this.limits.admit('variant-render', ip)),
     );
+    this.knownVariants.set(variant, true);
+    return feed;
   }
 
   /**

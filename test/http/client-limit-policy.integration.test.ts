@@ -4,6 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/index.ts';
+import { until } from '../support/poll.ts';
 import { calendar, startTestApp, storeFeed, storeTimetable, type TestApp } from './helpers.ts';
 
 let simulator: RunningSimulator;
@@ -122,6 +123,19 @@ describe('new feed variants', () => {
     // Cached variants cost nothing, and another client has its own allowance.
     expect((await variant('{subject} 1')).statusCode).toBe(200);
     expect((await variant('{subject} 3', '192.0.2.11')).statusCode).toBe(200);
+
+    // A new publication makes every variant render again; one rendered before is still free for its
+    // subscribers (behind a campus NAT they are one address), while a new one still costs.
+    const republished = await storeTimetable(app.ctx, 'group:610', undefined, { stamp: Date.UTC(2025, 8, 21, 9) });
+    const plain = await until(
+      () => app.app.inject({ method: 'GET', url: '/feeds/groups/610.ics' }),
+      (answer) => answer.headers.etag === republished.etag,
+    );
+    expect(plain.statusCode).toBe(200);
+    const again = await variant('{subject} 1');
+    expect(again.statusCode).toBe(200);
+    expect(again.body).toContain('DTSTAMP:20250921T090000Z');
+    expect((await variant('{subject} 4')).statusCode).toBe(429);
 
     // A feed whose snapshot is not stored yet answers 503 without rendering: no token is kept.
     await storeFeed(app.ctx, 'group:611', calendar('611'));
