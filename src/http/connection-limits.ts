@@ -5,6 +5,7 @@
  * for less when the server is nearly full, and idle ones are closed when a newcomer is turned away. On the
  * public internet a reverse proxy in front is still expected: one client can own many addresses (IPv6).
  */
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { BlockList, isIPv4, type Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config.ts';
@@ -32,7 +33,9 @@ export function applyConnectionLimits(app: FastifyInstance, limits: ConnectionLi
   server.maxConnections = limits.httpMaxConnections;
   const isProxy = proxyMatcher(limits.trustProxy);
   const busyFrom = Math.max(1, Math.floor(limits.httpMaxConnections * BUSY_SHARE));
-  const perAddress = new Map<string, number>();
+  // Each client's open sockets, and which of them wait between requests (kept alive, nothing in flight).
+  const perAddress = new Map<string, Set<Socket>>();
+  const idle = new WeakSet<Socket>();
   let open = 0;
 
   const tuneKeepAlive = () => {
@@ -51,17 +54,34 @@ export function applyConnectionLimits(app: FastifyInstance, limits: ConnectionLi
     if (address === undefined || isProxy(address)) return;
     // The rate limits' notion of a client: an IPv6 client is its /64.
     const client = clientOf(address);
-    const count = (perAddress.get(client) ?? 0) + 1;
-    if (count > limits.httpMaxConnectionsPerAddress) {
-      socket.destroy();
-      return;
+    let sockets = perAddress.get(client);
+    if (sockets === undefined) {
+      sockets = new Set();
+      perAddress.set(client, sockets);
     }
-    perAddress.set(client, count);
+    if (sockets.size >= limits.httpMaxConnectionsPerAddress) {
+      // At its cap, a client's waiting connection makes room for its new one (behind a NAT, many people's
+      // browsers and calendar apps each keep one alive); with none waiting, the newcomer is turned away.
+      const waiting = [...sockets].find((open) => idle.has(open));
+      if (waiting === undefined) {
+        socket.destroy();
+        return;
+      }
+      sockets.delete(waiting);
+      waiting.destroy();
+    }
+    // Not idle until it has been answered: a connection still sending its first request is busy.
+    sockets.add(socket);
+    const own = sockets;
     socket.once('close', () => {
-      const left = (perAddress.get(client) ?? 1) - 1;
-      if (left > 0) perAddress.set(client, left);
-      else perAddress.delete(client);
+      own.delete(socket);
+      if (own.size === 0 && perAddress.get(client) === own) perAddress.delete(client);
     });
+  });
+  server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+    const socket = request.socket as Socket;
+    idle.delete(socket);
+    response.once('finish', () => idle.add(socket));
   });
 
   // Node closes a connection beyond maxConnections before anyone sees it; make room for the next one instead

@@ -78,12 +78,24 @@ async function answered(from: string): Promise<Extract<Outcome, { answered: true
 
 describe('connection caps', () => {
   it('closes connections of one address beyond its cap, while other addresses are served', async () => {
-    const first = await Promise.all(Array.from({ length: PER_ADDRESS }, () => answered('127.0.0.1')));
+    const first: Socket[] = [];
+    for (let i = 0; i < PER_ADDRESS; i++) first.push(await busy('127.0.0.1'));
     expect(await healthz('127.0.0.1')).toEqual({ answered: false });
     expect((await healthz('127.0.0.2')).answered).toBe(true);
     // Once one of its connections closes, the address is served again.
-    first[0]?.socket.destroy();
+    first[0]?.destroy();
     await eventually(async () => ((await healthz('127.0.0.1')).answered ? true : undefined), 'a freed slot');
+  });
+
+  it('lets an address at its cap replace a connection that only waits with a new one', async () => {
+    // Behind a NAT, many clients each keep a connection alive after their request: a newcomer from that
+    // address is served, and one of the waiting connections is closed to make room.
+    const waiting = await Promise.all(Array.from({ length: PER_ADDRESS }, () => answered('127.0.0.6')));
+    const closed = Promise.race(waiting.map(({ socket }) => new Promise((resolve) => socket.once('close', resolve))));
+    expect((await healthz('127.0.0.6')).answered).toBe(true);
+    await closed;
+    const open = waiting.filter(({ socket }) => !socket.destroyed && socket.readyState === 'open');
+    expect(open.length).toBe(PER_ADDRESS - 1);
   });
 
   it('closes connections beyond the process cap, from any address, until one closes', async () => {
@@ -146,6 +158,12 @@ describe('behind a trusted proxy', () => {
       return Promise.race([closed, data]);
     };
     expect([await viaProxy('127.0.0.20'), await viaProxy('127.0.0.20')]).toEqual(['answered', 'answered']);
-    expect([await viaProxy('127.0.0.21'), await viaProxy('127.0.0.21')]).toEqual(['answered', 'closed']);
+    // Another address is capped: with its one connection still sending a request, a second is turned away.
+    const held = connect({ port: proxiedPort, host: '127.0.0.1', localAddress: '127.0.0.21' });
+    sockets.push(held);
+    held.on('error', () => undefined);
+    await new Promise((resolve) => held.once('connect', resolve));
+    held.write('GET /healthz HTTP/1.1\r\nHost: x\r\n');
+    expect(await viaProxy('127.0.0.21')).toBe('closed');
   });
 });
