@@ -50,6 +50,7 @@ const callbackQuery = z.object({
 /** Registers the user-facing Google routes on `app`; errors are thrown for the app's handler. */
 export async function registerGoogleRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
   const limits = new ClientLimits(ctx);
+  let hostRewriteNoted = false;
   app.get('/google/connect', async (request, reply) => {
     requireGooglePush(ctx);
     // The consent cookie must be set on the host Google sends the browser back to.
@@ -57,10 +58,15 @@ export async function registerGoogleRoutes(app: FastifyInstance, ctx: ServiceCon
       const location = publicHostRedirect(ctx.config.publicUrl, request.url);
       if (location !== undefined)
         return reply.code(302).header('location', location).header('cache-control', NO_STORE).send();
-      request.log.warn(
-        { publicUrl: ctx.config.publicUrl, host: request.host },
-        "a connect sent to PUBLIC_URL's host arrived with another Host again: its consent cookie may be lost; have the proxy pass Host on (nginx: proxy_set_header Host $host) or correct PUBLIC_URL",
-      );
+      // Most likely a proxy that rewrites Host (nginx's default): the browser is on PUBLIC_URL's host and the
+      // cookie is fine. Said once per process, since every connect would say it again.
+      if (!hostRewriteNoted) {
+        hostRewriteNoted = true;
+        request.log.warn(
+          { publicUrl: ctx.config.publicUrl, host: request.host },
+          "connects arrive with another Host than PUBLIC_URL's even after a redirect to it: probably a proxy rewriting Host; if Google consents fail with 'started in another browser', have the proxy pass Host on (nginx: proxy_set_header Host $host) or correct PUBLIC_URL",
+        );
+      }
     }
     // Each connect stores a pending consent (and may check a feed token): limited per client and in total.
     await limits.admit('google-connect', request.ip);

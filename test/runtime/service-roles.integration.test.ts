@@ -3,6 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vi
 import { freePort } from '../../src/runtime/embedded-redis.ts';
 import { startSimulator } from '../../src/simulator/index.ts';
 import { exited, startCli, waitForOutput } from '../support/cli.ts';
+import { until } from '../support/poll.ts';
 import { deletePrefix, TEST_ADMIN_TOKEN, TEST_SECRET_KEY, uniquePrefix } from '../support/service.ts';
 
 let sim: Awaited<ReturnType<typeof startSimulator>>;
@@ -69,9 +70,13 @@ describe('service roles', () => {
     const response = await fetch(`http://127.0.0.1:${apiPort}/feeds/employees/${employees[0]?.id}.ics`);
     expect(response.status).toBe(200);
     expect((await fetch(`http://127.0.0.1:${workerPort}/metrics`)).status).toBe(200);
-    expect(await (await fetch(`http://127.0.0.1:${workerPort}/metrics`)).text()).toContain(
-      'timetable_refresh_duration_seconds_count{outcome="published"} 1',
+    // The feed is stored before the job ends and its duration is counted: wait for the count.
+    const metrics = await until(
+      async () => (await fetch(`http://127.0.0.1:${workerPort}/metrics`)).text(),
+      (text) => text.includes('timetable_refresh_duration_seconds_count{outcome="published"}'),
+      10_000,
     );
+    expect(metrics).toContain('timetable_refresh_duration_seconds_count{outcome="published"} 1');
 
     worker.kill('SIGTERM');
     api.kill('SIGTERM');
