@@ -14,12 +14,16 @@ export interface ClientKeys {
 }
 
 /** The keys of a client address: IPv4 as is (IPv4-mapped IPv6 included), IPv6 by its /64 and its /48. */
-export function clientKeys(ip: string): ClientKeys {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
-  if (mapped) return { client: mapped[1] as string };
+export function clientKeys(address: string): ClientKeys {
+  const ip = plainAddress(address);
   if (!isIPv6(ip)) return { client: ip };
   const groups = expandIPv6(ip);
   return { client: `${groups.slice(0, 4).join(':')}::/64`, site: `${groups.slice(0, 3).join(':')}::/48` };
+}
+
+/** An IPv4-mapped IPv6 address (`::ffff:127.0.0.1`, a dual-stack socket's peer) as the IPv4 address it is. */
+export function plainAddress(address: string): string {
+  return /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)?.[1] ?? address;
 }
 
 /** The key of a client address alone (its /64 for IPv6). */

@@ -6,10 +6,11 @@
  * public internet a reverse proxy in front is still expected: one client can own many addresses (IPv6).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { BlockList, isIPv4, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config.ts';
 import { clientOf } from './client-address.ts';
+import { trustedProxyMatcher } from './trusted-proxies.ts';
 
 /** The config fields the connection limits are read from. */
 export type ConnectionLimits = Pick<
@@ -31,7 +32,7 @@ const IDLE_SWEEP_INTERVAL_MS = 1_000;
 export function applyConnectionLimits(app: FastifyInstance, limits: ConnectionLimits): void {
   const server = app.server;
   server.maxConnections = limits.httpMaxConnections;
-  const isProxy = proxyMatcher(limits.trustProxy);
+  const isProxy = trustedProxyMatcher(limits.trustProxy);
   const busyFrom = Math.max(1, Math.floor(limits.httpMaxConnections * BUSY_SHARE));
   // Each client's open sockets, and which of them wait between requests (kept alive, nothing in flight).
   const perAddress = new Map<string, Set<Socket>>();
@@ -93,19 +94,4 @@ export function applyConnectionLimits(app: FastifyInstance, limits: ConnectionLi
     lastSweep = now;
     server.closeIdleConnections();
   });
-}
-
-/** Whether an address is one of the trusted proxies (`true`: every peer is a proxy). */
-function proxyMatcher(trustProxy: Config['trustProxy']): (address: string) => boolean {
-  if (trustProxy === true) return () => true;
-  if (trustProxy === false) return () => false;
-  const list = new BlockList();
-  for (const entry of trustProxy) {
-    const [address = '', bits] = entry.split('/');
-    const family = isIPv4(address) ? 'ipv4' : 'ipv6';
-    if (bits === undefined) list.addAddress(address, family);
-    else list.addSubnet(address, Number(bits), family);
-  }
-  // BlockList matches an IPv4-mapped IPv6 peer (a dual-stack socket's) against IPv4 entries too.
-  return (address) => list.check(address, isIPv4(address) ? 'ipv4' : 'ipv6');
 }
