@@ -5,38 +5,14 @@ import { expand } from '../../src/timetable/expand.ts';
 import { mergeRows, mergeRowsWithIds, publishedClassIds, storedClassIds } from '../../src/timetable/merge-rows.ts';
 import type { ExpandOptions, Occurrence, PreviousOccurrence } from '../../src/timetable/types.ts';
 import { parseScheduleResponse } from '../../src/upstream/schemas.ts';
+import { rawTuesdayLecture } from '../upstream/fixtures.ts';
 import { entry } from './fixtures.ts';
 
 const MOSCOW: ExpandOptions = { timezone: 'Europe/Moscow', from: '2025-09-01', to: '2025-09-30' };
 
 /** One class as the university sends it for each of its groups: same everything, one row per group. */
 function apiRow(id: number, groupList: string, overrides: Record<string, unknown> = {}) {
-  return {
-    id,
-    semester: 1,
-    year: 2025,
-    subject_name: 'Физика',
-    subject_id: 5,
-    start_day_schedule: '01.09.25',
-    finish_day_schedule: '30.09.25',
-    day_week_schedule: 2,
-    type_week_schedule: 0,
-    note_schedule: '',
-    time_interval_id: 1,
-    total_time_schedule: '08:30-10:00',
-    begin_time_schedule: '08:30',
-    end_time_schedule: '10:00',
-    teacher_id: 9,
-    teacher_lastname: 'Петров',
-    teacher_firstname: 'Пётр',
-    teacher_middlename: 'Петрович',
-    num_auditorium_schedule: '101',
-    building_name: 'Главный корпус',
-    building_id: 1,
-    group_list: groupList,
-    subject_kind_name: 'лекция',
-    ...overrides,
-  };
+  return rawTuesdayLecture({ id, group_list: groupList, ...overrides });
 }
 
 function expandRows(rows: unknown[], options: Partial<ExpandOptions> = {}) {

@@ -30,6 +30,39 @@ export function rawEntry(overrides: Record<string, unknown> = {}): Record<string
   };
 }
 
+/**
+ * A Tuesday lecture in September 2025 as the university sends it, for one group: what the `render` tests and
+ * the row-merging tests (one row per group of a class) build on.
+ */
+export function rawTuesdayLecture(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    id: 1,
+    semester: 1,
+    year: 2025,
+    subject_name: 'Физика',
+    subject_id: 5,
+    start_day_schedule: '01.09.25',
+    finish_day_schedule: '30.09.25',
+    day_week_schedule: 2,
+    type_week_schedule: 0,
+    note_schedule: '',
+    time_interval_id: 1,
+    total_time_schedule: '08:30-10:00',
+    begin_time_schedule: '08:30',
+    end_time_schedule: '10:00',
+    teacher_id: 9,
+    teacher_lastname: 'Петров',
+    teacher_firstname: 'Пётр',
+    teacher_middlename: 'Петрович',
+    num_auditorium_schedule: '101',
+    building_name: 'Главный корпус',
+    building_id: 1,
+    group_list: '09-351',
+    subject_kind_name: 'лекция',
+    ...overrides,
+  };
+}
+
 /** A schedule response around the given raw entries. */
 export function scheduleResponse(...subjects: unknown[]): Record<string, unknown> {
   return { success: true, subjects };
