@@ -17,7 +17,7 @@ import {
 } from '../google/errors.ts';
 import { SourceNotFoundError, SourceNotReadyError, UnknownSubscriptionError } from '../jobs/errors.ts';
 import { RateLimitedError } from '../lib/rate-limit.ts';
-import { secondsText } from '../lib/retry-after.ts';
+import { retryAfterSeconds, secondsText } from '../lib/retry-after.ts';
 import { SecretKeyMissingError } from '../security/errors.ts';
 import { InvalidSourceError } from '../sources/errors.ts';
 import {
@@ -49,14 +49,9 @@ export class HttpError extends Error {
   }
 }
 
-/** Whole seconds, at least one: what `Retry-After` says for a wait of `ms`. */
-function retrySeconds(ms: number): number {
-  return Math.max(1, Math.ceil(ms / 1000));
-}
-
 /** A `Retry-After` header of whole seconds, at least one. */
 function retryAfter(ms: number): Record<string, string> {
-  return { 'retry-after': String(retrySeconds(ms)) };
+  return { 'retry-after': String(retryAfterSeconds(ms)) };
 }
 
 type ErrorClass<E extends Error> = abstract new (...args: never[]) => E;

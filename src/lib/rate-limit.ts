@@ -10,6 +10,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
+import { retryAfterSeconds } from './retry-after.ts';
 
 /** One bucket: where it lives, how fast it refills and how many tokens it holds at most. */
 export interface Bucket {
@@ -150,7 +151,7 @@ export class RateLimitedError extends Error {
   override name = 'RateLimitedError';
   readonly retryAfterMs: number;
 
-  constructor(retryAfterMs: number, message = `rate limit reached; try again in ${Math.ceil(retryAfterMs / 1000)} s`) {
+  constructor(retryAfterMs: number, message = `rate limit reached; try again in ${retryAfterSeconds(retryAfterMs)} s`) {
     super(message);
     this.retryAfterMs = retryAfterMs;
   }

@@ -17,8 +17,13 @@ export function parseRetryAfter(
   return Number.isNaN(at) ? undefined : Math.max(0, at - nowMs);
 }
 
+/** Whole seconds, at least one: what `Retry-After` says for a wait of `ms`. */
+export function retryAfterSeconds(ms: number): number {
+  return Math.max(1, Math.ceil(ms / 1000));
+}
+
 /** A wait of `ms` in whole seconds as a person reads it: "1 second", "180 seconds" (at least one). */
 export function secondsText(ms: number): string {
-  const seconds = Math.max(1, Math.ceil(ms / 1000));
+  const seconds = retryAfterSeconds(ms);
   return seconds === 1 ? '1 second' : `${seconds} seconds`;
 }
