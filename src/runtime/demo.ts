@@ -1,10 +1,11 @@
 /** The demo's secrets (kept under DATA_DIR so that subscriptions survive a restart) and its welcome text. */
 import { randomBytes } from 'node:crypto';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import type { Config } from '../config.ts';
 import { redactRedisUrl } from '../lib/redis-connection.ts';
+import { ensurePrivateDir, writePrivateFile } from './private-files.ts';
 
 const secretsSchema = z.object({ adminToken: z.string().min(16), secretKey: z.string().regex(/^[0-9a-f]{64}$/) });
 
@@ -18,8 +19,8 @@ export async function demoSecrets(dataDir: string): Promise<z.infer<typeof secre
       adminToken: `demo-${randomBytes(16).toString('hex')}`,
       secretKey: randomBytes(32).toString('hex'),
     };
-    await mkdir(dataDir, { recursive: true });
-    await writeFile(file, `${JSON.stringify(secrets, null, 2)}\n`, { mode: 0o600 });
+    await ensurePrivateDir(dataDir);
+    await writePrivateFile(file, `${JSON.stringify(secrets, null, 2)}\n`);
     return secrets;
   }
 }
