@@ -13,7 +13,6 @@
  * capacity one second's worth)
  * keeps the whole service under the project's rate.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import { type Bucket, TokenBuckets } from '../lib/rate-limit.ts';
 import type { RedisKeys } from '../sources/keys.ts';
@@ -58,14 +57,18 @@ export class RequestBudget {
   private readonly keys: RedisKeys;
   private readonly user: Omit<Bucket, 'key'>;
   private readonly global: Bucket;
-  private readonly clock: BudgetClock | undefined;
   private readonly counters: BudgetStats = { taken: 0, waits: 0, waitedMs: 0 };
 
   /** `clock` is for tests only; by default the buckets run on Redis `TIME` and callers sleep for real. */
   constructor(redis: Redis, keys: RedisKeys, limits: BudgetLimits, clock?: BudgetClock) {
-    this.buckets = new TokenBuckets(redis, clock ? () => clock.now() : undefined);
+    this.buckets = clock
+      ? new TokenBuckets(
+          redis,
+          () => clock.now(),
+          (ms, signal) => clock.sleep(ms, signal),
+        )
+      : new TokenBuckets(redis);
     this.keys = keys;
-    this.clock = clock;
     this.user = bucketFor(limits);
     const global = { ratePerMs: limits.globalPerSecond / 1000, capacity: limits.globalPerSecond };
     this.global = { key: keys.googleBudget(GLOBAL_BUCKET), ...global };
@@ -73,24 +76,24 @@ export class RequestBudget {
 
   /** Waits until one request for `budgetKey` fits both budgets, and counts it. Rejects when `signal` aborts. */
   async take(budgetKey: string, signal?: AbortSignal): Promise<void> {
-    for (;;) {
-      signal?.throwIfAborted();
-      const wait = await this.tryTake(budgetKey);
-      if (wait === 0) {
-        this.counters.taken += 1;
-        return;
-      }
+    const onWait = (ms: number) => {
       this.counters.waits += 1;
-      this.counters.waitedMs += wait;
-      await (this.clock ? this.clock.sleep(wait, signal) : sleep(wait, undefined, { signal }));
-    }
+      this.counters.waitedMs += ms;
+    };
+    await this.buckets.take(this.bucketsOf(budgetKey), signal ? { signal, onWait } : { onWait });
+    this.counters.taken += 1;
   }
 
   /** Takes a token now if there is one in both buckets: 0, else the ms to wait. */
   async tryTake(budgetKey: string): Promise<number> {
+    return this.buckets.tryTake(this.bucketsOf(budgetKey));
+  }
+
+  /** The user's bucket and the global one. */
+  private bucketsOf(budgetKey: string): Bucket[] {
     if (budgetKey === GLOBAL_BUCKET)
       throw new RangeError(`budget key "${GLOBAL_BUCKET}" is reserved for the global bucket`);
-    return this.buckets.tryTake([{ key: this.keys.googleBudget(budgetKey), ...this.user }, this.global]);
+    return [{ key: this.keys.googleBudget(budgetKey), ...this.user }, this.global];
   }
 
   /** A copy of this process's counters. */

@@ -86,11 +86,16 @@ return 0`;
 export class TokenBuckets {
   private readonly redis: Redis;
   private readonly now: (() => number) | undefined;
+  private readonly sleepFor: (ms: number, signal?: AbortSignal) => Promise<void>;
 
-  /** `now` (epoch ms) is for tests that simulate minutes in milliseconds; by default Redis `TIME` is the clock. */
-  constructor(redis: Redis, now?: () => number) {
+  /**
+   * `now` (epoch ms) and `sleepFor` are for tests that simulate minutes in milliseconds; by default Redis `TIME`
+   * is the clock and {@link take} sleeps for real.
+   */
+  constructor(redis: Redis, now?: () => number, sleepFor?: (ms: number, signal?: AbortSignal) => Promise<void>) {
     this.redis = redis;
     this.now = now;
+    this.sleepFor = sleepFor ?? ((ms, signal) => sleep(ms, undefined, signal ? { signal } : undefined));
   }
 
   /** Takes `cost` tokens from every bucket if all hold that many: 0; else takes none and answers the ms to wait. */
@@ -117,11 +122,15 @@ export class TokenBuckets {
   }
 
   /**
-   * Waits until a token of every bucket is there and takes it. When the wait would end later than `maxWaitMs`
-   * after the call, rejects at once with {@link RateLimitedError} instead (no point in waiting to be refused).
+   * Waits until a token of every bucket is there and takes it; `onWait` hears of every wait (ms) before it
+   * starts. When the wait would end later than `maxWaitMs` after the call, rejects at once with
+   * {@link RateLimitedError} instead (no point in waiting to be refused).
    */
-  async take(buckets: readonly Bucket[], options: { maxWaitMs?: number; signal?: AbortSignal } = {}): Promise<void> {
-    const { maxWaitMs = Number.POSITIVE_INFINITY, signal } = options;
+  async take(
+    buckets: readonly Bucket[],
+    options: { maxWaitMs?: number; signal?: AbortSignal; onWait?: (ms: number) => void } = {},
+  ): Promise<void> {
+    const { maxWaitMs = Number.POSITIVE_INFINITY, signal, onWait } = options;
     const started = performance.now();
     for (;;) {
       signal?.throwIfAborted();
@@ -129,7 +138,8 @@ export class TokenBuckets {
       if (wait === 0) return;
       const left = maxWaitMs - (performance.now() - started);
       if (wait > left) throw new RateLimitedError(wait);
-      await sleep(wait, undefined, signal ? { signal } : undefined);
+      onWait?.(wait);
+      await this.sleepFor(wait, signal);
     }
   }
 
