@@ -173,9 +173,10 @@ export async function main(argv: readonly string[]): Promise<number> {
     return EXIT_USAGE;
   }
   try {
+    const options = { ...command.options, help: { type: 'boolean', short: 'h' } } satisfies Command['options'];
     const { values } = parseArgs({
-      args: [...rest],
-      options: { ...command.options, help: { type: 'boolean', short: 'h' } },
+      args: attachDashValues(rest, options),
+      options,
       strict: true,
       allowPositionals: false,
     });
@@ -187,6 +188,35 @@ export async function main(argv: readonly string[]): Promise<number> {
   } catch (error) {
     return reportFailure(name, command, error);
   }
+}
+
+/**
+ * `parseArgs` refuses `--subscription -Xy…` as ambiguous, but a base64url subscription id starts with `-` one
+ * time in 64. A value that follows a string option and is not itself one of the command's options is that
+ * option's value: it is attached as `--subscription=-Xy…`, the form `parseArgs` accepts.
+ */
+export function attachDashValues(args: readonly string[], options: Command['options']): string[] {
+  const known = new Set<string>();
+  const takesValue = new Set<string>();
+  for (const [name, option] of Object.entries(options)) {
+    for (const flag of option.short ? [`--${name}`, `-${option.short}`] : [`--${name}`]) {
+      known.add(flag);
+      if (option.type === 'string') takesValue.add(flag);
+    }
+  }
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] as string;
+    const next = args[i + 1];
+    const isOption = (token: string) => known.has(token.split('=')[0] as string) || token === '--';
+    if (takesValue.has(arg) && arg.startsWith('--') && next?.startsWith('-') && next !== '-' && !isOption(next)) {
+      out.push(`${arg}=${next}`);
+      i++;
+    } else {
+      out.push(arg);
+    }
+  }
+  return out;
 }
 
 function reportFailure(name: string, command: Command, error: unknown): number {

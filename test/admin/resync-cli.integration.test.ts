@@ -64,6 +64,12 @@ describe('timetable-sync resync', () => {
     expect(unknown.code).toBe(1);
     expect(unknown.stdout).toBe('');
     expect(unknown.stderr).toContain(`no subscription with id "${'B'.repeat(22)}"`);
+
+    // One id in 64 starts with "-"; it is an id, not an option (this once failed CI with exit 64).
+    const dashed = `-${'B'.repeat(21)}`;
+    const dash = await runCli(['resync', '--subscription', dashed], { env });
+    expect(dash.stderr).toContain(`no subscription with id "${dashed}"`);
+    expect(dash.code).toBe(1);
   });
 
   it('keeps usage errors at exit 64', async () => {
