@@ -17,6 +17,7 @@ const LAYERS = [
   ['google', 'config.ts'], // Google push without the jobs; the configuration (reads feeds' time zones)
   ['jobs'], // queues, processors, schedulers
   ['subscriptions'], // the use cases people start: sign-up, credentials, connecting Google
+  ['web'], // the pages people read: templates, their words in two languages, stylesheet and script
   ['http'], // routes: parse, call a use case, shape the answer
   ['runtime'], // composition root, roles, commands
   ['cli.ts'], // the command line

@@ -13,6 +13,7 @@ import Fastify, {
 import type { Logger } from '../logger.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { registerAdminRoutes } from './admin-routes.ts';
+import { registerAssetRoutes } from './asset-routes.ts';
 import { applyConnectionLimits } from './connection-limits.ts';
 import { registerEmployeeRoutes } from './employee-routes.ts';
 import { HttpError, toHttpError } from './errors.ts';
@@ -20,6 +21,7 @@ import { type FeedRouteOptions, registerFeedRoutes } from './feed-routes.ts';
 import { warnOnUntrustedForwarding } from './forwarding-warning.ts';
 import { registerGoogleRoutes } from './google-routes.ts';
 import { registerOperationsRoutes } from './operations-routes.ts';
+import { registerPageRoutes } from './page-routes.ts';
 import { addSecurityHeaders } from './security-headers.ts';
 import { MAX_PARAM_LENGTH, serverOptions } from './server-options.ts';
 import { registerSubscriptionRoutes } from './subscription-routes.ts';
@@ -81,6 +83,8 @@ export async function buildApp(ctx: ServiceContext, options: AppOptions): Promis
   await registerSubscriptionRoutes(app, ctx);
   await registerGoogleRoutes(app, ctx);
   await registerAdminRoutes(app, ctx);
+  await registerAssetRoutes(app);
+  await registerPageRoutes(app, ctx);
   return app;
 }
 

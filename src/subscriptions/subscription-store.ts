@@ -39,6 +39,8 @@ export interface Subscription {
   upstreamUserId: number | null;
   status: SubscriptionStatus;
   statusReason?: string;
+  /** The person's study group as the university's profile named it at sign-up, when it did. */
+  group?: { id: number; name: string };
   createdAt: number;
   updatedAt: number;
 }

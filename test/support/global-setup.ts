@@ -4,22 +4,27 @@ import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { silentLogger } from '../../src/logger.ts';
 import { startEmbeddedRedis } from '../../src/runtime/embedded-redis.ts';
+import { ensureChromium } from './chromium.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
     /** A real redis-server started for this test run; each test uses its own key prefix. */
     redisUrl: string;
+    /** The Chromium executable of the page tests (Debian's `chromium`, installed when missing). */
+    chromiumPath: string;
   }
 }
 
 /**
  * Starts one real `redis-server` on a free loopback port for the whole run (installing Debian's package
- * first when it is missing and we are root), and stops it afterwards.
+ * first when it is missing and we are root), and stops it afterwards. Finds Debian's `chromium` for the page
+ * tests, installing it the same way.
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const dataDir = await mkdtemp(join(tmpdir(), 'tts-test-redis-'));
   const redis = await startEmbeddedRedis({ dataDir, logger: silentLogger(), persistence: false, shared: false });
   project.provide('redisUrl', redis.url);
+  project.provide('chromiumPath', ensureChromium());
   return async () => {
     await redis.stop();
     await rm(dataDir, { recursive: true, force: true });
