@@ -22,6 +22,7 @@ import { warnOnUntrustedForwarding } from './forwarding-warning.ts';
 import { registerGoogleRoutes } from './google-routes.ts';
 import { registerOperationsRoutes } from './operations-routes.ts';
 import { registerPageRoutes } from './page-routes.ts';
+import { registerPersonalRoutes } from './personal-routes.ts';
 import { addSecurityHeaders } from './security-headers.ts';
 import { MAX_PARAM_LENGTH, serverOptions } from './server-options.ts';
 import { registerSubscriptionRoutes } from './subscription-routes.ts';
@@ -85,6 +86,7 @@ export async function buildApp(ctx: ServiceContext, options: AppOptions): Promis
   await registerAdminRoutes(app, ctx);
   await registerAssetRoutes(app);
   await registerPageRoutes(app, ctx);
+  await registerPersonalRoutes(app, ctx);
   return app;
 }
 

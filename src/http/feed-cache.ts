@@ -49,6 +49,8 @@ export class FeedCache {
   private readonly entries: LRUCache<SourceKey, StoredFeed>;
   private readonly loads = new Map<SourceKey, Load>();
   private readonly options: FeedCacheOptions;
+  /** Told of every invalidation: a source, or undefined for everything. */
+  private readonly listeners: ((source: SourceKey | undefined) => void)[] = [];
   /** True while the subscription is known to be in place; only then are entries kept. */
   private live = false;
   private stopped = false;
@@ -114,8 +116,22 @@ export class FeedCache {
     return this.load(source);
   }
 
+  /**
+   * Has `listener` told of every invalidation (a source, or undefined when everything is dropped), so that what
+   * other caches keep per source follows the same channel.
+   */
+  onInvalidate(listener: (source: SourceKey | undefined) => void): void {
+    this.listeners.push(listener);
+  }
+
+  /** Whether invalidations are being received now: other caches keep entries only then. */
+  get isLive(): boolean {
+    return this.live;
+  }
+
   /** Drops one source (also called for every message on the channel). */
   invalidate(source: SourceKey): void {
+    for (const listener of this.listeners) listener(source);
     this.entries.delete(source);
     const load = this.loads.get(source);
     if (load !== undefined) load.outdated = true;
@@ -159,6 +175,7 @@ export class FeedCache {
   }
 
   private clear(): void {
+    for (const listener of this.listeners) listener(undefined);
     this.entries.clear();
     for (const load of this.loads.values()) load.outdated = true;
   }

@@ -1,20 +1,21 @@
 /**
  * The feed routes of docs/design.md: public group and teacher feeds, secret personal feeds. GET and HEAD, with
  * ETag/If-None-Match, Last-Modified/If-Modified-Since, precompressed br and gzip, and the subscriber options
- * as query parameters. Personal feed URLs carry a secret: they are never logged.
+ * as query parameters (a personal feed URL without any serves the options its owner saved). Personal feed URLs carry a secret: they are never logged.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { StoredFeed } from '../feeds/feed-store.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { InvalidSourceError } from '../sources/errors.ts';
-import { parseSource, type SourceKey, type SourceKind, sourceKey } from '../sources/source.ts';
+import { parseSource, type SourceKey, type SourceKind, sourceKey, sourceOf } from '../sources/source.ts';
 import { describeValue } from '../upstream/errors.ts';
 import { ClientLimits } from './client-limits.ts';
 import { HttpError } from './errors.ts';
 import { FeedCache } from './feed-cache.ts';
 import { FeedProvider, type FeedProviderOptions } from './feed-provider.ts';
 import { chooseEncoding, codingEtag, type FeedEncoding, isNotModified } from './negotiate.ts';
-import { parseSubscriberQuery } from './subscriber-query.ts';
+import { PersonalFeedOptions } from './personal-feed-options.ts';
+import { type ParsedSubscriberQuery, parseSubscriberQuery } from './subscriber-query.ts';
 
 /** Options of the feed routes (tests shorten the waits). */
 export interface FeedRouteOptions extends FeedProviderOptions {
@@ -48,6 +49,7 @@ export async function registerFeedRoutes(
   await cache.start();
   app.addHook('onClose', async () => cache.stop());
   const provider = new FeedProvider(ctx, cache, new ClientLimits(ctx), options);
+  const saved = new PersonalFeedOptions(ctx, cache, options.cacheTtlMs);
 
   await app.register(async (scope) => {
     // Counter children per (kind, status), made once: a labelled inc() hashes its labels on every call.
@@ -78,7 +80,11 @@ export async function registerFeedRoutes(
     scope.get<{ Params: { token: string }; Querystring: Query }>(
       '/feeds/personal/:token.ics',
       async (request, reply) => {
-        return serveFeed(provider, request, reply, await personalSource(ctx, request.params.token));
+        const source = await personalSource(ctx, request.params.token);
+        // The URL's own options win; without any, the ones its owner saved.
+        const query = parseSubscriberQuery(request.query);
+        const chosen = query.canonical === '' ? await saved.get(sourceOf(source).id) : query;
+        return serveFeed(provider, request, reply, source, chosen);
       },
     );
   });
@@ -115,8 +121,8 @@ async function serveFeed(
   request: FastifyRequest<{ Querystring: Query }>,
   reply: FastifyReply,
   source: SourceKey,
+  query: ParsedSubscriberQuery = parseSubscriberQuery(request.query),
 ): Promise<FastifyReply> {
-  const query = parseSubscriberQuery(request.query);
   const feed = await provider.feedFor(source, query, request.ip);
   // Chosen before the headers: each coding has its own ETag, and a 304 carries the one a 200 would have.
   const encoding = chooseEncoding(request.headers['accept-encoding']);

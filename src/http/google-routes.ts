@@ -1,16 +1,19 @@
 /**
  * Google push for users: `GET /google/connect?source=…` sends the browser to Google's consent page,
- * `GET /google/callback` turns the consent into a push target and answers its manage token once, and
- * `GET`/`DELETE /google/targets/:id` are for the holder of that token (or the admin). The callback's URL
- * carries a one-time code and the answer a secret: neither reaches a log line, and no answer is cached.
+ * `GET /google/callback` turns the consent into a push target and hands over its manage token (to an API
+ * client in JSON, once; to a browser in a cookie, with a redirect to the manage page of
+ * google-manage-routes.ts), and `GET`/`DELETE /google/targets/:id` are for the holder of that token (or the
+ * admin). The callback's URL carries a one-time code and the answer a secret: neither reaches a log line, and
+ * no answer is cached. A personal timetable is connected by the holder of its feed token: `token=` in the
+ * URL, or the browser signed in to it (its session cookie).
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { createConsent } from '../google/oauth-state.ts';
 import { requireFetched } from '../jobs/verify-source.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { parseSource, type SourceKey, sourceKey } from '../sources/source.ts';
-import { type ConnectedTarget, requireGooglePush } from '../subscriptions/google-connect.ts';
+import { requireGooglePush } from '../subscriptions/google-connect.ts';
 import { completeConsent } from '../subscriptions/google-consent.ts';
 import { disconnectTarget } from '../subscriptions/google-disconnect.ts';
 import { ClientLimits } from './client-limits.ts';
@@ -23,9 +26,19 @@ import {
   setConsentCookie,
 } from './consent-cookie.ts';
 import { HttpError } from './errors.ts';
+import {
+  answerManagePage,
+  consentProblem,
+  managePath,
+  registerGoogleManageRoutes,
+  sendProblem,
+  setManageCookie,
+  wantsPage,
+} from './google-manage-routes.ts';
 import { answerDisconnected, deleteCalendarOption, targetView } from './google-target-view.ts';
 import { authorisedTarget, type IdParams } from './owner-auth.ts';
 import { parseOr400 } from './parse.ts';
+import { readPersonalSession } from './personal-session.ts';
 
 const NO_STORE = 'no-store';
 
@@ -70,7 +83,7 @@ export async function registerGoogleRoutes(app: FastifyInstance, ctx: ServiceCon
     }
     // Each connect stores a pending consent (and may check a feed token): limited per client and in total.
     await limits.admit('google-connect', request.ip);
-    const source = await authorisedSource(ctx, request.query);
+    const source = await authorisedSource(ctx, request);
     // Before the consent exists: no pending state, and no trip to Google, for an id the university never answered.
     await requireFetched(ctx, source);
     const { url, state, browserNonce } = await createConsent(ctx, source);
@@ -84,17 +97,27 @@ export async function registerGoogleRoutes(app: FastifyInstance, ctx: ServiceCon
     clearConsentCookie(reply, query.state, ctx.config.publicUrl);
     reply.header('cache-control', NO_STORE).header('referrer-policy', 'no-referrer');
     const browserNonce = readCookie(request.headers.cookie, consentCookieName(query.state));
-    const { source, connected } = await completeConsent(ctx, { ...query, browserNonce }, request.log);
+    const completed = await completeConsent(ctx, { ...query, browserNonce }, request.log).catch((error: unknown) => {
+      const problem = wantsPage(request) ? consentProblem(error) : undefined;
+      if (problem === undefined) throw error;
+      return problem;
+    });
+    if ('problem' in completed)
+      return sendProblem(ctx, request, reply, completed.problem, completed.status, completed.detail);
+    const { source, connected } = completed;
     if (prefersJson(request.headers.accept)) {
       const { id, calendarId, calendarName, manageToken, reused } = connected;
       return reply
         .type('application/json; charset=utf-8')
         .send({ id, calendarId, calendarName, source, manageToken, reused });
     }
-    return reply.type('text/html; charset=utf-8').send(connectedPage(ctx, connected));
+    // A browser keeps the token in a cookie of the target's pages and goes to its manage page.
+    setManageCookie(ctx, reply, connected.id, connected.manageToken);
+    return reply.code(303).header('location', managePath(connected.id)).send();
   });
 
   app.get<IdParams>('/google/targets/:id', async (request, reply) => {
+    if (wantsPage(request)) return answerManagePage(ctx, request, reply);
     const target = await authorisedTarget(ctx, request);
     reply.header('cache-control', NO_STORE);
     return targetView(ctx, target, { pendingChanges: true });
@@ -107,46 +130,30 @@ export async function registerGoogleRoutes(app: FastifyInstance, ctx: ServiceCon
     if (result === undefined) throw new HttpError(404, `no Google target ${target.id}`);
     return answerDisconnected(reply, result);
   });
+
+  await registerGoogleManageRoutes(app, ctx);
 }
 
-/** The source of a connect request; a personal one only for the holder of its feed token. */
-async function authorisedSource(ctx: ServiceContext, query: unknown): Promise<SourceKey> {
-  const parsed = parseOr400(connectQuery, query ?? {});
+/**
+ * The source of a connect request; a personal one only for the holder of its feed token (`token=`, or the
+ * session cookie of the browser signed in to it).
+ */
+async function authorisedSource(ctx: ServiceContext, request: FastifyRequest): Promise<SourceKey> {
+  const parsed = parseOr400(connectQuery, request.query ?? {});
   const source = sourceKey(parseSource(parsed.source));
   if (!source.startsWith('personal:')) return source;
   const id = source.slice('personal:'.length);
-  if (parsed.token === undefined)
+  if (parsed.token === undefined) {
+    if ((await readPersonalSession(ctx, request))?.subscription.id === id) return source;
     throw new HttpError(401, 'a personal timetable needs token=<the secret token of its feed URL>');
+  }
   const owner = await ctx.subscriptions.verifyToken(id, parsed.token);
   if ((await ctx.subscriptions.get(id)) === undefined) throw new HttpError(404, `no subscription ${id}`);
   if (!owner) throw new HttpError(401, 'wrong feed token for this subscription');
   return source;
 }
 
-/** True when the client asks for JSON rather than a page (a browser's Accept names text/html). */
+/** True unless the client is a browser (its Accept names text/html): API clients and curl get JSON. */
 function prefersJson(accept: string | undefined): boolean {
-  if (accept === undefined) return false;
-  return /\bapplication\/json\b/i.test(accept) && !/\btext\/html\b/i.test(accept);
-}
-
-/** The page a browser lands on after consenting: what was connected, and how to disconnect it. */
-function connectedPage(ctx: ServiceContext, connected: ConnectedTarget): string {
-  const manageUrl = `${ctx.config.publicUrl}/google/targets/${connected.id}`;
-  const lines = [
-    '<!doctype html>',
-    '<html lang="en"><head><meta charset="utf-8"><meta name="referrer" content="no-referrer"><title>Google Calendar connected</title></head><body>',
-    `<h1>Connected: ${escapeHtml(connected.calendarName)}</h1>`,
-    `<p>${connected.reused ? 'Your existing calendar' : 'A new calendar'} <strong>${escapeHtml(connected.calendarName)}</strong> in your Google Calendar now follows this timetable. The first events arrive within a few minutes.</p>`,
-    '<p>Keep this manage token: it is shown only once, and it is what lets you check or remove the connection.</p>',
-    `<pre>${escapeHtml(connected.manageToken)}</pre>`,
-    `<p>State: <code>curl -H "Authorization: Bearer &lt;manage token&gt;" ${escapeHtml(manageUrl)}</code></p>`,
-    `<p>Disconnect (and delete the calendar): <code>curl -X DELETE -H "Authorization: Bearer &lt;manage token&gt;" "${escapeHtml(manageUrl)}?deleteCalendar=true"</code></p>`,
-    '</body></html>',
-    '',
-  ];
-  return lines.join('\n');
-}
-
-function escapeHtml(value: string): string {
-  return value.replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`);
+  return !/\btext\/html\b/i.test(accept ?? '');
 }

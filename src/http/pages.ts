@@ -38,6 +38,8 @@ export interface SendPageOptions {
   status?: number;
   /** Default `no-store`: pages show live state, and some show secrets. */
   cacheControl?: string;
+  /** A page that shows a secret (a manage link): no referrer at all, not even to our own pages. */
+  secret?: boolean;
 }
 
 /** Answers a rendered page with our CSP. */
@@ -46,7 +48,7 @@ export function sendPage(reply: FastifyReply, document: Html, options: SendPageO
     .code(options.status ?? 200)
     .type('text/html; charset=utf-8')
     .header('content-security-policy', PAGE_CSP)
-    .header('referrer-policy', 'same-origin')
+    .header('referrer-policy', options.secret ? 'no-referrer' : 'same-origin')
     .header('cache-control', options.cacheControl ?? 'no-store')
     .header('vary', 'Accept-Language, Cookie')
     .send(document);

@@ -39,6 +39,11 @@ export function parseSubscriberQuery(query: Readonly<Record<string, QueryValue>>
   return { options, canonical: canonicalOf(options) };
 }
 
+/** Options already validated (saved ones) with their canonical text, as a parsed query would have them. */
+export function subscriberQueryOf(options: SubscriberOptions): ParsedSubscriberQuery {
+  return { options, canonical: canonicalOf(options) };
+}
+
 function single(query: Readonly<Record<string, QueryValue>>, name: string): string | undefined {
   const value = query[name];
   if (Array.isArray(value)) {

@@ -12,6 +12,7 @@ import { withLock } from '../lib/redis-lock.ts';
 import type { Logger } from '../logger.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { SecretKeyMissingError } from '../security/errors.ts';
+import type { SubscriberOptions } from '../timetable/types.ts';
 import { CredentialRefusedError, CredentialRejectedError } from './errors.ts';
 import { disconnectTarget } from './google-disconnect.ts';
 import { type Profile, profileCalendarName, verifiedProfile } from './profile.ts';
@@ -138,6 +139,41 @@ export async function deleteSubscription(
   await forgetSource(ctx, subscription.source, log);
   await requestReconcile(ctx);
   log.info({ subscription: subscription.id }, 'personal subscription deleted');
+}
+
+/**
+ * A new feed URL for the holder of `oldToken`: that token is revoked at once (calendars subscribed with its URL
+ * must subscribe again), the subscription's other tokens are kept. Answers the new token, its only copy, or
+ * undefined when `oldToken` is no longer live (rotated or deleted meanwhile).
+ */
+export async function rotateFeedToken(
+  ctx: ServiceContext,
+  subscription: Subscription,
+  oldToken: string,
+  log: Pick<Logger, 'info'> = ctx.logger,
+): Promise<string | undefined> {
+  const token = await ctx.subscriptions.rotateToken(subscription.id, oldToken);
+  if (token !== undefined) log.info({ subscription: subscription.id }, 'personal feed token rotated');
+  return token;
+}
+
+/**
+ * Saves the feed options (already validated) that the subscription's plain feed URL serves from now on, and
+ * announces the change on the feed-updates channel, so that every API process drops what it cached of them.
+ * Google push does not apply them: a pushed calendar holds the whole timetable, like a group's. Resolves to
+ * whether it saved (false when the subscription is gone).
+ */
+export async function saveFeedOptions(
+  ctx: ServiceContext,
+  subscription: Subscription,
+  options: SubscriberOptions,
+  log: Pick<Logger, 'info'> = ctx.logger,
+): Promise<boolean> {
+  const saved = await ctx.subscriptions.saveFeedOptions(subscription.id, options, ctx.now());
+  if (!saved) return false;
+  await ctx.redis.publish(ctx.keys.feedUpdates, subscription.source);
+  log.info({ subscription: subscription.id, options: Object.keys(options) }, 'personal feed options saved');
+  return true;
 }
 
 /** Throws unless `credential` (whose profile is `profile`) may replace the credential of `subscription`. */

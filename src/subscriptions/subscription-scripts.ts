@@ -84,6 +84,25 @@ for i = 1, n + 2 do redis.call('DEL', KEYS[i]) end
 if #KEYS > n + 2 and redis.call('GET', KEYS[#KEYS]) == ARGV[1] then redis.call('DEL', KEYS[#KEYS]) end
 return 1`;
 
+/**
+ * Replaces one live feed token with a new one (the holder rotates its feed URL). KEYS: 1 subscription hash, 2
+ * its token set, 3 the old token's index, 4 the new token's index. ARGV: 1 id, 2 old token hash, 3 new token
+ * hash. Only while the old token's index still leads to this subscription; a token from before token sets (the
+ * hash's `tokenHash` field) is revoked as well as one in the set. `tokenSeq` goes up, so that guarded scripts
+ * that read the token list before know it moved. Answers 1 when rotated, 0 when the old token is not live,
+ * {@link GONE}.
+ */
+export const ROTATE_TOKEN = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+if redis.call('GET', KEYS[3]) ~= ARGV[1] then return 0 end
+redis.call('ZREM', KEYS[2], ARGV[2])
+if redis.call('HGET', KEYS[1], 'tokenHash') == ARGV[2] then redis.call('HDEL', KEYS[1], 'tokenHash') end
+redis.call('DEL', KEYS[3])
+local seq = redis.call('HINCRBY', KEYS[1], 'tokenSeq', 1)
+redis.call('ZADD', KEYS[2], seq, ARGV[3])
+redis.call('SET', KEYS[4], ARGV[1])
+return 1`;
+
 /** Drops an owner index that leads to a subscription that is gone. KEYS: 1 owner index. ARGV: 1 that id. */
 export const DROP_OWNER = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end

@@ -13,6 +13,7 @@ import { SecretBox } from '../security/secret-box.ts';
 import { constantTimeEqual, hashToken, keyedDigest, randomToken } from '../security/tokens.ts';
 import type { RedisKeys } from '../sources/keys.ts';
 import { SUBSCRIPTION_ID } from '../sources/source.ts';
+import type { SubscriberOptions } from '../timetable/types.ts';
 import { SignUpContentionError } from './errors.ts';
 import { storedOwner } from './owner-index.ts';
 import {
@@ -22,6 +23,7 @@ import {
   GONE,
   ISSUE_TOKEN,
   REVOKE_TOKEN,
+  ROTATE_TOKEN,
   STALE,
 } from './subscription-scripts.ts';
 
@@ -41,6 +43,11 @@ export interface Subscription {
   statusReason?: string;
   /** The person's study group as the university's profile named it at sign-up, when it did. */
   group?: { id: number; name: string };
+  /**
+   * Feed options the owner saved: the feed URL without options of its own serves this variant, so calendars
+   * subscribed already follow a change without subscribing again.
+   */
+  feedOptions?: SubscriberOptions;
   createdAt: number;
   updatedAt: number;
 }
@@ -181,6 +188,47 @@ export class SubscriptionStore {
       tokenHash,
       id,
     );
+  }
+
+  /**
+   * Replaces the live feed token `oldToken` of subscription `id` with a new one: the old feed URL stops working
+   * at once. Answers the new token (its only copy), or undefined when `oldToken` is not a live token of `id`
+   * or the subscription is gone.
+   */
+  async rotateToken(id: string, oldToken: string): Promise<string | undefined> {
+    if (!SUBSCRIPTION_ID.test(id)) return undefined;
+    const oldHash = hashToken(oldToken);
+    const token = randomToken();
+    const tokenHash = hashToken(token);
+    const result = await this.redis.eval(
+      ROTATE_TOKEN,
+      4,
+      this.keys.subscription(id),
+      this.keys.subscriptionTokens(id),
+      this.keys.subscriptionToken(oldHash),
+      this.keys.subscriptionToken(tokenHash),
+      id,
+      oldHash,
+      tokenHash,
+    );
+    return result === 1 ? token : undefined;
+  }
+
+  /**
+   * Saves the feed options of subscription `id` (none: the plain feed again). Resolves to whether it saved;
+   * false when the subscription is gone.
+   */
+  async saveFeedOptions(id: string, options: SubscriberOptions, now: number): Promise<boolean> {
+    const empty = Object.keys(options).length === 0;
+    const set: Record<string, string> = { updatedAt: String(now) };
+    if (!empty) set.feedOptions = JSON.stringify(options);
+    return this.update(id, set, { remove: empty ? ['feedOptions'] : [] });
+  }
+
+  /** The saved feed options of subscription `id` (one field read: the personal feed's hot path asks). */
+  async feedOptionsOf(id: string): Promise<SubscriberOptions | undefined> {
+    if (!SUBSCRIPTION_ID.test(id)) return undefined;
+    return parseFeedOptions(await this.redis.hget(this.keys.subscription(id), 'feedOptions'));
   }
 
   /** How many feed tokens of subscription `id` work now. */
@@ -411,5 +459,18 @@ function fromFields(fields: Record<string, string>): Subscription {
     updatedAt: Number(fields.updatedAt),
   };
   if (fields.statusReason !== undefined) subscription.statusReason = fields.statusReason;
+  const feedOptions = parseFeedOptions(fields.feedOptions);
+  if (feedOptions !== undefined) subscription.feedOptions = feedOptions;
   return subscription;
+}
+
+/** Saved feed options back from their JSON; undefined when none are saved (or the field is unreadable). */
+function parseFeedOptions(text: string | null | undefined): SubscriberOptions | undefined {
+  if (text === null || text === undefined || text === '') return undefined;
+  try {
+    const parsed: unknown = JSON.parse(text);
+    return typeof parsed === 'object' && parsed !== null ? (parsed as SubscriberOptions) : undefined;
+  } catch {
+    return undefined;
+  }
 }

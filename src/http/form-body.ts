@@ -1,0 +1,35 @@
+/**
+ * HTML form posts (`application/x-www-form-urlencoded`) as request bodies: a field given once is a string,
+ * one given several times (checkboxes) an array. Registered per scope, once: the page routes that take forms
+ * ask for it, and the JSON API elsewhere keeps refusing form bodies.
+ */
+import type { FastifyInstance } from 'fastify';
+
+const FORM = 'application/x-www-form-urlencoded';
+
+/** A parsed form: each field's value, or its values when repeated. */
+export type FormFields = Record<string, string | string[]>;
+
+/** Lets the routes of `scope` (and its children) read form posts as {@link FormFields}. */
+export function acceptForms(scope: FastifyInstance): void {
+  if (scope.hasContentTypeParser(FORM)) return;
+  scope.addContentTypeParser(FORM, { parseAs: 'string' }, (_request, body, done) => {
+    done(null, formFields(String(body)));
+  });
+}
+
+/** Parses a urlencoded body. */
+export function formFields(body: string): FormFields {
+  const fields: FormFields = {};
+  for (const [name, value] of new URLSearchParams(body)) {
+    const before = fields[name];
+    if (before === undefined) fields[name] = value;
+    else fields[name] = Array.isArray(before) ? [...before, value] : [before, value];
+  }
+  return fields;
+}
+
+/** The body of a form post (an empty form when there was none, or it was not a form). */
+export function formOf(body: unknown): FormFields {
+  return typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as FormFields) : {};
+}

@@ -1,0 +1,48 @@
+/**
+ * The saved feed options of personal subscriptions, as the personal feed route needs them on every request:
+ * kept in memory per subscription, dropped when the feed-updates channel announces the subscription's source
+ * (saving options announces it), and only kept while that channel is being heard (the feed cache says so).
+ * A hit costs no Redis; the token lookup itself stays a Redis read, so a revoked feed URL stops at once.
+ */
+import { LRUCache } from 'lru-cache';
+import type { ServiceContext } from '../runtime/context.ts';
+import type { SourceKey } from '../sources/source.ts';
+import type { FeedCache } from './feed-cache.ts';
+import { type ParsedSubscriberQuery, subscriberQueryOf } from './subscriber-query.ts';
+
+/** Subscriptions whose options are kept; each entry is a few hundred bytes at most. */
+const MAX_ENTRIES = 50_000;
+
+/** Saved options per subscription id, following the feed cache's invalidations. */
+export class PersonalFeedOptions {
+  private readonly ctx: ServiceContext;
+  private readonly cache: FeedCache;
+  private readonly entries: LRUCache<string, ParsedSubscriberQuery>;
+  /** Goes up with every invalidation: a read that one overtook is answered but not kept. */
+  private generation = 0;
+
+  constructor(ctx: ServiceContext, cache: FeedCache, ttlMs = 60_000) {
+    this.ctx = ctx;
+    this.cache = cache;
+    this.entries = new LRUCache({ max: MAX_ENTRIES, ttl: ttlMs });
+    cache.onInvalidate((source) => this.invalidate(source));
+  }
+
+  /** The saved options of subscription `id` with their canonical text (empty: none saved). */
+  async get(id: string): Promise<ParsedSubscriberQuery> {
+    const hit = this.entries.get(id);
+    if (hit !== undefined) return hit;
+    const generation = this.generation;
+    const live = this.cache.isLive;
+    const parsed = subscriberQueryOf((await this.ctx.subscriptions.feedOptionsOf(id)) ?? {});
+    // A save announced while reading may not be in what was read: keep only reads no announcement overtook.
+    if (live && this.cache.isLive && generation === this.generation) this.entries.set(id, parsed);
+    return parsed;
+  }
+
+  private invalidate(source: SourceKey | undefined): void {
+    if (source === undefined || source.startsWith('personal:')) this.generation++;
+    if (source === undefined) this.entries.clear();
+    else if (source.startsWith('personal:')) this.entries.delete(source.slice('personal:'.length));
+  }
+}

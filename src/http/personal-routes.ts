@@ -1,0 +1,124 @@
+/**
+ * The owner's actions on a personal subscription from its page, for the browser signed in to it (the
+ * `tts-personal` cookie): save feed options, rotate the feed URL, sign out, delete. Each is a form post,
+ * checked to come from our own pages, answered with a 303 back to a page and a `?done=` word it shows. A
+ * browser without a live session is sent to `/` to sign in.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { ServiceContext } from '../runtime/context.ts';
+import { deleteSubscription, rotateFeedToken, saveFeedOptions } from '../subscriptions/personal.ts';
+import type { SubscriberOptions } from '../timetable/types.ts';
+import { optionsRefusedPage, PERSONAL_ACTIONS, type PersonalDone } from '../web/personal-manage.ts';
+import { HttpError } from './errors.ts';
+import { acceptForms, type FormFields, formOf } from './form-body.ts';
+import { requestLang, requireSameOrigin, sendPage } from './pages.ts';
+import {
+  clearPersonalSession,
+  type PersonalSession,
+  readPersonalSession,
+  setPersonalSession,
+} from './personal-session.ts';
+import { parseSubscriberQuery } from './subscriber-query.ts';
+import { checkOptionsFit } from './variant-render.ts';
+
+const PERSONAL_PAGE = '/timetables/personal';
+
+/** Registers the personal subscription's form actions (in a scope of their own that reads form bodies). */
+export async function registerPersonalRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
+  await app.register(async (scope) => {
+    acceptForms(scope);
+
+    scope.post(PERSONAL_ACTIONS.options, async (request, reply) => {
+      const session = await signedIn(ctx, request, reply);
+      if (session === undefined) return reply;
+      const form = formOf(request.body);
+      let options: SubscriberOptions;
+      try {
+        options = form.action === 'clear' ? {} : await validOptions(ctx, session, form);
+      } catch (error) {
+        if (!(error instanceof HttpError) || error.statusCode !== 400) throw error;
+        const lang = requestLang(ctx, request, reply);
+        return sendPage(reply, optionsRefusedPage({ lang, url: PERSONAL_PAGE, reason: error.message }), {
+          status: 400,
+        });
+      }
+      const saved = await saveFeedOptions(ctx, session.subscription, options, request.log);
+      if (!saved) return forgetAndLeave(ctx, reply);
+      return back(reply, Object.keys(options).length === 0 ? 'options-cleared' : 'options');
+    });
+
+    scope.post(PERSONAL_ACTIONS.rotate, async (request, reply) => {
+      const session = await signedIn(ctx, request, reply);
+      if (session === undefined) return reply;
+      const token = await rotateFeedToken(ctx, session.subscription, session.token, request.log);
+      if (token === undefined) return forgetAndLeave(ctx, reply);
+      setPersonalSession(ctx, reply, session.subscription.id, token);
+      return back(reply, 'rotated');
+    });
+
+    scope.post(PERSONAL_ACTIONS.delete, async (request, reply) => {
+      const session = await signedIn(ctx, request, reply);
+      if (session === undefined) return reply;
+      if (formOf(request.body).confirm !== 'yes') return back(reply, 'confirm-delete', '#delete');
+      await deleteSubscription(ctx, session.subscription, request.log);
+      clearPersonalSession(ctx, reply);
+      return leave(reply, 'deleted');
+    });
+
+    scope.post(PERSONAL_ACTIONS.signOut, async (request, reply) => {
+      requireSameOrigin(ctx, request);
+      clearPersonalSession(ctx, reply);
+      return leave(reply, 'signed-out');
+    });
+  });
+}
+
+/**
+ * The session of a same-origin form post; undefined (the browser sent to `/`, a dead cookie cleared) when
+ * the browser is not signed in, or its feed token was revoked, or its subscription deleted.
+ */
+async function signedIn(
+  ctx: ServiceContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<PersonalSession | undefined> {
+  requireSameOrigin(ctx, request);
+  const session = await readPersonalSession(ctx, request);
+  if (session === undefined) await forgetAndLeave(ctx, reply);
+  return session;
+}
+
+/** The form's options, checked as a feed URL's are and against what the timetable has; a 400 otherwise. */
+async function validOptions(
+  ctx: ServiceContext,
+  session: PersonalSession,
+  form: FormFields,
+): Promise<SubscriberOptions> {
+  const query: Record<string, string | string[]> = {};
+  for (const name of ['subgroup', 'alarm', 'title', 'exclude']) {
+    const value = form[name];
+    if (value === undefined) continue;
+    const given = (Array.isArray(value) ? value : [value]).filter((item) => item.trim() !== '');
+    if (given.length > 0) query[name] = given.length === 1 ? (given[0] as string) : given;
+  }
+  const { options } = parseSubscriberQuery(query);
+  checkOptionsFit(await ctx.snapshots.optionValues(session.subscription.source), options);
+  return options;
+}
+
+function back(reply: FastifyReply, done: PersonalDone, fragment = ''): FastifyReply {
+  return redirect(reply, `${PERSONAL_PAGE}?done=${done}${fragment}`);
+}
+
+function leave(reply: FastifyReply, done: PersonalDone): FastifyReply {
+  return redirect(reply, `/?done=${done}`);
+}
+
+async function forgetAndLeave(ctx: ServiceContext, reply: FastifyReply): Promise<FastifyReply> {
+  clearPersonalSession(ctx, reply);
+  return redirect(reply, '/');
+}
+
+function redirect(reply: FastifyReply, location: string): FastifyReply {
+  return reply.code(303).header('location', location).header('cache-control', 'no-store').send();
+}
