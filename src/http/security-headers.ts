@@ -21,12 +21,15 @@ export function addSecurityHeaders(app: FastifyInstance): void {
       const own = reply.getHeader('content-security-policy');
       reply.headers({
         'x-frame-options': HTML_HEADERS['x-frame-options'],
-        'content-security-policy':
-          typeof own === 'string' && own !== '' && !own.includes('frame-ancestors')
-            ? `${own}; ${HTML_HEADERS['content-security-policy']}`
-            : HTML_HEADERS['content-security-policy'],
+        'content-security-policy': withoutFraming(own),
       });
     }
     return payload;
   });
+}
+
+/** A page's own CSP with framing refused (kept as it is when it says so itself), or ours alone. */
+function withoutFraming(own: unknown): string {
+  if (typeof own !== 'string' || own === '') return HTML_HEADERS['content-security-policy'];
+  return own.includes("frame-ancestors 'none'") ? own : `${own}; ${HTML_HEADERS['content-security-policy']}`;
 }

@@ -11,6 +11,7 @@ import { storeTimetable } from './helpers.ts';
 
 const CALENDAR_SCOPE = 'https://www.googleapis.com/auth/calendar.app.created';
 const JSON_ACCEPT = { accept: 'application/json' };
+const BROWSER = { accept: 'text/html,application/xhtml+xml,application/json;q=0.9,*/*;q=0.8' };
 
 let g: GoogleApp;
 /** Every secret the tests saw: none may reach a log line. */
@@ -256,28 +257,120 @@ describe('GET /google/callback', () => {
     expect(view.json()).toMatchObject({ id: body.id, status: 'active', calendarId: body.calendarId });
   });
 
-  it('names the calendar after the timetable and answers a browser with a page', async () => {
+  it('names the calendar after the timetable and sends a browser to its manage page with a scoped cookie', async () => {
     await storeTimetable(g.ctx, 'group:77');
+    const user = 'u-browser-77';
+    g.fake.consentAs(user);
     const started = await connect('source=group:77');
-    const answer = await callback(await consent(started.headers.location as string), {
-      accept: 'text/html,application/xhtml+xml,application/json;q=0.9,*/*;q=0.8',
-    });
-    expect(answer.statusCode).toBe(200);
-    expect(answer.headers['content-type']).toMatch(/^text\/html/);
+    const answer = await callback(await consent(started.headers.location as string), BROWSER);
+    expect(answer.statusCode).toBe(303);
     expect(answer.headers['referrer-policy']).toBe('no-referrer');
-    // The page shows a secret once: no other site may frame it and overlay it.
-    expect(answer.headers['x-frame-options']).toBe('DENY');
-    expect(answer.headers['content-security-policy']).toBe("frame-ancestors 'none'");
-    expect(answer.headers['x-content-type-options']).toBe('nosniff');
-    const [, manageToken = ''] = /<pre>([A-Za-z0-9_-]{43})<\/pre>/.exec(answer.body) ?? [];
+    const location = String(answer.headers.location);
+    const [, id = ''] = /^\/google\/targets\/([A-Za-z0-9_-]{22})$/.exec(location) ?? [];
+    const cookie = [answer.headers['set-cookie'] ?? []].flat().find((line) => line.startsWith('tts-manage='));
+    expect(cookie).toMatch(
+      new RegExp(`^tts-manage=[\\w-]{43}; Path=/google/targets/${id}; SameSite=Lax; Max-Age=\\d+; HttpOnly; Secure$`),
+    );
+    const manageToken = /^tts-manage=([\w-]{43})/.exec(cookie ?? '')?.[1] ?? '';
     secrets.push(manageToken);
-    expect(answer.body).toContain('ИВТ-21');
-    expect(answer.body).toContain('/google/targets/');
-    const id = /\/google\/targets\/([A-Za-z0-9_-]{22})/.exec(answer.body)?.[1] ?? '';
     expect(await g.ctx.google.targets.verifyManageToken(id, manageToken)).toBe(true);
     // A refresh is not queued: the timetable is there already.
     const refreshes = await g.ctx.queues.refresh.getJobs(['waiting', 'delayed', 'prioritized']);
     expect(refreshes.map((job) => job.data.source)).not.toContain('group:77');
+
+    const page = await g.app.inject({
+      method: 'GET',
+      url: location,
+      headers: { ...BROWSER, cookie: `tts-manage=${manageToken}` },
+    });
+    expect(page.statusCode).toBe(200);
+    expect(page.headers['content-type']).toMatch(/^text\/html/);
+    expect(page.headers['referrer-policy']).toBe('no-referrer');
+    expect(page.headers['x-frame-options']).toBe('DENY');
+    expect(page.headers['content-security-policy']).toMatch(/default-src 'none'.*frame-ancestors 'none'/);
+    expect(page.body).toContain('<html lang="ru">');
+    expect(page.body).toContain('Google Календарь подключён');
+    expect(page.body).toContain('ИВТ-21');
+    // ghtml escapes `=` in attribute values as `&#61;`, which the browser reads back as `=`.
+    expect(page.body.replaceAll('&#61;', '=')).toContain(
+      `${PUBLIC_URL}/google/targets/${id}/manage?token=${manageToken}`,
+    );
+    expect(page.body).toContain(`action="/google/targets/${id}/disconnect"`);
+    // The JSON answer stays the API's, for the bearer of the token.
+    const json = await g.app.inject({ method: 'GET', url: location, headers: bearer(manageToken) });
+    expect(json.json()).toMatchObject({ id, calendarName: 'ИВТ-21' });
+
+    // Another browser without the cookie, or with a wrong one, sees a page that says so, and no token.
+    for (const headers of [BROWSER, { ...BROWSER, cookie: `tts-manage=${'x'.repeat(43)}` }]) {
+      const stranger = await g.app.inject({ method: 'GET', url: location, headers });
+      expect(stranger.statusCode).toBe(403);
+      expect(stranger.body).toContain('Нет доступа к подключению');
+      expect(stranger.body).not.toContain(manageToken);
+    }
+    const unknown = await g.app.inject({ method: 'GET', url: `/google/targets/${'u'.repeat(22)}`, headers: BROWSER });
+    expect(unknown.statusCode).toBe(404);
+    expect(unknown.body).toContain('Подключение не найдено');
+
+    // The manage link puts the cookie into another browser and leads to the clean URL.
+    const link = await g.app.inject({
+      method: 'GET',
+      url: `${location}/manage?token=${manageToken}&lang=en`,
+      headers: BROWSER,
+    });
+    expect(link.statusCode).toBe(303);
+    expect(link.headers.location).toBe(location);
+    expect(String(link.headers['set-cookie'])).toContain(`tts-manage=${manageToken}; Path=${location};`);
+    const badLink = await g.app.inject({
+      method: 'GET',
+      url: `${location}/manage?token=${'y'.repeat(43)}&lang=en`,
+      headers: BROWSER,
+    });
+    expect(badLink.statusCode).toBe(403);
+    expect(badLink.body).toContain('Link does not fit');
+
+    // Disconnect from another site is refused; from the page it removes the target and deletes the calendar.
+    const form = {
+      ...BROWSER,
+      cookie: `tts-manage=${manageToken}`,
+      'content-type': 'application/x-www-form-urlencoded',
+    };
+    const forged = await g.app.inject({
+      method: 'POST',
+      url: `${location}/disconnect`,
+      headers: { ...form, origin: 'https://evil.example' },
+      payload: 'deleteCalendar=yes',
+    });
+    expect(forged.statusCode).toBe(403);
+    expect(await g.ctx.google.targets.get(id)).toBeDefined();
+    const done = await g.app.inject({
+      method: 'POST',
+      url: `${location}/disconnect`,
+      headers: { ...form, origin: PUBLIC_URL },
+      payload: 'deleteCalendar=yes',
+    });
+    expect(done.statusCode).toBe(200);
+    expect(done.body).toContain('отключён и удалён');
+    expect(String(done.headers['set-cookie'])).toMatch(
+      new RegExp(`^tts-manage=; Path=${location}; SameSite=Lax; Max-Age=0;`),
+    );
+    expect(await g.ctx.google.targets.get(id)).toBeUndefined();
+    expect(g.fake.calendars(user)).toEqual([]);
+  });
+
+  it('answers a browser a friendly page when consent was refused or is used up', async () => {
+    g.fake.consentAs('deny');
+    const started = await connect('source=group:78');
+    const back = await consent(started.headers.location as string);
+    back.searchParams.set('lang', 'en');
+    const refused = await callback(back, { accept: 'text/html' });
+    expect(refused.statusCode).toBe(400);
+    expect(refused.headers['content-type']).toMatch(/^text\/html/);
+    expect(refused.body).toContain('Connection cancelled');
+    back.searchParams.set('lang', 'ru');
+    const replay = await callback(back, BROWSER);
+    expect(replay.statusCode).toBe(400);
+    expect(replay.body).toContain('Не удалось подключить');
+    expect(replay.body).toContain('already used');
   });
 
   it('reuses the target when the same Google user consents again for the same source', async () => {
