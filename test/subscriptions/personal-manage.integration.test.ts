@@ -1,0 +1,153 @@
+/**
+ * The owner's controls of a personal subscription, as a browser posts them with its session cookie: saved
+ * options change the plain feed (body and ETag; URL parameters win), rotating revokes this browser's feed
+ * token and hands the cookie the new one, deleting needs its box ticked and takes everything, forms from
+ * other sites are refused, and a browser without a session is sent to sign in.
+ */
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, expect, inject, it } from 'vitest';
+import { buildApp } from '../../src/http/app.ts';
+import { startWorkers, type WorkerSet } from '../../src/jobs/workers.ts';
+import type { ServiceContext } from '../../src/runtime/context.ts';
+import { startSimulator } from '../../src/simulator/index.ts';
+import { until } from '../support/poll.ts';
+import { testContext } from '../support/service.ts';
+import { simControl } from '../upstream/sim-control.ts';
+
+const PUBLIC_URL = 'http://localhost:8080';
+type Simulator = Awaited<ReturnType<typeof startSimulator>>;
+
+let simulator: Simulator;
+let ctx: ServiceContext;
+let workers: WorkerSet;
+let app: FastifyInstance;
+let closeContext: () => Promise<void>;
+
+beforeAll(async () => {
+  simulator = await startSimulator({ port: 0, seed: 3, groups: 12, employees: 12, users: 3 });
+  const opened = await testContext({ UNIVERSITY_API_URL: simulator.url, PUBLIC_URL });
+  ctx = opened.context;
+  closeContext = opened.close;
+  workers = await startWorkers(ctx, inject('redisUrl'));
+  app = await buildApp(ctx, { logger: ctx.logger });
+});
+afterAll(async () => {
+  await app.close();
+  await workers.close();
+  await closeContext();
+  await simulator.close();
+});
+
+/** A signed-up subscription whose feed is published, and the cookie of a browser signed in to it. */
+async function signedIn(index: number) {
+  const user = (await simControl(simulator.url).users())[index];
+  if (!user) throw new Error('the simulator has too few users');
+  const created = await app.inject({ method: 'POST', url: '/api/subscriptions', payload: { credential: user.token } });
+  const { id, token } = created.json<{ id: string; token: string }>();
+  await until(
+    () => app.inject({ method: 'GET', url: `/feeds/personal/${token}.ics` }),
+    (answer) => answer.statusCode === 200,
+    20_000,
+  );
+  return { id, token, cookie: `tts-personal=${id}.${token}` };
+}
+
+function post(url: string, cookie: string | undefined, payload = '', origin = PUBLIC_URL) {
+  return app.inject({
+    method: 'POST',
+    url,
+    headers: { 'content-type': 'application/x-www-form-urlencoded', origin, ...(cookie ? { cookie } : {}) },
+    payload,
+  });
+}
+
+it('saves options that the plain personal feed then serves, with query parameters still winning', async () => {
+  const { id, token, cookie } = await signedIn(0);
+  const feedUrl = `/feeds/personal/${token}.ics`;
+  const plain = await app.inject({ method: 'GET', url: feedUrl });
+  expect(plain.body).not.toContain('BEGIN:VALARM');
+
+  const saved = await post(
+    '/timetables/personal/options',
+    cookie,
+    'alarm=15&title=%7Bsubject%7D%21&subgroup=&action=save',
+  );
+  expect(saved.statusCode).toBe(303);
+  expect(saved.headers.location).toBe('/timetables/personal?done=options');
+  expect((await ctx.subscriptions.get(id))?.feedOptions).toEqual({ alarmMinutes: 15, titleTemplate: '{subject}!' });
+
+  const after = await until(
+    () => app.inject({ method: 'GET', url: feedUrl }),
+    (answer) => answer.body.includes('BEGIN:VALARM'),
+    5_000,
+  );
+  expect(after.body).toContain('TRIGGER:-PT15M');
+  expect(after.headers.etag).not.toBe(plain.headers.etag);
+  const revalidated = await app.inject({
+    method: 'GET',
+    url: feedUrl,
+    headers: { 'if-none-match': String(after.headers.etag) },
+  });
+  expect(revalidated.statusCode).toBe(304);
+  const head = await app.inject({ method: 'HEAD', url: feedUrl });
+  expect(head.headers.etag).toBe(after.headers.etag);
+  // The URL's own options win over the saved ones.
+  const own = await app.inject({ method: 'GET', url: `${feedUrl}?alarm=30` });
+  expect(own.body).toContain('TRIGGER:-PT30M');
+  expect(own.body).not.toContain('TRIGGER:-PT15M');
+
+  const refused = await post('/timetables/personal/options', cookie, 'subgroup=77&action=save');
+  expect(refused.statusCode).toBe(400);
+  expect(refused.body).toContain('Настройки не сохранены');
+  const cleared = await post('/timetables/personal/options', cookie, 'alarm=15&action=clear');
+  expect(cleared.headers.location).toBe('/timetables/personal?done=options-cleared');
+  const whole = await until(
+    () => app.inject({ method: 'GET', url: feedUrl }),
+    (answer) => !answer.body.includes('BEGIN:VALARM'),
+    5_000,
+  );
+  expect(whole.headers.etag).toBe(plain.headers.etag);
+});
+
+it('rotates the feed URL: the old token stops, the cookie holds the new one', async () => {
+  const { id, token, cookie } = await signedIn(1);
+  const answer = await post('/timetables/personal/rotate', cookie);
+  expect(answer.statusCode).toBe(303);
+  expect(answer.headers.location).toBe('/timetables/personal?done=rotated');
+  const [, newToken = ''] =
+    new RegExp(`^tts-personal=${id}\\.([\\w-]+);`).exec(String(answer.headers['set-cookie'])) ?? [];
+  expect(newToken).not.toBe(token);
+  expect(await ctx.subscriptions.verifyToken(id, newToken)).toBe(true);
+  expect(await ctx.subscriptions.verifyToken(id, token)).toBe(false);
+  expect((await app.inject({ method: 'GET', url: `/feeds/personal/${token}.ics` })).statusCode).toBe(404);
+  expect((await app.inject({ method: 'GET', url: `/feeds/personal/${newToken}.ics` })).statusCode).toBe(200);
+  // The old cookie is dead: the browser is sent to sign in again.
+  const stale = await post('/timetables/personal/rotate', cookie);
+  expect(stale.headers.location).toBe('/');
+});
+
+it('refuses other sites, sends browsers without a session to sign in, and deletes only when confirmed', async () => {
+  const { id, token, cookie } = await signedIn(2);
+  expect((await post('/timetables/personal/delete', cookie, 'confirm=yes', 'https://evil.example')).statusCode).toBe(
+    403,
+  );
+  const anonymous = await post('/timetables/personal/options', undefined, 'alarm=5');
+  expect(anonymous.statusCode).toBe(303);
+  expect(anonymous.headers.location).toBe('/');
+
+  const unconfirmed = await post('/timetables/personal/delete', cookie);
+  expect(unconfirmed.headers.location).toBe('/timetables/personal?done=confirm-delete#delete');
+  expect(await ctx.subscriptions.get(id)).toBeDefined();
+
+  const deleted = await post('/timetables/personal/delete', cookie, 'confirm=yes');
+  expect(deleted.statusCode).toBe(303);
+  expect(deleted.headers.location).toBe('/?done=deleted');
+  expect(String(deleted.headers['set-cookie'])).toMatch(/^tts-personal=; Path=\/; SameSite=Lax; Max-Age=0;/);
+  expect(await ctx.subscriptions.get(id)).toBeUndefined();
+  expect(await ctx.registry.get(`personal:${id}`)).toBeUndefined();
+  expect((await app.inject({ method: 'GET', url: `/feeds/personal/${token}.ics` })).statusCode).toBe(404);
+
+  const signedOut = await post('/timetables/personal/sign-out', cookie);
+  expect(signedOut.headers.location).toBe('/?done=signed-out');
+  expect(String(signedOut.headers['set-cookie'])).toMatch(/Max-Age=0/);
+});
