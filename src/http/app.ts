@@ -26,6 +26,7 @@ import { registerPersonalRoutes } from './personal-routes.ts';
 import { addSecurityHeaders } from './security-headers.ts';
 import { MAX_PARAM_LENGTH, serverOptions } from './server-options.ts';
 import { registerSubscriptionRoutes } from './subscription-routes.ts';
+import { registerTimetablePageRoutes } from './timetable-page-routes.ts';
 
 /** Options of {@link buildApp}. */
 export interface AppOptions {
@@ -87,6 +88,7 @@ export async function buildApp(ctx: ServiceContext, options: AppOptions): Promis
   await registerAssetRoutes(app);
   await registerPageRoutes(app, ctx);
   await registerPersonalRoutes(app, ctx);
+  await registerTimetablePageRoutes(app, ctx, options.feeds);
   return app;
 }
 

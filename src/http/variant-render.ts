@@ -112,7 +112,7 @@ export function checkOptionsFit(values: OptionValues, options: SubscriberOptions
 }
 
 /** Both sets of values, each once, sorted. */
-function mergeOptionValues(a: OptionValues, b: OptionValues): OptionValues {
+export function mergeOptionValues(a: OptionValues, b: OptionValues): OptionValues {
   return {
     subgroups: [...new Set([...a.subgroups, ...b.subgroups])].sort((x, y) => x - y),
     kinds: [...new Set([...a.kinds, ...b.kinds])].sort(),

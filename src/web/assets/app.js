@@ -23,4 +23,68 @@
       }, 1500);
     });
   }
+  // Live feed options: <form data-options data-preview="…/preview"> asks the preview endpoint as the options
+  // change and rewrites every link (data-link), the QR code (data-qr) and the event preview (data-preview).
+  const form = document.querySelector('form[data-options]');
+  if (form) {
+    const error = form.querySelector('[data-options-error]');
+    let timer;
+    let asked = 0;
+    const params = () => {
+      const query = new URLSearchParams();
+      for (const [name, value] of new FormData(form)) if (String(value).trim() !== '') query.append(name, value);
+      return query;
+    };
+    const show = (answer) => {
+      for (const element of document.querySelectorAll('[data-link]')) {
+        const value = answer[element.dataset.link];
+        if (typeof value !== 'string') continue;
+        if (element.tagName === 'INPUT') element.value = value;
+        else element.href = value;
+      }
+      const qr = document.querySelector('[data-qr]');
+      if (qr && typeof answer.qrSvg === 'string') qr.innerHTML = answer.qrSvg;
+      const fields = document.querySelector('[data-preview-fields]');
+      const none = document.querySelector('[data-preview-none]');
+      if (fields) fields.hidden = answer.preview === null;
+      if (none) none.hidden = answer.preview !== null;
+      for (const element of document.querySelectorAll('dd[data-preview]')) {
+        element.textContent = answer.preview ? answer.preview[element.dataset.preview] || '' : '';
+      }
+    };
+    const update = async () => {
+      const query = params();
+      const mine = ++asked;
+      let response;
+      let answer;
+      try {
+        response = await fetch(`${form.dataset.preview}?${query}`, { headers: { accept: 'application/json' } });
+        answer = await response.json();
+      } catch {
+        return; // Offline or a server error: the form still works by submitting it.
+      }
+      if (mine !== asked) return;
+      if (!response.ok) {
+        if (error) {
+          error.textContent = answer.error || '';
+          error.hidden = false;
+        }
+        return;
+      }
+      if (error) error.hidden = true;
+      show(answer);
+      const search = query.toString();
+      history.replaceState(null, '', `${location.pathname}${search === '' ? '' : `?${search}`}`);
+    };
+    const soon = () => {
+      clearTimeout(timer);
+      timer = setTimeout(update, 250);
+    };
+    form.addEventListener('input', soon);
+    form.addEventListener('change', soon);
+  }
+
+  // A page about a timetable being loaded reloads itself when it is likely there: <p data-reload-after="10">.
+  const reload = document.querySelector('[data-reload-after]');
+  if (reload) setTimeout(() => location.reload(), Number(reload.dataset.reloadAfter) * 1000);
 })();

@@ -1,0 +1,399 @@
+/**
+ * One timetable's page: `GET /timetables/groups/:id`, `/timetables/employees/:id` and the signed-in person's
+ * `/timetables/personal`, with their JSON preview endpoints (`…/preview?subgroup=…`) that the page's script asks
+ * when the options change. A timetable never fetched is fetched on the first visit, within the client's limit
+ * of new timetables, as the feed routes do; an unknown one answers a 404 page with the search box.
+ *
+ * The preview endpoint only ever encodes our own feed URL of a stored timetable with validated options, so it
+ * is no QR generator for arbitrary text; its answers are cached per publication, options and language.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { LRUCache } from 'lru-cache';
+import QRCode from 'qrcode';
+import type { PublishedState } from '../feeds/plan-publication.ts';
+import { activateSource } from '../jobs/activation.ts';
+import { SourceNotFoundError, SourceNotReadyError } from '../jobs/errors.ts';
+import { enqueueRefresh } from '../jobs/queues.ts';
+import { requireFetched, VERIFY_WAIT_MS } from '../jobs/verify-source.ts';
+import { RateLimitedError } from '../lib/rate-limit.ts';
+import { retryAfterSeconds } from '../lib/retry-after.ts';
+import type { ServiceContext } from '../runtime/context.ts';
+import { InvalidSourceError } from '../sources/errors.ts';
+import type { Snapshot } from '../sources/snapshot-store.ts';
+import { parseSource, type SourceKey, sourceKey } from '../sources/source.ts';
+import { studyPlanView } from '../subscriptions/study-plan-view.ts';
+import type { Subscription } from '../subscriptions/subscription-store.ts';
+import { DEFAULT_TITLE_TEMPLATE, type OptionValues, optionValuesOf } from '../timetable/event-text.ts';
+import type { SubscriberOptions } from '../timetable/types.ts';
+import { type FeedLinks, feedLinks, optionsQuery } from '../web/feed-links.ts';
+import { html } from '../web/html.ts';
+import type { Lang } from '../web/i18n.ts';
+import { alarmText } from '../web/options-form.ts';
+import { personalManageSection } from '../web/personal-manage.ts';
+import { planSection } from '../web/plan-section.ts';
+import {
+  loadingPage,
+  notFoundPage,
+  type PageKind,
+  rateLimitedPage,
+  type TimetablePageView,
+  timetablePage,
+} from '../web/timetable-page.ts';
+import { eventPreview, timetableWeeks } from '../web/timetable-view.ts';
+import { ClientLimits } from './client-limits.ts';
+import { HttpError } from './errors.ts';
+import { requestLang, sendPage } from './pages.ts';
+import { readPersonalSession } from './personal-session.ts';
+import { parseSubscriberQuery } from './subscriber-query.ts';
+import { checkOptionsFit, mergeOptionValues } from './variant-render.ts';
+
+/** Tuning of the pages (tests shorten the wait). */
+export interface TimetablePageOptions {
+  /** How long a first visit waits for the timetable's first fetch; default as long as a feed request. */
+  demandWaitMs?: number;
+}
+
+/** Change records younger than this mark their moved classes on the page. */
+const MOVES_SHOWN_MS = 14 * 24 * 3600_000;
+/** A visit reactivates an inactive timetable at most this often per process. */
+const VISIT_NOTE_MS = 10 * 60_000;
+/** What the personal page answers with: it shows a secret feed URL. */
+const PERSONAL_CACHE = 'private, no-store';
+
+type Query = Record<string, string | string[] | undefined>;
+type PublicKind = 'group' | 'employee';
+
+/** A stored timetable: its last good fetch and what its feed published from it. */
+interface Stored {
+  source: SourceKey;
+  snapshot: Snapshot;
+  published: PublishedState;
+}
+
+/** The options a page or preview asks for, checked against the timetable; `error` when they were refused. */
+interface PageOptions {
+  options: SubscriberOptions;
+  values: OptionValues;
+  error?: string;
+}
+
+/** Registers the timetable pages and their preview endpoints. */
+export async function registerTimetablePageRoutes(
+  app: FastifyInstance,
+  ctx: ServiceContext,
+  options: TimetablePageOptions = {},
+): Promise<void> {
+  const pages = new TimetablePages(ctx, options.demandWaitMs ?? VERIFY_WAIT_MS);
+  for (const kind of ['group', 'employee'] as const) {
+    const path = kind === 'group' ? '/timetables/groups/:id' : '/timetables/employees/:id';
+    app.get<{ Params: { id: string }; Querystring: Query }>(path, (request, reply) =>
+      pages.publicPage(kind, request, reply),
+    );
+    app.get<{ Params: { id: string }; Querystring: Query }>(`${path}/preview`, (request, reply) =>
+      pages.publicPreview(kind, request, reply),
+    );
+  }
+  app.get<{ Querystring: Query }>('/timetables/personal', (request, reply) => pages.personalPage(request, reply));
+  app.get<{ Querystring: Query }>('/timetables/personal/preview', (request, reply) =>
+    pages.personalPreview(request, reply),
+  );
+}
+
+/** What the pages share: the context, the client limits, and the caches of QR codes and visits. */
+class TimetablePages {
+  private readonly ctx: ServiceContext;
+  private readonly limits: ClientLimits;
+  private readonly demandWaitMs: number;
+  private readonly qrCodes = new LRUCache<string, string>({ max: 1000 });
+  private readonly previews = new LRUCache<string, string>({ max: 500 });
+  private readonly visits = new LRUCache<SourceKey, true>({ max: 10_000, ttl: VISIT_NOTE_MS });
+
+  constructor(ctx: ServiceContext, demandWaitMs: number) {
+    this.ctx = ctx;
+    this.limits = new ClientLimits(ctx);
+    this.demandWaitMs = demandWaitMs;
+  }
+
+  async publicPage(
+    kind: PublicKind,
+    request: FastifyRequest<{ Params: { id: string }; Querystring: Query }>,
+    reply: FastifyReply,
+  ): Promise<FastifyReply> {
+    const lang = requestLang(this.ctx, request, reply);
+    const notFound = () => sendPage(reply, notFoundPage({ lang, url: request.url, kind }), { status: 404 });
+    const source = publicSource(kind, request.params.id);
+    if (source === undefined) return notFound();
+    let stored: Stored | 'not-found' | 'loading';
+    try {
+      stored = await this.loadOrFetch(source, request.ip);
+    } catch (error) {
+      if (!(error instanceof RateLimitedError)) throw error;
+      const seconds = retryAfterSeconds(error.retryAfterMs);
+      reply.header('retry-after', String(seconds));
+      return sendPage(reply, rateLimitedPage({ lang, url: request.url, retryAfterSeconds: seconds }), { status: 429 });
+    }
+    if (stored === 'not-found') return notFound();
+    if (stored === 'loading') {
+      const seconds = retryAfterSeconds(this.demandWaitMs);
+      reply.header('retry-after', String(seconds));
+      return sendPage(reply, loadingPage({ lang, url: request.url, retryAfterSeconds: seconds }), { status: 503 });
+    }
+    this.noteVisit(source);
+    const id = source.slice(kind.length + 1);
+    const base = kind === 'group' ? `/timetables/groups/${id}` : `/timetables/employees/${id}`;
+    const view = await this.pageView(lang, request, stored, {
+      kind,
+      base,
+      feedPath: kind === 'group' ? `/feeds/groups/${id}.ics` : `/feeds/employees/${id}.ics`,
+      pushUrl: this.pushAvailable() ? `/google/connect?source=${source}` : undefined,
+    });
+    const status = view.options?.error === undefined ? 200 : 400;
+    return sendPage(reply, timetablePage(view), { status });
+  }
+
+  async personalPage(request: FastifyRequest<{ Querystring: Query }>, reply: FastifyReply): Promise<FastifyReply> {
+    const lang = requestLang(this.ctx, request, reply);
+    const session = await readPersonalSession(this.ctx, request);
+    if (session === undefined)
+      return reply.code(303).header('location', '/').header('cache-control', 'no-store').send();
+    const { subscription, token } = session;
+    const source = subscription.source;
+    const { snapshot, published } = await this.ctx.snapshots.load(source);
+    const stored = snapshot && published ? { source, snapshot, published } : undefined;
+    const pushUrl = this.pushAvailable()
+      ? `/google/connect?source=${source}&token=${encodeURIComponent(token)}`
+      : undefined;
+    const context = {
+      kind: 'personal' as const,
+      base: '/timetables/personal',
+      feedPath: `/feeds/personal/${token}.ics`,
+      pushUrl,
+    };
+    const view = stored
+      ? await this.pageView(lang, request, stored, context)
+      : await this.emptyView(lang, request, subscription, context);
+    view.name = snapshot?.name ?? subscription.name;
+    view.needsCredential = subscription.status === 'needs-credential';
+    view.private = true;
+    if (subscription.group !== undefined)
+      view.lead = html`<p class="lead">${groupWord(lang)} <a href="/timetables/groups/${String(subscription.group.id)}">${subscription.group.name}</a></p>`;
+    view.extra = [
+      planSection(await studyPlanView(this.ctx, subscription), lang),
+      personalManageSection({ lang, subscription }),
+    ].join('');
+    const status = view.options?.error === undefined ? 200 : 400;
+    return sendPage(reply, timetablePage(view), { status, cacheControl: PERSONAL_CACHE });
+  }
+
+  async publicPreview(
+    kind: PublicKind,
+    request: FastifyRequest<{ Params: { id: string }; Querystring: Query }>,
+    reply: FastifyReply,
+  ): Promise<unknown> {
+    const source = publicSource(kind, request.params.id);
+    if (source === undefined) throw new HttpError(404, `no ${kind} ${JSON.stringify(request.params.id)}`);
+    const stored = await this.load(source);
+    if (stored === undefined)
+      throw new HttpError(404, `the timetable of ${kind} ${request.params.id} is not loaded yet`);
+    const id = source.slice(kind.length + 1);
+    const feedPath = kind === 'group' ? `/feeds/groups/${id}.ics` : `/feeds/employees/${id}.ics`;
+    reply.header('cache-control', 'private, max-age=60').header('vary', 'Accept-Language, Cookie');
+    return this.preview(requestLang(this.ctx, request, reply), request.query, stored, feedPath, reply);
+  }
+
+  async personalPreview(request: FastifyRequest<{ Querystring: Query }>, reply: FastifyReply): Promise<unknown> {
+    const session = await readPersonalSession(this.ctx, request);
+    if (session === undefined) throw new HttpError(401, 'sign in first: this browser holds no personal timetable');
+    const stored = await this.load(session.subscription.source);
+    if (stored === undefined) throw new HttpError(404, 'your timetable is not loaded yet');
+    reply.header('cache-control', PERSONAL_CACHE);
+    const feedPath = `/feeds/personal/${session.token}.ics`;
+    return this.preview(requestLang(this.ctx, request, reply), request.query, stored, feedPath, reply);
+  }
+
+  /** The preview endpoint's answer: the links, the QR code and one event, for options that fit (else 400). */
+  private async preview(lang: Lang, query: Query, stored: Stored, feedPath: string, reply: FastifyReply) {
+    const { options, error } = await this.pageOptions(query, stored);
+    if (error !== undefined) throw new HttpError(400, error);
+    const key = JSON.stringify([feedPath, stored.published.stamp, optionsQuery(options), lang]);
+    let body = this.previews.get(key);
+    if (body === undefined) {
+      const links = feedLinks(this.ctx.config.publicUrl, feedPath, options);
+      const event = eventPreview(stored.snapshot, stored.published, options);
+      body = JSON.stringify({
+        ...links,
+        qrSvg: await this.qrSvg(links.feedUrl),
+        preview:
+          event === undefined
+            ? null
+            : {
+                title: event.title,
+                location: event.location,
+                description: event.description,
+                alarm: alarmText(event.alarmMinutes, lang),
+              },
+      });
+      this.previews.set(key, body);
+    }
+    return reply.type('application/json; charset=utf-8').send(body);
+  }
+
+  /** The view of a stored timetable's page. */
+  private async pageView(
+    lang: Lang,
+    request: FastifyRequest<{ Querystring: Query }>,
+    stored: Stored,
+    context: { kind: PageKind; base: string; feedPath: string; pushUrl: string | undefined },
+  ): Promise<TimetablePageView> {
+    const { snapshot, published, source } = stored;
+    const chosen = await this.pageOptions(request.query, stored);
+    const now = this.ctx.now();
+    const [changes, state] = await Promise.all([this.ctx.snapshots.changes(source), this.ctx.registry.get(source)]);
+    const moves = changes.filter((change) => change.at >= now - MOVES_SHOWN_MS).flatMap((change) => change.moved);
+    const weeks = timetableWeeks({
+      snapshot,
+      published,
+      settings: this.ctx.config,
+      options: chosen.options,
+      moves,
+      now,
+    });
+    const links = feedLinks(this.ctx.config.publicUrl, context.feedPath, chosen.options);
+    return {
+      lang,
+      url: request.url,
+      kind: context.kind,
+      name: snapshot.name,
+      timezone: this.ctx.config.timezone,
+      weeks,
+      staleAsOf: state?.status === 'stale' ? (state.lastSuccess ?? snapshot.fetchedAt) : undefined,
+      options: {
+        action: context.base,
+        previewPath: `${context.base}/preview`,
+        values: chosen.values,
+        options: chosen.options,
+        preview: eventPreview(snapshot, published, chosen.options),
+        error: chosen.error,
+      },
+      subscribe: { links, qrSvg: await this.qrSvg(links.feedUrl), pushUrl: context.pushUrl },
+    };
+  }
+
+  /** The personal page before its first fetch: the subscribe links (without options) and a loading note. */
+  private async emptyView(
+    lang: Lang,
+    request: FastifyRequest,
+    subscription: Subscription,
+    context: { kind: PageKind; feedPath: string; pushUrl: string | undefined },
+  ): Promise<TimetablePageView> {
+    const links: FeedLinks = feedLinks(this.ctx.config.publicUrl, context.feedPath, {});
+    return {
+      lang,
+      url: request.url,
+      kind: context.kind,
+      name: subscription.name,
+      timezone: this.ctx.config.timezone,
+      weeks: undefined,
+      options: undefined,
+      subscribe: { links, qrSvg: await this.qrSvg(links.feedUrl), pushUrl: context.pushUrl },
+    };
+  }
+
+  /**
+   * The options of a query as the page offers them: empty fields (a form sent without script) are no option, a
+   * title equal to the default is none, and the options must fit the subgroups and kinds the timetable ever
+   * had. Refused options come back as `error` with no options applied.
+   */
+  private async pageOptions(query: Query, stored: Stored): Promise<PageOptions> {
+    const values = mergeOptionValues(
+      await this.ctx.snapshots.optionValues(stored.source),
+      optionValuesOf(stored.snapshot.entries),
+    );
+    const given: Query = {};
+    for (const name of ['subgroup', 'exclude', 'alarm', 'title']) {
+      const value = query[name];
+      const kept = (Array.isArray(value) ? value : [value]).filter(
+        (item): item is string => item !== undefined && item.trim() !== '',
+      );
+      if (kept.length > 0) given[name] = kept.length === 1 ? kept[0] : kept;
+    }
+    if (given.title === DEFAULT_TITLE_TEMPLATE) delete given.title;
+    try {
+      const { options } = parseSubscriberQuery(given);
+      checkOptionsFit(values, options);
+      return { options, values };
+    } catch (error) {
+      if (error instanceof HttpError && error.statusCode === 400) return { options: {}, values, error: error.message };
+      throw error;
+    }
+  }
+
+  /** A stored timetable, or undefined. */
+  private async load(source: SourceKey): Promise<Stored | undefined> {
+    const { snapshot, published } = await this.ctx.snapshots.load(source);
+    return snapshot && published ? { source, snapshot, published } : undefined;
+  }
+
+  /**
+   * The stored timetable of a public source, fetching a never fetched one first (within the client's limit of
+   * new timetables; RateLimitedError beyond it) and waiting for it a while.
+   */
+  private async loadOrFetch(source: SourceKey, ip: string): Promise<Stored | 'not-found' | 'loading'> {
+    const stored = await this.load(source);
+    if (stored !== undefined) return stored;
+    if ((await this.ctx.registry.missingReason(source)) !== undefined) return 'not-found';
+    const admission = await this.limits.admit('first-request', ip);
+    try {
+      await requireFetched(this.ctx, source, this.demandWaitMs);
+    } catch (error) {
+      if (error instanceof SourceNotFoundError) return 'not-found';
+      if (error instanceof SourceNotReadyError) return 'loading';
+      await admission.refund();
+      throw error;
+    }
+    return (await this.load(source)) ?? 'loading';
+  }
+
+  /** A visit to an inactive timetable makes it active again and refreshes it (the old data is shown meanwhile). */
+  private noteVisit(source: SourceKey): void {
+    if (this.visits.has(source)) return;
+    this.visits.set(source, true);
+    const reactivate = async () => {
+      if (await this.ctx.registry.isActive(source)) return;
+      await activateSource(this.ctx, source);
+      await enqueueRefresh(this.ctx.queues, this.ctx.config, source, { reason: 'demand', now: this.ctx.now() });
+    };
+    reactivate().catch((error: unknown) => {
+      this.visits.delete(source);
+      this.ctx.logger.warn({ err: error, source }, 'could not reactivate a visited timetable');
+    });
+  }
+
+  private pushAvailable(): boolean {
+    return this.ctx.google.configured && this.ctx.google.targets.canStoreTokens;
+  }
+
+  /** The QR code of one of our feed URLs, as SVG markup. */
+  private async qrSvg(url: string): Promise<string> {
+    let svg = this.qrCodes.get(url);
+    if (svg === undefined) {
+      svg = await QRCode.toString(url, { type: 'svg', margin: 2, errorCorrectionLevel: 'M' });
+      this.qrCodes.set(url, svg);
+    }
+    return svg;
+  }
+}
+
+/** The source of a page's id, or undefined when the id cannot be one (not a positive integer). */
+function publicSource(kind: PublicKind, id: string): SourceKey | undefined {
+  try {
+    return sourceKey(parseSource(`${kind}:${id}`));
+  } catch (error) {
+    if (error instanceof InvalidSourceError) return undefined;
+    throw error;
+  }
+}
+
+function groupWord(lang: Lang): string {
+  return lang === 'ru' ? 'Группа:' : 'Group:';
+}

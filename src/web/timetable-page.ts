@@ -1,0 +1,169 @@
+/**
+ * One timetable's page (a group's, a teacher's or the signed-in person's own): its name, this week's and next
+ * week's classes, the feed options with a preview, and every way to subscribe. Also the pages shown instead:
+ * an unknown timetable (with the search box), one still being fetched, and a client over its limits.
+ */
+import { type Html, html } from './html.ts';
+import { type Lang, messages } from './i18n.ts';
+import { page } from './layout.ts';
+import { type OptionsFormView, optionsForm } from './options-form.ts';
+import { type SubscribeView, subscribeBlock } from './subscribe-block.ts';
+import type { WeekView } from './timetable-view.ts';
+import { type RowPeople, weekSections } from './week-table.ts';
+
+const words = messages({
+  ru: {
+    group: 'Группа',
+    employee: 'Преподаватель',
+    personal: 'Моё расписание',
+    classes: 'Занятия',
+    stale: 'Университет сейчас не отвечает, поэтому показано последнее полученное расписание: данные на',
+    loading: 'Расписание загружается из университета. Обновите страницу через несколько секунд.',
+    needsCredential:
+      'Университет больше не принимает ваш ключ доступа, поэтому расписание не обновляется. Войдите заново на главной странице.',
+    notFoundTitle: 'Расписание не найдено',
+    notFoundGroup: 'В университете нет группы с таким номером.',
+    notFoundEmployee: 'В университете нет преподавателя с таким номером.',
+    notFoundHint: 'Найдите группу или преподавателя по названию:',
+    search: 'Группа или преподаватель',
+    find: 'Найти',
+    loadingTitle: 'Расписание загружается',
+    reload: 'Обновить страницу',
+    busyTitle: 'Слишком много запросов',
+    busy: 'С вашего адреса пришло слишком много запросов новых расписаний. Попробуйте снова через',
+    seconds: 'с',
+  },
+  en: {
+    group: 'Group',
+    employee: 'Teacher',
+    personal: 'My timetable',
+    classes: 'Classes',
+    stale: 'The university is not answering right now, so this is the last timetable received: data as of',
+    loading: 'The timetable is being loaded from the university. Reload the page in a few seconds.',
+    needsCredential:
+      'The university no longer accepts your access key, so the timetable is not updated. Sign in again on the home page.',
+    notFoundTitle: 'Timetable not found',
+    notFoundGroup: 'The university has no group with this number.',
+    notFoundEmployee: 'The university has no teacher with this number.',
+    notFoundHint: 'Find a group or a teacher by name:',
+    search: 'Group or teacher',
+    find: 'Find',
+    loadingTitle: 'The timetable is loading',
+    reload: 'Reload the page',
+    busyTitle: 'Too many requests',
+    busy: 'Too many requests for new timetables came from your address. Try again in',
+    seconds: 's',
+  },
+});
+
+/** Which timetable a page shows. */
+export type PageKind = 'group' | 'employee' | 'personal';
+
+/** `14 сентября 2025, 10:05` in the service's zone. */
+export function dataAsOf(at: number, timezone: string, lang: Lang): string {
+  return new Intl.DateTimeFormat(lang === 'ru' ? 'ru-RU' : 'en-GB', {
+    dateStyle: 'long',
+    timeStyle: 'short',
+    timeZone: timezone,
+  }).format(new Date(at));
+}
+
+/** Everything one timetable's page shows. */
+export interface TimetablePageView {
+  lang: Lang;
+  url: string;
+  kind: PageKind;
+  name: string;
+  timezone: string;
+  /** Undefined while the timetable has never been fetched (a personal one just signed up). */
+  weeks: WeekView[] | undefined;
+  /** When the last good data came, if the university failed since. */
+  staleAsOf?: number | undefined;
+  needsCredential?: boolean;
+  options: Omit<OptionsFormView, 'lang'> | undefined;
+  subscribe: Omit<SubscribeView, 'lang'>;
+  /** Shown under the heading (the personal page's group link). */
+  lead?: Html;
+  /** Shown at the end (the personal page's study plan and controls). */
+  extra?: Html;
+  private?: boolean;
+}
+
+const PEOPLE: Record<PageKind, RowPeople> = { group: 'teacher', employee: 'groups', personal: 'teacher' };
+
+/** The page of one timetable. */
+export function timetablePage(view: TimetablePageView): Html {
+  const w = words(view.lang);
+  const notes = [
+    view.staleAsOf === undefined
+      ? ''
+      : html`<p class="notice" data-stale>${w.stale} ${dataAsOf(view.staleAsOf, view.timezone, view.lang)}.</p>`,
+    view.needsCredential ? html`<p class="notice error">${w.needsCredential}</p>` : '',
+  ].join('');
+  const classes =
+    view.weeks === undefined
+      ? html`<p class="notice" data-loading>${w.loading}</p>`
+      : weekSections(view.weeks, view.lang, PEOPLE[view.kind]);
+  const body = html`<p class="kind-label muted">${w[view.kind]}</p>
+<h1>${view.name}</h1>
+!${view.lead ?? ''}!${notes}
+<div class="timetable-layout">
+<section class="weeks" aria-label="${w.classes}">!${classes}</section>
+<div class="side">
+!${subscribeBlock({ lang: view.lang, ...view.subscribe })}
+!${view.options === undefined ? '' : optionsForm({ lang: view.lang, ...view.options })}
+</div>
+</div>
+!${view.extra ?? ''}`;
+  return page({ lang: view.lang, url: view.url, title: view.name, body, private: view.private ?? false });
+}
+
+/** The search box of the pages shown instead of a timetable. */
+function searchForm(lang: Lang): Html {
+  const w = words(lang);
+  return html`<form class="search" method="get" action="/" role="search">
+<label for="q" class="visually-hidden">${w.search}</label>
+<input type="search" id="q" name="q" autocomplete="off" minlength="2" maxlength="64">
+<button type="submit">${w.find}</button>
+</form>`;
+}
+
+/** An unknown group or teacher (HTTP 404), with the search box. */
+export function notFoundPage(view: { lang: Lang; url: string; kind: 'group' | 'employee' }): Html {
+  const w = words(view.lang);
+  return page({
+    lang: view.lang,
+    url: view.url,
+    title: w.notFoundTitle,
+    body: html`<h1>${w.notFoundTitle}</h1>
+<p>${view.kind === 'group' ? w.notFoundGroup : w.notFoundEmployee}</p>
+<p>${w.notFoundHint}</p>
+!${searchForm(view.lang)}`,
+  });
+}
+
+/** A timetable never fetched whose first fetch takes longer than a page waits (HTTP 503, Retry-After). */
+export function loadingPage(view: { lang: Lang; url: string; retryAfterSeconds: number }): Html {
+  const w = words(view.lang);
+  return page({
+    lang: view.lang,
+    url: view.url,
+    title: w.loadingTitle,
+    body: html`<h1>${w.loadingTitle}</h1>
+<p data-reload-after="${String(view.retryAfterSeconds)}">${w.loading}</p>
+<p><a class="button" href="${view.url}">${w.reload}</a></p>`,
+  });
+}
+
+/** A client over its limit of new timetables (HTTP 429, Retry-After). */
+export function rateLimitedPage(view: { lang: Lang; url: string; retryAfterSeconds: number }): Html {
+  const w = words(view.lang);
+  return page({
+    lang: view.lang,
+    url: view.url,
+    title: w.busyTitle,
+    body: html`<h1>${w.busyTitle}</h1>
+<p>${w.busy} ${String(view.retryAfterSeconds)} ${w.seconds}.</p>
+<p><a class="button" href="${view.url}">${w.reload}</a></p>`,
+  });
+}
