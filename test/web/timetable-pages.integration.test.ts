@@ -1,0 +1,226 @@
+/**
+ * The timetable pages over HTTP (fastify inject, stores written directly): the page of a stored timetable,
+ * options applied and refused, the preview endpoint, unknown and never fetched timetables, the limit of new
+ * timetables, stale data, and the personal page's session.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PERSONAL_COOKIE } from '../../src/http/personal-session.ts';
+import { startTestApp, storeTimetable, type TestApp } from '../http/helpers.ts';
+
+const NOW = Date.UTC(2025, 8, 10, 9, 0); // Wednesday 10 September 2025, in an even week.
+let test: TestApp;
+let publicUrl: string;
+
+beforeAll(async () => {
+  test = await startTestApp({ now: () => NOW, env: { FIRST_REQUESTS_PER_CLIENT: '2/1m' } });
+  publicUrl = test.ctx.config.publicUrl;
+  await storeTimetable(test.ctx, 'group:42', undefined, { stamp: Date.UTC(2025, 8, 5, 7, 0), name: 'ИВТ-21' });
+});
+
+afterAll(async () => test?.close());
+
+/** The answer, with its body's character references decoded (the templates escape `=` in URLs too). */
+async function get(url: string, headers: Record<string, string> = {}) {
+  const response = await test.app.inject({ method: 'GET', url, headers });
+  return Object.assign(response, { body: decoded(response.body) });
+}
+
+function decoded(html: string): string {
+  const named: Record<string, string> = { amp: '&', quot: '"', lt: '<', gt: '>', apos: "'" };
+  return html.replace(/&(?:#(\d+)|(\w+));/g, (whole, code: string | undefined, name: string | undefined) =>
+    code !== undefined ? String.fromCharCode(Number(code)) : (named[name as string] ?? whole),
+  );
+}
+
+describe('a group page', () => {
+  it('shows the name, both weeks with their parity, and every way to subscribe', async () => {
+    const response = await get('/timetables/groups/42');
+    expect(response.statusCode).toBe(200);
+    expect(response.headers['content-type']).toContain('text/html');
+    expect(response.headers['content-security-policy']).toContain("script-src 'self'");
+    const body = response.body;
+    expect(body).toContain('<h1>ИВТ-21</h1>');
+    expect(body).toMatch(/Эта неделя.*8–14 сентября.*чётная неделя/);
+    expect(body).toMatch(/Следующая неделя.*15–21 сентября.*нечётная неделя/);
+    expect(body).toContain('Понедельник, 15 сентября');
+    expect(body).toContain('Алгебра');
+    expect(body).toContain('Геометрия');
+    const feed = `${publicUrl}/feeds/groups/42.ics`;
+    expect(body).toContain(`value="${feed}"`);
+    expect(body).toContain(`href="${feed.replace(/^http:/, 'webcal:')}"`);
+    expect(body).toContain(
+      `https://calendar.google.com/calendar/r?cid=${encodeURIComponent(feed.replace(/^http:/, 'webcal:'))}`,
+    );
+    expect(body).toMatch(/<div class="qr-code" data-qr><svg[^>]*>/);
+    expect(body).toContain('data-copy="#feed-url"');
+    // Only the subgroups and kinds this timetable has are offered.
+    expect(body).toContain('<option value="1"');
+    expect(body).toContain('<option value="2"');
+    expect(body).not.toContain('<option value="3"');
+    expect(body).toContain('value="лекция"');
+    expect(body).toContain('value="практика"');
+  });
+
+  it('applies options sent by the form without script, empty fields included', async () => {
+    const response = await get(
+      `/timetables/groups/42?subgroup=1&exclude=${encodeURIComponent('лекция')}&alarm=15&title=${encodeURIComponent('{subject} ({kind})')}`,
+    );
+    expect(response.statusCode).toBe(200);
+    expect(response.body).toContain(
+      `${publicUrl}/feeds/groups/42.ics?subgroup=1&exclude=%D0%BB%D0%B5%D0%BA%D1%86%D0%B8%D1%8F&alarm=15"`,
+    );
+    expect(response.body).toContain('Алгебра');
+    expect(response.body).not.toMatch(/<strong class="subject">Геометрия/);
+    expect(response.body).not.toMatch(/<strong class="subject">История/);
+    expect(response.body).toContain('за 15 минут до начала');
+    const empty = await get('/timetables/groups/42?subgroup=&alarm=&title=');
+    expect(empty.statusCode).toBe(200);
+    expect(empty.body).toContain(`value="${publicUrl}/feeds/groups/42.ics"`);
+  });
+
+  it('refuses options the timetable does not have with the form and the reason (400)', async () => {
+    const response = await get('/timetables/groups/42?subgroup=7');
+    expect(response.statusCode).toBe(400);
+    expect(response.body).toContain('this timetable has no subgroup 7; its subgroups are 1, 2');
+    expect(response.body).toContain('<h1>ИВТ-21</h1>');
+    const placeholder = await get(`/timetables/groups/42?title=${encodeURIComponent('{nope}')}`);
+    expect(placeholder.statusCode).toBe(400);
+    expect(placeholder.body).toContain('unknown placeholder');
+  });
+
+  it('answers the preview endpoint with links, QR code and one event, and 400 for bad options', async () => {
+    const plain = await get('/timetables/groups/42/preview');
+    expect(plain.statusCode).toBe(200);
+    const first = plain.json();
+    expect(first.feedUrl).toBe(`${publicUrl}/feeds/groups/42.ics`);
+    expect(first.qrSvg).toMatch(/^<svg/);
+    const withOptions = (
+      await get(`/timetables/groups/42/preview?subgroup=2&alarm=30&title=${encodeURIComponent('{kind}: {subject}')}`)
+    ).json();
+    expect(withOptions.feedUrl).toContain('?subgroup=2&alarm=30&title=');
+    expect(withOptions.webcal).toBe(withOptions.feedUrl.replace(/^http:/, 'webcal:'));
+    expect(withOptions.qrSvg).not.toBe(first.qrSvg);
+    expect(withOptions.preview).toEqual({
+      title: 'практика: Геометрия',
+      location: 'Главный корпус, 305',
+      description: expect.stringContaining('Преподаватель: Иванов Иван Иванович'),
+      alarm: 'за 30 минут до начала',
+    });
+    const bad = await get('/timetables/groups/42/preview?exclude=semin');
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json().error).toContain('is not a kind of class in this timetable');
+    expect((await get('/timetables/groups/0/preview')).statusCode).toBe(404);
+  });
+
+  it('notes the time of the data when the university stopped answering', async () => {
+    await storeTimetable(test.ctx, 'group:43', undefined, { stamp: Date.UTC(2025, 8, 5, 7, 0) });
+    expect((await get('/timetables/groups/43')).body).not.toContain('data-stale');
+    await test.ctx.registry.activate('group:43', NOW);
+    await test.ctx.registry.markStale('group:43', NOW - 3_600_000);
+    const body = (await get('/timetables/groups/43')).body;
+    // The snapshot's fetch time in the service's zone (Moscow, UTC+3).
+    expect(body).toMatch(/data-stale>[^<]*данные на 5 сентября 2025 г\.,? (в )?10:00/);
+  });
+
+  it('answers English when asked', async () => {
+    const body = (await get('/timetables/groups/42?lang=en')).body;
+    expect(body).toContain('This week');
+    expect(body).toContain('even week');
+    expect(body).toContain('Copy');
+  });
+});
+
+describe('timetables that are not there', () => {
+  it('answers a friendly 404 page with the search box for ids that cannot be one', async () => {
+    for (const url of [
+      '/timetables/groups/abc',
+      '/timetables/groups/0',
+      '/timetables/employees/-5',
+      '/timetables/employees/1.5',
+    ]) {
+      const response = await get(url);
+      expect(response.statusCode, url).toBe(404);
+      expect(response.headers['content-type']).toContain('text/html');
+      expect(response.body).toContain('Расписание не найдено');
+      expect(response.body).toMatch(/<form class="search" method="get" action="\/"/);
+      expect(response.body).toContain('name="q"');
+    }
+  });
+
+  it('answers 404 for a group the university said it does not know, without fetching', async () => {
+    await test.ctx.registry.rememberMissing('group:4040', 'no such group');
+    const response = await get('/timetables/groups/4040');
+    expect(response.statusCode).toBe(404);
+    expect(response.body).toContain('В университете нет группы с таким номером.');
+    const teacher = await get('/timetables/employees/4040');
+    expect(teacher.statusCode).toBe(503); // Never fetched: queued, and no worker answers in this test.
+  });
+
+  it('fetches a never fetched timetable, says it is loading, and limits new timetables per client', async () => {
+    const headers = { 'x-forwarded-for': '' };
+    const loading = await test.app.inject({
+      method: 'GET',
+      url: '/timetables/groups/5001',
+      remoteAddress: '10.1.0.1',
+      headers,
+    });
+    expect(loading.statusCode).toBe(503);
+    expect(loading.headers['retry-after']).toBeDefined();
+    expect(loading.body).toContain('Расписание загружается');
+    expect(loading.body).toContain('data-reload-after=');
+    expect(await test.ctx.queues.refresh.getJobCountByTypes('waiting', 'prioritized', 'delayed')).toBeGreaterThan(0);
+    await test.app.inject({ method: 'GET', url: '/timetables/groups/5002', remoteAddress: '10.1.0.1' });
+    const limited = await test.app.inject({ method: 'GET', url: '/timetables/groups/5003', remoteAddress: '10.1.0.1' });
+    expect(limited.statusCode).toBe(429);
+    expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
+    expect(limited.body).toContain('Слишком много запросов');
+    // A stored timetable costs nothing.
+    expect(
+      (await test.app.inject({ method: 'GET', url: '/timetables/groups/42', remoteAddress: '10.1.0.1' })).statusCode,
+    ).toBe(200);
+  });
+});
+
+describe('the personal page', () => {
+  it('sends a browser without a session to the home page', async () => {
+    for (const cookie of [
+      undefined,
+      `${PERSONAL_COOKIE}=nonsense`,
+      `${PERSONAL_COOKIE}=${'a'.repeat(22)}.${'b'.repeat(43)}`,
+    ]) {
+      const response = await get('/timetables/personal', cookie === undefined ? {} : { cookie });
+      expect(response.statusCode).toBe(303);
+      expect(response.headers.location).toBe('/');
+    }
+  });
+
+  it('shows the signed-in timetable with its secret feed URL, privately', async () => {
+    const issued = await test.ctx.subscriptions.create({
+      credential: 'student-credential',
+      name: 'Петров Пётр',
+      upstreamUserId: 777,
+      now: NOW,
+    });
+    const { subscription, token } = issued;
+    const cookie = `${PERSONAL_COOKIE}=${subscription.id}.${token}`;
+    const before = await get('/timetables/personal', { cookie });
+    expect(before.statusCode).toBe(200);
+    expect(before.headers['cache-control']).toBe('private, no-store');
+    expect(before.body).toContain('Петров Пётр');
+    expect(before.body).toContain('data-loading');
+    expect(before.body).toContain(`${publicUrl}/feeds/personal/${token}.ics`);
+    expect(before.body).toContain('<meta name="robots" content="noindex">');
+
+    await storeTimetable(test.ctx, subscription.source, undefined, { name: 'Моё расписание (ИВТ-21)' });
+    const after = await get('/timetables/personal?subgroup=2', { cookie });
+    expect(after.statusCode).toBe(200);
+    expect(after.body).toContain('<h1>Моё расписание (ИВТ-21)</h1>');
+    expect(after.body).toContain(`${publicUrl}/feeds/personal/${token}.ics?subgroup=2`);
+    expect(after.body).toMatch(/<strong class="subject">Геометрия/);
+    const preview = await get('/timetables/personal/preview?alarm=10', { cookie });
+    expect(preview.statusCode).toBe(200);
+    expect(preview.headers['cache-control']).toBe('private, no-store');
+    expect(preview.json().feedUrl).toBe(`${publicUrl}/feeds/personal/${token}.ics?alarm=10`);
+    expect((await get('/timetables/personal/preview')).statusCode).toBe(401);
+  });
+});
