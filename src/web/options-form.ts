@@ -131,7 +131,7 @@ export function optionsForm(view: OptionsFormView): Html {
       html`<option value="${String(minutes)}"!${options.alarmMinutes === minutes ? ' selected' : ''}>${alarmText(minutes, view.lang)}</option>`,
   )}</select></div>`;
   const title = html`<div class="field"><label for="opt-title">${w.title}</label>
-<input type="text" id="opt-title" name="title" maxlength="200" value="${options.titleTemplate ?? DEFAULT_TITLE_TEMPLATE}" aria-describedby="opt-title-hint" autocomplete="off" spellcheck="false">
+<input type="text" id="opt-title" name="title" maxlength="200" value="${options.titleTemplate ?? DEFAULT_TITLE_TEMPLATE}" data-default="${DEFAULT_TITLE_TEMPLATE}" aria-describedby="opt-title-hint" autocomplete="off" spellcheck="false">
 <p class="hint muted" id="opt-title-hint">${w.titleHint}: ${TITLE_PLACEHOLDERS.map((name) => `{${name}}`).join(' ')}</p></div>`;
   return html`<form class="card options" method="get" action="${view.action}" data-options data-preview="${view.previewPath}" aria-labelledby="options-heading">
 <h2 id="options-heading">${w.heading}</h2>

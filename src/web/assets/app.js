@@ -32,7 +32,12 @@
     let asked = 0;
     const params = () => {
       const query = new URLSearchParams();
-      for (const [name, value] of new FormData(form)) if (String(value).trim() !== '') query.append(name, value);
+      for (const [name, value] of new FormData(form)) {
+        // Empty fields and a field left at its default (data-default) are no option: the URL stays short.
+        const field = form.querySelector(`[name="${name}"][data-default]`);
+        if (String(value).trim() === '' || (field && field.dataset.default === value)) continue;
+        query.append(name, value);
+      }
       return query;
     };
     const show = (answer) => {
