@@ -160,9 +160,8 @@ class TimetablePages {
     const source = subscription.source;
     const { snapshot, published } = await this.ctx.snapshots.load(source);
     const stored = snapshot && published ? { source, snapshot, published } : undefined;
-    const pushUrl = this.pushAvailable()
-      ? `/google/connect?source=${source}&token=${encodeURIComponent(token)}`
-      : undefined;
+    // The connect route takes the signed-in session from its cookie: no token in this link.
+    const pushUrl = this.pushAvailable() ? `/google/connect?source=${source}` : undefined;
     const context = {
       kind: 'personal' as const,
       base: '/timetables/personal',
@@ -179,7 +178,15 @@ class TimetablePages {
       view.lead = html`<p class="lead">${groupWord(lang)} <a href="/timetables/groups/${String(subscription.group.id)}">${subscription.group.name}</a></p>`;
     view.extra = [
       planSection(await studyPlanView(this.ctx, subscription), lang),
-      personalManageSection({ lang, subscription }),
+      personalManageSection({
+        lang,
+        subscription,
+        optionValues: mergeOptionValues(
+          await this.ctx.snapshots.optionValues(source),
+          optionValuesOf(snapshot?.entries ?? []),
+        ),
+        done: request.query.done,
+      }),
     ].join('');
     const status = view.options?.error === undefined ? 200 : 400;
     return sendPage(reply, timetablePage(view), { status, cacheControl: PERSONAL_CACHE });
