@@ -5,6 +5,7 @@ import type { Snapshot } from '../sources/snapshot-store.ts';
 import { shownSummary } from '../timetable/event-text.ts';
 import { compareOccurrences, expand } from '../timetable/expand.ts';
 import { publishedClassIds } from '../timetable/merge-rows.ts';
+import type { StudyPlanNotes } from '../timetable/study-plan.ts';
 import { EXPANSION_RULES, type ExpandOptions, type Occurrence, type SubscriberOptions } from '../timetable/types.ts';
 import { type ExpansionSettings, frozenOccurrences, HistoryMask } from './history.ts';
 import { type PublishedState, previousOccurrences, tombstonesFor } from './plan-publication.ts';
@@ -24,27 +25,40 @@ export const STALE_PROPERTY = 'X-TIMETABLE-STALE';
 
 /**
  * Digest of the settings and the deployment's term starts (configured or inferred): a change makes the next
- * refresh of every feed render it again, which is how a newly inferred term start reaches every feed.
+ * refresh of every feed render it again, which is how a newly inferred term start reaches every feed. A
+ * personal timetable's study plan notes are part of it, so that a new plan renders its feed again.
  */
-export function settingsHash(settings: FeedSettings, termStarts: readonly string[]): string {
-  const key = JSON.stringify([
+export function settingsHash(
+  settings: FeedSettings,
+  termStarts: readonly string[],
+  studyPlan?: StudyPlanNotes,
+): string {
+  const parts: unknown[] = [
     RENDER_VERSION,
     settings.timezone,
     termStarts,
     settings.holidays,
     settings.refreshIntervalMs,
     settings.cancelledTitlePrefix,
-  ]);
+  ];
+  // Only when there is one: the digests of feeds without a plan stay what they were.
+  if (studyPlan !== undefined) parts.push(studyPlan);
+  const key = JSON.stringify(parts);
   return createHash('sha256').update(key).digest('base64url').slice(0, 16);
 }
 
 /** The settings a new expansion is made with, as plain data a publication records. */
-export function expansionSettings(settings: FeedSettings, termStarts: readonly string[]): ExpansionSettings {
+export function expansionSettings(
+  settings: FeedSettings,
+  termStarts: readonly string[],
+  studyPlan?: StudyPlanNotes,
+): ExpansionSettings {
   return {
     timezone: settings.timezone,
     termStarts: [...termStarts],
     holidays: [...settings.holidays],
     rules: EXPANSION_RULES,
+    ...(studyPlan === undefined ? {} : { studyPlan }),
   };
 }
 
@@ -73,6 +87,7 @@ export function expandOptions(
     holidays: expansion.holidays,
     rules: expansion.rules ?? 1,
     classIds,
+    studyPlan: expansion.studyPlan,
     previous: previousOccurrences(published),
     ...(subscriber ? { subscriber } : {}),
   };

@@ -5,6 +5,7 @@
  */
 import { applyTitleTemplate, keepsEntry } from '../timetable/event-text.ts';
 import { occurrenceUid } from '../timetable/expand.ts';
+import type { StudyPlanNotes } from '../timetable/study-plan.ts';
 import type { ExpansionRules, Occurrence, SubscriberOptions, TimetableEntry } from '../timetable/types.ts';
 import { ZonedTimes } from '../timetable/zoned-time.ts';
 
@@ -19,6 +20,8 @@ export interface ExpansionSettings {
    * (they are re-expanded by rules 1); issue 11 recorded it without `rules`, and expanded by rules 2.
    */
   rules?: ExpansionRules | undefined;
+  /** The study plan notes classes were described with (personal timetables with a plan); absent: none. */
+  studyPlan?: StudyPlanNotes | undefined;
 }
 
 /** Occurrences of one frozen entry version that share their content, as published. */

@@ -6,6 +6,7 @@ import type { Config } from '../config.ts';
 import type { Snapshot } from '../sources/snapshot-store.ts';
 import { expand } from '../timetable/expand.ts';
 import { mergeRows, mergeRowsWithIds, publishedClassIds, storedClassIds } from '../timetable/merge-rows.ts';
+import type { StudyPlanNotes } from '../timetable/study-plan.ts';
 import type { TimetableEntry } from '../timetable/types.ts';
 import {
   expandOptions,
@@ -27,6 +28,8 @@ export interface RefreshPlanInput {
   snapshotHash: string;
   settingsHash: string;
   termStarts: readonly string[];
+  /** The study plan notes the new timetable is described with (a personal timetable with a plan). */
+  studyPlan?: StudyPlanNotes | undefined;
   now: number;
 }
 
@@ -41,7 +44,7 @@ export function planRefresh(input: RefreshPlanInput): PublicationPlan {
   const previousIds = publishedClassIds(previousRows, published?.classIds);
   const previousRules = publishedExpansion(published, settings).rules;
   const previousClasses = previousRules === 1 ? previousRows : mergeRows(previousRows, previousIds);
-  const expansion = expansionSettings(settings, input.termStarts);
+  const expansion = expansionSettings(settings, input.termStarts, input.studyPlan);
   const { classIds } = mergeRowsWithIds(input.entries, previousIds);
   return planPublication({
     previous: published,

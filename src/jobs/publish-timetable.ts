@@ -10,8 +10,11 @@ import type { ServiceContext } from '../runtime/context.ts';
 import type { SourceState } from '../sources/registry.ts';
 import { normaliseEntries, type Snapshot } from '../sources/snapshot-store.ts';
 import type { SourceKey } from '../sources/source.ts';
+import { StudyPlanStore } from '../sources/study-plan-store.ts';
+import { type PlanNote, type StudyPlanNotes, studyPlanNotes } from '../timetable/study-plan.ts';
 import { termStartDates } from '../timetable/terms.ts';
 import type { TimetableEntry } from '../timetable/types.ts';
+import { localDate } from '../timetable/zoned-time.ts';
 import { activateSource } from './activation.ts';
 import type { RefreshJobResult, RefreshReason } from './contract.ts';
 import type { FetchedTimetable } from './fetch-source.ts';
@@ -33,6 +36,8 @@ interface Stored {
   state: SourceState | undefined;
   feed: { etag?: string; staleSince?: number };
   pushOwed: boolean;
+  /** A personal source's study plan as last fetched successfully (absent: none, or not a personal source). */
+  plan: readonly PlanNote[] | undefined;
 }
 
 /**
@@ -53,7 +58,8 @@ export async function publishTimetable(
   const { hash } = entries;
   const termStarts = await deploymentTermStarts(ctx, source, entries.entries, stored.published, log);
   // The configuration is the feed settings; their digest tells a settings change from an unchanged timetable.
-  const settingsDigest = settingsHash(ctx.config, termStarts);
+  const studyPlan = stored.plan && studyPlanNotes(stored.plan, entries.entries, localDate(now, ctx.config.timezone));
+  const settingsDigest = settingsHash(ctx.config, termStarts, studyPlan);
   const problems = input.fetched.problems.length;
   if (isUnchanged(stored, hash, input.fetched.name, settingsDigest, now)) {
     // Counts lost, or kept from before this version: this timetable counts again, and may move the term starts.
@@ -70,7 +76,7 @@ export async function publishTimetable(
     const pushJobs = stored.pushOwed ? await fanOutPush(ctx, source) : 0;
     return { outcome: 'unchanged', occurrences: stored.state?.occurrences ?? 0, pushJobs };
   }
-  const plan = planFor(ctx, stored, entries.entries, { hash, settingsDigest, termStarts }, now);
+  const plan = planFor(ctx, stored, entries.entries, { hash, settingsDigest, termStarts, studyPlan }, now);
   if (isMassDeletion(plan) && !isConfirmed(ctx, stored.state, hash, input.reason, now)) {
     await ctx.registry.setPending(source, hash, now);
     await enqueueRefresh(ctx.queues, ctx.config, source, {
@@ -130,13 +136,25 @@ async function recordPublication(
 }
 
 async function loadStored(ctx: ServiceContext, source: SourceKey): Promise<Stored> {
-  const [{ snapshot, published }, state, feed, pushOwed] = await Promise.all([
+  const [{ snapshot, published }, state, feed, pushOwed, plan] = await Promise.all([
     ctx.snapshots.load(source),
     ctx.registry.get(source),
     ctx.feeds.validators(source),
     ctx.snapshots.isPushOwed(source),
+    storedPlan(ctx, source),
   ]);
-  return { snapshot, published, state, feed, pushOwed };
+  return { snapshot, published, state, feed, pushOwed, plan };
+}
+
+/**
+ * The plan a personal source's classes are described with: the last one fetched successfully, however old (a
+ * plan changes a few times a year, and dropping its lines on a passing failure would rewrite every event twice).
+ */
+async function storedPlan(ctx: ServiceContext, source: SourceKey): Promise<readonly PlanNote[] | undefined> {
+  if (!source.startsWith('personal:')) return undefined;
+  const stored = await new StudyPlanStore(ctx.redis, ctx.keys).load(source);
+  if (stored === undefined || stored.fetchedAt === null) return undefined;
+  return stored.subjects;
 }
 
 function isUnchanged(stored: Stored, hash: string, name: string, settingsDigest: string, now: number): boolean {
@@ -192,7 +210,12 @@ function planFor(
   ctx: ServiceContext,
   stored: Stored,
   entries: TimetableEntry[],
-  digests: { hash: string; settingsDigest: string; termStarts: readonly string[] },
+  digests: {
+    hash: string;
+    settingsDigest: string;
+    termStarts: readonly string[];
+    studyPlan: StudyPlanNotes | undefined;
+  },
   now: number,
 ): PublicationPlan {
   return planRefresh({
@@ -203,6 +226,7 @@ function planFor(
     snapshotHash: digests.hash,
     settingsHash: digests.settingsDigest,
     termStarts: digests.termStarts,
+    studyPlan: digests.studyPlan,
     now,
   });
 }

@@ -15,7 +15,8 @@ import {
   mayWaitAgain,
   waitOutRateLimit,
 } from './failure.ts';
-import { classifyFailure, type FailureClass, type FetchedTimetable, fetchSource } from './fetch-source.ts';
+import { classifyFailure, type FailureClass } from './failure-class.ts';
+import { type FetchedTimetable, fetchSource } from './fetch-source.ts';
 import { markFeedStale, publishTimetable } from './publish-timetable.ts';
 import { REFRESH_PRIORITY } from './queues.ts';
 import { RefreshRun } from './refresh-run.ts';

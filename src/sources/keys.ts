@@ -28,6 +28,8 @@ export interface RedisKeys {
   feed(key: SourceKey): string;
   /** LIST: the newest changes first, at most 20. */
   changes(key: SourceKey): string;
+  /** STRING: a personal source's study plan as JSON: the last good one, and how its last fetch went. */
+  studyPlan(key: SourceKey): string;
   /** STRING with a TTL: the upstream said this source does not exist. */
   missing(key: SourceKey): string;
   /** HASH: a personal subscription. */
@@ -102,6 +104,7 @@ export function redisKeys(prefix: string): RedisKeys {
     optionValues: (key) => `${prefix}:option-values:${key}`,
     feed: (key) => `${prefix}:feed:${key}`,
     changes: (key) => `${prefix}:changes:${key}`,
+    studyPlan: (key) => `${prefix}:study-plan:${key}`,
     missing: (key) => `${prefix}:missing:${key}`,
     subscription: (id) => `${prefix}:subscription:${id}`,
     subscriptionToken: (tokenHash) => `${prefix}:subscription-token:${tokenHash}`,

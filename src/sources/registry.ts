@@ -286,6 +286,7 @@ export class SourceRegistry {
         this.keys.optionValues(source),
         this.keys.feed(source),
         this.keys.changes(source),
+        this.keys.studyPlan(source),
       );
     await execOrThrow(multi);
   }

@@ -84,14 +84,22 @@ export function shownSummary(occurrence: Pick<Occurrence, 'summary' | 'status'>,
   return cancelledPrefix + summary;
 }
 
-/** SUMMARY, LOCATION, DESCRIPTION and CATEGORIES of an entry. */
-export function entryText(entry: TimetableEntry, subscriber: SubscriberOptions = {}): EntryText {
+/**
+ * SUMMARY, LOCATION, DESCRIPTION and CATEGORIES of an entry; `extraLines` (the study plan's, see study-plan.ts)
+ * end the description.
+ */
+export function entryText(
+  entry: TimetableEntry,
+  subscriber: SubscriberOptions = {},
+  extraLines: readonly string[] = [],
+): EntryText {
   const teacher = teacherName(entry);
   const lines = [
     entry.kind === '' ? '' : capitalise(entry.kind),
     teacher === '' ? '' : `Преподаватель: ${teacher}`,
     entry.groups.length === 0 ? '' : `${entry.groups.length === 1 ? 'Группа' : 'Группы'}: ${entry.groups.join(', ')}`,
     entry.note === '' ? '' : `Примечание: ${entry.note}`,
+    ...extraLines,
   ];
   return {
     summary: applyTitleTemplate(subscriber.titleTemplate ?? DEFAULT_TITLE_TEMPLATE, entry) || entry.subjectName,

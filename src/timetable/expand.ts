@@ -3,6 +3,7 @@ import { type DayNumber, dayNumber, isoDate, nextWeekday } from './dates.ts';
 import { type EntryText, entryText, keepsEntry } from './event-text.ts';
 import { mergeRows } from './merge-rows.ts';
 import { type WeekParity, weekParity } from './parity.ts';
+import { PlanIndex, planLines } from './study-plan.ts';
 import {
   type EntryProblem,
   EXPANSION_RULES,
@@ -86,12 +87,13 @@ export function expand(
   const datesByContent = new Map<string, Set<string>>();
   const problems: EntryProblem[] = [];
   const keyById = new Map<number, string>();
+  const plan = options.studyPlan === undefined ? undefined : new PlanIndex(options.studyPlan);
   // Merged before the subscriber's filters: they read the kind and note, which the merged rows share.
   // Rules 1 knew nothing of merged rows: a feed published by them is re-expanded row by row.
   const ordered = rules === 1 ? [...entries].sort((a, b) => a.id - b.id) : mergeRows(entries, options.classIds);
   for (const entry of ordered) {
     if (!keepsEntry(entry, options.subscriber)) continue;
-    const text = entryText(entry, options.subscriber);
+    const text = entryText(entry, options.subscriber, planLines(entry, plan));
     const content = contentKey(entry, text, options.timezone);
     const key = content + occurrenceRule(entry);
     const seen = keyById.get(entry.id);

@@ -1,4 +1,5 @@
 import type { EntryProblem, TimetableEntry } from '../upstream/schemas.ts';
+import type { StudyPlanNotes } from './study-plan.ts';
 
 export type { EntryProblem, TimetableEntry };
 
@@ -68,6 +69,8 @@ export interface ExpandOptions {
   classIds?: ReadonlyMap<number, number> | undefined;
   /** Which rules to expand by; absent: the current ones ({@link EXPANSION_RULES}). */
   rules?: ExpansionRules | undefined;
+  /** The study plan classes are described with (personal timetables); absent: no plan lines. */
+  studyPlan?: StudyPlanNotes | undefined;
 }
 
 /**

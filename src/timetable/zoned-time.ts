@@ -68,3 +68,8 @@ export class ZonedTimes {
     return [start, start.plus({ minutes: minutes(endTime) - minutes(beginTime) })];
   }
 }
+
+/** The calendar date (`YYYY-MM-DD`) of the instant `epochMs` in `timezone`. */
+export function localDate(epochMs: number, timezone: string): string {
+  return DateTime.fromMillis(epochMs, { zone: timezone }).toISODate() ?? new Date(epochMs).toISOString().slice(0, 10);
+}

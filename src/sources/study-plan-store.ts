@@ -1,0 +1,87 @@
+/**
+ * The study plans of personal sources in Redis: one compact JSON string per source (`study-plan:<source>`) with
+ * the last plan fetched successfully and how the last fetch went. The source's removal deletes it (registry).
+ */
+import type { Redis } from 'ioredis';
+import type { PlanNote } from '../timetable/study-plan.ts';
+import type { PlanSubject } from '../upstream/directory-schema.ts';
+import type { RedisKeys } from './keys.ts';
+import type { SourceKey } from './source.ts';
+
+/** Why the last plan fetch failed. */
+export interface PlanFailure {
+  at: number;
+  /** The failure class (`auth`, `timeout`, `network`, …; see `jobs/failure-class.ts`). */
+  kind: string;
+  message: string;
+}
+
+/** A source's study plan as stored. */
+export interface StoredStudyPlan {
+  /** When the plan in `subjects` was fetched; null: never (no fetch has succeeded yet). */
+  fetchedAt: number | null;
+  /** When a fetch was last tried, successful or not. */
+  attemptedAt: number;
+  /** The last try's failure; null when it succeeded. */
+  failure: PlanFailure | null;
+  /** The last plan fetched successfully (every semester), in plan order. */
+  subjects: PlanNote[];
+}
+
+/** A plan row as descriptions and the comparison use it. */
+export function planNoteOf(subject: PlanSubject): PlanNote {
+  return {
+    semester: subject.semester,
+    subjectId: subject.subjectId,
+    name: subject.subjectName,
+    code: subject.fullShifr,
+    exam: subject.isExam,
+    quiz: subject.isQuiz,
+    hours: {
+      lecture: subject.lectureHours,
+      practice: subject.practiceHours,
+      seminar: subject.seminarHours,
+      laboratory: subject.laboratoryHours,
+    },
+  };
+}
+
+/** Reads and writes the study plans of personal sources. */
+export class StudyPlanStore {
+  readonly #redis: Redis;
+  readonly #keys: RedisKeys;
+
+  constructor(redis: Redis, keys: RedisKeys) {
+    this.#redis = redis;
+    this.#keys = keys;
+  }
+
+  /** The stored plan of `source`, or undefined when none was ever tried. */
+  async load(source: SourceKey): Promise<StoredStudyPlan | undefined> {
+    const text = await this.#redis.get(this.#keys.studyPlan(source));
+    return text === null ? undefined : (JSON.parse(text) as StoredStudyPlan);
+  }
+
+  /** Stores a plan fetched at `now`. */
+  async saveFetched(source: SourceKey, subjects: readonly PlanSubject[], now: number): Promise<StoredStudyPlan> {
+    const plan: StoredStudyPlan = {
+      fetchedAt: now,
+      attemptedAt: now,
+      failure: null,
+      subjects: subjects.map(planNoteOf),
+    };
+    await this.#redis.set(this.#keys.studyPlan(source), JSON.stringify(plan));
+    return plan;
+  }
+
+  /** Records a failed fetch; the last good plan, if any, is kept. */
+  async saveFailure(source: SourceKey, previous: StoredStudyPlan | undefined, failure: PlanFailure): Promise<void> {
+    const plan: StoredStudyPlan = {
+      fetchedAt: previous?.fetchedAt ?? null,
+      attemptedAt: failure.at,
+      failure,
+      subjects: previous?.subjects ?? [],
+    };
+    await this.#redis.set(this.#keys.studyPlan(source), JSON.stringify(plan));
+  }
+}
