@@ -1,4 +1,4 @@
-import { COMMON_SUBJECTS, domainSubjects, LAB_DOMAINS, SEMINAR_DOMAINS, subjectId } from './catalog.ts';
+import { COMMON_SUBJECTS, domainSubjects, KIND, LAB_DOMAINS, SEMINAR_DOMAINS, subjectId } from './catalog.ts';
 import type { Domain } from './institutes.ts';
 import type { Group, PlanSubject } from './model.ts';
 import { createRandom, type Random } from './random.ts';
@@ -41,10 +41,72 @@ interface PlanCourse {
   shifr: string;
 }
 
-/** What the group studies now: its current semester number and the subjects of its timetable. */
+type ClassHours = Exclude<keyof Hours, 'independent'>;
+
+/** Academic hours a timetable gives one subject, by kind of class. */
+type KindHours = Partial<Record<ClassHours, number>>;
+
+/** Academic hours a timetable gives each subject (by name), by kind of class. */
+export type ScheduledHours = Map<string, KindHours>;
+
+const KIND_HOURS: Readonly<Record<string, ClassHours>> = {
+  [KIND.lecture]: 'lecture',
+  [KIND.practice]: 'practice',
+  [KIND.seminar]: 'seminar',
+  [KIND.lab]: 'laboratory',
+};
+
+const DAY_MS = 86_400_000;
+
+/**
+ * Adds a timetable entry's academic hours (45 minutes; one pair is 2) to `hours`: its weeks in the semester
+ * (every week, or every other one) times its length. A subgroup's class counts for the first subgroup only,
+ * since a student attends one of the pair.
+ */
+export function addScheduledHours(hours: ScheduledHours, fields: Record<string, unknown>): void {
+  const kind = KIND_HOURS[String(fields.subject_kind_name)];
+  if (kind === undefined || /^[2-9]\s*подгрупп/.test(String(fields.note_schedule ?? ''))) return;
+  const days =
+    (Date.parse(String(fields.finish_day_schedule)) - Date.parse(String(fields.start_day_schedule))) / DAY_MS;
+  const everyWeek = Math.floor(days / 7) + 1;
+  const weeks = Number(fields.type_week_schedule) === 0 ? everyWeek : Math.ceil(everyWeek / 2);
+  const [bh = 0, bm = 0] = String(fields.begin_time_schedule).split(':').map(Number);
+  const [eh = 0, em = 0] = String(fields.end_time_schedule).split(':').map(Number);
+  const length = (eh * 60 + em - (bh * 60 + bm)) / 45;
+  const subject = String(fields.subject_name);
+  const byKind = hours.get(subject) ?? {};
+  byKind[kind] = (byKind[kind] ?? 0) + Math.round(weeks * length);
+  hours.set(subject, byKind);
+}
+
+/**
+ * What the group studies now: its current semester number, the subjects of its timetable and the hours the
+ * timetable gives them (the plan of the current semester is made from them, with a few differences).
+ */
 export interface CurrentStudies {
   semester: number;
   subjects: readonly string[];
+  hours: ScheduledHours;
+}
+
+/**
+ * The current semester's hours of a subject the timetable has: what it schedules, rounded to even hours, except
+ * that about one subject in five differs in one kind of class (hours the timetable lacks, or far fewer than it
+ * has), so that the comparison on the personal page has something to show.
+ */
+function plannedFromTimetable(random: Random, scheduled: KindHours, gost: number, exam: boolean): Hours {
+  const hours = {
+    lecture: 2 * Math.round((scheduled.lecture ?? 0) / 2),
+    practice: 2 * Math.round((scheduled.practice ?? 0) / 2),
+    seminar: 2 * Math.round((scheduled.seminar ?? 0) / 2),
+    laboratory: 2 * Math.round((scheduled.laboratory ?? 0) / 2),
+  };
+  if (random.chance(0.2)) {
+    const kind = random.pick(['lecture', 'practice', 'seminar', 'laboratory'] as const);
+    hours[kind] = hours[kind] > 0 ? Math.max(0, hours[kind] - 16) : 18;
+  }
+  const contact = hours.lecture + hours.practice + hours.seminar + hours.laboratory + (exam ? 36 : 0);
+  return { ...hours, independent: Math.max(0, gost - contact) };
 }
 
 function planCourses(random: Random, domain: Domain, current: CurrentStudies, total: number): PlanCourse[] {
@@ -74,11 +136,16 @@ function planCourses(random: Random, domain: Domain, current: CurrentStudies, to
   return courses;
 }
 
-function courseRows(random: Random, domain: Domain, course: PlanCourse): PlanSubject[] {
+function courseRows(random: Random, domain: Domain, course: PlanCourse, current: CurrentStudies): PlanSubject[] {
   const parts = course.semesters.map((semester, index) => {
     const exam = index === course.semesters.length - 1 && random.chance(0.5);
     const gost = 36 * random.int(2, 6);
-    return { semester, exam, gost, hours: semesterHours(random, domain, gost, exam) };
+    const scheduled = semester === current.semester ? current.hours.get(course.name) : undefined;
+    const hours =
+      scheduled === undefined
+        ? semesterHours(random, domain, gost, exam)
+        : plannedFromTimetable(random, scheduled, gost, exam);
+    return { semester, exam, gost, hours };
   });
   const sum = (key: keyof Hours): number => parts.reduce((total, part) => total + part.hours[key], 0);
   return parts.map(({ semester, exam, gost, hours }) => ({
@@ -131,8 +198,8 @@ function practiceRow(semester: number, index: number, practice: (typeof PRACTICE
 
 /**
  * The study plan of a group over all its semesters (8 for a bachelor, 10 for a specialist), derived from the
- * seed and the group id only, so it is generated on first request. The subjects of the group's timetable
- * (`current`) appear in the current semester.
+ * seed, the group id and its initial timetable only, so it is generated on first request. The subjects of the
+ * group's timetable (`current`) appear in the current semester, with about the hours the timetable gives them.
  */
 export function generatePlan(
   seed: number | string,
@@ -142,7 +209,9 @@ export function generatePlan(
 ): PlanSubject[] {
   const random = createRandom(seed, 'plan', group.id);
   const total = (group.yearEnd - group.yearStart) * 2;
-  const rows = planCourses(random, domain, current, total).flatMap((course) => courseRows(random, domain, course));
+  const rows = planCourses(random, domain, current, total).flatMap((course) =>
+    courseRows(random, domain, course, current),
+  );
   PRACTICES.forEach((practice, index) => {
     const semester = index === 2 ? total : Math.min(total, (index + 1) * 2);
     rows.push(practiceRow(semester, index + 1, practice));

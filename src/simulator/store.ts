@@ -1,7 +1,7 @@
 import type { Semester } from './dates.ts';
 import { isLegacy, legacyEmployee, legacyUser, perGroupRow, sentPerGroup, withControlCharacters } from './dialect.ts';
 import { defaultFields, deriveFields, type EntryLookups, ordered, positiveInt } from './entry-input.ts';
-import { generatePlan } from './generate-plan.ts';
+import { addScheduledHours, generatePlan, type ScheduledHours } from './generate-plan.ts';
 import { INSTITUTES } from './institutes.ts';
 import type { Dataset, Employee, Entry, Group, User } from './model.ts';
 import { EmployeeSearch } from './search.ts';
@@ -48,6 +48,8 @@ export class SimulatorStore {
   private readonly bodies = new Map<string, Buffer>();
   private readonly entryJson = new Map<number, string>();
   private readonly initialSubjects = new Map<number, string[]>();
+  /** Academic hours each group's initial timetable gives each subject, by kind (what its plan is made from). */
+  private readonly initialHours = new Map<number, ScheduledHours>();
   private readonly lookups: EntryLookups;
   private maxId = 0;
 
@@ -68,6 +70,9 @@ export class SimulatorStore {
         const subjects = this.initialSubjects.get(groupId) ?? [];
         subjects.push(String(entry.fields.subject_name));
         this.initialSubjects.set(groupId, subjects);
+        const hours = this.initialHours.get(groupId) ?? new Map();
+        addScheduledHours(hours, entry.fields);
+        this.initialHours.set(groupId, hours);
       }
     }
   }
@@ -152,6 +157,7 @@ export class SimulatorStore {
       const subjects = generatePlan(this.seed, group, domain, {
         semester,
         subjects: this.initialSubjects.get(group.id) ?? [],
+        hours: this.initialHours.get(group.id) ?? new Map(),
       });
       return this.envelope({ subjects: wireValue(subjects, this.wireFormat) });
     });
