@@ -1,6 +1,7 @@
 /**
  * The admin API under `/admin`, all behind the admin token: resync, job state, the source table, a source's
- * change log, the term starts in force, Google push targets, and Bull Board at `/admin/queues`.
+ * change log, the term starts in force, Google push targets, the group directory import, and Bull Board at
+ * `/admin/queues`.
  */
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
@@ -13,6 +14,7 @@ import type { ServiceContext } from '../runtime/context.ts';
 import { parseSource, SUBSCRIPTION_ID, sourceKey } from '../sources/source.ts';
 import { resolveTermStarts } from '../timetable/terms.ts';
 import { adminAuthHook, BOARD_PATH } from './admin-auth.ts';
+import { registerDirectoryRoutes } from './directory-routes.ts';
 import { HttpError } from './errors.ts';
 import { registerGoogleTargetRoutes } from './google-target-routes.ts';
 import { parityView } from './parity-view.ts';
@@ -45,6 +47,7 @@ export async function registerAdminRoutes(app: FastifyInstance, ctx: ServiceCont
       registerSources(admin, ctx);
       registerParity(admin, ctx);
       registerGoogleTargetRoutes(admin, ctx);
+      registerDirectoryRoutes(admin, ctx);
       await registerBoard(admin, ctx);
     },
     { prefix: '/admin' },

@@ -14,6 +14,7 @@ import type { Logger } from '../logger.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { registerAdminRoutes } from './admin-routes.ts';
 import { registerAssetRoutes } from './asset-routes.ts';
+import { ClientLimits } from './client-limits.ts';
 import { applyConnectionLimits } from './connection-limits.ts';
 import { registerEmployeeRoutes } from './employee-routes.ts';
 import { HttpError, toHttpError } from './errors.ts';
@@ -79,14 +80,16 @@ export async function buildApp(ctx: ServiceContext, options: AppOptions): Promis
     });
   }
 
+  // One set for the JSON API and the pages: a sign-up on the page counts as one through the API does.
+  const limits = new ClientLimits(ctx);
   await registerOperationsRoutes(app, ctx);
   await registerFeedRoutes(app, ctx, options.feeds);
-  await registerEmployeeRoutes(app, ctx);
-  await registerSubscriptionRoutes(app, ctx);
+  await registerEmployeeRoutes(app, ctx, limits);
+  await registerSubscriptionRoutes(app, ctx, limits);
   await registerGoogleRoutes(app, ctx);
   await registerAdminRoutes(app, ctx);
   await registerAssetRoutes(app);
-  await registerPageRoutes(app, ctx);
+  await registerPageRoutes(app, ctx, limits);
   await registerPersonalRoutes(app, ctx);
   await registerTimetablePageRoutes(app, ctx, options.feeds);
   return app;

@@ -1,14 +1,16 @@
 /**
- * The self-service pages (server-rendered HTML, Russian by default): `/` finds a timetable by name.
+ * The self-service pages (server-rendered HTML, Russian by default): `/` finds a timetable by name and signs
+ * a person in for a personal one (home-routes.ts).
  */
 import type { FastifyInstance } from 'fastify';
 import type { ServiceContext } from '../runtime/context.ts';
-import { homePage } from '../web/home-page.ts';
-import { requestLang, sendPage } from './pages.ts';
+import type { ClientLimits } from './client-limits.ts';
+import { registerHomeRoutes } from './home-routes.ts';
 
-export async function registerPageRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
-  app.get('/', async (request, reply) => {
-    const lang = requestLang(ctx, request, reply);
-    return sendPage(reply, homePage({ lang, url: request.url }));
-  });
+export async function registerPageRoutes(
+  app: FastifyInstance,
+  ctx: ServiceContext,
+  limits: ClientLimits,
+): Promise<void> {
+  await registerHomeRoutes(app, ctx, limits);
 }

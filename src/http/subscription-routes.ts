@@ -9,7 +9,7 @@ import { z } from 'zod';
 import type { ServiceContext } from '../runtime/context.ts';
 import { indexLegacyOwners } from '../subscriptions/owner-index.ts';
 import { deleteSubscription, replaceCredential, signUp } from '../subscriptions/personal.ts';
-import { ClientLimits } from './client-limits.ts';
+import type { ClientLimits } from './client-limits.ts';
 import { authorisedSubscription, type IdParams } from './owner-auth.ts';
 import { parseOr400 } from './parse.ts';
 import { subscriptionView } from './views.ts';
@@ -40,11 +40,14 @@ function credentialOf(body: unknown): string {
  * Registers the subscription routes on `app`; errors are thrown for the app's handler. Before the first
  * sign-up is served, subscriptions made before one person had one are indexed by owner (once per deployment).
  */
-export async function registerSubscriptionRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
+export async function registerSubscriptionRoutes(
+  app: FastifyInstance,
+  ctx: ServiceContext,
+  limits: ClientLimits,
+): Promise<void> {
   const options = { bodyLimit: BODY_LIMIT_BYTES };
   await indexOwners(ctx);
-  // Each sign-up and replacement asks the university about a credential: limited, with a failure budget.
-  const limits = new ClientLimits(ctx);
+  // Each sign-up and replacement asks the university about a credential: under `limits`, with a failure budget.
 
   app.post('/api/subscriptions', options, async (request, reply) => {
     const credential = credentialOf(request.body);

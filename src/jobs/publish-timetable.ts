@@ -9,8 +9,9 @@ import type { Logger } from '../logger.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import type { SourceState } from '../sources/registry.ts';
 import { normaliseEntries, type Snapshot } from '../sources/snapshot-store.ts';
-import type { SourceKey } from '../sources/source.ts';
+import { type SourceKey, sourceOf } from '../sources/source.ts';
 import { StudyPlanStore } from '../sources/study-plan-store.ts';
+import { derivedName, isPlaceholderName } from '../timetable/calendar-name.ts';
 import { type PlanNote, type StudyPlanNotes, studyPlanNotes } from '../timetable/study-plan.ts';
 import { termStartDates } from '../timetable/terms.ts';
 import type { TimetableEntry } from '../timetable/types.ts';
@@ -54,6 +55,7 @@ export async function publishTimetable(
   const stored = await loadStored(ctx, source);
   // A public source is registered once the university has confirmed it exists (a request alone does not).
   if (stored.state === undefined && !source.startsWith('personal:')) await activateSource(ctx, source);
+  await recordGroupName(ctx, source, input.fetched.entries);
   const entries = keepInvalidEntries(input.fetched, stored.snapshot);
   const { hash } = entries;
   const termStarts = await deploymentTermStarts(ctx, source, entries.entries, stored.published, log);
@@ -119,6 +121,22 @@ export async function publishTimetable(
     ...(plan.change ? { changes: plan.change.counts } : {}),
     pushJobs,
   };
+}
+
+/**
+ * A group's timetable tells the group's name (the one most of its entries list): the directory learns it, so
+ * that people find the group by name. A timetable that does not tell (no entries, a tie) changes nothing.
+ */
+async function recordGroupName(
+  ctx: ServiceContext,
+  source: SourceKey,
+  entries: readonly TimetableEntry[],
+): Promise<void> {
+  const ref = sourceOf(source);
+  if (ref.kind !== 'group') return;
+  const subject = { kind: 'group', id: Number(ref.id) } as const;
+  const name = derivedName(subject, entries);
+  if (name !== undefined && !isPlaceholderName(subject, name)) await ctx.directory.record(subject.id, name);
 }
 
 /**

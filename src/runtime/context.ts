@@ -4,6 +4,7 @@ import type { FeedStore } from '../feeds/feed-store.ts';
 import type { GoogleServices } from '../google/google-services.ts';
 import type { Queues } from '../jobs/queues.ts';
 import type { Logger } from '../logger.ts';
+import type { GroupDirectory } from '../sources/group-directory.ts';
 import type { RedisKeys } from '../sources/keys.ts';
 import type { SourceRegistry } from '../sources/registry.ts';
 import type { SnapshotStore } from '../sources/snapshot-store.ts';
@@ -28,6 +29,8 @@ export interface ServiceContext {
   readonly termCounts: TermCountStore;
   readonly feeds: FeedStore;
   readonly subscriptions: SubscriptionStore;
+  /** Study groups by id and name, for finding a group by name. */
+  readonly directory: GroupDirectory;
   readonly queues: Queues;
   /** The university for refresh jobs: the refresh pool, `UPSTREAM_TIMEOUT`. */
   readonly upstream: UniversityClient;

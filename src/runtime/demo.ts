@@ -5,6 +5,8 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import type { Config } from '../config.ts';
 import { redactRedisUrl } from '../lib/redis-connection.ts';
+import { cleanGroupName, type DirectoryGroup } from '../sources/group-directory.ts';
+import type { ServiceContext } from './context.ts';
 import { ensurePrivateDir, writePrivateFile } from './private-files.ts';
 
 const secretsSchema = z.object({ adminToken: z.string().min(16), secretKey: z.string().regex(/^[0-9a-f]{64}$/) });
@@ -23,6 +25,21 @@ export async function demoSecrets(dataDir: string): Promise<z.infer<typeof secre
     await writePrivateFile(file, `${JSON.stringify(secrets, null, 2)}\n`);
     return secrets;
   }
+}
+
+/**
+ * Imports the simulator's groups (`/_sim/groups`) into the group directory, as an admin would import the
+ * university's list, so that the page finds any group by name. Resolves to how many groups there are.
+ */
+export async function importSimulatorGroups(ctx: ServiceContext, simulatorUrl: string): Promise<number> {
+  const answer = await fetch(`${simulatorUrl}/_sim/groups`);
+  const { groups } = (await answer.json()) as { groups: { id: number; name: string }[] };
+  const clean = groups.flatMap(({ id, name }): DirectoryGroup[] => {
+    const cleaned = cleanGroupName(name);
+    return cleaned === undefined ? [] : [{ id, name: cleaned }];
+  });
+  await ctx.directory.import(clean);
+  return clean.length;
 }
 
 /** What the demo prints once everything runs. */
@@ -55,6 +72,8 @@ export async function printDemo(info: DemoInfo): Promise<void> {
     [
       '',
       'timetable-sync demo is running (Ctrl-C stops everything).',
+      '',
+      `  Find a timetable:       ${serviceUrl}/  (search a group or a teacher, or sign in with a token below)`,
       '',
       '  Feeds (open in a calendar app, or curl):',
       `    a group:              ${groupFeed}`,

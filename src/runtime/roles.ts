@@ -1,7 +1,7 @@
 import { type Config, loadConfig, readEnvironment } from '../config.ts';
 import { createLogger, type Logger } from '../logger.ts';
 import { type Dialect, startSimulator } from '../simulator/index.ts';
-import { demoSecrets, printDemo } from './demo.ts';
+import { demoSecrets, importSimulatorGroups, printDemo } from './demo.ts';
 import { freePort, startEmbeddedRedis } from './embedded-redis.ts';
 import { acquireFolderLock } from './folder-lock.ts';
 import { startService } from './service.ts';
@@ -115,7 +115,7 @@ export async function runDemo(options: {
       PORT: String(port),
       UNIVERSITY_API_URL: simulator.url,
     });
-    const { url } = await startService({
+    const { url, context } = await startService({
       roles: { api: true, worker: true },
       config,
       logger,
@@ -123,6 +123,8 @@ export async function runDemo(options: {
       shutdown,
       host: '127.0.0.1',
     });
+    // The university has no list of groups; the simulator does: the page then finds any group by name.
+    await importSimulatorGroups(context, simulator.url);
     await printDemo({ config, serviceUrl: url, simulatorUrl: simulator.url, redisUrl, embedded: !base.redisUrl });
   } catch (error) {
     await shutdown.run('startup failed');

@@ -5,6 +5,7 @@ import { createGoogleServices } from '../google/google-services.ts';
 import { createQueues } from '../jobs/queues.ts';
 import { connectRedis } from '../lib/redis-connection.ts';
 import type { Logger } from '../logger.ts';
+import { GroupDirectory } from '../sources/group-directory.ts';
 import { redisKeys } from '../sources/keys.ts';
 import { SourceRegistry } from '../sources/registry.ts';
 import { SnapshotStore } from '../sources/snapshot-store.ts';
@@ -64,6 +65,7 @@ export function openServiceContext(options: ContextOptions): OpenContext {
     termCounts: new TermCountStore(redis, keys),
     feeds: new FeedStore(redis, keys),
     subscriptions: new SubscriptionStore(redis, keys, config.secretKey),
+    directory: new GroupDirectory(redis, keys),
     queues,
     upstream,
     requestUpstream,

@@ -87,6 +87,10 @@ export interface RedisKeys {
   readonly termCountsVersion: string;
   /** STRING: the term starts in force as JSON, with the {@link termCountsVersion} they were resolved from. */
   readonly termStarts: string;
+  /** HASH: the group directory, group id → name (group-directory.ts). */
+  readonly groupDirectory: string;
+  /** STRING: a counter raised whenever {@link groupDirectory} changes (search indexes rebuild on it). */
+  readonly groupDirectoryVersion: string;
   /** Keys of the retired per-timetable counts (before entries were counted once), deleted when counts are seeded. */
   readonly retiredTermCounts: readonly string[];
 }
@@ -132,6 +136,8 @@ export function redisKeys(prefix: string): RedisKeys {
     paritySources: `${prefix}:term-entries:parity-sources`,
     termCountsVersion: `${prefix}:term-entries:version`,
     termStarts: `${prefix}:term-starts`,
+    groupDirectory: `${prefix}:group-directory`,
+    groupDirectoryVersion: `${prefix}:group-directory:version`,
     retiredTermCounts: [`${prefix}:term-counts`, `${prefix}:term-counts:sources`],
   };
 }

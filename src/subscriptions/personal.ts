@@ -28,7 +28,8 @@ const SIGN_UP_LOCK_MS = 10_000;
  * Signs a person up: checks the credential with the university, then either stores a new subscription (the
  * credential sealed) and queues its first refresh, or, when this university user has a subscription already,
  * gives that one a new feed token (its oldest beyond five is revoked) and the credential just checked, and
- * queues a refresh that reads it (`created` says which). A profile without a user id is tied to its credential
+ * queues a refresh that reads it (`created` says which). A group the profile names (id and name) is kept on
+ * the subscription and recorded in the group directory. A profile without a user id is tied to its credential
  * (a keyed digest): the same credential finds the same subscription, another credential makes another one.
  * Throws SecretKeyMissingError without a `SECRET_KEY` (before the university is asked), and
  * CredentialRejectedError or CredentialCheckError from the check. `log` is the request's logger when a route
@@ -41,6 +42,8 @@ export async function signUp(
 ): Promise<SignedUp> {
   requireCredentialStorage(ctx);
   const profile = await verifiedProfile(ctx, credential);
+  // The university just named this group: the directory learns it, whether or not the sign-up goes on.
+  if (profile.group) await ctx.directory.record(profile.group.id, profile.group.name);
   const owner = ctx.subscriptions.ownerOf(profile.id, credential);
   // Sign-ups of one person take turns. The store alone already ends simultaneous ones with one subscription;
   // the lock spares them retrying against each other, and keeps a rollback from racing the next sign-up.
@@ -49,6 +52,7 @@ export async function signUp(
       credential,
       name: profileCalendarName(profile),
       upstreamUserId: profile.id,
+      group: profile.group,
       now: ctx.now(),
     });
     await startRefreshing(ctx, issued);

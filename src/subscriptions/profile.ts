@@ -13,6 +13,8 @@ export interface Profile {
   firstName: string;
   lastName: string;
   groupName?: string;
+  /** The study group, when the university names it with its id (it may give only a name, or nothing). */
+  group?: { id: number; name: string };
 }
 
 /**
@@ -20,8 +22,9 @@ export interface Profile {
  * the credential and {@link CredentialCheckError} when it fails. A null user id is passed on: the caller ties
  * such a subscription to its credential instead.
  * The group is optional in practice (not every account has one, some deployments send `group: null` or a null
- * group id): only its name is asked for, a null group is no group, and a profile that lacks the key is asked
- * for again without it. A personal timetable is fetched with the credential, so no group id is ever needed.
+ * group id): a null group is no group, a group with a null id has only its name, and a profile that lacks the
+ * key is asked for again without it. A personal timetable is fetched with the credential, so no group id is
+ * ever needed for the feed; with one, the group directory learns the group and the page links to its timetable.
  */
 export async function verifiedProfile(
   ctx: Pick<ServiceContext, 'requestUpstream' | 'config'>,
@@ -42,16 +45,28 @@ async function fetchProfile(
 ): Promise<Profile> {
   // Asked while a person waits: a short wait for the shared upstream budget, then 503 (UpstreamBudgetError).
   const options = { budgetWaitMs: ctx.config.upstreamRequestWaitMs };
-  let user: { id: number | null; firstName: string; lastName: string; group?: { name: string } | null };
+  let user: {
+    id: number | null;
+    firstName: string;
+    lastName: string;
+    group?: { id: number | null; name: string } | null;
+  };
   try {
-    const select = { id: true, firstName: true, lastName: true, group: { name: true } } as const;
+    const select = { id: true, firstName: true, lastName: true, group: { id: true, name: true } } as const;
     user = await ctx.requestUpstream.me(credential, select, options);
   } catch (error) {
     if (!(error instanceof UpstreamProtocolError) || error.reason !== 'wrong-shape') throw error;
     user = await ctx.requestUpstream.me(credential, { id: true, firstName: true, lastName: true }, options);
   }
   const groupName = user.group?.name ?? '';
-  return { id: user.id, firstName: user.firstName, lastName: user.lastName, ...(groupName ? { groupName } : {}) };
+  const groupId = user.group?.id ?? null;
+  return {
+    id: user.id,
+    firstName: user.firstName,
+    lastName: user.lastName,
+    ...(groupName ? { groupName } : {}),
+    ...(groupName && groupId !== null ? { group: { id: groupId, name: groupName } } : {}),
+  };
 }
 
 /** "Расписание: Иванова Мария (ИВТ-21)", from whatever parts the profile has. */

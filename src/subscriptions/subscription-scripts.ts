@@ -36,7 +36,8 @@ return ARGV[1]`;
  * KEYS: 1 subscription hash, 2 its token set, 3 the new token's index, 4.. the indexes of the tokens to revoke.
  * ARGV: 1 id, 2 new token hash, 3 expected `tokenSeq`, 4 n tokens to revoke, 5..4+n their hashes, then hash
  * field/value pairs to set. A token from before token sets (the hash's `tokenHash` field) joins the set first,
- * as the oldest. The credential version goes up and `statusReason` goes: the credential was just verified.
+ * as the oldest. The credential version goes up and `statusReason` goes: the credential was just verified. The
+ * group fields go too, and come back with the pairs when the profile just read names a group.
  * Answers how many tokens were revoked, {@link GONE} or {@link STALE}.
  */
 export const ISSUE_TOKEN = `
@@ -56,7 +57,7 @@ local seq = redis.call('HINCRBY', KEYS[1], 'tokenSeq', 1)
 redis.call('ZADD', KEYS[2], seq, ARGV[2])
 redis.call('SET', KEYS[3], ARGV[1])
 redis.call('HINCRBY', KEYS[1], 'credentialVersion', 1)
-redis.call('HDEL', KEYS[1], 'statusReason')
+redis.call('HDEL', KEYS[1], 'statusReason', 'groupId', 'groupName')
 local fields = {}
 for i = n + 5, #ARGV do fields[#fields + 1] = ARGV[i] end
 if #fields > 0 then redis.call('HSET', KEYS[1], unpack(fields)) end

@@ -61,6 +61,8 @@ export interface NewSubscription {
    * keyed digest of it is stored), since nothing else tells whose it is.
    */
   upstreamUserId: number | null;
+  /** The study group the profile names, when it gives its id and name. */
+  group?: { id: number; name: string } | undefined;
   now: number;
 }
 
@@ -252,6 +254,7 @@ export class SubscriptionStore {
       name: input.name,
       upstreamUserId: input.upstreamUserId,
       status: 'active',
+      ...(input.group ? { group: input.group } : {}),
       createdAt: input.now,
       updatedAt: input.now,
     };
@@ -289,6 +292,7 @@ export class SubscriptionStore {
       name: input.name,
       status: 'active',
       updatedAt: String(input.now),
+      ...(input.group ? groupFields(input.group) : {}),
     };
     const result = await this.redis.eval(
       ISSUE_TOKEN,
@@ -443,7 +447,13 @@ function toFields(subscription: Subscription): Record<string, string> {
     updatedAt: String(subscription.updatedAt),
   };
   if (subscription.statusReason !== undefined) fields.statusReason = subscription.statusReason;
+  if (subscription.group !== undefined) Object.assign(fields, groupFields(subscription.group));
   return fields;
+}
+
+/** The hash fields of a subscription's group. */
+function groupFields(group: { id: number; name: string }): Record<string, string> {
+  return { groupId: String(group.id), groupName: group.name };
 }
 
 /** A stored hash back into a subscription; secret fields are left behind. */
@@ -461,6 +471,9 @@ function fromFields(fields: Record<string, string>): Subscription {
   if (fields.statusReason !== undefined) subscription.statusReason = fields.statusReason;
   const feedOptions = parseFeedOptions(fields.feedOptions);
   if (feedOptions !== undefined) subscription.feedOptions = feedOptions;
+  const groupId = Number(fields.groupId);
+  if (Number.isSafeInteger(groupId) && groupId > 0 && fields.groupName)
+    subscription.group = { id: groupId, name: fields.groupName };
   return subscription;
 }
 

@@ -1,0 +1,162 @@
+/**
+ * The body of `POST /admin/directory`, a list of study groups, read from JSON (`[{"id": 1, "name": "09-351"}]`
+ * or `{"groups": [...]}`) or CSV (`id,name` per line; a header line naming `id` and `name` is optional and may
+ * put the columns in either order; fields may be quoted, `""` inside quotes is a quote; `;` separates instead
+ * of `,` when the first line has no comma, as spreadsheets in Russian locales save). Every problem is a 400
+ * naming the line or the element and the field; values are quoted back shortened.
+ */
+import { cleanGroupName, type DirectoryGroup, MAX_GROUP_NAME_LENGTH } from '../sources/group-directory.ts';
+import { HttpError } from './errors.ts';
+
+/** Most groups one import takes (a university has a few thousand). */
+export const MAX_IMPORT_GROUPS = 50_000;
+
+/** Where a value came from, for messages: `line 3` or `groups[2]`. */
+type Place = string;
+
+/** Groups of a JSON body, validated; a 400 naming the first bad element otherwise. */
+export function groupsFromJson(body: unknown): DirectoryGroup[] {
+  const list = Array.isArray(body) ? body : isObject(body) && Array.isArray(body.groups) ? body.groups : undefined;
+  if (list === undefined)
+    throw new HttpError(400, 'body must be a JSON array of {"id", "name"} or {"groups": [...]}, or CSV id,name');
+  const prefix = Array.isArray(body) ? '' : 'groups';
+  return validated(
+    list.map((item: unknown, index: number) => {
+      const place = `${prefix}[${index}]`;
+      if (!isObject(item)) throw new HttpError(400, `${place}: must be an object {"id": …, "name": "…"}`);
+      return { place, id: item.id, name: item.name };
+    }),
+  );
+}
+
+/** Groups of a CSV body, validated; a 400 naming the first bad line otherwise. */
+export function groupsFromCsv(text: string): DirectoryGroup[] {
+  const rows = csvRows(text.replace(/^\uFEFF/, ''));
+  const first = rows[0];
+  if (first === undefined) throw new HttpError(400, 'the CSV has no lines: send id,name per line');
+  const header = first.fields.map((field) => field.trim().toLowerCase());
+  const hasHeader = header.includes('id') && header.includes('name');
+  const idColumn = hasHeader ? header.indexOf('id') : 0;
+  const nameColumn = hasHeader ? header.indexOf('name') : 1;
+  return validated(
+    rows.slice(hasHeader ? 1 : 0).map(({ line, fields }) => {
+      const place = `line ${line}`;
+      if (!hasHeader && fields.length !== 2)
+        throw new HttpError(400, `${place}: expected 2 fields (id,name), got ${fields.length}`);
+      if (fields.length < header.length && hasHeader)
+        throw new HttpError(
+          400,
+          `${place}: expected ${header.length} fields as the header names, got ${fields.length}`,
+        );
+      return { place, id: fields[idColumn]?.trim(), name: fields[nameColumn] };
+    }),
+  );
+}
+
+/** A list of groups checked: positive integer ids, real names, each id once (again only with the same name). */
+function validated(items: readonly { place: Place; id: unknown; name: unknown }[]): DirectoryGroup[] {
+  if (items.length === 0) throw new HttpError(400, 'no groups to import');
+  if (items.length > MAX_IMPORT_GROUPS)
+    throw new HttpError(400, `at most ${MAX_IMPORT_GROUPS} groups per import, got ${items.length}`);
+  const seen = new Map<number, { name: string; place: Place }>();
+  const groups: DirectoryGroup[] = [];
+  for (const { place, id: rawId, name: rawName } of items) {
+    const id = groupId(rawId);
+    if (id === undefined) throw new HttpError(400, `${place}: id must be a positive whole number, got ${shown(rawId)}`);
+    if (typeof rawName !== 'string') throw new HttpError(400, `${place}: name must be text, got ${shown(rawName)}`);
+    const name = cleanGroupName(rawName);
+    if (name === undefined)
+      throw new HttpError(
+        400,
+        `${place}: name must be 1 to ${MAX_GROUP_NAME_LENGTH} characters without control characters, got ${shown(rawName)}`,
+      );
+    const before = seen.get(id);
+    if (before !== undefined) {
+      if (before.name !== name)
+        throw new HttpError(400, `${place}: id ${id} is already ${shown(before.name)} (${before.place})`);
+      continue;
+    }
+    seen.set(id, { name, place });
+    groups.push({ id, name });
+  }
+  return groups;
+}
+
+/** A positive safe integer given as a number or as digits. */
+function groupId(value: unknown): number | undefined {
+  const id =
+    typeof value === 'number' ? value : typeof value === 'string' && /^\d{1,15}$/.test(value) ? Number(value) : NaN;
+  return Number.isSafeInteger(id) && id > 0 ? id : undefined;
+}
+
+/** A value quoted back in a message, shortened. */
+function shown(value: unknown): string {
+  if (value === undefined) return 'nothing';
+  const text = typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value));
+  return JSON.stringify(text.length > 40 ? `${text.slice(0, 37)}...` : text);
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** One CSV record: the line it starts on (from 1) and its fields. */
+interface CsvRow {
+  line: number;
+  fields: string[];
+}
+
+/**
+ * Splits CSV into records (RFC 4180: quoted fields may hold separators, quotes doubled, line breaks). Blank
+ * lines are skipped. The separator is `,`, or `;` when the first line has `;` and no `,`.
+ */
+export function csvRows(text: string): CsvRow[] {
+  const firstLine = text.slice(0, text.search(/\r?\n|$/));
+  const separator = !firstLine.includes(',') && firstLine.includes(';') ? ';' : ',';
+  const rows: CsvRow[] = [];
+  let fields: string[] = [];
+  let field = '';
+  let line = 1;
+  let rowLine = 1;
+  let quoted = false;
+  let i = 0;
+  const endRow = () => {
+    fields.push(field);
+    if (fields.length > 1 || fields[0]?.trim() !== '') rows.push({ line: rowLine, fields });
+    fields = [];
+    field = '';
+  };
+  while (i < text.length) {
+    const char = text[i] as string;
+    if (quoted) {
+      if (char === '"' && text[i + 1] === '"') {
+        field += '"';
+        i += 2;
+        continue;
+      }
+      if (char === '"') quoted = false;
+      else {
+        if (char === '\n') line++;
+        field += char;
+      }
+      i++;
+      continue;
+    }
+    if (char === '"' && field.trim() === '') {
+      quoted = true;
+      field = '';
+    } else if (char === separator) {
+      fields.push(field);
+      field = '';
+    } else if (char === '\n' || char === '\r') {
+      if (char === '\r' && text[i + 1] === '\n') i++;
+      endRow();
+      line++;
+      rowLine = line;
+    } else field += char;
+    i++;
+  }
+  if (quoted) throw new HttpError(400, `line ${rowLine}: a quoted field is not closed`);
+  if (field !== '' || fields.length > 0) endRow();
+  return rows;
+}

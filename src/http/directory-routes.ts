@@ -1,0 +1,35 @@
+/**
+ * `POST /admin/directory`: an admin imports a list of study groups (JSON or CSV `id,name`, see
+ * directory-input.ts) into the group directory, so that people find any group by name before its timetable
+ * was ever fetched. Groups are added or renamed, never removed; the answer counts what changed.
+ */
+import type { FastifyInstance } from 'fastify';
+import type { ServiceContext } from '../runtime/context.ts';
+import { groupsFromCsv, groupsFromJson } from './directory-input.ts';
+
+/** Room for a whole university's list (50,000 groups of ~40 bytes), refused before it is read beyond this. */
+const BODY_LIMIT_BYTES = 4 * 1024 * 1024;
+
+/** A CSV body as the parser hands it on (a JSON body can never be one). */
+class CsvText {
+  readonly text: string;
+
+  constructor(text: string) {
+    this.text = text;
+  }
+}
+
+/** Registers the import on the admin scope (its token check applies). */
+export function registerDirectoryRoutes(admin: FastifyInstance, ctx: ServiceContext): void {
+  admin.addContentTypeParser('text/csv', { parseAs: 'string', bodyLimit: BODY_LIMIT_BYTES }, (_request, body, done) =>
+    done(null, new CsvText(String(body))),
+  );
+  admin.post('/directory', { bodyLimit: BODY_LIMIT_BYTES }, async (request) => {
+    const body = request.body;
+    const groups = body instanceof CsvText ? groupsFromCsv(body.text) : groupsFromJson(body);
+    const counts = await ctx.directory.import(groups);
+    const total = await ctx.directory.size();
+    ctx.logger.info({ ...counts, total }, 'group directory imported');
+    return { ...counts, total };
+  });
+}

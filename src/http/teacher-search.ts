@@ -1,0 +1,60 @@
+/**
+ * The university's teacher search as the service offers it, to the JSON lookup (`GET /api/employees`) and to
+ * the search on `/` alike: the text trimmed and its spaces collapsed, 2 to 64 characters, each answer cached
+ * in Redis for an hour per lower-cased text, and only a cache miss, which costs the university a call,
+ * counted against the search limits.
+ */
+import type { ServiceContext } from '../runtime/context.ts';
+import type { Employee } from '../upstream/directory-schema.ts';
+import type { ClientLimits } from './client-limits.ts';
+import { HttpError } from './errors.ts';
+
+/** Shortest and longest search text, after trimming. */
+export const MIN_QUERY_LENGTH = 2;
+export const MAX_QUERY_LENGTH = 64;
+const CACHE_SECONDS = 3600;
+
+/**
+ * The text of a search: trimmed, runs of spaces as one (the upstream compares that way too); undefined when it
+ * is shorter than {@link MIN_QUERY_LENGTH} or longer than {@link MAX_QUERY_LENGTH}.
+ */
+export function searchText(value: string): string | undefined {
+  const text = value.trim().replace(/\s+/g, ' ');
+  return text.length < MIN_QUERY_LENGTH || text.length > MAX_QUERY_LENGTH ? undefined : text;
+}
+
+/** {@link searchText} of a query parameter, or a 400 saying what is wrong with it. */
+export function searchTextOr400(value: string | string[] | undefined): string {
+  if (Array.isArray(value)) throw new HttpError(400, 'query parameter q is given more than once');
+  const text = searchText(value ?? '');
+  if (text === undefined) {
+    const length = (value ?? '').trim().replace(/\s+/g, ' ').length;
+    throw new HttpError(
+      400,
+      `query parameter q must be ${MIN_QUERY_LENGTH} to ${MAX_QUERY_LENGTH} characters long, got ${length}`,
+    );
+  }
+  return text;
+}
+
+/**
+ * Teachers (and other employees) matching `text` (a {@link searchText}), from the cache or the university.
+ * A miss is one `search` of `ip` under `limits`; upstream failures and limits throw as the error catalog
+ * knows them (RateLimitedError, UpstreamBudgetError, UpstreamError, ...).
+ */
+export async function searchTeachers(
+  ctx: ServiceContext,
+  limits: ClientLimits,
+  ip: string,
+  text: string,
+): Promise<Employee[]> {
+  const key = ctx.keys.employeeSearch(text.toLowerCase());
+  const cached = await ctx.redis.get(key);
+  if (cached !== null) return (JSON.parse(cached) as { employees: Employee[] }).employees;
+  // A search that was never sent (the request pool or the upstream budget full) gives its tokens back.
+  const employees = await limits.spend('search', ip, () =>
+    ctx.requestUpstream.searchEmployees(text, { budgetWaitMs: ctx.config.upstreamRequestWaitMs }),
+  );
+  await ctx.redis.set(key, JSON.stringify({ employees }), 'EX', CACHE_SECONDS);
+  return employees;
+}
