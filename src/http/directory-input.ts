@@ -18,7 +18,10 @@ type Place = string;
 export function groupsFromJson(body: unknown): DirectoryGroup[] {
   const list = Array.isArray(body) ? body : isObject(body) && Array.isArray(body.groups) ? body.groups : undefined;
   if (list === undefined)
-    throw new HttpError(400, 'body must be a JSON array of {"id", "name"} or {"groups": [...]}, or CSV id,name');
+    throw new HttpError(
+      400,
+      'body must be JSON, an array of {"id", "name"} or {"groups": [...]}, or CSV id,name sent as Content-Type: text/csv',
+    );
   const prefix = Array.isArray(body) ? '' : 'groups';
   return validated(
     list.map((item: unknown, index: number) => {
