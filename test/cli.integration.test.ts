@@ -93,6 +93,17 @@ describe('timetable-sync demo', () => {
       expect(await response.text()).toContain('BEGIN:VEVENT');
     }
 
+    // The page finds any of the simulator's groups by name: demo imported them into the group directory.
+    const page = /Find a timetable:\s+(\S+)/.exec(output)?.[1] ?? '';
+    const simulatorUrl = /University simulator:\s+(\S+)/.exec(output)?.[1] ?? '';
+    const listed = (await (await fetch(`${simulatorUrl}/_sim/groups`)).json()) as {
+      groups: { id: number; name: string }[];
+    };
+    const last = listed.groups.at(-1);
+    expect(listed.groups.length).toBe(1500);
+    const found = await (await fetch(`${page}?q=${encodeURIComponent(last?.name ?? '')}`)).text();
+    expect(found).toContain(`href="/timetables/groups/${last?.id}"`);
+
     // The printed consent link starts a consent, with its cookie, on the host the callback comes back to; the
     // same link on 127.0.0.1 (where the demo listens) is sent there first.
     const connect = /Google Calendar push:\s+(\S+)/.exec(output)?.[1] ?? '';
