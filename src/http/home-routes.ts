@@ -100,7 +100,7 @@ interface Refusal {
  * some), 429 over the limits, 503 when the university or our budget for it is busy (or without SECRET_KEY),
  * 502 when it failed. Undefined for anything else (the app's handler answers 500).
  */
-export function signInRefusal(error: unknown): Refusal | undefined {
+function signInRefusal(error: unknown): Refusal | undefined {
   if (error instanceof CredentialRejectedError) {
     const cause = error.cause instanceof UpstreamAuthError ? error.cause.upstreamMessage?.trim() : undefined;
     const universityMessage = cause ? cause.slice(0, UNIVERSITY_MESSAGE_LENGTH) : undefined;

@@ -3,14 +3,14 @@
  * group timetables and from sign-ups (the JSON API's and the page's), the search on `/`, and indexes of other
  * processes following changes.
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { buildApp } from '../../src/http/app.ts';
 import { silentLogger } from '../../src/logger.ts';
 import { GroupDirectory } from '../../src/sources/group-directory.ts';
 import { type Pipeline, startPipeline } from '../jobs/helpers.ts';
-import { TEST_ADMIN_TOKEN } from '../support/service.ts';
+import { TEST_ADMIN_TOKEN, testContext } from '../support/service.ts';
 
 let pipeline: Pipeline;
 let app: FastifyInstance;
@@ -243,5 +243,50 @@ describe('signing in on /', () => {
       payload: 'credential=x',
     });
     expect(response.statusCode).toBe(403);
+  });
+});
+
+describe('signing in on / under other settings', () => {
+  /** An app on the pipeline's simulator with settings of its own; `run` gets its sign-in. */
+  async function withApp(
+    env: Record<string, string | undefined>,
+    run: (signIn: (credential: string) => Promise<LightMyRequestResponse>) => Promise<void>,
+  ) {
+    const opened = await testContext({ UNIVERSITY_API_URL: pipeline.simUrl, ...env });
+    const other = await buildApp(opened.context, { logger: silentLogger() });
+    try {
+      await run((credential) =>
+        other.inject({
+          method: 'POST',
+          url: '/timetables/personal',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          payload: new URLSearchParams({ credential }).toString(),
+        }),
+      );
+    } finally {
+      await other.close();
+      await opened.close();
+    }
+  }
+
+  it('says how long to wait once over the sign-up limit', async () => {
+    await withApp({ SIGN_UPS_PER_CLIENT: '1/10m' }, async (signIn) => {
+      const [first, second] = [users[2], users[3]];
+      if (!first || !second) throw new Error('no users');
+      expect((await signIn(first.token)).statusCode).toBe(303);
+      const limited = await signIn(second.token);
+      expect(limited.statusCode).toBe(429);
+      expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
+      expect(limited.body).toMatch(/Слишком много попыток входа\. Попробуйте через \d+ с\./);
+    });
+  });
+
+  it('says personal timetables are off without SECRET_KEY', async () => {
+    await withApp({ SECRET_KEY: undefined }, async (signIn) => {
+      const response = await signIn(users[0]?.token ?? '');
+      expect(response.statusCode).toBe(503);
+      expect(response.body).toContain('Личные расписания на этом сервере выключены');
+      expect(response.body).not.toContain('id="credential"');
+    });
   });
 });
