@@ -43,7 +43,7 @@ export async function registerHomeRoutes(
   ctx: ServiceContext,
   limits: ClientLimits,
 ): Promise<void> {
-  app.get<{ Querystring: { q?: string | string[] } }>('/', async (request, reply) => {
+  app.get<{ Querystring: { q?: string | string[]; done?: string | string[] } }>('/', async (request, reply) => {
     const lang = requestLang(ctx, request, reply);
     const raw = request.query.q;
     const query = (Array.isArray(raw) ? raw[0] : raw)?.slice(0, 4 * MAX_QUERY_LENGTH);
@@ -52,7 +52,8 @@ export async function registerHomeRoutes(
       available: ctx.subscriptions.canStoreCredentials,
       signedIn: (await readPersonalSession(ctx, request)) !== undefined,
     };
-    return sendPage(reply, homePage({ lang, url: request.url, query, search, signIn }));
+    const done = request.query.done;
+    return sendPage(reply, homePage({ lang, url: request.url, query, search, signIn, done }));
   });
 
   await app.register(async (scope) => {

@@ -6,6 +6,7 @@
 import { type Html, html } from './html.ts';
 import { type Lang, messages } from './i18n.ts';
 import { page } from './layout.ts';
+import { personalNotice } from './personal-manage.ts';
 
 const words = messages({
   ru: {
@@ -139,6 +140,8 @@ export interface HomeView {
     signedIn?: boolean | undefined;
     error?: SignInError | undefined;
   };
+  /** `?done=` after a personal action that ends here (deleted, signed out): its message on top. */
+  done?: unknown;
 }
 
 export function homePage(view: HomeView): string {
@@ -147,7 +150,7 @@ export function homePage(view: HomeView): string {
     lang: view.lang,
     url: view.url,
     title: view.query ? `${view.query} · ${w.title}` : w.title,
-    body: html`<h1>${w.title}</h1>
+    body: html`!${personalNotice(view.lang, view.done)}<h1>${w.title}</h1>
 <p class="muted">${w.lead}</p>
 <form class="search" method="get" action="/" role="search">
 <label for="q" class="visually-hidden">${w.search}</label>
