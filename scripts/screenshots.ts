@@ -76,6 +76,11 @@ try {
     await page.goto(`${base}/`);
     await page.fill('input[type=password]', user.token);
     await Promise.all([page.waitForURL('**/timetables/personal**'), page.press('input[type=password]', 'Enter')]);
+    // The first refresh of a new personal timetable (and its study plan) takes a moment: reload until it shows.
+    for (let tries = 0; tries < 60 && (await page.locator('section.plan table').count()) === 0; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      await page.reload();
+    }
     await shoot(page, 'personal', width);
     await context.close();
   }
