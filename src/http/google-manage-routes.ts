@@ -4,7 +4,9 @@
  * /google/targets/:id` answers a browser with the manage page (API clients with `Authorization: Bearer` keep
  * the JSON). A manage link (`/google/targets/<id>/manage?token=…`, shown only to the browser that holds the
  * token) puts the cookie into another browser; Disconnect is a form post. Every failure is a page in the
- * site's language. URLs are never logged (the app logs route patterns), and these pages send no referrer.
+ * site's language. URLs are never logged (the app logs route patterns); the manage link and the problem pages
+ * (served at URLs that may carry a token) send no referrer, while the manage page itself (a URL without a
+ * secret) keeps the default same-origin one, so that its Disconnect form carries its origin.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ConsentCallbackError, GoogleNotConfiguredError } from '../google/errors.ts';
@@ -101,7 +103,7 @@ export async function answerManagePage(
     connectUrl: `/google/connect?source=${encodeURIComponent(target.source)}`,
     timeZone: ctx.config.timezone,
   });
-  return sendPage(reply, document, { secret: true });
+  return sendPage(reply, document);
 }
 
 /** Registers the manage link and the Disconnect form (in a scope of their own that reads form bodies). */

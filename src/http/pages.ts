@@ -38,7 +38,11 @@ export interface SendPageOptions {
   status?: number;
   /** Default `no-store`: pages show live state, and some show secrets. */
   cacheControl?: string;
-  /** A page that shows a secret (a manage link): no referrer at all, not even to our own pages. */
+  /**
+   * A page served at a URL that carries a secret (a manage link's token, a consent's code): no referrer at
+   * all, not even to our own pages. Only for pages without forms: under `no-referrer` a browser posts a form
+   * with `Origin: null`, which {@link requireSameOrigin} refuses.
+   */
   secret?: boolean;
 }
 

@@ -19,7 +19,11 @@ export interface PageOptions {
   body: Html;
   /** The request's path and query, for the language switch (its `lang` parameter is replaced). */
   url: string;
-  /** Pages that show a secret (a manage link) are kept out of search engines and referrers. */
+  /**
+   * Pages that show a secret (a manage link, a personal feed URL) are kept out of search engines. Their
+   * referrer policy is the response header's (http/pages.ts): a `no-referrer` one here would make the browser
+   * send `Origin: null` with the page's own forms, which the same-origin check refuses.
+   */
   private?: boolean;
 }
 
@@ -33,7 +37,7 @@ export function page(options: PageOptions): Html {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="color-scheme" content="light dark">
-!${options.private ? html`<meta name="robots" content="noindex"><meta name="referrer" content="no-referrer">` : ''}
+!${options.private ? html`<meta name="robots" content="noindex">` : ''}
 <title>${options.title} · ${w.site}</title>
 <link rel="icon" href="${icon.path}" type="image/svg+xml">
 <link rel="stylesheet" href="${css.path}">

@@ -285,7 +285,8 @@ describe('GET /google/callback', () => {
     });
     expect(page.statusCode).toBe(200);
     expect(page.headers['content-type']).toMatch(/^text\/html/);
-    expect(page.headers['referrer-policy']).toBe('no-referrer');
+    // Same-origin, not no-referrer: under no-referrer the browser would post Disconnect with `Origin: null`.
+    expect(page.headers['referrer-policy']).toBe('same-origin');
     expect(page.headers['x-frame-options']).toBe('DENY');
     expect(page.headers['content-security-policy']).toMatch(/default-src 'none'.*frame-ancestors 'none'/);
     expect(page.body).toContain('<html lang="ru">');
