@@ -89,6 +89,8 @@ export class WebStack {
       UNIVERSITY_API_URL: simulator.url,
       PUBLIC_URL: url,
       ...googleEnv(google),
+      // A browser that pushes to Google follows the redirect to the fake's consent page.
+      GOOGLE_OAUTH_AUTH_URL: google.authUrl,
       ...options.env,
     });
     const workers = await startWorkers(opened.context, inject('redisUrl'));
