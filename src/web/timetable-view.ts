@@ -4,7 +4,6 @@
  * the class it came from, grouped by day, and each week labelled odd or even by the term starts the feed was
  * expanded with, so that the page and the calendar never disagree about a week.
  */
-import { DateTime } from 'luxon';
 import { type FeedSettings, feedOccurrences, publishedExpansion } from '../feeds/build-feed.ts';
 import type { OccurrenceBrief, PublishedState } from '../feeds/plan-publication.ts';
 import type { Snapshot } from '../sources/snapshot-store.ts';
@@ -13,6 +12,7 @@ import { entryText, keepsEntry, locationOf, teacherName } from '../timetable/eve
 import { mergeRows, publishedClassIds } from '../timetable/merge-rows.ts';
 import { weekParity } from '../timetable/parity.ts';
 import type { Occurrence, SubscriberOptions, TimetableEntry } from '../timetable/types.ts';
+import { localDate } from '../timetable/zoned-time.ts';
 
 /** One class as a row of the week table. */
 export interface ClassRow {
@@ -52,14 +52,11 @@ export interface WeekView {
   days: DayView[];
 }
 
-/** The ISO date of `now` in `timezone`. */
-export function localToday(now: number, timezone: string): string {
-  return DateTime.fromMillis(now, { zone: timezone }).toISODate() as string;
-}
-
 /**
  * The weeks of `today` and the next one, with the given rows placed in them. Parity comes from the term starts
- * the feed was expanded with (`termStarts`, `rules` as published).
+ * the feed was expanded with (`termStarts`, `rules` as published). A week is labelled by its Sunday: when a
+ * term starts inside the week, the days from the term start on are counted from it (as the feed expands their
+ * classes) while the days before it still count from the previous term, and the label names the new count.
  */
 export function weeksOf(
   rows: readonly ClassRow[],
@@ -80,8 +77,8 @@ export function weeksOf(
     return {
       monday: isoDate(monday),
       sunday: isoDate(monday + 6),
-      odd: rule.isOdd(monday),
-      number: rule.weekNumber(monday),
+      odd: rule.isOdd(monday + 6),
+      number: rule.weekNumber(monday + 6),
       current: monday === first,
       days,
     };
@@ -102,7 +99,7 @@ export interface TimetableWeeksInput {
 /** This week's and next week's classes of a published timetable, as its feed (with `options`) shows them. */
 export function timetableWeeks(input: TimetableWeeksInput): WeekView[] {
   const { snapshot, published, settings } = input;
-  const today = localToday(input.now, settings.timezone);
+  const today = localDate(input.now, settings.timezone);
   const monday = mondayOf(dayNumber(today));
   const from = isoDate(monday);
   const to = isoDate(monday + 13);

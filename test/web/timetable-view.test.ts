@@ -2,9 +2,12 @@
 import { describe, expect, it } from 'vitest';
 import { expansionSettings } from '../../src/feeds/build-feed.ts';
 import type { PublishedState } from '../../src/feeds/plan-publication.ts';
+import { dayNumber } from '../../src/timetable/dates.ts';
+import { weekParity } from '../../src/timetable/parity.ts';
+import { localDate } from '../../src/timetable/zoned-time.ts';
 import { feedLinks, optionsQuery } from '../../src/web/feed-links.ts';
 import { alarmText, durationText } from '../../src/web/options-form.ts';
-import { type ClassRow, eventPreview, localToday, timetableWeeks, weeksOf } from '../../src/web/timetable-view.ts';
+import { type ClassRow, eventPreview, timetableWeeks, weeksOf } from '../../src/web/timetable-view.ts';
 import { parityLabel, weekRange } from '../../src/web/week-table.ts';
 import { entry } from '../timetable/fixtures.ts';
 
@@ -76,7 +79,7 @@ describe('weeksOf', () => {
     // A spring term start on Saturday 7 February 2026: week 1 is the next week, the week before is week 0 (even).
     const spring = weeksOf([], '2026-02-04', { termStarts: ['2025-09-01', '2026-02-07'] });
     expect(spring.map((week) => [week.number, week.odd])).toEqual([
-      [23, true],
+      [0, false],
       [1, true],
     ]);
     expect(parityLabel({ odd: true }, 'ru')).toBe('нечётная неделя');
@@ -84,10 +87,24 @@ describe('weeksOf', () => {
     expect(parityLabel({ odd: false }, 'en')).toBe('even week');
   });
 
+  it('labels the week a term starts in mid-week by the new term, as the feed counts its days', () => {
+    // Autumn starts on Tuesday 1 September 2026: its week is week 1 (odd) although its Monday, 31 August,
+    // still counts from the spring term.
+    const termStarts = ['2026-02-09', '2026-09-01'];
+    const weeks = weeksOf([], '2026-09-02', { termStarts });
+    expect(weeks.map((week) => [week.number, week.odd])).toEqual([
+      [1, true],
+      [2, false],
+    ]);
+    const rule = weekParity(termStarts);
+    expect(weeks[0]?.odd).toBe(rule.isOdd(dayNumber('2026-09-01')));
+    expect(weeks[1]?.odd).toBe(rule.isOdd(dayNumber('2026-09-07')));
+  });
+
   it('takes today in the service zone, not UTC', () => {
     // 21:30 UTC on Sunday is already Monday in Moscow.
-    expect(localToday(Date.UTC(2025, 8, 14, 21, 30), 'Europe/Moscow')).toBe('2025-09-15');
-    expect(localToday(Date.UTC(2025, 8, 14, 21, 30), 'UTC')).toBe('2025-09-14');
+    expect(localDate(Date.UTC(2025, 8, 14, 21, 30), 'Europe/Moscow')).toBe('2025-09-15');
+    expect(localDate(Date.UTC(2025, 8, 14, 21, 30), 'UTC')).toBe('2025-09-14');
   });
 
   it('names the week range in words', () => {
