@@ -37,8 +37,13 @@ export function mayWaitAgain(rounds: number): boolean {
  * so that the job goes back to waiting without using an attempt.
  */
 export async function waitOutRateLimit(queue: Pick<Queue, 'rateLimit'>, pauseMs: number): Promise<RateLimitError> {
-  await queue.rateLimit(Math.min(pauseMs, MAX_RATE_LIMIT_PAUSE_MS));
+  await pauseQueue(queue, pauseMs);
   return new RateLimitError();
+}
+
+/** Pauses `queue` for `pauseMs` (at most {@link MAX_RATE_LIMIT_PAUSE_MS}): its workers take no job meanwhile. */
+export async function pauseQueue(queue: Pick<Queue, 'rateLimit'>, pauseMs: number): Promise<void> {
+  await queue.rateLimit(Math.min(pauseMs, MAX_RATE_LIMIT_PAUSE_MS));
 }
 
 /**

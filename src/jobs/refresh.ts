@@ -13,6 +13,7 @@ import {
   isLastAttempt,
   MAX_RATE_LIMIT_PAUSE_MS,
   mayWaitAgain,
+  pauseQueue,
   waitOutRateLimit,
 } from './failure.ts';
 import { classifyFailure, type FailureClass } from './failure-class.ts';
@@ -41,6 +42,7 @@ export function refreshProcessor(ctx: ServiceContext): Processor<RefreshJobData,
       // A subscription deleted while its fetch was in flight must not leave a feed behind.
       if (source.startsWith('personal:') && (await ctx.subscriptions.get(sourceOf(source).id)) === undefined)
         await forgetSource(ctx, source, run.log);
+      await pauseIfRateLimited(ctx, run);
       ctx.metrics.refreshDuration.observe({ outcome: result.outcome }, seconds());
       return result;
     } catch (error) {
@@ -48,6 +50,17 @@ export function refreshProcessor(ctx: ServiceContext): Processor<RefreshJobData,
       throw await handleFailure(ctx, job, error, run);
     }
   };
+}
+
+/** Once published: pauses the queue when a request the run went on without (the study plan's) met a 429. */
+async function pauseIfRateLimited(ctx: ServiceContext, run: RefreshRun): Promise<void> {
+  const pauseMs = run.rateLimitPauseMs;
+  if (pauseMs === undefined) return;
+  run.log.warn(
+    { pauseMs: Math.min(pauseMs, MAX_RATE_LIMIT_PAUSE_MS) },
+    'upstream rate limit on the study plan: refresh queue paused',
+  );
+  await pauseQueue(ctx.queues.refresh, pauseMs);
 }
 
 /** The stored snapshot as a fetch would have returned it: a re-render publishes it with the term starts in force. */

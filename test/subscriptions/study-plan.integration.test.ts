@@ -6,9 +6,9 @@
  */
 import type { FastifyInstance } from 'fastify';
 import ICAL from 'ical.js';
-import { afterAll, beforeAll, expect, inject, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect, inject, it, vi } from 'vitest';
 import { buildApp } from '../../src/http/app.ts';
-import { PLAN_MAX_AGE_MS } from '../../src/jobs/fetch-plan.ts';
+import { PLAN_MAX_AGE_MS, PLAN_RETRY_MS } from '../../src/jobs/fetch-plan.ts';
 import { startWorkers, type WorkerSet } from '../../src/jobs/workers.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { startSimulator } from '../../src/simulator/index.ts';
@@ -93,6 +93,10 @@ beforeAll(async () => {
   closeContext = opened.close;
   workers = await startWorkers(ctx, inject('redisUrl'), { lockDurationMs: 5_000, stalledIntervalMs: 1_000 });
   app = await buildApp(ctx, { logger: log.logger });
+});
+afterEach(async () => {
+  vi.restoreAllMocks();
+  await sim.clearFaults();
 });
 afterAll(async () => {
   await app.close();
@@ -185,4 +189,45 @@ it('publishes the timetable without plan lines when the plan fails, and says the
   expect(await planCalls()).toBe(2);
   expect((await descriptions(feedPath)).some((text) => text.includes('По плану'))).toBe(true);
   expect((await studyPlanView(ctx, subscription)).state).toBe('ready');
+});
+
+it('publishes the timetable when the plan is rate-limited, then pauses the refresh queue for its Retry-After', async () => {
+  const [, , user] = await sim.users();
+  if (!user) throw new Error('the simulator has fewer than three users');
+  // The pause is recorded, not served: the tests after this one need the queue.
+  const paused = vi.spyOn(ctx.queues.refresh, 'rateLimit').mockResolvedValue(undefined);
+  await sim.fault({ endpoint: 'myPlan', kind: 'rate-limit', retryAfterSeconds: 7 });
+  const { id, feedPath } = await signUp(user.token);
+  expect((await descriptions(feedPath)).length).toBeGreaterThan(0);
+  expect(paused).toHaveBeenCalledWith(7_000);
+  const subscription = await ctx.subscriptions.get(id);
+  if (!subscription) throw new Error('subscription gone');
+  expect(await studyPlanView(ctx, subscription)).toEqual({ state: 'unavailable', reason: 'failed', fetchedAt: null });
+});
+
+it('keeps the stored plan when the university answers an empty one, and tries again an hour later', async () => {
+  const [user] = await sim.users();
+  if (!user) throw new Error('the simulator has no users');
+  const { id, source, feedPath } = await signUp(user.token);
+  const plans = () => ctx.redis.get(ctx.keys.studyPlan(source as never));
+  const before = JSON.parse((await plans()) ?? '{}') as { subjects: unknown[] };
+  expect(before.subjects.length).toBeGreaterThan(0);
+
+  vi.spyOn(ctx.upstream, 'myPlan').mockResolvedValueOnce([]);
+  clock += PLAN_MAX_AGE_MS;
+  await resync(id, source);
+  const kept = JSON.parse((await plans()) ?? '{}') as { subjects: unknown[]; failure: { kind: string } | null };
+  expect(kept.subjects).toEqual(before.subjects);
+  expect(kept.failure?.kind).toBe('protocol');
+  expect((await descriptions(feedPath)).some((text) => text.includes('По плану'))).toBe(true);
+  const warnings = log
+    .output()
+    .split('\n')
+    .filter((line) => line.includes('study plan not loaded') && line.includes(source));
+  expect(warnings).toHaveLength(1);
+
+  // Retried on the failure schedule: the real plan comes back.
+  clock += PLAN_RETRY_MS;
+  await resync(id, source);
+  expect(JSON.parse((await plans()) ?? '{}')).toMatchObject({ failure: null, subjects: before.subjects });
 });
