@@ -87,7 +87,8 @@ function currentEntries(entries: readonly TimetableEntry[], today: string): read
 /**
  * The current semester of a timetable in its plan, and whether the timetable numbers semesters as the plan does:
  * 1. the `semester` most of the timetable's classes carry (counting those not over by `today`, or all when every
- *    one is; the highest of equals), when the plan has that semester;
+ *    one is; the highest of equals), when the plan has that semester and it shares at least as many subjects
+ *    with those classes as the semester of 2. does;
  * 2. otherwise the plan semester that shares the most subjects with those classes (by id or name; the latest of
  *    equals);
  * 3. otherwise none.
@@ -98,9 +99,6 @@ export function currentSemester(
   today: string,
 ): { semester: number | null; ownSemesters: boolean } {
   const current = currentEntries(entries, today);
-  const planned = new Set(plan.map((note) => note.semester));
-  const carried = mostFrequent(current.flatMap((entry) => (entry.semester === null ? [] : [entry.semester])));
-  if (carried !== undefined && planned.has(carried)) return { semester: carried, ownSemesters: true };
   const ids = new Set(current.flatMap((entry) => (entry.subjectId === null ? [] : [entry.subjectId])));
   const names = new Set(current.map((entry) => normaliseSubjectName(entry.subjectName)));
   const shared = new Map<number, number>();
@@ -114,6 +112,11 @@ export function currentSemester(
       best = semester;
       bestCount = count;
     }
+  const planned = new Set(plan.map((note) => note.semester));
+  const carried = mostFrequent(current.flatMap((entry) => (entry.semester === null ? [] : [entry.semester])));
+  // The timetable's own number is trusted only when its plan semester fits the classes as well as any other.
+  if (carried !== undefined && planned.has(carried) && (shared.get(carried) ?? 0) >= bestCount)
+    return { semester: carried, ownSemesters: true };
   return { semester: best, ownSemesters: false };
 }
 

@@ -61,6 +61,19 @@ describe('current semester', () => {
     expect(currentSemester(plan, [entry({ subjectId: 9, subjectName: 'Рисунок' })], TODAY).semester).toBeNull();
   });
 
+  it('distrusts the semester the timetable names when another plan semester shares more subjects', () => {
+    const plan = [
+      note({ semester: 1, subjectId: 1, name: 'Физика' }),
+      note({ semester: 5, subjectId: 77 }),
+      note({ semester: 5, subjectId: 2, name: 'Химия' }),
+    ];
+    const entries = [entry({ semester: 1 }), entry({ id: 2, semester: 1, subjectId: 2, subjectName: 'Химия' })];
+    expect(currentSemester(plan, entries, TODAY)).toEqual({ semester: 5, ownSemesters: false });
+    // As many shared subjects as the best: the timetable's own number stands.
+    const tied = [...plan, note({ semester: 1, subjectId: 2, name: 'Химия' }), note({ semester: 1 })];
+    expect(currentSemester(tied, entries, TODAY)).toEqual({ semester: 1, ownSemesters: true });
+  });
+
   it('keeps only the semesters classes are matched within', () => {
     const plan = [
       note({ semester: 1, code: 'B' }),
