@@ -22,9 +22,9 @@ export function acceptForms(scope: FastifyInstance, bodyLimit?: number): void {
   );
 }
 
-/** Parses a urlencoded body. */
+/** Parses a urlencoded body (into an object without prototype: a field named `__proto__` is a plain field). */
 export function formFields(body: string): FormFields {
-  const fields: FormFields = {};
+  const fields: FormFields = Object.create(null);
   for (const [name, value] of new URLSearchParams(body)) {
     const before = fields[name];
     if (before === undefined) fields[name] = value;
@@ -35,7 +35,7 @@ export function formFields(body: string): FormFields {
 
 /** The body of a form post (an empty form when there was none, or it was not a form). */
 export function formOf(body: unknown): FormFields {
-  return typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as FormFields) : {};
+  return typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as FormFields) : Object.create(null);
 }
 
 /** A field of a posted form given once; undefined when the body is not a form, lacks it, or repeats it. */
