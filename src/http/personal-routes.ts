@@ -18,7 +18,7 @@ import {
   readPersonalSession,
   setPersonalSession,
 } from './personal-session.ts';
-import { parseSubscriberQuery } from './subscriber-query.ts';
+import { filledOptionFields, parseSubscriberQuery } from './subscriber-query.ts';
 import { checkOptionsFit } from './variant-render.ts';
 
 const PERSONAL_PAGE = '/timetables/personal';
@@ -94,14 +94,7 @@ async function validOptions(
   session: PersonalSession,
   form: FormFields,
 ): Promise<SubscriberOptions> {
-  const query: Record<string, string | string[]> = {};
-  for (const name of ['subgroup', 'alarm', 'title', 'exclude']) {
-    const value = form[name];
-    if (value === undefined) continue;
-    const given = (Array.isArray(value) ? value : [value]).filter((item) => item.trim() !== '');
-    if (given.length > 0) query[name] = given.length === 1 ? (given[0] as string) : given;
-  }
-  const { options } = parseSubscriberQuery(query);
+  const { options } = parseSubscriberQuery(filledOptionFields(form));
   checkOptionsFit(await ctx.snapshots.optionValues(session.subscription.source), options);
   return options;
 }

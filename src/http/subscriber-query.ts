@@ -39,6 +39,25 @@ export function parseSubscriberQuery(query: Readonly<Record<string, QueryValue>>
   return { options, canonical: canonicalOf(options) };
 }
 
+/** The names of the subscriber options in a query or form. */
+const OPTION_FIELDS = ['subgroup', 'exclude', 'alarm', 'title'] as const;
+
+/**
+ * The option fields of a page query or form post that hold something: an empty field (a form sent without
+ * script posts every field) is no option, and a repeated field keeps only its filled values.
+ */
+export function filledOptionFields(fields: Readonly<Record<string, QueryValue>>): Record<string, string | string[]> {
+  const filled: Record<string, string | string[]> = {};
+  for (const name of OPTION_FIELDS) {
+    const value = fields[name];
+    const kept = (Array.isArray(value) ? value : [value]).filter(
+      (item): item is string => item !== undefined && item.trim() !== '',
+    );
+    if (kept.length > 0) filled[name] = kept.length === 1 ? (kept[0] as string) : kept;
+  }
+  return filled;
+}
+
 /** Options already validated (saved ones) with their canonical text, as a parsed query would have them. */
 export function subscriberQueryOf(options: SubscriberOptions): ParsedSubscriberQuery {
   return { options, canonical: canonicalOf(options) };

@@ -44,7 +44,7 @@ import { ClientLimits } from './client-limits.ts';
 import { HttpError } from './errors.ts';
 import { requestLang, sendPage } from './pages.ts';
 import { readPersonalSession } from './personal-session.ts';
-import { parseSubscriberQuery } from './subscriber-query.ts';
+import { filledOptionFields, parseSubscriberQuery } from './subscriber-query.ts';
 import { checkOptionsFit, mergeOptionValues } from './variant-render.ts';
 
 /** Tuning of the pages (tests shorten the wait). */
@@ -144,7 +144,7 @@ class TimetablePages {
     const view = await this.pageView(lang, request, stored, {
       kind,
       base,
-      feedPath: kind === 'group' ? `/feeds/groups/${id}.ics` : `/feeds/employees/${id}.ics`,
+      feedPath: publicFeedPath(kind, id),
       pushUrl: this.pushAvailable() ? `/google/connect?source=${source}` : undefined,
     });
     const status = view.options?.error === undefined ? 200 : 400;
@@ -203,7 +203,7 @@ class TimetablePages {
     if (stored === undefined)
       throw new HttpError(404, `the timetable of ${kind} ${request.params.id} is not loaded yet`);
     const id = source.slice(kind.length + 1);
-    const feedPath = kind === 'group' ? `/feeds/groups/${id}.ics` : `/feeds/employees/${id}.ics`;
+    const feedPath = publicFeedPath(kind, id);
     reply.header('cache-control', 'private, max-age=60').header('vary', 'Accept-Language, Cookie');
     return this.preview(requestLang(this.ctx, request, reply), request.query, stored, feedPath, reply);
   }
@@ -316,14 +316,7 @@ class TimetablePages {
       await this.ctx.snapshots.optionValues(stored.source),
       optionValuesOf(stored.snapshot.entries),
     );
-    const given: Query = {};
-    for (const name of ['subgroup', 'exclude', 'alarm', 'title']) {
-      const value = query[name];
-      const kept = (Array.isArray(value) ? value : [value]).filter(
-        (item): item is string => item !== undefined && item.trim() !== '',
-      );
-      if (kept.length > 0) given[name] = kept.length === 1 ? kept[0] : kept;
-    }
+    const given = filledOptionFields(query);
     if (given.title === DEFAULT_TITLE_TEMPLATE) delete given.title;
     try {
       const { options } = parseSubscriberQuery(given);
@@ -389,6 +382,11 @@ class TimetablePages {
     }
     return svg;
   }
+}
+
+/** The feed path of a public timetable (`id`: the group's or employee's number). */
+function publicFeedPath(kind: PublicKind, id: string): string {
+  return kind === 'group' ? `/feeds/groups/${id}.ics` : `/feeds/employees/${id}.ics`;
 }
 
 /** The source of a page's id, or undefined when the id cannot be one (not a positive integer). */

@@ -9,8 +9,3 @@ export { html };
 
 /** HTML made by `html` (a string, named so that signatures say which strings are markup). */
 export type Html = string;
-
-/** Joins rendered fragments (an array interpolated with `!${…}` is joined without separators anyway). */
-export function join(parts: readonly Html[]): Html {
-  return parts.join('');
-}

@@ -5,7 +5,6 @@
  */
 
 export type Lang = 'ru' | 'en';
-export const LANGS: readonly Lang[] = ['ru', 'en'];
 
 /** True for `ru` and `en`. */
 export function isLang(value: unknown): value is Lang {
