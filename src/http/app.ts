@@ -83,7 +83,7 @@ export async function buildApp(ctx: ServiceContext, options: AppOptions): Promis
   // One set for the JSON API and the pages: a sign-up on the page counts as one through the API does.
   const limits = new ClientLimits(ctx);
   await registerOperationsRoutes(app, ctx);
-  await registerFeedRoutes(app, ctx, options.feeds);
+  const feedProvider = await registerFeedRoutes(app, ctx, options.feeds);
   await registerEmployeeRoutes(app, ctx, limits);
   await registerSubscriptionRoutes(app, ctx, limits);
   await registerGoogleRoutes(app, ctx);
@@ -91,7 +91,7 @@ export async function buildApp(ctx: ServiceContext, options: AppOptions): Promis
   await registerAssetRoutes(app);
   await registerPageRoutes(app, ctx, limits);
   await registerPersonalRoutes(app, ctx);
-  await registerTimetablePageRoutes(app, ctx, options.feeds);
+  await registerTimetablePageRoutes(app, ctx, feedProvider);
   return app;
 }
 

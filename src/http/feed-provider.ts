@@ -7,10 +7,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { LRUCache } from 'lru-cache';
 import type { StoredFeed } from '../feeds/feed-store.ts';
 import { activateSource } from '../jobs/activation.ts';
-import { enqueueRefresh } from '../jobs/queues.ts';
+import { enqueueRefresh, refreshPending } from '../jobs/queues.ts';
+import { RateLimitedError } from '../lib/rate-limit.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { type SourceKey, sourceOf } from '../sources/source.ts';
-import type { Admission, ClientLimits } from './client-limits.ts';
+import type { ClientLimits } from './client-limits.ts';
 import { HttpError } from './errors.ts';
 import type { FeedCache } from './feed-cache.ts';
 import type { ParsedSubscriberQuery } from './subscriber-query.ts';
@@ -40,7 +41,10 @@ const FIRST_POLL_MS = 50;
 const MAX_POLL_MS = 250;
 const MAX_TOUCH_RECORDS = 50_000;
 
-/** Feeds for the feed routes: cache, variants, on-demand refresh and request bookkeeping. */
+/**
+ * Feeds for the feed routes: cache, variants, on-demand refresh and request bookkeeping. The timetable pages
+ * share one instance, so that a first visit and a first feed request join the same fetch and the same cap.
+ */
 export class FeedProvider {
   private readonly ctx: ServiceContext;
   private readonly cache: FeedCache;
@@ -88,46 +92,57 @@ export class FeedProvider {
   }
 
   /**
-   * First request for a source without a feed: fetch it now; concurrent requests share one wait. Anyone can
-   * ask for any id, so the number of distinct sources waited for at once is capped: beyond it, 503 at once.
-   * A request that starts a fetch of a public timetable counts against its client's first-request limits
-   * (one that joins a fetch under way, or asks for an id already known to be missing, costs nothing).
+   * Resolves once the public or personal `source` has a feed, fetching it first as a first feed request does
+   * (same joining, cap and limits); throws {@link HttpError} 404 when the university does not know it, 503 when
+   * the fetch did not end in time or too many are under way, RateLimitedError beyond the client's limits.
    */
-  private async onDemand(source: SourceKey, ip: string): Promise<StoredFeed> {
-    const pending = this.demands.get(source);
-    if (pending !== undefined) return pending;
-    if (!source.startsWith('personal:')) {
-      const missing = await this.ctx.registry.missingReason(source);
-      if (missing !== undefined) throw notKnown(source, missing);
-      const joined = this.demands.get(source);
-      if (joined !== undefined) return joined;
-      return this.startDemand(source, await this.limits.admit('first-request', ip));
-    }
-    return this.startDemand(source);
+  async requireFeed(source: SourceKey, ip: string): Promise<void> {
+    if ((await this.cache.get(source)) === undefined) await this.onDemand(source, ip);
   }
 
   /**
-   * Starts (or joins) the fetch of `source`, within the cap on fetches waited for at once. A request refused by
-   * the cap, or that joins a fetch started meanwhile, asked the university nothing: its admission is refunded.
+   * First request for a source without a feed: fetch it now; concurrent requests share one wait, claimed before
+   * anything is awaited so that they never race. Anyone can ask for any id, so the number of distinct sources
+   * waited for at once is capped: beyond it, 503 at once. A request that starts a fetch of a public timetable
+   * counts against its client's first-request limits; one that joins a fetch under way (in this process, or
+   * queued by a request whose wait ended) or asks for an id known to be missing costs nothing.
    */
-  private async startDemand(source: SourceKey, admission?: Admission): Promise<StoredFeed> {
+  private onDemand(source: SourceKey, ip: string): Promise<StoredFeed> {
     const pending = this.demands.get(source);
-    if (pending !== undefined) {
-      await admission?.refund();
-      return pending;
-    }
+    if (pending !== undefined) return this.join(pending, source, ip);
     if (this.demands.size >= this.maxDemands) {
       this.noteSaturation();
-      await admission?.refund();
-      throw new HttpError(
-        503,
-        `too many timetables are being fetched from the university right now; try again in ${RETRY_AFTER_SECONDS} seconds`,
-        { 'Retry-After': String(RETRY_AFTER_SECONDS) },
+      return Promise.reject(
+        new HttpError(
+          503,
+          `too many timetables are being fetched from the university right now; try again in ${RETRY_AFTER_SECONDS} seconds`,
+          { 'Retry-After': String(RETRY_AFTER_SECONDS) },
+        ),
       );
     }
-    const demand = this.fetchOnDemand(source).finally(() => this.demands.delete(source));
+    const demand = this.startDemand(source, ip).finally(() => this.demands.delete(source));
     this.demands.set(source, demand);
     return demand;
+  }
+
+  /** Waits for a fetch another request started; when its client was over its limits, tries on this one's own. */
+  private async join(pending: Promise<StoredFeed>, source: SourceKey, ip: string): Promise<StoredFeed> {
+    try {
+      return await pending;
+    } catch (error) {
+      if (error instanceof RateLimitedError) return this.onDemand(source, ip);
+      throw error;
+    }
+  }
+
+  /** Admits the request that starts the fetch of `source` (a public one only, and only when none is queued). */
+  private async startDemand(source: SourceKey, ip: string): Promise<StoredFeed> {
+    if (!source.startsWith('personal:')) {
+      const missing = await this.ctx.registry.missingReason(source);
+      if (missing !== undefined) throw notKnown(source, missing);
+      if (!(await refreshPending(this.ctx.queues, source))) await this.limits.admit('first-request', ip);
+    }
+    return this.fetchOnDemand(source);
   }
 
   /**

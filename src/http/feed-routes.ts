@@ -32,12 +32,15 @@ const TOKEN = /^[A-Za-z0-9_-]{16,128}$/;
 
 type Query = Record<string, string | string[] | undefined>;
 
-/** Registers the feed routes; the feed cache's subscription is closed with the app. */
+/**
+ * Registers the feed routes; the feed cache's subscription is closed with the app. Resolves to their feed
+ * provider, which the timetable pages share for first fetches.
+ */
 export async function registerFeedRoutes(
   app: FastifyInstance,
   ctx: ServiceContext,
   options: FeedRouteOptions = {},
-): Promise<void> {
+): Promise<FeedProvider> {
   const cache = new FeedCache({
     feeds: ctx.feeds,
     subscriber: ctx.redis.duplicate({ connectionName: 'timetable-sync:feed-updates' }),
@@ -88,6 +91,7 @@ export async function registerFeedRoutes(
       },
     );
   });
+  return provider;
 }
 
 function kindOf(route: string | undefined): SourceKind | undefined {

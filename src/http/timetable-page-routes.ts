@@ -12,9 +12,7 @@ import { LRUCache } from 'lru-cache';
 import QRCode from 'qrcode';
 import type { PublishedState } from '../feeds/plan-publication.ts';
 import { activateSource } from '../jobs/activation.ts';
-import { SourceNotFoundError, SourceNotReadyError } from '../jobs/errors.ts';
 import { enqueueRefresh } from '../jobs/queues.ts';
-import { requireFetched, VERIFY_WAIT_MS } from '../jobs/verify-source.ts';
 import { RateLimitedError } from '../lib/rate-limit.ts';
 import { retryAfterSeconds } from '../lib/retry-after.ts';
 import type { ServiceContext } from '../runtime/context.ts';
@@ -40,18 +38,12 @@ import {
   timetablePage,
 } from '../web/timetable-page.ts';
 import { eventPreview, timetableWeeks } from '../web/timetable-view.ts';
-import { ClientLimits } from './client-limits.ts';
 import { HttpError } from './errors.ts';
+import { type FeedProvider, RETRY_AFTER_SECONDS } from './feed-provider.ts';
 import { requestLang, sendPage } from './pages.ts';
 import { readPersonalSession } from './personal-session.ts';
 import { filledOptionFields, parseSubscriberQuery } from './subscriber-query.ts';
 import { checkOptionsFit, mergeOptionValues } from './variant-render.ts';
-
-/** Tuning of the pages (tests shorten the wait). */
-export interface TimetablePageOptions {
-  /** How long a first visit waits for the timetable's first fetch; default as long as a feed request. */
-  demandWaitMs?: number;
-}
 
 /** Change records younger than this mark their moved classes on the page. */
 const MOVES_SHOWN_MS = 14 * 24 * 3600_000;
@@ -77,13 +69,16 @@ interface PageOptions {
   error?: string;
 }
 
-/** Registers the timetable pages and their preview endpoints. */
+/**
+ * Registers the timetable pages and their preview endpoints. First visits fetch through `provider`, the feed
+ * routes' own: a visit joining a fetch under way costs nothing, and the cap on fetches waited for applies.
+ */
 export async function registerTimetablePageRoutes(
   app: FastifyInstance,
   ctx: ServiceContext,
-  options: TimetablePageOptions = {},
+  provider: FeedProvider,
 ): Promise<void> {
-  const pages = new TimetablePages(ctx, options.demandWaitMs ?? VERIFY_WAIT_MS);
+  const pages = new TimetablePages(ctx, provider);
   for (const kind of ['group', 'employee'] as const) {
     const path = kind === 'group' ? '/timetables/groups/:id' : '/timetables/employees/:id';
     app.get<{ Params: { id: string }; Querystring: Query }>(path, (request, reply) =>
@@ -99,19 +94,17 @@ export async function registerTimetablePageRoutes(
   );
 }
 
-/** What the pages share: the context, the client limits, and the caches of QR codes and visits. */
+/** What the pages share: the context, the feed provider, and the caches of QR codes and visits. */
 class TimetablePages {
   private readonly ctx: ServiceContext;
-  private readonly limits: ClientLimits;
-  private readonly demandWaitMs: number;
+  private readonly provider: FeedProvider;
   private readonly qrCodes = new LRUCache<string, string>({ max: 1000 });
   private readonly previews = new LRUCache<string, string>({ max: 500 });
   private readonly visits = new LRUCache<SourceKey, true>({ max: 10_000, ttl: VISIT_NOTE_MS });
 
-  constructor(ctx: ServiceContext, demandWaitMs: number) {
+  constructor(ctx: ServiceContext, provider: FeedProvider) {
     this.ctx = ctx;
-    this.limits = new ClientLimits(ctx);
-    this.demandWaitMs = demandWaitMs;
+    this.provider = provider;
   }
 
   async publicPage(
@@ -134,9 +127,9 @@ class TimetablePages {
     }
     if (stored === 'not-found') return notFound();
     if (stored === 'loading') {
-      const seconds = retryAfterSeconds(this.demandWaitMs);
-      reply.header('retry-after', String(seconds));
-      return sendPage(reply, loadingPage({ lang, url: request.url, retryAfterSeconds: seconds }), { status: 503 });
+      reply.header('retry-after', String(RETRY_AFTER_SECONDS));
+      const page = loadingPage({ lang, url: request.url, retryAfterSeconds: RETRY_AFTER_SECONDS });
+      return sendPage(reply, page, { status: 503 });
     }
     this.noteVisit(source);
     const id = source.slice(kind.length + 1);
@@ -335,20 +328,18 @@ class TimetablePages {
   }
 
   /**
-   * The stored timetable of a public source, fetching a never fetched one first (within the client's limit of
-   * new timetables; RateLimitedError beyond it) and waiting for it a while.
+   * The stored timetable of a public source, fetching a never fetched one first as a first feed request does
+   * (the feed provider's fetch, joined for free when under way, within the client's limit of new timetables:
+   * RateLimitedError beyond it) and waiting for it a while. Too many fetches at once also reads 'loading'.
    */
   private async loadOrFetch(source: SourceKey, ip: string): Promise<Stored | 'not-found' | 'loading'> {
     const stored = await this.load(source);
     if (stored !== undefined) return stored;
-    if ((await this.ctx.registry.missingReason(source)) !== undefined) return 'not-found';
-    const admission = await this.limits.admit('first-request', ip);
     try {
-      await requireFetched(this.ctx, source, this.demandWaitMs);
+      await this.provider.requireFeed(source, ip);
     } catch (error) {
-      if (error instanceof SourceNotFoundError) return 'not-found';
-      if (error instanceof SourceNotReadyError) return 'loading';
-      await admission.refund();
+      if (error instanceof HttpError && error.statusCode === 404) return 'not-found';
+      if (error instanceof HttpError && error.statusCode === 503) return 'loading';
       throw error;
     }
     return (await this.load(source)) ?? 'loading';

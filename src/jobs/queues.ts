@@ -217,6 +217,17 @@ export function followUpJobId(token: string, runningId: string): string {
   return `${token}-after-${createHash('sha1').update(runningId).digest('hex').slice(0, 12)}`;
 }
 
+/**
+ * Whether a refresh of `source` is queued or running: a request for it now is answered by that job, so joining
+ * it asks the university nothing more.
+ */
+export async function refreshPending(queues: Queues, source: SourceKey): Promise<boolean> {
+  const current = await queues.refresh.getDeduplicationJobId(sourceToken(source));
+  if (current === null) return false;
+  const state = await queues.refresh.getJobState(current);
+  return state === 'waiting' || state === 'prioritized' || state === 'delayed' || state === 'active';
+}
+
 /** The id of the source's refresh job if it is running right now. */
 async function runningJob(queues: Queues, token: string): Promise<string | undefined> {
   const current = await queues.refresh.getDeduplicationJobId(token);

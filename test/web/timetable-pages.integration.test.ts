@@ -181,6 +181,28 @@ describe('timetables that are not there', () => {
   });
 });
 
+describe('first visits of a never fetched timetable', () => {
+  const visit = (url: string, ip = '10.2.0.1') => test.app.inject({ method: 'GET', url, remoteAddress: ip });
+  const queued = async (source: string) =>
+    (await test.ctx.queues.refresh.getJobs(['waiting', 'prioritized', 'delayed', 'active'])).filter(
+      (job) => job.data.source === source,
+    );
+
+  it('cost one new timetable and one fetch however many join it, reloads of the loading page included', async () => {
+    // The client may start two new timetables a minute: five visits at once and a reload start one.
+    const first = await Promise.all(Array.from({ length: 5 }, () => visit('/timetables/groups/5100')));
+    expect(first.map((response) => response.statusCode)).toEqual([503, 503, 503, 503, 503]);
+    expect(await queued('group:5100')).toHaveLength(1);
+    // The loading page reloads after the wait ended: the fetch is still queued, so joining it is free again.
+    expect((await visit('/timetables/groups/5100')).statusCode).toBe(503);
+    expect(await queued('group:5100')).toHaveLength(1);
+    // The feed route joins the same fetch, also for free.
+    expect((await visit('/feeds/groups/5100.ics')).statusCode).toBe(503);
+    expect((await visit('/timetables/groups/5101')).statusCode).toBe(503);
+    expect((await visit('/timetables/groups/5102')).statusCode).toBe(429);
+  });
+});
+
 describe('the personal page', () => {
   it('sends a browser without a session to the home page', async () => {
     for (const cookie of [
