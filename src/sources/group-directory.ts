@@ -109,10 +109,13 @@ interface IndexedGroup extends DirectoryGroup {
 
 /** The search index of one directory version. */
 export class GroupIndex {
+  /** Sorted once, as results are within each rank: shorter names first, then by name, then by id. */
   private readonly groups: readonly IndexedGroup[];
 
   constructor(groups: Iterable<DirectoryGroup>) {
-    this.groups = [...groups].map((group) => ({ ...group, key: searchKey(group.name) }));
+    this.groups = [...groups]
+      .map((group) => ({ ...group, key: searchKey(group.name) }))
+      .sort((a, b) => a.key.length - b.key.length || COLLATOR.compare(a.name, b.name) || a.id - b.id);
   }
 
   get size(): number {
@@ -121,27 +124,27 @@ export class GroupIndex {
 
   /**
    * The groups whose name matches `query`: the whole name first, then names that start with it, then names
-   * that contain it; within each, shorter names first, then by name (digits compared as numbers).
+   * that contain it; within each, shorter names first, then by name (digits compared as numbers). One pass in
+   * the index's order: each rank keeps its first `limit` matches, and every match is counted.
    */
   search(query: string, limit = DEFAULT_SEARCH_LIMIT): GroupSearch {
     const key = searchKey(query);
     if (key === '') return { groups: [], total: 0 };
-    const ranked: { group: IndexedGroup; rank: number }[] = [];
+    const ranks: [IndexedGroup[], IndexedGroup[], IndexedGroup[]] = [[], [], []];
+    let total = 0;
     for (const group of this.groups) {
       const at = group.key.indexOf(key);
       if (at < 0) continue;
-      ranked.push({ group, rank: group.key.length === key.length ? 0 : at === 0 ? 1 : 2 });
+      total += 1;
+      const rank = ranks[group.key.length === key.length ? 0 : at === 0 ? 1 : 2];
+      if (rank.length < limit) rank.push(group);
     }
-    ranked.sort(
-      (a, b) =>
-        a.rank - b.rank ||
-        a.group.key.length - b.group.key.length ||
-        COLLATOR.compare(a.group.name, b.group.name) ||
-        a.group.id - b.group.id,
-    );
     return {
-      groups: ranked.slice(0, limit).map(({ group }) => ({ id: group.id, name: group.name })),
-      total: ranked.length,
+      groups: ranks
+        .flat()
+        .slice(0, limit)
+        .map((group) => ({ id: group.id, name: group.name })),
+      total,
     };
   }
 }

@@ -55,6 +55,34 @@ describe('GroupIndex.search', () => {
     expect(index.search('--').total).toBe(0);
     expect(index.search('77-777').total).toBe(0);
   });
+
+  it('ranks as sorting every match by rank, length, name (numbers as numbers) and id would', () => {
+    // Names in no order, with duplicates, numbers of different lengths and case: every tie-break is used.
+    const groups = Array.from({ length: 600 }, (_, i) => ({
+      id: 600 - i,
+      name: `${['ИВТ', 'ивт', 'Пи', '1'][i % 4]}-${(i * 7919) % 97}${i % 5 === 0 ? '' : `.${i % 3}`}`,
+    }));
+    const big = new GroupIndex(groups);
+    const collator = new Intl.Collator('ru', { numeric: true, sensitivity: 'base' });
+    const expected = (query: string, limit: number) => {
+      const key = searchKey(query);
+      const ranked = groups
+        .map((group) => ({ group, key: searchKey(group.name) }))
+        .filter((entry) => entry.key.includes(key))
+        .map((entry) => ({ ...entry, rank: entry.key === key ? 0 : entry.key.startsWith(key) ? 1 : 2 }))
+        .sort(
+          (a, b) =>
+            a.rank - b.rank ||
+            a.key.length - b.key.length ||
+            collator.compare(a.group.name, b.group.name) ||
+            a.group.id - b.group.id,
+        );
+      return { groups: ranked.slice(0, limit).map((entry) => entry.group), total: ranked.length };
+    };
+    for (const query of ['1', '1-', 'ивт', 'ИВТ-1', '5', '1-5.1', 'пи-9', '12']) {
+      for (const limit of [1, 5, 20, 1000]) expect(big.search(query, limit)).toEqual(expected(query, limit));
+    }
+  });
 });
 
 describe('cleanGroupName', () => {
