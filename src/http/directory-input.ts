@@ -2,9 +2,12 @@
  * The body of `POST /admin/directory`, a list of study groups, read from JSON (`[{"id": 1, "name": "09-351"}]`
  * or `{"groups": [...]}`) or CSV (`id,name` per line; a header line naming `id` and `name` is optional and may
  * put the columns in either order; fields may be quoted, `""` inside quotes is a quote; `;` separates instead
- * of `,` when the first line has no comma, as spreadsheets in Russian locales save). Every problem is a 400
- * naming the line or the element and the field; values are quoted back shortened.
+ * of `,` when the first line has no comma, as spreadsheets in Russian locales save, and a first line `sep=;` as
+ * Excel writes names the separator). CSV bytes are decoded by the `charset` of the Content-Type (UTF-8 when
+ * none), e.g. `windows-1251` as Excel saves in Russian locales. Every problem is a 400 naming the line or the
+ * element and the field; values are quoted back shortened.
  */
+import { TextDecoder } from 'node:util';
 import { cleanGroupName, type DirectoryGroup, MAX_GROUP_NAME_LENGTH } from '../sources/group-directory.ts';
 import { HttpError } from './errors.ts';
 
@@ -30,6 +33,31 @@ export function groupsFromJson(body: unknown): DirectoryGroup[] {
       return { place, id: item.id, name: item.name };
     }),
   );
+}
+
+/**
+ * The text of CSV bytes in `charset` (a Content-Type parameter; UTF-8 when none); a 400 for a charset we do not
+ * know, or naming the first line holding bytes that are not text in it (a file saved as windows-1251 but sent
+ * as UTF-8 would store garbled names).
+ */
+export function decodeCsv(bytes: Uint8Array, charset: string | undefined): string {
+  let decoder: TextDecoder;
+  try {
+    decoder = new TextDecoder(charset ?? 'utf-8');
+  } catch (error) {
+    if (error instanceof RangeError) throw new HttpError(400, `unknown charset ${shown(charset)} in Content-Type`);
+    throw error;
+  }
+  const text = decoder.decode(bytes);
+  const bad = text.indexOf('\uFFFD');
+  if (bad < 0) return text;
+  const line = text.slice(0, bad).split('\n').length;
+  if (decoder.encoding === 'utf-8')
+    throw new HttpError(
+      400,
+      `line ${line}: not UTF-8: say charset=windows-1251 (Content-Type: text/csv; charset=windows-1251) if the file is in it`,
+    );
+  throw new HttpError(400, `line ${line}: not ${decoder.encoding} text, as the Content-Type's charset says`);
 }
 
 /** Groups of a CSV body, validated; a 400 naming the first bad line otherwise. */
@@ -111,18 +139,20 @@ interface CsvRow {
 
 /**
  * Splits CSV into records (RFC 4180: quoted fields may hold separators, quotes doubled, line breaks). Blank
- * lines are skipped. The separator is `,`, or `;` when the first line has `;` and no `,`.
+ * lines are skipped. The separator is the one a first line `sep=X` names (Excel's), else `,`, or `;` when the
+ * first line has `;` and no `,`.
  */
 export function csvRows(text: string): CsvRow[] {
   const firstLine = text.slice(0, text.search(/\r?\n|$/));
-  const separator = !firstLine.includes(',') && firstLine.includes(';') ? ';' : ',';
+  const named = /^sep=(.)$/i.exec(firstLine)?.[1];
+  const separator = named ?? (!firstLine.includes(',') && firstLine.includes(';') ? ';' : ',');
   const rows: CsvRow[] = [];
   let fields: string[] = [];
   let field = '';
-  let line = 1;
-  let rowLine = 1;
+  let line = named === undefined ? 1 : 2;
+  let rowLine = line;
   let quoted = false;
-  let i = 0;
+  let i = named === undefined ? 0 : firstLine.length + (text[firstLine.length] === '\r' ? 2 : 1);
   const endRow = () => {
     fields.push(field);
     if (fields.length > 1 || fields[0]?.trim() !== '') rows.push({ line: rowLine, fields });

@@ -1,6 +1,6 @@
 /** Reading a group list posted to POST /admin/directory: JSON and CSV, and the 400s naming what is wrong. */
 import { describe, expect, it } from 'vitest';
-import { csvRows, groupsFromCsv, groupsFromJson } from '../../src/http/directory-input.ts';
+import { csvRows, decodeCsv, groupsFromCsv, groupsFromJson } from '../../src/http/directory-input.ts';
 import { HttpError } from '../../src/http/errors.ts';
 
 function refusal(read: () => unknown): string {
@@ -77,5 +77,34 @@ describe('groupsFromCsv', () => {
 
   it('counts lines inside quoted fields', () => {
     expect(csvRows('1,"a\nb"\n2,c').map((row) => row.line)).toEqual([1, 3]);
+  });
+
+  it('takes the separator an Excel first line sep=X names, counting that line', () => {
+    expect(groupsFromCsv('sep=;\r\nid;name\r\n1;ИВТ, 21\r\n')).toEqual([{ id: 1, name: 'ИВТ, 21' }]);
+    expect(groupsFromCsv('\uFEFFSEP=,\n1,a;b\n')).toEqual([{ id: 1, name: 'a;b' }]);
+    expect(refusal(() => groupsFromCsv('sep=;\n1;a\nx;b\n'))).toBe(
+      'line 3: id must be a positive whole number, got "x"',
+    );
+  });
+});
+
+describe('decodeCsv', () => {
+  // «ИВТ-21» as Excel saves it in a Russian locale.
+  const cp1251 = Uint8Array.from([0x31, 0x2c, 0xc8, 0xc2, 0xd2, 0x2d, 0x32, 0x31]);
+
+  it('decodes UTF-8 by default and the charset the Content-Type names', () => {
+    expect(decodeCsv(new TextEncoder().encode('1,ИВТ-21'), undefined)).toBe('1,ИВТ-21');
+    expect(decodeCsv(cp1251, 'windows-1251')).toBe('1,ИВТ-21');
+    expect(decodeCsv(cp1251, 'CP1251')).toBe('1,ИВТ-21');
+  });
+
+  it('refuses bytes that are not text in the charset, naming the line, and a charset it does not know', () => {
+    const sent = Uint8Array.from([...new TextEncoder().encode('id,name\n2,ok\n'), ...cp1251]);
+    expect(refusal(() => decodeCsv(sent, undefined))).toMatch(/^line 3: not UTF-8: say charset=windows-1251/);
+    // windows-1251 maps every byte; ISO 8859-8 leaves 0xA1 unmapped.
+    expect(refusal(() => decodeCsv(Uint8Array.from([0x31, 0x2c, 0xa1]), 'iso-8859-8'))).toBe(
+      "line 1: not iso-8859-8 text, as the Content-Type's charset says",
+    );
+    expect(refusal(() => decodeCsv(cp1251, 'klingon'))).toBe('unknown charset "klingon" in Content-Type');
   });
 });

@@ -76,6 +76,25 @@ describe('POST /admin/directory', () => {
     expect(await pipeline.ctx.directory.name(900011)).toBe('ЮЮ-1, вечерняя');
   });
 
+  it('imports CSV in the charset its Content-Type names, and refuses one sent as UTF-8 that is not', async () => {
+    // «900031;ИВТ-31» in windows-1251, with Excel's separator line.
+    const bytes = Buffer.from([...Buffer.from('sep=;\r\n900031;'), ...[0xc8, 0xc2, 0xd2], ...Buffer.from('-31\r\n')]);
+    const post = (contentType: string) =>
+      app.inject({
+        method: 'POST',
+        url: '/admin/directory',
+        headers: { ...admin, 'content-type': contentType },
+        payload: bytes,
+      });
+    const garbled = await post('text/csv');
+    expect(garbled.statusCode).toBe(400);
+    expect(garbled.json<{ error: string }>().error).toMatch(/^line 2: not UTF-8: say charset=windows-1251/);
+    expect(await pipeline.ctx.directory.name(900031)).toBeUndefined();
+    const response = await post('text/csv; charset="windows-1251"');
+    expect(response.statusCode).toBe(200);
+    expect(await pipeline.ctx.directory.name(900031)).toBe('ИВТ-31');
+  });
+
   it('refuses bad input with a 400 naming the line or element, and changes nothing', async () => {
     const csv = await importCsv('900021,ЭЭ-1\n900022\n');
     expect(csv.statusCode).toBe(400);
