@@ -16,6 +16,7 @@ import { FeedProvider, type FeedProviderOptions } from './feed-provider.ts';
 import { chooseEncoding, codingEtag, type FeedEncoding, isNotModified } from './negotiate.ts';
 import { PersonalFeedOptions } from './personal-feed-options.ts';
 import { type ParsedSubscriberQuery, parseSubscriberQuery } from './subscriber-query.ts';
+import { TokenUseRecorder } from './token-use.ts';
 
 /** Options of the feed routes (tests shorten the waits). */
 export interface FeedRouteOptions extends FeedProviderOptions {
@@ -53,6 +54,7 @@ export async function registerFeedRoutes(
   app.addHook('onClose', async () => cache.stop());
   const provider = new FeedProvider(ctx, cache, new ClientLimits(ctx), options);
   const saved = new PersonalFeedOptions(ctx, cache, options.cacheTtlMs);
+  const tokenUse = new TokenUseRecorder(ctx, ctx.subscriptions);
 
   await app.register(async (scope) => {
     // Counter children per (kind, status), made once: a labelled inc() hashes its labels on every call.
@@ -84,9 +86,12 @@ export async function registerFeedRoutes(
       '/feeds/personal/:token.ics',
       async (request, reply) => {
         const source = await personalSource(ctx, request.params.token);
+        const { id } = sourceOf(source);
+        // Kept from revocation by sign-ups on other devices while a calendar polls it.
+        tokenUse.record(id, request.params.token);
         // The URL's own options win; without any, the ones its owner saved.
         const query = parseSubscriberQuery(request.query);
-        const chosen = query.canonical === '' ? await saved.get(sourceOf(source).id) : query;
+        const chosen = query.canonical === '' ? await saved.get(id) : query;
         return serveFeed(provider, request, reply, source, chosen);
       },
     );

@@ -27,7 +27,7 @@ const SIGN_UP_LOCK_MS = 10_000;
 /**
  * Signs a person up: checks the credential with the university, then either stores a new subscription (the
  * credential sealed) and queues its first refresh, or, when this university user has a subscription already,
- * gives that one a new feed token (its oldest beyond five is revoked) and the credential just checked, and
+ * gives that one a new feed token (its least recently used beyond five is revoked) and the credential just checked, and
  * queues a refresh that reads it (`created` says which). A group the profile names (id and name) is kept on
  * the subscription and recorded in the group directory. A profile without a user id is tied to its credential
  * (a keyed digest): the same credential finds the same subscription, another credential makes another one.
@@ -146,9 +146,10 @@ export async function deleteSubscription(
 }
 
 /**
- * A new feed URL for the holder of `oldToken`: that token is revoked at once (calendars subscribed with its URL
- * must subscribe again), the subscription's other tokens are kept. Answers the new token, its only copy, or
- * undefined when `oldToken` is no longer live (rotated or deleted meanwhile).
+ * A new feed URL for the holder of `oldToken`: every token of the subscription is revoked at once (calendars
+ * subscribed with any old URL must subscribe again, other browsers are signed out) and one new one issued.
+ * Answers the new token, its only copy, or undefined when `oldToken` is no longer live (rotated or deleted
+ * meanwhile).
  */
 export async function rotateFeedToken(
   ctx: ServiceContext,
@@ -156,7 +157,7 @@ export async function rotateFeedToken(
   oldToken: string,
   log: Pick<Logger, 'info'> = ctx.logger,
 ): Promise<string | undefined> {
-  const token = await ctx.subscriptions.rotateToken(subscription.id, oldToken);
+  const token = await ctx.subscriptions.rotateToken(subscription.id, oldToken, ctx.now());
   if (token !== undefined) log.info({ subscription: subscription.id }, 'personal feed token rotated');
   return token;
 }

@@ -1,7 +1,7 @@
 /**
  * Personal subscriptions in Redis. One HASH per subscription holds its public fields and the university
  * credential sealed with the secret box (bound to the subscription id); a ZSET holds the SHA-256 of each of
- * its live secret feed tokens (at most {@link MAX_LIVE_TOKENS}), and a STRING keyed by each hash leads from a
+ * its live secret feed tokens (at most {@link MAX_LIVE_TOKENS}), scored by when each was last used, and a STRING keyed by each hash leads from a
  * feed URL to the subscription. Neither the credential nor a token is ever stored in plain text. One owner (a
  * university user, or an id-less credential) has one subscription: a STRING per owner leads to it, and signing
  * up again issues another token to it. A counter, `credentialVersion`, goes up with every credential stored,
@@ -23,8 +23,9 @@ import {
   GONE,
   ISSUE_TOKEN,
   REVOKE_TOKEN,
-  ROTATE_TOKEN,
+  ROTATE_TOKENS,
   STALE,
+  TOUCH_TOKEN,
 } from './subscription-scripts.ts';
 
 /** `needs-credential`: the upstream rejected the stored credential; refreshes stop until it is replaced. */
@@ -72,11 +73,11 @@ export interface IssuedSubscription {
   token: string;
   /** False when the owner already had this subscription (the token is then one more of its tokens). */
   created: boolean;
-  /** How many of its oldest tokens this issue revoked (beyond {@link MAX_LIVE_TOKENS}). */
+  /** How many of its least recently used tokens this issue revoked (beyond {@link MAX_LIVE_TOKENS}). */
   revoked: number;
 }
 
-/** Feed tokens of one subscription that work at once; issuing one more revokes the oldest. */
+/** Feed tokens of one subscription that work at once; issuing one more revokes the least recently used. */
 export const MAX_LIVE_TOKENS = 5;
 
 /**
@@ -152,7 +153,7 @@ export class SubscriptionStore {
   /**
    * Signs an owner up in the store: a new subscription with its first feed token, or, when this university
    * user (this credential, for a profile without a user id) has a subscription already, that one with one more
-   * token, the oldest revoked beyond {@link MAX_LIVE_TOKENS}, and `credential` stored as its credential (the
+   * token, the least recently used revoked beyond {@link MAX_LIVE_TOKENS}, and `credential` stored as its credential (the
    * one just verified). Either way the returned token is the only copy there will ever be. Throws
    * SignUpContentionError when other writes to the same subscription kept getting in between.
    */
@@ -193,27 +194,44 @@ export class SubscriptionStore {
   }
 
   /**
-   * Replaces the live feed token `oldToken` of subscription `id` with a new one: the old feed URL stops working
-   * at once. Answers the new token (its only copy), or undefined when `oldToken` is not a live token of `id`
-   * or the subscription is gone.
+   * Replaces every feed token of subscription `id` with one new one, for the holder of the live token
+   * `oldToken`: every old feed URL (a leaked one included) stops working at once. Answers the new token (its
+   * only copy), or undefined when `oldToken` is not a live token of `id` or the subscription is gone. Throws
+   * SignUpContentionError when other token writes kept getting in between.
    */
-  async rotateToken(id: string, oldToken: string): Promise<string | undefined> {
+  async rotateToken(id: string, oldToken: string, now: number): Promise<string | undefined> {
     if (!SUBSCRIPTION_ID.test(id)) return undefined;
     const oldHash = hashToken(oldToken);
     const token = randomToken();
     const tokenHash = hashToken(token);
-    const result = await this.redis.eval(
-      ROTATE_TOKEN,
-      4,
-      this.keys.subscription(id),
-      this.keys.subscriptionTokens(id),
-      this.keys.subscriptionToken(oldHash),
-      this.keys.subscriptionToken(tokenHash),
-      id,
-      oldHash,
-      tokenHash,
-    );
-    return result === 1 ? token : undefined;
+    for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+      const { seq, tokens } = await this.tokenState(id);
+      const result = await this.redis.eval(
+        ROTATE_TOKENS,
+        4 + tokens.length,
+        this.keys.subscription(id),
+        this.keys.subscriptionTokens(id),
+        this.keys.subscriptionToken(oldHash),
+        this.keys.subscriptionToken(tokenHash),
+        ...tokens.map((hash) => this.keys.subscriptionToken(hash)),
+        id,
+        seq,
+        tokenHash,
+        String(now),
+      );
+      if (result !== STALE) return result === 1 ? token : undefined;
+    }
+    throw new SignUpContentionError();
+  }
+
+  /**
+   * Records that `token`, a live token of subscription `id`, was used at `now` (its feed was fetched): issuing
+   * one more token beyond {@link MAX_LIVE_TOKENS} revokes the least recently used. No-op for a token that is
+   * not in the subscription's set (revoked meanwhile). One write; callers throttle it.
+   */
+  async recordTokenUse(id: string, token: string, now: number): Promise<void> {
+    if (!SUBSCRIPTION_ID.test(id)) return;
+    await this.redis.eval(TOUCH_TOKEN, 1, this.keys.subscriptionTokens(id), hashToken(token), String(now));
   }
 
   /**
@@ -273,6 +291,7 @@ export class SubscriptionStore {
       this.keys.subscriptionToken(tokenHash),
       id,
       tokenHash,
+      String(input.now),
       ...Object.entries(fields).flat(),
     );
     return owned === id ? { subscription, token, created: true, revoked: 0 } : undefined;
@@ -284,7 +303,6 @@ export class SubscriptionStore {
    */
   private async issueToken(id: string, owner: string, input: NewSubscription): Promise<IssuedSubscription | undefined> {
     const { seq, tokens } = await this.tokenState(id);
-    const revoke = tokens.slice(0, Math.max(0, tokens.length + 1 - MAX_LIVE_TOKENS));
     const token = randomToken();
     const tokenHash = hashToken(token);
     const fields = {
@@ -296,16 +314,18 @@ export class SubscriptionStore {
     };
     const result = await this.redis.eval(
       ISSUE_TOKEN,
-      3 + revoke.length,
+      3 + tokens.length,
       this.keys.subscription(id),
       this.keys.subscriptionTokens(id),
       this.keys.subscriptionToken(tokenHash),
-      ...revoke.map((hash) => this.keys.subscriptionToken(hash)),
+      ...tokens.map((hash) => this.keys.subscriptionToken(hash)),
       id,
       tokenHash,
       seq,
-      String(revoke.length),
-      ...revoke,
+      String(tokens.length),
+      ...tokens,
+      String(input.now),
+      String(MAX_LIVE_TOKENS),
       ...Object.entries(fields).flat(),
     );
     if (result === GONE) await this.redis.eval(DROP_OWNER, 1, this.keys.subscriptionOwner(owner), id);
@@ -314,7 +334,7 @@ export class SubscriptionStore {
     return subscription === undefined ? undefined : { subscription, token, created: false, revoked: Number(result) };
   }
 
-  /** The token counter and the live token hashes of `id`, oldest first (one from before token sets included). */
+  /** The token counter and the live token hashes of `id`, least recently used first (one from before token sets included). */
   private async tokenState(id: string): Promise<{ seq: string; tokens: string[] }> {
     const [seq, legacy] = await this.redis.hmget(this.keys.subscription(id), 'tokenSeq', 'tokenHash');
     const live = await this.redis.zrange(this.keys.subscriptionTokens(id), '0', '-1');

@@ -1,6 +1,6 @@
 /**
  * One subscription per owner in the store: signing up again issues another feed token to the same
- * subscription (at most five live, the oldest revoked), simultaneous sign-ups end with one subscription, and
+ * subscription (at most five live, the least recently used revoked; rotation replaces them all), simultaneous sign-ups end with one subscription, and
  * subscriptions made before owners were indexed keep working, the newest of each owner indexed.
  */
 import { Redis } from 'ioredis';
@@ -77,7 +77,7 @@ describe('one subscription per owner', () => {
     expect(await redis.keys(`${prefix}:subscription:*`)).toHaveLength(1);
   });
 
-  it(`keeps ${MAX_LIVE_TOKENS} live tokens: each one more revokes the oldest and removes its hash`, async () => {
+  it(`keeps ${MAX_LIVE_TOKENS} live tokens: each one more revokes the least recently used (never used: the oldest) and removes its hash`, async () => {
     const issued = [];
     for (let i = 0; i < 10; i++) issued.push(await signUp(102, 'credential', NOW + i));
     const id = issued[0]?.subscription.id ?? '';
@@ -90,6 +90,48 @@ describe('one subscription per owner', () => {
       expect(await store.verifyToken(id, token)).toBe(live);
       expect(await redis.exists(keys.subscriptionToken(hashToken(token)))).toBe(live ? 1 : 0);
     }
+  });
+
+  it('revokes the least recently used token: one whose feed was fetched outlives newer unused ones', async () => {
+    const issued = [];
+    for (let i = 0; i < MAX_LIVE_TOKENS; i++) issued.push(await signUp(104, 'credential', NOW + i));
+    const id = issued[0]?.subscription.id ?? '';
+    await store.recordTokenUse(id, issued[0]?.token ?? '', NOW + 10);
+    const sixth = await signUp(104, 'credential', NOW + 11);
+    expect(sixth.revoked).toBe(1);
+    const live = await Promise.all([...issued, sixth].map(({ token }) => store.idByToken(token)));
+    expect(live).toEqual([id, undefined, id, id, id, id]);
+    // A use after revocation does not bring a token back.
+    await store.recordTokenUse(id, issued[1]?.token ?? '', NOW + 12);
+    expect(await store.liveTokenCount(id)).toBe(MAX_LIVE_TOKENS);
+    expect(await redis.zscore(keys.subscriptionTokens(id), hashToken(issued[1]?.token ?? ''))).toBeNull();
+  });
+
+  it('falls back to issue order for tokens scored before use times were kept', async () => {
+    const issued = [];
+    for (let i = 0; i < MAX_LIVE_TOKENS; i++) issued.push(await signUp(105, 'credential', NOW + i));
+    const id = issued[0]?.subscription.id ?? '';
+    // As stored before: each token scored by its issue number.
+    for (const [index, { token }] of issued.entries())
+      await redis.zadd(keys.subscriptionTokens(id), index + 1, hashToken(token));
+    await store.recordTokenUse(id, issued[2]?.token ?? '', NOW + 10);
+    await signUp(105, 'credential', NOW + 11);
+    await signUp(105, 'credential', NOW + 12);
+    const live = await Promise.all(issued.map(({ token }) => store.idByToken(token)));
+    expect(live).toEqual([undefined, undefined, id, id, id]);
+  });
+
+  it('rotates every token of a subscription into one new one, for the holder of a live token only', async () => {
+    const issued = [];
+    for (let i = 0; i < 3; i++) issued.push(await signUp(106, 'credential', NOW + i));
+    const id = issued[0]?.subscription.id ?? '';
+    const token = await store.rotateToken(id, issued[1]?.token ?? '', NOW + 5);
+    expect(token).toBeDefined();
+    for (const one of issued) expect(await store.idByToken(one.token)).toBeUndefined();
+    expect(await store.idByToken(token ?? '')).toBe(id);
+    expect(await store.liveTokenCount(id)).toBe(1);
+    expect(await store.rotateToken(id, issued[0]?.token ?? '', NOW + 6)).toBeUndefined();
+    expect(await store.idByToken(token ?? '')).toBe(id);
   });
 
   it('ends simultaneous sign-ups of one owner with one subscription and five live tokens', async () => {
@@ -141,7 +183,7 @@ describe('one subscription per owner', () => {
 });
 
 describe('subscriptions made before one per owner', () => {
-  it('keep working; the newest of each owner is indexed, and its old token counts as its oldest', async () => {
+  it('keep working; the newest of each owner is indexed, and its old token counts as its least recently used', async () => {
     const older = await legacySubscription(201, NOW - 2_000);
     const newer = await legacySubscription(201, NOW - 1_000);
     expect(await indexLegacyOwners(redis, keys)).toBeGreaterThanOrEqual(1);
