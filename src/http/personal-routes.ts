@@ -2,7 +2,8 @@
  * The owner's actions on a personal subscription from its page, for the browser signed in to it (the
  * `tts-personal` cookie): save feed options, rotate the feed URL, sign out, delete. Each is a form post,
  * checked to come from our own pages, answered with a 303 back to a page and a `?done=` word it shows. A
- * browser without a live session is sent to `/` to sign in.
+ * browser without a live session is sent to `/` to sign in (a rotation by way of the personal page, so that
+ * one tab's stale rotation does not clear the cookie another tab's rotation just set).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../runtime/context.ts';
@@ -48,10 +49,12 @@ export async function registerPersonalRoutes(app: FastifyInstance, ctx: ServiceC
     });
 
     scope.post(PERSONAL_ACTIONS.rotate, async (request, reply) => {
-      const session = await signedIn(ctx, request, reply);
-      if (session === undefined) return reply;
-      const token = await rotateFeedToken(ctx, session.subscription, session.token, request.log);
-      if (token === undefined) return forgetAndLeave(ctx, reply);
+      requireSameOrigin(ctx, request);
+      // A token already gone here is most likely another tab's rotation, whose new cookie this browser may hold
+      // by now: the cookie is left alone and the page, which reads it, decides (it sends a dead one to sign in).
+      const session = await readPersonalSession(ctx, request);
+      const token = session && (await rotateFeedToken(ctx, session.subscription, session.token, request.log));
+      if (session === undefined || token === undefined) return redirect(reply, PERSONAL_PAGE);
       setPersonalSession(ctx, reply, session.subscription.id, token);
       return back(reply, 'rotated');
     });

@@ -1,6 +1,6 @@
 /**
  * The owner's controls on the personal page: the feed options the plain feed URL serves (saved on the
- * subscription), a new feed URL (the old one stops), signing out of this browser, and deleting the
+ * subscription), a new feed URL (every old one stops, other devices are signed out), signing out of this browser, and deleting the
  * subscription (a ticked box confirms it, no script needed). The forms post to http/personal-routes.ts, which
  * answers with a redirect back here and a `?done=` word that {@link personalNotice} turns into a message.
  */
@@ -39,7 +39,7 @@ const words = messages({
     clear: 'Сбросить',
     rotateHeading: 'Новый адрес ленты',
     rotateLead:
-      'Если адрес ленты попал к посторонним, получите новый: старый адрес перестанет работать сразу, и календари, подписанные на него, нужно будет подписать заново по новому адресу.',
+      'Если адрес ленты попал к посторонним, получите новый: все прежние адреса перестанут работать сразу, календари, подписанные на них, нужно будет подписать заново по новому адресу, а на других устройствах придётся войти снова.',
     rotate: 'Получить новый адрес',
     signOutHeading: 'Выйти на этом устройстве',
     signOutLead: 'Подписка и её адрес продолжат работать; браузер просто забудет вход.',
@@ -67,7 +67,7 @@ const words = messages({
     clear: 'Reset',
     rotateHeading: 'New feed URL',
     rotateLead:
-      'If the feed URL reached someone it should not have, get a new one: the old URL stops working at once, and calendars subscribed to it must be subscribed again with the new URL.',
+      'If the feed URL reached someone it should not have, get a new one: every earlier URL stops working at once, calendars subscribed to them must be subscribed again with the new URL, and other devices must sign in again.',
     rotate: 'Get a new URL',
     signOutHeading: 'Sign out on this device',
     signOutLead: 'The subscription and its URL keep working; this browser only forgets the sign-in.',
@@ -82,7 +82,8 @@ const words = messages({
 
 const notices = messages({
   ru: {
-    rotated: 'Готово: у ленты новый адрес, старый больше не работает. Подпишите календари заново по новому адресу.',
+    rotated:
+      'Готово: у ленты новый адрес, прежние больше не работают. Подпишите календари заново по новому адресу; на других устройствах войдите снова.',
     options: 'Настройки сохранены: подписанные календари получат их при следующем обновлении.',
     'options-cleared': 'Настройки сброшены: лента снова полная.',
     'confirm-delete': 'Чтобы удалить подписку, отметьте флажок подтверждения.',
@@ -91,7 +92,7 @@ const notices = messages({
   },
   en: {
     rotated:
-      'Done: the feed has a new URL, and the old one no longer works. Subscribe your calendars again with the new URL.',
+      'Done: the feed has a new URL, and the earlier ones no longer work. Subscribe your calendars again with the new URL, and sign in again on other devices.',
     options: 'Options saved: subscribed calendars get them at their next update.',
     'options-cleared': 'Options reset: the feed is whole again.',
     'confirm-delete': 'To delete the subscription, tick the confirmation box.',

@@ -1,7 +1,7 @@
 /**
  * The owner's controls of a personal subscription, as a browser posts them with its session cookie: saved
- * options change the plain feed (body and ETag; URL parameters win), rotating revokes this browser's feed
- * token and hands the cookie the new one, deleting needs its box ticked and takes everything, forms from
+ * options change the plain feed (body and ETag; URL parameters win), rotating revokes every feed token of
+ * the subscription and hands the cookie the one new one, deleting needs its box ticked and takes everything, forms from
  * other sites are refused, and a browser without a session is sent to sign in.
  */
 import type { FastifyInstance } from 'fastify';
@@ -109,8 +109,11 @@ it('saves options that the plain personal feed then serves, with query parameter
   expect(whole.headers.etag).toBe(plain.headers.etag);
 });
 
-it('rotates the feed URL: the old token stops, the cookie holds the new one', async () => {
+it('rotates the feed URL: every old token stops, the cookie holds the new one', async () => {
   const { id, token, cookie } = await signedIn(1);
+  // Another device signed in to it (or a leaked URL): its token goes too.
+  const other = await signedIn(1);
+  expect(other.id).toBe(id);
   const answer = await post('/timetables/personal/rotate', cookie);
   expect(answer.statusCode).toBe(303);
   expect(answer.headers.location).toBe('/timetables/personal?done=rotated');
@@ -119,11 +122,19 @@ it('rotates the feed URL: the old token stops, the cookie holds the new one', as
   expect(newToken).not.toBe(token);
   expect(await ctx.subscriptions.verifyToken(id, newToken)).toBe(true);
   expect(await ctx.subscriptions.verifyToken(id, token)).toBe(false);
-  expect((await app.inject({ method: 'GET', url: `/feeds/personal/${token}.ics` })).statusCode).toBe(404);
+  expect(await ctx.subscriptions.liveTokenCount(id)).toBe(1);
+  for (const old of [token, other.token])
+    expect((await app.inject({ method: 'GET', url: `/feeds/personal/${old}.ics` })).statusCode).toBe(404);
   expect((await app.inject({ method: 'GET', url: `/feeds/personal/${newToken}.ics` })).statusCode).toBe(200);
-  // The old cookie is dead: the browser is sent to sign in again.
+  // A second tab rotating with the old cookie leaves the cookie alone (the first tab's new one may be there by
+  // now) and sends the browser to the page, which sends a dead cookie to sign in.
   const stale = await post('/timetables/personal/rotate', cookie);
-  expect(stale.headers.location).toBe('/');
+  expect(stale.statusCode).toBe(303);
+  expect(stale.headers.location).toBe('/timetables/personal');
+  expect(stale.headers['set-cookie']).toBeUndefined();
+  expect(await ctx.subscriptions.verifyToken(id, newToken)).toBe(true);
+  const page = await app.inject({ method: 'GET', url: '/timetables/personal', headers: { cookie } });
+  expect(page.headers.location).toBe('/');
 });
 
 it('refuses other sites, sends browsers without a session to sign in, and deletes only when confirmed', async () => {
