@@ -39,7 +39,8 @@ return ARGV[1]`;
  * carry their issue number, far below any time: they go first, oldest first. KEYS: 1 subscription hash, 2 its
  * token set, 3 the new token's index, 4..3+n the indexes of the n live tokens the caller read. ARGV: 1 id,
  * 2 new token hash, 3 expected `tokenSeq`, 4 n, 5..4+n the live token hashes (in KEYS order), 5+n now,
- * 6+n max, then hash field/value pairs to set. A token from before token sets (the hash's `tokenHash` field)
+ * 6+n max, then hash field/value pairs to set. The new token scores above every other (now, or 1 ms past the
+highest), so that tokens issued within one millisecond still go in issue order. A token from before token sets (the hash's `tokenHash` field)
  * joins the set first, as the least recently used. The credential version goes up and `statusReason` goes: the
  * credential was just verified. The group fields go too, and come back with the pairs when the profile just
  * read names a group. Answers how many tokens were revoked, {@link GONE} or {@link STALE}.
@@ -66,7 +67,10 @@ for _, hash in ipairs(revoke) do
   redis.call('DEL', index[hash])
 end
 redis.call('HINCRBY', KEYS[1], 'tokenSeq', 1)
-redis.call('ZADD', KEYS[2], ARGV[5 + n], ARGV[2])
+local score = tonumber(ARGV[5 + n])
+local top = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
+if top[2] and tonumber(top[2]) >= score then score = tonumber(top[2]) + 1 end
+redis.call('ZADD', KEYS[2], score, ARGV[2])
 redis.call('SET', KEYS[3], ARGV[1])
 redis.call('HINCRBY', KEYS[1], 'credentialVersion', 1)
 redis.call('HDEL', KEYS[1], 'statusReason', 'groupId', 'groupName')

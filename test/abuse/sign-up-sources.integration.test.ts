@@ -2,7 +2,8 @@
  * Abuse: one valid credential signed up over and over must not multiply sources (issue 12 measured 200
  * sources from 200 sign-ups, each refreshed every 30 minutes). Over loopback HTTP against the real app,
  * workers and the university simulator: 10 sign-ups of one user make one source, the sixth to tenth feed
- * tokens revoke the first to fifth, the newest serves the feed and a revoked one answers 404; simultaneous
+ * tokens revoke the first to fifth, the newest serves the feed and a revoked one answers 404, a token whose
+ * feed a calendar fetches outlives newer unused ones; simultaneous
  * sign-ups of one user end with one subscription.
  */
 import type { FastifyInstance } from 'fastify';
@@ -122,5 +123,15 @@ describe('sign-ups of one university user', () => {
     expect(await ctx.subscriptions.liveTokenCount(id)).toBe(MAX_LIVE_TOKENS);
     expect(await personalSources()).toContain(`personal:${id}`);
     expect(await personalSources()).toHaveLength(2);
+  });
+
+  it('revoke the least recently used token: a feed URL in use keeps working', async () => {
+    const answers: SignUpAnswer[] = [];
+    for (let i = 0; i < MAX_LIVE_TOKENS; i++) answers.push(await signUp(credential(2)));
+    const first = answers[0]?.body.feedUrl ?? '';
+    expect(await eventually(async () => ((await feedStatus(first)) === 200 ? 200 : undefined), 'the feed')).toBe(200);
+    answers.push(await signUp(credential(2)));
+    const statuses = await Promise.all(answers.map(({ body }) => feedStatus(body.feedUrl ?? '')));
+    expect(statuses).toEqual([200, 404, ...Array(MAX_LIVE_TOKENS - 1).fill(200)]);
   });
 });

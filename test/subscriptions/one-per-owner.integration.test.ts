@@ -107,6 +107,13 @@ describe('one subscription per owner', () => {
     expect(await redis.zscore(keys.subscriptionTokens(id), hashToken(issued[1]?.token ?? ''))).toBeNull();
   });
 
+  it('keeps issue order among tokens issued within one millisecond', async () => {
+    const issued = [];
+    for (let i = 0; i <= MAX_LIVE_TOKENS; i++) issued.push(await signUp(107, 'credential', NOW));
+    const live = await Promise.all(issued.map(({ token }) => store.idByToken(token)));
+    expect(live.map((found) => found !== undefined)).toEqual([false, ...Array(MAX_LIVE_TOKENS).fill(true)]);
+  });
+
   it('falls back to issue order for tokens scored before use times were kept', async () => {
     const issued = [];
     for (let i = 0; i < MAX_LIVE_TOKENS; i++) issued.push(await signUp(105, 'credential', NOW + i));
