@@ -6,7 +6,7 @@
  */
 import { createServer } from 'node:net';
 import type { FastifyInstance } from 'fastify';
-import { type Browser, chromium } from 'playwright-core';
+import { type Browser, chromium, type Page } from 'playwright-core';
 import { inject } from 'vitest';
 import { buildApp } from '../../src/http/app.ts';
 import { startWorkers, type WorkerSet } from '../../src/jobs/workers.ts';
@@ -26,6 +26,22 @@ export async function launchBrowser(): Promise<Browser> {
     // Root in a container has no user namespaces for Chromium's sandbox.
     args: ['--no-sandbox', '--disable-dev-shm-usage'],
   });
+}
+
+/**
+ * Collects what `page` logs as an error into `errors`, each prefixed with the page's URL: console errors (a
+ * CSP violation is one) and uncaught exceptions. Console lines matching `ignore` are left out.
+ */
+export function watchPageErrors(page: Page, errors: string[], ignore?: RegExp): void {
+  page.on('console', (message) => {
+    if (message.type() === 'error' && !ignore?.test(message.text())) errors.push(`${page.url()}: ${message.text()}`);
+  });
+  page.on('pageerror', (error) => errors.push(`${page.url()}: ${error.message}`));
+}
+
+/** How far `page` scrolls sideways at its width, in CSS pixels (0 or less: it fits). */
+export async function sidewaysOverflow(page: Page): Promise<number> {
+  return Number(await page.evaluate('document.documentElement.scrollWidth - window.innerWidth'));
 }
 
 /** A free loopback port (so that PUBLIC_URL can be set before the app listens on it). */

@@ -1,7 +1,7 @@
 /** `/` in a real browser: Russian by default, English on request, no CSP violation, usable at 360 px. */
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchBrowser, WebStack } from '../support/browser.ts';
+import { launchBrowser, sidewaysOverflow, WebStack, watchPageErrors } from '../support/browser.ts';
 
 let stack: WebStack;
 let browser: Browser;
@@ -21,10 +21,7 @@ async function openPage(width = 390, locale = 'ru-RU'): Promise<{ page: Page; er
   const context = await browser.newContext({ viewport: { width, height: 800 }, locale });
   const page = await context.newPage();
   const errors: string[] = [];
-  page.on('console', (message) => {
-    if (message.type() === 'error') errors.push(message.text());
-  });
-  page.on('pageerror', (error) => errors.push(error.message));
+  watchPageErrors(page, errors);
   return { page, errors };
 }
 
@@ -50,7 +47,6 @@ describe('the home page', () => {
   it('fits a 360 px screen without sideways scrolling', async () => {
     const { page } = await openPage(360);
     await page.goto(`${stack.url}/`);
-    const overflow = await page.evaluate('document.documentElement.scrollWidth - window.innerWidth');
-    expect(overflow).toBeLessThanOrEqual(0);
+    expect(await sidewaysOverflow(page)).toBeLessThanOrEqual(0);
   });
 });

@@ -8,7 +8,7 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signUp } from '../../src/subscriptions/personal.ts';
-import { launchBrowser, WebStack } from '../support/browser.ts';
+import { launchBrowser, sidewaysOverflow, WebStack, watchPageErrors } from '../support/browser.ts';
 import { eventually, waitUntil } from '../support/poll.ts';
 
 let stack: WebStack;
@@ -33,10 +33,7 @@ async function openContext(): Promise<{ context: BrowserContext; errors: string[
   const errors: string[] = [];
   const newPage = async () => {
     const page = await context.newPage();
-    page.on('console', (message) => {
-      if (message.type() === 'error') errors.push(`${page.url()}: ${message.text()}`);
-    });
-    page.on('pageerror', (error) => errors.push(`${page.url()}: ${error.message}`));
+    watchPageErrors(page, errors);
     return page;
   };
   return { context, errors, newPage };
@@ -44,8 +41,7 @@ async function openContext(): Promise<{ context: BrowserContext; errors: string[
 
 /** The page scrolls nowhere sideways at its width. */
 async function expectFits(page: Page): Promise<void> {
-  const overflow = await page.evaluate('document.documentElement.scrollWidth - window.innerWidth');
-  expect(overflow, `sideways scroll on ${page.url()}`).toBeLessThanOrEqual(0);
+  expect(await sidewaysOverflow(page), `sideways scroll on ${page.url()}`).toBeLessThanOrEqual(0);
 }
 
 /** The manage page's value of a fact (`Календарь`, `Статус`, …). */

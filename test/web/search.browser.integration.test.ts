@@ -6,7 +6,7 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { importSimulatorGroups } from '../../src/runtime/demo.ts';
-import { launchBrowser, WebStack } from '../support/browser.ts';
+import { launchBrowser, WebStack, watchPageErrors } from '../support/browser.ts';
 import { simControl } from '../upstream/sim-control.ts';
 
 let stack: WebStack;
@@ -28,12 +28,8 @@ async function openPage(): Promise<{ page: Page; errors: string[] }> {
   const context = await browser.newContext({ viewport: { width: 390, height: 800 }, locale: 'ru-RU' });
   const page = await context.newPage();
   const errors: string[] = [];
-  page.on('console', (message) => {
-    // A page answered with 4xx is logged as a failed load (the timetable pages are another part's): not an error here.
-    if (message.type() === 'error' && !message.text().startsWith('Failed to load resource'))
-      errors.push(message.text());
-  });
-  page.on('pageerror', (error) => errors.push(error.message));
+  // A page answered with 4xx is logged as a failed load (the form's 422, say): not an error here.
+  watchPageErrors(page, errors, /^Failed to load resource/);
   page.on('dialog', (dialog) => {
     errors.push(`dialog: ${dialog.message()}`);
     void dialog.dismiss();

@@ -5,7 +5,7 @@
  */
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchBrowser, WebStack } from '../support/browser.ts';
+import { launchBrowser, sidewaysOverflow, WebStack, watchPageErrors } from '../support/browser.ts';
 import { eventually, waitUntil } from '../support/poll.ts';
 
 let stack: WebStack;
@@ -27,10 +27,7 @@ async function openPage(width = 390): Promise<{ context: BrowserContext; page: P
   await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: stack.url });
   const page = await context.newPage();
   const errors: string[] = [];
-  page.on('console', (message) => {
-    if (message.type() === 'error') errors.push(message.text());
-  });
-  page.on('pageerror', (error) => errors.push(error.message));
+  watchPageErrors(page, errors);
   return { context, page, errors };
 }
 
@@ -127,7 +124,7 @@ describe('a timetable page in a browser', () => {
     const group = await simulatorGroup();
     const { context, page, errors } = await openPage(360);
     await page.goto(`${stack.url}/timetables/groups/${group.id}`);
-    expect(await page.evaluate('document.documentElement.scrollWidth - window.innerWidth')).toBeLessThanOrEqual(0);
+    expect(await sidewaysOverflow(page)).toBeLessThanOrEqual(0);
     const missing = await page.goto(`${stack.url}/timetables/groups/not-a-number`);
     expect(missing?.status()).toBe(404);
     expect(await page.isVisible('form.search input[name="q"]')).toBe(true);
