@@ -14,6 +14,7 @@ import { type SourceKey, sourceOf } from '../sources/source.ts';
 import type { ClientLimits } from './client-limits.ts';
 import { HttpError } from './errors.ts';
 import type { FeedCache } from './feed-cache.ts';
+import type { SavedQuery } from './personal-feed-options.ts';
 import type { ParsedSubscriberQuery } from './subscriber-query.ts';
 import { VariantCache, type VariantCacheLimits } from './variant-cache.ts';
 import { renderSubscriberVariant } from './variant-render.ts';
@@ -89,6 +90,26 @@ export class FeedProvider {
     );
     this.knownVariants.set(variant, true);
     return feed;
+  }
+
+  /**
+   * A personal feed as its owner's saved options make it (the URL carries none of its own). Its Last-Modified
+   * is never older than the save, so a client revalidating by date gets the change. A subscription has one
+   * saved variant at a time, and its URL is a secret: rendering it costs no client limit (calendar services
+   * poll many people's feeds from few addresses); the cap on renders at once still applies.
+   */
+  async savedFeedFor(source: SourceKey, saved: SavedQuery, ip: string): Promise<StoredFeed> {
+    const notBefore = saved.savedAt ?? 0;
+    if (saved.query.canonical !== '') {
+      const base = (await this.cache.get(source)) ?? (await this.onDemand(source, ip));
+      this.recordRequest(source);
+      // The save time is part of the key: options saved again as they once were are a change all the same.
+      return this.variants.get(VariantCache.key(source, base.etag, `${saved.query.canonical}\n${notBefore}`), () =>
+        renderSubscriberVariant(this.ctx, source, base, saved.query, notBefore),
+      );
+    }
+    const base = await this.feedFor(source, saved.query, ip);
+    return notBefore > base.lastModified ? { ...base, lastModified: notBefore } : base;
   }
 
   /**

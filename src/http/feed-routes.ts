@@ -14,7 +14,7 @@ import { HttpError } from './errors.ts';
 import { FeedCache } from './feed-cache.ts';
 import { FeedProvider, type FeedProviderOptions } from './feed-provider.ts';
 import { chooseEncoding, codingEtag, type FeedEncoding, isNotModified } from './negotiate.ts';
-import { PersonalFeedOptions } from './personal-feed-options.ts';
+import { PersonalFeedOptions, type SavedQuery } from './personal-feed-options.ts';
 import { type ParsedSubscriberQuery, parseSubscriberQuery } from './subscriber-query.ts';
 import { TokenUseRecorder } from './token-use.ts';
 
@@ -91,8 +91,8 @@ export async function registerFeedRoutes(
         tokenUse.record(id, request.params.token);
         // The URL's own options win; without any, the ones its owner saved.
         const query = parseSubscriberQuery(request.query);
-        const chosen = query.canonical === '' ? await saved.get(id) : query;
-        return serveFeed(provider, request, reply, source, chosen);
+        const own = query.canonical === '' ? await saved.get(id) : undefined;
+        return serveFeed(provider, request, reply, source, own?.query ?? query, own);
       },
     );
   });
@@ -131,8 +131,11 @@ async function serveFeed(
   reply: FastifyReply,
   source: SourceKey,
   query: ParsedSubscriberQuery = parseSubscriberQuery(request.query),
+  saved?: SavedQuery,
 ): Promise<FastifyReply> {
-  const feed = await provider.feedFor(source, query, request.ip);
+  const feed = await (saved === undefined
+    ? provider.feedFor(source, query, request.ip)
+    : provider.savedFeedFor(source, saved, request.ip));
   // Chosen before the headers: each coding has its own ETag, and a 304 carries the one a 200 would have.
   const encoding = chooseEncoding(request.headers['accept-encoding']);
   setFeedHeaders(reply, feed, encoding, source.startsWith('personal:'));

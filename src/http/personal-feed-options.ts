@@ -13,11 +13,18 @@ import { type ParsedSubscriberQuery, subscriberQueryOf } from './subscriber-quer
 /** Subscriptions whose options are kept; each entry is a few hundred bytes at most. */
 const MAX_ENTRIES = 50_000;
 
+/** The options a personal feed URL without any of its own serves, and when they were last saved or cleared. */
+export interface SavedQuery {
+  query: ParsedSubscriberQuery;
+  /** Undefined when they never were. */
+  savedAt: number | undefined;
+}
+
 /** Saved options per subscription id, following the feed cache's invalidations. */
 export class PersonalFeedOptions {
   private readonly ctx: ServiceContext;
   private readonly cache: FeedCache;
-  private readonly entries: LRUCache<string, ParsedSubscriberQuery>;
+  private readonly entries: LRUCache<string, SavedQuery>;
   /** Goes up with every invalidation: a read that one overtook is answered but not kept. */
   private generation = 0;
 
@@ -28,13 +35,14 @@ export class PersonalFeedOptions {
     cache.onInvalidate((source) => this.invalidate(source));
   }
 
-  /** The saved options of subscription `id` with their canonical text (empty: none saved). */
-  async get(id: string): Promise<ParsedSubscriberQuery> {
+  /** The saved options of subscription `id` with their canonical text (empty: none saved), and when saved. */
+  async get(id: string): Promise<SavedQuery> {
     const hit = this.entries.get(id);
     if (hit !== undefined) return hit;
     const generation = this.generation;
     const live = this.cache.isLive;
-    const parsed = subscriberQueryOf((await this.ctx.subscriptions.feedOptionsOf(id)) ?? {});
+    const { options, savedAt } = await this.ctx.subscriptions.feedOptionsOf(id);
+    const parsed = { query: subscriberQueryOf(options ?? {}), savedAt };
     // A save announced while reading may not be in what was read: keep only reads no announcement overtook.
     if (live && this.cache.isLive && generation === this.generation) this.entries.set(id, parsed);
     return parsed;

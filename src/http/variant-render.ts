@@ -35,7 +35,8 @@ export function variantCapBytes(base: Pick<StoredFeed, 'body'>): number {
 }
 
 /**
- * Renders and compresses the variant of `base` that `query` asks for. Throws {@link HttpError} 400 when an
+ * Renders and compresses the variant of `base` that `query` asks for; its Last-Modified is the base feed's, or
+ * `notBefore` (ms) when later (a personal feed's saved options changed then). Throws {@link HttpError} 400 when an
  * option names something this timetable does not have or the variant would exceed its cap, 503 when the
  * timetable's snapshot is not stored yet.
  */
@@ -44,6 +45,7 @@ export async function renderSubscriberVariant(
   source: SourceKey,
   base: StoredFeed,
   query: ParsedSubscriberQuery,
+  notBefore = 0,
 ): Promise<StoredFeed> {
   const [{ snapshot, published }, everHad] = await Promise.all([
     ctx.snapshots.load(source),
@@ -82,7 +84,7 @@ export async function renderSubscriberVariant(
     gzip: gzipped,
     brotli,
     etag: etagOf(body),
-    lastModified: base.lastModified,
+    lastModified: Math.max(base.lastModified, notBefore),
     staleSince: base.staleSince,
   };
 }

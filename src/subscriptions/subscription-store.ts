@@ -49,8 +49,19 @@ export interface Subscription {
    * subscribed already follow a change without subscribing again.
    */
   feedOptions?: SubscriberOptions;
+  /**
+   * When feed options were last saved or cleared (ms): the plain feed changed then, so its Last-Modified is
+   * never older, or a client revalidating with If-Modified-Since would keep the feed it had.
+   */
+  feedOptionsSavedAt?: number;
   createdAt: number;
   updatedAt: number;
+}
+
+/** A subscription's saved feed options (none: the plain feed) and when they were last saved or cleared. */
+export interface SavedFeedOptions {
+  options?: SubscriberOptions;
+  savedAt?: number;
 }
 
 /** What a new subscription is made of. */
@@ -240,15 +251,21 @@ export class SubscriptionStore {
    */
   async saveFeedOptions(id: string, options: SubscriberOptions, now: number): Promise<boolean> {
     const empty = Object.keys(options).length === 0;
-    const set: Record<string, string> = { updatedAt: String(now) };
+    const set: Record<string, string> = { updatedAt: String(now), feedOptionsSavedAt: String(now) };
     if (!empty) set.feedOptions = JSON.stringify(options);
     return this.update(id, set, { remove: empty ? ['feedOptions'] : [] });
   }
 
-  /** The saved feed options of subscription `id` (one field read: the personal feed's hot path asks). */
-  async feedOptionsOf(id: string): Promise<SubscriberOptions | undefined> {
-    if (!SUBSCRIPTION_ID.test(id)) return undefined;
-    return parseFeedOptions(await this.redis.hget(this.keys.subscription(id), 'feedOptions'));
+  /** The saved feed options of subscription `id` and when they were saved (the personal feed's hot path asks). */
+  async feedOptionsOf(id: string): Promise<SavedFeedOptions> {
+    if (!SUBSCRIPTION_ID.test(id)) return {};
+    const [text, savedAt] = await this.redis.hmget(this.keys.subscription(id), 'feedOptions', 'feedOptionsSavedAt');
+    const options = parseFeedOptions(text);
+    const at = Number(savedAt);
+    return {
+      ...(options !== undefined ? { options } : {}),
+      ...(savedAt !== null && Number.isFinite(at) ? { savedAt: at } : {}),
+    };
   }
 
   /** How many feed tokens of subscription `id` work now. */
@@ -491,6 +508,8 @@ function fromFields(fields: Record<string, string>): Subscription {
   if (fields.statusReason !== undefined) subscription.statusReason = fields.statusReason;
   const feedOptions = parseFeedOptions(fields.feedOptions);
   if (feedOptions !== undefined) subscription.feedOptions = feedOptions;
+  const savedAt = Number(fields.feedOptionsSavedAt);
+  if (fields.feedOptionsSavedAt !== undefined && Number.isFinite(savedAt)) subscription.feedOptionsSavedAt = savedAt;
   const groupId = Number(fields.groupId);
   if (Number.isSafeInteger(groupId) && groupId > 0 && fields.groupName)
     subscription.group = { id: groupId, name: fields.groupName };

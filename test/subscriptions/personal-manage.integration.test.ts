@@ -1,8 +1,9 @@
 /**
  * The owner's controls of a personal subscription, as a browser posts them with its session cookie: saved
- * options change the plain feed (body and ETag; URL parameters win), rotating revokes every feed token of
- * the subscription and hands the cookie the one new one, deleting needs its box ticked and takes everything, forms from
- * other sites are refused, and a browser without a session is sent to sign in.
+ * options change the plain feed (body and ETag; URL parameters win), rotating revokes every feed token of the
+ * subscription and hands the cookie the one new one, deleting needs its box ticked and takes everything, forms
+ * from other sites are refused, and a browser without a session is sent to sign in. A save is a change by date
+ * too (If-Modified-Since), and saved variants cost no client's limit on new variants.
  */
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
@@ -24,8 +25,13 @@ let app: FastifyInstance;
 let closeContext: () => Promise<void>;
 
 beforeAll(async () => {
-  simulator = await startSimulator({ port: 0, seed: 3, groups: 12, employees: 12, users: 3 });
-  const opened = await testContext({ UNIVERSITY_API_URL: simulator.url, PUBLIC_URL });
+  simulator = await startSimulator({ port: 0, seed: 3, groups: 12, employees: 12, users: 5 });
+  // One new variant a minute per client: every request here comes from one address.
+  const opened = await testContext({
+    UNIVERSITY_API_URL: simulator.url,
+    PUBLIC_URL,
+    VARIANT_RENDERS_PER_CLIENT: '1/1m',
+  });
   ctx = opened.context;
   closeContext = opened.close;
   workers = await startWorkers(ctx, inject('redisUrl'));
@@ -161,4 +167,68 @@ it('refuses other sites, sends browsers without a session to sign in, and delete
   const signedOut = await post('/timetables/personal/sign-out', cookie);
   expect(signedOut.headers.location).toBe('/?done=signed-out');
   expect(String(signedOut.headers['set-cookie'])).toMatch(/Max-Age=0/);
+});
+
+it('serves the saved options to a client revalidating by date, with a Last-Modified and ETag of their own', async () => {
+  const { token, cookie } = await signedIn(3);
+  const feedUrl = `/feeds/personal/${token}.ics`;
+  const plain = await app.inject({ method: 'GET', url: feedUrl });
+  const lastModified = String(plain.headers['last-modified']);
+  expect(
+    (await app.inject({ method: 'GET', url: feedUrl, headers: { 'if-modified-since': lastModified } })).statusCode,
+  ).toBe(304);
+  // HTTP dates count whole seconds: a save in the feed's own second could not be told from it.
+  await until(
+    async () => Date.now(),
+    (now) => now >= Date.parse(lastModified) + 1000,
+  );
+
+  expect((await post('/timetables/personal/options', cookie, 'alarm=20&action=save')).statusCode).toBe(303);
+  const changed = await until(
+    () => app.inject({ method: 'GET', url: feedUrl, headers: { 'if-modified-since': lastModified } }),
+    (answer) => answer.statusCode === 200,
+    5_000,
+  );
+  expect(changed.body).toContain('TRIGGER:-PT20M');
+  expect(changed.headers.etag).not.toBe(plain.headers.etag);
+  expect(Date.parse(String(changed.headers['last-modified']))).toBeGreaterThan(Date.parse(lastModified));
+  const since = String(changed.headers['last-modified']);
+  expect((await app.inject({ method: 'GET', url: feedUrl, headers: { 'if-modified-since': since } })).statusCode).toBe(
+    304,
+  );
+
+  // Clearing them is a change as well: the whole feed again, newer than the variant.
+  await until(
+    async () => Date.now(),
+    (now) => now >= Date.parse(since) + 1000,
+  );
+  expect((await post('/timetables/personal/options', cookie, 'action=clear')).statusCode).toBe(303);
+  const whole = await until(
+    () => app.inject({ method: 'GET', url: feedUrl, headers: { 'if-modified-since': since } }),
+    (answer) => answer.statusCode === 200,
+    5_000,
+  );
+  expect(whole.body).not.toContain('BEGIN:VALARM');
+  expect(whole.headers.etag).toBe(plain.headers.etag);
+});
+
+it('renders saved variants however many new variants their client asked for', async () => {
+  const { token, cookie } = await signedIn(4);
+  const feedUrl = `/feeds/personal/${token}.ics`;
+  // This client's allowance of new variants (one a minute) is spent by variants asked for in the URL.
+  const asked = [
+    (await app.inject({ method: 'GET', url: `${feedUrl}?alarm=5` })).statusCode,
+    (await app.inject({ method: 'GET', url: `${feedUrl}?alarm=10` })).statusCode,
+  ];
+  expect(asked).toContain(429);
+  for (const alarm of [25, 35]) {
+    expect((await post('/timetables/personal/options', cookie, `alarm=${alarm}&action=save`)).statusCode).toBe(303);
+    const served = await until(
+      () => app.inject({ method: 'GET', url: feedUrl }),
+      (answer) => answer.statusCode !== 200 || answer.body.includes(`TRIGGER:-PT${alarm}M`),
+      5_000,
+    );
+    expect(served.statusCode).toBe(200);
+  }
+  expect((await app.inject({ method: 'GET', url: `${feedUrl}?alarm=15` })).statusCode).toBe(429);
 });
