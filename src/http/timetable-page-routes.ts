@@ -67,6 +67,8 @@ interface PageOptions {
   options: SubscriberOptions;
   values: OptionValues;
   error?: string;
+  /** The subscription's saved options, shown because the query asked for none: the plain feed URL serves them. */
+  saved?: boolean;
 }
 
 /**
@@ -160,6 +162,7 @@ class TimetablePages {
       base: '/timetables/personal',
       feedPath: `/feeds/personal/${token}.ics`,
       pushUrl,
+      saved: subscription.feedOptions,
     };
     const view = stored
       ? await this.pageView(lang, request, stored, context)
@@ -243,10 +246,17 @@ class TimetablePages {
     lang: Lang,
     request: FastifyRequest<{ Querystring: Query }>,
     stored: Stored,
-    context: { kind: PageKind; base: string; feedPath: string; pushUrl: string | undefined },
+    context: {
+      kind: PageKind;
+      base: string;
+      feedPath: string;
+      pushUrl: string | undefined;
+      /** The personal subscription's saved options, which its plain feed URL serves. */
+      saved?: SubscriberOptions | undefined;
+    },
   ): Promise<TimetablePageView> {
     const { snapshot, published, source } = stored;
-    const chosen = await this.pageOptions(request.query, stored);
+    const chosen = await this.pageOptions(request.query, stored, context.saved);
     const now = this.ctx.now();
     const [changes, state] = await Promise.all([this.ctx.snapshots.changes(source), this.ctx.registry.get(source)]);
     const moves = changes.filter((change) => change.at >= now - MOVES_SHOWN_MS).flatMap((change) => change.moved);
@@ -258,7 +268,8 @@ class TimetablePages {
       moves,
       now,
     });
-    const links = feedLinks(this.ctx.config.publicUrl, context.feedPath, chosen.options);
+    // The plain feed URL serves the saved options already: its links need no parameters.
+    const links = feedLinks(this.ctx.config.publicUrl, context.feedPath, chosen.saved ? {} : chosen.options);
     return {
       lang,
       url: request.url,
@@ -274,6 +285,7 @@ class TimetablePages {
         options: chosen.options,
         preview: eventPreview(snapshot, published, chosen.options),
         error: chosen.error,
+        savedApplied: chosen.saved === true,
       },
       subscribe: { links, qrSvg: await this.qrSvg(links.feedUrl), pushUrl: context.pushUrl },
     };
@@ -302,15 +314,18 @@ class TimetablePages {
   /**
    * The options of a query as the page offers them: empty fields (a form sent without script) are no option, a
    * title equal to the default is none, and the options must fit the subgroups and kinds the timetable ever
-   * had. Refused options come back as `error` with no options applied.
+   * had. Refused options come back as `error` with no options applied. A query with no option at all gives the
+   * `saved` ones (a personal subscription's), when there are any.
    */
-  private async pageOptions(query: Query, stored: Stored): Promise<PageOptions> {
+  private async pageOptions(query: Query, stored: Stored, saved?: SubscriberOptions): Promise<PageOptions> {
     const values = mergeOptionValues(
       await this.ctx.snapshots.optionValues(stored.source),
       optionValuesOf(stored.snapshot.entries),
     );
     const given = filledOptionFields(query);
     if (given.title === DEFAULT_TITLE_TEMPLATE) delete given.title;
+    if (Object.keys(given).length === 0 && saved !== undefined && Object.keys(saved).length > 0)
+      return { options: saved, values, saved: true };
     try {
       const { options } = parseSubscriberQuery(given);
       checkOptionsFit(values, options);

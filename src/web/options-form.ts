@@ -28,6 +28,7 @@ const words = messages({
     previewAlarm: 'Напоминание',
     previewNone: 'С этими настройками в календаре не останется ни одного занятия.',
     before: 'за',
+    savedApplied: 'Это ваши сохранённые настройки: адрес ленты без параметров уже их применяет.',
   },
   en: {
     heading: 'Calendar options',
@@ -46,11 +47,17 @@ const words = messages({
     previewAlarm: 'Reminder',
     previewNone: 'With these options the calendar keeps no class at all.',
     before: '',
+    savedApplied: 'These are your saved options: the feed address without parameters already applies them.',
   },
 });
 
-/** Reminder choices offered, in minutes. */
-const ALARMS = [0, 5, 10, 15, 30, 60, 120, 1440];
+/** Reminder choices offered, in minutes, by this form and the saved options of the personal page. */
+export const ALARM_CHOICES: readonly number[] = [0, 5, 10, 15, 30, 60, 120, 1440];
+
+/** The reminder choices, with `current` among them when it is another value (saved or in the URL). */
+export function alarmChoices(current: number | undefined): number[] {
+  return [...new Set([...ALARM_CHOICES, ...(current === undefined ? [] : [current])])].sort((a, b) => a - b);
+}
 
 /** `15 минут`, `1 час`, `2 часа`, `1 день`; `15 minutes`, `1 hour`. */
 export function durationText(minutes: number, lang: Lang): string {
@@ -100,6 +107,8 @@ export interface OptionsFormView {
   preview: EventPreview | undefined;
   /** Why the options in the URL were refused (the form is shown with them anyway). */
   error?: string | undefined;
+  /** The options are a personal subscription's saved ones, which its plain feed URL already serves. */
+  savedApplied?: boolean | undefined;
 }
 
 /** The options form and the event preview. */
@@ -122,9 +131,7 @@ export function optionsForm(view: OptionsFormView): Html {
           (kind, index) =>
             html`<label class="check" for="opt-kind-${String(index)}"><input type="checkbox" id="opt-kind-${String(index)}" name="exclude" value="${kind}"!${excluded.has(kind) ? ' checked' : ''}> ${kind}</label>`,
         )}</fieldset>`;
-  const alarms = [...new Set([...ALARMS, ...(options.alarmMinutes === undefined ? [] : [options.alarmMinutes])])].sort(
-    (a, b) => a - b,
-  );
+  const alarms = alarmChoices(options.alarmMinutes);
   const alarm = html`<div class="field"><label for="opt-alarm">${w.alarm}</label>
 <select id="opt-alarm" name="alarm"><option value="">${w.noAlarm}</option>!${alarms.map(
     (minutes) =>
@@ -135,6 +142,7 @@ export function optionsForm(view: OptionsFormView): Html {
 <p class="hint muted" id="opt-title-hint">${w.titleHint}: ${TITLE_PLACEHOLDERS.map((name) => `{${name}}`).join(' ')}</p></div>`;
   return html`<form class="card options" method="get" action="${view.action}" data-options data-preview="${view.previewPath}" aria-labelledby="options-heading">
 <h2 id="options-heading">${w.heading}</h2>
+!${view.savedApplied ? html`<p class="notice" data-options-saved>${w.savedApplied}</p>` : ''}
 !${subgroup}!${kinds}!${alarm}!${title}
 <p class="notice error" role="alert" data-options-error!${view.error === undefined ? ' hidden' : ''}>${view.error ?? ''}</p>
 <button type="submit">${w.apply}</button>

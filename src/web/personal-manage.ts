@@ -9,6 +9,7 @@ import type { OptionValues } from '../timetable/event-text.ts';
 import { type Html, html } from './html.ts';
 import { type Lang, messages } from './i18n.ts';
 import { page } from './layout.ts';
+import { alarmChoices, alarmText } from './options-form.ts';
 
 /** Form paths, shared with the routes. */
 export const PERSONAL_ACTIONS = {
@@ -17,9 +18,6 @@ export const PERSONAL_ACTIONS = {
   delete: '/timetables/personal/delete',
   signOut: '/timetables/personal/sign-out',
 } as const;
-
-/** Reminder choices offered, in minutes (any other saved value is offered as well). */
-const ALARMS = [5, 10, 15, 30, 60, 120];
 
 const words = messages({
   ru: {
@@ -32,7 +30,6 @@ const words = messages({
     hideKinds: 'Скрыть виды занятий',
     alarm: 'Напоминание',
     noAlarm: 'Без напоминания',
-    minutes: (n: number) => `За ${n} мин`,
     title: 'Название события',
     titleHint: 'Например: {subject} ({kind}), {room}. Пусто — как обычно.',
     save: 'Сохранить настройки',
@@ -60,7 +57,6 @@ const words = messages({
     hideKinds: 'Hide kinds of class',
     alarm: 'Reminder',
     noAlarm: 'No reminder',
-    minutes: (n: number) => `${n} min before`,
     title: 'Event title',
     titleHint: 'For example: {subject} ({kind}), {room}. Empty: as usual.',
     save: 'Save options',
@@ -141,7 +137,7 @@ export function personalManageSection(view: PersonalManageView): Html {
 <label for="manage-alarm">${w.alarm}</label>
 <select id="manage-alarm" name="alarm">
 <option value="">${w.noAlarm}</option>
-!${alarmChoices(saved.alarmMinutes).map((n) => html`<option value="${n}"${n === saved.alarmMinutes ? ' selected' : ''}>${w.minutes(n)}</option>`)}
+!${alarmChoices(saved.alarmMinutes).map((n) => html`<option value="${n}"${n === saved.alarmMinutes ? ' selected' : ''}>${alarmText(n, view.lang)}</option>`)}
 </select>
 </div>
 <div class="field">
@@ -204,10 +200,6 @@ function kindsField(view: PersonalManageView, saved: readonly string[]): Html {
   return html`<fieldset class="field"><legend>${w.hideKinds}</legend>
 !${choices.map((kind) => html`<label class="check"><input type="checkbox" name="exclude" value="${kind}"${saved.includes(kind) ? ' checked' : ''}> ${kind}</label>`)}
 </fieldset>`;
-}
-
-function alarmChoices(saved: number | undefined): number[] {
-  return saved === undefined || ALARMS.includes(saved) ? ALARMS : [...ALARMS, saved].sort((a, b) => a - b);
 }
 
 const refused = messages({

@@ -3,7 +3,8 @@
  * options change the plain feed (body and ETag; URL parameters win), rotating revokes every feed token of the
  * subscription and hands the cookie the one new one, deleting needs its box ticked and takes everything, forms
  * from other sites are refused, and a browser without a session is sent to sign in. A save is a change by date
- * too (If-Modified-Since), and saved variants cost no client's limit on new variants.
+ * too (If-Modified-Since), saved variants cost no client's limit on new variants, and the personal page starts
+ * from the saved options.
  */
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
@@ -25,7 +26,7 @@ let app: FastifyInstance;
 let closeContext: () => Promise<void>;
 
 beforeAll(async () => {
-  simulator = await startSimulator({ port: 0, seed: 3, groups: 12, employees: 12, users: 5 });
+  simulator = await startSimulator({ port: 0, seed: 3, groups: 12, employees: 12, users: 6 });
   // One new variant a minute per client: every request here comes from one address.
   const opened = await testContext({
     UNIVERSITY_API_URL: simulator.url,
@@ -231,4 +232,34 @@ it('renders saved variants however many new variants their client asked for', as
     expect(served.statusCode).toBe(200);
   }
   expect((await app.inject({ method: 'GET', url: `${feedUrl}?alarm=15` })).statusCode).toBe(429);
+});
+
+it('shows the personal page with the saved options: weeks, form and preview, and the plain feed URL', async () => {
+  const { token, cookie } = await signedIn(5);
+  const personalPage = () => app.inject({ method: 'GET', url: '/timetables/personal', headers: { cookie } });
+  const before = (await personalPage()).body;
+  const kind = /<span class="kind">([^<]+)<\/span>/.exec(before)?.[1];
+  if (kind === undefined) throw new Error('the personal page shows no kind of class');
+  expect(before).not.toContain('data-options-saved');
+
+  const saved = await post(
+    '/timetables/personal/options',
+    cookie,
+    `exclude=${encodeURIComponent(kind)}&alarm=1440&action=save`,
+  );
+  expect(saved.statusCode).toBe(303);
+  const after = (await personalPage()).body;
+  expect(after).toContain('data-options-saved');
+  expect(after).not.toContain(`<span class="kind">${kind}</span>`);
+  expect(after).toMatch(new RegExp(`id="opt-kind-\\d+" name="exclude" value="${kind}" checked`));
+  // Both forms offer the same reminders, the saved one chosen.
+  expect(after.match(/<option value="1440" selected>/g)).toHaveLength(2);
+  expect(after).toContain('за 1 день до начала');
+  expect(after).toContain(`${token}.ics"`);
+  expect(after).not.toContain(`${token}.ics?`);
+
+  // Options in the query are the page's own: the saved ones step aside, and the links carry them.
+  const asked = (await app.inject({ method: 'GET', url: '/timetables/personal?alarm=30', headers: { cookie } })).body;
+  expect(asked).not.toContain('data-options-saved');
+  expect(asked).toContain(`${token}.ics?alarm&#61;30`);
 });
