@@ -140,6 +140,36 @@ describe('timetable-sync render --file', () => {
     expect(result.stdout).not.toMatch(/[\ufffdÐÑ]|Р[ЎЃ°-џ]/);
   });
 
+  it('reads a UTF-8 file of control characters, split group lists, nulls and a missing date', async () => {
+    // Entry 8001: control characters in its text fields (a tab in the note), groups split by new lines and ";".
+    // Entry 8002: every optional field `null`. Entry 8003: no `start_day_schedule` key at all.
+    const file = join(import.meta.dirname, 'fixtures/schedule-utf8-shapes.json');
+    const result = await runCli(['render', '--file', file]);
+    expect(result.code).toBe(0);
+    expect(result.stderr).toBe(
+      'term start 2025-09-02 (Tuesday), inferred from 1 of 2 entries starting July–December 2025: week 1 (odd) begins Monday 2025-09-01\n' +
+        'skipped entry 8003: start_day_schedule: expected a date DD.MM.YY, DD.MM.YYYY or YYYY-MM-DD, got nothing\n',
+    );
+    const controls = [...result.stdout].filter((char) => /\p{Cc}/u.test(char) && !['\t', '\r', '\n'].includes(char));
+    expect(controls).toEqual([]);
+    const parsed = events(result.stdout);
+    expect(parsed.map((event) => event.uid)).toEqual([
+      '8001-20250902@timetable-sync',
+      '8002-20250903@timetable-sync',
+      '8001-20250909@timetable-sync',
+    ]);
+    const [linear, sport] = parsed;
+    expect(linear?.summary).toBe('Линейная алгебра (лекция)');
+    expect(linear?.location).toBe('Корпус №2, 1105');
+    expect(linear?.description).toBe(
+      'Лекция\nПреподаватель: Ёлкин Пётр Петрович\nГруппы: 09-351, 09-352, 09-353, 09-354\nПримечание: 1\tподгруппа',
+    );
+    expect(sport?.summary).toBe('Физкультура');
+    expect(sport?.location).toBeNull();
+    expect(sport?.description).toBe('Группа: 09-351');
+    expect(sport?.startDate.toString()).toBe('2025-09-03T12:00:00');
+  });
+
   it('reads a UTF-8 file with a byte order mark without a warning', async () => {
     const file = join(dir, 'bom.json');
     await writeFile(file, `\ufeff${JSON.stringify({ success: true, subjects: [entry({ subject_name: 'Химия' })] })}`);
