@@ -147,6 +147,51 @@ describe('simulator legacy dialect', () => {
     expect(pick(await fromLegacy.searchEmployees(lastName))).toEqual(standardFound);
   });
 
+  it('reads, through the client, a profile that is null in every field, the group id included', async () => {
+    const [fromStandard, fromLegacy] = clients as [UniversityClient, UniversityClient];
+    // The fields a legacy deployment leaves null, and only those: every value of the answer is null.
+    const nulls = {
+      photoPath: true,
+      studentId: true,
+      gender: true,
+      group: { id: true, specialization: true, yearStart: true },
+    } as const;
+    const answer = await raw(legacy.url, '/users/@me', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${user.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ select: nulls }),
+    });
+    const nullGroup = { id: null, specialization: null, yearStart: null };
+    expect(answer.json).toEqual({ user: { photoPath: null, studentId: null, gender: null, group: nullGroup } });
+    expect(await fromLegacy.me(user.token, nulls)).toEqual({
+      photoPath: '',
+      studentId: null,
+      gender: '',
+      group: { id: null, specialization: '', yearStart: null },
+    });
+    // The whole profile: the same as the standard dialect's but for the fields left null.
+    const all = {
+      id: true,
+      username: true,
+      firstName: true,
+      lastName: true,
+      middleName: true,
+      gender: true,
+      photoPath: true,
+      studentId: true,
+      group: true,
+    } as const;
+    const expected = await fromStandard.me(user.token, all);
+    expect(expected.group?.id).toBeGreaterThan(0);
+    expect(await fromLegacy.me(user.token, all)).toEqual({
+      ...expected,
+      gender: '',
+      photoPath: '',
+      studentId: null,
+      group: { ...expected.group, id: null, specialization: '', yearStart: null },
+    });
+  });
+
   it('switches dialect at run time with PUT /_sim/dialect, and rejects an unknown one', async () => {
     expect((await call(standard.url, '/_sim/dialect')).body).toEqual({ dialect: 'standard' });
     const before = await raw(standard.url, `/groups/${groupId}/schedule`);
