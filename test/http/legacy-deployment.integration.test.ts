@@ -238,4 +238,20 @@ describe('against a legacy deployment', () => {
       await sim.clearFaults();
     }
   });
+
+  it('takes a 400 for a teacher id as an unknown teacher: one request, remembered, answered 404', async () => {
+    await sim.clearStats();
+    await sim.fault({ endpoint: 'employeeSchedule', kind: 'status', status: 400, error: 'Некорректный идентификатор' });
+    try {
+      const first = await app.inject({ method: 'GET', url: '/feeds/employees/876543.ics' });
+      expect(first.statusCode).toBe(404);
+      expect(first.json<{ error: string }>().error).toContain('Некорректный идентификатор');
+      const again = await app.inject({ method: 'GET', url: '/feeds/employees/876543.ics' });
+      expect(again.statusCode).toBe(404);
+      expect((await sim.stats()).byEndpoint.employeeSchedule).toBe(1);
+      expect(await ctx.registry.missingReason('employee:876543')).toContain('Некорректный идентификатор');
+    } finally {
+      await sim.clearFaults();
+    }
+  });
 });
