@@ -165,6 +165,26 @@ describe('parseScheduleResponse: the envelope is strict', () => {
     }
   });
 
+  it('reads a message beside the payload, without success, as information rather than a failure', () => {
+    const informed = { message: 'Расписание на осенний семестр', subjects: [rawEntry()] };
+    expect(parseScheduleResponse(informed).entries).toEqual([NORMALISED_ENTRY]);
+    expect(parseScheduleResponse({ ...informed, success: true }).entries).toEqual([NORMALISED_ENTRY]);
+  });
+
+  it('takes a message as the failure text when success is false or there is no payload; error always fails', () => {
+    const cases = [
+      [{ success: false, message: 'Сервис недоступен', subjects: [] }, 'Сервис недоступен'],
+      [{ success: false, message: 'Сервис недоступен' }, 'Сервис недоступен'],
+      [{ message: 'Сервис недоступен' }, 'Сервис недоступен'],
+      [{ error: 'Сбой', message: 'Расписание на осенний семестр', subjects: [] }, 'Сбой'],
+    ] as const;
+    for (const [json, text] of cases) {
+      const err = protocolError(() => parseScheduleResponse(json));
+      expect(err.reason).toBe('unsuccessful');
+      expect(err.upstreamMessage).toBe(text);
+    }
+  });
+
   it('accepts an empty timetable', () => {
     expect(parseScheduleResponse({ success: true, subjects: [] })).toEqual({ entries: [], problems: [] });
   });
