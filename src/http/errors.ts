@@ -16,7 +16,9 @@ import {
   TargetRemovedError,
 } from '../google/errors.ts';
 import { SourceNotFoundError, SourceNotReadyError, UnknownSubscriptionError } from '../jobs/errors.ts';
+import { RedisFullError, RedisUnavailableError } from '../lib/errors.ts';
 import { RateLimitedError } from '../lib/rate-limit.ts';
+import { redisFailure } from '../lib/redis-failure.ts';
 import { retryAfterSeconds, secondsText } from '../lib/retry-after.ts';
 import { SecretKeyMissingError } from '../security/errors.ts';
 import { InvalidSourceError } from '../sources/errors.ts';
@@ -65,6 +67,11 @@ interface Entry {
 function entry<E extends Error>(type: ErrorClass<E>, answer: (error: E) => HttpError): Entry {
   return { type, answer: answer as (error: Error) => HttpError };
 }
+
+/** How long a client is asked to wait while Redis is away: a restart from its AOF takes seconds. */
+export const REDIS_RETRY_AFTER_MS = 5_000;
+/** How long a client is asked to wait while Redis is full: an operator has to free memory or raise the limit. */
+export const REDIS_FULL_RETRY_AFTER_MS = 60_000;
 
 /** Said for every use of a secret that cannot be sealed or opened without `SECRET_KEY`. */
 const SECRET_KEY_MISSING =
@@ -135,10 +142,33 @@ const CATALOG: readonly Entry[] = [
   ),
   entry(UpstreamTimeoutError, (error) => new HttpError(504, `the university did not answer in time: ${error.message}`)),
   entry(UpstreamError, (error) => new HttpError(502, `the university failed: ${error.message}`)),
+  entry(
+    RedisUnavailableError,
+    () =>
+      new HttpError(
+        503,
+        `the service's database is not available right now; try again in ${secondsText(REDIS_RETRY_AFTER_MS)}`,
+        retryAfter(REDIS_RETRY_AFTER_MS),
+      ),
+  ),
+  entry(
+    RedisFullError,
+    () =>
+      new HttpError(
+        503,
+        "the service's database is full and refuses new data; nothing stored was lost, try again later",
+        retryAfter(REDIS_FULL_RETRY_AFTER_MS),
+      ),
+  ),
 ];
 
-/** The answer to `error` when it is one of ours; undefined for anything else (the handler answers 500). */
+/**
+ * The answer to `error` when it is one of ours, or a failure of Redis itself as ioredis throws it (a lost
+ * connection, a timeout, `maxmemory` reached: 503 with `Retry-After`); undefined for anything else (the
+ * handler answers 500).
+ */
 export function toHttpError(error: unknown): HttpError | undefined {
   if (!(error instanceof Error)) return undefined;
-  return CATALOG.find(({ type }) => error instanceof type)?.answer(error);
+  const typed = CATALOG.some(({ type }) => error instanceof type) ? error : (redisFailure(error) ?? error);
+  return CATALOG.find(({ type }) => typed instanceof type)?.answer(typed);
 }

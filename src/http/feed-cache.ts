@@ -1,13 +1,20 @@
 /**
  * The API process's copy of stored feeds. Serving a feed from memory is what makes feeds fast: a hit touches
  * no Redis. Writers announce every stored feed on the feed-updates channel; the cache listens on its own
- * connection and drops what changed. Messages sent while that connection is down are lost, so the cache
- * empties itself on every (re)connect and caches nothing until it is subscribed again; entries also expire
- * after a minute as a safety net. Memory is bounded by a byte budget: the least recently served feeds go first.
+ * connection and drops what changed. Messages sent while that connection is down are lost, so the trusted
+ * entries are emptied on every (re)connect and nothing is trusted until it is subscribed again; entries also
+ * expire after a minute as a safety net. Memory is bounded by a byte budget: the least recently served feeds
+ * go first.
+ *
+ * Apart from the trusted entries, the cache keeps the last good copy of every feed it read (same budget, same
+ * buffers): never answered while Redis works, it is what a request gets while Redis is down or does not
+ * answer, marked stale since the outage began, instead of an error. One read at a time tries Redis again in
+ * the background; the first that succeeds ends the outage.
  */
 import type { Redis } from 'ioredis';
 import { LRUCache } from 'lru-cache';
 import type { FeedStore, StoredFeed } from '../feeds/feed-store.ts';
+import { isRedisFailure } from '../lib/redis-failure.ts';
 import type { Logger } from '../logger.ts';
 import type { SourceKey } from '../sources/source.ts';
 
@@ -24,7 +31,12 @@ export interface FeedCacheOptions {
   clock?: (() => number) | undefined;
   /** Budget for the cached bytes (body + gzip + brotli of every entry); default 256 MiB. */
   maxBytes?: number | undefined;
+  /** Wall clock in epoch ms, for the stale mark of copies served during an outage; default `Date.now`. */
+  now?: (() => number) | undefined;
 }
+
+/** During an outage, Redis is tried again at most this often (in the background; nobody waits for it). */
+const OUTAGE_RETRY_MS = 1_000;
 
 /** Default byte budget: room for thousands of group feeds, far below what an API process may use. */
 export const DEFAULT_FEED_CACHE_BYTES = 256 * 1024 * 1024;
@@ -47,6 +59,15 @@ export function feedBytes(feed: StoredFeed): number {
  */
 export class FeedCache {
   private readonly entries: LRUCache<SourceKey, StoredFeed>;
+  /** The last copy read of every feed, trusted or not: served only while Redis cannot be read. */
+  private readonly lastGood: LRUCache<SourceKey, StoredFeed>;
+  /** Stale-marked copies of last good feeds, made once per copy and outage (headers are cached per object). */
+  private readonly staleCopies = new WeakMap<StoredFeed, StoredFeed>();
+  private readonly clock: () => number;
+  /** Epoch ms since when Redis could not be read (the stale mark of what is served meanwhile); else undefined. */
+  private outageSince: number | undefined;
+  /** Monotonic ms before which a background read is not tried again during an outage. */
+  private retryAt = 0;
   private readonly loads = new Map<SourceKey, Load>();
   private readonly options: FeedCacheOptions;
   /** Told of every invalidation: a source, or undefined for everything. */
@@ -58,6 +79,12 @@ export class FeedCache {
   constructor(options: FeedCacheOptions) {
     this.options = options;
     const clock = options.clock ?? (() => performance.now());
+    this.clock = clock;
+    // A feed in both caches is one object: together they hold at most twice the budget, usually about once.
+    this.lastGood = new LRUCache<SourceKey, StoredFeed>({
+      maxSize: options.maxBytes ?? DEFAULT_FEED_CACHE_BYTES,
+      sizeCalculation: feedBytes,
+    });
     this.entries = new LRUCache<SourceKey, StoredFeed>({
       // A feed larger than the whole budget is not kept (lru-cache refuses it): it is served from Redis each time.
       maxSize: options.maxBytes ?? DEFAULT_FEED_CACHE_BYTES,
@@ -88,6 +115,7 @@ export class FeedCache {
     subscriber.on('close', () => {
       dropped = true;
       this.goDark();
+      if (!this.stopped) this.noteOutage();
     });
     subscriber.on('ready', () => {
       failing = false;
@@ -107,10 +135,20 @@ export class FeedCache {
     await this.options.subscriber.quit().catch(() => this.options.subscriber.disconnect());
   }
 
-  /** The stored feed of `source`: from memory when possible, else read from Redis (and kept while live). */
+  /**
+   * The stored feed of `source`: from memory when possible, else read from Redis (and kept while live). While
+   * Redis cannot be read, its last good copy marked stale, when there is one; else Redis's error.
+   */
   async get(source: SourceKey): Promise<StoredFeed | undefined> {
     const hit = this.entries.get(source);
     if (hit !== undefined) return hit;
+    if (this.outageSince !== undefined) {
+      const kept = this.lastGood.get(source);
+      if (kept !== undefined) {
+        this.retryInBackground(source);
+        return this.staleCopy(kept, this.outageSince);
+      }
+    }
     const pending = this.loads.get(source);
     if (pending !== undefined) return pending.promise;
     return this.load(source);
@@ -122,6 +160,11 @@ export class FeedCache {
    */
   onInvalidate(listener: (source: SourceKey | undefined) => void): void {
     this.listeners.push(listener);
+  }
+
+  /** Epoch ms since when feeds are served from their last good copies because Redis cannot be read, if they are. */
+  get servingStaleSince(): number | undefined {
+    return this.outageSince;
   }
 
   /** Whether invalidations are being received now: other caches keep entries only then. */
@@ -149,21 +192,65 @@ export class FeedCache {
 
   private load(source: SourceKey): Promise<StoredFeed | undefined> {
     const keep = this.live;
-    const load: Load = { promise: this.options.feeds.get(source), outdated: false };
-    this.loads.set(source, load);
-    return load.promise
-      .then((feed) => {
+    const read = this.options.feeds.get(source).then(
+      (feed) => {
+        this.endOutage();
+        if (feed === undefined) this.lastGood.delete(source);
+        else this.lastGood.set(source, feed);
         if (feed !== undefined && keep && this.live && !load.outdated) this.entries.set(source, feed);
         return feed;
-      })
-      .finally(() => {
-        if (this.loads.get(source) === load) this.loads.delete(source);
-      });
+      },
+      (error: unknown) => {
+        if (!isRedisFailure(error)) throw error;
+        const since = this.noteOutage();
+        const kept = this.lastGood.get(source);
+        if (kept === undefined) throw error;
+        return this.staleCopy(kept, since);
+      },
+    );
+    const load: Load = { promise: read, outdated: false };
+    this.loads.set(source, load);
+    return read.finally(() => {
+      if (this.loads.get(source) === load) this.loads.delete(source);
+    });
+  }
+
+  /** Starts a read of `source` that nobody waits for, unless one is under way or one failed a moment ago. */
+  private retryInBackground(source: SourceKey): void {
+    if (this.loads.has(source) || this.clock() < this.retryAt) return;
+    this.retryAt = this.clock() + OUTAGE_RETRY_MS;
+    this.load(source).catch(() => undefined);
+  }
+
+  private endOutage(): void {
+    if (this.outageSince === undefined) return;
+    this.outageSince = undefined;
+    this.options.logger.info('Redis can be read again: feeds are served fresh');
+  }
+
+  /** Records that Redis cannot be read (from now, unless already) and delays the next background read. */
+  private noteOutage(): number {
+    this.retryAt = this.clock() + OUTAGE_RETRY_MS;
+    if (this.outageSince === undefined) {
+      this.outageSince = (this.options.now ?? Date.now)();
+      this.options.logger.warn('Redis cannot be read: serving the last good copies of feeds, marked stale');
+    }
+    return this.outageSince;
+  }
+
+  /** `feed` marked stale since `since`, or since earlier when it was stale already. */
+  private staleCopy(feed: StoredFeed, since: number): StoredFeed {
+    const made = this.staleCopies.get(feed);
+    if (made !== undefined && made.staleSince === Math.min(feed.staleSince ?? since, since)) return made;
+    const copy = { ...feed, staleSince: Math.min(feed.staleSince ?? since, since) };
+    this.staleCopies.set(feed, copy);
+    return copy;
   }
 
   private async subscribe(): Promise<void> {
     await this.options.subscriber.subscribe(this.options.channel);
     if (this.stopped) return;
+    this.endOutage();
     // Anything read before the subscription was in place may have missed its invalidation.
     this.clear();
     this.live = true;

@@ -9,6 +9,7 @@ import type { StoredFeed } from '../feeds/feed-store.ts';
 import { activateSource } from '../jobs/activation.ts';
 import { enqueueRefresh, refreshPending } from '../jobs/queues.ts';
 import { RateLimitedError } from '../lib/rate-limit.ts';
+import { isRedisFailure } from '../lib/redis-failure.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { type SourceKey, sourceOf } from '../sources/source.ts';
 import type { ClientLimits } from './client-limits.ts';
@@ -89,7 +90,10 @@ export class FeedProvider {
       async () => (this.knownVariants.has(variant) ? undefined : this.limits.admit('variant-render', ip)),
     );
     this.knownVariants.set(variant, true);
-    return feed;
+    // A variant rendered before an outage is served from memory as it was: it is as stale as its base.
+    return base.staleSince !== undefined && feed.staleSince === undefined
+      ? { ...feed, staleSince: base.staleSince }
+      : feed;
   }
 
   /**
@@ -245,6 +249,8 @@ export class FeedProvider {
     if (last !== undefined && now - last < this.touchEveryMs) return;
     this.markTouched(source, now);
     this.touch(source, now).catch((error: unknown) => {
+      // While Redis is away, every request would log this again: one missed record in a period is harmless.
+      if (isRedisFailure(error)) return;
       this.touched.delete(source);
       this.ctx.logger.warn({ err: error, source }, 'could not record a feed request');
     });

@@ -49,6 +49,7 @@ export async function registerFeedRoutes(
     logger: ctx.logger,
     ttlMs: options.cacheTtlMs,
     maxBytes: options.cacheMaxBytes,
+    now: ctx.now,
   });
   await cache.start();
   app.addHook('onClose', async () => cache.stop());

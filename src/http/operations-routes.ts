@@ -1,6 +1,10 @@
 /**
  * Operator endpoints: liveness (`/healthz`, no I/O), readiness (`/readyz`: Redis answers and a worker is alive)
  * and Prometheus metrics (`/metrics`), whose gauges read queue depths and stale sources at scrape time.
+ *
+ * While Redis does not answer, `/readyz` says `degraded` with a 200: every API process is in the same state,
+ * and each still serves the feeds it holds in memory, so a load balancer must keep sending them requests
+ * (a 503 would take them all out of rotation and turn a partial outage into a whole one).
  */
 import type { FastifyInstance } from 'fastify';
 import { liveWorkers, WORKER_HEARTBEAT_MAX_AGE_MS } from '../jobs/heartbeats.ts';
@@ -21,7 +25,9 @@ export async function registerOperationsRoutes(app: FastifyInstance, ctx: Servic
   app.get('/readyz', async (_request, reply) => {
     const [redis, workers] = await Promise.all([checkRedis(ctx), checkWorkers(ctx)]);
     const checks = { redis: redis.state, workers: workers.state };
-    const problems = [redis.problem, workers.problem].filter((problem) => problem !== undefined);
+    // Without Redis the workers cannot be counted either: Redis is the one problem to name.
+    if (redis.problem !== undefined) return { status: 'degraded', checks, problems: [redis.problem] };
+    const problems = [workers.problem].filter((problem) => problem !== undefined);
     if (problems.length === 0) return { status: 'ready', checks };
     return reply.code(503).send({ error: `not ready: ${problems.join('; ')}`, checks });
   });

@@ -12,7 +12,18 @@ export interface RedisConnectionOptions {
    * reconnect instead of failing); a request handler would rather fail fast.
    */
   blocking?: boolean;
+  /**
+   * How long a command of a non-blocking connection may wait for its reply before it fails (a paused or
+   * overloaded Redis); default {@link DEFAULT_COMMAND_TIMEOUT_MS}. Blocking connections never time out.
+   */
+  commandTimeoutMs?: number;
 }
+
+/**
+ * Default reply timeout of request-path connections: far above a healthy command (well under a millisecond)
+ * and a busy Lua script, short enough that a request on a paused Redis answers 503 instead of hanging.
+ */
+export const DEFAULT_COMMAND_TIMEOUT_MS = 3_000;
 
 /**
  * Opens an ioredis connection with an error listener (an unhandled `error` event would kill the process).
@@ -23,6 +34,7 @@ export function connectRedis(url: string, options: RedisConnectionOptions): Redi
   const redis = new Redis(url, {
     connectionName: `timetable-sync:${options.name}`,
     maxRetriesPerRequest: options.blocking ? null : 3,
+    ...(options.blocking ? {} : { commandTimeout: options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS }),
     enableReadyCheck: true,
     retryStrategy: (times) => Math.min(times * 200, 5_000),
   });

@@ -8,6 +8,7 @@
 import { activateSource, requestReconcile } from '../jobs/activation.ts';
 import { enqueueRefresh } from '../jobs/queues.ts';
 import { forgetSource } from '../jobs/term-starts.ts';
+import { waitForDisk } from '../lib/redis-durability.ts';
 import { withLock } from '../lib/redis-lock.ts';
 import type { Logger } from '../logger.ts';
 import type { ServiceContext } from '../runtime/context.ts';
@@ -47,7 +48,7 @@ export async function signUp(
   const owner = ctx.subscriptions.ownerOf(profile.id, credential);
   // Sign-ups of one person take turns. The store alone already ends simultaneous ones with one subscription;
   // the lock spares them retrying against each other, and keeps a rollback from racing the next sign-up.
-  return withLock(ctx.redis, ctx.keys.lock(`sign-up:${owner}`), SIGN_UP_LOCK_MS, async () => {
+  const signedUp = await withLock(ctx.redis, ctx.keys.lock(`sign-up:${owner}`), SIGN_UP_LOCK_MS, async () => {
     const issued = await ctx.subscriptions.create({
       credential,
       name: profileCalendarName(profile),
@@ -61,6 +62,9 @@ export async function signUp(
     else log.info({ subscription: id, revokedTokens: issued.revoked }, 'personal subscription signed up again');
     return issued;
   });
+  // The token is shown once: it must survive a Redis crash right after the answer (appendfsync everysec).
+  await waitForDisk(ctx.redis, ctx.logger);
+  return signedUp;
 }
 
 /**

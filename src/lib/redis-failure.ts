@@ -1,0 +1,53 @@
+/**
+ * Classifies what ioredis throws when Redis itself is the problem. ioredis has no error classes for most of
+ * these (a closed connection or a command timeout is a plain `Error`), so this is the one place that reads
+ * their names, codes and messages; everything else branches on {@link RedisUnavailableError} and
+ * {@link RedisFullError}.
+ */
+import { RedisFullError, RedisUnavailableError } from './errors.ts';
+
+/** Socket errors of a Redis that is down, restarting or unreachable. */
+const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTCONN']);
+
+/** Messages of ioredis' own plain errors, and reply prefixes of a server that cannot serve yet. */
+const UNAVAILABLE_MESSAGES = [
+  /^Connection is closed/,
+  /^Command timed out/,
+  /^Stream isn't writeable/,
+  /^LOADING /,
+  /^MASTERDOWN /,
+  /^TRYAGAIN /,
+  /^CLUSTERDOWN /,
+];
+
+/**
+ * The typed error for a failure of Redis itself, its cause kept: {@link RedisFullError} for a refused write
+ * at `maxmemory`, {@link RedisUnavailableError} for a lost connection, a server still loading, or a command
+ * timeout (a paused Redis); undefined for anything else (a script's own error, a wrong type). Typed errors
+ * pass through as they are.
+ */
+export function redisFailure(error: unknown): RedisUnavailableError | RedisFullError | undefined {
+  if (error instanceof RedisUnavailableError || error instanceof RedisFullError) return error;
+  if (!(error instanceof Error)) return undefined;
+  // A MULTI whose queued commands were refused (OOM, ...) fails as a whole: the first refusal says why.
+  const previous = (error as { previousErrors?: unknown }).previousErrors;
+  if (error.message.startsWith('EXECABORT ') && Array.isArray(previous)) return redisFailure(previous[0]);
+  if (error.message.startsWith('OOM ')) return new RedisFullError('Redis is out of memory', { cause: error });
+  const code = (error as { code?: unknown }).code;
+  if (
+    error.name === 'MaxRetriesPerRequestError' ||
+    (typeof code === 'string' && SOCKET_CODES.has(code)) ||
+    UNAVAILABLE_MESSAGES.some((pattern) => pattern.test(error.message))
+  )
+    return new RedisUnavailableError(`Redis is not available (${firstLine(error.message)})`, { cause: error });
+  return undefined;
+}
+
+/** Whether `error` is a failure of Redis itself (see {@link redisFailure}). */
+export function isRedisFailure(error: unknown): boolean {
+  return redisFailure(error) !== undefined;
+}
+
+function firstLine(message: string): string {
+  return message.split('\n', 1)[0]?.slice(0, 200) ?? '';
+}
