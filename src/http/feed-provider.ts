@@ -35,6 +35,8 @@ export interface FeedProviderOptions {
   /** At most this many distinct sources fetched on demand at once by this process; default 200. */
   maxDemands?: number;
   variants?: VariantCacheLimits;
+  /** Byte cap of every rendered variant; default four times its feed, at least 1 MiB (variant-render.ts). */
+  maxVariantBytes?: number;
 }
 
 /** Seconds a client is told to wait when the first fetch of a timetable takes longer than the request may. */
@@ -55,6 +57,7 @@ export class FeedProvider {
   private readonly demandWaitMs: number;
   private readonly touchEveryMs: number;
   private readonly maxDemands: number;
+  private readonly maxVariantBytes: number | undefined;
   /** When each source's request was last written to the registry (ctx clock). */
   private readonly touched = new Map<SourceKey, number>();
   private readonly demands = new Map<SourceKey, Promise<StoredFeed>>();
@@ -70,6 +73,7 @@ export class FeedProvider {
     this.demandWaitMs = options.demandWaitMs ?? 10_000;
     this.touchEveryMs = options.touchEveryMs ?? Math.min(10 * 60_000, Math.floor(ctx.config.inactiveAfterMs / 4));
     this.maxDemands = options.maxDemands ?? 200;
+    this.maxVariantBytes = options.maxVariantBytes;
   }
 
   /**
@@ -86,7 +90,7 @@ export class FeedProvider {
     const variant = `${source}\n${query.canonical}`;
     const feed = await this.variants.get(
       VariantCache.key(source, base.etag, query.canonical),
-      () => renderSubscriberVariant(this.ctx, source, base, query),
+      () => renderSubscriberVariant(this.ctx, source, base, query, { capBytes: this.maxVariantBytes }),
       async () => (this.knownVariants.has(variant) ? undefined : this.limits.admit('variant-render', ip)),
     );
     this.knownVariants.set(variant, true);
@@ -109,7 +113,7 @@ export class FeedProvider {
       this.recordRequest(source);
       // The save time is part of the key: options saved again as they once were are a change all the same.
       return this.variants.get(VariantCache.key(source, base.etag, `${saved.query.canonical}\n${notBefore}`), () =>
-        renderSubscriberVariant(this.ctx, source, base, saved.query, notBefore),
+        renderSubscriberVariant(this.ctx, source, base, saved.query, { notBefore, capBytes: this.maxVariantBytes }),
       );
     }
     const base = await this.feedFor(source, saved.query, ip);

@@ -34,19 +34,27 @@ export function variantCapBytes(base: Pick<StoredFeed, 'body'>): number {
   return Math.max(MIN_VARIANT_CAP_BYTES, VARIANT_GROWTH_CAP * base.body.length);
 }
 
+/** How one variant is rendered, beyond what its query asks for. */
+export interface VariantRenderOptions {
+  /** The variant's Last-Modified is never before this (ms): a personal feed's saved options changed then. */
+  notBefore?: number | undefined;
+  /** Byte cap of the variant; default {@link variantCapBytes} of its base feed (tests set a small one). */
+  capBytes?: number | undefined;
+}
+
 /**
  * Renders and compresses the variant of `base` that `query` asks for; its Last-Modified is the base feed's, or
- * `notBefore` (ms) when later (a personal feed's saved options changed then). Throws {@link HttpError} 400 when an
- * option names something this timetable does not have or the variant would exceed its cap, 503 when the
- * timetable's snapshot is not stored yet.
+ * `options.notBefore` when later. Throws {@link HttpError} 400 when an option names something this timetable
+ * does not have or the variant would exceed its cap, 503 when the timetable's snapshot is not stored yet.
  */
 export async function renderSubscriberVariant(
   ctx: Pick<ServiceContext, 'snapshots' | 'config'>,
   source: SourceKey,
   base: StoredFeed,
   query: ParsedSubscriberQuery,
-  notBefore = 0,
+  options: VariantRenderOptions = {},
 ): Promise<StoredFeed> {
+  const notBefore = options.notBefore ?? 0;
   const [{ snapshot, published }, everHad] = await Promise.all([
     ctx.snapshots.load(source),
     ctx.snapshots.optionValues(source),
@@ -61,7 +69,7 @@ export async function renderSubscriberVariant(
   await yieldToEventLoop();
   const ics = renderVariant(snapshot, published, ctx.config, query.options, base.staleSince);
   const body = Buffer.from(ics, 'utf8');
-  const cap = variantCapBytes(base);
+  const cap = options.capBytes ?? variantCapBytes(base);
   if (body.length > cap) {
     throw new HttpError(
       400,

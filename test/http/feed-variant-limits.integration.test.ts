@@ -1,6 +1,6 @@
 /**
  * Bounds of subscriber variants (issue 12): options a timetable cannot honour answer 400 naming what it has,
- * titles are capped, and only a few different variants are rendered at once.
+ * titles are capped, only a few different variants are rendered at once, and a variant has a byte cap.
  */
 import ICAL from 'ical.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -139,5 +139,36 @@ describe('bounded work', () => {
     // The same variant asked twice at once is one render, not a refusal.
     const same = await Promise.all([get(title('{subject} C')), get(title('{subject} C'))]);
     expect(same.map((response) => response.statusCode)).toEqual([200, 200]);
+  });
+});
+
+describe('the byte cap of a variant', () => {
+  /** Below the plain feed of the test timetable, so that any title that lengthens it goes over. */
+  const CAP = 2048;
+  let small: TestApp;
+
+  beforeAll(async () => {
+    small = await startTestApp({ feeds: { maxVariantBytes: CAP } });
+    await storeTimetable(small.ctx, 'group:620');
+  });
+  afterAll(() => small.close());
+
+  it('refuses a variant over the cap, naming its size and the cap, and still serves the plain feed', async () => {
+    const plain = await small.app.inject({ method: 'GET', url: '/feeds/groups/620.ics' });
+    expect(plain.statusCode).toBe(200);
+    expect(plain.headers['content-type']).toMatch(/^text\/calendar/);
+    // The cap bounds variants only: the stored feed is served whatever its size.
+    expect(plain.rawPayload.length).toBeGreaterThan(CAP);
+
+    const long = encodeURIComponent(`${'{subject} '.repeat(4)}{teacher}`);
+    const refused = await small.app.inject({ method: 'GET', url: `/feeds/groups/620.ics?title=${long}` });
+    expect(refused.statusCode).toBe(400);
+    expect(refused.headers['content-type']).toMatch(/^application\/json/);
+    const { error } = refused.json() as { error: string };
+    const [, size] =
+      /^these options make the feed (\d+) bytes, more than its limit of 2048: use a shorter title$/.exec(error) ?? [];
+    expect(Number(size)).toBeGreaterThan(plain.rawPayload.length);
+
+    expect((await small.app.inject({ method: 'GET', url: '/feeds/groups/620.ics' })).statusCode).toBe(200);
   });
 });
