@@ -126,8 +126,10 @@ it('keeps hostile variants bounded and /healthz answering', { timeout: 120_000 }
   expect(statuses.get(200)).toBeGreaterThan(0);
   expect([...statuses.keys()].every((status) => status === 200 || status === 503)).toBe(true);
   expect(largest).toBeLessThanOrEqual(cap);
-  // Before the limits, one such title made an 80 MB answer and stalled /healthz for 8 s.
+  // Before the limits, one such title made an 80 MB answer and stalled /healthz for 8 s on an idle machine (a
+  // stall that only grows on a busy one). Bounded renders leave /healthz well under 1 s when idle; 2.3 s was
+  // seen with both cores held by busy loops and a second suite, so the bound leaves room for that load.
   expect(largest).toBeLessThan(plainBytes * 2);
-  expect(worstHealth).toBeLessThan(2_000);
+  expect(worstHealth).toBeLessThan(5_000);
   expect(lag.max).toBeGreaterThan(0);
 });
