@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { RefreshJobData } from '../../src/jobs/contract.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
@@ -58,7 +57,11 @@ describe('the first request for a source without a feed', () => {
     expect(response.statusCode).toBe(200);
     expect(response.headers.etag).toBe(feed.etag);
     expect((await get('/feeds/employees/321.ics')).statusCode).toBe(200);
-    await sleep(100);
+    // A request of another stored, unregistered feed writes its record: once that is in Redis, a record of
+    // employee:321 (whose requests came first, on the same connection) would be there too.
+    await storeFeed(t.ctx, 'employee:322', calendar('witness'));
+    expect((await get('/feeds/employees/322.ics')).statusCode).toBe(200);
+    await vi.waitFor(async () => expect(await t.ctx.registry.get('employee:322')).toBeDefined(), { timeout: 5_000 });
     expect(await t.ctx.registry.get('employee:321')).toBeUndefined();
   });
 
@@ -147,7 +150,14 @@ describe('requests of a stored feed', () => {
     await vi.waitFor(async () => expect((await t.ctx.registry.get('group:601'))?.lastRequested).toBe(start));
     clock += 60_000;
     for (let i = 0; i < 5; i += 1) await get('/feeds/groups/601.ics');
-    await sleep(100);
+    // A source requested after them records its request: once that is in Redis, a record of the five before
+    // it (on the same connection) would be there too.
+    await storeFeed(t.ctx, 'group:603', calendar('witness'));
+    await t.ctx.registry.activate('group:603', start - 3_600_000);
+    await get('/feeds/groups/603.ics');
+    await vi.waitFor(async () => expect((await t.ctx.registry.get('group:603'))?.lastRequested).toBe(clock), {
+      timeout: 5_000,
+    });
     expect((await t.ctx.registry.get('group:601'))?.lastRequested).toBe(start);
     clock += 10 * 60_000;
     await get('/feeds/groups/601.ics');

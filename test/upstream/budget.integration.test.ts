@@ -4,6 +4,7 @@ import { silentLogger } from '../../src/logger.ts';
 import { redisUpstreamBudget, type UpstreamBudget, upstreamBuckets } from '../../src/upstream/budget.ts';
 import { createUniversityClient, type UniversityClient } from '../../src/upstream/client.ts';
 import { UpstreamBudgetError } from '../../src/upstream/errors.ts';
+import { until } from '../support/poll.ts';
 import { deletePrefix, uniquePrefix } from '../support/service.ts';
 import { type LocalServer, startLocalServer } from './local-server.ts';
 
@@ -130,13 +131,18 @@ describe('request-path calls on a budget that refreshes saturate', () => {
     const rate = 10;
     const stop = new AbortController();
     // Four worker processes of 16 refresh jobs each waiting for tokens, and one process answering people.
+    const began = performance.now();
     const background = Array.from({ length: 4 }, () => backgroundWaiters(processBudget(key, rate), 16, stop.signal));
     const requests = processBudget(key, rate);
-    // Let the refreshes drain the bucket first, as they would have long before anyone signs up.
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Let the refreshes drain the bucket first, as they would have long before anyone signs up: the token above
+    // the reserve, then refills as they come.
+    const drained = await until(
+      async () => background.reduce((sum, process) => sum + process.takes(), 0),
+      (takes) => takes >= 3,
+    );
+    expect(drained).toBeGreaterThanOrEqual(3);
     const waits: number[] = [];
     const refused: unknown[] = [];
-    const started = performance.now();
     for (let i = 0; i < 20; i += 1) {
       const asked = performance.now();
       await requests
@@ -146,7 +152,7 @@ describe('request-path calls on a budget that refreshes saturate', () => {
       // Six a second, below the budget's ten: what the per-client and overall limits let through.
       await new Promise((resolve) => setTimeout(resolve, 150));
     }
-    const elapsedS = (performance.now() - started) / 1000;
+    const ended = performance.now();
     const backgroundTakes = background.reduce((sum, process) => sum + process.takes(), 0);
     stop.abort();
     await Promise.all(background.map((process) => process.done));
@@ -155,10 +161,11 @@ describe('request-path calls on a budget that refreshes saturate', () => {
     figure('longest request-path wait for a token beside 64 waiting refreshes', worst, 'ms');
     expect(refused).toEqual([]);
     // The reserve refills in 100 ms, before the next take comes: none waits for a refill, let alone behind the
-    // refreshes (without the reserve, takes waited 150 to 660 ms and one in 20 was refused after 2 s).
-    expect(worst).toBeLessThan(100);
+    // refreshes (without the reserve, takes waited 150 to 660 ms and one in 20 was refused after 2 s). The bound
+    // is the least of those waits, so that a loaded machine's slower round trips to Redis still pass.
+    expect(worst).toBeLessThan(150);
     // The refreshes still had the rest of the budget, and nobody got more than the budget.
-    expect(backgroundTakes).toBeGreaterThan(0);
-    expect(backgroundTakes + waits.length).toBeLessThanOrEqual(Math.ceil(rate * (elapsedS + 0.3)) + 2);
+    expect(backgroundTakes).toBeGreaterThan(drained);
+    expect(backgroundTakes + waits.length).toBeLessThanOrEqual(Math.ceil((rate * (ended - began)) / 1000) + 2);
   }, 20_000);
 });

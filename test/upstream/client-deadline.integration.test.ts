@@ -79,23 +79,27 @@ describe('a call with a deadline', () => {
   });
 
   it('counts the time spent before the call (in line for a place) against the same deadline', async () => {
-    const deadline = startDeadline(600);
-    await sleep(400);
+    const deadline = startDeadline(1_000);
+    await sleep(700);
     const { error, ms } = await timed(client().searchEmployees('Петров', { deadline }));
     expect(error).toBeInstanceOf(UpstreamTimeoutError);
-    expect(ms).toBeLessThan(450);
+    // About 300 ms were left; a call given the deadline afresh would take the whole second. The bound between
+    // the two leaves room for a loaded machine.
+    expect(ms).toBeLessThan(800);
   });
 
   it('waits for the budget no longer than the deadline leaves, and answers 503 for it', async () => {
     const allowed: (number | undefined)[] = [];
     const waiting = client(emptyBudget(allowed));
-    // The budget may wait 2 s, the deadline leaves 250 ms: the take is allowed 250 ms and refused at once.
+    // The budget may wait 2 s, the deadline leaves 1 s: the take is allowed 1 s and refused at once (in well
+    // under half of it, even on a loaded machine).
     const { error, ms } = await timed(
-      waiting.searchEmployees('Сидоров', { deadline: startDeadline(250), budgetWaitMs: 2_000 }),
+      waiting.searchEmployees('Сидоров', { deadline: startDeadline(1_000), budgetWaitMs: 2_000 }),
     );
     expect(error).toBeInstanceOf(UpstreamBudgetError);
-    expect(allowed[0]).toBeLessThanOrEqual(250);
-    expect(ms).toBeLessThan(200);
+    expect(allowed[0]).toBeLessThanOrEqual(1_000);
+    expect(allowed[0]).toBeGreaterThan(500);
+    expect(ms).toBeLessThan(500);
     expect(toHttpError(error)?.statusCode).toBe(503);
     // Without a deadline or a wait of its own, a take has no bound: a refresh waits as long as it takes.
     const unbounded = waiting.searchEmployees('Сидоров', { signal: AbortSignal.timeout(300) });
