@@ -46,7 +46,7 @@ export async function registerSubscriptionRoutes(
   limits: ClientLimits,
 ): Promise<void> {
   const options = { bodyLimit: BODY_LIMIT_BYTES };
-  await indexOwners(ctx);
+  await indexLegacyOwners(ctx);
   // Each sign-up and replacement asks the university about a credential: under `limits`, with a failure budget.
 
   app.post('/api/subscriptions', options, async (request, reply) => {
@@ -81,17 +81,4 @@ export async function registerSubscriptionRoutes(
     await deleteSubscription(ctx, await authorisedSubscription(ctx, request), request.log);
     return reply.code(204).send();
   });
-}
-
-/**
- * Indexes the owners of older subscriptions. A failure does not stop the API: the next process to start tries
- * again, and meanwhile a person with an older subscription who signs up gets a new one (and the index).
- */
-async function indexOwners(ctx: ServiceContext): Promise<void> {
-  try {
-    const indexed = await indexLegacyOwners(ctx.redis, ctx.keys);
-    if (indexed > 0) ctx.logger.info({ owners: indexed }, 'subscriptions made before one per person indexed by owner');
-  } catch (error) {
-    ctx.logger.warn({ err: error }, 'could not index the owners of older subscriptions; the next start tries again');
-  }
 }

@@ -101,7 +101,7 @@ async function seedUnderLock(ctx: ServiceContext): Promise<number> {
       await execOrThrow(ctx.termCounts.write(ctx.redis.multi(), source, snapshot.entries));
       counted += 1;
     }
-    await ctx.redis.del(...ctx.keys.retiredTermCounts);
+    await ctx.termCounts.dropRetiredCounts();
     return counted;
   });
 }

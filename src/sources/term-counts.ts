@@ -134,6 +134,11 @@ export class TermCountStore {
     return (await this.redis.exists(this.keys.sourceTermCounts)) === 0;
   }
 
+  /** Deletes the retired per-timetable counts (kept before entries were counted once): seeding replaces them. */
+  async dropRetiredCounts(): Promise<void> {
+    await this.redis.del(...this.keys.retiredTermCounts);
+  }
+
   /** The deployment's counts: distinct entries of every stored timetable by start date. */
   async totals(): Promise<Map<string, number>> {
     return decode(await this.redis.hgetall(this.keys.termCounts));

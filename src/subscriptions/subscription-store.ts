@@ -15,7 +15,6 @@ import type { RedisKeys } from '../sources/keys.ts';
 import { SUBSCRIPTION_ID } from '../sources/source.ts';
 import type { SubscriberOptions } from '../timetable/types.ts';
 import { SignUpContentionError } from './errors.ts';
-import { storedOwner } from './owner-index.ts';
 import {
   CREATE_UNLESS_OWNED,
   DELETE_SUBSCRIPTION,
@@ -431,6 +430,30 @@ export class SubscriptionStore {
   }
 
   /**
+   * Indexes the owners of the subscriptions made before one person had one subscription, once per deployment
+   * (a marker key remembers it): each owner is led to their newest. An owner already indexed (someone signed up
+   * meanwhile) keeps their index. Resolves to how many owners it indexed. Idempotent, so processes starting
+   * together may all run it.
+   */
+  async indexLegacyOwners(): Promise<number> {
+    if ((await this.redis.exists(this.keys.subscriptionOwnersIndexed)) === 1) return 0;
+    const newest = new Map<string, Newest>();
+    const stream = this.redis.scanStream({ match: this.keys.subscription('*'), count: SCAN_COUNT });
+    for await (const batch of stream as AsyncIterable<string[]>) {
+      for (const found of await readOwners(this.redis, batch)) {
+        const seen = newest.get(found.owner);
+        if (seen === undefined || found.createdAt > seen.createdAt) newest.set(found.owner, found);
+      }
+    }
+    let indexed = 0;
+    for (const [owner, { id }] of newest) {
+      if ((await this.redis.set(this.keys.subscriptionOwner(owner), id, 'NX')) !== null) indexed += 1;
+    }
+    await this.redis.set(this.keys.subscriptionOwnersIndexed, '1');
+    return indexed;
+  }
+
+  /**
    * Removes the subscription, all its tokens and its owner index (when it leads here: an older subscription of
    * the same person is not indexed). True if it existed. (The caller removes the source.)
    */
@@ -525,4 +548,38 @@ function parseFeedOptions(text: string | null | undefined): SubscriberOptions | 
   } catch {
     return undefined;
   }
+}
+
+/** Subscriptions read per SCAN step when indexing older subscriptions by owner. */
+const SCAN_COUNT = 500;
+
+/** The newest subscription seen so far of one owner. */
+interface Newest {
+  id: string;
+  createdAt: number;
+}
+
+/**
+ * The owner a stored subscription is indexed under, from its hash fields: `user:<id>`, `credential:<digest>`
+ * for a profile without a user id, undefined for neither.
+ */
+function storedOwner(userId: string | null | undefined, digest: string | null | undefined): string | undefined {
+  if (userId) return `user:${userId}`;
+  return digest ? `credential:${digest}` : undefined;
+}
+
+/** The owner and creation time of each subscription hash in `batch` (hashes without an owner are left out). */
+async function readOwners(redis: Redis, batch: readonly string[]): Promise<(Newest & { owner: string })[]> {
+  const pipeline = redis.pipeline();
+  for (const key of batch) pipeline.hmget(key, 'id', 'upstreamUserId', 'credentialDigest', 'createdAt');
+  const results = (await pipeline.exec()) ?? [];
+  const owners: (Newest & { owner: string })[] = [];
+  for (const [error, value] of results) {
+    if (error !== null) throw error;
+    const [id, userId, digest, createdAt] = value as (string | null)[];
+    const owner = storedOwner(userId, digest);
+    if (!id || owner === undefined) continue;
+    owners.push({ id, owner, createdAt: Number(createdAt) || 0 });
+  }
+  return owners;
 }
