@@ -10,7 +10,8 @@
  * client's floor may use only half of it. A handful of heavy clients then leave the other half to everyone else.
  */
 import type { Config } from '../config.ts';
-import { type Bucket, bucket, type Rate, RateLimitedError, TokenBuckets } from '../lib/rate-limit.ts';
+import { RateLimitedError } from '../lib/errors.ts';
+import { type Bucket, bucket, type Rate, TokenBuckets } from '../lib/rate-limit.ts';
 import { secondsText } from '../lib/retry-after.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { SecretKeyMissingError } from '../security/errors.ts';

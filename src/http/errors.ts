@@ -16,8 +16,7 @@ import {
   TargetRemovedError,
 } from '../google/errors.ts';
 import { SourceNotFoundError, SourceNotReadyError, UnknownSubscriptionError } from '../jobs/errors.ts';
-import { RedisFullError, RedisUnavailableError } from '../lib/errors.ts';
-import { RateLimitedError } from '../lib/rate-limit.ts';
+import { RateLimitedError, RedisFullError, RedisUnavailableError } from '../lib/errors.ts';
 import { redisFailure } from '../lib/redis-failure.ts';
 import { retryAfterSeconds, secondsText } from '../lib/retry-after.ts';
 import { SecretKeyMissingError } from '../security/errors.ts';

@@ -8,7 +8,7 @@ import { LRUCache } from 'lru-cache';
 import type { StoredFeed } from '../feeds/feed-store.ts';
 import { activateSource } from '../jobs/activation.ts';
 import { enqueueRefresh, refreshPending } from '../jobs/queues.ts';
-import { RateLimitedError } from '../lib/rate-limit.ts';
+import { RateLimitedError } from '../lib/errors.ts';
 import { isRedisFailure } from '../lib/redis-failure.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { type SourceKey, sourceOf } from '../sources/source.ts';

@@ -7,7 +7,7 @@
  * credential is never echoed.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { RateLimitedError } from '../lib/rate-limit.ts';
+import { RateLimitedError } from '../lib/errors.ts';
 import { retryAfterSeconds } from '../lib/retry-after.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { SecretKeyMissingError } from '../security/errors.ts';

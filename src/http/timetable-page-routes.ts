@@ -13,7 +13,7 @@ import QRCode from 'qrcode';
 import type { PublishedState } from '../feeds/plan-publication.ts';
 import { activateSource } from '../jobs/activation.ts';
 import { enqueueRefresh } from '../jobs/queues.ts';
-import { RateLimitedError } from '../lib/rate-limit.ts';
+import { RateLimitedError } from '../lib/errors.ts';
 import { retryAfterSeconds } from '../lib/retry-after.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { InvalidSourceError } from '../sources/errors.ts';

@@ -1,4 +1,5 @@
 /** Typed failures of the small helpers in `lib/`. */
+import { retryAfterSeconds } from './retry-after.ts';
 
 /** A wait that took longer than it may. */
 export class DeadlineError extends Error {
@@ -27,4 +28,27 @@ export class RedisUnavailableError extends Error {
  */
 export class RedisFullError extends Error {
   override name = 'RedisFullError';
+}
+
+/** No place was free and none came free in time (or the line was full). */
+export class NoSlotError extends Error {
+  override name = 'NoSlotError';
+  /** Callers holding a place when this one was refused. */
+  readonly busy: number;
+
+  constructor(busy: number, why: 'line full' | 'gave up') {
+    super(`all ${busy} places are taken (${why})`);
+    this.busy = busy;
+  }
+}
+
+/** A request refused by a rate limit; `retryAfterMs` is when a token will be there again. */
+export class RateLimitedError extends Error {
+  override name = 'RateLimitedError';
+  readonly retryAfterMs: number;
+
+  constructor(retryAfterMs: number, message = `rate limit reached; try again in ${retryAfterSeconds(retryAfterMs)} s`) {
+    super(message);
+    this.retryAfterMs = retryAfterMs;
+  }
 }

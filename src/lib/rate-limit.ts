@@ -10,7 +10,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
-import { retryAfterSeconds } from './retry-after.ts';
+import { RateLimitedError } from './errors.ts';
 
 /** One bucket: where it lives, how fast it refills and how many tokens it holds at most. */
 export interface Bucket {
@@ -153,16 +153,5 @@ export class TokenBuckets {
     const now = this.now ? String(this.now()) : '';
     const keys = buckets.map((b) => b.key);
     return Number(await this.redis.eval(SCRIPT, keys.length, ...keys, now, String(cost), mode, ...args));
-  }
-}
-
-/** A request refused by a rate limit; `retryAfterMs` is when a token will be there again. */
-export class RateLimitedError extends Error {
-  override name = 'RateLimitedError';
-  readonly retryAfterMs: number;
-
-  constructor(retryAfterMs: number, message = `rate limit reached; try again in ${retryAfterSeconds(retryAfterMs)} s`) {
-    super(message);
-    this.retryAfterMs = retryAfterMs;
   }
 }

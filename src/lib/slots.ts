@@ -3,18 +3,7 @@
  * Places are handed over in arrival order. A caller that finds the line full, or whose signal aborts while it
  * waits, is refused with {@link NoSlotError}: holding more callers only makes them wait longer to be refused.
  */
-
-/** No place was free and none came free in time (or the line was full). */
-export class NoSlotError extends Error {
-  override name = 'NoSlotError';
-  /** Callers holding a place when this one was refused. */
-  readonly busy: number;
-
-  constructor(busy: number, why: 'line full' | 'gave up') {
-    super(`all ${busy} places are taken (${why})`);
-    this.busy = busy;
-  }
-}
+import { NoSlotError } from './errors.ts';
 
 /** `size` places and a line of at most `lineLength` waiters. */
 export class Slots {

@@ -10,7 +10,8 @@
  * connection; with an 8 s search, 64 searches were answered after up to 22 s and a sign-up got 503s for 20 s.
  */
 import { type Deadline, startDeadline } from '../lib/deadline.ts';
-import { NoSlotError, Slots } from '../lib/slots.ts';
+import { NoSlotError } from '../lib/errors.ts';
+import { Slots } from '../lib/slots.ts';
 import type { CallOptions, UniversityClient } from './client.ts';
 import { type EndpointName, UpstreamBusyError } from './errors.ts';
 

@@ -10,7 +10,8 @@
  * refill, never behind them.
  */
 import type { Redis } from 'ioredis';
-import { type Bucket, RateLimitedError, TokenBuckets } from '../lib/rate-limit.ts';
+import { RateLimitedError } from '../lib/errors.ts';
+import { type Bucket, TokenBuckets } from '../lib/rate-limit.ts';
 import { type EndpointName, UpstreamBudgetError } from './errors.ts';
 
 /** Who is taking: a call made while a person waits (`request`) or a refresh (`background`). */

@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { type Bucket, bucket, RateLimitedError, TokenBuckets } from '../../src/lib/rate-limit.ts';
+import { RateLimitedError } from '../../src/lib/errors.ts';
+import { type Bucket, bucket, TokenBuckets } from '../../src/lib/rate-limit.ts';
 import { deletePrefix, uniquePrefix } from '../support/service.ts';
 
 const prefix = uniquePrefix('rate');
