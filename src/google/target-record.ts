@@ -28,8 +28,14 @@
  *   `reconcileRequested` set so the first push compares with what the calendar really holds.
  * - No transition revives a removed target: every update is a script that does nothing when the hash is gone.
  */
-import type { PushJobData } from '../jobs/contract.ts';
 import type { RefusalExample, SyncCounts } from './sync-target.ts';
+
+/**
+ * Why a push ran. `refresh`: the source changed; `reconcile`: the periodic full comparison; `connect`: the first
+ * push of a new or reconnected target. `reconcile` and `connect` list the calendar before planning. (The push
+ * job's payload carries it: jobs/contract.ts.)
+ */
+export type PushReason = 'refresh' | 'reconcile' | 'connect';
 
 /** Where a target is in its lifecycle (see the module comment). */
 export type TargetStatus = 'active' | 'paused' | 'needs-consent' | 'calendar-deleted';
@@ -41,7 +47,7 @@ export type StoppedStatus = Exclude<TargetStatus, 'active'>;
 export interface PushSummary extends SyncCounts {
   /** When the push finished (epoch ms). */
   at: number;
-  reason: PushJobData['reason'];
+  reason: PushReason;
   durationMs: number;
 }
 

@@ -4,6 +4,7 @@
  */
 import type { ChangeCounts } from '../feeds/plan-publication.ts';
 import type { SyncCounts } from '../google/sync-target.ts';
+import type { PushReason } from '../google/target-record.ts';
 import type { SourceKey } from '../sources/source.ts';
 
 /** Queue names (under the `<REDIS_PREFIX>:q` BullMQ prefix). */
@@ -44,8 +45,8 @@ export interface RefreshJobResult {
   pushJobs: number;
 }
 
-/** Why a push runs. */
-export type PushReason = 'refresh' | 'reconcile' | 'connect';
+/** Why a push runs (declared with the push targets, which record it). */
+export type { PushReason };
 
 /** Payload of a push job (job name `push`). */
 export interface PushJobData {
