@@ -5,7 +5,7 @@
  * feed's change record; write calls come from the fake's counters.
  */
 import { feedOccurrences } from '../../src/feeds/build-feed.ts';
-import type { ChangeRecord } from '../../src/feeds/plan-publication.ts';
+import type { ChangeRecord } from '../../src/feeds/publication-diff.ts';
 import type { DesiredEvent } from '../../src/google/calendar-client.ts';
 import { desiredEvents } from '../../src/google/desired-events.ts';
 import { enqueuePush } from '../../src/jobs/queues.ts';

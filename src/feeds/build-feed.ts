@@ -8,7 +8,7 @@ import { publishedClassIds } from '../timetable/merge-rows.ts';
 import type { StudyPlanNotes } from '../timetable/study-plan.ts';
 import { EXPANSION_RULES, type ExpandOptions, type Occurrence, type SubscriberOptions } from '../timetable/types.ts';
 import { type ExpansionSettings, frozenOccurrences, HistoryMask } from './history.ts';
-import { type PublishedState, previousOccurrences, tombstonesFor } from './plan-publication.ts';
+import { type PublishedState, previousOccurrences, tombstonesFor } from './publication-diff.ts';
 import { renderIcs } from './render-ics.ts';
 
 /** The settings a feed's content depends on. */

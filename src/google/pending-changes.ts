@@ -4,7 +4,7 @@ import type { ServiceContext } from '../runtime/context.ts';
 import type { SourceKey } from '../sources/source.ts';
 import type { DesiredEvent } from './calendar-client.ts';
 import { desiredEvents } from './desired-events.ts';
-import { planPush } from './plan-push.ts';
+import { diffPush } from './push-diff.ts';
 
 /** Write counts the next push would make, by kind, and the refused events it would leave alone. */
 export interface PendingChanges {
@@ -48,11 +48,11 @@ export async function pendingChanges(
 ): Promise<PendingChanges | null> {
   const desired = await loadDesired(ctx, source);
   if (desired === undefined) return null;
-  const plan = planPush(desired, await ctx.google.index.read(targetId), ctx.now());
+  const diff = diffPush(desired, await ctx.google.index.read(targetId), ctx.now());
   return {
-    insert: plan.insert.length + plan.revive.length,
-    patch: plan.patch.length,
-    delete: plan.remove.length,
-    refused: plan.refused,
+    insert: diff.insert.length + diff.revive.length,
+    patch: diff.patch.length,
+    delete: diff.remove.length,
+    refused: diff.refused,
   };
 }

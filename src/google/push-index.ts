@@ -1,7 +1,7 @@
 /**
  * A push target's index: which events we wrote into its calendar, and the digest of the owned fields we
- * wrote (`googleIndex(id)`, a HASH event id → hash, or the markers of `plan-push.ts` for an event we deleted,
- * an id taken by someone else and a version Google refused). A push plans against it instead of listing the calendar;
+ * wrote (`googleIndex(id)`, a HASH event id → hash, or the markers of `push-diff.ts` for an event we deleted,
+ * an id taken by someone else and a version Google refused). A push compares with it instead of listing the calendar;
  * a reconcile lists the calendar and replaces it. Writes are applied after every successful Google write, so
  * a crash loses at most the writes in flight, which the next reconcile repairs.
  *

@@ -18,11 +18,11 @@ import {
   CANCELLED,
   carryRefusals,
   DELETE_REFUSED,
+  diffPush,
   FOREIGN,
   indexFromRemote,
-  planPush,
   refusedMarker,
-} from './plan-push.ts';
+} from './push-diff.ts';
 import { type RefusalExample, RefusalTally } from './refusal-tally.ts';
 
 export type { RefusalExample } from './refusal-tally.ts';
@@ -66,7 +66,7 @@ export interface SyncOptions {
   marker: EventMarker;
   desired: readonly DesiredEvent[];
   index: SyncIndex;
-  /** List the calendar's marked events and rebuild the index from them before planning. */
+  /** List the calendar's marked events and rebuild the index from them before comparing. */
   reconcile: boolean;
   /** Requests in flight at once (default 4). */
   concurrency?: number | undefined;
@@ -125,18 +125,18 @@ class SyncRun {
   async run(): Promise<SyncCounts> {
     const { options, counts } = this;
     const index = options.reconcile ? await this.reconcileIndex() : await options.index.read(options.targetId);
-    const plan = planPush(options.desired, index, this.now);
-    counts.unchanged = plan.unchanged;
-    counts.conflicts = plan.conflicts;
-    counts.refused = plan.refused;
-    // Not from the plan's counts: its `refused` holds refused deletes of events no longer desired as well.
+    const diff = diffPush(options.desired, index, this.now);
+    counts.unchanged = diff.unchanged;
+    counts.conflicts = diff.conflicts;
+    counts.refused = diff.refused;
+    // Not from the diff's counts: its `refused` holds refused deletes of events no longer desired as well.
     counts.desired = new Set(options.desired.map((event) => event.id)).size;
     // Deletions of cancelled classes matter to people more than revivals and new events, so they come early.
     const operations = [
-      ...plan.patch.map((event) => () => this.write(event, () => this.patch(event, true))),
-      ...plan.remove.map((id) => () => this.remove(id)),
-      ...plan.revive.map((event) => () => this.write(event, () => this.revive(event))),
-      ...plan.insert.map((event) => () => this.write(event, () => this.insert(event, true))),
+      ...diff.patch.map((event) => () => this.write(event, () => this.patch(event, true))),
+      ...diff.remove.map((id) => () => this.remove(id)),
+      ...diff.revive.map((event) => () => this.write(event, () => this.revive(event))),
+      ...diff.insert.map((event) => () => this.write(event, () => this.insert(event, true))),
     ];
     await this.pool(operations);
     await this.checkCalendar();

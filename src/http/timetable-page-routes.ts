@@ -10,7 +10,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { LRUCache } from 'lru-cache';
 import QRCode from 'qrcode';
-import type { PublishedState } from '../feeds/plan-publication.ts';
+import type { PublishedState } from '../feeds/publication-diff.ts';
 import { activateSource } from '../jobs/activation.ts';
 import { enqueueRefresh } from '../jobs/queues.ts';
 import { RateLimitedError } from '../lib/errors.ts';

@@ -2,7 +2,7 @@
  * How stored records appear in answers. One rule for every view: times are ISO 8601 text, and a field that
  * has no value is `null`, never missing; secrets are never part of a view.
  */
-import type { ChangeRecord } from '../feeds/plan-publication.ts';
+import type { ChangeRecord } from '../feeds/publication-diff.ts';
 import type { SourceState } from '../sources/registry.ts';
 import type { Subscription } from '../subscriptions/subscription-store.ts';
 

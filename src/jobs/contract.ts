@@ -2,7 +2,7 @@
  * The job contract: queue names, job names, payloads and results, imported by every producer and processor.
  * Payloads carry ids, never credentials. Job and scheduler ids never contain `:`.
  */
-import type { ChangeCounts } from '../feeds/plan-publication.ts';
+import type { ChangeCounts } from '../feeds/publication-diff.ts';
 import type { SyncCounts } from '../google/sync-target.ts';
 import type { PushReason } from '../google/target-record.ts';
 import type { SourceKey } from '../sources/source.ts';
@@ -55,7 +55,7 @@ export interface PushJobData {
   source: SourceKey;
   /**
    * `refresh`: the source changed; `reconcile`: the periodic full comparison; `connect`: the first push of a
-   * new or reconnected target. `reconcile` and `connect` list the calendar before planning.
+   * new or reconnected target. `reconcile` and `connect` list the calendar before comparing.
    */
   reason: PushReason;
   /** Set by the processor: rate-limit rounds spent before the job last made progress (not counted again). */

@@ -2,8 +2,8 @@
 
 import { renderFeed, renderVariant, settingsHash } from '../feeds/build-feed.ts';
 import { encodeFeed } from '../feeds/feed-store.ts';
-import { isMassDeletion, nextExpiry, type PublicationPlan, type PublishedState } from '../feeds/plan-publication.ts';
-import { planRefresh } from '../feeds/plan-refresh.ts';
+import { isMassDeletion, nextExpiry, type PublicationDiff, type PublishedState } from '../feeds/publication-diff.ts';
+import { diffRefresh } from '../feeds/refresh-diff.ts';
 import { execOrThrow } from '../lib/redis-transaction.ts';
 import type { Logger } from '../logger.ts';
 import type { ServiceContext } from '../runtime/context.ts';
@@ -78,8 +78,8 @@ export async function publishTimetable(
     const pushJobs = stored.pushOwed ? await fanOutPush(ctx, source) : 0;
     return { outcome: 'unchanged', occurrences: stored.state?.occurrences ?? 0, pushJobs };
   }
-  const plan = planFor(ctx, stored, entries.entries, { hash, settingsDigest, termStarts, studyPlan }, now);
-  if (isMassDeletion(plan) && !isConfirmed(ctx, stored.state, hash, input.reason, now)) {
+  const diff = diffFor(ctx, stored, entries.entries, { hash, settingsDigest, termStarts, studyPlan }, now);
+  if (isMassDeletion(diff) && !isConfirmed(ctx, stored.state, hash, input.reason, now)) {
     await ctx.registry.setPending(source, hash, now);
     await enqueueRefresh(ctx.queues, ctx.config, source, {
       reason: 'confirm',
@@ -88,7 +88,7 @@ export async function publishTimetable(
       delayMs: ctx.config.confirmDelayMs,
     });
     log.warn(
-      { futureBefore: plan.futureBefore, futureRemoved: plan.futureRemoved },
+      { futureBefore: diff.futureBefore, futureRemoved: diff.futureRemoved },
       'refresh would remove most future classes; publishing only after a confirming re-fetch',
     );
     return { outcome: 'awaiting-confirmation', occurrences: stored.state?.occurrences ?? 0, pushJobs: 0 };
@@ -97,28 +97,28 @@ export async function publishTimetable(
   // New settings (the cancelled-title prefix, the zone, the term starts) may change Google's events without any
   // change record: the push compares with what Google holds and writes only what differs, so owing one is cheap.
   const settingsChanged = stored.published !== undefined && stored.published.settingsHash !== settingsDigest;
-  const owesPush = plan.change !== undefined || settingsChanged || tombstonesLeft(stored.published, plan.state);
+  const owesPush = diff.change !== undefined || settingsChanged || tombstonesLeft(stored.published, diff.state);
   await commit(
     ctx,
     source,
     { hash, fetchedAt: now, name: input.fetched.name, entries: entries.entries, problems: input.fetched.problems },
-    plan,
+    diff,
     { now, owesPush },
   );
   // The registry follows the feed at once (readers see the new feed with its status); term starts come after.
   await recordPublication(ctx, input, stored.state, {
-    occurrences: plan.occurrences.length,
+    occurrences: diff.occurrences.length,
     problems,
-    changed: plan.change !== undefined,
+    changed: diff.change !== undefined,
   });
   await syncTermStarts(ctx, log, { source, termStarts });
   const pushJobs = owesPush || stored.pushOwed ? await fanOutPush(ctx, source) : 0;
-  if (plan.change)
-    log.info({ changes: plan.change.counts, occurrences: plan.occurrences.length, pushJobs }, 'feed published');
+  if (diff.change)
+    log.info({ changes: diff.change.counts, occurrences: diff.occurrences.length, pushJobs }, 'feed published');
   return {
     outcome: 'published',
-    occurrences: plan.occurrences.length,
-    ...(plan.change ? { changes: plan.change.counts } : {}),
+    occurrences: diff.occurrences.length,
+    ...(diff.change ? { changes: diff.change.counts } : {}),
     pushJobs,
   };
 }
@@ -224,7 +224,7 @@ async function deploymentTermStarts(
   return termStarts;
 }
 
-function planFor(
+function diffFor(
   ctx: ServiceContext,
   stored: Stored,
   entries: TimetableEntry[],
@@ -235,8 +235,8 @@ function planFor(
     studyPlan: StudyPlanNotes | undefined;
   },
   now: number,
-): PublicationPlan {
-  return planRefresh({
+): PublicationDiff {
+  return diffRefresh({
     settings: ctx.config,
     snapshot: stored.snapshot,
     published: stored.published,
@@ -277,16 +277,16 @@ async function commit(
   ctx: ServiceContext,
   source: SourceKey,
   snapshot: Snapshot,
-  plan: PublicationPlan,
+  diff: PublicationDiff,
   { now, owesPush }: { now: number; owesPush: boolean },
 ): Promise<void> {
-  const feed = encodeFeed(renderFeed(plan.occurrences, { name: snapshot.name, stamp: now }, ctx.config), now);
+  const feed = encodeFeed(renderFeed(diff.occurrences, { name: snapshot.name, stamp: now }, ctx.config), now);
   const multi = ctx.redis.multi();
   ctx.snapshots.writeSnapshot(multi, source, snapshot);
-  ctx.snapshots.writePublished(multi, source, plan.state);
+  ctx.snapshots.writePublished(multi, source, diff.state);
   ctx.feeds.write(multi, source, feed);
   ctx.termCounts.write(multi, source, snapshot.entries);
-  if (plan.change) ctx.snapshots.appendChange(multi, source, plan.change);
+  if (diff.change) ctx.snapshots.appendChange(multi, source, diff.change);
   if (owesPush) ctx.snapshots.markPushOwed(multi, source);
   await execOrThrow(multi);
 }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { ChainableCommander, Redis } from 'ioredis';
-import type { ChangeRecord, PublishedState } from '../feeds/plan-publication.ts';
+import type { ChangeRecord, PublishedState } from '../feeds/publication-diff.ts';
 import { type OptionValues, optionValuesOf } from '../timetable/event-text.ts';
 import type { EntryProblem, TimetableEntry } from '../timetable/types.ts';
 import type { RedisKeys } from './keys.ts';

@@ -5,7 +5,7 @@
  * expanded with, so that the page and the calendar never disagree about a week.
  */
 import { type FeedSettings, feedOccurrences, publishedExpansion } from '../feeds/build-feed.ts';
-import type { OccurrenceBrief, PublishedState } from '../feeds/plan-publication.ts';
+import type { OccurrenceBrief, PublishedState } from '../feeds/publication-diff.ts';
 import type { Snapshot } from '../sources/snapshot-store.ts';
 import { type DayNumber, dayNumber, isoDate, mondayOf } from '../timetable/dates.ts';
 import { entryText, keepsEntry, locationOf, teacherName } from '../timetable/event-text.ts';

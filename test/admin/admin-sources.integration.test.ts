@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { ChangeRecord, OccurrenceBrief } from '../../src/feeds/plan-publication.ts';
+import type { ChangeRecord, OccurrenceBrief } from '../../src/feeds/publication-diff.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { testContext } from '../support/service.ts';
 import { adminApp, BEARER } from './admin-app.ts';

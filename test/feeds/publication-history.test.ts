@@ -6,14 +6,14 @@
 import { describe, expect, it } from 'vitest';
 import { type FeedSettings, feedOccurrences, renderVariant, settingsHash } from '../../src/feeds/build-feed.ts';
 import {
+  diffPublication,
   nextExpiry,
-  type PublicationPlan,
+  type PublicationDiff,
   type PublishedState,
-  planPublication,
-} from '../../src/feeds/plan-publication.ts';
-import { planRefresh } from '../../src/feeds/plan-refresh.ts';
+} from '../../src/feeds/publication-diff.ts';
+import { diffRefresh } from '../../src/feeds/refresh-diff.ts';
 import { desiredEvents } from '../../src/google/desired-events.ts';
-import { planPush } from '../../src/google/plan-push.ts';
+import { diffPush } from '../../src/google/push-diff.ts';
 import { expand, occurrenceUid } from '../../src/timetable/expand.ts';
 import type { Occurrence, SubscriberOptions, TimetableEntry } from '../../src/timetable/types.ts';
 import { entry } from '../timetable/fixtures.ts';
@@ -37,7 +37,7 @@ const MID_TERM = msk('2025-10-15T12:00');
 interface Published {
   entries: TimetableEntry[];
   state: PublishedState;
-  plan: PublicationPlan;
+  plan: PublicationDiff;
   settings: FeedSettings;
 }
 
@@ -48,7 +48,7 @@ function publish(
   now: number,
   settings = SETTINGS,
 ): Published {
-  const plan = planRefresh({
+  const plan = diffRefresh({
     settings: { ...settings, cancelledRetentionMs: 14 * DAY },
     snapshot: previous && { entries: previous.entries },
     published: previous?.state,
@@ -144,7 +144,7 @@ describe('a room change mid-term', () => {
     const index = new Map(
       desiredEvents(feed(first), SETTINGS.cancelledTitlePrefix).map((event) => [event.id, event.hash]),
     );
-    const plan = planPush(desiredEvents(feed(moved), SETTINGS.cancelledTitlePrefix), index, MID_TERM);
+    const plan = diffPush(desiredEvents(feed(moved), SETTINGS.cancelledTitlePrefix), index, MID_TERM);
     expect(plan.patch).toHaveLength(10);
     expect(plan.remove).toEqual([]);
     expect(plan.insert).toEqual([]);
@@ -180,7 +180,7 @@ describe('an entry deleted mid-term', () => {
     expect(ended).toHaveLength(7);
     for (const prefix of [SETTINGS.cancelledTitlePrefix, '']) {
       const index = new Map(desiredEvents(feed(first), prefix).map((event) => [event.id, event.hash]));
-      const plan = planPush(desiredEvents(feed(deleted), prefix), index, MID_TERM);
+      const plan = diffPush(desiredEvents(feed(deleted), prefix), index, MID_TERM);
       // With a prefix the coming classes are retitled as cancelled; without one they are deleted at once.
       const cancelled = prefix === '' ? plan.remove : plan.patch.map((event) => event.id);
       expect(new Set(cancelled).size).toBe(10);
@@ -373,7 +373,7 @@ describe('a class sent as one row per group', () => {
     // Google: the coming events are updated in place, the ended ones left alone.
     const prefix = SETTINGS.cancelledTitlePrefix;
     const index = new Map(desiredEvents(feed(alone), prefix).map((event) => [event.id, event.hash]));
-    const plan = planPush(desiredEvents(feed(joined), prefix), index, refresh);
+    const plan = diffPush(desiredEvents(feed(joined), prefix), index, refresh);
     expect([plan.insert.length, plan.patch.length, plan.remove.length, plan.unchanged]).toEqual([0, 13, 0, 4]);
   });
 
@@ -415,7 +415,7 @@ describe('the first refresh after upgrading from before issue 11', () => {
   /** A publication as the code before issue 11 made it: rules 1, and no expansion settings recorded. */
   function legacyPublish(entries: TimetableEntry[], now: number): Published {
     const next = expand(entries, { timezone: SETTINGS.timezone, rules: 1 }).occurrences;
-    const plan = planPublication({
+    const plan = diffPublication({
       previous: undefined,
       previousOccurrences: [],
       previousEntries: new Map(),

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { eventIdFor } from '../../src/google/event-id.ts';
-import { FOREIGN } from '../../src/google/plan-push.ts';
+import { FOREIGN } from '../../src/google/push-diff.ts';
 import type { RefreshJobResult } from '../../src/jobs/contract.ts';
 import { enqueueRefresh } from '../../src/jobs/queues.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';

@@ -5,7 +5,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { parseRefused } from '../../src/google/plan-push.ts';
+import { parseRefused } from '../../src/google/push-diff.ts';
 import { REFUSAL_RETRY_MS } from '../../src/google/sync-target.ts';
 import { pushJobOptions } from '../../src/jobs/queues.ts';
 import { reconcile } from '../../src/jobs/schedule.ts';

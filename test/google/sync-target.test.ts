@@ -10,7 +10,7 @@ import {
   GoogleRateLimitError,
 } from '../../src/google/errors.ts';
 import { eventIdFor } from '../../src/google/event-id.ts';
-import { CANCELLED, DELETE_REFUSED, FOREIGN, parseRefused, refusedMarker } from '../../src/google/plan-push.ts';
+import { CANCELLED, DELETE_REFUSED, FOREIGN, parseRefused, refusedMarker } from '../../src/google/push-diff.ts';
 import {
   type RefusalExample,
   type SyncCounts,

@@ -2,7 +2,7 @@
 import type { FastifyInstance } from 'fastify';
 import { expansionSettings, renderVariant, settingsHash } from '../../src/feeds/build-feed.ts';
 import { encodeFeed, FeedStore, type StoredFeed } from '../../src/feeds/feed-store.ts';
-import type { PublishedState } from '../../src/feeds/plan-publication.ts';
+import type { PublishedState } from '../../src/feeds/publication-diff.ts';
 import { buildApp } from '../../src/http/app.ts';
 import type { FeedRouteOptions } from '../../src/http/feed-routes.ts';
 import { type Logger, silentLogger } from '../../src/logger.ts';

@@ -11,7 +11,7 @@ import {
   GoogleTransientError,
 } from '../../src/google/errors.ts';
 import { eventIdFor } from '../../src/google/event-id.ts';
-import { parseRefused } from '../../src/google/plan-push.ts';
+import { parseRefused } from '../../src/google/push-diff.ts';
 import type { PushJobResult, PushReason } from '../../src/jobs/contract.ts';
 import { enqueuePush, enqueueRefresh } from '../../src/jobs/queues.ts';
 import { reconcile } from '../../src/jobs/schedule.ts';

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { describeChange } from '../../src/feeds/plan-publication.ts';
+import { describeChange } from '../../src/feeds/publication-diff.ts';
 import { expand } from '../../src/timetable/expand.ts';
 import { mergeRows, mergeRowsWithIds, publishedClassIds, storedClassIds } from '../../src/timetable/merge-rows.ts';
 import type { ExpandOptions, Occurrence, PreviousOccurrence } from '../../src/timetable/types.ts';

@@ -1,7 +1,7 @@
 /** The timetable page's pure parts: weeks and their parity, class rows, link building, reminder words. */
 import { describe, expect, it } from 'vitest';
 import { expansionSettings } from '../../src/feeds/build-feed.ts';
-import type { PublishedState } from '../../src/feeds/plan-publication.ts';
+import type { PublishedState } from '../../src/feeds/publication-diff.ts';
 import { dayNumber } from '../../src/timetable/dates.ts';
 import { weekParity } from '../../src/timetable/parity.ts';
 import { localDate } from '../../src/timetable/zoned-time.ts';

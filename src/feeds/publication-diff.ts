@@ -104,8 +104,8 @@ export interface PublicationInput {
   cancelledRetentionMs: number;
 }
 
-/** The outcome of {@link planPublication}. */
-export interface PublicationPlan {
+/** The outcome of {@link diffPublication}. */
+export interface PublicationDiff {
   state: PublishedState;
   /** Live, frozen and cancelled occurrences, sorted by start then uid: what the default feed shows. */
   occurrences: Occurrence[];
@@ -121,7 +121,7 @@ export interface PublicationPlan {
  * as the previous publication showed them, and neither tombstones nor the change record speak of them; an
  * occurrence in progress is not history yet.
  */
-export function planPublication(input: PublicationInput): PublicationPlan {
+export function diffPublication(input: PublicationInput): PublicationDiff {
   const { now } = input;
   const frozen =
     input.previous === undefined
@@ -206,8 +206,8 @@ export function previousOccurrences(state: PublishedState | undefined): Map<stri
 }
 
 /** A refresh that drops more than half of the published future occurrences must be confirmed first. */
-export function isMassDeletion(plan: Pick<PublicationPlan, 'futureBefore' | 'futureRemoved'>): boolean {
-  return plan.futureBefore > 0 && plan.futureRemoved * 2 > plan.futureBefore;
+export function isMassDeletion(diff: Pick<PublicationDiff, 'futureBefore' | 'futureRemoved'>): boolean {
+  return diff.futureBefore > 0 && diff.futureRemoved * 2 > diff.futureBefore;
 }
 
 /**

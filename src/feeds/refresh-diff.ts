@@ -1,6 +1,6 @@
 /**
- * The pure part of a refresh: a new timetable planned against what the source's feed published before, exactly
- * as the refresh job publishes it (tests plan with this function too, so that they test what production does).
+ * The pure part of a refresh: a new timetable compared with what the source's feed published before, exactly
+ * as the refresh job publishes it (tests compare with this function too, so that they test what production does).
  */
 import type { Config } from '../config.ts';
 import type { Snapshot } from '../sources/snapshot-store.ts';
@@ -15,10 +15,10 @@ import {
   publishedExpansion,
   shownOccurrences,
 } from './build-feed.ts';
-import { type PublicationPlan, type PublishedState, planPublication } from './plan-publication.ts';
+import { diffPublication, type PublicationDiff, type PublishedState } from './publication-diff.ts';
 
-/** Everything a refresh is planned from. */
-export interface RefreshPlanInput {
+/** Everything a refresh is compared from. */
+export interface RefreshDiffInput {
   settings: FeedSettings & Pick<Config, 'cancelledRetentionMs'>;
   /** What is stored for the source: the last snapshot and what its feed published (both absent at first). */
   snapshot: Pick<Snapshot, 'entries'> | undefined;
@@ -38,7 +38,7 @@ export interface RefreshPlanInput {
  * used, so that a class keeps its UIDs when the row that gave them leaves or a lower row joins; the previous
  * publication is re-expanded by its own rules, so that an upgrade moves nothing that has ended.
  */
-export function planRefresh(input: RefreshPlanInput): PublicationPlan {
+export function diffRefresh(input: RefreshDiffInput): PublicationDiff {
   const { snapshot, published, settings } = input;
   const previousRows = snapshot?.entries ?? [];
   const previousIds = publishedClassIds(previousRows, published?.classIds);
@@ -46,7 +46,7 @@ export function planRefresh(input: RefreshPlanInput): PublicationPlan {
   const previousClasses = previousRules === 1 ? previousRows : mergeRows(previousRows, previousIds);
   const expansion = expansionSettings(settings, input.termStarts, input.studyPlan);
   const { classIds } = mergeRowsWithIds(input.entries, previousIds);
-  return planPublication({
+  return diffPublication({
     previous: published,
     previousOccurrences: snapshot ? shownOccurrences(snapshot, published, settings) : [],
     // Every row and every class as published (the class wins an id both have): a merged class keeps all its

@@ -6,13 +6,13 @@ import {
   CANCELLED,
   carryRefusals,
   DELETE_REFUSED,
+  diffPush,
   FOREIGN,
   indexFromRemote,
-  type PushPlan,
+  type PushDiff,
   parseRefused,
-  planPush,
   refusedMarker,
-} from '../../src/google/plan-push.ts';
+} from '../../src/google/push-diff.ts';
 
 const FIELDS = {
   summary: 's',
@@ -62,7 +62,7 @@ const deletesWaiting = (desired: readonly DesiredEvent[], index: ReadonlyMap<str
 };
 
 /** What the index holds after every operation of the plan succeeded. */
-function apply(index: ReadonlyMap<string, string>, plan: PushPlan): Map<string, string> {
+function apply(index: ReadonlyMap<string, string>, plan: PushDiff): Map<string, string> {
   const next = new Map(index);
   for (const item of [...plan.insert, ...plan.revive, ...plan.patch]) next.set(item.id, item.hash);
   for (const id of plan.remove) next.set(id, CANCELLED);
@@ -73,11 +73,11 @@ function apply(index: ReadonlyMap<string, string>, plan: PushPlan): Map<string, 
 const live = (index: ReadonlyMap<string, string>) =>
   [...index].filter(([, hash]) => hash !== CANCELLED && parseRefused(hash) === undefined);
 
-describe('planPush', () => {
+describe('diffPush', () => {
   it('applying the plan to the index yields exactly the desired events live, except refused ones still waiting', () => {
     fc.assert(
       fc.property(desiredArb, indexArb, (desired, index) => {
-        const after = apply(index, planPush(desired, index, NOW));
+        const after = apply(index, diffPush(desired, index, NOW));
         expect(live(after).sort()).toEqual(
           desired
             .filter((item) => !waiting(index, item))
@@ -100,7 +100,7 @@ describe('planPush', () => {
   it('plans nothing more than needed: each desired event once, only changed ones written', () => {
     fc.assert(
       fc.property(desiredArb, indexArb, (desired, index) => {
-        const plan = planPush(desired, index, NOW);
+        const plan = diffPush(desired, index, NOW);
         const waitingDeletes = deletesWaiting(desired, index).length;
         expect(plan.insert.length + plan.revive.length + plan.patch.length + plan.unchanged + plan.refused).toBe(
           desired.length + waitingDeletes,
@@ -134,7 +134,7 @@ describe('planPush', () => {
   it('an unchanged calendar needs no operation at all', () => {
     fc.assert(
       fc.property(desiredArb, (desired) => {
-        const plan = planPush(desired, new Map(desired.map((item) => [item.id, item.hash])), NOW);
+        const plan = diffPush(desired, new Map(desired.map((item) => [item.id, item.hash])), NOW);
         expect(plan).toEqual({
           insert: [],
           revive: [],
@@ -149,7 +149,7 @@ describe('planPush', () => {
   });
 
   it('never writes to an id taken by someone else, nor deletes it', () => {
-    const plan = planPush(
+    const plan = diffPush(
       [event('a1', 'h1')],
       new Map([
         ['a1', FOREIGN],
@@ -161,7 +161,7 @@ describe('planPush', () => {
   });
 
   it('a desired id listed twice is planned once, the first one winning', () => {
-    const plan = planPush([event('a1', 'h1'), event('a1', 'h2')], new Map(), NOW);
+    const plan = diffPush([event('a1', 'h1'), event('a1', 'h2')], new Map(), NOW);
     expect(plan.insert).toEqual([event('a1', 'h1')]);
   });
 });
@@ -170,12 +170,12 @@ describe('refused events', () => {
   const refused = (hash: string, retryAt = NOW + 1) => refusedMarker(hash, retryAt);
 
   it('the very version Google refused waits, written by no operation, until it is due', () => {
-    const plan = planPush([event('a1', 'h1')], new Map([['a1', refused('h1')]]), NOW);
+    const plan = diffPush([event('a1', 'h1')], new Map([['a1', refused('h1')]]), NOW);
     expect(plan).toEqual({ insert: [], revive: [], patch: [], remove: [], unchanged: 0, conflicts: 0, refused: 1 });
   });
 
   it('another version is inserted at once (the insert finds out what Google holds)', () => {
-    expect(planPush([event('a1', 'h2')], new Map([['a1', refused('h1')]]), NOW)).toMatchObject({
+    expect(diffPush([event('a1', 'h2')], new Map([['a1', refused('h1')]]), NOW)).toMatchObject({
       insert: [event('a1', 'h2')],
       patch: [],
       refused: 0,
@@ -183,11 +183,11 @@ describe('refused events', () => {
   });
 
   it('the same version is inserted again once it is due', () => {
-    expect(planPush([event('a1', 'h1')], new Map([['a1', refused('h1', NOW)]]), NOW)).toMatchObject({
+    expect(diffPush([event('a1', 'h1')], new Map([['a1', refused('h1', NOW)]]), NOW)).toMatchObject({
       insert: [event('a1', 'h1')],
       refused: 0,
     });
-    expect(planPush([event('a1', 'h1')], new Map([['a1', refused('h1', NOW - 1)]]), NOW)).toMatchObject({
+    expect(diffPush([event('a1', 'h1')], new Map([['a1', refused('h1', NOW - 1)]]), NOW)).toMatchObject({
       insert: [event('a1', 'h1')],
       refused: 0,
     });
@@ -195,7 +195,7 @@ describe('refused events', () => {
 
   it('a refused event no longer desired is removed (a refused patch left the old version in Google)', () => {
     expect(
-      planPush(
+      diffPush(
         [],
         new Map([
           ['a1', refused('h1')],
@@ -207,7 +207,7 @@ describe('refused events', () => {
   });
 
   it('a refused delete waits like a refused write, and is removed again once it is due', () => {
-    expect(planPush([], new Map([['a1', refused(DELETE_REFUSED)]]), NOW)).toEqual({
+    expect(diffPush([], new Map([['a1', refused(DELETE_REFUSED)]]), NOW)).toEqual({
       insert: [],
       revive: [],
       patch: [],
@@ -216,19 +216,19 @@ describe('refused events', () => {
       conflicts: 0,
       refused: 1,
     });
-    expect(planPush([], new Map([['a1', refused(DELETE_REFUSED, NOW)]]), NOW)).toMatchObject({
+    expect(diffPush([], new Map([['a1', refused(DELETE_REFUSED, NOW)]]), NOW)).toMatchObject({
       remove: ['a1'],
       refused: 0,
     });
   });
 
   it('a class whose delete was refused comes back with an insert (which finds our event live), due or not', () => {
-    expect(planPush([event('a1', 'h1')], new Map([['a1', refused(DELETE_REFUSED)]]), NOW)).toMatchObject({
+    expect(diffPush([event('a1', 'h1')], new Map([['a1', refused(DELETE_REFUSED)]]), NOW)).toMatchObject({
       insert: [event('a1', 'h1')],
       remove: [],
       refused: 0,
     });
-    expect(planPush([event('a1', 'h1')], new Map([['a1', refused(DELETE_REFUSED, NOW)]]), NOW)).toMatchObject({
+    expect(diffPush([event('a1', 'h1')], new Map([['a1', refused(DELETE_REFUSED, NOW)]]), NOW)).toMatchObject({
       insert: [event('a1', 'h1')],
       remove: [],
       refused: 0,
@@ -322,6 +322,6 @@ describe('indexFromRemote', () => {
 
   it('an event of ours without a digest is patched by the next plan', () => {
     const index = indexFromRemote([{ id: 'a2', cancelled: false, markerValue: 'group:1' }], marker);
-    expect(planPush([event('a2', 'h2')], index, NOW).patch.map((item) => item.id)).toEqual(['a2']);
+    expect(diffPush([event('a2', 'h2')], index, NOW).patch.map((item) => item.id)).toEqual(['a2']);
   });
 });

@@ -52,7 +52,7 @@ export function parseRefused(value: string): Refusal | undefined {
  * What one push does: each desired event is inserted, revived, patched or left alone; indexed live events not desired
  * are removed.
  */
-export interface PushPlan {
+export interface PushDiff {
   /** Desired events the index does not know, or knows as refused in another version or long enough ago. */
   insert: DesiredEvent[];
   /** Desired events whose id the index knows as deleted: brought back with one write. */
@@ -74,12 +74,12 @@ export interface PushPlan {
 
 /**
  * Plans a push from the desired events and the index (event id → digest of what we last wrote, or one of the
- * markers above) at `now` (epoch ms). Applying the plan to the index yields exactly the desired events,
+ * markers above) at `now` (epoch ms). Applying the diff to the index yields exactly the desired events,
  * except refused ones still waiting, plus deleted ones marked {@link CANCELLED} and refused deletes still
  * waiting. A desired id listed twice counts once (the first wins).
  */
-export function planPush(desired: readonly DesiredEvent[], index: ReadonlyMap<string, string>, now: number): PushPlan {
-  const plan: PushPlan = { insert: [], revive: [], patch: [], remove: [], unchanged: 0, conflicts: 0, refused: 0 };
+export function diffPush(desired: readonly DesiredEvent[], index: ReadonlyMap<string, string>, now: number): PushDiff {
+  const diff: PushDiff = { insert: [], revive: [], patch: [], remove: [], unchanged: 0, conflicts: 0, refused: 0 };
   const wanted = new Set<string>();
   for (const event of desired) {
     if (wanted.has(event.id)) continue;
@@ -90,28 +90,28 @@ export function planPush(desired: readonly DesiredEvent[], index: ReadonlyMap<st
       // A refused version waits; another version, the same one after the wait, or a class whose delete was
       // refused coming back, starts over with an insert, which finds out what Google holds (409 → get → patch
       // or revive, or nothing to write).
-      if (refusal.hash === event.hash && refusal.retryAt > now) plan.refused += 1;
-      else plan.insert.push(event);
-    } else if (known === undefined) plan.insert.push(event);
-    else if (known === CANCELLED) plan.revive.push(event);
-    else if (known === FOREIGN) plan.conflicts += 1;
-    else if (known !== event.hash) plan.patch.push(event);
-    else plan.unchanged += 1;
+      if (refusal.hash === event.hash && refusal.retryAt > now) diff.refused += 1;
+      else diff.insert.push(event);
+    } else if (known === undefined) diff.insert.push(event);
+    else if (known === CANCELLED) diff.revive.push(event);
+    else if (known === FOREIGN) diff.conflicts += 1;
+    else if (known !== event.hash) diff.patch.push(event);
+    else diff.unchanged += 1;
   }
   for (const [id, known] of index) {
     if (wanted.has(id) || known === CANCELLED || known === FOREIGN) continue;
     // A refused delete waits like a refused write. A refused patch left the old version in Google, so it is
     // deleted at once; a refused insert left nothing, and its delete answers 404.
     const refusal = parseRefused(known);
-    if (refusal?.hash === DELETE_REFUSED && refusal.retryAt > now) plan.refused += 1;
-    else plan.remove.push(id);
+    if (refusal?.hash === DELETE_REFUSED && refusal.retryAt > now) diff.refused += 1;
+    else diff.remove.push(id);
   }
-  return plan;
+  return diff;
 }
 
 /**
  * Rebuilds an index from a calendar's listing (deleted events included) of the events carrying `marker`: our
- * live events with their digest (`''` when one lacks it, so that the next plan patches it), our deleted ones
+ * live events with their digest (`''` when one lacks it, so that the next diff patches it), our deleted ones
  * as {@link CANCELLED}. Events of another marker value are left out.
  */
 export function indexFromRemote(events: Iterable<RemoteEvent>, marker: EventMarker): Map<string, string> {
