@@ -63,9 +63,10 @@ module.exports = {
   ],
   options: {
     // TypeScript 7 ships no compiler API for dependency-cruiser to parse with; swc's parser reads our .ts
-    // files and tells `import type` apart.
+    // files and marks `import type` (and imports whose specifiers are all `type`) as type-only, which the
+    // rules above let through. `tsPreCompilationDeps` is left out: it only steers the TypeScript compiler's
+    // extraction, which never runs here, and asking for it made every run warn "missing-tsc-transpiler".
     parser: 'swc',
-    tsPreCompilationDeps: true,
     doNotFollow: { path: 'node_modules' },
     exclude: { path: '\\.test\\.ts$' },
     enhancedResolveOptions: { extensions: ['.ts', '.js', '.json'] },
