@@ -73,12 +73,42 @@ export function createLogger(settings: LoggerSettings): Logger {
   if (wantPretty) {
     const destination = settings.destination ?? 1;
     const colorize = settings.destination === undefined;
+    // One line per event (a published feed once took 14): who and what first, the other fields as inline JSON.
+    // An error's stack only at debug and trace; the JSON output always carries it.
+    const verbose = settings.level === 'debug' || settings.level === 'trace';
+    const ignore = ['pid', 'hostname', ...PRETTY_HEADLINE, ...(verbose ? [] : ['err'])].join(',');
     return pino(
       options,
-      pretty({ colorize, destination, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', sync: true }),
+      pretty({
+        colorize,
+        destination,
+        translateTime: 'SYS:HH:MM:ss.l',
+        ignore,
+        singleLine: true,
+        messageFormat: (log) => prettyMessage(log, !verbose),
+        sync: true,
+      }),
     );
   }
   return settings.destination ? pino(options, settings.destination) : pino(options);
+}
+
+/** Bound fields that lead a pretty line, in this order, instead of repeating in its JSON tail. */
+const PRETTY_HEADLINE = ['role', 'component', 'source'] as const;
+
+/**
+ * The message part of a pretty line: `worker group:1 feed published`, and with `withError` the logged
+ * error's own message after it (`… failed: Error: boom`), since its stack is left out of the line.
+ */
+export function prettyMessage(log: Record<string, unknown>, withError: boolean): string {
+  const head = PRETTY_HEADLINE.map((key) => log[key]).filter((value) => typeof value === 'string' && value !== '');
+  const parts = [...head, typeof log.msg === 'string' ? log.msg : ''].filter((part) => part !== '');
+  const err = log.err as { type?: unknown; message?: unknown } | undefined;
+  const error =
+    withError && err !== undefined && err !== null && typeof err === 'object'
+      ? `: ${typeof err.type === 'string' ? `${err.type}: ` : ''}${String(err.message ?? '').replace(/\s*\n\s*/g, ' ')}`
+      : '';
+  return `${parts.join(' ')}${error}`;
 }
 
 /** A logger that writes nothing: for tests and library callers that do not care. */

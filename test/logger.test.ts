@@ -65,6 +65,28 @@ describe('createLogger', () => {
     expect(out.text()).not.toContain('CRED-X');
   });
 
+  it('prints one pretty line per event, its context first and the other fields inline', () => {
+    const out = memory();
+    const logger = createLogger({ level: 'info', destination: out.stream, pretty: true, base: { role: 'worker' } });
+    logger
+      .child({ source: 'group:1', jobId: 'group-1-x', attempt: 1 })
+      .info({ changes: { added: 3, removed: 1 }, occurrences: 120, pushJobs: 2 }, 'feed published');
+    logger.child({ component: 'upstream' }).warn({ err: new Error('boom\nsecond line') }, 'fetch failed');
+    const lines = out.text().trimEnd().split('\n');
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(
+      /INFO: worker group:1 feed published \{"jobId":"group-1-x","attempt":1,"changes":\{"added":3,/,
+    );
+    expect(lines[0]).not.toMatch(/"pid"|"role"|"source"/);
+    expect(lines[1]).toMatch(/WARN: worker upstream fetch failed: Error: boom second line$/);
+  });
+
+  it('keeps an error stack in pretty lines at debug only', () => {
+    const out = memory();
+    createLogger({ level: 'debug', destination: out.stream, pretty: true }).error({ err: new Error('boom') }, 'x');
+    expect(out.text()).toMatch(/at .*logger\.test\.ts/);
+  });
+
   it('respects the level', () => {
     const out = memory();
     createLogger({ level: 'warn', destination: out.stream }).info('quiet');
