@@ -100,15 +100,17 @@ const COMMANDS: Record<string, Command> = {
     },
   },
   resync: {
-    summary: 'enqueue a resync and print the job ids',
-    usage: 'timetable-sync resync (--all | --group ID | --employee ID | --subscription ID)',
+    summary: 'enqueue a resync and print the job ids, or wait for it with --wait',
+    usage: 'timetable-sync resync (--all | --group ID | --employee ID | --subscription ID) [--wait]',
     options: {
       all: { type: 'boolean' },
+      wait: { type: 'boolean' },
       group: { type: 'string' },
       employee: { type: 'string' },
       subscription: { type: 'string' },
     },
-    details: 'Uses REDIS_URL, or the embedded Redis recorded under .data/ by a running `start` or `demo`.',
+    details:
+      'Uses REDIS_URL, or the embedded Redis recorded under .data/ by a running `start` or `demo`.\n--wait waits for the refresh jobs instead of printing their ids: progress on stderr (one redrawn\nline on a terminal, a line every 5 s or 10 % elsewhere), then a summary on stdout with failures grouped\nby reason. Exit 1 when any job failed; Ctrl-C stops waiting (exit 130) without cancelling the jobs.',
     run: async (values) => {
       const selectors = ['all', 'group', 'employee', 'subscription'].filter((key) => values[key] !== undefined);
       if (selectors.length !== 1)
@@ -121,6 +123,7 @@ const COMMANDS: Record<string, Command> = {
         group: stringValue(values.group),
         employee: stringValue(values.employee),
         subscription: stringValue(values.subscription),
+        wait: values.wait === true,
       });
     },
   },

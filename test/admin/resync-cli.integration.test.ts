@@ -6,7 +6,9 @@ import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
 import { silentLogger } from '../../src/logger.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { startEmbeddedRedis } from '../../src/runtime/embedded-redis.ts';
-import { runCli } from '../support/cli.ts';
+import { type Pipeline, startPipeline } from '../jobs/helpers.ts';
+import { runCli, startCli } from '../support/cli.ts';
+import { until } from '../support/poll.ts';
 import { testContext } from '../support/service.ts';
 
 describe('timetable-sync resync', () => {
@@ -113,4 +115,60 @@ describe('timetable-sync resync', () => {
       await rm(folder, { recursive: true, force: true });
     }
   });
+});
+
+describe('timetable-sync resync --wait', () => {
+  let pipeline: Pipeline;
+  let env: Record<string, string>;
+
+  beforeEach(async () => {
+    pipeline = await startPipeline();
+    env = { REDIS_URL: inject('redisUrl'), REDIS_PREFIX: pipeline.ctx.config.redisPrefix };
+  });
+
+  afterEach(async () => pipeline.close());
+
+  it('waits for every job, shows progress, and sums up with failures by reason (exit 1)', async () => {
+    const groups = (await pipeline.sim.groups()).slice(0, 4);
+    for (const group of groups) await pipeline.ctx.registry.activate(`group:${group.id}`, pipeline.clock.now);
+    await pipeline.ctx.registry.activate('group:999999', pipeline.clock.now);
+    const result = await runCli(['resync', '--all', '--wait'], { env, timeoutMs: 60_000 });
+    expect(result.stderr).toContain('waiting for 5 refresh jobs (Ctrl-C stops waiting; the jobs go on)');
+    // Not a terminal: plain lines, the last one complete, no carriage return or escape sequence.
+    expect(result.stderr).toMatch(/^5\/5 100% · done 4 · failed 1 · \S+ · 0s left$/m);
+    expect(result.stderr).not.toMatch(/\r|\[K/);
+    expect(result.stdout).toMatch(
+      /^Finished in \d+s: 4 done, 1 failed, of 5 \(.+\)\.\nFailed:\n {2}1 × .+: group-999999-\S+\n$/,
+    );
+    expect(result.code).toBe(1);
+  }, 90_000);
+
+  it('exits 0 when the job completed', async () => {
+    const [group] = await pipeline.sim.groups();
+    const result = await runCli(['resync', '--group', String(group?.id), '--wait'], { env, timeoutMs: 60_000 });
+    expect(result.stdout).toMatch(/^Finished in \d+s: 1 done, 0 failed, of 1 \(.+\)\.\n$/);
+    expect(result.code).toBe(0);
+    expect(await pipeline.ctx.feeds.get(`group:${group?.id}`)).toBeDefined();
+  }, 90_000);
+
+  it('stops waiting on Ctrl-C without cancelling the job (exit 130)', async () => {
+    await pipeline.ctx.queues.refresh.pause();
+    const [group] = await pipeline.sim.groups();
+    const child = startCli(['resync', '--group', String(group?.id), '--wait'], { env });
+    let stdout = '';
+    let stderr = '';
+    child.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const code = new Promise<number | null>((resolve) => child.once('close', resolve));
+    await until(
+      async () => stderr,
+      (text) => text.includes('waiting for 1 refresh job'),
+      30_000,
+    );
+    child.kill('SIGINT');
+    expect(await code).toBe(130);
+    expect(stdout).toMatch(/^Stopped waiting after \d+s: 0 done, 0 failed, 1 still queued or running/);
+    const [id] = await pipeline.ctx.queues.refresh.getJobs(['prioritized', 'waiting']);
+    expect(id?.data).toMatchObject({ source: `group:${group?.id}`, reason: 'resync' });
+  }, 90_000);
 });
