@@ -94,10 +94,7 @@ export class FeedProvider {
       async () => (this.knownVariants.has(variant) ? undefined : this.limits.admit('variant-render', ip)),
     );
     this.knownVariants.set(variant, true);
-    // A variant rendered before an outage is served from memory as it was: it is as stale as its base.
-    return base.staleSince !== undefined && feed.staleSince === undefined
-      ? { ...feed, staleSince: base.staleSince }
-      : feed;
+    return staleAs(feed, base);
   }
 
   /**
@@ -112,9 +109,11 @@ export class FeedProvider {
       const base = (await this.cache.get(source)) ?? (await this.onDemand(source, ip));
       this.recordRequest(source);
       // The save time is part of the key: options saved again as they once were are a change all the same.
-      return this.variants.get(VariantCache.key(source, base.etag, `${saved.query.canonical}\n${notBefore}`), () =>
-        renderSubscriberVariant(this.ctx, source, base, saved.query, { notBefore, capBytes: this.maxVariantBytes }),
+      const feed = await this.variants.get(
+        VariantCache.key(source, base.etag, `${saved.query.canonical}\n${notBefore}`),
+        () => renderSubscriberVariant(this.ctx, source, base, saved.query, { notBefore, capBytes: this.maxVariantBytes }),
       );
+      return staleAs(feed, base);
     }
     const base = await this.feedFor(source, saved.query, ip);
     return notBefore > base.lastModified ? { ...base, lastModified: notBefore } : base;
@@ -280,6 +279,13 @@ export class FeedProvider {
       if (now - at >= this.touchEveryMs) this.touched.delete(source);
     }
   }
+}
+
+/** A variant rendered before an outage is served from memory as it was: it is as stale as its base. */
+function staleAs(feed: StoredFeed, base: StoredFeed): StoredFeed {
+  return base.staleSince !== undefined && feed.staleSince === undefined
+    ? { ...feed, staleSince: base.staleSince }
+    : feed;
 }
 
 /** `group 4242`, `employee 17`, or `this subscription` (never its id: personal URLs are secret). */

@@ -2,6 +2,7 @@
  * The feed routes of docs/design.md: public group and teacher feeds, secret personal feeds. GET and HEAD, with
  * ETag/If-None-Match, Last-Modified/If-Modified-Since, precompressed br and gzip, and the subscriber options
  * as query parameters (a personal feed URL without any serves the options its owner saved). Personal feed URLs carry a secret: they are never logged.
+ * While Redis cannot be read, a personal feed served before is still found by its token (`personal-tokens.ts`).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { StoredFeed } from '../feeds/feed-store.ts';
@@ -15,6 +16,7 @@ import { FeedCache } from './feed-cache.ts';
 import { FeedProvider, type FeedProviderOptions } from './feed-provider.ts';
 import { chooseEncoding, codingEtag, type FeedEncoding, isNotModified } from './negotiate.ts';
 import { PersonalFeedOptions, type SavedQuery } from './personal-feed-options.ts';
+import { PersonalTokens } from './personal-tokens.ts';
 import { type ParsedSubscriberQuery, parseSubscriberQuery } from './subscriber-query.ts';
 import { TokenUseRecorder } from './token-use.ts';
 
@@ -56,6 +58,7 @@ export async function registerFeedRoutes(
   const provider = new FeedProvider(ctx, cache, new ClientLimits(ctx), options);
   const saved = new PersonalFeedOptions(ctx, cache, options.cacheTtlMs);
   const tokenUse = new TokenUseRecorder(ctx, ctx.subscriptions);
+  const tokens = new PersonalTokens(ctx, cache);
 
   await app.register(async (scope) => {
     // Counter children per (kind, status), made once: a labelled inc() hashes its labels on every call.
@@ -86,7 +89,7 @@ export async function registerFeedRoutes(
     scope.get<{ Params: { token: string }; Querystring: Query }>(
       '/feeds/personal/:token.ics',
       async (request, reply) => {
-        const source = await personalSource(ctx, request.params.token);
+        const source = await personalSource(tokens, request.params.token);
         const { id } = sourceOf(source);
         // Kept from revocation by sign-ups on other devices while a calendar polls it.
         tokenUse.record(id, request.params.token);
@@ -119,8 +122,8 @@ function publicSource(kind: 'group' | 'employee', id: string): SourceKey {
 }
 
 /** The source of a personal feed token; unknown and malformed tokens alike are a 404 (a secret is not echoed). */
-async function personalSource(ctx: ServiceContext, token: string): Promise<SourceKey> {
-  const id = TOKEN.test(token) ? await ctx.subscriptions.idByToken(token) : undefined;
+async function personalSource(tokens: PersonalTokens, token: string): Promise<SourceKey> {
+  const id = TOKEN.test(token) ? await tokens.idOf(token) : undefined;
   if (id === undefined)
     throw new HttpError(404, 'no such personal feed: the link is wrong, or its subscription was deleted');
   return sourceKey({ kind: 'personal', id });

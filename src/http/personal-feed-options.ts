@@ -3,8 +3,11 @@
  * kept in memory per subscription, dropped when the feed-updates channel announces the subscription's source
  * (saving options announces it), and only kept while that channel is being heard (the feed cache says so).
  * A hit costs no Redis; the token lookup itself stays a Redis read, so a revoked feed URL stops at once.
+ * The last options read per subscription are kept apart, and answered only while Redis cannot be read (see
+ * `personal-tokens.ts`): a personal feed served before an outage is served during it as its owner saved it.
  */
 import { LRUCache } from 'lru-cache';
+import { isRedisFailure } from '../lib/redis-failure.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import type { SourceKey } from '../sources/source.ts';
 import type { FeedCache } from './feed-cache.ts';
@@ -25,6 +28,8 @@ export class PersonalFeedOptions {
   private readonly ctx: ServiceContext;
   private readonly cache: FeedCache;
   private readonly entries: LRUCache<string, SavedQuery>;
+  /** The last options read per subscription, trusted or not: answered only while Redis cannot be read. */
+  private readonly lastGood = new LRUCache<string, SavedQuery>({ max: MAX_ENTRIES });
   /** Goes up with every invalidation: a read that one overtook is answered but not kept. */
   private generation = 0;
 
@@ -39,10 +44,20 @@ export class PersonalFeedOptions {
   async get(id: string): Promise<SavedQuery> {
     const hit = this.entries.get(id);
     if (hit !== undefined) return hit;
+    const kept = this.lastGood.get(id);
+    // Redis known to be away: no request waits for it (the feed cache tries it again in the background).
+    if (kept !== undefined && this.cache.servingStaleSince !== undefined) return kept;
     const generation = this.generation;
     const live = this.cache.isLive;
-    const { options, savedAt } = await this.ctx.subscriptions.feedOptionsOf(id);
-    const parsed = { query: subscriberQueryOf(options ?? {}), savedAt };
+    let read: Awaited<ReturnType<ServiceContext['subscriptions']['feedOptionsOf']>>;
+    try {
+      read = await this.ctx.subscriptions.feedOptionsOf(id);
+    } catch (error) {
+      if (kept === undefined || !isRedisFailure(error)) throw error;
+      return kept;
+    }
+    const parsed = { query: subscriberQueryOf(read.options ?? {}), savedAt: read.savedAt };
+    this.lastGood.set(id, parsed);
     // A save announced while reading may not be in what was read: keep only reads no announcement overtook.
     if (live && this.cache.isLive && generation === this.generation) this.entries.set(id, parsed);
     return parsed;

@@ -5,6 +5,7 @@
  * forgotten only costs one more write).
  */
 import { LRUCache } from 'lru-cache';
+import { isRedisFailure } from '../lib/redis-failure.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { hashToken } from '../security/tokens.ts';
 
@@ -40,6 +41,8 @@ export class TokenUseRecorder {
     if (last !== undefined && now - last < this.everyMs) return;
     this.written.set(key, now);
     this.sink.recordTokenUse(id, token, now).catch((error: unknown) => {
+      // While Redis is away every request would log this again; a use recorded an hour late is harmless.
+      if (isRedisFailure(error)) return;
       this.written.delete(key);
       this.ctx.logger.warn({ err: error, subscription: id }, 'could not record a feed token use');
     });

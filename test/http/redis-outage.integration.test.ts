@@ -75,12 +75,30 @@ describe('Redis killed, then started again from its AOF', () => {
     expect((await get(app, FEED_URL)).statusCode).toBe(200);
     const signedUp = await signUp(app, credential(0));
     expect(signedUp.statusCode, signedUp.body).toBe(201);
-    const { token } = signedUp.json<{ token: string }>();
+    const { token, source } = signedUp.json<{ token: string; source: string }>();
+    await storeFeed(app.ctx, source, calendar('personal before'));
+    const personalUrl = `/feeds/personal/${token}.ics`;
+    expect((await get(app, personalUrl)).statusCode).toBe(200);
+    // A second token of the same subscription, served before the crash too, revoked once Redis is back.
+    const again = await signUp(app, credential(0));
+    expect(again.statusCode, again.body).toBe(200);
+    const revoked = again.json<{ token: string }>().token;
+    expect((await get(app, `/feeds/personal/${revoked}.ics`)).statusCode).toBe(200);
 
     const killedAt = Date.now();
     await redis?.kill();
-    const stale = await get(app, FEED_URL);
-    expect(stale.statusCode).toBe(200);
+    // The cache learns of the outage when its connection's close event arrives, a moment after the kill.
+    const statuses = new Set<number>();
+    const stale = await until(
+      async () => {
+        const response = await get(app, FEED_URL);
+        statuses.add(response.statusCode);
+        return response;
+      },
+      (response) => response.headers['x-timetable-stale'] !== undefined,
+      10_000,
+    );
+    expect([...statuses]).toEqual([200]);
     expect(stale.body).toContain('X-WR-CALNAME:before');
     expect(stale.headers.etag).toBe(feed.etag);
     expect(Date.parse(String(stale.headers['x-timetable-stale']))).toBeGreaterThanOrEqual(killedAt - 1_000);
@@ -92,6 +110,15 @@ describe('Redis killed, then started again from its AOF', () => {
     expect(notModified.headers['x-timetable-stale']).toBe(stale.headers['x-timetable-stale']);
 
     expectUnavailable(await get(app, '/feeds/groups/999.ics'), /not available/);
+    // A personal feed served before: found by its token from memory, served stale as its owner had it.
+    const personal = await get(app, personalUrl);
+    expect(personal.statusCode, personal.body).toBe(200);
+    expect(personal.body).toContain('X-WR-CALNAME:personal before');
+    expect(personal.headers['x-timetable-stale']).toBe(stale.headers['x-timetable-stale']);
+    expect(personal.headers['cache-control']).toMatch(/^private/);
+    expect((await get(app, `/feeds/personal/${revoked}.ics`)).statusCode).toBe(200);
+    // A token never served is answered as today's outage answers it (503), never a 500 nor a guess.
+    expectUnavailable(await get(app, `/feeds/personal/${'x'.repeat(43)}.ics`), /not available/);
     expectUnavailable(await signUp(app, credential(1)), /not available/);
     expectUnavailable(await resync(app), /not available/);
     const ready = await get(app, '/readyz');
@@ -109,6 +136,11 @@ describe('Redis killed, then started again from its AOF', () => {
     expect((await get(app, '/readyz')).json()).toMatchObject({ checks: { redis: 'ok' } });
     // The token handed out before the crash is in the AOF.
     expect(await app.ctx.subscriptions.idByToken(token)).toBeDefined();
+    expect((await get(app, personalUrl)).headers['x-timetable-stale']).toBeUndefined();
+    // A token revoked meanwhile stops working as soon as Redis is back, though it was served from memory.
+    const { id } = signedUp.json<{ id: string }>();
+    await app.ctx.subscriptions.revokeToken(id, revoked);
+    expect((await get(app, `/feeds/personal/${revoked}.ics`)).statusCode).toBe(404);
     // Invalidation works again. First wait until the feed is trusted again (served from memory: a write nobody
     // announces does not show), then change it with an announcement: only the resubscribed channel can tell.
     let attempt = 0;
