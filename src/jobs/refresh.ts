@@ -1,6 +1,7 @@
 /** The refresh job: one upstream fetch for one source, then publication; failures never touch the feed's data. */
 import { performance } from 'node:perf_hooks';
 import type { Job, Processor } from 'bullmq';
+import { redisFailure } from '../lib/redis-failure.ts';
 import type { Logger } from '../logger.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { type SourceKey, sourceOf } from '../sources/source.ts';
@@ -82,6 +83,13 @@ async function handleFailure(
   run: RefreshRun,
 ): Promise<Error> {
   const { source, log } = run;
+  // Redis itself failed (full, down, paused): recording the failure would fail alike, and the feed keeps its
+  // last good data untouched. Logged once per job, as a typed error; BullMQ retries it when Redis is back.
+  const redis = redisFailure(error);
+  if (redis !== undefined) {
+    log.error({ err: redis }, 'refresh could not use Redis; the feed keeps its last good data');
+    return redis;
+  }
   const failure = classifyFailure(error, source);
   const message = asError(error).message;
   if (failure.kind !== 'internal' && failure.kind !== 'subscription')

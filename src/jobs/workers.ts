@@ -3,10 +3,12 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Worker, type WorkerOptions } from 'bullmq';
 import { connectRedis } from '../lib/redis-connection.ts';
+import { redisFailure } from '../lib/redis-failure.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { QUEUE } from './contract.ts';
 import { beat, forgetWorker } from './heartbeats.ts';
 import { pushProcessor } from './push.ts';
+import { RedisFullGuard } from './redis-full-guard.ts';
 import { discardUnknownDemand, refreshProcessor } from './refresh.ts';
 import { ensureReconcileScheduler, scheduleProcessor } from './schedule.ts';
 import { seedTermCounts } from './term-starts.ts';
@@ -20,6 +22,8 @@ export interface WorkerTuning {
   heartbeatMs?: number;
   /** First pause of the push queue after a Google rate limit without `Retry-After`. */
   pushRateLimitBaseMs?: number;
+  /** How often a full Redis is asked whether it has room again (see `redis-full-guard.ts`). */
+  redisFullProbeMs?: number;
 }
 
 /** Running workers. */
@@ -77,13 +81,27 @@ export async function startWorkers(
       limiter: limiterFor(ctx.config.googleRateLimit),
     }),
   ];
+  const guard = new RedisFullGuard(workers, ctx.redis, ctx.logger, tuning.redisFullProbeMs);
   for (const worker of workers) {
-    worker.on('error', (error) => ctx.logger.error({ err: error, queue: worker.name }, 'worker error'));
+    worker.on('error', (error) => {
+      if (!guard.handle(error)) ctx.logger.error({ err: error, queue: worker.name }, 'worker error');
+    });
   }
   await Promise.all(workers.map((worker) => worker.waitUntilReady()));
   await ensureReconcileScheduler(ctx);
+  // Logged once per outage: a heartbeat every few seconds would otherwise log all along a Redis outage.
+  let beatFailing = false;
   const heartbeat = () =>
-    beat(ctx, id).catch((error: unknown) => ctx.logger.warn({ err: error }, 'worker heartbeat failed'));
+    beat(ctx, id).then(
+      () => {
+        beatFailing = false;
+      },
+      (error: unknown) => {
+        if (beatFailing) return;
+        beatFailing = true;
+        ctx.logger.warn({ err: redisFailure(error) ?? error }, 'worker heartbeat failed');
+      },
+    );
   await heartbeat();
   const timer = setInterval(heartbeat, tuning.heartbeatMs ?? 5_000);
   timer.unref();
@@ -95,6 +113,7 @@ export async function startWorkers(
     id,
     close: async () => {
       clearInterval(timer);
+      guard.close();
       await Promise.all(workers.map((worker) => worker.close()));
       await forgetWorker(ctx, id).catch(() => undefined);
       await connection.quit().catch(() => connection.disconnect());
