@@ -111,7 +111,8 @@ export class FeedProvider {
       // The save time is part of the key: options saved again as they once were are a change all the same.
       const feed = await this.variants.get(
         VariantCache.key(source, base.etag, `${saved.query.canonical}\n${notBefore}`),
-        () => renderSubscriberVariant(this.ctx, source, base, saved.query, { notBefore, capBytes: this.maxVariantBytes }),
+        () =>
+          renderSubscriberVariant(this.ctx, source, base, saved.query, { notBefore, capBytes: this.maxVariantBytes }),
       );
       return staleAs(feed, base);
     }
