@@ -84,7 +84,7 @@ async function measure(cleanup: Cleanup): Promise<Record<string, number | string
   const opened = openServiceContext({
     config: loadConfig({ ...env, PORT: '1' }),
     logger: silentLogger(),
-    redisUrl,
+    redis: redisUrl,
     role: 'bench',
   });
   cleanup.add('bench context', opened.close);

@@ -94,7 +94,7 @@ async function measure(cleanup: Cleanup, options: RefreshCycleOptions): Promise<
   const opened = openServiceContext({
     config: loadConfig({ ...env, PORT: '1' }),
     logger: silentLogger(),
-    redisUrl,
+    redis: redisUrl,
     role: 'bench',
   });
   cleanup.add('bench context', opened.close);

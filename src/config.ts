@@ -24,6 +24,7 @@ import {
   text,
   trustProxy,
 } from './lib/env-values.ts';
+import { hasHashTag, parseRedisNodes, type RedisTarget } from './lib/redis-target.ts';
 import { LOG_LEVELS, type LogLevel } from './logger.ts';
 
 /** An HTTP header name (RFC 9110 token). */
@@ -62,6 +63,14 @@ const logLevel = matching(
   `must be one of ${LOG_LEVELS.join(', ')}`,
 ).transform((value) => (value ?? 'info') as LogLevel);
 
+/** A comma list of `host:port` (sentinels or cluster nodes). */
+const redisNodes = optionalText.transform((value, ctx) => {
+  if (value === undefined) return undefined;
+  const nodes = parseRedisNodes(value);
+  if (typeof nodes === 'string') ctx.addIssue({ code: 'custom', message: nodes });
+  return typeof nodes === 'string' ? undefined : Object.freeze(nodes);
+});
+
 /** One setting: the environment variable it is read from, and how (the schema applies the default). */
 function setting<const E extends string, T extends z.ZodType>(env: E, schema: T): { env: E; schema: T } {
   return { env, schema };
@@ -79,6 +88,19 @@ const SETTINGS = {
   universityCredential: setting('UNIVERSITY_CREDENTIAL', optionalText),
   /** Unset: the process runs (or finds) an embedded `redis-server` under {@link Config.dataDir}. */
   redisUrl: setting('REDIS_URL', matching(/^rediss?:\/\/./, 'must be a redis:// or rediss:// URL')),
+  /** Sentinels (`host:port,…`) to ask for the current primary, instead of REDIS_URL; with REDIS_SENTINEL_MASTER. */
+  redisSentinels: setting('REDIS_SENTINELS', redisNodes),
+  /** The name the sentinels monitor the primary under. */
+  redisSentinelMaster: setting(
+    'REDIS_SENTINEL_MASTER',
+    matching(/^[\w.-]{1,128}$/, "must be the monitored primary's name: letters, digits, _ . -"),
+  ),
+  /** The sentinels' own password (their `requirepass`); a secret. */
+  redisSentinelPassword: setting('REDIS_SENTINEL_PASSWORD', secret(1)),
+  /** Cluster nodes (`host:port,…`, a few suffice: the rest are discovered), instead of REDIS_URL. */
+  redisClusterNodes: setting('REDIS_CLUSTER_NODES', redisNodes),
+  /** The data password of the Sentinel-managed or cluster servers (with REDIS_URL it is part of the URL); a secret. */
+  redisPassword: setting('REDIS_PASSWORD', secret(1)),
   redisPrefix: setting(
     'REDIS_PREFIX',
     matching(/^[\w{}:-]{1,64}$/, 'must be 1-64 letters, digits, _ - : { }').transform((value) => value ?? 'tts'),
@@ -204,6 +226,11 @@ export type Config = {
 } & {
   /** Base URL of the links the service hands out, without a trailing slash. */
   readonly publicUrl: string;
+  /**
+   * The Redis every connection goes to, from REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES (at most one is
+   * set); undefined: the embedded redis-server under {@link Config.dataDir}.
+   */
+  readonly redisTarget: RedisTarget | undefined;
 };
 
 /** The name of an environment variable the service reads. */
@@ -249,16 +276,68 @@ export function loadConfig(
   if (!isUnset(env.GOOGLE_CLIENT_ID) && isUnset(env.GOOGLE_CLIENT_SECRET)) {
     problems.push('GOOGLE_CLIENT_SECRET: is required when GOOGLE_CLIENT_ID is set');
   }
+  problems.push(...redisProblems(env));
   if (!result.success || problems.length > 0) throw new ConfigError(problems);
   const values = Object.fromEntries(Object.entries(SETTINGS).map(([key, entry]) => [key, result.data[entry.env]]));
-  const partial = values as Omit<Config, 'publicUrl'> & { publicUrl: string | undefined };
+  const partial = values as Omit<Config, 'publicUrl' | 'redisTarget'> & { publicUrl: string | undefined };
   const publicUrl = (partial.publicUrl ?? `http://localhost:${partial.port}`).replace(/\/+$/, '');
   if (partial.httpHeadersTimeoutMs > partial.httpRequestTimeoutMs) {
     throw new ConfigError([
       'HTTP_HEADERS_TIMEOUT: must not be longer than HTTP_REQUEST_TIMEOUT (headers are part of the request)',
     ]);
   }
-  return Object.freeze({ ...partial, publicUrl });
+  // On a cluster the default prefix becomes a hash tag (a prefix of one's own must hold one: redisProblems).
+  const redisPrefix =
+    partial.redisClusterNodes && isUnset(env.REDIS_PREFIX) ? `{${partial.redisPrefix}}` : partial.redisPrefix;
+  return Object.freeze({ ...partial, publicUrl, redisPrefix, redisTarget: redisTarget(partial) });
+}
+
+/** The Redis variables that choose a topology; exactly one of them, or none (embedded Redis). */
+const REDIS_TOPOLOGIES = ['REDIS_URL', 'REDIS_SENTINELS', 'REDIS_CLUSTER_NODES'] as const;
+
+/** What is wrong with how the Redis variables combine (each one alone was checked by its schema). */
+function redisProblems(env: Record<string, string | undefined>): string[] {
+  const set = (name: string) => !isUnset(env[name]);
+  const problems: string[] = [];
+  const chosen = REDIS_TOPOLOGIES.filter(set);
+  if (chosen.length > 1)
+    problems.push(`${chosen.join(', ')}: set only one of ${REDIS_TOPOLOGIES.join(', ')} (one Redis per deployment)`);
+  if (set('REDIS_SENTINELS') !== set('REDIS_SENTINEL_MASTER'))
+    problems.push(
+      "REDIS_SENTINELS, REDIS_SENTINEL_MASTER: set both (the sentinels, and the primary's name) or neither",
+    );
+  if (set('REDIS_SENTINEL_PASSWORD') && !set('REDIS_SENTINELS'))
+    problems.push('REDIS_SENTINEL_PASSWORD: only used with REDIS_SENTINELS');
+  if (set('REDIS_PASSWORD') && !set('REDIS_SENTINELS') && !set('REDIS_CLUSTER_NODES'))
+    problems.push(
+      'REDIS_PASSWORD: only used with REDIS_SENTINELS or REDIS_CLUSTER_NODES (with REDIS_URL, put it in the URL)',
+    );
+  const prefix = env.REDIS_PREFIX?.trim();
+  if (set('REDIS_CLUSTER_NODES') && prefix && !hasHashTag(prefix))
+    problems.push(
+      `REDIS_PREFIX: with REDIS_CLUSTER_NODES it must hold a hash tag such as {${prefix}} ` +
+        '(every key and queue of the service must share one cluster slot)',
+    );
+  return problems;
+}
+
+/**
+ * The Redis target of the parsed values (already checked by {@link redisProblems}). A cluster without its own
+ * REDIS_PREFIX gets the default prefix as a hash tag, `{tts}`, so that multi-key scripts stay in one slot.
+ */
+function redisTarget(values: Omit<Config, 'publicUrl' | 'redisTarget'>): RedisTarget | undefined {
+  if (values.redisUrl) return { kind: 'standalone', url: values.redisUrl };
+  if (values.redisSentinels && values.redisSentinelMaster)
+    return {
+      kind: 'sentinel',
+      sentinels: values.redisSentinels,
+      master: values.redisSentinelMaster,
+      sentinelPassword: values.redisSentinelPassword,
+      password: values.redisPassword,
+    };
+  if (values.redisClusterNodes)
+    return { kind: 'cluster', nodes: values.redisClusterNodes, password: values.redisPassword };
+  return undefined;
 }
 
 /**

@@ -3,8 +3,8 @@
  * index, the shared request budget, the OAuth client, and a factory of calendars that wait for the budget
  * before every request.
  */
-import type { Redis } from 'ioredis';
 import type { Config } from '../config.ts';
+import type { RedisClient } from '../lib/redis-target.ts';
 import { hashToken } from '../security/tokens.ts';
 import type { RedisKeys } from '../sources/keys.ts';
 import type { CalendarClient, CalendarClientFactory } from './calendar-client.ts';
@@ -35,7 +35,7 @@ export interface GoogleServices {
 /** What {@link createGoogleServices} is built from. */
 export interface GoogleServicesOptions {
   config: Config;
-  redis: Redis;
+  redis: RedisClient;
   keys: RedisKeys;
   /** Builds calendars; default: the Google adapter for `config`. Tests pass an in-memory one. */
   factory?: CalendarClientFactory;

@@ -8,7 +8,8 @@
  * Writes go through a script that does nothing once the target is gone, so a push still running while its
  * target is removed cannot leave an orphaned index behind.
  */
-import type { Redis } from 'ioredis';
+
+import type { RedisClient } from '../lib/redis-target.ts';
 import type { RedisKeys } from '../sources/keys.ts';
 
 /** KEYS: 1 target hash, 2 index. ARGV: field/value pairs. Sets them only while the target exists. */
@@ -31,10 +32,10 @@ return 1`;
 
 /** The per-target index of events we wrote and their digests. */
 export class PushIndex {
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
   private readonly keys: RedisKeys;
 
-  constructor(redis: Redis, keys: RedisKeys) {
+  constructor(redis: RedisClient, keys: RedisKeys) {
     this.redis = redis;
     this.keys = keys;
   }

@@ -13,8 +13,8 @@
  * capacity one second's worth)
  * keeps the whole service under the project's rate.
  */
-import type { Redis } from 'ioredis';
 import { type Bucket, TokenBuckets } from '../lib/rate-limit.ts';
+import type { RedisClient } from '../lib/redis-target.ts';
 import type { RedisKeys } from '../sources/keys.ts';
 
 /** Google's own limit: requests per user per minute. */
@@ -60,7 +60,7 @@ export class RequestBudget {
   private readonly counters: BudgetStats = { taken: 0, waits: 0, waitedMs: 0 };
 
   /** `clock` is for tests only; by default the buckets run on Redis `TIME` and callers sleep for real. */
-  constructor(redis: Redis, keys: RedisKeys, limits: BudgetLimits, clock?: BudgetClock) {
+  constructor(redis: RedisClient, keys: RedisKeys, limits: BudgetLimits, clock?: BudgetClock) {
     this.buckets = clock
       ? new TokenBuckets(
           redis,

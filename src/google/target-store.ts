@@ -8,7 +8,7 @@
  * `remove` can bring back half a target.
  */
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../lib/redis-target.ts';
 import { execOrThrow } from '../lib/redis-transaction.ts';
 import { SecretBox } from '../security/secret-box.ts';
 import { constantTimeEqual, hashToken, randomToken } from '../security/tokens.ts';
@@ -78,12 +78,12 @@ function tokenContext(id: string): string {
 
 /** Google push targets: create, read, move through the status lifecycle, record pushes, page, remove. */
 export class TargetStore {
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
   private readonly keys: RedisKeys;
   private readonly box: SecretBox;
 
   /** `secretKey` is `Config.secretKey`; without it, anything touching a refresh token throws SecretKeyMissingError. */
-  constructor(redis: Redis, keys: RedisKeys, secretKey: Buffer | undefined) {
+  constructor(redis: RedisClient, keys: RedisKeys, secretKey: Buffer | undefined) {
     this.redis = redis;
     this.keys = keys;
     this.box = new SecretBox(secretKey);

@@ -11,18 +11,18 @@
  * answer, marked stale since the outage began, instead of an error. One read at a time tries Redis again in
  * the background; the first that succeeds ends the outage.
  */
-import type { Redis } from 'ioredis';
 import { LRUCache } from 'lru-cache';
 import type { FeedStore, StoredFeed } from '../feeds/feed-store.ts';
 import { isRedisFailure } from '../lib/redis-failure.ts';
+import type { RedisClient } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
 import type { SourceKey } from '../sources/source.ts';
 
 /** What a {@link FeedCache} needs. */
 export interface FeedCacheOptions {
   feeds: Pick<FeedStore, 'get'>;
-  /** A connection of its own, put into subscriber mode (e.g. `ctx.redis.duplicate()`); the cache closes it. */
-  subscriber: Redis;
+  /** A connection of its own, put into subscriber mode (`duplicateRedis(ctx.redis, …)`); the cache closes it. */
+  subscriber: RedisClient;
   channel: string;
   logger: Logger;
   /** How long an entry is trusted without hearing of a change, more than 0; default 60 s. */

@@ -4,8 +4,10 @@
  * as query parameters (a personal feed URL without any serves the options its owner saved). Personal feed URLs carry a secret: they are never logged.
  * While Redis cannot be read, a personal feed served before is still found by its token (`personal-tokens.ts`).
  */
+
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { StoredFeed } from '../feeds/feed-store.ts';
+import { duplicateRedis } from '../lib/redis-connection.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { InvalidSourceError } from '../sources/errors.ts';
 import { parseSource, type SourceKey, type SourceKind, sourceKey, sourceOf } from '../sources/source.ts';
@@ -46,7 +48,7 @@ export async function registerFeedRoutes(
 ): Promise<FeedProvider> {
   const cache = new FeedCache({
     feeds: ctx.feeds,
-    subscriber: ctx.redis.duplicate({ connectionName: 'timetable-sync:feed-updates' }),
+    subscriber: duplicateRedis(ctx.redis, 'feed-updates'),
     channel: ctx.keys.feedUpdates,
     logger: ctx.logger,
     ttlMs: options.cacheTtlMs,

@@ -4,7 +4,8 @@
  * term-start re-render would run as a re-render (no fetch) at background priority. Every caller therefore
  * records its request here first, and queues the merge of all of them ({@link mergeFollowUps}).
  */
-import type { Redis } from 'ioredis';
+
+import type { RedisClient } from '../lib/redis-target.ts';
 import type { RefreshReason } from './contract.ts';
 
 /** What one caller asks of a refresh: why, how urgently (BullMQ priority, 1 first), and not before when. */
@@ -63,10 +64,10 @@ const KEEP_ASKS_SECONDS = 24 * 3600;
 
 /** The asks recorded per follow-up job id, in Redis (a SET of JSON asks with a TTL). */
 export class FollowUpAsks {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #key: (jobId: string) => string;
 
-  constructor(redis: Redis, key: (jobId: string) => string) {
+  constructor(redis: RedisClient, key: (jobId: string) => string) {
     this.#redis = redis;
     this.#key = key;
   }

@@ -6,7 +6,7 @@
  * are read once instead.
  */
 import { type Queue, QueueEvents } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../lib/redis-target.ts';
 
 /** How the watched jobs ended so far. */
 export interface JobOutcomes {
@@ -42,7 +42,7 @@ export const GONE_REASON = 'job no longer exists';
  * Opens a watch of `queue`'s job ends over `blocking` (a connection with `maxRetriesPerRequest: null`, which
  * the caller closes). Open it before queuing the jobs it will wait for.
  */
-export async function watchJobs(queue: Queue, commands: Redis, blocking: Redis): Promise<JobWatch> {
+export async function watchJobs(queue: Queue, commands: RedisClient, blocking: RedisClient): Promise<JobWatch> {
   const [last] = (await commands.xrevrange(queue.keys.events as string, '+', '-', 'COUNT', 1)) as [string, unknown][];
   const ended = new Map<string, string | undefined>();
   let wake: () => void = () => undefined;

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { type Job, type JobsOptions, Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
 import type { Config } from '../config.ts';
+import type { RedisClient } from '../lib/redis-target.ts';
 import type { RedisKeys } from '../sources/keys.ts';
 import { type SourceKey, sourceToken } from '../sources/source.ts';
 import {
@@ -31,7 +31,7 @@ export interface Queues {
  * which the connection's own listener already logs once per outage; without a listener BullMQ would print
  * a stack trace on every reconnect attempt.
  */
-export function createQueues(connection: Redis, keys: RedisKeys): Queues {
+export function createQueues(connection: RedisClient, keys: RedisKeys): Queues {
   const options = { connection, prefix: keys.queuePrefix };
   const refresh = new Queue<RefreshJobData, RefreshJobResult>(QUEUE.refresh, options);
   const push = new Queue<PushJobData, PushJobResult>(QUEUE.push, options);

@@ -4,6 +4,7 @@ import { hostname } from 'node:os';
 import { Worker, type WorkerOptions } from 'bullmq';
 import { connectRedis } from '../lib/redis-connection.ts';
 import { redisFailure } from '../lib/redis-failure.ts';
+import type { RedisTarget } from '../lib/redis-target.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { QUEUE } from './contract.ts';
 import { beat, forgetWorker } from './heartbeats.ts';
@@ -43,16 +44,16 @@ export function limiterFor(requestsPerSecond: number): { max: number; duration: 
   return { max, duration: Math.round((1000 * max) / requestsPerSecond) };
 }
 
-/** Starts the workers of one process on `redisUrl`, plus the heartbeat `/readyz` reads. */
+/** Starts the workers of one process on `redis`, plus the heartbeat `/readyz` reads. */
 export async function startWorkers(
   ctx: ServiceContext,
-  redisUrl: string,
+  redis: RedisTarget | string,
   tuning: WorkerTuning = {},
 ): Promise<WorkerSet> {
   const id = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   // Before any job runs: a publication must never infer term starts from an empty or partial count.
   await seedTermCounts(ctx);
-  const connection = connectRedis(redisUrl, { name: 'worker', logger: ctx.logger, blocking: true });
+  const connection = connectRedis(redis, { name: 'worker', logger: ctx.logger, blocking: true });
   const base: Omit<WorkerOptions, 'concurrency'> = {
     connection,
     prefix: ctx.keys.queuePrefix,

@@ -9,8 +9,8 @@
  * overall bucket refuses creates no per-client keys either.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Redis } from 'ioredis';
 import { RateLimitedError } from './errors.ts';
+import type { RedisClient } from './redis-target.ts';
 
 /** One bucket: where it lives, how fast it refills and how many tokens it holds at most. */
 export interface Bucket {
@@ -84,7 +84,7 @@ return 0`;
 
 /** Takes and gives back tokens of buckets kept in Redis. */
 export class TokenBuckets {
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
   private readonly now: (() => number) | undefined;
   private readonly sleepFor: (ms: number, signal?: AbortSignal) => Promise<void>;
 
@@ -92,7 +92,7 @@ export class TokenBuckets {
    * `now` (epoch ms) and `sleepFor` are for tests that simulate minutes in milliseconds; by default Redis `TIME`
    * is the clock and {@link take} sleeps for real.
    */
-  constructor(redis: Redis, now?: () => number, sleepFor?: (ms: number, signal?: AbortSignal) => Promise<void>) {
+  constructor(redis: RedisClient, now?: () => number, sleepFor?: (ms: number, signal?: AbortSignal) => Promise<void>) {
     this.redis = redis;
     this.now = now;
     this.sleepFor = sleepFor ?? ((ms, signal) => sleep(ms, undefined, signal ? { signal } : undefined));

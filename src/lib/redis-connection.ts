@@ -1,6 +1,7 @@
-import { Redis } from 'ioredis';
+import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from '../logger.ts';
 import { RedisUnreachableError } from './errors.ts';
+import { type RedisClient, type RedisNode, type RedisTarget, redisTarget } from './redis-target.ts';
 
 /** Options of {@link connectRedis}. */
 export interface RedisConnectionOptions {
@@ -26,24 +27,27 @@ export interface RedisConnectionOptions {
 export const DEFAULT_COMMAND_TIMEOUT_MS = 3_000;
 
 /**
- * Opens an ioredis connection with an error listener (an unhandled `error` event would kill the process).
- * Connection errors are logged once per outage, not once per reconnect attempt. Only standalone Redis URLs
- * are supported (no Sentinel or Cluster), so the URL is the whole of what a connection needs.
+ * Opens a connection to `target` with ioredis' own client for its kind: `Redis` on a URL, `Redis` asking the
+ * sentinels for the current primary (and asking again after every disconnect, so a failover is followed), or
+ * `Cluster`. It has an error listener (an unhandled `error` event would kill the process); connection errors
+ * are logged once per outage, not once per reconnect attempt.
  */
-export function connectRedis(url: string, options: RedisConnectionOptions): Redis {
-  const redis = new Redis(url, {
+export function connectRedis(to: RedisTarget | string, options: RedisConnectionOptions): RedisClient {
+  const target = redisTarget(to);
+  const common: ServerOptions = {
     connectionName: `timetable-sync:${options.name}`,
     maxRetriesPerRequest: options.blocking ? null : 3,
     ...(options.blocking ? {} : { commandTimeout: options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS }),
     enableReadyCheck: true,
     retryStrategy: (times) => Math.min(times * 200, 5_000),
-  });
+  };
+  const redis = openClient(target, common, {});
   let down = false;
   redis.on('error', (error: Error) => {
     if (down) return;
     down = true;
     options.logger.error(
-      { err: error, connection: options.name, redis: redactRedisUrl(url) },
+      { err: error, connection: options.name, redis: describeRedisTarget(target) },
       'Redis connection failed; reconnecting',
     );
   });
@@ -53,6 +57,87 @@ export function connectRedis(url: string, options: RedisConnectionOptions): Redi
     options.logger.info({ connection: options.name }, 'Redis connection restored');
   });
   return redis;
+}
+
+/**
+ * A second connection to the same target as `client`, with its own name (e.g. for a subscriber, which
+ * cannot send other commands). Unlike `connectRedis` it has no error listener: the caller adds its own.
+ */
+export function duplicateRedis(client: RedisClient, name: string): RedisClient {
+  const connectionName = `timetable-sync:${name}`;
+  if (client instanceof Cluster)
+    // Options are replaced, not merged: the nodes' password and timeouts are carried over by hand.
+    return client.duplicate(undefined, {
+      redisOptions: { ...(client.options.redisOptions as Omit<RedisOptions, 'replyMapping'>), connectionName },
+    });
+  return client.duplicate({ connectionName });
+}
+
+/** The options of ours that every server connection takes. */
+type ServerOptions = Pick<
+  RedisOptions,
+  | 'connectionName'
+  | 'maxRetriesPerRequest'
+  | 'enableReadyCheck'
+  | 'retryStrategy'
+  | 'lazyConnect'
+  | 'connectTimeout'
+  | 'commandTimeout'
+  | 'enableOfflineQueue'
+>;
+
+/**
+ * The ioredis client for `target`. `redisOptions` apply to every server connection (a cluster's nodes too);
+ * `clusterOptions` only to a cluster. A sentinel target retries the sentinels as it retries the primary.
+ */
+function openClient(target: RedisTarget, redisOptions: ServerOptions, clusterOptions: ClusterOptions): RedisClient {
+  switch (target.kind) {
+    case 'standalone':
+      return new Redis(target.url, redisOptions);
+    case 'sentinel':
+      return new Redis({
+        ...redisOptions,
+        sentinels: target.sentinels.map(node),
+        name: target.master,
+        role: 'master',
+        ...(target.password === undefined ? {} : { password: target.password }),
+        ...(target.sentinelPassword === undefined ? {} : { sentinelPassword: target.sentinelPassword }),
+        // Also hears a switch of primary from the sentinels, e.g. one ordered while the old primary still runs.
+        failoverDetector: true,
+        ...(redisOptions.retryStrategy ? { sentinelRetryStrategy: redisOptions.retryStrategy } : {}),
+      });
+    case 'cluster':
+      return new Cluster(target.nodes.map(node), {
+        // Every key of ours and BullMQ's shares one hash tag (config.ts), so no command ever needs two slots.
+        enableReadyCheck: true,
+        clusterRetryStrategy: redisOptions.retryStrategy ?? (() => null),
+        ...clusterOptions,
+        redisOptions: {
+          ...redisOptions,
+          ...(target.password === undefined ? {} : { password: target.password }),
+        },
+      });
+  }
+}
+
+function node(entry: RedisNode): { host: string; port: number } {
+  return { host: entry.host, port: entry.port };
+}
+
+/** The target for a log line or a message: addresses only, never a password. */
+export function describeRedisTarget(target: RedisTarget): string {
+  const list = (nodes: readonly RedisNode[]) =>
+    nodes
+      .map((entry) => (entry.host.includes(':') ? `[${entry.host}]:${entry.port}` : `${entry.host}:${entry.port}`))
+      .join(',');
+  switch (target.kind) {
+    case 'standalone':
+      return redactRedisUrl(target.url);
+    case 'sentinel':
+      return `primary "${target.master}" via sentinels ${list(target.sentinels)}`;
+    case 'cluster':
+      return `cluster ${list(target.nodes)}`;
+  }
 }
 
 /**
@@ -76,25 +161,34 @@ export function redactRedisUrl(url: string): string {
  * without credentials (errors of `use` itself pass unchanged): the service's own connections retry for
  * ever, right for a service but wrong for a command someone waits on.
  */
-export async function withRedisProbe<T>(url: string, timeoutMs: number, use: (redis: Redis) => Promise<T>): Promise<T> {
-  const probe = new Redis(url, {
-    lazyConnect: true,
-    connectTimeout: timeoutMs,
-    commandTimeout: timeoutMs,
-    retryStrategy: () => null,
-    maxRetriesPerRequest: 0,
-    enableOfflineQueue: false,
-  });
+export async function withRedisProbe<T>(
+  to: RedisTarget | string,
+  timeoutMs: number,
+  use: (redis: RedisClient) => Promise<T>,
+): Promise<T> {
+  const target = redisTarget(to);
+  const probe = openClient(
+    target,
+    {
+      lazyConnect: true,
+      connectTimeout: timeoutMs,
+      commandTimeout: timeoutMs,
+      retryStrategy: () => null,
+      maxRetriesPerRequest: 0,
+      enableOfflineQueue: false,
+    },
+    { lazyConnect: true, enableOfflineQueue: false, clusterRetryStrategy: () => null },
+  );
   // The socket's own error (ECONNREFUSED, NOAUTH, ...) says more than connect()'s "Connection is closed".
   let socketError: Error | undefined;
   probe.on('error', (error: Error) => (socketError ??= error));
   try {
     try {
-      await probe.connect();
+      await withTimeout(probe.connect(), timeoutMs);
       await probe.ping();
     } catch (error) {
       const reason = socketError ?? (error as Error);
-      throw new RedisUnreachableError(unreachableMessage(url, reason.message), { cause: reason });
+      throw new RedisUnreachableError(unreachableMessage(target, reason.message), { cause: reason });
     }
     return await use(probe);
   } finally {
@@ -102,19 +196,60 @@ export async function withRedisProbe<T>(url: string, timeoutMs: number, use: (re
   }
 }
 
-/** Checks that Redis at `url` answers PING; throws {@link RedisUnreachableError} saying what to check. */
-export async function probeRedis(url: string, timeoutMs = 5_000): Promise<void> {
-  await withRedisProbe(url, timeoutMs, async () => undefined);
+/**
+ * A cluster's `connect()` waits for the slots of a node that answers, however many nodes it tries: bounded
+ * here so that a probe never takes longer than it may.
+ */
+async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
-function unreachableMessage(url: string, reason: string): string {
-  // A reason should never carry the password, but it is the one place an outside text reaches the message.
-  const password = safePassword(url);
-  const safeReason = password ? reason.replaceAll(password, '***') : reason;
+/** Checks that Redis at `target` answers PING; throws {@link RedisUnreachableError} saying what to check. */
+export async function probeRedis(target: RedisTarget | string, timeoutMs = 5_000): Promise<void> {
+  await withRedisProbe(target, timeoutMs, async () => undefined);
+}
+
+function unreachableMessage(target: RedisTarget, reason: string): string {
+  // A reason should never carry a password, but it is the one place an outside text reaches the message.
+  let safeReason = reason;
+  for (const password of passwords(target)) safeReason = safeReason.replaceAll(password, '***');
   return (
-    `cannot reach Redis at ${redactRedisUrl(url)}: ${safeReason.replace(/\.$/, '')}; ` +
-    'check REDIS_URL and that redis-server runs'
+    `cannot reach Redis at ${describeRedisTarget(target)}: ${safeReason.replace(/\.$/, '')}; ` +
+    `check ${targetVariables(target)}`
   );
+}
+
+/** The variables an operator checks when the target does not answer. */
+function targetVariables(target: RedisTarget): string {
+  switch (target.kind) {
+    case 'standalone':
+      return 'REDIS_URL and that redis-server runs';
+    case 'sentinel':
+      return 'REDIS_SENTINELS, REDIS_SENTINEL_MASTER, the passwords and that the sentinels and the primary run';
+    case 'cluster':
+      return 'REDIS_CLUSTER_NODES, REDIS_PASSWORD and that the cluster nodes run';
+  }
+}
+
+function passwords(target: RedisTarget): string[] {
+  switch (target.kind) {
+    case 'standalone': {
+      const password = safePassword(target.url);
+      return password === undefined ? [] : [password];
+    }
+    case 'sentinel':
+      return [target.password, target.sentinelPassword].filter((value): value is string => !!value);
+    case 'cluster':
+      return target.password ? [target.password] : [];
+  }
 }
 
 function safePassword(url: string): string | undefined {

@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis-target.ts';
 
 /** KEYS: 1 a lock. ARGV: 1 its owner. Deletes the lock only while this owner holds it. */
 const RELEASE_LOCK = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
@@ -22,17 +22,17 @@ export function lockOwner(): string {
 }
 
 /** Takes `key` for `owner` for `ms` unless someone holds it; true when taken. */
-export async function tryLock(redis: Redis, key: string, owner: string, ms: number): Promise<boolean> {
+export async function tryLock(redis: RedisClient, key: string, owner: string, ms: number): Promise<boolean> {
   return (await redis.set(key, owner, 'PX', ms, 'NX')) !== null;
 }
 
 /** Gives `owner`'s lock another `ms` from now; false when it is no longer `owner`'s. */
-export async function extendLock(redis: Redis, key: string, owner: string, ms: number): Promise<boolean> {
+export async function extendLock(redis: RedisClient, key: string, owner: string, ms: number): Promise<boolean> {
   return (await redis.eval(EXTEND_LOCK, 1, key, owner, ms)) === 1;
 }
 
 /** Releases `key` if `owner` still holds it. */
-export async function releaseLock(redis: Redis, key: string, owner: string): Promise<void> {
+export async function releaseLock(redis: RedisClient, key: string, owner: string): Promise<void> {
   await redis.eval(RELEASE_LOCK, 1, key, owner);
 }
 
@@ -40,7 +40,7 @@ export async function releaseLock(redis: Redis, key: string, owner: string): Pro
  * Runs `work` holding `key`, waiting while someone else holds it. The lock expires after `ms` on its own, so a
  * holder that died delays the next one by `ms` at most.
  */
-export async function withLock<T>(redis: Redis, key: string, ms: number, work: () => Promise<T>): Promise<T> {
+export async function withLock<T>(redis: RedisClient, key: string, ms: number, work: () => Promise<T>): Promise<T> {
   const owner = lockOwner();
   while (!(await tryLock(redis, key, owner, ms))) await sleep(RETRY_MS);
   try {

@@ -1,8 +1,8 @@
-import type { Redis } from 'ioredis';
 import type { Config } from '../config.ts';
 import type { FeedStore } from '../feeds/feed-store.ts';
 import type { GoogleServices } from '../google/google-services.ts';
 import type { Queues } from '../jobs/queues.ts';
+import type { RedisClient } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
 import type { GroupDirectory } from '../sources/group-directory.ts';
 import type { RedisKeys } from '../sources/keys.ts';
@@ -21,7 +21,7 @@ export interface ServiceContext {
   readonly config: Config;
   readonly logger: Logger;
   /** Commands connection (not used for blocking calls or subscriptions). */
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   readonly keys: RedisKeys;
   readonly registry: SourceRegistry;
   readonly snapshots: SnapshotStore;

@@ -4,7 +4,8 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import type { Config } from '../config.ts';
-import { redactRedisUrl } from '../lib/redis-connection.ts';
+import { describeRedisTarget } from '../lib/redis-connection.ts';
+import type { RedisTarget } from '../lib/redis-target.ts';
 import { cleanGroupName, type DirectoryGroup } from '../sources/group-directory.ts';
 import type { ServiceContext } from './context.ts';
 import { ensurePrivateDir, writePrivateFile } from './private-files.ts';
@@ -48,8 +49,8 @@ export interface DemoInfo {
   /** Where the service listens (the printed links are on `config.publicUrl`). */
   serviceUrl: string;
   simulatorUrl: string;
-  /** With its password, if any: printed through redactRedisUrl only. */
-  redisUrl: string;
+  /** With its passwords, if any: printed through describeRedisTarget only. */
+  redis: RedisTarget;
   embedded: boolean;
 }
 
@@ -94,7 +95,7 @@ export async function printDemo(info: DemoInfo): Promise<void> {
         : `  Google Calendar push:   ${serviceUrl}/google/connect?source=group:${sample.groupId}`,
       '',
       `  University simulator:   ${simulatorUrl}  (move a class: PATCH ${simulatorUrl}/_sim/entries/<id>)`,
-      `  Redis:                  ${redactRedisUrl(info.redisUrl)}${info.embedded ? embeddedNote(config.dataDir) : ''}`,
+      `  Redis:                  ${describeRedisTarget(info.redis)}${info.embedded ? embeddedNote(config.dataDir) : ''}`,
       '',
     ].join('\n'),
   );

@@ -4,7 +4,8 @@
  */
 import type { Config } from '../config.ts';
 import { RedisUnreachableError } from '../lib/errors.ts';
-import { withRedisProbe } from '../lib/redis-connection.ts';
+import { describeRedisTarget, withRedisProbe } from '../lib/redis-connection.ts';
+import type { RedisTarget } from '../lib/redis-target.ts';
 import { redisKeys } from '../sources/keys.ts';
 import { TermCountStore } from '../sources/term-counts.ts';
 import type { TermStart } from '../timetable/terms.ts';
@@ -15,9 +16,9 @@ const REACH_MS = 1_000;
 
 /** What {@link storedDeploymentTermStarts} found. */
 export type DeploymentTerms =
-  /** `redis` is host:port, without credentials. */
+  /** `redis` is host:port (or the sentinels or cluster nodes), without credentials. */
   | { kind: 'stored'; terms: TermStart[]; redis: string }
-  /** `REDIS_URL` is set but does not answer; `message` says so without credentials (RedisUnreachableError). */
+  /** A Redis is configured but does not answer; `message` says so without credentials (RedisUnreachableError). */
   | { kind: 'unreachable'; message: string }
   | { kind: 'none' };
 
@@ -26,20 +27,28 @@ export type DeploymentTerms =
  * with where they were read. No embedded Redis running is `none`, silently: `render` works without one.
  */
 export async function storedDeploymentTermStarts(
-  config: Pick<Config, 'redisUrl' | 'redisPrefix' | 'dataDir'>,
+  config: Pick<Config, 'redisTarget' | 'redisPrefix' | 'dataDir'>,
 ): Promise<DeploymentTerms> {
-  const url = config.redisUrl ?? (await findEmbeddedRedis(config.dataDir));
-  if (url === undefined) return { kind: 'none' };
+  const embedded = config.redisTarget ? undefined : await findEmbeddedRedis(config.dataDir);
+  const target: RedisTarget | undefined =
+    config.redisTarget ?? (embedded === undefined ? undefined : { kind: 'standalone', url: embedded });
+  if (target === undefined) return { kind: 'none' };
   try {
-    const stored = await withRedisProbe(url, REACH_MS, (redis) =>
+    const stored = await withRedisProbe(target, REACH_MS, (redis) =>
       new TermCountStore(redis, redisKeys(config.redisPrefix)).stored(),
     );
     if (stored === undefined || stored.termStarts.length === 0) return { kind: 'none' };
-    const where = new URL(url);
-    return { kind: 'stored', terms: stored.termStarts, redis: `${where.hostname}:${where.port || '6379'}` };
+    return { kind: 'stored', terms: stored.termStarts, redis: where(target) };
   } catch (error) {
     if (error instanceof RedisUnreachableError) return { kind: 'unreachable', message: error.message };
     // Unreadable stored counts (an older format): the timetable's own entries decide, as without a Redis.
     return { kind: 'none' };
   }
+}
+
+/** Where the terms were read: host:port of a standalone Redis, else the sentinels or cluster nodes. */
+function where(target: RedisTarget): string {
+  if (target.kind !== 'standalone') return describeRedisTarget(target);
+  const url = new URL(target.url);
+  return `${url.hostname}:${url.port || '6379'}`;
 }

@@ -3,6 +3,7 @@ import { UnknownSubscriptionError } from '../jobs/errors.ts';
 import { type JobOutcomes, type JobWatch, watchJobs } from '../jobs/job-watch.ts';
 import { type ResyncTarget, requestResync } from '../jobs/resync.ts';
 import { connectRedis, probeRedis } from '../lib/redis-connection.ts';
+import type { RedisTarget } from '../lib/redis-target.ts';
 import { createLogger, type Logger } from '../logger.ts';
 import { InvalidSourceError } from '../sources/errors.ts';
 import type { ServiceContext } from './context.ts';
@@ -27,12 +28,12 @@ const CONNECT_TIMEOUT_MS = 5_000;
 
 /**
  * `resync`: queues a resync in the service's Redis and prints one job id per line; with `wait`, waits for
- * the jobs instead (see {@link waitForJobs}). Never starts a Redis of its own: without `REDIS_URL` it uses the
- * embedded one a running `start` or `demo` recorded in this folder.
+ * the jobs instead (see {@link waitForJobs}). Never starts a Redis of its own: without a configured Redis it uses
+ * the embedded one a running `start` or `demo` recorded in this folder.
  */
 export async function runResync(options: ResyncOptions): Promise<number> {
   const config = loadConfig(readEnvironment());
-  const redisUrl = await findRedis(config);
+  const redis = await findRedis(config);
   // Warnings and errors only, on stderr: stdout carries nothing but job ids, for scripts.
   const logger = createLogger({
     level: config.logLevel === 'silent' ? 'silent' : 'warn',
@@ -40,11 +41,11 @@ export async function runResync(options: ResyncOptions): Promise<number> {
     pretty: false,
     base: { role: 'resync' },
   });
-  await probeRedis(redisUrl, CONNECT_TIMEOUT_MS);
-  const opened = openServiceContext({ config, logger, redisUrl, role: 'resync' });
+  await probeRedis(redis, CONNECT_TIMEOUT_MS);
+  const opened = openServiceContext({ config, logger, redis, role: 'resync' });
   let watching: { watch: JobWatch; blocking: ReturnType<typeof connectRedis> } | undefined;
   try {
-    if (options.wait) watching = await openWatch(opened.context, redisUrl, logger);
+    if (options.wait) watching = await openWatch(opened.context, redis, logger);
     const jobs = await requestResync(opened.context, target(options));
     if (jobs.length === 0) {
       process.stderr.write('timetable-sync resync: no active sources, nothing queued\n');
@@ -67,10 +68,10 @@ export async function runResync(options: ResyncOptions): Promise<number> {
 /** Opened before the jobs are queued, so that no job's end is missed. */
 async function openWatch(
   ctx: Pick<ServiceContext, 'queues' | 'redis'>,
-  redisUrl: string,
+  redis: RedisTarget,
   logger: Logger,
 ): Promise<{ watch: JobWatch; blocking: ReturnType<typeof connectRedis> }> {
-  const blocking = connectRedis(redisUrl, { name: 'resync-wait', logger, blocking: true });
+  const blocking = connectRedis(redis, { name: 'resync-wait', logger, blocking: true });
   try {
     return { watch: await watchJobs(ctx.queues.refresh, ctx.redis, blocking), blocking };
   } catch (error) {
@@ -123,9 +124,11 @@ function target(options: ResyncOptions): ResyncTarget {
   return { all: true };
 }
 
-async function findRedis(config: Config): Promise<string> {
-  if (config.redisUrl) return config.redisUrl;
+async function findRedis(config: Config): Promise<RedisTarget> {
+  if (config.redisTarget) return config.redisTarget;
   const embedded = await findEmbeddedRedis(config.dataDir);
-  if (embedded) return embedded;
-  throw new CommandError('no Redis: set REDIS_URL or run `timetable-sync start`/`demo` in this folder');
+  if (embedded) return { kind: 'standalone', url: embedded };
+  throw new CommandError(
+    'no Redis: set REDIS_URL (or REDIS_SENTINELS, REDIS_CLUSTER_NODES) or run `timetable-sync start`/`demo` in this folder',
+  );
 }

@@ -1,4 +1,5 @@
 import { type Config, loadConfig, readEnvironment } from '../config.ts';
+import type { RedisTarget } from '../lib/redis-target.ts';
 import { createLogger, type Logger } from '../logger.ts';
 import { type Dialect, startSimulator } from '../simulator/index.ts';
 import { demoSecrets, importSimulatorGroups, printDemo } from './demo.ts';
@@ -25,7 +26,7 @@ async function lockFolder(config: Config, command: string, shutdown: Shutdown): 
 }
 
 /**
- * Resolves the Redis to use: `REDIS_URL`, or the embedded one of the data folder, started by this process
+ * Resolves the Redis to use: the configured one (`REDIS_URL`, `REDIS_SENTINELS`, `REDIS_CLUSTER_NODES`), or the embedded one of the data folder, started by this process
  * under the folder's lock (taken here unless the caller holds it already).
  */
 async function resolveRedis(
@@ -33,14 +34,14 @@ async function resolveRedis(
   logger: Logger,
   shutdown: Shutdown,
   lock: { command: string } | 'held',
-): Promise<string> {
-  if (config.redisUrl) return config.redisUrl;
+): Promise<RedisTarget> {
+  if (config.redisTarget) return config.redisTarget;
   if (lock !== 'held') await lockFolder(config, lock.command, shutdown);
   const redis = await startEmbeddedRedis({ dataDir: config.dataDir, logger });
   shutdown.add('embedded redis', redis.stop);
   const { pid } = redis;
   if (pid !== undefined) shutdown.onEmergencyExit(() => process.kill(pid, 'SIGTERM'));
-  return redis.url;
+  return { kind: 'standalone', url: redis.url };
 }
 
 /** `start`, `api`, `worker`: the service until SIGTERM or SIGINT, then an ordered shutdown. */
@@ -50,9 +51,9 @@ export async function runServiceRole(role: ServiceRole): Promise<number> {
   const shutdown = new Shutdown(logger);
   const signal = shutdown.untilSignal();
   try {
-    const redisUrl = await resolveRedis(config, logger, shutdown, { command: role });
+    const redis = await resolveRedis(config, logger, shutdown, { command: role });
     const roles = { api: role !== 'worker', worker: role !== 'api' };
-    const { url } = await startService({ roles, config, logger, redisUrl, shutdown });
+    const { url } = await startService({ roles, config, logger, redis, shutdown });
     process.stdout.write(
       `timetable-sync ${role} is running on ${url} (public URL ${config.publicUrl}); SIGTERM or Ctrl-C stops it.\n`,
     );
@@ -98,7 +99,7 @@ export async function runDemo(options: {
   try {
     // Always locked, also with REDIS_URL: the folder's demo secrets and simulator belong to one demo.
     await lockFolder(base, 'demo', shutdown);
-    const redisUrl = await resolveRedis(base, logger, shutdown, 'held');
+    const redis = await resolveRedis(base, logger, shutdown, 'held');
     const simulator = await startSimulator({
       port: options.simulatorPort ?? 4010,
       seed: options.seed ?? 1,
@@ -119,13 +120,13 @@ export async function runDemo(options: {
       roles: { api: true, worker: true },
       config,
       logger,
-      redisUrl,
+      redis,
       shutdown,
       host: '127.0.0.1',
     });
     // The university has no list of groups; the simulator does: the page then finds any group by name.
     await importSimulatorGroups(context, simulator.url);
-    await printDemo({ config, serviceUrl: url, simulatorUrl: simulator.url, redisUrl, embedded: !base.redisUrl });
+    await printDemo({ config, serviceUrl: url, simulatorUrl: simulator.url, redis, embedded: !base.redisTarget });
   } catch (error) {
     await shutdown.run('startup failed');
     throw error;

@@ -4,6 +4,7 @@ import type { CalendarClientFactory } from '../google/calendar-client.ts';
 import { createGoogleServices } from '../google/google-services.ts';
 import { createQueues } from '../jobs/queues.ts';
 import { connectRedis } from '../lib/redis-connection.ts';
+import type { RedisTarget } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
 import { GroupDirectory } from '../sources/group-directory.ts';
 import { redisKeys } from '../sources/keys.ts';
@@ -21,7 +22,7 @@ import { createMetrics, type Metrics } from './metrics.ts';
 export interface ContextOptions {
   config: Config;
   logger: Logger;
-  redisUrl: string;
+  redis: RedisTarget | string;
   /** Name of the process's role, for connection names. */
   role: string;
   /** Default: a client for `config.universityApiUrl` without retries of its own (the queue retries). */
@@ -46,7 +47,7 @@ export function openServiceContext(options: ContextOptions): OpenContext {
   const { config, logger } = options;
   // Fails fast during a Redis outage (a request answers 500 instead of hanging; a job fails and is retried);
   // BullMQ workers open their own blocking connections.
-  const redis = connectRedis(options.redisUrl, { name: options.role, logger });
+  const redis = connectRedis(options.redis, { name: options.role, logger });
   const keys = redisKeys(config.redisPrefix);
   const budget = redisUpstreamBudget(redis, keys.rateLimit('upstream'), config.upstreamRateLimit);
   const upstream = options.upstream ?? createWorkerClient(config, logger, budget);

@@ -8,6 +8,7 @@ import { addSecurityHeaders } from '../http/security-headers.ts';
 import { serverOptions } from '../http/server-options.ts';
 import { startWorkers, type WorkerTuning } from '../jobs/workers.ts';
 import { probeRedis } from '../lib/redis-connection.ts';
+import type { RedisTarget } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
 import type { ServiceContext } from './context.ts';
 import { openServiceContext } from './service-context.ts';
@@ -24,7 +25,7 @@ export interface ServiceOptions {
   roles: ServiceRoles;
   config: Config;
   logger: Logger;
-  redisUrl: string;
+  redis: RedisTarget;
   shutdown: Shutdown;
   /** Default `HOST` (`0.0.0.0` unless set); the demo listens on loopback only. */
   host?: string;
@@ -49,13 +50,13 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   const role = options.roles.api && options.roles.worker ? 'start' : options.roles.api ? 'api' : 'worker';
   // One try that does not retry, before the connections that retry for ever: an unreachable Redis is then one
   // clear line (RedisUnreachableError), not a retry loop ending in ioredis's MaxRetriesPerRequestError.
-  await probeRedis(options.redisUrl);
-  const opened = openServiceContext({ config, logger, redisUrl: options.redisUrl, role });
+  await probeRedis(options.redis);
+  const opened = openServiceContext({ config, logger, redis: options.redis, role });
   shutdown.add('queues and Redis', opened.close);
   const { context } = opened;
   await context.redis.ping();
   if (options.roles.worker) {
-    const workers = await startWorkers(context, options.redisUrl, options.tuning);
+    const workers = await startWorkers(context, options.redis, options.tuning);
     shutdown.add('workers', workers.close);
   }
   const app = options.roles.api ? await buildApp(context, { logger }) : await operationsApp(context, logger);

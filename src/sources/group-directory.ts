@@ -11,7 +11,8 @@
  * `09-351` all find `09-351`, and `9-351` finds it as a part of the name. Names that start with the query come
  * first, then names that contain it.
  */
-import type { Redis } from 'ioredis';
+
+import type { RedisClient } from '../lib/redis-target.ts';
 import type { RedisKeys } from './keys.ts';
 
 /** One group of the directory. */
@@ -153,12 +154,12 @@ const COLLATOR = new Intl.Collator('ru', { numeric: true, sensitivity: 'base' })
 
 /** The directory in Redis, with this process's search index of it. */
 export class GroupDirectory {
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
   private readonly keys: RedisKeys;
   private index: { version: string; index: GroupIndex } | undefined;
   private loading: { version: string; index: Promise<GroupIndex> } | undefined;
 
-  constructor(redis: Redis, keys: RedisKeys) {
+  constructor(redis: RedisClient, keys: RedisKeys) {
     this.redis = redis;
     this.keys = keys;
   }

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../lib/redis-target.ts';
 import { execOrThrow } from '../lib/redis-transaction.ts';
 import type { RedisKeys } from './keys.ts';
 import type { SourceKey } from './source.ts';
@@ -74,10 +74,10 @@ const NUMBER_FIELDS = [
 
 /** The source registry: one HASH per source plus the active and known indexes. */
 export class SourceRegistry {
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
   private readonly keys: RedisKeys;
 
-  constructor(redis: Redis, keys: RedisKeys) {
+  constructor(redis: RedisClient, keys: RedisKeys) {
     this.redis = redis;
     this.keys = keys;
   }

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
-import type { ChainableCommander, Redis } from 'ioredis';
+import type { ChainableCommander } from 'ioredis';
 import type { ChangeRecord, PublishedState } from '../feeds/publication-diff.ts';
+import type { RedisClient } from '../lib/redis-target.ts';
 import { type OptionValues, optionValuesOf } from '../timetable/event-text.ts';
 import type { EntryProblem, TimetableEntry } from '../timetable/types.ts';
 import type { RedisKeys } from './keys.ts';
@@ -31,10 +32,10 @@ export function normaliseEntries(entries: readonly TimetableEntry[]): { entries:
 
 /** Snapshots, published states and change logs of sources, as JSON in Redis. */
 export class SnapshotStore {
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
   private readonly keys: RedisKeys;
 
-  constructor(redis: Redis, keys: RedisKeys) {
+  constructor(redis: RedisClient, keys: RedisKeys) {
     this.redis = redis;
     this.keys = keys;
   }

@@ -2,7 +2,8 @@
  * The study plans of personal sources in Redis: one compact JSON string per source (`study-plan:<source>`) with
  * the last plan fetched successfully and how the last fetch went. The source's removal deletes it (registry).
  */
-import type { Redis } from 'ioredis';
+
+import type { RedisClient } from '../lib/redis-target.ts';
 import type { PlanNote } from '../timetable/study-plan.ts';
 import type { PlanSubject } from '../upstream/directory-schema.ts';
 import type { RedisKeys } from './keys.ts';
@@ -48,10 +49,10 @@ export function planNoteOf(subject: PlanSubject): PlanNote {
 
 /** Reads and writes the study plans of personal sources. */
 export class StudyPlanStore {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #keys: RedisKeys;
 
-  constructor(redis: Redis, keys: RedisKeys) {
+  constructor(redis: RedisClient, keys: RedisKeys) {
     this.#redis = redis;
     this.#keys = keys;
   }

@@ -9,7 +9,8 @@
  * replace what it had. Every key is under the service's prefix, so with a hash-tagged prefix they share one
  * Redis Cluster slot. This module owns the keys `termCounts` to `termStarts` of keys.ts.
  */
-import type { ChainableCommander, Redis } from 'ioredis';
+import type { ChainableCommander } from 'ioredis';
+import type { RedisClient } from '../lib/redis-target.ts';
 import { resolveTermStarts, type TermStart, termStartDates } from '../timetable/terms.ts';
 import type { TimetableEntry } from '../timetable/types.ts';
 import type { RedisKeys } from './keys.ts';
@@ -111,10 +112,10 @@ export function forgetTermCounts(multi: ChainableCommander, keys: RedisKeys, sou
 
 /** Start-date counts of the stored timetables' distinct entries, and the term starts in force. */
 export class TermCountStore {
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
   private readonly keys: RedisKeys;
 
-  constructor(redis: Redis, keys: RedisKeys) {
+  constructor(redis: RedisClient, keys: RedisKeys) {
     this.redis = redis;
     this.keys = keys;
   }

@@ -7,7 +7,9 @@
  * up again issues another token to it. A counter, `credentialVersion`, goes up with every credential stored,
  * so that a refresh can only reject the credential it actually used.
  */
-import type { Redis } from 'ioredis';
+
+import { scanKeys } from '../lib/redis-scan.ts';
+import type { RedisClient } from '../lib/redis-target.ts';
 import { SecretKeyMissingError } from '../security/errors.ts';
 import { SecretBox } from '../security/secret-box.ts';
 import { constantTimeEqual, hashToken, keyedDigest, randomToken } from '../security/tokens.ts';
@@ -142,13 +144,13 @@ function credentialContext(id: string): string {
 
 /** Personal subscriptions: create, look up by id or feed token, read the credential, mark, replace, delete. */
 export class SubscriptionStore {
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
   private readonly keys: RedisKeys;
   private readonly box: SecretBox;
   private readonly secretKey: Buffer | undefined;
 
   /** `secretKey` is `Config.secretKey`; without it, anything touching a credential throws SecretKeyMissingError. */
-  constructor(redis: Redis, keys: RedisKeys, secretKey: Buffer | undefined) {
+  constructor(redis: RedisClient, keys: RedisKeys, secretKey: Buffer | undefined) {
     this.redis = redis;
     this.keys = keys;
     this.box = new SecretBox(secretKey);
@@ -438,8 +440,7 @@ export class SubscriptionStore {
   async indexLegacyOwners(): Promise<number> {
     if ((await this.redis.exists(this.keys.subscriptionOwnersIndexed)) === 1) return 0;
     const newest = new Map<string, Newest>();
-    const stream = this.redis.scanStream({ match: this.keys.subscription('*'), count: SCAN_COUNT });
-    for await (const batch of stream as AsyncIterable<string[]>) {
+    for await (const batch of scanKeys(this.redis, this.keys.subscription('*'), SCAN_COUNT)) {
       for (const found of await readOwners(this.redis, batch)) {
         const seen = newest.get(found.owner);
         if (seen === undefined || found.createdAt > seen.createdAt) newest.set(found.owner, found);
@@ -569,7 +570,7 @@ function storedOwner(userId: string | null | undefined, digest: string | null | 
 }
 
 /** The owner and creation time of each subscription hash in `batch` (hashes without an owner are left out). */
-async function readOwners(redis: Redis, batch: readonly string[]): Promise<(Newest & { owner: string })[]> {
+async function readOwners(redis: RedisClient, batch: readonly string[]): Promise<(Newest & { owner: string })[]> {
   const pipeline = redis.pipeline();
   for (const key of batch) pipeline.hmget(key, 'id', 'upstreamUserId', 'credentialDigest', 'createdAt');
   const results = (await pipeline.exec()) ?? [];

@@ -9,9 +9,9 @@
  * may spend, so however many refreshes are waiting for tokens, a sign-up finds one at once or after the next
  * refill, never behind them.
  */
-import type { Redis } from 'ioredis';
 import { RateLimitedError } from '../lib/errors.ts';
 import { type Bucket, TokenBuckets } from '../lib/rate-limit.ts';
+import type { RedisClient } from '../lib/redis-target.ts';
 import { type EndpointName, UpstreamBudgetError } from './errors.ts';
 
 /** Who is taking: a call made while a person waits (`request`) or a refresh (`background`). */
@@ -47,7 +47,7 @@ export function upstreamBuckets(key: string, requestsPerSecond: number): Record<
 }
 
 /** The shared budget kept at `key` in Redis. */
-export function redisUpstreamBudget(redis: Redis, key: string, requestsPerSecond: number): UpstreamBudget {
+export function redisUpstreamBudget(redis: RedisClient, key: string, requestsPerSecond: number): UpstreamBudget {
   const buckets = new TokenBuckets(redis);
   const shared = upstreamBuckets(key, requestsPerSecond);
   return {

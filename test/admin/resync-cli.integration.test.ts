@@ -85,7 +85,9 @@ describe('timetable-sync resync', () => {
     try {
       const result = await runCli(['resync', '--all'], { cwd: folder });
       expect(result.code).toBe(1);
-      expect(result.stderr).toContain('no Redis: set REDIS_URL or run `timetable-sync start`/`demo` in this folder');
+      expect(result.stderr).toContain(
+        'no Redis: set REDIS_URL (or REDIS_SENTINELS, REDIS_CLUSTER_NODES) or run `timetable-sync start`/`demo` in this folder',
+      );
       expect(existsSync(join(folder, '.data'))).toBe(false);
       const down = await runCli(['resync', '--all'], { env: { REDIS_URL: 'redis://127.0.0.1:1' }, timeoutMs: 20_000 });
       expect(down.code).toBe(1);

@@ -167,7 +167,7 @@ export class PushHarness {
     const opened = openServiceContext({
       config,
       logger: silentLogger(),
-      redisUrl: inject('redisUrl'),
+      redis: inject('redisUrl'),
       role: 'test',
       now: () => this.clock.now,
     });

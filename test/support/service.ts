@@ -40,7 +40,7 @@ export async function testContext(
   const opened = openServiceContext({
     config,
     logger: options.logger ?? silentLogger(),
-    redisUrl: config.redisUrl as string,
+    redis: config.redisTarget ?? missingRedis(),
     role: 'test',
     ...(options.now ? { now: options.now } : {}),
     ...(options.googleFactory ? { googleFactory: options.googleFactory } : {}),
@@ -49,9 +49,14 @@ export async function testContext(
     context: opened.context,
     close: async () => {
       await opened.close();
-      await deletePrefix(config.redisUrl as string, config.redisPrefix);
+      // Sentinel and Cluster tests run on Redis processes of their own, which they stop.
+      if (config.redisUrl) await deletePrefix(config.redisUrl, config.redisPrefix);
     },
   };
+}
+
+function missingRedis(): never {
+  throw new Error('the test configuration has no Redis (REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES)');
 }
 
 /** Deletes every key under `prefix:`. */

@@ -8,10 +8,12 @@ import { startWorkers } from '../../src/jobs/workers.ts';
 import { createLogger } from '../../src/logger.ts';
 import { openServiceContext } from '../../src/runtime/service-context.ts';
 
-const config = loadConfig(process.env, ['UNIVERSITY_API_URL', 'REDIS_URL']);
+const config = loadConfig(process.env, ['UNIVERSITY_API_URL']);
+const redis = config.redisTarget;
+if (redis === undefined) throw new Error('set REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES');
 const logger = createLogger({ level: config.logLevel, pretty: false, destination: process.stderr });
-const opened = openServiceContext({ config, logger, redisUrl: config.redisUrl as string, role: 'worker' });
-const workers = await startWorkers(opened.context, config.redisUrl as string, {
+const opened = openServiceContext({ config, logger, redis, role: 'worker' });
+const workers = await startWorkers(opened.context, redis, {
   lockDurationMs: 2_000,
   stalledIntervalMs: 500,
   heartbeatMs: 500,
