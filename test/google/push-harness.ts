@@ -104,8 +104,11 @@ export class PushHarness {
     this.closeAll = parts.closeAll;
   }
 
-  /** Starts everything, with in-process workers; the scheduler's queue is paused (tests run reconciles themselves). */
-  static async start(): Promise<PushHarness> {
+  /**
+   * Starts everything, with in-process workers; the scheduler's queue is paused (tests run reconciles themselves).
+   * `env` goes over the test configuration, e.g. another Redis (REDIS_SENTINELS, REDIS_CLUSTER_NODES).
+   */
+  static async start(env: Record<string, string | undefined> = {}): Promise<PushHarness> {
     const simulator = await startSimulator({
       port: 0,
       seed: 1,
@@ -117,7 +120,7 @@ export class PushHarness {
     const fake = await startFakeGoogle({ seed: 7 });
     const clock = { now: REFERENCE_DATE.getTime() };
     const opened = await testContext(
-      { UNIVERSITY_API_URL: simulator.url, ...googleEnv(fake) },
+      { UNIVERSITY_API_URL: simulator.url, ...googleEnv(fake), ...env },
       { now: () => clock.now },
     );
     // A background reconcile (every minute, or when a source is activated) would queue pushes that race the
@@ -142,7 +145,7 @@ export class PushHarness {
 
   /** Starts this process's workers (rate-limit pauses shortened). */
   async startWorkers(): Promise<void> {
-    this.workers ??= await startWorkers(this.ctx, inject('redisUrl'), WORKER_TUNING);
+    this.workers ??= await startWorkers(this.ctx, this.ctx.config.redisTarget ?? inject('redisUrl'), WORKER_TUNING);
   }
 
   /** Stops this process's workers (their running jobs finish first). */
