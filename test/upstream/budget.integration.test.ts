@@ -69,8 +69,11 @@ describe('the shared upstream budget', () => {
     );
     const elapsed = performance.now() - started;
     expect(arrivals).toHaveLength(60);
-    // Bursts of a tenth of a second's worth (4), then 40/s: at most 44 in any second, 60 take ≥ 1.4 s.
-    expect(busiestWindow(arrivals, 1_000)).toBeLessThanOrEqual(44);
+    // Bursts of a tenth of a second's worth (4), then 40/s: at most 44 taken in any second, 60 take ≥ 1.4 s.
+    // Arrivals are timed at the server, after the trip from the take: on a loaded machine that trip varies by
+    // tens of milliseconds, which can squeeze 45 takes of 1.05 s into one second of arrivals. A 900 ms window
+    // (at most 40 takes) leaves 100 ms for that and still catches a budget that lets more through.
+    expect(busiestWindow(arrivals, 900)).toBeLessThanOrEqual(44);
     expect(elapsed).toBeGreaterThanOrEqual(1_350);
   });
 
