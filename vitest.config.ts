@@ -14,7 +14,7 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/**/*.test.ts', 'src/**/*.test.ts'],
-          exclude: [...configDefaults.exclude, '**/*.integration.test.ts'],
+          exclude: [...configDefaults.exclude, '**/*.integration.test.ts', '**/*.chaos.test.ts'],
         },
       },
       {
