@@ -125,7 +125,7 @@ export class Rig {
     const opened = openServiceContext({
       config: loadConfig(env, ['UNIVERSITY_API_URL', 'REDIS_URL']),
       logger: silentLogger(),
-      redisUrl: redis.url,
+      redis: redis.url,
       role: 'chaos-control',
     });
     cleanup.add('control context', opened.close);
