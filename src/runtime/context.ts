@@ -2,6 +2,7 @@ import type { Config } from '../config.ts';
 import type { FeedStore } from '../feeds/feed-store.ts';
 import type { GoogleServices } from '../google/google-services.ts';
 import type { Queues } from '../jobs/queues.ts';
+import type { DiskWaiter } from '../lib/redis-durability.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
 import type { GroupDirectory } from '../sources/group-directory.ts';
@@ -22,6 +23,11 @@ export interface ServiceContext {
   readonly logger: Logger;
   /** Commands connection (not used for blocking calls or subscriptions). */
   readonly redis: RedisClient;
+  /**
+   * Waits for writes made so far to be on Redis's disk (a secret shown once must survive a crash), on a
+   * connection of its own that it opens on first use: its WAITAOF never blocks `redis`.
+   */
+  readonly disk: Pick<DiskWaiter, 'wait'>;
   readonly keys: RedisKeys;
   readonly registry: SourceRegistry;
   readonly snapshots: SnapshotStore;

@@ -4,6 +4,7 @@ import type { CalendarClientFactory } from '../google/calendar-client.ts';
 import { createGoogleServices } from '../google/google-services.ts';
 import { createQueues } from '../jobs/queues.ts';
 import { connectRedis } from '../lib/redis-connection.ts';
+import { DISK_WAIT_MS, DiskWaiter } from '../lib/redis-durability.ts';
 import type { RedisTarget } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
 import { GroupDirectory } from '../sources/group-directory.ts';
@@ -56,10 +57,22 @@ export function openServiceContext(options: ContextOptions): OpenContext {
     REQUEST_PATH_LIMITS,
   );
   const queues = createQueues(redis, keys);
+  const disk = new DiskWaiter({
+    // Its WAITAOF blocks for up to DISK_WAIT_MS: the reply timeout leaves room for that.
+    connect: () =>
+      connectRedis(options.redis, {
+        name: `${options.role}-durability`,
+        logger,
+        commandTimeoutMs: DISK_WAIT_MS + 1_000,
+      }),
+    markerKey: keys.durabilityMarker,
+    logger,
+  });
   const context: ServiceContext = {
     config,
     logger,
     redis,
+    disk,
     keys,
     registry: new SourceRegistry(redis, keys),
     snapshots: new SnapshotStore(redis, keys),
@@ -83,6 +96,7 @@ export function openServiceContext(options: ContextOptions): OpenContext {
     context,
     close: async () => {
       await queues.close();
+      await disk.close();
       if (!options.upstream) await Promise.all([upstream.close(), requestUpstream.close()]);
       await redis.quit().catch(() => redis.disconnect());
     },

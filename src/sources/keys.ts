@@ -42,6 +42,8 @@ export interface RedisKeys {
   subscriptionOwner(owner: string): string;
   /** STRING: set once the subscriptions made before owners were indexed have been indexed. */
   readonly subscriptionOwnersIndexed: string;
+  /** STRING: a counter written before each wait for the disk; the wait is for this write (redis-durability.ts). */
+  readonly durabilityMarker: string;
   /** SET: sources whose last publication changed something and whose push jobs are not queued yet. */
   readonly pushOwed: string;
   /** SET: the push targets (Google calendars) of a source. */
@@ -115,6 +117,7 @@ export function redisKeys(prefix: string): RedisKeys {
     subscriptionTokens: (id) => `${prefix}:subscription-tokens:${id}`,
     subscriptionOwner: (owner) => `${prefix}:subscription-owner:${owner}`,
     subscriptionOwnersIndexed: `${prefix}:subscription-owners-indexed`,
+    durabilityMarker: `${prefix}:durability`,
     pushOwed: `${prefix}:push-owed`,
     sourceTargets: (key) => `${prefix}:source-targets:${key}`,
     googleTarget: (id) => `${prefix}:google-target:${id}`,

@@ -8,7 +8,6 @@
 import { activateSource, requestReconcile } from '../jobs/activation.ts';
 import { enqueueRefresh } from '../jobs/queues.ts';
 import { forgetSource } from '../jobs/term-starts.ts';
-import { waitForDisk } from '../lib/redis-durability.ts';
 import { withLock } from '../lib/redis-lock.ts';
 import type { Logger } from '../logger.ts';
 import type { ServiceContext } from '../runtime/context.ts';
@@ -63,7 +62,7 @@ export async function signUp(
     return issued;
   });
   // The token is shown once: it must survive a Redis crash right after the answer (appendfsync everysec).
-  await waitForDisk(ctx.redis, ctx.logger);
+  await ctx.disk.wait();
   return signedUp;
 }
 

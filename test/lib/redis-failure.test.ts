@@ -1,10 +1,7 @@
-import type { Redis } from 'ioredis';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { toHttpError } from '../../src/http/errors.ts';
 import { RedisFullError, RedisUnavailableError } from '../../src/lib/errors.ts';
-import { waitForDisk } from '../../src/lib/redis-durability.ts';
 import { redisFailure } from '../../src/lib/redis-failure.ts';
-import { silentLogger } from '../../src/logger.ts';
 
 /** Errors as ioredis throws them (it has no classes for most). */
 function replyError(message: string, extra: Record<string, unknown> = {}): Error {
@@ -55,53 +52,5 @@ describe('redisFailure', () => {
     expect(full?.message).toMatch(/full/);
     expect(full?.headers).toEqual({ 'retry-after': '60' });
     expect(toHttpError(new TypeError('boom'))).toBeUndefined();
-  });
-});
-
-describe('waitForDisk', () => {
-  const stub = (call: (...args: string[]) => Promise<unknown>) => ({ call: vi.fn(call) }) as unknown as Redis;
-
-  it('asks for WAITAOF 1 0 and resolves once the local AOF has the writes', async () => {
-    const redis = stub(async () => [1, 0]);
-    await waitForDisk(redis, silentLogger(), 1_500);
-    expect(redis.call).toHaveBeenCalledWith('WAITAOF', '1', '0', '1500');
-  });
-
-  it('throws unavailable when the write is not on disk in time (the token must not be handed out)', async () => {
-    await expect(
-      waitForDisk(
-        stub(async () => [0, 0]),
-        silentLogger(),
-      ),
-    ).rejects.toBeInstanceOf(RedisUnavailableError);
-  });
-
-  it('falls back once on a server without WAITAOF or without AOF, and does not ask it again', async () => {
-    for (const message of [
-      "ERR unknown command 'WAITAOF', with args beginning with: '1' '0' '2000' ",
-      'ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.',
-    ]) {
-      const redis = stub(async () => {
-        throw replyError(message);
-      });
-      const logger = silentLogger();
-      const warn = vi.spyOn(logger, 'warn');
-      await waitForDisk(redis, logger);
-      await waitForDisk(redis, logger);
-      expect(redis.call).toHaveBeenCalledTimes(1);
-      expect(warn).toHaveBeenCalledTimes(1);
-    }
-  });
-
-  it('passes other failures on', async () => {
-    const closed = new Error('Connection is closed.');
-    await expect(
-      waitForDisk(
-        stub(async () => {
-          throw closed;
-        }),
-        silentLogger(),
-      ),
-    ).rejects.toBe(closed);
   });
 });
