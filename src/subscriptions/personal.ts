@@ -31,6 +31,8 @@ const SIGN_UP_LOCK_MS = 10_000;
  * queues a refresh that reads it (`created` says which). A group the profile names (id and name) is kept on
  * the subscription and recorded in the group directory. A profile without a user id is tied to its credential
  * (a keyed digest): the same credential finds the same subscription, another credential makes another one.
+ * The answer waits until the new token is on Redis's disk; when it cannot be, the sign-up is taken back (a
+ * person's existing feed URLs are revoked only after the new one is known to last) and Redis's error thrown.
  * Throws SecretKeyMissingError without a `SECRET_KEY` (before the university is asked), and
  * CredentialRejectedError or CredentialCheckError from the check. `log` is the request's logger when a route
  * calls (the line then carries the request id).
@@ -47,23 +49,37 @@ export async function signUp(
   const owner = ctx.subscriptions.ownerOf(profile.id, credential);
   // Sign-ups of one person take turns. The store alone already ends simultaneous ones with one subscription;
   // the lock spares them retrying against each other, and keeps a rollback from racing the next sign-up.
-  const signedUp = await withLock(ctx.redis, ctx.keys.lock(`sign-up:${owner}`), SIGN_UP_LOCK_MS, async () => {
-    const issued = await ctx.subscriptions.create({
-      credential,
-      name: profileCalendarName(profile),
-      upstreamUserId: profile.id,
-      group: profile.group,
-      now: ctx.now(),
-    });
+  return withLock(ctx.redis, ctx.keys.lock(`sign-up:${owner}`), SIGN_UP_LOCK_MS, async () => {
+    // Pending: the person's other tokens all stay live until the new one is known to last.
+    const issued = await ctx.subscriptions.create(
+      {
+        credential,
+        name: profileCalendarName(profile),
+        upstreamUserId: profile.id,
+        group: profile.group,
+        now: ctx.now(),
+      },
+      { pending: true },
+    );
     await startRefreshing(ctx, issued);
+    // The token is shown once: it must survive a Redis crash right after the answer (appendfsync everysec).
+    // Waited for under the lock, so that a rollback never races the next sign-up.
+    await rollBackOnFailure(ctx, issued, () => ctx.disk.wait());
     const { id } = issued.subscription;
-    if (issued.created) log.info({ subscription: id }, 'personal subscription created');
-    else log.info({ subscription: id, revokedTokens: issued.revoked }, 'personal subscription signed up again');
-    return issued;
+    if (issued.created) {
+      log.info({ subscription: id }, 'personal subscription created');
+      return issued;
+    }
+    // The new token lasts: now the least recently used beyond the limit go. Should that fail, the token is
+    // still answered (it is safely stored); the next sign-up trims the extra one.
+    const trimmed = await ctx.subscriptions.trimTokens(id).catch((error: unknown) => {
+      ctx.logger.warn({ err: error, subscription: id }, 'could not revoke the tokens beyond the limit');
+      return 0;
+    });
+    const revoked = issued.revoked + trimmed;
+    log.info({ subscription: id, revokedTokens: revoked }, 'personal subscription signed up again');
+    return { ...issued, revoked };
   });
-  // The token is shown once: it must survive a Redis crash right after the answer (appendfsync everysec).
-  await ctx.disk.wait();
-  return signedUp;
 }
 
 /**
@@ -72,8 +88,8 @@ export async function signUp(
  * is never sent), and the person may try again.
  */
 async function startRefreshing(ctx: ServiceContext, issued: IssuedSubscription): Promise<void> {
-  const { source, id } = issued.subscription;
-  try {
+  const { source } = issued.subscription;
+  await rollBackOnFailure(ctx, issued, async () => {
     await activateSource(ctx, source);
     // A refresh already running for an existing subscription uses its old credential: queue one behind it.
     await enqueueRefresh(ctx.queues, ctx.config, source, {
@@ -81,12 +97,28 @@ async function startRefreshing(ctx: ServiceContext, issued: IssuedSubscription):
       now: ctx.now(),
       ...(issued.created ? {} : { followUp: true }),
     });
+  });
+}
+
+/**
+ * Runs `step`; when it fails, the sign-up is taken back before its error goes on: a new subscription is
+ * deleted with its source, a new token of an existing one revoked (its answer is never sent). A rollback that
+ * fails too (Redis away) is logged: the token it leaves was never shown to anyone.
+ */
+async function rollBackOnFailure(ctx: ServiceContext, issued: IssuedSubscription, step: () => Promise<void>) {
+  try {
+    await step();
   } catch (error) {
-    if (issued.created) {
-      await ctx.subscriptions.delete(id);
-      await ctx.registry.remove(source);
-    } else {
-      await ctx.subscriptions.revokeToken(id, issued.token);
+    const { id, source } = issued.subscription;
+    try {
+      if (issued.created) {
+        await ctx.subscriptions.delete(id);
+        await ctx.registry.remove(source);
+      } else {
+        await ctx.subscriptions.revokeToken(id, issued.token);
+      }
+    } catch (rollback) {
+      ctx.logger.warn({ err: rollback, subscription: id }, 'could not take back a failed sign-up');
     }
     throw error;
   }

@@ -80,6 +80,30 @@ if #fields > 0 then redis.call('HSET', KEYS[1], unpack(fields)) end
 return #revoke`;
 
 /**
+ * Revokes the least recently used tokens of a subscription beyond `max` (a sign-up let one more in until its
+ * new token was safely stored). KEYS: 1 subscription hash, 2 its token set, 3..2+n the indexes of the n live
+ * tokens the caller read. ARGV: 1 expected `tokenSeq`, 2 n, 3..2+n the live token hashes (in KEYS order),
+ * 3+n max. Answers how many it revoked, {@link GONE} or {@link STALE} (a token to revoke the caller did not read).
+ */
+export const TRIM_TOKENS = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+if (redis.call('HGET', KEYS[1], 'tokenSeq') or '0') ~= ARGV[1] then return -2 end
+local n = tonumber(ARGV[2])
+local index = {}
+for i = 1, n do index[ARGV[2 + i]] = KEYS[2 + i] end
+local excess = redis.call('ZCARD', KEYS[2]) - tonumber(ARGV[3 + n])
+if excess <= 0 then return 0 end
+local revoke = redis.call('ZRANGE', KEYS[2], 0, excess - 1)
+for _, hash in ipairs(revoke) do
+  if not index[hash] then return -2 end
+end
+for _, hash in ipairs(revoke) do
+  redis.call('ZREM', KEYS[2], hash)
+  redis.call('DEL', index[hash])
+end
+return #revoke`;
+
+/**
  * Records that a live token was used (its feed fetched) at ARGV[2] ms. KEYS: 1 token set. ARGV: 1 token hash,
  * 2 now. Only raises the score of a token still in the set: a revoked token is not brought back, and a late
  * write does not move a newer use back. Needs no `tokenSeq` guard: {@link ISSUE_TOKEN} reads the scores itself.

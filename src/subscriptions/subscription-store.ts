@@ -27,6 +27,7 @@ import {
   ROTATE_TOKENS,
   STALE,
   TOUCH_TOKEN,
+  TRIM_TOKENS,
 } from './subscription-scripts.ts';
 
 /** `needs-credential`: the upstream rejected the stored credential; refreshes stop until it is replaced. */
@@ -166,15 +167,21 @@ export class SubscriptionStore {
    * Signs an owner up in the store: a new subscription with its first feed token, or, when this university
    * user (this credential, for a profile without a user id) has a subscription already, that one with one more
    * token, the least recently used revoked beyond {@link MAX_LIVE_TOKENS}, and `credential` stored as its credential (the
-   * one just verified). Either way the returned token is the only copy there will ever be. Throws
-   * SignUpContentionError when other writes to the same subscription kept getting in between.
+   * one just verified). Either way the returned token is the only copy there will ever be. With `pending`, an
+   * existing subscription keeps all its tokens and may hold one more than the limit until {@link trimTokens}
+   * (the caller first makes sure the new token will last: should it fail, revoking the new token leaves the
+   * person's feed URLs as they were). Throws SignUpContentionError when other writes to the same subscription
+   * kept getting in between.
    */
-  async create(input: NewSubscription): Promise<IssuedSubscription> {
+  async create(input: NewSubscription, options: { pending?: boolean } = {}): Promise<IssuedSubscription> {
     const owner = this.ownerOf(input.upstreamUserId, input.credential);
+    const max = MAX_LIVE_TOKENS + (options.pending ? 1 : 0);
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
       const existing = await this.redis.get(this.keys.subscriptionOwner(owner));
       const issued =
-        existing === null ? await this.createUnlessOwned(owner, input) : await this.issueToken(existing, owner, input);
+        existing === null
+          ? await this.createUnlessOwned(owner, input)
+          : await this.issueToken(existing, owner, input, max);
       if (issued !== undefined) return issued;
     }
     throw new SignUpContentionError();
@@ -203,6 +210,32 @@ export class SubscriptionStore {
       tokenHash,
       id,
     );
+  }
+
+  /**
+   * Revokes the least recently used tokens of subscription `id` beyond {@link MAX_LIVE_TOKENS}, once the token
+   * of a pending sign-up ({@link create}) is confirmed. Resolves to how many it revoked (0 when it is gone).
+   * Throws SignUpContentionError when other token writes kept getting in between.
+   */
+  async trimTokens(id: string): Promise<number> {
+    if (!SUBSCRIPTION_ID.test(id)) return 0;
+    for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+      const { seq, tokens } = await this.tokenState(id);
+      const result = await this.redis.eval(
+        TRIM_TOKENS,
+        2 + tokens.length,
+        this.keys.subscription(id),
+        this.keys.subscriptionTokens(id),
+        ...tokens.map((hash) => this.keys.subscriptionToken(hash)),
+        seq,
+        String(tokens.length),
+        ...tokens,
+        String(MAX_LIVE_TOKENS),
+      );
+      if (result === GONE) return 0;
+      if (result !== STALE) return Number(result);
+    }
+    throw new SignUpContentionError();
   }
 
   /**
@@ -319,7 +352,12 @@ export class SubscriptionStore {
    * One more token for the existing subscription `id` of `owner`, with the new credential and name. Undefined
    * when it changed meanwhile or is gone (its owner index is then dropped): the caller reads again.
    */
-  private async issueToken(id: string, owner: string, input: NewSubscription): Promise<IssuedSubscription | undefined> {
+  private async issueToken(
+    id: string,
+    owner: string,
+    input: NewSubscription,
+    max: number,
+  ): Promise<IssuedSubscription | undefined> {
     const { seq, tokens } = await this.tokenState(id);
     const token = randomToken();
     const tokenHash = hashToken(token);
@@ -343,7 +381,7 @@ export class SubscriptionStore {
       String(tokens.length),
       ...tokens,
       String(input.now),
-      String(MAX_LIVE_TOKENS),
+      String(max),
       ...Object.entries(fields).flat(),
     );
     if (result === GONE) await this.redis.eval(DROP_OWNER, 1, this.keys.subscriptionOwner(owner), id);
