@@ -184,7 +184,8 @@ export async function deleteSubscription(
  * A new feed URL for the holder of `oldToken`: every token of the subscription is revoked at once (calendars
  * subscribed with any old URL must subscribe again, other browsers are signed out) and one new one issued.
  * Answers the new token, its only copy, or undefined when `oldToken` is no longer live (rotated or deleted
- * meanwhile).
+ * meanwhile). The answer waits until the rotation is on Redis's disk; when it cannot be, the new token is
+ * revoked too and Redis's error thrown (no URL of the subscription works then until the person signs up again).
  */
 export async function rotateFeedToken(
   ctx: ServiceContext,
@@ -193,7 +194,21 @@ export async function rotateFeedToken(
   log: Pick<Logger, 'info'> = ctx.logger,
 ): Promise<string | undefined> {
   const token = await ctx.subscriptions.rotateToken(subscription.id, oldToken, ctx.now());
-  if (token !== undefined) log.info({ subscription: subscription.id }, 'personal feed token rotated');
+  if (token === undefined) return undefined;
+  try {
+    // Shown once, like a sign-up's: it must survive a Redis crash right after the answer.
+    await ctx.disk.wait();
+  } catch (error) {
+    // Never shown: taken back. The old URLs stay revoked (their holder asked for that, a leak may be why);
+    // signing up again with the credential gives a working URL.
+    await ctx.subscriptions
+      .revokeToken(subscription.id, token)
+      .catch((rollback: unknown) =>
+        ctx.logger.warn({ err: rollback, subscription: subscription.id }, 'could not take back a failed rotation'),
+      );
+    throw error;
+  }
+  log.info({ subscription: subscription.id }, 'personal feed token rotated');
   return token;
 }
 

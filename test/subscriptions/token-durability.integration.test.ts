@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { RedisUnavailableError } from '../../src/lib/errors.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/index.ts';
-import { signUp } from '../../src/subscriptions/personal.ts';
+import { rotateFeedToken, signUp } from '../../src/subscriptions/personal.ts';
 import { testContext } from '../support/service.ts';
 import { simControl } from '../upstream/sim-control.ts';
 
@@ -82,5 +82,12 @@ describe('waiting for a new token to reach the disk', () => {
     expect(await ctx.subscriptions.liveTokenCount(id ?? '')).toBe(5);
     expect(await ctx.subscriptions.idByToken(tokens[0] ?? '')).toBeUndefined();
     expect(await ctx.subscriptions.idByToken(tokens[1] ?? '')).toBeUndefined();
+  });
+
+  it('hands out no rotated token that is not on disk, and revokes it', async () => {
+    const { subscription, token } = await signUp(ctx, credential(0));
+    await expect(rotateFeedToken(failingDisk(), subscription, token)).rejects.toThrow(/not on disk/);
+    expect(await ctx.subscriptions.liveTokenCount(subscription.id)).toBe(0);
+    expect(await ctx.subscriptions.idByToken(token)).toBeUndefined();
   });
 });
