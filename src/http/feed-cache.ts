@@ -38,6 +38,9 @@ export interface FeedCacheOptions {
 /** During an outage, Redis is tried again at most this often (in the background; nobody waits for it). */
 const OUTAGE_RETRY_MS = 1_000;
 
+/** First pause before a failed resubscription is tried again; it doubles up to 5 s. */
+const RESUBSCRIBE_MS = 100;
+
 /** Default byte budget: room for thousands of group feeds, far below what an API process may use. */
 export const DEFAULT_FEED_CACHE_BYTES = 256 * 1024 * 1024;
 
@@ -121,9 +124,7 @@ export class FeedCache {
       failing = false;
       if (!dropped || this.stopped) return;
       dropped = false;
-      void this.subscribe().catch((error: unknown) =>
-        logger.warn({ err: error }, 'feed-updates resubscription failed'),
-      );
+      void this.resubscribe();
     });
     await this.subscribe();
   }
@@ -245,6 +246,25 @@ export class FeedCache {
     const copy = { ...feed, staleSince: Math.min(feed.staleSince ?? since, since) };
     this.staleCopies.set(feed, copy);
     return copy;
+  }
+
+  /**
+   * Subscribes again after a reconnect, trying until it works (with backoff) or the connection drops again (its
+   * next `ready` starts over): one failed SUBSCRIBE must not leave the cache dark for good.
+   */
+  private async resubscribe(): Promise<void> {
+    const { subscriber, logger } = this.options;
+    for (let attempt = 0; !this.stopped; attempt++) {
+      try {
+        await this.subscribe();
+        return;
+      } catch (error) {
+        if (attempt === 0) logger.warn({ err: error }, 'feed-updates resubscription failed; trying again');
+        // Lost again: the next 'ready' resubscribes.
+        if (subscriber.status !== 'ready') return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, Math.min(RESUBSCRIBE_MS * 2 ** attempt, 5_000)));
+    }
   }
 
   private async subscribe(): Promise<void> {

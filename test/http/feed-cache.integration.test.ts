@@ -77,6 +77,19 @@ describe('FeedCache', () => {
     await vi.waitFor(async () => expect((await cache.get(SOURCE))?.etag).toBe(after), { timeout: 2_000, interval: 10 });
   });
 
+  it('tries a failed resubscription again until the cache is live', async () => {
+    const id = await subscriber.client('ID');
+    // Both SUBSCRIBEs after the reconnect fail: ioredis' own resubscription and the cache's first.
+    const refused = new Error('ERR refused');
+    const subscribe = vi.spyOn(subscriber, 'subscribe').mockRejectedValueOnce(refused).mockRejectedValueOnce(refused);
+    await ctx.redis.call('CLIENT', 'KILL', 'ID', String(id));
+    await vi.waitFor(() => expect(subscribe.mock.calls.length).toBeGreaterThanOrEqual(2), {
+      timeout: 5_000,
+      interval: 20,
+    });
+    await vi.waitFor(() => expect(cache.isLive).toBe(true), { timeout: 10_000, interval: 20 });
+  });
+
   it('lets entries expire as a safety net', async () => {
     const first = await store('first', false);
     expect((await cache.get(SOURCE))?.etag).toBe(first);
