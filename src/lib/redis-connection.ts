@@ -104,6 +104,9 @@ function openClient(target: RedisTarget, redisOptions: ServerOptions, clusterOpt
         ...(target.sentinelPassword === undefined ? {} : { sentinelPassword: target.sentinelPassword }),
         // Also hears a switch of primary from the sentinels, e.g. one ordered while the old primary still runs.
         failoverDetector: true,
+        // A primary demoted while we were connected answers writes READONLY: reconnect (asking the sentinels
+        // for the new primary) and send the command again, instead of failing every write until a disconnect.
+        reconnectOnError: reconnectOnReadonly,
         ...(redisOptions.retryStrategy ? { sentinelRetryStrategy: redisOptions.retryStrategy } : {}),
       });
     case 'cluster':
@@ -118,6 +121,11 @@ function openClient(target: RedisTarget, redisOptions: ServerOptions, clusterOpt
         },
       });
   }
+}
+
+/** ioredis' `reconnectOnError` for a Sentinel target: 2 = reconnect and resend the failed command. */
+export function reconnectOnReadonly(error: Error): 2 | false {
+  return /^READONLY/.test(error.message) ? 2 : false;
 }
 
 function node(entry: RedisNode): { host: string; port: number } {

@@ -9,7 +9,27 @@ import { RedisFullError, RedisUnavailableError } from './errors.ts';
 /** Socket errors of a Redis that is down, restarting or unreachable. */
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTCONN']);
 
-/** Messages of ioredis' own plain errors, and reply prefixes of a server that cannot serve yet. */
+/**
+ * What ioredis' Cluster client throws when it cannot reach the node of a slot. It follows only MOVED, ASK,
+ * TRYAGAIN, CLUSTERDOWN and closed connections, so running out of redirections (`Too many Cluster
+ * redirections. Last error: Error: Connection is closed.`, about 1.6 s after the command when the slot's
+ * primary is dead) always means the cluster cannot serve that slot now, whatever the last error was. The
+ * others: no node answered CLUSTER SLOTS, none of the configured nodes is up, or the whole cluster is
+ * reconnecting (its offline queue is off once it was ready, see redis-connection.ts).
+ */
+const CLUSTER_MESSAGES = [
+  /^Too many Cluster redirections/,
+  /^Failed to refresh slots cache/,
+  /^None of startup nodes is available/,
+  /^Cluster isn't ready/,
+  /^Cluster is disconnected/,
+];
+
+/**
+ * Messages of ioredis' own plain errors, and reply prefixes of a server that cannot serve yet, or no longer
+ * may: a primary demoted by a failover answers writes READONLY, a script past its time limit makes every
+ * command answer BUSY, `min-replicas-to-write` refuses writes with NOREPLICAS.
+ */
 const UNAVAILABLE_MESSAGES = [
   /^Connection is closed/,
   /^Command timed out/,
@@ -18,6 +38,10 @@ const UNAVAILABLE_MESSAGES = [
   /^MASTERDOWN /,
   /^TRYAGAIN /,
   /^CLUSTERDOWN /,
+  /^READONLY /,
+  /^BUSY /,
+  /^NOREPLICAS /,
+  ...CLUSTER_MESSAGES,
 ];
 
 /**

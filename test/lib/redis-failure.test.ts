@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { toHttpError } from '../../src/http/errors.ts';
 import { RedisFullError, RedisUnavailableError } from '../../src/lib/errors.ts';
+import { reconnectOnReadonly } from '../../src/lib/redis-connection.ts';
 import { redisFailure } from '../../src/lib/redis-failure.ts';
 
 /** Errors as ioredis throws them (it has no classes for most). */
@@ -26,6 +27,26 @@ describe('redisFailure', () => {
     }
   });
 
+  it.each([
+    // ioredis' Cluster client: a slot whose primary is dead, no node answering, the cluster reconnecting.
+    'Too many Cluster redirections. Last error: Error: Connection is closed.',
+    'Too many Cluster redirections. Last error: ReplyError: CLUSTERDOWN The cluster is down',
+    'Failed to refresh slots cache.',
+    'None of startup nodes is available',
+    "Cluster isn't ready and enableOfflineQueue options is false",
+    'Cluster is disconnected.',
+    // Servers: a demoted primary, a script past its time limit, too few replicas for a write.
+    "READONLY You can't write against a read only replica.",
+    'BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSCRIPT.',
+    'NOREPLICAS Not enough good replicas to write.',
+  ])('calls "%s" unavailable', (message) => {
+    const error = replyError(message);
+    const typed = redisFailure(error);
+    expect(typed).toBeInstanceOf(RedisUnavailableError);
+    expect(typed?.cause).toBe(error);
+    expect(toHttpError(error)?.statusCode).toBe(503);
+  });
+
   it('calls a refused write at maxmemory full, inside a MULTI too', () => {
     const oom = replyError("OOM command not allowed when used memory > 'maxmemory'.");
     expect(redisFailure(oom)).toBeInstanceOf(RedisFullError);
@@ -41,6 +62,12 @@ describe('redisFailure', () => {
     );
     expect(redisFailure(new TypeError('x is not a function'))).toBeUndefined();
     expect(redisFailure('Connection is closed.')).toBeUndefined();
+  });
+
+  it('has a Sentinel connection reconnect and resend on READONLY only', () => {
+    expect(reconnectOnReadonly(replyError("READONLY You can't write against a read only replica."))).toBe(2);
+    expect(reconnectOnReadonly(replyError('WRONGTYPE Operation against a key'))).toBe(false);
+    expect(reconnectOnReadonly(new Error('Connection is closed.'))).toBe(false);
   });
 
   it('answers 503 with Retry-After over HTTP', () => {
