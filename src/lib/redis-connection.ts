@@ -42,6 +42,7 @@ export function connectRedis(to: RedisTarget | string, options: RedisConnectionO
     retryStrategy: (times) => Math.min(times * 200, 5_000),
   };
   const redis = openClient(target, common, {});
+  if (redis instanceof Cluster && !options.blocking) failFastOnceReady(redis);
   let down = false;
   redis.on('error', (error: Error) => {
     if (down) return;
@@ -60,6 +61,21 @@ export function connectRedis(to: RedisTarget | string, options: RedisConnectionO
 }
 
 /**
+ * A Cluster queues the commands it cannot route while it reconnects (every node lost) in an offline queue
+ * of its own, without any timeout: `commandTimeout` starts only once a command is sent to a node. With every
+ * node down, a request waited for ever, and its write ran whenever the cluster came back. Once the cluster
+ * has been ready, the queue is turned off: a command then fails at once ("Cluster isn't ready ..."), and one
+ * for a node that is gone fails after ioredis' failover retries (16 x 100 ms). Until the first `ready` it
+ * stays on, so that a role's first commands (sent right after connecting, to a cluster `startService`
+ * probed just before) wait for the slots; ioredis reads the option at each command.
+ */
+function failFastOnceReady(cluster: Cluster): void {
+  cluster.once('ready', () => {
+    cluster.options.enableOfflineQueue = false;
+  });
+}
+
+/**
  * A second connection to the same target as `client`, with its own name (e.g. for a subscriber, which
  * cannot send other commands). Unlike `connectRedis` it has no error listener: the caller adds its own.
  */
@@ -69,6 +85,8 @@ export function duplicateRedis(client: RedisClient, name: string): RedisClient {
     // Options are replaced, not merged: the nodes' password and timeouts are carried over by hand.
     return client.duplicate(undefined, {
       redisOptions: { ...(client.options.redisOptions as Omit<RedisOptions, 'replyMapping'>), connectionName },
+      // The copy starts unready: its first commands (a SUBSCRIBE) wait for it (see failFastOnceReady).
+      enableOfflineQueue: true,
     });
   return client.duplicate({ connectionName });
 }

@@ -7,6 +7,9 @@ import type { FastifyInstance } from 'fastify';
 import type { Cluster } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { buildApp } from '../../src/http/app.ts';
+import { RedisUnavailableError } from '../../src/lib/errors.ts';
+import { DEFAULT_COMMAND_TIMEOUT_MS } from '../../src/lib/redis-connection.ts';
+import { redisFailure } from '../../src/lib/redis-failure.ts';
 import { silentLogger } from '../../src/logger.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/index.ts';
@@ -87,3 +90,53 @@ it('serves feeds stale and refuses sign-ups with 503 when the primary of the slo
   expect(refused.statusCode, refused.body).toBe(503);
   expect(refused.headers['retry-after']).toMatch(/^[1-9]\d*$/);
 }, 120_000);
+
+it('fails commands and sign-ups within the command timeout when every node is down', async () => {
+  await Promise.all(redis.nodes.map((node) => node.kill()));
+  const cluster = ctx.redis as Cluster;
+  // The client reconnects the cluster as a whole once its last node connection is gone.
+  expect(
+    await until(
+      async () => cluster.status,
+      (status) => status !== 'ready',
+      30_000,
+    ),
+  ).not.toBe('ready');
+
+  const started = performance.now();
+  const read = await settleWithin(ctx.redis.get(`${ctx.config.redisPrefix}:anything`), 10_000);
+  expect(read).toMatchObject({ rejected: true });
+  expect(redisFailure((read as { error: unknown }).error)).toBeInstanceOf(RedisUnavailableError);
+  expect(performance.now() - started).toBeLessThan(DEFAULT_COMMAND_TIMEOUT_MS + 2_000);
+
+  const signUpStarted = performance.now();
+  const refused = await settleWithin(signUp(credentials[2] ?? ''), 10_000);
+  expect(refused).toMatchObject({ rejected: false });
+  const response = (refused as { value: Awaited<ReturnType<typeof signUp>> }).value;
+  expect(response.statusCode, response.body).toBe(503);
+  expect(performance.now() - signUpStarted).toBeLessThan(DEFAULT_COMMAND_TIMEOUT_MS + 2_000);
+  // The feed served before is still served from memory.
+  expect((await get(FEED_URL)).statusCode).toBe(200);
+}, 120_000);
+
+/** How `promise` settled, or 'pending' if it had not within `ms` (a hang fails the assertion, not the run). */
+async function settleWithin<T>(
+  promise: Promise<T>,
+  ms: number,
+): Promise<{ rejected: false; value: T } | { rejected: true; error: unknown } | 'pending'> {
+  let timer: NodeJS.Timeout | undefined;
+  const pending = new Promise<'pending'>((done) => {
+    timer = setTimeout(() => done('pending'), ms);
+  });
+  try {
+    return await Promise.race([
+      promise.then(
+        (value) => ({ rejected: false as const, value }),
+        (error: unknown) => ({ rejected: true as const, error }),
+      ),
+      pending,
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
