@@ -87,6 +87,18 @@ describe('docker-compose.yml', () => {
     expect(Array.isArray(parsed) && parsed.includes('172.16.0.0/12')).toBe(true);
   });
 
+  it('logs requests through the proxy without personal feed tokens or query strings', () => {
+    const config = readFileSync(join(root, 'deploy/nginx.conf'), 'utf8');
+    // Every access log names our format (the image's default, `main`, records $request with the token).
+    const logs = [...config.matchAll(/^\s*access_log\s+([^;]+);/gm)].map((match) => match[1]?.trim());
+    expect(logs.sort()).toEqual(['/dev/stdout masked', 'off']);
+    const format = /log_format masked ((?:'[^']*'\s*)+);/.exec(config)?.[1] ?? '';
+    expect(format).toContain('$loggable_uri');
+    for (const leaky of ['$request ', '$request"', '$request_uri', '$args', '$query_string', '$http_referer', '$uri'])
+      expect(format, leaky).not.toContain(leaky);
+    expect(config).toMatch(/map \$uri \$loggable_uri \{\s*~\*\^\/feeds\/personal\/ "\/feeds\/personal\/<hidden>";/);
+  });
+
   it('requires UNIVERSITY_API_URL instead of defaulting to a service that starts only under a profile', () => {
     expect(profileOnly).toContain('simulator');
     for (const [name, service] of ours) {

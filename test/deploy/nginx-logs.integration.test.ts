@@ -1,0 +1,111 @@
+/**
+ * deploy/nginx.conf run by a real nginx (skipped where none is installed), in front of a stand-in api on
+ * loopback: its access log must not hold a personal feed token or an OAuth code. The copy differs from the
+ * file only where the test machine must: the api's address, a port of its own, the log file, and no
+ * `resolve` (nginx before 1.27.3, as Debian's, lacks it).
+ */
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { until } from '../support/poll.ts';
+
+const root = join(import.meta.dirname, '../..');
+const hasNginx = spawnSync('nginx', ['-v']).status === 0;
+
+describe.skipIf(!hasNginx)('deploy/nginx.conf on a real nginx', () => {
+  let dir: string;
+  let api: Server;
+  let nginx: ChildProcess | undefined;
+  let base: string;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'tts-nginx-'));
+    api = createServer((_, response) => response.end('ok\n'));
+    await new Promise<void>((done) => api.listen(0, '127.0.0.1', done));
+    const apiPort = (api.address() as AddressInfo).port;
+    const port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    const ours = (await readFile(join(root, 'deploy/nginx.conf'), 'utf8'))
+      .replace(/^resolver .*$/m, '')
+      .replace('server api:8080 resolve;', `server 127.0.0.1:${apiPort};`)
+      .replace('listen 8080;', `listen 127.0.0.1:${port};`)
+      .replace('access_log /dev/stdout', `access_log ${join(dir, 'access.log')}`);
+    await writeFile(join(dir, 'default.conf'), ours);
+    // As the image's nginx.conf: a default access log with the request line, which ours must replace.
+    await writeFile(
+      join(dir, 'nginx.conf'),
+      [
+        `pid ${join(dir, 'nginx.pid')};`,
+        `error_log ${join(dir, 'error.log')};`,
+        'daemon off;',
+        'events {}',
+        'http {',
+        `  access_log ${join(dir, 'default-access.log')} combined;`,
+        ...['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((kind) => `  ${kind}_temp_path ${dir};`),
+        `  include ${join(dir, 'default.conf')};`,
+        '}',
+        '',
+      ].join('\n'),
+    );
+    const args = ['-p', dir, '-c', join(dir, 'nginx.conf'), '-e', join(dir, 'error.log')];
+    const check = spawnSync('nginx', ['-t', ...args], { encoding: 'utf8' });
+    expect(check.status, check.stderr).toBe(0);
+    nginx = spawn('nginx', args, { stdio: 'ignore' });
+    const up = await until(
+      () =>
+        fetch(`${base}/proxy-health`).then(
+          (response) => response.status,
+          () => 0,
+        ),
+      (status) => status === 200,
+      30_000,
+    );
+    expect(up).toBe(200);
+  }, 60_000);
+  afterAll(async () => {
+    if (nginx && nginx.exitCode === null) {
+      const gone = new Promise((done) => nginx?.once('exit', done));
+      nginx.kill('SIGTERM');
+      await gone;
+    }
+    await new Promise((done) => api?.close(done));
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('logs personal feed requests with the token hidden, and no query strings', async () => {
+    const token = 'S3cretPersonalToken0123456789abcdefghijklmno';
+    for (const path of [
+      `/feeds/personal/${token}.ics`,
+      `/feeds/personal/${token}.ics?subgroup=1`,
+      `/feeds/%70ersonal/${token}.ics`,
+      `/FEEDS/Personal/${token}.ics`,
+      '/google/callback?code=0AuthCodeSecret&state=abc',
+      '/feeds/groups/4242.ics',
+    ])
+      expect((await fetch(`${base}${path}`)).status, path).toBe(200);
+    const log = await until(
+      () => readFile(join(dir, 'access.log'), 'utf8').catch(() => ''),
+      (text) => text.split('\n').filter(Boolean).length >= 6,
+      15_000,
+    );
+    expect(log).not.toContain(token);
+    expect(log).not.toContain('0AuthCodeSecret');
+    expect(log.match(/"GET \/feeds\/personal\/<hidden> HTTP\/1\.1" 200/g)).toHaveLength(4);
+    expect(log).toContain('"GET /google/callback HTTP/1.1" 200');
+    expect(log).toContain('"GET /feeds/groups/4242.ics HTTP/1.1" 200');
+    expect(await readFile(join(dir, 'default-access.log'), 'utf8').catch(() => '')).toBe('');
+  }, 30_000);
+});
+
+/** A port free a moment ago on loopback. */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((done) => server.close(done));
+  return port;
+}
