@@ -87,6 +87,14 @@ describe('docker-compose.yml', () => {
     expect(Array.isArray(parsed) && parsed.includes('172.16.0.0/12')).toBe(true);
   });
 
+  it('pins an nginx that has `server ... resolve` (1.27.3 or later)', () => {
+    const version = /^nginx:(\d+)\.(\d+)(?:\.(\d+))?(?:-[\w.-]+)?$/.exec(services.proxy?.image ?? '');
+    expect(version, services.proxy?.image).not.toBeNull();
+    const [major, minor, patch] = [1, 2, 3].map((index) => Number(version?.[index] ?? 0));
+    const ordered = (major ?? 0) * 1e6 + (minor ?? 0) * 1e3 + (patch ?? 0);
+    expect(ordered).toBeGreaterThanOrEqual(1_027_003);
+  });
+
   it('logs requests through the proxy without personal feed tokens or query strings', () => {
     const config = readFileSync(join(root, 'deploy/nginx.conf'), 'utf8');
     // Every access log names our format (the image's default, `main`, records $request with the token).
