@@ -82,7 +82,7 @@ export async function startWorkers(
       limiter: limiterFor(ctx.config.googleRateLimit),
     }),
   ];
-  const guard = new RedisFullGuard(workers, ctx.redis, ctx.logger, tuning.redisFullProbeMs);
+  const guard = new RedisFullGuard(workers, ctx.redis, ctx.config.redisPrefix, ctx.logger, tuning.redisFullProbeMs);
   for (const worker of workers) {
     worker.on('error', (error) => {
       if (!guard.handle(error)) ctx.logger.error({ err: error, queue: worker.name }, 'worker error');

@@ -7,6 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import { Cluster } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { buildApp } from '../../src/http/app.ts';
+import { primaryFor } from '../../src/lib/redis-node.ts';
 import { silentLogger } from '../../src/logger.ts';
 import { PushHarness } from '../google/push-harness.ts';
 import { runCli } from '../support/cli.ts';
@@ -94,4 +95,8 @@ it('runs on the cluster client: refresh, feed, Google push, sign-up and resync',
     await Promise.all(keys.map(async (key) => Number(await cluster.call('CLUSTER', 'KEYSLOT', key)))),
   );
   expect([...slots]).toEqual([slot]);
+  // The primary probed for the slot's memory (Redis-full guard) holds the keys: it answers without MOVED.
+  const primary = await primaryFor(cluster, prefix);
+  expect(await primary.exists(keys[0] ?? '')).toBe(1);
+  expect(await primary.info('memory')).toMatch(/^used_memory:\d+/m);
 }, 240_000);
