@@ -7,6 +7,7 @@
  */
 import { type Queue, QueueEvents } from 'bullmq';
 import type { RedisClient } from '../lib/redis-target.ts';
+import { followUpJobId } from './queues.ts';
 
 /** How the watched jobs ended so far. */
 export interface JobOutcomes {
@@ -103,8 +104,9 @@ function nextEvent(ms: number, signal: AbortSignal | undefined, listen: (wake: (
 
 /**
  * Reads the states of pending jobs (a few at a time) and records those that ended. A job unknown to the queue
- * counts as gone only when it was unknown at the previous sweep too: a follow-up refresh exists only once the
- * refresh it follows has ended.
+ * counts as gone only when it was unknown at the previous sweep too, and is not the follow-up of a refresh
+ * that has not ended: a follow-up exists only once the refresh it follows has ended, which may take longer
+ * than any number of sweeps.
  */
 async function sweep(
   queue: Queue,
@@ -119,10 +121,24 @@ async function sweep(
         const state = await queue.getJobState(id);
         if (state === 'completed') ended.set(id, undefined);
         else if (state === 'failed') ended.set(id, (await queue.getJob(id))?.failedReason || 'failed');
-        else if (state !== 'unknown') unknown.delete(id);
+        else if (state !== 'unknown' || (await awaitedFollowUp(queue, id))) unknown.delete(id);
         else if (unknown.has(id)) ended.set(id, GONE_REASON);
         else unknown.add(id);
       }),
     );
   }
+}
+
+/**
+ * Whether `id` is the follow-up of a refresh that is still queued, running or waiting for a retry: the job
+ * its source's deduplication id points to, of which `id` is the follow-up id (see `followUpJobId`).
+ */
+async function awaitedFollowUp(queue: Queue, id: string): Promise<boolean> {
+  const marker = id.lastIndexOf('-after-');
+  if (marker <= 0) return false;
+  const token = id.slice(0, marker);
+  const parent = await queue.getDeduplicationJobId(token);
+  if (!parent || followUpJobId(token, parent) !== id) return false;
+  const state = await queue.getJobState(parent);
+  return state !== 'completed' && state !== 'failed' && state !== 'unknown';
 }

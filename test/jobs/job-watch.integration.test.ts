@@ -1,7 +1,11 @@
-import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
+import { Queue, Worker } from 'bullmq';
+import { afterEach, beforeEach, describe, expect, inject, it, vi } from 'vitest';
 import { GONE_REASON, watchJobs } from '../../src/jobs/job-watch.ts';
+import { followUpJobId } from '../../src/jobs/queues.ts';
 import { connectRedis } from '../../src/lib/redis-connection.ts';
 import { silentLogger } from '../../src/logger.ts';
+import { until } from '../support/poll.ts';
+import { deletePrefix, uniquePrefix } from '../support/service.ts';
 import { type Pipeline, startPipeline } from './helpers.ts';
 
 describe('watchJobs', () => {
@@ -52,6 +56,58 @@ describe('watchJobs', () => {
       expect(Date.now() - started).toBeGreaterThanOrEqual(400);
     } finally {
       await watch.close();
+    }
+  });
+
+  it('waits for a follow-up as long as the refresh it follows has not ended, however many sweeps', async () => {
+    // A queue of its own, whose one job runs until the test lets it end (the pipeline's workers would not wait).
+    const prefix = uniquePrefix('watch');
+    const queue = new Queue('refresh', { connection: pipeline.ctx.redis, prefix });
+    const workerConnection = connectRedis(inject('redisUrl'), {
+      name: 'test-watch-worker',
+      logger: silentLogger(),
+      blocking: true,
+    });
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((done) => {
+      release = done;
+    });
+    const worker = new Worker('refresh', () => gate, { connection: workerConnection, prefix });
+    const watch = await watchJobs(queue, pipeline.ctx.redis, blocking);
+    try {
+      const deduplication = { id: 'group-7', keepLastIfActive: true };
+      await queue.add('refresh', {}, { jobId: 'running-1', deduplication });
+      expect(
+        await until(
+          () => queue.getJobState('running-1'),
+          (state) => state === 'active',
+        ),
+      ).toBe('active');
+      // As enqueueRefresh queues a follow-up: kept by BullMQ, and a job only once the running one ends.
+      const followUp = followUpJobId('group-7', 'running-1');
+      await queue.add('refresh', {}, { jobId: followUp, deduplication });
+      expect(await queue.getJobState(followUp)).toBe('unknown');
+
+      const states = vi.spyOn(queue, 'getJobState');
+      const waiting = watch.wait([followUp], { sweepAfterMs: 50 });
+      const sweeps = () => states.mock.calls.filter(([id]) => id === followUp).length;
+      expect(
+        await until(
+          async () => sweeps(),
+          (count) => count >= 4,
+        ),
+      ).toBeGreaterThanOrEqual(4);
+      release();
+      const outcomes = await waiting;
+      expect([...outcomes.failed.entries()]).toEqual([]);
+      expect(outcomes.done).toBe(1);
+    } finally {
+      release();
+      await watch.close();
+      await worker.close();
+      await queue.close();
+      await workerConnection.quit();
+      await deletePrefix(inject('redisUrl'), prefix);
     }
   });
 
