@@ -70,7 +70,12 @@ export async function watchJobs(queue: Queue, commands: RedisClient, blocking: R
       const settle = (id: string, reason: string | undefined) => {
         if (!outcomes.pending.delete(id)) return;
         if (reason === undefined) outcomes.done += 1;
-        else outcomes.failed.set(reason, [...(outcomes.failed.get(reason) ?? []), id]);
+        else {
+          // Appended in place: a copy per failure made thousands of failures for one reason quadratic.
+          const ids = outcomes.failed.get(reason);
+          if (ids === undefined) outcomes.failed.set(reason, [id]);
+          else ids.push(id);
+        }
       };
       const { signal } = options;
       const unknown = new Set<string>();

@@ -24,6 +24,11 @@ export interface ProgressOptions {
 const BAR_WIDTH = 24;
 /** Redraws of the terminal line at most this often: more is flicker, and costs the terminal. */
 const REDRAW_MS = 100;
+/**
+ * How often the report is looked at without a change: the rate and time left move while no job ends (a
+ * long refresh, a stalled queue), and a change skipped for being too soon after a redraw is drawn then.
+ */
+const TICK_MS = 1_000;
 
 /** A rate of finished jobs: `12.3/s`, or per minute below one a second (`24/min`). */
 export function formatRate(perSecond: number): string {
@@ -61,7 +66,10 @@ export function progressLine(counts: ProgressCounts, elapsedMs: number, withBar:
   return `${bar}${finished}/${counts.total} ${Math.floor(share * 100)}% · done ${counts.done} · failed ${counts.failed} · ${formatRate(perSecond)} · ${left}`;
 }
 
-/** A running report: call {@link ProgressReport.update} with every change, {@link ProgressReport.end} once. */
+/**
+ * A running report: call {@link ProgressReport.update} with every change, {@link ProgressReport.end} once. From
+ * the first update until the end it also redraws every second by itself (see {@link TICK_MS}).
+ */
 export class ProgressReport {
   readonly #options: Required<ProgressOptions>;
   readonly #started: number;
@@ -70,6 +78,7 @@ export class ProgressReport {
   #drawn = false;
   #latest: ProgressCounts | undefined;
   #shown: ProgressCounts | undefined;
+  #timer: NodeJS.Timeout | undefined;
 
   constructor(options: ProgressOptions) {
     this.#options = { now: Date.now, plainIntervalMs: 5_000, ...options };
@@ -84,6 +93,7 @@ export class ProgressReport {
   /** Shows `counts` if it is time to (the terminal line at most every 100 ms; a plain line as said above). */
   update(counts: ProgressCounts): void {
     this.#latest = counts;
+    this.#timer ??= setInterval(() => this.#tick(), TICK_MS).unref();
     const now = this.#options.now();
     const tenth = counts.total > 0 ? Math.floor(((counts.done + counts.failed) * 10) / counts.total) : 10;
     const interval = this.#options.tty ? REDRAW_MS : this.#options.plainIntervalMs;
@@ -94,11 +104,21 @@ export class ProgressReport {
 
   /** Draws the last counts once more (complete), and leaves the terminal line behind with a line break. */
   end(): void {
+    clearInterval(this.#timer);
     const latest = this.#latest;
     const shown = this.#shown;
     const same = shown !== undefined && latest !== undefined && sameCounts(shown, latest);
     if (latest !== undefined && !same) this.#show(latest, this.#options.now());
     if (this.#options.tty && this.#drawn) this.#options.write('\n');
+  }
+
+  /** Redraws the latest counts once the line is a redraw (terminal) or a plain interval old. */
+  #tick(): void {
+    const latest = this.#latest;
+    if (latest === undefined) return;
+    const now = this.#options.now();
+    const interval = this.#options.tty ? REDRAW_MS : this.#options.plainIntervalMs;
+    if (now - this.#lastWrite >= interval) this.#show(latest, now);
   }
 
   #show(counts: ProgressCounts, now: number): void {

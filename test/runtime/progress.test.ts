@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { formatDuration, formatRate, ProgressReport, pace, progressLine } from '../../src/runtime/progress.ts';
 import { waitSummary } from '../../src/runtime/wait-summary.ts';
 
@@ -56,6 +56,32 @@ describe('ProgressReport', () => {
     expect(out.slice(0, 2).every((text) => text.startsWith('\r') && !text.includes('\n'))).toBe(true);
     expect(out[1]).toContain('3/100');
     expect(out[2]).toBe('\n');
+  });
+
+  it('redraws every second between changes, with the time moving on, until it ends', () => {
+    vi.useFakeTimers({ now: 0 });
+    try {
+      const out: string[] = [];
+      const progress = new ProgressReport({ write: (text) => out.push(text), tty: true });
+      progress.update({ total: 100, done: 2, failed: 0 });
+      // Skipped at once (too soon after the first draw), drawn by the next tick.
+      vi.advanceTimersByTime(50);
+      progress.update({ total: 100, done: 3, failed: 0 });
+      expect(out).toHaveLength(1);
+      vi.advanceTimersByTime(950);
+      expect(out).toHaveLength(2);
+      expect(out[1]).toContain('3/100');
+      vi.advanceTimersByTime(9_000);
+      expect(out).toHaveLength(11);
+      // 3 jobs in 10 s, though none ended for 9 s.
+      expect(out.at(-1)).toContain('18/min');
+      progress.end();
+      vi.advanceTimersByTime(5_000);
+      expect(out).toHaveLength(12);
+      expect(out.at(-1)).toBe('\n');
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('off a terminal, writes plain lines every 5 s or every tenth of the work, no control characters', () => {
