@@ -76,7 +76,7 @@ export function createLogger(settings: LoggerSettings): Logger {
     // One line per event (a published feed once took 14): who and what first, the other fields as inline JSON.
     // An error's stack only at debug and trace; the JSON output always carries it.
     const verbose = settings.level === 'debug' || settings.level === 'trace';
-    const ignore = ['pid', 'hostname', ...PRETTY_HEADLINE, ...(verbose ? [] : ['err'])].join(',');
+    const ignore = ['pid', 'hostname', ...(verbose ? [] : ['err'])].join(',');
     return pino(
       options,
       pretty({
@@ -85,7 +85,7 @@ export function createLogger(settings: LoggerSettings): Logger {
         translateTime: 'SYS:HH:MM:ss.l',
         ignore,
         singleLine: true,
-        messageFormat: (log) => prettyMessage(log, !verbose),
+        messageFormat: (log) => headlineFirst(log, !verbose),
         sync: true,
       }),
     );
@@ -97,11 +97,27 @@ export function createLogger(settings: LoggerSettings): Logger {
 const PRETTY_HEADLINE = ['role', 'component', 'source'] as const;
 
 /**
+ * The message of a pretty line, taking the fields it shows out of the line's JSON tail: pino-pretty formats
+ * the message before the tail, from the same object. A headline field that is not a non-empty string (a
+ * `source` object, a number) is not in the message, so it stays in the tail instead of vanishing, as it did
+ * when the headline keys were in pino-pretty's `ignore` list.
+ */
+function headlineFirst(log: Record<string, unknown>, withError: boolean): string {
+  const message = prettyMessage(log, withError);
+  for (const key of PRETTY_HEADLINE) if (isHeadline(log[key])) delete log[key];
+  return message;
+}
+
+function isHeadline(value: unknown): value is string {
+  return typeof value === 'string' && value !== '';
+}
+
+/**
  * The message part of a pretty line: `worker group:1 feed published`, and with `withError` the logged
  * error's own message after it (`… failed: Error: boom`), since its stack is left out of the line.
  */
 export function prettyMessage(log: Record<string, unknown>, withError: boolean): string {
-  const head = PRETTY_HEADLINE.map((key) => log[key]).filter((value) => typeof value === 'string' && value !== '');
+  const head = PRETTY_HEADLINE.map((key) => log[key]).filter(isHeadline);
   const parts = [...head, typeof log.msg === 'string' ? log.msg : ''].filter((part) => part !== '');
   const err = log.err as { type?: unknown; message?: unknown } | undefined;
   const error =

@@ -81,6 +81,18 @@ describe('createLogger', () => {
     expect(lines[1]).toMatch(/WARN: worker upstream fetch failed: Error: boom second line$/);
   });
 
+  it('keeps headline fields that are not strings in the JSON tail of a pretty line', () => {
+    const out = memory();
+    const logger = createLogger({ level: 'info', destination: out.stream, pretty: true, base: { role: 'worker' } });
+    logger.child({ source: { kind: 'group', id: 7 }, component: 42 }).info('odd bindings');
+    logger.child({ source: '' }).info('empty source');
+    const lines = out.text().trimEnd().split('\n');
+    expect(lines[0]).toMatch(/INFO: worker odd bindings \{.*"source":\{"kind":"group","id":7\}/);
+    expect(lines[0]).toContain('"component":42');
+    expect(lines[0]).not.toContain('"role"');
+    expect(lines[1]).toMatch(/INFO: worker empty source \{"source":""\}$/);
+  });
+
   it('keeps an error stack in pretty lines at debug only', () => {
     const out = memory();
     createLogger({ level: 'debug', destination: out.stream, pretty: true }).error({ err: new Error('boom') }, 'x');
