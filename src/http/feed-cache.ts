@@ -9,13 +9,15 @@
  * Apart from the trusted entries, the cache keeps the last good copy of every feed it read (same budget, same
  * buffers): never answered while Redis works, it is what a request gets while Redis is down or does not
  * answer, marked stale since the outage began, instead of an error. One read at a time tries Redis again in
- * the background; the first that succeeds ends the outage.
+ * the background; the first that succeeds ends the outage. A deleted personal subscription's last good copy
+ * goes when its deletion is announced.
  */
 import { LRUCache } from 'lru-cache';
 import type { FeedStore, StoredFeed } from '../feeds/feed-store.ts';
 import { isRedisFailure } from '../lib/redis-failure.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
+import { type FeedUpdate, parseFeedUpdate } from '../sources/feed-updates.ts';
 import type { SourceKey } from '../sources/source.ts';
 
 /** What a {@link FeedCache} needs. */
@@ -48,6 +50,8 @@ interface Load {
   promise: Promise<StoredFeed | undefined>;
   /** Set when the source changed while it was being read: the result is answered but not kept. */
   outdated: boolean;
+  /** Set when the source's subscription was deleted while it was being read: not even its last good copy is kept. */
+  gone: boolean;
 }
 
 /** The bytes a feed holds in memory: its body and both compressed forms. */
@@ -73,8 +77,8 @@ export class FeedCache {
   private retryAt = 0;
   private readonly loads = new Map<SourceKey, Load>();
   private readonly options: FeedCacheOptions;
-  /** Told of every invalidation: a source, or undefined for everything. */
-  private readonly listeners: ((source: SourceKey | undefined) => void)[] = [];
+  /** Told of every invalidation: an update, or undefined for everything. */
+  private readonly listeners: ((update: FeedUpdate | undefined) => void)[] = [];
   /** True while the subscription is known to be in place; only then are entries kept. */
   private live = false;
   private stopped = false;
@@ -113,7 +117,7 @@ export class FeedCache {
       );
     });
     subscriber.on('message', (received: string, source: string) => {
-      if (received === channel) this.invalidate(source);
+      if (received === channel) this.apply(parseFeedUpdate(source));
     });
     subscriber.on('close', () => {
       dropped = true;
@@ -156,10 +160,10 @@ export class FeedCache {
   }
 
   /**
-   * Has `listener` told of every invalidation (a source, or undefined when everything is dropped), so that what
-   * other caches keep per source follows the same channel.
+   * Has `listener` told of every update heard (or undefined when everything trusted is dropped: the channel was
+   * lost), so that what other caches keep per source follows the same channel.
    */
-  onInvalidate(listener: (source: SourceKey | undefined) => void): void {
+  onInvalidate(listener: (update: FeedUpdate | undefined) => void): void {
     this.listeners.push(listener);
   }
 
@@ -173,12 +177,9 @@ export class FeedCache {
     return this.live;
   }
 
-  /** Drops one source (also called for every message on the channel). */
+  /** Drops one source, as a message announcing its stored feed does. */
   invalidate(source: SourceKey): void {
-    for (const listener of this.listeners) listener(source);
-    this.entries.delete(source);
-    const load = this.loads.get(source);
-    if (load !== undefined) load.outdated = true;
+    this.apply({ kind: 'feed', source });
   }
 
   /** Number of cached feeds. */
@@ -196,7 +197,7 @@ export class FeedCache {
     const read = this.options.feeds.get(source).then(
       (feed) => {
         this.endOutage();
-        if (feed === undefined) this.lastGood.delete(source);
+        if (feed === undefined || load.gone) this.lastGood.delete(source);
         else this.lastGood.set(source, feed);
         if (feed !== undefined && keep && this.live && !load.outdated) this.entries.set(source, feed);
         return feed;
@@ -209,7 +210,7 @@ export class FeedCache {
         return this.staleCopy(kept, since);
       },
     );
-    const load: Load = { promise: read, outdated: false };
+    const load: Load = { promise: read, outdated: false, gone: false };
     this.loads.set(source, load);
     return read.finally(() => {
       if (this.loads.get(source) === load) this.loads.delete(source);
@@ -221,6 +222,22 @@ export class FeedCache {
     if (this.loads.has(source) || this.clock() < this.retryAt) return;
     this.retryAt = this.clock() + OUTAGE_RETRY_MS;
     this.load(source).catch(() => undefined);
+  }
+
+  /**
+   * Follows one message of the channel. A changed feed drops the trusted copy; a deleted subscription also its
+   * last good one (nobody may be served it, even during an outage); changed tokens touch no feed.
+   */
+  private apply(update: FeedUpdate): void {
+    for (const listener of this.listeners) listener(update);
+    if (update.kind === 'tokens') return;
+    const { source } = update;
+    this.entries.delete(source);
+    if (update.kind === 'gone') this.lastGood.delete(source);
+    const load = this.loads.get(source);
+    if (load === undefined) return;
+    load.outdated = true;
+    if (update.kind === 'gone') load.gone = true;
   }
 
   private endOutage(): void {

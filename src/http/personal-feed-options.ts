@@ -4,12 +4,13 @@
  * (saving options announces it), and only kept while that channel is being heard (the feed cache says so).
  * A hit costs no Redis; the token lookup itself stays a Redis read, so a revoked feed URL stops at once.
  * The last options read per subscription are kept apart, and answered only while Redis cannot be read (see
- * `personal-tokens.ts`): a personal feed served before an outage is served during it as its owner saved it.
+ * `personal-tokens.ts`): a personal feed served before an outage is served during it as its owner saved it;
+ * a deleted subscription's go when its deletion is announced.
  */
 import { LRUCache } from 'lru-cache';
 import { isRedisFailure } from '../lib/redis-failure.ts';
 import type { ServiceContext } from '../runtime/context.ts';
-import type { SourceKey } from '../sources/source.ts';
+import type { FeedUpdate } from '../sources/feed-updates.ts';
 import type { FeedCache } from './feed-cache.ts';
 import { type ParsedSubscriberQuery, subscriberQueryOf } from './subscriber-query.ts';
 
@@ -57,15 +58,24 @@ export class PersonalFeedOptions {
       return kept;
     }
     const parsed = { query: subscriberQueryOf(read.options ?? {}), savedAt: read.savedAt };
-    this.lastGood.set(id, parsed);
+    // Unless a deletion overtook the read (it dropped the last good options).
+    if (generation === this.generation || this.lastGood.has(id)) this.lastGood.set(id, parsed);
     // A save announced while reading may not be in what was read: keep only reads no announcement overtook.
     if (live && this.cache.isLive && generation === this.generation) this.entries.set(id, parsed);
     return parsed;
   }
 
-  private invalidate(source: SourceKey | undefined): void {
-    if (source === undefined || source.startsWith('personal:')) this.generation++;
-    if (source === undefined) this.entries.clear();
-    else if (source.startsWith('personal:')) this.entries.delete(source.slice('personal:'.length));
+  private invalidate(update: FeedUpdate | undefined): void {
+    if (update === undefined) {
+      this.generation++;
+      this.entries.clear();
+      return;
+    }
+    // Changed tokens leave the options as they were.
+    if (update.kind === 'tokens' || !update.source.startsWith('personal:')) return;
+    this.generation++;
+    const id = update.source.slice('personal:'.length);
+    this.entries.delete(id);
+    if (update.kind === 'gone') this.lastGood.delete(id);
   }
 }

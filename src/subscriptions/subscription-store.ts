@@ -5,7 +5,9 @@
  * feed URL to the subscription. Neither the credential nor a token is ever stored in plain text. One owner (a
  * university user, or an id-less credential) has one subscription: a STRING per owner leads to it, and signing
  * up again issues another token to it. A counter, `credentialVersion`, goes up with every credential stored,
- * so that a refresh can only reject the credential it actually used.
+ * so that a refresh can only reject the credential it actually used. Whatever stops feed tokens from working
+ * (a revocation, a rotation, a deletion) is announced on the feed-updates channel once done (see
+ * `sources/feed-updates.ts`): API processes keep tokens in memory for Redis outages, and must drop them.
  */
 
 import { scanKeys } from '../lib/redis-scan.ts';
@@ -13,6 +15,7 @@ import type { RedisClient } from '../lib/redis-target.ts';
 import { SecretKeyMissingError } from '../security/errors.ts';
 import { SecretBox } from '../security/secret-box.ts';
 import { constantTimeEqual, hashToken, keyedDigest, randomToken } from '../security/tokens.ts';
+import { type FeedUpdate, feedUpdateMessage } from '../sources/feed-updates.ts';
 import type { RedisKeys } from '../sources/keys.ts';
 import { SUBSCRIPTION_ID } from '../sources/source.ts';
 import type { SubscriberOptions } from '../timetable/types.ts';
@@ -210,6 +213,7 @@ export class SubscriptionStore {
       tokenHash,
       id,
     );
+    await this.announce('tokens', id);
   }
 
   /**
@@ -233,7 +237,9 @@ export class SubscriptionStore {
         String(MAX_LIVE_TOKENS),
       );
       if (result === GONE) return 0;
-      if (result !== STALE) return Number(result);
+      if (result === STALE) continue;
+      if (Number(result) > 0) await this.announce('tokens', id);
+      return Number(result);
     }
     throw new SignUpContentionError();
   }
@@ -264,7 +270,10 @@ export class SubscriptionStore {
         tokenHash,
         String(now),
       );
-      if (result !== STALE) return result === 1 ? token : undefined;
+      if (result === STALE) continue;
+      if (result !== 1) return undefined;
+      await this.announce('tokens', id);
+      return token;
     }
     throw new SignUpContentionError();
   }
@@ -386,6 +395,7 @@ export class SubscriptionStore {
     );
     if (result === GONE) await this.redis.eval(DROP_OWNER, 1, this.keys.subscriptionOwner(owner), id);
     if (result === GONE || result === STALE) return undefined;
+    if (Number(result) > 0) await this.announce('tokens', id);
     const subscription = await this.get(id);
     return subscription === undefined ? undefined : { subscription, token, created: false, revoked: Number(result) };
   }
@@ -510,9 +520,20 @@ export class SubscriptionStore {
       ];
       const args = [...keys, id, seq, String(tokens.length)];
       const result = await this.redis.eval(DELETE_SUBSCRIPTION, keys.length, ...args);
-      if (result !== STALE) return result === 1;
+      if (result === STALE) continue;
+      if (result === 1) await this.announce('gone', id);
+      return result === 1;
     }
     throw new SignUpContentionError();
+  }
+
+  /**
+   * Tells API processes that feed tokens of subscription `id` stopped working (or that it is gone), so that
+   * they drop what they keep of it for Redis outages. Sent after the change: one that fails leaves the change
+   * made, and the caller's error says Redis failed.
+   */
+  private async announce(kind: Exclude<FeedUpdate['kind'], 'feed'>, id: string): Promise<void> {
+    await this.redis.publish(this.keys.feedUpdates, feedUpdateMessage({ kind, source: `personal:${id}` }));
   }
 
   private credentialDigest(credential: string): string {

@@ -1,11 +1,15 @@
 /**
  * The API through Redis faults, against a redis-server of the test's own: killed (`kill -9`) and started again
  * from its AOF, paused (`SIGSTOP`), and full (`maxmemory` under `noeviction`). Feeds served before keep being
- * served from memory, marked stale; writes answer 503 with Retry-After; everything recovers by itself.
+ * served from memory, marked stale; writes answer 503 with Retry-After; everything recovers by itself. A feed
+ * URL that Redis no longer knows (rotated, deleted) is never served from memory, during an outage or not.
  */
+import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger, type Logger } from '../../src/logger.ts';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/index.ts';
+import { SubscriptionStore } from '../../src/subscriptions/subscription-store.ts';
 import { until } from '../support/poll.ts';
 import { type RedisProcess, startRedisProcess } from '../support/redis-process.ts';
 import { TEST_ADMIN_TOKEN } from '../support/service.ts';
@@ -34,13 +38,87 @@ afterEach(async () => {
   redis = undefined;
 });
 
-async function start(feeds: { cacheTtlMs?: number } = {}, args: string[] = []): Promise<TestApp> {
+async function start(feeds: { cacheTtlMs?: number } = {}, args: string[] = [], logger?: Logger): Promise<TestApp> {
   redis = await startRedisProcess(args);
   t = await startTestApp({
     env: { REDIS_URL: redis.url, UNIVERSITY_API_URL: simulator.url },
     feeds: { cacheTtlMs: LONG_TTL_MS, ...feeds },
+    ...(logger ? { logger } : {}),
   });
   return t;
+}
+
+/**
+ * A debug logger whose lines a test can wait for: `next(words)` resolves as soon as a line with those words is
+ * written from then on (synchronously, so the test acts before the app's next step).
+ */
+function watchedLogger(): { logger: Logger; next(words: string): Promise<void> } {
+  const waiting: { words: string; done: () => void }[] = [];
+  const destination = new Writable({
+    write(chunk: Buffer, _encoding, callback) {
+      const line = chunk.toString();
+      for (const waiter of waiting.filter((entry) => line.includes(entry.words))) {
+        waiting.splice(waiting.indexOf(waiter), 1);
+        waiter.done();
+      }
+      callback();
+    },
+  });
+  return {
+    logger: createLogger({ level: 'debug', destination, pretty: false }),
+    next: (words) => new Promise((done) => waiting.push({ words, done })),
+  };
+}
+
+/** Resolves `promise`, or rejects naming `what` after `ms`. */
+async function within<T>(promise: Promise<T>, what: string, ms = 20_000): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Signs up with the simulator's user `index`, stores a feed for it and serves it once by its token. */
+async function servedSubscription(app: TestApp, index: number, name: string) {
+  const signedUp = await signUp(app, credential(index));
+  expect(signedUp.statusCode, signedUp.body).toBe(201);
+  const subscription = signedUp.json<{ id: string; token: string; source: string }>();
+  await storeFeed(app.ctx, subscription.source, calendar(name));
+  expect((await get(app, personalUrl(subscription.token))).statusCode).toBe(200);
+  return subscription;
+}
+
+const personalUrl = (token: string) => `/feeds/personal/${token}.ics`;
+
+/** Rotates the feed URL as the owner's browser does (its cookie holds the token); answers the new token. */
+async function rotate(app: TestApp, id: string, token: string): Promise<string> {
+  const answer = await app.app.inject({
+    method: 'POST',
+    url: '/timetables/personal/rotate',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: `tts-personal=${id}.${token}` },
+    payload: '',
+  });
+  expect(answer.headers.location).toBe('/timetables/personal?done=rotated');
+  const cookie = String(answer.headers['set-cookie']).match(/^tts-personal=[^.]+\.([^;]+);/);
+  if (!cookie?.[1]) throw new Error(`no new session cookie: ${String(answer.headers['set-cookie'])}`);
+  return cookie[1];
+}
+
+/** Waits until `url` is served marked stale: the API learnt of the outage. */
+async function servedStale(app: TestApp, url: string) {
+  const response = await until(
+    () => get(app, url),
+    (answer) => answer.headers['x-timetable-stale'] !== undefined,
+    30_000,
+  );
+  expect(response.statusCode, response.body).toBe(200);
+  expect(response.headers['x-timetable-stale']).toBeDefined();
+  return response;
 }
 
 const get = (app: TestApp, url: string, headers: Record<string, string> = {}) =>
@@ -164,6 +242,87 @@ describe('Redis killed, then started again from its AOF', () => {
     expect(changed.body).toContain('X-WR-CALNAME:after');
     expect((await signUp(app, credential(1))).statusCode).toBe(201);
   }, 120_000);
+});
+
+describe('Feed URLs that Redis no longer knows', () => {
+  /** The API dropped what it kept of subscription `id`'s tokens, its announcement heard. */
+  const tokensDropped = (id: string) => `"subscription":"${id}","tokens"`;
+
+  it('are not served from memory during an outage after a rotation; the new URL served before is', async () => {
+    const log = watchedLogger();
+    const app = await start({}, [], log.logger);
+    const { id, token } = await servedSubscription(app, 2, 'personal');
+    const dropped = log.next(tokensDropped(id));
+    const rotated = await rotate(app, id, token);
+    // Not asked of Redis again (that alone would forget it): memory must have learnt of the rotation.
+    await within(dropped, 'the rotation to be heard');
+    expect((await get(app, personalUrl(rotated))).statusCode).toBe(200);
+
+    await redis?.kill();
+    const stale = await servedStale(app, personalUrl(rotated));
+    expect(stale.body).toContain('X-WR-CALNAME:personal');
+    expectUnavailable(await get(app, personalUrl(token)), /not available/);
+    // Closing the app needs Redis.
+    await redis?.restart();
+  }, 90_000);
+
+  it('are not served from memory during an outage after a deletion, other subscriptions are', async () => {
+    const log = watchedLogger();
+    const app = await start({}, [], log.logger);
+    const kept = await servedSubscription(app, 0, 'kept');
+    const { id, token } = await servedSubscription(app, 1, 'deleted');
+    const again = await signUp(app, credential(1));
+    expect(again.statusCode, again.body).toBe(200);
+    const second = again.json<{ token: string }>().token;
+    expect((await get(app, personalUrl(second))).statusCode).toBe(200);
+    const dropped = log.next(tokensDropped(id));
+    const deleted = await app.app.inject({
+      method: 'DELETE',
+      url: `/api/subscriptions/${id}`,
+      headers: { authorization: `Bearer ${token}` },
+    });
+    expect(deleted.statusCode, deleted.body).toBe(204);
+    await within(dropped, 'the deletion to be heard');
+
+    await redis?.kill();
+    expect((await servedStale(app, personalUrl(kept.token))).body).toContain('X-WR-CALNAME:kept');
+    expectUnavailable(await get(app, personalUrl(token)), /not available/);
+    expectUnavailable(await get(app, personalUrl(second)), /not available/);
+    await redis?.restart();
+  }, 90_000);
+
+  it('answer 404 while Redis is up, though the feed-updates connection was just lost', async () => {
+    const log = watchedLogger();
+    const app = await start({}, [], log.logger);
+    const rotatedAway = await servedSubscription(app, 0, 'rotated');
+    const unannounced = await servedSubscription(app, 1, 'revoked');
+    const dropped = log.next(tokensDropped(rotatedAway.id));
+    await rotate(app, rotatedAway.id, rotatedAway.token);
+    await within(dropped, 'the rotation to be heard');
+    // Revoked with its announcement lost (sent on a channel nobody hears): only Redis can tell.
+    const deaf = new SubscriptionStore(
+      app.ctx.redis,
+      { ...app.ctx.keys, feedUpdates: `${app.ctx.keys.feedUpdates}:nobody` },
+      app.ctx.config.secretKey,
+    );
+    await deaf.revokeToken(unannounced.id, unannounced.token);
+
+    const admin = new Redis(redis?.url ?? '');
+    try {
+      // The feed cache takes the lost connection for an outage until it has subscribed again.
+      const lost = log.next('Redis cannot be read');
+      expect(await admin.call('CLIENT', 'KILL', 'TYPE', 'pubsub')).toBeGreaterThanOrEqual(1);
+      await within(lost, 'the feed cache to lose its connection');
+      const [first, second] = await Promise.all([
+        get(app, personalUrl(rotatedAway.token)),
+        get(app, personalUrl(unannounced.token)),
+      ]);
+      expect(first.statusCode, first.body).toBe(404);
+      expect(second.statusCode, second.body).toBe(404);
+    } finally {
+      admin.disconnect();
+    }
+  }, 90_000);
 });
 
 describe('Redis paused', () => {
