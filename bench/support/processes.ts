@@ -102,6 +102,10 @@ export interface ServiceChild {
   pid: number;
   /** The tail of what it wrote to stderr (warnings and errors at LOG_LEVEL=warn). */
   stderr(): string;
+  /** Stops it now (SIGTERM, then SIGKILL after 10 s), e.g. to restart a role mid-run. */
+  stop(): Promise<void>;
+  /** How it ended (`exit 1`, `SIGKILL`), once it has; undefined while it runs. */
+  ended(): string | undefined;
 }
 
 /**
@@ -139,7 +143,15 @@ export async function spawnRole(
       fail(new Error(`${role} exited (${code ?? signal}) before it was ready; stderr: ${errors}`));
     });
   });
-  return { role, url, pid: child.pid ?? 0, stderr: () => errors };
+  return {
+    role,
+    url,
+    pid: child.pid ?? 0,
+    stderr: () => errors,
+    stop: () => stopChild(child),
+    ended: () =>
+      child.exitCode !== null ? `exit ${child.exitCode}` : child.signalCode !== null ? child.signalCode : undefined,
+  };
 }
 
 /** SIGTERM, then SIGKILL after 10 s; resolves once the process has exited. */

@@ -15,6 +15,8 @@ export interface SubscriberOptions {
   concurrency: number;
   /** Share of requests that go to the {@link HOT_SOURCES} first paths. */
   hotShare: number;
+  /** Called after each request with its status (0 for a transport error) and its duration in ms. */
+  observe?: (status: number, ms: number) => void;
 }
 
 /** What the subscribers saw. */
@@ -55,13 +57,16 @@ export function startSubscribers(options: SubscriberOptions): Subscribers {
       'Accept-Encoding': 'gzip',
       ...(etag === undefined ? {} : { 'If-None-Match': etag }),
     };
+    const sent = performance.now();
     try {
       const response = await rawRequest(`${options.apiUrl}${path}`, { headers });
       report.byStatus[response.status] = (report.byStatus[response.status] ?? 0) + 1;
       const seen = response.headers.etag;
       if (typeof seen === 'string') etags.set(path, seen);
+      options.observe?.(response.status, performance.now() - sent);
     } catch {
       report.errors += 1;
+      options.observe?.(0, performance.now() - sent);
     }
   };
   // Each lane issues the next request when it is due (a global schedule at the target rate), so that a slow

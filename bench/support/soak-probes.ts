@@ -1,0 +1,97 @@
+/**
+ * What the soak reads at each sample: a process's resident memory (`/proc/<pid>/status`), a Prometheus text
+ * page (`/metrics` of every service process), Redis `INFO`, the depth of a BullMQ queue, and percentiles.
+ */
+import { readFile } from 'node:fs/promises';
+import type { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+
+const MIB = 2 ** 20;
+
+/** Resident memory of process `pid` in MiB (`VmRSS`), or null once it is gone. */
+export async function rssMiB(pid: number): Promise<number | null> {
+  try {
+    const status = await readFile(`/proc/${pid}/status`, 'utf8');
+    const kb = /^VmRSS:\s+(\d+)\s+kB/m.exec(status)?.[1];
+    return kb === undefined ? null : Number(kb) / 1024;
+  } catch {
+    return null;
+  }
+}
+
+/** Samples of a Prometheus text page: `name{labels}` → value (comments dropped). */
+export type MetricsPage = Map<string, number>;
+
+/** Fetches and parses `url` (a `/metrics` page); an empty page when it does not answer within 5 s. */
+export async function scrape(url: string): Promise<MetricsPage> {
+  const page: MetricsPage = new Map();
+  try {
+    const response = await fetch(url, { signal: AbortSignal.timeout(5_000) });
+    for (const line of (await response.text()).split('\n')) {
+      if (line === '' || line.startsWith('#')) continue;
+      const space = line.lastIndexOf(' ');
+      page.set(line.slice(0, space), Number(line.slice(space + 1)));
+    }
+  } catch {
+    // A process being restarted, or too busy to answer: its figures are blank in this sample.
+  }
+  return page;
+}
+
+/** The sum of every sample of metric `name` (all label sets), or null when the page has none. */
+export function metricSum(page: MetricsPage, name: string): number | null {
+  let sum: number | null = null;
+  for (const [key, value] of page) {
+    if (key === name || key.startsWith(`${name}{`)) sum = (sum ?? 0) + value;
+  }
+  return sum;
+}
+
+/** Redis memory: `used_memory` and `used_memory_rss`, MiB. */
+export async function redisMemory(redis: Redis): Promise<{ used: number; rss: number }> {
+  const info = await redis.info('memory');
+  const field = (name: string) => Number(new RegExp(`^${name}:(\\d+)`, 'm').exec(info)?.[1] ?? Number.NaN) / MIB;
+  return { used: field('used_memory'), rss: field('used_memory_rss') };
+}
+
+/** A queue's jobs by what the soak charts. */
+export interface QueueDepth {
+  /** Waiting or prioritized (ready to run). */
+  waiting: number;
+  active: number;
+  /** Delayed: retries after a backoff, and the job schedulers' next ticks. */
+  delayed: number;
+  /** Finished jobs Redis keeps (completed + failed), bounded by the queue's retention counts. */
+  kept: number;
+}
+
+/** The depth of `queue`. */
+export async function queueDepth(queue: Queue): Promise<QueueDepth> {
+  const counts = await queue.getJobCounts('waiting', 'prioritized', 'active', 'delayed', 'completed', 'failed');
+  return {
+    waiting: (counts.waiting ?? 0) + (counts.prioritized ?? 0),
+    active: counts.active ?? 0,
+    delayed: counts.delayed ?? 0,
+    kept: (counts.completed ?? 0) + (counts.failed ?? 0),
+  };
+}
+
+/**
+ * Bytes Redis spends on one finished job of `queue`: `MEMORY USAGE` of up to 50 kept job hashes, averaged,
+ * plus their entry in the completed set (a sorted-set member, about 64 bytes with its score). Null when the
+ * queue keeps none.
+ */
+export async function bytesPerKeptJob(redis: Redis, queue: Queue): Promise<number | null> {
+  const ids = (await queue.getCompleted(0, 49)).map((job) => job.id).filter((id) => id !== undefined);
+  if (ids.length === 0) return null;
+  let total = 0;
+  for (const id of ids) total += Number((await redis.call('MEMORY', 'USAGE', queue.toKey(id))) ?? 0);
+  return total / ids.length + 64;
+}
+
+/** The `q` quantile (0..1) of `values` (nearest rank), or null when empty. */
+export function quantile(values: readonly number[], q: number): number | null {
+  if (values.length === 0) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? null;
+}

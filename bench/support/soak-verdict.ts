@@ -1,0 +1,162 @@
+/**
+ * The soak's pass/fail rules: does memory or a queue grow without bound? A soak cannot run forever, so it
+ * judges the trend of the part of the run after the warm-up and asks what it would do over an hour.
+ *
+ * Memory (RSS of every service process, Redis `used_memory`): a least-squares line through the samples of the
+ * second half of the run (the first half is warm-up: caches and retained job histories fill). The slope is
+ * extrapolated to an hour and compared with the line's value at the start of that window:
+ * growth % per hour = slope × 3600 s / value × 100. More than `maxGrowthPercentPerHour` fails. A process that
+ * was restarted is judged on the samples of its last incarnation, after a warm-up of its own
+ * (`restartWarmUpSeconds`: a fresh worker's caches fill like the first ones did). The window must span `minJudgedSeconds`:
+ * over a few minutes, garbage-collection sawtooth alone extrapolates to tens of percent an hour, so a short
+ * run reports its trends without judging them.
+ *
+ * Redis keeps a bounded history of finished jobs (`removeOnComplete`/`removeOnFail` counts in
+ * src/jobs/queues.ts), which fills linearly for over an hour at the soak's rate before it is trimmed. Growth
+ * that this history explains is bounded by design, not a leak: for Redis the judged series is `used_memory`
+ * minus `historyBytesPerJob` × jobs kept, with the bytes per job measured on the queues (about 1 KB).
+ *
+ * Queues (refresh, push): at the end, the backlog — the smallest depth seen during the last interval, so
+ * that the burst of scheduled ticks at the start of an interval is not taken for backlog — must be no more
+ * than the jobs the workers completed during that interval: it could be worked off within one interval at
+ * the rate just achieved. Over a judged window, the depth's trend must also not add more than one
+ * interval's work within an hour.
+ */
+
+/** One sample of a series: seconds since the start, value, and which incarnation of the process it was. */
+export interface TrendPoint {
+  t: number;
+  value: number;
+  /** A process id: samples of an earlier incarnation than the last are left out. */
+  epoch?: number | string;
+}
+
+/** A least-squares line. */
+export interface Line {
+  slope: number;
+  intercept: number;
+}
+
+/** The least-squares line through the points (`slope` per second); undefined below 2 distinct times. */
+export function fitLine(points: readonly TrendPoint[]): Line | undefined {
+  const n = points.length;
+  if (n < 2) return undefined;
+  const meanT = points.reduce((sum, p) => sum + p.t, 0) / n;
+  const meanV = points.reduce((sum, p) => sum + p.value, 0) / n;
+  let sxx = 0;
+  let sxy = 0;
+  for (const p of points) {
+    sxx += (p.t - meanT) ** 2;
+    sxy += (p.t - meanT) * (p.value - meanV);
+  }
+  if (sxx === 0) return undefined;
+  const slope = sxy / sxx;
+  return { slope, intercept: meanV - slope * meanT };
+}
+
+/** Settings of the rules. */
+export interface VerdictRules {
+  /** Length of the run, s. */
+  durationSeconds: number;
+  /** More memory growth than this, extrapolated to an hour, fails. */
+  maxGrowthPercentPerHour: number;
+  /** Trend windows shorter than this are reported, not judged. */
+  minJudgedSeconds: number;
+  /** The refresh interval, s: the queue rules' unit of work. */
+  intervalSeconds: number;
+  /** Samples this long after a process's restart are still its warm-up. */
+  restartWarmUpSeconds: number;
+}
+
+/** The outcome of one rule on one series. */
+export interface Finding {
+  subject: string;
+  /** `fail` breaks the run; `note` is reported only (too few samples, window too short). */
+  status: 'ok' | 'fail' | 'note';
+  message: string;
+}
+
+/** The samples after warm-up (the second half), of the last incarnation only, after its own warm-up. */
+export function judgedWindow(points: readonly TrendPoint[], rules: VerdictRules): TrendPoint[] {
+  const last = points[points.length - 1]?.epoch;
+  const incarnation = points.filter((p) => p.epoch === last);
+  const born = incarnation[0]?.t ?? 0;
+  const restarted = incarnation.length < points.length;
+  const from = Math.max(rules.durationSeconds / 2, restarted ? born + rules.restartWarmUpSeconds : 0);
+  return incarnation.filter((p) => p.t >= from);
+}
+
+/** The memory rule on one series (MiB or bytes: the rule is relative). */
+export function memoryFinding(subject: string, points: readonly TrendPoint[], rules: VerdictRules): Finding {
+  const window = judgedWindow(points, rules);
+  const line = fitLine(window);
+  const first = window[0];
+  const span = (window[window.length - 1]?.t ?? 0) - (first?.t ?? 0);
+  if (line === undefined || first === undefined)
+    return { subject, status: 'note', message: `too few samples after warm-up (${window.length}) to judge` };
+  const start = line.intercept + line.slope * first.t;
+  const percent = start > 0 ? ((line.slope * 3600) / start) * 100 : Number.POSITIVE_INFINITY;
+  const trend = `${percent >= 0 ? '+' : ''}${percent.toFixed(1)} %/h (${(line.slope * 3600).toFixed(1)}/h from ${start.toFixed(1)}, over the last ${Math.round(span / 60)} min)`;
+  if (span < rules.minJudgedSeconds)
+    return {
+      subject,
+      status: 'note',
+      message: `${trend}: window shorter than ${rules.minJudgedSeconds / 60} min, not judged`,
+    };
+  if (percent > rules.maxGrowthPercentPerHour)
+    return { subject, status: 'fail', message: `${trend} > ${rules.maxGrowthPercentPerHour} %/h: grows without bound` };
+  return { subject, status: 'ok', message: `${trend} ≤ ${rules.maxGrowthPercentPerHour} %/h` };
+}
+
+/** A queue's depth over the run and the jobs its workers completed per sample. */
+export interface QueueSeries {
+  /** Jobs waiting, prioritized, active or delayed. */
+  depth: readonly TrendPoint[];
+  /** Jobs finished (completed or failed) since the previous sample. */
+  done: readonly TrendPoint[];
+}
+
+/** The queue rules on one queue. */
+export function queueFindings(subject: string, queue: QueueSeries, rules: VerdictRules): Finding[] {
+  const end = queue.depth[queue.depth.length - 1]?.t ?? 0;
+  const lastInterval = (points: readonly TrendPoint[]) => points.filter((p) => p.t > end - rules.intervalSeconds);
+  const tail = lastInterval(queue.depth);
+  if (tail.length === 0) return [{ subject, status: 'note', message: 'no samples' }];
+  const backlog = Math.min(...tail.map((p) => p.value));
+  const done = lastInterval(queue.done).reduce((sum, p) => sum + p.value, 0);
+  const findings: Finding[] = [];
+  const capacity = Math.max(done, 1);
+  findings.push(
+    backlog > capacity
+      ? {
+          subject,
+          status: 'fail',
+          message: `backlog at the end ${backlog} jobs > ${done} completed in the last interval: it cannot be drained within one interval`,
+        }
+      : {
+          subject,
+          status: 'ok',
+          message: `backlog at the end ${backlog} jobs ≤ ${done} completed in the last interval`,
+        },
+  );
+  const window = judgedWindow(queue.depth, rules);
+  const line = fitLine(window);
+  const span = (window[window.length - 1]?.t ?? 0) - (window[0]?.t ?? 0);
+  if (line !== undefined && span >= rules.minJudgedSeconds) {
+    const perHour = line.slope * 3600;
+    findings.push(
+      perHour > capacity
+        ? {
+            subject,
+            status: 'fail',
+            message: `depth trend +${perHour.toFixed(0)} jobs/h > one interval's work (${capacity}): grows without bound`,
+          }
+        : {
+            subject,
+            status: 'ok',
+            message: `depth trend ${perHour.toFixed(0)} jobs/h ≤ one interval's work (${capacity})`,
+          },
+    );
+  }
+  return findings;
+}
