@@ -2,10 +2,11 @@
  * The soak's pass/fail rules: does memory or a queue grow without bound? A soak cannot run forever, so it
  * judges the trend of the part of the run after the warm-up and asks what it would do over an hour.
  *
- * Memory (RSS of every service process, Redis `used_memory`): a least-squares line through the samples of the
- * second half of the run (the first half is warm-up: caches and retained job histories fill). The slope is
- * extrapolated to an hour and compared with the line's value at the start of that window:
- * growth % per hour = slope × 3600 s / value × 100. More than `maxGrowthPercentPerHour` fails. A process that
+ * Memory (RSS of every service process, Redis `used_memory`): a least-squares line through the floors (the
+ * lowest sample of each interval) of the second half of the run (the first half is warm-up: caches and
+ * retained job histories fill). The slope is extrapolated to an hour and compared with the line's value at
+ * the start of that window: growth % per hour = slope × 3600 s / value × 100. More than
+ * `maxGrowthPercentPerHour` fails, when each half of the window grows that fast too (see memoryFinding). A process that
  * was restarted is judged on the samples of its last incarnation, after a warm-up of its own
  * (`restartWarmUpSeconds`: a fresh worker's caches fill like the first ones did). The window must span `minJudgedSeconds`:
  * over a few minutes, garbage-collection sawtooth alone extrapolates to tens of percent an hour, so a short
@@ -86,26 +87,61 @@ export function judgedWindow(points: readonly TrendPoint[], rules: VerdictRules)
   return incarnation.filter((p) => p.t >= from);
 }
 
-/** The memory rule on one series (MiB or bytes: the rule is relative). */
+/**
+ * The floor of each slice of `seconds`: the lowest sample in it. Memory after a collection is what a leak
+ * raises; the sawtooth of allocation between collections is not growth.
+ */
+export function floors(points: readonly TrendPoint[], seconds: number): TrendPoint[] {
+  const slices = new Map<number, TrendPoint>();
+  const first = points[0]?.t ?? 0;
+  for (const p of points) {
+    const slice = Math.floor((p.t - first) / seconds);
+    const low = slices.get(slice);
+    if (low === undefined || p.value < low.value) slices.set(slice, p);
+  }
+  return [...slices.values()].sort((a, b) => a.t - b.t);
+}
+
+/** Growth % an hour of the line through `points`, relative to the line's value at the first point. */
+function growthPercent(points: readonly TrendPoint[]): { percent: number; perHour: number; start: number } | undefined {
+  const line = fitLine(points);
+  const first = points[0];
+  if (line === undefined || first === undefined) return undefined;
+  const start = line.intercept + line.slope * first.t;
+  const perHour = line.slope * 3600;
+  return { percent: start > 0 ? (perHour / start) * 100 : Number.POSITIVE_INFINITY, perHour, start };
+}
+
+function signed(percent: number): string {
+  return `${percent >= 0 ? '+' : ''}${percent.toFixed(1)} %/h`;
+}
+
+/**
+ * The memory rule on one series (MiB or bytes: the rule is relative). The line goes through the floors of
+ * the judged window (one per interval); the run fails only when the window grows faster than allowed and so
+ * does each of its halves: a leak grows all the time, while a heap that the collector shrank and that grows
+ * back to its usual size does so once, in one half.
+ */
 export function memoryFinding(subject: string, points: readonly TrendPoint[], rules: VerdictRules): Finding {
   const window = judgedWindow(points, rules);
-  const line = fitLine(window);
-  const first = window[0];
-  const span = (window[window.length - 1]?.t ?? 0) - (first?.t ?? 0);
-  if (line === undefined || first === undefined)
+  const low = floors(window, rules.intervalSeconds);
+  const whole = growthPercent(low.length >= 3 ? low : window);
+  const span = (window[window.length - 1]?.t ?? 0) - (window[0]?.t ?? 0);
+  if (whole === undefined)
     return { subject, status: 'note', message: `too few samples after warm-up (${window.length}) to judge` };
-  const start = line.intercept + line.slope * first.t;
-  const percent = start > 0 ? ((line.slope * 3600) / start) * 100 : Number.POSITIVE_INFINITY;
-  const trend = `${percent >= 0 ? '+' : ''}${percent.toFixed(1)} %/h (${(line.slope * 3600).toFixed(1)}/h from ${start.toFixed(1)}, over the last ${Math.round(span / 60)} min)`;
+  const middle = low.length >= 3 ? ((low[0]?.t ?? 0) + (low[low.length - 1]?.t ?? 0)) / 2 : 0;
+  const halves = [low.filter((p) => p.t <= middle), low.filter((p) => p.t >= middle)].map(growthPercent);
+  const trend = `${signed(whole.percent)} (${whole.perHour.toFixed(1)}/h from ${whole.start.toFixed(1)}, floors over the last ${Math.round(span / 60)} min; halves ${halves.map((half) => (half === undefined ? '?' : signed(half.percent))).join(', ')})`;
   if (span < rules.minJudgedSeconds)
     return {
       subject,
       status: 'note',
       message: `${trend}: window shorter than ${rules.minJudgedSeconds / 60} min, not judged`,
     };
-  if (percent > rules.maxGrowthPercentPerHour)
-    return { subject, status: 'fail', message: `${trend} > ${rules.maxGrowthPercentPerHour} %/h: grows without bound` };
-  return { subject, status: 'ok', message: `${trend} ≤ ${rules.maxGrowthPercentPerHour} %/h` };
+  const limit = rules.maxGrowthPercentPerHour;
+  const growing = [whole, ...halves].every((fit) => fit !== undefined && fit.percent > limit);
+  if (growing) return { subject, status: 'fail', message: `${trend} > ${limit} %/h throughout: grows without bound` };
+  return { subject, status: 'ok', message: `${trend}: not above ${limit} %/h throughout` };
 }
 
 /** A queue's depth over the run and the jobs its workers completed per sample. */

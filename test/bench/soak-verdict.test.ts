@@ -58,6 +58,26 @@ describe('memoryFinding', () => {
     expect(finding.message).toMatch(/grows without bound/);
   });
 
+  it('passes a heap that the collector shrank and that grew back once', () => {
+    // Flat at 300 MiB; at 31 min it drops to 150 and grows back to 300 within 10 minutes.
+    const regrown = series((t) => (t < 1860 ? 300 : Math.min(300, 150 + (t - 1860) * 0.25)));
+    const finding = memoryFinding('worker RSS', regrown, rules);
+    expect(finding.message).toMatch(/^\+\d/); // the line through the whole window does rise
+    expect(finding.status).toBe('ok');
+  });
+
+  it('fails a leak that is hidden under a large garbage-collection sawtooth', () => {
+    // 200 MiB + 20 % an hour, with a 100 MiB sawtooth of period 40 s on top.
+    const sawtooth = series((t) => 200 + (40 * t) / HOUR + ((t % 40) / 40) * 100);
+    expect(memoryFinding('worker RSS', sawtooth, rules).status).toBe('fail');
+  });
+
+  it('judges the floor after collections, not the peaks between them', () => {
+    // After every collection back at 200 MiB; the peaks between them rise from 280 to 440 MiB over the hour.
+    const peaks = series((t) => 200 + ((t % 40) / 40) * (80 + (160 * t) / HOUR));
+    expect(memoryFinding('api RSS', peaks, rules).status).toBe('ok');
+  });
+
   it('judges a restarted process on its last incarnation only', () => {
     // Restarted at 45 min: a drop that a fit over both incarnations would read as shrinking memory.
     const leaking = series(
@@ -73,8 +93,12 @@ describe('memoryFinding', () => {
       (t) => (t < 2400 ? 300 : Math.min(300, 150 + (t - 2400) * 0.625)),
       (t) => (t < 2400 ? 1 : 2),
     );
-    expect(memoryFinding('worker RSS', restarted, rules).status).toBe('ok');
-    expect(memoryFinding('worker RSS', restarted, { ...rules, restartWarmUpSeconds: 0 }).status).toBe('fail');
+    const judged = memoryFinding('worker RSS', restarted, rules);
+    expect(judged.status).toBe('ok');
+    expect(judged.message).toMatch(/^\+0\.0 %\/h .*over the last 15 min/);
+    const unguarded = memoryFinding('worker RSS', restarted, { ...rules, restartWarmUpSeconds: 0 });
+    expect(unguarded.message).toMatch(/over the last 20 min/);
+    expect(unguarded.message).not.toMatch(/^\+0\.0 %/);
   });
 
   it('reports without judging a window shorter than the minimum', () => {
