@@ -116,7 +116,7 @@ async function soak(): Promise<number> {
   const opened = openServiceContext({
     config: loadConfig({ ...env, PORT: '1' }),
     logger: silentLogger(),
-    redisUrl,
+    redis: redisUrl,
     role: 'bench',
   });
   cleanup.add('bench context', opened.close);

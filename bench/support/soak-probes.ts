@@ -4,7 +4,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import type { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../src/lib/redis-target.ts';
 
 const MIB = 2 ** 20;
 
@@ -48,7 +48,7 @@ export function metricSum(page: MetricsPage, name: string): number | null {
 }
 
 /** Redis memory: `used_memory` and `used_memory_rss`, MiB. */
-export async function redisMemory(redis: Redis): Promise<{ used: number; rss: number }> {
+export async function redisMemory(redis: RedisClient): Promise<{ used: number; rss: number }> {
   const info = await redis.info('memory');
   const field = (name: string) => Number(new RegExp(`^${name}:(\\d+)`, 'm').exec(info)?.[1] ?? Number.NaN) / MIB;
   return { used: field('used_memory'), rss: field('used_memory_rss') };
@@ -82,7 +82,7 @@ export async function queueDepth(queue: Queue): Promise<QueueDepth> {
  * job's entries elsewhere (it read 1.0 KB a job where 1.58 KB were freed). Destructive: for the end of a run,
  * once nothing else writes to Redis. Null when no job was kept.
  */
-export async function bytesPerKeptJob(redis: Redis, queues: readonly Queue[]): Promise<number | null> {
+export async function bytesPerKeptJob(redis: RedisClient, queues: readonly Queue[]): Promise<number | null> {
   const used = async () => Number(/^used_memory:(\d+)/m.exec(await redis.info('memory'))?.[1] ?? Number.NaN);
   const before = await used();
   let removed = 0;
