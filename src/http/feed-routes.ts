@@ -48,7 +48,7 @@ export async function registerFeedRoutes(
 ): Promise<FeedProvider> {
   const cache = new FeedCache({
     feeds: ctx.feeds,
-    subscriber: duplicateRedis(ctx.redis, 'feed-updates'),
+    subscriber: duplicateRedis(ctx.redis, 'feed-updates', ctx.config.redisTarget),
     channel: ctx.keys.feedUpdates,
     logger: ctx.logger,
     ttlMs: options.cacheTtlMs,

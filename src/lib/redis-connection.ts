@@ -1,5 +1,6 @@
 import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from '../logger.ts';
+import { clusterNodeSubscriber } from './cluster-subscriber.ts';
 import { RedisUnreachableError } from './errors.ts';
 import { type RedisClient, type RedisNode, type RedisTarget, redisTarget } from './redis-target.ts';
 
@@ -76,18 +77,16 @@ function failFastOnceReady(cluster: Cluster): void {
 }
 
 /**
- * A second connection to the same target as `client`, with its own name (e.g. for a subscriber, which
- * cannot send other commands). Unlike `connectRedis` it has no error listener: the caller adds its own.
+ * A second connection to the same target as `client`, with its own name, for a subscriber (which cannot send
+ * other commands). On a Cluster it is a plain connection to one node that moves to another node when it is
+ * lost (cluster-subscriber.ts): it emits `close` and `ready` when its node fails, which ioredis' own cluster
+ * subscriber does not; `configured` is the cluster's REDIS_CLUSTER_NODES, tried besides the nodes the cluster
+ * knows. Unlike `connectRedis` it has no error listener: the caller adds its own.
  */
-export function duplicateRedis(client: RedisClient, name: string): RedisClient {
+export function duplicateRedis(client: RedisClient, name: string, configured?: RedisTarget): RedisClient {
   const connectionName = `timetable-sync:${name}`;
   if (client instanceof Cluster)
-    // Options are replaced, not merged: the nodes' password and timeouts are carried over by hand.
-    return client.duplicate(undefined, {
-      redisOptions: { ...(client.options.redisOptions as Omit<RedisOptions, 'replyMapping'>), connectionName },
-      // The copy starts unready: its first commands (a SUBSCRIBE) wait for it (see failFastOnceReady).
-      enableOfflineQueue: true,
-    });
+    return clusterNodeSubscriber(client, connectionName, configured?.kind === 'cluster' ? configured.nodes : []);
   return client.duplicate({ connectionName });
 }
 
