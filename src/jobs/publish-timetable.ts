@@ -97,7 +97,13 @@ export async function publishTimetable(
   // New settings (the cancelled-title prefix, the zone, the term starts) may change Google's events without any
   // change record: the push compares with what Google holds and writes only what differs, so owing one is cheap.
   const settingsChanged = stored.published !== undefined && stored.published.settingsHash !== settingsDigest;
-  const owesPush = diff.change !== undefined || settingsChanged || tombstonesLeft(stored.published, diff.state);
+  // A class new to the timetable on a date already past shows in the feed but in no change record (it speaks of
+  // what comes): Google is owed it all the same.
+  const owesPush =
+    diff.change !== undefined ||
+    settingsChanged ||
+    tombstonesLeft(stored.published, diff.state) ||
+    liveAddedOrChanged(stored.published, diff.state);
   await commit(
     ctx,
     source,
@@ -267,6 +273,16 @@ function isConfirmed(
 function tombstonesLeft(before: PublishedState | undefined, after: PublishedState): boolean {
   const kept = new Set(after.tombstones.map((tomb) => tomb.occurrence.uid));
   return (before?.tombstones ?? []).some((tomb) => !kept.has(tomb.occurrence.uid));
+}
+
+/**
+ * Whether a live occurrence is new or has new content since the last publication, ended ones included. Live
+ * occurrences that leave (frozen as published, or cancelled) are not counted: the feed still shows them alike,
+ * or a tombstone or change record says so.
+ */
+function liveAddedOrChanged(before: PublishedState | undefined, after: PublishedState): boolean {
+  if (before === undefined) return false;
+  return Object.entries(after.occurrences).some(([uid, { hash }]) => before.occurrences[uid]?.hash !== hash);
 }
 
 /**

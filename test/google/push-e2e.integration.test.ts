@@ -10,6 +10,7 @@ import type { RefreshJobResult } from '../../src/jobs/contract.ts';
 import { enqueueRefresh } from '../../src/jobs/queues.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import type { SourceKey } from '../../src/sources/source.ts';
+import { occurrenceUid } from '../../src/timetable/expand.ts';
 import type { FakeEvent } from '../fake-google/index.ts';
 import { readEvents } from '../jobs/helpers.ts';
 import { jobEnded } from '../support/jobs.ts';
@@ -238,6 +239,33 @@ describe('Google push through the adapter and the fake Google', () => {
     // The feed: the same classes before the refresh, CONFIRMED, the same SEQUENCE.
     expect(await feedEnded()).toEqual(feedBefore);
     expect(feedBefore.every((event) => event.status === 'CONFIRMED')).toBe(true);
+  });
+
+  it('a class added on a date already past reaches Google with the refresh that shows it in the feed', async () => {
+    const source = await h.smallGroup(1);
+    const { target } = await h.connect(source);
+    const pushes = (await h.settled(target.id, 1)).length;
+    // 15 September has ended by the test clock (1 October): the new entry has no past to keep, so the feed
+    // shows it, while the change record (what changes from now on) is empty.
+    const date = '2025-09-15';
+    const { id } = await h.sim.addEntry({
+      groupIds: [Number(source.split(':')[1])],
+      subject_name: 'Makeup seminar',
+      start_day_schedule: date,
+      finish_day_schedule: date,
+      day_week_schedule: 1,
+      time_interval_id: 2,
+    });
+    h.fake.resetCounts();
+    const refresh = (await h.refresh(source)) as RefreshJobResult;
+    expect(refresh).toMatchObject({ outcome: 'published', pushJobs: 1 });
+    expect(refresh.changes).toBeUndefined();
+    const [push] = (await h.settled(target.id, pushes + 1)).slice(pushes);
+    expect(push?.result).toMatchObject({ inserted: 1, writes: 1 });
+    expect(h.fake.event(target.calendarId, eventIdFor(occurrenceUid(id, date)))).toMatchObject({
+      summary: expect.stringContaining('Makeup seminar'),
+    });
+    expect(h.calendar(target.calendarId)).toEqual(await h.desired(source));
   });
 
   it('new settings re-title the cancelled classes in Google: CANCELLED_TITLE_PREFIX changed, then emptied', async () => {
