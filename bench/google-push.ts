@@ -22,9 +22,11 @@
  * refresh → push: write calls (the fake's counters) / changed occurrences (the fake's calendar compared
  * before and after: inserted + patched + deleted; also what the feed's change record implies), which must be
  * exactly 1.00; (c) a resync with nothing changed, a push with nothing to do, a reconcile push: 0 writes.
- * After every round the calendar must equal the feed's confirmed occurrences exactly. The last round brings
- * back the classes cancelled in an earlier one: Google keeps deleted events as cancelled, so this is the
- * path where an insert meets an id that is taken (bench/RESULTS.md says what it costs and why).
+ * After every round the calendar must equal what the feed shows exactly: its confirmed classes, and its
+ * cancelled ones titled with the cancelled-title prefix (a cancellation is a title patch; the delete comes when
+ * the class leaves the feed). Every class a round edits or adds is still to come: ended ones are history,
+ * which no refresh rewrites. The last round brings back the classes cancelled in an earlier one, a patch of
+ * their retitled events (bench/RESULTS.md says what it cost when a cancellation was a delete).
  */
 import { join } from 'node:path';
 import { loadConfig } from '../src/config.ts';

@@ -49,9 +49,14 @@ export async function confirmedOccurrences(ctx: ServiceContext, source: SourceKe
   return feedOccurrences(snapshot, published, ctx.config).filter((occurrence) => occurrence.status === 'CONFIRMED');
 }
 
-/** The events the source's calendar should hold. */
+/**
+ * The events the source's calendar should hold: what the feed shows, cancelled classes included (titled with
+ * the cancelled-title prefix while the feed keeps them; with an empty prefix they are left out).
+ */
 export async function desiredFor(ctx: ServiceContext, source: SourceKey): Promise<DesiredEvent[]> {
-  return desiredEvents(await confirmedOccurrences(ctx, source), ctx.config.cancelledTitlePrefix);
+  const { snapshot, published } = await ctx.snapshots.load(source);
+  if (!snapshot || !published) throw new Error(`${source} is not published`);
+  return desiredEvents(feedOccurrences(snapshot, published, ctx.config), ctx.config.cancelledTitlePrefix);
 }
 
 /** Runs `body` and answers the fake's counters over it, the push jobs that ran, and its wall time. */

@@ -9,6 +9,9 @@ import { rawRequest } from './processes.ts';
 /** Slots of the simulator's day (`time_interval_id`). */
 const SLOTS = 7;
 
+/** Coming days the semester must still hold: a class moved a week later or earlier stays in the future. */
+const MIN_COMING_DAYS = 14;
+
 /** A one-off class this benchmark added, as it was last sent. */
 export interface OneOff {
   id: number;
@@ -29,17 +32,19 @@ export class TimetableEdits {
   }
 
   /**
-   * Dates for one-off classes: the days of the simulator's current semester (it follows the real date), the
-   * coming ones first, without Sundays, each with a day a week later or earlier still inside the semester.
+   * Dates for one-off classes: the coming days of the simulator's current semester (it follows the real date),
+   * from tomorrow, without Sundays, by turns (several classes share a day in other slots when there are more
+   * classes than days). Only coming days: an ended class is history, which no later refresh rewrites or
+   * removes, so an edit of one would change nothing in the feed or Google.
    */
   private nextDate(): string {
     if (this.dates.length === 0) {
       const semester = semesterFor(new Date());
       const today = new Date().toISOString().slice(0, 10);
-      const days: string[] = [];
-      for (let day = semester.start; day <= semester.finish; day = addDays(day, 1))
-        if (isoWeekday(day) !== 7) days.push(day);
-      this.dates = [...days.filter((day) => day > today), ...days.filter((day) => day <= today).reverse()];
+      for (let day = addDays(today, 1); day <= semester.finish; day = addDays(day, 1))
+        if (isoWeekday(day) !== 7) this.dates.push(day);
+      if (this.dates.length < MIN_COMING_DAYS)
+        throw new Error(`only ${this.dates.length} days left in the semester: too few for the one-off classes`);
     }
     const date = this.dates[this.added % this.dates.length] as string;
     this.added += 1;
@@ -80,11 +85,12 @@ export class TimetableEdits {
     await this.patch(oneOff, { time_interval_id: slot });
   }
 
-  /** Moves a one-off class a week later (or earlier at the semester's end): another date. */
+  /** Moves a one-off class a week later (or earlier at the semester's end, if still to come): another date. */
   async moveWeek(oneOff: OneOff): Promise<void> {
     const semester = semesterFor(new Date());
     const later = addDays(oneOff.date, 7);
     const date = later <= semester.finish ? later : addDays(oneOff.date, -7);
+    if (date <= new Date().toISOString().slice(0, 10)) throw new Error(`no coming date a week from ${oneOff.date}`);
     await this.patch(oneOff, onDate(date));
     oneOff.date = date;
   }
