@@ -79,6 +79,8 @@ export class FeedCache {
   private readonly options: FeedCacheOptions;
   /** Told of every invalidation: an update, or undefined for everything. */
   private readonly listeners: ((update: FeedUpdate | undefined) => void)[] = [];
+  /** Told each time the subscription is in place again, after a lost channel or at start. */
+  private readonly liveListeners: (() => void)[] = [];
   /** True while the subscription is known to be in place; only then are entries kept. */
   private live = false;
   private stopped = false;
@@ -165,6 +167,15 @@ export class FeedCache {
    */
   onInvalidate(listener: (update: FeedUpdate | undefined) => void): void {
     this.listeners.push(listener);
+  }
+
+  /**
+   * Has `listener` told each time invalidations are received again (the subscription is in place, at start
+   * and after every lost channel), so that other caches can re-check, against Redis, what they kept while
+   * announcements may have been lost.
+   */
+  onLive(listener: () => void): void {
+    this.liveListeners.push(listener);
   }
 
   /** Epoch ms since when feeds are served from their last good copies because Redis cannot be read, if they are. */
@@ -291,6 +302,7 @@ export class FeedCache {
     // Anything read before the subscription was in place may have missed its invalidation.
     this.clear();
     this.live = true;
+    for (const listener of this.liveListeners) listener();
   }
 
   private goDark(): void {

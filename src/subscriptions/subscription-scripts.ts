@@ -6,6 +6,11 @@
  * that act on a list of tokens read beforehand are guarded by the subscription's `tokenSeq`, which every
  * token issued raises: when it moved meanwhile they change nothing and answer {@link STALE}, and the caller
  * reads again.
+ *
+ * Scripts that stop feed tokens from working (a revocation, a rotation, a deletion) announce it themselves on
+ * the feed-updates channel, inside the same atomic step: the last two ARGV are the channel and the message
+ * (`sources/feed-updates.ts`). A change is then never made without its announcement, nor announced without
+ * being made; PUBLISH from a script is allowed on Redis Cluster too.
  */
 
 /** Answered by a guarded script when the subscription changed since the caller read it. */
@@ -43,7 +48,8 @@ return ARGV[1]`;
 highest), so that tokens issued within one millisecond still go in issue order. A token from before token sets (the hash's `tokenHash` field)
  * joins the set first, as the least recently used. The credential version goes up and `statusReason` goes: the
  * credential was just verified. The group fields go too, and come back with the pairs when the profile just
- * read names a group. Answers how many tokens were revoked, {@link GONE} or {@link STALE}.
+ * read names a group. Announces a revocation (last two ARGV: channel, message). Answers how many tokens were
+ * revoked, {@link GONE} or {@link STALE}.
  */
 export const ISSUE_TOKEN = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
@@ -75,15 +81,17 @@ redis.call('SET', KEYS[3], ARGV[1])
 redis.call('HINCRBY', KEYS[1], 'credentialVersion', 1)
 redis.call('HDEL', KEYS[1], 'statusReason', 'groupId', 'groupName')
 local fields = {}
-for i = n + 7, #ARGV do fields[#fields + 1] = ARGV[i] end
+for i = n + 7, #ARGV - 2 do fields[#fields + 1] = ARGV[i] end
 if #fields > 0 then redis.call('HSET', KEYS[1], unpack(fields)) end
+if #revoke > 0 then redis.call('PUBLISH', ARGV[#ARGV - 1], ARGV[#ARGV]) end
 return #revoke`;
 
 /**
  * Revokes the least recently used tokens of a subscription beyond `max` (a sign-up let one more in until its
  * new token was safely stored). KEYS: 1 subscription hash, 2 its token set, 3..2+n the indexes of the n live
  * tokens the caller read. ARGV: 1 expected `tokenSeq`, 2 n, 3..2+n the live token hashes (in KEYS order),
- * 3+n max. Answers how many it revoked, {@link GONE} or {@link STALE} (a token to revoke the caller did not read).
+ * 3+n max, 4+n channel, 5+n message (announced when it revoked any). Answers how many it revoked, {@link GONE}
+ * or {@link STALE} (a token to revoke the caller did not read).
  */
 export const TRIM_TOKENS = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
@@ -101,6 +109,7 @@ for _, hash in ipairs(revoke) do
   redis.call('ZREM', KEYS[2], hash)
   redis.call('DEL', index[hash])
 end
+redis.call('PUBLISH', ARGV[#ARGV - 1], ARGV[#ARGV])
 return #revoke`;
 
 /**
@@ -116,17 +125,21 @@ return 1`;
 
 /**
  * Revokes one token of a subscription (a token issued for an answer that was never sent). KEYS: 1 token set,
- * 2 the token's index. ARGV: 1 token hash, 2 subscription id. Only while the index still leads to that id.
+ * 2 the token's index. ARGV: 1 token hash, 2 subscription id, 3 channel, 4 message. Only while the index still
+ * leads to that id; then announced. Answers 1 when revoked, else 0.
  */
 export const REVOKE_TOKEN = `
 if redis.call('GET', KEYS[2]) ~= ARGV[2] then return 0 end
 redis.call('ZREM', KEYS[1], ARGV[1])
-return redis.call('DEL', KEYS[2])`;
+redis.call('DEL', KEYS[2])
+redis.call('PUBLISH', ARGV[3], ARGV[4])
+return 1`;
 
 /**
  * Deletes a subscription with its tokens and, if it still points there, its owner index. KEYS: 1 subscription
  * hash, 2 its token set, 3..2+n the token indexes, then optionally the owner index. ARGV: 1 id, 2 expected
- * `tokenSeq`, 3 n. Answers 1 when deleted, 0 when it did not exist, {@link STALE}.
+ * `tokenSeq`, 3 n, 4 channel, 5 message (announced when deleted). Answers 1 when deleted, 0 when it did not
+ * exist, {@link STALE}.
  */
 export const DELETE_SUBSCRIPTION = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
@@ -134,13 +147,15 @@ if (redis.call('HGET', KEYS[1], 'tokenSeq') or '0') ~= ARGV[2] then return -2 en
 local n = tonumber(ARGV[3])
 for i = 1, n + 2 do redis.call('DEL', KEYS[i]) end
 if #KEYS > n + 2 and redis.call('GET', KEYS[#KEYS]) == ARGV[1] then redis.call('DEL', KEYS[#KEYS]) end
+redis.call('PUBLISH', ARGV[4], ARGV[5])
 return 1`;
 
 /**
  * Replaces every feed token of a subscription with one new one (the holder of a live token rotates its feed
  * URL: every old URL, a leaked one included, stops). KEYS: 1 subscription hash, 2 its token set, 3 the holder's
  * token index, 4 the new token's index, 5.. the indexes of the live tokens the caller read. ARGV: 1 id, 2
- * expected `tokenSeq`, 3 new token hash, 4 now (ms, the new token's first use). Only while the holder's index
+ * expected `tokenSeq`, 3 new token hash, 4 now (ms, the new token's first use), 5 channel, 6 message (announced
+ * when rotated). Only while the holder's index
  * still leads to this subscription; a token from before token sets (the hash's `tokenHash` field) goes too.
  * `tokenSeq` goes up. Answers 1 when rotated, 0 when the holder's token is not live, {@link GONE} or
  * {@link STALE}.
@@ -156,6 +171,7 @@ redis.call('HDEL', KEYS[1], 'tokenHash')
 redis.call('HINCRBY', KEYS[1], 'tokenSeq', 1)
 redis.call('ZADD', KEYS[2], ARGV[4], ARGV[3])
 redis.call('SET', KEYS[4], ARGV[1])
+redis.call('PUBLISH', ARGV[5], ARGV[6])
 return 1`;
 
 /** Drops an owner index that leads to a subscription that is gone. KEYS: 1 owner index. ARGV: 1 that id. */

@@ -6,8 +6,9 @@
  * university user, or an id-less credential) has one subscription: a STRING per owner leads to it, and signing
  * up again issues another token to it. A counter, `credentialVersion`, goes up with every credential stored,
  * so that a refresh can only reject the credential it actually used. Whatever stops feed tokens from working
- * (a revocation, a rotation, a deletion) is announced on the feed-updates channel once done (see
- * `sources/feed-updates.ts`): API processes keep tokens in memory for Redis outages, and must drop them.
+ * (a revocation, a rotation, a deletion) is announced on the feed-updates channel by the script that does it,
+ * in the same atomic step (see `sources/feed-updates.ts`): API processes keep tokens in memory for Redis
+ * outages, and must drop them.
  */
 
 import { scanKeys } from '../lib/redis-scan.ts';
@@ -212,8 +213,8 @@ export class SubscriptionStore {
       this.keys.subscriptionToken(tokenHash),
       tokenHash,
       id,
+      ...this.announcement('tokens', id),
     );
-    await this.announce('tokens', id);
   }
 
   /**
@@ -235,10 +236,10 @@ export class SubscriptionStore {
         String(tokens.length),
         ...tokens,
         String(MAX_LIVE_TOKENS),
+        ...this.announcement('tokens', id),
       );
       if (result === GONE) return 0;
       if (result === STALE) continue;
-      if (Number(result) > 0) await this.announce('tokens', id);
       return Number(result);
     }
     throw new SignUpContentionError();
@@ -269,10 +270,10 @@ export class SubscriptionStore {
         seq,
         tokenHash,
         String(now),
+        ...this.announcement('tokens', id),
       );
       if (result === STALE) continue;
       if (result !== 1) return undefined;
-      await this.announce('tokens', id);
       return token;
     }
     throw new SignUpContentionError();
@@ -392,10 +393,10 @@ export class SubscriptionStore {
       String(input.now),
       String(max),
       ...Object.entries(fields).flat(),
+      ...this.announcement('tokens', id),
     );
     if (result === GONE) await this.redis.eval(DROP_OWNER, 1, this.keys.subscriptionOwner(owner), id);
     if (result === GONE || result === STALE) return undefined;
-    if (Number(result) > 0) await this.announce('tokens', id);
     const subscription = await this.get(id);
     return subscription === undefined ? undefined : { subscription, token, created: false, revoked: Number(result) };
   }
@@ -420,6 +421,24 @@ export class SubscriptionStore {
   async idByToken(token: string): Promise<string | undefined> {
     if (token === '') return undefined;
     return (await this.redis.get(this.keys.subscriptionToken(hashToken(token)))) ?? undefined;
+  }
+
+  /**
+   * The subscription id each token hash leads to (undefined where none), in order: one pipeline of GETs per
+   * {@link HASHES_PER_PIPELINE} hashes, for an API process re-checking the tokens it kept in memory.
+   */
+  async idsByTokenHash(hashes: readonly string[]): Promise<(string | undefined)[]> {
+    const ids: (string | undefined)[] = [];
+    for (let start = 0; start < hashes.length; start += HASHES_PER_PIPELINE) {
+      const pipeline = this.redis.pipeline();
+      for (const hash of hashes.slice(start, start + HASHES_PER_PIPELINE))
+        pipeline.get(this.keys.subscriptionToken(hash));
+      for (const [error, value] of (await pipeline.exec()) ?? []) {
+        if (error !== null) throw error;
+        ids.push(typeof value === 'string' ? value : undefined);
+      }
+    }
+    return ids;
   }
 
   /** Whether `token` is a live feed token of subscription `id` (the id its index leads to, compared in constant time). */
@@ -518,22 +537,21 @@ export class SubscriptionStore {
         ...tokens.map((hash) => this.keys.subscriptionToken(hash)),
         ...(owner === undefined ? [] : [this.keys.subscriptionOwner(owner)]),
       ];
-      const args = [...keys, id, seq, String(tokens.length)];
+      const args = [...keys, id, seq, String(tokens.length), ...this.announcement('gone', id)];
       const result = await this.redis.eval(DELETE_SUBSCRIPTION, keys.length, ...args);
       if (result === STALE) continue;
-      if (result === 1) await this.announce('gone', id);
       return result === 1;
     }
     throw new SignUpContentionError();
   }
 
   /**
-   * Tells API processes that feed tokens of subscription `id` stopped working (or that it is gone), so that
-   * they drop what they keep of it for Redis outages. Sent after the change: one that fails leaves the change
-   * made, and the caller's error says Redis failed.
+   * The channel and message a script passes to PUBLISH (its last two ARGV) when it stops feed tokens of
+   * subscription `id` from working (or deletes it), so that API processes drop what they keep of it for Redis
+   * outages. Published by the script itself: the change and its announcement happen together or not at all.
    */
-  private async announce(kind: Exclude<FeedUpdate['kind'], 'feed'>, id: string): Promise<void> {
-    await this.redis.publish(this.keys.feedUpdates, feedUpdateMessage({ kind, source: `personal:${id}` }));
+  private announcement(kind: Exclude<FeedUpdate['kind'], 'feed'>, id: string): [string, string] {
+    return [this.keys.feedUpdates, feedUpdateMessage({ kind, source: `personal:${id}` })];
   }
 
   private credentialDigest(credential: string): string {
@@ -609,6 +627,9 @@ function parseFeedOptions(text: string | null | undefined): SubscriberOptions | 
     return undefined;
   }
 }
+
+/** Token hashes looked up per pipeline: a few tens of KiB per round trip. */
+const HASHES_PER_PIPELINE = 500;
 
 /** Subscriptions read per SCAN step when indexing older subscriptions by owner. */
 const SCAN_COUNT = 500;

@@ -4,7 +4,7 @@ import { DecryptionError, SecretKeyMissingError } from '../../src/security/error
 import { hashToken } from '../../src/security/tokens.ts';
 import { redisKeys } from '../../src/sources/keys.ts';
 import { SUBSCRIPTION_ID } from '../../src/sources/source.ts';
-import { SubscriptionStore } from '../../src/subscriptions/subscription-store.ts';
+import { MAX_LIVE_TOKENS, SubscriptionStore } from '../../src/subscriptions/subscription-store.ts';
 import { deletePrefix, uniquePrefix } from '../support/service.ts';
 
 const KEY = Buffer.alloc(32, 7);
@@ -211,5 +211,62 @@ describe('SubscriptionStore', () => {
     await expect(keyless.create({ credential: CREDENTIAL, name: 'n', upstreamUserId: 1, now: NOW })).rejects.toThrow(
       SecretKeyMissingError,
     );
+  });
+});
+
+describe('SubscriptionStore announcements', () => {
+  /** Messages heard on the feed-updates channel while `act` runs, once `expected` many arrived. */
+  async function heard(expected: number, act: () => Promise<void>): Promise<string[]> {
+    const listener = new Redis(inject('redisUrl'));
+    const messages: string[] = [];
+    listener.on('message', (_channel: string, message: string) => messages.push(message));
+    try {
+      await listener.subscribe(keys.feedUpdates);
+      await act();
+      await expect.poll(() => messages.length, { timeout: 10_000 }).toBeGreaterThanOrEqual(expected);
+      return messages;
+    } finally {
+      listener.disconnect();
+    }
+  }
+
+  it('announces revocations, rotations, trims and deletions from the scripts that make them', async () => {
+    const input = { credential: CREDENTIAL, name: 'announced', upstreamUserId: 9101, now: NOW };
+    const { subscription, token } = await store.create(input);
+    const id = subscription.id;
+    const messages = await heard(5, async () => {
+      const second = await store.create(input);
+      await store.revokeToken(id, second.token);
+      const rotated = await store.rotateToken(id, token, NOW + 1);
+      expect(rotated).toBeDefined();
+      for (let i = 0; i < MAX_LIVE_TOKENS - 1; i++) await store.create({ ...input, now: NOW + 2 + i });
+      // One beyond the limit: the least recently used goes.
+      expect((await store.create({ ...input, now: NOW + 10 })).revoked).toBe(1);
+      await store.create({ ...input, now: NOW + 11 }, { pending: true });
+      expect(await store.trimTokens(id)).toBe(1);
+      expect(await store.delete(id)).toBe(true);
+    });
+    expect(messages).toEqual([
+      `tokens personal:${id}`,
+      `tokens personal:${id}`,
+      `tokens personal:${id}`,
+      `tokens personal:${id}`,
+      `gone personal:${id}`,
+    ]);
+  });
+
+  it('needs no PUBLISH of its own: a delete succeeds though the client cannot publish', async () => {
+    const client = new Redis(inject('redisUrl'));
+    client.publish = () => Promise.reject(new Error('Connection is closed.'));
+    try {
+      const own = new SubscriptionStore(client, keys, KEY);
+      const { subscription } = await own.create({ credential: CREDENTIAL, name: 'x', upstreamUserId: 9102, now: NOW });
+      const messages = await heard(1, async () => {
+        expect(await own.delete(subscription.id)).toBe(true);
+      });
+      expect(messages).toEqual([`gone personal:${subscription.id}`]);
+    } finally {
+      client.disconnect();
+    }
   });
 });
