@@ -122,7 +122,8 @@ function openClient(target: RedisTarget, redisOptions: ServerOptions, clusterOpt
         // Also hears a switch of primary from the sentinels, e.g. one ordered while the old primary still runs.
         failoverDetector: true,
         // A primary demoted while we were connected answers writes READONLY: reconnect (asking the sentinels
-        // for the new primary) and send the command again, instead of failing every write until a disconnect.
+        // for the new primary) instead of failing every write until a disconnect. The failed command is
+        // rejected (READONLY counts as an outage), not resent: see reconnectOnReadonly.
         reconnectOnError: reconnectOnReadonly,
         ...(redisOptions.retryStrategy ? { sentinelRetryStrategy: redisOptions.retryStrategy } : {}),
       });
@@ -140,9 +141,13 @@ function openClient(target: RedisTarget, redisOptions: ServerOptions, clusterOpt
   }
 }
 
-/** ioredis' `reconnectOnError` for a Sentinel target: 2 = reconnect and resend the failed command. */
-export function reconnectOnReadonly(error: Error): 2 | false {
-  return /^READONLY/.test(error.message) ? 2 : false;
+/**
+ * ioredis' `reconnectOnError` for a Sentinel target: 1 = reconnect and reject the failed command. Not 2
+ * (reconnect and resend): ioredis resends a command of a MULTI alone, outside its transaction, so half a
+ * transaction would be applied on the new primary. The caller sees READONLY, which counts as an outage.
+ */
+export function reconnectOnReadonly(error: Error): 1 | false {
+  return /^READONLY/.test(error.message) ? 1 : false;
 }
 
 function node(entry: RedisNode): { host: string; port: number } {
