@@ -1,8 +1,9 @@
 /**
  * deploy/nginx.conf run by a real nginx (skipped where none is installed), in front of a stand-in api on
  * loopback: its access log must not hold a personal feed token or an OAuth code. The copy differs from the
- * file only where the test machine must: the api's address, a port of its own, the log file, and no
- * `resolve` (nginx before 1.27.3, as Debian's, lacks it).
+ * file only where the test machine must: the api's address, a port of its own, the log files, and no
+ * `resolve` (nginx before 1.27.3, as Debian's, lacks it). With the api down, its error log must not hold
+ * them either.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -33,7 +34,8 @@ describe.skipIf(!hasNginx)('deploy/nginx.conf on a real nginx', () => {
       .replace(/^resolver .*$/m, '')
       .replace('server api:8080 resolve;', `server 127.0.0.1:${apiPort};`)
       .replace('listen 8080;', `listen 127.0.0.1:${port};`)
-      .replace('access_log /dev/stdout', `access_log ${join(dir, 'access.log')}`);
+      .replace('access_log /dev/stdout', `access_log ${join(dir, 'access.log')}`)
+      .replaceAll('error_log stderr crit;', `error_log ${join(dir, 'crit.log')} crit;`);
     await writeFile(join(dir, 'default.conf'), ours);
     // As the image's nginx.conf: a default access log with the request line, which ours must replace.
     await writeFile(
@@ -98,6 +100,33 @@ describe.skipIf(!hasNginx)('deploy/nginx.conf on a real nginx', () => {
     expect(log).toContain('"GET /google/callback HTTP/1.1" 200');
     expect(log).toContain('"GET /feeds/groups/4242.ics HTTP/1.1" 200');
     expect(await readFile(join(dir, 'default-access.log'), 'utf8').catch(() => '')).toBe('');
+  }, 30_000);
+
+  // Last: stops the api for good.
+  it('keeps secrets out of the error log while the api is down', async () => {
+    await new Promise((done) => {
+      api.close(done);
+      api.closeAllConnections();
+    });
+    const token = 'S3cretPersonalToken0123456789abcdefghijklmno';
+    for (const path of [
+      `/feeds/personal/${token}.ics`,
+      '/google/callback?code=0AuthCodeSecret&state=abc',
+      '/google/targets/t1/manage?token=ManageTokenSecret',
+      '/GOOGLE/targets/t1/manage?token=ManageTokenSecret',
+      '/feeds/groups/4242.ics?after=secrets',
+    ])
+      expect((await fetch(`${base}${path}`)).status, path).toBe(502);
+    // nginx logs each failure as it answers; the last path's line shows the error log is being written.
+    const errors = await until(
+      () => readFile(join(dir, 'error.log'), 'utf8').catch(() => ''),
+      (text) => text.includes('/feeds/groups/4242.ics'),
+      15_000,
+    );
+    for (const secret of [token, '0AuthCodeSecret', 'ManageTokenSecret']) {
+      expect(errors).not.toContain(secret);
+      expect(await readFile(join(dir, 'crit.log'), 'utf8').catch(() => '')).not.toContain(secret);
+    }
   }, 30_000);
 });
 
