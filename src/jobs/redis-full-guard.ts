@@ -4,7 +4,9 @@
  * against a full Redis one worker process ran its job-fetching script and logged the refusal about 5,000 times
  * a second. On the first refusal the guard logs one error, pauses the process's workers (jobs already running
  * go on and fail on their own, keeping their last good feed), and asks Redis every few seconds whether it has
- * room again, with `INFO memory`, a read a full Redis still answers. Then it resumes the workers and says so.
+ * room again, with `INFO memory`, a read a full Redis still answers. Then it resumes the workers and says so:
+ * once use is well below the limit, or has stayed under it for several probes in a row (Redis then takes
+ * writes again, even if it does not drop as low as the margin asks).
  * Nothing is restarted: raising `maxmemory` or freeing memory is enough. On a Cluster it asks the primary
  * holding the service's slot (every key shares one hash tag): another primary's memory says nothing of it.
  */
@@ -30,6 +32,22 @@ const DEFAULT_PROBE_MS = 5_000;
  */
 export const RESUME_BELOW = 0.95;
 
+/**
+ * Free bytes under `maxmemory` that count as room too: with a large limit, 5% is far more than workers
+ * need (16 MiB holds hundreds of feeds).
+ */
+export const RESUME_MARGIN_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Probes in a row that must find use under the limit, though not by the margin, for the workers to resume.
+ * A Redis settled at 95-99.9% of its limit takes writes: without this the workers would stay paused for
+ * good. If they fill it again, they pause again and wait as long once more (30 s at the default probe).
+ */
+export const RESUME_AFTER_PROBES = 6;
+
+/** How `INFO memory` text stands: room to resume at once, under the limit only, or at it (or unreadable). */
+export type MemoryRoom = 'room' | 'under' | 'full';
+
 /** Pauses workers while Redis is full, resumes them when it has room (see the module comment). */
 export class RedisFullGuard {
   private readonly workers: PausableWorker[];
@@ -39,6 +57,8 @@ export class RedisFullGuard {
   private readonly logger: Logger;
   private readonly probeMs: number;
   private timer: NodeJS.Timeout | undefined;
+  /** Probes in a row, since the pause, that found use under the limit but not by the margin. */
+  private underProbes = 0;
   private closed = false;
 
   constructor(workers: PausableWorker[], redis: RedisClient, key: string, logger: Logger, probeMs = DEFAULT_PROBE_MS) {
@@ -62,9 +82,18 @@ export class RedisFullGuard {
     if (!(redisFailure(error) instanceof RedisFullError)) return false;
     if (this.full || this.closed) return true;
     this.logger.error(
-      { err: redisFailure(error) },
-      'Redis is full (maxmemory under noeviction) and refuses writes: workers paused until it has room',
+      {
+        err: redisFailure(error),
+        resumeBelowShare: RESUME_BELOW,
+        resumeMarginBytes: RESUME_MARGIN_BYTES,
+        resumeAfterProbes: RESUME_AFTER_PROBES,
+        probeMs: this.probeMs,
+      },
+      'Redis is full (maxmemory under noeviction) and refuses writes: workers paused until use is below ' +
+        `${RESUME_BELOW * 100}% of maxmemory or ${RESUME_MARGIN_BYTES / 1024 / 1024} MiB under it, ` +
+        `or under it for ${RESUME_AFTER_PROBES} probes in a row`,
     );
+    this.underProbes = 0;
     for (const worker of this.workers) void worker.pause(true).catch(() => undefined);
     this.timer = setInterval(() => void this.probe(), this.probeMs);
     this.timer.unref();
@@ -85,19 +114,31 @@ export class RedisFullGuard {
     } catch {
       return; // Down or paused as well: asked again at the next tick.
     }
-    if (!hasRoom(info) || this.timer === undefined) return;
+    if (this.timer === undefined) return;
+    const room = memoryRoom(info);
+    this.underProbes = room === 'under' ? this.underProbes + 1 : 0;
+    if (room === 'full' || (room === 'under' && this.underProbes < RESUME_AFTER_PROBES)) return;
     clearInterval(this.timer);
     this.timer = undefined;
-    this.logger.info('Redis has room again: workers resumed');
+    this.logger.info(
+      { probesUnderLimit: this.underProbes },
+      room === 'room'
+        ? 'Redis has room again: workers resumed'
+        : 'Redis has stayed under maxmemory, though near it: workers resumed',
+    );
     for (const worker of this.workers) await Promise.resolve(worker.resume()).catch(() => undefined);
   }
 }
 
-/** Whether `INFO memory` text says there is room for writes: no limit, or use below `share` of it. */
-export function hasRoom(info: string, share = RESUME_BELOW): boolean {
+/**
+ * How `INFO memory` text stands: 'room' with no limit, use below `share` of it, or `margin` bytes free under
+ * it; 'under' for any other use below the limit; 'full' at the limit or when the text cannot be read.
+ */
+export function memoryRoom(info: string, share = RESUME_BELOW, margin = RESUME_MARGIN_BYTES): MemoryRoom {
   const field = (name: string) => Number(new RegExp(`^${name}:(\\d+)`, 'm').exec(info)?.[1] ?? Number.NaN);
   const limit = field('maxmemory');
   const used = field('used_memory');
-  if (Number.isNaN(limit) || Number.isNaN(used)) return false;
-  return limit === 0 || used < limit * share;
+  if (Number.isNaN(limit) || Number.isNaN(used)) return 'full';
+  if (limit === 0 || used < limit * share || limit - used >= margin) return 'room';
+  return used < limit ? 'under' : 'full';
 }
