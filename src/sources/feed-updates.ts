@@ -28,6 +28,7 @@ export function feedUpdateMessage(update: FeedUpdate): string {
 /** The update a message on the channel announces (a source key never holds a space). */
 export function parseFeedUpdate(message: string): FeedUpdate {
   const space = message.indexOf(' ');
+  if (space < 0) return { kind: 'feed', source: message };
   const word = message.slice(0, space);
   for (const kind of WORDS) if (kind === word) return { kind, source: message.slice(space + 1) };
   return { kind: 'feed', source: message };
