@@ -61,6 +61,8 @@ export class DiskWaiter {
   private running: Promise<void> | undefined;
   /** The round that starts when `running` ends: callers arriving meanwhile share it. */
   private queued: Promise<void> | undefined;
+  /** Set by close(): no round opens the connection again (a process shutting down would leak it). */
+  private closed = false;
 
   constructor(options: DiskWaiterOptions) {
     this.options = options;
@@ -89,8 +91,9 @@ export class DiskWaiter {
     return queued;
   }
 
-  /** Closes the connection, if one was opened. */
+  /** Closes the connection, if one was opened; waits asked for later reject, and open none. */
   async close(): Promise<void> {
+    this.closed = true;
     const connection = this.connection;
     this.connection = undefined;
     if (connection !== undefined) await connection.quit().catch(() => connection.disconnect());
@@ -105,6 +108,7 @@ export class DiskWaiter {
   }
 
   private async round(): Promise<void> {
+    if (this.closed) throw new RedisUnavailableError('the disk waiter was closed: the process is stopping');
     if (this.unsupportedUntil !== undefined && this.clock() < this.unsupportedUntil) return;
     this.connection ??= this.options.connect();
     const server = await this.serverOf(this.connection);

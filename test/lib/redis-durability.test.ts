@@ -80,6 +80,18 @@ describe('DiskWaiter', () => {
     ]);
   });
 
+  it('opens no connection again once closed: waits asked for later reject', async () => {
+    const log: string[][] = [];
+    const own = server('own', log);
+    const { connect, disk } = waiter(own);
+    await disk.wait();
+    await disk.close();
+    expect(own.quit).toHaveBeenCalledOnce();
+    await expect(disk.wait()).rejects.toBeInstanceOf(RedisUnavailableError);
+    expect(connect).toHaveBeenCalledTimes(1);
+    expect(log).toHaveLength(2);
+  });
+
   it('throws unavailable when the marker is not on disk in time (the token must not be handed out)', async () => {
     const { disk } = waiter(server('own', [], async () => [0, 0]));
     await expect(disk.wait()).rejects.toBeInstanceOf(RedisUnavailableError);
