@@ -138,6 +138,13 @@ export function memoryFinding(subject: string, points: readonly TrendPoint[], ru
       status: 'note',
       message: `${trend}: window shorter than ${rules.minJudgedSeconds / 60} min, not judged`,
     };
+  // Halves need floors of their own: with fewer, no half could be fitted and nothing could ever fail.
+  if (low.length < 3)
+    return {
+      subject,
+      status: 'note',
+      message: `${trend}: only ${low.length} interval floors in the window (3 needed), not judged`,
+    };
   const limit = rules.maxGrowthPercentPerHour;
   const growing = [whole, ...halves].every((fit) => fit !== undefined && fit.percent > limit);
   if (growing) return { subject, status: 'fail', message: `${trend} > ${limit} %/h throughout: grows without bound` };
@@ -163,17 +170,23 @@ export function queueFindings(subject: string, queue: QueueSeries, rules: Verdic
   const findings: Finding[] = [];
   const capacity = Math.max(done, 1);
   findings.push(
-    backlog > capacity
+    backlog > 0 && done === 0
       ? {
           subject,
           status: 'fail',
-          message: `backlog at the end ${backlog} jobs > ${done} completed in the last interval: it cannot be drained within one interval`,
+          message: `backlog at the end ${backlog} jobs and none completed in the last interval: the queue is stalled`,
         }
-      : {
-          subject,
-          status: 'ok',
-          message: `backlog at the end ${backlog} jobs ≤ ${done} completed in the last interval`,
-        },
+      : backlog > capacity
+        ? {
+            subject,
+            status: 'fail',
+            message: `backlog at the end ${backlog} jobs > ${done} completed in the last interval: it cannot be drained within one interval`,
+          }
+        : {
+            subject,
+            status: 'ok',
+            message: `backlog at the end ${backlog} jobs ≤ ${done} completed in the last interval`,
+          },
   );
   const window = judgedWindow(queue.depth, rules);
   const line = fitLine(window);

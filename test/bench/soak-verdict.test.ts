@@ -111,6 +111,17 @@ describe('memoryFinding', () => {
     expect(finding.status).toBe('note');
     expect(finding.message).toMatch(/not judged/);
   });
+
+  it('reports without judging a window holding fewer than 3 interval floors, even a leak', () => {
+    // 20 min intervals: the judged half hour holds 2 floors, too few to fit both halves.
+    const finding = memoryFinding(
+      'api RSS',
+      series((t) => 200 + t / 10),
+      { ...rules, intervalSeconds: 1200 },
+    );
+    expect(finding.status).toBe('note');
+    expect(finding.message).toMatch(/only 2 interval floors .*not judged/);
+  });
 });
 
 describe('queueFindings', () => {
@@ -128,6 +139,20 @@ describe('queueFindings', () => {
     const findings = queueFindings('refresh queue', { depth, done }, rules);
     expect(findings[0]?.status).toBe('fail');
     expect(findings[0]?.message).toMatch(/cannot be drained within one interval/);
+  });
+
+  it('fails a stalled queue: a backlog of one job and none completed in the last interval', () => {
+    const depth = series(() => 1).map((p) => ({ ...p, value: 1 }));
+    const stalled = done.map((p) => ({ ...p, value: p.t > HOUR - 60 ? 0 : 92 }));
+    const findings = queueFindings('refresh queue', { depth, done: stalled }, rules);
+    expect(findings[0]?.status).toBe('fail');
+    expect(findings[0]?.message).toMatch(/stalled/);
+    const empty = queueFindings(
+      'refresh queue',
+      { depth: depth.map((p) => ({ ...p, value: 0 })), done: stalled },
+      rules,
+    );
+    expect(empty[0]?.status).toBe('ok');
   });
 
   it('fails a depth whose trend adds more than one interval of work an hour', () => {
