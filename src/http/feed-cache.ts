@@ -287,7 +287,7 @@ export class FeedCache {
         await this.subscribe();
         return;
       } catch (error) {
-        if (attempt === 0) logger.warn({ err: error }, 'feed-updates resubscription failed; trying again');
+        if (attempt % 12 === 0) logger.warn({ err: error }, 'feed-updates resubscription failed; trying again');
         // Lost again: the next 'ready' resubscribes.
         if (subscriber.status !== 'ready') return;
       }
