@@ -113,7 +113,9 @@ async function feedText(context: ServiceContext, source: string): Promise<string
 async function lastingKeys(url: string, prefix: string): Promise<string[]> {
   const admin = new Redis(url);
   try {
-    const keys = await admin.keys(`${prefix}:*`);
+    // BullMQ's own bookkeeping (the queues' keys, e.g. the priority counter `q:refresh:pc`) comes and goes with
+    // the jobs: what must survive is the service's data.
+    const keys = (await admin.keys(`${prefix}:*`)).filter((key) => !key.startsWith(`${prefix}:q:`));
     const ttls = await Promise.all(keys.map((key) => admin.pttl(key)));
     return keys.filter((_, index) => ttls[index] === -1).sort();
   } finally {
