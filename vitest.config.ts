@@ -14,6 +14,10 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/**/*.test.ts', 'src/**/*.test.ts'],
+          // Pure suites share no state worth isolating: one module graph in worker threads runs them in about
+          // 4 s instead of 11 s (a fresh process and import per file).
+          pool: 'threads',
+          isolate: false,
           exclude: [...configDefaults.exclude, '**/*.integration.test.ts', '**/*.chaos.test.ts'],
         },
       },
