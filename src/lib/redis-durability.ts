@@ -14,6 +14,7 @@
 import { Cluster, type Redis } from 'ioredis';
 import type { Logger } from '../logger.ts';
 import { RedisUnavailableError } from './errors.ts';
+import { primaryOfSlot, slotOf } from './redis-node.ts';
 import type { RedisClient } from './redis-target.ts';
 
 /** How long one wait for the disk may take: everysec fsyncs once a second. */
@@ -139,11 +140,7 @@ export class DiskWaiter {
    */
   private async serverOf(connection: RedisClient): Promise<Redis> {
     if (!(connection instanceof Cluster)) return connection;
-    this.slot ??= Number(await connection.call('CLUSTER', 'KEYSLOT', this.options.markerKey));
-    const owner = connection.slots[this.slot]?.[0];
-    const server = connection.nodes('master').find((node) => `${node.options.host}:${node.options.port}` === owner);
-    if (server === undefined)
-      throw new RedisUnavailableError(`no Redis Cluster primary is known for slot ${this.slot} of our keys`);
-    return server;
+    this.slot ??= await slotOf(connection, this.options.markerKey);
+    return primaryOfSlot(connection, this.slot);
   }
 }

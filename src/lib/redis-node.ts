@@ -14,9 +14,18 @@ import type { RedisClient } from './redis-target.ts';
  */
 export async function primaryFor(redis: RedisClient, key: string): Promise<Redis> {
   if (!(redis instanceof Cluster)) return redis;
-  const slot = Number(await redis.call('CLUSTER', 'KEYSLOT', key));
-  const address = redis.slots[slot]?.[0];
-  const node = redis
+  return primaryOfSlot(redis, await slotOf(redis, key));
+}
+
+/** The hash slot of `key`, as the cluster computes it (a key's slot never changes: callers may keep it). */
+export async function slotOf(cluster: Cluster, key: string): Promise<number> {
+  return Number(await cluster.call('CLUSTER', 'KEYSLOT', key));
+}
+
+/** The connection to the primary serving `slot` now; {@link RedisUnavailableError} when none is known. */
+export function primaryOfSlot(cluster: Cluster, slot: number): Redis {
+  const address = cluster.slots[slot]?.[0];
+  const node = cluster
     .nodes('master')
     .find((candidate) => `${candidate.options.host}:${candidate.options.port}` === address);
   if (!node) throw new RedisUnavailableError(`Redis Cluster has no known primary for slot ${slot}`);
