@@ -31,6 +31,22 @@ async function fetchAll(rig: Rig, tally: ReturnType<typeof newTally>) {
   }
 }
 
+/** A tally as an outcome line prints it. */
+function summary(tally: ReturnType<typeof newTally>) {
+  const { ok, stale, other } = tally;
+  return { ok, stale, other, statuses: [...tally.statuses], failed: [...tally.failed] };
+}
+
+/** Whether the process `pid` still runs (signal 0 only checks). */
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 it('Redis kill -9 mid-push, restarted from its AOF: feeds served throughout, worker resumes, nothing lost', async () => {
   cleanup = new Cleanup();
   const rig = await Rig.start(cleanup, { groups: 3, targets: 1, personal: 2 });
@@ -53,13 +69,7 @@ it('Redis kill -9 mid-push, restarted from its AOF: feeds served throughout, wor
   const after = newTally();
   await fetchAll(rig, after);
   outcome('redis-kill-restart', {
-    feedsDuringOutage: {
-      ok: during.ok,
-      stale: during.stale,
-      other: during.other,
-      statuses: [...during.statuses],
-      failed: [...during.failed],
-    },
+    feedsDuringOutage: summary(during),
     readyzDuringOutage: `${readyz.status} ${readyz.body.toString().slice(0, 60)}`,
     exactAfterRestartMs: Date.now() - restartedAt,
     duplicates: googleErrors(rig).duplicates,
@@ -88,22 +98,9 @@ it('Redis paused 20 s (SIGSTOP): feeds served, no crash, everything resumes with
   const resumedAt = Date.now();
   await rig.resyncAll();
   const { verdict } = await converge(rig, 150_000);
-  const alive = [pids.api, pids.worker].every((pid) => {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  });
+  const alive = [pids.api, pids.worker].every(isRunning);
   outcome('redis-pause-20s', {
-    feedsDuringPause: {
-      ok: during.ok,
-      stale: during.stale,
-      other: during.other,
-      statuses: [...during.statuses],
-      failed: [...during.failed],
-    },
+    feedsDuringPause: summary(during),
     exactAfterResumeMs: Date.now() - resumedAt,
     processesAlive: alive,
     exact: verdict,
@@ -138,24 +135,11 @@ it('Redis full (maxmemory, noeviction): writes refused clearly, nothing stored l
   await rig.ctx.redis.config('SET', 'maxmemory', '0');
   const freedAt = Date.now();
   const { verdict } = await converge(rig, 150_000);
-  const alive = [pids.api, pids.worker].every((pid) => {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  });
+  const alive = [pids.api, pids.worker].every(isRunning);
   outcome('redis-full', {
     signUpWhileFull: signUp.status,
     retryAfter: signUp.headers['retry-after'],
-    feedsWhileFull: {
-      ok: during.ok,
-      stale: during.stale,
-      other: during.other,
-      statuses: [...during.statuses],
-      failed: [...during.failed],
-    },
+    feedsWhileFull: summary(during),
     exactAfterFreedMs: Date.now() - freedAt,
     processesAlive: alive,
     exact: verdict,
