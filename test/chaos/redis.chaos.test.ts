@@ -6,7 +6,7 @@
 import { afterEach, expect, it } from 'vitest';
 import { Cleanup, rawRequest, sleep } from '../../bench/support/processes.ts';
 import { converge, googleErrors, outcome, storedCounts } from './support/checks.ts';
-import { Rig } from './support/rig.ts';
+import { isRunning, Rig } from './support/rig.ts';
 
 let cleanup: Cleanup;
 afterEach(() => cleanup.run());
@@ -35,16 +35,6 @@ async function fetchAll(rig: Rig, tally: ReturnType<typeof newTally>) {
 function summary(tally: ReturnType<typeof newTally>) {
   const { ok, stale, other } = tally;
   return { ok, stale, other, statuses: [...tally.statuses], failed: [...tally.failed] };
-}
-
-/** Whether the process `pid` still runs (signal 0 only checks). */
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 it('Redis kill -9 mid-push, restarted from its AOF: feeds served throughout, worker resumes, nothing lost', async () => {

@@ -212,6 +212,16 @@ export class Rig {
   }
 }
 
+/** Whether the process `pid` still runs (signal 0 only checks). */
+export function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** SIGKILL to `pid`; resolves once it is gone (polls, since the spawning code holds the child handle). */
 async function killPid(pid: number): Promise<void> {
   try {
@@ -221,11 +231,7 @@ async function killPid(pid: number): Promise<void> {
   }
   const deadline = Date.now() + 10_000;
   while (Date.now() < deadline) {
-    try {
-      process.kill(pid, 0);
-    } catch {
-      return;
-    }
+    if (!isRunning(pid)) return;
     await new Promise((wake) => setTimeout(wake, 25));
   }
   throw new Error(`process ${pid} still alive 10 s after SIGKILL`);
