@@ -196,7 +196,9 @@ async function soak(): Promise<number> {
     maxGrowthPercentPerHour: maxGrowth,
     minJudgedSeconds: MIN_JUDGED_SECONDS,
     intervalSeconds: INTERVAL_SECONDS,
-    restartWarmUpSeconds: 5 * 60,
+    // A fresh worker's RSS takes as long to level off as the first ones did (20–25 min in the first 60-min
+    // run), so it gets the same warm-up as the run.
+    restartWarmUpSeconds: total / 2,
   };
   const findings = judge(rows, names, rules, perJob ?? 1_024);
   log('');

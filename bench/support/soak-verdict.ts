@@ -8,7 +8,8 @@
  * the start of that window: growth % per hour = slope × 3600 s / value × 100. More than
  * `maxGrowthPercentPerHour` fails, when each half of the window grows that fast too (see memoryFinding). A process that
  * was restarted is judged on the samples of its last incarnation, after a warm-up of its own
- * (`restartWarmUpSeconds`: a fresh worker's caches fill like the first ones did). The window must span `minJudgedSeconds`:
+ * (`restartWarmUpSeconds`: a fresh worker's heap and caches fill as slowly as the first ones did); one restarted
+ * too late for that is reported, not judged. The window must span `minJudgedSeconds`:
  * over a few minutes, garbage-collection sawtooth alone extrapolates to tens of percent an hour, so a short
  * run reports its trends without judging them.
  *
@@ -80,11 +81,16 @@ export interface Finding {
 /** The samples after warm-up (the second half), of the last incarnation only, after its own warm-up. */
 export function judgedWindow(points: readonly TrendPoint[], rules: VerdictRules): TrendPoint[] {
   const last = points[points.length - 1]?.epoch;
+  const born = restartedAt(points);
+  const from = Math.max(rules.durationSeconds / 2, born === undefined ? 0 : born + rules.restartWarmUpSeconds);
+  return points.filter((p) => p.epoch === last && p.t >= from);
+}
+
+/** When the last incarnation of a process started, if it is not the first one. */
+function restartedAt(points: readonly TrendPoint[]): number | undefined {
+  const last = points[points.length - 1]?.epoch;
   const incarnation = points.filter((p) => p.epoch === last);
-  const born = incarnation[0]?.t ?? 0;
-  const restarted = incarnation.length < points.length;
-  const from = Math.max(rules.durationSeconds / 2, restarted ? born + rules.restartWarmUpSeconds : 0);
-  return incarnation.filter((p) => p.t >= from);
+  return incarnation.length < points.length ? incarnation[0]?.t : undefined;
 }
 
 /**
@@ -127,6 +133,13 @@ export function memoryFinding(subject: string, points: readonly TrendPoint[], ru
   const low = floors(window, rules.intervalSeconds);
   const whole = growthPercent(low.length >= 3 ? low : window);
   const span = (window[window.length - 1]?.t ?? 0) - (window[0]?.t ?? 0);
+  const born = restartedAt(points);
+  if (born !== undefined && span < rules.minJudgedSeconds)
+    return {
+      subject,
+      status: 'note',
+      message: `restarted at ${Math.round(born / 60)} min: its own warm-up (${Math.round(rules.restartWarmUpSeconds / 60)} min) leaves ${Math.round(span / 60)} min of the run, less than ${rules.minJudgedSeconds / 60}; not judged`,
+    };
   if (whole === undefined)
     return { subject, status: 'note', message: `too few samples after warm-up (${window.length}) to judge` };
   const middle = low.length >= 3 ? ((low[0]?.t ?? 0) + (low[low.length - 1]?.t ?? 0)) / 2 : 0;

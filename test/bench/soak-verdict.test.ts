@@ -87,6 +87,19 @@ describe('memoryFinding', () => {
     expect(memoryFinding('worker RSS', leaking, rules).status).toBe('fail');
   });
 
+  it('reports, without judging, a process restarted too late for its own warm-up', () => {
+    // Restarted at 40 min and still filling at the end: with a 30-minute warm-up nothing of it is left to judge.
+    const refilling = series(
+      (t) => (t < 2400 ? 300 : 200 + ((t - 2400) * 100) / HOUR),
+      (t) => (t < 2400 ? 1 : 2),
+    );
+    const finding = memoryFinding('worker RSS', refilling, { ...rules, restartWarmUpSeconds: 1800 });
+    expect(finding.status).toBe('note');
+    expect(finding.message).toMatch(/^restarted at 40 min: its own warm-up \(30 min\) leaves 0 min .* not judged$/);
+    // With a shorter warm-up the same samples are judged, and they grow.
+    expect(memoryFinding('worker RSS', refilling, rules).status).toBe('fail');
+  });
+
   it("leaves a restarted process's own warm-up out", () => {
     // Restarted at 40 min, its memory doubles over 4 minutes, then stays flat.
     const restarted = series(
