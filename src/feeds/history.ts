@@ -130,7 +130,7 @@ export function frozenOccurrences(frozen: readonly FrozenEntry[], subscriber: Su
       const times = ZonedTimes.shared(group.timezone);
       const { dates, ...content } = group;
       for (const [date, sequence] of Object.entries(dates)) {
-        const [start, end] = times.span(date, group.beginTime, group.endTime);
+        const [startUtc, endUtc] = times.spanUtc(date, group.beginTime, group.endTime);
         // A variant retitles the class like a live one, and its SEQUENCE is one higher than the default feed's,
         // as the live expansion of that variant gave it (its digest differs from the published one).
         const retitled = title !== undefined && title !== group.summary;
@@ -139,8 +139,8 @@ export function frozenOccurrences(frozen: readonly FrozenEntry[], subscriber: Su
           uid: uidOf(record, date),
           entryId: record.entryId,
           date,
-          startUtc: start.toMillis(),
-          endUtc: end.toMillis(),
+          startUtc,
+          endUtc,
           summary: retitled ? title : group.summary,
           status: 'CONFIRMED',
           sequence: retitled ? sequence + 1 : sequence,

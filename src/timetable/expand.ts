@@ -121,7 +121,7 @@ export function expand(
       taken.add(date);
       const uid = occurrenceUid(entry.id, date);
       const previous = previousByUid === undefined ? undefined : previousByUid.get(uid);
-      const [start, end] = zonedTimes.span(date, entry.beginTime, entry.endTime);
+      const [startUtc, endUtc] = zonedTimes.spanUtc(date, entry.beginTime, entry.endTime);
       occurrences.push({
         uid,
         entryId: entry.id,
@@ -129,8 +129,8 @@ export function expand(
         beginTime: entry.beginTime,
         endTime: entry.endTime,
         timezone: options.timezone,
-        startUtc: start.toMillis(),
-        endUtc: end.toMillis(),
+        startUtc,
+        endUtc,
         summary: text.summary,
         location: text.location,
         description: text.description,
