@@ -89,8 +89,8 @@ export class ZoneOffsets {
   }
 
   private build(year: number): YearTable {
-    const from = Date.UTC(year, 0, 1) - MARGIN_MS;
-    const until = Date.UTC(year + 1, 0, 1) + MARGIN_MS;
+    const from = new Date(0).setUTCFullYear(year, 0, 1) - MARGIN_MS;
+    const until = new Date(0).setUTCFullYear(year + 1, 0, 1) + MARGIN_MS;
     const starts = [Number.NEGATIVE_INFINITY];
     const offsets = [this.probe(from)];
     let at = from;

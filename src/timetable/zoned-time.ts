@@ -111,8 +111,9 @@ export class ZonedTimes {
   private parseDate(date: string, time: string): number {
     const match = ISO_DATE.exec(date);
     const [year, month, day] = [Number(match?.[1]), Number(match?.[2]), Number(match?.[3])];
-    // Date.UTC rolls 2025-02-30 over into March: a date that exists is one that does not roll.
-    const midnight = Date.UTC(year, month - 1, day);
+    // setUTCFullYear, unlike Date.UTC, keeps years below 100 as they are. It rolls 2025-02-30 over into March:
+    // a date that exists is one that does not roll.
+    const midnight = new Date(0).setUTCFullYear(year, month - 1, day);
     if (match === null || month > 12 || new Date(midnight).getUTCDate() !== day) throw this.invalid(date, time);
     return midnight;
   }

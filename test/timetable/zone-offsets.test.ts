@@ -120,7 +120,7 @@ describe('zone offset tables agree with luxon', () => {
 });
 
 describe('wall-clock times', () => {
-  it('reject dates and times that do not exist on any calendar', () => {
+  it('reject dates and times that do not exist, and keep years below 100', () => {
     const times = new ZonedTimes('Europe/Berlin');
     for (const [date, time] of [
       ['2025-02-29', '10:00'],
@@ -132,6 +132,8 @@ describe('wall-clock times', () => {
     ] as const)
       expect(() => times.instant(date, time), `${date}T${time}`).toThrow(RangeError);
     expect(times.instant('2024-02-29', '24:00')).toBe(Date.UTC(2024, 2, 1) - HOUR);
+    // Years below 100 are not 1900 + year (Berlin's local mean time then: +0:53:28).
+    expect(times.instant('0025-06-01', '12:00')).toBe(new Date(0).setUTCFullYear(25, 5, 1) + 12 * HOUR - 3_208_000);
   });
 
   it('do not depend on the tables built before: a cleared cache gives the same instants', () => {
