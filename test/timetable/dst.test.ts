@@ -109,8 +109,9 @@ describe('DST: local times that do not exist, or exist twice', () => {
   });
 
   it('02:30 on a fall-back Sunday exists twice: the engine takes the later (standard time) instant', () => {
-    // Documents current behaviour (luxon's choice), which ical.js shares when it reads our feed. RFC 5545
-    // §3.3.5 would say the first occurrence (00:30Z); no real timetable has classes in that hour.
+    // The zone tables' rule (src/timetable/zone-offsets.ts): the later instant, whatever the season the
+    // process started in; ical.js reads our feed the same way. RFC 5545 §3.3.5 would say the first
+    // occurrence (00:30Z); no real timetable has classes in that hour.
     const [berlin] = sundays('Europe/Berlin', '2025-10-26', '2025-10-26', '02:30', '03:10');
     expect(berlin?.startUtc).toBe(utc('2025-10-26T01:30:00Z'));
     expectReadBackAgrees([berlin as Occurrence], 'Europe/Berlin');
