@@ -26,26 +26,22 @@
  * subscribers); the workers are mostly waiting on the simulator's latency and the limiter in cycle 2.
  */
 import { join } from 'node:path';
-import type { Job } from 'bullmq';
 import { loadConfig } from '../src/config.ts';
 import { activateSource } from '../src/jobs/activation.ts';
-import type { RefreshJobData, RefreshJobResult } from '../src/jobs/contract.ts';
 import { silentLogger } from '../src/logger.ts';
 import type { ServiceContext } from '../src/runtime/context.ts';
 import { openServiceContext } from '../src/runtime/service-context.ts';
-import { CpuMeter } from './support/cpu.ts';
-import { cycleFigures, type UpstreamRequests } from './support/cycle-figures.ts';
+import { runCycle } from './support/cycle-run.ts';
 import {
   Cleanup,
   privateRedis,
   privateSimulator,
-  rawRequest,
   serviceEnvironment,
   sleep,
   spawnRole,
   tempDir,
 } from './support/processes.ts';
-import { startSubscribers } from './support/subscribers.ts';
+import { simulatorControl } from './support/soak-setup.ts';
 
 const RATE_LIMIT = 100;
 const WORKER_CONCURRENCY = 16;
@@ -78,7 +74,7 @@ async function measure(cleanup: Cleanup, options: RefreshCycleOptions): Promise<
   const dir = await tempDir(cleanup, 'cycle');
   const redisUrl = await privateRedis(cleanup, join(dir, 'redis'));
   const simulator = await privateSimulator(cleanup);
-  await control(simulator.url, 'POST', '/_sim/faults', { kind: 'latency', latencyMs: LATENCY_MS });
+  await simulatorControl(simulator.url, 'POST', '/_sim/faults', { kind: 'latency', latencyMs: LATENCY_MS });
   const concurrency = options.workerConcurrency ?? WORKER_CONCURRENCY;
   const env = {
     ...serviceEnvironment(redisUrl, simulator.url),
@@ -104,16 +100,20 @@ async function measure(cleanup: Cleanup, options: RefreshCycleOptions): Promise<
   const paths = sources.map((source) =>
     source.replace(/^group:(\d+)$/, '/feeds/groups/$1.ics').replace(/^employee:(\d+)$/, '/feeds/employees/$1.ics'),
   );
-  const cycle = (n: number) =>
-    runCycle({
-      ctx,
-      simulatorUrl: simulator.url,
-      apiUrl: api.url,
-      adminToken: env.ADMIN_TOKEN,
-      paths,
-      sources: sources.length,
-      label: `cycle ${n}`,
-    });
+  const cycle = async (n: number) =>
+    (
+      await runCycle({
+        ctx,
+        simulatorUrl: simulator.url,
+        apiUrl: api.url,
+        adminToken: env.ADMIN_TOKEN,
+        paths,
+        sources: sources.length,
+        limit: RATE_LIMIT,
+        subscriberRate: SUBSCRIBER_RATE,
+        label: `cycle ${n}`,
+      })
+    ).figures;
   const first = await cycle(1);
   const steady = await cycle(2);
   const stderr = [api, ...workers]
@@ -160,117 +160,4 @@ async function activateAll(ctx: ServiceContext, sources: readonly string[]): Pro
     if (Date.now() > deadline) throw new Error('the reconciler did not create the job schedulers within 3 minutes');
     await sleep(500);
   }
-}
-
-async function control(simulatorUrl: string, method: string, path: string, body?: unknown): Promise<unknown> {
-  const response = await rawRequest(`${simulatorUrl}${path}`, {
-    method,
-    headers: { 'Content-Type': 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${response.body.toString()}`);
-  return response.body.length > 0 ? JSON.parse(response.body.toString()) : undefined;
-}
-
-interface CycleOptions {
-  ctx: ServiceContext;
-  simulatorUrl: string;
-  apiUrl: string;
-  adminToken: string;
-  paths: readonly string[];
-  sources: number;
-  label: string;
-}
-
-/** One measured cycle: resync all, subscribers meanwhile, wait for the drain, then read the counts. */
-async function runCycle(options: CycleOptions): Promise<Record<string, number | string>> {
-  const { ctx, label } = options;
-  await control(options.simulatorUrl, 'DELETE', '/_sim/stats');
-  const before = await ctx.queues.refresh.getJobCounts('completed', 'failed');
-  const cpu = new CpuMeter();
-  await cpu.start();
-  const requestedAt = Date.now();
-  const answer = await rawRequest(`${options.apiUrl}/admin/resync`, {
-    method: 'POST',
-    headers: { Authorization: `Bearer ${options.adminToken}`, 'Content-Type': 'application/json' },
-    body: JSON.stringify({ all: true }),
-  });
-  if (answer.status !== 202)
-    throw new Error(`POST /admin/resync answered ${answer.status}: ${answer.body.toString().slice(0, 300)}`);
-  const jobIds = (JSON.parse(answer.body.toString()) as { jobs: string[] }).jobs;
-  if (new Set(jobIds).size !== options.sources)
-    throw new Error(`${label}: the resync queued ${new Set(jobIds).size} distinct jobs for ${options.sources} sources`);
-  // Subscribers start once every refresh is queued: a demand before that would be a fetch of its own.
-  const subscribers = startSubscribers({
-    apiUrl: options.apiUrl,
-    paths: options.paths,
-    requestsPerSecond: SUBSCRIBER_RATE,
-    concurrency: 256,
-    hotShare: 0.2,
-  });
-  const finished = (before.completed ?? 0) + (before.failed ?? 0) + jobIds.length;
-  const drainedAt = await waitForDrain(ctx, finished, label).catch(async (error: unknown) => {
-    await subscribers.stop();
-    throw error;
-  });
-  const seen = await subscribers.stop();
-  const used = await cpu.stop();
-  const stats = (await control(options.simulatorUrl, 'GET', '/_sim/stats')) as { requests: UpstreamRequests };
-  const jobs = await readJobs(ctx, jobIds);
-  return {
-    ...cycleFigures({
-      label,
-      jobs,
-      requests: stats.requests,
-      sources: options.sources,
-      limit: RATE_LIMIT,
-      requestedAt,
-      drainedAt,
-    }),
-    [`${label} feed requests served`]: seen.requests,
-    [`${label} feed answers by status`]:
-      Object.entries(seen.byStatus)
-        .map(([status, count]) => `${status}: ${count}`)
-        .join(', ') + (seen.errors > 0 ? `, errors: ${seen.errors}` : ''),
-    [`${label} requests of the hottest source`]: seen.maxPerSource,
-    [`${label} CPU cores used by the benchmark's processes / by other processes`]: `${used.ours} / ${used.others}`,
-  };
-}
-
-type RefreshJob = Job<RefreshJobData, RefreshJobResult>;
-
-/** Polls the refresh queue until nothing is waiting, delayed or running and `finished` jobs have ended. */
-async function waitForDrain(ctx: ServiceContext, finished: number, label: string): Promise<number> {
-  const deadline = Date.now() + 600_000;
-  for (;;) {
-    const counts = await ctx.queues.refresh.getJobCounts(
-      'waiting',
-      'active',
-      'delayed',
-      'prioritized',
-      'waiting-children',
-      'completed',
-      'failed',
-    );
-    const pending = ['waiting', 'active', 'delayed', 'prioritized', 'waiting-children'].reduce(
-      (sum, state) => sum + (counts[state] ?? 0),
-      0,
-    );
-    if (pending === 0 && (counts.completed ?? 0) + (counts.failed ?? 0) >= finished) return Date.now();
-    if (Date.now() > deadline)
-      throw new Error(`${label}: the refresh queue did not drain within 10 minutes: ${JSON.stringify(counts)}`);
-    await sleep(100);
-  }
-}
-
-async function readJobs(ctx: ServiceContext, ids: readonly string[]): Promise<RefreshJob[]> {
-  const jobs: RefreshJob[] = [];
-  for (let start = 0; start < ids.length; start += 200) {
-    const page = await Promise.all(ids.slice(start, start + 200).map((id) => ctx.queues.refresh.getJob(id)));
-    for (const [index, job] of page.entries()) {
-      if (job === undefined) throw new Error(`job ${ids[start + index] ?? '?'} is gone`);
-      jobs.push(job);
-    }
-  }
-  return jobs;
 }
