@@ -1,6 +1,7 @@
 /*
  * Control API under /_sim (used by tests, the demo and benchmarks; never counted in stats, never faulted):
- *   GET    /_sim/groups | /_sim/employees | /_sim/users     listings (users carry their token and subgroup)
+ *   GET    /_sim/groups | /_sim/employees | /_sim/users     listings (employees say whether they teach, users carry
+ *                                                           their token and subgroup)
  *   GET    /_sim/entries/:id                               wire entry + groupIds
  *   POST   /_sim/entries                                   add a class: raw fields (any values) + groupIds → 201
  *   PATCH  /_sim/entries/:id                               change fields and/or groupIds → 200
@@ -104,11 +105,12 @@ function listings(state: SimulatorState, path: string): Reply | undefined {
     });
   }
   if (path === '/_sim/employees') {
-    const employees = [...store.employees.values()].map(({ id, lastName, firstName, middleName }) => ({
+    const employees = [...store.employees.values()].map(({ id, lastName, firstName, middleName, teacher }) => ({
       id,
       lastName,
       firstName,
       middleName,
+      teacher,
     }));
     return json(200, { employees });
   }

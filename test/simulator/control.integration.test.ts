@@ -34,6 +34,15 @@ describe('simulator control endpoints', () => {
 
   const [first, second] = [(): SimGroup => groups[0] as SimGroup, (): SimGroup => groups[1] as SimGroup];
 
+  it('lists employees with whether they teach: the teachers of a group’s classes do, some staff do not', async () => {
+    const staff = (await call<{ employees: { id: number; teacher: boolean }[] }>(sim.url, '/_sim/employees')).body
+      .employees;
+    const teaching = new Set(staff.filter((employee) => employee.teacher).map((employee) => employee.id));
+    expect(teachers.length).toBeGreaterThan(0);
+    for (const id of teachers) expect(teaching.has(id)).toBe(true);
+    expect(staff.some((employee) => !employee.teacher)).toBe(true);
+  });
+
   it('adds a class shown in every named group and in the teacher’s timetable, with derived fields filled', async () => {
     const teacherId = teachers[0] as number;
     const { status, body } = await call<ControlEntry>(sim.url, '/_sim/entries', {
