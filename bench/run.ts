@@ -1,27 +1,34 @@
 /**
  * `npm run bench`: runs every benchmark in one process and prints its figures as JSON lines, with the
  * machine and date, for bench/RESULTS.md. `npm run bench -- NAME…` runs only those. Ratios are always measured within
- * one run.
+ * one run. Flags after the names (`npm run bench -- scale --sizes 500,1000`) go to the benchmarks that take
+ * any (the others take none).
  */
 import { cpus, totalmem } from 'node:os';
 import { runFeedServingBenchmark } from './feed-serving.ts';
 import { runGooglePushBenchmark } from './google-push.ts';
 import { runRefreshCycleBenchmark } from './refresh-cycle.ts';
+import { runScaleBenchmark } from './scale.ts';
 import { runTimetableBenchmark } from './timetable.ts';
 
 const machine = `${cpus().length}× ${cpus()[0]?.model ?? 'unknown CPU'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
 process.stdout.write(`${JSON.stringify({ date: new Date().toISOString(), machine })}\n`);
-const benchmarks: Record<string, () => Promise<Record<string, number | string>>> = {
-  timetable: runTimetableBenchmark,
-  'feed-serving': runFeedServingBenchmark,
-  'refresh-cycle': runRefreshCycleBenchmark,
-  'google-push': runGooglePushBenchmark,
+const benchmarks: Record<string, (flags: readonly string[]) => Promise<Record<string, number | string>>> = {
+  timetable: () => runTimetableBenchmark(),
+  'feed-serving': () => runFeedServingBenchmark(),
+  'refresh-cycle': () => runRefreshCycleBenchmark(),
+  'google-push': () => runGooglePushBenchmark(),
+  // Not in a plain `npm run bench`: it runs for the better part of an hour at its default sizes.
+  scale: runScaleBenchmark,
 };
+const args = process.argv.slice(2);
+const firstFlag = args.findIndex((arg) => arg.startsWith('--'));
 // `npm run bench -- timetable` runs only the named benchmarks.
-const only = process.argv.slice(2);
+const only = firstFlag === -1 ? args : args.slice(0, firstFlag);
+const flags = firstFlag === -1 ? [] : args.slice(firstFlag);
 for (const [name, run] of Object.entries(benchmarks)) {
-  if (only.length > 0 && !only.includes(name)) continue;
+  if (only.length > 0 ? !only.includes(name) : name === 'scale') continue;
   const started = Date.now();
-  const figures = await run();
+  const figures = await run(flags);
   process.stdout.write(`${JSON.stringify({ benchmark: name, seconds: (Date.now() - started) / 1000, ...figures })}\n`);
 }

@@ -12,7 +12,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { silentLogger } from '../../src/logger.ts';
 import { freePort, startEmbeddedRedis } from '../../src/runtime/embedded-redis.ts';
-import { type RunningSimulator, startSimulator } from '../../src/simulator/index.ts';
+import { type RunningSimulator, type SimulatorOptions, startSimulator } from '../../src/simulator/index.ts';
 
 const BIN = resolve(dirname(fileURLToPath(import.meta.url)), '../../bin/timetable-sync.js');
 
@@ -68,9 +68,12 @@ export async function privateRedis(cleanup: Cleanup, dataDir: string): Promise<s
   return redis.url;
 }
 
-/** The bundled simulator (seed 1) on a free port, closed at cleanup. */
-export async function privateSimulator(cleanup: Cleanup): Promise<RunningSimulator> {
-  const simulator = await startSimulator({ port: 0, seed: 1 });
+/** The bundled simulator (seed 1, its default sizes unless `sizes` says) on a free port, closed at cleanup. */
+export async function privateSimulator(
+  cleanup: Cleanup,
+  sizes: Pick<SimulatorOptions, 'groups' | 'employees' | 'users'> = {},
+): Promise<RunningSimulator> {
+  const simulator = await startSimulator({ ...sizes, port: 0, seed: 1 });
   cleanup.add('simulator', simulator.close);
   return simulator;
 }
