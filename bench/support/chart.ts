@@ -25,6 +25,8 @@ export interface Panel {
   steps?: boolean;
   /** Logarithmic y scale (for series that span orders of magnitude); default false. */
   log?: boolean;
+  /** Mark every point on the lines (for series of a few measurements each); default false. */
+  markers?: boolean;
 }
 
 /** A chart: a title and subtitle above its panels. */
@@ -54,7 +56,12 @@ export function chartSpec(chart: Chart): TopLevelSpec {
       width,
       height,
       data: { values: panel.points.filter((point) => point.value !== null && Number.isFinite(point.value)) },
-      mark: { type: 'line', interpolate: panel.steps === true ? 'step-after' : 'linear', strokeWidth: 1.5 },
+      mark: {
+        type: 'line',
+        interpolate: panel.steps === true ? 'step-after' : 'linear',
+        strokeWidth: 1.5,
+        ...(panel.markers === true ? { point: true } : {}),
+      },
       encoding: {
         x: { field: 'x', type: 'quantitative', title: chart.xTitle, scale: { nice: false } },
         y: {
