@@ -55,10 +55,10 @@ import {
   spawnRole,
   tempDir,
 } from './support/processes.ts';
-import { KEY_KINDS, type KeyKind, redisBreakdown } from './support/redis-breakdown.ts';
+import { FEED_FORMS, KEY_KINDS, type KeyKind, redisBreakdown } from './support/redis-breakdown.ts';
 import { DEFAULT_SIZES, type Population, parseSizes, population, QUICK_SIZES } from './support/scale-population.ts';
 import { signUpAll, simulatorSizes, stepSources } from './support/scale-setup.ts';
-import { redisMemory, rssMiB } from './support/soak-probes.ts';
+import { metricSum, redisMemory, rssMiB, scrape } from './support/soak-probes.ts';
 import { feedPath, simulatorControl } from './support/soak-setup.ts';
 
 const RATE_LIMIT = 100;
@@ -80,16 +80,20 @@ interface StepResult {
   publishRequests: number;
   publishP99Ms: number;
   publishOtherCores: number;
+  publishApiCpuSeconds: number;
   cycleSeconds: number;
   cycleRequests: number;
   cycleP99Ms: number;
   cycleOtherCores: number;
+  cycleApiCpuSeconds: number;
   redisBaselineMiB: number;
   redisUsedMiB: number;
   byKind: Record<KeyKind, { bytes: number; keys: number }>;
   feedMiB: number;
   apiIdleMiB: number;
   apiCachedMiB: number;
+  apiHeapMiB: number;
+  apiExternalMiB: number;
   figures: Record<string, number | string>;
 }
 
@@ -180,7 +184,7 @@ async function measureStepIn(cleanup: Cleanup, simulator: RunningSimulator, step
   await ctx.redis.del(ctx.keys.rateLimit('upstream'));
   for (let start = 0; start < publicSources.length; start += 100)
     await Promise.all(publicSources.slice(start, start + 100).map((source) => activateSource(ctx, source)));
-  for (let n = 0; n < 2; n += 1) await spawnRole(cleanup, 'worker', env, dir);
+  const workers = [await spawnRole(cleanup, 'worker', env, dir), await spawnRole(cleanup, 'worker', env, dir)];
   await waitForSchedulers(ctx, step.sources);
   const api = await spawnRole(cleanup, 'api', env, dir);
   await sleep(1_000);
@@ -199,6 +203,8 @@ async function measureStepIn(cleanup: Cleanup, simulator: RunningSimulator, step
       limit: RATE_LIMIT,
       subscriberRate: SUBSCRIBER_RATE,
       label,
+      // Where the cycle's CPU goes: serving feeds (api) competes with refreshing (workers) on 2 cores.
+      processes: { api: api.pid, 'worker-1': workers[0]?.pid ?? 0, 'worker-2': workers[1]?.pid ?? 0 },
     });
   const publish = await cycle('cycle 1 (publish)');
   const steady = await cycle('cycle 2 (steady)');
@@ -206,11 +212,16 @@ async function measureStepIn(cleanup: Cleanup, simulator: RunningSimulator, step
   const notOk = await requestEvery(api.url, paths);
   const warmSeconds = (Date.now() - warmStarted) / 1000;
   const apiCachedMiB = (await rssMiB(api.pid)) ?? Number.NaN;
+  // What of the RSS is live JavaScript objects and what Buffers (feeds), garbage not yet collected included.
+  const page = await scrape(`${api.url}/metrics`);
+  const apiHeapMiB = (metricSum(page, 'timetable_nodejs_heap_size_used_bytes') ?? Number.NaN) / MIB;
+  const apiExternalMiB = (metricSum(page, 'timetable_nodejs_external_memory_bytes') ?? Number.NaN) / MIB;
   const redisUsedMiB = (await redisMemory(ctx.redis)).used;
   const scanner = new Redis(redisUrl, { lazyConnect: true });
   await scanner.connect();
   const breakdown = await redisBreakdown(scanner, ctx.config.redisPrefix).finally(() => scanner.quit());
   const perSourceKB = (bytes: number) => bytes / 1024 / step.sources;
+  const storedFeedBytes = FEED_FORMS.reduce((sum, form) => sum + breakdown.feedBytes[form], 0);
   const floorSeconds = step.sources / RATE_LIMIT;
   return {
     population: step,
@@ -219,16 +230,20 @@ async function measureStepIn(cleanup: Cleanup, simulator: RunningSimulator, step
     publishRequests: publish.upstreamRequests,
     publishP99Ms: publish.feedP99Ms,
     publishOtherCores: publish.otherCores,
+    publishApiCpuSeconds: publish.cpuSeconds.api ?? Number.NaN,
     cycleSeconds: steady.seconds,
     cycleRequests: steady.upstreamRequests,
     cycleP99Ms: steady.feedP99Ms,
     cycleOtherCores: steady.otherCores,
+    cycleApiCpuSeconds: steady.cpuSeconds.api ?? Number.NaN,
     redisBaselineMiB,
     redisUsedMiB,
     byKind: breakdown.byKind,
-    feedMiB: breakdown.feedBytes / MIB,
+    feedMiB: storedFeedBytes / MIB,
     apiIdleMiB,
     apiCachedMiB,
+    apiHeapMiB,
+    apiExternalMiB,
     figures: {
       sources: step.sources,
       'groups / teachers / personal': `${step.groups} / ${step.teachers} / ${step.personal}`,
@@ -250,9 +265,13 @@ async function measureStepIn(cleanup: Cleanup, simulator: RunningSimulator, step
           (kind) => `${kind} ${round(perSourceKB(breakdown.byKind[kind].bytes))} (${breakdown.byKind[kind].keys} keys)`,
         )
         .join(', '),
-      'stored feeds MiB (body + gzip + brotli)': round(breakdown.feedBytes / MIB),
+      'stored feeds MiB (body + gzip + brotli)': round(storedFeedBytes / MIB),
+      'stored feed KB per source: body / gzip / brotli': FEED_FORMS.map((form) =>
+        round(perSourceKB(breakdown.feedBytes[form])),
+      ).join(' / '),
       'feed cache budget MiB': DEFAULT_FEED_CACHE_BYTES / MIB,
       'api RSS MiB idle / every feed requested': `${round(apiIdleMiB)} / ${round(apiCachedMiB)}`,
+      'api heap used / external (Buffers) MiB, every feed requested': `${round(apiHeapMiB)} / ${round(apiExternalMiB)}`,
       'feed requests of every feed: seconds, answers not 200': `${round(warmSeconds)}, ${notOk}`,
       'feed p99 ms publish / steady': `${round(publish.feedP99Ms)} / ${round(steady.feedP99Ms)}`,
       ...publish.figures,
@@ -318,8 +337,12 @@ function csv(results: readonly StepResult[]): string {
       feed_cache_budget_mib: DEFAULT_FEED_CACHE_BYTES / MIB,
       api_rss_idle_mib: round(result.apiIdleMiB),
       api_rss_cached_mib: round(result.apiCachedMiB),
+      api_heap_used_mib: round(result.apiHeapMiB),
+      api_external_mib: round(result.apiExternalMiB),
       feed_p99_ms_publish: round(result.publishP99Ms),
       feed_p99_ms_steady: round(result.cycleP99Ms),
+      api_cpu_s_publish: result.publishApiCpuSeconds,
+      api_cpu_s_steady: result.cycleApiCpuSeconds,
       other_processes_cores_publish: result.publishOtherCores,
       other_processes_cores_steady: result.cycleOtherCores,
     };
@@ -359,6 +382,7 @@ function panels(results: readonly StepResult[]): Panel[] {
       points: [
         ...series('api RSS', (r) => r.apiCachedMiB),
         ...series('api RSS idle', (r) => r.apiIdleMiB),
+        ...series('api external memory (Buffers)', (r) => r.apiExternalMiB),
         ...series('stored feeds', (r) => r.feedMiB),
         ...series('feed cache budget', () => DEFAULT_FEED_CACHE_BYTES / MIB),
       ],

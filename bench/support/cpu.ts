@@ -86,3 +86,11 @@ async function ourTicks(): Promise<number> {
   }
   return [...ours].reduce((sum, pid) => sum + (stats.get(pid)?.ticks ?? 0), 0);
 }
+
+/** CPU seconds (utime + stime) process `pid` has used so far; NaN once it is gone or off Linux. */
+export async function processCpuSeconds(pid: number): Promise<number> {
+  const text = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  if (fields.length < 15) return Number.NaN;
+  return (Number(fields[11]) + Number(fields[12])) / TICKS;
+}

@@ -7,7 +7,7 @@
 import type { Job } from 'bullmq';
 import type { RefreshJobData, RefreshJobResult } from '../../src/jobs/contract.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
-import { CpuMeter } from './cpu.ts';
+import { CpuMeter, processCpuSeconds } from './cpu.ts';
 import { cycleFigures, type UpstreamRequests } from './cycle-figures.ts';
 import { rawRequest, sleep } from './processes.ts';
 import { simulatorControl } from './soak-setup.ts';
@@ -28,6 +28,8 @@ export interface CycleOptions {
   subscriberRate: number;
   /** Prefix of every figure's name, e.g. `cycle 1`. */
   label: string;
+  /** Service processes whose CPU time the cycle reports, by name (e.g. `api` → its pid). */
+  processes?: Record<string, number>;
 }
 
 /** The figures of one cycle, and the few the scale benchmark tabulates. */
@@ -40,6 +42,8 @@ export interface CycleResult {
   feedP99Ms: number;
   /** CPU cores other processes of the machine used meanwhile: times measured beside a busy neighbour mislead. */
   otherCores: number;
+  /** CPU seconds each of {@link CycleOptions.processes} used during the cycle. */
+  cpuSeconds: Record<string, number>;
 }
 
 /** One measured cycle: resync all, subscribers meanwhile, wait for the drain, then read the counts. */
@@ -49,6 +53,8 @@ export async function runCycle(options: CycleOptions): Promise<CycleResult> {
   const before = await ctx.queues.refresh.getJobCounts('completed', 'failed');
   const cpu = new CpuMeter();
   await cpu.start();
+  const processes = Object.entries(options.processes ?? {});
+  const cpuBefore = await Promise.all(processes.map(([, pid]) => processCpuSeconds(pid)));
   const requestedAt = Date.now();
   const answer = await rawRequest(`${options.apiUrl}/admin/resync`, {
     method: 'POST',
@@ -77,6 +83,10 @@ export async function runCycle(options: CycleOptions): Promise<CycleResult> {
   });
   const seen = await subscribers.stop();
   const used = await cpu.stop();
+  const cpuAfter = await Promise.all(processes.map(([, pid]) => processCpuSeconds(pid)));
+  const cpuSeconds = Object.fromEntries(
+    processes.map(([name], index) => [name, Number(((cpuAfter[index] ?? 0) - (cpuBefore[index] ?? 0)).toFixed(1))]),
+  );
   const stats = (await simulatorControl(options.simulatorUrl, 'GET', '/_sim/stats')) as { requests: UpstreamRequests };
   const jobs = await readJobs(ctx, jobIds);
   const feedP99Ms = percentile(latencies, 0.99);
@@ -85,6 +95,7 @@ export async function runCycle(options: CycleOptions): Promise<CycleResult> {
     upstreamRequests: stats.requests.total,
     feedP99Ms,
     otherCores: used.others,
+    cpuSeconds,
     figures: {
       ...cycleFigures({
         label,
@@ -103,6 +114,13 @@ export async function runCycle(options: CycleOptions): Promise<CycleResult> {
       [`${label} feed request ms p99`]: Number(feedP99Ms.toFixed(1)),
       [`${label} requests of the hottest source`]: seen.maxPerSource,
       [`${label} CPU cores used by the benchmark's processes / by other processes`]: `${used.ours} / ${used.others}`,
+      ...(processes.length === 0
+        ? {}
+        : {
+            [`${label} CPU seconds by process`]: Object.entries(cpuSeconds)
+              .map(([name, seconds]) => `${name} ${seconds}`)
+              .join(', '),
+          }),
     },
   };
 }

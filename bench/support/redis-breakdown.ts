@@ -95,11 +95,17 @@ export interface KindUsage {
   keys: number;
 }
 
+/** The forms a feed is stored in (fields of its hash). */
+export const FEED_FORMS = ['body', 'gzip', 'brotli'] as const;
+
+/** A form a feed is stored in. */
+export type FeedForm = (typeof FEED_FORMS)[number];
+
 /** What {@link redisBreakdown} found. */
 export interface RedisBreakdown {
   byKind: Record<KeyKind, KindUsage>;
-  /** Body, gzip and brotli of every stored feed: what an API process holds with every feed cached. */
-  feedBytes: number;
+  /** Bytes of every stored feed's forms: what an API process holds with every feed cached is their sum. */
+  feedBytes: Record<FeedForm, number>;
 }
 
 /** Scans every key under `prefix` on one Redis server (a few hundred per round trip) and adds up their memory by kind. */
@@ -108,7 +114,7 @@ export async function redisBreakdown(redis: Redis, prefix: string): Promise<Redi
     KeyKind,
     KindUsage
   >;
-  let feedBytes = 0;
+  const feedBytes: Record<FeedForm, number> = { body: 0, gzip: 0, brotli: 0 };
   let cursor = '0';
   do {
     const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 500);
@@ -118,8 +124,9 @@ export async function redisBreakdown(redis: Redis, prefix: string): Promise<Redi
     const usage = (await pipeline.exec()) ?? [];
     const feeds = keys.filter((key) => keyKind(key, prefix) === 'feed');
     const lengths = redis.pipeline();
-    for (const key of feeds) for (const field of ['body', 'gzip', 'brotli']) lengths.hstrlen(key, field);
-    for (const [, length] of (await lengths.exec()) ?? []) feedBytes += Number(length ?? 0);
+    for (const key of feeds) for (const form of FEED_FORMS) lengths.hstrlen(key, form);
+    for (const [index, [, length]] of ((await lengths.exec()) ?? []).entries())
+      feedBytes[FEED_FORMS[index % FEED_FORMS.length] as FeedForm] += Number(length ?? 0);
     for (const [index, key] of keys.entries()) {
       const usageOf = byKind[keyKind(key, prefix)];
       usageOf.bytes += Number(usage[index]?.[1] ?? 0);
