@@ -24,6 +24,8 @@
  * - After cycle 2 every feed is requested once, so that the api has cached all it may: its RSS is bounded by
  *   the feed cache's byte budget (256 MiB, the default of src/http/feed-cache.ts, not configurable) plus a
  *   baseline. The stored feeds' bytes (body, gzip and brotli) say whether they all fit.
+ * - Redis commands: during the steady cycle (per source; subscribers' cache misses included) and over 20 s of an
+ *   idle service after it (schedulers, heartbeats, polling).
  * - Redis `used_memory` (everything, the empty server's ~1 MiB included) and its breakdown by kind of key
  *   (`MEMORY USAGE` of every key: feeds, snapshots, published digests, change logs, source records, job
  *   schedulers, jobs kept, …), per source.
@@ -58,7 +60,7 @@ import {
 import { FEED_FORMS, KEY_KINDS, type KeyKind, redisBreakdown } from './support/redis-breakdown.ts';
 import { DEFAULT_SIZES, type Population, parseSizes, population, QUICK_SIZES } from './support/scale-population.ts';
 import { signUpAll, simulatorSizes, stepSources } from './support/scale-setup.ts';
-import { metricSum, redisMemory, rssMiB, scrape } from './support/soak-probes.ts';
+import { metricSum, redisCommands, redisMemory, rssMiB, scrape } from './support/soak-probes.ts';
 import { feedPath, simulatorControl } from './support/soak-setup.ts';
 
 const RATE_LIMIT = 100;
@@ -69,6 +71,8 @@ const LATENCY_MS = 20;
 /** The upstream budget of this process's sign-ups (no worker runs meanwhile). */
 const SETUP_RATE_LIMIT = 5_000;
 const MIB = 2 ** 20;
+/** Seconds of an idle service after the steady cycle over which Redis's command rate is measured. */
+const IDLE_SECONDS = 20;
 /** A kind of Redis key below this many KB per source is not flagged (2 % of the 25 KB per source aimed at). */
 const NEGLIGIBLE_KB_PER_SOURCE = 0.5;
 
@@ -88,6 +92,9 @@ interface StepResult {
   cycleApiCpuSeconds: number;
   redisBaselineMiB: number;
   redisUsedMiB: number;
+  /** Redis commands during the steady cycle, subscribers' cache misses included. */
+  cycleCommands: number;
+  idleCommandsPerSecond: number;
   byKind: Record<KeyKind, { bytes: number; keys: number }>;
   feedMiB: number;
   apiIdleMiB: number;
@@ -207,7 +214,13 @@ async function measureStepIn(cleanup: Cleanup, simulator: RunningSimulator, step
       processes: { api: api.pid, 'worker-1': workers[0]?.pid ?? 0, 'worker-2': workers[1]?.pid ?? 0 },
     });
   const publish = await cycle('cycle 1 (publish)');
+  const commandsBefore = await redisCommands(ctx.redis);
   const steady = await cycle('cycle 2 (steady)');
+  const cycleCommands = (await redisCommands(ctx.redis)) - commandsBefore;
+  // Between cycles: job schedulers, heartbeats, workers' polling; nothing is refreshed or requested.
+  const idleFrom = await redisCommands(ctx.redis);
+  await sleep(IDLE_SECONDS * 1000);
+  const idleCommandsPerSecond = ((await redisCommands(ctx.redis)) - idleFrom) / IDLE_SECONDS;
   const warmStarted = Date.now();
   const notOk = await requestEvery(api.url, paths);
   const warmSeconds = (Date.now() - warmStarted) / 1000;
@@ -238,6 +251,8 @@ async function measureStepIn(cleanup: Cleanup, simulator: RunningSimulator, step
     cycleApiCpuSeconds: steady.cpuSeconds.api ?? Number.NaN,
     redisBaselineMiB,
     redisUsedMiB,
+    cycleCommands,
+    idleCommandsPerSecond,
     byKind: breakdown.byKind,
     feedMiB: storedFeedBytes / MIB,
     apiIdleMiB,
@@ -260,6 +275,8 @@ async function measureStepIn(cleanup: Cleanup, simulator: RunningSimulator, step
       'Redis used_memory MiB': round(redisUsedMiB),
       'Redis KB per source': round((redisUsedMiB * 1024) / step.sources),
       'Redis empty MiB': round(redisBaselineMiB),
+      'Redis commands per source refreshed (steady cycle, subscribers included)': round(cycleCommands / step.sources),
+      'Redis commands/s while idle': round(idleCommandsPerSecond),
       'Redis KB per source by kind': KEY_KINDS.filter((kind) => breakdown.byKind[kind].keys > 0)
         .map(
           (kind) => `${kind} ${round(perSourceKB(breakdown.byKind[kind].bytes))} (${breakdown.byKind[kind].keys} keys)`,
@@ -327,6 +344,8 @@ function csv(results: readonly StepResult[]): string {
       upstream_requests_per_source: round(result.cycleRequests / sources),
       redis_used_mib: round(result.redisUsedMiB),
       redis_kb_per_source: round((result.redisUsedMiB * 1024) / sources),
+      redis_commands_per_source_refresh: round(result.cycleCommands / sources),
+      redis_commands_per_s_idle: round(result.idleCommandsPerSecond),
       ...Object.fromEntries(
         KEY_KINDS.map((kind) => [
           `redis_kb_per_source_${kind.replaceAll(' ', '_')}`,

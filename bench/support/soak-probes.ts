@@ -54,6 +54,12 @@ export async function redisMemory(redis: RedisClient): Promise<{ used: number; r
   return { used: field('used_memory'), rss: field('used_memory_rss') };
 }
 
+/** Commands Redis has run since it started (`total_commands_processed`; INFO itself counts as one). */
+export async function redisCommands(redis: RedisClient): Promise<number> {
+  const info = await redis.info('stats');
+  return Number(/^total_commands_processed:(\d+)/m.exec(info)?.[1] ?? Number.NaN);
+}
+
 /** A queue's jobs by what the soak charts. */
 export interface QueueDepth {
   /** Waiting or prioritized (ready to run). */
