@@ -18,8 +18,9 @@ import { ClientLimits } from './client-limits.ts';
 import { applyConnectionLimits } from './connection-limits.ts';
 import { registerEmployeeRoutes } from './employee-routes.ts';
 import { HttpError, toHttpError } from './errors.ts';
+import { answerFirst, FeedFastPath } from './feed-fast-path.ts';
 import { type FeedRouteOptions, registerFeedRoutes } from './feed-routes.ts';
-import { warnOnUntrustedForwarding } from './forwarding-warning.ts';
+import { forwardingCheck, warnOnUntrustedForwarding } from './forwarding-warning.ts';
 import { registerGoogleRoutes } from './google-routes.ts';
 import { registerOperationsRoutes } from './operations-routes.ts';
 import { registerPageRoutes } from './page-routes.ts';
@@ -34,6 +35,8 @@ export interface AppOptions {
   logger: Logger;
   /** Tuning of the feed routes (tests shorten the on-demand wait). */
   feeds?: FeedRouteOptions;
+  /** Whether cached public feeds are answered in front of fastify (feed-fast-path.ts); default true. */
+  feedFastPath?: boolean;
 }
 
 /** Request bodies are small JSON documents; anything larger is refused before it is read. */
@@ -56,9 +59,13 @@ export async function buildApp(ctx: ServiceContext, options: AppOptions): Promis
     childLoggerFactory: (logger, bindings, childOptions, rawRequest) =>
       rawRequest.url?.startsWith('/feeds/') ? logger : logger.child(bindings, childOptions),
   }) as unknown as FastifyInstance;
+  // Set once the feed routes are registered; until then (and with it off) every request goes to fastify.
+  let fastPath: FeedFastPath | undefined;
+  answerFirst(app.server, (request, response) => fastPath?.handle(request, response) === true);
   applyConnectionLimits(app, ctx.config);
   addSecurityHeaders(app);
-  warnOnUntrustedForwarding(app, ctx.config.trustProxy, options.logger);
+  const checkForwarding = forwardingCheck(ctx.config.trustProxy, options.logger);
+  warnOnUntrustedForwarding(app, checkForwarding);
   app.setErrorHandler(handleError);
   app.setNotFoundHandler(async (request) => {
     throw new HttpError(404, `no route ${request.method} ${request.url.split('?', 1)[0]}`);
@@ -83,7 +90,12 @@ export async function buildApp(ctx: ServiceContext, options: AppOptions): Promis
   // One set for the JSON API and the pages: a sign-up on the page counts as one through the API does.
   const limits = new ClientLimits(ctx);
   await registerOperationsRoutes(app, ctx);
-  const feedProvider = await registerFeedRoutes(app, ctx, options.feeds);
+  const feeds = await registerFeedRoutes(app, ctx, options.feeds);
+  if (options.feedFastPath !== false) {
+    const path = new FeedFastPath(feeds.provider, feeds.counters, checkForwarding ?? (() => undefined));
+    app.addHook('preClose', () => path.close());
+    fastPath = path;
+  }
   await registerEmployeeRoutes(app, ctx, limits);
   await registerSubscriptionRoutes(app, ctx, limits);
   await registerGoogleRoutes(app, ctx);
@@ -91,7 +103,7 @@ export async function buildApp(ctx: ServiceContext, options: AppOptions): Promis
   await registerAssetRoutes(app);
   await registerPageRoutes(app, ctx, limits);
   await registerPersonalRoutes(app, ctx);
-  await registerTimetablePageRoutes(app, ctx, feedProvider);
+  await registerTimetablePageRoutes(app, ctx, feeds.provider);
   return app;
 }
 

@@ -98,6 +98,16 @@ export class FeedProvider {
   }
 
   /**
+   * The feed of `source` without subscriber options when memory holds a trusted copy, the request recorded as
+   * {@link feedFor} records it; else undefined, and nothing done (the caller takes {@link feedFor}).
+   */
+  cachedFeed(source: SourceKey): StoredFeed | undefined {
+    const feed = this.cache.trusted(source);
+    if (feed !== undefined) this.recordRequest(source);
+    return feed;
+  }
+
+  /**
    * A personal feed as its owner's saved options make it (the URL carries none of its own). Its Last-Modified
    * is never older than the save, so a client revalidating by date gets the change. A subscription has one
    * saved variant at a time, and its URL is a secret: rendering it costs no client limit (calendar services

@@ -15,8 +15,10 @@ import { describeValue } from '../upstream/errors.ts';
 import { ClientLimits } from './client-limits.ts';
 import { HttpError } from './errors.ts';
 import { FeedCache } from './feed-cache.ts';
+import { FeedCounters } from './feed-counters.ts';
+import { feedHeaders } from './feed-headers.ts';
 import { FeedProvider, type FeedProviderOptions } from './feed-provider.ts';
-import { chooseEncoding, codingEtag, type FeedEncoding, isNotModified } from './negotiate.ts';
+import { chooseEncoding, type FeedEncoding, isNotModified } from './negotiate.ts';
 import { PersonalFeedOptions, type SavedQuery } from './personal-feed-options.ts';
 import { PersonalTokens } from './personal-tokens.ts';
 import { type ParsedSubscriberQuery, parseSubscriberQuery } from './subscriber-query.ts';
@@ -30,22 +32,25 @@ export interface FeedRouteOptions extends FeedProviderOptions {
   cacheMaxBytes?: number;
 }
 
-/** How long calendar apps and proxies may keep a feed without asking again. */
-const MAX_AGE_SECONDS = 300;
 /** Personal feed tokens as the subscription store issues them (base64url); anything else cannot be one. */
 const TOKEN = /^[A-Za-z0-9_-]{16,128}$/;
 
 type Query = Record<string, string | string[] | undefined>;
 
-/**
- * Registers the feed routes; the feed cache's subscription is closed with the app. Resolves to their feed
- * provider, which the timetable pages share for first fetches.
- */
+/** What the feed routes share with the timetable pages and the fast path in front of them. */
+export interface FeedRoutes {
+  /** Their feed provider, which the timetable pages share for first fetches. */
+  provider: FeedProvider;
+  /** Their served-feeds counter. */
+  counters: FeedCounters;
+}
+
+/** Registers the feed routes; the feed cache's subscription is closed with the app. */
 export async function registerFeedRoutes(
   app: FastifyInstance,
   ctx: ServiceContext,
   options: FeedRouteOptions = {},
-): Promise<FeedProvider> {
+): Promise<FeedRoutes> {
   const cache = new FeedCache({
     feeds: ctx.feeds,
     subscriber: duplicateRedis(ctx.redis, 'feed-updates', ctx.config.redisTarget),
@@ -61,20 +66,12 @@ export async function registerFeedRoutes(
   const saved = new PersonalFeedOptions(ctx, cache, options.cacheTtlMs);
   const tokenUse = new TokenUseRecorder(ctx, ctx.subscriptions);
   const tokens = new PersonalTokens(ctx, cache);
+  const counters = new FeedCounters(ctx.metrics.feedsServed);
 
   await app.register(async (scope) => {
-    // Counter children per (kind, status), made once: a labelled inc() hashes its labels on every call.
-    const counters = new Map<string, { inc(): void }>();
     scope.addHook('onResponse', async (request, reply) => {
       const kind = kindOf(request.routeOptions.url);
-      if (kind === undefined) return;
-      const key = `${kind} ${reply.statusCode}`;
-      let counter = counters.get(key);
-      if (counter === undefined) {
-        counter = ctx.metrics.feedsServed.labels({ kind, status: String(reply.statusCode) });
-        counters.set(key, counter);
-      }
-      counter.inc();
+      if (kind !== undefined) counters.served(kind, reply.statusCode);
     });
     scope.get<{ Params: { groupId: string }; Querystring: Query }>(
       '/feeds/groups/:groupId.ics',
@@ -102,7 +99,7 @@ export async function registerFeedRoutes(
       },
     );
   });
-  return provider;
+  return { provider, counters };
 }
 
 function kindOf(route: string | undefined): SourceKind | undefined {
@@ -155,35 +152,7 @@ async function serveFeed(
   return reply.send(encoding === 'br' ? feed.brotli : feed.gzip);
 }
 
-/** Header values derived from a stored feed or variant. */
-interface FeedHeaderValues {
-  etags: Record<FeedEncoding, string>;
-  lastModified: string;
-  staleSince: string | undefined;
-}
-
-/** Header values computed once per stored feed or variant rather than once per request (feeds are hot). */
-const headerValues = new WeakMap<StoredFeed, FeedHeaderValues>();
-
-function headerValuesOf(feed: StoredFeed): FeedHeaderValues {
-  let values = headerValues.get(feed);
-  if (values !== undefined) return values;
-  values = {
-    etags: { identity: feed.etag, gzip: codingEtag(feed.etag, 'gzip'), br: codingEtag(feed.etag, 'br') },
-    lastModified: new Date(feed.lastModified).toUTCString(),
-    staleSince: feed.staleSince === undefined ? undefined : new Date(feed.staleSince).toISOString(),
-  };
-  headerValues.set(feed, values);
-  return values;
-}
-
 function setFeedHeaders(reply: FastifyReply, feed: StoredFeed, encoding: FeedEncoding, personal: boolean): void {
-  const values = headerValuesOf(feed);
-  reply.header('Content-Type', 'text/calendar; charset=utf-8');
-  reply.header('ETag', values.etags[encoding]);
-  reply.header('Last-Modified', values.lastModified);
-  // Personal feeds must not sit in shared caches: their URL is the only secret protecting them.
-  reply.header('Cache-Control', `${personal ? 'private' : 'public'}, max-age=${MAX_AGE_SECONDS}`);
-  reply.header('Vary', 'Accept-Encoding');
-  if (values.staleSince !== undefined) reply.header('X-Timetable-Stale', values.staleSince);
+  const headers = feedHeaders(feed, encoding, personal);
+  for (let index = 0; index < headers.length; index += 2) reply.header(headers[index] as string, headers[index + 1]);
 }

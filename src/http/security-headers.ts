@@ -5,6 +5,9 @@
  */
 import type { FastifyInstance } from 'fastify';
 
+/** Sent with every answer, as a `[name, value]` list (the feed fast path sends it without this hook). */
+export const NOSNIFF: readonly string[] = ['x-content-type-options', 'nosniff'];
+
 /** `frame-ancestors` is the modern form; `X-Frame-Options` is for browsers that predate it. */
 const HTML_HEADERS = {
   'x-frame-options': 'DENY',
@@ -14,7 +17,7 @@ const HTML_HEADERS = {
 /** Adds the hook to `app`; call before registering routes, so that every scope inherits it. */
 export function addSecurityHeaders(app: FastifyInstance): void {
   app.addHook('onSend', async (_request, reply, payload) => {
-    reply.header('x-content-type-options', 'nosniff');
+    reply.header(NOSNIFF[0] as string, NOSNIFF[1]);
     const type = reply.getHeader('content-type');
     if (typeof type === 'string' && type.startsWith('text/html')) {
       // A page that sets its own CSP (Bull Board does not today) keeps it, with framing refused on top.
