@@ -87,10 +87,17 @@ async function ourTicks(): Promise<number> {
   return [...ours].reduce((sum, pid) => sum + (stats.get(pid)?.ticks ?? 0), 0);
 }
 
-/** CPU seconds (utime + stime) process `pid` has used so far; NaN once it is gone or off Linux. */
-export async function processCpuSeconds(pid: number): Promise<number> {
-  const text = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
-  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
-  if (fields.length < 15) return Number.NaN;
-  return (Number(fields[11]) + Number(fields[12])) / TICKS;
+/**
+ * CPU-seconds used so far by these processes (utime + stime, every thread): the difference over a load run,
+ * divided by the requests answered, is a server's CPU cost per request, which other work on the machine does
+ * not change as much as it changes the request rate.
+ */
+export async function processCpuSeconds(pids: readonly number[]): Promise<number> {
+  let ticks = 0;
+  for (const pid of pids) {
+    const text = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+    const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    ticks += Number(fields[11] ?? Number.NaN) + Number(fields[12] ?? Number.NaN);
+  }
+  return ticks / TICKS;
 }

@@ -54,7 +54,7 @@ export async function runCycle(options: CycleOptions): Promise<CycleResult> {
   const cpu = new CpuMeter();
   await cpu.start();
   const processes = Object.entries(options.processes ?? {});
-  const cpuBefore = await Promise.all(processes.map(([, pid]) => processCpuSeconds(pid)));
+  const cpuBefore = await Promise.all(processes.map(([, pid]) => processCpuSeconds([pid])));
   const requestedAt = Date.now();
   const answer = await rawRequest(`${options.apiUrl}/admin/resync`, {
     method: 'POST',
@@ -83,7 +83,7 @@ export async function runCycle(options: CycleOptions): Promise<CycleResult> {
   });
   const seen = await subscribers.stop();
   const used = await cpu.stop();
-  const cpuAfter = await Promise.all(processes.map(([, pid]) => processCpuSeconds(pid)));
+  const cpuAfter = await Promise.all(processes.map(([, pid]) => processCpuSeconds([pid])));
   const cpuSeconds = Object.fromEntries(
     processes.map(([name], index) => [name, Number(((cpuAfter[index] ?? 0) - (cpuBefore[index] ?? 0)).toFixed(1))]),
   );

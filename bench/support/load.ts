@@ -127,6 +127,8 @@ export interface WrkOptions {
 /** What one wrk run measured. */
 export interface WrkResult {
   requestsPerSecond: number;
+  /** Requests answered in the whole run. */
+  requests: number;
   /** Non-2xx/3xx answers and socket errors: must be 0 for a valid run. */
   errors: number;
   latencyP99Ms: number;
@@ -154,6 +156,7 @@ export async function runWrk(url: string, options: WrkOptions): Promise<WrkResul
   const socketErrors = socket ? socket.slice(1).reduce((sum, value) => sum + Number(value), 0) : 0;
   return {
     requestsPerSecond: Number(rate[1]),
+    requests: Number(/(\d+) requests in/.exec(stdout)?.[1] ?? Number.NaN),
     errors: non2xx + socketErrors,
     latencyP99Ms: latencyMs(/99%\s+([\d.]+)(us|ms|s)\b/.exec(stdout)),
   };
