@@ -3,6 +3,7 @@
  * ETag/If-None-Match, Last-Modified/If-Modified-Since, precompressed br and gzip, and the subscriber options
  * as query parameters (a personal feed URL without any serves the options its owner saved). Personal feed URLs carry a secret: they are never logged.
  * While Redis cannot be read, a personal feed served before is still found by its token (`personal-tokens.ts`).
+ * A public feed held in memory is usually answered before it gets here, alike, by `feed-fast-path.ts`.
  */
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
