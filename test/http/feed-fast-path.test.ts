@@ -1,0 +1,58 @@
+/** The feed fast path on its own: what it leaves to fastify before it even looks at the feed cache. */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Counter, Registry } from 'prom-client';
+import { describe, expect, it, vi } from 'vitest';
+import { encodeFeed } from '../../src/feeds/feed-store.ts';
+import { FeedCounters } from '../../src/http/feed-counters.ts';
+import { FeedFastPath } from '../../src/http/feed-fast-path.ts';
+
+const FEED = encodeFeed('BEGIN:VCALENDAR\r\nEND:VCALENDAR\r\n', Date.UTC(2025, 9, 1));
+
+function fastPath() {
+  const cachedFeed = vi.fn(() => FEED);
+  const counter = new Counter({
+    name: 'served',
+    help: 'served',
+    labelNames: ['kind', 'status'],
+    registers: [new Registry()],
+  });
+  return { path: new FeedFastPath({ cachedFeed }, new FeedCounters(counter), () => undefined), cachedFeed };
+}
+
+function exchange(method: string, url: string) {
+  const request = { method, url, headers: {} } as unknown as IncomingMessage;
+  const response = { writeHead: vi.fn(), end: vi.fn() };
+  return { request, response, raw: response as unknown as ServerResponse };
+}
+
+describe('the feed fast path', () => {
+  it('answers a cached public feed, and once closed leaves every request to fastify untouched', () => {
+    const { path, cachedFeed } = fastPath();
+    const open = exchange('GET', '/feeds/groups/4242.ics');
+    expect(path.handle(open.request, open.raw)).toBe(true);
+    expect(open.response.writeHead).toHaveBeenCalledWith(200, expect.any(Array));
+    expect(open.response.end).toHaveBeenCalledWith(FEED.body);
+    path.close();
+    cachedFeed.mockClear();
+    const closing = exchange('GET', '/feeds/groups/4242.ics');
+    expect(path.handle(closing.request, closing.raw)).toBe(false);
+    expect(cachedFeed).not.toHaveBeenCalled();
+    expect(closing.response.writeHead).not.toHaveBeenCalled();
+  });
+
+  it('never looks up anything but GET and HEAD of a public feed path', () => {
+    const { path, cachedFeed } = fastPath();
+    for (const [method, url] of [
+      ['POST', '/feeds/groups/4242.ics'],
+      ['GET', '/feeds/personal/abcdefghijklmnopqrstuv.ics'],
+      ['GET', '/feeds/groups/4242.ics?subgroup=1'],
+      ['GET', '/feeds/groups/0042.ics'],
+      ['HEAD', '/feeds/employees/x.ics'],
+    ] as const) {
+      const { request, raw, response } = exchange(method, url);
+      expect(path.handle(request, raw), `${method} ${url}`).toBe(false);
+      expect(response.writeHead).not.toHaveBeenCalled();
+    }
+    expect(cachedFeed).not.toHaveBeenCalled();
+  });
+});
