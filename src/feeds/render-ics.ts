@@ -1,6 +1,7 @@
-import ical, { foldLines, ICalAlarmType, type ICalEventData, ICalEventStatus } from 'ical-generator';
+import ical, { ICalAlarmType, type ICalEventData, ICalEventStatus } from 'ical-generator';
 import type { Occurrence } from '../timetable/types.ts';
 import { ZonedTimes } from '../timetable/zoned-time.ts';
+import { foldLines } from './fold-lines.ts';
 import { vtimezone } from './vtimezone.ts';
 
 /** Calendar-level data of one feed. */
