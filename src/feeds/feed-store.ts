@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
+import { promisify } from 'node:util';
+import { brotliCompress, constants, gzip } from 'node:zlib';
 import type { ChainableCommander } from 'ioredis';
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { RedisKeys } from '../sources/keys.ts';
@@ -27,20 +28,37 @@ export function etagOf(body: Buffer): string {
   return `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
 }
 
-/** Compresses a rendered feed and computes its validators. */
-export function encodeFeed(ics: string, lastModified: number, staleSince?: number): StoredFeed {
-  const body = Buffer.from(ics, 'utf8');
-  const etag = etagOf(body);
-  return {
-    body,
-    gzip: gzipSync(body, { level: 9 }),
-    brotli: brotliCompressSync(body, {
+const gzipAsync = promisify(gzip);
+const brotliAsync = promisify(brotliCompress);
+
+/**
+ * The gzip and brotli encodings of a feed, compressed on libuv's thread pool: a worker's event loop stays free
+ * meanwhile to start the next rate-limited fetches, which it would otherwise start late (a first refresh
+ * cycle compresses every feed).
+ */
+export async function compressFeed(body: Buffer): Promise<{ gzip: Buffer; brotli: Buffer }> {
+  const [gzipped, brotli] = await Promise.all([
+    gzipAsync(body, { level: 9 }),
+    brotliAsync(body, {
       params: {
         [constants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY,
         [constants.BROTLI_PARAM_SIZE_HINT]: body.length,
         [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT,
       },
     }),
+  ]);
+  return { gzip: gzipped, brotli };
+}
+
+/** Compresses a rendered feed and computes its validators. */
+export async function encodeFeed(ics: string, lastModified: number, staleSince?: number): Promise<StoredFeed> {
+  const body = Buffer.from(ics, 'utf8');
+  // The digest is taken on the event loop while the thread pool compresses.
+  const compressed = compressFeed(body);
+  const etag = etagOf(body);
+  return {
+    body,
+    ...(await compressed),
     etag,
     lastModified: Math.floor(lastModified / 1000) * 1000,
     staleSince,

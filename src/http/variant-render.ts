@@ -5,10 +5,8 @@
  * thread pool rather than on the event loop (the stored default feed is compressed by the worker instead).
  */
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
-import { promisify } from 'node:util';
-import { brotliCompress, constants, gzip } from 'node:zlib';
 import { renderVariant } from '../feeds/build-feed.ts';
-import { BROTLI_QUALITY, etagOf, type StoredFeed } from '../feeds/feed-store.ts';
+import { compressFeed, etagOf, type StoredFeed } from '../feeds/feed-store.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import type { SourceKey } from '../sources/source.ts';
 import { type OptionValues, optionValuesOf } from '../timetable/event-text.ts';
@@ -25,9 +23,6 @@ const MIN_VARIANT_CAP_BYTES = 1024 * 1024;
  * few lines per event, so an honest variant stays well under twice its feed; more means something is wrong.
  */
 const VARIANT_GROWTH_CAP = 4;
-
-const gzipAsync = promisify(gzip);
-const brotliAsync = promisify(brotliCompress);
 
 /** The byte cap of a variant of `base`. */
 export function variantCapBytes(base: Pick<StoredFeed, 'body'>): number {
@@ -77,20 +72,9 @@ export async function renderSubscriberVariant(
     );
   }
   await yieldToEventLoop();
-  const [gzipped, brotli] = await Promise.all([
-    gzipAsync(body, { level: 9 }),
-    brotliAsync(body, {
-      params: {
-        [constants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY,
-        [constants.BROTLI_PARAM_SIZE_HINT]: body.length,
-        [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT,
-      },
-    }),
-  ]);
   return {
     body,
-    gzip: gzipped,
-    brotli,
+    ...(await compressFeed(body)),
     etag: etagOf(body),
     lastModified: Math.max(base.lastModified, notBefore),
     staleSince: base.staleSince,

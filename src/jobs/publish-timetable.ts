@@ -296,7 +296,7 @@ async function commit(
   diff: PublicationDiff,
   { now, owesPush }: { now: number; owesPush: boolean },
 ): Promise<void> {
-  const feed = encodeFeed(renderFeed(diff.occurrences, { name: snapshot.name, stamp: now }, ctx.config), now);
+  const feed = await encodeFeed(renderFeed(diff.occurrences, { name: snapshot.name, stamp: now }, ctx.config), now);
   const multi = ctx.redis.multi();
   ctx.snapshots.writeSnapshot(multi, source, snapshot);
   ctx.snapshots.writePublished(multi, source, diff.state);
@@ -317,7 +317,7 @@ export async function markFeedStale(ctx: ServiceContext, source: SourceKey, now:
   const [feed, { snapshot, published }] = await Promise.all([ctx.feeds.validators(source), ctx.snapshots.load(source)]);
   if (feed.etag === undefined || feed.staleSince !== undefined || !snapshot || !published) return;
   const ics = renderVariant(snapshot, published, ctx.config, {}, since);
-  await ctx.feeds.replaceIf(source, feed.etag, encodeFeed(ics, now, since));
+  await ctx.feeds.replaceIf(source, feed.etag, await encodeFeed(ics, now, since));
 }
 
 /** One push job per Google target of the source; a target with a push queued or running gets one follow-up. */

@@ -37,7 +37,9 @@ async function connectEarly(source: SourceKey, whileStopped: (connected: Early) 
   await h.stopWorkers();
   // A feed without a snapshot: the state of a target connected before a source had to be fetched first. New
   // connections wait for one good fetch, whose name (or `Группа <id>` for a timetable without classes) they take.
-  await h.ctx.feeds.write(h.ctx.redis.multi(), source, encodeFeed('BEGIN:VCALENDAR\r\nEND:VCALENDAR\r\n', 0)).exec();
+  await h.ctx.feeds
+    .write(h.ctx.redis.multi(), source, await encodeFeed('BEGIN:VCALENDAR\r\nEND:VCALENDAR\r\n', 0))
+    .exec();
   let connected: Early;
   try {
     connected = { ...(await connectTarget(h.ctx, { source, refreshToken })), user, refreshToken };

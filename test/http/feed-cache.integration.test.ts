@@ -18,7 +18,7 @@ let clock = 1_000;
 let silentStore: FeedStore;
 
 async function store(marker: string, announce = true): Promise<string> {
-  const feed = encodeFeed(calendar(marker), Date.UTC(2025, 9, 1));
+  const feed = await encodeFeed(calendar(marker), Date.UTC(2025, 9, 1));
   await (announce ? ctx.feeds : silentStore).write(ctx.redis.multi(), SOURCE, feed).exec();
   return feed.etag;
 }
@@ -113,7 +113,7 @@ describe('FeedCache', () => {
   it('keeps within its byte budget, evicting the least recently served feed', async () => {
     const sizes = new Map<string, number>();
     for (const source of ['group:1', 'group:2', 'group:3']) {
-      const feed = encodeFeed(calendar(`feed of ${source}`), Date.UTC(2025, 9, 1));
+      const feed = await encodeFeed(calendar(`feed of ${source}`), Date.UTC(2025, 9, 1));
       await ctx.feeds.write(ctx.redis.multi(), source, feed).exec();
       sizes.set(source, feed.body.length + feed.gzip.length + feed.brotli.length);
     }

@@ -48,7 +48,7 @@ export async function storeFeed(
   ics: string,
   options: { lastModified?: number; staleSince?: number; announce?: boolean } = {},
 ): Promise<StoredFeed> {
-  const feed = encodeFeed(ics, options.lastModified ?? Date.UTC(2025, 9, 1, 12, 0, 0), options.staleSince);
+  const feed = await encodeFeed(ics, options.lastModified ?? Date.UTC(2025, 9, 1, 12, 0, 0), options.staleSince);
   // Unannounced (as if the announcement were lost): nothing then drops a copy the API cached meanwhile.
   const store =
     options.announce === false
@@ -104,7 +104,7 @@ export async function storeTimetable(
     occurrences: {},
     tombstones: [],
   };
-  const feed = encodeFeed(
+  const feed = await encodeFeed(
     renderVariant(snapshot, published, ctx.config, {}, options.staleSince),
     stamp,
     options.staleSince,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { encodeFeed } from '../../src/feeds/feed-store.ts';
+import { encodeFeed, type StoredFeed } from '../../src/feeds/feed-store.ts';
 import { HttpError } from '../../src/http/errors.ts';
 import { chooseEncoding, codingEtag, isNotModified, noneMatchHits } from '../../src/http/negotiate.ts';
 import { parseSubscriberQuery } from '../../src/http/subscriber-query.ts';
@@ -134,8 +134,8 @@ describe('VariantCache', () => {
   });
 
   it('keeps within its byte budget and forgets a failed render', async () => {
-    const size = (feed: ReturnType<typeof variant>) => feed.body.length + feed.gzip.length + feed.brotli.length;
-    const budget = size(variant('x')) * 2 + 10;
+    const size = (feed: StoredFeed) => feed.body.length + feed.gzip.length + feed.brotli.length;
+    const budget = size(await variant('x')) * 2 + 10;
     const cache = new VariantCache({ maxBytes: budget });
     for (const key of ['x', 'y', 'z']) await cache.get(key, async () => variant(key));
     expect(cache.size).toBe(2);

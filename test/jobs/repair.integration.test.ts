@@ -39,7 +39,7 @@ describe('the stored feed is repaired when it disagrees with the registry', () =
     const feed = await pipeline.ctx.feeds.get(source);
     if (!feed) throw new Error('no feed');
     await pipeline.ctx.feeds
-      .write(pipeline.ctx.redis.multi(), source, encodeFeed(feed.body.toString(), pipeline.clock.now, 123_000))
+      .write(pipeline.ctx.redis.multi(), source, await encodeFeed(feed.body.toString(), pipeline.clock.now, 123_000))
       .exec();
     expect(outcome(await pipeline.refresh(source))).toBe('published');
     expect((await pipeline.ctx.feeds.get(source))?.staleSince).toBeUndefined();
@@ -50,15 +50,15 @@ describe('the stored feed is repaired when it disagrees with the registry', () =
     await pipeline.refresh(source);
     const feed = await pipeline.ctx.feeds.get(source);
     if (!feed) throw new Error('no feed');
-    const newer = encodeFeed(`${feed.body.toString()}\r\n`, pipeline.clock.now);
+    const newer = await encodeFeed(`${feed.body.toString()}\r\n`, pipeline.clock.now);
     await pipeline.ctx.feeds.write(pipeline.ctx.redis.multi(), source, newer).exec();
     expect(
-      await pipeline.ctx.feeds.replaceIf(source, feed.etag, encodeFeed('old and stale', pipeline.clock.now, 1)),
+      await pipeline.ctx.feeds.replaceIf(source, feed.etag, await encodeFeed('old and stale', pipeline.clock.now, 1)),
     ).toBe(false);
     expect((await pipeline.ctx.feeds.get(source))?.etag).toBe(newer.etag);
-    expect(await pipeline.ctx.feeds.replaceIf(source, newer.etag, encodeFeed('replaced', pipeline.clock.now, 1))).toBe(
-      true,
-    );
+    expect(
+      await pipeline.ctx.feeds.replaceIf(source, newer.etag, await encodeFeed('replaced', pipeline.clock.now, 1)),
+    ).toBe(true);
   });
 });
 
