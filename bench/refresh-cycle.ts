@@ -18,6 +18,9 @@
  *   reported, divides N fetches by only N/limit − 1 windows and reads about 5% high at 2,000 fetches; so does
  *   the whole cycle's rate (resync request → last job end). The most fetches within any sliding second
  *   shows the bursts the upstream sees (up to ~1.4× the limit, from two adjacent windows).
+ * - worker CPU per job, of the workers' main threads (their event loops, where BullMQ starts jobs: busy, they
+ *   start the next rate-limited jobs late) and of all their threads (the thread pool compresses): unlike the
+ *   rates, these hardly depend on what else the machine runs.
  * Cycle 1 publishes every feed (expansion, rendering, gzip and brotli: CPU-heavy on 2 cores); cycle 2 is the
  * steady state (nothing changed upstream). Both must give 1.00 requests per source; the rate target applies
  * to the steady state, and cycle 1 is reported beside it.
@@ -112,6 +115,7 @@ async function measure(cleanup: Cleanup, options: RefreshCycleOptions): Promise<
         limit: RATE_LIMIT,
         subscriberRate: SUBSCRIBER_RATE,
         label: `cycle ${n}`,
+        workerPids: workers.map((worker) => worker.pid),
       })
     ).figures;
   const first = await cycle(1);

@@ -87,17 +87,40 @@ async function ourTicks(): Promise<number> {
   return [...ours].reduce((sum, pid) => sum + (stats.get(pid)?.ticks ?? 0), 0);
 }
 
+/** CPU-milliseconds some processes used: all their threads, and their main threads alone. */
+export interface ProcessCpu {
+  /** Every thread: the event loop, libuv's thread pool, V8's helpers. */
+  all: number;
+  /** The main thread, where a Node process runs its event loop. */
+  main: number;
+}
+
 /**
- * CPU-seconds used so far by these processes (utime + stime, every thread): the difference over a load run,
- * divided by the requests answered, is a server's CPU cost per request, which other work on the machine does
- * not change as much as it changes the request rate.
+ * The CPU time `pids` have used so far (NaN where /proc is missing). Per job, its main-thread part is how long
+ * a worker's event loop was busy: while it is, BullMQ starts no job, however much of the machine is idle.
+ */
+export async function processCpu(pids: readonly number[]): Promise<ProcessCpu> {
+  let all = 0;
+  let main = 0;
+  for (const pid of pids) {
+    all += await statTicks(`/proc/${pid}/stat`);
+    main += await statTicks(`/proc/${pid}/task/${pid}/stat`);
+  }
+  return { all: (all * 1000) / TICKS, main: (main * 1000) / TICKS };
+}
+
+/** utime + stime of one stat file (a process's, or one of its threads'). */
+async function statTicks(path: string): Promise<number> {
+  const text = await readFile(path, 'utf8').catch(() => '');
+  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  return fields.length < 15 ? Number.NaN : Number(fields[11]) + Number(fields[12]);
+}
+
+/**
+ * CPU-seconds used so far by these processes (every thread): the difference over a load run, divided by the
+ * requests answered, is a server's CPU cost per request, which other work on the machine does not change as
+ * much as it changes the request rate.
  */
 export async function processCpuSeconds(pids: readonly number[]): Promise<number> {
-  let ticks = 0;
-  for (const pid of pids) {
-    const text = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
-    const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
-    ticks += Number(fields[11] ?? Number.NaN) + Number(fields[12] ?? Number.NaN);
-  }
-  return ticks / TICKS;
+  return (await processCpu(pids)).all / 1000;
 }

@@ -7,7 +7,7 @@
 import type { Job } from 'bullmq';
 import type { RefreshJobData, RefreshJobResult } from '../../src/jobs/contract.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
-import { CpuMeter, processCpuSeconds } from './cpu.ts';
+import { CpuMeter, processCpu, processCpuSeconds } from './cpu.ts';
 import { cycleFigures, type UpstreamRequests } from './cycle-figures.ts';
 import { rawRequest, sleep } from './processes.ts';
 import { simulatorControl } from './soak-setup.ts';
@@ -30,6 +30,11 @@ export interface CycleOptions {
   label: string;
   /** Service processes whose CPU time the cycle reports, by name (e.g. `api` → its pid). */
   processes?: Record<string, number>;
+  /**
+   * The workers' pids: their CPU per job is reported, on the event-loop threads apart. While a worker's loop
+   * is busy BullMQ starts no job, however much of the machine is idle.
+   */
+  workerPids?: readonly number[];
 }
 
 /** The figures of one cycle, and the few the scale benchmark tabulates. */
@@ -55,6 +60,7 @@ export async function runCycle(options: CycleOptions): Promise<CycleResult> {
   await cpu.start();
   const processes = Object.entries(options.processes ?? {});
   const cpuBefore = await Promise.all(processes.map(([, pid]) => processCpuSeconds([pid])));
+  const workersBefore = await processCpu(options.workerPids ?? []);
   const requestedAt = Date.now();
   const answer = await rawRequest(`${options.apiUrl}/admin/resync`, {
     method: 'POST',
@@ -84,6 +90,8 @@ export async function runCycle(options: CycleOptions): Promise<CycleResult> {
   const seen = await subscribers.stop();
   const used = await cpu.stop();
   const cpuAfter = await Promise.all(processes.map(([, pid]) => processCpuSeconds([pid])));
+  const workersAfter = await processCpu(options.workerPids ?? []);
+  const perJob = (ms: number) => (ms / jobIds.length).toFixed(1);
   const cpuSeconds = Object.fromEntries(
     processes.map(([name], index) => [name, Number(((cpuAfter[index] ?? 0) - (cpuBefore[index] ?? 0)).toFixed(1))]),
   );
@@ -114,6 +122,11 @@ export async function runCycle(options: CycleOptions): Promise<CycleResult> {
       [`${label} feed request ms p99`]: Number(feedP99Ms.toFixed(1)),
       [`${label} requests of the hottest source`]: seen.maxPerSource,
       [`${label} CPU cores used by the benchmark's processes / by other processes`]: `${used.ours} / ${used.others}`,
+      ...(options.workerPids === undefined
+        ? {}
+        : {
+            [`${label} worker CPU ms per job: event-loop threads / all threads`]: `${perJob(workersAfter.main - workersBefore.main)} / ${perJob(workersAfter.all - workersBefore.all)}`,
+          }),
       ...(processes.length === 0
         ? {}
         : {

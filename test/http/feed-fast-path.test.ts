@@ -6,7 +6,7 @@ import { encodeFeed } from '../../src/feeds/feed-store.ts';
 import { FeedCounters } from '../../src/http/feed-counters.ts';
 import { FeedFastPath } from '../../src/http/feed-fast-path.ts';
 
-const FEED = encodeFeed('BEGIN:VCALENDAR\r\nEND:VCALENDAR\r\n', Date.UTC(2025, 9, 1));
+const FEED = await encodeFeed('BEGIN:VCALENDAR\r\nEND:VCALENDAR\r\n', Date.UTC(2025, 9, 1));
 
 function fastPath() {
   const cachedFeed = vi.fn(() => FEED);
