@@ -31,12 +31,23 @@ export function etagOf(body: Buffer): string {
 const gzipAsync = promisify(gzip);
 const brotliAsync = promisify(brotliCompress);
 
+/** The compression running now, or the last one: each next one starts once it has ended. */
+let lastCompression: Promise<unknown> = Promise.resolve();
+
 /**
  * The gzip and brotli encodings of a feed, compressed on libuv's thread pool: a worker's event loop stays free
  * meanwhile to start the next rate-limited fetches, which it would otherwise start late (a first refresh
- * cycle compresses every feed).
+ * cycle compresses every feed). One feed at a time per process: brotli sets up megabytes of encoder state
+ * per call, and a worker's 16 jobs compressing at once took 3 to 4 times the CPU of the same feeds one after
+ * another (page faults and allocator contention on the pool's threads).
  */
-export async function compressFeed(body: Buffer): Promise<{ gzip: Buffer; brotli: Buffer }> {
+export function compressFeed(body: Buffer): Promise<{ gzip: Buffer; brotli: Buffer }> {
+  const compressed = lastCompression.then(() => compressNow(body));
+  lastCompression = compressed.catch(() => undefined);
+  return compressed;
+}
+
+async function compressNow(body: Buffer): Promise<{ gzip: Buffer; brotli: Buffer }> {
   const [gzipped, brotli] = await Promise.all([
     gzipAsync(body, { level: 9 }),
     brotliAsync(body, {
