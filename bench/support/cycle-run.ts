@@ -55,7 +55,6 @@ export interface CycleResult {
 export async function runCycle(options: CycleOptions): Promise<CycleResult> {
   const { ctx, label } = options;
   await simulatorControl(options.simulatorUrl, 'DELETE', '/_sim/stats');
-  const before = await ctx.queues.refresh.getJobCounts('completed', 'failed');
   const cpu = new CpuMeter();
   await cpu.start();
   const processes = Object.entries(options.processes ?? {});
@@ -82,8 +81,7 @@ export async function runCycle(options: CycleOptions): Promise<CycleResult> {
     hotShare: 0.2,
     observe: (_status, ms) => latencies.push(ms),
   });
-  const finished = (before.completed ?? 0) + (before.failed ?? 0) + jobIds.length;
-  const drainedAt = await waitForDrain(ctx, finished, label).catch(async (error: unknown) => {
+  const drainedAt = await waitForDrain(ctx, jobIds, label).catch(async (error: unknown) => {
     await subscribers.stop();
     throw error;
   });
@@ -147,8 +145,13 @@ export function percentile(values: readonly number[], q: number): number {
 
 type RefreshJob = Job<RefreshJobData, RefreshJobResult>;
 
-/** Polls the refresh queue until nothing is waiting, delayed or running and `finished` jobs have ended. */
-async function waitForDrain(ctx: ServiceContext, finished: number, label: string): Promise<number> {
+/**
+ * Polls the refresh queue until nothing is waiting, delayed or running, and then until every job of the cycle
+ * has finished; answers when the last of them finished (its `finishedOn`). Counting finished jobs instead
+ * cannot work at scale: the queue keeps a bounded number of them (src/jobs/queues.ts), so at 20,000 sources
+ * the count stops short of two cycles' worth and never reaches the mark.
+ */
+async function waitForDrain(ctx: ServiceContext, ids: readonly string[], label: string): Promise<number> {
   const deadline = Date.now() + 1_800_000;
   for (;;) {
     const counts = await ctx.queues.refresh.getJobCounts(
@@ -157,17 +160,16 @@ async function waitForDrain(ctx: ServiceContext, finished: number, label: string
       'delayed',
       'prioritized',
       'waiting-children',
-      'completed',
-      'failed',
     );
-    const pending = ['waiting', 'active', 'delayed', 'prioritized', 'waiting-children'].reduce(
-      (sum, state) => sum + (counts[state] ?? 0),
-      0,
-    );
-    if (pending === 0 && (counts.completed ?? 0) + (counts.failed ?? 0) >= finished) return Date.now();
+    const pending = Object.values(counts).reduce((sum, count) => sum + count, 0);
+    if (pending === 0) {
+      const jobs = await readJobs(ctx, ids);
+      if (jobs.every((job) => job.finishedOn !== undefined))
+        return jobs.reduce((last, job) => Math.max(last, job.finishedOn ?? 0), 0);
+    }
     if (Date.now() > deadline)
       throw new Error(`${label}: the refresh queue did not drain within 30 minutes: ${JSON.stringify(counts)}`);
-    await sleep(100);
+    await sleep(pending === 0 ? 100 : 500);
   }
 }
 
