@@ -61,7 +61,11 @@ export async function buildApp(ctx: ServiceContext, options: AppOptions): Promis
   }) as unknown as FastifyInstance;
   // Set once the feed routes are registered; until then (and with it off) every request goes to fastify.
   let fastPath: FeedFastPath | undefined;
-  answerFirst(app.server, (request, response) => fastPath?.handle(request, response) === true);
+  answerFirst(
+    app.server,
+    (request, response) => fastPath?.handle(request, response) === true,
+    (error) => options.logger.error({ err: error }, 'feed fast path failed; the feed route answers instead'),
+  );
   applyConnectionLimits(app, ctx.config);
   addSecurityHeaders(app);
   const checkForwarding = forwardingCheck(ctx.config.trustProxy, options.logger);

@@ -38,8 +38,10 @@ interface CodedAnswer {
 /**
  * Accept-Encoding values remembered with the coding they choose (parsing one costs 2 to 4 % of a request):
  * clients send few distinct values, over and over. The first ones seen are kept; any others are parsed each time.
+ * Values longer than real clients send are never kept, so that junk cannot take the places.
  */
 const KNOWN_ACCEPTS = 64;
+const KNOWN_ACCEPT_MAX_LENGTH = 128;
 
 const GROUPS = '/feeds/groups/';
 const EMPLOYEES = '/feeds/employees/';
@@ -101,7 +103,8 @@ export class FeedFastPath {
     let coding = this.codings.get(accept);
     if (coding === undefined) {
       coding = chooseEncoding(accept);
-      if (this.codings.size < KNOWN_ACCEPTS) this.codings.set(accept, coding);
+      if (this.codings.size < KNOWN_ACCEPTS && (accept?.length ?? 0) <= KNOWN_ACCEPT_MAX_LENGTH)
+        this.codings.set(accept, coding);
     }
     return coding;
   }
@@ -146,14 +149,27 @@ function coded(feed: StoredFeed, encoding: FeedEncoding): CodedAnswer {
  * Puts `handler` in front of the framework's request handler on `server`: a request it does not answer goes on
  * to the framework. Call right after the app is built, while the framework's handler is the only listener, so
  * that listeners added later (connection-limits.ts) still see every request after both.
+ *
+ * The handler runs in the server's own listener, where nothing would catch what it throws: the process would
+ * die of it. So a throw is passed to `onError` and the request goes on to the framework, which answers it
+ * (its route meets the same fault and answers 500) — or, when the handler had already begun to answer, the
+ * connection is cut, since a half-sent answer cannot be taken back.
  */
-export function answerFirst(server: Server, handler: FastHandler): void {
+export function answerFirst(server: Server, handler: FastHandler, onError: (error: unknown) => void): void {
   const listeners = server.listeners('request');
   const framework = listeners[0] as ((request: IncomingMessage, response: ServerResponse) => void) | undefined;
   if (framework === undefined || listeners.length !== 1)
     throw new Error(`the fast path goes in front of the framework's one request listener; found ${listeners.length}`);
   server.removeListener('request', framework);
   server.on('request', (request: IncomingMessage, response: ServerResponse) => {
-    if (!handler(request, response)) framework.call(server, request, response);
+    let handled: boolean;
+    try {
+      handled = handler(request, response);
+    } catch (error) {
+      onError(error);
+      handled = response.headersSent;
+      if (handled) response.destroy();
+    }
+    if (!handled) framework.call(server, request, response);
   });
 }

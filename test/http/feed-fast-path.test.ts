@@ -1,10 +1,10 @@
 /** The feed fast path on its own: what it leaves to fastify before it even looks at the feed cache. */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { Counter, Registry } from 'prom-client';
 import { describe, expect, it, vi } from 'vitest';
 import { encodeFeed } from '../../src/feeds/feed-store.ts';
 import { FeedCounters } from '../../src/http/feed-counters.ts';
-import { FeedFastPath } from '../../src/http/feed-fast-path.ts';
+import { answerFirst, FeedFastPath } from '../../src/http/feed-fast-path.ts';
 
 const FEED = await encodeFeed('BEGIN:VCALENDAR\r\nEND:VCALENDAR\r\n', Date.UTC(2025, 9, 1));
 
@@ -54,5 +54,42 @@ describe('the feed fast path', () => {
       expect(response.writeHead).not.toHaveBeenCalled();
     }
     expect(cachedFeed).not.toHaveBeenCalled();
+  });
+});
+
+describe('answerFirst', () => {
+  /** A server whose framework listener records what reaches it, with the fast path in front of it. */
+  function serverWith(handler: (request: IncomingMessage, response: ServerResponse) => boolean) {
+    const framework = vi.fn();
+    const server = createServer(framework);
+    const onError = vi.fn();
+    answerFirst(server, handler, onError);
+    const emit = (headersSent: boolean) => {
+      const response = { headersSent, destroy: vi.fn() };
+      server.emit('request', {} as IncomingMessage, response as unknown as ServerResponse);
+      return response;
+    };
+    return { framework, onError, emit };
+  }
+
+  it('gives the framework a request the fast path failed on before answering, and reports the error', () => {
+    const fault = new Error('bad stored feed');
+    const { framework, onError, emit } = serverWith(() => {
+      throw fault;
+    });
+    const response = emit(false);
+    expect(onError).toHaveBeenCalledWith(fault);
+    expect(framework).toHaveBeenCalledTimes(1);
+    expect(response.destroy).not.toHaveBeenCalled();
+  });
+
+  it('cuts the connection when the fast path failed halfway through its answer', () => {
+    const { framework, onError, emit } = serverWith(() => {
+      throw new Error('after writeHead');
+    });
+    const response = emit(true);
+    expect(onError).toHaveBeenCalledTimes(1);
+    expect(response.destroy).toHaveBeenCalledTimes(1);
+    expect(framework).not.toHaveBeenCalled();
   });
 });
