@@ -82,8 +82,9 @@ export class ZoneOffsets {
     if (table === undefined) {
       if (tables.size >= MAX_TABLES) tables.delete(tables.keys().next().value as string);
       table = this.build(year);
-      tables.set(key, table);
-    }
+    } else tables.delete(key);
+    // Last used goes last: the map's first key is the least recently used, the one evicted.
+    tables.set(key, table);
     this.last = table;
     return table;
   }

@@ -112,9 +112,11 @@ export class ZonedTimes {
     const match = ISO_DATE.exec(date);
     const [year, month, day] = [Number(match?.[1]), Number(match?.[2]), Number(match?.[3])];
     // setUTCFullYear, unlike Date.UTC, keeps years below 100 as they are. It rolls 2025-02-30 over into March:
-    // a date that exists is one that does not roll.
+    // a date that exists is one that does not roll. Month 00 rolls back a whole month and keeps the day, so
+    // the month is checked on its own.
     const midnight = new Date(0).setUTCFullYear(year, month - 1, day);
-    if (match === null || month > 12 || new Date(midnight).getUTCDate() !== day) throw this.invalid(date, time);
+    if (match === null || month < 1 || month > 12 || new Date(midnight).getUTCDate() !== day)
+      throw this.invalid(date, time);
     return midnight;
   }
 
