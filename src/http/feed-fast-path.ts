@@ -11,7 +11,9 @@
  * registry's record of the request and the forwarding check. Everything else is left to fastify: a feed not
  * in memory (first requests, an outage's stale copies), a query (subscriber variants), personal feeds (their
  * token is looked up in Redis on every request, so that a revoked one stops at once), any other URL or method,
- * and every request once the app is closing (fastify answers those 503).
+ * and every request once the app's preClose hooks have run (fastify answers those 503). Between fastify's
+ * own mark of closing and those hooks, a cached feed may still be answered 200 here, without
+ * `Connection: close`: a correct answer, and the connection ends with the server.
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { StoredFeed } from '../feeds/feed-store.ts';
