@@ -8,7 +8,8 @@
  *   DELETE /_sim/entries/:id                               cancel a class → 204
  *   POST   /_sim/faults, GET /_sim/faults, DELETE /_sim/faults[/:id]
  *   GET    /_sim/dialect, PUT /_sim/dialect {"dialect": "standard" | "legacy" | "legacy-unlabelled"}   how answers are spelled
- *   GET    /_sim/stats, DELETE /_sim/stats, POST /_sim/reset
+ *   GET    /_sim/stats[?path=P&path=…], DELETE /_sim/stats   request counts per endpoint, and per path P asked for
+ *   POST   /_sim/reset
  */
 import type { IncomingMessage } from 'node:http';
 import { z } from 'zod';
@@ -97,7 +98,8 @@ async function setDialect(state: SimulatorState, req: IncomingMessage): Promise<
   return json(200, { dialect: state.dialect });
 }
 
-function listings(state: SimulatorState, path: string): Reply | undefined {
+function listings(state: SimulatorState, url: URL): Reply | undefined {
+  const path = url.pathname;
   const { store } = state;
   if (path === '/_sim/groups') {
     return json(200, {
@@ -125,7 +127,7 @@ function listings(state: SimulatorState, path: string): Reply | undefined {
       })),
     });
   }
-  if (path === '/_sim/stats') return json(200, state.stats.snapshot());
+  if (path === '/_sim/stats') return json(200, state.stats.snapshot(url.searchParams.getAll('path')));
   if (path === '/_sim/dialect') return json(200, { dialect: state.dialect });
   if (path === '/_sim/faults') {
     return json(200, {
@@ -144,8 +146,9 @@ const ACTIONS: Readonly<Record<string, (state: SimulatorState) => void>> = {
 };
 
 /** Answers a request under `/_sim` (never counted, never faulted). */
-export async function handleControl(state: SimulatorState, req: IncomingMessage, path: string): Promise<Reply> {
+export async function handleControl(state: SimulatorState, req: IncomingMessage, url: URL): Promise<Reply> {
   const method = req.method ?? 'GET';
+  const path = url.pathname;
   const entryMatch = /^\/_sim\/entries\/([^/]+)$/.exec(path);
   if (entryMatch?.[1] !== undefined) return entryRoute(state, req, entryMatch[1]);
   const faultMatch = /^\/_sim\/faults\/([^/]+)$/.exec(path);
@@ -161,6 +164,6 @@ export async function handleControl(state: SimulatorState, req: IncomingMessage,
     action(state);
     return noContent();
   }
-  const listing = method === 'GET' ? listings(state, path) : undefined;
+  const listing = method === 'GET' ? listings(state, url) : undefined;
   return listing ?? errorReply(404, `no control route ${route}`);
 }

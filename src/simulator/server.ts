@@ -101,7 +101,7 @@ async function serveApi(
   url: URL,
 ): Promise<string> {
   const { state } = ctx;
-  state.stats.count(route.endpoint);
+  state.stats.count(route.endpoint, url.pathname);
   const { delayMs, failure } = state.faults.decide(route.endpoint);
   if (delayMs > 0) await sleep(delayMs, undefined, { signal: ctx.closing });
   if (failure?.kind === 'timeout') return 'timeout (held)';
@@ -129,7 +129,7 @@ async function handle(ctx: Served, req: IncomingMessage, res: ServerResponse): P
   const path = url.pathname;
   let outcome: string;
   if (path === '/_sim' || path.startsWith('/_sim/')) {
-    const reply = await handleControl(ctx.state, req, path);
+    const reply = await handleControl(ctx.state, req, url);
     write(res, reply);
     outcome = String(reply.status);
   } else {

@@ -197,8 +197,21 @@ describe('simulator control endpoints', () => {
         byEndpoint: { groupSchedule: 2, employeeSchedule: 0, employeeSearch: 1, me: 1, mySchedule: 0, myPlan: 1 },
       },
     });
+    // Per path, for the paths asked for only: the same endpoint's other ids, queries and unasked paths apart.
+    await call(sim.url, `/groups/${first().id}/schedule?from=2025-09-01`);
+    const paths = [`/groups/${first().id}/schedule`, '/groups/999999/schedule', '/groups/1/schedule', '/nowhere'];
+    const query = paths.map((path) => `path=${encodeURIComponent(path)}`).join('&');
+    const perPath = await call<{ requests: { byPath: Record<string, number> } }>(sim.url, `/_sim/stats?${query}`);
+    expect(perPath.body.requests.byPath).toEqual({
+      [`/groups/${first().id}/schedule`]: 2,
+      '/groups/999999/schedule': 1,
+      '/groups/1/schedule': 0,
+      '/nowhere': 0,
+    });
     await call(sim.url, '/_sim/stats', { method: 'DELETE' });
     expect((await call<{ requests: { total: number } }>(sim.url, '/_sim/stats')).body.requests.total).toBe(0);
+    const zeroed = await call<{ requests: { byPath: Record<string, number> } }>(sim.url, `/_sim/stats?${query}`);
+    expect(Object.values(zeroed.body.requests.byPath)).toEqual([0, 0, 0, 0]);
   });
 
   it('reset regenerates the original data and clears faults and stats', async () => {

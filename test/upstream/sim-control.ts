@@ -46,12 +46,15 @@ export function simControl(url: string) {
     deleteEntry: (id: number) => control(url, 'DELETE', `/_sim/entries/${id}`),
     fault: (spec: FaultSpec) => control(url, 'POST', '/_sim/faults', spec),
     clearFaults: () => control(url, 'DELETE', '/_sim/faults'),
-    stats: async () =>
-      (
-        (await control(url, 'GET', '/_sim/stats')) as {
-          requests: { total: number; byEndpoint: Record<string, number> };
+    /** Request counts per endpoint, and `byPath` for each of `paths` (e.g. `/employees/7/schedule`) asked for. */
+    stats: async (...paths: string[]) => {
+      const query = paths.map((path) => `path=${encodeURIComponent(path)}`).join('&');
+      return (
+        (await control(url, 'GET', `/_sim/stats${query === '' ? '' : `?${query}`}`)) as {
+          requests: { total: number; byEndpoint: Record<string, number>; byPath?: Record<string, number> };
         }
-      ).requests,
+      ).requests;
+    },
     clearStats: () => control(url, 'DELETE', '/_sim/stats'),
     reset: () => control(url, 'POST', '/_sim/reset'),
     raw: async (path: string, init: RequestInit = {}) => {
