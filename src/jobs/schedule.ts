@@ -63,13 +63,15 @@ export async function reconcile(ctx: ServiceContext): Promise<ReconcileResult> {
     const deactivated = await deactivateIdle(ctx);
     const [desired, existing] = await Promise.all([desiredSchedulers(ctx), existingSchedulers(ctx)]);
     const result = { deactivated, created: 0, updated: 0, removed: 0, pushes: 0 };
-    const now = ctx.now();
+    // BullMQ fires ticks by the wall clock, not by the service's clock (tests set that to a fixed day): a start
+    // computed from a clock behind the wall clock is in the past, and the first tick would fire at once.
+    const wallNow = Date.now();
     for (const [id, { source, every }] of desired) {
       if (existing.has(id) && existing.get(id) === every) continue;
       // The first tick comes one interval from now: a new source was just fetched on demand.
       await ctx.queues.schedule.upsertJobScheduler(
         id,
-        { every, startDate: now + every },
+        { every, startDate: wallNow + every },
         { name: SCHEDULE_JOB.tick, data: { source }, opts: { removeOnComplete: true, removeOnFail: 100 } },
       );
       if (existing.has(id)) result.updated += 1;

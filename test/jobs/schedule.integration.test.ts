@@ -57,6 +57,16 @@ describe('the reconciler', () => {
     expect([...(await tickSchedulers()).keys()]).not.toContain(tickSchedulerId('group-2'));
   });
 
+  it("gives a new source its first tick one interval from now by the wall clock, whatever the service's clock", async () => {
+    // BullMQ runs schedulers by the wall clock; this service's clock is set to a day long past.
+    expect(clock.now).toBeLessThan(Date.now());
+    const before = Date.now();
+    await ctx.registry.activate('group:8', clock.now);
+    await reconcile(ctx);
+    const scheduler = await ctx.queues.schedule.getJobScheduler(tickSchedulerId('group-8'));
+    expect(scheduler?.next).toBeGreaterThanOrEqual(before + intervalFor('group:8', 1_800_000));
+  });
+
   it('deactivates sources nobody requested for INACTIVE_AFTER, unless something pushes from them', async () => {
     await ctx.registry.activate('group:1', clock.now);
     await ctx.registry.activate('group:2', clock.now);
