@@ -6,7 +6,7 @@
  * (docs/redis.md#upgrading-the-stored-format). Run it when the stored format is about to change, before the
  * change, on the commit that writes the old format:
  *
- *     node scripts/upgrade-fixture.ts    # writes test/fixtures/upgrade/redis-<short commit>.json.gz
+ *     npx node scripts/upgrade-fixture.ts    # writes test/fixtures/upgrade/redis-<short commit>.json.gz
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
