@@ -3,6 +3,7 @@
  * has no value is `null`, never missing; secrets are never part of a view.
  */
 import type { ChangeRecord } from '../feeds/publication-diff.ts';
+import { unlistedCounts } from '../sources/change-bounds.ts';
 import type { SourceState } from '../sources/registry.ts';
 import type { Subscription } from '../subscriptions/subscription-store.ts';
 
@@ -34,9 +35,12 @@ export function sourceView(state: SourceState): Record<string, unknown> {
   };
 }
 
-/** A change record of a source's log. */
+/**
+ * A change record of a source's log, with how many occurrences of each kind it counts but does not list: a
+ * record's lists are shortened to fit its bytes ("and N more").
+ */
 export function changeView(change: ChangeRecord): Record<string, unknown> {
-  return { ...change, at: iso(change.at) };
+  return { ...change, at: iso(change.at), unlisted: unlistedCounts(change) };
 }
 
 /** A personal subscription joined with its source's refresh state. */

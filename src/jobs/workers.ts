@@ -6,6 +6,7 @@ import { connectRedis } from '../lib/redis-connection.ts';
 import { redisFailure } from '../lib/redis-failure.ts';
 import type { RedisTarget } from '../lib/redis-target.ts';
 import type { ServiceContext } from '../runtime/context.ts';
+import { packLegacyState } from '../sources/state-packing.ts';
 import { QUEUE } from './contract.ts';
 import { beat, forgetWorker } from './heartbeats.ts';
 import { pushProcessor } from './push.ts';
@@ -53,6 +54,7 @@ export async function startWorkers(
   const id = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   // Before any job runs: a publication must never infer term starts from an empty or partial count.
   await seedTermCounts(ctx);
+  await packStoredState(ctx);
   const connection = connectRedis(redis, { name: 'worker', logger: ctx.logger, blocking: true });
   const base: Omit<WorkerOptions, 'concurrency'> = {
     connection,
@@ -120,4 +122,20 @@ export async function startWorkers(
       await connection.quit().catch(() => connection.disconnect());
     },
   };
+}
+
+/**
+ * Packs the state an earlier release stored as plain JSON (once per deployment). Both forms are read, so a
+ * failure does not stop the worker: the next one to start tries again.
+ */
+async function packStoredState(ctx: ServiceContext): Promise<void> {
+  try {
+    const values = await packLegacyState(ctx.redis, ctx.keys);
+    if (values > 0) ctx.logger.info({ values }, 'state stored as plain JSON by an earlier release packed');
+  } catch (error) {
+    ctx.logger.warn(
+      { err: error },
+      'could not pack the state stored by an earlier release; the next start tries again',
+    );
+  }
 }

@@ -52,3 +52,8 @@ export class RateLimitedError extends Error {
     this.retryAfterMs = retryAfterMs;
   }
 }
+
+/** A packed value of a format version this release does not know (written by a newer one, see packed-json.ts). */
+export class PackedFormatError extends Error {
+  override name = 'PackedFormatError';
+}

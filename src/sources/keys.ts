@@ -15,9 +15,9 @@ export interface RedisKeys {
   readonly knownSources: string;
   /** SET: sources whose feed is currently marked stale. */
   readonly staleSources: string;
-  /** STRING: the last good fetch, normalised, as JSON. */
+  /** STRING: the last good fetch, normalised, packed (compressed JSON, lib/packed-json.ts). */
   snapshot(key: SourceKey): string;
-  /** STRING: what the feed last published (digests, sequences, cancelled occurrences), as JSON. */
+  /** STRING: what the feed last published (digests, sequences, cancelled occurrences), packed. */
   published(key: SourceKey): string;
   /**
    * SET: every subgroup (`s:<n>`) and kind (`k:<kind>`, lower-cased) the source's timetable has had; a feed
@@ -26,9 +26,9 @@ export interface RedisKeys {
   optionValues(key: SourceKey): string;
   /** HASH: the rendered feed, its compressed forms and validators. */
   feed(key: SourceKey): string;
-  /** LIST: the newest changes first, at most 20. */
+  /** LIST: the newest changes first, at most 20, each packed in at most 1.5 KB (change-bounds.ts). */
   changes(key: SourceKey): string;
-  /** STRING: a personal source's study plan as JSON: the last good one, and how its last fetch went. */
+  /** STRING: a personal source's study plan, packed: the last good one, and how its last fetch went. */
   studyPlan(key: SourceKey): string;
   /** STRING with a TTL: the upstream said this source does not exist. */
   missing(key: SourceKey): string;
@@ -42,6 +42,8 @@ export interface RedisKeys {
   subscriptionOwner(owner: string): string;
   /** STRING: set once the subscriptions made before owners were indexed have been indexed. */
   readonly subscriptionOwnersIndexed: string;
+  /** STRING: set once the state stored as plain JSON by earlier releases has been packed (state-packing.ts). */
+  readonly statePacked: string;
   /** STRING: a counter written before each wait for the disk; the wait is for this write (redis-durability.ts). */
   readonly durabilityMarker: string;
   /** SET: sources whose last publication changed something and whose push jobs are not queued yet. */
@@ -117,6 +119,7 @@ export function redisKeys(prefix: string): RedisKeys {
     subscriptionTokens: (id) => `${prefix}:subscription-tokens:${id}`,
     subscriptionOwner: (owner) => `${prefix}:subscription-owner:${owner}`,
     subscriptionOwnersIndexed: `${prefix}:subscription-owners-indexed`,
+    statePacked: `${prefix}:state-packed`,
     durabilityMarker: `${prefix}:durability`,
     pushOwed: `${prefix}:push-owed`,
     sourceTargets: (key) => `${prefix}:source-targets:${key}`,

@@ -1,9 +1,11 @@
 import { createHash } from 'node:crypto';
 import type { ChainableCommander } from 'ioredis';
 import type { ChangeRecord, PublishedState } from '../feeds/publication-diff.ts';
+import { packJson, unpackJson } from '../lib/packed-json.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import { type OptionValues, optionValuesOf } from '../timetable/event-text.ts';
 import type { EntryProblem, TimetableEntry } from '../timetable/types.ts';
+import { packChange } from './change-bounds.ts';
 import type { RedisKeys } from './keys.ts';
 import type { SourceKey } from './source.ts';
 
@@ -30,7 +32,10 @@ export function normaliseEntries(entries: readonly TimetableEntry[]): { entries:
   return { entries: keyed.map(({ entry }) => entry), hash: digest.digest('base64url').slice(0, 22) };
 }
 
-/** Snapshots, published states and change logs of sources, as JSON in Redis. */
+/**
+ * Snapshots, published states and change logs of sources in Redis, each value packed (compressed JSON,
+ * lib/packed-json.ts); values stored as plain JSON text by earlier releases are read as well.
+ */
 export class SnapshotStore {
   private readonly redis: RedisClient;
   private readonly keys: RedisKeys;
@@ -42,13 +47,13 @@ export class SnapshotStore {
 
   /** The snapshot and what was published from it, read together. */
   async load(source: SourceKey): Promise<{ snapshot: Snapshot | undefined; published: PublishedState | undefined }> {
-    const [snapshot, published] = await this.redis.mget(this.keys.snapshot(source), this.keys.published(source));
-    return { snapshot: parse<Snapshot>(snapshot), published: parse<PublishedState>(published) };
+    const [snapshot, published] = await this.redis.mgetBuffer(this.keys.snapshot(source), this.keys.published(source));
+    return { snapshot: unpack<Snapshot>(snapshot), published: unpack<PublishedState>(published) };
   }
 
   /** The last good fetch of a source. */
   async snapshot(source: SourceKey): Promise<Snapshot | undefined> {
-    return parse<Snapshot>(await this.redis.get(this.keys.snapshot(source)));
+    return unpack<Snapshot>(await this.redis.getBuffer(this.keys.snapshot(source)));
   }
 
   /**
@@ -56,7 +61,7 @@ export class SnapshotStore {
    * a subscribed URL with `?subgroup=2` or `?exclude=лекция` must stay valid through holidays and exams.
    */
   writeSnapshot(multi: ChainableCommander, source: SourceKey, snapshot: Snapshot): ChainableCommander {
-    multi.set(this.keys.snapshot(source), JSON.stringify(snapshot));
+    multi.set(this.keys.snapshot(source), packJson(snapshot));
     const { subgroups, kinds } = optionValuesOf(snapshot.entries);
     const members = [...subgroups.map((subgroup) => `s:${subgroup}`), ...kinds.map((kind) => `k:${kind}`)];
     return members.length === 0 ? multi : multi.sadd(this.keys.optionValues(source), ...members);
@@ -75,13 +80,16 @@ export class SnapshotStore {
 
   /** Queues the store of a published state on `multi`. */
   writePublished(multi: ChainableCommander, source: SourceKey, published: PublishedState): ChainableCommander {
-    return multi.set(this.keys.published(source), JSON.stringify(published));
+    return multi.set(this.keys.published(source), packJson(published));
   }
 
-  /** Queues a change record on `multi`, keeping the newest {@link CHANGE_LOG_LENGTH}. */
+  /**
+   * Queues a change record on `multi`, keeping the newest {@link CHANGE_LOG_LENGTH}; its lists are shortened
+   * when it would take more than `CHANGE_RECORD_BYTES` (change-bounds.ts).
+   */
   appendChange(multi: ChainableCommander, source: SourceKey, change: ChangeRecord): ChainableCommander {
     const key = this.keys.changes(source);
-    return multi.lpush(key, JSON.stringify(change)).ltrim(key, 0, CHANGE_LOG_LENGTH - 1);
+    return multi.lpush(key, packChange(change)).ltrim(key, 0, CHANGE_LOG_LENGTH - 1);
   }
 
   /**
@@ -105,11 +113,11 @@ export class SnapshotStore {
 
   /** The newest changes first. */
   async changes(source: SourceKey): Promise<ChangeRecord[]> {
-    const items = await this.redis.lrange(this.keys.changes(source), 0, CHANGE_LOG_LENGTH - 1);
-    return items.map((item) => JSON.parse(item) as ChangeRecord);
+    const items = await this.redis.lrangeBuffer(this.keys.changes(source), 0, CHANGE_LOG_LENGTH - 1);
+    return items.map((item) => unpackJson<ChangeRecord>(item));
   }
 }
 
-function parse<T>(text: string | null | undefined): T | undefined {
-  return text === null || text === undefined ? undefined : (JSON.parse(text) as T);
+function unpack<T>(bytes: Buffer | null | undefined): T | undefined {
+  return bytes === null || bytes === undefined ? undefined : unpackJson<T>(bytes);
 }

@@ -1,8 +1,10 @@
 /**
- * The study plans of personal sources in Redis: one compact JSON string per source (`study-plan:<source>`) with
- * the last plan fetched successfully and how the last fetch went. The source's removal deletes it (registry).
+ * The study plans of personal sources in Redis: one packed value (compressed JSON, lib/packed-json.ts) per source
+ * (`study-plan:<source>`) with the last plan fetched successfully and how the last fetch went; a plain JSON text
+ * stored by earlier releases is read as well. The source's removal deletes it (registry).
  */
 
+import { packJson, unpackJson } from '../lib/packed-json.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { PlanNote } from '../timetable/study-plan.ts';
 import type { PlanSubject } from '../upstream/directory-schema.ts';
@@ -59,8 +61,8 @@ export class StudyPlanStore {
 
   /** The stored plan of `source`, or undefined when none was ever tried. */
   async load(source: SourceKey): Promise<StoredStudyPlan | undefined> {
-    const text = await this.#redis.get(this.#keys.studyPlan(source));
-    return text === null ? undefined : (JSON.parse(text) as StoredStudyPlan);
+    const bytes = await this.#redis.getBuffer(this.#keys.studyPlan(source));
+    return bytes === null ? undefined : unpackJson<StoredStudyPlan>(bytes);
   }
 
   /** Stores a plan fetched at `now`. */
@@ -71,7 +73,7 @@ export class StudyPlanStore {
       failure: null,
       subjects: subjects.map(planNoteOf),
     };
-    await this.#redis.set(this.#keys.studyPlan(source), JSON.stringify(plan));
+    await this.#redis.set(this.#keys.studyPlan(source), packJson(plan));
     return plan;
   }
 
@@ -83,6 +85,6 @@ export class StudyPlanStore {
       failure,
       subjects: previous?.subjects ?? [],
     };
-    await this.#redis.set(this.#keys.studyPlan(source), JSON.stringify(plan));
+    await this.#redis.set(this.#keys.studyPlan(source), packJson(plan));
   }
 }

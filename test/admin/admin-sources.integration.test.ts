@@ -124,14 +124,15 @@ describe('admin source table and change log', () => {
     await ctx.snapshots.appendChange(ctx.redis.multi(), 'group:4242', older).exec();
     await ctx.snapshots.appendChange(ctx.redis.multi(), 'group:4242', newer).exec();
 
+    const none = { added: 0, removed: 0, moved: 0, changed: 0 };
     for (const path of ['group%3A4242', 'group:4242']) {
       const response = await get(`/admin/sources/${path}/changes`);
       expect(response.statusCode).toBe(200);
       expect(response.json()).toEqual({
         source: 'group:4242',
         changes: [
-          { ...newer, at: '1970-01-01T00:00:02.000Z' },
-          { ...older, at: '1970-01-01T00:00:01.000Z' },
+          { ...newer, at: '1970-01-01T00:00:02.000Z', unlisted: none },
+          { ...older, at: '1970-01-01T00:00:01.000Z', unlisted: none },
         ],
       });
     }

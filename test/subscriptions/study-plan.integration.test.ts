@@ -12,6 +12,7 @@ import { PLAN_MAX_AGE_MS, PLAN_RETRY_MS } from '../../src/jobs/fetch-plan.ts';
 import { startWorkers, type WorkerSet } from '../../src/jobs/workers.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { startSimulator } from '../../src/simulator/index.ts';
+import { StudyPlanStore } from '../../src/sources/study-plan-store.ts';
 import { studyPlanView } from '../../src/subscriptions/study-plan-view.ts';
 import { waitForJob } from '../jobs/helpers.ts';
 import { until } from '../support/poll.ts';
@@ -209,14 +210,18 @@ it('keeps the stored plan when the university answers an empty one, and tries ag
   const [user] = await sim.users();
   if (!user) throw new Error('the simulator has no users');
   const { id, source, feedPath } = await signUp(user.token);
-  const plans = () => ctx.redis.get(ctx.keys.studyPlan(source as never));
-  const before = JSON.parse((await plans()) ?? '{}') as { subjects: unknown[] };
+  const plans = async () => {
+    const plan = await new StudyPlanStore(ctx.redis, ctx.keys).load(source as never);
+    if (plan === undefined) throw new Error(`no study plan stored for ${source}`);
+    return plan;
+  };
+  const before = await plans();
   expect(before.subjects.length).toBeGreaterThan(0);
 
   vi.spyOn(ctx.upstream, 'myPlan').mockResolvedValueOnce([]);
   clock += PLAN_MAX_AGE_MS;
   await resync(id, source);
-  const kept = JSON.parse((await plans()) ?? '{}') as { subjects: unknown[]; failure: { kind: string } | null };
+  const kept = await plans();
   expect(kept.subjects).toEqual(before.subjects);
   expect(kept.failure?.kind).toBe('protocol');
   expect((await descriptions(feedPath)).some((text) => text.includes('По плану'))).toBe(true);
@@ -229,5 +234,5 @@ it('keeps the stored plan when the university answers an empty one, and tries ag
   // Retried on the failure schedule: the real plan comes back.
   clock += PLAN_RETRY_MS;
   await resync(id, source);
-  expect(JSON.parse((await plans()) ?? '{}')).toMatchObject({ failure: null, subjects: before.subjects });
+  expect(await plans()).toMatchObject({ failure: null, subjects: before.subjects });
 });
