@@ -16,6 +16,7 @@ import { enqueueRefresh } from '../jobs/queues.ts';
 import { RateLimitedError } from '../lib/errors.ts';
 import { retryAfterSeconds } from '../lib/retry-after.ts';
 import type { ServiceContext } from '../runtime/context.ts';
+import { unlistedCounts } from '../sources/change-bounds.ts';
 import { InvalidSourceError } from '../sources/errors.ts';
 import type { Snapshot } from '../sources/snapshot-store.ts';
 import { parseSource, type SourceKey, sourceKey } from '../sources/source.ts';
@@ -259,7 +260,8 @@ class TimetablePages {
     const chosen = await this.pageOptions(request.query, stored, context.saved);
     const now = this.ctx.now();
     const [changes, state] = await Promise.all([this.ctx.snapshots.changes(source), this.ctx.registry.get(source)]);
-    const moves = changes.filter((change) => change.at >= now - MOVES_SHOWN_MS).flatMap((change) => change.moved);
+    const recent = changes.filter((change) => change.at >= now - MOVES_SHOWN_MS);
+    const moves = recent.flatMap((change) => change.moved);
     const weeks = timetableWeeks({
       snapshot,
       published,
@@ -278,6 +280,7 @@ class TimetablePages {
       timezone: this.ctx.config.timezone,
       weeks,
       staleAsOf: state?.status === 'stale' ? (state.lastSuccess ?? snapshot.fetchedAt) : undefined,
+      unmarkedMoves: recent.reduce((sum, change) => sum + unlistedCounts(change).moved, 0),
       options: {
         action: context.base,
         previewPath: `${context.base}/preview`,

@@ -18,6 +18,7 @@ const words = messages({
     personal: 'Моё расписание',
     classes: 'Занятия',
     stale: 'Университет сейчас не отвечает, поэтому показано последнее полученное расписание: данные на',
+    unmarkedMoves: 'Переносов за две недели, не отмеченных здесь (журнал изменений сокращён):',
     loading: 'Расписание загружается из университета. Обновите страницу через несколько секунд.',
     needsCredential:
       'Университет больше не принимает ваш ключ доступа, поэтому расписание не обновляется. Войдите заново на главной странице.',
@@ -39,6 +40,7 @@ const words = messages({
     personal: 'My timetable',
     classes: 'Classes',
     stale: 'The university is not answering right now, so this is the last timetable received: data as of',
+    unmarkedMoves: 'Moves of the last two weeks not marked here (the change log was shortened):',
     loading: 'The timetable is being loaded from the university. Reload the page in a few seconds.',
     needsCredential:
       'The university no longer accepts your access key, so the timetable is not updated. Sign in again on the home page.',
@@ -79,6 +81,11 @@ export interface TimetablePageView {
   weeks: WeekView[] | undefined;
   /** When the last good data came, if the university failed since. */
   staleAsOf?: number | undefined;
+  /**
+   * How many moves of the last two weeks the classes cannot be marked with: change records list fewer
+   * occurrences than they count when a change was too large for their bytes (sources/change-bounds.ts).
+   */
+  unmarkedMoves?: number | undefined;
   needsCredential?: boolean;
   options: Omit<OptionsFormView, 'lang'> | undefined;
   subscribe: Omit<SubscribeView, 'lang'>;
@@ -103,7 +110,7 @@ export function timetablePage(view: TimetablePageView): Html {
   const classes =
     view.weeks === undefined
       ? html`<p class="notice" data-loading>${w.loading}</p>`
-      : weekSections(view.weeks, view.lang, PEOPLE[view.kind]);
+      : html`!${weekSections(view.weeks, view.lang, PEOPLE[view.kind])}!${unmarked(view, w.unmarkedMoves)}`;
   const body = html`<p class="kind-label muted">${w[view.kind]}</p>
 <h1>${view.name}</h1>
 !${view.lead ?? ''}!${notes}
@@ -116,6 +123,12 @@ export function timetablePage(view: TimetablePageView): Html {
 </div>
 !${view.extra ?? ''}`;
   return page({ lang: view.lang, url: view.url, title: view.name, body, private: view.private ?? false });
+}
+
+/** The note that some moves are not marked ("and N more"); empty when every one is. */
+function unmarked(view: TimetablePageView, words: string): Html {
+  const count = view.unmarkedMoves ?? 0;
+  return count === 0 ? '' : html`<p class="muted" data-unmarked-moves>${words} ${count}.</p>`;
 }
 
 /** The search box of the pages shown instead of a timetable. */

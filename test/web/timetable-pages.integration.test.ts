@@ -122,6 +122,30 @@ describe('a group page', () => {
     expect(body).toMatch(/data-stale>[^<]*данные на 5 сентября 2025 г\.,? (в )?10:00/);
   });
 
+  it('says how many recent moves it cannot mark when a change record lists fewer than it counts', async () => {
+    await storeTimetable(test.ctx, 'group:44', undefined, { stamp: Date.UTC(2025, 8, 5, 7, 0) });
+    expect((await get('/timetables/groups/44')).body).not.toContain('data-unmarked-moves');
+    const brief = { uid: 'u1', date: '2025-09-09', begin: '10:10', end: '11:40', summary: 'Алгебра', location: '305' };
+    const moved = { before: brief, after: { ...brief, date: '2025-09-16' } };
+    const record = (at: number, count: number) => ({
+      at,
+      counts: { added: 0, removed: 0, moved: count, changed: 0 },
+      added: [],
+      removed: [],
+      moved: [moved],
+      changed: [],
+    });
+    // A record older than two weeks is not counted; the recent ones list one move of 40 and of 3.
+    for (const change of [record(NOW - 20 * 86_400_000, 9), record(NOW - 86_400_000, 40), record(NOW, 3)])
+      await test.ctx.snapshots.appendChange(test.ctx.redis.multi(), 'group:44', change).exec();
+    expect((await get('/timetables/groups/44')).body).toMatch(
+      /data-unmarked-moves>Переносов за две недели, не отмеченных здесь \(журнал изменений сокращён\): 41\./,
+    );
+    expect((await get('/timetables/groups/44?lang=en')).body).toContain(
+      'not marked here (the change log was shortened): 41.',
+    );
+  });
+
   it('answers English when asked', async () => {
     const body = (await get('/timetables/groups/42?lang=en')).body;
     expect(body).toContain('This week');
