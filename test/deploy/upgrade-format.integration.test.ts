@@ -153,8 +153,10 @@ describe.for(files.map((file) => [basename(file), file] as const))('upgrading th
   });
 
   it('reads the change logs, the source table and the subscription as before', async () => {
+    // Answers may gain fields (contracts are extended, e.g. `unlisted` per change record); every field the old
+    // release answered must come back the same, hence toMatchObject for the change logs.
     for (const [source, changes] of Object.entries(fixture.answers.changes))
-      expect(await adminGet(`/admin/sources/${source}/changes`), source).toEqual(changes);
+      expect(await adminGet(`/admin/sources/${source}/changes`), source).toMatchObject(changes as object);
     expect(await adminGet('/admin/sources')).toEqual(fixture.answers.sources);
     const { subscriptionId, feedToken } = fixture.personal;
     const subscription = await app.inject({
@@ -183,7 +185,9 @@ describe.for(files.map((file) => [basename(file), file] as const))('upgrading th
       const before = fixture.answers.feeds[source];
       if (!before) throw new Error(`no answer recorded for ${source}`);
       await expectServedAsBefore(before);
-      expect(await adminGet(`/admin/sources/${source}/changes`)).toEqual(fixture.answers.changes[source]);
+      expect(await adminGet(`/admin/sources/${source}/changes`)).toMatchObject(
+        fixture.answers.changes[source] as object,
+      );
     }
     // The stale feed's refresh succeeds now: the same events, no longer marked stale, no change recorded.
     expect((await resync({ source: stale })).state).toBe('completed');
@@ -194,7 +198,7 @@ describe.for(files.map((file) => [basename(file), file] as const))('upgrading th
     );
     expect(recovered.answer.stale).toBeUndefined();
     expect(readEvents(recovered.body.toString('utf8'))).toEqual(staleEvents);
-    expect(await adminGet(`/admin/sources/${stale}/changes`)).toEqual(fixture.answers.changes[stale]);
+    expect(await adminGet(`/admin/sources/${stale}/changes`)).toMatchObject(fixture.answers.changes[stale] as object);
     expect(await ctx.redis.scard(ctx.keys.pushOwed)).toBe(0);
     expect(await queuedPushes()).toEqual([]);
   });
@@ -241,7 +245,7 @@ describe.for(files.map((file) => [basename(file), file] as const))('upgrading th
     }
     const log = await adminGet<{ changes: { counts: Record<string, number> }[] }>(`/admin/sources/${group}/changes`);
     const old = fixture.answers.changes[group] as { changes: unknown[] };
-    expect(log.changes.slice(1)).toEqual(old.changes.slice(0, log.changes.length - 1));
+    expect(log.changes.slice(1)).toMatchObject(old.changes.slice(0, log.changes.length - 1));
     expect(log.changes[0]?.counts).toEqual({ added: 0, removed: 0, moved: moved.size, changed: 0 });
     // The Google calendar is owed the change.
     expect(await until(queuedPushes, (reasons) => reasons.length > 0)).toEqual(['refresh']);
