@@ -37,7 +37,7 @@ export function sourceView(state: SourceState): Record<string, unknown> {
 
 /**
  * A change record of a source's log, with how many occurrences of each kind it counts but does not list: a
- * record's lists are shortened to fit its bytes ("and N more").
+ * record's lists hold at most 50 of each kind and are shortened to fit its bytes ("and N more").
  */
 export function changeView(change: ChangeRecord): Record<string, unknown> {
   return { ...change, at: iso(change.at), unlisted: unlistedCounts(change) };

@@ -9,7 +9,7 @@
  */
 import type { ChangeRecord } from '../feeds/publication-diff.ts';
 import { isPacked, packJson, unpackJson } from '../lib/packed-json.ts';
-import { withLock } from '../lib/redis-lock.ts';
+import { extendLock, lockOwner, releaseLock, tryLock } from '../lib/redis-lock.ts';
 import { scanKeys } from '../lib/redis-scan.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import { packChange } from './change-bounds.ts';
@@ -30,49 +30,96 @@ const REPLACE_ITEM =
 /** Keys read at a time. */
 const BATCH = 200;
 
-/** How long the packing may hold its lock: a process that died holding it delays the next one this long. */
-const LOCK_MS = 10 * 60_000;
+/** How long the packing holds its lock without renewing it: a process that died holding it delays the next one this long. */
+const LOCK_MS = 60_000;
 
-/**
- * Packs every value still in the old form, once per deployment (a marker key says it is done), one process at a
- * time. Resolves to the number of values rewritten (a change log's records counted one by one).
- */
-export async function packLegacyState(redis: RedisClient, keys: RedisKeys): Promise<number> {
-  if ((await redis.exists(keys.statePacked)) === 1) return 0;
-  return withLock(redis, keys.lock('state-packing'), LOCK_MS, async () => {
-    if ((await redis.exists(keys.statePacked)) === 1) return 0;
-    const every = '*' as SourceKey;
-    let rewritten = 0;
-    for (const pattern of [keys.snapshot(every), keys.published(every), keys.studyPlan(every)])
-      for await (const batch of scanKeys(redis, pattern, BATCH)) rewritten += await packStrings(redis, batch);
-    for await (const batch of scanKeys(redis, keys.changes(every), BATCH)) rewritten += await packLists(redis, batch);
-    await redis.set(keys.statePacked, '1');
-    return rewritten;
-  });
+/** What a packing run did. */
+export interface PackingResult {
+  /** Values rewritten in the packed form (a change log's records counted one by one). */
+  packed: number;
+  /** Keys whose values could not be read in either form (they are left as they are; the next start tries again). */
+  unreadable: string[];
+  /** False when another process holds the packing (or it was already done): nothing was looked at. */
+  ran: boolean;
 }
 
-async function packStrings(redis: RedisClient, batch: readonly string[]): Promise<number> {
+/**
+ * Packs every value still in the old form, once per Redis (a marker key says it is done), in one process at a
+ * time: a process that finds another packing returns at once instead of waiting, since both forms are read
+ * meanwhile. A value in neither form is left alone and reported; the marker is then not set, so that the next
+ * start looks again. `stopped` is asked between batches (a closing worker stops early, the marker not set).
+ */
+export async function packLegacyState(
+  redis: RedisClient,
+  keys: RedisKeys,
+  stopped: () => boolean = () => false,
+): Promise<PackingResult> {
+  const idle: PackingResult = { packed: 0, unreadable: [], ran: false };
+  if ((await redis.exists(keys.statePacked)) === 1) return idle;
+  const lock = keys.lock('state-packing');
+  const owner = lockOwner();
+  if (!(await tryLock(redis, lock, owner, LOCK_MS))) return idle;
+  try {
+    if ((await redis.exists(keys.statePacked)) === 1) return idle;
+    const every = '*' as SourceKey;
+    const result: PackingResult = { packed: 0, unreadable: [], ran: true };
+    const batches: [string, (batch: readonly string[], result: PackingResult) => Promise<void>][] = [
+      [keys.snapshot(every), (batch) => packStrings(redis, batch, result)],
+      [keys.published(every), (batch) => packStrings(redis, batch, result)],
+      [keys.studyPlan(every), (batch) => packStrings(redis, batch, result)],
+      [keys.changes(every), (batch) => packLists(redis, batch, result)],
+    ];
+    for (const [pattern, pack] of batches)
+      for await (const batch of scanKeys(redis, pattern, BATCH)) {
+        if (stopped()) return result;
+        await pack(batch, result);
+        if (!(await extendLock(redis, lock, owner, LOCK_MS))) return result;
+      }
+    if (result.unreadable.length === 0) await redis.set(keys.statePacked, '1');
+    return result;
+  } finally {
+    await releaseLock(redis, lock, owner);
+  }
+}
+
+/** The packed form of an old value, or undefined (and the key noted) when it is in neither form. */
+function repack(
+  key: string,
+  value: Buffer,
+  pack: (value: Buffer) => Buffer,
+  result: PackingResult,
+): Buffer | undefined {
+  try {
+    return pack(value);
+  } catch {
+    if (!result.unreadable.includes(key)) result.unreadable.push(key);
+    return undefined;
+  }
+}
+
+async function packStrings(redis: RedisClient, batch: readonly string[], result: PackingResult): Promise<void> {
   const values = await Promise.all(batch.map((key) => redis.getBuffer(key)));
   const replaced = await Promise.all(
     batch.map((key, index) => {
       const value = values[index];
       if (value === null || value === undefined || isPacked(value)) return 0;
-      return redis.eval(REPLACE_STRING, 1, key, value, packJson(unpackJson(value)));
+      const packed = repack(key, value, (text) => packJson(unpackJson(text)), result);
+      return packed === undefined ? 0 : redis.eval(REPLACE_STRING, 1, key, value, packed);
     }),
   );
-  return replaced.filter((result) => result === 1).length;
+  result.packed += replaced.filter((outcome) => outcome === 1).length;
 }
 
-async function packLists(redis: RedisClient, batch: readonly string[]): Promise<number> {
+async function packLists(redis: RedisClient, batch: readonly string[], result: PackingResult): Promise<void> {
   const lists = await Promise.all(batch.map((key) => redis.lrangeBuffer(key, 0, -1)));
   const replaced = await Promise.all(
     batch.flatMap((key, index) =>
-      (lists[index] ?? []).map((item, position) =>
-        isPacked(item)
-          ? 0
-          : redis.eval(REPLACE_ITEM, 1, key, position, item, packChange(unpackJson<ChangeRecord>(item))),
-      ),
+      (lists[index] ?? []).map((item, position) => {
+        if (isPacked(item)) return 0;
+        const packed = repack(key, item, (text) => packChange(unpackJson<ChangeRecord>(text)), result);
+        return packed === undefined ? 0 : redis.eval(REPLACE_ITEM, 1, key, position, item, packed);
+      }),
     ),
   );
-  return replaced.filter((result) => result === 1).length;
+  result.packed += replaced.filter((outcome) => outcome === 1).length;
 }

@@ -83,7 +83,8 @@ export interface TimetablePageView {
   staleAsOf?: number | undefined;
   /**
    * How many moves of the last two weeks the classes cannot be marked with: change records list fewer
-   * occurrences than they count when a change was too large for their bytes (sources/change-bounds.ts).
+   * occurrences than they count when a change was large (at most 50 of each kind, and fewer when the record
+   * would pass its bytes, sources/change-bounds.ts).
    */
   unmarkedMoves?: number | undefined;
   needsCredential?: boolean;

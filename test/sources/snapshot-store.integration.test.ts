@@ -198,7 +198,7 @@ describe('packing the state of an earlier release', () => {
       );
 
       // Per source: snapshot, published state and two change records; and the plan.
-      expect(await packLegacyState(fresh.redis, fresh.keys)).toBe(before.length * 4 + 1);
+      expect((await packLegacyState(fresh.redis, fresh.keys)).packed).toBe(before.length * 4 + 1);
       const after = await Promise.all(
         [...before, 'group:24' as SourceKey].map(async (source) => ({
           ...(await fresh.snapshots.load(source)),
@@ -222,8 +222,38 @@ describe('packing the state of an earlier release', () => {
 
       // Done once: a later start finds the marker and reads nothing.
       await storeAsBefore(fresh, 'group:25', [change(5, 5)]);
-      expect(await packLegacyState(fresh.redis, fresh.keys)).toBe(0);
+      expect(await packLegacyState(fresh.redis, fresh.keys)).toEqual({ packed: 0, unreadable: [], ran: false });
       expect(isPacked((await fresh.redis.getBuffer(fresh.keys.snapshot('group:25'))) ?? Buffer.from('{}'))).toBe(false);
+    } finally {
+      await closeFresh();
+    }
+  });
+
+  it('leaves a value in neither form alone, packs the rest, and looks again at the next start', async () => {
+    const { context: fresh, close: closeFresh } = await testContext();
+    try {
+      await storeAsBefore(fresh, 'group:31', [change(1, 1)]);
+      const broken = fresh.keys.snapshot('group:32');
+      await fresh.redis.set(broken, 'not JSON, not packed');
+
+      const first = await packLegacyState(fresh.redis, fresh.keys);
+      expect(first).toEqual({ packed: 3, unreadable: [broken], ran: true });
+      expect(await fresh.redis.get(broken)).toBe('not JSON, not packed');
+      expect(await fresh.redis.exists(fresh.keys.statePacked)).toBe(0);
+      // The next start looks again (and finds only the broken value left).
+      expect(await packLegacyState(fresh.redis, fresh.keys)).toEqual({ packed: 0, unreadable: [broken], ran: true });
+    } finally {
+      await closeFresh();
+    }
+  });
+
+  it('returns at once while another process holds the packing, rewriting nothing', async () => {
+    const { context: fresh, close: closeFresh } = await testContext();
+    try {
+      await storeAsBefore(fresh, 'group:41', [change(1, 1)]);
+      await fresh.redis.set(fresh.keys.lock('state-packing'), 'another process', 'PX', 60_000);
+      expect(await packLegacyState(fresh.redis, fresh.keys)).toEqual({ packed: 0, unreadable: [], ran: false });
+      expect(isPacked((await fresh.redis.getBuffer(fresh.keys.snapshot('group:41'))) ?? Buffer.from('{}'))).toBe(false);
     } finally {
       await closeFresh();
     }

@@ -68,7 +68,7 @@ it('keeps the digests and sequences of a Redis filled by the previous format, th
   // The publication packed its snapshot and state; the first change record is the one value left to pack. (The
   // workers packed this empty Redis when they started: as on an upgrade, the packing has not run yet.)
   await ctx.redis.del(ctx.keys.statePacked);
-  expect(await packLegacyState(ctx.redis, ctx.keys)).toBe(1);
+  expect((await packLegacyState(ctx.redis, ctx.keys)).packed).toBe(1);
   const items = await ctx.redis.lrangeBuffer(ctx.keys.changes(source), 0, -1);
   expect(items.map((item) => isPacked(item))).toEqual([true, true]);
   expect((await ctx.snapshots.changes(source))[1]).toEqual(first);
