@@ -79,7 +79,8 @@ function registerJobs(admin: FastifyInstance, ctx: ServiceContext): void {
     const { id } = request.params;
     if (!JOB_ID.test(id)) throw new HttpError(400, 'not a job id: use the id that POST /admin/resync answered');
     const job = await findJob(ctx, id);
-    if (job === undefined) throw new HttpError(404, `no job "${id}" (finished jobs are kept for a day)`);
+    if (job === undefined)
+      throw new HttpError(404, `no job "${id}" (completed jobs are kept an hour, failed ones a week)`);
     if ('note' in job) return job;
     return {
       ...job,

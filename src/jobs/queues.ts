@@ -49,20 +49,25 @@ export function createQueues(connection: RedisClient, keys: RedisKeys): Queues {
 }
 
 /**
- * How many finished jobs a queue keeps at most, besides their age limits. Redis runs `noeviction`: a flood of
- * failing requests must not fill it (a failed refresh holds about 2.8 KB). BullMQ trims the oldest beyond the
- * count whenever a job of the queue finishes, whichever job it is.
+ * What a queue keeps of its finished jobs, by count and by age. Redis runs `noeviction`, and a deployment's
+ * Redis is sized per source (docs/redis.md): what the queues keep must not grow with the sources, only with
+ * what an operator looks at. BullMQ trims the oldest beyond the count whenever a job of the queue finishes,
+ * whichever job it is, and drops those past the age then too.
  *
- * Completed refreshes: a job id answered to an admin must resolve for at least an hour while the queue runs
- * flat out. The refresh queue starts at most `UPSTREAM_RATE_LIMIT` jobs a second, 36,000 an hour at the
- * default 10/s, so 40,000 are kept: about 1 KB each (844 bytes measured for a job's hash, plus its entry in the
- * completed set), some 40 MB at most. A deployment raising the limit keeps them proportionally shorter
- * (13 minutes at 50/s). Failed refreshes are rarer (first requests for unknown ids leave none): 5,000, about
- * 14 MB; completed pushes, 10,000.
+ * Completed jobs are kept an hour, at most 10,000: long enough to look up a job id that `POST /admin/resync`
+ * or `resync` answered (17 minutes at least at the default 10 refreshes a second; `resync --wait` and the
+ * admin pages' progress read the queue's event stream, not the kept jobs). A completed refresh holds about
+ * 1.5 KB (its hash: data, options and outcome, plus its entry in the completed set), 15 MB at most, whatever
+ * the number of sources; the outcome it keeps is a few counts (`RefreshJobResult`), never the feed.
+ *
+ * Failed jobs are what an operator investigates, so they are kept longer: a week, at most 2,000, with the
+ * stack of their last attempt only (`FAILED_STACKS`): a university-wide outage fails every source alike, and
+ * 2,000 of them say no more than a handful. The source record keeps each source's own last failure anyway.
  */
-export const KEEP_COMPLETED_REFRESHES = 40_000;
-export const KEEP_COMPLETED = 10_000;
-export const KEEP_FAILED = 5_000;
+export const KEEP_COMPLETED = { age: 3600, count: 10_000 } as const;
+export const KEEP_FAILED = { age: 7 * 24 * 3600, count: 2_000 } as const;
+/** Stack traces a failed job keeps: its last attempt's (BullMQ keeps one per attempt by default). */
+export const FAILED_STACKS = 1;
 
 /**
  * Refresh priorities (BullMQ: 1 runs first; a job without one would run before every prioritized job, so every
@@ -90,8 +95,9 @@ export function refreshJobOptions(config: Pick<Config, 'refreshAttempts' | 'refr
   return {
     attempts: config.refreshAttempts,
     backoff: { type: 'exponential', delay: config.refreshBackoffMs, jitter: 0.5 },
-    removeOnComplete: { age: 24 * 3600, count: KEEP_COMPLETED_REFRESHES },
-    removeOnFail: { age: 7 * 24 * 3600, count: KEEP_FAILED },
+    removeOnComplete: { ...KEEP_COMPLETED },
+    removeOnFail: { ...KEEP_FAILED },
+    stackTraceLimit: FAILED_STACKS,
   };
 }
 
@@ -243,8 +249,9 @@ export function pushJobOptions(): JobsOptions {
   return {
     attempts: 8,
     backoff: { type: 'exponential', delay: 5_000, jitter: 0.5 },
-    removeOnComplete: { age: 24 * 3600, count: KEEP_COMPLETED },
-    removeOnFail: { age: 7 * 24 * 3600, count: KEEP_FAILED },
+    removeOnComplete: { ...KEEP_COMPLETED },
+    removeOnFail: { ...KEEP_FAILED },
+    stackTraceLimit: FAILED_STACKS,
   };
 }
 

@@ -2,13 +2,7 @@ import { type Job, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
 import { QUEUE, type RefreshJobData } from '../../src/jobs/contract.ts';
-import {
-  enqueueRefresh,
-  KEEP_COMPLETED_REFRESHES,
-  KEEP_FAILED,
-  REFRESH_PRIORITY,
-  RESYNC_ALL_PRIORITY,
-} from '../../src/jobs/queues.ts';
+import { enqueueRefresh, REFRESH_PRIORITY, RESYNC_ALL_PRIORITY } from '../../src/jobs/queues.ts';
 import { requestResync } from '../../src/jobs/resync.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { waitUntil } from '../support/poll.ts';
@@ -102,12 +96,36 @@ describe('refresh priorities', () => {
     expect(worker.order[0]).toBe('group:7');
   });
 
-  it('keeps finished refreshes by count as well as by age', async () => {
+  it('keeps finished refreshes an hour (completed) or a week (failed), by count too', async () => {
     const job = await ctx.queues.refresh.getJob(await enqueue('group:1', 'demand'));
-    expect(job?.opts.removeOnFail).toEqual({ age: 7 * 24 * 3600, count: KEEP_FAILED });
-    expect(job?.opts.removeOnComplete).toEqual({ age: 24 * 3600, count: KEEP_COMPLETED_REFRESHES });
-    // An id answered to an admin still resolves after an hour of refreshes at the full upstream rate.
-    expect(ctx.config.upstreamRateLimit).toBe(10);
-    expect(KEEP_COMPLETED_REFRESHES).toBeGreaterThanOrEqual(3600 * ctx.config.upstreamRateLimit);
+    // Bounded whatever the number of sources: about 15 MB of completed refreshes at most (docs/redis.md).
+    expect(job?.opts.removeOnComplete).toEqual({ age: 3600, count: 10_000 });
+    expect(job?.opts.removeOnFail).toEqual({ age: 7 * 24 * 3600, count: 2_000 });
+  });
+
+  it('keeps the stack of the last attempt only on a failed refresh', async () => {
+    const id = await enqueue('group:1', 'demand');
+    const connection = new Redis(inject('redisUrl'), { maxRetriesPerRequest: null });
+    let attempts = 0;
+    const worker = new Worker<RefreshJobData>(
+      QUEUE.refresh,
+      async () => {
+        attempts += 1;
+        throw new Error(`upstream down (attempt ${attempts})`);
+      },
+      { connection, prefix: ctx.keys.queuePrefix },
+    );
+    worker.on('error', () => {});
+    worker.on('failed', () => {});
+    stop = async () => {
+      await worker.close();
+      connection.disconnect();
+    };
+    await waitUntil(async () => (await ctx.queues.refresh.getJobState(id)) === 'failed', 'the refresh to fail');
+    const failed = await ctx.queues.refresh.getJob(id);
+    expect(failed?.attemptsMade).toBe(ctx.config.refreshAttempts);
+    expect(ctx.config.refreshAttempts).toBeGreaterThan(1);
+    expect(failed?.stacktrace).toHaveLength(1);
+    expect(failed?.stacktrace?.[0]).toContain(`attempt ${ctx.config.refreshAttempts}`);
   });
 });
