@@ -1,5 +1,6 @@
 /**
- * The university scale benchmark (`npm run bench -- scale [--sizes 2000,5000] [--quick] [--out PATH]`): how
+ * The university scale benchmark (`npm run bench -- scale [--sizes 2000,5000] [--quick] [--out PATH]
+ * [--feed-cache-mb 256]`): how
  * the cost of the service grows from 2,000 to 20,000 sources, in the proportions of a whole university
  * (1,500 groups, 3,500 teachers and 15,000 personal subscriptions at 20,000), at `UPSTREAM_RATE_LIMIT=100`.
  *
@@ -21,16 +22,23 @@
  *   time is compared with the physical floor, sources ÷ limit.
  * - During both cycles simulated subscribers request feeds at a constant 200/s whatever the size (a fifth on
  *   20 hot feeds), so that their p99 latency shows what the size alone does to serving.
- * - After cycle 2 every feed is requested once, so that the api has cached all it may: its RSS is bounded by
- *   the feed cache's byte budget (256 MiB, the default of src/http/feed-cache.ts, not configurable) plus a
- *   baseline. The stored feeds' bytes (body, gzip and brotli) say whether they all fit.
+ * - After cycle 2 every feed is requested once, so that the api has cached all it may: its RSS must stay within
+ *   the feed cache's byte budget plus a baseline, the idle api's RSS (issue 16). The budget is `FEED_CACHE_MB`,
+ *   passed explicitly in the api's environment (`--feed-cache-mb`, default the service's own default) and read
+ *   back from it for the verdict. The stored feeds' bytes (every field of their hashes, whichever the stored
+ *   format has) say whether they all fit.
  * - Redis commands: during the steady cycle (per source; subscribers' cache misses included) and over 20 s of an
  *   idle service after it (schedulers, heartbeats, polling).
  * - Redis `used_memory` (everything, the empty server's ~1 MiB included) and its breakdown by kind of key
  *   (`MEMORY USAGE` of every key: feeds, snapshots, published digests, change logs, source records, job
- *   schedulers, jobs kept, …), per source.
- * Output: a JSON line per step while it runs, then the summary; a CSV row per step and a PNG chart (cycle
- * time vs floor, Redis MiB and KB per source, api RSS, feed p99, each vs sources) at `--out` (default
+ *   schedulers, jobs kept, …), per source. Issue 16's goal is per source over the groups and teachers, all
+ *   state included: each key's bytes go to the kind of source it belongs to, and what no source owns (queue
+ *   structures, indexes, `used_memory` beyond the keys) is shared equally per source.
+ * - At the largest step only, the restart cost (support/restart-cost.ts): Redis's AOF written, Redis
+ *   restarted and timed until it has loaded it; then a fresh api (cold cache) serving 1,000 distinct feeds.
+ * Output: a JSON line per step while it runs, then the summary; a CSV row per step (the restart's columns
+ * filled at the largest) and a PNG chart (cycle time vs floor, Redis MiB and KB per source, api RSS against
+ * budget + baseline, feed p99, each vs sources; the restart cost in its subtitle) at `--out` (default
  * bench/.out/scale/<date>); and a growth verdict: a cost per source that rises more than 25 % from the
  * smallest to the largest size grows faster than linearly and is flagged.
  */
@@ -44,6 +52,7 @@ import { activateSource } from '../src/jobs/activation.ts';
 import { silentLogger } from '../src/logger.ts';
 import { openServiceContext } from '../src/runtime/service-context.ts';
 import type { RunningSimulator } from '../src/simulator/index.ts';
+import { type ApiMemoryVerdict, apiMemoryVerdict, feedCacheBudgetMiB } from './support/api-memory.ts';
 import { type Panel, writeChart } from './support/chart.ts';
 import { runCycle } from './support/cycle-run.ts';
 import { findingLine, type GrowthSeries, growthVerdict } from './support/growth-verdict.ts';
@@ -57,7 +66,15 @@ import {
   spawnRole,
   tempDir,
 } from './support/processes.ts';
-import { FEED_FORMS, KEY_KINDS, type KeyKind, redisBreakdown } from './support/redis-breakdown.ts';
+import { KEY_KINDS, type KeyKind, type PerSourceKB, perSourceKB, redisBreakdown } from './support/redis-breakdown.ts';
+import {
+  FIRST_FEEDS,
+  type FirstFeeds,
+  type RedisRestart,
+  restartRedisFromAof,
+  serveFirstFeeds,
+  spreadSample,
+} from './support/restart-cost.ts';
 import { DEFAULT_SIZES, type Population, parseSizes, population, QUICK_SIZES } from './support/scale-population.ts';
 import { signUpAll, simulatorSizes, stepSources } from './support/scale-setup.ts';
 import { metricSum, redisCommands, redisMemory, rssMiB, scrape } from './support/soak-probes.ts';
@@ -75,6 +92,8 @@ const MIB = 2 ** 20;
 const IDLE_SECONDS = 20;
 /** A kind of Redis key below this many KB per source is not flagged (2 % of the 25 KB per source aimed at). */
 const NEGLIGIBLE_KB_PER_SOURCE = 0.5;
+/** Issue 16's goal: Redis KB per source over the groups and teachers, all state included. */
+const REDIS_GOAL_KB = 25;
 
 /** What one step measured. */
 interface StepResult {
@@ -96,20 +115,42 @@ interface StepResult {
   cycleCommands: number;
   idleCommandsPerSecond: number;
   byKind: Record<KeyKind, { bytes: number; keys: number }>;
+  /** Redis memory per source over the groups and teachers, the personal subscriptions, and all sources. */
+  redisPerSource: PerSourceKB;
   feedMiB: number;
+  /** The api's feed cache budget (`FEED_CACHE_MB` of its environment). */
+  feedCacheMiB: number;
   apiIdleMiB: number;
   apiCachedMiB: number;
   apiHeapMiB: number;
   apiExternalMiB: number;
+  apiMemory: ApiMemoryVerdict;
+  /** Measured at the largest step only. */
+  restart: Restart | undefined;
   figures: Record<string, number | string>;
+}
+
+/** The restart cost (see `support/restart-cost.ts`). */
+interface Restart extends RedisRestart {
+  /** From spawning the fresh api until it listens. */
+  apiStartSeconds: number;
+  firstFeeds: FirstFeeds;
 }
 
 /** Runs the scale benchmark with the command line's flags (after the benchmark names). */
 export async function runScaleBenchmark(argv: readonly string[] = []): Promise<Record<string, number | string>> {
   const { values } = parseArgs({
     args: [...argv],
-    options: { sizes: { type: 'string' }, quick: { type: 'boolean', default: false }, out: { type: 'string' } },
+    options: {
+      sizes: { type: 'string' },
+      quick: { type: 'boolean', default: false },
+      out: { type: 'string' },
+      'feed-cache-mb': { type: 'string', default: String(DEFAULT_FEED_CACHE_BYTES / MIB) },
+    },
   });
+  const feedCacheMb = values['feed-cache-mb'];
+  // Refused before anything starts rather than at the first step.
+  feedCacheBudgetMiB({ FEED_CACHE_MB: feedCacheMb });
   const sizes = values.sizes !== undefined ? parseSizes(values.sizes) : values.quick ? QUICK_SIZES : DEFAULT_SIZES;
   const started = new Date();
   const outBase = resolve(values.out ?? join('bench/.out/scale', started.toISOString().slice(0, 16).replace(':', '-')));
@@ -120,7 +161,7 @@ export async function runScaleBenchmark(argv: readonly string[] = []): Promise<R
     const simulator = await privateSimulator(cleanup, simulatorSizes(steps[steps.length - 1] as Population));
     await simulatorControl(simulator.url, 'POST', '/_sim/faults', { kind: 'latency', latencyMs: LATENCY_MS });
     for (const step of steps) {
-      const result = await measureStep(simulator, step);
+      const result = await measureStep(simulator, step, { feedCacheMb, largest: step === steps[steps.length - 1] });
       results.push(result);
       process.stdout.write(`${JSON.stringify({ benchmark: 'scale', step: step.sources, ...result.figures })}\n`);
     }
@@ -131,7 +172,10 @@ export async function runScaleBenchmark(argv: readonly string[] = []): Promise<R
   await writeFile(`${outBase}.csv`, csv(results));
   await writeChart(`${outBase}.png`, {
     title: `timetable-sync at university scale: ${sizes.join(' / ')} sources, UPSTREAM_RATE_LIMIT=${RATE_LIMIT}`,
-    subtitle: `${started.toISOString().slice(0, 16)}Z · upstream latency ${LATENCY_MS} ms · groups : teachers : personal = 1,500 : 3,500 : 15,000 · 2 workers × ${WORKER_CONCURRENCY} · subscribers ${SUBSCRIBER_RATE} feed requests/s`,
+    subtitle: [
+      `${started.toISOString().slice(0, 16)}Z · upstream latency ${LATENCY_MS} ms · groups : teachers : personal = 1,500 : 3,500 : 15,000 · 2 workers × ${WORKER_CONCURRENCY} · subscribers ${SUBSCRIBER_RATE} feed requests/s · FEED_CACHE_MB=${feedCacheMb}`,
+      ...restartLine(results),
+    ],
     xTitle: 'sources',
     panels: panels(results).map((panel) => ({ ...panel, markers: true })),
     panelHeight: 130,
@@ -140,7 +184,7 @@ export async function runScaleBenchmark(argv: readonly string[] = []): Promise<R
   return {
     sizes: sizes.join(', '),
     'rate limit req/s': RATE_LIMIT,
-    'feed cache budget MiB': DEFAULT_FEED_CACHE_BYTES / MIB,
+    'feed cache budget MiB (FEED_CACHE_MB)': Number(feedCacheMb),
     ...Object.fromEntries(
       results.flatMap((result) =>
         Object.entries(result.figures).map(([name, value]) => [`${result.population.sources}: ${name}`, value]),
@@ -157,17 +201,28 @@ export async function runScaleBenchmark(argv: readonly string[] = []): Promise<R
   };
 }
 
+/** How a step runs: the api's feed cache budget, and whether it is the largest (which measures the restart). */
+interface StepOptions {
+  feedCacheMb: string;
+  largest: boolean;
+}
+
 /** One step from nothing: its own Redis, workers and api, stopped at the end. */
-async function measureStep(simulator: RunningSimulator, step: Population): Promise<StepResult> {
+async function measureStep(simulator: RunningSimulator, step: Population, options: StepOptions): Promise<StepResult> {
   const cleanup = new Cleanup();
   try {
-    return await measureStepIn(cleanup, simulator, step);
+    return await measureStepIn(cleanup, simulator, step, options);
   } finally {
     await cleanup.run();
   }
 }
 
-async function measureStepIn(cleanup: Cleanup, simulator: RunningSimulator, step: Population): Promise<StepResult> {
+async function measureStepIn(
+  cleanup: Cleanup,
+  simulator: RunningSimulator,
+  step: Population,
+  options: StepOptions,
+): Promise<StepResult> {
   const setupStarted = Date.now();
   const dir = await tempDir(cleanup, 'scale');
   const redisUrl = await privateRedis(cleanup, join(dir, 'redis'));
@@ -175,14 +230,23 @@ async function measureStepIn(cleanup: Cleanup, simulator: RunningSimulator, step
     ...serviceEnvironment(redisUrl, simulator.url),
     UPSTREAM_RATE_LIMIT: String(RATE_LIMIT),
     WORKER_CONCURRENCY: String(WORKER_CONCURRENCY),
+    // Passed explicitly, so that the budget the RSS is judged against is the one the api was given.
+    FEED_CACHE_MB: options.feedCacheMb,
   };
+  const feedCacheMiB = feedCacheBudgetMiB(env);
   const opened = openServiceContext({
     config: loadConfig({ ...env, PORT: '1', UPSTREAM_RATE_LIMIT: String(SETUP_RATE_LIMIT) }),
     logger: silentLogger(),
     redis: redisUrl,
     role: 'bench',
   });
-  cleanup.add('bench context', opened.close);
+  // Closed before a restart of Redis (its connections would wait for the server forever), else at cleanup.
+  let closing: Promise<void> | undefined;
+  const closeContext = () => {
+    closing ??= opened.close();
+    return closing;
+  };
+  cleanup.add('bench context', closeContext);
   const ctx = opened.context;
   const redisBaselineMiB = (await redisMemory(ctx.redis)).used;
   const { publicSources, credentials } = await stepSources(simulator.url, step);
@@ -233,9 +297,19 @@ async function measureStepIn(cleanup: Cleanup, simulator: RunningSimulator, step
   const scanner = new Redis(redisUrl, { lazyConnect: true });
   await scanner.connect();
   const breakdown = await redisBreakdown(scanner, ctx.config.redisPrefix).finally(() => scanner.quit());
-  const perSourceKB = (bytes: number) => bytes / 1024 / step.sources;
-  const storedFeedBytes = FEED_FORMS.reduce((sum, form) => sum + breakdown.feedBytes[form], 0);
+  const kbPerSource = (bytes: number) => bytes / 1024 / step.sources;
+  const feedFields = Object.entries(breakdown.feedFields).sort(([, a], [, b]) => b - a);
+  const storedFeedBytes = feedFields.reduce((sum, [, bytes]) => sum + bytes, 0);
+  const redisPerSource = perSourceKB(breakdown.bySource, redisUsedMiB * MIB, step);
+  const apiMemory = apiMemoryVerdict({ cachedMiB: apiCachedMiB, baselineMiB: apiIdleMiB, budgetMiB: feedCacheMiB });
   const floorSeconds = step.sources / RATE_LIMIT;
+  let restart: Restart | undefined;
+  if (options.largest) {
+    for (const child of [api, ...workers]) await child.stop();
+    await closeContext();
+    // The embedded Redis keeps its files in `redis` under the data folder it was given.
+    restart = await measureRestart(cleanup, { redisUrl, redisDir: join(dir, 'redis', 'redis'), env, dir, paths });
+  }
   return {
     population: step,
     setupSeconds,
@@ -254,11 +328,15 @@ async function measureStepIn(cleanup: Cleanup, simulator: RunningSimulator, step
     cycleCommands,
     idleCommandsPerSecond,
     byKind: breakdown.byKind,
+    redisPerSource,
     feedMiB: storedFeedBytes / MIB,
+    feedCacheMiB,
     apiIdleMiB,
     apiCachedMiB,
     apiHeapMiB,
     apiExternalMiB,
+    apiMemory,
+    restart,
     figures: {
       sources: step.sources,
       'groups / teachers / personal': `${step.groups} / ${step.teachers} / ${step.personal}`,
@@ -274,27 +352,72 @@ async function measureStepIn(cleanup: Cleanup, simulator: RunningSimulator, step
       ),
       'Redis used_memory MiB': round(redisUsedMiB),
       'Redis KB per source': round((redisUsedMiB * 1024) / step.sources),
+      'Redis KB per source, groups and teachers (all state, shared keys apportioned)': round(
+        redisPerSource.groupsAndTeachers,
+      ),
+      [`Redis goal: ≤ ${REDIS_GOAL_KB} KB per group or teacher`]:
+        redisPerSource.groupsAndTeachers <= REDIS_GOAL_KB ? 'met' : 'not met',
+      'Redis KB per source, personal subscriptions': round(redisPerSource.personal),
       'Redis empty MiB': round(redisBaselineMiB),
       'Redis commands per source refreshed (steady cycle, subscribers included)': round(cycleCommands / step.sources),
       'Redis commands/s while idle': round(idleCommandsPerSecond),
       'Redis KB per source by kind': KEY_KINDS.filter((kind) => breakdown.byKind[kind].keys > 0)
         .map(
-          (kind) => `${kind} ${round(perSourceKB(breakdown.byKind[kind].bytes))} (${breakdown.byKind[kind].keys} keys)`,
+          (kind) => `${kind} ${round(kbPerSource(breakdown.byKind[kind].bytes))} (${breakdown.byKind[kind].keys} keys)`,
         )
         .join(', '),
-      'stored feeds MiB (body + gzip + brotli)': round(storedFeedBytes / MIB),
-      'stored feed KB per source: body / gzip / brotli': FEED_FORMS.map((form) =>
-        round(perSourceKB(breakdown.feedBytes[form])),
-      ).join(' / '),
-      'feed cache budget MiB': DEFAULT_FEED_CACHE_BYTES / MIB,
+      'stored feeds MiB (every field of the feed hashes)': round(storedFeedBytes / MIB),
+      'stored feed KB per source by field': feedFields
+        .map(([field, bytes]) => `${field} ${round(kbPerSource(bytes), 3)}`)
+        .join(', '),
+      'feed cache budget MiB (FEED_CACHE_MB)': feedCacheMiB,
       'api RSS MiB idle / every feed requested': `${round(apiIdleMiB)} / ${round(apiCachedMiB)}`,
+      'api RSS MiB every feed requested vs budget + baseline (idle)': `${round(apiCachedMiB)} vs ${feedCacheMiB} + ${round(apiIdleMiB)} = ${round(apiMemory.limitMiB)}: ${apiMemory.text}`,
       'api heap used / external (Buffers) MiB, every feed requested': `${round(apiHeapMiB)} / ${round(apiExternalMiB)}`,
       'feed requests of every feed: seconds, answers not 200': `${round(warmSeconds)}, ${notOk}`,
       'feed p99 ms publish / steady': `${round(publish.feedP99Ms)} / ${round(steady.feedP99Ms)}`,
       ...publish.figures,
       ...steady.figures,
+      ...(restart === undefined ? {} : restartFigures(restart)),
     },
   };
+}
+
+/**
+ * The restart cost, once the step is measured and its processes stopped: Redis restarts from its AOF (see
+ * `support/restart-cost.ts`), and a fresh api serves {@link FIRST_FEEDS} distinct feeds spread over the mix
+ * with a cold cache (no worker runs: every feed is published, nothing needs refreshing).
+ */
+async function measureRestart(
+  cleanup: Cleanup,
+  step: { redisUrl: string; redisDir: string; env: Record<string, string>; dir: string; paths: readonly string[] },
+): Promise<Restart> {
+  const redis = await restartRedisFromAof(cleanup, step.redisUrl, step.redisDir);
+  const apiStarted = Date.now();
+  const api = await spawnRole(cleanup, 'api', step.env, step.dir);
+  const apiStartSeconds = (Date.now() - apiStarted) / 1000;
+  const firstFeeds = await serveFirstFeeds(api.url, spreadSample(step.paths, FIRST_FEEDS));
+  return { ...redis, apiStartSeconds, firstFeeds };
+}
+
+function restartFigures(restart: Restart): Record<string, number | string> {
+  return {
+    'restart: AOF MiB (RDB-encoded base after CONFIG SET appendonly yes)': round(restart.aofBytes / MIB),
+    'restart: AOF rewrite seconds': round(restart.rewriteSeconds),
+    'restart: Redis AOF load seconds (spawn until PING and loading:0)': round(restart.loadSeconds),
+    'restart: api start seconds': round(restart.apiStartSeconds),
+    'restart: distinct feeds a fresh api served first (cold cache, mostly gzip): feeds, seconds, answers not 200': `${restart.firstFeeds.feeds}, ${round(restart.firstFeeds.seconds)}, ${restart.firstFeeds.notOk}`,
+  };
+}
+
+/** The restart cost for the chart's subtitle: a line if the run measured it. */
+function restartLine(results: readonly StepResult[]): string[] {
+  const measured = results.find((result) => result.restart !== undefined);
+  const restart = measured?.restart;
+  if (measured === undefined || restart === undefined) return [];
+  return [
+    `restart at ${measured.population.sources} sources: Redis loads its ${round(restart.aofBytes / MIB)} MiB AOF in ${round(restart.loadSeconds)} s; a fresh api serves ${restart.firstFeeds.feeds} distinct feeds in ${round(restart.firstFeeds.seconds)} s`,
+  ];
 }
 
 /** Waits for the reconciler's job schedulers, one per source plus its own (it makes ~100 a second). */
@@ -344,6 +467,8 @@ function csv(results: readonly StepResult[]): string {
       upstream_requests_per_source: round(result.cycleRequests / sources),
       redis_used_mib: round(result.redisUsedMiB),
       redis_kb_per_source: round((result.redisUsedMiB * 1024) / sources),
+      redis_kb_per_source_groups_teachers: round(result.redisPerSource.groupsAndTeachers),
+      redis_kb_per_source_personal: round(result.redisPerSource.personal),
       redis_commands_per_source_refresh: round(result.cycleCommands / sources),
       redis_commands_per_s_idle: round(result.idleCommandsPerSecond),
       ...Object.fromEntries(
@@ -353,17 +478,23 @@ function csv(results: readonly StepResult[]): string {
         ]),
       ),
       stored_feeds_mib: round(result.feedMiB),
-      feed_cache_budget_mib: DEFAULT_FEED_CACHE_BYTES / MIB,
+      feed_cache_budget_mib: result.feedCacheMiB,
       api_rss_idle_mib: round(result.apiIdleMiB),
       api_rss_cached_mib: round(result.apiCachedMiB),
       api_heap_used_mib: round(result.apiHeapMiB),
       api_external_mib: round(result.apiExternalMiB),
+      api_rss_within_budget_plus_baseline: result.apiMemory.within ? 'yes' : 'no',
       feed_p99_ms_publish: round(result.publishP99Ms),
       feed_p99_ms_steady: round(result.cycleP99Ms),
       api_cpu_s_publish: result.publishApiCpuSeconds,
       api_cpu_s_steady: result.cycleApiCpuSeconds,
       other_processes_cores_publish: result.publishOtherCores,
       other_processes_cores_steady: result.cycleOtherCores,
+      // Empty but at the largest step, which alone measures the restart.
+      restart_aof_mib: result.restart === undefined ? '' : round(result.restart.aofBytes / MIB),
+      restart_redis_load_s: result.restart === undefined ? '' : round(result.restart.loadSeconds),
+      restart_api_start_s: result.restart === undefined ? '' : round(result.restart.apiStartSeconds),
+      restart_first_feeds_s: result.restart === undefined ? '' : round(result.restart.firstFeeds.seconds),
     };
   });
   const header = Object.keys(rows[0] ?? {});
@@ -390,20 +521,22 @@ function panels(results: readonly StepResult[]): Panel[] {
       yTitle: 'KB per source',
       points: [
         ...series('all state', (r) => (r.redisUsedMiB * 1024) / r.population.sources),
+        ...series('all state, groups and teachers', (r) => r.redisPerSource.groupsAndTeachers),
         ...(['feed', 'snapshot', 'published digests', 'jobs kept'] as const).flatMap((kind) =>
           series(kind, (r) => r.byKind[kind].bytes / 1024 / r.population.sources),
         ),
       ],
     },
     {
-      title: 'api RSS with every feed requested once, stored feeds (body + gzip + brotli), the cache budget',
+      title: 'api RSS with every feed requested once, the stored feeds, the cache budget plus the idle api',
       yTitle: 'MiB',
       points: [
         ...series('api RSS', (r) => r.apiCachedMiB),
         ...series('api RSS idle', (r) => r.apiIdleMiB),
         ...series('api external memory (Buffers)', (r) => r.apiExternalMiB),
         ...series('stored feeds', (r) => r.feedMiB),
-        ...series('feed cache budget', () => DEFAULT_FEED_CACHE_BYTES / MIB),
+        ...series('feed cache budget', (r) => r.feedCacheMiB),
+        ...series('budget + baseline (idle RSS)', (r) => r.apiMemory.limitMiB),
       ],
     },
     {
@@ -427,6 +560,12 @@ function growthSeries(results: readonly StepResult[]): GrowthSeries[] {
       growth: 'linear',
       unit: 'KB/source',
       points: points((r) => (r.redisUsedMiB - r.redisBaselineMiB) * 1024),
+    },
+    {
+      name: 'Redis memory per group or teacher (all state, shared keys apportioned)',
+      growth: 'linear',
+      unit: 'KB/source',
+      points: points((r) => r.redisPerSource.groupsAndTeachers * r.population.sources),
     },
     ...KEY_KINDS.filter((kind) => results.every((r) => r.byKind[kind].keys > 0)).map(
       (kind): GrowthSeries => ({

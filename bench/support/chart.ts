@@ -32,7 +32,8 @@ export interface Panel {
 /** A chart: a title and subtitle above its panels. */
 export interface Chart {
   title: string;
-  subtitle?: string;
+  /** One line, or several (one per element). */
+  subtitle?: string | readonly string[];
   /** The x axis title of every panel, with its unit. */
   xTitle: string;
   panels: readonly Panel[];
@@ -48,7 +49,11 @@ export function chartSpec(chart: Chart): TopLevelSpec {
   const height = chart.panelHeight ?? 150;
   return {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
-    title: { text: chart.title, ...(chart.subtitle === undefined ? {} : { subtitle: chart.subtitle }), fontSize: 16 },
+    title: {
+      text: chart.title,
+      ...(chart.subtitle === undefined ? {} : { subtitle: [chart.subtitle].flat() }),
+      fontSize: 16,
+    },
     config: { font: 'DejaVu Sans, Arial, sans-serif', legend: { orient: 'right', labelLimit: 260 } },
     resolve: { scale: { color: 'independent' }, legend: { color: 'independent' } },
     vconcat: chart.panels.map((panel) => ({
