@@ -107,6 +107,7 @@ async function measure(cleanup: Cleanup, options: RefreshCycleOptions): Promise<
     (
       await runCycle({
         ctx,
+        redisUrl,
         simulatorUrl: simulator.url,
         apiUrl: api.url,
         adminToken: env.ADMIN_TOKEN,

@@ -266,6 +266,7 @@ async function measureStepIn(
   const cycle = (label: string) =>
     runCycle({
       ctx,
+      redisUrl,
       simulatorUrl: simulator.url,
       apiUrl: api.url,
       adminToken: env.ADMIN_TOKEN,

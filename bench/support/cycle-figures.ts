@@ -1,6 +1,5 @@
 /** The figures of one measured refresh cycle, from its jobs and the simulator's request counters. */
-import type { Job } from 'bullmq';
-import type { RefreshJobData, RefreshJobResult } from '../../src/jobs/contract.ts';
+import type { JobEnd } from './job-ends.ts';
 import { median } from './processes.ts';
 
 /** The simulator's `GET /_sim/stats` request counters. */
@@ -9,7 +8,7 @@ export type UpstreamRequests = { total: number; byEndpoint: Record<string, numbe
 /** What one cycle left behind. */
 export interface CycleData {
   label: string;
-  jobs: readonly Job<RefreshJobData, RefreshJobResult>[];
+  jobs: readonly JobEnd[];
   requests: UpstreamRequests;
   sources: number;
   /** UPSTREAM_RATE_LIMIT, requests per second. */
@@ -28,8 +27,8 @@ export function cycleFigures({
   requestedAt,
   drainedAt,
 }: CycleData): Record<string, number | string> {
-  const starts = jobs.map((job) => job.processedOn ?? Number.NaN).sort((a, b) => a - b);
-  const ends = jobs.map((job) => job.finishedOn ?? Number.NaN);
+  const starts = jobs.map((job) => job.processedOn).sort((a, b) => a - b);
+  const ends = jobs.map((job) => job.finishedOn);
   const first = starts[0] ?? Number.NaN;
   const last = starts[starts.length - 1] ?? Number.NaN;
   const lastEnd = Math.max(...ends);
@@ -38,12 +37,10 @@ export function cycleFigures({
   const firstToLast = requests.total / ((last - first) / 1000);
   const outcomes = new Map<string, number>();
   for (const job of jobs) {
-    const outcome = job.returnvalue?.outcome ?? `failed (${job.failedReason || 'unfinished'})`;
+    const outcome = job.outcome ?? `failed (${job.failedReason})`;
     outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1);
   }
-  const durations = jobs
-    .map((job) => (job.finishedOn ?? Number.NaN) - (job.processedOn ?? Number.NaN))
-    .sort((a, b) => a - b);
+  const durations = jobs.map((job) => job.finishedOn - job.processedOn).sort((a, b) => a - b);
   return {
     [`${label} upstream requests`]: requests.total,
     [`${label} upstream requests by endpoint`]: Object.entries(requests.byEndpoint)
@@ -52,7 +49,7 @@ export function cycleFigures({
       .join(', '),
     [`${label} upstream requests per source`]: (requests.total / sources).toFixed(2),
     [`${label} exactly one request per source`]:
-      requests.total === sources && new Set(jobs.map((job) => job.data.source)).size === sources ? 'yes' : 'no',
+      requests.total === sources && new Set(jobs.map((job) => job.id)).size === sources ? 'yes' : 'no',
     [`${label} job outcomes`]: [...outcomes].map(([outcome, count]) => `${outcome}: ${count}`).join(', '),
     [`${label} fetch rate req/s (mean over whole seconds)`]: Number(meanPerSecond.toFixed(1)),
     [`${label} rate / limit`]: Number((meanPerSecond / limit).toFixed(3)),

@@ -1,21 +1,23 @@
 /**
  * One measured refresh cycle against the running service, shared by the refresh-cycle and scale benchmarks:
  * the simulator's counters are cleared, an admin asks `POST /admin/resync {"all": true}`, simulated
- * subscribers request feeds until the refresh queue is drained, and the cycle's jobs and upstream requests
- * are read back into figures.
+ * subscribers request feeds until every job of the cycle has ended (heard on the queue's event stream, see
+ * `job-ends.ts`), and the jobs' ends and the upstream requests become figures.
  */
-import type { Job } from 'bullmq';
-import type { RefreshJobData, RefreshJobResult } from '../../src/jobs/contract.ts';
+import { Redis } from 'ioredis';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { CpuMeter, processCpu, processCpuSeconds } from './cpu.ts';
 import { cycleFigures, type UpstreamRequests } from './cycle-figures.ts';
-import { rawRequest, sleep } from './processes.ts';
+import { collectJobEnds, type JobEnds } from './job-ends.ts';
+import { rawRequest } from './processes.ts';
 import { simulatorControl } from './soak-setup.ts';
 import { startSubscribers } from './subscribers.ts';
 
 /** What {@link runCycle} needs. */
 export interface CycleOptions {
   ctx: ServiceContext;
+  /** The service's Redis: the cycle's job ends are heard on a blocking connection of their own. */
+  redisUrl: string;
   simulatorUrl: string;
   apiUrl: string;
   adminToken: string;
@@ -53,7 +55,22 @@ export interface CycleResult {
 
 /** One measured cycle: resync all, subscribers meanwhile, wait for the drain, then read the counts. */
 export async function runCycle(options: CycleOptions): Promise<CycleResult> {
-  const { ctx, label } = options;
+  const blocking = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
+  try {
+    // Opened before the resync: no job of the cycle can start or end unheard.
+    const heard = await collectJobEnds(options.ctx.queues.refresh, options.ctx.redis, blocking);
+    try {
+      return await measureCycle(options, heard);
+    } finally {
+      await heard.close();
+    }
+  } finally {
+    blocking.disconnect();
+  }
+}
+
+async function measureCycle(options: CycleOptions, heard: JobEnds): Promise<CycleResult> {
+  const { label } = options;
   await simulatorControl(options.simulatorUrl, 'DELETE', '/_sim/stats');
   const cpu = new CpuMeter();
   await cpu.start();
@@ -81,10 +98,11 @@ export async function runCycle(options: CycleOptions): Promise<CycleResult> {
     hotShare: 0.2,
     observe: (_status, ms) => latencies.push(ms),
   });
-  const drainedAt = await waitForDrain(ctx, jobIds, label).catch(async (error: unknown) => {
+  const jobs = await heard.waitFor(jobIds, { label, timeoutMs: 1_800_000 }).catch(async (error: unknown) => {
     await subscribers.stop();
     throw error;
   });
+  const drainedAt = jobs.reduce((last, job) => Math.max(last, job.finishedOn), 0);
   const seen = await subscribers.stop();
   const used = await cpu.stop();
   const cpuAfter = await Promise.all(processes.map(([, pid]) => processCpuSeconds([pid])));
@@ -94,7 +112,6 @@ export async function runCycle(options: CycleOptions): Promise<CycleResult> {
     processes.map(([name], index) => [name, Number(((cpuAfter[index] ?? 0) - (cpuBefore[index] ?? 0)).toFixed(1))]),
   );
   const stats = (await simulatorControl(options.simulatorUrl, 'GET', '/_sim/stats')) as { requests: UpstreamRequests };
-  const jobs = await readJobs(ctx, jobIds);
   const feedP99Ms = percentile(latencies, 0.99);
   return {
     seconds: (drainedAt - requestedAt) / 1000,
@@ -141,46 +158,4 @@ export function percentile(values: readonly number[], q: number): number {
   if (values.length === 0) return Number.NaN;
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] as number;
-}
-
-type RefreshJob = Job<RefreshJobData, RefreshJobResult>;
-
-/**
- * Polls the refresh queue until nothing is waiting, delayed or running, and then until every job of the cycle
- * has finished; answers when the last of them finished (its `finishedOn`). Counting finished jobs instead
- * cannot work at scale: the queue keeps a bounded number of them (src/jobs/queues.ts), so at 20,000 sources
- * the count stops short of two cycles' worth and never reaches the mark.
- */
-async function waitForDrain(ctx: ServiceContext, ids: readonly string[], label: string): Promise<number> {
-  const deadline = Date.now() + 1_800_000;
-  for (;;) {
-    const counts = await ctx.queues.refresh.getJobCounts(
-      'waiting',
-      'active',
-      'delayed',
-      'prioritized',
-      'waiting-children',
-    );
-    const pending = Object.values(counts).reduce((sum, count) => sum + count, 0);
-    if (pending === 0) {
-      const jobs = await readJobs(ctx, ids);
-      if (jobs.every((job) => job.finishedOn !== undefined))
-        return jobs.reduce((last, job) => Math.max(last, job.finishedOn ?? 0), 0);
-    }
-    if (Date.now() > deadline)
-      throw new Error(`${label}: the refresh queue did not drain within 30 minutes: ${JSON.stringify(counts)}`);
-    await sleep(pending === 0 ? 100 : 500);
-  }
-}
-
-async function readJobs(ctx: ServiceContext, ids: readonly string[]): Promise<RefreshJob[]> {
-  const jobs: RefreshJob[] = [];
-  for (let start = 0; start < ids.length; start += 200) {
-    const page = await Promise.all(ids.slice(start, start + 200).map((id) => ctx.queues.refresh.getJob(id)));
-    for (const [index, job] of page.entries()) {
-      if (job === undefined) throw new Error(`job ${ids[start + index] ?? '?'} is gone`);
-      jobs.push(job);
-    }
-  }
-  return jobs;
 }
