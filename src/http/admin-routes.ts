@@ -9,6 +9,7 @@ import { FastifyAdapter } from '@bull-board/fastify';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { findJob, JOB_ID } from '../jobs/job-status.ts';
+import { KEEP_COMPLETED, KEEP_FAILED } from '../jobs/queues.ts';
 import { type ResyncTarget, requestResync } from '../jobs/resync.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { parseSource, SUBSCRIPTION_ID, sourceKey } from '../sources/source.ts';
@@ -80,7 +81,10 @@ function registerJobs(admin: FastifyInstance, ctx: ServiceContext): void {
     if (!JOB_ID.test(id)) throw new HttpError(400, 'not a job id: use the id that POST /admin/resync answered');
     const job = await findJob(ctx, id);
     if (job === undefined)
-      throw new HttpError(404, `no job "${id}" (completed jobs are kept an hour, failed ones a week)`);
+      throw new HttpError(
+        404,
+        `no job "${id}" (completed jobs are kept an hour and only the ${KEEP_COMPLETED.count.toLocaleString('en')} most recent, failed ones a week and only the ${KEEP_FAILED.count.toLocaleString('en')} most recent)`,
+      );
     if ('note' in job) return job;
     return {
       ...job,

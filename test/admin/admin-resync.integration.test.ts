@@ -213,6 +213,8 @@ describe('admin resync', () => {
       expect(response.statusCode, id).toBe(404);
       expect(response.json().error).toContain(id);
     }
+    // Both limits of what is kept: a job can be gone well within the hour when many finished since.
+    expect((await job('group-5-nope')).json().error).toMatch(/an hour and only the 10,000 most recent/);
     for (const id of ['de:group-5', 'a b', 'x!y']) expect((await job(id)).statusCode, id).toBe(400);
   });
 });
