@@ -38,14 +38,13 @@ export function apiMemoryVerdict(figures: {
 }
 
 /**
- * The feed cache budget the benchmark starts the api with, MiB: `FEED_CACHE_MB` of its environment (a whole
- * number of MiB, as the service reads it).
+ * The feed cache budget the benchmark passes to the api as `FEED_CACHE_MB`, MiB, from `--feed-cache-mb` (a
+ * whole number of MiB, as the service reads it). The api exposes no figure of its budget, so the verdict
+ * rests on what was passed: the output says "passed as FEED_CACHE_MB", never that the api confirmed it.
  */
-export function feedCacheBudgetMiB(env: Readonly<Record<string, string | undefined>>): number {
-  const value = Number(env.FEED_CACHE_MB);
-  if (env.FEED_CACHE_MB === undefined || !Number.isSafeInteger(value) || value <= 0)
-    throw new RangeError(
-      `the api's environment needs FEED_CACHE_MB as a positive whole number, not ${env.FEED_CACHE_MB}`,
-    );
+export function feedCacheBudgetMiB(flag: string | undefined): number {
+  const value = Number(flag);
+  if (flag === undefined || !Number.isSafeInteger(value) || value <= 0)
+    throw new RangeError(`--feed-cache-mb needs a positive whole number of MiB, not ${flag}`);
   return value;
 }

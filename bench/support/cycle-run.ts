@@ -82,6 +82,8 @@ async function measureCycle(options: CycleOptions, heard: JobEnds): Promise<Cycl
     method: 'POST',
     headers: { Authorization: `Bearer ${options.adminToken}`, 'Content-Type': 'application/json' },
     body: JSON.stringify({ all: true }),
+    // Queuing every source's refresh answers only once all are queued.
+    timeoutMs: 600_000,
   });
   if (answer.status !== 202)
     throw new Error(`POST /admin/resync answered ${answer.status}: ${answer.body.toString().slice(0, 300)}`);

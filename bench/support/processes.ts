@@ -174,18 +174,29 @@ export interface RawResponse {
   body: Buffer;
 }
 
-/** One HTTP request with exactly these headers (none added), body read whole. */
+/**
+ * One HTTP request with exactly these headers (none added), body read whole. It fails when the socket stays
+ * silent for `timeoutMs` (default 30 s): a hung server must end a benchmark, not stall it.
+ */
 export function rawRequest(
   url: string,
-  options: { method?: string; headers?: Record<string, string>; body?: string } = {},
+  options: { method?: string; headers?: Record<string, string>; body?: string; timeoutMs?: number } = {},
 ): Promise<RawResponse> {
   return new Promise((done, fail) => {
-    const req = request(url, { method: options.method ?? 'GET', headers: options.headers ?? {} }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => done({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
-      res.on('error', fail);
-    });
+    const timeoutMs = options.timeoutMs ?? 30_000;
+    const req = request(
+      url,
+      { method: options.method ?? 'GET', headers: options.headers ?? {}, timeout: timeoutMs },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => done({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+        res.on('error', fail);
+      },
+    );
+    req.on('timeout', () =>
+      req.destroy(new Error(`${options.method ?? 'GET'} ${url}: no answer within ${timeoutMs} ms`)),
+    );
     req.on('error', fail);
     req.end(options.body);
   });

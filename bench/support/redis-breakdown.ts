@@ -107,14 +107,22 @@ const SERVICE_SOURCE = /(?:^|:)(group|employee|personal):/;
 /** A source token inside a BullMQ key: jobs `group-42-…`, schedulers `repeat:tick-group-42…`, `de:group-42`. */
 const QUEUE_SOURCE = /(?:^|[:-])(group|employee|personal)-/;
 /** Keys of personal subscriptions that are named by subscription, token or owner rather than by source. */
-const PERSONAL_SEGMENTS = new Set(['subscription', 'subscription-token', 'subscription-tokens', 'subscription-owner']);
+const PERSONAL_SEGMENTS = new Set([
+  'subscription',
+  'subscription-token',
+  'subscription-tokens',
+  'subscription-owner',
+  'subscription-owners-indexed',
+]);
 
 /**
  * The kind of source `key` under `prefix` belongs to, or undefined when it belongs to none (queue structures,
- * indexes, term counts, the reconciler's scheduler): such bytes are shared by every source.
+ * indexes, term counts, the reconciler's scheduler, kept jobs): such bytes are shared by every source. The
+ * queues keep the last jobs to finish, a bounded number whatever the sources (src/jobs/queues.ts): which kind
+ * of source those refreshed is the order of the last cycle, not a cost of that kind.
  */
 export function keySource(key: string, prefix: string): SourceClass | undefined {
-  if (!key.startsWith(`${prefix}:`)) return undefined;
+  if (!key.startsWith(`${prefix}:`) || keyKind(key, prefix) === 'jobs kept') return undefined;
   const rest = key.slice(prefix.length + 1);
   const segment = rest.split(':')[0] ?? '';
   if (PERSONAL_SEGMENTS.has(segment)) return 'personal';

@@ -23,13 +23,12 @@ describe('keySource', () => {
       keys.subscriptionToken('hash'),
       keys.subscriptionTokens('s1'),
       keys.subscriptionOwner('user:70001'),
+      keys.subscriptionOwnersIndexed,
     ])
       expect(keySource(key, prefix)).toBe('personal');
   });
 
-  it("finds the source of BullMQ's jobs, schedulers and deduplication keys by the source's token", () => {
-    expect(keySource(`${q}:refresh:group-42-mid0qz-a1b2c3`, prefix)).toBe('group');
-    expect(keySource(`${q}:refresh:employee-7-after-0123456789ab`, prefix)).toBe('teacher');
+  it("finds the source of BullMQ's schedulers and deduplication keys by the source's token", () => {
     expect(keySource(`${q}:schedule:repeat:tick-personal-abc`, prefix)).toBe('personal');
     expect(keySource(`${q}:schedule:repeat:tick-group-42:1764000000000`, prefix)).toBe('group');
     expect(keySource(`${q}:refresh:de:employee-7`, prefix)).toBe('teacher');
@@ -43,6 +42,9 @@ describe('keySource', () => {
       `${q}:schedule:repeat`,
       `${q}:schedule:repeat:reconcile`,
       `${q}:push:17`,
+      // Kept jobs are the last ones to finish, whichever kind of source they refreshed.
+      `${q}:refresh:group-42-mid0qz-a1b2c3`,
+      `${q}:refresh:employee-7-after-0123456789ab`,
       keys.activeSources,
       keys.termCounts,
       keys.groupDirectory,
@@ -99,10 +101,10 @@ describe('apiMemoryVerdict', () => {
 });
 
 describe('feedCacheBudgetMiB', () => {
-  it("reads the api's FEED_CACHE_MB, and refuses an environment without a usable one", () => {
-    expect(feedCacheBudgetMiB({ FEED_CACHE_MB: '256' })).toBe(256);
+  it('reads --feed-cache-mb, and refuses a value the service could not use', () => {
+    expect(feedCacheBudgetMiB('256')).toBe(256);
     for (const value of [undefined, '', '0', '1.5', 'lots'])
-      expect(() => feedCacheBudgetMiB({ FEED_CACHE_MB: value })).toThrow(RangeError);
+      expect(() => feedCacheBudgetMiB(value)).toThrow(RangeError);
   });
 });
 
