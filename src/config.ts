@@ -71,6 +71,9 @@ const redisNodes = optionalText.transform((value, ctx) => {
   return typeof nodes === 'string' ? undefined : Object.freeze(nodes);
 });
 
+/** Default of `FEED_CACHE_MB`. */
+export const DEFAULT_FEED_CACHE_MB = 256;
+
 /** One setting: the environment variable it is read from, and how (the schema applies the default). */
 function setting<const E extends string, T extends z.ZodType>(env: E, schema: T): { env: E; schema: T } {
   return { env, schema };
@@ -158,6 +161,11 @@ const SETTINGS = {
   googleConnectsTotal: setting('GOOGLE_CONNECTS_TOTAL', rate('60/1m')),
   /** New feed variants (`?title=…` and the like, not in the variant cache yet) rendered for one client. */
   variantRendersPerClient: setting('VARIANT_RENDERS_PER_CLIENT', rate('20/1m')),
+  /**
+   * MiB an api process keeps feeds in: trusted and last good copies, in every form made (docs/design.md). The
+   * gzip forms of 20,000 group feeds take about 120 MiB.
+   */
+  feedCacheMb: setting('FEED_CACHE_MB', positiveNumber(DEFAULT_FEED_CACHE_MB, true, 65_536)),
   /** Concurrent refresh jobs per worker process. */
   workerConcurrency: setting('WORKER_CONCURRENCY', positiveNumber(8, true, 1_000)),
   /** Tries of a refresh job before its source is marked stale (retries back off exponentially, with jitter). */

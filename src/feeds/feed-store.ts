@@ -1,22 +1,29 @@
 import { createHash } from 'node:crypto';
 import { promisify } from 'node:util';
-import { brotliCompress, constants, gzip } from 'node:zlib';
+import { brotliCompress, constants, gunzip, gzip } from 'node:zlib';
 import type { ChainableCommander } from 'ioredis';
+import { scanKeys } from '../lib/redis-scan.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { RedisKeys } from '../sources/keys.ts';
 import type { SourceKey } from '../sources/source.ts';
 
-/** A rendered feed as stored and served: the bytes, compressed once at store time, and their validators. */
-export interface StoredFeed {
-  body: Buffer;
-  gzip: Buffer;
-  brotli: Buffer;
-  /** Strong validator, quoted: `"…"`. */
+/** What answers conditional requests for a feed: the same whatever form its bytes are served in. */
+export interface FeedValidators {
+  /** Strong validator, quoted: `"…"`, the digest of the identity (uncompressed) body. */
   etag: string;
   /** Epoch ms, whole seconds (HTTP dates have no finer resolution). */
   lastModified: number;
   /** Set while the feed serves the last good data after failed refreshes: since when (epoch ms). */
   staleSince?: number | undefined;
+}
+
+/**
+ * A rendered feed as stored: its gzip form only, and its validators. Most calendar clients ask for gzip; the api
+ * makes the identity body and the brotli form from this one when a client asks for them (http/feed-forms.ts).
+ * Keeping one form instead of three made a median group's feed hash 6 KB instead of 186 KB.
+ */
+export interface StoredFeed extends FeedValidators {
+  gzip: Buffer;
 }
 
 // Quality 5 compresses a median group's feed within 1 % of quality 9 at a seventh of the CPU (0.5 ms against
@@ -29,47 +36,69 @@ export function etagOf(body: Buffer): string {
 }
 
 const gzipAsync = promisify(gzip);
+const gunzipAsync = promisify(gunzip);
 const brotliAsync = promisify(brotliCompress);
 
 /** The compression running now, or the last one: each next one starts once it has ended. */
 let lastCompression: Promise<unknown> = Promise.resolve();
 
 /**
- * The gzip and brotli encodings of a feed, compressed on libuv's thread pool: a worker's event loop stays free
- * meanwhile to start the next rate-limited fetches, which it would otherwise start late (a first refresh
- * cycle compresses every feed). One feed at a time per process: brotli sets up megabytes of encoder state
+ * Runs `compress` on libuv's thread pool once every compression started before it has ended: an event loop stays
+ * free meanwhile (a worker's starts the next rate-limited fetches, which it would otherwise start late; a first
+ * refresh cycle compresses every feed). One at a time per process: brotli sets up megabytes of encoder state
  * per call, and a worker's 16 jobs compressing at once took 3 to 4 times the CPU of the same feeds one after
  * another (page faults and allocator contention on the pool's threads).
  */
-export function compressFeed(body: Buffer): Promise<{ gzip: Buffer; brotli: Buffer }> {
-  const compressed = lastCompression.then(() => compressNow(body));
+function inTurn<T>(compress: () => Promise<T>): Promise<T> {
+  const compressed = lastCompression.then(compress);
   lastCompression = compressed.catch(() => undefined);
   return compressed;
 }
 
-async function compressNow(body: Buffer): Promise<{ gzip: Buffer; brotli: Buffer }> {
-  const [gzipped, brotli] = await Promise.all([
-    gzipAsync(body, { level: 9 }),
-    brotliAsync(body, {
-      params: {
-        [constants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY,
-        [constants.BROTLI_PARAM_SIZE_HINT]: body.length,
-        [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT,
-      },
-    }),
-  ]);
-  return { gzip: gzipped, brotli };
+/** The gzip and brotli encodings of a feed variant the api renders (see {@link inTurn}). */
+export function compressFeed(body: Buffer): Promise<{ gzip: Buffer; brotli: Buffer }> {
+  return inTurn(async () => {
+    const [gzipped, brotli] = await Promise.all([gzipAsync(body, { level: 9 }), brotliNow(body)]);
+    return { gzip: gzipped, brotli };
+  });
+}
+
+/** The brotli encoding of a feed body (see {@link inTurn}). */
+export function brotliFeed(body: Buffer): Promise<Buffer> {
+  return inTurn(() => brotliNow(body));
+}
+
+function brotliNow(body: Buffer): Promise<Buffer> {
+  return brotliAsync(body, {
+    params: {
+      [constants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY,
+      [constants.BROTLI_PARAM_SIZE_HINT]: body.length,
+      [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT,
+    },
+  });
+}
+
+/** The identity body of a stored feed, decompressed on libuv's thread pool. */
+export function feedBody(feed: Pick<StoredFeed, 'gzip'>): Promise<Buffer> {
+  return gunzipAsync(feed.gzip);
+}
+
+/**
+ * The length of the identity body of a gzip form, without decompressing it: the gzip trailer's ISIZE (RFC 1952),
+ * the length modulo 2^32, exact for the one-member streams {@link encodeFeed} writes of feeds under 4 GiB.
+ */
+export function identityLength(gzipped: Buffer): number {
+  return gzipped.readUInt32LE(gzipped.length - 4);
 }
 
 /** Compresses a rendered feed and computes its validators. */
 export async function encodeFeed(ics: string, lastModified: number, staleSince?: number): Promise<StoredFeed> {
   const body = Buffer.from(ics, 'utf8');
   // The digest is taken on the event loop while the thread pool compresses.
-  const compressed = compressFeed(body);
+  const gzipped = inTurn(() => gzipAsync(body, { level: 9 }));
   const etag = etagOf(body);
   return {
-    body,
-    ...(await compressed),
+    gzip: await gzipped,
     etag,
     lastModified: Math.floor(lastModified / 1000) * 1000,
     staleSince,
@@ -90,7 +119,10 @@ function ownBytes(bytes: Buffer): Buffer {
   return copy;
 }
 
-/** Rendered feeds in Redis, one HASH per source; every store is announced on the feed-updates channel. */
+/**
+ * Rendered feeds in Redis, one HASH per source (`gzip`, `etag`, `lastModified`, `staleSince`); every store is
+ * announced on the feed-updates channel.
+ */
 export class FeedStore {
   private readonly redis: RedisClient;
   private readonly keys: RedisKeys;
@@ -100,20 +132,45 @@ export class FeedStore {
     this.keys = keys;
   }
 
-  /** The stored feed of a source, bytes and all. */
+  /**
+   * The stored feed of a source, bytes and all. A hash stored before feeds kept one form may still hold `body`
+   * and `brotli` besides `gzip` (until {@link dropRetiredForms}): they are not read.
+   */
   async get(source: SourceKey): Promise<StoredFeed | undefined> {
-    const fields = await this.redis.hgetallBuffer(this.keys.feed(source));
-    const { body, gzip, brotli, etag, lastModified, staleSince } = fields;
-    if (!body || !gzip || !brotli || !etag || !lastModified) return undefined;
+    const [gzip, etag, lastModified, staleSince] = await this.redis.hmgetBuffer(
+      this.keys.feed(source),
+      'gzip',
+      'etag',
+      'lastModified',
+      'staleSince',
+    );
+    if (!gzip || !etag || !lastModified) return undefined;
     const feed: StoredFeed = {
-      body: ownBytes(body),
       gzip: ownBytes(gzip),
-      brotli: ownBytes(brotli),
       etag: etag.toString(),
       lastModified: Number(lastModified.toString()),
     };
     if (staleSince) feed.staleSince = Number(staleSince.toString());
     return feed;
+  }
+
+  /**
+   * Drops the identity body and brotli form from every feed hash stored before feeds kept their gzip form only
+   * (a refresh that changes nothing does not rewrite its feed, so they would stay). Their gzip form and
+   * validators stay as they are: no client sees a new ETag. Idempotent; resolves to how many hashes it shrank.
+   */
+  async dropRetiredForms(): Promise<number> {
+    let shrunk = 0;
+    for await (const batch of scanKeys(this.redis, this.keys.feed('*'), DROP_BATCH)) {
+      if (batch.length === 0) continue;
+      const pipeline = this.redis.pipeline();
+      for (const key of batch) pipeline.hdel(key, ...RETIRED_FIELDS);
+      for (const [error, removed] of (await pipeline.exec()) ?? []) {
+        if (error) throw error;
+        if (Number(removed) > 0) shrunk += 1;
+      }
+    }
+    return shrunk;
   }
 
   /** The stored feed's ETag and stale mark, without its bytes; `etag` is undefined when there is no feed. */
@@ -163,19 +220,14 @@ redis.call('HSET', KEYS[1], unpack(ARGV, 3))
 redis.call('PUBLISH', KEYS[2], ARGV[2])
 return 1`;
 
+/** Fields of the feed hash before it kept the gzip form only. */
+const RETIRED_FIELDS = ['body', 'brotli'];
+
+/** Feed hashes asked for per SCAN step, and shrunk per pipeline, by {@link FeedStore.dropRetiredForms}. */
+const DROP_BATCH = 500;
+
 function feedFields(feed: StoredFeed): (string | Buffer)[] {
-  const fields: (string | Buffer)[] = [
-    'body',
-    feed.body,
-    'gzip',
-    feed.gzip,
-    'brotli',
-    feed.brotli,
-    'etag',
-    feed.etag,
-    'lastModified',
-    String(feed.lastModified),
-  ];
+  const fields: (string | Buffer)[] = ['gzip', feed.gzip, 'etag', feed.etag, 'lastModified', String(feed.lastModified)];
   if (feed.staleSince !== undefined) fields.push('staleSince', String(feed.staleSince));
   return fields;
 }

@@ -1,24 +1,28 @@
 /**
  * The API process's copy of stored feeds. Serving a feed from memory is what makes feeds fast: a hit touches
  * no Redis. Writers announce every stored feed on the feed-updates channel; the cache listens on its own
- * connection and drops what changed. Messages sent while that connection is down are lost, so the trusted
- * entries are emptied on every (re)connect and nothing is trusted until it is subscribed again; entries also
- * expire after a minute as a safety net. Memory is bounded by a byte budget: the least recently served feeds
- * go first.
+ * connection and stops trusting what changed. Messages sent while that connection is down are lost, so nothing
+ * read before a (re)connect is trusted after it, nor anything until it is subscribed again; trust also ends
+ * after a minute as a safety net.
  *
- * Apart from the trusted entries, the cache keeps the last good copy of every feed it read (same budget, same
- * buffers): never answered while Redis works, it is what a request gets while Redis is down or does not
- * answer, marked stale since the outage began, instead of an error. One read at a time tries Redis again in
- * the background; the first that succeeds ends the outage. A deleted personal subscription's last good copy
- * goes when its deletion is announced.
+ * Every feed read is kept, trusted or not, as its last good copy: an untrusted one is never answered while Redis
+ * works, but it is what a request gets while Redis is down or does not answer, marked stale since the outage
+ * began, instead of an error. One read at a time tries Redis again in the background; the first that succeeds
+ * ends the outage. A deleted personal subscription's last good copy goes when its deletion is announced.
+ *
+ * Memory is bounded by one byte budget (`FEED_CACHE_MB`) over everything kept: trusted feeds and last good copies
+ * are the same entries, and the identity and brotli forms made on demand (feed-forms.ts) count once made; the
+ * least recently served feeds go first.
  */
 import { LRUCache } from 'lru-cache';
-import type { FeedStore, StoredFeed } from '../feeds/feed-store.ts';
+import { DEFAULT_FEED_CACHE_MB } from '../config.ts';
+import type { FeedStore } from '../feeds/feed-store.ts';
 import { isRedisFailure } from '../lib/redis-failure.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
 import { type FeedUpdate, parseFeedUpdate } from '../sources/feed-updates.ts';
 import type { SourceKey } from '../sources/source.ts';
+import { FeedForms, type ServedFeed } from './feed-forms.ts';
 
 /** What a {@link FeedCache} needs. */
 export interface FeedCacheOptions {
@@ -31,7 +35,7 @@ export interface FeedCacheOptions {
   ttlMs?: number | undefined;
   /** Monotonic clock in ms, never 0 (lru-cache takes a start of 0 for "no TTL"); default `performance.now`. */
   clock?: (() => number) | undefined;
-  /** Budget for the cached bytes (body + gzip + brotli of every entry); default 256 MiB. */
+  /** Budget for the bytes of every feed kept, trusted or last good, in every form made; default 256 MiB. */
   maxBytes?: number | undefined;
   /** Wall clock in epoch ms, for the stale mark of copies served during an outage; default `Date.now`. */
   now?: (() => number) | undefined;
@@ -43,33 +47,45 @@ const OUTAGE_RETRY_MS = 1_000;
 /** First pause before a failed resubscription is tried again; it doubles up to 5 s. */
 const RESUBSCRIBE_MS = 100;
 
-/** Default byte budget: room for thousands of group feeds, far below what an API process may use. */
-export const DEFAULT_FEED_CACHE_BYTES = 256 * 1024 * 1024;
+/** Default byte budget: the gzip forms of 20,000 group feeds with room to spare. */
+export const DEFAULT_FEED_CACHE_BYTES = DEFAULT_FEED_CACHE_MB * 1024 * 1024;
+
+/** Trusted by no generation: a last good copy only. */
+const UNTRUSTED = -1;
+
+/** One feed kept: its last good copy, trusted while its generation is the cache's and its time has not run out. */
+interface Kept {
+  readonly feed: ServedFeed;
+  /** The cache's generation when it was read, or {@link UNTRUSTED}. */
+  generation: number;
+  /** Monotonic ms until when it is trusted without hearing of a change. */
+  readonly trustedUntil: number;
+}
 
 interface Load {
-  promise: Promise<StoredFeed | undefined>;
+  promise: Promise<ServedFeed | undefined>;
   /** Set when the source changed while it was being read: the result is answered but not kept. */
   outdated: boolean;
   /** Set when the source's subscription was deleted while it was being read: not even its last good copy is kept. */
   gone: boolean;
 }
 
-/** The bytes a feed holds in memory: its body and both compressed forms. */
-export function feedBytes(feed: StoredFeed): number {
-  return feed.body.length + feed.gzip.length + feed.brotli.length;
-}
-
 /**
  * In-process cache of stored feeds, one entry per source, invalidated through Redis pub/sub. The entries are an
- * `lru-cache` bounded by bytes and expiring after the TTL (a hit costs a fifth of what our own Map-based LRU
- * did); what is ours is when it may keep anything at all, and reads that an invalidation overtook.
+ * `lru-cache` bounded by bytes (a hit costs a fifth of what our own Map-based LRU did); what is ours is when an
+ * entry may be trusted at all, and reads that an invalidation overtook.
  */
 export class FeedCache {
-  private readonly entries: LRUCache<SourceKey, StoredFeed>;
-  /** The last copy read of every feed, trusted or not: served only while Redis cannot be read. */
-  private readonly lastGood: LRUCache<SourceKey, StoredFeed>;
+  /** The last copy read of every feed, trusted or not. */
+  private readonly kept: LRUCache<SourceKey, Kept>;
+  /**
+   * Raised whenever announcements may have been missed: entries read in an earlier generation are not trusted,
+   * without touching each of them.
+   */
+  private generation = 0;
+  private readonly ttlMs: number;
   /** Stale-marked copies of last good feeds, made once per copy and outage (headers are cached per object). */
-  private readonly staleCopies = new WeakMap<StoredFeed, StoredFeed>();
+  private readonly staleCopies = new WeakMap<ServedFeed, ServedFeed>();
   private readonly clock: () => number;
   /** Epoch ms since when Redis could not be read (the stale mark of what is served meanwhile); else undefined. */
   private outageSince: number | undefined;
@@ -81,27 +97,18 @@ export class FeedCache {
   private readonly listeners: ((update: FeedUpdate | undefined) => void)[] = [];
   /** Told each time the subscription is in place again, after a lost channel or at start. */
   private readonly liveListeners: (() => void)[] = [];
-  /** True while the subscription is known to be in place; only then are entries kept. */
+  /** True while the subscription is known to be in place; only then are entries trusted. */
   private live = false;
   private stopped = false;
 
   constructor(options: FeedCacheOptions) {
     this.options = options;
-    const clock = options.clock ?? (() => performance.now());
-    this.clock = clock;
-    // A feed in both caches is one object: together they hold at most twice the budget, usually about once.
-    this.lastGood = new LRUCache<SourceKey, StoredFeed>({
-      maxSize: options.maxBytes ?? DEFAULT_FEED_CACHE_BYTES,
-      sizeCalculation: feedBytes,
-    });
-    this.entries = new LRUCache<SourceKey, StoredFeed>({
+    this.clock = options.clock ?? (() => performance.now());
+    this.ttlMs = options.ttlMs ?? 60_000;
+    this.kept = new LRUCache<SourceKey, Kept>({
       // A feed larger than the whole budget is not kept (lru-cache refuses it): it is served from Redis each time.
       maxSize: options.maxBytes ?? DEFAULT_FEED_CACHE_BYTES,
-      sizeCalculation: feedBytes,
-      ttl: options.ttlMs ?? 60_000,
-      perf: { now: clock },
-      // lru-cache reads the clock once per millisecond; a clock of our own (tests move it by hand) is read every time.
-      ttlResolution: options.clock === undefined ? 1 : 0,
+      sizeCalculation: (kept) => kept.feed.forms.bytes,
     });
   }
 
@@ -146,15 +153,12 @@ export class FeedCache {
    * The stored feed of `source`: from memory when possible, else read from Redis (and kept while live). While
    * Redis cannot be read, its last good copy marked stale, when there is one; else Redis's error.
    */
-  async get(source: SourceKey): Promise<StoredFeed | undefined> {
-    const hit = this.entries.get(source);
-    if (hit !== undefined) return hit;
-    if (this.outageSince !== undefined) {
-      const kept = this.lastGood.get(source);
-      if (kept !== undefined) {
-        this.retryInBackground(source);
-        return this.staleCopy(kept, this.outageSince);
-      }
+  async get(source: SourceKey): Promise<ServedFeed | undefined> {
+    const kept = this.kept.get(source);
+    if (kept !== undefined && this.isTrusted(kept)) return kept.feed;
+    if (this.outageSince !== undefined && kept !== undefined) {
+      this.retryInBackground(source);
+      return this.staleCopy(kept.feed, this.outageSince);
     }
     const pending = this.loads.get(source);
     if (pending !== undefined) return pending.promise;
@@ -165,8 +169,9 @@ export class FeedCache {
    * The trusted copy of `source` when memory holds one, as {@link get} answers it first; else undefined (nothing is
    * read). For answers that must not wait: the fast path of feed-fast-path.ts.
    */
-  trusted(source: SourceKey): StoredFeed | undefined {
-    return this.entries.get(source);
+  trusted(source: SourceKey): ServedFeed | undefined {
+    const kept = this.kept.get(source);
+    return kept !== undefined && this.isTrusted(kept) ? kept.feed : undefined;
   }
 
   /**
@@ -201,32 +206,50 @@ export class FeedCache {
     this.apply({ kind: 'feed', source });
   }
 
-  /** Number of cached feeds. */
+  /** Number of trusted feeds (counted one by one: for tests). */
   get size(): number {
-    return this.entries.size;
+    let trusted = 0;
+    for (const kept of this.kept.values()) if (this.isTrusted(kept)) trusted += 1;
+    return trusted;
   }
 
-  /** Bytes held by the cached feeds (never more than the budget). */
+  /** Bytes held by every feed kept, trusted or last good (never more than the budget). */
   get cachedBytes(): number {
-    return this.entries.calculatedSize;
+    return this.kept.calculatedSize;
   }
 
-  private load(source: SourceKey): Promise<StoredFeed | undefined> {
+  private isTrusted(kept: Kept): boolean {
+    return kept.generation === this.generation && this.clock() < kept.trustedUntil;
+  }
+
+  private load(source: SourceKey): Promise<ServedFeed | undefined> {
     const keep = this.live;
     const read = this.options.feeds.get(source).then(
-      (feed) => {
+      (stored) => {
         this.endOutage();
-        if (feed === undefined || load.gone) this.lastGood.delete(source);
-        else this.lastGood.set(source, feed);
-        if (feed !== undefined && keep && this.live && !load.outdated) this.entries.set(source, feed);
+        if (stored === undefined || load.gone) {
+          this.kept.delete(source);
+          return undefined;
+        }
+        const feed = FeedForms.served(stored);
+        this.kept.set(source, {
+          feed,
+          generation: keep && this.live && !load.outdated ? this.generation : UNTRUSTED,
+          trustedUntil: this.clock() + this.ttlMs,
+        });
+        // Counted again as its forms are made: a copy with the new size replaces the entry (lru-cache sizes on set).
+        feed.forms.onGrow = () => {
+          const now = this.kept.peek(source);
+          if (now?.feed === feed) this.kept.set(source, { ...now });
+        };
         return feed;
       },
       (error: unknown) => {
         if (!isRedisFailure(error)) throw error;
         const since = this.noteOutage();
-        const kept = this.lastGood.get(source);
+        const kept = this.kept.get(source);
         if (kept === undefined) throw error;
-        return this.staleCopy(kept, since);
+        return this.staleCopy(kept.feed, since);
       },
     );
     const load: Load = { promise: read, outdated: false, gone: false };
@@ -251,8 +274,11 @@ export class FeedCache {
     for (const listener of this.listeners) listener(update);
     if (update.kind === 'tokens') return;
     const { source } = update;
-    this.entries.delete(source);
-    if (update.kind === 'gone') this.lastGood.delete(source);
+    if (update.kind === 'gone') this.kept.delete(source);
+    else {
+      const kept = this.kept.peek(source);
+      if (kept !== undefined) kept.generation = UNTRUSTED;
+    }
     const load = this.loads.get(source);
     if (load === undefined) return;
     load.outdated = true;
@@ -276,7 +302,7 @@ export class FeedCache {
   }
 
   /** `feed` marked stale since `since`, or since earlier when it was stale already. */
-  private staleCopy(feed: StoredFeed, since: number): StoredFeed {
+  private staleCopy(feed: ServedFeed, since: number): ServedFeed {
     const made = this.staleCopies.get(feed);
     if (made !== undefined && made.staleSince === Math.min(feed.staleSince ?? since, since)) return made;
     const copy = { ...feed, staleSince: Math.min(feed.staleSince ?? since, since) };
@@ -320,7 +346,7 @@ export class FeedCache {
 
   private clear(): void {
     for (const listener of this.listeners) listener(undefined);
-    this.entries.clear();
+    this.generation += 1;
     for (const load of this.loads.values()) load.outdated = true;
   }
 }

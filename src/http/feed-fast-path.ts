@@ -10,16 +10,18 @@
  * Accept-Encoding q-values choose, the stale mark, the security header, the served-feeds counter, the
  * registry's record of the request and the forwarding check. Everything else is left to fastify: a feed not
  * in memory (first requests, an outage's stale copies), a query (subscriber variants), personal feeds (their
- * token is looked up in Redis on every request, so that a revoked one stops at once), any other URL or method,
+ * token is looked up in Redis on every request, so that a revoked one stops at once), a 200 in a coding whose
+ * bytes are not made yet (identity and br are made from the stored gzip form on first demand, which the route
+ * awaits: feed-forms.ts), any other URL or method,
  * and every request once the app's preClose hooks have run (fastify answers those 503). Between fastify's
  * own mark of closing and those hooks, a cached feed may still be answered 200 here, without
  * `Connection: close`: a correct answer, and the connection ends with the server.
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import type { StoredFeed } from '../feeds/feed-store.ts';
 import { InvalidSourceError } from '../sources/errors.ts';
 import { parseSource, type SourceKind } from '../sources/source.ts';
 import type { FeedCounters } from './feed-counters.ts';
+import type { ServedFeed } from './feed-forms.ts';
 import { feedHeaders } from './feed-headers.ts';
 import type { FeedProvider } from './feed-provider.ts';
 import { chooseEncoding, type FeedEncoding, isNotModified } from './negotiate.ts';
@@ -28,13 +30,16 @@ import { NOSNIFF } from './security-headers.ts';
 /** A request handler of the server: true when it answered, false to leave the request to the next one. */
 export type FastHandler = (request: IncomingMessage, response: ServerResponse) => boolean;
 
-/** What is sent for one feed in one coding: header lists as `writeHead` takes them (never changed), and the body. */
+/**
+ * What is sent for one feed in one coding: header lists as `writeHead` takes them (never changed once made), and
+ * the body. The 200's list and body are filled in once the coding's bytes are made.
+ */
 interface CodedAnswer {
-  ok: string[];
+  ok: string[] | undefined;
   notModified: string[];
   /** Fastify's HEAD route adds `content-length: 0` to a 304 (its payload is empty); kept alike. */
   notModifiedHead: string[];
-  body: Buffer;
+  body: Buffer | undefined;
 }
 
 /**
@@ -54,7 +59,7 @@ export class FeedFastPath {
   private readonly provider: Pick<FeedProvider, 'cachedFeed'>;
   private readonly counters: FeedCounters;
   private readonly noteRequest: (request: IncomingMessage) => void;
-  private readonly answers = new WeakMap<StoredFeed, Record<FeedEncoding, CodedAnswer>>();
+  private readonly answers = new WeakMap<ServedFeed, Partial<Record<FeedEncoding, CodedAnswer>>>();
   private readonly codings = new Map<string | undefined, FeedEncoding>();
   private closing = false;
 
@@ -84,16 +89,18 @@ export class FeedFastPath {
     const source = sourceOfPath(kind, url.slice(kind === 'group' ? GROUPS.length : EMPLOYEES.length, -SUFFIX.length));
     const feed = source === undefined ? undefined : this.provider.cachedFeed(source);
     if (feed === undefined) return false;
-    this.noteRequest(request);
     const headers = request.headers;
-    const answer = this.answersOf(feed)[this.codingOf(headers['accept-encoding'])];
+    const answer = this.answerOf(feed, this.codingOf(headers['accept-encoding']));
     const conditions = { ifNoneMatch: headers['if-none-match'], ifModifiedSince: headers['if-modified-since'] };
     if (isNotModified(conditions, feed.etag, feed.lastModified)) {
+      this.noteRequest(request);
       response.writeHead(304, method === 'HEAD' ? answer.notModifiedHead : answer.notModified);
       response.end();
       this.counters.served(kind, 304);
       return true;
     }
+    if (answer.ok === undefined) return false;
+    this.noteRequest(request);
     response.writeHead(200, answer.ok);
     if (method === 'HEAD') response.end();
     else response.end(answer.body);
@@ -111,13 +118,32 @@ export class FeedFastPath {
     return coding;
   }
 
-  private answersOf(feed: StoredFeed): Record<FeedEncoding, CodedAnswer> {
+  /** The answer of `feed` in `encoding`, with its 200 once the coding's bytes are made. */
+  private answerOf(feed: ServedFeed, encoding: FeedEncoding): CodedAnswer {
     let made = this.answers.get(feed);
     if (made === undefined) {
-      made = { identity: coded(feed, 'identity'), gzip: coded(feed, 'gzip'), br: coded(feed, 'br') };
+      made = {};
       this.answers.set(feed, made);
     }
-    return made;
+    let answer = made[encoding];
+    if (answer === undefined) {
+      answer = coded(feed, encoding);
+      made[encoding] = answer;
+    }
+    if (answer.body === undefined) {
+      const body = feed.forms.ready(encoding);
+      if (body !== undefined) {
+        answer.ok = [
+          ...common(feed, encoding),
+          ...codingHeader(encoding),
+          ...NOSNIFF,
+          'content-length',
+          String(body.length),
+        ];
+        answer.body = body;
+      }
+    }
+    return answer;
   }
 }
 
@@ -133,18 +159,21 @@ function sourceOfPath(kind: SourceKind, id: string): string | undefined {
   }
 }
 
-/** The header lists of `feed` in `encoding`, in the order the feed route, the security hook and fastify send them. */
-function coded(feed: StoredFeed, encoding: FeedEncoding): CodedAnswer {
-  const body = encoding === 'br' ? feed.brotli : encoding === 'gzip' ? feed.gzip : feed.body;
-  const common = feedHeaders(feed, encoding, false);
-  const coding = encoding === 'identity' ? [] : ['content-encoding', encoding];
-  const notModified = [...common, ...NOSNIFF];
-  return {
-    ok: [...common, ...coding, ...NOSNIFF, 'content-length', String(body.length)],
-    notModified,
-    notModifiedHead: [...notModified, 'content-length', '0'],
-    body,
-  };
+/**
+ * The 304 header lists of `feed` in `encoding`, in the order the feed route, the security hook and fastify send
+ * them; the 200's follow once its bytes are made ({@link FeedFastPath}).
+ */
+function coded(feed: ServedFeed, encoding: FeedEncoding): CodedAnswer {
+  const notModified = [...common(feed, encoding), ...NOSNIFF];
+  return { ok: undefined, notModified, notModifiedHead: [...notModified, 'content-length', '0'], body: undefined };
+}
+
+function common(feed: ServedFeed, encoding: FeedEncoding): readonly string[] {
+  return feedHeaders(feed, encoding, false);
+}
+
+function codingHeader(encoding: FeedEncoding): string[] {
+  return encoding === 'identity' ? [] : ['content-encoding', encoding];
 }
 
 /**

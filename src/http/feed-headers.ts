@@ -1,8 +1,8 @@
 /**
  * The headers of a feed answer, shared by the feed routes and the fast path in front of them (feed-fast-path.ts),
- * so that both answer alike. Computed once per stored feed or variant rather than once per request: feeds are hot.
+ * so that both answer alike. Computed once per served feed or variant rather than once per request: feeds are hot.
  */
-import type { StoredFeed } from '../feeds/feed-store.ts';
+import type { FeedValidators } from '../feeds/feed-store.ts';
 import { codingEtag, type FeedEncoding } from './negotiate.ts';
 
 /** How long calendar apps and proxies may keep a feed without asking again. */
@@ -11,13 +11,13 @@ const MAX_AGE_SECONDS = 300;
 /** Flat `[name, value, name, value, …]` lists, one per coding, public or personal. */
 type HeaderLists = Partial<Record<`${FeedEncoding} ${boolean}`, readonly string[]>>;
 
-const lists = new WeakMap<StoredFeed, HeaderLists>();
+const lists = new WeakMap<FeedValidators, HeaderLists>();
 
 /**
  * The headers of an answer with `feed` in `encoding` (a 304 carries the ETag a 200 would have), as a flat
  * `[name, value, …]` list in the order they are sent; without Content-Encoding, which only a 200 carries.
  */
-export function feedHeaders(feed: StoredFeed, encoding: FeedEncoding, personal: boolean): readonly string[] {
+export function feedHeaders(feed: FeedValidators, encoding: FeedEncoding, personal: boolean): readonly string[] {
   let made = lists.get(feed);
   if (made === undefined) {
     made = {};

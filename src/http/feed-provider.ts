@@ -5,7 +5,6 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LRUCache } from 'lru-cache';
-import type { StoredFeed } from '../feeds/feed-store.ts';
 import { activateSource } from '../jobs/activation.ts';
 import { enqueueRefresh, refreshPending } from '../jobs/queues.ts';
 import { RateLimitedError } from '../lib/errors.ts';
@@ -15,6 +14,7 @@ import { type SourceKey, sourceOf } from '../sources/source.ts';
 import type { ClientLimits } from './client-limits.ts';
 import { HttpError } from './errors.ts';
 import type { FeedCache } from './feed-cache.ts';
+import type { ServedFeed } from './feed-forms.ts';
 import type { SavedQuery } from './personal-feed-options.ts';
 import type { ParsedSubscriberQuery } from './subscriber-query.ts';
 import { VariantCache, type VariantCacheLimits } from './variant-cache.ts';
@@ -60,7 +60,7 @@ export class FeedProvider {
   private readonly maxVariantBytes: number | undefined;
   /** When each source's request was last written to the registry (ctx clock). */
   private readonly touched = new Map<SourceKey, number>();
-  private readonly demands = new Map<SourceKey, Promise<StoredFeed>>();
+  private readonly demands = new Map<SourceKey, Promise<ServedFeed>>();
   /** Variants (source and options, any publication) rendered by this process: rendering them again is free. */
   private readonly knownVariants = new LRUCache<string, true>({ max: KNOWN_VARIANTS });
   private saturationLoggedAt = -Infinity;
@@ -81,7 +81,7 @@ export class FeedProvider {
    * 404 or 503 when there is none, RateLimitedError when fetching it, or rendering a variant of it nobody asked
    * for yet, would exceed the client's limits.
    */
-  async feedFor(source: SourceKey, query: ParsedSubscriberQuery, ip: string): Promise<StoredFeed> {
+  async feedFor(source: SourceKey, query: ParsedSubscriberQuery, ip: string): Promise<ServedFeed> {
     const base = (await this.cache.get(source)) ?? (await this.onDemand(source, ip));
     this.recordRequest(source);
     if (query.canonical === '') return base;
@@ -101,7 +101,7 @@ export class FeedProvider {
    * The feed of `source` without subscriber options when memory holds a trusted copy, the request recorded as
    * {@link feedFor} records it; else undefined, and nothing done (the caller takes {@link feedFor}).
    */
-  cachedFeed(source: SourceKey): StoredFeed | undefined {
+  cachedFeed(source: SourceKey): ServedFeed | undefined {
     const feed = this.cache.trusted(source);
     if (feed !== undefined) this.recordRequest(source);
     return feed;
@@ -113,7 +113,7 @@ export class FeedProvider {
    * saved variant at a time, and its URL is a secret: rendering it costs no client limit (calendar services
    * poll many people's feeds from few addresses); the cap on renders at once still applies.
    */
-  async savedFeedFor(source: SourceKey, saved: SavedQuery, ip: string): Promise<StoredFeed> {
+  async savedFeedFor(source: SourceKey, saved: SavedQuery, ip: string): Promise<ServedFeed> {
     const notBefore = saved.savedAt ?? 0;
     if (saved.query.canonical !== '') {
       const base = (await this.cache.get(source)) ?? (await this.onDemand(source, ip));
@@ -146,7 +146,7 @@ export class FeedProvider {
    * counts against its client's first-request limits; one that joins a fetch under way (in this process, or
    * queued by a request whose wait ended) or asks for an id known to be missing costs nothing.
    */
-  private onDemand(source: SourceKey, ip: string): Promise<StoredFeed> {
+  private onDemand(source: SourceKey, ip: string): Promise<ServedFeed> {
     const pending = this.demands.get(source);
     if (pending !== undefined) return this.join(pending, source, ip);
     if (this.demands.size >= this.maxDemands) {
@@ -165,7 +165,7 @@ export class FeedProvider {
   }
 
   /** Waits for a fetch another request started; when its client was over its limits, tries on this one's own. */
-  private async join(pending: Promise<StoredFeed>, source: SourceKey, ip: string): Promise<StoredFeed> {
+  private async join(pending: Promise<ServedFeed>, source: SourceKey, ip: string): Promise<ServedFeed> {
     try {
       return await pending;
     } catch (error) {
@@ -175,7 +175,7 @@ export class FeedProvider {
   }
 
   /** Admits the request that starts the fetch of `source` (a public one only, and only when none is queued). */
-  private async startDemand(source: SourceKey, ip: string): Promise<StoredFeed> {
+  private async startDemand(source: SourceKey, ip: string): Promise<ServedFeed> {
     if (!source.startsWith('personal:')) {
       const missing = await this.ctx.registry.missingReason(source);
       if (missing !== undefined) throw notKnown(source, missing);
@@ -188,7 +188,7 @@ export class FeedProvider {
    * Queues a refresh and waits for its feed. The source is not activated here: an id nobody has verified
    * must not become a periodic refresh; the worker registers a public source after its first good fetch.
    */
-  private async fetchOnDemand(source: SourceKey): Promise<StoredFeed> {
+  private async fetchOnDemand(source: SourceKey): Promise<ServedFeed> {
     const missing = await this.ctx.registry.missingReason(source);
     if (missing !== undefined) throw notKnown(source, missing);
     await this.refuseRejectedCredential(source);
@@ -227,7 +227,7 @@ export class FeedProvider {
    * Polls the stores with a short backoff until the feed appears, or the upstream's "not found", or (for a
    * personal source) the rejection of its credential.
    */
-  private async waitForFeed(source: SourceKey): Promise<StoredFeed> {
+  private async waitForFeed(source: SourceKey): Promise<ServedFeed> {
     const deadline = performance.now() + this.demandWaitMs;
     let delay = FIRST_POLL_MS;
     for (;;) {
@@ -293,7 +293,7 @@ export class FeedProvider {
 }
 
 /** A variant rendered before an outage is served from memory as it was: it is as stale as its base. */
-function staleAs(feed: StoredFeed, base: StoredFeed): StoredFeed {
+function staleAs(feed: ServedFeed, base: ServedFeed): ServedFeed {
   return base.staleSince !== undefined && feed.staleSince === undefined
     ? { ...feed, staleSince: base.staleSince }
     : feed;

@@ -7,7 +7,6 @@
  */
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { StoredFeed } from '../feeds/feed-store.ts';
 import { duplicateRedis } from '../lib/redis-connection.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { InvalidSourceError } from '../sources/errors.ts';
@@ -17,6 +16,7 @@ import { ClientLimits } from './client-limits.ts';
 import { HttpError } from './errors.ts';
 import { FeedCache } from './feed-cache.ts';
 import { FeedCounters } from './feed-counters.ts';
+import type { ServedFeed } from './feed-forms.ts';
 import { feedHeaders } from './feed-headers.ts';
 import { FeedProvider, type FeedProviderOptions } from './feed-provider.ts';
 import { chooseEncoding, type FeedEncoding, isNotModified } from './negotiate.ts';
@@ -29,7 +29,7 @@ import { TokenUseRecorder } from './token-use.ts';
 export interface FeedRouteOptions extends FeedProviderOptions {
   /** How long a cached feed is trusted without an invalidation; default 60 s. */
   cacheTtlMs?: number;
-  /** Byte budget of the feed cache; default 256 MiB. */
+  /** Byte budget of the feed cache; default `FEED_CACHE_MB`. */
   cacheMaxBytes?: number;
 }
 
@@ -58,7 +58,7 @@ export async function registerFeedRoutes(
     channel: ctx.keys.feedUpdates,
     logger: ctx.logger,
     ttlMs: options.cacheTtlMs,
-    maxBytes: options.cacheMaxBytes,
+    maxBytes: options.cacheMaxBytes ?? ctx.config.feedCacheMb * 1024 * 1024,
     now: ctx.now,
   });
   await cache.start();
@@ -148,12 +148,13 @@ async function serveFeed(
     ifModifiedSince: request.headers['if-modified-since'],
   };
   if (isNotModified(conditions, feed.etag, feed.lastModified)) return reply.code(304).send();
-  if (encoding === 'identity') return reply.send(feed.body);
-  reply.header('Content-Encoding', encoding);
-  return reply.send(encoding === 'br' ? feed.brotli : feed.gzip);
+  // Identity and br are made from the stored gzip form the first time they are asked for (feed-forms.ts).
+  const body = await feed.forms.get(encoding);
+  if (encoding !== 'identity') reply.header('Content-Encoding', encoding);
+  return reply.send(body);
 }
 
-function setFeedHeaders(reply: FastifyReply, feed: StoredFeed, encoding: FeedEncoding, personal: boolean): void {
+function setFeedHeaders(reply: FastifyReply, feed: ServedFeed, encoding: FeedEncoding, personal: boolean): void {
   const headers = feedHeaders(feed, encoding, personal);
   for (let index = 0; index < headers.length; index += 2) reply.header(headers[index] as string, headers[index + 1]);
 }

@@ -4,10 +4,9 @@
  * and they age out on their own. Concurrent requests for one variant share one render.
  */
 import { LRUCache } from 'lru-cache';
-import type { StoredFeed } from '../feeds/feed-store.ts';
 import type { Admission } from './client-limits.ts';
 import { HttpError } from './errors.ts';
-import { feedBytes } from './feed-cache.ts';
+import type { ServedFeed } from './feed-forms.ts';
 
 /** Bounds of a {@link VariantCache}. */
 export interface VariantCacheLimits {
@@ -24,17 +23,17 @@ export const RENDER_RETRY_SECONDS = 2;
 
 /** A least-recently-used map from variant key to rendered, compressed variant; concurrent renders shared. */
 export class VariantCache {
-  private readonly entries: LRUCache<string, StoredFeed>;
-  private readonly renders = new Map<string, Promise<StoredFeed>>();
+  private readonly entries: LRUCache<string, ServedFeed>;
+  private readonly renders = new Map<string, Promise<ServedFeed>>();
   private readonly maxRenders: number;
 
   constructor(limits: VariantCacheLimits = {}) {
     this.maxRenders = limits.maxRenders ?? 4;
-    this.entries = new LRUCache<string, StoredFeed>({
+    this.entries = new LRUCache<string, ServedFeed>({
       max: limits.maxEntries ?? 500,
       // A variant larger than the whole budget is rendered for its request and not kept.
       maxSize: limits.maxBytes ?? 64 * 1024 * 1024,
-      sizeCalculation: feedBytes,
+      sizeCalculation: (variant) => variant.forms.bytes,
     });
   }
 
@@ -52,9 +51,9 @@ export class VariantCache {
    */
   async get(
     key: string,
-    render: () => Promise<StoredFeed>,
+    render: () => Promise<ServedFeed>,
     admit: () => Promise<Admission | undefined> = async () => undefined,
-  ): Promise<StoredFeed> {
+  ): Promise<ServedFeed> {
     const ready = this.lookup(key);
     if (ready !== undefined) return ready;
     const admission = await admit();
@@ -73,11 +72,11 @@ export class VariantCache {
   }
 
   /** The cached variant, or the render of it under way. */
-  private lookup(key: string): StoredFeed | Promise<StoredFeed> | undefined {
+  private lookup(key: string): ServedFeed | Promise<ServedFeed> | undefined {
     return this.entries.get(key) ?? this.renders.get(key);
   }
 
-  private async start(key: string, render: () => Promise<StoredFeed>): Promise<StoredFeed> {
+  private async start(key: string, render: () => Promise<ServedFeed>): Promise<ServedFeed> {
     if (this.renders.size >= this.maxRenders) {
       throw new HttpError(
         503,

@@ -6,12 +6,13 @@
  */
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { renderVariant } from '../feeds/build-feed.ts';
-import { compressFeed, etagOf, type StoredFeed } from '../feeds/feed-store.ts';
+import { compressFeed, etagOf } from '../feeds/feed-store.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import type { SourceKey } from '../sources/source.ts';
 import { type OptionValues, optionValuesOf } from '../timetable/event-text.ts';
 import type { SubscriberOptions } from '../timetable/types.ts';
 import { HttpError } from './errors.ts';
+import { FeedForms, type ServedFeed } from './feed-forms.ts';
 import type { ParsedSubscriberQuery } from './subscriber-query.ts';
 
 /** Seconds a client is told to wait when its timetable's snapshot is not there yet. */
@@ -24,9 +25,9 @@ const MIN_VARIANT_CAP_BYTES = 1024 * 1024;
  */
 const VARIANT_GROWTH_CAP = 4;
 
-/** The byte cap of a variant of `base`. */
-export function variantCapBytes(base: Pick<StoredFeed, 'body'>): number {
-  return Math.max(MIN_VARIANT_CAP_BYTES, VARIANT_GROWTH_CAP * base.body.length);
+/** The byte cap of a variant of a feed whose identity body is `feedLength` bytes. */
+export function variantCapBytes(feedLength: number): number {
+  return Math.max(MIN_VARIANT_CAP_BYTES, VARIANT_GROWTH_CAP * feedLength);
 }
 
 /** How one variant is rendered, beyond what its query asks for. */
@@ -45,10 +46,10 @@ export interface VariantRenderOptions {
 export async function renderSubscriberVariant(
   ctx: Pick<ServiceContext, 'snapshots' | 'config'>,
   source: SourceKey,
-  base: StoredFeed,
+  base: ServedFeed,
   query: ParsedSubscriberQuery,
   options: VariantRenderOptions = {},
-): Promise<StoredFeed> {
+): Promise<ServedFeed> {
   const notBefore = options.notBefore ?? 0;
   const [{ snapshot, published }, everHad] = await Promise.all([
     ctx.snapshots.load(source),
@@ -64,7 +65,7 @@ export async function renderSubscriberVariant(
   await yieldToEventLoop();
   const ics = renderVariant(snapshot, published, ctx.config, query.options, base.staleSince);
   const body = Buffer.from(ics, 'utf8');
-  const cap = options.capBytes ?? variantCapBytes(base);
+  const cap = options.capBytes ?? variantCapBytes(base.forms.identityLength);
   if (body.length > cap) {
     throw new HttpError(
       400,
@@ -72,9 +73,10 @@ export async function renderSubscriberVariant(
     );
   }
   await yieldToEventLoop();
+  const { gzip, brotli } = await compressFeed(body);
   return {
-    body,
-    ...(await compressFeed(body)),
+    // Variants are made in the api and served whole: every form is made at once.
+    forms: new FeedForms(gzip, { identity: body, brotli }),
     etag: etagOf(body),
     lastModified: Math.max(base.lastModified, notBefore),
     staleSince: base.staleSince,

@@ -8,6 +8,7 @@ import type { RedisTarget } from '../lib/redis-target.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { packLegacyState } from '../sources/state-packing.ts';
 import { QUEUE } from './contract.ts';
+import { dropRetiredFeedForms } from './feed-forms-migration.ts';
 import { beat, forgetWorker } from './heartbeats.ts';
 import { pushProcessor } from './push.ts';
 import { RedisFullGuard } from './redis-full-guard.ts';
@@ -54,6 +55,7 @@ export async function startWorkers(
   const id = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   // Before any job runs: a publication must never infer term starts from an empty or partial count.
   await seedTermCounts(ctx);
+  await dropRetiredFeedForms(ctx);
   const connection = connectRedis(redis, { name: 'worker', logger: ctx.logger, blocking: true });
   const base: Omit<WorkerOptions, 'concurrency'> = {
     connection,

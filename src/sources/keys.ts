@@ -24,7 +24,7 @@ export interface RedisKeys {
    * option naming one stays valid when the current timetable lacks it (holidays, exams).
    */
   optionValues(key: SourceKey): string;
-  /** HASH: the rendered feed, its compressed forms and validators. */
+  /** HASH: the rendered feed's gzip form and its validators (feed-store.ts). */
   feed(key: SourceKey): string;
   /** LIST: the newest changes first, at most 20, each packed in at most 1.5 KB (change-bounds.ts). */
   changes(key: SourceKey): string;
@@ -44,6 +44,8 @@ export interface RedisKeys {
   readonly subscriptionOwnersIndexed: string;
   /** STRING: set once the state stored as plain JSON by earlier releases has been packed (state-packing.ts). */
   readonly statePacked: string;
+  /** STRING: set once the identity and brotli forms of feeds stored before have been dropped. */
+  readonly feedFormsDropped: string;
   /** STRING: a counter written before each wait for the disk; the wait is for this write (redis-durability.ts). */
   readonly durabilityMarker: string;
   /** SET: sources whose last publication changed something and whose push jobs are not queued yet. */
@@ -120,6 +122,7 @@ export function redisKeys(prefix: string): RedisKeys {
     subscriptionOwner: (owner) => `${prefix}:subscription-owner:${owner}`,
     subscriptionOwnersIndexed: `${prefix}:subscription-owners-indexed`,
     statePacked: `${prefix}:state-packed`,
+    feedFormsDropped: `${prefix}:feed-forms-dropped`,
     durabilityMarker: `${prefix}:durability`,
     pushOwed: `${prefix}:push-owed`,
     sourceTargets: (key) => `${prefix}:source-targets:${key}`,

@@ -14,6 +14,7 @@ import { type RunningSimulator, startSimulator } from '../../src/simulator/index
 import { readEvents, waitForJob } from '../jobs/helpers.ts';
 import { until } from '../support/poll.ts';
 import { testContext } from '../support/service.ts';
+import { icsOf } from '../support/stored-feed.ts';
 import { type SimControl, simControl } from '../upstream/sim-control.ts';
 import { adminApp, BEARER } from './admin-app.ts';
 
@@ -73,7 +74,7 @@ async function renderedTermStarts(sources: string[]): Promise<(readonly string[]
 
 async function feedDates(source: string, entryId: number): Promise<string[]> {
   const feed = await ctx.feeds.get(source);
-  return readEvents(feed?.body.toString('utf8') ?? '')
+  return readEvents(icsOf(feed))
     .filter((event) => event.uid.startsWith(`${entryId}-`))
     .map((event) => event.uid.slice(`${entryId}-`.length, `${entryId}-`.length + 8))
     .map((day) => `${day.slice(0, 4)}-${day.slice(4, 6)}-${day.slice(6, 8)}`)

@@ -8,6 +8,7 @@ import { encodeFeed } from '../../src/feeds/feed-store.ts';
 import type { SourceKey } from '../../src/sources/source.ts';
 import { connectTarget } from '../../src/subscriptions/google-connect.ts';
 import { client } from '../fake-google/helpers.ts';
+import { storedIcs } from '../support/stored-feed.ts';
 import { PushHarness } from './push-harness.ts';
 
 let h: PushHarness;
@@ -65,7 +66,7 @@ describe('naming a Google calendar after its timetable', () => {
     expect(h.fake.counts().byMethod).toMatchObject({ 'calendars.get': 1, 'calendars.patch': 1 });
     expect(await h.ctx.google.targets.get(connected.id)).toMatchObject({ calendarName: name });
     // The feed says the same name.
-    expect((await h.ctx.feeds.get(source))?.body.toString('utf8')).toContain(`X-WR-CALNAME:${name}`);
+    expect(await storedIcs(h.ctx.feeds, source)).toContain(`X-WR-CALNAME:${name}`);
     h.fake.resetCounts();
     await h.push({ ...connected, source }, 'refresh');
     expect(h.fake.counts().byMethod['calendars.patch']).toBeUndefined();

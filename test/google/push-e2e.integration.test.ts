@@ -14,6 +14,7 @@ import { occurrenceUid } from '../../src/timetable/expand.ts';
 import type { FakeEvent } from '../fake-google/index.ts';
 import { readEvents } from '../jobs/helpers.ts';
 import { jobEnded } from '../support/jobs.ts';
+import { storedIcs } from '../support/stored-feed.ts';
 import { type Connected, PushHarness } from './push-harness.ts';
 
 let h: PushHarness;
@@ -164,7 +165,7 @@ describe('Google push through the adapter and the fake Google', () => {
       h.clock.now = Date.parse('2025-10-25T12:00:00Z');
       // Nothing expires: the feed is not even rendered again, and Google keeps the event as it was.
       expect(await h.refresh(target.source)).toMatchObject({ outcome: 'unchanged', pushJobs: 0 });
-      const feed = readEvents((await h.ctx.feeds.get(target.source))?.body.toString('utf8') ?? '');
+      const feed = readEvents(await storedIcs(h.ctx.feeds, target.source));
       expect(feed.filter((event) => event.uid.startsWith(`${entryId}-`))).toEqual([
         expect.objectContaining({ status: 'CANCELLED', summary: cancelled?.summary }),
       ]);
@@ -202,9 +203,7 @@ describe('Google push through the adapter and the fake Google', () => {
     expect(endedBefore.filter(ofEntry(moved.id)).length).toBeGreaterThan(0);
     expect(endedBefore.filter(ofEntry(deleted.id)).length).toBeGreaterThan(0);
     const feedEnded = async () =>
-      readEvents((await h.ctx.feeds.get(source))?.body.toString('utf8') ?? '').filter(
-        (event) => Date.parse(event.end) <= now,
-      );
+      readEvents(await storedIcs(h.ctx.feeds, source)).filter((event) => Date.parse(event.end) <= now);
     const feedBefore = await feedEnded();
     expect(feedBefore.length).toBe(endedBefore.length);
     h.fake.resetCounts();
@@ -441,7 +440,7 @@ describe('a class sent as one row per group, in a teacher feed and in Google', (
 
   /** The seminar as the teacher's feed and Google show it. */
   async function seen(target: Connected) {
-    const feed = readEvents((await h.ctx.feeds.get(target.source))?.body.toString('utf8') ?? '').filter((event) =>
+    const feed = readEvents(await storedIcs(h.ctx.feeds, target.source)).filter((event) =>
       event.summary.includes(SUBJECT),
     );
     const google = h.fake.events(target.calendarId).filter((event) => event.summary?.includes(SUBJECT));

@@ -25,6 +25,7 @@ import { REFERENCE_DATE, readEvents } from '../jobs/helpers.ts';
 import { jobEnded } from '../support/jobs.ts';
 import { until } from '../support/poll.ts';
 import { TEST_ADMIN_TOKEN, testConfig, testContext } from '../support/service.ts';
+import { icsOf } from '../support/stored-feed.ts';
 import { type SimControl, simControl } from '../upstream/sim-control.ts';
 
 /** How long a quota pause lasts in these tests (GOOGLE_QUOTA_PAUSE). */
@@ -318,7 +319,7 @@ export class PushHarness {
   async feedEvents(source: SourceKey): Promise<EventView[]> {
     const feed = await this.ctx.feeds.get(source);
     if (!feed) throw new Error(`no feed for ${source}`);
-    return readEvents(feed.body.toString('utf8'))
+    return readEvents(icsOf(feed))
       .filter((event) => event.status !== 'CANCELLED' || this.ctx.config.cancelledTitlePrefix !== '')
       .map((event) => ({ id: eventIdFor(event.uid), summary: event.summary, start: event.start }))
       .sort(byId);

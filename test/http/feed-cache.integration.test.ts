@@ -1,7 +1,8 @@
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, inject, it, vi } from 'vitest';
-import { encodeFeed, FeedStore } from '../../src/feeds/feed-store.ts';
+import { encodeFeed, FeedStore, type StoredFeed } from '../../src/feeds/feed-store.ts';
 import { FeedCache } from '../../src/http/feed-cache.ts';
+import { FeedForms } from '../../src/http/feed-forms.ts';
 import { silentLogger } from '../../src/logger.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { testContext } from '../support/service.ts';
@@ -115,7 +116,7 @@ describe('FeedCache', () => {
     for (const source of ['group:1', 'group:2', 'group:3']) {
       const feed = await encodeFeed(calendar(`feed of ${source}`), Date.UTC(2025, 9, 1));
       await ctx.feeds.write(ctx.redis.multi(), source, feed).exec();
-      sizes.set(source, feed.body.length + feed.gzip.length + feed.brotli.length);
+      sizes.set(source, FeedForms.served(feed).forms.bytes);
     }
     const total = [...sizes.values()].reduce((sum, size) => sum + size, 0);
     // Room for any two of the three feeds, never for all three.
@@ -142,6 +143,45 @@ describe('FeedCache', () => {
       expect(await small.get('group:2')).toBeUndefined();
     } finally {
       await small.stop();
+    }
+  });
+
+  it('holds trusted and last good copies in one budget, with the forms made on demand counted', async () => {
+    const sources = ['group:1', 'group:2'];
+    const stored: StoredFeed[] = [];
+    for (const source of sources) {
+      const feed = await encodeFeed(calendar(`feed of ${source}`), Date.UTC(2025, 9, 1));
+      await ctx.feeds.write(ctx.redis.multi(), source, feed).exec();
+      stored.push(feed);
+    }
+    const [one, two] = stored.map((feed) => FeedForms.served(feed).forms.bytes) as [number, number];
+    const identity = Buffer.byteLength(calendar('feed of group:1'));
+    // Room for both feeds and one identity body, not for a second one.
+    const budgeted = new FeedCache({
+      feeds: ctx.feeds,
+      subscriber: new Redis(inject('redisUrl')),
+      channel: ctx.keys.feedUpdates,
+      logger: silentLogger(),
+      maxBytes: one + two + identity + Math.floor(identity / 2),
+      clock: () => clock,
+    });
+    await budgeted.start();
+    try {
+      const first = await budgeted.get('group:1');
+      await budgeted.get('group:2');
+      expect(budgeted.cachedBytes).toBe(one + two);
+      await first?.forms.get('identity');
+      expect(budgeted.cachedBytes).toBe(one + two + identity);
+      // No longer trusted, still the last good copy: counted once, not twice.
+      budgeted.invalidate('group:1');
+      expect(budgeted.size).toBe(1);
+      expect(budgeted.cachedBytes).toBe(one + two + identity);
+      // Making a form beyond the budget evicts the least recently served feed.
+      const second = await budgeted.get('group:2');
+      await second?.forms.get('identity');
+      expect(budgeted.cachedBytes).toBe(two + Buffer.byteLength(calendar('feed of group:2')));
+    } finally {
+      await budgeted.stop();
     }
   });
 

@@ -6,9 +6,10 @@
  */
 import { request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { brotliCompressSync, brotliDecompressSync, gunzipSync, gzipSync } from 'node:zlib';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { StoredFeed } from '../../src/feeds/feed-store.ts';
+import { etagOf, type FeedValidators, type StoredFeed } from '../../src/feeds/feed-store.ts';
 import { buildApp } from '../../src/http/app.ts';
 import { silentLogger } from '../../src/logger.ts';
 import { memoryLogger } from '../upstream/local-server.ts';
@@ -113,7 +114,7 @@ const ENCODINGS = [
   'deflate',
 ];
 
-function conditions(feed: StoredFeed): (Record<string, string> | undefined)[] {
+function conditions(feed: FeedValidators): (Record<string, string> | undefined)[] {
   const coded = (suffix: string) => `${feed.etag.slice(0, -1)}${suffix}"`;
   const modified = new Date(feed.lastModified);
   return [
@@ -137,8 +138,9 @@ describe('the feed fast path', () => {
       [GROUP, group],
       [STALE, stale],
     ] as const) {
-      // The first request reads the feed into each app's memory cache; only then is it the fast path's.
-      await compare('GET', path);
+      // The first request reads the feed into each app's memory cache; only then is it the fast path's. Its
+      // identity and br forms are made on the first request for each (the next test is about that).
+      for (const encoding of ['gzip', 'identity', 'br']) await compare('GET', path, { 'accept-encoding': encoding });
       reachedFastify.length = 0;
       for (const method of ['GET', 'HEAD']) {
         for (const encoding of ENCODINGS) {
@@ -152,6 +154,50 @@ describe('the feed fast path', () => {
       }
       expect(reachedFastify).toEqual([]);
     }
+  });
+
+  it('answers a feed stored in the old layout, its identity and br not made yet, alike; each made once', async () => {
+    const ics = Buffer.from(calendar('Группа 4343 (old layout)'));
+    const old = { etag: etagOf(ics), lastModified: Date.UTC(2025, 9, 1, 12, 0, 0) };
+    // As versions that stored three forms wrote it; the api reads the gzip form only.
+    await t.ctx.redis.hset(t.ctx.keys.feed('group:4343'), {
+      body: ics,
+      gzip: gzipSync(ics),
+      brotli: brotliCompressSync(ics),
+      etag: old.etag,
+      lastModified: String(old.lastModified),
+    });
+    const path = '/feeds/groups/4343.ics';
+    reachedFastify.length = 0;
+    const first = await compare('GET', path, { 'accept-encoding': 'gzip' });
+    expect(gunzipSync(Buffer.from(first.body, 'base64'))).toEqual(ics);
+    expect(first.headers).toContain(`etag: ${old.etag.slice(0, -1)}-gz"`);
+    // A 304 needs no bytes: answered in front of fastify in every coding at once.
+    for (const encoding of ['identity', 'br'])
+      await compare('GET', path, { 'accept-encoding': encoding, 'if-none-match': old.etag });
+    const afterRead = [...reachedFastify];
+    // The first 200 in br (a HEAD too) and in identity waits in fastify for its bytes; the next are answered here.
+    const [br] = await Promise.all([
+      compare('GET', path, { 'accept-encoding': 'br' }),
+      compare('GET', path, { 'accept-encoding': 'br' }),
+    ]);
+    expect(brotliDecompressSync(Buffer.from(br?.body ?? '', 'base64'))).toEqual(ics);
+    await compare('HEAD', path, { 'accept-encoding': 'br' });
+    const identity = await compare('GET', path);
+    expect(Buffer.from(identity.body, 'base64')).toEqual(ics);
+    expect(identity.headers).toContain(`etag: ${old.etag}`);
+    expect(identity.headers).toContain('last-modified: Wed, 01 Oct 2025 12:00:00 GMT');
+    const madeInFastify = reachedFastify.length - afterRead.length;
+    for (const method of ['GET', 'HEAD'])
+      for (const encoding of ENCODINGS)
+        for (const condition of conditions({ ...old, staleSince: undefined }))
+          await compare(method, path, {
+            ...(encoding === undefined ? {} : { 'accept-encoding': encoding }),
+            ...condition,
+          });
+    expect(afterRead).toEqual([`GET ${path}`]);
+    expect(madeInFastify).toBeLessThanOrEqual(3);
+    expect(reachedFastify).toHaveLength(afterRead.length + madeInFastify);
   });
 
   it('counts what it serves in the served-feeds metric', async () => {

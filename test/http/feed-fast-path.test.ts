@@ -5,8 +5,10 @@ import { describe, expect, it, vi } from 'vitest';
 import { encodeFeed } from '../../src/feeds/feed-store.ts';
 import { FeedCounters } from '../../src/http/feed-counters.ts';
 import { answerFirst, FeedFastPath } from '../../src/http/feed-fast-path.ts';
+import { FeedForms } from '../../src/http/feed-forms.ts';
 
-const FEED = await encodeFeed('BEGIN:VCALENDAR\r\nEND:VCALENDAR\r\n', Date.UTC(2025, 9, 1));
+const FEED = FeedForms.served(await encodeFeed('BEGIN:VCALENDAR\r\nEND:VCALENDAR\r\n', Date.UTC(2025, 9, 1)));
+const IDENTITY = await FEED.forms.get('identity');
 
 function fastPath() {
   const cachedFeed = vi.fn(() => FEED);
@@ -31,7 +33,7 @@ describe('the feed fast path', () => {
     const open = exchange('GET', '/feeds/groups/4242.ics');
     expect(path.handle(open.request, open.raw)).toBe(true);
     expect(open.response.writeHead).toHaveBeenCalledWith(200, expect.any(Array));
-    expect(open.response.end).toHaveBeenCalledWith(FEED.body);
+    expect(open.response.end).toHaveBeenCalledWith(IDENTITY);
     path.close();
     cachedFeed.mockClear();
     const closing = exchange('GET', '/feeds/groups/4242.ics');

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { encodeFeed, type StoredFeed } from '../../src/feeds/feed-store.ts';
+import { compressFeed, etagOf } from '../../src/feeds/feed-store.ts';
 import { HttpError } from '../../src/http/errors.ts';
+import { FeedForms, type ServedFeed } from '../../src/http/feed-forms.ts';
 import { chooseEncoding, codingEtag, isNotModified, noneMatchHits } from '../../src/http/negotiate.ts';
 import { parseSubscriberQuery } from '../../src/http/subscriber-query.ts';
 import { VariantCache } from '../../src/http/variant-cache.ts';
@@ -110,7 +111,11 @@ describe('parseSubscriberQuery', () => {
 });
 
 describe('VariantCache', () => {
-  const variant = (text: string) => encodeFeed(text.repeat(50), 0);
+  const variant = async (text: string): Promise<ServedFeed> => {
+    const body = Buffer.from(text.repeat(50));
+    const { gzip, brotli } = await compressFeed(body);
+    return { forms: new FeedForms(gzip, { identity: body, brotli }), etag: etagOf(body), lastModified: 0 };
+  };
 
   it('renders a variant once for concurrent requests and evicts the least recently used', async () => {
     const cache = new VariantCache({ maxEntries: 2 });
@@ -134,8 +139,7 @@ describe('VariantCache', () => {
   });
 
   it('keeps within its byte budget and forgets a failed render', async () => {
-    const size = (feed: StoredFeed) => feed.body.length + feed.gzip.length + feed.brotli.length;
-    const budget = size(await variant('x')) * 2 + 10;
+    const budget = (await variant('x')).forms.bytes * 2 + 10;
     const cache = new VariantCache({ maxBytes: budget });
     for (const key of ['x', 'y', 'z']) await cache.get(key, async () => variant(key));
     expect(cache.size).toBe(2);

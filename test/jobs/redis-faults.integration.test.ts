@@ -15,6 +15,7 @@ import { until } from '../support/poll.ts';
 import { type RedisProcess, startRedisProcess } from '../support/redis-process.ts';
 import { testContext } from '../support/service.ts';
 import { startWorkerProcess } from '../support/spawn-worker.ts';
+import { storedIcs } from '../support/stored-feed.ts';
 import { type SimControl, simControl } from '../upstream/sim-control.ts';
 import { waitForJob } from './helpers.ts';
 
@@ -106,7 +107,7 @@ async function firstGroup(): Promise<number> {
 }
 
 async function feedText(context: ServiceContext, source: string): Promise<string> {
-  return (await context.feeds.get(source as never))?.body.toString('utf8') ?? '';
+  return storedIcs(context.feeds, source);
 }
 
 /** Keys that do not expire: what the service stores for good (locks, heartbeats and rate windows expire). */

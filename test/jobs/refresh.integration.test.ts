@@ -3,6 +3,7 @@ import { renderVariant } from '../../src/feeds/build-feed.ts';
 import type { RefreshJobResult } from '../../src/jobs/contract.ts';
 import { markFeedStale } from '../../src/jobs/publish-timetable.ts';
 import type { TimetableEntry } from '../../src/timetable/types.ts';
+import { icsOf } from '../support/stored-feed.ts';
 import { type Pipeline, readEvents, startPipeline } from './helpers.ts';
 
 let pipeline: Pipeline;
@@ -27,7 +28,7 @@ afterAll(async () => {
 async function feedText(source: string): Promise<string> {
   const feed = await pipeline.ctx.feeds.get(source);
   if (!feed) throw new Error(`no feed for ${source}`);
-  return feed.body.toString('utf8');
+  return icsOf(feed);
 }
 
 describe('refresh pipeline', () => {
@@ -38,7 +39,7 @@ describe('refresh pipeline', () => {
     expect((first.result as RefreshJobResult).outcome).toBe('published');
     const feed = await pipeline.ctx.feeds.get(source);
     expect(feed?.etag).toMatch(/^".+"$/);
-    const events = readEvents(feed?.body.toString('utf8') ?? '');
+    const events = readEvents(icsOf(feed));
     expect(events.length).toBe((first.result as RefreshJobResult).occurrences);
     expect(events.length).toBeGreaterThan(10);
 

@@ -2,6 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { encodeFeed } from '../../src/feeds/feed-store.ts';
 import type { RefreshJobResult } from '../../src/jobs/contract.ts';
 import { enqueueRefresh } from '../../src/jobs/queues.ts';
+import { icsOf, storedIcs } from '../support/stored-feed.ts';
 import { type Pipeline, readEvents, startPipeline } from './helpers.ts';
 
 let pipeline: Pipeline;
@@ -27,10 +28,8 @@ describe('the stored feed is repaired when it disagrees with the registry', () =
     const before = await pipeline.ctx.feeds.get(source);
     await pipeline.ctx.redis.del(pipeline.ctx.keys.feed(source));
     expect(outcome(await pipeline.refresh(source))).toBe('published');
-    expect((await pipeline.ctx.feeds.get(source))?.body.toString()).toContain('BEGIN:VEVENT');
-    expect(readEvents((await pipeline.ctx.feeds.get(source))?.body.toString() ?? '').length).toBe(
-      readEvents(before?.body.toString() ?? '').length,
-    );
+    expect(await storedIcs(pipeline.ctx.feeds, source)).toContain('BEGIN:VEVENT');
+    expect(readEvents(await storedIcs(pipeline.ctx.feeds, source)).length).toBe(readEvents(icsOf(before)).length);
   });
 
   it('a feed left stale-marked while the registry says ok is rendered fresh', async () => {
@@ -39,7 +38,7 @@ describe('the stored feed is repaired when it disagrees with the registry', () =
     const feed = await pipeline.ctx.feeds.get(source);
     if (!feed) throw new Error('no feed');
     await pipeline.ctx.feeds
-      .write(pipeline.ctx.redis.multi(), source, await encodeFeed(feed.body.toString(), pipeline.clock.now, 123_000))
+      .write(pipeline.ctx.redis.multi(), source, await encodeFeed(icsOf(feed), pipeline.clock.now, 123_000))
       .exec();
     expect(outcome(await pipeline.refresh(source))).toBe('published');
     expect((await pipeline.ctx.feeds.get(source))?.staleSince).toBeUndefined();
@@ -50,7 +49,7 @@ describe('the stored feed is repaired when it disagrees with the registry', () =
     await pipeline.refresh(source);
     const feed = await pipeline.ctx.feeds.get(source);
     if (!feed) throw new Error('no feed');
-    const newer = await encodeFeed(`${feed.body.toString()}\r\n`, pipeline.clock.now);
+    const newer = await encodeFeed(`${icsOf(feed)}\r\n`, pipeline.clock.now);
     await pipeline.ctx.feeds.write(pipeline.ctx.redis.multi(), source, newer).exec();
     expect(
       await pipeline.ctx.feeds.replaceIf(source, feed.etag, await encodeFeed('old and stale', pipeline.clock.now, 1)),
@@ -80,7 +79,7 @@ describe('what a refresh owes and keeps', () => {
     const { entries } = await pipeline.ctx.upstream.groupSchedule(groupIds[2] as number);
     const entry = entries.find((candidate) => candidate.finishDate > '2025-11-01');
     if (!entry) throw new Error('no entry with future classes');
-    const before = readEvents((await pipeline.ctx.feeds.get(source))?.body.toString() ?? '').filter((event) =>
+    const before = readEvents(await storedIcs(pipeline.ctx.feeds, source)).filter((event) =>
       event.uid.startsWith(`${entry.id}-`),
     );
     await pipeline.sim.raw(`/_sim/entries/${entry.id}`, {
@@ -90,7 +89,7 @@ describe('what a refresh owes and keeps', () => {
     });
     const job = await pipeline.refresh(source);
     expect(job.state).toBe('completed');
-    const after = readEvents((await pipeline.ctx.feeds.get(source))?.body.toString() ?? '').filter((event) =>
+    const after = readEvents(await storedIcs(pipeline.ctx.feeds, source)).filter((event) =>
       event.uid.startsWith(`${entry.id}-`),
     );
     expect(after).toEqual(before);

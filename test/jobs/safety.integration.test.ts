@@ -3,6 +3,7 @@ import { STALE_PROPERTY } from '../../src/feeds/build-feed.ts';
 import type { RefreshJobResult } from '../../src/jobs/contract.ts';
 import { enqueueRefresh } from '../../src/jobs/queues.ts';
 import { until } from '../support/poll.ts';
+import { icsOf } from '../support/stored-feed.ts';
 import type { FaultSpec } from '../upstream/sim-control.ts';
 import { type Pipeline, readEvents, startPipeline, waitForJob } from './helpers.ts';
 
@@ -44,10 +45,10 @@ describe('a failed fetch never replaces the last good data', () => {
     const state = await pipeline.ctx.registry.get(source);
     expect(state).toMatchObject({ status: 'stale', consecutiveFailures: 2 });
     expect(stale?.staleSince).toBe(state?.staleSince);
-    expect(stale?.body.toString()).toContain(`${STALE_PROPERTY}:${new Date(state?.staleSince ?? 0).toISOString()}`);
+    expect(icsOf(stale)).toContain(`${STALE_PROPERTY}:${new Date(state?.staleSince ?? 0).toISOString()}`);
     // Same events, byte for byte apart from the marker.
-    expect(readEvents(stale?.body.toString() ?? '')).toEqual(readEvents(before?.body.toString() ?? ''));
-    expect(stale?.body.toString().replace(/X-TIMETABLE-STALE:[^\r]*\r\n/, '')).toBe(before?.body.toString());
+    expect(readEvents(icsOf(stale))).toEqual(readEvents(icsOf(before)));
+    expect(icsOf(stale).replace(/X-TIMETABLE-STALE:[^\r]*\r\n/, '')).toBe(icsOf(before));
     expect((await pipeline.ctx.snapshots.load(source)).snapshot?.entries.length).toBeGreaterThan(0);
 
     await pipeline.sim.clearFaults();
@@ -55,7 +56,7 @@ describe('a failed fetch never replaces the last good data', () => {
     expect(recovered.state).toBe('completed');
     const fresh = await pipeline.ctx.feeds.get(source);
     expect(fresh?.staleSince).toBeUndefined();
-    expect(fresh?.body.toString()).not.toContain(STALE_PROPERTY);
+    expect(icsOf(fresh)).not.toContain(STALE_PROPERTY);
     expect(await pipeline.ctx.registry.get(source)).toMatchObject({ status: 'ok', consecutiveFailures: 0 });
   });
 
@@ -127,7 +128,7 @@ describe('mass-deletion guard', () => {
       10_000,
     );
     expect(after?.etag).not.toBe(before?.etag);
-    const events = readEvents(after?.body.toString() ?? '');
+    const events = readEvents(icsOf(after));
     expect(events.some((event) => event.status === 'CANCELLED')).toBe(true);
     expect(await pipeline.ctx.registry.get(source)).toMatchObject({ status: 'ok' });
   });
