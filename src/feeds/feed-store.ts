@@ -55,17 +55,20 @@ function inTurn<T>(compress: () => Promise<T>): Promise<T> {
   return compressed;
 }
 
-/** The gzip and brotli encodings of a feed variant the api renders (see {@link inTurn}). */
+/**
+ * The gzip and brotli encodings of a feed variant the api renders (see {@link inTurn}), each in memory of its own:
+ * zlib hands out a slice of its 64 KiB output buffer, which a cache would keep whole while counting the slice.
+ */
 export function compressFeed(body: Buffer): Promise<{ gzip: Buffer; brotli: Buffer }> {
   return inTurn(async () => {
     const [gzipped, brotli] = await Promise.all([gzipAsync(body, { level: 9 }), brotliNow(body)]);
-    return { gzip: gzipped, brotli };
+    return { gzip: ownBytes(gzipped), brotli: ownBytes(brotli) };
   });
 }
 
-/** The brotli encoding of a feed body (see {@link inTurn}). */
-export function brotliFeed(body: Buffer): Promise<Buffer> {
-  return inTurn(() => brotliNow(body));
+/** The brotli encoding of a feed body (see {@link inTurn}), in memory of its own as {@link compressFeed}'s. */
+export async function brotliFeed(body: Buffer): Promise<Buffer> {
+  return ownBytes(await inTurn(() => brotliNow(body)));
 }
 
 function brotliNow(body: Buffer): Promise<Buffer> {
@@ -78,10 +81,16 @@ function brotliNow(body: Buffer): Promise<Buffer> {
   });
 }
 
-/** The identity body of a stored feed, decompressed on libuv's thread pool. */
+/**
+ * The identity body of a stored feed, decompressed on libuv's thread pool into one buffer of its exact length
+ * (zlib's default 16 KiB chunks, joined at the end, would leave ten times the body in garbage per feed).
+ */
 export function feedBody(feed: Pick<StoredFeed, 'gzip'>): Promise<Buffer> {
-  return gunzipAsync(feed.gzip);
+  return gunzipAsync(feed.gzip, { chunkSize: Math.max(MIN_CHUNK, identityLength(feed.gzip)) });
 }
+
+/** zlib's smallest output chunk. */
+const MIN_CHUNK = 64;
 
 /**
  * The length of the identity body of a gzip form, without decompressing it: the gzip trailer's ISIZE (RFC 1952),
@@ -107,10 +116,10 @@ export async function encodeFeed(ics: string, lastModified: number, staleSince?:
 
 /**
  * `bytes` in memory of their own. ioredis hands bulk replies out as slices of what it read from the socket
- * (64 KiB at a time): a feed's gzip form kept by the API's feed cache would keep that whole read alive, bytes
- * of other replies included, and the cache's byte budget would count a fraction of the memory it holds (with
- * 2,000 feeds requested the scale benchmark saw the api grow by twice their bytes). One copy per read from
- * Redis, outside the pool of small buffers for the same reason.
+ * (64 KiB at a time), and zlib its output as slices of its 64 KiB output buffer: a feed form kept by the API's
+ * feed cache would keep that whole buffer alive, bytes of other replies included, and the cache's byte budget
+ * would count a fraction of the memory it holds (with 2,000 feeds requested the scale benchmark saw the api
+ * grow by twice their bytes). One copy, outside the pool of small buffers for the same reason.
  */
 function ownBytes(bytes: Buffer): Buffer {
   if (bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength) return bytes;
