@@ -16,7 +16,7 @@
  */
 import { LRUCache } from 'lru-cache';
 import { DEFAULT_FEED_CACHE_MB } from '../config.ts';
-import type { FeedStore } from '../feeds/feed-store.ts';
+import type { FeedStore, StoredFeed } from '../feeds/feed-store.ts';
 import { isRedisFailure } from '../lib/redis-failure.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
@@ -33,7 +33,7 @@ export interface FeedCacheOptions {
   logger: Logger;
   /** How long an entry is trusted without hearing of a change, more than 0; default 60 s. */
   ttlMs?: number | undefined;
-  /** Monotonic clock in ms, never 0 (lru-cache takes a start of 0 for "no TTL"); default `performance.now`. */
+  /** Monotonic clock in ms; default `performance.now`. */
   clock?: (() => number) | undefined;
   /** Budget for the bytes of every feed kept, trusted or last good, in every form made; default 256 MiB. */
   maxBytes?: number | undefined;
@@ -231,7 +231,7 @@ export class FeedCache {
           this.kept.delete(source);
           return undefined;
         }
-        const feed = FeedForms.served(stored);
+        const feed = this.served(source, stored);
         this.kept.set(source, {
           feed,
           generation: keep && this.live && !load.outdated ? this.generation : UNTRUSTED,
@@ -257,6 +257,17 @@ export class FeedCache {
     return read.finally(() => {
       if (this.loads.get(source) === load) this.loads.delete(source);
     });
+  }
+
+  /**
+   * `stored` as served. Read again with the same ETag (its trust ran out, or another feed was announced), it is
+   * the same bytes: the forms made of the copy kept are kept too, rather than made again every minute.
+   */
+  private served(source: SourceKey, stored: StoredFeed): ServedFeed {
+    const before = this.kept.peek(source)?.feed;
+    if (before === undefined || before.etag !== stored.etag) return FeedForms.served(stored);
+    const { gzip: _same, ...validators } = stored;
+    return { ...validators, forms: before.forms };
   }
 
   /** Starts a read of `source` that nobody waits for, unless one is under way or one failed a moment ago. */

@@ -134,7 +134,7 @@ export class FeedFastPath {
       const body = feed.forms.ready(encoding);
       if (body !== undefined) {
         answer.ok = [
-          ...common(feed, encoding),
+          ...feedHeaders(feed, encoding, false),
           ...codingHeader(encoding),
           ...NOSNIFF,
           'content-length',
@@ -164,12 +164,8 @@ function sourceOfPath(kind: SourceKind, id: string): string | undefined {
  * them; the 200's follow once its bytes are made ({@link FeedFastPath}).
  */
 function coded(feed: ServedFeed, encoding: FeedEncoding): CodedAnswer {
-  const notModified = [...common(feed, encoding), ...NOSNIFF];
+  const notModified = [...feedHeaders(feed, encoding, false), ...NOSNIFF];
   return { ok: undefined, notModified, notModifiedHead: [...notModified, 'content-length', '0'], body: undefined };
-}
-
-function common(feed: ServedFeed, encoding: FeedEncoding): readonly string[] {
-  return feedHeaders(feed, encoding, false);
 }
 
 function codingHeader(encoding: FeedEncoding): string[] {

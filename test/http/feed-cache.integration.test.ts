@@ -101,6 +101,22 @@ describe('FeedCache', () => {
     expect((await cache.get(SOURCE))?.etag).toBe(second);
   });
 
+  it('keeps the forms made of a feed it reads again unchanged, and only then', async () => {
+    await store('first', false);
+    const first = await cache.get(SOURCE);
+    const identity = await first?.forms.get('identity');
+    clock += 61_000;
+    const again = await cache.get(SOURCE);
+    expect(again).not.toBe(first);
+    expect(again?.forms.ready('identity')).toBe(identity);
+    await store('changed');
+    await vi.waitFor(async () => expect((await cache.get(SOURCE))?.etag).not.toBe(first?.etag), {
+      timeout: 2_000,
+      interval: 10,
+    });
+    expect((await cache.get(SOURCE))?.forms.ready('identity')).toBeUndefined();
+  });
+
   it('does not keep a read that an announcement overtook', async () => {
     await store('first', false);
     const reading = cache.get(SOURCE);
