@@ -1,26 +1,32 @@
 /**
  * Feeds stored before Redis kept their gzip form only still hold their identity body and brotli form (about 180 of
  * a median group's 186 KB), and a refresh that changes nothing does not rewrite them. A worker drops those
- * fields once per deployment at start, before its jobs run; the api serves either layout meanwhile.
+ * fields once per Redis, in the background once it has started; the api serves either layout meanwhile.
  */
-import { withLock } from '../lib/redis-lock.ts';
+import { lockOwner, releaseLock, tryLock } from '../lib/redis-lock.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 
 /** How long one worker may shrink the feeds before another may try (shrinking is idempotent). */
 const MIGRATION_LOCK_MS = 5 * 60_000;
 
 /**
- * Drops the retired forms of every stored feed unless a marker says it was done: one worker at a time (the
- * others wait, then find the marker), logging how many feeds it shrank. Resolves to that count.
+ * Drops the retired forms of every stored feed unless a marker says it was done, in one worker at a time: one
+ * that finds another at it returns at once (nothing waits for it). Logs how many feeds it shrank and resolves
+ * to that count.
  */
 export async function dropRetiredFeedForms(ctx: ServiceContext): Promise<number> {
   const marker = ctx.keys.feedFormsDropped;
   if ((await ctx.redis.exists(marker)) === 1) return 0;
-  return withLock(ctx.redis, ctx.keys.lock('feed-forms-migration'), MIGRATION_LOCK_MS, async () => {
+  const lock = ctx.keys.lock('feed-forms-migration');
+  const owner = lockOwner();
+  if (!(await tryLock(ctx.redis, lock, owner, MIGRATION_LOCK_MS))) return 0;
+  try {
     if ((await ctx.redis.exists(marker)) === 1) return 0;
     const shrunk = await ctx.feeds.dropRetiredForms();
     await ctx.redis.set(marker, '1');
     ctx.logger.info({ feeds: shrunk }, 'stored feeds shrunk to their gzip form');
     return shrunk;
-  });
+  } finally {
+    await releaseLock(ctx.redis, lock, owner);
+  }
 }

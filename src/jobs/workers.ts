@@ -55,7 +55,6 @@ export async function startWorkers(
   const id = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   // Before any job runs: a publication must never infer term starts from an empty or partial count.
   await seedTermCounts(ctx);
-  await dropRetiredFeedForms(ctx);
   const connection = connectRedis(redis, { name: 'worker', logger: ctx.logger, blocking: true });
   const base: Omit<WorkerOptions, 'concurrency'> = {
     connection,
@@ -109,9 +108,9 @@ export async function startWorkers(
   await heartbeat();
   const timer = setInterval(heartbeat, tuning.heartbeatMs ?? 5_000);
   timer.unref();
-  // In the background: both forms are read, so jobs need not wait for it (about 25 s once at 20,000 sources).
+  // In the background: both forms are read, so jobs need not wait for them (about 25 s once at 20,000 sources).
   let closing = false;
-  const packing = packStoredState(ctx, () => closing);
+  const packing = shrinkStoredForms(ctx, () => closing);
   ctx.logger.info(
     { worker: id, concurrency: ctx.config.workerConcurrency, rateLimit: ctx.config.upstreamRateLimit },
     'workers started',
@@ -127,6 +126,19 @@ export async function startWorkers(
       await connection.quit().catch(() => connection.disconnect());
     },
   };
+}
+
+/** Drops the feed forms earlier releases stored, then packs their plain JSON state; each only warns when it fails. */
+async function shrinkStoredForms(ctx: ServiceContext, stopped: () => boolean): Promise<void> {
+  try {
+    await dropRetiredFeedForms(ctx);
+  } catch (error) {
+    ctx.logger.warn(
+      { err: error },
+      'could not drop the feed forms stored by an earlier release; the next start tries again',
+    );
+  }
+  if (!stopped()) await packStoredState(ctx, stopped);
 }
 
 /**

@@ -95,4 +95,17 @@ describe('dropRetiredFeedForms', () => {
     expect(await ctx.feeds.dropRetiredForms()).toBe(1);
     expect(await ctx.feeds.dropRetiredForms()).toBe(0);
   });
+
+  it('returns at once while another worker holds the migration, dropping nothing', async () => {
+    await storeOldFormat('group:1', 'BEGIN:VCALENDAR\r\nEND:VCALENDAR\r\n');
+    await ctx.redis.set(ctx.keys.lock('feed-forms-migration'), 'another worker', 'PX', 60_000);
+    expect(await dropRetiredFeedForms(ctx)).toBe(0);
+    expect((await ctx.redis.hkeys(ctx.keys.feed('group:1'))).sort()).toEqual([
+      'body',
+      'brotli',
+      'etag',
+      'gzip',
+      'lastModified',
+    ]);
+  });
 });
