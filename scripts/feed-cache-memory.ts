@@ -6,7 +6,7 @@
  * started on that Redis and its RSS read idle; then every feed is requested in gzip, then in identity, then in
  * br, then in gzip again, and its RSS read after each pass (after a pause, so that garbage may be collected).
  *
- *   node scripts/feed-cache-memory.ts [--groups 1500] [--budget 256]    (MALLOC_* variables are passed on)
+ *   node scripts/feed-cache-memory.ts [--groups 1500] [--budget 256]    (MALLOC_* variables are passed on, and SERVICE_NODE_OPTIONS as NODE_OPTIONS)
  */
 import { parseArgs } from 'node:util';
 import {
@@ -88,6 +88,8 @@ try {
     ...Object.fromEntries(
       Object.entries(process.env).filter(([name, value]) => name.startsWith('MALLOC_') && value !== undefined),
     ),
+    // V8's flags for the service's processes (e.g. a heap limit), without applying them to this script.
+    ...(process.env.SERVICE_NODE_OPTIONS ? { NODE_OPTIONS: process.env.SERVICE_NODE_OPTIONS } : {}),
   };
   const { groups: all } = (await (await fetch(`${simulator.url}/_sim/groups`)).json()) as { groups: { id: number }[] };
   const paths = all.map((group) => `/feeds/groups/${group.id}.ics`);
