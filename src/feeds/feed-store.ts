@@ -82,22 +82,29 @@ function brotliNow(body: Buffer): Promise<Buffer> {
 }
 
 /**
- * The identity body of a stored feed, decompressed on libuv's thread pool into one buffer of its exact length
- * (zlib's default 16 KiB chunks, joined at the end, would leave ten times the body in garbage per feed).
+ * The identity body of a stored feed, decompressed on libuv's thread pool into one buffer (zlib's default 16 KiB
+ * chunks, joined at the end, would leave ten times the body in garbage per feed). The buffer is one byte longer
+ * than the trailer says, so that zlib sees the stream end before it fills it (a full buffer makes it allocate
+ * another of the same size). A damaged trailer cannot make it allocate more than {@link MAX_FEED_BYTES}, and a
+ * stream that inflates beyond that is refused.
  */
-export function feedBody(feed: Pick<StoredFeed, 'gzip'>): Promise<Buffer> {
-  return gunzipAsync(feed.gzip, { chunkSize: Math.max(MIN_CHUNK, identityLength(feed.gzip)) });
+export async function feedBody(feed: Pick<StoredFeed, 'gzip'>): Promise<Buffer> {
+  const chunkSize = Math.min(MAX_FEED_BYTES, Math.max(MIN_CHUNK, identityLength(feed.gzip) + 1));
+  return gunzipAsync(feed.gzip, { chunkSize, maxOutputLength: MAX_FEED_BYTES });
 }
 
 /** zlib's smallest output chunk. */
 const MIN_CHUNK = 64;
+
+/** The largest identity body a stored feed may inflate to: hundreds of times a large teacher's feed. */
+const MAX_FEED_BYTES = 64 * 1024 * 1024;
 
 /**
  * The length of the identity body of a gzip form, without decompressing it: the gzip trailer's ISIZE (RFC 1952),
  * the length modulo 2^32, exact for the one-member streams {@link encodeFeed} writes of feeds under 4 GiB.
  */
 export function identityLength(gzipped: Buffer): number {
-  return gzipped.readUInt32LE(gzipped.length - 4);
+  return gzipped.length < 4 ? 0 : gzipped.readUInt32LE(gzipped.length - 4);
 }
 
 /** Compresses a rendered feed and computes its validators. */

@@ -142,14 +142,16 @@ async function serveFeed(
     : provider.savedFeedFor(source, saved, request.ip));
   // Chosen before the headers: each coding has its own ETag, and a 304 carries the one a 200 would have.
   const encoding = chooseEncoding(request.headers['accept-encoding']);
-  setFeedHeaders(reply, feed, encoding, source.startsWith('personal:'));
   const conditions = {
     ifNoneMatch: request.headers['if-none-match'],
     ifModifiedSince: request.headers['if-modified-since'],
   };
-  if (isNotModified(conditions, feed.etag, feed.lastModified)) return reply.code(304).send();
-  // Identity and br are made from the stored gzip form the first time they are asked for (feed-forms.ts).
-  const body = await feed.forms.get(encoding);
+  const notModified = isNotModified(conditions, feed.etag, feed.lastModified);
+  // Identity and br are made from the stored gzip form the first time they are asked for (feed-forms.ts); made
+  // before the headers are set, so that an error answered instead carries none of the feed's caching headers.
+  const body = notModified ? undefined : await feed.forms.get(encoding);
+  setFeedHeaders(reply, feed, encoding, source.startsWith('personal:'));
+  if (body === undefined) return reply.code(304).send();
   if (encoding !== 'identity') reply.header('Content-Encoding', encoding);
   return reply.send(body);
 }

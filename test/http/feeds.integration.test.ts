@@ -1,7 +1,7 @@
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import ICAL from 'ical.js';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { StoredFeed } from '../../src/feeds/feed-store.ts';
+import { encodeFeed, type StoredFeed } from '../../src/feeds/feed-store.ts';
 import { calendar, startTestApp, storeFeed, storeTimetable, type TestApp } from './helpers.ts';
 
 let t: TestApp;
@@ -232,5 +232,20 @@ describe('subscriber variants', () => {
     const response = await get('/feeds/groups/502.ics?subgroup=2');
     expect(response.headers['x-timetable-stale']).toBe(new Date(since).toISOString());
     expect(response.body).toContain('X-TIMETABLE-STALE:2025-10-05T06:00:00.000Z');
+  });
+});
+
+describe('a stored feed whose gzip form is damaged', () => {
+  it('answers an error for the forms made from it, without the caching headers of a feed', async () => {
+    const damaged = await encodeFeed(ICS, Date.UTC(2025, 9, 1, 12, 0, 0));
+    // The trailer is kept (its ISIZE says the length), the deflate data in the middle is not.
+    damaged.gzip.fill(0xff, 10, damaged.gzip.length - 8);
+    await t.ctx.feeds.write(t.ctx.redis.multi(), 'group:4343', damaged).exec();
+    for (const encoding of ['identity', 'br']) {
+      const response = await get('/feeds/groups/4343.ics', { 'accept-encoding': encoding });
+      expect(response.statusCode, encoding).toBeGreaterThanOrEqual(500);
+      for (const header of ['etag', 'last-modified', 'cache-control', 'content-encoding'])
+        expect(response.headers[header], `${encoding} ${header}`).toBeUndefined();
+    }
   });
 });
