@@ -84,12 +84,6 @@ try {
     FIRST_REQUESTS_PER_CLIENT: '1000000/1m',
     FIRST_REQUESTS_TOTAL: '1000000/1m',
     FEED_CACHE_MB: String(budget),
-    // glibc's allocator settings (MALLOC_ARENA_MAX and the like) reach the service, for comparing them.
-    ...Object.fromEntries(
-      Object.entries(process.env).filter(([name, value]) => name.startsWith('MALLOC_') && value !== undefined),
-    ),
-    // V8's flags for the service's processes (e.g. a heap limit), without applying them to this script.
-    ...(process.env.SERVICE_NODE_OPTIONS ? { NODE_OPTIONS: process.env.SERVICE_NODE_OPTIONS } : {}),
   };
   const { groups: all } = (await (await fetch(`${simulator.url}/_sim/groups`)).json()) as { groups: { id: number }[] };
   const paths = all.map((group) => `/feeds/groups/${group.id}.ics`);

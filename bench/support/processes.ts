@@ -112,8 +112,22 @@ export interface ServiceChild {
 }
 
 /**
- * Starts `timetable-sync <role>` with `env` (plus PATH, HOME and a free PORT: nothing else leaks in from the shell),
- * waits for its "is running on URL" line, and stops it with SIGTERM (then SIGKILL) at cleanup.
+ * What a deployment tunes outside the service's settings, taken from the benchmark's own environment for every
+ * service process: glibc's allocator (`MALLOC_ARENA_MAX`, `MALLOC_MMAP_THRESHOLD_` and the like) and V8's flags
+ * given as `SERVICE_NODE_OPTIONS` (passed on as `NODE_OPTIONS`, not applied to the benchmark itself).
+ */
+export function processTuning(): Record<string, string> {
+  const tuning: Record<string, string> = {};
+  for (const [name, value] of Object.entries(process.env))
+    if (name.startsWith('MALLOC_') && value !== undefined) tuning[name] = value;
+  if (process.env.SERVICE_NODE_OPTIONS) tuning.NODE_OPTIONS = process.env.SERVICE_NODE_OPTIONS;
+  return tuning;
+}
+
+/**
+ * Starts `timetable-sync <role>` with `env` (plus PATH, HOME, a free PORT and {@link processTuning}: nothing else
+ * leaks in from the shell), waits for its "is running on URL" line, and stops it with SIGTERM (then SIGKILL) at
+ * cleanup.
  */
 export async function spawnRole(
   cleanup: Cleanup,
@@ -124,7 +138,7 @@ export async function spawnRole(
   const port = String(await freePort());
   const child = spawn(process.execPath, [BIN, role], {
     cwd,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? cwd, PORT: port, ...env },
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? cwd, PORT: port, ...processTuning(), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   cleanup.add(`${role} ${child.pid}`, () => stopChild(child));
