@@ -3,7 +3,7 @@
  * a median group's 186 KB), and a refresh that changes nothing does not rewrite them. A worker drops those
  * fields once per Redis, in the background once it has started; the api serves either layout meanwhile.
  */
-import { lockOwner, releaseLock, tryLock } from '../lib/redis-lock.ts';
+import { tryWithLock } from '../lib/redis-lock.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 
 /** How long one worker may shrink the feeds before another may try (shrinking is idempotent). */
@@ -17,16 +17,12 @@ const MIGRATION_LOCK_MS = 5 * 60_000;
 export async function dropRetiredFeedForms(ctx: ServiceContext): Promise<number> {
   const marker = ctx.keys.feedFormsDropped;
   if ((await ctx.redis.exists(marker)) === 1) return 0;
-  const lock = ctx.keys.lock('feed-forms-migration');
-  const owner = lockOwner();
-  if (!(await tryLock(ctx.redis, lock, owner, MIGRATION_LOCK_MS))) return 0;
-  try {
+  const shrunk = await tryWithLock(ctx.redis, ctx.keys.lock('feed-forms-migration'), MIGRATION_LOCK_MS, async () => {
     if ((await ctx.redis.exists(marker)) === 1) return 0;
-    const shrunk = await ctx.feeds.dropRetiredForms();
+    const count = await ctx.feeds.dropRetiredForms();
     await ctx.redis.set(marker, '1');
-    ctx.logger.info({ feeds: shrunk }, 'stored feeds shrunk to their gzip form');
-    return shrunk;
-  } finally {
-    await releaseLock(ctx.redis, lock, owner);
-  }
+    ctx.logger.info({ feeds: count }, 'stored feeds shrunk to their gzip form');
+    return count;
+  });
+  return shrunk ?? 0;
 }

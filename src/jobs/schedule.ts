@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Job, Processor } from 'bullmq';
-import { extendLock, lockOwner, releaseLock, tryLock } from '../lib/redis-lock.ts';
+import { tryLock, tryWithLock } from '../lib/redis-lock.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { type SourceKey, sourceToken } from '../sources/source.ts';
 import {
@@ -55,11 +55,7 @@ export function scheduleProcessor(ctx: ServiceContext): Processor<TickJobData | 
  * reconciler runs at a time (a Redis lock).
  */
 export async function reconcile(ctx: ServiceContext): Promise<ReconcileResult> {
-  const lockKey = ctx.keys.lock('reconcile');
-  const owner = lockOwner();
-  if (!(await tryLock(ctx.redis, lockKey, owner, RECONCILE_LOCK_MS)))
-    return { deactivated: 0, created: 0, updated: 0, removed: 0, pushes: 0, skipped: 'another reconciler is running' };
-  try {
+  const reconciled = await tryWithLock(ctx.redis, ctx.keys.lock('reconcile'), RECONCILE_LOCK_MS, async (renew) => {
     const deactivated = await deactivateIdle(ctx);
     const [desired, existing] = await Promise.all([desiredSchedulers(ctx), existingSchedulers(ctx)]);
     const result = { deactivated, created: 0, updated: 0, removed: 0, pushes: 0 };
@@ -76,22 +72,30 @@ export async function reconcile(ctx: ServiceContext): Promise<ReconcileResult> {
       );
       if (existing.has(id)) result.updated += 1;
       else result.created += 1;
-      await extendLock(ctx.redis, lockKey, owner, RECONCILE_LOCK_MS);
+      await renew();
     }
     for (const id of existing.keys()) {
       if (desired.has(id)) continue;
       await ctx.queues.schedule.removeJobScheduler(id);
       result.removed += 1;
     }
-    result.pushes = await enqueueDuePushes(ctx, () => extendLock(ctx.redis, lockKey, owner, RECONCILE_LOCK_MS));
+    result.pushes = await enqueueDuePushes(ctx, renew);
     // Catches a change of the counts whose own sync failed (e.g. Redis went away right after a removal).
     await syncTermStarts(ctx, ctx.logger);
     if (result.created + result.updated + result.removed + deactivated > 0)
       ctx.logger.info({ ...result, active: desired.size }, 'job schedulers reconciled');
     return result;
-  } finally {
-    await releaseLock(ctx.redis, lockKey, owner);
-  }
+  });
+  return (
+    reconciled ?? {
+      deactivated: 0,
+      created: 0,
+      updated: 0,
+      removed: 0,
+      pushes: 0,
+      skipped: 'another reconciler is running',
+    }
+  );
 }
 
 /** Push targets whose reconcile is due, handled per reconciler run (the rest wait one minute). */

@@ -49,3 +49,23 @@ export async function withLock<T>(redis: RedisClient, key: string, ms: number, w
     await releaseLock(redis, key, owner);
   }
 }
+
+/**
+ * Runs `work` holding `key` unless someone else holds it: then it resolves to undefined at once, `work` not run.
+ * `work` gets `renew`, which gives the lock another `ms` from now and says whether it is still held (for work
+ * longer than `ms`).
+ */
+export async function tryWithLock<T>(
+  redis: RedisClient,
+  key: string,
+  ms: number,
+  work: (renew: () => Promise<boolean>) => Promise<T>,
+): Promise<T | undefined> {
+  const owner = lockOwner();
+  if (!(await tryLock(redis, key, owner, ms))) return undefined;
+  try {
+    return await work(() => extendLock(redis, key, owner, ms));
+  } finally {
+    await releaseLock(redis, key, owner);
+  }
+}

@@ -9,7 +9,7 @@
  */
 import type { ChangeRecord } from '../feeds/publication-diff.ts';
 import { isPacked, packJson, unpackJson } from '../lib/packed-json.ts';
-import { extendLock, lockOwner, releaseLock, tryLock } from '../lib/redis-lock.ts';
+import { tryWithLock } from '../lib/redis-lock.ts';
 import { scanKeys } from '../lib/redis-scan.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import { packChange } from './change-bounds.ts';
@@ -56,10 +56,7 @@ export async function packLegacyState(
 ): Promise<PackingResult> {
   const idle: PackingResult = { packed: 0, unreadable: [], ran: false };
   if ((await redis.exists(keys.statePacked)) === 1) return idle;
-  const lock = keys.lock('state-packing');
-  const owner = lockOwner();
-  if (!(await tryLock(redis, lock, owner, LOCK_MS))) return idle;
-  try {
+  const packing = await tryWithLock(redis, keys.lock('state-packing'), LOCK_MS, async (renew) => {
     if ((await redis.exists(keys.statePacked)) === 1) return idle;
     const every = '*' as SourceKey;
     const result: PackingResult = { packed: 0, unreadable: [], ran: true };
@@ -73,13 +70,12 @@ export async function packLegacyState(
       for await (const batch of scanKeys(redis, pattern, BATCH)) {
         if (stopped()) return result;
         await pack(batch, result);
-        if (!(await extendLock(redis, lock, owner, LOCK_MS))) return result;
+        if (!(await renew())) return result;
       }
     if (result.unreadable.length === 0) await redis.set(keys.statePacked, '1');
     return result;
-  } finally {
-    await releaseLock(redis, lock, owner);
-  }
+  });
+  return packing ?? idle;
 }
 
 /** The packed form of an old value, or undefined (and the key noted) when it is in neither form. */
