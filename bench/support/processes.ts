@@ -112,6 +112,21 @@ export interface ServiceChild {
 }
 
 /**
+ * glibc's allocator settings of the Docker image (its `ENV MALLOC_…` line; a test keeps the two equal), which the
+ * benchmarks that judge the api's memory apply to the service's processes unless the environment says otherwise
+ * ({@link imageAllocator}): what they measure is then the deployment we ship.
+ */
+export const IMAGE_ALLOCATOR: Readonly<Record<string, string>> = {
+  MALLOC_ARENA_MAX: '2',
+  MALLOC_MMAP_THRESHOLD_: '32768',
+};
+
+/** {@link IMAGE_ALLOCATOR}, each value replaced by the benchmark's own environment's when that sets it. */
+export function imageAllocator(): Record<string, string> {
+  return Object.fromEntries(Object.entries(IMAGE_ALLOCATOR).map(([name, value]) => [name, process.env[name] ?? value]));
+}
+
+/**
  * What a deployment tunes outside the service's settings, taken from the benchmark's own environment for every
  * service process: glibc's allocator (`MALLOC_ARENA_MAX`, `MALLOC_MMAP_THRESHOLD_` and the like) and V8's flags
  * given as `SERVICE_NODE_OPTIONS` (passed on as `NODE_OPTIONS`, not applied to the benchmark itself).
