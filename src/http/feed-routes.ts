@@ -14,7 +14,7 @@ import { parseSource, type SourceKey, type SourceKind, sourceKey, sourceOf } fro
 import { describeValue } from '../upstream/errors.ts';
 import { ClientLimits } from './client-limits.ts';
 import { HttpError } from './errors.ts';
-import { FeedCache } from './feed-cache.ts';
+import { FeedCache, feedCacheFillBytes } from './feed-cache.ts';
 import { FeedCounters } from './feed-counters.ts';
 import type { ServedFeed } from './feed-forms.ts';
 import { feedHeaders } from './feed-headers.ts';
@@ -29,7 +29,7 @@ import { TokenUseRecorder } from './token-use.ts';
 export interface FeedRouteOptions extends FeedProviderOptions {
   /** How long a cached feed is trusted without an invalidation; default 60 s. */
   cacheTtlMs?: number;
-  /** Byte budget of the feed cache; default `FEED_CACHE_MB`. */
+  /** Bytes the feed cache fills at most; default the share of `FEED_CACHE_MB` it fills (feedCacheFillBytes). */
   cacheMaxBytes?: number;
 }
 
@@ -58,7 +58,7 @@ export async function registerFeedRoutes(
     channel: ctx.keys.feedUpdates,
     logger: ctx.logger,
     ttlMs: options.cacheTtlMs,
-    maxBytes: options.cacheMaxBytes ?? ctx.config.feedCacheMb * 1024 * 1024,
+    maxBytes: options.cacheMaxBytes ?? feedCacheFillBytes(ctx.config.feedCacheMb * 1024 * 1024),
     now: ctx.now,
   });
   await cache.start();
