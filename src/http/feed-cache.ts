@@ -234,6 +234,16 @@ export class FeedCache {
     return this.kept.calculatedSize;
   }
 
+  /** Number of feeds kept, trusted or last good (what {@link cachedBytes} counts), without walking them. */
+  get keptCount(): number {
+    return this.kept.size;
+  }
+
+  /** The byte budget the least recently served feeds are evicted at. */
+  get budgetBytes(): number {
+    return this.kept.maxSize;
+  }
+
   private isTrusted(kept: Kept): boolean {
     return kept.generation === this.generation && this.clock() < kept.trustedUntil;
   }

@@ -76,6 +76,11 @@ export class FeedProvider {
     this.maxVariantBytes = options.maxVariantBytes;
   }
 
+  /** Its cache of rendered variants, read for the gauges of how full it is. */
+  get variantCache(): Pick<VariantCache, 'cachedBytes' | 'budgetBytes' | 'size'> {
+    return this.variants;
+  }
+
   /**
    * The feed of `source` as the query asks for it, for the client at address `ip`; throws {@link HttpError}
    * 404 or 503 when there is none, RateLimitedError when fetching it, or rendering a variant of it nobody asked

@@ -68,6 +68,7 @@ export async function registerFeedRoutes(
   const tokenUse = new TokenUseRecorder(ctx, ctx.subscriptions);
   const tokens = new PersonalTokens(ctx, cache);
   const counters = new FeedCounters(ctx.metrics.feedsServed);
+  plugCacheGauges(ctx, cache, provider);
 
   await app.register(async (scope) => {
     scope.addHook('onResponse', async (request, reply) => {
@@ -101,6 +102,15 @@ export async function registerFeedRoutes(
     );
   });
   return { provider, counters };
+}
+
+/** Has the metrics read how full this app's feed and variant caches are at each scrape. */
+function plugCacheGauges(ctx: ServiceContext, cache: FeedCache, provider: FeedProvider): void {
+  const variants = provider.variantCache;
+  ctx.metrics.setFeedCaches(() => ({
+    feeds: { bytes: cache.cachedBytes, budgetBytes: cache.budgetBytes, entries: cache.keptCount },
+    variants: { bytes: variants.cachedBytes, budgetBytes: variants.budgetBytes, entries: variants.size },
+  }));
 }
 
 function kindOf(route: string | undefined): SourceKind | undefined {

@@ -1,6 +1,7 @@
 /**
  * Operator endpoints: liveness (`/healthz`, no I/O), readiness (`/readyz`: Redis answers and a worker is alive)
- * and Prometheus metrics (`/metrics`), whose gauges read queue depths and stale sources at scrape time.
+ * and Prometheus metrics (`/metrics`), whose gauges read queue depths and stale sources at scrape time (an api's
+ * feed routes plug in the gauges of its feed caches).
  *
  * While Redis does not answer, `/readyz` says `degraded` with a 200: every API process is in the same state,
  * and each still serves the feeds it holds in memory, so a load balancer must keep sending them requests

@@ -102,4 +102,14 @@ export class VariantCache {
   get size(): number {
     return this.entries.size;
   }
+
+  /** Bytes held by the cached variants: every form of each, and its fixed overhead (never more than the budget). */
+  get cachedBytes(): number {
+    return this.entries.calculatedSize;
+  }
+
+  /** The byte budget the least recently used variants are evicted at. */
+  get budgetBytes(): number {
+    return this.entries.maxSize;
+  }
 }

@@ -3,6 +3,19 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom
 /** Queue depth by queue and state, for the gauge. */
 export type QueueDepths = Record<string, Record<string, number>>;
 
+/** How full one in-process cache is against its byte budget, for the gauges. */
+export interface CacheFill {
+  /** Bytes it counts against its budget now. */
+  bytes: number;
+  /** The byte budget it evicts at. */
+  budgetBytes: number;
+  /** Entries it keeps. */
+  entries: number;
+}
+
+/** The api's feed caches by the gauges' `cache` label: stored feeds, and rendered subscriber variants. */
+export type FeedCacheFills = Record<'feeds' | 'variants', CacheFill>;
+
 /** The service's Prometheus metrics, one registry per process (no module singleton). */
 export interface Metrics {
   readonly registry: Registry;
@@ -24,13 +37,15 @@ export interface Metrics {
   /** Where gauges read their values at scrape time; roles plug in what they have. */
   setQueueDepths(read: () => Promise<QueueDepths>): void;
   setStaleSources(read: () => Promise<number>): void;
+  /** Plugged in by an api's feed routes only: a process without them exposes no feed cache samples. */
+  setFeedCaches(read: () => FeedCacheFills): void;
 }
 
 /** Creates the metrics with Node's default process metrics. */
 export function createMetrics(): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'timetable_' });
-  const readers: { depths?: () => Promise<QueueDepths>; stale?: () => Promise<number> } = {};
+  const readers: Readers = {};
   const feedsServed = new Counter({
     name: 'timetable_feeds_served_total',
     help: 'Feed responses by feed kind and HTTP status',
@@ -38,6 +53,7 @@ export function createMetrics(): Metrics {
     registers: [registry],
   });
   notModifiedRatio(registry, feedsServed);
+  feedCacheGauges(registry, readers);
   new Gauge({
     name: 'timetable_queue_jobs',
     help: 'Jobs per queue and state',
@@ -100,7 +116,52 @@ export function createMetrics(): Metrics {
     setStaleSources: (read) => {
       readers.stale = read;
     },
+    setFeedCaches: (read) => {
+      readers.caches = read;
+    },
   };
+}
+
+/** Where the gauges read their values at scrape time, once a role has plugged them in. */
+interface Readers {
+  depths?: () => Promise<QueueDepths>;
+  stale?: () => Promise<number>;
+  caches?: () => FeedCacheFills;
+}
+
+/**
+ * How full the api's feed caches are, one sample per cache, read from memory at scrape time: operators see
+ * the caches fill against their budgets (and a budget too small for the feeds served, as bytes pinned at it).
+ */
+function feedCacheGauges(registry: Registry, readers: Readers): void {
+  const gauge = (name: string, help: string, value: (fill: CacheFill) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['cache'] as const,
+      registers: [registry],
+      collect() {
+        const fills = readers.caches?.();
+        if (fills === undefined) return;
+        for (const [cache, fill] of Object.entries(fills)) this.set({ cache }, value(fill));
+      },
+    });
+  gauge(
+    'timetable_feed_cache_bytes',
+    'Bytes an api feed cache counts against its budget now: every form kept (gzip, identity, brotli) plus a ' +
+      'fixed overhead per entry; cache="feeds" for stored feeds, "variants" for rendered subscriber variants',
+    (fill) => fill.bytes,
+  );
+  gauge(
+    'timetable_feed_cache_budget_bytes',
+    'Byte budget at which an api feed cache evicts its least recently used entries (feeds: FEED_CACHE_MB in bytes)',
+    (fill) => fill.budgetBytes,
+  );
+  gauge(
+    'timetable_feed_cache_entries',
+    'Entries an api feed cache keeps (feeds: trusted and last good copies alike; variants: also capped by count)',
+    (fill) => fill.entries,
+  );
 }
 
 /** The 304 share, computed at scrape time from the feed counter. */

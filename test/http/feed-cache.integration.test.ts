@@ -191,11 +191,14 @@ describe('FeedCache', () => {
       // No longer trusted, still the last good copy: counted once, not twice.
       budgeted.invalidate('group:1');
       expect(budgeted.size).toBe(1);
+      expect(budgeted.keptCount).toBe(2);
       expect(budgeted.cachedBytes).toBe(one + two + identity);
+      expect(budgeted.budgetBytes).toBe(one + two + identity + Math.floor(identity / 2));
       // Making a form beyond the budget evicts the least recently served feed.
       const second = await budgeted.get('group:2');
       await second?.forms.get('identity');
       expect(budgeted.cachedBytes).toBe(two + Buffer.byteLength(calendar('feed of group:2')));
+      expect(budgeted.keptCount).toBe(1);
     } finally {
       await budgeted.stop();
     }

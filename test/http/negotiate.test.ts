@@ -143,6 +143,8 @@ describe('VariantCache', () => {
     const cache = new VariantCache({ maxBytes: budget });
     for (const key of ['x', 'y', 'z']) await cache.get(key, async () => variant(key));
     expect(cache.size).toBe(2);
+    expect(cache.budgetBytes).toBe(budget);
+    expect(cache.cachedBytes).toBe((await variant('y')).forms.bytes + (await variant('z')).forms.bytes);
     await expect(cache.get('bad', async () => Promise.reject(new Error('boom')))).rejects.toThrow('boom');
     expect(await cache.get('bad', async () => variant('ok'))).toBeDefined();
   });

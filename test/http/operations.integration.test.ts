@@ -1,8 +1,9 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FEED_OVERHEAD_BYTES } from '../../src/http/feed-forms.ts';
 import { registerOperationsRoutes } from '../../src/http/operations-routes.ts';
 import { TEST_ADMIN_TOKEN, testContext } from '../support/service.ts';
-import { startTestApp, type TestApp } from './helpers.ts';
+import { startTestApp, storeTimetable, type TestApp } from './helpers.ts';
 
 let t: TestApp;
 let clock = Date.UTC(2025, 9, 1, 8, 0, 0);
@@ -51,6 +52,29 @@ describe('operations', () => {
     expect(response.body).toContain('timetable_feed_not_modified_ratio');
   });
 
+  it('shows how full the feed and variant caches are against their budgets', async () => {
+    const budgeted = await startTestApp({ env: { FEED_CACHE_MB: '3' }, now: () => clock });
+    try {
+      await storeTimetable(budgeted.ctx, 'group:7');
+      for (const url of ['/feeds/groups/7.ics', '/feeds/groups/7.ics?alarm=15'])
+        expect((await budgeted.app.inject({ method: 'GET', url })).statusCode).toBe(200);
+      const response = await budgeted.app.inject({ method: 'GET', url: '/metrics' });
+      const sample = (name: string, cache: string): number => {
+        const found = new RegExp(`^${name}\\{cache="${cache}"\\} (\\d+)$`, 'm').exec(response.body);
+        expect(found, `${name}{cache="${cache}"}`).not.toBeNull();
+        return Number(found?.[1]);
+      };
+      for (const cache of ['feeds', 'variants']) {
+        expect(sample('timetable_feed_cache_bytes', cache)).toBeGreaterThan(FEED_OVERHEAD_BYTES);
+        expect(sample('timetable_feed_cache_entries', cache)).toBe(1);
+      }
+      expect(sample('timetable_feed_cache_budget_bytes', 'feeds')).toBe(3 * 1024 * 1024);
+      expect(sample('timetable_feed_cache_budget_bytes', 'variants')).toBe(64 * 1024 * 1024);
+    } finally {
+      await budgeted.close();
+    }
+  });
+
   it('answers unknown routes and bad JSON bodies with a JSON error', async () => {
     const missing = await t.app.inject({ method: 'GET', url: '/nothing/here?x=1' });
     expect(missing.statusCode).toBe(404);
@@ -95,6 +119,9 @@ describe('operations', () => {
       expect((await app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
       const metrics = await app.inject({ method: 'GET', url: '/metrics' });
       expect(metrics.statusCode).toBe(200);
+      // A process without feed routes (a worker's) has no feed caches, and shows no samples of them.
+      expect(metrics.body).toContain('# TYPE timetable_feed_cache_bytes gauge');
+      expect(metrics.body).not.toMatch(/^timetable_feed_cache_\w+\{/m);
     } finally {
       await app.close();
       down.context.redis.disconnect();
