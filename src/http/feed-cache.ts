@@ -239,11 +239,6 @@ export class FeedCache {
     return this.kept.size;
   }
 
-  /** The byte budget the least recently served feeds are evicted at. */
-  get budgetBytes(): number {
-    return this.kept.maxSize;
-  }
-
   private isTrusted(kept: Kept): boolean {
     return kept.generation === this.generation && this.clock() < kept.trustedUntil;
   }

@@ -29,8 +29,6 @@ import { TokenUseRecorder } from './token-use.ts';
 export interface FeedRouteOptions extends FeedProviderOptions {
   /** How long a cached feed is trusted without an invalidation; default 60 s. */
   cacheTtlMs?: number;
-  /** Bytes the feed cache fills at most; default the share of `FEED_CACHE_MB` it fills (feedCacheFillBytes). */
-  cacheMaxBytes?: number;
 }
 
 /** Personal feed tokens as the subscription store issues them (base64url); anything else cannot be one. */
@@ -52,13 +50,14 @@ export async function registerFeedRoutes(
   ctx: ServiceContext,
   options: FeedRouteOptions = {},
 ): Promise<FeedRoutes> {
+  const budgetBytes = ctx.config.feedCacheMb * 1024 * 1024;
   const cache = new FeedCache({
     feeds: ctx.feeds,
     subscriber: duplicateRedis(ctx.redis, 'feed-updates', ctx.config.redisTarget),
     channel: ctx.keys.feedUpdates,
     logger: ctx.logger,
     ttlMs: options.cacheTtlMs,
-    maxBytes: options.cacheMaxBytes ?? feedCacheFillBytes(ctx.config.feedCacheMb * 1024 * 1024),
+    maxBytes: feedCacheFillBytes(budgetBytes),
     now: ctx.now,
   });
   await cache.start();
@@ -68,7 +67,7 @@ export async function registerFeedRoutes(
   const tokenUse = new TokenUseRecorder(ctx, ctx.subscriptions);
   const tokens = new PersonalTokens(ctx, cache);
   const counters = new FeedCounters(ctx.metrics.feedsServed);
-  plugCacheGauges(ctx, cache, provider);
+  plugCacheGauges(ctx, { cache, budgetBytes }, provider);
 
   await app.register(async (scope) => {
     scope.addHook('onResponse', async (request, reply) => {
@@ -105,10 +104,15 @@ export async function registerFeedRoutes(
 }
 
 /** Has the metrics read how full this app's feed and variant caches are at each scrape. */
-function plugCacheGauges(ctx: ServiceContext, cache: FeedCache, provider: FeedProvider): void {
+function plugCacheGauges(
+  ctx: ServiceContext,
+  feeds: { cache: FeedCache; budgetBytes: number },
+  provider: FeedProvider,
+): void {
+  const { cache, budgetBytes } = feeds;
   const variants = provider.variantCache;
   ctx.metrics.setFeedCaches(() => ({
-    feeds: { bytes: cache.cachedBytes, budgetBytes: cache.budgetBytes, entries: cache.keptCount },
+    feeds: { bytes: cache.cachedBytes, budgetBytes, entries: cache.keptCount },
     variants: { bytes: variants.cachedBytes, budgetBytes: variants.budgetBytes, entries: variants.size },
   }));
 }

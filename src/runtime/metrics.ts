@@ -7,7 +7,10 @@ export type QueueDepths = Record<string, Record<string, number>>;
 export interface CacheFill {
   /** Bytes it counts against its budget now. */
   bytes: number;
-  /** The byte budget it evicts at. */
+  /**
+   * Its byte budget. The variant cache evicts at it; the feed cache at seven eighths of it, the rest being for
+   * what keeping feeds costs beyond what it counts (src/http/feed-cache.ts).
+   */
   budgetBytes: number;
   /** Entries it keeps. */
   entries: number;
@@ -154,7 +157,8 @@ function feedCacheGauges(registry: Registry, readers: Readers): void {
   );
   gauge(
     'timetable_feed_cache_budget_bytes',
-    'Byte budget at which an api feed cache evicts its least recently used entries (feeds: FEED_CACHE_MB in bytes)',
+    'Byte budget of an api feed cache (feeds: FEED_CACHE_MB in bytes, of which it fills seven eighths and then ' +
+      'evicts its least recently served entries; variants: evicted at the budget)',
     (fill) => fill.budgetBytes,
   );
   gauge(
