@@ -6,12 +6,14 @@
  * started on that Redis and its RSS read idle; then every feed is requested in gzip, then in identity, then in
  * br, then in gzip again, and its RSS read after each pass (after a pause, so that garbage may be collected).
  *
- *   node scripts/feed-cache-memory.ts [--groups 1500] [--budget 256]    (MALLOC_* variables are passed on, and SERVICE_NODE_OPTIONS as NODE_OPTIONS)
+ *   node scripts/feed-cache-memory.ts [--groups 1500] [--budget 256]    (the Docker image's MALLOC_* settings unless
+ *   the environment sets them, and SERVICE_NODE_OPTIONS as NODE_OPTIONS)
  */
 import { parseArgs } from 'node:util';
 import {
   Cleanup,
   getUntilOk,
+  imageAllocator,
   privateRedis,
   privateSimulator,
   rawRequest,
@@ -78,6 +80,7 @@ try {
   const simulator = await privateSimulator(cleanup, { groups });
   const service = serviceEnvironment(redisUrl, simulator.url);
   const env: Record<string, string> = {
+    ...imageAllocator(),
     ...service,
     UPSTREAM_RATE_LIMIT: '1000',
     WORKER_CONCURRENCY: '16',

@@ -57,7 +57,7 @@ export const DEFAULT_FEED_CACHE_BYTES = DEFAULT_FEED_CACHE_MB * 1024 * 1024;
  * The share of the budget the cache fills with feeds. The rest pays for what keeping them costs beyond what is
  * counted: a dropped form's memory is freed only at V8's next collection, and the allocator keeps some of what
  * is freed between forms still kept. At 20,000 sources, with every feed requested through a full cache, the api
- * took 93 to 105 % of the budget more than the same api serving with a 1 MiB cache (bench/RESULTS.md).
+ * took 86 to 105 % of the budget more than the same api serving with a 1 MiB cache (docs/design.md).
  */
 export const FEED_CACHE_FILL = 7 / 8;
 
