@@ -122,7 +122,7 @@ export class FeedCache {
     this.clock = options.clock ?? (() => performance.now());
     this.ttlMs = options.ttlMs ?? 60_000;
     this.kept = new LRUCache<SourceKey, Kept>({
-      // A feed larger than the whole budget is not kept (lru-cache refuses it): it is served from Redis each time.
+      // A feed larger than what the cache fills is not kept (lru-cache refuses it): it is served from Redis each time.
       maxSize: options.maxBytes ?? feedCacheFillBytes(DEFAULT_FEED_CACHE_BYTES),
       sizeCalculation: (kept) => kept.feed.forms.bytes,
     });

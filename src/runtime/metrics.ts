@@ -134,7 +134,8 @@ interface Readers {
 
 /**
  * How full the api's feed caches are, one sample per cache, read from memory at scrape time: operators see
- * the caches fill against their budgets (and a budget too small for the feeds served, as bytes pinned at it).
+ * the caches fill against their budgets (and a budget too small for the feeds served, as bytes pinned where
+ * eviction starts: seven eighths of it for feeds, all of it for variants).
  */
 function feedCacheGauges(registry: Registry, readers: Readers): void {
   const gauge = (name: string, help: string, value: (fill: CacheFill) => number) =>

@@ -79,7 +79,7 @@ describe('perSourceKB', () => {
 });
 
 describe('apiMemoryVerdict', () => {
-  it('is within when the RSS stays under the budget plus the idle RSS, and says by how much it is over', () => {
+  it('is within when the RSS stays under the budget plus the baseline, and says by how much it is over', () => {
     expect(apiMemoryVerdict({ cachedMiB: 400, baselineMiB: 150, budgetMiB: 256 })).toEqual({
       limitMiB: 406,
       headroomMiB: 6,

@@ -1,9 +1,12 @@
+import { randomBytes } from 'node:crypto';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { encodeFeed } from '../../src/feeds/feed-store.ts';
+import { feedCacheFillBytes } from '../../src/http/feed-cache.ts';
 import { FEED_OVERHEAD_BYTES } from '../../src/http/feed-forms.ts';
 import { registerOperationsRoutes } from '../../src/http/operations-routes.ts';
 import { TEST_ADMIN_TOKEN, testContext } from '../support/service.ts';
-import { startTestApp, storeTimetable, type TestApp } from './helpers.ts';
+import { calendar, startTestApp, storeTimetable, type TestApp } from './helpers.ts';
 
 let t: TestApp;
 let clock = Date.UTC(2025, 9, 1, 8, 0, 0);
@@ -70,6 +73,29 @@ describe('operations', () => {
       }
       expect(sample('timetable_feed_cache_budget_bytes', 'feeds')).toBe(3 * 1024 * 1024);
       expect(sample('timetable_feed_cache_budget_bytes', 'variants')).toBe(64 * 1024 * 1024);
+    } finally {
+      await budgeted.close();
+    }
+  });
+
+  it('fills seven eighths of FEED_CACHE_MB with feeds: a feed between the two is served but not kept', async () => {
+    const budgeted = await startTestApp({ env: { FEED_CACHE_MB: '1' }, now: () => clock });
+    try {
+      // Random hex compresses to about half: a gzip form near 960 KB, over 7/8 MiB and under 1 MiB counted.
+      const feed = await encodeFeed(calendar(randomBytes(960_000).toString('hex')), clock);
+      const counted = feed.gzip.length + FEED_OVERHEAD_BYTES;
+      expect(counted).toBeGreaterThan(feedCacheFillBytes(1024 * 1024));
+      expect(counted).toBeLessThan(1024 * 1024);
+      await budgeted.ctx.feeds.write(budgeted.ctx.redis.multi(), 'group:9', feed).exec();
+      const answer = await budgeted.app.inject({
+        method: 'GET',
+        url: '/feeds/groups/9.ics',
+        headers: { 'accept-encoding': 'gzip' },
+      });
+      expect(answer.statusCode).toBe(200);
+      const page = (await budgeted.app.inject({ method: 'GET', url: '/metrics' })).body;
+      expect(page).toMatch(/^timetable_feed_cache_entries\{cache="feeds"\} 0$/m);
+      expect(page).toMatch(/^timetable_feed_cache_budget_bytes\{cache="feeds"\} 1048576$/m);
     } finally {
       await budgeted.close();
     }
