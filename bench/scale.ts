@@ -416,7 +416,7 @@ async function measureStepIn(
         feedCacheMiB,
         apiBudgetMiB,
       ),
-      'feed cache MiB counted, every feed requested (it fills 7/8 of the budget)': round(apiCacheMiB),
+      'feed cache MiB counted, every feed requested (it fills 3/4 of the budget)': round(apiCacheMiB),
       'api RSS MiB idle / every feed requested / baseline (FEED_CACHE_MB=1)': `${round(apiIdleMiB)} / ${round(apiCachedMiB)} / ${round(apiBaselineMiB)}`,
       'api RSS MiB every feed requested vs budget + baseline': `${round(apiCachedMiB)} vs ${feedCacheMiB} + ${round(apiBaselineMiB)} = ${round(apiMemory.limitMiB)}: ${apiMemory.text}`,
       'api RSS MiB every feed requested vs budget + idle RSS (the first baseline)': `${round(apiCachedMiB)} vs ${round(feedCacheMiB + apiIdleMiB)}`,

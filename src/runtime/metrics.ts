@@ -8,7 +8,7 @@ export interface CacheFill {
   /** Bytes it counts against its budget now. */
   bytes: number;
   /**
-   * Its byte budget. The variant cache evicts at it; the feed cache at seven eighths of it, the rest being for
+   * Its byte budget. The variant cache evicts at it; the feed cache at three quarters of it, the rest being for
    * what keeping feeds costs beyond what it counts (src/http/feed-cache.ts).
    */
   budgetBytes: number;
@@ -135,7 +135,7 @@ interface Readers {
 /**
  * How full the api's feed caches are, one sample per cache, read from memory at scrape time: operators see
  * the caches fill against their budgets (and a budget too small for the feeds served, as bytes pinned where
- * eviction starts: seven eighths of it for feeds, all of it for variants).
+ * eviction starts: three quarters of it for feeds, all of it for variants).
  */
 function feedCacheGauges(registry: Registry, readers: Readers): void {
   const gauge = (name: string, help: string, value: (fill: CacheFill) => number) =>
@@ -158,7 +158,7 @@ function feedCacheGauges(registry: Registry, readers: Readers): void {
   );
   gauge(
     'timetable_feed_cache_budget_bytes',
-    'Byte budget of an api feed cache (feeds: FEED_CACHE_MB in bytes, of which it fills seven eighths and then ' +
+    'Byte budget of an api feed cache (feeds: FEED_CACHE_MB in bytes, of which it fills three quarters and then ' +
       'evicts its least recently served entries; variants: evicted at the budget)',
     (fill) => fill.budgetBytes,
   );

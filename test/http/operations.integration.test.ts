@@ -78,10 +78,10 @@ describe('operations', () => {
     }
   });
 
-  it('fills seven eighths of FEED_CACHE_MB with feeds: a feed between the two is served but not kept', async () => {
+  it('fills three quarters of FEED_CACHE_MB with feeds: a feed between the two is served but not kept', async () => {
     const budgeted = await startTestApp({ env: { FEED_CACHE_MB: '1' }, now: () => clock });
     try {
-      // Random hex compresses to about half: a gzip form near 960 KB, over 7/8 MiB and under 1 MiB counted.
+      // Random hex compresses to about half: a gzip form near 960 KB, over 3/4 MiB and under 1 MiB counted.
       const feed = await encodeFeed(calendar(randomBytes(960_000).toString('hex')), clock);
       const counted = feed.gzip.length + FEED_OVERHEAD_BYTES;
       expect(counted).toBeGreaterThan(feedCacheFillBytes(1024 * 1024));
