@@ -633,7 +633,7 @@ function panels(results: readonly StepResult[]): Panel[] {
       points: [
         ...series('api RSS', (r) => r.apiCachedMiB),
         ...series('api RSS idle', (r) => r.apiIdleMiB),
-        ...series('baseline: api RSS serving every feed with FEED_CACHE_MB=1', (r) => r.apiBaselineMiB),
+        ...series('baseline api (FEED_CACHE_MB=1)', (r) => r.apiBaselineMiB),
         ...series('api external memory (Buffers)', (r) => r.apiExternalMiB),
         ...series('stored feeds', (r) => r.feedMiB),
         ...series('feed cache budget', (r) => r.feedCacheMiB),
