@@ -105,6 +105,8 @@ const IDLE_SECONDS = 20;
 const NEGLIGIBLE_KB_PER_SOURCE = 0.5;
 /** Issue 16's goal: Redis KB per source over the groups and teachers, all state included. */
 const REDIS_GOAL_KB = 25;
+/** The figure that gives issue 16's api memory verdict. */
+const API_MEMORY_FIGURE = 'api RSS MiB every feed requested vs budget + baseline';
 
 /** What one step measured. */
 interface StepResult {
@@ -204,8 +206,12 @@ export async function runScaleBenchmark(argv: readonly string[] = []): Promise<R
       .map(([name]) => `${result.population.sources}: ${name}`),
   );
   if (failed.length > 0) process.exitCode = 1;
+  const unmet = results.flatMap((result) =>
+    goalsNotMet(result.figures).map((name) => `${result.population.sources}: ${name}`),
+  );
   return {
     'FAILED figures': failed.length === 0 ? 'none' : failed.join('; '),
+    'issue 16 goals not met (reported; the run does not fail on them)': unmet.length === 0 ? 'none' : unmet.join('; '),
     sizes: sizes.join(', '),
     'rate limit req/s': RATE_LIMIT,
     'feed cache budget MiB (passed as FEED_CACHE_MB)': feedCacheMiB,
@@ -418,7 +424,7 @@ async function measureStepIn(
       ),
       'feed cache MiB counted, every feed requested (it fills 3/4 of the budget)': round(apiCacheMiB),
       'api RSS MiB idle / every feed requested / baseline (FEED_CACHE_MB=1)': `${round(apiIdleMiB)} / ${round(apiCachedMiB)} / ${round(apiBaselineMiB)}`,
-      'api RSS MiB every feed requested vs budget + baseline': `${round(apiCachedMiB)} vs ${feedCacheMiB} + ${round(apiBaselineMiB)} = ${round(apiMemory.limitMiB)}: ${apiMemory.text}`,
+      [API_MEMORY_FIGURE]: `${round(apiCachedMiB)} vs ${feedCacheMiB} + ${round(apiBaselineMiB)} = ${round(apiMemory.limitMiB)}: ${apiMemory.text}`,
       'api RSS MiB every feed requested vs budget + idle RSS (the first baseline)': `${round(apiCachedMiB)} vs ${round(feedCacheMiB + apiIdleMiB)}`,
       'allocator settings of the service processes': Object.entries(imageAllocator())
         .map(([name, value]) => `${name}=${value}`)
@@ -491,6 +497,17 @@ async function feedPasses(apiUrl: string, paths: readonly string[]): Promise<Fee
  */
 function warmedRss(passes: readonly FeedPass[], rss: number | null): number {
   return passes.some((pass) => pass.notOk > 0) ? Number.NaN : (rss ?? Number.NaN);
+}
+
+/** The names of a step's figures that give issue 16's verdicts, when these say its goal is not met. */
+function goalsNotMet(figures: Record<string, unknown>): string[] {
+  return Object.entries(figures)
+    .filter(([name, value]) =>
+      name.startsWith('Redis goal')
+        ? value !== 'met'
+        : name === API_MEMORY_FIGURE && !String(value).endsWith(': within budget + baseline'),
+    )
+    .map(([name]) => name);
 }
 
 /**

@@ -113,8 +113,8 @@ export interface ServiceChild {
 
 /**
  * glibc's allocator settings of the Docker image (its `ENV MALLOC_…` line; a test keeps the two equal), which the
- * benchmarks that judge the api's memory apply to the service's processes unless the environment says otherwise
- * ({@link imageAllocator}): what they measure is then the deployment we ship.
+ * scale benchmark and scripts/feed-cache-memory.ts apply to the service's processes unless the environment says
+ * otherwise ({@link imageAllocator}): the api memory they judge is then the deployment we ship.
  */
 export const IMAGE_ALLOCATOR: Readonly<Record<string, string>> = {
   MALLOC_ARENA_MAX: '2',
