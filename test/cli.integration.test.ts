@@ -39,7 +39,9 @@ describe('timetable-sync command line', () => {
     expect(result.code).toBe(1);
     expect(result.stderr).toContain('no Redis: set REDIS_URL');
     expect((await runCli(['resync'])).code).toBe(64);
-    expect((await runCli(['resync', '--group', 'abc'])).stderr).toContain('--group must be a positive integer id');
+    expect((await runCli(['resync', '--group', 'abc'])).stderr).toContain(
+      '--group must be an id, a whole number from 1 to 9007199254740991',
+    );
     expect((await runCli(['resync', '--all', '--group', '1'])).code).toBe(64);
   });
 
@@ -134,12 +136,23 @@ describe('timetable-sync demo', () => {
     const resync = await runCli(['resync', '--all'], { cwd });
     expect(resync.stderr).toBe('');
     expect(resync.code).toBe(0);
+    // render finds the demo's university as it finds its Redis: no UNIVERSITY_API_URL needed.
+    const groupId = /\/feeds\/groups\/(\d+)\.ics/.exec(feeds[0] ?? '')?.[1] ?? '';
+    const render = await runCli(['render', '--group', groupId], { cwd });
+    expect(render.stderr).toContain(
+      `using the university simulator of the demo running in this folder (${simulatorUrl})`,
+    );
+    expect(render.code).toBe(0);
+    expect(render.stdout).toContain('BEGIN:VEVENT');
 
     demo.kill('SIGINT');
     expect(await exited(demo)).toBe(0);
     expect(await pingRedis(record.url)).toBe(false);
     expect(existsSync(join(cwd, '.data/redis.json'))).toBe(false);
     expect(existsSync(join(cwd, '.data/instance.lock'))).toBe(false);
+    expect(existsSync(join(cwd, '.data/demo.json'))).toBe(false);
+    // With the demo gone, its simulator is no longer assumed.
+    expect((await runCli(['render', '--group', groupId], { cwd })).stderr).toContain('UNIVERSITY_API_URL');
   });
 
   it('refuses a second demo in the same folder while the first keeps serving, and takes over a stale lock', async () => {

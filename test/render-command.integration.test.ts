@@ -196,7 +196,9 @@ describe('timetable-sync render --file', () => {
   it('rejects bad usage with exit 64', async () => {
     expect((await runCli(['render'])).code).toBe(64);
     expect((await runCli(['render', '--group', '1', '--employee', '2'])).code).toBe(64);
-    expect((await runCli(['render', '--group', '../1'])).stderr).toContain('--group must be a positive integer id');
+    expect((await runCli(['render', '--group', '../1'])).stderr).toContain(
+      '--group must be an id, a whole number from 1 to 9007199254740991',
+    );
     expect((await runCli(['render', '--file', 'x', '--from', '31.02.25'])).stderr).toContain('--from: no such date');
     expect((await runCli(['render', '--file', 'x', '--from', '2025-10-01', '--to', '2025-09-01'])).stderr).toContain(
       '--from 2025-10-01 is after --to 2025-09-01',

@@ -11,7 +11,7 @@ import { duplicateRedis } from '../lib/redis-connection.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { InvalidSourceError } from '../sources/errors.ts';
 import { parseSource, type SourceKey, type SourceKind, sourceKey, sourceOf } from '../sources/source.ts';
-import { describeValue } from '../upstream/errors.ts';
+import { describeValue, ID_RANGE } from '../upstream/errors.ts';
 import { ClientLimits } from './client-limits.ts';
 import { HttpError } from './errors.ts';
 import { FeedCache, feedCacheFillBytes } from './feed-cache.ts';
@@ -130,7 +130,7 @@ function publicSource(kind: 'group' | 'employee', id: string): SourceKey {
     return sourceKey(parseSource(`${kind}:${id}`));
   } catch (error) {
     if (error instanceof InvalidSourceError)
-      throw new HttpError(400, `${kind} id must be a positive integer no larger than 2^53, got ${describeValue(id)}`);
+      throw new HttpError(400, `${kind} id must be ${ID_RANGE}, got ${describeValue(id)}`);
     throw error;
   }
 }

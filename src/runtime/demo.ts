@@ -1,6 +1,6 @@
 /** The demo's secrets (kept under DATA_DIR so that subscriptions survive a restart) and its welcome text. */
 import { randomBytes } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import type { Config } from '../config.ts';
@@ -8,9 +8,40 @@ import { describeRedisTarget } from '../lib/redis-connection.ts';
 import type { RedisTarget } from '../lib/redis-target.ts';
 import { cleanGroupName, type DirectoryGroup } from '../sources/group-directory.ts';
 import type { ServiceContext } from './context.ts';
+import { folderLockHolder, isAlive } from './folder-lock.ts';
 import { ensurePrivateDir, writePrivateFile } from './private-files.ts';
 
 const secretsSchema = z.object({ adminToken: z.string().min(16), secretKey: z.string().regex(/^[0-9a-f]{64}$/) });
+
+/** `<dataDir>/demo.json`: where a running demo's simulator answers, so that `render` in the folder uses it. */
+const DEMO_RECORD = 'demo.json';
+const demoRecordSchema = z.object({ pid: z.number().int().positive(), simulatorUrl: z.url() });
+
+/**
+ * Records the running demo's simulator address under `dataDir`; answers the step that removes the record.
+ * `render --group` in the demo's folder then reads the demo's university, as `resync` finds its Redis.
+ */
+export async function recordDemo(dataDir: string, simulatorUrl: string): Promise<() => Promise<void>> {
+  const file = join(dataDir, DEMO_RECORD);
+  await writePrivateFile(file, `${JSON.stringify({ pid: process.pid, simulatorUrl }, null, 2)}\n`);
+  return () => rm(file, { force: true });
+}
+
+/**
+ * The simulator address of the demo running in `dataDir`, or undefined. The record counts only while its
+ * process lives and still holds the folder as a demo: a record left by a killed demo names nothing.
+ */
+export async function runningDemoSimulator(dataDir: string): Promise<string | undefined> {
+  let record: z.infer<typeof demoRecordSchema> | undefined;
+  try {
+    record = demoRecordSchema.safeParse(JSON.parse(await readFile(join(dataDir, DEMO_RECORD), 'utf8'))).data;
+  } catch {
+    return undefined;
+  }
+  if (record === undefined || !isAlive(record.pid)) return undefined;
+  const holder = await folderLockHolder(dataDir);
+  return holder?.command === 'demo' && holder.pid === record.pid ? record.simulatorUrl : undefined;
+}
 
 /** The demo's ADMIN_TOKEN and SECRET_KEY: read from `<dataDir>/demo-secrets.json`, made on the first run. */
 export async function demoSecrets(dataDir: string): Promise<z.infer<typeof secretsSchema>> {

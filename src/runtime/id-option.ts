@@ -1,4 +1,4 @@
-import { InvalidIdError } from '../upstream/errors.ts';
+import { ID_RANGE, InvalidIdError } from '../upstream/errors.ts';
 import { validateId } from '../upstream/values.ts';
 import { UsageError } from './errors.ts';
 
@@ -8,7 +8,7 @@ export function idOption(flag: string, value: unknown): number {
     return validateId(flag, value);
   } catch (error) {
     if (error instanceof InvalidIdError)
-      throw new UsageError(`${flag} must be a positive integer id (got "${String(value)}")`);
+      throw new UsageError(`${flag} must be an id, ${ID_RANGE} (got "${String(value)}")`);
     throw error;
   }
 }

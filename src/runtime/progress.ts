@@ -29,6 +29,11 @@ const REDRAW_MS = 100;
  * long refresh, a stalled queue), and a change skipped for being too soon after a redraw is drawn then.
  */
 const TICK_MS = 1_000;
+/**
+ * The rate and the time left are shown once the work has run this long (or is finished): from the first few
+ * milliseconds, one job that ended at once reads as hundreds a second and the estimate as nothing left.
+ */
+const MIN_PACE_MS = 1_000;
 
 /** A rate of finished jobs: `12.3/s`, or per minute below one a second (`24/min`). */
 export function formatRate(perSecond: number): string {
@@ -62,8 +67,10 @@ export function progressLine(counts: ProgressCounts, elapsedMs: number, withBar:
   const filled = Math.round(share * BAR_WIDTH);
   const bar = withBar ? `[${'#'.repeat(filled)}${'-'.repeat(BAR_WIDTH - filled)}] ` : '';
   const { perSecond, leftMs } = pace(counts, elapsedMs);
+  const measured = elapsedMs >= MIN_PACE_MS || finished >= counts.total;
   const left = leftMs === undefined ? 'time left unknown' : `${formatDuration(leftMs)} left`;
-  return `${bar}${finished}/${counts.total} ${Math.floor(share * 100)}% · done ${counts.done} · failed ${counts.failed} · ${formatRate(perSecond)} · ${left}`;
+  const speed = measured ? `${formatRate(perSecond)} · ${left}` : 'measuring rate';
+  return `${bar}${finished}/${counts.total} ${Math.floor(share * 100)}% · done ${counts.done} · failed ${counts.failed} · ${speed}`;
 }
 
 /**

@@ -19,6 +19,7 @@ import { createUniversityClient } from '../upstream/client.ts';
 import { UpstreamError } from '../upstream/errors.ts';
 import { parseScheduleResponse, type ScheduleResult } from '../upstream/schemas.ts';
 import { isoDate } from '../upstream/values.ts';
+import { runningDemoSimulator } from './demo.ts';
 import { storedDeploymentTermStarts } from './deployment-terms.ts';
 import { CommandError, UsageError } from './errors.ts';
 import { idOption } from './id-option.ts';
@@ -139,6 +140,21 @@ export function describeProblem(problem: EntryProblem): string {
 }
 
 /**
+ * The environment, with the university of the demo running in this folder when UNIVERSITY_API_URL is needed
+ * and unset (said on stderr), as `resync` and `render` find the demo's Redis.
+ */
+async function withDemoUniversity(
+  env: Record<string, string | undefined>,
+  required: readonly RequiredSetting[],
+): Promise<Record<string, string | undefined>> {
+  if (!required.includes('UNIVERSITY_API_URL') || env.UNIVERSITY_API_URL) return env;
+  const simulatorUrl = await runningDemoSimulator(loadConfig(env).dataDir);
+  if (simulatorUrl === undefined) return env;
+  process.stderr.write(`using the university simulator of the demo running in this folder (${simulatorUrl})\n`);
+  return { ...env, UNIVERSITY_API_URL: simulatorUrl };
+}
+
+/**
  * `timetable-sync render`: one timetable as ICS on stdout. Invalid entries are left out and named on
  * stderr (exit 0), and so are the term starts used (`WEEK_PARITY_ANCHORS`, or inferred from the timetable). DTSTAMP is derived from the data (midnight UTC of the earliest start date), so the
  * same input always renders the same bytes.
@@ -154,7 +170,7 @@ export async function runRender(args: RenderArgs): Promise<number> {
       : subject.kind === 'personal'
         ? ['UNIVERSITY_API_URL', 'UNIVERSITY_CREDENTIAL']
         : ['UNIVERSITY_API_URL'];
-  const config = loadConfig(readEnvironment(), required);
+  const config = loadConfig(await withDemoUniversity(readEnvironment(), required), required);
   const timetable =
     subject.kind === 'file' ? await readTimetableFile(args.file as string) : await fetchTimetable(subject, config);
   const terms = await renderTermStarts(subject.kind === 'file', config, timetable.entries);

@@ -2,7 +2,7 @@ import { type Config, loadConfig, readEnvironment } from '../config.ts';
 import type { RedisTarget } from '../lib/redis-target.ts';
 import { createLogger, type Logger } from '../logger.ts';
 import { type Dialect, startSimulator } from '../simulator/index.ts';
-import { demoSecrets, importSimulatorGroups, printDemo } from './demo.ts';
+import { demoSecrets, importSimulatorGroups, printDemo, recordDemo } from './demo.ts';
 import { freePort, startEmbeddedRedis } from './embedded-redis.ts';
 import { acquireFolderLock } from './folder-lock.ts';
 import { startService } from './service.ts';
@@ -106,6 +106,7 @@ export async function runDemo(options: {
       logger: logger.child({ component: 'simulator' }),
     });
     shutdown.add('simulator', simulator.close);
+    shutdown.add('demo record', await recordDemo(base.dataDir, simulator.url));
     const secrets = await demoSecrets(base.dataDir);
     // The port is chosen before the configuration is made, so that PUBLIC_URL (in subscription feed URLs) is right.
     const port = options.port === 0 ? await freePort() : (options.port ?? base.port);

@@ -11,14 +11,22 @@ export interface ApiRoute {
   param?: string;
 }
 
-const ROUTES: readonly { method: string; pattern: RegExp; endpoint: EndpointName }[] = [
-  { method: 'GET', pattern: /^\/groups\/([^/]+)\/schedule$/, endpoint: 'groupSchedule' },
-  { method: 'GET', pattern: /^\/employees\/([^/]+)\/schedule$/, endpoint: 'employeeSchedule' },
-  { method: 'GET', pattern: /^\/employees$/, endpoint: 'employeeSearch' },
-  { method: 'POST', pattern: /^\/users\/@me$/, endpoint: 'me' },
-  { method: 'GET', pattern: /^\/users\/@me\/schedule$/, endpoint: 'mySchedule' },
-  { method: 'GET', pattern: /^\/users\/@me\/plan$/, endpoint: 'myPlan' },
+const ROUTES: readonly { method: string; path: string; pattern: RegExp; endpoint: EndpointName }[] = [
+  { method: 'GET', path: '/groups/{id}/schedule', pattern: /^\/groups\/([^/]+)\/schedule$/, endpoint: 'groupSchedule' },
+  {
+    method: 'GET',
+    path: '/employees/{id}/schedule',
+    pattern: /^\/employees\/([^/]+)\/schedule$/,
+    endpoint: 'employeeSchedule',
+  },
+  { method: 'GET', path: '/employees?q={name}', pattern: /^\/employees$/, endpoint: 'employeeSearch' },
+  { method: 'POST', path: '/users/@me', pattern: /^\/users\/@me$/, endpoint: 'me' },
+  { method: 'GET', path: '/users/@me/schedule', pattern: /^\/users\/@me\/schedule$/, endpoint: 'mySchedule' },
+  { method: 'GET', path: '/users/@me/plan', pattern: /^\/users\/@me\/plan$/, endpoint: 'myPlan' },
 ];
+
+/** The endpoints, as `METHOD /path` lines for the index at `/`. */
+export const API_ROUTES: readonly string[] = ROUTES.map(({ method, path }) => `${method} ${path}`);
 
 /** Finds the API endpoint of a request; `'method'` when the path exists but not with this method. */
 export function matchApi(method: string, path: string): ApiRoute | 'method' | undefined {

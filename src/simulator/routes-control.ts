@@ -18,6 +18,20 @@ import { parseFault } from './faults.ts';
 import { errorReply, json, noContent, type Reply, readJson } from './reply.ts';
 import type { SimulatorState } from './state.ts';
 
+/** The control routes above, as `METHOD /path` lines for the index at `/`. */
+export const CONTROL_ROUTES: readonly string[] = [
+  'GET /_sim/groups',
+  'GET /_sim/employees',
+  'GET /_sim/users',
+  'POST /_sim/entries',
+  'GET|PATCH|DELETE /_sim/entries/{id}',
+  'GET|POST|DELETE /_sim/faults',
+  'DELETE /_sim/faults/{id}',
+  'GET|DELETE /_sim/stats',
+  'GET|PUT /_sim/dialect',
+  'POST /_sim/reset',
+];
+
 const groupIdsSchema = z.array(z.number().int().positive()).min(1);
 // Entry fields may hold any value, valid or not: tests use this to create broken entries on purpose.
 const newEntrySchema = z.looseObject({ groupIds: groupIdsSchema, id: z.number().int().positive().optional() });

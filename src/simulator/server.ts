@@ -9,8 +9,8 @@ import { isLegacy } from './dialect.ts';
 import { BodyTooLargeError } from './errors.ts';
 import type { EndpointName, FaultRule } from './faults.ts';
 import { errorReply, failureReply, json, type Reply } from './reply.ts';
-import { type ApiRoute, handleApi, matchApi } from './routes-api.ts';
-import { handleControl } from './routes-control.ts';
+import { API_ROUTES, type ApiRoute, handleApi, matchApi } from './routes-api.ts';
+import { CONTROL_ROUTES, handleControl } from './routes-control.ts';
 import type { SimulatorState } from './state.ts';
 
 /** A listening simulator server. */
@@ -132,6 +132,10 @@ async function handle(ctx: Served, req: IncomingMessage, res: ServerResponse): P
     const reply = await handleControl(ctx.state, req, url);
     write(res, reply);
     outcome = String(reply.status);
+  } else if (path === '/' && method === 'GET') {
+    // Where a newcomer who opens the simulator's address lands: what there is to call, not a bare 404.
+    write(res, json(200, { service: 'timetable-sync university simulator', api: API_ROUTES, control: CONTROL_ROUTES }));
+    outcome = '200';
   } else {
     const route = matchApi(method, path);
     if (route === undefined) write(res, errorReply(404, `Не найдено: ${method} ${path}`));

@@ -2,6 +2,7 @@
  * Sources: what a feed shows and a refresh fetches. `group:<id>`, `employee:<id>` or `personal:<subscription>`.
  * One fetch per source per cycle, however many people subscribe to it.
  */
+import { ID_RANGE } from '../upstream/errors.ts';
 import { InvalidSourceError } from './errors.ts';
 
 /** The three kinds of timetable the service keeps. */
@@ -33,7 +34,7 @@ export function parseSource(text: unknown): SourceRef {
   }
   const pattern = kind === 'personal' ? SUBSCRIPTION_ID : UPSTREAM_ID;
   if (!pattern.test(id) || (kind !== 'personal' && !Number.isSafeInteger(Number(id)))) {
-    const expected = kind === 'personal' ? 'a subscription id' : 'a positive integer';
+    const expected = kind === 'personal' ? 'a subscription id' : ID_RANGE;
     throw new InvalidSourceError(`"${clip(text)}" is not a source: the ${kind} id must be ${expected}`);
   }
   return { kind, id };

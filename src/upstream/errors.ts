@@ -173,13 +173,19 @@ export class UpstreamProtocolError extends UpstreamError {
 }
 
 /** An id from the outside is not a positive integer; raised before any URL is built. */
+/**
+ * What an id from the outside may be, in words for error messages: a positive JavaScript safe integer, so that
+ * it survives JSON and arithmetic unchanged (2^53 itself does not: it equals 2^53 + 1 as a double).
+ */
+export const ID_RANGE = `a whole number from 1 to ${Number.MAX_SAFE_INTEGER}`;
+
 export class InvalidIdError extends Error {
   override name = 'InvalidIdError';
   readonly field: string;
   readonly value: unknown;
 
   constructor(field: string, value: unknown) {
-    super(`${field} must be a positive integer, got ${describeValue(value)}`);
+    super(`${field} must be ${ID_RANGE}, got ${describeValue(value)}`);
     this.field = field;
     this.value = value;
   }

@@ -158,7 +158,7 @@ describe('admin resync', () => {
       [undefined, /exactly one of/],
       [{ source: 'group:1', all: true }, /exactly one of/],
       [{ all: false }, /^all: must be true/],
-      [{ source: 'group:abc' }, /^source: .*group id must be a positive integer/],
+      [{ source: 'group:abc' }, /^source: .*group id must be a whole number from 1 to 9007199254740991/],
       [{ source: 'room:1' }, /^source: .*not a source/],
       [{ source: 42 }, /^source: /],
       [{ subscription: 'x' }, /^subscription: must be a subscription id/],

@@ -156,14 +156,17 @@ describe('bad requests', () => {
       ['/feeds/groups/-5.ics', '"-5"'],
       ['/feeds/groups/4.2.ics', '"4.2"'],
       ['/feeds/employees/9007199254740993.ics', '"9007199254740993"'],
+      ['/feeds/groups/9007199254740992.ics', '"9007199254740992"'],
     ] as const) {
       const response = await get(url);
       expect(response.statusCode, url).toBe(400);
       expect(response.headers['content-type']).toMatch(/^application\/json/);
       const { error } = response.json<{ error: string }>();
       expect(error).toContain(shown);
-      expect(error).toMatch(/(group|employee) id must be a positive integer/);
+      // The message names the range accepted, so that its upper end is not itself refused by surprise.
+      expect(error).toMatch(/(group|employee) id must be a whole number from 1 to 9007199254740991,/);
     }
+    expect((await get('/feeds/groups/9007199254740991.ics')).statusCode).not.toBe(400);
   });
 
   it('answers 400 naming a bad subscriber option', async () => {

@@ -33,6 +33,16 @@ describe('progress formatting', () => {
       '0/4 0% · done 0 · failed 0 · 0/s · time left unknown',
     );
   });
+
+  it('shows no rate nor time left before the work has run a second, unless it is finished', () => {
+    // One job that ended 4 ms in is no rate of 250/s, and the rest does not take 0 s.
+    expect(progressLine({ total: 1000, done: 1, failed: 0 }, 4, false)).toBe(
+      '1/1000 0% · done 1 · failed 0 · measuring rate',
+    );
+    expect(progressLine({ total: 2, done: 2, failed: 0 }, 400, false)).toBe(
+      '2/2 100% · done 2 · failed 0 · 5.0/s · 0s left',
+    );
+  });
 });
 
 describe('ProgressReport', () => {

@@ -63,6 +63,23 @@ describe('simulator API', () => {
     });
   });
 
+  it('answers its root with the endpoints there are to call, where a newcomer lands', async () => {
+    const root = await call<{ api: string[]; control: string[] }>(sim.url, '/');
+    expect(root.status).toBe(200);
+    expect(root.body.api).toEqual([
+      'GET /groups/{id}/schedule',
+      'GET /employees/{id}/schedule',
+      'GET /employees?q={name}',
+      'POST /users/@me',
+      'GET /users/@me/schedule',
+      'GET /users/@me/plan',
+    ]);
+    expect(root.body.control).toContain('GET /_sim/groups');
+    // Every listed control route without a parameter answers (none is a 404 of the control router).
+    for (const line of root.body.control.filter((route) => route.startsWith('GET /') && !route.includes('{')))
+      expect((await call(sim.url, line.slice(4))).status, line).toBe(200);
+  });
+
   describe('employee search', () => {
     it('finds one employee by full name in any case and returns the object itself', async () => {
       const names = employees.map((e) => fullName(e).toLocaleLowerCase('ru'));
