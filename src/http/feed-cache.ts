@@ -7,8 +7,9 @@
  *
  * Every feed read is kept, trusted or not, as its last good copy: an untrusted one is never answered while Redis
  * works, but it is what a request gets while Redis is down or does not answer, marked stale since the outage
- * began, instead of an error. One read at a time tries Redis again in the background; the first that succeeds
- * ends the outage. A deleted personal subscription's last good copy goes when its deletion is announced.
+ * began, instead of an error. A personal feed token that Redis fails to look up, or not within a second, begins
+ * the outage too (personal-tokens.ts). One read at a time tries Redis again in the background; the first that
+ * succeeds ends the outage. A deleted personal subscription's last good copy goes when its deletion is announced.
  *
  * Memory is bounded by one byte budget (`FEED_CACHE_MB`) over everything kept: trusted feeds and last good copies
  * are the same entries, and the identity and brotli forms made on demand (feed-forms.ts) count once made; the
@@ -183,6 +184,20 @@ export class FeedCache {
   }
 
   /**
+   * The last good copy of `source`, trusted or not, marked stale, while Redis is known not to answer (an outage is
+   * on) and memory holds one; else undefined. Nothing waits for Redis: one read tries it again in the background,
+   * as {@link get} does during an outage. For a personal feed whose token was answered from memory because Redis
+   * did not answer it (personal-tokens.ts): even a trusted copy is then served marked, since Redis was not asked.
+   */
+  lastGood(source: SourceKey): ServedFeed | undefined {
+    const since = this.outageSince;
+    const kept = since === undefined ? undefined : this.kept.get(source);
+    if (since === undefined || kept === undefined) return undefined;
+    this.retryInBackground(source);
+    return this.staleCopy(kept.feed, since);
+  }
+
+  /**
    * The trusted copy of `source` when memory holds one, as {@link get} answers it first; else undefined (nothing is
    * read). For answers that must not wait: the fast path of feed-fast-path.ts.
    */
@@ -210,6 +225,20 @@ export class FeedCache {
 
   /** Epoch ms since when feeds are served from their last good copies because Redis cannot be read, if they are. */
   get servingStaleSince(): number | undefined {
+    return this.outageSince;
+  }
+
+  /**
+   * Records that Redis cannot be read (from now, unless already) and delays the next background read; answers
+   * since when. Also for reads of others that Redis failed or did not answer in time (personal-tokens.ts): what is
+   * kept is served stale from then on, until a read succeeds.
+   */
+  noteOutage(): number {
+    this.retryAt = this.clock() + OUTAGE_RETRY_MS;
+    if (this.outageSince === undefined) {
+      this.outageSince = (this.options.now ?? Date.now)();
+      this.options.logger.warn('Redis cannot be read: serving the last good copies of feeds, marked stale');
+    }
     return this.outageSince;
   }
 
@@ -322,16 +351,6 @@ export class FeedCache {
     if (this.outageSince === undefined) return;
     this.outageSince = undefined;
     this.options.logger.info('Redis can be read again: feeds are served fresh');
-  }
-
-  /** Records that Redis cannot be read (from now, unless already) and delays the next background read. */
-  private noteOutage(): number {
-    this.retryAt = this.clock() + OUTAGE_RETRY_MS;
-    if (this.outageSince === undefined) {
-      this.outageSince = (this.options.now ?? Date.now)();
-      this.options.logger.warn('Redis cannot be read: serving the last good copies of feeds, marked stale');
-    }
-    return this.outageSince;
   }
 
   /** `feed` marked stale since `since`, or since earlier when it was stale already. */

@@ -10,7 +10,8 @@
  * Accept-Encoding q-values choose, the stale mark, the security header, the served-feeds counter, the
  * registry's record of the request and the forwarding check. Everything else is left to fastify: a feed not
  * in memory (first requests, an outage's stale copies), a query (subscriber variants), personal feeds (their
- * token is looked up in Redis on every request, so that a revoked one stops at once), a 200 in a coding whose
+ * token is looked up in Redis, so that a revoked one stops at once, or in memory only while Redis does not
+ * answer: personal-tokens.ts), a 200 in a coding whose
  * bytes are not made yet (identity and br are made from the stored gzip form on first demand, which the route
  * awaits: feed-forms.ts), any other URL or method,
  * and every request once the app's preClose hooks have run (fastify answers those 503). Between fastify's

@@ -39,6 +39,13 @@ export interface FeedProviderOptions {
   maxVariantBytes?: number;
 }
 
+/**
+ * Where a feed may come from: `redis` as usual (the cache's trusted copy, or a read), or `memory` when Redis did
+ * not answer this request's other reads (a personal feed's token, personal-tokens.ts): then the last good copy,
+ * marked stale, without waiting for Redis again.
+ */
+export type FeedFrom = 'redis' | 'memory';
+
 /** Seconds a client is told to wait when the first fetch of a timetable takes longer than the request may. */
 export const RETRY_AFTER_SECONDS = 10;
 const FIRST_POLL_MS = 50;
@@ -84,10 +91,15 @@ export class FeedProvider {
   /**
    * The feed of `source` as the query asks for it, for the client at address `ip`; throws {@link HttpError}
    * 404 or 503 when there is none, RateLimitedError when fetching it, or rendering a variant of it nobody asked
-   * for yet, would exceed the client's limits.
+   * for yet, would exceed the client's limits. From memory, marked stale, when `from` says so ({@link FeedFrom}).
    */
-  async feedFor(source: SourceKey, query: ParsedSubscriberQuery, ip: string): Promise<ServedFeed> {
-    const base = (await this.cache.get(source)) ?? (await this.onDemand(source, ip));
+  async feedFor(
+    source: SourceKey,
+    query: ParsedSubscriberQuery,
+    ip: string,
+    from: FeedFrom = 'redis',
+  ): Promise<ServedFeed> {
+    const base = await this.baseFeed(source, ip, from);
     this.recordRequest(source);
     if (query.canonical === '') return base;
     // A variant rendered before is only rendered again because its timetable changed: every subscriber of it
@@ -116,12 +128,13 @@ export class FeedProvider {
    * A personal feed as its owner's saved options make it (the URL carries none of its own). Its Last-Modified
    * is never older than the save, so a client revalidating by date gets the change. A subscription has one
    * saved variant at a time, and its URL is a secret: rendering it costs no client limit (calendar services
-   * poll many people's feeds from few addresses); the cap on renders at once still applies.
+   * poll many people's feeds from few addresses); the cap on renders at once still applies. `from` as for
+   * {@link feedFor}.
    */
-  async savedFeedFor(source: SourceKey, saved: SavedQuery, ip: string): Promise<ServedFeed> {
+  async savedFeedFor(source: SourceKey, saved: SavedQuery, ip: string, from: FeedFrom = 'redis'): Promise<ServedFeed> {
     const notBefore = saved.savedAt ?? 0;
     if (saved.query.canonical !== '') {
-      const base = (await this.cache.get(source)) ?? (await this.onDemand(source, ip));
+      const base = await this.baseFeed(source, ip, from);
       this.recordRequest(source);
       // The save time is part of the key: options saved again as they once were are a change all the same.
       const feed = await this.variants.get(
@@ -131,7 +144,7 @@ export class FeedProvider {
       );
       return staleAs(feed, base);
     }
-    const base = await this.feedFor(source, saved.query, ip);
+    const base = await this.feedFor(source, saved.query, ip, from);
     return notBefore > base.lastModified ? { ...base, lastModified: notBefore } : base;
   }
 
@@ -142,6 +155,15 @@ export class FeedProvider {
    */
   async requireFeed(source: SourceKey, ip: string): Promise<void> {
     if ((await this.cache.get(source)) === undefined) await this.onDemand(source, ip);
+  }
+
+  /**
+   * The stored feed of `source`: its last good copy, marked stale, when `from` is memory and memory holds one;
+   * else the cache's, or a refresh on demand when there is none.
+   */
+  private async baseFeed(source: SourceKey, ip: string, from: FeedFrom): Promise<ServedFeed> {
+    const kept = from === 'memory' ? this.cache.lastGood(source) : undefined;
+    return kept ?? (await this.cache.get(source)) ?? (await this.onDemand(source, ip));
   }
 
   /**

@@ -2,7 +2,8 @@
  * The feed routes of docs/design.md: public group and teacher feeds, secret personal feeds. GET and HEAD, with
  * ETag/If-None-Match, Last-Modified/If-Modified-Since, precompressed br and gzip, and the subscriber options
  * as query parameters (a personal feed URL without any serves the options its owner saved). Personal feed URLs carry a secret: they are never logged.
- * While Redis cannot be read, a personal feed served before is still found by its token (`personal-tokens.ts`).
+ * While Redis cannot be read or does not answer within a second, a personal feed served before is still found
+ * by its token (`personal-tokens.ts`) and answered from memory, marked stale.
  * A public feed held in memory is usually answered before it gets here, alike, by `feed-fast-path.ts`.
  */
 
@@ -10,7 +11,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { duplicateRedis } from '../lib/redis-connection.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { InvalidSourceError } from '../sources/errors.ts';
-import { parseSource, type SourceKey, type SourceKind, sourceKey, sourceOf } from '../sources/source.ts';
+import { parseSource, type SourceKey, type SourceKind, sourceKey } from '../sources/source.ts';
 import { describeValue, ID_RANGE } from '../upstream/errors.ts';
 import { ClientLimits } from './client-limits.ts';
 import { HttpError } from './errors.ts';
@@ -18,10 +19,10 @@ import { FeedCache, feedCacheFillBytes } from './feed-cache.ts';
 import { FeedCounters } from './feed-counters.ts';
 import type { ServedFeed } from './feed-forms.ts';
 import { feedHeaders } from './feed-headers.ts';
-import { FeedProvider, type FeedProviderOptions } from './feed-provider.ts';
+import { type FeedFrom, FeedProvider, type FeedProviderOptions } from './feed-provider.ts';
 import { chooseEncoding, type FeedEncoding, isNotModified } from './negotiate.ts';
 import { PersonalFeedOptions, type SavedQuery } from './personal-feed-options.ts';
-import { PersonalTokens } from './personal-tokens.ts';
+import { PersonalTokens, type TokenMatch } from './personal-tokens.ts';
 import { type ParsedSubscriberQuery, parseSubscriberQuery } from './subscriber-query.ts';
 import { TokenUseRecorder } from './token-use.ts';
 
@@ -89,14 +90,16 @@ export async function registerFeedRoutes(
     scope.get<{ Params: { token: string }; Querystring: Query }>(
       '/feeds/personal/:token.ics',
       async (request, reply) => {
-        const source = await personalSource(tokens, request.params.token);
-        const { id } = sourceOf(source);
+        const { id, fromMemory } = await personalMatch(tokens, request.params.token);
+        const source = sourceKey({ kind: 'personal', id });
         // Kept from revocation by sign-ups on other devices while a calendar polls it.
         tokenUse.record(id, request.params.token);
         // The URL's own options win; without any, the ones its owner saved.
         const query = parseSubscriberQuery(request.query);
         const own = query.canonical === '' ? await saved.get(id) : undefined;
-        return serveFeed(provider, request, reply, source, own?.query ?? query, own);
+        // Redis did not answer the token: the feed comes from memory too, marked stale, without asking again.
+        const from = fromMemory ? 'memory' : 'redis';
+        return serveFeed(provider, request, reply, source, own?.query ?? query, own, from);
       },
     );
   });
@@ -135,12 +138,12 @@ function publicSource(kind: 'group' | 'employee', id: string): SourceKey {
   }
 }
 
-/** The source of a personal feed token; unknown and malformed tokens alike are a 404 (a secret is not echoed). */
-async function personalSource(tokens: PersonalTokens, token: string): Promise<SourceKey> {
-  const id = TOKEN.test(token) ? await tokens.idOf(token) : undefined;
-  if (id === undefined)
+/** The subscription of a personal feed token; unknown and malformed tokens alike are a 404 (a secret is not echoed). */
+async function personalMatch(tokens: PersonalTokens, token: string): Promise<TokenMatch> {
+  const match = TOKEN.test(token) ? await tokens.find(token) : undefined;
+  if (match === undefined)
     throw new HttpError(404, 'no such personal feed: the link is wrong, or its subscription was deleted');
-  return sourceKey({ kind: 'personal', id });
+  return match;
 }
 
 async function serveFeed(
@@ -150,10 +153,11 @@ async function serveFeed(
   source: SourceKey,
   query: ParsedSubscriberQuery = parseSubscriberQuery(request.query),
   saved?: SavedQuery,
+  from: FeedFrom = 'redis',
 ): Promise<FastifyReply> {
   const feed = await (saved === undefined
-    ? provider.feedFor(source, query, request.ip)
-    : provider.savedFeedFor(source, saved, request.ip));
+    ? provider.feedFor(source, query, request.ip, from)
+    : provider.savedFeedFor(source, saved, request.ip, from));
   // Chosen before the headers: each coding has its own ETag, and a 304 carries the one a 200 would have.
   const encoding = chooseEncoding(request.headers['accept-encoding']);
   const conditions = {

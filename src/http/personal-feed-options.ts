@@ -2,10 +2,10 @@
  * The saved feed options of personal subscriptions, as the personal feed route needs them on every request:
  * kept in memory per subscription, dropped when the feed-updates channel announces the subscription's source
  * (saving options announces it), and only kept while that channel is being heard (the feed cache says so).
- * A hit costs no Redis; the token lookup itself stays a Redis read, so a revoked feed URL stops at once.
- * The last options read per subscription are kept apart, and answered only while Redis cannot be read (see
- * `personal-tokens.ts`): a personal feed served before an outage is served during it as its owner saved it;
- * a deleted subscription's go when its deletion is announced.
+ * A hit costs no Redis; the token lookup itself stays a Redis read while Redis answers, so a revoked feed URL
+ * stops at once. The last options read per subscription are kept apart, and answered only while Redis cannot
+ * be read or does not answer in time (see `personal-tokens.ts`): a personal feed served before an outage is
+ * served during it as its owner saved it; a deleted subscription's go when its deletion is announced.
  */
 import { LRUCache } from 'lru-cache';
 import { isRedisFailure } from '../lib/redis-failure.ts';
