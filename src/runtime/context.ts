@@ -7,6 +7,7 @@ import type { RedisClient } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
 import type { GroupDirectory } from '../sources/group-directory.ts';
 import type { RedisKeys } from '../sources/keys.ts';
+import type { KnownEmployees } from '../sources/known-employees.ts';
 import type { SourceRegistry } from '../sources/registry.ts';
 import type { SnapshotStore } from '../sources/snapshot-store.ts';
 import type { TermCountStore } from '../sources/term-counts.ts';
@@ -37,6 +38,8 @@ export interface ServiceContext {
   readonly subscriptions: SubscriptionStore;
   /** Study groups by id and name, for finding a group by name. */
   readonly directory: GroupDirectory;
+  /** Employee ids the university named: a first request for one goes first when the limits run short. */
+  readonly knownEmployees: KnownEmployees;
   readonly queues: Queues;
   /** The university for refresh jobs: the refresh pool, `UPSTREAM_TIMEOUT`. */
   readonly upstream: UniversityClient;

@@ -9,6 +9,7 @@ import type { RedisTarget } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
 import { GroupDirectory } from '../sources/group-directory.ts';
 import { redisKeys } from '../sources/keys.ts';
+import { KnownEmployees } from '../sources/known-employees.ts';
 import { SourceRegistry } from '../sources/registry.ts';
 import { SnapshotStore } from '../sources/snapshot-store.ts';
 import { TermCountStore } from '../sources/term-counts.ts';
@@ -80,6 +81,7 @@ export function openServiceContext(options: ContextOptions): OpenContext {
     feeds: new FeedStore(redis, keys),
     subscriptions: new SubscriptionStore(redis, keys, config.secretKey),
     directory: new GroupDirectory(redis, keys),
+    knownEmployees: new KnownEmployees(redis, keys),
     queues,
     upstream,
     requestUpstream,
