@@ -108,18 +108,25 @@ export class ClientLimits {
   }
 
   /**
-   * Runs a credential check (sign-up, replacement) for `ip` under the sign-up limits and a failure budget. A
-   * refusal by the university (or a credential of someone else) costs the client a failure token, after the
+   * Runs a check of `credential` (sign-up, replacement) for `ip` under the sign-up limits and a failure budget.
+   * A refusal by the university (or a credential of someone else) costs the client a failure token, after the
    * fact: correct sign-ups running at once never hold one. A client without failure tokens is refused; so,
    * while the overall failure budget is used up, is one refused twice or more within its own refill time. At most
    * SIGN_UPS_IN_FLIGHT_PER_CLIENT checks of one client run at once, which bounds how far a burst of guesses
    * overshoots its budget (the overshoot is a debt that delays the next try).
+   *
+   * The failure budget delays guesses, never credentials that work: one the university accepted before (a known
+   * credential, by keyed digest) is checked whatever the client's failures, behind a campus NAT while someone
+   * there guesses too. It is still sent to the university, like any other, so a right guess is answered no
+   * sooner than a wrong one; an unknown credential from a client out of failure tokens is not sent at all. A
+   * guesser there learns from the answer only whether a guess is a credential known here, and gets anything
+   * only for one the university accepts now, which the credential itself gives at the university anyway.
    */
-  async credentialCheck<T>(ip: string, check: () => Promise<T>): Promise<T> {
+  async credentialCheck<T>(ip: string, credential: string, check: () => Promise<T>): Promise<T> {
     const client = clientKeys(ip);
     const own = this.ownBuckets('sign-up:failures', client, this.ctx.config.failedSignUpsPerClient);
     const all = this.bucket('sign-up:failures:total', this.ctx.config.failedSignUpsTotal);
-    await this.refuseGuesser(own, all);
+    if (!(await this.ctx.knownCredentials.has(credential))) await this.refuseGuesser(own, all);
     const release = this.startCheck(client.client);
     try {
       return await this.spend('sign-up', ip, check);

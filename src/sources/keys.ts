@@ -42,6 +42,8 @@ export interface RedisKeys {
   subscriptionTokens(id: string): string;
   /** STRING: the subscription of one owner, `user:<university user id>` or `credential:<keyed digest>`. */
   subscriptionOwner(owner: string): string;
+  /** STRING with a TTL: a credential the university accepted, keyed by its keyed digest (known-credentials.ts). */
+  knownCredential(digest: string): string;
   /** STRING: set once the subscriptions made before owners were indexed have been indexed. */
   readonly subscriptionOwnersIndexed: string;
   /** STRING: set once the state stored as plain JSON by earlier releases has been packed (state-packing.ts). */
@@ -125,6 +127,7 @@ export function redisKeys(prefix: string): RedisKeys {
     subscriptionToken: (tokenHash) => `${prefix}:subscription-token:${tokenHash}`,
     subscriptionTokens: (id) => `${prefix}:subscription-tokens:${id}`,
     subscriptionOwner: (owner) => `${prefix}:subscription-owner:${owner}`,
+    knownCredential: (digest) => `${prefix}:known-credential:${digest}`,
     subscriptionOwnersIndexed: `${prefix}:subscription-owners-indexed`,
     statePacked: `${prefix}:state-packed`,
     feedFormsDropped: `${prefix}:feed-forms-dropped`,
