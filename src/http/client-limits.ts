@@ -8,6 +8,9 @@
  * An overall limit must not become a switch that a few busy clients turn off for everybody: each client's
  * first few requests (its floor, a tenth of its own allowance) may use the whole total, while requests beyond a
  * client's floor may use only half of it. A handful of heavy clients then leave the other half to everyone else.
+ * Nor may many addresses asking for made-up ids turn it off for real ones: a first request for an id nobody
+ * vouches for (not in the group directory, not a teacher the university named) may not take the last half of
+ * the total either, which stays for ids that are likely real.
  */
 import type { Config } from '../config.ts';
 import { RateLimitedError } from '../lib/errors.ts';
@@ -40,6 +43,8 @@ export const SITE_ALLOWANCE = 4;
 const FLOOR_FRACTION = 0.1;
 /** The fraction of an overall limit that requests beyond their client's floor may use. */
 const HEAVY_FRACTION = 0.5;
+/** The fraction of an overall limit (and of its heavy share) that requests not {@link AdmitOptions.likelyReal} leave. */
+const UNVOUCHED_RESERVE = 0.5;
 /** Seconds a client is told to wait when its own sign-ups in progress fill its allowance: about one check. */
 const IN_FLIGHT_RETRY_MS = 5_000;
 
@@ -47,6 +52,16 @@ const IN_FLIGHT_RETRY_MS = 5_000;
 const GUESS_OUTCOMES = [CredentialRejectedError, CredentialRefusedError];
 /** Failures that happen before the university is asked (and before anything is stored): tokens go back. */
 const NOTHING_SENT = [UpstreamBusyError, UpstreamBudgetError, SecretKeyMissingError];
+
+/** How one request is admitted. */
+export interface AdmitOptions {
+  /**
+   * False for a request about something nobody vouches for (a first request for an id that is in no directory):
+   * it may not take the last half of the overall limit, so that requests for likely real ones find it there.
+   * Default true.
+   */
+  likelyReal?: boolean;
+}
 
 /** The tokens one admitted request took; {@link refund} gives them back when it turned out to cost nothing. */
 export interface Admission {
@@ -66,14 +81,15 @@ export class ClientLimits {
   }
 
   /** Counts one `action` of `ip`, or throws {@link RateLimitedError} when the client or everybody is over. */
-  async admit(action: LimitedAction, ip: string): Promise<Admission> {
+  async admit(action: LimitedAction, ip: string, options: AdmitOptions = {}): Promise<Admission> {
     const { perClient, total, what } = ACTIONS[action];
     const client = clientKeys(ip);
     const own = this.ownBuckets(`${action}:client`, client, this.ctx.config[perClient]);
     await this.takeOrRefuse(own, `too many ${what} from your address`);
     if (total === undefined) return this.admission(own);
     try {
-      return this.admission([...own, ...(await this.takeFromTotal(action, client, perClient, total, what))]);
+      const overall = { action, perClient, total, what, likelyReal: options.likelyReal ?? true };
+      return this.admission([...own, ...(await this.takeFromTotal(overall, client))]);
     } catch (error) {
       await this.buckets.give(own);
       throw error;
@@ -92,18 +108,25 @@ export class ClientLimits {
   }
 
   /**
-   * Runs a credential check (sign-up, replacement) for `ip` under the sign-up limits and a failure budget. A
-   * refusal by the university (or a credential of someone else) costs the client a failure token, after the
+   * Runs a check of `credential` (sign-up, replacement) for `ip` under the sign-up limits and a failure budget.
+   * A refusal by the university (or a credential of someone else) costs the client a failure token, after the
    * fact: correct sign-ups running at once never hold one. A client without failure tokens is refused; so,
    * while the overall failure budget is used up, is one refused twice or more within its own refill time. At most
    * SIGN_UPS_IN_FLIGHT_PER_CLIENT checks of one client run at once, which bounds how far a burst of guesses
    * overshoots its budget (the overshoot is a debt that delays the next try).
+   *
+   * The failure budget delays guesses, never credentials that work: one the university accepted before (a known
+   * credential, by keyed digest) is checked whatever the client's failures, behind a campus NAT while someone
+   * there guesses too. It is still sent to the university, like any other, so a right guess is answered no
+   * sooner than a wrong one; an unknown credential from a client out of failure tokens is not sent at all. A
+   * guesser there learns from the answer only whether a guess is a credential known here, and gets anything
+   * only for one the university accepts now, which the credential itself gives at the university anyway.
    */
-  async credentialCheck<T>(ip: string, check: () => Promise<T>): Promise<T> {
+  async credentialCheck<T>(ip: string, credential: string, check: () => Promise<T>): Promise<T> {
     const client = clientKeys(ip);
     const own = this.ownBuckets('sign-up:failures', client, this.ctx.config.failedSignUpsPerClient);
     const all = this.bucket('sign-up:failures:total', this.ctx.config.failedSignUpsTotal);
-    await this.refuseGuesser(own, all);
+    if (!(await this.ctx.knownCredentials.has(credential))) await this.refuseGuesser(own, all);
     const release = this.startCheck(client.client);
     try {
       return await this.spend('sign-up', ip, check);
@@ -147,24 +170,22 @@ export class ClientLimits {
 
   /**
    * Takes a token of the overall limit: within the client's floor from the whole of it, beyond the floor only
-   * while the heavy share (half the total, a bucket of its own) has one too.
+   * while the heavy share (half the total, a bucket of its own) has one too. A request not likely real leaves
+   * the last half of each (a reserve: the buckets are the same, so likely real ones find their tokens there).
    */
-  private async takeFromTotal(
-    action: LimitedAction,
-    client: ClientKeys,
-    perClient: RateSetting,
-    total: RateSetting,
-    what: string,
-  ): Promise<Bucket[]> {
+  private async takeFromTotal(overall: OverallLimit, client: ClientKeys): Promise<Bucket[]> {
+    const { action, perClient, total, what, likelyReal } = overall;
     const totalRate = this.ctx.config[total];
-    const all = this.bucket(`${action}:total`, totalRate);
+    const shared = (bucket: Bucket): Bucket =>
+      likelyReal ? bucket : { ...bucket, reserve: Math.floor(bucket.capacity * UNVOUCHED_RESERVE) };
+    const all = shared(this.bucket(`${action}:total`, totalRate));
     const light = [
       this.bucket(`${action}:floor:${client.client}`, fraction(this.ctx.config[perClient], FLOOR_FRACTION)),
       all,
     ];
     const lightWait = await this.buckets.tryTake(light);
     if (lightWait === 0) return light;
-    const heavy = [all, this.bucket(`${action}:total-heavy`, fraction(totalRate, HEAVY_FRACTION))];
+    const heavy = [all, shared(this.bucket(`${action}:total-heavy`, fraction(totalRate, HEAVY_FRACTION)))];
     const heavyWait = await this.buckets.tryTake(heavy);
     if (heavyWait === 0) return heavy;
     throw refusal(Math.min(lightWait, heavyWait), `too many ${what} right now`);
@@ -196,6 +217,15 @@ export class ClientLimits {
     const wait = await this.buckets.tryTake(buckets);
     if (wait > 0) throw refusal(wait, reason);
   }
+}
+
+/** The overall limit of one admitted action, and whether the request is likely real. */
+interface OverallLimit {
+  action: LimitedAction;
+  perClient: RateSetting;
+  total: RateSetting;
+  what: string;
+  likelyReal: boolean;
 }
 
 /** A 429 that says why and when to try again. */

@@ -201,14 +201,31 @@ export class FeedProvider {
     }
   }
 
-  /** Admits the request that starts the fetch of `source` (a public one only, and only when none is queued). */
+  /**
+   * Admits the request that starts the fetch of `source` (a public one only, and only when none is queued). An
+   * id the university already said it does not know answers 404 from memory, costing nothing; one that nothing
+   * vouches for may not take the last half of the overall first-request limit (client-limits.ts).
+   */
   private async startDemand(source: SourceKey, ip: string): Promise<ServedFeed> {
     if (!source.startsWith('personal:')) {
       const missing = await this.ctx.registry.missingReason(source);
       if (missing !== undefined) throw notKnown(source, missing);
-      if (!(await refreshPending(this.ctx.queues, source))) await this.limits.admit('first-request', ip);
+      if (!(await refreshPending(this.ctx.queues, source)))
+        await this.limits.admit('first-request', ip, { likelyReal: await this.likelyReal(source) });
     }
     return this.fetchOnDemand(source);
+  }
+
+  /**
+   * Whether the university has vouched for a public source's id: a group in the group directory (fed by
+   * published timetables, sign-ups' profiles and the admin's import), a teacher named in a published timetable
+   * or found by the teacher search.
+   */
+  private async likelyReal(source: SourceKey): Promise<boolean> {
+    const { kind, id } = sourceOf(source);
+    if (kind === 'group') return this.ctx.directory.has(Number(id));
+    if (kind === 'employee') return this.ctx.knownEmployees.has(Number(id));
+    return true;
   }
 
   /**

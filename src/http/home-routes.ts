@@ -72,7 +72,7 @@ export async function registerHomeRoutes(
       if (credential === '') return again(400, { kind: 'empty' });
       if (credential.length > 4096 || !/^[\t\x20-\x7e]+$/.test(credential)) return again(400, { kind: 'invalid' });
       try {
-        const { subscription, token } = await limits.credentialCheck(request.ip, () =>
+        const { subscription, token } = await limits.credentialCheck(request.ip, credential, () =>
           signUp(ctx, credential, request.log),
         );
         setPersonalSession(ctx, reply, subscription.id, token);

@@ -51,7 +51,7 @@ export async function registerSubscriptionRoutes(
 
   app.post('/api/subscriptions', options, async (request, reply) => {
     const credential = credentialOf(request.body);
-    const { subscription, token, created } = await limits.credentialCheck(request.ip, () =>
+    const { subscription, token, created } = await limits.credentialCheck(request.ip, credential, () =>
       signUp(ctx, credential, request.log),
     );
     // The same answer either way, with the new feed URL: signing up again is how a lost one is recovered.
@@ -70,7 +70,7 @@ export async function registerSubscriptionRoutes(
   app.patch<IdParams>('/api/subscriptions/:id', options, async (request, reply) => {
     const subscription = await authorisedSubscription(ctx, request);
     const credential = credentialOf(request.body);
-    const replaced = await limits.credentialCheck(request.ip, () =>
+    const replaced = await limits.credentialCheck(request.ip, credential, () =>
       replaceCredential(ctx, subscription, credential, request.log),
     );
     reply.header('cache-control', NO_STORE);

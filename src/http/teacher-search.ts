@@ -56,5 +56,7 @@ export async function searchTeachers(
     ctx.requestUpstream.searchEmployees(text, { budgetWaitMs: ctx.config.upstreamRequestWaitMs }),
   );
   await ctx.redis.set(key, JSON.stringify({ employees }), 'EX', CACHE_SECONDS);
+  // The people found exist: the first request for one of their timetables, which usually follows, goes first.
+  await ctx.knownEmployees.record(employees.map((employee) => employee.id));
   return employees;
 }

@@ -56,6 +56,7 @@ export async function publishTimetable(
   // A public source is registered once the university has confirmed it exists (a request alone does not).
   if (stored.state === undefined && !source.startsWith('personal:')) await activateSource(ctx, source);
   await recordGroupName(ctx, source, input.fetched.entries);
+  await recordTeachers(ctx, source, input.fetched.entries);
   const entries = keepInvalidEntries(input.fetched, stored.snapshot);
   const { hash } = entries;
   const termStarts = await deploymentTermStarts(ctx, source, entries.entries, stored.published, log);
@@ -143,6 +144,20 @@ async function recordGroupName(
   const subject = { kind: 'group', id: Number(ref.id) } as const;
   const name = derivedName(subject, entries);
   if (name !== undefined && !isPlaceholderName(subject, name)) await ctx.directory.record(subject.id, name);
+}
+
+/**
+ * The teachers a timetable names exist, and so does a teacher whose timetable this is: first requests for their
+ * timetables go before those for ids nobody vouches for when the first-request limits run short.
+ */
+async function recordTeachers(
+  ctx: ServiceContext,
+  source: SourceKey,
+  entries: readonly TimetableEntry[],
+): Promise<void> {
+  const ref = sourceOf(source);
+  const ids = entries.map((entry) => entry.teacher.id);
+  await ctx.knownEmployees.record(ref.kind === 'employee' ? [...ids, Number(ref.id)] : ids);
 }
 
 /**

@@ -9,9 +9,11 @@ import type { RedisTarget } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
 import { GroupDirectory } from '../sources/group-directory.ts';
 import { redisKeys } from '../sources/keys.ts';
+import { KnownEmployees } from '../sources/known-employees.ts';
 import { SourceRegistry } from '../sources/registry.ts';
 import { SnapshotStore } from '../sources/snapshot-store.ts';
 import { TermCountStore } from '../sources/term-counts.ts';
+import { KnownCredentials } from '../subscriptions/known-credentials.ts';
 import { SubscriptionStore } from '../subscriptions/subscription-store.ts';
 import { boundedClient, connectionsFor, REQUEST_PATH_LIMITS } from '../upstream/bounded-client.ts';
 import { redisUpstreamBudget, type UpstreamBudget } from '../upstream/budget.ts';
@@ -79,7 +81,9 @@ export function openServiceContext(options: ContextOptions): OpenContext {
     termCounts: new TermCountStore(redis, keys),
     feeds: new FeedStore(redis, keys),
     subscriptions: new SubscriptionStore(redis, keys, config.secretKey),
+    knownCredentials: new KnownCredentials(redis, keys, config.secretKey),
     directory: new GroupDirectory(redis, keys),
+    knownEmployees: new KnownEmployees(redis, keys),
     queues,
     upstream,
     requestUpstream,

@@ -203,6 +203,11 @@ export class GroupDirectory {
     return (await this.redis.hget(this.keys.groupDirectory, String(id))) ?? undefined;
   }
 
+  /** Whether the directory knows group `id` (so that the id is very likely a real group's). */
+  async has(id: number): Promise<boolean> {
+    return (await this.redis.hexists(this.keys.groupDirectory, String(id))) === 1;
+  }
+
   /** How many groups the directory holds. */
   async size(): Promise<number> {
     return this.redis.hlen(this.keys.groupDirectory);

@@ -30,8 +30,10 @@ export interface RedisKeys {
   changes(key: SourceKey): string;
   /** STRING: a personal source's study plan, packed: the last good one, and how its last fetch went. */
   studyPlan(key: SourceKey): string;
-  /** STRING with a TTL: the upstream said this source does not exist. */
-  missing(key: SourceKey): string;
+  /** HASH: source → what the upstream said when it answered that the source does not exist (registry.ts). */
+  readonly missingSources: string;
+  /** ZSET: the sources of {@link missingSources}, scored by when that stops being remembered (ms). */
+  readonly missingSourcesExpiry: string;
   /** HASH: a personal subscription. */
   subscription(id: string): string;
   /** STRING: subscription id, keyed by the SHA-256 of its secret feed token. */
@@ -40,6 +42,8 @@ export interface RedisKeys {
   subscriptionTokens(id: string): string;
   /** STRING: the subscription of one owner, `user:<university user id>` or `credential:<keyed digest>`. */
   subscriptionOwner(owner: string): string;
+  /** STRING with a TTL: a credential the university accepted, keyed by its keyed digest (known-credentials.ts). */
+  knownCredential(digest: string): string;
   /** STRING: set once the subscriptions made before owners were indexed have been indexed. */
   readonly subscriptionOwnersIndexed: string;
   /** STRING: set once the state stored as plain JSON by earlier releases has been packed (state-packing.ts). */
@@ -97,6 +101,8 @@ export interface RedisKeys {
   readonly groupDirectory: string;
   /** STRING: a counter raised whenever {@link groupDirectory} changes (search indexes rebuild on it). */
   readonly groupDirectoryVersion: string;
+  /** SET: employee ids the university named in timetables or search answers (known-employees.ts). */
+  readonly knownEmployees: string;
   /** Keys of the retired per-timetable counts (before entries were counted once), deleted when counts are seeded. */
   readonly retiredTermCounts: readonly string[];
 }
@@ -115,11 +121,13 @@ export function redisKeys(prefix: string): RedisKeys {
     feed: (key) => `${prefix}:feed:${key}`,
     changes: (key) => `${prefix}:changes:${key}`,
     studyPlan: (key) => `${prefix}:study-plan:${key}`,
-    missing: (key) => `${prefix}:missing:${key}`,
+    missingSources: `${prefix}:missing-sources`,
+    missingSourcesExpiry: `${prefix}:missing-sources:expiry`,
     subscription: (id) => `${prefix}:subscription:${id}`,
     subscriptionToken: (tokenHash) => `${prefix}:subscription-token:${tokenHash}`,
     subscriptionTokens: (id) => `${prefix}:subscription-tokens:${id}`,
     subscriptionOwner: (owner) => `${prefix}:subscription-owner:${owner}`,
+    knownCredential: (digest) => `${prefix}:known-credential:${digest}`,
     subscriptionOwnersIndexed: `${prefix}:subscription-owners-indexed`,
     statePacked: `${prefix}:state-packed`,
     feedFormsDropped: `${prefix}:feed-forms-dropped`,
@@ -147,6 +155,7 @@ export function redisKeys(prefix: string): RedisKeys {
     termStarts: `${prefix}:term-starts`,
     groupDirectory: `${prefix}:group-directory`,
     groupDirectoryVersion: `${prefix}:group-directory:version`,
+    knownEmployees: `${prefix}:known-employees`,
     retiredTermCounts: [`${prefix}:term-counts`, `${prefix}:term-counts:sources`],
   };
 }

@@ -58,6 +58,46 @@ return redis.call('HGET', KEYS[1], 'staleSince')`;
 
 /** How long the upstream's "no such group" is remembered, so repeated requests for it cost no fetch. */
 export const MISSING_TTL_SECONDS = 3600;
+/**
+ * Sources remembered as unknown at once, at most: beyond it, those that would be forgotten soonest go first.
+ * First requests for ids nobody vouches for may use at most what `FIRST_REQUESTS_TOTAL` admits in an hour
+ * (7,200 at its default), so this bound only matters when a total is raised far: about 0.2 KB each, 4 MB.
+ */
+export const MAX_MISSING_SOURCES = 20_000;
+/** The longest text of the upstream's kept with an unknown source (it is quoted back in a 404). */
+const MISSING_TEXT_LENGTH = 200;
+
+/**
+ * KEYS: the texts HASH, the expiry ZSET. ARGV: source, text, ttl (ms), the most entries kept. Remembers the
+ * source until Redis TIME + ttl; drops up to 100 entries already expired, then those expiring soonest beyond
+ * the most kept. Both keys expire a ttl after the last write, when every entry has.
+ */
+const REMEMBER_MISSING_SCRIPT = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ttl, most = tonumber(ARGV[3]), tonumber(ARGV[4])
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('ZADD', KEYS[2], now + ttl, ARGV[1])
+for _, source in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, 100)) do
+  redis.call('ZREM', KEYS[2], source)
+  redis.call('HDEL', KEYS[1], source)
+end
+local excess = redis.call('ZCARD', KEYS[2]) - most
+if excess > 0 then
+  local popped = redis.call('ZPOPMIN', KEYS[2], excess)
+  for i = 1, #popped, 2 do redis.call('HDEL', KEYS[1], popped[i]) end
+end
+redis.call('PEXPIRE', KEYS[1], ttl)
+redis.call('PEXPIRE', KEYS[2], ttl)
+return 1`;
+
+/** KEYS: the texts HASH, the expiry ZSET. ARGV: source. Its text while it is remembered (by Redis TIME), else nil. */
+const MISSING_REASON_SCRIPT = `
+local expires = redis.call('ZSCORE', KEYS[2], ARGV[1])
+if not expires then return nil end
+local t = redis.call('TIME')
+if tonumber(expires) <= tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) then return nil end
+return redis.call('HGET', KEYS[1], ARGV[1])`;
 
 const NUMBER_FIELDS = [
   'activeSince',
@@ -259,15 +299,30 @@ export class SourceRegistry {
 
   /**
    * Remembers for {@link MISSING_TTL_SECONDS} that the upstream does not know `source` (its own words, maybe
-   * empty), so that requests for it answer 404 without another fetch.
+   * empty, cut to 200 characters), so that requests for it answer 404 without another fetch. At most
+   * {@link MAX_MISSING_SOURCES} are remembered: a flood of made-up ids cannot fill Redis with them.
    */
   async rememberMissing(source: SourceKey, upstreamText: string): Promise<void> {
-    await this.redis.set(this.keys.missing(source), upstreamText, 'EX', MISSING_TTL_SECONDS);
+    const { missingSources, missingSourcesExpiry } = this.keys;
+    const text = upstreamText.slice(0, MISSING_TEXT_LENGTH);
+    const ttlMs = String(MISSING_TTL_SECONDS * 1000);
+    await this.redis.eval(
+      REMEMBER_MISSING_SCRIPT,
+      2,
+      missingSources,
+      missingSourcesExpiry,
+      source,
+      text,
+      ttlMs,
+      String(MAX_MISSING_SOURCES),
+    );
   }
 
   /** What the upstream said when it did not know `source`, while that is remembered; undefined otherwise. */
   async missingReason(source: SourceKey): Promise<string | undefined> {
-    return (await this.redis.get(this.keys.missing(source))) ?? undefined;
+    const { missingSources, missingSourcesExpiry } = this.keys;
+    const text = await this.redis.eval(MISSING_REASON_SCRIPT, 2, missingSources, missingSourcesExpiry, source);
+    return typeof text === 'string' ? text : undefined;
   }
 
   /**

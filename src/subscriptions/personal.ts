@@ -11,7 +11,7 @@ import { forgetSource } from '../jobs/term-starts.ts';
 import { withLock } from '../lib/redis-lock.ts';
 import type { Logger } from '../logger.ts';
 import type { ServiceContext } from '../runtime/context.ts';
-import { SecretKeyMissingError } from '../security/errors.ts';
+import { DecryptionError, SecretKeyMissingError } from '../security/errors.ts';
 import type { SubscriberOptions } from '../timetable/types.ts';
 import { CredentialRefusedError, CredentialRejectedError } from './errors.ts';
 import { disconnectTarget } from './google-disconnect.ts';
@@ -43,7 +43,7 @@ export async function signUp(
   log: Pick<Logger, 'info'> = ctx.logger,
 ): Promise<SignedUp> {
   requireCredentialStorage(ctx);
-  const profile = await verifiedProfile(ctx, credential);
+  const profile = await checkedProfile(ctx, credential);
   // The university just named this group: the directory learns it, whether or not the sign-up goes on.
   if (profile.group) await ctx.directory.record(profile.group.id, profile.group.name);
   const owner = ctx.subscriptions.ownerOf(profile.id, credential);
@@ -140,7 +140,7 @@ export async function replaceCredential(
 ): Promise<Subscription> {
   requireCredentialStorage(ctx);
   try {
-    const profile = await verifiedProfile(ctx, credential);
+    const profile = await checkedProfile(ctx, credential);
     await requireSameUser(ctx, subscription, profile, credential);
   } catch (error) {
     const refused =
@@ -174,6 +174,7 @@ export async function deleteSubscription(
   for (const target of await ctx.google.targets.idsForSource(subscription.source)) {
     await disconnectTarget(ctx, target, { deleteCalendar: false });
   }
+  await forgetStoredCredential(ctx, subscription);
   await ctx.subscriptions.delete(subscription.id);
   await forgetSource(ctx, subscription.source, log);
   await requestReconcile(ctx);
@@ -229,6 +230,36 @@ export async function saveFeedOptions(
   await ctx.redis.publish(ctx.keys.feedUpdates, subscription.source);
   log.info({ subscription: subscription.id, options: Object.keys(options) }, 'personal feed options saved');
   return true;
+}
+
+/**
+ * Asks the university whose `credential` is ({@link verifiedProfile}), and keeps its verdict: a credential it
+ * accepted is known from now on (the sign-up failure limits never refuse it), one it rejected no longer is.
+ */
+async function checkedProfile(ctx: ServiceContext, credential: string): Promise<Profile> {
+  try {
+    const profile = await verifiedProfile(ctx, credential);
+    await ctx.knownCredentials.remember(credential);
+    return profile;
+  } catch (error) {
+    if (error instanceof CredentialRejectedError) await ctx.knownCredentials.forget(credential);
+    throw error;
+  }
+}
+
+/**
+ * A deleted subscription's credential is no longer known. One that cannot be read (another SECRET_KEY) is left
+ * to expire: nothing could have recognised it either.
+ */
+async function forgetStoredCredential(ctx: ServiceContext, subscription: Subscription): Promise<void> {
+  let credential: string | undefined;
+  try {
+    credential = await ctx.subscriptions.credentialOf(subscription.id);
+  } catch (error) {
+    if (error instanceof DecryptionError || error instanceof SecretKeyMissingError) return;
+    throw error;
+  }
+  if (credential !== undefined) await ctx.knownCredentials.forget(credential);
 }
 
 /** Throws unless `credential` (whose profile is `profile`) may replace the credential of `subscription`. */

@@ -5,9 +5,13 @@
  * What this measures is the queue's priorities, so the first-request limits are raised until all 400 ids
  * reach the queue (with the default limits only 30 would, and the resync would meet an empty queue); what the
  * limits let through is measured by the limited run in `limits.integration.test.ts`.
+ *
+ * Then, under the default limits, 3,000 unknown ids from 3,000 addresses (X-Forwarded-For from a trusted
+ * proxy) spend the overall first-request limit while a fresh address asks for real groups and teachers: those
+ * must still be served (bounded: 3,000 requests, 50 at once, fastify inject).
  */
 import type { AddressInfo } from 'node:net';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/http/app.ts';
 import { silentLogger } from '../../src/logger.ts';
@@ -149,4 +153,94 @@ describe('a flood of first requests for unknown ids', () => {
     expect(again.status).toBe(404);
     expect(((await pipeline.sim.stats()).byEndpoint.groupSchedule ?? 0) - callsBefore).toBe(calls);
   }, 60_000);
+});
+
+/** The address of flooding client `i` (10.x.y.z), as a trusted proxy would forward it. */
+const address = (i: number) => `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
+
+describe('a flood of first requests for unknown ids from many addresses', () => {
+  const MANY = 3_000;
+  let own: Pipeline;
+  let api: FastifyInstance;
+
+  beforeAll(async () => {
+    // The default first-request limits (30/1m per client, 120/1m in total): the flood can spend the total.
+    own = await startPipeline({ TRUST_PROXY: '127.0.0.1', UPSTREAM_RATE_LIMIT: '100' });
+    api = await buildApp(own.ctx, { logger: silentLogger(), feeds: { demandWaitMs: 5_000 } });
+  });
+  afterAll(async () => {
+    await api?.close();
+    await own?.close();
+  });
+
+  const first = (path: string, from: string): Promise<LightMyRequestResponse> =>
+    api.inject({ method: 'GET', url: path, headers: { 'x-forwarded-for': from } });
+
+  it('leaves first requests for real groups and teachers from a fresh address served', async () => {
+    const groups = await own.sim.groups();
+    // The directory knows the university's groups (an admin imported them), and one published group timetable
+    // named its teachers.
+    await own.ctx.directory.import(groups.map(({ id, name }) => ({ id, name })));
+    const [published, ...others] = groups;
+    if (published === undefined) throw new Error('the simulator has no groups');
+    expect((await own.refresh(`group:${published.id}`)).state).toBe('completed');
+    const snapshot = await own.ctx.snapshots.snapshot(`group:${published.id}`);
+    const named = [...new Set(snapshot?.entries.map((entry) => entry.teacher.id))].filter((id) => id !== null);
+    const real = [
+      ...others.slice(0, 5).map(({ id }) => `/feeds/groups/${id}.ics`),
+      ...named.slice(0, 2).map((id) => `/feeds/employees/${id}.ics`),
+    ];
+    expect(real).toHaveLength(7);
+
+    const flood = { done: 0, limited: 0, notFound: 0 };
+    const queue = Array.from({ length: MANY }, (_, i) => i);
+    const client = async () => {
+      for (let i = queue.shift(); i !== undefined; i = queue.shift()) {
+        const answer = await first(`/feeds/groups/${900_001 + i}.ics`, address(i + 1));
+        flood.done += 1;
+        if (answer.statusCode === 429) flood.limited += 1;
+        if (answer.statusCode === 404) flood.notFound += 1;
+      }
+    };
+    const started = performance.now();
+    const flooding = Promise.all(Array.from({ length: 50 }, client));
+    // Once the flood is refused by the total (not by any client's own limit: one request per address), the
+    // fresh address asks for the real timetables, while the flood goes on.
+    await until(
+      async () => flood.limited,
+      (limited) => limited >= 50,
+      30_000,
+    );
+    const answers = await Promise.all(real.map((path) => first(path, '192.0.2.77')));
+    const servedAt = flood.done;
+    await flooding;
+    const floodMs = Math.round(performance.now() - started);
+    figure('unknown ids from distinct addresses', MANY, 'requests');
+    figure('flood duration', floodMs, 'ms');
+    figure('unknown ids refused by the overall first-request limit', flood.limited, 'requests');
+    figure('unknown ids let in (answered 404 by the university)', flood.notFound, 'requests');
+    figure('flood requests sent before the real ones were answered', servedAt, 'requests');
+    figure(
+      'first requests for real timetables from a fresh address served during the flood',
+      answers.filter((answer) => answer.statusCode === 200).length,
+      'of 7',
+    );
+
+    expect(answers.map((answer) => answer.statusCode)).toEqual(Array(7).fill(200));
+    // The flood really ran short of the total, and was still going when the real ones were answered.
+    expect(flood.limited).toBeGreaterThan(MANY / 2);
+    expect(servedAt).toBeLessThan(MANY);
+    // Made-up ids may take half the total and what refills while they flood; the rest stays for real ones.
+    const { firstRequestsTotal } = own.ctx.config;
+    const refilled = Math.ceil((floodMs * firstRequestsTotal.count) / firstRequestsTotal.periodMs);
+    expect(flood.notFound).toBeLessThanOrEqual(firstRequestsTotal.count / 2 + refilled);
+    // An unknown id asked again is answered from memory: 404, no job, no call, no token.
+    const calls = (await own.sim.stats()).byEndpoint.groupSchedule ?? 0;
+    const again = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => first(`/feeds/groups/${900_001 + i}.ics`, '192.0.2.78')),
+    );
+    const remembered = again.filter((answer) => answer.statusCode === 404).length;
+    expect(remembered + again.filter((answer) => answer.statusCode === 429).length).toBe(20);
+    expect((await own.sim.stats()).byEndpoint.groupSchedule ?? 0).toBe(calls);
+  }, 90_000);
 });

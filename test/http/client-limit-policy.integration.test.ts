@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/index.ts';
 import { until } from '../support/poll.ts';
+import { simControl } from '../upstream/sim-control.ts';
 import { calendar, startTestApp, storeFeed, storeTimetable, type TestApp } from './helpers.ts';
 
 let simulator: RunningSimulator;
@@ -28,12 +29,12 @@ async function appWith(env: Record<string, string>, feeds = {}): Promise<TestApp
 }
 
 let queries = 0;
-/** A search the cache has not seen yet (two Cyrillic letters and a counter). */
-function search(app: TestApp, from: string) {
+/** A search the cache has not seen yet (two Cyrillic letters and a counter), or of `text`. */
+function search(app: TestApp, from: string, text?: string) {
   queries += 1;
   return app.app.inject({
     method: 'GET',
-    url: `/api/employees?q=${encodeURIComponent(`Ив ${queries}`)}`,
+    url: `/api/employees?q=${encodeURIComponent(text ?? `Ив ${queries}`)}`,
     headers: { 'x-forwarded-for': from },
   });
 }
@@ -57,6 +58,36 @@ describe('an overall limit', () => {
       expect((await search(app, from)).statusCode).toBe(200);
     // And the total still bounds everybody.
     expect((await search(app, '198.51.100.5')).statusCode).toBe(429);
+  });
+});
+
+describe('first requests for ids nobody vouches for', () => {
+  it('leave the last half of the total to groups in the directory and teachers the university named', async () => {
+    // Per client 10/1m (floor 1), in total 8/1m: made-up ids, from as many addresses as it takes, get 4 of it.
+    const app = await appWith({ FIRST_REQUESTS_PER_CLIENT: '10/1m', FIRST_REQUESTS_TOTAL: '8/1m' });
+    const control = simControl(simulator.url);
+    const groups = await control.groups();
+    await app.ctx.directory.import(groups.map(({ id, name }) => ({ id, name })));
+    // A teacher search answers real people: the first request for one of their timetables usually follows.
+    const [teacher] = await control.employees();
+    if (teacher === undefined) throw new Error('the simulator has no employees');
+    const found = await search(app, '198.51.100.99', teacher.lastName);
+    expect(found.statusCode).toBe(200);
+    const first = (path: string, from: string) =>
+      app.app.inject({ method: 'GET', url: path, headers: { 'x-forwarded-for': from } });
+
+    // Admitted (503: no worker runs here, so the fetch it queued never ends), then refused by the total.
+    const made = [];
+    for (let i = 1; i <= 6; i++)
+      made.push((await first(`/feeds/groups/${9_200 + i}.ics`, `203.0.113.${i}`)).statusCode);
+    expect(made).toEqual([503, 503, 503, 503, 429, 429]);
+    // What is left goes to ids the university vouched for, from a fresh address: the groups and the teacher.
+    const real = [...groups.map(({ id }) => `/feeds/groups/${id}.ics`), `/feeds/employees/${teacher.id}.ics`];
+    const served = [];
+    for (const path of real) served.push((await first(path, '192.0.2.50')).statusCode);
+    expect(served).toEqual([503, 503, 503]);
+    // The total still bounds them all.
+    expect((await first('/feeds/groups/9300.ics', '192.0.2.51')).statusCode).toBe(429);
   });
 });
 
