@@ -220,9 +220,9 @@ const SETTINGS = {
   httpIdleTimeoutMs: setting('HTTP_IDLE_TIMEOUT', duration('60s', 1_000)),
   /** How long a kept-alive connection waits for its next request; longer than a proxy's own idle timeout. */
   httpKeepAliveTimeoutMs: setting('HTTP_KEEP_ALIVE_TIMEOUT', duration('72s', 1_000)),
-  /** Open connections one process accepts; further ones are closed at once. */
+  /** Open connections one process holds; a newcomer replaces one that sent nothing, waits or is slow sending. */
   httpMaxConnections: setting('HTTP_MAX_CONNECTIONS', positiveNumber(4096, true, 1_000_000)),
-  /** Open connections one client address may hold (TRUST_PROXY's proxies excepted); further ones are closed. */
+  /** Open connections one client address may hold (TRUST_PROXY's proxies excepted); replaced as above. */
   httpMaxConnectionsPerAddress: setting('HTTP_MAX_CONNECTIONS_PER_ADDRESS', positiveNumber(256, true, 1_000_000)),
 };
 
