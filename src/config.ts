@@ -184,6 +184,8 @@ const SETTINGS = {
   /** A source whose feed nobody requested for this long stops being refreshed. */
   inactiveAfterMs: setting('INACTIVE_AFTER', duration('30d', 60_000)),
   adminToken: setting('ADMIN_TOKEN', bearerSecret(16)),
+  /** Bearer token `/metrics` asks for, for a scraper that comes through a proxy; unset: `/metrics` is open. */
+  metricsToken: setting('METRICS_TOKEN', bearerSecret(16)),
   /** 32-byte key for AES-256-GCM encryption of stored credentials and refresh tokens. */
   secretKey: setting('SECRET_KEY', secretKey),
   googleClientId: setting('GOOGLE_CLIENT_ID', optionalText),
