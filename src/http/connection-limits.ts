@@ -9,7 +9,7 @@
  * that has sent nothing is closed after a few seconds. On the public internet a reverse proxy in front is
  * still expected: one client can own many addresses (IPv6).
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config.ts';
@@ -99,74 +99,41 @@ export function applyConnectionLimits(app: FastifyInstance, limits: ConnectionLi
   const server = app.server;
   // The caps are kept here rather than by Node's maxConnections, which closes a newcomer before anyone sees it.
   server.maxConnections = Number.POSITIVE_INFINITY;
-  const isProxy = trustedProxyMatcher(limits.trustProxy);
-  const busyFrom = Math.max(1, Math.floor(limits.httpMaxConnections * BUSY_SHARE));
-  const silentTimeoutMs = Math.min(BUSY_SILENT_TIMEOUT_MS, limits.httpHeadersTimeoutMs);
-  const tracked = new Map<Socket, Tracked>();
-  const all = new Pool();
-  const perAddress = new Map<string, Pool>();
+  const table = new ConnectionTable(server, limits);
+  server.on('connection', (socket: Socket) => table.admit(socket));
+  server.on('request', (request: IncomingMessage, response: ServerResponse) => table.received(request, response));
+  server.on('close', () => table.stop());
+}
 
-  const phase = (socket: Socket): Phase => {
-    const state = tracked.get(socket);
-    if (state === undefined || state.inFlight > 0) return state?.last?.complete === false ? 'sending' : 'answering';
-    if (socket.bytesRead === 0) return 'silent';
-    return state.answeredAt === socket.bytesRead ? 'waiting' : 'sending';
-  };
+/** Every open connection of one server, by client, with what each is doing. */
+class ConnectionTable {
+  private readonly server: Server;
+  private readonly limits: ConnectionLimits;
+  private readonly isProxy: (address: string) => boolean;
+  private readonly busyFrom: number;
+  private readonly silentTimeoutMs: number;
+  private readonly tracked = new Map<Socket, Tracked>();
+  private readonly all = new Pool();
+  private readonly perAddress = new Map<string, Pool>();
+  private sweep: NodeJS.Timeout | undefined;
 
-  let sweep: NodeJS.Timeout | undefined;
-  const closeSilent = () => {
-    const before = Date.now() - silentTimeoutMs;
-    for (const socket of all.silent) {
-      if (phase(socket) !== 'silent') all.silent.delete(socket);
-      else if ((tracked.get(socket)?.openedAt ?? 0) > before) return;
-      else close(socket);
-    }
-  };
-  const tune = () => {
-    const busy = all.all.size >= busyFrom;
-    server.keepAliveTimeout = busy
-      ? Math.min(BUSY_KEEP_ALIVE_MS, limits.httpKeepAliveTimeoutMs)
-      : limits.httpKeepAliveTimeoutMs;
-    if (busy && sweep === undefined) {
-      sweep = setInterval(closeSilent, SILENT_SWEEP_MS);
-      sweep.unref();
-    } else if (!busy && sweep !== undefined) {
-      clearInterval(sweep);
-      sweep = undefined;
-    }
-  };
-  const forget = (socket: Socket) => {
-    const state = tracked.get(socket);
-    if (state === undefined) return;
-    tracked.delete(socket);
-    all.delete(socket);
-    const { client, own } = state;
-    own?.delete(socket);
-    if (client !== undefined && own?.all.size === 0 && perAddress.get(client) === own) perAddress.delete(client);
-    tune();
-  };
-  /** Closes a connection and frees its slot now (its `close` event comes a tick later). */
-  function close(socket: Socket): void {
-    forget(socket);
-    socket.destroy();
+  constructor(server: Server, limits: ConnectionLimits) {
+    this.server = server;
+    this.limits = limits;
+    this.isProxy = trustedProxyMatcher(limits.trustProxy);
+    this.busyFrom = Math.max(1, Math.floor(limits.httpMaxConnections * BUSY_SHARE));
+    this.silentTimeoutMs = Math.min(BUSY_SILENT_TIMEOUT_MS, limits.httpHeadersTimeoutMs);
   }
-  /** Makes room in `pool` for a newcomer; false when every connection in it is being answered. */
-  const makeRoom = (pool: Pool, cap: number): boolean => {
-    if (pool.all.size < cap) return true;
-    const replaced = pool.replaceable(phase);
-    if (replaced === undefined) return false;
-    close(replaced);
-    return true;
-  };
 
-  server.on('connection', (socket: Socket) => {
+  /** A new connection: kept if there is room, or room can be made; else closed at once. */
+  admit(socket: Socket): void {
     const address = socket.remoteAddress;
     // The rate limits' notion of a client: an IPv6 client is its /64.
-    const client = address === undefined || isProxy(address) ? undefined : clientOf(address);
-    const existing = client === undefined ? undefined : perAddress.get(client);
+    const client = address === undefined || this.isProxy(address) ? undefined : clientOf(address);
+    const existing = client === undefined ? undefined : this.perAddress.get(client);
     if (
-      (existing !== undefined && !makeRoom(existing, limits.httpMaxConnectionsPerAddress)) ||
-      !makeRoom(all, limits.httpMaxConnections)
+      (existing !== undefined && !this.makeRoom(existing, this.limits.httpMaxConnectionsPerAddress)) ||
+      !this.makeRoom(this.all, this.limits.httpMaxConnections)
     ) {
       socket.destroy();
       return;
@@ -174,34 +141,92 @@ export function applyConnectionLimits(app: FastifyInstance, limits: ConnectionLi
     let own: Pool | undefined;
     if (client !== undefined) {
       // Looked up again: making room may have closed the address's last connection, and with it its pool.
-      own = perAddress.get(client) ?? new Pool();
-      perAddress.set(client, own);
+      own = this.perAddress.get(client) ?? new Pool();
+      this.perAddress.set(client, own);
       own.add(socket);
     }
-    tracked.set(socket, { openedAt: Date.now(), inFlight: 0, client, own });
-    all.add(socket);
-    socket.once('close', () => forget(socket));
-    tune();
-  });
-  server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+    this.tracked.set(socket, { openedAt: Date.now(), inFlight: 0, client, own });
+    this.all.add(socket);
+    socket.once('close', () => this.forget(socket));
+    this.tune();
+  }
+
+  /** A request arrived on a connection: busy until its answer is done, then waiting for the next one. */
+  received(request: IncomingMessage, response: ServerResponse): void {
     const socket = request.socket as Socket;
-    const state = tracked.get(socket);
+    const state = this.tracked.get(socket);
     if (state === undefined) return;
     state.inFlight += 1;
     state.last = request;
-    all.waiting.delete(socket);
+    this.all.waiting.delete(socket);
     state.own?.waiting.delete(socket);
     // `close`, not `finish`: it also comes when the answer was cut short.
     response.once('close', () => {
       state.inFlight -= 1;
-      if (state.inFlight > 0 || socket.destroyed || !tracked.has(socket)) return;
+      if (state.inFlight > 0 || socket.destroyed || !this.tracked.has(socket)) return;
       state.answeredAt = socket.bytesRead;
-      all.waiting.add(socket);
+      this.all.waiting.add(socket);
       state.own?.waiting.add(socket);
     });
-  });
-  server.on('close', () => {
-    if (sweep !== undefined) clearInterval(sweep);
-    sweep = undefined;
-  });
+  }
+
+  stop(): void {
+    if (this.sweep !== undefined) clearInterval(this.sweep);
+    this.sweep = undefined;
+  }
+
+  private phase(socket: Socket): Phase {
+    const state = this.tracked.get(socket);
+    if (state === undefined || state.inFlight > 0) return state?.last?.complete === false ? 'sending' : 'answering';
+    if (socket.bytesRead === 0) return 'silent';
+    return state.answeredAt === socket.bytesRead ? 'waiting' : 'sending';
+  }
+
+  /** Makes room in `pool` for a newcomer; false when every connection in it is being answered. */
+  private makeRoom(pool: Pool, cap: number): boolean {
+    if (pool.all.size < cap) return true;
+    const replaced = pool.replaceable((socket) => this.phase(socket));
+    if (replaced === undefined) return false;
+    this.close(replaced);
+    return true;
+  }
+
+  /** Closes a connection and frees its slot now (its `close` event comes a tick later). */
+  private close(socket: Socket): void {
+    this.forget(socket);
+    socket.destroy();
+  }
+
+  private forget(socket: Socket): void {
+    const state = this.tracked.get(socket);
+    if (state === undefined) return;
+    this.tracked.delete(socket);
+    this.all.delete(socket);
+    const { client, own } = state;
+    own?.delete(socket);
+    if (client !== undefined && own?.all.size === 0 && this.perAddress.get(client) === own)
+      this.perAddress.delete(client);
+    this.tune();
+  }
+
+  /** From {@link BUSY_SHARE} of the cap on: a shorter keep-alive, and silent connections looked for. */
+  private tune(): void {
+    const busy = this.all.all.size >= this.busyFrom;
+    const keepAlive = this.limits.httpKeepAliveTimeoutMs;
+    this.server.keepAliveTimeout = busy ? Math.min(BUSY_KEEP_ALIVE_MS, keepAlive) : keepAlive;
+    if (busy && this.sweep === undefined) {
+      this.sweep = setInterval(() => this.closeSilent(), SILENT_SWEEP_MS);
+      this.sweep.unref();
+    } else if (!busy) this.stop();
+  }
+
+  /** Closes the connections silent for {@link BUSY_SILENT_TIMEOUT_MS} (`silent` is oldest first). */
+  private closeSilent(): void {
+    const before = Date.now() - this.silentTimeoutMs;
+    for (const socket of this.all.silent) {
+      if (this.phase(socket) !== 'silent') this.all.silent.delete(socket);
+      else if ((this.tracked.get(socket)?.openedAt ?? 0) > before) return;
+      else this.close(socket);
+    }
+  }
 }
