@@ -184,6 +184,8 @@ const SETTINGS = {
   /** A source whose feed nobody requested for this long stops being refreshed. */
   inactiveAfterMs: setting('INACTIVE_AFTER', duration('30d', 60_000)),
   adminToken: setting('ADMIN_TOKEN', bearerSecret(16)),
+  /** Bearer token `/metrics` asks for, for a scraper that comes through a proxy; unset: `/metrics` is open. */
+  metricsToken: setting('METRICS_TOKEN', bearerSecret(16)),
   /** 32-byte key for AES-256-GCM encryption of stored credentials and refresh tokens. */
   secretKey: setting('SECRET_KEY', secretKey),
   googleClientId: setting('GOOGLE_CLIENT_ID', optionalText),
@@ -220,9 +222,9 @@ const SETTINGS = {
   httpIdleTimeoutMs: setting('HTTP_IDLE_TIMEOUT', duration('60s', 1_000)),
   /** How long a kept-alive connection waits for its next request; longer than a proxy's own idle timeout. */
   httpKeepAliveTimeoutMs: setting('HTTP_KEEP_ALIVE_TIMEOUT', duration('72s', 1_000)),
-  /** Open connections one process accepts; further ones are closed at once. */
+  /** Open connections one process holds; a newcomer replaces one that sent nothing, waits or is slow sending. */
   httpMaxConnections: setting('HTTP_MAX_CONNECTIONS', positiveNumber(4096, true, 1_000_000)),
-  /** Open connections one client address may hold (TRUST_PROXY's proxies excepted); further ones are closed. */
+  /** Open connections one client address may hold (TRUST_PROXY's proxies excepted); replaced as above. */
   httpMaxConnectionsPerAddress: setting('HTTP_MAX_CONNECTIONS_PER_ADDRESS', positiveNumber(256, true, 1_000_000)),
 };
 

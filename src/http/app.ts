@@ -17,7 +17,7 @@ import { registerAssetRoutes } from './asset-routes.ts';
 import { ClientLimits } from './client-limits.ts';
 import { applyConnectionLimits } from './connection-limits.ts';
 import { registerEmployeeRoutes } from './employee-routes.ts';
-import { HttpError, toHttpError } from './errors.ts';
+import { errorBody, HttpError, toHttpError } from './errors.ts';
 import { answerFirst, FeedFastPath } from './feed-fast-path.ts';
 import { type FeedRouteOptions, registerFeedRoutes } from './feed-routes.ts';
 import { forwardingCheck, warnOnUntrustedForwarding } from './forwarding-warning.ts';
@@ -131,7 +131,7 @@ async function handleError(error: FastifyError, request: FastifyRequest, reply: 
   const known = toHttpError(error) ?? frameworkError(error);
   if (known !== undefined) {
     reply.headers(known.headers);
-    return reply.code(known.statusCode).type('application/json; charset=utf-8').send({ error: known.message });
+    return reply.code(known.statusCode).type('application/json; charset=utf-8').send(errorBody(known));
   }
   const status = error.statusCode;
   if (status !== undefined && status >= 400 && status < 500) {

@@ -36,17 +36,36 @@ import {
   UpstreamTimeoutError,
 } from '../upstream/errors.ts';
 
-/** An error a route answers with a status and a JSON body `{ "error": message }`. */
+/** An error a route answers with a status and a JSON body `{ "error": message }` (and its `code`, if any). */
 export class HttpError extends Error {
   override name = 'HttpError';
   readonly statusCode: number;
   /** Extra response headers, e.g. `Retry-After` or `WWW-Authenticate`. */
   readonly headers: Readonly<Record<string, string>>;
+  /** A stable machine name of the error, for clients that branch on it (the message is for people). */
+  readonly code: string | undefined;
 
-  constructor(statusCode: number, message: string, headers: Readonly<Record<string, string>> = {}) {
+  constructor(statusCode: number, message: string, headers: Readonly<Record<string, string>> = {}, code?: string) {
     super(message);
     this.statusCode = statusCode;
     this.headers = headers;
+    this.code = code;
+  }
+}
+
+/** The JSON body of an error answer. */
+export function errorBody(error: HttpError): { error: string; code?: string } {
+  return error.code === undefined ? { error: error.message } : { error: error.message, code: error.code };
+}
+
+/** `/metrics` was asked for without the `METRICS_TOKEN` it requires (`presented`: a wrong one was sent). */
+export class MetricsTokenError extends Error {
+  override name = 'MetricsTokenError';
+  readonly presented: boolean;
+
+  constructor(presented: boolean) {
+    super(presented ? 'wrong metrics token' : 'metrics need Authorization: Bearer <METRICS_TOKEN>');
+    this.presented = presented;
   }
 }
 
@@ -82,6 +101,11 @@ const SECRET_KEY_MISSING =
  */
 const CATALOG: readonly Entry[] = [
   entry(HttpError, (error) => error),
+  entry(
+    MetricsTokenError,
+    (error) =>
+      new HttpError(401, error.message, { 'www-authenticate': 'Bearer realm="metrics"' }, 'METRICS_UNAUTHORIZED'),
+  ),
   entry(RateLimitedError, (error) => new HttpError(429, error.message, retryAfter(error.retryAfterMs))),
   entry(
     UpstreamBudgetError,

@@ -1,17 +1,22 @@
 /**
  * Operator endpoints: liveness (`/healthz`, no I/O), readiness (`/readyz`: Redis answers and a worker is alive)
  * and Prometheus metrics (`/metrics`), whose gauges read queue depths and stale sources at scrape time (an api's
- * feed routes plug in the gauges of its feed caches).
+ * feed routes plug in the gauges of its feed caches). Each scrape costs Redis reads and a walk of every metric,
+ * so `/metrics` is for a scraper inside the network: the shipped proxy does not pass it, and with
+ * `METRICS_TOKEN` set it answers only a request bearing that token.
  *
  * While Redis does not answer, `/readyz` says `degraded` with a 200: every API process is in the same state,
  * and each still serves the feeds it holds in memory, so a load balancer must keep sending them requests
  * (a 503 would take them all out of rotation and turn a partial outage into a whole one).
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, onRequestHookHandler } from 'fastify';
 import { liveWorkers, WORKER_HEARTBEAT_MAX_AGE_MS } from '../jobs/heartbeats.ts';
 import { withDeadline } from '../lib/deadline.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import type { QueueDepths } from '../runtime/metrics.ts';
+import { constantTimeEqual } from '../security/tokens.ts';
+import { presentedToken } from './admin-auth.ts';
+import { errorBody, HttpError, MetricsTokenError, toHttpError } from './errors.ts';
 
 /** How long a readiness check or a gauge waits for Redis. */
 const CHECK_TIMEOUT_MS = 1_000;
@@ -33,10 +38,27 @@ export async function registerOperationsRoutes(app: FastifyInstance, ctx: Servic
     return reply.code(503).send({ error: `not ready: ${problems.join('; ')}`, checks });
   });
 
-  app.get('/metrics', async (_request, reply) => {
+  const token = ctx.config.metricsToken;
+  app.get('/metrics', token === undefined ? {} : { onRequest: metricsTokenCheck(token) }, async (_request, reply) => {
     const text = await ctx.metrics.registry.metrics();
     return reply.type(ctx.metrics.registry.contentType).send(text);
   });
+}
+
+/** Lets a request through only with `Authorization: Bearer <token>` (compared in constant time); else a 401. */
+function metricsTokenCheck(token: string): onRequestHookHandler {
+  return async function checkMetricsToken(request, reply) {
+    const presented = presentedToken(request.headers.authorization, false);
+    if (presented !== undefined && constantTimeEqual(presented, token)) return;
+    // Answered here, not thrown: a worker's operations app has no error handler of ours (the catalog lists it).
+    const refused = new MetricsTokenError(presented !== undefined);
+    const answer = toHttpError(refused) ?? new HttpError(401, refused.message);
+    return reply
+      .code(answer.statusCode)
+      .headers(answer.headers)
+      .type('application/json; charset=utf-8')
+      .send(errorBody(answer));
+  };
 }
 
 interface Check<T> {

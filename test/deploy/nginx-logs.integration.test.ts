@@ -1,13 +1,13 @@
 /**
  * deploy/nginx.conf run by a real nginx (skipped where none is installed), in front of a stand-in api on
- * loopback: its access log must not hold a personal feed token or an OAuth code. The copy differs from the
- * file only where the test machine must: the api's address, a port of its own, the log files, and no
- * `resolve` (nginx before 1.27.3, as Debian's, lacks it). With the api down, its error log must not hold
- * them either.
+ * loopback: its access log must not hold a personal feed token or an OAuth code, and it must not pass the
+ * operator pages (`/metrics`, the queue board) from outside. The copy differs from the file only where the
+ * test machine must: the api's address, a port of its own, the log files, and no `resolve` (nginx before
+ * 1.27.3, as Debian's, lacks it). With the api down, its error log must not hold secrets either.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
+import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,13 +22,19 @@ describe.skipIf(!hasNginx)('deploy/nginx.conf on a real nginx', () => {
   let api: Server;
   let nginx: ChildProcess | undefined;
   let base: string;
+  let port: number;
+  /** The paths the stand-in api was asked for. */
+  const reached: string[] = [];
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'tts-nginx-'));
-    api = createServer((_, response) => response.end('ok\n'));
+    api = createServer((incoming, response) => {
+      reached.push(incoming.url ?? '');
+      response.end('ok\n');
+    });
     await new Promise<void>((done) => api.listen(0, '127.0.0.1', done));
     const apiPort = (api.address() as AddressInfo).port;
-    const port = await freePort();
+    port = await freePort();
     base = `http://127.0.0.1:${port}`;
     const ours = (await readFile(join(root, 'deploy/nginx.conf'), 'utf8'))
       .replace(/^resolver .*$/m, '')
@@ -102,6 +108,35 @@ describe.skipIf(!hasNginx)('deploy/nginx.conf on a real nginx', () => {
     expect(await readFile(join(dir, 'default-access.log'), 'utf8').catch(() => '')).toBe('');
   }, 30_000);
 
+  it('refuses /metrics and the queue board in every spelling, and passes feeds and the admin API', async () => {
+    const refused = [
+      '/metrics',
+      '/metrics/',
+      '/metrics?name=x',
+      '/METRICS',
+      '//metrics',
+      '/feeds/../metrics',
+      '/%6detrics',
+      '/admin/queues',
+      '/admin/queues/',
+      '/admin/queues/api/queues',
+      '/Admin/Queues',
+      '/admin//queues',
+      '/admin/%71ueues/static/x.js',
+    ];
+    reached.length = 0;
+    for (const path of refused) {
+      const answer = await rawGet(port, path);
+      expect(answer.status, path).toBe(404);
+      expect(JSON.parse(answer.body), path).toEqual({ error: expect.any(String) });
+    }
+    expect(reached).toEqual([]);
+    // Everything else passes: feeds, health, and the token-guarded admin routes.
+    const passed = ['/feeds/groups/4242.ics', '/healthz', '/readyz', '/admin/sources', '/admin/parity'];
+    for (const path of passed) expect((await rawGet(port, path)).status, path).toBe(200);
+    expect(reached).toEqual(passed);
+  }, 30_000);
+
   // Last: stops the api for good.
   it('keeps secrets out of the error log while the api is down', async () => {
     await new Promise((done) => {
@@ -129,6 +164,22 @@ describe.skipIf(!hasNginx)('deploy/nginx.conf on a real nginx', () => {
     }
   }, 30_000);
 });
+
+/** GET `path` exactly as written (fetch would resolve `..` and fold `//` first). */
+function rawGet(port: number, path: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const asked = request({ host: '127.0.0.1', port, path, agent: false }, (answer) => {
+      let body = '';
+      answer.setEncoding('utf8');
+      answer.on('data', (chunk: string) => {
+        body += chunk;
+      });
+      answer.on('end', () => resolve({ status: answer.statusCode ?? 0, body }));
+    });
+    asked.on('error', reject);
+    asked.end();
+  });
+}
 
 /** A port free a moment ago on loopback. */
 async function freePort(): Promise<number> {

@@ -55,6 +55,42 @@ describe('operations', () => {
     expect(response.body).toContain('timetable_feed_not_modified_ratio');
   });
 
+  it('asks for METRICS_TOKEN on /metrics when it is set, and leaves /healthz open', async () => {
+    const token = 'scrape-7Qx2-metrics-Lk9w';
+    const guarded = await startTestApp({ env: { METRICS_TOKEN: token }, now: () => clock });
+    // A worker's operations app has no error handler of the api's: the refusal must not depend on one.
+    const worker = await testContext({ METRICS_TOKEN: token });
+    const bare = Fastify() as unknown as FastifyInstance;
+    await registerOperationsRoutes(bare, worker.context);
+    try {
+      for (const app of [guarded.app, bare]) {
+        for (const authorization of [undefined, `Bearer ${token}x`, 'Bearer x', token, `Basic ${token}`]) {
+          const refused = await app.inject({
+            method: 'GET',
+            url: '/metrics',
+            headers: authorization === undefined ? {} : { authorization },
+          });
+          expect(refused.statusCode, authorization).toBe(401);
+          expect(refused.headers['www-authenticate']).toBe('Bearer realm="metrics"');
+          expect(refused.json()).toEqual({ error: expect.any(String), code: 'METRICS_UNAUTHORIZED' });
+          expect(refused.body).not.toContain('timetable_');
+        }
+        const scraped = await app.inject({
+          method: 'GET',
+          url: '/metrics',
+          headers: { authorization: `bearer ${token}` },
+        });
+        expect(scraped.statusCode).toBe(200);
+        expect(scraped.body).toContain('timetable_stale_sources');
+        expect((await app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
+      }
+    } finally {
+      await bare.close();
+      await worker.close();
+      await guarded.close();
+    }
+  });
+
   it('shows how full the feed and variant caches are against their budgets', async () => {
     const budgeted = await startTestApp({ env: { FEED_CACHE_MB: '3' }, now: () => clock });
     try {
