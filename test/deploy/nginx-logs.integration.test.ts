@@ -11,13 +11,13 @@ import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { until } from '../support/poll.ts';
 
 const root = join(import.meta.dirname, '../..');
-const hasNginx = spawnSync('nginx', ['-v']).status === 0;
+const nginxPath = inject('nginxPath');
 
-describe.skipIf(!hasNginx)('deploy/nginx.conf on a real nginx', () => {
+describe.skipIf(nginxPath === undefined)('deploy/nginx.conf on a real nginx', () => {
   let dir: string;
   let api: Server;
   let nginx: ChildProcess | undefined;
@@ -60,9 +60,9 @@ describe.skipIf(!hasNginx)('deploy/nginx.conf on a real nginx', () => {
       ].join('\n'),
     );
     const args = ['-p', dir, '-c', join(dir, 'nginx.conf'), '-e', join(dir, 'error.log')];
-    const check = spawnSync('nginx', ['-t', ...args], { encoding: 'utf8' });
+    const check = spawnSync(nginxPath ?? 'nginx', ['-t', ...args], { encoding: 'utf8' });
     expect(check.status, check.stderr).toBe(0);
-    nginx = spawn('nginx', args, { stdio: 'ignore' });
+    nginx = spawn(nginxPath ?? 'nginx', args, { stdio: 'ignore' });
     const up = await until(
       () =>
         fetch(`${base}/proxy-health`).then(

@@ -5,6 +5,7 @@ import type { TestProject } from 'vitest/node';
 import { silentLogger } from '../../src/logger.ts';
 import { startEmbeddedRedis } from '../../src/runtime/embedded-redis.ts';
 import { ensureChromium } from './chromium.ts';
+import { findOrInstall } from './debian-packages.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -12,19 +13,28 @@ declare module 'vitest' {
     redisUrl: string;
     /** The Chromium executable of the page tests (Debian's `chromium`, installed when missing). */
     chromiumPath: string;
+    /**
+     * Debian's nginx (`nginx-light`, installed when missing and root) that runs deploy/nginx.conf; undefined
+     * where it cannot be had, and then those tests are skipped, except in CI, where that fails the run.
+     */
+    nginxPath: string | undefined;
   }
 }
 
 /**
  * Starts one real `redis-server` on a free loopback port for the whole run (installing Debian's package
  * first when it is missing and we are root), and stops it afterwards. Finds Debian's `chromium` for the page
- * tests, installing it the same way.
+ * tests and `nginx-light` for the proxy tests, installing them the same way.
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const dataDir = await mkdtemp(join(tmpdir(), 'tts-test-redis-'));
   const redis = await startEmbeddedRedis({ dataDir, logger: silentLogger(), persistence: false, shared: false });
   project.provide('redisUrl', redis.url);
   project.provide('chromiumPath', ensureChromium());
+  const nginxPath = findOrInstall('nginx-light', ['/usr/sbin/nginx']);
+  if (nginxPath === undefined && process.env.CI === 'true')
+    throw new Error('the proxy tests need nginx: install it with `sudo apt-get install nginx-light` (Debian/Ubuntu)');
+  project.provide('nginxPath', nginxPath);
   return async () => {
     await redis.stop();
     await rm(dataDir, { recursive: true, force: true });
