@@ -17,6 +17,7 @@
 import { LRUCache } from 'lru-cache';
 import { DEFAULT_FEED_CACHE_MB } from '../config.ts';
 import type { FeedStore, StoredFeed } from '../feeds/feed-store.ts';
+import { closeRedis } from '../lib/redis-connection.ts';
 import { isRedisFailure } from '../lib/redis-failure.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
@@ -163,7 +164,7 @@ export class FeedCache {
   async stop(): Promise<void> {
     this.stopped = true;
     this.goDark();
-    await this.options.subscriber.quit().catch(() => this.options.subscriber.disconnect());
+    await closeRedis(this.options.subscriber);
   }
 
   /**

@@ -61,6 +61,35 @@ export function connectRedis(to: RedisTarget | string, options: RedisConnectionO
   return redis;
 }
 
+/** How long {@link closeRedis} waits for QUIT's answer by default. */
+export const QUIT_TIMEOUT_MS = 500;
+
+/**
+ * Closes a connection, never waiting longer than `timeoutMs`: QUIT when it is connected (commands sent before
+ * it are answered first), and a disconnect when it is not, or when QUIT is not answered in time (a paused
+ * Redis). A disconnect also stops its reconnecting: a client left reconnecting would keep the process alive.
+ * Commands still waiting fail, or never settle; either way nothing holds the process any more.
+ */
+export async function closeRedis(client: RedisClient, timeoutMs = QUIT_TIMEOUT_MS): Promise<void> {
+  if (client.status === 'end') return;
+  if (client.status !== 'ready') {
+    client.disconnect();
+    return;
+  }
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((done) => {
+    timer = setTimeout(() => done('late'), timeoutMs);
+  });
+  try {
+    const outcome = await Promise.race([client.quit().then(() => 'quit' as const), late]);
+    if (outcome === 'late') client.disconnect();
+  } catch {
+    client.disconnect();
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /**
  * A Cluster queues the commands it cannot route while it reconnects (every node lost) in an offline queue
  * of its own, without any timeout: `commandTimeout` starts only once a command is sent to a node. With every

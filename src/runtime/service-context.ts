@@ -3,7 +3,7 @@ import { FeedStore } from '../feeds/feed-store.ts';
 import type { CalendarClientFactory } from '../google/calendar-client.ts';
 import { createGoogleServices } from '../google/google-services.ts';
 import { createQueues } from '../jobs/queues.ts';
-import { connectRedis } from '../lib/redis-connection.ts';
+import { closeRedis, connectRedis } from '../lib/redis-connection.ts';
 import { DISK_WAIT_MS, DiskWaiter } from '../lib/redis-durability.ts';
 import type { RedisTarget } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
@@ -94,11 +94,14 @@ export function openServiceContext(options: ContextOptions): OpenContext {
   };
   return {
     context,
+    // Never waits long for Redis: a connection that does not answer QUIT at once is disconnected (closeRedis).
     close: async () => {
       await queues.close();
-      await disk.close();
-      if (!options.upstream) await Promise.all([upstream.close(), requestUpstream.close()]);
-      await redis.quit().catch(() => redis.disconnect());
+      await Promise.all([
+        disk.close(),
+        closeRedis(redis),
+        ...(options.upstream ? [] : [upstream.close(), requestUpstream.close()]),
+      ]);
     },
   };
 }

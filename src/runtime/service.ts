@@ -41,7 +41,8 @@ export interface RunningService {
 
 /**
  * Starts the roles on one Redis. Every piece registers its stop step as it starts, so the shutdown runs in
- * reverse: HTTP stops accepting first, then workers finish their jobs, then queues and Redis close.
+ * reverse: HTTP stops accepting first, then workers finish their jobs (as long as the step's budget lasts),
+ * then queues and Redis close.
  * A worker-only process still listens on `PORT`, for `/healthz`, `/readyz` and `/metrics`. Throws
  * RedisUnreachableError when Redis does not answer at first.
  */
@@ -52,12 +53,12 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   // clear line (RedisUnreachableError), not a retry loop ending in ioredis's MaxRetriesPerRequestError.
   await probeRedis(options.redis);
   const opened = openServiceContext({ config, logger, redis: options.redis, role });
-  shutdown.add('queues and Redis', opened.close);
+  shutdown.add('queues and Redis', () => opened.close());
   const { context } = opened;
   await context.redis.ping();
   if (options.roles.worker) {
     const workers = await startWorkers(context, options.redis, options.tuning);
-    shutdown.add('workers', workers.close);
+    shutdown.add('workers', (budgetMs) => workers.close(budgetMs));
   }
   const app = options.roles.api ? await buildApp(context, { logger }) : await operationsApp(context, logger);
   shutdown.add('http', () => app.close());
