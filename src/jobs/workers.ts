@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Worker, type WorkerOptions } from 'bullmq';
 import { withDeadline } from '../lib/deadline.ts';
+import { RedisUnavailableError } from '../lib/errors.ts';
 import { closeRedis, connectRedis } from '../lib/redis-connection.ts';
 import { redisFailure } from '../lib/redis-failure.ts';
 import type { RedisTarget } from '../lib/redis-target.ts';
@@ -70,7 +71,7 @@ export async function startWorkers(
   const id = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   // Before any job runs: a publication must never infer term starts from an empty or partial count.
   await seedTermCounts(ctx);
-  const connection = connectRedis(redis, { name: 'worker', logger: ctx.logger, blocking: true });
+  const connection = connectRedis(redis, { name: 'worker', outage: ctx.redisOutage, blocking: true });
   const base: Omit<WorkerOptions, 'concurrency'> = {
     connection,
     prefix: ctx.keys.queuePrefix,
@@ -101,20 +102,27 @@ export async function startWorkers(
   ];
   const guard = new RedisFullGuard(workers, ctx.redis, ctx.config.redisPrefix, ctx.logger, tuning.redisFullProbeMs);
   for (const worker of workers) {
+    // BullMQ passes on every failed attempt of its own connections (several a second per worker while Redis
+    // is down): those go to the process's outage log, which logs the outage once.
     worker.on('error', (error) => {
-      if (!guard.handle(error)) ctx.logger.error({ err: error, queue: worker.name }, 'worker error');
+      if (guard.handle(error)) return;
+      if (lostRedis(error)) ctx.redisOutage.failed(`worker:${worker.name}`, error);
+      else ctx.logger.error({ err: error, queue: worker.name }, 'worker error');
     });
   }
   await Promise.all(workers.map((worker) => worker.waitUntilReady()));
   await ensureReconcileScheduler(ctx);
-  // Logged once per outage: a heartbeat every few seconds would otherwise log all along a Redis outage.
+  // A paused Redis keeps its connections open: a heartbeat that times out or answers again is what tells the
+  // outage log then. Another failure is logged once until a heartbeat succeeds again.
   let beatFailing = false;
   const heartbeat = () =>
     beat(ctx, id).then(
       () => {
         beatFailing = false;
+        ctx.redisOutage.restored('heartbeat');
       },
       (error: unknown) => {
+        if (redisFailure(error) instanceof RedisUnavailableError) return ctx.redisOutage.failed('heartbeat', error);
         if (beatFailing) return;
         beatFailing = true;
         ctx.logger.warn({ err: redisFailure(error) ?? error }, 'worker heartbeat failed');
@@ -173,6 +181,16 @@ export async function startWorkers(
       await closeRedis(connection);
     },
   };
+}
+
+/**
+ * Whether a worker's `error` is Redis being out of reach: a failure {@link redisFailure} calls unavailable, or
+ * any error of a socket (it has a `syscall`), such as `getaddrinfo ENOTFOUND redis` once Docker's DNS has dropped
+ * the name of a stopped Redis container. A worker's errors come from its Redis connections and scripts only.
+ */
+export function lostRedis(error: unknown): boolean {
+  if (redisFailure(error) instanceof RedisUnavailableError) return true;
+  return error instanceof Error && typeof (error as { syscall?: unknown }).syscall === 'string';
 }
 
 /** Drops the feed forms earlier releases stored, then packs their plain JSON state; each only warns when it fails. */

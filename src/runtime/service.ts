@@ -8,6 +8,7 @@ import { addSecurityHeaders } from '../http/security-headers.ts';
 import { serverOptions } from '../http/server-options.ts';
 import { startWorkers, type WorkerTuning } from '../jobs/workers.ts';
 import { probeRedis } from '../lib/redis-connection.ts';
+import type { RedisOutageLog } from '../lib/redis-outage.ts';
 import type { RedisTarget } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
 import type { ServiceContext } from './context.ts';
@@ -30,6 +31,8 @@ export interface ServiceOptions {
   /** Default `HOST` (`0.0.0.0` unless set); the demo listens on loopback only. */
   host?: string;
   tuning?: WorkerTuning;
+  /** Default: one summarizing an outage once a minute; tests pass one with a shorter interval. */
+  redisOutage?: RedisOutageLog;
 }
 
 /** A running service. */
@@ -52,7 +55,13 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   // One try that does not retry, before the connections that retry for ever: an unreachable Redis is then one
   // clear line (RedisUnreachableError), not a retry loop ending in ioredis's MaxRetriesPerRequestError.
   await probeRedis(options.redis);
-  const opened = openServiceContext({ config, logger, redis: options.redis, role });
+  const opened = openServiceContext({
+    config,
+    logger,
+    redis: options.redis,
+    role,
+    ...(options.redisOutage ? { redisOutage: options.redisOutage } : {}),
+  });
   shutdown.add('queues and Redis', () => opened.close());
   const { context } = opened;
   await context.redis.ping();
