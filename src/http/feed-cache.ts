@@ -18,7 +18,9 @@
 import { LRUCache } from 'lru-cache';
 import { DEFAULT_FEED_CACHE_MB } from '../config.ts';
 import type { FeedStore, StoredFeed } from '../feeds/feed-store.ts';
+import { closeRedis } from '../lib/redis-connection.ts';
 import { isRedisFailure } from '../lib/redis-failure.ts';
+import type { RedisOutageLog } from '../lib/redis-outage.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
 import { type FeedUpdate, parseFeedUpdate } from '../sources/feed-updates.ts';
@@ -32,6 +34,8 @@ export interface FeedCacheOptions {
   subscriber: RedisClient;
   channel: string;
   logger: Logger;
+  /** The process's outage log: the subscriber's connection errors go there. */
+  outage: RedisOutageLog;
   /** How long an entry is trusted without hearing of a change, more than 0; default 60 s. */
   ttlMs?: number | undefined;
   /** Monotonic clock in ms; default `performance.now`. */
@@ -132,17 +136,9 @@ export class FeedCache {
 
   /** Subscribes to the feed-updates channel; resolves once invalidations are being received. */
   async start(): Promise<void> {
-    const { subscriber, channel, logger } = this.options;
-    let failing = false;
+    const { subscriber, channel, outage } = this.options;
     let dropped = false;
-    subscriber.on('error', (error: Error) => {
-      if (failing) return;
-      failing = true;
-      logger.warn(
-        { err: error, connection: 'feed-updates' },
-        'feed-updates connection failed; serving feeds from Redis until it is back',
-      );
-    });
+    subscriber.on('error', (error: Error) => outage.failed('feed-updates', error));
     subscriber.on('message', (received: string, source: string) => {
       if (received === channel) this.apply(parseFeedUpdate(source));
     });
@@ -152,7 +148,7 @@ export class FeedCache {
       if (!this.stopped) this.noteOutage();
     });
     subscriber.on('ready', () => {
-      failing = false;
+      outage.restored('feed-updates');
       if (!dropped || this.stopped) return;
       dropped = false;
       void this.resubscribe();
@@ -164,7 +160,7 @@ export class FeedCache {
   async stop(): Promise<void> {
     this.stopped = true;
     this.goDark();
-    await this.options.subscriber.quit().catch(() => this.options.subscriber.disconnect());
+    await closeRedis(this.options.subscriber);
   }
 
   /**

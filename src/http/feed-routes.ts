@@ -57,6 +57,7 @@ export async function registerFeedRoutes(
     subscriber: duplicateRedis(ctx.redis, 'feed-updates', ctx.config.redisTarget),
     channel: ctx.keys.feedUpdates,
     logger: ctx.logger,
+    outage: ctx.redisOutage,
     ttlMs: options.cacheTtlMs,
     maxBytes: feedCacheFillBytes(budgetBytes),
     now: ctx.now,

@@ -2,7 +2,9 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Worker, type WorkerOptions } from 'bullmq';
-import { connectRedis } from '../lib/redis-connection.ts';
+import { withDeadline } from '../lib/deadline.ts';
+import { RedisUnavailableError } from '../lib/errors.ts';
+import { closeRedis, connectRedis } from '../lib/redis-connection.ts';
 import { redisFailure } from '../lib/redis-failure.ts';
 import type { RedisTarget } from '../lib/redis-target.ts';
 import type { ServiceContext } from '../runtime/context.ts';
@@ -32,9 +34,23 @@ export interface WorkerTuning {
 /** Running workers. */
 export interface WorkerSet {
   readonly id: string;
-  /** Waits for running jobs to finish, then closes the workers' connections. */
-  close(): Promise<void>;
+  /**
+   * Stops taking jobs, waits for running ones to finish, then closes the workers' connections, all within about
+   * `budgetMs` (default {@link DEFAULT_CLOSE_BUDGET_MS}). Jobs still running when the wait is over (Redis down
+   * or paused, a slow university) are left as a crash leaves them: BullMQ runs them again once their lock
+   * expires. With Redis down nothing is waited for, since no job can be finished without it.
+   */
+  close(budgetMs?: number): Promise<void>;
 }
+
+/** Time `close` takes at most when no budget is given: what the shutdown step had before it had a budget. */
+export const DEFAULT_CLOSE_BUDGET_MS = 30_000;
+
+/** Kept from a close's budget, after waiting for jobs, for closing the workers and their connection. */
+const FORCED_CLOSE_MS = 1_500;
+
+/** How long a close waits for Redis to answer PING before it takes Redis for down. */
+const PING_MS = 500;
 
 /**
  * BullMQ's rate limiter lets `max` jobs start per `duration` ms window, over every worker of the queue, and
@@ -55,7 +71,7 @@ export async function startWorkers(
   const id = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   // Before any job runs: a publication must never infer term starts from an empty or partial count.
   await seedTermCounts(ctx);
-  const connection = connectRedis(redis, { name: 'worker', logger: ctx.logger, blocking: true });
+  const connection = connectRedis(redis, { name: 'worker', outage: ctx.redisOutage, blocking: true });
   const base: Omit<WorkerOptions, 'concurrency'> = {
     connection,
     prefix: ctx.keys.queuePrefix,
@@ -86,20 +102,27 @@ export async function startWorkers(
   ];
   const guard = new RedisFullGuard(workers, ctx.redis, ctx.config.redisPrefix, ctx.logger, tuning.redisFullProbeMs);
   for (const worker of workers) {
+    // BullMQ passes on every failed attempt of its own connections (several a second per worker while Redis
+    // is down): those go to the process's outage log, which logs the outage once.
     worker.on('error', (error) => {
-      if (!guard.handle(error)) ctx.logger.error({ err: error, queue: worker.name }, 'worker error');
+      if (guard.handle(error)) return;
+      if (lostRedis(error)) ctx.redisOutage.failed(`worker:${worker.name}`, error);
+      else ctx.logger.error({ err: error, queue: worker.name }, 'worker error');
     });
   }
   await Promise.all(workers.map((worker) => worker.waitUntilReady()));
   await ensureReconcileScheduler(ctx);
-  // Logged once per outage: a heartbeat every few seconds would otherwise log all along a Redis outage.
+  // A paused Redis keeps its connections open: a heartbeat that times out or answers again is what tells the
+  // outage log then. Another failure is logged once until a heartbeat succeeds again.
   let beatFailing = false;
   const heartbeat = () =>
     beat(ctx, id).then(
       () => {
         beatFailing = false;
+        ctx.redisOutage.restored('heartbeat');
       },
       (error: unknown) => {
+        if (redisFailure(error) instanceof RedisUnavailableError) return ctx.redisOutage.failed('heartbeat', error);
         if (beatFailing) return;
         beatFailing = true;
         ctx.logger.warn({ err: redisFailure(error) ?? error }, 'worker heartbeat failed');
@@ -117,15 +140,57 @@ export async function startWorkers(
   );
   return {
     id,
-    close: async () => {
+    close: async (budgetMs = DEFAULT_CLOSE_BUDGET_MS) => {
+      const started = performance.now();
+      const left = () => budgetMs - (performance.now() - started);
       clearInterval(timer);
       guard.close();
       closing = true;
-      await Promise.all([packing, ...workers.map((worker) => worker.close())]);
-      await forgetWorker(ctx, id).catch(() => undefined);
-      await connection.quit().catch(() => connection.disconnect());
+      // No job can be finished without Redis (its result is stored there): when Redis is down or does not
+      // answer at once (paused), nothing is waited for.
+      const answers =
+        connection.status === 'ready' &&
+        (await withDeadline(ctx.redis.ping(), PING_MS).then(
+          () => true,
+          () => false,
+        ));
+      if (!answers)
+        ctx.logger.warn(
+          { redis: connection.status },
+          'Redis does not answer: workers closed without waiting for their running jobs, which BullMQ runs ' +
+            'again once their lock expires',
+        );
+      else {
+        // Paused, a worker takes no new job, and its pause resolves once its running jobs are finished and stored.
+        const graceMs = Math.max(0, left() - FORCED_CLOSE_MS);
+        const finished = Promise.all([packing, ...workers.map((worker) => worker.pause())]);
+        const inTime = await withDeadline(finished, graceMs).then(
+          () => true,
+          () => false,
+        );
+        if (!inTime)
+          ctx.logger.warn(
+            { graceMs },
+            'running jobs did not finish in time: workers closed without them, and BullMQ runs them again ' +
+              'once their lock expires',
+          );
+      }
+      // Forced: BullMQ's graceful close would wait for those jobs, and for Redis, for ever.
+      await Promise.all(workers.map((worker) => worker.close(true).catch(() => undefined)));
+      if (answers) await withDeadline(forgetWorker(ctx, id), PING_MS).catch(() => undefined);
+      await closeRedis(connection);
     },
   };
+}
+
+/**
+ * Whether a worker's `error` is Redis being out of reach: a failure {@link redisFailure} calls unavailable, or
+ * any error of a socket (it has a `syscall`), such as `getaddrinfo ENOTFOUND redis` once Docker's DNS has dropped
+ * the name of a stopped Redis container. A worker's errors come from its Redis connections and scripts only.
+ */
+export function lostRedis(error: unknown): boolean {
+  if (redisFailure(error) instanceof RedisUnavailableError) return true;
+  return error instanceof Error && typeof (error as { syscall?: unknown }).syscall === 'string';
 }
 
 /** Drops the feed forms earlier releases stored, then packs their plain JSON state; each only warns when it fails. */

@@ -1,14 +1,15 @@
 import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
-import type { Logger } from '../logger.ts';
 import { clusterNodeSubscriber } from './cluster-subscriber.ts';
 import { RedisUnreachableError } from './errors.ts';
+import type { RedisOutageLog } from './redis-outage.ts';
 import { type RedisClient, type RedisNode, type RedisTarget, redisTarget } from './redis-target.ts';
 
 /** Options of {@link connectRedis}. */
 export interface RedisConnectionOptions {
   /** Shown in `CLIENT LIST` and in logs, e.g. `api`, `worker`, `feed-updates`. */
   name: string;
-  logger: Logger;
+  /** The process's outage log, told of every failed connection attempt and every reconnection. */
+  outage: RedisOutageLog;
   /**
    * BullMQ workers and blocking connections need `maxRetriesPerRequest: null` (commands wait for a
    * reconnect instead of failing); a request handler would rather fail fast.
@@ -30,8 +31,8 @@ export const DEFAULT_COMMAND_TIMEOUT_MS = 3_000;
 /**
  * Opens a connection to `target` with ioredis' own client for its kind: `Redis` on a URL, `Redis` asking the
  * sentinels for the current primary (and asking again after every disconnect, so a failover is followed), or
- * `Cluster`. It has an error listener (an unhandled `error` event would kill the process); connection errors
- * are logged once per outage, not once per reconnect attempt.
+ * `Cluster`. It has an error listener (an unhandled `error` event would kill the process) that reports to the
+ * process's {@link RedisOutageLog}, which logs an outage once, not once per reconnect attempt.
  */
 export function connectRedis(to: RedisTarget | string, options: RedisConnectionOptions): RedisClient {
   const target = redisTarget(to);
@@ -44,21 +45,38 @@ export function connectRedis(to: RedisTarget | string, options: RedisConnectionO
   };
   const redis = openClient(target, common, {});
   if (redis instanceof Cluster && !options.blocking) failFastOnceReady(redis);
-  let down = false;
-  redis.on('error', (error: Error) => {
-    if (down) return;
-    down = true;
-    options.logger.error(
-      { err: error, connection: options.name, redis: describeRedisTarget(target) },
-      'Redis connection failed; reconnecting',
-    );
-  });
-  redis.on('ready', () => {
-    if (!down) return;
-    down = false;
-    options.logger.info({ connection: options.name }, 'Redis connection restored');
-  });
+  redis.on('error', (error: Error) => options.outage.failed(options.name, error));
+  redis.on('ready', () => options.outage.restored(options.name));
   return redis;
+}
+
+/** How long {@link closeRedis} waits for QUIT's answer by default. */
+export const QUIT_TIMEOUT_MS = 500;
+
+/**
+ * Closes a connection, never waiting longer than `timeoutMs`: QUIT when it is connected (commands sent before
+ * it are answered first), and a disconnect when it is not, or when QUIT is not answered in time (a paused
+ * Redis). A disconnect also stops its reconnecting: a client left reconnecting would keep the process alive.
+ * Commands still waiting fail, or never settle; either way nothing holds the process any more.
+ */
+export async function closeRedis(client: RedisClient, timeoutMs = QUIT_TIMEOUT_MS): Promise<void> {
+  if (client.status === 'end') return;
+  if (client.status !== 'ready') {
+    client.disconnect();
+    return;
+  }
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((done) => {
+    timer = setTimeout(() => done('late'), timeoutMs);
+  });
+  try {
+    const outcome = await Promise.race([client.quit().then(() => 'quit' as const), late]);
+    if (outcome === 'late') client.disconnect();
+  } catch {
+    client.disconnect();
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /**

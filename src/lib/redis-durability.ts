@@ -14,6 +14,7 @@
 import { Cluster, type Redis } from 'ioredis';
 import type { Logger } from '../logger.ts';
 import { RedisUnavailableError } from './errors.ts';
+import { closeRedis } from './redis-connection.ts';
 import { primaryOfSlot, slotOf } from './redis-node.ts';
 import type { RedisClient } from './redis-target.ts';
 
@@ -97,7 +98,7 @@ export class DiskWaiter {
     this.closed = true;
     const connection = this.connection;
     this.connection = undefined;
-    if (connection !== undefined) await connection.quit().catch(() => connection.disconnect());
+    if (connection !== undefined) await closeRedis(connection);
   }
 
   private start(): Promise<void> {

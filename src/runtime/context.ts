@@ -3,6 +3,7 @@ import type { FeedStore } from '../feeds/feed-store.ts';
 import type { GoogleServices } from '../google/google-services.ts';
 import type { Queues } from '../jobs/queues.ts';
 import type { DiskWaiter } from '../lib/redis-durability.ts';
+import type { RedisOutageLog } from '../lib/redis-outage.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
 import type { GroupDirectory } from '../sources/group-directory.ts';
@@ -25,6 +26,8 @@ export interface ServiceContext {
   readonly logger: Logger;
   /** Commands connection (not used for blocking calls or subscriptions). */
   readonly redis: RedisClient;
+  /** The process's one log of Redis outages: every connection and worker reports its Redis errors here. */
+  readonly redisOutage: RedisOutageLog;
   /**
    * Waits for writes made so far to be on Redis's disk (a secret shown once must survive a crash), on a
    * connection of its own that it opens on first use: its WAITAOF never blocks `redis`.

@@ -25,8 +25,18 @@ export interface EmbeddedRedis {
   url: string;
   /** The redis-server process id: an emergency exit kills it synchronously. */
   pid?: number | undefined;
-  stop(): Promise<void>;
+  /**
+   * Stops it: SIGTERM (it writes its AOF and exits), and SIGKILL when it has not exited within `budgetMs` less a
+   * moment (default {@link STOP_WAIT_MS}). A paused one (SIGSTOP) is continued, so that it can act on the SIGTERM.
+   */
+  stop(budgetMs?: number): Promise<void>;
 }
+
+/** How long a stop waits for redis-server to exit on SIGTERM by default, before SIGKILL. */
+export const STOP_WAIT_MS = 10_000;
+
+/** Kept from a stop's budget for SIGKILL and the exit it causes. */
+const KILL_MS = 250;
 
 /** Options for {@link startEmbeddedRedis}. */
 export interface EmbeddedRedisOptions {
@@ -126,7 +136,11 @@ export async function startEmbeddedRedis(options: EmbeddedRedisOptions): Promise
         { redis: redactRedisUrl(existing.url) },
         'adopted the embedded Redis left running by an earlier process',
       );
-      return { url: existing.url, pid: existing.pid, stop: () => stopAdopted(existing, dataDir, logger) };
+      return {
+        url: existing.url,
+        pid: existing.pid,
+        stop: (budgetMs) => stopAdopted(existing, dataDir, logger, budgetMs),
+      };
     }
   }
   ensureRedisServer(logger);
@@ -146,7 +160,11 @@ export async function startEmbeddedRedis(options: EmbeddedRedisOptions): Promise
       startedAt: new Date().toISOString(),
     });
   logger.info({ redis: redactRedisUrl(url), dataDir: redisDir }, 'embedded Redis started');
-  return { url, pid: child.pid, stop: () => stopRedis(child, shared ? dataDir : undefined, logger) };
+  return {
+    url,
+    pid: child.pid,
+    stop: (budgetMs) => stopRedis(child, shared ? dataDir : undefined, logger, budgetMs),
+  };
 }
 
 /** A value for redis.conf: double-quoted, so that a data folder with spaces stays one argument. */
@@ -209,19 +227,47 @@ async function waitUntilReady(child: ChildProcess, url: string, logFile: string)
   );
 }
 
-async function stopAdopted(record: EmbeddedRedisRecord, dataDir: string, logger: Logger): Promise<void> {
-  if (isAlive(record.pid)) process.kill(record.pid, 'SIGTERM');
-  const deadline = Date.now() + 10_000;
+/** How long to wait for an exit on SIGTERM, out of a stop's budget. */
+function termWaitMs(budgetMs: number | undefined): number {
+  return Math.max(0, (budgetMs ?? STOP_WAIT_MS) - KILL_MS);
+}
+
+async function stopAdopted(
+  record: EmbeddedRedisRecord,
+  dataDir: string,
+  logger: Logger,
+  budgetMs: number | undefined,
+): Promise<void> {
+  if (isAlive(record.pid)) terminate((signal) => process.kill(record.pid, signal));
+  const deadline = Date.now() + termWaitMs(budgetMs);
   while (isAlive(record.pid) && Date.now() < deadline) await new Promise((wake) => setTimeout(wake, 50));
+  if (isAlive(record.pid)) {
+    process.kill(record.pid, 'SIGKILL');
+    logger.warn({ pid: record.pid }, 'embedded Redis did not exit on SIGTERM in time: killed');
+  }
   if ((await readRecord(dataDir))?.pid === record.pid) await rm(join(dataDir, RECORD_FILE), { force: true });
   logger.info('embedded Redis stopped');
 }
 
-async function stopRedis(child: ChildProcess, dataDir: string | undefined, logger: Logger): Promise<void> {
+/** SIGTERM (redis-server writes its AOF and exits), then SIGCONT: a paused one acts on SIGTERM only once continued. */
+function terminate(send: (signal: NodeJS.Signals) => void): void {
+  send('SIGTERM');
+  send('SIGCONT');
+}
+
+async function stopRedis(
+  child: ChildProcess,
+  dataDir: string | undefined,
+  logger: Logger,
+  budgetMs: number | undefined,
+): Promise<void> {
   if (child.exitCode === null && child.signalCode === null) {
     const exited = new Promise((done) => child.once('exit', done));
-    child.kill('SIGTERM'); // redis-server flushes the AOF and exits on SIGTERM
-    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    terminate((signal) => child.kill(signal));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      logger.warn({ pid: child.pid }, 'embedded Redis did not exit on SIGTERM in time: killed');
+    }, termWaitMs(budgetMs));
     await exited;
     clearTimeout(timer);
   }

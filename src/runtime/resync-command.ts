@@ -4,7 +4,7 @@ import { type JobOutcomes, type JobWatch, watchJobs } from '../jobs/job-watch.ts
 import { type ResyncTarget, requestResync } from '../jobs/resync.ts';
 import { connectRedis, probeRedis } from '../lib/redis-connection.ts';
 import type { RedisTarget } from '../lib/redis-target.ts';
-import { createLogger, type Logger } from '../logger.ts';
+import { createLogger } from '../logger.ts';
 import { InvalidSourceError } from '../sources/errors.ts';
 import type { ServiceContext } from './context.ts';
 import { findEmbeddedRedis } from './embedded-redis.ts';
@@ -45,7 +45,7 @@ export async function runResync(options: ResyncOptions): Promise<number> {
   const opened = openServiceContext({ config, logger, redis, role: 'resync' });
   let watching: { watch: JobWatch; blocking: ReturnType<typeof connectRedis> } | undefined;
   try {
-    if (options.wait) watching = await openWatch(opened.context, redis, logger);
+    if (options.wait) watching = await openWatch(opened.context, redis);
     const jobs = await requestResync(opened.context, target(options));
     if (jobs.length === 0) {
       process.stderr.write('timetable-sync resync: no active sources, nothing queued\n');
@@ -67,11 +67,10 @@ export async function runResync(options: ResyncOptions): Promise<number> {
 
 /** Opened before the jobs are queued, so that no job's end is missed. */
 async function openWatch(
-  ctx: Pick<ServiceContext, 'queues' | 'redis'>,
+  ctx: Pick<ServiceContext, 'queues' | 'redis' | 'redisOutage'>,
   redis: RedisTarget,
-  logger: Logger,
 ): Promise<{ watch: JobWatch; blocking: ReturnType<typeof connectRedis> }> {
-  const blocking = connectRedis(redis, { name: 'resync-wait', logger, blocking: true });
+  const blocking = connectRedis(redis, { name: 'resync-wait', outage: ctx.redisOutage, blocking: true });
   try {
     return { watch: await watchJobs(ctx.queues.refresh, ctx.redis, blocking), blocking };
   } catch (error) {

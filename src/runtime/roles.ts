@@ -38,13 +38,16 @@ async function resolveRedis(
   if (config.redisTarget) return config.redisTarget;
   if (lock !== 'held') await lockFolder(config, lock.command, shutdown);
   const redis = await startEmbeddedRedis({ dataDir: config.dataDir, logger });
-  shutdown.add('embedded redis', redis.stop);
+  shutdown.add('embedded redis', (budgetMs) => redis.stop(budgetMs));
   const { pid } = redis;
   if (pid !== undefined) shutdown.onEmergencyExit(() => process.kill(pid, 'SIGTERM'));
   return { kind: 'standalone', url: redis.url };
 }
 
-/** `start`, `api`, `worker`: the service until SIGTERM or SIGINT, then an ordered shutdown. */
+/**
+ * `start`, `api`, `worker`: the service until SIGTERM or SIGINT, then an ordered shutdown within
+ * SHUTDOWN_BUDGET_MS, and the process ends (shutdown.ts), whatever state Redis is in.
+ */
 export async function runServiceRole(role: ServiceRole): Promise<number> {
   const config = loadConfig(readEnvironment(), ['UNIVERSITY_API_URL']);
   const logger = rootLogger(config, role);
@@ -59,9 +62,11 @@ export async function runServiceRole(role: ServiceRole): Promise<number> {
     );
   } catch (error) {
     await shutdown.run('startup failed');
+    shutdown.exitSoon();
     throw error;
   }
   await shutdown.run(await signal);
+  shutdown.exitSoon();
   return 0;
 }
 
@@ -82,6 +87,7 @@ export async function runSimulator(options: {
     `University simulator listening on ${simulator.url}\n` + `  try: curl ${simulator.url}/_sim/groups | head -c 300\n`,
   );
   await shutdown.run(await shutdown.untilSignal());
+  shutdown.exitSoon();
   return 0;
 }
 
@@ -130,8 +136,10 @@ export async function runDemo(options: {
     await printDemo({ config, serviceUrl: url, simulatorUrl: simulator.url, redis, embedded: !base.redisTarget });
   } catch (error) {
     await shutdown.run('startup failed');
+    shutdown.exitSoon();
     throw error;
   }
   await shutdown.run(await signal);
+  shutdown.exitSoon();
   return 0;
 }

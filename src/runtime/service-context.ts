@@ -3,9 +3,10 @@ import { FeedStore } from '../feeds/feed-store.ts';
 import type { CalendarClientFactory } from '../google/calendar-client.ts';
 import { createGoogleServices } from '../google/google-services.ts';
 import { createQueues } from '../jobs/queues.ts';
-import { connectRedis } from '../lib/redis-connection.ts';
+import { closeRedis, connectRedis, describeRedisTarget } from '../lib/redis-connection.ts';
 import { DISK_WAIT_MS, DiskWaiter } from '../lib/redis-durability.ts';
-import type { RedisTarget } from '../lib/redis-target.ts';
+import { RedisOutageLog } from '../lib/redis-outage.ts';
+import { type RedisTarget, redisTarget } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
 import { GroupDirectory } from '../sources/group-directory.ts';
 import { redisKeys } from '../sources/keys.ts';
@@ -33,6 +34,8 @@ export interface ContextOptions {
   /** Default: the Google adapter (when `GOOGLE_CLIENT_ID`/`SECRET` are set). Tests pass an in-memory calendar. */
   googleFactory?: CalendarClientFactory;
   metrics?: Metrics;
+  /** Default: one logging to `logger` with a summary a minute. Tests pass one with a shorter interval. */
+  redisOutage?: RedisOutageLog;
   now?: () => number;
 }
 
@@ -48,9 +51,12 @@ export interface OpenContext {
  */
 export function openServiceContext(options: ContextOptions): OpenContext {
   const { config, logger } = options;
+  // Every connection of the process reports to this one log: an outage is logged once, not per connection.
+  const outage =
+    options.redisOutage ?? new RedisOutageLog(logger.child({ redis: describeRedisTarget(redisTarget(options.redis)) }));
   // Fails fast during a Redis outage (a request answers 500 instead of hanging; a job fails and is retried);
   // BullMQ workers open their own blocking connections.
-  const redis = connectRedis(options.redis, { name: options.role, logger });
+  const redis = connectRedis(options.redis, { name: options.role, outage });
   const keys = redisKeys(config.redisPrefix);
   const budget = redisUpstreamBudget(redis, keys.rateLimit('upstream'), config.upstreamRateLimit);
   const upstream = options.upstream ?? createWorkerClient(config, logger, budget);
@@ -64,7 +70,7 @@ export function openServiceContext(options: ContextOptions): OpenContext {
     connect: () =>
       connectRedis(options.redis, {
         name: `${options.role}-durability`,
-        logger,
+        outage,
         commandTimeoutMs: DISK_WAIT_MS + 1_000,
       }),
     markerKey: keys.durabilityMarker,
@@ -74,6 +80,7 @@ export function openServiceContext(options: ContextOptions): OpenContext {
     config,
     logger,
     redis,
+    redisOutage: outage,
     disk,
     keys,
     registry: new SourceRegistry(redis, keys),
@@ -98,11 +105,15 @@ export function openServiceContext(options: ContextOptions): OpenContext {
   };
   return {
     context,
+    // Never waits long for Redis: a connection that does not answer QUIT at once is disconnected (closeRedis).
     close: async () => {
+      outage.close();
       await queues.close();
-      await disk.close();
-      if (!options.upstream) await Promise.all([upstream.close(), requestUpstream.close()]);
-      await redis.quit().catch(() => redis.disconnect());
+      await Promise.all([
+        disk.close(),
+        closeRedis(redis),
+        ...(options.upstream ? [] : [upstream.close(), requestUpstream.close()]),
+      ]);
     },
   };
 }

@@ -8,6 +8,7 @@ import { addSecurityHeaders } from '../http/security-headers.ts';
 import { serverOptions } from '../http/server-options.ts';
 import { startWorkers, type WorkerTuning } from '../jobs/workers.ts';
 import { probeRedis } from '../lib/redis-connection.ts';
+import type { RedisOutageLog } from '../lib/redis-outage.ts';
 import type { RedisTarget } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
 import type { ServiceContext } from './context.ts';
@@ -30,6 +31,8 @@ export interface ServiceOptions {
   /** Default `HOST` (`0.0.0.0` unless set); the demo listens on loopback only. */
   host?: string;
   tuning?: WorkerTuning;
+  /** Default: one summarizing an outage once a minute; tests pass one with a shorter interval. */
+  redisOutage?: RedisOutageLog;
 }
 
 /** A running service. */
@@ -41,7 +44,8 @@ export interface RunningService {
 
 /**
  * Starts the roles on one Redis. Every piece registers its stop step as it starts, so the shutdown runs in
- * reverse: HTTP stops accepting first, then workers finish their jobs, then queues and Redis close.
+ * reverse: HTTP stops accepting first, then workers finish their jobs (as long as the step's budget lasts),
+ * then queues and Redis close.
  * A worker-only process still listens on `PORT`, for `/healthz`, `/readyz` and `/metrics`. Throws
  * RedisUnreachableError when Redis does not answer at first.
  */
@@ -51,13 +55,19 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   // One try that does not retry, before the connections that retry for ever: an unreachable Redis is then one
   // clear line (RedisUnreachableError), not a retry loop ending in ioredis's MaxRetriesPerRequestError.
   await probeRedis(options.redis);
-  const opened = openServiceContext({ config, logger, redis: options.redis, role });
-  shutdown.add('queues and Redis', opened.close);
+  const opened = openServiceContext({
+    config,
+    logger,
+    redis: options.redis,
+    role,
+    ...(options.redisOutage ? { redisOutage: options.redisOutage } : {}),
+  });
+  shutdown.add('queues and Redis', () => opened.close());
   const { context } = opened;
   await context.redis.ping();
   if (options.roles.worker) {
     const workers = await startWorkers(context, options.redis, options.tuning);
-    shutdown.add('workers', workers.close);
+    shutdown.add('workers', (budgetMs) => workers.close(budgetMs));
   }
   const app = options.roles.api ? await buildApp(context, { logger }) : await operationsApp(context, logger);
   shutdown.add('http', () => app.close());

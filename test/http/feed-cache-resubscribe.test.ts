@@ -1,6 +1,8 @@
 import { EventEmitter } from 'node:events';
 import { describe, expect, it, vi } from 'vitest';
 import { FeedCache } from '../../src/http/feed-cache.ts';
+import { RedisOutageLog } from '../../src/lib/redis-outage.ts';
+import { silentLogger } from '../../src/logger.ts';
 
 const FAILED = 'feed-updates resubscription failed; trying again';
 
@@ -22,6 +24,7 @@ describe('FeedCache resubscription', () => {
         subscriber: subscriber as never,
         channel: 'tts:feed-updates',
         logger: logger as never,
+        outage: new RedisOutageLog(silentLogger()),
       });
       await cache.start();
       subscriber.subscribe.mockRejectedValue(new Error('ERR refused'));

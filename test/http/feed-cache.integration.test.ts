@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, expect, inject, it, vi } from 'vitest'
 import { encodeFeed, FeedStore, type StoredFeed } from '../../src/feeds/feed-store.ts';
 import { FeedCache } from '../../src/http/feed-cache.ts';
 import { FeedForms } from '../../src/http/feed-forms.ts';
+import { RedisOutageLog } from '../../src/lib/redis-outage.ts';
 import { silentLogger } from '../../src/logger.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { testContext } from '../support/service.ts';
@@ -33,6 +34,7 @@ beforeEach(async () => {
     subscriber,
     channel: ctx.keys.feedUpdates,
     logger: silentLogger(),
+    outage: new RedisOutageLog(silentLogger()),
     ttlMs: 60_000,
     clock: () => clock,
   });
@@ -141,6 +143,7 @@ describe('FeedCache', () => {
       subscriber: new Redis(inject('redisUrl')),
       channel: ctx.keys.feedUpdates,
       logger: silentLogger(),
+      outage: new RedisOutageLog(silentLogger()),
       maxBytes: total - 1,
       clock: () => clock,
     });
@@ -178,6 +181,7 @@ describe('FeedCache', () => {
       subscriber: new Redis(inject('redisUrl')),
       channel: ctx.keys.feedUpdates,
       logger: silentLogger(),
+      outage: new RedisOutageLog(silentLogger()),
       maxBytes: one + two + identity + Math.floor(identity / 2),
       clock: () => clock,
     });
@@ -210,6 +214,7 @@ describe('FeedCache', () => {
       subscriber: new Redis(inject('redisUrl')),
       channel: ctx.keys.feedUpdates,
       logger: silentLogger(),
+      outage: new RedisOutageLog(silentLogger()),
       maxBytes: 10,
     });
     await tiny.start();

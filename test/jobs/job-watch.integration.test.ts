@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, expect, inject, it, vi } from 'vitest'
 import { GONE_REASON, watchJobs } from '../../src/jobs/job-watch.ts';
 import { followUpJobId } from '../../src/jobs/queues.ts';
 import { connectRedis } from '../../src/lib/redis-connection.ts';
+import { RedisOutageLog } from '../../src/lib/redis-outage.ts';
 import { silentLogger } from '../../src/logger.ts';
 import { until } from '../support/poll.ts';
 import { deletePrefix, uniquePrefix } from '../support/service.ts';
@@ -14,7 +15,11 @@ describe('watchJobs', () => {
 
   beforeEach(async () => {
     pipeline = await startPipeline();
-    blocking = connectRedis(inject('redisUrl'), { name: 'test-watch', logger: silentLogger(), blocking: true });
+    blocking = connectRedis(inject('redisUrl'), {
+      name: 'test-watch',
+      outage: new RedisOutageLog(silentLogger()),
+      blocking: true,
+    });
   });
 
   afterEach(async () => {
@@ -65,7 +70,7 @@ describe('watchJobs', () => {
     const queue = new Queue('refresh', { connection: pipeline.ctx.redis, prefix });
     const workerConnection = connectRedis(inject('redisUrl'), {
       name: 'test-watch-worker',
-      logger: silentLogger(),
+      outage: new RedisOutageLog(silentLogger()),
       blocking: true,
     });
     let release: () => void = () => undefined;
