@@ -58,9 +58,13 @@ export function redisFailure(error: unknown): RedisUnavailableError | RedisFullE
   if (error.message.startsWith('EXECABORT ') && Array.isArray(previous)) return redisFailure(previous[0]);
   if (error.message.startsWith('OOM ')) return new RedisFullError('Redis is out of memory', { cause: error });
   const code = (error as { code?: unknown }).code;
+  // A socket code counts only on Node's own socket error, a plain Error as ioredis passes it on: our typed
+  // errors of other services carry the same codes (a university that refuses connections is
+  // UpstreamNetworkError with code ECONNREFUSED) and are no failure of Redis.
+  const socketError = error.name === 'Error' && typeof code === 'string' && SOCKET_CODES.has(code);
   if (
     error.name === 'MaxRetriesPerRequestError' ||
-    (typeof code === 'string' && SOCKET_CODES.has(code)) ||
+    socketError ||
     UNAVAILABLE_MESSAGES.some((pattern) => pattern.test(error.message))
   )
     return new RedisUnavailableError(`Redis is not available (${firstLine(error.message)})`, { cause: error });

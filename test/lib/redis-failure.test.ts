@@ -3,6 +3,7 @@ import { toHttpError } from '../../src/http/errors.ts';
 import { RedisFullError, RedisUnavailableError } from '../../src/lib/errors.ts';
 import { reconnectOnReadonly } from '../../src/lib/redis-connection.ts';
 import { redisFailure } from '../../src/lib/redis-failure.ts';
+import { UpstreamNetworkError } from '../../src/upstream/errors.ts';
 
 /** Errors as ioredis throws them (it has no classes for most). */
 function replyError(message: string, extra: Record<string, unknown> = {}): Error {
@@ -54,6 +55,14 @@ describe('redisFailure', () => {
       previousErrors: [oom],
     });
     expect(redisFailure(aborted)).toBeInstanceOf(RedisFullError);
+  });
+
+  it('leaves socket errors of other services alone: a university refusing connections is not Redis down', () => {
+    const upstream = new UpstreamNetworkError('groupSchedule', 'ECONNREFUSED');
+    expect(redisFailure(upstream)).toBeUndefined();
+    expect(redisFailure(Object.assign(new Error('socket hang up'), { name: 'GaxiosError', code: 'ECONNRESET' }))).toBe(
+      undefined,
+    );
   });
 
   it('leaves other errors alone', () => {
