@@ -16,6 +16,8 @@ function replyError(message: string): Error {
 function server(name: string, log: string[][], waitaof: () => Promise<unknown> = async () => [1, 0]) {
   return {
     options: { host: '10.0.0.1', port: Number(name.replace(/\D/g, '')) || 6379 },
+    // Connected: closing sends QUIT (a connection that is not ready is only disconnected).
+    status: 'ready',
     incr: vi.fn(async (key: string) => {
       log.push([name, 'INCR', key]);
       return 1;
