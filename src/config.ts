@@ -1,7 +1,8 @@
 /**
  * The service's whole configuration, parsed once from the environment into a typed, frozen object. Every
- * setting is one row of {@link SETTINGS}: the variable it is read from and the schema that reads it, default
- * included; the `Config` type, the list of variables and the parsing are derived from that table.
+ * setting is one row of {@link SETTINGS}: the variable it is read from, the schema that reads it (default
+ * included) and what the reference says of it; the `Config` type, the list of variables, the parsing, and
+ * docs/configuration.md and .env.example (`npm run docs`) are derived from that table.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -74,158 +75,623 @@ const redisNodes = optionalText.transform((value, ctx) => {
 /** Default of `FEED_CACHE_MB`. */
 export const DEFAULT_FEED_CACHE_MB = 256;
 
-/** One setting: the environment variable it is read from, and how (the schema applies the default). */
-function setting<const E extends string, T extends z.ZodType>(env: E, schema: T): { env: E; schema: T } {
-  return { env, schema };
+/**
+ * The sections of the settings reference (docs/configuration.md and .env.example, both generated from this file
+ * by `npm run docs`), in the order they are shown, each with what its settings have in common.
+ */
+export const SETTING_GROUPS = {
+  university: {
+    title: 'University API',
+    intro:
+      'Where the timetables come from, and how hard the service may ask. The API itself is described in ' +
+      'docs/university-api.md.',
+  },
+  limits: {
+    title: 'Abuse limits',
+    intro:
+      'Requests that cost the university a call, or store something for an anonymous client, are limited per ' +
+      'client address and in total: `<count>/<duration>` (`30/1m`: 30 a minute, refilled evenly), answered `429` ' +
+      "with `Retry-After` beyond them. An IPv6 client is its /64, and its /48 has four times a client's allowance. " +
+      'Behind a reverse proxy set `TRUST_PROXY`, or every client is the proxy; behind a campus NAT, raise the ' +
+      'per-client limits for the number of people behind it (and the totals with them). How the limits work and ' +
+      'what they were measured to do: docs/operations.md#abuse-limits.',
+  },
+  redis: {
+    title: 'Redis',
+    intro:
+      'Unset, `start`, `api`, `worker` and `demo` run a private `redis-server` with its data and address under ' +
+      '`DATA_DIR`. Set at most one of `REDIS_URL`, `REDIS_SENTINELS`, `REDIS_CLUSTER_NODES` (docs/redis.md says ' +
+      'which to choose). `docker-compose.yml` sets `REDIS_URL` to its own Redis, and reads `REDIS_MAXMEMORY`, ' +
+      "that Redis's memory ceiling (default `1gb`), which the service itself does not read.",
+  },
+  http: {
+    title: 'HTTP',
+    intro: 'Where the service listens, and the address it hands out in links.',
+  },
+  timetable: {
+    title: 'Timetable semantics',
+    intro:
+      "How the university's rules become dated events: the rules are in docs/design.md#expansion-semantics. " +
+      'Changing one of these re-renders the feeds it affects at their next refresh.',
+  },
+  feeds: {
+    title: 'Feed serving (api role)',
+    intro: 'What an api process keeps in memory to answer feeds (docs/design.md#feed-cache-and-its-budget).',
+  },
+  refresh: {
+    title: 'Refresh jobs (worker role)',
+    intro: 'How worker processes refresh timetables and what they keep of a class that disappears.',
+  },
+  secrets: {
+    title: 'Secrets',
+    intro:
+      'Tokens and keys. They are never echoed in an error message nor written to a log. A bearer token must have ' +
+      'at least 16 characters and be one word, and is refused when guessable (see `ADMIN_TOKEN`).',
+  },
+  google: {
+    title: 'Google Calendar push',
+    intro:
+      'Without `GOOGLE_CLIENT_ID`, `GOOGLE_CLIENT_SECRET` and `SECRET_KEY` the Google routes answer `503` and push ' +
+      'jobs do nothing. Setting up the OAuth client: docs/operations.md#google.',
+  },
+  httpLimits: {
+    title: 'HTTP server limits',
+    intro:
+      'A slow or idle client must not hold a connection forever, nor lock others out (docs/design.md#http). ' +
+      'These bound one address, not one person: on the public internet a reverse proxy in front is expected to ' +
+      'limit its clients.',
+  },
+  logging: {
+    title: 'Logging',
+    intro: 'Logs go to stdout (pino); credentials, tokens and authorization headers are never logged.',
+  },
+} as const;
+
+/** A section of the settings reference. */
+export type SettingGroup = keyof typeof SETTING_GROUPS;
+
+/** What the settings reference says of one setting. Text is Markdown; `docs/….md` paths become links there. */
+export interface SettingDoc {
+  readonly group: SettingGroup;
+  /** What it does, what it accepts, and what follows from it. */
+  readonly meaning: string;
+  /** The value the code applies when the variable is unset, as one would write it: `NAME=<default>` changes nothing. */
+  readonly default?: string;
+  /** The default in words where no value says it ("inferred from the timetables"), or what to add to `default`. */
+  readonly defaultText?: string;
+  /** A value one might set (it must be valid: a test loads it). */
+  readonly example?: string;
+  /** How to come by a value, where a literal example would be a bad idea (secrets). */
+  readonly exampleText?: string;
 }
 
-/** Every setting, by its name in {@link Config}. The README and `.env.example` document the same list. */
+/** One setting: the environment variable it is read from, how (the schema applies the default), and its doc. */
+function setting<const E extends string, T extends z.ZodType>(
+  env: E,
+  schema: T,
+  doc: SettingDoc,
+): { env: E; schema: T; doc: SettingDoc } {
+  return { env, schema, doc };
+}
+
+/** Every setting, by its name in {@link Config}: the one source of the list, the parsing and the reference. */
 const SETTINGS = {
-  universityApiUrl: setting('UNIVERSITY_API_URL', httpUrl('UNIVERSITY_API_URL')),
+  universityApiUrl: setting('UNIVERSITY_API_URL', httpUrl('UNIVERSITY_API_URL'), {
+    group: 'university',
+    meaning:
+      'Base URL of the university API (http or https). Required by `start`, `api`, `worker` and ' +
+      "`docker compose up`; `demo` runs its bundled simulator instead, and Docker Compose's `simulator` profile " +
+      'uses `http://simulator:4010`. `render --group`, `--employee` and `--me` need it too, except in the folder ' +
+      'of a running `demo`.',
+    defaultText: 'none',
+    example: 'https://university.example/api',
+  }),
   universityAuthHeader: setting(
     'UNIVERSITY_AUTH_HEADER',
     matching(HEADER_NAME, 'must be an HTTP header name').transform((value) => value ?? 'Authorization'),
+    {
+      group: 'university',
+      meaning: "Header that carries a user's university credential on the `@me` endpoints.",
+      default: 'Authorization',
+      example: 'X-Auth-Token',
+    },
   ),
-  universityAuthScheme: setting('UNIVERSITY_AUTH_SCHEME', authScheme),
-  /** A user's university credential, for `render --me` only; a secret. */
-  universityCredential: setting('UNIVERSITY_CREDENTIAL', optionalText),
-  /** Unset: the process runs (or finds) an embedded `redis-server` under {@link Config.dataDir}. */
-  redisUrl: setting('REDIS_URL', matching(/^rediss?:\/\/./, 'must be a redis:// or rediss:// URL')),
-  /** Sentinels (`host:port,…`) to ask for the current primary, instead of REDIS_URL; with REDIS_SENTINEL_MASTER. */
-  redisSentinels: setting('REDIS_SENTINELS', redisNodes),
-  /** The name the sentinels monitor the primary under. */
+  universityAuthScheme: setting('UNIVERSITY_AUTH_SCHEME', authScheme, {
+    group: 'university',
+    meaning:
+      'Scheme written before the credential in that header; empty (`UNIVERSITY_AUTH_SCHEME=`) sends the ' +
+      'credential bare.',
+    default: 'Bearer',
+    example: 'Token',
+  }),
+  universityCredential: setting('UNIVERSITY_CREDENTIAL', optionalText, {
+    group: 'university',
+    meaning: "A user's own university credential, read only by `render --me`. A secret: never logged.",
+    defaultText: 'none',
+    exampleText: 'your own credential, as the university gave it',
+  }),
+  redisUrl: setting('REDIS_URL', matching(/^rediss?:\/\/./, 'must be a redis:// or rediss:// URL'), {
+    group: 'redis',
+    meaning:
+      '`redis://` or `rediss://` URL of one Redis (its password, if any, in the URL). Unset, with no Sentinel or ' +
+      'Cluster either, `start`, `api`, `worker` and `demo` run a private `redis-server` under `DATA_DIR`, for ' +
+      'one machine only (docs/operations.md#the-embedded-redis).',
+    defaultText: 'unset: an embedded Redis',
+    example: 'redis://127.0.0.1:6379',
+  }),
+  redisSentinels: setting('REDIS_SENTINELS', redisNodes, {
+    group: 'redis',
+    meaning:
+      'Redis Sentinel: the sentinels to ask for the current primary (`host:port,…`), with ' +
+      '`REDIS_SENTINEL_MASTER` (both or neither). Every connection follows a failover by itself.',
+    defaultText: 'none',
+    example: 'sentinel-1:26379,sentinel-2:26379,sentinel-3:26379',
+  }),
   redisSentinelMaster: setting(
     'REDIS_SENTINEL_MASTER',
     matching(/^[\w.-]{1,128}$/, "must be the monitored primary's name: letters, digits, _ . -"),
+    {
+      group: 'redis',
+      meaning: 'The name the sentinels monitor the primary under (letters, digits, `_ . -`), with `REDIS_SENTINELS`.',
+      defaultText: 'none',
+      example: 'timetable',
+    },
   ),
-  /** The sentinels' own password (their `requirepass`); a secret. */
-  redisSentinelPassword: setting('REDIS_SENTINEL_PASSWORD', secret(1)),
-  /** Cluster nodes (`host:port,…`, a few suffice: the rest are discovered), instead of REDIS_URL. */
-  redisClusterNodes: setting('REDIS_CLUSTER_NODES', redisNodes),
-  /** The data password of the Sentinel-managed or cluster servers (with REDIS_URL it is part of the URL); a secret. */
-  redisPassword: setting('REDIS_PASSWORD', secret(1)),
+  redisSentinelPassword: setting('REDIS_SENTINEL_PASSWORD', secret(1), {
+    group: 'redis',
+    meaning:
+      "The sentinels' own password (`requirepass` in `sentinel.conf`), if they have one; only with " +
+      '`REDIS_SENTINELS`. A secret.',
+    defaultText: 'none',
+    exampleText: 'the `requirepass` of `sentinel.conf`',
+  }),
+  redisClusterNodes: setting('REDIS_CLUSTER_NODES', redisNodes, {
+    group: 'redis',
+    meaning:
+      "Redis Cluster: a few of its nodes (`host:port,…`); the others are discovered. All keys share the prefix's " +
+      'hash tag, so the service lives on one primary of the cluster.',
+    defaultText: 'none',
+    example: 'redis-1:6379,redis-2:6379,redis-3:6379',
+  }),
+  redisPassword: setting('REDIS_PASSWORD', secret(1), {
+    group: 'redis',
+    meaning:
+      'The data password of the Sentinel-managed servers or of the cluster nodes; only with `REDIS_SENTINELS` or ' +
+      '`REDIS_CLUSTER_NODES` (with `REDIS_URL`, put it in the URL). A secret.',
+    defaultText: 'none',
+    exampleText: "the servers' `requirepass`",
+  }),
   redisPrefix: setting(
     'REDIS_PREFIX',
     matching(/^[\w{}:-]{1,64}$/, 'must be 1-64 letters, digits, _ - : { }').transform((value) => value ?? 'tts'),
+    {
+      group: 'redis',
+      meaning:
+        'Prefix of every key and queue (1–64 letters, digits, `_ - : { }`). On Redis Cluster it must hold a hash ' +
+        'tag (`{…}`), so that every key and queue shares one slot.',
+      default: 'tts',
+      defaultText: '`{tts}` on a cluster',
+      example: '{uni-x}',
+    },
   ),
-  port: setting('PORT', positiveNumber(8080, true, 65535)),
-  /** Address HTTP listens on: `0.0.0.0` every IPv4 interface, `::` every interface, `127.0.0.1` loopback only. */
+  port: setting('PORT', positiveNumber(8080, true, 65535), {
+    group: 'http',
+    meaning: 'HTTP port. Every role serves on it, a worker only `/healthz`, `/readyz` and `/metrics`.',
+    default: '8080',
+    example: '3000',
+  }),
   host: setting(
     'HOST',
     matching(/^[\w.:%[\]-]{1,253}$/, 'must be an IP address or host name such as 0.0.0.0, :: or 127.0.0.1').transform(
       (value) => value ?? '0.0.0.0',
     ),
+    {
+      group: 'http',
+      meaning:
+        'Address HTTP listens on: `0.0.0.0` every IPv4 interface, `::` every interface, `127.0.0.1` loopback only ' +
+        '(`demo` always listens on loopback).',
+      default: '0.0.0.0',
+      example: '127.0.0.1',
+    },
   ),
-  /** Without a trailing slash; default `http://localhost:<PORT>`. */
-  publicUrl: setting('PUBLIC_URL', httpUrl('PUBLIC_URL')),
-  timezone: setting('TIMEZONE', timezone),
-  /** Term starts, ISO dates (YYYY-MM-DD); empty: inferred from the timetables (docs/design.md). */
-  weekParityAnchors: setting('WEEK_PARITY_ANCHORS', dateList),
-  /** ISO dates on which no class takes place. */
-  holidays: setting('HOLIDAYS', holidayList),
-  refreshIntervalMs: setting('REFRESH_INTERVAL', duration('30m', 60_000)),
-  /** Upstream requests per second, over all workers together. */
-  upstreamRateLimit: setting('UPSTREAM_RATE_LIMIT', positiveNumber(10, false, 10_000)),
-  upstreamTimeoutMs: setting('UPSTREAM_TIMEOUT', duration('15s', 1_000)),
-  /**
-   * How long a request (sign-up, teacher search) waits for a token of the upstream budget it shares with the
-   * refreshes before answering 503 with Retry-After; refresh jobs always wait.
-   */
-  upstreamRequestWaitMs: setting('UPSTREAM_REQUEST_WAIT', duration('2s', 0)),
-  /** Which proxies' X-Forwarded-For names the client: false, true, a hop count, or addresses/CIDR ranges. */
-  trustProxy: setting('TRUST_PROXY', trustProxy),
-  /** First requests for a timetable never fetched yet (each costs the university a call), per client address. */
-  firstRequestsPerClient: setting('FIRST_REQUESTS_PER_CLIENT', rate('30/1m')),
-  /** The same, over all clients. */
-  firstRequestsTotal: setting('FIRST_REQUESTS_TOTAL', rate('120/1m')),
-  /** Sign-ups and credential replacements (each asks the university who the credential is), per client. */
-  signUpsPerClient: setting('SIGN_UPS_PER_CLIENT', rate('20/10m')),
-  /** The same, over all clients. */
-  signUpsTotal: setting('SIGN_UPS_TOTAL', rate('60/1m')),
-  /** Sign-ups and replacements the university refused, per client: beyond it, one more per refill only. */
-  failedSignUpsPerClient: setting('FAILED_SIGN_UPS_PER_CLIENT', rate('5/15m')),
-  /**
-   * The same, over all clients: when it is used up, only clients without a refusal in their own refill time may
-   * try (a guesser spread over many addresses is bounded; a person who typed nothing wrong is not refused).
-   */
-  failedSignUpsTotal: setting('FAILED_SIGN_UPS_TOTAL', rate('30/15m')),
-  /** Sign-ups and replacements of one client waiting for the university at once (per API process). */
-  signUpsInFlightPerClient: setting('SIGN_UPS_IN_FLIGHT_PER_CLIENT', positiveNumber(8, true, 1_000)),
-  /** Teacher searches that miss the cache, per client. */
-  searchesPerClient: setting('SEARCHES_PER_CLIENT', rate('30/1m')),
-  /** The same, over all clients. */
-  searchesTotal: setting('SEARCHES_TOTAL', rate('120/1m')),
-  /** `GET /google/connect` (each stores a pending consent), per client. */
-  googleConnectsPerClient: setting('GOOGLE_CONNECTS_PER_CLIENT', rate('10/10m')),
-  /** The same, over all clients. */
-  googleConnectsTotal: setting('GOOGLE_CONNECTS_TOTAL', rate('60/1m')),
-  /** New feed variants (`?title=…` and the like, not in the variant cache yet) rendered for one client. */
-  variantRendersPerClient: setting('VARIANT_RENDERS_PER_CLIENT', rate('20/1m')),
-  /**
-   * MiB an api process keeps feeds in: trusted and last good copies, in every form made (docs/design.md). The
-   * gzip forms of 20,000 group feeds take about 120 MiB.
-   */
-  feedCacheMb: setting('FEED_CACHE_MB', positiveNumber(DEFAULT_FEED_CACHE_MB, true, 65_536)),
-  /** Concurrent refresh jobs per worker process. */
-  workerConcurrency: setting('WORKER_CONCURRENCY', positiveNumber(8, true, 1_000)),
-  /** Tries of a refresh job before its source is marked stale (retries back off exponentially, with jitter). */
-  refreshAttempts: setting('REFRESH_ATTEMPTS', positiveNumber(5, true, 100)),
-  /** First retry delay of a failed refresh; doubled on every further retry. */
-  refreshBackoffMs: setting('REFRESH_BACKOFF', duration('15s', 10)),
-  /** Delay of the re-fetch that confirms a refresh removing most future classes. */
-  confirmDelayMs: setting('CONFIRM_DELAY', duration('1m', 10)),
-  /** How long a removed future class stays in feeds as STATUS:CANCELLED. */
-  cancelledRetentionMs: setting('CANCELLED_RETENTION', duration('14d', 0)),
-  /**
-   * Put before the title of a cancelled class, in feeds and in Google (several calendar apps ignore
-   * STATUS:CANCELLED); empty: titles stay as they are and Google deletes cancelled classes at once.
-   */
-  cancelledTitlePrefix: setting('CANCELLED_TITLE_PREFIX', cancelledTitlePrefix),
-  /** A source whose feed nobody requested for this long stops being refreshed. */
-  inactiveAfterMs: setting('INACTIVE_AFTER', duration('30d', 60_000)),
-  adminToken: setting('ADMIN_TOKEN', bearerSecret(16)),
-  /** Bearer token `/metrics` asks for, for a scraper that comes through a proxy; unset: `/metrics` is open. */
-  metricsToken: setting('METRICS_TOKEN', bearerSecret(16)),
-  /** 32-byte key for AES-256-GCM encryption of stored credentials and refresh tokens. */
-  secretKey: setting('SECRET_KEY', secretKey),
-  googleClientId: setting('GOOGLE_CLIENT_ID', optionalText),
-  googleClientSecret: setting('GOOGLE_CLIENT_SECRET', secret(1)),
-  googleApiRootUrl: setting('GOOGLE_API_ROOT_URL', httpUrlOr('GOOGLE_API_ROOT_URL', 'https://www.googleapis.com/')),
+  publicUrl: setting('PUBLIC_URL', httpUrl('PUBLIC_URL'), {
+    group: 'http',
+    meaning:
+      'Base URL of the links the service hands out (feed URLs; Google returns to `$PUBLIC_URL/google/callback`); ' +
+      "a trailing slash is dropped. The consent cookie's `Secure` flag follows it, so behind a proxy that ends " +
+      'TLS set the `https://` address people use.',
+    defaultText: '`http://localhost:$PORT`',
+    example: 'https://timetable.example.edu',
+  }),
+  timezone: setting('TIMEZONE', timezone, {
+    group: 'timetable',
+    meaning:
+      "IANA zone of the university's wall-clock times, canonicalised at start (`US/Eastern` becomes " +
+      '`America/New_York`), so that every TZID has its VTIMEZONE.',
+    default: 'Europe/Moscow',
+    example: 'Asia/Yekaterinburg',
+  }),
+  weekParityAnchors: setting('WEEK_PARITY_ANCHORS', dateList, {
+    group: 'timetable',
+    meaning:
+      'Comma list of `YYYY-MM-DD` term starts (first study days), each starting a week count (week 1 is odd). ' +
+      "Set, it pins parity: exactly these dates, nothing inferred. Unset, each half-year's term start is the " +
+      'start date most entries of the stored timetables share, and with no data at all 1 September of every ' +
+      'year (docs/design.md#expansion-semantics; how to check and pin it: docs/operations.md#week-parity).',
+    defaultText: 'inferred from the timetables',
+    example: '2025-09-01,2026-02-09',
+  }),
+  holidays: setting('HOLIDAYS', holidayList, {
+    group: 'timetable',
+    meaning:
+      'Dates without classes: a comma list of `YYYY-MM-DD`, or the path of a file with one date per line and ' +
+      '`#` comments.',
+    defaultText: 'none',
+    example: '2025-11-04,2026-01-01,2026-01-07',
+  }),
+  refreshIntervalMs: setting('REFRESH_INTERVAL', duration('30m', 60_000), {
+    group: 'timetable',
+    meaning:
+      'How often each active source is refreshed (±25% jitter, fixed per source), at least `1m`; feeds also ' +
+      'carry it as `REFRESH-INTERVAL` and `X-PUBLISHED-TTL`. Durations: `ms`, `s`, `m`, `h`, `d`; a bare number ' +
+      'is seconds.',
+    default: '30m',
+    example: '15m',
+  }),
+  upstreamRateLimit: setting('UPSTREAM_RATE_LIMIT', positiveNumber(10, false, 10_000), {
+    group: 'university',
+    meaning:
+      'Upstream requests per second, over all workers and API processes together: every call (retries, ' +
+      'sign-up checks and teacher searches included) takes a token of this one budget, and refresh job starts are ' +
+      'paced by it. Refreshes leave a reserve of it to calls a person waits for.',
+    default: '10',
+    example: '20',
+  }),
+  upstreamTimeoutMs: setting('UPSTREAM_TIMEOUT', duration('15s', 1_000), {
+    group: 'university',
+    meaning:
+      'Timeout of one upstream request: the wait for its headers, and again for its body (`ms`, `s`, `m`, `h`, ' +
+      '`d`; a bare number is seconds).',
+    default: '15s',
+    example: '30s',
+  }),
+  upstreamRequestWaitMs: setting('UPSTREAM_REQUEST_WAIT', duration('2s', 0), {
+    group: 'university',
+    meaning:
+      'How long a request (sign-up, credential replacement, teacher search) waits for its share of ' +
+      '`UPSTREAM_RATE_LIMIT` before answering `503` with `Retry-After`; refreshes always wait. It counts within ' +
+      'the 5 s a call made inside a request gets end to end.',
+    default: '2s',
+    example: '1s',
+  }),
+  trustProxy: setting('TRUST_PROXY', trustProxy, {
+    group: 'limits',
+    meaning:
+      'Whose `X-Forwarded-For` names the client: `true` (any proxy; only behind one that overwrites the header) ' +
+      "or a comma list of the proxies' addresses/CIDR ranges; `false` is the same as unset. A hop count is " +
+      'refused: it cannot tell a proxy from a client. nginx on the same machine: `127.0.0.1`; ' +
+      '`docker-compose.yml` sets the private ranges Docker gives its networks.',
+    defaultText: "unset (`false`): the connection's address is the client",
+    example: '127.0.0.1,10.0.0.0/8',
+  }),
+  firstRequestsPerClient: setting('FIRST_REQUESTS_PER_CLIENT', rate('30/1m'), {
+    group: 'limits',
+    meaning:
+      'First requests for a group or teacher feed or page never fetched yet (each costs the university a call), ' +
+      'per client address.',
+    default: '30/1m',
+    example: '100/1m',
+  }),
+  firstRequestsTotal: setting('FIRST_REQUESTS_TOTAL', rate('120/1m'), {
+    group: 'limits',
+    meaning:
+      'The same over all clients. First requests for ids nobody vouches for (a group not in the group directory, ' +
+      'a teacher the university never named) may take only half of it: the rest stays for ids that are likely ' +
+      'real.',
+    default: '120/1m',
+    example: '600/1m',
+  }),
+  signUpsPerClient: setting('SIGN_UPS_PER_CLIENT', rate('20/10m'), {
+    group: 'limits',
+    meaning: 'Sign-ups and credential replacements (each asks the university who the credential is), per client.',
+    default: '20/10m',
+    example: '200/10m',
+  }),
+  signUpsTotal: setting('SIGN_UPS_TOTAL', rate('60/1m'), {
+    group: 'limits',
+    meaning: 'The same over all clients.',
+    default: '60/1m',
+    example: '300/1m',
+  }),
+  failedSignUpsPerClient: setting('FAILED_SIGN_UPS_PER_CLIENT', rate('5/15m'), {
+    group: 'limits',
+    meaning:
+      'Sign-ups and replacements the university refused, per client: after 5, one more try every 3 minutes with ' +
+      'a credential new to the service (at the default). A credential the university accepted here in the last ' +
+      '180 days is never refused by the failure limits.',
+    default: '5/15m',
+    example: '20/15m',
+  }),
+  failedSignUpsTotal: setting('FAILED_SIGN_UPS_TOTAL', rate('30/15m'), {
+    group: 'limits',
+    meaning:
+      'The same over all clients (it bounds a guesser spread over many addresses). Once it is spent, only ' +
+      'clients refused twice or more within their own refill time are refused (one refusal may be a typo, and ' +
+      "behind a NAT anyone's), and only for credentials new to the service.",
+    default: '30/15m',
+    example: '100/15m',
+  }),
+  signUpsInFlightPerClient: setting('SIGN_UPS_IN_FLIGHT_PER_CLIENT', positiveNumber(8, true, 1_000), {
+    group: 'limits',
+    meaning:
+      'Sign-ups and replacements of one client waiting for the university at once, per API process (beyond it: ' +
+      '`429`).',
+    default: '8',
+    example: '32',
+  }),
+  searchesPerClient: setting('SEARCHES_PER_CLIENT', rate('30/1m'), {
+    group: 'limits',
+    meaning: 'Teacher searches that miss the cache (kept an hour), per client.',
+    default: '30/1m',
+    example: '100/1m',
+  }),
+  searchesTotal: setting('SEARCHES_TOTAL', rate('120/1m'), {
+    group: 'limits',
+    meaning: 'The same over all clients.',
+    default: '120/1m',
+    example: '600/1m',
+  }),
+  googleConnectsPerClient: setting('GOOGLE_CONNECTS_PER_CLIENT', rate('10/10m'), {
+    group: 'limits',
+    meaning: '`GET /google/connect` (each stores a pending consent), per client.',
+    default: '10/10m',
+    example: '50/10m',
+  }),
+  googleConnectsTotal: setting('GOOGLE_CONNECTS_TOTAL', rate('60/1m'), {
+    group: 'limits',
+    meaning: 'The same over all clients.',
+    default: '60/1m',
+    example: '200/1m',
+  }),
+  variantRendersPerClient: setting('VARIANT_RENDERS_PER_CLIENT', rate('20/1m'), {
+    group: 'limits',
+    meaning:
+      'New feed variants (`?title=…`, `subgroup`, `exclude` not rendered yet) per client. Cached variants, ones ' +
+      'rendered before for an earlier publication, and the saved options a plain personal feed URL serves are ' +
+      'free.',
+    default: '20/1m',
+    example: '100/1m',
+  }),
+  feedCacheMb: setting('FEED_CACHE_MB', positiveNumber(DEFAULT_FEED_CACHE_MB, true, 65_536), {
+    group: 'feeds',
+    meaning:
+      "MiB of an api process's memory for feeds: trusted copies and the last good ones served through a Redis " +
+      'outage, in every form made (gzip, and identity and brotli once a client asks for them). The cache fills ' +
+      'three quarters of it, the least recently served going first; the rest pays for what keeping them costs ' +
+      'beyond their bytes. Each feed counts its forms plus about 3 KB of prepared headers: the gzip forms of ' +
+      '20,000 group feeds take about 120 MiB and count about 180, within the 192 filled at the default. An api ' +
+      'takes this plus a baseline, about 350 MiB at 20,000 sources (docs/operations.md#memory-of-an-api). ' +
+      'Subscriber variants (`?title=…`) have their own 64 MiB apart from it.',
+    default: String(DEFAULT_FEED_CACHE_MB),
+    example: '512',
+  }),
+  workerConcurrency: setting('WORKER_CONCURRENCY', positiveNumber(8, true, 1_000), {
+    group: 'refresh',
+    meaning: 'Refresh jobs at once per worker process (the upstream rate limit still holds over all of them).',
+    default: '8',
+    example: '16',
+  }),
+  refreshAttempts: setting('REFRESH_ATTEMPTS', positiveNumber(5, true, 100), {
+    group: 'refresh',
+    meaning:
+      'Tries of a failing refresh before its feed is marked stale; retries back off exponentially, with jitter, ' +
+      'from `REFRESH_BACKOFF`.',
+    default: '5',
+    example: '3',
+  }),
+  refreshBackoffMs: setting('REFRESH_BACKOFF', duration('15s', 10), {
+    group: 'refresh',
+    meaning: 'First retry delay of a failed refresh; doubles each retry, with jitter.',
+    default: '15s',
+    example: '30s',
+  }),
+  confirmDelayMs: setting('CONFIRM_DELAY', duration('1m', 10), {
+    group: 'refresh',
+    meaning:
+      'A refresh that would remove more than half of the future classes is published only after a re-fetch ' +
+      'this much later returns the same timetable.',
+    default: '1m',
+    example: '5m',
+  }),
+  cancelledRetentionMs: setting('CANCELLED_RETENTION', duration('14d', 0), {
+    group: 'refresh',
+    meaning:
+      'How long a removed future class stays in feeds as `STATUS:CANCELLED` (one whose time comes meanwhile ' +
+      'stays for good: the past is history).',
+    default: '14d',
+    example: '7d',
+  }),
+  cancelledTitlePrefix: setting('CANCELLED_TITLE_PREFIX', cancelledTitlePrefix, {
+    group: 'refresh',
+    meaning:
+      'Put before the title of a cancelled class, in feeds and in Google (several apps ignore ' +
+      '`STATUS:CANCELLED`); no line breaks or other control characters. Empty keeps titles as they are, and ' +
+      'Google deletes cancelled classes at once.',
+    default: 'Отменено: ',
+    example: 'Cancelled: ',
+  }),
+  inactiveAfterMs: setting('INACTIVE_AFTER', duration('30d', 60_000), {
+    group: 'refresh',
+    meaning:
+      'A source whose feed nobody requested for this long stops being refreshed, unless a Google calendar ' +
+      'follows it. Its feed is still served, and the next request wakes it up.',
+    default: '30d',
+    example: '90d',
+  }),
+  adminToken: setting('ADMIN_TOKEN', bearerSecret(16), {
+    group: 'secrets',
+    meaning:
+      'Bearer token of the admin routes (and the password of the queue board): at least 16 characters, no ' +
+      'whitespace (a bearer token is one word), and not guessable: fewer than 6 different characters, under 32 ' +
+      'bits of character entropy, a repeated pattern (`aaaaaaaaaaaaaaaa`, `passwordpassword`) or half made of ' +
+      'ascending or descending runs of 4 or more (`abcdefghijklmnop`, `0123456789abcdef`) is refused.',
+    defaultText: 'unset: admin routes answer `503`',
+    exampleText: 'made by `openssl rand -hex 24`',
+  }),
+  metricsToken: setting('METRICS_TOKEN', bearerSecret(16), {
+    group: 'secrets',
+    meaning:
+      'Bearer token `/metrics` asks for (`401` with `code` `METRICS_UNAUTHORIZED` without it), for a scraper that ' +
+      'comes through a proxy; the same rules as `ADMIN_TOKEN`. Unset, `/metrics` is for a scraper inside the ' +
+      'network: `deploy/nginx.conf` does not pass it.',
+    defaultText: 'unset: `/metrics` is open',
+    exampleText: 'made by `openssl rand -hex 24`',
+  }),
+  secretKey: setting('SECRET_KEY', secretKey, {
+    group: 'secrets',
+    meaning:
+      '32 bytes (64 hex digits or base64) for AES-256-GCM encryption of stored credentials and Google refresh ' +
+      'tokens, and the key of credential digests; needed by sign-ups and Google push. A key with fewer than 16 ' +
+      'different bytes (all zero, a repeated pattern) is refused as not random. Changing it makes stored refresh ' +
+      'tokens unreadable: their targets show `needs-consent`.',
+    defaultText: 'unset: sign-ups and Google push answer `503`',
+    exampleText: 'made by `openssl rand -hex 32`',
+  }),
+  googleClientId: setting('GOOGLE_CLIENT_ID', optionalText, {
+    group: 'google',
+    meaning:
+      'OAuth client for Google push: the id of a *Web application* client whose redirect URI is ' +
+      '`$PUBLIC_URL/google/callback`. `GOOGLE_CLIENT_SECRET` is required with it.',
+    defaultText: 'unset: Google push is off',
+    example: '1234567890-abcdef.apps.googleusercontent.com',
+  }),
+  googleClientSecret: setting('GOOGLE_CLIENT_SECRET', secret(1), {
+    group: 'google',
+    meaning: "The OAuth client's secret, required once `GOOGLE_CLIENT_ID` is set. A secret.",
+    defaultText: 'none',
+    exampleText: 'from the Google Cloud console, with the client id',
+  }),
+  googleApiRootUrl: setting('GOOGLE_API_ROOT_URL', httpUrlOr('GOOGLE_API_ROOT_URL', 'https://www.googleapis.com/'), {
+    group: 'google',
+    meaning: 'Google API root; tests point it at the fake Google server.',
+    default: 'https://www.googleapis.com/',
+    example: 'http://127.0.0.1:4020/',
+  }),
   googleOauthTokenUrl: setting(
     'GOOGLE_OAUTH_TOKEN_URL',
     httpUrlOr('GOOGLE_OAUTH_TOKEN_URL', 'https://oauth2.googleapis.com/token'),
+    {
+      group: 'google',
+      meaning: "Google's OAuth token endpoint (the fake Google server's in tests).",
+      default: 'https://oauth2.googleapis.com/token',
+      example: 'http://127.0.0.1:4020/token',
+    },
   ),
-  /** Google's consent page (the fake Google server's in tests). */
   googleOauthAuthUrl: setting(
     'GOOGLE_OAUTH_AUTH_URL',
     httpUrlOr('GOOGLE_OAUTH_AUTH_URL', 'https://accounts.google.com/o/oauth2/v2/auth'),
+    {
+      group: 'google',
+      meaning: "Google's consent page (the fake Google server's in tests).",
+      default: 'https://accounts.google.com/o/oauth2/v2/auth',
+      example: 'http://127.0.0.1:4020/auth',
+    },
   ),
-  /** Google Calendar API requests per minute per Google user, over all workers (Google allows 600). */
-  googleUserRateLimit: setting('GOOGLE_USER_RATE_LIMIT', positiveNumber(500, true, 570)),
-  /** Google Calendar API requests per second over all workers and users. */
-  googleRateLimit: setting('GOOGLE_RATE_LIMIT', positiveNumber(100, false, 10_000)),
-  /** How long a target rests after Google's "Calendar usage limits exceeded". */
-  googleQuotaPauseMs: setting('GOOGLE_QUOTA_PAUSE', duration('6h', 1_000)),
-  /** How often each target is compared with what its calendar really holds (and its index repaired). */
-  googleReconcileIntervalMs: setting('GOOGLE_RECONCILE_INTERVAL', duration('6h', 60_000)),
-  /** Concurrent push jobs per worker process. */
-  pushConcurrency: setting('PUSH_CONCURRENCY', positiveNumber(4, true, 1_000)),
-  logLevel: setting('LOG_LEVEL', logLevel),
-  /** Where embedded Redis keeps its data and address file. */
-  dataDir: setting('DATA_DIR', text('.data')),
-  // HTTP server limits: a slow or idle client must not hold a connection forever (docs/design.md).
-  /** Time a client has to send a whole request, body included (answered 408 beyond it). */
-  httpRequestTimeoutMs: setting('HTTP_REQUEST_TIMEOUT', duration('30s', 1_000)),
-  /** Time a client has to send a request's headers; at most HTTP_REQUEST_TIMEOUT. */
-  httpHeadersTimeoutMs: setting('HTTP_HEADERS_TIMEOUT', duration('10s', 1_000)),
-  /** A connection with no byte in either direction for this long is closed. */
-  httpIdleTimeoutMs: setting('HTTP_IDLE_TIMEOUT', duration('60s', 1_000)),
-  /** How long a kept-alive connection waits for its next request; longer than a proxy's own idle timeout. */
-  httpKeepAliveTimeoutMs: setting('HTTP_KEEP_ALIVE_TIMEOUT', duration('72s', 1_000)),
-  /** Open connections one process holds; a newcomer replaces one that sent nothing, waits or is slow sending. */
-  httpMaxConnections: setting('HTTP_MAX_CONNECTIONS', positiveNumber(4096, true, 1_000_000)),
-  /** Open connections one client address may hold (TRUST_PROXY's proxies excepted); replaced as above. */
-  httpMaxConnectionsPerAddress: setting('HTTP_MAX_CONNECTIONS_PER_ADDRESS', positiveNumber(256, true, 1_000_000)),
+  googleUserRateLimit: setting('GOOGLE_USER_RATE_LIMIT', positiveNumber(500, true, 570), {
+    group: 'google',
+    meaning:
+      'Calendar API requests per minute per Google user, over all workers (Google allows 600; at most 570, to ' +
+      'keep a margin for arrival jitter).',
+    default: '500',
+    example: '300',
+  }),
+  googleRateLimit: setting('GOOGLE_RATE_LIMIT', positiveNumber(100, false, 10_000), {
+    group: 'google',
+    meaning: 'Calendar API requests per second over all users and workers.',
+    default: '100',
+    example: '50',
+  }),
+  googleQuotaPauseMs: setting('GOOGLE_QUOTA_PAUSE', duration('6h', 1_000), {
+    group: 'google',
+    meaning: 'How long a calendar rests after Google answers "Calendar usage limits exceeded" (`quotaExceeded`).',
+    default: '6h',
+    example: '12h',
+  }),
+  googleReconcileIntervalMs: setting('GOOGLE_RECONCILE_INTERVAL', duration('6h', 60_000), {
+    group: 'google',
+    meaning:
+      "How often each connected calendar is compared with what Google really holds, and the target's index " +
+      'repaired from it.',
+    default: '6h',
+    example: '24h',
+  }),
+  pushConcurrency: setting('PUSH_CONCURRENCY', positiveNumber(4, true, 1_000), {
+    group: 'google',
+    meaning: 'Push jobs at once per worker process.',
+    default: '4',
+    example: '8',
+  }),
+  logLevel: setting('LOG_LEVEL', logLevel, {
+    group: 'logging',
+    meaning:
+      '`trace`, `debug`, `info`, `warn`, `error`, `fatal` or `silent`. Output is pretty when stdout is a ' +
+      "terminal, JSON lines otherwise; pretty output shows a logged error's stack only at `debug` (JSON lines " +
+      'always carry it).',
+    default: 'info',
+    example: 'debug',
+  }),
+  dataDir: setting('DATA_DIR', text('.data'), {
+    group: 'redis',
+    meaning:
+      "Folder of the embedded Redis: its data (`redis/`, AOF on) and address file (`redis.json`), the folder's " +
+      "instance lock, and the demo's files. It is made readable by you alone (folders 0700, files 0600); a " +
+      'folder you chose that exists already (`.`, your home) keeps its own mode.',
+    default: '.data',
+    example: '/var/lib/timetable-sync',
+  }),
+  httpRequestTimeoutMs: setting('HTTP_REQUEST_TIMEOUT', duration('30s', 1_000), {
+    group: 'httpLimits',
+    meaning: 'Time a client has to send a whole request, body included; `408` beyond it.',
+    default: '30s',
+    example: '60s',
+  }),
+  httpHeadersTimeoutMs: setting('HTTP_HEADERS_TIMEOUT', duration('10s', 1_000), {
+    group: 'httpLimits',
+    meaning: "Time a client has to send a request's headers (at most `HTTP_REQUEST_TIMEOUT`).",
+    default: '10s',
+    example: '5s',
+  }),
+  httpIdleTimeoutMs: setting('HTTP_IDLE_TIMEOUT', duration('60s', 1_000), {
+    group: 'httpLimits',
+    meaning: 'A connection without traffic either way for this long is closed.',
+    default: '60s',
+    example: '120s',
+  }),
+  httpKeepAliveTimeoutMs: setting('HTTP_KEEP_ALIVE_TIMEOUT', duration('72s', 1_000), {
+    group: 'httpLimits',
+    meaning:
+      "How long a kept-alive connection waits for its next request; keep it above a reverse proxy's idle timeout.",
+    default: '72s',
+    example: '75s',
+  }),
+  httpMaxConnections: setting('HTTP_MAX_CONNECTIONS', positiveNumber(4096, true, 1_000_000), {
+    group: 'httpLimits',
+    meaning:
+      'Open connections per process. At the cap a new one replaces the oldest that has sent nothing, else the one ' +
+      'kept alive the longest, else the oldest still sending its request, and is closed at once only when all are ' +
+      'being answered. From three quarters of it on, kept-alive connections wait 5 s at most and silent ones 3 s.',
+    default: '4096',
+    example: '16384',
+  }),
+  httpMaxConnectionsPerAddress: setting('HTTP_MAX_CONNECTIONS_PER_ADDRESS', positiveNumber(256, true, 1_000_000), {
+    group: 'httpLimits',
+    meaning:
+      'Open connections per client address (an IPv6 client is its /64). At the cap a new one replaces one of that ' +
+      "address's connections as above, so slow or silent sockets do not lock the address out. Not applied to the " +
+      'proxies `TRUST_PROXY` names (with `true`, to nobody).',
+    default: '256',
+    example: '1024',
+  }),
 };
 
 type Settings = typeof SETTINGS;
@@ -252,8 +718,13 @@ export type RequiredSetting = Extract<
   'UNIVERSITY_API_URL' | 'UNIVERSITY_CREDENTIAL' | 'ADMIN_TOKEN' | 'SECRET_KEY' | 'REDIS_URL'
 >;
 
-/** Every variable the service reads (the source of `.env.example`, which a test holds to it). */
+/** Every variable the service reads, in the order of {@link SETTINGS}. */
 export const ENV_VARIABLES: readonly EnvName[] = Object.values(SETTINGS).map((entry) => entry.env);
+
+/** Every setting's variable and doc, the source of docs/configuration.md and .env.example (`npm run docs`). */
+export const SETTING_DOCS: readonly ({ readonly env: EnvName } & SettingDoc)[] = Object.values(SETTINGS).map(
+  (entry) => ({ env: entry.env, ...entry.doc }),
+);
 
 /** Thrown when the environment is invalid; `problems` names every bad variable and why. */
 export class ConfigError extends Error {

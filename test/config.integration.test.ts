@@ -1,10 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { ConfigError, ENV_VARIABLES, loadConfig, readEnvironment } from '../src/config.ts';
+import { ConfigError, loadConfig, readEnvironment } from '../src/config.ts';
 import { runCli } from './support/cli.ts';
 
 function problemsOf(env: Record<string, string>, required: Parameters<typeof loadConfig>[1] = []): readonly string[] {
@@ -250,25 +249,6 @@ describe('loadConfig', () => {
     } finally {
       vi.unstubAllEnvs();
     }
-  });
-});
-
-describe('.env.example', () => {
-  const example = readFileSync(join(import.meta.dirname, '../.env.example'), 'utf8');
-  const assignments = new Map(
-    [...example.matchAll(/^#?\s*([A-Z][A-Z0-9_]+)=(.*)$/gm)].map((match) => [match[1] as string, match[2] as string]),
-  );
-
-  it('documents every variable the service reads', () => {
-    expect([...assignments.keys()].sort()).toEqual([...ENV_VARIABLES].sort());
-  });
-
-  it('gives, for every uncommented variable, the default the code applies', () => {
-    const active = Object.fromEntries(
-      [...example.matchAll(/^([A-Z][A-Z0-9_]+)=(.*)$/gm)].map((match) => [match[1], match[2]]),
-    );
-    expect(Object.keys(active).length).toBeGreaterThan(5);
-    expect(loadConfig(active)).toEqual(loadConfig({}));
   });
 });
 
