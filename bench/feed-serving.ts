@@ -1,5 +1,5 @@
 /**
- * Benchmark of feed serving (issue: "feed serving ≥ 0.9× nginx, plain and gzip: same feed, same bytes, one core
+ * Benchmark of feed serving (the goal: "feed serving ≥ 0.9× nginx, plain and gzip: same feed, same bytes, one core
  * each, alternating rounds; also report brotli and If-None-Match → 304 rates").
  *
  * Setup: a private redis-server, the simulator (in this process: it is idle while we measure), and the

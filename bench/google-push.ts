@@ -1,5 +1,5 @@
 /**
- * Benchmark of Google push (issue 5: "Google API write calls per sync divided by the number of changed
+ * Benchmark of Google push (its measures: "Google API write calls per sync divided by the number of changed
  * occurrences — target exactly 1.00, and 0 writes when nothing changed; a first push of 500 events against
  * the fake's 600/min/user quota provokes no quota error").
  *

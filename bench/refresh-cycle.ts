@@ -1,5 +1,5 @@
 /**
- * Benchmark of a refresh cycle (issue: "2,000 sources, 2 worker processes, simulator with 20 ms latency,
+ * Benchmark of a refresh cycle (the goal: "2,000 sources, 2 worker processes, simulator with 20 ms latency,
  * UPSTREAM_RATE_LIMIT=100: achieved fetch rate ≥ 0.95× the limit, and exactly 1.00 upstream request per
  * source per cycle however many subscribers each source has").
  *

@@ -1,5 +1,5 @@
 /**
- * Benchmark of the timetable engine (issue: "expand every entry … and render byte-stable ICS").
+ * Benchmark of the timetable engine (the goal: "expand every entry … and render byte-stable ICS").
  *
  * Workload: every group of the bundled simulator (1,500 groups, seed 1), fetched once over loopback and
  * parsed before timing starts. Measured in one process, interleaved rounds:

@@ -317,7 +317,7 @@ const SETTINGS = {
       'Comma list of `YYYY-MM-DD` term starts (first study days), each starting a week count (week 1 is odd). ' +
       "Set, it pins parity: exactly these dates, nothing inferred. Unset, each half-year's term start is the " +
       'start date most entries of the stored timetables share, and with no data at all 1 September of every ' +
-      'year (docs/design.md#expansion-semantics; how to check and pin it: docs/operations.md#week-parity).',
+      'year (docs/design.md#expansion-semantics; how to check and pin it: docs/how-it-works.md#week-parity).',
     defaultText: 'inferred from the timetables',
     example: '2025-09-01,2026-02-09',
   }),

@@ -1,5 +1,5 @@
 /**
- * Issue 16's bound on the api's memory: with every feed published and requested, its RSS stays within the
+ * The footprint bound on the api's memory: with every feed published and requested, its RSS stays within the
  * feed cache's byte budget (`FEED_CACHE_MB`) plus a fixed baseline, what the api takes to serve the same
  * requests without keeping feeds.
  *

@@ -1,5 +1,5 @@
 /**
- * Issue 16's restart cost, measured once the largest step's feeds are all published: how long the
+ * The restart cost of a large deployment, measured once the largest step's feeds are all published: how long the
  * benchmark's Redis takes to load its AOF when restarted, and how long a freshly started api (cold feed
  * cache) takes to serve its first 1,000 distinct feeds.
  *

@@ -63,9 +63,10 @@ export function expansionSettings(
 }
 
 /**
- * What a publication was expanded with. A state stored before issue 11 recorded nothing: it was expanded with
- * the configured anchors by rules 1, and is re-expanded so, so that the first refresh after an upgrade keeps
- * its past exactly as published. Issue 11 recorded the settings but not the rules, which were 2.
+ * What a publication was expanded with. A state stored before rows were merged and term starts inferred recorded
+ * nothing: it was expanded with the configured anchors by rules 1, and is re-expanded so, so that the first refresh
+ * after an upgrade keeps its past exactly as published. The first version that recorded the settings left out the
+ * rules, which were 2.
  */
 export function publishedExpansion(published: PublishedState | undefined, settings: FeedSettings): ExpansionSettings {
   if (published === undefined) return expansionSettings(settings, settings.weekParityAnchors);

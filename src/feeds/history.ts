@@ -16,8 +16,9 @@ export interface ExpansionSettings {
   termStarts: readonly string[];
   holidays: readonly string[];
   /**
-   * The expansion rules (see `ExpansionRules`). Only states stored before issue 11 lack this whole record
-   * (they are re-expanded by rules 1); issue 11 recorded it without `rules`, and expanded by rules 2.
+   * The expansion rules (see `ExpansionRules`). Only states stored before the settings were recorded lack this
+   * whole record (they are re-expanded by rules 1); the first version that recorded it left out `rules`, and
+   * expanded by rules 2.
    */
   rules?: ExpansionRules | undefined;
   /** The study plan notes classes were described with (personal timetables with a plan); absent: none. */

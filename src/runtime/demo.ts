@@ -122,7 +122,7 @@ export async function printDemo(info: DemoInfo): Promise<void> {
       `    health and metrics:   ${serviceUrl}/readyz  ${serviceUrl}/metrics`,
       '',
       config.googleClientId === undefined
-        ? '  Google Calendar push:   set GOOGLE_CLIENT_ID and GOOGLE_CLIENT_SECRET (README: Operations) to enable it'
+        ? '  Google Calendar push:   set GOOGLE_CLIENT_ID and GOOGLE_CLIENT_SECRET (docs/operations.md) to enable it'
         : `  Google Calendar push:   ${serviceUrl}/google/connect?source=group:${sample.groupId}`,
       '',
       `  University simulator:   ${simulatorUrl}  (move a class: PATCH ${simulatorUrl}/_sim/entries/<id>)`,

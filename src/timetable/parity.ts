@@ -29,7 +29,8 @@ export function firstWeekMonday(termStart: DayNumber): DayNumber {
 }
 
 /**
- * Rules 1 (feeds published before issue 11, re-expanded as they were published; see `ExpansionRules`): week 1
+ * Rules 1 (feeds published before rows were merged and term starts inferred, re-expanded as they were published;
+ * see `ExpansionRules`): week 1
  * is the week containing the term start whatever its weekday, and the default term start is 1 September, or
  * 2 September when 1 September is a Sunday. Kept only so that an upgrade does not move what was published.
  */
@@ -45,7 +46,7 @@ const currentRules = { firstWeekMonday, defaultTermStart };
 
 /**
  * Builds the parity rule from the term starts in force (ISO dates: configured or inferred), or the default
- * yearly rule when the list is empty; `rules` 1 counts as feeds published before issue 11 did.
+ * yearly rule when the list is empty; `rules` 1 counts as feeds published before rows were merged did.
  */
 export function weekParity(termStarts: readonly string[] = [], rules: ExpansionRules = 2): WeekParity {
   const rule = rules === 1 ? legacyRules : currentRules;

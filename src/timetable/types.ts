@@ -75,9 +75,9 @@ export interface ExpandOptions {
 
 /**
  * Versions of the expansion rules, so that what a feed published is re-expanded exactly as it was. 1: before
- * issue 11, each row its own class, and week 1 the week containing the term start whatever its weekday (by
- * default 1 September, or 2 September when that is a Sunday). 2: rows of one class merged, weekend term starts
- * counting from the following week.
+ * rows were merged and term starts inferred, each row its own class, and week 1 the week containing the term
+ * start whatever its weekday (by default 1 September, or 2 September when that is a Sunday). 2: rows of one
+ * class merged, weekend term starts counting from the following week.
  */
 export type ExpansionRules = 1 | 2;
 

@@ -6,7 +6,7 @@
  * at once than the pool has connections, so none waits unseen inside it. A call that finds its lane's short
  * line full is refused at once with {@link UpstreamBusyError}, as is one still in line at its deadline.
  *
- * Measured before (issue 12): 16 calls in flight over 4 connections and a timeout that only started on a
+ * Measured before these bounds: 16 calls in flight over 4 connections and a timeout that only started on a
  * connection; with an 8 s search, 64 searches were answered after up to 22 s and a sign-up got 503s for 20 s.
  */
 import { type Deadline, startDeadline } from '../lib/deadline.ts';

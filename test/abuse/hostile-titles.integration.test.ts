@@ -1,9 +1,9 @@
 /**
- * Abuse figures for subscriber variants (issue 12, item 6): a big timetable with long upstream fields, hostile
+ * Abuse figures for subscriber variants: a big timetable with long upstream fields, hostile
  * title templates asked for in parallel, and a health check polled meanwhile. Bounded and loopback only.
  * The service runs in a child process (`timetable-sync api`): a poller in the app's own process would be held
  * up by the very stall it measures. The server's event-loop delay comes from its own `/metrics`.
- * Prints `{figure, value, unit}` lines for the closing note and README.
+ * Prints `{figure, value, unit}` lines, which docs/operations.md quotes.
  */
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';

@@ -20,7 +20,7 @@ let workers: WorkerSet;
 let closeContext: () => Promise<void>;
 let redis: Redis;
 
-/** One figure, printed as the issue asks: one JSON line each. */
+/** One figure, printed as a JSON line that the docs' figures are copied from. */
 function figure(name: string, value: number, unit: string): void {
   console.log(JSON.stringify({ figure: name, value, unit }));
 }

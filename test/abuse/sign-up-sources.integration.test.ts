@@ -1,6 +1,6 @@
 /**
- * Abuse: one valid credential signed up over and over must not multiply sources (issue 12 measured 200
- * sources from 200 sign-ups, each refreshed every 30 minutes). Over loopback HTTP against the real app,
+ * Abuse: one valid credential signed up over and over must not multiply sources (before, 200 sign-ups made 200
+ * sources, each refreshed every 30 minutes). Over loopback HTTP against the real app,
  * workers and the university simulator: 10 sign-ups of one user make one source, the sixth to tenth feed
  * tokens revoke the first to fifth, the newest serves the feed and a revoked one answers 404, a token whose
  * feed a calendar fetches outlives newer unused ones; simultaneous

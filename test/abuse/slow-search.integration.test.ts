@@ -1,6 +1,6 @@
 /**
- * Abuse: 64 teacher searches at once while the university takes 8 s to answer a search (issue 12 measured a
- * resync held 31 s, then searches answered after up to 22 s and a sign-up refused with 503 for 20 s). The real
+ * Abuse: 64 teacher searches at once while the university takes 8 s to answer a search (before the bounds, a
+ * resync was held 31 s, then searches answered after up to 22 s and a sign-up refused with 503 for 20 s). The real
  * clients of the service (its own request-path pool, deadline and lanes, the shared Redis budget) against the
  * simulator with a latency fault, over loopback HTTP. Prints its figures as JSON lines.
  */

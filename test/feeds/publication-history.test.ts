@@ -411,8 +411,8 @@ describe('a twin taking over', () => {
   });
 });
 
-describe('the first refresh after upgrading from before issue 11', () => {
-  /** A publication as the code before issue 11 made it: rules 1, and no expansion settings recorded. */
+describe('the first refresh after upgrading from before rows were merged', () => {
+  /** A publication as the code before rows were merged made it: rules 1, and no expansion settings recorded. */
   function legacyPublish(entries: TimetableEntry[], now: number): Published {
     const next = expand(entries, { timezone: SETTINGS.timezone, rules: 1 }).occurrences;
     const plan = diffPublication({
@@ -431,7 +431,7 @@ describe('the first refresh after upgrading from before issue 11', () => {
   }
 
   it('2018 (1 September a Saturday): the odd-week dates already held stay, the coming ones follow the new rule', () => {
-    // Odd-week Tuesdays: before issue 11, week 1 held 1 September (Sat), so 4 Sep was week 2; now it is week 1.
+    // Odd-week Tuesdays: by rules 1, week 1 held 1 September (Sat), so 4 Sep was week 2; now it is week 1.
     const tuesday = entry({
       id: 7,
       year: 2018,
@@ -481,7 +481,7 @@ describe('the first refresh after upgrading from before issue 11', () => {
     expect(feedOccurrences({ entries: rows }, upgraded.state, SETTINGS)).toEqual(upgraded.plan.occurrences);
   });
 
-  it('a state recorded by issue 11 without rules expands by the current ones', () => {
+  it('a state recorded without rules (the first version to record settings) expands by the current ones', () => {
     const rows = [entry({ id: 301, groups: ['09-351'] }), entry({ id: 302, groups: ['09-352'] })];
     const current = publish(undefined, rows, msk('2025-08-25T09:00'));
     const { rules: _rules, ...expansion } = current.state.expansion ?? { timezone: '', termStarts: [], holidays: [] };

@@ -1,5 +1,5 @@
 /**
- * Bounds of subscriber variants (issue 12): options a timetable cannot honour answer 400 naming what it has,
+ * Bounds of subscriber variants: options a timetable cannot honour answer 400 naming what it has,
  * titles are capped, only a few different variants are rendered at once, and a variant has a byte cap.
  */
 import ICAL from 'ical.js';

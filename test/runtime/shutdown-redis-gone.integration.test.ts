@@ -17,7 +17,7 @@ import { waitUntil } from '../support/poll.ts';
 import { type RedisProcess, startRedisProcess } from '../support/redis-process.ts';
 import { TEST_ADMIN_TOKEN, TEST_SECRET_KEY, uniquePrefix } from '../support/service.ts';
 
-/** What the issue asks for: a supervisor's SIGKILL comes 10 s after SIGTERM. */
+/** What a supervisor allows: Docker's and Compose's SIGKILL comes 10 s after SIGTERM. */
 const EXIT_WITHIN_MS = 10_000;
 
 let sim: Awaited<ReturnType<typeof startSimulator>>;

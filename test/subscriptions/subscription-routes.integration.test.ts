@@ -125,7 +125,7 @@ describe('POST /api/subscriptions', () => {
   });
 
   it('signs up a person whose profile has a null user id, tied to the credential: only it can replace itself', async () => {
-    // Some deployments answer `id: null` in the profile (the issue's "null anywhere").
+    // Some deployments answer `id: null` in the profile (real profiles have shown null in any field).
     const me = ctx.requestUpstream.me.bind(ctx.requestUpstream);
     const nullId = vi.spyOn(ctx.requestUpstream, 'me').mockImplementation((async (credential, select, options) => ({
       ...(await me(credential, select, options)),

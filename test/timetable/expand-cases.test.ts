@@ -113,7 +113,7 @@ describe('week parity: explicit anchors', () => {
   });
 });
 
-describe('week parity: rules 1, kept to re-expand feeds published before issue 11', () => {
+describe('week parity: rules 1, kept to re-expand feeds published before rows were merged', () => {
   const week = (parity: ReturnType<typeof weekParity>, date: string) => parity.weekNumber(dayNumber(date));
 
   it('counts week 1 from the week holding the term start, whatever its weekday', () => {

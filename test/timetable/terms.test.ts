@@ -165,8 +165,8 @@ describe('2018/19, as the KFU timetable bots counted it', () => {
     const odd = entry({ weekday: 2, weekType: 1, startDate: '2019-02-04', finishDate: '2019-03-31' });
     const dates = expand([odd], { timezone: 'Europe/Moscow', anchors }).occurrences.map((o) => o.date);
     expect(dates).toEqual(['2019-02-05', '2019-02-19', '2019-03-05', '2019-03-19']);
-    // The rule before issue 11 made the week of Saturday 1 September (from Monday 27 August) week 1 and never
-    // restarted in spring: every spring class a week off.
+    // The rule before term starts were inferred made the week of Saturday 1 September (from Monday 27 August)
+    // week 1 and never restarted in spring: every spring class a week off.
     const before = expand([odd], { timezone: 'Europe/Moscow', anchors: ['2018-08-27'] });
     const fallback = before.occurrences.map((o) => o.date);
     expect(fallback).toEqual(['2019-02-12', '2019-02-26', '2019-03-12', '2019-03-26']);
