@@ -4,7 +4,7 @@
  * table documents a default or an example the code would not accept as such, and when another document copies
  * the settings table instead of linking to docs/configuration.md.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseEnv } from 'node:util';
 import { describe, expect, it } from 'vitest';
@@ -73,5 +73,24 @@ describe('.env.example', () => {
     const commented = [...example.matchAll(/^# ([A-Z][A-Z0-9_]+=".*")$/gm)].map((match) => match[1] as string);
     expect(commented.length).toBeGreaterThan(0);
     for (const line of commented) expect(loadConfig(parseEnv(line)), line).toEqual(loadConfig({}));
+  });
+});
+describe('one reference for settings', () => {
+  const documents = ['README.md', ...readdirSync(join(root, 'docs')).filter((name) => name.endsWith('.md'))]
+    .map((name) => (name === 'README.md' ? name : `docs/${name}`))
+    .filter((path) => path !== 'docs/configuration.md');
+
+  it('no other document lists settings in a table of its own', () => {
+    for (const path of documents) {
+      const rows = read(path)
+        .split('\n')
+        .filter((line) => ENV_VARIABLES.some((name) => line.startsWith(`| \`${name}\``)));
+      expect(rows, `${path} copies settings rows; link to docs/configuration.md instead`).toEqual([]);
+    }
+  });
+
+  it('README.md and docs/design.md link to docs/configuration.md', () => {
+    expect(read('README.md').includes('](docs/configuration.md'), 'README.md links it').toBe(true);
+    expect(read('docs/design.md').includes('](configuration.md'), 'docs/design.md links it').toBe(true);
   });
 });
