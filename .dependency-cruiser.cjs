@@ -1,7 +1,11 @@
 /**
- * The import rules of src/, checked by `npm run deps` (and so by `npm test`). Only imports that exist at run
- * time count: `import type` is erased when the code runs, and a type-only import of the ServiceContext
- * parameter object is not a dependency.
+ * The import rules of src/ and of the code around it, checked by `npm run deps` (and so by `npm test`). Within
+ * src/, only imports that exist at run time count: `import type` is erased when the code runs, and a type-only
+ * import of the ServiceContext parameter object is not a dependency.
+ *
+ * Around src/: test/ (the suites) and bench/ (the benchmarks and their own tests) never import each other, type
+ * imports included; what both use (process plumbing, the fake Google, polling) lives in testkit/, which imports
+ * neither, and src/ imports none of them.
  *
  * The folders of src/ form a stack, bottom first. A folder may import its own layer and the layers below it,
  * never one above: so no folder imports a folder that imports it back. A new folder goes into LAYERS, or
@@ -55,10 +59,31 @@ module.exports = {
     },
     {
       name: 'src-imports-tests',
-      comment: 'the service never imports test or bench code',
+      comment: 'the service never imports test, bench, testkit or script code',
       severity: 'error',
       from: { path: '^src/' },
-      to: { path: '^(test|bench)/' },
+      to: { path: '^(test|bench|testkit|scripts)/' },
+    },
+    {
+      name: 'test-imports-bench',
+      comment: 'tests never import the benchmarks: what both use lives in testkit/',
+      severity: 'error',
+      from: { path: '^test/' },
+      to: { path: '^bench/' },
+    },
+    {
+      name: 'bench-imports-test',
+      comment: 'the benchmarks (and their own tests) never import test/: what both use lives in testkit/',
+      severity: 'error',
+      from: { path: '^bench/' },
+      to: { path: '^test/' },
+    },
+    {
+      name: 'testkit-imports-users',
+      comment: 'testkit/ serves test/, bench/ and scripts/ and imports none of them',
+      severity: 'error',
+      from: { path: '^testkit/' },
+      to: { path: '^(test|bench|scripts)/' },
     },
   ],
   options: {
@@ -68,7 +93,7 @@ module.exports = {
     // extraction, which never runs here, and asking for it made every run warn "missing-tsc-transpiler".
     parser: 'swc',
     doNotFollow: { path: 'node_modules' },
-    exclude: { path: '\\.test\\.ts$' },
+    exclude: { path: '^src/.*\\.test\\.ts$' },
     enhancedResolveOptions: { extensions: ['.ts', '.js', '.json'] },
   },
 };

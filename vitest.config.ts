@@ -13,7 +13,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'unit',
-          include: ['test/**/*.test.ts', 'src/**/*.test.ts'],
+          include: ['test/**/*.test.ts', 'bench/**/*.test.ts', 'src/**/*.test.ts'],
           // Pure suites share no state worth isolating: one module graph in worker threads runs them in about
           // 4 s instead of 11 s (a fresh process and import per file).
           pool: 'threads',
@@ -25,7 +25,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'integration',
-          include: ['test/**/*.integration.test.ts'],
+          include: ['test/**/*.integration.test.ts', 'bench/**/*.integration.test.ts'],
           globalSetup: ['test/support/global-setup.ts'],
           testTimeout: 20_000,
           hookTimeout: 30_000,

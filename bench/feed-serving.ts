@@ -29,8 +29,6 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
-import { CpuMeter, processCpuSeconds } from './support/cpu.ts';
-import { hasCommand, pin, runWrk, startNginx, type WrkOptions } from './support/load.ts';
 import {
   Cleanup,
   getUntilOk,
@@ -42,7 +40,9 @@ import {
   serviceEnvironment,
   spawnRole,
   tempDir,
-} from './support/processes.ts';
+} from '../testkit/processes.ts';
+import { CpuMeter, processCpuSeconds } from './support/cpu.ts';
+import { hasCommand, pin, runWrk, startNginx, type WrkOptions } from './support/load.ts';
 
 const ROUNDS = 3;
 const SECONDS = 10;

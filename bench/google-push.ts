@@ -3,7 +3,7 @@
  * occurrences — target exactly 1.00, and 0 writes when nothing changed; a first push of 500 events against
  * the fake's 600/min/user quota provokes no quota error").
  *
- * Setup: a private redis-server; the simulator and the fake Google (test/fake-google: its default quota of
+ * Setup: a private redis-server; the simulator and the fake Google (testkit/fake-google: its default quota of
  * 600 requests per minute per user, 30 ms latency on every answer, like a real API) in this process; one
  * `timetable-sync worker` child process with the Google settings pointing at the fake and the DEFAULT budget
  * (GOOGLE_USER_RATE_LIMIT 500/min, GOOGLE_RATE_LIMIT 100/s, PUSH_CONCURRENCY 4). A child process rather
@@ -34,9 +34,8 @@ import { silentLogger } from '../src/logger.ts';
 import type { ServiceContext } from '../src/runtime/context.ts';
 import { openServiceContext } from '../src/runtime/service-context.ts';
 import { connectTarget } from '../src/subscriptions/google-connect.ts';
-import { type FakeGoogle, startFakeGoogle } from '../test/fake-google/index.ts';
-import { calendarState, mismatches } from './support/calendar-diff.ts';
-import { CpuMeter } from './support/cpu.ts';
+import { calendarState, mismatches } from '../testkit/calendar-diff.ts';
+import { type FakeGoogle, startFakeGoogle } from '../testkit/fake-google/index.ts';
 import {
   Cleanup,
   privateRedis,
@@ -44,7 +43,9 @@ import {
   serviceEnvironment,
   spawnRole,
   tempDir,
-} from './support/processes.ts';
+} from '../testkit/processes.ts';
+import type { OneOff } from '../testkit/timetable-edits.ts';
+import { CpuMeter } from './support/cpu.ts';
 import { type PushGroup, prepareGroup } from './support/push-group.ts';
 import {
   countsDelta,
@@ -56,7 +57,6 @@ import {
   syncCounts,
 } from './support/push-phase.ts';
 import { desiredFor, measureRound, measureSteady, methods, type PushBench, type Round } from './support/push-rounds.ts';
-import type { OneOff } from './support/timetable-edits.ts';
 
 const LATENCY_MS = 30;
 const MIN_OCCURRENCES = 1_000;

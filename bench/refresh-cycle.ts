@@ -34,7 +34,6 @@ import { activateSource } from '../src/jobs/activation.ts';
 import { silentLogger } from '../src/logger.ts';
 import type { ServiceContext } from '../src/runtime/context.ts';
 import { openServiceContext } from '../src/runtime/service-context.ts';
-import { runCycle } from './support/cycle-run.ts';
 import {
   Cleanup,
   privateRedis,
@@ -43,7 +42,8 @@ import {
   sleep,
   spawnRole,
   tempDir,
-} from './support/processes.ts';
+} from '../testkit/processes.ts';
+import { runCycle } from './support/cycle-run.ts';
 import { simulatorControl } from './support/soak-setup.ts';
 
 const RATE_LIMIT = 100;

@@ -30,7 +30,7 @@
  *   api's RSS is no baseline; it is reported beside). These requests have the calendar clients' mix of
  *   encodings (mostly gzip, some brotli, some identity), so that every form the api caches is there. The
  *   stored feeds' bytes (every field of their hashes, whichever the stored format has) say whether they all fit.
- *   The service's processes get the Docker image's allocator settings (`MALLOC_*`, bench/support/processes.ts)
+ *   The service's processes get the Docker image's allocator settings (`MALLOC_*`, testkit/processes.ts)
  *   unless the environment sets them.
  * - Redis commands: during the steady cycle (per source; subscribers' cache misses included) and over 20 s of an
  *   idle service after it (schedulers, heartbeats, polling).
@@ -58,15 +58,6 @@ import { silentLogger } from '../src/logger.ts';
 import { openServiceContext } from '../src/runtime/service-context.ts';
 import type { RunningSimulator } from '../src/simulator/index.ts';
 import {
-  type ApiMemoryVerdict,
-  apiMemoryVerdict,
-  BASELINE_CACHE_MB,
-  feedCacheBudgetMiB,
-} from './support/api-memory.ts';
-import { type Panel, writeChart } from './support/chart.ts';
-import { runCycle } from './support/cycle-run.ts';
-import { findingLine, type GrowthSeries, growthVerdict } from './support/growth-verdict.ts';
-import {
   Cleanup,
   imageAllocator,
   privateRedis,
@@ -75,7 +66,16 @@ import {
   sleep,
   spawnRole,
   tempDir,
-} from './support/processes.ts';
+} from '../testkit/processes.ts';
+import {
+  type ApiMemoryVerdict,
+  apiMemoryVerdict,
+  BASELINE_CACHE_MB,
+  feedCacheBudgetMiB,
+} from './support/api-memory.ts';
+import { type Panel, writeChart } from './support/chart.ts';
+import { runCycle } from './support/cycle-run.ts';
+import { findingLine, type GrowthSeries, growthVerdict } from './support/growth-verdict.ts';
 import { KEY_KINDS, type KeyKind, type PerSourceKB, perSourceKB, redisBreakdown } from './support/redis-breakdown.ts';
 import {
   type FeedPass,

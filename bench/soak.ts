@@ -24,8 +24,7 @@ import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config.ts';
 import { silentLogger } from '../src/logger.ts';
 import { openServiceContext } from '../src/runtime/service-context.ts';
-import { startFakeGoogle } from '../test/fake-google/index.ts';
-import { writeChart } from './support/chart.ts';
+import { startFakeGoogle } from '../testkit/fake-google/index.ts';
 import {
   Cleanup,
   privateRedis,
@@ -35,7 +34,8 @@ import {
   sleep,
   spawnRole,
   tempDir,
-} from './support/processes.ts';
+} from '../testkit/processes.ts';
+import { writeChart } from './support/chart.ts';
 import { bytesPerKeptJob } from './support/soak-probes.ts';
 import { judge, panels, progressLine } from './support/soak-report.ts';
 import { csvValue, type Row, Sampler } from './support/soak-sampler.ts';

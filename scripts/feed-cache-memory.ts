@@ -10,6 +10,7 @@
  *   the environment sets them, and SERVICE_NODE_OPTIONS as NODE_OPTIONS)
  */
 import { parseArgs } from 'node:util';
+import { rssMiB } from '../bench/support/soak-probes.ts';
 import {
   Cleanup,
   getUntilOk,
@@ -22,8 +23,7 @@ import {
   sleep,
   spawnRole,
   tempDir,
-} from '../bench/support/processes.ts';
-import { rssMiB } from '../bench/support/soak-probes.ts';
+} from '../testkit/processes.ts';
 
 const { values } = parseArgs({
   options: { groups: { type: 'string', default: '1500' }, budget: { type: 'string', default: '256' } },

@@ -33,9 +33,9 @@ import {
   type UpgradeFixture,
   writeFixture,
 } from '../test/deploy/upgrade-fixture.ts';
-import { startFakeGoogle } from '../test/fake-google/index.ts';
-import { until } from '../test/support/poll.ts';
-import { startRedisProcess } from '../test/support/redis-process.ts';
+import { startFakeGoogle } from '../testkit/fake-google/index.ts';
+import { until } from '../testkit/poll.ts';
+import { startRedisProcess } from '../testkit/redis-process.ts';
 
 const SIMULATOR = { seed: 1, referenceDate: '2025-10-01T00:00:00.000Z', groups: 12, employees: 12, users: 3 };
 /** The service clock at the first publication; each later step moves it on by an hour. */

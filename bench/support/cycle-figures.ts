@@ -1,6 +1,7 @@
 /** The figures of one measured refresh cycle, from its jobs and the simulator's request counters. */
+
+import { median } from '../../testkit/processes.ts';
 import type { JobEnd } from './job-ends.ts';
-import { median } from './processes.ts';
 
 /** The simulator's `GET /_sim/stats` request counters. */
 export type UpstreamRequests = { total: number; byEndpoint: Record<string, number> };

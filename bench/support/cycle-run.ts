@@ -6,10 +6,10 @@
  */
 import { Redis } from 'ioredis';
 import type { ServiceContext } from '../../src/runtime/context.ts';
+import { rawRequest } from '../../testkit/processes.ts';
 import { CpuMeter, processCpu, processCpuSeconds } from './cpu.ts';
 import { cycleFigures, type UpstreamRequests } from './cycle-figures.ts';
 import { collectJobEnds, type JobEnds } from './job-ends.ts';
-import { rawRequest } from './processes.ts';
 import { simulatorControl } from './soak-setup.ts';
 import { startSubscribers } from './subscribers.ts';
 

@@ -10,7 +10,7 @@
  */
 import { type Queue, QueueEvents } from 'bullmq';
 import type { RedisClient } from '../../src/lib/redis-target.ts';
-import { sleep } from './processes.ts';
+import { sleep } from '../../testkit/processes.ts';
 
 /** One job of a cycle, as its events told it. */
 export interface JobEnd {

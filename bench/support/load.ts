@@ -7,7 +7,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from '../../src/runtime/embedded-redis.ts';
-import { type Cleanup, sleep, stopChild } from './processes.ts';
+import { type Cleanup, sleep, stopChild } from '../../testkit/processes.ts';
 
 const run = promisify(execFile);
 

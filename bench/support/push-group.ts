@@ -5,10 +5,10 @@
  */
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import type { SourceKey } from '../../src/sources/source.ts';
-import { rawRequest } from './processes.ts';
+import { rawRequest } from '../../testkit/processes.ts';
+import { type OneOff, TimetableEdits } from '../../testkit/timetable-edits.ts';
 import { refreshAndSettle } from './push-phase.ts';
 import { confirmedOccurrences } from './push-rounds.ts';
-import { type OneOff, TimetableEdits } from './timetable-edits.ts';
 
 /** An entry of the original timetable picked for a round, with its confirmed occurrences. */
 export interface PickedEntry {

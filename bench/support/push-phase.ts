@@ -8,8 +8,8 @@ import type { PushJobData, PushJobResult, RefreshJobResult } from '../../src/job
 import { enqueueRefresh } from '../../src/jobs/queues.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import type { SourceKey } from '../../src/sources/source.ts';
-import type { FakeGoogle, FakeGoogleCounts } from '../../test/fake-google/index.ts';
-import { sleep } from './processes.ts';
+import type { FakeGoogle, FakeGoogleCounts } from '../../testkit/fake-google/index.ts';
+import { sleep } from '../../testkit/processes.ts';
 
 const PENDING = ['waiting', 'active', 'delayed', 'prioritized', 'waiting-children'] as const;
 

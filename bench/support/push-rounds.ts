@@ -12,8 +12,9 @@ import { enqueuePush } from '../../src/jobs/queues.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import type { SourceKey } from '../../src/sources/source.ts';
 import type { Occurrence } from '../../src/timetable/types.ts';
-import type { FakeGoogle } from '../../test/fake-google/index.ts';
-import { calendarState, diffCalendars, mismatches } from './calendar-diff.ts';
+import { calendarState, diffCalendars, mismatches } from '../../testkit/calendar-diff.ts';
+import type { FakeGoogle } from '../../testkit/fake-google/index.ts';
+import type { TimetableEdits } from '../../testkit/timetable-edits.ts';
 import {
   type CountsDelta,
   countsDelta,
@@ -24,7 +25,6 @@ import {
   refreshAndSettle,
   settle,
 } from './push-phase.ts';
-import type { TimetableEdits } from './timetable-edits.ts';
 
 /** What the rounds work on. */
 export interface PushBench {

@@ -13,7 +13,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { open, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Redis, ReplyError } from 'ioredis';
-import { type Cleanup, rawRequest, sleep, stopChild } from './processes.ts';
+import { type Cleanup, rawRequest, sleep, stopChild } from '../../testkit/processes.ts';
 
 /** Distinct feeds a fresh api serves in the measurement. */
 export const FIRST_FEEDS = 1_000;

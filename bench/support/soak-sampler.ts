@@ -3,8 +3,8 @@
  * simulator, the fake Google and the subscribers. Counters become amounts since the previous sample.
  */
 import type { ServiceContext } from '../../src/runtime/context.ts';
-import type { FakeGoogle } from '../../test/fake-google/index.ts';
-import type { ServiceChild } from './processes.ts';
+import type { FakeGoogle } from '../../testkit/fake-google/index.ts';
+import type { ServiceChild } from '../../testkit/processes.ts';
 import { metricSum, type QueueDepth, quantile, queueDepth, redisMemory, rssMiB, scrape } from './soak-probes.ts';
 import { simulatorControl } from './soak-setup.ts';
 

@@ -6,8 +6,8 @@
 import { activateSource } from '../../src/jobs/activation.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { connectTarget } from '../../src/subscriptions/google-connect.ts';
-import type { FakeGoogle } from '../../test/fake-google/index.ts';
-import { rawRequest, sleep } from './processes.ts';
+import type { FakeGoogle } from '../../testkit/fake-google/index.ts';
+import { rawRequest, sleep } from '../../testkit/processes.ts';
 
 /** A simulator control call; throws on an error answer. */
 export async function simulatorControl(url: string, method: string, path: string, body?: unknown): Promise<unknown> {

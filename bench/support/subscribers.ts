@@ -3,7 +3,7 @@
  * sources, skewed so that a few hot sources have many subscribers and most have a handful. Like calendar
  * apps, they accept gzip and send If-None-Match with the ETag they last saw.
  */
-import { rawRequest, sleep } from './processes.ts';
+import { rawRequest, sleep } from '../../testkit/processes.ts';
 
 /** Options of {@link startSubscribers}. */
 export interface SubscriberOptions {

@@ -10,7 +10,7 @@ import { buildApp } from '../../src/http/app.ts';
 import { startWorkers, type WorkerSet } from '../../src/jobs/workers.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/index.ts';
-import { until } from '../support/poll.ts';
+import { until } from '../../testkit/poll.ts';
 import { testContext } from '../support/service.ts';
 
 let simulator: RunningSimulator;

@@ -13,7 +13,7 @@ import { startWorkers, type WorkerSet } from '../../src/jobs/workers.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { startSimulator } from '../../src/simulator/index.ts';
 import { MAX_LIVE_TOKENS } from '../../src/subscriptions/subscription-store.ts';
-import { eventually } from '../support/poll.ts';
+import { eventually } from '../../testkit/poll.ts';
 import { testContext } from '../support/service.ts';
 import { simControl } from '../upstream/sim-control.ts';
 

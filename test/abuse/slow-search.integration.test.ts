@@ -10,9 +10,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/http/app.ts';
 import { silentLogger } from '../../src/logger.ts';
 import { REQUEST_PATH_LIMITS } from '../../src/upstream/bounded-client.ts';
+import { until } from '../../testkit/poll.ts';
 import { BEARER } from '../admin/admin-app.ts';
 import { type Pipeline, startPipeline } from '../jobs/helpers.ts';
-import { until } from '../support/poll.ts';
 
 const SEARCHES = 64;
 const SEARCH_LATENCY_MS = 8_000;

@@ -15,9 +15,9 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/http/app.ts';
 import { silentLogger } from '../../src/logger.ts';
+import { until } from '../../testkit/poll.ts';
 import { BEARER } from '../admin/admin-app.ts';
 import { type Pipeline, startPipeline } from '../jobs/helpers.ts';
-import { until } from '../support/poll.ts';
 
 const FLOOD = 400;
 const PARALLEL = 50;

@@ -6,9 +6,9 @@ import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
 import { silentLogger } from '../../src/logger.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { startEmbeddedRedis } from '../../src/runtime/embedded-redis.ts';
+import { until } from '../../testkit/poll.ts';
 import { type Pipeline, startPipeline } from '../jobs/helpers.ts';
 import { runCli, startCli } from '../support/cli.ts';
-import { until } from '../support/poll.ts';
 import { testContext } from '../support/service.ts';
 
 describe('timetable-sync resync', () => {

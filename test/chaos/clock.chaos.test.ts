@@ -5,7 +5,7 @@
  */
 import { resolve } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
-import { Cleanup, sleep } from '../../bench/support/processes.ts';
+import { Cleanup, sleep } from '../../testkit/processes.ts';
 import { converge, googleErrors, outcome, storedCounts } from './support/checks.ts';
 import { Rig } from './support/rig.ts';
 

@@ -3,7 +3,7 @@
  * timetables change, and Google answering storms of 5xx and rate limits while pushes run.
  */
 import { afterEach, expect, it } from 'vitest';
-import { Cleanup, rawRequest, sleep } from '../../bench/support/processes.ts';
+import { Cleanup, rawRequest, sleep } from '../../testkit/processes.ts';
 import { calls } from '../google/push-harness.ts';
 import { converge, googleErrors, outcome, storedCounts } from './support/checks.ts';
 import { Rig } from './support/rig.ts';

@@ -3,9 +3,9 @@
  * subscribers fetch feeds. Another process takes over; nothing is written twice or lost.
  */
 import { afterEach, expect, it } from 'vitest';
-import { Cleanup, getUntilOk, rawRequest } from '../../bench/support/processes.ts';
+import { waitUntil } from '../../testkit/poll.ts';
+import { Cleanup, getUntilOk, rawRequest } from '../../testkit/processes.ts';
 import { calls } from '../google/push-harness.ts';
-import { waitUntil } from '../support/poll.ts';
 import { converge, googleErrors, outcome, storedCounts } from './support/checks.ts';
 import { Rig } from './support/rig.ts';
 

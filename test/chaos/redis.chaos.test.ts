@@ -4,7 +4,7 @@
  * it has; the worker resumes by itself; nothing acknowledged is lost.
  */
 import { afterEach, expect, it } from 'vitest';
-import { Cleanup, rawRequest, sleep } from '../../bench/support/processes.ts';
+import { Cleanup, rawRequest, sleep } from '../../testkit/processes.ts';
 import { converge, googleErrors, outcome, storedCounts } from './support/checks.ts';
 import { isRunning, Rig } from './support/rig.ts';
 

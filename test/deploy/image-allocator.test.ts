@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { IMAGE_ALLOCATOR } from '../../bench/support/processes.ts';
+import { IMAGE_ALLOCATOR } from '../../testkit/processes.ts';
 
 const dockerfile = readFileSync(join(import.meta.dirname, '../../Dockerfile'), 'utf8');
 

@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { until } from '../support/poll.ts';
+import { until } from '../../testkit/poll.ts';
 
 const root = join(import.meta.dirname, '../..');
 const nginxPath = inject('nginxPath');

@@ -18,10 +18,10 @@ import { silentLogger } from '../../src/logger.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { openServiceContext } from '../../src/runtime/service-context.ts';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/index.ts';
-import { type FakeGoogle, startFakeGoogle } from '../fake-google/index.ts';
+import { type FakeGoogle, startFakeGoogle } from '../../testkit/fake-google/index.ts';
+import { until } from '../../testkit/poll.ts';
+import { type RedisProcess, startRedisProcess } from '../../testkit/redis-process.ts';
 import { readEvents } from '../jobs/helpers.ts';
-import { until } from '../support/poll.ts';
-import { type RedisProcess, startRedisProcess } from '../support/redis-process.ts';
 import { type ExportedKey, exportPrefix, restoreKeys } from './redis-export.ts';
 import {
   applyEdit,

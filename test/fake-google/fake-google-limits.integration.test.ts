@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import type { FaultKind } from '../../testkit/fake-google/index.ts';
 import { client, eventBody, failure, fake, googleError, refresh, userWithCalendar } from './helpers.ts';
-import type { FaultKind } from './index.ts';
 
 describe('fake Google: per-user quota', () => {
   it('admits 600 requests per user in 60 s, refuses the 601st with 403 userRateLimitExceeded, other users unaffected', async () => {

@@ -1,9 +1,9 @@
 import type { calendar_v3 } from '@googleapis/calendar';
 import { describe, expect, it } from 'vitest';
-import { deepMerge } from './event-rules.ts';
-import { selectFields } from './fields.ts';
+import { deepMerge } from '../../testkit/fake-google/event-rules.ts';
+import { selectFields } from '../../testkit/fake-google/fields.ts';
+import type { FakeGoogle } from '../../testkit/fake-google/index.ts';
 import { eventBody, failure, fake, googleError, userWithCalendar } from './helpers.ts';
-import type { FakeGoogle } from './index.ts';
 
 async function listAll(
   api: calendar_v3.Calendar,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { APP_CREATED_SCOPE, type FakeGoogle } from '../../testkit/fake-google/index.ts';
 import { client, failure, fake, googleError, oauthClient, refresh } from './helpers.ts';
-import { APP_CREATED_SCOPE, type FakeGoogle } from './index.ts';
 
 const SCOPES = ['openid', APP_CREATED_SCOPE];
 const REDIRECT = 'http://127.0.0.1:9/google/callback';

@@ -2,7 +2,7 @@
 import { calendar, type calendar_v3 } from '@googleapis/calendar';
 import { type Credentials, gaxios, OAuth2Client } from 'google-auth-library';
 import { expect, onTestFinished } from 'vitest';
-import { type FakeGoogle, type FakeGoogleOptions, startFakeGoogle } from './index.ts';
+import { type FakeGoogle, type FakeGoogleOptions, startFakeGoogle } from '../../testkit/fake-google/index.ts';
 
 /** Starts a fake that is closed after the current test. */
 export async function fake(options: FakeGoogleOptions = {}): Promise<FakeGoogle> {

@@ -21,7 +21,7 @@ import {
   type GoogleCalendarConfig,
   type GoogleCalendarOptions,
 } from '../../src/google/google-calendar.ts';
-import { type FakeGoogle, type FaultKind, startFakeGoogle } from '../fake-google/index.ts';
+import { type FakeGoogle, type FaultKind, startFakeGoogle } from '../../testkit/fake-google/index.ts';
 
 const MARKER: EventMarker = { key: MARKER_KEY, value: 'group:4242' };
 

@@ -12,7 +12,7 @@ import {
   pkcePair,
   subjectOf,
 } from '../../src/google/oauth.ts';
-import { type FakeGoogle, startFakeGoogle } from '../fake-google/index.ts';
+import { type FakeGoogle, startFakeGoogle } from '../../testkit/fake-google/index.ts';
 
 let fake: FakeGoogle;
 let config: GoogleOAuthConfig;

@@ -11,7 +11,7 @@ import { enqueueRefresh } from '../../src/jobs/queues.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import type { SourceKey } from '../../src/sources/source.ts';
 import { occurrenceUid } from '../../src/timetable/expand.ts';
-import type { FakeEvent } from '../fake-google/index.ts';
+import type { FakeEvent } from '../../testkit/fake-google/index.ts';
 import { readEvents } from '../jobs/helpers.ts';
 import { jobEnded } from '../support/jobs.ts';
 import { storedIcs } from '../support/stored-feed.ts';

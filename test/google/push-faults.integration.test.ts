@@ -10,7 +10,7 @@ import { REFUSAL_RETRY_MS } from '../../src/google/sync-target.ts';
 import { pushJobOptions } from '../../src/jobs/queues.ts';
 import { reconcile } from '../../src/jobs/schedule.ts';
 import { connectTarget } from '../../src/subscriptions/google-connect.ts';
-import { waitUntil } from '../support/poll.ts';
+import { waitUntil } from '../../testkit/poll.ts';
 import { startWorkerProcess, type WorkerProcess } from '../support/spawn-worker.ts';
 import { calls, googleEnv, PushHarness, QUOTA_PAUSE_MS } from './push-harness.ts';
 

@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/index.ts';
-import { until } from '../support/poll.ts';
+import { until } from '../../testkit/poll.ts';
 import { simControl } from '../upstream/sim-control.ts';
 import { calendar, startTestApp, storeFeed, storeTimetable, type TestApp } from './helpers.ts';
 

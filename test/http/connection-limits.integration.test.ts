@@ -7,7 +7,7 @@
 import { connect, type Socket } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { BUSY_KEEP_ALIVE_MS, BUSY_SHARE, BUSY_SILENT_TIMEOUT_MS } from '../../src/http/connection-limits.ts';
-import { eventually, waitUntil } from '../support/poll.ts';
+import { eventually, waitUntil } from '../../testkit/poll.ts';
 import { startTestApp, type TestApp } from './helpers.ts';
 
 const MAX = 48;

@@ -8,7 +8,7 @@ import { QUEUE, type RefreshJobData } from '../../src/jobs/contract.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { sourceOf } from '../../src/sources/source.ts';
 import { placeholderName } from '../../src/timetable/calendar-name.ts';
-import { type FakeGoogle, startFakeGoogle } from '../fake-google/index.ts';
+import { type FakeGoogle, startFakeGoogle } from '../../testkit/fake-google/index.ts';
 import { testContext } from '../support/service.ts';
 import { memoryLogger } from '../upstream/local-server.ts';
 import { storeTimetable } from './helpers.ts';

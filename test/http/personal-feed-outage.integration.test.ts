@@ -6,8 +6,8 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/index.ts';
-import { until } from '../support/poll.ts';
-import { type RedisProcess, startRedisProcess } from '../support/redis-process.ts';
+import { until } from '../../testkit/poll.ts';
+import { type RedisProcess, startRedisProcess } from '../../testkit/redis-process.ts';
 import { simControl } from '../upstream/sim-control.ts';
 import { calendar, startTestApp, storeFeed, type TestApp } from './helpers.ts';
 

@@ -2,8 +2,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { RefreshReason } from '../../src/jobs/contract.ts';
 import { enqueueRefresh, REFRESH_PRIORITY, type RefreshRequest } from '../../src/jobs/queues.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
+import { eventually, waitUntil } from '../../testkit/poll.ts';
 import { type HeldWorker, holdingWorker } from '../admin/admin-app.ts';
-import { eventually, waitUntil } from '../support/poll.ts';
 import { testContext } from '../support/service.ts';
 
 const SOURCE = 'group:7';

@@ -5,7 +5,7 @@ import { followUpJobId } from '../../src/jobs/queues.ts';
 import { connectRedis } from '../../src/lib/redis-connection.ts';
 import { RedisOutageLog } from '../../src/lib/redis-outage.ts';
 import { silentLogger } from '../../src/logger.ts';
-import { until } from '../support/poll.ts';
+import { until } from '../../testkit/poll.ts';
 import { deletePrefix, uniquePrefix } from '../support/service.ts';
 import { type Pipeline, startPipeline } from './helpers.ts';
 

@@ -3,7 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { enqueueRefresh } from '../../src/jobs/queues.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { startSimulator } from '../../src/simulator/index.ts';
-import { waitUntil } from '../support/poll.ts';
+import { waitUntil } from '../../testkit/poll.ts';
 import { testContext } from '../support/service.ts';
 import { startWorkerProcess, type WorkerProcess } from '../support/spawn-worker.ts';
 import { type SimControl, simControl } from '../upstream/sim-control.ts';

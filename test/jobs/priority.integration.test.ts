@@ -5,7 +5,7 @@ import { QUEUE, type RefreshJobData } from '../../src/jobs/contract.ts';
 import { enqueueRefresh, REFRESH_PRIORITY, RESYNC_ALL_PRIORITY } from '../../src/jobs/queues.ts';
 import { requestResync } from '../../src/jobs/resync.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
-import { waitUntil } from '../support/poll.ts';
+import { waitUntil } from '../../testkit/poll.ts';
 import { testContext } from '../support/service.ts';
 
 /** Starts one worker that runs a job at a time and records the order of the sources it ran. */

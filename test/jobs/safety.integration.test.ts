@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { STALE_PROPERTY } from '../../src/feeds/build-feed.ts';
 import type { RefreshJobResult } from '../../src/jobs/contract.ts';
 import { enqueueRefresh } from '../../src/jobs/queues.ts';
-import { until } from '../support/poll.ts';
+import { until } from '../../testkit/poll.ts';
 import { icsOf } from '../support/stored-feed.ts';
 import type { FaultSpec } from '../upstream/sim-control.ts';
 import { type Pipeline, readEvents, startPipeline, waitForJob } from './helpers.ts';

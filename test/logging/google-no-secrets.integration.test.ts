@@ -8,9 +8,9 @@ import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { freePort } from '../../src/runtime/embedded-redis.ts';
 import { startSimulator } from '../../src/simulator/index.ts';
-import { type FakeGoogle, startFakeGoogle } from '../fake-google/index.ts';
+import { type FakeGoogle, startFakeGoogle } from '../../testkit/fake-google/index.ts';
+import { until } from '../../testkit/poll.ts';
 import { exited, startCli, waitForOutput } from '../support/cli.ts';
-import { until } from '../support/poll.ts';
 import { deletePrefix, TEST_ADMIN_TOKEN, TEST_SECRET_KEY, uniquePrefix } from '../support/service.ts';
 import { simControl } from '../upstream/sim-control.ts';
 

@@ -12,8 +12,8 @@ import { createLogger } from '../../src/logger.ts';
 import { freePort } from '../../src/runtime/embedded-redis.ts';
 import { startService } from '../../src/runtime/service.ts';
 import { Shutdown } from '../../src/runtime/shutdown.ts';
-import { waitUntil } from '../support/poll.ts';
-import { type RedisProcess, startRedisProcess } from '../support/redis-process.ts';
+import { waitUntil } from '../../testkit/poll.ts';
+import { type RedisProcess, startRedisProcess } from '../../testkit/redis-process.ts';
 import { testConfig } from '../support/service.ts';
 
 /** A summary every 1.5 s instead of every minute, so that an outage of a few seconds has some. */

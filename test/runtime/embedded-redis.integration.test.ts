@@ -14,7 +14,7 @@ import {
   pingRedis,
   startEmbeddedRedis,
 } from '../../src/runtime/embedded-redis.ts';
-import { waitUntil } from '../support/poll.ts';
+import { waitUntil } from '../../testkit/poll.ts';
 
 const started: EmbeddedRedis[] = [];
 const dirs: string[] = [];

@@ -11,8 +11,8 @@ import { buildApp } from '../../src/http/app.ts';
 import { silentLogger } from '../../src/logger.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/index.ts';
+import { eventually, until } from '../../testkit/poll.ts';
 import { calendar, storeFeed } from '../http/helpers.ts';
-import { eventually, until } from '../support/poll.ts';
 import { type RedisClusterSet, type RedisProcess, startCluster } from '../support/redis-topologies.ts';
 import { testContext, uniquePrefix } from '../support/service.ts';
 

@@ -9,10 +9,10 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { buildApp } from '../../src/http/app.ts';
 import { primaryFor } from '../../src/lib/redis-node.ts';
 import { silentLogger } from '../../src/logger.ts';
+import { until } from '../../testkit/poll.ts';
 import { PushHarness } from '../google/push-harness.ts';
 import { runCli } from '../support/cli.ts';
 import { jobEnded } from '../support/jobs.ts';
-import { until } from '../support/poll.ts';
 import { type RedisClusterSet, startCluster } from '../support/redis-topologies.ts';
 import { uniquePrefix } from '../support/service.ts';
 

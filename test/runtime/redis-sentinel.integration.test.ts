@@ -9,8 +9,8 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { buildApp } from '../../src/http/app.ts';
 import { silentLogger } from '../../src/logger.ts';
+import { until } from '../../testkit/poll.ts';
 import { PushHarness } from '../google/push-harness.ts';
-import { until } from '../support/poll.ts';
 import { type SentinelSet, startSentinelSet } from '../support/redis-topologies.ts';
 
 let redis: SentinelSet;

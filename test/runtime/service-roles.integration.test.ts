@@ -2,8 +2,8 @@ import type { ChildProcess } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { freePort } from '../../src/runtime/embedded-redis.ts';
 import { startSimulator } from '../../src/simulator/index.ts';
+import { until } from '../../testkit/poll.ts';
 import { exited, startCli, waitForOutput } from '../support/cli.ts';
-import { until } from '../support/poll.ts';
 import { deletePrefix, TEST_ADMIN_TOKEN, TEST_SECRET_KEY, uniquePrefix } from '../support/service.ts';
 
 let sim: Awaited<ReturnType<typeof startSimulator>>;

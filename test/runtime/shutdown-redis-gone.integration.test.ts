@@ -12,9 +12,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/runtime/embedded-redis.ts';
 import { isAlive } from '../../src/runtime/folder-lock.ts';
 import { startSimulator } from '../../src/simulator/index.ts';
+import { waitUntil } from '../../testkit/poll.ts';
+import { type RedisProcess, startRedisProcess } from '../../testkit/redis-process.ts';
 import { startCli } from '../support/cli.ts';
-import { waitUntil } from '../support/poll.ts';
-import { type RedisProcess, startRedisProcess } from '../support/redis-process.ts';
 import { TEST_ADMIN_TOKEN, TEST_SECRET_KEY, uniquePrefix } from '../support/service.ts';
 
 /** What a supervisor allows: Docker's and Compose's SIGKILL comes 10 s after SIGTERM. */

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '../../src/simulator/index.ts';
-import { until } from '../support/poll.ts';
+import { until } from '../../testkit/poll.ts';
 import { call, start } from './helpers.ts';
 
 describe('simulator fault injection', () => {

@@ -9,8 +9,8 @@ import { followUpJobId } from '../../src/jobs/queues.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { startSimulator } from '../../src/simulator/index.ts';
 import { sourceToken } from '../../src/sources/source.ts';
+import { eventually, waitUntil } from '../../testkit/poll.ts';
 import { type HeldWorker, holdingWorker } from '../admin/admin-app.ts';
-import { eventually, waitUntil } from '../support/poll.ts';
 import { testContext } from '../support/service.ts';
 import { simControl } from '../upstream/sim-control.ts';
 

@@ -12,11 +12,11 @@ import { buildApp } from '../../src/http/app.ts';
 import { startWorkers, type WorkerSet } from '../../src/jobs/workers.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { type RunningSimulator, type SimulatorOptions, startSimulator } from '../../src/simulator/index.ts';
-import { type FakeGoogle, startFakeGoogle } from '../fake-google/index.ts';
+import { type FakeGoogle, startFakeGoogle } from '../../testkit/fake-google/index.ts';
 import { googleEnv } from '../google/push-harness.ts';
 import { testContext } from './service.ts';
 
-export { ensureChromium } from './chromium.ts';
+export { ensureChromium } from '../../testkit/chromium.ts';
 
 /** A headless Chromium (the executable the global setup found or installed). */
 export async function launchBrowser(): Promise<Browser> {

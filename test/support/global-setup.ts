@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { silentLogger } from '../../src/logger.ts';
 import { startEmbeddedRedis } from '../../src/runtime/embedded-redis.ts';
-import { ensureChromium } from './chromium.ts';
-import { findOrInstall } from './debian-packages.ts';
+import { ensureChromium } from '../../testkit/chromium.ts';
+import { findOrInstall } from '../../testkit/debian-packages.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {

@@ -1,6 +1,6 @@
 /** Waiting for BullMQ jobs in tests. */
 import type { Job } from 'bullmq';
-import { until } from './poll.ts';
+import { until } from '../../testkit/poll.ts';
 
 /** What a queue offers for reading one job. */
 export interface JobReader<T extends Job> {

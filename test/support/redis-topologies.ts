@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import type { RedisNode } from '../../src/lib/redis-target.ts';
-import { until } from './poll.ts';
+import { until } from '../../testkit/poll.ts';
 
 const run = promisify(execFile);
 const HOST = '127.0.0.1';

@@ -1,20 +1,17 @@
-import { randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
 import { inject } from 'vitest';
 import { type Config, loadConfig } from '../../src/config.ts';
 import type { CalendarClientFactory } from '../../src/google/calendar-client.ts';
 import { type Logger, silentLogger } from '../../src/logger.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { openServiceContext } from '../../src/runtime/service-context.ts';
+import { deletePrefix, uniquePrefix } from '../../testkit/redis-prefix.ts';
+
+/** Tests take the shared Redis prefix helpers from here along with the service context. */
+export { deletePrefix, uniquePrefix };
 
 /** A 32-byte SECRET_KEY and an ADMIN_TOKEN for tests (never real secrets). */
 export const TEST_SECRET_KEY = '8f32551effa4f0bc84471877166934d9e65899db6a4a94b7ba256f9b0f567865';
 export const TEST_ADMIN_TOKEN = 'test-admin-token-0123456789';
-
-/** A unique REDIS_PREFIX, so that tests sharing the run's Redis never see each other's keys or queues. */
-export function uniquePrefix(name = 't'): string {
-  return `${name}-${randomBytes(5).toString('hex')}`;
-}
 
 /** A configuration for tests: the run's Redis, a unique prefix, test secrets, fast retries; `env` overrides. */
 export function testConfig(env: Record<string, string | undefined> = {}): Config {
@@ -57,19 +54,4 @@ export async function testContext(
 
 function missingRedis(): never {
   throw new Error('the test configuration has no Redis (REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES)');
-}
-
-/** Deletes every key under `prefix:`. */
-export async function deletePrefix(redisUrl: string, prefix: string): Promise<void> {
-  const redis = new Redis(redisUrl);
-  try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length > 0) await redis.unlink(...keys);
-    } while (cursor !== '0');
-  } finally {
-    redis.disconnect();
-  }
 }

@@ -4,7 +4,7 @@ import { startDeadline } from '../../src/lib/deadline.ts';
 import { boundedClient, type RequestPathLimits } from '../../src/upstream/bounded-client.ts';
 import type { CallOptions, UniversityClient } from '../../src/upstream/client.ts';
 import { UpstreamBusyError } from '../../src/upstream/errors.ts';
-import { waitUntil } from '../support/poll.ts';
+import { waitUntil } from '../../testkit/poll.ts';
 
 /** A client whose searches and profile checks wait until released, recording the calls that reached it. */
 function slowClient() {

@@ -4,7 +4,7 @@ import { silentLogger } from '../../src/logger.ts';
 import { redisUpstreamBudget, type UpstreamBudget, upstreamBuckets } from '../../src/upstream/budget.ts';
 import { createUniversityClient, type UniversityClient } from '../../src/upstream/client.ts';
 import { UpstreamBudgetError } from '../../src/upstream/errors.ts';
-import { until } from '../support/poll.ts';
+import { until } from '../../testkit/poll.ts';
 import { deletePrefix, uniquePrefix } from '../support/service.ts';
 import { type LocalServer, startLocalServer } from './local-server.ts';
 

@@ -5,8 +5,8 @@
  */
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually, waitUntil } from '../../testkit/poll.ts';
 import { launchBrowser, sidewaysOverflow, WebStack, watchPageErrors } from '../support/browser.ts';
-import { eventually, waitUntil } from '../support/poll.ts';
 
 let stack: WebStack;
 let browser: Browser;

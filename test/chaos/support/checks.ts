@@ -4,15 +4,16 @@
  * calendar in the fake holds exactly the desired events (none missing, none extra, none stale), and nothing
  * stored was lost (subscriptions, feed tokens, targets, snapshots counted before and after).
  */
-import { calendarState, mismatches } from '../../../bench/support/calendar-diff.ts';
-import { rawRequest } from '../../../bench/support/processes.ts';
+
 import { feedOccurrences, STALE_PROPERTY } from '../../../src/feeds/build-feed.ts';
 import { desiredEvents } from '../../../src/google/desired-events.ts';
 import { normaliseEntries } from '../../../src/sources/snapshot-store.ts';
 import type { SourceKey } from '../../../src/sources/source.ts';
 import type { Occurrence } from '../../../src/timetable/types.ts';
+import { calendarState, mismatches } from '../../../testkit/calendar-diff.ts';
+import { until } from '../../../testkit/poll.ts';
+import { rawRequest } from '../../../testkit/processes.ts';
 import { readEvents } from '../../jobs/helpers.ts';
-import { until } from '../../support/poll.ts';
 import type { Rig } from './rig.ts';
 
 /** What stored things the rig has: counted before a fault and after recovery. */

@@ -6,9 +6,6 @@
  * what is stored, the way an operator's tools would; it never runs jobs.
  */
 import { randomBytes } from 'node:crypto';
-import type { Cleanup, ServiceChild } from '../../../bench/support/processes.ts';
-import { getUntilOk, rawRequest, spawnRole, tempDir } from '../../../bench/support/processes.ts';
-import { TimetableEdits } from '../../../bench/support/timetable-edits.ts';
 import { loadConfig } from '../../../src/config.ts';
 import { silentLogger } from '../../../src/logger.ts';
 import type { ServiceContext } from '../../../src/runtime/context.ts';
@@ -16,9 +13,12 @@ import { openServiceContext } from '../../../src/runtime/service-context.ts';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
 import type { SourceKey } from '../../../src/sources/source.ts';
 import { connectTarget } from '../../../src/subscriptions/google-connect.ts';
-import { type FakeGoogle, startFakeGoogle } from '../../fake-google/index.ts';
+import { type FakeGoogle, startFakeGoogle } from '../../../testkit/fake-google/index.ts';
+import type { Cleanup, ServiceChild } from '../../../testkit/processes.ts';
+import { getUntilOk, rawRequest, spawnRole, tempDir } from '../../../testkit/processes.ts';
+import { type RedisProcess, startRedisProcess } from '../../../testkit/redis-process.ts';
+import { TimetableEdits } from '../../../testkit/timetable-edits.ts';
 import { googleEnv } from '../../google/push-harness.ts';
-import { type RedisProcess, startRedisProcess } from '../../support/redis-process.ts';
 import { type SimControl, simControl } from '../../upstream/sim-control.ts';
 
 /** A Google target the rig connected. */

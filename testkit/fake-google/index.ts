@@ -1,5 +1,5 @@
 /**
- * A fake Google Calendar API v3 + OAuth server on loopback, for tests: the real client libraries
+ * A fake Google Calendar API v3 + OAuth server on loopback, for tests and benchmarks: the real client libraries
  * (`@googleapis/calendar` with `rootUrl`, `google-auth-library` with `endpoints.oauth2TokenUrl`) talk to it
  * as to Google. It keeps Google's rules that a sync depends on: deleted events stay as `cancelled` (re-insert
  * 409, second delete 410), PATCH deep-merges, lists page and filter by private extended property, a user may

@@ -2,8 +2,8 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Cleanup, privateRedis, tempDir } from '../../bench/support/processes.ts';
-import { restartRedisFromAof } from '../../bench/support/restart-cost.ts';
+import { Cleanup, privateRedis, tempDir } from '../../testkit/processes.ts';
+import { restartRedisFromAof } from './restart-cost.ts';
 
 describe('restartRedisFromAof', () => {
   let cleanup: Cleanup;

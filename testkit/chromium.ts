@@ -1,4 +1,4 @@
-/** Debian's `chromium` for the page tests, found or installed like `redis-server` (see global-setup.ts). */
+/** Debian's `chromium` for page tests and screenshots, found or installed as the test setup does `redis-server`. */
 import { findOrInstall } from './debian-packages.ts';
 
 /** Where Debian's package puts the browser. */

@@ -1,9 +1,10 @@
 /**
- * Timetable changes for the google-push benchmark, made through the simulator's control API: one-off classes
- * (a single date each, so that one edit changes exactly one occurrence), weekly classes to make a group big,
- * and edits of single entries. The service sees them on its next refresh, as it would see the university's.
+ * Timetable changes for the google-push benchmark and the chaos suite, made through the simulator's control
+ * API: one-off classes (a single date each, so that one edit changes exactly one occurrence), weekly classes
+ * to make a group big, and edits of single entries. The service sees them on its next refresh, as it would
+ * see the university's.
  */
-import { addDays, formatDate, isoWeekday, semesterFor } from '../../src/simulator/dates.ts';
+import { addDays, formatDate, isoWeekday, semesterFor } from '../src/simulator/dates.ts';
 import { rawRequest } from './processes.ts';
 
 /** Slots of the simulator's day (`time_interval_id`). */

@@ -6,8 +6,8 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { probeRedis } from '../../src/lib/redis-connection.ts';
-import { freePort } from '../../src/runtime/embedded-redis.ts';
+import { probeRedis } from '../src/lib/redis-connection.ts';
+import { freePort } from '../src/runtime/embedded-redis.ts';
 import { waitUntil } from './poll.ts';
 
 /** A redis-server the test controls. */

@@ -1,8 +1,8 @@
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
-import { collectJobEnds } from '../../bench/support/job-ends.ts';
-import { deletePrefix, uniquePrefix } from '../support/service.ts';
+import { deletePrefix, uniquePrefix } from '../../testkit/redis-prefix.ts';
+import { collectJobEnds } from './job-ends.ts';
 
 describe('collectJobEnds', () => {
   const redisUrl = inject('redisUrl');

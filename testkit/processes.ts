@@ -1,5 +1,5 @@
 /**
- * Process plumbing shared by the service benchmarks: a cleanup stack that always runs, the service's roles
+ * Process plumbing of the benchmarks and the chaos suite: a cleanup stack that always runs, the service's roles
  * as child processes (`node bin/timetable-sync.js <role>`), private Redis and simulator, and small HTTP
  * helpers that send exactly the headers we ask for (Node's fetch adds `Accept-Encoding` on its own).
  */
@@ -10,11 +10,11 @@ import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { silentLogger } from '../../src/logger.ts';
-import { freePort, startEmbeddedRedis } from '../../src/runtime/embedded-redis.ts';
-import { type RunningSimulator, type SimulatorOptions, startSimulator } from '../../src/simulator/index.ts';
+import { silentLogger } from '../src/logger.ts';
+import { freePort, startEmbeddedRedis } from '../src/runtime/embedded-redis.ts';
+import { type RunningSimulator, type SimulatorOptions, startSimulator } from '../src/simulator/index.ts';
 
-const BIN = resolve(dirname(fileURLToPath(import.meta.url)), '../../bin/timetable-sync.js');
+const BIN = resolve(dirname(fileURLToPath(import.meta.url)), '../bin/timetable-sync.js');
 
 /**
  * Steps to undo, run in reverse order; every step runs even when an earlier one fails. Ctrl-C or SIGTERM

@@ -1,11 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  fitLine,
-  memoryFinding,
-  queueFindings,
-  type TrendPoint,
-  type VerdictRules,
-} from '../../bench/support/soak-verdict.ts';
+import { fitLine, memoryFinding, queueFindings, type TrendPoint, type VerdictRules } from './soak-verdict.ts';
 
 const HOUR = 3600;
 const rules: VerdictRules = {
