@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import type { Config } from '../config.ts';
 import { constantTimeEqual } from '../security/tokens.ts';
+import { sendError } from './error-answer.ts';
 import { HttpError } from './errors.ts';
 
 /** Where Bull Board lives: the one admin page a browser opens, so it also accepts HTTP Basic. */
@@ -35,13 +36,23 @@ export function adminAccessError(
   url: string,
   authorization: string | undefined,
 ): HttpError | undefined {
-  if (config.adminToken === undefined) return new HttpError(503, 'admin routes are disabled: set ADMIN_TOKEN');
+  if (config.adminToken === undefined)
+    return new HttpError('ADMIN_DISABLED', {
+      en: 'admin routes are disabled: set ADMIN_TOKEN',
+      ru: 'адреса администратора выключены: задайте ADMIN_TOKEN',
+    });
   const board = isBoardPath(url);
   const token = presentedToken(authorization, board);
   if (token !== undefined && constantTimeEqual(token, config.adminToken)) return undefined;
   const challenge = board ? `Basic realm="${BOARD_REALM}"` : 'Bearer';
-  const message = token === undefined ? 'admin routes need Authorization: Bearer <ADMIN_TOKEN>' : 'wrong admin token';
-  return new HttpError(401, message, { 'www-authenticate': challenge });
+  const words =
+    token === undefined
+      ? {
+          en: 'admin routes need Authorization: Bearer <ADMIN_TOKEN>',
+          ru: 'адресам администратора нужен Authorization: Bearer <ADMIN_TOKEN>',
+        }
+      : { en: 'wrong admin token', ru: 'неверный токен администратора' };
+  return new HttpError('ADMIN_UNAUTHORIZED', words, { 'www-authenticate': challenge });
 }
 
 /**
@@ -52,6 +63,6 @@ export function adminAuthHook(config: Pick<Config, 'adminToken'>): onRequestHook
   return async function checkAdminToken(request: FastifyRequest, reply: FastifyReply) {
     const error = adminAccessError(config, request.url, request.headers.authorization);
     if (error === undefined) return;
-    return reply.code(error.statusCode).headers(error.headers).send({ error: error.message });
+    return sendError(request, reply, error);
   };
 }

@@ -16,7 +16,7 @@ import { parseSource, SUBSCRIPTION_ID, sourceKey } from '../sources/source.ts';
 import { resolveTermStarts } from '../timetable/terms.ts';
 import { adminAuthHook, BOARD_PATH } from './admin-auth.ts';
 import { registerDirectoryRoutes } from './directory-routes.ts';
-import { HttpError } from './errors.ts';
+import { HttpError, routeNotFound } from './errors.ts';
 import { registerGoogleTargetRoutes } from './google-target-routes.ts';
 import { parityView } from './parity-view.ts';
 import { parseOr400, parsePage } from './parse.ts';
@@ -41,7 +41,7 @@ export async function registerAdminRoutes(app: FastifyInstance, ctx: ServiceCont
       admin.addHook('onRequest', adminAuthHook(ctx.config));
       // Unknown /admin paths pass the token check first, so that nothing under /admin answers without it.
       admin.setNotFoundHandler(async (request) => {
-        throw new HttpError(404, `no admin route ${request.method} ${request.url.split('?', 1)[0]}`);
+        throw routeNotFound(request, true);
       });
       registerResync(admin, ctx);
       registerJobs(admin, ctx);
@@ -66,10 +66,13 @@ function registerResync(admin: FastifyInstance, ctx: ServiceContext): void {
 
 /** The one target of a resync body; a 400 naming what is wrong otherwise. */
 function resyncTarget(body: unknown): ResyncTarget {
-  const { source, subscription, all } = parseOr400(resyncBody, body);
+  const { source, subscription, all } = parseOr400(resyncBody, body, 'INVALID_BODY');
   const given = [source, subscription, all].filter((value) => value !== undefined).length;
   if (given !== 1)
-    throw new HttpError(400, 'give exactly one of "source" (e.g. "group:4242"), "subscription" (an id) or "all": true');
+    throw new HttpError('INVALID_BODY', {
+      en: 'give exactly one of "source" (e.g. "group:4242"), "subscription" (an id) or "all": true',
+      ru: 'укажите ровно одно из: "source" (например, "group:4242"), "subscription" (id) или "all": true',
+    });
   if (source !== undefined) return { source };
   if (subscription !== undefined) return { subscription };
   return { all: true };
@@ -78,13 +81,17 @@ function resyncTarget(body: unknown): ResyncTarget {
 function registerJobs(admin: FastifyInstance, ctx: ServiceContext): void {
   admin.get<{ Params: { id: string } }>('/jobs/:id', async (request) => {
     const { id } = request.params;
-    if (!JOB_ID.test(id)) throw new HttpError(400, 'not a job id: use the id that POST /admin/resync answered');
+    if (!JOB_ID.test(id))
+      throw new HttpError('INVALID_ID', {
+        en: 'not a job id: use the id that POST /admin/resync answered',
+        ru: 'это не id задачи: используйте id из ответа POST /admin/resync',
+      });
     const job = await findJob(ctx, id);
     if (job === undefined)
-      throw new HttpError(
-        404,
-        `no job "${id}" (completed jobs are kept an hour and only the ${KEEP_COMPLETED.count.toLocaleString('en')} most recent, failed ones a week and only the ${KEEP_FAILED.count.toLocaleString('en')} most recent)`,
-      );
+      throw new HttpError('JOB_NOT_FOUND', {
+        en: `no job "${id}" (completed jobs are kept an hour and only the ${KEEP_COMPLETED.count.toLocaleString('en')} most recent, failed ones a week and only the ${KEEP_FAILED.count.toLocaleString('en')} most recent)`,
+        ru: `нет задачи "${id}" (завершённые задачи хранятся час, и только ${KEEP_COMPLETED.count.toLocaleString('en')} последних, неудачные — неделю, и только ${KEEP_FAILED.count.toLocaleString('en')} последних)`,
+      });
     if ('note' in job) return job;
     return {
       ...job,
@@ -106,7 +113,7 @@ function registerSources(admin: FastifyInstance, ctx: ServiceContext): void {
     const source = sourceKey(parseSource(request.params.source));
     const changes = await ctx.snapshots.changes(source);
     if (changes.length === 0 && (await ctx.registry.get(source)) === undefined)
-      throw new HttpError(404, `unknown source ${source}`);
+      throw new HttpError('SOURCE_NOT_FOUND', { en: `unknown source ${source}`, ru: `неизвестный источник ${source}` });
     return { source, changes: changes.map(changeView) };
   });
 }

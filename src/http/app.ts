@@ -1,7 +1,8 @@
 /**
  * The HTTP API (fastify): operations, feeds, teacher lookup, subscriptions and admin, one module per route
- * group. Every error answers JSON `{ "error": "…" }`. Feeds are hot and personal feed URLs hold a secret, so
- * requests are not logged one by one; other requests are logged at debug level by route pattern, never by URL.
+ * group. Every error answers JSON `{ "error": "…", "code": "…" }` (error-codes.ts lists the codes). Feeds are
+ * hot and personal feed URLs hold a secret, so requests are not logged one by one; other requests are logged at
+ * debug level by route pattern, never by URL.
  */
 import Fastify, {
   type FastifyError,
@@ -17,7 +18,9 @@ import { registerAssetRoutes } from './asset-routes.ts';
 import { ClientLimits } from './client-limits.ts';
 import { applyConnectionLimits } from './connection-limits.ts';
 import { registerEmployeeRoutes } from './employee-routes.ts';
-import { errorBody, HttpError, toHttpError } from './errors.ts';
+import { sendError } from './error-answer.ts';
+import type { Words } from './error-codes.ts';
+import { HttpError, routeNotFound, toHttpError } from './errors.ts';
 import { answerFirst, FeedFastPath } from './feed-fast-path.ts';
 import { type FeedRouteOptions, registerFeedRoutes } from './feed-routes.ts';
 import { forwardingCheck, warnOnUntrustedForwarding } from './forwarding-warning.ts';
@@ -72,7 +75,7 @@ export async function buildApp(ctx: ServiceContext, options: AppOptions): Promis
   warnOnUntrustedForwarding(app, checkForwarding);
   app.setErrorHandler(handleError);
   app.setNotFoundHandler(async (request) => {
-    throw new HttpError(404, `no route ${request.method} ${request.url.split('?', 1)[0]}`);
+    throw routeNotFound(request);
   });
   // Without debug logging the hook is not installed at all: every hook costs on the hot feed path.
   if (options.logger.isLevelEnabled('debug')) {
@@ -112,38 +115,56 @@ export async function buildApp(ctx: ServiceContext, options: AppOptions): Promis
 }
 
 /**
- * Fastify's own refusals of a URL, worded without echoing the path (a personal feed's path holds its secret).
+ * Fastify's own refusals (of a URL, a body, a Content-Type), as our errors. A URL is worded without echoing the
+ * path (a personal feed's path holds its secret); the others keep fastify's English words, and any 4xx not
+ * named here keeps its status under BAD_REQUEST.
  */
 function frameworkError(error: FastifyError): HttpError | undefined {
-  if (error.code === 'FST_ERR_BAD_URL')
-    return new HttpError(400, 'malformed URL: every % must start a valid percent-encoded UTF-8 character');
-  if (error.code === 'FST_ERR_MAX_PARAM_LENGTH')
-    return new HttpError(414, `URL too long: an id or token in the path is at most ${MAX_PARAM_LENGTH} characters`);
-  return undefined;
+  switch (error.code) {
+    case 'FST_ERR_BAD_URL':
+      return new HttpError('MALFORMED_URL', {
+        en: 'malformed URL: every % must start a valid percent-encoded UTF-8 character',
+        ru: 'неверный URL: каждый знак % должен начинать верную percent-кодировку символа UTF-8',
+      });
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return new HttpError('URL_TOO_LONG', {
+        en: `URL too long: an id or token in the path is at most ${MAX_PARAM_LENGTH} characters`,
+        ru: `слишком длинный URL: id или токен в пути не длиннее ${MAX_PARAM_LENGTH} символов`,
+      });
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new HttpError('BODY_TOO_LARGE', {
+        en: error.message,
+        ru: 'тело запроса больше, чем принимает этот адрес',
+      });
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new HttpError('UNSUPPORTED_MEDIA_TYPE', {
+        en: error.message,
+        ru: 'этот адрес не принимает тело запроса с таким Content-Type',
+      });
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new HttpError('INVALID_BODY', { en: error.message, ru: 'тело запроса — неверный или пустой JSON' });
+  }
+  const status = error.statusCode;
+  if (status === undefined || status < 400 || status >= 500) return undefined;
+  return new HttpError('BAD_REQUEST', { en: error.message, ru: `запрос отклонён: ${error.message}` }, {}, status);
 }
 
+/** The answer to an error nothing else names: a 500 (or fastify's own 5xx), worded without its detail. */
+const INTERNAL: Words = { en: 'internal error; it has been logged', ru: 'внутренняя ошибка; она записана в журнал' };
+
 /**
- * Turns any error into `{ "error": message }`: ours answer as the error catalog says, fastify's client errors
- * (bad JSON, body too large) keep their status and words, and anything else is a 500, logged once, with a
- * generic message.
+ * Turns any error into `{ "error", "code" }`: ours answer as the error catalog says, fastify's refusals of a
+ * request as {@link frameworkError} says, and anything else is a 500, logged once, with a generic message.
  */
 async function handleError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
   const known = toHttpError(error) ?? frameworkError(error);
-  if (known !== undefined) {
-    reply.headers(known.headers);
-    return reply.code(known.statusCode).type('application/json; charset=utf-8').send(errorBody(known));
-  }
-  const status = error.statusCode;
-  if (status !== undefined && status >= 400 && status < 500) {
-    return reply.code(status).type('application/json; charset=utf-8').send({ error: error.message });
-  }
+  if (known !== undefined) return sendError(request, reply, known);
   // The route pattern, never the URL: personal feed URLs and OAuth callbacks carry secrets.
   request.log.error(
     { err: error, method: request.method, route: request.routeOptions.url ?? '(no route)' },
     'request failed',
   );
-  return reply
-    .code(status !== undefined && status >= 500 ? status : 500)
-    .type('application/json; charset=utf-8')
-    .send({ error: 'internal error; it has been logged' });
+  const status = error.statusCode !== undefined && error.statusCode >= 500 ? error.statusCode : 500;
+  return sendError(request, reply, new HttpError('INTERNAL_ERROR', INTERNAL, {}, status));
 }

@@ -13,7 +13,10 @@ export async function registerAssetRoutes(app: FastifyInstance): Promise<void> {
   app.get('/assets/:file', async (request, reply) => {
     const asset = byPath.get(request.url.split('?', 1)[0] as string);
     if (asset === undefined)
-      throw new HttpError(404, 'no such asset (the page that asked for it is older than this release)');
+      throw new HttpError('ASSET_NOT_FOUND', {
+        en: 'no such asset (the page that asked for it is older than this release)',
+        ru: 'такого файла нет (страница, которая его запросила, старше этой версии)',
+      });
     const gzip = /\bgzip\b/.test(request.headers['accept-encoding'] ?? '');
     reply
       .type(asset.type)

@@ -13,7 +13,7 @@
  * the total either, which stays for ids that are likely real.
  */
 import type { Config } from '../config.ts';
-import { RateLimitedError } from '../lib/errors.ts';
+import type { RateLimitedError } from '../lib/errors.ts';
 import { type Bucket, bucket, type Rate, TokenBuckets } from '../lib/rate-limit.ts';
 import { secondsText } from '../lib/retry-after.ts';
 import type { ServiceContext } from '../runtime/context.ts';
@@ -21,20 +21,37 @@ import { SecretKeyMissingError } from '../security/errors.ts';
 import { CredentialRefusedError, CredentialRejectedError } from '../subscriptions/errors.ts';
 import { UpstreamBudgetError, UpstreamBusyError } from '../upstream/errors.ts';
 import { type ClientKeys, clientKeys } from './client-address.ts';
+import type { Words } from './error-codes.ts';
+import { ClientLimitError, secondsWords } from './errors.ts';
 
 /** What a limit counts. */
 export type LimitedAction = 'first-request' | 'sign-up' | 'search' | 'google-connect' | 'variant-render';
 
 type RateSetting = { [K in keyof Config]: Config[K] extends Rate ? K : never }[keyof Config];
 
-/** How each action is limited, and how a refusal reads. */
-const ACTIONS: Record<LimitedAction, { perClient: RateSetting; total?: RateSetting; what: string }> = {
-  'first-request': { perClient: 'firstRequestsPerClient', total: 'firstRequestsTotal', what: 'new timetables' },
-  'sign-up': { perClient: 'signUpsPerClient', total: 'signUpsTotal', what: 'sign-ups' },
-  search: { perClient: 'searchesPerClient', total: 'searchesTotal', what: 'teacher searches' },
-  'google-connect': { perClient: 'googleConnectsPerClient', total: 'googleConnectsTotal', what: 'Google connections' },
+/** How each action is limited, and how a refusal names it ("too many …", "слишком много …"). */
+const ACTIONS: Record<LimitedAction, { perClient: RateSetting; total?: RateSetting; what: Words }> = {
+  'first-request': {
+    perClient: 'firstRequestsPerClient',
+    total: 'firstRequestsTotal',
+    what: { en: 'new timetables', ru: 'новых расписаний' },
+  },
+  'sign-up': { perClient: 'signUpsPerClient', total: 'signUpsTotal', what: { en: 'sign-ups', ru: 'попыток входа' } },
+  search: {
+    perClient: 'searchesPerClient',
+    total: 'searchesTotal',
+    what: { en: 'teacher searches', ru: 'поисков преподавателей' },
+  },
+  'google-connect': {
+    perClient: 'googleConnectsPerClient',
+    total: 'googleConnectsTotal',
+    what: { en: 'Google connections', ru: 'подключений Google Календаря' },
+  },
   // Renders cost this process's CPU, not the university: the render bound and the cache cap them overall.
-  'variant-render': { perClient: 'variantRendersPerClient', what: 'new feed variants' },
+  'variant-render': {
+    perClient: 'variantRendersPerClient',
+    what: { en: 'new feed variants', ru: 'новых вариантов лент' },
+  },
 };
 
 /** An IPv6 /48 may use this many times one client's allowance. */
@@ -85,7 +102,10 @@ export class ClientLimits {
     const { perClient, total, what } = ACTIONS[action];
     const client = clientKeys(ip);
     const own = this.ownBuckets(`${action}:client`, client, this.ctx.config[perClient]);
-    await this.takeOrRefuse(own, `too many ${what} from your address`);
+    await this.takeOrRefuse(own, {
+      en: `too many ${what.en} from your address`,
+      ru: `слишком много ${what.ru} с вашего адреса`,
+    });
     if (total === undefined) return this.admission(own);
     try {
       const overall = { action, perClient, total, what, likelyReal: options.likelyReal ?? true };
@@ -141,7 +161,11 @@ export class ClientLimits {
   /** Refuses a client out of failure tokens, and one with a recent failure while everybody is out of them. */
   private async refuseGuesser(own: Bucket[], all: Bucket): Promise<void> {
     const wait = await this.buckets.wouldTake(own);
-    if (wait > 0) throw refusal(wait, 'too many refused credentials from your address');
+    if (wait > 0)
+      throw refusal(wait, {
+        en: 'too many refused credentials from your address',
+        ru: 'слишком много отклонённых токенов с вашего адреса',
+      });
     const overall = await this.buckets.wouldTake([all]);
     if (overall === 0) return;
     const [mine] = own as [Bucket];
@@ -149,14 +173,20 @@ export class ClientLimits {
     // is refused while the overall budget is out (a client with a budget of one: any recent failure).
     const sinceFailure = await this.buckets.wouldTake([mine], Math.max(1, mine.capacity - 1));
     if (sinceFailure === 0) return;
-    throw refusal(Math.min(overall, sinceFailure), 'too many refused credentials right now, one from your address');
+    throw refusal(Math.min(overall, sinceFailure), {
+      en: 'too many refused credentials right now, one from your address',
+      ru: 'сейчас слишком много отклонённых токенов, и один из них с вашего адреса',
+    });
   }
 
   /** Counts a credential check of `client` as running; answers the function that ends it. */
   private startCheck(client: string): () => void {
     const running = this.checking.get(client) ?? 0;
     if (running >= this.ctx.config.signUpsInFlightPerClient)
-      throw refusal(IN_FLIGHT_RETRY_MS, 'too many sign-ups in progress from your address');
+      throw refusal(IN_FLIGHT_RETRY_MS, {
+        en: 'too many sign-ups in progress from your address',
+        ru: 'с вашего адреса уже идёт слишком много попыток входа',
+      });
     this.checking.set(client, running + 1);
     let ended = false;
     return () => {
@@ -188,7 +218,10 @@ export class ClientLimits {
     const heavy = [all, shared(this.bucket(`${action}:total-heavy`, fraction(totalRate, HEAVY_FRACTION)))];
     const heavyWait = await this.buckets.tryTake(heavy);
     if (heavyWait === 0) return heavy;
-    throw refusal(Math.min(lightWait, heavyWait), `too many ${what} right now`);
+    throw refusal(Math.min(lightWait, heavyWait), {
+      en: `too many ${what.en} right now`,
+      ru: `сейчас слишком много ${what.ru}`,
+    });
   }
 
   /** The client's own bucket and, for IPv6, its site's. */
@@ -213,7 +246,7 @@ export class ClientLimits {
     return bucket(this.ctx.keys.rateLimit(name), rate);
   }
 
-  private async takeOrRefuse(buckets: Bucket[], reason: string): Promise<void> {
+  private async takeOrRefuse(buckets: Bucket[], reason: Words): Promise<void> {
     const wait = await this.buckets.tryTake(buckets);
     if (wait > 0) throw refusal(wait, reason);
   }
@@ -224,13 +257,16 @@ interface OverallLimit {
   action: LimitedAction;
   perClient: RateSetting;
   total: RateSetting;
-  what: string;
+  what: Words;
   likelyReal: boolean;
 }
 
 /** A 429 that says why and when to try again. */
-function refusal(waitMs: number, reason: string): RateLimitedError {
-  return new RateLimitedError(waitMs, `${reason}; try again in ${secondsText(waitMs)}`);
+function refusal(waitMs: number, reason: Words): RateLimitedError {
+  return new ClientLimitError(waitMs, {
+    en: `${reason.en}; try again in ${secondsText(waitMs)}`,
+    ru: `${reason.ru}; попробуйте снова через ${secondsWords(waitMs).ru}`,
+  });
 }
 
 /** `rate` scaled by `share`, over the same period, at least one request. */

@@ -7,6 +7,9 @@ import type { FastifyReply } from 'fastify';
 
 export { readCookie } from './consent-cookie.ts';
 
+/** The language a visitor chose with `?lang=` on a page: the pages and the JSON errors answer in it. */
+export const LANG_COOKIE = 'lang';
+
 export interface CookieOptions {
   /** Seconds; 0 expires the cookie. Absent: a session cookie. */
   maxAge?: number;

@@ -9,27 +9,38 @@
  */
 import { TextDecoder } from 'node:util';
 import { cleanGroupName, type DirectoryGroup, MAX_GROUP_NAME_LENGTH } from '../sources/group-directory.ts';
+import type { Words } from './error-codes.ts';
 import { HttpError } from './errors.ts';
 
 /** Most groups one import takes (a university has a few thousand). */
 export const MAX_IMPORT_GROUPS = 50_000;
 
-/** Where a value came from, for messages: `line 3` or `groups[2]`. */
-type Place = string;
+/** Where a value came from, for messages: `line 3` / `строка 3`, or `groups[2]`. */
+type Place = Words;
+
+/** A 400 of the body, in both languages. */
+function invalid(en: string, ru: string): HttpError {
+  return new HttpError('INVALID_BODY', { en, ru });
+}
 
 /** Groups of a JSON body, validated; a 400 naming the first bad element otherwise. */
 export function groupsFromJson(body: unknown): DirectoryGroup[] {
   const list = Array.isArray(body) ? body : isObject(body) && Array.isArray(body.groups) ? body.groups : undefined;
   if (list === undefined)
-    throw new HttpError(
-      400,
+    throw invalid(
       'body must be JSON, an array of {"id", "name"} or {"groups": [...]}, or CSV id,name sent as Content-Type: text/csv',
+      'тело запроса должно быть JSON, массивом {"id", "name"} или {"groups": [...]}, или CSV id,name с Content-Type: text/csv',
     );
   const prefix = Array.isArray(body) ? '' : 'groups';
   return validated(
     list.map((item: unknown, index: number) => {
-      const place = `${prefix}[${index}]`;
-      if (!isObject(item)) throw new HttpError(400, `${place}: must be an object {"id": …, "name": "…"}`);
+      const at = `${prefix}[${index}]`;
+      const place = { en: at, ru: at };
+      if (!isObject(item))
+        throw invalid(
+          `${at}: must be an object {"id": …, "name": "…"}`,
+          `${at}: должен быть объектом {"id": …, "name": "…"}`,
+        );
       return { place, id: item.id, name: item.name };
     }),
   );
@@ -45,7 +56,11 @@ export function decodeCsv(bytes: Uint8Array, charset: string | undefined): strin
   try {
     decoder = new TextDecoder(charset ?? 'utf-8');
   } catch (error) {
-    if (error instanceof RangeError) throw new HttpError(400, `unknown charset ${shown(charset)} in Content-Type`);
+    if (error instanceof RangeError)
+      throw invalid(
+        `unknown charset ${shown(charset)} in Content-Type`,
+        `неизвестная кодировка ${shown(charset)} в Content-Type`,
+      );
     throw error;
   }
   const text = decoder.decode(bytes);
@@ -53,31 +68,38 @@ export function decodeCsv(bytes: Uint8Array, charset: string | undefined): strin
   if (bad < 0) return text;
   const line = text.slice(0, bad).split('\n').length;
   if (decoder.encoding === 'utf-8')
-    throw new HttpError(
-      400,
+    throw invalid(
       `line ${line}: not UTF-8: say charset=windows-1251 (Content-Type: text/csv; charset=windows-1251) if the file is in it`,
+      `строка ${line}: не UTF-8: если файл в windows-1251, укажите charset=windows-1251 (Content-Type: text/csv; charset=windows-1251)`,
     );
-  throw new HttpError(400, `line ${line}: not ${decoder.encoding} text, as the Content-Type's charset says`);
+  throw invalid(
+    `line ${line}: not ${decoder.encoding} text, as the Content-Type's charset says`,
+    `строка ${line}: не текст в ${decoder.encoding}, как говорит charset в Content-Type`,
+  );
 }
 
 /** Groups of a CSV body, validated; a 400 naming the first bad line otherwise. */
 export function groupsFromCsv(text: string): DirectoryGroup[] {
   const rows = csvRows(text.replace(/^\uFEFF/, ''));
   const first = rows[0];
-  if (first === undefined) throw new HttpError(400, 'the CSV has no lines: send id,name per line');
+  if (first === undefined)
+    throw invalid('the CSV has no lines: send id,name per line', 'в CSV нет строк: отправьте id,name в каждой строке');
   const header = first.fields.map((field) => field.trim().toLowerCase());
   const hasHeader = header.includes('id') && header.includes('name');
   const idColumn = hasHeader ? header.indexOf('id') : 0;
   const nameColumn = hasHeader ? header.indexOf('name') : 1;
   return validated(
     rows.slice(hasHeader ? 1 : 0).map(({ line, fields }) => {
-      const place = `line ${line}`;
+      const place = { en: `line ${line}`, ru: `строка ${line}` };
       if (!hasHeader && fields.length !== 2)
-        throw new HttpError(400, `${place}: expected 2 fields (id,name), got ${fields.length}`);
+        throw invalid(
+          `${place.en}: expected 2 fields (id,name), got ${fields.length}`,
+          `${place.ru}: ожидалось 2 поля (id,name), получено ${fields.length}`,
+        );
       if (fields.length < header.length && hasHeader)
-        throw new HttpError(
-          400,
-          `${place}: expected ${header.length} fields as the header names, got ${fields.length}`,
+        throw invalid(
+          `${place.en}: expected ${header.length} fields as the header names, got ${fields.length}`,
+          `${place.ru}: ожидалось полей, как в заголовке: ${header.length}, получено ${fields.length}`,
         );
       return { place, id: fields[idColumn]?.trim(), name: fields[nameColumn] };
     }),
@@ -86,25 +108,39 @@ export function groupsFromCsv(text: string): DirectoryGroup[] {
 
 /** A list of groups checked: positive integer ids, real names, each id once (again only with the same name). */
 function validated(items: readonly { place: Place; id: unknown; name: unknown }[]): DirectoryGroup[] {
-  if (items.length === 0) throw new HttpError(400, 'no groups to import');
+  if (items.length === 0) throw invalid('no groups to import', 'нет групп для загрузки');
   if (items.length > MAX_IMPORT_GROUPS)
-    throw new HttpError(400, `at most ${MAX_IMPORT_GROUPS} groups per import, got ${items.length}`);
+    throw invalid(
+      `at most ${MAX_IMPORT_GROUPS} groups per import, got ${items.length}`,
+      `за одну загрузку не больше ${MAX_IMPORT_GROUPS} групп, получено ${items.length}`,
+    );
   const seen = new Map<number, { name: string; place: Place }>();
   const groups: DirectoryGroup[] = [];
   for (const { place, id: rawId, name: rawName } of items) {
     const id = groupId(rawId);
-    if (id === undefined) throw new HttpError(400, `${place}: id must be a positive whole number, got ${shown(rawId)}`);
-    if (typeof rawName !== 'string') throw new HttpError(400, `${place}: name must be text, got ${shown(rawName)}`);
+    if (id === undefined)
+      throw invalid(
+        `${place.en}: id must be a positive whole number, got ${shown(rawId)}`,
+        `${place.ru}: id должен быть целым положительным числом, получено ${shown(rawId)}`,
+      );
+    if (typeof rawName !== 'string')
+      throw invalid(
+        `${place.en}: name must be text, got ${shown(rawName)}`,
+        `${place.ru}: name должно быть текстом, получено ${shown(rawName)}`,
+      );
     const name = cleanGroupName(rawName);
     if (name === undefined)
-      throw new HttpError(
-        400,
-        `${place}: name must be 1 to ${MAX_GROUP_NAME_LENGTH} characters without control characters, got ${shown(rawName)}`,
+      throw invalid(
+        `${place.en}: name must be 1 to ${MAX_GROUP_NAME_LENGTH} characters without control characters, got ${shown(rawName)}`,
+        `${place.ru}: name должно быть от 1 до ${MAX_GROUP_NAME_LENGTH} символов без управляющих символов, получено ${shown(rawName)}`,
       );
     const before = seen.get(id);
     if (before !== undefined) {
       if (before.name !== name)
-        throw new HttpError(400, `${place}: id ${id} is already ${shown(before.name)} (${before.place})`);
+        throw invalid(
+          `${place.en}: id ${id} is already ${shown(before.name)} (${before.place.en})`,
+          `${place.ru}: id ${id} уже занят группой ${shown(before.name)} (${before.place.ru})`,
+        );
       continue;
     }
     seen.set(id, { name, place });
@@ -189,7 +225,8 @@ export function csvRows(text: string): CsvRow[] {
     } else field += char;
     i++;
   }
-  if (quoted) throw new HttpError(400, `line ${rowLine}: a quoted field is not closed`);
+  if (quoted)
+    throw invalid(`line ${rowLine}: a quoted field is not closed`, `строка ${rowLine}: поле в кавычках не закрыто`);
   if (field !== '' || fields.length > 0) endRow();
   return rows;
 }

@@ -12,7 +12,7 @@ import { isRedisFailure } from '../lib/redis-failure.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { type SourceKey, sourceOf } from '../sources/source.ts';
 import type { ClientLimits } from './client-limits.ts';
-import { HttpError } from './errors.ts';
+import { HttpError, notKnownWords, secondsWords, sourceNames } from './errors.ts';
 import type { FeedCache } from './feed-cache.ts';
 import type { ServedFeed } from './feed-forms.ts';
 import type { SavedQuery } from './personal-feed-options.ts';
@@ -180,8 +180,11 @@ export class FeedProvider {
       this.noteSaturation();
       return Promise.reject(
         new HttpError(
-          503,
-          `too many timetables are being fetched from the university right now; try again in ${RETRY_AFTER_SECONDS} seconds`,
+          'UPSTREAM_BUSY',
+          {
+            en: `too many timetables are being fetched from the university right now; try again in ${RETRY_AFTER_SECONDS} seconds`,
+            ru: `сейчас из университета загружается слишком много расписаний; попробуйте снова через ${secondsWords(RETRY_AFTER_SECONDS * 1000).ru}`,
+          },
           { 'Retry-After': String(RETRY_AFTER_SECONDS) },
         ),
       );
@@ -261,10 +264,10 @@ export class FeedProvider {
     if (kind !== 'personal') return;
     if ((await this.ctx.subscriptions.get(id))?.status !== 'needs-credential') return;
     // The subscription id may be shown; the feed URL's token may not (it is the feed's only secret).
-    throw new HttpError(
-      409,
-      `this subscription needs a new university credential: send it with PATCH /api/subscriptions/${id}`,
-    );
+    throw new HttpError('CREDENTIAL_NEEDED', {
+      en: `this subscription needs a new university credential: send it with PATCH /api/subscriptions/${id}`,
+      ru: `этой подписке нужен новый токен университета: отправьте его запросом PATCH /api/subscriptions/${id}`,
+    });
   }
 
   /**
@@ -288,9 +291,14 @@ export class FeedProvider {
       await sleep(Math.min(delay, left));
       delay = Math.min(delay * 2, MAX_POLL_MS);
     }
+    // `group 4242`, `employee 17`, or `this subscription` (never its id: personal URLs are secret).
+    const names = sourceNames(source);
     throw new HttpError(
-      503,
-      `the timetable of ${describeSource(source)} is being fetched from the university; try again in ${RETRY_AFTER_SECONDS} seconds`,
+      'TIMETABLE_NOT_READY',
+      {
+        en: `the timetable of ${names.en} is being fetched from the university; try again in ${RETRY_AFTER_SECONDS} seconds`,
+        ru: `расписание ${names.ruGenitive} загружается из университета; попробуйте снова через ${secondsWords(RETRY_AFTER_SECONDS * 1000).ru}`,
+      },
       {
         'Retry-After': String(RETRY_AFTER_SECONDS),
       },
@@ -343,13 +351,6 @@ function staleAs(feed: ServedFeed, base: ServedFeed): ServedFeed {
     : feed;
 }
 
-/** `group 4242`, `employee 17`, or `this subscription` (never its id: personal URLs are secret). */
-export function describeSource(source: SourceKey): string {
-  const { kind, id } = sourceOf(source);
-  return kind === 'personal' ? 'this subscription' : `${kind} ${id}`;
-}
-
 function notKnown(source: SourceKey, upstreamText: string): HttpError {
-  const detail = upstreamText === '' ? '' : `: ${upstreamText}`;
-  return new HttpError(404, `${describeSource(source)} is not known to the university${detail}`);
+  return new HttpError('SOURCE_NOT_FOUND', notKnownWords(source, upstreamText));
 }

@@ -134,7 +134,10 @@ function publicSource(kind: 'group' | 'employee', id: string): SourceKey {
     return sourceKey(parseSource(`${kind}:${id}`));
   } catch (error) {
     if (error instanceof InvalidSourceError)
-      throw new HttpError(400, `${kind} id must be ${ID_RANGE}, got ${describeValue(id)}`);
+      throw new HttpError('INVALID_ID', {
+        en: `${kind} id must be ${ID_RANGE}, got ${describeValue(id)}`,
+        ru: `id ${kind === 'group' ? 'группы' : 'преподавателя'} должен быть целым числом от 1 до ${Number.MAX_SAFE_INTEGER}, получено ${describeValue(id)}`,
+      });
     throw error;
   }
 }
@@ -143,7 +146,10 @@ function publicSource(kind: 'group' | 'employee', id: string): SourceKey {
 async function personalMatch(tokens: PersonalTokens, token: string): Promise<TokenMatch> {
   const match = TOKEN.test(token) ? await tokens.find(token) : undefined;
   if (match === undefined)
-    throw new HttpError(404, 'no such personal feed: the link is wrong, or its subscription was deleted');
+    throw new HttpError('FEED_NOT_FOUND', {
+      en: 'no such personal feed: the link is wrong, or its subscription was deleted',
+      ru: 'такой личной ленты нет: ссылка неверна, или её подписка удалена',
+    });
   return match;
 }
 

@@ -36,7 +36,7 @@ import {
   wantsPage,
 } from './google-manage-routes.ts';
 import { answerDisconnected, deleteCalendarOption, targetView } from './google-target-view.ts';
-import { authorisedTarget, type IdParams } from './owner-auth.ts';
+import { authorisedTarget, type IdParams, subscriptionNotFound, targetNotFound } from './owner-auth.ts';
 import { parseOr400 } from './parse.ts';
 import { readPersonalSession } from './personal-session.ts';
 
@@ -92,7 +92,7 @@ export async function registerGoogleRoutes(app: FastifyInstance, ctx: ServiceCon
   });
 
   app.get('/google/callback', async (request, reply) => {
-    const query = parseOr400(callbackQuery, request.query ?? {});
+    const query = parseOr400(callbackQuery, request.query ?? {}, 'INVALID_QUERY');
     // The cookie is spent whatever happens next, like the state it belongs to.
     clearConsentCookie(reply, query.state, ctx.config.publicUrl);
     reply.header('cache-control', NO_STORE).header('referrer-policy', 'no-referrer');
@@ -127,8 +127,8 @@ export async function registerGoogleRoutes(app: FastifyInstance, ctx: ServiceCon
     const deleteCalendar = deleteCalendarOption(request.query);
     const target = await authorisedTarget(ctx, request);
     const result = await disconnectTarget(ctx, target.id, { deleteCalendar });
-    if (result === undefined) throw new HttpError(404, `no Google target ${target.id}`);
-    return answerDisconnected(reply, result);
+    if (result === undefined) throw targetNotFound(target.id);
+    return answerDisconnected(request, reply, result);
   });
 
   await registerGoogleManageRoutes(app, ctx);
@@ -139,17 +139,24 @@ export async function registerGoogleRoutes(app: FastifyInstance, ctx: ServiceCon
  * session cookie of the browser signed in to it).
  */
 async function authorisedSource(ctx: ServiceContext, request: FastifyRequest): Promise<SourceKey> {
-  const parsed = parseOr400(connectQuery, request.query ?? {});
+  const parsed = parseOr400(connectQuery, request.query ?? {}, 'INVALID_QUERY');
   const source = sourceKey(parseSource(parsed.source));
   if (!source.startsWith('personal:')) return source;
   const id = source.slice('personal:'.length);
   if (parsed.token === undefined) {
     if ((await readPersonalSession(ctx, request))?.subscription.id === id) return source;
-    throw new HttpError(401, 'a personal timetable needs token=<the secret token of its feed URL>');
+    throw new HttpError('OWNER_UNAUTHORIZED', {
+      en: 'a personal timetable needs token=<the secret token of its feed URL>',
+      ru: 'для личного расписания нужен token=<секретный токен из ссылки на его ленту>',
+    });
   }
   const owner = await ctx.subscriptions.verifyToken(id, parsed.token);
-  if ((await ctx.subscriptions.get(id)) === undefined) throw new HttpError(404, `no subscription ${id}`);
-  if (!owner) throw new HttpError(401, 'wrong feed token for this subscription');
+  if ((await ctx.subscriptions.get(id)) === undefined) throw subscriptionNotFound(id);
+  if (!owner)
+    throw new HttpError('OWNER_UNAUTHORIZED', {
+      en: 'wrong feed token for this subscription',
+      ru: 'неверный токен ленты для этой подписки',
+    });
   return source;
 }
 

@@ -13,7 +13,7 @@ import { connectTarget } from '../subscriptions/google-connect.ts';
 import { disconnectTarget } from '../subscriptions/google-disconnect.ts';
 import { HttpError } from './errors.ts';
 import { answerDisconnected, deleteCalendarOption, targetView } from './google-target-view.ts';
-import { checkTargetId, type IdParams } from './owner-auth.ts';
+import { checkTargetId, type IdParams, targetNotFound } from './owner-auth.ts';
 import { parseOr400, parsePage } from './parse.ts';
 
 const BODY_HINT = 'body must be JSON {"source": "group:4242", "refreshToken": "…", "calendarId"?: "…"}';
@@ -45,7 +45,7 @@ const targetBody = z.strictObject(
 /** Registers the admin routes of Google targets on the admin scope (prefix `/admin`, admin token checked). */
 export function registerGoogleTargetRoutes(admin: FastifyInstance, ctx: ServiceContext): void {
   admin.post('/google-targets', async (request, reply) => {
-    const body = parseOr400(targetBody, request.body);
+    const body = parseOr400(targetBody, request.body, 'INVALID_BODY');
     const source = sourceKey(parseSource(body.source));
     const connected = await connectTarget(ctx, { ...body, source }).catch((error: unknown) => {
       throw registrationError(error);
@@ -71,8 +71,8 @@ export function registerGoogleTargetRoutes(admin: FastifyInstance, ctx: ServiceC
     const deleteCalendar = deleteCalendarOption(request.query);
     checkTargetId(request.params.id);
     const result = await disconnectTarget(ctx, request.params.id, { deleteCalendar });
-    if (result === undefined) throw new HttpError(404, `no Google target ${request.params.id}`);
-    return answerDisconnected(reply, result);
+    if (result === undefined) throw targetNotFound(request.params.id);
+    return answerDisconnected(request, reply, result);
   });
 }
 
@@ -82,13 +82,17 @@ export function registerGoogleTargetRoutes(admin: FastifyInstance, ctx: ServiceC
  */
 function registrationError(error: unknown): unknown {
   if (error instanceof GoogleConsentError) {
-    return new HttpError(
-      400,
-      `refreshToken: Google refused the refresh token (${error.reason ?? 'invalid_grant'}): it is revoked, expired, issued to another OAuth client or lacks the calendar scope`,
-    );
+    const reason = error.reason ?? 'invalid_grant';
+    return new HttpError('GOOGLE_CONSENT_REFUSED', {
+      en: `refreshToken: Google refused the refresh token (${reason}): it is revoked, expired, issued to another OAuth client or lacks the calendar scope`,
+      ru: `refreshToken: Google не принял токен обновления (${reason}): он отозван, истёк, выдан другому клиенту OAuth или не даёт доступа к календарю`,
+    });
   }
   if (error instanceof CalendarGoneError)
-    return new HttpError(400, 'calendarId: calendar not found or not accessible with this refresh token');
+    return new HttpError('CALENDAR_NOT_FOUND', {
+      en: 'calendarId: calendar not found or not accessible with this refresh token',
+      ru: 'calendarId: календарь не найден или недоступен с этим токеном обновления',
+    });
   return error;
 }
 
@@ -96,6 +100,6 @@ function registrationError(error: unknown): unknown {
 async function knownTarget(ctx: ServiceContext, id: string): Promise<PushTarget> {
   checkTargetId(id);
   const target = await ctx.google.targets.get(id);
-  if (target === undefined) throw new HttpError(404, `no Google target ${id}`);
+  if (target === undefined) throw targetNotFound(id);
   return target;
 }

@@ -2,13 +2,15 @@
  * Google push targets as the API shows them, to their owners and to admins alike: a target's state with its
  * pending push and pending changes, and how a disconnection answers. No view or message ever holds a token.
  */
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { pendingChanges } from '../google/pending-changes.ts';
 import type { PushTarget } from '../google/target-record.ts';
 import { pendingPush } from '../jobs/job-status.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import type { Disconnected } from '../subscriptions/google-disconnect.ts';
+import { sendError } from './error-answer.ts';
+import { HttpError } from './errors.ts';
 import { parseOr400 } from './parse.ts';
 import { iso } from './views.ts';
 
@@ -18,19 +20,25 @@ const deleteQuery = z.object({
 
 /** `?deleteCalendar=true|false` of a DELETE (default false); a 400 for anything else. */
 export function deleteCalendarOption(query: unknown): boolean {
-  return parseOr400(deleteQuery, query ?? {}).deleteCalendar === 'true';
+  return parseOr400(deleteQuery, query ?? {}, 'INVALID_QUERY').deleteCalendar === 'true';
 }
 
 /**
  * 204 when everything asked for was done. When the owned calendar could not be deleted the target is removed
  * all the same: a 502 says so and names the calendar, so that it can be deleted by hand.
  */
-export async function answerDisconnected(reply: FastifyReply, result: Disconnected): Promise<FastifyReply> {
+export async function answerDisconnected(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  result: Disconnected,
+): Promise<FastifyReply> {
   if (result.calendarError === undefined) return reply.code(204).send();
-  return reply.code(502).send({
-    error: `the target was removed, but its calendar ${result.calendarId} could not be deleted (${result.calendarError}); delete it in Google Calendar by hand`,
-    calendarId: result.calendarId,
-  });
+  const { calendarId, calendarError } = result;
+  const words = {
+    en: `the target was removed, but its calendar ${calendarId} could not be deleted (${calendarError}); delete it in Google Calendar by hand`,
+    ru: `подключение удалено, но его календарь ${calendarId} удалить не удалось (${calendarError}); удалите его в Google Календаре вручную`,
+  };
+  return sendError(request, reply, new HttpError('CALENDAR_NOT_DELETED', words), { calendarId });
 }
 
 /** A target's state, with its pending push and index size (and, for one target, the changes not pushed yet). */

@@ -16,7 +16,8 @@ import type { ServiceContext } from '../runtime/context.ts';
 import type { QueueDepths } from '../runtime/metrics.ts';
 import { constantTimeEqual } from '../security/tokens.ts';
 import { presentedToken } from './admin-auth.ts';
-import { errorBody, HttpError, MetricsTokenError, toHttpError } from './errors.ts';
+import { sendError } from './error-answer.ts';
+import { HttpError, MetricsTokenError, toHttpError } from './errors.ts';
 
 /** How long a readiness check or a gauge waits for Redis. */
 const CHECK_TIMEOUT_MS = 1_000;
@@ -28,14 +29,17 @@ export async function registerOperationsRoutes(app: FastifyInstance, ctx: Servic
 
   app.get('/healthz', async () => ({ status: 'ok' }));
 
-  app.get('/readyz', async (_request, reply) => {
+  app.get('/readyz', async (request, reply) => {
     const [redis, workers] = await Promise.all([checkRedis(ctx), checkWorkers(ctx)]);
     const checks = { redis: redis.state, workers: workers.state };
     // Without Redis the workers cannot be counted either: Redis is the one problem to name.
     if (redis.problem !== undefined) return { status: 'degraded', checks, problems: [redis.problem] };
     const problems = [workers.problem].filter((problem) => problem !== undefined);
     if (problems.length === 0) return { status: 'ready', checks };
-    return reply.code(503).send({ error: `not ready: ${problems.join('; ')}`, checks });
+    // The problems found are named in English in both languages: they are for operators.
+    const found = problems.join('; ');
+    const words = { en: `not ready: ${found}`, ru: `не готов: ${found}` };
+    return sendError(request, reply, new HttpError('NOT_READY', words), { checks });
   });
 
   const token = ctx.config.metricsToken;
@@ -52,12 +56,7 @@ function metricsTokenCheck(token: string): onRequestHookHandler {
     if (presented !== undefined && constantTimeEqual(presented, token)) return;
     // Answered here, not thrown: a worker's operations app has no error handler of ours (the catalog lists it).
     const refused = new MetricsTokenError(presented !== undefined);
-    const answer = toHttpError(refused) ?? new HttpError(401, refused.message);
-    return reply
-      .code(answer.statusCode)
-      .headers(answer.headers)
-      .type('application/json; charset=utf-8')
-      .send(errorBody(answer));
+    return sendError(request, reply, toHttpError(refused) as HttpError); // The catalog lists it.
   };
 }
 

@@ -11,20 +11,22 @@ import { constantTimeEqual } from '../security/tokens.ts';
 import { SUBSCRIPTION_ID } from '../sources/source.ts';
 import type { Subscription } from '../subscriptions/subscription-store.ts';
 import { presentedToken } from './admin-auth.ts';
+import type { Words } from './error-codes.ts';
 import { HttpError } from './errors.ts';
 
 /** Route parameters of `/api/subscriptions/:id`, `/google/targets/:id` and `/admin/google-targets/:id`. */
 export type IdParams = { Params: { id: string } };
 
-/** How one kind of record is found and its token checked. */
+/** How one kind of record is found and its token checked, and what its refusals say. */
 interface OwnedRecords<T> {
-  /** `subscription`, `Google target`: for messages. */
-  what: string;
-  /** What the token is called: `feed token`, `manage token`. */
-  token: string;
   format: RegExp;
   /** The error for a malformed id. */
-  malformed: string;
+  malformed: Words;
+  /** The error for a request without a token. */
+  noToken: Words;
+  /** The error for a wrong token. */
+  wrongToken: Words;
+  notFound(id: string): HttpError;
   verify(id: string, token: string): Promise<boolean>;
   get(id: string): Promise<T | undefined>;
 }
@@ -39,52 +41,78 @@ async function authorised<T>(
   records: OwnedRecords<T>,
 ): Promise<T> {
   const { id } = request.params;
-  if (!records.format.test(id)) throw new HttpError(400, records.malformed);
+  if (!records.format.test(id)) throw new HttpError('INVALID_ID', records.malformed);
   const token = presentedToken(request.headers.authorization, false);
-  if (token === undefined)
-    throw unauthorised(`this needs Authorization: Bearer <${records.token} of the ${records.what}>`);
+  if (token === undefined) throw unauthorised(records.noToken);
   const admin = ctx.config.adminToken !== undefined && constantTimeEqual(token, ctx.config.adminToken);
   // Ids are 128-bit random values, so answering 404 before the token check tells a caller nothing useful.
   const owner = await records.verify(id, token);
   const record = await records.get(id);
-  if (record === undefined) throw new HttpError(404, `no ${records.what} ${id}`);
-  if (!admin && !owner) throw unauthorised(`wrong token for this ${records.what}`, 'invalid_token');
+  if (record === undefined) throw records.notFound(id);
+  if (!admin && !owner) throw unauthorised(records.wrongToken, 'invalid_token');
   return record;
 }
 
 /** The subscription of `/api/subscriptions/:id`, for the holder of its feed token or the admin. */
 export function authorisedSubscription(ctx: ServiceContext, request: FastifyRequest<IdParams>): Promise<Subscription> {
   return authorised(ctx, request, {
-    what: 'subscription',
-    token: 'feed token',
     format: SUBSCRIPTION_ID,
-    malformed: 'malformed subscription id',
+    malformed: { en: 'malformed subscription id', ru: 'неверный id подписки' },
+    noToken: {
+      en: 'this needs Authorization: Bearer <feed token of the subscription>',
+      ru: 'нужен Authorization: Bearer <токен ленты этой подписки>',
+    },
+    wrongToken: { en: 'wrong token for this subscription', ru: 'неверный токен для этой подписки' },
+    notFound: subscriptionNotFound,
     verify: (id, token) => ctx.subscriptions.verifyToken(id, token),
     get: (id) => ctx.subscriptions.get(id),
   });
 }
 
-/** A 400 unless `id` looks like a Google target id. */
-export function checkTargetId(id: string): void {
-  if (!TARGET_ID.test(id)) throw new HttpError(400, TARGET_ID_MALFORMED);
+/** The 404 of a subscription id nobody has. */
+export function subscriptionNotFound(id: string): HttpError {
+  return new HttpError('SUBSCRIPTION_NOT_FOUND', { en: `no subscription ${id}`, ru: `нет подписки ${id}` });
 }
 
-const TARGET_ID_MALFORMED = 'malformed Google target id (22 characters: letters, digits, _ and -)';
+/** The 404 of a Google target id nobody has. */
+export function targetNotFound(id: string): HttpError {
+  return new HttpError('TARGET_NOT_FOUND', {
+    en: `no Google target ${id}`,
+    ru: `нет подключения Google Календаря ${id}`,
+  });
+}
+
+/** A 400 unless `id` looks like a Google target id. */
+export function checkTargetId(id: string): void {
+  if (!TARGET_ID.test(id)) throw new HttpError('INVALID_ID', TARGET_ID_MALFORMED);
+}
+
+const TARGET_ID_MALFORMED: Words = {
+  en: 'malformed Google target id (22 characters: letters, digits, _ and -)',
+  ru: 'неверный id подключения Google Календаря (22 символа: латинские буквы, цифры, _ и -)',
+};
 
 /** The target of `/google/targets/:id`, for the holder of its manage token or the admin. */
 export function authorisedTarget(ctx: ServiceContext, request: FastifyRequest<IdParams>): Promise<PushTarget> {
   return authorised(ctx, request, {
-    what: 'Google target',
-    token: 'manage token',
     format: TARGET_ID,
     malformed: TARGET_ID_MALFORMED,
+    noToken: {
+      en: 'this needs Authorization: Bearer <manage token of the Google target>',
+      ru: 'нужен Authorization: Bearer <токен управления этим подключением Google Календаря>',
+    },
+    wrongToken: {
+      en: 'wrong token for this Google target',
+      ru: 'неверный токен для этого подключения Google Календаря',
+    },
+    notFound: targetNotFound,
     verify: (id, token) => ctx.google.targets.verifyManageToken(id, token),
     get: (id) => ctx.google.targets.get(id),
   });
 }
 
-function unauthorised(message: string, error?: string): HttpError {
+function unauthorised(words: Words, error?: string): HttpError {
   const challenge =
     error === undefined ? 'Bearer realm="timetable-sync"' : `Bearer realm="timetable-sync", error="${error}"`;
-  return new HttpError(401, message, { 'www-authenticate': challenge });
+  return new HttpError('OWNER_UNAUTHORIZED', words, { 'www-authenticate': challenge });
 }

@@ -9,7 +9,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../runtime/context.ts';
 import type { Html } from '../web/html.ts';
 import { isLang, type Lang, pickLang } from '../web/i18n.ts';
-import { readCookie, setCookie } from './cookies.ts';
+import { LANG_COOKIE, readCookie, setCookie } from './cookies.ts';
 import { HttpError } from './errors.ts';
 
 export const PAGE_CSP = [
@@ -23,7 +23,6 @@ export const PAGE_CSP = [
   "frame-ancestors 'none'",
 ].join('; ');
 
-const LANG_COOKIE = 'lang';
 const YEAR_SECONDS = 365 * 24 * 3600;
 
 /** The language to answer `request` in; a `?lang=` choice is remembered for the next pages. */
@@ -70,8 +69,13 @@ export function requireSameOrigin(ctx: ServiceContext, request: FastifyRequest):
   try {
     host = new URL(origin).host;
   } catch {
-    throw new HttpError(403, 'this form must be sent from its own page');
+    throw new HttpError('CROSS_ORIGIN_FORM', CROSS_ORIGIN);
   }
   if (host !== new URL(ctx.config.publicUrl).host && host !== request.host)
-    throw new HttpError(403, 'this form must be sent from its own page');
+    throw new HttpError('CROSS_ORIGIN_FORM', CROSS_ORIGIN);
 }
+
+const CROSS_ORIGIN = {
+  en: 'this form must be sent from its own page',
+  ru: 'эту форму можно отправить только с её собственной страницы',
+};

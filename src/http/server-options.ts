@@ -2,11 +2,12 @@
  * The HTTP server's own limits, shared by the API app and a worker's operations app: how long a client may take
  * to send a request, how long an idle connection stays open (how many it holds: connection-limits.ts), and how
  * the errors fastify and Node answer by themselves (malformed request lines, over-long ids) are worded: as
- * everywhere else, `{ "error": "…" }`.
+ * everywhere else, `{ "error": "…", "code": "…" }`.
  */
 import type { ServerOptions as NodeServerOptions } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Config } from '../config.ts';
+import { ERROR_CODES, type ErrorCode } from './error-codes.ts';
 
 /** The config fields the server limits are read from. */
 export type ServerLimits = Pick<
@@ -50,22 +51,25 @@ export function serverOptions(limits: ServerLimits): ServerOptions {
   };
 }
 
-/** Status and words of a request Node could not parse or that took too long, by Node's error code. */
-function describeClientError(code: string | undefined): { status: number; message: string } {
+/**
+ * Code and words of a request Node could not parse or that took too long, by Node's error code. English only:
+ * nothing of the request (its Accept-Language) has been read.
+ */
+function describeClientError(code: string | undefined): { code: ErrorCode; message: string } {
   switch (code) {
     case 'ERR_HTTP_REQUEST_TIMEOUT':
-      return { status: 408, message: 'the request took too long to arrive' };
+      return { code: 'REQUEST_TIMEOUT', message: 'the request took too long to arrive' };
     case 'HPE_HEADER_OVERFLOW':
-      return { status: 431, message: 'the request headers are too large' };
+      return { code: 'HEADERS_TOO_LARGE', message: 'the request headers are too large' };
     case 'HPE_INVALID_URL':
       // Node refuses raw bytes above ASCII in a request target, whatever the client meant.
       return {
-        status: 400,
+        code: 'MALFORMED_URL',
         message:
           'malformed URL: characters outside ASCII must be percent-encoded (curl: -G --data-urlencode "exclude=лекция")',
       };
     default:
-      return { status: 400, message: 'malformed HTTP request' };
+      return { code: 'MALFORMED_REQUEST', message: 'malformed HTTP request' };
   }
 }
 
@@ -77,8 +81,9 @@ const REASONS: Readonly<Record<number, string>> = { 400: 'Bad Request', 408: 'Re
  */
 function answerClientError(error: Error & { code?: string }, socket: Socket): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
-  const { status, message } = describeClientError(error.code);
-  const body = JSON.stringify({ error: message });
+  const { code, message } = describeClientError(error.code);
+  const status = ERROR_CODES[code].status;
+  const body = JSON.stringify({ error: message, code });
   if (socket.writable) {
     socket.write(
       `HTTP/1.1 ${status} ${REASONS[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +

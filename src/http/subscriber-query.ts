@@ -1,6 +1,7 @@
 /** Subscriber options of a feed URL (`?subgroup=1&exclude=лекция&alarm=15&title=…`), validated (pure). */
 import { placeholdersOf, TITLE_PLACEHOLDERS } from '../timetable/event-text.ts';
 import type { SubscriberOptions } from '../timetable/types.ts';
+import { pluralRu } from '../web/i18n.ts';
 import { HttpError } from './errors.ts';
 
 /** Longest title template accepted. */
@@ -12,6 +13,7 @@ export const MAX_TITLE_PLACEHOLDERS = 8;
 const MAX_SUBGROUP = 99;
 const MAX_EXCLUDED_KINDS = 20;
 const MAX_KIND_LENGTH = 64;
+const PLACEHOLDER_LIST = TITLE_PLACEHOLDERS.map((name) => `{${name}}`).join(', ');
 
 /** Options parsed from a query, and their canonical text: equal options, equal text (the variant cache key). */
 export interface ParsedSubscriberQuery {
@@ -67,7 +69,10 @@ function single(query: Readonly<Record<string, QueryValue>>, name: string): stri
   const value = query[name];
   if (Array.isArray(value)) {
     if (value.length > 1)
-      throw new HttpError(400, `query parameter ${name} is given ${value.length} times; give it once`);
+      throw new HttpError('INVALID_QUERY', {
+        en: `query parameter ${name} is given ${value.length} times; give it once`,
+        ru: `параметр запроса ${name} указан ${value.length} ${pluralRu(value.length, ['раз', 'раза', 'раз'])}; укажите его один раз`,
+      });
     return value[0];
   }
   return value;
@@ -75,37 +80,44 @@ function single(query: Readonly<Record<string, QueryValue>>, name: string): stri
 
 function integerIn(name: string, text: string, min: number, max: number): number {
   if (!/^\d{1,6}$/.test(text) || Number(text) < min || Number(text) > max) {
-    throw new HttpError(
-      400,
-      `query parameter ${name} must be a whole number from ${min} to ${max}, got ${quote(text)}`,
-    );
+    throw new HttpError('INVALID_QUERY', {
+      en: `query parameter ${name} must be a whole number from ${min} to ${max}, got ${quote(text)}`,
+      ru: `параметр запроса ${name} должен быть целым числом от ${min} до ${max}, получено ${quote(text)}`,
+    });
   }
   return Number(text);
 }
 
 function titleTemplate(text: string): string {
-  if (text.trim() === '') throw new HttpError(400, 'query parameter title must not be empty');
+  if (text.trim() === '')
+    throw new HttpError('INVALID_QUERY', {
+      en: 'query parameter title must not be empty',
+      ru: 'параметр запроса title не должен быть пустым',
+    });
   if (text.length > MAX_TITLE_LENGTH)
-    throw new HttpError(
-      400,
-      `query parameter title must be at most ${MAX_TITLE_LENGTH} characters, got ${text.length}`,
-    );
+    throw new HttpError('INVALID_QUERY', {
+      en: `query parameter title must be at most ${MAX_TITLE_LENGTH} characters, got ${text.length}`,
+      ru: `параметр запроса title должен быть не длиннее ${MAX_TITLE_LENGTH} символов, получено ${text.length}`,
+    });
   // Line breaks would be folded into the SUMMARY; a title is one line.
   // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what is refused here.
   if (/[\u0000-\u001f\u007f]/.test(text))
-    throw new HttpError(400, 'query parameter title must not contain control characters');
+    throw new HttpError('INVALID_QUERY', {
+      en: 'query parameter title must not contain control characters',
+      ru: 'параметр запроса title не должен содержать управляющих символов',
+    });
   const used = placeholdersOf(text);
   const unknown = used.find((name) => !(TITLE_PLACEHOLDERS as readonly string[]).includes(name));
   if (unknown !== undefined)
-    throw new HttpError(
-      400,
-      `query parameter title: unknown placeholder ${quote(`{${unknown}}`)}; the placeholders are ${TITLE_PLACEHOLDERS.map((name) => `{${name}}`).join(', ')}`,
-    );
+    throw new HttpError('INVALID_QUERY', {
+      en: `query parameter title: unknown placeholder ${quote(`{${unknown}}`)}; the placeholders are ${PLACEHOLDER_LIST}`,
+      ru: `параметр запроса title: неизвестная подстановка ${quote(`{${unknown}}`)}; подстановки: ${PLACEHOLDER_LIST}`,
+    });
   if (used.length > MAX_TITLE_PLACEHOLDERS)
-    throw new HttpError(
-      400,
-      `query parameter title uses ${used.length} placeholders; at most ${MAX_TITLE_PLACEHOLDERS} are allowed`,
-    );
+    throw new HttpError('INVALID_QUERY', {
+      en: `query parameter title uses ${used.length} placeholders; at most ${MAX_TITLE_PLACEHOLDERS} are allowed`,
+      ru: `параметр запроса title использует подстановок: ${used.length}; можно не больше ${MAX_TITLE_PLACEHOLDERS}`,
+    });
   return text;
 }
 
@@ -116,15 +128,15 @@ function excludedKinds(value: QueryValue): string[] {
   const kinds = [...new Set(parts.map((part) => part.trim().toLowerCase()).filter((part) => part !== ''))].sort();
   const tooLong = kinds.find((kind) => kind.length > MAX_KIND_LENGTH);
   if (tooLong !== undefined)
-    throw new HttpError(
-      400,
-      `query parameter exclude: a kind must be at most ${MAX_KIND_LENGTH} characters, got ${quote(tooLong)}`,
-    );
+    throw new HttpError('INVALID_QUERY', {
+      en: `query parameter exclude: a kind must be at most ${MAX_KIND_LENGTH} characters, got ${quote(tooLong)}`,
+      ru: `параметр запроса exclude: вид занятий должен быть не длиннее ${MAX_KIND_LENGTH} символов, получено ${quote(tooLong)}`,
+    });
   if (kinds.length > MAX_EXCLUDED_KINDS)
-    throw new HttpError(
-      400,
-      `query parameter exclude lists ${kinds.length} kinds; at most ${MAX_EXCLUDED_KINDS} are allowed`,
-    );
+    throw new HttpError('INVALID_QUERY', {
+      en: `query parameter exclude lists ${kinds.length} kinds; at most ${MAX_EXCLUDED_KINDS} are allowed`,
+      ru: `параметр запроса exclude перечисляет видов занятий: ${kinds.length}; можно не больше ${MAX_EXCLUDED_KINDS}`,
+    });
   return kinds;
 }
 

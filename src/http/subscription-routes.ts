@@ -33,7 +33,7 @@ const credentialBody = z.object(
 
 /** The credential of a request body, or a 400 naming what is wrong (never echoing the value). */
 function credentialOf(body: unknown): string {
-  return parseOr400(credentialBody, body).credential;
+  return parseOr400(credentialBody, body, 'INVALID_BODY').credential;
 }
 
 /**

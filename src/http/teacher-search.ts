@@ -25,14 +25,18 @@ export function searchText(value: string): string | undefined {
 
 /** {@link searchText} of a query parameter, or a 400 saying what is wrong with it. */
 export function searchTextOr400(value: string | string[] | undefined): string {
-  if (Array.isArray(value)) throw new HttpError(400, 'query parameter q is given more than once');
+  if (Array.isArray(value))
+    throw new HttpError('INVALID_QUERY', {
+      en: 'query parameter q is given more than once',
+      ru: 'параметр запроса q указан больше одного раза',
+    });
   const text = searchText(value ?? '');
   if (text === undefined) {
     const length = (value ?? '').trim().replace(/\s+/g, ' ').length;
-    throw new HttpError(
-      400,
-      `query parameter q must be ${MIN_QUERY_LENGTH} to ${MAX_QUERY_LENGTH} characters long, got ${length}`,
-    );
+    throw new HttpError('INVALID_QUERY', {
+      en: `query parameter q must be ${MIN_QUERY_LENGTH} to ${MAX_QUERY_LENGTH} characters long, got ${length}`,
+      ru: `параметр запроса q должен быть длиной от ${MIN_QUERY_LENGTH} до ${MAX_QUERY_LENGTH} символов, получено ${length}`,
+    });
   }
   return text;
 }

@@ -63,11 +63,11 @@ interface Stored {
   published: PublishedState;
 }
 
-/** The options a page or preview asks for, checked against the timetable; `error` when they were refused. */
+/** The options a page or preview asks for, checked against the timetable; `refused` when they were refused. */
 interface PageOptions {
   options: SubscriberOptions;
   values: OptionValues;
-  error?: string;
+  refused?: HttpError;
   /** The subscription's saved options, shown because the query asked for none: the plain feed URL serves them. */
   saved?: boolean;
 }
@@ -195,10 +195,17 @@ class TimetablePages {
     reply: FastifyReply,
   ): Promise<unknown> {
     const source = publicSource(kind, request.params.id);
-    if (source === undefined) throw new HttpError(404, `no ${kind} ${JSON.stringify(request.params.id)}`);
+    if (source === undefined)
+      throw new HttpError('SOURCE_NOT_FOUND', {
+        en: `no ${kind} ${JSON.stringify(request.params.id)}`,
+        ru: `нет ${kind === 'group' ? 'группы' : 'преподавателя'} ${JSON.stringify(request.params.id)}`,
+      });
     const stored = await this.load(source);
     if (stored === undefined)
-      throw new HttpError(404, `the timetable of ${kind} ${request.params.id} is not loaded yet`);
+      throw new HttpError('TIMETABLE_NOT_LOADED', {
+        en: `the timetable of ${kind} ${request.params.id} is not loaded yet`,
+        ru: `расписание ${kind === 'group' ? 'группы' : 'преподавателя'} ${request.params.id} ещё не загружено`,
+      });
     const id = source.slice(kind.length + 1);
     const feedPath = publicFeedPath(kind, id);
     reply.header('cache-control', 'private, max-age=60').header('vary', 'Accept-Language, Cookie');
@@ -207,9 +214,17 @@ class TimetablePages {
 
   async personalPreview(request: FastifyRequest<{ Querystring: Query }>, reply: FastifyReply): Promise<unknown> {
     const session = await readPersonalSession(this.ctx, request);
-    if (session === undefined) throw new HttpError(401, 'sign in first: this browser holds no personal timetable');
+    if (session === undefined)
+      throw new HttpError('SIGN_IN_REQUIRED', {
+        en: 'sign in first: this browser holds no personal timetable',
+        ru: 'сначала войдите: в этом браузере нет личного расписания',
+      });
     const stored = await this.load(session.subscription.source);
-    if (stored === undefined) throw new HttpError(404, 'your timetable is not loaded yet');
+    if (stored === undefined)
+      throw new HttpError('TIMETABLE_NOT_LOADED', {
+        en: 'your timetable is not loaded yet',
+        ru: 'ваше расписание ещё не загружено',
+      });
     reply.header('cache-control', PERSONAL_CACHE);
     const feedPath = `/feeds/personal/${session.token}.ics`;
     return this.preview(requestLang(this.ctx, request, reply), request.query, stored, feedPath, reply);
@@ -217,8 +232,8 @@ class TimetablePages {
 
   /** The preview endpoint's answer: the links, the QR code and one event, for options that fit (else 400). */
   private async preview(lang: Lang, query: Query, stored: Stored, feedPath: string, reply: FastifyReply) {
-    const { options, error } = await this.pageOptions(query, stored);
-    if (error !== undefined) throw new HttpError(400, error);
+    const { options, refused } = await this.pageOptions(query, stored);
+    if (refused !== undefined) throw refused;
     const key = JSON.stringify([feedPath, stored.published.stamp, optionsQuery(options), lang]);
     let body = this.previews.get(key);
     if (body === undefined) {
@@ -287,7 +302,7 @@ class TimetablePages {
         values: chosen.values,
         options: chosen.options,
         preview: eventPreview(snapshot, published, chosen.options),
-        error: chosen.error,
+        error: chosen.refused?.message,
         savedApplied: chosen.saved === true,
       },
       subscribe: { links, qrSvg: await this.qrSvg(links.feedUrl), pushUrl: context.pushUrl },
@@ -334,7 +349,7 @@ class TimetablePages {
       checkOptionsFit(values, options);
       return { options, values };
     } catch (error) {
-      if (error instanceof HttpError && error.statusCode === 400) return { options: {}, values, error: error.message };
+      if (error instanceof HttpError && error.statusCode === 400) return { options: {}, values, refused: error };
       throw error;
     }
   }

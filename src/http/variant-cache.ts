@@ -5,7 +5,7 @@
  */
 import { LRUCache } from 'lru-cache';
 import type { Admission } from './client-limits.ts';
-import { HttpError } from './errors.ts';
+import { HttpError, secondsWords } from './errors.ts';
 import type { ServedFeed } from './feed-forms.ts';
 
 /** Bounds of a {@link VariantCache}. */
@@ -79,8 +79,11 @@ export class VariantCache {
   private async start(key: string, render: () => Promise<ServedFeed>): Promise<ServedFeed> {
     if (this.renders.size >= this.maxRenders) {
       throw new HttpError(
-        503,
-        `too many feed variants are being prepared; try again in ${RENDER_RETRY_SECONDS} seconds`,
+        'VARIANTS_BUSY',
+        {
+          en: `too many feed variants are being prepared; try again in ${RENDER_RETRY_SECONDS} seconds`,
+          ru: `сейчас готовится слишком много вариантов лент; попробуйте снова через ${secondsWords(RENDER_RETRY_SECONDS * 1000).ru}`,
+        },
         {
           'Retry-After': String(RENDER_RETRY_SECONDS),
         },

@@ -56,9 +56,14 @@ export async function renderSubscriberVariant(
     ctx.snapshots.optionValues(source),
   ]);
   if (snapshot === undefined || published === undefined) {
-    throw new HttpError(503, 'this timetable is being prepared; try again in a few seconds', {
-      'Retry-After': String(PREPARING_RETRY_SECONDS),
-    });
+    throw new HttpError(
+      'TIMETABLE_NOT_READY',
+      {
+        en: 'this timetable is being prepared; try again in a few seconds',
+        ru: 'это расписание готовится; попробуйте снова через несколько секунд',
+      },
+      { 'Retry-After': String(PREPARING_RETRY_SECONDS) },
+    );
   }
   checkOptionsFit(mergeOptionValues(everHad, optionValuesOf(snapshot.entries)), query.options);
   // Parsing the snapshot was one slice of synchronous work; let waiting requests (health checks) in before the next.
@@ -67,10 +72,10 @@ export async function renderSubscriberVariant(
   const body = Buffer.from(ics, 'utf8');
   const cap = options.capBytes ?? variantCapBytes(base.forms.identityLength);
   if (body.length > cap) {
-    throw new HttpError(
-      400,
-      `these options make the feed ${body.length} bytes, more than its limit of ${cap}: use a shorter title`,
-    );
+    throw new HttpError('FEED_TOO_LARGE', {
+      en: `these options make the feed ${body.length} bytes, more than its limit of ${cap}: use a shorter title`,
+      ru: `с этими настройками лента занимает ${body.length} байт, больше своего предела в ${cap}: сократите название`,
+    });
   }
   await yieldToEventLoop();
   const { gzip, brotli } = await compressFeed(body);
@@ -92,17 +97,21 @@ export async function renderSubscriberVariant(
 export function checkOptionsFit(values: OptionValues, options: SubscriberOptions): void {
   const { subgroups, kinds } = values;
   if (options.subgroup !== undefined && !subgroups.includes(options.subgroup)) {
-    const there = subgroups.length === 0 ? 'it has no subgroups' : `its subgroups are ${subgroups.join(', ')}`;
-    throw new HttpError(400, `query parameter subgroup: this timetable has no subgroup ${options.subgroup}; ${there}`);
+    const list = subgroups.join(', ');
+    throw new HttpError('INVALID_QUERY', {
+      en: `query parameter subgroup: this timetable has no subgroup ${options.subgroup}; ${subgroups.length === 0 ? 'it has no subgroups' : `its subgroups are ${list}`}`,
+      ru: `параметр запроса subgroup: в этом расписании нет подгруппы ${options.subgroup}; ${subgroups.length === 0 ? 'подгрупп в нём нет' : `его подгруппы: ${list}`}`,
+    });
   }
   if (options.excludeKinds !== undefined) {
     const unknown = options.excludeKinds.filter((kind) => !kinds.includes(kind.toLocaleLowerCase('ru')));
     if (unknown.length > 0) {
-      const there = kinds.length === 0 ? 'its classes have no kinds' : `its kinds are ${kinds.join(', ')}`;
-      throw new HttpError(
-        400,
-        `query parameter exclude: ${unknown.map((kind) => JSON.stringify(kind)).join(', ')} is not a kind of class in this timetable; ${there}`,
-      );
+      const named = unknown.map((kind) => JSON.stringify(kind)).join(', ');
+      const list = kinds.join(', ');
+      throw new HttpError('INVALID_QUERY', {
+        en: `query parameter exclude: ${named} is not a kind of class in this timetable; ${kinds.length === 0 ? 'its classes have no kinds' : `its kinds are ${list}`}`,
+        ru: `параметр запроса exclude: ${named} — не вид занятий этого расписания; ${kinds.length === 0 ? 'у его занятий нет видов' : `его виды занятий: ${list}`}`,
+      });
     }
   }
 }

@@ -16,9 +16,21 @@ export function isLang(value: unknown): value is Lang {
  * else the first of `ru`/`en` in the browser's Accept-Language by q-value (Russian when neither is named).
  */
 export function pickLang(queryLang: unknown, cookieLang: unknown, acceptLanguage: string | undefined): Lang {
+  return namedLang(queryLang, cookieLang, acceptLanguage) ?? 'ru';
+}
+
+/**
+ * The language a request names, by the order of {@link pickLang}; undefined when it names neither of ours
+ * (curl, scripts, calendar apps), for answers whose default is not the pages' one.
+ */
+export function namedLang(
+  queryLang: unknown,
+  cookieLang: unknown,
+  acceptLanguage: string | undefined,
+): Lang | undefined {
   if (isLang(queryLang)) return queryLang;
   if (isLang(cookieLang)) return cookieLang;
-  let best: Lang = 'ru';
+  let best: Lang | undefined;
   let bestQ = 0;
   for (const part of (acceptLanguage ?? '').split(',').slice(0, 20)) {
     const [tag = '', ...params] = part.trim().toLowerCase().split(';');
@@ -32,6 +44,16 @@ export function pickLang(queryLang: unknown, cookieLang: unknown, acceptLanguage
     }
   }
   return best;
+}
+
+/** The Russian plural form of `count`: one, few, many (1 минута, 2 минуты, 5 минут). */
+export function pluralRu(count: number, [one, few, many]: readonly [string, string, string]): string {
+  const tens = count % 100;
+  const units = count % 10;
+  if (tens >= 11 && tens <= 14) return many;
+  if (units === 1) return one;
+  if (units >= 2 && units <= 4) return few;
+  return many;
 }
 
 /** A dictionary in both languages; English must have every key Russian has (and only those). */

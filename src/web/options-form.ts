@@ -7,7 +7,7 @@
 import { DEFAULT_TITLE_TEMPLATE, type OptionValues, TITLE_PLACEHOLDERS } from '../timetable/event-text.ts';
 import type { SubscriberOptions } from '../timetable/types.ts';
 import { type Html, html } from './html.ts';
-import { type Lang, messages } from './i18n.ts';
+import { type Lang, messages, pluralRu } from './i18n.ts';
 import type { EventPreview } from './timetable-view.ts';
 
 const words = messages({
@@ -74,16 +74,6 @@ export function durationText(minutes: number, lang: Lang): string {
     day: ['день', 'дня', 'дней'],
   };
   return `${count} ${pluralRu(count, forms[unit] as [string, string, string])}`;
-}
-
-/** The Russian plural form of `count`: one, few, many (1 минута, 2 минуты, 5 минут). */
-function pluralRu(count: number, [one, few, many]: [string, string, string]): string {
-  const tens = count % 100;
-  const units = count % 10;
-  if (tens >= 11 && tens <= 14) return many;
-  if (units === 1) return one;
-  if (units >= 2 && units <= 4) return few;
-  return many;
 }
 
 /** How a reminder reads in the preview: `за 15 минут до начала` / `15 minutes before`, or "none". */

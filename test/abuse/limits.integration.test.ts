@@ -81,7 +81,10 @@ async function flood(
       tally?.(requests[k] as InjectOptions, response.statusCode);
       if (response.statusCode === 429) {
         expect(Number(response.headers['retry-after'])).toBeGreaterThanOrEqual(1);
-        expect(response.json()).toEqual({ error: expect.stringMatching(/^too many .*; try again in \d+ seconds?$/) });
+        expect(response.json()).toEqual({
+          error: expect.stringMatching(/^too many .*; try again in \d+ seconds?$/),
+          code: 'RATE_LIMITED',
+        });
       }
     }
   }

@@ -41,7 +41,10 @@ describe('admin authentication', () => {
           ...(method === 'POST' ? { payload: { all: true } } : {}),
         });
         expect(response.statusCode, `${method} ${url}`).toBe(503);
-        expect(response.json()).toEqual({ error: 'admin routes are disabled: set ADMIN_TOKEN' });
+        expect(response.json()).toEqual({
+          error: 'admin routes are disabled: set ADMIN_TOKEN',
+          code: 'ADMIN_DISABLED',
+        });
       }
     }
   });

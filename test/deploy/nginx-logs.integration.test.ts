@@ -128,7 +128,7 @@ describe.skipIf(nginxPath === undefined)('deploy/nginx.conf on a real nginx', ()
     for (const path of refused) {
       const answer = await rawGet(port, path);
       expect(answer.status, path).toBe(404);
-      expect(JSON.parse(answer.body), path).toEqual({ error: expect.any(String) });
+      expect(JSON.parse(answer.body), path).toEqual({ error: expect.any(String), code: 'NOT_PROXIED' });
     }
     expect(reached).toEqual([]);
     // Everything else passes: feeds, health, and the token-guarded admin routes.

@@ -31,7 +31,10 @@ describe('teacher search limits', () => {
     const refused = await search(app, 'Си');
     expect(refused.statusCode).toBe(429);
     expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(29);
-    expect(refused.json()).toEqual({ error: expect.stringMatching(/^too many teacher searches from your address/) });
+    expect(refused.json()).toEqual({
+      error: expect.stringMatching(/^too many teacher searches from your address/),
+      code: 'RATE_LIMITED',
+    });
     expect((await search(app, 'ив')).statusCode).toBe(200);
   });
 

@@ -25,7 +25,10 @@ describe('the first request for a source without a feed', () => {
     await t.ctx.registry.rememberMissing('group:4242', 'Группа не найдена');
     const response = await get('/feeds/groups/4242.ics');
     expect(response.statusCode).toBe(404);
-    expect(response.json()).toEqual({ error: 'group 4242 is not known to the university: Группа не найдена' });
+    expect(response.json()).toEqual({
+      error: 'group 4242 is not known to the university: Группа не найдена',
+      code: 'SOURCE_NOT_FOUND',
+    });
     expect(await t.ctx.registry.get('group:4242')).toBeUndefined();
     expect(await queuedRefreshes(t.ctx, 'group:4242')).toEqual([]);
   });
@@ -224,6 +227,7 @@ describe('personal feeds', () => {
     expect(response.statusCode).toBe(409);
     expect(response.json()).toEqual({
       error: `this subscription needs a new university credential: send it with PATCH /api/subscriptions/${subscription.id}`,
+      code: 'CREDENTIAL_NEEDED',
     });
     expect(response.body).not.toContain(token);
     expect(await queuedRefreshes(t.ctx, subscription.source)).toEqual([]);

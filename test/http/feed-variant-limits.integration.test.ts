@@ -31,6 +31,7 @@ describe('options the timetable cannot honour', () => {
     expect(response.json()).toEqual({
       error:
         'query parameter title: unknown placeholder "{bogus}"; the placeholders are {subject}, {kind}, {room}, {building}, {teacher}, {groups}, {note}',
+      code: 'INVALID_QUERY',
     });
   });
 
@@ -46,6 +47,7 @@ describe('options the timetable cannot honour', () => {
     expect(response.statusCode).toBe(400);
     expect(response.json()).toEqual({
       error: 'query parameter subgroup: this timetable has no subgroup 3; its subgroups are 1, 2',
+      code: 'INVALID_QUERY',
     });
     expect((await get('/feeds/groups/600.ics?subgroup=2')).statusCode).toBe(200);
   });
@@ -65,6 +67,7 @@ describe('options the timetable cannot honour', () => {
     expect(response.json()).toEqual({
       error:
         'query parameter exclude: "семинар" is not a kind of class in this timetable; its kinds are лекция, практика',
+      code: 'INVALID_QUERY',
     });
   });
 });
@@ -80,10 +83,12 @@ describe('subscribed URLs stay valid', () => {
     expect([...new Set(summaries(during.body))]).toEqual(['Алгебра (экзамен)']);
     expect((await get('/feeds/groups/610.ics?subgroup=3')).json()).toEqual({
       error: 'query parameter subgroup: this timetable has no subgroup 3; its subgroups are 1, 2',
+      code: 'INVALID_QUERY',
     });
     expect((await get(`/feeds/groups/610.ics?exclude=${encodeURIComponent('семинар')}`)).json()).toEqual({
       error:
         'query parameter exclude: "семинар" is not a kind of class in this timetable; its kinds are лекция, практика, экзамен',
+      code: 'INVALID_QUERY',
     });
     await storeTimetable(t.ctx, 'group:610', [], { stamp: Date.UTC(2025, 8, 22) });
     const empty = await get(`/feeds/groups/610.ics?subgroup=1&exclude=${encodeURIComponent('практика,экзамен')}`);

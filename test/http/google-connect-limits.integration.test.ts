@@ -48,7 +48,10 @@ describe('GET /google/connect limits', () => {
     // One token comes back every 200 s at 3/10m.
     expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(100);
     expect(refused.headers['content-type']).toMatch(/^application\/json/);
-    expect(refused.json()).toEqual({ error: expect.stringMatching(/^too many Google connections from your address/) });
+    expect(refused.json()).toEqual({
+      error: expect.stringMatching(/^too many Google connections from your address/),
+      code: 'RATE_LIMITED',
+    });
     expect(refused.headers['set-cookie']).toBeUndefined();
 
     // Further refusals write nothing at all under the prefix: no consent, no new key of any kind.

@@ -114,6 +114,7 @@ describe('GET /google/connect', () => {
     expect(answer.statusCode).toBe(404);
     expect(answer.json()).toEqual({
       error: 'group 1000000000000099 is not known to the university: Группа не найдена',
+      code: 'SOURCE_NOT_FOUND',
     });
     expect(await g.ctx.registry.get('group:1000000000000099')).toBeUndefined();
     expect(await g.ctx.google.targets.idsForSource('group:1000000000000099')).toEqual([]);
@@ -507,9 +508,10 @@ describe('GET /google/callback', () => {
     const unknown = await g.app.inject({ method: 'GET', url: `/google/callback?code=abc&state=${'s'.repeat(43)}` });
     expect(unknown.json()).toEqual({
       error: 'unknown, expired or already used consent state: start again at /google/connect',
+      code: 'GOOGLE_CALLBACK_INVALID',
     });
     const malformed = await g.app.inject({ method: 'GET', url: '/google/callback?code=abc&state=short' });
-    expect(malformed.json()).toEqual({ error: 'malformed consent state' });
+    expect(malformed.json()).toEqual({ error: 'malformed consent state', code: 'GOOGLE_CALLBACK_INVALID' });
     const missing = await g.app.inject({ method: 'GET', url: '/google/callback?code=abc' });
     expect(missing.statusCode).toBe(400);
     expect(missing.json().error).toMatch(/^state: is required: start at \/google\/connect$/);
@@ -550,6 +552,7 @@ describe('GET /google/callback', () => {
     expect(answer.json()).toEqual({
       error:
         'this consent was started in another browser, or its cookie was blocked or expired: nothing was connected; start again at /google/connect in this browser',
+      code: 'GOOGLE_CALLBACK_INVALID',
     });
     expect(String(answer.headers['set-cookie'])).toMatch(/^tts-consent-[0-9a-f]{16}=; Max-Age=0; Path=\/google;/);
     jar.clear();

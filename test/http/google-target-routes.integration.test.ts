@@ -199,6 +199,7 @@ describe('POST /admin/google-targets', () => {
       expect(answer.statusCode).toBe(400);
       expect(answer.json()).toEqual({
         error: 'calendarId: calendar not found or not accessible with this refresh token',
+        code: 'CALENDAR_NOT_FOUND',
       });
     }
     expect((await g.ctx.google.targets.page(0, 500)).targets.filter((target) => target.source === 'group:1')).toEqual(
@@ -256,6 +257,7 @@ describe('POST /admin/google-targets for a source the university does not know',
     expect(answer.statusCode).toBe(404);
     expect(answer.json()).toEqual({
       error: 'group 1000000000000099 is not known to the university: Группа не найдена',
+      code: 'SOURCE_NOT_FOUND',
     });
     expect(g.fake.calendars(user)).toEqual([]);
     expect(await g.ctx.google.targets.idsForSource(source)).toEqual([]);
@@ -287,7 +289,7 @@ describe('GET /admin/google-targets', () => {
     expect(page.targets.map((target: { id: string }) => target.id)).toEqual([made[1]]);
     expect(
       (await g.app.inject({ method: 'GET', url: '/admin/google-targets?limit=0', headers: BEARER })).json(),
-    ).toEqual({ error: 'limit: must be at least 1' });
+    ).toEqual({ error: 'limit: must be at least 1', code: 'INVALID_QUERY' });
 
     await g.ctx.google.index.set(made[0] ?? '', 'a'.repeat(52), 'digest');
     await g.ctx.google.targets.markStatus(made[0] ?? '', 'paused', 'Calendar usage limits exceeded', 1_000, {

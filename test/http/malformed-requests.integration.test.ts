@@ -63,7 +63,10 @@ describe('malformed requests answer our error format', () => {
     expect(answer.status).toBe(400);
     expect(answer.headers['content-type']).toBe('application/json; charset=utf-8');
     expect(answer.headers['x-content-type-options']).toBe('nosniff');
-    expect(JSON.parse(answer.body)).toEqual({ error: expect.stringMatching(/must be percent-encoded/) });
+    expect(JSON.parse(answer.body)).toEqual({
+      error: expect.stringMatching(/must be percent-encoded/),
+      code: 'MALFORMED_URL',
+    });
   });
 
   it('reads a percent-encoded exclude value as UTF-8', async () => {
@@ -87,17 +90,17 @@ describe('malformed requests answer our error format', () => {
     const response = await fetch(`http://127.0.0.1:${port}/feeds/personal/%E0%A4%A.ics`);
     expect(response.status).toBe(400);
     const body = await response.json();
-    expect(body).toEqual({ error: expect.stringMatching(/^malformed URL/) });
+    expect(body).toEqual({ error: expect.stringMatching(/^malformed URL/), code: 'MALFORMED_URL' });
     expect(JSON.stringify(body)).not.toContain('%E0');
   });
 
   it('answers an over-long path parameter with 414', async () => {
     const response = await fetch(`http://127.0.0.1:${port}/feeds/personal/${'a'.repeat(400)}.ics`);
     expect(response.status).toBe(414);
-    expect(await response.json()).toEqual({ error: expect.stringMatching(/^URL too long/) });
+    expect(await response.json()).toEqual({ error: expect.stringMatching(/^URL too long/), code: 'URL_TOO_LONG' });
   });
 
-  it('answers an unknown route, a bad JSON body and a wrong content type as {"error"} only', async () => {
+  it('answers an unknown route, a bad JSON body and a wrong content type as {"error", "code"} only', async () => {
     const cases = [
       { url: '/nothing/here', init: {}, status: 404 },
       {
@@ -115,7 +118,7 @@ describe('malformed requests answer our error format', () => {
       const response = await fetch(`http://127.0.0.1:${port}${url}`, init);
       expect(response.status, url).toBe(status);
       const body = (await response.json()) as Record<string, unknown>;
-      expect(Object.keys(body), url).toEqual(['error']);
+      expect(Object.keys(body), url).toEqual(['error', 'code']);
       expect(body.error, url).toEqual(expect.any(String));
     }
   });
@@ -127,7 +130,7 @@ describe('slow clients', () => {
       'POST /api/subscriptions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n';
     const answer = await rawRequest(head, '{"credential":"'.padEnd(100, 'x'), 300);
     expect(answer.status).toBe(408);
-    expect(JSON.parse(answer.body)).toEqual({ error: 'the request took too long to arrive' });
+    expect(JSON.parse(answer.body)).toEqual({ error: 'the request took too long to arrive', code: 'REQUEST_TIMEOUT' });
     // HTTP_REQUEST_TIMEOUT is 2 s; Node checks every quarter of the headers timeout.
     expect(answer.closedAfterMs).toBeLessThan(4_000);
   });

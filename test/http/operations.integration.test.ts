@@ -28,6 +28,7 @@ describe('operations', () => {
     expect(notReady.statusCode).toBe(503);
     expect(notReady.json()).toEqual({
       error: expect.stringMatching(/^not ready: no worker sent a heartbeat in the last 30 s/),
+      code: 'NOT_READY',
       checks: { redis: 'ok', workers: 0 },
     });
 
@@ -140,7 +141,7 @@ describe('operations', () => {
   it('answers unknown routes and bad JSON bodies with a JSON error', async () => {
     const missing = await t.app.inject({ method: 'GET', url: '/nothing/here?x=1' });
     expect(missing.statusCode).toBe(404);
-    expect(missing.json()).toEqual({ error: 'no route GET /nothing/here' });
+    expect(missing.json()).toEqual({ error: 'no route GET /nothing/here', code: 'ROUTE_NOT_FOUND' });
     const badJson = await t.app.inject({
       method: 'POST',
       url: '/api/subscriptions',
@@ -148,7 +149,7 @@ describe('operations', () => {
       payload: '{"credential":',
     });
     expect(badJson.statusCode).toBe(400);
-    expect(Object.keys(badJson.json())).toEqual(['error']);
+    expect(badJson.json()).toEqual({ error: expect.any(String), code: 'INVALID_BODY' });
   });
 
   it('refuses bodies over 64 KiB', async () => {
@@ -159,7 +160,7 @@ describe('operations', () => {
       payload: JSON.stringify({ all: true, pad: 'x'.repeat(70 * 1024) }),
     });
     expect(response.statusCode).toBe(413);
-    expect(Object.keys(response.json())).toEqual(['error']);
+    expect(response.json()).toEqual({ error: expect.any(String), code: 'BODY_TOO_LARGE' });
   });
 
   it('says degraded, with a 200, when Redis does not answer', async () => {

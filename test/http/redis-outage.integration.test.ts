@@ -143,7 +143,8 @@ function credential(index: number): string {
 function expectUnavailable(response: Awaited<ReturnType<typeof get>>, words: RegExp): void {
   expect(response.statusCode, response.body).toBe(503);
   expect(response.headers['retry-after']).toMatch(/^[1-9]\d*$/);
-  expect(response.json()).toEqual({ error: expect.stringMatching(words) });
+  const code = words.source === 'full' ? 'REDIS_FULL' : 'REDIS_UNAVAILABLE';
+  expect(response.json()).toEqual({ error: expect.stringMatching(words), code });
 }
 
 describe('Redis killed, then started again from its AOF', () => {

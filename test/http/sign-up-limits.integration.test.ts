@@ -65,6 +65,7 @@ describe('sign-up limits', () => {
     expect(refused).toHaveLength(1);
     expect(refused[0]?.json()).toEqual({
       error: 'too many sign-ups in progress from your address; try again in 5 seconds',
+      code: 'RATE_LIMITED',
     });
     expect(refused[0]?.headers['retry-after']).toBe('5');
     // Another address is not affected by this one's checks in flight.

@@ -98,11 +98,11 @@ describe('POST /admin/directory', () => {
   it('refuses bad input with a 400 naming the line or element, and changes nothing', async () => {
     const csv = await importCsv('900021,ЭЭ-1\n900022\n');
     expect(csv.statusCode).toBe(400);
-    expect(csv.json()).toEqual({ error: 'line 2: expected 2 fields (id,name), got 1' });
+    expect(csv.json()).toEqual({ error: 'line 2: expected 2 fields (id,name), got 1', code: 'INVALID_BODY' });
     expect(await pipeline.ctx.directory.name(900021)).toBeUndefined();
     const json = await importJson([{ id: -1, name: 'x' }]);
     expect(json.statusCode).toBe(400);
-    expect(json.json()).toEqual({ error: '[0]: id must be a positive whole number, got "-1"' });
+    expect(json.json()).toEqual({ error: '[0]: id must be a positive whole number, got "-1"', code: 'INVALID_BODY' });
     const shape = await importJson({ id: 1, name: 'x' });
     expect(shape.statusCode).toBe(400);
     const plain = await app.inject({

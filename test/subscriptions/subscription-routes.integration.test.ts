@@ -120,7 +120,7 @@ describe('POST /api/subscriptions', () => {
     const before = await ctx.redis.keys(`${ctx.config.redisPrefix}:subscription:*`);
     const { response, body } = await subscribe('not-a-real-token');
     expect(response.statusCode).toBe(401);
-    expect(body).toEqual({ error: 'the university rejected this credential' });
+    expect(body).toEqual({ error: 'the university rejected this credential', code: 'CREDENTIAL_REJECTED' });
     expect(await ctx.redis.keys(`${ctx.config.redisPrefix}:subscription:*`)).toEqual(before);
   });
 
@@ -152,7 +152,7 @@ describe('POST /api/subscriptions', () => {
         });
       const other = await patch(user(1).token);
       expect(other.statusCode).toBe(403);
-      expect(other.json()).toEqual({ error: REFUSED });
+      expect(other.json()).toEqual({ error: REFUSED, code: 'CREDENTIAL_REFUSED' });
       expect(await ctx.subscriptions.credentialOf(id)).toBe(user(3).token);
       const same = await patch(user(3).token);
       expect(same.statusCode).toBe(200);
@@ -201,6 +201,7 @@ describe('POST /api/subscriptions', () => {
       expect(response.json()).toEqual({
         error:
           'personal subscriptions and Google push need SECRET_KEY: credentials and refresh tokens are stored encrypted',
+        code: 'SECRET_KEY_MISSING',
       });
     } finally {
       await keylessApp.close();
@@ -288,7 +289,7 @@ describe('GET, PATCH and DELETE /api/subscriptions/:id', () => {
       headers: bearer(TEST_ADMIN_TOKEN),
     });
     expect(malformed.statusCode).toBe(400);
-    expect(malformed.json()).toEqual({ error: 'malformed subscription id' });
+    expect(malformed.json()).toEqual({ error: 'malformed subscription id', code: 'INVALID_ID' });
   });
 
   it('PATCH replaces a rejected credential of the same user, and refuses another user', async () => {
@@ -319,7 +320,7 @@ describe('GET, PATCH and DELETE /api/subscriptions/:id', () => {
     });
     // Another user's valid credential answers exactly as an invalid one: PATCH is no credential oracle.
     expect(stranger.statusCode).toBe(403);
-    expect(stranger.json()).toEqual({ error: REFUSED });
+    expect(stranger.json()).toEqual({ error: REFUSED, code: 'CREDENTIAL_REFUSED' });
     expect(bad.json()).toEqual(stranger.json());
     expect(bad.headers['www-authenticate']).toBeUndefined();
     expect((await ctx.subscriptions.get(id))?.status).toBe('needs-credential');
