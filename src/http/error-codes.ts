@@ -121,7 +121,7 @@ export const ERROR_CODES = {
     meaning: 'Too many requests to the university are under way or budgeted; see `Retry-After`.',
   },
   UPSTREAM_RATE_LIMITED: { status: 503, meaning: 'The university asked us to slow down; see `Retry-After`.' },
-  UPSTREAM_TIMEOUT: { status: 504, meaning: 'The university did not answer in time.' },
+  UPSTREAM_TIMED_OUT: { status: 504, meaning: 'The university did not answer in time.' },
   UPSTREAM_UNAVAILABLE: { status: 502, meaning: 'The university failed or answered something unreadable.' },
 
   // The service itself.

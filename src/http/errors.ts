@@ -402,7 +402,7 @@ const CATALOG: readonly Entry[] = [
   entry(
     UpstreamTimeoutError,
     (error) =>
-      new HttpError('UPSTREAM_TIMEOUT', {
+      new HttpError('UPSTREAM_TIMED_OUT', {
         en: `the university did not answer in time: ${error.message}`,
         ru: `университет не ответил вовремя: ${error.message}`,
       }),
