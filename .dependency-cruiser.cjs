@@ -10,15 +10,18 @@
 
 /** Bottom first. Each entry is a folder of src/ (or a file at its root) and the layer it sits in. */
 const LAYERS = [
-  ['lib', 'logger.ts', 'security'], // small helpers that know nothing of timetables
-  ['upstream', 'timetable', 'simulator'], // the university API, the pure engine, the fake university
-  ['sources'], // what a feed shows: keys, registry, snapshots
-  ['feeds'], // rendering (pure) and the feed store
-  ['google', 'config.ts'], // Google push without the jobs; the configuration (reads feeds' time zones)
-  ['jobs'], // queues, processors, schedulers
+  ['lib', 'logger.ts', 'security'], // helpers that know nothing of timetables; the secret box; the logger factory
+  ['upstream', 'simulator'], // the university API client and its fake
+  ['timetable'], // dates, week parity, expansion, event identity, sources (pure)
+  ['config.ts'], // one typed configuration from one table of settings
+  ['store'], // every Redis store, keys.ts, and their .lua scripts
+  ['feeds'], // ICS rendering and the publication diff (pure)
+  ['google'], // Google push: adapters behind our interfaces, diffs (pure)
+  ['jobs'], // the job contract, one file per job, one failure policy
   ['subscriptions'], // the use cases people start: sign-up, credentials, connecting Google
+  ['serving'], // feed cache, forms, variants, the fast path
   ['web'], // the pages people read: templates, their words in two languages, stylesheet and script
-  ['http'], // routes: parse, call a use case, shape the answer
+  ['http'], // routes, parsing, the error catalog, the server
   ['runtime'], // composition root, roles, commands
   ['cli.ts'], // the command line
 ];

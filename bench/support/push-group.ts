@@ -4,7 +4,7 @@
  * move, cancel and restore. Published once before any target exists.
  */
 import type { ServiceContext } from '../../src/runtime/context.ts';
-import type { SourceKey } from '../../src/sources/source.ts';
+import type { SourceKey } from '../../src/timetable/source.ts';
 import { rawRequest } from './processes.ts';
 import { refreshAndSettle } from './push-phase.ts';
 import { confirmedOccurrences } from './push-rounds.ts';

@@ -20,14 +20,20 @@ import { RateLimitedError, RedisFullError, RedisUnavailableError } from '../lib/
 import { redisFailure } from '../lib/redis-failure.ts';
 import { retryAfterSeconds, secondsText } from '../lib/retry-after.ts';
 import { SecretKeyMissingError } from '../security/errors.ts';
-import { InvalidSourceError } from '../sources/errors.ts';
+import {
+  CredentialNeededError,
+  FeedUnavailableError,
+  UnknownTimetableError,
+  VariantRefusedError,
+} from '../serving/errors.ts';
+import { SignUpContentionError } from '../store/errors.ts';
 import {
   CredentialCheckError,
   CredentialRefusedError,
   CredentialRejectedError,
-  SignUpContentionError,
   UnknownSourceError,
 } from '../subscriptions/errors.ts';
+import { InvalidSourceError } from '../timetable/errors.ts';
 import {
   UpstreamBudgetError,
   UpstreamBusyError,
@@ -116,6 +122,13 @@ const CATALOG: readonly Entry[] = [
         retryAfter(error.retryAfterMs),
       ),
   ),
+  entry(
+    FeedUnavailableError,
+    (error) => new HttpError(503, error.message, { 'Retry-After': String(error.retryAfterSeconds) }),
+  ),
+  entry(UnknownTimetableError, (error) => new HttpError(404, error.message)),
+  entry(CredentialNeededError, (error) => new HttpError(409, error.message)),
+  entry(VariantRefusedError, (error) => new HttpError(400, error.message)),
   entry(InvalidSourceError, (error) => new HttpError(400, `source: ${error.message}`)),
   entry(UnknownSourceError, (error) => new HttpError(400, `source: ${error.message}`)),
   entry(UnknownSubscriptionError, (error) => new HttpError(404, error.message)),

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { apiMemoryVerdict, feedCacheBudgetMiB } from '../../bench/support/api-memory.ts';
 import { keySource, perSourceKB } from '../../bench/support/redis-breakdown.ts';
 import { encodingFor, spreadSample } from '../../bench/support/restart-cost.ts';
-import { redisKeys } from '../../src/sources/keys.ts';
+import { redisKeys } from '../../src/store/keys.ts';
 
 describe('keySource', () => {
   const prefix = 'bench-1a2b';

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { findingLine, type GrowthSeries, growthVerdict } from '../../bench/support/growth-verdict.ts';
 import { keyKind } from '../../bench/support/redis-breakdown.ts';
 import { parseSizes, population, UNIVERSITY } from '../../bench/support/scale-population.ts';
-import { redisKeys } from '../../src/sources/keys.ts';
+import { redisKeys } from '../../src/store/keys.ts';
 
 describe('population', () => {
   it('is the whole university at 20,000 sources', () => {

@@ -8,8 +8,8 @@ import { calendarState, mismatches } from '../../../bench/support/calendar-diff.
 import { rawRequest } from '../../../bench/support/processes.ts';
 import { feedOccurrences, STALE_PROPERTY } from '../../../src/feeds/build-feed.ts';
 import { desiredEvents } from '../../../src/google/desired-events.ts';
-import { normaliseEntries } from '../../../src/sources/snapshot-store.ts';
-import type { SourceKey } from '../../../src/sources/source.ts';
+import { normaliseEntries } from '../../../src/store/snapshot-store.ts';
+import type { SourceKey } from '../../../src/timetable/source.ts';
 import type { Occurrence } from '../../../src/timetable/types.ts';
 import { readEvents } from '../../jobs/helpers.ts';
 import { until } from '../../support/poll.ts';
