@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { promisify } from 'node:util';
 import { brotliCompress, constants, gunzip, gzip } from 'node:zlib';
 import type { ChainableCommander } from 'ioredis';
+import { luaScript } from '../lib/lua-script.ts';
 import { scanKeys } from '../lib/redis-scan.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { SourceKey } from '../timetable/source.ts';
@@ -228,13 +229,8 @@ export class FeedStore {
   }
 }
 
-/** KEYS: feed hash, updates channel. ARGV: expected ETag, source, then field/value pairs. */
-const REPLACE_IF_SCRIPT = `
-if redis.call('HGET', KEYS[1], 'etag') ~= ARGV[1] then return 0 end
-redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[1], unpack(ARGV, 3))
-redis.call('PUBLISH', KEYS[2], ARGV[2])
-return 1`;
+/** Replaces a feed while its ETag is the one expected, and announces it (feed-replace-if.lua). */
+const REPLACE_IF_SCRIPT = luaScript(import.meta.dirname, 'feed-replace-if');
 
 /** Fields of the feed hash before it kept the gzip form only. */
 const RETIRED_FIELDS = ['body', 'brotli'];

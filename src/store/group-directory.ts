@@ -12,6 +12,7 @@
  * first, then names that contain it.
  */
 
+import { luaScript } from '../lib/lua-script.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { RedisKeys } from './keys.ts';
 
@@ -41,28 +42,11 @@ export const DEFAULT_SEARCH_LIMIT = 20;
 /** Groups written by one script call of an import (a pipeline sends them all at once). */
 const IMPORT_CHUNK = 500;
 
-/** Sets one id's name unless it has it already (then 0); a change raises the version. KEYS: hash, version. */
-const RECORD = `
-if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then return 0 end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-redis.call('INCR', KEYS[2])
-return 1`;
+/** Sets one group's name unless it has it already, raising the version (group-directory-record.lua). */
+const RECORD = luaScript(import.meta.dirname, 'group-directory-record');
 
-/** Upserts id/name pairs; answers {added, updated} and raises the version once if anything changed. */
-const UPSERT = `
-local added, updated = 0, 0
-for i = 1, #ARGV, 2 do
-  local old = redis.call('HGET', KEYS[1], ARGV[i])
-  if not old then
-    added = added + 1
-    redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
-  elseif old ~= ARGV[i + 1] then
-    updated = updated + 1
-    redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
-  end
-end
-if added + updated > 0 then redis.call('INCR', KEYS[2]) end
-return {added, updated}`;
+/** Adds or renames many groups, raising the version once (group-directory-upsert.lua). */
+const UPSERT = luaScript(import.meta.dirname, 'group-directory-upsert');
 
 /** Latin letters that look like Cyrillic ones, typed by mistake on the wrong keyboard layout. */
 const LOOKALIKES: Readonly<Record<string, string>> = {

@@ -5,22 +5,15 @@
  * the overall first-request limit runs short (http/client-limits.ts). Redis holds one SET; the university's
  * staff bounds it, and {@link MAX_KNOWN_EMPLOYEES} bounds it whatever the university sends.
  */
+import { luaScript } from '../lib/lua-script.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { RedisKeys } from './keys.ts';
 
 /** Ids kept at most (a large university has a few thousand teachers): beyond it, new ones are not added. */
 export const MAX_KNOWN_EMPLOYEES = 100_000;
 
-/** KEYS: the SET. ARGV: the most members kept, then ids. Adds the ids while the set has room; answers how many it added. */
-const RECORD_SCRIPT = `
-local room = tonumber(ARGV[1]) - redis.call('SCARD', KEYS[1])
-local added = 0
-for i = 2, #ARGV do
-  if room <= 0 then break end
-  local new = redis.call('SADD', KEYS[1], ARGV[i])
-  added, room = added + new, room - new
-end
-return added`;
+/** Adds employee ids while the set has room (known-employees-record.lua). */
+const RECORD_SCRIPT = luaScript(import.meta.dirname, 'known-employees-record');
 
 /** The employee ids known to exist, in Redis. */
 export class KnownEmployees {

@@ -9,26 +9,15 @@
  * target is removed cannot leave an orphaned index behind.
  */
 
+import { luaScript } from '../lib/lua-script.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { RedisKeys } from './keys.ts';
 
-/** KEYS: 1 target hash, 2 index. ARGV: field/value pairs. Sets them only while the target exists. */
-const SET_IF_TARGET = `
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-redis.call('HSET', KEYS[2], unpack(ARGV))
-return 1`;
+/** Sets index entries only while the target exists (push-index-set.lua). */
+const SET_IF_TARGET = luaScript(import.meta.dirname, 'push-index-set');
 
-/**
- * KEYS: 1 target hash, 2 index. ARGV: field/value pairs (maybe none). Replaces the whole index while the
- * target exists. Returns 1 if it did.
- */
-const REPLACE_IF_TARGET = `
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-redis.call('DEL', KEYS[2])
-for i = 1, #ARGV, 2000 do
-  redis.call('HSET', KEYS[2], unpack(ARGV, i, math.min(i + 1999, #ARGV)))
-end
-return 1`;
+/** Replaces the whole index only while the target exists (push-index-replace.lua). */
+const REPLACE_IF_TARGET = luaScript(import.meta.dirname, 'push-index-replace');
 
 /** The per-target index of events we wrote and their digests. */
 export class PushIndex {

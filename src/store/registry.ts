@@ -1,3 +1,4 @@
+import { luaScript } from '../lib/lua-script.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import { execOrThrow } from '../lib/redis-transaction.ts';
 import type { SourceKey } from '../timetable/source.ts';
@@ -47,14 +48,8 @@ export interface FailureRecord {
   status?: Extract<SourceStatus, 'not-found' | 'needs-credential'>;
 }
 
-/** KEYS: source hash, stale set. ARGV: since, source. Only a registered source is marked; answers its staleSince. */
-const MARK_STALE_SCRIPT = `
-if redis.call('EXISTS', KEYS[1]) == 0 then return nil end
-redis.call('HSETNX', KEYS[1], 'staleSince', ARGV[1])
-local status = redis.call('HGET', KEYS[1], 'status')
-if status == 'ok' or status == 'pending' or status == 'awaiting-confirmation' then redis.call('HSET', KEYS[1], 'status', 'stale') end
-redis.call('SADD', KEYS[2], ARGV[2])
-return redis.call('HGET', KEYS[1], 'staleSince')`;
+/** Marks a registered source stale and answers its staleSince (registry-mark-stale.lua). */
+const MARK_STALE_SCRIPT = luaScript(import.meta.dirname, 'registry-mark-stale');
 
 /** How long the upstream's "no such group" is remembered, so repeated requests for it cost no fetch. */
 export const MISSING_TTL_SECONDS = 3600;
@@ -67,37 +62,11 @@ export const MAX_MISSING_SOURCES = 20_000;
 /** The longest text of the upstream's kept with an unknown source (it is quoted back in a 404). */
 const MISSING_TEXT_LENGTH = 200;
 
-/**
- * KEYS: the texts HASH, the expiry ZSET. ARGV: source, text, ttl (ms), the most entries kept. Remembers the
- * source until Redis TIME + ttl; drops up to 100 entries already expired, then those expiring soonest beyond
- * the most kept. Both keys expire a ttl after the last write, when every entry has.
- */
-const REMEMBER_MISSING_SCRIPT = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local ttl, most = tonumber(ARGV[3]), tonumber(ARGV[4])
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-redis.call('ZADD', KEYS[2], now + ttl, ARGV[1])
-for _, source in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, 100)) do
-  redis.call('ZREM', KEYS[2], source)
-  redis.call('HDEL', KEYS[1], source)
-end
-local excess = redis.call('ZCARD', KEYS[2]) - most
-if excess > 0 then
-  local popped = redis.call('ZPOPMIN', KEYS[2], excess)
-  for i = 1, #popped, 2 do redis.call('HDEL', KEYS[1], popped[i]) end
-end
-redis.call('PEXPIRE', KEYS[1], ttl)
-redis.call('PEXPIRE', KEYS[2], ttl)
-return 1`;
+/** Remembers an unknown source for a while, within a bound (registry-remember-missing.lua). */
+const REMEMBER_MISSING_SCRIPT = luaScript(import.meta.dirname, 'registry-remember-missing');
 
-/** KEYS: the texts HASH, the expiry ZSET. ARGV: source. Its text while it is remembered (by Redis TIME), else nil. */
-const MISSING_REASON_SCRIPT = `
-local expires = redis.call('ZSCORE', KEYS[2], ARGV[1])
-if not expires then return nil end
-local t = redis.call('TIME')
-if tonumber(expires) <= tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) then return nil end
-return redis.call('HGET', KEYS[1], ARGV[1])`;
+/** An unknown source's text while it is remembered (registry-missing-reason.lua). */
+const MISSING_REASON_SCRIPT = luaScript(import.meta.dirname, 'registry-missing-reason');
 
 const NUMBER_FIELDS = [
   'activeSince',

@@ -7,6 +7,7 @@
  * Each value is replaced only while it is still the one read (a script compares and sets), so a publication
  * racing the rewrite wins; running it twice, or in two processes, rewrites nothing the second time.
  */
+import { luaScript } from '../lib/lua-script.ts';
 import { isPacked, packJson, unpackJson } from '../lib/packed-json.ts';
 import { tryWithLock } from '../lib/redis-lock.ts';
 import { scanKeys } from '../lib/redis-scan.ts';
@@ -16,16 +17,11 @@ import type { SourceKey } from '../timetable/source.ts';
 import { packChange } from './change-bounds.ts';
 import type { RedisKeys } from './keys.ts';
 
-/** KEYS: 1 a string. ARGV: 1 the value read, 2 its packed form. Replaces the value only while it is the one read. */
-const REPLACE_STRING =
-  "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('SET', KEYS[1], ARGV[2], 'KEEPTTL') return 1 end return 0";
+/** Replaces a string value only while it is the one read (state-packing-replace-string.lua). */
+const REPLACE_STRING = luaScript(import.meta.dirname, 'state-packing-replace-string');
 
-/**
- * KEYS: 1 a list. ARGV: 1 an index, 2 the item read there, 3 its packed form. Replaces the item only while it is
- * the one read (a record pushed meanwhile moves it to another index: it is then left as it is, still readable).
- */
-const REPLACE_ITEM =
-  "if redis.call('LINDEX', KEYS[1], ARGV[1]) == ARGV[2] then redis.call('LSET', KEYS[1], ARGV[1], ARGV[3]) return 1 end return 0";
+/** Replaces a list item only while it is the one read (state-packing-replace-item.lua). */
+const REPLACE_ITEM = luaScript(import.meta.dirname, 'state-packing-replace-item');
 
 /** Keys read at a time. */
 const BATCH = 200;

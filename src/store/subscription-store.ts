@@ -11,6 +11,7 @@
  * outages, and must drop them.
  */
 
+import { luaScript } from '../lib/lua-script.ts';
 import { scanKeys } from '../lib/redis-scan.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import { SecretKeyMissingError } from '../security/errors.ts';
@@ -109,22 +110,8 @@ const CREDENTIAL_DIGEST_PURPOSE = 'subscription-credential';
 /** Subscription ids: 16 random bytes (128 bits), base64url, 22 characters (see `SUBSCRIPTION_ID`). */
 const ID_BYTES = 16;
 
-/**
- * Updates the hash `KEYS[1]` only if it exists (an update racing a delete must not bring back a half
- * subscription) and, when `ARGV[1]` is not empty, only if its credential version still equals `ARGV[1]`
- * (a missing version counts as `0`). Then: `ARGV[2]` = '1' bumps the version; `ARGV[3]` = n fields after it
- * are deleted; the remaining arguments are field/value pairs to set. Returns 1 if it updated, else 0.
- */
-const UPDATE_IF_CURRENT = `
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-if ARGV[1] ~= '' and (redis.call('HGET', KEYS[1], 'credentialVersion') or '0') ~= ARGV[1] then return 0 end
-if ARGV[2] == '1' then redis.call('HINCRBY', KEYS[1], 'credentialVersion', 1) end
-local n = tonumber(ARGV[3])
-for i = 4, n + 3 do redis.call('HDEL', KEYS[1], ARGV[i]) end
-local fields = {}
-for i = n + 4, #ARGV do fields[#fields + 1] = ARGV[i] end
-if #fields > 0 then redis.call('HSET', KEYS[1], unpack(fields)) end
-return 1`;
+/** Updates a subscription hash only while it exists and its credential version holds (subscription-update.lua). */
+const UPDATE_IF_CURRENT = luaScript(import.meta.dirname, 'subscription-update');
 
 /** How an update is guarded and what it changes besides its fields. */
 interface UpdateOptions {

@@ -10,56 +10,18 @@
  * Redis Cluster slot. This module owns the keys `termCounts` to `termStarts` of keys.ts.
  */
 import type { ChainableCommander } from 'ioredis';
+import { luaScript } from '../lib/lua-script.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { SourceKey } from '../timetable/source.ts';
 import { resolveTermStarts, type TermStart, termStartDates } from '../timetable/terms.ts';
 import type { TimetableEntry } from '../timetable/types.ts';
 import type { RedisKeys } from './keys.ts';
 
-/**
- * KEYS: totals, per-source entries, reference counts, parity sources, version. ARGV: source, its entries as
- * JSON `{ id: date }` (`{}` forgets it), `1` when it has odd- or even-week entries. Raises the version when a
- * total changed.
- */
-const REPLACE_ENTRIES = `
-local stored = redis.call('HGET', KEYS[2], ARGV[1])
-local before = stored and cjson.decode(stored) or {}
-local after = cjson.decode(ARGV[2])
-local changed = false
-for id, date in pairs(before) do
-  if after[id] ~= date then
-    local ref = id .. '|' .. date
-    if redis.call('HINCRBY', KEYS[3], ref, -1) <= 0 then
-      redis.call('HDEL', KEYS[3], ref)
-      if redis.call('HINCRBY', KEYS[1], date, -1) <= 0 then redis.call('HDEL', KEYS[1], date) end
-      changed = true
-    end
-  end
-end
-local any = false
-for id, date in pairs(after) do
-  any = true
-  if before[id] ~= date and redis.call('HINCRBY', KEYS[3], id .. '|' .. date, 1) == 1 then
-    redis.call('HINCRBY', KEYS[1], date, 1)
-    changed = true
-  end
-end
-if any then redis.call('HSET', KEYS[2], ARGV[1], ARGV[2]) else redis.call('HDEL', KEYS[2], ARGV[1]) end
-if ARGV[3] == '1' then redis.call('SADD', KEYS[4], ARGV[1]) else redis.call('SREM', KEYS[4], ARGV[1]) end
-if changed then redis.call('INCR', KEYS[5]) end
-return changed and 1 or 0
-`;
+/** Replaces a source's entries in the start-date counts (term-counts-replace.lua). */
+const REPLACE_ENTRIES = luaScript(import.meta.dirname, 'term-counts-replace');
 
-/**
- * KEYS: stored term starts. ARGV: the version of the counts they come from, their JSON. Stores them unless
- * term starts from newer counts are stored already; answers `{ stored 1/0, the previous JSON or '' }`.
- */
-const STORE_TERM_STARTS = `
-local current = redis.call('GET', KEYS[1])
-if current and cjson.decode(current).version > tonumber(ARGV[1]) then return {0, current} end
-redis.call('SET', KEYS[1], ARGV[2])
-return {1, current or ''}
-`;
+/** Stores term starts unless ones from newer counts are stored already (term-counts-store-starts.lua). */
+const STORE_TERM_STARTS = luaScript(import.meta.dirname, 'term-counts-store-starts');
 
 /** What a timetable adds to the counts. */
 export type CountedEntry = Pick<TimetableEntry, 'id' | 'startDate' | 'weekType'>;
