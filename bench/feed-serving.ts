@@ -9,7 +9,7 @@
  * written to a temp folder that nginx serves with `sendfile` and `gzip_static`.
  *
  * Three servers answer the same feed: the service (its fast path in front of fastify answers it:
- * src/http/feed-fast-path.ts), the service's fastify routes (the same URL with a query they ignore,
+ * src/serving/feed-fast-path.ts), the service's fastify routes (the same URL with a query they ignore,
  * `?via=routes`, which the fast path leaves to fastify: the same bytes and headers, so before and after in one
  * run), and nginx.
  * Codings: identity, gzip, br (Debian's nginx-light has no brotli module: the service's br rate is reported

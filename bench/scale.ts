@@ -52,10 +52,10 @@ import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { loadConfig } from '../src/config.ts';
-import { DEFAULT_FEED_CACHE_BYTES } from '../src/http/feed-cache.ts';
 import { activateSource } from '../src/jobs/activation.ts';
 import { silentLogger } from '../src/logger.ts';
 import { openServiceContext } from '../src/runtime/service-context.ts';
+import { DEFAULT_FEED_CACHE_BYTES } from '../src/serving/feed-cache.ts';
 import type { RunningSimulator } from '../src/simulator/index.ts';
 import {
   Cleanup,

@@ -17,10 +17,10 @@
 import { performance } from 'node:perf_hooks';
 import ical, { type ICalEventData } from 'ical-generator';
 import { type CalendarMeta, renderEventData, renderIcs, toEventData } from '../src/feeds/render-ics.ts';
-import { vtimezone } from '../src/feeds/vtimezone.ts';
 import { silentLogger } from '../src/logger.ts';
 import { startSimulator } from '../src/simulator/index.ts';
 import { expand } from '../src/timetable/expand.ts';
+import { vtimezone } from '../src/timetable/vtimezone.ts';
 import { ZoneOffsets } from '../src/timetable/zone-offsets.ts';
 import { ZonedTimes } from '../src/timetable/zoned-time.ts';
 import { createUniversityClient } from '../src/upstream/client.ts';

@@ -19,8 +19,8 @@ import type { ServiceContext } from '../src/runtime/context.ts';
 import { startEmbeddedRedis } from '../src/runtime/embedded-redis.ts';
 import { openServiceContext } from '../src/runtime/service-context.ts';
 import { startSimulator } from '../src/simulator/index.ts';
-import type { SourceKey } from '../src/sources/source.ts';
-import { StudyPlanStore } from '../src/sources/study-plan-store.ts';
+import { StudyPlanStore } from '../src/store/study-plan-store.ts';
+import type { SourceKey } from '../src/timetable/source.ts';
 
 const { values } = parseArgs({ options: { sample: { type: 'string', default: '15' } } });
 const SAMPLE = Number(values.sample);

@@ -19,8 +19,8 @@ import { silentLogger } from '../src/logger.ts';
 import type { ServiceContext } from '../src/runtime/context.ts';
 import { openServiceContext } from '../src/runtime/service-context.ts';
 import { startSimulator } from '../src/simulator/index.ts';
-import type { SourceKey } from '../src/sources/source.ts';
 import { connectTarget } from '../src/subscriptions/google-connect.ts';
+import type { SourceKey } from '../src/timetable/source.ts';
 import { exportPrefix } from '../test/deploy/redis-export.ts';
 import {
   applyEdit,

@@ -8,7 +8,6 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseEnv } from 'node:util';
 import { z } from 'zod';
-import { canonicalTimeZone } from './feeds/vtimezone.ts';
 import {
   bearerSecret,
   dateList,
@@ -27,6 +26,7 @@ import {
 } from './lib/env-values.ts';
 import { hasHashTag, parseRedisNodes, type RedisTarget } from './lib/redis-target.ts';
 import { LOG_LEVELS, type LogLevel } from './logger.ts';
+import { canonicalTimeZone } from './timetable/vtimezone.ts';
 
 /** An HTTP header name (RFC 9110 token). */
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;

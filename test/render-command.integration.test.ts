@@ -5,7 +5,7 @@ import ICAL from 'ical.js';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { type RunningSimulator, startSimulator } from '../src/simulator/index.ts';
-import { redisKeys } from '../src/sources/keys.ts';
+import { redisKeys } from '../src/store/keys.ts';
 import { runCli } from './support/cli.ts';
 import { uniquePrefix } from './support/service.ts';
 import { rawTuesdayLecture } from './upstream/fixtures.ts';

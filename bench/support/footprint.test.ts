@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { redisKeys } from '../../src/sources/keys.ts';
+import { redisKeys } from '../../src/store/keys.ts';
 import { apiMemoryVerdict, feedCacheBudgetMiB } from './api-memory.ts';
 import { keySource, perSourceKB } from './redis-breakdown.ts';
 import { encodingFor, spreadSample } from './restart-cost.ts';

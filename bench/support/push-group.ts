@@ -4,7 +4,7 @@
  * move, cancel and restore. Published once before any target exists.
  */
 import type { ServiceContext } from '../../src/runtime/context.ts';
-import type { SourceKey } from '../../src/sources/source.ts';
+import type { SourceKey } from '../../src/timetable/source.ts';
 import { rawRequest } from '../../testkit/processes.ts';
 import { type OneOff, TimetableEdits } from '../../testkit/timetable-edits.ts';
 import { refreshAndSettle } from './push-phase.ts';

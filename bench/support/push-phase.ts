@@ -3,11 +3,11 @@
  * push jobs a phase ran, and sampling the fake Google's request counter to find the busiest minute.
  */
 import type { Job } from 'bullmq';
-import type { SyncCounts } from '../../src/google/sync-target.ts';
 import type { PushJobData, PushJobResult, RefreshJobResult } from '../../src/jobs/contract.ts';
 import { enqueueRefresh } from '../../src/jobs/queues.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
-import type { SourceKey } from '../../src/sources/source.ts';
+import type { SyncCounts } from '../../src/store/target-record.ts';
+import type { SourceKey } from '../../src/timetable/source.ts';
 import type { FakeGoogle, FakeGoogleCounts } from '../../testkit/fake-google/index.ts';
 import { sleep } from '../../testkit/processes.ts';
 

@@ -5,12 +5,12 @@
  * feed's change record; write calls come from the fake's counters.
  */
 import { feedOccurrences } from '../../src/feeds/build-feed.ts';
-import type { ChangeRecord } from '../../src/feeds/publication-diff.ts';
 import type { DesiredEvent } from '../../src/google/calendar-client.ts';
 import { desiredEvents } from '../../src/google/desired-events.ts';
 import { enqueuePush } from '../../src/jobs/queues.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
-import type { SourceKey } from '../../src/sources/source.ts';
+import type { ChangeRecord } from '../../src/timetable/publication.ts';
+import type { SourceKey } from '../../src/timetable/source.ts';
 import type { Occurrence } from '../../src/timetable/types.ts';
 import { calendarState, diffCalendars, mismatches } from '../../testkit/calendar-diff.ts';
 import type { FakeGoogle } from '../../testkit/fake-google/index.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { redisKeys } from '../../src/sources/keys.ts';
+import { redisKeys } from '../../src/store/keys.ts';
 import { findingLine, type GrowthSeries, growthVerdict } from './growth-verdict.ts';
 import { keyKind } from './redis-breakdown.ts';
 import { parseSizes, population, UNIVERSITY } from './scale-population.ts';

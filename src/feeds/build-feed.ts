@@ -1,14 +1,15 @@
 /** Turns a snapshot and its published state into ICS text: the default feed and subscriber variants (pure). */
 import { createHash } from 'node:crypto';
 import type { Config } from '../config.ts';
-import type { Snapshot } from '../sources/snapshot-store.ts';
+import type { Snapshot } from '../store/snapshot-store.ts';
 import { shownSummary } from '../timetable/event-text.ts';
 import { compareOccurrences, expand } from '../timetable/expand.ts';
 import { publishedClassIds } from '../timetable/merge-rows.ts';
+import type { ExpansionSettings, PublishedState } from '../timetable/publication.ts';
 import type { StudyPlanNotes } from '../timetable/study-plan.ts';
 import { EXPANSION_RULES, type ExpandOptions, type Occurrence, type SubscriberOptions } from '../timetable/types.ts';
-import { type ExpansionSettings, frozenOccurrences, HistoryMask } from './history.ts';
-import { type PublishedState, previousOccurrences, tombstonesFor } from './publication-diff.ts';
+import { frozenOccurrences, HistoryMask } from './history.ts';
+import { previousOccurrences, tombstonesFor } from './publication-diff.ts';
 import { renderIcs } from './render-ics.ts';
 
 /** The settings a feed's content depends on. */

@@ -5,51 +5,9 @@
  */
 import { applyTitleTemplate, keepsEntry } from '../timetable/event-text.ts';
 import { occurrenceUid } from '../timetable/expand.ts';
-import type { StudyPlanNotes } from '../timetable/study-plan.ts';
-import type { ExpansionRules, Occurrence, SubscriberOptions, TimetableEntry } from '../timetable/types.ts';
+import type { FrozenEntry, FrozenGroup } from '../timetable/publication.ts';
+import type { Occurrence, SubscriberOptions, TimetableEntry } from '../timetable/types.ts';
 import { ZonedTimes } from '../timetable/zoned-time.ts';
-
-/** What an expansion was made with besides the entries: recorded so that a settings change cannot move the past. */
-export interface ExpansionSettings {
-  timezone: string;
-  /** The term starts week parity counted from. */
-  termStarts: readonly string[];
-  holidays: readonly string[];
-  /**
-   * The expansion rules (see `ExpansionRules`). Only states stored before the settings were recorded lack this
-   * whole record (they are re-expanded by rules 1); the first version that recorded it left out `rules`, and
-   * expanded by rules 2.
-   */
-  rules?: ExpansionRules | undefined;
-  /** The study plan notes classes were described with (personal timetables with a plan); absent: none. */
-  studyPlan?: StudyPlanNotes | undefined;
-}
-
-/** Occurrences of one frozen entry version that share their content, as published. */
-export interface FrozenGroup {
-  beginTime: string;
-  endTime: string;
-  timezone: string;
-  summary: string;
-  location: string;
-  description: string;
-  categories: readonly string[];
-  hash: string;
-  /** ISO date → SEQUENCE as published. */
-  dates: Record<string, number>;
-}
-
-/**
- * The ended occurrences of one entry id as the feed showed them until `until`, when a publication would have
- * changed them. Later versions of the entry show only occurrences ending after `until`.
- */
-export interface FrozenEntry {
-  entryId: number;
-  /** The version these occurrences came from, so that subscriber options apply to them; absent when none are kept. */
-  entry?: TimetableEntry | undefined;
-  until: number;
-  kept: FrozenGroup[];
-}
 
 /** Which live occurrences the history leaves to the current snapshot. */
 export class HistoryMask {

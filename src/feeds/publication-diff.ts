@@ -6,74 +6,15 @@
 
 import { applyTitleTemplate, keepsEntry } from '../timetable/event-text.ts';
 import { compareOccurrences } from '../timetable/expand.ts';
+import type {
+  ChangeRecord,
+  ExpansionSettings,
+  OccurrenceBrief,
+  PublishedState,
+  Tombstone,
+} from '../timetable/publication.ts';
 import type { Occurrence, PreviousOccurrence, SubscriberOptions, TimetableEntry } from '../timetable/types.ts';
-import { type ExpansionSettings, type FrozenEntry, freezeHistory, frozenOccurrences, HistoryMask } from './history.ts';
-
-/** A future occurrence that disappeared from the timetable; it stays in feeds as cancelled until `expiresAt`. */
-export interface Tombstone {
-  /** The occurrence as last published, with status CANCELLED and a raised sequence. */
-  occurrence: Occurrence;
-  /** The entry it came from, so that subscriber options (subgroup, kinds, title) still apply to it. */
-  entry: TimetableEntry;
-  removedAt: number;
-  expiresAt: number;
-}
-
-/** What the feed of a source last published; stored as JSON beside the snapshot. */
-export interface PublishedState {
-  /** Publication time: the DTSTAMP of every event and the feed's Last-Modified. */
-  stamp: number;
-  /** Digest of the snapshot this was rendered from. */
-  snapshotHash: string;
-  /** Digest of the settings that shape the feed (zone, term starts, holidays, renderer version). */
-  settingsHash: string;
-  /** Live occurrences by uid: content digest and sequence. */
-  occurrences: Record<string, PreviousOccurrence>;
-  tombstones: Tombstone[];
-  /** Ended occurrences kept as published where the current snapshot would show them otherwise (absent: none). */
-  frozen?: FrozenEntry[] | undefined;
-  /**
-   * What the live occurrences were expanded with: zone, term starts (configured or inferred for the whole
-   * deployment) and holidays, so that variants, Google pushes and the next publication expand alike; absent in
-   * states stored before it was recorded (then: the configuration).
-   */
-  expansion?: ExpansionSettings | undefined;
-  /**
-   * Row id → the id of its class, for rows published under another row's id (merged rows, see merge-rows.ts);
-   * absent: every row under its own id. Kept so that a class keeps its UIDs when the row that gave them leaves.
-   */
-  classIds?: Record<string, number> | undefined;
-}
-
-/** An occurrence as a change record shows it. */
-export interface OccurrenceBrief {
-  uid: string;
-  date: string;
-  begin: string;
-  end: string;
-  summary: string;
-  location: string;
-}
-
-/** How many occurrences a change added, removed, moved and changed (exact, however long the lists). */
-export interface ChangeCounts {
-  added: number;
-  removed: number;
-  moved: number;
-  changed: number;
-}
-
-/** One entry of a source's change log. Lists are capped at {@link CHANGE_LIST_LIMIT}; the counts are exact. */
-export interface ChangeRecord {
-  at: number;
-  counts: ChangeCounts;
-  added: OccurrenceBrief[];
-  removed: OccurrenceBrief[];
-  /** Same class at another time or place: same uid with new times or room, or one entry's date replaced by another. */
-  moved: { before: OccurrenceBrief; after: OccurrenceBrief }[];
-  /** Same occurrence, other details (teacher, title, note). */
-  changed: { before: OccurrenceBrief; after: OccurrenceBrief }[];
-}
+import { freezeHistory, frozenOccurrences, HistoryMask } from './history.ts';
 
 /** How many items of each kind a change record lists. */
 export const CHANGE_LIST_LIMIT = 50;

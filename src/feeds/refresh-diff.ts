@@ -3,9 +3,10 @@
  * as the refresh job publishes it (tests compare with this function too, so that they test what production does).
  */
 import type { Config } from '../config.ts';
-import type { Snapshot } from '../sources/snapshot-store.ts';
+import type { Snapshot } from '../store/snapshot-store.ts';
 import { expand } from '../timetable/expand.ts';
 import { mergeRows, mergeRowsWithIds, publishedClassIds, storedClassIds } from '../timetable/merge-rows.ts';
+import type { PublishedState } from '../timetable/publication.ts';
 import type { StudyPlanNotes } from '../timetable/study-plan.ts';
 import type { TimetableEntry } from '../timetable/types.ts';
 import {
@@ -15,7 +16,7 @@ import {
   publishedExpansion,
   shownOccurrences,
 } from './build-feed.ts';
-import { diffPublication, type PublicationDiff, type PublishedState } from './publication-diff.ts';
+import { diffPublication, type PublicationDiff } from './publication-diff.ts';
 
 /** Everything a refresh is compared from. */
 export interface RefreshDiffInput {

@@ -1,8 +1,8 @@
 import ical, { ICalAlarmType, type ICalEventData, ICalEventStatus } from 'ical-generator';
 import type { Occurrence } from '../timetable/types.ts';
+import { vtimezone } from '../timetable/vtimezone.ts';
 import { ZonedTimes } from '../timetable/zoned-time.ts';
 import { foldLines } from './fold-lines.ts';
-import { vtimezone } from './vtimezone.ts';
 
 /** Calendar-level data of one feed. */
 export interface CalendarMeta {

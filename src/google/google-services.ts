@@ -6,14 +6,14 @@
 import type { Config } from '../config.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import { hashToken } from '../security/tokens.ts';
-import type { RedisKeys } from '../sources/keys.ts';
+import type { RedisKeys } from '../store/keys.ts';
+import { PushIndex } from '../store/push-index.ts';
+import { RequestBudget } from '../store/request-budget.ts';
+import { TargetStore } from '../store/target-store.ts';
 import type { CalendarClient, CalendarClientFactory } from './calendar-client.ts';
 import { GoogleNotConfiguredError } from './errors.ts';
 import { createGoogleCalendar } from './google-calendar.ts';
 import { GoogleOAuth } from './oauth.ts';
-import { PushIndex } from './push-index.ts';
-import { RequestBudget } from './request-budget.ts';
-import { TargetStore } from './target-store.ts';
 
 /** The Google side of the service context. */
 export interface GoogleServices {

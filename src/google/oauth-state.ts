@@ -5,7 +5,7 @@
  */
 import type { ServiceContext } from '../runtime/context.ts';
 import { constantTimeEqual, hashToken, randomToken } from '../security/tokens.ts';
-import type { SourceKey } from '../sources/source.ts';
+import type { SourceKey } from '../timetable/source.ts';
 import { ConsentCallbackError, GoogleNotConfiguredError } from './errors.ts';
 import { pkcePair } from './oauth.ts';
 

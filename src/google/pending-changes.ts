@@ -1,7 +1,7 @@
 /** What a target's calendar is missing: the next push's writes, computed from Redis alone (no Google call). */
 import { feedOccurrences } from '../feeds/build-feed.ts';
 import type { ServiceContext } from '../runtime/context.ts';
-import type { SourceKey } from '../sources/source.ts';
+import type { SourceKey } from '../timetable/source.ts';
 import type { DesiredEvent } from './calendar-client.ts';
 import { desiredEvents } from './desired-events.ts';
 import { diffPush } from './push-diff.ts';

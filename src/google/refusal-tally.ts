@@ -4,13 +4,8 @@
  * the refusals that reach the limit may overtake a write that will succeed: the breaker first holds (the push
  * starts nothing new), and decides only once the writes in flight have settled.
  */
+import type { RefusalExample } from '../store/target-record.ts';
 import type { EventRefusedError } from './errors.ts';
-
-/** One event Google refused, for logs. */
-export interface RefusalExample {
-  eventId: string;
-  message: string;
-}
 
 /** Refusals before any write succeeded that mean the calendar refuses every write (e.g. every one a 403). */
 export const MAX_PERMANENT_FAILURES = 5;

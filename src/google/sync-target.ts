@@ -6,6 +6,7 @@
  * has passed, so one bad event never holds up the others.
  */
 import type { Logger } from '../logger.ts';
+import type { RefusalExample, SyncCounts } from '../store/target-record.ts';
 import type { CalendarClient, DeleteOutcome, DesiredEvent, EventMarker, RemoteEvent } from './calendar-client.ts';
 import {
   EventExistsError,
@@ -23,9 +24,7 @@ import {
   indexFromRemote,
   refusedMarker,
 } from './push-diff.ts';
-import { type RefusalExample, RefusalTally } from './refusal-tally.ts';
-
-export type { RefusalExample } from './refusal-tally.ts';
+import { RefusalTally } from './refusal-tally.ts';
 
 /** The index operations a sync needs (`PushIndex` implements them over Redis). */
 export interface SyncIndex {
@@ -36,27 +35,6 @@ export interface SyncIndex {
 
 /** A write request, for metrics. */
 export type WriteOperation = 'insert' | 'patch' | 'revive' | 'delete';
-
-/** What one sync did. `writes` and `reads` count API requests sent, refused ones included. */
-export interface SyncCounts {
-  desired: number;
-  inserted: number;
-  patched: number;
-  /** Events of ours that had been deleted (cancelled) and were brought back. */
-  revived: number;
-  deleted: number;
-  unchanged: number;
-  /** Desired ids taken by events without our marker: left alone (indexed as FOREIGN until a reconcile). */
-  conflicts: number;
-  /**
-   * Writes Google refused for good, in this push or in an earlier one and not due again: each event is tried
-   * again when it changes or after {@link REFUSAL_RETRY_MS} (a refused delete after that time, or at once when
-   * the class comes back).
-   */
-  refused: number;
-  writes: number;
-  reads: number;
-}
 
 /** Everything one sync works with. */
 export interface SyncOptions {

@@ -12,7 +12,7 @@ import { findJob, JOB_ID } from '../jobs/job-status.ts';
 import { KEEP_COMPLETED, KEEP_FAILED } from '../jobs/queues.ts';
 import { type ResyncTarget, requestResync } from '../jobs/resync.ts';
 import type { ServiceContext } from '../runtime/context.ts';
-import { parseSource, SUBSCRIPTION_ID, sourceKey } from '../sources/source.ts';
+import { parseSource, SUBSCRIPTION_ID, sourceKey } from '../timetable/source.ts';
 import { resolveTermStarts } from '../timetable/terms.ts';
 import { adminAuthHook, BOARD_PATH } from './admin-auth.ts';
 import { registerDirectoryRoutes } from './directory-routes.ts';

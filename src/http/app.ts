@@ -13,6 +13,7 @@ import Fastify, {
 } from 'fastify';
 import type { Logger } from '../logger.ts';
 import type { ServiceContext } from '../runtime/context.ts';
+import { answerFirst, FeedFastPath } from '../serving/feed-fast-path.ts';
 import { registerAdminRoutes } from './admin-routes.ts';
 import { registerAssetRoutes } from './asset-routes.ts';
 import { ClientLimits } from './client-limits.ts';
@@ -21,14 +22,13 @@ import { registerEmployeeRoutes } from './employee-routes.ts';
 import { sendError } from './error-answer.ts';
 import type { Words } from './error-codes.ts';
 import { HttpError, routeNotFound, toHttpError } from './errors.ts';
-import { answerFirst, FeedFastPath } from './feed-fast-path.ts';
 import { type FeedRouteOptions, registerFeedRoutes } from './feed-routes.ts';
 import { forwardingCheck, warnOnUntrustedForwarding } from './forwarding-warning.ts';
 import { registerGoogleRoutes } from './google-routes.ts';
 import { registerOperationsRoutes } from './operations-routes.ts';
 import { registerPageRoutes } from './page-routes.ts';
 import { registerPersonalRoutes } from './personal-routes.ts';
-import { addSecurityHeaders } from './security-headers.ts';
+import { addSecurityHeaders, NOSNIFF } from './security-headers.ts';
 import { MAX_PARAM_LENGTH, serverOptions } from './server-options.ts';
 import { registerSubscriptionRoutes } from './subscription-routes.ts';
 import { registerTimetablePageRoutes } from './timetable-page-routes.ts';
@@ -99,7 +99,7 @@ export async function buildApp(ctx: ServiceContext, options: AppOptions): Promis
   await registerOperationsRoutes(app, ctx);
   const feeds = await registerFeedRoutes(app, ctx, options.feeds);
   if (options.feedFastPath !== false) {
-    const path = new FeedFastPath(feeds.provider, feeds.counters, checkForwarding ?? (() => undefined));
+    const path = new FeedFastPath(feeds.provider, feeds.counters, NOSNIFF, checkForwarding ?? (() => undefined));
     app.addHook('preClose', () => path.close());
     fastPath = path;
   }

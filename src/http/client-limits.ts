@@ -18,6 +18,7 @@ import { type Bucket, bucket, type Rate, TokenBuckets } from '../lib/rate-limit.
 import { secondsText } from '../lib/retry-after.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { SecretKeyMissingError } from '../security/errors.ts';
+import type { Admission, AdmitOptions } from '../serving/admission.ts';
 import { CredentialRefusedError, CredentialRejectedError } from '../subscriptions/errors.ts';
 import { UpstreamBudgetError, UpstreamBusyError } from '../upstream/errors.ts';
 import { type ClientKeys, clientKeys } from './client-address.ts';
@@ -69,21 +70,6 @@ const IN_FLIGHT_RETRY_MS = 5_000;
 const GUESS_OUTCOMES = [CredentialRejectedError, CredentialRefusedError];
 /** Failures that happen before the university is asked (and before anything is stored): tokens go back. */
 const NOTHING_SENT = [UpstreamBusyError, UpstreamBudgetError, SecretKeyMissingError];
-
-/** How one request is admitted. */
-export interface AdmitOptions {
-  /**
-   * False for a request about something nobody vouches for (a first request for an id that is in no directory):
-   * it may not take the last half of the overall limit, so that requests for likely real ones find it there.
-   * Default true.
-   */
-  likelyReal?: boolean;
-}
-
-/** The tokens one admitted request took; {@link refund} gives them back when it turned out to cost nothing. */
-export interface Admission {
-  refund(): Promise<void>;
-}
 
 /** The limits of one app, on the service's Redis. */
 export class ClientLimits {

@@ -8,7 +8,7 @@
  * element and the field; values are quoted back shortened.
  */
 import { TextDecoder } from 'node:util';
-import { cleanGroupName, type DirectoryGroup, MAX_GROUP_NAME_LENGTH } from '../sources/group-directory.ts';
+import { cleanGroupName, type DirectoryGroup, MAX_GROUP_NAME_LENGTH } from '../store/group-directory.ts';
 import type { Words } from './error-codes.ts';
 import { HttpError } from './errors.ts';
 

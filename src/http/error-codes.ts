@@ -4,7 +4,6 @@
  * never changes meaning once published; docs/errors.md is generated from this table
  * (`node scripts/docs-errors.ts`), and a test keeps the two equal.
  */
-import type { Lang } from '../web/i18n.ts';
 
 /** What one code answers: its HTTP status and, for the docs, what it means and what a client can do. */
 export interface ErrorCodeInfo {
@@ -13,7 +12,7 @@ export interface ErrorCodeInfo {
 }
 
 /** A message in both languages of the service; values it embeds (ids, names, seconds) are the same in both. */
-export type Words = Readonly<Record<Lang, string>>;
+export type { Words } from '../lib/words.ts';
 
 /** The catalog of codes, grouped as the docs show them. */
 export const ERROR_CODES = {

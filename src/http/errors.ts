@@ -19,17 +19,23 @@ import {
 import { SourceNotFoundError, SourceNotReadyError, UnknownSubscriptionError } from '../jobs/errors.ts';
 import { RateLimitedError, RedisFullError, RedisUnavailableError } from '../lib/errors.ts';
 import { redisFailure } from '../lib/redis-failure.ts';
-import { retryAfterSeconds, secondsText } from '../lib/retry-after.ts';
+import { retryAfterSeconds } from '../lib/retry-after.ts';
+import { type Lang, secondsWords } from '../lib/words.ts';
 import { SecretKeyMissingError } from '../security/errors.ts';
-import { InvalidSourceError } from '../sources/errors.ts';
-import { type SourceKey, sourceOf } from '../sources/source.ts';
+import {
+  CredentialNeededError,
+  FeedUnavailableError,
+  UnknownTimetableError,
+  VariantRefusedError,
+} from '../serving/errors.ts';
+import { sourceNames } from '../serving/source-words.ts';
 import {
   CredentialCheckError,
   CredentialRefusedError,
   CredentialRejectedError,
-  SignUpContentionError,
   UnknownSourceError,
 } from '../subscriptions/errors.ts';
+import { InvalidSourceError } from '../timetable/errors.ts';
 import {
   UpstreamBudgetError,
   UpstreamBusyError,
@@ -37,8 +43,12 @@ import {
   UpstreamRateLimitError,
   UpstreamTimeoutError,
 } from '../upstream/errors.ts';
-import { type Lang, pluralRu } from '../web/i18n.ts';
 import { ERROR_CODES, type ErrorCode, type Words } from './error-codes.ts';
+
+export { secondsWords } from '../lib/words.ts';
+export { notKnownWords, sourceNames } from '../serving/source-words.ts';
+
+import { SignUpContentionError } from '../store/errors.ts';
 
 /**
  * An error a route answers: the status of its `code` in the catalog (error-codes.ts), and a JSON body
@@ -78,12 +88,6 @@ export function errorBody(error: HttpError, lang: Lang): { error: string; code: 
   return { error: error.words[lang], code: error.code };
 }
 
-/** A wait in whole seconds as a person reads it: "1 second" / "1 секунду", "5 seconds" / "5 секунд". */
-export function secondsWords(ms: number): Words {
-  const seconds = retryAfterSeconds(ms);
-  return { en: secondsText(ms), ru: `${seconds} ${pluralRu(seconds, ['секунду', 'секунды', 'секунд'])}` };
-}
-
 /** The 404 of a path no route has (`admin`: under `/admin`, past the admin token check); the query is left out. */
 export function routeNotFound(request: { method: string; url: string }, admin = false): HttpError {
   const where = `${request.method} ${request.url.split('?', 1)[0]}`;
@@ -120,38 +124,6 @@ export class ClientLimitError extends RateLimitedError {
 /** A `Retry-After` header of whole seconds, at least one. */
 function retryAfter(ms: number): Record<string, string> {
   return { 'retry-after': String(retryAfterSeconds(ms)) };
-}
-
-/** A timetable as the messages name it, in English and in the two Russian cases they need. */
-interface SourceNames {
-  en: string;
-  /** Accusative: "университет не знает группу 4242". */
-  ruAccusative: string;
-  /** Genitive: "расписание группы 4242". */
-  ruGenitive: string;
-}
-
-/**
- * `group 4242`, `employee 17`; a personal source is `this subscription`, never its id, unless `showPersonalId`
- * (a subscription id is no secret; the token of a personal feed URL is).
- */
-export function sourceNames(source: SourceKey, showPersonalId = false): SourceNames {
-  const { kind, id } = sourceOf(source);
-  if (kind === 'group') return { en: `group ${id}`, ruAccusative: `группу ${id}`, ruGenitive: `группы ${id}` };
-  if (kind === 'employee')
-    return { en: `employee ${id}`, ruAccusative: `преподавателя ${id}`, ruGenitive: `преподавателя ${id}` };
-  if (showPersonalId) return { en: `personal ${id}`, ruAccusative: `подписку ${id}`, ruGenitive: `подписки ${id}` };
-  return { en: 'this subscription', ruAccusative: 'эту подписку', ruGenitive: 'этой подписки' };
-}
-
-/** "group 4242 is not known to the university", with the university's own words when it gave any. */
-export function notKnownWords(source: SourceKey, upstreamText: string): Words {
-  const names = sourceNames(source);
-  const detail = upstreamText === '' ? '' : `: ${upstreamText}`;
-  return {
-    en: `${names.en} is not known to the university${detail}`,
-    ru: `университет не знает ${names.ruAccusative}${detail}`,
-  };
 }
 
 type ErrorClass<E extends Error> = abstract new (...args: never[]) => E;
@@ -214,6 +186,13 @@ const CATALOG: readonly Entry[] = [
         retryAfter(error.retryAfterMs),
       ),
   ),
+  entry(
+    FeedUnavailableError,
+    (error) => new HttpError(error.code, error.words, { 'Retry-After': String(error.retryAfterSeconds) }),
+  ),
+  entry(UnknownTimetableError, (error) => new HttpError('SOURCE_NOT_FOUND', error.words)),
+  entry(CredentialNeededError, (error) => new HttpError('CREDENTIAL_NEEDED', error.words)),
+  entry(VariantRefusedError, (error) => new HttpError(error.code, error.words)),
   entry(UpstreamBudgetError, (error) => {
     const wait = secondsWords(error.retryAfterMs);
     return new HttpError(

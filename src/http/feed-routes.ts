@@ -10,21 +10,22 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { duplicateRedis } from '../lib/redis-connection.ts';
 import type { ServiceContext } from '../runtime/context.ts';
-import { InvalidSourceError } from '../sources/errors.ts';
-import { parseSource, type SourceKey, type SourceKind, sourceKey } from '../sources/source.ts';
+import { FeedCache, feedCacheFillBytes } from '../serving/feed-cache.ts';
+import { FeedCounters } from '../serving/feed-counters.ts';
+import type { ServedFeed } from '../serving/feed-forms.ts';
+import { feedHeaders } from '../serving/feed-headers.ts';
+import { type FeedFrom, FeedProvider, type FeedProviderOptions } from '../serving/feed-provider.ts';
+import { chooseEncoding, type FeedEncoding, isNotModified } from '../serving/negotiate.ts';
+import { PersonalFeedOptions, type SavedQuery } from '../serving/personal-feed-options.ts';
+import { PersonalTokens, type TokenMatch } from '../serving/personal-tokens.ts';
+import { TokenUseRecorder } from '../serving/token-use.ts';
+import type { ParsedSubscriberQuery } from '../serving/variant-query.ts';
+import { InvalidSourceError } from '../timetable/errors.ts';
+import { parseSource, type SourceKey, type SourceKind, sourceKey } from '../timetable/source.ts';
 import { describeValue, ID_RANGE } from '../upstream/errors.ts';
 import { ClientLimits } from './client-limits.ts';
 import { HttpError } from './errors.ts';
-import { FeedCache, feedCacheFillBytes } from './feed-cache.ts';
-import { FeedCounters } from './feed-counters.ts';
-import type { ServedFeed } from './feed-forms.ts';
-import { feedHeaders } from './feed-headers.ts';
-import { type FeedFrom, FeedProvider, type FeedProviderOptions } from './feed-provider.ts';
-import { chooseEncoding, type FeedEncoding, isNotModified } from './negotiate.ts';
-import { PersonalFeedOptions, type SavedQuery } from './personal-feed-options.ts';
-import { PersonalTokens, type TokenMatch } from './personal-tokens.ts';
-import { type ParsedSubscriberQuery, parseSubscriberQuery } from './subscriber-query.ts';
-import { TokenUseRecorder } from './token-use.ts';
+import { parseSubscriberQuery } from './subscriber-query.ts';
 
 /** Options of the feed routes (tests shorten the waits). */
 export interface FeedRouteOptions extends FeedProviderOptions {

@@ -11,10 +11,10 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ConsentCallbackError, GoogleNotConfiguredError } from '../google/errors.ts';
 import { pendingChanges } from '../google/pending-changes.ts';
-import type { PushTarget } from '../google/target-record.ts';
-import { TARGET_ID } from '../google/target-store.ts';
 import { pendingPush } from '../jobs/job-status.ts';
 import type { ServiceContext } from '../runtime/context.ts';
+import type { PushTarget } from '../store/target-record.ts';
+import { TARGET_ID } from '../store/target-store.ts';
 import { disconnectTarget } from '../subscriptions/google-disconnect.ts';
 import {
   type GoogleProblem,

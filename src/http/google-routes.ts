@@ -12,10 +12,10 @@ import { z } from 'zod';
 import { createConsent } from '../google/oauth-state.ts';
 import { requireFetched } from '../jobs/verify-source.ts';
 import type { ServiceContext } from '../runtime/context.ts';
-import { parseSource, type SourceKey, sourceKey } from '../sources/source.ts';
 import { requireGooglePush } from '../subscriptions/google-connect.ts';
 import { completeConsent } from '../subscriptions/google-consent.ts';
 import { disconnectTarget } from '../subscriptions/google-disconnect.ts';
+import { parseSource, type SourceKey, sourceKey } from '../timetable/source.ts';
 import { ClientLimits } from './client-limits.ts';
 import {
   clearConsentCookie,

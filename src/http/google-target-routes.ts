@@ -6,11 +6,11 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { CalendarGoneError, GoogleConsentError } from '../google/errors.ts';
-import type { PushTarget } from '../google/target-record.ts';
 import type { ServiceContext } from '../runtime/context.ts';
-import { parseSource, sourceKey } from '../sources/source.ts';
+import type { PushTarget } from '../store/target-record.ts';
 import { connectTarget } from '../subscriptions/google-connect.ts';
 import { disconnectTarget } from '../subscriptions/google-disconnect.ts';
+import { parseSource, sourceKey } from '../timetable/source.ts';
 import { HttpError } from './errors.ts';
 import { answerDisconnected, deleteCalendarOption, targetView } from './google-target-view.ts';
 import { checkTargetId, type IdParams, targetNotFound } from './owner-auth.ts';

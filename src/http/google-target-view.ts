@@ -5,9 +5,9 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { pendingChanges } from '../google/pending-changes.ts';
-import type { PushTarget } from '../google/target-record.ts';
 import { pendingPush } from '../jobs/job-status.ts';
 import type { ServiceContext } from '../runtime/context.ts';
+import type { PushTarget } from '../store/target-record.ts';
 import type { Disconnected } from '../subscriptions/google-disconnect.ts';
 import { sendError } from './error-answer.ts';
 import { HttpError } from './errors.ts';

@@ -11,7 +11,8 @@ import { RateLimitedError } from '../lib/errors.ts';
 import { retryAfterSeconds } from '../lib/retry-after.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { SecretKeyMissingError } from '../security/errors.ts';
-import { CredentialCheckError, CredentialRejectedError, SignUpContentionError } from '../subscriptions/errors.ts';
+import { SignUpContentionError } from '../store/errors.ts';
+import { CredentialCheckError, CredentialRejectedError } from '../subscriptions/errors.ts';
 import { signUp } from '../subscriptions/personal.ts';
 import type { Employee } from '../upstream/directory-schema.ts';
 import {

@@ -13,7 +13,6 @@ import type { FastifyInstance, onRequestHookHandler } from 'fastify';
 import { liveWorkers, WORKER_HEARTBEAT_MAX_AGE_MS } from '../jobs/heartbeats.ts';
 import { withDeadline } from '../lib/deadline.ts';
 import type { ServiceContext } from '../runtime/context.ts';
-import type { QueueDepths } from '../runtime/metrics.ts';
 import { constantTimeEqual } from '../security/tokens.ts';
 import { presentedToken } from './admin-auth.ts';
 import { sendError } from './error-answer.ts';
@@ -97,7 +96,7 @@ function plugGauges(ctx: ServiceContext): void {
   });
   ctx.metrics.setQueueDepths(async () => {
     const queues = { refresh: ctx.queues.refresh, push: ctx.queues.push, schedule: ctx.queues.schedule };
-    const depths: QueueDepths = {};
+    const depths: Record<string, Record<string, number>> = {};
     try {
       await withDeadline(
         Promise.all(

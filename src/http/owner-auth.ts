@@ -4,12 +4,12 @@
  * constant time and never echoed.
  */
 import type { FastifyRequest } from 'fastify';
-import type { PushTarget } from '../google/target-record.ts';
-import { TARGET_ID } from '../google/target-store.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { constantTimeEqual } from '../security/tokens.ts';
-import { SUBSCRIPTION_ID } from '../sources/source.ts';
-import type { Subscription } from '../subscriptions/subscription-store.ts';
+import type { Subscription } from '../store/subscription-store.ts';
+import type { PushTarget } from '../store/target-record.ts';
+import { TARGET_ID } from '../store/target-store.ts';
+import { SUBSCRIPTION_ID } from '../timetable/source.ts';
 import { presentedToken } from './admin-auth.ts';
 import type { Words } from './error-codes.ts';
 import { HttpError } from './errors.ts';

@@ -7,6 +7,8 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../runtime/context.ts';
+import { VariantRefusedError } from '../serving/errors.ts';
+import { checkOptionsFit } from '../serving/variant-render.ts';
 import { deleteSubscription, rotateFeedToken, saveFeedOptions } from '../subscriptions/personal.ts';
 import type { SubscriberOptions } from '../timetable/types.ts';
 import { optionsRefusedPage, PERSONAL_ACTIONS, type PersonalDone } from '../web/personal-manage.ts';
@@ -20,7 +22,6 @@ import {
   setPersonalSession,
 } from './personal-session.ts';
 import { filledOptionFields, parseSubscriberQuery } from './subscriber-query.ts';
-import { checkOptionsFit } from './variant-render.ts';
 
 const PERSONAL_PAGE = '/timetables/personal';
 
@@ -37,7 +38,9 @@ export async function registerPersonalRoutes(app: FastifyInstance, ctx: ServiceC
       try {
         options = form.action === 'clear' ? {} : await validOptions(ctx, session, form);
       } catch (error) {
-        if (!(error instanceof HttpError) || error.statusCode !== 400) throw error;
+        const refused =
+          (error instanceof HttpError && error.statusCode === 400) || error instanceof VariantRefusedError;
+        if (!refused) throw error;
         const lang = requestLang(ctx, request, reply);
         return sendPage(reply, optionsRefusedPage({ lang, url: PERSONAL_PAGE, reason: error.message }), {
           status: 400,

@@ -6,7 +6,7 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../runtime/context.ts';
-import type { Subscription } from '../subscriptions/subscription-store.ts';
+import type { Subscription } from '../store/subscription-store.ts';
 import { clearCookie, readCookie, setCookie } from './cookies.ts';
 
 export const PERSONAL_COOKIE = 'tts-personal';

@@ -5,7 +5,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 
-/** Sent with every answer, as a `[name, value]` list (the feed fast path sends it without this hook). */
+/** Sent with every answer, as a `[name, value]` list (app.ts gives it to the feed fast path, which skips hooks). */
 export const NOSNIFF: readonly string[] = ['x-content-type-options', 'nosniff'];
 
 /** `frame-ancestors` is the modern form; `X-Frame-Options` is for browsers that predate it. */

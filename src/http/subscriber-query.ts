@@ -1,4 +1,5 @@
 /** Subscriber options of a feed URL (`?subgroup=1&exclude=лекция&alarm=15&title=…`), validated (pure). */
+import { type ParsedSubscriberQuery, subscriberQueryOf } from '../serving/variant-query.ts';
 import { placeholdersOf, TITLE_PLACEHOLDERS } from '../timetable/event-text.ts';
 import type { SubscriberOptions } from '../timetable/types.ts';
 import { pluralRu } from '../web/i18n.ts';
@@ -14,13 +15,6 @@ const MAX_SUBGROUP = 99;
 const MAX_EXCLUDED_KINDS = 20;
 const MAX_KIND_LENGTH = 64;
 const PLACEHOLDER_LIST = TITLE_PLACEHOLDERS.map((name) => `{${name}}`).join(', ');
-
-/** Options parsed from a query, and their canonical text: equal options, equal text (the variant cache key). */
-export interface ParsedSubscriberQuery {
-  options: SubscriberOptions;
-  /** Empty when the URL asks for no option: the default feed is served. */
-  canonical: string;
-}
 
 type QueryValue = string | string[] | undefined;
 
@@ -38,7 +32,7 @@ export function parseSubscriberQuery(query: Readonly<Record<string, QueryValue>>
   if (title !== undefined) options.titleTemplate = titleTemplate(title);
   const kinds = excludedKinds(query.exclude);
   if (kinds.length > 0) options.excludeKinds = kinds;
-  return { options, canonical: canonicalOf(options) };
+  return subscriberQueryOf(options);
 }
 
 /** The names of the subscriber options in a query or form. */
@@ -58,11 +52,6 @@ export function filledOptionFields(fields: Readonly<Record<string, QueryValue>>)
     if (kept.length > 0) filled[name] = kept.length === 1 ? (kept[0] as string) : kept;
   }
   return filled;
-}
-
-/** Options already validated (saved ones) with their canonical text, as a parsed query would have them. */
-export function subscriberQueryOf(options: SubscriberOptions): ParsedSubscriberQuery {
-  return { options, canonical: canonicalOf(options) };
 }
 
 function single(query: Readonly<Record<string, QueryValue>>, name: string): string | undefined {
@@ -138,16 +127,6 @@ function excludedKinds(value: QueryValue): string[] {
       ru: `параметр запроса exclude перечисляет видов занятий: ${kinds.length}; можно не больше ${MAX_EXCLUDED_KINDS}`,
     });
   return kinds;
-}
-
-function canonicalOf(options: SubscriberOptions): string {
-  if (Object.keys(options).length === 0) return '';
-  return JSON.stringify([
-    options.subgroup ?? null,
-    options.excludeKinds ?? [],
-    options.alarmMinutes ?? null,
-    options.titleTemplate ?? null,
-  ]);
 }
 
 function quote(text: string): string {

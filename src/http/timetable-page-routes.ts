@@ -10,19 +10,22 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { LRUCache } from 'lru-cache';
 import QRCode from 'qrcode';
-import type { PublishedState } from '../feeds/publication-diff.ts';
 import { activateSource } from '../jobs/activation.ts';
 import { enqueueRefresh } from '../jobs/queues.ts';
 import { RateLimitedError } from '../lib/errors.ts';
 import { retryAfterSeconds } from '../lib/retry-after.ts';
 import type { ServiceContext } from '../runtime/context.ts';
-import { unlistedCounts } from '../sources/change-bounds.ts';
-import { InvalidSourceError } from '../sources/errors.ts';
-import type { Snapshot } from '../sources/snapshot-store.ts';
-import { parseSource, type SourceKey, sourceKey } from '../sources/source.ts';
+import { FeedUnavailableError, UnknownTimetableError, VariantRefusedError } from '../serving/errors.ts';
+import { type FeedProvider, RETRY_AFTER_SECONDS } from '../serving/feed-provider.ts';
+import { checkOptionsFit, mergeOptionValues } from '../serving/variant-render.ts';
+import { unlistedCounts } from '../store/change-bounds.ts';
+import type { Snapshot } from '../store/snapshot-store.ts';
+import type { Subscription } from '../store/subscription-store.ts';
 import { studyPlanView } from '../subscriptions/study-plan-view.ts';
-import type { Subscription } from '../subscriptions/subscription-store.ts';
+import { InvalidSourceError } from '../timetable/errors.ts';
 import { DEFAULT_TITLE_TEMPLATE, type OptionValues, optionValuesOf } from '../timetable/event-text.ts';
+import type { PublishedState } from '../timetable/publication.ts';
+import { parseSource, type SourceKey, sourceKey } from '../timetable/source.ts';
 import type { SubscriberOptions } from '../timetable/types.ts';
 import { type FeedLinks, feedLinks, optionsQuery } from '../web/feed-links.ts';
 import { html } from '../web/html.ts';
@@ -39,12 +42,10 @@ import {
   timetablePage,
 } from '../web/timetable-page.ts';
 import { eventPreview, timetableWeeks } from '../web/timetable-view.ts';
-import { HttpError } from './errors.ts';
-import { type FeedProvider, RETRY_AFTER_SECONDS } from './feed-provider.ts';
+import { HttpError, toHttpError } from './errors.ts';
 import { requestLang, sendPage } from './pages.ts';
 import { readPersonalSession } from './personal-session.ts';
 import { filledOptionFields, parseSubscriberQuery } from './subscriber-query.ts';
-import { checkOptionsFit, mergeOptionValues } from './variant-render.ts';
 
 /** Change records younger than this mark their moved classes on the page. */
 const MOVES_SHOWN_MS = 14 * 24 * 3600_000;
@@ -350,6 +351,8 @@ class TimetablePages {
       return { options, values };
     } catch (error) {
       if (error instanceof HttpError && error.statusCode === 400) return { options: {}, values, refused: error };
+      const refused = error instanceof VariantRefusedError ? toHttpError(error) : undefined;
+      if (refused !== undefined) return { options: {}, values, refused };
       throw error;
     }
   }
@@ -371,8 +374,8 @@ class TimetablePages {
     try {
       await this.provider.requireFeed(source, ip);
     } catch (error) {
-      if (error instanceof HttpError && error.statusCode === 404) return 'not-found';
-      if (error instanceof HttpError && error.statusCode === 503) return 'loading';
+      if (error instanceof UnknownTimetableError) return 'not-found';
+      if (error instanceof FeedUnavailableError) return 'loading';
       throw error;
     }
     return (await this.load(source)) ?? 'loading';

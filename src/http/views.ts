@@ -2,10 +2,10 @@
  * How stored records appear in answers. One rule for every view: times are ISO 8601 text, and a field that
  * has no value is `null`, never missing; secrets are never part of a view.
  */
-import type { ChangeRecord } from '../feeds/publication-diff.ts';
-import { unlistedCounts } from '../sources/change-bounds.ts';
-import type { SourceState } from '../sources/registry.ts';
-import type { Subscription } from '../subscriptions/subscription-store.ts';
+import { unlistedCounts } from '../store/change-bounds.ts';
+import type { SourceState } from '../store/registry.ts';
+import type { Subscription } from '../store/subscription-store.ts';
+import type { ChangeRecord } from '../timetable/publication.ts';
 
 /** Epoch milliseconds as ISO text; `null` when absent. */
 export function iso(ms: number | undefined | null): string | null {

@@ -1,5 +1,5 @@
 import type { ServiceContext } from '../runtime/context.ts';
-import type { SourceKey } from '../sources/source.ts';
+import type { SourceKey } from '../timetable/source.ts';
 import { SCHEDULE_JOB } from './contract.ts';
 
 /**

@@ -2,10 +2,9 @@
  * The job contract: queue names, job names, payloads and results, imported by every producer and processor.
  * Payloads carry ids, never credentials. Job and scheduler ids never contain `:`.
  */
-import type { ChangeCounts } from '../feeds/publication-diff.ts';
-import type { SyncCounts } from '../google/sync-target.ts';
-import type { PushReason } from '../google/target-record.ts';
-import type { SourceKey } from '../sources/source.ts';
+import type { PushReason, SyncCounts } from '../store/target-record.ts';
+import type { ChangeCounts } from '../timetable/publication.ts';
+import type { SourceKey } from '../timetable/source.ts';
 
 /** Queue names (under the `<REDIS_PREFIX>:q` BullMQ prefix). */
 export const QUEUE = {

@@ -1,7 +1,7 @@
 /** Typed failures of the jobs and of the requests that queue them. */
 import { UnrecoverableError } from 'bullmq';
 import { secondsText } from '../lib/retry-after.ts';
-import { type SourceKey, sourceOf } from '../sources/source.ts';
+import { type SourceKey, sourceOf } from '../timetable/source.ts';
 
 /** The subscription an admin named does not exist. */
 export class UnknownSubscriptionError extends Error {

@@ -3,7 +3,7 @@
  * never by message text; refreshes and the study plan's fetch share it.
  */
 import { DecryptionError, SecretKeyMissingError } from '../security/errors.ts';
-import type { SourceKey } from '../sources/source.ts';
+import type { SourceKey } from '../timetable/source.ts';
 import {
   UpstreamAuthError,
   UpstreamError,

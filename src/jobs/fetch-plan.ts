@@ -7,7 +7,7 @@
  */
 
 import type { ServiceContext } from '../runtime/context.ts';
-import { type PlanFailure, type StoredStudyPlan, StudyPlanStore } from '../sources/study-plan-store.ts';
+import { type PlanFailure, type StoredStudyPlan, StudyPlanStore } from '../store/study-plan-store.ts';
 import type { PlanSubject } from '../upstream/directory-schema.ts';
 import { asError } from './failure.ts';
 import { classifyFailure } from './failure-class.ts';

@@ -3,8 +3,8 @@
  * due (at most daily, see fetch-plan.ts).
  */
 import type { ServiceContext } from '../runtime/context.ts';
-import { sourceOf } from '../sources/source.ts';
 import { calendarName, derivedName } from '../timetable/calendar-name.ts';
+import { sourceOf } from '../timetable/source.ts';
 import type { ScheduleResult } from '../upstream/schemas.ts';
 import { SubscriptionUnusableError } from './errors.ts';
 import { refreshStudyPlan } from './fetch-plan.ts';

@@ -5,7 +5,7 @@
  */
 import type { Queue } from 'bullmq';
 import type { ServiceContext } from '../runtime/context.ts';
-import type { SourceKey } from '../sources/source.ts';
+import type { SourceKey } from '../timetable/source.ts';
 import { followUpJobId, pushDeduplicationId } from './queues.ts';
 
 /** Job ids we and BullMQ make never contain `:`; this also keeps lookups off BullMQ's own keys (`de:…`). */

@@ -1,17 +1,18 @@
 /** The publishing half of a refresh: compare, expand, guard, render, store, fan out. */
 
 import { renderFeed, renderVariant, settingsHash } from '../feeds/build-feed.ts';
-import { encodeFeed } from '../feeds/feed-store.ts';
-import { isMassDeletion, nextExpiry, type PublicationDiff, type PublishedState } from '../feeds/publication-diff.ts';
+import { isMassDeletion, nextExpiry, type PublicationDiff } from '../feeds/publication-diff.ts';
 import { diffRefresh } from '../feeds/refresh-diff.ts';
 import { execOrThrow } from '../lib/redis-transaction.ts';
 import type { Logger } from '../logger.ts';
 import type { ServiceContext } from '../runtime/context.ts';
-import type { SourceState } from '../sources/registry.ts';
-import { normaliseEntries, type Snapshot } from '../sources/snapshot-store.ts';
-import { type SourceKey, sourceOf } from '../sources/source.ts';
-import { StudyPlanStore } from '../sources/study-plan-store.ts';
+import { encodeFeed } from '../store/feed-store.ts';
+import type { SourceState } from '../store/registry.ts';
+import { normaliseEntries, type Snapshot } from '../store/snapshot-store.ts';
+import { StudyPlanStore } from '../store/study-plan-store.ts';
 import { derivedName, isPlaceholderName } from '../timetable/calendar-name.ts';
+import type { PublishedState } from '../timetable/publication.ts';
+import { type SourceKey, sourceOf } from '../timetable/source.ts';
 import { type PlanNote, type StudyPlanNotes, studyPlanNotes } from '../timetable/study-plan.ts';
 import { termStartDates } from '../timetable/terms.ts';
 import type { TimetableEntry } from '../timetable/types.ts';

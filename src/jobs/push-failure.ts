@@ -13,9 +13,9 @@ import {
   GoogleRateLimitError,
   GoogleTransientError,
 } from '../google/errors.ts';
-import type { StoppedStatus } from '../google/target-store.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { DecryptionError, SecretKeyMissingError } from '../security/errors.ts';
+import type { StoppedStatus } from '../store/target-store.ts';
 import type { PushJobData } from './contract.ts';
 import { asError, failWith, isLastAttempt, mayWaitAgain, rateLimitPause, waitOutRateLimit } from './failure.ts';
 import type { PushRun } from './push-run.ts';

@@ -1,7 +1,7 @@
 /** The run state of a push job: what one run has done so far, for its failure handling. */
-import type { RefusalExample } from '../google/sync-target.ts';
-import type { PushGuard } from '../google/target-store.ts';
 import type { Logger } from '../logger.ts';
+import type { RefusalExample } from '../store/target-record.ts';
+import type { PushGuard } from '../store/target-store.ts';
 
 /** Refusals of one run kept on the target for admins, as examples of Google's reasons. */
 const REFUSAL_EXAMPLES = 3;

@@ -2,8 +2,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import { type Job, type JobsOptions, Queue } from 'bullmq';
 import type { Config } from '../config.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
-import type { RedisKeys } from '../sources/keys.ts';
-import { type SourceKey, sourceToken } from '../sources/source.ts';
+import type { RedisKeys } from '../store/keys.ts';
+import { type SourceKey, sourceToken } from '../timetable/source.ts';
 import {
   type PushJobData,
   type PushJobResult,

@@ -1,6 +1,6 @@
 /** The run state of a refresh job: what one run used, for its failure handling and the queue's pauses. */
 import type { Logger } from '../logger.ts';
-import type { SourceKey } from '../sources/source.ts';
+import type { SourceKey } from '../timetable/source.ts';
 
 /** What one run of a refresh job used and met, for its failure handling: made by the processor, told by the fetch. */
 export class RefreshRun {

@@ -4,7 +4,7 @@ import type { Job, Processor } from 'bullmq';
 import { redisFailure } from '../lib/redis-failure.ts';
 import type { Logger } from '../logger.ts';
 import type { ServiceContext } from '../runtime/context.ts';
-import { type SourceKey, sourceOf } from '../sources/source.ts';
+import { type SourceKey, sourceOf } from '../timetable/source.ts';
 import { UpstreamNotFoundError } from '../upstream/errors.ts';
 import type { RefreshJobData, RefreshJobResult } from './contract.ts';
 import { SourceNotFoundError, SubscriptionUnusableError } from './errors.ts';

@@ -1,5 +1,5 @@
 import type { ServiceContext } from '../runtime/context.ts';
-import { parseSource, type SourceKey, SUBSCRIPTION_ID, sourceKey } from '../sources/source.ts';
+import { parseSource, type SourceKey, SUBSCRIPTION_ID, sourceKey } from '../timetable/source.ts';
 import { activateSource } from './activation.ts';
 import { UnknownSubscriptionError } from './errors.ts';
 import { enqueueRefresh, RESYNC_ALL_PRIORITY } from './queues.ts';

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import type { Job, Processor } from 'bullmq';
 import { tryLock, tryWithLock } from '../lib/redis-lock.ts';
 import type { ServiceContext } from '../runtime/context.ts';
-import { type SourceKey, sourceToken } from '../sources/source.ts';
+import { type SourceKey, sourceToken } from '../timetable/source.ts';
 import {
   RECONCILE_EVERY_MS,
   RECONCILE_SCHEDULER_ID,

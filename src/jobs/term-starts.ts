@@ -8,8 +8,8 @@ import { withLock } from '../lib/redis-lock.ts';
 import { execOrThrow } from '../lib/redis-transaction.ts';
 import type { Logger } from '../logger.ts';
 import type { ServiceContext } from '../runtime/context.ts';
-import { type SourceKey, sourceToken } from '../sources/source.ts';
-import type { TermStartsUpdate } from '../sources/term-counts.ts';
+import type { TermStartsUpdate } from '../store/term-counts.ts';
+import { type SourceKey, sourceToken } from '../timetable/source.ts';
 import { termStartDates } from '../timetable/terms.ts';
 import { enqueueRefresh } from './queues.ts';
 

@@ -5,7 +5,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ServiceContext } from '../runtime/context.ts';
-import { type SourceKey, sourceOf } from '../sources/source.ts';
+import { type SourceKey, sourceOf } from '../timetable/source.ts';
 import { SourceNotFoundError, SourceNotReadyError } from './errors.ts';
 import { enqueueRefresh } from './queues.ts';
 

@@ -8,7 +8,7 @@ import { closeRedis, connectRedis } from '../lib/redis-connection.ts';
 import { redisFailure } from '../lib/redis-failure.ts';
 import type { RedisTarget } from '../lib/redis-target.ts';
 import type { ServiceContext } from '../runtime/context.ts';
-import { packLegacyState } from '../sources/state-packing.ts';
+import { packLegacyState } from '../store/state-packing.ts';
 import { QUEUE } from './contract.ts';
 import { dropRetiredFeedForms } from './feed-forms-migration.ts';
 import { beat, forgetWorker } from './heartbeats.ts';

@@ -10,6 +10,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { RateLimitedError } from './errors.ts';
+import { luaScript } from './lua-script.ts';
 import type { RedisClient } from './redis-target.ts';
 
 /** One bucket: where it lives, how fast it refills and how many tokens it holds at most. */
@@ -38,49 +39,8 @@ export function bucket(key: string, rate: Rate): Bucket {
   return { key, ratePerMs: rate.count / rate.periodMs, capacity: rate.count };
 }
 
-/**
- * KEYS: the buckets. ARGV: 1 the time in ms ('' = Redis TIME), 2 cost, 3 the mode, then per bucket its rate
- * (tokens/ms), capacity and reserve. `take` takes `cost` tokens from every bucket and returns 0, or takes none
- * and returns the ms until all of them hold `cost` plus their reserve; `check` answers the same without taking.
- * `give` puts `cost` back in every bucket (up to capacity). `charge` takes `cost` whatever is there, down to
- * minus the capacity: a debt that delays the next token, for a charge known only after the fact.
- */
-const SCRIPT = `
-local now = tonumber(ARGV[1])
-if now == nil then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-local cost, mode = tonumber(ARGV[2]), ARGV[3]
-local levels, rates, capacities, reserves = {}, {}, {}, {}
-for i, key in ipairs(KEYS) do
-  local rate, capacity = tonumber(ARGV[1 + 3 * i]), tonumber(ARGV[2 + 3 * i])
-  local state = redis.call('HMGET', key, 'tokens', 'at')
-  local tokens, at = tonumber(state[1]), tonumber(state[2])
-  local level = capacity
-  if tokens ~= nil and at ~= nil then level = math.min(capacity, tokens + math.max(0, now - at) * rate) end
-  levels[i], rates[i], capacities[i], reserves[i] = level, rate, capacity, tonumber(ARGV[3 + 3 * i])
-end
-local wait = 0
-if mode == 'take' or mode == 'check' then
-  for i = 1, #KEYS do
-    local need = math.min(cost + reserves[i], capacities[i])
-    if levels[i] < need then wait = math.max(wait, (need - levels[i]) / rates[i]) end
-  end
-  if wait > 0 then return math.max(1, math.ceil(wait)) end
-  if mode == 'check' then return 0 end
-end
-for i, key in ipairs(KEYS) do
-  local level = math.min(capacities[i], levels[i] + cost)
-  if mode ~= 'give' then level = math.max(-capacities[i], levels[i] - cost) end
-  if level >= capacities[i] then
-    redis.call('DEL', key)
-  else
-    redis.call('HSET', key, 'tokens', tostring(level), 'at', tostring(now))
-    redis.call('PEXPIRE', key, math.ceil((capacities[i] - level) / rates[i]) + 1000)
-  end
-end
-return 0`;
+/** Takes, checks, gives or charges tokens of several buckets in one step (token-buckets.lua). */
+const SCRIPT = luaScript(import.meta.dirname, 'token-buckets');
 
 /** Takes and gives back tokens of buckets kept in Redis. */
 export class TokenBuckets {

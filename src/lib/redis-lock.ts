@@ -4,14 +4,14 @@
  */
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { luaScript } from './lua-script.ts';
 import type { RedisClient } from './redis-target.ts';
 
-/** KEYS: 1 a lock. ARGV: 1 its owner. Deletes the lock only while this owner holds it. */
-const RELEASE_LOCK = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
+/** Deletes a lock only while its owner holds it (release-lock.lua). */
+const RELEASE_LOCK = luaScript(import.meta.dirname, 'release-lock');
 
-/** KEYS: 1 a lock. ARGV: 1 its owner, 2 ms. Extends the lock only while this owner holds it. */
-const EXTEND_LOCK =
-  "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0";
+/** Extends a lock only while its owner holds it (extend-lock.lua). */
+const EXTEND_LOCK = luaScript(import.meta.dirname, 'extend-lock');
 
 /** How often {@link withLock} asks again for a lock someone else holds. */
 const RETRY_MS = 50;

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import type { Config } from '../config.ts';
 import { describeRedisTarget } from '../lib/redis-connection.ts';
 import type { RedisTarget } from '../lib/redis-target.ts';
-import { cleanGroupName, type DirectoryGroup } from '../sources/group-directory.ts';
+import { cleanGroupName, type DirectoryGroup } from '../store/group-directory.ts';
 import type { ServiceContext } from './context.ts';
 import { folderLockHolder, isAlive } from './folder-lock.ts';
 import { ensurePrivateDir, writePrivateFile } from './private-files.ts';

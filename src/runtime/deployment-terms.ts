@@ -1,13 +1,13 @@
 /**
- * The term starts a deployment stored (src/sources/term-counts.ts), for `render --group/--employee/--me`: one
+ * The term starts a deployment stored (src/store/term-counts.ts), for `render --group/--employee/--me`: one
  * timetable alone can infer a different term start than the service, which counts every stored timetable.
  */
 import type { Config } from '../config.ts';
 import { RedisUnreachableError } from '../lib/errors.ts';
 import { describeRedisTarget, withRedisProbe } from '../lib/redis-connection.ts';
 import type { RedisTarget } from '../lib/redis-target.ts';
-import { redisKeys } from '../sources/keys.ts';
-import { TermCountStore } from '../sources/term-counts.ts';
+import { redisKeys } from '../store/keys.ts';
+import { TermCountStore } from '../store/term-counts.ts';
 import type { TermStart } from '../timetable/terms.ts';
 import { findEmbeddedRedis } from './embedded-redis.ts';
 

@@ -9,7 +9,7 @@ export interface CacheFill {
   bytes: number;
   /**
    * Its byte budget. The variant cache evicts at it; the feed cache at three quarters of it, the rest being for
-   * what keeping feeds costs beyond what it counts (src/http/feed-cache.ts).
+   * what keeping feeds costs beyond what it counts (src/serving/feed-cache.ts).
    */
   budgetBytes: number;
   /** Entries it keeps. */

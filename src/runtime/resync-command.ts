@@ -5,7 +5,7 @@ import { type ResyncTarget, requestResync } from '../jobs/resync.ts';
 import { connectRedis, probeRedis } from '../lib/redis-connection.ts';
 import type { RedisTarget } from '../lib/redis-target.ts';
 import { createLogger } from '../logger.ts';
-import { InvalidSourceError } from '../sources/errors.ts';
+import { InvalidSourceError } from '../timetable/errors.ts';
 import type { ServiceContext } from './context.ts';
 import { findEmbeddedRedis } from './embedded-redis.ts';
 import { CommandError } from './errors.ts';

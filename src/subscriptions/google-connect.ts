@@ -7,15 +7,15 @@
 import type { CalendarClient } from '../google/calendar-client.ts';
 import { CalendarGoneError, GoogleNotConfiguredError, TargetRemovedError } from '../google/errors.ts';
 import { budgetKeyFor } from '../google/google-services.ts';
-import type { PushTarget } from '../google/target-record.ts';
 import { activateSource } from '../jobs/activation.ts';
 import { enqueuePush, enqueueRefresh } from '../jobs/queues.ts';
 import { requireFetched } from '../jobs/verify-source.ts';
 import { withLock } from '../lib/redis-lock.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { SecretKeyMissingError } from '../security/errors.ts';
-import { type SourceKey, sourceOf } from '../sources/source.ts';
+import type { PushTarget } from '../store/target-record.ts';
 import { placeholderName } from '../timetable/calendar-name.ts';
+import { type SourceKey, sourceOf } from '../timetable/source.ts';
 import { UnknownSourceError } from './errors.ts';
 
 /** What a connection is made of. `source` must be valid (see `parseSource`). */

@@ -6,7 +6,7 @@ import { ConsentCallbackError, GoogleConsentError, GoogleNotConfiguredError } fr
 import { takeConsent } from '../google/oauth-state.ts';
 import type { Logger } from '../logger.ts';
 import type { ServiceContext } from '../runtime/context.ts';
-import type { SourceKey } from '../sources/source.ts';
+import type { SourceKey } from '../timetable/source.ts';
 import { type ConnectedTarget, connectTarget } from './google-connect.ts';
 
 /** What Google's redirect to the callback carries. */

@@ -12,11 +12,11 @@ import { withLock } from '../lib/redis-lock.ts';
 import type { Logger } from '../logger.ts';
 import type { ServiceContext } from '../runtime/context.ts';
 import { DecryptionError, SecretKeyMissingError } from '../security/errors.ts';
+import type { IssuedSubscription, Subscription } from '../store/subscription-store.ts';
 import type { SubscriberOptions } from '../timetable/types.ts';
 import { CredentialRefusedError, CredentialRejectedError } from './errors.ts';
 import { disconnectTarget } from './google-disconnect.ts';
 import { type Profile, profileCalendarName, verifiedProfile } from './profile.ts';
-import type { IssuedSubscription, Subscription } from './subscription-store.ts';
 
 /** A subscription and its new feed token, the only copy of it there will ever be. */
 export type SignedUp = IssuedSubscription;

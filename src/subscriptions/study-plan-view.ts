@@ -5,13 +5,13 @@
  */
 import { expandSnapshot } from '../feeds/build-feed.ts';
 import type { ServiceContext } from '../runtime/context.ts';
-import type { SourceKey } from '../sources/source.ts';
-import { StudyPlanStore } from '../sources/study-plan-store.ts';
+import { StudyPlanStore } from '../store/study-plan-store.ts';
+import type { Subscription } from '../store/subscription-store.ts';
 import { mergeRows, publishedClassIds } from '../timetable/merge-rows.ts';
 import { comparePlan, type PlanEnding, type PlanRow, type ScheduledClass } from '../timetable/plan-compare.ts';
+import type { SourceKey } from '../timetable/source.ts';
 import { studyPlanNotes } from '../timetable/study-plan.ts';
 import { localDate } from '../timetable/zoned-time.ts';
-import type { Subscription } from './subscription-store.ts';
 
 export type { PlanEnding, PlanRow };
 

@@ -4,8 +4,8 @@
  * kind, the plan code). The publication records the notes it rendered with, so that variants, Google pushes
  * and later publications describe every class exactly as the feed did.
  */
+import type { TimetableEntry } from '../upstream/schemas.ts';
 import { dayNumber } from './dates.ts';
-import type { TimetableEntry } from './types.ts';
 
 /** The kinds of class a plan gives hours for. */
 export type PlanKind = 'lecture' | 'practice' | 'seminar' | 'laboratory';

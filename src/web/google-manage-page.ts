@@ -5,7 +5,7 @@
  * wrong manage link, a calendar already disconnected).
  */
 import type { PendingChanges } from '../google/pending-changes.ts';
-import type { PushTarget } from '../google/target-record.ts';
+import type { PushTarget } from '../store/target-record.ts';
 import { type Html, html } from './html.ts';
 import { type Lang, messages } from './i18n.ts';
 import { page } from './layout.ts';

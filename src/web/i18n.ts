@@ -4,7 +4,10 @@
  * are checked to have the same keys.
  */
 
-export type Lang = 'ru' | 'en';
+import type { Lang } from '../lib/words.ts';
+
+export type { Lang } from '../lib/words.ts';
+export { pluralRu } from '../lib/words.ts';
 
 /** True for `ru` and `en`. */
 export function isLang(value: unknown): value is Lang {
@@ -44,16 +47,6 @@ export function namedLang(
     }
   }
   return best;
-}
-
-/** The Russian plural form of `count`: one, few, many (1 минута, 2 минуты, 5 минут). */
-export function pluralRu(count: number, [one, few, many]: readonly [string, string, string]): string {
-  const tens = count % 100;
-  const units = count % 10;
-  if (tens >= 11 && tens <= 14) return many;
-  if (units === 1) return one;
-  if (units >= 2 && units <= 4) return few;
-  return many;
 }
 
 /** A dictionary in both languages; English must have every key Russian has (and only those). */

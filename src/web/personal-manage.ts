@@ -4,7 +4,7 @@
  * subscription (a ticked box confirms it, no script needed). The forms post to http/personal-routes.ts, which
  * answers with a redirect back here and a `?done=` word that {@link personalNotice} turns into a message.
  */
-import type { Subscription } from '../subscriptions/subscription-store.ts';
+import type { Subscription } from '../store/subscription-store.ts';
 import type { OptionValues } from '../timetable/event-text.ts';
 import { type Html, html } from './html.ts';
 import { type Lang, messages } from './i18n.ts';

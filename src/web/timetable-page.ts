@@ -84,7 +84,7 @@ export interface TimetablePageView {
   /**
    * How many moves of the last two weeks the classes cannot be marked with: change records list fewer
    * occurrences than they count when a change was large (at most 50 of each kind, and fewer when the record
-   * would pass its bytes, sources/change-bounds.ts).
+   * would pass its bytes, store/change-bounds.ts).
    */
   unmarkedMoves?: number | undefined;
   needsCredential?: boolean;

@@ -5,12 +5,12 @@
  * expanded with, so that the page and the calendar never disagree about a week.
  */
 import { type FeedSettings, feedOccurrences, publishedExpansion } from '../feeds/build-feed.ts';
-import type { OccurrenceBrief, PublishedState } from '../feeds/publication-diff.ts';
-import type { Snapshot } from '../sources/snapshot-store.ts';
+import type { Snapshot } from '../store/snapshot-store.ts';
 import { type DayNumber, dayNumber, isoDate, mondayOf } from '../timetable/dates.ts';
 import { entryText, keepsEntry, locationOf, teacherName } from '../timetable/event-text.ts';
 import { mergeRows, publishedClassIds } from '../timetable/merge-rows.ts';
 import { weekParity } from '../timetable/parity.ts';
+import type { OccurrenceBrief, PublishedState } from '../timetable/publication.ts';
 import type { Occurrence, SubscriberOptions, TimetableEntry } from '../timetable/types.ts';
 import { localDate } from '../timetable/zoned-time.ts';
 

@@ -7,9 +7,9 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
-import { variantCapBytes } from '../../src/http/variant-render.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { freePort } from '../../src/runtime/embedded-redis.ts';
+import { variantCapBytes } from '../../src/serving/variant-render.ts';
 import { TITLE_PLACEHOLDERS } from '../../src/timetable/event-text.ts';
 import { storeTimetable } from '../http/helpers.ts';
 import { exited, startCli, waitForOutput } from '../support/cli.ts';

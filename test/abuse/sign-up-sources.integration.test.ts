@@ -12,7 +12,7 @@ import { buildApp } from '../../src/http/app.ts';
 import { startWorkers, type WorkerSet } from '../../src/jobs/workers.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { startSimulator } from '../../src/simulator/index.ts';
-import { MAX_LIVE_TOKENS } from '../../src/subscriptions/subscription-store.ts';
+import { MAX_LIVE_TOKENS } from '../../src/store/subscription-store.ts';
 import { eventually } from '../../testkit/poll.ts';
 import { testContext } from '../support/service.ts';
 import { simControl } from '../upstream/sim-control.ts';

@@ -3,7 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { UnknownSubscriptionError } from '../../src/jobs/errors.ts';
 import { requestResync } from '../../src/jobs/resync.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
-import { InvalidSourceError } from '../../src/sources/errors.ts';
+import { InvalidSourceError } from '../../src/timetable/errors.ts';
 import { eventually, waitUntil } from '../../testkit/poll.ts';
 import { testContext } from '../support/service.ts';
 import { adminApp, BEARER, type HeldWorker, holdingWorker } from './admin-app.ts';

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { ChangeRecord, OccurrenceBrief } from '../../src/feeds/publication-diff.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
+import type { ChangeRecord, OccurrenceBrief } from '../../src/timetable/publication.ts';
 import { testContext } from '../support/service.ts';
 import { adminApp, BEARER } from './admin-app.ts';
 

@@ -1,6 +1,6 @@
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { compressFeed } from '../../src/feeds/feed-store.ts';
+import { compressFeed } from '../../src/store/feed-store.ts';
 
 describe('compressFeed', () => {
   it('gives each of many concurrent feeds its own encodings, and goes on after one fails', async () => {

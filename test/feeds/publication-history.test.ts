@@ -5,16 +5,12 @@
  */
 import { describe, expect, it } from 'vitest';
 import { type FeedSettings, feedOccurrences, renderVariant, settingsHash } from '../../src/feeds/build-feed.ts';
-import {
-  diffPublication,
-  nextExpiry,
-  type PublicationDiff,
-  type PublishedState,
-} from '../../src/feeds/publication-diff.ts';
+import { diffPublication, nextExpiry, type PublicationDiff } from '../../src/feeds/publication-diff.ts';
 import { diffRefresh } from '../../src/feeds/refresh-diff.ts';
 import { desiredEvents } from '../../src/google/desired-events.ts';
 import { diffPush } from '../../src/google/push-diff.ts';
 import { expand, occurrenceUid } from '../../src/timetable/expand.ts';
+import type { PublishedState } from '../../src/timetable/publication.ts';
 import type { Occurrence, SubscriberOptions, TimetableEntry } from '../../src/timetable/types.ts';
 import { entry } from '../timetable/fixtures.ts';
 

@@ -4,9 +4,9 @@
  * or one the user renamed.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { encodeFeed } from '../../src/feeds/feed-store.ts';
-import type { SourceKey } from '../../src/sources/source.ts';
+import { encodeFeed } from '../../src/store/feed-store.ts';
 import { connectTarget } from '../../src/subscriptions/google-connect.ts';
+import type { SourceKey } from '../../src/timetable/source.ts';
 import { client } from '../fake-google/helpers.ts';
 import { storedIcs } from '../support/stored-feed.ts';
 import { PushHarness } from './push-harness.ts';

@@ -11,14 +11,9 @@ import {
 } from '../../src/google/errors.ts';
 import { eventIdFor } from '../../src/google/event-id.ts';
 import { CANCELLED, DELETE_REFUSED, FOREIGN, parseRefused, refusedMarker } from '../../src/google/push-diff.ts';
-import {
-  type RefusalExample,
-  type SyncCounts,
-  type SyncIndex,
-  type SyncOptions,
-  syncTarget,
-} from '../../src/google/sync-target.ts';
+import { type SyncIndex, type SyncOptions, syncTarget } from '../../src/google/sync-target.ts';
 import { silentLogger } from '../../src/logger.ts';
+import type { RefusalExample, SyncCounts } from '../../src/store/target-record.ts';
 import { MemoryCalendar } from './memory-calendar.ts';
 
 const CAL = 'c1@group.calendar.google.com';

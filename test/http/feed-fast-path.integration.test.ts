@@ -1,5 +1,5 @@
 /**
- * The fast path in front of fastify (src/http/feed-fast-path.ts) must answer exactly as the feed routes do.
+ * The fast path in front of fastify (src/serving/feed-fast-path.ts) must answer exactly as the feed routes do.
  * Two apps on the same stores, one with the fast path and one without, get the same requests over real HTTP;
  * every answer's status, body and raw header lines (names as sent, in order; only Date may differ) must agree,
  * and the requests the fast path is meant for must not reach fastify at all.
@@ -9,9 +9,9 @@ import type { AddressInfo } from 'node:net';
 import { brotliCompressSync, brotliDecompressSync, gunzipSync, gzipSync } from 'node:zlib';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { etagOf, type FeedValidators, type StoredFeed } from '../../src/feeds/feed-store.ts';
 import { buildApp } from '../../src/http/app.ts';
 import { silentLogger } from '../../src/logger.ts';
+import { etagOf, type FeedValidators, type StoredFeed } from '../../src/store/feed-store.ts';
 import { memoryLogger } from '../upstream/local-server.ts';
 import { calendar, startTestApp, storeFeed, storeTimetable, type TestApp } from './helpers.ts';
 

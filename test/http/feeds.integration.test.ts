@@ -1,7 +1,7 @@
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import ICAL from 'ical.js';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { encodeFeed, type StoredFeed } from '../../src/feeds/feed-store.ts';
+import { encodeFeed, type StoredFeed } from '../../src/store/feed-store.ts';
 import { calendar, startTestApp, storeFeed, storeTimetable, type TestApp } from './helpers.ts';
 
 let t: TestApp;

@@ -1,10 +1,10 @@
 import type { Job } from 'bullmq';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { CONSENT_TTL_SECONDS } from '../../src/google/oauth-state.ts';
-import { TARGET_ID } from '../../src/google/target-store.ts';
 import type { PushJobData, PushJobResult } from '../../src/jobs/contract.ts';
 import { pushProcessor } from '../../src/jobs/push.ts';
 import { hashToken } from '../../src/security/tokens.ts';
+import { TARGET_ID } from '../../src/store/target-store.ts';
 import { TEST_ADMIN_TOKEN } from '../support/service.ts';
 import { bearer, type GoogleApp, PUBLIC_URL, startGoogleApp, storedText } from './google-helpers.ts';
 import { storeTimetable } from './helpers.ts';

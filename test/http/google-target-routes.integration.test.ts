@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { TARGET_ID } from '../../src/google/target-store.ts';
+import { TARGET_ID } from '../../src/store/target-store.ts';
 import { BEARER } from '../admin/admin-app.ts';
 import { type GoogleApp, startGoogleApp, storedText } from './google-helpers.ts';
 import { storeTimetable } from './helpers.ts';

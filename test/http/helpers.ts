@@ -1,13 +1,13 @@
 /** An API app on the run's Redis with feeds written straight into the stores (no worker needed). */
 import type { FastifyInstance } from 'fastify';
 import { expansionSettings, renderVariant, settingsHash } from '../../src/feeds/build-feed.ts';
-import { encodeFeed, FeedStore, type StoredFeed } from '../../src/feeds/feed-store.ts';
-import type { PublishedState } from '../../src/feeds/publication-diff.ts';
 import { buildApp } from '../../src/http/app.ts';
 import type { FeedRouteOptions } from '../../src/http/feed-routes.ts';
 import { type Logger, silentLogger } from '../../src/logger.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
-import { normaliseEntries, type Snapshot } from '../../src/sources/snapshot-store.ts';
+import { encodeFeed, FeedStore, type StoredFeed } from '../../src/store/feed-store.ts';
+import { normaliseEntries, type Snapshot } from '../../src/store/snapshot-store.ts';
+import type { PublishedState } from '../../src/timetable/publication.ts';
 import type { TimetableEntry } from '../../src/timetable/types.ts';
 import { testContext } from '../support/service.ts';
 import { entry } from '../timetable/fixtures.ts';

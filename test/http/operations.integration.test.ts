@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { encodeFeed } from '../../src/feeds/feed-store.ts';
-import { feedCacheFillBytes } from '../../src/http/feed-cache.ts';
-import { FEED_OVERHEAD_BYTES } from '../../src/http/feed-forms.ts';
 import { registerOperationsRoutes } from '../../src/http/operations-routes.ts';
+import { feedCacheFillBytes } from '../../src/serving/feed-cache.ts';
+import { FEED_OVERHEAD_BYTES } from '../../src/serving/feed-forms.ts';
+import { encodeFeed } from '../../src/store/feed-store.ts';
 import { TEST_ADMIN_TOKEN, testContext } from '../support/service.ts';
 import { calendar, startTestApp, storeTimetable, type TestApp } from './helpers.ts';
 

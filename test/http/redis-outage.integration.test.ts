@@ -9,7 +9,7 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger, type Logger } from '../../src/logger.ts';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/index.ts';
-import { SubscriptionStore } from '../../src/subscriptions/subscription-store.ts';
+import { SubscriptionStore } from '../../src/store/subscription-store.ts';
 import { until } from '../../testkit/poll.ts';
 import { type RedisProcess, startRedisProcess } from '../../testkit/redis-process.ts';
 import { TEST_ADMIN_TOKEN } from '../support/service.ts';

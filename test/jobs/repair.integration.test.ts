@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { encodeFeed } from '../../src/feeds/feed-store.ts';
 import type { RefreshJobResult } from '../../src/jobs/contract.ts';
 import { enqueueRefresh } from '../../src/jobs/queues.ts';
+import { encodeFeed } from '../../src/store/feed-store.ts';
 import { icsOf, storedIcs } from '../support/stored-feed.ts';
 import { type Pipeline, readEvents, startPipeline } from './helpers.ts';
 

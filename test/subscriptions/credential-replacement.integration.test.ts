@@ -8,7 +8,7 @@ import { buildApp } from '../../src/http/app.ts';
 import { followUpJobId } from '../../src/jobs/queues.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { startSimulator } from '../../src/simulator/index.ts';
-import { sourceToken } from '../../src/sources/source.ts';
+import { sourceToken } from '../../src/timetable/source.ts';
 import { eventually, waitUntil } from '../../testkit/poll.ts';
 import { type HeldWorker, holdingWorker } from '../admin/admin-app.ts';
 import { testContext } from '../support/service.ts';

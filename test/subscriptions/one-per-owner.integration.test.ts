@@ -7,8 +7,8 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { SecretBox } from '../../src/security/secret-box.ts';
 import { hashToken, randomToken } from '../../src/security/tokens.ts';
-import { redisKeys } from '../../src/sources/keys.ts';
-import { MAX_LIVE_TOKENS, SubscriptionStore } from '../../src/subscriptions/subscription-store.ts';
+import { redisKeys } from '../../src/store/keys.ts';
+import { MAX_LIVE_TOKENS, SubscriptionStore } from '../../src/store/subscription-store.ts';
 import { deletePrefix, uniquePrefix } from '../support/service.ts';
 
 const KEY = Buffer.alloc(32, 9);

@@ -12,7 +12,7 @@ import { PLAN_MAX_AGE_MS, PLAN_RETRY_MS } from '../../src/jobs/fetch-plan.ts';
 import { startWorkers, type WorkerSet } from '../../src/jobs/workers.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { startSimulator } from '../../src/simulator/index.ts';
-import { StudyPlanStore } from '../../src/sources/study-plan-store.ts';
+import { StudyPlanStore } from '../../src/store/study-plan-store.ts';
 import { studyPlanView } from '../../src/subscriptions/study-plan-view.ts';
 import { until } from '../../testkit/poll.ts';
 import { waitForJob } from '../jobs/helpers.ts';

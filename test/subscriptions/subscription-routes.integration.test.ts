@@ -4,7 +4,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vites
 import { buildApp } from '../../src/http/app.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { startSimulator } from '../../src/simulator/index.ts';
-import { SUBSCRIPTION_ID } from '../../src/sources/source.ts';
+import { SUBSCRIPTION_ID } from '../../src/timetable/source.ts';
 import { TEST_ADMIN_TOKEN, testContext } from '../support/service.ts';
 import { memoryLogger } from '../upstream/local-server.ts';
 import { type SimControl, simControl } from '../upstream/sim-control.ts';

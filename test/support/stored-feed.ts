@@ -1,7 +1,7 @@
 /** Reading stored feeds in tests: Redis holds their gzip form only. */
 import { gunzipSync } from 'node:zlib';
-import type { FeedStore, StoredFeed } from '../../src/feeds/feed-store.ts';
-import type { SourceKey } from '../../src/sources/source.ts';
+import type { FeedStore, StoredFeed } from '../../src/store/feed-store.ts';
+import type { SourceKey } from '../../src/timetable/source.ts';
 
 /** The ICS text of a stored feed; '' without one. */
 export function icsOf(feed: Pick<StoredFeed, 'gzip'> | undefined): string {

@@ -1,9 +1,9 @@
 /** The timetable page's pure parts: weeks and their parity, class rows, link building, reminder words. */
 import { describe, expect, it } from 'vitest';
 import { expansionSettings } from '../../src/feeds/build-feed.ts';
-import type { PublishedState } from '../../src/feeds/publication-diff.ts';
 import { dayNumber } from '../../src/timetable/dates.ts';
 import { weekParity } from '../../src/timetable/parity.ts';
+import type { PublishedState } from '../../src/timetable/publication.ts';
 import { localDate } from '../../src/timetable/zoned-time.ts';
 import { feedLinks, optionsQuery } from '../../src/web/feed-links.ts';
 import { alarmText, durationText } from '../../src/web/options-form.ts';

@@ -7,8 +7,8 @@
 
 import { feedOccurrences, STALE_PROPERTY } from '../../../src/feeds/build-feed.ts';
 import { desiredEvents } from '../../../src/google/desired-events.ts';
-import { normaliseEntries } from '../../../src/sources/snapshot-store.ts';
-import type { SourceKey } from '../../../src/sources/source.ts';
+import { normaliseEntries } from '../../../src/store/snapshot-store.ts';
+import type { SourceKey } from '../../../src/timetable/source.ts';
 import type { Occurrence } from '../../../src/timetable/types.ts';
 import { calendarState, mismatches } from '../../../testkit/calendar-diff.ts';
 import { until } from '../../../testkit/poll.ts';

@@ -1,0 +1,45 @@
+/**
+ * The headers of a feed answer, shared by the feed routes and the fast path in front of them (feed-fast-path.ts),
+ * so that both answer alike. Computed once per served feed or variant rather than once per request: feeds are hot.
+ */
+import type { FeedValidators } from '../store/feed-store.ts';
+import { codingEtag, type FeedEncoding } from './negotiate.ts';
+
+/** How long calendar apps and proxies may keep a feed without asking again. */
+const MAX_AGE_SECONDS = 300;
+
+/** Flat `[name, value, name, value, …]` lists, one per coding, public or personal. */
+type HeaderLists = Partial<Record<`${FeedEncoding} ${boolean}`, readonly string[]>>;
+
+const lists = new WeakMap<FeedValidators, HeaderLists>();
+
+/**
+ * The headers of an answer with `feed` in `encoding` (a 304 carries the ETag a 200 would have), as a flat
+ * `[name, value, …]` list in the order they are sent; without Content-Encoding, which only a 200 carries.
+ */
+export function feedHeaders(feed: FeedValidators, encoding: FeedEncoding, personal: boolean): readonly string[] {
+  let made = lists.get(feed);
+  if (made === undefined) {
+    made = {};
+    lists.set(feed, made);
+  }
+  const key = `${encoding} ${personal}` as const;
+  const cached = made[key];
+  if (cached !== undefined) return cached;
+  const headers = [
+    'content-type',
+    'text/calendar; charset=utf-8',
+    'etag',
+    codingEtag(feed.etag, encoding),
+    'last-modified',
+    new Date(feed.lastModified).toUTCString(),
+    // Personal feeds must not sit in shared caches: their URL is the only secret protecting them.
+    'cache-control',
+    `${personal ? 'private' : 'public'}, max-age=${MAX_AGE_SECONDS}`,
+    'vary',
+    'Accept-Encoding',
+  ];
+  if (feed.staleSince !== undefined) headers.push('x-timetable-stale', new Date(feed.staleSince).toISOString());
+  made[key] = headers;
+  return headers;
+}

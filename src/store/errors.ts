@@ -1,0 +1,13 @@
+/** Typed failures of the Redis stores. */
+
+/**
+ * Other writes to one subscription (sign-ups of the same person) kept getting in between a sign-up's read
+ * and its write; nothing was changed, and trying again shortly succeeds.
+ */
+export class SignUpContentionError extends Error {
+  override name = 'SignUpContentionError';
+
+  constructor() {
+    super('too many simultaneous sign-ups of this university user: try again in a moment');
+  }
+}

@@ -1,0 +1,161 @@
+import type { SourceKey } from '../timetable/source.ts';
+
+/**
+ * Every Redis key the service uses, under one prefix (`REDIS_PREFIX`). With a hash-tagged prefix such as
+ * `{tts}` every key, BullMQ's included, lands in one Redis Cluster slot, so multi-key scripts stay legal.
+ */
+export interface RedisKeys {
+  /** BullMQ's prefix for the queues. */
+  readonly queuePrefix: string;
+  /** HASH: a source's state (see the registry). */
+  source(key: SourceKey): string;
+  /** ZSET: active sources, scored by when a feed of theirs was last requested (ms). */
+  readonly activeSources: string;
+  /** ZSET: every registered source, scored by when it was first activated (ms); the admin table pages it. */
+  readonly knownSources: string;
+  /** SET: sources whose feed is currently marked stale. */
+  readonly staleSources: string;
+  /** STRING: the last good fetch, normalised, packed (compressed JSON, lib/packed-json.ts). */
+  snapshot(key: SourceKey): string;
+  /** STRING: what the feed last published (digests, sequences, cancelled occurrences), packed. */
+  published(key: SourceKey): string;
+  /**
+   * SET: every subgroup (`s:<n>`) and kind (`k:<kind>`, lower-cased) the source's timetable has had; a feed
+   * option naming one stays valid when the current timetable lacks it (holidays, exams).
+   */
+  optionValues(key: SourceKey): string;
+  /** HASH: the rendered feed's gzip form and its validators (feed-store.ts). */
+  feed(key: SourceKey): string;
+  /** LIST: the newest changes first, at most 20, each packed in at most 1.5 KB (change-bounds.ts). */
+  changes(key: SourceKey): string;
+  /** STRING: a personal source's study plan, packed: the last good one, and how its last fetch went. */
+  studyPlan(key: SourceKey): string;
+  /** HASH: source → what the upstream said when it answered that the source does not exist (registry.ts). */
+  readonly missingSources: string;
+  /** ZSET: the sources of {@link missingSources}, scored by when that stops being remembered (ms). */
+  readonly missingSourcesExpiry: string;
+  /** HASH: a personal subscription. */
+  subscription(id: string): string;
+  /** STRING: subscription id, keyed by the SHA-256 of its secret feed token. */
+  subscriptionToken(tokenHash: string): string;
+  /** ZSET: the live feed token hashes of a subscription, scored by the order they were issued in (at most 5). */
+  subscriptionTokens(id: string): string;
+  /** STRING: the subscription of one owner, `user:<university user id>` or `credential:<keyed digest>`. */
+  subscriptionOwner(owner: string): string;
+  /** STRING with a TTL: a credential the university accepted, keyed by its keyed digest (known-credentials.ts). */
+  knownCredential(digest: string): string;
+  /** STRING: set once the subscriptions made before owners were indexed have been indexed. */
+  readonly subscriptionOwnersIndexed: string;
+  /** STRING: set once the state stored as plain JSON by earlier releases has been packed (state-packing.ts). */
+  readonly statePacked: string;
+  /** STRING: set once the identity and brotli forms of feeds stored before have been dropped. */
+  readonly feedFormsDropped: string;
+  /** STRING: a counter written before each wait for the disk; the wait is for this write (redis-durability.ts). */
+  readonly durabilityMarker: string;
+  /** SET: sources whose last publication changed something and whose push jobs are not queued yet. */
+  readonly pushOwed: string;
+  /** SET: the push targets (Google calendars) of a source. */
+  sourceTargets(key: SourceKey): string;
+  /** HASH: a Google push target (calendar, sealed refresh token, status, last push). */
+  googleTarget(id: string): string;
+  /** HASH: a target's index, event id → digest of what we last wrote there. */
+  googleIndex(id: string): string;
+  /** ZSET: every Google push target, scored by when it was created (ms); the admin table pages it. */
+  readonly googleTargets: string;
+  /** ZSET: Google push targets, scored by when their next full reconcile is due (ms). */
+  readonly googleTargetsDue: string;
+  /** STRING: the target a Google user connected for a source (a second consent reuses it). */
+  googleUserTarget(googleUser: string, source: SourceKey): string;
+  /** STRING with a TTL: a pending OAuth consent, keyed by the SHA-256 of its `state`. */
+  googleOAuthState(stateHash: string): string;
+  /** HASH: a Google request budget's token bucket (per Google user, or `global`). */
+  googleBudget(name: string): string;
+  /**
+   * HASH with a TTL: a token bucket of a rate limit (`lib/rate-limit.ts`), e.g. `upstream`, `sign-up:total`,
+   * `sign-up:client:<address>`; it expires once full again, so idle clients' buckets disappear.
+   */
+  rateLimit(name: string): string;
+  /** ZSET: worker processes, scored by their last heartbeat (ms). */
+  readonly workers: string;
+  /** Pub/sub channel: the source key of every feed that was stored. */
+  readonly feedUpdates: string;
+  /** STRING with a TTL: a cached upstream teacher search. */
+  employeeSearch(query: string): string;
+  /** SET with a TTL: what the callers of a pending follow-up refresh asked for, JSON each (jobs/follow-ups.ts). */
+  followUpAsks(jobId: string): string;
+  /** STRING with a TTL: a lock held by one process (e.g. while it upserts job schedulers). */
+  lock(name: string): string;
+  /** HASH: start date → distinct upstream entries starting on it, over every stored timetable (term-counts.ts). */
+  readonly termCounts: string;
+  /** HASH: source → its timetable's entries as JSON `{ entry id: start date }`, what it adds to the counts. */
+  readonly sourceTermCounts: string;
+  /** HASH: `entry id|start date` → how many stored timetables hold that entry (counted once however many). */
+  readonly termEntryRefs: string;
+  /** SET: sources with odd- or even-week entries, whose feeds a change of term starts re-renders. */
+  readonly paritySources: string;
+  /** STRING: a counter raised whenever {@link termCounts} changes. */
+  readonly termCountsVersion: string;
+  /** STRING: the term starts in force as JSON, with the {@link termCountsVersion} they were resolved from. */
+  readonly termStarts: string;
+  /** HASH: the group directory, group id → name (group-directory.ts). */
+  readonly groupDirectory: string;
+  /** STRING: a counter raised whenever {@link groupDirectory} changes (search indexes rebuild on it). */
+  readonly groupDirectoryVersion: string;
+  /** SET: employee ids the university named in timetables or search answers (known-employees.ts). */
+  readonly knownEmployees: string;
+  /** Keys of the retired per-timetable counts (before entries were counted once), deleted when counts are seeded. */
+  readonly retiredTermCounts: readonly string[];
+}
+
+/** The key layout under `prefix`. */
+export function redisKeys(prefix: string): RedisKeys {
+  return {
+    queuePrefix: `${prefix}:q`,
+    source: (key) => `${prefix}:source:${key}`,
+    activeSources: `${prefix}:sources:active`,
+    knownSources: `${prefix}:sources:known`,
+    staleSources: `${prefix}:sources:stale`,
+    snapshot: (key) => `${prefix}:snapshot:${key}`,
+    published: (key) => `${prefix}:published:${key}`,
+    optionValues: (key) => `${prefix}:option-values:${key}`,
+    feed: (key) => `${prefix}:feed:${key}`,
+    changes: (key) => `${prefix}:changes:${key}`,
+    studyPlan: (key) => `${prefix}:study-plan:${key}`,
+    missingSources: `${prefix}:missing-sources`,
+    missingSourcesExpiry: `${prefix}:missing-sources:expiry`,
+    subscription: (id) => `${prefix}:subscription:${id}`,
+    subscriptionToken: (tokenHash) => `${prefix}:subscription-token:${tokenHash}`,
+    subscriptionTokens: (id) => `${prefix}:subscription-tokens:${id}`,
+    subscriptionOwner: (owner) => `${prefix}:subscription-owner:${owner}`,
+    knownCredential: (digest) => `${prefix}:known-credential:${digest}`,
+    subscriptionOwnersIndexed: `${prefix}:subscription-owners-indexed`,
+    statePacked: `${prefix}:state-packed`,
+    feedFormsDropped: `${prefix}:feed-forms-dropped`,
+    durabilityMarker: `${prefix}:durability`,
+    pushOwed: `${prefix}:push-owed`,
+    sourceTargets: (key) => `${prefix}:source-targets:${key}`,
+    googleTarget: (id) => `${prefix}:google-target:${id}`,
+    googleIndex: (id) => `${prefix}:google-index:${id}`,
+    googleTargets: `${prefix}:google-targets`,
+    googleTargetsDue: `${prefix}:google-targets:due`,
+    googleUserTarget: (googleUser, source) => `${prefix}:google-user-target:${googleUser}:${source}`,
+    googleOAuthState: (stateHash) => `${prefix}:google-oauth-state:${stateHash}`,
+    googleBudget: (name) => `${prefix}:google-budget:${name}`,
+    rateLimit: (name) => `${prefix}:rate:${name}`,
+    workers: `${prefix}:workers`,
+    feedUpdates: `${prefix}:feed-updates`,
+    employeeSearch: (query) => `${prefix}:employee-search:${query}`,
+    followUpAsks: (jobId) => `${prefix}:follow-up-asks:${jobId}`,
+    lock: (name) => `${prefix}:lock:${name}`,
+    termCounts: `${prefix}:term-entries:dates`,
+    sourceTermCounts: `${prefix}:term-entries:sources`,
+    termEntryRefs: `${prefix}:term-entries:refs`,
+    paritySources: `${prefix}:term-entries:parity-sources`,
+    termCountsVersion: `${prefix}:term-entries:version`,
+    termStarts: `${prefix}:term-starts`,
+    groupDirectory: `${prefix}:group-directory`,
+    groupDirectoryVersion: `${prefix}:group-directory:version`,
+    knownEmployees: `${prefix}:known-employees`,
+    retiredTermCounts: [`${prefix}:term-counts`, `${prefix}:term-counts:sources`],
+  };
+}

@@ -1,0 +1,11 @@
+-- Replaces a list item with its packed form only while it is still the item read at that index
+-- (store/state-packing.ts). A record pushed meanwhile moves it to another index: it is then left as it is,
+-- still readable.
+--
+-- KEYS[1]  the list
+-- ARGV[1]  the index
+-- ARGV[2]  the item read there
+-- ARGV[3]  its packed form
+--
+-- Returns 1 when it replaced the item, else 0.
+if redis.call('LINDEX', KEYS[1], ARGV[1]) == ARGV[2] then redis.call('LSET', KEYS[1], ARGV[1], ARGV[3]) return 1 end return 0
