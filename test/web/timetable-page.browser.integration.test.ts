@@ -83,7 +83,8 @@ describe('a timetable page in a browser', () => {
       async () => ((await page.isVisible('[data-options-error]')) ? true : undefined),
       'the unknown placeholder refused',
     );
-    expect(await page.textContent('[data-options-error]')).toContain('unknown placeholder');
+    // The page is Russian, and so is the refusal its script shows (the preview answers in the page's language).
+    expect(await page.textContent('[data-options-error]')).toContain('неизвестная подстановка');
     await page.fill('#opt-title', '{kind}: {subject}');
     await waitUntil(async () => (await feedUrl(page)).includes('title='), 'the feed URL to take the title');
     expect(await page.isVisible('[data-options-error]')).toBe(false);
