@@ -8,16 +8,20 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
+import type { Config } from '../config.ts';
 import { findJob, JOB_ID } from '../jobs/job-status.ts';
-import { KEEP_COMPLETED, KEEP_FAILED } from '../jobs/queues.ts';
+import { KEEP_COMPLETED, KEEP_FAILED, type Queues } from '../jobs/queues.ts';
 import { type ResyncTarget, requestResync } from '../jobs/resync.ts';
-import type { ServiceContext } from '../runtime/context.ts';
+import type { Logger } from '../logger.ts';
+import type { SourceRegistry } from '../store/registry.ts';
+import type { SnapshotStore } from '../store/snapshot-store.ts';
+import type { TermCountStore } from '../store/term-counts.ts';
 import { parseSource, SUBSCRIPTION_ID, sourceKey } from '../timetable/source.ts';
 import { resolveTermStarts } from '../timetable/terms.ts';
 import { adminAuthHook, BOARD_PATH } from './admin-auth.ts';
-import { registerDirectoryRoutes } from './directory-routes.ts';
+import { type DirectoryRouteDeps, registerDirectoryRoutes } from './directory-routes.ts';
 import { HttpError, routeNotFound } from './errors.ts';
-import { registerGoogleTargetRoutes } from './google-target-routes.ts';
+import { type GoogleTargetRouteDeps, registerGoogleTargetRoutes } from './google-target-routes.ts';
 import { parityView } from './parity-view.ts';
 import { parseOr400, parsePage } from './parse.ts';
 import { changeView, iso, sourceView } from './views.ts';
@@ -34,8 +38,22 @@ const resyncBody = z.strictObject(
   { error: (issue) => (issue.code === 'invalid_type' ? 'body must be a JSON object' : undefined) },
 );
 
+/** What the admin routes read and queue with, beyond what their Google target and directory routes need. */
+export type AdminRouteDeps = GoogleTargetRouteDeps &
+  DirectoryRouteDeps &
+  Parameters<typeof requestResync>[0] &
+  Parameters<typeof findJob>[0] & {
+    readonly config: Pick<Config, 'adminToken' | 'weekParityAnchors'>;
+    readonly logger: Pick<Logger, 'info'>;
+    readonly registry: Pick<SourceRegistry, 'page' | 'get'>;
+    readonly snapshots: Pick<SnapshotStore, 'changes'>;
+    readonly termCounts: Pick<TermCountStore, 'stored' | 'totals'>;
+    readonly queues: Queues;
+    readonly now: () => number;
+  };
+
 /** Registers the admin routes in their own scope, behind the admin token. */
-export async function registerAdminRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
+export async function registerAdminRoutes(app: FastifyInstance, ctx: AdminRouteDeps): Promise<void> {
   await app.register(
     async (admin) => {
       admin.addHook('onRequest', adminAuthHook(ctx.config));
@@ -55,7 +73,7 @@ export async function registerAdminRoutes(app: FastifyInstance, ctx: ServiceCont
   );
 }
 
-function registerResync(admin: FastifyInstance, ctx: ServiceContext): void {
+function registerResync(admin: FastifyInstance, ctx: AdminRouteDeps): void {
   admin.post('/resync', async (request, reply) => {
     const target = resyncTarget(request.body ?? {});
     const jobs = await requestResync(ctx, target);
@@ -78,7 +96,7 @@ function resyncTarget(body: unknown): ResyncTarget {
   return { all: true };
 }
 
-function registerJobs(admin: FastifyInstance, ctx: ServiceContext): void {
+function registerJobs(admin: FastifyInstance, ctx: AdminRouteDeps): void {
   admin.get<{ Params: { id: string } }>('/jobs/:id', async (request) => {
     const { id } = request.params;
     if (!JOB_ID.test(id))
@@ -102,7 +120,7 @@ function registerJobs(admin: FastifyInstance, ctx: ServiceContext): void {
   });
 }
 
-function registerSources(admin: FastifyInstance, ctx: ServiceContext): void {
+function registerSources(admin: FastifyInstance, ctx: AdminRouteDeps): void {
   admin.get('/sources', async (request) => {
     const { offset, limit } = parsePage(request.query);
     const page = await ctx.registry.page(offset, limit);
@@ -119,7 +137,7 @@ function registerSources(admin: FastifyInstance, ctx: ServiceContext): void {
 }
 
 /** The term starts in force for the whole deployment, where each came from and which dates it governs. */
-function registerParity(admin: FastifyInstance, ctx: ServiceContext): void {
+function registerParity(admin: FastifyInstance, ctx: AdminRouteDeps): void {
   admin.get('/parity', async () => {
     const [stored, counts] = await Promise.all([ctx.termCounts.stored(), ctx.termCounts.totals()]);
     const configured = ctx.config.weekParityAnchors;
@@ -129,7 +147,7 @@ function registerParity(admin: FastifyInstance, ctx: ServiceContext): void {
 }
 
 /** Bull Board for the three queues (its retry, clean and promote buttons included: admins only). */
-async function registerBoard(admin: FastifyInstance, ctx: ServiceContext): Promise<void> {
+async function registerBoard(admin: FastifyInstance, ctx: AdminRouteDeps): Promise<void> {
   const serverAdapter = new FastifyAdapter();
   serverAdapter.setBasePath(BOARD_PATH);
   createBullBoard({

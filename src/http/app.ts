@@ -11,27 +11,44 @@ import Fastify, {
   type FastifyRequest,
   LogController,
 } from 'fastify';
+import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
-import type { ServiceContext } from '../runtime/context.ts';
 import { answerFirst, FeedFastPath } from '../serving/feed-fast-path.ts';
-import { registerAdminRoutes } from './admin-routes.ts';
+import { type AdminRouteDeps, registerAdminRoutes } from './admin-routes.ts';
 import { registerAssetRoutes } from './asset-routes.ts';
-import { ClientLimits } from './client-limits.ts';
-import { applyConnectionLimits } from './connection-limits.ts';
+import { ClientLimits, type ClientLimitsDeps } from './client-limits.ts';
+import { applyConnectionLimits, type ConnectionLimits } from './connection-limits.ts';
 import { registerEmployeeRoutes } from './employee-routes.ts';
 import { sendError } from './error-answer.ts';
 import type { Words } from './error-codes.ts';
 import { HttpError, routeNotFound, toHttpError } from './errors.ts';
-import { type FeedRouteOptions, registerFeedRoutes } from './feed-routes.ts';
+import { type FeedRouteDeps, type FeedRouteOptions, registerFeedRoutes } from './feed-routes.ts';
 import { forwardingCheck, warnOnUntrustedForwarding } from './forwarding-warning.ts';
-import { registerGoogleRoutes } from './google-routes.ts';
-import { registerOperationsRoutes } from './operations-routes.ts';
+import { type GoogleRouteDeps, registerGoogleRoutes } from './google-routes.ts';
+import type { HomeRouteDeps } from './home-routes.ts';
+import { type OperationsRouteDeps, registerOperationsRoutes } from './operations-routes.ts';
 import { registerPageRoutes } from './page-routes.ts';
-import { registerPersonalRoutes } from './personal-routes.ts';
+import { type PersonalRouteDeps, registerPersonalRoutes } from './personal-routes.ts';
 import { addSecurityHeaders, NOSNIFF } from './security-headers.ts';
-import { MAX_PARAM_LENGTH, serverOptions } from './server-options.ts';
-import { registerSubscriptionRoutes } from './subscription-routes.ts';
-import { registerTimetablePageRoutes } from './timetable-page-routes.ts';
+import { MAX_PARAM_LENGTH, type ServerLimits, serverOptions } from './server-options.ts';
+import { registerSubscriptionRoutes, type SubscriptionRouteDeps } from './subscription-routes.ts';
+import type { TeacherSearchDeps } from './teacher-search.ts';
+import { registerTimetablePageRoutes, type TimetablePageDeps } from './timetable-page-routes.ts';
+
+/**
+ * What the whole app reads and runs with: what each of its route groups declares, and the server's own
+ * settings. The composition root hands over its service context, which has all of it.
+ */
+export type AppDeps = OperationsRouteDeps &
+  FeedRouteDeps &
+  ClientLimitsDeps &
+  TeacherSearchDeps &
+  SubscriptionRouteDeps &
+  GoogleRouteDeps &
+  AdminRouteDeps &
+  HomeRouteDeps &
+  PersonalRouteDeps &
+  TimetablePageDeps & { readonly config: ServerLimits & ConnectionLimits & Pick<Config, 'trustProxy'> };
 
 /** Options of {@link buildApp}. */
 export interface AppOptions {
@@ -46,7 +63,7 @@ export interface AppOptions {
 const BODY_LIMIT_BYTES = 64 * 1024;
 
 /** Builds the app with every route registered; the caller listens, and closes it on shutdown. */
-export async function buildApp(ctx: ServiceContext, options: AppOptions): Promise<FastifyInstance> {
+export async function buildApp(ctx: AppDeps, options: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     ...serverOptions(ctx.config),
     // Malformed percent-escapes and over-long ids, which fastify would answer in its own JSON shape.

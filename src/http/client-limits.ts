@@ -15,10 +15,12 @@
 import type { Config } from '../config.ts';
 import type { RateLimitedError } from '../lib/errors.ts';
 import { type Bucket, bucket, type Rate, TokenBuckets } from '../lib/rate-limit.ts';
+import type { RedisClient } from '../lib/redis-target.ts';
 import { secondsText } from '../lib/retry-after.ts';
-import type { ServiceContext } from '../runtime/context.ts';
 import { SecretKeyMissingError } from '../security/errors.ts';
 import type { Admission, AdmitOptions } from '../serving/admission.ts';
+import type { RedisKeys } from '../store/keys.ts';
+import type { KnownCredentials } from '../store/known-credentials.ts';
 import { CredentialRefusedError, CredentialRejectedError } from '../subscriptions/errors.ts';
 import { UpstreamBudgetError, UpstreamBusyError } from '../upstream/errors.ts';
 import { type ClientKeys, clientKeys } from './client-address.ts';
@@ -71,14 +73,25 @@ const GUESS_OUTCOMES = [CredentialRejectedError, CredentialRefusedError];
 /** Failures that happen before the university is asked (and before anything is stored): tokens go back. */
 const NOTHING_SENT = [UpstreamBusyError, UpstreamBudgetError, SecretKeyMissingError];
 
+/** What the limits count on (the service's Redis) and read their rates from. */
+export interface ClientLimitsDeps {
+  readonly config: Pick<
+    Config,
+    RateSetting | 'failedSignUpsPerClient' | 'failedSignUpsTotal' | 'signUpsInFlightPerClient'
+  >;
+  readonly redis: RedisClient;
+  readonly keys: Pick<RedisKeys, 'rateLimit'>;
+  readonly knownCredentials: Pick<KnownCredentials, 'has'>;
+}
+
 /** The limits of one app, on the service's Redis. */
 export class ClientLimits {
-  private readonly ctx: ServiceContext;
+  private readonly ctx: ClientLimitsDeps;
   private readonly buckets: TokenBuckets;
   /** Credential checks of each client running in this process. */
   private readonly checking = new Map<string, number>();
 
-  constructor(ctx: ServiceContext) {
+  constructor(ctx: ClientLimitsDeps) {
     this.ctx = ctx;
     this.buckets = new TokenBuckets(ctx.redis);
   }

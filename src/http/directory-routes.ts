@@ -4,7 +4,8 @@
  * was ever fetched. Groups are added or renamed, never removed; the answer counts what changed.
  */
 import type { FastifyInstance } from 'fastify';
-import type { ServiceContext } from '../runtime/context.ts';
+import type { Logger } from '../logger.ts';
+import type { GroupDirectory } from '../store/group-directory.ts';
 import { decodeCsv, groupsFromCsv, groupsFromJson } from './directory-input.ts';
 
 /** Room for a whole university's list (50,000 groups of ~40 bytes), refused before it is read beyond this. */
@@ -19,8 +20,14 @@ class CsvText {
   }
 }
 
+/** What the import writes to and logs with. */
+export interface DirectoryRouteDeps {
+  readonly directory: Pick<GroupDirectory, 'import' | 'size'>;
+  readonly logger: Pick<Logger, 'info'>;
+}
+
 /** Registers the import on the admin scope (its token check applies). */
-export function registerDirectoryRoutes(admin: FastifyInstance, ctx: ServiceContext): void {
+export function registerDirectoryRoutes(admin: FastifyInstance, ctx: DirectoryRouteDeps): void {
   admin.addContentTypeParser('text/csv', { parseAs: 'buffer', bodyLimit: BODY_LIMIT_BYTES }, (request, body, done) => {
     try {
       done(null, new CsvText(decodeCsv(body as Buffer, charsetOf(request.headers['content-type']))));

@@ -3,14 +3,13 @@
  * JSON `{"employees": [...]}`, so that people can find the id of a teacher's feed.
  */
 import type { FastifyInstance } from 'fastify';
-import type { ServiceContext } from '../runtime/context.ts';
 import type { ClientLimits } from './client-limits.ts';
-import { searchTeachers, searchTextOr400 } from './teacher-search.ts';
+import { searchTeachers, searchTextOr400, type TeacherSearchDeps } from './teacher-search.ts';
 
 /** Registers `GET /api/employees`. */
 export async function registerEmployeeRoutes(
   app: FastifyInstance,
-  ctx: ServiceContext,
+  ctx: TeacherSearchDeps,
   limits: ClientLimits,
 ): Promise<void> {
   app.get<{ Querystring: { q?: string | string[] } }>('/api/employees', async (request, reply) => {

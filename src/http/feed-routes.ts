@@ -8,22 +8,33 @@
  */
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Config } from '../config.ts';
 import { duplicateRedis } from '../lib/redis-connection.ts';
-import type { ServiceContext } from '../runtime/context.ts';
-import { FeedCache, feedCacheFillBytes } from '../serving/feed-cache.ts';
+import type { RedisClient } from '../lib/redis-target.ts';
+import { FeedCache, type FeedCacheOptions, feedCacheFillBytes } from '../serving/feed-cache.ts';
 import { FeedCounters } from '../serving/feed-counters.ts';
 import type { ServedFeed } from '../serving/feed-forms.ts';
 import { feedHeaders } from '../serving/feed-headers.ts';
-import { type FeedFrom, FeedProvider, type FeedProviderOptions } from '../serving/feed-provider.ts';
+import {
+  type FeedFrom,
+  FeedProvider,
+  type FeedProviderDeps,
+  type FeedProviderOptions,
+} from '../serving/feed-provider.ts';
 import { chooseEncoding, type FeedEncoding, isNotModified } from '../serving/negotiate.ts';
-import { PersonalFeedOptions, type SavedQuery } from '../serving/personal-feed-options.ts';
-import { PersonalTokens, type TokenMatch } from '../serving/personal-tokens.ts';
-import { TokenUseRecorder } from '../serving/token-use.ts';
+import {
+  PersonalFeedOptions,
+  type PersonalFeedOptionsDeps,
+  type SavedQuery,
+} from '../serving/personal-feed-options.ts';
+import { PersonalTokens, type PersonalTokensContext, type TokenMatch } from '../serving/personal-tokens.ts';
+import { type TokenUseDeps, TokenUseRecorder, type TokenUseSink } from '../serving/token-use.ts';
 import type { ParsedSubscriberQuery } from '../serving/variant-query.ts';
+import type { RedisKeys } from '../store/keys.ts';
 import { InvalidSourceError } from '../timetable/errors.ts';
 import { parseSource, type SourceKey, type SourceKind, sourceKey } from '../timetable/source.ts';
 import { describeValue, ID_RANGE } from '../upstream/errors.ts';
-import { ClientLimits } from './client-limits.ts';
+import { ClientLimits, type ClientLimitsDeps } from './client-limits.ts';
 import { HttpError } from './errors.ts';
 import { parseSubscriberQuery } from './subscriber-query.ts';
 
@@ -46,10 +57,37 @@ export interface FeedRoutes {
   counters: FeedCounters;
 }
 
+/** The part of the metrics the feed routes count in and plug their caches' gauges into. */
+export interface FeedMetrics {
+  readonly feedsServed: ConstructorParameters<typeof FeedCounters>[0];
+  setFeedCaches(
+    read: () => Record<'feeds' | 'variants', { bytes: number; budgetBytes: number; entries: number }>,
+  ): void;
+}
+
+/**
+ * What the feed routes read, listen to and count with; their provider, limits, saved options, token lookups and
+ * token use records get theirs from it too.
+ */
+export type FeedRouteDeps = FeedProviderDeps &
+  ClientLimitsDeps &
+  PersonalFeedOptionsDeps &
+  PersonalTokensContext &
+  TokenUseDeps & {
+    readonly config: Pick<Config, 'feedCacheMb' | 'redisTarget'>;
+    readonly feeds: FeedCacheOptions['feeds'];
+    readonly redis: RedisClient;
+    readonly redisOutage: FeedCacheOptions['outage'];
+    readonly keys: Pick<RedisKeys, 'feedUpdates'>;
+    readonly logger: FeedCacheOptions['logger'];
+    readonly subscriptions: TokenUseSink;
+    readonly metrics: FeedMetrics;
+  };
+
 /** Registers the feed routes; the feed cache's subscription is closed with the app. */
 export async function registerFeedRoutes(
   app: FastifyInstance,
-  ctx: ServiceContext,
+  ctx: FeedRouteDeps,
   options: FeedRouteOptions = {},
 ): Promise<FeedRoutes> {
   const budgetBytes = ctx.config.feedCacheMb * 1024 * 1024;
@@ -110,7 +148,7 @@ export async function registerFeedRoutes(
 
 /** Has the metrics read how full this app's feed and variant caches are at each scrape. */
 function plugCacheGauges(
-  ctx: ServiceContext,
+  ctx: { readonly metrics: FeedMetrics },
   feeds: { cache: FeedCache; budgetBytes: number },
   provider: FeedProvider,
 ): void {

@@ -9,12 +9,12 @@
  * secret) keeps the default same-origin one, so that its Disconnect form carries its origin.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Config } from '../config.ts';
 import { ConsentCallbackError, GoogleNotConfiguredError } from '../google/errors.ts';
 import { pendingChanges } from '../google/pending-changes.ts';
 import { pendingPush } from '../jobs/job-status.ts';
-import type { ServiceContext } from '../runtime/context.ts';
 import type { PushTarget } from '../store/target-record.ts';
-import { TARGET_ID } from '../store/target-store.ts';
+import { TARGET_ID, type TargetStore } from '../store/target-store.ts';
 import { disconnectTarget } from '../subscriptions/google-disconnect.ts';
 import {
   type GoogleProblem,
@@ -24,7 +24,7 @@ import {
 } from '../web/google-manage-page.ts';
 import { clearCookie, readCookie, setCookie } from './cookies.ts';
 import { acceptForms, formOf } from './form-body.ts';
-import { requestLang, requireSameOrigin, sendPage } from './pages.ts';
+import { type PageDeps, requestLang, requireSameOrigin, sendPage } from './pages.ts';
 
 /** The cookie that holds a target's manage token, on that target's path only. */
 export const MANAGE_COOKIE = 'tts-manage';
@@ -34,13 +34,24 @@ const MANAGE_TOKEN = /^[A-Za-z0-9_-]{43}$/;
 
 type IdRequest = FastifyRequest<{ Params: { id: string } }>;
 
+/** What the manage page and the manage cookie's checks read. */
+export type ManagePageDeps = PageDeps &
+  Parameters<typeof pendingChanges>[0] &
+  Parameters<typeof pendingPush>[0] & {
+    readonly config: Pick<Config, 'publicUrl' | 'timezone'>;
+    readonly google: { readonly targets: Pick<TargetStore, 'get' | 'verifyManageToken'> };
+  };
+
+/** What the manage link and the Disconnect form use: the manage page's reads, and disconnecting. */
+export type GoogleManageRouteDeps = ManagePageDeps & Parameters<typeof disconnectTarget>[0];
+
 /** The path the manage cookie of target `id` is scoped to, and its manage page. */
 export function managePath(id: string): string {
   return `/google/targets/${id}`;
 }
 
 /** Keeps target `id`'s manage token in this browser. */
-export function setManageCookie(ctx: ServiceContext, reply: FastifyReply, id: string, token: string): void {
+export function setManageCookie(ctx: PageDeps, reply: FastifyReply, id: string, token: string): void {
   setCookie(reply, ctx.config.publicUrl, MANAGE_COOKIE, token, { maxAge: MAX_AGE_SECONDS, path: managePath(id) });
 }
 
@@ -52,7 +63,7 @@ export function wantsPage(request: FastifyRequest): boolean {
 
 /** Answers a problem page. */
 export function sendProblem(
-  ctx: ServiceContext,
+  ctx: PageDeps,
   request: FastifyRequest,
   reply: FastifyReply,
   problem: GoogleProblem,
@@ -81,7 +92,7 @@ export function consentProblem(
 
 /** `GET /google/targets/:id` for a browser: the manage page, for the holder of the cookie. */
 export async function answerManagePage(
-  ctx: ServiceContext,
+  ctx: ManagePageDeps,
   request: IdRequest,
   reply: FastifyReply,
 ): Promise<FastifyReply> {
@@ -107,7 +118,7 @@ export async function answerManagePage(
 }
 
 /** Registers the manage link and the Disconnect form (in a scope of their own that reads form bodies). */
-export async function registerGoogleManageRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
+export async function registerGoogleManageRoutes(app: FastifyInstance, ctx: GoogleManageRouteDeps): Promise<void> {
   await app.register(async (scope) => {
     acceptForms(scope);
 
@@ -155,7 +166,7 @@ export async function registerGoogleManageRoutes(app: FastifyInstance, ctx: Serv
  * has been sent (unknown target 404, no or wrong token 403) and undefined is answered.
  */
 async function cookieTarget(
-  ctx: ServiceContext,
+  ctx: ManagePageDeps,
   request: IdRequest,
   reply: FastifyReply,
 ): Promise<PushTarget | undefined> {

@@ -11,12 +11,11 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { createConsent } from '../google/oauth-state.ts';
 import { requireFetched } from '../jobs/verify-source.ts';
-import type { ServiceContext } from '../runtime/context.ts';
 import { requireGooglePush } from '../subscriptions/google-connect.ts';
 import { completeConsent } from '../subscriptions/google-consent.ts';
 import { disconnectTarget } from '../subscriptions/google-disconnect.ts';
 import { parseSource, type SourceKey, sourceKey } from '../timetable/source.ts';
-import { ClientLimits } from './client-limits.ts';
+import { ClientLimits, type ClientLimitsDeps } from './client-limits.ts';
 import {
   clearConsentCookie,
   consentCookieName,
@@ -29,16 +28,23 @@ import { HttpError } from './errors.ts';
 import {
   answerManagePage,
   consentProblem,
+  type GoogleManageRouteDeps,
   managePath,
   registerGoogleManageRoutes,
   sendProblem,
   setManageCookie,
   wantsPage,
 } from './google-manage-routes.ts';
-import { answerDisconnected, deleteCalendarOption, targetView } from './google-target-view.ts';
-import { authorisedTarget, type IdParams, subscriptionNotFound, targetNotFound } from './owner-auth.ts';
+import { answerDisconnected, deleteCalendarOption, type TargetViewDeps, targetView } from './google-target-view.ts';
+import {
+  authorisedTarget,
+  type IdParams,
+  subscriptionNotFound,
+  type TargetOwnerDeps,
+  targetNotFound,
+} from './owner-auth.ts';
 import { parseOr400 } from './parse.ts';
-import { readPersonalSession } from './personal-session.ts';
+import { type PersonalSessionDeps, readPersonalSession } from './personal-session.ts';
 
 const NO_STORE = 'no-store';
 
@@ -60,8 +66,20 @@ const callbackQuery = z.object({
   error: text.optional(),
 });
 
+/** What the user-facing Google routes read, limit, and connect and disconnect with. */
+export type GoogleRouteDeps = ClientLimitsDeps &
+  PersonalSessionDeps &
+  TargetOwnerDeps &
+  TargetViewDeps &
+  GoogleManageRouteDeps &
+  Parameters<typeof requireGooglePush>[0] &
+  Parameters<typeof requireFetched>[0] &
+  Parameters<typeof createConsent>[0] &
+  Parameters<typeof completeConsent>[0] &
+  Parameters<typeof disconnectTarget>[0];
+
 /** Registers the user-facing Google routes on `app`; errors are thrown for the app's handler. */
-export async function registerGoogleRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
+export async function registerGoogleRoutes(app: FastifyInstance, ctx: GoogleRouteDeps): Promise<void> {
   const limits = new ClientLimits(ctx);
   let hostRewriteNoted = false;
   app.get('/google/connect', async (request, reply) => {
@@ -138,7 +156,7 @@ export async function registerGoogleRoutes(app: FastifyInstance, ctx: ServiceCon
  * The source of a connect request; a personal one only for the holder of its feed token (`token=`, or the
  * session cookie of the browser signed in to it).
  */
-async function authorisedSource(ctx: ServiceContext, request: FastifyRequest): Promise<SourceKey> {
+async function authorisedSource(ctx: PersonalSessionDeps, request: FastifyRequest): Promise<SourceKey> {
   const parsed = parseOr400(connectQuery, request.query ?? {}, 'INVALID_QUERY');
   const source = sourceKey(parseSource(parsed.source));
   if (!source.startsWith('personal:')) return source;

@@ -6,13 +6,13 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { CalendarGoneError, GoogleConsentError } from '../google/errors.ts';
-import type { ServiceContext } from '../runtime/context.ts';
 import type { PushTarget } from '../store/target-record.ts';
+import type { TargetStore } from '../store/target-store.ts';
 import { connectTarget } from '../subscriptions/google-connect.ts';
 import { disconnectTarget } from '../subscriptions/google-disconnect.ts';
 import { parseSource, sourceKey } from '../timetable/source.ts';
 import { HttpError } from './errors.ts';
-import { answerDisconnected, deleteCalendarOption, targetView } from './google-target-view.ts';
+import { answerDisconnected, deleteCalendarOption, type TargetViewDeps, targetView } from './google-target-view.ts';
 import { checkTargetId, type IdParams, targetNotFound } from './owner-auth.ts';
 import { parseOr400, parsePage } from './parse.ts';
 
@@ -42,8 +42,15 @@ const targetBody = z.strictObject(
   { error: (issue) => (issue.code === 'invalid_type' ? BODY_HINT : undefined) },
 );
 
+/** What the admin's target routes read, connect and disconnect with. */
+export type GoogleTargetRouteDeps = TargetViewDeps &
+  Parameters<typeof connectTarget>[0] &
+  Parameters<typeof disconnectTarget>[0] & {
+    readonly google: { readonly targets: Pick<TargetStore, 'page' | 'get'> };
+  };
+
 /** Registers the admin routes of Google targets on the admin scope (prefix `/admin`, admin token checked). */
-export function registerGoogleTargetRoutes(admin: FastifyInstance, ctx: ServiceContext): void {
+export function registerGoogleTargetRoutes(admin: FastifyInstance, ctx: GoogleTargetRouteDeps): void {
   admin.post('/google-targets', async (request, reply) => {
     const body = parseOr400(targetBody, request.body, 'INVALID_BODY');
     const source = sourceKey(parseSource(body.source));
@@ -97,7 +104,7 @@ function registrationError(error: unknown): unknown {
 }
 
 /** The target `id`, or a 400 (malformed) or 404 (unknown). */
-async function knownTarget(ctx: ServiceContext, id: string): Promise<PushTarget> {
+async function knownTarget(ctx: Pick<GoogleTargetRouteDeps, 'google'>, id: string): Promise<PushTarget> {
   checkTargetId(id);
   const target = await ctx.google.targets.get(id);
   if (target === undefined) throw targetNotFound(id);

@@ -6,7 +6,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { pendingChanges } from '../google/pending-changes.ts';
 import { pendingPush } from '../jobs/job-status.ts';
-import type { ServiceContext } from '../runtime/context.ts';
+import type { PushIndex } from '../store/push-index.ts';
 import type { PushTarget } from '../store/target-record.ts';
 import type { Disconnected } from '../subscriptions/google-disconnect.ts';
 import { sendError } from './error-answer.ts';
@@ -41,9 +41,13 @@ export async function answerDisconnected(
   return sendError(request, reply, new HttpError('CALENDAR_NOT_DELETED', words), { calendarId });
 }
 
+/** What a target's view reads: its queued push, its pending changes and its index. */
+export type TargetViewDeps = Parameters<typeof pendingPush>[0] &
+  Parameters<typeof pendingChanges>[0] & { readonly google: { readonly index: Pick<PushIndex, 'size'> } };
+
 /** A target's state, with its pending push and index size (and, for one target, the changes not pushed yet). */
 export async function targetView(
-  ctx: ServiceContext,
+  ctx: TargetViewDeps,
   target: PushTarget,
   detail: { pendingChanges?: boolean } = {},
 ): Promise<Record<string, unknown>> {

@@ -9,9 +9,10 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { RateLimitedError } from '../lib/errors.ts';
 import { retryAfterSeconds } from '../lib/retry-after.ts';
-import type { ServiceContext } from '../runtime/context.ts';
 import { SecretKeyMissingError } from '../security/errors.ts';
 import { SignUpContentionError } from '../store/errors.ts';
+import type { GroupDirectory } from '../store/group-directory.ts';
+import type { SubscriptionStore } from '../store/subscription-store.ts';
 import { CredentialCheckError, CredentialRejectedError } from '../subscriptions/errors.ts';
 import { signUp } from '../subscriptions/personal.ts';
 import type { Employee } from '../upstream/directory-schema.ts';
@@ -26,8 +27,14 @@ import { homePage, type SearchOutcome, type SignInError, type TeacherResult } fr
 import type { ClientLimits } from './client-limits.ts';
 import { acceptForms, formField } from './form-body.ts';
 import { requestLang, requireSameOrigin, sendPage } from './pages.ts';
-import { readPersonalSession, setPersonalSession } from './personal-session.ts';
-import { MAX_QUERY_LENGTH, MIN_QUERY_LENGTH, searchTeachers, searchText } from './teacher-search.ts';
+import { type PersonalSessionDeps, readPersonalSession, setPersonalSession } from './personal-session.ts';
+import {
+  MAX_QUERY_LENGTH,
+  MIN_QUERY_LENGTH,
+  searchTeachers,
+  searchText,
+  type TeacherSearchDeps,
+} from './teacher-search.ts';
 
 /** Groups and teachers shown for one search. */
 const RESULT_LIMIT = 20;
@@ -38,10 +45,18 @@ const UNIVERSITY_MESSAGE_LENGTH = 200;
 /** Where a signed-in person is sent. */
 const PERSONAL_PAGE = '/timetables/personal';
 
+/** What `/` and its sign-in read and sign up with. */
+export type HomeRouteDeps = PersonalSessionDeps &
+  TeacherSearchDeps &
+  Parameters<typeof signUp>[0] & {
+    readonly directory: Pick<GroupDirectory, 'search'>;
+    readonly subscriptions: Pick<SubscriptionStore, 'canStoreCredentials'>;
+  };
+
 /** Registers `GET /` and `POST /timetables/personal`. */
 export async function registerHomeRoutes(
   app: FastifyInstance,
-  ctx: ServiceContext,
+  ctx: HomeRouteDeps,
   limits: ClientLimits,
 ): Promise<void> {
   app.get<{ Querystring: { q?: string | string[]; done?: string | string[] } }>('/', async (request, reply) => {
@@ -126,7 +141,7 @@ function limited(status: number, kind: 'limited' | 'busy', retryAfterMs: number)
 
 /** Groups by name from the directory, and teachers when the text has letters (a group number names no one). */
 async function find(
-  ctx: ServiceContext,
+  ctx: HomeRouteDeps,
   limits: ClientLimits,
   request: FastifyRequest,
   query: string,

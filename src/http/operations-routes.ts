@@ -10,10 +10,15 @@
  * (a 503 would take them all out of rotation and turn a partial outage into a whole one).
  */
 import type { FastifyInstance, onRequestHookHandler } from 'fastify';
+import type { Registry } from 'prom-client';
+import type { Config } from '../config.ts';
 import { liveWorkers, WORKER_HEARTBEAT_MAX_AGE_MS } from '../jobs/heartbeats.ts';
+import type { Queues } from '../jobs/queues.ts';
 import { withDeadline } from '../lib/deadline.ts';
-import type { ServiceContext } from '../runtime/context.ts';
+import type { RedisClient } from '../lib/redis-target.ts';
+import type { Logger } from '../logger.ts';
 import { constantTimeEqual } from '../security/tokens.ts';
+import type { SourceRegistry } from '../store/registry.ts';
 import { presentedToken } from './admin-auth.ts';
 import { sendError } from './error-answer.ts';
 import { HttpError, MetricsTokenError, toHttpError } from './errors.ts';
@@ -22,8 +27,25 @@ import { HttpError, MetricsTokenError, toHttpError } from './errors.ts';
 const CHECK_TIMEOUT_MS = 1_000;
 const JOB_STATES = ['waiting', 'active', 'delayed', 'failed', 'prioritized'] as const;
 
+/** The part of the metrics these routes expose and plug their gauges' readers into. */
+export interface OperationsMetrics {
+  readonly registry: Pick<Registry, 'metrics' | 'contentType'>;
+  setQueueDepths(read: () => Promise<Record<string, Record<string, number>>>): void;
+  setStaleSources(read: () => Promise<number>): void;
+}
+
+/** What the operator endpoints check and read. */
+export type OperationsRouteDeps = Parameters<typeof liveWorkers>[0] & {
+  readonly config: Pick<Config, 'metricsToken'>;
+  readonly redis: RedisClient;
+  readonly registry: Pick<SourceRegistry, 'staleCount'>;
+  readonly queues: Pick<Queues, 'refresh' | 'push' | 'schedule'>;
+  readonly metrics: OperationsMetrics;
+  readonly logger: Pick<Logger, 'debug'>;
+};
+
 /** Registers `/healthz`, `/readyz` and `/metrics`, and plugs the gauges' readers into the metrics. */
-export async function registerOperationsRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
+export async function registerOperationsRoutes(app: FastifyInstance, ctx: OperationsRouteDeps): Promise<void> {
   plugGauges(ctx);
 
   app.get('/healthz', async () => ({ status: 'ok' }));
@@ -64,7 +86,7 @@ interface Check<T> {
   problem?: string;
 }
 
-async function checkRedis(ctx: ServiceContext): Promise<Check<string>> {
+async function checkRedis(ctx: Pick<OperationsRouteDeps, 'redis'>): Promise<Check<string>> {
   try {
     await withDeadline(ctx.redis.ping(), CHECK_TIMEOUT_MS);
     return { state: 'ok' };
@@ -73,7 +95,7 @@ async function checkRedis(ctx: ServiceContext): Promise<Check<string>> {
   }
 }
 
-async function checkWorkers(ctx: ServiceContext): Promise<Check<number | string>> {
+async function checkWorkers(ctx: OperationsRouteDeps): Promise<Check<number | string>> {
   try {
     const alive = await withDeadline(liveWorkers(ctx), CHECK_TIMEOUT_MS);
     if (alive > 0) return { state: alive };
@@ -84,7 +106,7 @@ async function checkWorkers(ctx: ServiceContext): Promise<Check<number | string>
 }
 
 /** Gauges read Redis at scrape time, bounded in time so that a Redis outage does not hang `/metrics`. */
-function plugGauges(ctx: ServiceContext): void {
+function plugGauges(ctx: OperationsRouteDeps): void {
   let lastStale = 0;
   ctx.metrics.setStaleSources(async () => {
     try {

@@ -4,11 +4,11 @@
  * constant time and never echoed.
  */
 import type { FastifyRequest } from 'fastify';
-import type { ServiceContext } from '../runtime/context.ts';
+import type { Config } from '../config.ts';
 import { constantTimeEqual } from '../security/tokens.ts';
-import type { Subscription } from '../store/subscription-store.ts';
+import type { Subscription, SubscriptionStore } from '../store/subscription-store.ts';
 import type { PushTarget } from '../store/target-record.ts';
-import { TARGET_ID } from '../store/target-store.ts';
+import { TARGET_ID, type TargetStore } from '../store/target-store.ts';
 import { SUBSCRIPTION_ID } from '../timetable/source.ts';
 import { presentedToken } from './admin-auth.ts';
 import type { Words } from './error-codes.ts';
@@ -16,6 +16,21 @@ import { HttpError } from './errors.ts';
 
 /** Route parameters of `/api/subscriptions/:id`, `/google/targets/:id` and `/admin/google-targets/:id`. */
 export type IdParams = { Params: { id: string } };
+
+/** What every owner check reads: the admin token, which may act on any record. */
+interface OwnerAuthDeps {
+  readonly config: Pick<Config, 'adminToken'>;
+}
+
+/** What checking a subscription's owner reads. */
+export interface SubscriptionOwnerDeps extends OwnerAuthDeps {
+  readonly subscriptions: Pick<SubscriptionStore, 'verifyToken' | 'get'>;
+}
+
+/** What checking a Google target's owner reads. */
+export interface TargetOwnerDeps extends OwnerAuthDeps {
+  readonly google: { readonly targets: Pick<TargetStore, 'verifyManageToken' | 'get'> };
+}
 
 /** How one kind of record is found and its token checked, and what its refusals say. */
 interface OwnedRecords<T> {
@@ -36,7 +51,7 @@ interface OwnedRecords<T> {
  * token a 401 before anything is looked up; an unknown id a 404; a wrong token a 401.
  */
 async function authorised<T>(
-  ctx: ServiceContext,
+  ctx: OwnerAuthDeps,
   request: FastifyRequest<IdParams>,
   records: OwnedRecords<T>,
 ): Promise<T> {
@@ -54,7 +69,10 @@ async function authorised<T>(
 }
 
 /** The subscription of `/api/subscriptions/:id`, for the holder of its feed token or the admin. */
-export function authorisedSubscription(ctx: ServiceContext, request: FastifyRequest<IdParams>): Promise<Subscription> {
+export function authorisedSubscription(
+  ctx: SubscriptionOwnerDeps,
+  request: FastifyRequest<IdParams>,
+): Promise<Subscription> {
   return authorised(ctx, request, {
     format: SUBSCRIPTION_ID,
     malformed: { en: 'malformed subscription id', ru: 'неверный id подписки' },
@@ -93,7 +111,7 @@ const TARGET_ID_MALFORMED: Words = {
 };
 
 /** The target of `/google/targets/:id`, for the holder of its manage token or the admin. */
-export function authorisedTarget(ctx: ServiceContext, request: FastifyRequest<IdParams>): Promise<PushTarget> {
+export function authorisedTarget(ctx: TargetOwnerDeps, request: FastifyRequest<IdParams>): Promise<PushTarget> {
   return authorised(ctx, request, {
     format: TARGET_ID,
     malformed: TARGET_ID_MALFORMED,

@@ -3,13 +3,12 @@
  * a person in for a personal one (home-routes.ts).
  */
 import type { FastifyInstance } from 'fastify';
-import type { ServiceContext } from '../runtime/context.ts';
 import type { ClientLimits } from './client-limits.ts';
-import { registerHomeRoutes } from './home-routes.ts';
+import { type HomeRouteDeps, registerHomeRoutes } from './home-routes.ts';
 
 export async function registerPageRoutes(
   app: FastifyInstance,
-  ctx: ServiceContext,
+  ctx: HomeRouteDeps,
   limits: ClientLimits,
 ): Promise<void> {
   await registerHomeRoutes(app, ctx, limits);

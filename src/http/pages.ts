@@ -6,7 +6,7 @@
  * origin, no framing, forms posting only here. A value that slipped through escaping still could not run.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { ServiceContext } from '../runtime/context.ts';
+import type { Config } from '../config.ts';
 import type { Html } from '../web/html.ts';
 import { isLang, type Lang, pickLang } from '../web/i18n.ts';
 import { LANG_COOKIE, readCookie, setCookie } from './cookies.ts';
@@ -25,8 +25,13 @@ export const PAGE_CSP = [
 
 const YEAR_SECONDS = 365 * 24 * 3600;
 
+/** What the page helpers read: the public URL, whose host the cookies are for and forms must come from. */
+export interface PageDeps {
+  readonly config: Pick<Config, 'publicUrl'>;
+}
+
 /** The language to answer `request` in; a `?lang=` choice is remembered for the next pages. */
-export function requestLang(ctx: ServiceContext, request: FastifyRequest, reply: FastifyReply): Lang {
+export function requestLang(ctx: PageDeps, request: FastifyRequest, reply: FastifyReply): Lang {
   const query = (request.query ?? {}) as Record<string, unknown>;
   const chosen = query.lang;
   if (isLang(chosen)) setCookie(reply, ctx.config.publicUrl, LANG_COOKIE, chosen, { maxAge: YEAR_SECONDS });
@@ -62,7 +67,7 @@ export function sendPage(reply: FastifyReply, document: Html, options: SendPageO
  * browser names the page's origin in `Origin` (or, failing that, `Referer`), and it must be PUBLIC_URL's or the
  * request's own host.
  */
-export function requireSameOrigin(ctx: ServiceContext, request: FastifyRequest): void {
+export function requireSameOrigin(ctx: PageDeps, request: FastifyRequest): void {
   const origin = request.headers.origin ?? request.headers.referer;
   if (origin === undefined) return; // Not a browser (curl, tests): SameSite does not apply either.
   let host: string;

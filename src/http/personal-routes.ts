@@ -6,18 +6,19 @@
  * one tab's stale rotation does not clear the cookie another tab's rotation just set).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { ServiceContext } from '../runtime/context.ts';
 import { VariantRefusedError } from '../serving/errors.ts';
 import { checkOptionsFit } from '../serving/variant-render.ts';
+import type { SnapshotStore } from '../store/snapshot-store.ts';
 import { deleteSubscription, rotateFeedToken, saveFeedOptions } from '../subscriptions/personal.ts';
 import type { SubscriberOptions } from '../timetable/types.ts';
 import { optionsRefusedPage, PERSONAL_ACTIONS, type PersonalDone } from '../web/personal-manage.ts';
 import { HttpError } from './errors.ts';
 import { acceptForms, type FormFields, formOf } from './form-body.ts';
-import { requestLang, requireSameOrigin, sendPage } from './pages.ts';
+import { type PageDeps, requestLang, requireSameOrigin, sendPage } from './pages.ts';
 import {
   clearPersonalSession,
   type PersonalSession,
+  type PersonalSessionDeps,
   readPersonalSession,
   setPersonalSession,
 } from './personal-session.ts';
@@ -25,8 +26,14 @@ import { filledOptionFields, parseSubscriberQuery } from './subscriber-query.ts'
 
 const PERSONAL_PAGE = '/timetables/personal';
 
+/** What the personal actions read and run their use cases with. */
+export type PersonalRouteDeps = PersonalSessionDeps &
+  Parameters<typeof saveFeedOptions>[0] &
+  Parameters<typeof rotateFeedToken>[0] &
+  Parameters<typeof deleteSubscription>[0] & { readonly snapshots: Pick<SnapshotStore, 'optionValues'> };
+
 /** Registers the personal subscription's form actions (in a scope of their own that reads form bodies). */
-export async function registerPersonalRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
+export async function registerPersonalRoutes(app: FastifyInstance, ctx: PersonalRouteDeps): Promise<void> {
   await app.register(async (scope) => {
     acceptForms(scope);
 
@@ -84,7 +91,7 @@ export async function registerPersonalRoutes(app: FastifyInstance, ctx: ServiceC
  * the browser is not signed in, or its feed token was revoked, or its subscription deleted.
  */
 async function signedIn(
-  ctx: ServiceContext,
+  ctx: PersonalSessionDeps,
   request: FastifyRequest,
   reply: FastifyReply,
 ): Promise<PersonalSession | undefined> {
@@ -96,7 +103,7 @@ async function signedIn(
 
 /** The form's options, checked as a feed URL's are and against what the timetable has; a 400 otherwise. */
 async function validOptions(
-  ctx: ServiceContext,
+  ctx: Pick<PersonalRouteDeps, 'snapshots'>,
   session: PersonalSession,
   form: FormFields,
 ): Promise<SubscriberOptions> {
@@ -113,7 +120,7 @@ function leave(reply: FastifyReply, done: PersonalDone): FastifyReply {
   return redirect(reply, `/?done=${done}`);
 }
 
-async function forgetAndLeave(ctx: ServiceContext, reply: FastifyReply): Promise<FastifyReply> {
+async function forgetAndLeave(ctx: PageDeps, reply: FastifyReply): Promise<FastifyReply> {
   clearPersonalSession(ctx, reply);
   return redirect(reply, '/');
 }

@@ -5,9 +5,9 @@
  * Value: `<subscription id>.<feed token>` (both base64url).
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { ServiceContext } from '../runtime/context.ts';
-import type { Subscription } from '../store/subscription-store.ts';
+import type { Subscription, SubscriptionStore } from '../store/subscription-store.ts';
 import { clearCookie, readCookie, setCookie } from './cookies.ts';
+import type { PageDeps } from './pages.ts';
 
 export const PERSONAL_COOKIE = 'tts-personal';
 /** A year: the feed URL it holds works until rotated or deleted anyway. */
@@ -20,13 +20,18 @@ export interface PersonalSession {
   token: string;
 }
 
+/** What reading a session checks its token with (setting and clearing the cookie need only {@link PageDeps}). */
+export interface PersonalSessionDeps extends PageDeps {
+  readonly subscriptions: Pick<SubscriptionStore, 'verifyToken' | 'get'>;
+}
+
 /** Remembers a signed-in subscription in this browser. */
-export function setPersonalSession(ctx: ServiceContext, reply: FastifyReply, id: string, token: string): void {
+export function setPersonalSession(ctx: PageDeps, reply: FastifyReply, id: string, token: string): void {
   setCookie(reply, ctx.config.publicUrl, PERSONAL_COOKIE, `${id}.${token}`, { maxAge: MAX_AGE_SECONDS });
 }
 
 /** Forgets it (sign out, or the subscription was deleted). */
-export function clearPersonalSession(ctx: ServiceContext, reply: FastifyReply): void {
+export function clearPersonalSession(ctx: PageDeps, reply: FastifyReply): void {
   clearCookie(reply, ctx.config.publicUrl, PERSONAL_COOKIE);
 }
 
@@ -35,7 +40,7 @@ export function clearPersonalSession(ctx: ServiceContext, reply: FastifyReply): 
  * subscription; undefined otherwise (no cookie, a revoked token, a deleted subscription).
  */
 export async function readPersonalSession(
-  ctx: ServiceContext,
+  ctx: PersonalSessionDeps,
   request: FastifyRequest,
 ): Promise<PersonalSession | undefined> {
   const match = VALUE.exec(readCookie(request.headers.cookie, PERSONAL_COOKIE) ?? '');

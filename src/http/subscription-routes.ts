@@ -6,11 +6,12 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import type { ServiceContext } from '../runtime/context.ts';
+import type { Config } from '../config.ts';
+import type { SourceRegistry } from '../store/registry.ts';
 import { indexLegacyOwners } from '../subscriptions/owner-index.ts';
 import { deleteSubscription, replaceCredential, signUp } from '../subscriptions/personal.ts';
 import type { ClientLimits } from './client-limits.ts';
-import { authorisedSubscription, type IdParams } from './owner-auth.ts';
+import { authorisedSubscription, type IdParams, type SubscriptionOwnerDeps } from './owner-auth.ts';
 import { parseOr400 } from './parse.ts';
 import { subscriptionView } from './views.ts';
 
@@ -36,13 +37,23 @@ function credentialOf(body: unknown): string {
   return parseOr400(credentialBody, body, 'INVALID_BODY').credential;
 }
 
+/** What the subscription routes read and run their use cases with. */
+export type SubscriptionRouteDeps = SubscriptionOwnerDeps &
+  Parameters<typeof indexLegacyOwners>[0] &
+  Parameters<typeof signUp>[0] &
+  Parameters<typeof replaceCredential>[0] &
+  Parameters<typeof deleteSubscription>[0] & {
+    readonly config: Pick<Config, 'publicUrl'>;
+    readonly registry: Pick<SourceRegistry, 'get'>;
+  };
+
 /**
  * Registers the subscription routes on `app`; errors are thrown for the app's handler. Before the first
  * sign-up is served, subscriptions made before one person had one are indexed by owner (once per deployment).
  */
 export async function registerSubscriptionRoutes(
   app: FastifyInstance,
-  ctx: ServiceContext,
+  ctx: SubscriptionRouteDeps,
   limits: ClientLimits,
 ): Promise<void> {
   const options = { bodyLimit: BODY_LIMIT_BYTES };

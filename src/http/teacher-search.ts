@@ -4,7 +4,11 @@
  * in Redis for an hour per lower-cased text, and only a cache miss, which costs the university a call,
  * counted against the search limits.
  */
-import type { ServiceContext } from '../runtime/context.ts';
+import type { Config } from '../config.ts';
+import type { RedisClient } from '../lib/redis-target.ts';
+import type { RedisKeys } from '../store/keys.ts';
+import type { KnownEmployees } from '../store/known-employees.ts';
+import type { UniversityClient } from '../upstream/client.ts';
 import type { Employee } from '../upstream/directory-schema.ts';
 import type { ClientLimits } from './client-limits.ts';
 import { HttpError } from './errors.ts';
@@ -41,13 +45,22 @@ export function searchTextOr400(value: string | string[] | undefined): string {
   return text;
 }
 
+/** What a teacher search reads and asks: its Redis cache, the university (in-request pool), the known teachers. */
+export interface TeacherSearchDeps {
+  readonly config: Pick<Config, 'upstreamRequestWaitMs'>;
+  readonly redis: RedisClient;
+  readonly keys: Pick<RedisKeys, 'employeeSearch'>;
+  readonly requestUpstream: Pick<UniversityClient, 'searchEmployees'>;
+  readonly knownEmployees: Pick<KnownEmployees, 'record'>;
+}
+
 /**
  * Teachers (and other employees) matching `text` (a {@link searchText}), from the cache or the university.
  * A miss is one `search` of `ip` under `limits`; upstream failures and limits throw as the error catalog
  * knows them (RateLimitedError, UpstreamBudgetError, UpstreamError, ...).
  */
 export async function searchTeachers(
-  ctx: ServiceContext,
+  ctx: TeacherSearchDeps,
   limits: ClientLimits,
   ip: string,
   text: string,

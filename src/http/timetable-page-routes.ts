@@ -10,17 +10,21 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { LRUCache } from 'lru-cache';
 import QRCode from 'qrcode';
+import type { Config } from '../config.ts';
+import type { FeedSettings } from '../feeds/build-feed.ts';
 import { activateSource } from '../jobs/activation.ts';
-import { enqueueRefresh } from '../jobs/queues.ts';
+import { enqueueRefresh, type Queues } from '../jobs/queues.ts';
 import { RateLimitedError } from '../lib/errors.ts';
 import { retryAfterSeconds } from '../lib/retry-after.ts';
-import type { ServiceContext } from '../runtime/context.ts';
+import type { Logger } from '../logger.ts';
 import { FeedUnavailableError, UnknownTimetableError, VariantRefusedError } from '../serving/errors.ts';
 import { type FeedProvider, RETRY_AFTER_SECONDS } from '../serving/feed-provider.ts';
 import { checkOptionsFit, mergeOptionValues } from '../serving/variant-render.ts';
 import { unlistedCounts } from '../store/change-bounds.ts';
-import type { Snapshot } from '../store/snapshot-store.ts';
+import type { SourceRegistry } from '../store/registry.ts';
+import type { Snapshot, SnapshotStore } from '../store/snapshot-store.ts';
 import type { Subscription } from '../store/subscription-store.ts';
+import type { TargetStore } from '../store/target-store.ts';
 import { studyPlanView } from '../subscriptions/study-plan-view.ts';
 import { InvalidSourceError } from '../timetable/errors.ts';
 import { DEFAULT_TITLE_TEMPLATE, type OptionValues, optionValuesOf } from '../timetable/event-text.ts';
@@ -44,7 +48,7 @@ import {
 import { eventPreview, timetableWeeks } from '../web/timetable-view.ts';
 import { HttpError, toHttpError } from './errors.ts';
 import { requestLang, sendPage } from './pages.ts';
-import { readPersonalSession } from './personal-session.ts';
+import { type PersonalSessionDeps, readPersonalSession } from './personal-session.ts';
 import { filledOptionFields, parseSubscriberQuery } from './subscriber-query.ts';
 
 /** Change records younger than this mark their moved classes on the page. */
@@ -73,13 +77,26 @@ interface PageOptions {
   saved?: boolean;
 }
 
+/** What the timetable pages read, and reactivate a visited timetable with. */
+export type TimetablePageDeps = PersonalSessionDeps &
+  Parameters<typeof studyPlanView>[0] &
+  Parameters<typeof activateSource>[0] & {
+    readonly config: FeedSettings & Pick<Config, 'publicUrl' | 'timezone'> & Parameters<typeof enqueueRefresh>[1];
+    readonly snapshots: Pick<SnapshotStore, 'load' | 'optionValues' | 'changes'>;
+    readonly registry: Pick<SourceRegistry, 'get' | 'isActive'>;
+    readonly queues: Queues;
+    readonly google: { readonly configured: boolean; readonly targets: Pick<TargetStore, 'canStoreTokens'> };
+    readonly logger: Pick<Logger, 'warn'>;
+    readonly now: () => number;
+  };
+
 /**
  * Registers the timetable pages and their preview endpoints. First visits fetch through `provider`, the feed
  * routes' own: a visit joining a fetch under way costs nothing, and the cap on fetches waited for applies.
  */
 export async function registerTimetablePageRoutes(
   app: FastifyInstance,
-  ctx: ServiceContext,
+  ctx: TimetablePageDeps,
   provider: FeedProvider,
 ): Promise<void> {
   const pages = new TimetablePages(ctx, provider);
@@ -98,15 +115,15 @@ export async function registerTimetablePageRoutes(
   );
 }
 
-/** What the pages share: the context, the feed provider, and the caches of QR codes and visits. */
+/** What the pages share: their deps, the feed provider, and the caches of QR codes and visits. */
 class TimetablePages {
-  private readonly ctx: ServiceContext;
+  private readonly ctx: TimetablePageDeps;
   private readonly provider: FeedProvider;
   private readonly qrCodes = new LRUCache<string, string>({ max: 1000 });
   private readonly previews = new LRUCache<string, string>({ max: 500 });
   private readonly visits = new LRUCache<SourceKey, true>({ max: 10_000, ttl: VISIT_NOTE_MS });
 
-  constructor(ctx: ServiceContext, provider: FeedProvider) {
+  constructor(ctx: TimetablePageDeps, provider: FeedProvider) {
     this.ctx = ctx;
     this.provider = provider;
   }

@@ -5,12 +5,18 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LRUCache } from 'lru-cache';
+import type { Config } from '../config.ts';
 import { activateSource } from '../jobs/activation.ts';
-import { enqueueRefresh, refreshPending } from '../jobs/queues.ts';
+import { enqueueRefresh, type Queues, refreshPending } from '../jobs/queues.ts';
 import { RateLimitedError } from '../lib/errors.ts';
 import { isRedisFailure } from '../lib/redis-failure.ts';
 import { secondsWords } from '../lib/words.ts';
-import type { ServiceContext } from '../runtime/context.ts';
+import type { Logger } from '../logger.ts';
+import type { FeedStore } from '../store/feed-store.ts';
+import type { GroupDirectory } from '../store/group-directory.ts';
+import type { KnownEmployees } from '../store/known-employees.ts';
+import type { SourceRegistry } from '../store/registry.ts';
+import type { SubscriptionStore } from '../store/subscription-store.ts';
 import { type SourceKey, sourceOf } from '../timetable/source.ts';
 import type { FeedAdmissions } from './admission.ts';
 import { CredentialNeededError, FeedUnavailableError, UnknownTimetableError } from './errors.ts';
@@ -20,7 +26,7 @@ import type { SavedQuery } from './personal-feed-options.ts';
 import { notKnownWords, sourceNames } from './source-words.ts';
 import { VariantCache, type VariantCacheLimits } from './variant-cache.ts';
 import type { ParsedSubscriberQuery } from './variant-query.ts';
-import { renderSubscriberVariant } from './variant-render.ts';
+import { renderSubscriberVariant, type VariantRenderDeps } from './variant-render.ts';
 
 /**
  * Variants remembered as rendered before. Each took a client's token once; 10,000 is far more than the
@@ -55,11 +61,28 @@ const MAX_POLL_MS = 250;
 const MAX_TOUCH_RECORDS = 50_000;
 
 /**
+ * What {@link FeedProvider} reads, queues and records with. It renders variants and reactivates sources, so it
+ * holds what those need too.
+ */
+export type FeedProviderDeps = VariantRenderDeps &
+  Parameters<typeof activateSource>[0] & {
+    readonly config: Pick<Config, 'inactiveAfterMs'> & Parameters<typeof enqueueRefresh>[1];
+    readonly registry: Pick<SourceRegistry, 'missingReason' | 'isActive' | 'touch'>;
+    readonly queues: Queues;
+    readonly directory: Pick<GroupDirectory, 'has'>;
+    readonly knownEmployees: Pick<KnownEmployees, 'has'>;
+    readonly subscriptions: Pick<SubscriptionStore, 'get'>;
+    readonly feeds: Pick<FeedStore, 'exists'>;
+    readonly logger: Pick<Logger, 'info' | 'warn'>;
+    readonly now: () => number;
+  };
+
+/**
  * Feeds for the feed routes: cache, variants, on-demand refresh and request bookkeeping. The timetable pages
  * share one instance, so that a first visit and a first feed request join the same fetch and the same cap.
  */
 export class FeedProvider {
-  private readonly ctx: ServiceContext;
+  private readonly ctx: FeedProviderDeps;
   private readonly cache: FeedCache;
   private readonly variants: VariantCache;
   private readonly limits: FeedAdmissions;
@@ -74,7 +97,7 @@ export class FeedProvider {
   private readonly knownVariants = new LRUCache<string, true>({ max: KNOWN_VARIANTS });
   private saturationLoggedAt = -Infinity;
 
-  constructor(ctx: ServiceContext, cache: FeedCache, limits: FeedAdmissions, options: FeedProviderOptions = {}) {
+  constructor(ctx: FeedProviderDeps, cache: FeedCache, limits: FeedAdmissions, options: FeedProviderOptions = {}) {
     this.ctx = ctx;
     this.cache = cache;
     this.limits = limits;

@@ -9,8 +9,8 @@
  */
 import { LRUCache } from 'lru-cache';
 import { isRedisFailure } from '../lib/redis-failure.ts';
-import type { ServiceContext } from '../runtime/context.ts';
 import type { FeedUpdate } from '../store/feed-updates.ts';
+import type { SubscriptionStore } from '../store/subscription-store.ts';
 import type { FeedCache } from './feed-cache.ts';
 import { type ParsedSubscriberQuery, subscriberQueryOf } from './variant-query.ts';
 
@@ -24,9 +24,14 @@ export interface SavedQuery {
   savedAt: number | undefined;
 }
 
+/** Where {@link PersonalFeedOptions} reads saved options. */
+export interface PersonalFeedOptionsDeps {
+  readonly subscriptions: Pick<SubscriptionStore, 'feedOptionsOf'>;
+}
+
 /** Saved options per subscription id, following the feed cache's invalidations. */
 export class PersonalFeedOptions {
-  private readonly ctx: ServiceContext;
+  private readonly ctx: PersonalFeedOptionsDeps;
   private readonly cache: FeedCache;
   private readonly entries: LRUCache<string, SavedQuery>;
   /** The last options read per subscription, trusted or not: answered only while Redis cannot be read. */
@@ -34,7 +39,7 @@ export class PersonalFeedOptions {
   /** Goes up with every invalidation: a read that one overtook is answered but not kept. */
   private generation = 0;
 
-  constructor(ctx: ServiceContext, cache: FeedCache, ttlMs = 60_000) {
+  constructor(ctx: PersonalFeedOptionsDeps, cache: FeedCache, ttlMs = 60_000) {
     this.ctx = ctx;
     this.cache = cache;
     this.entries = new LRUCache({ max: MAX_ENTRIES, ttl: ttlMs });
@@ -50,7 +55,7 @@ export class PersonalFeedOptions {
     if (kept !== undefined && this.cache.servingStaleSince !== undefined) return kept;
     const generation = this.generation;
     const live = this.cache.isLive;
-    let read: Awaited<ReturnType<ServiceContext['subscriptions']['feedOptionsOf']>>;
+    let read: Awaited<ReturnType<SubscriptionStore['feedOptionsOf']>>;
     try {
       read = await this.ctx.subscriptions.feedOptionsOf(id);
     } catch (error) {

@@ -6,7 +6,7 @@
  */
 import { LRUCache } from 'lru-cache';
 import { isRedisFailure } from '../lib/redis-failure.ts';
-import type { ServiceContext } from '../runtime/context.ts';
+import type { Logger } from '../logger.ts';
 import { hashToken } from '../security/tokens.ts';
 
 /** How often one token's use is written, at most: an hour, far finer than sign-ups on new devices. */
@@ -19,15 +19,21 @@ export interface TokenUseSink {
   recordTokenUse(id: string, token: string, now: number): Promise<void>;
 }
 
+/** What {@link TokenUseRecorder} reads the time from and logs with. */
+export interface TokenUseDeps {
+  readonly now: () => number;
+  readonly logger: Pick<Logger, 'warn'>;
+}
+
 /** Throttled, fire-and-forget records of token use. */
 export class TokenUseRecorder {
-  private readonly ctx: Pick<ServiceContext, 'now' | 'logger'>;
+  private readonly ctx: TokenUseDeps;
   private readonly sink: TokenUseSink;
   private readonly everyMs: number;
   /** When each token (by hash: tokens are not kept) was last written, ctx clock. */
   private readonly written = new LRUCache<string, number>({ max: MAX_RECORDS });
 
-  constructor(ctx: Pick<ServiceContext, 'now' | 'logger'>, sink: TokenUseSink, everyMs = TOKEN_USE_EVERY_MS) {
+  constructor(ctx: TokenUseDeps, sink: TokenUseSink, everyMs = TOKEN_USE_EVERY_MS) {
     this.ctx = ctx;
     this.sink = sink;
     this.everyMs = everyMs;

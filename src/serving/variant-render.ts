@@ -5,9 +5,9 @@
  * thread pool rather than on the event loop (the stored default feed is compressed by the worker instead).
  */
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
-import { renderVariant } from '../feeds/build-feed.ts';
-import type { ServiceContext } from '../runtime/context.ts';
+import { type FeedSettings, renderVariant } from '../feeds/build-feed.ts';
 import { compressFeed, etagOf } from '../store/feed-store.ts';
+import type { SnapshotStore } from '../store/snapshot-store.ts';
 import { type OptionValues, optionValuesOf } from '../timetable/event-text.ts';
 import type { SourceKey } from '../timetable/source.ts';
 import type { SubscriberOptions } from '../timetable/types.ts';
@@ -38,6 +38,12 @@ export interface VariantRenderOptions {
   capBytes?: number | undefined;
 }
 
+/** What rendering a variant reads: the stored timetable and the feed settings. */
+export interface VariantRenderDeps {
+  readonly snapshots: Pick<SnapshotStore, 'load' | 'optionValues'>;
+  readonly config: FeedSettings;
+}
+
 /**
  * Renders and compresses the variant of `base` that `query` asks for; its Last-Modified is the base feed's, or
  * `options.notBefore` when later. Throws {@link VariantRefusedError} when an option names something this
@@ -45,7 +51,7 @@ export interface VariantRenderOptions {
  * timetable's snapshot is not stored yet.
  */
 export async function renderSubscriberVariant(
-  ctx: Pick<ServiceContext, 'snapshots' | 'config'>,
+  ctx: VariantRenderDeps,
   source: SourceKey,
   base: ServedFeed,
   query: ParsedSubscriberQuery,
