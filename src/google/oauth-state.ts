@@ -3,10 +3,12 @@
  * verifier) under the SHA-256 of a random `state`, for ten minutes; the callback takes it back exactly once.
  * Neither the state nor the verifier is stored in plain text under a guessable key, and neither is logged.
  */
-import type { ServiceContext } from '../runtime/context.ts';
+import type { RedisClient } from '../lib/redis-target.ts';
 import { constantTimeEqual, hashToken, randomToken } from '../security/tokens.ts';
+import type { RedisKeys } from '../store/keys.ts';
 import type { SourceKey } from '../timetable/source.ts';
 import { ConsentCallbackError, GoogleNotConfiguredError } from './errors.ts';
+import type { GoogleServices } from './google-services.ts';
 import { pkcePair } from './oauth.ts';
 
 /** How long a consent may take, from the redirect to Google until the callback (seconds). */
@@ -36,15 +38,25 @@ export interface StartedConsent {
   browserNonce: string;
 }
 
-/** The parts of the context the consent state uses. */
-export type ConsentContext = Pick<ServiceContext, 'redis' | 'keys' | 'google' | 'now'>;
+/** What {@link takeConsent} uses: where pending consents are kept. */
+export interface ConsentStateDeps {
+  readonly redis: RedisClient;
+  readonly keys: RedisKeys;
+}
+
+/** What {@link createConsent} uses: also the OAuth client and the clock. */
+export interface ConsentDeps extends ConsentStateDeps {
+  readonly google: Pick<GoogleServices, 'configured' | 'oauth'>;
+  /** Epoch ms. */
+  readonly now: () => number;
+}
 
 /**
  * Starts a consent for `source` (already validated and authorised by the caller): stores the pending consent
  * and answers the URL of Google's consent page with the nonce the browser must keep. Throws
  * GoogleNotConfiguredError without OAuth client settings.
  */
-export async function createConsent(ctx: ConsentContext, source: SourceKey): Promise<StartedConsent> {
+export async function createConsent(ctx: ConsentDeps, source: SourceKey): Promise<StartedConsent> {
   const oauth = ctx.google.oauth;
   if (!ctx.google.configured || oauth === undefined) throw new GoogleNotConfiguredError();
   const state = randomToken();
@@ -61,7 +73,7 @@ export async function createConsent(ctx: ConsentContext, source: SourceKey): Pro
  * used, or was started in another browser (the state is used up then too: a lured victim's click spends it).
  */
 export async function takeConsent(
-  ctx: Pick<ServiceContext, 'redis' | 'keys'>,
+  ctx: ConsentStateDeps,
   state: string,
   browserNonce: string | undefined,
 ): Promise<PendingConsent> {

@@ -1,10 +1,24 @@
 /** What a target's calendar is missing: the next push's writes, computed from Redis alone (no Google call). */
-import { feedOccurrences } from '../feeds/build-feed.ts';
-import type { ServiceContext } from '../runtime/context.ts';
+import { type FeedSettings, feedOccurrences } from '../feeds/build-feed.ts';
+import type { PushIndex } from '../store/push-index.ts';
+import type { SnapshotStore } from '../store/snapshot-store.ts';
 import type { SourceKey } from '../timetable/source.ts';
 import type { DesiredEvent } from './calendar-client.ts';
 import { desiredEvents } from './desired-events.ts';
 import { diffPush } from './push-diff.ts';
+
+/** What {@link loadPublished} and {@link loadDesired} use: the published timetable and the feed settings. */
+export interface PublishedDeps {
+  readonly config: FeedSettings;
+  readonly snapshots: Pick<SnapshotStore, 'load'>;
+}
+
+/** What {@link pendingChanges} uses: also the push index and the clock. */
+export interface PendingChangesDeps extends PublishedDeps {
+  readonly google: { readonly index: Pick<PushIndex, 'read'> };
+  /** Epoch ms. */
+  readonly now: () => number;
+}
 
 /** Write counts the next push would make, by kind, and the refused events it would leave alone. */
 export interface PendingChanges {
@@ -19,16 +33,13 @@ export interface PendingChanges {
  * The events a target of `source` should hold: the published feed's classes (cancelled ones titled as such, see
  * `desiredEvents`); undefined before the first publication.
  */
-export async function loadDesired(
-  ctx: Pick<ServiceContext, 'snapshots' | 'config'>,
-  source: SourceKey,
-): Promise<DesiredEvent[] | undefined> {
+export async function loadDesired(ctx: PublishedDeps, source: SourceKey): Promise<DesiredEvent[] | undefined> {
   return (await loadPublished(ctx, source))?.desired;
 }
 
 /** The events a target of `source` should hold, and the published timetable's name; undefined before publication. */
 export async function loadPublished(
-  ctx: Pick<ServiceContext, 'snapshots' | 'config'>,
+  ctx: PublishedDeps,
   source: SourceKey,
 ): Promise<{ desired: DesiredEvent[]; name: string } | undefined> {
   const { snapshot, published } = await ctx.snapshots.load(source);
@@ -42,7 +53,7 @@ export async function loadPublished(
  * yet: a push waiting, a paused target, a failed push); null before the source's first publication.
  */
 export async function pendingChanges(
-  ctx: Pick<ServiceContext, 'snapshots' | 'config' | 'google' | 'now'>,
+  ctx: PendingChangesDeps,
   targetId: string,
   source: SourceKey,
 ): Promise<PendingChanges | null> {

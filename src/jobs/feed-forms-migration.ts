@@ -4,7 +4,18 @@
  * fields once per Redis, in the background once it has started; the api serves either layout meanwhile.
  */
 import { tryWithLock } from '../lib/redis-lock.ts';
-import type { ServiceContext } from '../runtime/context.ts';
+import type { RedisClient } from '../lib/redis-target.ts';
+import type { Logger } from '../logger.ts';
+import type { FeedStore } from '../store/feed-store.ts';
+import type { RedisKeys } from '../store/keys.ts';
+
+/** What {@link dropRetiredFeedForms} uses. */
+export interface FeedFormsDeps {
+  readonly redis: RedisClient;
+  readonly keys: RedisKeys;
+  readonly feeds: Pick<FeedStore, 'dropRetiredForms'>;
+  readonly logger: Logger;
+}
 
 /** How long one worker may shrink the feeds before another may try (shrinking is idempotent). */
 const MIGRATION_LOCK_MS = 5 * 60_000;
@@ -14,7 +25,7 @@ const MIGRATION_LOCK_MS = 5 * 60_000;
  * that finds another at it returns at once (nothing waits for it). Logs how many feeds it shrank and resolves
  * to that count.
  */
-export async function dropRetiredFeedForms(ctx: ServiceContext): Promise<number> {
+export async function dropRetiredFeedForms(ctx: FeedFormsDeps): Promise<number> {
   const marker = ctx.keys.feedFormsDropped;
   if ((await ctx.redis.exists(marker)) === 1) return 0;
   const shrunk = await tryWithLock(ctx.redis, ctx.keys.lock('feed-forms-migration'), MIGRATION_LOCK_MS, async () => {

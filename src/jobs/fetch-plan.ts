@@ -6,8 +6,11 @@
  * the refresh queue, after that publication.
  */
 
-import type { ServiceContext } from '../runtime/context.ts';
+import type { Counter } from 'prom-client';
+import type { RedisClient } from '../lib/redis-target.ts';
+import type { RedisKeys } from '../store/keys.ts';
 import { type PlanFailure, type StoredStudyPlan, StudyPlanStore } from '../store/study-plan-store.ts';
+import type { UniversityClient } from '../upstream/client.ts';
 import type { PlanSubject } from '../upstream/directory-schema.ts';
 import { asError } from './failure.ts';
 import { classifyFailure } from './failure-class.ts';
@@ -25,6 +28,18 @@ export const PLAN_RETRY_MS = 60 * 60 * 1000;
  */
 const LASTING_FAILURES = new Set(['auth', 'not-found']);
 
+/** What {@link refreshStudyPlan} uses. */
+export interface StudyPlanFetchDeps {
+  /** Plans are stored beside the timetable (a {@link StudyPlanStore} on this connection). */
+  readonly redis: RedisClient;
+  readonly keys: RedisKeys;
+  /** The university for refresh jobs. */
+  readonly upstream: Pick<UniversityClient, 'myPlan'>;
+  readonly metrics: { readonly upstreamErrors: Pick<Counter<'kind'>, 'inc'> };
+  /** Epoch ms. */
+  readonly now: () => number;
+}
+
 /** Whether a plan stored as `stored` should be fetched at `now`. */
 export function isPlanDue(stored: StoredStudyPlan | undefined, now: number): boolean {
   if (stored === undefined) return true;
@@ -40,7 +55,7 @@ export function isPlanDue(stored: StoredStudyPlan | undefined, now: number): boo
  * while a non-empty one is stored is taken for an upstream fault, not a plan that lost every subject: the
  * stored one is kept and the fetch counts as failed (retried after {@link PLAN_RETRY_MS}).
  */
-export async function refreshStudyPlan(ctx: ServiceContext, run: RefreshRun, credential: string): Promise<void> {
+export async function refreshStudyPlan(ctx: StudyPlanFetchDeps, run: RefreshRun, credential: string): Promise<void> {
   const plans = new StudyPlanStore(ctx.redis, ctx.keys);
   const stored = await plans.load(run.source);
   const now = ctx.now();
@@ -68,7 +83,7 @@ export async function refreshStudyPlan(ctx: ServiceContext, run: RefreshRun, cre
 
 /** Records a failed plan fetch, keeping the stored plan, and logs it once. */
 async function keepStoredPlan(
-  ctx: ServiceContext,
+  ctx: Pick<StudyPlanFetchDeps, 'redis' | 'keys'>,
   run: RefreshRun,
   stored: StoredStudyPlan | undefined,
   failure: PlanFailure,

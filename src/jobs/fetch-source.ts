@@ -2,12 +2,14 @@
  * One upstream fetch per refresh: the source's timetable, and for a personal source its study plan when that is
  * due (at most daily, see fetch-plan.ts).
  */
-import type { ServiceContext } from '../runtime/context.ts';
+import type { SnapshotStore } from '../store/snapshot-store.ts';
+import type { SubscriptionStore } from '../store/subscription-store.ts';
 import { calendarName, derivedName } from '../timetable/calendar-name.ts';
 import { sourceOf } from '../timetable/source.ts';
+import type { UniversityClient } from '../upstream/client.ts';
 import type { ScheduleResult } from '../upstream/schemas.ts';
 import { SubscriptionUnusableError } from './errors.ts';
-import { refreshStudyPlan } from './fetch-plan.ts';
+import { refreshStudyPlan, type StudyPlanFetchDeps } from './fetch-plan.ts';
 import type { RefreshRun } from './refresh-run.ts';
 
 /** A timetable as fetched, with the name its calendar gets. */
@@ -15,12 +17,19 @@ export interface FetchedTimetable extends ScheduleResult {
   name: string;
 }
 
+/** What {@link fetchSource} uses: the university, what names a timetable, and the subscriptions' credentials. */
+export type FetchDeps = StudyPlanFetchDeps & {
+  readonly upstream: Pick<UniversityClient, 'groupSchedule' | 'employeeSchedule' | 'mySchedule'>;
+  readonly snapshots: Pick<SnapshotStore, 'snapshot'>;
+  readonly subscriptions: Pick<SubscriptionStore, 'get' | 'credentialFor'>;
+};
+
 /**
  * Fetches a source's timetable: one upstream request, and a second for a personal source whose study plan is
  * due. Personal sources use their subscription's credential; the fetch tells `run` which version it sent, so
  * that a rejection marks only the credential actually used.
  */
-export async function fetchSource(ctx: ServiceContext, run: RefreshRun): Promise<FetchedTimetable> {
+export async function fetchSource(ctx: FetchDeps, run: RefreshRun): Promise<FetchedTimetable> {
   const ref = sourceOf(run.source);
   const options = { signal: run.signal };
   if (ref.kind === 'group' || ref.kind === 'employee') {

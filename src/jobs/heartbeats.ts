@@ -3,24 +3,31 @@
  * every few seconds, and `/readyz` counts the live ones. Kept apart from the workers themselves, so that an API
  * process reads heartbeats without loading the processors.
  */
-import type { ServiceContext } from '../runtime/context.ts';
+import type { RedisClient } from '../lib/redis-target.ts';
+import type { RedisKeys } from '../store/keys.ts';
 
 /** A worker whose last heartbeat is older than this is presumed dead (workers beat every 5 s). */
 export const WORKER_HEARTBEAT_MAX_AGE_MS = 30_000;
 
-type HeartbeatContext = Pick<ServiceContext, 'redis' | 'keys' | 'now'>;
+/** What heartbeats use: the ZSET of beats, and the clock that scores them. */
+export interface HeartbeatDeps {
+  readonly redis: RedisClient;
+  readonly keys: RedisKeys;
+  /** Epoch ms. */
+  readonly now: () => number;
+}
 
 /** Records that worker `id` is alive now. */
-export async function beat(ctx: HeartbeatContext, id: string): Promise<void> {
+export async function beat(ctx: HeartbeatDeps, id: string): Promise<void> {
   await ctx.redis.zadd(ctx.keys.workers, ctx.now(), id);
 }
 
 /** Forgets worker `id` (it is shutting down). */
-export async function forgetWorker(ctx: HeartbeatContext, id: string): Promise<void> {
+export async function forgetWorker(ctx: HeartbeatDeps, id: string): Promise<void> {
   await ctx.redis.zrem(ctx.keys.workers, id);
 }
 
 /** How many worker processes sent a heartbeat within {@link WORKER_HEARTBEAT_MAX_AGE_MS}. */
-export async function liveWorkers(ctx: HeartbeatContext): Promise<number> {
+export async function liveWorkers(ctx: HeartbeatDeps): Promise<number> {
   return ctx.redis.zcount(ctx.keys.workers, ctx.now() - WORKER_HEARTBEAT_MAX_AGE_MS, '+inf');
 }

@@ -4,9 +4,13 @@
  * one ends, and the push pending for a Google target.
  */
 import type { Queue } from 'bullmq';
-import type { ServiceContext } from '../runtime/context.ts';
 import type { SourceKey } from '../timetable/source.ts';
-import { followUpJobId, pushDeduplicationId } from './queues.ts';
+import { followUpJobId, pushDeduplicationId, type Queues } from './queues.ts';
+
+/** What job lookups use: the refresh and push queues. */
+export interface JobStatusDeps {
+  readonly queues: Pick<Queues, 'refresh' | 'push'>;
+}
 
 /** Job ids we and BullMQ make never contain `:`; this also keeps lookups off BullMQ's own keys (`de:…`). */
 export const JOB_ID = /^[\w.=-]{1,200}$/;
@@ -39,10 +43,7 @@ export interface PendingFollowUp {
 }
 
 /** The refresh or push job `id` (or a follow-up not queued yet); undefined when there is none. */
-export async function findJob(
-  ctx: Pick<ServiceContext, 'queues'>,
-  id: string,
-): Promise<JobStatus | PendingFollowUp | undefined> {
+export async function findJob(ctx: JobStatusDeps, id: string): Promise<JobStatus | PendingFollowUp | undefined> {
   if (!JOB_ID.test(id)) return undefined;
   return (
     (await storedJob(ctx.queues.refresh, id)) ??
@@ -82,7 +83,7 @@ async function storedJob(
  * until then its id is answered as queued. The running job is checked against the id's digest (see
  * `enqueueRefresh`), so that a made-up id is still unknown.
  */
-async function pendingFollowUp(ctx: Pick<ServiceContext, 'queues'>, id: string): Promise<PendingFollowUp | undefined> {
+async function pendingFollowUp(ctx: JobStatusDeps, id: string): Promise<PendingFollowUp | undefined> {
   const match = FOLLOW_UP_ID.exec(id);
   if (!match) return undefined;
   const [, kind = '', sourceId = ''] = match;
@@ -103,10 +104,7 @@ async function pendingFollowUp(ctx: Pick<ServiceContext, 'queues'>, id: string):
 }
 
 /** The push job queued or running for a Google target (its changes are not in the calendar yet), or null. */
-export async function pendingPush(
-  ctx: Pick<ServiceContext, 'queues'>,
-  target: string,
-): Promise<{ job: string; state: string } | null> {
+export async function pendingPush(ctx: JobStatusDeps, target: string): Promise<{ job: string; state: string } | null> {
   const job = await ctx.queues.push.getDeduplicationJobId(pushDeduplicationId(target));
   if (job === null) return null;
   const state = await ctx.queues.push.getJobState(job);

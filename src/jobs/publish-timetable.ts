@@ -1,15 +1,21 @@
 /** The publishing half of a refresh: compare, expand, guard, render, store, fan out. */
 
-import { renderFeed, renderVariant, settingsHash } from '../feeds/build-feed.ts';
+import type { Config } from '../config.ts';
+import { type FeedSettings, renderFeed, renderVariant, settingsHash } from '../feeds/build-feed.ts';
 import { isMassDeletion, nextExpiry, type PublicationDiff } from '../feeds/publication-diff.ts';
 import { diffRefresh } from '../feeds/refresh-diff.ts';
+import type { RedisClient } from '../lib/redis-target.ts';
 import { execOrThrow } from '../lib/redis-transaction.ts';
 import type { Logger } from '../logger.ts';
-import type { ServiceContext } from '../runtime/context.ts';
-import { encodeFeed } from '../store/feed-store.ts';
-import type { SourceState } from '../store/registry.ts';
-import { normaliseEntries, type Snapshot } from '../store/snapshot-store.ts';
+import { encodeFeed, type FeedStore } from '../store/feed-store.ts';
+import type { GroupDirectory } from '../store/group-directory.ts';
+import type { RedisKeys } from '../store/keys.ts';
+import type { KnownEmployees } from '../store/known-employees.ts';
+import type { SourceRegistry, SourceState } from '../store/registry.ts';
+import { normaliseEntries, type Snapshot, type SnapshotStore } from '../store/snapshot-store.ts';
 import { StudyPlanStore } from '../store/study-plan-store.ts';
+import type { TargetStore } from '../store/target-store.ts';
+import type { TermCountStore } from '../store/term-counts.ts';
 import { derivedName, isPlaceholderName } from '../timetable/calendar-name.ts';
 import type { PublishedState } from '../timetable/publication.ts';
 import { type SourceKey, sourceOf } from '../timetable/source.ts';
@@ -17,11 +23,38 @@ import { type PlanNote, type StudyPlanNotes, studyPlanNotes } from '../timetable
 import { termStartDates } from '../timetable/terms.ts';
 import type { TimetableEntry } from '../timetable/types.ts';
 import { localDate } from '../timetable/zoned-time.ts';
-import { activateSource } from './activation.ts';
+import { type ActivationDeps, activateSource } from './activation.ts';
 import type { RefreshJobResult, RefreshReason } from './contract.ts';
 import type { FetchedTimetable } from './fetch-source.ts';
 import { enqueuePush, enqueueRefresh } from './queues.ts';
-import { syncTermStarts } from './term-starts.ts';
+import { syncTermStarts, type TermStartsDeps } from './term-starts.ts';
+
+/** What {@link markFeedStale} uses. */
+export interface MarkStaleDeps {
+  readonly config: FeedSettings;
+  readonly registry: Pick<SourceRegistry, 'markStale'>;
+  readonly feeds: Pick<FeedStore, 'validators' | 'replaceIf'>;
+  readonly snapshots: Pick<SnapshotStore, 'load'>;
+}
+
+/**
+ * What {@link publishTimetable} uses: the stores a publication writes in one transaction, what it records on
+ * the way (group names, teachers, term starts), and the queues it fans out to.
+ */
+export type PublishDeps = MarkStaleDeps &
+  ActivationDeps &
+  TermStartsDeps & {
+    readonly config: Pick<Config, 'cancelledRetentionMs' | 'confirmDelayMs'>;
+    readonly redis: RedisClient;
+    readonly keys: RedisKeys;
+    readonly registry: SourceRegistry;
+    readonly snapshots: SnapshotStore;
+    readonly feeds: FeedStore;
+    readonly termCounts: TermCountStore;
+    readonly directory: Pick<GroupDirectory, 'record'>;
+    readonly knownEmployees: Pick<KnownEmployees, 'record'>;
+    readonly google: { readonly targets: Pick<TargetStore, 'idsForSource'> };
+  };
 
 /** One fetched timetable to publish. */
 export interface PublishInput {
@@ -47,11 +80,7 @@ interface Stored {
  * feed present and as fresh as the registry says) writes nothing but the registry; one that drops most
  * future classes waits for a confirming re-fetch.
  */
-export async function publishTimetable(
-  ctx: ServiceContext,
-  input: PublishInput,
-  log: Logger,
-): Promise<RefreshJobResult> {
+export async function publishTimetable(ctx: PublishDeps, input: PublishInput, log: Logger): Promise<RefreshJobResult> {
   const { source, now } = input;
   const stored = await loadStored(ctx, source);
   // A public source is registered once the university has confirmed it exists (a request alone does not).
@@ -135,11 +164,7 @@ export async function publishTimetable(
  * A group's timetable tells the group's name (the one most of its entries list): the directory learns it, so
  * that people find the group by name. A timetable that does not tell (no entries, a tie) changes nothing.
  */
-async function recordGroupName(
-  ctx: ServiceContext,
-  source: SourceKey,
-  entries: readonly TimetableEntry[],
-): Promise<void> {
+async function recordGroupName(ctx: PublishDeps, source: SourceKey, entries: readonly TimetableEntry[]): Promise<void> {
   const ref = sourceOf(source);
   if (ref.kind !== 'group') return;
   const subject = { kind: 'group', id: Number(ref.id) } as const;
@@ -151,11 +176,7 @@ async function recordGroupName(
  * The teachers a timetable names exist, and so does a teacher whose timetable this is: first requests for their
  * timetables go before those for ids nobody vouches for when the first-request limits run short.
  */
-async function recordTeachers(
-  ctx: ServiceContext,
-  source: SourceKey,
-  entries: readonly TimetableEntry[],
-): Promise<void> {
+async function recordTeachers(ctx: PublishDeps, source: SourceKey, entries: readonly TimetableEntry[]): Promise<void> {
   const ref = sourceOf(source);
   const ids = entries.map((entry) => entry.teacher.id);
   await ctx.knownEmployees.record(ref.kind === 'employee' ? [...ids, Number(ref.id)] : ids);
@@ -166,7 +187,7 @@ async function recordTeachers(
  * source failing) is stale again, re-rendered with the marker, since the time it became stale.
  */
 async function recordPublication(
-  ctx: ServiceContext,
+  ctx: PublishDeps,
   input: PublishInput,
   state: SourceState | undefined,
   counts: { occurrences: number; problems: number; changed: boolean },
@@ -175,7 +196,7 @@ async function recordPublication(
   if (state?.staleSince !== undefined) await markFeedStale(ctx, input.source, state.staleSince);
 }
 
-async function loadStored(ctx: ServiceContext, source: SourceKey): Promise<Stored> {
+async function loadStored(ctx: PublishDeps, source: SourceKey): Promise<Stored> {
   const [{ snapshot, published }, state, feed, pushOwed, plan] = await Promise.all([
     ctx.snapshots.load(source),
     ctx.registry.get(source),
@@ -190,7 +211,7 @@ async function loadStored(ctx: ServiceContext, source: SourceKey): Promise<Store
  * The plan a personal source's classes are described with: the last one fetched successfully, however old (a
  * plan changes a few times a year, and dropping its lines on a passing failure would rewrite every event twice).
  */
-async function storedPlan(ctx: ServiceContext, source: SourceKey): Promise<readonly PlanNote[] | undefined> {
+async function storedPlan(ctx: PublishDeps, source: SourceKey): Promise<readonly PlanNote[] | undefined> {
   if (!source.startsWith('personal:')) return undefined;
   const stored = await new StudyPlanStore(ctx.redis, ctx.keys).load(source);
   if (stored === undefined || stored.fetchedAt === null) return undefined;
@@ -231,7 +252,7 @@ function keepInvalidEntries(
  * logged when they differ from those the feed was last rendered with.
  */
 async function deploymentTermStarts(
-  ctx: ServiceContext,
+  ctx: PublishDeps,
   source: SourceKey,
   entries: readonly TimetableEntry[],
   published: PublishedState | undefined,
@@ -247,7 +268,7 @@ async function deploymentTermStarts(
 }
 
 function diffFor(
-  ctx: ServiceContext,
+  ctx: PublishDeps,
   stored: Stored,
   entries: TimetableEntry[],
   digests: {
@@ -275,7 +296,7 @@ function diffFor(
  * A held-back mass deletion is published when a later fetch, at least CONFIRM_DELAY later, returns the same timetable.
  */
 function isConfirmed(
-  ctx: ServiceContext,
+  ctx: PublishDeps,
   state: SourceState | undefined,
   hash: string,
   reason: RefreshReason,
@@ -306,7 +327,7 @@ function liveAddedOrChanged(before: PublishedState | undefined, after: Published
  * and notes that targets are owed a push.
  */
 async function commit(
-  ctx: ServiceContext,
+  ctx: PublishDeps,
   source: SourceKey,
   snapshot: Snapshot,
   diff: PublicationDiff,
@@ -328,7 +349,7 @@ async function commit(
  * from the last good snapshot with the stale marker (header and calendar property). Nothing is removed, and
  * a feed published meanwhile by another run is never overwritten (the write is fenced on its ETag).
  */
-export async function markFeedStale(ctx: ServiceContext, source: SourceKey, now: number): Promise<void> {
+export async function markFeedStale(ctx: MarkStaleDeps, source: SourceKey, now: number): Promise<void> {
   const since = await ctx.registry.markStale(source, now);
   const [feed, { snapshot, published }] = await Promise.all([ctx.feeds.validators(source), ctx.snapshots.load(source)]);
   if (feed.etag === undefined || feed.staleSince !== undefined || !snapshot || !published) return;
@@ -337,7 +358,7 @@ export async function markFeedStale(ctx: ServiceContext, source: SourceKey, now:
 }
 
 /** One push job per Google target of the source; a target with a push queued or running gets one follow-up. */
-async function fanOutPush(ctx: ServiceContext, source: SourceKey): Promise<number> {
+async function fanOutPush(ctx: PublishDeps, source: SourceKey): Promise<number> {
   const targets = await ctx.google.targets.idsForSource(source);
   await Promise.all(targets.map((target) => enqueuePush(ctx, target, source, 'refresh')));
   await ctx.snapshots.clearPushOwed(source);

@@ -4,6 +4,8 @@
  * saying why; anything else is retried with backoff, and a push that fails for good comes back as a reconcile.
  */
 import type { Job } from 'bullmq';
+import type { Counter } from 'prom-client';
+import type { Config } from '../config.ts';
 import {
   CalendarGoneError,
   GoogleConsentError,
@@ -13,12 +15,24 @@ import {
   GoogleRateLimitError,
   GoogleTransientError,
 } from '../google/errors.ts';
-import type { ServiceContext } from '../runtime/context.ts';
 import { DecryptionError, SecretKeyMissingError } from '../security/errors.ts';
-import type { StoppedStatus } from '../store/target-store.ts';
+import type { StoppedStatus, TargetStore } from '../store/target-store.ts';
 import type { PushJobData } from './contract.ts';
 import { asError, failWith, isLastAttempt, mayWaitAgain, rateLimitPause, waitOutRateLimit } from './failure.ts';
 import type { PushRun } from './push-run.ts';
+import type { Queues } from './queues.ts';
+
+/** What {@link handlePushFailure} uses: the target's record, the push queue (paused on a rate limit), a metric. */
+export interface PushFailureDeps {
+  readonly config: Pick<Config, 'googleQuotaPauseMs'>;
+  readonly queues: Pick<Queues, 'push'>;
+  readonly google: {
+    readonly targets: Pick<TargetStore, 'markStatus' | 'recordError' | 'requestReconcile' | 'scheduleReconcile'>;
+  };
+  readonly metrics: { readonly googleErrors: Pick<Counter<'kind'>, 'inc'> };
+  /** Epoch ms. */
+  readonly now: () => number;
+}
 
 /** Tuning that tests shorten. */
 export interface PushTuning {
@@ -47,7 +61,7 @@ interface Stop {
  * when the target stops.
  */
 export async function handlePushFailure(
-  ctx: ServiceContext,
+  ctx: PushFailureDeps,
   job: Job<PushJobData>,
   error: unknown,
   run: PushRun,
@@ -112,7 +126,7 @@ export async function rateLimitRounds(
 }
 
 /** The status a failure moves the target into, if it stops the target. */
-function stopOf(error: unknown, ctx: ServiceContext, now: number): Stop | undefined {
+function stopOf(error: unknown, ctx: Pick<PushFailureDeps, 'config'>, now: number): Stop | undefined {
   if (error instanceof GoogleQuotaError) {
     const pausedUntil = now + ctx.config.googleQuotaPauseMs;
     const reason = `Google calendar usage limits exceeded; pushes resume at ${new Date(pausedUntil).toISOString()}`;

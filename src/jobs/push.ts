@@ -5,24 +5,39 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { Processor } from 'bullmq';
+import type { Counter, Histogram } from 'prom-client';
+import type { Config } from '../config.ts';
 import type { CalendarClient } from '../google/calendar-client.ts';
 import { markerFor } from '../google/desired-events.ts';
 import { GoogleError, TargetRemovedError } from '../google/errors.ts';
+import type { GoogleServices } from '../google/google-services.ts';
 import { nameCalendar } from '../google/name-calendar.ts';
-import { loadPublished } from '../google/pending-changes.ts';
+import { loadPublished, type PublishedDeps } from '../google/pending-changes.ts';
 import { syncTarget } from '../google/sync-target.ts';
-import type { ServiceContext } from '../runtime/context.ts';
+import type { Logger } from '../logger.ts';
 import type { SyncCounts } from '../store/target-record.ts';
 import type { PushTarget } from '../store/target-store.ts';
 import type { PushJobData, PushJobResult } from './contract.ts';
-import { handlePushFailure, type PushTuning } from './push-failure.ts';
+import { handlePushFailure, type PushFailureDeps, type PushTuning } from './push-failure.ts';
 import { PushRun } from './push-run.ts';
+
+/** What the push processor uses: Google's side, the published timetable, and what a failure records. */
+export type PushDeps = PublishedDeps &
+  PushFailureDeps & {
+    readonly config: Pick<Config, 'googleReconcileIntervalMs'>;
+    readonly logger: Logger;
+    readonly google: Pick<GoogleServices, 'configured' | 'targets' | 'index' | 'calendar'>;
+    readonly metrics: {
+      readonly pushDuration: Pick<Histogram<'outcome'>, 'observe'>;
+      readonly googleWrites: Pick<Counter<'operation'>, 'inc'>;
+    };
+  };
 
 /** Requests in flight per push (the request budget paces them further). */
 const SYNC_CONCURRENCY = 4;
 
 /** The push processor. */
-export function pushProcessor(ctx: ServiceContext, tuning: PushTuning = {}): Processor<PushJobData, PushJobResult> {
+export function pushProcessor(ctx: PushDeps, tuning: PushTuning = {}): Processor<PushJobData, PushJobResult> {
   return async (job, _token, signal) => {
     const { target, source, reason } = job.data;
     const run = new PushRun(
@@ -56,7 +71,7 @@ function skipReason(target: PushTarget | undefined, source: string, now: number)
 }
 
 /** One push: load, plan, write, record. */
-async function push(ctx: ServiceContext, data: PushJobData, run: PushRun): Promise<PushJobResult> {
+async function push(ctx: PushDeps, data: PushJobData, run: PushRun): Promise<PushJobResult> {
   if (!ctx.google.configured) return { skipped: 'Google push is not configured' };
   const { targets, index } = ctx.google;
   const target = await targets.get(data.target);
@@ -122,7 +137,7 @@ async function push(ctx: ServiceContext, data: PushJobData, run: PushRun): Promi
  * swallowed, it would hide a broken store or a broken release behind a warning.
  */
 async function renameIfNamed(
-  ctx: ServiceContext,
+  ctx: PushDeps,
   run: PushRun,
   calendar: CalendarClient,
   target: PushTarget,

@@ -90,8 +90,11 @@ export const REFRESH_PRIORITY: Readonly<Record<RefreshReason, number>> = {
  */
 export const RESYNC_ALL_PRIORITY = 4;
 
+/** The settings a refresh job is queued with (its retries). */
+export type RefreshJobSettings = Pick<Config, 'refreshAttempts' | 'refreshBackoffMs'>;
+
 /** Retry and retention options of refresh jobs. */
-export function refreshJobOptions(config: Pick<Config, 'refreshAttempts' | 'refreshBackoffMs'>): JobsOptions {
+export function refreshJobOptions(config: RefreshJobSettings): JobsOptions {
   return {
     attempts: config.refreshAttempts,
     backoff: { type: 'exponential', delay: config.refreshBackoffMs, jitter: 0.5 },
@@ -133,7 +136,7 @@ const MAX_ENQUEUE_ROUNDS = 5;
  */
 export async function enqueueRefresh(
   queues: Queues,
-  config: Pick<Config, 'refreshAttempts' | 'refreshBackoffMs'>,
+  config: RefreshJobSettings,
   source: SourceKey,
   request: RefreshRequest,
 ): Promise<string> {
@@ -175,7 +178,7 @@ export async function enqueueRefresh(
 /** Adds the refresh job; resolves to the id BullMQ answers (another job's when deduplicated into it). */
 async function addRefresh(
   queues: Queues,
-  config: Pick<Config, 'refreshAttempts' | 'refreshBackoffMs'>,
+  config: RefreshJobSettings,
   source: SourceKey,
   job: { ask: RefreshAsk; jobId: string; requestedAt: number; followUp: boolean },
 ): Promise<string> {
@@ -267,7 +270,7 @@ export function pushDeduplicationId(target: string): string {
  * by the target's `reconcileRequested` flag, which callers set first.
  */
 export async function enqueuePush(
-  ctx: { queues: Queues },
+  ctx: { readonly queues: Queues },
   target: string,
   source: SourceKey,
   reason: PushReason,

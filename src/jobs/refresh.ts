@@ -1,9 +1,10 @@
 /** The refresh job: one upstream fetch for one source, then publication; failures never touch the feed's data. */
 import { performance } from 'node:perf_hooks';
 import type { Job, Processor } from 'bullmq';
+import type { Histogram } from 'prom-client';
 import { redisFailure } from '../lib/redis-failure.ts';
 import type { Logger } from '../logger.ts';
-import type { ServiceContext } from '../runtime/context.ts';
+import type { SubscriptionStore } from '../store/subscription-store.ts';
 import { type SourceKey, sourceOf } from '../timetable/source.ts';
 import { UpstreamNotFoundError } from '../upstream/errors.ts';
 import type { RefreshJobData, RefreshJobResult } from './contract.ts';
@@ -18,14 +19,23 @@ import {
   waitOutRateLimit,
 } from './failure.ts';
 import { classifyFailure, type FailureClass } from './failure-class.ts';
-import { type FetchedTimetable, fetchSource } from './fetch-source.ts';
-import { markFeedStale, publishTimetable } from './publish-timetable.ts';
+import { type FetchDeps, type FetchedTimetable, fetchSource } from './fetch-source.ts';
+import { markFeedStale, type PublishDeps, publishTimetable } from './publish-timetable.ts';
 import { REFRESH_PRIORITY } from './queues.ts';
 import { RefreshRun } from './refresh-run.ts';
-import { forgetSource } from './term-starts.ts';
+import { type ForgetSourceDeps, forgetSource } from './term-starts.ts';
+
+/** What the refresh processor uses: a fetch's, a publication's, and what recording a failure writes. */
+export type RefreshDeps = FetchDeps &
+  PublishDeps &
+  ForgetSourceDeps & {
+    readonly logger: Logger;
+    readonly subscriptions: Pick<SubscriptionStore, 'get' | 'markNeedsCredential'>;
+    readonly metrics: { readonly refreshDuration: Pick<Histogram<'outcome'>, 'observe'> };
+  };
 
 /** The refresh processor (BullMQ delivers at least once: everything it does is idempotent). */
-export function refreshProcessor(ctx: ServiceContext): Processor<RefreshJobData, RefreshJobResult> {
+export function refreshProcessor(ctx: RefreshDeps): Processor<RefreshJobData, RefreshJobResult> {
   return async (job, _token, signal) => {
     const { source, reason } = job.data;
     const run = new RefreshRun(
@@ -54,7 +64,7 @@ export function refreshProcessor(ctx: ServiceContext): Processor<RefreshJobData,
 }
 
 /** Once published: pauses the queue when a request the run went on without (the study plan's) met a 429. */
-async function pauseIfRateLimited(ctx: ServiceContext, run: RefreshRun): Promise<void> {
+async function pauseIfRateLimited(ctx: RefreshDeps, run: RefreshRun): Promise<void> {
   const pauseMs = run.rateLimitPauseMs;
   if (pauseMs === undefined) return;
   run.log.warn(
@@ -65,7 +75,7 @@ async function pauseIfRateLimited(ctx: ServiceContext, run: RefreshRun): Promise
 }
 
 /** The stored snapshot as a fetch would have returned it: a re-render publishes it with the term starts in force. */
-async function storedTimetable(ctx: ServiceContext, source: SourceKey): Promise<FetchedTimetable | undefined> {
+async function storedTimetable(ctx: RefreshDeps, source: SourceKey): Promise<FetchedTimetable | undefined> {
   const snapshot = await ctx.snapshots.snapshot(source);
   if (snapshot === undefined) return undefined;
   return { name: snapshot.name, entries: snapshot.entries, problems: snapshot.problems };
@@ -77,7 +87,7 @@ async function storedTimetable(ctx: ServiceContext, source: SourceKey): Promise<
  * the job has no attempts left.
  */
 async function handleFailure(
-  ctx: ServiceContext,
+  ctx: RefreshDeps,
   job: Job<RefreshJobData>,
   error: unknown,
   run: RefreshRun,
@@ -142,7 +152,7 @@ interface FailureDetails extends FailureClass {
  * Records the failure on the source. A personal credential the upstream rejected is marked as needing
  * replacement, unless it was replaced meanwhile (the mark is conditional on the version that was sent).
  */
-async function recordFailure(ctx: ServiceContext, source: SourceKey, failure: FailureDetails): Promise<void> {
+async function recordFailure(ctx: RefreshDeps, source: SourceKey, failure: FailureDetails): Promise<void> {
   const { now, message } = failure;
   await ctx.registry.recordFailure(source, { now, kind: failure.kind, message, ...statusOf(failure) });
   if (source.startsWith('personal:') && failure.permanent) {
@@ -165,7 +175,7 @@ function statusOf(failure: FailureClass): { status?: 'not-found' | 'needs-creden
 
 /** A source the upstream never knew: removed from the registry, and its absence remembered for an hour. */
 async function forgetUnknownSource(
-  ctx: ServiceContext,
+  ctx: RefreshDeps,
   source: SourceKey,
   error: UpstreamNotFoundError,
   log: Logger,

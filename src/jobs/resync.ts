@@ -1,14 +1,19 @@
-import type { ServiceContext } from '../runtime/context.ts';
+import type { SourceRegistry } from '../store/registry.ts';
+import type { SubscriptionStore } from '../store/subscription-store.ts';
 import { parseSource, type SourceKey, SUBSCRIPTION_ID, sourceKey } from '../timetable/source.ts';
-import { activateSource } from './activation.ts';
+import { type ActivationDeps, activateSource } from './activation.ts';
 import { UnknownSubscriptionError } from './errors.ts';
-import { enqueueRefresh, RESYNC_ALL_PRIORITY } from './queues.ts';
+import { enqueueRefresh, RESYNC_ALL_PRIORITY, type RefreshJobSettings } from './queues.ts';
 
 /** What an admin asks to resync: one source, one personal subscription's source, or every active source. */
 export type ResyncTarget = { source: string } | { subscription: string } | { all: true };
 
-/** What {@link requestResync} uses of the service context. */
-export type ResyncContext = Pick<ServiceContext, 'config' | 'queues' | 'registry' | 'subscriptions' | 'now'>;
+/** What {@link requestResync} uses. */
+export type ResyncDeps = ActivationDeps & {
+  readonly config: RefreshJobSettings;
+  readonly registry: Pick<SourceRegistry, 'allActiveSources'>;
+  readonly subscriptions: Pick<SubscriptionStore, 'get'>;
+};
 
 /** Refreshes queued concurrently for `{ all: true }`. */
 const BATCH_SIZE = 100;
@@ -19,7 +24,7 @@ const BATCH_SIZE = 100;
  * one follow-up, so that the answer is data fetched after the request. Throws `InvalidSourceError` for a
  * malformed source and {@link UnknownSubscriptionError} for a subscription that does not exist.
  */
-export async function requestResync(ctx: ResyncContext, target: ResyncTarget): Promise<string[]> {
+export async function requestResync(ctx: ResyncDeps, target: ResyncTarget): Promise<string[]> {
   if ('all' in target) return resyncActive(ctx);
   const source =
     'source' in target ? await namedSource(ctx, target.source) : await subscriptionSource(ctx, target.subscription);
@@ -27,20 +32,20 @@ export async function requestResync(ctx: ResyncContext, target: ResyncTarget): P
   return [await resyncOne(ctx, source)];
 }
 
-async function namedSource(ctx: ResyncContext, text: string): Promise<SourceKey> {
+async function namedSource(ctx: ResyncDeps, text: string): Promise<SourceKey> {
   const ref = parseSource(text);
   // A personal source is only as real as its subscription; never activate one for a made-up id.
   if (ref.kind === 'personal') return subscriptionSource(ctx, ref.id);
   return sourceKey(ref);
 }
 
-async function subscriptionSource(ctx: ResyncContext, id: string): Promise<SourceKey> {
+async function subscriptionSource(ctx: ResyncDeps, id: string): Promise<SourceKey> {
   if (!SUBSCRIPTION_ID.test(id) || (await ctx.subscriptions.get(id)) === undefined)
     throw new UnknownSubscriptionError(id);
   return sourceKey({ kind: 'personal', id });
 }
 
-function resyncOne(ctx: ResyncContext, source: SourceKey, priority?: number): Promise<string> {
+function resyncOne(ctx: ResyncDeps, source: SourceKey, priority?: number): Promise<string> {
   return enqueueRefresh(ctx.queues, ctx.config, source, {
     reason: 'resync',
     now: ctx.now(),
@@ -53,7 +58,7 @@ function resyncOne(ctx: ResyncContext, source: SourceKey, priority?: number): Pr
  * Every active source, queued in parallel batches at a background priority (see `RESYNC_ALL_PRIORITY`).
  * Already active, so not re-activated: that would count as a feed request and keep unwanted sources alive.
  */
-async function resyncActive(ctx: ResyncContext): Promise<string[]> {
+async function resyncActive(ctx: ResyncDeps): Promise<string[]> {
   const sources = await ctx.registry.allActiveSources();
   const jobs: string[] = [];
   for (let start = 0; start < sources.length; start += BATCH_SIZE) {

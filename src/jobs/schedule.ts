@@ -5,8 +5,13 @@
  */
 import { createHash } from 'node:crypto';
 import type { Job, Processor } from 'bullmq';
+import type { Config } from '../config.ts';
 import { tryLock, tryWithLock } from '../lib/redis-lock.ts';
-import type { ServiceContext } from '../runtime/context.ts';
+import type { RedisClient } from '../lib/redis-target.ts';
+import type { Logger } from '../logger.ts';
+import type { RedisKeys } from '../store/keys.ts';
+import type { SourceRegistry } from '../store/registry.ts';
+import type { TargetStore } from '../store/target-store.ts';
 import { type SourceKey, sourceToken } from '../timetable/source.ts';
 import {
   RECONCILE_EVERY_MS,
@@ -15,8 +20,29 @@ import {
   type TickJobData,
   tickSchedulerId,
 } from './contract.ts';
-import { enqueuePush, enqueueRefresh } from './queues.ts';
-import { syncTermStarts } from './term-starts.ts';
+import { enqueuePush, enqueueRefresh, type Queues } from './queues.ts';
+import { syncTermStarts, type TermStartsDeps } from './term-starts.ts';
+
+/** What {@link ensureReconcileScheduler} uses: the schedule queue, and a lock on the connection. */
+export interface ReconcileSchedulerDeps {
+  readonly redis: RedisClient;
+  readonly keys: RedisKeys;
+  readonly queues: Queues;
+}
+
+/**
+ * What the schedule processor uses: the registry of active sources, the queues, the Google targets whose
+ * reconcile comes due, and the term starts it keeps in force.
+ */
+export type ScheduleDeps = ReconcileSchedulerDeps &
+  TermStartsDeps & {
+    readonly config: Pick<Config, 'refreshIntervalMs' | 'inactiveAfterMs' | 'googleReconcileIntervalMs'>;
+    readonly logger: Logger;
+    readonly registry: Pick<SourceRegistry, 'isActive' | 'allActiveSources' | 'requestedBefore' | 'deactivate'>;
+    readonly google: {
+      readonly targets: Pick<TargetStore, 'due' | 'get' | 'requestReconcile' | 'scheduleReconcile' | 'anyForSource'>;
+    };
+  };
 
 /** What one reconciliation did. */
 export interface ReconcileResult {
@@ -39,7 +65,7 @@ export function intervalFor(source: SourceKey, refreshIntervalMs: number): numbe
 }
 
 /** Processor of the schedule queue: ticks and reconciliations. */
-export function scheduleProcessor(ctx: ServiceContext): Processor<TickJobData | Record<string, never>, unknown> {
+export function scheduleProcessor(ctx: ScheduleDeps): Processor<TickJobData | Record<string, never>, unknown> {
   return async (job) => {
     if (job.name === SCHEDULE_JOB.reconcile) return reconcile(ctx);
     const { source } = (job as Job<TickJobData>).data;
@@ -54,7 +80,7 @@ export function scheduleProcessor(ctx: ServiceContext): Processor<TickJobData | 
  * tick schedulers match the active sources exactly, and queues the Google targets' due reconciles. One
  * reconciler runs at a time (a Redis lock).
  */
-export async function reconcile(ctx: ServiceContext): Promise<ReconcileResult> {
+export async function reconcile(ctx: ScheduleDeps): Promise<ReconcileResult> {
   const reconciled = await tryWithLock(ctx.redis, ctx.keys.lock('reconcile'), RECONCILE_LOCK_MS, async (renew) => {
     const deactivated = await deactivateIdle(ctx);
     const [desired, existing] = await Promise.all([desiredSchedulers(ctx), existingSchedulers(ctx)]);
@@ -107,7 +133,7 @@ const DUE_BATCH_SIZE = 50;
  * Queues a reconciling push for every Google target whose periodic reconcile is due, and moves its next one a
  * full interval away, so that a target is not queued again every minute while its push waits or fails.
  */
-async function enqueueDuePushes(ctx: ServiceContext, keepLock: () => Promise<unknown>): Promise<number> {
+async function enqueueDuePushes(ctx: ScheduleDeps, keepLock: () => Promise<unknown>): Promise<number> {
   const now = ctx.now();
   const due = await ctx.google.targets.due(now, DUE_TARGETS_PER_RUN);
   let queued = 0;
@@ -132,7 +158,7 @@ async function enqueueDuePushes(ctx: ServiceContext, keepLock: () => Promise<unk
 const RECONCILE_LOCK_MS = 120_000;
 
 /** The tick schedulers the active sources should have, by scheduler id. */
-async function desiredSchedulers(ctx: ServiceContext): Promise<Map<string, { source: SourceKey; every: number }>> {
+async function desiredSchedulers(ctx: ScheduleDeps): Promise<Map<string, { source: SourceKey; every: number }>> {
   const sources = await ctx.registry.allActiveSources();
   return new Map(
     sources.map((source) => [
@@ -143,7 +169,7 @@ async function desiredSchedulers(ctx: ServiceContext): Promise<Map<string, { sou
 }
 
 /** The tick schedulers that exist, with their intervals. */
-async function existingSchedulers(ctx: ServiceContext): Promise<Map<string, number | undefined>> {
+async function existingSchedulers(ctx: ScheduleDeps): Promise<Map<string, number | undefined>> {
   const existing = new Map<string, number | undefined>();
   for (let start = 0; ; start += 1000) {
     const page = await ctx.queues.schedule.getJobSchedulers(start, start + 999, true);
@@ -153,7 +179,7 @@ async function existingSchedulers(ctx: ServiceContext): Promise<Map<string, numb
   }
 }
 
-async function deactivateIdle(ctx: ServiceContext): Promise<number> {
+async function deactivateIdle(ctx: ScheduleDeps): Promise<number> {
   const idle = await ctx.registry.requestedBefore(ctx.now() - ctx.config.inactiveAfterMs);
   let count = 0;
   for (const source of idle) {
@@ -168,7 +194,7 @@ async function deactivateIdle(ctx: ServiceContext): Promise<number> {
  * Makes sure the reconciler's own scheduler exists. Every worker calls this at start; a lock lets one of them
  * upsert, and an existing scheduler with the right interval is left alone.
  */
-export async function ensureReconcileScheduler(ctx: ServiceContext): Promise<void> {
+export async function ensureReconcileScheduler(ctx: ReconcileSchedulerDeps): Promise<void> {
   const existing = await ctx.queues.schedule.getJobScheduler(RECONCILE_SCHEDULER_ID);
   if (existing?.every === RECONCILE_EVERY_MS) return;
   if (!(await tryLock(ctx.redis, ctx.keys.lock('reconcile-scheduler'), '1', 30_000))) return;

@@ -4,14 +4,41 @@
  * stored snapshot (a `rerender` refresh, no upstream request), refreshed or not. Counts missing (an upgraded
  * deployment, lost keys) are rebuilt from the stored snapshots before a worker publishes anything.
  */
+import type { Config } from '../config.ts';
 import { withLock } from '../lib/redis-lock.ts';
+import type { RedisClient } from '../lib/redis-target.ts';
 import { execOrThrow } from '../lib/redis-transaction.ts';
 import type { Logger } from '../logger.ts';
-import type { ServiceContext } from '../runtime/context.ts';
-import type { TermStartsUpdate } from '../store/term-counts.ts';
+import type { RedisKeys } from '../store/keys.ts';
+import type { SourceRegistry } from '../store/registry.ts';
+import type { SnapshotStore } from '../store/snapshot-store.ts';
+import type { TermCountStore, TermStartsUpdate } from '../store/term-counts.ts';
 import { type SourceKey, sourceToken } from '../timetable/source.ts';
 import { termStartDates } from '../timetable/terms.ts';
-import { enqueueRefresh } from './queues.ts';
+import { enqueueRefresh, type Queues, type RefreshJobSettings } from './queues.ts';
+
+/** What {@link syncTermStarts} uses: the counts, and the queue its re-renders go to. */
+export interface TermStartsDeps {
+  readonly config: RefreshJobSettings & Pick<Config, 'weekParityAnchors'>;
+  readonly termCounts: TermCountStore;
+  readonly queues: Queues;
+  /** Epoch ms. */
+  readonly now: () => number;
+}
+
+/** What {@link forgetSource} uses. */
+export interface ForgetSourceDeps extends TermStartsDeps {
+  readonly registry: Pick<SourceRegistry, 'remove'>;
+}
+
+/** What {@link seedTermCounts} uses. */
+export interface SeedTermCountsDeps extends TermStartsDeps {
+  readonly logger: Logger;
+  readonly redis: RedisClient;
+  readonly keys: RedisKeys;
+  readonly registry: Pick<SourceRegistry, 'allKnownSources'>;
+  readonly snapshots: Pick<SnapshotStore, 'snapshot'>;
+}
 
 /** Re-renders queued concurrently. */
 const BATCH_SIZE = 100;
@@ -32,7 +59,7 @@ export interface RenderedWith {
  * again; then it is re-rendered like the others).
  */
 export async function syncTermStarts(
-  ctx: ServiceContext,
+  ctx: TermStartsDeps,
   log: Pick<Logger, 'info'>,
   publisher?: RenderedWith,
 ): Promise<TermStartsUpdate> {
@@ -54,7 +81,7 @@ export async function syncTermStarts(
  * the same change queue one job. A refresh already queued for a source answers for it (it renders with the
  * term starts in force); one running gets a follow-up, since it may have rendered with the old ones.
  */
-async function enqueueRerenders(ctx: ServiceContext, sources: readonly SourceKey[], version: number): Promise<void> {
+async function enqueueRerenders(ctx: TermStartsDeps, sources: readonly SourceKey[], version: number): Promise<void> {
   const now = ctx.now();
   for (let start = 0; start < sources.length; start += BATCH_SIZE) {
     await Promise.all(
@@ -71,7 +98,7 @@ async function enqueueRerenders(ctx: ServiceContext, sources: readonly SourceKey
 }
 
 /** Forgets a source entirely and keeps the term starts in force right without its entries. */
-export async function forgetSource(ctx: ServiceContext, source: SourceKey, log: Pick<Logger, 'info'>): Promise<void> {
+export async function forgetSource(ctx: ForgetSourceDeps, source: SourceKey, log: Pick<Logger, 'info'>): Promise<void> {
   await ctx.registry.remove(source);
   await syncTermStarts(ctx, log);
 }
@@ -82,7 +109,7 @@ export async function forgetSource(ctx: ServiceContext, source: SourceKey, log: 
  * spring term start 12 March, one week off). One worker seeds under a lock; the others wait and find counts.
  * Resolves to the number of timetables counted.
  */
-export async function seedTermCounts(ctx: ServiceContext): Promise<number> {
+export async function seedTermCounts(ctx: SeedTermCountsDeps): Promise<number> {
   const seeded = (await ctx.termCounts.isEmpty()) ? await seedUnderLock(ctx) : 0;
   if (seeded > 0) ctx.logger.info({ timetables: seeded }, 'term start counts rebuilt from the stored timetables');
   // Also when nothing was seeded: WEEK_PARITY_ANCHORS may have changed since the term starts were stored.
@@ -90,7 +117,7 @@ export async function seedTermCounts(ctx: ServiceContext): Promise<number> {
   return seeded;
 }
 
-async function seedUnderLock(ctx: ServiceContext): Promise<number> {
+async function seedUnderLock(ctx: SeedTermCountsDeps): Promise<number> {
   return withLock(ctx.redis, ctx.keys.lock('term-counts-seed'), SEED_LOCK_MS, async () => {
     if (!(await ctx.termCounts.isEmpty())) return 0;
     let counted = 0;

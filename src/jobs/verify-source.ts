@@ -4,10 +4,11 @@
  * a made-up id never becomes a periodic refresh and an empty calendar.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { ServiceContext } from '../runtime/context.ts';
+import type { FeedStore } from '../store/feed-store.ts';
+import type { SourceRegistry } from '../store/registry.ts';
 import { type SourceKey, sourceOf } from '../timetable/source.ts';
 import { SourceNotFoundError, SourceNotReadyError } from './errors.ts';
-import { enqueueRefresh } from './queues.ts';
+import { enqueueRefresh, type Queues, type RefreshJobSettings } from './queues.ts';
 
 /** How long a caller waits for a first fetch by default: as long as a first feed request does. */
 export const VERIFY_WAIT_MS = 10_000;
@@ -16,8 +17,15 @@ const RETRY_AFTER_MS = 10_000;
 const FIRST_POLL_MS = 50;
 const MAX_POLL_MS = 250;
 
-/** What {@link requireFetched} uses of the service context. */
-export type VerifyContext = Pick<ServiceContext, 'config' | 'queues' | 'registry' | 'feeds' | 'now'>;
+/** What {@link requireFetched} uses. */
+export interface VerifyDeps {
+  readonly config: RefreshJobSettings;
+  readonly queues: Queues;
+  readonly registry: Pick<SourceRegistry, 'missingReason'>;
+  readonly feeds: Pick<FeedStore, 'exists'>;
+  /** Epoch ms. */
+  readonly now: () => number;
+}
 
 /**
  * Resolves once `source` has been fetched successfully at least once, fetching it first (a refresh at the
@@ -27,7 +35,7 @@ export type VerifyContext = Pick<ServiceContext, 'config' | 'queues' | 'registry
  * sign-up: callers check its subscription.
  */
 export async function requireFetched(
-  ctx: VerifyContext,
+  ctx: VerifyDeps,
   source: SourceKey,
   waitMs: number = VERIFY_WAIT_MS,
 ): Promise<void> {
@@ -45,7 +53,7 @@ export async function requireFetched(
   }
 }
 
-async function throwIfMissing(ctx: VerifyContext, source: SourceKey): Promise<void> {
+async function throwIfMissing(ctx: VerifyDeps, source: SourceKey): Promise<void> {
   const missing = await ctx.registry.missingReason(source);
   if (missing !== undefined) throw new SourceNotFoundError(source, missing);
 }

@@ -2,21 +2,39 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Worker, type WorkerOptions } from 'bullmq';
+import type { Config } from '../config.ts';
 import { withDeadline } from '../lib/deadline.ts';
 import { RedisUnavailableError } from '../lib/errors.ts';
 import { closeRedis, connectRedis } from '../lib/redis-connection.ts';
 import { redisFailure } from '../lib/redis-failure.ts';
+import type { RedisOutageLog } from '../lib/redis-outage.ts';
 import type { RedisTarget } from '../lib/redis-target.ts';
-import type { ServiceContext } from '../runtime/context.ts';
 import { packLegacyState } from '../store/state-packing.ts';
 import { QUEUE } from './contract.ts';
-import { dropRetiredFeedForms } from './feed-forms-migration.ts';
-import { beat, forgetWorker } from './heartbeats.ts';
-import { pushProcessor } from './push.ts';
+import { dropRetiredFeedForms, type FeedFormsDeps } from './feed-forms-migration.ts';
+import { beat, forgetWorker, type HeartbeatDeps } from './heartbeats.ts';
+import { type PushDeps, pushProcessor } from './push.ts';
 import { RedisFullGuard } from './redis-full-guard.ts';
-import { discardUnknownDemand, refreshProcessor } from './refresh.ts';
-import { ensureReconcileScheduler, scheduleProcessor } from './schedule.ts';
-import { seedTermCounts } from './term-starts.ts';
+import { discardUnknownDemand, type RefreshDeps, refreshProcessor } from './refresh.ts';
+import { ensureReconcileScheduler, type ScheduleDeps, scheduleProcessor } from './schedule.ts';
+import { type SeedTermCountsDeps, seedTermCounts } from './term-starts.ts';
+
+/**
+ * What the worker role uses: what every processor it runs uses, the start-up and background work (seeding the
+ * counts, shrinking stored forms, heartbeats), and the process's Redis outage log.
+ */
+export type WorkersDeps = RefreshDeps &
+  ScheduleDeps &
+  PushDeps &
+  SeedTermCountsDeps &
+  HeartbeatDeps &
+  FeedFormsDeps & {
+    readonly config: Pick<
+      Config,
+      'workerConcurrency' | 'upstreamRateLimit' | 'pushConcurrency' | 'googleRateLimit' | 'redisPrefix'
+    >;
+    readonly redisOutage: RedisOutageLog;
+  };
 
 /** Tuning that tests shorten; production uses the defaults. */
 export interface WorkerTuning {
@@ -64,7 +82,7 @@ export function limiterFor(requestsPerSecond: number): { max: number; duration: 
 
 /** Starts the workers of one process on `redis`, plus the heartbeat `/readyz` reads. */
 export async function startWorkers(
-  ctx: ServiceContext,
+  ctx: WorkersDeps,
   redis: RedisTarget | string,
   tuning: WorkerTuning = {},
 ): Promise<WorkerSet> {
@@ -194,7 +212,7 @@ export function lostRedis(error: unknown): boolean {
 }
 
 /** Drops the feed forms earlier releases stored, then packs their plain JSON state; each only warns when it fails. */
-async function shrinkStoredForms(ctx: ServiceContext, stopped: () => boolean): Promise<void> {
+async function shrinkStoredForms(ctx: FeedFormsDeps, stopped: () => boolean): Promise<void> {
   try {
     await dropRetiredFeedForms(ctx);
   } catch (error) {
@@ -210,7 +228,10 @@ async function shrinkStoredForms(ctx: ServiceContext, stopped: () => boolean): P
  * Packs the state an earlier release stored as plain JSON (once per Redis). Both forms are read, so it never
  * fails the worker: what it could not do, the next start tries again.
  */
-async function packStoredState(ctx: ServiceContext, stopped: () => boolean): Promise<void> {
+async function packStoredState(
+  ctx: Pick<FeedFormsDeps, 'redis' | 'keys' | 'logger'>,
+  stopped: () => boolean,
+): Promise<void> {
   try {
     const { packed, unreadable, ran } = await packLegacyState(ctx.redis, ctx.keys, stopped);
     if (packed > 0) ctx.logger.info({ values: packed }, 'state stored as plain JSON by an earlier release packed');

@@ -4,15 +4,21 @@
  * or an existing one the token can reach), the source becomes active, and the first push is queued.
  * Disconnecting is `google-disconnect.ts`.
  */
+
+import type { Config } from '../config.ts';
 import type { CalendarClient } from '../google/calendar-client.ts';
 import { CalendarGoneError, GoogleNotConfiguredError, TargetRemovedError } from '../google/errors.ts';
-import { budgetKeyFor } from '../google/google-services.ts';
-import { activateSource } from '../jobs/activation.ts';
+import { budgetKeyFor, type GoogleServices } from '../google/google-services.ts';
+import { type ActivationDeps, activateSource } from '../jobs/activation.ts';
 import { enqueuePush, enqueueRefresh } from '../jobs/queues.ts';
-import { requireFetched } from '../jobs/verify-source.ts';
+import { requireFetched, type VerifyDeps } from '../jobs/verify-source.ts';
 import { withLock } from '../lib/redis-lock.ts';
-import type { ServiceContext } from '../runtime/context.ts';
+import type { RedisClient } from '../lib/redis-target.ts';
+import type { Logger } from '../logger.ts';
 import { SecretKeyMissingError } from '../security/errors.ts';
+import type { RedisKeys } from '../store/keys.ts';
+import type { SnapshotStore } from '../store/snapshot-store.ts';
+import type { SubscriptionStore } from '../store/subscription-store.ts';
 import type { PushTarget } from '../store/target-record.ts';
 import { placeholderName } from '../timetable/calendar-name.ts';
 import { type SourceKey, sourceOf } from '../timetable/source.ts';
@@ -41,6 +47,27 @@ export interface ConnectedTarget {
   reused: boolean;
 }
 
+/** What {@link requireGooglePush} uses. */
+export interface GooglePushCheckDeps {
+  readonly google: Pick<GoogleServices, 'configured' | 'targets'>;
+}
+
+/**
+ * What {@link connectTarget} uses: a first fetch's (see `requireFetched`), Google's side, what names a calendar,
+ * and the queues its first push and refresh go to.
+ */
+export type ConnectDeps = VerifyDeps &
+  ActivationDeps & {
+    readonly config: Pick<Config, 'timezone' | 'googleReconcileIntervalMs'>;
+    readonly logger: Logger;
+    /** Connections of one account for one source take turns under a lock on this connection. */
+    readonly redis: RedisClient;
+    readonly keys: RedisKeys;
+    readonly google: Pick<GoogleServices, 'configured' | 'targets' | 'calendar'>;
+    readonly snapshots: Pick<SnapshotStore, 'snapshot'>;
+    readonly subscriptions: Pick<SubscriptionStore, 'get'>;
+  };
+
 /** How long a consent may hold its (Google user, source) lock: a connection takes a few requests, far less. */
 const CONNECT_LOCK_MS = 30_000;
 
@@ -49,7 +76,7 @@ const CONNECT_LOCK_MS = 30_000;
  * SecretKeyMissingError without a `SECRET_KEY` to seal refresh tokens with. A consent is not even started
  * when its connection could not be completed.
  */
-export function requireGooglePush(ctx: Pick<ServiceContext, 'google'>): void {
+export function requireGooglePush(ctx: GooglePushCheckDeps): void {
   if (!ctx.google.configured) throw new GoogleNotConfiguredError();
   if (!ctx.google.targets.canStoreTokens) throw new SecretKeyMissingError();
 }
@@ -62,7 +89,7 @@ export function requireGooglePush(ctx: Pick<ServiceContext, 'google'>): void {
  * the Google adapter's typed errors
  * (CalendarGoneError for an unreachable `calendarId`, GoogleConsentError for a refused refresh token).
  */
-export async function connectTarget(ctx: ServiceContext, request: ConnectRequest): Promise<ConnectedTarget> {
+export async function connectTarget(ctx: ConnectDeps, request: ConnectRequest): Promise<ConnectedTarget> {
   // Checked before Google is asked for anything: a calendar made for a token we cannot store would be lost.
   requireGooglePush(ctx);
   // A target keeps its source refreshed for good: never for an id the university has not answered once.
@@ -77,7 +104,7 @@ export async function connectTarget(ctx: ServiceContext, request: ConnectRequest
 }
 
 /** {@link connectTarget} once the checks passed (and, with a Google user, under its lock). */
-async function connect(ctx: ServiceContext, request: ConnectRequest): Promise<ConnectedTarget> {
+async function connect(ctx: ConnectDeps, request: ConnectRequest): Promise<ConnectedTarget> {
   const fallbackName = await sourceName(ctx, request.source);
   const budgetKey = budgetKeyFor(request.googleUser, request.refreshToken);
   const calendar = ctx.google.calendar(request.refreshToken, budgetKey);
@@ -113,7 +140,7 @@ async function connect(ctx: ServiceContext, request: ConnectRequest): Promise<Co
  * source and calendar (ours when none is named).
  */
 async function existingTarget(
-  ctx: ServiceContext,
+  ctx: ConnectDeps,
   request: ConnectRequest,
   budgetKey: string,
 ): Promise<PushTarget | undefined> {
@@ -136,7 +163,7 @@ async function existingTarget(
  * nor a quota pause. A calendar gone meanwhile makes it a reconnect (a new calendar of ours, or a 400).
  */
 async function isRepeat(
-  ctx: ServiceContext,
+  ctx: ConnectDeps,
   target: PushTarget,
   request: ConnectRequest,
   calendar: CalendarClient,
@@ -155,7 +182,7 @@ async function isRepeat(
 }
 
 /** Answers a repeated registration with its target as it is (a new manage token, which the admin route never shows). */
-async function unchanged(ctx: ServiceContext, target: PushTarget): Promise<ConnectedTarget> {
+async function unchanged(ctx: ConnectDeps, target: PushTarget): Promise<ConnectedTarget> {
   const manageToken = await ctx.google.targets.rotateManageToken(target.id);
   if (manageToken === undefined) throw new TargetRemovedError(target.id);
   return { id: target.id, calendarId: target.calendarId, calendarName: target.calendarName, manageToken, reused: true };
@@ -167,7 +194,7 @@ async function unchanged(ctx: ServiceContext, target: PushTarget): Promise<Conne
  * comparison with what the calendar holds.
  */
 async function reconnect(
-  ctx: ServiceContext,
+  ctx: ConnectDeps,
   target: PushTarget,
   refreshToken: string,
   budgetKey: string,
@@ -210,7 +237,7 @@ async function reconnect(
  * last push, which leaves the target `active`.
  */
 async function liveCalendar(
-  ctx: ServiceContext,
+  ctx: ConnectDeps,
   target: PushTarget,
   calendar: CalendarClient,
   name: string,
@@ -231,7 +258,7 @@ async function liveCalendar(
 
 /** The calendar to push into: the given one if this token reaches it, else a new one of ours. */
 async function chooseCalendar(
-  ctx: ServiceContext,
+  ctx: ConnectDeps,
   calendar: CalendarClient,
   calendarId: string | undefined,
   name: string,
@@ -245,7 +272,7 @@ async function chooseCalendar(
 }
 
 /** Keeps the source refreshed and queues the first push (or the refresh whose publication will push). */
-async function startPushing(ctx: ServiceContext, id: string, source: SourceKey): Promise<void> {
+async function startPushing(ctx: ConnectDeps, id: string, source: SourceKey): Promise<void> {
   await activateSource(ctx, source);
   if ((await ctx.snapshots.snapshot(source)) === undefined) {
     await enqueueRefresh(ctx.queues, ctx.config, source, { reason: 'subscription', now: ctx.now() });
@@ -258,7 +285,7 @@ async function startPushing(ctx: ServiceContext, id: string, source: SourceKey):
 }
 
 /** A readable calendar name for the source: the timetable's own, the subscription's, or `Группа 4242`. */
-async function sourceName(ctx: ServiceContext, source: SourceKey): Promise<string> {
+async function sourceName(ctx: ConnectDeps, source: SourceKey): Promise<string> {
   const ref = sourceOf(source);
   const subscription = ref.kind === 'personal' ? await ctx.subscriptions.get(ref.id) : undefined;
   if (ref.kind === 'personal' && subscription === undefined) throw new UnknownSourceError(`no subscription ${ref.id}`);

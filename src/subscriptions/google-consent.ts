@@ -3,11 +3,11 @@
  * pending consent is taken (once), the code exchanged for a refresh token, and the calendar connected.
  */
 import { ConsentCallbackError, GoogleConsentError, GoogleNotConfiguredError } from '../google/errors.ts';
-import { takeConsent } from '../google/oauth-state.ts';
+import type { GoogleServices } from '../google/google-services.ts';
+import { type ConsentStateDeps, takeConsent } from '../google/oauth-state.ts';
 import type { Logger } from '../logger.ts';
-import type { ServiceContext } from '../runtime/context.ts';
 import type { SourceKey } from '../timetable/source.ts';
-import { type ConnectedTarget, connectTarget } from './google-connect.ts';
+import { type ConnectDeps, type ConnectedTarget, connectTarget } from './google-connect.ts';
 
 /** What Google's redirect to the callback carries. */
 export interface ConsentCallback {
@@ -19,6 +19,12 @@ export interface ConsentCallback {
   browserNonce?: string | undefined;
 }
 
+/** What {@link completeConsent} uses: the pending consents, the OAuth client, and a connection's. */
+export type CompleteConsentDeps = ConsentStateDeps &
+  ConnectDeps & {
+    readonly google: Pick<GoogleServices, 'configured' | 'oauth'>;
+  };
+
 /**
  * Completes a consent. The pending consent is taken first, so that a replay or a refusal uses the state up.
  * Throws ConsentCallbackError for an unknown, used or refused consent, for one started in another browser, and
@@ -26,7 +32,7 @@ export interface ConsentCallback {
  * GoogleNotConfiguredError without OAuth client settings, and what connecting throws.
  */
 export async function completeConsent(
-  ctx: ServiceContext,
+  ctx: CompleteConsentDeps,
   callback: ConsentCallback,
   log: Pick<Logger, 'info'> = ctx.logger,
 ): Promise<{ source: SourceKey; connected: ConnectedTarget }> {

@@ -4,7 +4,8 @@
  * come here.
  */
 import { CalendarGoneError } from '../google/errors.ts';
-import type { ServiceContext } from '../runtime/context.ts';
+import type { GoogleServices } from '../google/google-services.ts';
+import type { Logger } from '../logger.ts';
 
 /** What a disconnection did. `calendarError` says why an owned calendar could not be deleted. */
 export interface Disconnected {
@@ -13,13 +14,19 @@ export interface Disconnected {
   calendarError?: string;
 }
 
+/** What {@link disconnectTarget} uses: the targets, and a calendar to delete one with. */
+export interface DisconnectDeps {
+  readonly google: Pick<GoogleServices, 'targets' | 'calendar'>;
+  readonly logger: Logger;
+}
+
 /**
  * Removes a target (pushes stop at once), then, when asked and the calendar is ours, deletes the calendar.
  * Answers undefined for an unknown target. A failed calendar deletion leaves the target removed and is
  * reported with the calendar id, so that it can be deleted by hand.
  */
 export async function disconnectTarget(
-  ctx: ServiceContext,
+  ctx: DisconnectDeps,
   id: string,
   options: { deleteCalendar: boolean },
 ): Promise<Disconnected | undefined> {

@@ -5,21 +5,93 @@
  * its source and its Google connections with it). One university user has one subscription: signing up again
  * gives it another feed token, which is how a lost feed URL is recovered.
  */
-import { activateSource, requestReconcile } from '../jobs/activation.ts';
-import { enqueueRefresh } from '../jobs/queues.ts';
-import { forgetSource } from '../jobs/term-starts.ts';
+import type { GoogleServices } from '../google/google-services.ts';
+import {
+  type ActivationDeps,
+  activateSource,
+  type ReconcileRequestDeps,
+  requestReconcile,
+} from '../jobs/activation.ts';
+import { enqueueRefresh, type RefreshJobSettings } from '../jobs/queues.ts';
+import { type ForgetSourceDeps, forgetSource } from '../jobs/term-starts.ts';
+import type { DiskWaiter } from '../lib/redis-durability.ts';
 import { withLock } from '../lib/redis-lock.ts';
+import type { RedisClient } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
-import type { ServiceContext } from '../runtime/context.ts';
 import { DecryptionError, SecretKeyMissingError } from '../security/errors.ts';
-import type { IssuedSubscription, Subscription } from '../store/subscription-store.ts';
+import type { GroupDirectory } from '../store/group-directory.ts';
+import type { RedisKeys } from '../store/keys.ts';
+import type { KnownCredentials } from '../store/known-credentials.ts';
+import type { SourceRegistry } from '../store/registry.ts';
+import type { IssuedSubscription, Subscription, SubscriptionStore } from '../store/subscription-store.ts';
 import type { SubscriberOptions } from '../timetable/types.ts';
 import { CredentialRefusedError, CredentialRejectedError } from './errors.ts';
-import { disconnectTarget } from './google-disconnect.ts';
-import { type Profile, profileCalendarName, verifiedProfile } from './profile.ts';
+import { type DisconnectDeps, disconnectTarget } from './google-disconnect.ts';
+import { type Profile, type ProfileDeps, profileCalendarName, verifiedProfile } from './profile.ts';
 
 /** A subscription and its new feed token, the only copy of it there will ever be. */
 export type SignedUp = IssuedSubscription;
+
+/**
+ * What checking a credential with the university uses: the university, the store that must be able to seal the
+ * credential, and the known credentials that keep the university's verdict.
+ */
+type CredentialCheckDeps = ProfileDeps & {
+  readonly subscriptions: Pick<SubscriptionStore, 'canStoreCredentials'>;
+  readonly knownCredentials: Pick<KnownCredentials, 'remember' | 'forget'>;
+};
+
+/**
+ * What {@link replaceCredential} uses: a credential check's, the subscription store, and what starts a refresh
+ * that reads the new credential.
+ */
+export type ReplaceCredentialDeps = CredentialCheckDeps &
+  ActivationDeps & {
+    readonly config: RefreshJobSettings;
+    readonly logger: Logger;
+    readonly subscriptions: SubscriptionStore;
+  };
+
+/**
+ * What {@link signUp} uses: a replacement's, and the group directory the profile's group goes to, the owner's
+ * lock, the source registry a failed sign-up is taken back from, and the wait for Redis's disk.
+ */
+export type SignUpDeps = ReplaceCredentialDeps & {
+  readonly redis: RedisClient;
+  readonly keys: RedisKeys;
+  readonly disk: Pick<DiskWaiter, 'wait'>;
+  readonly registry: Pick<SourceRegistry, 'remove'>;
+  readonly directory: Pick<GroupDirectory, 'record'>;
+};
+
+/** What {@link deleteSubscription} uses: its Google targets', its source's, and the credentials it forgets. */
+export type DeleteSubscriptionDeps = DisconnectDeps &
+  ForgetSourceDeps &
+  ReconcileRequestDeps & {
+    readonly logger: Logger;
+    readonly google: Pick<GoogleServices, 'targets'>;
+    readonly subscriptions: Pick<SubscriptionStore, 'credentialOf' | 'delete'>;
+    readonly knownCredentials: Pick<KnownCredentials, 'forget'>;
+  };
+
+/** What {@link rotateFeedToken} uses. */
+export interface RotateFeedTokenDeps {
+  readonly logger: Logger;
+  readonly subscriptions: Pick<SubscriptionStore, 'rotateToken' | 'revokeToken'>;
+  readonly disk: Pick<DiskWaiter, 'wait'>;
+  /** Epoch ms. */
+  readonly now: () => number;
+}
+
+/** What {@link saveFeedOptions} uses: the store, and the channel API processes drop their caches on. */
+export interface SaveFeedOptionsDeps {
+  readonly logger: Logger;
+  readonly subscriptions: Pick<SubscriptionStore, 'saveFeedOptions'>;
+  readonly redis: RedisClient;
+  readonly keys: RedisKeys;
+  /** Epoch ms. */
+  readonly now: () => number;
+}
 
 /** How long one sign-up may hold its owner's lock: it makes a few Redis writes, far less. */
 const SIGN_UP_LOCK_MS = 10_000;
@@ -38,7 +110,7 @@ const SIGN_UP_LOCK_MS = 10_000;
  * calls (the line then carries the request id).
  */
 export async function signUp(
-  ctx: ServiceContext,
+  ctx: SignUpDeps,
   credential: string,
   log: Pick<Logger, 'info'> = ctx.logger,
 ): Promise<SignedUp> {
@@ -87,7 +159,7 @@ export async function signUp(
  * new subscription would never get a feed: it is taken back (as is the token of an existing one, whose answer
  * is never sent), and the person may try again.
  */
-async function startRefreshing(ctx: ServiceContext, issued: IssuedSubscription): Promise<void> {
+async function startRefreshing(ctx: SignUpDeps, issued: IssuedSubscription): Promise<void> {
   const { source } = issued.subscription;
   await rollBackOnFailure(ctx, issued, async () => {
     await activateSource(ctx, source);
@@ -105,7 +177,7 @@ async function startRefreshing(ctx: ServiceContext, issued: IssuedSubscription):
  * deleted with its source, a new token of an existing one revoked (its answer is never sent). A rollback that
  * fails too (Redis away) is logged: the token it leaves was never shown to anyone.
  */
-async function rollBackOnFailure(ctx: ServiceContext, issued: IssuedSubscription, step: () => Promise<void>) {
+async function rollBackOnFailure(ctx: SignUpDeps, issued: IssuedSubscription, step: () => Promise<void>) {
   try {
     await step();
   } catch (error) {
@@ -133,7 +205,7 @@ async function rollBackOnFailure(ctx: ServiceContext, issued: IssuedSubscription
  * Resolves to the subscription as it is now.
  */
 export async function replaceCredential(
-  ctx: ServiceContext,
+  ctx: ReplaceCredentialDeps,
   subscription: Subscription,
   credential: string,
   log: Pick<Logger, 'info'> = ctx.logger,
@@ -167,7 +239,7 @@ export async function replaceCredential(
  * drops the source's job scheduler now rather than at its next periodic run.
  */
 export async function deleteSubscription(
-  ctx: ServiceContext,
+  ctx: DeleteSubscriptionDeps,
   subscription: Subscription,
   log: Pick<Logger, 'info'> = ctx.logger,
 ): Promise<void> {
@@ -189,7 +261,7 @@ export async function deleteSubscription(
  * revoked too and Redis's error thrown (no URL of the subscription works then until the person signs up again).
  */
 export async function rotateFeedToken(
-  ctx: ServiceContext,
+  ctx: RotateFeedTokenDeps,
   subscription: Subscription,
   oldToken: string,
   log: Pick<Logger, 'info'> = ctx.logger,
@@ -220,7 +292,7 @@ export async function rotateFeedToken(
  * whether it saved (false when the subscription is gone).
  */
 export async function saveFeedOptions(
-  ctx: ServiceContext,
+  ctx: SaveFeedOptionsDeps,
   subscription: Subscription,
   options: SubscriberOptions,
   log: Pick<Logger, 'info'> = ctx.logger,
@@ -236,7 +308,7 @@ export async function saveFeedOptions(
  * Asks the university whose `credential` is ({@link verifiedProfile}), and keeps its verdict: a credential it
  * accepted is known from now on (the sign-up failure limits never refuse it), one it rejected no longer is.
  */
-async function checkedProfile(ctx: ServiceContext, credential: string): Promise<Profile> {
+async function checkedProfile(ctx: CredentialCheckDeps, credential: string): Promise<Profile> {
   try {
     const profile = await verifiedProfile(ctx, credential);
     await ctx.knownCredentials.remember(credential);
@@ -251,7 +323,10 @@ async function checkedProfile(ctx: ServiceContext, credential: string): Promise<
  * A deleted subscription's credential is no longer known. One that cannot be read (another SECRET_KEY) is left
  * to expire: nothing could have recognised it either.
  */
-async function forgetStoredCredential(ctx: ServiceContext, subscription: Subscription): Promise<void> {
+async function forgetStoredCredential(
+  ctx: Pick<DeleteSubscriptionDeps, 'subscriptions' | 'knownCredentials'>,
+  subscription: Subscription,
+): Promise<void> {
   let credential: string | undefined;
   try {
     credential = await ctx.subscriptions.credentialOf(subscription.id);
@@ -264,7 +339,7 @@ async function forgetStoredCredential(ctx: ServiceContext, subscription: Subscri
 
 /** Throws unless `credential` (whose profile is `profile`) may replace the credential of `subscription`. */
 async function requireSameUser(
-  ctx: ServiceContext,
+  ctx: { readonly subscriptions: Pick<SubscriptionStore, 'isOwnCredential'> },
   subscription: Subscription,
   profile: Profile,
   credential: string,
@@ -279,6 +354,6 @@ async function requireSameUser(
 }
 
 /** Credentials are stored sealed: without a `SECRET_KEY` nothing may be asked of the university first. */
-function requireCredentialStorage(ctx: ServiceContext): void {
+function requireCredentialStorage(ctx: Pick<CredentialCheckDeps, 'subscriptions'>): void {
   if (!ctx.subscriptions.canStoreCredentials) throw new SecretKeyMissingError();
 }

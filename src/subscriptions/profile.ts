@@ -2,7 +2,8 @@
  * Who a university credential belongs to, asked of the university (`POST /users/@me`), and the calendar name
  * a personal subscription gets from it. The credential never reaches a message.
  */
-import type { ServiceContext } from '../runtime/context.ts';
+import type { Config } from '../config.ts';
+import type { UniversityClient } from '../upstream/client.ts';
 import { UpstreamAuthError, UpstreamError, UpstreamProtocolError } from '../upstream/errors.ts';
 import { CredentialCheckError, CredentialRejectedError } from './errors.ts';
 
@@ -17,6 +18,12 @@ export interface Profile {
   group?: { id: number; name: string };
 }
 
+/** What {@link verifiedProfile} uses: the university for calls made while a person waits. */
+export interface ProfileDeps {
+  readonly requestUpstream: Pick<UniversityClient, 'me'>;
+  readonly config: Pick<Config, 'upstreamRequestWaitMs'>;
+}
+
 /**
  * Asks the university who this credential belongs to. Throws {@link CredentialRejectedError} when it rejects
  * the credential and {@link CredentialCheckError} when it fails. A null user id is passed on: the caller ties
@@ -26,10 +33,7 @@ export interface Profile {
  * key is asked for again without it. A personal timetable is fetched with the credential, so no group id is
  * ever needed for the feed; with one, the group directory learns the group and the page links to its timetable.
  */
-export async function verifiedProfile(
-  ctx: Pick<ServiceContext, 'requestUpstream' | 'config'>,
-  credential: string,
-): Promise<Profile> {
+export async function verifiedProfile(ctx: ProfileDeps, credential: string): Promise<Profile> {
   try {
     return await fetchProfile(ctx, credential);
   } catch (error) {
@@ -39,10 +43,7 @@ export async function verifiedProfile(
   }
 }
 
-async function fetchProfile(
-  ctx: Pick<ServiceContext, 'requestUpstream' | 'config'>,
-  credential: string,
-): Promise<Profile> {
+async function fetchProfile(ctx: ProfileDeps, credential: string): Promise<Profile> {
   // Asked while a person waits: a short wait for the shared upstream budget, then 503 (UpstreamBudgetError).
   const options = { budgetWaitMs: ctx.config.upstreamRequestWaitMs };
   let user: {

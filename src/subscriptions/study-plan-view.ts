@@ -3,8 +3,10 @@
  * stored plan (jobs/fetch-plan.ts) compared with the stored timetable (timetable/plan-compare.ts). Reads Redis
  * only; never asks the university.
  */
-import { expandSnapshot } from '../feeds/build-feed.ts';
-import type { ServiceContext } from '../runtime/context.ts';
+import { expandSnapshot, type FeedSettings } from '../feeds/build-feed.ts';
+import type { RedisClient } from '../lib/redis-target.ts';
+import type { RedisKeys } from '../store/keys.ts';
+import type { SnapshotStore } from '../store/snapshot-store.ts';
 import { StudyPlanStore } from '../store/study-plan-store.ts';
 import type { Subscription } from '../store/subscription-store.ts';
 import { mergeRows, publishedClassIds } from '../timetable/merge-rows.ts';
@@ -37,8 +39,19 @@ export type StudyPlanView =
       rows: PlanRow[];
     };
 
+/** What {@link studyPlanView} uses: the stored plan and timetable, and the feed settings they are shown with. */
+export interface StudyPlanViewDeps {
+  readonly config: FeedSettings;
+  /** Plans are read with a {@link StudyPlanStore} on this connection. */
+  readonly redis: RedisClient;
+  readonly keys: RedisKeys;
+  readonly snapshots: Pick<SnapshotStore, 'load'>;
+  /** Epoch ms. */
+  readonly now: () => number;
+}
+
 /** The plan view of `subscription`. */
-export async function studyPlanView(ctx: ServiceContext, subscription: Subscription): Promise<StudyPlanView> {
+export async function studyPlanView(ctx: StudyPlanViewDeps, subscription: Subscription): Promise<StudyPlanView> {
   const source = subscription.source as SourceKey;
   const plan = await new StudyPlanStore(ctx.redis, ctx.keys).load(source);
   if (plan === undefined || plan.fetchedAt === null)
