@@ -2,7 +2,8 @@
  * The import rules of src/ and of the code around it, checked by `npm run deps` (and so by `npm test`). Type-only
  * imports count as dependencies too: `import type` is erased when the code runs, but a layer that names a type
  * of a layer above depends on it all the same. So types live where their owner is (a store persists types of its
- * own layer or below). One exception remains for now, {@link CONTEXT}.
+ * own layer or below), and each stage names the narrow interface of what it takes: only runtime/ knows the whole
+ * service context.
  *
  * Around src/: test/ (the suites) and bench/ (the benchmarks and their own tests) never import each other, type
  * imports included; what both use (process plumbing, the fake Google, polling) lives in testkit/, which imports
@@ -34,13 +35,6 @@ const LAYERS = [
 const pathOf = (name) => (name.endsWith('.ts') ? `^src/${name.replace('.', '\\.')}$` : `^src/${name}/`);
 const anyOf = (names) => names.map(pathOf).join('|');
 
-/**
- * The whole-service parameter object, which stages below runtime/ still take as a type. That goes once each of
- * them names the narrow interface of what it uses; until then, and only for it, a type-only import from a
- * lower layer (and a cycle through it, since the context names the stores' and stages' types) is let through.
- */
-const CONTEXT = '^src/runtime/context\\.ts$';
-
 const upwards = LAYERS.slice(0, -1).map((layer, index) => ({
   name: `layer-${index}-imports-up`,
   comment: `${layer.join(', ')} may import only ${LAYERS.slice(0, index + 1)
@@ -48,25 +42,18 @@ const upwards = LAYERS.slice(0, -1).map((layer, index) => ({
     .join(', ')}`,
   severity: 'error',
   from: { path: anyOf(layer) },
-  to: { path: anyOf(LAYERS.slice(index + 1).flat()), pathNot: CONTEXT },
+  to: { path: anyOf(LAYERS.slice(index + 1).flat()) },
 }));
 
 module.exports = {
   forbidden: [
     ...upwards,
     {
-      name: 'context-at-run-time',
-      comment: 'below runtime/, the service context is imported as a type only (CONTEXT)',
-      severity: 'error',
-      from: { path: '^src/', pathNot: anyOf(['runtime', 'cli.ts']) },
-      to: { path: CONTEXT, dependencyTypesNot: ['type-only'] },
-    },
-    {
       name: 'no-cycle',
-      comment: 'modules that import each other, type-only imports included (but for CONTEXT)',
+      comment: 'modules that import each other, type-only imports included',
       severity: 'error',
       from: { path: '^src/' },
-      to: { circular: true, viaOnly: { pathNot: CONTEXT } },
+      to: { circular: true },
     },
     {
       name: 'folder-without-a-layer',
