@@ -17,6 +17,7 @@ import type { RateLimitedError } from '../lib/errors.ts';
 import { type Bucket, bucket, type Rate, TokenBuckets } from '../lib/rate-limit.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import { secondsText } from '../lib/retry-after.ts';
+import { secondsWords } from '../lib/words.ts';
 import { SecretKeyMissingError } from '../security/errors.ts';
 import type { Admission, AdmitOptions } from '../serving/admission.ts';
 import type { RedisKeys } from '../store/keys.ts';
@@ -25,7 +26,7 @@ import { CredentialRefusedError, CredentialRejectedError } from '../subscription
 import { UpstreamBudgetError, UpstreamBusyError } from '../upstream/errors.ts';
 import { type ClientKeys, clientKeys } from './client-address.ts';
 import type { Words } from './error-codes.ts';
-import { ClientLimitError, secondsWords } from './errors.ts';
+import { ClientLimitError } from './errors.ts';
 
 /** What a limit counts. */
 export type LimitedAction = 'first-request' | 'sign-up' | 'search' | 'google-connect' | 'variant-render';

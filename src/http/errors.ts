@@ -29,6 +29,7 @@ import {
   VariantRefusedError,
 } from '../serving/errors.ts';
 import { sourceNames } from '../serving/source-words.ts';
+import { SignUpContentionError } from '../store/errors.ts';
 import {
   CredentialCheckError,
   CredentialRefusedError,
@@ -44,11 +45,6 @@ import {
   UpstreamTimeoutError,
 } from '../upstream/errors.ts';
 import { ERROR_CODES, type ErrorCode, type Words } from './error-codes.ts';
-
-export { secondsWords } from '../lib/words.ts';
-export { notKnownWords, sourceNames } from '../serving/source-words.ts';
-
-import { SignUpContentionError } from '../store/errors.ts';
 
 /**
  * An error a route answers: the status of its `code` in the catalog (error-codes.ts), and a JSON body
