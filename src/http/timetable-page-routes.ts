@@ -37,6 +37,7 @@ import type { Lang } from '../web/i18n.ts';
 import { alarmText } from '../web/options-form.ts';
 import { personalManageSection } from '../web/personal-manage.ts';
 import { planSection } from '../web/plan-section.ts';
+import { isPhone, platformOf } from '../web/platform.ts';
 import {
   loadingPage,
   notFoundPage,
@@ -323,7 +324,7 @@ class TimetablePages {
         error: chosen.refused?.message,
         savedApplied: chosen.saved === true,
       },
-      subscribe: { links, qrSvg: await this.qrSvg(links.feedUrl), pushUrl: context.pushUrl },
+      subscribe: await this.subscribeView(request, links, context.pushUrl),
     };
   }
 
@@ -343,7 +344,7 @@ class TimetablePages {
       timezone: this.ctx.config.timezone,
       weeks: undefined,
       options: undefined,
-      subscribe: { links, qrSvg: await this.qrSvg(links.feedUrl), pushUrl: context.pushUrl },
+      subscribe: await this.subscribeView(request, links, context.pushUrl),
     };
   }
 
@@ -411,6 +412,20 @@ class TimetablePages {
       this.visits.delete(source);
       this.ctx.logger.warn({ err: error, source }, 'could not reactivate a visited timetable');
     });
+  }
+
+  /**
+   * The subscribe block's view: its steps are ordered for the reader's device, and a phone gets no QR code
+   * (the page answers `no-store`, so no cache keeps one device's page for another).
+   */
+  private async subscribeView(
+    request: FastifyRequest,
+    links: FeedLinks,
+    pushUrl: string | undefined,
+  ): Promise<TimetablePageView['subscribe']> {
+    const platform = platformOf(request.headers['user-agent']);
+    const qrSvg = isPhone(platform) ? '' : await this.qrSvg(links.feedUrl);
+    return { links, qrSvg, pushUrl, platform };
   }
 
   private pushAvailable(): boolean {

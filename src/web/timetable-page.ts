@@ -1,7 +1,8 @@
 /**
- * One timetable's page (a group's, a teacher's or the signed-in person's own): its name, this week's and next
- * week's classes, the feed options with a preview, and every way to subscribe. Also the pages shown instead:
- * an unknown timetable (with the search box), one still being fetched, and a client over its limits.
+ * One timetable's page (a group's, a teacher's or the signed-in person's own): its name, the way into a
+ * calendar (first, so that a phone shows it on its first screen), this week's classes from today and next
+ * week's, and the feed options with a preview. Also the pages shown instead: an unknown timetable (with the
+ * search box), one still being fetched, and a client over its limits.
  */
 import { type Html, html } from './html.ts';
 import { type Lang, messages } from './i18n.ts';
@@ -89,7 +90,7 @@ export interface TimetablePageView {
   unmarkedMoves?: number | undefined;
   needsCredential?: boolean;
   options: Omit<OptionsFormView, 'lang'> | undefined;
-  subscribe: Omit<SubscribeView, 'lang'>;
+  subscribe: Omit<SubscribeView, 'lang' | 'optionsHref'>;
   /** Shown under the heading (the personal page's group link). */
   lead?: Html;
   /** Shown at the end (the personal page's study plan and controls). */
@@ -112,15 +113,20 @@ export function timetablePage(view: TimetablePageView): Html {
     view.weeks === undefined
       ? html`<p class="notice" data-loading>${w.loading}</p>`
       : html`!${weekSections(view.weeks, view.lang, PEOPLE[view.kind])}!${unmarked(view, w.unmarkedMoves)}`;
+  // The way into a calendar comes first in the source (the first thing on a phone, under the heading); on a
+  // wide screen the grid puts it beside the classes, above the options.
+  const subscribe = subscribeBlock({
+    lang: view.lang,
+    ...view.subscribe,
+    optionsHref: view.options === undefined ? undefined : '#feed-options',
+  });
   const body = html`<p class="kind-label muted">${w[view.kind]}</p>
 <h1>${view.name}</h1>
 !${view.lead ?? ''}!${notes}
 <div class="timetable-layout">
+<div class="calendar-side">!${subscribe}</div>
 <section class="weeks" aria-label="${w.classes}">!${classes}</section>
-<div class="side">
-!${subscribeBlock({ lang: view.lang, ...view.subscribe })}
-!${view.options === undefined ? '' : optionsForm({ lang: view.lang, ...view.options })}
-</div>
+!${view.options === undefined ? '' : html`<div class="side" id="feed-options">!${optionsForm({ lang: view.lang, ...view.options })}</div>`}
 </div>
 !${view.extra ?? ''}`;
   return page({ lang: view.lang, url: view.url, title: view.name, body, private: view.private ?? false });

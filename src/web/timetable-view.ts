@@ -41,7 +41,10 @@ export interface DayView {
   classes: ClassRow[];
 }
 
-/** One week, Monday to Sunday; days without classes are left out. */
+/**
+ * One week, Monday to Sunday; days without classes are left out, and so are this week's days before today
+ * (the page is read for what comes next: the next week is whole).
+ */
 export interface WeekView {
   monday: string;
   sunday: string;
@@ -49,14 +52,17 @@ export interface WeekView {
   /** Week number counted from the term start in force (1 = its first week). */
   number: number;
   current: boolean;
+  /** Today's date in the week that holds it (the current one); undefined in the next week. */
+  today: string | undefined;
   days: DayView[];
 }
 
 /**
- * The weeks of `today` and the next one, with the given rows placed in them. Parity comes from the term starts
- * the feed was expanded with (`termStarts`, `rules` as published). A week is labelled by its Sunday: when a
- * term starts inside the week, the days from the term start on are counted from it (as the feed expands their
- * classes) while the days before it still count from the previous term, and the label names the new count.
+ * The weeks of `today` and the next one, with the given rows placed in them: the current week from today on,
+ * the next one whole. Parity comes from the term starts the feed was expanded with (`termStarts`, `rules` as
+ * published). A week is labelled by its Sunday: when a term starts inside the week, the days from the term
+ * start on are counted from it (as the feed expands their classes) while the days before it still count from
+ * the previous term, and the label names the new count.
  */
 export function weeksOf(
   rows: readonly ClassRow[],
@@ -64,10 +70,12 @@ export function weeksOf(
   parity: { termStarts: readonly string[]; rules?: 1 | 2 | undefined },
 ): WeekView[] {
   const rule = weekParity(parity.termStarts, parity.rules ?? 2);
-  const first = mondayOf(dayNumber(today));
+  const todayNumber = dayNumber(today);
+  const first = mondayOf(todayNumber);
   return [first, first + 7].map((monday: DayNumber) => {
     const days: DayView[] = [];
-    for (let day = monday; day < monday + 7; day++) {
+    const current = monday === first;
+    for (let day = current ? todayNumber : monday; day < monday + 7; day++) {
       const date = isoDate(day);
       const classes = rows
         .filter((row) => row.date === date)
@@ -79,7 +87,8 @@ export function weeksOf(
       sunday: isoDate(monday + 6),
       odd: rule.isOdd(monday + 6),
       number: rule.weekNumber(monday + 6),
-      current: monday === first,
+      current,
+      today: current ? today : undefined,
       days,
     };
   });
@@ -96,15 +105,16 @@ export interface TimetableWeeksInput {
   now: number;
 }
 
-/** This week's and next week's classes of a published timetable, as its feed (with `options`) shows them. */
+/**
+ * This week's classes from today on and next week's, of a published timetable, as its feed (with `options`)
+ * shows them.
+ */
 export function timetableWeeks(input: TimetableWeeksInput): WeekView[] {
   const { snapshot, published, settings } = input;
   const today = localDate(input.now, settings.timezone);
-  const monday = mondayOf(dayNumber(today));
-  const from = isoDate(monday);
-  const to = isoDate(monday + 13);
+  const to = isoDate(mondayOf(dayNumber(today)) + 13);
   const shown = feedOccurrences(snapshot, published, settings, input.options).filter(
-    (occurrence) => occurrence.date >= from && occurrence.date <= to,
+    (occurrence) => occurrence.date >= today && occurrence.date <= to,
   );
   const entries = entriesById(snapshot, published);
   const movedFrom = new Map<string, OccurrenceBrief>();

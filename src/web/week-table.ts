@@ -1,7 +1,8 @@
 /**
- * This week's and next week's classes on a timetable's page: one section per week, labelled odd or even, one
- * list per day with time, subject, kind, place and the teacher or the groups; cancelled and moved classes are
- * marked in words (not by colour alone). A list rather than a table, so that it reads on a 360 px screen.
+ * This week's classes from today on and next week's on a timetable's page: one section per week, labelled odd
+ * or even, one list per day with time, subject, kind, place and the teacher or the groups; today is marked in
+ * words and for screen readers (`aria-current="date"`), cancelled and moved classes in words (not by colour
+ * alone). A list rather than a table, so that it reads on a 360 px screen.
  */
 import { type Html, html } from './html.ts';
 import { type Lang, messages } from './i18n.ts';
@@ -14,6 +15,9 @@ const words = messages({
     odd: 'нечётная неделя',
     even: 'чётная неделя',
     none: 'Занятий нет.',
+    noneLeft: 'На этой неделе занятий больше нет.',
+    noneToday: 'Сегодня занятий нет.',
+    today: 'Сегодня',
     cancelled: 'отменено',
     movedFrom: 'перенесено, было',
     teacher: 'Преподаватель',
@@ -25,6 +29,9 @@ const words = messages({
     odd: 'odd week',
     even: 'even week',
     none: 'No classes.',
+    noneLeft: 'No more classes this week.',
+    noneToday: 'No classes today.',
+    today: 'Today',
     cancelled: 'cancelled',
     movedFrom: 'moved, was',
     teacher: 'Teacher',
@@ -67,14 +74,31 @@ export function weekSections(weeks: readonly WeekView[], lang: Lang, people: Row
 
 function weekSection(week: WeekView, lang: Lang, people: RowPeople): Html {
   const w = words(lang);
-  const days = week.days.map(
-    (day) => html`<div class="day"><h4>${dayTitle(day.date, lang)}</h4>
-<ol class="classes">!${day.classes.map((row) => classItem(row, lang, people))}</ol></div>`,
-  );
+  const days = week.days.map((day) => {
+    const title = dayTitle(day.date, lang);
+    const classes = html`<ol class="classes">!${day.classes.map((row) => classItem(row, lang, people))}</ol>`;
+    return day.date === week.today
+      ? html`<div class="day today" aria-current="date"><h4>${title} <span class="badge today-badge">${w.today}</span></h4>
+!${classes}</div>`
+      : html`<div class="day"><h4>${title}</h4>
+!${classes}</div>`;
+  });
   return html`<section class="week" data-week="${week.monday}" data-parity="${week.odd ? 'odd' : 'even'}">
 <h3>${week.current ? w.thisWeek : w.nextWeek} <span class="muted">· ${weekRange(week.monday, week.sunday, lang)}</span> <span class="parity">${parityLabel(week, lang)}</span></h3>
-!${days.length === 0 ? html`<p class="muted">${w.none}</p>` : days.join('')}
+!${days.length === 0 ? html`<p class="muted" data-week-empty>${emptyWeek(week, lang)}</p>` : html`!${freeToday(week, lang)}!${days}`}
 </section>`;
+}
+
+/** What an empty week says: this week only shows its days from today on, so it has no more classes. */
+function emptyWeek(week: WeekView, lang: Lang): string {
+  const w = words(lang);
+  return week.today === undefined || week.today === week.monday ? w.none : w.noneLeft;
+}
+
+/** This week's note that today has no classes (its first listed day is a later one); empty otherwise. */
+function freeToday(week: WeekView, lang: Lang): Html {
+  if (week.today === undefined || week.days[0]?.date === week.today) return '';
+  return html`<p class="muted day-free" aria-current="date">${words(lang).noneToday}</p>`;
 }
 
 function classItem(row: ClassRow, lang: Lang, people: RowPeople): Html {

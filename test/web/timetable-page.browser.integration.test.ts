@@ -1,10 +1,13 @@
 /**
- * A group's and a teacher's page in a real browser: the first visit fetches the timetable, the options rewrite
- * the feed URL, the webcal and Google links, the QR code and the preview in place, the copy button copies the
- * feed URL, nothing breaks the CSP, and the page fits a 360 px screen.
+ * A group's, a teacher's and the personal page in a real browser: the first visit fetches the timetable, the
+ * options rewrite the feed URL, the webcal and Google links, the QR code and the preview in place, the copy
+ * button copies the feed URL, nothing breaks the CSP, and the page fits a 360 px screen. On a phone (an iPhone's
+ * and an Android phone's User-Agent at 390×844) «Добавить в календарь» is on the first screen and opens that
+ * phone's steps first, without a QR code; on a computer (1280×900) it is on the first screen with the QR code.
  */
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { signUp } from '../../src/subscriptions/personal.ts';
 import { eventually, waitUntil } from '../../testkit/poll.ts';
 import { launchBrowser, sidewaysOverflow, WebStack, watchPageErrors } from '../support/browser.ts';
 
@@ -21,9 +24,25 @@ afterAll(async () => {
   await stack?.close();
 });
 
+const AGENTS = {
+  iphone:
+    'Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1',
+  android:
+    'Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Mobile Safari/537.36',
+  windows:
+    'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36 Edg/126.0.2592.68',
+};
+
 /** A page that records console errors (a CSP violation is one), with the clipboard allowed. */
-async function openPage(width = 390): Promise<{ context: BrowserContext; page: Page; errors: string[] }> {
-  const context = await browser.newContext({ viewport: { width, height: 800 }, locale: 'ru-RU' });
+async function openPage(
+  width = 390,
+  screen: { height?: number; userAgent?: string } = {},
+): Promise<{ context: BrowserContext; page: Page; errors: string[] }> {
+  const context = await browser.newContext({
+    viewport: { width, height: screen.height ?? 800 },
+    locale: 'ru-RU',
+    ...(screen.userAgent === undefined ? {} : { userAgent: screen.userAgent }),
+  });
   await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: stack.url });
   const page = await context.newPage();
   const errors: string[] = [];
@@ -38,6 +57,42 @@ async function simulatorGroup(): Promise<{ id: number; name: string }> {
   const group = groups.find((candidate) => candidate.entryCount > 5);
   if (group === undefined) throw new Error('the simulator has no group with classes');
   return group;
+}
+
+/** A teacher of the group's classes (the group's page is fetched first, so that its snapshot is there). */
+async function simulatorTeacher(group: { id: number }) {
+  expect((await fetch(`${stack.url}/timetables/groups/${group.id}`)).status).toBe(200);
+  const snapshot = await eventually(() => stack.ctx.snapshots.snapshot(`group:${group.id}`), "the group's snapshot");
+  const teacher = snapshot.entries.find((entry) => (entry.teacher.id ?? 0) > 0)?.teacher;
+  if (teacher === undefined) throw new Error('no class with a teacher');
+  return teacher;
+}
+
+let signedIn: Promise<{ name: string; value: string; url: string }> | undefined;
+
+/** A signed-in student's cookie (one student for the file), once the personal timetable is fetched. */
+function personalCookie(): Promise<{ name: string; value: string; url: string }> {
+  signedIn ??= signIn();
+  return signedIn;
+}
+
+async function signIn(): Promise<{ name: string; value: string; url: string }> {
+  const { users } = (await (await fetch(`${stack.simulator.url}/_sim/users`)).json()) as { users: { token: string }[] };
+  const credential = users[1]?.token;
+  if (credential === undefined) throw new Error('the simulator has no user');
+  const { subscription, token } = await signUp(stack.ctx, credential);
+  await eventually(async () => {
+    const { snapshot, published } = await stack.ctx.snapshots.load(subscription.source);
+    return snapshot && published ? true : undefined;
+  }, 'the personal timetable fetched');
+  return { name: 'tts-personal', value: `${subscription.id}.${token}`, url: stack.url };
+}
+
+/** The bottom edge of the calendar action, in CSS pixels from the top of the page (scrolled to the top). */
+async function actionBottom(page: Page): Promise<number> {
+  const box = await page.locator('[data-calendar-action]').boundingBox();
+  if (box === null) throw new Error(`no visible calendar action on ${page.url()}`);
+  return box.y + box.height;
 }
 
 const feedUrl = (page: Page) => page.inputValue('#feed-url');
@@ -103,12 +158,8 @@ describe('a timetable page in a browser', () => {
   });
 
   it('shows a teacher by full name', async () => {
-    const group = await simulatorGroup();
     // A teacher of the group's classes: its page fetches the group first (a stored one answers at once).
-    expect((await fetch(`${stack.url}/timetables/groups/${group.id}`)).status).toBe(200);
-    const snapshot = await eventually(() => stack.ctx.snapshots.snapshot(`group:${group.id}`), "the group's snapshot");
-    const teacher = snapshot.entries.find((entry) => (entry.teacher.id ?? 0) > 0)?.teacher;
-    if (teacher === undefined) throw new Error('no class with a teacher');
+    const teacher = await simulatorTeacher(await simulatorGroup());
     const { context, page, errors } = await openPage(1280);
     await page.goto(`${stack.url}/timetables/employees/${teacher.id}`);
     expect(await page.textContent('h1')).toBe(
@@ -117,6 +168,77 @@ describe('a timetable page in a browser', () => {
     expect(await feedUrl(page)).toBe(`${stack.url}/feeds/employees/${teacher.id}.ics`);
     await page.selectOption('#opt-alarm', '60');
     await waitUntil(async () => (await feedUrl(page)).endsWith('?alarm=60'), 'the feed URL to take the reminder');
+    expect(errors).toEqual([]);
+    await context.close();
+  });
+
+  it('puts «Добавить в календарь» on a phone’s first screen, opening its own steps first, without a QR code', async () => {
+    const group = await simulatorGroup();
+    const teacher = await simulatorTeacher(group);
+    const cookie = await personalCookie();
+    const phones = [
+      { userAgent: AGENTS.iphone, first: 'apple', steps: 'Открыть в Календаре' },
+      { userAgent: AGENTS.android, first: 'android', steps: 'не умеет добавлять календарь по адресу' },
+    ];
+    for (const phone of phones) {
+      const { context, page, errors } = await openPage(390, { height: 844, userAgent: phone.userAgent });
+      await context.addCookies([cookie]);
+      for (const path of [
+        `/timetables/groups/${group.id}`,
+        `/timetables/employees/${teacher.id}`,
+        '/timetables/personal',
+      ]) {
+        const where = `${phone.first} ${path}`;
+        await page.goto(`${stack.url}${path}`);
+        expect(await page.locator('[data-calendar-action]').count(), where).toBe(1);
+        expect(await page.textContent('[data-calendar-action]'), where).toBe('Добавить в календарь');
+        expect(await actionBottom(page), where).toBeLessThanOrEqual(844);
+        // Closed at first: the classes follow it on the first screens.
+        expect(await page.isVisible('#feed-url'), where).toBe(false);
+        await page.click('[data-calendar-action]');
+        expect(await page.isVisible('#feed-url'), where).toBe(true);
+        const firstWay = page.locator('details[data-calendar]').first();
+        expect(await firstWay.getAttribute('data-calendar'), where).toBe(phone.first);
+        expect(await firstWay.locator('.way-body').isVisible(), where).toBe(true);
+        expect(await firstWay.textContent(), where).toContain(phone.steps);
+        // Another calendar's steps are one tap away.
+        const yandex = page.locator('details[data-calendar="yandex"]');
+        expect(await yandex.locator('.way-body').isVisible(), where).toBe(false);
+        await yandex.locator('summary').click();
+        expect(await yandex.textContent(), where).toContain('calendar.yandex.ru');
+        expect(await page.locator('[data-qr]').count(), where).toBe(0);
+        expect(await page.textContent('body'), where).not.toContain('Наведите камеру');
+        expect(await sidewaysOverflow(page), where).toBeLessThanOrEqual(0);
+      }
+      // Without a QR code on the page, changing an option still rewrites the links, and nothing fails.
+      await page.goto(`${stack.url}/timetables/groups/${group.id}`);
+      await page.selectOption('#opt-alarm', '15');
+      await waitUntil(async () => (await feedUrl(page)).endsWith('?alarm=15'), 'the feed URL to take the reminder');
+      expect(await page.getAttribute('[data-link="google"]', 'href')).toContain(encodeURIComponent('?alarm=15'));
+      expect(errors).toEqual([]);
+      await context.close();
+    }
+  });
+
+  it('shows the action and the QR code on a computer’s first screen', async () => {
+    const group = await simulatorGroup();
+    const teacher = await simulatorTeacher(group);
+    const { context, page, errors } = await openPage(1280, { height: 900, userAgent: AGENTS.windows });
+    await context.addCookies([await personalCookie()]);
+    for (const path of [
+      `/timetables/groups/${group.id}`,
+      `/timetables/employees/${teacher.id}`,
+      '/timetables/personal',
+    ]) {
+      await page.goto(`${stack.url}${path}`);
+      expect(await actionBottom(page), path).toBeLessThanOrEqual(900);
+      expect(await page.isVisible('[data-qr] svg'), path).toBe(true);
+      expect(await page.isVisible('#feed-url'), path).toBe(true);
+      expect(await page.getAttribute('details[data-calendar]:first-of-type', 'data-calendar'), path).toBe('google');
+      expect(await page.textContent('figure.qr figcaption'), path).toBe(
+        'Наведите камеру телефона, чтобы открыть адрес календаря.',
+      );
+    }
     expect(errors).toEqual([]);
     await context.close();
   });

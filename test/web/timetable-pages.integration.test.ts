@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PERSONAL_COOKIE } from '../../src/http/personal-session.ts';
 import { startTestApp, storeTimetable, type TestApp } from '../http/helpers.ts';
+import { entry } from '../timetable/fixtures.ts';
 
 const NOW = Date.UTC(2025, 8, 10, 9, 0); // Wednesday 10 September 2025, in an even week.
 let test: TestApp;
@@ -59,6 +60,84 @@ describe('a group page', () => {
     expect(body).not.toContain('<option value="3"');
     expect(body).toContain('value="лекция"');
     expect(body).toContain('value="практика"');
+  });
+
+  it('puts the way into a calendar first, with the steps for the reader’s device first, QR only off phones', async () => {
+    const agents = {
+      iphone:
+        'Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1',
+      android:
+        'Mozilla/5.0 (Linux; arm_64; Android 12; SM-G991B) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/122.0.6261.128 YaBrowser/24.4.3.91.00 SA/3 Mobile Safari/537.36',
+      windows:
+        'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36 Edg/126.0.2592.68',
+    };
+    const calendars = (body: string) => [
+      ...body.matchAll(/<details class="calendar-way" data-calendar="(\w+)"( open)?>/g),
+    ];
+    const iphone = (await get('/timetables/groups/42', { 'user-agent': agents.iphone })).body;
+    // The action comes before the classes, right under the heading; on a phone it starts closed.
+    const action = iphone.indexOf('data-calendar-action');
+    expect(action).toBeGreaterThan(iphone.indexOf('<h1>'));
+    expect(action).toBeLessThan(iphone.indexOf('class="weeks"'));
+    expect(iphone).toMatch(
+      /<details class="calendar-menu" data-calendar-menu>\s*<summary[^>]*data-calendar-action>Добавить в календарь</,
+    );
+    expect(calendars(iphone).map((match) => [match[1], match[2] === ' open'])).toEqual([
+      ['apple', true],
+      ['yandex', false],
+      ['google', false],
+      ['outlook', false],
+      ['thunderbird', false],
+      ['android', false],
+    ]);
+    expect(iphone).toContain('Настройки → Приложения → Календарь');
+    expect(iphone).not.toContain('data-qr');
+    expect(iphone).not.toContain('Наведите камеру телефона');
+    expect(iphone).toContain('data-copy="#feed-url"');
+
+    const android = (await get('/timetables/groups/42', { 'user-agent': agents.android })).body;
+    expect(calendars(android)[0]?.slice(1)).toEqual(['android', ' open']);
+    expect(android).toContain('Приложение Google Календарь на телефоне не умеет добавлять календарь по адресу.');
+    expect(android).not.toContain('data-qr');
+
+    const windows = (await get('/timetables/groups/42', { 'user-agent': agents.windows })).body;
+    expect(windows).toMatch(/<details class="calendar-menu" data-calendar-menu open>/);
+    expect(calendars(windows)[0]?.slice(1)).toEqual(['google', ' open']);
+    expect(windows).toMatch(/<div class="qr-code" data-qr><svg/);
+    expect(windows).toContain('Наведите камеру телефона');
+    // Each calendar says how often it re-reads the feed; push is not offered where it is not set up.
+    for (const words of ['раз в 12–24 часа', 'раз в несколько часов', 'несколько раз в сутки', 'каждые 30 минут'])
+      expect(windows).toContain(words);
+    expect(windows).not.toContain('data-link="push"');
+    const english = (await get('/timetables/groups/42?lang=en', { 'user-agent': agents.iphone })).body;
+    expect(english).toContain('data-calendar-action>Add to calendar<');
+    expect(english).toContain('iPhone, iPad and Mac (Apple Calendar)');
+  });
+
+  it('starts this week at today and marks today', async () => {
+    // Wednesday 10 September: group 42's classes are all on Mondays, so this week has none left; next week is whole.
+    const monday = (await get('/timetables/groups/42')).body;
+    expect(monday).not.toContain('Понедельник, 8 сентября');
+    expect(monday).toContain('На этой неделе занятий больше нет.');
+    expect(monday).toContain('Понедельник, 15 сентября');
+    await storeTimetable(
+      test.ctx,
+      'group:45',
+      [
+        entry({ id: 1, subjectName: 'Алгебра', weekday: 2 }),
+        entry({ id: 2, subjectName: 'Геометрия', weekday: 3 }),
+        entry({ id: 3, subjectName: 'История', weekday: 5 }),
+      ],
+      { stamp: Date.UTC(2025, 8, 5, 7, 0) },
+    );
+    const body = (await get('/timetables/groups/45')).body;
+    expect(body).not.toContain('Вторник, 9 сентября');
+    expect(body).toContain('Вторник, 16 сентября');
+    expect(body.match(/aria-current="date"/g)).toHaveLength(1);
+    expect(body).toMatch(
+      /<div class="day today" aria-current="date"><h4>Среда, 10 сентября <span[^>]*>Сегодня<\/span>/,
+    );
+    expect(body).toContain('Пятница, 12 сентября');
   });
 
   it('applies options sent by the form without script, empty fields included', async () => {

@@ -8,7 +8,7 @@ import { localDate } from '../../src/timetable/zoned-time.ts';
 import { feedLinks, optionsQuery } from '../../src/web/feed-links.ts';
 import { alarmText, durationText } from '../../src/web/options-form.ts';
 import { type ClassRow, eventPreview, timetableWeeks, weeksOf } from '../../src/web/timetable-view.ts';
-import { parityLabel, weekRange } from '../../src/web/week-table.ts';
+import { parityLabel, weekRange, weekSections } from '../../src/web/week-table.ts';
 import { entry } from '../timetable/fixtures.ts';
 
 const settings = {
@@ -48,25 +48,54 @@ function published(termStarts: string[] = []): PublishedState {
 }
 
 describe('weeksOf', () => {
-  it('places rows in this week and the next by day and start time, leaving other weeks out', () => {
+  it('places rows in this week from today on and the whole next week, by day and start time', () => {
     const weeks = weeksOf(
       [
+        row('2025-09-08', '09:00', 'Вчерашнее'),
+        row('2025-09-09', '18:00', 'Вчерашнее'),
         row('2025-09-10', '12:00', 'Б'),
         row('2025-09-10', '09:00', 'А'),
+        row('2025-09-12', '10:00', 'В'),
         row('2025-09-15', '10:00'),
+        row('2025-09-21', '10:00'),
         row('2025-09-22', '10:00'),
       ],
       '2025-09-10',
       { termStarts: [] },
     );
-    expect(weeks.map((week) => [week.monday, week.sunday, week.current])).toEqual([
-      ['2025-09-08', '2025-09-14', true],
-      ['2025-09-15', '2025-09-21', false],
+    expect(weeks.map((week) => [week.monday, week.sunday, week.current, week.today])).toEqual([
+      ['2025-09-08', '2025-09-14', true, '2025-09-10'],
+      ['2025-09-15', '2025-09-21', false, undefined],
     ]);
+    // Monday and Tuesday are past: the week starts at today, Wednesday.
     expect(weeks[0]?.days.map((day) => [day.date, day.weekday, day.classes.map((c) => c.subject)])).toEqual([
       ['2025-09-10', 3, ['А', 'Б']],
+      ['2025-09-12', 5, ['В']],
     ]);
-    expect(weeks[1]?.days.map((day) => day.date)).toEqual(['2025-09-15']);
+    expect(weeks[1]?.days.map((day) => day.date)).toEqual(['2025-09-15', '2025-09-21']);
+  });
+
+  it('leaves this week empty when its classes are past, and says so; marks today', () => {
+    const rows = [row('2025-09-08', '09:00', 'Прошедшее'), row('2025-09-12', '10:00', 'Пятничное')];
+    const sunday = weeksOf(rows, '2025-09-14', { termStarts: [] });
+    expect(sunday[0]?.days).toEqual([]);
+    const html = weekSections(sunday, 'ru', 'teacher');
+    expect(html).toContain('На этой неделе занятий больше нет.');
+    expect(html).not.toContain('Прошедшее');
+    expect(weekSections(sunday, 'en', 'teacher')).toContain('No more classes this week.');
+
+    const friday = weekSections(weeksOf(rows, '2025-09-12', { termStarts: [] }), 'ru', 'teacher');
+    expect(friday).toMatch(
+      /<div class="day today" aria-current="date"><h4>Пятница, 12 сентября <span[^>]*>Сегодня<\/span>/,
+    );
+    expect(friday.match(/aria-current/g)).toHaveLength(1);
+    // A day off today: said in words before the next day with classes.
+    const thursday = weekSections(weeksOf(rows, '2025-09-11', { termStarts: [] }), 'ru', 'teacher');
+    expect(thursday).toMatch(/aria-current="date">Сегодня занятий нет\.<\/p>\s*<div class="day"><h4>Пятница/);
+    // On Monday nothing is past yet: an empty week has no classes at all.
+    const monday = weekSections(weeksOf([], '2025-09-08', { termStarts: [] }), 'ru', 'teacher');
+    expect(monday).toContain('Занятий нет.');
+    expect(monday).not.toContain('больше нет');
   });
 
   it('labels weeks odd and even from the term starts in force, restarting at each', () => {
