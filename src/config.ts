@@ -210,6 +210,14 @@ const SETTINGS = {
     defaultText: 'none',
     exampleText: 'your own credential, as the university gave it',
   }),
+  universityTokenHelpUrl: setting('UNIVERSITY_TOKEN_HELP_URL', httpUrl('UNIVERSITY_TOKEN_HELP_URL'), {
+    group: 'university',
+    meaning:
+      "A page of the university's information system where a student finds the token to sign in with; the sign-in " +
+      'form on `/` links to it. Unset, the form says in general words where the token comes from.',
+    defaultText: 'none',
+    example: 'https://university.example/profile/tokens',
+  }),
   redisUrl: setting('REDIS_URL', matching(/^rediss?:\/\/./, 'must be a redis:// or rediss:// URL'), {
     group: 'redis',
     meaning:

@@ -1,6 +1,7 @@
 /**
  * The HTTP API (fastify): operations, feeds, teacher lookup, subscriptions and admin, one module per route
- * group. Every error answers JSON `{ "error": "…", "code": "…" }` (error-codes.ts lists the codes). Feeds are
+ * group. Every error answers JSON `{ "error": "…", "code": "…" }` (error-codes.ts lists the codes), except an
+ * unknown page address under `/timetables/`, which a browser opens: that is the 404 page. Feeds are
  * hot and personal feed URLs hold a secret, so requests are not logged one by one; other requests are logged at
  * debug level by route pattern, never by URL.
  */
@@ -14,6 +15,7 @@ import Fastify, {
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { answerFirst, FeedFastPath } from '../serving/feed-fast-path.ts';
+import { notFoundPage } from '../web/not-found-page.ts';
 import { type AdminRouteDeps, registerAdminRoutes } from './admin-routes.ts';
 import { registerAssetRoutes } from './asset-routes.ts';
 import { ClientLimits, type ClientLimitsDeps } from './client-limits.ts';
@@ -28,6 +30,7 @@ import { type GoogleRouteDeps, registerGoogleRoutes } from './google-routes.ts';
 import type { HomeRouteDeps } from './home-routes.ts';
 import { type OperationsRouteDeps, registerOperationsRoutes } from './operations-routes.ts';
 import { registerPageRoutes } from './page-routes.ts';
+import { requestLang, sendPage } from './pages.ts';
 import { type PersonalRouteDeps, registerPersonalRoutes } from './personal-routes.ts';
 import { addSecurityHeaders, NOSNIFF } from './security-headers.ts';
 import { MAX_PARAM_LENGTH, type ServerLimits, serverOptions } from './server-options.ts';
@@ -91,7 +94,11 @@ export async function buildApp(ctx: AppDeps, options: AppOptions): Promise<Fasti
   const checkForwarding = forwardingCheck(ctx.config.trustProxy, options.logger);
   warnOnUntrustedForwarding(app, checkForwarding);
   app.setErrorHandler(handleError);
-  app.setNotFoundHandler(async (request) => {
+  app.setNotFoundHandler(async (request, reply) => {
+    if (isPageAddress(request))
+      return sendPage(reply, notFoundPage({ lang: requestLang(ctx, request, reply), url: request.url }), {
+        status: 404,
+      });
     throw routeNotFound(request);
   });
   // Without debug logging the hook is not installed at all: every hook costs on the hot feed path.
@@ -129,6 +136,16 @@ export async function buildApp(ctx: AppDeps, options: AppOptions): Promise<Fasti
   await registerPersonalRoutes(app, ctx);
   await registerTimetablePageRoutes(app, ctx, feeds.provider);
   return app;
+}
+
+/**
+ * Whether an unknown address is one of a page a browser opens (`GET /timetables/…`): it answers the 404 page in
+ * the reader's language. The API's, the admin's and the feeds' addresses keep their JSON 404.
+ */
+function isPageAddress(request: FastifyRequest): boolean {
+  if (request.method !== 'GET' && request.method !== 'HEAD') return false;
+  const path = request.url.split('?', 1)[0] as string;
+  return path === '/timetables' || path.startsWith('/timetables/');
 }
 
 /**

@@ -1,6 +1,7 @@
 /**
- * Teacher lookup (`GET /api/employees?q=`): the cached, limited university search of teacher-search.ts as
- * JSON `{"employees": [...]}`, so that people can find the id of a teacher's feed.
+ * Teacher lookup (`GET /api/employees?q=`): the search of teacher-search.ts (the service's teacher directory,
+ * else the university's search, cached and limited) as JSON `{"employees": [...]}`, so that people can find the
+ * id of a teacher's feed.
  */
 import type { FastifyInstance } from 'fastify';
 import type { ClientLimits } from './client-limits.ts';

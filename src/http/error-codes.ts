@@ -17,7 +17,11 @@ export type { Words } from '../lib/words.ts';
 /** The catalog of codes, grouped as the docs show them. */
 export const ERROR_CODES = {
   // Requests the server or a route cannot read.
-  ROUTE_NOT_FOUND: { status: 404, meaning: 'No route has this method and path.' },
+  ROUTE_NOT_FOUND: {
+    status: 404,
+    meaning:
+      'No route has this method and path (a `GET` of an unknown page under `/timetables/` is the HTML 404 page instead).',
+  },
   MALFORMED_REQUEST: { status: 400, meaning: 'Node refused the HTTP request itself (its request line or headers).' },
   MALFORMED_URL: {
     status: 400,

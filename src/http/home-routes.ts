@@ -1,12 +1,13 @@
 /**
- * `/` and its sign-in: `GET /?q=` finds groups in the group directory and teachers through the university's
- * search (cached and limited as the JSON lookup is; when it fails or is limited, the groups still show, with a
- * note), and `POST /timetables/personal` signs a person up with their university credential under the same
+ * `/` and its sign-in: `GET /?q=` finds groups in the group directory and teachers as the JSON lookup does
+ * (teacher-search.ts: the service's teacher directory, else the university's search, cached and limited; when
+ * that fails or is limited, the groups still show, with a note), and `POST /timetables/personal` signs a person up with their university credential under the same
  * limits as `POST /api/subscriptions`, keeps the subscription in this browser and sends it on to the personal
  * page (303). A credential that is refused, limited or cannot be checked shows the form again, saying why; the
  * credential is never echoed.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Config } from '../config.ts';
 import { RateLimitedError } from '../lib/errors.ts';
 import { retryAfterSeconds } from '../lib/retry-after.ts';
 import { SecretKeyMissingError } from '../security/errors.ts';
@@ -49,7 +50,8 @@ const PERSONAL_PAGE = '/timetables/personal';
 export type HomeRouteDeps = PersonalSessionDeps &
   TeacherSearchDeps &
   Parameters<typeof signUp>[0] & {
-    readonly directory: Pick<GroupDirectory, 'search'>;
+    readonly config: Pick<Config, 'universityTokenHelpUrl'>;
+    readonly directory: Pick<GroupDirectory, 'search' | 'example'>;
     readonly subscriptions: Pick<SubscriptionStore, 'canStoreCredentials'>;
   };
 
@@ -69,7 +71,8 @@ export async function registerHomeRoutes(
       signedIn: (await readPersonalSession(ctx, request)) !== undefined,
     };
     const done = request.query.done;
-    return sendPage(reply, homePage({ lang, url: request.url, query, search, signIn, done }));
+    const shared = await sharedView(ctx);
+    return sendPage(reply, homePage({ lang, url: request.url, query, search, signIn, done, ...shared }));
   });
 
   await app.register(async (scope) => {
@@ -77,10 +80,15 @@ export async function registerHomeRoutes(
     scope.post(PERSONAL_PAGE, { bodyLimit: FORM_BODY_LIMIT }, async (request, reply) => {
       requireSameOrigin(ctx, request);
       const lang = requestLang(ctx, request, reply);
-      const again = (status: number, error?: SignInError) =>
+      const again = async (status: number, error?: SignInError) =>
         sendPage(
           reply,
-          homePage({ lang, url: '/', signIn: { available: ctx.subscriptions.canStoreCredentials, error } }),
+          homePage({
+            lang,
+            url: '/',
+            signIn: { available: ctx.subscriptions.canStoreCredentials, error },
+            ...(await sharedView(ctx)),
+          }),
           { status },
         );
       if (!ctx.subscriptions.canStoreCredentials) return again(503);
@@ -103,6 +111,16 @@ export async function registerHomeRoutes(
       }
     });
   });
+}
+
+/** What every rendering of `/` shows: an example group that exists here, and where a token is found. */
+async function sharedView(ctx: HomeRouteDeps): Promise<{ exampleGroup?: string; tokenHelpUrl?: string }> {
+  const exampleGroup = await ctx.directory.example();
+  const tokenHelpUrl = ctx.config.universityTokenHelpUrl;
+  return {
+    ...(exampleGroup === undefined ? {} : { exampleGroup }),
+    ...(tokenHelpUrl === undefined ? {} : { tokenHelpUrl }),
+  };
 }
 
 /** What the page says to a sign-in that did not succeed, and with which status. */
@@ -154,6 +172,8 @@ async function find(
   const groups = await ctx.directory.search(text, RESULT_LIMIT);
   const outcome: SearchOutcome = {
     kind: 'results',
+    // Group numbers have digits, names do not: a miss speaks of the one that was typed.
+    looksLike: /\p{N}/u.test(text) ? 'group' : 'name',
     groups: groups.groups,
     groupTotal: groups.total,
     teachers: undefined,

@@ -15,6 +15,7 @@ import type { SourceRegistry, SourceState } from '../store/registry.ts';
 import { normaliseEntries, type Snapshot, type SnapshotStore } from '../store/snapshot-store.ts';
 import { StudyPlanStore } from '../store/study-plan-store.ts';
 import type { TargetStore } from '../store/target-store.ts';
+import type { TeacherDirectory } from '../store/teacher-directory.ts';
 import type { TermCountStore } from '../store/term-counts.ts';
 import { derivedName, isPlaceholderName } from '../timetable/calendar-name.ts';
 import type { PublishedState } from '../timetable/publication.ts';
@@ -53,6 +54,7 @@ export type PublishDeps = MarkStaleDeps &
     readonly termCounts: TermCountStore;
     readonly directory: Pick<GroupDirectory, 'record'>;
     readonly knownEmployees: Pick<KnownEmployees, 'record'>;
+    readonly teachers: Pick<TeacherDirectory, 'recordSeen'>;
     readonly google: { readonly targets: Pick<TargetStore, 'idsForSource'> };
   };
 
@@ -174,12 +176,15 @@ async function recordGroupName(ctx: PublishDeps, source: SourceKey, entries: rea
 
 /**
  * The teachers a timetable names exist, and so does a teacher whose timetable this is: first requests for their
- * timetables go before those for ids nobody vouches for when the first-request limits run short.
+ * timetables go before those for ids nobody vouches for when the first-request limits run short. Their names go
+ * into the teacher directory, where the search on `/` finds them (one read per refresh; a write only for a
+ * teacher new to it or renamed).
  */
 async function recordTeachers(ctx: PublishDeps, source: SourceKey, entries: readonly TimetableEntry[]): Promise<void> {
   const ref = sourceOf(source);
   const ids = entries.map((entry) => entry.teacher.id);
   await ctx.knownEmployees.record(ref.kind === 'employee' ? [...ids, Number(ref.id)] : ids);
+  await ctx.teachers.recordSeen(entries.map((entry) => entry.teacher));
 }
 
 /**

@@ -13,6 +13,7 @@ import type { KnownEmployees } from '../store/known-employees.ts';
 import type { SourceRegistry } from '../store/registry.ts';
 import type { SnapshotStore } from '../store/snapshot-store.ts';
 import type { SubscriptionStore } from '../store/subscription-store.ts';
+import type { TeacherDirectory } from '../store/teacher-directory.ts';
 import type { TermCountStore } from '../store/term-counts.ts';
 import type { UniversityClient } from '../upstream/client.ts';
 import type { Metrics } from './metrics.ts';
@@ -46,6 +47,8 @@ export interface ServiceContext {
   readonly directory: GroupDirectory;
   /** Employee ids the university named: a first request for one goes first when the limits run short. */
   readonly knownEmployees: KnownEmployees;
+  /** Teachers by id and name, from the timetables read and the university's search: the search on `/` and the lookup. */
+  readonly teachers: TeacherDirectory;
   readonly queues: Queues;
   /** The university for refresh jobs: the refresh pool, `UPSTREAM_TIMEOUT`. */
   readonly upstream: UniversityClient;

@@ -15,6 +15,7 @@ import { KnownEmployees } from '../store/known-employees.ts';
 import { SourceRegistry } from '../store/registry.ts';
 import { SnapshotStore } from '../store/snapshot-store.ts';
 import { SubscriptionStore } from '../store/subscription-store.ts';
+import { TeacherDirectory } from '../store/teacher-directory.ts';
 import { TermCountStore } from '../store/term-counts.ts';
 import { boundedClient, connectionsFor, REQUEST_PATH_LIMITS } from '../upstream/bounded-client.ts';
 import { redisUpstreamBudget, type UpstreamBudget } from '../upstream/budget.ts';
@@ -91,6 +92,7 @@ export function openServiceContext(options: ContextOptions): OpenContext {
     knownCredentials: new KnownCredentials(redis, keys, config.secretKey),
     directory: new GroupDirectory(redis, keys),
     knownEmployees: new KnownEmployees(redis, keys),
+    teachers: new TeacherDirectory(redis, keys),
     queues,
     upstream,
     requestUpstream,

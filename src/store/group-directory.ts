@@ -96,6 +96,8 @@ interface IndexedGroup extends DirectoryGroup {
 export class GroupIndex {
   /** Sorted once, as results are within each rank: shorter names first, then by name, then by id. */
   private readonly groups: readonly IndexedGroup[];
+  /** {@link example}'s answer once asked (null: not yet). */
+  private exampleName: string | undefined | null = null;
 
   constructor(groups: Iterable<DirectoryGroup>) {
     this.groups = [...groups]
@@ -105,6 +107,20 @@ export class GroupIndex {
 
   get size(): number {
     return this.groups.length;
+  }
+
+  /**
+   * A group name to show as an example of what to type (one that exists here, unlike a made-up one): the middle
+   * one in the index's order, so a name of a usual length rather than the shortest, among the names with a digit
+   * (group numbers) when there are any; undefined when the directory is empty.
+   */
+  example(): string | undefined {
+    if (this.exampleName === null) {
+      const numbered = this.groups.filter((group) => /\p{N}/u.test(group.name));
+      const from = numbered.length > 0 ? numbered : this.groups;
+      this.exampleName = from[Math.floor(from.length / 2)]?.name;
+    }
+    return this.exampleName;
   }
 
   /**
@@ -195,6 +211,11 @@ export class GroupDirectory {
   /** How many groups the directory holds. */
   async size(): Promise<number> {
     return this.redis.hlen(this.keys.groupDirectory);
+  }
+
+  /** A group name of the directory as it is now, to show as an example (see {@link GroupIndex.example}). */
+  async example(): Promise<string | undefined> {
+    return (await this.currentIndex()).example();
   }
 
   /** Groups by name (see {@link GroupIndex.search}), from the directory as it is now. */

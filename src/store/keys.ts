@@ -103,6 +103,10 @@ export interface RedisKeys {
   readonly groupDirectoryVersion: string;
   /** SET: employee ids the university named in timetables or search answers (known-employees.ts). */
   readonly knownEmployees: string;
+  /** HASH: the teacher directory, employee id → the employee as JSON (teacher-directory.ts). */
+  readonly teacherDirectory: string;
+  /** STRING: a counter raised whenever {@link teacherDirectory} changes (search indexes rebuild on it). */
+  readonly teacherDirectoryVersion: string;
   /** Keys of the retired per-timetable counts (before entries were counted once), deleted when counts are seeded. */
   readonly retiredTermCounts: readonly string[];
 }
@@ -156,6 +160,8 @@ export function redisKeys(prefix: string): RedisKeys {
     groupDirectory: `${prefix}:group-directory`,
     groupDirectoryVersion: `${prefix}:group-directory:version`,
     knownEmployees: `${prefix}:known-employees`,
+    teacherDirectory: `${prefix}:teacher-directory`,
+    teacherDirectoryVersion: `${prefix}:teacher-directory:version`,
     retiredTermCounts: [`${prefix}:term-counts`, `${prefix}:term-counts:sources`],
   };
 }

@@ -1,7 +1,8 @@
 /**
  * `/`: find a group or a teacher by name (`/?q=…`, a link that can be shared), or sign in with a university
- * credential for a personal timetable. Groups come from the service's group directory, teachers from the
- * university's search; a teacher search that failed leaves the group results and says so.
+ * credential for a personal timetable. Groups come from the service's group directory, teachers from its
+ * teacher directory or the university's search; a teacher search that failed leaves the group results and says
+ * so. A miss speaks of a group or of a teacher, as the text looks like a group's number or a name.
  */
 import { type Html, html } from './html.ts';
 import { type Lang, messages } from './i18n.ts';
@@ -13,14 +14,15 @@ const words = messages({
     title: 'Найти расписание',
     lead: 'Расписание группы или преподавателя — в вашем календаре. Все изменения приходят сами.',
     search: 'Группа или преподаватель',
-    placeholder: 'Например, 09-351 или Иванов',
+    placeholder: (group: string | undefined) =>
+      group === undefined ? 'Номер группы или фамилия преподавателя' : `Например, ${group} или Иванов`,
     find: 'Найти',
     results: 'Результаты поиска',
     groups: 'Группы',
     teachers: 'Преподаватели',
-    nothing: 'Ничего не нашлось. Проверьте написание: для группы достаточно номера, например 09-351.',
-    noGroups: 'Групп с таким названием нет.',
-    noTeachers: 'Преподавателей с такой фамилией нет.',
+    noTeacher: (query: string) => `Преподаватель «${query}» не найден. Проверьте фамилию или введите только её начало.`,
+    noGroup: (query: string, example: string | undefined) =>
+      `Группа «${query}» не найдена. Проверьте номер${example === undefined ? '' : `: например, ${example}`}.`,
     more: (shown: number, total: number) => `Показаны ${shown} из ${total}. Уточните запрос, чтобы найти остальные.`,
     tooShort: (min: number) => `Введите хотя бы ${min} символа: номер группы или фамилию преподавателя.`,
     tooLong: (max: number) => `Запрос слишком длинный: не больше ${max} символов.`,
@@ -29,8 +31,11 @@ const words = messages({
       `Слишком много поисков преподавателей подряд. Попробуйте через ${seconds} с. Группы найдены как обычно.`,
     personal: 'Личное расписание',
     personalLead:
-      'Войдите с токеном из информационной системы университета — и получите своё расписание со всеми подгруппами и расписание своей группы.',
+      'Войдите с токеном университета — и получите своё расписание (занятия вашей подгруппы, без занятий других подгрупп) и расписание своей группы.',
     credential: 'Токен университета',
+    tokenWhere:
+      'Токен выдаёт информационная система университета — та, куда вы входите со своим студенческим логином: найдите его там, в личном кабинете, и скопируйте целиком.',
+    tokenHelpLink: 'Где найти токен',
     credentialHelp:
       'Мы проверим токен в университете и сохраним его только в зашифрованном виде, чтобы обновлять ваше расписание. Никому его не показываем.',
     signIn: 'Войти',
@@ -52,14 +57,15 @@ const words = messages({
     title: 'Find a timetable',
     lead: "A group's or a teacher's timetable in your calendar. Every change arrives by itself.",
     search: 'Group or teacher',
-    placeholder: 'For example 09-351 or Ivanov',
+    placeholder: (group: string | undefined) =>
+      group === undefined ? "A group's number or a teacher's surname" : `For example ${group} or Ivanov`,
     find: 'Find',
     results: 'Search results',
     groups: 'Groups',
     teachers: 'Teachers',
-    nothing: "Nothing found. Check the spelling: a group's number is enough, for example 09-351.",
-    noGroups: 'No group has that name.',
-    noTeachers: 'No teacher has that name.',
+    noTeacher: (query: string) => `No teacher “${query}” found. Check the surname, or type only its beginning.`,
+    noGroup: (query: string, example: string | undefined) =>
+      `No group “${query}” found. Check the number${example === undefined ? '' : `, for example ${example}`}.`,
     more: (shown: number, total: number) => `Showing ${shown} of ${total}. Refine the search to find the others.`,
     tooShort: (min: number) => `Type at least ${min} characters: a group's number or a teacher's surname.`,
     tooLong: (max: number) => `The search is too long: at most ${max} characters.`,
@@ -68,8 +74,11 @@ const words = messages({
       `Too many teacher searches in a row. Try again in ${seconds} s. Groups are found as usual.`,
     personal: 'Your personal timetable',
     personalLead:
-      "Sign in with your token from the university's information system to get your own timetable, subgroups and all, and your group's.",
+      'Sign in with your university token to get your own timetable (the classes of your subgroup, not the other subgroups’) and your group’s.',
     credential: 'University token',
+    tokenWhere:
+      "The token comes from the university's information system, the one you sign in to with your student login: find it there, in your personal account, and copy all of it.",
+    tokenHelpLink: 'Where to find the token',
     credentialHelp:
       'We check the token with the university and store it only encrypted, to keep your timetable up to date. We never show it to anyone.',
     signIn: 'Sign in',
@@ -95,7 +104,7 @@ export interface GroupResult {
   name: string;
 }
 
-/** A teacher found by the university's search. */
+/** A teacher found by the teacher search. */
 export interface TeacherResult {
   id: number;
   /** Surname, first name, patronymic. */
@@ -110,6 +119,8 @@ export type SearchOutcome =
   | { kind: 'too-long'; max: number }
   | {
       kind: 'results';
+      /** What the text looks like: a group's number (it has digits) or a person's name; a miss says so. */
+      looksLike: 'group' | 'name';
       groups: GroupResult[];
       /** How many groups matched in all (more than shown: the page asks to refine). */
       groupTotal: number;
@@ -132,6 +143,10 @@ export interface HomeView {
   url: string;
   /** The search text as typed (shown back in the box). */
   query?: string | undefined;
+  /** A group of this deployment's directory, the example in the box and the hints (none: a neutral hint). */
+  exampleGroup?: string | undefined;
+  /** UNIVERSITY_TOKEN_HELP_URL: where the university shows a student their token. */
+  tokenHelpUrl?: string | undefined;
   search?: SearchOutcome | undefined;
   signIn: {
     /** False without a SECRET_KEY: the form is replaced by a note. */
@@ -154,15 +169,15 @@ export function homePage(view: HomeView): string {
 <p class="muted">${w.lead}</p>
 <form class="search" method="get" action="/" role="search">
 <label for="q" class="visually-hidden">${w.search}</label>
-<input type="search" id="q" name="q" value="${view.query ?? ''}" placeholder="${w.placeholder}" autocomplete="off" maxlength="64"!${view.search ? html` aria-describedby="search-results"` : ''}>
+<input type="search" id="q" name="q" value="${view.query ?? ''}" placeholder="${w.placeholder(view.exampleGroup)}" autocomplete="off" maxlength="64"!${view.search ? html` aria-describedby="search-results"` : ''}>
 <button type="submit">${w.find}</button>
 </form>
-!${view.search ? searchSection(view.lang, view.search) : ''}
-!${signInSection(view.lang, view.signIn)}`,
+!${view.search ? searchSection(view.lang, view.search, view.query ?? '', view.exampleGroup) : ''}
+!${signInSection(view.lang, view.signIn, view.tokenHelpUrl)}`,
   });
 }
 
-function searchSection(lang: Lang, search: SearchOutcome): Html {
+function searchSection(lang: Lang, search: SearchOutcome, query: string, exampleGroup: string | undefined): Html {
   const w = words(lang);
   if (search.kind === 'too-short')
     return html`<p id="search-results" class="notice" role="status">${w.tooShort(search.min)}</p>`;
@@ -175,19 +190,21 @@ function searchSection(lang: Lang, search: SearchOutcome): Html {
       : teacherNote.kind === 'limited'
         ? w.teachersLimited(teacherNote.seconds)
         : w.teachersUnavailable;
+  // A list is shown when it found someone; when neither did, one line says so in the terms of what was typed.
+  const shown = query.trim().replace(/\s+/g, ' ');
   const nothing = groups.length === 0 && (teachers ?? []).length === 0 && noteText === undefined;
+  const miss = search.looksLike === 'group' ? w.noGroup(shown, exampleGroup) : w.noTeacher(shown);
   return html`<section id="search-results" aria-labelledby="results-title">
 <h2 id="results-title" class="visually-hidden">${w.results}</h2>
-!${nothing ? html`<p class="notice" role="status">${w.nothing}</p>` : ''}
+!${nothing ? html`<p class="notice" role="status" data-search-miss="${search.looksLike}">${miss}</p>` : ''}
 !${noteText === undefined ? '' : html`<p class="notice" role="status">${noteText}</p>`}
-!${nothing ? '' : groupList(lang, groups, search.groupTotal)}
-!${nothing || teachers === undefined ? '' : teacherList(lang, teachers)}
+!${groups.length === 0 ? '' : groupList(lang, groups, search.groupTotal)}
+!${teachers === undefined || teachers.length === 0 ? '' : teacherList(lang, teachers)}
 </section>`;
 }
 
 function groupList(lang: Lang, groups: readonly GroupResult[], total: number): Html {
   const w = words(lang);
-  if (groups.length === 0) return html`<h2>${w.groups}</h2><p class="muted">${w.noGroups}</p>`;
   return html`<h2>${w.groups}</h2>
 <ul class="results" aria-label="${w.groups}">
 !${groups.map((group) => html`<li><a href="/timetables/groups/${group.id}">${group.name}</a></li>`)}
@@ -197,7 +214,6 @@ function groupList(lang: Lang, groups: readonly GroupResult[], total: number): H
 
 function teacherList(lang: Lang, teachers: readonly TeacherResult[]): Html {
   const w = words(lang);
-  if (teachers.length === 0) return html`<h2>${w.teachers}</h2><p class="muted">${w.noTeachers}</p>`;
   return html`<h2>${w.teachers}</h2>
 <ul class="results" aria-label="${w.teachers}">
 !${teachers.map(
@@ -209,7 +225,7 @@ function teacherList(lang: Lang, teachers: readonly TeacherResult[]): Html {
 </ul>`;
 }
 
-function signInSection(lang: Lang, signIn: HomeView['signIn']): Html {
+function signInSection(lang: Lang, signIn: HomeView['signIn'], tokenHelpUrl: string | undefined): Html {
   const w = words(lang);
   const body = !signIn.available
     ? html`<p class="notice">${w.personalOff}</p>`
@@ -217,7 +233,10 @@ function signInSection(lang: Lang, signIn: HomeView['signIn']): Html {
 <form method="post" action="/timetables/personal" class="sign-in">
 <div class="field">
 <label for="credential">${w.credential}</label>
-<input type="password" id="credential" name="credential" required maxlength="4096" autocomplete="off" spellcheck="false" aria-describedby="credential-help!${signIn.error ? ' credential-error' : ''}"!${signIn.error ? html` aria-invalid="true" autofocus` : ''}>
+<input type="password" id="credential" name="credential" required maxlength="4096" autocomplete="off" spellcheck="false" aria-describedby="credential-where credential-help!${signIn.error ? ' credential-error' : ''}"!${signIn.error ? html` aria-invalid="true" autofocus` : ''}>
+<p id="credential-where">${w.tokenWhere}!${
+        tokenHelpUrl === undefined ? '' : html` <a href="${tokenHelpUrl}" rel="noopener">${w.tokenHelpLink}</a>`
+      }</p>
 <p id="credential-help" class="muted">${w.credentialHelp}</p>
 </div>
 !${signIn.error ? errorText(lang, signIn.error) : ''}

@@ -94,3 +94,19 @@ describe('cleanGroupName', () => {
     expect(cleanGroupName('<img src=x onerror=alert(1)>')).toBe('<img src=x onerror=alert(1)>');
   });
 });
+
+describe('GroupIndex.example', () => {
+  it('names a group of the directory, a numbered one when there is any, and none when it is empty', () => {
+    const example = index.example();
+    expect(index.search(example ?? '').groups.map((group) => group.name)).toContain(example);
+    expect(example).toMatch(/\d/);
+    expect(new GroupIndex([{ id: 1, name: 'Аспиранты' }]).example()).toBe('Аспиранты');
+    expect(
+      new GroupIndex([
+        { id: 1, name: 'Аспиранты' },
+        { id: 2, name: '01-101' },
+      ]).example(),
+    ).toBe('01-101');
+    expect(new GroupIndex([]).example()).toBeUndefined();
+  });
+});

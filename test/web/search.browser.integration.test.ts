@@ -5,7 +5,9 @@
  */
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { enqueueRefresh } from '../../src/jobs/queues.ts';
 import { importSimulatorGroups } from '../../src/runtime/demo.ts';
+import { waitForJob } from '../jobs/helpers.ts';
 import { launchBrowser, WebStack, watchPageErrors } from '../support/browser.ts';
 import { simControl } from '../upstream/sim-control.ts';
 
@@ -70,6 +72,50 @@ describe('the search on /', () => {
     expect(await link.textContent()).toContain(fullName);
     await link.click();
     await page.waitForURL(`${stack.url}/timetables/employees/${teacher.id}`);
+    expect(errors).toEqual([]);
+  });
+
+  it('finds a teacher whose surname has ё typed with е, and with initials, once a timetable named them', async () => {
+    const { page, errors } = await openPage();
+    const sim = simControl(stack.simulator.url);
+    // The last such teacher: the first one is the other tests' (the university's search found them already).
+    const teacher = (await sim.employees()).filter((employee) => employee.lastName.includes('ё')).at(-1);
+    if (!teacher) throw new Error('the simulator has no teacher with ё in the surname');
+    const plain = teacher.lastName.replace(/ё/g, 'е');
+    expect(await stack.ctx.teachers.find(plain, 50)).toEqual([]);
+    const job = await enqueueRefresh(stack.ctx.queues, stack.ctx.config, `employee:${teacher.id}`, {
+      reason: 'resync',
+      now: Date.now(),
+    });
+    expect((await waitForJob(stack.ctx, job)).state).toBe('completed');
+    const asked = (await sim.stats()).byEndpoint.employeeSearch;
+    const fullName = `${teacher.lastName} ${teacher.firstName} ${teacher.middleName}`;
+    for (const text of [plain, `${plain} ${teacher.firstName[0]}.${teacher.middleName[0]}.`]) {
+      await search(page, text);
+      const link = page
+        .getByRole('list', { name: 'Преподаватели' })
+        .locator(`a[href="/timetables/employees/${teacher.id}"]`);
+      expect(await link.textContent(), text).toContain(fullName);
+      expect(await page.getByLabel('Группа или преподаватель').inputValue()).toBe(text);
+    }
+    // The service's own directory answered: the university's search was not asked.
+    expect((await sim.stats()).byEndpoint.employeeSearch).toBe(asked);
+    expect(errors).toEqual([]);
+  });
+
+  it('says a teacher was not found for a name, and a group for a number, keeping the text typed', async () => {
+    const { page, errors } = await openPage();
+    await search(page, 'Щукарь');
+    const nameMiss = (await page.locator('#search-results').textContent()) ?? '';
+    expect(nameMiss).toContain('Преподаватель «Щукарь» не найден. Проверьте фамилию или введите только её начало.');
+    expect(nameMiss).not.toMatch(/групп|номер/i);
+    expect(await page.getByLabel('Группа или преподаватель').inputValue()).toBe('Щукарь');
+
+    await search(page, '99-999');
+    const groupMiss = (await page.locator('#search-results').textContent()) ?? '';
+    expect(groupMiss).toContain('Группа «99-999» не найдена.');
+    expect(groupMiss).not.toContain('Преподаватель');
+    expect(await page.getByLabel('Группа или преподаватель').inputValue()).toBe('99-999');
     expect(errors).toEqual([]);
   });
 
