@@ -18,14 +18,16 @@ export function errorLang(request: FastifyRequest): Lang {
 }
 
 /**
- * Answers `error` as JSON, worded for `request`, with `extra` fields after `error` and `code` (the two answers
- * docs/errors.md names); the answer varies with the headers that choose the language.
+ * Answers `error` as JSON, worded for `request` (or in `lang`, a page's own endpoint answering in the page's
+ * language), with `extra` fields after `error` and `code` (the two answers docs/errors.md names); the answer
+ * varies with the headers that choose the language.
  */
 export function sendError(
   request: FastifyRequest,
   reply: FastifyReply,
   error: HttpError,
   extra: Readonly<Record<string, unknown>> = {},
+  lang: Lang = errorLang(request),
 ): FastifyReply {
   const vary = reply.getHeader('vary');
   const varied = typeof vary === 'string' && vary !== '' ? `${vary}, ${LANGUAGE_HEADERS}` : LANGUAGE_HEADERS;
@@ -34,7 +36,7 @@ export function sendError(
     .headers(error.headers)
     .header('vary', typeof vary === 'string' && vary.includes('Accept-Language') ? vary : varied)
     .type('application/json; charset=utf-8')
-    .send({ ...errorBody(error, errorLang(request)), ...extra });
+    .send({ ...errorBody(error, lang), ...extra });
 }
 
 const LANGUAGE_HEADERS = 'Accept-Language, Cookie';

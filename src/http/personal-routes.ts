@@ -6,13 +6,12 @@
  * one tab's stale rotation does not clear the cookie another tab's rotation just set).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { VariantRefusedError } from '../serving/errors.ts';
-import { checkOptionsFit } from '../serving/variant-render.ts';
+import type { OptionRefusedError } from '../serving/errors.ts';
+import { optionsMisfits } from '../serving/variant-render.ts';
 import type { SnapshotStore } from '../store/snapshot-store.ts';
 import { deleteSubscription, rotateFeedToken, saveFeedOptions } from '../subscriptions/personal.ts';
 import type { SubscriberOptions } from '../timetable/types.ts';
 import { optionsRefusedPage, PERSONAL_ACTIONS, type PersonalDone } from '../web/personal-manage.ts';
-import { HttpError } from './errors.ts';
 import { acceptForms, type FormFields, formOf } from './form-body.ts';
 import { type PageDeps, requestLang, requireSameOrigin, sendPage } from './pages.ts';
 import {
@@ -22,7 +21,7 @@ import {
   readPersonalSession,
   setPersonalSession,
 } from './personal-session.ts';
-import { filledOptionFields, parseSubscriberQuery } from './subscriber-query.ts';
+import { filledOptionFields, readSubscriberOptions } from './subscriber-query.ts';
 
 const PERSONAL_PAGE = '/timetables/personal';
 
@@ -41,21 +40,20 @@ export async function registerPersonalRoutes(app: FastifyInstance, ctx: Personal
       const session = await signedIn(ctx, request, reply);
       if (session === undefined) return reply;
       const form = formOf(request.body);
-      let options: SubscriberOptions;
-      try {
-        options = form.action === 'clear' ? {} : await validOptions(ctx, session, form);
-      } catch (error) {
-        const refused =
-          (error instanceof HttpError && error.statusCode === 400) || error instanceof VariantRefusedError;
-        if (!refused) throw error;
+      const chosen = form.action === 'clear' ? { options: {}, refused: [] } : await validOptions(ctx, session, form);
+      if (chosen.refused.length > 0) {
+        // The way back keeps what was typed: the page's form shows it again, each reason beside its field.
         const lang = requestLang(ctx, request, reply);
-        return sendPage(reply, optionsRefusedPage({ lang, url: PERSONAL_PAGE, reason: error.message }), {
-          status: 400,
-        });
+        const typed = new URLSearchParams();
+        for (const [name, value] of Object.entries(filledOptionFields(form)))
+          for (const item of typeof value === 'string' ? [value] : value) typed.append(name, item);
+        const reasons = chosen.refused.map((error) => error.fieldWords[lang]);
+        const back = `${PERSONAL_PAGE}?${typed}#options`;
+        return sendPage(reply, optionsRefusedPage({ lang, url: PERSONAL_PAGE, reasons, back }), { status: 400 });
       }
-      const saved = await saveFeedOptions(ctx, session.subscription, options, request.log);
+      const saved = await saveFeedOptions(ctx, session.subscription, chosen.options, request.log);
       if (!saved) return forgetAndLeave(ctx, reply);
-      return back(reply, Object.keys(options).length === 0 ? 'options-cleared' : 'options');
+      return back(reply, Object.keys(chosen.options).length === 0 ? 'options-cleared' : 'options', '#options');
     });
 
     scope.post(PERSONAL_ACTIONS.rotate, async (request, reply) => {
@@ -101,15 +99,18 @@ async function signedIn(
   return session;
 }
 
-/** The form's options, checked as a feed URL's are and against what the timetable has; a 400 otherwise. */
+/**
+ * The form's options, checked as a feed URL's are and against what the timetable has, with a refusal for
+ * each bad field (then none is saved).
+ */
 async function validOptions(
   ctx: Pick<PersonalRouteDeps, 'snapshots'>,
   session: PersonalSession,
   form: FormFields,
-): Promise<SubscriberOptions> {
-  const { options } = parseSubscriberQuery(filledOptionFields(form));
-  checkOptionsFit(await ctx.snapshots.optionValues(session.subscription.source), options);
-  return options;
+): Promise<{ options: SubscriberOptions; refused: OptionRefusedError[] }> {
+  const read = readSubscriberOptions(filledOptionFields(form));
+  const values = await ctx.snapshots.optionValues(session.subscription.source);
+  return { options: read.options, refused: [...read.refused, ...optionsMisfits(values, read.options)] };
 }
 
 function back(reply: FastifyReply, done: PersonalDone, fragment = ''): FastifyReply {

@@ -1,9 +1,21 @@
-/** Subscriber options of a feed URL (`?subgroup=1&exclude=лекция&alarm=15&title=…`), validated (pure). */
+/**
+ * Subscriber options of a feed URL or a page's form (`?subgroup=1&exclude=лекция&alarm=15&title=…`), validated
+ * (pure). Each refusal is an {@link OptionRefusedError} naming its field, worded for a feed URL's answer and
+ * for the form beside that field.
+ */
+import type { Words } from '../lib/words.ts';
+import { pluralRu } from '../lib/words.ts';
+import { type OptionField, OptionRefusedError } from '../serving/errors.ts';
 import { type ParsedSubscriberQuery, subscriberQueryOf } from '../serving/variant-query.ts';
-import { placeholdersOf, TITLE_PLACEHOLDERS } from '../timetable/event-text.ts';
+import {
+  canonicalTitleTemplate,
+  DEFAULT_TITLE_TEMPLATE,
+  placeholderNamed,
+  placeholdersOf,
+  RUSSIAN_PLACEHOLDERS,
+  TITLE_PLACEHOLDERS,
+} from '../timetable/event-text.ts';
 import type { SubscriberOptions } from '../timetable/types.ts';
-import { pluralRu } from '../web/i18n.ts';
-import { HttpError } from './errors.ts';
 
 /** Longest title template accepted. */
 export const MAX_TITLE_LENGTH = 200;
@@ -15,32 +27,65 @@ const MAX_SUBGROUP = 99;
 const MAX_EXCLUDED_KINDS = 20;
 const MAX_KIND_LENGTH = 64;
 const PLACEHOLDER_LIST = TITLE_PLACEHOLDERS.map((name) => `{${name}}`).join(', ');
+const RUSSIAN_LIST = TITLE_PLACEHOLDERS.map((name) => `{${RUSSIAN_PLACEHOLDERS[name]}}`).join(', ');
 
 type QueryValue = string | string[] | undefined;
 
 /**
  * Reads the subscriber options out of a parsed query string. Unknown parameters are ignored (calendar apps
- * append their own); a bad value of a known one is a 400 naming the parameter.
+ * append their own); a bad value of a known one is an {@link OptionRefusedError} (400) naming the parameter.
+ * A title's Russian placeholders are stored by their English names, so both spellings make one feed.
  */
 export function parseSubscriberQuery(query: Readonly<Record<string, QueryValue>>): ParsedSubscriberQuery {
-  const options: SubscriberOptions = {};
-  const subgroup = single(query, 'subgroup');
-  if (subgroup !== undefined) options.subgroup = integerIn('subgroup', subgroup, 1, MAX_SUBGROUP);
-  const alarm = single(query, 'alarm');
-  if (alarm !== undefined) options.alarmMinutes = integerIn('alarm', alarm, 0, MAX_ALARM_MINUTES);
-  const title = single(query, 'title');
-  if (title !== undefined) options.titleTemplate = titleTemplate(title);
-  const kinds = excludedKinds(query.exclude);
-  if (kinds.length > 0) options.excludeKinds = kinds;
+  const { options, refused } = readSubscriberOptions(query);
+  if (refused[0] !== undefined) throw refused[0];
   return subscriberQueryOf(options);
 }
 
+/**
+ * The options of a query that are valid, and a refusal for each that is not (subgroup, alarm, title, exclude:
+ * the order {@link parseSubscriberQuery} reports them in), so that a form can mark every bad field at once.
+ */
+export function readSubscriberOptions(query: Readonly<Record<string, QueryValue>>): {
+  options: SubscriberOptions;
+  refused: OptionRefusedError[];
+} {
+  const options: SubscriberOptions = {};
+  const refused: OptionRefusedError[] = [];
+  const read = (read: () => void) => {
+    try {
+      read();
+    } catch (error) {
+      if (!(error instanceof OptionRefusedError)) throw error;
+      refused.push(error);
+    }
+  };
+  read(() => {
+    const subgroup = single(query, 'subgroup');
+    if (subgroup !== undefined) options.subgroup = integerIn('subgroup', subgroup, 1, MAX_SUBGROUP);
+  });
+  read(() => {
+    const alarm = single(query, 'alarm');
+    if (alarm !== undefined) options.alarmMinutes = integerIn('alarm', alarm, 0, MAX_ALARM_MINUTES);
+  });
+  read(() => {
+    const title = single(query, 'title');
+    if (title !== undefined) options.titleTemplate = titleTemplate(title);
+  });
+  read(() => {
+    const kinds = excludedKinds(query.exclude);
+    if (kinds.length > 0) options.excludeKinds = kinds;
+  });
+  return { options, refused };
+}
+
 /** The names of the subscriber options in a query or form. */
-const OPTION_FIELDS = ['subgroup', 'exclude', 'alarm', 'title'] as const;
+const OPTION_FIELDS = ['subgroup', 'exclude', 'alarm', 'title'] as const satisfies readonly OptionField[];
 
 /**
  * The option fields of a page query or form post that hold something: an empty field (a form sent without
- * script posts every field) is no option, and a repeated field keeps only its filled values.
+ * script posts every field) is no option, a repeated field keeps only its filled values, and a title that is
+ * the default one (by its English or Russian names) is none either.
  */
 export function filledOptionFields(fields: Readonly<Record<string, QueryValue>>): Record<string, string | string[]> {
   const filled: Record<string, string | string[]> = {};
@@ -51,63 +96,122 @@ export function filledOptionFields(fields: Readonly<Record<string, QueryValue>>)
     );
     if (kept.length > 0) filled[name] = kept.length === 1 ? (kept[0] as string) : kept;
   }
+  if (typeof filled.title === 'string' && canonicalTitleTemplate(filled.title) === DEFAULT_TITLE_TEMPLATE)
+    delete filled.title;
   return filled;
 }
 
-function single(query: Readonly<Record<string, QueryValue>>, name: string): string | undefined {
+/** A refusal of `field`'s value: `words` follow "query parameter <field>" in a feed's answer, `fieldWords` stand alone. */
+function refuse(field: OptionField, words: Words, fieldWords: Words): OptionRefusedError {
+  return new OptionRefusedError(field, words, fieldWords);
+}
+
+function single(query: Readonly<Record<string, QueryValue>>, name: OptionField): string | undefined {
   const value = query[name];
   if (Array.isArray(value)) {
     if (value.length > 1)
-      throw new HttpError('INVALID_QUERY', {
-        en: `query parameter ${name} is given ${value.length} times; give it once`,
-        ru: `параметр запроса ${name} указан ${value.length} ${pluralRu(value.length, ['раз', 'раза', 'раз'])}; укажите его один раз`,
-      });
+      throw refuse(
+        name,
+        {
+          en: `query parameter ${name} is given ${value.length} times; give it once`,
+          ru: `параметр запроса ${name} указан ${value.length} ${pluralRu(value.length, ['раз', 'раза', 'раз'])}; укажите его один раз`,
+        },
+        {
+          en: `Given ${value.length} times: give one value.`,
+          ru: `Указано ${value.length} ${pluralRu(value.length, ['значение', 'значения', 'значений'])}: оставьте одно.`,
+        },
+      );
     return value[0];
   }
   return value;
 }
 
-function integerIn(name: string, text: string, min: number, max: number): number {
+function integerIn(name: 'subgroup' | 'alarm', text: string, min: number, max: number): number {
   if (!/^\d{1,6}$/.test(text) || Number(text) < min || Number(text) > max) {
-    throw new HttpError('INVALID_QUERY', {
-      en: `query parameter ${name} must be a whole number from ${min} to ${max}, got ${quote(text)}`,
-      ru: `параметр запроса ${name} должен быть целым числом от ${min} до ${max}, получено ${quote(text)}`,
-    });
+    throw refuse(
+      name,
+      {
+        en: `query parameter ${name} must be a whole number from ${min} to ${max}, got ${quote(text)}`,
+        ru: `параметр запроса ${name} должен быть целым числом от ${min} до ${max}, получено ${quote(text)}`,
+      },
+      name === 'subgroup'
+        ? {
+            en: `A subgroup is a number from ${min} to ${max}, not ${quote(text)}: choose one from the list.`,
+            ru: `Подгруппа — номер от ${min} до ${max}, а не ${guillemets(text)}: выберите её из списка.`,
+          }
+        : {
+            en: `A reminder is a number of minutes from ${min} to ${max} (a week), not ${quote(text)}: choose one from the list.`,
+            ru: `Напоминание — число минут от ${min} до ${max} (неделя), а не ${guillemets(text)}: выберите его из списка.`,
+          },
+    );
   }
   return Number(text);
 }
 
+/** A title template as given, checked, with its Russian placeholders named in English. */
 function titleTemplate(text: string): string {
   if (text.trim() === '')
-    throw new HttpError('INVALID_QUERY', {
-      en: 'query parameter title must not be empty',
-      ru: 'параметр запроса title не должен быть пустым',
-    });
+    throw refuse(
+      'title',
+      { en: 'query parameter title must not be empty', ru: 'параметр запроса title не должен быть пустым' },
+      {
+        en: 'The title is empty: write a template, for example {subject} ({kind}).',
+        ru: 'Название пустое: впишите шаблон, например {предмет} ({вид}).',
+      },
+    );
   if (text.length > MAX_TITLE_LENGTH)
-    throw new HttpError('INVALID_QUERY', {
-      en: `query parameter title must be at most ${MAX_TITLE_LENGTH} characters, got ${text.length}`,
-      ru: `параметр запроса title должен быть не длиннее ${MAX_TITLE_LENGTH} символов, получено ${text.length}`,
-    });
+    throw refuse(
+      'title',
+      {
+        en: `query parameter title must be at most ${MAX_TITLE_LENGTH} characters, got ${text.length}`,
+        ru: `параметр запроса title должен быть не длиннее ${MAX_TITLE_LENGTH} символов, получено ${text.length}`,
+      },
+      {
+        en: `The title is ${text.length} characters long; shorten it to ${MAX_TITLE_LENGTH} at most.`,
+        ru: `В названии ${text.length} ${pluralRu(text.length, ['символ', 'символа', 'символов'])}; сократите его до ${MAX_TITLE_LENGTH}.`,
+      },
+    );
   // Line breaks would be folded into the SUMMARY; a title is one line.
   // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what is refused here.
   if (/[\u0000-\u001f\u007f]/.test(text))
-    throw new HttpError('INVALID_QUERY', {
-      en: 'query parameter title must not contain control characters',
-      ru: 'параметр запроса title не должен содержать управляющих символов',
-    });
+    throw refuse(
+      'title',
+      {
+        en: 'query parameter title must not contain control characters',
+        ru: 'параметр запроса title не должен содержать управляющих символов',
+      },
+      {
+        en: 'The title holds a line break or another control character: keep it to one line.',
+        ru: 'В названии есть перевод строки или другой управляющий символ: оставьте его одной строкой.',
+      },
+    );
   const used = placeholdersOf(text);
-  const unknown = used.find((name) => !(TITLE_PLACEHOLDERS as readonly string[]).includes(name));
+  const unknown = used.find((name) => placeholderNamed(name) === undefined);
   if (unknown !== undefined)
-    throw new HttpError('INVALID_QUERY', {
-      en: `query parameter title: unknown placeholder ${quote(`{${unknown}}`)}; the placeholders are ${PLACEHOLDER_LIST}`,
-      ru: `параметр запроса title: неизвестная подстановка ${quote(`{${unknown}}`)}; подстановки: ${PLACEHOLDER_LIST}`,
-    });
+    throw refuse(
+      'title',
+      {
+        en: `query parameter title: unknown placeholder ${quote(`{${unknown}}`)}; the placeholders are ${PLACEHOLDER_LIST}`,
+        ru: `параметр запроса title: неизвестная подстановка ${quote(`{${unknown}}`)}; подстановки: ${RUSSIAN_LIST} (или ${PLACEHOLDER_LIST})`,
+      },
+      {
+        en: `Unknown placeholder ${clipped(`{${unknown}}`)}. You can use: ${TITLE_PLACEHOLDERS.map((name) => `{${name}}`).join(' ')}.`,
+        ru: `Неизвестная подстановка ${clipped(`{${unknown}}`)}. Можно использовать: ${TITLE_PLACEHOLDERS.map((name) => `{${RUSSIAN_PLACEHOLDERS[name]}}`).join(' ')}.`,
+      },
+    );
   if (used.length > MAX_TITLE_PLACEHOLDERS)
-    throw new HttpError('INVALID_QUERY', {
-      en: `query parameter title uses ${used.length} placeholders; at most ${MAX_TITLE_PLACEHOLDERS} are allowed`,
-      ru: `параметр запроса title использует подстановок: ${used.length}; можно не больше ${MAX_TITLE_PLACEHOLDERS}`,
-    });
-  return text;
+    throw refuse(
+      'title',
+      {
+        en: `query parameter title uses ${used.length} placeholders; at most ${MAX_TITLE_PLACEHOLDERS} are allowed`,
+        ru: `параметр запроса title использует подстановок: ${used.length}; можно не больше ${MAX_TITLE_PLACEHOLDERS}`,
+      },
+      {
+        en: `The title uses ${used.length} placeholders; at most ${MAX_TITLE_PLACEHOLDERS} are allowed: leave out the repeated ones.`,
+        ru: `В названии ${used.length} ${pluralRu(used.length, ['подстановка', 'подстановки', 'подстановок'])}, можно не больше ${MAX_TITLE_PLACEHOLDERS}: уберите повторы.`,
+      },
+    );
+  return canonicalTitleTemplate(text);
 }
 
 /** `exclude=лекция,практика` and `exclude=лекция&exclude=практика` alike; lower-cased, sorted, deduplicated. */
@@ -117,18 +221,41 @@ function excludedKinds(value: QueryValue): string[] {
   const kinds = [...new Set(parts.map((part) => part.trim().toLowerCase()).filter((part) => part !== ''))].sort();
   const tooLong = kinds.find((kind) => kind.length > MAX_KIND_LENGTH);
   if (tooLong !== undefined)
-    throw new HttpError('INVALID_QUERY', {
-      en: `query parameter exclude: a kind must be at most ${MAX_KIND_LENGTH} characters, got ${quote(tooLong)}`,
-      ru: `параметр запроса exclude: вид занятий должен быть не длиннее ${MAX_KIND_LENGTH} символов, получено ${quote(tooLong)}`,
-    });
+    throw refuse(
+      'exclude',
+      {
+        en: `query parameter exclude: a kind must be at most ${MAX_KIND_LENGTH} characters, got ${quote(tooLong)}`,
+        ru: `параметр запроса exclude: вид занятий должен быть не длиннее ${MAX_KIND_LENGTH} символов, получено ${quote(tooLong)}`,
+      },
+      {
+        en: `${quote(tooLong)} is no kind of class (a kind is at most ${MAX_KIND_LENGTH} characters): tick the kinds in the list.`,
+        ru: `${guillemets(tooLong)} — не вид занятий (вид не длиннее ${MAX_KIND_LENGTH} символов): отметьте виды из списка.`,
+      },
+    );
   if (kinds.length > MAX_EXCLUDED_KINDS)
-    throw new HttpError('INVALID_QUERY', {
-      en: `query parameter exclude lists ${kinds.length} kinds; at most ${MAX_EXCLUDED_KINDS} are allowed`,
-      ru: `параметр запроса exclude перечисляет видов занятий: ${kinds.length}; можно не больше ${MAX_EXCLUDED_KINDS}`,
-    });
+    throw refuse(
+      'exclude',
+      {
+        en: `query parameter exclude lists ${kinds.length} kinds; at most ${MAX_EXCLUDED_KINDS} are allowed`,
+        ru: `параметр запроса exclude перечисляет видов занятий: ${kinds.length}; можно не больше ${MAX_EXCLUDED_KINDS}`,
+      },
+      {
+        en: `${kinds.length} kinds are listed; at most ${MAX_EXCLUDED_KINDS} can be hidden.`,
+        ru: `Отмечено видов занятий: ${kinds.length}; скрыть можно не больше ${MAX_EXCLUDED_KINDS}.`,
+      },
+    );
   return kinds;
 }
 
 function quote(text: string): string {
-  return JSON.stringify(text.length > 40 ? `${text.slice(0, 37)}...` : text);
+  return JSON.stringify(clipped(text));
+}
+
+/** `text` in Russian quotation marks, cut as {@link quote} cuts it. */
+function guillemets(text: string): string {
+  return `«${clipped(text)}»`;
+}
+
+function clipped(text: string): string {
+  return text.length > 40 ? `${text.slice(0, 37)}...` : text;
 }

@@ -17,9 +17,9 @@ import { enqueueRefresh, type Queues } from '../jobs/queues.ts';
 import { RateLimitedError } from '../lib/errors.ts';
 import { retryAfterSeconds } from '../lib/retry-after.ts';
 import type { Logger } from '../logger.ts';
-import { FeedUnavailableError, UnknownTimetableError, VariantRefusedError } from '../serving/errors.ts';
+import { FeedUnavailableError, type OptionRefusedError, UnknownTimetableError } from '../serving/errors.ts';
 import { type FeedProvider, RETRY_AFTER_SECONDS } from '../serving/feed-provider.ts';
-import { checkOptionsFit, mergeOptionValues } from '../serving/variant-render.ts';
+import { mergeOptionValues, optionsMisfits } from '../serving/variant-render.ts';
 import { unlistedCounts } from '../store/change-bounds.ts';
 import type { SourceRegistry } from '../store/registry.ts';
 import type { Snapshot, SnapshotStore } from '../store/snapshot-store.ts';
@@ -27,7 +27,7 @@ import type { Subscription } from '../store/subscription-store.ts';
 import type { TargetStore } from '../store/target-store.ts';
 import { studyPlanView } from '../subscriptions/study-plan-view.ts';
 import { InvalidSourceError } from '../timetable/errors.ts';
-import { DEFAULT_TITLE_TEMPLATE, type OptionValues, optionValuesOf } from '../timetable/event-text.ts';
+import { type OptionValues, optionValuesOf } from '../timetable/event-text.ts';
 import type { PublishedState } from '../timetable/publication.ts';
 import { parseSource, type SourceKey, sourceKey } from '../timetable/source.ts';
 import type { SubscriberOptions } from '../timetable/types.ts';
@@ -35,7 +35,7 @@ import { type FeedLinks, feedLinks, optionsQuery } from '../web/feed-links.ts';
 import { html } from '../web/html.ts';
 import type { Lang } from '../web/i18n.ts';
 import { alarmText } from '../web/options-form.ts';
-import { personalManageSection } from '../web/personal-manage.ts';
+import { optionsNotice, PERSONAL_ACTIONS, personalManageSection } from '../web/personal-manage.ts';
 import { planSection } from '../web/plan-section.ts';
 import { isPhone, platformOf } from '../web/platform.ts';
 import {
@@ -47,10 +47,11 @@ import {
   timetablePage,
 } from '../web/timetable-page.ts';
 import { eventPreview, timetableWeeks } from '../web/timetable-view.ts';
-import { HttpError, toHttpError } from './errors.ts';
+import { sendError } from './error-answer.ts';
+import { HttpError } from './errors.ts';
 import { requestLang, sendPage } from './pages.ts';
 import { type PersonalSessionDeps, readPersonalSession } from './personal-session.ts';
-import { filledOptionFields, parseSubscriberQuery } from './subscriber-query.ts';
+import { filledOptionFields, readSubscriberOptions } from './subscriber-query.ts';
 
 /** Change records younger than this mark their moved classes on the page. */
 const MOVES_SHOWN_MS = 14 * 24 * 3600_000;
@@ -69,11 +70,15 @@ interface Stored {
   published: PublishedState;
 }
 
-/** The options a page or preview asks for, checked against the timetable; `refused` when they were refused. */
+/**
+ * The options a page or preview asks for, checked against the timetable: none applied when one was refused
+ * (`refused` holds a refusal per bad field), and the fields as typed, which the form shows again.
+ */
 interface PageOptions {
   options: SubscriberOptions;
   values: OptionValues;
-  refused?: HttpError;
+  typed: Record<string, string | string[]>;
+  refused: OptionRefusedError[];
   /** The subscription's saved options, shown because the query asked for none: the plain feed URL serves them. */
   saved?: boolean;
 }
@@ -162,8 +167,7 @@ class TimetablePages {
       feedPath: publicFeedPath(kind, id),
       pushUrl: this.pushAvailable() ? `/google/connect?source=${source}` : undefined,
     });
-    const status = view.options?.error === undefined ? 200 : 400;
-    return sendPage(reply, timetablePage(view), { status });
+    return sendPage(reply, timetablePage(view), { status: refusedStatus(view) });
   }
 
   async personalPage(request: FastifyRequest<{ Querystring: Query }>, reply: FastifyReply): Promise<FastifyReply> {
@@ -183,6 +187,7 @@ class TimetablePages {
       feedPath: `/feeds/personal/${token}.ics`,
       pushUrl,
       saved: subscription.feedOptions,
+      save: { action: PERSONAL_ACTIONS.options, notice: optionsNotice(lang, request.query.done) },
     };
     const view = stored
       ? await this.pageView(lang, request, stored, context)
@@ -194,18 +199,9 @@ class TimetablePages {
       view.lead = html`<p class="lead">${groupWord(lang)} <a href="/timetables/groups/${String(subscription.group.id)}">${subscription.group.name}</a></p>`;
     view.extra = [
       planSection(await studyPlanView(this.ctx, subscription), lang),
-      personalManageSection({
-        lang,
-        subscription,
-        optionValues: mergeOptionValues(
-          await this.ctx.snapshots.optionValues(source),
-          optionValuesOf(snapshot?.entries ?? []),
-        ),
-        done: request.query.done,
-      }),
+      personalManageSection({ lang, subscription, done: request.query.done }),
     ].join('');
-    const status = view.options?.error === undefined ? 200 : 400;
-    return sendPage(reply, timetablePage(view), { status, cacheControl: PERSONAL_CACHE });
+    return sendPage(reply, timetablePage(view), { status: refusedStatus(view), cacheControl: PERSONAL_CACHE });
   }
 
   async publicPreview(
@@ -228,7 +224,7 @@ class TimetablePages {
     const id = source.slice(kind.length + 1);
     const feedPath = publicFeedPath(kind, id);
     reply.header('cache-control', 'private, max-age=60').header('vary', 'Accept-Language, Cookie');
-    return this.preview(requestLang(this.ctx, request, reply), request.query, stored, feedPath, reply);
+    return this.preview(requestLang(this.ctx, request, reply), request, stored, feedPath, reply);
   }
 
   async personalPreview(request: FastifyRequest<{ Querystring: Query }>, reply: FastifyReply): Promise<unknown> {
@@ -246,13 +242,28 @@ class TimetablePages {
       });
     reply.header('cache-control', PERSONAL_CACHE);
     const feedPath = `/feeds/personal/${session.token}.ics`;
-    return this.preview(requestLang(this.ctx, request, reply), request.query, stored, feedPath, reply);
+    return this.preview(requestLang(this.ctx, request, reply), request, stored, feedPath, reply);
   }
 
-  /** The preview endpoint's answer: the links, the QR code and one event, for options that fit (else 400). */
-  private async preview(lang: Lang, query: Query, stored: Stored, feedPath: string, reply: FastifyReply) {
-    const { options, refused } = await this.pageOptions(query, stored);
-    if (refused !== undefined) throw refused;
+  /**
+   * The preview endpoint's answer: the links, the QR code and one event, for options that fit. Refused ones
+   * answer 400 INVALID_QUERY in the page's language, with the first bad `field` and the reason for each of
+   * them (`fields`), which the page's script shows beside each field.
+   */
+  private async preview(
+    lang: Lang,
+    request: FastifyRequest<{ Querystring: Query }>,
+    stored: Stored,
+    feedPath: string,
+    reply: FastifyReply,
+  ) {
+    const { options, refused } = await this.pageOptions(request.query, stored);
+    const [first] = refused;
+    if (first !== undefined) {
+      const fields = Object.fromEntries(refused.map((error) => [error.field, error.fieldWords[lang]]));
+      const error = new HttpError('INVALID_QUERY', first.fieldWords);
+      return sendError(request, reply, error, { field: first.field, fields }, lang);
+    }
     const key = JSON.stringify([feedPath, stored.published.stamp, optionsQuery(options), lang]);
     let body = this.previews.get(key);
     if (body === undefined) {
@@ -288,6 +299,8 @@ class TimetablePages {
       pushUrl: string | undefined;
       /** The personal subscription's saved options, which its plain feed URL serves. */
       saved?: SubscriberOptions | undefined;
+      /** The personal page's: where the options form saves its values. */
+      save?: { action: string; notice: string } | undefined;
     },
   ): Promise<TimetablePageView> {
     const { snapshot, published, source } = stored;
@@ -320,22 +333,34 @@ class TimetablePages {
         previewPath: `${context.base}/preview`,
         values: chosen.values,
         options: chosen.options,
+        typed: chosen.typed,
+        fieldErrors: Object.fromEntries(chosen.refused.map((error) => [error.field, error.fieldWords[lang]])),
         preview: eventPreview(snapshot, published, chosen.options),
-        error: chosen.refused?.message,
         savedApplied: chosen.saved === true,
+        save: context.save,
       },
       subscribe: await this.subscribeView(request, links, context.pushUrl),
     };
   }
 
-  /** The personal page before its first fetch: the subscribe links (without options) and a loading note. */
+  /**
+   * The personal page before its first fetch: the subscribe links (without options), a loading note, and the
+   * options form to save options with (no live preview: there is no class to show yet).
+   */
   private async emptyView(
     lang: Lang,
     request: FastifyRequest,
     subscription: Subscription,
-    context: { kind: PageKind; feedPath: string; pushUrl: string | undefined },
+    context: {
+      kind: PageKind;
+      base: string;
+      feedPath: string;
+      pushUrl: string | undefined;
+      save?: { action: string; notice: string } | undefined;
+    },
   ): Promise<TimetablePageView> {
     const links: FeedLinks = feedLinks(this.ctx.config.publicUrl, context.feedPath, {});
+    const saved = subscription.feedOptions ?? {};
     return {
       lang,
       url: request.url,
@@ -343,7 +368,14 @@ class TimetablePages {
       name: subscription.name,
       timezone: this.ctx.config.timezone,
       weeks: undefined,
-      options: undefined,
+      options: {
+        action: context.base,
+        values: await this.ctx.snapshots.optionValues(subscription.source),
+        options: saved,
+        preview: undefined,
+        savedApplied: Object.keys(saved).length > 0,
+        save: context.save,
+      },
       subscribe: await this.subscribeView(request, links, context.pushUrl),
     };
   }
@@ -351,28 +383,20 @@ class TimetablePages {
   /**
    * The options of a query as the page offers them: empty fields (a form sent without script) are no option, a
    * title equal to the default is none, and the options must fit the subgroups and kinds the timetable ever
-   * had. Refused options come back as `error` with no options applied. A query with no option at all gives the
-   * `saved` ones (a personal subscription's), when there are any.
+   * had. A refused field comes back in `refused` (each bad field, not only the first) with no options applied.
+   * A query with no option at all gives the `saved` ones (a personal subscription's), when there are any.
    */
   private async pageOptions(query: Query, stored: Stored, saved?: SubscriberOptions): Promise<PageOptions> {
     const values = mergeOptionValues(
       await this.ctx.snapshots.optionValues(stored.source),
       optionValuesOf(stored.snapshot.entries),
     );
-    const given = filledOptionFields(query);
-    if (given.title === DEFAULT_TITLE_TEMPLATE) delete given.title;
-    if (Object.keys(given).length === 0 && saved !== undefined && Object.keys(saved).length > 0)
-      return { options: saved, values, saved: true };
-    try {
-      const { options } = parseSubscriberQuery(given);
-      checkOptionsFit(values, options);
-      return { options, values };
-    } catch (error) {
-      if (error instanceof HttpError && error.statusCode === 400) return { options: {}, values, refused: error };
-      const refused = error instanceof VariantRefusedError ? toHttpError(error) : undefined;
-      if (refused !== undefined) return { options: {}, values, refused };
-      throw error;
-    }
+    const typed = filledOptionFields(query);
+    if (Object.keys(typed).length === 0 && saved !== undefined && Object.keys(saved).length > 0)
+      return { options: saved, values, typed, refused: [], saved: true };
+    const read = readSubscriberOptions(typed);
+    const refused = [...read.refused, ...optionsMisfits(values, read.options)];
+    return { options: refused.length === 0 ? read.options : {}, values, typed, refused };
   }
 
   /** A stored timetable, or undefined. */
@@ -456,6 +480,13 @@ function publicSource(kind: PublicKind, id: string): SourceKey | undefined {
     if (error instanceof InvalidSourceError) return undefined;
     throw error;
   }
+}
+
+/** 400 when the page shows options it refused, else 200. */
+function refusedStatus(view: TimetablePageView): number {
+  const options = view.options;
+  if (options === undefined) return 200;
+  return options.error === undefined && Object.keys(options.fieldErrors ?? {}).length === 0 ? 200 : 400;
 }
 
 function groupWord(lang: Lang): string {

@@ -54,3 +54,23 @@ export class VariantRefusedError extends ServingError {
     this.code = code;
   }
 }
+
+/** The subscriber options, by the name of their query parameter and form field. */
+export type OptionField = 'subgroup' | 'exclude' | 'alarm' | 'title';
+
+/**
+ * One subscriber option refused (INVALID_QUERY, 400): a malformed value, or one the timetable never had.
+ * `words` name the query parameter, as the answer to a feed URL should; `fieldWords` say what is wrong with
+ * the value and what to do, as a form shows them beside its `field`.
+ */
+export class OptionRefusedError extends VariantRefusedError {
+  override name = 'OptionRefusedError';
+  readonly field: OptionField;
+  readonly fieldWords: Words;
+
+  constructor(field: OptionField, words: Words, fieldWords: Words) {
+    super('INVALID_QUERY', words);
+    this.field = field;
+    this.fieldWords = fieldWords;
+  }
+}

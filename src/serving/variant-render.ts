@@ -11,7 +11,7 @@ import type { SnapshotStore } from '../store/snapshot-store.ts';
 import { type OptionValues, optionValuesOf } from '../timetable/event-text.ts';
 import type { SourceKey } from '../timetable/source.ts';
 import type { SubscriberOptions } from '../timetable/types.ts';
-import { FeedUnavailableError, VariantRefusedError } from './errors.ts';
+import { FeedUnavailableError, OptionRefusedError, VariantRefusedError } from './errors.ts';
 import { FeedForms, type ServedFeed } from './feed-forms.ts';
 import type { ParsedSubscriberQuery } from './variant-query.ts';
 
@@ -96,31 +96,57 @@ export async function renderSubscriberVariant(
 }
 
 /**
- * Refuses ({@link VariantRefusedError}) a `subgroup` the timetable's notes never named and an `exclude` kind none of its classes ever had,
+ * Refuses ({@link OptionRefusedError}) a `subgroup` the timetable's notes never named and an `exclude` kind none of its classes ever had,
  * naming what there is: a typo would otherwise silently give a feed without the filter the subscriber asked
  * for. `values` are all the timetable ever had, not only now: a subscribed URL stays valid when a term's
  * classes give way to exams, holidays or an empty timetable, and keeps receiving the cancellations.
  */
 export function checkOptionsFit(values: OptionValues, options: SubscriberOptions): void {
+  const [first] = optionsMisfits(values, options);
+  if (first !== undefined) throw first;
+}
+
+/** Every refusal {@link checkOptionsFit} could throw, one per option (subgroup first); empty when the options fit. */
+export function optionsMisfits(values: OptionValues, options: SubscriberOptions): OptionRefusedError[] {
   const { subgroups, kinds } = values;
+  const misfits: OptionRefusedError[] = [];
   if (options.subgroup !== undefined && !subgroups.includes(options.subgroup)) {
     const list = subgroups.join(', ');
-    throw new VariantRefusedError('INVALID_QUERY', {
-      en: `query parameter subgroup: this timetable has no subgroup ${options.subgroup}; ${subgroups.length === 0 ? 'it has no subgroups' : `its subgroups are ${list}`}`,
-      ru: `параметр запроса subgroup: в этом расписании нет подгруппы ${options.subgroup}; ${subgroups.length === 0 ? 'подгрупп в нём нет' : `его подгруппы: ${list}`}`,
-    });
+    const none = subgroups.length === 0;
+    misfits.push(
+      new OptionRefusedError(
+        'subgroup',
+        {
+          en: `query parameter subgroup: this timetable has no subgroup ${options.subgroup}; ${none ? 'it has no subgroups' : `its subgroups are ${list}`}`,
+          ru: `параметр запроса subgroup: в этом расписании нет подгруппы ${options.subgroup}; ${none ? 'подгрупп в нём нет' : `его подгруппы: ${list}`}`,
+        },
+        {
+          en: `This timetable has no subgroup ${options.subgroup}. ${none ? 'It has no subgroups: choose "All subgroups".' : `Choose one of ${list}, or "All subgroups".`}`,
+          ru: `В этом расписании нет подгруппы ${options.subgroup}. ${none ? 'Подгрупп в нём нет: выберите «Все подгруппы».' : `Выберите одну из: ${list} — или «Все подгруппы».`}`,
+        },
+      ),
+    );
   }
-  if (options.excludeKinds !== undefined) {
-    const unknown = options.excludeKinds.filter((kind) => !kinds.includes(kind.toLocaleLowerCase('ru')));
-    if (unknown.length > 0) {
-      const named = unknown.map((kind) => JSON.stringify(kind)).join(', ');
-      const list = kinds.join(', ');
-      throw new VariantRefusedError('INVALID_QUERY', {
-        en: `query parameter exclude: ${named} is not a kind of class in this timetable; ${kinds.length === 0 ? 'its classes have no kinds' : `its kinds are ${list}`}`,
-        ru: `параметр запроса exclude: ${named} — не вид занятий этого расписания; ${kinds.length === 0 ? 'у его занятий нет видов' : `его виды занятий: ${list}`}`,
-      });
-    }
+  const unknown = (options.excludeKinds ?? []).filter((kind) => !kinds.includes(kind.toLocaleLowerCase('ru')));
+  if (unknown.length > 0) {
+    const named = unknown.map((kind) => JSON.stringify(kind)).join(', ');
+    const list = kinds.join(', ');
+    const none = kinds.length === 0;
+    misfits.push(
+      new OptionRefusedError(
+        'exclude',
+        {
+          en: `query parameter exclude: ${named} is not a kind of class in this timetable; ${none ? 'its classes have no kinds' : `its kinds are ${list}`}`,
+          ru: `параметр запроса exclude: ${named} — не вид занятий этого расписания; ${none ? 'у его занятий нет видов' : `его виды занятий: ${list}`}`,
+        },
+        {
+          en: `${named} ${unknown.length === 1 ? 'is not a kind' : 'are not kinds'} of class in this timetable. ${none ? 'Its classes have no kinds: tick none.' : `Its kinds are ${list}.`}`,
+          ru: `${unknown.map((kind) => `«${kind}»`).join(', ')} — ${unknown.length === 1 ? 'не вид' : 'не виды'} занятий этого расписания. ${none ? 'У его занятий нет видов: не отмечайте ничего.' : `Есть такие: ${list}.`}`,
+        },
+      ),
+    );
   }
+  return misfits;
 }
 
 /** Both sets of values, each once, sorted. */

@@ -1,3 +1,4 @@
+import type { Lang } from '../lib/words.ts';
 import type { Occurrence, SubscriberOptions, TimetableEntry } from './types.ts';
 
 /** Default SUMMARY: the subject with its kind, e.g. "Математический анализ (лекция)". */
@@ -15,9 +16,60 @@ export type TitlePlaceholder = (typeof TITLE_PLACEHOLDERS)[number];
  */
 export const MAX_SUMMARY_LENGTH = 250;
 
+/**
+ * The Russian name of each placeholder, a synonym of the English one: `{предмет} ({вид})` is the default title.
+ * Templates are stored and cached with the English names ({@link canonicalTitleTemplate}), so a feed does not
+ * change with the language its options were typed in.
+ */
+export const RUSSIAN_PLACEHOLDERS: Readonly<Record<TitlePlaceholder, string>> = {
+  subject: 'предмет',
+  kind: 'вид',
+  room: 'аудитория',
+  building: 'корпус',
+  teacher: 'преподаватель',
+  groups: 'группы',
+  note: 'примечание',
+};
+
+const BY_RUSSIAN_NAME = new Map(
+  TITLE_PLACEHOLDERS.map((name) => [RUSSIAN_PLACEHOLDERS[name], name] as [string, TitlePlaceholder]),
+);
+
+/** A placeholder in braces: a name of letters (of any script), digits and underscores. */
+const PLACEHOLDER = /\{([\p{L}\p{N}_]+)\}/gu;
+
 /** The placeholder names a template uses (`{subject}` → `subject`), known or not, in order, repeats kept. */
 export function placeholdersOf(template: string): string[] {
-  return [...template.matchAll(/\{(\w+)\}/g)].map((match) => match[1] as string);
+  return [...template.matchAll(PLACEHOLDER)].map((match) => match[1] as string);
+}
+
+/**
+ * The placeholder a name in braces stands for: an English name as it is, a Russian one in any case
+ * (`предмет`, `Предмет`); undefined for any other name.
+ */
+export function placeholderNamed(name: string): TitlePlaceholder | undefined {
+  if ((TITLE_PLACEHOLDERS as readonly string[]).includes(name)) return name as TitlePlaceholder;
+  return BY_RUSSIAN_NAME.get(name.toLocaleLowerCase('ru'));
+}
+
+/**
+ * `template` with every Russian placeholder written by its English name (`{предмет}` → `{subject}`), other text
+ * kept: the one spelling that is stored, cached and put in feed URLs.
+ */
+export function canonicalTitleTemplate(template: string): string {
+  return template.replace(PLACEHOLDER, (whole, name: string) => {
+    const known = placeholderNamed(name);
+    return known === undefined ? whole : `{${known}}`;
+  });
+}
+
+/** `template` with its placeholders named in `lang` (`{subject}` → `{предмет}` in Russian), as a form shows it. */
+export function titleTemplateIn(template: string, lang: Lang): string {
+  return template.replace(PLACEHOLDER, (whole, name: string) => {
+    const known = placeholderNamed(name);
+    if (known === undefined) return whole;
+    return `{${lang === 'ru' ? RUSSIAN_PLACEHOLDERS[known] : known}}`;
+  });
 }
 
 /** The texts a calendar shows for an entry; the same for all of its occurrences. */
@@ -40,12 +92,13 @@ export function locationOf(entry: TimetableEntry): string {
 }
 
 /**
- * Fills a title template. Placeholders whose value is empty vanish together with brackets left empty and
- * doubled spaces, so "{subject} ({kind})" of a class without a kind reads "Физика", not "Физика ()".
+ * Fills a title template; the Russian names of placeholders are filled as the English ones. Placeholders whose
+ * value is empty vanish together with brackets left empty and doubled spaces, so "{subject} ({kind})" of a class
+ * without a kind reads "Физика", not "Физика ()".
  */
 export function applyTitleTemplate(template: string, entry: TimetableEntry): string {
   // Each value is cut before it is repeated, so that the work is bounded by the template, not the upstream.
-  const values: Record<string, string> = {
+  const values: Record<TitlePlaceholder, string> = {
     subject: clip(entry.subjectName),
     kind: clip(entry.kind),
     room: clip(entry.room),
@@ -55,9 +108,12 @@ export function applyTitleTemplate(template: string, entry: TimetableEntry): str
     note: clip(entry.note),
   };
   const title = template
-    // Own keys only: a plain-object lookup would fill "{constructor}" or "{toString}" (subscriber input)
+    // Known names only: a plain-object lookup would fill "{constructor}" or "{toString}" (subscriber input)
     // with the text of an Object.prototype function.
-    .replace(/\{(\w+)\}/g, (whole, name: string) => (Object.hasOwn(values, name) ? (values[name] as string) : whole))
+    .replace(PLACEHOLDER, (whole, name: string) => {
+      const known = placeholderNamed(name);
+      return known === undefined ? whole : (values[known] as string);
+    })
     .replace(/\(\s*\)|\[\s*\]/g, '')
     .replace(/\s{2,}/g, ' ')
     // A separator left dangling by an empty placeholder, at either end: "{kind}: {subject}" without a kind.

@@ -2,9 +2,18 @@
  * The feed options as a form (subgroup, kinds to hide, reminder, title template), offering only the subgroups
  * and kinds this timetable has, and a preview of how one event looks with them. Without script the form is a
  * GET of the page itself, which renders every link with the options; the script (`data-options`) asks the
- * preview endpoint instead and rewrites the links, the QR code and the preview in place.
+ * preview endpoint instead and rewrites the links, the QR code and the preview in place. A value refused is
+ * shown again as typed, with the reason beside its field. On the personal page the same form also saves its
+ * values for the plain feed URL (a post to the personal routes).
  */
-import { DEFAULT_TITLE_TEMPLATE, type OptionValues, TITLE_PLACEHOLDERS } from '../timetable/event-text.ts';
+import type { OptionField } from '../serving/errors.ts';
+import {
+  DEFAULT_TITLE_TEMPLATE,
+  type OptionValues,
+  RUSSIAN_PLACEHOLDERS,
+  TITLE_PLACEHOLDERS,
+  titleTemplateIn,
+} from '../timetable/event-text.ts';
 import type { SubscriberOptions } from '../timetable/types.ts';
 import { type Html, html } from './html.ts';
 import { type Lang, messages, pluralRu } from './i18n.ts';
@@ -29,6 +38,11 @@ const words = messages({
     previewNone: 'С этими настройками в календаре не останется ни одного занятия.',
     before: 'за',
     savedApplied: 'Это ваши сохранённые настройки: адрес ленты без параметров уже их применяет.',
+    refused: 'Настройки не применены: исправьте отмеченное поле.',
+    saveLead:
+      'Сохранённые настройки действуют на адрес ленты без параметров: календари, уже подписанные на него, получат их сами, переподписываться не нужно. Параметры в самом адресе важнее сохранённых. В Google Календарь (прямая отправка) всегда уходит полное расписание.',
+    save: 'Сохранить настройки',
+    clear: 'Сбросить',
   },
   en: {
     heading: 'Calendar options',
@@ -48,6 +62,11 @@ const words = messages({
     previewNone: 'With these options the calendar keeps no class at all.',
     before: '',
     savedApplied: 'These are your saved options: the feed address without parameters already applies them.',
+    refused: 'The options are not applied: correct the marked field.',
+    saveLead:
+      'Saved options apply to the feed URL without parameters: calendars subscribed to it already get them by themselves, with no need to subscribe again. Parameters in the URL itself win over saved ones. Google Calendar push always gets the whole timetable.',
+    save: 'Save options',
+    clear: 'Reset',
   },
 });
 
@@ -89,55 +108,129 @@ export interface OptionsFormView {
   lang: Lang;
   /** The page's own path: the form's GET target. */
   action: string;
-  /** The JSON preview endpoint the script asks. */
-  previewPath: string;
+  /** The JSON preview endpoint the script asks; without one the form has no live preview. */
+  previewPath?: string | undefined;
   /** The subgroups and kinds this timetable has (ever had). */
   values: OptionValues;
+  /** The options applied (none when one was refused). */
   options: SubscriberOptions;
+  /**
+   * The option fields as the query gave them (filled ones only): the form shows these as typed, a refused
+   * value included, rather than the options applied.
+   */
+  typed?: Readonly<Record<string, string | readonly string[]>> | undefined;
+  /** Why a field's value was refused, in the page's language, shown beside that field. */
+  fieldErrors?: Partial<Record<OptionField, string>> | undefined;
   preview: EventPreview | undefined;
-  /** Why the options in the URL were refused (the form is shown with them anyway). */
+  /** Why the options were refused when no one field is to blame (the form is shown with them anyway). */
   error?: string | undefined;
   /** The options are a personal subscription's saved ones, which its plain feed URL already serves. */
   savedApplied?: boolean | undefined;
+  /** The personal page's: where the form's values are posted to be saved, and the outcome of the last save. */
+  save?: { action: string; notice: Html } | undefined;
+}
+
+/** The values a form field shows: as typed when given, else those of the options applied. */
+interface Shown {
+  subgroup: string | undefined;
+  alarm: string | undefined;
+  exclude: string[];
+  title: string;
+}
+
+function shownValues(view: OptionsFormView): Shown {
+  const typed = view.typed ?? {};
+  const first = (value: string | readonly string[] | undefined) =>
+    typeof value === 'string' || value === undefined ? value : value[0];
+  const { options } = view;
+  const exclude = typed.exclude;
+  return {
+    subgroup: first(typed.subgroup) ?? options.subgroup?.toString(),
+    alarm: first(typed.alarm) ?? options.alarmMinutes?.toString(),
+    exclude:
+      exclude === undefined
+        ? (options.excludeKinds ?? []).map((kind) => kind.toLocaleLowerCase('ru'))
+        : (typeof exclude === 'string' ? [exclude] : exclude)
+            .flatMap((item) => item.split(','))
+            .map((kind) => kind.trim().toLocaleLowerCase('ru'))
+            .filter((kind) => kind !== ''),
+    title: first(typed.title) ?? titleTemplateIn(options.titleTemplate ?? DEFAULT_TITLE_TEMPLATE, view.lang),
+  };
+}
+
+/** The attributes of a field's control: its hint and error described, and marked invalid when refused. */
+function described(view: OptionsFormView, field: OptionField, ...ids: string[]): string {
+  const refused = view.fieldErrors?.[field] !== undefined;
+  const attributes = [`aria-describedby="${[...ids, `opt-${field}-error`].join(' ')}"`];
+  if (refused) attributes.push('aria-invalid="true"');
+  return ` ${attributes.join(' ')}`;
+}
+
+/** The reason a field was refused, beside it; empty and hidden until there is one (the script fills it too). */
+function fieldError(view: OptionsFormView, field: OptionField): Html {
+  const error = view.fieldErrors?.[field];
+  return html`<p class="field-error" id="opt-${field}-error" data-field-error="${field}"!${error === undefined ? ' hidden' : ''}>${error ?? ''}</p>`;
 }
 
 /** The options form and the event preview. */
 export function optionsForm(view: OptionsFormView): Html {
   const w = words(view.lang);
-  const { values, options } = view;
+  const { values } = view;
+  const shown = shownValues(view);
+  // A value given that the timetable does not offer is shown (and refused) rather than silently dropped.
+  const subgroupChoices = values.subgroups.map(String);
+  if (shown.subgroup !== undefined && !subgroupChoices.includes(shown.subgroup)) subgroupChoices.push(shown.subgroup);
   const subgroup =
-    values.subgroups.length === 0
+    subgroupChoices.length === 0
       ? ''
       : html`<div class="field"><label for="opt-subgroup">${w.subgroup}</label>
-<select id="opt-subgroup" name="subgroup"><option value="">${w.allSubgroups}</option>!${values.subgroups.map(
-          (value) =>
-            html`<option value="${String(value)}"!${options.subgroup === value ? ' selected' : ''}>${String(value)}</option>`,
-        )}</select></div>`;
-  const excluded = new Set((options.excludeKinds ?? []).map((kind) => kind.toLocaleLowerCase('ru')));
+<select id="opt-subgroup" name="subgroup"!${described(view, 'subgroup')}><option value="">${w.allSubgroups}</option>!${subgroupChoices.map(
+          (value) => html`<option value="${value}"!${shown.subgroup === value ? ' selected' : ''}>${value}</option>`,
+        )}</select>!${fieldError(view, 'subgroup')}</div>`;
+  const kindChoices = [...new Set([...values.kinds, ...shown.exclude])];
+  const kindInvalid = view.fieldErrors?.exclude === undefined ? '' : ' aria-invalid="true"';
   const kinds =
-    values.kinds.length === 0
+    kindChoices.length === 0
       ? ''
-      : html`<fieldset class="field"><legend>${w.hide}</legend>!${values.kinds.map(
+      : html`<fieldset class="field" aria-describedby="opt-exclude-error"><legend>${w.hide}</legend>!${kindChoices.map(
           (kind, index) =>
-            html`<label class="check" for="opt-kind-${String(index)}"><input type="checkbox" id="opt-kind-${String(index)}" name="exclude" value="${kind}"!${excluded.has(kind) ? ' checked' : ''}> ${kind}</label>`,
-        )}</fieldset>`;
-  const alarms = alarmChoices(options.alarmMinutes);
+            html`<label class="check" for="opt-kind-${String(index)}"><input type="checkbox" id="opt-kind-${String(index)}" name="exclude" value="${kind}"!${shown.exclude.includes(kind) ? ' checked' : ''}!${kindInvalid}> ${kind}</label>`,
+        )}!${fieldError(view, 'exclude')}</fieldset>`;
+  const alarmNumber = shown.alarm !== undefined && /^\d{1,6}$/.test(shown.alarm) ? Number(shown.alarm) : undefined;
+  const alarms = alarmChoices(alarmNumber).map((minutes) => ({
+    value: String(minutes),
+    label: alarmText(minutes, view.lang),
+  }));
+  if (shown.alarm !== undefined && !alarms.some((choice) => choice.value === shown.alarm))
+    alarms.push({ value: shown.alarm, label: shown.alarm });
   const alarm = html`<div class="field"><label for="opt-alarm">${w.alarm}</label>
-<select id="opt-alarm" name="alarm"><option value="">${w.noAlarm}</option>!${alarms.map(
-    (minutes) =>
-      html`<option value="${String(minutes)}"!${options.alarmMinutes === minutes ? ' selected' : ''}>${alarmText(minutes, view.lang)}</option>`,
-  )}</select></div>`;
+<select id="opt-alarm" name="alarm"!${described(view, 'alarm')}><option value="">${w.noAlarm}</option>!${alarms.map(
+    (choice) =>
+      html`<option value="${choice.value}"!${shown.alarm === choice.value ? ' selected' : ''}>${choice.label}</option>`,
+  )}</select>!${fieldError(view, 'alarm')}</div>`;
+  const defaultTitle = titleTemplateIn(DEFAULT_TITLE_TEMPLATE, view.lang);
+  const names = TITLE_PLACEHOLDERS.map((name) => `{${view.lang === 'ru' ? RUSSIAN_PLACEHOLDERS[name] : name}}`);
   const title = html`<div class="field"><label for="opt-title">${w.title}</label>
-<input type="text" id="opt-title" name="title" maxlength="200" value="${options.titleTemplate ?? DEFAULT_TITLE_TEMPLATE}" data-default="${DEFAULT_TITLE_TEMPLATE}" aria-describedby="opt-title-hint" autocomplete="off" spellcheck="false">
-<p class="hint muted" id="opt-title-hint">${w.titleHint}: ${TITLE_PLACEHOLDERS.map((name) => `{${name}}`).join(' ')}</p></div>`;
-  return html`<form class="card options" method="get" action="${view.action}" data-options data-preview="${view.previewPath}" aria-labelledby="options-heading">
+<input type="text" id="opt-title" name="title" maxlength="200" value="${shown.title}" data-default="${defaultTitle}"!${described(view, 'title', 'opt-title-hint')} autocomplete="off" spellcheck="false">
+<p class="hint muted" id="opt-title-hint">${w.titleHint}: ${names.join(' ')}</p>!${fieldError(view, 'title')}</div>`;
+  const refused = view.error ?? (Object.keys(view.fieldErrors ?? {}).length > 0 ? w.refused : undefined);
+  const live = view.previewPath === undefined ? '' : html` data-options data-preview="${view.previewPath}"`;
+  const save =
+    view.save === undefined
+      ? html`<button type="submit">${w.apply}</button>`
+      : html`<div class="row"><button type="submit" formmethod="post" formaction="${view.save.action}" name="action" value="save">${w.save}</button>
+<button type="submit" formmethod="post" formaction="${view.save.action}" name="action" value="clear" class="secondary">${w.clear}</button>
+<button type="submit" class="secondary">${w.apply}</button></div>
+<p class="hint muted">${w.saveLead}</p>`;
+  return html`<form class="card options" id="options" method="get" action="${view.action}"!${live} aria-labelledby="options-heading">
 <h2 id="options-heading">${w.heading}</h2>
+!${view.save?.notice ?? ''}
 !${view.savedApplied ? html`<p class="notice" data-options-saved>${w.savedApplied}</p>` : ''}
 !${subgroup}!${kinds}!${alarm}!${title}
-<p class="notice error" role="alert" data-options-error!${view.error === undefined ? ' hidden' : ''}>${view.error ?? ''}</p>
-<button type="submit">${w.apply}</button>
+<p class="notice error" role="alert" data-options-error data-refused="${w.refused}"!${refused === undefined ? ' hidden' : ''}>${refused ?? ''}</p>
+!${save}
 </form>
-!${previewBlock(view)}`;
+!${view.previewPath === undefined ? '' : previewBlock(view)}`;
 }
 
 function previewBlock(view: OptionsFormView): Html {

@@ -2,6 +2,8 @@
  * The study plan table of the personal page: the current semester's planned hours next to the hours the
  * timetable schedules, per subject and kind of class, with every difference named in words (colour only
  * repeats it), how each subject ends, and when the plan was fetched; or a note that the plan is unavailable.
+ * Each subject is a row group of its own, and every cell names its column (`data-label`), so that a narrow
+ * screen shows the same table as one card per subject (app.css).
  */
 import type { StudyPlanView } from '../subscriptions/study-plan-view.ts';
 import type { PlanDifference, PlanRow } from '../timetable/plan-compare.ts';
@@ -118,23 +120,24 @@ function bySubject(view: Extract<StudyPlanView, { state: 'ready' }>, w: Words): 
 
 function subjectCell(group: SubjectRows, w: Words, span: number): Html {
   const details = [group.code === '' ? w.notInPlanSubject : group.code, group.ending].filter((part) => part !== '');
-  return html`<th scope="row" rowspan="${span}">${group.subject}<br><span class="muted">${details.join(' · ')}</span></th>`;
+  return html`<th scope="rowgroup" rowspan="${span}">${group.subject}<br><span class="muted">${details.join(' · ')}</span></th>`;
 }
 
 function markCell(w: Words, difference: PlanDifference | undefined): Html {
-  if (difference === undefined) return html`<td class="plan-ok">${w.ok}</td>`;
-  return html`<td><strong class="plan-mark">⚠ ${w.marks[difference]}</strong></td>`;
+  if (difference === undefined) return html`<td class="plan-ok" data-label="${w.difference}">${w.ok}</td>`;
+  return html`<td data-label="${w.difference}"><strong class="plan-mark">⚠ ${w.marks[difference]}</strong></td>`;
 }
 
 function subjectRows(group: SubjectRows, w: Words): Html {
   if (group.rows.length === 0)
-    return html`<tr>!${subjectCell(group, w, 1)}<td colspan="4" class="muted">${w.noClasses}</td></tr>`;
-  return group.rows
+    return html`<tbody class="plan-subject"><tr>!${subjectCell(group, w, 1)}<td colspan="4" class="muted">${w.noClasses}</td></tr></tbody>`;
+  const rows = group.rows
     .map(
       (row, index) =>
-        html`<tr class="${row.difference ? 'plan-differs' : ''}">!${index === 0 ? subjectCell(group, w, group.rows.length) : ''}<td>${w.kinds[row.kind]}</td><td class="num">${hours(row.plannedHours, w)}</td><td class="num">${hours(row.scheduledHours, w)}</td>!${markCell(w, row.difference)}</tr>`,
+        html`<tr class="${row.difference ? 'plan-differs' : ''}">!${index === 0 ? subjectCell(group, w, group.rows.length) : ''}<td class="plan-kind">${w.kinds[row.kind]}</td><td class="num" data-label="${w.planned}">${hours(row.plannedHours, w)}</td><td class="num" data-label="${w.scheduled}">${hours(row.scheduledHours, w)}</td>!${markCell(w, row.difference)}</tr>`,
     )
     .join('');
+  return html`<tbody class="plan-subject">!${rows}</tbody>`;
 }
 
 function hours(value: number, w: Words): string {
@@ -170,6 +173,6 @@ export function planSection(view: StudyPlanView, lang: Lang): Html {
 <p><strong>${summary}</strong></p>
 <div class="table-wrap"><table>
 <thead><tr><th scope="col">${w.subject}</th><th scope="col">${w.kindColumn}</th><th scope="col" class="num">${w.planned}</th><th scope="col" class="num">${w.scheduled}</th><th scope="col">${w.difference}</th></tr></thead>
-<tbody>!${body}</tbody>
+!${body}
 </table></div></section>`;
 }

@@ -1,6 +1,9 @@
-/** The option fields of a page query or form post, before they are parsed as a feed URL's options. */
+/** The option fields of a page query or form post, and the typed refusals of bad ones, worded for each use. */
 import { describe, expect, it } from 'vitest';
-import { filledOptionFields, parseSubscriberQuery } from '../../src/http/subscriber-query.ts';
+import { toHttpError } from '../../src/http/errors.ts';
+import { filledOptionFields, parseSubscriberQuery, readSubscriberOptions } from '../../src/http/subscriber-query.ts';
+import { OptionRefusedError } from '../../src/serving/errors.ts';
+import { optionsMisfits } from '../../src/serving/variant-render.ts';
 
 describe('filledOptionFields', () => {
   it('drops empty fields and empty values of repeated ones, and fields that are no option', () => {
@@ -20,5 +23,77 @@ describe('filledOptionFields', () => {
     expect(parseSubscriberQuery(filledOptionFields({ subgroup: '', alarm: '15' })).options).toEqual({
       alarmMinutes: 15,
     });
+  });
+
+  it('drops a title that is the default, by its English or Russian names', () => {
+    expect(filledOptionFields({ title: '{subject} ({kind})', alarm: '5' })).toEqual({ alarm: '5' });
+    expect(filledOptionFields({ title: '{предмет} ({вид})' })).toEqual({});
+    expect(filledOptionFields({ title: '{предмет} ({kind}) ' })).toEqual({ title: '{предмет} ({kind}) ' });
+  });
+});
+
+describe('subscriber options refused', () => {
+  it('names the field and says, in Russian and English, what is wrong and what to do', () => {
+    const { options, refused } = readSubscriberOptions({ title: '{predmet}', alarm: '30', subgroup: '2' });
+    expect(options).toEqual({ alarmMinutes: 30, subgroup: 2 });
+    expect(refused).toHaveLength(1);
+    const [error] = refused;
+    expect(error).toBeInstanceOf(OptionRefusedError);
+    expect(error?.field).toBe('title');
+    expect(error?.fieldWords).toEqual({
+      ru: 'Неизвестная подстановка {predmet}. Можно использовать: {предмет} {вид} {аудитория} {корпус} {преподаватель} {группы} {примечание}.',
+      en: 'Unknown placeholder {predmet}. You can use: {subject} {kind} {room} {building} {teacher} {groups} {note}.',
+    });
+    // A feed URL's answer still names the query parameter, with the same code and status as before.
+    const answer = toHttpError(error as OptionRefusedError);
+    expect(answer).toMatchObject({ statusCode: 400, code: 'INVALID_QUERY' });
+    expect(answer?.words.en).toBe(
+      'query parameter title: unknown placeholder "{predmet}"; the placeholders are {subject}, {kind}, {room}, {building}, {teacher}, {groups}, {note}',
+    );
+    expect(answer?.words.ru).toMatch(
+      /^параметр запроса title: неизвестная подстановка "\{predmet\}"; подстановки: \{предмет\}/,
+    );
+    expect(() => parseSubscriberQuery({ title: '{predmet}' })).toThrow(OptionRefusedError);
+  });
+
+  it('refuses every bad field at once, in the order a feed URL reports the first', () => {
+    const { options, refused } = readSubscriberOptions({
+      exclude: 'x'.repeat(65),
+      title: 'a\nb',
+      alarm: ['5', '10'],
+      subgroup: '0',
+    });
+    expect(options).toEqual({});
+    expect(refused.map((error) => error.field)).toEqual(['subgroup', 'alarm', 'title', 'exclude']);
+    expect(refused.map((error) => error.fieldWords.ru)).toEqual([
+      'Подгруппа — номер от 1 до 99, а не «0»: выберите её из списка.',
+      'Указано 2 значения: оставьте одно.',
+      'В названии есть перевод строки или другой управляющий символ: оставьте его одной строкой.',
+      `«${'x'.repeat(37)}...» — не вид занятий (вид не длиннее 64 символов): отметьте виды из списка.`,
+    ]);
+    expect(() => parseSubscriberQuery({ alarm: ['5', '10'], subgroup: '0' })).toThrow(
+      'query parameter subgroup must be a whole number from 1 to 99, got "0"',
+    );
+  });
+
+  it('stores Russian placeholders by their English names: one canonical text, one feed variant', () => {
+    const russian = parseSubscriberQuery({ title: '{вид}: {предмет}', alarm: '10' });
+    const english = parseSubscriberQuery({ title: '{kind}: {subject}', alarm: '10' });
+    expect(russian).toEqual(english);
+    expect(russian.options.titleTemplate).toBe('{kind}: {subject}');
+    expect(() => parseSubscriberQuery({ title: '{предмт}' })).toThrow(/unknown placeholder "\{предмт\}"/);
+  });
+
+  it('says which subgroup or kind the timetable lacks, beside its field', () => {
+    const values = { subgroups: [1, 2], kinds: ['лекция', 'практика'] };
+    const misfits = optionsMisfits(values, { subgroup: 3, excludeKinds: ['семинар', 'лекция'] });
+    expect(misfits.map((error) => [error.field, error.fieldWords.ru])).toEqual([
+      ['subgroup', 'В этом расписании нет подгруппы 3. Выберите одну из: 1, 2 — или «Все подгруппы».'],
+      ['exclude', '«семинар» — не вид занятий этого расписания. Есть такие: лекция, практика.'],
+    ]);
+    expect(optionsMisfits({ subgroups: [], kinds: [] }, { subgroup: 1 })[0]?.fieldWords.en).toBe(
+      'This timetable has no subgroup 1. It has no subgroups: choose "All subgroups".',
+    );
+    expect(optionsMisfits(values, { subgroup: 2, excludeKinds: ['Лекция'] })).toEqual([]);
   });
 });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { HttpError } from '../../src/http/errors.ts';
+import { toHttpError } from '../../src/http/errors.ts';
 import { parseSubscriberQuery } from '../../src/http/subscriber-query.ts';
+import { OptionRefusedError } from '../../src/serving/errors.ts';
 import { FeedForms, type ServedFeed } from '../../src/serving/feed-forms.ts';
 import { chooseEncoding, codingEtag, isNotModified, noneMatchHits } from '../../src/serving/negotiate.ts';
 import { VariantCache } from '../../src/serving/variant-cache.ts';
@@ -98,8 +99,10 @@ describe('parseSubscriberQuery', () => {
     [{ exclude: Array.from({ length: 21 }, (_, i) => `k${i}`).join(',') }, 'exclude'],
   ])('refuses %j naming %s', (query, name) => {
     const attempt = () => parseSubscriberQuery(query);
-    expect(attempt).toThrow(HttpError);
+    expect(attempt).toThrow(OptionRefusedError);
     expect(attempt).toThrow(`query parameter ${name}`);
+    expect(toHttpError(catchError(attempt))).toMatchObject({ statusCode: 400, code: 'INVALID_QUERY' });
+    expect(catchError(attempt)).toMatchObject({ field: name });
   });
 
   it('accepts the limits', () => {
@@ -149,3 +152,13 @@ describe('VariantCache', () => {
     expect(await cache.get('bad', async () => variant('ok'))).toBeDefined();
   });
 });
+
+/** The error `attempt` throws. */
+function catchError(attempt: () => unknown): Error {
+  try {
+    attempt();
+  } catch (error) {
+    return error as Error;
+  }
+  throw new Error('nothing thrown');
+}

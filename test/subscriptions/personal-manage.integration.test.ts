@@ -80,7 +80,7 @@ it('saves options that the plain personal feed then serves, with query parameter
     'alarm=15&title=%7Bsubject%7D%21&subgroup=&action=save',
   );
   expect(saved.statusCode).toBe(303);
-  expect(saved.headers.location).toBe('/timetables/personal?done=options');
+  expect(saved.headers.location).toBe('/timetables/personal?done=options#options');
   expect((await ctx.subscriptions.get(id))?.feedOptions).toEqual({ alarmMinutes: 15, titleTemplate: '{subject}!' });
 
   const after = await until(
@@ -106,8 +106,30 @@ it('saves options that the plain personal feed then serves, with query parameter
   const refused = await post('/timetables/personal/options', cookie, 'subgroup=77&action=save');
   expect(refused.statusCode).toBe(400);
   expect(refused.body).toContain('Настройки не сохранены');
+  expect(refused.body).toContain('В этом расписании нет подгруппы 77.');
+  // The way back shows the form again with the value typed and the reason beside its field.
+  expect(refused.body).toContain('href="/timetables/personal?subgroup&#61;77#options"');
+  const back = await app.inject({ method: 'GET', url: '/timetables/personal?subgroup=77', headers: { cookie } });
+  expect(back.statusCode).toBe(400);
+  expect(back.body).toContain('<option value="77" selected>77</option>');
+  expect(back.body).toMatch(/data-field-error="subgroup">В этом расписании нет подгруппы 77\./);
+  // Options typed with Russian placeholders are saved by their English names: the feed is the one saved before.
+  const russian = await post(
+    '/timetables/personal/options',
+    cookie,
+    `alarm=15&title=${encodeURIComponent('{предмет}!')}&action=save`,
+  );
+  expect(russian.statusCode).toBe(303);
+  expect((await ctx.subscriptions.get(id))?.feedOptions).toEqual({ alarmMinutes: 15, titleTemplate: '{subject}!' });
+  // The default title, in either language, is no option to save.
+  await post(
+    '/timetables/personal/options',
+    cookie,
+    `title=${encodeURIComponent('{предмет} ({вид})')}&alarm=15&action=save`,
+  );
+  expect((await ctx.subscriptions.get(id))?.feedOptions).toEqual({ alarmMinutes: 15 });
   const cleared = await post('/timetables/personal/options', cookie, 'alarm=15&action=clear');
-  expect(cleared.headers.location).toBe('/timetables/personal?done=options-cleared');
+  expect(cleared.headers.location).toBe('/timetables/personal?done=options-cleared#options');
   const whole = await until(
     () => app.inject({ method: 'GET', url: feedUrl }),
     (answer) => !answer.body.includes('BEGIN:VALARM'),
@@ -252,8 +274,19 @@ it('shows the personal page with the saved options: weeks, form and preview, and
   expect(after).toContain('data-options-saved');
   expect(after).not.toContain(`<span class="kind">${kind}</span>`);
   expect(after).toMatch(new RegExp(`id="opt-kind-\\d+" name="exclude" value="${kind}" checked`));
-  // Both forms offer the same reminders, the saved one chosen.
-  expect(after.match(/<option value="1440" selected>/g)).toHaveLength(2);
+  // One options form, which both previews and saves: the saved reminder chosen in it.
+  expect(after.match(/<option value="1440" selected>/g)).toHaveLength(1);
+  expect(after.match(/name="alarm"/g)).toHaveLength(1);
+  expect(after).toMatch(
+    /<form class="card options" id="options" method="get" action="\/timetables\/personal" data-options/,
+  );
+  expect(after).toContain('formaction="/timetables/personal/options" name="action" value="save"');
+  expect(after).not.toContain('Настройки ленты');
+  // The save's notice is shown in that form.
+  const done = await app.inject({ method: 'GET', url: '/timetables/personal?done=options', headers: { cookie } });
+  expect(done.body).toMatch(
+    /<h2 id="options-heading">[^<]*<\/h2>\s*<p class="notice ok" role="status">Настройки сохранены/,
+  );
   expect(after).toContain('за 1 день до начала');
   expect(after).toContain(`${token}.ics"`);
   expect(after).not.toContain(`${token}.ics?`);

@@ -1,10 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import {
   applyTitleTemplate,
+  canonicalTitleTemplate,
+  DEFAULT_TITLE_TEMPLATE,
   entryText,
   keepsEntry,
   optionValuesOf,
+  placeholderNamed,
+  placeholdersOf,
   subgroupOf,
+  titleTemplateIn,
 } from '../../src/timetable/event-text.ts';
 import { expand } from '../../src/timetable/expand.ts';
 import type { SubscriberOptions } from '../../src/timetable/types.ts';
@@ -105,6 +110,32 @@ describe('title template', () => {
 
   it('falls back to the subject when the template comes out empty', () => {
     expect(entryText({ ...full, kind: '' }, { titleTemplate: '{kind}' }).summary).toBe('Математический анализ');
+  });
+
+  it('takes the Russian names of the placeholders as synonyms of the English ones', () => {
+    const russian = '{предмет} | {вид} | {аудитория} | {корпус} | {преподаватель} | {группы} | {примечание}';
+    const english = '{subject} | {kind} | {room} | {building} | {teacher} | {groups} | {note}';
+    expect(applyTitleTemplate(russian, full)).toBe(applyTitleTemplate(english, full));
+    expect(applyTitleTemplate('{Предмет} ({ВИД})', full)).toBe(entryText(full).summary);
+    expect(applyTitleTemplate('{предмет} {неизвестно}', full)).toBe('Математический анализ {неизвестно}');
+    expect(placeholderNamed('вид')).toBe('kind');
+    expect(placeholderNamed('Аудитория')).toBe('room');
+    expect(placeholderNamed('predmet')).toBeUndefined();
+    expect(placeholderNamed('Subject')).toBeUndefined();
+    expect(placeholdersOf('{предмет}: {subject} {x_1} { room }')).toEqual(['предмет', 'subject', 'x_1']);
+  });
+
+  it('stores a template by the English names, so either spelling is one feed, and shows it in either', () => {
+    expect(canonicalTitleTemplate('{вид}: {Предмет}, {аудитория} {неизвестно}')).toBe(
+      '{kind}: {subject}, {room} {неизвестно}',
+    );
+    expect(canonicalTitleTemplate('{предмет} ({вид})')).toBe(DEFAULT_TITLE_TEMPLATE);
+    // An English template is stored as it is: the variants of existing subscribers keep their key and bytes.
+    const stored = '{subject} [{groups}] {constructor}';
+    expect(canonicalTitleTemplate(stored)).toBe(stored);
+    expect(titleTemplateIn(DEFAULT_TITLE_TEMPLATE, 'ru')).toBe('{предмет} ({вид})');
+    expect(titleTemplateIn('{kind}: {subject}, {note}', 'ru')).toBe('{вид}: {предмет}, {примечание}');
+    expect(titleTemplateIn('{вид}: {subject}', 'en')).toBe('{kind}: {subject}');
   });
 
   it('fills only its own placeholders, not Object.prototype members', () => {

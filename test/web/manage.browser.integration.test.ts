@@ -69,6 +69,9 @@ function eventsOfKind(ics: string, kind: string): number {
   return ics.split('BEGIN:VEVENT').filter((event) => new RegExp(`^CATEGORIES:.*${kind}`, 'm').test(event)).length;
 }
 
+/** The page's getComputedStyle, as typed here (the tests' types have no DOM). */
+type ComputedStyle = { getComputedStyle: (element: unknown, pseudo: string) => { content: string } };
+
 const MANAGE_PATH = /\/google\/targets\/([A-Za-z0-9_-]+)$/;
 
 describe('managing a Google connection in a browser', () => {
@@ -140,6 +143,61 @@ describe('managing a Google connection in a browser', () => {
   });
 });
 
+describe('the personal page on a phone', () => {
+  it('shows the study plan as cards that fit 390 px and say each difference in words', async () => {
+    const { users } = (await (await fetch(`${stack.simulator.url}/_sim/users`)).json()) as {
+      users: { token: string }[];
+    };
+    const credential = users[1]?.token ?? users[0]?.token;
+    if (credential === undefined) throw new Error('the simulator has no user');
+    const { subscription, token } = await signUp(stack.ctx, credential);
+    const context = await browser.newContext({ viewport: { width: 390, height: 844 }, locale: 'ru-RU' });
+    context.setDefaultTimeout(5_000);
+    const errors: string[] = [];
+    await context.addCookies([{ name: 'tts-personal', value: `${subscription.id}.${token}`, url: stack.url }]);
+    const page = await context.newPage();
+    watchPageErrors(page, errors);
+    // The first refresh of a personal timetable fetches its study plan too: reload until the plan shows.
+    await eventually(async () => {
+      await page.goto(`${stack.url}/timetables/personal`);
+      return (await page.locator('section.plan table').count()) > 0 ? true : undefined;
+    }, 'the study plan shown');
+    await expectFits(page);
+    const wrap = page.locator('section.plan .table-wrap');
+    const overflow = await wrap.evaluate((element) => element.scrollWidth - element.clientWidth);
+    expect(overflow, 'the plan scrolls sideways').toBeLessThanOrEqual(0);
+    // Every subject is a card as wide as the section; every differing line says its difference in words.
+    const cards = page.locator('section.plan tbody.plan-subject');
+    expect(await cards.count()).toBeGreaterThan(0);
+    const sectionWidth = (await page.locator('section.plan').boundingBox())?.width ?? 0;
+    for (const box of await cards.evaluateAll((all) => all.map((card) => card.getBoundingClientRect().width)))
+      expect(box).toBeLessThanOrEqual(sectionWidth + 0.5);
+    const differing = page.locator('section.plan tr.plan-differs');
+    expect(await differing.count()).toBeGreaterThan(0);
+    for (const text of await differing.allInnerTexts())
+      expect(text).toMatch(/⚠ (нет в расписании|далеко от плана|нет в плане)/);
+    // The words are on the screen, not cut off to the right; each number is labelled with its column's name.
+    for (const box of await page
+      .locator('section.plan .plan-mark')
+      .evaluateAll((all) => all.map((mark) => mark.getBoundingClientRect()))) {
+      expect(box.left).toBeGreaterThanOrEqual(0);
+      expect(box.right).toBeLessThanOrEqual(390);
+    }
+    const labels = await page
+      .locator('section.plan tr.plan-differs td.num')
+      .evaluateAll((cells) =>
+        cells.map((cell) => (globalThis as unknown as ComputedStyle).getComputedStyle(cell, '::before').content),
+      );
+    expect(labels.length).toBeGreaterThan(0);
+    for (const label of labels) expect(label).toMatch(/^"(По плану|В расписании), ч: "$/);
+    // One options form on the page.
+    expect(await page.locator('form[data-options]').count()).toBe(1);
+    expect(await page.locator('select[name="alarm"]').count()).toBe(1);
+    expect(errors).toEqual([]);
+    await context.close();
+  });
+});
+
 describe('the personal controls in a browser', () => {
   it('saves options, rotates the feed URL, pushes to Google and deletes the subscription', async () => {
     const { users } = (await (await fetch(`${stack.simulator.url}/_sim/users`)).json()) as {
@@ -169,9 +227,12 @@ describe('the personal controls in a browser', () => {
     expect(eventsOfKind(whole, kind)).toBeGreaterThan(0);
     expect(whole).toMatch(kindTitle);
     await page.locator(`#options input[name="exclude"][value="${kind}"]`).check();
+    // One options form: it previews the options and saves them; no second form, no second heading.
+    expect(await page.locator('select[name="alarm"]').count()).toBe(1);
+    expect(await page.locator('h2, h3', { hasText: /^Настройки (ленты|календаря)$/ }).count()).toBe(1);
     await page.click('#options button[value="save"]');
-    await page.waitForURL(/\?done=options$/);
-    expect(await page.textContent('#manage-heading ~ .notice')).toBe(
+    await page.waitForURL(/\?done=options#options$/);
+    expect(await page.textContent('#options .notice.ok')).toBe(
       'Настройки сохранены: подписанные календари получат их при следующем обновлении.',
     );
     expect(await page.isChecked(`#options input[name="exclude"][value="${kind}"]`)).toBe(true);

@@ -50,6 +50,17 @@ describe('planSection', () => {
     expect(text).not.toContain('<Рисунок>');
   });
 
+  it('groups each subject in a row group of its own, every cell naming its column, for the narrow cards', () => {
+    const text = planSection(READY, 'ru');
+    expect(text.match(/<tbody class="plan-subject">/g)).toHaveLength(3);
+    expect(text).toContain('<th scope="rowgroup" rowspan="2">Математический анализ');
+    // The laboratory row of the analysis: hours and the difference, each said with its column's name.
+    expect(text).toContain(
+      '<tr class="plan-differs"><td class="plan-kind">лабораторные</td><td class="num" data-label="По плану, ч">18</td><td class="num" data-label="В расписании, ч">0</td><td data-label="Расхождение"><strong class="plan-mark">⚠ нет в расписании</strong></td></tr>',
+    );
+    expect(text).toContain('<td class="plan-ok" data-label="Расхождение">в пределах плана</td>');
+  });
+
   it('speaks English with the same facts', () => {
     const text = planSection({ ...READY, refreshFailedAt: READY.fetchedAt + 1 }, 'en');
     expect(text).toContain('Study plan: semester 5');

@@ -135,14 +135,22 @@ describe('a timetable page in a browser', () => {
 
     await page.fill('#opt-title', '{subject} {nope}');
     await eventually(
-      async () => ((await page.isVisible('[data-options-error]')) ? true : undefined),
+      async () => ((await page.isVisible('[data-field-error="title"]')) ? true : undefined),
       'the unknown placeholder refused',
     );
-    // The page is Russian, and so is the refusal its script shows (the preview answers in the page's language).
-    expect(await page.textContent('[data-options-error]')).toContain('неизвестная подстановка');
+    // The page is Russian, and so is the refusal its script shows beside the field (the preview answers in the
+    // page's language); the field is marked invalid and keeps what was typed.
+    expect(await page.textContent('[data-field-error="title"]')).toMatch(
+      /^Неизвестная подстановка \{nope\}\. Можно использовать: \{предмет\} \{вид\}/,
+    );
+    expect(await page.getAttribute('#opt-title', 'aria-invalid')).toBe('true');
+    expect(await page.inputValue('#opt-title')).toBe('{subject} {nope}');
+    expect(await page.textContent('[data-options-error]')).toBe('Настройки не применены: исправьте отмеченное поле.');
     await page.fill('#opt-title', '{kind}: {subject}');
     await waitUntil(async () => (await feedUrl(page)).includes('title='), 'the feed URL to take the title');
     expect(await page.isVisible('[data-options-error]')).toBe(false);
+    expect(await page.isVisible('[data-field-error="title"]')).toBe(false);
+    expect(await page.getAttribute('#opt-title', 'aria-invalid')).toBeNull();
     const title = (await page.textContent('dd[data-preview="title"]')) ?? '';
     expect(title).toMatch(/^\S.*: \S/);
 
@@ -153,6 +161,47 @@ describe('a timetable page in a browser', () => {
     );
     expect(await page.textContent('button[data-copy]')).toBe('Скопировано');
     // The refused placeholder's 400 is the one error Chromium logs (for any failed request); nothing else.
+    expect(errors).toEqual([expect.stringContaining('status of 400')]);
+    await context.close();
+  });
+
+  it('says a bad option in Russian beside its field, keeps every value, and takes Russian placeholders', async () => {
+    const group = await simulatorGroup();
+    const { context, page, errors } = await openPage(390);
+    await page.goto(`${stack.url}/timetables/groups/${group.id}`);
+    const subgroups = await page
+      .locator('#opt-subgroup option:not([value=""])')
+      .evaluateAll((options) => options.map((option) => option.getAttribute('value') ?? ''));
+    const subgroup = subgroups[0];
+    const query = `title=${encodeURIComponent('{predmet}')}&alarm=30${subgroup === undefined ? '' : `&subgroup=${subgroup}`}`;
+    const refused = await page.goto(`${stack.url}/timetables/groups/${group.id}?${query}`);
+    expect(refused?.status()).toBe(400);
+    expect(await page.isVisible('[data-field-error="title"]')).toBe(true);
+    expect(await page.textContent('[data-field-error="title"]')).toBe(
+      'Неизвестная подстановка {predmet}. Можно использовать: {предмет} {вид} {аудитория} {корпус} {преподаватель} {группы} {примечание}.',
+    );
+    // Beside the title field: in its field box, described by it.
+    expect(await page.locator('.field:has(#opt-title) [data-field-error="title"]').count()).toBe(1);
+    expect(await page.getAttribute('#opt-title', 'aria-describedby')).toContain('opt-title-error');
+    expect(await page.getAttribute('#opt-title', 'aria-invalid')).toBe('true');
+    expect(await page.inputValue('#opt-title')).toBe('{predmet}');
+    expect(await page.inputValue('#opt-alarm')).toBe('30');
+    if (subgroup !== undefined) expect(await page.inputValue('#opt-subgroup')).toBe(subgroup);
+    expect(await page.isVisible('[data-field-error="alarm"]')).toBe(false);
+    expect(await page.textContent('body')).not.toContain('query parameter');
+    expect(await sidewaysOverflow(page)).toBeLessThanOrEqual(0);
+
+    // The Russian placeholder is taken, and the event reads as with the English one.
+    await page.fill('#opt-title', '{вид}: {предмет}');
+    await waitUntil(async () => (await feedUrl(page)).includes('title='), 'the feed URL to take the title');
+    expect(await page.isVisible('[data-field-error="title"]')).toBe(false);
+    expect(new URL(await feedUrl(page)).searchParams.get('title')).toBe('{kind}: {subject}');
+    const russianTitle = await page.textContent('dd[data-preview="title"]');
+    await page.fill('#opt-title', '{kind}: {subject}');
+    await page.waitForTimeout(600);
+    expect(await page.textContent('dd[data-preview="title"]')).toBe(russianTitle);
+    expect(russianTitle).toMatch(/^\S.*: \S/);
+    // The page's own 400 is the one error Chromium logs; nothing else.
     expect(errors).toEqual([expect.stringContaining('status of 400')]);
     await context.close();
   });

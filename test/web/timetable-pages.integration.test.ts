@@ -26,6 +26,14 @@ async function get(url: string, headers: Record<string, string> = {}) {
   return Object.assign(response, { body: decoded(response.body) });
 }
 
+/** The text beside an options field that says why its value was refused; empty when there is none. */
+function fieldError(body: string, field: string): string | undefined {
+  const match = new RegExp(
+    `<p class="field-error" id="opt-${field}-error" data-field-error="${field}"(?: hidden)?>([^<]*)</p>`,
+  ).exec(body);
+  return match?.[1];
+}
+
 function decoded(html: string): string {
   const named: Record<string, string> = { amp: '&', quot: '"', lt: '<', gt: '>', apos: "'" };
   return html.replace(/&(?:#(\d+)|(\w+));/g, (whole, code: string | undefined, name: string | undefined) =>
@@ -160,11 +168,89 @@ describe('a group page', () => {
   it('refuses options the timetable does not have with the form and the reason (400)', async () => {
     const response = await get('/timetables/groups/42?subgroup=7');
     expect(response.statusCode).toBe(400);
-    expect(response.body).toContain('this timetable has no subgroup 7; its subgroups are 1, 2');
+    expect(fieldError(response.body, 'subgroup')).toBe(
+      'В этом расписании нет подгруппы 7. Выберите одну из: 1, 2 — или «Все подгруппы».',
+    );
+    expect(response.body).toMatch(/<option value="7" selected>7<\/option>/);
     expect(response.body).toContain('<h1>ИВТ-21</h1>');
-    const placeholder = await get(`/timetables/groups/42?title=${encodeURIComponent('{nope}')}`);
-    expect(placeholder.statusCode).toBe(400);
-    expect(placeholder.body).toContain('unknown placeholder');
+    const english = await get('/timetables/groups/42?subgroup=7&lang=en');
+    expect(fieldError(english.body, 'subgroup')).toBe(
+      'This timetable has no subgroup 7. Choose one of 1, 2, or "All subgroups".',
+    );
+  });
+
+  it('says a bad option in the page language beside its field, and keeps every value typed', async () => {
+    const query = `title=${encodeURIComponent('{predmet}')}&alarm=30&subgroup=2&exclude=${encodeURIComponent('лекция')}`;
+    const response = await get(`/timetables/groups/42?${query}`);
+    expect(response.statusCode).toBe(400);
+    const body = response.body;
+    expect(fieldError(body, 'title')).toBe(
+      'Неизвестная подстановка {predmet}. Можно использовать: {предмет} {вид} {аудитория} {корпус} {преподаватель} {группы} {примечание}.',
+    );
+    expect(body).not.toContain('query parameter');
+    expect(body).not.toContain('placeholder');
+    // The bad title stays in its input, marked invalid and described by the reason; the good values stay chosen.
+    expect(body).toMatch(
+      /<input type="text" id="opt-title" name="title" maxlength="200" value="\{predmet\}" [^>]*aria-describedby="opt-title-hint opt-title-error" aria-invalid="true"/,
+    );
+    expect(body).toContain('<option value="30" selected>');
+    expect(body).toContain('<option value="2" selected>');
+    expect(body).toMatch(/name="exclude" value="лекция" checked/);
+    expect(body).toMatch(/<p class="notice error" role="alert" data-options-error[^>]*>Настройки не применены/);
+    // No other field is blamed, and nothing refused reaches the links.
+    for (const field of ['subgroup', 'alarm', 'exclude']) expect(fieldError(body, field)).toBe('');
+    expect(body).toContain(`value="${publicUrl}/feeds/groups/42.ics"`);
+
+    const english = await get(`/timetables/groups/42?${query}&lang=en`);
+    expect(fieldError(english.body, 'title')).toBe(
+      'Unknown placeholder {predmet}. You can use: {subject} {kind} {room} {building} {teacher} {groups} {note}.',
+    );
+    expect(english.body).toContain('You can use: {subject} {kind} {room}');
+
+    // Every bad field at once, each beside its own.
+    const two = await get(`/timetables/groups/42?alarm=soon&exclude=${encodeURIComponent('семинар')}`);
+    expect(two.statusCode).toBe(400);
+    expect(fieldError(two.body, 'alarm')).toBe(
+      'Напоминание — число минут от 0 до 10080 (неделя), а не «soon»: выберите его из списка.',
+    );
+    expect(fieldError(two.body, 'exclude')).toBe(
+      '«семинар» — не вид занятий этого расписания. Есть такие: лекция, практика.',
+    );
+    expect(two.body).toContain('<option value="soon" selected>soon</option>');
+    expect(two.body).toMatch(/name="exclude" value="семинар" checked aria-invalid="true"/);
+  });
+
+  it('takes the Russian placeholders as the English ones: the same title, links and feed', async () => {
+    const russian = await get(`/timetables/groups/42?title=${encodeURIComponent('{вид}: {Предмет}, {аудитория}')}`);
+    const english = await get(`/timetables/groups/42?title=${encodeURIComponent('{kind}: {subject}, {room}')}`);
+    expect(russian.statusCode).toBe(200);
+    const link = (body: string) => /id="feed-url"[^>]*value="([^"]+)"|value="([^"]+)"[^>]*id="feed-url"/.exec(body);
+    const feedOf = (body: string) => {
+      const match = link(body);
+      return match?.[1] ?? match?.[2];
+    };
+    expect(feedOf(russian.body)).toBe(feedOf(english.body));
+    expect(feedOf(russian.body)).toContain('title=%7Bkind%7D%3A+%7Bsubject%7D%2C+%7Broom%7D');
+    // The form keeps the spelling typed; the hint of the Russian page names the Russian placeholders.
+    expect(russian.body).toContain('value="{вид}: {Предмет}, {аудитория}"');
+    expect(russian.body).toContain(
+      'Можно использовать: {предмет} {вид} {аудитория} {корпус} {преподаватель} {группы} {примечание}',
+    );
+    const preview = async (title: string) =>
+      (await get(`/timetables/groups/42/preview?title=${encodeURIComponent(title)}`)).json();
+    expect(await preview('{предмет} — {преподаватель}')).toEqual(await preview('{subject} — {teacher}'));
+    // A feed asked with either spelling is the same variant: the same bytes and the same ETag.
+    const feed = async (title: string) =>
+      test.app.inject({ method: 'GET', url: `/feeds/groups/42.ics?title=${encodeURIComponent(title)}` });
+    const [ru, en] = [await feed('{предмет} [{группы}]'), await feed('{subject} [{groups}]')];
+    expect(ru.statusCode).toBe(200);
+    expect(ru.body).toBe(en.body);
+    expect(ru.headers.etag).toBe(en.headers.etag);
+    expect(ru.body).toMatch(/SUMMARY:Алгебра \[/);
+    // The Russian default is the default: no option at all.
+    const byDefault = await get(`/timetables/groups/42?title=${encodeURIComponent('{предмет} ({вид})')}`);
+    expect(byDefault.body).toContain(`value="${publicUrl}/feeds/groups/42.ics"`);
+    expect(byDefault.body).toContain('data-default="{предмет} ({вид})"');
   });
 
   it('answers the preview endpoint with links, QR code and one event, and 400 for bad options', async () => {
@@ -185,9 +271,26 @@ describe('a group page', () => {
       description: expect.stringContaining('Преподаватель: Иванов Иван Иванович'),
       alarm: 'за 30 минут до начала',
     });
-    const bad = await get('/timetables/groups/42/preview?exclude=semin');
+    const bad = await get('/timetables/groups/42/preview?exclude=semin', { 'accept-language': 'en' });
     expect(bad.statusCode).toBe(400);
     expect(bad.json().error).toContain('is not a kind of class in this timetable');
+    // The page's language (Russian unless the request names another), its code, and the field to mark.
+    const placeholder = await get(
+      `/timetables/groups/42/preview?alarm=30&title=${encodeURIComponent('{predmet}')}&subgroup=9`,
+    );
+    expect(placeholder.statusCode).toBe(400);
+    const answer = placeholder.json();
+    expect(answer).toEqual({
+      error: expect.stringMatching(/^Неизвестная подстановка \{predmet\}\. Можно использовать: \{предмет\} \{вид\}/),
+      code: 'INVALID_QUERY',
+      field: 'title',
+      fields: {
+        title: answer.error,
+        subgroup: 'В этом расписании нет подгруппы 9. Выберите одну из: 1, 2 — или «Все подгруппы».',
+      },
+    });
+    const english = await get(`/timetables/groups/42/preview?title=${encodeURIComponent('{predmet}')}&lang=en`);
+    expect(english.json()).toMatchObject({ code: 'INVALID_QUERY', field: 'title', error: /^Unknown placeholder/ });
     expect((await get('/timetables/groups/0/preview')).statusCode).toBe(404);
   });
 

@@ -69,9 +69,10 @@
         return; // Offline or a server error: the form still works by submitting it.
       }
       if (mine !== asked) return;
+      const marked = markFields(form, response.ok ? {} : answer.fields || {});
       if (!response.ok) {
         if (error) {
-          error.textContent = answer.error || '';
+          error.textContent = marked ? error.dataset.refused || '' : answer.error || '';
           error.hidden = false;
         }
         return;
@@ -87,6 +88,23 @@
     };
     form.addEventListener('input', soon);
     form.addEventListener('change', soon);
+  }
+
+  // Option errors beside their fields: <p data-field-error="title"> next to the field named title. `fields` maps
+  // a field's name to why it was refused; every other field's error is cleared. True when one was marked.
+  function markFields(form, fields) {
+    let marked = false;
+    for (const note of form.querySelectorAll('[data-field-error]')) {
+      const reason = fields[note.dataset.fieldError];
+      note.textContent = typeof reason === 'string' ? reason : '';
+      note.hidden = typeof reason !== 'string';
+      marked = marked || !note.hidden;
+      for (const control of form.querySelectorAll(`[name="${note.dataset.fieldError}"]`)) {
+        if (note.hidden) control.removeAttribute('aria-invalid');
+        else control.setAttribute('aria-invalid', 'true');
+      }
+    }
+    return marked;
   }
 
   // A page about a timetable being loaded reloads itself when it is likely there: <p data-reload-after="10">.
