@@ -27,9 +27,9 @@ import type { Subscription } from '../store/subscription-store.ts';
 import type { TargetStore } from '../store/target-store.ts';
 import { studyPlanView } from '../subscriptions/study-plan-view.ts';
 import { InvalidSourceError } from '../timetable/errors.ts';
-import { DEFAULT_TITLE_TEMPLATE, type OptionValues, optionValuesOf } from '../timetable/event-text.ts';
+import { defaultTitleTemplate, type OptionValues, optionValuesOf } from '../timetable/event-text.ts';
 import type { PublishedState } from '../timetable/publication.ts';
-import { parseSource, type SourceKey, sourceKey } from '../timetable/source.ts';
+import { parseSource, type SourceKey, sourceKey, sourceOf } from '../timetable/source.ts';
 import type { SubscriberOptions } from '../timetable/types.ts';
 import { type FeedLinks, feedLinks, optionsQuery } from '../web/feed-links.ts';
 import { html } from '../web/html.ts';
@@ -252,10 +252,11 @@ class TimetablePages {
   private async preview(lang: Lang, query: Query, stored: Stored, feedPath: string, reply: FastifyReply) {
     const { options, refused } = await this.pageOptions(query, stored);
     if (refused !== undefined) throw refused;
-    const key = JSON.stringify([feedPath, stored.published.stamp, optionsQuery(options), lang]);
+    const defaultTitle = defaultTitleTemplate(sourceOf(stored.source).kind);
+    const key = JSON.stringify([feedPath, stored.published.stamp, optionsQuery(options, defaultTitle), lang]);
     let body = this.previews.get(key);
     if (body === undefined) {
-      const links = feedLinks(this.ctx.config.publicUrl, feedPath, options);
+      const links = feedLinks(this.ctx.config.publicUrl, feedPath, options, defaultTitle);
       const event = eventPreview(stored.snapshot, stored.published, options);
       body = JSON.stringify({
         ...links,
@@ -304,7 +305,13 @@ class TimetablePages {
       now,
     });
     // The plain feed URL serves the saved options already: its links need no parameters.
-    const links = feedLinks(this.ctx.config.publicUrl, context.feedPath, chosen.saved ? {} : chosen.options);
+    const defaultTitle = defaultTitleTemplate(sourceOf(source).kind);
+    const links = feedLinks(
+      this.ctx.config.publicUrl,
+      context.feedPath,
+      chosen.saved ? {} : chosen.options,
+      defaultTitle,
+    );
     return {
       lang,
       url: request.url,
@@ -319,6 +326,7 @@ class TimetablePages {
         previewPath: `${context.base}/preview`,
         values: chosen.values,
         options: chosen.options,
+        defaultTitle,
         preview: eventPreview(snapshot, published, chosen.options),
         error: chosen.refused?.message,
         savedApplied: chosen.saved === true,
@@ -359,7 +367,7 @@ class TimetablePages {
       optionValuesOf(stored.snapshot.entries),
     );
     const given = filledOptionFields(query);
-    if (given.title === DEFAULT_TITLE_TEMPLATE) delete given.title;
+    if (given.title === defaultTitleTemplate(sourceOf(stored.source).kind)) delete given.title;
     if (Object.keys(given).length === 0 && saved !== undefined && Object.keys(saved).length > 0)
       return { options: saved, values, saved: true };
     try {

@@ -94,6 +94,8 @@ export interface OptionsFormView {
   /** The subgroups and kinds this timetable has (ever had). */
   values: OptionValues;
   options: SubscriberOptions;
+  /** The feed's title template when none is chosen (a teacher's names the groups); absent: a group's. */
+  defaultTitle?: string | undefined;
   preview: EventPreview | undefined;
   /** Why the options in the URL were refused (the form is shown with them anyway). */
   error?: string | undefined;
@@ -128,7 +130,7 @@ export function optionsForm(view: OptionsFormView): Html {
       html`<option value="${String(minutes)}"!${options.alarmMinutes === minutes ? ' selected' : ''}>${alarmText(minutes, view.lang)}</option>`,
   )}</select></div>`;
   const title = html`<div class="field"><label for="opt-title">${w.title}</label>
-<input type="text" id="opt-title" name="title" maxlength="200" value="${options.titleTemplate ?? DEFAULT_TITLE_TEMPLATE}" data-default="${DEFAULT_TITLE_TEMPLATE}" aria-describedby="opt-title-hint" autocomplete="off" spellcheck="false">
+<input type="text" id="opt-title" name="title" maxlength="200" value="${options.titleTemplate ?? view.defaultTitle ?? DEFAULT_TITLE_TEMPLATE}" data-default="${view.defaultTitle ?? DEFAULT_TITLE_TEMPLATE}" aria-describedby="opt-title-hint" autocomplete="off" spellcheck="false">
 <p class="hint muted" id="opt-title-hint">${w.titleHint}: ${TITLE_PLACEHOLDERS.map((name) => `{${name}}`).join(' ')}</p></div>`;
   return html`<form class="card options" method="get" action="${view.action}" data-options data-preview="${view.previewPath}" aria-labelledby="options-heading">
 <h2 id="options-heading">${w.heading}</h2>
