@@ -190,3 +190,27 @@ describe('a class the university sends as one row per group', () => {
     for (const row of rows) await pipeline.sim.deleteEntry(row.id);
   });
 });
+
+describe('a group first fetched without classes', () => {
+  it('is named as the group directory names it, not "Группа <id>"', async () => {
+    const ids = new Set(entries.map((entry) => entry.id));
+    const groups = await pipeline.sim.groups();
+    let chosen: { id: number; rows: TimetableEntry[] } | undefined;
+    for (const candidate of groups) {
+      if (candidate.id === groupId) continue;
+      const rows = (await pipeline.ctx.upstream.groupSchedule(candidate.id)).entries;
+      if (rows.every((row) => !ids.has(row.id))) {
+        chosen = { id: candidate.id, rows };
+        break;
+      }
+    }
+    if (chosen === undefined) throw new Error('no group shares no class with the other tests');
+    const name = groups.find((candidate) => candidate.id === chosen.id)?.name as string;
+    await pipeline.ctx.directory.record(chosen.id, name);
+    for (const row of chosen.rows) await pipeline.sim.deleteEntry(row.id).catch(() => undefined);
+    const source = `group:${chosen.id}`;
+    expect((await pipeline.refresh(source)).state).toBe('completed');
+    expect((await pipeline.ctx.snapshots.snapshot(source))?.name).toBe(name);
+    expect(await feedText(source)).toContain(`X-WR-CALNAME:${name}`);
+  });
+});
