@@ -2,12 +2,18 @@
 import { createHash } from 'node:crypto';
 import type { Config } from '../config.ts';
 import type { Snapshot } from '../store/snapshot-store.ts';
-import { shownSummary } from '../timetable/event-text.ts';
+import { GROUP_WORDING, shownSummary } from '../timetable/event-text.ts';
 import { compareOccurrences, expand } from '../timetable/expand.ts';
 import { publishedClassIds } from '../timetable/merge-rows.ts';
 import type { ExpansionSettings, PublishedState } from '../timetable/publication.ts';
 import type { StudyPlanNotes } from '../timetable/study-plan.ts';
-import { EXPANSION_RULES, type ExpandOptions, type Occurrence, type SubscriberOptions } from '../timetable/types.ts';
+import {
+  type EventWording,
+  EXPANSION_RULES,
+  type ExpandOptions,
+  type Occurrence,
+  type SubscriberOptions,
+} from '../timetable/types.ts';
 import { frozenOccurrences, HistoryMask } from './history.ts';
 import { previousOccurrences, tombstonesFor } from './publication-diff.ts';
 import { renderIcs } from './render-ics.ts';
@@ -33,6 +39,7 @@ export function settingsHash(
   settings: FeedSettings,
   termStarts: readonly string[],
   studyPlan?: StudyPlanNotes,
+  wording: EventWording = GROUP_WORDING,
 ): string {
   const parts: unknown[] = [
     RENDER_VERSION,
@@ -44,6 +51,8 @@ export function settingsHash(
   ];
   // Only when there is one: the digests of feeds without a plan stay what they were.
   if (studyPlan !== undefined) parts.push(studyPlan);
+  // Likewise a wording other than a group's (a teacher's): so that a new one renders every teacher's feed again.
+  if (!isGroupWording(wording)) parts.push(wording);
   const key = JSON.stringify(parts);
   return createHash('sha256').update(key).digest('base64url').slice(0, 16);
 }
@@ -53,6 +62,7 @@ export function expansionSettings(
   settings: FeedSettings,
   termStarts: readonly string[],
   studyPlan?: StudyPlanNotes,
+  wording: EventWording = GROUP_WORDING,
 ): ExpansionSettings {
   return {
     timezone: settings.timezone,
@@ -60,7 +70,13 @@ export function expansionSettings(
     holidays: [...settings.holidays],
     rules: EXPANSION_RULES,
     ...(studyPlan === undefined ? {} : { studyPlan }),
+    // Recorded only when it is not a group's: what groups' feeds store stays as it was.
+    ...(isGroupWording(wording) ? {} : { wording: { ...wording } }),
   };
+}
+
+function isGroupWording(wording: EventWording): boolean {
+  return wording.title === GROUP_WORDING.title && wording.teacherLine === GROUP_WORDING.teacherLine;
 }
 
 /**
@@ -90,6 +106,7 @@ export function expandOptions(
     rules: expansion.rules ?? 1,
     classIds,
     studyPlan: expansion.studyPlan,
+    wording: expansion.wording,
     previous: previousOccurrences(published),
     ...(subscriber ? { subscriber } : {}),
   };

@@ -8,7 +8,7 @@ import { expand } from '../timetable/expand.ts';
 import { mergeRows, mergeRowsWithIds, publishedClassIds, storedClassIds } from '../timetable/merge-rows.ts';
 import type { PublishedState } from '../timetable/publication.ts';
 import type { StudyPlanNotes } from '../timetable/study-plan.ts';
-import type { TimetableEntry } from '../timetable/types.ts';
+import type { EventWording, TimetableEntry } from '../timetable/types.ts';
 import {
   expandOptions,
   expansionSettings,
@@ -31,6 +31,8 @@ export interface RefreshDiffInput {
   termStarts: readonly string[];
   /** The study plan notes the new timetable is described with (a personal timetable with a plan). */
   studyPlan?: StudyPlanNotes | undefined;
+  /** How the new publication words its events (a teacher's timetable names the groups); absent: as a group's. */
+  wording?: EventWording | undefined;
   now: number;
 }
 
@@ -45,7 +47,7 @@ export function diffRefresh(input: RefreshDiffInput): PublicationDiff {
   const previousIds = publishedClassIds(previousRows, published?.classIds);
   const previousRules = publishedExpansion(published, settings).rules;
   const previousClasses = previousRules === 1 ? previousRows : mergeRows(previousRows, previousIds);
-  const expansion = expansionSettings(settings, input.termStarts, input.studyPlan);
+  const expansion = expansionSettings(settings, input.termStarts, input.studyPlan, input.wording);
   const { classIds } = mergeRowsWithIds(input.entries, previousIds);
   return diffPublication({
     previous: published,

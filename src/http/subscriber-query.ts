@@ -85,9 +85,12 @@ const OPTION_FIELDS = ['subgroup', 'exclude', 'alarm', 'title'] as const satisfi
 /**
  * The option fields of a page query or form post that hold something: an empty field (a form sent without
  * script posts every field) is no option, a repeated field keeps only its filled values, and a title that is
- * the default one (by its English or Russian names) is none either.
+ * the feed's default one (`defaultTitle`, by its English or Russian names) is none either.
  */
-export function filledOptionFields(fields: Readonly<Record<string, QueryValue>>): Record<string, string | string[]> {
+export function filledOptionFields(
+  fields: Readonly<Record<string, QueryValue>>,
+  defaultTitle: string = DEFAULT_TITLE_TEMPLATE,
+): Record<string, string | string[]> {
   const filled: Record<string, string | string[]> = {};
   for (const name of OPTION_FIELDS) {
     const value = fields[name];
@@ -96,8 +99,7 @@ export function filledOptionFields(fields: Readonly<Record<string, QueryValue>>)
     );
     if (kept.length > 0) filled[name] = kept.length === 1 ? (kept[0] as string) : kept;
   }
-  if (typeof filled.title === 'string' && canonicalTitleTemplate(filled.title) === DEFAULT_TITLE_TEMPLATE)
-    delete filled.title;
+  if (typeof filled.title === 'string' && canonicalTitleTemplate(filled.title) === defaultTitle) delete filled.title;
   return filled;
 }
 

@@ -27,9 +27,9 @@ import type { Subscription } from '../store/subscription-store.ts';
 import type { TargetStore } from '../store/target-store.ts';
 import { studyPlanView } from '../subscriptions/study-plan-view.ts';
 import { InvalidSourceError } from '../timetable/errors.ts';
-import { type OptionValues, optionValuesOf } from '../timetable/event-text.ts';
+import { defaultTitleTemplate, type OptionValues, optionValuesOf } from '../timetable/event-text.ts';
 import type { PublishedState } from '../timetable/publication.ts';
-import { parseSource, type SourceKey, sourceKey } from '../timetable/source.ts';
+import { parseSource, type SourceKey, sourceKey, sourceOf } from '../timetable/source.ts';
 import type { SubscriberOptions } from '../timetable/types.ts';
 import { type FeedLinks, feedLinks, optionsQuery } from '../web/feed-links.ts';
 import { html } from '../web/html.ts';
@@ -264,10 +264,11 @@ class TimetablePages {
       const error = new HttpError('INVALID_QUERY', first.fieldWords);
       return sendError(request, reply, error, { field: first.field, fields }, lang);
     }
-    const key = JSON.stringify([feedPath, stored.published.stamp, optionsQuery(options), lang]);
+    const defaultTitle = defaultTitleTemplate(sourceOf(stored.source).kind);
+    const key = JSON.stringify([feedPath, stored.published.stamp, optionsQuery(options, defaultTitle), lang]);
     let body = this.previews.get(key);
     if (body === undefined) {
-      const links = feedLinks(this.ctx.config.publicUrl, feedPath, options);
+      const links = feedLinks(this.ctx.config.publicUrl, feedPath, options, defaultTitle);
       const event = eventPreview(stored.snapshot, stored.published, options);
       body = JSON.stringify({
         ...links,
@@ -318,7 +319,13 @@ class TimetablePages {
       now,
     });
     // The plain feed URL serves the saved options already: its links need no parameters.
-    const links = feedLinks(this.ctx.config.publicUrl, context.feedPath, chosen.saved ? {} : chosen.options);
+    const defaultTitle = defaultTitleTemplate(sourceOf(source).kind);
+    const links = feedLinks(
+      this.ctx.config.publicUrl,
+      context.feedPath,
+      chosen.saved ? {} : chosen.options,
+      defaultTitle,
+    );
     return {
       lang,
       url: request.url,
@@ -335,6 +342,7 @@ class TimetablePages {
         options: chosen.options,
         typed: chosen.typed,
         fieldErrors: Object.fromEntries(chosen.refused.map((error) => [error.field, error.fieldWords[lang]])),
+        defaultTitle,
         preview: eventPreview(snapshot, published, chosen.options),
         savedApplied: chosen.saved === true,
         save: context.save,
@@ -391,7 +399,7 @@ class TimetablePages {
       await this.ctx.snapshots.optionValues(stored.source),
       optionValuesOf(stored.snapshot.entries),
     );
-    const typed = filledOptionFields(query);
+    const typed = filledOptionFields(query, defaultTitleTemplate(sourceOf(stored.source).kind));
     if (Object.keys(typed).length === 0 && saved !== undefined && Object.keys(saved).length > 0)
       return { options: saved, values, typed, refused: [], saved: true };
     const read = readSubscriberOptions(typed);

@@ -2,9 +2,10 @@
  * One upstream fetch per refresh: the source's timetable, and for a personal source its study plan when that is
  * due (at most daily, see fetch-plan.ts).
  */
+import type { GroupDirectory } from '../store/group-directory.ts';
 import type { SnapshotStore } from '../store/snapshot-store.ts';
 import type { SubscriptionStore } from '../store/subscription-store.ts';
-import { calendarName, derivedName } from '../timetable/calendar-name.ts';
+import { calendarName, derivedName, isPlaceholderName } from '../timetable/calendar-name.ts';
 import { sourceOf } from '../timetable/source.ts';
 import type { UniversityClient } from '../upstream/client.ts';
 import type { ScheduleResult } from '../upstream/schemas.ts';
@@ -21,6 +22,7 @@ export interface FetchedTimetable extends ScheduleResult {
 export type FetchDeps = StudyPlanFetchDeps & {
   readonly upstream: Pick<UniversityClient, 'groupSchedule' | 'employeeSchedule' | 'mySchedule'>;
   readonly snapshots: Pick<SnapshotStore, 'snapshot'>;
+  readonly directory: Pick<GroupDirectory, 'name'>;
   readonly subscriptions: Pick<SubscriptionStore, 'get' | 'credentialFor'>;
 };
 
@@ -39,8 +41,15 @@ export async function fetchSource(ctx: FetchDeps, run: RefreshRun): Promise<Fetc
         ? await ctx.upstream.groupSchedule(id, options)
         : await ctx.upstream.employeeSchedule(id, options);
     const subject = { kind: ref.kind, id };
-    // Only when the entries do not name the timetable (none, or a tie): the name it had before, not `Группа 4242`.
-    const known = derivedName(subject, result.entries) ?? (await ctx.snapshots.snapshot(run.source))?.name;
+    // Only when the entries do not name the timetable (none, or a tie): the name it had before, or the group
+    // directory's (a group first seen with an empty timetable), not `Группа 4242`.
+    const before = (await ctx.snapshots.snapshot(run.source))?.name;
+    const named = before !== undefined && !isPlaceholderName(subject, before) ? before : undefined;
+    const known =
+      derivedName(subject, result.entries) ??
+      named ??
+      (ref.kind === 'group' ? await ctx.directory.name(id) : undefined) ??
+      before;
     return { ...result, name: calendarName(subject, result.entries, known) };
   }
   const subscription = await ctx.subscriptions.get(ref.id);

@@ -18,11 +18,12 @@ import type { TargetStore } from '../store/target-store.ts';
 import type { TeacherDirectory } from '../store/teacher-directory.ts';
 import type { TermCountStore } from '../store/term-counts.ts';
 import { derivedName, isPlaceholderName } from '../timetable/calendar-name.ts';
+import { wordingOf } from '../timetable/event-text.ts';
 import type { PublishedState } from '../timetable/publication.ts';
 import { type SourceKey, sourceOf } from '../timetable/source.ts';
 import { type PlanNote, type StudyPlanNotes, studyPlanNotes } from '../timetable/study-plan.ts';
 import { termStartDates } from '../timetable/terms.ts';
-import type { TimetableEntry } from '../timetable/types.ts';
+import type { EventWording, TimetableEntry } from '../timetable/types.ts';
 import { localDate } from '../timetable/zoned-time.ts';
 import { type ActivationDeps, activateSource } from './activation.ts';
 import type { RefreshJobResult, RefreshReason } from './contract.ts';
@@ -94,7 +95,9 @@ export async function publishTimetable(ctx: PublishDeps, input: PublishInput, lo
   const termStarts = await deploymentTermStarts(ctx, source, entries.entries, stored.published, log);
   // The configuration is the feed settings; their digest tells a settings change from an unchanged timetable.
   const studyPlan = stored.plan && studyPlanNotes(stored.plan, entries.entries, localDate(now, ctx.config.timezone));
-  const settingsDigest = settingsHash(ctx.config, termStarts, studyPlan);
+  // A teacher's classes are titled with their groups and described without the teacher.
+  const wording = wordingOf(sourceOf(source).kind);
+  const settingsDigest = settingsHash(ctx.config, termStarts, studyPlan, wording);
   const problems = input.fetched.problems.length;
   if (isUnchanged(stored, hash, input.fetched.name, settingsDigest, now)) {
     // Counts lost, or kept from before this version: this timetable counts again, and may move the term starts.
@@ -111,7 +114,7 @@ export async function publishTimetable(ctx: PublishDeps, input: PublishInput, lo
     const pushJobs = stored.pushOwed ? await fanOutPush(ctx, source) : 0;
     return { outcome: 'unchanged', occurrences: stored.state?.occurrences ?? 0, pushJobs };
   }
-  const diff = diffFor(ctx, stored, entries.entries, { hash, settingsDigest, termStarts, studyPlan }, now);
+  const diff = diffFor(ctx, stored, entries.entries, { hash, settingsDigest, termStarts, studyPlan, wording }, now);
   if (isMassDeletion(diff) && !isConfirmed(ctx, stored.state, hash, input.reason, now)) {
     await ctx.registry.setPending(source, hash, now);
     await enqueueRefresh(ctx.queues, ctx.config, source, {
@@ -281,6 +284,7 @@ function diffFor(
     settingsDigest: string;
     termStarts: readonly string[];
     studyPlan: StudyPlanNotes | undefined;
+    wording: EventWording;
   },
   now: number,
 ): PublicationDiff {
@@ -293,6 +297,7 @@ function diffFor(
     settingsHash: digests.settingsDigest,
     termStarts: digests.termStarts,
     studyPlan: digests.studyPlan,
+    wording: digests.wording,
     now,
   });
 }

@@ -5,6 +5,7 @@ import { renderIcs } from '../feeds/render-ics.ts';
 import { createLogger } from '../logger.ts';
 import { calendarName, type TimetableSubject } from '../timetable/calendar-name.ts';
 import { dayNumber } from '../timetable/dates.ts';
+import { GROUP_WORDING, TEACHER_WORDING } from '../timetable/event-text.ts';
 import { expand } from '../timetable/expand.ts';
 import {
   countStartDates,
@@ -181,6 +182,8 @@ export async function runRender(args: RenderArgs): Promise<number> {
     holidays: config.holidays,
     from,
     to,
+    // A teacher's timetable reads as its feed does: groups in the titles.
+    wording: subject.kind === 'employee' ? TEACHER_WORDING : GROUP_WORDING,
   });
   for (const problem of [...timetable.problems, ...problems]) process.stderr.write(`${describeProblem(problem)}\n`);
   // ISO dates sort as text.

@@ -1,8 +1,31 @@
 import type { Lang } from '../lib/words.ts';
-import type { Occurrence, SubscriberOptions, TimetableEntry } from './types.ts';
+import type { SourceKind } from './source.ts';
+import type { EventWording, Occurrence, SubscriberOptions, TimetableEntry } from './types.ts';
 
 /** Default SUMMARY: the subject with its kind, e.g. "Математический анализ (лекция)". */
 export const DEFAULT_TITLE_TEMPLATE = '{subject} ({kind})';
+
+/**
+ * Default SUMMARY of a teacher's timetable, e.g. "Физика (лекция) — 09-351, 09-352": a teacher needs to know whom a
+ * class is for, and knows who teaches it. Without groups the dash goes too (see {@link applyTitleTemplate}).
+ */
+export const TEACHER_TITLE_TEMPLATE = '{subject} ({kind}) — {groups}';
+
+/** Events of a group's or a student's own timetable. */
+export const GROUP_WORDING: EventWording = { title: DEFAULT_TITLE_TEMPLATE, teacherLine: true };
+
+/** Events of a teacher's timetable: the groups in the title, no line naming the teacher. */
+export const TEACHER_WORDING: EventWording = { title: TEACHER_TITLE_TEMPLATE, teacherLine: false };
+
+/** The wording of a source kind's events. */
+export function wordingOf(kind: SourceKind): EventWording {
+  return kind === 'employee' ? TEACHER_WORDING : GROUP_WORDING;
+}
+
+/** The title template a source kind's feed uses when the subscriber chose none. */
+export function defaultTitleTemplate(kind: SourceKind): string {
+  return wordingOf(kind).title;
+}
 
 /** The placeholders a title template may use, in the order the documentation lists them. */
 export const TITLE_PLACEHOLDERS = ['subject', 'kind', 'room', 'building', 'teacher', 'groups', 'note'] as const;
@@ -117,8 +140,8 @@ export function applyTitleTemplate(template: string, entry: TimetableEntry): str
     .replace(/\(\s*\)|\[\s*\]/g, '')
     .replace(/\s{2,}/g, ' ')
     // A separator left dangling by an empty placeholder, at either end: "{kind}: {subject}" without a kind.
-    .replace(/\s*[-–,:]\s*$/, '')
-    .replace(/^\s*[-–,:]\s*/, '')
+    .replace(/\s*[-–—,:]\s*$/, '')
+    .replace(/^\s*[-–—,:]\s*/, '')
     .trim();
   return title.length > MAX_SUMMARY_LENGTH ? `${title.slice(0, MAX_SUMMARY_LENGTH - 1).trimEnd()}…` : title;
 }
@@ -141,15 +164,16 @@ export function shownSummary(occurrence: Pick<Occurrence, 'summary' | 'status'>,
 }
 
 /**
- * SUMMARY, LOCATION, DESCRIPTION and CATEGORIES of an entry; `extraLines` (the study plan's, see study-plan.ts)
- * end the description.
+ * SUMMARY, LOCATION, DESCRIPTION and CATEGORIES of an entry, worded for whose timetable it is; `extraLines` (the
+ * study plan's, see study-plan.ts) end the description.
  */
 export function entryText(
   entry: TimetableEntry,
   subscriber: SubscriberOptions = {},
   extraLines: readonly string[] = [],
+  wording: EventWording = GROUP_WORDING,
 ): EntryText {
-  const teacher = teacherName(entry);
+  const teacher = wording.teacherLine ? teacherName(entry) : '';
   const lines = [
     entry.kind === '' ? '' : capitalise(entry.kind),
     teacher === '' ? '' : `Преподаватель: ${teacher}`,
@@ -158,7 +182,7 @@ export function entryText(
     ...extraLines,
   ];
   return {
-    summary: applyTitleTemplate(subscriber.titleTemplate ?? DEFAULT_TITLE_TEMPLATE, entry) || entry.subjectName,
+    summary: applyTitleTemplate(subscriber.titleTemplate ?? wording.title, entry) || entry.subjectName,
     location: locationOf(entry),
     description: lines.filter((line) => line !== '').join('\n'),
     categories: entry.kind === '' ? [] : [entry.kind],

@@ -93,7 +93,7 @@ export function expand(
   const ordered = rules === 1 ? [...entries].sort((a, b) => a.id - b.id) : mergeRows(entries, options.classIds);
   for (const entry of ordered) {
     if (!keepsEntry(entry, options.subscriber)) continue;
-    const text = entryText(entry, options.subscriber, planLines(entry, plan));
+    const text = entryText(entry, options.subscriber, planLines(entry, plan), options.wording);
     const content = contentKey(entry, text, options.timezone);
     const key = content + occurrenceRule(entry);
     const seen = keyById.get(entry.id);

@@ -4,7 +4,7 @@
  * the records of the change log. feeds/publication-diff.ts and feeds/history.ts work them out (pure).
  */
 import type { StudyPlanNotes } from './study-plan.ts';
-import type { ExpansionRules, Occurrence, PreviousOccurrence, TimetableEntry } from './types.ts';
+import type { EventWording, ExpansionRules, Occurrence, PreviousOccurrence, TimetableEntry } from './types.ts';
 
 /** A future occurrence that disappeared from the timetable; it stays in feeds as cancelled until `expiresAt`. */
 export interface Tombstone {
@@ -86,6 +86,11 @@ export interface ExpansionSettings {
   rules?: ExpansionRules | undefined;
   /** The study plan notes classes were described with (personal timetables with a plan); absent: none. */
   studyPlan?: StudyPlanNotes | undefined;
+  /**
+   * How events were worded, when not as a group's (a teacher's timetable), so that the next publication sees what
+   * this one showed and raises SEQUENCE where the wording changed; absent: as a group's.
+   */
+  wording?: EventWording | undefined;
 }
 
 /** Occurrences of one frozen entry version that share their content, as published. */

@@ -48,6 +48,14 @@ export interface SubscriberOptions {
   titleTemplate?: string;
 }
 
+/** How a timetable's events are worded, by whose timetable it is (see event-text.ts). */
+export interface EventWording {
+  /** The title template when the subscriber chose none. */
+  title: string;
+  /** Whether the description names the teacher (a teacher's own timetable need not). */
+  teacherLine: boolean;
+}
+
 /** Everything expansion depends on besides the entries; clock and randomness are not needed at all. */
 export interface ExpandOptions {
   /** IANA zone of the wall-clock times. */
@@ -71,6 +79,8 @@ export interface ExpandOptions {
   rules?: ExpansionRules | undefined;
   /** The study plan classes are described with (personal timetables); absent: no plan lines. */
   studyPlan?: StudyPlanNotes | undefined;
+  /** How events are worded (a teacher's timetable names the groups); absent: as a group's. */
+  wording?: EventWording | undefined;
 }
 
 /**

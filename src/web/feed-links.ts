@@ -15,23 +15,29 @@ export interface FeedLinks {
 
 /**
  * The query string (with its `?`, or empty) of `options` as the feed routes read them: `subgroup`, `exclude`
- * (kinds joined by commas), `alarm` and `title`; a title equal to the default template is left out.
+ * (kinds joined by commas), `alarm` and `title`; a title equal to the feed's default template (`defaultTitle`: a
+ * teacher's feed has its own, see event-text.ts) is left out.
  */
-export function optionsQuery(options: SubscriberOptions): string {
+export function optionsQuery(options: SubscriberOptions, defaultTitle = DEFAULT_TITLE_TEMPLATE): string {
   const params = new URLSearchParams();
   if (options.subgroup !== undefined) params.set('subgroup', String(options.subgroup));
   if (options.excludeKinds !== undefined && options.excludeKinds.length > 0)
     params.set('exclude', options.excludeKinds.join(','));
   if (options.alarmMinutes !== undefined) params.set('alarm', String(options.alarmMinutes));
-  if (options.titleTemplate !== undefined && options.titleTemplate !== DEFAULT_TITLE_TEMPLATE)
+  if (options.titleTemplate !== undefined && options.titleTemplate !== defaultTitle)
     params.set('title', options.titleTemplate);
   const query = params.toString();
   return query === '' ? '' : `?${query}`;
 }
 
 /** The links of the feed at `feedPath` (e.g. `/feeds/groups/4242.ics`) on `publicUrl`. */
-export function feedLinks(publicUrl: string, feedPath: string, options: SubscriberOptions): FeedLinks {
-  const feedUrl = `${publicUrl.replace(/\/+$/, '')}${feedPath}${optionsQuery(options)}`;
+export function feedLinks(
+  publicUrl: string,
+  feedPath: string,
+  options: SubscriberOptions,
+  defaultTitle = DEFAULT_TITLE_TEMPLATE,
+): FeedLinks {
+  const feedUrl = `${publicUrl.replace(/\/+$/, '')}${feedPath}${optionsQuery(options, defaultTitle)}`;
   const webcal = feedUrl.replace(/^https?:\/\//, 'webcal://');
   return {
     feedUrl,

@@ -121,6 +121,8 @@ export interface OptionsFormView {
   typed?: Readonly<Record<string, string | readonly string[]>> | undefined;
   /** Why a field's value was refused, in the page's language, shown beside that field. */
   fieldErrors?: Partial<Record<OptionField, string>> | undefined;
+  /** The feed's title template when none is chosen (a teacher's names the groups); absent: a group's. */
+  defaultTitle?: string | undefined;
   preview: EventPreview | undefined;
   /** Why the options were refused when no one field is to blame (the form is shown with them anyway). */
   error?: string | undefined;
@@ -154,7 +156,9 @@ function shownValues(view: OptionsFormView): Shown {
             .flatMap((item) => item.split(','))
             .map((kind) => kind.trim().toLocaleLowerCase('ru'))
             .filter((kind) => kind !== ''),
-    title: first(typed.title) ?? titleTemplateIn(options.titleTemplate ?? DEFAULT_TITLE_TEMPLATE, view.lang),
+    title:
+      first(typed.title) ??
+      titleTemplateIn(options.titleTemplate ?? view.defaultTitle ?? DEFAULT_TITLE_TEMPLATE, view.lang),
   };
 }
 
@@ -208,7 +212,7 @@ export function optionsForm(view: OptionsFormView): Html {
     (choice) =>
       html`<option value="${choice.value}"!${shown.alarm === choice.value ? ' selected' : ''}>${choice.label}</option>`,
   )}</select>!${fieldError(view, 'alarm')}</div>`;
-  const defaultTitle = titleTemplateIn(DEFAULT_TITLE_TEMPLATE, view.lang);
+  const defaultTitle = titleTemplateIn(view.defaultTitle ?? DEFAULT_TITLE_TEMPLATE, view.lang);
   const names = TITLE_PLACEHOLDERS.map((name) => `{${view.lang === 'ru' ? RUSSIAN_PLACEHOLDERS[name] : name}}`);
   const title = html`<div class="field"><label for="opt-title">${w.title}</label>
 <input type="text" id="opt-title" name="title" maxlength="200" value="${shown.title}" data-default="${defaultTitle}"!${described(view, 'title', 'opt-title-hint')} autocomplete="off" spellcheck="false">

@@ -181,13 +181,14 @@ export interface EventPreview {
  */
 export function eventPreview(
   snapshot: Pick<Snapshot, 'entries'>,
-  published: Pick<PublishedState, 'classIds'>,
+  published: Pick<PublishedState, 'classIds' | 'expansion'>,
   options: SubscriberOptions,
 ): EventPreview | undefined {
   const merged = mergeRows(snapshot.entries, publishedClassIds(snapshot.entries, published.classIds));
   const entry = merged.find((candidate) => keepsEntry(candidate, options));
   if (entry === undefined) return undefined;
-  const text = entryText(entry, options);
+  // Worded as the feed's publication words it (a teacher's: groups in the title, no teacher line).
+  const text = entryText(entry, options, [], published.expansion?.wording);
   return {
     title: text.summary,
     location: text.location,

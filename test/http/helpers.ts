@@ -7,7 +7,9 @@ import { type Logger, silentLogger } from '../../src/logger.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { encodeFeed, FeedStore, type StoredFeed } from '../../src/store/feed-store.ts';
 import { normaliseEntries, type Snapshot } from '../../src/store/snapshot-store.ts';
+import { wordingOf } from '../../src/timetable/event-text.ts';
 import type { PublishedState } from '../../src/timetable/publication.ts';
+import { sourceOf } from '../../src/timetable/source.ts';
 import type { TimetableEntry } from '../../src/timetable/types.ts';
 import { testContext } from '../support/service.ts';
 import { entry } from '../timetable/fixtures.ts';
@@ -88,6 +90,7 @@ export async function storeTimetable(
   options: { stamp?: number; staleSince?: number; name?: string } = {},
 ): Promise<StoredFeed> {
   const stamp = options.stamp ?? Date.UTC(2025, 8, 20, 9, 0, 0);
+  const wording = wordingOf(sourceOf(source).kind);
   const normalised = normaliseEntries(entries);
   const snapshot: Snapshot = {
     hash: normalised.hash,
@@ -99,8 +102,8 @@ export async function storeTimetable(
   const published: PublishedState = {
     stamp,
     snapshotHash: snapshot.hash,
-    settingsHash: settingsHash(ctx.config, ctx.config.weekParityAnchors),
-    expansion: expansionSettings(ctx.config, ctx.config.weekParityAnchors),
+    settingsHash: settingsHash(ctx.config, ctx.config.weekParityAnchors, undefined, wording),
+    expansion: expansionSettings(ctx.config, ctx.config.weekParityAnchors, undefined, wording),
     occurrences: {},
     tombstones: [],
   };

@@ -175,7 +175,42 @@ describe('a class the university sends as one row per group', () => {
       ['20251004', '20251011', '20251018', '20251025'].map((day) => `${lowest}-${day}@timetable-sync`),
     );
     // The groups in row id order: the row added first (for the second group) has the lower id.
-    expect(ics.replace(/\r\n /g, '')).toContain(`Группы: ${second.name}\\, ${first.name}`);
+    const unfolded = ics.replace(/\r\n /g, '');
+    expect(unfolded).toContain(`Группы: ${second.name}\\, ${first.name}`);
+    // A teacher's feed says whom each class is for, and does not name the teacher, whose feed it is.
+    for (const event of seminar) expect(event.summary).toBe(`Общий семинар (семинар) — ${second.name}, ${first.name}`);
+    expect(unfolded).not.toContain('Преподаватель:');
+    // A group's feed titles the same class as before, and names its teacher.
+    const group = `group:${first.id}`;
+    expect((await pipeline.refresh(group)).state).toBe('completed');
+    const groupIcs = (await feedText(group)).replace(/\r\n /g, '');
+    const inGroup = readEvents(groupIcs).filter((event) => event.summary.startsWith('Общий семинар'));
+    expect(inGroup.map((event) => event.summary)).toEqual(Array(4).fill('Общий семинар (семинар)'));
+    expect(groupIcs).toContain(`Преподаватель: ${teacher.lastName}`);
     for (const row of rows) await pipeline.sim.deleteEntry(row.id);
+  });
+});
+
+describe('a group first fetched without classes', () => {
+  it('is named as the group directory names it, not "Группа <id>"', async () => {
+    const ids = new Set(entries.map((entry) => entry.id));
+    const groups = await pipeline.sim.groups();
+    let chosen: { id: number; rows: TimetableEntry[] } | undefined;
+    for (const candidate of groups) {
+      if (candidate.id === groupId) continue;
+      const rows = (await pipeline.ctx.upstream.groupSchedule(candidate.id)).entries;
+      if (rows.every((row) => !ids.has(row.id))) {
+        chosen = { id: candidate.id, rows };
+        break;
+      }
+    }
+    if (chosen === undefined) throw new Error('no group shares no class with the other tests');
+    const name = groups.find((candidate) => candidate.id === chosen.id)?.name as string;
+    await pipeline.ctx.directory.record(chosen.id, name);
+    for (const row of chosen.rows) await pipeline.sim.deleteEntry(row.id).catch(() => undefined);
+    const source = `group:${chosen.id}`;
+    expect((await pipeline.refresh(source)).state).toBe('completed');
+    expect((await pipeline.ctx.snapshots.snapshot(source))?.name).toBe(name);
+    expect(await feedText(source)).toContain(`X-WR-CALNAME:${name}`);
   });
 });

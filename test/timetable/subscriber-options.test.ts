@@ -3,13 +3,16 @@ import {
   applyTitleTemplate,
   canonicalTitleTemplate,
   DEFAULT_TITLE_TEMPLATE,
+  defaultTitleTemplate,
   entryText,
   keepsEntry,
   optionValuesOf,
   placeholderNamed,
   placeholdersOf,
   subgroupOf,
+  TEACHER_WORDING,
   titleTemplateIn,
+  wordingOf,
 } from '../../src/timetable/event-text.ts';
 import { expand } from '../../src/timetable/expand.ts';
 import type { SubscriberOptions } from '../../src/timetable/types.ts';
@@ -172,5 +175,44 @@ describe('title template', () => {
       description: 'Преподаватель: Петров\nГруппа: А-1',
       categories: [],
     });
+  });
+});
+
+describe("a teacher's timetable", () => {
+  const full = entry({
+    subjectName: 'Физика',
+    kind: 'лекция',
+    teacher: { id: 7, lastName: 'Иванов', firstName: 'Иван', middleName: 'Иванович' },
+    groups: ['09-351', '09-352'],
+    note: '',
+  });
+
+  it('names the groups in the default title, and the teacher in no description line', () => {
+    expect(defaultTitleTemplate('employee')).toBe('{subject} ({kind}) — {groups}');
+    const text = entryText(full, {}, [], wordingOf('employee'));
+    expect(text.summary).toBe('Физика (лекция) — 09-351, 09-352');
+    expect(text.description).toBe('Лекция\nГруппы: 09-351, 09-352');
+  });
+
+  it('drops the dash with the groups when a class has none', () => {
+    expect(entryText({ ...full, groups: [] }, {}, [], TEACHER_WORDING).summary).toBe('Физика (лекция)');
+    expect(entryText({ ...full, groups: [], kind: '' }, {}, [], TEACHER_WORDING).summary).toBe('Физика');
+  });
+
+  it("keeps a subscriber's own template, and leaves groups' and personal timetables as they were", () => {
+    expect(entryText(full, { titleTemplate: '{subject} ({kind})' }, [], TEACHER_WORDING).summary).toBe(
+      'Физика (лекция)',
+    );
+    for (const kind of ['group', 'personal'] as const) {
+      expect(defaultTitleTemplate(kind)).toBe('{subject} ({kind})');
+      expect(entryText(full, {}, [], wordingOf(kind))).toEqual(entryText(full));
+    }
+    expect(entryText(full).description).toBe('Лекция\nПреподаватель: Иванов Иван Иванович\nГруппы: 09-351, 09-352');
+  });
+
+  it('is what expansion words every occurrence with', () => {
+    const [occurrence] = expand([full], { timezone: 'Europe/Moscow', wording: TEACHER_WORDING }).occurrences;
+    expect(occurrence?.summary).toBe('Физика (лекция) — 09-351, 09-352');
+    expect(occurrence?.description).not.toContain('Преподаватель');
   });
 });

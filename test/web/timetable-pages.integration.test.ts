@@ -294,6 +294,30 @@ describe('a group page', () => {
     expect((await get('/timetables/groups/0/preview')).statusCode).toBe(404);
   });
 
+  it("titles a teacher's classes with their groups, by default and in the preview, without the teacher", async () => {
+    const groups = [entry({ id: 1, subjectName: 'Физика', kind: 'лекция', groups: ['09-351', '09-352'] })];
+    await storeTimetable(test.ctx, 'employee:7', groups, { stamp: Date.UTC(2025, 8, 5, 7, 0), name: 'Иванов И. И.' });
+    const page = await get('/timetables/employees/7');
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain('data-default="{subject} ({kind}) — {groups}"');
+    expect(page.body).toContain('Физика (лекция) — 09-351, 09-352');
+    const preview = (await get('/timetables/employees/7/preview')).json();
+    expect(preview.preview.title).toBe('Физика (лекция) — 09-351, 09-352');
+    expect(preview.preview.description).not.toContain('Преподаватель');
+    // A group's default is an option of its own on a teacher's page: it stays in the feed URL.
+    const plain = (
+      await get(`/timetables/employees/7/preview?title=${encodeURIComponent('{subject} ({kind})')}`)
+    ).json();
+    expect(plain.feedUrl).toBe(`${publicUrl}/feeds/employees/7.ics?title=%7Bsubject%7D+%28%7Bkind%7D%29`);
+    expect(plain.preview.title).toBe('Физика (лекция)');
+    const teacherDefault = encodeURIComponent('{subject} ({kind}) — {groups}');
+    expect((await get(`/timetables/employees/7/preview?title=${teacherDefault}`)).json().feedUrl).toBe(
+      `${publicUrl}/feeds/employees/7.ics`,
+    );
+    // A group's page keeps its own default.
+    expect((await get('/timetables/groups/42')).body).toContain('data-default="{subject} ({kind})"');
+  });
+
   it('notes the time of the data when the university stopped answering', async () => {
     await storeTimetable(test.ctx, 'group:43', undefined, { stamp: Date.UTC(2025, 8, 5, 7, 0) });
     expect((await get('/timetables/groups/43')).body).not.toContain('data-stale');
