@@ -299,7 +299,7 @@ describe('a group page', () => {
     await storeTimetable(test.ctx, 'employee:7', groups, { stamp: Date.UTC(2025, 8, 5, 7, 0), name: 'Иванов И. И.' });
     const page = await get('/timetables/employees/7');
     expect(page.statusCode).toBe(200);
-    expect(page.body).toContain('data-default="{subject} ({kind}) — {groups}"');
+    expect(page.body).toContain('data-default="{предмет} ({вид}) — {группы}"');
     expect(page.body).toContain('Физика (лекция) — 09-351, 09-352');
     const preview = (await get('/timetables/employees/7/preview')).json();
     expect(preview.preview.title).toBe('Физика (лекция) — 09-351, 09-352');
@@ -315,7 +315,7 @@ describe('a group page', () => {
       `${publicUrl}/feeds/employees/7.ics`,
     );
     // A group's page keeps its own default.
-    expect((await get('/timetables/groups/42')).body).toContain('data-default="{subject} ({kind})"');
+    expect((await get('/timetables/groups/42')).body).toContain('data-default="{предмет} ({вид})"');
   });
 
   it('notes the time of the data when the university stopped answering', async () => {
