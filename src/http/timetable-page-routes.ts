@@ -25,6 +25,7 @@ import type { SourceRegistry } from '../store/registry.ts';
 import type { Snapshot, SnapshotStore } from '../store/snapshot-store.ts';
 import type { Subscription } from '../store/subscription-store.ts';
 import type { TargetStore } from '../store/target-store.ts';
+import { personalHeading } from '../subscriptions/profile.ts';
 import { studyPlanView } from '../subscriptions/study-plan-view.ts';
 import { InvalidSourceError } from '../timetable/errors.ts';
 import { defaultTitleTemplate, type OptionValues, optionValuesOf } from '../timetable/event-text.ts';
@@ -192,7 +193,7 @@ class TimetablePages {
     const view = stored
       ? await this.pageView(lang, request, stored, context)
       : await this.emptyView(lang, request, subscription, context);
-    view.name = snapshot?.name ?? subscription.name;
+    view.name = personalHeading(snapshot?.name ?? subscription.name, subscription.group?.name);
     view.needsCredential = subscription.status === 'needs-credential';
     view.private = true;
     if (subscription.group !== undefined)

@@ -77,3 +77,14 @@ export function profileCalendarName(profile: Pick<Profile, 'firstName' | 'lastNa
   const base = person === '' ? 'Моё расписание' : `Расписание: ${person}`;
   return group === '' ? base : `${base} (${group})`;
 }
+
+/**
+ * The heading of a personal page, from its calendar name ({@link profileCalendarName}): the person alone
+ * ("Иванова Мария"), since the page already says whose timetable it is and links the group beside it.
+ */
+export function personalHeading(calendarName: string, groupName?: string): string {
+  let text = calendarName.replace(/^Расписание:\s*/, '');
+  const group = groupName?.trim() ?? '';
+  if (group !== '' && text.endsWith(` (${group})`)) text = text.slice(0, -` (${group})`.length);
+  return text.trim() === '' ? calendarName : text.trim();
+}

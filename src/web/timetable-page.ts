@@ -120,7 +120,8 @@ export function timetablePage(view: TimetablePageView): Html {
     ...view.subscribe,
     optionsHref: view.options === undefined ? undefined : '#feed-options',
   });
-  const body = html`<p class="kind-label muted">${w[view.kind]}</p>
+  const label = w[view.kind] === view.name ? '' : html`<p class="kind-label muted">${w[view.kind]}</p>`;
+  const body = html`!${label}
 <h1>${view.name}</h1>
 !${view.lead ?? ''}!${notes}
 <div class="timetable-layout">

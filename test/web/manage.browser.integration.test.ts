@@ -163,6 +163,10 @@ describe('the personal page on a phone', () => {
       return (await page.locator('section.plan table').count()) > 0 ? true : undefined;
     }, 'the study plan shown');
     await expectFits(page);
+    // The heading names the person once: no "Расписание:" before it, no group after it (linked just below).
+    const heading = (await page.textContent('h1')) ?? '';
+    expect(heading).not.toMatch(/^Расписание|\(/);
+    expect(await page.locator('.lead a').textContent()).toBe(subscription.group?.name);
     const wrap = page.locator('section.plan .table-wrap');
     const overflow = await wrap.evaluate((element) => element.scrollWidth - element.clientWidth);
     expect(overflow, 'the plan scrolls sideways').toBeLessThanOrEqual(0);
