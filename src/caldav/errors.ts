@@ -1,0 +1,104 @@
+/**
+ * Typed failures of the CalDAV adapter. The adapter classifies every answer into one of these at its boundary;
+ * callers branch on the class, never on message text. `cause` keeps the original error; no message ever holds
+ * the password or an Authorization header.
+ */
+
+/** What the adapter knows of a failed answer; every field may be unknown. */
+export interface CalDavErrorDetails {
+  status?: number | undefined;
+  /** The host that answered (rate limits and cool-downs are per host). */
+  host?: string | undefined;
+  /** The server's own words, when short and safe to show (a DAV precondition element, a status text). */
+  reason?: string | undefined;
+  cause?: unknown;
+}
+
+/** Base class. */
+export class CalDavError extends Error {
+  override name = 'CalDavError';
+  readonly status: number | undefined;
+  readonly host: string | undefined;
+  readonly reason: string | undefined;
+
+  constructor(message: string, details: CalDavErrorDetails = {}) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause });
+    this.status = details.status;
+    this.host = details.host;
+    this.reason = details.reason;
+  }
+}
+
+/** 401: the server refused the login or the app password; the target waits for a new one. */
+export class CalDavAuthError extends CalDavError {
+  override name = 'CalDavAuthError';
+}
+
+/** 403 on the calendar or the account (not on one resource): paused with the reason. */
+export class CalDavForbiddenError extends CalDavError {
+  override name = 'CalDavForbiddenError';
+}
+
+/** 507 on a write: the account's storage is full; paused with the reason. */
+export class CalDavQuotaError extends CalDavError {
+  override name = 'CalDavQuotaError';
+}
+
+/** 429, 503 and 504: slow down and try again, after `Retry-After` when the server sent one. */
+export class CalDavRateLimitError extends CalDavError {
+  override name = 'CalDavRateLimitError';
+  readonly retryAfterMs: number | undefined;
+
+  constructor(message: string, details: CalDavErrorDetails & { retryAfterMs?: number | undefined } = {}) {
+    super(message, details);
+    this.retryAfterMs = details.retryAfterMs;
+  }
+}
+
+/** Other 5xx, timeouts, resets, DNS: the same request may well succeed later. */
+export class CalDavTransientError extends CalDavError {
+  override name = 'CalDavTransientError';
+}
+
+/** Any other refusal of our request (a 400, a redirect loop, an answer we cannot read): retrying will not help. */
+export class CalDavPermanentError extends CalDavError {
+  override name = 'CalDavPermanentError';
+}
+
+/** The calendar collection is gone (404/410) or is no calendar. */
+export class CalDavCalendarGoneError extends CalDavError {
+  override name = 'CalDavCalendarGoneError';
+}
+
+/** The server does not let us make a calendar (MKCALENDAR 403/405/501): the person picks or gives one. */
+export class MkcalendarRefusedError extends CalDavError {
+  override name = 'MkcalendarRefusedError';
+}
+
+/** 412 on `If-None-Match: *`: a resource of that name exists. */
+export class ResourceExistsError extends CalDavError {
+  override name = 'ResourceExistsError';
+}
+
+/** 412 on `If-Match`: the resource changed since we read its ETag (a person edited it). */
+export class EtagMismatchError extends CalDavError {
+  override name = 'EtagMismatchError';
+}
+
+/** 404 on an update of a resource that should be there. */
+export class ResourceMissingError extends CalDavError {
+  override name = 'ResourceMissingError';
+}
+
+/** 409 `no-uid-conflict`: another resource of the calendar holds the UID (one we did not write). */
+export class UidConflictError extends CalDavError {
+  override name = 'UidConflictError';
+}
+
+/**
+ * A permanent refusal of one resource (400, 403, 415, 422 on a PUT; a 412 a GET shows was no edit, as Xandikos
+ * answers for data it cannot read): the resource is the problem, the others can still be written.
+ */
+export class ResourceRefusedError extends CalDavPermanentError {
+  override name = 'ResourceRefusedError';
+}
