@@ -23,6 +23,7 @@ import {
   ResourceRefusedError,
   UidConflictError,
 } from '../../src/caldav/errors.ts';
+import { mergeOwned } from '../../src/caldav/ics-merge.ts';
 import { desiredResources } from '../../src/caldav/ics-resource.ts';
 import type { Occurrence } from '../../src/timetable/types.ts';
 import { type Radicale, startRadicale } from '../../testkit/radicale.ts';
@@ -257,6 +258,26 @@ describe('the CalDAV client on a real Radicale', () => {
     expect(await client.remove(href, blind.etag)).toBe('missing');
     expect(await client.get(href)).toBeUndefined();
     await expect(client.update(href, desired.ics, blind.etag)).rejects.toBeInstanceOf(ResourceMissingError);
+  });
+
+  it("merges our change into a person's edit as Radicale stores it: their alarm stays, our room wins", async () => {
+    const { client, calendar } = await calendarOf();
+    const desired = resource('merge-1');
+    const href = `${calendar.url}${desired.id}.ics`;
+    const { etag } = await client.create(href, desired.ics);
+    const alarm = 'BEGIN:VALARM\r\nACTION:DISPLAY\r\nTRIGGER:-PT30M\r\nDESCRIPTION:Скоро\r\nEND:VALARM\r\n';
+    const theirs = desired.ics.replace('END:VEVENT', `COLOR:tomato\r\nCATEGORIES:Учёба\r\n${alarm}END:VEVENT`);
+    await client.update(href, theirs, etag);
+    const moved = resource('merge-1', { location: 'ауд. 303', sequence: 1 });
+    await expect(client.update(href, moved.ics, etag)).rejects.toBeInstanceOf(EtagMismatchError);
+    const current = await client.get(href);
+    await client.update(href, mergeOwned(current?.ics ?? '', moved.ics), current?.etag ?? '');
+    const merged = await client.get(href);
+    expect(merged).toMatchObject({ uid: 'merge-1', markerValue: 'group:4242', hash: moved.hash });
+    expect(merged?.ics).toContain('LOCATION:ауд. 303');
+    expect(merged?.ics).toContain('TRIGGER:-PT30M');
+    expect(merged?.ics).toContain('COLOR:tomato');
+    expect(merged?.ics).toContain('CATEGORIES:Учёба');
   });
 
   it('answers a second resource with the same UID with UidConflictError (409 no-uid-conflict)', async () => {
