@@ -474,6 +474,23 @@ describe('the CalDAV client on a real Radicale', () => {
     }
   });
 
+  it('answers a server that stays silent past the headers timeout with CalDavTransientError', async () => {
+    const silent = createServer(() => undefined); // never answers
+    await new Promise<void>((done) => silent.listen(0, '127.0.0.1', done));
+    const quick = calDavClientFactory({ allowPrivateHosts: true, timeouts: { headersMs: 300 } });
+    try {
+      const client = quick({ username: 'x', password: PASSWORD }, async () => undefined);
+      const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}/x.ics`;
+      const error = await client.get(url).catch((caught: unknown) => caught);
+      expect(error).toBeInstanceOf(CalDavTransientError);
+      expect((error as CalDavTransientError).reason).toBe('UND_ERR_HEADERS_TIMEOUT');
+    } finally {
+      await quick.close();
+      silent.closeAllConnections();
+      await new Promise((done) => silent.close(done));
+    }
+  });
+
   it('calls beforeRequest with the host before every request', async () => {
     const { client, calendar } = await calendarOf();
     hosts.length = 0;
