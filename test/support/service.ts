@@ -24,6 +24,8 @@ export function testConfig(env: Record<string, string | undefined> = {}): Config
     REFRESH_BACKOFF: '50ms',
     CONFIRM_DELAY: '200ms',
     LOG_LEVEL: 'silent',
+    // CalDAV servers in tests (Radicale, fault proxies) listen on loopback.
+    CALDAV_ALLOW_PRIVATE: 'true',
     ...env,
   });
 }
