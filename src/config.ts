@@ -12,6 +12,7 @@ import {
   bearerSecret,
   dateList,
   duration,
+  flag,
   holidayList,
   httpUrl,
   httpUrlOr,
@@ -133,6 +134,12 @@ export const SETTING_GROUPS = {
     intro:
       'Without `GOOGLE_CLIENT_ID`, `GOOGLE_CLIENT_SECRET` and `SECRET_KEY` the Google routes answer `503` and push ' +
       'jobs do nothing. Setting up the OAuth client: docs/operations.md#google.',
+  },
+  caldav: {
+    title: 'CalDAV push',
+    intro:
+      'Pushing timetables into CalDAV calendars (Yandex, iCloud, Nextcloud, Fastmail, any RFC 4791 server) with ' +
+      "the person's own login and app password, kept sealed with `SECRET_KEY`.",
   },
   httpLimits: {
     title: 'HTTP server limits',
@@ -638,6 +645,42 @@ const SETTINGS = {
     meaning: 'Push jobs at once per worker process.',
     default: '4',
     example: '8',
+  }),
+  caldavRateLimit: setting('CALDAV_RATE_LIMIT', positiveNumber(5, false, 1_000), {
+    group: 'caldav',
+    meaning:
+      'Requests per second to one CalDAV server host, over all targets and workers (Yandex is known to throttle ' +
+      'and answer `504`). A host answering `429`, `503` or `504` also cools down for its `Retry-After`.',
+    default: '5',
+    example: '2',
+  }),
+  caldavReconcileIntervalMs: setting('CALDAV_RECONCILE_INTERVAL', duration('6h', 60_000), {
+    group: 'caldav',
+    meaning:
+      "How often each CalDAV calendar is listed (its sync token or ETags) and the target's index repaired from " +
+      'it: resources deleted by hand come back if still wanted, duplicates go.',
+    default: '6h',
+    example: '24h',
+  }),
+  caldavPauseMs: setting('CALDAV_PAUSE', duration('6h', 1_000), {
+    group: 'caldav',
+    meaning: 'How long a CalDAV target rests after its server answers `403` (forbidden) or `507` (storage full).',
+    default: '6h',
+    example: '12h',
+  }),
+  caldavRequestTimeoutMs: setting('CALDAV_REQUEST_TIMEOUT', duration('30s', 1_000), {
+    group: 'caldav',
+    meaning: "Time a CalDAV server has to answer one request's headers; beyond it the request counts as failed.",
+    default: '30s',
+    example: '60s',
+  }),
+  caldavAllowPrivate: setting('CALDAV_ALLOW_PRIVATE', flag(false), {
+    group: 'caldav',
+    meaning:
+      '`true` lets CalDAV targets point at loopback and private addresses (tests, a server on your own network). ' +
+      'Otherwise such servers are refused, so that nobody can make the service send requests into its own network.',
+    default: 'false',
+    example: 'true',
   }),
   logLevel: setting('LOG_LEVEL', logLevel, {
     group: 'logging',

@@ -51,3 +51,27 @@ describe('abuse limits in the configuration', () => {
     ]);
   });
 });
+
+describe('CalDAV push in the configuration', () => {
+  it('defaults to 5 requests per second per host and refuses private hosts', () => {
+    const config = loadConfig({});
+    expect(config.caldavRateLimit).toBe(5);
+    expect(config.caldavAllowPrivate).toBe(false);
+    expect(config.caldavReconcileIntervalMs).toBe(6 * 3_600_000);
+    expect(config.caldavPauseMs).toBe(6 * 3_600_000);
+    expect(config.caldavRequestTimeoutMs).toBe(30_000);
+  });
+
+  it.each([
+    ['true', true],
+    ['FALSE', false],
+  ])('reads CALDAV_ALLOW_PRIVATE=%j', (value, expected) => {
+    expect(loadConfig({ CALDAV_ALLOW_PRIVATE: value }).caldavAllowPrivate).toBe(expected);
+  });
+
+  it('names a CALDAV_ALLOW_PRIVATE that is neither true nor false', () => {
+    expect(problemsOf({ CALDAV_ALLOW_PRIVATE: 'yes' })).toEqual([
+      'CALDAV_ALLOW_PRIVATE: must be true or false (got "yes")',
+    ]);
+  });
+});

@@ -114,6 +114,17 @@ export function positiveNumber(fallback: number, integer: boolean, max = Number.
   });
 }
 
+/** `true` or `false` (any case), else the default. */
+export function flag(fallback: boolean) {
+  return optionalText.transform((value, ctx) => {
+    if (value === undefined) return fallback;
+    if (value.toLowerCase() === 'true') return true;
+    if (value.toLowerCase() === 'false') return false;
+    ctx.addIssue({ code: 'custom', message: `must be true or false (got "${value}")` });
+    return fallback;
+  });
+}
+
 /** A secret: never echoed in an error message. */
 export function secret(minLength: number) {
   return optionalText.refine((value) => value === undefined || value.length >= minLength, {

@@ -70,9 +70,24 @@ export interface RedisKeys {
   googleOAuthState(stateHash: string): string;
   /** HASH: a Google request budget's token bucket (per Google user, or `global`). */
   googleBudget(name: string): string;
+  /** SET: the CalDAV push targets of a source (its own set: the Google fan-out never sees a CalDAV id). */
+  sourceCaldavTargets(key: SourceKey): string;
+  /** HASH: a CalDAV push target (server, calendar URL, login, sealed app password, status, last push). */
+  caldavTarget(id: string): string;
+  /** HASH: a CalDAV target's index, resource id → `<digest> <etag>` of what we last wrote there (or a marker). */
+  caldavIndex(id: string): string;
+  /** ZSET: every CalDAV push target, scored by when it was created (ms); the admin table pages it. */
+  readonly caldavTargets: string;
+  /** ZSET: CalDAV push targets, scored by when their next full reconcile is due (ms). */
+  readonly caldavTargetsDue: string;
+  /**
+   * STRING with a TTL: a CalDAV server host cooling down after it answered 429, 503 or 504; every worker's
+   * requests to the host wait until it expires (store/caldav-host-budget.ts).
+   */
+  caldavHostCooldown(host: string): string;
   /**
    * HASH with a TTL: a token bucket of a rate limit (`lib/rate-limit.ts`), e.g. `upstream`, `sign-up:total`,
-   * `sign-up:client:<address>`; it expires once full again, so idle clients' buckets disappear.
+   * `sign-up:client:<address>`, `caldav-host:<host>`; it expires once full again, so idle clients' buckets disappear.
    */
   rateLimit(name: string): string;
   /** ZSET: worker processes, scored by their last heartbeat (ms). */
@@ -145,6 +160,12 @@ export function redisKeys(prefix: string): RedisKeys {
     googleUserTarget: (googleUser, source) => `${prefix}:google-user-target:${googleUser}:${source}`,
     googleOAuthState: (stateHash) => `${prefix}:google-oauth-state:${stateHash}`,
     googleBudget: (name) => `${prefix}:google-budget:${name}`,
+    sourceCaldavTargets: (key) => `${prefix}:source-caldav-targets:${key}`,
+    caldavTarget: (id) => `${prefix}:caldav-target:${id}`,
+    caldavIndex: (id) => `${prefix}:caldav-index:${id}`,
+    caldavTargets: `${prefix}:caldav-targets`,
+    caldavTargetsDue: `${prefix}:caldav-targets:due`,
+    caldavHostCooldown: (host) => `${prefix}:caldav-host-cooldown:${host}`,
     rateLimit: (name) => `${prefix}:rate:${name}`,
     workers: `${prefix}:workers`,
     feedUpdates: `${prefix}:feed-updates`,
