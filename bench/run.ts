@@ -5,6 +5,7 @@
  * any (the others take none).
  */
 import { cpus, totalmem } from 'node:os';
+import { runCaldavPushBenchmark } from './caldav-push.ts';
 import { runFeedServingBenchmark } from './feed-serving.ts';
 import { runGooglePushBenchmark } from './google-push.ts';
 import { runRefreshCycleBenchmark } from './refresh-cycle.ts';
@@ -18,6 +19,7 @@ const benchmarks: Record<string, (flags: readonly string[]) => Promise<Record<st
   'feed-serving': () => runFeedServingBenchmark(),
   'refresh-cycle': () => runRefreshCycleBenchmark(),
   'google-push': () => runGooglePushBenchmark(),
+  'caldav-push': () => runCaldavPushBenchmark(),
   // Not in a plain `npm run bench`: ~25 minutes at its default sizes on a quiet machine, and 4.5 GiB of Redis.
   scale: runScaleBenchmark,
 };
