@@ -6,6 +6,7 @@ import { silentLogger } from '../../src/logger.ts';
 import { startEmbeddedRedis } from '../../src/runtime/embedded-redis.ts';
 import { ensureChromium } from '../../testkit/chromium.ts';
 import { findOrInstall } from '../../testkit/debian-packages.ts';
+import { RADICALE_PATHS } from '../../testkit/radicale.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -24,7 +25,7 @@ declare module 'vitest' {
 /**
  * Starts one real `redis-server` on a free loopback port for the whole run (installing Debian's package
  * first when it is missing and we are root), and stops it afterwards. Finds Debian's `chromium` for the page
- * tests and `nginx-light` for the proxy tests, installing them the same way.
+ * tests, `nginx-light` for the proxy tests and `radicale` for the CalDAV tests, installing them the same way.
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const dataDir = await mkdtemp(join(tmpdir(), 'tts-test-redis-'));
@@ -35,6 +36,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
   if (nginxPath === undefined && process.env.CI === 'true')
     throw new Error('the proxy tests need nginx: install it with `sudo apt-get install nginx-light` (Debian/Ubuntu)');
   project.provide('nginxPath', nginxPath);
+  // Installed here, once, rather than by the first CalDAV test file (testkit/radicale.ts finds it then).
+  if (findOrInstall('radicale', RADICALE_PATHS) === undefined && process.env.CI === 'true')
+    throw new Error('the CalDAV tests need Radicale: install it with `sudo apt-get install radicale` (Debian/Ubuntu)');
   return async () => {
     await redis.stop();
     await rm(dataDir, { recursive: true, force: true });
