@@ -56,6 +56,14 @@ describe('createLogger', () => {
     expect(text).toContain('sub-1');
   });
 
+  it('redacts a CalDAV app password, alone or with its login', () => {
+    const out = memory();
+    const logger = createLogger({ level: 'info', destination: out.stream });
+    logger.info({ password: 'APP-1', credentials: { username: 'student', password: 'APP-2' } }, 'connecting');
+    expect(out.text()).not.toMatch(/APP-\d/);
+    expect(out.text()).toContain('student');
+  });
+
   it('writes human-readable lines when pretty', () => {
     const out = memory();
     const logger = createLogger({ level: 'info', destination: out.stream, pretty: true });

@@ -87,7 +87,7 @@ export interface RedisKeys {
   caldavHostCooldown(host: string): string;
   /**
    * HASH with a TTL: a token bucket of a rate limit (`lib/rate-limit.ts`), e.g. `upstream`, `sign-up:total`,
-   * `sign-up:client:<address>`; it expires once full again, so idle clients' buckets disappear.
+   * `sign-up:client:<address>`, `caldav-host:<host>`; it expires once full again, so idle clients' buckets disappear.
    */
   rateLimit(name: string): string;
   /** ZSET: worker processes, scored by their last heartbeat (ms). */

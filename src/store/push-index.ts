@@ -13,11 +13,11 @@ import { luaScript } from '../lib/lua-script.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { RedisKeys } from './keys.ts';
 
-/** Sets index entries only while the target exists (push-index-set.lua). */
-const SET_IF_TARGET = luaScript(import.meta.dirname, 'push-index-set');
+/** Sets index entries only while the target exists (push-index-set.lua; the CalDAV index uses it too). */
+export const SET_IF_TARGET = luaScript(import.meta.dirname, 'push-index-set');
 
-/** Replaces the whole index only while the target exists (push-index-replace.lua). */
-const REPLACE_IF_TARGET = luaScript(import.meta.dirname, 'push-index-replace');
+/** Replaces the whole index only while the target exists (push-index-replace.lua; the CalDAV index too). */
+export const REPLACE_IF_TARGET = luaScript(import.meta.dirname, 'push-index-replace');
 
 /** The per-target index of events we wrote and their digests. */
 export class PushIndex {
