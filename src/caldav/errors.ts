@@ -102,3 +102,11 @@ export class UidConflictError extends CalDavError {
 export class ResourceRefusedError extends CalDavPermanentError {
   override name = 'ResourceRefusedError';
 }
+
+/**
+ * The server's address is one this service may not reach: a loopback, private, link-local or otherwise internal
+ * address (a guard against being pointed at the service's own network), unless private hosts are allowed.
+ */
+export class CalDavAddressRefusedError extends CalDavPermanentError {
+  override name = 'CalDavAddressRefusedError';
+}

@@ -48,17 +48,20 @@ export function parseRefused(value: string): Refusal | undefined {
   return { hash: colon < 0 ? rest : rest.slice(0, colon), retryAt: Number.isSafeInteger(retryAt) ? retryAt : 0 };
 }
 
+/** What a diff needs of a desired item: its id and digest (a Google event, or a CalDAV resource). */
+export type Diffable = Pick<DesiredEvent, 'id' | 'hash'>;
+
 /**
  * What one push does: each desired event is inserted, revived, patched or left alone; indexed live events not desired
  * are removed.
  */
-export interface PushDiff {
+export interface PushDiff<T extends Diffable = DesiredEvent> {
   /** Desired events the index does not know, or knows as refused in another version or long enough ago. */
-  insert: DesiredEvent[];
+  insert: T[];
   /** Desired events whose id the index knows as deleted: brought back with one write. */
-  revive: DesiredEvent[];
+  revive: T[];
   /** Desired events the index knows with another digest. */
-  patch: DesiredEvent[];
+  patch: T[];
   /** Indexed live or refused event ids that are no longer desired (but not refused deletes still waiting). */
   remove: string[];
   /** Desired events the index knows with the same digest. */
@@ -78,8 +81,12 @@ export interface PushDiff {
  * except refused ones still waiting, plus deleted ones marked {@link CANCELLED} and refused deletes still
  * waiting. A desired id listed twice counts once (the first wins).
  */
-export function diffPush(desired: readonly DesiredEvent[], index: ReadonlyMap<string, string>, now: number): PushDiff {
-  const diff: PushDiff = { insert: [], revive: [], patch: [], remove: [], unchanged: 0, conflicts: 0, refused: 0 };
+export function diffPush<T extends Diffable = DesiredEvent>(
+  desired: readonly T[],
+  index: ReadonlyMap<string, string>,
+  now: number,
+): PushDiff<T> {
+  const diff: PushDiff<T> = { insert: [], revive: [], patch: [], remove: [], unchanged: 0, conflicts: 0, refused: 0 };
   const wanted = new Set<string>();
   for (const event of desired) {
     if (wanted.has(event.id)) continue;

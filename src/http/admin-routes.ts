@@ -149,7 +149,7 @@ function registerParity(admin: FastifyInstance, ctx: AdminRouteDeps): void {
   });
 }
 
-/** Bull Board for the three queues (its retry, clean and promote buttons included: admins only). */
+/** Bull Board for the queues (its retry, clean and promote buttons included: admins only). */
 async function registerBoard(admin: FastifyInstance, ctx: AdminRouteDeps): Promise<void> {
   const serverAdapter = new FastifyAdapter();
   serverAdapter.setBasePath(BOARD_PATH);
@@ -157,6 +157,7 @@ async function registerBoard(admin: FastifyInstance, ctx: AdminRouteDeps): Promi
     queues: [
       new BullMQAdapter(ctx.queues.refresh),
       new BullMQAdapter(ctx.queues.push),
+      new BullMQAdapter(ctx.queues.caldavPush),
       new BullMQAdapter(ctx.queues.schedule),
     ],
     serverAdapter,

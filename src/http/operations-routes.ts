@@ -39,7 +39,7 @@ export type OperationsRouteDeps = Parameters<typeof liveWorkers>[0] & {
   readonly config: Pick<Config, 'metricsToken'>;
   readonly redis: RedisClient;
   readonly registry: Pick<SourceRegistry, 'staleCount'>;
-  readonly queues: Pick<Queues, 'refresh' | 'push' | 'schedule'>;
+  readonly queues: Pick<Queues, 'refresh' | 'push' | 'caldavPush' | 'schedule'>;
   readonly metrics: OperationsMetrics;
   readonly logger: Pick<Logger, 'debug'>;
 };
@@ -117,7 +117,12 @@ function plugGauges(ctx: OperationsRouteDeps): void {
     return lastStale;
   });
   ctx.metrics.setQueueDepths(async () => {
-    const queues = { refresh: ctx.queues.refresh, push: ctx.queues.push, schedule: ctx.queues.schedule };
+    const queues = {
+      refresh: ctx.queues.refresh,
+      push: ctx.queues.push,
+      'caldav-push': ctx.queues.caldavPush,
+      schedule: ctx.queues.schedule,
+    };
     const depths: Record<string, Record<string, number>> = {};
     try {
       await withDeadline(

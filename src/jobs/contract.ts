@@ -12,6 +12,11 @@ export const QUEUE = {
   refresh: 'refresh',
   /** One job per Google push target whose source changed (consumed by the Google push role). */
   push: 'push',
+  /**
+   * One job per CalDAV push target whose source changed. A queue of its own: a slow or throttling CalDAV server
+   * delays its own jobs, never a Google push.
+   */
+  caldavPush: 'caldav-push',
   /** Per-source scheduler ticks and the reconciler; cheap jobs that never talk to the upstream. */
   schedule: 'schedule',
 } as const;
@@ -40,7 +45,7 @@ export interface RefreshJobResult {
   occurrences: number;
   /** Exact counts of the change that was published, if any. */
   changes?: ChangeCounts;
-  /** Push jobs fanned out to Google targets. */
+  /** Push jobs fanned out to Google and CalDAV targets. */
   pushJobs: number;
 }
 
@@ -60,6 +65,12 @@ export interface PushJobData {
   /** Set by the processor: rate-limit rounds spent before the job last made progress (not counted again). */
   roundsBeforeProgress?: number;
 }
+
+/**
+ * Payload of a CalDAV push job (job name `caldav-push`): the push job's, the source optional (the target knows
+ * its own; a producer that has it at hand passes it, for logs and `GET /admin/jobs/:id`).
+ */
+export type CalDavPushJobData = Omit<PushJobData, 'source'> & { source?: SourceKey | undefined };
 
 /** Result of a push job: what it wrote, or why it did nothing. */
 export type PushJobResult = { skipped: string } | (SyncCounts & { reconciled: boolean; durationMs: number });

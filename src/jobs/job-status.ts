@@ -5,11 +5,11 @@
  */
 import type { Queue } from 'bullmq';
 import type { SourceKey } from '../timetable/source.ts';
-import { followUpJobId, pushDeduplicationId, type Queues } from './queues.ts';
+import { caldavPushDeduplicationId, followUpJobId, pushDeduplicationId, type Queues } from './queues.ts';
 
 /** What job lookups use: the refresh and push queues. */
 export interface JobStatusDeps {
-  readonly queues: Pick<Queues, 'refresh' | 'push'>;
+  readonly queues: Pick<Queues, 'refresh' | 'push' | 'caldavPush'>;
 }
 
 /** Job ids we and BullMQ make never contain `:`; this also keeps lookups off BullMQ's own keys (`de:…`). */
@@ -48,12 +48,13 @@ export async function findJob(ctx: JobStatusDeps, id: string): Promise<JobStatus
   return (
     (await storedJob(ctx.queues.refresh, id)) ??
     (await storedJob(ctx.queues.push, id)) ??
+    (await storedJob(ctx.queues.caldavPush, id)) ??
     (await pendingFollowUp(ctx, id))
   );
 }
 
 async function storedJob(
-  queue: Queue<{ source: SourceKey }, unknown, string>,
+  queue: Queue<{ source?: SourceKey | undefined }, unknown, string>,
   id: string,
 ): Promise<JobStatus | undefined> {
   // The state first: it answers `unknown` for anything that is not a job, without reading the key as a hash.
@@ -108,5 +109,16 @@ export async function pendingPush(ctx: JobStatusDeps, target: string): Promise<{
   const job = await ctx.queues.push.getDeduplicationJobId(pushDeduplicationId(target));
   if (job === null) return null;
   const state = await ctx.queues.push.getJobState(job);
+  return state === 'completed' || state === 'failed' || state === 'unknown' ? null : { job, state };
+}
+
+/** The push job queued or running for a CalDAV target (its changes are not in the calendar yet), or null. */
+export async function pendingCaldavPush(
+  ctx: { readonly queues: Pick<Queues, 'caldavPush'> },
+  target: string,
+): Promise<{ job: string; state: string } | null> {
+  const job = await ctx.queues.caldavPush.getDeduplicationJobId(caldavPushDeduplicationId(target));
+  if (job === null) return null;
+  const state = await ctx.queues.caldavPush.getJobState(job);
   return state === 'completed' || state === 'failed' || state === 'unknown' ? null : { job, state };
 }

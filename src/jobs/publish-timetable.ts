@@ -7,6 +7,7 @@ import { diffRefresh } from '../feeds/refresh-diff.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import { execOrThrow } from '../lib/redis-transaction.ts';
 import type { Logger } from '../logger.ts';
+import type { CalDavTargetStore } from '../store/caldav-target-store.ts';
 import { encodeFeed, type FeedStore } from '../store/feed-store.ts';
 import type { GroupDirectory } from '../store/group-directory.ts';
 import type { RedisKeys } from '../store/keys.ts';
@@ -28,7 +29,7 @@ import { localDate } from '../timetable/zoned-time.ts';
 import { type ActivationDeps, activateSource } from './activation.ts';
 import type { RefreshJobResult, RefreshReason } from './contract.ts';
 import type { FetchedTimetable } from './fetch-source.ts';
-import { enqueuePush, enqueueRefresh } from './queues.ts';
+import { enqueueCaldavPush, enqueuePush, enqueueRefresh } from './queues.ts';
 import { syncTermStarts, type TermStartsDeps } from './term-starts.ts';
 
 /** What {@link markFeedStale} uses. */
@@ -57,6 +58,7 @@ export type PublishDeps = MarkStaleDeps &
     readonly knownEmployees: Pick<KnownEmployees, 'record'>;
     readonly teachers: Pick<TeacherDirectory, 'recordSeen'>;
     readonly google: { readonly targets: Pick<TargetStore, 'idsForSource'> };
+    readonly caldav: { readonly targets: Pick<CalDavTargetStore, 'idsForSource'> };
   };
 
 /** One fetched timetable to publish. */
@@ -367,10 +369,19 @@ export async function markFeedStale(ctx: MarkStaleDeps, source: SourceKey, now: 
   await ctx.feeds.replaceIf(source, feed.etag, await encodeFeed(ics, now, since));
 }
 
-/** One push job per Google target of the source; a target with a push queued or running gets one follow-up. */
+/**
+ * One push job per Google and per CalDAV target of the source; a target with a push queued or running gets one
+ * follow-up. Every one of them reads the publication just stored: the one fetch feeds them all.
+ */
 async function fanOutPush(ctx: PublishDeps, source: SourceKey): Promise<number> {
-  const targets = await ctx.google.targets.idsForSource(source);
-  await Promise.all(targets.map((target) => enqueuePush(ctx, target, source, 'refresh')));
+  const [google, caldav] = await Promise.all([
+    ctx.google.targets.idsForSource(source),
+    ctx.caldav.targets.idsForSource(source),
+  ]);
+  await Promise.all([
+    ...google.map((target) => enqueuePush(ctx, target, source, 'refresh')),
+    ...caldav.map((target) => enqueueCaldavPush(ctx.queues, target, 'refresh', source)),
+  ]);
   await ctx.snapshots.clearPushOwed(source);
-  return targets.length;
+  return google.length + caldav.length;
 }

@@ -116,8 +116,8 @@ export async function handlePushFailure(
  * so a long push under steady rate limits keeps going as long as each round gets somewhere, and the backoff
  * starts small again.
  */
-export async function rateLimitRounds(
-  job: Pick<Job<PushJobData>, 'attemptsStarted' | 'attemptsMade' | 'data' | 'updateData'>,
+export async function rateLimitRounds<T extends Pick<PushJobData, 'roundsBeforeProgress'>>(
+  job: Pick<Job<T>, 'attemptsStarted' | 'attemptsMade' | 'data' | 'updateData'>,
   progressed: boolean,
 ): Promise<number> {
   const started = job.attemptsStarted - job.attemptsMade;

@@ -5,6 +5,7 @@ import type { RedisClient } from '../lib/redis-target.ts';
 import type { RedisKeys } from '../store/keys.ts';
 import { type SourceKey, sourceToken } from '../timetable/source.ts';
 import {
+  type CalDavPushJobData,
   type PushJobData,
   type PushJobResult,
   type PushReason,
@@ -20,6 +21,7 @@ import { FollowUpAsks, type RefreshAsk, sameAsk } from './follow-ups.ts';
 export interface Queues {
   refresh: Queue<RefreshJobData, RefreshJobResult>;
   push: Queue<PushJobData, PushJobResult>;
+  caldavPush: Queue<CalDavPushJobData, PushJobResult>;
   schedule: Queue<TickJobData | Record<string, never>>;
   /** What the callers of each pending follow-up refresh asked for (see `follow-ups.ts`). */
   followUpAsks: FollowUpAsks;
@@ -35,15 +37,17 @@ export function createQueues(connection: RedisClient, keys: RedisKeys): Queues {
   const options = { connection, prefix: keys.queuePrefix };
   const refresh = new Queue<RefreshJobData, RefreshJobResult>(QUEUE.refresh, options);
   const push = new Queue<PushJobData, PushJobResult>(QUEUE.push, options);
+  const caldavPush = new Queue<CalDavPushJobData, PushJobResult>(QUEUE.caldavPush, options);
   const schedule = new Queue<TickJobData | Record<string, never>>(QUEUE.schedule, options);
-  for (const queue of [refresh, push, schedule]) queue.on('error', () => undefined);
+  for (const queue of [refresh, push, caldavPush, schedule]) queue.on('error', () => undefined);
   return {
     refresh,
     push,
+    caldavPush,
     schedule,
     followUpAsks: new FollowUpAsks(connection, keys.followUpAsks),
     close: async () => {
-      await Promise.all([refresh.close(), push.close(), schedule.close()]);
+      await Promise.all([refresh.close(), push.close(), caldavPush.close(), schedule.close()]);
     },
   };
 }
@@ -281,6 +285,34 @@ export async function enqueuePush(
     {
       ...pushJobOptions(),
       deduplication: { id: pushDeduplicationId(target), keepLastIfActive: true },
+    },
+  );
+  return job.id ?? '';
+}
+
+/** The deduplication id of a CalDAV target's push jobs (also how its state page finds a pending push). */
+export function caldavPushDeduplicationId(target: string): string {
+  return `caldav-push-${target}`;
+}
+
+/**
+ * Queues a push of CalDAV target `target`, deduplicated per target as {@link enqueuePush} is: while one is
+ * queued it answers the request, while one runs exactly one follow-up is kept behind it. The attempts and
+ * backoff are the Google push's; a server's rate limit delays the job without using an attempt
+ * (jobs/caldav-push-failure.ts). Resolves to the id of the job that will do the work.
+ */
+export async function enqueueCaldavPush(
+  queues: Pick<Queues, 'caldavPush'>,
+  target: string,
+  reason: PushReason,
+  source?: SourceKey,
+): Promise<string> {
+  const job = await queues.caldavPush.add(
+    QUEUE.caldavPush,
+    { target, reason, ...(source === undefined ? {} : { source }) },
+    {
+      ...pushJobOptions(),
+      deduplication: { id: caldavPushDeduplicationId(target), keepLastIfActive: true },
     },
   );
   return job.id ?? '';

@@ -9,6 +9,7 @@ import type { Config } from '../config.ts';
 import { tryLock, tryWithLock } from '../lib/redis-lock.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
+import type { CalDavTargetStore } from '../store/caldav-target-store.ts';
 import type { RedisKeys } from '../store/keys.ts';
 import type { SourceRegistry } from '../store/registry.ts';
 import type { TargetStore } from '../store/target-store.ts';
@@ -20,7 +21,7 @@ import {
   type TickJobData,
   tickSchedulerId,
 } from './contract.ts';
-import { enqueuePush, enqueueRefresh, type Queues } from './queues.ts';
+import { enqueueCaldavPush, enqueuePush, enqueueRefresh, type Queues } from './queues.ts';
 import { syncTermStarts, type TermStartsDeps } from './term-starts.ts';
 
 /** What {@link ensureReconcileScheduler} uses: the schedule queue, and a lock on the connection. */
@@ -30,17 +31,34 @@ export interface ReconcileSchedulerDeps {
   readonly queues: Queues;
 }
 
+/** The push targets of one kind, as the scheduler reads and reschedules them. */
+type DueTargets = Pick<
+  TargetStore | CalDavTargetStore,
+  'due' | 'requestReconcile' | 'scheduleReconcile' | 'anyForSource'
+> & {
+  get(id: string): Promise<{ source: SourceKey } | undefined>;
+};
+
 /**
- * What the schedule processor uses: the registry of active sources, the queues, the Google targets whose
- * reconcile comes due, and the term starts it keeps in force.
+ * What the schedule processor uses: the registry of active sources, the queues, the Google and CalDAV targets
+ * whose reconcile comes due, and the term starts it keeps in force.
  */
 export type ScheduleDeps = ReconcileSchedulerDeps &
   TermStartsDeps & {
-    readonly config: Pick<Config, 'refreshIntervalMs' | 'inactiveAfterMs' | 'googleReconcileIntervalMs'>;
+    readonly config: Pick<
+      Config,
+      'refreshIntervalMs' | 'inactiveAfterMs' | 'googleReconcileIntervalMs' | 'caldavReconcileIntervalMs'
+    >;
     readonly logger: Logger;
     readonly registry: Pick<SourceRegistry, 'isActive' | 'allActiveSources' | 'requestedBefore' | 'deactivate'>;
     readonly google: {
       readonly targets: Pick<TargetStore, 'due' | 'get' | 'requestReconcile' | 'scheduleReconcile' | 'anyForSource'>;
+    };
+    readonly caldav: {
+      readonly targets: Pick<
+        CalDavTargetStore,
+        'due' | 'get' | 'requestReconcile' | 'scheduleReconcile' | 'anyForSource'
+      >;
     };
   };
 
@@ -52,6 +70,8 @@ export interface ReconcileResult {
   removed: number;
   /** Google push targets whose periodic reconcile was due and got a push job. */
   pushes: number;
+  /** CalDAV push targets whose periodic reconcile was due and got a push job. */
+  caldavPushes: number;
   skipped?: 'another reconciler is running';
 }
 
@@ -77,14 +97,14 @@ export function scheduleProcessor(ctx: ScheduleDeps): Processor<TickJobData | Re
 
 /**
  * Deactivates sources nobody asked for within `INACTIVE_AFTER` (unless something pushes from them), makes the
- * tick schedulers match the active sources exactly, and queues the Google targets' due reconciles. One
+ * tick schedulers match the active sources exactly, and queues the Google and CalDAV targets' due reconciles. One
  * reconciler runs at a time (a Redis lock).
  */
 export async function reconcile(ctx: ScheduleDeps): Promise<ReconcileResult> {
   const reconciled = await tryWithLock(ctx.redis, ctx.keys.lock('reconcile'), RECONCILE_LOCK_MS, async (renew) => {
     const deactivated = await deactivateIdle(ctx);
     const [desired, existing] = await Promise.all([desiredSchedulers(ctx), existingSchedulers(ctx)]);
-    const result = { deactivated, created: 0, updated: 0, removed: 0, pushes: 0 };
+    const result = { deactivated, created: 0, updated: 0, removed: 0, pushes: 0, caldavPushes: 0 };
     // BullMQ fires ticks by the wall clock, not by the service's clock (tests set that to a fixed day): a start
     // computed from a clock behind the wall clock is in the past, and the first tick would fire at once.
     const wallNow = Date.now();
@@ -105,7 +125,16 @@ export async function reconcile(ctx: ScheduleDeps): Promise<ReconcileResult> {
       await ctx.queues.schedule.removeJobScheduler(id);
       result.removed += 1;
     }
-    result.pushes = await enqueueDuePushes(ctx, renew);
+    result.pushes = await enqueueDuePushes(ctx, renew, {
+      targets: ctx.google.targets,
+      intervalMs: ctx.config.googleReconcileIntervalMs,
+      enqueue: (id, source) => enqueuePush(ctx, id, source, 'reconcile'),
+    });
+    result.caldavPushes = await enqueueDuePushes(ctx, renew, {
+      targets: ctx.caldav.targets,
+      intervalMs: ctx.config.caldavReconcileIntervalMs,
+      enqueue: (id, source) => enqueueCaldavPush(ctx.queues, id, 'reconcile', source),
+    });
     // Catches a change of the counts whose own sync failed (e.g. Redis went away right after a removal).
     await syncTermStarts(ctx, ctx.logger);
     if (result.created + result.updated + result.removed + deactivated > 0)
@@ -119,6 +148,7 @@ export async function reconcile(ctx: ScheduleDeps): Promise<ReconcileResult> {
       updated: 0,
       removed: 0,
       pushes: 0,
+      caldavPushes: 0,
       skipped: 'another reconciler is running',
     }
   );
@@ -130,21 +160,26 @@ const DUE_TARGETS_PER_RUN = 500;
 const DUE_BATCH_SIZE = 50;
 
 /**
- * Queues a reconciling push for every Google target whose periodic reconcile is due, and moves its next one a
- * full interval away, so that a target is not queued again every minute while its push waits or fails.
+ * Queues a reconciling push for every target of one kind (Google or CalDAV) whose periodic reconcile is due,
+ * and moves its next one a full interval away, so that a target is not queued again every minute while its
+ * push waits or fails.
  */
-async function enqueueDuePushes(ctx: ScheduleDeps, keepLock: () => Promise<unknown>): Promise<number> {
+async function enqueueDuePushes(
+  ctx: Pick<ScheduleDeps, 'now'>,
+  keepLock: () => Promise<unknown>,
+  kind: { targets: DueTargets; intervalMs: number; enqueue: (id: string, source: SourceKey) => Promise<unknown> },
+): Promise<number> {
   const now = ctx.now();
-  const due = await ctx.google.targets.due(now, DUE_TARGETS_PER_RUN);
+  const due = await kind.targets.due(now, DUE_TARGETS_PER_RUN);
   let queued = 0;
   for (let start = 0; start < due.length; start += DUE_BATCH_SIZE) {
     const batch = await Promise.all(
       due.slice(start, start + DUE_BATCH_SIZE).map(async (id) => {
-        const target = await ctx.google.targets.get(id);
+        const target = await kind.targets.get(id);
         if (target === undefined) return 0;
-        await ctx.google.targets.requestReconcile(id);
-        await ctx.google.targets.scheduleReconcile(id, now + ctx.config.googleReconcileIntervalMs);
-        await enqueuePush(ctx, id, target.source, 'reconcile');
+        await kind.targets.requestReconcile(id);
+        await kind.targets.scheduleReconcile(id, now + kind.intervalMs);
+        await kind.enqueue(id, target.source);
         return 1;
       }),
     );
@@ -183,7 +218,7 @@ async function deactivateIdle(ctx: ScheduleDeps): Promise<number> {
   const idle = await ctx.registry.requestedBefore(ctx.now() - ctx.config.inactiveAfterMs);
   let count = 0;
   for (const source of idle) {
-    if (await ctx.google.targets.anyForSource(source)) continue;
+    if ((await ctx.google.targets.anyForSource(source)) || (await ctx.caldav.targets.anyForSource(source))) continue;
     await ctx.registry.deactivate(source);
     count += 1;
   }

@@ -1,4 +1,7 @@
-/** The worker role's BullMQ workers: refresh (rate-limited over all workers), schedule, and push. */
+/**
+ * The worker role's BullMQ workers: refresh (rate-limited over all workers), schedule, Google push, and CalDAV
+ * push.
+ */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Worker, type WorkerOptions } from 'bullmq';
@@ -10,6 +13,7 @@ import { redisFailure } from '../lib/redis-failure.ts';
 import type { RedisOutageLog } from '../lib/redis-outage.ts';
 import type { RedisTarget } from '../lib/redis-target.ts';
 import { packLegacyState } from '../store/state-packing.ts';
+import { type CalDavPushDeps, caldavPushProcessor } from './caldav-push.ts';
 import { QUEUE } from './contract.ts';
 import { dropRetiredFeedForms, type FeedFormsDeps } from './feed-forms-migration.ts';
 import { beat, forgetWorker, type HeartbeatDeps } from './heartbeats.ts';
@@ -26,6 +30,7 @@ import { type SeedTermCountsDeps, seedTermCounts } from './term-starts.ts';
 export type WorkersDeps = RefreshDeps &
   ScheduleDeps &
   PushDeps &
+  CalDavPushDeps &
   SeedTermCountsDeps &
   HeartbeatDeps &
   FeedFormsDeps & {
@@ -45,6 +50,8 @@ export interface WorkerTuning {
   heartbeatMs?: number;
   /** First pause of the push queue after a Google rate limit without `Retry-After`. */
   pushRateLimitBaseMs?: number;
+  /** First delay of a CalDAV push job after its server's rate limit without `Retry-After`. */
+  caldavRateLimitBaseMs?: number;
   /** How often a full Redis is asked whether it has room again (see `redis-full-guard.ts`). */
   redisFullProbeMs?: number;
 }
@@ -116,6 +123,12 @@ export async function startWorkers(
       ...base,
       concurrency: ctx.config.pushConcurrency,
       limiter: limiterFor(ctx.config.googleRateLimit),
+    }),
+    // No queue limiter: CalDAV servers are paced per host (caldav-host-budget.ts), and one that throttles delays
+    // only its own jobs.
+    new Worker(QUEUE.caldavPush, caldavPushProcessor(ctx, { rateLimitBaseMs: tuning.caldavRateLimitBaseMs }), {
+      ...base,
+      concurrency: ctx.config.pushConcurrency,
     }),
   ];
   const guard = new RedisFullGuard(workers, ctx.redis, ctx.config.redisPrefix, ctx.logger, tuning.redisFullProbeMs);

@@ -1,3 +1,4 @@
+import type { CalDavServices } from '../caldav/caldav-services.ts';
 import type { Config } from '../config.ts';
 import type { GoogleServices } from '../google/google-services.ts';
 import type { Queues } from '../jobs/queues.ts';
@@ -60,6 +61,8 @@ export interface ServiceContext {
   readonly requestUpstream: UniversityClient;
   /** Google push: targets, index, request budget, OAuth and calendars. */
   readonly google: GoogleServices;
+  /** CalDAV push: targets, their indexes, the per-host budget, and clients that wait for it. */
+  readonly caldav: CalDavServices;
   readonly metrics: Metrics;
   /** Epoch ms; tests pass their own clock. */
   readonly now: () => number;

@@ -37,6 +37,18 @@ export interface Metrics {
   readonly googleWrites: Counter<'operation'>;
   /** Google failures by kind (`rate-limit`, `quota`, `consent`, `calendar-gone`, `transient`, `permanent`). */
   readonly googleErrors: Counter<'kind'>;
+  /**
+   * Seconds per CalDAV push job, by outcome (`synced`, `skipped`, `rate-limited`, `paused`, `needs-password`,
+   * `calendar-deleted`, `failed`).
+   */
+  readonly caldavPushDuration: Histogram<'outcome'>;
+  /** CalDAV write requests by operation (`create`, `update`, `delete`). */
+  readonly caldavWrites: Counter<'operation'>;
+  /**
+   * CalDAV failures by kind (`rate-limit`, `auth`, `forbidden`, `quota`, `calendar-gone`, `transient`,
+   * `permanent`).
+   */
+  readonly caldavErrors: Counter<'kind'>;
   /** Where gauges read their values at scrape time; roles plug in what they have. */
   setQueueDepths(read: () => Promise<QueueDepths>): void;
   setStaleSources(read: () => Promise<number>): void;
@@ -110,6 +122,25 @@ export function createMetrics(): Metrics {
     googleErrors: new Counter({
       name: 'timetable_google_errors_total',
       help: 'Google API failures by kind',
+      labelNames: ['kind'] as const,
+      registers: [registry],
+    }),
+    caldavPushDuration: new Histogram({
+      name: 'timetable_caldav_push_duration_seconds',
+      help: 'Duration of CalDAV push jobs by outcome',
+      labelNames: ['outcome'] as const,
+      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+      registers: [registry],
+    }),
+    caldavWrites: new Counter({
+      name: 'timetable_caldav_writes_total',
+      help: 'CalDAV write requests by operation',
+      labelNames: ['operation'] as const,
+      registers: [registry],
+    }),
+    caldavErrors: new Counter({
+      name: 'timetable_caldav_errors_total',
+      help: 'CalDAV failures by kind',
       labelNames: ['kind'] as const,
       registers: [registry],
     }),

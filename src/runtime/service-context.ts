@@ -1,3 +1,6 @@
+import type { CalDavClientFactory } from '../caldav/caldav-client.ts';
+import { createCalDavServices } from '../caldav/caldav-services.ts';
+import { calDavClientFactory } from '../caldav/dav-client.ts';
 import type { Config } from '../config.ts';
 import type { CalendarClientFactory } from '../google/calendar-client.ts';
 import { createGoogleServices } from '../google/google-services.ts';
@@ -34,6 +37,8 @@ export interface ContextOptions {
   upstream?: UniversityClient;
   /** Default: the Google adapter (when `GOOGLE_CLIENT_ID`/`SECRET` are set). Tests pass an in-memory calendar. */
   googleFactory?: CalendarClientFactory;
+  /** Default: the CalDAV adapter with `CALDAV_REQUEST_TIMEOUT` and `CALDAV_ALLOW_PRIVATE`. Tests pass an in-memory server. */
+  caldavFactory?: CalDavClientFactory;
   metrics?: Metrics;
   /** Default: one logging to `logger` with a summary a minute. Tests pass one with a shorter interval. */
   redisOutage?: RedisOutageLog;
@@ -48,7 +53,7 @@ export interface OpenContext {
 
 /**
  * Opens the shared pieces of a role: one Redis commands connection, the stores, the queues, the upstream
- * client, the Google services and the metrics. Workers and subscriptions open their own connections on top.
+ * client, the Google and CalDAV services and the metrics. Workers and subscriptions open their own connections on top.
  */
 export function openServiceContext(options: ContextOptions): OpenContext {
   const { config, logger } = options;
@@ -77,6 +82,19 @@ export function openServiceContext(options: ContextOptions): OpenContext {
     markerKey: keys.durabilityMarker,
     logger,
   });
+  const caldavTransport = options.caldavFactory
+    ? undefined
+    : calDavClientFactory({
+        timeouts: { headersMs: config.caldavRequestTimeoutMs },
+        allowPrivateHosts: config.caldavAllowPrivate,
+      });
+  const caldav = createCalDavServices({
+    config,
+    redis,
+    keys,
+    factory: options.caldavFactory ?? (caldavTransport as CalDavClientFactory),
+    closeFactory: caldavTransport?.close,
+  });
   const context: ServiceContext = {
     config,
     logger,
@@ -102,6 +120,7 @@ export function openServiceContext(options: ContextOptions): OpenContext {
       keys,
       ...(options.googleFactory ? { factory: options.googleFactory } : {}),
     }),
+    caldav,
     metrics: options.metrics ?? createMetrics(),
     now: options.now ?? Date.now,
   };
@@ -113,6 +132,7 @@ export function openServiceContext(options: ContextOptions): OpenContext {
       await queues.close();
       await Promise.all([
         disk.close(),
+        caldav.close(),
         closeRedis(redis),
         ...(options.upstream ? [] : [upstream.close(), requestUpstream.close()]),
       ]);

@@ -1,4 +1,5 @@
 import { inject } from 'vitest';
+import type { CalDavClientFactory } from '../../src/caldav/caldav-client.ts';
 import { type Config, loadConfig } from '../../src/config.ts';
 import type { CalendarClientFactory } from '../../src/google/calendar-client.ts';
 import { type Logger, silentLogger } from '../../src/logger.ts';
@@ -33,7 +34,12 @@ export function testConfig(env: Record<string, string | undefined> = {}): Config
 /** A service context on the run's Redis under a unique prefix; `close` also deletes every key it made. */
 export async function testContext(
   env: Record<string, string | undefined> = {},
-  options: { logger?: Logger; now?: () => number; googleFactory?: CalendarClientFactory } = {},
+  options: {
+    logger?: Logger;
+    now?: () => number;
+    googleFactory?: CalendarClientFactory;
+    caldavFactory?: CalDavClientFactory;
+  } = {},
 ): Promise<{ context: ServiceContext; close: () => Promise<void> }> {
   const config = testConfig(env);
   const opened = openServiceContext({
@@ -43,6 +49,7 @@ export async function testContext(
     role: 'test',
     ...(options.now ? { now: options.now } : {}),
     ...(options.googleFactory ? { googleFactory: options.googleFactory } : {}),
+    ...(options.caldavFactory ? { caldavFactory: options.caldavFactory } : {}),
   });
   return {
     context: opened.context,

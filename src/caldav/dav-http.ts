@@ -1,0 +1,487 @@
+/**
+ * Every HTTP exchange of the CalDAV adapter: one undici Agent (connect, headers and body timeouts), Basic auth,
+ * the per-host wait before each request, redirects followed by hand, the guard against internal addresses, and
+ * the classification of statuses into the typed errors of `errors.ts`. tsdav gets {@link DavHttp.fetch}, a
+ * `fetch` over the same path, so discovery and XML go through these rules too.
+ *
+ * The password lives in one header built here; no message, reason or log line ever holds it.
+ */
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { BlockList, isIP } from 'node:net';
+import { Agent, type Dispatcher, request } from 'undici';
+import { parseRetryAfter } from '../lib/retry-after.ts';
+import type { BeforeCalDavRequest, CalDavCredentials } from './caldav-client.ts';
+import {
+  CalDavAddressRefusedError,
+  CalDavAuthError,
+  type CalDavError,
+  CalDavForbiddenError,
+  CalDavPermanentError,
+  CalDavQuotaError,
+  CalDavRateLimitError,
+  CalDavTransientError,
+} from './errors.ts';
+
+/** How long a request may take to connect, to get its headers, and between two chunks of its body. */
+export interface DavTimeouts {
+  connectMs: number;
+  headersMs: number;
+  bodyMs: number;
+}
+
+export const DEFAULT_DAV_TIMEOUTS: DavTimeouts = { connectMs: 10_000, headersMs: 30_000, bodyMs: 60_000 };
+
+/** The settings of a transport (one Agent, shared by every account's client). */
+export interface DavTransportOptions {
+  timeouts?: Partial<DavTimeouts> | undefined;
+  /**
+   * Whether servers on loopback and private addresses may be reached (tests and self-hosted setups on the same
+   * network). Off by default: a person could otherwise point the service at its own network.
+   */
+  allowPrivateHosts?: boolean | undefined;
+  /** The largest answer read (a full listing of a big calendar is a few MB). */
+  maxResponseBytes?: number | undefined;
+}
+
+/** The connection pool of the adapter. */
+export interface DavTransport {
+  dispatcher: Dispatcher;
+  allowPrivateHosts: boolean;
+  maxResponseBytes: number;
+  close(): Promise<void>;
+}
+
+const MAX_REDIRECTS = 5;
+const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
+const REASON_LENGTH = 200;
+const ADDRESS_REFUSED = 'CALDAV_ADDRESS_REFUSED';
+
+/**
+ * Addresses a server may not have unless private hosts are allowed: "this network", loopback, RFC 1918, carrier
+ * NAT, link-local (cloud metadata lives there), benchmarking, multicast and reserved; their IPv6 twins.
+ */
+const INTERNAL = (() => {
+  const list = new BlockList();
+  const v4: [string, number][] = [
+    ['0.0.0.0', 8],
+    ['10.0.0.0', 8],
+    ['100.64.0.0', 10],
+    ['127.0.0.0', 8],
+    ['169.254.0.0', 16],
+    ['172.16.0.0', 12],
+    ['192.0.0.0', 24],
+    ['192.168.0.0', 16],
+    ['198.18.0.0', 15],
+    ['224.0.0.0', 4],
+    ['240.0.0.0', 4],
+  ];
+  for (const [net, bits] of v4) list.addSubnet(net, bits, 'ipv4');
+  const v6: [string, number][] = [
+    ['::', 128],
+    ['::1', 128],
+    ['64:ff9b::', 96],
+    ['fc00::', 7],
+    ['fe80::', 10],
+    ['ff00::', 8],
+  ];
+  for (const [net, bits] of v6) list.addSubnet(net, bits, 'ipv6');
+  return list;
+})();
+
+/** Whether `address` (an IP literal) is internal; IPv4-mapped IPv6 addresses are judged by their IPv4 part. */
+export function isInternalAddress(address: string): boolean {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mapped?.[1]) return INTERNAL.check(mapped[1], 'ipv4');
+  const family = isIP(address);
+  if (family === 0) return true; // not an address at all: refuse rather than guess
+  return INTERNAL.check(address, family === 4 ? 'ipv4' : 'ipv6');
+}
+
+function addressRefused(hostname: string): Error {
+  return Object.assign(new Error(`${hostname} resolves to an internal address`), { code: ADDRESS_REFUSED });
+}
+
+type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+
+/**
+ * DNS lookup that refuses internal addresses: the check is on what the name resolves to at connect time (a
+ * public name pointing at 127.0.0.1 is refused too), not on the name.
+ */
+function guardedLookup(hostname: string, options: object, callback: LookupCallback): void {
+  dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
+    if (error) {
+      callback(error, '');
+      return;
+    }
+    const all: LookupAddress[] = addresses;
+    if (all.length === 0 || all.some((entry) => isInternalAddress(entry.address))) {
+      callback(addressRefused(hostname) as NodeJS.ErrnoException, '');
+      return;
+    }
+    const first = all[0] as LookupAddress;
+    if ((options as { all?: boolean }).all === true) callback(null, all);
+    else callback(null, first.address, first.family);
+  });
+}
+
+/** Builds the adapter's Agent. */
+export function createDavTransport(options: DavTransportOptions = {}): DavTransport {
+  const timeouts = { ...DEFAULT_DAV_TIMEOUTS, ...options.timeouts };
+  const allowPrivateHosts = options.allowPrivateHosts ?? false;
+  const agent = new Agent({
+    connect: {
+      timeout: timeouts.connectMs,
+      ...(allowPrivateHosts ? {} : { lookup: guardedLookup as never }),
+    },
+    headersTimeout: timeouts.headersMs,
+    bodyTimeout: timeouts.bodyMs,
+    // Radicale speaks HTTP/1.0 and closes after each answer; others keep a few connections alive.
+    connections: 8,
+  });
+  return {
+    dispatcher: agent,
+    allowPrivateHosts,
+    maxResponseBytes: options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,
+    close: () => agent.close(),
+  };
+}
+
+/** One request. */
+export interface DavRequest {
+  method: string;
+  url: string;
+  headers?: Record<string, string> | undefined;
+  body?: string | undefined;
+  /** Follow 3xx answers (at most five); false hands them back (tsdav's `.well-known` probe reads Location). */
+  followRedirects?: boolean | undefined;
+}
+
+/** An answer, read whole. */
+export interface DavResponse {
+  status: number;
+  statusText: string;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+  /** The URL that answered (after redirects). */
+  url: string;
+}
+
+/** `https://host/path` of a URL, without credentials, query or fragment: what messages may show. */
+export function shownUrl(url: string | URL): string {
+  try {
+    const parsed = typeof url === 'string' ? new URL(url) : url;
+    return `${parsed.origin}${parsed.pathname}`;
+  } catch {
+    return '(an unreadable URL)';
+  }
+}
+
+/** The header's first value. */
+export function header(response: DavResponse, name: string): string | undefined {
+  const value = response.headers[name.toLowerCase()];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** The ETag of an answer as sent (quotes kept), '' when there is none. A weak ETag is no use for If-Match. */
+export function etagOf(response: DavResponse): string {
+  const etag = header(response, 'etag') ?? '';
+  return etag.startsWith('W/') ? '' : etag;
+}
+
+/**
+ * The registrable site of a host name, approximately (no public suffix list): its last two labels, or three
+ * under a country's second level (`co.uk`, `com.ru`). Enough to tell `p62-caldav.icloud.com` from
+ * `caldav.icloud.com`'s strangers.
+ */
+function siteOf(hostname: string): string {
+  const labels = hostname.toLowerCase().replace(/\.$/, '').split('.');
+  const secondLevel = labels.at(-2) ?? '';
+  const countryLevel = (labels.at(-1) ?? '').length === 2 && /^(co|com|net|org|ac|gov|edu|ne|or)$/.test(secondLevel);
+  return labels.slice(countryLevel && labels.length >= 3 ? -3 : -2).join('.');
+}
+
+/** Whether a redirect from `from` to `to` may carry the password: same host, or same site, never to plain http. */
+export function mayCarryCredentials(from: URL, to: URL): boolean {
+  if (from.protocol === 'https:' && to.protocol !== 'https:') return false;
+  if (from.host === to.host) return true;
+  if (isIP(from.hostname) !== 0 || isIP(to.hostname) !== 0) return false;
+  return siteOf(from.hostname) === siteOf(to.hostname);
+}
+
+/** The server's own short words about a failure: a DAV precondition (`valid-sync-token`) or Sabre's message. */
+export function failureReason(body: string, secret: string): string | undefined {
+  const message = /<(?:\w+:)?message[^>]*>([^<]{1,2000})</.exec(body)?.[1]?.trim();
+  const precondition = /<(?:\w+:)?error[^>]*>\s*<(?:\w+:)?([\w-]+)/.exec(body)?.[1];
+  const reason = message || precondition;
+  if (!reason) return undefined;
+  return (secret === '' ? reason : reason.replaceAll(secret, '[redacted]')).slice(0, REASON_LENGTH);
+}
+
+/** Whether an answer's body names the DAV precondition `name` (e.g. `no-uid-conflict`). */
+export function hasPrecondition(response: DavResponse, name: string): boolean {
+  return new RegExp(`<(?:[\\w-]+:)?${name}[\\s/>]`).test(response.body);
+}
+
+/**
+ * The error for a status no method expects: 401 auth, 403 forbidden, 429/503/504 slow down (with Retry-After),
+ * 507 quota, other 5xx transient, anything else permanent. Methods map their own statuses (412, 404, 409…) first.
+ */
+export function statusError(response: DavResponse, what: string, secret: string): CalDavError {
+  const { status } = response;
+  const host = hostOf(response.url);
+  const reason = failureReason(response.body, secret) ?? response.statusText.slice(0, REASON_LENGTH);
+  const details = { status, host, reason: reason || undefined };
+  const message = `${what} ${shownUrl(response.url)} answered ${status}${reason ? ` (${reason})` : ''}`;
+  if (status === 401) return new CalDavAuthError(message, details);
+  if (status === 403) return new CalDavForbiddenError(message, details);
+  if (status === 429 || status === 503 || status === 504) {
+    const retryAfterMs = parseRetryAfter(header(response, 'retry-after'), Date.now());
+    return new CalDavRateLimitError(message, { ...details, retryAfterMs });
+  }
+  if (status === 507) return new CalDavQuotaError(message, details);
+  if (status >= 500) return new CalDavTransientError(message, details);
+  return new CalDavPermanentError(message, details);
+}
+
+function hostOf(url: string): string | undefined {
+  try {
+    return new URL(url).host;
+  } catch {
+    return undefined;
+  }
+}
+
+function errorCode(error: unknown): string | undefined {
+  const code = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
+  return typeof code === 'string' ? code : undefined;
+}
+
+/** A minimal `Response` for tsdav: what it reads (ok, status, statusText, url, headers, text()). */
+function responseForTsdav(response: DavResponse): Response {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(response.headers)) {
+    if (value === undefined) continue;
+    for (const one of Array.isArray(value) ? value : [value]) headers.append(name, one);
+  }
+  const { body } = response;
+  return {
+    ok: response.status >= 200 && response.status < 300,
+    status: response.status,
+    statusText: response.statusText,
+    url: response.url,
+    redirected: false,
+    headers,
+    text: async () => body,
+    json: async () => JSON.parse(body) as unknown,
+  } as unknown as Response;
+}
+
+/** Headers tsdav sends as any `HeadersInit`, as a plain record. */
+function headerRecord(init: RequestInit['headers']): Record<string, string> {
+  const record: Record<string, string> = {};
+  new Headers(init ?? {}).forEach((value, name) => {
+    record[name] = value;
+  });
+  return record;
+}
+
+/**
+ * Headers never sent: iCloud's discovery fails with them (tsdav "cannot find homeUrl", natelindev/tsdav#238),
+ * and a compressed multistatus would need decoding for nothing. Authorization is ours to set.
+ */
+const DROPPED_HEADERS = new Set(['accept-language', 'accept-encoding', 'authorization', 'host', 'content-length']);
+
+/** One account's HTTP: credentials, the per-host wait and the caller's signal bound to a transport. */
+export class DavHttp {
+  private readonly authorization: string;
+  private readonly transport: DavTransport;
+  private readonly credentials: CalDavCredentials;
+  private readonly beforeRequest: BeforeCalDavRequest;
+  private readonly signal: AbortSignal | undefined;
+
+  constructor(
+    transport: DavTransport,
+    credentials: CalDavCredentials,
+    beforeRequest: BeforeCalDavRequest,
+    signal?: AbortSignal | undefined,
+  ) {
+    this.transport = transport;
+    this.credentials = credentials;
+    this.beforeRequest = beforeRequest;
+    this.signal = signal;
+    this.authorization = `Basic ${Buffer.from(`${credentials.username}:${credentials.password}`).toString('base64')}`;
+  }
+
+  /** The password, to scrub from anything a server echoes back. */
+  get secret(): string {
+    return this.credentials.password;
+  }
+
+  /** The error for an answer no method expects (see {@link statusError}). */
+  fail(response: DavResponse, what: string): CalDavError {
+    return statusError(response, what, this.secret);
+  }
+
+  /**
+   * Sends a request and reads the answer whole, whatever its status. Network failures and timeouts become
+   * {@link CalDavTransientError}, internal addresses {@link CalDavAddressRefusedError}; the caller's abort
+   * rethrows its reason.
+   */
+  async send(req: DavRequest): Promise<DavResponse> {
+    let url = this.parse(req.url);
+    const origin = url;
+    let method = req.method.toUpperCase();
+    let body = req.body;
+    let withCredentials = true;
+    for (let hop = 0; ; hop++) {
+      const response = await this.exchange(method, url, req.headers, body, withCredentials);
+      const location = header(response, 'location');
+      if (req.followRedirects === false || response.status < 300 || response.status >= 400 || !location) {
+        // Our password was not sent there: its 401 says nothing about the password.
+        if (!withCredentials && response.status === 401)
+          throw new CalDavPermanentError(
+            `${req.method} ${shownUrl(origin)} was redirected to ${url.host}, another site, which asks for a login`,
+            { status: 401, host: url.host },
+          );
+        return response;
+      }
+      if (hop >= MAX_REDIRECTS)
+        throw new CalDavPermanentError(`${method} ${shownUrl(origin)}: more than ${MAX_REDIRECTS} redirects`, {
+          status: response.status,
+          host: origin.host,
+        });
+      const next = this.parse(new URL(location, url).href);
+      withCredentials = withCredentials && mayCarryCredentials(url, next);
+      if (response.status === 303) {
+        method = 'GET';
+        body = undefined;
+      }
+      url = next;
+    }
+  }
+
+  /**
+   * A `fetch` for tsdav over {@link send} (same timeouts, auth, waits and guards; statuses handed back as they
+   * are), and the last answer it got, whose status and headers tsdav's results do not always keep.
+   */
+  capture(): { fetch: typeof fetch; last(): DavResponse | undefined } {
+    let last: DavResponse | undefined;
+    const fetchOverDav = async (input: string | URL | Request, init: RequestInit = {}): Promise<Response> => {
+      const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+      last = await this.send({
+        method: init.method ?? 'GET',
+        url,
+        headers: headerRecord(init.headers),
+        body: typeof init.body === 'string' ? init.body : undefined,
+        followRedirects: init.redirect !== 'manual',
+      });
+      return responseForTsdav(last);
+    };
+    return { fetch: fetchOverDav as typeof fetch, last: () => last };
+  }
+
+  private parse(href: string): URL {
+    let url: URL;
+    try {
+      url = new URL(href);
+    } catch (error) {
+      throw new CalDavPermanentError('the server URL is not a URL', { cause: error });
+    }
+    if (url.protocol !== 'https:' && url.protocol !== 'http:')
+      throw new CalDavPermanentError(`${url.protocol} is not an HTTP URL`);
+    if (url.username !== '' || url.password !== '')
+      throw new CalDavPermanentError(`${shownUrl(url)}: a URL may not carry a login; give it separately`);
+    if (!this.transport.allowPrivateHosts) {
+      const literal = url.hostname.replace(/^\[|\]$/g, '');
+      // Names are judged on what they resolve to, when connecting (guardedLookup); literals never resolve.
+      if (isIP(literal) !== 0 && isInternalAddress(literal))
+        throw new CalDavAddressRefusedError(`${shownUrl(url)}: an internal address`, { host: url.host });
+    }
+    return url;
+  }
+
+  private async exchange(
+    method: string,
+    url: URL,
+    given: Record<string, string> | undefined,
+    body: string | undefined,
+    withCredentials: boolean,
+  ): Promise<DavResponse> {
+    this.signal?.throwIfAborted();
+    await this.beforeRequest(url.host);
+    this.signal?.throwIfAborted();
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(given ?? {}))
+      if (!DROPPED_HEADERS.has(name.toLowerCase())) headers[name.toLowerCase()] = value;
+    if (withCredentials) headers.authorization = this.authorization;
+    try {
+      const res = await request(url, {
+        dispatcher: this.transport.dispatcher,
+        method: method as Dispatcher.HttpMethod,
+        headers,
+        body: body ?? null,
+        signal: this.signal ?? null,
+      });
+      const text = await this.readBody(res, method, url);
+      return {
+        status: res.statusCode,
+        statusText: statusTextOf(res.statusCode),
+        headers: res.headers,
+        body: text,
+        url: url.href,
+      };
+    } catch (error) {
+      if (this.signal?.aborted) throw this.signal.reason;
+      if (error instanceof CalDavPermanentError) throw error;
+      const code = errorCode(error) ?? errorCode((error as { cause?: unknown })?.cause);
+      if (code === ADDRESS_REFUSED)
+        throw new CalDavAddressRefusedError(`${shownUrl(url)}: resolves to an internal address`, { host: url.host });
+      throw new CalDavTransientError(`${method} ${shownUrl(url)} failed: ${code ?? 'network error'}`, {
+        host: url.host,
+        reason: code,
+        cause: error,
+      });
+    }
+  }
+
+  private async readBody(res: Dispatcher.ResponseData, method: string, url: URL): Promise<string> {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of res.body as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > this.transport.maxResponseBytes) {
+        res.body.on('error', () => undefined);
+        res.body.destroy();
+        throw new CalDavPermanentError(
+          `${method} ${shownUrl(url)}: the answer is larger than ${this.transport.maxResponseBytes} bytes`,
+          { status: res.statusCode, host: url.host },
+        );
+      }
+      chunks.push(chunk);
+    }
+    return new TextDecoder().decode(Buffer.concat(chunks));
+  }
+}
+
+const STATUS_TEXT: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  409: 'Conflict',
+  412: 'Precondition Failed',
+  415: 'Unsupported Media Type',
+  429: 'Too Many Requests',
+  500: 'Internal Server Error',
+  501: 'Not Implemented',
+  502: 'Bad Gateway',
+  503: 'Service Unavailable',
+  504: 'Gateway Timeout',
+  507: 'Insufficient Storage',
+};
+
+/** undici gives no reason phrase (HTTP/2 has none): the standard one. */
+function statusTextOf(status: number): string {
+  return STATUS_TEXT[status] ?? '';
+}

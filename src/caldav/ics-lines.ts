@@ -1,0 +1,71 @@
+/**
+ * iCalendar content lines (RFC 5545 §3.1), as the CalDAV resources need them (pure): unfolding, a property's
+ * name, parameters and value, TEXT escaping, and the components a line sits in.
+ */
+
+/** One unfolded content line. */
+export interface ContentLine {
+  /** The whole unfolded line, as written (without its line break). */
+  text: string;
+  /** Upper-cased property name (`DTSTART`, `X-TIMETABLE-SYNC-SOURCE`, `BEGIN`). */
+  name: string;
+  /** The raw value after the first unquoted ':' (escapes kept). */
+  value: string;
+}
+
+/** Splits text into unfolded content lines (CRLF or bare LF; a line starting with a space or tab continues). */
+export function unfoldLines(text: string): string[] {
+  const lines: string[] = [];
+  for (const raw of text.split(/\r\n|\n|\r/)) {
+    if ((raw.startsWith(' ') || raw.startsWith('\t')) && lines.length > 0) lines[lines.length - 1] += raw.slice(1);
+    else if (raw !== '') lines.push(raw);
+  }
+  return lines;
+}
+
+/** The name and value of a content line; the ':' ending the name and parameters is the first one not quoted. */
+export function parseLine(text: string): ContentLine {
+  let quoted = false;
+  let nameEnd = -1;
+  for (let index = 0; index < text.length; index++) {
+    const char = text[index];
+    if (char === '"') quoted = !quoted;
+    else if (!quoted && (char === ';' || char === ':') && nameEnd === -1) nameEnd = index;
+    if (!quoted && char === ':') {
+      return { text, name: text.slice(0, nameEnd).toUpperCase(), value: text.slice(index + 1) };
+    }
+  }
+  return { text, name: (nameEnd === -1 ? text : text.slice(0, nameEnd)).toUpperCase(), value: '' };
+}
+
+/** RFC 5545 TEXT escaping (§3.3.11): backslash, semicolon, comma and line breaks. */
+export function escapeText(text: string): string {
+  return text.replace(/[\\;,]/g, (match) => `\\${match}`).replace(/\r\n|\r|\n/g, '\\n');
+}
+
+/** The inverse of {@link escapeText}. */
+export function unescapeText(value: string): string {
+  return value.replace(/\\([\\;,nN])/g, (_match, char: string) => (char === 'n' || char === 'N' ? '\n' : char));
+}
+
+/** A parsed line with the components it sits in, outermost first (`['VCALENDAR', 'VEVENT']`). */
+export interface PlacedLine extends ContentLine {
+  path: readonly string[];
+}
+
+/** Every unfolded line of `text` with its place; BEGIN/END lines are placed in the component they open or close. */
+export function placedLines(text: string): PlacedLine[] {
+  const stack: string[] = [];
+  const placed: PlacedLine[] = [];
+  for (const raw of unfoldLines(text)) {
+    const line = parseLine(raw);
+    if (line.name === 'BEGIN') {
+      stack.push(line.value.trim().toUpperCase());
+      placed.push({ ...line, path: [...stack] });
+    } else if (line.name === 'END') {
+      placed.push({ ...line, path: [...stack] });
+      stack.pop();
+    } else placed.push({ ...line, path: [...stack] });
+  }
+  return placed;
+}
