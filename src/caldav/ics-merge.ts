@@ -1,13 +1,18 @@
 /**
- * Merging a person's copy of one of our resources with ours (pure): our fields win, theirs stay. A stand-in
- * until the adapter's own merge lands; same name and signature.
+ * Merging our event into a person's edited copy (pure). A 412 means someone changed the resource in their
+ * calendar: they may have added an alarm, a colour, categories, a note of their own. What we own wins (time,
+ * title, room, description, status, our marker and digest, DTSTAMP, and a SEQUENCE above theirs, so that
+ * clients take it as the newer version); everything else of theirs stays, their VALARMs included.
+ *
+ * Line-based on unfolded content lines: every line we do not own is copied as the server gave it, so nothing
+ * of theirs is reformatted, reordered or lost to a parser's idea of the format.
  */
+import { foldLines } from '../feeds/fold-lines.ts';
+import { HASH_PROPERTY, MARKER_PROPERTY } from './caldav-client.ts';
+import { type PlacedLine, placedLines } from './ics-lines.ts';
 
-/** Properties of the VEVENT this service owns: ours replace theirs. */
+/** Event properties we own; DURATION too, since our DTEND replaces whatever end they gave. */
 const OWNED = new Set([
-  'UID',
-  'DTSTAMP',
-  'SEQUENCE',
   'DTSTART',
   'DTEND',
   'DURATION',
@@ -15,59 +20,85 @@ const OWNED = new Set([
   'LOCATION',
   'DESCRIPTION',
   'STATUS',
+  'SEQUENCE',
+  'DTSTAMP',
+  MARKER_PROPERTY,
+  HASH_PROPERTY,
 ]);
 
-/** Physical lines grouped into logical ones (a folded line keeps its continuation lines). */
-function logicalLines(ics: string): string[] {
-  const lines: string[] = [];
-  for (const line of ics.split(/\r?\n/)) {
-    if ((line.startsWith(' ') || line.startsWith('\t')) && lines.length > 0) lines[lines.length - 1] += `\r\n${line}`;
-    else if (line !== '') lines.push(line);
-  }
-  return lines;
+function owned(name: string): boolean {
+  return OWNED.has(name) || name.startsWith('X-TIMETABLE-');
 }
 
-const nameOf = (line: string) => (line.split(/[;:]/)[0] ?? '').toUpperCase();
+/** Whether the line is a property of the event itself (not of an alarm inside it). */
+function eventProperty(line: PlacedLine): boolean {
+  return line.path.length === 2 && line.path[1] === 'VEVENT' && line.name !== 'BEGIN' && line.name !== 'END';
+}
+
+/** The VTIMEZONE blocks of a resource, by TZID, as whole lines. */
+function timeZones(lines: readonly PlacedLine[]): Map<string, string[]> {
+  const zones = new Map<string, string[]>();
+  let current: string[] | undefined;
+  let tzid: string | undefined;
+  for (const line of lines) {
+    if (line.name === 'BEGIN' && line.path.length === 2 && line.path[1] === 'VTIMEZONE') current = [];
+    if (current !== undefined) {
+      current.push(line.text);
+      if (line.name === 'TZID' && line.path.length === 2) tzid = line.value.trim();
+      if (line.name === 'END' && line.path.length === 2 && line.path[1] === 'VTIMEZONE') {
+        if (tzid !== undefined) zones.set(tzid, current);
+        current = undefined;
+        tzid = undefined;
+      }
+    }
+  }
+  return zones;
+}
+
+function tzidOf(line: PlacedLine): string | undefined {
+  return /;TZID=("?)([^;:"]+)\1[;:]/i.exec(line.text)?.[2];
+}
 
 /**
- * Our resource with what the person added to theirs carried over: their VEVENT's own properties that we do not
- * own (COLOR, CATEGORIES, notes of other clients…) and its components (VALARM), and a SEQUENCE above both.
+ * Their resource with our owned properties of the first VEVENT in place of theirs, SEQUENCE above both, and
+ * our VTIMEZONE added where they lack it. Without a VEVENT in theirs, ours as it is.
  */
 export function mergeOwned(theirs: string, ours: string): string {
-  const their = logicalLines(theirs);
-  const extras: string[] = [];
-  let depth = -1;
-  let sequence = 0;
-  for (const line of their) {
-    const name = nameOf(line);
-    if (line.toUpperCase() === 'BEGIN:VEVENT') depth = 0;
-    else if (depth < 0) continue;
-    else if (line.toUpperCase() === 'END:VEVENT' && depth === 0) depth = -1;
-    else if (name === 'BEGIN') {
-      depth += 1;
-      extras.push(line);
-    } else if (name === 'END') {
-      depth -= 1;
-      extras.push(line);
-    } else if (depth > 0) extras.push(line);
-    else if (name === 'SEQUENCE') sequence = Number(line.slice(line.indexOf(':') + 1)) || 0;
-    else if (!OWNED.has(name) && !name.startsWith('X-TIMETABLE-')) extras.push(line);
-  }
+  const theirLines = placedLines(theirs);
+  const ourLines = placedLines(ours);
+  const firstEvent = theirLines.findIndex(
+    (line) => line.name === 'BEGIN' && line.path.join('/') === 'VCALENDAR/VEVENT',
+  );
+  if (firstEvent === -1) return ours;
+
+  const ourEvent = ourLines.filter((line) => eventProperty(line) && owned(line.name) && line.name !== 'SEQUENCE');
+  const sequenceOf = (lines: readonly PlacedLine[], from: number) => {
+    const line = lines.slice(from).find((one) => eventProperty(one) && one.name === 'SEQUENCE');
+    const value = Number.parseInt(line?.value ?? '', 10);
+    return Number.isFinite(value) ? value : 0;
+  };
+  const ourEventStart = ourLines.findIndex(
+    (line) => line.name === 'BEGIN' && line.path.join('/') === 'VCALENDAR/VEVENT',
+  );
+  const sequence = Math.max(sequenceOf(ourLines, ourEventStart), sequenceOf(theirLines, firstEvent) + 1);
+
+  const theirZones = timeZones(theirLines);
+  const ourZones = timeZones(ourLines);
+  const missingZones = [...new Set(ourEvent.map(tzidOf).filter((tzid) => tzid !== undefined))]
+    .filter((tzid) => !theirZones.has(tzid))
+    .flatMap((tzid) => ourZones.get(tzid) ?? []);
+
   const out: string[] = [];
-  let inEvent = false;
-  for (const line of logicalLines(ours)) {
-    const upper = line.toUpperCase();
-    if (upper === 'BEGIN:VEVENT') inEvent = true;
-    if (inEvent && nameOf(line) === 'SEQUENCE') {
-      const mine = Number(line.slice(line.indexOf(':') + 1)) || 0;
-      out.push(`SEQUENCE:${Math.max(mine, sequence + 1)}`);
+  let inFirstEvent = false;
+  for (const [index, line] of theirLines.entries()) {
+    if (index === firstEvent) {
+      out.push(...missingZones, line.text, ...ourEvent.map((one) => one.text), `SEQUENCE:${sequence}`);
+      inFirstEvent = true;
       continue;
     }
-    if (inEvent && upper === 'END:VEVENT') {
-      out.push(...extras);
-      inEvent = false;
-    }
-    out.push(line);
+    if (inFirstEvent && line.name === 'END' && line.path.join('/') === 'VCALENDAR/VEVENT') inFirstEvent = false;
+    if (inFirstEvent && eventProperty(line) && owned(line.name)) continue;
+    out.push(line.text);
   }
-  return `${out.join('\r\n')}\r\n`;
+  return `${foldLines(out.join('\r\n'))}\r\n`;
 }

@@ -23,6 +23,7 @@ import {
   ResourceRefusedError,
   UidConflictError,
 } from '../../src/caldav/errors.ts';
+import { mergeOwned } from '../../src/caldav/ics-merge.ts';
 import { desiredResources } from '../../src/caldav/ics-resource.ts';
 import type { Occurrence } from '../../src/timetable/types.ts';
 import { type Radicale, startRadicale } from '../../testkit/radicale.ts';
@@ -259,6 +260,26 @@ describe('the CalDAV client on a real Radicale', () => {
     await expect(client.update(href, desired.ics, blind.etag)).rejects.toBeInstanceOf(ResourceMissingError);
   });
 
+  it("merges our change into a person's edit as Radicale stores it: their alarm stays, our room wins", async () => {
+    const { client, calendar } = await calendarOf();
+    const desired = resource('merge-1');
+    const href = `${calendar.url}${desired.id}.ics`;
+    const { etag } = await client.create(href, desired.ics);
+    const alarm = 'BEGIN:VALARM\r\nACTION:DISPLAY\r\nTRIGGER:-PT30M\r\nDESCRIPTION:Скоро\r\nEND:VALARM\r\n';
+    const theirs = desired.ics.replace('END:VEVENT', `COLOR:tomato\r\nCATEGORIES:Учёба\r\n${alarm}END:VEVENT`);
+    await client.update(href, theirs, etag);
+    const moved = resource('merge-1', { location: 'ауд. 303', sequence: 1 });
+    await expect(client.update(href, moved.ics, etag)).rejects.toBeInstanceOf(EtagMismatchError);
+    const current = await client.get(href);
+    await client.update(href, mergeOwned(current?.ics ?? '', moved.ics), current?.etag ?? '');
+    const merged = await client.get(href);
+    expect(merged).toMatchObject({ uid: 'merge-1', markerValue: 'group:4242', hash: moved.hash });
+    expect(merged?.ics).toContain('LOCATION:ауд. 303');
+    expect(merged?.ics).toContain('TRIGGER:-PT30M');
+    expect(merged?.ics).toContain('COLOR:tomato');
+    expect(merged?.ics).toContain('CATEGORIES:Учёба');
+  });
+
   it('answers a second resource with the same UID with UidConflictError (409 no-uid-conflict)', async () => {
     const { client, calendar } = await calendarOf();
     const desired = resource('4711-2025-10-08');
@@ -450,6 +471,23 @@ describe('the CalDAV client on a real Radicale', () => {
       await expect(client.get('http://[::ffff:127.0.0.1]:1/x.ics')).rejects.toBeInstanceOf(CalDavAddressRefusedError);
     } finally {
       await strict.close();
+    }
+  });
+
+  it('answers a server that stays silent past the headers timeout with CalDavTransientError', async () => {
+    const silent = createServer(() => undefined); // never answers
+    await new Promise<void>((done) => silent.listen(0, '127.0.0.1', done));
+    const quick = calDavClientFactory({ allowPrivateHosts: true, timeouts: { headersMs: 300 } });
+    try {
+      const client = quick({ username: 'x', password: PASSWORD }, async () => undefined);
+      const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}/x.ics`;
+      const error = await client.get(url).catch((caught: unknown) => caught);
+      expect(error).toBeInstanceOf(CalDavTransientError);
+      expect((error as CalDavTransientError).reason).toBe('UND_ERR_HEADERS_TIMEOUT');
+    } finally {
+      await quick.close();
+      silent.closeAllConnections();
+      await new Promise((done) => silent.close(done));
     }
   });
 
