@@ -1,7 +1,7 @@
 /**
  * The admin API under `/admin`, all behind the admin token: resync, job state, the source table, a source's
- * change log, the term starts in force, Google and CalDAV push targets, the group directory import, and Bull Board at
- * `/admin/queues`.
+ * change log, the term starts in force, Google and CalDAV push targets, the group directory import, and Bull
+ * Board at `/admin/queues`.
  */
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';

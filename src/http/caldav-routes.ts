@@ -10,6 +10,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { caldavPendingChanges } from '../caldav/pending-resources.ts';
 import type { Config } from '../config.ts';
+import { pendingCaldavPush } from '../jobs/job-status.ts';
 import { constantTimeEqual } from '../security/tokens.ts';
 import type { CalDavTarget } from '../store/caldav-target-record.ts';
 import { CALDAV_TARGET_ID, type CalDavTargetStore } from '../store/caldav-target-store.ts';
@@ -41,7 +42,6 @@ import {
   caldavConnectFailure,
   caldavTargetNotFound,
   caldavTargetView,
-  pendingCaldavPush,
 } from './caldav-target-view.ts';
 import { ClientLimits, type ClientLimitsDeps } from './client-limits.ts';
 import { clearCookie, readCookie, setCookie } from './cookies.ts';

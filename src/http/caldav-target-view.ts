@@ -13,7 +13,7 @@ import {
   CalDavTransientError,
 } from '../caldav/errors.ts';
 import { type CalDavPendingDeps, caldavPendingChanges } from '../caldav/pending-resources.ts';
-import { caldavPushDeduplicationId, type Queues } from '../jobs/queues.ts';
+import { pendingCaldavPush } from '../jobs/job-status.ts';
 import { retryAfterSeconds } from '../lib/retry-after.ts';
 import type { CalDavTarget } from '../store/caldav-target-record.ts';
 import type { CalDavDisconnected } from '../subscriptions/caldav-disconnect.ts';
@@ -23,23 +23,7 @@ import { HttpError } from './errors.ts';
 import { iso } from './views.ts';
 
 /** What a target's view reads: its queued push, its pending changes. */
-export type CalDavTargetViewDeps = PendingPushDeps & CalDavPendingDeps;
-
-/** What {@link pendingCaldavPush} reads: the CalDAV push queue. */
-export interface PendingPushDeps {
-  readonly queues: Pick<Queues, 'caldavPush'>;
-}
-
-/** The push job queued or running for a CalDAV target (its changes are not in the calendar yet), or null. */
-export async function pendingCaldavPush(
-  ctx: PendingPushDeps,
-  target: string,
-): Promise<{ job: string; state: string } | null> {
-  const job = await ctx.queues.caldavPush.getDeduplicationJobId(caldavPushDeduplicationId(target));
-  if (job === null) return null;
-  const state = await ctx.queues.caldavPush.getJobState(job);
-  return state === 'completed' || state === 'failed' || state === 'unknown' ? null : { job, state };
-}
+export type CalDavTargetViewDeps = Parameters<typeof pendingCaldavPush>[0] & CalDavPendingDeps;
 
 /** A target's state, with its pending push (and, for one target, the changes not pushed yet). */
 export async function caldavTargetView(

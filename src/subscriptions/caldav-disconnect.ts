@@ -6,8 +6,8 @@
  * The manage page, the admin API and the deletion of a personal subscription come here.
  */
 import type { CalDavClient, CalDavCredentials, RemoteResource } from '../caldav/caldav-client.ts';
-import { RESOURCE_PREFIX } from '../caldav/caldav-client.ts';
 import { CalDavCalendarGoneError, EtagMismatchError } from '../caldav/errors.ts';
+import { hrefFor, idOfHref, parseOwned } from '../caldav/resource-index.ts';
 import type { Logger } from '../logger.ts';
 import type { CalDavTarget } from '../store/caldav-target-record.ts';
 import type { CalDavTargetStore } from '../store/caldav-target-store.ts';
@@ -86,8 +86,8 @@ export async function disconnectCaldavTarget(
 async function removeOurs(client: CalDavClient, target: CalDavTarget, index: Map<string, string>): Promise<number> {
   const known = new Map<string, string>();
   for (const [id, value] of index) {
-    const etag = indexedEtag(value);
-    if (etag !== undefined) known.set(`${target.calendarUrl}${id}.ics`, etag);
+    const owned = parseOwned(value);
+    if (owned !== undefined) known.set(hrefFor(target.calendarUrl, id), owned.etag);
   }
   const listing = await client.list(target.calendarUrl);
   for (const resource of listing.resources)
@@ -112,13 +112,5 @@ async function removeOne(client: CalDavClient, source: string, href: string, eta
 
 /** Whether a listed resource is one this service wrote for `source`: our name and our marker. */
 function isOurs(resource: RemoteResource, source: string): boolean {
-  const name = decodeURIComponent(resource.href.replace(/\/+$/, '').split('/').pop() ?? '');
-  return name.startsWith(RESOURCE_PREFIX) && name.endsWith('.ics') && resource.markerValue === source;
-}
-
-/** The ETag of an index value `"<hash> <etag>"`; undefined for a marker (FOREIGN, a refusal), which is no write of ours. */
-function indexedEtag(value: string): string | undefined {
-  const space = value.indexOf(' ');
-  if (space <= 0 || value.startsWith('!')) return undefined;
-  return value.slice(space + 1);
+  return idOfHref(resource.href) !== undefined && resource.markerValue === source;
 }
