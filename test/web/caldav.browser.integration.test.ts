@@ -6,8 +6,10 @@
  * page logs a console error (a CSP violation is one), and each fits the screen's width.
  */
 import { existsSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { signUp } from '../../src/subscriptions/personal.ts';
 import { waitUntil } from '../../testkit/poll.ts';
 import { type Radicale, startRadicale } from '../../testkit/radicale.ts';
 import { launchBrowser, sidewaysOverflow, WebStack, watchPageErrors } from '../support/browser.ts';
@@ -22,7 +24,8 @@ let radicale: Radicale;
 
 beforeAll(async () => {
   radicale = await startRadicale({ users: { [USER]: PASSWORD } });
-  stack = await WebStack.start();
+  // Loopback Radicale takes far more than the production pace of 5 requests a second to one host.
+  stack = await WebStack.start({ env: { CALDAV_RATE_LIMIT: '1000' } });
   browser = await launchBrowser();
 }, 60_000);
 
@@ -37,7 +40,8 @@ async function openContext(): Promise<{ context: BrowserContext; errors: string[
   context.setDefaultTimeout(10_000);
   const errors: string[] = [];
   const page = await context.newPage();
-  watchPageErrors(page, errors);
+  // The refused password is answered 422 on purpose; the browser logs the status of such a page as an error.
+  watchPageErrors(page, errors, /status of 422/);
   return { context, errors, page };
 }
 
@@ -133,6 +137,9 @@ describe('CalDAV push from the page', () => {
     );
     await page.reload();
     expect(await fact(page, 'Последняя отправка')).toMatch(/добавлено [1-9]\d*/);
+    const inserted = (await stack.ctx.caldav.targets.get(id))?.lastPush?.inserted ?? 0;
+    const files = (await readdir(radicale.collectionDir(USER, slug))).filter((name) => name.endsWith('.ics'));
+    expect(files.length).toBe(inserted);
     expect(await fact(page, 'Ждут отправки')).toMatch(/^ничего/);
 
     // The person revokes the app password: the next push is refused and the page asks for a new one.
@@ -168,4 +175,42 @@ describe('CalDAV push from the page', () => {
     expect(errors).toEqual([]);
     await context.close();
   }, 120_000);
+
+  it('is offered on a teacher’s page and on the personal page, where only the signed-in browser may connect', async () => {
+    const { employees } = (await (await fetch(`${stack.simulator.url}/_sim/employees`)).json()) as {
+      employees: { id: number; teacher: boolean }[];
+    };
+    const teacher = employees.find((employee) => employee.teacher);
+    if (teacher === undefined) throw new Error('the simulator has no teacher');
+    const { context, errors, page } = await openContext();
+    await page.goto(`${stack.url}/timetables/employees/${teacher.id}`);
+    expect(await page.locator('a[data-caldav="any"]').getAttribute('href')).toBe(
+      `/caldav/connect?source=employee:${teacher.id}`,
+    );
+
+    const { users } = (await (await fetch(`${stack.simulator.url}/_sim/users`)).json()) as {
+      users: { token: string }[];
+    };
+    const credential = users[0]?.token;
+    if (credential === undefined) throw new Error('the simulator has no user');
+    const { subscription, token } = await signUp(stack.ctx, credential);
+    const connect = `${stack.url}/caldav/connect?source=personal:${subscription.id}&preset=icloud`;
+    // Another browser, not signed in: no form, a page that says to sign in.
+    const stranger = await page.goto(connect);
+    expect(stranger?.status()).toBe(403);
+    expect(await page.locator('h1').textContent()).toBe('Нужно войти');
+    expect(await page.locator('form.caldav-connect').count()).toBe(0);
+
+    await context.addCookies([{ name: 'tts-personal', value: `${subscription.id}.${token}`, url: stack.url }]);
+    await page.goto(`${stack.url}/timetables/personal`);
+    expect(await page.locator('a[data-caldav="any"]').getAttribute('href')).toBe(
+      `/caldav/connect?source=personal:${subscription.id}`,
+    );
+    await page.goto(connect);
+    expect(await page.locator('#caldav-form .steps').textContent()).toContain('appleid.apple.com');
+    expect(await page.locator('#caldav-form').textContent()).toContain('https://caldav.icloud.com');
+    await expectFits(page);
+    expect(errors.filter((error) => !/status of 403/.test(error))).toEqual([]);
+    await context.close();
+  }, 60_000);
 });
