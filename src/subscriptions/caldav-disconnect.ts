@@ -35,20 +35,23 @@ export interface CalDavDisconnectDeps {
 }
 
 /**
- * Removes a target (pushes stop at once), then what it wrote. Answers undefined for an unknown target. A
+ * Removes a target (pushes stop at once), then what it wrote, unless `keepWritten` (a deleted subscription
+ * leaves its calendars in the person's account, as its Google ones). Answers undefined for an unknown target. A
  * failure after the removal (the server unreachable, the password refused) leaves the target removed and is
  * reported, so that the rest can be deleted by hand.
  */
 export async function disconnectCaldavTarget(
   ctx: CalDavDisconnectDeps,
   id: string,
+  options: { keepWritten?: boolean } = {},
 ): Promise<CalDavDisconnected | undefined> {
   const store = ctx.caldav.targets;
   const target = await store.get(id);
   if (target === undefined) return undefined;
   // Read before removing: the sealed password and the index go with the record.
   const password = await store.password(id).catch((error: unknown) => error as Error);
-  const index = target.calendarOwned ? new Map<string, string>() : await ctx.caldav.index(id).read();
+  const index =
+    target.calendarOwned || options.keepWritten ? new Map<string, string>() : await ctx.caldav.index(id).read();
   if (!(await store.remove(id))) return undefined;
   ctx.logger.info({ target: id, source: target.source }, 'caldav target removed');
   const result: CalDavDisconnected = {
@@ -57,6 +60,7 @@ export async function disconnectCaldavTarget(
     calendarDeleted: false,
     removed: 0,
   };
+  if (options.keepWritten) return result;
   if (password === undefined) return { ...result, error: 'the stored password is gone' };
   if (password instanceof Error) return { ...result, error: `the stored password is unreadable (${password.name})` };
   const client = ctx.caldav.client({ username: target.username, password: password.password });
