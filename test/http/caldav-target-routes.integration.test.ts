@@ -7,10 +7,12 @@ import { existsSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MkcalendarRefusedError } from '../../src/caldav/errors.ts';
 import { buildApp } from '../../src/http/app.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { type Radicale, startRadicale } from '../../testkit/radicale.ts';
 import { BEARER } from '../admin/admin-app.ts';
+import { MemoryCalDav } from '../caldav/memory-caldav.ts';
 import { testContext } from '../support/service.ts';
 import { memoryLogger } from '../upstream/local-server.ts';
 import { storeTimetable } from './helpers.ts';
@@ -256,5 +258,53 @@ describe('admin CalDAV target routes', () => {
     const dentist = await bob('GET', `${calendarUrl}dentist.ics`);
     expect(await dentist.text()).toContain('Зубной врач');
     expect(await ctx.caldav.targets.get(id)).toBeUndefined();
+  });
+});
+
+describe('a server that makes no calendar for us', () => {
+  it('answers the account’s event calendars to pick from, stores nothing, then connects to the one picked', async () => {
+    const mine = 'https://dav.test/alice/events-1/';
+    const server = new MemoryCalDav([mine, 'https://dav.test/alice/events-2/']);
+    server.faults = [
+      {
+        method: 'makeCalendar',
+        when: 'before',
+        error: new MkcalendarRefusedError('MKCALENDAR: 403', { status: 403, host: 'dav.test' }),
+      },
+    ];
+    const opened = await testContext({}, { caldavFactory: () => server });
+    const memoryApp = await buildApp(opened.context, { logger: memoryLogger().logger });
+    try {
+      await memoryApp.ready();
+      await storeTimetable(opened.context, 'group:4242');
+      const body = { source: 'group:4242', url: 'https://dav.test/', username: 'alice', password: 'app-password' };
+      const refused = await memoryApp.inject({
+        method: 'POST',
+        url: '/admin/caldav-targets',
+        headers: BEARER,
+        payload: body,
+      });
+      expect(refused.statusCode).toBe(422);
+      expect(refused.json()).toMatchObject({ code: 'CALDAV_NO_CALENDAR' });
+      expect((refused.json() as { calendars: { url: string }[] }).calendars.map((calendar) => calendar.url)).toEqual([
+        mine,
+        'https://dav.test/alice/events-2/',
+      ]);
+      expect(await opened.context.caldav.targets.idsForSource('group:4242')).toEqual([]);
+
+      const picked = await memoryApp.inject({
+        method: 'POST',
+        url: '/admin/caldav-targets',
+        headers: BEARER,
+        payload: { ...body, calendarUrl: mine },
+      });
+      expect(picked.statusCode).toBe(201);
+      expect(picked.json()).toMatchObject({ calendarUrl: mine, reused: false });
+      const { id } = picked.json() as { id: string };
+      expect(await opened.context.caldav.targets.get(id)).toMatchObject({ calendarOwned: false, calendarUrl: mine });
+    } finally {
+      await memoryApp.close();
+      await opened.close();
+    }
   });
 });
