@@ -15,6 +15,7 @@
 import { luaScript } from '../lib/lua-script.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { RedisKeys } from './keys.ts';
+import { VersionedIndex } from './versioned-index.ts';
 
 /** One group of the directory. */
 export interface DirectoryGroup {
@@ -156,8 +157,7 @@ const COLLATOR = new Intl.Collator('ru', { numeric: true, sensitivity: 'base' })
 export class GroupDirectory {
   private readonly redis: RedisClient;
   private readonly keys: RedisKeys;
-  private index: { version: string; index: GroupIndex } | undefined;
-  private loading: { version: string; index: Promise<GroupIndex> } | undefined;
+  private readonly index = new VersionedIndex<GroupIndex>(() => this.load());
 
   constructor(redis: RedisClient, keys: RedisKeys) {
     this.redis = redis;
@@ -225,30 +225,15 @@ export class GroupDirectory {
 
   /** This process's index, rebuilt first when the directory's version moved (one rebuild at a time). */
   private async currentIndex(): Promise<GroupIndex> {
-    const version = (await this.redis.get(this.keys.groupDirectoryVersion)) ?? '0';
-    if (this.index?.version === version) return this.index.index;
-    let loading = this.loading;
-    if (loading?.version !== version) {
-      const started = { version, index: this.load(version) };
-      // Forgotten once settled, failed or not: a failed load is tried again by the next search.
-      const forget = () => {
-        if (this.loading === started) this.loading = undefined;
-      };
-      started.index.then(forget, forget);
-      loading = started;
-      this.loading = started;
-    }
-    return loading.index;
+    return this.index.at((await this.redis.get(this.keys.groupDirectoryVersion)) ?? '0');
   }
 
   /**
    * Reads the whole directory. The version is read before the groups: a change in between makes the next
    * search load again, never keeps an index older than its version says.
    */
-  private async load(version: string): Promise<GroupIndex> {
+  private async load(): Promise<GroupIndex> {
     const fields = await this.redis.hgetall(this.keys.groupDirectory);
-    const index = new GroupIndex(Object.entries(fields).map(([id, name]) => ({ id: Number(id), name })));
-    this.index = { version, index };
-    return index;
+    return new GroupIndex(Object.entries(fields).map(([id, name]) => ({ id: Number(id), name })));
   }
 }

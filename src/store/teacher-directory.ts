@@ -16,6 +16,7 @@ import type { RedisClient } from '../lib/redis-target.ts';
 import { foldName, type IndexedPerson, indexPeople, matchPeople } from '../timetable/teacher-match.ts';
 import type { Employee } from '../upstream/directory-schema.ts';
 import type { RedisKeys } from './keys.ts';
+import { VersionedIndex } from './versioned-index.ts';
 
 /** Teachers kept at most (a large university has a few thousand): beyond it, new ones are not added. */
 export const MAX_DIRECTORY_TEACHERS = 50_000;
@@ -104,8 +105,7 @@ const fullName = (person: { lastName: string; firstName: string; middleName: str
 export class TeacherDirectory {
   private readonly redis: RedisClient;
   private readonly keys: Pick<RedisKeys, 'teacherDirectory' | 'teacherDirectoryVersion'>;
-  private index: { version: string; index: IndexedPerson<Employee>[] } | undefined;
-  private loading: { version: string; index: Promise<IndexedPerson<Employee>[]> } | undefined;
+  private readonly index = new VersionedIndex<IndexedPerson<Employee>[]>(() => this.load());
 
   constructor(redis: RedisClient, keys: Pick<RedisKeys, 'teacherDirectory' | 'teacherDirectoryVersion'>) {
     this.redis = redis;
@@ -200,30 +200,15 @@ export class TeacherDirectory {
 
   /** This process's index, rebuilt first when the directory's version moved (one rebuild at a time). */
   private async currentIndex(): Promise<IndexedPerson<Employee>[]> {
-    const version = (await this.redis.get(this.keys.teacherDirectoryVersion)) ?? '0';
-    if (this.index?.version === version) return this.index.index;
-    let loading = this.loading;
-    if (loading?.version !== version) {
-      const started = { version, index: this.load(version) };
-      // Forgotten once settled, failed or not: a failed load is tried again by the next search.
-      const forget = () => {
-        if (this.loading === started) this.loading = undefined;
-      };
-      started.index.then(forget, forget);
-      loading = started;
-      this.loading = started;
-    }
-    return loading.index;
+    return this.index.at((await this.redis.get(this.keys.teacherDirectoryVersion)) ?? '0');
   }
 
   /** Reads the whole directory (the version was read before: a change meanwhile makes the next search load again). */
-  private async load(version: string): Promise<IndexedPerson<Employee>[]> {
+  private async load(): Promise<IndexedPerson<Employee>[]> {
     const fields = await this.redis.hgetall(this.keys.teacherDirectory);
     const records = Object.values(fields)
       .map(decode)
       .filter((record) => record !== undefined);
-    const index = indexPeople(records);
-    this.index = { version, index };
-    return index;
+    return indexPeople(records);
   }
 }

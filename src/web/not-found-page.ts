@@ -5,22 +5,19 @@
 import { type Html, html } from './html.ts';
 import { type Lang, messages } from './i18n.ts';
 import { page } from './layout.ts';
+import { searchForm } from './search-form.ts';
 
 const words = messages({
   ru: {
     title: 'Страница не найдена',
     lead: 'Такой страницы здесь нет: возможно, ссылка устарела или в адресе опечатка.',
     hint: 'Найдите группу или преподавателя по названию:',
-    search: 'Группа или преподаватель',
-    find: 'Найти',
     home: 'На главную',
   },
   en: {
     title: 'Page not found',
     lead: 'There is no such page here: the link may be out of date, or the address mistyped.',
     hint: 'Find a group or a teacher by name:',
-    search: 'Group or teacher',
-    find: 'Find',
     home: 'Home page',
   },
 });
@@ -35,11 +32,7 @@ export function notFoundPage(view: { lang: Lang; url: string }): Html {
     body: html`<h1>${w.title}</h1>
 <p>${w.lead}</p>
 <p>${w.hint}</p>
-<form class="search" method="get" action="/" role="search">
-<label for="q" class="visually-hidden">${w.search}</label>
-<input type="search" id="q" name="q" autocomplete="off" minlength="2" maxlength="64">
-<button type="submit">${w.find}</button>
-</form>
+!${searchForm(view.lang)}
 <p><a href="/">${w.home}</a></p>`,
   });
 }

@@ -8,6 +8,7 @@ import { type Html, html } from './html.ts';
 import { type Lang, messages } from './i18n.ts';
 import { page } from './layout.ts';
 import { type OptionsFormView, optionsForm } from './options-form.ts';
+import { searchForm } from './search-form.ts';
 import { type SubscribeView, subscribeBlock } from './subscribe-block.ts';
 import type { WeekView } from './timetable-view.ts';
 import { type RowPeople, weekSections } from './week-table.ts';
@@ -27,8 +28,6 @@ const words = messages({
     notFoundGroup: 'В университете нет группы с таким номером.',
     notFoundEmployee: 'В университете нет преподавателя с таким номером.',
     notFoundHint: 'Найдите группу или преподавателя по названию:',
-    search: 'Группа или преподаватель',
-    find: 'Найти',
     loadingTitle: 'Расписание загружается',
     reload: 'Обновить страницу',
     busyTitle: 'Слишком много запросов',
@@ -49,8 +48,6 @@ const words = messages({
     notFoundGroup: 'The university has no group with this number.',
     notFoundEmployee: 'The university has no teacher with this number.',
     notFoundHint: 'Find a group or a teacher by name:',
-    search: 'Group or teacher',
-    find: 'Find',
     loadingTitle: 'The timetable is loading',
     reload: 'Reload the page',
     busyTitle: 'Too many requests',
@@ -137,16 +134,6 @@ export function timetablePage(view: TimetablePageView): Html {
 function unmarked(view: TimetablePageView, words: string): Html {
   const count = view.unmarkedMoves ?? 0;
   return count === 0 ? '' : html`<p class="muted" data-unmarked-moves>${words} ${count}.</p>`;
-}
-
-/** The search box of the pages shown instead of a timetable. */
-function searchForm(lang: Lang): Html {
-  const w = words(lang);
-  return html`<form class="search" method="get" action="/" role="search">
-<label for="q" class="visually-hidden">${w.search}</label>
-<input type="search" id="q" name="q" autocomplete="off" minlength="2" maxlength="64">
-<button type="submit">${w.find}</button>
-</form>`;
 }
 
 /** An unknown group or teacher (HTTP 404), with the search box. */
