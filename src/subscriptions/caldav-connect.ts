@@ -61,6 +61,7 @@ export interface CalDavConnectServices {
     | 'get'
     | 'idsForSource'
     | 'replacePassword'
+    | 'replaceCalendar'
     | 'rotateManageToken'
     | 'scheduleReconcile'
   >;
@@ -144,7 +145,7 @@ async function connect(ctx: CalDavConnectDeps, request: CalDavConnectRequest, na
   // Proves the password before anything else is asked or stored: 401 is CalDavAuthError.
   const discovery = await client.discover(request.url);
   const existing = await existingTarget(ctx, request, discovery);
-  if (existing !== undefined) return reconnect(ctx, existing, request.password);
+  if (existing !== undefined) return reconnect(ctx, existing, request.password, { client, discovery, name });
   // Chosen first: our calendar is named by it, so that an operator can tell whose a calendar is.
   const id = newCalDavTargetId();
   const chosen = await chooseCalendar(ctx, client, discovery, request.calendarUrl, name, id);
@@ -208,9 +209,19 @@ async function existingTarget(
   return undefined;
 }
 
-/** A repeated connection: the new password (already proved), a new manage token, a full comparison. */
-async function reconnect(ctx: CalDavConnectDeps, target: CalDavTarget, password: string): Promise<CalDavConnected> {
+/**
+ * A repeated connection: the new password (already proved), a new manage token, a full comparison. A target
+ * whose calendar was deleted on the server gets a new one of ours (or its given one again, when it is back).
+ */
+async function reconnect(
+  ctx: CalDavConnectDeps,
+  target: CalDavTarget,
+  password: string,
+  account: { client: CalDavClient; discovery: Discovery; name: string },
+): Promise<CalDavConnected> {
   const store = ctx.caldav.targets;
+  let current = { url: target.calendarUrl, name: target.calendarName };
+  if (target.status === 'calendar-deleted') current = await replaceCalendar(ctx, target, account);
   if (!(await store.replacePassword(target.id, password, ctx.now()))) throw new TargetRemovedError(target.id);
   const manageToken = await store.rotateManageToken(target.id);
   if (manageToken === undefined) throw new TargetRemovedError(target.id);
@@ -218,12 +229,46 @@ async function reconnect(ctx: CalDavConnectDeps, target: CalDavTarget, password:
   await startPushing(ctx, target.id, target.source);
   return {
     id: target.id,
-    calendarUrl: target.calendarUrl,
-    calendarName: target.calendarName,
+    calendarUrl: current.url,
+    calendarName: current.name,
     calendarOwned: target.calendarOwned,
     manageToken,
     reused: true,
   };
+}
+
+/** Points a target whose calendar was deleted at a live one: a new calendar of ours, or its given one if back. */
+async function replaceCalendar(
+  ctx: CalDavConnectDeps,
+  target: CalDavTarget,
+  account: { client: CalDavClient; discovery: Discovery; name: string },
+): Promise<{ url: string; name: string }> {
+  const { client, discovery, name } = account;
+  // A new name: the deleted one may still be taken (Nextcloud's trash bin).
+  const slugId = `${target.id}-${Date.now().toString(36)}`;
+  const chosen = await chooseCalendar(
+    ctx,
+    client,
+    discovery,
+    target.calendarOwned ? undefined : target.calendarUrl,
+    name,
+    slugId,
+  );
+  const calendar = {
+    calendarUrl: chosen.calendar.url,
+    calendarOwned: chosen.owned,
+    calendarName: chosen.calendar.displayName || name,
+    supportsSync: chosen.calendar.supportsSync,
+  };
+  let replaced = false;
+  try {
+    replaced = await ctx.caldav.targets.replaceCalendar(target.id, calendar, ctx.now());
+  } finally {
+    // A calendar made for a target that is gone would be an orphan nobody knows about.
+    if (!replaced && chosen.owned) await client.deleteCalendar(chosen.calendar.url).catch(() => undefined);
+  }
+  if (!replaced) throw new TargetRemovedError(target.id);
+  return { url: calendar.calendarUrl, name: calendar.calendarName };
 }
 
 /**
@@ -237,7 +282,7 @@ async function chooseCalendar(
   discovery: Discovery,
   calendarUrl: string | undefined,
   name: string,
-  id: string,
+  slugId: string,
 ): Promise<{ calendar: CalDavCalendar; owned: boolean }> {
   if (calendarUrl !== undefined) {
     const calendar = await client.getCalendar(calendarUrl);
@@ -246,7 +291,7 @@ async function chooseCalendar(
     return { calendar, owned: false };
   }
   // The slug is never reused: Nextcloud keeps a deleted calendar's name taken while it is in the trash bin.
-  const slug = `timetable-sync-${id}`;
+  const slug = `timetable-sync-${slugId}`;
   try {
     const calendar = await client.makeCalendar(discovery.homeUrl, slug, name, CALENDAR_COLOR);
     return { calendar, owned: true };

@@ -208,6 +208,30 @@ describe('admin CalDAV target routes', () => {
     expect(twice.json().code).toBe('CALDAV_TARGET_NOT_FOUND');
   });
 
+  it('connecting again after our calendar was deleted on the server makes a new one for the same target', async () => {
+    const first = await register({ source: 'group:4243', url: radicale.url, username: USER, password: PASSWORD });
+    expect(first.statusCode).toBe(201);
+    const { id, calendarUrl } = first.json() as { id: string; calendarUrl: string };
+    // The person deletes the calendar in their app; the next push found it gone.
+    expect((await dav('DELETE', calendarUrl)).status).toBe(200);
+    await ctx.caldav.targets.markStatus(id, 'calendar-deleted', 'the calendar is gone', Date.now());
+
+    const again = await register({ source: 'group:4243', url: radicale.url, username: USER, password: PASSWORD });
+    expect(again.statusCode).toBe(201);
+    const body = again.json() as { id: string; calendarUrl: string; reused: boolean };
+    expect(body).toMatchObject({ id, reused: true });
+    expect(body.calendarUrl).not.toBe(calendarUrl);
+    expect(existsSync(radicale.collectionDir(USER, slugOf(body.calendarUrl)))).toBe(true);
+    expect(await ctx.caldav.targets.get(id)).toMatchObject({
+      status: 'active',
+      calendarUrl: body.calendarUrl,
+      calendarOwned: true,
+    });
+    expect(
+      (await app.inject({ method: 'DELETE', url: `/admin/caldav-targets/${id}`, headers: BEARER })).statusCode,
+    ).toBe(204);
+  });
+
   it('in a calendar it is given, removes only its own resources on disconnect: the person’s event stays', async () => {
     const calendarUrl = `${radicale.url}bob/personal/`;
     const made = await fetch(calendarUrl, {
