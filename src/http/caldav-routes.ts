@@ -341,6 +341,7 @@ async function answerManagePage(
     pushQueued: queued !== null,
     manageLink: `${ctx.config.publicUrl}${caldavManagePath(target.id)}/manage?token=${token}`,
     timeZone: ctx.config.timezone,
+    connectUrl: `/caldav/connect?source=${encodeURIComponent(target.source)}`,
     password,
   });
   return sendPage(reply, document, { status });

@@ -25,7 +25,8 @@ const words = messages({
     pausedNoDate: 'Приостановлено: сервер календаря отказал. Возобновится само.',
     needsPassword:
       'Нужен новый пароль приложения: сервер больше не принимает сохранённый (его могли отозвать или сменить).',
-    calendarDeleted: 'Календарь удалён на сервере. Отключите и подключите ещё раз, чтобы создать новый.',
+    calendarDeleted: 'Календарь удалён на сервере. Подключите ещё раз с тем же логином, чтобы создать новый.',
+    reconnect: 'Подключить заново',
     why: 'Причина',
     lastPush: 'Последняя отправка',
     never: 'ещё не было',
@@ -74,7 +75,8 @@ const words = messages({
     pausedNoDate: 'Paused: the calendar server refused. It resumes by itself.',
     needsPassword:
       'A new app password is needed: the server no longer accepts the stored one (it was revoked or changed).',
-    calendarDeleted: 'The calendar was deleted on the server. Disconnect and connect again to make a new one.',
+    calendarDeleted: 'The calendar was deleted on the server. Connect again with the same login to make a new one.',
+    reconnect: 'Connect again',
     why: 'Reason',
     lastPush: 'Last push',
     never: 'not yet',
@@ -124,6 +126,8 @@ export interface CalDavManageView {
   manageLink: string;
   /** The university's time zone (times are shown in it). */
   timeZone: string;
+  /** Where "connect again" starts (the connect page of the target's timetable). */
+  connectUrl: string;
   /** The password form's outcome: refused (with why), or saved. */
   password?: { error: string } | { saved: true } | undefined;
 }
@@ -161,6 +165,7 @@ export function caldavManagePage(view: CalDavManageView): Html {
 !${target.lastError === undefined || target.status === 'active' ? '' : html`<dt>${w.lastError}</dt><dd>${target.lastError}</dd>`}
 <dt>${w.pending}</dt><dd data-pending>${pendingText(view)}</dd>
 </dl>
+!${target.status === 'calendar-deleted' ? html`<p><a class="button" href="${view.connectUrl}">${w.reconnect}</a></p>` : ''}
 </section>
 <section class="card" aria-labelledby="password"!${needsPassword ? ' data-needs-password' : ''}>
 <h2 id="password">${w.passwordHeading}</h2>
