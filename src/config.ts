@@ -468,6 +468,18 @@ const SETTINGS = {
     default: '60/1m',
     example: '200/1m',
   }),
+  caldavConnectsPerClient: setting('CALDAV_CONNECTS_PER_CLIENT', rate('10/10m'), {
+    group: 'limits',
+    meaning: '`POST /caldav/connect` and a new app password on a manage page (each asks a CalDAV server), per client.',
+    default: '10/10m',
+    example: '30/10m',
+  }),
+  caldavConnectsTotal: setting('CALDAV_CONNECTS_TOTAL', rate('60/1m'), {
+    group: 'limits',
+    meaning: 'The same over all clients.',
+    default: '60/1m',
+    example: '200/1m',
+  }),
   variantRendersPerClient: setting('VARIANT_RENDERS_PER_CLIENT', rate('20/1m'), {
     group: 'limits',
     meaning:

@@ -1,7 +1,7 @@
 /**
  * The admin API under `/admin`, all behind the admin token: resync, job state, the source table, a source's
- * change log, the term starts in force, Google push targets, the group directory import, and Bull Board at
- * `/admin/queues`.
+ * change log, the term starts in force, Google and CalDAV push targets, the group directory import, and Bull
+ * Board at `/admin/queues`.
  */
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
@@ -19,6 +19,7 @@ import type { TermCountStore } from '../store/term-counts.ts';
 import { parseSource, SUBSCRIPTION_ID, sourceKey } from '../timetable/source.ts';
 import { resolveTermStarts } from '../timetable/terms.ts';
 import { adminAuthHook, BOARD_PATH } from './admin-auth.ts';
+import { type CalDavTargetRouteDeps, registerCaldavTargetRoutes } from './caldav-target-routes.ts';
 import { type DirectoryRouteDeps, registerDirectoryRoutes } from './directory-routes.ts';
 import { HttpError, routeNotFound } from './errors.ts';
 import { type GoogleTargetRouteDeps, registerGoogleTargetRoutes } from './google-target-routes.ts';
@@ -40,6 +41,7 @@ const resyncBody = z.strictObject(
 
 /** What the admin routes read and queue with, beyond what their Google target and directory routes need. */
 export type AdminRouteDeps = GoogleTargetRouteDeps &
+  CalDavTargetRouteDeps &
   DirectoryRouteDeps &
   Parameters<typeof requestResync>[0] &
   Parameters<typeof findJob>[0] & {
@@ -66,6 +68,7 @@ export async function registerAdminRoutes(app: FastifyInstance, ctx: AdminRouteD
       registerSources(admin, ctx);
       registerParity(admin, ctx);
       registerGoogleTargetRoutes(admin, ctx);
+      registerCaldavTargetRoutes(admin, ctx);
       registerDirectoryRoutes(admin, ctx);
       await registerBoard(admin, ctx);
     },

@@ -18,6 +18,7 @@ import { answerFirst, FeedFastPath } from '../serving/feed-fast-path.ts';
 import { notFoundPage } from '../web/not-found-page.ts';
 import { type AdminRouteDeps, registerAdminRoutes } from './admin-routes.ts';
 import { registerAssetRoutes } from './asset-routes.ts';
+import { type CalDavRouteDeps, registerCaldavRoutes } from './caldav-routes.ts';
 import { ClientLimits, type ClientLimitsDeps } from './client-limits.ts';
 import { applyConnectionLimits, type ConnectionLimits } from './connection-limits.ts';
 import { registerEmployeeRoutes } from './employee-routes.ts';
@@ -48,6 +49,7 @@ export type AppDeps = OperationsRouteDeps &
   TeacherSearchDeps &
   SubscriptionRouteDeps &
   GoogleRouteDeps &
+  CalDavRouteDeps &
   AdminRouteDeps &
   HomeRouteDeps &
   PersonalRouteDeps &
@@ -130,6 +132,7 @@ export async function buildApp(ctx: AppDeps, options: AppOptions): Promise<Fasti
   await registerEmployeeRoutes(app, ctx, limits);
   await registerSubscriptionRoutes(app, ctx, limits);
   await registerGoogleRoutes(app, ctx);
+  await registerCaldavRoutes(app, ctx);
   await registerAdminRoutes(app, ctx);
   await registerAssetRoutes(app);
   await registerPageRoutes(app, ctx, limits);

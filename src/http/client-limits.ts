@@ -29,7 +29,13 @@ import type { Words } from './error-codes.ts';
 import { ClientLimitError } from './errors.ts';
 
 /** What a limit counts. */
-export type LimitedAction = 'first-request' | 'sign-up' | 'search' | 'google-connect' | 'variant-render';
+export type LimitedAction =
+  | 'first-request'
+  | 'sign-up'
+  | 'search'
+  | 'google-connect'
+  | 'caldav-connect'
+  | 'variant-render';
 
 type RateSetting = { [K in keyof Config]: Config[K] extends Rate ? K : never }[keyof Config];
 
@@ -50,6 +56,11 @@ const ACTIONS: Record<LimitedAction, { perClient: RateSetting; total?: RateSetti
     perClient: 'googleConnectsPerClient',
     total: 'googleConnectsTotal',
     what: { en: 'Google connections', ru: 'подключений Google Календаря' },
+  },
+  'caldav-connect': {
+    perClient: 'caldavConnectsPerClient',
+    total: 'caldavConnectsTotal',
+    what: { en: 'calendar connections', ru: 'подключений календаря' },
   },
   // Renders cost this process's CPU, not the university: the render bound and the cache cap them overall.
   'variant-render': {

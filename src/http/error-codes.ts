@@ -118,6 +118,38 @@ export const ERROR_CODES = {
   GOOGLE_UNAVAILABLE: { status: 502, meaning: 'Google failed in a way that may pass; try again.' },
   GOOGLE_REFUSED: { status: 502, meaning: 'Google refused the request for good.' },
 
+  // CalDAV push.
+  CALDAV_URL_REFUSED: {
+    status: 400,
+    meaning: 'The server or calendar URL is not asked: not an `https://` URL, a login inside it, or a private address.',
+  },
+  CALDAV_CREDENTIALS_REFUSED: {
+    status: 422,
+    meaning: 'The CalDAV server refused the login or app password; nothing was stored.',
+  },
+  CALDAV_NO_CALENDAR: {
+    status: 422,
+    meaning:
+      "The server makes no calendar for us; `calendars` lists the account's event calendars: send one as `calendarUrl`.",
+  },
+  CALDAV_CALENDAR_NOT_FOUND: {
+    status: 422,
+    meaning: '`calendarUrl` is no calendar for events that this account can reach.',
+  },
+  CALDAV_UNREACHABLE: {
+    status: 502,
+    meaning: 'The CalDAV server did not answer, or failed in a way that may pass; try again later.',
+  },
+  CALDAV_REFUSED: {
+    status: 502,
+    meaning: 'The CalDAV server refused the request for good (no CalDAV at this address, or access forbidden).',
+  },
+  CALDAV_TARGET_NOT_FOUND: { status: 404, meaning: 'No CalDAV target has this id.' },
+  CALDAV_NOT_CLEANED: {
+    status: 502,
+    meaning: 'The target was removed, but what it wrote could not all be deleted; `calendarUrl` names the calendar.',
+  },
+
   // The university.
   UPSTREAM_BUSY: {
     status: 503,

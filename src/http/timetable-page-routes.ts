@@ -20,6 +20,7 @@ import type { Logger } from '../logger.ts';
 import { FeedUnavailableError, type OptionRefusedError, UnknownTimetableError } from '../serving/errors.ts';
 import { type FeedProvider, RETRY_AFTER_SECONDS } from '../serving/feed-provider.ts';
 import { mergeOptionValues, optionsMisfits } from '../serving/variant-render.ts';
+import type { CalDavTargetStore } from '../store/caldav-target-store.ts';
 import { unlistedCounts } from '../store/change-bounds.ts';
 import type { SourceRegistry } from '../store/registry.ts';
 import type { Snapshot, SnapshotStore } from '../store/snapshot-store.ts';
@@ -93,6 +94,7 @@ export type TimetablePageDeps = PersonalSessionDeps &
     readonly registry: Pick<SourceRegistry, 'get' | 'isActive'>;
     readonly queues: Queues;
     readonly google: { readonly configured: boolean; readonly targets: Pick<TargetStore, 'canStoreTokens'> };
+    readonly caldav: { readonly targets: Pick<CalDavTargetStore, 'canStorePasswords'> };
     readonly logger: Pick<Logger, 'warn'>;
     readonly now: () => number;
   };
@@ -348,7 +350,7 @@ class TimetablePages {
         savedApplied: chosen.saved === true,
         save: context.save,
       },
-      subscribe: await this.subscribeView(request, links, context.pushUrl),
+      subscribe: await this.subscribeView(request, links, context.pushUrl, source),
     };
   }
 
@@ -385,7 +387,7 @@ class TimetablePages {
         savedApplied: Object.keys(saved).length > 0,
         save: context.save,
       },
-      subscribe: await this.subscribeView(request, links, context.pushUrl),
+      subscribe: await this.subscribeView(request, links, context.pushUrl, subscription.source),
     };
   }
 
@@ -455,10 +457,13 @@ class TimetablePages {
     request: FastifyRequest,
     links: FeedLinks,
     pushUrl: string | undefined,
+    source: SourceKey,
   ): Promise<TimetablePageView['subscribe']> {
     const platform = platformOf(request.headers['user-agent']);
     const qrSvg = isPhone(platform) ? '' : await this.qrSvg(links.feedUrl);
-    return { links, qrSvg, pushUrl, platform };
+    // The connect page takes a personal source's signed-in session from its cookie: no token in this link.
+    const caldavUrl = this.ctx.caldav.targets.canStorePasswords ? `/caldav/connect?source=${source}` : undefined;
+    return { links, qrSvg, pushUrl, caldavUrl, platform };
   }
 
   private pushAvailable(): boolean {

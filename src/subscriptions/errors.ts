@@ -45,3 +45,41 @@ export class CredentialRefusedError extends Error {
 export class UnknownSourceError extends Error {
   override name = 'UnknownSourceError';
 }
+
+/** A calendar of the account, as a person picks one. */
+export interface CalendarChoice {
+  url: string;
+  displayName: string;
+}
+
+/**
+ * The CalDAV server makes no calendar for us (MKCALENDAR refused, as some providers do): the person picks one
+ * of the account's own event calendars (`calendars`, maybe empty) and connects again with its URL.
+ */
+export class CalDavNoCalendarError extends Error {
+  override name = 'CalDavNoCalendarError';
+  readonly calendars: readonly CalendarChoice[];
+
+  constructor(calendars: readonly CalendarChoice[], options?: ErrorOptions) {
+    super('the server does not let us make a calendar: pick one of the account', options);
+    this.calendars = calendars;
+  }
+}
+
+/** Why a CalDAV URL is refused before any request: not a URL, not https, a login inside it. */
+export type CalDavUrlProblem = 'not-url' | 'not-https' | 'credentials';
+
+/** A server or calendar URL that is not asked at all (`field` names the form or body field). */
+export class CalDavUrlError extends Error {
+  override name = 'CalDavUrlError';
+  readonly field: string;
+  readonly problem: CalDavUrlProblem;
+
+  constructor(field: string, problem: CalDavUrlProblem) {
+    super(
+      `${field}: ${problem === 'not-url' ? 'not a URL' : problem === 'not-https' ? 'must be an https:// URL' : 'must not hold a login or password'}`,
+    );
+    this.field = field;
+    this.problem = problem;
+  }
+}

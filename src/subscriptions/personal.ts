@@ -19,12 +19,14 @@ import { withLock } from '../lib/redis-lock.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
 import { DecryptionError, SecretKeyMissingError } from '../security/errors.ts';
+import type { CalDavTargetStore } from '../store/caldav-target-store.ts';
 import type { GroupDirectory } from '../store/group-directory.ts';
 import type { RedisKeys } from '../store/keys.ts';
 import type { KnownCredentials } from '../store/known-credentials.ts';
 import type { SourceRegistry } from '../store/registry.ts';
 import type { IssuedSubscription, Subscription, SubscriptionStore } from '../store/subscription-store.ts';
 import type { SubscriberOptions } from '../timetable/types.ts';
+import { type CalDavDisconnectDeps, disconnectCaldavTarget } from './caldav-disconnect.ts';
 import { CredentialRefusedError, CredentialRejectedError } from './errors.ts';
 import { type DisconnectDeps, disconnectTarget } from './google-disconnect.ts';
 import { type Profile, type ProfileDeps, profileCalendarName, verifiedProfile } from './profile.ts';
@@ -64,12 +66,14 @@ export type SignUpDeps = ReplaceCredentialDeps & {
   readonly directory: Pick<GroupDirectory, 'record'>;
 };
 
-/** What {@link deleteSubscription} uses: its Google targets', its source's, and the credentials it forgets. */
+/** What {@link deleteSubscription} uses: its push targets', its source's, and the credentials it forgets. */
 export type DeleteSubscriptionDeps = DisconnectDeps &
+  CalDavDisconnectDeps &
   ForgetSourceDeps &
   ReconcileRequestDeps & {
     readonly logger: Logger;
     readonly google: Pick<GoogleServices, 'targets'>;
+    readonly caldav: { readonly targets: Pick<CalDavTargetStore, 'idsForSource'> };
     readonly subscriptions: Pick<SubscriptionStore, 'credentialOf' | 'delete'>;
     readonly knownCredentials: Pick<KnownCredentials, 'forget'>;
   };
@@ -234,8 +238,8 @@ export async function replaceCredential(
 }
 
 /**
- * Deletes a subscription with everything that hangs on it: its Google calendars stop following it (they stay
- * in the person's account, with the classes they hold), its source and feed are removed, and the reconciler
+ * Deletes a subscription with everything that hangs on it: its Google and CalDAV calendars stop following it
+ * (they stay in the person's account, with the classes they hold), its source and feed are removed, and the reconciler
  * drops the source's job scheduler now rather than at its next periodic run.
  */
 export async function deleteSubscription(
@@ -245,6 +249,9 @@ export async function deleteSubscription(
 ): Promise<void> {
   for (const target of await ctx.google.targets.idsForSource(subscription.source)) {
     await disconnectTarget(ctx, target, { deleteCalendar: false });
+  }
+  for (const target of await ctx.caldav.targets.idsForSource(subscription.source)) {
+    await disconnectCaldavTarget(ctx, target, { keepWritten: true });
   }
   await forgetStoredCredential(ctx, subscription);
   await ctx.subscriptions.delete(subscription.id);

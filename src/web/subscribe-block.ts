@@ -70,6 +70,10 @@ const words = messages({
     ],
     thunderbirdRefresh: 'Как задано в свойствах календаря в Thunderbird; по умолчанию каждые 30 минут.',
     qr: 'Наведите камеру телефона, чтобы открыть адрес календаря.',
+    caldav: 'Отправлять в календарь сразу',
+    caldavNote:
+      'Быстрее: сервис сам записывает изменения в ваш календарь через несколько минут. Нужен пароль приложения.',
+    caldavOther: 'Nextcloud, Fastmail или другой CalDAV-календарь:',
   },
   en: {
     action: 'Add to calendar',
@@ -120,6 +124,9 @@ const words = messages({
     ],
     thunderbirdRefresh: 'As set in the calendar’s properties in Thunderbird; every 30 minutes by default.',
     qr: "Point your phone's camera here to open the calendar address.",
+    caldav: 'Push to your calendar right away',
+    caldavNote: 'Faster: the service writes every change into your calendar within minutes. It needs an app password.',
+    caldavOther: 'Nextcloud, Fastmail or another CalDAV calendar:',
   },
 });
 
@@ -146,6 +153,8 @@ export interface SubscribeView {
   qrSvg: Html;
   /** The push link, or undefined when Google push is not configured. */
   pushUrl: string | undefined;
+  /** The CalDAV connect page of the timetable (`/caldav/connect?source=…`), or undefined when it is off. */
+  caldavUrl?: string | undefined;
   /** Where the page is read: orders the calendars, and leaves the QR code out on a phone. */
   platform: Platform;
   /** The in-page link to the feed options, when the page has them. */
@@ -175,6 +184,7 @@ export function subscribeBlock(view: SubscribeView): Html {
 !${options}
 <p class="ways-heading">${w.choose}</p>
 !${ways}
+!${view.caldavUrl === undefined ? '' : html`<p class="caldav-other">${w.caldavOther} <a href="${view.caldavUrl}" data-caldav="any">${w.caldav}</a></p>`}
 !${qr}
 </div>
 </details>
@@ -195,6 +205,11 @@ const steps = (items: readonly string[]): Html =>
 const refresh = (w: Words, text: string): Html => html`<p class="refresh"><strong>${w.refresh}</strong> ${text}</p>`;
 const googleLink = (view: SubscribeView, w: Words): Html =>
   html`<a class="button" href="${view.links.google}" data-link="google" target="_blank" rel="noopener noreferrer">${w.google}</a>`;
+/** The CalDAV connect page with a provider chosen, after the subscription steps (push is the faster way). */
+const caldavLink = (view: SubscribeView, w: Words, preset: string): Html =>
+  view.caldavUrl === undefined
+    ? ''
+    : html`<p>${w.caldavNote}</p><p><a class="button secondary" href="${view.caldavUrl}&amp;preset=${preset}" data-caldav="${preset}">${w.caldav}</a></p>`;
 const pushLink = (pushUrl: string, w: Words): Html =>
   html`<a class="button secondary" href="${pushUrl}" data-link="push">${w.push}</a>`;
 
@@ -202,7 +217,8 @@ const WAYS: Record<CalendarId, (view: SubscribeView, w: Words) => { title: strin
   apple: (view, w) => ({
     title: w.appleTitle,
     body: html`<p><a class="button" href="${view.links.webcal}" data-link="webcal">${w.appleOpen}</a></p>
-!${steps(w.appleSteps)}!${refresh(w, w.appleRefresh)}`,
+!${steps(w.appleSteps)}!${refresh(w, w.appleRefresh)}
+!${caldavLink(view, w, 'icloud')}`,
   }),
   android: (view, w) => ({
     title: w.androidTitle,
@@ -214,10 +230,11 @@ const WAYS: Record<CalendarId, (view: SubscribeView, w: Words) => { title: strin
 </ul>
 !${refresh(w, w.androidRefresh)}`,
   }),
-  yandex: (_view, w) => ({
+  yandex: (view, w) => ({
     title: w.yandexTitle,
     body: html`<p><a class="button secondary" href="https://calendar.yandex.ru/" target="_blank" rel="noopener noreferrer">${w.yandexOpen}</a></p>
-!${steps([w.copyFirst, ...w.yandexSteps])}!${refresh(w, w.yandexRefresh)}`,
+!${steps([w.copyFirst, ...w.yandexSteps])}!${refresh(w, w.yandexRefresh)}
+!${caldavLink(view, w, 'yandex')}`,
   }),
   google: (view, w) => ({
     title: w.googleTitle,

@@ -387,6 +387,34 @@ describe('GET, PATCH and DELETE /api/subscriptions/:id', () => {
     expect(await ctx.redis.scard(ctx.keys.sourceTargets(source))).toBe(0);
   });
 
+  it('DELETE stops its CalDAV calendars from following it, leaving what they hold (the server is not asked)', async () => {
+    const { body } = await subscribe(user(2).token);
+    issuedTokens.push(body.token ?? '');
+    const source = `personal:${body.id}` as const;
+    // A server nobody listens on: a disconnect that tried to clean it up would fail and say so.
+    const { id: target } = await ctx.caldav.targets.create({
+      source,
+      serverUrl: 'http://127.0.0.1:9/',
+      homeUrl: 'http://127.0.0.1:9/alice/',
+      calendarUrl: 'http://127.0.0.1:9/alice/mine/',
+      calendarOwned: true,
+      calendarName: 'Mine',
+      username: 'alice',
+      password: 'never-used',
+      supportsSync: true,
+      now: Date.now(),
+    });
+    expect(await ctx.caldav.targets.idsForSource(source)).toEqual([target]);
+    const response = await app.inject({
+      method: 'DELETE',
+      url: `/api/subscriptions/${body.id}`,
+      headers: bearer(body.token ?? ''),
+    });
+    expect(response.statusCode).toBe(204);
+    expect(await ctx.caldav.targets.get(target)).toBeUndefined();
+    expect(await ctx.caldav.targets.idsForSource(source)).toEqual([]);
+  });
+
   it('DELETE by the admin works too', async () => {
     const { body } = await subscribe(user(1).token);
     issuedTokens.push(body.token ?? '');

@@ -210,6 +210,13 @@ describe.for([
     await page.context().close();
   });
 
+  it('the CalDAV connect page with a form open', async () => {
+    const page = await open(screen, `/caldav/connect?source=group:${group.id}&preset=nextcloud`);
+    expect(await page.locator('form.caldav-connect').count()).toBe(1);
+    expect(await problems(page, screen, { calendarAction: false })).toEqual([]);
+    await page.context().close();
+  });
+
   it("the Google connection's manage page", async () => {
     const page = await open(screen, `/timetables/groups/${group.id}`);
     const push = await page.getAttribute('[data-link="push"]', 'href');

@@ -1,0 +1,37 @@
+/**
+ * What a CalDAV target's calendar is missing: the next push's writes, computed from Redis alone (no request to
+ * the server), as google/pending-changes.ts does for Google: the published feed's resources against the
+ * target's index, planned by the same pure `diffPush`.
+ */
+import type { PendingChanges } from '../google/pending-changes.ts';
+import { diffPush } from '../google/push-diff.ts';
+import type { SourceKey } from '../timetable/source.ts';
+import { loadPublishedResources, type PublishedResourcesDeps } from './published-resources.ts';
+import { projectHashes } from './resource-index.ts';
+
+/** What {@link caldavPendingChanges} uses: the published timetable, the target's index and the clock. */
+export interface CalDavPendingDeps extends PublishedResourcesDeps {
+  readonly caldav: { index(id: string): { read(): Promise<Map<string, string>> } };
+  /** Epoch ms. */
+  readonly now: () => number;
+}
+
+/**
+ * The difference between what target `targetId` should hold and what its index says it holds (changes not
+ * pushed yet: a push waiting, a paused target, a failed push); null before the source's first publication.
+ */
+export async function caldavPendingChanges(
+  ctx: CalDavPendingDeps,
+  targetId: string,
+  source: SourceKey,
+): Promise<PendingChanges | null> {
+  const published = await loadPublishedResources(ctx, source);
+  if (published === undefined) return null;
+  const diff = diffPush(published.desired, projectHashes(await ctx.caldav.index(targetId).read()), ctx.now());
+  return {
+    insert: diff.insert.length + diff.revive.length,
+    patch: diff.patch.length,
+    delete: diff.remove.length,
+    refused: diff.refused,
+  };
+}

@@ -1,0 +1,168 @@
+/**
+ * CalDAV push targets as the API shows them, to admins and to the holder of a manage token: a target's state
+ * with its pending push and pending changes; how a disconnection answers; and the connection's failures worded
+ * for people (the connect page shows the same words). No view or message ever holds a password.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import {
+  CalDavAuthError,
+  CalDavCalendarGoneError,
+  CalDavError,
+  CalDavForbiddenError,
+  CalDavRateLimitError,
+  CalDavTransientError,
+} from '../caldav/errors.ts';
+import { type CalDavPendingDeps, caldavPendingChanges } from '../caldav/pending-resources.ts';
+import { pendingCaldavPush } from '../jobs/job-status.ts';
+import { retryAfterSeconds } from '../lib/retry-after.ts';
+import type { CalDavTarget } from '../store/caldav-target-record.ts';
+import type { CalDavDisconnected } from '../subscriptions/caldav-disconnect.ts';
+import { CalDavNoCalendarError, CalDavUrlError, type CalendarChoice } from '../subscriptions/errors.ts';
+import { sendError } from './error-answer.ts';
+import { HttpError } from './errors.ts';
+import { iso } from './views.ts';
+
+/** What a target's view reads: its queued push, its pending changes. */
+export type CalDavTargetViewDeps = Parameters<typeof pendingCaldavPush>[0] & CalDavPendingDeps;
+
+/** A target's state, with its pending push (and, for one target, the changes not pushed yet). */
+export async function caldavTargetView(
+  ctx: CalDavTargetViewDeps,
+  target: CalDavTarget,
+  detail: { pendingChanges?: boolean } = {},
+): Promise<Record<string, unknown>> {
+  const [pending, changes] = await Promise.all([
+    pendingCaldavPush(ctx, target.id),
+    detail.pendingChanges ? caldavPendingChanges(ctx, target.id, target.source) : undefined,
+  ]);
+  return {
+    id: target.id,
+    kind: 'caldav',
+    source: target.source,
+    serverUrl: target.serverUrl,
+    calendarUrl: target.calendarUrl,
+    calendarName: target.calendarName,
+    calendarOwned: target.calendarOwned,
+    username: target.username,
+    status: target.status,
+    statusReason: target.statusReason ?? null,
+    needsPassword: target.status === 'needs-password',
+    pausedUntil: iso(target.pausedUntil),
+    createdAt: iso(target.createdAt),
+    lastPushAt: iso(target.lastPush?.at),
+    lastPush: target.lastPush === undefined ? null : { ...target.lastPush, at: iso(target.lastPush.at) },
+    lastErrorAt: iso(target.lastErrorAt),
+    lastError: target.lastError ?? null,
+    pendingPush: pending,
+    ...(changes === undefined ? {} : { pendingChanges: changes }),
+  };
+}
+
+/**
+ * 204 when everything the target wrote is gone. When it could not all be deleted the target is removed all
+ * the same: a 502 says so and names the calendar, so that the rest can be deleted by hand.
+ */
+export async function answerCaldavDisconnected(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  result: CalDavDisconnected,
+): Promise<FastifyReply> {
+  if (result.error === undefined) return reply.code(204).send();
+  const { calendarUrl, error } = result;
+  const words = {
+    en: `the target was removed, but what it wrote in ${calendarUrl} could not all be deleted (${error}); delete it by hand`,
+    ru: `подключение удалено, но записанное им в ${calendarUrl} удалить не удалось (${error}); удалите это вручную`,
+  };
+  return sendError(request, reply, new HttpError('CALDAV_NOT_CLEANED', words), { calendarUrl });
+}
+
+/** The 404 of a CalDAV target id nobody has. */
+export function caldavTargetNotFound(id: string): HttpError {
+  return new HttpError('CALDAV_TARGET_NOT_FOUND', {
+    en: `no CalDAV target ${id}`,
+    ru: `нет подключения CalDAV-календаря ${id}`,
+  });
+}
+
+/** A failed connection as an HTTP error, with the account's calendars when the server made none for us. */
+export interface ConnectFailure {
+  error: HttpError;
+  calendars?: readonly CalendarChoice[];
+}
+
+/**
+ * The connection's failures in words for the fields of its form or body: the password the server refused, the
+ * calendar it does not have, the server that makes no calendar, the server that cannot be reached. Undefined
+ * for errors that are not the server's (they answer as the catalog says).
+ */
+export function caldavConnectFailure(error: unknown): ConnectFailure | undefined {
+  if (error instanceof CalDavUrlError)
+    return { error: new HttpError('CALDAV_URL_REFUSED', URL_WORDS[error.problem](error.field)) };
+  if (error instanceof CalDavNoCalendarError)
+    return {
+      error: new HttpError('CALDAV_NO_CALENDAR', {
+        en: 'The server does not let us make a calendar of our own: pick one of your calendars below (or give its URL) and connect again.',
+        ru: 'Сервер не даёт создать отдельный календарь: выберите один из ваших календарей ниже (или укажите его адрес) и подключите ещё раз.',
+      }),
+      calendars: error.calendars,
+    };
+  if (error instanceof CalDavAuthError)
+    return {
+      error: new HttpError('CALDAV_CREDENTIALS_REFUSED', {
+        en: 'The server did not accept the login or the app password. Check the login and make a new app password: the ordinary account password does not work here.',
+        ru: 'Сервер не принял логин или пароль приложения. Проверьте логин и создайте новый пароль приложения: обычный пароль от аккаунта здесь не подойдёт.',
+      }),
+    };
+  if (error instanceof CalDavCalendarGoneError)
+    return {
+      error: new HttpError('CALDAV_CALENDAR_NOT_FOUND', {
+        en: 'calendarUrl: no calendar for events at this address that this account can reach',
+        ru: 'calendarUrl: по этому адресу нет календаря для событий, доступного этой учётной записи',
+      }),
+    };
+  if (error instanceof CalDavRateLimitError || error instanceof CalDavTransientError) {
+    const headers =
+      error instanceof CalDavRateLimitError && error.retryAfterMs !== undefined
+        ? { 'retry-after': String(retryAfterSeconds(error.retryAfterMs)) }
+        : undefined;
+    return {
+      error: new HttpError(
+        'CALDAV_UNREACHABLE',
+        {
+          en: `The calendar server${hostOf(error)} did not answer or is busy. Nothing was stored; try again in a few minutes.`,
+          ru: `Сервер календаря${hostOf(error)} не ответил или перегружен. Ничего не сохранено; попробуйте через несколько минут.`,
+        },
+        headers,
+      ),
+    };
+  }
+  if (error instanceof CalDavForbiddenError || error instanceof CalDavError)
+    return {
+      error: new HttpError('CALDAV_REFUSED', {
+        en: `The server${hostOf(error)} refused: is this the address of a CalDAV server, and does the account have a calendar there?${reasonOf(error)}`,
+        ru: `Сервер${hostOf(error)} отказал: это точно адрес CalDAV-сервера, и есть ли у учётной записи календарь на нём?${reasonOf(error)}`,
+      }),
+    };
+  return undefined;
+}
+
+const URL_WORDS = {
+  'not-url': (field: string) => ({ en: `${field}: not a URL`, ru: `${field}: это не адрес` }),
+  'not-https': (field: string) => ({
+    en: `${field}: must start with https://`,
+    ru: `${field}: адрес должен начинаться с https://`,
+  }),
+  credentials: (field: string) => ({
+    en: `${field}: must not hold a login or password (they have fields of their own)`,
+    ru: `${field}: в адресе не должно быть логина или пароля (для них есть отдельные поля)`,
+  }),
+} as const;
+
+function hostOf(error: CalDavError): string {
+  return error.host === undefined ? '' : ` ${error.host}`;
+}
+
+function reasonOf(error: CalDavError): string {
+  const parts = [error.status === undefined ? undefined : String(error.status), error.reason].filter(Boolean);
+  return parts.length === 0 ? '' : ` (${parts.join(' ')})`;
+}

@@ -1,0 +1,358 @@
+/**
+ * Connecting a CalDAV calendar (Yandex Calendar, iCloud, Nextcloud, Fastmail, any RFC 4791 server) to a source.
+ * The connect page and the admin API come here with a server URL, a login and an app password: the password is
+ * proved against the server (discovery) before anything is stored, the calendar is made (MKCALENDAR) or the one
+ * given is checked, the target is stored with the password sealed, the source becomes active and the first push
+ * is queued. A new password for a target that needs one comes here too. Disconnecting is `caldav-disconnect.ts`.
+ */
+
+import type { CalDavCalendar, CalDavClient, CalDavCredentials, Discovery } from '../caldav/caldav-client.ts';
+import { CalDavCalendarGoneError, MkcalendarRefusedError } from '../caldav/errors.ts';
+import type { Config } from '../config.ts';
+import { TargetRemovedError } from '../google/errors.ts';
+import { type ActivationDeps, activateSource } from '../jobs/activation.ts';
+import { enqueueCaldavPush, enqueueRefresh } from '../jobs/queues.ts';
+import { requireFetched, type VerifyDeps } from '../jobs/verify-source.ts';
+import { withLock } from '../lib/redis-lock.ts';
+import type { RedisClient } from '../lib/redis-target.ts';
+import type { Logger } from '../logger.ts';
+import { SecretKeyMissingError } from '../security/errors.ts';
+import { hashToken } from '../security/tokens.ts';
+import type { CalDavTarget } from '../store/caldav-target-record.ts';
+import { type CalDavTargetStore, newCalDavTargetId } from '../store/caldav-target-store.ts';
+import type { RedisKeys } from '../store/keys.ts';
+import type { SnapshotStore } from '../store/snapshot-store.ts';
+import type { SubscriptionStore } from '../store/subscription-store.ts';
+import { placeholderName } from '../timetable/calendar-name.ts';
+import { type SourceKey, sourceOf } from '../timetable/source.ts';
+import { CalDavNoCalendarError, CalDavUrlError, UnknownSourceError } from './errors.ts';
+
+/** The colour of a calendar we make (Apple's `calendar-color`; Yandex and Nextcloud show it too). */
+export const CALENDAR_COLOR = '#1E88E5';
+
+/** What a connection is made of. `source` must be valid (see `parseSource`). */
+export interface CalDavConnectRequest {
+  source: SourceKey;
+  /** The server (`https://caldav.yandex.ru`) or a calendar URL: where discovery starts. */
+  url: string;
+  username: string;
+  password: string;
+  /** Push into this existing calendar collection instead of making one (it is never deleted by us). */
+  calendarUrl?: string | undefined;
+}
+
+/** A connected target. `manageToken` is the only copy there will ever be. */
+export interface CalDavConnected {
+  id: string;
+  calendarUrl: string;
+  calendarName: string;
+  calendarOwned: boolean;
+  manageToken: string;
+  /** True when a connection of the same account for the same source and calendar was made again. */
+  reused: boolean;
+}
+
+/** What the CalDAV side gives a connection: the targets, and a client for an account. */
+export interface CalDavConnectServices {
+  readonly targets: Pick<
+    CalDavTargetStore,
+    | 'canStorePasswords'
+    | 'create'
+    | 'get'
+    | 'idsForSource'
+    | 'replacePassword'
+    | 'replaceCalendar'
+    | 'rotateManageToken'
+    | 'scheduleReconcile'
+  >;
+  /** A client for one account (every request waits for its host's budget). */
+  client(credentials: CalDavCredentials): CalDavClient;
+}
+
+/** What {@link connectCaldavTarget} uses. */
+export type CalDavConnectDeps = VerifyDeps &
+  ActivationDeps & {
+    readonly config: Pick<Config, 'timezone' | 'caldavReconcileIntervalMs' | 'caldavAllowPrivate'>;
+    readonly logger: Logger;
+    /** Connections of one account for one source take turns under a lock on this connection. */
+    readonly redis: RedisClient;
+    readonly keys: RedisKeys;
+    readonly caldav: CalDavConnectServices;
+    readonly snapshots: Pick<SnapshotStore, 'snapshot'>;
+    readonly subscriptions: Pick<SubscriptionStore, 'get'>;
+  };
+
+/** How long a connection may hold its (account, source) lock: discovery and MKCALENDAR take a few requests. */
+const CONNECT_LOCK_MS = 60_000;
+
+/** Throws SecretKeyMissingError unless passwords can be sealed (a `SECRET_KEY` is configured). */
+export function requireCaldavPush(ctx: { readonly caldav: Pick<CalDavConnectServices, 'targets'> }): void {
+  if (!ctx.caldav.targets.canStorePasswords) throw new SecretKeyMissingError();
+}
+
+/**
+ * A server or calendar URL as we will ask it: http(s) only (plain http only where private hosts are allowed,
+ * as tests and a home server on a LAN are), no login in it, no fragment. Throws {@link CalDavUrlError}.
+ * Whether the host is a public one is the adapter's check, made on the addresses it resolves to.
+ */
+export function checkedUrl(text: string, field: string, allowPlainHttp: boolean): string {
+  let url: URL;
+  try {
+    url = new URL(text.trim());
+  } catch {
+    throw new CalDavUrlError(field, 'not-url');
+  }
+  if (url.protocol !== 'https:' && !(allowPlainHttp && url.protocol === 'http:'))
+    throw new CalDavUrlError(field, 'not-https');
+  if (url.username !== '' || url.password !== '') throw new CalDavUrlError(field, 'credentials');
+  url.hash = '';
+  return url.href;
+}
+
+/**
+ * Connects a CalDAV calendar for `request.source`. Throws SecretKeyMissingError without a `SECRET_KEY`,
+ * {@link CalDavUrlError} for a URL we will not ask, {@link UnknownSourceError} for a personal source without
+ * subscription, SourceNotFoundError / SourceNotReadyError as the first fetch ends, the adapter's CalDavAuthError
+ * when the server refuses the login or password (nothing is stored), CalDavCalendarGoneError when `calendarUrl`
+ * is no calendar for events, {@link CalDavNoCalendarError} when the server makes no calendar for us (with the
+ * account's calendars to pick from), and the adapter's other errors.
+ */
+export async function connectCaldavTarget(
+  ctx: CalDavConnectDeps,
+  request: CalDavConnectRequest,
+): Promise<CalDavConnected> {
+  requireCaldavPush(ctx);
+  const plainHttp = ctx.config.caldavAllowPrivate;
+  const checked: CalDavConnectRequest = {
+    ...request,
+    url: checkedUrl(request.url, 'url', plainHttp),
+    ...(request.calendarUrl === undefined ? {} : { calendarUrl: collectionUrl(request.calendarUrl, plainHttp) }),
+  };
+  // A target keeps its source refreshed for good: never for an id the university has not answered once.
+  await requireFetched(ctx, checked.source);
+  const name = await sourceName(ctx, checked.source);
+  // Two submits of one form (a double tap, a retried request) take turns: the second finds the first's target
+  // and answers it, instead of making a second calendar with every class twice. The account is known by its
+  // server's host and login; the password never names a key.
+  const account = hashToken(`${new URL(checked.url).host}\n${checked.username}`).slice(0, 32);
+  const lock = ctx.keys.lock(`caldav-connect:${account}:${checked.source}`);
+  return withLock(ctx.redis, lock, CONNECT_LOCK_MS, () => connect(ctx, checked, name));
+}
+
+/** {@link connectCaldavTarget} once the checks passed, under the account's lock. */
+async function connect(ctx: CalDavConnectDeps, request: CalDavConnectRequest, name: string): Promise<CalDavConnected> {
+  const client = ctx.caldav.client({ username: request.username, password: request.password });
+  // Proves the password before anything else is asked or stored: 401 is CalDavAuthError.
+  const discovery = await client.discover(request.url);
+  const existing = await existingTarget(ctx, request, discovery);
+  if (existing !== undefined) return reconnect(ctx, existing, request.password, { client, discovery, name });
+  // Chosen first: our calendar is named by it, so that an operator can tell whose a calendar is.
+  const id = newCalDavTargetId();
+  const chosen = await chooseCalendar(ctx, client, discovery, request.calendarUrl, name, id);
+  let created: { id: string; manageToken: string };
+  try {
+    created = await ctx.caldav.targets.create({
+      id,
+      source: request.source,
+      serverUrl: request.url,
+      homeUrl: discovery.homeUrl,
+      calendarUrl: chosen.calendar.url,
+      calendarOwned: chosen.owned,
+      calendarName: chosen.calendar.displayName || name,
+      username: request.username,
+      password: request.password,
+      supportsSync: chosen.calendar.supportsSync,
+      now: ctx.now(),
+    });
+  } catch (error) {
+    // A calendar made for a target that could not be stored would be an orphan nobody knows about.
+    if (chosen.owned) await client.deleteCalendar(chosen.calendar.url).catch(() => undefined);
+    throw error;
+  }
+  ctx.logger.info(
+    {
+      target: created.id,
+      source: request.source,
+      host: new URL(chosen.calendar.url).host,
+      calendarOwned: chosen.owned,
+    },
+    'caldav target connected',
+  );
+  await startPushing(ctx, created.id, request.source);
+  return {
+    id: created.id,
+    calendarUrl: chosen.calendar.url,
+    calendarName: chosen.calendar.displayName || name,
+    calendarOwned: chosen.owned,
+    manageToken: created.manageToken,
+    reused: false,
+  };
+}
+
+/**
+ * The target a connection repeats: one of the same source, server host and login, in the same calendar (the
+ * one given, or one of ours when none is). It keeps its calendar and index and takes the (checked) password.
+ */
+async function existingTarget(
+  ctx: CalDavConnectDeps,
+  request: CalDavConnectRequest,
+  discovery: Discovery,
+): Promise<CalDavTarget | undefined> {
+  const host = new URL(request.url).host;
+  for (const id of await ctx.caldav.targets.idsForSource(request.source)) {
+    const target = await ctx.caldav.targets.get(id);
+    if (target === undefined || target.username !== request.username) continue;
+    if (new URL(target.serverUrl).host !== host && target.homeUrl !== discovery.homeUrl) continue;
+    if (request.calendarUrl === undefined ? target.calendarOwned : target.calendarUrl === request.calendarUrl)
+      return target;
+  }
+  return undefined;
+}
+
+/**
+ * A repeated connection: the new password (already proved), a new manage token, a full comparison. A target
+ * whose calendar was deleted on the server gets a new one of ours (or its given one again, when it is back).
+ */
+async function reconnect(
+  ctx: CalDavConnectDeps,
+  target: CalDavTarget,
+  password: string,
+  account: { client: CalDavClient; discovery: Discovery; name: string },
+): Promise<CalDavConnected> {
+  const store = ctx.caldav.targets;
+  let current = { url: target.calendarUrl, name: target.calendarName };
+  if (target.status === 'calendar-deleted') current = await replaceCalendar(ctx, target, account);
+  if (!(await store.replacePassword(target.id, password, ctx.now()))) throw new TargetRemovedError(target.id);
+  const manageToken = await store.rotateManageToken(target.id);
+  if (manageToken === undefined) throw new TargetRemovedError(target.id);
+  ctx.logger.info({ target: target.id, source: target.source }, 'caldav target connected again');
+  await startPushing(ctx, target.id, target.source);
+  return {
+    id: target.id,
+    calendarUrl: current.url,
+    calendarName: current.name,
+    calendarOwned: target.calendarOwned,
+    manageToken,
+    reused: true,
+  };
+}
+
+/** Points a target whose calendar was deleted at a live one: a new calendar of ours, or its given one if back. */
+async function replaceCalendar(
+  ctx: CalDavConnectDeps,
+  target: CalDavTarget,
+  account: { client: CalDavClient; discovery: Discovery; name: string },
+): Promise<{ url: string; name: string }> {
+  const { client, discovery, name } = account;
+  // A new name: the deleted one may still be taken (Nextcloud's trash bin).
+  const slugId = `${target.id}-${Date.now().toString(36)}`;
+  const chosen = await chooseCalendar(
+    ctx,
+    client,
+    discovery,
+    target.calendarOwned ? undefined : target.calendarUrl,
+    name,
+    slugId,
+  );
+  const calendar = {
+    calendarUrl: chosen.calendar.url,
+    calendarOwned: chosen.owned,
+    calendarName: chosen.calendar.displayName || name,
+    supportsSync: chosen.calendar.supportsSync,
+  };
+  let replaced = false;
+  try {
+    replaced = await ctx.caldav.targets.replaceCalendar(target.id, calendar, ctx.now());
+  } finally {
+    // A calendar made for a target that is gone would be an orphan nobody knows about.
+    if (!replaced && chosen.owned) await client.deleteCalendar(chosen.calendar.url).catch(() => undefined);
+  }
+  if (!replaced) throw new TargetRemovedError(target.id);
+  return { url: calendar.calendarUrl, name: calendar.calendarName };
+}
+
+/**
+ * The calendar to push into: the given one (it must be a calendar for events; never ours to delete), else a
+ * new one of ours under the calendar home. A server that makes none (MKCALENDAR refused) is answered with the
+ * account's event calendars, for the person to pick one.
+ */
+async function chooseCalendar(
+  ctx: CalDavConnectDeps,
+  client: CalDavClient,
+  discovery: Discovery,
+  calendarUrl: string | undefined,
+  name: string,
+  slugId: string,
+): Promise<{ calendar: CalDavCalendar; owned: boolean }> {
+  if (calendarUrl !== undefined) {
+    const calendar = await client.getCalendar(calendarUrl);
+    if (!calendar.holdsEvents)
+      throw new CalDavCalendarGoneError('this collection holds no events', { reason: 'no VEVENT' });
+    return { calendar, owned: false };
+  }
+  // The slug is never reused: Nextcloud keeps a deleted calendar's name taken while it is in the trash bin.
+  const slug = `timetable-sync-${slugId}`;
+  try {
+    const calendar = await client.makeCalendar(discovery.homeUrl, slug, name, CALENDAR_COLOR);
+    return { calendar, owned: true };
+  } catch (error) {
+    if (!(error instanceof MkcalendarRefusedError)) throw error;
+    ctx.logger.info({ host: new URL(discovery.homeUrl).host }, 'caldav server makes no calendar: asking for one');
+    const calendars = discovery.calendars.filter((calendar) => calendar.holdsEvents);
+    throw new CalDavNoCalendarError(
+      calendars.map((calendar) => ({ url: calendar.url, displayName: calendar.displayName })),
+      { cause: error },
+    );
+  }
+}
+
+/** A calendar URL as a collection's: checked as {@link checkedUrl}, ending in `/`. */
+function collectionUrl(text: string, plainHttp: boolean): string {
+  const url = checkedUrl(text, 'calendarUrl', plainHttp);
+  return url.endsWith('/') ? url : `${url}/`;
+}
+
+/** Keeps the source refreshed and queues the first push (or the refresh whose publication will push). */
+async function startPushing(ctx: CalDavConnectDeps, id: string, source: SourceKey): Promise<void> {
+  await activateSource(ctx, source);
+  if ((await ctx.snapshots.snapshot(source)) === undefined) {
+    await enqueueRefresh(ctx.queues, ctx.config, source, { reason: 'subscription', now: ctx.now() });
+  }
+  // The connect push compares the whole calendar itself: the periodic one is not due before an interval.
+  await ctx.caldav.targets.scheduleReconcile(id, ctx.now() + ctx.config.caldavReconcileIntervalMs);
+  await enqueueCaldavPush(ctx.queues, id, 'connect', source);
+}
+
+/** What {@link changeCaldavPassword} uses. */
+export type PasswordChangeDeps = ActivationDeps & {
+  readonly logger: Logger;
+  readonly caldav: CalDavConnectServices;
+};
+
+/**
+ * A new app password for target `id` (the old one was revoked, or the person made a new one): proved against
+ * the server first (CalDavAuthError, and nothing changes), then stored; a target that needed a password is
+ * active again and pushes at once. Answers false when there is no such target.
+ */
+export async function changeCaldavPassword(ctx: PasswordChangeDeps, id: string, password: string): Promise<boolean> {
+  requireCaldavPush(ctx);
+  const target = await ctx.caldav.targets.get(id);
+  if (target === undefined) return false;
+  const client = ctx.caldav.client({ username: target.username, password });
+  await client.discover(target.calendarUrl);
+  if (!(await ctx.caldav.targets.replacePassword(id, password, ctx.now()))) return false;
+  ctx.logger.info({ target: id, source: target.source }, 'caldav target password replaced');
+  await enqueueCaldavPush(ctx.queues, id, 'connect', target.source);
+  return true;
+}
+
+/** A readable calendar name for the source: the timetable's own, the subscription's, or `Группа 4242`. */
+async function sourceName(ctx: CalDavConnectDeps, source: SourceKey): Promise<string> {
+  const ref = sourceOf(source);
+  const subscription = ref.kind === 'personal' ? await ctx.subscriptions.get(ref.id) : undefined;
+  if (ref.kind === 'personal' && subscription === undefined) throw new UnknownSourceError(`no subscription ${ref.id}`);
+  const snapshot = await ctx.snapshots.snapshot(source);
+  if (snapshot !== undefined && snapshot.name.trim() !== '') return snapshot.name;
+  if (ref.kind === 'personal') return subscription?.name ?? 'Моё расписание';
+  return placeholderName({ kind: ref.kind, id: Number(ref.id) });
+}

@@ -1,0 +1,216 @@
+/**
+ * CalDAV push from the page, in a real browser on a 390×844 phone screen, against a real Radicale: from a
+ * group's page to the connect form, a wrong app password said at once in Russian with the form kept (but not the
+ * password), the right one landing on the manage page with the calendar made on the server, the state after the
+ * first push, a new app password after the old one stopped working, and Disconnect deleting our calendar. No
+ * page logs a console error (a CSP violation is one), and each fits the screen's width.
+ */
+import { existsSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { signUp } from '../../src/subscriptions/personal.ts';
+import { waitUntil } from '../../testkit/poll.ts';
+import { type Radicale, startRadicale } from '../../testkit/radicale.ts';
+import { launchBrowser, sidewaysOverflow, WebStack, watchPageErrors } from '../support/browser.ts';
+
+const USER = 'student';
+const PASSWORD = 'good-app-password-1';
+const NEW_PASSWORD = 'good-app-password-2';
+
+let stack: WebStack;
+let browser: Browser;
+let radicale: Radicale;
+
+beforeAll(async () => {
+  radicale = await startRadicale({ users: { [USER]: PASSWORD } });
+  // Loopback Radicale takes far more than the production pace of 5 requests a second to one host.
+  stack = await WebStack.start({ env: { CALDAV_RATE_LIMIT: '1000' } });
+  browser = await launchBrowser();
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await stack?.close();
+  await radicale?.close();
+});
+
+async function openContext(): Promise<{ context: BrowserContext; errors: string[]; page: Page }> {
+  const context = await browser.newContext({ viewport: { width: 390, height: 844 }, locale: 'ru-RU' });
+  context.setDefaultTimeout(10_000);
+  const errors: string[] = [];
+  const page = await context.newPage();
+  // The refused password is answered 422 on purpose; the browser logs the status of such a page as an error.
+  watchPageErrors(page, errors, /status of 422/);
+  return { context, errors, page };
+}
+
+async function expectFits(page: Page): Promise<void> {
+  expect(await sidewaysOverflow(page), `sideways scroll on ${page.url()}`).toBeLessThanOrEqual(0);
+}
+
+/** The manage page's value of a fact (`Статус`, `Последняя отправка`, …). */
+function fact(page: Page, term: string): Promise<string | null> {
+  return page.locator('dl.facts dt', { hasText: term }).locator('xpath=following-sibling::dd[1]').textContent();
+}
+
+async function simulatorGroup(): Promise<{ id: number; name: string }> {
+  const { groups } = (await (await fetch(`${stack.simulator.url}/_sim/groups`)).json()) as {
+    groups: { id: number; name: string; entryCount: number }[];
+  };
+  const group = groups.find((candidate) => candidate.entryCount > 5);
+  if (group === undefined) throw new Error('the simulator has no group with classes');
+  return group;
+}
+
+const MANAGE_PATH = /\/caldav\/targets\/([A-Za-z0-9_-]{22})$/;
+
+describe('CalDAV push from the page', () => {
+  it('connects with a wrong and then the right app password, shows the state, takes a new password, disconnects', async () => {
+    const group = await simulatorGroup();
+    const { context, errors, page } = await openContext();
+
+    await page.goto(`${stack.url}/timetables/groups/${group.id}`);
+    const menu = page.locator('[data-calendar-action]');
+    if ((await page.locator('details.calendar-menu[open]').count()) === 0) await menu.click();
+    // The Yandex and Apple steps offer push to that provider; below them, one link for every other server.
+    expect(await page.locator('a[data-caldav="yandex"]').getAttribute('href')).toBe(
+      `/caldav/connect?source=group:${group.id}&preset=yandex`,
+    );
+    expect(await page.locator('a[data-caldav="icloud"]').count()).toBe(1);
+    await page.locator('a[data-caldav="any"]').click();
+    await page.waitForURL(/\/caldav\/connect\?source=/);
+    expect(await page.locator('h1').textContent()).toBe('Отправлять в календарь сразу');
+    expect(await page.locator('p.lead').textContent()).toContain(group.name);
+    // Each preset is a link: the page works without script.
+    const presets = await page.locator('ul.caldav-presets a').allTextContents();
+    expect(presets).toEqual([
+      'Яндекс Календарь',
+      'iCloud (iPhone, Mac)',
+      'Nextcloud',
+      'Fastmail',
+      'Другой CalDAV-сервер',
+    ]);
+    await page.locator('a[data-preset="yandex"]').click();
+    await page.waitForURL(/preset=yandex/);
+    expect(await page.locator('#caldav-form .steps').textContent()).toContain('Пароли приложений');
+    expect(await page.locator('#caldav-form').textContent()).toContain('https://caldav.yandex.ru');
+    await expectFits(page);
+
+    await page.locator('a[data-preset="other"]').click();
+    await page.waitForURL(/preset=other/);
+    await page.locator('#caldav-address').fill(radicale.url);
+    await page.locator('#caldav-username').fill(USER);
+    await page.locator('#caldav-password').fill('a-wrong-app-password');
+    await page.locator('form.caldav-connect button[type="submit"]').click();
+    const alert = page.locator('#caldav-error');
+    await alert.waitFor();
+    expect(await alert.textContent()).toMatch(/^Сервер не принял логин или пароль приложения/);
+    // What was typed is kept, the password is not.
+    expect(await page.locator('#caldav-address').inputValue()).toBe(radicale.url);
+    expect(await page.locator('#caldav-username').inputValue()).toBe(USER);
+    expect(await page.locator('#caldav-password').inputValue()).toBe('');
+    expect(await page.locator('#caldav-password').getAttribute('aria-invalid')).toBe('true');
+    expect(await page.content()).not.toContain('a-wrong-app-password');
+    expect(await stack.ctx.caldav.targets.idsForSource(`group:${group.id}`)).toEqual([]);
+    await expectFits(page);
+
+    await page.locator('#caldav-password').fill(PASSWORD);
+    await page.locator('form.caldav-connect button[type="submit"]').click();
+    await page.waitForURL(MANAGE_PATH);
+    const id = MANAGE_PATH.exec(page.url())?.[1] ?? '';
+    expect(await page.locator('h1').textContent()).toBe('Календарь подключён');
+    expect(await fact(page, 'Календарь')).toBe(group.name);
+    expect(await fact(page, 'Статус')).toBe('Работает');
+    expect(await page.content()).not.toContain(PASSWORD);
+    const target = await stack.ctx.caldav.targets.get(id);
+    expect(target).toMatchObject({ calendarOwned: true, username: USER, status: 'active' });
+    const slug = `timetable-sync-${id}`;
+    expect(existsSync(radicale.collectionDir(USER, slug))).toBe(true);
+    await expectFits(page);
+
+    // The first push (the worker's) ends: the page tells when and what it wrote, and nothing is waiting.
+    await waitUntil(
+      async () => (await stack.ctx.caldav.targets.get(id))?.lastPush !== undefined,
+      'the first push',
+      30_000,
+    );
+    await page.reload();
+    expect(await fact(page, 'Последняя отправка')).toMatch(/добавлено [1-9]\d*/);
+    const inserted = (await stack.ctx.caldav.targets.get(id))?.lastPush?.inserted ?? 0;
+    const files = (await readdir(radicale.collectionDir(USER, slug))).filter((name) => name.endsWith('.ics'));
+    expect(files.length).toBe(inserted);
+    expect(await fact(page, 'Ждут отправки')).toMatch(/^ничего/);
+
+    // The person revokes the app password: the next push is refused and the page asks for a new one.
+    await radicale.setPassword(USER, NEW_PASSWORD);
+    await stack.ctx.caldav.targets.requestReconcile(id);
+    await stack.ctx.queues.caldavPush.add('caldav-push', { target: id, reason: 'reconcile' });
+    await waitUntil(
+      async () => (await stack.ctx.caldav.targets.get(id))?.status === 'needs-password',
+      'the refused push',
+      30_000,
+    );
+    await page.reload();
+    expect(await page.locator('dd[data-status="needs-password"]').textContent()).toMatch(
+      /^Нужен новый пароль приложения/,
+    );
+    await page.locator('#caldav-new-password').fill('still-not-it');
+    await page.locator('section[aria-labelledby="password"] button[type="submit"]').click();
+    await page.locator('#caldav-password-error').waitFor();
+    expect(await page.locator('#caldav-password-error').textContent()).toMatch(/^Сервер не принял логин/);
+    await page.locator('#caldav-new-password').fill(NEW_PASSWORD);
+    await page.locator('section[aria-labelledby="password"] button[type="submit"]').click();
+    await page.locator('p.notice.ok').waitFor();
+    expect(await page.locator('p.notice.ok').textContent()).toBe('Пароль принят, отправка возобновлена.');
+    expect(await fact(page, 'Статус')).toBe('Работает');
+
+    await page.locator('section[aria-labelledby="disconnect"] button[type="submit"]').click();
+    await page.locator('h1', { hasText: 'Календарь отключён' }).waitFor();
+    expect(await page.locator('p.notice').textContent()).toContain('отключён и удалён');
+    expect(existsSync(radicale.collectionDir(USER, slug))).toBe(false);
+    expect(await stack.ctx.caldav.targets.get(id)).toBeUndefined();
+    await expectFits(page);
+
+    expect(errors).toEqual([]);
+    await context.close();
+  }, 120_000);
+
+  it('is offered on a teacher’s page and on the personal page, where only the signed-in browser may connect', async () => {
+    const { employees } = (await (await fetch(`${stack.simulator.url}/_sim/employees`)).json()) as {
+      employees: { id: number; teacher: boolean }[];
+    };
+    const teacher = employees.find((employee) => employee.teacher);
+    if (teacher === undefined) throw new Error('the simulator has no teacher');
+    const { context, errors, page } = await openContext();
+    await page.goto(`${stack.url}/timetables/employees/${teacher.id}`);
+    expect(await page.locator('a[data-caldav="any"]').getAttribute('href')).toBe(
+      `/caldav/connect?source=employee:${teacher.id}`,
+    );
+
+    const { users } = (await (await fetch(`${stack.simulator.url}/_sim/users`)).json()) as {
+      users: { token: string }[];
+    };
+    const credential = users[0]?.token;
+    if (credential === undefined) throw new Error('the simulator has no user');
+    const { subscription, token } = await signUp(stack.ctx, credential);
+    const connect = `${stack.url}/caldav/connect?source=personal:${subscription.id}&preset=icloud`;
+    // Another browser, not signed in: no form, a page that says to sign in.
+    const stranger = await page.goto(connect);
+    expect(stranger?.status()).toBe(403);
+    expect(await page.locator('h1').textContent()).toBe('Нужно войти');
+    expect(await page.locator('form.caldav-connect').count()).toBe(0);
+
+    await context.addCookies([{ name: 'tts-personal', value: `${subscription.id}.${token}`, url: stack.url }]);
+    await page.goto(`${stack.url}/timetables/personal`);
+    expect(await page.locator('a[data-caldav="any"]').getAttribute('href')).toBe(
+      `/caldav/connect?source=personal:${subscription.id}`,
+    );
+    await page.goto(connect);
+    expect(await page.locator('#caldav-form .steps').textContent()).toContain('appleid.apple.com');
+    expect(await page.locator('#caldav-form').textContent()).toContain('https://caldav.icloud.com');
+    await expectFits(page);
+    expect(errors.filter((error) => !/status of 403/.test(error))).toEqual([]);
+    await context.close();
+  }, 60_000);
+});
