@@ -27,6 +27,7 @@ import {
 } from './lib/env-values.ts';
 import { hasHashTag, parseRedisNodes, type RedisTarget } from './lib/redis-target.ts';
 import { LOG_LEVELS, type LogLevel } from './logger.ts';
+import type { QuietHours } from './timetable/notify-change.ts';
 import { canonicalTimeZone } from './timetable/vtimezone.ts';
 
 /** An HTTP header name (RFC 9110 token). */
@@ -71,6 +72,24 @@ const redisNodes = optionalText.transform((value, ctx) => {
   const nodes = parseRedisNodes(value);
   if (typeof nodes === 'string') ctx.addIssue({ code: 'custom', message: nodes });
   return typeof nodes === 'string' ? undefined : Object.freeze(nodes);
+});
+
+/** `HH-HH` or `HH:MM-HH:MM` (local), or `off`: the hours change notifications wait out. */
+const quietHours = optionalText.transform((value, ctx): QuietHours | undefined => {
+  const text = value ?? '23-07';
+  if (text.toLowerCase() === 'off') return undefined;
+  const match = /^(\d{1,2})(?::(\d{2}))?-(\d{1,2})(?::(\d{2}))?$/.exec(text);
+  const minute = (hours?: string, minutes?: string) =>
+    hours === undefined || Number(hours) > 23 || Number(minutes ?? 0) > 59
+      ? undefined
+      : Number(hours) * 60 + Number(minutes ?? 0);
+  const fromMinute = minute(match?.[1], match?.[2]);
+  const toMinute = minute(match?.[3], match?.[4]);
+  if (fromMinute === undefined || toMinute === undefined || fromMinute === toMinute) {
+    ctx.addIssue({ code: 'custom', message: `must be off or two different local times such as 23-07 (got "${text}")` });
+    return undefined;
+  }
+  return { fromMinute, toMinute };
 });
 
 /** Default of `FEED_CACHE_MB`. */
@@ -140,6 +159,12 @@ export const SETTING_GROUPS = {
     intro:
       'Pushing timetables into CalDAV calendars (Yandex, iCloud, Nextcloud, Fastmail, any RFC 4791 server) with ' +
       "the person's own login and app password, kept sealed with `SECRET_KEY`.",
+  },
+  notify: {
+    title: 'Change notifications',
+    intro:
+      'Telling people that a class moved, was cancelled or added: a Telegram bot (on with `TELEGRAM_BOT_TOKEN`, ' +
+      'docs/telegram.md) and signed webhooks for integrators (`POST /admin/webhooks`).',
   },
   httpLimits: {
     title: 'HTTP server limits',
@@ -691,6 +716,70 @@ const SETTINGS = {
     meaning:
       '`true` lets CalDAV targets point at loopback and private addresses (tests, a server on your own network). ' +
       'Otherwise such servers are refused, so that nobody can make the service send requests into its own network.',
+    default: 'false',
+    example: 'true',
+  }),
+  telegramBotToken: setting('TELEGRAM_BOT_TOKEN', secret(1), {
+    group: 'notify',
+    meaning:
+      "The Telegram bot's token from @BotFather; set, the bot runs (one worker long-polls it, or Telegram calls " +
+      '`TELEGRAM_WEBHOOK_URL`) and timetable pages link to it. A secret.',
+    defaultText: 'unset: no Telegram bot',
+    exampleText: 'from @BotFather, `/newbot`',
+  }),
+  telegramApiRoot: setting('TELEGRAM_API_ROOT', httpUrlOr('TELEGRAM_API_ROOT', 'https://api.telegram.org'), {
+    group: 'notify',
+    meaning: 'Root of the Telegram Bot API; tests point it at a fake one, a deployment at a local Bot API server.',
+    default: 'https://api.telegram.org',
+    example: 'http://127.0.0.1:8081',
+  }),
+  telegramWebhookUrl: setting(
+    'TELEGRAM_WEBHOOK_URL',
+    matching(/^https?:\/\/[^\s]+\/telegram\/webhook$/, 'must be an http(s) URL ending in /telegram/webhook'),
+    {
+      group: 'notify',
+      meaning:
+        'Set, Telegram sends updates to this address (`$PUBLIC_URL/telegram/webhook`, checked with a secret ' +
+        'header) and no worker long-polls. Unset, exactly one worker at a time long-polls.',
+      defaultText: 'unset: long polling',
+      example: 'https://timetable.example.edu/telegram/webhook',
+    },
+  ),
+  telegramRateLimit: setting('TELEGRAM_RATE_LIMIT', positiveNumber(25, false, 1_000), {
+    group: 'notify',
+    meaning:
+      'Telegram messages per second over all workers (Telegram allows about 30; one chat gets at most one a ' +
+      'second whatever this says).',
+    default: '25',
+    example: '10',
+  }),
+  telegramPollLockMs: setting('TELEGRAM_POLL_LOCK', duration('15s', 3_000), {
+    group: 'notify',
+    meaning:
+      'Lifetime of the lock held by the one worker that long-polls Telegram; another worker takes over within ' +
+      'this (and a third of it) after the holder dies.',
+    default: '15s',
+    example: '30s',
+  }),
+  notifyHorizonMs: setting('NOTIFY_HORIZON', duration('14d', 60_000), {
+    group: 'notify',
+    meaning: 'Only changes to classes starting within this are told (never to classes that have started).',
+    default: '14d',
+    example: '7d',
+  }),
+  notifyQuietHours: setting('NOTIFY_QUIET_HOURS', quietHours, {
+    group: 'notify',
+    meaning:
+      'Local hours (`TIMEZONE`) in which Telegram messages wait for the morning, unless a class they tell of ' +
+      'starts before then; `off` sends at once. Webhooks are never held.',
+    default: '23-07',
+    example: '22:30-08:00',
+  }),
+  webhookAllowPrivate: setting('WEBHOOK_ALLOW_PRIVATE', flag(false), {
+    group: 'notify',
+    meaning:
+      '`true` lets webhooks point at loopback and private addresses (tests, a receiver on your own network). ' +
+      'Otherwise such URLs are refused, and so is a host name that resolves to one.',
     default: 'false',
     example: 'true',
   }),

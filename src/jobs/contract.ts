@@ -3,6 +3,7 @@
  * Payloads carry ids, never credentials. Job and scheduler ids never contain `:`.
  */
 import type { PushReason, SyncCounts } from '../store/target-record.ts';
+import type { ChangeSet } from '../timetable/notify-change.ts';
 import type { ChangeCounts } from '../timetable/publication.ts';
 import type { SourceKey } from '../timetable/source.ts';
 
@@ -19,6 +20,15 @@ export const QUEUE = {
   caldavPush: 'caldav-push',
   /** Per-source scheduler ticks and the reconciler; cheap jobs that never talk to the upstream. */
   schedule: 'schedule',
+  /**
+   * One job per published change set: reads it from the outbox and adds one send job per subscriber (Telegram
+   * chat or webhook) whose options keep some of it; and the sweeper that re-adds change sets left behind.
+   */
+  notify: 'notify',
+  /** One message to one Telegram chat. Rate-limited to `TELEGRAM_RATE_LIMIT` over all workers. */
+  telegram: 'telegram',
+  /** One signed delivery to one webhook, retried with backoff for about a day. */
+  webhook: 'webhook',
 } as const;
 
 /**
@@ -98,3 +108,49 @@ export const RECONCILE_EVERY_MS = 60_000;
 export function tickSchedulerId(sourceToken: string): string {
   return `tick-${sourceToken}`;
 }
+
+/** Job names on the notify queue. */
+export const NOTIFY_JOB = {
+  /** Fans one change set of the outbox out to its subscribers. */
+  fanout: 'fanout',
+  /** Produced by the sweeper's job scheduler: re-adds fan-out jobs for change sets left in the outbox. */
+  sweep: 'sweep',
+} as const;
+
+/** Payload of a fan-out job (job name `fanout`): names one change set of the outbox. */
+export interface NotifyFanoutJobData {
+  source: SourceKey;
+  /** The publication's stamp (epoch ms). */
+  stamp: number;
+}
+
+/** Payload of a Telegram send job (job name `telegram`). */
+export interface TelegramSendJobData {
+  /** `tg:<chatId>:<source>:<stamp>`: one per (chat, change set), the key of its delivery record. */
+  deliveryId: string;
+  chatId: string;
+  /** The change set as this chat's options filter it (never empty when added). */
+  set: ChangeSet;
+  /** The timetable page the message links to. */
+  pageUrl: string;
+  /** Epoch ms the message is due (after quiet hours); informational, the job's delay enforces it. */
+  deliverAt?: number;
+}
+
+/** Payload of a webhook delivery job (job name `webhook`). */
+export interface WebhookJobData {
+  /** `wh:<hookId>:<source>:<stamp>`: one per (webhook, change set). */
+  deliveryId: string;
+  hookId: string;
+  /** The `webhook-id` header: the same on every attempt, so receivers can drop a repeat. */
+  webhookId: string;
+  /** The JSON body, built once and sent byte for byte on every attempt. */
+  body: string;
+}
+
+/** Id of the notify sweeper's job scheduler. */
+export const NOTIFY_SWEEP_SCHEDULER_ID = 'notify-sweep';
+
+/** How often the sweeper runs, and how old an outbox entry must be before it re-adds its fan-out. */
+export const NOTIFY_SWEEP_EVERY_MS = 60_000;
+export const NOTIFY_SWEEP_AGE_MS = 30_000;

@@ -90,6 +90,39 @@ export interface RedisKeys {
    * `sign-up:client:<address>`, `caldav-host:<host>`; it expires once full again, so idle clients' buckets disappear.
    */
   rateLimit(name: string): string;
+  /** ZSET: change sets not yet fanned out, `<source>|<stamp>` scored by the stamp (ms) (notify-outbox.ts). */
+  readonly notifyOutbox: string;
+  /** STRING with a TTL: one change set of the outbox, packed, written in the publication's own MULTI. */
+  notifyOutboxItem(source: SourceKey, stamp: number): string;
+  /**
+   * STRING with a TTL: one delivery of a change set to one subscriber (`h` = hash of its delivery id): a lease
+   * `lease:<owner>` while it is being sent, then `sent`, `dropped` or `empty`, so nobody is told twice.
+   */
+  notifyDelivery(h: string): string;
+  /** HASH: a Telegram chat's subscriptions, source → its options as JSON (telegram-chats.ts). */
+  tgChat(chatId: string): string;
+  /** SET: the Telegram chats subscribed to a source. */
+  tgSourceChats(key: SourceKey): string;
+  /** STRING with a TTL: a `/start` payload of a page with hidden kinds → `{source, options}` as JSON. */
+  tgLink(id: string): string;
+  /** STRING with a TTL: a one-time `/start` payload of a personal page → the subscription id. */
+  tgOnce(code: string): string;
+  /** STRING with a TTL: the lock of the one process that long-polls Telegram for updates. */
+  readonly tgPollLock: string;
+  /** STRING with a TTL of a second: a message to this chat was just sent (Telegram allows one a second). */
+  tgPace(chatId: string): string;
+  /** STRING with a TTL: an update from Telegram already handled (a takeover or retry delivers it again). */
+  tgUpdate(updateId: number): string;
+  /** STRING with a TTL: the bot's own `getMe` answer as JSON (its username makes the pages' links). */
+  readonly tgBotInfo: string;
+  /** HASH: a webhook (source, URL, sealed secret, state, reason, created) (webhook-store.ts). */
+  webhook(id: string): string;
+  /** LIST: a webhook's last delivery attempts, newest first, JSON each. */
+  webhookLog(id: string): string;
+  /** SET: the webhooks of a source. */
+  webhooksOfSource(key: SourceKey): string;
+  /** ZSET: every webhook, scored by when it was created (ms). */
+  readonly webhooks: string;
   /** ZSET: worker processes, scored by their last heartbeat (ms). */
   readonly workers: string;
   /** Pub/sub channel: the source key of every feed that was stored. */
@@ -167,6 +200,21 @@ export function redisKeys(prefix: string): RedisKeys {
     caldavTargetsDue: `${prefix}:caldav-targets:due`,
     caldavHostCooldown: (host) => `${prefix}:caldav-host-cooldown:${host}`,
     rateLimit: (name) => `${prefix}:rate:${name}`,
+    notifyOutbox: `${prefix}:notify:outbox`,
+    notifyOutboxItem: (source, stamp) => `${prefix}:notify:outbox:${source}:${stamp}`,
+    notifyDelivery: (h) => `${prefix}:notify:dlv:${h}`,
+    tgChat: (chatId) => `${prefix}:tg:chat:${chatId}`,
+    tgSourceChats: (key) => `${prefix}:tg:source-chats:${key}`,
+    tgLink: (id) => `${prefix}:tg:link:${id}`,
+    tgOnce: (code) => `${prefix}:tg:once:${code}`,
+    tgPollLock: `${prefix}:tg:poll-lock`,
+    tgPace: (chatId) => `${prefix}:tg:pace:${chatId}`,
+    tgUpdate: (updateId) => `${prefix}:tg:update:${updateId}`,
+    tgBotInfo: `${prefix}:tg:bot-info`,
+    webhook: (id) => `${prefix}:webhook:${id}`,
+    webhookLog: (id) => `${prefix}:webhook:${id}:log`,
+    webhooksOfSource: (key) => `${prefix}:webhooks-of-source:${key}`,
+    webhooks: `${prefix}:webhooks`,
     workers: `${prefix}:workers`,
     feedUpdates: `${prefix}:feed-updates`,
     employeeSearch: (query) => `${prefix}:employee-search:${query}`,

@@ -229,12 +229,24 @@ export function optionValuesOf(entries: readonly TimetableEntry[]): OptionValues
 
 /** True when a subscriber's options keep this entry. */
 export function keepsEntry(entry: TimetableEntry, subscriber: SubscriberOptions = {}): boolean {
+  return keepsClass(entry, subscriber);
+}
+
+/**
+ * True when a subscriber's options keep a class of this kind and note: the kind is not hidden, and the note names
+ * no other subgroup. Only these two fields decide, so a change notification that carries them is filtered as its
+ * class is in the feed.
+ */
+export function keepsClass(
+  lesson: { readonly kind: string; readonly note: string },
+  subscriber: Pick<SubscriberOptions, 'subgroup' | 'excludeKinds'> = {},
+): boolean {
   if (subscriber.excludeKinds && subscriber.excludeKinds.length > 0) {
-    const kind = entry.kind.toLocaleLowerCase('ru');
+    const kind = lesson.kind.toLocaleLowerCase('ru');
     if (subscriber.excludeKinds.some((excluded) => excluded.toLocaleLowerCase('ru') === kind)) return false;
   }
   if (subscriber.subgroup !== undefined) {
-    const subgroup = subgroupOf(entry.note);
+    const subgroup = subgroupOf(lesson.note);
     if (subgroup !== undefined && subgroup !== subscriber.subgroup) return false;
   }
   return true;

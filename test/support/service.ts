@@ -27,6 +27,8 @@ export function testConfig(env: Record<string, string | undefined> = {}): Config
     LOG_LEVEL: 'silent',
     // CalDAV servers in tests (Radicale, fault proxies) listen on loopback.
     CALDAV_ALLOW_PRIVATE: 'true',
+    // Webhook receivers in tests listen on loopback.
+    WEBHOOK_ALLOW_PRIVATE: 'true',
     ...env,
   });
 }
