@@ -16,6 +16,7 @@ import type { SnapshotStore } from '../store/snapshot-store.ts';
 import type { SubscriptionStore } from '../store/subscription-store.ts';
 import type { TeacherDirectory } from '../store/teacher-directory.ts';
 import type { TermCountStore } from '../store/term-counts.ts';
+import type { WebhookStore } from '../store/webhook-store.ts';
 import type { UniversityClient } from '../upstream/client.ts';
 import type { Metrics } from './metrics.ts';
 
@@ -63,6 +64,8 @@ export interface ServiceContext {
   readonly google: GoogleServices;
   /** CalDAV push: targets, their indexes, the per-host budget, and clients that wait for it. */
   readonly caldav: CalDavServices;
+  /** Webhooks of integrators: URL, sealed secret, state and last delivery attempts. */
+  readonly webhooks: WebhookStore;
   readonly metrics: Metrics;
   /** Epoch ms; tests pass their own clock. */
   readonly now: () => number;

@@ -20,6 +20,7 @@ import { SnapshotStore } from '../store/snapshot-store.ts';
 import { SubscriptionStore } from '../store/subscription-store.ts';
 import { TeacherDirectory } from '../store/teacher-directory.ts';
 import { TermCountStore } from '../store/term-counts.ts';
+import { WebhookStore } from '../store/webhook-store.ts';
 import { boundedClient, connectionsFor, REQUEST_PATH_LIMITS } from '../upstream/bounded-client.ts';
 import { redisUpstreamBudget, type UpstreamBudget } from '../upstream/budget.ts';
 import { createUniversityClient, type UniversityClient } from '../upstream/client.ts';
@@ -121,6 +122,7 @@ export function openServiceContext(options: ContextOptions): OpenContext {
       ...(options.googleFactory ? { factory: options.googleFactory } : {}),
     }),
     caldav,
+    webhooks: new WebhookStore(redis, keys, config.secretKey),
     metrics: options.metrics ?? createMetrics(),
     now: options.now ?? Date.now,
   };
