@@ -26,13 +26,11 @@ export const WEBHOOK_BACKOFF_MS: readonly number[] = [
   6.5 * 3_600_000,
 ];
 
-/** The job options of a delivery: one attempt and one retry per step of the schedule. */
-export function webhookJobOptions(backoffMs: readonly number[] = WEBHOOK_BACKOFF_MS): {
-  attempts: number;
-  backoff: { type: 'webhook' };
-} {
-  return { attempts: backoffMs.length + 1, backoff: { type: 'webhook' } };
-}
+/**
+ * The job options of a delivery: a first attempt and one retry per step of the schedule; the Worker's
+ * `settings.backoffStrategy` ({@link webhookBackoff}) computes the waits.
+ */
+export const WEBHOOK_JOB_OPTIONS = { attempts: WEBHOOK_BACKOFF_MS.length + 1, backoff: { type: 'webhook' } } as const;
 
 /** The longest wait a receiver's `Retry-After` can ask for. */
 const MAX_RETRY_AFTER_MS = 24 * 3_600_000;
@@ -97,7 +95,15 @@ export function webhookDeliveryProcessor(
     sender ??= new WebhookSender({ allowPrivate: ctx.config.webhookAllowPrivate });
     const attempt = job.attemptsMade + 1;
     const at = Date.now();
-    const outcome = await sender.deliver({ url: hook.url, secret, webhookId, body, now: at, timeoutMs: tuning.timeoutMs, signal });
+    const outcome = await sender.deliver({
+      url: hook.url,
+      secret,
+      webhookId,
+      body,
+      now: at,
+      timeoutMs: tuning.timeoutMs,
+      signal,
+    });
     const ms = Date.now() - at;
     await ctx.webhooks.recordAttempt(hookId, {
       webhookId,

@@ -5,9 +5,10 @@
  * SET of a source's **active** hooks (what the fan-out reads, so a disabled hook gets nothing), a ZSET of all hooks
  * by creation, and a LIST per hook of its last delivery attempts.
  */
+
+import { luaScript } from '../lib/lua-script.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import { execOrThrow } from '../lib/redis-transaction.ts';
-import { luaScript } from '../lib/lua-script.ts';
 import { SecretBox } from '../security/secret-box.ts';
 import { randomToken } from '../security/tokens.ts';
 import type { SourceKey } from '../timetable/source.ts';

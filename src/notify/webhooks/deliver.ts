@@ -76,7 +76,8 @@ export class WebhookSender {
       return { kind: 'failed', status, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) };
     } catch (error) {
       if (req.signal?.aborted) throw req.signal.reason;
-      if (timeout.aborted) return { kind: 'failed', error: `no answer within ${(req.timeoutMs ?? WEBHOOK_TIMEOUT_MS) / 1000} s` };
+      if (timeout.aborted)
+        return { kind: 'failed', error: `no answer within ${(req.timeoutMs ?? WEBHOOK_TIMEOUT_MS) / 1000} s` };
       if (isAddressRefused(error)) return { kind: 'failed', error: 'resolves to an internal address' };
       return { kind: 'failed', error: errorCode(error) ?? 'network error' };
     }
