@@ -1,6 +1,6 @@
 /**
- * The worker role's BullMQ workers: refresh (rate-limited over all workers), schedule, Google push, and CalDAV
- * push.
+ * The worker role's BullMQ workers: refresh (rate-limited over all workers), schedule, Google push, CalDAV
+ * push, change notification fan-outs, and webhook deliveries.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -17,11 +17,13 @@ import { type CalDavPushDeps, caldavPushProcessor } from './caldav-push.ts';
 import { QUEUE } from './contract.ts';
 import { dropRetiredFeedForms, type FeedFormsDeps } from './feed-forms-migration.ts';
 import { beat, forgetWorker, type HeartbeatDeps } from './heartbeats.ts';
+import { ensureNotifySweeper, type NotifyFanoutDeps, notifyProcessor, sweepOutbox } from './notify-fanout.ts';
 import { type PushDeps, pushProcessor } from './push.ts';
 import { RedisFullGuard } from './redis-full-guard.ts';
 import { discardUnknownDemand, type RefreshDeps, refreshProcessor } from './refresh.ts';
 import { ensureReconcileScheduler, type ScheduleDeps, scheduleProcessor } from './schedule.ts';
 import { type SeedTermCountsDeps, seedTermCounts } from './term-starts.ts';
+import { type WebhookDeliveryDeps, webhookBackoff, webhookDeliveryProcessor } from './webhook-delivery.ts';
 
 /**
  * What the worker role uses: what every processor it runs uses, the start-up and background work (seeding the
@@ -31,12 +33,19 @@ export type WorkersDeps = RefreshDeps &
   ScheduleDeps &
   PushDeps &
   CalDavPushDeps &
+  WebhookDeliveryDeps &
+  NotifyFanoutDeps &
   SeedTermCountsDeps &
   HeartbeatDeps &
   FeedFormsDeps & {
     readonly config: Pick<
       Config,
-      'workerConcurrency' | 'upstreamRateLimit' | 'pushConcurrency' | 'googleRateLimit' | 'redisPrefix'
+      | 'workerConcurrency'
+      | 'upstreamRateLimit'
+      | 'pushConcurrency'
+      | 'googleRateLimit'
+      | 'redisPrefix'
+      | 'webhookAllowPrivate'
     >;
     readonly redisOutage: RedisOutageLog;
   };
@@ -54,6 +63,10 @@ export interface WorkerTuning {
   caldavRateLimitBaseMs?: number;
   /** How often a full Redis is asked whether it has room again (see `redis-full-guard.ts`). */
   redisFullProbeMs?: number;
+  /** The waits between webhook delivery attempts (default about a day in all, `WEBHOOK_BACKOFF_MS`). */
+  webhookBackoffMs?: readonly number[];
+  /** The deadline of one webhook delivery attempt (default 15 s). */
+  webhookTimeoutMs?: number;
 }
 
 /** Running workers. */
@@ -130,6 +143,14 @@ export async function startWorkers(
       ...base,
       concurrency: ctx.config.pushConcurrency,
     }),
+    // Fan-outs only read Redis and add jobs.
+    new Worker(QUEUE.notify, notifyProcessor(ctx), { ...base, concurrency: 4 }),
+    // Receivers are independent of each other: a slow one holds one of the slots for at most its timeout.
+    new Worker(QUEUE.webhook, webhookDeliveryProcessor(ctx, { timeoutMs: tuning.webhookTimeoutMs }), {
+      ...base,
+      concurrency: 8,
+      settings: { backoffStrategy: webhookBackoff(tuning.webhookBackoffMs) },
+    }),
   ];
   const guard = new RedisFullGuard(workers, ctx.redis, ctx.config.redisPrefix, ctx.logger, tuning.redisFullProbeMs);
   for (const worker of workers) {
@@ -143,6 +164,10 @@ export async function startWorkers(
   }
   await Promise.all(workers.map((worker) => worker.waitUntilReady()));
   await ensureReconcileScheduler(ctx);
+  // Change sets published just before a crash wait in the outbox: their fan-outs are queued again now (ids are
+  // theirs, so those still queued are not doubled), and by the sweeper every minute after.
+  await ensureNotifySweeper(ctx);
+  await sweepOutbox(ctx, Number.POSITIVE_INFINITY);
   // A paused Redis keeps its connections open: a heartbeat that times out or answers again is what tells the
   // outage log then. Another failure is logged once until a heartbeat succeeds again.
   let beatFailing = false;
