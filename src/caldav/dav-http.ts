@@ -6,9 +6,9 @@
  *
  * The password lives in one header built here; no message, reason or log line ever holds it.
  */
-import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
-import { BlockList, isIP } from 'node:net';
-import { Agent, type Dispatcher, request } from 'undici';
+import { isIP } from 'node:net';
+import { type Dispatcher, request } from 'undici';
+import { guardedAgent, isAddressRefused, isInternalLiteral } from '../lib/internal-address.ts';
 import { parseRetryAfter } from '../lib/retry-after.ts';
 import type { BeforeCalDavRequest, CalDavCredentials } from './caldav-client.ts';
 import {
@@ -54,87 +54,15 @@ export interface DavTransport {
 const MAX_REDIRECTS = 5;
 const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
 const REASON_LENGTH = 200;
-const ADDRESS_REFUSED = 'CALDAV_ADDRESS_REFUSED';
-
-/**
- * Addresses a server may not have unless private hosts are allowed: "this network", loopback, RFC 1918, carrier
- * NAT, link-local (cloud metadata lives there), benchmarking, multicast and reserved; their IPv6 twins.
- */
-const INTERNAL = (() => {
-  const list = new BlockList();
-  const v4: [string, number][] = [
-    ['0.0.0.0', 8],
-    ['10.0.0.0', 8],
-    ['100.64.0.0', 10],
-    ['127.0.0.0', 8],
-    ['169.254.0.0', 16],
-    ['172.16.0.0', 12],
-    ['192.0.0.0', 24],
-    ['192.168.0.0', 16],
-    ['198.18.0.0', 15],
-    ['224.0.0.0', 4],
-    ['240.0.0.0', 4],
-  ];
-  for (const [net, bits] of v4) list.addSubnet(net, bits, 'ipv4');
-  const v6: [string, number][] = [
-    ['::', 128],
-    ['::1', 128],
-    ['64:ff9b::', 96],
-    ['fc00::', 7],
-    ['fe80::', 10],
-    ['ff00::', 8],
-  ];
-  for (const [net, bits] of v6) list.addSubnet(net, bits, 'ipv6');
-  return list;
-})();
-
-/** Whether `address` (an IP literal) is internal; IPv4-mapped IPv6 addresses are judged by their IPv4 part. */
-export function isInternalAddress(address: string): boolean {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped?.[1]) return INTERNAL.check(mapped[1], 'ipv4');
-  const family = isIP(address);
-  if (family === 0) return true; // not an address at all: refuse rather than guess
-  return INTERNAL.check(address, family === 4 ? 'ipv4' : 'ipv6');
-}
-
-function addressRefused(hostname: string): Error {
-  return Object.assign(new Error(`${hostname} resolves to an internal address`), { code: ADDRESS_REFUSED });
-}
-
-type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
-
-/**
- * DNS lookup that refuses internal addresses: the check is on what the name resolves to at connect time (a
- * public name pointing at 127.0.0.1 is refused too), not on the name.
- */
-function guardedLookup(hostname: string, options: object, callback: LookupCallback): void {
-  dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
-    if (error) {
-      callback(error, '');
-      return;
-    }
-    const all: LookupAddress[] = addresses;
-    if (all.length === 0 || all.some((entry) => isInternalAddress(entry.address))) {
-      callback(addressRefused(hostname) as NodeJS.ErrnoException, '');
-      return;
-    }
-    const first = all[0] as LookupAddress;
-    if ((options as { all?: boolean }).all === true) callback(null, all);
-    else callback(null, first.address, first.family);
-  });
-}
-
 /** Builds the adapter's Agent. */
 export function createDavTransport(options: DavTransportOptions = {}): DavTransport {
   const timeouts = { ...DEFAULT_DAV_TIMEOUTS, ...options.timeouts };
   const allowPrivateHosts = options.allowPrivateHosts ?? false;
-  const agent = new Agent({
-    connect: {
-      timeout: timeouts.connectMs,
-      ...(allowPrivateHosts ? {} : { lookup: guardedLookup as never }),
-    },
-    headersTimeout: timeouts.headersMs,
-    bodyTimeout: timeouts.bodyMs,
+  const agent = guardedAgent({
+    allowPrivate: allowPrivateHosts,
+    connectMs: timeouts.connectMs,
+    headersMs: timeouts.headersMs,
+    bodyMs: timeouts.bodyMs,
     // Radicale speaks HTTP/1.0 and closes after each answer; others keep a few connections alive.
     connections: 8,
   });
@@ -391,12 +319,9 @@ export class DavHttp {
       throw new CalDavPermanentError(`${url.protocol} is not an HTTP URL`);
     if (url.username !== '' || url.password !== '')
       throw new CalDavPermanentError(`${shownUrl(url)}: a URL may not carry a login; give it separately`);
-    if (!this.transport.allowPrivateHosts) {
-      const literal = url.hostname.replace(/^\[|\]$/g, '');
-      // Names are judged on what they resolve to, when connecting (guardedLookup); literals never resolve.
-      if (isIP(literal) !== 0 && isInternalAddress(literal))
-        throw new CalDavAddressRefusedError(`${shownUrl(url)}: an internal address`, { host: url.host });
-    }
+    // Names are judged on what they resolve to, when connecting (the guarded Agent); literals never resolve.
+    if (!this.transport.allowPrivateHosts && isInternalLiteral(url))
+      throw new CalDavAddressRefusedError(`${shownUrl(url)}: an internal address`, { host: url.host });
     return url;
   }
 
@@ -434,7 +359,7 @@ export class DavHttp {
       if (this.signal?.aborted) throw this.signal.reason;
       if (error instanceof CalDavPermanentError) throw error;
       const code = errorCode(error) ?? errorCode((error as { cause?: unknown })?.cause);
-      if (code === ADDRESS_REFUSED)
+      if (isAddressRefused(error))
         throw new CalDavAddressRefusedError(`${shownUrl(url)}: resolves to an internal address`, { host: url.host });
       throw new CalDavTransientError(`${method} ${shownUrl(url)} failed: ${code ?? 'network error'}`, {
         host: url.host,

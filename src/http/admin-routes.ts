@@ -1,7 +1,7 @@
 /**
  * The admin API under `/admin`, all behind the admin token: resync, job state, the source table, a source's
- * change log, the term starts in force, Google and CalDAV push targets, the group directory import, and Bull
- * Board at `/admin/queues`.
+ * change log, the term starts in force, Google and CalDAV push targets, the group directory import, webhooks,
+ * and Bull Board at `/admin/queues`.
  */
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
@@ -26,6 +26,7 @@ import { type GoogleTargetRouteDeps, registerGoogleTargetRoutes } from './google
 import { parityView } from './parity-view.ts';
 import { parseOr400, parsePage } from './parse.ts';
 import { changeView, iso, sourceView } from './views.ts';
+import { registerWebhookRoutes, type WebhookRouteDeps } from './webhook-routes.ts';
 
 const resyncBody = z.strictObject(
   {
@@ -43,9 +44,10 @@ const resyncBody = z.strictObject(
 export type AdminRouteDeps = GoogleTargetRouteDeps &
   CalDavTargetRouteDeps &
   DirectoryRouteDeps &
+  WebhookRouteDeps &
   Parameters<typeof requestResync>[0] &
   Parameters<typeof findJob>[0] & {
-    readonly config: Pick<Config, 'adminToken' | 'weekParityAnchors'>;
+    readonly config: Pick<Config, 'adminToken' | 'weekParityAnchors' | 'webhookAllowPrivate'>;
     readonly logger: Pick<Logger, 'info'>;
     readonly registry: Pick<SourceRegistry, 'page' | 'get'>;
     readonly snapshots: Pick<SnapshotStore, 'changes'>;
@@ -70,6 +72,7 @@ export async function registerAdminRoutes(app: FastifyInstance, ctx: AdminRouteD
       registerGoogleTargetRoutes(admin, ctx);
       registerCaldavTargetRoutes(admin, ctx);
       registerDirectoryRoutes(admin, ctx);
+      registerWebhookRoutes(admin, ctx);
       await registerBoard(admin, ctx);
     },
     { prefix: '/admin' },

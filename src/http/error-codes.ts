@@ -150,6 +150,15 @@ export const ERROR_CODES = {
     meaning: 'The target was removed, but what it wrote could not all be deleted; `calendarUrl` names the calendar.',
   },
 
+  // Webhooks.
+  WEBHOOK_URL_REFUSED: {
+    status: 400,
+    meaning:
+      'The webhook URL is not taken: not an `http(s)://` URL, a login inside it, or a private or loopback address ' +
+      '(allowed only with `WEBHOOK_ALLOW_PRIVATE=true`).',
+  },
+  WEBHOOK_NOT_FOUND: { status: 404, meaning: 'No webhook has this id.' },
+
   // The university.
   UPSTREAM_BUSY: {
     status: 503,

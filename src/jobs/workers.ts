@@ -1,6 +1,6 @@
 /**
- * The worker role's BullMQ workers: refresh (rate-limited over all workers), schedule, Google push, and CalDAV
- * push.
+ * The worker role's BullMQ workers: refresh (rate-limited over all workers), schedule, Google push, CalDAV
+ * push, and webhook deliveries.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -22,6 +22,7 @@ import { RedisFullGuard } from './redis-full-guard.ts';
 import { discardUnknownDemand, type RefreshDeps, refreshProcessor } from './refresh.ts';
 import { ensureReconcileScheduler, type ScheduleDeps, scheduleProcessor } from './schedule.ts';
 import { type SeedTermCountsDeps, seedTermCounts } from './term-starts.ts';
+import { type WebhookDeliveryDeps, webhookBackoff, webhookDeliveryProcessor } from './webhook-delivery.ts';
 
 /**
  * What the worker role uses: what every processor it runs uses, the start-up and background work (seeding the
@@ -31,12 +32,18 @@ export type WorkersDeps = RefreshDeps &
   ScheduleDeps &
   PushDeps &
   CalDavPushDeps &
+  WebhookDeliveryDeps &
   SeedTermCountsDeps &
   HeartbeatDeps &
   FeedFormsDeps & {
     readonly config: Pick<
       Config,
-      'workerConcurrency' | 'upstreamRateLimit' | 'pushConcurrency' | 'googleRateLimit' | 'redisPrefix'
+      | 'workerConcurrency'
+      | 'upstreamRateLimit'
+      | 'pushConcurrency'
+      | 'googleRateLimit'
+      | 'redisPrefix'
+      | 'webhookAllowPrivate'
     >;
     readonly redisOutage: RedisOutageLog;
   };
@@ -54,6 +61,10 @@ export interface WorkerTuning {
   caldavRateLimitBaseMs?: number;
   /** How often a full Redis is asked whether it has room again (see `redis-full-guard.ts`). */
   redisFullProbeMs?: number;
+  /** The waits between webhook delivery attempts (default about a day in all, `WEBHOOK_BACKOFF_MS`). */
+  webhookBackoffMs?: readonly number[];
+  /** The deadline of one webhook delivery attempt (default 15 s). */
+  webhookTimeoutMs?: number;
 }
 
 /** Running workers. */
@@ -129,6 +140,12 @@ export async function startWorkers(
     new Worker(QUEUE.caldavPush, caldavPushProcessor(ctx, { rateLimitBaseMs: tuning.caldavRateLimitBaseMs }), {
       ...base,
       concurrency: ctx.config.pushConcurrency,
+    }),
+    // Receivers are independent of each other: a slow one holds one of the slots for at most its timeout.
+    new Worker(QUEUE.webhook, webhookDeliveryProcessor(ctx, { timeoutMs: tuning.webhookTimeoutMs }), {
+      ...base,
+      concurrency: 8,
+      settings: { backoffStrategy: webhookBackoff(tuning.webhookBackoffMs) },
     }),
   ];
   const guard = new RedisFullGuard(workers, ctx.redis, ctx.config.redisPrefix, ctx.logger, tuning.redisFullProbeMs);

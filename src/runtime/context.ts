@@ -6,6 +6,7 @@ import type { DiskWaiter } from '../lib/redis-durability.ts';
 import type { RedisOutageLog } from '../lib/redis-outage.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
+import type { NotifyServices } from '../notify/notify-services.ts';
 import type { FeedStore } from '../store/feed-store.ts';
 import type { GroupDirectory } from '../store/group-directory.ts';
 import type { RedisKeys } from '../store/keys.ts';
@@ -16,6 +17,7 @@ import type { SnapshotStore } from '../store/snapshot-store.ts';
 import type { SubscriptionStore } from '../store/subscription-store.ts';
 import type { TeacherDirectory } from '../store/teacher-directory.ts';
 import type { TermCountStore } from '../store/term-counts.ts';
+import type { WebhookStore } from '../store/webhook-store.ts';
 import type { UniversityClient } from '../upstream/client.ts';
 import type { Metrics } from './metrics.ts';
 
@@ -63,6 +65,10 @@ export interface ServiceContext {
   readonly google: GoogleServices;
   /** CalDAV push: targets, their indexes, the per-host budget, and clients that wait for it. */
   readonly caldav: CalDavServices;
+  /** Webhooks of integrators: URL, sealed secret, state and last delivery attempts. */
+  readonly webhooks: WebhookStore;
+  /** Change notifications: the outbox, the Telegram chats, the pages they link. */
+  readonly notify: NotifyServices;
   readonly metrics: Metrics;
   /** Epoch ms; tests pass their own clock. */
   readonly now: () => number;

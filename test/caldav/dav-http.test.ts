@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { failureReason, isInternalAddress, mayCarryCredentials } from '../../src/caldav/dav-http.ts';
+import { failureReason, mayCarryCredentials } from '../../src/caldav/dav-http.ts';
+import { isInternalAddress } from '../../src/lib/internal-address.ts';
 
 describe('mayCarryCredentials', () => {
   const carries = (from: string, to: string) => mayCarryCredentials(new URL(from), new URL(to));
