@@ -9,6 +9,7 @@ import type { Config } from '../config.ts';
 import { tryLock, tryWithLock } from '../lib/redis-lock.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
+import type { NotifyServices } from '../notify/notify-services.ts';
 import type { CalDavTargetStore } from '../store/caldav-target-store.ts';
 import type { RedisKeys } from '../store/keys.ts';
 import type { SourceRegistry } from '../store/registry.ts';
@@ -60,6 +61,8 @@ export type ScheduleDeps = ReconcileSchedulerDeps &
         'due' | 'get' | 'requestReconcile' | 'scheduleReconcile' | 'anyForSource'
       >;
     };
+    /** A source someone is told the changes of (a Telegram chat, a webhook) stays active like one pushed to. */
+    readonly notify: Pick<NotifyServices, 'hasSubscribers'>;
   };
 
 /** What one reconciliation did. */
@@ -218,7 +221,12 @@ async function deactivateIdle(ctx: ScheduleDeps): Promise<number> {
   const idle = await ctx.registry.requestedBefore(ctx.now() - ctx.config.inactiveAfterMs);
   let count = 0;
   for (const source of idle) {
-    if ((await ctx.google.targets.anyForSource(source)) || (await ctx.caldav.targets.anyForSource(source))) continue;
+    if (
+      (await ctx.google.targets.anyForSource(source)) ||
+      (await ctx.caldav.targets.anyForSource(source)) ||
+      (await ctx.notify.hasSubscribers(source))
+    )
+      continue;
     await ctx.registry.deactivate(source);
     count += 1;
   }

@@ -67,10 +67,18 @@ describe('the reconciler', () => {
     expect(scheduler?.next).toBeGreaterThanOrEqual(before + intervalFor('group:8', 1_800_000));
   });
 
-  it('deactivates sources nobody requested for INACTIVE_AFTER, unless something pushes from them', async () => {
+  it('deactivates sources nobody requested for INACTIVE_AFTER, unless something pushes from them or someone is told their changes', async () => {
     await ctx.registry.activate('group:1', clock.now);
     await ctx.registry.activate('group:2', clock.now);
     await ctx.redis.sadd(ctx.keys.sourceTargets('group:2'), 'target-1');
+    // Someone told of its changes (here a webhook) keeps a source refreshed as a push target does.
+    await ctx.registry.activate('group:3', clock.now);
+    await ctx.webhooks.create({
+      source: 'group:3',
+      url: 'https://example.org/hook',
+      secret: 'whsec_dGVzdA==',
+      now: clock.now,
+    });
     clock.now += 29 * 86_400_000;
     await ctx.registry.touch('group:1', clock.now - 86_400_000);
     expect(await reconcile(ctx)).toMatchObject({ deactivated: 0 });
@@ -80,6 +88,7 @@ describe('the reconciler', () => {
     expect(await reconcile(ctx)).toMatchObject({ deactivated: 1 });
     expect(await ctx.registry.isActive('group:1')).toBe(false);
     expect(await ctx.registry.isActive('group:2')).toBe(true);
+    expect(await ctx.registry.isActive('group:3')).toBe(true);
     expect((await ctx.registry.get('group:1'))?.active).toBe(false);
   });
 
