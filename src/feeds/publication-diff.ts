@@ -52,6 +52,8 @@ export interface PublicationDiff {
   occurrences: Occurrence[];
   /** Undefined when nothing a calendar shows changed (first publications included as all-added). */
   change: ChangeRecord | undefined;
+  /** The same change uncapped, as whole occurrences (what change notifications are made of). */
+  pairs: ChangePairs;
   /** Previously published future occurrences, and how many of them the new timetable drops. */
   futureBefore: number;
   futureRemoved: number;
@@ -129,10 +131,12 @@ export function diffPublication(input: PublicationInput): PublicationDiff {
   };
   // The change record says what changes from now on: occurrences that ended are history, whatever happened.
   const upcoming = (occurrence: Occurrence) => occurrence.endUtc > now;
+  const pairs = pairChanges(input.previousOccurrences.filter(upcoming), next.filter(upcoming));
   return {
     state,
     occurrences,
-    change: describeChange(input.previousOccurrences.filter(upcoming), next.filter(upcoming), now),
+    change: changeRecord(pairs, now),
+    pairs,
     futureBefore,
     futureRemoved,
   };
@@ -199,23 +203,40 @@ function brief(occurrence: Occurrence): OccurrenceBrief {
   };
 }
 
+/** Occurrences added, removed, moved (time, date or place) and otherwise changed between two expansions. */
+export interface ChangePairs {
+  added: Occurrence[];
+  removed: Occurrence[];
+  /** `[before, after]`. */
+  moved: [Occurrence, Occurrence][];
+  changed: [Occurrence, Occurrence][];
+}
+
 /** Added, removed, moved and changed occurrences between two expansions; undefined when they show the same. */
 export function describeChange(
   before: readonly Occurrence[],
   after: readonly Occurrence[],
   at: number,
 ): ChangeRecord | undefined {
+  return changeRecord(pairChanges(before, after), at);
+}
+
+/**
+ * Pairs two expansions' occurrences, uncapped. Same uid with another digest: moved when its time or place
+ * differs, else changed; an entry losing a date and gaining another: moved, paired in date order; the rest
+ * removed or added.
+ */
+export function pairChanges(before: readonly Occurrence[], after: readonly Occurrence[]): ChangePairs {
   const beforeByUid = new Map(before.map((occurrence) => [occurrence.uid, occurrence]));
   const afterByUid = new Map(after.map((occurrence) => [occurrence.uid, occurrence]));
-  const moved: ChangeRecord['moved'] = [];
-  const changed: ChangeRecord['changed'] = [];
+  const moved: ChangePairs['moved'] = [];
+  const changed: ChangePairs['changed'] = [];
   for (const next of after) {
     const previous = beforeByUid.get(next.uid);
     if (!previous || previous.hash === next.hash) continue;
-    const pair = { before: brief(previous), after: brief(next) };
     const place =
       previous.startUtc !== next.startUtc || previous.endUtc !== next.endUtc || previous.location !== next.location;
-    (place ? moved : changed).push(pair);
+    (place ? moved : changed).push([previous, next]);
   }
   const gone = before.filter((occurrence) => !afterByUid.has(occurrence.uid));
   const fresh = after.filter((occurrence) => !beforeByUid.has(occurrence.uid));
@@ -228,20 +249,27 @@ export function describeChange(
   for (const occurrence of gone) {
     const candidate = freshByEntry.get(occurrence.entryId)?.shift();
     if (candidate) {
-      moved.push({ before: brief(occurrence), after: brief(candidate) });
+      moved.push([occurrence, candidate]);
       paired.add(candidate.uid);
     } else {
       removed.push(occurrence);
     }
   }
   const added = fresh.filter((occurrence) => !paired.has(occurrence.uid));
+  return { added, removed, moved, changed };
+}
+
+/** The change log's record of some pairs: exact counts, at most {@link CHANGE_LIST_LIMIT} of each kind listed. */
+function changeRecord(pairs: ChangePairs, at: number): ChangeRecord | undefined {
+  const { added, removed, moved, changed } = pairs;
   if (added.length + removed.length + moved.length + changed.length === 0) return undefined;
+  const briefPair = ([before, after]: [Occurrence, Occurrence]) => ({ before: brief(before), after: brief(after) });
   return {
     at,
     counts: { added: added.length, removed: removed.length, moved: moved.length, changed: changed.length },
     added: added.slice(0, CHANGE_LIST_LIMIT).map(brief),
     removed: removed.slice(0, CHANGE_LIST_LIMIT).map(brief),
-    moved: moved.slice(0, CHANGE_LIST_LIMIT),
-    changed: changed.slice(0, CHANGE_LIST_LIMIT),
+    moved: moved.slice(0, CHANGE_LIST_LIMIT).map(briefPair),
+    changed: changed.slice(0, CHANGE_LIST_LIMIT).map(briefPair),
   };
 }

@@ -36,12 +36,20 @@ export interface RefreshDiffInput {
   now: number;
 }
 
+/** A refresh's publication plan, with the entries its occurrences came from (change notifications read them). */
+export interface RefreshDiff extends PublicationDiff {
+  /** The previous snapshot's rows and classes as published, by id (a class wins an id both have). */
+  entriesBefore: ReadonlyMap<number, TimetableEntry>;
+  /** The new timetable's rows and merged classes, by id, the same way. */
+  entriesAfter: ReadonlyMap<number, TimetableEntry>;
+}
+
 /**
  * Plans the publication of a new timetable. Its rows are merged under the class ids the previous publication
  * used, so that a class keeps its UIDs when the row that gave them leaves or a lower row joins; the previous
  * publication is re-expanded by its own rules, so that an upgrade moves nothing that has ended.
  */
-export function diffRefresh(input: RefreshDiffInput): PublicationDiff {
+export function diffRefresh(input: RefreshDiffInput): RefreshDiff {
   const { snapshot, published, settings } = input;
   const previousRows = snapshot?.entries ?? [];
   const previousIds = publishedClassIds(previousRows, published?.classIds);
@@ -49,12 +57,16 @@ export function diffRefresh(input: RefreshDiffInput): PublicationDiff {
   const previousClasses = previousRules === 1 ? previousRows : mergeRows(previousRows, previousIds);
   const expansion = expansionSettings(settings, input.termStarts, input.studyPlan, input.wording);
   const { classIds } = mergeRowsWithIds(input.entries, previousIds);
-  return diffPublication({
+  // Every row and every class as published (the class wins an id both have): a merged class keeps all its
+  // groups for `{groups}`, and the history knows each row id that may own a class later.
+  const entriesBefore = new Map([...previousRows, ...previousClasses].map((entry) => [entry.id, entry]));
+  const entriesAfter = new Map(
+    [...input.entries, ...mergeRows(input.entries, classIds)].map((entry) => [entry.id, entry]),
+  );
+  const diff = diffPublication({
     previous: published,
     previousOccurrences: snapshot ? shownOccurrences(snapshot, published, settings) : [],
-    // Every row and every class as published (the class wins an id both have): a merged class keeps all its
-    // groups for `{groups}`, and the history knows each row id that may own a class later.
-    previousEntries: new Map([...previousRows, ...previousClasses].map((entry) => [entry.id, entry])),
+    previousEntries: entriesBefore,
     next: expand(input.entries, expandOptions(expansion, classIds, published)).occurrences,
     snapshotHash: input.snapshotHash,
     settingsHash: input.settingsHash,
@@ -63,4 +75,5 @@ export function diffRefresh(input: RefreshDiffInput): PublicationDiff {
     now: input.now,
     cancelledRetentionMs: settings.cancelledRetentionMs,
   });
+  return { ...diff, entriesBefore, entriesAfter };
 }

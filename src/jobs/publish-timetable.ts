@@ -2,8 +2,9 @@
 
 import type { Config } from '../config.ts';
 import { type FeedSettings, renderFeed, renderVariant, settingsHash } from '../feeds/build-feed.ts';
-import { isMassDeletion, nextExpiry, type PublicationDiff } from '../feeds/publication-diff.ts';
-import { diffRefresh } from '../feeds/refresh-diff.ts';
+import { notifyChangeSet } from '../feeds/notify-changes.ts';
+import { isMassDeletion, nextExpiry } from '../feeds/publication-diff.ts';
+import { diffRefresh, type RefreshDiff } from '../feeds/refresh-diff.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import { execOrThrow } from '../lib/redis-transaction.ts';
 import type { Logger } from '../logger.ts';
@@ -12,6 +13,7 @@ import { encodeFeed, type FeedStore } from '../store/feed-store.ts';
 import type { GroupDirectory } from '../store/group-directory.ts';
 import type { RedisKeys } from '../store/keys.ts';
 import type { KnownEmployees } from '../store/known-employees.ts';
+import type { NotifyOutbox } from '../store/notify-outbox.ts';
 import type { SourceRegistry, SourceState } from '../store/registry.ts';
 import { normaliseEntries, type Snapshot, type SnapshotStore } from '../store/snapshot-store.ts';
 import { StudyPlanStore } from '../store/study-plan-store.ts';
@@ -20,6 +22,7 @@ import type { TeacherDirectory } from '../store/teacher-directory.ts';
 import type { TermCountStore } from '../store/term-counts.ts';
 import { derivedName, isPlaceholderName } from '../timetable/calendar-name.ts';
 import { wordingOf } from '../timetable/event-text.ts';
+import type { ChangeSet } from '../timetable/notify-change.ts';
 import type { PublishedState } from '../timetable/publication.ts';
 import { type SourceKey, sourceOf } from '../timetable/source.ts';
 import { type PlanNote, type StudyPlanNotes, studyPlanNotes } from '../timetable/study-plan.ts';
@@ -29,7 +32,7 @@ import { localDate } from '../timetable/zoned-time.ts';
 import { type ActivationDeps, activateSource } from './activation.ts';
 import type { RefreshJobResult, RefreshReason } from './contract.ts';
 import type { FetchedTimetable } from './fetch-source.ts';
-import { enqueueCaldavPush, enqueuePush, enqueueRefresh } from './queues.ts';
+import { enqueueCaldavPush, enqueueNotifyFanout, enqueuePush, enqueueRefresh } from './queues.ts';
 import { syncTermStarts, type TermStartsDeps } from './term-starts.ts';
 
 /** What {@link markFeedStale} uses. */
@@ -47,7 +50,7 @@ export interface MarkStaleDeps {
 export type PublishDeps = MarkStaleDeps &
   ActivationDeps &
   TermStartsDeps & {
-    readonly config: Pick<Config, 'cancelledRetentionMs' | 'confirmDelayMs'>;
+    readonly config: Pick<Config, 'cancelledRetentionMs' | 'confirmDelayMs' | 'notifyHorizonMs'>;
     readonly redis: RedisClient;
     readonly keys: RedisKeys;
     readonly registry: SourceRegistry;
@@ -59,6 +62,11 @@ export type PublishDeps = MarkStaleDeps &
     readonly teachers: Pick<TeacherDirectory, 'recordSeen'>;
     readonly google: { readonly targets: Pick<TargetStore, 'idsForSource'> };
     readonly caldav: { readonly targets: Pick<CalDavTargetStore, 'idsForSource'> };
+    /** Change notifications: the outbox a change set is written to, and whether anyone listens. */
+    readonly notify: {
+      readonly outbox: Pick<NotifyOutbox, 'write'>;
+      hasSubscribers(source: SourceKey): Promise<boolean>;
+    };
   };
 
 /** One fetched timetable to publish. */
@@ -76,6 +84,8 @@ interface Stored {
   state: SourceState | undefined;
   feed: { etag?: string; staleSince?: number };
   pushOwed: boolean;
+  /** Whether a chat or webhook listens to the source's changes. */
+  notified: boolean;
   /** A personal source's study plan as last fetched successfully (absent: none, or not a personal source). */
   plan: readonly PlanNote[] | undefined;
 }
@@ -142,12 +152,24 @@ export async function publishTimetable(ctx: PublishDeps, input: PublishInput, lo
     settingsChanged ||
     tombstonesLeft(stored.published, diff.state) ||
     liveAddedOrChanged(stored.published, diff.state);
+  // Told only when someone listens, a publication came before (a first one is all "added") and the university
+  // changed the timetable (new settings or term starts move classes nobody moved).
+  const changeSet = stored.notified
+    ? notifyChangeSet(diff, {
+        source,
+        name: input.fetched.name,
+        stamp: diff.state.stamp,
+        horizonMs: ctx.config.notifyHorizonMs,
+        previousSnapshotHash: stored.published?.snapshotHash,
+        snapshotHash: hash,
+      })
+    : undefined;
   await commit(
     ctx,
     source,
     { hash, fetchedAt: now, name: input.fetched.name, entries: entries.entries, problems: input.fetched.problems },
     diff,
-    { now, owesPush },
+    { now, owesPush, changeSet },
   );
   // The registry follows the feed at once (readers see the new feed with its status); term starts come after.
   await recordPublication(ctx, input, stored.state, {
@@ -157,6 +179,7 @@ export async function publishTimetable(ctx: PublishDeps, input: PublishInput, lo
   });
   await syncTermStarts(ctx, log, { source, termStarts });
   const pushJobs = owesPush || stored.pushOwed ? await fanOutPush(ctx, source) : 0;
+  if (changeSet) await startNotifyFanout(ctx, changeSet, log);
   if (diff.change)
     log.info({ changes: diff.change.counts, occurrences: diff.occurrences.length, pushJobs }, 'feed published');
   return {
@@ -207,14 +230,15 @@ async function recordPublication(
 }
 
 async function loadStored(ctx: PublishDeps, source: SourceKey): Promise<Stored> {
-  const [{ snapshot, published }, state, feed, pushOwed, plan] = await Promise.all([
+  const [{ snapshot, published }, state, feed, pushOwed, plan, notified] = await Promise.all([
     ctx.snapshots.load(source),
     ctx.registry.get(source),
     ctx.feeds.validators(source),
     ctx.snapshots.isPushOwed(source),
     storedPlan(ctx, source),
+    ctx.notify.hasSubscribers(source),
   ]);
-  return { snapshot, published, state, feed, pushOwed, plan };
+  return { snapshot, published, state, feed, pushOwed, plan, notified };
 }
 
 /**
@@ -289,7 +313,7 @@ function diffFor(
     wording: EventWording;
   },
   now: number,
-): PublicationDiff {
+): RefreshDiff {
   return diffRefresh({
     settings: ctx.config,
     snapshot: stored.snapshot,
@@ -336,14 +360,15 @@ function liveAddedOrChanged(before: PublishedState | undefined, after: Published
 
 /**
  * Stores snapshot, publication, feed, change record and the timetable's start-date counts in one transaction,
- * and notes that targets are owed a push.
+ * notes that targets are owed a push, and puts the change set people are told of into the outbox: published
+ * means it will be told, even if the process dies right after.
  */
 async function commit(
   ctx: PublishDeps,
   source: SourceKey,
   snapshot: Snapshot,
-  diff: PublicationDiff,
-  { now, owesPush }: { now: number; owesPush: boolean },
+  diff: RefreshDiff,
+  { now, owesPush, changeSet }: { now: number; owesPush: boolean; changeSet: ChangeSet | undefined },
 ): Promise<void> {
   const feed = await encodeFeed(renderFeed(diff.occurrences, { name: snapshot.name, stamp: now }, ctx.config), now);
   const multi = ctx.redis.multi();
@@ -353,7 +378,20 @@ async function commit(
   ctx.termCounts.write(multi, source, snapshot.entries);
   if (diff.change) ctx.snapshots.appendChange(multi, source, diff.change);
   if (owesPush) ctx.snapshots.markPushOwed(multi, source);
+  if (changeSet) ctx.notify.outbox.write(multi, changeSet);
   await execOrThrow(multi);
+}
+
+/**
+ * Queues the fan-out of a change set just published. A failure here loses nothing: the change set stays in
+ * the outbox, and the sweeper queues its fan-out within a minute or two.
+ */
+async function startNotifyFanout(ctx: PublishDeps, set: ChangeSet, log: Logger): Promise<void> {
+  try {
+    await enqueueNotifyFanout(ctx.queues, set.source, set.stamp);
+  } catch (error) {
+    log.warn({ err: error }, 'could not queue the change notifications now; the sweeper will');
+  }
 }
 
 /**

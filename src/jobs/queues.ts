@@ -6,6 +6,8 @@ import type { RedisKeys } from '../store/keys.ts';
 import { type SourceKey, sourceToken } from '../timetable/source.ts';
 import {
   type CalDavPushJobData,
+  NOTIFY_JOB,
+  type NotifyFanoutJobData,
   type PushJobData,
   type PushJobResult,
   type PushReason,
@@ -13,7 +15,9 @@ import {
   type RefreshJobData,
   type RefreshJobResult,
   type RefreshReason,
+  type TelegramSendJobData,
   type TickJobData,
+  type WebhookJobData,
 } from './contract.ts';
 import { FollowUpAsks, type RefreshAsk, sameAsk } from './follow-ups.ts';
 
@@ -23,6 +27,9 @@ export interface Queues {
   push: Queue<PushJobData, PushJobResult>;
   caldavPush: Queue<CalDavPushJobData, PushJobResult>;
   schedule: Queue<TickJobData | Record<string, never>>;
+  notify: Queue<NotifyFanoutJobData | Record<string, never>>;
+  telegram: Queue<TelegramSendJobData>;
+  webhook: Queue<WebhookJobData>;
   /** What the callers of each pending follow-up refresh asked for (see `follow-ups.ts`). */
   followUpAsks: FollowUpAsks;
   close(): Promise<void>;
@@ -39,15 +46,22 @@ export function createQueues(connection: RedisClient, keys: RedisKeys): Queues {
   const push = new Queue<PushJobData, PushJobResult>(QUEUE.push, options);
   const caldavPush = new Queue<CalDavPushJobData, PushJobResult>(QUEUE.caldavPush, options);
   const schedule = new Queue<TickJobData | Record<string, never>>(QUEUE.schedule, options);
-  for (const queue of [refresh, push, caldavPush, schedule]) queue.on('error', () => undefined);
+  const notify = new Queue<NotifyFanoutJobData | Record<string, never>>(QUEUE.notify, options);
+  const telegram = new Queue<TelegramSendJobData>(QUEUE.telegram, options);
+  const webhook = new Queue<WebhookJobData>(QUEUE.webhook, options);
+  const all = [refresh, push, caldavPush, schedule, notify, telegram, webhook];
+  for (const queue of all) queue.on('error', () => undefined);
   return {
     refresh,
     push,
     caldavPush,
     schedule,
+    notify,
+    telegram,
+    webhook,
     followUpAsks: new FollowUpAsks(connection, keys.followUpAsks),
     close: async () => {
-      await Promise.all([refresh.close(), push.close(), caldavPush.close(), schedule.close()]);
+      await Promise.all(all.map((queue) => queue.close()));
     },
   };
 }
@@ -316,4 +330,54 @@ export async function enqueueCaldavPush(
     },
   );
   return job.id ?? '';
+}
+
+/** The id of a change set's fan-out job: the same for every producer (publication, sweeper), so it runs once. */
+export function notifyFanoutJobId(source: SourceKey, stamp: number): string {
+  return `nf-${sourceToken(source)}-${stamp.toString(36)}`;
+}
+
+/**
+ * Queues the fan-out of one change set of the outbox. Its id is the change set's, so the publication and the
+ * sweeper adding it again is harmless.
+ */
+export async function enqueueNotifyFanout(
+  queues: Pick<Queues, 'notify'>,
+  source: SourceKey,
+  stamp: number,
+): Promise<void> {
+  await queues.notify.add(
+    NOTIFY_JOB.fanout,
+    { source, stamp },
+    {
+      jobId: notifyFanoutJobId(source, stamp),
+      attempts: 8,
+      backoff: { type: 'exponential', delay: 2_000, jitter: 0.5 },
+      removeOnComplete: { ...KEEP_COMPLETED },
+      removeOnFail: { ...KEEP_FAILED },
+      stackTraceLimit: FAILED_STACKS,
+    },
+  );
+}
+
+/**
+ * Options of a Telegram send job: network failures and Telegram's 5xx retry with backoff; a 429 waits out its
+ * `retry_after` without using an attempt; a blocked chat ends the job.
+ */
+export function telegramJobOptions(): JobsOptions {
+  return pushJobOptions();
+}
+
+/**
+ * Options of a webhook delivery job: a first attempt and seven retries about a day apart in all; the worker's
+ * `backoffStrategy` (jobs/webhook-delivery.ts) computes the waits of the `webhook` backoff type.
+ */
+export function webhookJobOptions(): JobsOptions {
+  return {
+    attempts: 8,
+    backoff: { type: 'webhook' },
+    removeOnComplete: { ...KEEP_COMPLETED },
+    removeOnFail: { ...KEEP_FAILED },
+    stackTraceLimit: FAILED_STACKS,
+  };
 }

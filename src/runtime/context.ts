@@ -6,6 +6,7 @@ import type { DiskWaiter } from '../lib/redis-durability.ts';
 import type { RedisOutageLog } from '../lib/redis-outage.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
+import type { NotifyServices } from '../notify/notify-services.ts';
 import type { FeedStore } from '../store/feed-store.ts';
 import type { GroupDirectory } from '../store/group-directory.ts';
 import type { RedisKeys } from '../store/keys.ts';
@@ -66,6 +67,8 @@ export interface ServiceContext {
   readonly caldav: CalDavServices;
   /** Webhooks of integrators: URL, sealed secret, state and last delivery attempts. */
   readonly webhooks: WebhookStore;
+  /** Change notifications: the outbox, the Telegram chats, the pages they link. */
+  readonly notify: NotifyServices;
   readonly metrics: Metrics;
   /** Epoch ms; tests pass their own clock. */
   readonly now: () => number;

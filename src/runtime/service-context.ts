@@ -10,6 +10,7 @@ import { DISK_WAIT_MS, DiskWaiter } from '../lib/redis-durability.ts';
 import { RedisOutageLog } from '../lib/redis-outage.ts';
 import { type RedisTarget, redisTarget } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
+import { createNotifyServices } from '../notify/notify-services.ts';
 import { FeedStore } from '../store/feed-store.ts';
 import { GroupDirectory } from '../store/group-directory.ts';
 import { redisKeys } from '../store/keys.ts';
@@ -96,6 +97,7 @@ export function openServiceContext(options: ContextOptions): OpenContext {
     factory: options.caldavFactory ?? (caldavTransport as CalDavClientFactory),
     closeFactory: caldavTransport?.close,
   });
+  const webhooks = new WebhookStore(redis, keys, config.secretKey);
   const context: ServiceContext = {
     config,
     logger,
@@ -122,7 +124,8 @@ export function openServiceContext(options: ContextOptions): OpenContext {
       ...(options.googleFactory ? { factory: options.googleFactory } : {}),
     }),
     caldav,
-    webhooks: new WebhookStore(redis, keys, config.secretKey),
+    webhooks,
+    notify: createNotifyServices(config, redis, keys, webhooks),
     metrics: options.metrics ?? createMetrics(),
     now: options.now ?? Date.now,
   };

@@ -37,6 +37,8 @@ export interface NotifyItem {
   /** The class's kind (lecture, practice...) and note, for the subscriber's options ({@link NotifyOptions}). */
   lessonKind: string;
   note: string;
+  /** A moved class's kind and note before, where they differ: it concerns whoever kept either side. */
+  was?: { lessonKind: string; note: string };
 }
 
 /** What one publication of a source changed that people are told of. */

@@ -1,0 +1,127 @@
+/**
+ * Change sets waiting to be told, and what became of each delivery. A change set is written into the outbox in
+ * the very transaction that publishes it, so a crash after the publication leaves it there for the fan-out (or
+ * the sweeper) to pick up, and a crash before it published nothing. Deliveries are keyed by a digest of their
+ * id (`tg:<chat>:<source>:<stamp>`, `wh:<hook>:…`): a lease while one worker sends, then the outcome, kept for
+ * days, so a retried or doubled job never tells anyone twice.
+ */
+import { createHash } from 'node:crypto';
+import type { ChainableCommander } from 'ioredis';
+import { luaScript } from '../lib/lua-script.ts';
+import { packJson, unpackJson } from '../lib/packed-json.ts';
+import type { RedisClient } from '../lib/redis-target.ts';
+import type { ChangeSet } from '../timetable/notify-change.ts';
+import type { SourceKey } from '../timetable/source.ts';
+import type { RedisKeys } from './keys.ts';
+
+/** Takes or renews a delivery's lease unless it is done or leased by another (notify-claim.lua). */
+const CLAIM = luaScript(import.meta.dirname, 'notify-claim');
+/** Drops a delivery's lease still held by its owner (notify-release.lua). */
+const RELEASE = luaScript(import.meta.dirname, 'notify-release');
+
+/** How long an outbox entry and a delivery's outcome are kept: beyond any retry of its jobs. */
+export const NOTIFY_RECORD_TTL_S = 3 * 24 * 3600;
+
+/** How a delivery ended: told, its subscriber gone (blocked the bot, webhook disabled), or nothing left to tell. */
+export type DeliveryOutcome = 'sent' | 'dropped' | 'empty';
+
+/** What {@link NotifyOutbox.claim} found. */
+export type ClaimResult = 'claimed' | 'sent' | 'busy';
+
+/** One change set of the outbox. */
+export interface OutboxRef {
+  source: SourceKey;
+  stamp: number;
+}
+
+/**
+ * The digest a delivery is known by in Redis and in job ids: 22 characters of base64url SHA-256 (no `:`, as job
+ * ids need).
+ */
+export function deliveryHash(deliveryId: string): string {
+  return createHash('sha256').update(deliveryId).digest('base64url').slice(0, 22);
+}
+
+/** The id of one delivery of a change set: `<channel>:<subscriber>:<source>:<stamp>`. */
+export function deliveryId(channel: 'tg' | 'wh', subscriber: string, ref: OutboxRef): string {
+  return `${channel}:${subscriber}:${ref.source}:${ref.stamp}`;
+}
+
+/** The outbox of change sets, and the delivery records that make each delivery happen once. */
+export class NotifyOutbox {
+  private readonly redis: RedisClient;
+  private readonly keys: RedisKeys;
+
+  constructor(redis: RedisClient, keys: RedisKeys) {
+    this.redis = redis;
+    this.keys = keys;
+  }
+
+  /** Queues on `multi` (the publication's own) the store of a change set in the outbox. */
+  write(multi: ChainableCommander, set: ChangeSet): ChainableCommander {
+    return multi
+      .set(this.keys.notifyOutboxItem(set.source, set.stamp), packJson(set), 'EX', NOTIFY_RECORD_TTL_S)
+      .zadd(this.keys.notifyOutbox, set.stamp, memberOf(set));
+  }
+
+  /** A change set of the outbox; undefined once done, or expired. */
+  async load(ref: OutboxRef): Promise<ChangeSet | undefined> {
+    const bytes = await this.redis.getBuffer(this.keys.notifyOutboxItem(ref.source, ref.stamp));
+    return bytes === null ? undefined : unpackJson<ChangeSet>(bytes);
+  }
+
+  /** Takes a change set out of the outbox: its fan-out has queued every delivery. */
+  async done(ref: OutboxRef): Promise<void> {
+    await this.redis
+      .multi()
+      .del(this.keys.notifyOutboxItem(ref.source, ref.stamp))
+      .zrem(this.keys.notifyOutbox, memberOf(ref))
+      .exec();
+  }
+
+  /** Change sets still in the outbox published at or before `before` (epoch ms), oldest first, at most `limit`. */
+  async due(before: number, limit: number): Promise<OutboxRef[]> {
+    const max = Number.isFinite(before) ? String(before) : '+inf';
+    const members = await this.redis.zrangebyscore(this.keys.notifyOutbox, '-inf', max, 'LIMIT', 0, limit);
+    return members.flatMap((member) => {
+      const bar = member.lastIndexOf('|');
+      const stamp = Number(member.slice(bar + 1));
+      return bar > 0 && Number.isSafeInteger(stamp) ? [{ source: member.slice(0, bar), stamp }] : [];
+    });
+  }
+
+  /** How many change sets wait in the outbox. */
+  async size(): Promise<number> {
+    return this.redis.zcard(this.keys.notifyOutbox);
+  }
+
+  /**
+   * Takes the lease of a delivery for `leaseMs`: `claimed` (taken, or renewed by the same owner), `busy` (another
+   * owner's lease is live: try again after it), `sent` (done already: do nothing).
+   */
+  async claim(id: string, owner: string, leaseMs: number): Promise<ClaimResult> {
+    const key = this.keys.notifyDelivery(deliveryHash(id));
+    return (await this.redis.eval(CLAIM, 1, key, owner, String(Math.max(1, Math.round(leaseMs))))) as ClaimResult;
+  }
+
+  /** Records how a delivery ended; from then on every claim of it answers `sent`. */
+  async markDone(id: string, _owner: string, outcome: DeliveryOutcome): Promise<void> {
+    await this.redis.set(this.keys.notifyDelivery(deliveryHash(id)), outcome, 'EX', NOTIFY_RECORD_TTL_S);
+  }
+
+  /** Gives a delivery's lease back (when `owner` still holds it), so that its retry may claim it at once. */
+  async release(id: string, owner: string): Promise<boolean> {
+    return Number(await this.redis.eval(RELEASE, 1, this.keys.notifyDelivery(deliveryHash(id)), owner)) === 1;
+  }
+
+  /** How a delivery stands: its outcome, `leased`, or undefined when nobody has claimed it. */
+  async state(id: string): Promise<DeliveryOutcome | 'leased' | undefined> {
+    const value = await this.redis.get(this.keys.notifyDelivery(deliveryHash(id)));
+    if (value === null) return undefined;
+    return value.startsWith('lease:') ? 'leased' : (value as DeliveryOutcome);
+  }
+}
+
+function memberOf(ref: OutboxRef): string {
+  return `${ref.source}|${ref.stamp}`;
+}

@@ -1,0 +1,236 @@
+/**
+ * Telegram chats and what each is subscribed to, and the `/start` payloads that subscribe them.
+ *
+ * A chat's subscriptions are one HASH (`tgChat(chatId)`: source → its options as JSON), and each source keeps the
+ * SET of its chats (`tgSourceChats(source)`, which the fan-out reads); both change in one MULTI, so neither ever
+ * names a subscription the other lacks.
+ *
+ * A `/start` payload (Telegram allows 64 characters of `A-Za-z0-9_-`) names what to subscribe to:
+ * - a public timetable with at most a subgroup, readable and stateless: `g4242`, `g4242_s1`, `e123_s2`;
+ * - one whose options hide kinds (Cyrillic words, too long for a payload): `o` + 16 characters of the digest of
+ *   source and options, stored under `tgLink` for a year (the same page gives the same payload);
+ * - a personal timetable: `p` + 22 random characters, stored under `tgOnce` for an hour and taken with GETDEL, so
+ *   it subscribes one chat once. The feed token is never in it: a payload travels through Telegram's servers and
+ *   the chat's history, and it must not read the feed.
+ * A personal chat's options are the subscription's own, read when a message is made (edits apply), so none are
+ * stored for it.
+ */
+import { createHash } from 'node:crypto';
+import type { RedisClient } from '../lib/redis-target.ts';
+import { randomToken } from '../security/tokens.ts';
+import type { NotifyOptions } from '../timetable/notify-change.ts';
+import { parseSource, type SourceKey, SUBSCRIPTION_ID, sourceKey, sourceOf } from '../timetable/source.ts';
+import type { RedisKeys } from './keys.ts';
+
+/** Telegram's limit on a `/start` payload: at most 64 of these characters. */
+export const PAYLOAD = /^[A-Za-z0-9_-]{1,64}$/;
+/** How long a stored payload of a page with hidden kinds lives after it was last handed out. */
+const LINK_TTL_SECONDS = 365 * 24 * 3600;
+/** How long a personal page's one-time payload lives. */
+export const ONCE_TTL_SECONDS = 3600;
+/** Subgroups a readable payload can name (the options form allows fewer). */
+const SUBGROUP = /^[1-9]\d?$/;
+const PUBLIC = /^([ge])([1-9]\d{0,15})(?:_s([1-9]\d?))?$/;
+const STORED = /^o[A-Za-z0-9_-]{16}$/;
+const ONCE = /^p[A-Za-z0-9_-]{22}$/;
+
+/** One subscription of a chat. */
+export interface ChatSubscription {
+  source: SourceKey;
+  /** A public source's options; empty for a personal one (its subscription's options apply). */
+  options: NotifyOptions;
+}
+
+/** A chat subscribed to a source, with its options. */
+export interface SourceChat {
+  chatId: string;
+  options: NotifyOptions;
+}
+
+/** What a `/start` payload names. */
+export type ResolvedPayload =
+  | { kind: 'source'; source: SourceKey; options: NotifyOptions }
+  /** A one-time or stored payload that was used or has expired (or was never ours). */
+  | { kind: 'expired' }
+  /** Not a payload of ours at all. */
+  | { kind: 'invalid' };
+
+/** Only the options a notification reads, lower-cased and sorted, so equal choices compare equal. */
+export function notifyOptionsOf(options: NotifyOptions): NotifyOptions {
+  const result: NotifyOptions = {};
+  if (options.subgroup !== undefined) result.subgroup = options.subgroup;
+  const kinds = [...new Set((options.excludeKinds ?? []).map((kind) => kind.toLocaleLowerCase('ru')))].sort();
+  if (kinds.length > 0) result.excludeKinds = kinds;
+  return result;
+}
+
+/**
+ * The readable payload of a public source whose options hide no kind (`g4242`, `e17_s2`), or undefined when it
+ * needs a stored one (hidden kinds, a personal source, a subgroup beyond two digits).
+ */
+export function publicPayload(source: SourceKey, options: NotifyOptions): string | undefined {
+  const { kind, id } = sourceOf(source);
+  if (kind === 'personal' || (options.excludeKinds?.length ?? 0) > 0) return undefined;
+  const subgroup = options.subgroup === undefined ? '' : `_s${options.subgroup}`;
+  if (subgroup !== '' && !SUBGROUP.test(String(options.subgroup))) return undefined;
+  return `${kind === 'group' ? 'g' : 'e'}${id}${subgroup}`;
+}
+
+/** The source and options of a readable payload, or undefined when it is not one. */
+export function parsePublicPayload(payload: string): { source: SourceKey; options: NotifyOptions } | undefined {
+  const match = PUBLIC.exec(payload);
+  if (match === null) return undefined;
+  const [, letter, id, subgroup] = match as unknown as [string, 'g' | 'e', string, string | undefined];
+  let source: SourceKey;
+  try {
+    source = sourceKey(parseSource(`${letter === 'g' ? 'group' : 'employee'}:${id}`));
+  } catch {
+    return undefined;
+  }
+  return { source, options: subgroup === undefined ? {} : { subgroup: Number(subgroup) } };
+}
+
+/** The stored payload's id of a source and options: the same choice always gives the same id. */
+function storedPayloadId(source: SourceKey, options: NotifyOptions): string {
+  const digest = createHash('sha256')
+    .update(JSON.stringify([source, options]))
+    .digest('base64url');
+  return `o${digest.slice(0, 16)}`;
+}
+
+/** Runs a MULTI and gives each command's answer, throwing the first command error. */
+async function execResults(multi: ReturnType<RedisClient['multi']>): Promise<unknown[]> {
+  const results = await multi.exec();
+  if (results === null) throw new Error('Redis transaction was aborted');
+  const failed = results.find(([error]) => error !== null);
+  if (failed) throw failed[0] as Error;
+  return results.map(([, value]) => value);
+}
+
+/** The stored options of one chat's subscription, read back leniently (an unreadable value is no option). */
+function readOptions(json: string): NotifyOptions {
+  try {
+    const value = JSON.parse(json) as unknown;
+    if (typeof value !== 'object' || value === null) return {};
+    const { subgroup, excludeKinds } = value as { subgroup?: unknown; excludeKinds?: unknown };
+    const options: NotifyOptions = {};
+    if (typeof subgroup === 'number') options.subgroup = subgroup;
+    if (Array.isArray(excludeKinds)) options.excludeKinds = excludeKinds.filter((kind) => typeof kind === 'string');
+    return options;
+  } catch {
+    return {};
+  }
+}
+
+/** The Telegram chats' subscriptions and payloads. */
+export class TelegramChats {
+  private readonly redis: RedisClient;
+  private readonly keys: RedisKeys;
+
+  constructor(redis: RedisClient, keys: RedisKeys) {
+    this.redis = redis;
+    this.keys = keys;
+  }
+
+  /**
+   * Subscribes a chat to a source with these options (a second `/start` of the same source replaces its options).
+   * True when the chat was not subscribed to it before.
+   */
+  async subscribe(input: { chatId: string; source: SourceKey; options: NotifyOptions }): Promise<boolean> {
+    const options = sourceOf(input.source).kind === 'personal' ? {} : notifyOptionsOf(input.options);
+    const multi = this.redis.multi();
+    multi.hset(this.keys.tgChat(input.chatId), input.source, JSON.stringify(options));
+    multi.sadd(this.keys.tgSourceChats(input.source), input.chatId);
+    const [added] = await execResults(multi);
+    return added === 1;
+  }
+
+  /** Unsubscribes a chat from one source, or from all (blocked bot, `/stop all`); the sources it left. */
+  async unsubscribe(chatId: string, source?: SourceKey): Promise<SourceKey[]> {
+    const sources = source === undefined ? await this.redis.hkeys(this.keys.tgChat(chatId)) : [source];
+    if (sources.length === 0) return [];
+    const multi = this.redis.multi();
+    multi.hdel(this.keys.tgChat(chatId), ...sources);
+    for (const each of sources) multi.srem(this.keys.tgSourceChats(each), chatId);
+    const [removed] = await execResults(multi);
+    return removed === 0 ? [] : sources;
+  }
+
+  /** A chat's subscriptions, sorted by source. */
+  async ofChat(chatId: string): Promise<ChatSubscription[]> {
+    const fields = await this.redis.hgetall(this.keys.tgChat(chatId));
+    return Object.entries(fields)
+      .map(([source, json]) => ({ source, options: readOptions(json) }))
+      .sort((a, b) => (a.source < b.source ? -1 : a.source > b.source ? 1 : 0));
+  }
+
+  /** The chats subscribed to a source, with their options (SSCAN: a large set never blocks Redis). */
+  async ofSource(source: SourceKey): Promise<SourceChat[]> {
+    const chats: SourceChat[] = [];
+    let cursor = '0';
+    do {
+      const [next, batch] = await this.redis.sscan(this.keys.tgSourceChats(source), cursor, 'COUNT', 500);
+      cursor = next;
+      if (batch.length === 0) continue;
+      const pipeline = this.redis.pipeline();
+      for (const chatId of batch) pipeline.hget(this.keys.tgChat(chatId), source);
+      const answers = (await pipeline.exec()) ?? [];
+      for (const [index, chatId] of batch.entries()) {
+        const json = answers[index]?.[1];
+        // A chat that left between the two reads is not told.
+        if (typeof json === 'string') chats.push({ chatId, options: readOptions(json) });
+      }
+    } while (cursor !== '0');
+    return chats;
+  }
+
+  /** Whether any chat is subscribed to a source. */
+  async hasAny(source: SourceKey): Promise<boolean> {
+    return (await this.redis.scard(this.keys.tgSourceChats(source))) > 0;
+  }
+
+  /**
+   * The payload of a public source's page with these options: readable when it can be, else a stored one whose
+   * lifetime every use renews.
+   */
+  async linkPayload(source: SourceKey, options: NotifyOptions): Promise<string> {
+    const chosen = notifyOptionsOf(options);
+    const readable = publicPayload(source, chosen);
+    if (readable !== undefined) return readable;
+    const id = storedPayloadId(source, chosen);
+    await this.redis.set(this.keys.tgLink(id), JSON.stringify({ source, options: chosen }), 'EX', LINK_TTL_SECONDS);
+    return id;
+  }
+
+  /** A one-time payload subscribing a chat to a personal subscription, valid for {@link ONCE_TTL_SECONDS}. */
+  async oncePayload(subscriptionId: string): Promise<string> {
+    if (!SUBSCRIPTION_ID.test(subscriptionId)) throw new Error('not a subscription id');
+    const code = `p${randomToken(16)}`;
+    await this.redis.set(this.keys.tgOnce(code), subscriptionId, 'EX', ONCE_TTL_SECONDS);
+    return code;
+  }
+
+  /** What a payload names; a one-time payload is used up by this call. */
+  async resolvePayload(payload: string): Promise<ResolvedPayload> {
+    if (!PAYLOAD.test(payload)) return { kind: 'invalid' };
+    const readable = parsePublicPayload(payload);
+    if (readable !== undefined) return { kind: 'source', ...readable };
+    if (ONCE.test(payload)) {
+      const id = await this.redis.getdel(this.keys.tgOnce(payload));
+      if (id === null || !SUBSCRIPTION_ID.test(id)) return { kind: 'expired' };
+      return { kind: 'source', source: `personal:${id}`, options: {} };
+    }
+    if (STORED.test(payload)) {
+      const json = await this.redis.get(this.keys.tgLink(payload));
+      if (json === null) return { kind: 'expired' };
+      try {
+        const { source, options } = JSON.parse(json) as { source: unknown; options: unknown };
+        const parsed = sourceKey(parseSource(source));
+        return { kind: 'source', source: parsed, options: readOptions(JSON.stringify(options)) };
+      } catch {
+        return { kind: 'expired' };
+      }
+    }
+    return { kind: 'invalid' };
+  }
+}
