@@ -367,17 +367,3 @@ export async function enqueueNotifyFanout(
 export function telegramJobOptions(): JobsOptions {
   return pushJobOptions();
 }
-
-/**
- * Options of a webhook delivery job: a first attempt and seven retries about a day apart in all; the worker's
- * `backoffStrategy` (jobs/webhook-delivery.ts) computes the waits of the `webhook` backoff type.
- */
-export function webhookJobOptions(): JobsOptions {
-  return {
-    attempts: 8,
-    backoff: { type: 'webhook' },
-    removeOnComplete: { ...KEEP_COMPLETED },
-    removeOnFail: { ...KEEP_FAILED },
-    stackTraceLimit: FAILED_STACKS,
-  };
-}

@@ -27,6 +27,12 @@ export const WEBHOOK_BACKOFF_MS: readonly number[] = [
   6.5 * 3_600_000,
 ];
 
+/**
+ * The job options of a delivery: a first attempt and one retry per step of the schedule; the Worker's
+ * `settings.backoffStrategy` ({@link webhookBackoff}) computes the waits.
+ */
+export const WEBHOOK_JOB_OPTIONS = { attempts: WEBHOOK_BACKOFF_MS.length + 1, backoff: { type: 'webhook' } } as const;
+
 /** The longest wait a receiver's `Retry-After` can ask for. */
 const MAX_RETRY_AFTER_MS = 24 * 3_600_000;
 

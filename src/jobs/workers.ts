@@ -1,6 +1,6 @@
 /**
  * The worker role's BullMQ workers: refresh (rate-limited over all workers), schedule, Google push, CalDAV
- * push, and webhook deliveries.
+ * push, change notification fan-outs, and webhook deliveries.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -17,6 +17,7 @@ import { type CalDavPushDeps, caldavPushProcessor } from './caldav-push.ts';
 import { QUEUE } from './contract.ts';
 import { dropRetiredFeedForms, type FeedFormsDeps } from './feed-forms-migration.ts';
 import { beat, forgetWorker, type HeartbeatDeps } from './heartbeats.ts';
+import { ensureNotifySweeper, type NotifyFanoutDeps, notifyProcessor, sweepOutbox } from './notify-fanout.ts';
 import { type PushDeps, pushProcessor } from './push.ts';
 import { RedisFullGuard } from './redis-full-guard.ts';
 import { discardUnknownDemand, type RefreshDeps, refreshProcessor } from './refresh.ts';
@@ -33,6 +34,7 @@ export type WorkersDeps = RefreshDeps &
   PushDeps &
   CalDavPushDeps &
   WebhookDeliveryDeps &
+  NotifyFanoutDeps &
   SeedTermCountsDeps &
   HeartbeatDeps &
   FeedFormsDeps & {
@@ -141,6 +143,8 @@ export async function startWorkers(
       ...base,
       concurrency: ctx.config.pushConcurrency,
     }),
+    // Fan-outs only read Redis and add jobs.
+    new Worker(QUEUE.notify, notifyProcessor(ctx), { ...base, concurrency: 4 }),
     // Receivers are independent of each other: a slow one holds one of the slots for at most its timeout.
     new Worker(QUEUE.webhook, webhookDeliveryProcessor(ctx, { timeoutMs: tuning.webhookTimeoutMs }), {
       ...base,
@@ -160,6 +164,10 @@ export async function startWorkers(
   }
   await Promise.all(workers.map((worker) => worker.waitUntilReady()));
   await ensureReconcileScheduler(ctx);
+  // Change sets published just before a crash wait in the outbox: their fan-outs are queued again now (ids are
+  // theirs, so those still queued are not doubled), and by the sweeper every minute after.
+  await ensureNotifySweeper(ctx);
+  await sweepOutbox(ctx, Number.POSITIVE_INFINITY);
   // A paused Redis keeps its connections open: a heartbeat that times out or answers again is what tells the
   // outage log then. Another failure is logged once until a heartbeat succeeds again.
   let beatFailing = false;
