@@ -1,0 +1,158 @@
+/**
+ * The Telegram send job: one message telling one chat what one publication changed. The fan-out filtered the
+ * change set for the chat and named the job after the delivery; this job makes the delivery happen once:
+ *
+ * - the delivery's record (store/notify-outbox.ts) is claimed first: `sent` (a re-added or doubled job) does
+ *   nothing, a live lease of another job waits for it;
+ * - classes that have started meanwhile (quiet hours, a queue that was behind) are dropped; nothing left, nothing
+ *   sent; a chat that unsubscribed meanwhile (`/stop`) gets nothing;
+ * - one message per chat per second (`tg:pace:<chat>`, over all workers); the queue's limiter keeps the total
+ *   under `TELEGRAM_RATE_LIMIT`;
+ * - 429 pauses the whole queue for `retry_after` without using an attempt; a chat that blocked the bot (403) or
+ *   no longer exists is unsubscribed from everything and dropped; a refused request (400) fails for good; a
+ *   server error or the network is retried with backoff.
+ *
+ * The record says `sent` right after Telegram's 200. A worker killed before that (while the request is in flight)
+ * leaves the lease, which the same job's retry takes over at once: told once unless Telegram had already accepted
+ * the request, one round trip's window in which a repeat is preferred to a loss.
+ */
+import { DelayedError, type Processor, type Queue, UnrecoverableError } from 'bullmq';
+import type { Config } from '../config.ts';
+import type { RedisClient } from '../lib/redis-target.ts';
+import type { Logger } from '../logger.ts';
+import { formatChangeMessage } from '../notify/telegram/message.ts';
+import { createTelegramSender, type TelegramSender } from '../notify/telegram/sender.ts';
+import type { RedisKeys } from '../store/keys.ts';
+import type { DeliveryOutcome, NotifyOutbox } from '../store/notify-outbox.ts';
+import type { TelegramChats } from '../store/telegram-chats.ts';
+import type { TelegramSendJobData } from './contract.ts';
+import { mayWaitAgain, waitOutRateLimit } from './failure.ts';
+
+/** What the Telegram send processor uses. */
+export interface TelegramSendDeps {
+  readonly config: Pick<Config, 'telegramBotToken' | 'telegramApiRoot'>;
+  readonly logger: Logger;
+  readonly redis: RedisClient;
+  readonly keys: Pick<RedisKeys, 'tgPace'>;
+  readonly queues: { readonly telegram: Pick<Queue, 'rateLimit'> };
+  readonly notify: {
+    readonly outbox: Pick<NotifyOutbox, 'claim' | 'markDone' | 'release'>;
+    readonly chats: Pick<TelegramChats, 'ofChat' | 'unsubscribe'>;
+  };
+  /** Epoch ms. */
+  readonly now: () => number;
+}
+
+/** Tuning that tests change. */
+export interface TelegramSendTuning {
+  /** The sender (default: grammY's Api at `TELEGRAM_API_ROOT` with `TELEGRAM_BOT_TOKEN`). */
+  sender?: Pick<TelegramSender, 'send'>;
+  /** How long a claimed delivery stays leased: longer than a send may take. */
+  leaseMs?: number;
+}
+
+/** What a send job came to. */
+export type TelegramSendResult =
+  | { outcome: 'sent'; messageId: number }
+  | { outcome: DeliveryOutcome | 'done-before' | 'unsubscribed' };
+
+/** A delivery's lease: well beyond the sender's timeout (15 s). */
+export const DELIVERY_LEASE_MS = 60_000;
+/** One message per chat per this. */
+export const CHAT_PACE_MS = 1_000;
+/** How long a job waits for another job's live lease of the same delivery before looking again. */
+const BUSY_RETRY_MS = 5_000;
+
+/** The Telegram send processor. */
+export function telegramSendProcessor(
+  ctx: TelegramSendDeps,
+  tuning: TelegramSendTuning = {},
+): Processor<TelegramSendJobData, TelegramSendResult> {
+  let sender = tuning.sender;
+  const leaseMs = tuning.leaseMs ?? DELIVERY_LEASE_MS;
+  return async (job, token, signal) => {
+    const { deliveryId, chatId, set, pageUrl } = job.data;
+    const log = ctx.logger.child({
+      jobId: job.id,
+      source: set.source,
+      stamp: set.stamp,
+      attempt: job.attemptsMade + 1,
+    });
+    const { outbox, chats } = ctx.notify;
+    // The job's id, not its lock token: the same job run again after its worker died takes its own lease over at
+    // once (BullMQ runs one job in one place at a time), while any other job of the same delivery waits.
+    const owner = job.id ?? token ?? 'telegram';
+    const claim = await outbox.claim(deliveryId, owner, leaseMs);
+    if (claim === 'sent') return { outcome: 'done-before' };
+    if (claim === 'busy') return delay(job, token, ctx.now() + BUSY_RETRY_MS);
+    const now = ctx.now();
+    const items = set.items.filter((item) => item.startsAt > now);
+    if (items.length === 0) {
+      await outbox.markDone(deliveryId, owner, 'empty');
+      return { outcome: 'empty' };
+    }
+    if (!(await chats.ofChat(chatId)).some((subscription) => subscription.source === set.source)) {
+      await outbox.markDone(deliveryId, owner, 'dropped');
+      return { outcome: 'unsubscribed' };
+    }
+    const paceLeft = await takePace(ctx, chatId);
+    if (paceLeft > 0) {
+      await outbox.release(deliveryId, owner);
+      return delay(job, token, now + paceLeft);
+    }
+    sender ??= defaultSender(ctx.config);
+    const html = formatChangeMessage({ ...set, items }, { pageUrl });
+    const sent = await sender.send(chatId, html, signal);
+    switch (sent.kind) {
+      case 'sent':
+        await outbox.markDone(deliveryId, owner, 'sent');
+        log.debug({ messageId: sent.messageId, items: items.length }, 'told a Telegram chat of changes');
+        return { outcome: 'sent', messageId: sent.messageId };
+      case 'blocked': {
+        const left = await chats.unsubscribe(chatId);
+        await outbox.markDone(deliveryId, owner, 'dropped');
+        log.info({ reason: sent.reason, sources: left.length }, 'Telegram chat is gone: unsubscribed it');
+        return { outcome: 'dropped' };
+      }
+      case 'rate-limited': {
+        await outbox.release(deliveryId, owner);
+        const rounds = job.attemptsStarted - job.attemptsMade;
+        if (!mayWaitAgain(rounds)) throw new Error(`Telegram rate limit, ${rounds} times in a row`);
+        log.warn({ pauseMs: sent.retryAfterMs }, 'Telegram rate limit: telegram queue paused');
+        throw await waitOutRateLimit(ctx.queues.telegram, sent.retryAfterMs);
+      }
+      case 'failed':
+        await outbox.release(deliveryId, owner);
+        if (sent.permanent) {
+          log.error({ reason: sent.reason }, 'Telegram refused a change message');
+          throw new UnrecoverableError(`Telegram refused the message: ${sent.reason}`);
+        }
+        throw new Error(`Telegram send failed: ${sent.reason}`);
+    }
+  };
+}
+
+function defaultSender(config: TelegramSendDeps['config']): Pick<TelegramSender, 'send'> {
+  if (config.telegramBotToken === undefined) throw new UnrecoverableError('TELEGRAM_BOT_TOKEN is not set');
+  return createTelegramSender({ token: config.telegramBotToken, apiRoot: config.telegramApiRoot });
+}
+
+/**
+ * Takes the chat's turn: 0 when this job may send now, else the ms until the chat's last message is a pace old.
+ */
+async function takePace(ctx: Pick<TelegramSendDeps, 'redis' | 'keys'>, chatId: string): Promise<number> {
+  const key = ctx.keys.tgPace(chatId);
+  if ((await ctx.redis.set(key, '1', 'PX', CHAT_PACE_MS, 'NX')) === 'OK') return 0;
+  const left = await ctx.redis.pttl(key);
+  return Math.max(left, 50);
+}
+
+/** Puts the job back until `at` without using an attempt. */
+async function delay(
+  job: { moveToDelayed(timestamp: number, token?: string): Promise<void> },
+  token: string | undefined,
+  at: number,
+): Promise<never> {
+  await job.moveToDelayed(at, token);
+  throw new DelayedError();
+}
