@@ -1,7 +1,9 @@
 /**
- * Webhooks end to end: hooks registered through the admin API, deliveries run by the real workers on real Redis
- * and POSTed over HTTP to a receiver on loopback, each one checked with the specification's reference library
- * (`standardwebhooks`). The schedule of retries is shrunk to seconds; what it does is the production code's.
+ * Webhooks end to end: hooks registered through the admin API, a room changed in the simulator and refreshed
+ * (publication, outbox, fan-out), deliveries run by the real workers on real Redis and POSTed over HTTP to a
+ * receiver on loopback, each one checked with the specification's reference library (`standardwebhooks`). The
+ * retry tests add delivery jobs as the fan-out does; the schedule of retries is shrunk to seconds, what it does
+ * is the production code's.
  */
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
@@ -10,17 +12,23 @@ import type { FastifyInstance } from 'fastify';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/http/app.ts';
+import type { RefreshJobResult } from '../../src/jobs/contract.ts';
+import { enqueueRefresh } from '../../src/jobs/queues.ts';
 import { WEBHOOK_BACKOFF_MS, WEBHOOK_JOB_OPTIONS } from '../../src/jobs/webhook-delivery.ts';
 import { startWorkers, type WorkerSet } from '../../src/jobs/workers.ts';
 import { silentLogger } from '../../src/logger.ts';
 import { WebhookSender } from '../../src/notify/webhooks/deliver.ts';
 import { webhookBody, webhookMessageId } from '../../src/notify/webhooks/payload.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
+import { startSimulator } from '../../src/simulator/index.ts';
+import { deliveryId } from '../../src/store/notify-outbox.ts';
 import type { ChangeSet } from '../../src/timetable/notify-change.ts';
 import { until } from '../../testkit/poll.ts';
 import { BEARER } from '../admin/admin-app.ts';
+import { REFERENCE_DATE, waitForJob } from '../jobs/helpers.ts';
 import { testContext } from '../support/service.ts';
 import { memoryLogger } from '../upstream/local-server.ts';
+import { type SimControl, simControl } from '../upstream/sim-control.ts';
 
 /** Waits after failed attempts: the first two long enough for a new `webhook-timestamp` (whole seconds). */
 const BACKOFF_MS = [1_100, 1_100, 50, 50, 50, 50, 50];
@@ -43,6 +51,10 @@ let receiver: Server;
 let receiverUrl: string;
 let logs: () => string;
 let closeContext: () => Promise<void>;
+let sim: SimControl;
+let closeSimulator: () => Promise<void>;
+/** The service's clock: the simulator's reference date, moved on by the tests. */
+const clock = { now: REFERENCE_DATE.getTime() };
 const received: Received[] = [];
 const scripts = new Map<string, Script>();
 const secrets: string[] = [];
@@ -50,7 +62,20 @@ const secrets: string[] = [];
 beforeAll(async () => {
   const log = memoryLogger();
   logs = log.output;
-  const opened = await testContext({ LOG_LEVEL: 'debug' }, { logger: log.logger });
+  const simulator = await startSimulator({
+    port: 0,
+    seed: 1,
+    referenceDate: REFERENCE_DATE,
+    groups: 12,
+    employees: 4,
+    users: 2,
+  });
+  sim = simControl(simulator.url);
+  closeSimulator = simulator.close;
+  const opened = await testContext(
+    { UNIVERSITY_API_URL: simulator.url, LOG_LEVEL: 'debug' },
+    { logger: log.logger, now: () => clock.now },
+  );
   ctx = opened.context;
   closeContext = opened.close;
   app = await buildApp(ctx, { logger: log.logger });
@@ -80,6 +105,7 @@ afterAll(async () => {
   await workers?.close();
   await app?.close();
   await closeContext?.();
+  await closeSimulator?.();
   receiver?.closeAllConnections();
   await new Promise((resolve) => receiver?.close(resolve));
   // No secret ever reaches a log line.
@@ -91,13 +117,13 @@ afterAll(async () => {
 });
 
 /** Registers a hook on the receiver's `path`, answering as `script` says. */
-async function register(path: string, script?: Script): Promise<{ id: string; secret: string }> {
+async function register(path: string, script?: Script, source = 'group:4242'): Promise<{ id: string; secret: string }> {
   if (script) scripts.set(path, script);
   const answer = await app.inject({
     method: 'POST',
     url: '/admin/webhooks',
     headers: BEARER,
-    payload: { source: 'group:4242', url: `${receiverUrl}${path}` },
+    payload: { source, url: `${receiverUrl}${path}` },
   });
   expect(answer.statusCode, answer.body).toBe(201);
   const created = answer.json<{ id: string; secret: string }>();
@@ -156,7 +182,68 @@ async function fanOut(hookId: string, stamp = SET.stamp) {
 
 const at = (path: string) => received.filter((one) => one.path === path);
 
+/** Refreshes `source` now (the clock a minute on), as an admin resync does; the refresh's result. */
+async function refresh(source: string): Promise<RefreshJobResult> {
+  clock.now += 60_000;
+  const id = await enqueueRefresh(ctx.queues, ctx.config, source, { reason: 'resync', now: clock.now });
+  const ended = await waitForJob(ctx, id);
+  expect(ended.state, ended.failedReason).toBe('completed');
+  return ended.result as RefreshJobResult;
+}
+
+/** A group with a weekly class still to come next week (within NOTIFY_HORIZON of the clock), and that class. */
+async function groupWithWeeklyClass(): Promise<{ source: string; entryId: number }> {
+  const today = new Date(clock.now).toISOString().slice(0, 10);
+  for (const group of await sim.groups()) {
+    const { entries } = await ctx.upstream.groupSchedule(group.id);
+    const found = entries.find(
+      (entry) =>
+        entry.startDate <= today && entry.finishDate > '2025-10-20' && entry.weekType === 0 && entry.note === '',
+    );
+    if (found) return { source: `group:${group.id}`, entryId: found.id };
+  }
+  throw new Error('no weekly class in the simulated timetables');
+}
+
 describe('webhooks', () => {
+  it('a room changed upstream is delivered once, signed, through the publication and its fan-out', async () => {
+    const { source, entryId } = await groupWithWeeklyClass();
+    expect((await refresh(source)).outcome).toBe('published');
+    const { id, secret } = await register('/upstream', undefined, source);
+    // Nothing changed: nothing is told.
+    expect((await refresh(source)).outcome).toBe('unchanged');
+
+    await sim.raw(`/_sim/entries/${entryId}`, {
+      method: 'PATCH',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ num_auditorium_schedule: '2207' }),
+    });
+    expect((await refresh(source)).outcome).toBe('published');
+    const stamp = clock.now;
+    const [delivery] = await until(
+      async () => at('/upstream'),
+      (list) => list.length >= 1,
+    );
+    if (!delivery) throw new Error('nothing delivered');
+    expect(delivery.headers['webhook-id']).toBe(webhookMessageId(deliveryId('wh', id, { source, stamp })));
+    const payload = new Webhook(secret).verify(delivery.body, delivery.headers as Record<string, string>) as {
+      type: string;
+      data: { source: string; url: string; changes: { change: string; after?: { location: string } }[] };
+    };
+    expect(payload).toMatchObject({ type: 'timetable.changed', data: { source } });
+    expect(payload.data.url).toMatch(/\/timetables\/groups\/\d+$/);
+    expect(payload.data.changes.length).toBeGreaterThan(0);
+    for (const change of payload.data.changes) {
+      expect(change.change).toBe('moved');
+      expect(change.after?.location).toMatch(/2207$/);
+    }
+    // Another refresh without a change: still one delivery.
+    expect((await refresh(source)).outcome).toBe('unchanged');
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(at('/upstream')).toHaveLength(1);
+    await app.inject({ method: 'DELETE', url: `/admin/webhooks/${id}`, headers: BEARER });
+  });
+
   it('delivers a body that verifies with the reference library, once, and GET shows the delivery', async () => {
     const { id, secret } = await register('/ok');
     expect(id).toMatch(/^[A-Za-z0-9_-]{22}$/);
@@ -261,7 +348,7 @@ describe('webhooks', () => {
     );
     // One attempt and one retry per step of the production schedule (the test shrinks only the waits).
     expect(at('/down')).toHaveLength(WEBHOOK_BACKOFF_MS.length + 1);
-        expect(shown.json.reason).toMatch(/^HTTP 500 after 8 attempts over \d+ s$/);
+    expect(shown.json.reason).toMatch(/^HTTP 500 after 8 attempts over \d+ s$/);
     expect(shown.json.disabledAt).toEqual(expect.any(String));
     expect(shown.json.deliveries).toHaveLength(8);
     expect(shown.json.deliveries.every((one: { status: number }) => one.status === 500)).toBe(true);
