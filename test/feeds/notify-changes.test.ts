@@ -25,7 +25,12 @@ const NOW = msk('2025-10-15T12:00');
 const HORIZON = 14 * DAY;
 
 /** A class on one date only. */
-function once(id: number, date: string, weekday: number, overrides: Partial<TimetableEntry> = {}): TimetableEntry {
+function once(
+  id: number,
+  date: string,
+  weekday: TimetableEntry['weekday'],
+  overrides: Partial<TimetableEntry> = {},
+): TimetableEntry {
   // A subject of its own: rows of one class (same subject, time and place) are merged into one.
   return entry({
     id,
