@@ -89,8 +89,10 @@ async function measure(cleanup: Cleanup, sizes: typeof DEFAULTS): Promise<Record
   const chatsOf = new Map<SourceKey, number[]>(sources.map((source) => [source, []]));
   for (let chat = 0; chat < sizes.chats; chat++)
     chatsOf.get(sources[chat % sources.length] as SourceKey)?.push(chat + 1);
+  // Chats the fake knows (a chat that never wrote to the bot is "chat not found"), as after their /start.
+  for (let chat = 1; chat <= sizes.chats; chat++) telegram.addChat(chat);
   await subscribeAll(ctx, chatsOf);
-  await spawnRole(cleanup, 'worker', env, dir);
+  const worker = await spawnRole(cleanup, 'worker', env, dir);
 
   // Every tenth source (for the default sizes) changes: spread over the table, as a cycle finds them.
   const step = Math.floor(sources.length / sizes.changed);
@@ -107,6 +109,12 @@ async function measure(cleanup: Cleanup, sizes: typeof DEFAULTS): Promise<Record
   while (telegram.messages().length < expected.size && Date.now() < deadline) await sleep(100);
   await sleep(3_000);
   const messages = telegram.messages();
+  if (messages.length < expected.size) {
+    const counts = await Promise.all(
+      [ctx.queues.notify, ctx.queues.telegram].map(async (queue) => [queue.name, await queue.getJobCounts()]),
+    );
+    process.stderr.write(`notify: ${JSON.stringify(counts)}\n${worker.stderr()}\n`);
+  }
   const reached = new Set(messages.map((message) => message.chatId));
   const last = Math.max(...messages.map((message) => message.at));
   const drainMs = last - started;
