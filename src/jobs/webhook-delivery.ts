@@ -9,6 +9,7 @@ import type { BackoffStrategy, Job, Processor } from 'bullmq';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { type DeliveryOutcome, outcomeText, WebhookSender } from '../notify/webhooks/deliver.ts';
+import type { NotifyOutbox } from '../store/notify-outbox.ts';
 import type { WebhookStore } from '../store/webhook-store.ts';
 import type { WebhookJobData } from './contract.ts';
 
@@ -63,7 +64,15 @@ export interface WebhookDeliveryDeps {
   readonly config: Pick<Config, 'webhookAllowPrivate'>;
   readonly logger: Pick<Logger, 'info' | 'warn'>;
   readonly webhooks: Pick<WebhookStore, 'get' | 'secretOf' | 'disable' | 'recordAttempt'>;
+  readonly notify: { readonly outbox: Pick<NotifyOutbox, 'claim' | 'markDone' | 'release'> };
 }
+
+/**
+ * How long a delivery's lease lasts: well past an attempt's deadline. The owner is the job id, which is the same
+ * for every attempt of the delivery and for a fan-out that adds it again, so a retry after a crash takes it back
+ * at once; once delivered, the record says so for days, longer than BullMQ keeps the finished job.
+ */
+const LEASE_MS = 60_000;
 
 /** Tuning that tests shorten (with the Worker's {@link webhookBackoff} of the same schedule). */
 export interface WebhookDeliveryTuning {
@@ -76,7 +85,7 @@ export interface WebhookDeliveryTuning {
 /** What a delivery job ends with. */
 export type WebhookJobResult =
   | { delivered: true; status: number; attempt: number }
-  | { skipped: 'hook deleted' | 'hook disabled' }
+  | { skipped: 'hook deleted' | 'hook disabled' | 'delivered already' }
   | { disabled: string };
 
 /** The webhook delivery processor. */
@@ -86,12 +95,15 @@ export function webhookDeliveryProcessor(
 ): Processor<WebhookJobData, WebhookJobResult> {
   let sender = tuning.sender;
   return async (job, _token, signal) => {
-    const { hookId, webhookId, body } = job.data;
+    const { deliveryId, hookId, webhookId, body } = job.data;
     const hook = await ctx.webhooks.get(hookId);
     if (hook === undefined) return { skipped: 'hook deleted' };
     if (hook.state === 'disabled') return { skipped: 'hook disabled' };
     const secret = await ctx.webhooks.secretOf(hookId);
     if (secret === undefined) return { skipped: 'hook deleted' };
+    const owner = job.id ?? deliveryId;
+    if ((await ctx.notify.outbox.claim(deliveryId, owner, LEASE_MS)) !== 'claimed')
+      return { skipped: 'delivered already' };
     sender ??= new WebhookSender({ allowPrivate: ctx.config.webhookAllowPrivate });
     const attempt = job.attemptsMade + 1;
     const at = Date.now();
@@ -116,11 +128,13 @@ export function webhookDeliveryProcessor(
     });
     const log = { hookId, webhookId, attempt, ms, outcome: outcomeText(outcome) };
     if (outcome.kind === 'delivered') {
+      await ctx.notify.outbox.markDone(deliveryId, owner, 'sent');
       ctx.logger.info(log, 'webhook delivered');
       return { delivered: true, status: outcome.status, attempt };
     }
     if (outcome.kind === 'gone') return disable(ctx, job, 'the receiver answered 410 Gone', log);
     if (attempt >= (job.opts.attempts ?? 1)) return disable(ctx, job, lastReason(outcome, attempt, job), log);
+    await ctx.notify.outbox.release(deliveryId, owner);
     ctx.logger.warn(log, 'webhook delivery failed; it is retried');
     throw new WebhookAttemptFailedError(`webhook ${hookId}: ${outcomeText(outcome)}`, retryAfterOf(outcome));
   };
@@ -133,6 +147,7 @@ async function disable(
   log: object,
 ): Promise<WebhookJobResult> {
   await ctx.webhooks.disable(job.data.hookId, reason);
+  await ctx.notify.outbox.markDone(job.data.deliveryId, job.id ?? job.data.deliveryId, 'dropped');
   ctx.logger.warn({ ...log, reason }, 'webhook disabled');
   return { disabled: reason };
 }

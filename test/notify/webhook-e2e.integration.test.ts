@@ -1,28 +1,34 @@
 /**
- * Webhooks end to end: hooks registered through the admin API, deliveries run by the real workers on real Redis
- * and POSTed over HTTP to a receiver on loopback, each one checked with the specification's reference library
- * (`standardwebhooks`). The schedule of retries is shrunk to seconds; what it does is the production code's.
+ * Webhooks end to end: hooks registered through the admin API, a room changed in the simulator and refreshed
+ * (publication, outbox, fan-out), deliveries run by the real workers on real Redis and POSTed over HTTP to a
+ * receiver on loopback, each one checked with the specification's reference library (`standardwebhooks`). The
+ * retry tests add delivery jobs as the fan-out does; the schedule of retries is shrunk to seconds, what it does
+ * is the production code's.
  */
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Queue } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/http/app.ts';
-import { QUEUE, type WebhookJobData } from '../../src/jobs/contract.ts';
-import { WEBHOOK_JOB_OPTIONS } from '../../src/jobs/webhook-delivery.ts';
+import type { RefreshJobResult } from '../../src/jobs/contract.ts';
+import { enqueueRefresh } from '../../src/jobs/queues.ts';
+import { WEBHOOK_BACKOFF_MS, WEBHOOK_JOB_OPTIONS } from '../../src/jobs/webhook-delivery.ts';
 import { startWorkers, type WorkerSet } from '../../src/jobs/workers.ts';
 import { silentLogger } from '../../src/logger.ts';
 import { WebhookSender } from '../../src/notify/webhooks/deliver.ts';
 import { webhookBody, webhookMessageId } from '../../src/notify/webhooks/payload.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
+import { startSimulator } from '../../src/simulator/index.ts';
+import { deliveryId } from '../../src/store/notify-outbox.ts';
 import type { ChangeSet } from '../../src/timetable/notify-change.ts';
 import { until } from '../../testkit/poll.ts';
 import { BEARER } from '../admin/admin-app.ts';
+import { REFERENCE_DATE, waitForJob } from '../jobs/helpers.ts';
 import { testContext } from '../support/service.ts';
 import { memoryLogger } from '../upstream/local-server.ts';
+import { type SimControl, simControl } from '../upstream/sim-control.ts';
 
 /** Waits after failed attempts: the first two long enough for a new `webhook-timestamp` (whole seconds). */
 const BACKOFF_MS = [1_100, 1_100, 50, 50, 50, 50, 50];
@@ -41,11 +47,14 @@ interface Received {
 let ctx: ServiceContext;
 let app: FastifyInstance;
 let workers: WorkerSet;
-let queue: Queue<WebhookJobData>;
 let receiver: Server;
 let receiverUrl: string;
 let logs: () => string;
 let closeContext: () => Promise<void>;
+let sim: SimControl;
+let closeSimulator: () => Promise<void>;
+/** The service's clock: the simulator's reference date, moved on by the tests. */
+const clock = { now: REFERENCE_DATE.getTime() };
 const received: Received[] = [];
 const scripts = new Map<string, Script>();
 const secrets: string[] = [];
@@ -53,12 +62,24 @@ const secrets: string[] = [];
 beforeAll(async () => {
   const log = memoryLogger();
   logs = log.output;
-  const opened = await testContext({ LOG_LEVEL: 'debug' }, { logger: log.logger });
+  const simulator = await startSimulator({
+    port: 0,
+    seed: 1,
+    referenceDate: REFERENCE_DATE,
+    groups: 12,
+    employees: 4,
+    users: 2,
+  });
+  sim = simControl(simulator.url);
+  closeSimulator = simulator.close;
+  const opened = await testContext(
+    { UNIVERSITY_API_URL: simulator.url, LOG_LEVEL: 'debug' },
+    { logger: log.logger, now: () => clock.now },
+  );
   ctx = opened.context;
   closeContext = opened.close;
   app = await buildApp(ctx, { logger: log.logger });
   await app.ready();
-  queue = new Queue<WebhookJobData>(QUEUE.webhook, { connection: ctx.redis, prefix: ctx.keys.queuePrefix });
   workers = await startWorkers(ctx, ctx.config.redisTarget ?? '', {
     webhookBackoffMs: BACKOFF_MS,
     webhookTimeoutMs: TIMEOUT_MS,
@@ -82,9 +103,9 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await workers?.close();
-  await queue?.close();
   await app?.close();
   await closeContext?.();
+  await closeSimulator?.();
   receiver?.closeAllConnections();
   await new Promise((resolve) => receiver?.close(resolve));
   // No secret ever reaches a log line.
@@ -96,13 +117,13 @@ afterAll(async () => {
 });
 
 /** Registers a hook on the receiver's `path`, answering as `script` says. */
-async function register(path: string, script?: Script): Promise<{ id: string; secret: string }> {
+async function register(path: string, script?: Script, source = 'group:4242'): Promise<{ id: string; secret: string }> {
   if (script) scripts.set(path, script);
   const answer = await app.inject({
     method: 'POST',
     url: '/admin/webhooks',
     headers: BEARER,
-    payload: { source: 'group:4242', url: `${receiverUrl}${path}` },
+    payload: { source, url: `${receiverUrl}${path}` },
   });
   expect(answer.statusCode, answer.body).toBe(201);
   const created = answer.json<{ id: string; secret: string }>();
@@ -155,13 +176,74 @@ async function fanOut(hookId: string, stamp = SET.stamp) {
   const jobId = `wh-${createHash('sha256').update(deliveryId).digest('base64url').slice(0, 22)}`;
   const body = webhookBody({ ...SET, stamp }, 'https://timetable.example/timetables/groups/4242');
   const webhookId = webhookMessageId(deliveryId);
-  await queue.add('webhook', { deliveryId, hookId, webhookId, body }, { jobId, ...WEBHOOK_JOB_OPTIONS });
+  await ctx.queues.webhook.add('webhook', { deliveryId, hookId, webhookId, body }, { ...WEBHOOK_JOB_OPTIONS, jobId });
   return { jobId, body, webhookId };
 }
 
 const at = (path: string) => received.filter((one) => one.path === path);
 
+/** Refreshes `source` now (the clock a minute on), as an admin resync does; the refresh's result. */
+async function refresh(source: string): Promise<RefreshJobResult> {
+  clock.now += 60_000;
+  const id = await enqueueRefresh(ctx.queues, ctx.config, source, { reason: 'resync', now: clock.now });
+  const ended = await waitForJob(ctx, id);
+  expect(ended.state, ended.failedReason).toBe('completed');
+  return ended.result as RefreshJobResult;
+}
+
+/** A group with a weekly class still to come next week (within NOTIFY_HORIZON of the clock), and that class. */
+async function groupWithWeeklyClass(): Promise<{ source: string; entryId: number }> {
+  const today = new Date(clock.now).toISOString().slice(0, 10);
+  for (const group of await sim.groups()) {
+    const { entries } = await ctx.upstream.groupSchedule(group.id);
+    const found = entries.find(
+      (entry) =>
+        entry.startDate <= today && entry.finishDate > '2025-10-20' && entry.weekType === 0 && entry.note === '',
+    );
+    if (found) return { source: `group:${group.id}`, entryId: found.id };
+  }
+  throw new Error('no weekly class in the simulated timetables');
+}
+
 describe('webhooks', () => {
+  it('a room changed upstream is delivered once, signed, through the publication and its fan-out', async () => {
+    const { source, entryId } = await groupWithWeeklyClass();
+    expect((await refresh(source)).outcome).toBe('published');
+    const { id, secret } = await register('/upstream', undefined, source);
+    // Nothing changed: nothing is told.
+    expect((await refresh(source)).outcome).toBe('unchanged');
+
+    await sim.raw(`/_sim/entries/${entryId}`, {
+      method: 'PATCH',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ num_auditorium_schedule: '2207' }),
+    });
+    expect((await refresh(source)).outcome).toBe('published');
+    const stamp = clock.now;
+    const [delivery] = await until(
+      async () => at('/upstream'),
+      (list) => list.length >= 1,
+    );
+    if (!delivery) throw new Error('nothing delivered');
+    expect(delivery.headers['webhook-id']).toBe(webhookMessageId(deliveryId('wh', id, { source, stamp })));
+    const payload = new Webhook(secret).verify(delivery.body, delivery.headers as Record<string, string>) as {
+      type: string;
+      data: { source: string; url: string; changes: { change: string; after?: { location: string } }[] };
+    };
+    expect(payload).toMatchObject({ type: 'timetable.changed', data: { source } });
+    expect(payload.data.url).toMatch(/\/timetables\/groups\/\d+$/);
+    expect(payload.data.changes.length).toBeGreaterThan(0);
+    for (const change of payload.data.changes) {
+      expect(change.change).toBe('moved');
+      expect(change.after?.location).toMatch(/2207$/);
+    }
+    // Another refresh without a change: still one delivery.
+    expect((await refresh(source)).outcome).toBe('unchanged');
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(at('/upstream')).toHaveLength(1);
+    await app.inject({ method: 'DELETE', url: `/admin/webhooks/${id}`, headers: BEARER });
+  });
+
   it('delivers a body that verifies with the reference library, once, and GET shows the delivery', async () => {
     const { id, secret } = await register('/ok');
     expect(id).toMatch(/^[A-Za-z0-9_-]{22}$/);
@@ -207,8 +289,15 @@ describe('webhooks', () => {
     ]);
     // The secret is shown once, at creation.
     expect(shown.body).not.toContain(secret.slice('whsec_'.length));
-    // Still exactly one delivery after the duplicate job would have run.
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // BullMQ trimmed the finished job, and the fan-out adds the delivery again: it is not sent twice.
+    const { jobId } = await fanOut(id);
+    await (await ctx.queues.webhook.getJob(jobId))?.remove();
+    await fanOut(id);
+    const again = await until(
+      async () => ctx.queues.webhook.getJob(jobId),
+      (job) => job?.returnvalue !== undefined && job.returnvalue !== null,
+    );
+    expect(again?.returnvalue).toEqual({ skipped: 'delivered already' });
     expect(at('/ok')).toHaveLength(1);
   });
 
@@ -257,7 +346,8 @@ describe('webhooks', () => {
       ({ json }) => json.state === 'disabled',
       30_000,
     );
-    expect(at('/down')).toHaveLength(8);
+    // One attempt and one retry per step of the production schedule (the test shrinks only the waits).
+    expect(at('/down')).toHaveLength(WEBHOOK_BACKOFF_MS.length + 1);
     expect(shown.json.reason).toMatch(/^HTTP 500 after 8 attempts over \d+ s$/);
     expect(shown.json.disabledAt).toEqual(expect.any(String));
     expect(shown.json.deliveries).toHaveLength(8);
@@ -265,10 +355,10 @@ describe('webhooks', () => {
     // A change set fanned out meanwhile to a disabled hook is not sent.
     const { jobId } = await fanOut(id, SET.stamp + 1);
     await until(
-      async () => queue.getJobState(jobId),
+      async () => ctx.queues.webhook.getJobState(jobId),
       (state) => state === 'completed',
     );
-    expect((await queue.getJob(jobId))?.returnvalue).toEqual({ skipped: 'hook disabled' });
+    expect((await ctx.queues.webhook.getJob(jobId))?.returnvalue).toEqual({ skipped: 'hook disabled' });
     expect(at('/down')).toHaveLength(8);
   });
 
