@@ -314,6 +314,22 @@ describe('Telegram change notifications through the running service', () => {
     expect(changeMessages(blocked)).toEqual([]);
   }, 60_000);
 
+  it("waits out Telegram's 429 for its retry_after, then tells once", async () => {
+    const before = changeMessages(chat).length;
+    telegram.fault({ method: 'sendMessage', kind: '429', retryAfter: 2, chatId: chat });
+    const newRoom = nextRoom();
+    await patchEntry(entry.id, { num_auditorium_schedule: newRoom });
+    await resync(source);
+    await waitUntil(() => changeMessages(chat).length === before + 1, 'the message after the rate limit', 30_000);
+    const calls = telegram.calls('sendMessage').filter((call) => Number(call.params.chat_id) === chat);
+    const limited = calls.findLast((call) => call.status === 429);
+    const sent = calls.at(-1);
+    expect(sent?.status).toBe(200);
+    expect((sent?.at ?? 0) - (limited?.at ?? 0)).toBeGreaterThanOrEqual(1_900);
+    await settled();
+    expect(changeMessages(chat).slice(before)).toHaveLength(1);
+  }, 60_000);
+
   it('/stop ends it: the next change tells nothing', async () => {
     const answer = await say(chat, '/stop');
     expect(answer.toLowerCase()).toContain('отпис');
