@@ -14,6 +14,7 @@ import Fastify, {
 } from 'fastify';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
+import type { TelegramBot } from '../notify/telegram/bot.ts';
 import { answerFirst, FeedFastPath } from '../serving/feed-fast-path.ts';
 import { notFoundPage } from '../web/not-found-page.ts';
 import { type AdminRouteDeps, registerAdminRoutes } from './admin-routes.ts';
@@ -37,6 +38,7 @@ import { addSecurityHeaders, NOSNIFF } from './security-headers.ts';
 import { MAX_PARAM_LENGTH, type ServerLimits, serverOptions } from './server-options.ts';
 import { registerSubscriptionRoutes, type SubscriptionRouteDeps } from './subscription-routes.ts';
 import type { TeacherSearchDeps } from './teacher-search.ts';
+import { registerTelegramRoutes, type TelegramRouteDeps } from './telegram-routes.ts';
 import { registerTimetablePageRoutes, type TimetablePageDeps } from './timetable-page-routes.ts';
 
 /**
@@ -53,7 +55,8 @@ export type AppDeps = OperationsRouteDeps &
   AdminRouteDeps &
   HomeRouteDeps &
   PersonalRouteDeps &
-  TimetablePageDeps & { readonly config: ServerLimits & ConnectionLimits & Pick<Config, 'trustProxy'> };
+  TimetablePageDeps &
+  TelegramRouteDeps & { readonly config: ServerLimits & ConnectionLimits & Pick<Config, 'trustProxy'> };
 
 /** Options of {@link buildApp}. */
 export interface AppOptions {
@@ -62,6 +65,8 @@ export interface AppOptions {
   feeds?: FeedRouteOptions;
   /** Whether cached public feeds are answered in front of fastify (feed-fast-path.ts); default true. */
   feedFastPath?: boolean;
+  /** The Telegram bot of this process, when it is on: its routes and the pages' links. */
+  telegram?: TelegramBot | undefined;
 }
 
 /** Request bodies are small JSON documents; anything larger is refused before it is read. */
@@ -137,7 +142,8 @@ export async function buildApp(ctx: AppDeps, options: AppOptions): Promise<Fasti
   await registerAssetRoutes(app);
   await registerPageRoutes(app, ctx, limits);
   await registerPersonalRoutes(app, ctx);
-  await registerTimetablePageRoutes(app, ctx, feeds.provider);
+  await registerTimetablePageRoutes(app, ctx, feeds.provider, options.telegram);
+  await registerTelegramRoutes(app, ctx, options.telegram);
   return app;
 }
 

@@ -159,6 +159,17 @@ export const ERROR_CODES = {
   },
   WEBHOOK_NOT_FOUND: { status: 404, meaning: 'No webhook has this id.' },
 
+  // The Telegram bot.
+  TELEGRAM_NOT_CONFIGURED: {
+    status: 503,
+    meaning:
+      'The Telegram bot is off (no `TELEGRAM_BOT_TOKEN`, or not in webhook mode), or Telegram did not say its name.',
+  },
+  TELEGRAM_WEBHOOK_UNAUTHORIZED: {
+    status: 401,
+    meaning: '`POST /telegram/webhook` came without the secret token header Telegram was given.',
+  },
+
   // The university.
   UPSTREAM_BUSY: {
     status: 503,

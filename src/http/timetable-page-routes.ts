@@ -17,6 +17,7 @@ import { enqueueRefresh, type Queues } from '../jobs/queues.ts';
 import { RateLimitedError } from '../lib/errors.ts';
 import { retryAfterSeconds } from '../lib/retry-after.ts';
 import type { Logger } from '../logger.ts';
+import type { TelegramBot } from '../notify/telegram/bot.ts';
 import { FeedUnavailableError, type OptionRefusedError, UnknownTimetableError } from '../serving/errors.ts';
 import { type FeedProvider, RETRY_AFTER_SECONDS } from '../serving/feed-provider.ts';
 import { mergeOptionValues, optionsMisfits } from '../serving/variant-render.ts';
@@ -33,7 +34,7 @@ import { defaultTitleTemplate, type OptionValues, optionValuesOf } from '../time
 import type { PublishedState } from '../timetable/publication.ts';
 import { parseSource, type SourceKey, sourceKey, sourceOf } from '../timetable/source.ts';
 import type { SubscriberOptions } from '../timetable/types.ts';
-import { type FeedLinks, feedLinks, optionsQuery } from '../web/feed-links.ts';
+import { type FeedLinks, feedLinks, optionsQuery, telegramStartPath } from '../web/feed-links.ts';
 import { html } from '../web/html.ts';
 import type { Lang } from '../web/i18n.ts';
 import { alarmText } from '../web/options-form.ts';
@@ -107,8 +108,9 @@ export async function registerTimetablePageRoutes(
   app: FastifyInstance,
   ctx: TimetablePageDeps,
   provider: FeedProvider,
+  telegram?: Pick<TelegramBot, 'username'>,
 ): Promise<void> {
-  const pages = new TimetablePages(ctx, provider);
+  const pages = new TimetablePages(ctx, provider, telegram);
   for (const kind of ['group', 'employee'] as const) {
     const path = kind === 'group' ? '/timetables/groups/:id' : '/timetables/employees/:id';
     app.get<{ Params: { id: string }; Querystring: Query }>(path, (request, reply) =>
@@ -128,13 +130,15 @@ export async function registerTimetablePageRoutes(
 class TimetablePages {
   private readonly ctx: TimetablePageDeps;
   private readonly provider: FeedProvider;
+  private readonly telegram: Pick<TelegramBot, 'username'> | undefined;
   private readonly qrCodes = new LRUCache<string, string>({ max: 1000 });
   private readonly previews = new LRUCache<string, string>({ max: 500 });
   private readonly visits = new LRUCache<SourceKey, true>({ max: 10_000, ttl: VISIT_NOTE_MS });
 
-  constructor(ctx: TimetablePageDeps, provider: FeedProvider) {
+  constructor(ctx: TimetablePageDeps, provider: FeedProvider, telegram?: Pick<TelegramBot, 'username'>) {
     this.ctx = ctx;
     this.provider = provider;
+    this.telegram = telegram;
   }
 
   async publicPage(
@@ -268,10 +272,12 @@ class TimetablePages {
       return sendError(request, reply, error, { field: first.field, fields }, lang);
     }
     const defaultTitle = defaultTitleTemplate(sourceOf(stored.source).kind);
-    const key = JSON.stringify([feedPath, stored.published.stamp, optionsQuery(options, defaultTitle), lang]);
+    const telegram = await this.telegramLink(stored.source, options);
+    const key = JSON.stringify([feedPath, stored.published.stamp, optionsQuery(options, defaultTitle), lang, telegram]);
     let body = this.previews.get(key);
     if (body === undefined) {
       const links = feedLinks(this.ctx.config.publicUrl, feedPath, options, defaultTitle);
+      if (telegram !== undefined) links.telegram = telegram;
       const event = eventPreview(stored.snapshot, stored.published, options);
       body = JSON.stringify({
         ...links,
@@ -329,6 +335,8 @@ class TimetablePages {
       chosen.saved ? {} : chosen.options,
       defaultTitle,
     );
+    const telegram = await this.telegramLink(source, chosen.options);
+    if (telegram !== undefined) links.telegram = telegram;
     return {
       lang,
       url: request.url,
@@ -371,6 +379,8 @@ class TimetablePages {
     },
   ): Promise<TimetablePageView> {
     const links: FeedLinks = feedLinks(this.ctx.config.publicUrl, context.feedPath, {});
+    const telegram = await this.telegramLink(subscription.source, {});
+    if (telegram !== undefined) links.telegram = telegram;
     const saved = subscription.feedOptions ?? {};
     return {
       lang,
@@ -464,6 +474,15 @@ class TimetablePages {
     // The connect page takes a personal source's signed-in session from its cookie: no token in this link.
     const caldavUrl = this.ctx.caldav.targets.canStorePasswords ? `/caldav/connect?source=${source}` : undefined;
     return { links, qrSvg, pushUrl, caldavUrl, platform };
+  }
+
+  /**
+   * The page's «Уведомления в Telegram» link with these options, when the bot is on and Telegram said its name
+   * (the link leads there; without the name it would lead nowhere).
+   */
+  private async telegramLink(source: SourceKey, options: SubscriberOptions): Promise<string | undefined> {
+    if (this.telegram === undefined || (await this.telegram.username()) === undefined) return undefined;
+    return telegramStartPath(source, options);
   }
 
   private pushAvailable(): boolean {

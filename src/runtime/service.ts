@@ -14,6 +14,7 @@ import type { Logger } from '../logger.ts';
 import type { ServiceContext } from './context.ts';
 import { openServiceContext } from './service-context.ts';
 import type { Shutdown } from './shutdown.ts';
+import { openTelegram, startTelegram } from './telegram.ts';
 
 /** Which halves of the service a process runs. */
 export interface ServiceRoles {
@@ -69,7 +70,9 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     const workers = await startWorkers(context, options.redis, options.tuning);
     shutdown.add('workers', (budgetMs) => workers.close(budgetMs));
   }
-  const app = options.roles.api ? await buildApp(context, { logger }) : await operationsApp(context, logger);
+  const telegram = openTelegram(context);
+  if (telegram !== undefined) startTelegram(context, telegram, options.roles, shutdown);
+  const app = options.roles.api ? await buildApp(context, { logger, telegram }) : await operationsApp(context, logger);
   shutdown.add('http', () => app.close());
   const address = await app.listen({ port: config.port, host: options.host ?? config.host });
   const url = address.replace('://0.0.0.0', '://127.0.0.1').replace('://[::]', '://127.0.0.1');

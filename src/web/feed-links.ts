@@ -11,6 +11,22 @@ export interface FeedLinks {
   feedUrl: string;
   webcal: string;
   google: string;
+  /** The «Уведомления в Telegram» link (`/telegram/start?…`), when the bot is on and its name known. */
+  telegram?: string;
+}
+
+/**
+ * The path of the Telegram link of a source's page: `/telegram/start?source=…` with the options a notification
+ * reads (subgroup, hidden kinds); a personal source's are its subscription's own, so it carries none.
+ */
+export function telegramStartPath(source: string, options: SubscriberOptions): string {
+  const params = new URLSearchParams({ source });
+  if (!source.startsWith('personal:')) {
+    if (options.subgroup !== undefined) params.set('subgroup', String(options.subgroup));
+    if (options.excludeKinds !== undefined && options.excludeKinds.length > 0)
+      params.set('exclude', options.excludeKinds.join(','));
+  }
+  return `/telegram/start?${params.toString()}`;
 }
 
 /**

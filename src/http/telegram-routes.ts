@@ -1,0 +1,110 @@
+/**
+ * The Telegram bot's two routes.
+ *
+ * `GET /telegram/start?source=…&subgroup=…&exclude=…` is the pages' «Уведомления в Telegram» link: it answers 303
+ * to `https://t.me/<bot>?start=<payload>` with a payload made now (store/telegram-chats.ts), so that the page
+ * need not know it and the page's script can rewrite the link's options like the feed's. A personal timetable's
+ * link needs the signed-in browser (its cookie) and gives a one-time payload bound to the subscription, never
+ * its feed token; its options are the subscription's own.
+ *
+ * `POST /telegram/webhook` receives updates in webhook mode (`TELEGRAM_WEBHOOK_URL`). Telegram sends the secret
+ * token it was given in `X-Telegram-Bot-Api-Secret-Token`; anything else answers 401 before the body is looked
+ * at. A handled update answers 200 even when its command failed (logged): Telegram would otherwise send it again,
+ * and the update's id is already claimed, so a retry would be dropped anyway.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Config } from '../config.ts';
+import type { Logger } from '../logger.ts';
+import type { TelegramBot } from '../notify/telegram/bot.ts';
+import { constantTimeEqual } from '../security/tokens.ts';
+import type { TelegramChats } from '../store/telegram-chats.ts';
+import { InvalidSourceError } from '../timetable/errors.ts';
+import { parseSource, sourceKey } from '../timetable/source.ts';
+import { HttpError } from './errors.ts';
+import { type PersonalSessionDeps, readPersonalSession } from './personal-session.ts';
+import { readSubscriberOptions } from './subscriber-query.ts';
+
+/** The header Telegram sends the webhook's secret token in. */
+const SECRET_HEADER = 'x-telegram-bot-api-secret-token';
+
+type Query = Record<string, string | string[] | undefined>;
+
+/** What the Telegram routes read. */
+export type TelegramRouteDeps = PersonalSessionDeps & {
+  readonly config: Pick<Config, 'telegramWebhookUrl'>;
+  readonly notify: { readonly chats: Pick<TelegramChats, 'linkPayload' | 'oncePayload'> };
+  readonly logger: Pick<Logger, 'error' | 'warn'>;
+};
+
+/** Registers the routes; without a bot (`telegram` undefined) they answer 503 TELEGRAM_NOT_CONFIGURED. */
+export async function registerTelegramRoutes(
+  app: FastifyInstance,
+  ctx: TelegramRouteDeps,
+  telegram: TelegramBot | undefined,
+): Promise<void> {
+  app.get<{ Querystring: Query }>('/telegram/start', (request, reply) => start(ctx, telegram, request, reply));
+  app.post('/telegram/webhook', async (request, reply) => {
+    if (telegram === undefined || ctx.config.telegramWebhookUrl === undefined) throw notConfigured();
+    const given = request.headers[SECRET_HEADER];
+    if (typeof given !== 'string' || !constantTimeEqual(given, telegram.webhookSecret))
+      throw new HttpError('TELEGRAM_WEBHOOK_UNAUTHORIZED', {
+        en: 'this is not Telegram: the secret token header is missing or wrong',
+        ru: 'это не Telegram: заголовка с секретом нет или он неверен',
+      });
+    const update = request.body as { update_id?: unknown } | undefined;
+    if (typeof update !== 'object' || update === null || typeof update.update_id !== 'number')
+      throw new HttpError('INVALID_BODY', { en: 'not a Telegram update', ru: 'это не обновление Telegram' });
+    await telegram.ready();
+    try {
+      await telegram.bot.handleUpdate(update as Parameters<TelegramBot['bot']['handleUpdate']>[0]);
+    } catch (error) {
+      ctx.logger.error({ err: error, updateId: update.update_id }, 'a Telegram update failed');
+    }
+    return reply.code(200).send({});
+  });
+}
+
+async function start(
+  ctx: TelegramRouteDeps,
+  telegram: TelegramBot | undefined,
+  request: FastifyRequest<{ Querystring: Query }>,
+  reply: FastifyReply,
+): Promise<FastifyReply> {
+  if (telegram === undefined) throw notConfigured();
+  const text = request.query.source;
+  let source: string;
+  try {
+    source = sourceKey(parseSource(text));
+  } catch (error) {
+    if (!(error instanceof InvalidSourceError)) throw error;
+    throw new HttpError('INVALID_SOURCE', { en: error.message, ru: 'источник должен быть вида group:<номер>' });
+  }
+  let payload: string;
+  if (source.startsWith('personal:')) {
+    const session = await readPersonalSession(ctx, request);
+    if (session === undefined || session.subscription.source !== source)
+      throw new HttpError('SIGN_IN_REQUIRED', {
+        en: 'sign in first: this browser holds no such personal timetable',
+        ru: 'сначала войдите: в этом браузере нет такого личного расписания',
+      });
+    payload = await ctx.notify.chats.oncePayload(session.subscription.id);
+  } else {
+    const { options, refused } = readSubscriberOptions(request.query);
+    if (refused[0] !== undefined) throw refused[0];
+    payload = await ctx.notify.chats.linkPayload(source, options);
+  }
+  const username = await telegram.username();
+  if (username === undefined) throw notConfigured();
+  return reply
+    .code(303)
+    .header('location', `https://t.me/${encodeURIComponent(username)}?start=${payload}`)
+    .header('cache-control', 'no-store')
+    .send();
+}
+
+function notConfigured(): HttpError {
+  return new HttpError('TELEGRAM_NOT_CONFIGURED', {
+    en: 'the Telegram bot is not configured on this service, or Telegram cannot be reached now',
+    ru: 'Telegram-бот на этом сервисе не настроен или Telegram сейчас недоступен',
+  });
+}

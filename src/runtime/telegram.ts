@@ -1,0 +1,68 @@
+/**
+ * The Telegram bot of one process: built when `TELEGRAM_BOT_TOKEN` is set; a worker runs the poller (unless in
+ * webhook mode), an api process registers the webhook (in webhook mode) and links pages to the bot. Each part
+ * registers its stop step with the process's one shutdown.
+ */
+import { activateSource } from '../jobs/activation.ts';
+import { enqueueRefresh } from '../jobs/queues.ts';
+import { createTelegramBot, type TelegramBot } from '../notify/telegram/bot.ts';
+import { TelegramPoller } from '../notify/telegram/poller.ts';
+import type { ServiceContext } from './context.ts';
+import type { Shutdown } from './shutdown.ts';
+
+/** The process's bot, or undefined when no token is set. */
+export function openTelegram(context: ServiceContext): TelegramBot | undefined {
+  const { config } = context;
+  if (config.telegramBotToken === undefined) return undefined;
+  return createTelegramBot(
+    { ...config, telegramBotToken: config.telegramBotToken },
+    {
+      chats: context.notify.chats,
+      snapshots: context.snapshots,
+      subscriptions: context.subscriptions,
+      config,
+      redis: context.redis,
+      keys: context.keys,
+      logger: context.logger,
+      now: context.now,
+      // A chat's timetable is refreshed like a visited page's: made active, and fetched when it was not.
+      activate: async (source) => {
+        if (await context.registry.isActive(source)) return;
+        await activateSource(context, source);
+        await enqueueRefresh(context.queues, config, source, { reason: 'demand', now: context.now() });
+      },
+    },
+  );
+}
+
+/**
+ * Starts what this process does with the bot: a worker polls (one worker of the deployment at a time, under the
+ * poll lock) unless Telegram calls `TELEGRAM_WEBHOOK_URL`; an api process in webhook mode tells Telegram where.
+ */
+export function startTelegram(
+  context: ServiceContext,
+  telegram: TelegramBot,
+  roles: { api: boolean; worker: boolean },
+  shutdown: Shutdown,
+): void {
+  const { config, logger } = context;
+  if (config.telegramWebhookUrl === undefined) {
+    if (!roles.worker) return;
+    const poller = new TelegramPoller({
+      telegram,
+      redis: context.redis,
+      lockKey: context.keys.tgPollLock,
+      lockMs: config.telegramPollLockMs,
+      logger,
+    });
+    poller.start();
+    shutdown.add('telegram poller', () => poller.stop());
+    return;
+  }
+  if (!roles.api) return;
+  // In the background: a Telegram outage must not keep the pages from starting; the next start tries again.
+  telegram.setWebhook().then(
+    () => logger.info({}, 'Telegram webhook set'),
+    (error: unknown) => logger.error({ err: error }, 'could not set the Telegram webhook; updates do not arrive'),
+  );
+}
