@@ -39,7 +39,7 @@ export type OperationsRouteDeps = Parameters<typeof liveWorkers>[0] & {
   readonly config: Pick<Config, 'metricsToken'>;
   readonly redis: RedisClient;
   readonly registry: Pick<SourceRegistry, 'staleCount'>;
-  readonly queues: Pick<Queues, 'refresh' | 'push' | 'caldavPush' | 'schedule'>;
+  readonly queues: Pick<Queues, 'refresh' | 'push' | 'caldavPush' | 'schedule' | 'notify' | 'telegram' | 'webhook'>;
   readonly metrics: OperationsMetrics;
   readonly logger: Pick<Logger, 'debug'>;
 };
@@ -122,6 +122,9 @@ function plugGauges(ctx: OperationsRouteDeps): void {
       push: ctx.queues.push,
       'caldav-push': ctx.queues.caldavPush,
       schedule: ctx.queues.schedule,
+      notify: ctx.queues.notify,
+      telegram: ctx.queues.telegram,
+      webhook: ctx.queues.webhook,
     };
     const depths: Record<string, Record<string, number>> = {};
     try {

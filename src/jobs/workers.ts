@@ -1,6 +1,6 @@
 /**
  * The worker role's BullMQ workers: refresh (rate-limited over all workers), schedule, Google push, CalDAV
- * push, change notification fan-outs, and webhook deliveries.
+ * push, change notification fan-outs, Telegram messages (with a bot) and webhook deliveries.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -22,6 +22,7 @@ import { type PushDeps, pushProcessor } from './push.ts';
 import { RedisFullGuard } from './redis-full-guard.ts';
 import { discardUnknownDemand, type RefreshDeps, refreshProcessor } from './refresh.ts';
 import { ensureReconcileScheduler, type ScheduleDeps, scheduleProcessor } from './schedule.ts';
+import { type TelegramSendDeps, type TelegramSendTuning, telegramSendProcessor } from './telegram-send.ts';
 import { type SeedTermCountsDeps, seedTermCounts } from './term-starts.ts';
 import { type WebhookDeliveryDeps, webhookBackoff, webhookDeliveryProcessor } from './webhook-delivery.ts';
 
@@ -35,6 +36,7 @@ export type WorkersDeps = RefreshDeps &
   CalDavPushDeps &
   WebhookDeliveryDeps &
   NotifyFanoutDeps &
+  TelegramSendDeps &
   SeedTermCountsDeps &
   HeartbeatDeps &
   FeedFormsDeps & {
@@ -46,6 +48,7 @@ export type WorkersDeps = RefreshDeps &
       | 'googleRateLimit'
       | 'redisPrefix'
       | 'webhookAllowPrivate'
+      | 'telegramRateLimit'
     >;
     readonly redisOutage: RedisOutageLog;
   };
@@ -67,6 +70,8 @@ export interface WorkerTuning {
   webhookBackoffMs?: readonly number[];
   /** The deadline of one webhook delivery attempt (default 15 s). */
   webhookTimeoutMs?: number;
+  /** The Telegram send job's sender and lease (default: grammY at `TELEGRAM_API_ROOT`, 60 s). */
+  telegram?: TelegramSendTuning;
 }
 
 /** Running workers. */
@@ -128,7 +133,7 @@ export async function startWorkers(
       ctx.logger.warn({ err: failure, jobId: job?.id }, 'could not remove the refresh of an unknown source'),
     );
   });
-  const workers = [
+  const workers: Worker[] = [
     refresh,
     new Worker(QUEUE.schedule, scheduleProcessor(ctx), { ...base, concurrency: 4 }),
     // The limiter paces push starts and is what lets a Google rate limit pause the queue (`queue.rateLimit`).
@@ -152,6 +157,16 @@ export async function startWorkers(
       settings: { backoffStrategy: webhookBackoff(tuning.webhookBackoffMs) },
     }),
   ];
+  // Telegram allows about 30 messages a second per bot: the limiter holds all workers together under
+  // TELEGRAM_RATE_LIMIT, and a 429 pauses the queue for its retry_after (`queue.rateLimit`).
+  if (ctx.config.telegramBotToken !== undefined)
+    workers.push(
+      new Worker(QUEUE.telegram, telegramSendProcessor(ctx, tuning.telegram), {
+        ...base,
+        concurrency: 8,
+        limiter: limiterFor(ctx.config.telegramRateLimit),
+      }),
+    );
   const guard = new RedisFullGuard(workers, ctx.redis, ctx.config.redisPrefix, ctx.logger, tuning.redisFullProbeMs);
   for (const worker of workers) {
     // BullMQ passes on every failed attempt of its own connections (several a second per worker while Redis

@@ -114,7 +114,7 @@ describe('admin authentication', () => {
         .json()
         .queues.map((queue: { name: string }) => queue.name)
         .sort(),
-    ).toEqual(['caldav-push', 'push', 'refresh', 'schedule']);
+    ).toEqual(['caldav-push', 'notify', 'push', 'refresh', 'schedule', 'telegram', 'webhook']);
     const apiWithout = await server.inject({ method: 'GET', url: '/admin/queues/api/queues' });
     expect(apiWithout.statusCode).toBe(401);
   });

@@ -1,0 +1,64 @@
+/** Quiet hours: held messages wait for the morning in the university's zone, unless a class comes first. */
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.ts';
+import { deliverAt, MORNING_SPREAD_MS, quietUntil } from '../../src/notify/quiet-hours.ts';
+
+const ZONE = 'Europe/Moscow';
+const msk = (local: string) => Date.parse(`${local}+03:00`);
+const NIGHT = { fromMinute: 23 * 60, toMinute: 7 * 60 };
+
+describe('deliverAt', () => {
+  it('sends at once outside the quiet hours, and with none', () => {
+    const now = msk('2025-10-15T12:00');
+    expect(deliverAt([{ startsAt: msk('2025-10-20T10:10') }], now, NIGHT, ZONE)).toBe(now);
+    expect(deliverAt([], msk('2025-10-15T23:30'), undefined, ZONE)).toBe(msk('2025-10-15T23:30'));
+  });
+
+  it('holds a message until 07:00 local, before and after midnight', () => {
+    const item = [{ startsAt: msk('2025-10-20T10:10') }];
+    expect(deliverAt(item, msk('2025-10-15T23:00'), NIGHT, ZONE)).toBe(msk('2025-10-16T07:00'));
+    expect(deliverAt(item, msk('2025-10-16T03:15'), NIGHT, ZONE)).toBe(msk('2025-10-16T07:00'));
+    expect(deliverAt(item, msk('2025-10-16T07:00'), NIGHT, ZONE)).toBe(msk('2025-10-16T07:00'));
+  });
+
+  it('sends at once when a class it tells of starts before the morning', () => {
+    const now = msk('2025-10-16T01:00');
+    const items = [{ startsAt: msk('2025-10-20T10:10') }, { startsAt: msk('2025-10-16T06:30') }];
+    expect(deliverAt(items, now, NIGHT, ZONE)).toBe(now);
+  });
+
+  it('spreads held messages over a few minutes, the same for one chat every time', () => {
+    const now = msk('2025-10-16T01:00');
+    const item = [{ startsAt: msk('2025-10-20T10:10') }];
+    const times = ['1', '2', '3', '4', '5'].map((chat) => deliverAt(item, now, NIGHT, ZONE, chat));
+    for (const time of times) {
+      expect(time).toBeGreaterThanOrEqual(msk('2025-10-16T07:00'));
+      expect(time).toBeLessThan(msk('2025-10-16T07:00') + MORNING_SPREAD_MS);
+    }
+    expect(new Set(times).size).toBeGreaterThan(1);
+    expect(deliverAt(item, now, NIGHT, ZONE, '3')).toBe(times[2]);
+  });
+
+  it('reads daytime windows and the zone', () => {
+    const lunch = { fromMinute: 13 * 60, toMinute: 14 * 60 + 30 };
+    expect(quietUntil(msk('2025-10-15T13:10'), lunch, ZONE)).toBe(msk('2025-10-15T14:30'));
+    expect(quietUntil(msk('2025-10-15T14:30'), lunch, ZONE)).toBeUndefined();
+    // 23:30 in Yekaterinburg (UTC+5) is 21:30 in Moscow.
+    expect(quietUntil(msk('2025-10-15T21:30'), NIGHT, 'Asia/Yekaterinburg')).toBe(msk('2025-10-16T05:00'));
+  });
+});
+
+describe('NOTIFY_QUIET_HOURS', () => {
+  it('defaults to 23-07 and reads minutes and off', () => {
+    expect(loadConfig({}).notifyQuietHours).toEqual(NIGHT);
+    expect(loadConfig({ NOTIFY_QUIET_HOURS: '22:30-08:15' }).notifyQuietHours).toEqual({
+      fromMinute: 22 * 60 + 30,
+      toMinute: 8 * 60 + 15,
+    });
+    expect(loadConfig({ NOTIFY_QUIET_HOURS: 'off' }).notifyQuietHours).toBeUndefined();
+  });
+
+  it.each(['24-07', '23', '7-7', 'night'])('refuses %j', (value) => {
+    expect(() => loadConfig({ NOTIFY_QUIET_HOURS: value })).toThrow(/NOTIFY_QUIET_HOURS: must be off or two/);
+  });
+});
