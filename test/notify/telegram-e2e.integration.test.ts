@@ -355,7 +355,7 @@ describe('Telegram change notifications through the running service', () => {
     expect(telegram.messages(chat)).toHaveLength(before);
   }, 60_000);
 
-  it('holds a message in quiet hours until they end', async () => {
+  it('holds a message in quiet hours until they end, but not one about a class before then', async () => {
     // Quiet hours from this local hour for two hours. The class meets on another weekday (chosen so), at 08:00 at
     // the earliest: its next meeting starts after they end, so the message waits for their end.
     const zone = ctx.config.timezone;
@@ -388,5 +388,55 @@ describe('Telegram change notifications through the running service', () => {
     await job?.promote();
     await waitUntil(() => changeMessages(quiet).length === 1, 'the held message', 20_000);
     expect(changeMessages(quiet)[0]).toContain(`→ ${newRoom}`);
+
+    // A class added for an hour from now starts before the quiet hours end: that is told at once.
+    const soon = zonedParts(Date.now() + 3_600_000, zone);
+    const later = zonedParts(Date.now() + 3_600_000 + 30 * 60_000, zone);
+    const template = (await (await fetch(`${sim.url}/_sim/entries/${entry.id}`)).json()) as Record<string, unknown>;
+    const { id: _id, ...fields } = template;
+    const added = await fetch(`${sim.url}/_sim/entries`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        ...fields,
+        subject_name: 'Срочная консультация',
+        start_day_schedule: soon.date,
+        finish_day_schedule: soon.date,
+        day_week_schedule: soon.weekday,
+        type_week_schedule: 0,
+        begin_time_schedule: soon.time,
+        end_time_schedule: later.date === soon.date ? later.time : '23:59',
+        total_time_schedule: `${soon.time}-${later.date === soon.date ? later.time : '23:59'}`,
+        time_interval_id: null,
+      }),
+    });
+    expect(added.status).toBe(201);
+    await resync(source);
+    await waitUntil(() => changeMessages(quiet).length === 2, 'the message about the class before morning', 20_000);
+    expect(changeMessages(quiet)[1]).toContain(`${soon.time} Срочная консультация`);
+    expect(changeMessages(quiet)[1]).toContain('новое занятие');
   }, 90_000);
 });
+
+/** The local date, ISO weekday and HH:MM of `at` in `zone`. */
+function zonedParts(at: number, zone: string): { date: string; weekday: number; time: string } {
+  const parts = Object.fromEntries(
+    new Intl.DateTimeFormat('en-US', {
+      timeZone: zone,
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      weekday: 'short',
+      hour: '2-digit',
+      minute: '2-digit',
+      hourCycle: 'h23',
+    })
+      .formatToParts(new Date(at))
+      .map((part) => [part.type, part.value]),
+  );
+  return {
+    date: `${parts.year}-${parts.month}-${parts.day}`,
+    weekday: ['Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat', 'Sun'].indexOf(parts.weekday ?? '') + 1,
+    time: `${parts.hour}:${parts.minute}`,
+  };
+}
