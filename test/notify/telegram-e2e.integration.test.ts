@@ -308,6 +308,28 @@ describe('Telegram change notifications through the running service', () => {
     expect(told[0]).toContain(`→ ${newRoom}`);
   }, 90_000);
 
+  it('tells a change once with three workers, only one of them polling Telegram', async () => {
+    const before = changeMessages(chat).length;
+    const since = Date.now();
+    const extra = [await startRole('worker'), await startRole('worker')];
+    try {
+      const newRoom = nextRoom();
+      await patchEntry(entry.id, { num_auditorium_schedule: newRoom });
+      await resync(source);
+      await waitUntil(() => changeMessages(chat).length === before + 1, 'the change message', 20_000);
+      await new Promise((wake) => setTimeout(wake, 3_000));
+      await settled();
+      const told = changeMessages(chat).slice(before);
+      expect(told).toHaveLength(1);
+      expect(told[0]).toContain(`→ ${newRoom}`);
+      // The bot still answers, and getUpdates never met a second poller (Telegram's 409 Conflict).
+      expect(await say(chat, '/help')).toContain('/stop');
+      expect(telegram.calls('getUpdates').filter((call) => call.at >= since && call.status === 409)).toEqual([]);
+    } finally {
+      for (const role of extra) await stopRole(role);
+    }
+  }, 90_000);
+
   it('drops a chat that blocked the bot, and tells the others', async () => {
     const blocked = 5002;
     const payload = await payloadFromPage();
