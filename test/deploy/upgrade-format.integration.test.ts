@@ -227,7 +227,10 @@ describe.for(files.map((file) => [basename(file), file] as const))('upgrading th
     expect(recovered.answer.stale).toBeUndefined();
     expect(readEvents(recovered.body.toString('utf8'))).toEqual(staleEvents);
     expect(await adminGet(`/admin/sources/${stale}/changes`)).toMatchObject(fixture.answers.changes[stale] as object);
-    expect(await ctx.redis.scard(ctx.keys.pushOwed)).toBe(0);
+    // None of these owes a push. (The teacher's first refresh on the new wording may be publishing right now:
+    // it owes one for a moment, and is the next test's.)
+    const owed = await ctx.redis.smembers(ctx.keys.pushOwed);
+    expect(owed.filter((source) => [group, personal, stale].includes(source))).toEqual([]);
     expect(await queuedPushes()).toEqual([]);
   });
 
