@@ -5,8 +5,14 @@
 import type { FeedValidators } from '../store/feed-store.ts';
 import { codingEtag, type FeedEncoding } from './negotiate.ts';
 
-/** How long calendar apps and proxies may keep a feed without asking again. */
-const MAX_AGE_SECONDS = 300;
+/**
+ * How long a shared cache (deploy/nginx.conf's proxy) and calendar apps may keep a public feed without asking
+ * again. 30 s keeps a published change at most 30 s behind the api at the proxy, inside the minute we promise,
+ * with room for the proxy's background revalidation; asking again costs a 304 without a body once a copy is held.
+ */
+export const PUBLIC_MAX_AGE_SECONDS = 30;
+/** How long the one calendar app holding a personal feed may keep it (no shared cache may keep it at all). */
+export const PERSONAL_MAX_AGE_SECONDS = 300;
 
 /** Flat `[name, value, name, value, …]` lists, one per coding, public or personal. */
 type HeaderLists = Partial<Record<`${FeedEncoding} ${boolean}`, readonly string[]>>;
@@ -35,7 +41,7 @@ export function feedHeaders(feed: FeedValidators, encoding: FeedEncoding, person
     new Date(feed.lastModified).toUTCString(),
     // Personal feeds must not sit in shared caches: their URL is the only secret protecting them.
     'cache-control',
-    `${personal ? 'private' : 'public'}, max-age=${MAX_AGE_SECONDS}`,
+    personal ? `private, max-age=${PERSONAL_MAX_AGE_SECONDS}` : `public, max-age=${PUBLIC_MAX_AGE_SECONDS}`,
     'vary',
     'Accept-Encoding',
   ];

@@ -32,7 +32,7 @@ describe('a stored feed', () => {
     expect(response.headers['content-type']).toBe('text/calendar; charset=utf-8');
     expect(response.headers.etag).toBe(feed.etag);
     expect(response.headers['last-modified']).toBe('Wed, 01 Oct 2025 12:00:00 GMT');
-    expect(response.headers['cache-control']).toBe('public, max-age=300');
+    expect(response.headers['cache-control']).toBe('public, max-age=30');
     expect(response.headers.vary).toBe('Accept-Encoding');
     expect(response.headers['content-encoding']).toBeUndefined();
     expect(response.headers['x-timetable-stale']).toBeUndefined();
@@ -99,7 +99,7 @@ describe('a stored feed', () => {
       expect(response.statusCode, ifNoneMatch).toBe(304);
       expect(response.rawPayload.length).toBe(0);
       expect(response.headers.etag).toBe(gz);
-      expect(response.headers['cache-control']).toBe('public, max-age=300');
+      expect(response.headers['cache-control']).toBe('public, max-age=30');
     }
     expect((await get(FEED_URL, { 'if-none-match': br, 'accept-encoding': 'identity' })).headers.etag).toBe(feed.etag);
     expect((await get(FEED_URL, { 'if-none-match': '"nope", W/"other"' })).statusCode).toBe(200);
