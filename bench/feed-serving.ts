@@ -1,31 +1,35 @@
 /**
- * Benchmark of feed serving (the goal: "feed serving ≥ 0.9× nginx, plain and gzip: same feed, same bytes, one core
- * each, alternating rounds; also report brotli and If-None-Match → 304 rates").
+ * Benchmark of feed serving. Goals: the api ≥ 0.9× a bare `node:http` server sending the same prebuilt bytes
+ * (the service at Node's own floor), and the shipped caching proxy in front of the api ≥ 0.9× nginx serving
+ * the same bytes as static files (public feeds at nginx speed on any machine); both plain and gzip. `304`s
+ * (If-None-Match) are reported beside them.
  *
  * Setup: a private redis-server, the simulator (in this process: it is idle while we measure), and the
  * service as child processes, `timetable-sync api` and `timetable-sync worker` (the worker fetches the feed
  * once on demand, then idles). The feed of a group of median size is requested once, so that it is
- * published and in the api's memory cache, and its exact bytes (identity, and the service's own gzip) are
- * written to a temp folder that nginx serves with `sendfile` and `gzip_static`.
- *
- * Three servers answer the same feed: the service (its fast path in front of fastify answers it:
- * src/serving/feed-fast-path.ts), the service's fastify routes (the same URL with a query they ignore,
- * `?via=routes`, which the fast path leaves to fastify: the same bytes and headers, so before and after in one
- * run), and nginx.
- * Codings: identity, gzip, br (Debian's nginx-light has no brotli module: the service's br rate is reported
- * alone) and 304s: `If-None-Match` with each server's own ETag of the gzip body.
+ * published and in the api's memory cache; its exact bytes and headers (identity, and the service's own gzip)
+ * are what the other servers send. Four servers answer the same feed:
+ * - **api**: the service's fast path (src/serving/feed-fast-path.ts);
+ * - **bare node**: a `node:http` process sending the api's bytes and headers, prebuilt (support/bare-feed-server.ts):
+ *   Node's floor, so that api / bare node is the service's own cost whatever the machine;
+ * - **proxy**: `deploy/run-proxy`, the shipped nginx config, in front of the api; every measured run starts
+ *   with a probe that must answer `X-Cache-Status: HIT`, and the api's CPU during the proxy's runs is reported
+ *   (near zero when the proxy answers from its cache);
+ * - **nginx static**: nginx serving the same bytes as files (`sendfile`, `gzip_static` with the service's
+ *   gzip bytes next to the file, ETag on), so that plain, gzip and `304` compare like for like.
+ * Every server answers 200 with the api's exact bytes in both codings and 304 to its own ETag before anything is
+ * timed. bare node / nginx static is the machine's figure of the day: how fast Node is against nginx here.
  *
  * How the 2 cores are shared, and which numbers are the headline:
- * - Unpinned (headline): the node api process is one event loop, so it uses at most one core for serving
- *   (V8's GC helper threads aside); nginx runs `worker_processes 1`, also one core, like for like. wrk runs
- *   with 2 threads and takes whatever the server leaves; both servers face the same competition.
- * - Pinned: the server (api process, or nginx master and worker) on CPU 0, wrk with 1 thread on CPU 1, so
- *   that the load tool never steals the server's core. Cleaner, but a single wrk thread can become the limit.
- * - `worker_processes auto` (2 workers on 2 cores) is reported for reference only: the api's equivalent would
- *   be two api processes, and then wrk has no core left at all.
+ * - Unpinned (headline): each server is one process or one nginx worker, so it uses one core for serving; wrk
+ *   runs with 2 threads and takes whatever the server leaves; every server faces the same competition.
+ * - Pinned: the server (the api or bare node process, or nginx's master and worker) on CPU 0, wrk with 1 thread
+ *   on CPU 1, so that the load tool never steals the server's core. Cleaner, but one wrk thread can be the limit.
  * Every wrk run gets a 2 s warm-up first; the servers' runs alternate round by round, so that drift in the
- * machine's speed hits all alike; we report the median of the rounds and the ratio of the medians.
+ * machine's speed hits all alike; we report the median of the rounds and the ratio of the medians. Every child
+ * (redis, api, worker, bare node, both nginx) is stopped at the end, on failure and on Ctrl-C.
  */
+import { spawn } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
@@ -38,25 +42,34 @@ import {
   type RawResponse,
   rawRequest,
   serviceEnvironment,
+  sleep,
   spawnRole,
+  stopChild,
   tempDir,
 } from '../testkit/processes.ts';
+import { answerHeaders, type BareAnswers } from './support/bare-feed-server.ts';
 import { CpuMeter, processCpuSeconds } from './support/cpu.ts';
-import { hasCommand, pin, runWrk, startNginx, type WrkOptions } from './support/load.ts';
+import { hasCommand, pin, runWrk, startNginx, startProxy, type WrkOptions } from './support/load.ts';
 
 const ROUNDS = 3;
 const SECONDS = 10;
 const WARM_UP_SECONDS = 2;
 const CONNECTIONS = 64;
 const GZIP = { 'Accept-Encoding': 'gzip' };
-const BROTLI = { 'Accept-Encoding': 'br' };
+const BARE_SERVER = join(import.meta.dirname, 'support/bare-feed-server.ts');
+const NAMES = ['api', 'bare node', 'proxy', 'nginx static'] as const;
+type Name = (typeof NAMES)[number];
 
-/** One server under load; `pids` for pinning; `headers` sent with each of its requests. */
+/** One server under load; `pids` for pinning and CPU; `headers` sent with each of its requests. */
 interface Target {
-  name: string;
+  name: Name;
   url: string;
   pids: () => Promise<number[]>;
   headers?: Record<string, string>;
+  /** Run before each measured run with the run's headers: throws unless the server is ready to be timed. */
+  ready?: (headers: Record<string, string>) => Promise<void>;
+  /** Processes behind the server (the api behind the proxy), whose CPU during its runs is reported. */
+  behind?: () => Promise<number[]>;
 }
 
 /** Options of {@link runFeedServingBenchmark}, for investigations (`npm run bench` passes none). */
@@ -88,18 +101,13 @@ interface Servers {
   group: { id: number; entryCount: number };
   plain: Buffer;
   gzipped: Buffer;
-  brotli: Buffer;
-  /** The ETags of the gzip body, the service's and nginx's own. */
-  etags: { service: string; nginx: string };
-  service: Target;
-  /** The service's fastify routes: the same feed by a URL the fast path leaves to them. */
-  routes: Target;
-  nginx: Target;
-  nginxAuto: Target;
+  targets: Record<Name, Target & { etag: string }>;
+  /** How many probes before the proxy's measured runs answered each X-Cache-Status. */
+  cacheStatuses: Map<string, number>;
   apiStderr: () => string;
 }
 
-/** Redis, simulator, api and worker; one feed published and copied to nginx's folder; both checked. */
+/** Redis, simulator, api and worker; one feed published; the other three servers started on its bytes; all checked. */
 async function startServers(cleanup: Cleanup, options: FeedServingOptions): Promise<Servers> {
   const dir = await tempDir(cleanup, 'feeds');
   const redisUrl = await privateRedis(cleanup, join(dir, 'redis'));
@@ -119,113 +127,202 @@ async function startServers(cleanup: Cleanup, options: FeedServingOptions): Prom
   const gzipped = await getUntilOk(`${api.url}${path}`, GZIP);
   if (gzipped.headers['content-encoding'] !== 'gzip')
     throw new Error('the service did not answer gzip to Accept-Encoding: gzip');
-  const brotli = await getUntilOk(`${api.url}${path}`, BROTLI);
-  if (brotli.headers['content-encoding'] !== 'br')
-    throw new Error('the service did not answer br to Accept-Encoding: br');
-  const routesUrl = `${api.url}${path}?via=routes`;
-  await checkSameAnswer(routesUrl, [plain, gzipped, brotli]);
+  const apiEtag = String(gzipped.headers.etag);
+
+  const bare = await startBareNode(cleanup, join(dir, 'bare'), api.url, path, plain, gzipped);
   const root = join(dir, 'www');
   await mkdir(join(root, 'feeds/groups'), { recursive: true });
   await writeFile(join(root, path), plain.body);
   await writeFile(join(root, `${path}.gz`), gzipped.body);
   const nginx = await startNginx(cleanup, dir, root, 1);
-  const nginxAuto = await startNginx(cleanup, dir, root, 'auto');
-  const nginxEtag = await checkSameBytes(`${nginx.url}${path}`, plain.body, gzipped.body);
-  const etags = { service: String(gzipped.headers.etag), nginx: nginxEtag };
-  await checkNotModified(`${api.url}${path}`, etags.service);
-  await checkNotModified(routesUrl, etags.service);
+  const proxy = await startProxy(cleanup, join(dir, 'proxy'), api.url);
+  const cacheStatuses = new Map<string, number>();
+  // Until the proxy holds both codings, its answers are MISSes: fill its cache before anything is compared.
+  for (const headers of [{}, GZIP]) await proxyHit(`${proxy.url}${path}`, headers, new Map());
+
+  const etags = {
+    api: apiEtag,
+    bare: await checkSameBytes('bare node', `${bare.url}${path}`, plain.body, gzipped.body),
+    nginx: await checkSameBytes('nginx static', `${nginx.url}${path}`, plain.body, gzipped.body),
+    proxy: await checkSameBytes('proxy', `${proxy.url}${path}`, plain.body, gzipped.body),
+  };
+  await checkNotModified(`${api.url}${path}`, etags.api);
+  await checkNotModified(`${bare.url}${path}`, etags.bare);
   await checkNotModified(`${nginx.url}${path}`, etags.nginx);
+  await checkNotModified(`${proxy.url}${path}`, etags.proxy);
+  const apiPids = async () => [api.pid];
   return {
     group,
     plain: plain.body,
     gzipped: gzipped.body,
-    brotli: brotli.body,
-    etags,
-    service: { name: 'service', url: `${api.url}${path}`, pids: async () => [api.pid] },
-    routes: { name: 'routes', url: routesUrl, pids: async () => [api.pid] },
-    nginx: { name: 'nginx', url: `${nginx.url}${path}`, pids: nginx.pids },
-    nginxAuto: { name: 'nginx auto', url: `${nginxAuto.url}${path}`, pids: nginxAuto.pids },
+    targets: {
+      api: { name: 'api', url: `${api.url}${path}`, pids: apiPids, etag: etags.api },
+      'bare node': { name: 'bare node', url: `${bare.url}${path}`, pids: bare.pids, etag: etags.bare },
+      proxy: {
+        name: 'proxy',
+        url: `${proxy.url}${path}`,
+        pids: proxy.pids,
+        etag: etags.proxy,
+        ready: (headers) => proxyHit(`${proxy.url}${path}`, headers, cacheStatuses),
+        behind: apiPids,
+      },
+      'nginx static': { name: 'nginx static', url: `${nginx.url}${path}`, pids: nginx.pids, etag: etags.nginx },
+    },
+    cacheStatuses,
     apiStderr: api.stderr,
   };
 }
 
+/**
+ * Starts the bare `node:http` server with the api's own answers for `path` (200 and 304, plain and gzip), taken
+ * from the api itself, so that only the work around the bytes differs.
+ */
+async function startBareNode(
+  cleanup: Cleanup,
+  dir: string,
+  apiUrl: string,
+  path: string,
+  plain: RawResponse,
+  gzipped: RawResponse,
+): Promise<{ url: string; pids: () => Promise<number[]> }> {
+  await mkdir(dir, { recursive: true });
+  const coded = async (name: string, answer: RawResponse, headers: Record<string, string>) => {
+    const etag = String(answer.headers.etag);
+    const notModified = await rawRequest(`${apiUrl}${path}`, { headers: { ...headers, 'If-None-Match': etag } });
+    if (notModified.status !== 304) throw new Error(`the api answered ${notModified.status} to If-None-Match`);
+    const bodyFile = join(dir, name);
+    await writeFile(bodyFile, answer.body);
+    return {
+      ok: { headers: answerHeaders(answer.headers), bodyFile },
+      notModified: { headers: answerHeaders(notModified.headers) },
+      etag,
+    };
+  };
+  const answers: BareAnswers = { plain: await coded('plain', plain, {}), gzip: await coded('gzip', gzipped, GZIP) };
+  const file = join(dir, 'answers.json');
+  await writeFile(file, JSON.stringify(answers));
+  const child = spawn(process.execPath, [BARE_SERVER, file], { stdio: ['ignore', 'pipe', 'pipe'] });
+  cleanup.add(`bare node ${child.pid}`, () => stopChild(child));
+  let errors = '';
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (errors += chunk));
+  const url = await new Promise<string>((done, fail) => {
+    let out = '';
+    const timer = setTimeout(() => fail(new Error(`bare node did not start within 10 s: ${errors}`)), 10_000);
+    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+      out += chunk;
+      const match = / is running on (http:\/\/\S+)/.exec(out);
+      if (match?.[1]) {
+        clearTimeout(timer);
+        done(match[1]);
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      fail(new Error(`bare node exited (${code}) before it was ready: ${errors}`));
+    });
+  });
+  return { url, pids: async () => [child.pid ?? 0] };
+}
+
+/**
+ * Asks the proxy for `url` until it answers from its cache (`X-Cache-Status: HIT`; a copy past its max-age
+ * answers EXPIRED, REVALIDATED or UPDATING once, then HIT again); counts every status seen in `seen`.
+ */
+async function proxyHit(url: string, headers: Record<string, string>, seen: Map<string, number>): Promise<void> {
+  const statuses: string[] = [];
+  for (let attempt = 0; attempt < 20; attempt += 1) {
+    const answer = await rawRequest(url, { headers });
+    const status = String(answer.headers['x-cache-status'] ?? 'none');
+    statuses.push(`${answer.status} ${status}`);
+    seen.set(status, (seen.get(status) ?? 0) + 1);
+    if (status === 'HIT') return;
+    await sleep(100);
+  }
+  throw new Error(`the proxy did not answer ${url} from its cache: ${statuses.join(', ')}`);
+}
+
 async function measure(cleanup: Cleanup, options: FeedServingOptions): Promise<Record<string, number | string>> {
   const servers = await startServers(cleanup, options);
-  const { group, plain, gzipped, brotli, etags, service, routes, nginx: single, nginxAuto: auto } = servers;
+  const { group, plain, gzipped, targets } = servers;
+  const all = NAMES.map((name) => targets[name]);
   const cpu = new CpuMeter();
   await cpu.start();
   const load = loadAverage();
   const rounds = options.rounds ?? ROUNDS;
   const unpinned: WrkOptions = { threads: 2, connections: CONNECTIONS, seconds: SECONDS };
-  const identity = await compare(rounds, [service, routes, single, auto], unpinned);
-  const gzip = await compare(rounds, [service, routes, single], { ...unpinned, headers: GZIP });
-  const br = await compare(rounds, [service, routes], { ...unpinned, headers: BROTLI });
+  const identity = await compare(rounds, all, unpinned);
+  const gzip = await compare(rounds, all, { ...unpinned, headers: GZIP });
   const notModified = await compare(
     rounds,
-    [
-      { ...service, headers: { ...GZIP, 'If-None-Match': etags.service } },
-      { ...routes, headers: { ...GZIP, 'If-None-Match': etags.service } },
-      { ...single, headers: { ...GZIP, 'If-None-Match': etags.nginx } },
-    ],
+    all.map((target) => ({ ...target, headers: { ...GZIP, 'If-None-Match': target.etag } })),
     unpinned,
   );
   const pinned: WrkOptions = { threads: 1, connections: CONNECTIONS, seconds: SECONDS, cpus: '1' };
-  const pinnedIdentity = await compare(rounds, [service, single], pinned, '0');
-  const pinnedGzip = await compare(rounds, [service, single], { ...pinned, headers: GZIP }, '0');
+  const pinnedIdentity = await compare(rounds, all, pinned, '0');
+  const pinnedGzip = await compare(rounds, all, { ...pinned, headers: GZIP }, '0');
   const used = await cpu.stop();
+  const endLoad = loadAverage();
   const warnings = servers.apiStderr().trim();
-  return {
+  // A list, not an object: the key '304' would come first in an object's order.
+  const answers: [string, Comparison][] = [
+    ['plain', identity],
+    ['gzip', gzip],
+    ['304', notModified],
+    ['pinned plain', pinnedIdentity],
+    ['pinned gzip', pinnedGzip],
+  ];
+  process.stderr.write(table(answers));
+  const behind = [identity, gzip, notModified, pinnedIdentity, pinnedGzip].reduce(
+    (sum, comparison) => ({
+      seconds: sum.seconds + comparison.behindSeconds('proxy'),
+      requests: sum.requests + comparison.requests('proxy'),
+    }),
+    { seconds: 0, requests: 0 },
+  );
+  const figures: Record<string, number | string> = {
     group: group.id,
     'group entries': group.entryCount,
     'feed bytes': plain.length,
     'feed gzip bytes': gzipped.length,
-    'feed br bytes': brotli.length,
-    wrk: `-t2 -c${CONNECTIONS} -d${SECONDS}s, ${rounds} rounds, median; pinned: server on CPU 0, wrk -t1 on CPU 1`,
-    'service req/s': identity.rate('service'),
-    'routes req/s': identity.rate('routes'),
-    'nginx req/s': identity.rate('nginx'),
-    'ratio service/nginx': identity.ratio('service', 'nginx'),
-    'ratio routes/nginx': identity.ratio('routes', 'nginx'),
-    'CPU µs/request service / routes / nginx': perRequest(identity),
-    'CPU ratio service/nginx': identity.cpuRatio('service', 'nginx'),
-    'gzip service req/s': gzip.rate('service'),
-    'gzip routes req/s': gzip.rate('routes'),
-    'gzip nginx req/s': gzip.rate('nginx'),
-    'gzip ratio service/nginx': gzip.ratio('service', 'nginx'),
-    'gzip ratio routes/nginx': gzip.ratio('routes', 'nginx'),
-    'gzip CPU µs/request service / routes / nginx': perRequest(gzip),
-    'gzip CPU ratio service/nginx': gzip.cpuRatio('service', 'nginx'),
-    'gzip CPU ratio routes/nginx': gzip.cpuRatio('routes', 'nginx'),
-    'br service req/s': br.rate('service'),
-    'br routes req/s': br.rate('routes'),
-    'br CPU µs/request service / routes': `${br.cpu('service')} / ${br.cpu('routes')}`,
-    '304 service req/s': notModified.rate('service'),
-    '304 routes req/s': notModified.rate('routes'),
-    '304 nginx req/s': notModified.rate('nginx'),
-    '304 ratio service/nginx': notModified.ratio('service', 'nginx'),
-    '304 ratio routes/nginx': notModified.ratio('routes', 'nginx'),
-    '304 CPU µs/request service / routes / nginx': perRequest(notModified),
-    '304 CPU ratio service/nginx': notModified.cpuRatio('service', 'nginx'),
-    'pinned service req/s': pinnedIdentity.rate('service'),
-    'pinned nginx req/s': pinnedIdentity.rate('nginx'),
-    'pinned ratio service/nginx': pinnedIdentity.ratio('service', 'nginx'),
-    'pinned gzip service req/s': pinnedGzip.rate('service'),
-    'pinned gzip nginx req/s': pinnedGzip.rate('nginx'),
-    'pinned gzip ratio service/nginx': pinnedGzip.ratio('service', 'nginx'),
-    'nginx worker_processes auto req/s': identity.rate('nginx auto'),
-    'ratio service/nginx auto': identity.ratio('service', 'nginx auto'),
-    'service p99 ms': identity.p99('service'),
-    'nginx p99 ms': identity.p99('nginx'),
+    wrk: `-t2 -c${CONNECTIONS} -d${SECONDS}s after ${WARM_UP_SECONDS}s warm-up, ${rounds} rounds, median; pinned: server on CPU 0, wrk -t1 on CPU 1`,
+  };
+  for (const [answer, comparison] of answers) {
+    for (const name of NAMES) figures[`${answer} ${name} req/s`] = comparison.rate(name);
+    figures[`${answer} ratio api/bare node`] = comparison.ratio('api', 'bare node');
+    figures[`${answer} ratio proxy/nginx static`] = comparison.ratio('proxy', 'nginx static');
+    figures[`${answer} ratio bare node/nginx static`] = comparison.ratio('bare node', 'nginx static');
+    figures[`${answer} ratio api/nginx static`] = comparison.ratio('api', 'nginx static');
+    figures[`${answer} CPU µs/request ${NAMES.join(' / ')}`] = NAMES.map((name) => comparison.cpu(name)).join(' / ');
+  }
+  return {
+    ...figures,
+    'proxy X-Cache-Status of the probes before its runs': [...servers.cacheStatuses]
+      .map(([status, count]) => `${status} ${count}`)
+      .join(', '),
+    'api CPU during the proxy runs (s, µs per proxy request)': `${behind.seconds.toFixed(2)}, ${((behind.seconds * 1e6) / behind.requests).toFixed(2)}`,
     'CPU cores used by the benchmark / by other processes': `${used.ours} / ${used.others}`,
-    'load average (1 min) at start / end': `${load} / ${loadAverage()}`,
-    'target ratio': '≥ 0.9 plain and gzip',
+    'load average (1 min) at start / end': `${load} / ${endLoad}`,
+    'target ratio': 'api/bare node ≥ 0.9 and proxy/nginx static ≥ 0.9, plain and gzip',
     ...(warnings === '' ? {} : { 'api stderr': warnings.slice(0, 500) }),
   };
 }
 
-/** The CPU cost per request of the service, its routes and nginx, as `a / b / c` µs. */
-function perRequest(comparison: Comparison): string {
-  return ['service', 'routes', 'nginx'].map((name) => comparison.cpu(name)).join(' / ');
+/** The human-readable summary: req/s of each server per answer, and the ratios that carry the goals. */
+function table(answers: readonly [string, Comparison][]): string {
+  const header = ['answer', ...NAMES.map((name) => `${name} req/s`), 'api/bare', 'proxy/nginx', 'bare/nginx'];
+  const rows = answers.map(([answer, c]) => [
+    answer,
+    ...NAMES.map((name) => String(c.rate(name))),
+    c.ratio('api', 'bare node').toFixed(3),
+    c.ratio('proxy', 'nginx static').toFixed(3),
+    c.ratio('bare node', 'nginx static').toFixed(3),
+  ]);
+  const widths = header.map((cell, column) => Math.max(cell.length, ...rows.map((row) => (row[column] ?? '').length)));
+  const line = (cells: readonly string[]) =>
+    cells
+      .map((cell, column) => (column === 0 ? cell.padEnd(widths[column] ?? 0) : cell.padStart(widths[column] ?? 0)))
+      .join('  ');
+  return `\nfeed-serving (goals: api/bare ≥ 0.9, proxy/nginx ≥ 0.9, plain and gzip; proxy runs each began with an X-Cache-Status: HIT probe)\n${[line(header), ...rows.map(line)].join('\n')}\n\n`;
 }
 
 /** The 1-minute load average, to 2 decimals: how busy the machine was. */
@@ -245,39 +342,21 @@ async function medianGroup(simulatorUrl: string): Promise<{ id: number; entryCou
 }
 
 /**
- * nginx must answer 200 with exactly the service's bytes, in both encodings, before anything is timed; resolves
- * to nginx's ETag of the gzip body.
+ * `name` must answer 200 with exactly the api's bytes, in both codings, before anything is timed; resolves to its
+ * ETag of the gzip body.
  */
-async function checkSameBytes(url: string, plain: Buffer, gzipped: Buffer): Promise<string> {
+async function checkSameBytes(name: string, url: string, plain: Buffer, gzipped: Buffer): Promise<string> {
   const identity = await rawRequest(url);
-  if (identity.status !== 200 || !identity.body.equals(plain))
-    throw new Error(
-      `nginx answered ${identity.status} with ${identity.body.length} bytes; the service ${plain.length}`,
-    );
+  if (identity.status !== 200 || identity.headers['content-encoding'] !== undefined || !identity.body.equals(plain))
+    throw new Error(`${name} answered ${identity.status} with ${identity.body.length} bytes; the api ${plain.length}`);
   const gzip = await rawRequest(url, { headers: GZIP });
   if (gzip.status !== 200 || gzip.headers['content-encoding'] !== 'gzip' || !gzip.body.equals(gzipped)) {
     throw new Error(
-      `nginx gzip_static answered ${gzip.status} (${String(gzip.headers['content-encoding'])}) with ${gzip.body.length} bytes; the service ${gzipped.length}`,
+      `${name} answered gzip with ${gzip.status} (${String(gzip.headers['content-encoding'])}) and ${gzip.body.length} bytes; the api ${gzipped.length}`,
     );
   }
-  if (typeof gzip.headers.etag !== 'string') throw new Error('nginx sent no ETag with the gzip body');
+  if (typeof gzip.headers.etag !== 'string') throw new Error(`${name} sent no ETag with the gzip body`);
   return gzip.headers.etag;
-}
-
-/** The service's routes (`url`) must answer each coding with the bytes and headers the fast path sent. */
-async function checkSameAnswer(url: string, expected: readonly RawResponse[]): Promise<void> {
-  for (const answer of expected) {
-    const encoding = answer.headers['content-encoding'];
-    const headers = typeof encoding === 'string' ? { 'Accept-Encoding': encoding } : {};
-    const got = await rawRequest(url, { headers });
-    const same = (name: string) => got.headers[name] === answer.headers[name];
-    if (
-      got.status !== 200 ||
-      !got.body.equals(answer.body) ||
-      !['etag', 'content-encoding', 'content-length'].every(same)
-    )
-      throw new Error(`${url} (${String(encoding ?? 'identity')}) did not answer as the service's fast path did`);
-  }
 }
 
 /** `url` must answer 304 to a gzip request with `etag` in If-None-Match before its rate is timed. */
@@ -289,18 +368,19 @@ async function checkNotModified(url: string, etag: string): Promise<void> {
 /** Medians of one comparison, by target name. */
 interface Comparison {
   rate(name: string): number;
-  p99(name: string): number;
   /** rate(a) / rate(b), to 3 decimals. */
   ratio(a: string, b: string): number;
   /** CPU time the server used per request, in µs (its own processes only, every thread). */
   cpu(name: string): number;
-  /** cpu(b) / cpu(a), to 3 decimals: a's rate relative to b's if each had one core to itself. */
-  cpuRatio(a: string, b: string): number;
+  /** Requests answered in all measured runs of `name`. */
+  requests(name: string): number;
+  /** CPU-seconds the processes behind `name` used during its measured runs. */
+  behindSeconds(name: string): number;
 }
 
 /**
- * Measures each target in turn, round after round, and returns the median req/s, p99 latency and CPU per
- * request of each. With `serverCpus`, each target is pinned there while it is measured.
+ * Measures each target in turn, round after round, and returns the median req/s and CPU per request of each.
+ * With `serverCpus`, each target is pinned there while it is measured.
  */
 async function compare(
   rounds: number,
@@ -309,34 +389,57 @@ async function compare(
   serverCpus?: string,
 ): Promise<Comparison> {
   const rates = new Map<string, number[]>(targets.map((target) => [target.name, []]));
-  const p99 = new Map<string, number[]>(targets.map((target) => [target.name, []]));
   const cpu = new Map<string, number[]>(targets.map((target) => [target.name, []]));
+  const requests = new Map<string, number>();
+  const behind = new Map<string, number>();
   for (let round = 0; round < rounds; round += 1) {
     for (const target of targets) {
       if (serverCpus !== undefined) await pin(await target.pids(), serverCpus);
       try {
         const own = { ...options, headers: { ...options.headers, ...target.headers } };
         await runWrk(target.url, { ...own, seconds: WARM_UP_SECONDS });
+        await target.ready?.(own.headers);
         const pids = await target.pids();
-        const before = await processCpuSeconds(pids);
+        const behindPids = (await target.behind?.()) ?? [];
+        const before = await cpuByPid(pids);
+        const behindBefore = await cpuByPid(behindPids);
         const result = await runWrk(target.url, own);
-        const used = (await processCpuSeconds(pids)) - before;
+        const used = await cpuSince(before);
+        const usedBehind = await cpuSince(behindBefore);
         if (result.errors > 0) throw new Error(`${target.name}: ${result.errors} errors or non-2xx answers under load`);
         rates.get(target.name)?.push(result.requestsPerSecond);
-        p99.get(target.name)?.push(result.latencyP99Ms);
         cpu.get(target.name)?.push((used * 1e6) / result.requests);
+        requests.set(target.name, (requests.get(target.name) ?? 0) + result.requests);
+        behind.set(target.name, (behind.get(target.name) ?? 0) + usedBehind);
       } finally {
         if (serverCpus !== undefined) await pin(await target.pids(), `0-${cpus().length - 1}`);
       }
     }
   }
   const rate = (name: string) => Math.round(median(rates.get(name) ?? [Number.NaN]));
-  const cpuOf = (name: string) => Number(median(cpu.get(name) ?? [Number.NaN]).toFixed(1));
   return {
     rate,
-    p99: (name) => Number(median(p99.get(name) ?? [Number.NaN]).toFixed(2)),
     ratio: (a, b) => Number((rate(a) / rate(b)).toFixed(3)),
-    cpu: cpuOf,
-    cpuRatio: (a, b) => Number((cpuOf(b) / cpuOf(a)).toFixed(3)),
+    cpu: (name) => Number(median(cpu.get(name) ?? [Number.NaN]).toFixed(1)),
+    requests: (name) => requests.get(name) ?? 0,
+    behindSeconds: (name) => behind.get(name) ?? 0,
   };
+}
+
+/** The CPU-seconds used so far by each of `pids`. */
+async function cpuByPid(pids: readonly number[]): Promise<Map<number, number>> {
+  return new Map(await Promise.all(pids.map(async (pid) => [pid, await processCpuSeconds([pid])] as const)));
+}
+
+/**
+ * CPU-seconds used since `before` by the processes it holds that are still there: nginx's cache loader exits a
+ * minute after the proxy starts, and its time is not the serving's.
+ */
+async function cpuSince(before: Map<number, number>): Promise<number> {
+  let used = 0;
+  for (const [pid, then] of before) {
+    const now = await processCpuSeconds([pid]);
+    if (Number.isFinite(now) && Number.isFinite(then)) used += now - then;
+  }
+  return used;
 }

@@ -1,10 +1,11 @@
 /**
  * The load-test side of the feed-serving benchmark: Debian's nginx serving a static file from a config of
- * our own, wrk as the one load tool for both servers, and CPU pinning with taskset.
+ * our own, the shipped proxy (deploy/run-proxy), wrk as the one load tool for every server, and CPU pinning
+ * with taskset.
  */
 import { execFile, spawn } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from '../../src/runtime/embedded-redis.ts';
 import { type Cleanup, sleep, stopChild } from '../../testkit/processes.ts';
@@ -30,8 +31,9 @@ export interface RunningNginx {
 
 /**
  * Starts nginx in the foreground on a free loopback port serving `root`: no access log, sendfile, keep-alive
- * without a request limit (wrk keeps its connections for the whole run), and `gzip_static` so that a
- * `.gz` next to a file is sent as is to clients that accept gzip. Every path nginx writes is under `dir`.
+ * without a request limit (wrk keeps its connections for the whole run), `gzip_static` so that a `.gz` next
+ * to a file is sent as is to clients that accept gzip, and ETags (nginx's default, said so: the benchmark's
+ * `304`s need them). Every path nginx writes is under `dir`.
  */
 export async function startNginx(
   cleanup: Cleanup,
@@ -53,6 +55,7 @@ events { worker_connections 1024; }
 http {
   access_log off;
   sendfile on;
+  etag on;
   tcp_nopush on;
   tcp_nodelay on;
   keepalive_timeout 65;
@@ -86,6 +89,57 @@ http {
     await sleep(50);
   }
   return { url, pids: async () => [master.pid ?? 0, ...(await childrenOf(master.pid ?? 0))] };
+}
+
+const RUN_PROXY = resolve(import.meta.dirname, '../../deploy/run-proxy');
+
+/**
+ * Starts the shipped proxy, `deploy/run-proxy`, in the foreground on a free loopback port in front of `apiUrl`,
+ * with one worker, its cache, logs and temp files under `dir`: the configuration users get, access log included. `pids()` are the wrapper and every process under it (nginx's master and
+ * workers); all are stopped at cleanup, the nginx ones by pid should the wrapper leave them behind.
+ */
+export async function startProxy(cleanup: Cleanup, dir: string, apiUrl: string): Promise<RunningNginx> {
+  const port = await freePort();
+  await mkdir(dir, { recursive: true });
+  // One worker, as the static nginx it is compared with.
+  const args = ['--listen', `127.0.0.1:${port}`, '--api', apiUrl, '--dir', dir, '--workers', '1'];
+  const wrapper = spawn(RUN_PROXY, args, {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  const seen = new Set<number>();
+  const pids = async () => {
+    const all = [wrapper.pid ?? 0, ...(await descendantsOf(wrapper.pid ?? 0))];
+    for (const pid of all) seen.add(pid);
+    return all;
+  };
+  cleanup.add(`run-proxy ${wrapper.pid}`, async () => {
+    await pids();
+    await stopChild(wrapper);
+    for (const pid of seen) {
+      try {
+        process.kill(pid, 'SIGTERM');
+      } catch {
+        // Already gone, as it should be.
+      }
+    }
+  });
+  let errors = '';
+  wrapper.stderr?.setEncoding('utf8').on('data', (chunk: string) => (errors = (errors + chunk).slice(-8_000)));
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 15_000;
+  while (!(await answers(url))) {
+    if (wrapper.exitCode !== null || Date.now() > deadline) throw new Error(`run-proxy did not start: ${errors}`);
+    await sleep(50);
+  }
+  await pids();
+  return { url, pids };
+}
+
+/** Every process below `pid`, children first. */
+async function descendantsOf(pid: number): Promise<number[]> {
+  const children = await childrenOf(pid);
+  const below = await Promise.all(children.map((child) => descendantsOf(child)));
+  return [...children, ...below.flat()];
 }
 
 async function answers(url: string): Promise<boolean> {
