@@ -101,7 +101,7 @@ describe('docker-compose.yml', () => {
     const config = readFileSync(join(root, 'deploy/nginx.conf'), 'utf8');
     // Every access log names our format (the image's default, `main`, records $request with the token).
     const logs = [...config.matchAll(/^\s*access_log\s+([^;]+);/gm)].map((match) => match[1]?.trim());
-    expect(logs.sort()).toEqual(['/dev/stdout masked', 'off']);
+    expect(logs.sort()).toEqual(['/dev/stdout masked buffer=32k flush=1s', 'off']);
     const format = /log_format masked ((?:'[^']*'\s*)+);/.exec(config)?.[1] ?? '';
     expect(format).toContain('$loggable_uri');
     for (const leaky of ['$request ', '$request"', '$request_uri', '$args', '$query_string', '$http_referer', '$uri'])
