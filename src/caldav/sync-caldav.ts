@@ -24,8 +24,7 @@
 import type { Logger } from '../logger.ts';
 import { TargetRemovedError } from '../push/errors.ts';
 import { emptyCounts, LanePool } from '../push/lane-pool.ts';
-import { DELETE_REFUSED, diffPush, FOREIGN, parseRefused, refusedMarker } from '../push/push-diff.ts';
-import { REFUSAL_RETRY_MS } from '../push/refusal-tally.ts';
+import { DELETE_REFUSED, diffPush, FOREIGN, parseRefused } from '../push/push-diff.ts';
 import type { RefusalExample, SyncCounts } from '../store/target-record.ts';
 import type { CalDavClient, DesiredResource, RemoteResource, RemoveOutcome } from './caldav-client.ts';
 import {
@@ -108,7 +107,9 @@ class CalDavSyncRun {
   constructor(options: CalDavSyncOptions) {
     this.options = options;
     this.now = (options.now ?? Date.now)();
-    this.lanes = new LanePool(options);
+    const record = (id: string, value: string) => this.record(id, value);
+    const isRefusal = (error: unknown) => error instanceof ResourceRefusedError;
+    this.lanes = new LanePool({ ...options, isRefusal, record, counts: this.counts, now: this.now });
   }
 
   async run(): Promise<SyncCounts> {
@@ -211,19 +212,8 @@ class CalDavSyncRun {
   }
 
   /** One resource's write; a refusal is indexed against that version instead of stopping the push. */
-  private async write(resource: DesiredResource, operation: () => Promise<void>): Promise<void> {
-    try {
-      await operation();
-    } catch (error) {
-      if (!(error instanceof ResourceRefusedError)) throw error;
-      this.refused(resource.id, error);
-      await this.record(resource.id, refusedMarker(resource.hash, this.now + REFUSAL_RETRY_MS));
-    }
-  }
-
-  private refused(id: string, error: ResourceRefusedError): void {
-    this.lanes.refused(id, error);
-    this.counts.refused += 1;
+  private write(resource: DesiredResource, operation: () => Promise<void>): Promise<void> {
+    return this.lanes.refusable(resource.id, resource.hash, operation);
   }
 
   private href(id: string): string {
@@ -344,14 +334,10 @@ class CalDavSyncRun {
    * no longer ours is only forgotten. A refused delete waits like a refused write.
    */
   private async remove(id: string, known: string | undefined): Promise<void> {
-    try {
-      const etag = parseOwned(known ?? FOREIGN)?.etag ?? '';
+    const etag = parseOwned(known ?? FOREIGN)?.etag ?? '';
+    await this.lanes.refusable(id, DELETE_REFUSED, async () => {
       await this.deleteOurs(id, etag === '' ? undefined : etag, MAX_RESOLVES);
-    } catch (error) {
-      if (!(error instanceof ResourceRefusedError)) throw error;
-      this.refused(id, error);
-      await this.record(id, refusedMarker(DELETE_REFUSED, this.now + REFUSAL_RETRY_MS));
-    }
+    });
   }
 
   /** Deletes `id` with `etag`, or after reading it when undefined; answers whether it was deleted now. */

@@ -9,10 +9,9 @@ import type { Logger } from '../logger.ts';
 import type { DesiredEvent } from '../push/desired-events.ts';
 import { TargetRemovedError } from '../push/errors.ts';
 import { emptyCounts, LanePool } from '../push/lane-pool.ts';
-import { CANCELLED, carryRefusals, DELETE_REFUSED, diffPush, FOREIGN, refusedMarker } from '../push/push-diff.ts';
-import { REFUSAL_RETRY_MS } from '../push/refusal-tally.ts';
+import { CANCELLED, carryRefusals, DELETE_REFUSED, diffPush, FOREIGN } from '../push/push-diff.ts';
 import type { RefusalExample, SyncCounts } from '../store/target-record.ts';
-import type { CalendarClient, DeleteOutcome, EventMarker, RemoteEvent } from './calendar-client.ts';
+import type { CalendarClient, EventMarker, RemoteEvent } from './calendar-client.ts';
 import { EventExistsError, EventMissingError, EventRefusedError, GooglePermanentError } from './errors.ts';
 import { indexFromRemote } from './remote-index.ts';
 
@@ -73,7 +72,9 @@ class SyncRun {
   constructor(options: SyncOptions) {
     this.options = options;
     this.now = options.now();
-    this.lanes = new LanePool(options);
+    const record = (id: string, value: string) => this.record(id, value);
+    const isRefusal = (error: unknown) => error instanceof EventRefusedError;
+    this.lanes = new LanePool({ ...options, isRefusal, record, counts: this.counts, now: this.now });
   }
 
   async run(): Promise<SyncCounts> {
@@ -88,7 +89,7 @@ class SyncRun {
     // Deletions of cancelled classes matter to people more than revivals and new events, so they come early.
     const operations = [
       ...diff.patch.map((event) => () => this.write(event, () => this.patch(event, true))),
-      ...diff.remove.map((id) => () => this.remove(id)),
+      ...diff.remove.map((id) => () => this.lanes.refusable(id, DELETE_REFUSED, () => this.remove(id))),
       ...diff.revive.map((event) => () => this.write(event, () => this.revive(event))),
       ...diff.insert.map((event) => () => this.write(event, () => this.insert(event, true))),
     ];
@@ -145,22 +146,9 @@ class SyncRun {
       );
   }
 
-  /**
-   * One event's write; a permanent refusal is indexed against that version of the event instead of stopping the push.
-   */
-  private async write(event: DesiredEvent, operation: () => Promise<void>): Promise<void> {
-    try {
-      await operation();
-    } catch (error) {
-      if (!(error instanceof EventRefusedError)) throw error;
-      this.refused(event.id, error);
-      await this.record(event.id, refusedMarker(event.hash, this.now + REFUSAL_RETRY_MS));
-    }
-  }
-
-  private refused(eventId: string, error: EventRefusedError): void {
-    this.lanes.refused(eventId, error);
-    this.counts.refused += 1;
+  /** One event's write; a permanent refusal is indexed against that version instead of stopping the push. */
+  private write(event: DesiredEvent, operation: () => Promise<void>): Promise<void> {
+    return this.lanes.refusable(event.id, event.hash, operation);
   }
 
   private async insert(event: DesiredEvent, mayPatch: boolean): Promise<void> {
@@ -243,20 +231,13 @@ class SyncRun {
 
   /**
    * Deletes an event; Google keeps it as cancelled, and so does the index, so that it comes back in one write.
-   * A refused delete is indexed as refused ({@link DELETE_REFUSED}) and waits like a refused write, so that
-   * deletes Google keeps refusing cannot stop every push before its other writes.
+   * A refused delete is indexed as refused ({@link DELETE_REFUSED}, by the lane pool) and waits like a refused
+   * write, so that deletes Google keeps refusing cannot stop every push before its other writes.
    */
   private async remove(eventId: string): Promise<void> {
     const { calendar, calendarId } = this.options;
     this.writing('delete');
-    let outcome: DeleteOutcome;
-    try {
-      outcome = await calendar.deleteEvent(calendarId, eventId);
-    } catch (error) {
-      if (!(error instanceof EventRefusedError)) throw error;
-      this.refused(eventId, error);
-      return this.record(eventId, refusedMarker(DELETE_REFUSED, this.now + REFUSAL_RETRY_MS));
-    }
+    const outcome = await calendar.deleteEvent(calendarId, eventId);
     if (outcome === 'deleted') this.lanes.succeeded();
     if (outcome === 'missing') this.deleteMissed = true;
     await this.record(eventId, CANCELLED);

@@ -2,10 +2,13 @@
  * The pool of lanes a push runs its writes in, for every calendar kind: at most `concurrency` operations in
  * flight, none started once the run must stop (an error, an abort, the refusal breaker tripped), nor while the
  * refusals hold the run. A held run decides once every lane is idle: it goes on from where it stopped if a write
- * in flight succeeded, and stops if none did (the calendar refuses us, not one event).
+ * in flight succeeded, and stops if none did (the calendar refuses us, not one event). A refusal of one item is
+ * indexed against the version refused and waits {@link REFUSAL_RETRY_MS}, so one bad event never holds up the
+ * others.
  */
 import type { RefusalExample, SyncCounts } from '../store/target-record.ts';
-import { RefusalTally } from './refusal-tally.ts';
+import { refusedMarker } from './push-diff.ts';
+import { REFUSAL_RETRY_MS, RefusalTally } from './refusal-tally.ts';
 
 /** What a pool is told by the push it serves. */
 export interface LanePoolOptions {
@@ -15,6 +18,14 @@ export interface LanePoolOptions {
   signal?: AbortSignal | undefined;
   /** Called for every refusal of this push as it happens, whether the push then completes or fails. */
   onRefusal?: ((example: RefusalExample) => void) | undefined;
+  /** Whether `error` is the kind's refusal of one item (the calendar can still take the others). */
+  isRefusal(error: unknown): error is Error;
+  /** Writes one index entry (a refusal marker), as the push records its writes. */
+  record(id: string, value: string): Promise<void>;
+  /** The push's counts: `refused` goes up with every refusal. */
+  counts: SyncCounts;
+  /** When the push started (epoch ms): a refusal is tried again {@link REFUSAL_RETRY_MS} later. */
+  now: number;
 }
 
 /** The counts of a push before it did anything. */
@@ -86,10 +97,21 @@ export class LanePool {
     this.refusals.succeeded();
   }
 
-  /** Notes that the calendar refused the write of `id` for good, and reports it. */
-  refused(id: string, error: Error): void {
-    this.refusals.add(id, error);
-    this.options.onRefusal?.({ eventId: id, message: error.message });
+  /**
+   * Runs one item's write (version `hash` of item `id`; `DELETE_REFUSED` for its delete). A refusal of it is
+   * counted, reported and indexed against that version instead of stopping the push; any other error is thrown.
+   */
+  async refusable(id: string, hash: string, write: () => Promise<void>): Promise<void> {
+    const { options } = this;
+    try {
+      await write();
+    } catch (error) {
+      if (!options.isRefusal(error)) throw error;
+      this.refusals.add(id, error);
+      options.counts.refused += 1;
+      options.onRefusal?.({ eventId: id, message: error.message });
+      await options.record(id, refusedMarker(hash, options.now + REFUSAL_RETRY_MS));
+    }
   }
 
   /**

@@ -10,7 +10,7 @@ import type { Occurrence } from '../timetable/types.ts';
 import { type DesiredEvent, desiredEvents } from './desired-events.ts';
 import { type Diffable, diffPush } from './push-diff.ts';
 
-/** What {@link loadPublishedOccurrences} and {@link loadPublished} use: the published timetable, feed settings. */
+/** What {@link loadPublishedAs} and {@link loadPublished} use: the published timetable and the feed settings. */
 export interface PublishedDeps {
   readonly config: FeedSettings;
   readonly snapshots: Pick<SnapshotStore, 'load'>;
@@ -26,27 +26,26 @@ export interface PendingChanges {
 }
 
 /**
- * The published feed's classes of `source` (read from the stored snapshot and publication, never from the
- * university: one fetch per source feeds every target, whatever their number), and the timetable's name;
- * undefined before the first publication.
+ * What a target of `source` should hold, as the items `desire` makes of the published feed's classes (read from
+ * the stored snapshot and publication, never from the university: one fetch per source feeds every target,
+ * whatever their number), and the timetable's name; undefined before the first publication.
  */
-export async function loadPublishedOccurrences(
+export async function loadPublishedAs<T>(
   ctx: PublishedDeps,
   source: SourceKey,
-): Promise<{ occurrences: Occurrence[]; name: string } | undefined> {
+  desire: (occurrences: Occurrence[]) => T[],
+): Promise<{ desired: T[]; name: string } | undefined> {
   const { snapshot, published } = await ctx.snapshots.load(source);
   if (!snapshot || !published) return undefined;
-  return { occurrences: feedOccurrences(snapshot, published, ctx.config), name: snapshot.name };
+  return { desired: desire(feedOccurrences(snapshot, published, ctx.config)), name: snapshot.name };
 }
 
 /** The events a target of `source` should hold, and the published timetable's name; undefined before publication. */
-export async function loadPublished(
+export function loadPublished(
   ctx: PublishedDeps,
   source: SourceKey,
 ): Promise<{ desired: DesiredEvent[]; name: string } | undefined> {
-  const published = await loadPublishedOccurrences(ctx, source);
-  if (published === undefined) return undefined;
-  return { desired: desiredEvents(published.occurrences, ctx.config.cancelledTitlePrefix), name: published.name };
+  return loadPublishedAs(ctx, source, (occurrences) => desiredEvents(occurrences, ctx.config.cancelledTitlePrefix));
 }
 
 /**
