@@ -22,6 +22,7 @@ const LAYERS = [
   ['config.ts'], // one typed configuration from one table of settings
   ['store'], // every Redis store, keys.ts, and their .lua scripts
   ['feeds'], // ICS rendering and the publication diff (pure)
+  ['push'], // the push core of every calendar kind: the diff, desired events, the lane pool, refusals (no kind's API)
   ['google', 'caldav', 'notify'], // push to Google and CalDAV; tell of changes (Telegram, webhooks)
   ['jobs'], // the job contract, one file per job, one failure policy
   ['subscriptions'], // the use cases people start: sign-up, credentials, connecting Google

@@ -3,8 +3,8 @@
  * live events before and after, compared by id and owned fields, and the calendar checked against the desired
  * events of the published feed.
  */
-import type { DesiredEvent } from '../src/google/calendar-client.ts';
-import { HASH_KEY, MARKER_KEY } from '../src/google/desired-events.ts';
+import { HASH_KEY, MARKER_KEY } from '../src/google/event-marker.ts';
+import type { DesiredEvent } from '../src/push/desired-events.ts';
 import type { FakeEvent, FakeGoogle } from './fake-google/index.ts';
 
 /** A marked live event reduced to what we own: its fields as one comparable text, and our digest. */

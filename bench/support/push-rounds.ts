@@ -5,9 +5,8 @@
  * feed's change record; write calls come from the fake's counters.
  */
 import { feedOccurrences } from '../../src/feeds/build-feed.ts';
-import type { DesiredEvent } from '../../src/google/calendar-client.ts';
-import { desiredEvents } from '../../src/google/desired-events.ts';
 import { enqueuePush } from '../../src/jobs/queues.ts';
+import { type DesiredEvent, desiredEvents } from '../../src/push/desired-events.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import type { ChangeRecord } from '../../src/timetable/publication.ts';
 import type { SourceKey } from '../../src/timetable/source.ts';

@@ -128,7 +128,7 @@ export interface DesiredResource {
   uid: string;
   /** The whole resource: VCALENDAR with VTIMEZONE and one VEVENT carrying our marker and hash, CRLF, folded. */
   ics: string;
-  /** Digest of the fields we own (`X-TIMETABLE-SYNC-HASH`), as google/desired-events.ts digests them. */
+  /** Digest of the fields we own (`X-TIMETABLE-SYNC-HASH`), as push/desired-events.ts digests them. */
   hash: string;
 }
 

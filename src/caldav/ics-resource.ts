@@ -11,8 +11,8 @@
  */
 import { createHash } from 'node:crypto';
 import { foldLines } from '../feeds/fold-lines.ts';
-import { fieldsHash, ownedFields } from '../google/desired-events.ts';
-import { eventIdFor } from '../google/event-id.ts';
+import { fieldsHash, ownedFields } from '../push/desired-events.ts';
+import { eventIdFor } from '../push/event-id.ts';
 import { shownSummary } from '../timetable/event-text.ts';
 import type { Occurrence } from '../timetable/types.ts';
 import { vtimezone } from '../timetable/vtimezone.ts';

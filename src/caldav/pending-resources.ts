@@ -1,10 +1,8 @@
 /**
  * What a CalDAV target's calendar is missing: the next push's writes, computed from Redis alone (no request to
- * the server), as google/pending-changes.ts does for Google: the published feed's resources against the
- * target's index, planned by the same pure `diffPush`.
+ * the server): the published feed's resources against the target's index, counted by push/pending-changes.ts.
  */
-import type { PendingChanges } from '../google/pending-changes.ts';
-import { diffPush } from '../google/push-diff.ts';
+import { type PendingChanges, pendingOf } from '../push/pending-changes.ts';
 import type { SourceKey } from '../timetable/source.ts';
 import { loadPublishedResources, type PublishedResourcesDeps } from './published-resources.ts';
 import { projectHashes } from './resource-index.ts';
@@ -27,11 +25,5 @@ export async function caldavPendingChanges(
 ): Promise<PendingChanges | null> {
   const published = await loadPublishedResources(ctx, source);
   if (published === undefined) return null;
-  const diff = diffPush(published.desired, projectHashes(await ctx.caldav.index(targetId).read()), ctx.now());
-  return {
-    insert: diff.insert.length + diff.revive.length,
-    patch: diff.patch.length,
-    delete: diff.remove.length,
-    refused: diff.refused,
-  };
+  return pendingOf(published.desired, projectHashes(await ctx.caldav.index(targetId).read()), ctx.now());
 }

@@ -1,15 +1,15 @@
 /**
  * What a CalDAV push knows of the resources it wrote: resource id (`tts-…`, the name stem) → one value. For a
  * resource of ours, `"<hash> <etag>"`: the digest of the fields we last wrote and the ETag the server answered
- * (the conditional writes need it; '' when the server sent none). Otherwise one of the Google push's markers
- * (google/push-diff.ts), so that its pure `diffPush` plans CalDAV pushes too: {@link FOREIGN} (the name is taken
+ * (the conditional writes need it; '' when the server sent none). Otherwise one of the push core's markers
+ * (push/push-diff.ts), so that its pure `diffPush` plans CalDAV pushes too: {@link FOREIGN} (the name is taken
  * by a resource we did not write) and `!refused:<hash>:<retryAt>` (the server refused that version for good).
  * `CANCELLED` is never written: a CalDAV DELETE really deletes, and a name can be created again.
  *
  * Digests are base64url and never hold a space; an ETag may (a quoted string), so the value splits at its first
  * space only. Markers start with `!`, which no digest does.
  */
-import { FOREIGN, parseRefused, REFUSED_PREFIX, refusedMarker } from '../google/push-diff.ts';
+import { FOREIGN, parseRefused, REFUSED_PREFIX, refusedMarker } from '../push/push-diff.ts';
 import { RESOURCE_PREFIX } from './caldav-client.ts';
 
 export { FOREIGN, parseRefused, REFUSED_PREFIX, refusedMarker };
@@ -59,7 +59,7 @@ export function hrefFor(calendarUrl: string, id: string): string {
   return `${calendarUrl}${id}.ics`;
 }
 
-/** Our resource names: the prefix, then base32hex (google/event-id.ts), then `.ics`. */
+/** Our resource names: the prefix, then base32hex (push/event-id.ts), then `.ics`. */
 const OUR_NAME = new RegExp(`^(${RESOURCE_PREFIX}[0-9a-v]+)\\.ics$`);
 
 /**

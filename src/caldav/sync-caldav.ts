@@ -1,8 +1,8 @@
 /**
  * One CalDAV push: bring a calendar collection in line with the desired resources, writing only the difference
- * and touching only resources of ours (named `tts-*.ics` and carrying our marker with this source). The twin of
- * google/sync-target.ts: the same diff (google/push-diff.ts, over the index's digests), the same pool of lanes,
- * the same refusal tally and counts; what differs is CalDAV's conditional writes.
+ * and touching only resources of ours (named `tts-*.ics` and carrying our marker with this source). Over the push
+ * core as google/sync-target.ts is: the same diff (push/push-diff.ts, over the index's digests), the same pool of
+ * lanes and refusal tally (push/lane-pool.ts), the same counts; what differs is CalDAV's conditional writes.
  *
  * - A create sends `If-None-Match: *`. Its 412 means the name exists: ours (an earlier write whose index entry was
  *   lost, e.g. a worker killed between the PUT and the index write) is recorded, or merged and updated when it
@@ -21,10 +21,10 @@
  * Every successful write updates the index at once, so a crash loses at most the writes in flight, and those are
  * found again through the deterministic names (a create answering 412) or the next reconcile.
  */
-import { TargetRemovedError } from '../google/errors.ts';
-import { DELETE_REFUSED, diffPush, FOREIGN, parseRefused, refusedMarker } from '../google/push-diff.ts';
-import { RefusalTally } from '../google/refusal-tally.ts';
 import type { Logger } from '../logger.ts';
+import { TargetRemovedError } from '../push/errors.ts';
+import { emptyCounts, LanePool } from '../push/lane-pool.ts';
+import { DELETE_REFUSED, diffPush, FOREIGN, parseRefused } from '../push/push-diff.ts';
 import type { RefusalExample, SyncCounts } from '../store/target-record.ts';
 import type { CalDavClient, DesiredResource, RemoteResource, RemoveOutcome } from './caldav-client.ts';
 import {
@@ -78,9 +78,6 @@ export interface CalDavSyncOptions {
   now?: (() => number) | undefined;
 }
 
-/** How long a refused version waits before it is tried again (a changed version: at once). */
-export const REFUSAL_RETRY_MS = 24 * 60 * 60_000;
-
 /**
  * Rounds of "412 → read back → merge → write with the new ETag" per resource and push before it is left for
  * the push's retry: a person editing the same event again and again should not hold a push forever, nor make
@@ -101,27 +98,18 @@ export async function syncCaldav(options: CalDavSyncOptions): Promise<SyncCounts
 class CalDavSyncRun {
   private readonly options: CalDavSyncOptions;
   private readonly now: number;
-  private readonly counts: SyncCounts = {
-    desired: 0,
-    inserted: 0,
-    patched: 0,
-    revived: 0,
-    deleted: 0,
-    unchanged: 0,
-    conflicts: 0,
-    refused: 0,
-    writes: 0,
-    reads: 0,
-  };
+  private readonly counts: SyncCounts = emptyCounts();
   private readonly conflictIds: string[] = [];
-  private readonly refusals = new RefusalTally();
-  private stopError: unknown;
+  private readonly lanes: LanePool;
   /** Resources that kept changing on the server while we merged: the push fails with this once done. */
   private contention: CalDavTransientError | undefined;
 
   constructor(options: CalDavSyncOptions) {
     this.options = options;
     this.now = (options.now ?? Date.now)();
+    const record = (id: string, value: string) => this.record(id, value);
+    const isRefusal = (error: unknown) => error instanceof ResourceRefusedError;
+    this.lanes = new LanePool({ ...options, isRefusal, record, counts: this.counts, now: this.now });
   }
 
   async run(): Promise<SyncCounts> {
@@ -135,15 +123,13 @@ class CalDavSyncRun {
     counts.desired = new Set(options.desired.map((resource) => resource.id)).size;
     // Deletes go first: a duplicate of ours holding a UID makes the server refuse (409) to create the UID's
     // rightful name, and deletions of cancelled classes matter to people more than new events anyway.
-    await this.pool(diff.remove.map((id) => () => this.remove(id, index.get(id))));
-    await this.pool([
+    await this.lanes.run(diff.remove.map((id) => () => this.remove(id, index.get(id))));
+    await this.lanes.run([
       ...diff.patch.map((resource) => () => this.write(resource, () => this.update(resource, index.get(resource.id)))),
       ...diff.insert.map((resource) => () => this.write(resource, () => this.create(resource, MAX_RESOLVES))),
     ]);
     this.report();
-    if (this.stopError === undefined && options.signal?.aborted)
-      this.stopError = options.signal.reason ?? new Error('push aborted');
-    const stop = this.stopError ?? this.refusals.stopError() ?? this.contention;
+    const stop = this.lanes.stopReason() ?? this.contention;
     if (stop !== undefined) {
       options.log.debug({ ...counts }, 'CalDAV push stopped before it was complete');
       throw stop;
@@ -210,36 +196,6 @@ class CalDavSyncRun {
     }
   }
 
-  /**
-   * Runs operations with at most `concurrency` in flight, starting none once the run must stop, nor while the
-   * refusals hold the run (see google/sync-target.ts).
-   */
-  private async pool(operations: (() => Promise<void>)[]): Promise<void> {
-    let next = 0;
-    const lane = async () => {
-      while (next < operations.length && !this.stopping() && !this.refusals.holding()) {
-        const operation = operations[next] as () => Promise<void>;
-        next += 1;
-        try {
-          await operation();
-        } catch (error) {
-          this.stopError ??= error;
-        }
-      }
-    };
-    for (;;) {
-      const lanes = Math.max(1, Math.min(this.options.concurrency ?? 4, operations.length - next));
-      await Promise.all(Array.from({ length: lanes }, lane));
-      if (!this.refusals.holding() || this.stopping() || !this.refusals.resume()) return;
-    }
-  }
-
-  private stopping(): boolean {
-    return (
-      this.stopError !== undefined || this.refusals.stopError() !== undefined || this.options.signal?.aborted === true
-    );
-  }
-
   private report(): void {
     const { log } = this.options;
     if (this.conflictIds.length > 0)
@@ -247,7 +203,7 @@ class CalDavSyncRun {
         { conflicts: this.counts.conflicts, examples: this.conflictIds },
         'resource names or UIDs taken by resources this service did not write; left alone',
       );
-    const { count, examples } = this.refusals;
+    const { count, examples } = this.lanes.refusals;
     if (count > 0)
       log.warn(
         { refused: count, examples },
@@ -256,20 +212,8 @@ class CalDavSyncRun {
   }
 
   /** One resource's write; a refusal is indexed against that version instead of stopping the push. */
-  private async write(resource: DesiredResource, operation: () => Promise<void>): Promise<void> {
-    try {
-      await operation();
-    } catch (error) {
-      if (!(error instanceof ResourceRefusedError)) throw error;
-      this.refused(resource.id, error);
-      await this.record(resource.id, refusedMarker(resource.hash, this.now + REFUSAL_RETRY_MS));
-    }
-  }
-
-  private refused(id: string, error: ResourceRefusedError): void {
-    this.refusals.add(id, error);
-    this.counts.refused += 1;
-    this.options.onRefusal?.({ eventId: id, message: error.message });
+  private write(resource: DesiredResource, operation: () => Promise<void>): Promise<void> {
+    return this.lanes.refusable(resource.id, resource.hash, operation);
   }
 
   private href(id: string): string {
@@ -287,7 +231,7 @@ class CalDavSyncRun {
       if (error instanceof UidConflictError) return this.conflict(resource.id);
       throw error;
     }
-    this.refusals.succeeded();
+    this.lanes.succeeded();
     await this.record(resource.id, ownedValue(resource.hash, etag));
     this.counts.inserted += 1;
   }
@@ -317,7 +261,7 @@ class CalDavSyncRun {
       if (error instanceof UidConflictError) return this.uidHeld(resource.id);
       throw error;
     }
-    this.refusals.succeeded();
+    this.lanes.succeeded();
     await this.record(resource.id, ownedValue(resource.hash, answer.etag));
     this.counts.patched += 1;
   }
@@ -355,7 +299,7 @@ class CalDavSyncRun {
       if (error instanceof UidConflictError) return this.uidHeld(resource.id);
       throw error;
     }
-    this.refusals.succeeded();
+    this.lanes.succeeded();
     await this.record(resource.id, ownedValue(resource.hash, answer.etag));
     this.counts.patched += 1;
   }
@@ -390,14 +334,10 @@ class CalDavSyncRun {
    * no longer ours is only forgotten. A refused delete waits like a refused write.
    */
   private async remove(id: string, known: string | undefined): Promise<void> {
-    try {
-      const etag = parseOwned(known ?? FOREIGN)?.etag ?? '';
+    const etag = parseOwned(known ?? FOREIGN)?.etag ?? '';
+    await this.lanes.refusable(id, DELETE_REFUSED, async () => {
       await this.deleteOurs(id, etag === '' ? undefined : etag, MAX_RESOLVES);
-    } catch (error) {
-      if (!(error instanceof ResourceRefusedError)) throw error;
-      this.refused(id, error);
-      await this.record(id, refusedMarker(DELETE_REFUSED, this.now + REFUSAL_RETRY_MS));
-    }
+    });
   }
 
   /** Deletes `id` with `etag`, or after reading it when undefined; answers whether it was deleted now. */
@@ -430,7 +370,7 @@ class CalDavSyncRun {
       }
       return this.deleteOurs(id, remote.etag, resolves - 1);
     }
-    if (outcome === 'deleted') this.refusals.succeeded();
+    if (outcome === 'deleted') this.lanes.succeeded();
     await this.forget(id);
     this.counts.deleted += 1;
     return outcome === 'deleted';

@@ -2,25 +2,7 @@
  * Our own view of a Google calendar. The rest of the service talks to this interface, never to SDK types;
  * `google-calendar.ts` implements it over `@googleapis/calendar`, and tests may implement it over anything.
  */
-
-/** The fields of an event this service owns. Everything else (reminders, colour, attendees…) is the user's. */
-export interface OwnedEventFields {
-  summary: string;
-  location: string;
-  description: string;
-  /** Local wall-clock time without offset (`2025-10-01T09:00:00`) in `timeZone` (an IANA zone). */
-  start: { dateTime: string; timeZone: string };
-  end: { dateTime: string; timeZone: string };
-}
-
-/** An event as this service wants it in a calendar. */
-export interface DesiredEvent {
-  /** Deterministic base32hex id derived from the occurrence UID (`event-id.ts`). */
-  id: string;
-  fields: OwnedEventFields;
-  /** Digest of `fields`; written into the event's private extended properties with the marker. */
-  hash: string;
-}
+import type { DesiredEvent } from '../push/desired-events.ts';
 
 /** The private extended property that marks events this service created: key, and value (the source key). */
 export interface EventMarker {

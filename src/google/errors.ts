@@ -95,12 +95,3 @@ export class GoogleNotConfiguredError extends Error {
 export class ConsentCallbackError extends Error {
   override name = 'ConsentCallbackError';
 }
-
-/** A push target was removed while it was being used (a push ran, or a reconnect was under way). */
-export class TargetRemovedError extends Error {
-  override name = 'TargetRemovedError';
-
-  constructor(id: string) {
-    super(`Google target ${id} was removed meanwhile`);
-  }
-}

@@ -7,18 +7,18 @@
 import { calendar, type calendar_v3 } from '@googleapis/calendar';
 import { OAuth2Client } from 'google-auth-library';
 import type { Config } from '../config.ts';
+import type { DesiredEvent } from '../push/desired-events.ts';
 import type {
   BeforeRequest,
   CalendarClient,
   CalendarInfo,
   DeleteOutcome,
-  DesiredEvent,
   EventMarker,
   RemoteEvent,
 } from './calendar-client.ts';
 import { classifyGoogleError, type GoogleOperation, isAccessTokenRejected } from './classify-error.ts';
-import { HASH_KEY, MARKER_KEY } from './desired-events.ts';
 import { CalendarGoneError, EventMissingError, GoogleNotConfiguredError } from './errors.ts';
+import { HASH_KEY, MARKER_KEY } from './event-marker.ts';
 
 /** The settings the adapter reads. */
 export type GoogleCalendarConfig = Pick<

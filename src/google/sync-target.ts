@@ -6,25 +6,14 @@
  * has passed, so one bad event never holds up the others.
  */
 import type { Logger } from '../logger.ts';
+import type { DesiredEvent } from '../push/desired-events.ts';
+import { TargetRemovedError } from '../push/errors.ts';
+import { emptyCounts, LanePool } from '../push/lane-pool.ts';
+import { CANCELLED, carryRefusals, DELETE_REFUSED, diffPush, FOREIGN } from '../push/push-diff.ts';
 import type { RefusalExample, SyncCounts } from '../store/target-record.ts';
-import type { CalendarClient, DeleteOutcome, DesiredEvent, EventMarker, RemoteEvent } from './calendar-client.ts';
-import {
-  EventExistsError,
-  EventMissingError,
-  EventRefusedError,
-  GooglePermanentError,
-  TargetRemovedError,
-} from './errors.ts';
-import {
-  CANCELLED,
-  carryRefusals,
-  DELETE_REFUSED,
-  diffPush,
-  FOREIGN,
-  indexFromRemote,
-  refusedMarker,
-} from './push-diff.ts';
-import { RefusalTally } from './refusal-tally.ts';
+import type { CalendarClient, EventMarker, RemoteEvent } from './calendar-client.ts';
+import { EventExistsError, EventMissingError, EventRefusedError, GooglePermanentError } from './errors.ts';
+import { indexFromRemote } from './remote-index.ts';
 
 /** The index operations a sync needs (`PushIndex` implements them over Redis). */
 export interface SyncIndex {
@@ -60,9 +49,6 @@ export interface SyncOptions {
   now: () => number;
 }
 
-/** How long a version of an event Google refused waits before it is tried again (a changed version: at once). */
-export const REFUSAL_RETRY_MS = 24 * 60 * 60_000;
-
 /**
  * Runs one push. A rate-limit, quota, consent, calendar-gone, transient or unknown error stops it: no new
  * request starts, the ones in flight settle (their successes are indexed), and the first such error is
@@ -77,27 +63,18 @@ export async function syncTarget(options: SyncOptions): Promise<SyncCounts> {
 class SyncRun {
   private readonly options: SyncOptions;
   private readonly now: number;
-  private readonly counts: SyncCounts = {
-    desired: 0,
-    inserted: 0,
-    patched: 0,
-    revived: 0,
-    deleted: 0,
-    unchanged: 0,
-    conflicts: 0,
-    refused: 0,
-    writes: 0,
-    reads: 0,
-  };
+  private readonly counts: SyncCounts = emptyCounts();
   private readonly conflictIds: string[] = [];
-  private readonly refusals = new RefusalTally();
-  private stopError: unknown;
+  private readonly lanes: LanePool;
   /** A delete answered 404, which Google also answers for every event of a deleted calendar. */
   private deleteMissed = false;
 
   constructor(options: SyncOptions) {
     this.options = options;
     this.now = options.now();
+    const record = (id: string, value: string) => this.record(id, value);
+    const isRefusal = (error: unknown) => error instanceof EventRefusedError;
+    this.lanes = new LanePool({ ...options, isRefusal, record, counts: this.counts, now: this.now });
   }
 
   async run(): Promise<SyncCounts> {
@@ -112,16 +89,14 @@ class SyncRun {
     // Deletions of cancelled classes matter to people more than revivals and new events, so they come early.
     const operations = [
       ...diff.patch.map((event) => () => this.write(event, () => this.patch(event, true))),
-      ...diff.remove.map((id) => () => this.remove(id)),
+      ...diff.remove.map((id) => () => this.lanes.refusable(id, DELETE_REFUSED, () => this.remove(id))),
       ...diff.revive.map((event) => () => this.write(event, () => this.revive(event))),
       ...diff.insert.map((event) => () => this.write(event, () => this.insert(event, true))),
     ];
-    await this.pool(operations);
+    await this.lanes.run(operations);
     await this.checkCalendar();
     this.report();
-    if (this.stopError === undefined && options.signal?.aborted)
-      this.stopError = options.signal.reason ?? new Error('push aborted');
-    const stop = this.stopError ?? this.refusals.stopError();
+    const stop = this.lanes.stopReason();
     if (stop !== undefined) {
       options.log.debug({ ...counts }, 'push stopped before it was complete');
       throw stop;
@@ -143,47 +118,15 @@ class SyncRun {
     return remote;
   }
 
-  /**
-   * Runs operations with at most `concurrency` in flight, starting none once the run must stop, nor while the
-   * refusals hold the run: then, once the operations in flight settled, it goes on from where it stopped if
-   * one of them succeeded, and stops if none did (the breaker trips).
-   */
-  private async pool(operations: (() => Promise<void>)[]): Promise<void> {
-    let next = 0;
-    const lane = async () => {
-      while (next < operations.length && !this.stopping() && !this.refusals.holding()) {
-        const operation = operations[next] as () => Promise<void>;
-        next += 1;
-        try {
-          await operation();
-        } catch (error) {
-          this.stopError ??= error;
-        }
-      }
-    };
-    for (;;) {
-      const lanes = Math.max(1, Math.min(this.options.concurrency ?? 4, operations.length - next));
-      await Promise.all(Array.from({ length: lanes }, lane));
-      // Every lane is idle: the operations ran out, the run must stop, or the refusals hold it and decide now.
-      if (!this.refusals.holding() || this.stopping() || !this.refusals.resume()) return;
-    }
-  }
-
-  private stopping(): boolean {
-    return (
-      this.stopError !== undefined || this.refusals.stopError() !== undefined || this.options.signal?.aborted === true
-    );
-  }
-
   /** Google answers 404 for the events of a calendar its owner deleted: after a delete answered 404, asks once. */
   private async checkCalendar(): Promise<void> {
     const { calendar, calendarId } = this.options;
-    if (!this.deleteMissed || this.stopping()) return;
+    if (!this.deleteMissed || this.lanes.stopping()) return;
     this.counts.reads += 1;
     try {
       await calendar.getCalendar(calendarId);
     } catch (error) {
-      this.stopError ??= error;
+      this.lanes.fail(error);
     }
   }
 
@@ -195,7 +138,7 @@ class SyncRun {
         { conflicts: this.counts.conflicts, examples: this.conflictIds },
         'event ids taken by events this service did not create; left alone',
       );
-    const { count, examples } = this.refusals;
+    const { count, examples } = this.lanes.refusals;
     if (count > 0)
       log.warn(
         { refused: count, examples },
@@ -203,23 +146,9 @@ class SyncRun {
       );
   }
 
-  /**
-   * One event's write; a permanent refusal is indexed against that version of the event instead of stopping the push.
-   */
-  private async write(event: DesiredEvent, operation: () => Promise<void>): Promise<void> {
-    try {
-      await operation();
-    } catch (error) {
-      if (!(error instanceof EventRefusedError)) throw error;
-      this.refused(event.id, error);
-      await this.record(event.id, refusedMarker(event.hash, this.now + REFUSAL_RETRY_MS));
-    }
-  }
-
-  private refused(eventId: string, error: EventRefusedError): void {
-    this.refusals.add(eventId, error);
-    this.counts.refused += 1;
-    this.options.onRefusal?.({ eventId, message: error.message });
+  /** One event's write; a permanent refusal is indexed against that version instead of stopping the push. */
+  private write(event: DesiredEvent, operation: () => Promise<void>): Promise<void> {
+    return this.lanes.refusable(event.id, event.hash, operation);
   }
 
   private async insert(event: DesiredEvent, mayPatch: boolean): Promise<void> {
@@ -231,7 +160,7 @@ class SyncRun {
       if (error instanceof EventExistsError) return this.resolveTaken(event, mayPatch);
       throw error;
     }
-    this.refusals.succeeded();
+    this.lanes.succeeded();
     await this.record(event.id, event.hash);
     this.counts.inserted += 1;
   }
@@ -272,7 +201,7 @@ class SyncRun {
       if (mayInsert && error instanceof EventMissingError) return this.insert(event, false);
       throw error;
     }
-    this.refusals.succeeded();
+    this.lanes.succeeded();
     await this.record(event.id, event.hash);
     this.counts.patched += 1;
   }
@@ -295,28 +224,21 @@ class SyncRun {
       }
       throw error;
     }
-    this.refusals.succeeded();
+    this.lanes.succeeded();
     await this.record(event.id, event.hash);
     this.counts.revived += 1;
   }
 
   /**
    * Deletes an event; Google keeps it as cancelled, and so does the index, so that it comes back in one write.
-   * A refused delete is indexed as refused ({@link DELETE_REFUSED}) and waits like a refused write, so that
-   * deletes Google keeps refusing cannot stop every push before its other writes.
+   * A refused delete is indexed as refused ({@link DELETE_REFUSED}, by the lane pool) and waits like a refused
+   * write, so that deletes Google keeps refusing cannot stop every push before its other writes.
    */
   private async remove(eventId: string): Promise<void> {
     const { calendar, calendarId } = this.options;
     this.writing('delete');
-    let outcome: DeleteOutcome;
-    try {
-      outcome = await calendar.deleteEvent(calendarId, eventId);
-    } catch (error) {
-      if (!(error instanceof EventRefusedError)) throw error;
-      this.refused(eventId, error);
-      return this.record(eventId, refusedMarker(DELETE_REFUSED, this.now + REFUSAL_RETRY_MS));
-    }
-    if (outcome === 'deleted') this.refusals.succeeded();
+    const outcome = await calendar.deleteEvent(calendarId, eventId);
+    if (outcome === 'deleted') this.lanes.succeeded();
     if (outcome === 'missing') this.deleteMissed = true;
     await this.record(eventId, CANCELLED);
     this.counts.deleted += 1;

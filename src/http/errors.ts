@@ -14,13 +14,13 @@ import {
   GoogleQuotaError,
   GoogleRateLimitError,
   GoogleTransientError,
-  TargetRemovedError,
 } from '../google/errors.ts';
 import { SourceNotFoundError, SourceNotReadyError, UnknownSubscriptionError } from '../jobs/errors.ts';
 import { RateLimitedError, RedisFullError, RedisUnavailableError } from '../lib/errors.ts';
 import { redisFailure } from '../lib/redis-failure.ts';
 import { retryAfterSeconds } from '../lib/retry-after.ts';
 import { type Lang, secondsWords } from '../lib/words.ts';
+import { TargetRemovedError } from '../push/errors.ts';
 import { SecretKeyMissingError } from '../security/errors.ts';
 import {
   CredentialNeededError,

@@ -11,7 +11,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
 import { ConsentCallbackError, GoogleNotConfiguredError } from '../google/errors.ts';
-import { pendingChanges } from '../google/pending-changes.ts';
+import { pendingChanges } from '../google/google-pending.ts';
 import { pendingPush } from '../jobs/job-status.ts';
 import type { PushTarget } from '../store/target-record.ts';
 import { TARGET_ID, type TargetStore } from '../store/target-store.ts';

@@ -4,7 +4,7 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { pendingChanges } from '../google/pending-changes.ts';
+import { pendingChanges } from '../google/google-pending.ts';
 import { pendingPush } from '../jobs/job-status.ts';
 import type { PushIndex } from '../store/push-index.ts';
 import type { PushTarget } from '../store/target-record.ts';

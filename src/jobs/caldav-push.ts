@@ -11,8 +11,8 @@ import type { CalDavServices } from '../caldav/caldav-services.ts';
 import { loadPublishedResources, type PublishedResourcesDeps } from '../caldav/published-resources.ts';
 import { syncCaldav } from '../caldav/sync-caldav.ts';
 import type { Config } from '../config.ts';
-import { TargetRemovedError } from '../google/errors.ts';
 import type { Logger } from '../logger.ts';
+import { TargetRemovedError } from '../push/errors.ts';
 import type { CalDavTarget } from '../store/caldav-target-store.ts';
 import type { SyncCounts } from '../store/target-record.ts';
 import {

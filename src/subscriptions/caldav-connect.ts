@@ -9,13 +9,13 @@
 import type { CalDavCalendar, CalDavClient, CalDavCredentials, Discovery } from '../caldav/caldav-client.ts';
 import { CalDavCalendarGoneError, MkcalendarRefusedError } from '../caldav/errors.ts';
 import type { Config } from '../config.ts';
-import { TargetRemovedError } from '../google/errors.ts';
 import { type ActivationDeps, activateSource } from '../jobs/activation.ts';
 import { enqueueCaldavPush, enqueueRefresh } from '../jobs/queues.ts';
 import { requireFetched, type VerifyDeps } from '../jobs/verify-source.ts';
 import { withLock } from '../lib/redis-lock.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
+import { TargetRemovedError } from '../push/errors.ts';
 import { SecretKeyMissingError } from '../security/errors.ts';
 import { hashToken } from '../security/tokens.ts';
 import type { CalDavTarget } from '../store/caldav-target-record.ts';

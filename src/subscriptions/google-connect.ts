@@ -7,7 +7,7 @@
 
 import type { Config } from '../config.ts';
 import type { CalendarClient } from '../google/calendar-client.ts';
-import { CalendarGoneError, GoogleNotConfiguredError, TargetRemovedError } from '../google/errors.ts';
+import { CalendarGoneError, GoogleNotConfiguredError } from '../google/errors.ts';
 import { budgetKeyFor, type GoogleServices } from '../google/google-services.ts';
 import { type ActivationDeps, activateSource } from '../jobs/activation.ts';
 import { enqueuePush, enqueueRefresh } from '../jobs/queues.ts';
@@ -15,6 +15,7 @@ import { requireFetched, type VerifyDeps } from '../jobs/verify-source.ts';
 import { withLock } from '../lib/redis-lock.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
+import { TargetRemovedError } from '../push/errors.ts';
 import { SecretKeyMissingError } from '../security/errors.ts';
 import type { RedisKeys } from '../store/keys.ts';
 import type { SnapshotStore } from '../store/snapshot-store.ts';

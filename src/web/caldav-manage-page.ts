@@ -4,7 +4,7 @@
  * link, Disconnect; what a disconnection did; and the friendly form of what can go wrong (a wrong manage link,
  * a connection already removed).
  */
-import type { PendingChanges } from '../google/pending-changes.ts';
+import type { PendingChanges } from '../push/pending-changes.ts';
 import type { CalDavTarget } from '../store/caldav-target-record.ts';
 import { type Html, html } from './html.ts';
 import { type Lang, messages } from './i18n.ts';

@@ -4,7 +4,7 @@
  * disconnection did, and the friendly form of what can go wrong on the way (a refused or expired consent, a
  * wrong manage link, a calendar already disconnected).
  */
-import type { PendingChanges } from '../google/pending-changes.ts';
+import type { PendingChanges } from '../push/pending-changes.ts';
 import type { PushTarget } from '../store/target-record.ts';
 import { type Html, html } from './html.ts';
 import { type Lang, messages } from './i18n.ts';

@@ -2,7 +2,7 @@ import ICAL from 'ical.js';
 import { describe, expect, it } from 'vitest';
 import { HASH_PROPERTY, MARKER_PROPERTY } from '../../src/caldav/caldav-client.ts';
 import { desiredResources, parseResource, resourceIdFor } from '../../src/caldav/ics-resource.ts';
-import { eventIdFor } from '../../src/google/event-id.ts';
+import { eventIdFor } from '../../src/push/event-id.ts';
 import { occurrence, resourceOf, STAMP } from './ics-fixtures.ts';
 
 /** The resource parsed by ical.js (a strict reader): its calendar, its one VEVENT. */

@@ -18,9 +18,9 @@ import {
   parseRefused,
 } from '../../src/caldav/resource-index.ts';
 import { type CalDavSyncOptions, type ListingState, syncCaldav } from '../../src/caldav/sync-caldav.ts';
-import { TargetRemovedError } from '../../src/google/errors.ts';
-import { eventIdFor } from '../../src/google/event-id.ts';
 import { silentLogger } from '../../src/logger.ts';
+import { TargetRemovedError } from '../../src/push/errors.ts';
+import { eventIdFor } from '../../src/push/event-id.ts';
 import type { SyncCounts } from '../../src/store/target-record.ts';
 import { MemoryCalDav, parseIcs } from './memory-caldav.ts';
 

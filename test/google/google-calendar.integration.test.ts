@@ -2,8 +2,7 @@
 // error class, one request per call (no library retries), and beforeRequest before each request and page.
 import { inspect } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { CalendarClient, DesiredEvent, EventMarker, RemoteEvent } from '../../src/google/calendar-client.ts';
-import { fieldsHash, HASH_KEY, MARKER_KEY } from '../../src/google/desired-events.ts';
+import type { CalendarClient, EventMarker, RemoteEvent } from '../../src/google/calendar-client.ts';
 import {
   CalendarGoneError,
   EventExistsError,
@@ -15,12 +14,14 @@ import {
   GoogleRateLimitError,
   GoogleTransientError,
 } from '../../src/google/errors.ts';
-import { eventIdFor } from '../../src/google/event-id.ts';
+import { HASH_KEY, MARKER_KEY } from '../../src/google/event-marker.ts';
 import {
   createGoogleCalendar,
   type GoogleCalendarConfig,
   type GoogleCalendarOptions,
 } from '../../src/google/google-calendar.ts';
+import { type DesiredEvent, fieldsHash } from '../../src/push/desired-events.ts';
+import { eventIdFor } from '../../src/push/event-id.ts';
 import { type FakeGoogle, type FaultKind, startFakeGoogle } from '../../testkit/fake-google/index.ts';
 
 const MARKER: EventMarker = { key: MARKER_KEY, value: 'group:4242' };

@@ -8,13 +8,12 @@ import type {
   CalendarClient,
   CalendarInfo,
   DeleteOutcome,
-  DesiredEvent,
   EventMarker,
-  OwnedEventFields,
   RemoteEvent,
 } from '../../src/google/calendar-client.ts';
-import { HASH_KEY, MARKER_KEY } from '../../src/google/desired-events.ts';
 import { CalendarGoneError, EventExistsError, EventMissingError, EventRefusedError } from '../../src/google/errors.ts';
+import { HASH_KEY, MARKER_KEY } from '../../src/google/event-marker.ts';
+import type { DesiredEvent, OwnedEventFields } from '../../src/push/desired-events.ts';
 
 /** An event as the fake keeps it. */
 export interface StoredEvent {

@@ -4,10 +4,10 @@
  * request the service sends.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { eventIdFor } from '../../src/google/event-id.ts';
-import { FOREIGN } from '../../src/google/push-diff.ts';
 import type { RefreshJobResult } from '../../src/jobs/contract.ts';
 import { enqueueRefresh } from '../../src/jobs/queues.ts';
+import { eventIdFor } from '../../src/push/event-id.ts';
+import { FOREIGN } from '../../src/push/push-diff.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { occurrenceUid } from '../../src/timetable/expand.ts';
 import type { SourceKey } from '../../src/timetable/source.ts';

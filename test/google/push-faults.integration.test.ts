@@ -5,10 +5,10 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { parseRefused } from '../../src/google/push-diff.ts';
-import { REFUSAL_RETRY_MS } from '../../src/google/sync-target.ts';
 import { pushJobOptions } from '../../src/jobs/queues.ts';
 import { reconcile } from '../../src/jobs/schedule.ts';
+import { parseRefused } from '../../src/push/push-diff.ts';
+import { REFUSAL_RETRY_MS } from '../../src/push/refusal-tally.ts';
 import { connectTarget } from '../../src/subscriptions/google-connect.ts';
 import { waitUntil } from '../../testkit/poll.ts';
 import { startWorkerProcess, type WorkerProcess } from '../support/spawn-worker.ts';

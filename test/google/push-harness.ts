@@ -7,12 +7,12 @@
 import type { FastifyInstance } from 'fastify';
 import { inject } from 'vitest';
 import { feedOccurrences } from '../../src/feeds/build-feed.ts';
-import { eventIdFor } from '../../src/google/event-id.ts';
 import { buildApp } from '../../src/http/app.ts';
 import type { PushJobResult, PushReason } from '../../src/jobs/contract.ts';
 import { enqueuePush, enqueueRefresh } from '../../src/jobs/queues.ts';
 import { startWorkers, type WorkerSet } from '../../src/jobs/workers.ts';
 import { silentLogger } from '../../src/logger.ts';
+import { eventIdFor } from '../../src/push/event-id.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { openServiceContext } from '../../src/runtime/service-context.ts';
 import { startSimulator } from '../../src/simulator/index.ts';

@@ -1,6 +1,4 @@
 import { beforeEach, describe, expect, it } from 'vitest';
-import type { DesiredEvent, OwnedEventFields } from '../../src/google/calendar-client.ts';
-import { fieldsHash, markerFor } from '../../src/google/desired-events.ts';
 import {
   CalendarGoneError,
   EventMissingError,
@@ -9,10 +7,12 @@ import {
   GoogleQuotaError,
   GoogleRateLimitError,
 } from '../../src/google/errors.ts';
-import { eventIdFor } from '../../src/google/event-id.ts';
-import { CANCELLED, DELETE_REFUSED, FOREIGN, parseRefused, refusedMarker } from '../../src/google/push-diff.ts';
+import { markerFor } from '../../src/google/event-marker.ts';
 import { type SyncIndex, type SyncOptions, syncTarget } from '../../src/google/sync-target.ts';
 import { silentLogger } from '../../src/logger.ts';
+import { type DesiredEvent, fieldsHash, type OwnedEventFields } from '../../src/push/desired-events.ts';
+import { eventIdFor } from '../../src/push/event-id.ts';
+import { CANCELLED, DELETE_REFUSED, FOREIGN, parseRefused, refusedMarker } from '../../src/push/push-diff.ts';
 import type { RefusalExample, SyncCounts } from '../../src/store/target-record.ts';
 import { MemoryCalendar } from './memory-calendar.ts';
 

@@ -10,12 +10,12 @@ import {
   GoogleRateLimitError,
   GoogleTransientError,
 } from '../../src/google/errors.ts';
-import { eventIdFor } from '../../src/google/event-id.ts';
-import { parseRefused } from '../../src/google/push-diff.ts';
 import type { PushJobResult, PushReason } from '../../src/jobs/contract.ts';
 import { enqueuePush, enqueueRefresh } from '../../src/jobs/queues.ts';
 import { reconcile } from '../../src/jobs/schedule.ts';
 import { startWorkers, type WorkerSet } from '../../src/jobs/workers.ts';
+import { eventIdFor } from '../../src/push/event-id.ts';
+import { parseRefused } from '../../src/push/push-diff.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { startSimulator } from '../../src/simulator/index.ts';
 import { eventually, until } from '../../testkit/poll.ts';

@@ -6,7 +6,7 @@
  */
 
 import { feedOccurrences, STALE_PROPERTY } from '../../../src/feeds/build-feed.ts';
-import { desiredEvents } from '../../../src/google/desired-events.ts';
+import { desiredEvents } from '../../../src/push/desired-events.ts';
 import { normaliseEntries } from '../../../src/store/snapshot-store.ts';
 import type { SourceKey } from '../../../src/timetable/source.ts';
 import type { Occurrence } from '../../../src/timetable/types.ts';

@@ -1,18 +1,16 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { DesiredEvent, RemoteEvent } from '../../src/google/calendar-client.ts';
-import { fieldsHash, markerFor } from '../../src/google/desired-events.ts';
+import { type DesiredEvent, fieldsHash } from '../../src/push/desired-events.ts';
 import {
   CANCELLED,
   carryRefusals,
   DELETE_REFUSED,
   diffPush,
   FOREIGN,
-  indexFromRemote,
   type PushDiff,
   parseRefused,
   refusedMarker,
-} from '../../src/google/push-diff.ts';
+} from '../../src/push/push-diff.ts';
 
 const FIELDS = {
   summary: 's',
@@ -300,28 +298,5 @@ describe('carryRefusals', () => {
         ['d5', 'h5'],
       ]),
     );
-  });
-});
-
-describe('indexFromRemote', () => {
-  const marker = markerFor('group:1');
-  it('keeps our live events (an empty digest when one lacks it) and our deleted ones as cancelled, and drops foreign ones', () => {
-    const remote: RemoteEvent[] = [
-      { id: 'a1', cancelled: false, markerValue: 'group:1', hash: 'h1' },
-      { id: 'a2', cancelled: false, markerValue: 'group:1' },
-      { id: 'a3', cancelled: true, markerValue: 'group:1', hash: 'h3' },
-      { id: 'a4', cancelled: false, markerValue: 'group:2', hash: 'h4' },
-      { id: 'a5', cancelled: false, hash: 'h5' },
-    ];
-    expect([...indexFromRemote(remote, marker)]).toEqual([
-      ['a1', 'h1'],
-      ['a2', ''],
-      ['a3', CANCELLED],
-    ]);
-  });
-
-  it('an event of ours without a digest is patched by the next plan', () => {
-    const index = indexFromRemote([{ id: 'a2', cancelled: false, markerValue: 'group:1' }], marker);
-    expect(diffPush([event('a2', 'h2')], index, NOW).patch.map((item) => item.id)).toEqual(['a2']);
   });
 });

@@ -1,14 +1,17 @@
-/** Google event ids derived from occurrence UIDs (pure): the same class always gets the same id. */
+/**
+ * Event ids derived from occurrence UIDs (pure): the same class always gets the same id, in every calendar kind
+ * (a Google event id; a CalDAV resource's name after its prefix).
+ */
 import { createHash } from 'node:crypto';
 
-/** Google's event id alphabet: base32hex, lowercase (RFC 4648 §7). */
+/** The id alphabet: base32hex, lowercase (RFC 4648 §7), which Google's event ids require. */
 export const EVENT_ID_ALPHABET = '0123456789abcdefghijklmnopqrstuv';
 
 /** Length of every id {@link eventIdFor} answers: 256 bits in 5-bit digits, no padding. */
 export const EVENT_ID_LENGTH = 52;
 
 /**
- * The Google event id of an occurrence: base32hex of SHA-256(`timetable-sync:` + uid). Deterministic, so a
+ * The event id of an occurrence: base32hex of SHA-256(`timetable-sync:` + uid). Deterministic, so a
  * retried or repeated insert meets its own earlier event (409) instead of creating a duplicate; the prefix
  * keeps our ids apart from other tools hashing the same UIDs.
  */

@@ -1,14 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  desiredEvents,
-  fieldsHash,
-  HASH_KEY,
-  MARKER_KEY,
-  markerFor,
-  ownedFields,
-} from '../../src/google/desired-events.ts';
-import { eventIdFor } from '../../src/google/event-id.ts';
+import { desiredEvents, fieldsHash, ownedFields } from '../../src/push/desired-events.ts';
+import { eventIdFor } from '../../src/push/event-id.ts';
 import type { Occurrence } from '../../src/timetable/types.ts';
 
 function occurrence(overrides: Partial<Occurrence> = {}): Occurrence {
@@ -101,12 +94,5 @@ describe('desiredEvents', () => {
 
   it('a uid seen twice gives one event', () => {
     expect(desiredEvents([occurrence(), occurrence({ summary: 'again' })], '')).toHaveLength(1);
-  });
-});
-
-describe('markerFor', () => {
-  it('marks events with the source key under our private property', () => {
-    expect(markerFor('group:4242')).toEqual({ key: 'timetableSync', value: 'group:4242' });
-    expect([MARKER_KEY, HASH_KEY]).toEqual(['timetableSync', 'timetableSyncHash']);
   });
 });

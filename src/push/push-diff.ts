@@ -1,9 +1,13 @@
-/** The diff between what a calendar should hold and what we know it holds (pure). */
-import type { DesiredEvent, EventMarker, RemoteEvent } from './calendar-client.ts';
+/**
+ * The diff between what a calendar should hold and what we know it holds (pure), for every calendar kind: an
+ * index maps an item's id to the digest of what we last wrote there, or to one of the markers below.
+ */
+import type { DesiredEvent } from './desired-events.ts';
 
 /**
- * The index value of an event of ours that Google keeps as deleted (`status: cancelled`). Its id cannot be
- * inserted again (409), so a class that comes back is revived in one write. Digests are base64url: never this.
+ * The index value of an event of ours that the calendar keeps as deleted (Google's `status: cancelled`). Its id
+ * cannot be inserted again (409), so a class that comes back is revived in one write. Digests are base64url:
+ * never this. A kind whose deletes really delete never writes it.
  */
 export const CANCELLED = '!cancelled';
 
@@ -14,27 +18,27 @@ export const CANCELLED = '!cancelled';
 export const FOREIGN = '!foreign';
 
 /**
- * The prefix of the index value of an event Google refused for good: `!refused:<digest>:<retryAt>`, the
+ * The prefix of the index value of an event the calendar refused for good: `!refused:<digest>:<retryAt>`, the
  * digest of the version refused (or {@link DELETE_REFUSED}) and when (epoch ms) to try it again. Digests are
  * base64url, so never hold ':'.
  */
 export const REFUSED_PREFIX = '!refused:';
 
 /**
- * The digest of a refusal that records a refused delete: Google still holds the event (live), and the delete
+ * The digest of a refusal that records a refused delete: the calendar still holds the event (live), and the delete
  * waits like a refused write. Digests are 22 base64url characters, so never this one.
  */
 export const DELETE_REFUSED = '-';
 
 /** A refusal read from the index. */
 export interface Refusal {
-  /** The digest of the version Google refused, or {@link DELETE_REFUSED}. */
+  /** The digest of the version the calendar refused, or {@link DELETE_REFUSED}. */
   hash: string;
   /** Epoch ms after which the same version is tried again. */
   retryAt: number;
 }
 
-/** The index value recording that Google refused version `hash` of an event, to be tried again after `retryAt`. */
+/** The index value recording that the calendar refused version `hash` of an event, to try again after `retryAt`. */
 export function refusedMarker(hash: string, retryAt: number): string {
   return `${REFUSED_PREFIX}${hash}:${retryAt}`;
 }
@@ -69,7 +73,7 @@ export interface PushDiff<T extends Diffable = DesiredEvent> {
   /** Desired ids taken by someone else's event ({@link FOREIGN}): not written. */
   conflicts: number;
   /**
-   * Desired events whose very version Google refused, and events no longer desired whose delete Google
+   * Desired events whose very version the calendar refused, and events no longer desired whose delete it
    * refused, not yet due to be tried again: not written.
    */
   refused: number;
@@ -95,7 +99,7 @@ export function diffPush<T extends Diffable = DesiredEvent>(
     const refusal = known === undefined ? undefined : parseRefused(known);
     if (refusal !== undefined) {
       // A refused version waits; another version, the same one after the wait, or a class whose delete was
-      // refused coming back, starts over with an insert, which finds out what Google holds (409 → get → patch
+      // refused coming back, starts over with an insert, which finds out what the calendar holds (409 → get → patch
       // or revive, or nothing to write).
       if (refusal.hash === event.hash && refusal.retryAt > now) diff.refused += 1;
       else diff.insert.push(event);
@@ -107,7 +111,7 @@ export function diffPush<T extends Diffable = DesiredEvent>(
   }
   for (const [id, known] of index) {
     if (wanted.has(id) || known === CANCELLED || known === FOREIGN) continue;
-    // A refused delete waits like a refused write. A refused patch left the old version in Google, so it is
+    // A refused delete waits like a refused write. A refused patch left the old version in the calendar, so it is
     // deleted at once; a refused insert left nothing, and its delete answers 404.
     const refusal = parseRefused(known);
     if (refusal?.hash === DELETE_REFUSED && refusal.retryAt > now) diff.refused += 1;
@@ -117,23 +121,10 @@ export function diffPush<T extends Diffable = DesiredEvent>(
 }
 
 /**
- * Rebuilds an index from a calendar's listing (deleted events included) of the events carrying `marker`: our
- * live events with their digest (`''` when one lacks it, so that the next diff patches it), our deleted ones
- * as {@link CANCELLED}. Events of another marker value are left out.
- */
-export function indexFromRemote(events: Iterable<RemoteEvent>, marker: EventMarker): Map<string, string> {
-  const index = new Map<string, string>();
-  for (const event of events) {
-    if (event.markerValue !== marker.value) continue;
-    index.set(event.id, event.cancelled ? CANCELLED : (event.hash ?? ''));
-  }
-  return index;
-}
-
-/**
  * Copies into `remote` (an index rebuilt by a listing) the refusals of `previous` that are not due yet and
- * whose refused version Google does not hold, so that a reconcile does not try them again at once; a refused
- * delete is kept while Google still holds the event live (one deleted or gone meanwhile needs no delete).
+ * whose refused version the calendar does not hold, so that a reconcile does not try them again at once; a
+ * refused delete is kept while the calendar still holds the event live (one deleted or gone meanwhile needs no
+ * delete).
  * Expired refusals are dropped. Answers `remote`.
  */
 export function carryRefusals(

@@ -1,22 +1,32 @@
-/** What a push target's calendar should hold, derived from a feed's occurrences (pure). */
+/**
+ * What a push target's calendar should hold, derived from a feed's occurrences (pure): the events, the fields of
+ * each that we own, and their digest. Every calendar kind writes these; how it marks them as ours is its own.
+ */
 import { createHash } from 'node:crypto';
 import { shownSummary } from '../timetable/event-text.ts';
 import type { Occurrence } from '../timetable/types.ts';
-import type { DesiredEvent, EventMarker, OwnedEventFields } from './calendar-client.ts';
 import { eventIdFor } from './event-id.ts';
 
-/** Private extended property that marks our events; its value is the source key. */
-export const MARKER_KEY = 'timetableSync';
-
-/** Private extended property holding {@link fieldsHash} of what we last wrote. */
-export const HASH_KEY = 'timetableSyncHash';
-
-/** The marker of a source's events (`{ key: 'timetableSync', value: 'group:4242' }`). */
-export function markerFor(source: string): EventMarker {
-  return { key: MARKER_KEY, value: source };
+/** The fields of an event this service owns. Everything else (reminders, colour, attendees…) is the user's. */
+export interface OwnedEventFields {
+  summary: string;
+  location: string;
+  description: string;
+  /** Local wall-clock time without offset (`2025-10-01T09:00:00`) in `timeZone` (an IANA zone). */
+  start: { dateTime: string; timeZone: string };
+  end: { dateTime: string; timeZone: string };
 }
 
-/** The fields of an occurrence that we own in Google: text, and local start and end in the timetable's zone. */
+/** An event as this service wants it in a calendar. */
+export interface DesiredEvent {
+  /** Deterministic base32hex id derived from the occurrence UID (`event-id.ts`). */
+  id: string;
+  fields: OwnedEventFields;
+  /** Digest of `fields`, kept with the event so that a listing tells which version it holds. */
+  hash: string;
+}
+
+/** The fields of an occurrence that we own: text, and local start and end in the timetable's zone. */
 export function ownedFields(occurrence: Occurrence): OwnedEventFields {
   const { date, timezone } = occurrence;
   return {
@@ -47,10 +57,10 @@ export function fieldsHash(fields: OwnedEventFields): string {
 
 /**
  * The events a calendar should hold: the confirmed occurrences, and the cancelled ones (kept in feeds for
- * `CANCELLED_RETENTION`, or for good once their time has come) titled with `cancelledTitlePrefix`, so that a cancelled class says so in Google too
- * until it leaves the feed. With an empty prefix, cancelled occurrences are left out and their events deleted:
- * an event looking like any other class would say it still takes place. An occurrence UID seen twice keeps its
- * first occurrence.
+ * `CANCELLED_RETENTION`, or for good once their time has come) titled with `cancelledTitlePrefix`, so that a
+ * cancelled class says so in the calendar too until it leaves the feed. With an empty prefix, cancelled
+ * occurrences are left out and their events deleted: an event looking like any other class would say it still
+ * takes place. An occurrence UID seen twice keeps its first occurrence.
  */
 export function desiredEvents(occurrences: readonly Occurrence[], cancelledTitlePrefix: string): DesiredEvent[] {
   const seen = new Set<string>();

@@ -5,7 +5,9 @@
  * starts nothing new), and decides only once the writes in flight have settled.
  */
 import type { RefusalExample } from '../store/target-record.ts';
-import type { EventRefusedError } from './errors.ts';
+
+/** How long a version of an event the calendar refused waits before it is tried again (a changed version: at once). */
+export const REFUSAL_RETRY_MS = 24 * 60 * 60_000;
 
 /** Refusals before any write succeeded that mean the calendar refuses every write (e.g. every one a 403). */
 export const MAX_PERMANENT_FAILURES = 5;
@@ -22,18 +24,18 @@ export class RefusalTally {
   count = 0;
   /** The first few refusals. */
   readonly examples: RefusalExample[] = [];
-  private first: EventRefusedError | undefined;
+  private first: Error | undefined;
   private wrote = false;
   private held = false;
   private tripped = false;
 
-  /** Notes a write Google accepted: from now on, refusals never stop the push. */
+  /** Notes a write the calendar accepted: from now on, refusals never stop the push. */
   succeeded(): void {
     this.wrote = true;
   }
 
-  /** Notes that Google refused a write of `eventId`. */
-  add(eventId: string, error: EventRefusedError): void {
+  /** Notes that the calendar refused a write of `eventId` for good (the kind's own refusal error). */
+  add(eventId: string, error: Error): void {
     this.count += 1;
     this.first ??= error;
     if (this.examples.length < MAX_EXAMPLES) this.examples.push({ eventId, message: error.message });
@@ -57,7 +59,7 @@ export class RefusalTally {
   }
 
   /** The first refusal once the breaker tripped (the push must stop and fail with it), else undefined. */
-  stopError(): EventRefusedError | undefined {
+  stopError(): Error | undefined {
     return this.tripped ? this.first : undefined;
   }
 }

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { EVENT_ID_LENGTH, eventIdFor } from '../../src/google/event-id.ts';
+import { EVENT_ID_LENGTH, eventIdFor } from '../../src/push/event-id.ts';
 
 /** An independent base32hex: BigInt's radix-32 digits are exactly base32hex (0-9a-v); 256 bits pad to 260. */
 function oracle(uid: string): string {

@@ -1,0 +1,26 @@
+/** What a Google target's calendar is missing: the next push's writes, computed from Redis alone (no Google call). */
+
+import { loadDesired, type PendingChanges, type PublishedDeps, pendingOf } from '../push/pending-changes.ts';
+import type { PushIndex } from '../store/push-index.ts';
+import type { SourceKey } from '../timetable/source.ts';
+
+/** What {@link pendingChanges} uses: the published timetable, the Google push index and the clock. */
+export interface PendingChangesDeps extends PublishedDeps {
+  readonly google: { readonly index: Pick<PushIndex, 'read'> };
+  /** Epoch ms. */
+  readonly now: () => number;
+}
+
+/**
+ * The difference between what Google target `targetId` should hold and what its index says it holds (changes
+ * not pushed yet: a push waiting, a paused target, a failed push); null before the source's first publication.
+ */
+export async function pendingChanges(
+  ctx: PendingChangesDeps,
+  targetId: string,
+  source: SourceKey,
+): Promise<PendingChanges | null> {
+  const desired = await loadDesired(ctx, source);
+  if (desired === undefined) return null;
+  return pendingOf(desired, await ctx.google.index.read(targetId), ctx.now());
+}

@@ -1,0 +1,76 @@
+/**
+ * What a target's calendar should hold and what it is missing, from Redis alone (no request to the calendar):
+ * the published feed's classes, and the next push's writes planned by `diffPush` against the target's index.
+ * Every calendar kind reads its desired items and its index its own way, and counts the plan here.
+ */
+import { type FeedSettings, feedOccurrences } from '../feeds/build-feed.ts';
+import type { SnapshotStore } from '../store/snapshot-store.ts';
+import type { SourceKey } from '../timetable/source.ts';
+import type { Occurrence } from '../timetable/types.ts';
+import { type DesiredEvent, desiredEvents } from './desired-events.ts';
+import { type Diffable, diffPush } from './push-diff.ts';
+
+/** What {@link loadPublishedAs} and {@link loadPublished} use: the published timetable and the feed settings. */
+export interface PublishedDeps {
+  readonly config: FeedSettings;
+  readonly snapshots: Pick<SnapshotStore, 'load'>;
+}
+
+/** Write counts the next push would make, by kind, and the refused events it would leave alone. */
+export interface PendingChanges {
+  insert: number;
+  patch: number;
+  delete: number;
+  /** Events whose version (or delete) the calendar refused, not due to be tried again yet (they change or a day passes). */
+  refused: number;
+}
+
+/**
+ * What a target of `source` should hold, as the items `desire` makes of the published feed's classes (read from
+ * the stored snapshot and publication, never from the university: one fetch per source feeds every target,
+ * whatever their number), and the timetable's name; undefined before the first publication.
+ */
+export async function loadPublishedAs<T>(
+  ctx: PublishedDeps,
+  source: SourceKey,
+  desire: (occurrences: Occurrence[]) => T[],
+): Promise<{ desired: T[]; name: string } | undefined> {
+  const { snapshot, published } = await ctx.snapshots.load(source);
+  if (!snapshot || !published) return undefined;
+  return { desired: desire(feedOccurrences(snapshot, published, ctx.config)), name: snapshot.name };
+}
+
+/** The events a target of `source` should hold, and the published timetable's name; undefined before publication. */
+export function loadPublished(
+  ctx: PublishedDeps,
+  source: SourceKey,
+): Promise<{ desired: DesiredEvent[]; name: string } | undefined> {
+  return loadPublishedAs(ctx, source, (occurrences) => desiredEvents(occurrences, ctx.config.cancelledTitlePrefix));
+}
+
+/**
+ * The events a target of `source` should hold: the published feed's classes (cancelled ones titled as such, see
+ * `desiredEvents`); undefined before the first publication.
+ */
+export async function loadDesired(ctx: PublishedDeps, source: SourceKey): Promise<DesiredEvent[] | undefined> {
+  return (await loadPublished(ctx, source))?.desired;
+}
+
+/**
+ * The difference between what a target should hold (`desired`) and what its index (id → digest or marker, as
+ * `diffPush` reads it) says it holds at `now` (epoch ms): changes not pushed yet (a push waiting, a paused
+ * target, a failed push).
+ */
+export function pendingOf(
+  desired: readonly Diffable[],
+  index: ReadonlyMap<string, string>,
+  now: number,
+): PendingChanges {
+  const diff = diffPush(desired, index, now);
+  return {
+    insert: diff.insert.length + diff.revive.length,
+    patch: diff.patch.length,
+    delete: diff.remove.length,
+    refused: diff.refused,
+  };
+}
