@@ -23,7 +23,7 @@ const RELEASE = luaScript(import.meta.dirname, 'notify-release');
 export const NOTIFY_RECORD_TTL_S = 3 * 24 * 3600;
 
 /** How a delivery ended: told, its subscriber gone (blocked the bot, webhook disabled), or nothing left to tell. */
-export type DeliveryOutcome = 'sent' | 'dropped' | 'empty';
+export type DeliveryEnd = 'sent' | 'dropped' | 'empty';
 
 /** What {@link NotifyOutbox.claim} found. */
 export type ClaimResult = 'claimed' | 'sent' | 'busy';
@@ -105,7 +105,7 @@ export class NotifyOutbox {
   }
 
   /** Records how a delivery ended; from then on every claim of it answers `sent`. */
-  async markDone(id: string, _owner: string, outcome: DeliveryOutcome): Promise<void> {
+  async markDone(id: string, _owner: string, outcome: DeliveryEnd): Promise<void> {
     await this.redis.set(this.keys.notifyDelivery(deliveryHash(id)), outcome, 'EX', NOTIFY_RECORD_TTL_S);
   }
 
@@ -115,10 +115,10 @@ export class NotifyOutbox {
   }
 
   /** How a delivery stands: its outcome, `leased`, or undefined when nobody has claimed it. */
-  async state(id: string): Promise<DeliveryOutcome | 'leased' | undefined> {
+  async state(id: string): Promise<DeliveryEnd | 'leased' | undefined> {
     const value = await this.redis.get(this.keys.notifyDelivery(deliveryHash(id)));
     if (value === null) return undefined;
-    return value.startsWith('lease:') ? 'leased' : (value as DeliveryOutcome);
+    return value.startsWith('lease:') ? 'leased' : (value as DeliveryEnd);
   }
 }
 
