@@ -65,8 +65,6 @@ export interface WebhookDeliveryDeps {
   readonly logger: Pick<Logger, 'info' | 'warn'>;
   readonly webhooks: Pick<WebhookStore, 'get' | 'secretOf' | 'disable' | 'recordAttempt'>;
   readonly notify: { readonly outbox: Pick<NotifyOutbox, 'claim' | 'markDone' | 'release'> };
-  /** The clock: an attempt's time (signed into it and recorded), the disable time, how long it was tried. */
-  readonly now: () => number;
 }
 
 /**
@@ -108,7 +106,9 @@ export function webhookDeliveryProcessor(
       return { skipped: 'delivered already' };
     sender ??= new WebhookSender({ allowPrivate: ctx.config.webhookAllowPrivate });
     const attempt = job.attemptsMade + 1;
-    const at = ctx.now();
+    // Wall time, not the service clock: the receiver checks `webhook-timestamp` against its own clock (Standard
+    // Webhooks allows 5 min), and BullMQ's job.timestamp, which the tried span is measured from, is wall time too.
+    const at = Date.now();
     // How long the attempt took is measured on the monotonic clock, as the other jobs' durations are.
     const started = performance.now();
     const outcome = await sender.deliver({
@@ -138,7 +138,7 @@ export function webhookDeliveryProcessor(
     }
     if (outcome.kind === 'gone') return disable(ctx, job, 'the receiver answered 410 Gone', log);
     if (attempt >= (job.opts.attempts ?? 1))
-      return disable(ctx, job, lastReason(outcome, attempt, ctx.now() - job.timestamp), log);
+      return disable(ctx, job, lastReason(outcome, attempt, Date.now() - job.timestamp), log);
     await ctx.notify.outbox.release(deliveryId, owner);
     ctx.logger.warn(log, 'webhook delivery failed; it is retried');
     throw new WebhookAttemptFailedError(`webhook ${hookId}: ${outcomeText(outcome)}`, retryAfterOf(outcome));
@@ -151,7 +151,7 @@ async function disable(
   reason: string,
   log: object,
 ): Promise<WebhookJobResult> {
-  await ctx.webhooks.disable(job.data.hookId, reason, ctx.now());
+  await ctx.webhooks.disable(job.data.hookId, reason);
   await ctx.notify.outbox.markDone(job.data.deliveryId, job.id ?? job.data.deliveryId, 'dropped');
   ctx.logger.warn({ ...log, reason }, 'webhook disabled');
   return { disabled: reason };
