@@ -6,6 +6,7 @@
 import type { RedisClient } from '../lib/redis-target.ts';
 import { constantTimeEqual, hashToken, randomToken } from '../security/tokens.ts';
 import type { RedisKeys } from '../store/keys.ts';
+import { savePendingConsent, takePendingConsent } from '../store/oauth-states.ts';
 import type { SourceKey } from '../timetable/source.ts';
 import { ConsentCallbackError, GoogleNotConfiguredError } from './errors.ts';
 import type { GoogleServices } from './google-services.ts';
@@ -63,7 +64,7 @@ export async function createConsent(ctx: ConsentDeps, source: SourceKey): Promis
   const browserNonce = randomToken();
   const { codeVerifier, codeChallenge } = pkcePair();
   const pending: PendingConsent = { source, codeVerifier, startedAt: ctx.now(), browserHash: hashToken(browserNonce) };
-  await ctx.redis.set(ctx.keys.googleOAuthState(hashToken(state)), JSON.stringify(pending), 'EX', CONSENT_TTL_SECONDS);
+  await savePendingConsent(ctx.redis, ctx.keys, hashToken(state), JSON.stringify(pending), CONSENT_TTL_SECONDS);
   return { url: oauth.authorizationUrl({ state, codeChallenge }), state, browserNonce };
 }
 
@@ -78,8 +79,8 @@ export async function takeConsent(
   browserNonce: string | undefined,
 ): Promise<PendingConsent> {
   if (!STATE_FORMAT.test(state)) throw new ConsentCallbackError('malformed consent state');
-  const stored = await ctx.redis.getdel(ctx.keys.googleOAuthState(hashToken(state)));
-  if (stored === null)
+  const stored = await takePendingConsent(ctx.redis, ctx.keys, hashToken(state));
+  if (stored === undefined)
     throw new ConsentCallbackError('unknown, expired or already used consent state: start again at /google/connect');
   const pending = parsePending(stored);
   if (browserNonce === undefined || !constantTimeEqual(hashToken(browserNonce), pending.browserHash)) {

@@ -8,6 +8,7 @@
  */
 import type { Config } from '../config.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
+import { cachedEmployeeSearch, cacheEmployeeSearch } from '../store/employee-search-cache.ts';
 import type { RedisKeys } from '../store/keys.ts';
 import type { KnownEmployees } from '../store/known-employees.ts';
 import type { TeacherDirectory } from '../store/teacher-directory.ts';
@@ -77,14 +78,13 @@ export async function searchTeachers(
 ): Promise<Employee[]> {
   const known = await ctx.teachers.find(text, MAX_DIRECTORY_RESULTS);
   if (known.length > 0) return known;
-  const key = ctx.keys.employeeSearch(text.toLowerCase());
-  const cached = await ctx.redis.get(key);
-  if (cached !== null) return (JSON.parse(cached) as { employees: Employee[] }).employees;
+  const cached = await cachedEmployeeSearch(ctx.redis, ctx.keys, text);
+  if (cached !== undefined) return cached;
   // A search that was never sent (the request pool or the upstream budget full) gives its tokens back.
   const employees = await limits.spend('search', ip, () =>
     ctx.requestUpstream.searchEmployees(text, { budgetWaitMs: ctx.config.upstreamRequestWaitMs }),
   );
-  await ctx.redis.set(key, JSON.stringify({ employees }), 'EX', CACHE_SECONDS);
+  await cacheEmployeeSearch(ctx.redis, ctx.keys, text, employees, CACHE_SECONDS);
   // The people found exist: the first request for one of their timetables, which usually follows, goes first;
   // and the directory answers the next search for them, however it is written.
   await ctx.knownEmployees.record(employees.map((employee) => employee.id));

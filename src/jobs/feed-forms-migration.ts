@@ -8,6 +8,7 @@ import type { RedisClient } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
 import type { FeedStore } from '../store/feed-store.ts';
 import type { RedisKeys } from '../store/keys.ts';
+import { feedFormsDropped, markFeedFormsDropped } from '../store/migration-markers.ts';
 
 /** What {@link dropRetiredFeedForms} uses. */
 export interface FeedFormsDeps {
@@ -26,12 +27,11 @@ const MIGRATION_LOCK_MS = 5 * 60_000;
  * to that count.
  */
 export async function dropRetiredFeedForms(ctx: FeedFormsDeps): Promise<number> {
-  const marker = ctx.keys.feedFormsDropped;
-  if ((await ctx.redis.exists(marker)) === 1) return 0;
+  if (await feedFormsDropped(ctx.redis, ctx.keys)) return 0;
   const shrunk = await tryWithLock(ctx.redis, ctx.keys.lock('feed-forms-migration'), MIGRATION_LOCK_MS, async () => {
-    if ((await ctx.redis.exists(marker)) === 1) return 0;
+    if (await feedFormsDropped(ctx.redis, ctx.keys)) return 0;
     const count = await ctx.feeds.dropRetiredForms();
-    await ctx.redis.set(marker, '1');
+    await markFeedFormsDropped(ctx.redis, ctx.keys);
     ctx.logger.info({ feeds: count }, 'stored feeds shrunk to their gzip form');
     return count;
   });

@@ -5,6 +5,7 @@
  */
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { RedisKeys } from '../store/keys.ts';
+import { countHeartbeatsSince, recordHeartbeat, removeHeartbeat } from '../store/worker-heartbeats.ts';
 
 /** A worker whose last heartbeat is older than this is presumed dead (workers beat every 5 s). */
 export const WORKER_HEARTBEAT_MAX_AGE_MS = 30_000;
@@ -19,15 +20,15 @@ export interface HeartbeatDeps {
 
 /** Records that worker `id` is alive now. */
 export async function beat(ctx: HeartbeatDeps, id: string): Promise<void> {
-  await ctx.redis.zadd(ctx.keys.workers, ctx.now(), id);
+  await recordHeartbeat(ctx.redis, ctx.keys, id, ctx.now());
 }
 
 /** Forgets worker `id` (it is shutting down). */
 export async function forgetWorker(ctx: HeartbeatDeps, id: string): Promise<void> {
-  await ctx.redis.zrem(ctx.keys.workers, id);
+  await removeHeartbeat(ctx.redis, ctx.keys, id);
 }
 
 /** How many worker processes sent a heartbeat within {@link WORKER_HEARTBEAT_MAX_AGE_MS}. */
 export async function liveWorkers(ctx: HeartbeatDeps): Promise<number> {
-  return ctx.redis.zcount(ctx.keys.workers, ctx.now() - WORKER_HEARTBEAT_MAX_AGE_MS, '+inf');
+  return countHeartbeatsSince(ctx.redis, ctx.keys, ctx.now() - WORKER_HEARTBEAT_MAX_AGE_MS);
 }

@@ -23,7 +23,7 @@ import type { Logger } from '../logger.ts';
 import { formatChangeMessage } from '../notify/telegram/message.ts';
 import { createTelegramSender, type TelegramSender } from '../notify/telegram/sender.ts';
 import type { RedisKeys } from '../store/keys.ts';
-import type { DeliveryOutcome, NotifyOutbox } from '../store/notify-outbox.ts';
+import type { DeliveryEnd, NotifyOutbox } from '../store/notify-outbox.ts';
 import type { TelegramChats } from '../store/telegram-chats.ts';
 import type { TelegramSendJobData } from './contract.ts';
 import { mayWaitAgain, waitOutRateLimit } from './failure.ts';
@@ -54,7 +54,7 @@ export interface TelegramSendTuning {
 /** What a send job came to. */
 export type TelegramSendResult =
   | { outcome: 'sent'; messageId: number }
-  | { outcome: DeliveryOutcome | 'done-before' | 'unsubscribed' };
+  | { outcome: DeliveryEnd | 'done-before' | 'unsubscribed' };
 
 /** A delivery's lease: well beyond the sender's timeout (15 s). */
 export const DELIVERY_LEASE_MS = 60_000;

@@ -8,7 +8,7 @@
 import type { BackoffStrategy, Job, Processor } from 'bullmq';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
-import { type DeliveryOutcome, outcomeText, WebhookSender } from '../notify/webhooks/deliver.ts';
+import { outcomeText, type WebhookAttemptOutcome, WebhookSender } from '../notify/webhooks/deliver.ts';
 import type { NotifyOutbox } from '../store/notify-outbox.ts';
 import type { WebhookStore } from '../store/webhook-store.ts';
 import type { WebhookJobData } from './contract.ts';
@@ -106,7 +106,11 @@ export function webhookDeliveryProcessor(
       return { skipped: 'delivered already' };
     sender ??= new WebhookSender({ allowPrivate: ctx.config.webhookAllowPrivate });
     const attempt = job.attemptsMade + 1;
+    // Wall time, not the service clock: the receiver checks `webhook-timestamp` against its own clock (Standard
+    // Webhooks allows 5 min), and BullMQ's job.timestamp, which the tried span is measured from, is wall time too.
     const at = Date.now();
+    // How long the attempt took is measured on the monotonic clock, as the other jobs' durations are.
+    const started = performance.now();
     const outcome = await sender.deliver({
       url: hook.url,
       secret,
@@ -116,7 +120,7 @@ export function webhookDeliveryProcessor(
       timeoutMs: tuning.timeoutMs,
       signal,
     });
-    const ms = Date.now() - at;
+    const ms = Math.round(performance.now() - started);
     await ctx.webhooks.recordAttempt(hookId, {
       webhookId,
       at,
@@ -133,7 +137,8 @@ export function webhookDeliveryProcessor(
       return { delivered: true, status: outcome.status, attempt };
     }
     if (outcome.kind === 'gone') return disable(ctx, job, 'the receiver answered 410 Gone', log);
-    if (attempt >= (job.opts.attempts ?? 1)) return disable(ctx, job, lastReason(outcome, attempt, job), log);
+    if (attempt >= (job.opts.attempts ?? 1))
+      return disable(ctx, job, lastReason(outcome, attempt, Date.now() - job.timestamp), log);
     await ctx.notify.outbox.release(deliveryId, owner);
     ctx.logger.warn(log, 'webhook delivery failed; it is retried');
     throw new WebhookAttemptFailedError(`webhook ${hookId}: ${outcomeText(outcome)}`, retryAfterOf(outcome));
@@ -152,13 +157,13 @@ async function disable(
   return { disabled: reason };
 }
 
-function retryAfterOf(outcome: DeliveryOutcome): number | undefined {
+function retryAfterOf(outcome: WebhookAttemptOutcome): number | undefined {
   return outcome.kind === 'failed' ? outcome.retryAfterMs : undefined;
 }
 
 /** "HTTP 500 after 8 attempts over 24 h": the last failure, and how long the delivery was tried. */
-function lastReason(outcome: DeliveryOutcome, attempts: number, job: Job<WebhookJobData>): string {
-  return `${outcomeText(outcome)} after ${attempts} attempt${attempts === 1 ? '' : 's'} over ${spanText(Date.now() - job.timestamp)}`;
+function lastReason(outcome: WebhookAttemptOutcome, attempts: number, triedMs: number): string {
+  return `${outcomeText(outcome)} after ${attempts} attempt${attempts === 1 ? '' : 's'} over ${spanText(triedMs)}`;
 }
 
 /** A span as a person reads it: "40 s", "12 min", "24 h". */

@@ -10,7 +10,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { RateLimitedError } from './errors.ts';
-import { luaScript } from './lua-script.ts';
+import { loadScript } from './lua-script.ts';
 import type { RedisClient } from './redis-target.ts';
 
 /** One bucket: where it lives, how fast it refills and how many tokens it holds at most. */
@@ -40,7 +40,7 @@ export function bucket(key: string, rate: Rate): Bucket {
 }
 
 /** Takes, checks, gives or charges tokens of several buckets in one step (token-buckets.lua). */
-const SCRIPT = luaScript(import.meta.dirname, 'token-buckets');
+const SCRIPT = loadScript(import.meta.dirname, 'token-buckets');
 
 /** Takes and gives back tokens of buckets kept in Redis. */
 export class TokenBuckets {
@@ -112,6 +112,6 @@ export class TokenBuckets {
     const args = buckets.flatMap((b) => [String(b.ratePerMs), String(b.capacity), String(b.reserve ?? 0)]);
     const now = this.now ? String(this.now()) : '';
     const keys = buckets.map((b) => b.key);
-    return Number(await this.redis.eval(SCRIPT, keys.length, ...keys, now, String(cost), mode, ...args));
+    return Number(await SCRIPT.run(this.redis, keys, [now, String(cost), mode, ...args]));
   }
 }

@@ -4,14 +4,14 @@
  */
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { luaScript } from './lua-script.ts';
+import { loadScript } from './lua-script.ts';
 import type { RedisClient } from './redis-target.ts';
 
 /** Deletes a lock only while its owner holds it (release-lock.lua). */
-const RELEASE_LOCK = luaScript(import.meta.dirname, 'release-lock');
+const RELEASE_LOCK = loadScript(import.meta.dirname, 'release-lock');
 
 /** Extends a lock only while its owner holds it (extend-lock.lua). */
-const EXTEND_LOCK = luaScript(import.meta.dirname, 'extend-lock');
+const EXTEND_LOCK = loadScript(import.meta.dirname, 'extend-lock');
 
 /** How often {@link withLock} asks again for a lock someone else holds. */
 const RETRY_MS = 50;
@@ -28,12 +28,12 @@ export async function tryLock(redis: RedisClient, key: string, owner: string, ms
 
 /** Gives `owner`'s lock another `ms` from now; false when it is no longer `owner`'s. */
 export async function extendLock(redis: RedisClient, key: string, owner: string, ms: number): Promise<boolean> {
-  return (await redis.eval(EXTEND_LOCK, 1, key, owner, ms)) === 1;
+  return (await EXTEND_LOCK.run(redis, [key], [owner, ms])) === 1;
 }
 
 /** Releases `key` if `owner` still holds it. */
 export async function releaseLock(redis: RedisClient, key: string, owner: string): Promise<void> {
-  await redis.eval(RELEASE_LOCK, 1, key, owner);
+  await RELEASE_LOCK.run(redis, [key], [owner]);
 }
 
 /**

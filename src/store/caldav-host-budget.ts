@@ -11,13 +11,13 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { RateLimitedError } from '../lib/errors.ts';
-import { luaScript } from '../lib/lua-script.ts';
+import { loadScript } from '../lib/lua-script.ts';
 import { type Bucket, TokenBuckets } from '../lib/rate-limit.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { RedisKeys } from './keys.ts';
 
 /** Extends a host's cool-down to at least a given time (caldav-host-cooldown.lua). */
-const COOL_DOWN = luaScript(import.meta.dirname, 'caldav-host-cooldown');
+const COOL_DOWN = loadScript(import.meta.dirname, 'caldav-host-cooldown');
 
 /** The longest cool-down a host is given, whatever its `Retry-After` asks (the job waits; nobody else should). */
 export const MAX_HOST_COOLDOWN_MS = 5 * 60_000;
@@ -80,7 +80,7 @@ export class CalDavHostBudget {
    */
   async coolDown(host: string, ms: number): Promise<number> {
     const wanted = Math.max(1, Math.min(Math.round(ms), MAX_HOST_COOLDOWN_MS));
-    return Number(await this.redis.eval(COOL_DOWN, 1, this.keys.caldavHostCooldown(host), String(wanted)));
+    return Number(await COOL_DOWN.run(this.redis, [this.keys.caldavHostCooldown(host)], [String(wanted)]));
   }
 
   /** The ms `host`'s cool-down has left (0: none). */

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { promisify } from 'node:util';
 import { brotliCompress, constants, gunzip, gzip } from 'node:zlib';
 import type { ChainableCommander } from 'ioredis';
-import { luaScript } from '../lib/lua-script.ts';
+import { loadScript } from '../lib/lua-script.ts';
 import { scanKeys } from '../lib/redis-scan.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { SourceKey } from '../timetable/source.ts';
@@ -202,14 +202,10 @@ export class FeedStore {
    */
   async replaceIf(source: SourceKey, expectedEtag: string, feed: StoredFeed): Promise<boolean> {
     const fields = feedFields(feed);
-    const written = await this.redis.eval(
-      REPLACE_IF_SCRIPT,
-      2,
-      this.keys.feed(source),
-      this.keys.feedUpdates,
-      expectedEtag,
-      source,
-      ...fields,
+    const written = await REPLACE_IF_SCRIPT.run(
+      this.redis,
+      [this.keys.feed(source), this.keys.feedUpdates],
+      [expectedEtag, source, ...fields],
     );
     return written === 1;
   }
@@ -230,7 +226,7 @@ export class FeedStore {
 }
 
 /** Replaces a feed while its ETag is the one expected, and announces it (feed-replace-if.lua). */
-const REPLACE_IF_SCRIPT = luaScript(import.meta.dirname, 'feed-replace-if');
+const REPLACE_IF_SCRIPT = loadScript(import.meta.dirname, 'feed-replace-if');
 
 /** Fields of the feed hash before it kept the gzip form only. */
 const RETIRED_FIELDS = ['body', 'brotli'];

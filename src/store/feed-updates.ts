@@ -6,7 +6,9 @@
  * URL that Redis no longer knows. An API process of an older release takes such a message for a source it
  * never cached, and ignores it.
  */
+import type { RedisClient } from '../lib/redis-target.ts';
 import type { SourceKey } from '../timetable/source.ts';
+import type { RedisKeys } from './keys.ts';
 
 /** What a message on the feed-updates channel announces. */
 export interface FeedUpdate {
@@ -32,4 +34,13 @@ export function parseFeedUpdate(message: string): FeedUpdate {
   const word = message.slice(0, space);
   for (const kind of WORDS) if (kind === word) return { kind, source: message.slice(space + 1) };
   return { kind: 'feed', source: message };
+}
+
+/** Announces `update` on the feed-updates channel (API processes drop what they keep of its source). */
+export async function announceFeedUpdate(
+  redis: RedisClient,
+  keys: Pick<RedisKeys, 'feedUpdates'>,
+  update: FeedUpdate,
+): Promise<void> {
+  await redis.publish(keys.feedUpdates, feedUpdateMessage(update));
 }

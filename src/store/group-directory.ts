@@ -12,7 +12,7 @@
  * first, then names that contain it.
  */
 
-import { luaScript } from '../lib/lua-script.ts';
+import { loadScript } from '../lib/lua-script.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { RedisKeys } from './keys.ts';
 import { VersionedIndex } from './versioned-index.ts';
@@ -44,10 +44,10 @@ export const DEFAULT_SEARCH_LIMIT = 20;
 const IMPORT_CHUNK = 500;
 
 /** Sets one group's name unless it has it already, raising the version (group-directory-record.lua). */
-const RECORD = luaScript(import.meta.dirname, 'group-directory-record');
+const RECORD = loadScript(import.meta.dirname, 'group-directory-record');
 
 /** Adds or renames many groups, raising the version once (group-directory-upsert.lua). */
-const UPSERT = luaScript(import.meta.dirname, 'group-directory-upsert');
+const UPSERT = loadScript(import.meta.dirname, 'group-directory-upsert');
 
 /** Latin letters that look like Cyrillic ones, typed by mistake on the wrong keyboard layout. */
 const LOOKALIKES: Readonly<Record<string, string>> = {
@@ -173,7 +173,7 @@ export class GroupDirectory {
     const name = cleanGroupName(rawName);
     if (name === undefined || !Number.isSafeInteger(id) || id <= 0) return false;
     const { groupDirectory, groupDirectoryVersion } = this.keys;
-    return (await this.redis.eval(RECORD, 2, groupDirectory, groupDirectoryVersion, String(id), name)) === 1;
+    return (await RECORD.run(this.redis, [groupDirectory, groupDirectoryVersion], [String(id), name])) === 1;
   }
 
   /**
@@ -181,16 +181,17 @@ export class GroupDirectory {
    * pipelined script calls of {@link IMPORT_CHUNK}. Groups not in the list stay.
    */
   async import(groups: readonly DirectoryGroup[]): Promise<ImportCounts> {
-    const pipeline = this.redis.pipeline();
+    // Sent together without awaiting each: one connection writes them back to back, as a pipeline would,
+    // and each call still falls back on its own when a node does not know the script.
+    const keys = [this.keys.groupDirectory, this.keys.groupDirectoryVersion];
+    const calls: Promise<unknown>[] = [];
     for (let start = 0; start < groups.length; start += IMPORT_CHUNK) {
       const pairs = groups.slice(start, start + IMPORT_CHUNK).flatMap(({ id, name }) => [String(id), name]);
-      pipeline.eval(UPSERT, 2, this.keys.groupDirectory, this.keys.groupDirectoryVersion, ...pairs);
+      calls.push(UPSERT.run(this.redis, keys, pairs));
     }
-    const results = (await pipeline.exec()) ?? [];
     let added = 0;
     let updated = 0;
-    for (const [error, result] of results) {
-      if (error) throw error;
+    for (const result of await Promise.all(calls)) {
       const [a, u] = result as [number, number];
       added += a;
       updated += u;

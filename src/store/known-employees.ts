@@ -5,7 +5,7 @@
  * the overall first-request limit runs short (http/client-limits.ts). Redis holds one SET; the university's
  * staff bounds it, and {@link MAX_KNOWN_EMPLOYEES} bounds it whatever the university sends.
  */
-import { luaScript } from '../lib/lua-script.ts';
+import { loadScript } from '../lib/lua-script.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { RedisKeys } from './keys.ts';
 
@@ -13,7 +13,7 @@ import type { RedisKeys } from './keys.ts';
 export const MAX_KNOWN_EMPLOYEES = 100_000;
 
 /** Adds employee ids while the set has room (known-employees-record.lua). */
-const RECORD_SCRIPT = luaScript(import.meta.dirname, 'known-employees-record');
+const RECORD_SCRIPT = loadScript(import.meta.dirname, 'known-employees-record');
 
 /** The employee ids known to exist, in Redis. */
 export class KnownEmployees {
@@ -30,7 +30,7 @@ export class KnownEmployees {
     const valid = new Set<string>();
     for (const id of ids) if (typeof id === 'number' && Number.isSafeInteger(id) && id > 0) valid.add(String(id));
     if (valid.size === 0) return;
-    await this.redis.eval(RECORD_SCRIPT, 1, this.keys.knownEmployees, String(MAX_KNOWN_EMPLOYEES), ...valid);
+    await RECORD_SCRIPT.run(this.redis, [this.keys.knownEmployees], [String(MAX_KNOWN_EMPLOYEES), ...valid]);
   }
 
   /** Whether the university has named employee `id`. */

@@ -7,7 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { ChainableCommander } from 'ioredis';
-import { luaScript } from '../lib/lua-script.ts';
+import { loadScript } from '../lib/lua-script.ts';
 import { packJson, unpackJson } from '../lib/packed-json.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { ChangeSet } from '../timetable/notify-change.ts';
@@ -15,15 +15,15 @@ import type { SourceKey } from '../timetable/source.ts';
 import type { RedisKeys } from './keys.ts';
 
 /** Takes or renews a delivery's lease unless it is done or leased by another (notify-claim.lua). */
-const CLAIM = luaScript(import.meta.dirname, 'notify-claim');
+const CLAIM = loadScript(import.meta.dirname, 'notify-claim');
 /** Drops a delivery's lease still held by its owner (notify-release.lua). */
-const RELEASE = luaScript(import.meta.dirname, 'notify-release');
+const RELEASE = loadScript(import.meta.dirname, 'notify-release');
 
 /** How long an outbox entry and a delivery's outcome are kept: beyond any retry of its jobs. */
 export const NOTIFY_RECORD_TTL_S = 3 * 24 * 3600;
 
 /** How a delivery ended: told, its subscriber gone (blocked the bot, webhook disabled), or nothing left to tell. */
-export type DeliveryOutcome = 'sent' | 'dropped' | 'empty';
+export type DeliveryEnd = 'sent' | 'dropped' | 'empty';
 
 /** What {@link NotifyOutbox.claim} found. */
 export type ClaimResult = 'claimed' | 'sent' | 'busy';
@@ -101,24 +101,24 @@ export class NotifyOutbox {
    */
   async claim(id: string, owner: string, leaseMs: number): Promise<ClaimResult> {
     const key = this.keys.notifyDelivery(deliveryHash(id));
-    return (await this.redis.eval(CLAIM, 1, key, owner, String(Math.max(1, Math.round(leaseMs))))) as ClaimResult;
+    return (await CLAIM.run(this.redis, [key], [owner, String(Math.max(1, Math.round(leaseMs)))])) as ClaimResult;
   }
 
   /** Records how a delivery ended; from then on every claim of it answers `sent`. */
-  async markDone(id: string, _owner: string, outcome: DeliveryOutcome): Promise<void> {
+  async markDone(id: string, _owner: string, outcome: DeliveryEnd): Promise<void> {
     await this.redis.set(this.keys.notifyDelivery(deliveryHash(id)), outcome, 'EX', NOTIFY_RECORD_TTL_S);
   }
 
   /** Gives a delivery's lease back (when `owner` still holds it), so that its retry may claim it at once. */
   async release(id: string, owner: string): Promise<boolean> {
-    return Number(await this.redis.eval(RELEASE, 1, this.keys.notifyDelivery(deliveryHash(id)), owner)) === 1;
+    return Number(await RELEASE.run(this.redis, [this.keys.notifyDelivery(deliveryHash(id))], [owner])) === 1;
   }
 
   /** How a delivery stands: its outcome, `leased`, or undefined when nobody has claimed it. */
-  async state(id: string): Promise<DeliveryOutcome | 'leased' | undefined> {
+  async state(id: string): Promise<DeliveryEnd | 'leased' | undefined> {
     const value = await this.redis.get(this.keys.notifyDelivery(deliveryHash(id)));
     if (value === null) return undefined;
-    return value.startsWith('lease:') ? 'leased' : (value as DeliveryOutcome);
+    return value.startsWith('lease:') ? 'leased' : (value as DeliveryEnd);
   }
 }
 

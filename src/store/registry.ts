@@ -1,4 +1,4 @@
-import { luaScript } from '../lib/lua-script.ts';
+import { loadScript } from '../lib/lua-script.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import { execOrThrow } from '../lib/redis-transaction.ts';
 import type { SourceKey } from '../timetable/source.ts';
@@ -49,7 +49,7 @@ export interface FailureRecord {
 }
 
 /** Marks a registered source stale and answers its staleSince (registry-mark-stale.lua). */
-const MARK_STALE_SCRIPT = luaScript(import.meta.dirname, 'registry-mark-stale');
+const MARK_STALE_SCRIPT = loadScript(import.meta.dirname, 'registry-mark-stale');
 
 /** How long the upstream's "no such group" is remembered, so repeated requests for it cost no fetch. */
 export const MISSING_TTL_SECONDS = 3600;
@@ -63,10 +63,10 @@ export const MAX_MISSING_SOURCES = 20_000;
 const MISSING_TEXT_LENGTH = 200;
 
 /** Remembers an unknown source for a while, within a bound (registry-remember-missing.lua). */
-const REMEMBER_MISSING_SCRIPT = luaScript(import.meta.dirname, 'registry-remember-missing');
+const REMEMBER_MISSING_SCRIPT = loadScript(import.meta.dirname, 'registry-remember-missing');
 
 /** An unknown source's text while it is remembered (registry-missing-reason.lua). */
-const MISSING_REASON_SCRIPT = luaScript(import.meta.dirname, 'registry-missing-reason');
+const MISSING_REASON_SCRIPT = loadScript(import.meta.dirname, 'registry-missing-reason');
 
 const NUMBER_FIELDS = [
   'activeSince',
@@ -240,13 +240,10 @@ export class SourceRegistry {
 
   /** The feed now says it is stale; `since` is kept from the first failure until the next success. Returns `since`. */
   async markStale(source: SourceKey, since: number): Promise<number> {
-    const kept = await this.redis.eval(
-      MARK_STALE_SCRIPT,
-      2,
-      this.keys.source(source),
-      this.keys.staleSources,
-      String(since),
-      source,
+    const kept = await MARK_STALE_SCRIPT.run(
+      this.redis,
+      [this.keys.source(source), this.keys.staleSources],
+      [String(since), source],
     );
     return kept === null ? since : Number(kept);
   }
@@ -275,22 +272,17 @@ export class SourceRegistry {
     const { missingSources, missingSourcesExpiry } = this.keys;
     const text = upstreamText.slice(0, MISSING_TEXT_LENGTH);
     const ttlMs = String(MISSING_TTL_SECONDS * 1000);
-    await this.redis.eval(
-      REMEMBER_MISSING_SCRIPT,
-      2,
-      missingSources,
-      missingSourcesExpiry,
-      source,
-      text,
-      ttlMs,
-      String(MAX_MISSING_SOURCES),
+    await REMEMBER_MISSING_SCRIPT.run(
+      this.redis,
+      [missingSources, missingSourcesExpiry],
+      [source, text, ttlMs, String(MAX_MISSING_SOURCES)],
     );
   }
 
   /** What the upstream said when it did not know `source`, while that is remembered; undefined otherwise. */
   async missingReason(source: SourceKey): Promise<string | undefined> {
     const { missingSources, missingSourcesExpiry } = this.keys;
-    const text = await this.redis.eval(MISSING_REASON_SCRIPT, 2, missingSources, missingSourcesExpiry, source);
+    const text = await MISSING_REASON_SCRIPT.run(this.redis, [missingSources, missingSourcesExpiry], [source]);
     return typeof text === 'string' ? text : undefined;
   }
 

@@ -7,7 +7,7 @@
  * Each value is replaced only while it is still the one read (a script compares and sets), so a publication
  * racing the rewrite wins; running it twice, or in two processes, rewrites nothing the second time.
  */
-import { luaScript } from '../lib/lua-script.ts';
+import { loadScript } from '../lib/lua-script.ts';
 import { isPacked, packJson, unpackJson } from '../lib/packed-json.ts';
 import { tryWithLock } from '../lib/redis-lock.ts';
 import { scanKeys } from '../lib/redis-scan.ts';
@@ -18,10 +18,10 @@ import { packChange } from './change-bounds.ts';
 import type { RedisKeys } from './keys.ts';
 
 /** Replaces a string value only while it is the one read (state-packing-replace-string.lua). */
-const REPLACE_STRING = luaScript(import.meta.dirname, 'state-packing-replace-string');
+const REPLACE_STRING = loadScript(import.meta.dirname, 'state-packing-replace-string');
 
 /** Replaces a list item only while it is the one read (state-packing-replace-item.lua). */
-const REPLACE_ITEM = luaScript(import.meta.dirname, 'state-packing-replace-item');
+const REPLACE_ITEM = loadScript(import.meta.dirname, 'state-packing-replace-item');
 
 /** Keys read at a time. */
 const BATCH = 200;
@@ -96,7 +96,7 @@ async function packStrings(redis: RedisClient, batch: readonly string[], result:
       const value = values[index];
       if (value === null || value === undefined || isPacked(value)) return 0;
       const packed = repack(key, value, (text) => packJson(unpackJson(text)), result);
-      return packed === undefined ? 0 : redis.eval(REPLACE_STRING, 1, key, value, packed);
+      return packed === undefined ? 0 : REPLACE_STRING.run(redis, [key], [value, packed]);
     }),
   );
   result.packed += replaced.filter((outcome) => outcome === 1).length;
@@ -109,7 +109,7 @@ async function packLists(redis: RedisClient, batch: readonly string[], result: P
       (lists[index] ?? []).map((item, position) => {
         if (isPacked(item)) return 0;
         const packed = repack(key, item, (text) => packChange(unpackJson<ChangeRecord>(text)), result);
-        return packed === undefined ? 0 : redis.eval(REPLACE_ITEM, 1, key, position, item, packed);
+        return packed === undefined ? 0 : REPLACE_ITEM.run(redis, [key], [position, item, packed]);
       }),
     ),
   );

@@ -13,7 +13,7 @@
  * (`store/feed-updates.ts`). A change is then never made without its announcement, nor announced without
  * being made; PUBLISH from a script is allowed on Redis Cluster too.
  */
-import { luaScript } from '../lib/lua-script.ts';
+import { loadScript } from '../lib/lua-script.ts';
 
 /** Answered by a guarded script when the subscription changed since the caller read it. */
 export const STALE = -2;
@@ -22,25 +22,25 @@ export const STALE = -2;
 export const GONE = -1;
 
 /** Creates a subscription unless its owner already has one (subscription-create.lua). */
-export const CREATE_UNLESS_OWNED = luaScript(import.meta.dirname, 'subscription-create');
+export const CREATE_UNLESS_OWNED = loadScript(import.meta.dirname, 'subscription-create');
 
 /** Issues one more feed token to an existing subscription (subscription-issue-token.lua). */
-export const ISSUE_TOKEN = luaScript(import.meta.dirname, 'subscription-issue-token');
+export const ISSUE_TOKEN = loadScript(import.meta.dirname, 'subscription-issue-token');
 
 /** Revokes a subscription's least recently used tokens beyond the most (subscription-trim-tokens.lua). */
-export const TRIM_TOKENS = luaScript(import.meta.dirname, 'subscription-trim-tokens');
+export const TRIM_TOKENS = loadScript(import.meta.dirname, 'subscription-trim-tokens');
 
 /** Records that a live token was used (subscription-touch-token.lua). */
-export const TOUCH_TOKEN = luaScript(import.meta.dirname, 'subscription-touch-token');
+export const TOUCH_TOKEN = loadScript(import.meta.dirname, 'subscription-touch-token');
 
 /** Revokes one token of a subscription and announces it (subscription-revoke-token.lua). */
-export const REVOKE_TOKEN = luaScript(import.meta.dirname, 'subscription-revoke-token');
+export const REVOKE_TOKEN = loadScript(import.meta.dirname, 'subscription-revoke-token');
 
 /** Deletes a subscription with its tokens and owner index (subscription-delete.lua). */
-export const DELETE_SUBSCRIPTION = luaScript(import.meta.dirname, 'subscription-delete');
+export const DELETE_SUBSCRIPTION = loadScript(import.meta.dirname, 'subscription-delete');
 
 /** Replaces every feed token of a subscription with one new one (subscription-rotate-tokens.lua). */
-export const ROTATE_TOKENS = luaScript(import.meta.dirname, 'subscription-rotate-tokens');
+export const ROTATE_TOKENS = loadScript(import.meta.dirname, 'subscription-rotate-tokens');
 
 /** Drops an owner index that leads to a subscription that is gone (subscription-drop-owner.lua). */
-export const DROP_OWNER = luaScript(import.meta.dirname, 'subscription-drop-owner');
+export const DROP_OWNER = loadScript(import.meta.dirname, 'subscription-drop-owner');

@@ -11,7 +11,7 @@
  * outages, and must drop them.
  */
 
-import { luaScript } from '../lib/lua-script.ts';
+import { loadScript } from '../lib/lua-script.ts';
 import { scanKeys } from '../lib/redis-scan.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import { SecretKeyMissingError } from '../security/errors.ts';
@@ -111,7 +111,7 @@ const CREDENTIAL_DIGEST_PURPOSE = 'subscription-credential';
 const ID_BYTES = 16;
 
 /** Updates a subscription hash only while it exists and its credential version holds (subscription-update.lua). */
-const UPDATE_IF_CURRENT = luaScript(import.meta.dirname, 'subscription-update');
+const UPDATE_IF_CURRENT = loadScript(import.meta.dirname, 'subscription-update');
 
 /** How an update is guarded and what it changes besides its fields. */
 interface UpdateOptions {
@@ -193,14 +193,10 @@ export class SubscriptionStore {
    */
   async revokeToken(id: string, token: string): Promise<void> {
     const tokenHash = hashToken(token);
-    await this.redis.eval(
-      REVOKE_TOKEN,
-      2,
-      this.keys.subscriptionTokens(id),
-      this.keys.subscriptionToken(tokenHash),
-      tokenHash,
-      id,
-      ...this.announcement('tokens', id),
+    await REVOKE_TOKEN.run(
+      this.redis,
+      [this.keys.subscriptionTokens(id), this.keys.subscriptionToken(tokenHash)],
+      [tokenHash, id, ...this.announcement('tokens', id)],
     );
   }
 
@@ -213,17 +209,14 @@ export class SubscriptionStore {
     if (!SUBSCRIPTION_ID.test(id)) return 0;
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
       const { seq, tokens } = await this.tokenState(id);
-      const result = await this.redis.eval(
-        TRIM_TOKENS,
-        2 + tokens.length,
-        this.keys.subscription(id),
-        this.keys.subscriptionTokens(id),
-        ...tokens.map((hash) => this.keys.subscriptionToken(hash)),
-        seq,
-        String(tokens.length),
-        ...tokens,
-        String(MAX_LIVE_TOKENS),
-        ...this.announcement('tokens', id),
+      const result = await TRIM_TOKENS.run(
+        this.redis,
+        [
+          this.keys.subscription(id),
+          this.keys.subscriptionTokens(id),
+          ...tokens.map((hash) => this.keys.subscriptionToken(hash)),
+        ],
+        [seq, String(tokens.length), ...tokens, String(MAX_LIVE_TOKENS), ...this.announcement('tokens', id)],
       );
       if (result === GONE) return 0;
       if (result === STALE) continue;
@@ -245,19 +238,16 @@ export class SubscriptionStore {
     const tokenHash = hashToken(token);
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
       const { seq, tokens } = await this.tokenState(id);
-      const result = await this.redis.eval(
-        ROTATE_TOKENS,
-        4 + tokens.length,
-        this.keys.subscription(id),
-        this.keys.subscriptionTokens(id),
-        this.keys.subscriptionToken(oldHash),
-        this.keys.subscriptionToken(tokenHash),
-        ...tokens.map((hash) => this.keys.subscriptionToken(hash)),
-        id,
-        seq,
-        tokenHash,
-        String(now),
-        ...this.announcement('tokens', id),
+      const result = await ROTATE_TOKENS.run(
+        this.redis,
+        [
+          this.keys.subscription(id),
+          this.keys.subscriptionTokens(id),
+          this.keys.subscriptionToken(oldHash),
+          this.keys.subscriptionToken(tokenHash),
+          ...tokens.map((hash) => this.keys.subscriptionToken(hash)),
+        ],
+        [id, seq, tokenHash, String(now), ...this.announcement('tokens', id)],
       );
       if (result === STALE) continue;
       if (result !== 1) return undefined;
@@ -273,7 +263,7 @@ export class SubscriptionStore {
    */
   async recordTokenUse(id: string, token: string, now: number): Promise<void> {
     if (!SUBSCRIPTION_ID.test(id)) return;
-    await this.redis.eval(TOUCH_TOKEN, 1, this.keys.subscriptionTokens(id), hashToken(token), String(now));
+    await TOUCH_TOKEN.run(this.redis, [this.keys.subscriptionTokens(id)], [hashToken(token), String(now)]);
   }
 
   /**
@@ -330,17 +320,15 @@ export class SubscriptionStore {
       credentialVersion: '1',
       ...(input.upstreamUserId === null ? { credentialDigest: this.credentialDigest(input.credential) } : {}),
     };
-    const owned = await this.redis.eval(
-      CREATE_UNLESS_OWNED,
-      4,
-      this.keys.subscriptionOwner(owner),
-      this.keys.subscription(id),
-      this.keys.subscriptionTokens(id),
-      this.keys.subscriptionToken(tokenHash),
-      id,
-      tokenHash,
-      String(input.now),
-      ...Object.entries(fields).flat(),
+    const owned = await CREATE_UNLESS_OWNED.run(
+      this.redis,
+      [
+        this.keys.subscriptionOwner(owner),
+        this.keys.subscription(id),
+        this.keys.subscriptionTokens(id),
+        this.keys.subscriptionToken(tokenHash),
+      ],
+      [id, tokenHash, String(input.now), ...Object.entries(fields).flat()],
     );
     return owned === id ? { subscription, token, created: true, revoked: 0 } : undefined;
   }
@@ -365,24 +353,27 @@ export class SubscriptionStore {
       updatedAt: String(input.now),
       ...(input.group ? groupFields(input.group) : {}),
     };
-    const result = await this.redis.eval(
-      ISSUE_TOKEN,
-      3 + tokens.length,
-      this.keys.subscription(id),
-      this.keys.subscriptionTokens(id),
-      this.keys.subscriptionToken(tokenHash),
-      ...tokens.map((hash) => this.keys.subscriptionToken(hash)),
-      id,
-      tokenHash,
-      seq,
-      String(tokens.length),
-      ...tokens,
-      String(input.now),
-      String(max),
-      ...Object.entries(fields).flat(),
-      ...this.announcement('tokens', id),
+    const result = await ISSUE_TOKEN.run(
+      this.redis,
+      [
+        this.keys.subscription(id),
+        this.keys.subscriptionTokens(id),
+        this.keys.subscriptionToken(tokenHash),
+        ...tokens.map((hash) => this.keys.subscriptionToken(hash)),
+      ],
+      [
+        id,
+        tokenHash,
+        seq,
+        String(tokens.length),
+        ...tokens,
+        String(input.now),
+        String(max),
+        ...Object.entries(fields).flat(),
+        ...this.announcement('tokens', id),
+      ],
     );
-    if (result === GONE) await this.redis.eval(DROP_OWNER, 1, this.keys.subscriptionOwner(owner), id);
+    if (result === GONE) await DROP_OWNER.run(this.redis, [this.keys.subscriptionOwner(owner)], [id]);
     if (result === GONE || result === STALE) return undefined;
     const subscription = await this.get(id);
     return subscription === undefined ? undefined : { subscription, token, created: false, revoked: Number(result) };
@@ -524,8 +515,8 @@ export class SubscriptionStore {
         ...tokens.map((hash) => this.keys.subscriptionToken(hash)),
         ...(owner === undefined ? [] : [this.keys.subscriptionOwner(owner)]),
       ];
-      const args = [...keys, id, seq, String(tokens.length), ...this.announcement('gone', id)];
-      const result = await this.redis.eval(DELETE_SUBSCRIPTION, keys.length, ...args);
+      const args = [id, seq, String(tokens.length), ...this.announcement('gone', id)];
+      const result = await DELETE_SUBSCRIPTION.run(this.redis, keys, args);
       if (result === STALE) continue;
       return result === 1;
     }
@@ -556,7 +547,7 @@ export class SubscriptionStore {
       ...remove,
       ...Object.entries(set).flat(),
     ];
-    return (await this.redis.eval(UPDATE_IF_CURRENT, 1, this.keys.subscription(id), ...args)) === 1;
+    return (await UPDATE_IF_CURRENT.run(this.redis, [this.keys.subscription(id)], [...args])) === 1;
   }
 }
 

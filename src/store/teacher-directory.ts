@@ -11,7 +11,7 @@
  * a search answer replaces what it differs from. {@link MAX_DIRECTORY_TEACHERS} bounds the hash whatever the
  * university sends.
  */
-import { luaScript } from '../lib/lua-script.ts';
+import { loadScript } from '../lib/lua-script.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import { foldName, type IndexedPerson, indexPeople, matchPeople } from '../timetable/teacher-match.ts';
 import type { Employee } from '../upstream/directory-schema.ts';
@@ -24,7 +24,7 @@ export const MAX_DIRECTORY_TEACHERS = 50_000;
 const MAX_FIELD_LENGTH = 200;
 
 /** Writes new and changed teachers, raising the version (teacher-directory-record.lua). */
-const RECORD = luaScript(import.meta.dirname, 'teacher-directory-record');
+const RECORD = loadScript(import.meta.dirname, 'teacher-directory-record');
 
 /** A teacher as a timetable entry names them. */
 export interface SeenTeacher {
@@ -187,13 +187,10 @@ export class TeacherDirectory {
     });
     if (pairs.length === 0) return 0;
     const { teacherDirectory, teacherDirectoryVersion } = this.keys;
-    const written = await this.redis.eval(
-      RECORD,
-      2,
-      teacherDirectory,
-      teacherDirectoryVersion,
-      String(MAX_DIRECTORY_TEACHERS),
-      ...pairs,
+    const written = await RECORD.run(
+      this.redis,
+      [teacherDirectory, teacherDirectoryVersion],
+      [String(MAX_DIRECTORY_TEACHERS), ...pairs],
     );
     return Number(written);
   }

@@ -10,7 +10,7 @@
  * Redis Cluster slot. This module owns the keys `termCounts` to `termStarts` of keys.ts.
  */
 import type { ChainableCommander } from 'ioredis';
-import { luaScript } from '../lib/lua-script.ts';
+import { loadScript } from '../lib/lua-script.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { SourceKey } from '../timetable/source.ts';
 import { resolveTermStarts, type TermStart, termStartDates } from '../timetable/terms.ts';
@@ -18,10 +18,10 @@ import type { TimetableEntry } from '../timetable/types.ts';
 import type { RedisKeys } from './keys.ts';
 
 /** Replaces a source's entries in the start-date counts (term-counts-replace.lua). */
-const REPLACE_ENTRIES = luaScript(import.meta.dirname, 'term-counts-replace');
+const REPLACE_ENTRIES = loadScript(import.meta.dirname, 'term-counts-replace');
 
 /** Stores term starts unless ones from newer counts are stored already (term-counts-store-starts.lua). */
-const STORE_TERM_STARTS = luaScript(import.meta.dirname, 'term-counts-store-starts');
+const STORE_TERM_STARTS = loadScript(import.meta.dirname, 'term-counts-store-starts');
 
 /** What a timetable adds to the counts. */
 export type CountedEntry = Pick<TimetableEntry, 'id' | 'startDate' | 'weekType'>;
@@ -55,21 +55,13 @@ function decode(fields: Record<string, string>): Map<string, number> {
   return new Map(Object.entries(fields).map(([date, entries]) => [date, Number(entries)]));
 }
 
-function replaceArgs(keys: RedisKeys): [string, number, string, string, string, string, string] {
-  return [
-    REPLACE_ENTRIES,
-    5,
-    keys.termCounts,
-    keys.sourceTermCounts,
-    keys.termEntryRefs,
-    keys.paritySources,
-    keys.termCountsVersion,
-  ];
+function replaceKeys(keys: RedisKeys): string[] {
+  return [keys.termCounts, keys.sourceTermCounts, keys.termEntryRefs, keys.paritySources, keys.termCountsVersion];
 }
 
 /** Queues on `multi` the removal of a source's entries from the counts (a source forgotten entirely). */
 export function forgetTermCounts(multi: ChainableCommander, keys: RedisKeys, source: SourceKey): ChainableCommander {
-  return multi.eval(...replaceArgs(keys), source, '{}', '0');
+  return REPLACE_ENTRIES.queue(multi, replaceKeys(keys), [source, '{}', '0']);
 }
 
 /** Start-date counts of the stored timetables' distinct entries, and the term starts in force. */
@@ -84,7 +76,7 @@ export class TermCountStore {
 
   /** Queues on `multi` the replacement of `source`'s entries (in the transaction that stores its snapshot). */
   write(multi: ChainableCommander, source: SourceKey, entries: readonly CountedEntry[]): ChainableCommander {
-    return multi.eval(...replaceArgs(this.keys), source, encode(entries), hasParity(entries));
+    return REPLACE_ENTRIES.queue(multi, replaceKeys(this.keys), [source, encode(entries), hasParity(entries)]);
   }
 
   /** Whether `source`'s entries are counted. */
@@ -166,12 +158,10 @@ export class TermCountStore {
       version: Number(version ?? 0),
       termStarts: resolveTermStarts(configured, configured.length > 0 ? new Map() : decode(totals)),
     };
-    const [written, previous] = (await this.redis.eval(
-      STORE_TERM_STARTS,
-      1,
-      this.keys.termStarts,
-      String(next.version),
-      JSON.stringify(next),
+    const [written, previous] = (await STORE_TERM_STARTS.run(
+      this.redis,
+      [this.keys.termStarts],
+      [String(next.version), JSON.stringify(next)],
     )) as [number, string];
     const before = previous === '' ? undefined : (JSON.parse(previous) as StoredTermStarts).termStarts;
     const changed = written === 1 && termStartDates(before ?? []).join() !== termStartDates(next.termStarts).join();

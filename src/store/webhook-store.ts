@@ -6,7 +6,7 @@
  * by creation, and a LIST per hook of its last delivery attempts.
  */
 
-import { luaScript } from '../lib/lua-script.ts';
+import { loadScript } from '../lib/lua-script.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import { execOrThrow } from '../lib/redis-transaction.ts';
 import { SecretBox } from '../security/secret-box.ts';
@@ -14,8 +14,8 @@ import { randomToken } from '../security/tokens.ts';
 import type { SourceKey } from '../timetable/source.ts';
 import type { RedisKeys } from './keys.ts';
 
-const DISABLE = luaScript(import.meta.dirname, 'webhook-disable');
-const RECORD_ATTEMPT = luaScript(import.meta.dirname, 'webhook-record-attempt');
+const DISABLE = loadScript(import.meta.dirname, 'webhook-disable');
+const RECORD_ATTEMPT = loadScript(import.meta.dirname, 'webhook-record-attempt');
 
 /** Webhook ids: 16 random bytes (128 bits) as base64url, 22 characters. */
 export const WEBHOOK_ID = /^[A-Za-z0-9_-]{22}$/;
@@ -139,14 +139,14 @@ export class WebhookStore {
     const hook = await this.get(id);
     if (hook === undefined) return false;
     const keys = [this.keys.webhook(id), this.keys.webhooksOfSource(hook.source)];
-    return (await this.redis.eval(DISABLE, keys.length, ...keys, id, reason, String(now))) === 1;
+    return (await DISABLE.run(this.redis, keys, [id, reason, String(now)])) === 1;
   }
 
   /** Keeps one attempt in the hook's log (the last {@link WEBHOOK_LOG_LENGTH}); false when the hook is gone. */
   async recordAttempt(id: string, attempt: WebhookAttempt): Promise<boolean> {
     const keys = [this.keys.webhook(id), this.keys.webhookLog(id)];
     const json = JSON.stringify(attempt);
-    return (await this.redis.eval(RECORD_ATTEMPT, keys.length, ...keys, json, String(WEBHOOK_LOG_LENGTH))) === 1;
+    return (await RECORD_ATTEMPT.run(this.redis, keys, [json, String(WEBHOOK_LOG_LENGTH)])) === 1;
   }
 
   /** The hook's last attempts, newest first. */

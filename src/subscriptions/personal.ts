@@ -20,6 +20,7 @@ import type { RedisClient } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
 import { DecryptionError, SecretKeyMissingError } from '../security/errors.ts';
 import type { CalDavTargetStore } from '../store/caldav-target-store.ts';
+import { announceFeedUpdate } from '../store/feed-updates.ts';
 import type { GroupDirectory } from '../store/group-directory.ts';
 import type { RedisKeys } from '../store/keys.ts';
 import type { KnownCredentials } from '../store/known-credentials.ts';
@@ -306,7 +307,7 @@ export async function saveFeedOptions(
 ): Promise<boolean> {
   const saved = await ctx.subscriptions.saveFeedOptions(subscription.id, options, ctx.now());
   if (!saved) return false;
-  await ctx.redis.publish(ctx.keys.feedUpdates, subscription.source);
+  await announceFeedUpdate(ctx.redis, ctx.keys, { kind: 'feed', source: subscription.source });
   log.info({ subscription: subscription.id, options: Object.keys(options) }, 'personal feed options saved');
   return true;
 }

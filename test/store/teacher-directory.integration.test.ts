@@ -4,7 +4,7 @@
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { luaScript } from '../../src/lib/lua-script.ts';
+import { loadScript } from '../../src/lib/lua-script.ts';
 import { TeacherDirectory } from '../../src/store/teacher-directory.ts';
 import type { Employee } from '../../src/upstream/directory-schema.ts';
 import { type Pipeline, startPipeline } from '../jobs/helpers.ts';
@@ -86,12 +86,12 @@ describe('the teacher directory', () => {
 
   it('adds no new teacher once full, and still updates the ones it has', async () => {
     const { redis, keys } = pipeline.ctx;
-    const script = luaScript(join(import.meta.dirname, '../../src/store'), 'teacher-directory-record');
+    const script = loadScript(join(import.meta.dirname, '../../src/store'), 'teacher-directory-record');
     const hash = `${keys.teacherDirectory}:bounded`;
     const counter = `${hash}:version`;
-    expect(await redis.eval(script, 2, hash, counter, '2', '1', 'a', '2', 'b', '3', 'c')).toBe(2);
+    expect(await script.run(redis, [hash, counter], ['2', '1', 'a', '2', 'b', '3', 'c'])).toBe(2);
     expect(await redis.hgetall(hash)).toEqual({ 1: 'a', 2: 'b' });
-    expect(await redis.eval(script, 2, hash, counter, '2', '3', 'c', '1', 'a2', '2', 'b')).toBe(1);
+    expect(await script.run(redis, [hash, counter], ['2', '3', 'c', '1', 'a2', '2', 'b'])).toBe(1);
     expect(await redis.hgetall(hash)).toEqual({ 1: 'a2', 2: 'b' });
     expect(await redis.get(counter)).toBe('2');
   });

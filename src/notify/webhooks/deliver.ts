@@ -13,7 +13,7 @@ import { signedHeaders } from './sign.ts';
 export const WEBHOOK_TIMEOUT_MS = 15_000;
 
 /** What one attempt came to. */
-export type DeliveryOutcome =
+export type WebhookAttemptOutcome =
   /** A 2xx: delivered. */
   | { kind: 'delivered'; status: number }
   /** 410 Gone: the receiver asks for no more deliveries. */
@@ -47,7 +47,7 @@ export class WebhookSender {
   }
 
   /** POSTs the body once; never throws for what the receiver or the network did (the caller's abort rethrows). */
-  async deliver(req: DeliveryRequest): Promise<DeliveryOutcome> {
+  async deliver(req: DeliveryRequest): Promise<WebhookAttemptOutcome> {
     let url: URL;
     try {
       url = new URL(req.url);
@@ -97,7 +97,7 @@ function errorCode(error: unknown): string | undefined {
 }
 
 /** How an outcome reads in a hook's log and its disabled reason: `HTTP 500`, `ECONNREFUSED`, … */
-export function outcomeText(outcome: DeliveryOutcome): string {
+export function outcomeText(outcome: WebhookAttemptOutcome): string {
   if (outcome.kind === 'failed' && outcome.status === undefined) return outcome.error ?? 'network error';
   const status = outcome.status ?? 0;
   return status >= 300 && status < 400 ? `HTTP ${status} (redirects are not followed)` : `HTTP ${status}`;
