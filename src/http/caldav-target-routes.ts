@@ -1,26 +1,17 @@
 /**
  * CalDAV push targets in the admin API (registered inside the admin scope, behind the admin token):
- * `POST /admin/caldav-targets` connects a calendar once the server accepted the login and app password; `GET`
- * lists them or shows one; `DELETE` removes one and what it wrote.
+ * `POST /admin/caldav-targets` connects a calendar once the server accepted the login and app password; listing,
+ * showing and removing (with what it wrote) are the routes every kind shares (push-admin-routes.ts).
  */
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import type { CalDavTarget } from '../store/caldav-target-record.ts';
-import type { CalDavTargetStore } from '../store/caldav-target-store.ts';
 import { connectCaldavTarget } from '../subscriptions/caldav-connect.ts';
-import { disconnectCaldavTarget } from '../subscriptions/caldav-disconnect.ts';
 import { parseSource, sourceKey } from '../timetable/source.ts';
-import {
-  answerCaldavDisconnected,
-  type CalDavTargetViewDeps,
-  caldavConnectFailure,
-  caldavTargetNotFound,
-  caldavTargetView,
-} from './caldav-target-view.ts';
+import { type CalDavKindDeps, caldavRouteKind } from './caldav-manage-routes.ts';
+import { caldavConnectFailure } from './caldav-target-view.ts';
 import { sendError } from './error-answer.ts';
-import { HttpError } from './errors.ts';
-import type { IdParams } from './owner-auth.ts';
-import { parseOr400, parsePage } from './parse.ts';
+import { parseOr400 } from './parse.ts';
+import { registerPushAdminRoutes } from './push-admin-routes.ts';
 
 const BODY_HINT =
   'body must be JSON {"source": "group:4242", "url": "https://caldav.example", "username": "…", "password": "…", "calendarUrl"?: "…"}';
@@ -49,15 +40,8 @@ const targetBody = z.strictObject(
   { error: (issue) => (issue.code === 'invalid_type' ? BODY_HINT : undefined) },
 );
 
-/** The id format of CalDAV targets (the store's). */
-const TARGET_ID = /^[A-Za-z0-9_-]{22}$/;
-
 /** What the admin's CalDAV target routes read, connect and disconnect with. */
-export type CalDavTargetRouteDeps = CalDavTargetViewDeps &
-  Parameters<typeof connectCaldavTarget>[0] &
-  Parameters<typeof disconnectCaldavTarget>[0] & {
-    readonly caldav: { readonly targets: Pick<CalDavTargetStore, 'page' | 'get'> };
-  };
+export type CalDavTargetRouteDeps = CalDavKindDeps & Parameters<typeof connectCaldavTarget>[0];
 
 /** Registers the admin routes of CalDAV targets on the admin scope (prefix `/admin`, admin token checked). */
 export function registerCaldavTargetRoutes(admin: FastifyInstance, ctx: CalDavTargetRouteDeps): void {
@@ -81,39 +65,5 @@ export function registerCaldavTargetRoutes(admin: FastifyInstance, ctx: CalDavTa
     return { id: connected.id, calendarUrl: connected.calendarUrl, reused: connected.reused };
   });
 
-  admin.get('/caldav-targets', async (request) => {
-    const { offset, limit } = parsePage(request.query);
-    const page = await ctx.caldav.targets.page(offset, limit);
-    const targets = await Promise.all(page.targets.map((target) => caldavTargetView(ctx, target)));
-    return { total: page.total, offset, limit, targets };
-  });
-
-  admin.get<IdParams>('/caldav-targets/:id', async (request, reply) => {
-    reply.header('cache-control', 'no-store');
-    return caldavTargetView(ctx, await knownTarget(ctx, request.params.id), { pendingChanges: true });
-  });
-
-  admin.delete<IdParams>('/caldav-targets/:id', async (request, reply) => {
-    checkCaldavTargetId(request.params.id);
-    const result = await disconnectCaldavTarget(ctx, request.params.id);
-    if (result === undefined) throw caldavTargetNotFound(request.params.id);
-    return answerCaldavDisconnected(request, reply, result);
-  });
-}
-
-/** A 400 unless `id` looks like a CalDAV target id. */
-export function checkCaldavTargetId(id: string): void {
-  if (!TARGET_ID.test(id))
-    throw new HttpError('INVALID_ID', {
-      en: 'malformed CalDAV target id (22 characters: letters, digits, _ and -)',
-      ru: 'неверный id подключения CalDAV (22 символа: латинские буквы, цифры, _ и -)',
-    });
-}
-
-/** The target `id`, or a 400 (malformed) or 404 (unknown). */
-async function knownTarget(ctx: Pick<CalDavTargetRouteDeps, 'caldav'>, id: string): Promise<CalDavTarget> {
-  checkCaldavTargetId(id);
-  const target = await ctx.caldav.targets.get(id);
-  if (target === undefined) throw caldavTargetNotFound(id);
-  return target;
+  registerPushAdminRoutes(admin, caldavRouteKind(ctx));
 }

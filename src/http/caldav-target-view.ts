@@ -3,7 +3,6 @@
  * with its pending push and pending changes; how a disconnection answers; and the connection's failures worded
  * for people (the connect page shows the same words). No view or message ever holds a password.
  */
-import type { FastifyReply, FastifyRequest } from 'fastify';
 import {
   CalDavAuthError,
   CalDavCalendarGoneError,
@@ -18,7 +17,6 @@ import { retryAfterSeconds } from '../lib/retry-after.ts';
 import type { CalDavTarget } from '../store/caldav-target-record.ts';
 import type { CalDavDisconnected } from '../subscriptions/caldav-disconnect.ts';
 import { CalDavNoCalendarError, CalDavUrlError, type CalendarChoice } from '../subscriptions/errors.ts';
-import { sendError } from './error-answer.ts';
 import { HttpError } from './errors.ts';
 import { iso } from './views.ts';
 
@@ -59,21 +57,19 @@ export async function caldavTargetView(
 }
 
 /**
- * 204 when everything the target wrote is gone. When it could not all be deleted the target is removed all
- * the same: a 502 says so and names the calendar, so that the rest can be deleted by hand.
+ * What the API answers when what the target wrote could not all be deleted (the target is removed all the
+ * same): a 502 that names the calendar, so that the rest can be deleted by hand. Undefined when all is gone.
  */
-export async function answerCaldavDisconnected(
-  request: FastifyRequest,
-  reply: FastifyReply,
+export function caldavDisconnection(
   result: CalDavDisconnected,
-): Promise<FastifyReply> {
-  if (result.error === undefined) return reply.code(204).send();
+): { error: HttpError; fields: { calendarUrl: string } } | undefined {
+  if (result.error === undefined) return undefined;
   const { calendarUrl, error } = result;
   const words = {
     en: `the target was removed, but what it wrote in ${calendarUrl} could not all be deleted (${error}); delete it by hand`,
     ru: `подключение удалено, но записанное им в ${calendarUrl} удалить не удалось (${error}); удалите это вручную`,
   };
-  return sendError(request, reply, new HttpError('CALDAV_NOT_CLEANED', words), { calendarUrl });
+  return { error: new HttpError('CALDAV_NOT_CLEANED', words), fields: { calendarUrl } };
 }
 
 /** The 404 of a CalDAV target id nobody has. */

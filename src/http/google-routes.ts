@@ -1,9 +1,8 @@
 /**
  * Google push for users: `GET /google/connect?source=…` sends the browser to Google's consent page,
  * `GET /google/callback` turns the consent into a push target and hands over its manage token (to an API
- * client in JSON, once; to a browser in a cookie, with a redirect to the manage page of
- * google-manage-routes.ts), and `GET`/`DELETE /google/targets/:id` are for the holder of that token (or the
- * admin). The callback's URL carries a one-time code and the answer a secret: neither reaches a log line, and
+ * client in JSON, once; to a browser in a cookie, with a redirect to its manage page), and the shared routes of
+ * push-target-routes.ts serve `/google/targets/:id` to the holder of that token (or the admin). The callback's URL carries a one-time code and the answer a secret: neither reaches a log line, and
  * no answer is cached. A personal timetable is connected by the holder of its feed token: `token=` in the
  * URL, or the browser signed in to it (its session cookie).
  */
@@ -13,7 +12,6 @@ import { createConsent } from '../google/oauth-state.ts';
 import { requireFetched } from '../jobs/verify-source.ts';
 import { requireGooglePush } from '../subscriptions/google-connect.ts';
 import { completeConsent } from '../subscriptions/google-consent.ts';
-import { disconnectTarget } from '../subscriptions/google-disconnect.ts';
 import { parseSource, type SourceKey, sourceKey } from '../timetable/source.ts';
 import { ClientLimits, type ClientLimitsDeps } from './client-limits.ts';
 import {
@@ -25,26 +23,11 @@ import {
   setConsentCookie,
 } from './consent-cookie.ts';
 import { HttpError } from './errors.ts';
-import {
-  answerManagePage,
-  consentProblem,
-  type GoogleManageRouteDeps,
-  managePath,
-  registerGoogleManageRoutes,
-  sendProblem,
-  setManageCookie,
-  wantsPage,
-} from './google-manage-routes.ts';
-import { answerDisconnected, deleteCalendarOption, type TargetViewDeps, targetView } from './google-target-view.ts';
-import {
-  authorisedTarget,
-  type IdParams,
-  subscriptionNotFound,
-  type TargetOwnerDeps,
-  targetNotFound,
-} from './owner-auth.ts';
+import { consentProblem, type GoogleKindDeps, googleRouteKind, sendProblem } from './google-manage-routes.ts';
+import { subscriptionNotFound } from './owner-auth.ts';
 import { parseOr400 } from './parse.ts';
 import { type PersonalSessionDeps, readPersonalSession } from './personal-session.ts';
+import { registerPushTargetRoutes, setManageCookie, wantsPage } from './push-target-routes.ts';
 
 const NO_STORE = 'no-store';
 
@@ -69,18 +52,16 @@ const callbackQuery = z.object({
 /** What the user-facing Google routes read, limit, and connect and disconnect with. */
 export type GoogleRouteDeps = ClientLimitsDeps &
   PersonalSessionDeps &
-  TargetOwnerDeps &
-  TargetViewDeps &
-  GoogleManageRouteDeps &
+  GoogleKindDeps &
   Parameters<typeof requireGooglePush>[0] &
   Parameters<typeof requireFetched>[0] &
   Parameters<typeof createConsent>[0] &
-  Parameters<typeof completeConsent>[0] &
-  Parameters<typeof disconnectTarget>[0];
+  Parameters<typeof completeConsent>[0];
 
 /** Registers the user-facing Google routes on `app`; errors are thrown for the app's handler. */
 export async function registerGoogleRoutes(app: FastifyInstance, ctx: GoogleRouteDeps): Promise<void> {
   const limits = new ClientLimits(ctx);
+  const kind = googleRouteKind(ctx);
   let hostRewriteNoted = false;
   app.get('/google/connect', async (request, reply) => {
     requireGooglePush(ctx);
@@ -130,26 +111,11 @@ export async function registerGoogleRoutes(app: FastifyInstance, ctx: GoogleRout
         .send({ id, calendarId, calendarName, source, manageToken, reused });
     }
     // A browser keeps the token in a cookie of the target's pages and goes to its manage page.
-    setManageCookie(ctx, reply, connected.id, connected.manageToken);
-    return reply.code(303).header('location', managePath(connected.id)).send();
+    setManageCookie(ctx, kind, reply, connected.id, connected.manageToken);
+    return reply.code(303).header('location', `${kind.base}/${connected.id}`).send();
   });
 
-  app.get<IdParams>('/google/targets/:id', async (request, reply) => {
-    if (wantsPage(request)) return answerManagePage(ctx, request, reply);
-    const target = await authorisedTarget(ctx, request);
-    reply.header('cache-control', NO_STORE);
-    return targetView(ctx, target, { pendingChanges: true });
-  });
-
-  app.delete<IdParams>('/google/targets/:id', async (request, reply) => {
-    const deleteCalendar = deleteCalendarOption(request.query);
-    const target = await authorisedTarget(ctx, request);
-    const result = await disconnectTarget(ctx, target.id, { deleteCalendar });
-    if (result === undefined) throw targetNotFound(target.id);
-    return answerDisconnected(request, reply, result);
-  });
-
-  await registerGoogleManageRoutes(app, ctx);
+  await registerPushTargetRoutes(app, ctx, kind);
 }
 
 /**

@@ -1,20 +1,17 @@
 /**
  * Google push targets in the admin API (registered inside the admin scope, behind the admin token):
- * `POST /admin/google-targets` registers a target from an existing refresh token; `GET` lists them or shows
- * one; `DELETE` removes one.
+ * `POST /admin/google-targets` registers a target from an existing refresh token; listing, showing and removing
+ * are the routes every kind shares (push-admin-routes.ts).
  */
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { CalendarGoneError, GoogleConsentError } from '../google/errors.ts';
-import type { PushTarget } from '../store/target-record.ts';
-import type { TargetStore } from '../store/target-store.ts';
 import { connectTarget } from '../subscriptions/google-connect.ts';
-import { disconnectTarget } from '../subscriptions/google-disconnect.ts';
 import { parseSource, sourceKey } from '../timetable/source.ts';
 import { HttpError } from './errors.ts';
-import { answerDisconnected, deleteCalendarOption, type TargetViewDeps, targetView } from './google-target-view.ts';
-import { checkTargetId, type IdParams, targetNotFound } from './owner-auth.ts';
-import { parseOr400, parsePage } from './parse.ts';
+import { type GoogleKindDeps, googleRouteKind } from './google-manage-routes.ts';
+import { parseOr400 } from './parse.ts';
+import { registerPushAdminRoutes } from './push-admin-routes.ts';
 
 const BODY_HINT = 'body must be JSON {"source": "group:4242", "refreshToken": "…", "calendarId"?: "…"}';
 
@@ -43,11 +40,7 @@ const targetBody = z.strictObject(
 );
 
 /** What the admin's target routes read, connect and disconnect with. */
-export type GoogleTargetRouteDeps = TargetViewDeps &
-  Parameters<typeof connectTarget>[0] &
-  Parameters<typeof disconnectTarget>[0] & {
-    readonly google: { readonly targets: Pick<TargetStore, 'page' | 'get'> };
-  };
+export type GoogleTargetRouteDeps = GoogleKindDeps & Parameters<typeof connectTarget>[0];
 
 /** Registers the admin routes of Google targets on the admin scope (prefix `/admin`, admin token checked). */
 export function registerGoogleTargetRoutes(admin: FastifyInstance, ctx: GoogleTargetRouteDeps): void {
@@ -63,24 +56,7 @@ export function registerGoogleTargetRoutes(admin: FastifyInstance, ctx: GoogleTa
     return { id: connected.id, calendarId: connected.calendarId, reused: connected.reused };
   });
 
-  admin.get('/google-targets', async (request) => {
-    const { offset, limit } = parsePage(request.query);
-    const page = await ctx.google.targets.page(offset, limit);
-    const targets = await Promise.all(page.targets.map((target) => targetView(ctx, target)));
-    return { total: page.total, offset, limit, targets };
-  });
-
-  admin.get<IdParams>('/google-targets/:id', async (request) =>
-    targetView(ctx, await knownTarget(ctx, request.params.id), { pendingChanges: true }),
-  );
-
-  admin.delete<IdParams>('/google-targets/:id', async (request, reply) => {
-    const deleteCalendar = deleteCalendarOption(request.query);
-    checkTargetId(request.params.id);
-    const result = await disconnectTarget(ctx, request.params.id, { deleteCalendar });
-    if (result === undefined) throw targetNotFound(request.params.id);
-    return answerDisconnected(request, reply, result);
-  });
+  registerPushAdminRoutes(admin, googleRouteKind(ctx));
 }
 
 /**
@@ -101,12 +77,4 @@ function registrationError(error: unknown): unknown {
       ru: 'calendarId: календарь не найден или недоступен с этим токеном обновления',
     });
   return error;
-}
-
-/** The target `id`, or a 400 (malformed) or 404 (unknown). */
-async function knownTarget(ctx: Pick<GoogleTargetRouteDeps, 'google'>, id: string): Promise<PushTarget> {
-  checkTargetId(id);
-  const target = await ctx.google.targets.get(id);
-  if (target === undefined) throw targetNotFound(id);
-  return target;
 }

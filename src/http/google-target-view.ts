@@ -2,14 +2,12 @@
  * Google push targets as the API shows them, to their owners and to admins alike: a target's state with its
  * pending push and pending changes, and how a disconnection answers. No view or message ever holds a token.
  */
-import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { pendingChanges } from '../google/google-pending.ts';
 import { pendingPush } from '../jobs/job-status.ts';
 import type { PushIndex } from '../store/push-index.ts';
 import type { PushTarget } from '../store/target-record.ts';
 import type { Disconnected } from '../subscriptions/google-disconnect.ts';
-import { sendError } from './error-answer.ts';
 import { HttpError } from './errors.ts';
 import { parseOr400 } from './parse.ts';
 import { iso } from './views.ts';
@@ -24,21 +22,19 @@ export function deleteCalendarOption(query: unknown): boolean {
 }
 
 /**
- * 204 when everything asked for was done. When the owned calendar could not be deleted the target is removed
- * all the same: a 502 says so and names the calendar, so that it can be deleted by hand.
+ * What the API answers when the owned calendar could not be deleted (the target is removed all the same): a 502
+ * that names the calendar, so that it can be deleted by hand. Undefined when everything asked for was done.
  */
-export async function answerDisconnected(
-  request: FastifyRequest,
-  reply: FastifyReply,
+export function googleDisconnection(
   result: Disconnected,
-): Promise<FastifyReply> {
-  if (result.calendarError === undefined) return reply.code(204).send();
+): { error: HttpError; fields: { calendarId: string } } | undefined {
+  if (result.calendarError === undefined) return undefined;
   const { calendarId, calendarError } = result;
   const words = {
     en: `the target was removed, but its calendar ${calendarId} could not be deleted (${calendarError}); delete it in Google Calendar by hand`,
     ru: `подключение удалено, но его календарь ${calendarId} удалить не удалось (${calendarError}); удалите его в Google Календаре вручную`,
   };
-  return sendError(request, reply, new HttpError('CALENDAR_NOT_DELETED', words), { calendarId });
+  return { error: new HttpError('CALENDAR_NOT_DELETED', words), fields: { calendarId } };
 }
 
 /** What a target's view reads: its queued push, its pending changes and its index. */

@@ -18,7 +18,7 @@ import { HttpError } from './errors.ts';
 export type IdParams = { Params: { id: string } };
 
 /** What every owner check reads: the admin token, which may act on any record. */
-interface OwnerAuthDeps {
+export interface OwnerAuthDeps {
   readonly config: Pick<Config, 'adminToken'>;
 }
 
@@ -33,7 +33,7 @@ export interface TargetOwnerDeps extends OwnerAuthDeps {
 }
 
 /** How one kind of record is found and its token checked, and what its refusals say. */
-interface OwnedRecords<T> {
+export interface OwnedRecords<T> {
   format: RegExp;
   /** The error for a malformed id. */
   malformed: Words;
@@ -50,7 +50,7 @@ interface OwnedRecords<T> {
  * The record the request may act on: the holder of its token or the admin. A malformed id is a 400; a missing
  * token a 401 before anything is looked up; an unknown id a 404; a wrong token a 401.
  */
-async function authorised<T>(
+export async function authorised<T>(
   ctx: OwnerAuthDeps,
   request: FastifyRequest<IdParams>,
   records: OwnedRecords<T>,
@@ -100,19 +100,14 @@ export function targetNotFound(id: string): HttpError {
   });
 }
 
-/** A 400 unless `id` looks like a Google target id. */
-export function checkTargetId(id: string): void {
-  if (!TARGET_ID.test(id)) throw new HttpError('INVALID_ID', TARGET_ID_MALFORMED);
-}
-
 const TARGET_ID_MALFORMED: Words = {
   en: 'malformed Google target id (22 characters: letters, digits, _ and -)',
   ru: 'неверный id подключения Google Календаря (22 символа: латинские буквы, цифры, _ и -)',
 };
 
-/** The target of `/google/targets/:id`, for the holder of its manage token or the admin. */
-export function authorisedTarget(ctx: TargetOwnerDeps, request: FastifyRequest<IdParams>): Promise<PushTarget> {
-  return authorised(ctx, request, {
+/** How Google targets are found and their manage tokens checked, and what each refusal says. */
+export function googleTargetRecords(ctx: TargetOwnerDeps): OwnedRecords<PushTarget> {
+  return {
     format: TARGET_ID,
     malformed: TARGET_ID_MALFORMED,
     noToken: {
@@ -126,7 +121,7 @@ export function authorisedTarget(ctx: TargetOwnerDeps, request: FastifyRequest<I
     notFound: targetNotFound,
     verify: (id, token) => ctx.google.targets.verifyManageToken(id, token),
     get: (id) => ctx.google.targets.get(id),
-  });
+  };
 }
 
 function unauthorised(words: Words, error?: string): HttpError {

@@ -1,0 +1,112 @@
+/**
+ * CalDAV as the push-target routes see it (push-route-kind.ts): its targets under `/caldav/targets` (manage
+ * token in the `tts-caldav-manage` cookie), its JSON view, its manage page with the server, the login and a
+ * form for a new app password, and disconnecting. The one mapping from a stored CalDAV target to the pages'
+ * view model is {@link caldavTargetModel}.
+ */
+import { caldavPendingChanges } from '../caldav/pending-resources.ts';
+import { pendingCaldavPush } from '../jobs/job-status.ts';
+import type { CalDavTarget } from '../store/caldav-target-record.ts';
+import { CALDAV_TARGET_ID, type CalDavTargetStore } from '../store/caldav-target-store.ts';
+import { disconnectCaldavTarget } from '../subscriptions/caldav-disconnect.ts';
+import {
+  caldavDisconnectedPage,
+  caldavManagePage,
+  caldavProblemPage,
+  type PasswordOutcome,
+} from '../web/caldav-manage-page.ts';
+import type { PushTargetModel } from '../web/push-manage-page.ts';
+import {
+  type CalDavTargetViewDeps,
+  caldavDisconnection,
+  caldavTargetNotFound,
+  caldavTargetView,
+} from './caldav-target-view.ts';
+import type { PushRouteKind } from './push-route-kind.ts';
+import type { PushTargetRouteDeps } from './push-target-routes.ts';
+
+/** The cookie that holds a CalDAV target's manage token, on that target's path only. */
+export const CALDAV_MANAGE_COOKIE = 'tts-caldav-manage';
+
+/** What the CalDAV kind reads and disconnects with. */
+export type CalDavKindDeps = PushTargetRouteDeps &
+  CalDavTargetViewDeps &
+  Parameters<typeof disconnectCaldavTarget>[0] & {
+    readonly caldav: { readonly targets: Pick<CalDavTargetStore, 'get' | 'verifyManageToken' | 'page'> };
+  };
+
+/** The page's view of a stored CalDAV target. */
+export function caldavTargetModel(target: CalDavTarget): PushTargetModel {
+  return {
+    id: target.id,
+    calendarName: target.calendarName,
+    calendarOwned: target.calendarOwned,
+    status: target.status,
+    state: target.status === 'needs-password' ? 'needs-credential' : target.status,
+    statusReason: target.statusReason,
+    pausedUntil: target.pausedUntil,
+    lastPush: target.lastPush,
+    lastError: target.lastError,
+  };
+}
+
+/** CalDAV, for the shared push-target routes; its page's extra is the password form's outcome. */
+export function caldavRouteKind(ctx: CalDavKindDeps): PushRouteKind<CalDavTarget, object, PasswordOutcome> {
+  return {
+    name: 'caldav',
+    base: '/caldav/targets',
+    adminBase: '/caldav-targets',
+    cookie: CALDAV_MANAGE_COOKIE,
+    records: {
+      format: CALDAV_TARGET_ID,
+      malformed: {
+        en: 'malformed CalDAV target id (22 characters: letters, digits, _ and -)',
+        ru: 'неверный id подключения CalDAV (22 символа: латинские буквы, цифры, _ и -)',
+      },
+      noToken: {
+        en: 'this needs Authorization: Bearer <manage token of the CalDAV target>',
+        ru: 'нужен Authorization: Bearer <токен управления этим подключением CalDAV>',
+      },
+      wrongToken: { en: 'wrong token for this CalDAV target', ru: 'неверный токен для этого подключения CalDAV' },
+      notFound: caldavTargetNotFound,
+      verify: (id, token) => ctx.caldav.targets.verifyManageToken(id, token),
+      get: (id) => ctx.caldav.targets.get(id),
+    },
+    page: (offset, limit) => ctx.caldav.targets.page(offset, limit),
+    view: (target, detail) => caldavTargetView(ctx, target, detail),
+    pending: async (target) => {
+      const [changes, queued] = await Promise.all([
+        caldavPendingChanges(ctx, target.id, target.source),
+        pendingCaldavPush(ctx, target.id),
+      ]);
+      return { changes, queued: queued !== null };
+    },
+    managePage: (view, target, password) =>
+      caldavManagePage({
+        ...view,
+        target: caldavTargetModel(target),
+        host: new URL(target.calendarUrl).host,
+        username: target.username,
+        password,
+      }),
+    connectUrl: (source) => `/caldav/connect?source=${encodeURIComponent(source)}`,
+    problemPage: caldavProblemPage,
+    // Disconnecting always removes what the service wrote: there is nothing to choose.
+    disconnectQuery: () => ({}),
+    disconnectForm: () => ({}),
+    disconnect: async (id) => {
+      const result = await disconnectCaldavTarget(ctx, id);
+      if (result === undefined) return undefined;
+      return {
+        failure: caldavDisconnection(result),
+        page: (view, target) =>
+          caldavDisconnectedPage({
+            ...view,
+            calendarName: target.calendarName,
+            calendarOwned: target.calendarOwned,
+            failed: result.error !== undefined,
+          }),
+      };
+    },
+  };
+}

@@ -1,0 +1,279 @@
+/**
+ * The frame of a push target's pages, the same for every calendar kind: the manage page (the calendar's state,
+ * its last push, the changes waiting, a copyable manage link, Disconnect), the page after Disconnect, and the
+ * problem page. A kind passes in its own words and rows (google-manage-page.ts, caldav-manage-page.ts); the
+ * target arrives as a plain view model, so that no page depends on how a kind stores its targets.
+ */
+import { type Html, html } from './html.ts';
+import { type Lang, messages } from './i18n.ts';
+import { page } from './layout.ts';
+
+/** What a target's status means to its page, whatever the kind calls it. */
+export type PushState = 'active' | 'paused' | 'needs-credential' | 'calendar-deleted';
+
+/** Changes not pushed yet, by kind of write. */
+export interface PushCounts {
+  insert: number;
+  patch: number;
+  delete: number;
+}
+
+/** A push target as its pages show it. */
+export interface PushTargetModel {
+  id: string;
+  calendarName: string;
+  calendarOwned: boolean;
+  /** The status as stored (`needs-consent`, `needs-password`, …): kept in `data-status` for scripts and tests. */
+  status: string;
+  state: PushState;
+  statusReason?: string | undefined;
+  pausedUntil?: number | undefined;
+  lastPush?: { at: number; inserted: number; patched: number; deleted: number } | undefined;
+  /** The last error, shown while the target is not active; undefined where the kind does not show it. */
+  lastError?: string | undefined;
+}
+
+/** What the manage page shows. */
+export interface PushManageView {
+  lang: Lang;
+  /** The request's path, for the language switch. */
+  url: string;
+  target: PushTargetModel;
+  /** Null before the timetable's first publication. */
+  pendingChanges: PushCounts | null;
+  pushQueued: boolean;
+  /** The link that opens this page in another browser (it carries the manage token). */
+  manageLink: string;
+  /** Where "connect again" starts. */
+  connectUrl: string;
+  /** The university's time zone (times are shown in it). */
+  timeZone: string;
+}
+
+/** One row of the state's facts. */
+export interface PushFact {
+  term: string;
+  value: string;
+  /** Shown as a URL (wraps anywhere). */
+  url?: boolean;
+}
+
+/** What a kind puts into its manage page, in the page's language. */
+export interface PushKindPage {
+  title: string;
+  lead: string;
+  /** The kind's rows after the calendar's name (a server, a login). */
+  facts: readonly PushFact[];
+  paused: (until: string) => string;
+  pausedNoDate: string;
+  needsCredential: string;
+  calendarDeleted: string;
+  /** The states that offer "connect again". */
+  reconnect: readonly PushState[];
+  /** The kind's own sections between the state and the manage link (a new password's form). */
+  sections?: Html;
+  disconnectLead: string;
+  /** The label of "delete the calendar too", offered for a calendar the service made; none to always keep it. */
+  deleteCalendar?: string | undefined;
+}
+
+const words = messages({
+  ru: {
+    state: 'Состояние',
+    calendar: 'Календарь',
+    status: 'Статус',
+    active: 'Работает',
+    why: 'Причина',
+    lastPush: 'Последняя отправка',
+    never: 'ещё не было',
+    pushCounts: (i: number, p: number, d: number) => `добавлено ${i}, изменено ${p}, удалено ${d}`,
+    lastError: 'Последняя ошибка',
+    pending: 'Ждут отправки',
+    pendingCounts: (c: PushCounts) => `добавить ${c.insert}, изменить ${c.patch}, удалить ${c.delete}`,
+    nothingPending: 'ничего, календарь в актуальном состоянии',
+    notPublished: 'расписание ещё загружается',
+    queued: 'Отправка уже в очереди.',
+    reconnect: 'Подключить заново',
+    linkHeading: 'Ссылка для управления',
+    linkLead:
+      'Этот браузер помнит подключение. Чтобы управлять им с другого устройства, сохраните ссылку: она открывает эту страницу без входа, поэтому никому её не передавайте.',
+    copy: 'Скопировать',
+    copied: 'Скопировано',
+    disconnectHeading: 'Отключить',
+    disconnect: 'Отключить',
+    disconnectedTitle: 'Календарь отключён',
+    home: 'На главную',
+  },
+  en: {
+    state: 'State',
+    calendar: 'Calendar',
+    status: 'Status',
+    active: 'Working',
+    why: 'Reason',
+    lastPush: 'Last push',
+    never: 'not yet',
+    pushCounts: (i: number, p: number, d: number) => `${i} added, ${p} changed, ${d} deleted`,
+    lastError: 'Last error',
+    pending: 'Waiting to be pushed',
+    pendingCounts: (c: PushCounts) => `${c.insert} to add, ${c.patch} to change, ${c.delete} to delete`,
+    nothingPending: 'nothing, the calendar is up to date',
+    notPublished: 'the timetable is still loading',
+    queued: 'A push is queued already.',
+    reconnect: 'Connect again',
+    linkHeading: 'Manage link',
+    linkLead:
+      'This browser remembers the connection. To manage it from another device, keep this link: it opens this page without signing in, so share it with nobody.',
+    copy: 'Copy',
+    copied: 'Copied',
+    disconnectHeading: 'Disconnect',
+    disconnect: 'Disconnect',
+    disconnectedTitle: 'Calendar disconnected',
+    home: 'Home',
+  },
+});
+
+/** The manage page of one target, with its kind's words and rows; forms post under `base` (its page's path). */
+export function pushManagePage(view: PushManageView, base: string, kind: PushKindPage): Html {
+  const w = words(view.lang);
+  const { target } = view;
+  const stopped = target.state !== 'active';
+  return page({
+    lang: view.lang,
+    url: view.url,
+    title: target.calendarName,
+    private: true,
+    body: html`<h1>${kind.title}</h1>
+<p>${kind.lead}</p>
+<section class="card" aria-labelledby="state">
+<h2 id="state">${w.state}</h2>
+<dl class="facts">
+<dt>${w.calendar}</dt><dd>${target.calendarName}</dd>
+!${kind.facts.map((fact) => html`<dt>${fact.term}</dt><dd!${fact.url ? ' class="url"' : ''}>${fact.value}</dd>`).join('\n')}
+<dt>${w.status}</dt><dd data-status="${target.status}">${statusText(view, kind)}</dd>
+!${target.statusReason === undefined || !stopped ? '' : html`<dt>${w.why}</dt><dd>${target.statusReason}</dd>`}
+<dt>${w.lastPush}</dt><dd data-last-push>${lastPushText(view)}</dd>
+!${target.lastError === undefined || !stopped ? '' : html`<dt>${w.lastError}</dt><dd>${target.lastError}</dd>`}
+<dt>${w.pending}</dt><dd data-pending>${pendingText(view)}</dd>
+</dl>
+!${kind.reconnect.includes(target.state) ? html`<p><a class="button" href="${view.connectUrl}">${w.reconnect}</a></p>` : ''}
+</section>
+!${kind.sections ?? ''}
+<section class="card" aria-labelledby="manage-link">
+<h2 id="manage-link">${w.linkHeading}</h2>
+<p class="muted">${w.linkLead}</p>
+<div class="row">
+<input type="text" id="manage-link-url" class="url" readonly value="${view.manageLink}" aria-labelledby="manage-link">
+<button type="button" class="secondary" data-copy="#manage-link-url" data-copied="${w.copied}" hidden>${w.copy}</button>
+</div>
+</section>
+<section class="card" aria-labelledby="disconnect">
+<h2 id="disconnect">${w.disconnectHeading}</h2>
+<p class="muted">${kind.disconnectLead}</p>
+<form method="post" action="${base}/disconnect">
+!${target.calendarOwned && kind.deleteCalendar !== undefined ? html`<p><label class="check"><input type="checkbox" name="deleteCalendar" value="yes"> ${kind.deleteCalendar}</label></p>` : ''}
+<button type="submit" class="danger">${w.disconnect}</button>
+</form>
+</section>`,
+  });
+}
+
+function statusText(view: PushManageView, kind: PushKindPage): string {
+  const { target } = view;
+  if (target.state === 'paused')
+    return target.pausedUntil === undefined ? kind.pausedNoDate : kind.paused(when(view, target.pausedUntil));
+  if (target.state === 'needs-credential') return kind.needsCredential;
+  if (target.state === 'calendar-deleted') return kind.calendarDeleted;
+  return words(view.lang).active;
+}
+
+function lastPushText(view: PushManageView): string {
+  const w = words(view.lang);
+  const push = view.target.lastPush;
+  if (push === undefined) return w.never;
+  return `${when(view, push.at)}: ${w.pushCounts(push.inserted, push.patched, push.deleted)}`;
+}
+
+function pendingText(view: PushManageView): string {
+  const w = words(view.lang);
+  const changes = view.pendingChanges;
+  const queued = view.pushQueued ? ` ${w.queued}` : '';
+  if (changes === null) return `${w.notPublished}.${queued}`;
+  if (changes.insert + changes.patch + changes.delete === 0) return `${w.nothingPending}.${queued}`;
+  return `${w.pendingCounts(changes)}.${queued}`;
+}
+
+/** A time in the university's time zone, as people there read it. */
+function when(view: Pick<PushManageView, 'lang' | 'timeZone'>, at: number): string {
+  return new Intl.DateTimeFormat(view.lang === 'ru' ? 'ru-RU' : 'en-GB', {
+    dateStyle: 'medium',
+    timeStyle: 'short',
+    timeZone: view.timeZone,
+  }).format(at);
+}
+
+/** The page after Disconnect: what it did, in the kind's words; `failed` when not all could be removed. */
+export function pushDisconnectedPage(view: { lang: Lang; url: string; text: string; failed: boolean }): Html {
+  const w = words(view.lang);
+  return page({
+    lang: view.lang,
+    url: view.url,
+    title: w.disconnectedTitle,
+    body: html`<h1>${w.disconnectedTitle}</h1>
+<p class="notice${view.failed ? ' error' : ''}" role="status">${view.text}</p>
+<p><a class="button secondary" href="/">${w.home}</a></p>`,
+  });
+}
+
+const problems = messages({
+  ru: {
+    'no-access': [
+      'Нет доступа к подключению',
+      'Этот браузер не может управлять этим календарём. Откройте ссылку для управления, которую вы сохранили после подключения.',
+    ],
+    'bad-link': [
+      'Ссылка не подходит',
+      'Ссылка для управления неверна или устарела (после нового подключения выдаётся новая).',
+    ],
+    unknown: ['Подключение не найдено', 'Такого подключения нет: возможно, календарь уже отключён.'],
+  },
+  en: {
+    'no-access': [
+      'No access to this connection',
+      'This browser cannot manage this calendar. Open the manage link you kept after connecting.',
+    ],
+    'bad-link': ['Link does not fit', 'The manage link is wrong or outdated (a new connection gets a new one).'],
+    unknown: ['Connection not found', 'There is no such connection: perhaps the calendar was disconnected already.'],
+  },
+});
+
+/** What can go wrong on the manage pages of every kind. */
+export type PushProblem = keyof ReturnType<typeof problems>;
+
+/** A problem's title and text. */
+export type ProblemWords = readonly string[];
+
+/** The title and text of `problem`: the kind's own (`own`, in the page's language) or one every kind shares. */
+export function problemWords<P extends string>(
+  lang: Lang,
+  own: Record<P, ProblemWords>,
+  problem: P | PushProblem,
+): ProblemWords {
+  const all: Record<P | PushProblem, ProblemWords> = { ...problems(lang), ...own };
+  return all[problem];
+}
+
+/** A friendly page for a problem; `detail` (the service's own words) may add why. */
+export function pushProblemPage(view: { lang: Lang; url: string; words: ProblemWords; detail?: string }): Html {
+  const [title = '', text = ''] = view.words;
+  const w = words(view.lang);
+  return page({
+    lang: view.lang,
+    url: view.url,
+    title,
+    private: true,
+    body: html`<h1>${title}</h1>
+<p class="notice error" role="alert">${text}</p>
+!${view.detail === undefined ? '' : html`<p class="muted">${view.detail}</p>`}
+<p><a class="button secondary" href="/">${w.home}</a></p>`,
+  });
+}
