@@ -2,6 +2,7 @@
  * The job contract: queue names, job names, payloads and results, imported by every producer and processor.
  * Payloads carry ids, never credentials. Job and scheduler ids never contain `:`.
  */
+import type { RefreshAsk, RefreshReason } from '../store/follow-up-asks.ts';
 import type { PushReason, SyncCounts } from '../store/target-record.ts';
 import type { ChangeSet } from '../timetable/notify-change.ts';
 import type { ChangeCounts } from '../timetable/publication.ts';
@@ -31,11 +32,8 @@ export const QUEUE = {
   webhook: 'webhook',
 } as const;
 
-/**
- * Why a refresh runs. `confirm` re-fetches a timetable that would remove most future classes; `rerender`
- * publishes the stored snapshot again, without asking the university, because the term starts changed.
- */
-export type RefreshReason = 'schedule' | 'resync' | 'demand' | 'confirm' | 'subscription' | 'rerender';
+/** Why a refresh runs, and what one caller asks of it (declared with the follow-up asks, which record them). */
+export type { RefreshAsk, RefreshReason };
 
 /** Payload of a refresh job (job name `refresh`). */
 export interface RefreshJobData {

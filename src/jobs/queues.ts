@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { type Job, type JobsOptions, Queue } from 'bullmq';
 import type { Config } from '../config.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
+import { FollowUpAsks } from '../store/follow-up-asks.ts';
 import type { RedisKeys } from '../store/keys.ts';
 import { type SourceKey, sourceToken } from '../timetable/source.ts';
 import {
@@ -12,6 +13,7 @@ import {
   type PushJobResult,
   type PushReason,
   QUEUE,
+  type RefreshAsk,
   type RefreshJobData,
   type RefreshJobResult,
   type RefreshReason,
@@ -19,7 +21,7 @@ import {
   type TickJobData,
   type WebhookJobData,
 } from './contract.ts';
-import { FollowUpAsks, type RefreshAsk, sameAsk } from './follow-ups.ts';
+import { mergeFollowUps, sameAsk } from './follow-ups.ts';
 
 /** The service's queues, sharing one connection. */
 export interface Queues {
@@ -30,7 +32,7 @@ export interface Queues {
   notify: Queue<NotifyFanoutJobData | Record<string, never>>;
   telegram: Queue<TelegramSendJobData>;
   webhook: Queue<WebhookJobData>;
-  /** What the callers of each pending follow-up refresh asked for (see `follow-ups.ts`). */
+  /** What the callers of each pending follow-up refresh asked for (merged by `follow-ups.ts`). */
   followUpAsks: FollowUpAsks;
   close(): Promise<void>;
 }
@@ -59,7 +61,7 @@ export function createQueues(connection: RedisClient, keys: RedisKeys): Queues {
     notify,
     telegram,
     webhook,
-    followUpAsks: new FollowUpAsks(connection, keys.followUpAsks),
+    followUpAsks: new FollowUpAsks(connection, keys),
     close: async () => {
       await Promise.all(all.map((queue) => queue.close()));
     },
@@ -172,14 +174,14 @@ export async function enqueueRefresh(
       running === undefined
         ? (request.jobId ?? `${token}-${request.now.toString(36)}-${randomBytes(3).toString('hex')}`)
         : followUpJobId(token, running);
-    const ask = running === undefined ? own : await queues.followUpAsks.record(jobId, own);
+    const ask = running === undefined ? own : (mergeFollowUps(await queues.followUpAsks.record(jobId, own)) ?? own);
     const followUp = request.followUp === true;
     const id = await addRefresh(queues, config, source, { ask, jobId, requestedAt: request.now, followUp });
     if (running !== undefined && id === running) {
       // Stored as the follow-up. Another caller may have stored its own ask over ours since; whoever recorded
       // last queues the merge after recording, so ours stands only if it is still the merge of all asks.
       answer = jobId;
-      if (sameAsk(await queues.followUpAsks.merged(jobId), ask)) return jobId;
+      if (sameAsk(mergeFollowUps(await queues.followUpAsks.list(jobId)), ask)) return jobId;
       continue;
     }
     answer = id;

@@ -65,6 +65,12 @@ export interface WebhookDeliveryDeps {
   readonly logger: Pick<Logger, 'info' | 'warn'>;
   readonly webhooks: Pick<WebhookStore, 'get' | 'secretOf' | 'disable' | 'recordAttempt'>;
   readonly notify: { readonly outbox: Pick<NotifyOutbox, 'claim' | 'markDone' | 'release'> };
+  /**
+   * Real time, not the service clock `now`: signed into each attempt's `webhook-timestamp`, which the receiver
+   * checks against its own clock (Standard Webhooks allows 5 min), and recorded as the attempt's and the disable's
+   * time. A test whose service clock is a simulated date still gives its receiver real time here.
+   */
+  readonly wallClock: () => number;
 }
 
 /**
@@ -95,6 +101,7 @@ export function webhookDeliveryProcessor(
 ): Processor<WebhookJobData, WebhookJobResult> {
   let sender = tuning.sender;
   return async (job, _token, signal) => {
+    const began = performance.now();
     const { deliveryId, hookId, webhookId, body } = job.data;
     const hook = await ctx.webhooks.get(hookId);
     if (hook === undefined) return { skipped: 'hook deleted' };
@@ -106,9 +113,7 @@ export function webhookDeliveryProcessor(
       return { skipped: 'delivered already' };
     sender ??= new WebhookSender({ allowPrivate: ctx.config.webhookAllowPrivate });
     const attempt = job.attemptsMade + 1;
-    // Wall time, not the service clock: the receiver checks `webhook-timestamp` against its own clock (Standard
-    // Webhooks allows 5 min), and BullMQ's job.timestamp, which the tried span is measured from, is wall time too.
-    const at = Date.now();
+    const at = ctx.wallClock();
     // How long the attempt took is measured on the monotonic clock, as the other jobs' durations are.
     const started = performance.now();
     const outcome = await sender.deliver({
@@ -138,7 +143,7 @@ export function webhookDeliveryProcessor(
     }
     if (outcome.kind === 'gone') return disable(ctx, job, 'the receiver answered 410 Gone', log);
     if (attempt >= (job.opts.attempts ?? 1))
-      return disable(ctx, job, lastReason(outcome, attempt, Date.now() - job.timestamp), log);
+      return disable(ctx, job, lastReason(outcome, attempt, triedMs(job, performance.now() - began)), log);
     await ctx.notify.outbox.release(deliveryId, owner);
     ctx.logger.warn(log, 'webhook delivery failed; it is retried');
     throw new WebhookAttemptFailedError(`webhook ${hookId}: ${outcomeText(outcome)}`, retryAfterOf(outcome));
@@ -151,10 +156,19 @@ async function disable(
   reason: string,
   log: object,
 ): Promise<WebhookJobResult> {
-  await ctx.webhooks.disable(job.data.hookId, reason);
+  await ctx.webhooks.disable(job.data.hookId, reason, ctx.wallClock());
   await ctx.notify.outbox.markDone(job.data.deliveryId, job.id ?? job.data.deliveryId, 'dropped');
   ctx.logger.warn({ ...log, reason }, 'webhook disabled');
   return { disabled: reason };
+}
+
+/**
+ * How long a delivery has been tried: from when it was queued to when this attempt started, both stamped by
+ * BullMQ (`timestamp`, `processedOn`), plus this attempt's own time on the monotonic clock. No injected clock
+ * enters it, so a test's clock never mixes with BullMQ's stamps.
+ */
+function triedMs(job: Job<WebhookJobData>, attemptMs: number): number {
+  return (job.processedOn ?? job.timestamp) - job.timestamp + attemptMs;
 }
 
 function retryAfterOf(outcome: WebhookAttemptOutcome): number | undefined {

@@ -72,4 +72,10 @@ export interface ServiceContext {
   readonly metrics: Metrics;
   /** Epoch ms; tests pass their own clock. */
   readonly now: () => number;
+  /**
+   * Real time, epoch ms (`Date.now` unless a test passes its own): for stamps a party outside checks against its
+   * own clock, such as a webhook's signed `webhook-timestamp`. The service clock {@link now} may be a simulated
+   * date in tests (the simulator's timetable dates); a receiver's clock is not.
+   */
+  readonly wallClock: () => number;
 }

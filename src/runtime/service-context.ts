@@ -45,6 +45,8 @@ export interface ContextOptions {
   /** Default: one logging to `logger` with a summary a minute. Tests pass one with a shorter interval. */
   redisOutage?: RedisOutageLog;
   now?: () => number;
+  /** Default: `Date.now` (see `ServiceContext.wallClock`). */
+  wallClock?: () => number;
 }
 
 /** A context and how to close what it opened. */
@@ -128,6 +130,7 @@ export function openServiceContext(options: ContextOptions): OpenContext {
     notify: createNotifyServices(config, redis, keys, webhooks),
     metrics: options.metrics ?? createMetrics(),
     now: options.now ?? Date.now,
+    wallClock: options.wallClock ?? Date.now,
   };
   return {
     context,

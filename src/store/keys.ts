@@ -129,7 +129,7 @@ export interface RedisKeys {
   readonly feedUpdates: string;
   /** STRING with a TTL: a cached upstream teacher search. */
   employeeSearch(query: string): string;
-  /** SET with a TTL: what the callers of a pending follow-up refresh asked for, JSON each (jobs/follow-ups.ts). */
+  /** SET with a TTL: what the callers of a pending follow-up refresh asked for, JSON each (follow-up-asks.ts). */
   followUpAsks(jobId: string): string;
   /** STRING with a TTL: a lock held by one process (e.g. while it upserts job schedulers). */
   lock(name: string): string;

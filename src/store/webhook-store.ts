@@ -134,8 +134,8 @@ export class WebhookStore {
     return (await this.redis.scard(this.keys.webhooksOfSource(source))) > 0;
   }
 
-  /** Stops deliveries to a hook, keeping why; false when it is gone. */
-  async disable(id: string, reason: string, now: number = Date.now()): Promise<boolean> {
+  /** Stops deliveries to a hook as of `now` (epoch ms), keeping why; false when it is gone. */
+  async disable(id: string, reason: string, now: number): Promise<boolean> {
     const hook = await this.get(id);
     if (hook === undefined) return false;
     const keys = [this.keys.webhook(id), this.keys.webhooksOfSource(hook.source)];

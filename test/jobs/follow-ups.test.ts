@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { mergeFollowUps, type RefreshAsk, sameAsk } from '../../src/jobs/follow-ups.ts';
+import type { RefreshAsk } from '../../src/jobs/contract.ts';
+import { mergeFollowUps, sameAsk } from '../../src/jobs/follow-ups.ts';
 
 const rerender: RefreshAsk = { reason: 'rerender', priority: 5 };
 const resync: RefreshAsk = { reason: 'resync', priority: 1 };

@@ -74,7 +74,9 @@ beforeAll(async () => {
   closeSimulator = simulator.close;
   const opened = await testContext(
     { UNIVERSITY_API_URL: simulator.url, LOG_LEVEL: 'debug' },
-    { logger: log.logger, now: () => clock.now },
+    // The service clock is the simulator's date; the receiver verifies `webhook-timestamp` against real time
+    // (5 min tolerance), as a real receiver does, so the wall clock stays real.
+    { logger: log.logger, now: () => clock.now, wallClock: Date.now },
   );
   ctx = opened.context;
   closeContext = opened.close;

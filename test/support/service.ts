@@ -39,6 +39,7 @@ export async function testContext(
   options: {
     logger?: Logger;
     now?: () => number;
+    wallClock?: () => number;
     googleFactory?: CalendarClientFactory;
     caldavFactory?: CalDavClientFactory;
   } = {},
@@ -50,6 +51,7 @@ export async function testContext(
     redis: config.redisTarget ?? missingRedis(),
     role: 'test',
     ...(options.now ? { now: options.now } : {}),
+    ...(options.wallClock ? { wallClock: options.wallClock } : {}),
     ...(options.googleFactory ? { googleFactory: options.googleFactory } : {}),
     ...(options.caldavFactory ? { caldavFactory: options.caldavFactory } : {}),
   });
