@@ -25,7 +25,7 @@ import { TargetRemovedError } from '../google/errors.ts';
 import { DELETE_REFUSED, diffPush, FOREIGN, parseRefused, refusedMarker } from '../google/push-diff.ts';
 import { RefusalTally } from '../google/refusal-tally.ts';
 import type { Logger } from '../logger.ts';
-import type { RefusalExample, SyncCounts } from '../store/target-record.ts';
+import type { RefusalExample, SyncCounts } from '../store/push-target-record.ts';
 import type { CalDavClient, DesiredResource, RemoteResource, RemoveOutcome } from './caldav-client.ts';
 import {
   CalDavTransientError,

@@ -4,7 +4,7 @@
  * us, and ours the user renamed, keep their names.
  */
 import type { Logger } from '../logger.ts';
-import type { PushTarget } from '../store/target-record.ts';
+import type { GoogleTarget } from './google-targets.ts';
 import { isPlaceholderName } from '../timetable/calendar-name.ts';
 import { type SourceKey, sourceOf } from '../timetable/source.ts';
 import type { CalendarClient } from './calendar-client.ts';
@@ -23,7 +23,7 @@ export type NamingOutcome = 'unchanged' | 'renamed' | 'kept-user-name';
  */
 export async function nameCalendar(
   calendar: CalendarClient,
-  target: Pick<PushTarget, 'id' | 'source' | 'calendarId' | 'calendarOwned' | 'calendarName'>,
+  target: Pick<GoogleTarget, 'id' | 'source' | 'calendarId' | 'calendarOwned' | 'calendarName'>,
   name: string,
   record: RecordCalendarName,
   log: Logger,

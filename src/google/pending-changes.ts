@@ -15,7 +15,7 @@ export interface PublishedDeps {
 
 /** What {@link pendingChanges} uses: also the push index and the clock. */
 export interface PendingChangesDeps extends PublishedDeps {
-  readonly google: { readonly index: Pick<PushIndex, 'read'> };
+  readonly google: { index(targetId: string): Pick<PushIndex, 'read'> };
   /** Epoch ms. */
   readonly now: () => number;
 }
@@ -59,7 +59,7 @@ export async function pendingChanges(
 ): Promise<PendingChanges | null> {
   const desired = await loadDesired(ctx, source);
   if (desired === undefined) return null;
-  const diff = diffPush(desired, await ctx.google.index.read(targetId), ctx.now());
+  const diff = diffPush(desired, await ctx.google.index(targetId).read(), ctx.now());
   return {
     insert: diff.insert.length + diff.revive.length,
     patch: diff.patch.length,

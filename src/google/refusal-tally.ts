@@ -4,7 +4,7 @@
  * the refusals that reach the limit may overtake a write that will succeed: the breaker first holds (the push
  * starts nothing new), and decides only once the writes in flight have settled.
  */
-import type { RefusalExample } from '../store/target-record.ts';
+import type { RefusalExample } from '../store/push-target-record.ts';
 import type { EventRefusedError } from './errors.ts';
 
 /** Refusals before any write succeeded that mean the calendar refuses every write (e.g. every one a 403). */

@@ -12,8 +12,9 @@ import { caldavPendingChanges } from '../caldav/pending-resources.ts';
 import type { Config } from '../config.ts';
 import { pendingCaldavPush } from '../jobs/job-status.ts';
 import { constantTimeEqual } from '../security/tokens.ts';
-import type { CalDavTarget } from '../store/caldav-target-record.ts';
-import { CALDAV_TARGET_ID, type CalDavTargetStore } from '../store/caldav-target-store.ts';
+import type { CalDavTarget } from '../caldav/caldav-targets.ts';
+import { TARGET_ID } from '../store/push-target-store.ts';
+import type { CalDavTargetStore } from '../caldav/caldav-targets.ts';
 import type { SnapshotStore } from '../store/snapshot-store.ts';
 import { changeCaldavPassword, connectCaldavTarget } from '../subscriptions/caldav-connect.ts';
 import { disconnectCaldavTarget } from '../subscriptions/caldav-disconnect.ts';
@@ -66,7 +67,7 @@ export type CalDavRouteDeps = ClientLimitsDeps &
   Parameters<typeof changeCaldavPassword>[0] &
   Parameters<typeof disconnectCaldavTarget>[0] & {
     readonly config: Pick<Config, 'publicUrl' | 'timezone' | 'adminToken'>;
-    readonly caldav: { readonly targets: Pick<CalDavTargetStore, 'get' | 'verifyManageToken' | 'canStorePasswords'> };
+    readonly caldav: { readonly targets: Pick<CalDavTargetStore, 'get' | 'verifyManageToken' | 'canStoreCredentials'> };
     readonly snapshots: Pick<SnapshotStore, 'snapshot'>;
   };
 
@@ -169,7 +170,7 @@ export async function registerCaldavRoutes(app: FastifyInstance, ctx: CalDavRout
         reply.header('referrer-policy', 'no-referrer');
         const { id } = request.params;
         const token = request.query.token;
-        if (!CALDAV_TARGET_ID.test(id) || typeof token !== 'string' || !MANAGE_TOKEN.test(token))
+        if (!TARGET_ID.test(id) || typeof token !== 'string' || !MANAGE_TOKEN.test(token))
           return sendProblem(ctx, request, reply, 'bad-link', 404);
         if (!(await ctx.caldav.targets.verifyManageToken(id, token))) {
           const known = (await ctx.caldav.targets.get(id)) !== undefined;
@@ -295,7 +296,7 @@ async function connectView(
     name,
     backUrl,
     preset,
-    available: ctx.caldav.targets.canStorePasswords,
+    available: ctx.caldav.targets.canStoreCredentials,
   };
 }
 
@@ -357,7 +358,7 @@ async function cookieTarget(
   reply: FastifyReply,
 ): Promise<CalDavTarget | undefined> {
   const { id } = request.params;
-  const target = CALDAV_TARGET_ID.test(id) ? await ctx.caldav.targets.get(id) : undefined;
+  const target = TARGET_ID.test(id) ? await ctx.caldav.targets.get(id) : undefined;
   if (target === undefined) {
     sendProblem(ctx, request, reply, 'unknown', 404);
     return undefined;
@@ -377,7 +378,7 @@ async function cookieTarget(
  */
 async function bearerTarget(ctx: CalDavRouteDeps, request: IdRequest): Promise<CalDavTarget> {
   const { id } = request.params;
-  if (!CALDAV_TARGET_ID.test(id))
+  if (!TARGET_ID.test(id))
     throw new HttpError('INVALID_ID', {
       en: 'malformed CalDAV target id (22 characters: letters, digits, _ and -)',
       ru: 'неверный id подключения CalDAV (22 символа: латинские буквы, цифры, _ и -)',

@@ -15,7 +15,7 @@ import {
 import { type CalDavPendingDeps, caldavPendingChanges } from '../caldav/pending-resources.ts';
 import { pendingCaldavPush } from '../jobs/job-status.ts';
 import { retryAfterSeconds } from '../lib/retry-after.ts';
-import type { CalDavTarget } from '../store/caldav-target-record.ts';
+import { type CalDavTarget, caldavDetails } from '../caldav/caldav-targets.ts';
 import type { CalDavDisconnected } from '../subscriptions/caldav-disconnect.ts';
 import { CalDavNoCalendarError, CalDavUrlError, type CalendarChoice } from '../subscriptions/errors.ts';
 import { sendError } from './error-answer.ts';
@@ -35,15 +35,16 @@ export async function caldavTargetView(
     pendingCaldavPush(ctx, target.id),
     detail.pendingChanges ? caldavPendingChanges(ctx, target.id, target.source) : undefined,
   ]);
+  const details = caldavDetails(target);
   return {
     id: target.id,
     kind: 'caldav',
     source: target.source,
-    serverUrl: target.serverUrl,
-    calendarUrl: target.calendarUrl,
+    serverUrl: details.serverUrl,
+    calendarUrl: target.calendarId,
     calendarName: target.calendarName,
     calendarOwned: target.calendarOwned,
-    username: target.username,
+    username: details.username,
     status: target.status,
     statusReason: target.statusReason ?? null,
     needsPassword: target.status === 'needs-password',

@@ -13,8 +13,9 @@ import type { Config } from '../config.ts';
 import { ConsentCallbackError, GoogleNotConfiguredError } from '../google/errors.ts';
 import { pendingChanges } from '../google/pending-changes.ts';
 import { pendingPush } from '../jobs/job-status.ts';
-import type { PushTarget } from '../store/target-record.ts';
-import { TARGET_ID, type TargetStore } from '../store/target-store.ts';
+import type { GoogleTarget } from '../google/google-targets.ts';
+import { TARGET_ID } from '../store/push-target-store.ts';
+import type { GoogleTargetStore } from '../google/google-targets.ts';
 import { disconnectTarget } from '../subscriptions/google-disconnect.ts';
 import {
   type GoogleProblem,
@@ -39,7 +40,7 @@ export type ManagePageDeps = PageDeps &
   Parameters<typeof pendingChanges>[0] &
   Parameters<typeof pendingPush>[0] & {
     readonly config: Pick<Config, 'publicUrl' | 'timezone'>;
-    readonly google: { readonly targets: Pick<TargetStore, 'get' | 'verifyManageToken'> };
+    readonly google: { readonly targets: Pick<GoogleTargetStore, 'get' | 'verifyManageToken'> };
   };
 
 /** What the manage link and the Disconnect form use: the manage page's reads, and disconnecting. */
@@ -169,7 +170,7 @@ async function cookieTarget(
   ctx: ManagePageDeps,
   request: IdRequest,
   reply: FastifyReply,
-): Promise<PushTarget | undefined> {
+): Promise<GoogleTarget | undefined> {
   const { id } = request.params;
   const target = TARGET_ID.test(id) ? await ctx.google.targets.get(id) : undefined;
   if (target === undefined) {

@@ -6,8 +6,8 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { CalendarGoneError, GoogleConsentError } from '../google/errors.ts';
-import type { PushTarget } from '../store/target-record.ts';
-import type { TargetStore } from '../store/target-store.ts';
+import type { GoogleTarget } from '../google/google-targets.ts';
+import type { GoogleTargetStore } from '../google/google-targets.ts';
 import { connectTarget } from '../subscriptions/google-connect.ts';
 import { disconnectTarget } from '../subscriptions/google-disconnect.ts';
 import { parseSource, sourceKey } from '../timetable/source.ts';
@@ -46,7 +46,7 @@ const targetBody = z.strictObject(
 export type GoogleTargetRouteDeps = TargetViewDeps &
   Parameters<typeof connectTarget>[0] &
   Parameters<typeof disconnectTarget>[0] & {
-    readonly google: { readonly targets: Pick<TargetStore, 'page' | 'get'> };
+    readonly google: { readonly targets: Pick<GoogleTargetStore, 'page' | 'get'> };
   };
 
 /** Registers the admin routes of Google targets on the admin scope (prefix `/admin`, admin token checked). */
@@ -104,7 +104,7 @@ function registrationError(error: unknown): unknown {
 }
 
 /** The target `id`, or a 400 (malformed) or 404 (unknown). */
-async function knownTarget(ctx: Pick<GoogleTargetRouteDeps, 'google'>, id: string): Promise<PushTarget> {
+async function knownTarget(ctx: Pick<GoogleTargetRouteDeps, 'google'>, id: string): Promise<GoogleTarget> {
   checkTargetId(id);
   const target = await ctx.google.targets.get(id);
   if (target === undefined) throw targetNotFound(id);

@@ -7,8 +7,9 @@ import type { FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
 import { constantTimeEqual } from '../security/tokens.ts';
 import type { Subscription, SubscriptionStore } from '../store/subscription-store.ts';
-import type { PushTarget } from '../store/target-record.ts';
-import { TARGET_ID, type TargetStore } from '../store/target-store.ts';
+import type { GoogleTarget } from '../google/google-targets.ts';
+import { TARGET_ID } from '../store/push-target-store.ts';
+import type { GoogleTargetStore } from '../google/google-targets.ts';
 import { SUBSCRIPTION_ID } from '../timetable/source.ts';
 import { presentedToken } from './admin-auth.ts';
 import type { Words } from './error-codes.ts';
@@ -29,7 +30,7 @@ export interface SubscriptionOwnerDeps extends OwnerAuthDeps {
 
 /** What checking a Google target's owner reads. */
 export interface TargetOwnerDeps extends OwnerAuthDeps {
-  readonly google: { readonly targets: Pick<TargetStore, 'verifyManageToken' | 'get'> };
+  readonly google: { readonly targets: Pick<GoogleTargetStore, 'verifyManageToken' | 'get'> };
 }
 
 /** How one kind of record is found and its token checked, and what its refusals say. */
@@ -111,7 +112,7 @@ const TARGET_ID_MALFORMED: Words = {
 };
 
 /** The target of `/google/targets/:id`, for the holder of its manage token or the admin. */
-export function authorisedTarget(ctx: TargetOwnerDeps, request: FastifyRequest<IdParams>): Promise<PushTarget> {
+export function authorisedTarget(ctx: TargetOwnerDeps, request: FastifyRequest<IdParams>): Promise<GoogleTarget> {
   return authorised(ctx, request, {
     format: TARGET_ID,
     malformed: TARGET_ID_MALFORMED,

@@ -2,7 +2,7 @@
  * The job contract: queue names, job names, payloads and results, imported by every producer and processor.
  * Payloads carry ids, never credentials. Job and scheduler ids never contain `:`.
  */
-import type { PushReason, SyncCounts } from '../store/target-record.ts';
+import type { PushReason, SyncCounts } from '../store/push-target-record.ts';
 import type { ChangeSet } from '../timetable/notify-change.ts';
 import type { ChangeCounts } from '../timetable/publication.ts';
 import type { SourceKey } from '../timetable/source.ts';

@@ -1,5 +1,5 @@
 /**
- * The Lua scripts of `target-store.ts` (`target-*.lua` beside this module, loaded here by name): guarded
+ * The Lua scripts of `push-target-store.ts` (`target-*.lua` beside this module, loaded here by name): guarded
  * updates of a target hash (with the due ZSET and the index in the same step), the atomic removal of a target
  * with everything pointing at it, and the conditional clear of a reconcile request.
  */
@@ -12,7 +12,7 @@ export type DueChange = { kind: 'keep' } | { kind: 'remove' } | { kind: 'set'; a
 export interface TargetUpdate {
   set?: Record<string, string> | undefined;
   remove?: readonly string[] | undefined;
-  /** Update only while the stored token version is this one. */
+  /** Update only while the stored credential version is this one. */
   ifVersion?: number | undefined;
   /** Update only while the target still points at this calendar. */
   ifCalendar?: string | undefined;

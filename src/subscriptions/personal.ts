@@ -19,7 +19,7 @@ import { withLock } from '../lib/redis-lock.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
 import { DecryptionError, SecretKeyMissingError } from '../security/errors.ts';
-import type { CalDavTargetStore } from '../store/caldav-target-store.ts';
+import type { CalDavTargetStore } from '../caldav/caldav-targets.ts';
 import type { GroupDirectory } from '../store/group-directory.ts';
 import type { RedisKeys } from '../store/keys.ts';
 import type { KnownCredentials } from '../store/known-credentials.ts';

@@ -5,7 +5,7 @@
  * a connection already removed).
  */
 import type { PendingChanges } from '../google/pending-changes.ts';
-import type { CalDavTarget } from '../store/caldav-target-record.ts';
+import { type CalDavTarget, caldavDetails } from '../caldav/caldav-targets.ts';
 import { type Html, html } from './html.ts';
 import { type Lang, messages } from './i18n.ts';
 import { page } from './layout.ts';
@@ -136,7 +136,7 @@ export interface CalDavManageView {
 export function caldavManagePage(view: CalDavManageView): Html {
   const w = words(view.lang);
   const { target } = view;
-  const host = new URL(target.calendarUrl).host;
+  const host = new URL(target.calendarId).host;
   const needsPassword = target.status === 'needs-password';
   const outcome = view.password;
   const passwordNotice =
@@ -158,7 +158,7 @@ export function caldavManagePage(view: CalDavManageView): Html {
 <dl class="facts">
 <dt>${w.calendar}</dt><dd>${target.calendarName}</dd>
 <dt>${w.server}</dt><dd class="url">${host}</dd>
-<dt>${w.login}</dt><dd>${target.username}</dd>
+<dt>${w.login}</dt><dd>${caldavDetails(target).username}</dd>
 <dt>${w.status}</dt><dd data-status="${target.status}">${statusText(view)}</dd>
 !${target.statusReason === undefined || target.status === 'active' ? '' : html`<dt>${w.why}</dt><dd>${target.statusReason}</dd>`}
 <dt>${w.lastPush}</dt><dd data-last-push>${lastPushText(view)}</dd>

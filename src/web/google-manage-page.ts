@@ -5,7 +5,7 @@
  * wrong manage link, a calendar already disconnected).
  */
 import type { PendingChanges } from '../google/pending-changes.ts';
-import type { PushTarget } from '../store/target-record.ts';
+import type { GoogleTarget } from '../google/google-targets.ts';
 import { type Html, html } from './html.ts';
 import { type Lang, messages } from './i18n.ts';
 import { page } from './layout.ts';
@@ -98,7 +98,7 @@ export interface GoogleManageView {
   lang: Lang;
   /** The request's path, for the language switch. */
   url: string;
-  target: PushTarget;
+  target: GoogleTarget;
   /** Null before the timetable's first publication. */
   pendingChanges: PendingChanges | null;
   pushQueued: boolean;

@@ -160,13 +160,13 @@ describe('admin CalDAV target routes', () => {
     const target = await ctx.caldav.targets.get(body.id);
     expect(target).toMatchObject({
       source: 'group:4242',
-      calendarUrl: body.calendarUrl,
+      calendarId: body.calendarUrl,
       calendarOwned: true,
       calendarName: 'ИВТ-21',
-      username: USER,
+      details: { username: USER },
       status: 'active',
     });
-    expect((await ctx.caldav.targets.password(body.id))?.password).toBe(PASSWORD);
+    expect((await ctx.caldav.targets.credential(body.id))?.secret).toBe(PASSWORD);
     const stored = JSON.stringify(await ctx.redis.hgetall(ctx.keys.caldavTarget(body.id)));
     expect(stored).not.toContain(PASSWORD);
     expect(await ctx.registry.isActive('group:4242')).toBe(true);
@@ -224,7 +224,7 @@ describe('admin CalDAV target routes', () => {
     expect(existsSync(radicale.collectionDir(USER, slugOf(body.calendarUrl)))).toBe(true);
     expect(await ctx.caldav.targets.get(id)).toMatchObject({
       status: 'active',
-      calendarUrl: body.calendarUrl,
+      calendarId: body.calendarUrl,
       calendarOwned: true,
     });
     expect(

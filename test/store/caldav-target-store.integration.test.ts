@@ -154,7 +154,7 @@ describe('CalDavTargetStore', () => {
       DecryptionError,
     );
     const keyless = new CalDavTargetStore(redis, keys, undefined);
-    expect(keyless.canStorePasswords).toBe(false);
+    expect(keyless.canStoreCredentials).toBe(false);
     await expect(keyless.create(newTarget())).rejects.toThrow(SecretKeyMissingError);
   });
 

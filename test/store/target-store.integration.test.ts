@@ -101,8 +101,8 @@ describe('TargetStore', () => {
     expect(await store.refreshToken(id)).toEqual({ token: REFRESH_TOKEN, version: 1 });
     expect(await store.verifyManageToken(id, manageToken)).toBe(true);
     expect(await store.verifyManageToken(id, `${manageToken}x`)).toBe(false);
-    expect((await store.findByUser('1170001', 'group:4242'))?.id).toBe(id);
-    expect(await store.findByUser('1170001', 'group:9999')).toBeUndefined();
+    expect((await store.findByOwner('1170001', 'group:4242'))?.id).toBe(id);
+    expect(await store.findByOwner('1170001', 'group:9999')).toBeUndefined();
   });
 
   it('keeps neither the refresh token nor the manage token in plain text', async () => {
@@ -130,7 +130,7 @@ describe('TargetStore', () => {
     await expect(store.refreshToken(b.id)).rejects.toThrow(DecryptionError);
     await expect(new TargetStore(redis, keys, Buffer.alloc(32, 1)).refreshToken(a.id)).rejects.toThrow(DecryptionError);
     const keyless = new TargetStore(redis, keys, undefined);
-    expect(keyless.canStoreTokens).toBe(false);
+    expect(keyless.canStoreCredentials).toBe(false);
     await expect(keyless.create(newTarget())).rejects.toThrow(SecretKeyMissingError);
   });
 
@@ -309,14 +309,14 @@ describe('TargetStore', () => {
     expect(await dump()).not.toContain(id);
     expect(await store.get(id)).toBeUndefined();
     expect(await store.refreshToken(id)).toBeUndefined();
-    expect(await store.findByUser('remove-me', 'group:777')).toBeUndefined();
+    expect(await store.findByOwner('remove-me', 'group:777')).toBeUndefined();
   });
 
   it('leaves a user mapping that already names a newer target', async () => {
     const old = await store.create(newTarget({ source: 'group:778', googleUser: 'moved' }));
     const newer = await store.create(newTarget({ source: 'group:778', googleUser: 'moved' }));
     await store.remove(old.id);
-    expect((await store.findByUser('moved', 'group:778'))?.id).toBe(newer.id);
+    expect((await store.findByOwner('moved', 'group:778'))?.id).toBe(newer.id);
     expect(await redis.smembers(keys.sourceTargets('group:778'))).toEqual([newer.id]);
   });
 
