@@ -51,7 +51,10 @@ export function googleDetails(target: Pick<PushTarget, 'details'>): GoogleDetail
 }
 
 /** The detail fields of a new Google target (or of a new refresh token's, which may bring a new budget). */
-export function googleDetailFields(details: { budgetKey: string; googleUser?: string | undefined }): Record<string, string> {
+export function googleDetailFields(details: {
+  budgetKey: string;
+  googleUser?: string | undefined;
+}): Record<string, string> {
   return details.googleUser === undefined
     ? { budgetKey: details.budgetKey }
     : { budgetKey: details.budgetKey, googleUser: details.googleUser };

@@ -8,13 +8,12 @@
  * the browser signed in to it. No password is ever echoed into a page, a URL or a log line.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { CalDavTarget, CalDavTargetStore } from '../caldav/caldav-targets.ts';
 import { caldavPendingChanges } from '../caldav/pending-resources.ts';
 import type { Config } from '../config.ts';
 import { pendingCaldavPush } from '../jobs/job-status.ts';
 import { constantTimeEqual } from '../security/tokens.ts';
-import type { CalDavTarget } from '../caldav/caldav-targets.ts';
 import { TARGET_ID } from '../store/push-target-store.ts';
-import type { CalDavTargetStore } from '../caldav/caldav-targets.ts';
 import type { SnapshotStore } from '../store/snapshot-store.ts';
 import { changeCaldavPassword, connectCaldavTarget } from '../subscriptions/caldav-connect.ts';
 import { disconnectCaldavTarget } from '../subscriptions/caldav-disconnect.ts';

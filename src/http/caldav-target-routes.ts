@@ -5,8 +5,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import type { CalDavTarget } from '../caldav/caldav-targets.ts';
-import type { CalDavTargetStore } from '../caldav/caldav-targets.ts';
+import type { CalDavTarget, CalDavTargetStore } from '../caldav/caldav-targets.ts';
 import { connectCaldavTarget } from '../subscriptions/caldav-connect.ts';
 import { disconnectCaldavTarget } from '../subscriptions/caldav-disconnect.ts';
 import { parseSource, sourceKey } from '../timetable/source.ts';

@@ -4,6 +4,7 @@
  * for people (the connect page shows the same words). No view or message ever holds a password.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { type CalDavTarget, caldavDetails } from '../caldav/caldav-targets.ts';
 import {
   CalDavAuthError,
   CalDavCalendarGoneError,
@@ -15,7 +16,6 @@ import {
 import { type CalDavPendingDeps, caldavPendingChanges } from '../caldav/pending-resources.ts';
 import { pendingCaldavPush } from '../jobs/job-status.ts';
 import { retryAfterSeconds } from '../lib/retry-after.ts';
-import { type CalDavTarget, caldavDetails } from '../caldav/caldav-targets.ts';
 import type { CalDavDisconnected } from '../subscriptions/caldav-disconnect.ts';
 import { CalDavNoCalendarError, CalDavUrlError, type CalendarChoice } from '../subscriptions/errors.ts';
 import { sendError } from './error-answer.ts';

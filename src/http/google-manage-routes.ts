@@ -11,11 +11,10 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
 import { ConsentCallbackError, GoogleNotConfiguredError } from '../google/errors.ts';
+import type { GoogleTarget, GoogleTargetStore } from '../google/google-targets.ts';
 import { pendingChanges } from '../google/pending-changes.ts';
 import { pendingPush } from '../jobs/job-status.ts';
-import type { GoogleTarget } from '../google/google-targets.ts';
 import { TARGET_ID } from '../store/push-target-store.ts';
-import type { GoogleTargetStore } from '../google/google-targets.ts';
 import { disconnectTarget } from '../subscriptions/google-disconnect.ts';
 import {
   type GoogleProblem,

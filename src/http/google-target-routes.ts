@@ -6,8 +6,7 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { CalendarGoneError, GoogleConsentError } from '../google/errors.ts';
-import type { GoogleTarget } from '../google/google-targets.ts';
-import type { GoogleTargetStore } from '../google/google-targets.ts';
+import type { GoogleTarget, GoogleTargetStore } from '../google/google-targets.ts';
 import { connectTarget } from '../subscriptions/google-connect.ts';
 import { disconnectTarget } from '../subscriptions/google-disconnect.ts';
 import { parseSource, sourceKey } from '../timetable/source.ts';

@@ -4,10 +4,10 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
+import type { GoogleTarget } from '../google/google-targets.ts';
 import { pendingChanges } from '../google/pending-changes.ts';
 import { pendingPush } from '../jobs/job-status.ts';
 import type { PushIndex } from '../store/push-index.ts';
-import type { GoogleTarget } from '../google/google-targets.ts';
 import type { Disconnected } from '../subscriptions/google-disconnect.ts';
 import { sendError } from './error-answer.ts';
 import { HttpError } from './errors.ts';
@@ -42,9 +42,9 @@ export async function answerDisconnected(
 }
 
 /** What a target's view reads: its queued push, its pending changes and its index. */
-export type TargetViewDeps = { readonly google: { index(targetId: string): Pick<PushIndex, 'read' | 'size'> } } & Parameters<
-  typeof pendingPush
->[0] &
+export type TargetViewDeps = {
+  readonly google: { index(targetId: string): Pick<PushIndex, 'read' | 'size'> };
+} & Parameters<typeof pendingPush>[0] &
   Parameters<typeof pendingChanges>[0];
 
 /** A target's state, with its pending push and index size (and, for one target, the changes not pushed yet). */

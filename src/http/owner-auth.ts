@@ -5,11 +5,10 @@
  */
 import type { FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
+import type { GoogleTarget, GoogleTargetStore } from '../google/google-targets.ts';
 import { constantTimeEqual } from '../security/tokens.ts';
-import type { Subscription, SubscriptionStore } from '../store/subscription-store.ts';
-import type { GoogleTarget } from '../google/google-targets.ts';
 import { TARGET_ID } from '../store/push-target-store.ts';
-import type { GoogleTargetStore } from '../google/google-targets.ts';
+import type { Subscription, SubscriptionStore } from '../store/subscription-store.ts';
 import { SUBSCRIPTION_ID } from '../timetable/source.ts';
 import { presentedToken } from './admin-auth.ts';
 import type { Words } from './error-codes.ts';

@@ -10,6 +10,7 @@
 import { DelayedError, type Job } from 'bullmq';
 import type { Counter } from 'prom-client';
 import type { CalDavServices } from '../caldav/caldav-services.ts';
+import type { CalDavNeedsCredential } from '../caldav/caldav-targets.ts';
 import {
   CalDavAuthError,
   CalDavCalendarGoneError,
@@ -23,7 +24,6 @@ import type { Config } from '../config.ts';
 import { DecryptionError, SecretKeyMissingError } from '../security/errors.ts';
 import type { StoppedStatus } from '../store/push-target-record.ts';
 import type { PushGuard } from '../store/push-target-store.ts';
-import type { CalDavNeedsCredential } from '../caldav/caldav-targets.ts';
 import type { CalDavPushJobData } from './contract.ts';
 import { asError, failWith, isLastAttempt, mayWaitAgain, rateLimitPause } from './failure.ts';
 import { rateLimitRounds } from './push-failure.ts';

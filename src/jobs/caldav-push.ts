@@ -8,12 +8,12 @@ import { performance } from 'node:perf_hooks';
 import type { Processor } from 'bullmq';
 import type { Counter, Histogram } from 'prom-client';
 import type { CalDavServices } from '../caldav/caldav-services.ts';
+import { type CalDavTarget, caldavDetails, recordListing } from '../caldav/caldav-targets.ts';
 import { loadPublishedResources, type PublishedResourcesDeps } from '../caldav/published-resources.ts';
 import { syncCaldav } from '../caldav/sync-caldav.ts';
 import type { Config } from '../config.ts';
 import { TargetRemovedError } from '../google/errors.ts';
 import type { Logger } from '../logger.ts';
-import { type CalDavTarget, caldavDetails, recordListing } from '../caldav/caldav-targets.ts';
 import type { SyncCounts } from '../store/push-target-record.ts';
 import {
   type CalDavPushFailureDeps,

@@ -15,9 +15,9 @@ import {
   GoogleRateLimitError,
   GoogleTransientError,
 } from '../google/errors.ts';
+import type { GoogleNeedsCredential, GoogleTargetStore } from '../google/google-targets.ts';
 import { DecryptionError, SecretKeyMissingError } from '../security/errors.ts';
 import type { StoppedStatus } from '../store/push-target-record.ts';
-import type { GoogleNeedsCredential, GoogleTargetStore } from '../google/google-targets.ts';
 import type { PushJobData } from './contract.ts';
 import { asError, failWith, isLastAttempt, mayWaitAgain, rateLimitPause, waitOutRateLimit } from './failure.ts';
 import type { PushRun } from './push-run.ts';

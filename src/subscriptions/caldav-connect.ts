@@ -7,6 +7,13 @@
  */
 
 import type { CalDavCalendar, CalDavClient, CalDavCredentials, Discovery } from '../caldav/caldav-client.ts';
+import {
+  type CalDavTarget,
+  type CalDavTargetStore,
+  caldavDetailFields,
+  caldavDetails,
+  calendarDetailFields,
+} from '../caldav/caldav-targets.ts';
 import { CalDavCalendarGoneError, MkcalendarRefusedError } from '../caldav/errors.ts';
 import type { Config } from '../config.ts';
 import { TargetRemovedError } from '../google/errors.ts';
@@ -18,15 +25,8 @@ import type { RedisClient } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
 import { SecretKeyMissingError } from '../security/errors.ts';
 import { hashToken } from '../security/tokens.ts';
-import { newTargetId } from '../store/push-target-store.ts';
-import {
-  type CalDavTarget,
-  type CalDavTargetStore,
-  caldavDetailFields,
-  caldavDetails,
-  calendarDetailFields,
-} from '../caldav/caldav-targets.ts';
 import type { RedisKeys } from '../store/keys.ts';
+import { newTargetId } from '../store/push-target-store.ts';
 import type { SnapshotStore } from '../store/snapshot-store.ts';
 import type { SubscriptionStore } from '../store/subscription-store.ts';
 import { placeholderName } from '../timetable/calendar-name.ts';

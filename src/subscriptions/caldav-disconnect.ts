@@ -6,10 +6,10 @@
  * The manage page, the admin API and the deletion of a personal subscription come here.
  */
 import type { CalDavClient, CalDavCredentials, RemoteResource } from '../caldav/caldav-client.ts';
+import { type CalDavTarget, type CalDavTargetStore, caldavDetails } from '../caldav/caldav-targets.ts';
 import { CalDavCalendarGoneError, EtagMismatchError } from '../caldav/errors.ts';
 import { hrefFor, idOfHref, parseOwned } from '../caldav/resource-index.ts';
 import type { Logger } from '../logger.ts';
-import { type CalDavTarget, type CalDavTargetStore, caldavDetails } from '../caldav/caldav-targets.ts';
 
 /** What a disconnection did. `error` says why what we wrote could not all be removed. */
 export interface CalDavDisconnected {

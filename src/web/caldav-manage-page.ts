@@ -4,8 +4,9 @@
  * link, Disconnect; what a disconnection did; and the friendly form of what can go wrong (a wrong manage link,
  * a connection already removed).
  */
-import type { PendingChanges } from '../google/pending-changes.ts';
+
 import { type CalDavTarget, caldavDetails } from '../caldav/caldav-targets.ts';
+import type { PendingChanges } from '../google/pending-changes.ts';
 import { type Html, html } from './html.ts';
 import { type Lang, messages } from './i18n.ts';
 import { page } from './layout.ts';

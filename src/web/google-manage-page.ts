@@ -4,8 +4,9 @@
  * disconnection did, and the friendly form of what can go wrong on the way (a refused or expired consent, a
  * wrong manage link, a calendar already disconnected).
  */
-import type { PendingChanges } from '../google/pending-changes.ts';
+
 import type { GoogleTarget } from '../google/google-targets.ts';
+import type { PendingChanges } from '../google/pending-changes.ts';
 import { type Html, html } from './html.ts';
 import { type Lang, messages } from './i18n.ts';
 import { page } from './layout.ts';

@@ -3,12 +3,13 @@
  * counts every request the service sends and injects faults when asked), a service context on the run's Redis
  * with the real CalDAV client, and real workers. Each connection gets a Radicale user of its own.
  */
-import { caldavDetailFields } from '../../src/caldav/caldav-targets.ts';
+
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { inject } from 'vitest';
 import type { CalDavClient } from '../../src/caldav/caldav-client.ts';
 import { MARKER_PROPERTY } from '../../src/caldav/caldav-client.ts';
+import { caldavDetailFields } from '../../src/caldav/caldav-targets.ts';
 import { loadPublishedResources } from '../../src/caldav/published-resources.ts';
 import { feedOccurrences } from '../../src/feeds/build-feed.ts';
 import type { PushJobResult, PushReason } from '../../src/jobs/contract.ts';
@@ -225,7 +226,12 @@ export class CalDavHarness {
       calendarOwned: given === undefined,
       calendarName: source,
       secret: PASSWORD,
-      details: caldavDetailFields(calendarUrl, { serverUrl: this.proxy.url, homeUrl: `${this.proxy.url}${owner.user}/`, username: owner.user, supportsSync: true }),
+      details: caldavDetailFields(calendarUrl, {
+        serverUrl: this.proxy.url,
+        homeUrl: `${this.proxy.url}${owner.user}/`,
+        username: owner.user,
+        supportsSync: true,
+      }),
       now: this.clock.now,
     });
     const target = { id, source, user: owner.user, calendarUrl, folder: this.radicale.collectionDir(owner.user, slug) };

@@ -1,7 +1,8 @@
 /** The CalDAV push job through real workers and Redis, with an in-memory CalDAV server behind `ctx.caldav`. */
-import { caldavDetailFields } from '../../src/caldav/caldav-targets.ts';
+
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { CalDavClientFactory } from '../../src/caldav/caldav-client.ts';
+import { caldavDetailFields } from '../../src/caldav/caldav-targets.ts';
 import {
   CalDavAuthError,
   CalDavForbiddenError,
@@ -123,7 +124,12 @@ async function connected(groupIndex: number): Promise<Connected> {
     calendarOwned: true,
     calendarName: source,
     secret: `app-password-${counter}`,
-    details: caldavDetailFields(calendarUrl, { serverUrl: `https://${host}`, homeUrl: `https://${host}/${username}/`, username: username, supportsSync: true }),
+    details: caldavDetailFields(calendarUrl, {
+      serverUrl: `https://${host}`,
+      homeUrl: `https://${host}/${username}/`,
+      username: username,
+      supportsSync: true,
+    }),
     now: clock.now,
   });
   return { id, source, server, calendarUrl, host };

@@ -1,5 +1,5 @@
 /** The push job through real workers and Redis, with an in-memory calendar behind `ctx.google`. */
-import { googleDetailFields } from '../../src/google/google-targets.ts';
+
 import { ReplyError } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it, vi } from 'vitest';
 import { feedOccurrences } from '../../src/feeds/build-feed.ts';
@@ -12,6 +12,7 @@ import {
   GoogleTransientError,
 } from '../../src/google/errors.ts';
 import { eventIdFor } from '../../src/google/event-id.ts';
+import { googleDetailFields } from '../../src/google/google-targets.ts';
 import { parseRefused } from '../../src/google/push-diff.ts';
 import type { PushJobResult, PushReason } from '../../src/jobs/contract.ts';
 import { enqueuePush, enqueueRefresh } from '../../src/jobs/queues.ts';

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import { googleDetailFields } from '../../src/google/google-targets.ts';
-import { caldavDetailFields } from '../../src/caldav/caldav-targets.ts';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { caldavDetailFields } from '../../src/caldav/caldav-targets.ts';
+import { googleDetailFields } from '../../src/google/google-targets.ts';
 import { buildApp } from '../../src/http/app.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { startSimulator } from '../../src/simulator/index.ts';
@@ -400,7 +400,12 @@ describe('GET, PATCH and DELETE /api/subscriptions/:id', () => {
       calendarOwned: true,
       calendarName: 'Mine',
       secret: 'never-used',
-      details: caldavDetailFields('http://127.0.0.1:9/alice/mine/', { serverUrl: 'http://127.0.0.1:9/', homeUrl: 'http://127.0.0.1:9/alice/', username: 'alice', supportsSync: true }),
+      details: caldavDetailFields('http://127.0.0.1:9/alice/mine/', {
+        serverUrl: 'http://127.0.0.1:9/',
+        homeUrl: 'http://127.0.0.1:9/alice/',
+        username: 'alice',
+        supportsSync: true,
+      }),
       now: Date.now(),
     });
     expect(await ctx.caldav.targets.idsForSource(source)).toEqual([target]);
