@@ -387,7 +387,7 @@ describe('GET /google/callback', () => {
     expect(body.manageToken).not.toBe(first.manageToken);
     expect(g.fake.calendars(user)).toHaveLength(1);
     const target = await g.ctx.google.targets.get(first.id);
-    expect(target).toMatchObject({ status: 'active', tokenVersion: 2, reconcileRequested: true });
+    expect(target).toMatchObject({ status: 'active', credentialVersion: 2, reconcileRequested: true });
     expect((await g.ctx.google.targets.credential(first.id))?.secret).not.toBe(oldToken);
     expect(await g.ctx.google.targets.verifyManageToken(first.id, body.manageToken)).toBe(true);
     expect(await g.ctx.google.targets.verifyManageToken(first.id, first.manageToken)).toBe(false);

@@ -291,7 +291,7 @@ describe('push job', () => {
       await ctx.google.targets.replaceCredential(id, 'a-newer-refresh-token', clock.now);
     });
     expect(await push(id, source)).toMatchObject({ state: 'failed', attemptsMade: 1 });
-    expect(await ctx.google.targets.get(id)).toMatchObject({ status: 'active', tokenVersion: 2 });
+    expect(await ctx.google.targets.get(id)).toMatchObject({ status: 'active', credentialVersion: 2 });
   });
 
   it('a push that outlived a reconnect to a new calendar cannot mark the reconnected target, nor record on it', async () => {
@@ -317,7 +317,7 @@ describe('push job', () => {
     const [lost] = Object.keys(await ctx.redis.hgetall(ctx.keys.googleIndex(id)));
     await ctx.redis.hdel(ctx.keys.googleIndex(id), lost ?? '');
     expect((await push(id, source, 'refresh')).state).toBe('failed');
-    expect(await ctx.google.targets.get(id)).toMatchObject({ status: 'active', calendarId: fresh, tokenVersion: 2 });
+    expect(await ctx.google.targets.get(id)).toMatchObject({ status: 'active', calendarId: fresh, credentialVersion: 2 });
     expect((await ctx.google.targets.get(id))?.lastError).toBeUndefined();
     expect(await ctx.redis.zscore(ctx.keys.googleTargetsDue, id)).not.toBeNull();
     // The reconnected target's own push fills the new calendar.
