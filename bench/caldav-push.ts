@@ -19,6 +19,7 @@
  */
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { caldavDetailFields } from '../src/caldav/caldav-targets.ts';
 import { loadPublishedResources } from '../src/caldav/published-resources.ts';
 import { loadConfig } from '../src/config.ts';
 import type { PushJobResult, PushReason } from '../src/jobs/contract.ts';
@@ -102,14 +103,16 @@ async function measure(cleanup: Cleanup): Promise<Record<string, number | string
   const calendar = await client.makeCalendar(`${proxy.url}${USER}/`, SLUG, source, '#1E88E5');
   const { id } = await ctx.caldav.targets.create({
     source,
-    serverUrl: proxy.url,
-    calendarUrl: calendar.url,
-    homeUrl: `${proxy.url}${USER}/`,
+    secret: PASSWORD,
+    calendarId: calendar.url,
     calendarOwned: true,
     calendarName: source,
-    username: USER,
-    password: PASSWORD,
-    supportsSync: true,
+    details: caldavDetailFields(calendar.url, {
+      serverUrl: proxy.url,
+      homeUrl: `${proxy.url}${USER}/`,
+      username: USER,
+      supportsSync: true,
+    }),
     now: Date.now(),
   });
   const firstCounts = new Map(proxy.requests);

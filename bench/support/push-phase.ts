@@ -6,7 +6,7 @@ import type { Job } from 'bullmq';
 import type { PushJobData, PushJobResult, RefreshJobResult } from '../../src/jobs/contract.ts';
 import { enqueueRefresh } from '../../src/jobs/queues.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
-import type { SyncCounts } from '../../src/store/target-record.ts';
+import type { SyncCounts } from '../../src/store/push-target-record.ts';
 import type { SourceKey } from '../../src/timetable/source.ts';
 import type { FakeGoogle, FakeGoogleCounts } from '../../testkit/fake-google/index.ts';
 import { sleep } from '../../testkit/processes.ts';

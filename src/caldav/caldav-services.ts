@@ -7,17 +7,18 @@ import type { Config } from '../config.ts';
 import { RateLimitedError } from '../lib/errors.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import { CalDavHostBudget } from '../store/caldav-host-budget.ts';
-import { CalDavIndexStore } from '../store/caldav-index.ts';
-import { CalDavTargetStore } from '../store/caldav-target-store.ts';
 import type { RedisKeys } from '../store/keys.ts';
+import type { PushIndex } from '../store/push-index.ts';
+import { PushTargetStore } from '../store/push-target-store.ts';
 import type { BeforeCalDavRequest, CalDavClient, CalDavClientFactory, CalDavCredentials } from './caldav-client.ts';
+import { type CalDavTargetStore, caldavTargetLayout } from './caldav-targets.ts';
 import { CalDavRateLimitError } from './errors.ts';
 
 /** The CalDAV side of the service context. */
 export interface CalDavServices {
   readonly targets: CalDavTargetStore;
   /** The index of target `targetId` (its writes answer false once the target is removed). */
-  index(targetId: string): CalDavIndexStore;
+  index(targetId: string): PushIndex;
   readonly budget: CalDavHostBudget;
   /**
    * A client for one account whose every request first waits for its host's budget and cool-down (a wait ends
@@ -44,9 +45,10 @@ export interface CalDavServicesOptions {
 export function createCalDavServices(options: CalDavServicesOptions): CalDavServices {
   const { config, redis, keys, factory } = options;
   const budget = new CalDavHostBudget(redis, keys, config.caldavRateLimit);
+  const targets = new PushTargetStore(redis, caldavTargetLayout(keys), config.secretKey);
   return {
-    targets: new CalDavTargetStore(redis, keys, config.secretKey),
-    index: (targetId) => new CalDavIndexStore(redis, keys, targetId),
+    targets,
+    index: (targetId) => targets.index(targetId),
     budget,
     client: (credentials, signal) => factory(credentials, hostBudgetHook(budget, signal), signal),
     close: async () => {

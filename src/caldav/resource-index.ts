@@ -15,7 +15,7 @@ import { RESOURCE_PREFIX } from './caldav-client.ts';
 export { FOREIGN, parseRefused, REFUSED_PREFIX, refusedMarker };
 
 /**
- * One target's index (`store/caldav-index.ts` keeps it in Redis). `set` and `replace` may answer `false` when
+ * One target's index (`store/push-index.ts` keeps it in Redis). `set` and `replace` may answer `false` when
  * the target was removed meanwhile (the index refuses writes then): the push stops with `TargetRemovedError`.
  */
 export interface CalDavIndex {

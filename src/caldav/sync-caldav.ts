@@ -25,7 +25,7 @@ import type { Logger } from '../logger.ts';
 import { TargetRemovedError } from '../push/errors.ts';
 import { emptyCounts, LanePool } from '../push/lane-pool.ts';
 import { DELETE_REFUSED, diffPush, FOREIGN, parseRefused } from '../push/push-diff.ts';
-import type { RefusalExample, SyncCounts } from '../store/target-record.ts';
+import type { RefusalExample, SyncCounts } from '../store/push-target-record.ts';
 import type { CalDavClient, DesiredResource, RemoteResource, RemoveOutcome } from './caldav-client.ts';
 import {
   CalDavTransientError,

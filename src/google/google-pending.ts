@@ -6,7 +6,7 @@ import type { SourceKey } from '../timetable/source.ts';
 
 /** What {@link pendingChanges} uses: the published timetable, the Google push index and the clock. */
 export interface PendingChangesDeps extends PublishedDeps {
-  readonly google: { readonly index: Pick<PushIndex, 'read'> };
+  readonly google: { index(targetId: string): Pick<PushIndex, 'read'> };
   /** Epoch ms. */
   readonly now: () => number;
 }
@@ -22,5 +22,5 @@ export async function pendingChanges(
 ): Promise<PendingChanges | null> {
   const desired = await loadDesired(ctx, source);
   if (desired === undefined) return null;
-  return pendingOf(desired, await ctx.google.index.read(targetId), ctx.now());
+  return pendingOf(desired, await ctx.google.index(targetId).read(), ctx.now());
 }

@@ -7,20 +7,22 @@ import type { Config } from '../config.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import { hashToken } from '../security/tokens.ts';
 import type { RedisKeys } from '../store/keys.ts';
-import { PushIndex } from '../store/push-index.ts';
+import type { PushIndex } from '../store/push-index.ts';
+import { PushTargetStore } from '../store/push-target-store.ts';
 import { RequestBudget } from '../store/request-budget.ts';
-import { TargetStore } from '../store/target-store.ts';
 import type { CalendarClient, CalendarClientFactory } from './calendar-client.ts';
 import { GoogleNotConfiguredError } from './errors.ts';
 import { createGoogleCalendar } from './google-calendar.ts';
+import { type GoogleTargetStore, googleTargetLayout } from './google-targets.ts';
 import { GoogleOAuth } from './oauth.ts';
 
 /** The Google side of the service context. */
 export interface GoogleServices {
   /** Whether calendars can be reached: client credentials are configured, or a calendar factory was given (tests). */
   readonly configured: boolean;
-  readonly targets: TargetStore;
-  readonly index: PushIndex;
+  readonly targets: GoogleTargetStore;
+  /** The index of target `targetId` (its writes answer false once the target is removed). */
+  index(targetId: string): PushIndex;
   readonly budget: RequestBudget;
   /** Consent and code exchange; undefined without client credentials. */
   readonly oauth: GoogleOAuth | undefined;
@@ -54,10 +56,11 @@ export function createGoogleServices(options: GoogleServicesOptions): GoogleServ
     userPerMinute: config.googleUserRateLimit,
     globalPerSecond: config.googleRateLimit,
   });
+  const targets = new PushTargetStore(redis, googleTargetLayout(keys), config.secretKey);
   return {
     configured: factory !== undefined,
-    targets: new TargetStore(redis, keys, config.secretKey),
-    index: new PushIndex(redis, keys),
+    targets,
+    index: (targetId) => targets.index(targetId),
     budget,
     oauth: credentials ? new GoogleOAuth(config) : undefined,
     calendar: (refreshToken, budgetKey, signal) => {

@@ -4,10 +4,10 @@
  * us, and ours the user renamed, keep their names.
  */
 import type { Logger } from '../logger.ts';
-import type { PushTarget } from '../store/target-record.ts';
 import { isPlaceholderName } from '../timetable/calendar-name.ts';
 import { type SourceKey, sourceOf } from '../timetable/source.ts';
 import type { CalendarClient } from './calendar-client.ts';
+import type { GoogleTarget } from './google-targets.ts';
 
 /** Records the calendar's name on the target (guarded on the calendar id); false if the target moved on. */
 export type RecordCalendarName = (targetId: string, calendarId: string, name: string) => Promise<boolean>;
@@ -23,7 +23,7 @@ export type NamingOutcome = 'unchanged' | 'renamed' | 'kept-user-name';
  */
 export async function nameCalendar(
   calendar: CalendarClient,
-  target: Pick<PushTarget, 'id' | 'source' | 'calendarId' | 'calendarOwned' | 'calendarName'>,
+  target: Pick<GoogleTarget, 'id' | 'source' | 'calendarId' | 'calendarOwned' | 'calendarName'>,
   name: string,
   record: RecordCalendarName,
   log: Logger,

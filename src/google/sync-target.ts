@@ -10,16 +10,16 @@ import type { DesiredEvent } from '../push/desired-events.ts';
 import { TargetRemovedError } from '../push/errors.ts';
 import { emptyCounts, LanePool } from '../push/lane-pool.ts';
 import { CANCELLED, carryRefusals, DELETE_REFUSED, diffPush, FOREIGN } from '../push/push-diff.ts';
-import type { RefusalExample, SyncCounts } from '../store/target-record.ts';
+import type { RefusalExample, SyncCounts } from '../store/push-target-record.ts';
 import type { CalendarClient, EventMarker, RemoteEvent } from './calendar-client.ts';
 import { EventExistsError, EventMissingError, EventRefusedError, GooglePermanentError } from './errors.ts';
 import { indexFromRemote } from './remote-index.ts';
 
-/** The index operations a sync needs (`PushIndex` implements them over Redis). */
+/** The index operations a sync needs on its target's index (`PushIndex` implements them over Redis). */
 export interface SyncIndex {
-  read(targetId: string): Promise<Map<string, string>>;
-  set(targetId: string, eventId: string, hash: string): Promise<unknown>;
-  replace(targetId: string, index: Map<string, string>): Promise<unknown>;
+  read(): Promise<Map<string, string>>;
+  set(eventId: string, hash: string): Promise<unknown>;
+  replace(index: Map<string, string>): Promise<unknown>;
 }
 
 /** A write request, for metrics. */
@@ -79,7 +79,7 @@ class SyncRun {
 
   async run(): Promise<SyncCounts> {
     const { options, counts } = this;
-    const index = options.reconcile ? await this.reconcileIndex() : await options.index.read(options.targetId);
+    const index = options.reconcile ? await this.reconcileIndex() : await options.index.read();
     const diff = diffPush(options.desired, index, this.now);
     counts.unchanged = diff.unchanged;
     counts.conflicts = diff.conflicts;
@@ -113,8 +113,8 @@ class SyncRun {
       events.push(...page);
     }
     // Without the old refusals, the reconcile that follows a failed push would try the same refused events first.
-    const remote = carryRefusals(await index.read(targetId), indexFromRemote(events, marker), this.now);
-    if ((await index.replace(targetId, remote)) === false) throw new TargetRemovedError(targetId);
+    const remote = carryRefusals(await index.read(), indexFromRemote(events, marker), this.now);
+    if ((await index.replace(remote)) === false) throw new TargetRemovedError(targetId);
     return remote;
   }
 
@@ -247,7 +247,7 @@ class SyncRun {
   /** Writes one index entry at once; the index refuses it once the target is removed. */
   private async record(eventId: string, value: string): Promise<void> {
     const { index, targetId } = this.options;
-    if ((await index.set(targetId, eventId, value)) === false) throw new TargetRemovedError(targetId);
+    if ((await index.set(eventId, value)) === false) throw new TargetRemovedError(targetId);
     this.options.onIndexed?.();
   }
 

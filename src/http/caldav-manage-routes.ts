@@ -4,10 +4,11 @@
  * form for a new app password, and disconnecting. The one mapping from a stored CalDAV target to the pages'
  * view model is {@link caldavTargetModel}.
  */
+
+import { type CalDavTarget, type CalDavTargetStore, caldavDetails } from '../caldav/caldav-targets.ts';
 import { caldavPendingChanges } from '../caldav/pending-resources.ts';
 import { pendingCaldavPush } from '../jobs/job-status.ts';
-import type { CalDavTarget } from '../store/caldav-target-record.ts';
-import { CALDAV_TARGET_ID, type CalDavTargetStore } from '../store/caldav-target-store.ts';
+import { TARGET_ID } from '../store/push-target-store.ts';
 import { disconnectCaldavTarget } from '../subscriptions/caldav-disconnect.ts';
 import {
   caldavDisconnectedPage,
@@ -58,7 +59,7 @@ export function caldavRouteKind(ctx: CalDavKindDeps): PushRouteKind<CalDavTarget
     adminBase: '/caldav-targets',
     cookie: CALDAV_MANAGE_COOKIE,
     records: {
-      format: CALDAV_TARGET_ID,
+      format: TARGET_ID,
       malformed: {
         en: 'malformed CalDAV target id (22 characters: letters, digits, _ and -)',
         ru: 'неверный id подключения CalDAV (22 символа: латинские буквы, цифры, _ и -)',
@@ -85,8 +86,8 @@ export function caldavRouteKind(ctx: CalDavKindDeps): PushRouteKind<CalDavTarget
       caldavManagePage({
         ...view,
         target: caldavTargetModel(target),
-        host: new URL(target.calendarUrl).host,
-        username: target.username,
+        host: new URL(target.calendarId).host,
+        username: caldavDetails(target).username,
         password,
       }),
     connectUrl: (source) => `/caldav/connect?source=${encodeURIComponent(source)}`,

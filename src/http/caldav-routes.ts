@@ -8,7 +8,7 @@
  * a page, a URL or a log line.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { CalDavTargetStore } from '../store/caldav-target-store.ts';
+import type { CalDavTargetStore } from '../caldav/caldav-targets.ts';
 import type { SnapshotStore } from '../store/snapshot-store.ts';
 import { changeCaldavPassword, connectCaldavTarget } from '../subscriptions/caldav-connect.ts';
 import { placeholderName } from '../timetable/calendar-name.ts';
@@ -45,7 +45,7 @@ export type CalDavRouteDeps = ClientLimitsDeps &
   CalDavKindDeps &
   Parameters<typeof connectCaldavTarget>[0] &
   Parameters<typeof changeCaldavPassword>[0] & {
-    readonly caldav: { readonly targets: Pick<CalDavTargetStore, 'canStorePasswords'> };
+    readonly caldav: { readonly targets: Pick<CalDavTargetStore, 'canStoreCredentials'> };
     readonly snapshots: Pick<SnapshotStore, 'snapshot'>;
   };
 
@@ -214,7 +214,7 @@ async function connectView(
     name,
     backUrl,
     preset,
-    available: ctx.caldav.targets.canStorePasswords,
+    available: ctx.caldav.targets.canStoreCredentials,
   };
 }
 

@@ -1,8 +1,4 @@
-/**
- * CalDAV push targets as the API shows them, to admins and to the holder of a manage token: a target's state
- * with its pending push and pending changes; how a disconnection answers; and the connection's failures worded
- * for people (the connect page shows the same words). No view or message ever holds a password.
- */
+import { type CalDavTarget, caldavDetails } from '../caldav/caldav-targets.ts';
 import {
   CalDavAuthError,
   CalDavCalendarGoneError,
@@ -14,7 +10,6 @@ import {
 import { type CalDavPendingDeps, caldavPendingChanges } from '../caldav/pending-resources.ts';
 import { pendingCaldavPush } from '../jobs/job-status.ts';
 import { retryAfterSeconds } from '../lib/retry-after.ts';
-import type { CalDavTarget } from '../store/caldav-target-record.ts';
 import type { CalDavDisconnected } from '../subscriptions/caldav-disconnect.ts';
 import { CalDavNoCalendarError, CalDavUrlError, type CalendarChoice } from '../subscriptions/errors.ts';
 import { HttpError } from './errors.ts';
@@ -33,15 +28,16 @@ export async function caldavTargetView(
     pendingCaldavPush(ctx, target.id),
     detail.pendingChanges ? caldavPendingChanges(ctx, target.id, target.source) : undefined,
   ]);
+  const details = caldavDetails(target);
   return {
     id: target.id,
     kind: 'caldav',
     source: target.source,
-    serverUrl: target.serverUrl,
-    calendarUrl: target.calendarUrl,
+    serverUrl: details.serverUrl,
+    calendarUrl: target.calendarId,
     calendarName: target.calendarName,
     calendarOwned: target.calendarOwned,
-    username: target.username,
+    username: details.username,
     status: target.status,
     statusReason: target.statusReason ?? null,
     needsPassword: target.status === 'needs-password',

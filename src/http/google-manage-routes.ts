@@ -7,9 +7,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ConsentCallbackError, GoogleNotConfiguredError } from '../google/errors.ts';
 import { pendingChanges } from '../google/google-pending.ts';
+import type { GoogleTarget, GoogleTargetStore } from '../google/google-targets.ts';
 import { pendingPush } from '../jobs/job-status.ts';
-import type { PushTarget } from '../store/target-record.ts';
-import type { TargetStore } from '../store/target-store.ts';
 import { disconnectTarget } from '../subscriptions/google-disconnect.ts';
 import {
   type GoogleProblem,
@@ -36,11 +35,11 @@ export type GoogleKindDeps = PushTargetRouteDeps &
   Parameters<typeof pendingChanges>[0] &
   Parameters<typeof pendingPush>[0] &
   Parameters<typeof disconnectTarget>[0] & {
-    readonly google: { readonly targets: Pick<TargetStore, 'get' | 'verifyManageToken' | 'page'> };
+    readonly google: { readonly targets: Pick<GoogleTargetStore, 'get' | 'verifyManageToken' | 'page'> };
   };
 
 /** The page's view of a stored Google target. */
-export function googleTargetModel(target: PushTarget): PushTargetModel {
+export function googleTargetModel(target: GoogleTarget): PushTargetModel {
   return {
     id: target.id,
     calendarName: target.calendarName,
@@ -54,7 +53,7 @@ export function googleTargetModel(target: PushTarget): PushTargetModel {
 }
 
 /** Google Calendar, for the shared push-target routes. */
-export function googleRouteKind(ctx: GoogleKindDeps): PushRouteKind<PushTarget, { deleteCalendar: boolean }> {
+export function googleRouteKind(ctx: GoogleKindDeps): PushRouteKind<GoogleTarget, { deleteCalendar: boolean }> {
   return {
     name: 'google',
     base: '/google/targets',

@@ -4,9 +4,9 @@
  */
 import { z } from 'zod';
 import { pendingChanges } from '../google/google-pending.ts';
+import type { GoogleTarget } from '../google/google-targets.ts';
 import { pendingPush } from '../jobs/job-status.ts';
 import type { PushIndex } from '../store/push-index.ts';
-import type { PushTarget } from '../store/target-record.ts';
 import type { Disconnected } from '../subscriptions/google-disconnect.ts';
 import { HttpError } from './errors.ts';
 import { parseOr400 } from './parse.ts';
@@ -38,18 +38,20 @@ export function googleDisconnection(
 }
 
 /** What a target's view reads: its queued push, its pending changes and its index. */
-export type TargetViewDeps = Parameters<typeof pendingPush>[0] &
-  Parameters<typeof pendingChanges>[0] & { readonly google: { readonly index: Pick<PushIndex, 'size'> } };
+export type TargetViewDeps = {
+  readonly google: { index(targetId: string): Pick<PushIndex, 'read' | 'size'> };
+} & Parameters<typeof pendingPush>[0] &
+  Parameters<typeof pendingChanges>[0];
 
 /** A target's state, with its pending push and index size (and, for one target, the changes not pushed yet). */
 export async function targetView(
   ctx: TargetViewDeps,
-  target: PushTarget,
+  target: GoogleTarget,
   detail: { pendingChanges?: boolean } = {},
 ): Promise<Record<string, unknown>> {
   const [pending, indexSize, changes] = await Promise.all([
     pendingPush(ctx, target.id),
-    ctx.google.index.size(target.id),
+    ctx.google.index(target.id).size(),
     // Expanding the timetable costs milliseconds: one target's view has it, a page of targets does not.
     detail.pendingChanges ? pendingChanges(ctx, target.id, target.source) : undefined,
   ]);

@@ -5,10 +5,10 @@
  */
 import type { FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
+import type { GoogleTarget, GoogleTargetStore } from '../google/google-targets.ts';
 import { constantTimeEqual } from '../security/tokens.ts';
+import { TARGET_ID } from '../store/push-target-store.ts';
 import type { Subscription, SubscriptionStore } from '../store/subscription-store.ts';
-import type { PushTarget } from '../store/target-record.ts';
-import { TARGET_ID, type TargetStore } from '../store/target-store.ts';
 import { SUBSCRIPTION_ID } from '../timetable/source.ts';
 import { presentedToken } from './admin-auth.ts';
 import type { Words } from './error-codes.ts';
@@ -29,7 +29,7 @@ export interface SubscriptionOwnerDeps extends OwnerAuthDeps {
 
 /** What checking a Google target's owner reads. */
 export interface TargetOwnerDeps extends OwnerAuthDeps {
-  readonly google: { readonly targets: Pick<TargetStore, 'verifyManageToken' | 'get'> };
+  readonly google: { readonly targets: Pick<GoogleTargetStore, 'verifyManageToken' | 'get'> };
 }
 
 /** How one kind of record is found and its token checked, and what its refusals say. */
@@ -106,7 +106,7 @@ const TARGET_ID_MALFORMED: Words = {
 };
 
 /** How Google targets are found and their manage tokens checked, and what each refusal says. */
-export function googleTargetRecords(ctx: TargetOwnerDeps): OwnedRecords<PushTarget> {
+export function googleTargetRecords(ctx: TargetOwnerDeps): OwnedRecords<GoogleTarget> {
   return {
     format: TARGET_ID,
     malformed: TARGET_ID_MALFORMED,

@@ -10,8 +10,10 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { LRUCache } from 'lru-cache';
 import QRCode from 'qrcode';
+import type { CalDavTargetStore } from '../caldav/caldav-targets.ts';
 import type { Config } from '../config.ts';
 import type { FeedSettings } from '../feeds/build-feed.ts';
+import type { GoogleTargetStore } from '../google/google-targets.ts';
 import { activateSource } from '../jobs/activation.ts';
 import { enqueueRefresh, type Queues } from '../jobs/queues.ts';
 import { RateLimitedError } from '../lib/errors.ts';
@@ -21,12 +23,10 @@ import type { TelegramBot } from '../notify/telegram/bot.ts';
 import { FeedUnavailableError, type OptionRefusedError, UnknownTimetableError } from '../serving/errors.ts';
 import { type FeedProvider, RETRY_AFTER_SECONDS } from '../serving/feed-provider.ts';
 import { mergeOptionValues, optionsMisfits } from '../serving/variant-render.ts';
-import type { CalDavTargetStore } from '../store/caldav-target-store.ts';
 import { unlistedCounts } from '../store/change-bounds.ts';
 import type { SourceRegistry } from '../store/registry.ts';
 import type { Snapshot, SnapshotStore } from '../store/snapshot-store.ts';
 import type { Subscription } from '../store/subscription-store.ts';
-import type { TargetStore } from '../store/target-store.ts';
 import { personalHeading } from '../subscriptions/profile.ts';
 import { studyPlanView } from '../subscriptions/study-plan-view.ts';
 import { InvalidSourceError } from '../timetable/errors.ts';
@@ -94,8 +94,8 @@ export type TimetablePageDeps = PersonalSessionDeps &
     readonly snapshots: Pick<SnapshotStore, 'load' | 'optionValues' | 'changes'>;
     readonly registry: Pick<SourceRegistry, 'get' | 'isActive'>;
     readonly queues: Queues;
-    readonly google: { readonly configured: boolean; readonly targets: Pick<TargetStore, 'canStoreTokens'> };
-    readonly caldav: { readonly targets: Pick<CalDavTargetStore, 'canStorePasswords'> };
+    readonly google: { readonly configured: boolean; readonly targets: Pick<GoogleTargetStore, 'canStoreCredentials'> };
+    readonly caldav: { readonly targets: Pick<CalDavTargetStore, 'canStoreCredentials'> };
     readonly logger: Pick<Logger, 'warn'>;
     readonly now: () => number;
   };
@@ -472,7 +472,7 @@ class TimetablePages {
     const platform = platformOf(request.headers['user-agent']);
     const qrSvg = isPhone(platform) ? '' : await this.qrSvg(links.feedUrl);
     // The connect page takes a personal source's signed-in session from its cookie: no token in this link.
-    const caldavUrl = this.ctx.caldav.targets.canStorePasswords ? `/caldav/connect?source=${source}` : undefined;
+    const caldavUrl = this.ctx.caldav.targets.canStoreCredentials ? `/caldav/connect?source=${source}` : undefined;
     return { links, qrSvg, pushUrl, caldavUrl, platform };
   }
 
@@ -486,7 +486,7 @@ class TimetablePages {
   }
 
   private pushAvailable(): boolean {
-    return this.ctx.google.configured && this.ctx.google.targets.canStoreTokens;
+    return this.ctx.google.configured && this.ctx.google.targets.canStoreCredentials;
   }
 
   /** The QR code of one of our feed URLs, as SVG markup. */

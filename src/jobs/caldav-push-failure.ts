@@ -10,6 +10,7 @@
 import { DelayedError, type Job } from 'bullmq';
 import type { Counter } from 'prom-client';
 import type { CalDavServices } from '../caldav/caldav-services.ts';
+import type { CalDavNeedsCredential } from '../caldav/caldav-targets.ts';
 import {
   CalDavAuthError,
   CalDavCalendarGoneError,
@@ -21,7 +22,8 @@ import {
 } from '../caldav/errors.ts';
 import type { Config } from '../config.ts';
 import { DecryptionError, SecretKeyMissingError } from '../security/errors.ts';
-import type { CalDavStoppedStatus } from '../store/caldav-target-store.ts';
+import type { StoppedStatus } from '../store/push-target-record.ts';
+import type { PushGuard } from '../store/push-target-store.ts';
 import type { CalDavPushJobData } from './contract.ts';
 import { asError, failWith, isLastAttempt, mayWaitAgain, rateLimitPause } from './failure.ts';
 import { rateLimitRounds } from './push-failure.ts';
@@ -53,20 +55,20 @@ const RETRY_FAILED_PUSH_MS = 15 * 60_000;
 
 /** The metric outcome of a failed push and what the processor throws. */
 export interface CalDavPushFailure {
-  outcome: 'rate-limited' | CalDavStoppedStatus | 'failed';
+  outcome: 'rate-limited' | StoppedStatus<CalDavNeedsCredential> | 'failed';
   error: Error;
 }
 
 /** How a failure stops its target, if it does. */
 interface Stop {
-  status: CalDavStoppedStatus;
+  status: StoppedStatus<CalDavNeedsCredential>;
   reason: string;
   pausedUntil?: number | undefined;
 }
 
 /** The guard of what a run records: the password version and the calendar it started with. */
-export function guardOf(run: PushRun): { credentialVersion?: number | undefined; calendarUrl?: string | undefined } {
-  return { credentialVersion: run.guard.tokenVersion, calendarUrl: run.guard.calendarId };
+export function guardOf(run: PushRun): PushGuard {
+  return { credentialVersion: run.guard.credentialVersion, calendarId: run.guard.calendarId };
 }
 
 /**
@@ -115,7 +117,7 @@ export async function handleCaldavPushFailure(
     id,
     asError(error).message,
     now,
-    { calendarUrl: run.guard.calendarId },
+    { calendarId: run.guard.calendarId },
     run.refusals,
   );
   // Nothing else may change the source for hours: the scheduler comes back for the target soon instead.

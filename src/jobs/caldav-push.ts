@@ -8,13 +8,13 @@ import { performance } from 'node:perf_hooks';
 import type { Processor } from 'bullmq';
 import type { Counter, Histogram } from 'prom-client';
 import type { CalDavServices } from '../caldav/caldav-services.ts';
+import { type CalDavTarget, caldavDetails, recordListing } from '../caldav/caldav-targets.ts';
 import { loadPublishedResources, type PublishedResourcesDeps } from '../caldav/published-resources.ts';
 import { syncCaldav } from '../caldav/sync-caldav.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { TargetRemovedError } from '../push/errors.ts';
-import type { CalDavTarget } from '../store/caldav-target-store.ts';
-import type { SyncCounts } from '../store/target-record.ts';
+import type { SyncCounts } from '../store/push-target-record.ts';
 import {
   type CalDavPushFailureDeps,
   type CalDavPushTuning,
@@ -91,25 +91,26 @@ async function push(ctx: CalDavPushDeps, data: CalDavPushJobData, run: PushRun):
   // The published snapshot, never the university: one fetch per source feeds all its targets.
   const published = await loadPublishedResources(ctx, target.source);
   if (published === undefined) return { skipped: 'no timetable yet' };
-  const credential = await targets.password(target.id);
+  const credential = await targets.credential(target.id);
   if (credential === undefined) return { skipped: 'target removed' };
-  run.started(credential.version, target.calendarUrl);
+  run.started(credential.version, target.calendarId);
+  const details = caldavDetails(target);
   const index = ctx.caldav.index(target.id);
   const reconcile = target.reconcileRequested || data.reason !== 'refresh' || (await index.size()) === 0;
   const started = performance.now();
-  const client = ctx.caldav.client({ username: target.username, password: credential.password }, run.signal);
+  const client = ctx.caldav.client({ username: details.username, password: credential.secret }, run.signal);
   let summary: SyncCounts;
   try {
     summary = await syncCaldav({
       client,
-      calendarUrl: target.calendarUrl,
+      calendarUrl: target.calendarId,
       source: target.source,
       desired: published.desired,
       index,
       reconcile,
-      syncToken: target.syncToken,
+      syncToken: details.syncToken,
       onListing: async (listing) => {
-        await targets.recordListing(target.id, target.calendarUrl, listing);
+        await recordListing(targets, target.id, target.calendarId, listing);
       },
       signal: run.signal,
       log: run.log,

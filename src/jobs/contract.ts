@@ -3,7 +3,7 @@
  * Payloads carry ids, never credentials. Job and scheduler ids never contain `:`.
  */
 import type { RefreshAsk, RefreshReason } from '../store/follow-up-asks.ts';
-import type { PushReason, SyncCounts } from '../store/target-record.ts';
+import type { PushReason, SyncCounts } from '../store/push-target-record.ts';
 import type { ChangeSet } from '../timetable/notify-change.ts';
 import type { ChangeCounts } from '../timetable/publication.ts';
 import type { SourceKey } from '../timetable/source.ts';

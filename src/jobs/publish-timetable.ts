@@ -1,14 +1,15 @@
 /** The publishing half of a refresh: compare, expand, guard, render, store, fan out. */
 
+import type { CalDavTargetStore } from '../caldav/caldav-targets.ts';
 import type { Config } from '../config.ts';
 import { type FeedSettings, renderFeed, renderVariant, settingsHash } from '../feeds/build-feed.ts';
 import { notifyChangeSet } from '../feeds/notify-changes.ts';
 import { isMassDeletion, nextExpiry } from '../feeds/publication-diff.ts';
 import { diffRefresh, type RefreshDiff } from '../feeds/refresh-diff.ts';
+import type { GoogleTargetStore } from '../google/google-targets.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import { execOrThrow } from '../lib/redis-transaction.ts';
 import type { Logger } from '../logger.ts';
-import type { CalDavTargetStore } from '../store/caldav-target-store.ts';
 import { encodeFeed, type FeedStore } from '../store/feed-store.ts';
 import type { GroupDirectory } from '../store/group-directory.ts';
 import type { RedisKeys } from '../store/keys.ts';
@@ -17,7 +18,6 @@ import type { NotifyOutbox } from '../store/notify-outbox.ts';
 import type { SourceRegistry, SourceState } from '../store/registry.ts';
 import { normaliseEntries, type Snapshot, type SnapshotStore } from '../store/snapshot-store.ts';
 import { StudyPlanStore } from '../store/study-plan-store.ts';
-import type { TargetStore } from '../store/target-store.ts';
 import type { TeacherDirectory } from '../store/teacher-directory.ts';
 import type { TermCountStore } from '../store/term-counts.ts';
 import { derivedName, isPlaceholderName } from '../timetable/calendar-name.ts';
@@ -60,7 +60,7 @@ export type PublishDeps = MarkStaleDeps &
     readonly directory: Pick<GroupDirectory, 'record'>;
     readonly knownEmployees: Pick<KnownEmployees, 'record'>;
     readonly teachers: Pick<TeacherDirectory, 'recordSeen'>;
-    readonly google: { readonly targets: Pick<TargetStore, 'idsForSource'> };
+    readonly google: { readonly targets: Pick<GoogleTargetStore, 'idsForSource'> };
     readonly caldav: { readonly targets: Pick<CalDavTargetStore, 'idsForSource'> };
     /** Change notifications: the outbox a change set is written to, and whether anyone listens. */
     readonly notify: {

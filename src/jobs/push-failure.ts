@@ -15,8 +15,9 @@ import {
   GoogleRateLimitError,
   GoogleTransientError,
 } from '../google/errors.ts';
+import type { GoogleNeedsCredential, GoogleTargetStore } from '../google/google-targets.ts';
 import { DecryptionError, SecretKeyMissingError } from '../security/errors.ts';
-import type { StoppedStatus, TargetStore } from '../store/target-store.ts';
+import type { StoppedStatus } from '../store/push-target-record.ts';
 import type { PushJobData } from './contract.ts';
 import { asError, failWith, isLastAttempt, mayWaitAgain, rateLimitPause, waitOutRateLimit } from './failure.ts';
 import type { PushRun } from './push-run.ts';
@@ -27,7 +28,7 @@ export interface PushFailureDeps {
   readonly config: Pick<Config, 'googleQuotaPauseMs'>;
   readonly queues: Pick<Queues, 'push'>;
   readonly google: {
-    readonly targets: Pick<TargetStore, 'markStatus' | 'recordError' | 'requestReconcile' | 'scheduleReconcile'>;
+    readonly targets: Pick<GoogleTargetStore, 'markStatus' | 'recordError' | 'requestReconcile' | 'scheduleReconcile'>;
   };
   readonly metrics: { readonly googleErrors: Pick<Counter<'kind'>, 'inc'> };
   /** Epoch ms. */
@@ -51,7 +52,7 @@ export interface PushFailure {
 
 /** How a failure stops its target, if it does. */
 interface Stop {
-  status: StoppedStatus;
+  status: StoppedStatus<GoogleNeedsCredential>;
   reason: string;
   pausedUntil?: number | undefined;
 }

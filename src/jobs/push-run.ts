@@ -1,7 +1,7 @@
 /** The run state of a push job: what one run has done so far, for its failure handling. */
 import type { Logger } from '../logger.ts';
-import type { RefusalExample } from '../store/target-record.ts';
-import type { PushGuard } from '../store/target-store.ts';
+import type { RefusalExample } from '../store/push-target-record.ts';
+import type { PushGuard } from '../store/push-target-store.ts';
 
 /** Refusals of one run kept on the target for admins, as examples of Google's reasons. */
 const REFUSAL_EXAMPLES = 3;
@@ -13,7 +13,7 @@ const REFUSAL_EXAMPLES = 3;
 export class PushRun {
   readonly log: Logger;
   readonly signal: AbortSignal | undefined;
-  /** The token version and calendar the run started with: what it records lands only while both are the target's. */
+  /** The credential version and calendar the run started with: what it records lands only while both are the target's. */
   guard: PushGuard = {};
   /** An index entry was written: rate-limit rounds before this one are not counted again (see `rateLimitRounds`). */
   progressed = false;
@@ -25,9 +25,9 @@ export class PushRun {
     this.signal = signal;
   }
 
-  /** The run reached Google with this token version, for this calendar. */
-  started(tokenVersion: number, calendarId: string): void {
-    this.guard = { tokenVersion, calendarId };
+  /** The run reached the server with this credential version, for this calendar. */
+  started(credentialVersion: number, calendarId: string): void {
+    this.guard = { credentialVersion, calendarId };
   }
 
   noteProgress(): void {

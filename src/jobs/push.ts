@@ -11,13 +11,13 @@ import type { CalendarClient } from '../google/calendar-client.ts';
 import { GoogleError } from '../google/errors.ts';
 import { markerFor } from '../google/event-marker.ts';
 import type { GoogleServices } from '../google/google-services.ts';
+import { type GoogleTarget, googleDetails } from '../google/google-targets.ts';
 import { nameCalendar } from '../google/name-calendar.ts';
 import { syncTarget } from '../google/sync-target.ts';
 import type { Logger } from '../logger.ts';
 import { TargetRemovedError } from '../push/errors.ts';
 import { loadPublished, type PublishedDeps } from '../push/pending-changes.ts';
-import type { SyncCounts } from '../store/target-record.ts';
-import type { PushTarget } from '../store/target-store.ts';
+import type { SyncCounts } from '../store/push-target-record.ts';
 import type { PushJobData, PushJobResult } from './contract.ts';
 import { handlePushFailure, type PushFailureDeps, type PushTuning } from './push-failure.ts';
 import { PushRun } from './push-run.ts';
@@ -60,7 +60,7 @@ export function pushProcessor(ctx: PushDeps, tuning: PushTuning = {}): Processor
 }
 
 /** Why a push does nothing, if it does not run. */
-function skipReason(target: PushTarget | undefined, source: string, now: number): string | undefined {
+function skipReason(target: GoogleTarget | undefined, source: string, now: number): string | undefined {
   if (target === undefined) return 'target removed';
   if (target.source !== source) return 'target belongs to another source';
   if (target.status === 'needs-consent') return 'target needs a new consent';
@@ -74,7 +74,7 @@ function skipReason(target: PushTarget | undefined, source: string, now: number)
 /** One push: load, plan, write, record. */
 async function push(ctx: PushDeps, data: PushJobData, run: PushRun): Promise<PushJobResult> {
   if (!ctx.google.configured) return { skipped: 'Google push is not configured' };
-  const { targets, index } = ctx.google;
+  const { targets } = ctx.google;
   const target = await targets.get(data.target);
   const skipped = skipReason(target, data.source, ctx.now());
   if (target === undefined || skipped !== undefined) {
@@ -87,13 +87,14 @@ async function push(ctx: PushDeps, data: PushJobData, run: PushRun): Promise<Pus
   const published = await loadPublished(ctx, target.source);
   if (published === undefined) return { skipped: 'no timetable yet' };
   const { desired } = published;
-  const credential = await targets.refreshToken(target.id);
+  const credential = await targets.credential(target.id);
   if (credential === undefined) return { skipped: 'target removed' };
   run.started(credential.version, target.calendarId);
-  const reconcile = target.reconcileRequested || data.reason !== 'refresh' || (await index.size(target.id)) === 0;
+  const index = ctx.google.index(target.id);
+  const reconcile = target.reconcileRequested || data.reason !== 'refresh' || (await index.size()) === 0;
   const started = performance.now();
   let summary: SyncCounts;
-  const calendar = ctx.google.calendar(credential.token, target.budgetKey, run.signal);
+  const calendar = ctx.google.calendar(credential.secret, googleDetails(target).budgetKey, run.signal);
   try {
     summary = await syncTarget({
       calendar,
@@ -141,7 +142,7 @@ async function renameIfNamed(
   ctx: PushDeps,
   run: PushRun,
   calendar: CalendarClient,
-  target: PushTarget,
+  target: GoogleTarget,
   name: string,
 ): Promise<void> {
   const record = (id: string, calendarId: string, calendarName: string) =>

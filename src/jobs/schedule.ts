@@ -5,15 +5,15 @@
  */
 import { createHash } from 'node:crypto';
 import type { Job, Processor } from 'bullmq';
+import type { CalDavTargetStore } from '../caldav/caldav-targets.ts';
 import type { Config } from '../config.ts';
+import type { GoogleTargetStore } from '../google/google-targets.ts';
 import { tryLock, tryWithLock } from '../lib/redis-lock.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
 import type { NotifyServices } from '../notify/notify-services.ts';
-import type { CalDavTargetStore } from '../store/caldav-target-store.ts';
 import type { RedisKeys } from '../store/keys.ts';
 import type { SourceRegistry } from '../store/registry.ts';
-import type { TargetStore } from '../store/target-store.ts';
 import { type SourceKey, sourceToken } from '../timetable/source.ts';
 import {
   RECONCILE_EVERY_MS,
@@ -34,7 +34,7 @@ export interface ReconcileSchedulerDeps {
 
 /** The push targets of one kind, as the scheduler reads and reschedules them. */
 type DueTargets = Pick<
-  TargetStore | CalDavTargetStore,
+  GoogleTargetStore | CalDavTargetStore,
   'due' | 'requestReconcile' | 'scheduleReconcile' | 'anyForSource'
 > & {
   get(id: string): Promise<{ source: SourceKey } | undefined>;
@@ -53,7 +53,10 @@ export type ScheduleDeps = ReconcileSchedulerDeps &
     readonly logger: Logger;
     readonly registry: Pick<SourceRegistry, 'isActive' | 'allActiveSources' | 'requestedBefore' | 'deactivate'>;
     readonly google: {
-      readonly targets: Pick<TargetStore, 'due' | 'get' | 'requestReconcile' | 'scheduleReconcile' | 'anyForSource'>;
+      readonly targets: Pick<
+        GoogleTargetStore,
+        'due' | 'get' | 'requestReconcile' | 'scheduleReconcile' | 'anyForSource'
+      >;
     };
     readonly caldav: {
       readonly targets: Pick<

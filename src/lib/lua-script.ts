@@ -60,13 +60,5 @@ export function isNoScript(error: unknown): boolean {
 
 /** Loads the script `name`: the file `<dir>/<name>.lua`, `dir` being the caller's `import.meta.dirname`. */
 export function loadScript(dir: string, name: string): LuaScript {
-  return new LuaScript(name, luaScript(dir, name));
-}
-
-/**
- * The text of the script `name` (`<dir>/<name>.lua`). Only for the push-target stores that still send their
- * scripts with `EVAL` themselves; every other module runs its scripts through {@link loadScript}.
- */
-export function luaScript(dir: string, name: string): string {
-  return readFileSync(join(dir, `${name}.lua`), 'utf8');
+  return new LuaScript(name, readFileSync(join(dir, `${name}.lua`), 'utf8'));
 }

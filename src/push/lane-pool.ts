@@ -6,7 +6,7 @@
  * indexed against the version refused and waits {@link REFUSAL_RETRY_MS}, so one bad event never holds up the
  * others.
  */
-import type { RefusalExample, SyncCounts } from '../store/target-record.ts';
+import type { RefusalExample, SyncCounts } from '../store/push-target-record.ts';
 import { refusedMarker } from './push-diff.ts';
 import { REFUSAL_RETRY_MS, RefusalTally } from './refusal-tally.ts';
 

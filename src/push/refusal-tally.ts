@@ -4,7 +4,7 @@
  * the refusals that reach the limit may overtake a write that will succeed: the breaker first holds (the push
  * starts nothing new), and decides only once the writes in flight have settled.
  */
-import type { RefusalExample } from '../store/target-record.ts';
+import type { RefusalExample } from '../store/push-target-record.ts';
 
 /** How long a version of an event the calendar refused waits before it is tried again (a changed version: at once). */
 export const REFUSAL_RETRY_MS = 24 * 60 * 60_000;

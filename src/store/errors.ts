@@ -11,3 +11,8 @@ export class SignUpContentionError extends Error {
     super('too many simultaneous sign-ups of this university user: try again in a moment');
   }
 }
+
+/** Thrown by `PushTargetStore.create` when the id the caller chose is taken. */
+export class TargetExistsError extends Error {
+  override name = 'TargetExistsError';
+}

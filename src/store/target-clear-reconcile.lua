@@ -1,5 +1,5 @@
 -- Clears a target's reconcile request once a push served it, unless a newer request replaced it meanwhile
--- (store/target-store.ts).
+-- (store/push-target-store.ts).
 --
 -- KEYS[1]  the target hash
 -- ARGV[1]  the reconcile request the push served

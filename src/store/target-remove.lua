@@ -1,11 +1,11 @@
--- Removes a Google push target with everything pointing at it, in one step (store/target-store.ts).
+-- Removes a push target with everything pointing at it, in one step (store/push-target-store.ts).
 --
 -- KEYS[1]  the target hash
 -- KEYS[2]  its index
 -- KEYS[3]  its source's targets SET
 -- KEYS[4]  the all-targets ZSET
 -- KEYS[5]  the due ZSET
--- KEYS[6]  the Google user's mapping to a target (or a dummy key), deleted only while it names this one
+-- KEYS[6]  the owner's mapping to the target (Google's user; or a dummy key), deleted only while it names it
 -- ARGV[1]  the target id
 --
 -- Returns 1 if the target existed, else 0.

@@ -1,9 +1,9 @@
 /**
- * The Lua scripts of `target-store.ts` (`target-*.lua` beside this module, loaded here by name): guarded
+ * The Lua scripts of `push-target-store.ts` (`target-*.lua` beside this module, loaded here by name): guarded
  * updates of a target hash (with the due ZSET and the index in the same step), the atomic removal of a target
  * with everything pointing at it, and the conditional clear of a reconcile request.
  */
-import { luaScript } from '../lib/lua-script.ts';
+import { loadScript } from '../lib/lua-script.ts';
 
 /** How an update changes the due ZSET: leave it, remove the target, add it at a score (`nx`: only if absent). */
 export type DueChange = { kind: 'keep' } | { kind: 'remove' } | { kind: 'set'; at: number; nx?: boolean };
@@ -12,7 +12,7 @@ export type DueChange = { kind: 'keep' } | { kind: 'remove' } | { kind: 'set'; a
 export interface TargetUpdate {
   set?: Record<string, string> | undefined;
   remove?: readonly string[] | undefined;
-  /** Update only while the stored token version is this one. */
+  /** Update only while the stored credential version is this one. */
   ifVersion?: number | undefined;
   /** Update only while the target still points at this calendar. */
   ifCalendar?: string | undefined;
@@ -25,10 +25,10 @@ export interface TargetUpdate {
 }
 
 /** A guarded update of a target hash, with its due ZSET and index in the same step (target-update.lua). */
-export const UPDATE_TARGET = luaScript(import.meta.dirname, 'target-update');
+export const UPDATE_TARGET = loadScript(import.meta.dirname, 'target-update');
 
 /** Removes a target with everything pointing at it, in one step (target-remove.lua). */
-export const REMOVE_TARGET = luaScript(import.meta.dirname, 'target-remove');
+export const REMOVE_TARGET = loadScript(import.meta.dirname, 'target-remove');
 
 /** The ARGV of {@link UPDATE_TARGET} for `update` of target `id`. */
 export function updateArguments(id: string, update: TargetUpdate): string[] {
@@ -50,4 +50,4 @@ export function updateArguments(id: string, update: TargetUpdate): string[] {
 }
 
 /** Clears the reconcile request a push served unless a newer one replaced it (target-clear-reconcile.lua). */
-export const CLEAR_RECONCILE = luaScript(import.meta.dirname, 'target-clear-reconcile');
+export const CLEAR_RECONCILE = loadScript(import.meta.dirname, 'target-clear-reconcile');

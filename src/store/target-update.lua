@@ -1,12 +1,12 @@
--- A guarded update of a Google push target (store/target-store.ts): its hash, with the due ZSET and the index
+-- A guarded update of a push target (store/push-target-store.ts): its hash, with the due ZSET and the index
 -- in the same step. Does nothing once the target is gone, so no transition revives a removed target.
 --
 -- KEYS[1]  the target hash
 -- KEYS[2]  the due ZSET
 -- KEYS[3]  the index hash
 -- ARGV[1]  the target id
--- ARGV[2]  the token version it must still have ('' = any)
--- ARGV[3]  '1' bumps the token version
+-- ARGV[2]  the credential version (hash field tokenVersion) it must still have ('' = any)
+-- ARGV[3]  '1' bumps the credential version
 -- ARGV[4]  the due change: '' keeps it, '-' removes the target, else its score
 -- ARGV[5]  '1' adds to the due ZSET only if absent (ZADD NX)
 -- ARGV[6]  '1' deletes the index

@@ -7,6 +7,13 @@
  */
 
 import type { CalDavCalendar, CalDavClient, CalDavCredentials, Discovery } from '../caldav/caldav-client.ts';
+import {
+  type CalDavTarget,
+  type CalDavTargetStore,
+  caldavDetailFields,
+  caldavDetails,
+  calendarDetailFields,
+} from '../caldav/caldav-targets.ts';
 import { CalDavCalendarGoneError, MkcalendarRefusedError } from '../caldav/errors.ts';
 import type { Config } from '../config.ts';
 import { type ActivationDeps, activateSource } from '../jobs/activation.ts';
@@ -18,9 +25,8 @@ import type { Logger } from '../logger.ts';
 import { TargetRemovedError } from '../push/errors.ts';
 import { SecretKeyMissingError } from '../security/errors.ts';
 import { hashToken } from '../security/tokens.ts';
-import type { CalDavTarget } from '../store/caldav-target-record.ts';
-import { type CalDavTargetStore, newCalDavTargetId } from '../store/caldav-target-store.ts';
 import type { RedisKeys } from '../store/keys.ts';
+import { newTargetId } from '../store/push-target-store.ts';
 import type { SnapshotStore } from '../store/snapshot-store.ts';
 import type { SubscriptionStore } from '../store/subscription-store.ts';
 import { placeholderName } from '../timetable/calendar-name.ts';
@@ -56,11 +62,11 @@ export interface CalDavConnected {
 export interface CalDavConnectServices {
   readonly targets: Pick<
     CalDavTargetStore,
-    | 'canStorePasswords'
+    | 'canStoreCredentials'
     | 'create'
     | 'get'
     | 'idsForSource'
-    | 'replacePassword'
+    | 'replaceCredential'
     | 'replaceCalendar'
     | 'rotateManageToken'
     | 'scheduleReconcile'
@@ -87,7 +93,7 @@ const CONNECT_LOCK_MS = 60_000;
 
 /** Throws SecretKeyMissingError unless passwords can be sealed (a `SECRET_KEY` is configured). */
 export function requireCaldavPush(ctx: { readonly caldav: Pick<CalDavConnectServices, 'targets'> }): void {
-  if (!ctx.caldav.targets.canStorePasswords) throw new SecretKeyMissingError();
+  if (!ctx.caldav.targets.canStoreCredentials) throw new SecretKeyMissingError();
 }
 
 /**
@@ -147,21 +153,23 @@ async function connect(ctx: CalDavConnectDeps, request: CalDavConnectRequest, na
   const existing = await existingTarget(ctx, request, discovery);
   if (existing !== undefined) return reconnect(ctx, existing, request.password, { client, discovery, name });
   // Chosen first: our calendar is named by it, so that an operator can tell whose a calendar is.
-  const id = newCalDavTargetId();
+  const id = newTargetId();
   const chosen = await chooseCalendar(ctx, client, discovery, request.calendarUrl, name, id);
   let created: { id: string; manageToken: string };
   try {
     created = await ctx.caldav.targets.create({
       id,
       source: request.source,
-      serverUrl: request.url,
-      homeUrl: discovery.homeUrl,
-      calendarUrl: chosen.calendar.url,
+      secret: request.password,
+      calendarId: chosen.calendar.url,
       calendarOwned: chosen.owned,
       calendarName: chosen.calendar.displayName || name,
-      username: request.username,
-      password: request.password,
-      supportsSync: chosen.calendar.supportsSync,
+      details: caldavDetailFields(chosen.calendar.url, {
+        serverUrl: request.url,
+        homeUrl: discovery.homeUrl,
+        username: request.username,
+        supportsSync: chosen.calendar.supportsSync,
+      }),
       now: ctx.now(),
     });
   } catch (error) {
@@ -201,9 +209,11 @@ async function existingTarget(
   const host = new URL(request.url).host;
   for (const id of await ctx.caldav.targets.idsForSource(request.source)) {
     const target = await ctx.caldav.targets.get(id);
-    if (target === undefined || target.username !== request.username) continue;
-    if (new URL(target.serverUrl).host !== host && target.homeUrl !== discovery.homeUrl) continue;
-    if (request.calendarUrl === undefined ? target.calendarOwned : target.calendarUrl === request.calendarUrl)
+    if (target === undefined) continue;
+    const details = caldavDetails(target);
+    if (details.username !== request.username) continue;
+    if (new URL(details.serverUrl).host !== host && details.homeUrl !== discovery.homeUrl) continue;
+    if (request.calendarUrl === undefined ? target.calendarOwned : target.calendarId === request.calendarUrl)
       return target;
   }
   return undefined;
@@ -220,9 +230,9 @@ async function reconnect(
   account: { client: CalDavClient; discovery: Discovery; name: string },
 ): Promise<CalDavConnected> {
   const store = ctx.caldav.targets;
-  let current = { url: target.calendarUrl, name: target.calendarName };
+  let current = { url: target.calendarId, name: target.calendarName };
   if (target.status === 'calendar-deleted') current = await replaceCalendar(ctx, target, account);
-  if (!(await store.replacePassword(target.id, password, ctx.now()))) throw new TargetRemovedError(target.id);
+  if (!(await store.replaceCredential(target.id, password, ctx.now()))) throw new TargetRemovedError(target.id);
   const manageToken = await store.rotateManageToken(target.id);
   if (manageToken === undefined) throw new TargetRemovedError(target.id);
   ctx.logger.info({ target: target.id, source: target.source }, 'caldav target connected again');
@@ -250,15 +260,15 @@ async function replaceCalendar(
     ctx,
     client,
     discovery,
-    target.calendarOwned ? undefined : target.calendarUrl,
+    target.calendarOwned ? undefined : target.calendarId,
     name,
     slugId,
   );
   const calendar = {
-    calendarUrl: chosen.calendar.url,
+    calendarId: chosen.calendar.url,
     calendarOwned: chosen.owned,
     calendarName: chosen.calendar.displayName || name,
-    supportsSync: chosen.calendar.supportsSync,
+    details: calendarDetailFields(chosen.calendar.url, chosen.calendar.supportsSync),
   };
   let replaced = false;
   try {
@@ -268,7 +278,7 @@ async function replaceCalendar(
     if (!replaced && chosen.owned) await client.deleteCalendar(chosen.calendar.url).catch(() => undefined);
   }
   if (!replaced) throw new TargetRemovedError(target.id);
-  return { url: calendar.calendarUrl, name: calendar.calendarName };
+  return { url: calendar.calendarId, name: calendar.calendarName };
 }
 
 /**
@@ -338,9 +348,9 @@ export async function changeCaldavPassword(ctx: PasswordChangeDeps, id: string, 
   requireCaldavPush(ctx);
   const target = await ctx.caldav.targets.get(id);
   if (target === undefined) return false;
-  const client = ctx.caldav.client({ username: target.username, password });
-  await client.discover(target.calendarUrl);
-  if (!(await ctx.caldav.targets.replacePassword(id, password, ctx.now()))) return false;
+  const client = ctx.caldav.client({ username: caldavDetails(target).username, password });
+  await client.discover(target.calendarId);
+  if (!(await ctx.caldav.targets.replaceCredential(id, password, ctx.now()))) return false;
   ctx.logger.info({ target: id, source: target.source }, 'caldav target password replaced');
   await enqueueCaldavPush(ctx.queues, id, 'connect', target.source);
   return true;

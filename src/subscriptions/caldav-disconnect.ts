@@ -6,11 +6,10 @@
  * The manage page, the admin API and the deletion of a personal subscription come here.
  */
 import type { CalDavClient, CalDavCredentials, RemoteResource } from '../caldav/caldav-client.ts';
+import { type CalDavTarget, type CalDavTargetStore, caldavDetails } from '../caldav/caldav-targets.ts';
 import { CalDavCalendarGoneError, EtagMismatchError } from '../caldav/errors.ts';
 import { hrefFor, idOfHref, parseOwned } from '../caldav/resource-index.ts';
 import type { Logger } from '../logger.ts';
-import type { CalDavTarget } from '../store/caldav-target-record.ts';
-import type { CalDavTargetStore } from '../store/caldav-target-store.ts';
 
 /** What a disconnection did. `error` says why what we wrote could not all be removed. */
 export interface CalDavDisconnected {
@@ -26,7 +25,7 @@ export interface CalDavDisconnected {
 /** What {@link disconnectCaldavTarget} uses: the targets, the index of each, and a client for an account. */
 export interface CalDavDisconnectDeps {
   readonly caldav: {
-    readonly targets: Pick<CalDavTargetStore, 'get' | 'password' | 'remove'>;
+    readonly targets: Pick<CalDavTargetStore, 'get' | 'credential' | 'remove'>;
     /** The index of target `id`: resource id → `"<hash> <etag>"` or a marker. */
     index(id: string): { read(): Promise<Map<string, string>> };
     client(credentials: CalDavCredentials): CalDavClient;
@@ -49,13 +48,13 @@ export async function disconnectCaldavTarget(
   const target = await store.get(id);
   if (target === undefined) return undefined;
   // Read before removing: the sealed password and the index go with the record.
-  const password = await store.password(id).catch((error: unknown) => error as Error);
+  const password = await store.credential(id).catch((error: unknown) => error as Error);
   const index =
     target.calendarOwned || options.keepWritten ? new Map<string, string>() : await ctx.caldav.index(id).read();
   if (!(await store.remove(id))) return undefined;
   ctx.logger.info({ target: id, source: target.source }, 'caldav target removed');
   const result: CalDavDisconnected = {
-    calendarUrl: target.calendarUrl,
+    calendarUrl: target.calendarId,
     calendarOwned: target.calendarOwned,
     calendarDeleted: false,
     removed: 0,
@@ -63,10 +62,10 @@ export async function disconnectCaldavTarget(
   if (options.keepWritten) return result;
   if (password === undefined) return { ...result, error: 'the stored password is gone' };
   if (password instanceof Error) return { ...result, error: `the stored password is unreadable (${password.name})` };
-  const client = ctx.caldav.client({ username: target.username, password: password.password });
+  const client = ctx.caldav.client({ username: caldavDetails(target).username, password: password.secret });
   try {
     if (target.calendarOwned) {
-      await client.deleteCalendar(target.calendarUrl);
+      await client.deleteCalendar(target.calendarId);
       return { ...result, calendarDeleted: true };
     }
     return { ...result, removed: await removeOurs(client, target, index) };
@@ -75,7 +74,7 @@ export async function disconnectCaldavTarget(
     const message = error instanceof Error ? error.message : String(error);
     // The message only: the adapter's errors keep the transport's error as `cause`, request headers included.
     ctx.logger.warn(
-      { target: id, host: new URL(target.calendarUrl).host, error: message },
+      { target: id, host: new URL(target.calendarId).host, error: message },
       'caldav resources of a removed target not deleted',
     );
     return { ...result, error: message };
@@ -91,9 +90,9 @@ async function removeOurs(client: CalDavClient, target: CalDavTarget, index: Map
   const known = new Map<string, string>();
   for (const [id, value] of index) {
     const owned = parseOwned(value);
-    if (owned !== undefined) known.set(hrefFor(target.calendarUrl, id), owned.etag);
+    if (owned !== undefined) known.set(hrefFor(target.calendarId, id), owned.etag);
   }
-  const listing = await client.list(target.calendarUrl);
+  const listing = await client.list(target.calendarId);
   for (const resource of listing.resources)
     if (isOurs(resource, target.source)) known.set(resource.href, resource.etag);
   let removed = 0;

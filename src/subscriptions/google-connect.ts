@@ -9,6 +9,7 @@ import type { Config } from '../config.ts';
 import type { CalendarClient } from '../google/calendar-client.ts';
 import { CalendarGoneError, GoogleNotConfiguredError } from '../google/errors.ts';
 import { budgetKeyFor, type GoogleServices } from '../google/google-services.ts';
+import { type GoogleTarget, googleDetailFields, googleDetails } from '../google/google-targets.ts';
 import { type ActivationDeps, activateSource } from '../jobs/activation.ts';
 import { enqueuePush, enqueueRefresh } from '../jobs/queues.ts';
 import { requireFetched, type VerifyDeps } from '../jobs/verify-source.ts';
@@ -20,7 +21,6 @@ import { SecretKeyMissingError } from '../security/errors.ts';
 import type { RedisKeys } from '../store/keys.ts';
 import type { SnapshotStore } from '../store/snapshot-store.ts';
 import type { SubscriptionStore } from '../store/subscription-store.ts';
-import type { PushTarget } from '../store/target-record.ts';
 import { placeholderName } from '../timetable/calendar-name.ts';
 import { type SourceKey, sourceOf } from '../timetable/source.ts';
 import { UnknownSourceError } from './errors.ts';
@@ -79,7 +79,7 @@ const CONNECT_LOCK_MS = 30_000;
  */
 export function requireGooglePush(ctx: GooglePushCheckDeps): void {
   if (!ctx.google.configured) throw new GoogleNotConfiguredError();
-  if (!ctx.google.targets.canStoreTokens) throw new SecretKeyMissingError();
+  if (!ctx.google.targets.canStoreCredentials) throw new SecretKeyMissingError();
 }
 
 /**
@@ -115,7 +115,14 @@ async function connect(ctx: ConnectDeps, request: ConnectRequest): Promise<Conne
   const chosen = await chooseCalendar(ctx, calendar, request.calendarId, fallbackName);
   let created: { id: string; manageToken: string };
   try {
-    created = await ctx.google.targets.create({ ...request, budgetKey, ...chosen, now: ctx.now() });
+    const details = googleDetailFields({ budgetKey, googleUser: request.googleUser });
+    created = await ctx.google.targets.create({
+      source: request.source,
+      secret: request.refreshToken,
+      ...chosen,
+      details,
+      now: ctx.now(),
+    });
   } catch (error) {
     // A calendar made for a target that could not be stored would be an orphan nobody knows about.
     if (chosen.calendarOwned) await calendar.deleteCalendar(chosen.calendarId).catch(() => undefined);
@@ -144,14 +151,16 @@ async function existingTarget(
   ctx: ConnectDeps,
   request: ConnectRequest,
   budgetKey: string,
-): Promise<PushTarget | undefined> {
+): Promise<GoogleTarget | undefined> {
   if (request.googleUser !== undefined)
     return request.calendarId === undefined
-      ? ctx.google.targets.findByUser(request.googleUser, request.source)
+      ? ctx.google.targets.findByOwner(request.googleUser, request.source)
       : undefined;
   for (const id of await ctx.google.targets.idsForSource(request.source)) {
     const target = await ctx.google.targets.get(id);
-    if (target === undefined || target.googleUser !== undefined || target.budgetKey !== budgetKey) continue;
+    if (target === undefined) continue;
+    const details = googleDetails(target);
+    if (details.googleUser !== undefined || details.budgetKey !== budgetKey) continue;
     if (request.calendarId === undefined ? target.calendarOwned : target.calendarId === request.calendarId)
       return target;
   }
@@ -165,14 +174,14 @@ async function existingTarget(
  */
 async function isRepeat(
   ctx: ConnectDeps,
-  target: PushTarget,
+  target: GoogleTarget,
   request: ConnectRequest,
   calendar: CalendarClient,
 ): Promise<boolean> {
   if (request.googleUser !== undefined || (target.status !== 'active' && target.status !== 'paused')) return false;
   // A token sealed under another SECRET_KEY reads as another token: the registration replaces it.
-  const stored = await ctx.google.targets.refreshToken(target.id).catch(() => undefined);
-  if (stored?.token !== request.refreshToken) return false;
+  const stored = await ctx.google.targets.credential(target.id).catch(() => undefined);
+  if (stored?.secret !== request.refreshToken) return false;
   try {
     await calendar.getCalendar(target.calendarId);
     return true;
@@ -183,7 +192,7 @@ async function isRepeat(
 }
 
 /** Answers a repeated registration with its target as it is (a new manage token, which the admin route never shows). */
-async function unchanged(ctx: ConnectDeps, target: PushTarget): Promise<ConnectedTarget> {
+async function unchanged(ctx: ConnectDeps, target: GoogleTarget): Promise<ConnectedTarget> {
   const manageToken = await ctx.google.targets.rotateManageToken(target.id);
   if (manageToken === undefined) throw new TargetRemovedError(target.id);
   return { id: target.id, calendarId: target.calendarId, calendarName: target.calendarName, manageToken, reused: true };
@@ -196,7 +205,7 @@ async function unchanged(ctx: ConnectDeps, target: PushTarget): Promise<Connecte
  */
 async function reconnect(
   ctx: ConnectDeps,
-  target: PushTarget,
+  target: GoogleTarget,
   refreshToken: string,
   budgetKey: string,
   calendar: CalendarClient,
@@ -216,7 +225,7 @@ async function reconnect(
       );
     if (!adopted) throw new TargetRemovedError(target.id);
     // Reactivates a target that needed consent, and requests a full comparison with what the calendar holds.
-    if (!(await store.replaceRefreshToken(target.id, refreshToken, ctx.now(), budgetKey)))
+    if (!(await store.replaceCredential(target.id, refreshToken, ctx.now(), { budgetKey })))
       throw new TargetRemovedError(target.id);
     // The person consenting again may well have lost the first token; the old one stops working.
     manageToken = await store.rotateManageToken(target.id);
@@ -239,7 +248,7 @@ async function reconnect(
  */
 async function liveCalendar(
   ctx: ConnectDeps,
-  target: PushTarget,
+  target: GoogleTarget,
   calendar: CalendarClient,
   name: string,
 ): Promise<{ calendarId: string; calendarName: string; created: boolean }> {

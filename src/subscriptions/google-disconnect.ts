@@ -5,6 +5,7 @@
  */
 import { CalendarGoneError } from '../google/errors.ts';
 import type { GoogleServices } from '../google/google-services.ts';
+import { googleDetails } from '../google/google-targets.ts';
 import type { Logger } from '../logger.ts';
 
 /** What a disconnection did. `calendarError` says why an owned calendar could not be deleted. */
@@ -35,7 +36,7 @@ export async function disconnectTarget(
   if (target === undefined) return undefined;
   const wantsDelete = options.deleteCalendar && target.calendarOwned;
   // Read before removing: the sealed token goes with the record.
-  const token = wantsDelete ? await store.refreshToken(id).catch((error: unknown) => error as Error) : undefined;
+  const token = wantsDelete ? await store.credential(id).catch((error: unknown) => error as Error) : undefined;
   await store.remove(id);
   ctx.logger.info({ target: id, source: target.source }, 'google target removed');
   const result: Disconnected = { calendarId: target.calendarId, calendarDeleted: false };
@@ -43,7 +44,7 @@ export async function disconnectTarget(
   if (token instanceof Error)
     return { ...result, calendarError: `the stored refresh token is unreadable (${token.name})` };
   try {
-    await ctx.google.calendar(token.token, target.budgetKey).deleteCalendar(target.calendarId);
+    await ctx.google.calendar(token.secret, googleDetails(target).budgetKey).deleteCalendar(target.calendarId);
     return { ...result, calendarDeleted: true };
   } catch (error) {
     if (error instanceof CalendarGoneError) return { ...result, calendarDeleted: true };

@@ -5,6 +5,8 @@
  * its source and its Google connections with it). One university user has one subscription: signing up again
  * gives it another feed token, which is how a lost feed URL is recovered.
  */
+
+import type { CalDavTargetStore } from '../caldav/caldav-targets.ts';
 import type { GoogleServices } from '../google/google-services.ts';
 import {
   type ActivationDeps,
@@ -19,7 +21,6 @@ import { withLock } from '../lib/redis-lock.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
 import { DecryptionError, SecretKeyMissingError } from '../security/errors.ts';
-import type { CalDavTargetStore } from '../store/caldav-target-store.ts';
 import { announceFeedUpdate } from '../store/feed-updates.ts';
 import type { GroupDirectory } from '../store/group-directory.ts';
 import type { RedisKeys } from '../store/keys.ts';

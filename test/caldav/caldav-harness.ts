@@ -3,11 +3,13 @@
  * counts every request the service sends and injects faults when asked), a service context on the run's Redis
  * with the real CalDAV client, and real workers. Each connection gets a Radicale user of its own.
  */
+
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { inject } from 'vitest';
 import type { CalDavClient } from '../../src/caldav/caldav-client.ts';
 import { MARKER_PROPERTY } from '../../src/caldav/caldav-client.ts';
+import { caldavDetailFields } from '../../src/caldav/caldav-targets.ts';
 import { loadPublishedResources } from '../../src/caldav/published-resources.ts';
 import { feedOccurrences } from '../../src/feeds/build-feed.ts';
 import type { PushJobResult, PushReason } from '../../src/jobs/contract.ts';
@@ -220,14 +222,16 @@ export class CalDavHarness {
     const slug = calendarUrl.split('/').at(-2) ?? SLUG;
     const { id } = await this.ctx.caldav.targets.create({
       source,
-      serverUrl: this.proxy.url,
-      calendarUrl,
-      homeUrl: `${this.proxy.url}${owner.user}/`,
+      calendarId: calendarUrl,
       calendarOwned: given === undefined,
       calendarName: source,
-      username: owner.user,
-      password: PASSWORD,
-      supportsSync: true,
+      secret: PASSWORD,
+      details: caldavDetailFields(calendarUrl, {
+        serverUrl: this.proxy.url,
+        homeUrl: `${this.proxy.url}${owner.user}/`,
+        username: owner.user,
+        supportsSync: true,
+      }),
       now: this.clock.now,
     });
     const target = { id, source, user: owner.user, calendarUrl, folder: this.radicale.collectionDir(owner.user, slug) };

@@ -3,8 +3,10 @@
  * them, and a worker process killed with SIGKILL in the middle of a push. Real workers, Redis, client and
  * Radicale; the fault proxy in between. The end state is read from Radicale's own folder.
  */
+
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { caldavDetailFields } from '../../src/caldav/caldav-targets.ts';
 import { enqueueCaldavPush } from '../../src/jobs/queues.ts';
 import { waitUntil } from '../../testkit/poll.ts';
 import { startWorkerProcess, type WorkerProcess } from '../support/spawn-worker.ts';
@@ -78,14 +80,16 @@ describe('CalDAV push under faults', () => {
     const calendar = await client.makeCalendar(home, 'timetable', source, '#1E88E5');
     const { id } = await h.ctx.caldav.targets.create({
       source,
-      serverUrl: h.proxy.url,
-      calendarUrl: calendar.url,
-      homeUrl: home,
+      calendarId: calendar.url,
       calendarOwned: true,
       calendarName: source,
-      username: user,
-      password: 'app-password-1',
-      supportsSync: true,
+      secret: 'app-password-1',
+      details: caldavDetailFields(calendar.url, {
+        serverUrl: h.proxy.url,
+        homeUrl: home,
+        username: user,
+        supportsSync: true,
+      }),
       now: h.clock.now,
     });
     const target: Connected = {

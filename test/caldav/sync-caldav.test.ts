@@ -21,7 +21,7 @@ import { type CalDavSyncOptions, type ListingState, syncCaldav } from '../../src
 import { silentLogger } from '../../src/logger.ts';
 import { TargetRemovedError } from '../../src/push/errors.ts';
 import { eventIdFor } from '../../src/push/event-id.ts';
-import type { SyncCounts } from '../../src/store/target-record.ts';
+import type { SyncCounts } from '../../src/store/push-target-record.ts';
 import { MemoryCalDav, parseIcs } from './memory-caldav.ts';
 
 const CAL = 'https://dav.test/alice/timetable/';

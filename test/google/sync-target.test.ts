@@ -13,30 +13,33 @@ import { silentLogger } from '../../src/logger.ts';
 import { type DesiredEvent, fieldsHash, type OwnedEventFields } from '../../src/push/desired-events.ts';
 import { eventIdFor } from '../../src/push/event-id.ts';
 import { CANCELLED, DELETE_REFUSED, FOREIGN, parseRefused, refusedMarker } from '../../src/push/push-diff.ts';
-import type { RefusalExample, SyncCounts } from '../../src/store/target-record.ts';
+import type { RefusalExample, SyncCounts } from '../../src/store/push-target-record.ts';
 import { MemoryCalendar } from './memory-calendar.ts';
 
 const CAL = 'c1@group.calendar.google.com';
 const TARGET = 'target-0000000000000001';
 const marker = markerFor('group:4242');
 
-/** An index in memory; `failSets` makes the next so many `set` calls throw after nothing was stored (a crash). */
+/**
+ * The index of target {@link TARGET} in memory (kept by target id, as in Redis); `failSets` makes the next so
+ * many `set` calls throw after nothing was stored (a crash).
+ */
 class MemoryIndex implements SyncIndex {
   readonly maps = new Map<string, Map<string, string>>();
   failSets = 0;
 
-  async read(id: string): Promise<Map<string, string>> {
-    return new Map(this.maps.get(id));
+  async read(): Promise<Map<string, string>> {
+    return new Map(this.maps.get(TARGET));
   }
-  async set(id: string, eventId: string, hash: string): Promise<void> {
+  async set(eventId: string, hash: string): Promise<void> {
     if (this.failSets > 0) {
       this.failSets -= 1;
       throw new Error('Redis connection lost');
     }
-    this.map(id).set(eventId, hash);
+    this.map(TARGET).set(eventId, hash);
   }
-  async replace(id: string, index: Map<string, string>): Promise<void> {
-    this.maps.set(id, new Map(index));
+  async replace(index: Map<string, string>): Promise<void> {
+    this.maps.set(TARGET, new Map(index));
   }
   map(id: string): Map<string, string> {
     const found = this.maps.get(id) ?? new Map<string, string>();

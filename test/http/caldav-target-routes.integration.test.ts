@@ -160,13 +160,13 @@ describe('admin CalDAV target routes', () => {
     const target = await ctx.caldav.targets.get(body.id);
     expect(target).toMatchObject({
       source: 'group:4242',
-      calendarUrl: body.calendarUrl,
+      calendarId: body.calendarUrl,
       calendarOwned: true,
       calendarName: 'ИВТ-21',
-      username: USER,
+      details: { username: USER },
       status: 'active',
     });
-    expect((await ctx.caldav.targets.password(body.id))?.password).toBe(PASSWORD);
+    expect((await ctx.caldav.targets.credential(body.id))?.secret).toBe(PASSWORD);
     const stored = JSON.stringify(await ctx.redis.hgetall(ctx.keys.caldavTarget(body.id)));
     expect(stored).not.toContain(PASSWORD);
     expect(await ctx.registry.isActive('group:4242')).toBe(true);
@@ -224,7 +224,7 @@ describe('admin CalDAV target routes', () => {
     expect(existsSync(radicale.collectionDir(USER, slugOf(body.calendarUrl)))).toBe(true);
     expect(await ctx.caldav.targets.get(id)).toMatchObject({
       status: 'active',
-      calendarUrl: body.calendarUrl,
+      calendarId: body.calendarUrl,
       calendarOwned: true,
     });
     expect(
@@ -262,7 +262,7 @@ describe('admin CalDAV target routes', () => {
     expect(answer.statusCode).toBe(201);
     const { id } = answer.json() as { id: string; calendarUrl: string };
     expect(answer.json().calendarUrl).toBe(calendarUrl);
-    expect(await ctx.caldav.targets.get(id)).toMatchObject({ calendarOwned: false, calendarUrl });
+    expect(await ctx.caldav.targets.get(id)).toMatchObject({ calendarOwned: false, calendarId: calendarUrl });
 
     // What a push of ours left there: one resource our index knows, one whose index entry a crash lost, both
     // named and marked as ours; and a resource named like ours that someone else wrote (no marker).
@@ -325,7 +325,7 @@ describe('a server that makes no calendar for us', () => {
       expect(picked.statusCode).toBe(201);
       expect(picked.json()).toMatchObject({ calendarUrl: mine, reused: false });
       const { id } = picked.json() as { id: string };
-      expect(await opened.context.caldav.targets.get(id)).toMatchObject({ calendarOwned: false, calendarUrl: mine });
+      expect(await opened.context.caldav.targets.get(id)).toMatchObject({ calendarOwned: false, calendarId: mine });
     } finally {
       await memoryApp.close();
       await opened.close();

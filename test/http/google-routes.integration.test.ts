@@ -4,7 +4,7 @@ import { CONSENT_TTL_SECONDS } from '../../src/google/oauth-state.ts';
 import type { PushJobData, PushJobResult } from '../../src/jobs/contract.ts';
 import { pushProcessor } from '../../src/jobs/push.ts';
 import { hashToken } from '../../src/security/tokens.ts';
-import { TARGET_ID } from '../../src/store/target-store.ts';
+import { TARGET_ID } from '../../src/store/push-target-store.ts';
 import { TEST_ADMIN_TOKEN } from '../support/service.ts';
 import { bearer, type GoogleApp, PUBLIC_URL, startGoogleApp, storedText } from './google-helpers.ts';
 import { storeTimetable } from './helpers.ts';
@@ -230,11 +230,10 @@ describe('GET /google/callback', () => {
       source: 'group:4242',
       calendarId: body.calendarId,
       calendarOwned: true,
-      googleUser: user,
+      details: { googleUser: user, budgetKey: `user:${user}` },
       status: 'active',
-      budgetKey: `user:${user}`,
     });
-    const { token } = (await g.ctx.google.targets.refreshToken(body.id)) ?? { token: '' };
+    const { secret: token } = (await g.ctx.google.targets.credential(body.id)) ?? { secret: '' };
     secrets.push(token);
     expect(token.length).toBeGreaterThan(10);
     const stored = await storedText(g.ctx);
@@ -379,7 +378,7 @@ describe('GET /google/callback', () => {
     const user = 'u-reconnect-1';
     g.fake.consentAs(user);
     const first = (await connectSource('employee:17')).body;
-    const oldToken = (await g.ctx.google.targets.refreshToken(first.id))?.token ?? '';
+    const oldToken = (await g.ctx.google.targets.credential(first.id))?.secret ?? '';
     await g.ctx.google.targets.markStatus(first.id, 'needs-consent', 'Google refused the refresh token', g.ctx.now());
 
     const { answer, body } = await connectSource('employee:17');
@@ -388,8 +387,8 @@ describe('GET /google/callback', () => {
     expect(body.manageToken).not.toBe(first.manageToken);
     expect(g.fake.calendars(user)).toHaveLength(1);
     const target = await g.ctx.google.targets.get(first.id);
-    expect(target).toMatchObject({ status: 'active', tokenVersion: 2, reconcileRequested: true });
-    expect((await g.ctx.google.targets.refreshToken(first.id))?.token).not.toBe(oldToken);
+    expect(target).toMatchObject({ status: 'active', credentialVersion: 2, reconcileRequested: true });
+    expect((await g.ctx.google.targets.credential(first.id))?.secret).not.toBe(oldToken);
     expect(await g.ctx.google.targets.verifyManageToken(first.id, body.manageToken)).toBe(true);
     expect(await g.ctx.google.targets.verifyManageToken(first.id, first.manageToken)).toBe(false);
 
@@ -403,7 +402,7 @@ describe('GET /google/callback', () => {
     g.fake.consentAs(user);
     const first = (await connectSource('group:5')).body;
     g.fake.ownerDeleteCalendar(first.calendarId);
-    await g.ctx.google.index.set(first.id, 'a'.repeat(52), 'hash');
+    await g.ctx.google.index(first.id).set('a'.repeat(52), 'hash');
     await g.ctx.google.targets.markStatus(first.id, 'calendar-deleted', 'the calendar was deleted', g.ctx.now());
 
     const { body } = await connectSource('group:5');
@@ -415,7 +414,7 @@ describe('GET /google/callback', () => {
       calendarId: body.calendarId,
       calendarOwned: true,
     });
-    expect(await g.ctx.google.index.size(first.id)).toBe(0);
+    expect(await g.ctx.google.index(first.id).size()).toBe(0);
   });
 
   it('gives a reused target a new calendar when its owner deleted the old one before a push noticed', async () => {

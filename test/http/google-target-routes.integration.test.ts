@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { TARGET_ID } from '../../src/store/target-store.ts';
+import { TARGET_ID } from '../../src/store/push-target-store.ts';
 import { BEARER } from '../admin/admin-app.ts';
 import { type GoogleApp, startGoogleApp, storedText } from './google-helpers.ts';
 import { storeTimetable } from './helpers.ts';
@@ -79,9 +79,9 @@ describe('POST /admin/google-targets', () => {
       calendarName: 'ИВТ-21',
       status: 'active',
     });
-    expect(target?.googleUser).toBeUndefined();
-    expect(target?.budgetKey).toMatch(/^token:[0-9a-f]{16}$/);
-    expect((await g.ctx.google.targets.refreshToken(body.id))?.token).toBe(refreshToken);
+    expect(target?.details.googleUser).toBeUndefined();
+    expect(target?.details.budgetKey).toMatch(/^token:[0-9a-f]{16}$/);
+    expect((await g.ctx.google.targets.credential(body.id))?.secret).toBe(refreshToken);
     expect(await storedText(g.ctx)).not.toContain(refreshToken);
     expect(await g.ctx.registry.isActive('group:4242')).toBe(true);
     const pushes = await g.ctx.queues.push.getJobs(['waiting', 'delayed', 'prioritized']);
@@ -152,7 +152,7 @@ describe('POST /admin/google-targets', () => {
     expect(await g.ctx.google.targets.get(id)).toMatchObject({
       status: 'paused',
       pausedUntil,
-      tokenVersion: before?.tokenVersion,
+      credentialVersion: before?.credentialVersion,
       reconcileRequested: before?.reconcileRequested,
     });
     expect(await g.ctx.queues.push.getJobs(['waiting', 'delayed', 'prioritized'])).toEqual([]);
@@ -291,7 +291,7 @@ describe('GET /admin/google-targets', () => {
       (await g.app.inject({ method: 'GET', url: '/admin/google-targets?limit=0', headers: BEARER })).json(),
     ).toEqual({ error: 'limit: must be at least 1', code: 'INVALID_QUERY' });
 
-    await g.ctx.google.index.set(made[0] ?? '', 'a'.repeat(52), 'digest');
+    await g.ctx.google.index(made[0] ?? '').set('a'.repeat(52), 'digest');
     await g.ctx.google.targets.markStatus(made[0] ?? '', 'paused', 'Calendar usage limits exceeded', 1_000, {
       pausedUntil: Date.UTC(2030, 0, 1),
     });

@@ -1,6 +1,8 @@
 /** The CalDAV push job through real workers and Redis, with an in-memory CalDAV server behind `ctx.caldav`. */
+
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { CalDavClientFactory } from '../../src/caldav/caldav-client.ts';
+import { caldavDetailFields } from '../../src/caldav/caldav-targets.ts';
 import {
   CalDavAuthError,
   CalDavForbiddenError,
@@ -118,14 +120,16 @@ async function connected(groupIndex: number): Promise<Connected> {
   accounts.set(username, { server, password: `app-password-${counter}`, budgetCalls: 0 });
   const { id } = await ctx.caldav.targets.create({
     source,
-    serverUrl: `https://${host}`,
-    calendarUrl,
-    homeUrl: `https://${host}/${username}/`,
+    calendarId: calendarUrl,
     calendarOwned: true,
     calendarName: source,
-    username,
-    password: `app-password-${counter}`,
-    supportsSync: true,
+    secret: `app-password-${counter}`,
+    details: caldavDetailFields(calendarUrl, {
+      serverUrl: `https://${host}`,
+      homeUrl: `https://${host}/${username}/`,
+      username: username,
+      supportsSync: true,
+    }),
     now: clock.now,
   });
   return { id, source, server, calendarUrl, host };
@@ -191,11 +195,11 @@ describe('CalDAV push job', () => {
       status: 'active',
       reconcileRequested: false,
       lastPush: { reason: 'connect', inserted: expected.length },
-      syncToken: expect.stringMatching(/^http:\/\/radicale\.org\/ns\/sync\//),
+      details: { syncToken: expect.stringMatching(/^http:\/\/radicale\.org\/ns\/sync\//) },
     });
     expect(await dueAt(target.id)).toBe(clock.now + RECONCILE_MS);
     // Every request went through the per-host budget.
-    const account = accounts.get(stored?.username ?? '');
+    const account = accounts.get(stored?.details.username ?? '');
     expect(account?.budgetCalls).toBe(target.server.sent.length);
 
     target.server.resetCounts();
@@ -243,7 +247,7 @@ describe('CalDAV push job', () => {
     expect((await push(target, 'refresh')).result).toEqual({ skipped: 'target needs a new app password' });
     expect(target.server.writes()).toBe(0);
 
-    expect(await ctx.caldav.targets.replacePassword(target.id, 'changed-on-the-server', clock.now)).toBe(true);
+    expect(await ctx.caldav.targets.replaceCredential(target.id, 'changed-on-the-server', clock.now)).toBe(true);
     expect((await push(target)).state).toBe('completed');
     expect(await ctx.caldav.targets.get(target.id)).toMatchObject({ status: 'active', credentialVersion: 2 });
     expect(heldIds(target)).toEqual(await expectedIds(target.source));

@@ -1,4 +1,5 @@
 /** The push job through real workers and Redis, with an in-memory calendar behind `ctx.google`. */
+
 import { ReplyError } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it, vi } from 'vitest';
 import { feedOccurrences } from '../../src/feeds/build-feed.ts';
@@ -10,6 +11,7 @@ import {
   GoogleRateLimitError,
   GoogleTransientError,
 } from '../../src/google/errors.ts';
+import { googleDetailFields } from '../../src/google/google-targets.ts';
 import type { PushJobResult, PushReason } from '../../src/jobs/contract.ts';
 import { enqueuePush, enqueueRefresh } from '../../src/jobs/queues.ts';
 import { reconcile } from '../../src/jobs/schedule.ts';
@@ -119,11 +121,11 @@ async function connected(
   accounts.set(refreshToken, calendar);
   const { id } = await ctx.google.targets.create({
     source,
-    refreshToken,
+    secret: refreshToken,
     calendarId: CAL,
     calendarOwned: true,
     calendarName,
-    budgetKey: `token:${counter}`,
+    details: googleDetailFields({ budgetKey: `token:${counter}` }),
     now: clock.now,
   });
   return { id, source, calendar };
@@ -183,7 +185,7 @@ describe('push job', () => {
         .map((event) => event.id)
         .sort(),
     ).toEqual(expected);
-    expect(await ctx.google.index.size(id)).toBe(expected.length);
+    expect(await ctx.google.index(id).size()).toBe(expected.length);
     const target = await ctx.google.targets.get(id);
     expect(target).toMatchObject({
       status: 'active',
@@ -286,10 +288,10 @@ describe('push job', () => {
     const { id, source, calendar } = await connected(8);
     calendar.fail('listPage', new GoogleConsentError('token: invalid_grant', { status: 400, reason: 'invalid_grant' }));
     beforeNext.set(calendar, async () => {
-      await ctx.google.targets.replaceRefreshToken(id, 'a-newer-refresh-token', clock.now);
+      await ctx.google.targets.replaceCredential(id, 'a-newer-refresh-token', clock.now);
     });
     expect(await push(id, source)).toMatchObject({ state: 'failed', attemptsMade: 1 });
-    expect(await ctx.google.targets.get(id)).toMatchObject({ status: 'active', tokenVersion: 2 });
+    expect(await ctx.google.targets.get(id)).toMatchObject({ status: 'active', credentialVersion: 2 });
   });
 
   it('a push that outlived a reconnect to a new calendar cannot mark the reconnected target, nor record on it', async () => {
@@ -309,13 +311,17 @@ describe('push job', () => {
           clock.now,
         ),
       ).toBe(true);
-      expect(await ctx.google.targets.replaceRefreshToken(id, `reconnected-${id}`, clock.now)).toBe(true);
+      expect(await ctx.google.targets.replaceCredential(id, `reconnected-${id}`, clock.now)).toBe(true);
     });
     // One lost index entry gives the stale push a write to make, against the deleted calendar.
     const [lost] = Object.keys(await ctx.redis.hgetall(ctx.keys.googleIndex(id)));
     await ctx.redis.hdel(ctx.keys.googleIndex(id), lost ?? '');
     expect((await push(id, source, 'refresh')).state).toBe('failed');
-    expect(await ctx.google.targets.get(id)).toMatchObject({ status: 'active', calendarId: fresh, tokenVersion: 2 });
+    expect(await ctx.google.targets.get(id)).toMatchObject({
+      status: 'active',
+      calendarId: fresh,
+      credentialVersion: 2,
+    });
     expect((await ctx.google.targets.get(id))?.lastError).toBeUndefined();
     expect(await ctx.redis.zscore(ctx.keys.googleTargetsDue, id)).not.toBeNull();
     // The reconnected target's own push fills the new calendar.
@@ -408,7 +414,7 @@ describe('push job', () => {
       });
     // Google takes the others now: the retry writes them, leaves the refused ones waiting, and keeps the reasons.
     calendar.refusing.clear();
-    const refused = [...(await ctx.google.index.read(id)).values()].filter(
+    const refused = [...(await ctx.google.index(id).read()).values()].filter(
       (value) => parseRefused(value) !== undefined,
     ).length;
     expect(refused).toBeGreaterThanOrEqual(5);

@@ -1,19 +1,21 @@
 /** CalDAV push targets and their index on a real Redis. */
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import {
+  type CalDavTargetStore,
+  caldavDetailFields,
+  caldavDetails,
+  caldavTargetLayout,
+  calendarDetailFields,
+  recordListing,
+} from '../../src/caldav/caldav-targets.ts';
+import { googleTargetLayout } from '../../src/google/google-targets.ts';
 import { DecryptionError, SecretKeyMissingError } from '../../src/security/errors.ts';
 import { hashToken } from '../../src/security/tokens.ts';
-import { CalDavIndexStore } from '../../src/store/caldav-index.ts';
-import type { PushSummary } from '../../src/store/caldav-target-record.ts';
-import {
-  CALDAV_TARGET_ID,
-  CalDavTargetExistsError,
-  CalDavTargetStore,
-  type NewCalDavTarget,
-  newCalDavTargetId,
-} from '../../src/store/caldav-target-store.ts';
+import { TargetExistsError } from '../../src/store/errors.ts';
 import { redisKeys } from '../../src/store/keys.ts';
-import { TargetStore } from '../../src/store/target-store.ts';
+import type { PushSummary } from '../../src/store/push-target-record.ts';
+import { type NewPushTarget, newTargetId, PushTargetStore, TARGET_ID } from '../../src/store/push-target-store.ts';
 import { deletePrefix, uniquePrefix } from '../support/service.ts';
 
 const KEY = Buffer.alloc(32, 7);
@@ -27,8 +29,23 @@ const prefix = uniquePrefix('caldav-targets');
 const keys = redisKeys(prefix);
 let store: CalDavTargetStore;
 
-function newTarget(overrides: Partial<NewCalDavTarget> = {}): NewCalDavTarget {
-  return {
+/** What a CalDAV connection stores: the server, the calendar, the login and the app password. */
+interface CalDavInput {
+  id?: string;
+  source: NewPushTarget['source'];
+  serverUrl: string;
+  calendarUrl: string;
+  homeUrl: string;
+  calendarOwned: boolean;
+  calendarName: string;
+  username: string;
+  password: string;
+  supportsSync: boolean;
+  now: number;
+}
+
+function newTarget(overrides: Partial<CalDavInput> = {}): NewPushTarget {
+  const input: CalDavInput = {
     source: 'group:4242',
     serverUrl: 'https://caldav.icloud.com',
     calendarUrl: CALENDAR,
@@ -41,6 +58,14 @@ function newTarget(overrides: Partial<NewCalDavTarget> = {}): NewCalDavTarget {
     now: NOW,
     ...overrides,
   };
+  const { calendarUrl, password, serverUrl, homeUrl, username, supportsSync, ...rest } = input;
+  const details = caldavDetailFields(calendarUrl, { serverUrl, homeUrl, username, supportsSync });
+  return { ...rest, calendarId: calendarUrl, secret: password, details };
+}
+
+/** The CalDAV target store under `storeKeys` with `secretKey`. */
+function caldavStore(storeKeys: typeof keys, secretKey: Buffer | undefined): CalDavTargetStore {
+  return new PushTargetStore(redis, caldavTargetLayout(storeKeys), secretKey);
 }
 
 function summary(at: number): PushSummary {
@@ -77,44 +102,53 @@ async function dump(): Promise<string> {
 
 beforeAll(() => {
   redis = new Redis(inject('redisUrl'));
-  store = new CalDavTargetStore(redis, keys, KEY);
+  store = caldavStore(keys, KEY);
 });
 afterAll(async () => {
   await deletePrefix(inject('redisUrl'), prefix);
   redis.disconnect();
 });
 
-describe('CalDavTargetStore', () => {
+describe('PushTargetStore (CalDAV layout)', () => {
   it('creates an active target, due now, under keys of its own', async () => {
     const { id, manageToken } = await store.create(newTarget());
-    expect(id).toMatch(CALDAV_TARGET_ID);
+    expect(id).toMatch(TARGET_ID);
     expect(await store.get(id)).toEqual({
       id,
       kind: 'caldav',
       source: 'group:4242',
-      serverUrl: 'https://caldav.icloud.com',
-      calendarUrl: CALENDAR,
-      homeUrl: 'https://p62-caldav.icloud.com:443/17149682/calendars/',
-      // The partition host the calendar lives on (its explicit default port dropped), not the server given.
-      host: 'p62-caldav.icloud.com',
+      calendarId: CALENDAR,
       calendarOwned: true,
       calendarName: 'ИВТ-21',
-      username: 'student@icloud.com',
       status: 'active',
       statusAt: NOW,
       createdAt: NOW,
       credentialVersion: 1,
-      supportsSync: true,
       reconcileRequested: true,
       reconcileToken: '1',
+      details: {
+        serverUrl: 'https://caldav.icloud.com',
+        homeUrl: 'https://p62-caldav.icloud.com:443/17149682/calendars/',
+        // The partition host the calendar lives on (its explicit default port dropped), not the server given.
+        host: 'p62-caldav.icloud.com',
+        username: 'student@icloud.com',
+        supportsSync: '1',
+      },
+    });
+    expect(caldavDetails((await store.get(id)) ?? { details: {} })).toEqual({
+      serverUrl: 'https://caldav.icloud.com',
+      homeUrl: 'https://p62-caldav.icloud.com:443/17149682/calendars/',
+      host: 'p62-caldav.icloud.com',
+      username: 'student@icloud.com',
+      supportsSync: true,
     });
     expect(await redis.smembers(keys.sourceCaldavTargets('group:4242'))).toContain(id);
     expect(await redis.zscore(keys.caldavTargets, id)).toBe(String(NOW));
     expect(await redis.zscore(keys.caldavTargetsDue, id)).toBe(String(NOW));
     // The Google side sees none of it: its fan-out and due scan would hand the id to the Google push.
     expect(await redis.smembers(keys.sourceTargets('group:4242'))).not.toContain(id);
-    expect(await new TargetStore(redis, keys, KEY).get(id)).toBeUndefined();
-    expect(await store.password(id)).toEqual({ password: PASSWORD, version: 1 });
+    expect(await new PushTargetStore(redis, googleTargetLayout(keys), KEY).get(id)).toBeUndefined();
+    expect(await store.credential(id)).toEqual({ secret: PASSWORD, version: 1 });
     expect(await store.verifyManageToken(id, manageToken)).toBe(true);
     expect(await store.verifyManageToken(id, `${manageToken}x`)).toBe(false);
     expect(await store.anyForSource('group:4242')).toBe(true);
@@ -122,9 +156,9 @@ describe('CalDavTargetStore', () => {
   });
 
   it('takes an id chosen first (a calendar named after it), once', async () => {
-    const id = newCalDavTargetId();
+    const id = newTargetId();
     expect((await store.create(newTarget({ id, source: 'group:5151' }))).id).toBe(id);
-    await expect(store.create(newTarget({ id, source: 'group:5151' }))).rejects.toThrow(CalDavTargetExistsError);
+    await expect(store.create(newTarget({ id, source: 'group:5151' }))).rejects.toThrow(TargetExistsError);
     await expect(store.create(newTarget({ id: '../x' }))).rejects.toThrow(RangeError);
     expect(await store.idsForSource('group:5151')).toEqual([id]);
   });
@@ -149,25 +183,23 @@ describe('CalDavTargetStore', () => {
       'password',
       (await redis.hget(keys.caldavTarget(a.id), 'password')) ?? '',
     );
-    await expect(store.password(b.id)).rejects.toThrow(DecryptionError);
-    await expect(new CalDavTargetStore(redis, keys, Buffer.alloc(32, 1)).password(a.id)).rejects.toThrow(
-      DecryptionError,
-    );
-    const keyless = new CalDavTargetStore(redis, keys, undefined);
-    expect(keyless.canStorePasswords).toBe(false);
+    await expect(store.credential(b.id)).rejects.toThrow(DecryptionError);
+    await expect(caldavStore(keys, Buffer.alloc(32, 1)).credential(a.id)).rejects.toThrow(DecryptionError);
+    const keyless = caldavStore(keys, undefined);
+    expect(keyless.canStoreCredentials).toBe(false);
     await expect(keyless.create(newTarget())).rejects.toThrow(SecretKeyMissingError);
   });
 
   it('marks needs-password only for the password that failed, and a new password reactivates', async () => {
     const { id } = await store.create(newTarget());
     await store.clearReconcileRequest(id, (await store.get(id))?.reconcileToken);
-    const used = await store.password(id);
-    expect(await store.replacePassword(id, 'second-password', NOW + HOUR)).toBe(true);
+    const used = await store.credential(id);
+    expect(await store.replaceCredential(id, 'second-password', NOW + HOUR)).toBe(true);
     // A push that used the first password fails late with a 401: the new password must not be marked.
-    const late = { credentialVersion: used?.version, calendarUrl: CALENDAR };
+    const late = { credentialVersion: used?.version, calendarId: CALENDAR };
     expect(await store.markStatus(id, 'needs-password', '401', NOW + HOUR + 1, late)).toBe(false);
     expect(await store.get(id)).toMatchObject({ status: 'active', credentialVersion: 2, reconcileRequested: true });
-    expect(await store.password(id)).toEqual({ password: 'second-password', version: 2 });
+    expect(await store.credential(id)).toEqual({ secret: 'second-password', version: 2 });
 
     const reason = 'the server refused the login or the app password (401)';
     expect(await store.markStatus(id, 'needs-password', reason, NOW + 2 * HOUR, { credentialVersion: 2 })).toBe(true);
@@ -180,13 +212,15 @@ describe('CalDavTargetStore', () => {
     await store.scheduleReconcile(id, NOW + 3 * HOUR);
     expect(await redis.zscore(keys.caldavTargetsDue, id)).toBeNull();
 
-    expect(await store.replacePassword(id, 'third-password', NOW + 4 * HOUR, 'other@icloud.com')).toBe(true);
+    expect(await store.replaceCredential(id, 'third-password', NOW + 4 * HOUR, { username: 'other@icloud.com' })).toBe(
+      true,
+    );
     const target = await store.get(id);
     expect(target).toMatchObject({
       status: 'active',
       statusAt: NOW + 4 * HOUR,
       credentialVersion: 3,
-      username: 'other@icloud.com',
+      details: { username: 'other@icloud.com' },
     });
     expect(target?.statusReason).toBeUndefined();
     expect(await redis.zscore(keys.caldavTargetsDue, id)).toBe(String(NOW + 4 * HOUR));
@@ -204,7 +238,7 @@ describe('CalDavTargetStore', () => {
       lastError: reason,
     });
     expect(await redis.zscore(keys.caldavTargetsDue, id)).toBe(String(NOW + 6 * HOUR));
-    expect(await store.recordPush(id, summary(NOW + 7 * HOUR), { credentialVersion: 1, calendarUrl: CALENDAR })).toBe(
+    expect(await store.recordPush(id, summary(NOW + 7 * HOUR), { credentialVersion: 1, calendarId: CALENDAR })).toBe(
       true,
     );
     const target = await store.get(id);
@@ -215,38 +249,39 @@ describe('CalDavTargetStore', () => {
 
   it('records listings and calendar names only for the calendar the push read', async () => {
     const { id } = await store.create(newTarget());
-    expect(await store.recordListing(id, CALENDAR, { syncToken: 'http://radicale.org/ns/sync/1', ctag: '"c1"' })).toBe(
+    expect(await recordListing(store, id, CALENDAR, { syncToken: 'http://radicale.org/ns/sync/1', ctag: '"c1"' })).toBe(
       true,
     );
-    expect(await store.get(id)).toMatchObject({ syncToken: 'http://radicale.org/ns/sync/1', ctag: '"c1"' });
+    expect(await store.get(id)).toMatchObject({
+      details: { syncToken: 'http://radicale.org/ns/sync/1', ctag: '"c1"' },
+    });
     // A listing without a token (the server refused the old one) drops it, so it is not sent again.
-    expect(await store.recordListing(id, CALENDAR, { ctag: '"c2"' })).toBe(true);
-    expect((await store.get(id))?.syncToken).toBeUndefined();
+    expect(await recordListing(store, id, CALENDAR, { ctag: '"c2"' })).toBe(true);
+    expect((await store.get(id))?.details.syncToken).toBeUndefined();
 
-    const index = new CalDavIndexStore(redis, keys, id);
+    const index = store.index(id);
     await index.set('tts-a', 'hash-a "etag-a"');
     const next = 'https://caldav.example.org/dav/calendars/student/other/';
     expect(
       await store.replaceCalendar(
         id,
-        { calendarUrl: next, calendarOwned: false, calendarName: 'Учёба', supportsSync: false },
+        { calendarId: next, calendarOwned: false, calendarName: 'Учёба', details: calendarDetailFields(next, false) },
         NOW + HOUR,
       ),
     ).toBe(true);
     expect(await store.get(id)).toMatchObject({
-      calendarUrl: next,
-      host: 'caldav.example.org',
+      calendarId: next,
+      details: { host: 'caldav.example.org', supportsSync: '0' },
       calendarOwned: false,
-      supportsSync: false,
       status: 'active',
     });
-    expect((await store.get(id))?.ctag).toBeUndefined();
+    expect((await store.get(id))?.details.ctag).toBeUndefined();
     expect(await index.size()).toBe(0);
     // What a push of the old calendar records lands nowhere.
-    expect(await store.recordListing(id, CALENDAR, { syncToken: 'old' })).toBe(false);
+    expect(await recordListing(store, id, CALENDAR, { syncToken: 'old' })).toBe(false);
     expect(await store.recordCalendarName(id, CALENDAR, 'old name')).toBe(false);
-    expect(await store.recordPush(id, summary(NOW + 2 * HOUR), { calendarUrl: CALENDAR })).toBe(false);
-    expect(await store.markStatus(id, 'calendar-deleted', 'gone', NOW + 2 * HOUR, { calendarUrl: CALENDAR })).toBe(
+    expect(await store.recordPush(id, summary(NOW + 2 * HOUR), { calendarId: CALENDAR })).toBe(false);
+    expect(await store.markStatus(id, 'calendar-deleted', 'gone', NOW + 2 * HOUR, { calendarId: CALENDAR })).toBe(
       false,
     );
     expect(await store.recordCalendarName(id, next, 'Учёба (расписание)')).toBe(true);
@@ -255,7 +290,7 @@ describe('CalDavTargetStore', () => {
 
   it('keeps an index of resources while the target exists', async () => {
     const { id } = await store.create(newTarget());
-    const index = new CalDavIndexStore(redis, keys, id);
+    const index = store.index(id);
     expect(await index.read()).toEqual(new Map());
     expect(await index.set('tts-a', 'hash-a "1"')).toBe(true);
     expect(await index.set('tts-b', 'hash-b "2"')).toBe(true);
@@ -269,7 +304,7 @@ describe('CalDavTargetStore', () => {
   });
 
   it('requests and clears reconciles, schedules them, and lists the due ones in order', async () => {
-    const dueStore = new CalDavTargetStore(redis, redisKeys(uniquePrefix('caldav-due')), KEY);
+    const dueStore = caldavStore(redisKeys(uniquePrefix('caldav-due')), KEY);
     const ids: string[] = [];
     for (let i = 0; i < 3; i += 1) ids.push((await dueStore.create(newTarget({ now: NOW + i }))).id);
     const [first, second, third] = ids as [string, string, string];
@@ -288,7 +323,7 @@ describe('CalDavTargetStore', () => {
 
   it('removes a target and everything pointing at it; nothing brings it back', async () => {
     const { id, manageToken } = await store.create(newTarget({ source: 'group:777' }));
-    const index = new CalDavIndexStore(redis, keys, id);
+    const index = store.index(id);
     await index.set('tts-a', 'hash-a "1"');
     expect(await store.remove(id)).toBe(true);
     expect(await dump()).not.toContain(id);
@@ -297,8 +332,8 @@ describe('CalDavTargetStore', () => {
     expect(await store.markStatus(id, 'needs-password', 'late', NOW)).toBe(false);
     expect(await store.recordPush(id, summary(NOW))).toBe(false);
     expect(await store.recordError(id, 'late', NOW)).toBe(false);
-    expect(await store.recordListing(id, CALENDAR, { syncToken: 'late' })).toBe(false);
-    expect(await store.replacePassword(id, 'late', NOW)).toBe(false);
+    expect(await recordListing(store, id, CALENDAR, { syncToken: 'late' })).toBe(false);
+    expect(await store.replaceCredential(id, 'late', NOW)).toBe(false);
     expect(await store.rotateManageToken(id)).toBeUndefined();
     await store.scheduleReconcile(id, NOW);
     expect(await index.set('tts-b', 'x')).toBe(false);
@@ -306,13 +341,13 @@ describe('CalDavTargetStore', () => {
     expect(await index.replace(new Map([['tts-c', 'x']]))).toBe(false);
     expect(await dump()).not.toContain(id);
     expect(await store.get(id)).toBeUndefined();
-    expect(await store.password(id)).toBeUndefined();
+    expect(await store.credential(id)).toBeUndefined();
     expect(await store.verifyManageToken(id, manageToken)).toBe(false);
   });
 
   it('treats malformed ids as unknown', async () => {
     expect(await store.get('../../etc')).toBeUndefined();
-    expect(await store.password('nope')).toBeUndefined();
+    expect(await store.credential('nope')).toBeUndefined();
     expect(await store.markStatus('nope', 'paused', 'x', NOW)).toBe(false);
     expect(await store.remove('nope')).toBe(false);
   });

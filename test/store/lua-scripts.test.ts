@@ -39,7 +39,7 @@ describe('Lua scripts', () => {
 
   it('are each loaded by name by one module in their folder', () => {
     for (const file of scripts) {
-      const calls = ['loadScript', 'luaScript'].map((f) => `${f}(import.meta.dirname, '${basename(file, '.lua')}')`);
+      const calls = [`loadScript(import.meta.dirname, '${basename(file, '.lua')}')`];
       const loaders = modules.filter(
         (module) =>
           dirname(module) === dirname(file) && calls.some((call) => readFileSync(module, 'utf8').includes(call)),
@@ -52,18 +52,10 @@ describe('Lua scripts', () => {
   });
 
   it('run by their digest (LuaScript): no module sends one with EVAL itself', () => {
-    // The push-target stores are being merged into one kind-neutral store; they move to LuaScript with it.
-    const pending = [
-      'caldav-index.ts',
-      'caldav-target-store.ts',
-      'push-index.ts',
-      'target-scripts.ts',
-      'target-store.ts',
-    ].map((name) => `src/store/${name}`);
     const sending = modules
-      .filter((file) => /\.eval\(|\bluaScript\(/.test(readFileSync(file, 'utf8')))
+      .filter((file) => /\.eval\(/.test(readFileSync(file, 'utf8')))
       .map((file) => relative(root, file))
-      .filter((file) => file !== 'src/lib/lua-script.ts' && !pending.includes(file));
+      .filter((file) => file !== 'src/lib/lua-script.ts');
     expect(sending).toEqual([]);
   });
 

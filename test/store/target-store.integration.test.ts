@@ -1,10 +1,11 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { type GoogleTargetStore, googleDetailFields, googleTargetLayout } from '../../src/google/google-targets.ts';
 import { DecryptionError, SecretKeyMissingError } from '../../src/security/errors.ts';
 import { hashToken } from '../../src/security/tokens.ts';
 import { redisKeys } from '../../src/store/keys.ts';
-import { PushIndex } from '../../src/store/push-index.ts';
-import { type NewTarget, type PushSummary, TARGET_ID, TargetStore } from '../../src/store/target-store.ts';
+import type { PushSummary } from '../../src/store/push-target-record.ts';
+import { type NewPushTarget, PushTargetStore, TARGET_ID } from '../../src/store/push-target-store.ts';
 import { deletePrefix, uniquePrefix } from '../support/service.ts';
 
 const KEY = Buffer.alloc(32, 9);
@@ -15,11 +16,22 @@ const HOUR = 3_600_000;
 let redis: Redis;
 const prefix = uniquePrefix('targets');
 const keys = redisKeys(prefix);
-let store: TargetStore;
-let index: PushIndex;
+let store: GoogleTargetStore;
 
-function newTarget(overrides: Partial<NewTarget> = {}): NewTarget {
-  return {
+/** What a Google connection stores: the refresh token, the calendar, the budget and the Google user. */
+interface GoogleInput {
+  source: NewPushTarget['source'];
+  refreshToken: string;
+  calendarId: string;
+  calendarOwned: boolean;
+  calendarName: string;
+  budgetKey: string;
+  googleUser?: string | undefined;
+  now: number;
+}
+
+function newTarget(overrides: Partial<GoogleInput> = {}): NewPushTarget {
+  const input: GoogleInput = {
     source: 'group:4242',
     refreshToken: REFRESH_TOKEN,
     calendarId: 'abc123@group.calendar.google.com',
@@ -30,6 +42,13 @@ function newTarget(overrides: Partial<NewTarget> = {}): NewTarget {
     now: NOW,
     ...overrides,
   };
+  const { refreshToken, budgetKey, googleUser, ...rest } = input;
+  return { ...rest, secret: refreshToken, details: googleDetailFields({ budgetKey, googleUser }) };
+}
+
+/** The Google target store under `keys` with `secretKey`. */
+function googleStore(storeKeys: typeof keys, secretKey: Buffer | undefined): GoogleTargetStore {
+  return new PushTargetStore(redis, googleTargetLayout(storeKeys), secretKey);
 }
 
 function summary(at: number): PushSummary {
@@ -66,31 +85,30 @@ async function dump(): Promise<string> {
 
 beforeAll(() => {
   redis = new Redis(inject('redisUrl'));
-  store = new TargetStore(redis, keys, KEY);
-  index = new PushIndex(redis, keys);
+  store = googleStore(keys, KEY);
 });
 afterAll(async () => {
   await deletePrefix(inject('redisUrl'), prefix);
   redis.disconnect();
 });
 
-describe('TargetStore', () => {
+describe('PushTargetStore (Google layout)', () => {
   it('creates an active target, due now, with every index pointing at it', async () => {
     const { id, manageToken } = await store.create(newTarget());
     expect(id).toMatch(TARGET_ID);
     expect(manageToken).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(await store.get(id)).toEqual({
       id,
+      kind: 'google',
       source: 'group:4242',
       calendarId: 'abc123@group.calendar.google.com',
       calendarOwned: true,
       calendarName: 'ИВТ-21',
-      budgetKey: 'user:1170001',
-      googleUser: '1170001',
+      details: { budgetKey: 'user:1170001', googleUser: '1170001' },
       status: 'active',
       statusAt: NOW,
       createdAt: NOW,
-      tokenVersion: 1,
+      credentialVersion: 1,
       reconcileRequested: true,
       reconcileToken: '1',
     });
@@ -98,11 +116,11 @@ describe('TargetStore', () => {
     expect(await redis.zscore(keys.googleTargets, id)).toBe(String(NOW));
     expect(await redis.zscore(keys.googleTargetsDue, id)).toBe(String(NOW));
     expect(await redis.get(keys.googleUserTarget('1170001', 'group:4242'))).toBe(id);
-    expect(await store.refreshToken(id)).toEqual({ token: REFRESH_TOKEN, version: 1 });
+    expect(await store.credential(id)).toEqual({ secret: REFRESH_TOKEN, version: 1 });
     expect(await store.verifyManageToken(id, manageToken)).toBe(true);
     expect(await store.verifyManageToken(id, `${manageToken}x`)).toBe(false);
-    expect((await store.findByUser('1170001', 'group:4242'))?.id).toBe(id);
-    expect(await store.findByUser('1170001', 'group:9999')).toBeUndefined();
+    expect((await store.findByOwner('1170001', 'group:4242'))?.id).toBe(id);
+    expect(await store.findByOwner('1170001', 'group:9999')).toBeUndefined();
   });
 
   it('keeps neither the refresh token nor the manage token in plain text', async () => {
@@ -116,7 +134,7 @@ describe('TargetStore', () => {
     expect(text).not.toContain(Buffer.from(REFRESH_TOKEN).toString('base64url'));
     expect(await redis.hget(keys.googleTarget(id), 'refreshToken')).toMatch(/^v1\./);
     expect(await redis.hget(keys.googleTarget(id), 'manageTokenHash')).toBe(hashToken(manageToken));
-    expect((await store.get(id))?.googleUser).toBeUndefined();
+    expect((await store.get(id))?.details.googleUser).toBeUndefined();
   });
 
   it('binds a sealed token to its target and needs the key', async () => {
@@ -127,33 +145,35 @@ describe('TargetStore', () => {
       'refreshToken',
       (await redis.hget(keys.googleTarget(a.id), 'refreshToken')) ?? '',
     );
-    await expect(store.refreshToken(b.id)).rejects.toThrow(DecryptionError);
-    await expect(new TargetStore(redis, keys, Buffer.alloc(32, 1)).refreshToken(a.id)).rejects.toThrow(DecryptionError);
-    const keyless = new TargetStore(redis, keys, undefined);
-    expect(keyless.canStoreTokens).toBe(false);
+    await expect(store.credential(b.id)).rejects.toThrow(DecryptionError);
+    await expect(googleStore(keys, Buffer.alloc(32, 1)).credential(a.id)).rejects.toThrow(DecryptionError);
+    const keyless = googleStore(keys, undefined);
+    expect(keyless.canStoreCredentials).toBe(false);
     await expect(keyless.create(newTarget())).rejects.toThrow(SecretKeyMissingError);
   });
 
   it('marks needs-consent only for the token version that failed, and a new token reactivates', async () => {
     const { id } = await store.create(newTarget());
     await store.clearReconcileRequest(id, (await store.get(id))?.reconcileToken);
-    const used = await store.refreshToken(id);
-    expect(await store.replaceRefreshToken(id, 'second-token', NOW + HOUR)).toBe(true);
+    const used = await store.credential(id);
+    expect(await store.replaceCredential(id, 'second-token', NOW + HOUR)).toBe(true);
     // A push that used the first token fails late: the new token must not be marked.
     expect(
-      await store.markStatus(id, 'needs-consent', 'invalid_grant', NOW + HOUR + 1, { tokenVersion: used?.version }),
+      await store.markStatus(id, 'needs-consent', 'invalid_grant', NOW + HOUR + 1, {
+        credentialVersion: used?.version,
+      }),
     ).toBe(false);
     expect(await store.get(id)).toMatchObject({
       status: 'active',
-      tokenVersion: 2,
+      credentialVersion: 2,
       reconcileRequested: true,
       statusAt: NOW,
     });
-    expect(await store.refreshToken(id)).toEqual({ token: 'second-token', version: 2 });
+    expect(await store.credential(id)).toEqual({ secret: 'second-token', version: 2 });
 
     expect(
       await store.markStatus(id, 'needs-consent', 'Google refused the refresh token (invalid_grant)', NOW + 2 * HOUR, {
-        tokenVersion: 2,
+        credentialVersion: 2,
       }),
     ).toBe(true);
     expect(await store.get(id)).toMatchObject({
@@ -166,13 +186,13 @@ describe('TargetStore', () => {
     await store.scheduleReconcile(id, NOW + 3 * HOUR);
     expect(await redis.zscore(keys.googleTargetsDue, id)).toBeNull();
 
-    expect(await store.replaceRefreshToken(id, 'third-token', NOW + 4 * HOUR, 'user:other')).toBe(true);
+    expect(await store.replaceCredential(id, 'third-token', NOW + 4 * HOUR, { budgetKey: 'user:other' })).toBe(true);
     const target = await store.get(id);
     expect(target).toMatchObject({
       status: 'active',
       statusAt: NOW + 4 * HOUR,
-      tokenVersion: 3,
-      budgetKey: 'user:other',
+      credentialVersion: 3,
+      details: { budgetKey: 'user:other' },
     });
     expect(target?.statusReason).toBeUndefined();
     expect(await redis.zscore(keys.googleTargetsDue, id)).toBe(String(NOW + 4 * HOUR));
@@ -197,7 +217,7 @@ describe('TargetStore', () => {
     expect(
       await store.markStatus(id, 'calendar-deleted', 'gone', NOW + 3, {
         calendarId: 'new@group.calendar.google.com',
-        tokenVersion: 1,
+        credentialVersion: 1,
       }),
     ).toBe(true);
     expect(await store.get(id)).toMatchObject({ status: 'calendar-deleted', statusAt: NOW + 3 });
@@ -234,7 +254,7 @@ describe('TargetStore', () => {
   it('replaces a deleted calendar: new calendar, index dropped, reconcile requested, due now', async () => {
     const { id } = await store.create(newTarget());
     await store.clearReconcileRequest(id, (await store.get(id))?.reconcileToken);
-    await index.set(id, 'event0000a', 'hash-a');
+    await store.index(id).set('event0000a', 'hash-a');
     await store.markStatus(id, 'calendar-deleted', 'the calendar was deleted by its owner', NOW + HOUR);
     expect(await store.get(id)).toMatchObject({ status: 'calendar-deleted', reconcileRequested: false });
     expect(await redis.zscore(keys.googleTargetsDue, id)).toBeNull();
@@ -251,12 +271,12 @@ describe('TargetStore', () => {
       reconcileRequested: true,
       statusAt: NOW + 2 * HOUR,
     });
-    expect(await index.size(id)).toBe(0);
+    expect(await store.index(id).size()).toBe(0);
     expect(await redis.zscore(keys.googleTargetsDue, id)).toBe(String(NOW + 2 * HOUR));
   });
 
   it('requests and clears reconciles, schedules them, and lists the due ones in order', async () => {
-    const dueStore = new TargetStore(redis, redisKeys(uniquePrefix('due')), KEY);
+    const dueStore = googleStore(redisKeys(uniquePrefix('due')), KEY);
     const ids: string[] = [];
     for (let i = 0; i < 4; i += 1) ids.push((await dueStore.create(newTarget({ now: NOW + i }))).id);
     const [first, second, third, fourth] = ids as [string, string, string, string];
@@ -291,7 +311,7 @@ describe('TargetStore', () => {
 
   it('removes a target and everything pointing at it; repeating is harmless; nothing brings it back', async () => {
     const { id } = await store.create(newTarget({ source: 'group:777', googleUser: 'remove-me' }));
-    await index.set(id, 'event0000b', 'hash-b');
+    await store.index(id).set('event0000b', 'hash-b');
     expect(await store.remove(id)).toBe(true);
     expect(await dump()).not.toContain(id);
     expect(await redis.exists(keys.googleUserTarget('remove-me', 'group:777'))).toBe(0);
@@ -301,22 +321,22 @@ describe('TargetStore', () => {
     expect(await store.markStatus(id, 'needs-consent', 'late', NOW)).toBe(false);
     expect(await store.recordPush(id, summary(NOW))).toBe(false);
     expect(await store.recordError(id, 'late', NOW)).toBe(false);
-    expect(await store.replaceRefreshToken(id, 'late', NOW)).toBe(false);
+    expect(await store.replaceCredential(id, 'late', NOW)).toBe(false);
     expect(await store.rotateManageToken(id)).toBeUndefined();
     await store.scheduleReconcile(id, NOW);
-    expect(await index.set(id, 'event0000c', 'hash-c')).toBe(false);
-    expect(await index.replace(id, new Map([['event0000d', 'hash-d']]))).toBe(false);
+    expect(await store.index(id).set('event0000c', 'hash-c')).toBe(false);
+    expect(await store.index(id).replace(new Map([['event0000d', 'hash-d']]))).toBe(false);
     expect(await dump()).not.toContain(id);
     expect(await store.get(id)).toBeUndefined();
-    expect(await store.refreshToken(id)).toBeUndefined();
-    expect(await store.findByUser('remove-me', 'group:777')).toBeUndefined();
+    expect(await store.credential(id)).toBeUndefined();
+    expect(await store.findByOwner('remove-me', 'group:777')).toBeUndefined();
   });
 
   it('leaves a user mapping that already names a newer target', async () => {
     const old = await store.create(newTarget({ source: 'group:778', googleUser: 'moved' }));
     const newer = await store.create(newTarget({ source: 'group:778', googleUser: 'moved' }));
     await store.remove(old.id);
-    expect((await store.findByUser('moved', 'group:778'))?.id).toBe(newer.id);
+    expect((await store.findByOwner('moved', 'group:778'))?.id).toBe(newer.id);
     expect(await redis.smembers(keys.sourceTargets('group:778'))).toEqual([newer.id]);
   });
 
@@ -331,24 +351,24 @@ describe('TargetStore', () => {
 describe('PushIndex', () => {
   it('sets, replaces and counts entries of an existing target', async () => {
     const { id } = await store.create(newTarget());
-    expect(await index.read(id)).toEqual(new Map());
-    expect(await index.set(id, 'event0000a', 'h1')).toBe(true);
-    await index.set(id, 'event0000b', 'h2');
-    await index.set(id, 'event0000a', 'h3');
-    expect(await index.read(id)).toEqual(
+    expect(await store.index(id).read()).toEqual(new Map());
+    expect(await store.index(id).set('event0000a', 'h1')).toBe(true);
+    await store.index(id).set('event0000b', 'h2');
+    await store.index(id).set('event0000a', 'h3');
+    expect(await store.index(id).read()).toEqual(
       new Map([
         ['event0000a', 'h3'],
         ['event0000b', 'h2'],
       ]),
     );
-    expect(await index.size(id)).toBe(2);
+    expect(await store.index(id).size()).toBe(2);
 
     const large = new Map(
       Array.from({ length: 5_000 }, (_, i) => [`event${String(i).padStart(6, '0')}`, `hash${i}`] as [string, string]),
     );
-    expect(await index.replace(id, large)).toBe(true);
-    expect(await index.read(id)).toEqual(large);
-    expect(await index.replace(id, new Map())).toBe(true);
-    expect(await index.size(id)).toBe(0);
+    expect(await store.index(id).replace(large)).toBe(true);
+    expect(await store.index(id).read()).toEqual(large);
+    expect(await store.index(id).replace(new Map())).toBe(true);
+    expect(await store.index(id).size()).toBe(0);
   });
 });

@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { caldavDetailFields } from '../../src/caldav/caldav-targets.ts';
+import { googleDetailFields } from '../../src/google/google-targets.ts';
 import { buildApp } from '../../src/http/app.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { startSimulator } from '../../src/simulator/index.ts';
@@ -369,11 +371,11 @@ describe('GET, PATCH and DELETE /api/subscriptions/:id', () => {
     const source = `personal:${body.id}` as const;
     const { id: target } = await ctx.google.targets.create({
       source,
-      refreshToken: 'never-used',
+      secret: 'never-used',
       calendarId: 'c@group.calendar.google.com',
       calendarOwned: true,
       calendarName: 'Mine',
-      budgetKey: 'token:0',
+      details: googleDetailFields({ budgetKey: 'token:0' }),
       now: Date.now(),
     });
     expect(await ctx.redis.smembers(ctx.keys.sourceTargets(source))).toEqual([target]);
@@ -394,14 +396,16 @@ describe('GET, PATCH and DELETE /api/subscriptions/:id', () => {
     // A server nobody listens on: a disconnect that tried to clean it up would fail and say so.
     const { id: target } = await ctx.caldav.targets.create({
       source,
-      serverUrl: 'http://127.0.0.1:9/',
-      homeUrl: 'http://127.0.0.1:9/alice/',
-      calendarUrl: 'http://127.0.0.1:9/alice/mine/',
+      calendarId: 'http://127.0.0.1:9/alice/mine/',
       calendarOwned: true,
       calendarName: 'Mine',
-      username: 'alice',
-      password: 'never-used',
-      supportsSync: true,
+      secret: 'never-used',
+      details: caldavDetailFields('http://127.0.0.1:9/alice/mine/', {
+        serverUrl: 'http://127.0.0.1:9/',
+        homeUrl: 'http://127.0.0.1:9/alice/',
+        username: 'alice',
+        supportsSync: true,
+      }),
       now: Date.now(),
     });
     expect(await ctx.caldav.targets.idsForSource(source)).toEqual([target]);

@@ -1,9 +1,9 @@
--- Removes entries of a CalDAV target's index only while the target exists (store/caldav-index.ts): a push
+-- Removes entries of a push target's index only while the target exists (store/push-index.ts): a push
 -- still running while its target is removed must learn that it is, as a set would tell it.
 --
 -- KEYS[1]  the target hash
 -- KEYS[2]  its index
--- ARGV     resource ids
+-- ARGV     event (resource) ids
 --
 -- Returns 1 when it removed them (or they were not there), 0 when the target is gone.
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
