@@ -16,22 +16,25 @@ import {
 } from '../caldav/caldav-targets.ts';
 import { CalDavCalendarGoneError, MkcalendarRefusedError } from '../caldav/errors.ts';
 import type { Config } from '../config.ts';
-import { type ActivationDeps, activateSource } from '../jobs/activation.ts';
-import { enqueueCaldavPush, enqueueRefresh } from '../jobs/queues.ts';
-import { requireFetched, type VerifyDeps } from '../jobs/verify-source.ts';
-import { withLock } from '../lib/redis-lock.ts';
-import type { RedisClient } from '../lib/redis-target.ts';
+import type { ActivationDeps } from '../jobs/activation.ts';
+import { requireFetched } from '../jobs/verify-source.ts';
 import type { Logger } from '../logger.ts';
-import { TargetRemovedError } from '../push/errors.ts';
-import { SecretKeyMissingError } from '../security/errors.ts';
 import { hashToken } from '../security/tokens.ts';
-import type { RedisKeys } from '../store/keys.ts';
-import { newTargetId } from '../store/push-target-store.ts';
-import type { SnapshotStore } from '../store/snapshot-store.ts';
-import type { SubscriptionStore } from '../store/subscription-store.ts';
-import { placeholderName } from '../timetable/calendar-name.ts';
-import { type SourceKey, sourceOf } from '../timetable/source.ts';
-import { CalDavNoCalendarError, CalDavUrlError, UnknownSourceError } from './errors.ts';
+import { type CalendarChoice, newTargetId } from '../store/push-target-store.ts';
+import type { SourceKey } from '../timetable/source.ts';
+import { CalDavNoCalendarError, CalDavUrlError } from './errors.ts';
+import {
+  type ConnectKind,
+  connectedBefore,
+  type PushConnectDeps,
+  queueConnectPush,
+  renewTarget,
+  requireSealing,
+  sourceName,
+  startPushing,
+  storeTarget,
+  takingTurns,
+} from './push-connect.ts';
 
 /** The colour of a calendar we make (Apple's `calendar-color`; Yandex and Nextcloud show it too). */
 export const CALENDAR_COLOR = '#1E88E5';
@@ -76,24 +79,23 @@ export interface CalDavConnectServices {
 }
 
 /** What {@link connectCaldavTarget} uses. */
-export type CalDavConnectDeps = VerifyDeps &
-  ActivationDeps & {
-    readonly config: Pick<Config, 'timezone' | 'caldavReconcileIntervalMs' | 'caldavAllowPrivate'>;
-    readonly logger: Logger;
-    /** Connections of one account for one source take turns under a lock on this connection. */
-    readonly redis: RedisClient;
-    readonly keys: RedisKeys;
-    readonly caldav: CalDavConnectServices;
-    readonly snapshots: Pick<SnapshotStore, 'snapshot'>;
-    readonly subscriptions: Pick<SubscriptionStore, 'get'>;
-  };
+export type CalDavConnectDeps = PushConnectDeps & {
+  readonly config: Pick<Config, 'timezone' | 'caldavReconcileIntervalMs' | 'caldavAllowPrivate'>;
+  readonly logger: Logger;
+  readonly caldav: CalDavConnectServices;
+};
 
 /** How long a connection may hold its (account, source) lock: discovery and MKCALENDAR take a few requests. */
 const CONNECT_LOCK_MS = 60_000;
 
 /** Throws SecretKeyMissingError unless passwords can be sealed (a `SECRET_KEY` is configured). */
 export function requireCaldavPush(ctx: { readonly caldav: Pick<CalDavConnectServices, 'targets'> }): void {
-  if (!ctx.caldav.targets.canStoreCredentials) throw new SecretKeyMissingError();
+  requireSealing(ctx.caldav);
+}
+
+/** CalDAV as a connection sees it. */
+function caldavKind(ctx: CalDavConnectDeps): ConnectKind {
+  return { kind: 'caldav', targets: ctx.caldav.targets, reconcileIntervalMs: ctx.config.caldavReconcileIntervalMs };
 }
 
 /**
@@ -117,7 +119,7 @@ export function checkedUrl(text: string, field: string, allowPlainHttp: boolean)
 
 /**
  * Connects a CalDAV calendar for `request.source`. Throws SecretKeyMissingError without a `SECRET_KEY`,
- * {@link CalDavUrlError} for a URL we will not ask, {@link UnknownSourceError} for a personal source without
+ * {@link CalDavUrlError} for a URL we will not ask, UnknownSourceError for a personal source without
  * subscription, SourceNotFoundError / SourceNotReadyError as the first fetch ends, the adapter's CalDavAuthError
  * when the server refuses the login or password (nothing is stored), CalDavCalendarGoneError when `calendarUrl`
  * is no calendar for events, {@link CalDavNoCalendarError} when the server makes no calendar for us (with the
@@ -137,12 +139,11 @@ export async function connectCaldavTarget(
   // A target keeps its source refreshed for good: never for an id the university has not answered once.
   await requireFetched(ctx, checked.source);
   const name = await sourceName(ctx, checked.source);
-  // Two submits of one form (a double tap, a retried request) take turns: the second finds the first's target
-  // and answers it, instead of making a second calendar with every class twice. The account is known by its
-  // server's host and login; the password never names a key.
+  // Two submits of one form (a double tap, a retried request) take turns. The account is known by its server's
+  // host and login; the password never names a key.
   const account = hashToken(`${new URL(checked.url).host}\n${checked.username}`).slice(0, 32);
-  const lock = ctx.keys.lock(`caldav-connect:${account}:${checked.source}`);
-  return withLock(ctx.redis, lock, CONNECT_LOCK_MS, () => connect(ctx, checked, name));
+  const turn = { account, source: checked.source, lockMs: CONNECT_LOCK_MS };
+  return takingTurns(ctx, caldavKind(ctx), turn, () => connect(ctx, checked, name));
 }
 
 /** {@link connectCaldavTarget} once the checks passed, under the account's lock. */
@@ -155,28 +156,22 @@ async function connect(ctx: CalDavConnectDeps, request: CalDavConnectRequest, na
   // Chosen first: our calendar is named by it, so that an operator can tell whose a calendar is.
   const id = newTargetId();
   const chosen = await chooseCalendar(ctx, client, discovery, request.calendarUrl, name, id);
-  let created: { id: string; manageToken: string };
-  try {
-    created = await ctx.caldav.targets.create({
-      id,
-      source: request.source,
-      secret: request.password,
-      calendarId: chosen.calendar.url,
-      calendarOwned: chosen.owned,
-      calendarName: chosen.calendar.displayName || name,
-      details: caldavDetailFields(chosen.calendar.url, {
-        serverUrl: request.url,
-        homeUrl: discovery.homeUrl,
-        username: request.username,
-        supportsSync: chosen.calendar.supportsSync,
-      }),
-      now: ctx.now(),
-    });
-  } catch (error) {
-    // A calendar made for a target that could not be stored would be an orphan nobody knows about.
-    if (chosen.owned) await client.deleteCalendar(chosen.calendar.url).catch(() => undefined);
-    throw error;
-  }
+  const target = {
+    id,
+    source: request.source,
+    secret: request.password,
+    calendarId: chosen.calendar.url,
+    calendarOwned: chosen.owned,
+    calendarName: chosen.calendar.displayName || name,
+    details: caldavDetailFields(chosen.calendar.url, {
+      serverUrl: request.url,
+      homeUrl: discovery.homeUrl,
+      username: request.username,
+      supportsSync: chosen.calendar.supportsSync,
+    }),
+    now: ctx.now(),
+  };
+  const created = await storeTarget(caldavKind(ctx), target, (url) => client.deleteCalendar(url));
   ctx.logger.info(
     {
       target: created.id,
@@ -186,7 +181,7 @@ async function connect(ctx: CalDavConnectDeps, request: CalDavConnectRequest, na
     },
     'caldav target connected',
   );
-  await startPushing(ctx, created.id, request.source);
+  await startPushing(ctx, caldavKind(ctx), created.id, request.source);
   return {
     id: created.id,
     calendarUrl: chosen.calendar.url,
@@ -207,16 +202,11 @@ async function existingTarget(
   discovery: Discovery,
 ): Promise<CalDavTarget | undefined> {
   const host = new URL(request.url).host;
-  for (const id of await ctx.caldav.targets.idsForSource(request.source)) {
-    const target = await ctx.caldav.targets.get(id);
-    if (target === undefined) continue;
+  return connectedBefore(ctx.caldav.targets, request.source, request.calendarUrl, (target) => {
     const details = caldavDetails(target);
-    if (details.username !== request.username) continue;
-    if (new URL(details.serverUrl).host !== host && details.homeUrl !== discovery.homeUrl) continue;
-    if (request.calendarUrl === undefined ? target.calendarOwned : target.calendarId === request.calendarUrl)
-      return target;
-  }
-  return undefined;
+    if (details.username !== request.username) return false;
+    return new URL(details.serverUrl).host === host || details.homeUrl === discovery.homeUrl;
+  });
 }
 
 /**
@@ -229,56 +219,41 @@ async function reconnect(
   password: string,
   account: { client: CalDavClient; discovery: Discovery; name: string },
 ): Promise<CalDavConnected> {
-  const store = ctx.caldav.targets;
-  let current = { url: target.calendarId, name: target.calendarName };
-  if (target.status === 'calendar-deleted') current = await replaceCalendar(ctx, target, account);
-  if (!(await store.replaceCredential(target.id, password, ctx.now()))) throw new TargetRemovedError(target.id);
-  const manageToken = await store.rotateManageToken(target.id);
-  if (manageToken === undefined) throw new TargetRemovedError(target.id);
+  const moved = target.status === 'calendar-deleted' ? await liveCalendar(ctx, target, account) : undefined;
+  const manageToken = await renewTarget(ctx, caldavKind(ctx), target, {
+    secret: password,
+    calendar: moved,
+    deleteCalendar: (url) => account.client.deleteCalendar(url),
+  });
   ctx.logger.info({ target: target.id, source: target.source }, 'caldav target connected again');
-  await startPushing(ctx, target.id, target.source);
+  await startPushing(ctx, caldavKind(ctx), target.id, target.source);
   return {
     id: target.id,
-    calendarUrl: current.url,
-    calendarName: current.name,
+    calendarUrl: moved?.calendarId ?? target.calendarId,
+    calendarName: moved?.calendarName ?? target.calendarName,
     calendarOwned: target.calendarOwned,
     manageToken,
     reused: true,
   };
 }
 
-/** Points a target whose calendar was deleted at a live one: a new calendar of ours, or its given one if back. */
-async function replaceCalendar(
+/** A live calendar for a target whose calendar was deleted: a new one of ours, or its given one if back. */
+async function liveCalendar(
   ctx: CalDavConnectDeps,
   target: CalDavTarget,
   account: { client: CalDavClient; discovery: Discovery; name: string },
-): Promise<{ url: string; name: string }> {
+): Promise<CalendarChoice> {
   const { client, discovery, name } = account;
   // A new name: the deleted one may still be taken (Nextcloud's trash bin).
   const slugId = `${target.id}-${Date.now().toString(36)}`;
-  const chosen = await chooseCalendar(
-    ctx,
-    client,
-    discovery,
-    target.calendarOwned ? undefined : target.calendarId,
-    name,
-    slugId,
-  );
-  const calendar = {
+  const given = target.calendarOwned ? undefined : target.calendarId;
+  const chosen = await chooseCalendar(ctx, client, discovery, given, name, slugId);
+  return {
     calendarId: chosen.calendar.url,
     calendarOwned: chosen.owned,
     calendarName: chosen.calendar.displayName || name,
     details: calendarDetailFields(chosen.calendar.url, chosen.calendar.supportsSync),
   };
-  let replaced = false;
-  try {
-    replaced = await ctx.caldav.targets.replaceCalendar(target.id, calendar, ctx.now());
-  } finally {
-    // A calendar made for a target that is gone would be an orphan nobody knows about.
-    if (!replaced && chosen.owned) await client.deleteCalendar(chosen.calendar.url).catch(() => undefined);
-  }
-  if (!replaced) throw new TargetRemovedError(target.id);
-  return { url: calendar.calendarId, name: calendar.calendarName };
 }
 
 /**
@@ -322,17 +297,6 @@ function collectionUrl(text: string, plainHttp: boolean): string {
   return url.endsWith('/') ? url : `${url}/`;
 }
 
-/** Keeps the source refreshed and queues the first push (or the refresh whose publication will push). */
-async function startPushing(ctx: CalDavConnectDeps, id: string, source: SourceKey): Promise<void> {
-  await activateSource(ctx, source);
-  if ((await ctx.snapshots.snapshot(source)) === undefined) {
-    await enqueueRefresh(ctx.queues, ctx.config, source, { reason: 'subscription', now: ctx.now() });
-  }
-  // The connect push compares the whole calendar itself: the periodic one is not due before an interval.
-  await ctx.caldav.targets.scheduleReconcile(id, ctx.now() + ctx.config.caldavReconcileIntervalMs);
-  await enqueueCaldavPush(ctx.queues, id, 'connect', source);
-}
-
 /** What {@link changeCaldavPassword} uses. */
 export type PasswordChangeDeps = ActivationDeps & {
   readonly logger: Logger;
@@ -352,17 +316,6 @@ export async function changeCaldavPassword(ctx: PasswordChangeDeps, id: string, 
   await client.discover(target.calendarId);
   if (!(await ctx.caldav.targets.replaceCredential(id, password, ctx.now()))) return false;
   ctx.logger.info({ target: id, source: target.source }, 'caldav target password replaced');
-  await enqueueCaldavPush(ctx.queues, id, 'connect', target.source);
+  await queueConnectPush(ctx, 'caldav', id, target.source);
   return true;
-}
-
-/** A readable calendar name for the source: the timetable's own, the subscription's, or `Группа 4242`. */
-async function sourceName(ctx: CalDavConnectDeps, source: SourceKey): Promise<string> {
-  const ref = sourceOf(source);
-  const subscription = ref.kind === 'personal' ? await ctx.subscriptions.get(ref.id) : undefined;
-  if (ref.kind === 'personal' && subscription === undefined) throw new UnknownSourceError(`no subscription ${ref.id}`);
-  const snapshot = await ctx.snapshots.snapshot(source);
-  if (snapshot !== undefined && snapshot.name.trim() !== '') return snapshot.name;
-  if (ref.kind === 'personal') return subscription?.name ?? 'Моё расписание';
-  return placeholderName({ kind: ref.kind, id: Number(ref.id) });
 }

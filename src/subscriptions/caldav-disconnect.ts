@@ -6,10 +6,12 @@
  * The manage page, the admin API and the deletion of a personal subscription come here.
  */
 import type { CalDavClient, CalDavCredentials, RemoteResource } from '../caldav/caldav-client.ts';
-import { type CalDavTarget, type CalDavTargetStore, caldavDetails } from '../caldav/caldav-targets.ts';
+import { type CalDavTargetStore, caldavDetails } from '../caldav/caldav-targets.ts';
 import { CalDavCalendarGoneError, EtagMismatchError } from '../caldav/errors.ts';
 import { hrefFor, idOfHref, parseOwned } from '../caldav/resource-index.ts';
 import type { Logger } from '../logger.ts';
+import type { PushTarget } from '../store/push-target-record.ts';
+import { type DisconnectKind, disconnectPushTarget } from './push-disconnect.ts';
 
 /** What a disconnection did. `error` says why what we wrote could not all be removed. */
 export interface CalDavDisconnected {
@@ -44,41 +46,35 @@ export async function disconnectCaldavTarget(
   id: string,
   options: { keepWritten?: boolean } = {},
 ): Promise<CalDavDisconnected | undefined> {
-  const store = ctx.caldav.targets;
-  const target = await store.get(id);
-  if (target === undefined) return undefined;
-  // Read before removing: the sealed password and the index go with the record.
-  const password = await store.credential(id).catch((error: unknown) => error as Error);
-  const index =
-    target.calendarOwned || options.keepWritten ? new Map<string, string>() : await ctx.caldav.index(id).read();
-  if (!(await store.remove(id))) return undefined;
-  ctx.logger.info({ target: id, source: target.source }, 'caldav target removed');
-  const result: CalDavDisconnected = {
-    calendarUrl: target.calendarId,
-    calendarOwned: target.calendarOwned,
-    calendarDeleted: false,
-    removed: 0,
+  const result = await disconnectPushTarget(ctx, caldavKind(ctx, options), id);
+  if (result === undefined) return undefined;
+  const { target, calendarDeleted, removed, error } = result;
+  const calendar = { calendarUrl: target.calendarId, calendarOwned: target.calendarOwned };
+  return { ...calendar, calendarDeleted, removed, ...(error === undefined ? {} : { error }) };
+}
+
+/** CalDAV as a disconnection sees it: our calendar is deleted, or only our resources in a given one. */
+function caldavKind(ctx: CalDavDisconnectDeps, options: { keepWritten?: boolean }): DisconnectKind {
+  return {
+    kind: 'caldav',
+    targets: ctx.caldav.targets,
+    credentialName: 'password',
+    cleanUp: async (target) => {
+      if (options.keepWritten) return undefined;
+      const index = target.calendarOwned ? new Map<string, string>() : await ctx.caldav.index(target.id).read();
+      return async (password) => {
+        const client = ctx.caldav.client({ username: caldavDetails(target).username, password });
+        if (!target.calendarOwned) return { calendarDeleted: false, removed: await removeOurs(client, target, index) };
+        await client.deleteCalendar(target.calendarId);
+        return { calendarDeleted: true, removed: 0 };
+      };
+    },
+    isGone: (error) => error instanceof CalDavCalendarGoneError,
+    warning: {
+      message: 'caldav resources of a removed target not deleted',
+      fields: (target) => ({ host: new URL(target.calendarId).host }),
+    },
   };
-  if (options.keepWritten) return result;
-  if (password === undefined) return { ...result, error: 'the stored password is gone' };
-  if (password instanceof Error) return { ...result, error: `the stored password is unreadable (${password.name})` };
-  const client = ctx.caldav.client({ username: caldavDetails(target).username, password: password.secret });
-  try {
-    if (target.calendarOwned) {
-      await client.deleteCalendar(target.calendarId);
-      return { ...result, calendarDeleted: true };
-    }
-    return { ...result, removed: await removeOurs(client, target, index) };
-  } catch (error) {
-    if (error instanceof CalDavCalendarGoneError) return { ...result, calendarDeleted: target.calendarOwned };
-    const message = error instanceof Error ? error.message : String(error);
-    // The message only: the adapter's errors keep the transport's error as `cause`, request headers included.
-    ctx.logger.warn(
-      { target: id, host: new URL(target.calendarId).host, error: message },
-      'caldav resources of a removed target not deleted',
-    );
-    return { ...result, error: message };
-  }
 }
 
 /**
@@ -86,7 +82,7 @@ export async function disconnectCaldavTarget(
  * those a listing finds named and marked as ours (a write whose index entry was lost in a crash). A resource
  * changed since (412) is read again and deleted only while it still carries our marker.
  */
-async function removeOurs(client: CalDavClient, target: CalDavTarget, index: Map<string, string>): Promise<number> {
+async function removeOurs(client: CalDavClient, target: PushTarget, index: Map<string, string>): Promise<number> {
   const known = new Map<string, string>();
   for (const [id, value] of index) {
     const owned = parseOwned(value);

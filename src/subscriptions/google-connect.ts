@@ -10,20 +10,21 @@ import type { CalendarClient } from '../google/calendar-client.ts';
 import { CalendarGoneError, GoogleNotConfiguredError } from '../google/errors.ts';
 import { budgetKeyFor, type GoogleServices } from '../google/google-services.ts';
 import { type GoogleTarget, googleDetailFields, googleDetails } from '../google/google-targets.ts';
-import { type ActivationDeps, activateSource } from '../jobs/activation.ts';
-import { enqueuePush, enqueueRefresh } from '../jobs/queues.ts';
-import { requireFetched, type VerifyDeps } from '../jobs/verify-source.ts';
-import { withLock } from '../lib/redis-lock.ts';
-import type { RedisClient } from '../lib/redis-target.ts';
+import { requireFetched } from '../jobs/verify-source.ts';
 import type { Logger } from '../logger.ts';
 import { TargetRemovedError } from '../push/errors.ts';
-import { SecretKeyMissingError } from '../security/errors.ts';
-import type { RedisKeys } from '../store/keys.ts';
-import type { SnapshotStore } from '../store/snapshot-store.ts';
-import type { SubscriptionStore } from '../store/subscription-store.ts';
-import { placeholderName } from '../timetable/calendar-name.ts';
-import { type SourceKey, sourceOf } from '../timetable/source.ts';
-import { UnknownSourceError } from './errors.ts';
+import type { SourceKey } from '../timetable/source.ts';
+import {
+  type ConnectKind,
+  connectedBefore,
+  type PushConnectDeps,
+  renewTarget,
+  requireSealing,
+  sourceName,
+  startPushing,
+  storeTarget,
+  takingTurns,
+} from './push-connect.ts';
 
 /** What a connection is made of. `source` must be valid (see `parseSource`). */
 export interface ConnectRequest {
@@ -57,17 +58,11 @@ export interface GooglePushCheckDeps {
  * What {@link connectTarget} uses: a first fetch's (see `requireFetched`), Google's side, what names a calendar,
  * and the queues its first push and refresh go to.
  */
-export type ConnectDeps = VerifyDeps &
-  ActivationDeps & {
-    readonly config: Pick<Config, 'timezone' | 'googleReconcileIntervalMs'>;
-    readonly logger: Logger;
-    /** Connections of one account for one source take turns under a lock on this connection. */
-    readonly redis: RedisClient;
-    readonly keys: RedisKeys;
-    readonly google: Pick<GoogleServices, 'configured' | 'targets' | 'calendar'>;
-    readonly snapshots: Pick<SnapshotStore, 'snapshot'>;
-    readonly subscriptions: Pick<SubscriptionStore, 'get'>;
-  };
+export type ConnectDeps = PushConnectDeps & {
+  readonly config: Pick<Config, 'timezone' | 'googleReconcileIntervalMs'>;
+  readonly logger: Logger;
+  readonly google: Pick<GoogleServices, 'configured' | 'targets' | 'calendar'>;
+};
 
 /** How long a consent may hold its (Google user, source) lock: a connection takes a few requests, far less. */
 const CONNECT_LOCK_MS = 30_000;
@@ -79,13 +74,18 @@ const CONNECT_LOCK_MS = 30_000;
  */
 export function requireGooglePush(ctx: GooglePushCheckDeps): void {
   if (!ctx.google.configured) throw new GoogleNotConfiguredError();
-  if (!ctx.google.targets.canStoreCredentials) throw new SecretKeyMissingError();
+  requireSealing(ctx.google);
+}
+
+/** Google as a connection sees it. */
+function googleKind(ctx: ConnectDeps): ConnectKind {
+  return { kind: 'google', targets: ctx.google.targets, reconcileIntervalMs: ctx.config.googleReconcileIntervalMs };
 }
 
 /**
  * Connects a calendar for `request.source`. Throws GoogleNotConfiguredError without OAuth client settings,
  * SecretKeyMissingError without a `SECRET_KEY`,
- * {@link UnknownSourceError} for a personal source without subscription, SourceNotFoundError for a public one
+ * UnknownSourceError for a personal source without subscription, SourceNotFoundError for a public one
  * the university does not know, SourceNotReadyError when its first fetch (waited for here) takes too long, and
  * the Google adapter's typed errors
  * (CalendarGoneError for an unreachable `calendarId`, GoogleConsentError for a refused refresh token).
@@ -95,13 +95,11 @@ export async function connectTarget(ctx: ConnectDeps, request: ConnectRequest): 
   requireGooglePush(ctx);
   // A target keeps its source refreshed for good: never for an id the university has not answered once.
   await requireFetched(ctx, request.source);
-  // Connections of one account for one source take turns: the second finds the first's target and reconnects
-  // it, instead of making a second target with a second calendar (every class twice). Without a Google user
-  // (the admin route, retried after a timeout, say), the account is known by its refresh token.
+  // Without a Google user (the admin route, retried after a timeout, say), the account is known by its refresh
+  // token.
   const account = request.googleUser ?? budgetKeyFor(undefined, request.refreshToken);
-  // The lock expires on its own, so a holder that died delays the next connection by CONNECT_LOCK_MS at most.
-  const lock = ctx.keys.lock(`google-connect:${account}:${request.source}`);
-  return withLock(ctx.redis, lock, CONNECT_LOCK_MS, () => connect(ctx, request));
+  const turn = { account, source: request.source, lockMs: CONNECT_LOCK_MS };
+  return takingTurns(ctx, googleKind(ctx), turn, () => connect(ctx, request));
 }
 
 /** {@link connectTarget} once the checks passed (and, with a Google user, under its lock). */
@@ -113,26 +111,14 @@ async function connect(ctx: ConnectDeps, request: ConnectRequest): Promise<Conne
   if (existing !== undefined && (await isRepeat(ctx, existing, request, calendar))) return unchanged(ctx, existing);
   if (existing !== undefined) return reconnect(ctx, existing, request.refreshToken, budgetKey, calendar, fallbackName);
   const chosen = await chooseCalendar(ctx, calendar, request.calendarId, fallbackName);
-  let created: { id: string; manageToken: string };
-  try {
-    const details = googleDetailFields({ budgetKey, googleUser: request.googleUser });
-    created = await ctx.google.targets.create({
-      source: request.source,
-      secret: request.refreshToken,
-      ...chosen,
-      details,
-      now: ctx.now(),
-    });
-  } catch (error) {
-    // A calendar made for a target that could not be stored would be an orphan nobody knows about.
-    if (chosen.calendarOwned) await calendar.deleteCalendar(chosen.calendarId).catch(() => undefined);
-    throw error;
-  }
+  const details = googleDetailFields({ budgetKey, googleUser: request.googleUser });
+  const target = { source: request.source, secret: request.refreshToken, ...chosen, details, now: ctx.now() };
+  const created = await storeTarget(googleKind(ctx), target, (id) => calendar.deleteCalendar(id));
   ctx.logger.info(
     { target: created.id, source: request.source, calendarOwned: chosen.calendarOwned },
     'google target connected',
   );
-  await startPushing(ctx, created.id, request.source);
+  await startPushing(ctx, googleKind(ctx), created.id, request.source);
   return {
     id: created.id,
     calendarId: chosen.calendarId,
@@ -156,15 +142,10 @@ async function existingTarget(
     return request.calendarId === undefined
       ? ctx.google.targets.findByOwner(request.googleUser, request.source)
       : undefined;
-  for (const id of await ctx.google.targets.idsForSource(request.source)) {
-    const target = await ctx.google.targets.get(id);
-    if (target === undefined) continue;
+  return connectedBefore(ctx.google.targets, request.source, request.calendarId, (target) => {
     const details = googleDetails(target);
-    if (details.googleUser !== undefined || details.budgetKey !== budgetKey) continue;
-    if (request.calendarId === undefined ? target.calendarOwned : target.calendarId === request.calendarId)
-      return target;
-  }
-  return undefined;
+    return details.googleUser === undefined && details.budgetKey === budgetKey;
+  });
 }
 
 /**
@@ -211,33 +192,16 @@ async function reconnect(
   calendar: CalendarClient,
   name: string,
 ): Promise<ConnectedTarget> {
-  const store = ctx.google.targets;
   const live = await liveCalendar(ctx, target, calendar, name);
-  let adopted = !live.created;
-  let manageToken: string | undefined;
-  try {
-    // The store also drops the index (the old calendar's events are gone with it) and requests a reconcile.
-    if (!adopted)
-      adopted = await store.replaceCalendar(
-        target.id,
-        { calendarId: live.calendarId, calendarOwned: true, calendarName: live.calendarName },
-        ctx.now(),
-      );
-    if (!adopted) throw new TargetRemovedError(target.id);
-    // Reactivates a target that needed consent, and requests a full comparison with what the calendar holds.
-    if (!(await store.replaceCredential(target.id, refreshToken, ctx.now(), { budgetKey })))
-      throw new TargetRemovedError(target.id);
-    // The person consenting again may well have lost the first token; the old one stops working.
-    manageToken = await store.rotateManageToken(target.id);
-    if (manageToken === undefined) throw new TargetRemovedError(target.id);
-  } catch (error) {
-    // A calendar made for a target that is gone (or that never pointed at it) would be an orphan nobody knows about.
-    if (live.created && (!adopted || error instanceof TargetRemovedError))
-      await calendar.deleteCalendar(live.calendarId).catch(() => undefined);
-    throw error;
-  }
+  const moved = { calendarId: live.calendarId, calendarOwned: true, calendarName: live.calendarName };
+  const manageToken = await renewTarget(ctx, googleKind(ctx), target, {
+    secret: refreshToken,
+    details: { budgetKey },
+    calendar: live.created ? moved : undefined,
+    deleteCalendar: (id) => calendar.deleteCalendar(id),
+  });
   ctx.logger.info({ target: target.id, source: target.source, newCalendar: live.created }, 'google target reconnected');
-  await startPushing(ctx, target.id, target.source);
+  await startPushing(ctx, googleKind(ctx), target.id, target.source);
   return { id: target.id, calendarId: live.calendarId, calendarName: live.calendarName, manageToken, reused: true };
 }
 
@@ -279,29 +243,4 @@ async function chooseCalendar(
   }
   const info = await calendar.createCalendar(name, ctx.config.timezone);
   return { calendarId: info.id, calendarOwned: true, calendarName: info.summary };
-}
-
-/** Keeps the source refreshed and queues the first push (or the refresh whose publication will push). */
-async function startPushing(ctx: ConnectDeps, id: string, source: SourceKey): Promise<void> {
-  await activateSource(ctx, source);
-  if ((await ctx.snapshots.snapshot(source)) === undefined) {
-    await enqueueRefresh(ctx.queues, ctx.config, source, { reason: 'subscription', now: ctx.now() });
-  }
-  // The connect push compares the whole calendar itself: the periodic one is not due before an interval.
-  await ctx.google.targets.scheduleReconcile(id, ctx.now() + ctx.config.googleReconcileIntervalMs);
-  // Also without a timetable yet: the push then ends as skipped, and the refresh's publication pushes again
-  // (the reconcile request stays set until a push has compared the calendar).
-  await enqueuePush(ctx, id, source, 'connect');
-}
-
-/** A readable calendar name for the source: the timetable's own, the subscription's, or `Группа 4242`. */
-async function sourceName(ctx: ConnectDeps, source: SourceKey): Promise<string> {
-  const ref = sourceOf(source);
-  const subscription = ref.kind === 'personal' ? await ctx.subscriptions.get(ref.id) : undefined;
-  if (ref.kind === 'personal' && subscription === undefined) throw new UnknownSourceError(`no subscription ${ref.id}`);
-  const snapshot = await ctx.snapshots.snapshot(source);
-  if (snapshot !== undefined && snapshot.name.trim() !== '') return snapshot.name;
-  if (ref.kind === 'personal') return subscription?.name ?? 'Моё расписание';
-  // Renamed by the first push after the timetable names itself (`nameCalendar`).
-  return placeholderName({ kind: ref.kind, id: Number(ref.id) });
 }

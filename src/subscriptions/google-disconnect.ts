@@ -7,6 +7,7 @@ import { CalendarGoneError } from '../google/errors.ts';
 import type { GoogleServices } from '../google/google-services.ts';
 import { googleDetails } from '../google/google-targets.ts';
 import type { Logger } from '../logger.ts';
+import { type DisconnectKind, disconnectPushTarget } from './push-disconnect.ts';
 
 /** What a disconnection did. `calendarError` says why an owned calendar could not be deleted. */
 export interface Disconnected {
@@ -31,29 +32,29 @@ export async function disconnectTarget(
   id: string,
   options: { deleteCalendar: boolean },
 ): Promise<Disconnected | undefined> {
-  const store = ctx.google.targets;
-  const target = await store.get(id);
-  if (target === undefined) return undefined;
-  const wantsDelete = options.deleteCalendar && target.calendarOwned;
-  // Read before removing: the sealed token goes with the record.
-  const token = wantsDelete ? await store.credential(id).catch((error: unknown) => error as Error) : undefined;
-  await store.remove(id);
-  ctx.logger.info({ target: id, source: target.source }, 'google target removed');
-  const result: Disconnected = { calendarId: target.calendarId, calendarDeleted: false };
-  if (!wantsDelete || token === undefined) return result;
-  if (token instanceof Error)
-    return { ...result, calendarError: `the stored refresh token is unreadable (${token.name})` };
-  try {
-    await ctx.google.calendar(token.secret, googleDetails(target).budgetKey).deleteCalendar(target.calendarId);
-    return { ...result, calendarDeleted: true };
-  } catch (error) {
-    if (error instanceof CalendarGoneError) return { ...result, calendarDeleted: true };
-    const message = error instanceof Error ? error.message : String(error);
-    // The message only: the adapter's errors keep the library's error as `cause`, request headers included.
-    ctx.logger.warn(
-      { target: id, calendarId: target.calendarId, error: message },
-      'google calendar of a removed target not deleted',
-    );
-    return { ...result, calendarError: message };
-  }
+  const result = await disconnectPushTarget(ctx, googleKind(ctx, options), id);
+  if (result === undefined) return undefined;
+  const { target, calendarDeleted, error } = result;
+  return { calendarId: target.calendarId, calendarDeleted, ...(error === undefined ? {} : { calendarError: error }) };
+}
+
+/** Google as a disconnection sees it: only a calendar of ours, when asked, is deleted. */
+function googleKind(ctx: DisconnectDeps, options: { deleteCalendar: boolean }): DisconnectKind {
+  return {
+    kind: 'google',
+    targets: ctx.google.targets,
+    credentialName: 'refresh token',
+    cleanUp: async (target) => {
+      if (!options.deleteCalendar || !target.calendarOwned) return undefined;
+      return async (refreshToken) => {
+        await ctx.google.calendar(refreshToken, googleDetails(target).budgetKey).deleteCalendar(target.calendarId);
+        return { calendarDeleted: true, removed: 0 };
+      };
+    },
+    isGone: (error) => error instanceof CalendarGoneError,
+    warning: {
+      message: 'google calendar of a removed target not deleted',
+      fields: (target) => ({ calendarId: target.calendarId }),
+    },
+  };
 }
