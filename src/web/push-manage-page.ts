@@ -211,15 +211,30 @@ function when(view: Pick<PushManageView, 'lang' | 'timeZone'>, at: number): stri
   }).format(at);
 }
 
-/** The page after Disconnect: what it did, in the kind's words; `failed` when not all could be removed. */
-export function pushDisconnectedPage(view: { lang: Lang; url: string; text: string; failed: boolean }): Html {
+/** What a disconnection did to the calendar: deleted it (or all the service wrote in it), kept it, or failed. */
+export type DisconnectOutcome = 'deleted' | 'kept' | 'failed';
+
+/** What the page after Disconnect shows. */
+export interface PushDisconnectedView {
+  lang: Lang;
+  url: string;
+  calendarName: string;
+  outcome: DisconnectOutcome;
+}
+
+/** A kind's words for each outcome of a disconnection, given the calendar's name, in each language. */
+export type DisconnectedWords = (lang: Lang) => Record<DisconnectOutcome, (calendarName: string) => string>;
+
+/** The page after Disconnect: what it did, in the kind's words. */
+export function pushDisconnectedPage(view: PushDisconnectedView, kindWords: DisconnectedWords): Html {
   const w = words(view.lang);
+  const failed = view.outcome === 'failed';
   return page({
     lang: view.lang,
     url: view.url,
     title: w.disconnectedTitle,
     body: html`<h1>${w.disconnectedTitle}</h1>
-<p class="notice${view.failed ? ' error' : ''}" role="status">${view.text}</p>
+<p class="notice${failed ? ' error' : ''}" role="status">${kindWords(view.lang)[view.outcome](view.calendarName)}</p>
 <p><a class="button secondary" href="/">${w.home}</a></p>`,
   });
 }
