@@ -96,6 +96,12 @@ export const ERROR_CODES = {
     meaning: 'The service has no `SECRET_KEY`: personal subscriptions and Google push are off.',
   },
 
+  // Push to a calendar of any kind (Google, CalDAV).
+  TARGET_REMOVED: {
+    status: 409,
+    meaning: 'The push target was removed while it was being changed (a reconnect, a new password): connect again.',
+  },
+
   // Google push.
   GOOGLE_NOT_CONFIGURED: { status: 503, meaning: 'Google push is not configured on this service.' },
   GOOGLE_CALLBACK_INVALID: {
@@ -107,7 +113,6 @@ export const ERROR_CODES = {
     meaning: 'Google refused access (consent denied, or a refresh token it refuses).',
   },
   TARGET_NOT_FOUND: { status: 404, meaning: 'No Google target has this id.' },
-  TARGET_REMOVED: { status: 409, meaning: 'The Google target was removed meanwhile: connect again.' },
   CALENDAR_NOT_FOUND: { status: 400, meaning: 'The calendar was deleted or cannot be reached with this grant.' },
   CALENDAR_NOT_DELETED: {
     status: 502,

@@ -296,7 +296,7 @@ const CATALOG: readonly Entry[] = [
     (error) =>
       new HttpError('TARGET_REMOVED', {
         en: `${error.message}: connect again`,
-        ru: `подключение к Google удалено тем временем (${error.message}): подключите снова`,
+        ru: `подключение календаря удалено тем временем (${error.message}): подключите снова`,
       }),
   ),
   entry(
