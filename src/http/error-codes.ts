@@ -93,7 +93,7 @@ export const ERROR_CODES = {
   SIGN_UP_CONTENTION: { status: 503, meaning: 'Simultaneous sign-ups of one university user collided; try again.' },
   SECRET_KEY_MISSING: {
     status: 503,
-    meaning: 'The service has no `SECRET_KEY`: personal subscriptions and Google push are off.',
+    meaning: 'The service has no `SECRET_KEY`: personal subscriptions, calendar push and webhooks are off.',
   },
 
   // Push to a calendar of any kind (Google, CalDAV).
