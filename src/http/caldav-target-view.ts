@@ -15,18 +15,23 @@ import {
 import { type CalDavPendingDeps, caldavPendingChanges } from '../caldav/pending-resources.ts';
 import { pendingCaldavPush } from '../jobs/job-status.ts';
 import { retryAfterSeconds } from '../lib/retry-after.ts';
+import type { PushIndex } from '../store/push-index.ts';
 import { CalDavNoCalendarError, CalDavUrlError, type CalendarChoice } from '../subscriptions/errors.ts';
 import { HttpError } from './errors.ts';
 import type { LeftBehind, PushViewSources } from './push-target-view.ts';
 
-/** What a CalDAV target's view reads: its queued push, its pending changes. */
-export type CalDavTargetViewDeps = Parameters<typeof pendingCaldavPush>[0] & CalDavPendingDeps;
+/** What a CalDAV target's view reads: its queued push, its pending changes and its index. */
+export type CalDavTargetViewDeps = {
+  readonly caldav: { index(id: string): Pick<PushIndex, 'read' | 'size'> };
+} & Parameters<typeof pendingCaldavPush>[0] &
+  CalDavPendingDeps;
 
 /** Where the views of CalDAV targets read their queued push, pending changes and own fields. */
 export function caldavViewSources(ctx: CalDavTargetViewDeps): PushViewSources<CalDavTarget> {
   return {
     queuedPush: (id) => pendingCaldavPush(ctx, id),
     pendingChanges: (target) => caldavPendingChanges(ctx, target.id, target.source),
+    indexSize: (id) => ctx.caldav.index(id).size(),
     ownFields: (target) => {
       const details = caldavDetails(target);
       return {

@@ -1,6 +1,6 @@
 /**
- * What Google targets add to the views every kind shares (push-target-view.ts): the calendar's id, the index
- * size and the refusals beside the shared state, and how a calendar left behind by a disconnection is named.
+ * What Google targets add to the views every kind shares (push-target-view.ts): the calendar's id beside the
+ * shared state, and how a calendar left behind by a disconnection is named.
  */
 import { z } from 'zod';
 import { pendingChanges } from '../google/google-pending.ts';
@@ -40,11 +40,7 @@ export function googleViewSources(ctx: TargetViewDeps): PushViewSources<GoogleTa
   return {
     queuedPush: (id) => pendingPush(ctx, id),
     pendingChanges: (target) => pendingChanges(ctx, target.id, target.source),
-    ownFields: async (target) => ({
-      calendarId: target.calendarId,
-      lastRefusals: target.lastRefusals ?? [],
-      reconcileRequested: target.reconcileRequested,
-      indexSize: await ctx.google.index(target.id).size(),
-    }),
+    indexSize: (id) => ctx.google.index(id).size(),
+    ownFields: (target) => ({ calendarId: target.calendarId }),
   };
 }

@@ -24,6 +24,8 @@ export interface PushViewSources<T extends PushTarget> {
   queuedPush(id: string): Promise<QueuedPush | null>;
   /** The changes not pushed yet; null before the source's first publication. */
   pendingChanges(target: T): Promise<PendingChanges | null>;
+  /** How many events (or resources) the index of target `id` holds. */
+  indexSize(id: string): Promise<number>;
   /** The kind's own fields of the JSON view (where its calendar is, a login): never a credential. */
   ownFields(target: T): Record<string, unknown> | Promise<Record<string, unknown>>;
 }
@@ -47,9 +49,10 @@ export async function pushTargetView<T extends PushTarget>(
   target: T,
   detail: { pendingChanges?: boolean } = {},
 ): Promise<Record<string, unknown>> {
-  const [pending, own, changes] = await Promise.all([
+  const [pending, own, indexSize, changes] = await Promise.all([
     sources.queuedPush(target.id),
     sources.ownFields(target),
+    sources.indexSize(target.id),
     // Expanding the timetable costs milliseconds: one target's view has it, a page of targets does not.
     detail.pendingChanges ? sources.pendingChanges(target) : undefined,
   ]);
@@ -68,8 +71,11 @@ export async function pushTargetView<T extends PushTarget>(
     lastPush: target.lastPush === undefined ? null : { ...target.lastPush, at: iso(target.lastPush.at) },
     lastErrorAt: iso(target.lastErrorAt),
     lastError: target.lastError ?? null,
+    lastRefusals: target.lastRefusals ?? [],
+    reconcileRequested: target.reconcileRequested,
     pendingPush: pending,
     ...(changes === undefined ? {} : { pendingChanges: changes }),
+    indexSize,
   };
 }
 
