@@ -4,14 +4,13 @@
  * only CalDAV has (a personal timetable connected by someone not signed in to it).
  */
 import { type Html, html } from './html.ts';
-import { type Lang, messages } from './i18n.ts';
+import { messages } from './i18n.ts';
 import {
   type DisconnectedWords,
+  kindProblemPage,
   type PushManageView,
   type PushProblem,
-  problemWords,
   pushManagePage,
-  pushProblemPage,
 } from './push-manage-page.ts';
 
 const words = messages({
@@ -157,10 +156,4 @@ const problems = messages({
 export type CalDavProblem = PushProblem | keyof ReturnType<typeof problems>;
 
 /** A friendly page for a problem of the CalDAV pages. */
-export function caldavProblemPage(view: { lang: Lang; url: string; problem: CalDavProblem }): Html {
-  return pushProblemPage({
-    lang: view.lang,
-    url: view.url,
-    words: problemWords(view.lang, problems(view.lang), view.problem),
-  });
-}
+export const caldavProblemPage = kindProblemPage(problems);

@@ -4,14 +4,13 @@
  * that only Google has (a refused or expired consent, Google push not set up).
  */
 import type { Html } from './html.ts';
-import { type Lang, messages } from './i18n.ts';
+import { messages } from './i18n.ts';
 import {
   type DisconnectedWords,
+  kindProblemPage,
   type PushManageView,
   type PushProblem,
-  problemWords,
   pushManagePage,
-  pushProblemPage,
 } from './push-manage-page.ts';
 
 const words = messages({
@@ -99,7 +98,4 @@ const problems = messages({
 export type GoogleProblem = PushProblem | keyof ReturnType<typeof problems>;
 
 /** A friendly page for a problem of the Google pages; `detail` (the service's own words) may add why. */
-export function googleProblemPage(view: { lang: Lang; url: string; problem: GoogleProblem; detail?: string }): Html {
-  const words = problemWords(view.lang, problems(view.lang), view.problem);
-  return pushProblemPage({ lang: view.lang, url: view.url, words, ...(view.detail ? { detail: view.detail } : {}) });
-}
+export const googleProblemPage = kindProblemPage(problems);

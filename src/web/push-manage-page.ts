@@ -267,14 +267,14 @@ export type PushProblem = keyof ReturnType<typeof problems>;
 /** A problem's title and text. */
 export type ProblemWords = readonly string[];
 
-/** The title and text of `problem`: the kind's own (`own`, in the page's language) or one every kind shares. */
-export function problemWords<P extends string>(
-  lang: Lang,
-  own: Record<P, ProblemWords>,
-  problem: P | PushProblem,
-): ProblemWords {
-  const all: Record<P | PushProblem, ProblemWords> = { ...problems(lang), ...own };
-  return all[problem];
+/** A kind's problem page: its own problems (`own`, in each language) and those every kind shares. */
+export function kindProblemPage<P extends string>(
+  own: (lang: Lang) => Record<P, ProblemWords>,
+): (view: { lang: Lang; url: string; problem: P | PushProblem; detail?: string | undefined }) => Html {
+  return ({ lang, url, problem, detail }) => {
+    const all: Record<P | PushProblem, ProblemWords> = { ...problems(lang), ...own(lang) };
+    return pushProblemPage({ lang, url, words: all[problem], ...(detail ? { detail } : {}) });
+  };
 }
 
 /** A friendly page for a problem; `detail` (the service's own words) may add why. */
