@@ -5,13 +5,7 @@
  */
 import { type Html, html } from './html.ts';
 import { messages } from './i18n.ts';
-import {
-  type DisconnectedWords,
-  kindProblemPage,
-  type PushManageView,
-  type PushProblem,
-  pushManagePage,
-} from './push-manage-page.ts';
+import { kindProblemPage, type PushManageView, pushManagePage } from './push-manage-page.ts';
 
 const words = messages({
   ru: {
@@ -120,7 +114,7 @@ function passwordSection(view: CalDavManageView): Html {
 }
 
 /** What a disconnection did to a CalDAV calendar: the service's own is deleted, one it was given is kept. */
-export const caldavDisconnected: DisconnectedWords = messages({
+export const caldavDisconnected = messages({
   ru: {
     deleted: (name: string) => `Календарь «${name}» отключён и удалён.`,
     kept: (name: string) =>
@@ -153,7 +147,7 @@ const problems = messages({
 });
 
 /** What went wrong, as the problem page tells it. */
-export type CalDavProblem = PushProblem | keyof ReturnType<typeof problems>;
+export type CalDavProblem = Parameters<typeof caldavProblemPage>[0]['problem'];
 
 /** A friendly page for a problem of the CalDAV pages. */
 export const caldavProblemPage = kindProblemPage(problems);

@@ -5,13 +5,7 @@
  */
 import type { Html } from './html.ts';
 import { messages } from './i18n.ts';
-import {
-  type DisconnectedWords,
-  kindProblemPage,
-  type PushManageView,
-  type PushProblem,
-  pushManagePage,
-} from './push-manage-page.ts';
+import { kindProblemPage, type PushManageView, pushManagePage } from './push-manage-page.ts';
 
 const words = messages({
   ru: {
@@ -58,7 +52,7 @@ export function googleManagePage(view: PushManageView): Html {
 }
 
 /** What a disconnection did to a Google calendar. */
-export const googleDisconnected: DisconnectedWords = messages({
+export const googleDisconnected = messages({
   ru: {
     kept: (name: string) =>
       `Календарь «${name}» больше не обновляется. Он остался в вашем Google Календаре, его можно удалить там.`,
@@ -95,7 +89,7 @@ const problems = messages({
 });
 
 /** What went wrong, as the problem page tells it. */
-export type GoogleProblem = PushProblem | keyof ReturnType<typeof problems>;
+export type GoogleProblem = Parameters<typeof googleProblemPage>[0]['problem'];
 
 /** A friendly page for a problem of the Google pages; `detail` (the service's own words) may add why. */
 export const googleProblemPage = kindProblemPage(problems);
