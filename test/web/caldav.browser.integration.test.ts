@@ -124,7 +124,7 @@ describe('CalDAV push from the page', () => {
     expect(await fact(page, 'Статус')).toBe('Работает');
     expect(await page.content()).not.toContain(PASSWORD);
     const target = await stack.ctx.caldav.targets.get(id);
-    expect(target).toMatchObject({ calendarOwned: true, username: USER, status: 'active' });
+    expect(target).toMatchObject({ calendarOwned: true, status: 'active', details: { username: USER } });
     const slug = `timetable-sync-${id}`;
     expect(existsSync(radicale.collectionDir(USER, slug))).toBe(true);
     await expectFits(page);
