@@ -602,11 +602,12 @@ const SETTINGS = {
   secretKey: setting('SECRET_KEY', secretKey, {
     group: 'secrets',
     meaning:
-      '32 bytes (64 hex digits or base64) for AES-256-GCM encryption of stored credentials and Google refresh ' +
-      'tokens, and the key of credential digests; needed by sign-ups and Google push. A key with fewer than 16 ' +
-      'different bytes (all zero, a repeated pattern) is refused as not random. Changing it makes stored refresh ' +
-      'tokens unreadable: their targets show `needs-consent`.',
-    defaultText: 'unset: sign-ups and Google push answer `503`',
+      '32 bytes (64 hex digits or base64) for AES-256-GCM encryption of stored credentials, Google refresh ' +
+      'tokens, CalDAV app passwords and webhook secrets, and the key of credential digests; needed by sign-ups, ' +
+      'calendar push and webhooks. A key with fewer than 16 different bytes (all zero, a repeated pattern) is ' +
+      'refused as not random. Changing it makes stored refresh tokens and app passwords unreadable: their ' +
+      'targets show `needs-consent` or `needs-password`.',
+    defaultText: 'unset: sign-ups, calendar push and webhooks answer `503`',
     exampleText: 'made by `openssl rand -hex 32`',
   }),
   googleClientId: setting('GOOGLE_CLIENT_ID', optionalText, {

@@ -6,25 +6,24 @@
  */
 
 import { type CalDavTarget, type CalDavTargetStore, caldavDetails } from '../caldav/caldav-targets.ts';
-import { caldavPendingChanges } from '../caldav/pending-resources.ts';
-import { pendingCaldavPush } from '../jobs/job-status.ts';
 import { TARGET_ID } from '../store/push-target-store.ts';
 import { disconnectCaldavTarget } from '../subscriptions/caldav-disconnect.ts';
 import {
-  caldavDisconnectedPage,
+  caldavDisconnected,
   caldavManagePage,
   caldavProblemPage,
   type PasswordOutcome,
 } from '../web/caldav-manage-page.ts';
-import type { PushTargetModel } from '../web/push-manage-page.ts';
+import { type PushTargetModel, pushDisconnectedPage } from '../web/push-manage-page.ts';
 import {
+  CALDAV_LEFT_BEHIND,
   type CalDavTargetViewDeps,
-  caldavDisconnection,
   caldavTargetNotFound,
-  caldavTargetView,
+  caldavViewSources,
 } from './caldav-target-view.ts';
 import type { PushRouteKind } from './push-route-kind.ts';
 import type { PushTargetRouteDeps } from './push-target-routes.ts';
+import { leftBehind, pushTargetModel, pushTargetViews } from './push-target-view.ts';
 
 /** The cookie that holds a CalDAV target's manage token, on that target's path only. */
 export const CALDAV_MANAGE_COOKIE = 'tts-caldav-manage';
@@ -36,19 +35,9 @@ export type CalDavKindDeps = PushTargetRouteDeps &
     readonly caldav: { readonly targets: Pick<CalDavTargetStore, 'get' | 'verifyManageToken' | 'page'> };
   };
 
-/** The page's view of a stored CalDAV target. */
+/** The page's view of a stored CalDAV target, with its last error while it is stopped. */
 export function caldavTargetModel(target: CalDavTarget): PushTargetModel {
-  return {
-    id: target.id,
-    calendarName: target.calendarName,
-    calendarOwned: target.calendarOwned,
-    status: target.status,
-    state: target.status === 'needs-password' ? 'needs-credential' : target.status,
-    statusReason: target.statusReason,
-    pausedUntil: target.pausedUntil,
-    lastPush: target.lastPush,
-    lastError: target.lastError,
-  };
+  return pushTargetModel(target, { needsCredential: 'needs-password', lastError: true });
 }
 
 /** CalDAV, for the shared push-target routes; its page's extra is the password form's outcome. */
@@ -74,14 +63,7 @@ export function caldavRouteKind(ctx: CalDavKindDeps): PushRouteKind<CalDavTarget
       get: (id) => ctx.caldav.targets.get(id),
     },
     page: (offset, limit) => ctx.caldav.targets.page(offset, limit),
-    view: (target, detail) => caldavTargetView(ctx, target, detail),
-    pending: async (target) => {
-      const [changes, queued] = await Promise.all([
-        caldavPendingChanges(ctx, target.id, target.source),
-        pendingCaldavPush(ctx, target.id),
-      ]);
-      return { changes, queued: queued !== null };
-    },
+    ...pushTargetViews(caldavViewSources(ctx)),
     managePage: (view, target, password) =>
       caldavManagePage({
         ...view,
@@ -99,14 +81,11 @@ export function caldavRouteKind(ctx: CalDavKindDeps): PushRouteKind<CalDavTarget
       const result = await disconnectCaldavTarget(ctx, id);
       if (result === undefined) return undefined;
       return {
-        failure: caldavDisconnection(result),
-        page: (view, target) =>
-          caldavDisconnectedPage({
-            ...view,
-            calendarName: target.calendarName,
-            calendarOwned: target.calendarOwned,
-            failed: result.error !== undefined,
-          }),
+        failure: leftBehind(CALDAV_LEFT_BEHIND, result.calendarUrl, result.error),
+        page: (view, target) => {
+          const outcome = result.error !== undefined ? 'failed' : target.calendarOwned ? 'deleted' : 'kept';
+          return pushDisconnectedPage({ ...view, calendarName: target.calendarName, outcome }, caldavDisconnected);
+        },
       };
     },
   };

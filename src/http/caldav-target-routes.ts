@@ -11,7 +11,7 @@ import { type CalDavKindDeps, caldavRouteKind } from './caldav-manage-routes.ts'
 import { caldavConnectFailure } from './caldav-target-view.ts';
 import { sendError } from './error-answer.ts';
 import { parseOr400 } from './parse.ts';
-import { registerPushAdminRoutes } from './push-admin-routes.ts';
+import { answerRegistered, registerPushAdminRoutes } from './push-admin-routes.ts';
 
 const BODY_HINT =
   'body must be JSON {"source": "group:4242", "url": "https://caldav.example", "username": "…", "password": "…", "calendarUrl"?: "…"}';
@@ -45,7 +45,8 @@ export type CalDavTargetRouteDeps = CalDavKindDeps & Parameters<typeof connectCa
 
 /** Registers the admin routes of CalDAV targets on the admin scope (prefix `/admin`, admin token checked). */
 export function registerCaldavTargetRoutes(admin: FastifyInstance, ctx: CalDavTargetRouteDeps): void {
-  admin.post('/caldav-targets', async (request, reply) => {
+  const kind = caldavRouteKind(ctx);
+  admin.post(kind.adminBase, async (request, reply) => {
     const body = parseOr400(targetBody, request.body, 'INVALID_BODY');
     const source = sourceKey(parseSource(body.source));
     let connected: Awaited<ReturnType<typeof connectCaldavTarget>>;
@@ -61,9 +62,9 @@ export function registerCaldavTargetRoutes(admin: FastifyInstance, ctx: CalDavTa
         failure.calendars === undefined ? {} : { calendars: failure.calendars },
       );
     }
-    reply.code(201).header('location', `/admin/caldav-targets/${connected.id}`).header('cache-control', 'no-store');
+    answerRegistered(reply, kind, connected.id);
     return { id: connected.id, calendarUrl: connected.calendarUrl, reused: connected.reused };
   });
 
-  registerPushAdminRoutes(admin, caldavRouteKind(ctx));
+  registerPushAdminRoutes(admin, kind);
 }

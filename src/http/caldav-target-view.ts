@@ -1,3 +1,8 @@
+/**
+ * What CalDAV targets add to the views every kind shares (push-target-view.ts): the server, the calendar's URL
+ * and the login beside the shared state; and the words of a connection's failures, for the fields of its form
+ * or body.
+ */
 import { type CalDavTarget, caldavDetails } from '../caldav/caldav-targets.ts';
 import {
   CalDavAuthError,
@@ -10,63 +15,45 @@ import {
 import { type CalDavPendingDeps, caldavPendingChanges } from '../caldav/pending-resources.ts';
 import { pendingCaldavPush } from '../jobs/job-status.ts';
 import { retryAfterSeconds } from '../lib/retry-after.ts';
-import type { CalDavDisconnected } from '../subscriptions/caldav-disconnect.ts';
+import type { PushIndex } from '../store/push-index.ts';
 import { CalDavNoCalendarError, CalDavUrlError, type CalendarChoice } from '../subscriptions/errors.ts';
 import { HttpError } from './errors.ts';
-import { iso } from './views.ts';
+import type { LeftBehind, PushViewSources } from './push-target-view.ts';
 
-/** What a target's view reads: its queued push, its pending changes. */
-export type CalDavTargetViewDeps = Parameters<typeof pendingCaldavPush>[0] & CalDavPendingDeps;
+/** What a CalDAV target's view reads: its queued push, its pending changes and its index. */
+export type CalDavTargetViewDeps = {
+  readonly caldav: { index(id: string): Pick<PushIndex, 'read' | 'size'> };
+} & Parameters<typeof pendingCaldavPush>[0] &
+  CalDavPendingDeps;
 
-/** A target's state, with its pending push (and, for one target, the changes not pushed yet). */
-export async function caldavTargetView(
-  ctx: CalDavTargetViewDeps,
-  target: CalDavTarget,
-  detail: { pendingChanges?: boolean } = {},
-): Promise<Record<string, unknown>> {
-  const [pending, changes] = await Promise.all([
-    pendingCaldavPush(ctx, target.id),
-    detail.pendingChanges ? caldavPendingChanges(ctx, target.id, target.source) : undefined,
-  ]);
-  const details = caldavDetails(target);
+/** Where the views of CalDAV targets read their queued push, pending changes and own fields. */
+export function caldavViewSources(ctx: CalDavTargetViewDeps): PushViewSources<CalDavTarget> {
   return {
-    id: target.id,
-    kind: 'caldav',
-    source: target.source,
-    serverUrl: details.serverUrl,
-    calendarUrl: target.calendarId,
-    calendarName: target.calendarName,
-    calendarOwned: target.calendarOwned,
-    username: details.username,
-    status: target.status,
-    statusReason: target.statusReason ?? null,
-    needsPassword: target.status === 'needs-password',
-    pausedUntil: iso(target.pausedUntil),
-    createdAt: iso(target.createdAt),
-    lastPushAt: iso(target.lastPush?.at),
-    lastPush: target.lastPush === undefined ? null : { ...target.lastPush, at: iso(target.lastPush.at) },
-    lastErrorAt: iso(target.lastErrorAt),
-    lastError: target.lastError ?? null,
-    pendingPush: pending,
-    ...(changes === undefined ? {} : { pendingChanges: changes }),
+    queuedPush: (id) => pendingCaldavPush(ctx, id),
+    pendingChanges: (target) => caldavPendingChanges(ctx, target.id, target.source),
+    indexSize: (id) => ctx.caldav.index(id).size(),
+    ownFields: (target) => {
+      const details = caldavDetails(target);
+      return {
+        kind: 'caldav',
+        serverUrl: details.serverUrl,
+        calendarUrl: target.calendarId,
+        username: details.username,
+        needsPassword: target.status === 'needs-password',
+      };
+    },
   };
 }
 
-/**
- * What the API answers when what the target wrote could not all be deleted (the target is removed all the
- * same): a 502 that names the calendar, so that the rest can be deleted by hand. Undefined when all is gone.
- */
-export function caldavDisconnection(
-  result: CalDavDisconnected,
-): { error: HttpError; fields: { calendarUrl: string } } | undefined {
-  if (result.error === undefined) return undefined;
-  const { calendarUrl, error } = result;
-  const words = {
+/** What the target wrote that a disconnection could not delete: its calendar is named, to clean it by hand. */
+export const CALDAV_LEFT_BEHIND: LeftBehind = {
+  code: 'CALDAV_NOT_CLEANED',
+  field: 'calendarUrl',
+  words: (calendarUrl, error) => ({
     en: `the target was removed, but what it wrote in ${calendarUrl} could not all be deleted (${error}); delete it by hand`,
     ru: `подключение удалено, но записанное им в ${calendarUrl} удалить не удалось (${error}); удалите это вручную`,
-  };
-  return { error: new HttpError('CALDAV_NOT_CLEANED', words), fields: { calendarUrl } };
-}
+  }),
+};
 
 /** The 404 of a CalDAV target id nobody has. */
 export function caldavTargetNotFound(id: string): HttpError {

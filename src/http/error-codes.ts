@@ -93,7 +93,13 @@ export const ERROR_CODES = {
   SIGN_UP_CONTENTION: { status: 503, meaning: 'Simultaneous sign-ups of one university user collided; try again.' },
   SECRET_KEY_MISSING: {
     status: 503,
-    meaning: 'The service has no `SECRET_KEY`: personal subscriptions and Google push are off.',
+    meaning: 'The service has no `SECRET_KEY`: personal subscriptions, calendar push and webhooks are off.',
+  },
+
+  // Push to a calendar of any kind (Google, CalDAV).
+  TARGET_REMOVED: {
+    status: 409,
+    meaning: 'The push target was removed while it was being changed (a reconnect, a new password): connect again.',
   },
 
   // Google push.
@@ -107,7 +113,6 @@ export const ERROR_CODES = {
     meaning: 'Google refused access (consent denied, or a refresh token it refuses).',
   },
   TARGET_NOT_FOUND: { status: 404, meaning: 'No Google target has this id.' },
-  TARGET_REMOVED: { status: 409, meaning: 'The Google target was removed meanwhile: connect again.' },
   CALENDAR_NOT_FOUND: { status: 400, meaning: 'The calendar was deleted or cannot be reached with this grant.' },
   CALENDAR_NOT_DELETED: {
     status: 502,

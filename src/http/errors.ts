@@ -141,8 +141,8 @@ export const REDIS_FULL_RETRY_AFTER_MS = 60_000;
 
 /** Said for every use of a secret that cannot be sealed or opened without `SECRET_KEY`. */
 const SECRET_KEY_MISSING: Words = {
-  en: 'personal subscriptions and Google push need SECRET_KEY: credentials and refresh tokens are stored encrypted',
-  ru: 'для личных подписок и отправки в Google Календарь нужен SECRET_KEY: токены хранятся только зашифрованными',
+  en: 'personal subscriptions, calendar push and webhooks need SECRET_KEY: the secrets they keep are stored encrypted',
+  ru: 'для личных подписок, отправки в календари и вебхуков нужен SECRET_KEY: их секреты хранятся только зашифрованными',
 };
 
 /** A subscription id as the messages quote it: a long one is cut (it may be anything a client sent). */
@@ -296,7 +296,7 @@ const CATALOG: readonly Entry[] = [
     (error) =>
       new HttpError('TARGET_REMOVED', {
         en: `${error.message}: connect again`,
-        ru: `подключение к Google удалено тем временем (${error.message}): подключите снова`,
+        ru: `подключение календаря удалено тем временем (${error.message}): подключите снова`,
       }),
   ),
   entry(

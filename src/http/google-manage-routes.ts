@@ -6,24 +6,28 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ConsentCallbackError, GoogleNotConfiguredError } from '../google/errors.ts';
-import { pendingChanges } from '../google/google-pending.ts';
 import type { GoogleTarget, GoogleTargetStore } from '../google/google-targets.ts';
-import { pendingPush } from '../jobs/job-status.ts';
 import { disconnectTarget } from '../subscriptions/google-disconnect.ts';
 import {
   type GoogleProblem,
-  googleDisconnectedPage,
+  googleDisconnected,
   googleManagePage,
   googleProblemPage,
 } from '../web/google-manage-page.ts';
 import type { Lang } from '../web/i18n.ts';
-import type { PushTargetModel } from '../web/push-manage-page.ts';
+import { type PushTargetModel, pushDisconnectedPage } from '../web/push-manage-page.ts';
 import { formOf } from './form-body.ts';
-import { deleteCalendarOption, googleDisconnection, type TargetViewDeps, targetView } from './google-target-view.ts';
+import {
+  deleteCalendarOption,
+  GOOGLE_LEFT_BEHIND,
+  googleViewSources,
+  type TargetViewDeps,
+} from './google-target-view.ts';
 import { googleTargetRecords, type TargetOwnerDeps } from './owner-auth.ts';
 import type { PageDeps } from './pages.ts';
 import type { PushRouteKind } from './push-route-kind.ts';
 import { type PushTargetRouteDeps, sendProblemPage } from './push-target-routes.ts';
+import { leftBehind, pushTargetModel, pushTargetViews } from './push-target-view.ts';
 
 /** The cookie that holds a target's manage token, on that target's path only. */
 export const MANAGE_COOKIE = 'tts-manage';
@@ -32,24 +36,13 @@ export const MANAGE_COOKIE = 'tts-manage';
 export type GoogleKindDeps = PushTargetRouteDeps &
   TargetViewDeps &
   TargetOwnerDeps &
-  Parameters<typeof pendingChanges>[0] &
-  Parameters<typeof pendingPush>[0] &
   Parameters<typeof disconnectTarget>[0] & {
     readonly google: { readonly targets: Pick<GoogleTargetStore, 'get' | 'verifyManageToken' | 'page'> };
   };
 
-/** The page's view of a stored Google target. */
+/** The page's view of a stored Google target (its page does not show the last error). */
 export function googleTargetModel(target: GoogleTarget): PushTargetModel {
-  return {
-    id: target.id,
-    calendarName: target.calendarName,
-    calendarOwned: target.calendarOwned,
-    status: target.status,
-    state: target.status === 'needs-consent' ? 'needs-credential' : target.status,
-    statusReason: target.statusReason,
-    pausedUntil: target.pausedUntil,
-    lastPush: target.lastPush,
-  };
+  return pushTargetModel(target, { needsCredential: 'needs-consent', lastError: false });
 }
 
 /** Google Calendar, for the shared push-target routes. */
@@ -61,14 +54,7 @@ export function googleRouteKind(ctx: GoogleKindDeps): PushRouteKind<GoogleTarget
     cookie: MANAGE_COOKIE,
     records: googleTargetRecords(ctx),
     page: (offset, limit) => ctx.google.targets.page(offset, limit),
-    view: (target, detail) => targetView(ctx, target, detail),
-    pending: async (target) => {
-      const [changes, queued] = await Promise.all([
-        pendingChanges(ctx, target.id, target.source),
-        pendingPush(ctx, target.id),
-      ]);
-      return { changes, queued: queued !== null };
-    },
+    ...pushTargetViews(googleViewSources(ctx)),
     managePage: (view, target) => googleManagePage({ ...view, target: googleTargetModel(target) }),
     connectUrl: (source) => `/google/connect?source=${encodeURIComponent(source)}`,
     problemPage: googleProblemPage,
@@ -77,15 +63,11 @@ export function googleRouteKind(ctx: GoogleKindDeps): PushRouteKind<GoogleTarget
     disconnect: async (id, options) => {
       const result = await disconnectTarget(ctx, id, options);
       if (result === undefined) return undefined;
+      const outcome = result.calendarError !== undefined ? 'failed' : result.calendarDeleted ? 'deleted' : 'kept';
       return {
-        failure: googleDisconnection(result),
+        failure: leftBehind(GOOGLE_LEFT_BEHIND, result.calendarId, result.calendarError),
         page: (view, target) =>
-          googleDisconnectedPage({
-            ...view,
-            calendarName: target.calendarName,
-            calendarDeleted: result.calendarDeleted,
-            deleteFailed: result.calendarError !== undefined,
-          }),
+          pushDisconnectedPage({ ...view, calendarName: target.calendarName, outcome }, googleDisconnected),
       };
     },
   };

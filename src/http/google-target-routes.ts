@@ -11,7 +11,7 @@ import { parseSource, sourceKey } from '../timetable/source.ts';
 import { HttpError } from './errors.ts';
 import { type GoogleKindDeps, googleRouteKind } from './google-manage-routes.ts';
 import { parseOr400 } from './parse.ts';
-import { registerPushAdminRoutes } from './push-admin-routes.ts';
+import { answerRegistered, registerPushAdminRoutes } from './push-admin-routes.ts';
 
 const BODY_HINT = 'body must be JSON {"source": "group:4242", "refreshToken": "…", "calendarId"?: "…"}';
 
@@ -44,7 +44,8 @@ export type GoogleTargetRouteDeps = GoogleKindDeps & Parameters<typeof connectTa
 
 /** Registers the admin routes of Google targets on the admin scope (prefix `/admin`, admin token checked). */
 export function registerGoogleTargetRoutes(admin: FastifyInstance, ctx: GoogleTargetRouteDeps): void {
-  admin.post('/google-targets', async (request, reply) => {
+  const kind = googleRouteKind(ctx);
+  admin.post(kind.adminBase, async (request, reply) => {
     const body = parseOr400(targetBody, request.body, 'INVALID_BODY');
     const source = sourceKey(parseSource(body.source));
     const connected = await connectTarget(ctx, { ...body, source }).catch((error: unknown) => {
@@ -52,11 +53,11 @@ export function registerGoogleTargetRoutes(admin: FastifyInstance, ctx: GoogleTa
     });
     // A second registration of one refresh token for one source and calendar answers the first's target, with
     // `reused: true`; still 201, as the contract says of every registration.
-    reply.code(201).header('location', `/admin/google-targets/${connected.id}`).header('cache-control', 'no-store');
+    answerRegistered(reply, kind, connected.id);
     return { id: connected.id, calendarId: connected.calendarId, reused: connected.reused };
   });
 
-  registerPushAdminRoutes(admin, googleRouteKind(ctx));
+  registerPushAdminRoutes(admin, kind);
 }
 
 /**

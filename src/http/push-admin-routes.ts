@@ -4,7 +4,7 @@
  * <adminBase>/:id` shows one with its pending changes, `DELETE <adminBase>/:id` disconnects one. Registering a
  * target differs per kind (a refresh token, a login and app password) and stays in the kind's own routes.
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import { HttpError } from './errors.ts';
 import type { IdParams, OwnedRecords } from './owner-auth.ts';
 import { parsePage } from './parse.ts';
@@ -35,6 +35,15 @@ export function registerPushAdminRoutes<T extends RoutedTarget, O extends object
     if (result === undefined) throw kind.records.notFound(request.params.id);
     return answerDisconnected(request, reply, result);
   });
+}
+
+/** The 201 of a target just registered (or found again): where the admin API shows it, never cached. */
+export function answerRegistered(
+  reply: FastifyReply,
+  kind: Pick<PushRouteKind<RoutedTarget>, 'adminBase'>,
+  id: string,
+): FastifyReply {
+  return reply.code(201).header('location', `/admin${kind.adminBase}/${id}`).header('cache-control', 'no-store');
 }
 
 /** A 400 unless `id` has the kind's id format. */

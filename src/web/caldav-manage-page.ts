@@ -4,15 +4,8 @@
  * only CalDAV has (a personal timetable connected by someone not signed in to it).
  */
 import { type Html, html } from './html.ts';
-import { type Lang, messages } from './i18n.ts';
-import {
-  type PushManageView,
-  type PushProblem,
-  problemWords,
-  pushDisconnectedPage,
-  pushManagePage,
-  pushProblemPage,
-} from './push-manage-page.ts';
+import { messages } from './i18n.ts';
+import { kindProblemPage, type PushManageView, pushManagePage } from './push-manage-page.ts';
 
 const words = messages({
   ru: {
@@ -35,11 +28,6 @@ const words = messages({
     disconnectOwned: (name: string) => `Календарь «${name}», созданный сервисом, будет удалён вместе с занятиями.`,
     disconnectGiven: (name: string) =>
       `Из календаря «${name}» будут удалены только занятия, записанные сервисом; ваши события останутся.`,
-    disconnectedOwned: (name: string) => `Календарь «${name}» отключён и удалён.`,
-    disconnectedGiven: (name: string) =>
-      `Календарь «${name}» больше не обновляется; занятия, записанные сервисом, удалены, ваши события остались.`,
-    cleanFailed: (name: string) =>
-      `Календарь «${name}» больше не обновляется, но удалить записанное сервисом не удалось. Удалите это в календаре вручную.`,
   },
   en: {
     title: 'Calendar connected',
@@ -61,11 +49,6 @@ const words = messages({
     disconnectOwned: (name: string) => `The calendar “${name}”, made by the service, is deleted with its classes.`,
     disconnectGiven: (name: string) =>
       `Only the classes the service wrote are removed from the calendar “${name}”; your own events stay.`,
-    disconnectedOwned: (name: string) => `The calendar “${name}” is disconnected and deleted.`,
-    disconnectedGiven: (name: string) =>
-      `The calendar “${name}” is no longer updated; the classes the service wrote are removed, your own events stay.`,
-    cleanFailed: (name: string) =>
-      `The calendar “${name}” is no longer updated, but what the service wrote could not be removed. Delete it in the calendar by hand.`,
   },
 });
 
@@ -130,26 +113,23 @@ function passwordSection(view: CalDavManageView): Html {
 </section>`;
 }
 
-/** What a disconnection did. */
-export interface CalDavDisconnectedView {
-  lang: Lang;
-  url: string;
-  calendarName: string;
-  calendarOwned: boolean;
-  /** Set when what the service wrote could not all be removed. */
-  failed: boolean;
-}
-
-/** The page after Disconnect. */
-export function caldavDisconnectedPage(view: CalDavDisconnectedView): Html {
-  const w = words(view.lang);
-  const text = view.failed
-    ? w.cleanFailed(view.calendarName)
-    : view.calendarOwned
-      ? w.disconnectedOwned(view.calendarName)
-      : w.disconnectedGiven(view.calendarName);
-  return pushDisconnectedPage({ lang: view.lang, url: view.url, text, failed: view.failed });
-}
+/** What a disconnection did to a CalDAV calendar: the service's own is deleted, one it was given is kept. */
+export const caldavDisconnected = messages({
+  ru: {
+    deleted: (name: string) => `Календарь «${name}» отключён и удалён.`,
+    kept: (name: string) =>
+      `Календарь «${name}» больше не обновляется; занятия, записанные сервисом, удалены, ваши события остались.`,
+    failed: (name: string) =>
+      `Календарь «${name}» больше не обновляется, но удалить записанное сервисом не удалось. Удалите это в календаре вручную.`,
+  },
+  en: {
+    deleted: (name: string) => `The calendar “${name}” is disconnected and deleted.`,
+    kept: (name: string) =>
+      `The calendar “${name}” is no longer updated; the classes the service wrote are removed, your own events stay.`,
+    failed: (name: string) =>
+      `The calendar “${name}” is no longer updated, but what the service wrote could not be removed. Delete it in the calendar by hand.`,
+  },
+});
 
 const problems = messages({
   ru: {
@@ -167,13 +147,7 @@ const problems = messages({
 });
 
 /** What went wrong, as the problem page tells it. */
-export type CalDavProblem = PushProblem | keyof ReturnType<typeof problems>;
+export type CalDavProblem = Parameters<typeof caldavProblemPage>[0]['problem'];
 
 /** A friendly page for a problem of the CalDAV pages. */
-export function caldavProblemPage(view: { lang: Lang; url: string; problem: CalDavProblem }): Html {
-  return pushProblemPage({
-    lang: view.lang,
-    url: view.url,
-    words: problemWords(view.lang, problems(view.lang), view.problem),
-  });
-}
+export const caldavProblemPage = kindProblemPage(problems);

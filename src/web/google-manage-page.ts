@@ -4,15 +4,8 @@
  * that only Google has (a refused or expired consent, Google push not set up).
  */
 import type { Html } from './html.ts';
-import { type Lang, messages } from './i18n.ts';
-import {
-  type PushManageView,
-  type PushProblem,
-  problemWords,
-  pushDisconnectedPage,
-  pushManagePage,
-  pushProblemPage,
-} from './push-manage-page.ts';
+import { messages } from './i18n.ts';
+import { kindProblemPage, type PushManageView, pushManagePage } from './push-manage-page.ts';
 
 const words = messages({
   ru: {
@@ -26,11 +19,6 @@ const words = messages({
     disconnectLead:
       'Календарь перестанет обновляться. Занятия, уже внесённые в него, останутся, если не удалить календарь.',
     deleteToo: 'Удалить и сам календарь из Google',
-    disconnectedKept: (name: string) =>
-      `Календарь «${name}» больше не обновляется. Он остался в вашем Google Календаре, его можно удалить там.`,
-    disconnectedDeleted: (name: string) => `Календарь «${name}» отключён и удалён из вашего Google Календаря.`,
-    deleteFailed: (name: string) =>
-      `Календарь «${name}» отключён, но удалить его не удалось. Удалите его в Google Календаре вручную.`,
   },
   en: {
     title: 'Google Calendar connected',
@@ -42,12 +30,6 @@ const words = messages({
     calendarDeleted: 'The calendar was deleted in Google. Connect again to create a new one.',
     disconnectLead: 'The calendar stops being updated. The classes already in it stay unless you delete the calendar.',
     deleteToo: 'Delete the calendar from Google too',
-    disconnectedKept: (name: string) =>
-      `The calendar “${name}” is no longer updated. It stays in your Google Calendar, where you can delete it.`,
-    disconnectedDeleted: (name: string) =>
-      `The calendar “${name}” is disconnected and deleted from your Google Calendar.`,
-    deleteFailed: (name: string) =>
-      `The calendar “${name}” is disconnected, but it could not be deleted. Delete it in Google Calendar by hand.`,
   },
 });
 
@@ -69,26 +51,23 @@ export function googleManagePage(view: PushManageView): Html {
   });
 }
 
-/** What a disconnection did. */
-export interface GoogleDisconnectedView {
-  lang: Lang;
-  url: string;
-  calendarName: string;
-  calendarDeleted: boolean;
-  /** Set when deleting the calendar was asked for and failed. */
-  deleteFailed: boolean;
-}
-
-/** The page after Disconnect. */
-export function googleDisconnectedPage(view: GoogleDisconnectedView): Html {
-  const w = words(view.lang);
-  const text = view.deleteFailed
-    ? w.deleteFailed(view.calendarName)
-    : view.calendarDeleted
-      ? w.disconnectedDeleted(view.calendarName)
-      : w.disconnectedKept(view.calendarName);
-  return pushDisconnectedPage({ lang: view.lang, url: view.url, text, failed: view.deleteFailed });
-}
+/** What a disconnection did to a Google calendar. */
+export const googleDisconnected = messages({
+  ru: {
+    kept: (name: string) =>
+      `Календарь «${name}» больше не обновляется. Он остался в вашем Google Календаре, его можно удалить там.`,
+    deleted: (name: string) => `Календарь «${name}» отключён и удалён из вашего Google Календаря.`,
+    failed: (name: string) =>
+      `Календарь «${name}» отключён, но удалить его не удалось. Удалите его в Google Календаре вручную.`,
+  },
+  en: {
+    kept: (name: string) =>
+      `The calendar “${name}” is no longer updated. It stays in your Google Calendar, where you can delete it.`,
+    deleted: (name: string) => `The calendar “${name}” is disconnected and deleted from your Google Calendar.`,
+    failed: (name: string) =>
+      `The calendar “${name}” is disconnected, but it could not be deleted. Delete it in Google Calendar by hand.`,
+  },
+});
 
 const problems = messages({
   ru: {
@@ -110,10 +89,7 @@ const problems = messages({
 });
 
 /** What went wrong, as the problem page tells it. */
-export type GoogleProblem = PushProblem | keyof ReturnType<typeof problems>;
+export type GoogleProblem = Parameters<typeof googleProblemPage>[0]['problem'];
 
 /** A friendly page for a problem of the Google pages; `detail` (the service's own words) may add why. */
-export function googleProblemPage(view: { lang: Lang; url: string; problem: GoogleProblem; detail?: string }): Html {
-  const words = problemWords(view.lang, problems(view.lang), view.problem);
-  return pushProblemPage({ lang: view.lang, url: view.url, words, ...(view.detail ? { detail: view.detail } : {}) });
-}
+export const googleProblemPage = kindProblemPage(problems);

@@ -211,15 +211,30 @@ function when(view: Pick<PushManageView, 'lang' | 'timeZone'>, at: number): stri
   }).format(at);
 }
 
-/** The page after Disconnect: what it did, in the kind's words; `failed` when not all could be removed. */
-export function pushDisconnectedPage(view: { lang: Lang; url: string; text: string; failed: boolean }): Html {
+/** What a disconnection did to the calendar: deleted it (or all the service wrote in it), kept it, or failed. */
+export type DisconnectOutcome = 'deleted' | 'kept' | 'failed';
+
+/** What the page after Disconnect shows. */
+export interface PushDisconnectedView {
+  lang: Lang;
+  url: string;
+  calendarName: string;
+  outcome: DisconnectOutcome;
+}
+
+/** A kind's words for each outcome of a disconnection, given the calendar's name, in each language. */
+export type DisconnectedWords = (lang: Lang) => Record<DisconnectOutcome, (calendarName: string) => string>;
+
+/** The page after Disconnect: what it did, in the kind's words. */
+export function pushDisconnectedPage(view: PushDisconnectedView, kindWords: DisconnectedWords): Html {
   const w = words(view.lang);
+  const failed = view.outcome === 'failed';
   return page({
     lang: view.lang,
     url: view.url,
     title: w.disconnectedTitle,
     body: html`<h1>${w.disconnectedTitle}</h1>
-<p class="notice${view.failed ? ' error' : ''}" role="status">${view.text}</p>
+<p class="notice${failed ? ' error' : ''}" role="status">${kindWords(view.lang)[view.outcome](view.calendarName)}</p>
 <p><a class="button secondary" href="/">${w.home}</a></p>`,
   });
 }
@@ -252,14 +267,14 @@ export type PushProblem = keyof ReturnType<typeof problems>;
 /** A problem's title and text. */
 export type ProblemWords = readonly string[];
 
-/** The title and text of `problem`: the kind's own (`own`, in the page's language) or one every kind shares. */
-export function problemWords<P extends string>(
-  lang: Lang,
-  own: Record<P, ProblemWords>,
-  problem: P | PushProblem,
-): ProblemWords {
-  const all: Record<P | PushProblem, ProblemWords> = { ...problems(lang), ...own };
-  return all[problem];
+/** A kind's problem page: its own problems (`own`, in each language) and those every kind shares. */
+export function kindProblemPage<P extends string>(
+  own: (lang: Lang) => Record<P, ProblemWords>,
+): (view: { lang: Lang; url: string; problem: P | PushProblem; detail?: string | undefined }) => Html {
+  return ({ lang, url, problem, detail }) => {
+    const all: Record<P | PushProblem, ProblemWords> = { ...problems(lang), ...own(lang) };
+    return pushProblemPage({ lang, url, words: all[problem], ...(detail ? { detail } : {}) });
+  };
 }
 
 /** A friendly page for a problem; `detail` (the service's own words) may add why. */

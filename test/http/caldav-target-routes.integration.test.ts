@@ -187,6 +187,10 @@ describe('admin CalDAV target routes', () => {
       statusReason: null,
       needsPassword: false,
       pausedUntil: null,
+      // Shown for every kind: nothing pushed yet (no worker here), and the first push lists the calendar.
+      lastRefusals: [],
+      reconcileRequested: true,
+      indexSize: 0,
     });
     const { pendingChanges } = state.json() as { pendingChanges: { insert: number; patch: number; delete: number } };
     // Nothing pushed yet (no worker here): every class of the stored timetable is still to be written.

@@ -202,7 +202,7 @@ describe('POST /api/subscriptions', () => {
       expect(response.statusCode).toBe(503);
       expect(response.json()).toEqual({
         error:
-          'personal subscriptions and Google push need SECRET_KEY: credentials and refresh tokens are stored encrypted',
+          'personal subscriptions, calendar push and webhooks need SECRET_KEY: the secrets they keep are stored encrypted',
         code: 'SECRET_KEY_MISSING',
       });
     } finally {
