@@ -23,7 +23,7 @@ import { caldavDetailFields } from '../src/caldav/caldav-targets.ts';
 import { loadPublishedResources } from '../src/caldav/published-resources.ts';
 import { loadConfig } from '../src/config.ts';
 import type { PushJobResult, PushReason } from '../src/jobs/contract.ts';
-import { enqueueCaldavPush, enqueueRefresh } from '../src/jobs/queues.ts';
+import { enqueuePush, enqueueRefresh } from '../src/jobs/queues.ts';
 import { silentLogger } from '../src/logger.ts';
 import type { ServiceContext } from '../src/runtime/context.ts';
 import { openServiceContext } from '../src/runtime/service-context.ts';
@@ -217,7 +217,7 @@ async function pushed(
   source: SourceKey,
   reason: PushReason,
 ): Promise<PushJobResult & { writes?: number; durationMs?: number }> {
-  const id = await enqueueCaldavPush(ctx.queues, target, reason, source);
+  const id = await enqueuePush(ctx.queues, 'caldav', target, source, reason);
   const deadline = Date.now() + 600_000;
   for (;;) {
     const job = await ctx.queues.caldavPush.getJob(id);

@@ -17,7 +17,7 @@ import {
 import { CalDavCalendarGoneError, MkcalendarRefusedError } from '../caldav/errors.ts';
 import type { Config } from '../config.ts';
 import { type ActivationDeps, activateSource } from '../jobs/activation.ts';
-import { enqueueCaldavPush, enqueueRefresh } from '../jobs/queues.ts';
+import { enqueuePush, enqueueRefresh } from '../jobs/queues.ts';
 import { requireFetched, type VerifyDeps } from '../jobs/verify-source.ts';
 import { withLock } from '../lib/redis-lock.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
@@ -330,7 +330,7 @@ async function startPushing(ctx: CalDavConnectDeps, id: string, source: SourceKe
   }
   // The connect push compares the whole calendar itself: the periodic one is not due before an interval.
   await ctx.caldav.targets.scheduleReconcile(id, ctx.now() + ctx.config.caldavReconcileIntervalMs);
-  await enqueueCaldavPush(ctx.queues, id, 'connect', source);
+  await enqueuePush(ctx.queues, 'caldav', id, source, 'connect');
 }
 
 /** What {@link changeCaldavPassword} uses. */
@@ -352,7 +352,7 @@ export async function changeCaldavPassword(ctx: PasswordChangeDeps, id: string, 
   await client.discover(target.calendarId);
   if (!(await ctx.caldav.targets.replaceCredential(id, password, ctx.now()))) return false;
   ctx.logger.info({ target: id, source: target.source }, 'caldav target password replaced');
-  await enqueueCaldavPush(ctx.queues, id, 'connect', target.source);
+  await enqueuePush(ctx.queues, 'caldav', id, target.source, 'connect');
   return true;
 }
 

@@ -291,7 +291,7 @@ async function startPushing(ctx: ConnectDeps, id: string, source: SourceKey): Pr
   await ctx.google.targets.scheduleReconcile(id, ctx.now() + ctx.config.googleReconcileIntervalMs);
   // Also without a timetable yet: the push then ends as skipped, and the refresh's publication pushes again
   // (the reconcile request stays set until a push has compared the calendar).
-  await enqueuePush(ctx, id, source, 'connect');
+  await enqueuePush(ctx.queues, 'google', id, source, 'connect');
 }
 
 /** A readable calendar name for the source: the timetable's own, the subscription's, or `Группа 4242`. */

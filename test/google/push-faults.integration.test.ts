@@ -275,7 +275,7 @@ describe('Google push under faults', () => {
     // When the pause is over, the scheduler's due scan queues the reconcile that finishes the work.
     h.clock.now += QUOTA_PAUSE_MS;
     try {
-      expect((await reconcile(h.ctx)).pushes).toBeGreaterThanOrEqual(1);
+      expect((await reconcile(h.ctx)).pushes.google).toBeGreaterThanOrEqual(1);
       const last = (await h.settled(target.id, 3)).at(-1);
       expect(last).toMatchObject({ state: 'completed', result: { reconciled: true } });
       expect(await h.ctx.google.targets.get(target.id)).toMatchObject({ status: 'active' });

@@ -254,7 +254,7 @@ export class PushHarness {
 
   /** Queues a push and waits until it completed or failed for good. */
   async push(target: Connected, reason: PushReason): Promise<PushOutcome> {
-    return this.waitForPush(await enqueuePush(this.ctx, target.id, target.source, reason));
+    return this.waitForPush(await enqueuePush(this.ctx.queues, 'google', target.id, target.source, reason));
   }
 
   /** Waits until `count` push jobs of the target exist and all of them have ended; answers them, oldest first. */

@@ -88,7 +88,9 @@ async function runPush(target: string, source: string): Promise<PushJobResult> {
     attemptsStarted: 1,
     opts: { attempts: 1 },
   };
-  return pushProcessor(g.ctx)(job as unknown as Job<PushJobData>);
+  const google = g.ctx.pushKinds.find((kind) => kind.kind === 'google');
+  if (google === undefined) throw new Error('Google is not a registered push kind');
+  return pushProcessor(g.ctx, google)(job as unknown as Job<PushJobData>);
 }
 
 /** The whole consent for `source`: connect, consent, callback (JSON). */
