@@ -23,7 +23,7 @@ import { caldavDetailFields } from '../src/caldav/caldav-targets.ts';
 import { loadPublishedResources } from '../src/caldav/published-resources.ts';
 import { loadConfig } from '../src/config.ts';
 import type { PushJobResult, PushReason } from '../src/jobs/contract.ts';
-import { enqueueCaldavPush, enqueueRefresh } from '../src/jobs/queues.ts';
+import { enqueuePush, enqueueRefresh } from '../src/jobs/queues.ts';
 import { silentLogger } from '../src/logger.ts';
 import type { ServiceContext } from '../src/runtime/context.ts';
 import { openServiceContext } from '../src/runtime/service-context.ts';
@@ -202,7 +202,7 @@ async function idle(ctx: ServiceContext, timeoutMs = 600_000): Promise<void> {
   for (;;) {
     const [refresh, push] = await Promise.all([
       ctx.queues.refresh.getJobCounts(...PENDING),
-      ctx.queues.caldavPush.getJobCounts(...PENDING),
+      ctx.queues.pushQueue('caldav').getJobCounts(...PENDING),
     ]);
     if (PENDING.every((state) => (refresh[state] ?? 0) + (push[state] ?? 0) === 0)) return;
     if (Date.now() > deadline) throw new Error(`queues did not settle: ${JSON.stringify(push)}`);
@@ -217,10 +217,10 @@ async function pushed(
   source: SourceKey,
   reason: PushReason,
 ): Promise<PushJobResult & { writes?: number; durationMs?: number }> {
-  const id = await enqueueCaldavPush(ctx.queues, target, reason, source);
+  const id = await enqueuePush(ctx.queues, 'caldav', target, source, reason);
   const deadline = Date.now() + 600_000;
   for (;;) {
-    const job = await ctx.queues.caldavPush.getJob(id);
+    const job = await ctx.queues.pushQueue('caldav').getJob(id);
     const state = job ? await job.getState() : 'unknown';
     if (job && state === 'failed') throw new Error(`push ${id} failed: ${job.failedReason}`);
     if (job && state === 'completed') {

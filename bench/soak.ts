@@ -190,7 +190,7 @@ async function soak(): Promise<number> {
   const seen = await subscribers.stop();
   // Nothing else may write to Redis while the kept job history is measured (by dropping it).
   for (const child of children) await child.stop();
-  const perJob = await bytesPerKeptJob(ctx.redis, [ctx.queues.refresh, ctx.queues.push]);
+  const perJob = await bytesPerKeptJob(ctx.redis, [ctx.queues.refresh, ctx.queues.pushQueue('google')]);
   const rules: VerdictRules = {
     durationSeconds: total,
     maxGrowthPercentPerHour: maxGrowth,

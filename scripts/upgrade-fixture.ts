@@ -107,7 +107,7 @@ async function resync(payload: { source: SourceKey } | { subscription: string })
 async function settled(context: ServiceContext): Promise<void> {
   const busy = async () => {
     const refresh = await context.queues.refresh.getJobCounts('active', 'wait', 'prioritized');
-    const push = await context.queues.push.getJobCounts('active', 'wait', 'prioritized', 'delayed');
+    const push = await context.queues.pushQueue('google').getJobCounts('active', 'wait', 'prioritized', 'delayed');
     const owed = await context.redis.scard(context.keys.pushOwed);
     return [...Object.values(refresh), ...Object.values(push), owed].reduce((sum, count) => sum + count, 0);
   };

@@ -19,7 +19,7 @@ export async function settle(ctx: ServiceContext, timeoutMs = 600_000): Promise<
   for (;;) {
     const [refresh, push] = await Promise.all([
       ctx.queues.refresh.getJobCounts(...PENDING),
-      ctx.queues.push.getJobCounts(...PENDING),
+      ctx.queues.pushQueue('google').getJobCounts(...PENDING),
     ]);
     const pending = PENDING.reduce((sum, state) => sum + (refresh[state] ?? 0) + (push[state] ?? 0), 0);
     if (pending === 0) return;
@@ -64,7 +64,7 @@ export interface PushRun {
 export async function pushRunsSince(ctx: ServiceContext, since: number): Promise<PushRun[]> {
   const runs: PushRun[] = [];
   for (const state of ['completed', 'failed'] as const) {
-    const jobs: Job<PushJobData, PushJobResult>[] = await ctx.queues.push.getJobs([state], 0, -1);
+    const jobs: Job<PushJobData, PushJobResult>[] = await ctx.queues.pushQueue('google').getJobs([state], 0, -1);
     for (const job of jobs) {
       if ((job.finishedOn ?? 0) < since) continue;
       runs.push({

@@ -134,10 +134,10 @@ export async function measureRound(
 export async function measureSteady(bench: PushBench): Promise<Record<string, number | string>> {
   const { ctx, source, targetId } = bench;
   const resync = await phase(bench, () => refreshAndSettle(ctx, source));
-  const idle = await phase(bench, () => enqueuePush(ctx, targetId, source, 'refresh'));
+  const idle = await phase(bench, () => enqueuePush(ctx.queues, 'google', targetId, source, 'refresh'));
   const reconcile = await phase(bench, async () => {
     await ctx.google.targets.requestReconcile(targetId);
-    return enqueuePush(ctx, targetId, source, 'reconcile');
+    return enqueuePush(ctx.queues, 'google', targetId, source, 'reconcile');
   });
   const after = calendarState(bench.fake, bench.calendarId, source);
   return {

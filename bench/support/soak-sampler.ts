@@ -58,7 +58,7 @@ export class Sampler {
     }
     const depths: Record<string, QueueDepth> = {
       refresh: await queueDepth(this.sources.ctx.queues.refresh),
-      push: await queueDepth(this.sources.ctx.queues.push),
+      push: await queueDepth(this.sources.ctx.queues.pushQueue('google')),
     };
     for (const [queue, depth] of Object.entries(depths)) {
       row[`${queue}_waiting`] = depth.waiting;

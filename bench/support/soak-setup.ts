@@ -91,7 +91,7 @@ export async function signUps(simulatorUrl: string, apiUrl: string, count: numbe
 export async function connectTargets(ctx: ServiceContext, fake: FakeGoogle, sources: readonly string[]): Promise<void> {
   for (const source of sources) await connectTarget(ctx, { source, refreshToken: fake.addUser().refreshToken });
   await until('the first pushes ended', 600_000, async () => {
-    const counts = await ctx.queues.push.getJobCounts('waiting', 'prioritized', 'active', 'delayed');
+    const counts = await ctx.queues.pushQueue('google').getJobCounts('waiting', 'prioritized', 'active', 'delayed');
     return Object.values(counts).every((count) => count === 0);
   });
 }

@@ -4,28 +4,25 @@
  * the password or an Authorization header.
  */
 
-/** What the adapter knows of a failed answer; every field may be unknown. */
-export interface CalDavErrorDetails {
-  status?: number | undefined;
+import { CalendarError, type CalendarErrorDetails } from '../push/errors.ts';
+
+/**
+ * What the adapter knows of a failed answer; every field may be unknown. `reason` is the server's own words,
+ * when short and safe to show (a DAV precondition element, a status text).
+ */
+export interface CalDavErrorDetails extends CalendarErrorDetails {
   /** The host that answered (rate limits and cool-downs are per host). */
   host?: string | undefined;
-  /** The server's own words, when short and safe to show (a DAV precondition element, a status text). */
-  reason?: string | undefined;
-  cause?: unknown;
 }
 
 /** Base class. */
-export class CalDavError extends Error {
+export class CalDavError extends CalendarError {
   override name = 'CalDavError';
-  readonly status: number | undefined;
   readonly host: string | undefined;
-  readonly reason: string | undefined;
 
   constructor(message: string, details: CalDavErrorDetails = {}) {
-    super(message, details.cause === undefined ? undefined : { cause: details.cause });
-    this.status = details.status;
+    super(message, details);
     this.host = details.host;
-    this.reason = details.reason;
   }
 }
 

@@ -3,24 +3,14 @@
  * boundary; callers branch on the class, never on message text. `cause` keeps the original error.
  */
 
+import { CalendarError, type CalendarErrorDetails } from '../push/errors.ts';
+
 /** What an adapter knows of a failed answer; every field may be unknown. */
-export interface GoogleErrorDetails {
-  status?: number | undefined;
-  reason?: string | undefined;
-  cause?: unknown;
-}
+export type GoogleErrorDetails = CalendarErrorDetails;
 
 /** Base class: `status` is the HTTP status (if any), `reason` Google's `errors[0].reason` or OAuth `error`. */
-export class GoogleError extends Error {
+export class GoogleError extends CalendarError {
   override name = 'GoogleError';
-  readonly status: number | undefined;
-  readonly reason: string | undefined;
-
-  constructor(message: string, details: GoogleErrorDetails = {}) {
-    super(message, details.cause === undefined ? undefined : { cause: details.cause });
-    this.status = details.status;
-    this.reason = details.reason;
-  }
 }
 
 /** 429, or 403 `rateLimitExceeded` / `userRateLimitExceeded`: slow down and try again. */

@@ -159,8 +159,7 @@ async function registerBoard(admin: FastifyInstance, ctx: AdminRouteDeps): Promi
   createBullBoard({
     queues: [
       new BullMQAdapter(ctx.queues.refresh),
-      new BullMQAdapter(ctx.queues.push),
-      new BullMQAdapter(ctx.queues.caldavPush),
+      ...[...ctx.queues.pushQueues.values()].map((queue) => new BullMQAdapter(queue)),
       new BullMQAdapter(ctx.queues.schedule),
       new BullMQAdapter(ctx.queues.notify),
       new BullMQAdapter(ctx.queues.telegram),

@@ -13,7 +13,7 @@ import {
   CalDavTransientError,
 } from '../caldav/errors.ts';
 import { type CalDavPendingDeps, caldavPendingChanges } from '../caldav/pending-resources.ts';
-import { pendingCaldavPush } from '../jobs/job-status.ts';
+import { pendingPush } from '../jobs/job-status.ts';
 import { retryAfterSeconds } from '../lib/retry-after.ts';
 import type { PushIndex } from '../store/push-index.ts';
 import { CalDavNoCalendarError, CalDavUrlError, type CalendarChoice } from '../subscriptions/errors.ts';
@@ -23,13 +23,13 @@ import type { LeftBehind, PushViewSources } from './push-target-view.ts';
 /** What a CalDAV target's view reads: its queued push, its pending changes and its index. */
 export type CalDavTargetViewDeps = {
   readonly caldav: { index(id: string): Pick<PushIndex, 'read' | 'size'> };
-} & Parameters<typeof pendingCaldavPush>[0] &
+} & Parameters<typeof pendingPush>[0] &
   CalDavPendingDeps;
 
 /** Where the views of CalDAV targets read their queued push, pending changes and own fields. */
 export function caldavViewSources(ctx: CalDavTargetViewDeps): PushViewSources<CalDavTarget> {
   return {
-    queuedPush: (id) => pendingCaldavPush(ctx, id),
+    queuedPush: (id) => pendingPush(ctx, 'caldav', id),
     pendingChanges: (target) => caldavPendingChanges(ctx, target.id, target.source),
     indexSize: (id) => ctx.caldav.index(id).size(),
     ownFields: (target) => {

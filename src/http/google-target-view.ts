@@ -38,7 +38,7 @@ export type TargetViewDeps = {
 /** Where the views of Google targets read their queued push, pending changes and own fields. */
 export function googleViewSources(ctx: TargetViewDeps): PushViewSources<GoogleTarget> {
   return {
-    queuedPush: (id) => pendingPush(ctx, id),
+    queuedPush: (id) => pendingPush(ctx, 'google', id),
     pendingChanges: (target) => pendingChanges(ctx, target.id, target.source),
     indexSize: (id) => ctx.google.index(id).size(),
     ownFields: (target) => ({ calendarId: target.calendarId }),

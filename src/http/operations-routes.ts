@@ -39,7 +39,7 @@ export type OperationsRouteDeps = Parameters<typeof liveWorkers>[0] & {
   readonly config: Pick<Config, 'metricsToken'>;
   readonly redis: RedisClient;
   readonly registry: Pick<SourceRegistry, 'staleCount'>;
-  readonly queues: Pick<Queues, 'refresh' | 'push' | 'caldavPush' | 'schedule' | 'notify' | 'telegram' | 'webhook'>;
+  readonly queues: Pick<Queues, 'refresh' | 'pushQueues' | 'schedule' | 'notify' | 'telegram' | 'webhook'>;
   readonly metrics: OperationsMetrics;
   readonly logger: Pick<Logger, 'debug'>;
 };
@@ -117,10 +117,10 @@ function plugGauges(ctx: OperationsRouteDeps): void {
     return lastStale;
   });
   ctx.metrics.setQueueDepths(async () => {
-    const queues = {
+    const queues: Record<string, Pick<Queues['refresh'], 'getJobCounts'>> = {
       refresh: ctx.queues.refresh,
-      push: ctx.queues.push,
-      'caldav-push': ctx.queues.caldavPush,
+      // One per calendar kind, by queue name (`push`, `caldav-push`).
+      ...Object.fromEntries([...ctx.queues.pushQueues.values()].map((queue) => [queue.name, queue])),
       schedule: ctx.queues.schedule,
       notify: ctx.queues.notify,
       telegram: ctx.queues.telegram,

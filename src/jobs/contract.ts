@@ -3,7 +3,7 @@
  * Payloads carry ids, never credentials. Job and scheduler ids never contain `:`.
  */
 import type { RefreshAsk, RefreshReason } from '../store/follow-up-asks.ts';
-import type { PushReason, SyncCounts } from '../store/push-target-record.ts';
+import type { PushReason, SyncCounts, TargetKind } from '../store/push-target-record.ts';
 import type { ChangeSet } from '../timetable/notify-change.ts';
 import type { ChangeCounts } from '../timetable/publication.ts';
 import type { SourceKey } from '../timetable/source.ts';
@@ -12,12 +12,9 @@ import type { SourceKey } from '../timetable/source.ts';
 export const QUEUE = {
   /** Fetch, compare, expand, render, store, fan out. Rate-limited to `UPSTREAM_RATE_LIMIT` over all workers. */
   refresh: 'refresh',
-  /** One job per Google push target whose source changed (consumed by the Google push role). */
+  /** One job per Google push target whose source changed (see {@link pushQueueName}). */
   push: 'push',
-  /**
-   * One job per CalDAV push target whose source changed. A queue of its own: a slow or throttling CalDAV server
-   * delays its own jobs, never a Google push.
-   */
+  /** One job per CalDAV push target whose source changed (see {@link pushQueueName}). */
   caldavPush: 'caldav-push',
   /** Per-source scheduler ticks and the reconciler; cheap jobs that never talk to the upstream. */
   schedule: 'schedule',
@@ -60,11 +57,24 @@ export interface RefreshJobResult {
 /** Why a push runs (declared with the push targets, which record it). */
 export type { PushReason };
 
-/** Payload of a push job (job name `push`). */
+/**
+ * The push queue of a calendar kind, one per kind: a slow or throttling server delays its own kind's pushes,
+ * never another's. `<kind>-push`, except Google's: its queue predates the other kinds and keeps its name, so that
+ * jobs queued before an upgrade still run. The job name is the queue's name.
+ */
+export function pushQueueName(kind: TargetKind): string {
+  return kind === 'google' ? QUEUE.push : `${kind}-push`;
+}
+
+/** Payload of a push job (on the push queue of the target's kind). */
 export interface PushJobData {
   /** The push target's id. */
   target: string;
-  source: SourceKey;
+  /**
+   * The target's source, for logs and `GET /admin/jobs/:id` (the target knows its own; a job whose target moved
+   * to another source is skipped). Absent from CalDAV jobs queued by earlier releases.
+   */
+  source?: SourceKey | undefined;
   /**
    * `refresh`: the source changed; `reconcile`: the periodic full comparison; `connect`: the first push of a
    * new or reconnected target. `reconcile` and `connect` list the calendar before comparing.
@@ -73,12 +83,6 @@ export interface PushJobData {
   /** Set by the processor: rate-limit rounds spent before the job last made progress (not counted again). */
   roundsBeforeProgress?: number;
 }
-
-/**
- * Payload of a CalDAV push job (job name `caldav-push`): the push job's, the source optional (the target knows
- * its own; a producer that has it at hand passes it, for logs and `GET /admin/jobs/:id`).
- */
-export type CalDavPushJobData = Omit<PushJobData, 'source'> & { source?: SourceKey | undefined };
 
 /** Result of a push job: what it wrote, or why it did nothing. */
 export type PushJobResult = { skipped: string } | (SyncCounts & { reconciled: boolean; durationMs: number });

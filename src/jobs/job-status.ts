@@ -1,15 +1,16 @@
 /**
  * What became of a job someone was given the id of (`POST /admin/resync` answers ids): its state, attempts,
  * last error and result, read from the queues; also the follow-up refresh that exists only once the running
- * one ends, and the push pending for a Google target.
+ * one ends, and the push pending for a push target.
  */
 import type { Queue } from 'bullmq';
+import type { TargetKind } from '../store/push-target-record.ts';
 import type { SourceKey } from '../timetable/source.ts';
-import { caldavPushDeduplicationId, followUpJobId, pushDeduplicationId, type Queues } from './queues.ts';
+import { followUpJobId, pushDeduplicationId, type Queues } from './queues.ts';
 
 /** What job lookups use: the refresh and push queues. */
 export interface JobStatusDeps {
-  readonly queues: Pick<Queues, 'refresh' | 'push' | 'caldavPush'>;
+  readonly queues: Pick<Queues, 'refresh' | 'pushQueues' | 'pushQueue'>;
 }
 
 /** Job ids we and BullMQ make never contain `:`; this also keeps lookups off BullMQ's own keys (`de:…`). */
@@ -45,12 +46,11 @@ export interface PendingFollowUp {
 /** The refresh or push job `id` (or a follow-up not queued yet); undefined when there is none. */
 export async function findJob(ctx: JobStatusDeps, id: string): Promise<JobStatus | PendingFollowUp | undefined> {
   if (!JOB_ID.test(id)) return undefined;
-  return (
-    (await storedJob(ctx.queues.refresh, id)) ??
-    (await storedJob(ctx.queues.push, id)) ??
-    (await storedJob(ctx.queues.caldavPush, id)) ??
-    (await pendingFollowUp(ctx, id))
-  );
+  for (const queue of [ctx.queues.refresh, ...ctx.queues.pushQueues.values()]) {
+    const stored = await storedJob(queue, id);
+    if (stored !== undefined) return stored;
+  }
+  return pendingFollowUp(ctx, id);
 }
 
 async function storedJob(
@@ -104,21 +104,15 @@ async function pendingFollowUp(ctx: JobStatusDeps, id: string): Promise<PendingF
   };
 }
 
-/** The push job queued or running for a Google target (its changes are not in the calendar yet), or null. */
-export async function pendingPush(ctx: JobStatusDeps, target: string): Promise<{ job: string; state: string } | null> {
-  const job = await ctx.queues.push.getDeduplicationJobId(pushDeduplicationId(target));
-  if (job === null) return null;
-  const state = await ctx.queues.push.getJobState(job);
-  return state === 'completed' || state === 'failed' || state === 'unknown' ? null : { job, state };
-}
-
-/** The push job queued or running for a CalDAV target (its changes are not in the calendar yet), or null. */
-export async function pendingCaldavPush(
-  ctx: { readonly queues: Pick<Queues, 'caldavPush'> },
+/** The push job queued or running for a target of `kind` (its changes are not in the calendar yet), or null. */
+export async function pendingPush(
+  ctx: { readonly queues: Pick<Queues, 'pushQueue'> },
+  kind: TargetKind,
   target: string,
 ): Promise<{ job: string; state: string } | null> {
-  const job = await ctx.queues.caldavPush.getDeduplicationJobId(caldavPushDeduplicationId(target));
+  const queue = ctx.queues.pushQueue(kind);
+  const job = await queue.getDeduplicationJobId(pushDeduplicationId(kind, target));
   if (job === null) return null;
-  const state = await ctx.queues.caldavPush.getJobState(job);
+  const state = await queue.getJobState(job);
   return state === 'completed' || state === 'failed' || state === 'unknown' ? null : { job, state };
 }

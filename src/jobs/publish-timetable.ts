@@ -1,15 +1,14 @@
 /** The publishing half of a refresh: compare, expand, guard, render, store, fan out. */
 
-import type { CalDavTargetStore } from '../caldav/caldav-targets.ts';
 import type { Config } from '../config.ts';
 import { type FeedSettings, renderFeed, renderVariant, settingsHash } from '../feeds/build-feed.ts';
 import { notifyChangeSet } from '../feeds/notify-changes.ts';
 import { isMassDeletion, nextExpiry } from '../feeds/publication-diff.ts';
 import { diffRefresh, type RefreshDiff } from '../feeds/refresh-diff.ts';
-import type { GoogleTargetStore } from '../google/google-targets.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import { execOrThrow } from '../lib/redis-transaction.ts';
 import type { Logger } from '../logger.ts';
+import type { PushKindTargets } from '../push/adapter.ts';
 import { encodeFeed, type FeedStore } from '../store/feed-store.ts';
 import type { GroupDirectory } from '../store/group-directory.ts';
 import type { RedisKeys } from '../store/keys.ts';
@@ -32,7 +31,7 @@ import { localDate } from '../timetable/zoned-time.ts';
 import { type ActivationDeps, activateSource } from './activation.ts';
 import type { RefreshJobResult, RefreshReason } from './contract.ts';
 import type { FetchedTimetable } from './fetch-source.ts';
-import { enqueueCaldavPush, enqueueNotifyFanout, enqueuePush, enqueueRefresh } from './queues.ts';
+import { enqueueNotifyFanout, enqueuePush, enqueueRefresh } from './queues.ts';
 import { syncTermStarts, type TermStartsDeps } from './term-starts.ts';
 
 /** What {@link markFeedStale} uses. */
@@ -60,8 +59,8 @@ export type PublishDeps = MarkStaleDeps &
     readonly directory: Pick<GroupDirectory, 'record'>;
     readonly knownEmployees: Pick<KnownEmployees, 'record'>;
     readonly teachers: Pick<TeacherDirectory, 'recordSeen'>;
-    readonly google: { readonly targets: Pick<GoogleTargetStore, 'idsForSource'> };
-    readonly caldav: { readonly targets: Pick<CalDavTargetStore, 'idsForSource'> };
+    /** The calendar kinds pushed to: every target of the source gets a push once it changed. */
+    readonly pushKinds: readonly PushKindTargets<'idsForSource'>[];
     /** Change notifications: the outbox a change set is written to, and whether anyone listens. */
     readonly notify: {
       readonly outbox: Pick<NotifyOutbox, 'write'>;
@@ -408,18 +407,17 @@ export async function markFeedStale(ctx: MarkStaleDeps, source: SourceKey, now: 
 }
 
 /**
- * One push job per Google and per CalDAV target of the source; a target with a push queued or running gets one
+ * One push job per target of the source, of every kind; a target with a push queued or running gets one
  * follow-up. Every one of them reads the publication just stored: the one fetch feeds them all.
  */
 async function fanOutPush(ctx: PublishDeps, source: SourceKey): Promise<number> {
-  const [google, caldav] = await Promise.all([
-    ctx.google.targets.idsForSource(source),
-    ctx.caldav.targets.idsForSource(source),
-  ]);
-  await Promise.all([
-    ...google.map((target) => enqueuePush(ctx, target, source, 'refresh')),
-    ...caldav.map((target) => enqueueCaldavPush(ctx.queues, target, 'refresh', source)),
-  ]);
+  const targets = await Promise.all(
+    ctx.pushKinds.map(async ({ kind, targets }) => ({ kind, ids: await targets.idsForSource(source) })),
+  );
+  const jobs = targets.flatMap(({ kind, ids }) =>
+    ids.map((target) => enqueuePush(ctx.queues, kind, target, source, 'refresh')),
+  );
+  await Promise.all(jobs);
   await ctx.snapshots.clearPushOwed(source);
-  return google.length + caldav.length;
+  return jobs.length;
 }

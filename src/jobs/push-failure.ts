@@ -1,21 +1,14 @@
 /**
- * What a failed push means for its target and what BullMQ does next (the shared policy is `failure.ts`): a
- * rate limit pauses the push queue; quota, consent and a deleted calendar stop the target with a status
- * saying why; anything else is retried with backoff, and a push that fails for good comes back as a reconcile.
+ * What a failed push means for its target and what BullMQ does next, for every calendar kind (the shared
+ * policy of all jobs is `failure.ts`; the kind's adapter says what its server's error means). A rate limit is
+ * waited out as the kind chose: its whole push queue pauses (Google), or only the job is put aside while the
+ * host that asked cools down (CalDAV: one throttling server must not stop the pushes to the others); neither
+ * uses an attempt. A refused credential, a pause the server asked for and a deleted calendar stop the target
+ * with a status saying why; anything else is retried with backoff, and a push that fails for good comes back
+ * as a reconcile.
  */
-import type { Job } from 'bullmq';
-import type { Counter } from 'prom-client';
-import type { Config } from '../config.ts';
-import {
-  CalendarGoneError,
-  GoogleConsentError,
-  GoogleNotConfiguredError,
-  GooglePermanentError,
-  GoogleQuotaError,
-  GoogleRateLimitError,
-  GoogleTransientError,
-} from '../google/errors.ts';
-import type { GoogleNeedsCredential, GoogleTargetStore } from '../google/google-targets.ts';
+import { DelayedError, type Job } from 'bullmq';
+import type { PushAdapter, PushVerdict } from '../push/adapter.ts';
 import { DecryptionError, SecretKeyMissingError } from '../security/errors.ts';
 import type { StoppedStatus } from '../store/push-target-record.ts';
 import type { PushJobData } from './contract.ts';
@@ -23,22 +16,25 @@ import { asError, failWith, isLastAttempt, mayWaitAgain, rateLimitPause, waitOut
 import type { PushRun } from './push-run.ts';
 import type { Queues } from './queues.ts';
 
-/** What {@link handlePushFailure} uses: the target's record, the push queue (paused on a rate limit), a metric. */
+/** What {@link handlePushFailure} uses besides the adapter: the push queues (one pauses on a rate limit), a clock. */
 export interface PushFailureDeps {
-  readonly config: Pick<Config, 'googleQuotaPauseMs'>;
-  readonly queues: Pick<Queues, 'push'>;
-  readonly google: {
-    readonly targets: Pick<GoogleTargetStore, 'markStatus' | 'recordError' | 'requestReconcile' | 'scheduleReconcile'>;
-  };
-  readonly metrics: { readonly googleErrors: Pick<Counter<'kind'>, 'inc'> };
+  readonly queues: Pick<Queues, 'pushQueue'>;
   /** Epoch ms. */
   readonly now: () => number;
 }
 
 /** Tuning that tests shorten. */
 export interface PushTuning {
-  /** First pause of the push queue after a Google rate limit without `Retry-After` (doubles per round). */
+  /** First wait after a rate limit without `Retry-After` (doubles per round). */
   rateLimitBaseMs?: number | undefined;
+}
+
+/** The failed run: its job, the job's lock token (a delayed job is moved with it), what was thrown. */
+export interface FailedPush {
+  readonly job: Job<PushJobData>;
+  readonly token: string | undefined;
+  readonly error: unknown;
+  readonly run: PushRun;
 }
 
 /** When a push that used up its attempts is tried again (by the scheduler, as a reconcile). */
@@ -46,69 +42,93 @@ const RETRY_FAILED_PUSH_MS = 15 * 60_000;
 
 /** The metric outcome of a failed push and what the processor throws. */
 export interface PushFailure {
-  outcome: 'rate-limited' | 'paused' | 'needs-consent' | 'calendar-deleted' | 'failed';
+  outcome: 'rate-limited' | StoppedStatus | 'failed';
   error: Error;
 }
 
-/** How a failure stops its target, if it does. */
-interface Stop {
-  status: StoppedStatus<GoogleNeedsCredential>;
-  reason: string;
-  pausedUntil?: number | undefined;
-}
-
 /**
- * Decides what a failure means for the target and what BullMQ does next. Logged once: when the job ends, or
- * when the target stops.
+ * Decides what a failure means for the target and what BullMQ does next. Logged once: when the job ends, when
+ * the target stops, or when the rate limit is waited out.
  */
 export async function handlePushFailure(
   ctx: PushFailureDeps,
-  job: Job<PushJobData>,
-  error: unknown,
-  run: PushRun,
+  adapter: PushAdapter,
+  { job, token, error, run }: FailedPush,
   tuning: PushTuning,
 ): Promise<PushFailure> {
   const id = job.data.target;
   const now = ctx.now();
-  const kind = googleErrorKind(error);
-  if (kind !== undefined) ctx.metrics.googleErrors.inc({ kind });
+  const verdict = verdictOf(adapter, error, now);
+  if (verdict.label !== undefined) adapter.metrics.errors.inc({ kind: verdict.label });
   const rounds = await rateLimitRounds(job, run.progressed);
-  if (error instanceof GoogleRateLimitError && mayWaitAgain(rounds)) {
-    const pauseMs = rateLimitPause(error.retryAfterMs, rounds, tuning.rateLimitBaseMs ?? 1_000);
-    run.log.warn({ pauseMs, rounds }, 'Google rate limit: push queue paused');
-    return { outcome: 'rate-limited', error: await waitOutRateLimit(ctx.queues.push, pauseMs) };
+  if (verdict.kind === 'rate-limit' && mayWaitAgain(rounds)) {
+    const waitMs = rateLimitPause(verdict.retryAfterMs, rounds, tuning.rateLimitBaseMs ?? 1_000);
+    const waited = await waitOut(ctx, adapter, job, token, verdict, waitMs);
+    if (waited !== undefined) {
+      run.log.warn({ ...waited.fields, rounds }, adapter.words.rateLimited);
+      return { outcome: 'rate-limited', error: waited.error };
+    }
   }
-  const stop = stopOf(error, ctx, now);
-  if (stop !== undefined) {
-    // Guarded: a push that outlived a reconnect (new token, perhaps a new calendar) must not stop the new target.
-    await ctx.google.targets.markStatus(id, stop.status, stop.reason, now, {
-      ...run.guard,
-      pausedUntil: stop.pausedUntil,
-    });
-    run.log.warn({ err: error, status: stop.status }, `push stopped: ${stop.reason}`);
-    return { outcome: stop.status, error: failWith(error, true) };
+  const { targets, words } = adapter;
+  if (verdict.kind === 'stop') {
+    const status = verdict.status === 'needs-credential' ? targets.needsCredential : verdict.status;
+    const { reason, pausedUntil } = verdict;
+    // Guarded: a push that outlived a new credential (perhaps a new calendar) must not stop the new target.
+    await targets.markStatus(id, status, reason, now, { ...run.guard, pausedUntil });
+    run.log.warn({ err: error, status }, `${words.push} stopped: ${reason}`);
+    return { outcome: status, error: failWith(error, true) };
   }
-  const permanent =
-    error instanceof GooglePermanentError ||
-    error instanceof SecretKeyMissingError ||
-    error instanceof GoogleNotConfiguredError;
+  const permanent = verdict.kind === 'permanent';
   if (!permanent && !isLastAttempt(job)) {
-    run.log.debug({ err: error }, 'push failed; will retry');
+    run.log.debug({ err: error }, `${words.push} failed; will retry`);
     return { outcome: 'failed', error: asError(error) };
   }
-  // What Google refused in this run (the refusals that tripped the breaker, say): the error names only the first.
-  await ctx.google.targets.recordError(
-    id,
-    asError(error).message,
-    now,
-    { calendarId: run.guard.calendarId },
-    run.refusals,
-  );
+  // What the server refused in this run (the refusals that tripped the breaker, say): the error names only the first.
+  await targets.recordError(id, asError(error).message, now, { calendarId: run.guard.calendarId }, run.refusals);
   // Nothing else may change the source for hours: the scheduler comes back for the target soon instead.
-  await ctx.google.targets.requestReconcile(id);
-  await ctx.google.targets.scheduleReconcile(id, now + RETRY_FAILED_PUSH_MS);
-  run.log.error({ err: error, permanent, retryAt: new Date(now + RETRY_FAILED_PUSH_MS).toISOString() }, 'push failed');
+  await targets.requestReconcile(id);
+  await targets.scheduleReconcile(id, now + RETRY_FAILED_PUSH_MS);
+  run.log.error(
+    { err: error, permanent, retryAt: new Date(now + RETRY_FAILED_PUSH_MS).toISOString() },
+    `${words.push} failed`,
+  );
   return { outcome: 'failed', error: failWith(error, permanent) };
+}
+
+/** The adapter's verdict, after what means the same for every kind: the secret box failing. */
+function verdictOf(adapter: PushAdapter, error: unknown, now: number): PushVerdict {
+  // Sealed under another SECRET_KEY (or tampered with): only a new credential gives one this service can read.
+  if (error instanceof DecryptionError) {
+    const reason = `stored ${adapter.words.credential} unreadable: SECRET_KEY changed?`;
+    return { kind: 'stop', status: 'needs-credential', reason };
+  }
+  if (error instanceof SecretKeyMissingError) return { kind: 'permanent' };
+  return adapter.classify(error, now);
+}
+
+/**
+ * Waits the rate limit out as the kind chose; undefined when this job cannot be put aside (no lock token: it
+ * then fails as any other failure would).
+ */
+async function waitOut(
+  ctx: PushFailureDeps,
+  adapter: PushAdapter,
+  job: Job<PushJobData>,
+  token: string | undefined,
+  verdict: Extract<PushVerdict, { kind: 'rate-limit' }>,
+  waitMs: number,
+): Promise<{ error: Error; fields: Record<string, unknown> } | undefined> {
+  const strategy = adapter.rateLimit;
+  if (strategy.mode === 'pause-queue') {
+    const error = await waitOutRateLimit(ctx.queues.pushQueue(adapter.kind), waitMs);
+    return { error, fields: { pauseMs: waitMs } };
+  }
+  if (token === undefined) return undefined;
+  // Only what the server said cools its host down: a wait our own budget refused adds nothing to it.
+  if (verdict.status !== undefined && verdict.host !== undefined) await strategy.coolDown(verdict.host, waitMs);
+  // BullMQ's delays run on the wall clock, whatever the service's clock says.
+  await job.moveToDelayed(Date.now() + waitMs, token);
+  return { error: new DelayedError(), fields: { delayMs: waitMs, host: verdict.host, status: verdict.status } };
 }
 
 /**
@@ -124,32 +144,4 @@ export async function rateLimitRounds<T extends Pick<PushJobData, 'roundsBeforeP
   const started = job.attemptsStarted - job.attemptsMade;
   if (progressed) await job.updateData({ ...job.data, roundsBeforeProgress: started - 1 });
   return started - (job.data.roundsBeforeProgress ?? 0);
-}
-
-/** The status a failure moves the target into, if it stops the target. */
-function stopOf(error: unknown, ctx: Pick<PushFailureDeps, 'config'>, now: number): Stop | undefined {
-  if (error instanceof GoogleQuotaError) {
-    const pausedUntil = now + ctx.config.googleQuotaPauseMs;
-    const reason = `Google calendar usage limits exceeded; pushes resume at ${new Date(pausedUntil).toISOString()}`;
-    return { status: 'paused', reason, pausedUntil };
-  }
-  if (error instanceof GoogleConsentError)
-    return { status: 'needs-consent', reason: `Google refused the grant: ${error.message}` };
-  // Sealed under another SECRET_KEY (or tampered with): only a new consent gives a token this service can read.
-  if (error instanceof DecryptionError)
-    return { status: 'needs-consent', reason: 'stored token unreadable: SECRET_KEY changed?' };
-  if (error instanceof CalendarGoneError)
-    return { status: 'calendar-deleted', reason: 'the calendar was deleted or is no longer reachable' };
-  return undefined;
-}
-
-/** The metric label of a Google failure. */
-function googleErrorKind(error: unknown): string | undefined {
-  if (error instanceof GoogleRateLimitError) return 'rate-limit';
-  if (error instanceof GoogleQuotaError) return 'quota';
-  if (error instanceof GoogleConsentError) return 'consent';
-  if (error instanceof CalendarGoneError) return 'calendar-gone';
-  if (error instanceof GoogleTransientError) return 'transient';
-  if (error instanceof GooglePermanentError) return 'permanent';
-  return undefined;
 }

@@ -3,7 +3,7 @@ import type { Logger } from '../logger.ts';
 import type { RefusalExample } from '../store/push-target-record.ts';
 import type { PushGuard } from '../store/push-target-store.ts';
 
-/** Refusals of one run kept on the target for admins, as examples of Google's reasons. */
+/** Refusals of one run kept on the target for admins, as examples of the server's reasons. */
 const REFUSAL_EXAMPLES = 3;
 
 /**

@@ -4,14 +4,15 @@ import type { Config } from '../config.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import { FollowUpAsks } from '../store/follow-up-asks.ts';
 import type { RedisKeys } from '../store/keys.ts';
+import type { TargetKind } from '../store/push-target-record.ts';
 import { type SourceKey, sourceToken } from '../timetable/source.ts';
 import {
-  type CalDavPushJobData,
   NOTIFY_JOB,
   type NotifyFanoutJobData,
   type PushJobData,
   type PushJobResult,
   type PushReason,
+  pushQueueName,
   QUEUE,
   type RefreshAsk,
   type RefreshJobData,
@@ -26,8 +27,10 @@ import { mergeFollowUps, sameAsk } from './follow-ups.ts';
 /** The service's queues, sharing one connection. */
 export interface Queues {
   refresh: Queue<RefreshJobData, RefreshJobResult>;
-  push: Queue<PushJobData, PushJobResult>;
-  caldavPush: Queue<CalDavPushJobData, PushJobResult>;
+  /** The push queue of each registered calendar kind, by kind. */
+  readonly pushQueues: ReadonlyMap<TargetKind, Queue<PushJobData, PushJobResult>>;
+  /** The push queue of `kind`; throws for a kind that is not registered (a bug). */
+  pushQueue(kind: TargetKind): Queue<PushJobData, PushJobResult>;
   schedule: Queue<TickJobData | Record<string, never>>;
   notify: Queue<NotifyFanoutJobData | Record<string, never>>;
   telegram: Queue<TelegramSendJobData>;
@@ -38,25 +41,32 @@ export interface Queues {
 }
 
 /**
- * Opens the queues on `connection` (which the caller owns and closes). Queue errors are connection errors,
- * which the connection's own listener already logs once per outage; without a listener BullMQ would print
- * a stack trace on every reconnect attempt.
+ * Opens the queues on `connection` (which the caller owns and closes), with one push queue per kind of
+ * `pushKinds` (the registered calendar kinds). Queue errors are connection errors, which the connection's own
+ * listener already logs once per outage; without a listener BullMQ would print a stack trace on every
+ * reconnect attempt.
  */
-export function createQueues(connection: RedisClient, keys: RedisKeys): Queues {
+export function createQueues(connection: RedisClient, keys: RedisKeys, pushKinds: readonly TargetKind[]): Queues {
   const options = { connection, prefix: keys.queuePrefix };
   const refresh = new Queue<RefreshJobData, RefreshJobResult>(QUEUE.refresh, options);
-  const push = new Queue<PushJobData, PushJobResult>(QUEUE.push, options);
-  const caldavPush = new Queue<CalDavPushJobData, PushJobResult>(QUEUE.caldavPush, options);
+  const pushQueues = new Map(
+    pushKinds.map((kind) => [kind, new Queue<PushJobData, PushJobResult>(pushQueueName(kind), options)] as const),
+  );
+  const pushQueue = (kind: TargetKind) => {
+    const queue = pushQueues.get(kind);
+    if (queue === undefined) throw new Error(`no push queue for calendar kind ${kind}`);
+    return queue;
+  };
   const schedule = new Queue<TickJobData | Record<string, never>>(QUEUE.schedule, options);
   const notify = new Queue<NotifyFanoutJobData | Record<string, never>>(QUEUE.notify, options);
   const telegram = new Queue<TelegramSendJobData>(QUEUE.telegram, options);
   const webhook = new Queue<WebhookJobData>(QUEUE.webhook, options);
-  const all = [refresh, push, caldavPush, schedule, notify, telegram, webhook];
+  const all = [refresh, ...pushQueues.values(), schedule, notify, telegram, webhook];
   for (const queue of all) queue.on('error', () => undefined);
   return {
     refresh,
-    push,
-    caldavPush,
+    pushQueues,
+    pushQueue,
     schedule,
     notify,
     telegram,
@@ -265,8 +275,9 @@ async function runningJob(queues: Queues, token: string): Promise<string | undef
 }
 
 /**
- * Retry and retention options of push jobs. Transient Google failures retry with backoff; rate limits do not
- * use attempts (the push queue is paused instead), and permanent failures end the job at once.
+ * Retry and retention options of push jobs. Transient failures retry with backoff; rate limits do not use
+ * attempts (the push queue is paused, or the job delayed: jobs/push-failure.ts), and permanent failures end
+ * the job at once.
  */
 export function pushJobOptions(): JobsOptions {
   return {
@@ -278,58 +289,33 @@ export function pushJobOptions(): JobsOptions {
   };
 }
 
-/** The deduplication id of a target's push jobs (also how the admin API finds a pending push). */
-export function pushDeduplicationId(target: string): string {
-  return `push-${target}`;
+/**
+ * The deduplication id of a target's push jobs, `<queue>-<target>` (`push-<id>`, `caldav-push-<id>`): also how
+ * the admin API and the state pages find a pending push.
+ */
+export function pushDeduplicationId(kind: TargetKind, target: string): string {
+  return `${pushQueueName(kind)}-${target}`;
 }
 
 /**
- * Queues a push of `target`, deduplicated per target: while one is queued, it answers the request; while one
- * runs, exactly one follow-up is kept behind it (the running one may have read the old timetable). Resolves
- * to the id of the job that will do the work. A `reconcile` asked for while a plain push is queued is carried
- * by the target's `reconcileRequested` flag, which callers set first.
+ * Queues a push of `target` (of calendar kind `kind`) on its kind's queue, deduplicated per target: while one
+ * is queued, it answers the request; while one runs, exactly one follow-up is kept behind it (the running one
+ * may have read the old timetable). Resolves to the id of the job that will do the work. A `reconcile` asked
+ * for while a plain push is queued is carried by the target's `reconcileRequested` flag, which callers set
+ * first.
  */
 export async function enqueuePush(
-  ctx: { readonly queues: Queues },
+  queues: Pick<Queues, 'pushQueue'>,
+  kind: TargetKind,
   target: string,
   source: SourceKey,
   reason: PushReason,
 ): Promise<string> {
-  const job = await ctx.queues.push.add(
-    QUEUE.push,
+  const queue = queues.pushQueue(kind);
+  const job = await queue.add(
+    queue.name,
     { target, source, reason },
-    {
-      ...pushJobOptions(),
-      deduplication: { id: pushDeduplicationId(target), keepLastIfActive: true },
-    },
-  );
-  return job.id ?? '';
-}
-
-/** The deduplication id of a CalDAV target's push jobs (also how its state page finds a pending push). */
-export function caldavPushDeduplicationId(target: string): string {
-  return `caldav-push-${target}`;
-}
-
-/**
- * Queues a push of CalDAV target `target`, deduplicated per target as {@link enqueuePush} is: while one is
- * queued it answers the request, while one runs exactly one follow-up is kept behind it. The attempts and
- * backoff are the Google push's; a server's rate limit delays the job without using an attempt
- * (jobs/caldav-push-failure.ts). Resolves to the id of the job that will do the work.
- */
-export async function enqueueCaldavPush(
-  queues: Pick<Queues, 'caldavPush'>,
-  target: string,
-  reason: PushReason,
-  source?: SourceKey,
-): Promise<string> {
-  const job = await queues.caldavPush.add(
-    QUEUE.caldavPush,
-    { target, reason, ...(source === undefined ? {} : { source }) },
-    {
-      ...pushJobOptions(),
-      deduplication: { id: caldavPushDeduplicationId(target), keepLastIfActive: true },
-    },
+    { ...pushJobOptions(), deduplication: { id: pushDeduplicationId(kind, target), keepLastIfActive: true } },
   );
   return job.id ?? '';
 }

@@ -5,14 +5,14 @@
  */
 import { createHash } from 'node:crypto';
 import type { Job, Processor } from 'bullmq';
-import type { CalDavTargetStore } from '../caldav/caldav-targets.ts';
 import type { Config } from '../config.ts';
-import type { GoogleTargetStore } from '../google/google-targets.ts';
 import { tryLock, tryWithLock } from '../lib/redis-lock.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
 import type { NotifyServices } from '../notify/notify-services.ts';
+import type { PushKindTargets } from '../push/adapter.ts';
 import type { RedisKeys } from '../store/keys.ts';
+import type { TargetKind } from '../store/push-target-record.ts';
 import type { SourceRegistry } from '../store/registry.ts';
 import { type SourceKey, sourceToken } from '../timetable/source.ts';
 import {
@@ -22,7 +22,7 @@ import {
   type TickJobData,
   tickSchedulerId,
 } from './contract.ts';
-import { enqueueCaldavPush, enqueuePush, enqueueRefresh, type Queues } from './queues.ts';
+import { enqueuePush, enqueueRefresh, type Queues } from './queues.ts';
 import { syncTermStarts, type TermStartsDeps } from './term-starts.ts';
 
 /** What {@link ensureReconcileScheduler} uses: the schedule queue, and a lock on the connection. */
@@ -32,38 +32,22 @@ export interface ReconcileSchedulerDeps {
   readonly queues: Queues;
 }
 
-/** The push targets of one kind, as the scheduler reads and reschedules them. */
-type DueTargets = Pick<
-  GoogleTargetStore | CalDavTargetStore,
-  'due' | 'requestReconcile' | 'scheduleReconcile' | 'anyForSource'
-> & {
-  get(id: string): Promise<{ source: SourceKey } | undefined>;
+/** A calendar kind as the scheduler sees it: targets it reads and reschedules, and their reconcile interval. */
+export type DueKind = PushKindTargets<'due' | 'get' | 'requestReconcile' | 'scheduleReconcile' | 'anyForSource'> & {
+  readonly reconcileIntervalMs: number;
 };
 
 /**
- * What the schedule processor uses: the registry of active sources, the queues, the Google and CalDAV targets
- * whose reconcile comes due, and the term starts it keeps in force.
+ * What the schedule processor uses: the registry of active sources, the queues, the push targets of every
+ * calendar kind whose reconcile comes due, and the term starts it keeps in force.
  */
 export type ScheduleDeps = ReconcileSchedulerDeps &
   TermStartsDeps & {
-    readonly config: Pick<
-      Config,
-      'refreshIntervalMs' | 'inactiveAfterMs' | 'googleReconcileIntervalMs' | 'caldavReconcileIntervalMs'
-    >;
+    readonly config: Pick<Config, 'refreshIntervalMs' | 'inactiveAfterMs'>;
     readonly logger: Logger;
     readonly registry: Pick<SourceRegistry, 'isActive' | 'allActiveSources' | 'requestedBefore' | 'deactivate'>;
-    readonly google: {
-      readonly targets: Pick<
-        GoogleTargetStore,
-        'due' | 'get' | 'requestReconcile' | 'scheduleReconcile' | 'anyForSource'
-      >;
-    };
-    readonly caldav: {
-      readonly targets: Pick<
-        CalDavTargetStore,
-        'due' | 'get' | 'requestReconcile' | 'scheduleReconcile' | 'anyForSource'
-      >;
-    };
+    /** The calendar kinds pushed to (runtime/push-kinds.ts). */
+    readonly pushKinds: readonly DueKind[];
     /** A source someone is told the changes of (a Telegram chat, a webhook) stays active like one pushed to. */
     readonly notify: Pick<NotifyServices, 'hasSubscribers'>;
   };
@@ -74,10 +58,8 @@ export interface ReconcileResult {
   created: number;
   updated: number;
   removed: number;
-  /** Google push targets whose periodic reconcile was due and got a push job. */
-  pushes: number;
-  /** CalDAV push targets whose periodic reconcile was due and got a push job. */
-  caldavPushes: number;
+  /** Push targets whose periodic reconcile was due and got a push job, by calendar kind. */
+  pushes: Record<TargetKind, number>;
   skipped?: 'another reconciler is running';
 }
 
@@ -103,14 +85,15 @@ export function scheduleProcessor(ctx: ScheduleDeps): Processor<TickJobData | Re
 
 /**
  * Deactivates sources nobody asked for within `INACTIVE_AFTER` (unless something pushes from them), makes the
- * tick schedulers match the active sources exactly, and queues the Google and CalDAV targets' due reconciles. One
+ * tick schedulers match the active sources exactly, and queues the push targets' due reconciles. One
  * reconciler runs at a time (a Redis lock).
  */
 export async function reconcile(ctx: ScheduleDeps): Promise<ReconcileResult> {
   const reconciled = await tryWithLock(ctx.redis, ctx.keys.lock('reconcile'), RECONCILE_LOCK_MS, async (renew) => {
     const deactivated = await deactivateIdle(ctx);
     const [desired, existing] = await Promise.all([desiredSchedulers(ctx), existingSchedulers(ctx)]);
-    const result = { deactivated, created: 0, updated: 0, removed: 0, pushes: 0, caldavPushes: 0 };
+    const pushes: Record<TargetKind, number> = {};
+    const result = { deactivated, created: 0, updated: 0, removed: 0, pushes };
     // BullMQ fires ticks by the wall clock, not by the service's clock (tests set that to a fixed day): a start
     // computed from a clock behind the wall clock is in the past, and the first tick would fire at once.
     const wallNow = Date.now();
@@ -131,16 +114,7 @@ export async function reconcile(ctx: ScheduleDeps): Promise<ReconcileResult> {
       await ctx.queues.schedule.removeJobScheduler(id);
       result.removed += 1;
     }
-    result.pushes = await enqueueDuePushes(ctx, renew, {
-      targets: ctx.google.targets,
-      intervalMs: ctx.config.googleReconcileIntervalMs,
-      enqueue: (id, source) => enqueuePush(ctx, id, source, 'reconcile'),
-    });
-    result.caldavPushes = await enqueueDuePushes(ctx, renew, {
-      targets: ctx.caldav.targets,
-      intervalMs: ctx.config.caldavReconcileIntervalMs,
-      enqueue: (id, source) => enqueueCaldavPush(ctx.queues, id, 'reconcile', source),
-    });
+    for (const kind of ctx.pushKinds) pushes[kind.kind] = await enqueueDuePushes(ctx, renew, kind);
     // Catches a change of the counts whose own sync failed (e.g. Redis went away right after a removal).
     await syncTermStarts(ctx, ctx.logger);
     if (result.created + result.updated + result.removed + deactivated > 0)
@@ -153,8 +127,7 @@ export async function reconcile(ctx: ScheduleDeps): Promise<ReconcileResult> {
       created: 0,
       updated: 0,
       removed: 0,
-      pushes: 0,
-      caldavPushes: 0,
+      pushes: {},
       skipped: 'another reconciler is running',
     }
   );
@@ -166,26 +139,25 @@ const DUE_TARGETS_PER_RUN = 500;
 const DUE_BATCH_SIZE = 50;
 
 /**
- * Queues a reconciling push for every target of one kind (Google or CalDAV) whose periodic reconcile is due,
- * and moves its next one a full interval away, so that a target is not queued again every minute while its
- * push waits or fails.
+ * Queues a reconciling push for every target of one kind whose periodic reconcile is due, and moves its next
+ * one a full interval away, so that a target is not queued again every minute while its push waits or fails.
  */
 async function enqueueDuePushes(
-  ctx: Pick<ScheduleDeps, 'now'>,
+  ctx: Pick<ScheduleDeps, 'now' | 'queues'>,
   keepLock: () => Promise<unknown>,
-  kind: { targets: DueTargets; intervalMs: number; enqueue: (id: string, source: SourceKey) => Promise<unknown> },
+  { kind, targets, reconcileIntervalMs }: DueKind,
 ): Promise<number> {
   const now = ctx.now();
-  const due = await kind.targets.due(now, DUE_TARGETS_PER_RUN);
+  const due = await targets.due(now, DUE_TARGETS_PER_RUN);
   let queued = 0;
   for (let start = 0; start < due.length; start += DUE_BATCH_SIZE) {
     const batch = await Promise.all(
       due.slice(start, start + DUE_BATCH_SIZE).map(async (id) => {
-        const target = await kind.targets.get(id);
+        const target = await targets.get(id);
         if (target === undefined) return 0;
-        await kind.targets.requestReconcile(id);
-        await kind.targets.scheduleReconcile(id, now + kind.intervalMs);
-        await kind.enqueue(id, target.source);
+        await targets.requestReconcile(id);
+        await targets.scheduleReconcile(id, now + reconcileIntervalMs);
+        await enqueuePush(ctx.queues, kind, id, target.source, 'reconcile');
         return 1;
       }),
     );
@@ -224,16 +196,17 @@ async function deactivateIdle(ctx: ScheduleDeps): Promise<number> {
   const idle = await ctx.registry.requestedBefore(ctx.now() - ctx.config.inactiveAfterMs);
   let count = 0;
   for (const source of idle) {
-    if (
-      (await ctx.google.targets.anyForSource(source)) ||
-      (await ctx.caldav.targets.anyForSource(source)) ||
-      (await ctx.notify.hasSubscribers(source))
-    )
-      continue;
+    if ((await pushedFrom(ctx, source)) || (await ctx.notify.hasSubscribers(source))) continue;
     await ctx.registry.deactivate(source);
     count += 1;
   }
   return count;
+}
+
+/** Whether a push target of any kind pushes from `source` (which then stays active). */
+async function pushedFrom(ctx: Pick<ScheduleDeps, 'pushKinds'>, source: SourceKey): Promise<boolean> {
+  for (const { targets } of ctx.pushKinds) if (await targets.anyForSource(source)) return true;
+  return false;
 }
 
 /**

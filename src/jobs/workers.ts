@@ -1,6 +1,6 @@
 /**
- * The worker role's BullMQ workers: refresh (rate-limited over all workers), schedule, Google push, CalDAV
- * push, change notification fan-outs, Telegram messages (with a bot) and webhook deliveries.
+ * The worker role's BullMQ workers: refresh (rate-limited over all workers), schedule, one push queue per
+ * calendar kind, change notification fan-outs, Telegram messages (with a bot) and webhook deliveries.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -12,9 +12,9 @@ import { closeRedis, connectRedis } from '../lib/redis-connection.ts';
 import { redisFailure } from '../lib/redis-failure.ts';
 import type { RedisOutageLog } from '../lib/redis-outage.ts';
 import type { RedisTarget } from '../lib/redis-target.ts';
+import type { PushAdapter } from '../push/adapter.ts';
 import { packLegacyState } from '../store/state-packing.ts';
-import { type CalDavPushDeps, caldavPushProcessor } from './caldav-push.ts';
-import { QUEUE } from './contract.ts';
+import { pushQueueName, QUEUE } from './contract.ts';
 import { dropRetiredFeedForms, type FeedFormsDeps } from './feed-forms-migration.ts';
 import { beat, forgetWorker, type HeartbeatDeps } from './heartbeats.ts';
 import { ensureNotifySweeper, type NotifyFanoutDeps, notifyProcessor, sweepOutbox } from './notify-fanout.ts';
@@ -33,7 +33,6 @@ import { type WebhookDeliveryDeps, webhookBackoff, webhookDeliveryProcessor } fr
 export type WorkersDeps = RefreshDeps &
   ScheduleDeps &
   PushDeps &
-  CalDavPushDeps &
   WebhookDeliveryDeps &
   NotifyFanoutDeps &
   TelegramSendDeps &
@@ -45,12 +44,13 @@ export type WorkersDeps = RefreshDeps &
       | 'workerConcurrency'
       | 'upstreamRateLimit'
       | 'pushConcurrency'
-      | 'googleRateLimit'
       | 'redisPrefix'
       | 'webhookAllowPrivate'
       | 'telegramRateLimit'
     >;
     readonly redisOutage: RedisOutageLog;
+    /** Every registered calendar kind: one push worker each. */
+    readonly pushKinds: readonly PushAdapter[];
   };
 
 /** Tuning that tests shorten; production uses the defaults. */
@@ -60,10 +60,8 @@ export interface WorkerTuning {
   /** How often workers look for jobs whose lock expired. */
   stalledIntervalMs?: number;
   heartbeatMs?: number;
-  /** First pause of the push queue after a Google rate limit without `Retry-After`. */
+  /** First wait of a push (its queue paused, or the job delayed) after a rate limit without `Retry-After`. */
   pushRateLimitBaseMs?: number;
-  /** First delay of a CalDAV push job after its server's rate limit without `Retry-After`. */
-  caldavRateLimitBaseMs?: number;
   /** How often a full Redis is asked whether it has room again (see `redis-full-guard.ts`). */
   redisFullProbeMs?: number;
   /** The waits between webhook delivery attempts (default about a day in all, `WEBHOOK_BACKOFF_MS`). */
@@ -105,6 +103,26 @@ export function limiterFor(requestsPerSecond: number): { max: number; duration: 
   return { max, duration: Math.round((1000 * max) / requestsPerSecond) };
 }
 
+/**
+ * The worker of one calendar kind's push queue. A kind that pauses its queue on a rate limit has a limiter:
+ * it paces push starts and is what lets the pause hold (`queue.rateLimit`). A kind that delays only the job
+ * has none: its servers are paced per host, and one that throttles delays only its own jobs.
+ */
+function pushWorker(
+  ctx: WorkersDeps,
+  adapter: PushAdapter,
+  base: Omit<WorkerOptions, 'concurrency'>,
+  tuning: WorkerTuning,
+): Worker {
+  const processor = pushProcessor(ctx, adapter, { rateLimitBaseMs: tuning.pushRateLimitBaseMs });
+  const { rateLimit } = adapter;
+  return new Worker(pushQueueName(adapter.kind), processor, {
+    ...base,
+    concurrency: ctx.config.pushConcurrency,
+    ...(rateLimit.mode === 'pause-queue' ? { limiter: limiterFor(rateLimit.startsPerSecond) } : {}),
+  });
+}
+
 /** Starts the workers of one process on `redis`, plus the heartbeat `/readyz` reads. */
 export async function startWorkers(
   ctx: WorkersDeps,
@@ -133,21 +151,12 @@ export async function startWorkers(
       ctx.logger.warn({ err: failure, jobId: job?.id }, 'could not remove the refresh of an unknown source'),
     );
   });
+  // Typed as the whole adapter: the deps intersect the narrower views the fan-out and the scheduler name.
+  const kinds: readonly PushAdapter[] = ctx.pushKinds;
   const workers: Worker[] = [
     refresh,
     new Worker(QUEUE.schedule, scheduleProcessor(ctx), { ...base, concurrency: 4 }),
-    // The limiter paces push starts and is what lets a Google rate limit pause the queue (`queue.rateLimit`).
-    new Worker(QUEUE.push, pushProcessor(ctx, { rateLimitBaseMs: tuning.pushRateLimitBaseMs }), {
-      ...base,
-      concurrency: ctx.config.pushConcurrency,
-      limiter: limiterFor(ctx.config.googleRateLimit),
-    }),
-    // No queue limiter: CalDAV servers are paced per host (caldav-host-budget.ts), and one that throttles delays
-    // only its own jobs.
-    new Worker(QUEUE.caldavPush, caldavPushProcessor(ctx, { rateLimitBaseMs: tuning.caldavRateLimitBaseMs }), {
-      ...base,
-      concurrency: ctx.config.pushConcurrency,
-    }),
+    ...kinds.map((adapter) => pushWorker(ctx, adapter, base, tuning)),
     // Fan-outs only read Redis and add jobs.
     new Worker(QUEUE.notify, notifyProcessor(ctx), { ...base, concurrency: 4 }),
     // Receivers are independent of each other: a slow one holds one of the slots for at most its timeout.

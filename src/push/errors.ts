@@ -8,3 +8,28 @@ export class TargetRemovedError extends Error {
     super(`push target ${id} was removed meanwhile`);
   }
 }
+
+/** What a calendar server's failed answer tells: every field may be unknown. */
+export interface CalendarErrorDetails {
+  /** The HTTP status, if any. */
+  status?: number | undefined;
+  /** The server's own reason (Google's `errors[0].reason`, a DAV precondition, a status text). */
+  reason?: string | undefined;
+  cause?: unknown;
+}
+
+/**
+ * Base of every calendar kind's typed failures (`GoogleError`, `CalDavError`): the status and the server's
+ * reason, the original error kept as ES2022 `cause`. Each kind's classes extend it and keep their own names.
+ */
+export class CalendarError extends Error {
+  override name = 'CalendarError';
+  readonly status: number | undefined;
+  readonly reason: string | undefined;
+
+  constructor(message: string, details: CalendarErrorDetails = {}) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause });
+    this.status = details.status;
+    this.reason = details.reason;
+  }
+}

@@ -7,6 +7,7 @@ import type { RedisOutageLog } from '../lib/redis-outage.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
 import type { NotifyServices } from '../notify/notify-services.ts';
+import type { PushAdapter } from '../push/adapter.ts';
 import type { FeedStore } from '../store/feed-store.ts';
 import type { GroupDirectory } from '../store/group-directory.ts';
 import type { RedisKeys } from '../store/keys.ts';
@@ -65,6 +66,8 @@ export interface ServiceContext {
   readonly google: GoogleServices;
   /** CalDAV push: targets, their indexes, the per-host budget, and clients that wait for it. */
   readonly caldav: CalDavServices;
+  /** Every registered calendar kind's push adapter (runtime/push-kinds.ts): what the push jobs go through. */
+  readonly pushKinds: readonly PushAdapter[];
   /** Webhooks of integrators: URL, sealed secret, state and last delivery attempts. */
   readonly webhooks: WebhookStore;
   /** Change notifications: the outbox, the Telegram chats, the pages they link. */

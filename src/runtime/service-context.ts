@@ -27,6 +27,7 @@ import { redisUpstreamBudget, type UpstreamBudget } from '../upstream/budget.ts'
 import { createUniversityClient, type UniversityClient } from '../upstream/client.ts';
 import type { ServiceContext } from './context.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
+import { pushKinds } from './push-kinds.ts';
 
 /** What {@link openServiceContext} needs besides the configuration. */
 export interface ContextOptions {
@@ -74,7 +75,6 @@ export function openServiceContext(options: ContextOptions): OpenContext {
     options.upstream ?? createRequestClient(config, logger, budget),
     REQUEST_PATH_LIMITS,
   );
-  const queues = createQueues(redis, keys);
   const disk = new DiskWaiter({
     // Its WAITAOF blocks for up to DISK_WAIT_MS: the reply timeout leaves room for that.
     connect: () =>
@@ -100,6 +100,20 @@ export function openServiceContext(options: ContextOptions): OpenContext {
     closeFactory: caldavTransport?.close,
   });
   const webhooks = new WebhookStore(redis, keys, config.secretKey);
+  const google = createGoogleServices({
+    config,
+    redis,
+    keys,
+    ...(options.googleFactory ? { factory: options.googleFactory } : {}),
+  });
+  const snapshots = new SnapshotStore(redis, keys);
+  const metrics = options.metrics ?? createMetrics();
+  const kinds = pushKinds({ config, google, caldav, snapshots, metrics });
+  const queues = createQueues(
+    redis,
+    keys,
+    kinds.map((kind) => kind.kind),
+  );
   const context: ServiceContext = {
     config,
     logger,
@@ -108,7 +122,7 @@ export function openServiceContext(options: ContextOptions): OpenContext {
     disk,
     keys,
     registry: new SourceRegistry(redis, keys),
-    snapshots: new SnapshotStore(redis, keys),
+    snapshots,
     termCounts: new TermCountStore(redis, keys),
     feeds: new FeedStore(redis, keys),
     subscriptions: new SubscriptionStore(redis, keys, config.secretKey),
@@ -119,16 +133,12 @@ export function openServiceContext(options: ContextOptions): OpenContext {
     queues,
     upstream,
     requestUpstream,
-    google: createGoogleServices({
-      config,
-      redis,
-      keys,
-      ...(options.googleFactory ? { factory: options.googleFactory } : {}),
-    }),
+    google,
     caldav,
+    pushKinds: kinds,
     webhooks,
     notify: createNotifyServices(config, redis, keys, webhooks),
-    metrics: options.metrics ?? createMetrics(),
+    metrics,
     now: options.now ?? Date.now,
     wallClock: options.wallClock ?? Date.now,
   };

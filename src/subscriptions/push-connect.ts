@@ -5,7 +5,7 @@
  * calendars, CalDAV's discovery and MKCALENDAR) are in `google-connect.ts` and `caldav-connect.ts`, over this.
  */
 import { type ActivationDeps, activateSource } from '../jobs/activation.ts';
-import { enqueueCaldavPush, enqueuePush, enqueueRefresh, type Queues } from '../jobs/queues.ts';
+import { enqueuePush, enqueueRefresh, type Queues } from '../jobs/queues.ts';
 import type { VerifyDeps } from '../jobs/verify-source.ts';
 import { withLock } from '../lib/redis-lock.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
@@ -171,17 +171,7 @@ export async function queueConnectPush(
   id: string,
   source: SourceKey,
 ): Promise<void> {
-  // Each kind has its own enqueue function today; one for every kind replaces this switch.
-  switch (kind) {
-    case 'google':
-      await enqueuePush(ctx, id, source, 'connect');
-      return;
-    case 'caldav':
-      await enqueueCaldavPush(ctx.queues, id, 'connect', source);
-      return;
-    default:
-      throw new RangeError(`no push queue for ${kind} targets`);
-  }
+  await enqueuePush(ctx.queues, kind, id, source, 'connect');
 }
 
 /**

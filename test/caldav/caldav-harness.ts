@@ -13,7 +13,7 @@ import { caldavDetailFields } from '../../src/caldav/caldav-targets.ts';
 import { loadPublishedResources } from '../../src/caldav/published-resources.ts';
 import { feedOccurrences } from '../../src/feeds/build-feed.ts';
 import type { PushJobResult, PushReason } from '../../src/jobs/contract.ts';
-import { enqueueCaldavPush, enqueueRefresh } from '../../src/jobs/queues.ts';
+import { enqueuePush, enqueueRefresh } from '../../src/jobs/queues.ts';
 import { startWorkers, type WorkerSet } from '../../src/jobs/workers.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { startSimulator } from '../../src/simulator/index.ts';
@@ -69,7 +69,7 @@ export function caldavEnv(): Record<string, string> {
   };
 }
 
-export const WORKER_TUNING = { lockDurationMs: 5_000, stalledIntervalMs: 1_000, caldavRateLimitBaseMs: 20 };
+export const WORKER_TUNING = { lockDurationMs: 5_000, stalledIntervalMs: 1_000, pushRateLimitBaseMs: 20 };
 
 const byUid = (a: EventView, b: EventView) => (a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : 0);
 
@@ -240,14 +240,16 @@ export class CalDavHarness {
 
   /** Queues a push and waits until it completed or failed for good. */
   async push(target: Connected, reason: PushReason, timeoutMs = 30_000): Promise<PushOutcome> {
-    return this.waitForPush(await enqueueCaldavPush(this.ctx.queues, target.id, reason, target.source), timeoutMs);
+    return this.waitForPush(await enqueuePush(this.ctx.queues, 'caldav', target.id, target.source, reason), timeoutMs);
   }
 
   /** Waits until `count` push jobs of the target exist and all of them have ended; answers them, oldest first. */
   async settled(targetId: string, count: number, timeoutMs = 30_000): Promise<PushOutcome[]> {
     const read = async () => {
       const jobs = (
-        await this.ctx.queues.caldavPush.getJobs(['completed', 'failed', 'active', 'wait', 'delayed', 'prioritized'])
+        await this.ctx.queues
+          .pushQueue('caldav')
+          .getJobs(['completed', 'failed', 'active', 'wait', 'delayed', 'prioritized'])
       ).filter((job) => job.data.target === targetId);
       return { jobs, states: await Promise.all(jobs.map((job) => job.getState())) };
     };
@@ -261,7 +263,7 @@ export class CalDavHarness {
   }
 
   async waitForPush(jobId: string, timeoutMs = 30_000): Promise<PushOutcome> {
-    const { job, state } = await jobEnded(this.ctx.queues.caldavPush, jobId, timeoutMs);
+    const { job, state } = await jobEnded(this.ctx.queues.pushQueue('caldav'), jobId, timeoutMs);
     return {
       id: jobId,
       state,

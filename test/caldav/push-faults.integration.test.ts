@@ -7,7 +7,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { caldavDetailFields } from '../../src/caldav/caldav-targets.ts';
-import { enqueueCaldavPush } from '../../src/jobs/queues.ts';
+import { enqueuePush } from '../../src/jobs/queues.ts';
 import { waitUntil } from '../../testkit/poll.ts';
 import { startWorkerProcess, type WorkerProcess } from '../support/spawn-worker.ts';
 import { CalDavHarness, type Connected, caldavEnv, type CalDavHarness as Harness } from './caldav-harness.ts';
@@ -101,9 +101,11 @@ describe('CalDAV push under faults', () => {
     };
     const putsBefore = h.proxy.seen('PUT');
     const storedBefore = stored();
-    const jobId = await enqueueCaldavPush(h.ctx.queues, id, 'connect', source);
+    const jobId = await enqueuePush(h.ctx.queues, 'caldav', id, source, 'connect');
     await waitUntil(() => h.proxy.seen('PUT') - putsBefore >= 8, 'some PUTs');
-    const [job] = (await h.ctx.queues.caldavPush.getJobs(['active'])).filter((each) => each.data.target === id);
+    const [job] = (await h.ctx.queues.pushQueue('caldav').getJobs(['active'])).filter(
+      (each) => each.data.target === id,
+    );
     expect(job?.processedBy).toBe(first.id);
     first.child.kill('SIGKILL');
     await new Promise((done) => first.child.once('exit', done));

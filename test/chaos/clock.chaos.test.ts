@@ -29,7 +29,7 @@ for (const [name, jumpMs] of [
     const before = await storedCounts(rig);
     const counts = async () => ({
       refresh: (await rig.ctx.queues.refresh.getJobCounts('completed', 'failed')) as Record<string, number>,
-      push: (await rig.ctx.queues.push.getJobCounts('completed', 'failed')) as Record<string, number>,
+      push: (await rig.ctx.queues.pushQueue('google').getJobCounts('completed', 'failed')) as Record<string, number>,
     });
     const startCounts = await counts();
     process.kill(rig.worker.pid, 'SIGUSR2');

@@ -102,7 +102,7 @@ describe.for(files.map((file) => [basename(file), file] as const))('upgrading th
     closeContext = opened.close;
     admin = { authorization: `Bearer ${config.adminToken}` };
     // The fake Google knows neither the account nor the calendar of the fixture: pushes stay queued, to be seen.
-    await ctx.queues.push.pause();
+    await ctx.queues.pushQueue('google').pause();
     // The api alone first: what it serves must be what was stored, before any worker refreshes anything.
     app = await buildApp(ctx, { logger: silentLogger() });
     const teacherFeed = fixture.answers.feeds[fixture.sources.teacher]?.path ?? '';
@@ -158,7 +158,7 @@ describe.for(files.map((file) => [basename(file), file] as const))('upgrading th
 
   /** Push jobs of the fixture's Google target that are queued (the push queue is paused). */
   async function queuedPushes() {
-    const jobs = await ctx.queues.push.getJobs(['wait', 'prioritized', 'delayed']);
+    const jobs = await ctx.queues.pushQueue('google').getJobs(['wait', 'prioritized', 'delayed']);
     return jobs.filter((job) => job.data.target === fixture.google.targetId).map((job) => job.data.reason);
   }
 

@@ -52,7 +52,9 @@ describe('Google push under faults', () => {
     const { refreshToken } = h.fake.addUser();
     const { id, calendarId } = await connectTarget(h.ctx, { source, refreshToken });
     await waitUntil(() => calls(h.fake, 'events.insert') >= 8, 'some inserts');
-    const [job] = (await h.ctx.queues.push.getJobs(['active'])).filter((candidate) => candidate.data.target === id);
+    const [job] = (await h.ctx.queues.pushQueue('google').getJobs(['active'])).filter(
+      (candidate) => candidate.data.target === id,
+    );
     expect(job?.processedBy).toBe(first.id);
     first.child.kill('SIGKILL');
     await new Promise((done) => first.child.once('exit', done));
@@ -275,7 +277,7 @@ describe('Google push under faults', () => {
     // When the pause is over, the scheduler's due scan queues the reconcile that finishes the work.
     h.clock.now += QUOTA_PAUSE_MS;
     try {
-      expect((await reconcile(h.ctx)).pushes).toBeGreaterThanOrEqual(1);
+      expect((await reconcile(h.ctx)).pushes.google).toBeGreaterThanOrEqual(1);
       const last = (await h.settled(target.id, 3)).at(-1);
       expect(last).toMatchObject({ state: 'completed', result: { reconciled: true } });
       expect(await h.ctx.google.targets.get(target.id)).toMatchObject({ status: 'active' });

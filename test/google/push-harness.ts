@@ -254,14 +254,16 @@ export class PushHarness {
 
   /** Queues a push and waits until it completed or failed for good. */
   async push(target: Connected, reason: PushReason): Promise<PushOutcome> {
-    return this.waitForPush(await enqueuePush(this.ctx, target.id, target.source, reason));
+    return this.waitForPush(await enqueuePush(this.ctx.queues, 'google', target.id, target.source, reason));
   }
 
   /** Waits until `count` push jobs of the target exist and all of them have ended; answers them, oldest first. */
   async settled(targetId: string, count: number, timeoutMs = 20_000): Promise<PushOutcome[]> {
     const read = async () => {
       const jobs = (
-        await this.ctx.queues.push.getJobs(['completed', 'failed', 'active', 'wait', 'delayed', 'prioritized'])
+        await this.ctx.queues
+          .pushQueue('google')
+          .getJobs(['completed', 'failed', 'active', 'wait', 'delayed', 'prioritized'])
       ).filter((job) => job.data.target === targetId);
       return { jobs, states: await Promise.all(jobs.map((job) => job.getState())) };
     };
@@ -278,7 +280,7 @@ export class PushHarness {
 
   /** Waits until a push job completed or failed for good. */
   async waitForPush(jobId: string, timeoutMs = 20_000): Promise<PushOutcome> {
-    const { job, state } = await jobEnded(this.ctx.queues.push, jobId, timeoutMs);
+    const { job, state } = await jobEnded(this.ctx.queues.pushQueue('google'), jobId, timeoutMs);
     return {
       id: jobId,
       state,

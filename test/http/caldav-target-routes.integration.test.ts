@@ -170,7 +170,9 @@ describe('admin CalDAV target routes', () => {
     const stored = JSON.stringify(await ctx.redis.hgetall(ctx.keys.caldavTarget(body.id)));
     expect(stored).not.toContain(PASSWORD);
     expect(await ctx.registry.isActive('group:4242')).toBe(true);
-    const pushes = await ctx.queues.caldavPush.getJobs(['waiting', 'delayed', 'prioritized', 'active', 'completed']);
+    const pushes = await ctx.queues
+      .pushQueue('caldav')
+      .getJobs(['waiting', 'delayed', 'prioritized', 'active', 'completed']);
     expect(pushes.map((job) => job.data)).toContainEqual(
       expect.objectContaining({ target: body.id, reason: 'connect' }),
     );

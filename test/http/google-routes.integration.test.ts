@@ -88,7 +88,9 @@ async function runPush(target: string, source: string): Promise<PushJobResult> {
     attemptsStarted: 1,
     opts: { attempts: 1 },
   };
-  return pushProcessor(g.ctx)(job as unknown as Job<PushJobData>);
+  const google = g.ctx.pushKinds.find((kind) => kind.kind === 'google');
+  if (google === undefined) throw new Error('Google is not a registered push kind');
+  return pushProcessor(g.ctx, google)(job as unknown as Job<PushJobData>);
 }
 
 /** The whole consent for `source`: connect, consent, callback (JSON). */
@@ -242,7 +244,7 @@ describe('GET /google/callback', () => {
 
     expect(await g.ctx.registry.isActive('group:4242')).toBe(true);
     expect(await g.ctx.redis.sismember(g.ctx.keys.sourceTargets('group:4242'), body.id)).toBe(1);
-    const pushes = await g.ctx.queues.push.getJobs(['waiting', 'delayed', 'prioritized']);
+    const pushes = await g.ctx.queues.pushQueue('google').getJobs(['waiting', 'delayed', 'prioritized']);
     expect(pushes.map((job) => job.data)).toContainEqual({ target: body.id, source: 'group:4242', reason: 'connect' });
     // Fetched once before the consent was even started: Google push is only for timetables the university knows.
     expect(await g.ctx.feeds.exists('group:4242')).toBe(true);

@@ -84,7 +84,7 @@ describe('POST /admin/google-targets', () => {
     expect((await g.ctx.google.targets.credential(body.id))?.secret).toBe(refreshToken);
     expect(await storedText(g.ctx)).not.toContain(refreshToken);
     expect(await g.ctx.registry.isActive('group:4242')).toBe(true);
-    const pushes = await g.ctx.queues.push.getJobs(['waiting', 'delayed', 'prioritized']);
+    const pushes = await g.ctx.queues.pushQueue('google').getJobs(['waiting', 'delayed', 'prioritized']);
     expect(pushes.map((job) => job.data)).toContainEqual({ target: body.id, source: 'group:4242', reason: 'connect' });
   });
 
@@ -144,7 +144,7 @@ describe('POST /admin/google-targets', () => {
     const { id } = first.json() as { id: string };
     const pausedUntil = Date.now() + 3_600_000;
     await g.ctx.google.targets.markStatus(id, 'paused', 'quota', Date.now(), { pausedUntil });
-    await g.ctx.queues.push.drain();
+    await g.ctx.queues.pushQueue('google').drain();
     const before = await g.ctx.google.targets.get(id);
     const again = await register({ source: 'group:4245', refreshToken });
     expect(again.statusCode).toBe(201);
@@ -155,7 +155,7 @@ describe('POST /admin/google-targets', () => {
       credentialVersion: before?.credentialVersion,
       reconcileRequested: before?.reconcileRequested,
     });
-    expect(await g.ctx.queues.push.getJobs(['waiting', 'delayed', 'prioritized'])).toEqual([]);
+    expect(await g.ctx.queues.pushQueue('google').getJobs(['waiting', 'delayed', 'prioritized'])).toEqual([]);
   });
 
   it('re-registering a given calendar marked deleted asks Google again, and takes it back once it is reachable', async () => {

@@ -166,7 +166,11 @@ describe('operations', () => {
   it('says degraded, with a 200, when Redis does not answer', async () => {
     const down = await testContext({ REDIS_URL: 'redis://127.0.0.1:1' });
     // The queues report the refused connections too; they are expected here.
-    for (const queue of [down.context.queues.refresh, down.context.queues.push, down.context.queues.schedule])
+    for (const queue of [
+      down.context.queues.refresh,
+      down.context.queues.pushQueue('google'),
+      down.context.queues.schedule,
+    ])
       queue.on('error', () => {});
     const app = Fastify() as unknown as FastifyInstance;
     await registerOperationsRoutes(app, down.context);

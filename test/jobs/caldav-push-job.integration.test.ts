@@ -13,7 +13,7 @@ import {
 import { resourceIdFor } from '../../src/caldav/ics-resource.ts';
 import { feedOccurrences } from '../../src/feeds/build-feed.ts';
 import type { PushJobResult, PushReason } from '../../src/jobs/contract.ts';
-import { enqueueCaldavPush, enqueueRefresh } from '../../src/jobs/queues.ts';
+import { enqueuePush, enqueueRefresh } from '../../src/jobs/queues.ts';
 import { reconcile } from '../../src/jobs/schedule.ts';
 import { startWorkers, type WorkerSet } from '../../src/jobs/workers.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
@@ -75,7 +75,7 @@ beforeAll(async () => {
   workers = await startWorkers(ctx, inject('redisUrl'), {
     lockDurationMs: 5_000,
     stalledIntervalMs: 1_000,
-    caldavRateLimitBaseMs: 50,
+    pushRateLimitBaseMs: 50,
   });
   // The tests run the scheduler's reconcile themselves (see push-job.integration.test.ts).
   await ctx.queues.schedule.pause();
@@ -146,8 +146,8 @@ async function push(
   attemptsStarted: number;
   failedReason: string | undefined;
 }> {
-  const id = await enqueueCaldavPush(ctx.queues, target.id, reason, target.source);
-  const { job, state } = await jobEnded(ctx.queues.caldavPush, id, 20_000);
+  const id = await enqueuePush(ctx.queues, 'caldav', target.id, target.source, reason);
+  const { job, state } = await jobEnded(ctx.queues.pushQueue('caldav'), id, 20_000);
   return {
     state,
     result: job.returnvalue,
@@ -229,7 +229,9 @@ describe('CalDAV push job', () => {
       expect(heldIds(target)).toEqual(await expectedIds(target.source));
     }
     // The Google queue never saw them.
-    expect(await ctx.queues.push.getJobCountByTypes('waiting', 'active', 'completed', 'failed', 'delayed')).toBe(0);
+    expect(
+      await ctx.queues.pushQueue('google').getJobCountByTypes('waiting', 'active', 'completed', 'failed', 'delayed'),
+    ).toBe(0);
   });
 
   it('a refused password (401) makes the target wait for a new one, and a new one reactivates it', async () => {
@@ -278,7 +280,7 @@ describe('CalDAV push job', () => {
     expect((await push(target, 'refresh')).result).toMatchObject({ skipped: expect.stringContaining('paused until') });
     // When the pause is over, the scheduler's due scan queues a reconciling push that finishes the job.
     clock.now += PAUSE_MS;
-    expect((await reconcile(ctx)).caldavPushes).toBeGreaterThanOrEqual(1);
+    expect((await reconcile(ctx)).pushes.caldav).toBeGreaterThanOrEqual(1);
     await until(
       () => ctx.caldav.targets.get(target.id),
       (stored) => stored?.status === 'active',
@@ -297,15 +299,15 @@ describe('CalDAV push job', () => {
     });
     target.server.faults.push({ method: 'create', at: 3, when: 'before', error });
     const started = performance.now();
-    const jobId = await enqueueCaldavPush(ctx.queues, target.id, 'connect', target.source);
+    const jobId = await enqueuePush(ctx.queues, 'caldav', target.id, target.source, 'connect');
     await until(
-      () => ctx.queues.caldavPush.getJobState(jobId),
+      () => ctx.queues.pushQueue('caldav').getJobState(jobId),
       (state) => state === 'delayed',
       10_000,
     );
     // Every worker's requests to the host wait meanwhile, whichever target they push.
     expect(await ctx.caldav.budget.coolDownLeft(target.host)).toBeGreaterThan(500);
-    const ended = await jobEnded(ctx.queues.caldavPush, jobId, 20_000);
+    const ended = await jobEnded(ctx.queues.pushQueue('caldav'), jobId, 20_000);
     const job = {
       state: ended.state,
       attemptsMade: ended.job.attemptsMade,

@@ -143,7 +143,11 @@ async function push(
   attemptsStarted: number;
   failedReason: string | undefined;
 }> {
-  const { job, state } = await jobEnded(ctx.queues.push, await enqueuePush(ctx, id, source, reason), 15_000);
+  const { job, state } = await jobEnded(
+    ctx.queues.pushQueue('google'),
+    await enqueuePush(ctx.queues, 'google', id, source, reason),
+    15_000,
+  );
   return {
     state,
     result: job.returnvalue,
@@ -259,7 +263,7 @@ describe('push job', () => {
     });
     // When the pause is over, the scheduler's due scan queues a reconciling push that finishes the job.
     clock.now += QUOTA_PAUSE_MS;
-    expect((await reconcile(ctx)).pushes).toBeGreaterThanOrEqual(1);
+    expect((await reconcile(ctx)).pushes.google).toBeGreaterThanOrEqual(1);
     await until(
       () => ctx.google.targets.get(id),
       (target) => target?.status === 'active',
@@ -521,9 +525,9 @@ describe('renaming a placeholder calendar after the push', () => {
     const record = vi.spyOn(ctx.google.targets, 'recordCalendarName');
     record.mockRejectedValueOnce(failure());
     try {
-      const jobId = await enqueuePush(ctx, id, source, 'connect');
+      const jobId = await enqueuePush(ctx.queues, 'google', id, source, 'connect');
       const job = await eventually(async () => {
-        const read = await ctx.queues.push.getJob(jobId);
+        const read = await ctx.queues.pushQueue('google').getJob(jobId);
         return read !== undefined && read.attemptsMade >= 1 ? read : undefined;
       }, 'the first attempt to fail');
       expect(job.failedReason).toBe(failure().message);
@@ -532,7 +536,7 @@ describe('renaming a placeholder calendar after the push', () => {
       expect(failed?.lastPush).toBeUndefined();
       // Retried like any push failure (after the backoff; promoted here so the test need not wait for it).
       await job.promote();
-      const { state } = await jobEnded(ctx.queues.push, jobId);
+      const { state } = await jobEnded(ctx.queues.pushQueue('google'), jobId);
       expect(state).toBe('completed');
     } finally {
       record.mockRestore();
@@ -547,7 +551,7 @@ describe('the scheduler', () => {
   it('queues one reconciling push per due target and moves its next reconcile an interval away', async () => {
     const { id, calendar } = await connected(7);
     const result = await reconcile(ctx);
-    expect(result.pushes).toBeGreaterThanOrEqual(1);
+    expect(result.pushes.google).toBeGreaterThanOrEqual(1);
     expect(await dueAt(id)).toBe(clock.now + RECONCILE_MS);
     await until(
       () => ctx.google.targets.get(id),

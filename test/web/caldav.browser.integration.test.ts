@@ -145,7 +145,7 @@ describe('CalDAV push from the page', () => {
     // The person revokes the app password: the next push is refused and the page asks for a new one.
     await radicale.setPassword(USER, NEW_PASSWORD);
     await stack.ctx.caldav.targets.requestReconcile(id);
-    await stack.ctx.queues.caldavPush.add('caldav-push', { target: id, reason: 'reconcile' });
+    await stack.ctx.queues.pushQueue('caldav').add('caldav-push', { target: id, reason: 'reconcile' });
     await waitUntil(
       async () => (await stack.ctx.caldav.targets.get(id))?.status === 'needs-password',
       'the refused push',

@@ -1,0 +1,119 @@
+/**
+ * CalDAV as a push kind (push/adapter.ts): sync with `syncCaldav`, keeping what each listing answered (sync
+ * token, ctag) for the next; read the server's errors; CalDAV's names in logs and metrics. A server asking us
+ * to slow down (429, 503, 504) never pauses the queue, as a Google rate limit does: one throttling host (Yandex
+ * is known to) would stop the pushes to every other. Its host cools down instead, for every worker, and only
+ * the job is put aside until then.
+ */
+import type { Counter, Histogram } from 'prom-client';
+import type { Config } from '../config.ts';
+import type { PushAdapter, PushSyncRequest, PushVerdict } from '../push/adapter.ts';
+import type { CalDavServices } from './caldav-services.ts';
+import { caldavDetails, recordListing } from './caldav-targets.ts';
+import {
+  CalDavAuthError,
+  CalDavCalendarGoneError,
+  CalDavForbiddenError,
+  CalDavPermanentError,
+  CalDavQuotaError,
+  CalDavRateLimitError,
+  CalDavTransientError,
+} from './errors.ts';
+import { loadPublishedResources, type PublishedResourcesDeps } from './published-resources.ts';
+import { syncCaldav } from './sync-caldav.ts';
+
+/** What the CalDAV adapter is built over: the targets and their servers, the published timetable, metrics. */
+export type CalDavPushDeps = PublishedResourcesDeps & {
+  readonly config: Pick<Config, 'caldavReconcileIntervalMs' | 'caldavPauseMs'>;
+  readonly caldav: Pick<CalDavServices, 'targets' | 'client' | 'budget'>;
+  readonly metrics: {
+    readonly caldavPushDuration: Pick<Histogram<'outcome'>, 'observe'>;
+    readonly caldavWrites: Pick<Counter<'operation'>, 'inc'>;
+    readonly caldavErrors: Pick<Counter<'kind'>, 'inc'>;
+  };
+};
+
+/** Requests in flight per push (the host's budget paces them further). */
+const SYNC_CONCURRENCY = 4;
+
+/** The CalDAV push adapter. */
+export function caldavPush(ctx: CalDavPushDeps): PushAdapter {
+  return {
+    kind: 'caldav',
+    words: {
+      needsCredential: 'target needs a new app password',
+      credential: 'password',
+      pushed: 'pushed to a CalDAV calendar',
+      push: 'CalDAV push',
+      rateLimited: 'CalDAV server asked us to slow down',
+      movedOn: 'target removed, or given a new password or calendar, during push',
+    },
+    logFields: { push: 'caldav' },
+    targets: ctx.caldav.targets,
+    reconcileIntervalMs: ctx.config.caldavReconcileIntervalMs,
+    rateLimit: { mode: 'delay-job', coolDown: (host, ms) => ctx.caldav.budget.coolDown(host, ms) },
+    metrics: { duration: ctx.metrics.caldavPushDuration, errors: ctx.metrics.caldavErrors },
+    notConfigured: () => undefined,
+    sync: (request) => sync(ctx, request),
+    classify: (error, now) => classify(error, now, ctx.config.caldavPauseMs),
+  };
+}
+
+async function sync(ctx: CalDavPushDeps, { target, secret, reconcile, hooks }: PushSyncRequest) {
+  const published = await loadPublishedResources(ctx, target.source);
+  if (published === undefined) return undefined;
+  const { targets } = ctx.caldav;
+  const details = caldavDetails(target);
+  return syncCaldav({
+    client: ctx.caldav.client({ username: details.username, password: secret }, hooks.signal),
+    calendarUrl: target.calendarId,
+    source: target.source,
+    desired: published.desired,
+    index: targets.index(target.id),
+    reconcile,
+    syncToken: details.syncToken,
+    onListing: async (listing) => {
+      await recordListing(targets, target.id, target.calendarId, listing);
+    },
+    signal: hooks.signal,
+    log: hooks.log,
+    targetId: target.id,
+    concurrency: SYNC_CONCURRENCY,
+    onWrite: (operation) => ctx.metrics.caldavWrites.inc({ operation }),
+    onRefusal: hooks.onRefusal,
+    onIndexed: hooks.onIndexed,
+    now: hooks.now,
+  });
+}
+
+/** The server's own words, when it gave any, after ours. */
+function withReason(text: string, error: { reason?: string | undefined }): string {
+  return error.reason === undefined || error.reason === '' ? text : `${text}: ${error.reason}`;
+}
+
+/** What a CalDAV failure means for the push core. */
+function classify(error: unknown, now: number, pauseMs: number): PushVerdict {
+  if (error instanceof CalDavRateLimitError) {
+    const { retryAfterMs, host, status } = error;
+    return { kind: 'rate-limit', label: 'rate-limit', retryAfterMs, host, status };
+  }
+  if (error instanceof CalDavAuthError) {
+    const reason = 'the server refused the login or the app password (401)';
+    return { kind: 'stop', label: 'auth', status: 'needs-credential', reason };
+  }
+  if (error instanceof CalDavForbiddenError || error instanceof CalDavQuotaError) {
+    const quota = error instanceof CalDavQuotaError;
+    const what = quota
+      ? 'the account has no room left (507)'
+      : `the server refused access to the calendar (${error.status ?? 403})`;
+    const reason = withReason(what, error);
+    return { kind: 'stop', label: quota ? 'quota' : 'forbidden', status: 'paused', reason, pausedUntil: now + pauseMs };
+  }
+  if (error instanceof CalDavCalendarGoneError) {
+    const reason = 'the calendar was deleted or is no longer reachable';
+    return { kind: 'stop', label: 'calendar-gone', status: 'calendar-deleted', reason };
+  }
+  if (error instanceof CalDavTransientError) return { kind: 'transient', label: 'transient' };
+  if (error instanceof CalDavPermanentError) return { kind: 'permanent', label: 'permanent' };
+  return { kind: 'transient' };
+}
