@@ -5,9 +5,8 @@
  * is known to) would stop the pushes to every other. Its host cools down instead, for every worker, and only
  * the job is put aside until then.
  */
-import type { Counter, Histogram } from 'prom-client';
 import type { Config } from '../config.ts';
-import type { PushAdapter, PushSyncRequest, PushVerdict } from '../push/adapter.ts';
+import type { PushAdapter, PushKindMetrics, PushSyncRequest, PushVerdict } from '../push/adapter.ts';
 import type { CalDavServices } from './caldav-services.ts';
 import { caldavDetails, recordListing } from './caldav-targets.ts';
 import {
@@ -26,11 +25,7 @@ import { syncCaldav } from './sync-caldav.ts';
 export type CalDavPushDeps = PublishedResourcesDeps & {
   readonly config: Pick<Config, 'caldavReconcileIntervalMs' | 'caldavPauseMs'>;
   readonly caldav: Pick<CalDavServices, 'targets' | 'client' | 'budget'>;
-  readonly metrics: {
-    readonly caldavPushDuration: Pick<Histogram<'outcome'>, 'observe'>;
-    readonly caldavWrites: Pick<Counter<'operation'>, 'inc'>;
-    readonly caldavErrors: Pick<Counter<'kind'>, 'inc'>;
-  };
+  readonly metrics: { readonly caldavPush: PushKindMetrics };
 };
 
 /** Requests in flight per push (the host's budget paces them further). */
@@ -52,7 +47,7 @@ export function caldavPush(ctx: CalDavPushDeps): PushAdapter {
     targets: ctx.caldav.targets,
     reconcileIntervalMs: ctx.config.caldavReconcileIntervalMs,
     rateLimit: { mode: 'delay-job', coolDown: (host, ms) => ctx.caldav.budget.coolDown(host, ms) },
-    metrics: { duration: ctx.metrics.caldavPushDuration, errors: ctx.metrics.caldavErrors },
+    metrics: ctx.metrics.caldavPush,
     notConfigured: () => undefined,
     sync: (request) => sync(ctx, request),
     classify: (error, now) => classify(error, now, ctx.config.caldavPauseMs),
@@ -79,7 +74,7 @@ async function sync(ctx: CalDavPushDeps, { target, secret, reconcile, hooks }: P
     log: hooks.log,
     targetId: target.id,
     concurrency: SYNC_CONCURRENCY,
-    onWrite: (operation) => ctx.metrics.caldavWrites.inc({ operation }),
+    onWrite: (operation) => ctx.metrics.caldavPush.writes.inc({ operation }),
     onRefusal: hooks.onRefusal,
     onIndexed: hooks.onIndexed,
     now: hooks.now,

@@ -44,12 +44,6 @@ export class CalDavQuotaError extends CalDavError {
 /** 429, 503 and 504: slow down and try again, after `Retry-After` when the server sent one. */
 export class CalDavRateLimitError extends CalDavError {
   override name = 'CalDavRateLimitError';
-  readonly retryAfterMs: number | undefined;
-
-  constructor(message: string, details: CalDavErrorDetails & { retryAfterMs?: number | undefined } = {}) {
-    super(message, details);
-    this.retryAfterMs = details.retryAfterMs;
-  }
 }
 
 /** Other 5xx, timeouts, resets, DNS: the same request may well succeed later. */

@@ -13,16 +13,9 @@ export class GoogleError extends CalendarError {
   override name = 'GoogleError';
 }
 
-/** 429, or 403 `rateLimitExceeded` / `userRateLimitExceeded`: slow down and try again. */
+/** 429, or 403 `rateLimitExceeded` / `userRateLimitExceeded`: slow down, try again after `retryAfterMs`. */
 export class GoogleRateLimitError extends GoogleError {
   override name = 'GoogleRateLimitError';
-  /** From `Retry-After`, when Google sent one. */
-  readonly retryAfterMs: number | undefined;
-
-  constructor(message: string, details: GoogleErrorDetails & { retryAfterMs?: number | undefined } = {}) {
-    super(message, details);
-    this.retryAfterMs = details.retryAfterMs;
-  }
 }
 
 /** 403 `quotaExceeded` ("Calendar usage limits exceeded") and daily limits: retrying soon makes it worse. */

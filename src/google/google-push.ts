@@ -3,9 +3,8 @@
  * its timetable was named that name; read Google's errors; Google's names in logs and metrics. A rate limit is
  * Google's for every job alike (one API, one project quota), so it pauses the whole Google push queue.
  */
-import type { Counter, Histogram } from 'prom-client';
 import type { Config } from '../config.ts';
-import type { PushAdapter, PushSyncRequest, PushVerdict } from '../push/adapter.ts';
+import type { PushAdapter, PushKindMetrics, PushSyncRequest, PushVerdict } from '../push/adapter.ts';
 import { loadPublished, type PublishedDeps } from '../push/pending-changes.ts';
 import type { SyncCounts } from '../store/push-target-record.ts';
 import type { CalendarClient } from './calendar-client.ts';
@@ -29,11 +28,7 @@ import { syncTarget } from './sync-target.ts';
 export type GooglePushDeps = PublishedDeps & {
   readonly config: Pick<Config, 'googleReconcileIntervalMs' | 'googleQuotaPauseMs' | 'googleRateLimit'>;
   readonly google: Pick<GoogleServices, 'configured' | 'targets' | 'calendar'>;
-  readonly metrics: {
-    readonly pushDuration: Pick<Histogram<'outcome'>, 'observe'>;
-    readonly googleWrites: Pick<Counter<'operation'>, 'inc'>;
-    readonly googleErrors: Pick<Counter<'kind'>, 'inc'>;
-  };
+  readonly metrics: { readonly googlePush: PushKindMetrics };
 };
 
 /** Requests in flight per push (the request budget paces them further). */
@@ -55,7 +50,7 @@ export function googlePush(ctx: GooglePushDeps): PushAdapter {
     reconcileIntervalMs: ctx.config.googleReconcileIntervalMs,
     // The limiter paces push starts and is what lets a Google rate limit pause the queue (`queue.rateLimit`).
     rateLimit: { mode: 'pause-queue', startsPerSecond: ctx.config.googleRateLimit },
-    metrics: { duration: ctx.metrics.pushDuration, errors: ctx.metrics.googleErrors },
+    metrics: ctx.metrics.googlePush,
     notConfigured: () => (ctx.google.configured ? undefined : 'Google push is not configured'),
     sync: (request) => sync(ctx, request),
     classify: (error, now) => classify(error, now, ctx.config.googleQuotaPauseMs),
@@ -76,7 +71,7 @@ async function sync(ctx: GooglePushDeps, { target, secret, reconcile, hooks }: P
     reconcile,
     concurrency: SYNC_CONCURRENCY,
     log: hooks.log,
-    onWrite: (operation) => ctx.metrics.googleWrites.inc({ operation }),
+    onWrite: (operation) => ctx.metrics.googlePush.writes.inc({ operation }),
     onRefusal: hooks.onRefusal,
     onIndexed: hooks.onIndexed,
     now: hooks.now,

@@ -117,6 +117,16 @@ export interface PushWords {
   readonly movedOn: string;
 }
 
+/** A kind's push metrics: its own series, so that each kind's names stay what operators scrape today. */
+export interface PushKindMetrics {
+  /** Seconds per push job, by outcome. */
+  readonly duration: Pick<Histogram<'outcome'>, 'observe'>;
+  /** Write requests sent to the kind's server, by operation. */
+  readonly writes: Pick<Counter<'operation'>, 'inc'>;
+  /** The kind's errors, by the verdict's label. */
+  readonly errors: Pick<Counter<'kind'>, 'inc'>;
+}
+
 /** A calendar kind as the push core sees it. */
 export interface PushAdapter {
   /** The kind's name, as its targets store it (`google`, `caldav`). */
@@ -128,12 +138,7 @@ export interface PushAdapter {
   /** How long after a full reconcile the next one is due. */
   readonly reconcileIntervalMs: number;
   readonly rateLimit: RateLimitStrategy;
-  readonly metrics: {
-    /** Seconds per push job, by outcome. */
-    readonly duration: Pick<Histogram<'outcome'>, 'observe'>;
-    /** The kind's errors, by the verdict's label. */
-    readonly errors: Pick<Counter<'kind'>, 'inc'>;
-  };
+  readonly metrics: PushKindMetrics;
   /** Why no push of the kind can run in this process (no client credentials), if none can. */
   notConfigured(): string | undefined;
   /**

@@ -15,21 +15,25 @@ export interface CalendarErrorDetails {
   status?: number | undefined;
   /** The server's own reason (Google's `errors[0].reason`, a DAV precondition, a status text). */
   reason?: string | undefined;
+  /** What the server asked us to wait (`Retry-After`), when it said: a rate limit's, or a 503's. */
+  retryAfterMs?: number | undefined;
   cause?: unknown;
 }
 
 /**
- * Base of every calendar kind's typed failures (`GoogleError`, `CalDavError`): the status and the server's
- * reason, the original error kept as ES2022 `cause`. Each kind's classes extend it and keep their own names.
+ * Base of every calendar kind's typed failures (`GoogleError`, `CalDavError`): the status, the server's reason
+ * and the wait it asked for, the original error kept as ES2022 `cause`. Each kind's classes extend it and keep their own names.
  */
 export class CalendarError extends Error {
   override name = 'CalendarError';
   readonly status: number | undefined;
   readonly reason: string | undefined;
+  readonly retryAfterMs: number | undefined;
 
   constructor(message: string, details: CalendarErrorDetails = {}) {
     super(message, details.cause === undefined ? undefined : { cause: details.cause });
     this.status = details.status;
     this.reason = details.reason;
+    this.retryAfterMs = details.retryAfterMs;
   }
 }

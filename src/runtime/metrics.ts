@@ -1,4 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { PushKindMetrics } from '../push/adapter.ts';
 
 /** Queue depth by queue and state, for the gauge. */
 export type QueueDepths = Record<string, Record<string, number>>;
@@ -29,26 +30,17 @@ export interface Metrics {
   /** Feed responses by kind of feed (`group`, `employee`, `personal`) and status (200, 304, 404, 503, …). */
   readonly feedsServed: Counter<'kind' | 'status'>;
   /**
-   * Seconds per push job, by outcome (`synced`, `skipped`, `rate-limited`, `paused`, `needs-consent`,
-   * `calendar-deleted`, `failed`).
+   * Google push: seconds per job by outcome (`synced`, `skipped`, `rate-limited`, `paused`, `needs-consent`,
+   * `calendar-deleted`, `failed`), Calendar write calls by operation (`insert`, `patch`, `revive`, `delete`),
+   * failures by kind (`rate-limit`, `quota`, `consent`, `calendar-gone`, `transient`, `permanent`).
    */
-  readonly pushDuration: Histogram<'outcome'>;
-  /** Google Calendar write calls by operation (`insert`, `patch`, `revive`, `delete`). */
-  readonly googleWrites: Counter<'operation'>;
-  /** Google failures by kind (`rate-limit`, `quota`, `consent`, `calendar-gone`, `transient`, `permanent`). */
-  readonly googleErrors: Counter<'kind'>;
+  readonly googlePush: PushKindMetrics;
   /**
-   * Seconds per CalDAV push job, by outcome (`synced`, `skipped`, `rate-limited`, `paused`, `needs-password`,
-   * `calendar-deleted`, `failed`).
+   * CalDAV push: seconds per job by outcome (as Google's, `needs-password` for `needs-consent`), write requests
+   * by operation (`create`, `update`, `delete`), failures by kind (`rate-limit`, `auth`, `forbidden`, `quota`,
+   * `calendar-gone`, `transient`, `permanent`).
    */
-  readonly caldavPushDuration: Histogram<'outcome'>;
-  /** CalDAV write requests by operation (`create`, `update`, `delete`). */
-  readonly caldavWrites: Counter<'operation'>;
-  /**
-   * CalDAV failures by kind (`rate-limit`, `auth`, `forbidden`, `quota`, `calendar-gone`, `transient`,
-   * `permanent`).
-   */
-  readonly caldavErrors: Counter<'kind'>;
+  readonly caldavPush: PushKindMetrics;
   /** Where gauges read their values at scrape time; roles plug in what they have. */
   setQueueDepths(read: () => Promise<QueueDepths>): void;
   setStaleSources(read: () => Promise<number>): void;
@@ -106,43 +98,18 @@ export function createMetrics(): Metrics {
       registers: [registry],
     }),
     feedsServed,
-    pushDuration: new Histogram({
-      name: 'timetable_push_duration_seconds',
-      help: 'Duration of Google push jobs by outcome',
-      labelNames: ['outcome'] as const,
-      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
-      registers: [registry],
+    // Google's series came first and keep their names; a kind added later is named after itself throughout.
+    googlePush: pushKindMetrics(registry, {
+      duration: 'timetable_push_duration_seconds',
+      writes: 'timetable_google_writes_total',
+      errors: 'timetable_google_errors_total',
+      what: ['Google push jobs', 'Google Calendar write calls', 'Google API failures'],
     }),
-    googleWrites: new Counter({
-      name: 'timetable_google_writes_total',
-      help: 'Google Calendar write calls by operation',
-      labelNames: ['operation'] as const,
-      registers: [registry],
-    }),
-    googleErrors: new Counter({
-      name: 'timetable_google_errors_total',
-      help: 'Google API failures by kind',
-      labelNames: ['kind'] as const,
-      registers: [registry],
-    }),
-    caldavPushDuration: new Histogram({
-      name: 'timetable_caldav_push_duration_seconds',
-      help: 'Duration of CalDAV push jobs by outcome',
-      labelNames: ['outcome'] as const,
-      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
-      registers: [registry],
-    }),
-    caldavWrites: new Counter({
-      name: 'timetable_caldav_writes_total',
-      help: 'CalDAV write requests by operation',
-      labelNames: ['operation'] as const,
-      registers: [registry],
-    }),
-    caldavErrors: new Counter({
-      name: 'timetable_caldav_errors_total',
-      help: 'CalDAV failures by kind',
-      labelNames: ['kind'] as const,
-      registers: [registry],
+    caldavPush: pushKindMetrics(registry, {
+      duration: 'timetable_caldav_push_duration_seconds',
+      writes: 'timetable_caldav_writes_total',
+      errors: 'timetable_caldav_errors_total',
+      what: ['CalDAV push jobs', 'CalDAV write requests', 'CalDAV failures'],
     }),
     setQueueDepths: (read) => {
       readers.depths = read;
@@ -215,4 +182,38 @@ function notModifiedRatio(registry: Registry, feedsServed: Counter<'kind' | 'sta
       this.set(ok + notModified === 0 ? 0 : notModified / (ok + notModified));
     },
   });
+}
+
+/** The names of one push kind's series, and what each counts (for their help texts). */
+interface PushKindSeries {
+  duration: string;
+  writes: string;
+  errors: string;
+  what: readonly [jobs: string, writes: string, failures: string];
+}
+
+/** One push kind's series, registered in `registry`. */
+function pushKindMetrics(registry: Registry, series: PushKindSeries): PushKindMetrics {
+  const [jobs, writes, failures] = series.what;
+  return {
+    duration: new Histogram({
+      name: series.duration,
+      help: `Duration of ${jobs} by outcome`,
+      labelNames: ['outcome'] as const,
+      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+      registers: [registry],
+    }),
+    writes: new Counter({
+      name: series.writes,
+      help: `${writes} by operation`,
+      labelNames: ['operation'] as const,
+      registers: [registry],
+    }),
+    errors: new Counter({
+      name: series.errors,
+      help: `${failures} by kind`,
+      labelNames: ['kind'] as const,
+      registers: [registry],
+    }),
+  };
 }

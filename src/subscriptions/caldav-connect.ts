@@ -23,18 +23,7 @@ import { hashToken } from '../security/tokens.ts';
 import { type CalendarChoice, newTargetId } from '../store/push-target-store.ts';
 import type { SourceKey } from '../timetable/source.ts';
 import { CalDavNoCalendarError, CalDavUrlError } from './errors.ts';
-import {
-  type ConnectKind,
-  connectedBefore,
-  type PushConnectDeps,
-  queueConnectPush,
-  renewTarget,
-  requireSealing,
-  sourceName,
-  startPushing,
-  storeTarget,
-  takingTurns,
-} from './push-connect.ts';
+import * as core from './push-connect.ts';
 
 /** The colour of a calendar we make (Apple's `calendar-color`; Yandex and Nextcloud show it too). */
 export const CALENDAR_COLOR = '#1E88E5';
@@ -79,7 +68,7 @@ export interface CalDavConnectServices {
 }
 
 /** What {@link connectCaldavTarget} uses. */
-export type CalDavConnectDeps = PushConnectDeps & {
+export type CalDavConnectDeps = core.PushConnectDeps & {
   readonly config: Pick<Config, 'timezone' | 'caldavReconcileIntervalMs' | 'caldavAllowPrivate'>;
   readonly logger: Logger;
   readonly caldav: CalDavConnectServices;
@@ -90,11 +79,11 @@ const CONNECT_LOCK_MS = 60_000;
 
 /** Throws SecretKeyMissingError unless passwords can be sealed (a `SECRET_KEY` is configured). */
 export function requireCaldavPush(ctx: { readonly caldav: Pick<CalDavConnectServices, 'targets'> }): void {
-  requireSealing(ctx.caldav);
+  core.requireSealing(ctx.caldav);
 }
 
 /** CalDAV as a connection sees it. */
-function caldavKind(ctx: CalDavConnectDeps): ConnectKind {
+function caldavKind(ctx: CalDavConnectDeps): core.ConnectKind {
   return { kind: 'caldav', targets: ctx.caldav.targets, reconcileIntervalMs: ctx.config.caldavReconcileIntervalMs };
 }
 
@@ -138,12 +127,12 @@ export async function connectCaldavTarget(
   };
   // A target keeps its source refreshed for good: never for an id the university has not answered once.
   await requireFetched(ctx, checked.source);
-  const name = await sourceName(ctx, checked.source);
+  const name = await core.sourceName(ctx, checked.source);
   // Two submits of one form (a double tap, a retried request) take turns. The account is known by its server's
   // host and login; the password never names a key.
   const account = hashToken(`${new URL(checked.url).host}\n${checked.username}`).slice(0, 32);
   const turn = { account, source: checked.source, lockMs: CONNECT_LOCK_MS };
-  return takingTurns(ctx, caldavKind(ctx), turn, () => connect(ctx, checked, name));
+  return core.takingTurns(ctx, caldavKind(ctx), turn, () => connect(ctx, checked, name));
 }
 
 /** {@link connectCaldavTarget} once the checks passed, under the account's lock. */
@@ -171,7 +160,7 @@ async function connect(ctx: CalDavConnectDeps, request: CalDavConnectRequest, na
     }),
     now: ctx.now(),
   };
-  const created = await storeTarget(caldavKind(ctx), target, (url) => client.deleteCalendar(url));
+  const created = await core.storeTarget(caldavKind(ctx), target, (url) => client.deleteCalendar(url));
   ctx.logger.info(
     {
       target: created.id,
@@ -181,7 +170,7 @@ async function connect(ctx: CalDavConnectDeps, request: CalDavConnectRequest, na
     },
     'caldav target connected',
   );
-  await startPushing(ctx, caldavKind(ctx), created.id, request.source);
+  await core.startPushing(ctx, caldavKind(ctx), created.id, request.source);
   return {
     id: created.id,
     calendarUrl: chosen.calendar.url,
@@ -202,7 +191,7 @@ async function existingTarget(
   discovery: Discovery,
 ): Promise<CalDavTarget | undefined> {
   const host = new URL(request.url).host;
-  return connectedBefore(ctx.caldav.targets, request.source, request.calendarUrl, (target) => {
+  return core.connectedBefore(ctx.caldav.targets, request.source, request.calendarUrl, (target) => {
     const details = caldavDetails(target);
     if (details.username !== request.username) return false;
     return new URL(details.serverUrl).host === host || details.homeUrl === discovery.homeUrl;
@@ -220,13 +209,13 @@ async function reconnect(
   account: { client: CalDavClient; discovery: Discovery; name: string },
 ): Promise<CalDavConnected> {
   const moved = target.status === 'calendar-deleted' ? await liveCalendar(ctx, target, account) : undefined;
-  const manageToken = await renewTarget(ctx, caldavKind(ctx), target, {
+  const manageToken = await core.renewTarget(ctx, caldavKind(ctx), target, {
     secret: password,
     calendar: moved,
     deleteCalendar: (url) => account.client.deleteCalendar(url),
   });
   ctx.logger.info({ target: target.id, source: target.source }, 'caldav target connected again');
-  await startPushing(ctx, caldavKind(ctx), target.id, target.source);
+  await core.startPushing(ctx, caldavKind(ctx), target.id, target.source);
   return {
     id: target.id,
     calendarUrl: moved?.calendarId ?? target.calendarId,
@@ -316,6 +305,6 @@ export async function changeCaldavPassword(ctx: PasswordChangeDeps, id: string, 
   await client.discover(target.calendarId);
   if (!(await ctx.caldav.targets.replaceCredential(id, password, ctx.now()))) return false;
   ctx.logger.info({ target: id, source: target.source }, 'caldav target password replaced');
-  await queueConnectPush(ctx, 'caldav', id, target.source);
+  await core.queueConnectPush(ctx, 'caldav', id, target.source);
   return true;
 }

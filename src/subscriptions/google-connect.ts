@@ -14,17 +14,7 @@ import { requireFetched } from '../jobs/verify-source.ts';
 import type { Logger } from '../logger.ts';
 import { TargetRemovedError } from '../push/errors.ts';
 import type { SourceKey } from '../timetable/source.ts';
-import {
-  type ConnectKind,
-  connectedBefore,
-  type PushConnectDeps,
-  renewTarget,
-  requireSealing,
-  sourceName,
-  startPushing,
-  storeTarget,
-  takingTurns,
-} from './push-connect.ts';
+import * as core from './push-connect.ts';
 
 /** What a connection is made of. `source` must be valid (see `parseSource`). */
 export interface ConnectRequest {
@@ -58,7 +48,7 @@ export interface GooglePushCheckDeps {
  * What {@link connectTarget} uses: a first fetch's (see `requireFetched`), Google's side, what names a calendar,
  * and the queues its first push and refresh go to.
  */
-export type ConnectDeps = PushConnectDeps & {
+export type ConnectDeps = core.PushConnectDeps & {
   readonly config: Pick<Config, 'timezone' | 'googleReconcileIntervalMs'>;
   readonly logger: Logger;
   readonly google: Pick<GoogleServices, 'configured' | 'targets' | 'calendar'>;
@@ -74,11 +64,11 @@ const CONNECT_LOCK_MS = 30_000;
  */
 export function requireGooglePush(ctx: GooglePushCheckDeps): void {
   if (!ctx.google.configured) throw new GoogleNotConfiguredError();
-  requireSealing(ctx.google);
+  core.requireSealing(ctx.google);
 }
 
 /** Google as a connection sees it. */
-function googleKind(ctx: ConnectDeps): ConnectKind {
+function googleKind(ctx: ConnectDeps): core.ConnectKind {
   return { kind: 'google', targets: ctx.google.targets, reconcileIntervalMs: ctx.config.googleReconcileIntervalMs };
 }
 
@@ -99,12 +89,12 @@ export async function connectTarget(ctx: ConnectDeps, request: ConnectRequest): 
   // token.
   const account = request.googleUser ?? budgetKeyFor(undefined, request.refreshToken);
   const turn = { account, source: request.source, lockMs: CONNECT_LOCK_MS };
-  return takingTurns(ctx, googleKind(ctx), turn, () => connect(ctx, request));
+  return core.takingTurns(ctx, googleKind(ctx), turn, () => connect(ctx, request));
 }
 
 /** {@link connectTarget} once the checks passed (and, with a Google user, under its lock). */
 async function connect(ctx: ConnectDeps, request: ConnectRequest): Promise<ConnectedTarget> {
-  const fallbackName = await sourceName(ctx, request.source);
+  const fallbackName = await core.sourceName(ctx, request.source);
   const budgetKey = budgetKeyFor(request.googleUser, request.refreshToken);
   const calendar = ctx.google.calendar(request.refreshToken, budgetKey);
   const existing = await existingTarget(ctx, request, budgetKey);
@@ -113,12 +103,12 @@ async function connect(ctx: ConnectDeps, request: ConnectRequest): Promise<Conne
   const chosen = await chooseCalendar(ctx, calendar, request.calendarId, fallbackName);
   const details = googleDetailFields({ budgetKey, googleUser: request.googleUser });
   const target = { source: request.source, secret: request.refreshToken, ...chosen, details, now: ctx.now() };
-  const created = await storeTarget(googleKind(ctx), target, (id) => calendar.deleteCalendar(id));
+  const created = await core.storeTarget(googleKind(ctx), target, (id) => calendar.deleteCalendar(id));
   ctx.logger.info(
     { target: created.id, source: request.source, calendarOwned: chosen.calendarOwned },
     'google target connected',
   );
-  await startPushing(ctx, googleKind(ctx), created.id, request.source);
+  await core.startPushing(ctx, googleKind(ctx), created.id, request.source);
   return {
     id: created.id,
     calendarId: chosen.calendarId,
@@ -142,7 +132,7 @@ async function existingTarget(
     return request.calendarId === undefined
       ? ctx.google.targets.findByOwner(request.googleUser, request.source)
       : undefined;
-  return connectedBefore(ctx.google.targets, request.source, request.calendarId, (target) => {
+  return core.connectedBefore(ctx.google.targets, request.source, request.calendarId, (target) => {
     const details = googleDetails(target);
     return details.googleUser === undefined && details.budgetKey === budgetKey;
   });
@@ -194,14 +184,14 @@ async function reconnect(
 ): Promise<ConnectedTarget> {
   const live = await liveCalendar(ctx, target, calendar, name);
   const moved = { calendarId: live.calendarId, calendarOwned: true, calendarName: live.calendarName };
-  const manageToken = await renewTarget(ctx, googleKind(ctx), target, {
+  const manageToken = await core.renewTarget(ctx, googleKind(ctx), target, {
     secret: refreshToken,
     details: { budgetKey },
     calendar: live.created ? moved : undefined,
     deleteCalendar: (id) => calendar.deleteCalendar(id),
   });
   ctx.logger.info({ target: target.id, source: target.source, newCalendar: live.created }, 'google target reconnected');
-  await startPushing(ctx, googleKind(ctx), target.id, target.source);
+  await core.startPushing(ctx, googleKind(ctx), target.id, target.source);
   return { id: target.id, calendarId: live.calendarId, calendarName: live.calendarName, manageToken, reused: true };
 }
 
