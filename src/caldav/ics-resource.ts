@@ -11,9 +11,8 @@
  */
 import { createHash } from 'node:crypto';
 import { foldLines } from '../feeds/fold-lines.ts';
-import { fieldsHash, ownedFields } from '../push/desired-events.ts';
+import { fieldsHash, ownedFields, shownOccurrences } from '../push/desired-events.ts';
 import { eventIdFor } from '../push/event-id.ts';
-import { shownSummary } from '../timetable/event-text.ts';
 import type { Occurrence } from '../timetable/types.ts';
 import { vtimezone } from '../timetable/vtimezone.ts';
 import { type DesiredResource, HASH_PROPERTY, MARKER_PROPERTY, RESOURCE_PREFIX } from './caldav-client.ts';
@@ -39,39 +38,30 @@ export function resourceIdFor(uid: string): string {
 }
 
 /**
- * The resources a calendar should hold for `occurrences` of `source`: as the Google push chooses its events
- * (a UID seen twice keeps its first occurrence; cancelled ones prefixed, or left out with an empty prefix).
+ * The resources a calendar should hold for `occurrences` of `source`: one per occurrence every kind shows
+ * (`shownOccurrences`: a UID seen twice keeps its first occurrence; cancelled ones prefixed, or left out with an
+ * empty prefix), in the university's zone where an occurrence names none.
  */
 export function desiredResources(
   occurrences: readonly Occurrence[],
   source: string,
   options: ResourceOptions,
 ): DesiredResource[] {
-  const seen = new Set<string>();
-  const resources: DesiredResource[] = [];
   const stamp = utcStamp(options.stamp ?? Date.now());
-  for (const occurrence of occurrences) {
-    if (seen.has(occurrence.uid)) continue;
-    if (occurrence.status !== 'CONFIRMED' && options.cancelledPrefix === '') continue;
-    seen.add(occurrence.uid);
-    const shown: Occurrence = {
-      ...occurrence,
-      timezone: occurrence.timezone || options.timeZone,
-      summary: shownSummary(occurrence, options.cancelledPrefix),
-    };
+  return shownOccurrences(occurrences, options.cancelledPrefix).map((occurrence) => {
+    const shown: Occurrence = { ...occurrence, timezone: occurrence.timezone || options.timeZone };
     const hash = resourceHash(shown, options.alarmMinutes);
-    resources.push({
+    return {
       id: resourceIdFor(occurrence.uid),
       uid: occurrence.uid,
       ics: renderResource(shown, { source, hash, stamp, alarmMinutes: options.alarmMinutes }),
       hash,
-    });
-  }
-  return resources;
+    };
+  });
 }
 
 /**
- * The digest of what we own in an event: google's {@link fieldsHash} of the texts and zoned times (22 base64url
+ * The digest of what we own in an event: the core's {@link fieldsHash} of the texts and zoned times (22 base64url
  * characters, never a space), and the reminder when we write one.
  */
 export function resourceHash(occurrence: Occurrence, alarmMinutes: number | undefined): string {

@@ -56,21 +56,28 @@ export function fieldsHash(fields: OwnedEventFields): string {
 }
 
 /**
- * The events a calendar should hold: the confirmed occurrences, and the cancelled ones (kept in feeds for
- * `CANCELLED_RETENTION`, or for good once their time has come) titled with `cancelledTitlePrefix`, so that a
- * cancelled class says so in the calendar too until it leaves the feed. With an empty prefix, cancelled
- * occurrences are left out and their events deleted: an event looking like any other class would say it still
- * takes place. An occurrence UID seen twice keeps its first occurrence.
+ * The occurrences a calendar should hold, as every kind shows them: the confirmed ones, and the cancelled ones
+ * (kept in feeds for `CANCELLED_RETENTION`, or for good once their time has come) titled with
+ * `cancelledTitlePrefix`, so that a cancelled class says so in the calendar too until it leaves the feed. With an
+ * empty prefix, cancelled occurrences are left out and their events deleted: an event looking like any other
+ * class would say it still takes place. An occurrence UID seen twice keeps its first occurrence.
  */
-export function desiredEvents(occurrences: readonly Occurrence[], cancelledTitlePrefix: string): DesiredEvent[] {
+export function shownOccurrences(occurrences: readonly Occurrence[], cancelledTitlePrefix: string): Occurrence[] {
   const seen = new Set<string>();
-  const events: DesiredEvent[] = [];
+  const shown: Occurrence[] = [];
   for (const occurrence of occurrences) {
     if (seen.has(occurrence.uid)) continue;
     if (occurrence.status !== 'CONFIRMED' && cancelledTitlePrefix === '') continue;
     seen.add(occurrence.uid);
-    const fields = ownedFields({ ...occurrence, summary: shownSummary(occurrence, cancelledTitlePrefix) });
-    events.push({ id: eventIdFor(occurrence.uid), fields, hash: fieldsHash(fields) });
+    shown.push({ ...occurrence, summary: shownSummary(occurrence, cancelledTitlePrefix) });
   }
-  return events;
+  return shown;
+}
+
+/** The events a calendar should hold ({@link shownOccurrences}), each with its id, owned fields and their digest. */
+export function desiredEvents(occurrences: readonly Occurrence[], cancelledTitlePrefix: string): DesiredEvent[] {
+  return shownOccurrences(occurrences, cancelledTitlePrefix).map((occurrence) => {
+    const fields = ownedFields(occurrence);
+    return { id: eventIdFor(occurrence.uid), fields, hash: fieldsHash(fields) };
+  });
 }
