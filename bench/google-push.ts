@@ -9,7 +9,7 @@
  * (GOOGLE_USER_RATE_LIMIT 500/min, GOOGLE_RATE_LIMIT 100/s, PUSH_CONCURRENCY 4). A child process rather
  * than workers in this process: it is how the service runs, configured by its environment alone, and it
  * reaches "Google" only over HTTP; this process's inspection of the fake cannot delay its pushes.
- * This process connects the target (`connectTarget`, as the admin API does: it creates the calendar, queues
+ * This process connects the target (`connectGoogleTarget`, as the admin API does: it creates the calendar, queues
  * the first push) and drives the simulator.
  *
  * The group is the simulator's largest, grown with weekly classes to at least 1,000 confirmed occurrences:
@@ -33,7 +33,7 @@ import { loadConfig } from '../src/config.ts';
 import { silentLogger } from '../src/logger.ts';
 import type { ServiceContext } from '../src/runtime/context.ts';
 import { openServiceContext } from '../src/runtime/service-context.ts';
-import { connectTarget } from '../src/subscriptions/google-connect.ts';
+import { connectGoogleTarget } from '../src/subscriptions/google-connect.ts';
 import { calendarState, mismatches } from '../testkit/calendar-diff.ts';
 import { type FakeGoogle, startFakeGoogle } from '../testkit/fake-google/index.ts';
 import {
@@ -154,7 +154,7 @@ async function firstPush(
   const cpu = new CpuMeter();
   await cpu.start();
   const started = Date.now();
-  const connected = await connectTarget(ctx, { source: group.source, refreshToken });
+  const connected = await connectGoogleTarget(ctx, { source: group.source, refreshToken });
   await settle(ctx);
   const used = await cpu.stop();
   const delta = countsDelta(before, fake.counts());

@@ -19,7 +19,7 @@ import { silentLogger } from '../src/logger.ts';
 import type { ServiceContext } from '../src/runtime/context.ts';
 import { openServiceContext } from '../src/runtime/service-context.ts';
 import { startSimulator } from '../src/simulator/index.ts';
-import { connectTarget } from '../src/subscriptions/google-connect.ts';
+import { connectGoogleTarget } from '../src/subscriptions/google-connect.ts';
 import type { SourceKey } from '../src/timetable/source.ts';
 import { exportPrefix } from '../test/deploy/redis-export.ts';
 import {
@@ -155,7 +155,7 @@ async function build(): Promise<Omit<UpgradeFixture, 'madeBy' | 'keys'>> {
 
   // A Google calendar pushed from the group, before its changes (each then pushes too).
   const { user: googleUser, refreshToken } = fake.addUser({ user: 'upgrade-user', refreshToken: 'upgrade-refresh' });
-  const target = await connectTarget(ctx, { source: sources.group, refreshToken, googleUser });
+  const target = await connectGoogleTarget(ctx, { source: sources.group, refreshToken, googleUser });
   await settled(ctx);
 
   // A change log of three changes: a moved class, a removed one (kept cancelled), an added one.

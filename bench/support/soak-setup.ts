@@ -5,7 +5,7 @@
  */
 import { activateSource } from '../../src/jobs/activation.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
-import { connectTarget } from '../../src/subscriptions/google-connect.ts';
+import { connectGoogleTarget } from '../../src/subscriptions/google-connect.ts';
 import type { FakeGoogle } from '../../testkit/fake-google/index.ts';
 import { rawRequest, sleep } from '../../testkit/processes.ts';
 
@@ -89,7 +89,7 @@ export async function signUps(simulatorUrl: string, apiUrl: string, count: numbe
 
 /** Connects one fake Google user's calendar to each source and waits for the first pushes to end. */
 export async function connectTargets(ctx: ServiceContext, fake: FakeGoogle, sources: readonly string[]): Promise<void> {
-  for (const source of sources) await connectTarget(ctx, { source, refreshToken: fake.addUser().refreshToken });
+  for (const source of sources) await connectGoogleTarget(ctx, { source, refreshToken: fake.addUser().refreshToken });
   await until('the first pushes ended', 600_000, async () => {
     const counts = await ctx.queues.pushQueue('google').getJobCounts('waiting', 'prioritized', 'active', 'delayed');
     return Object.values(counts).every((count) => count === 0);

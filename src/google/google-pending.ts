@@ -4,8 +4,8 @@ import { loadDesired, type PendingChanges, type PublishedDeps, pendingOf } from 
 import type { PushIndex } from '../store/push-index.ts';
 import type { SourceKey } from '../timetable/source.ts';
 
-/** What {@link pendingChanges} uses: the published timetable, the Google push index and the clock. */
-export interface PendingChangesDeps extends PublishedDeps {
+/** What {@link googlePendingChanges} uses: the published timetable, the Google push index and the clock. */
+export interface GooglePendingDeps extends PublishedDeps {
   readonly google: { index(targetId: string): Pick<PushIndex, 'read'> };
   /** Epoch ms. */
   readonly now: () => number;
@@ -15,8 +15,8 @@ export interface PendingChangesDeps extends PublishedDeps {
  * The difference between what Google target `targetId` should hold and what its index says it holds (changes
  * not pushed yet: a push waiting, a paused target, a failed push); null before the source's first publication.
  */
-export async function pendingChanges(
-  ctx: PendingChangesDeps,
+export async function googlePendingChanges(
+  ctx: GooglePendingDeps,
   targetId: string,
   source: SourceKey,
 ): Promise<PendingChanges | null> {

@@ -1,5 +1,5 @@
 /**
- * Google Calendar as a push kind (push/adapter.ts): sync with `syncTarget`, then give a calendar created before
+ * Google Calendar as a push kind (push/adapter.ts): sync with `syncGoogleTarget`, then give a calendar created before
  * its timetable was named that name; read Google's errors; Google's names in logs and metrics. A rate limit is
  * Google's for every job alike (one API, one project quota), so it pauses the whole Google push queue.
  */
@@ -22,7 +22,7 @@ import { markerFor } from './event-marker.ts';
 import type { GoogleServices } from './google-services.ts';
 import { googleDetails } from './google-targets.ts';
 import { nameCalendar } from './name-calendar.ts';
-import { syncTarget } from './sync-target.ts';
+import { syncGoogleTarget } from './sync-target.ts';
 
 /** What the Google adapter is built over: Google's services, the published timetable, its metrics. */
 export type GooglePushDeps = PublishedDeps & {
@@ -61,7 +61,7 @@ async function sync(ctx: GooglePushDeps, { target, secret, reconcile, hooks }: P
   const published = await loadPublished(ctx, target.source);
   if (published === undefined) return undefined;
   const calendar = ctx.google.calendar(secret, googleDetails(target).budgetKey, hooks.signal);
-  const summary: SyncCounts = await syncTarget({
+  const summary: SyncCounts = await syncGoogleTarget({
     calendar,
     calendarId: target.calendarId,
     targetId: target.id,

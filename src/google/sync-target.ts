@@ -16,7 +16,7 @@ import { EventExistsError, EventMissingError, EventRefusedError, GooglePermanent
 import { indexFromRemote } from './remote-index.ts';
 
 /** The index operations a sync needs on its target's index (`PushIndex` implements them over Redis). */
-export interface SyncIndex {
+export interface GoogleSyncIndex {
   read(): Promise<Map<string, string>>;
   set(eventId: string, hash: string): Promise<unknown>;
   replace(index: Map<string, string>): Promise<unknown>;
@@ -26,13 +26,13 @@ export interface SyncIndex {
 export type WriteOperation = 'insert' | 'patch' | 'revive' | 'delete';
 
 /** Everything one sync works with. */
-export interface SyncOptions {
+export interface GoogleSyncOptions {
   calendar: CalendarClient;
   calendarId: string;
   targetId: string;
   marker: EventMarker;
   desired: readonly DesiredEvent[];
-  index: SyncIndex;
+  index: GoogleSyncIndex;
   /** List the calendar's marked events and rebuild the index from them before comparing. */
   reconcile: boolean;
   /** Requests in flight at once (default 4). */
@@ -56,12 +56,12 @@ export interface SyncOptions {
  * before any write succeeded, no new request starts until the ones in flight settle: if none of them
  * succeeded either (the calendar refuses us, not one event), the push stops and throws the first refusal.
  */
-export async function syncTarget(options: SyncOptions): Promise<SyncCounts> {
+export async function syncGoogleTarget(options: GoogleSyncOptions): Promise<SyncCounts> {
   return new SyncRun(options).run();
 }
 
 class SyncRun {
-  private readonly options: SyncOptions;
+  private readonly options: GoogleSyncOptions;
   private readonly now: number;
   private readonly counts: SyncCounts = emptyCounts();
   private readonly conflictIds: string[] = [];
@@ -69,7 +69,7 @@ class SyncRun {
   /** A delete answered 404, which Google also answers for every event of a deleted calendar. */
   private deleteMissed = false;
 
-  constructor(options: SyncOptions) {
+  constructor(options: GoogleSyncOptions) {
     this.options = options;
     this.now = options.now();
     const record = (id: string, value: string) => this.record(id, value);

@@ -7,7 +7,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ConsentCallbackError, GoogleNotConfiguredError } from '../google/errors.ts';
 import type { GoogleTarget, GoogleTargetStore } from '../google/google-targets.ts';
-import { disconnectTarget } from '../subscriptions/google-disconnect.ts';
+import { disconnectGoogleTarget } from '../subscriptions/google-disconnect.ts';
 import {
   type GoogleProblem,
   googleDisconnected,
@@ -23,7 +23,7 @@ import {
   googleViewSources,
   type TargetViewDeps,
 } from './google-target-view.ts';
-import { googleTargetRecords, type TargetOwnerDeps } from './owner-auth.ts';
+import { type GoogleOwnerDeps, googleTargetRecords } from './owner-auth.ts';
 import type { PageDeps } from './pages.ts';
 import type { PushRouteKind } from './push-route-kind.ts';
 import { type PushTargetRouteDeps, sendProblemPage } from './push-target-routes.ts';
@@ -35,8 +35,8 @@ export const MANAGE_COOKIE = 'tts-manage';
 /** What the Google kind reads and disconnects with. */
 export type GoogleKindDeps = PushTargetRouteDeps &
   TargetViewDeps &
-  TargetOwnerDeps &
-  Parameters<typeof disconnectTarget>[0] & {
+  GoogleOwnerDeps &
+  Parameters<typeof disconnectGoogleTarget>[0] & {
     readonly google: { readonly targets: Pick<GoogleTargetStore, 'get' | 'verifyManageToken' | 'page'> };
   };
 
@@ -61,7 +61,7 @@ export function googleRouteKind(ctx: GoogleKindDeps): PushRouteKind<GoogleTarget
     disconnectQuery: (query) => ({ deleteCalendar: deleteCalendarOption(query) }),
     disconnectForm: (body) => ({ deleteCalendar: formOf(body).deleteCalendar === 'yes' }),
     disconnect: async (id, options) => {
-      const result = await disconnectTarget(ctx, id, options);
+      const result = await disconnectGoogleTarget(ctx, id, options);
       if (result === undefined) return undefined;
       const outcome = result.calendarError !== undefined ? 'failed' : result.calendarDeleted ? 'deleted' : 'kept';
       return {

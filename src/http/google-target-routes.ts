@@ -6,7 +6,7 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { CalendarGoneError, GoogleConsentError } from '../google/errors.ts';
-import { connectTarget } from '../subscriptions/google-connect.ts';
+import { connectGoogleTarget } from '../subscriptions/google-connect.ts';
 import { parseSource, sourceKey } from '../timetable/source.ts';
 import { HttpError } from './errors.ts';
 import { type GoogleKindDeps, googleRouteKind } from './google-manage-routes.ts';
@@ -40,7 +40,7 @@ const targetBody = z.strictObject(
 );
 
 /** What the admin's target routes read, connect and disconnect with. */
-export type GoogleTargetRouteDeps = GoogleKindDeps & Parameters<typeof connectTarget>[0];
+export type GoogleTargetRouteDeps = GoogleKindDeps & Parameters<typeof connectGoogleTarget>[0];
 
 /** Registers the admin routes of Google targets on the admin scope (prefix `/admin`, admin token checked). */
 export function registerGoogleTargetRoutes(admin: FastifyInstance, ctx: GoogleTargetRouteDeps): void {
@@ -48,7 +48,7 @@ export function registerGoogleTargetRoutes(admin: FastifyInstance, ctx: GoogleTa
   admin.post(kind.adminBase, async (request, reply) => {
     const body = parseOr400(targetBody, request.body, 'INVALID_BODY');
     const source = sourceKey(parseSource(body.source));
-    const connected = await connectTarget(ctx, { ...body, source }).catch((error: unknown) => {
+    const connected = await connectGoogleTarget(ctx, { ...body, source }).catch((error: unknown) => {
       throw registrationError(error);
     });
     // A second registration of one refresh token for one source and calendar answers the first's target, with

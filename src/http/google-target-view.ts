@@ -3,7 +3,7 @@
  * shared state, and how a calendar left behind by a disconnection is named.
  */
 import { z } from 'zod';
-import { pendingChanges } from '../google/google-pending.ts';
+import { googlePendingChanges } from '../google/google-pending.ts';
 import type { GoogleTarget } from '../google/google-targets.ts';
 import { pendingPush } from '../jobs/job-status.ts';
 import type { PushIndex } from '../store/push-index.ts';
@@ -33,13 +33,13 @@ export const GOOGLE_LEFT_BEHIND: LeftBehind = {
 export type TargetViewDeps = {
   readonly google: { index(targetId: string): Pick<PushIndex, 'read' | 'size'> };
 } & Parameters<typeof pendingPush>[0] &
-  Parameters<typeof pendingChanges>[0];
+  Parameters<typeof googlePendingChanges>[0];
 
 /** Where the views of Google targets read their queued push, pending changes and own fields. */
 export function googleViewSources(ctx: TargetViewDeps): PushViewSources<GoogleTarget> {
   return {
     queuedPush: (id) => pendingPush(ctx, 'google', id),
-    pendingChanges: (target) => pendingChanges(ctx, target.id, target.source),
+    pendingChanges: (target) => googlePendingChanges(ctx, target.id, target.source),
     indexSize: (id) => ctx.google.index(id).size(),
     ownFields: (target) => ({ calendarId: target.calendarId }),
   };

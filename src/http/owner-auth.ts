@@ -28,7 +28,7 @@ export interface SubscriptionOwnerDeps extends OwnerAuthDeps {
 }
 
 /** What checking a Google target's owner reads. */
-export interface TargetOwnerDeps extends OwnerAuthDeps {
+export interface GoogleOwnerDeps extends OwnerAuthDeps {
   readonly google: { readonly targets: Pick<GoogleTargetStore, 'verifyManageToken' | 'get'> };
 }
 
@@ -93,7 +93,7 @@ export function subscriptionNotFound(id: string): HttpError {
 }
 
 /** The 404 of a Google target id nobody has. */
-export function targetNotFound(id: string): HttpError {
+export function googleTargetNotFound(id: string): HttpError {
   return new HttpError('TARGET_NOT_FOUND', {
     en: `no Google target ${id}`,
     ru: `нет подключения Google Календаря ${id}`,
@@ -106,7 +106,7 @@ const TARGET_ID_MALFORMED: Words = {
 };
 
 /** How Google targets are found and their manage tokens checked, and what each refusal says. */
-export function googleTargetRecords(ctx: TargetOwnerDeps): OwnedRecords<GoogleTarget> {
+export function googleTargetRecords(ctx: GoogleOwnerDeps): OwnedRecords<GoogleTarget> {
   return {
     format: TARGET_ID,
     malformed: TARGET_ID_MALFORMED,
@@ -118,7 +118,7 @@ export function googleTargetRecords(ctx: TargetOwnerDeps): OwnedRecords<GoogleTa
       en: 'wrong token for this Google target',
       ru: 'неверный токен для этого подключения Google Календаря',
     },
-    notFound: targetNotFound,
+    notFound: googleTargetNotFound,
     verify: (id, token) => ctx.google.targets.verifyManageToken(id, token),
     get: (id) => ctx.google.targets.get(id),
   };

@@ -17,7 +17,7 @@ import type { SourceKey } from '../timetable/source.ts';
 import * as core from './push-connect.ts';
 
 /** What a connection is made of. `source` must be valid (see `parseSource`). */
-export interface ConnectRequest {
+export interface GoogleConnectRequest {
   source: SourceKey;
   refreshToken: string;
   /** The Google user id (`sub` of the OAuth id_token), when known: a second consent reuses the target. */
@@ -27,7 +27,7 @@ export interface ConnectRequest {
 }
 
 /** A connected target. `manageToken` is the only copy there will ever be. */
-export interface ConnectedTarget {
+export interface GoogleConnected {
   id: string;
   calendarId: string;
   calendarName: string;
@@ -45,10 +45,10 @@ export interface GooglePushCheckDeps {
 }
 
 /**
- * What {@link connectTarget} uses: a first fetch's (see `requireFetched`), Google's side, what names a calendar,
+ * What {@link connectGoogleTarget} uses: a first fetch's (see `requireFetched`), Google's side, what names a calendar,
  * and the queues its first push and refresh go to.
  */
-export type ConnectDeps = core.PushConnectDeps & {
+export type GoogleConnectDeps = core.PushConnectDeps & {
   readonly config: Pick<Config, 'timezone' | 'googleReconcileIntervalMs'>;
   readonly logger: Logger;
   readonly google: Pick<GoogleServices, 'configured' | 'targets' | 'calendar'>;
@@ -68,7 +68,7 @@ export function requireGooglePush(ctx: GooglePushCheckDeps): void {
 }
 
 /** Google as a connection sees it. */
-function googleKind(ctx: ConnectDeps): core.ConnectKind {
+function googleKind(ctx: GoogleConnectDeps): core.ConnectKind {
   return { kind: 'google', targets: ctx.google.targets, reconcileIntervalMs: ctx.config.googleReconcileIntervalMs };
 }
 
@@ -80,7 +80,10 @@ function googleKind(ctx: ConnectDeps): core.ConnectKind {
  * the Google adapter's typed errors
  * (CalendarGoneError for an unreachable `calendarId`, GoogleConsentError for a refused refresh token).
  */
-export async function connectTarget(ctx: ConnectDeps, request: ConnectRequest): Promise<ConnectedTarget> {
+export async function connectGoogleTarget(
+  ctx: GoogleConnectDeps,
+  request: GoogleConnectRequest,
+): Promise<GoogleConnected> {
   // Checked before Google is asked for anything: a calendar made for a token we cannot store would be lost.
   requireGooglePush(ctx);
   // A target keeps its source refreshed for good: never for an id the university has not answered once.
@@ -92,8 +95,8 @@ export async function connectTarget(ctx: ConnectDeps, request: ConnectRequest): 
   return core.takingTurns(ctx, googleKind(ctx), turn, () => connect(ctx, request));
 }
 
-/** {@link connectTarget} once the checks passed (and, with a Google user, under its lock). */
-async function connect(ctx: ConnectDeps, request: ConnectRequest): Promise<ConnectedTarget> {
+/** {@link connectGoogleTarget} once the checks passed (and, with a Google user, under its lock). */
+async function connect(ctx: GoogleConnectDeps, request: GoogleConnectRequest): Promise<GoogleConnected> {
   const fallbackName = await core.sourceName(ctx, request.source);
   const budgetKey = budgetKeyFor(request.googleUser, request.refreshToken);
   const calendar = ctx.google.calendar(request.refreshToken, budgetKey);
@@ -124,8 +127,8 @@ async function connect(ctx: ConnectDeps, request: ConnectRequest): Promise<Conne
  * source and calendar (ours when none is named).
  */
 async function existingTarget(
-  ctx: ConnectDeps,
-  request: ConnectRequest,
+  ctx: GoogleConnectDeps,
+  request: GoogleConnectRequest,
   budgetKey: string,
 ): Promise<GoogleTarget | undefined> {
   if (request.googleUser !== undefined)
@@ -144,9 +147,9 @@ async function existingTarget(
  * nor a quota pause. A calendar gone meanwhile makes it a reconnect (a new calendar of ours, or a 400).
  */
 async function isRepeat(
-  ctx: ConnectDeps,
+  ctx: GoogleConnectDeps,
   target: GoogleTarget,
-  request: ConnectRequest,
+  request: GoogleConnectRequest,
   calendar: CalendarClient,
 ): Promise<boolean> {
   if (request.googleUser !== undefined || (target.status !== 'active' && target.status !== 'paused')) return false;
@@ -163,7 +166,7 @@ async function isRepeat(
 }
 
 /** Answers a repeated registration with its target as it is (a new manage token, which the admin route never shows). */
-async function unchanged(ctx: ConnectDeps, target: GoogleTarget): Promise<ConnectedTarget> {
+async function unchanged(ctx: GoogleConnectDeps, target: GoogleTarget): Promise<GoogleConnected> {
   const manageToken = await ctx.google.targets.rotateManageToken(target.id);
   if (manageToken === undefined) throw new TargetRemovedError(target.id);
   return { id: target.id, calendarId: target.calendarId, calendarName: target.calendarName, manageToken, reused: true };
@@ -175,13 +178,13 @@ async function unchanged(ctx: ConnectDeps, target: GoogleTarget): Promise<Connec
  * comparison with what the calendar holds.
  */
 async function reconnect(
-  ctx: ConnectDeps,
+  ctx: GoogleConnectDeps,
   target: GoogleTarget,
   refreshToken: string,
   budgetKey: string,
   calendar: CalendarClient,
   name: string,
-): Promise<ConnectedTarget> {
+): Promise<GoogleConnected> {
   const live = await liveCalendar(ctx, target, calendar, name);
   const moved = { calendarId: live.calendarId, calendarOwned: true, calendarName: live.calendarName };
   const manageToken = await core.renewTarget(ctx, googleKind(ctx), target, {
@@ -201,7 +204,7 @@ async function reconnect(
  * last push, which leaves the target `active`.
  */
 async function liveCalendar(
-  ctx: ConnectDeps,
+  ctx: GoogleConnectDeps,
   target: GoogleTarget,
   calendar: CalendarClient,
   name: string,
@@ -222,7 +225,7 @@ async function liveCalendar(
 
 /** The calendar to push into: the given one if this token reaches it, else a new one of ours. */
 async function chooseCalendar(
-  ctx: ConnectDeps,
+  ctx: GoogleConnectDeps,
   calendar: CalendarClient,
   calendarId: string | undefined,
   name: string,

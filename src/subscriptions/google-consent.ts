@@ -7,7 +7,7 @@ import type { GoogleServices } from '../google/google-services.ts';
 import { type ConsentStateDeps, takeConsent } from '../google/oauth-state.ts';
 import type { Logger } from '../logger.ts';
 import type { SourceKey } from '../timetable/source.ts';
-import { type ConnectDeps, type ConnectedTarget, connectTarget } from './google-connect.ts';
+import { connectGoogleTarget, type GoogleConnectDeps, type GoogleConnected } from './google-connect.ts';
 
 /** What Google's redirect to the callback carries. */
 export interface ConsentCallback {
@@ -21,7 +21,7 @@ export interface ConsentCallback {
 
 /** What {@link completeConsent} uses: the pending consents, the OAuth client, and a connection's. */
 export type CompleteConsentDeps = ConsentStateDeps &
-  ConnectDeps & {
+  GoogleConnectDeps & {
     readonly google: Pick<GoogleServices, 'configured' | 'oauth'>;
   };
 
@@ -35,7 +35,7 @@ export async function completeConsent(
   ctx: CompleteConsentDeps,
   callback: ConsentCallback,
   log: Pick<Logger, 'info'> = ctx.logger,
-): Promise<{ source: SourceKey; connected: ConnectedTarget }> {
+): Promise<{ source: SourceKey; connected: GoogleConnected }> {
   const pending = await takeConsent(ctx, callback.state, callback.browserNonce);
   if (callback.error !== undefined) {
     const why =
@@ -48,7 +48,7 @@ export async function completeConsent(
   if (!ctx.google.configured || oauth === undefined) throw new GoogleNotConfiguredError();
   try {
     const granted = await oauth.exchangeCode({ code: callback.code, codeVerifier: pending.codeVerifier });
-    const connected = await connectTarget(ctx, {
+    const connected = await connectGoogleTarget(ctx, {
       source: pending.source,
       refreshToken: granted.refreshToken,
       googleUser: granted.googleUser,

@@ -10,14 +10,14 @@ import type { Logger } from '../logger.ts';
 import { type DisconnectKind, disconnectPushTarget } from './push-disconnect.ts';
 
 /** What a disconnection did. `calendarError` says why an owned calendar could not be deleted. */
-export interface Disconnected {
+export interface GoogleDisconnected {
   calendarId: string;
   calendarDeleted: boolean;
   calendarError?: string;
 }
 
-/** What {@link disconnectTarget} uses: the targets, and a calendar to delete one with. */
-export interface DisconnectDeps {
+/** What {@link disconnectGoogleTarget} uses: the targets, and a calendar to delete one with. */
+export interface GoogleDisconnectDeps {
   readonly google: Pick<GoogleServices, 'targets' | 'calendar'>;
   readonly logger: Logger;
 }
@@ -27,11 +27,11 @@ export interface DisconnectDeps {
  * Answers undefined for an unknown target. A failed calendar deletion leaves the target removed and is
  * reported with the calendar id, so that it can be deleted by hand.
  */
-export async function disconnectTarget(
-  ctx: DisconnectDeps,
+export async function disconnectGoogleTarget(
+  ctx: GoogleDisconnectDeps,
   id: string,
   options: { deleteCalendar: boolean },
-): Promise<Disconnected | undefined> {
+): Promise<GoogleDisconnected | undefined> {
   const result = await disconnectPushTarget(ctx, googleKind(ctx, options), id);
   if (result === undefined) return undefined;
   const { target, calendarDeleted, error } = result;
@@ -39,7 +39,7 @@ export async function disconnectTarget(
 }
 
 /** Google as a disconnection sees it: only a calendar of ours, when asked, is deleted. */
-function googleKind(ctx: DisconnectDeps, options: { deleteCalendar: boolean }): DisconnectKind {
+function googleKind(ctx: GoogleDisconnectDeps, options: { deleteCalendar: boolean }): DisconnectKind {
   return {
     kind: 'google',
     targets: ctx.google.targets,

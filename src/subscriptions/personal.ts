@@ -30,7 +30,7 @@ import type { IssuedSubscription, Subscription, SubscriptionStore } from '../sto
 import type { SubscriberOptions } from '../timetable/types.ts';
 import { type CalDavDisconnectDeps, disconnectCaldavTarget } from './caldav-disconnect.ts';
 import { CredentialRefusedError, CredentialRejectedError } from './errors.ts';
-import { type DisconnectDeps, disconnectTarget } from './google-disconnect.ts';
+import { disconnectGoogleTarget, type GoogleDisconnectDeps } from './google-disconnect.ts';
 import { type Profile, type ProfileDeps, profileCalendarName, verifiedProfile } from './profile.ts';
 
 /** A subscription and its new feed token, the only copy of it there will ever be. */
@@ -69,7 +69,7 @@ export type SignUpDeps = ReplaceCredentialDeps & {
 };
 
 /** What {@link deleteSubscription} uses: its push targets', its source's, and the credentials it forgets. */
-export type DeleteSubscriptionDeps = DisconnectDeps &
+export type DeleteSubscriptionDeps = GoogleDisconnectDeps &
   CalDavDisconnectDeps &
   ForgetSourceDeps &
   ReconcileRequestDeps & {
@@ -250,7 +250,7 @@ export async function deleteSubscription(
   log: Pick<Logger, 'info'> = ctx.logger,
 ): Promise<void> {
   for (const target of await ctx.google.targets.idsForSource(subscription.source)) {
-    await disconnectTarget(ctx, target, { deleteCalendar: false });
+    await disconnectGoogleTarget(ctx, target, { deleteCalendar: false });
   }
   for (const target of await ctx.caldav.targets.idsForSource(subscription.source)) {
     await disconnectCaldavTarget(ctx, target, { keepWritten: true });

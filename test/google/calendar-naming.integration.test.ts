@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeFeed } from '../../src/store/feed-store.ts';
-import { connectTarget } from '../../src/subscriptions/google-connect.ts';
+import { connectGoogleTarget } from '../../src/subscriptions/google-connect.ts';
 import type { SourceKey } from '../../src/timetable/source.ts';
 import { client } from '../fake-google/helpers.ts';
 import { storedIcs } from '../support/stored-feed.ts';
@@ -43,7 +43,7 @@ async function connectEarly(source: SourceKey, whileStopped: (connected: Early) 
     .exec();
   let connected: Early;
   try {
-    connected = { ...(await connectTarget(h.ctx, { source, refreshToken })), user, refreshToken };
+    connected = { ...(await connectGoogleTarget(h.ctx, { source, refreshToken })), user, refreshToken };
     await whileStopped(connected);
   } finally {
     await h.startWorkers();
@@ -52,7 +52,7 @@ async function connectEarly(source: SourceKey, whileStopped: (connected: Early) 
   return connected;
 }
 
-type Early = Awaited<ReturnType<typeof connectTarget>> & { user: string; refreshToken: string };
+type Early = Awaited<ReturnType<typeof connectGoogleTarget>> & { user: string; refreshToken: string };
 
 describe('naming a Google calendar after its timetable', () => {
   it('renames a calendar of ours made as `Группа <id>` once the first refresh names the group, and only once', async () => {
@@ -93,7 +93,7 @@ describe('naming a Google calendar after its timetable', () => {
     const given = h.fake.createCalendar(user, `Группа ${id}`);
     h.fake.resetCounts();
     // The connection fetches the timetable first, so its first push already knows the group's name.
-    const connected = await connectTarget(h.ctx, { source, refreshToken, calendarId: given.id });
+    const connected = await connectGoogleTarget(h.ctx, { source, refreshToken, calendarId: given.id });
     await h.settled(connected.id, 1);
     expect(h.fake.calendars(user)[0]?.summary).toBe(`Группа ${id}`);
     expect(h.fake.counts().byMethod['calendars.patch']).toBeUndefined();

@@ -9,7 +9,7 @@ import { pushJobOptions } from '../../src/jobs/queues.ts';
 import { reconcile } from '../../src/jobs/schedule.ts';
 import { parseRefused } from '../../src/push/push-diff.ts';
 import { REFUSAL_RETRY_MS } from '../../src/push/refusal-tally.ts';
-import { connectTarget } from '../../src/subscriptions/google-connect.ts';
+import { connectGoogleTarget } from '../../src/subscriptions/google-connect.ts';
 import { waitUntil } from '../../testkit/poll.ts';
 import { startWorkerProcess, type WorkerProcess } from '../support/spawn-worker.ts';
 import { calls, googleEnv, PushHarness, QUOTA_PAUSE_MS } from './push-harness.ts';
@@ -50,7 +50,7 @@ describe('Google push under faults', () => {
     // About 200 ms per request, 4 in flight: the first push of a few dozen events takes a few seconds.
     h.fake.latency(200);
     const { refreshToken } = h.fake.addUser();
-    const { id, calendarId } = await connectTarget(h.ctx, { source, refreshToken });
+    const { id, calendarId } = await connectGoogleTarget(h.ctx, { source, refreshToken });
     await waitUntil(() => calls(h.fake, 'events.insert') >= 8, 'some inserts');
     const [job] = (await h.ctx.queues.pushQueue('google').getJobs(['active'])).filter(
       (candidate) => candidate.data.target === id,

@@ -16,7 +16,7 @@ import { eventIdFor } from '../../src/push/event-id.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { openServiceContext } from '../../src/runtime/service-context.ts';
 import { startSimulator } from '../../src/simulator/index.ts';
-import { connectTarget } from '../../src/subscriptions/google-connect.ts';
+import { connectGoogleTarget } from '../../src/subscriptions/google-connect.ts';
 import { occurrenceUid } from '../../src/timetable/expand.ts';
 import type { SourceKey } from '../../src/timetable/source.ts';
 import type { Occurrence } from '../../src/timetable/types.ts';
@@ -232,7 +232,7 @@ export class PushHarness {
   }
 
   /**
-   * Publishes `source`, registers a Google account and connects it with `connectTarget` (a new calendar, or
+   * Publishes `source`, registers a Google account and connects it with `connectGoogleTarget` (a new calendar, or
    * `calendarId`), then waits for the push the connection queued.
    */
   async connect(
@@ -241,7 +241,7 @@ export class PushHarness {
   ): Promise<{ target: Connected; push: PushOutcome }> {
     await this.refresh(source);
     const { user, refreshToken } = options.user ?? this.fake.addUser();
-    const connected = await connectTarget(this.ctx, {
+    const connected = await connectGoogleTarget(this.ctx, {
       source,
       refreshToken,
       calendarId: options.calendarId,

@@ -8,7 +8,7 @@ import {
   GoogleRateLimitError,
 } from '../../src/google/errors.ts';
 import { markerFor } from '../../src/google/event-marker.ts';
-import { type SyncIndex, type SyncOptions, syncTarget } from '../../src/google/sync-target.ts';
+import { type GoogleSyncIndex, type GoogleSyncOptions, syncGoogleTarget } from '../../src/google/sync-target.ts';
 import { silentLogger } from '../../src/logger.ts';
 import { type DesiredEvent, fieldsHash, type OwnedEventFields } from '../../src/push/desired-events.ts';
 import { eventIdFor } from '../../src/push/event-id.ts';
@@ -24,7 +24,7 @@ const marker = markerFor('group:4242');
  * The index of target {@link TARGET} in memory (kept by target id, as in Redis); `failSets` makes the next so
  * many `set` calls throw after nothing was stored (a crash).
  */
-class MemoryIndex implements SyncIndex {
+class MemoryIndex implements GoogleSyncIndex {
   readonly maps = new Map<string, Map<string, string>>();
   failSets = 0;
 
@@ -83,9 +83,9 @@ let clock: { now: number };
 let refusals: RefusalExample[];
 
 /** One sync; answers its counts. */
-function sync(desired: DesiredEvent[], options: Partial<SyncOptions> = {}): Promise<SyncCounts> {
+function sync(desired: DesiredEvent[], options: Partial<GoogleSyncOptions> = {}): Promise<SyncCounts> {
   const onRefusal = (example: RefusalExample) => void refusals.push(example);
-  return syncTarget({
+  return syncGoogleTarget({
     calendar,
     calendarId: CAL,
     targetId: TARGET,
@@ -115,7 +115,7 @@ beforeEach(() => {
   refusals = [];
 });
 
-describe('syncTarget', () => {
+describe('syncGoogleTarget', () => {
   it('first sync: lists once, inserts every desired event with marker and digest, and indexes them', async () => {
     const desired = range(10);
     expect(await sync(desired, { reconcile: true })).toEqual({

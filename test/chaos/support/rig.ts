@@ -11,7 +11,7 @@ import { silentLogger } from '../../../src/logger.ts';
 import type { ServiceContext } from '../../../src/runtime/context.ts';
 import { openServiceContext } from '../../../src/runtime/service-context.ts';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
-import { connectTarget } from '../../../src/subscriptions/google-connect.ts';
+import { connectGoogleTarget } from '../../../src/subscriptions/google-connect.ts';
 import type { SourceKey } from '../../../src/timetable/source.ts';
 import { type FakeGoogle, startFakeGoogle } from '../../../testkit/fake-google/index.ts';
 import type { Cleanup, ServiceChild } from '../../../testkit/processes.ts';
@@ -167,7 +167,7 @@ export class Rig {
   /** Connects a new Google account's calendar to `source` (its first push is queued, not awaited). */
   async connect(source: SourceKey): Promise<RigTarget> {
     const { refreshToken } = this.fake.addUser();
-    const connected = await connectTarget(this.ctx, { source, refreshToken });
+    const connected = await connectGoogleTarget(this.ctx, { source, refreshToken });
     const target = { id: connected.id, source, calendarId: connected.calendarId };
     this.targets.push(target);
     return target;
