@@ -23,7 +23,7 @@ export interface GoogleSyncIndex {
 }
 
 /** A write request, for metrics. */
-export type WriteOperation = 'insert' | 'patch' | 'revive' | 'delete';
+export type GoogleWriteOperation = 'insert' | 'patch' | 'revive' | 'delete';
 
 /** Everything one sync works with. */
 export interface GoogleSyncOptions {
@@ -40,7 +40,7 @@ export interface GoogleSyncOptions {
   signal?: AbortSignal | undefined;
   log: Logger;
   /** Called as each write request is sent. */
-  onWrite?: ((operation: WriteOperation) => void) | undefined;
+  onWrite?: ((operation: GoogleWriteOperation) => void) | undefined;
   /** Called for every refusal of this push as it happens, whether the push then completes or fails. */
   onRefusal?: ((example: RefusalExample) => void) | undefined;
   /** Called after every index entry written: the push got somewhere (a write, a refusal, a conflict noted). */
@@ -252,7 +252,7 @@ class SyncRun {
   }
 
   /** Counts a write request and reports it. */
-  private writing(operation: WriteOperation): void {
+  private writing(operation: GoogleWriteOperation): void {
     this.counts.writes += 1;
     this.options.onWrite?.(operation);
   }

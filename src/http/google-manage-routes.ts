@@ -20,8 +20,8 @@ import { formOf } from './form-body.ts';
 import {
   deleteCalendarOption,
   GOOGLE_LEFT_BEHIND,
+  type GoogleTargetViewDeps,
   googleViewSources,
-  type TargetViewDeps,
 } from './google-target-view.ts';
 import { type GoogleOwnerDeps, googleTargetRecords } from './owner-auth.ts';
 import type { PageDeps } from './pages.ts';
@@ -34,7 +34,7 @@ export const MANAGE_COOKIE = 'tts-manage';
 
 /** What the Google kind reads and disconnects with. */
 export type GoogleKindDeps = PushTargetRouteDeps &
-  TargetViewDeps &
+  GoogleTargetViewDeps &
   GoogleOwnerDeps &
   Parameters<typeof disconnectGoogleTarget>[0] & {
     readonly google: { readonly targets: Pick<GoogleTargetStore, 'get' | 'verifyManageToken' | 'page'> };

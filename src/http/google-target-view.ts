@@ -30,13 +30,13 @@ export const GOOGLE_LEFT_BEHIND: LeftBehind = {
 };
 
 /** What a Google target's view reads: its queued push, its pending changes and its index. */
-export type TargetViewDeps = {
+export type GoogleTargetViewDeps = {
   readonly google: { index(targetId: string): Pick<PushIndex, 'read' | 'size'> };
 } & Parameters<typeof pendingPush>[0] &
   Parameters<typeof googlePendingChanges>[0];
 
 /** Where the views of Google targets read their queued push, pending changes and own fields. */
-export function googleViewSources(ctx: TargetViewDeps): PushViewSources<GoogleTarget> {
+export function googleViewSources(ctx: GoogleTargetViewDeps): PushViewSources<GoogleTarget> {
   return {
     queuedPush: (id) => pendingPush(ctx, 'google', id),
     pendingChanges: (target) => googlePendingChanges(ctx, target.id, target.source),

@@ -47,7 +47,7 @@ export interface SyncCounts {
   conflicts: number;
   /**
    * Writes the server refused for good, in this push or in an earlier one and not due again: each event is tried
-   * again when it changes or after `REFUSAL_RETRY_MS` (google/sync-target.ts; a refused delete after that
+   * again when it changes or after `REFUSAL_RETRY_MS` (push/refusal-tally.ts; a refused delete after that
    * time, or at once when the class comes back).
    */
   refused: number;

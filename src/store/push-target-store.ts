@@ -15,6 +15,13 @@ import { constantTimeEqual, hashToken, randomToken } from '../security/tokens.ts
 import type { SourceKey } from '../timetable/source.ts';
 import { TargetExistsError } from './errors.ts';
 import { PushIndex } from './push-index.ts';
+import type {
+  CalendarChoice,
+  NewPushTarget,
+  PushGuard,
+  PushTargetLayout,
+  VersionedSecret,
+} from './push-target-layout.ts';
 import {
   CORE_FIELDS,
   fromFields,
@@ -25,6 +32,15 @@ import {
   type TargetKind,
   toFields,
 } from './push-target-record.ts';
+
+export type {
+  CalendarChoice,
+  NewPushTarget,
+  PushGuard,
+  PushTargetLayout,
+  VersionedSecret,
+} from './push-target-layout.ts';
+
 import {
   CLEAR_RECONCILE,
   type DueChange,
@@ -40,72 +56,6 @@ export const TARGET_ID = /^[A-Za-z0-9_-]{22}$/;
 /** A new target id, for a caller that needs it before {@link PushTargetStore.create} (a calendar named by it). */
 export function newTargetId(): string {
   return randomToken(16);
-}
-
-/** How one kind's targets are laid out in Redis: the keys, field names and words its stored data uses. */
-export interface PushTargetLayout<N extends string = string> {
-  kind: TargetKind;
-  /** Whether the hash names its kind in a `kind` field (written on create). */
-  kindField: boolean;
-  keys: {
-    /** HASH of one target. */
-    target(id: string): string;
-    /** HASH: one target's push index. */
-    index(id: string): string;
-    /** ZSET: every target by creation time. */
-    readonly all: string;
-    /** ZSET: targets by when their next full reconcile is due. */
-    readonly due: string;
-    /** SET: the targets of one source. */
-    source(source: SourceKey): string;
-  };
-  /** The hash field of the sealed credential, and the associated data that binds it to its target. */
-  credential: { field: string; context(id: string): string };
-  /** The status of a target that needs a new credential. */
-  needsCredential: N;
-  /** Detail fields that belong to the calendar, dropped when the target is pointed at another one. */
-  calendarDetails: readonly string[];
-  /** A STRING from (owner, source) to the target: its detail field and key, set on create, removed on remove. */
-  owner?: { field: string; key(owner: string, source: SourceKey): string } | undefined;
-}
-
-/** What a new target is made of. */
-export interface NewPushTarget {
-  /** The id, when the caller chose it first (from {@link newTargetId}); else a new one. */
-  id?: string | undefined;
-  source: SourceKey;
-  /** The credential to seal (a refresh token, an app password). */
-  secret: string;
-  calendarId: string;
-  calendarOwned: boolean;
-  calendarName: string;
-  /** The kind's own public fields. */
-  details: Readonly<Record<string, string>>;
-  now: number;
-}
-
-/**
- * What a push started with: the version of the credential it sent (from {@link PushTargetStore.credential})
- * and the calendar it wrote to. Updates that carry it land only while both are still the target's.
- */
-export interface PushGuard {
-  credentialVersion?: number | undefined;
-  calendarId?: string | undefined;
-}
-
-/** A credential with the version it was stored under (pass the version back to `markStatus`). */
-export interface VersionedSecret {
-  secret: string;
-  version: number;
-}
-
-/** The calendar a target is pointed at by {@link PushTargetStore.replaceCalendar}. */
-export interface CalendarChoice {
-  calendarId: string;
-  calendarOwned: boolean;
-  calendarName: string;
-  /** Detail fields that come with the calendar (CalDAV's host and sync support). */
-  details?: Readonly<Record<string, string>> | undefined;
 }
 
 /** Fields cleared whenever a target becomes active again. */
@@ -158,8 +108,7 @@ export class PushTargetStore<N extends string = string> {
   async create(input: NewPushTarget): Promise<{ id: string; manageToken: string }> {
     const id = input.id ?? newTargetId();
     if (!TARGET_ID.test(id)) throw new RangeError('a target id is 22 characters of base64url');
-    for (const name of Object.keys(input.details))
-      if (CORE_FIELDS.has(name) || this.secretFields.has(name)) throw new RangeError(`${name} is not a detail`);
+    this.checkDetails(Object.keys(input.details));
     const { keys, owner } = this.layout;
     const manageToken = randomToken();
     const target: PushTarget<N> = {
@@ -227,6 +176,7 @@ export class PushTargetStore<N extends string = string> {
     now: number,
     details: Readonly<Record<string, string>> = {},
   ): Promise<boolean> {
+    this.checkDetails(Object.keys(details), true);
     const sealed = this.box.seal(secret, this.layout.credential.context(id));
     const set = { ...details, [this.layout.credential.field]: sealed, ...ACTIVE_FIELDS };
     return this.update(id, { set, remove: STOP_FIELDS, bumpVersion: true, due: { kind: 'set', at: now }, now });
@@ -238,6 +188,7 @@ export class PushTargetStore<N extends string = string> {
    */
   async replaceCalendar(id: string, calendar: CalendarChoice, now: number): Promise<boolean> {
     const details = calendar.details ?? {};
+    this.checkDetails(Object.keys(details), true);
     const set = {
       ...details,
       calendarId: calendar.calendarId,
@@ -265,8 +216,7 @@ export class PushTargetStore<N extends string = string> {
     set: Readonly<Record<string, string>>,
     remove: readonly string[] = [],
   ): Promise<boolean> {
-    for (const name of [...Object.keys(set), ...remove])
-      if (CORE_FIELDS.has(name) || this.secretFields.has(name)) throw new RangeError(`${name} is not a detail`);
+    this.checkDetails([...Object.keys(set), ...remove], true);
     return this.update(id, { set: { ...set }, remove, ifCalendar: calendarId });
   }
 
@@ -422,6 +372,18 @@ export class PushTargetStore<N extends string = string> {
       owner !== undefined && source && ownerValue ? owner.key(ownerValue, source) : hash,
     ];
     return (await REMOVE_TARGET.run(this.redis, scriptKeys, [id])) === 1;
+  }
+
+  /**
+   * Throws unless `names` are detail fields: never a field of every target's or a secret one, and, once a target
+   * exists (`stored`), never its owner, which the owner lookup key was made from and `remove` deletes by.
+   */
+  private checkDetails(names: readonly string[], stored = false): void {
+    for (const name of names) {
+      const owner = stored && name === this.layout.owner?.field;
+      if (CORE_FIELDS.has(name) || this.secretFields.has(name) || owner)
+        throw new RangeError(`${name} is not a detail`);
+    }
   }
 
   private parse(fields: Record<string, string>): PushTarget<N> | undefined {

@@ -340,6 +340,22 @@ describe('PushTargetStore (Google layout)', () => {
     expect(await redis.smembers(keys.sourceTargets('group:778'))).toEqual([newer.id]);
   });
 
+  it('refuses detail fields that would overwrite a core, secret or owner field, and stores nothing', async () => {
+    const bad = newTarget({ source: 'group:779' });
+    await expect(store.create({ ...bad, details: { ...bad.details, status: 'paused' } })).rejects.toThrow(RangeError);
+    expect(await store.idsForSource('group:779')).toEqual([]);
+    const { id } = await store.create(newTarget({ source: 'group:779', googleUser: 'owner-1' }));
+    const before = await store.get(id);
+    // The owner names the lookup key that `remove` deletes by: changing it later would orphan that key.
+    await expect(store.replaceCredential(id, 'other', NOW, { googleUser: 'owner-2' })).rejects.toThrow(RangeError);
+    await expect(store.replaceCredential(id, 'other', NOW, { refreshToken: 'x' })).rejects.toThrow(RangeError);
+    const calendar = { calendarId: 'c2', calendarOwned: true, calendarName: 'n', details: { tokenVersion: '9' } };
+    await expect(store.replaceCalendar(id, calendar, NOW)).rejects.toThrow(RangeError);
+    await expect(store.recordDetails(id, 'c2', { manageTokenHash: 'x' })).rejects.toThrow(RangeError);
+    expect(await store.get(id)).toEqual(before);
+    expect((await store.findByOwner('owner-1', 'group:779'))?.id).toBe(id);
+  });
+
   it('treats malformed ids as unknown', async () => {
     expect(await store.get('../../etc')).toBeUndefined();
     expect(await store.verifyManageToken('nope', 'x')).toBe(false);
