@@ -27,9 +27,13 @@ export type PushAdapterTargets = Pick<
   | 'idsForSource'
   | 'anyForSource'
   | 'due'
+  | 'remove'
 > & { index(targetId: string): Pick<PushIndex, 'size'> };
 
-/** A kind as a job that only reads or reschedules its targets sees it (the fan-out, the due scan). */
+/**
+ * A kind as a job or use case that only reads, reschedules or removes its targets sees it (the fan-out, the due
+ * scan, a deleted subscription).
+ */
 export interface PushKindTargets<M extends keyof PushAdapterTargets> {
   readonly kind: TargetKind;
   readonly targets: Pick<PushAdapterTargets, M>;

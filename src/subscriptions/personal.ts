@@ -1,13 +1,3 @@
-/**
- * Personal subscriptions, the three things a person does with one: sign up with a university credential (and
- * get a secret feed URL), replace the credential, delete the subscription. Routes and commands call these;
- * each keeps the stores consistent on its own (a half-made subscription is removed again, a deleted one takes
- * its source and its Google connections with it). One university user has one subscription: signing up again
- * gives it another feed token, which is how a lost feed URL is recovered.
- */
-
-import type { CalDavTargetStore } from '../caldav/caldav-targets.ts';
-import type { GoogleServices } from '../google/google-services.ts';
 import {
   type ActivationDeps,
   activateSource,
@@ -20,6 +10,7 @@ import type { DiskWaiter } from '../lib/redis-durability.ts';
 import { withLock } from '../lib/redis-lock.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
+import type { PushKindTargets } from '../push/adapter.ts';
 import { DecryptionError, SecretKeyMissingError } from '../security/errors.ts';
 import { announceFeedUpdate } from '../store/feed-updates.ts';
 import type { GroupDirectory } from '../store/group-directory.ts';
@@ -28,10 +19,9 @@ import type { KnownCredentials } from '../store/known-credentials.ts';
 import type { SourceRegistry } from '../store/registry.ts';
 import type { IssuedSubscription, Subscription, SubscriptionStore } from '../store/subscription-store.ts';
 import type { SubscriberOptions } from '../timetable/types.ts';
-import { type CalDavDisconnectDeps, disconnectCaldavTarget } from './caldav-disconnect.ts';
 import { CredentialRefusedError, CredentialRejectedError } from './errors.ts';
-import { disconnectGoogleTarget, type GoogleDisconnectDeps } from './google-disconnect.ts';
 import { type Profile, type ProfileDeps, profileCalendarName, verifiedProfile } from './profile.ts';
+import { stopFollowing } from './push-disconnect.ts';
 
 /** A subscription and its new feed token, the only copy of it there will ever be. */
 export type SignedUp = IssuedSubscription;
@@ -69,13 +59,11 @@ export type SignUpDeps = ReplaceCredentialDeps & {
 };
 
 /** What {@link deleteSubscription} uses: its push targets', its source's, and the credentials it forgets. */
-export type DeleteSubscriptionDeps = GoogleDisconnectDeps &
-  CalDavDisconnectDeps &
-  ForgetSourceDeps &
+export type DeleteSubscriptionDeps = ForgetSourceDeps &
   ReconcileRequestDeps & {
     readonly logger: Logger;
-    readonly google: Pick<GoogleServices, 'targets'>;
-    readonly caldav: { readonly targets: Pick<CalDavTargetStore, 'idsForSource'> };
+    /** Every registered calendar kind: their targets of the subscription stop following it. */
+    readonly pushKinds: readonly PushKindTargets<'idsForSource' | 'get' | 'credential' | 'remove'>[];
     readonly subscriptions: Pick<SubscriptionStore, 'credentialOf' | 'delete'>;
     readonly knownCredentials: Pick<KnownCredentials, 'forget'>;
   };
@@ -240,7 +228,7 @@ export async function replaceCredential(
 }
 
 /**
- * Deletes a subscription with everything that hangs on it: its Google and CalDAV calendars stop following it
+ * Deletes a subscription with everything that hangs on it: its calendars of every kind stop following it
  * (they stay in the person's account, with the classes they hold), its source and feed are removed, and the reconciler
  * drops the source's job scheduler now rather than at its next periodic run.
  */
@@ -249,12 +237,7 @@ export async function deleteSubscription(
   subscription: Subscription,
   log: Pick<Logger, 'info'> = ctx.logger,
 ): Promise<void> {
-  for (const target of await ctx.google.targets.idsForSource(subscription.source)) {
-    await disconnectGoogleTarget(ctx, target, { deleteCalendar: false });
-  }
-  for (const target of await ctx.caldav.targets.idsForSource(subscription.source)) {
-    await disconnectCaldavTarget(ctx, target, { keepWritten: true });
-  }
+  await stopFollowing(ctx, ctx.pushKinds, subscription.source);
   await forgetStoredCredential(ctx, subscription);
   await ctx.subscriptions.delete(subscription.id);
   await forgetSource(ctx, subscription.source, log);

@@ -5,8 +5,10 @@
  * the kind's (`google-disconnect.ts`, `caldav-disconnect.ts`).
  */
 import type { Logger } from '../logger.ts';
+import type { PushKindTargets } from '../push/adapter.ts';
 import type { PushTarget, TargetKind } from '../store/push-target-record.ts';
 import type { PushTargetStore } from '../store/push-target-store.ts';
+import type { SourceKey } from '../timetable/source.ts';
 
 /** What a clean-up did on the other side. */
 export interface Cleaned {
@@ -76,5 +78,27 @@ export async function disconnectPushTarget(
     // The message only: the adapters' errors keep the transport's error as `cause`, request headers included.
     ctx.logger.warn({ target: id, ...kind.warning.fields(target), error: message }, kind.warning.message);
     return { ...result, error: message };
+  }
+}
+
+/**
+ * Stops every calendar of every kind from following `source` (its subscription is being deleted): each target is
+ * removed, and what it wrote stays in the person's calendar, as classes they can still see.
+ */
+export async function stopFollowing(
+  ctx: { readonly logger: Logger },
+  kinds: readonly PushKindTargets<'idsForSource' | 'get' | 'credential' | 'remove'>[],
+  source: SourceKey,
+): Promise<void> {
+  for (const { kind, targets } of kinds) {
+    const keep: DisconnectKind = {
+      kind,
+      targets,
+      credentialName: 'credential',
+      cleanUp: async () => undefined,
+      isGone: () => false,
+      warning: { message: `${kind} clean-up failed`, fields: () => ({}) },
+    };
+    for (const id of await targets.idsForSource(source)) await disconnectPushTarget(ctx, keep, id);
   }
 }
