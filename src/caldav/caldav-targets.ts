@@ -5,8 +5,9 @@
  * calendar URL is the target's `calendarId`.
  */
 import type { RedisKeys } from '../store/keys.ts';
+import type { PushTargetLayout } from '../store/push-target-layout.ts';
 import type { PushTarget } from '../store/push-target-record.ts';
-import type { PushTargetLayout, PushTargetStore } from '../store/push-target-store.ts';
+import type { PushTargetStore } from '../store/push-target-store.ts';
 
 /** A CalDAV target's status when the server refused its login or app password (401). */
 export type CalDavNeedsCredential = 'needs-password';

@@ -4,8 +4,9 @@
  * reading of those fields. The keys and field names are the ones Google targets were always stored under.
  */
 import type { RedisKeys } from '../store/keys.ts';
+import type { PushTargetLayout } from '../store/push-target-layout.ts';
 import type { PushTarget } from '../store/push-target-record.ts';
-import type { PushTargetLayout, PushTargetStore } from '../store/push-target-store.ts';
+import type { PushTargetStore } from '../store/push-target-store.ts';
 
 /** A Google target's status when Google refused its refresh token: only a new consent brings it back. */
 export type GoogleNeedsCredential = 'needs-consent';

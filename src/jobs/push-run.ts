@@ -1,7 +1,7 @@
 /** The run state of a push job: what one run has done so far, for its failure handling. */
 import type { Logger } from '../logger.ts';
+import type { PushGuard } from '../store/push-target-layout.ts';
 import type { RefusalExample } from '../store/push-target-record.ts';
-import type { PushGuard } from '../store/push-target-store.ts';
 
 /** Refusals of one run kept on the target for admins, as examples of the server's reasons. */
 const REFUSAL_EXAMPLES = 3;

@@ -33,14 +33,6 @@ import {
   toFields,
 } from './push-target-record.ts';
 
-export type {
-  CalendarChoice,
-  NewPushTarget,
-  PushGuard,
-  PushTargetLayout,
-  VersionedSecret,
-} from './push-target-layout.ts';
-
 import {
   CLEAR_RECONCILE,
   type DueChange,

@@ -14,8 +14,9 @@ import { DecryptionError, SecretKeyMissingError } from '../../src/security/error
 import { hashToken } from '../../src/security/tokens.ts';
 import { TargetExistsError } from '../../src/store/errors.ts';
 import { redisKeys } from '../../src/store/keys.ts';
+import type { NewPushTarget } from '../../src/store/push-target-layout.ts';
 import type { PushSummary } from '../../src/store/push-target-record.ts';
-import { type NewPushTarget, newTargetId, PushTargetStore, TARGET_ID } from '../../src/store/push-target-store.ts';
+import { newTargetId, PushTargetStore, TARGET_ID } from '../../src/store/push-target-store.ts';
 import { deletePrefix, uniquePrefix } from '../support/service.ts';
 
 const KEY = Buffer.alloc(32, 7);

@@ -4,8 +4,9 @@ import { type GoogleTargetStore, googleDetailFields, googleTargetLayout } from '
 import { DecryptionError, SecretKeyMissingError } from '../../src/security/errors.ts';
 import { hashToken } from '../../src/security/tokens.ts';
 import { redisKeys } from '../../src/store/keys.ts';
+import type { NewPushTarget } from '../../src/store/push-target-layout.ts';
 import type { PushSummary } from '../../src/store/push-target-record.ts';
-import { type NewPushTarget, PushTargetStore, TARGET_ID } from '../../src/store/push-target-store.ts';
+import { PushTargetStore, TARGET_ID } from '../../src/store/push-target-store.ts';
 import { deletePrefix, uniquePrefix } from '../support/service.ts';
 
 const KEY = Buffer.alloc(32, 9);
