@@ -1,6 +1,6 @@
 /**
  * Everything CalDAV push needs, built once per process by the composition root (the twin of
- * google/google-services.ts): the target store, each target's index, the per-host budget shared by every
+ * google/google-services.ts): the target store (with each target's index), the per-host budget shared by every
  * worker, and a factory of clients whose every request first waits for its host's turn.
  */
 import type { Config } from '../config.ts';
@@ -8,7 +8,6 @@ import { RateLimitedError } from '../lib/errors.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import { CalDavHostBudget } from '../store/caldav-host-budget.ts';
 import type { RedisKeys } from '../store/keys.ts';
-import type { PushIndex } from '../store/push-index.ts';
 import { PushTargetStore } from '../store/push-target-store.ts';
 import type { BeforeCalDavRequest, CalDavClient, CalDavClientFactory, CalDavCredentials } from './caldav-client.ts';
 import { type CalDavTargetStore, caldavTargetLayout } from './caldav-targets.ts';
@@ -17,8 +16,6 @@ import { CalDavRateLimitError } from './errors.ts';
 /** The CalDAV side of the service context. */
 export interface CalDavServices {
   readonly targets: CalDavTargetStore;
-  /** The index of target `targetId` (its writes answer false once the target is removed). */
-  index(targetId: string): PushIndex;
   readonly budget: CalDavHostBudget;
   /**
    * A client for one account whose every request first waits for its host's budget and cool-down (a wait ends
@@ -48,7 +45,6 @@ export function createCalDavServices(options: CalDavServicesOptions): CalDavServ
   const targets = new PushTargetStore(redis, caldavTargetLayout(keys), config.secretKey);
   return {
     targets,
-    index: (targetId) => targets.index(targetId),
     budget,
     client: (credentials, signal) => factory(credentials, hostBudgetHook(budget, signal), signal),
     close: async () => {

@@ -9,7 +9,7 @@ import { projectHashes } from './resource-index.ts';
 
 /** What {@link caldavPendingChanges} uses: the published timetable, the target's index and the clock. */
 export interface CalDavPendingDeps extends PublishedResourcesDeps {
-  readonly caldav: { index(id: string): { read(): Promise<Map<string, string>> } };
+  readonly caldav: { readonly targets: { index(id: string): { read(): Promise<Map<string, string>> } } };
   /** Epoch ms. */
   readonly now: () => number;
 }
@@ -25,5 +25,5 @@ export async function caldavPendingChanges(
 ): Promise<PendingChanges | null> {
   const published = await loadPublishedResources(ctx, source);
   if (published === undefined) return null;
-  return pendingOf(published.desired, projectHashes(await ctx.caldav.index(targetId).read()), ctx.now());
+  return pendingOf(published.desired, projectHashes(await ctx.caldav.targets.index(targetId).read()), ctx.now());
 }

@@ -1,12 +1,12 @@
 /** What a Google target's calendar is missing: the next push's writes, computed from Redis alone (no Google call). */
 
-import { loadDesired, type PendingChanges, type PublishedDeps, pendingOf } from '../push/pending-changes.ts';
+import { loadPublished, type PendingChanges, type PublishedDeps, pendingOf } from '../push/pending-changes.ts';
 import type { PushIndex } from '../store/push-index.ts';
 import type { SourceKey } from '../timetable/source.ts';
 
 /** What {@link googlePendingChanges} uses: the published timetable, the Google push index and the clock. */
 export interface GooglePendingDeps extends PublishedDeps {
-  readonly google: { index(targetId: string): Pick<PushIndex, 'read'> };
+  readonly google: { readonly targets: { index(targetId: string): Pick<PushIndex, 'read'> } };
   /** Epoch ms. */
   readonly now: () => number;
 }
@@ -20,7 +20,7 @@ export async function googlePendingChanges(
   targetId: string,
   source: SourceKey,
 ): Promise<PendingChanges | null> {
-  const desired = await loadDesired(ctx, source);
-  if (desired === undefined) return null;
-  return pendingOf(desired, await ctx.google.index(targetId).read(), ctx.now());
+  const published = await loadPublished(ctx, source);
+  if (published === undefined) return null;
+  return pendingOf(published.desired, await ctx.google.targets.index(targetId).read(), ctx.now());
 }

@@ -1,13 +1,12 @@
 /**
- * Everything Google push needs, built once per process by the composition root: the target store, the push
- * index, the shared request budget, the OAuth client, and a factory of calendars that wait for the budget
- * before every request.
+ * Everything Google push needs, built once per process by the composition root: the target store (with each
+ * target's index), the shared request budget, the OAuth client, and a factory of calendars that wait for the
+ * budget before every request.
  */
 import type { Config } from '../config.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import { hashToken } from '../security/tokens.ts';
 import type { RedisKeys } from '../store/keys.ts';
-import type { PushIndex } from '../store/push-index.ts';
 import { PushTargetStore } from '../store/push-target-store.ts';
 import { RequestBudget } from '../store/request-budget.ts';
 import type { CalendarClient, CalendarClientFactory } from './calendar-client.ts';
@@ -21,8 +20,6 @@ export interface GoogleServices {
   /** Whether calendars can be reached: client credentials are configured, or a calendar factory was given (tests). */
   readonly configured: boolean;
   readonly targets: GoogleTargetStore;
-  /** The index of target `targetId` (its writes answer false once the target is removed). */
-  index(targetId: string): PushIndex;
   readonly budget: RequestBudget;
   /** Consent and code exchange; undefined without client credentials. */
   readonly oauth: GoogleOAuth | undefined;
@@ -60,7 +57,6 @@ export function createGoogleServices(options: GoogleServicesOptions): GoogleServ
   return {
     configured: factory !== undefined,
     targets,
-    index: (targetId) => targets.index(targetId),
     budget,
     oauth: credentials ? new GoogleOAuth(config) : undefined,
     calendar: (refreshToken, budgetKey, signal) => {

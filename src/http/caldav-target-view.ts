@@ -22,7 +22,7 @@ import type { LeftBehind, PushViewSources } from './push-target-view.ts';
 
 /** What a CalDAV target's view reads: its queued push, its pending changes and its index. */
 export type CalDavTargetViewDeps = {
-  readonly caldav: { index(id: string): Pick<PushIndex, 'read' | 'size'> };
+  readonly caldav: { readonly targets: { index(id: string): Pick<PushIndex, 'read' | 'size'> } };
 } & Parameters<typeof pendingPush>[0] &
   CalDavPendingDeps;
 
@@ -31,7 +31,7 @@ export function caldavViewSources(ctx: CalDavTargetViewDeps): PushViewSources<Ca
   return {
     queuedPush: (id) => pendingPush(ctx, 'caldav', id),
     pendingChanges: (target) => caldavPendingChanges(ctx, target.id, target.source),
-    indexSize: (id) => ctx.caldav.index(id).size(),
+    indexSize: (id) => ctx.caldav.targets.index(id).size(),
     ownFields: (target) => {
       const details = caldavDetails(target);
       return {

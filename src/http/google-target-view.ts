@@ -31,7 +31,7 @@ export const GOOGLE_LEFT_BEHIND: LeftBehind = {
 
 /** What a Google target's view reads: its queued push, its pending changes and its index. */
 export type GoogleTargetViewDeps = {
-  readonly google: { index(targetId: string): Pick<PushIndex, 'read' | 'size'> };
+  readonly google: { readonly targets: { index(targetId: string): Pick<PushIndex, 'read' | 'size'> } };
 } & Parameters<typeof pendingPush>[0] &
   Parameters<typeof googlePendingChanges>[0];
 
@@ -40,7 +40,7 @@ export function googleViewSources(ctx: GoogleTargetViewDeps): PushViewSources<Go
   return {
     queuedPush: (id) => pendingPush(ctx, 'google', id),
     pendingChanges: (target) => googlePendingChanges(ctx, target.id, target.source),
-    indexSize: (id) => ctx.google.index(id).size(),
+    indexSize: (id) => ctx.google.targets.index(id).size(),
     ownFields: (target) => ({ calendarId: target.calendarId }),
   };
 }

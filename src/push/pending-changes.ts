@@ -49,14 +49,6 @@ export function loadPublished(
 }
 
 /**
- * The events a target of `source` should hold: the published feed's classes (cancelled ones titled as such, see
- * `desiredEvents`); undefined before the first publication.
- */
-export async function loadDesired(ctx: PublishedDeps, source: SourceKey): Promise<DesiredEvent[] | undefined> {
-  return (await loadPublished(ctx, source))?.desired;
-}
-
-/**
  * The difference between what a target should hold (`desired`) and what its index (id → digest or marker, as
  * `diffPush` reads it) says it holds at `now` (epoch ms): changes not pushed yet (a push waiting, a paused
  * target, a failed push).

@@ -17,6 +17,7 @@ import {
 import { CalDavCalendarGoneError, MkcalendarRefusedError } from '../caldav/errors.ts';
 import type { Config } from '../config.ts';
 import type { ActivationDeps } from '../jobs/activation.ts';
+import { enqueuePush } from '../jobs/queues.ts';
 import { requireFetched } from '../jobs/verify-source.ts';
 import type { Logger } from '../logger.ts';
 import { hashToken } from '../security/tokens.ts';
@@ -306,6 +307,6 @@ export async function changeCaldavPassword(ctx: PasswordChangeDeps, id: string, 
   await client.discover(target.calendarId);
   if (!(await ctx.caldav.targets.replaceCredential(id, password, ctx.now()))) return false;
   ctx.logger.info({ target: id, source: target.source }, 'caldav target password replaced');
-  await core.queueConnectPush(ctx, 'caldav', id, target.source);
+  await enqueuePush(ctx.queues, 'caldav', id, target.source, 'connect');
   return true;
 }

@@ -27,9 +27,8 @@ export interface CalDavDisconnected {
 /** What {@link disconnectCaldavTarget} uses: the targets, the index of each, and a client for an account. */
 export interface CalDavDisconnectDeps {
   readonly caldav: {
-    readonly targets: Pick<CalDavTargetStore, 'get' | 'credential' | 'remove'>;
-    /** The index of target `id`: resource id → `"<hash> <etag>"` or a marker. */
-    index(id: string): { read(): Promise<Map<string, string>> };
+    /** The targets, and each one's index: resource id → `"<hash> <etag>"` or a marker. */
+    readonly targets: Pick<CalDavTargetStore, 'get' | 'credential' | 'remove' | 'index'>;
     client(credentials: CalDavCredentials): CalDavClient;
   };
   readonly logger: Logger;
@@ -61,7 +60,7 @@ function caldavKind(ctx: CalDavDisconnectDeps, options: { keepWritten?: boolean 
     credentialName: 'password',
     cleanUp: async (target) => {
       if (options.keepWritten) return undefined;
-      const index = target.calendarOwned ? new Map<string, string>() : await ctx.caldav.index(target.id).read();
+      const index = target.calendarOwned ? new Map<string, string>() : await ctx.caldav.targets.index(target.id).read();
       return async (password) => {
         const client = ctx.caldav.client({ username: caldavDetails(target).username, password });
         if (!target.calendarOwned) return { calendarDeleted: false, removed: await removeOurs(client, target, index) };

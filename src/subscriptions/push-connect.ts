@@ -5,7 +5,7 @@
  * calendars, CalDAV's discovery and MKCALENDAR) are in `google-connect.ts` and `caldav-connect.ts`, over this.
  */
 import { type ActivationDeps, activateSource } from '../jobs/activation.ts';
-import { enqueuePush, enqueueRefresh, type Queues } from '../jobs/queues.ts';
+import { enqueuePush, enqueueRefresh } from '../jobs/queues.ts';
 import type { VerifyDeps } from '../jobs/verify-source.ts';
 import { withLock } from '../lib/redis-lock.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
@@ -162,17 +162,7 @@ export async function startPushing(
   await kind.targets.scheduleReconcile(id, ctx.now() + kind.reconcileIntervalMs);
   // Also without a timetable yet: the push then ends as skipped, and the refresh's publication pushes again
   // (the reconcile request stays set until a push has compared the calendar).
-  await queueConnectPush(ctx, kind.kind, id, source);
-}
-
-/** Queues the `connect` push of target `id`: the one place where connecting reaches a push queue. */
-export async function queueConnectPush(
-  ctx: { readonly queues: Queues },
-  kind: TargetKind,
-  id: string,
-  source: SourceKey,
-): Promise<void> {
-  await enqueuePush(ctx.queues, kind, id, source, 'connect');
+  await enqueuePush(ctx.queues, kind.kind, id, source, 'connect');
 }
 
 /**

@@ -122,7 +122,7 @@ describe('CalDAV push under faults', () => {
     // Each resource stored exactly once: the second run found the first run's resources (it reconciles, and a
     // create of a name already taken answers 412 and is resolved by reading it back), none written twice.
     expect(stored() - storedBefore).toBe(expected.length);
-    const index = await h.ctx.caldav.index(id).read();
+    const index = await h.ctx.caldav.targets.index(id).read();
     expect(index.size).toBe(expected.length);
   }, 90_000);
 });

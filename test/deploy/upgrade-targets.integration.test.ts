@@ -126,7 +126,7 @@ describe('Google targets written by the old store', () => {
     });
     expect((await targets.get(rich))?.details.googleUser).toBeUndefined();
     expect(await targets.credential(rich)).toEqual({ secret: 'rich-refresh-token', version: 1 });
-    expect(await h.ctx.google.index(rich).read()).toEqual(new Map([['a'.repeat(52), 'digest-1']]));
+    expect(await h.ctx.google.targets.index(rich).read()).toEqual(new Map([['a'.repeat(52), 'digest-1']]));
     expect((await targets.page(0, 10)).targets.map((target) => target.id).sort()).toEqual([id, rich].sort());
     expect((await targets.idsForSource(source)).sort()).toEqual([id, rich].sort());
 
@@ -204,7 +204,7 @@ describe('CalDAV targets written by the old store', () => {
       details: { syncToken: 'http://radicale.org/ns/sync/abc', ctag: '"ctag-1"', supportsSync: '0', username: 'rich' },
     });
     expect(await targets.credential(rich)).toEqual({ secret: 'rich-password', version: 1 });
-    expect(await h.ctx.caldav.index(rich).read()).toEqual(
+    expect(await h.ctx.caldav.targets.index(rich).read()).toEqual(
       new Map([
         ['tts-abc', 'digest "etag-1"'],
         ['tts-def', '!foreign'],

@@ -100,7 +100,7 @@ describe('Google push through the adapter and the fake Google', () => {
       expect(event.start.timeZone).toBe(h.ctx.config.timezone);
       expect(event.reminders).toEqual({ useDefault: true });
     }
-    expect(await h.ctx.google.index(target.id).size()).toBe(desired.length);
+    expect(await h.ctx.google.targets.index(target.id).size()).toBe(desired.length);
     expect(await h.ctx.google.targets.get(target.id)).toMatchObject({
       status: 'active',
       reconcileRequested: false,
@@ -360,7 +360,7 @@ describe('Google push through the adapter and the fake Google', () => {
     const ours = desired.filter((event) => event.id !== added.eventId);
     expect(h.calendar(calendar.id).filter((event) => event.id !== lunch.id && event.id !== taken.id)).toEqual(ours);
     // The taken id is remembered as someone else's, so that later pushes do not ask again.
-    expect(await h.ctx.google.index(target.id).read()).toEqual(
+    expect(await h.ctx.google.targets.index(target.id).read()).toEqual(
       new Map([
         ...ours.map((event): [string, unknown] => [event.id, expect.stringMatching(/^[\w-]{22}$/)]),
         [added.eventId, FOREIGN],
@@ -370,7 +370,7 @@ describe('Google push through the adapter and the fake Google', () => {
     // delete them.
     const reconcile = await h.push(target, 'reconcile');
     expect(reconcile.result).toMatchObject({ reconciled: true, conflicts: 1 });
-    expect((await h.ctx.google.index(target.id).read()).get(added.eventId)).toBe(FOREIGN);
+    expect((await h.ctx.google.targets.index(target.id).read()).get(added.eventId)).toBe(FOREIGN);
     await h.sim.deleteEntry(added.entryId);
     h.fake.resetCounts();
     await h.refresh(source);

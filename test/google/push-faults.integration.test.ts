@@ -69,7 +69,7 @@ describe('Google push under faults', () => {
     expect(push).toMatchObject({ id: job?.id, state: 'completed', processedBy: second.id, attemptsMade: 1 });
     expect(insertedBeforeKill).toBeLessThan(desired.length);
     expect(h.calendar(calendarId)).toEqual(desired);
-    expect([...(await h.ctx.google.index(id).read()).keys()].sort()).toEqual(desired.map((event) => event.id));
+    expect([...(await h.ctx.google.targets.index(id).read()).keys()].sort()).toEqual(desired.map((event) => event.id));
     const counts = h.fake.counts();
     // Every event inserted once: the second run found the first run's events by listing (it reconciles).
     expect(counts.byMethod).toEqual({ 'calendars.insert': 1, 'events.list': 2, 'events.insert': desired.length });
@@ -204,7 +204,7 @@ describe('Google push under faults', () => {
       status: 200,
       body: { status: 'active', lastPush: { refused: 2 }, pendingChanges },
     });
-    const index = await h.ctx.google.index(target.id).read();
+    const index = await h.ctx.google.targets.index(target.id).read();
     expect(refused.map((id) => parseRefused(index.get(id) ?? ''))).toEqual([
       expect.objectContaining({ retryAt: h.clock.now + REFUSAL_RETRY_MS }),
       expect.objectContaining({ retryAt: h.clock.now + REFUSAL_RETRY_MS }),
@@ -247,7 +247,7 @@ describe('Google push under faults', () => {
       status: 200,
       body: { status: 'active', lastError: expect.stringContaining('requiredAccessLevel'), lastRefusals: [] },
     });
-    const index = await h.ctx.google.index(target.id).read();
+    const index = await h.ctx.google.targets.index(target.id).read();
     expect([...index.values()].filter((value) => parseRefused(value) !== undefined)).toEqual([]);
   });
 
@@ -258,7 +258,7 @@ describe('Google push under faults', () => {
     expect(push).toMatchObject({ state: 'failed', attemptsMade: 1 });
     // The refused insert stopped the push; the inserts already in flight were written and indexed.
     expect(h.fake.counts().errors).toEqual({ '403 quotaExceeded': 1 });
-    expect(await h.ctx.google.index(target.id).size()).toBe(calls(h.fake, 'events.insert'));
+    expect(await h.ctx.google.targets.index(target.id).size()).toBe(calls(h.fake, 'events.insert'));
     const pausedUntil = h.clock.now + QUOTA_PAUSE_MS;
     expect(await h.ctx.google.targets.get(target.id)).toMatchObject({ status: 'paused', pausedUntil });
     expect(await h.adminView(target.id)).toMatchObject({

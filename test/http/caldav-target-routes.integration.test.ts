@@ -275,7 +275,7 @@ describe('admin CalDAV target routes', () => {
     const ours = event('ours-1', 'Физика', 'X-TIMETABLE-SYNC-SOURCE:group:4243');
     const put = await bob('PUT', `${calendarUrl}tts-aaaa.ics`, ours);
     expect(put.status).toBe(201);
-    await ctx.caldav.index(id).set('tts-aaaa', `digest ${put.headers.get('etag') ?? ''}`);
+    await ctx.caldav.targets.index(id).set('tts-aaaa', `digest ${put.headers.get('etag') ?? ''}`);
     expect(
       (await bob('PUT', `${calendarUrl}tts-bbbb.ics`, event('ours-2', 'Химия', 'X-TIMETABLE-SYNC-SOURCE:group:4243')))
         .status,

@@ -404,7 +404,7 @@ describe('GET /google/callback', () => {
     g.fake.consentAs(user);
     const first = (await connectSource('group:5')).body;
     g.fake.ownerDeleteCalendar(first.calendarId);
-    await g.ctx.google.index(first.id).set('a'.repeat(52), 'hash');
+    await g.ctx.google.targets.index(first.id).set('a'.repeat(52), 'hash');
     await g.ctx.google.targets.markStatus(first.id, 'calendar-deleted', 'the calendar was deleted', g.ctx.now());
 
     const { body } = await connectSource('group:5');
@@ -416,7 +416,7 @@ describe('GET /google/callback', () => {
       calendarId: body.calendarId,
       calendarOwned: true,
     });
-    expect(await g.ctx.google.index(first.id).size()).toBe(0);
+    expect(await g.ctx.google.targets.index(first.id).size()).toBe(0);
   });
 
   it('gives a reused target a new calendar when its owner deleted the old one before a push noticed', async () => {

@@ -291,7 +291,7 @@ describe('GET /admin/google-targets', () => {
       (await g.app.inject({ method: 'GET', url: '/admin/google-targets?limit=0', headers: BEARER })).json(),
     ).toEqual({ error: 'limit: must be at least 1', code: 'INVALID_QUERY' });
 
-    await g.ctx.google.index(made[0] ?? '').set('a'.repeat(52), 'digest');
+    await g.ctx.google.targets.index(made[0] ?? '').set('a'.repeat(52), 'digest');
     await g.ctx.google.targets.markStatus(made[0] ?? '', 'paused', 'Calendar usage limits exceeded', 1_000, {
       pausedUntil: Date.UTC(2030, 0, 1),
     });

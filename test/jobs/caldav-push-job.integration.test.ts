@@ -189,7 +189,7 @@ describe('CalDAV push job', () => {
     expect(new Set(target.server.resources(target.calendarUrl).map((r) => r.markerValue))).toEqual(
       new Set([target.source]),
     );
-    expect(await ctx.caldav.index(target.id).size()).toBe(expected.length);
+    expect(await ctx.caldav.targets.index(target.id).size()).toBe(expected.length);
     const stored = await ctx.caldav.targets.get(target.id);
     expect(stored).toMatchObject({
       status: 'active',

@@ -189,7 +189,7 @@ describe('push job', () => {
         .map((event) => event.id)
         .sort(),
     ).toEqual(expected);
-    expect(await ctx.google.index(id).size()).toBe(expected.length);
+    expect(await ctx.google.targets.index(id).size()).toBe(expected.length);
     const target = await ctx.google.targets.get(id);
     expect(target).toMatchObject({
       status: 'active',
@@ -418,7 +418,7 @@ describe('push job', () => {
       });
     // Google takes the others now: the retry writes them, leaves the refused ones waiting, and keeps the reasons.
     calendar.refusing.clear();
-    const refused = [...(await ctx.google.index(id).read()).values()].filter(
+    const refused = [...(await ctx.google.targets.index(id).read()).values()].filter(
       (value) => parseRefused(value) !== undefined,
     ).length;
     expect(refused).toBeGreaterThanOrEqual(5);
