@@ -8,6 +8,7 @@ import { constantTimeEqual, hashToken, randomToken } from '../security/tokens.ts
 import type { RedisKeys } from '../store/keys.ts';
 import { savePendingConsent, takePendingConsent } from '../store/oauth-states.ts';
 import type { SourceKey } from '../timetable/source.ts';
+import type { SubscriberOptions } from '../timetable/types.ts';
 import { ConsentCallbackError, GoogleNotConfiguredError } from './errors.ts';
 import type { GoogleServices } from './google-services.ts';
 import { pkcePair } from './oauth.ts';
@@ -27,6 +28,8 @@ export interface PendingConsent {
   startedAt: number;
   /** Digest of the nonce the starting browser holds in a cookie; the callback must bring the same nonce. */
   browserHash: string;
+  /** The feed options the calendar is to follow (validated when the consent started); absent: none chosen. */
+  options?: SubscriberOptions;
 }
 
 /** A consent just started: where to send the browser, and what the browser must keep until the callback. */
@@ -57,13 +60,23 @@ export interface ConsentDeps extends ConsentStateDeps {
  * and answers the URL of Google's consent page with the nonce the browser must keep. Throws
  * GoogleNotConfiguredError without OAuth client settings.
  */
-export async function createConsent(ctx: ConsentDeps, source: SourceKey): Promise<StartedConsent> {
+export async function createConsent(
+  ctx: ConsentDeps,
+  source: SourceKey,
+  options?: SubscriberOptions,
+): Promise<StartedConsent> {
   const oauth = ctx.google.oauth;
   if (!ctx.google.configured || oauth === undefined) throw new GoogleNotConfiguredError();
   const state = randomToken();
   const browserNonce = randomToken();
   const { codeVerifier, codeChallenge } = pkcePair();
-  const pending: PendingConsent = { source, codeVerifier, startedAt: ctx.now(), browserHash: hashToken(browserNonce) };
+  const pending: PendingConsent = {
+    source,
+    codeVerifier,
+    startedAt: ctx.now(),
+    browserHash: hashToken(browserNonce),
+    ...(options === undefined ? {} : { options }),
+  };
   await savePendingConsent(ctx.redis, ctx.keys, hashToken(state), JSON.stringify(pending), CONSENT_TTL_SECONDS);
   return { url: oauth.authorizationUrl({ state, codeChallenge }), state, browserNonce };
 }
@@ -101,11 +114,17 @@ function parsePending(stored: string): PendingConsent {
       typeof value.startedAt === 'number' &&
       typeof value.browserHash === 'string'
     ) {
-      const { source, codeVerifier, startedAt, browserHash } = value;
-      return { source, codeVerifier, startedAt, browserHash };
+      const { source, codeVerifier, startedAt, browserHash, options } = value;
+      const kept = isOptions(options) ? { options } : {};
+      return { source, codeVerifier, startedAt, browserHash, ...kept };
     }
   } catch {
     // Falls through to the error below.
   }
   throw new ConsentCallbackError('unreadable consent state: start again at /google/connect');
+}
+
+/** Options as this code stored them: an object (validated when stored); anything else is dropped. */
+function isOptions(value: unknown): value is SubscriberOptions {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -4,6 +4,7 @@
  * its version, and a calendar a target is pointed at.
  */
 import type { SourceKey } from '../timetable/source.ts';
+import type { SubscriberOptions } from '../timetable/types.ts';
 import type { TargetKind } from './push-target-record.ts';
 
 /** How one kind's targets are laid out in Redis: the keys, field names and words its stored data uses. */
@@ -45,6 +46,8 @@ export interface NewPushTarget {
   calendarName: string;
   /** The kind's own public fields. */
   details: Readonly<Record<string, string>>;
+  /** The feed options the calendar follows; absent: the whole timetable (see `PushTarget.options`). */
+  options?: SubscriberOptions | undefined;
   now: number;
 }
 

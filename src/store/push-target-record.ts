@@ -28,6 +28,8 @@
  * - No transition revives a removed target: every update is a script that does nothing when the hash is gone.
  */
 
+import type { SubscriberOptions } from '../timetable/types.ts';
+
 /** One event (or resource) the server refused, for logs. */
 export interface RefusalExample {
   eventId: string;
@@ -119,6 +121,13 @@ export interface PushTarget<N extends string = string> {
    * `host`, `syncToken`…). Each adapter reads them through a typed accessor of its own.
    */
   details: Readonly<Record<string, string>>;
+  /**
+   * The feed options the calendar follows (subgroup, hidden kinds, reminder, title), as the feed query names
+   * them. Absent on targets connected before push followed options: they keep the whole timetable and their
+   * events' reminders stay the calendar's. Present (even empty) means the reminders are ours: an alarm sets
+   * one, none asks for the calendar's default.
+   */
+  options?: SubscriberOptions;
 }
 
 /** The hash fields of every target's public part; every other field but the secret ones is a detail. */
@@ -141,6 +150,7 @@ export const CORE_FIELDS: ReadonlySet<string> = new Set([
   'lastError',
   'lastRefusals',
   'reconcileRequested',
+  'options',
 ]);
 
 /**
@@ -162,6 +172,7 @@ export function toFields(target: PushTarget, kindField: boolean): Record<string,
     reconcileRequested: target.reconcileRequested ? '1' : '0',
     ...target.details,
   };
+  if (target.options !== undefined) fields.options = optionsField(target.options);
   if (target.statusReason !== undefined) fields.statusReason = target.statusReason;
   if (target.pausedUntil !== undefined) fields.pausedUntil = String(target.pausedUntil);
   return fields;
@@ -206,9 +217,22 @@ export function fromFields<N extends string>(
   }
   const lastPush = parseJson<PushSummary>(fields.lastPush);
   if (lastPush !== undefined) target.lastPush = lastPush;
+  const options = parseJson<SubscriberOptions>(fields.options);
+  if (options !== undefined) target.options = options;
   const lastRefusals = parseJson<RefusalExample[]>(fields.lastRefusals);
   if (lastRefusals !== undefined) target.lastRefusals = lastRefusals;
   return target;
+}
+
+/** A target's options as stored: JSON in the feed query's canonical order, absent values left out. */
+export function optionsField(options: SubscriberOptions): string {
+  const ordered: SubscriberOptions = {};
+  if (options.subgroup !== undefined) ordered.subgroup = options.subgroup;
+  if (options.excludeKinds !== undefined && options.excludeKinds.length > 0)
+    ordered.excludeKinds = [...options.excludeKinds];
+  if (options.alarmMinutes !== undefined) ordered.alarmMinutes = options.alarmMinutes;
+  if (options.titleTemplate !== undefined) ordered.titleTemplate = options.titleTemplate;
+  return JSON.stringify(ordered);
 }
 
 function parseStatus<N extends string>(text: string | undefined, needsCredential: N): TargetStatus<N> {

@@ -13,6 +13,7 @@ import { execOrThrow } from '../lib/redis-transaction.ts';
 import { SecretBox } from '../security/secret-box.ts';
 import { constantTimeEqual, hashToken, randomToken } from '../security/tokens.ts';
 import type { SourceKey } from '../timetable/source.ts';
+import type { SubscriberOptions } from '../timetable/types.ts';
 import { TargetExistsError } from './errors.ts';
 import { PushIndex } from './push-index.ts';
 import type {
@@ -25,6 +26,7 @@ import type {
 import {
   CORE_FIELDS,
   fromFields,
+  optionsField,
   type PushSummary,
   type PushTarget,
   type RefusalExample,
@@ -116,6 +118,7 @@ export class PushTargetStore<N extends string = string> {
       createdAt: input.now,
       reconcileRequested: true,
       details: input.details,
+      ...(input.options === undefined ? {} : { options: input.options }),
     };
     const sealed = this.box.seal(input.secret, this.layout.credential.context(id));
     // A chosen id is a fresh random one (128 bits); this catches a caller that passes one twice.
@@ -210,6 +213,14 @@ export class PushTargetStore<N extends string = string> {
   ): Promise<boolean> {
     this.checkDetails([...Object.keys(set), ...remove], true);
     return this.update(id, { set: { ...set }, remove, ifCalendar: calendarId });
+  }
+
+  /**
+   * Makes the calendar follow `options` from its next push on (the caller enqueues that push: it writes only
+   * the difference, as any refresh does). False when the target is gone.
+   */
+  async updateOptions(id: string, options: SubscriberOptions): Promise<boolean> {
+    return this.update(id, { set: { options: optionsField(options) } });
   }
 
   /** The target an owner (Google's user) connected for `source`, if the kind keeps owners and it still exists. */

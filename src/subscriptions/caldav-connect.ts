@@ -24,6 +24,7 @@ import { hashToken } from '../security/tokens.ts';
 import type { CalendarChoice } from '../store/push-target-layout.ts';
 import { newTargetId } from '../store/push-target-store.ts';
 import type { SourceKey } from '../timetable/source.ts';
+import type { SubscriberOptions } from '../timetable/types.ts';
 import { CalDavNoCalendarError, CalDavUrlError } from './errors.ts';
 import * as core from './push-connect.ts';
 
@@ -39,6 +40,11 @@ export interface CalDavConnectRequest {
   password: string;
   /** Push into this existing calendar collection instead of making one (it is never deleted by us). */
   calendarUrl?: string | undefined;
+  /**
+   * The feed options the calendar follows (validated: see `parsePushOptions`); absent: the whole timetable.
+   * A repeated connection that gives them replaces the target's.
+   */
+  options?: SubscriberOptions | undefined;
 }
 
 /** A connected target. `manageToken` is the only copy there will ever be. */
@@ -160,6 +166,7 @@ async function connect(ctx: CalDavConnectDeps, request: CalDavConnectRequest, na
       username: request.username,
       supportsSync: chosen.calendar.supportsSync,
     }),
+    options: request.options,
     now: ctx.now(),
   };
   const created = await core.storeTarget(caldavKind(ctx), target, (url) => client.deleteCalendar(url));

@@ -14,6 +14,7 @@ import { requireFetched } from '../jobs/verify-source.ts';
 import type { Logger } from '../logger.ts';
 import { TargetRemovedError } from '../push/errors.ts';
 import type { SourceKey } from '../timetable/source.ts';
+import type { SubscriberOptions } from '../timetable/types.ts';
 import * as core from './push-connect.ts';
 
 /** What a connection is made of. `source` must be valid (see `parseSource`). */
@@ -24,6 +25,11 @@ export interface GoogleConnectRequest {
   googleUser?: string | undefined;
   /** Push into this existing calendar instead of creating one (it is never deleted by us). */
   calendarId?: string | undefined;
+  /**
+   * The feed options the calendar follows (validated: see `parsePushOptions`); absent: the whole timetable.
+   * A repeated connection that gives them replaces the target's.
+   */
+  options?: SubscriberOptions | undefined;
 }
 
 /** A connected target. `manageToken` is the only copy there will ever be. */
@@ -105,7 +111,14 @@ async function connect(ctx: GoogleConnectDeps, request: GoogleConnectRequest): P
   if (existing !== undefined) return reconnect(ctx, existing, request.refreshToken, budgetKey, calendar, fallbackName);
   const chosen = await chooseCalendar(ctx, calendar, request.calendarId, fallbackName);
   const details = googleDetailFields({ budgetKey, googleUser: request.googleUser });
-  const target = { source: request.source, secret: request.refreshToken, ...chosen, details, now: ctx.now() };
+  const target = {
+    source: request.source,
+    secret: request.refreshToken,
+    ...chosen,
+    details,
+    options: request.options,
+    now: ctx.now(),
+  };
   const created = await core.storeTarget(googleKind(ctx), target, (id) => calendar.deleteCalendar(id));
   ctx.logger.info(
     { target: created.id, source: request.source, calendarOwned: chosen.calendarOwned },

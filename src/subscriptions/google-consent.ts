@@ -52,6 +52,7 @@ export async function completeConsent(
       source: pending.source,
       refreshToken: granted.refreshToken,
       googleUser: granted.googleUser,
+      options: pending.options,
     });
     log.info({ target: connected.id, source: pending.source, reused: connected.reused }, 'google consent completed');
     return { source: pending.source, connected };
