@@ -91,12 +91,12 @@ async function measure(cleanup: Cleanup): Promise<Record<string, number | string
   let weekly = 0;
   for (;;) {
     await refreshed(ctx, source);
-    const count = (await loadPublishedResources(ctx, source))?.desired.length ?? 0;
+    const count = (await loadPublishedResources(ctx, source, undefined))?.desired.length ?? 0;
     if (count >= MEDIAN_RESOURCES) break;
     for (let n = Math.ceil((MEDIAN_RESOURCES - count) / WEEKLY_OCCURRENCES); n > 0; n -= 1)
       await edits.addWeekly(++weekly);
   }
-  const desired = (await loadPublishedResources(ctx, source))?.desired ?? [];
+  const desired = (await loadPublishedResources(ctx, source, undefined))?.desired ?? [];
 
   // (a) The first push, as the connect flow starts it.
   const client = ctx.caldav.client({ username: USER, password: PASSWORD });
@@ -235,7 +235,7 @@ async function pushed(
 
 /** The desired resources' digests by UID. */
 async function digests(ctx: ServiceContext, source: SourceKey): Promise<Map<string, string>> {
-  const published = await loadPublishedResources(ctx, source);
+  const published = await loadPublishedResources(ctx, source, undefined);
   return new Map((published?.desired ?? []).map((resource) => [resource.uid, resource.hash]));
 }
 

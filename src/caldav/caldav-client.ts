@@ -135,6 +135,11 @@ export interface DesiredResource {
 /** The names of the properties that mark a VEVENT this service wrote, and carry its digest. */
 export const MARKER_PROPERTY = 'X-TIMETABLE-SYNC-SOURCE';
 export const HASH_PROPERTY = 'X-TIMETABLE-SYNC-HASH';
+/**
+ * Marks the VALARM we write (a target with feed options and a reminder), so that a merge with a person's copy
+ * replaces ours and keeps every alarm of theirs.
+ */
+export const ALARM_PROPERTY = 'X-TIMETABLE-SYNC-ALARM';
 
 /** The file-name prefix of every resource this service writes; others are never touched. */
 export const RESOURCE_PREFIX = 'tts-';

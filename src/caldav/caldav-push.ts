@@ -55,7 +55,7 @@ export function caldavPush(ctx: CalDavPushDeps): PushAdapter {
 }
 
 async function sync(ctx: CalDavPushDeps, { target, secret, reconcile, hooks }: PushSyncRequest) {
-  const published = await loadPublishedResources(ctx, target.source);
+  const published = await loadPublishedResources(ctx, target.source, target.options);
   if (published === undefined) return undefined;
   const { targets } = ctx.caldav;
   const details = caldavDetails(target);

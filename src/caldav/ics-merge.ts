@@ -2,13 +2,14 @@
  * Merging our event into a person's edited copy (pure). A 412 means someone changed the resource in their
  * calendar: they may have added an alarm, a colour, categories, a note of their own. What we own wins (time,
  * title, room, description, status, our marker and digest, DTSTAMP, and a SEQUENCE above theirs, so that
- * clients take it as the newer version); everything else of theirs stays, their VALARMs included.
+ * clients take it as the newer version, and our VALARM when the target follows feed options); everything else of
+ * theirs stays, their VALARMs included.
  *
  * Line-based on unfolded content lines: every line we do not own is copied as the server gave it, so nothing
  * of theirs is reformatted, reordered or lost to a parser's idea of the format.
  */
 import { foldLines } from '../feeds/fold-lines.ts';
-import { HASH_PROPERTY, MARKER_PROPERTY } from './caldav-client.ts';
+import { ALARM_PROPERTY, HASH_PROPERTY, MARKER_PROPERTY } from './caldav-client.ts';
 import { type PlacedLine, placedLines } from './ics-lines.ts';
 
 /** Event properties we own; DURATION too, since our DTEND replaces whatever end they gave. */
@@ -55,6 +56,33 @@ function timeZones(lines: readonly PlacedLine[]): Map<string, string[]> {
   return zones;
 }
 
+const EVENT_ALARM = 'VCALENDAR/VEVENT/VALARM';
+
+/** Whether the line opens an alarm of the event (not one nested deeper). */
+function opensAlarm(line: PlacedLine): boolean {
+  return line.name === 'BEGIN' && line.path.join('/') === EVENT_ALARM;
+}
+
+/**
+ * The alarms of the first VEVENT starting at `from` (its BEGIN line), as index ranges [begin, end], with whether
+ * each is ours ({@link ALARM_PROPERTY}).
+ */
+function alarmsOf(lines: readonly PlacedLine[], from: number): { begin: number; end: number; ours: boolean }[] {
+  const alarms: { begin: number; end: number; ours: boolean }[] = [];
+  let open: { begin: number; ours: boolean } | undefined;
+  for (let index = from + 1; index < lines.length; index++) {
+    const line = lines[index] as PlacedLine;
+    if (line.name === 'END' && line.path.join('/') === 'VCALENDAR/VEVENT') break;
+    if (opensAlarm(line)) open = { begin: index, ours: false };
+    else if (open !== undefined && line.path.length === 3 && line.name === ALARM_PROPERTY) open.ours = true;
+    else if (open !== undefined && line.name === 'END' && line.path.join('/') === EVENT_ALARM) {
+      alarms.push({ ...open, end: index });
+      open = undefined;
+    }
+  }
+  return alarms;
+}
+
 function tzidOf(line: PlacedLine): string | undefined {
   return /;TZID=("?)([^;:"]+)\1[;:]/i.exec(line.text)?.[2];
 }
@@ -88,6 +116,16 @@ export function mergeOwned(theirs: string, ours: string): string {
     .filter((tzid) => !theirZones.has(tzid))
     .flatMap((tzid) => ourZones.get(tzid) ?? []);
 
+  // Our alarm replaces the one we wrote before (or goes, with the reminder); theirs stay as they are.
+  const ourAlarms = alarmsOf(ourLines, ourEventStart).flatMap((alarm) =>
+    ourLines.slice(alarm.begin, alarm.end + 1).map((line) => line.text),
+  );
+  const dropped = new Set(
+    alarmsOf(theirLines, firstEvent)
+      .filter((alarm) => alarm.ours)
+      .flatMap((alarm) => Array.from({ length: alarm.end - alarm.begin + 1 }, (_, n) => alarm.begin + n)),
+  );
+
   const out: string[] = [];
   let inFirstEvent = false;
   for (const [index, line] of theirLines.entries()) {
@@ -96,7 +134,11 @@ export function mergeOwned(theirs: string, ours: string): string {
       inFirstEvent = true;
       continue;
     }
-    if (inFirstEvent && line.name === 'END' && line.path.join('/') === 'VCALENDAR/VEVENT') inFirstEvent = false;
+    if (inFirstEvent && line.name === 'END' && line.path.join('/') === 'VCALENDAR/VEVENT') {
+      inFirstEvent = false;
+      out.push(...ourAlarms);
+    }
+    if (dropped.has(index)) continue;
     if (inFirstEvent && eventProperty(line) && owned(line.name)) continue;
     out.push(line.text);
   }

@@ -9,13 +9,18 @@
  * a server that refuses a UID already used elsewhere in the account (iCloud, Fastmail) answers a conflict
  * that the push records for that one event instead of writing a second copy.
  */
-import { createHash } from 'node:crypto';
 import { foldLines } from '../feeds/fold-lines.ts';
-import { fieldsHash, ownedFields, shownOccurrences } from '../push/desired-events.ts';
+import { alarmOf, fieldsHash, ownedFields, shownOccurrences } from '../push/desired-events.ts';
 import { eventIdFor } from '../push/event-id.ts';
 import type { Occurrence } from '../timetable/types.ts';
 import { vtimezone } from '../timetable/vtimezone.ts';
-import { type DesiredResource, HASH_PROPERTY, MARKER_PROPERTY, RESOURCE_PREFIX } from './caldav-client.ts';
+import {
+  ALARM_PROPERTY,
+  type DesiredResource,
+  HASH_PROPERTY,
+  MARKER_PROPERTY,
+  RESOURCE_PREFIX,
+} from './caldav-client.ts';
 import { escapeText, placedLines, unescapeText } from './ics-lines.ts';
 
 const PRODUCT_ID = '-//timetable-sync//timetable-sync CalDAV//RU';
@@ -26,7 +31,10 @@ export interface ResourceOptions {
   cancelledPrefix: string;
   /** The timetable's zone, for an occurrence that names none. */
   timeZone: string;
-  /** A reminder this many minutes before each class (the source's subscriber options), when set. */
+  /**
+   * A reminder this many minutes before each class (the target's feed options), when set: one VALARM of ours,
+   * marked with {@link ALARM_PROPERTY}. A cancelled class gets none.
+   */
   alarmMinutes?: number | undefined;
   /** DTSTAMP, epoch ms (default: now); fixed in tests so that the same input gives the same text. */
   stamp?: number | undefined;
@@ -62,12 +70,12 @@ export function desiredResources(
 
 /**
  * The digest of what we own in an event: the core's {@link fieldsHash} of the texts and zoned times (22 base64url
- * characters, never a space), and the reminder when we write one.
+ * characters, never a space), and the reminder when we write one. Without one it is the digest resources had
+ * before targets followed options, so that they are not written again.
  */
 export function resourceHash(occurrence: Occurrence, alarmMinutes: number | undefined): string {
-  const fields = fieldsHash(ownedFields(occurrence));
-  if (alarmMinutes === undefined) return fields;
-  return createHash('sha256').update(`${fields} alarm ${alarmMinutes}`).digest('base64url').slice(0, 22);
+  const alarm = alarmOf(occurrence, alarmMinutes);
+  return fieldsHash(alarm === undefined ? ownedFields(occurrence) : { ...ownedFields(occurrence), reminder: alarm });
 }
 
 /** What {@link renderResource} writes besides the occurrence. */
@@ -103,6 +111,7 @@ function renderResource(occurrence: Occurrence, context: RenderContext): string 
           'ACTION:DISPLAY',
           `TRIGGER:-PT${context.alarmMinutes}M`,
           `DESCRIPTION:${escapeText(occurrence.summary)}`,
+          `${ALARM_PROPERTY}:1`,
           'END:VALARM',
         ]),
     'END:VEVENT',

@@ -3,7 +3,7 @@
  * the server): the published feed's resources against the target's index, counted by push/pending-changes.ts.
  */
 import { type PendingChanges, pendingOf } from '../push/pending-changes.ts';
-import type { SourceKey } from '../timetable/source.ts';
+import type { PushTarget } from '../store/push-target-record.ts';
 import { loadPublishedResources, type PublishedResourcesDeps } from './published-resources.ts';
 import { projectHashes } from './resource-index.ts';
 
@@ -15,15 +15,15 @@ export interface CalDavPendingDeps extends PublishedResourcesDeps {
 }
 
 /**
- * The difference between what target `targetId` should hold and what its index says it holds (changes not
- * pushed yet: a push waiting, a paused target, a failed push); null before the source's first publication.
+ * The difference between what a target should hold (its source, with its feed options) and what its index says
+ * it holds (changes not pushed yet: a push waiting, a paused target, a failed push, options just changed); null
+ * before the source's first publication.
  */
 export async function caldavPendingChanges(
   ctx: CalDavPendingDeps,
-  targetId: string,
-  source: SourceKey,
+  target: Pick<PushTarget, 'id' | 'source' | 'options'>,
 ): Promise<PendingChanges | null> {
-  const published = await loadPublishedResources(ctx, source);
+  const published = await loadPublishedResources(ctx, target.source, target.options);
   if (published === undefined) return null;
-  return pendingOf(published.desired, projectHashes(await ctx.caldav.targets.index(targetId).read()), ctx.now());
+  return pendingOf(published.desired, projectHashes(await ctx.caldav.targets.index(target.id).read()), ctx.now());
 }

@@ -113,7 +113,7 @@ class GoogleCalendar implements CalendarClient {
   }
 
   async insertEvent(calendarId: string, event: DesiredEvent, marker: EventMarker): Promise<void> {
-    const requestBody = { id: event.id, ...ownedBody(event, marker), reminders: { useDefault: true } };
+    const requestBody = { id: event.id, ...ownedBody(event, marker), reminders: remindersOf(event, 'insert') };
     await this.#call('events.insert', () => this.#api.events.insert({ calendarId, requestBody, fields: 'id' }));
   }
 
@@ -130,8 +130,10 @@ class GoogleCalendar implements CalendarClient {
   }
 
   async patchEvent(calendarId: string, event: DesiredEvent, marker: EventMarker): Promise<void> {
-    // PATCH merges objects key by key: the owner's reminders, colour and other private properties survive.
-    const requestBody = ownedBody(event, marker);
+    // PATCH merges objects key by key: the owner's colour and other private properties survive, and so do
+    // their reminders unless the target follows feed options (then the reminders are ours).
+    const reminders = event.fields.reminder === undefined ? {} : { reminders: remindersOf(event, 'patch') };
+    const requestBody = { ...ownedBody(event, marker), ...reminders };
     await this.#call('events.patch', () =>
       this.#api.events.patch({ calendarId, eventId: event.id, requestBody, fields: 'id' }),
     );
@@ -142,7 +144,7 @@ class GoogleCalendar implements CalendarClient {
     const requestBody = {
       id: event.id,
       ...ownedBody(event, marker),
-      reminders: { useDefault: true },
+      reminders: remindersOf(event, 'insert'),
       status: 'confirmed',
     };
     await this.#call('events.update', () =>
@@ -235,6 +237,22 @@ function ownedBody(event: DesiredEvent, marker: EventMarker): calendar_v3.Schema
     extendedProperties: { private: { [marker.key]: marker.value, [HASH_KEY]: event.hash } },
   };
 }
+
+/**
+ * The reminders an event is written with: one popup of ours, or the calendar's default (also for a target whose
+ * reminders are not ours, at insert: the user's own changes come after). A PATCH merges the object key by key,
+ * so going back to the default clears our override with `overrides: null`: Google refuses default reminders
+ * and overrides together (`cannotUseDefaultRemindersAndSpecifyOverride`).
+ */
+function remindersOf(event: DesiredEvent, write: 'insert' | 'patch'): EventReminders {
+  const { reminder } = event.fields;
+  if (typeof reminder === 'number') return { useDefault: false, overrides: [{ method: 'popup', minutes: reminder }] };
+  // null is how a PATCH deletes a field; the SDK's types know only values.
+  const cleared = null as unknown as calendar_v3.Schema$EventReminder[];
+  return write === 'patch' ? { useDefault: true, overrides: cleared } : { useDefault: true };
+}
+
+type EventReminders = NonNullable<calendar_v3.Schema$Event['reminders']>;
 
 function listParams(
   calendarId: string,

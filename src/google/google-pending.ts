@@ -2,7 +2,7 @@
 
 import { loadPublished, type PendingChanges, type PublishedDeps, pendingOf } from '../push/pending-changes.ts';
 import type { PushIndex } from '../store/push-index.ts';
-import type { SourceKey } from '../timetable/source.ts';
+import type { PushTarget } from '../store/push-target-record.ts';
 
 /** What {@link googlePendingChanges} uses: the published timetable, the Google push index and the clock. */
 export interface GooglePendingDeps extends PublishedDeps {
@@ -12,15 +12,15 @@ export interface GooglePendingDeps extends PublishedDeps {
 }
 
 /**
- * The difference between what Google target `targetId` should hold and what its index says it holds (changes
- * not pushed yet: a push waiting, a paused target, a failed push); null before the source's first publication.
+ * The difference between what a Google target should hold (its source, with its feed options) and what its index
+ * says it holds (changes not pushed yet: a push waiting, a paused target, a failed push, options just changed);
+ * null before the source's first publication.
  */
 export async function googlePendingChanges(
   ctx: GooglePendingDeps,
-  targetId: string,
-  source: SourceKey,
+  target: Pick<PushTarget, 'id' | 'source' | 'options'>,
 ): Promise<PendingChanges | null> {
-  const published = await loadPublished(ctx, source);
+  const published = await loadPublished(ctx, target.source, target.options);
   if (published === undefined) return null;
-  return pendingOf(published.desired, await ctx.google.targets.index(targetId).read(), ctx.now());
+  return pendingOf(published.desired, await ctx.google.targets.index(target.id).read(), ctx.now());
 }

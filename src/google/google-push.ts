@@ -58,7 +58,7 @@ export function googlePush(ctx: GooglePushDeps): PushAdapter {
 }
 
 async function sync(ctx: GooglePushDeps, { target, secret, reconcile, hooks }: PushSyncRequest) {
-  const published = await loadPublished(ctx, target.source);
+  const published = await loadPublished(ctx, target.source, target.options);
   if (published === undefined) return undefined;
   const calendar = ctx.google.calendar(secret, googleDetails(target).budgetKey, hooks.signal);
   const summary: SyncCounts = await syncGoogleTarget({

@@ -11,10 +11,16 @@ import { type CalDavKindDeps, caldavRouteKind } from './caldav-manage-routes.ts'
 import { caldavConnectFailure } from './caldav-target-view.ts';
 import { sendError } from './error-answer.ts';
 import { parseOr400 } from './parse.ts';
-import { answerRegistered, registerPushAdminRoutes } from './push-admin-routes.ts';
+import {
+  answerRegistered,
+  connectOptions,
+  type OptionsEditingDeps,
+  optionsEditing,
+  registerPushAdminRoutes,
+} from './push-admin-routes.ts';
 
 const BODY_HINT =
-  'body must be JSON {"source": "group:4242", "url": "https://caldav.example", "username": "…", "password": "…", "calendarUrl"?: "…"}';
+  'body must be JSON {"source": "group:4242", "url": "https://caldav.example", "username": "…", "password": "…", "calendarUrl"?: "…", "options"?: {…}}';
 
 const required = (what: string) =>
   z
@@ -35,13 +41,15 @@ const targetBody = z.strictObject(
       .min(1, { error: 'must not be empty', abort: true })
       .max(2048, 'must be at most 2048 characters')
       .optional(),
+    // Checked by `parsePushOptions`, which words its refusals as the feed query does.
+    options: z.unknown().optional(),
   },
   // Only a body that is not an object gets the hint; unknown keys keep zod's message, which names them.
   { error: (issue) => (issue.code === 'invalid_type' ? BODY_HINT : undefined) },
 );
 
 /** What the admin's CalDAV target routes read, connect and disconnect with. */
-export type CalDavTargetRouteDeps = CalDavKindDeps & Parameters<typeof connectCaldavTarget>[0];
+export type CalDavTargetRouteDeps = CalDavKindDeps & Parameters<typeof connectCaldavTarget>[0] & OptionsEditingDeps;
 
 /** Registers the admin routes of CalDAV targets on the admin scope (prefix `/admin`, admin token checked). */
 export function registerCaldavTargetRoutes(admin: FastifyInstance, ctx: CalDavTargetRouteDeps): void {
@@ -49,9 +57,10 @@ export function registerCaldavTargetRoutes(admin: FastifyInstance, ctx: CalDavTa
   admin.post(kind.adminBase, async (request, reply) => {
     const body = parseOr400(targetBody, request.body, 'INVALID_BODY');
     const source = sourceKey(parseSource(body.source));
+    const options = await connectOptions(ctx, source, body.options);
     let connected: Awaited<ReturnType<typeof connectCaldavTarget>>;
     try {
-      connected = await connectCaldavTarget(ctx, { ...body, source });
+      connected = await connectCaldavTarget(ctx, { ...body, source, options });
     } catch (error) {
       const failure = caldavConnectFailure(error);
       if (failure === undefined) throw error;
@@ -66,5 +75,5 @@ export function registerCaldavTargetRoutes(admin: FastifyInstance, ctx: CalDavTa
     return { id: connected.id, calendarUrl: connected.calendarUrl, reused: connected.reused };
   });
 
-  registerPushAdminRoutes(admin, kind);
+  registerPushAdminRoutes(admin, kind, optionsEditing(ctx, { kind: 'caldav', targets: ctx.caldav.targets }));
 }

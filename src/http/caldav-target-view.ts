@@ -30,7 +30,7 @@ export type CalDavTargetViewDeps = {
 export function caldavViewSources(ctx: CalDavTargetViewDeps): PushViewSources<CalDavTarget> {
   return {
     queuedPush: (id) => pendingPush(ctx, 'caldav', id),
-    pendingChanges: (target) => caldavPendingChanges(ctx, target.id, target.source),
+    pendingChanges: (target) => caldavPendingChanges(ctx, target),
     indexSize: (id) => ctx.caldav.targets.index(id).size(),
     ownFields: (target) => {
       const details = caldavDetails(target);

@@ -11,9 +11,16 @@ import { parseSource, sourceKey } from '../timetable/source.ts';
 import { HttpError } from './errors.ts';
 import { type GoogleKindDeps, googleRouteKind } from './google-manage-routes.ts';
 import { parseOr400 } from './parse.ts';
-import { answerRegistered, registerPushAdminRoutes } from './push-admin-routes.ts';
+import {
+  answerRegistered,
+  connectOptions,
+  type OptionsEditingDeps,
+  optionsEditing,
+  registerPushAdminRoutes,
+} from './push-admin-routes.ts';
 
-const BODY_HINT = 'body must be JSON {"source": "group:4242", "refreshToken": "…", "calendarId"?: "…"}';
+const BODY_HINT =
+  'body must be JSON {"source": "group:4242", "refreshToken": "…", "calendarId"?: "…", "options"?: {…}}';
 
 const targetBody = z.strictObject(
   {
@@ -34,13 +41,15 @@ const targetBody = z.strictObject(
       .max(1024, 'must be at most 1024 characters')
       .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces')
       .optional(),
+    // Checked by `parsePushOptions`, which words its refusals as the feed query does.
+    options: z.unknown().optional(),
   },
   // Only a body that is not an object gets the hint; unknown keys keep zod's message, which names them.
   { error: (issue) => (issue.code === 'invalid_type' ? BODY_HINT : undefined) },
 );
 
 /** What the admin's target routes read, connect and disconnect with. */
-export type GoogleTargetRouteDeps = GoogleKindDeps & Parameters<typeof connectGoogleTarget>[0];
+export type GoogleTargetRouteDeps = GoogleKindDeps & Parameters<typeof connectGoogleTarget>[0] & OptionsEditingDeps;
 
 /** Registers the admin routes of Google targets on the admin scope (prefix `/admin`, admin token checked). */
 export function registerGoogleTargetRoutes(admin: FastifyInstance, ctx: GoogleTargetRouteDeps): void {
@@ -48,7 +57,8 @@ export function registerGoogleTargetRoutes(admin: FastifyInstance, ctx: GoogleTa
   admin.post(kind.adminBase, async (request, reply) => {
     const body = parseOr400(targetBody, request.body, 'INVALID_BODY');
     const source = sourceKey(parseSource(body.source));
-    const connected = await connectGoogleTarget(ctx, { ...body, source }).catch((error: unknown) => {
+    const options = await connectOptions(ctx, source, body.options);
+    const connected = await connectGoogleTarget(ctx, { ...body, source, options }).catch((error: unknown) => {
       throw registrationError(error);
     });
     // A second registration of one refresh token for one source and calendar answers the first's target, with
@@ -57,7 +67,7 @@ export function registerGoogleTargetRoutes(admin: FastifyInstance, ctx: GoogleTa
     return { id: connected.id, calendarId: connected.calendarId, reused: connected.reused };
   });
 
-  registerPushAdminRoutes(admin, kind);
+  registerPushAdminRoutes(admin, kind, optionsEditing(ctx, { kind: 'google', targets: ctx.google.targets }));
 }
 
 /**

@@ -39,7 +39,7 @@ export type GoogleTargetViewDeps = {
 export function googleViewSources(ctx: GoogleTargetViewDeps): PushViewSources<GoogleTarget> {
   return {
     queuedPush: (id) => pendingPush(ctx, 'google', id),
-    pendingChanges: (target) => googlePendingChanges(ctx, target.id, target.source),
+    pendingChanges: (target) => googlePendingChanges(ctx, target),
     indexSize: (id) => ctx.google.targets.index(id).size(),
     ownFields: (target) => ({ calendarId: target.calendarId }),
   };

@@ -9,6 +9,7 @@ import type { PushTarget } from '../store/push-target-record.ts';
 import type { PushState, PushTargetModel } from '../web/push-manage-page.ts';
 import type { ErrorCode, Words } from './error-codes.ts';
 import { HttpError } from './errors.ts';
+import { pushOptionsView } from './push-options-body.ts';
 import type { Disconnection, PushRouteKind } from './push-route-kind.ts';
 import { iso } from './views.ts';
 
@@ -62,6 +63,9 @@ export async function pushTargetView<T extends PushTarget>(
     source: target.source,
     calendarName: target.calendarName,
     calendarOwned: target.calendarOwned,
+    // The feed options the calendar follows, as the admin API takes them; null: the whole timetable, reminders
+    // left to the calendar (a target connected before push followed options).
+    options: pushOptionsView(target.options),
     status: target.status,
     statusReason: target.statusReason ?? null,
     pausedUntil: iso(target.pausedUntil),

@@ -7,7 +7,10 @@ import { shownSummary } from '../timetable/event-text.ts';
 import type { Occurrence } from '../timetable/types.ts';
 import { eventIdFor } from './event-id.ts';
 
-/** The fields of an event this service owns. Everything else (reminders, colour, attendees…) is the user's. */
+/**
+ * The fields of an event this service owns. Everything else (colour, attendees…) is the user's, and so are the
+ * reminders unless the target follows feed options (`reminder`).
+ */
 export interface OwnedEventFields {
   summary: string;
   location: string;
@@ -15,6 +18,22 @@ export interface OwnedEventFields {
   /** Local wall-clock time without offset (`2025-10-01T09:00:00`) in `timeZone` (an IANA zone). */
   start: { dateTime: string; timeZone: string };
   end: { dateTime: string; timeZone: string };
+  /**
+   * The event's reminder when the reminders are ours (a target with feed options): minutes before the class,
+   * or `default` for the calendar's own. Absent: the reminders are the user's and never written after insert.
+   */
+  reminder?: EventReminder | undefined;
+}
+
+/** A reminder we set: one popup that many minutes before, or the calendar's default reminders. */
+export type EventReminder = number | 'default';
+
+/**
+ * Whose reminders an event gets: absent, the calendar's and the user's (targets connected before push followed
+ * options); present, ours: `alarmMinutes` before each class, or the calendar's default without it.
+ */
+export interface OwnedReminders {
+  alarmMinutes?: number | undefined;
 }
 
 /** An event as this service wants it in a calendar. */
@@ -27,23 +46,36 @@ export interface DesiredEvent {
 }
 
 /** The fields of an occurrence that we own: text, and local start and end in the timetable's zone. */
-export function ownedFields(occurrence: Occurrence): OwnedEventFields {
+export function ownedFields(occurrence: Occurrence, reminders?: OwnedReminders): OwnedEventFields {
   const { date, timezone } = occurrence;
-  return {
+  const fields: OwnedEventFields = {
     summary: occurrence.summary,
     location: occurrence.location,
     description: occurrence.description,
     start: { dateTime: `${date}T${occurrence.beginTime}:00`, timeZone: timezone },
     end: { dateTime: `${date}T${occurrence.endTime}:00`, timeZone: timezone },
   };
+  if (reminders !== undefined) fields.reminder = alarmOf(occurrence, reminders.alarmMinutes) ?? 'default';
+  return fields;
+}
+
+/**
+ * The minutes of the alarm an occurrence carries: `alarmMinutes`, except on a cancelled class (which rings for
+ * nobody, as in the feed, whose cancelled events carry no VALARM either).
+ */
+export function alarmOf(occurrence: Occurrence, alarmMinutes: number | undefined): number | undefined {
+  return occurrence.status === 'CANCELLED' ? undefined : alarmMinutes;
 }
 
 /**
  * Digest of owned fields: SHA-256 of their JSON in a fixed key order, base64url, 22 characters (132 bits).
  * The key order is spelled out so that a change in how fields are built never changes the digest by accident.
+ * The reminder counts only when it is an alarm of ours: the events of targets without options, or with options
+ * but no alarm, keep the digests they were pushed with (no write on upgrade), and an alarm set, changed or
+ * removed changes the digest, so that the next push writes it (or the calendar's default back).
  */
 export function fieldsHash(fields: OwnedEventFields): string {
-  const canonical = JSON.stringify([
+  const parts: unknown[] = [
     fields.summary,
     fields.location,
     fields.description,
@@ -51,7 +83,9 @@ export function fieldsHash(fields: OwnedEventFields): string {
     fields.start.timeZone,
     fields.end.dateTime,
     fields.end.timeZone,
-  ]);
+  ];
+  if (typeof fields.reminder === 'number') parts.push(fields.reminder);
+  const canonical = JSON.stringify(parts);
   return createHash('sha256').update(canonical).digest('base64url').slice(0, 22);
 }
 
@@ -74,10 +108,17 @@ export function shownOccurrences(occurrences: readonly Occurrence[], cancelledTi
   return shown;
 }
 
-/** The events a calendar should hold ({@link shownOccurrences}), each with its id, owned fields and their digest. */
-export function desiredEvents(occurrences: readonly Occurrence[], cancelledTitlePrefix: string): DesiredEvent[] {
+/**
+ * The events a calendar should hold ({@link shownOccurrences}), each with its id, owned fields and their digest;
+ * with `reminders`, each carries ours (see {@link OwnedReminders}).
+ */
+export function desiredEvents(
+  occurrences: readonly Occurrence[],
+  cancelledTitlePrefix: string,
+  reminders?: OwnedReminders,
+): DesiredEvent[] {
   return shownOccurrences(occurrences, cancelledTitlePrefix).map((occurrence) => {
-    const fields = ownedFields(occurrence);
+    const fields = ownedFields(occurrence, reminders);
     return { id: eventIdFor(occurrence.uid), fields, hash: fieldsHash(fields) };
   });
 }

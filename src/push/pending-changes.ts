@@ -6,7 +6,7 @@
 import { type FeedSettings, feedOccurrences } from '../feeds/build-feed.ts';
 import type { SnapshotStore } from '../store/snapshot-store.ts';
 import type { SourceKey } from '../timetable/source.ts';
-import type { Occurrence } from '../timetable/types.ts';
+import type { Occurrence, SubscriberOptions } from '../timetable/types.ts';
 import { type DesiredEvent, desiredEvents } from './desired-events.ts';
 import { type Diffable, diffPush } from './push-diff.ts';
 
@@ -26,26 +26,36 @@ export interface PendingChanges {
 }
 
 /**
- * What a target of `source` should hold, as the items `desire` makes of the published feed's classes (read from
- * the stored snapshot and publication, never from the university: one fetch per source feeds every target,
- * whatever their number), and the timetable's name; undefined before the first publication.
+ * What a target of `source` following `options` should hold, as the items `desire` makes of the classes the feed
+ * with those options shows (read from the stored snapshot and publication, never from the university: one fetch
+ * per source feeds every target, whatever their number), and the timetable's name; undefined before the first
+ * publication. Without options (a target connected before push followed them): the whole timetable, as the
+ * default feed shows it.
  */
 export async function loadPublishedAs<T>(
   ctx: PublishedDeps,
   source: SourceKey,
+  options: SubscriberOptions | undefined,
   desire: (occurrences: Occurrence[]) => T[],
 ): Promise<{ desired: T[]; name: string } | undefined> {
   const { snapshot, published } = await ctx.snapshots.load(source);
   if (!snapshot || !published) return undefined;
-  return { desired: desire(feedOccurrences(snapshot, published, ctx.config)), name: snapshot.name };
+  return { desired: desire(feedOccurrences(snapshot, published, ctx.config, options ?? {})), name: snapshot.name };
 }
 
-/** The events a target of `source` should hold, and the published timetable's name; undefined before publication. */
+/**
+ * The events a target of `source` following `options` should hold (with options, the reminders are ours: see
+ * `OwnedReminders`), and the published timetable's name; undefined before publication.
+ */
 export function loadPublished(
   ctx: PublishedDeps,
   source: SourceKey,
+  options: SubscriberOptions | undefined,
 ): Promise<{ desired: DesiredEvent[]; name: string } | undefined> {
-  return loadPublishedAs(ctx, source, (occurrences) => desiredEvents(occurrences, ctx.config.cancelledTitlePrefix));
+  const reminders = options === undefined ? undefined : { alarmMinutes: options.alarmMinutes };
+  return loadPublishedAs(ctx, source, options, (occurrences) =>
+    desiredEvents(occurrences, ctx.config.cancelledTitlePrefix, reminders),
+  );
 }
 
 /**

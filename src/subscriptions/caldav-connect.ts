@@ -68,6 +68,7 @@ export interface CalDavConnectServices {
     | 'idsForSource'
     | 'replaceCredential'
     | 'replaceCalendar'
+    | 'updateOptions'
     | 'rotateManageToken'
     | 'scheduleReconcile'
   >;
@@ -149,7 +150,7 @@ async function connect(ctx: CalDavConnectDeps, request: CalDavConnectRequest, na
   // Proves the password before anything else is asked or stored: 401 is CalDavAuthError.
   const discovery = await client.discover(request.url);
   const existing = await existingTarget(ctx, request, discovery);
-  if (existing !== undefined) return reconnect(ctx, existing, request.password, { client, discovery, name });
+  if (existing !== undefined) return reconnect(ctx, existing, request, { client, discovery, name });
   // Chosen first: our calendar is named by it, so that an operator can tell whose a calendar is.
   const id = newTargetId();
   const chosen = await chooseCalendar(ctx, client, discovery, request.calendarUrl, name, id);
@@ -208,19 +209,21 @@ async function existingTarget(
 }
 
 /**
- * A repeated connection: the new password (already proved), a new manage token, a full comparison. A target
- * whose calendar was deleted on the server gets a new one of ours (or its given one again, when it is back).
+ * A repeated connection: the new password (already proved), the options it gives (if any), a new manage token,
+ * a full comparison (which writes only the difference). A target whose calendar was deleted on the server gets a
+ * new one of ours (or its given one again, when it is back).
  */
 async function reconnect(
   ctx: CalDavConnectDeps,
   target: CalDavTarget,
-  password: string,
+  request: Pick<CalDavConnectRequest, 'password' | 'options'>,
   account: { client: CalDavClient; discovery: Discovery; name: string },
 ): Promise<CalDavConnected> {
   const moved = target.status === 'calendar-deleted' ? await liveCalendar(ctx, target, account) : undefined;
   const manageToken = await core.renewTarget(ctx, caldavKind(ctx), target, {
-    secret: password,
+    secret: request.password,
     calendar: moved,
+    options: request.options,
     deleteCalendar: (url) => account.client.deleteCalendar(url),
   });
   ctx.logger.info({ target: target.id, source: target.source }, 'caldav target connected again');

@@ -13,9 +13,11 @@ import { type GoogleTarget, googleDetailFields, googleDetails } from '../google/
 import { requireFetched } from '../jobs/verify-source.ts';
 import type { Logger } from '../logger.ts';
 import { TargetRemovedError } from '../push/errors.ts';
+import { optionsField } from '../store/push-target-record.ts';
 import type { SourceKey } from '../timetable/source.ts';
 import type { SubscriberOptions } from '../timetable/types.ts';
 import * as core from './push-connect.ts';
+import { changePushOptions } from './push-options.ts';
 
 /** What a connection is made of. `source` must be valid (see `parseSource`). */
 export interface GoogleConnectRequest {
@@ -107,8 +109,9 @@ async function connect(ctx: GoogleConnectDeps, request: GoogleConnectRequest): P
   const budgetKey = budgetKeyFor(request.googleUser, request.refreshToken);
   const calendar = ctx.google.calendar(request.refreshToken, budgetKey);
   const existing = await existingTarget(ctx, request, budgetKey);
-  if (existing !== undefined && (await isRepeat(ctx, existing, request, calendar))) return unchanged(ctx, existing);
-  if (existing !== undefined) return reconnect(ctx, existing, request.refreshToken, budgetKey, calendar, fallbackName);
+  if (existing !== undefined && (await isRepeat(ctx, existing, request, calendar)))
+    return unchanged(ctx, existing, request.options);
+  if (existing !== undefined) return reconnect(ctx, existing, request, budgetKey, calendar, fallbackName);
   const chosen = await chooseCalendar(ctx, calendar, request.calendarId, fallbackName);
   const details = googleDetailFields({ budgetKey, googleUser: request.googleUser });
   const target = {
@@ -178,8 +181,20 @@ async function isRepeat(
   }
 }
 
-/** Answers a repeated registration with its target as it is (a new manage token, which the admin route never shows). */
-async function unchanged(ctx: GoogleConnectDeps, target: GoogleTarget): Promise<GoogleConnected> {
+/**
+ * Answers a repeated registration with its target as it is (a new manage token, which the admin route never
+ * shows), but for the options it gives, when they differ from the target's: those replace them, and a push
+ * writes the difference.
+ */
+async function unchanged(
+  ctx: GoogleConnectDeps,
+  target: GoogleTarget,
+  options: SubscriberOptions | undefined,
+): Promise<GoogleConnected> {
+  if (options !== undefined && !sameOptions(options, target.options)) {
+    const kind = { kind: 'google' as const, targets: ctx.google.targets };
+    if ((await changePushOptions(ctx, kind, target.id, options)) === undefined) throw new TargetRemovedError(target.id);
+  }
   const manageToken = await ctx.google.targets.rotateManageToken(target.id);
   if (manageToken === undefined) throw new TargetRemovedError(target.id);
   return { id: target.id, calendarId: target.calendarId, calendarName: target.calendarName, manageToken, reused: true };
@@ -193,7 +208,7 @@ async function unchanged(ctx: GoogleConnectDeps, target: GoogleTarget): Promise<
 async function reconnect(
   ctx: GoogleConnectDeps,
   target: GoogleTarget,
-  refreshToken: string,
+  request: Pick<GoogleConnectRequest, 'refreshToken' | 'options'>,
   budgetKey: string,
   calendar: CalendarClient,
   name: string,
@@ -201,14 +216,20 @@ async function reconnect(
   const live = await liveCalendar(ctx, target, calendar, name);
   const moved = { calendarId: live.calendarId, calendarOwned: true, calendarName: live.calendarName };
   const manageToken = await core.renewTarget(ctx, googleKind(ctx), target, {
-    secret: refreshToken,
+    secret: request.refreshToken,
     details: { budgetKey },
+    options: request.options,
     calendar: live.created ? moved : undefined,
     deleteCalendar: (id) => calendar.deleteCalendar(id),
   });
   ctx.logger.info({ target: target.id, source: target.source, newCalendar: live.created }, 'google target reconnected');
   await core.startPushing(ctx, googleKind(ctx), target.id, target.source);
   return { id: target.id, calendarId: live.calendarId, calendarName: live.calendarName, manageToken, reused: true };
+}
+
+/** Whether `options` are what the target follows already (the same stored form). */
+function sameOptions(options: SubscriberOptions, current: SubscriberOptions | undefined): boolean {
+  return current !== undefined && optionsField(options) === optionsField(current);
 }
 
 /**

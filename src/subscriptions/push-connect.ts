@@ -19,6 +19,7 @@ import type { SnapshotStore } from '../store/snapshot-store.ts';
 import type { SubscriptionStore } from '../store/subscription-store.ts';
 import { placeholderName } from '../timetable/calendar-name.ts';
 import { type SourceKey, sourceOf } from '../timetable/source.ts';
+import type { SubscriberOptions } from '../timetable/types.ts';
 import { UnknownSourceError } from './errors.ts';
 
 /** What every connection uses, whatever its kind: a first fetch's, the source's activation, names, a lock. */
@@ -34,7 +35,13 @@ export type PushConnectDeps = VerifyDeps &
 /** The target store calls a connection makes. */
 export type ConnectTargets = Pick<
   PushTargetStore,
-  'canStoreCredentials' | 'create' | 'replaceCalendar' | 'replaceCredential' | 'rotateManageToken' | 'scheduleReconcile'
+  | 'canStoreCredentials'
+  | 'create'
+  | 'replaceCalendar'
+  | 'replaceCredential'
+  | 'rotateManageToken'
+  | 'scheduleReconcile'
+  | 'updateOptions'
 >;
 
 /** A calendar kind as a connection sees it. */
@@ -114,12 +121,18 @@ export interface Renewal {
    * reconnection: it is deleted with `deleteCalendar` if the target cannot take it.
    */
   calendar?: CalendarChoice | undefined;
+  /**
+   * The feed options the connection asked for: they replace the target's (the push that follows writes the
+   * difference). Absent: the target keeps its own, a connection that names none never widens a calendar.
+   */
+  options?: SubscriberOptions | undefined;
   deleteCalendar(calendarId: string): Promise<unknown>;
 }
 
 /**
  * Gives `target` what a repeated connection brings: another calendar (the index goes with the old one), the new
- * credential (reactivating a target that needed one, with a full comparison requested) and a new manage token
+ * credential (reactivating a target that needed one, with a full comparison requested), the options it asked
+ * for, and a new manage token
  * (the person connecting again may well have lost the first; the old one stops working). Throws
  * TargetRemovedError when the target is gone meanwhile. Resolves to the manage token.
  */
@@ -135,6 +148,8 @@ export async function renewTarget(
     if (renewal.calendar !== undefined) moved = await targets.replaceCalendar(target.id, renewal.calendar, ctx.now());
     if (!moved) throw new TargetRemovedError(target.id);
     if (!(await targets.replaceCredential(target.id, renewal.secret, ctx.now(), renewal.details)))
+      throw new TargetRemovedError(target.id);
+    if (renewal.options !== undefined && !(await targets.updateOptions(target.id, renewal.options)))
       throw new TargetRemovedError(target.id);
     const manageToken = await targets.rotateManageToken(target.id);
     if (manageToken === undefined) throw new TargetRemovedError(target.id);

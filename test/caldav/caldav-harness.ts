@@ -297,7 +297,7 @@ export class CalDavHarness {
 
   /** The desired resources' digests by UID, as the push job computes them (to count changed occurrences). */
   async digests(source: SourceKey): Promise<Map<string, string>> {
-    const published = await loadPublishedResources(this.ctx, source);
+    const published = await loadPublishedResources(this.ctx, source, undefined);
     return new Map((published?.desired ?? []).map((resource) => [resource.uid, resource.hash]));
   }
 

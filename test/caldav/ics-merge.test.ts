@@ -1,6 +1,6 @@
 import ICAL from 'ical.js';
 import { describe, expect, it } from 'vitest';
-import { HASH_PROPERTY, MARKER_PROPERTY } from '../../src/caldav/caldav-client.ts';
+import { ALARM_PROPERTY, HASH_PROPERTY, MARKER_PROPERTY } from '../../src/caldav/caldav-client.ts';
 import { mergeOwned } from '../../src/caldav/ics-merge.ts';
 import { parseResource } from '../../src/caldav/ics-resource.ts';
 import { resourceOf } from './ics-fixtures.ts';
@@ -102,5 +102,23 @@ describe('mergeOwned', () => {
 
   it('answers ours when theirs holds no event', () => {
     expect(mergeOwned('BEGIN:VCALENDAR\r\nEND:VCALENDAR\r\n', ours.ics)).toBe(ours.ics);
+  });
+
+  it('replaces our alarm with the new one (or none) and keeps theirs, whatever order they came in', () => {
+    const alarmed = editedByThem(resourceOf({}, { alarmMinutes: 15 }).ics);
+    const triggers = (ics: string) =>
+      eventOf(ics)
+        .event.getAllSubcomponents('valarm')
+        .map(
+          (alarm) =>
+            `${alarm.getFirstPropertyValue('trigger')}${alarm.hasProperty(ALARM_PROPERTY.toLowerCase()) ? ' ours' : ''}`,
+        )
+        .sort();
+    expect(triggers(alarmed)).toEqual(['-PT15M ours', '-PT30M']);
+    const moved = resourceOf({ location: 'ауд. 303' }, { alarmMinutes: 10 });
+    expect(triggers(mergeOwned(alarmed, moved.ics))).toEqual(['-PT10M ours', '-PT30M']);
+    expect(triggers(mergeOwned(alarmed, resourceOf({ location: 'ауд. 303' }).ics))).toEqual(['-PT30M']);
+    // A resource written before it had alarms of ours gets one, theirs stay.
+    expect(triggers(mergeOwned(theirs, moved.ics))).toEqual(['-PT10M ours', '-PT30M']);
   });
 });

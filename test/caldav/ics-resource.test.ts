@@ -1,7 +1,8 @@
 import ICAL from 'ical.js';
 import { describe, expect, it } from 'vitest';
-import { HASH_PROPERTY, MARKER_PROPERTY } from '../../src/caldav/caldav-client.ts';
+import { ALARM_PROPERTY, HASH_PROPERTY, MARKER_PROPERTY } from '../../src/caldav/caldav-client.ts';
 import { desiredResources, parseResource, resourceIdFor } from '../../src/caldav/ics-resource.ts';
+import { fieldsHash, ownedFields } from '../../src/push/desired-events.ts';
 import { eventIdFor } from '../../src/push/event-id.ts';
 import { occurrence, resourceOf, STAMP } from './ics-fixtures.ts';
 
@@ -98,6 +99,15 @@ describe('desiredResources', () => {
     expect(alarms).toHaveLength(1);
     expect(String(alarms[0]?.getFirstPropertyValue('trigger'))).toBe('-PT15M');
     expect(resourceOf({ status: 'CANCELLED' }, { alarmMinutes: 15 }).ics).not.toContain('VALARM');
+    expect(alarms[0]?.getFirstPropertyValue(ALARM_PROPERTY.toLowerCase())).toBe('1');
+  });
+
+  it('keeps the digest of a resource without an alarm as it was before alarms were ours', () => {
+    // Fixed: the digest resources were pushed with; a change would write every resource of every target again.
+    expect(resourceOf().hash).toBe(fieldsHash(ownedFields(occurrence())));
+    expect(resourceOf({ status: 'CANCELLED' }, { alarmMinutes: 15 }).hash).toBe(
+      resourceOf({ status: 'CANCELLED' }).hash,
+    );
   });
 });
 

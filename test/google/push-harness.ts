@@ -19,7 +19,7 @@ import { startSimulator } from '../../src/simulator/index.ts';
 import { connectGoogleTarget } from '../../src/subscriptions/google-connect.ts';
 import { occurrenceUid } from '../../src/timetable/expand.ts';
 import type { SourceKey } from '../../src/timetable/source.ts';
-import type { Occurrence } from '../../src/timetable/types.ts';
+import type { Occurrence, SubscriberOptions } from '../../src/timetable/types.ts';
 import { type ApiMethod, type FakeEvent, type FakeGoogle, startFakeGoogle } from '../../testkit/fake-google/index.ts';
 import { until } from '../../testkit/poll.ts';
 import { REFERENCE_DATE, readEvents } from '../jobs/helpers.ts';
@@ -237,7 +237,11 @@ export class PushHarness {
    */
   async connect(
     source: SourceKey,
-    options: { calendarId?: string; user?: { user: string; refreshToken: string } } = {},
+    options: {
+      calendarId?: string;
+      user?: { user: string; refreshToken: string };
+      feedOptions?: SubscriberOptions;
+    } = {},
   ): Promise<{ target: Connected; push: PushOutcome }> {
     await this.refresh(source);
     const { user, refreshToken } = options.user ?? this.fake.addUser();
@@ -245,6 +249,7 @@ export class PushHarness {
       source,
       refreshToken,
       calendarId: options.calendarId,
+      options: options.feedOptions,
     });
     const target = { id: connected.id, source, calendarId: connected.calendarId, refreshToken, user };
     const [push] = await this.settled(target.id, 1);
@@ -334,11 +339,21 @@ export class PushHarness {
 
   /** `GET /admin/google-targets/:id`, as an operator sees it. */
   async adminView(id: string): Promise<{ status: number; body: Record<string, unknown> }> {
+    return this.admin('GET', `/admin/google-targets/${id}`);
+  }
+
+  /** A request of the admin API, with the admin token. */
+  async admin(
+    method: 'GET' | 'POST' | 'PATCH',
+    url: string,
+    payload?: Record<string, unknown>,
+  ): Promise<{ status: number; body: Record<string, unknown> }> {
     this.app ??= await buildApp(this.ctx, { logger: silentLogger() });
     const response = await this.app.inject({
-      method: 'GET',
-      url: `/admin/google-targets/${id}`,
+      method,
+      url,
       headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
+      ...(payload === undefined ? {} : { payload }),
     });
     return { status: response.statusCode, body: response.json() };
   }

@@ -95,4 +95,22 @@ describe('desiredEvents', () => {
   it('a uid seen twice gives one event', () => {
     expect(desiredEvents([occurrence(), occurrence({ summary: 'again' })], '')).toHaveLength(1);
   });
+
+  it('with reminders of ours carries the alarm, or the default, and a cancelled class rings for nobody', () => {
+    const [alarmed, off] = desiredEvents([occurrence(), cancelled], 'Отменено: ', { alarmMinutes: 15 });
+    expect(alarmed?.fields.reminder).toBe(15);
+    expect(off?.fields.reminder).toBe('default');
+    expect(desiredEvents([occurrence()], '', {})[0]?.fields.reminder).toBe('default');
+    expect(desiredEvents([occurrence()], '')[0]?.fields).not.toHaveProperty('reminder');
+  });
+
+  it('keeps the digest of today without an alarm, options or not, and changes it with the alarm', () => {
+    // The digest pushed before targets followed options: a fixed value, so that no upgrade re-pushes.
+    const before = 'h4AOQW4svCbLVsem4g21qg';
+    expect(desiredEvents([occurrence()], '')[0]?.hash).toBe(before);
+    expect(desiredEvents([occurrence()], '', {})[0]?.hash).toBe(before);
+    const fifteen = desiredEvents([occurrence()], '', { alarmMinutes: 15 })[0]?.hash;
+    const thirty = desiredEvents([occurrence()], '', { alarmMinutes: 30 })[0]?.hash;
+    expect(new Set([before, fifteen, thirty]).size).toBe(3);
+  });
 });
