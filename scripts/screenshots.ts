@@ -87,8 +87,10 @@ async function planTour(base: string, sim: string): Promise<Tour> {
   const teacher = /^DESCRIPTION:.*?Преподаватель: ([^\\\r\n]+)/m.exec(feed)?.[1];
   if (teacher === undefined) throw new Error(`no class of ${group.name} names a teacher`);
   const [surname = teacher] = teacher.split(' ');
-  const results = await (await fetch(`${base}/?q=${encodeURIComponent(surname)}`)).text();
-  const teacherPath = /href="(\/timetables\/employees\/\d+)"/.exec(results)?.[1];
+  // One teacher found opens their page at once (303); several are a list.
+  const search = await fetch(`${base}/?q=${encodeURIComponent(surname)}`, { redirect: 'manual' });
+  const teacherPath =
+    search.headers.get('location') ?? /href="(\/timetables\/employees\/\d+)"/.exec(await search.text())?.[1];
   if (teacherPath === undefined) throw new Error(`the search for ${surname} found no teacher`);
   return { base, group, teacherPath, credential: user.token };
 }

@@ -26,7 +26,7 @@ const COMMANDS: Record<string, Command> = {
     usage: 'timetable-sync demo [--port N] [--simulator-port N] [--seed S]',
     options: { port: { type: 'string' }, 'simulator-port': { type: 'string' }, seed: { type: 'string' } },
     details:
-      'Runs everything on this machine with no configuration. Without REDIS_URL a private, password-protected\nredis-server is started under .data/ (installed from Debian when missing and running as root); one demo\nper folder. The service listens on --port (default PORT, 8080; 0 picks a free port), the simulator\non --simulator-port (default 4010). Ctrl-C stops it all.',
+      'Runs everything on this machine with no configuration. Without REDIS_URL a private, password-protected\nredis-server is started under .data/ (installed from Debian when missing and running as root); one demo\nper folder. The service listens on --port (default PORT, 8080; 0 picks a free port), the simulator\non --simulator-port (default 4010; with --port 0, a free one too). Ctrl-C stops it all.',
     run: async (values) =>
       (await roles()).runDemo({
         port: optionalInt(values.port, '--port'),

@@ -1,6 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { type AddressInfo, createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -103,8 +104,10 @@ describe('timetable-sync demo', () => {
     };
     const last = listed.groups.at(-1);
     expect(listed.groups.length).toBe(1500);
-    const found = await (await fetch(`${page}?q=${encodeURIComponent(last?.name ?? '')}`)).text();
-    expect(found).toContain(`href="/timetables/groups/${last?.id}"`);
+    // The one group a whole name finds opens at once.
+    const found = await fetch(`${page}?q=${encodeURIComponent(last?.name ?? '')}`, { redirect: 'manual' });
+    expect(found.status).toBe(303);
+    expect(found.headers.get('location')).toBe(`/timetables/groups/${last?.id}`);
 
     // The printed consent link starts a consent, with its cookie, on the host the callback comes back to; the
     // same link on 127.0.0.1 (where the demo listens) is sent there first.
@@ -193,6 +196,73 @@ describe('timetable-sync demo', () => {
     next.kill('SIGINT');
     expect(await exited(next)).toBe(0);
     expect(existsSync(join(cwd, '.data/instance.lock'))).toBe(false);
+  });
+});
+
+describe('demo ports', () => {
+  const dirs: string[] = [];
+  const children: ChildProcess[] = [];
+  const servers: Server[] = [];
+  afterEach(async () => {
+    for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
+    for (const server of servers.splice(0)) await new Promise((resolve) => server.close(resolve));
+    for (const dir of dirs.splice(0)) {
+      const record = await readFile(join(dir, '.data/redis.json'), 'utf8').catch(() => undefined);
+      if (record) process.kill((JSON.parse(record) as { pid: number }).pid, 'SIGTERM');
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  /** A port held by a server of this test: `port` when given (already held by another is as good), else any. */
+  async function hold(port = 0): Promise<number> {
+    const server = createServer();
+    const listening = await new Promise<boolean>((resolve) => {
+      server.once('error', () => resolve(false));
+      server.listen(port, '127.0.0.1', () => resolve(true));
+    });
+    if (!listening) return port;
+    servers.push(server);
+    return (server.address() as AddressInfo).port;
+  }
+
+  it('--port 0 picks a free simulator port too, with 4010 taken, and says quiet hours are on', async () => {
+    await hold(4010);
+    const cwd = await mkdtemp(join(tmpdir(), 'tts-demo-'));
+    dirs.push(cwd);
+    const demo = startCli(['demo', '--port', '0'], { cwd, env: { LOG_LEVEL: 'warn' } });
+    children.push(demo);
+    const output = await waitForOutput(demo, /University simulator:.*\n/, 60_000);
+    const simulatorUrl = /University simulator:\s+(\S+)/.exec(output)?.[1] ?? '';
+    expect(new URL(simulatorUrl).port).not.toBe('4010');
+    expect((await fetch(`${simulatorUrl}/_sim/groups`)).status).toBe(200);
+    expect(output).toContain(
+      'Quiet hours:            Telegram messages wait from 23:00 to 07:00 (Europe/Moscow) unless a class starts sooner;\n' +
+        '                          NOTIFY_QUIET_HOURS=off sends them at once',
+    );
+    demo.kill('SIGINT');
+    expect(await exited(demo)).toBe(0);
+  });
+
+  it.each([
+    ['--simulator-port', 'the university simulator'],
+    ['--port', 'the service'],
+  ])('names the flag in one line when the port of %s is in use', async (flag, name) => {
+    const busy = await hold();
+    const cwd = await mkdtemp(join(tmpdir(), 'tts-demo-'));
+    dirs.push(cwd);
+    const other = flag === '--port' ? '--simulator-port' : '--port';
+    const result = await runCli(['demo', flag, String(busy), other, '0'], {
+      cwd,
+      env: { LOG_LEVEL: 'warn' },
+      timeoutMs: 60_000,
+    });
+    expect(result.code).toBe(1);
+    expect(result.stderr.split('\n').filter((line) => line.startsWith('timetable-sync'))).toEqual([
+      `timetable-sync demo: port ${busy} (${name}) is in use: choose another with ${flag} N, or ${flag} 0 for a free one`,
+    ]);
+    expect(result.stderr).not.toMatch(/EADDRINUSE|\n\s+at /);
+    // Nothing is left running: the embedded Redis stopped with the demo.
+    expect(existsSync(join(cwd, '.data/redis.json'))).toBe(false);
   });
 });
 

@@ -1,7 +1,8 @@
 /**
  * `/` and its sign-in: `GET /?q=` finds groups in the group directory and teachers as the JSON lookup does
  * (teacher-search.ts: the service's teacher directory, else the university's search, cached and limited; when
- * that fails or is limited, the groups still show, with a note), and `POST /timetables/personal` signs a person up with their university credential under the same
+ * that fails or is limited, the groups still show, with a note), and opens the one timetable found at once (303),
+ * and `POST /timetables/personal` signs a person up with their university credential under the same
  * limits as `POST /api/subscriptions`, keeps the subscription in this browser and sends it on to the personal
  * page (303). A credential that is refused, limited or cannot be checked shows the form again, saying why; the
  * credential is never echoed.
@@ -66,6 +67,9 @@ export async function registerHomeRoutes(
     const raw = request.query.q;
     const query = (Array.isArray(raw) ? raw[0] : raw)?.slice(0, 4 * MAX_QUERY_LENGTH);
     const search = query === undefined || query.trim() === '' ? undefined : await find(ctx, limits, request, query);
+    // One timetable found is the one wanted: open it rather than a list of one (a tap fewer on a phone).
+    const only = search === undefined ? undefined : onlyTimetable(search);
+    if (only !== undefined) return reply.code(303).header('location', only).header('cache-control', 'no-store').send();
     const signIn = {
       available: ctx.subscriptions.canStoreCredentials,
       signedIn: (await readPersonalSession(ctx, request)) !== undefined,
@@ -188,6 +192,22 @@ async function find(
     request.log.warn({ err: error }, 'teacher search failed; the page shows the groups only');
     return { ...outcome, teacherNote: { kind: 'unavailable' } };
   }
+}
+
+/**
+ * The page of the one timetable a search found: one group and no teacher, or one teacher and no group. Undefined
+ * for more or none, and when the teacher search failed or was limited (a teacher it would have found may be
+ * the one meant).
+ */
+export function onlyTimetable(search: SearchOutcome): string | undefined {
+  if (search.kind !== 'results' || search.teacherNote !== undefined) return undefined;
+  const teachers = search.teachers ?? [];
+  const [group] = search.groups;
+  if (search.groupTotal === 1 && group !== undefined && teachers.length === 0) return `/timetables/groups/${group.id}`;
+  const [teacher] = teachers;
+  if (search.groupTotal === 0 && teachers.length === 1 && teacher !== undefined)
+    return `/timetables/employees/${teacher.id}`;
+  return undefined;
 }
 
 /** Teachers first (then other employees), each with full name, and post and subdivision to tell namesakes apart. */

@@ -8,6 +8,8 @@ import { pluralRu } from '../lib/words.ts';
 import { type OptionField, OptionRefusedError } from '../serving/errors.ts';
 import { type ParsedSubscriberQuery, subscriberQueryOf } from '../serving/variant-query.ts';
 import {
+  type BraceMistake,
+  braceMistakeOf,
   canonicalTitleTemplate,
   DEFAULT_TITLE_TEMPLATE,
   placeholderNamed,
@@ -187,6 +189,8 @@ function titleTemplate(text: string): string {
         ru: 'В названии есть перевод строки или другой управляющий символ: оставьте его одной строкой.',
       },
     );
+  const braces = braceMistakeOf(text);
+  if (braces !== undefined) throw braceRefusal(braces);
   const used = placeholdersOf(text);
   const unknown = used.find((name) => placeholderNamed(name) === undefined);
   if (unknown !== undefined)
@@ -214,6 +218,45 @@ function titleTemplate(text: string): string {
       },
     );
   return canonicalTitleTemplate(text);
+}
+
+/**
+ * The refusal of a title whose braces are no placeholder: an unclosed one is named with the way to close it, a
+ * stray brace with where braces go. The words say what to write, since a literal brace has no escape.
+ */
+function braceRefusal(mistake: BraceMistake): OptionRefusedError {
+  if (mistake.kind === 'unclosed') {
+    const opened = `{${mistake.name}`;
+    const known = placeholderNamed(mistake.name) !== undefined;
+    return refuse(
+      'title',
+      {
+        en: `query parameter title: placeholder ${quote(opened)} is not closed; ${known ? `write ${quote(`${opened}}`)}` : `the placeholders are ${PLACEHOLDER_LIST}`}`,
+        ru: `параметр запроса title: подстановка ${quote(opened)} не закрыта; ${known ? `напишите ${quote(`${opened}}`)}` : `подстановки: ${RUSSIAN_LIST} (или ${PLACEHOLDER_LIST})`}`,
+      },
+      known
+        ? {
+            en: `The placeholder ${clipped(opened)} is not closed: add "}" to make it ${clipped(`${opened}}`)}.`,
+            ru: `Подстановка ${guillemets(opened)} не закрыта: допишите «}», чтобы получилось ${clipped(`${opened}}`)}.`,
+          }
+        : {
+            en: `The placeholder ${clipped(opened)} is not closed and has no such name. You can use: ${TITLE_PLACEHOLDERS.map((name) => `{${name}}`).join(' ')}.`,
+            ru: `Подстановка ${guillemets(opened)} не закрыта, и такой подстановки нет. Можно использовать: ${TITLE_PLACEHOLDERS.map((name) => `{${RUSSIAN_PLACEHOLDERS[name]}}`).join(' ')}.`,
+          },
+    );
+  }
+  const { brace } = mistake;
+  return refuse(
+    'title',
+    {
+      en: `query parameter title: stray ${quote(brace)}; braces go only around a placeholder, such as {subject}`,
+      ru: `параметр запроса title: лишняя скобка ${quote(brace)}; фигурные скобки ставятся только вокруг подстановки, например {предмет}`,
+    },
+    {
+      en: `The title has a stray "${brace}": braces go only around a placeholder, such as {subject}. Remove it, or use round brackets instead.`,
+      ru: `В названии лишняя скобка «${brace}»: фигурные скобки ставятся только вокруг подстановки, например {предмет}. Уберите её или замените круглой.`,
+    },
+  );
 }
 
 /** `exclude=лекция,практика` and `exclude=лекция&exclude=практика` alike; lower-cased, sorted, deduplicated. */

@@ -8,6 +8,7 @@ import { describeRedisTarget } from '../lib/redis-connection.ts';
 import type { RedisTarget } from '../lib/redis-target.ts';
 import { cleanGroupName, type DirectoryGroup } from '../store/group-directory.ts';
 import type { ServiceContext } from './context.ts';
+import { CommandError } from './errors.ts';
 import { folderLockHolder, isAlive } from './folder-lock.ts';
 import { ensurePrivateDir, writePrivateFile } from './private-files.ts';
 
@@ -74,6 +75,37 @@ export async function importSimulatorGroups(ctx: ServiceContext, simulatorUrl: s
   return clean.length;
 }
 
+/** The simulator's port when neither `--simulator-port` nor `--port 0` says otherwise. */
+export const DEMO_SIMULATOR_PORT = 4010;
+
+/**
+ * The port the demo's simulator listens on: `--simulator-port` when given; else any free one when the service's
+ * `--port` is 0 (who asks for a free port wants no fixed one anywhere); else {@link DEMO_SIMULATOR_PORT}.
+ */
+export function demoSimulatorPort(options: { port: number | undefined; simulatorPort: number | undefined }): number {
+  return options.simulatorPort ?? (options.port === 0 ? 0 : DEMO_SIMULATOR_PORT);
+}
+
+/**
+ * Runs `listen`, turning a port in use (EADDRINUSE) into one line that says which flag picks another: a stack
+ * trace would hide the one thing to do.
+ */
+export async function onFreePort<T>(
+  listen: () => Promise<T>,
+  what: { port: number; flag: '--port' | '--simulator-port'; name: string },
+): Promise<T> {
+  try {
+    return await listen();
+  } catch (error) {
+    if ((error as { code?: unknown } | null)?.code !== 'EADDRINUSE') throw error;
+    throw new CommandError(
+      `port ${what.port} (${what.name}) is in use: choose another with ${what.flag} N, or ${what.flag} 0 for a free one`,
+      1,
+      { cause: error },
+    );
+  }
+}
+
 /** What the demo prints once everything runs. */
 export interface DemoInfo {
   config: Config;
@@ -125,11 +157,28 @@ export async function printDemo(info: DemoInfo): Promise<void> {
         ? '  Google Calendar push:   set GOOGLE_CLIENT_ID and GOOGLE_CLIENT_SECRET (docs/operations.md) to enable it'
         : `  Google Calendar push:   ${serviceUrl}/google/connect?source=group:${sample.groupId}`,
       '',
-      `  University simulator:   ${simulatorUrl}  (move a class: PATCH ${simulatorUrl}/_sim/entries/<id>)`,
+      ...quietHoursLines(config),
+      `  University simulator:   ${simulatorUrl}  (move a class: docs/simulator.md, "Move a class")`,
       `  Redis:                  ${describeRedisTarget(info.redis)}${info.embedded ? embeddedNote(config.dataDir) : ''}`,
       '',
     ].join('\n'),
   );
+}
+
+/**
+ * The quiet hours of Telegram messages, when they are on: a message written at night otherwise seems lost until
+ * the morning. Says how to turn them off.
+ */
+function quietHoursLines(config: Pick<Config, 'notifyQuietHours' | 'timezone'>): string[] {
+  const quiet = config.notifyQuietHours;
+  if (quiet === undefined) return [];
+  const time = (minute: number) =>
+    `${String(Math.floor(minute / 60)).padStart(2, '0')}:${String(minute % 60).padStart(2, '0')}`;
+  return [
+    `  Quiet hours:            Telegram messages wait from ${time(quiet.fromMinute)} to ${time(quiet.toMinute)} (${config.timezone}) unless a class starts sooner;`,
+    '                          NOTIFY_QUIET_HOURS=off sends them at once',
+    '',
+  ];
 }
 
 /** Where the embedded Redis keeps its password and data: the printed address never carries the password. */

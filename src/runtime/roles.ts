@@ -2,7 +2,7 @@ import { type Config, loadConfig, readEnvironment } from '../config.ts';
 import type { RedisTarget } from '../lib/redis-target.ts';
 import { createLogger, type Logger } from '../logger.ts';
 import { type Dialect, startSimulator } from '../simulator/index.ts';
-import { demoSecrets, importSimulatorGroups, printDemo, recordDemo } from './demo.ts';
+import { demoSecrets, demoSimulatorPort, importSimulatorGroups, onFreePort, printDemo, recordDemo } from './demo.ts';
 import { freePort, startEmbeddedRedis } from './embedded-redis.ts';
 import { acquireFolderLock } from './folder-lock.ts';
 import { startService } from './service.ts';
@@ -106,11 +106,16 @@ export async function runDemo(options: {
     // Always locked, also with REDIS_URL: the folder's demo secrets and simulator belong to one demo.
     await lockFolder(base, 'demo', shutdown);
     const redis = await resolveRedis(base, logger, shutdown, 'held');
-    const simulator = await startSimulator({
-      port: options.simulatorPort ?? 4010,
-      seed: options.seed ?? 1,
-      logger: logger.child({ component: 'simulator' }),
-    });
+    const simulatorPort = demoSimulatorPort(options);
+    const simulator = await onFreePort(
+      () =>
+        startSimulator({
+          port: simulatorPort,
+          seed: options.seed ?? 1,
+          logger: logger.child({ component: 'simulator' }),
+        }),
+      { port: simulatorPort, flag: '--simulator-port', name: 'the university simulator' },
+    );
     shutdown.add('simulator', simulator.close);
     shutdown.add('demo record', await recordDemo(base.dataDir, simulator.url));
     const secrets = await demoSecrets(base.dataDir);
@@ -123,14 +128,10 @@ export async function runDemo(options: {
       PORT: String(port),
       UNIVERSITY_API_URL: simulator.url,
     });
-    const { url, context } = await startService({
-      roles: { api: true, worker: true },
-      config,
-      logger,
-      redis,
-      shutdown,
-      host: '127.0.0.1',
-    });
+    const { url, context } = await onFreePort(
+      () => startService({ roles: { api: true, worker: true }, config, logger, redis, shutdown, host: '127.0.0.1' }),
+      { port, flag: '--port', name: 'the service' },
+    );
     // The university has no list of groups; the simulator does: the page then finds any group by name.
     await importSimulatorGroups(context, simulator.url);
     await printDemo({ config, serviceUrl: url, simulatorUrl: simulator.url, redis, embedded: !base.redisTarget });

@@ -66,6 +66,29 @@ export function placeholdersOf(template: string): string[] {
   return [...template.matchAll(PLACEHOLDER)].map((match) => match[1] as string);
 }
 
+/** A mistake with braces in a title template: where the text goes wrong, as {@link braceMistakeOf} finds it. */
+export type BraceMistake =
+  /** A placeholder opened and never closed, `{предмет` (`name`: what follows the brace). */
+  | { kind: 'unclosed'; name: string }
+  /** A brace that is no part of a placeholder: a `}` alone, `{` before no name, or one inside another's braces. */
+  | { kind: 'stray'; brace: '{' | '}' };
+
+/**
+ * The first brace of `template` that is no part of a placeholder, or undefined when every brace is one. A title
+ * is copied into every event as it is, so `{предмет` would title every class «{предмет»: braces are kept for
+ * placeholders, and there is no escape for a literal one (a title has round and square brackets for that).
+ */
+export function braceMistakeOf(template: string): BraceMistake | undefined {
+  // A placeholder becomes a character no title holds (control characters are refused), so that removing one
+  // never joins the text around it into another: `{пред{x}мет}` is not `{предмет}`.
+  const rest = template.replace(PLACEHOLDER, '\u0000');
+  const at = rest.search(/[{}]/);
+  if (at === -1) return undefined;
+  if (rest[at] === '}') return { kind: 'stray', brace: '}' };
+  const name = /^\{([\p{L}\p{N}_]+)/u.exec(rest.slice(at))?.[1];
+  return name === undefined ? { kind: 'stray', brace: '{' } : { kind: 'unclosed', name };
+}
+
 /**
  * The placeholder a name in braces stands for: an English name as it is, a Russian one in any case
  * (`предмет`, `Предмет`); undefined for any other name.

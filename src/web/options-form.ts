@@ -162,11 +162,25 @@ function shownValues(view: OptionsFormView): Shown {
   };
 }
 
+/** The option fields in the order the form shows them. */
+const FORM_ORDER: readonly OptionField[] = ['subgroup', 'exclude', 'alarm', 'title'];
+
+/**
+ * The first field the form shows that was refused, which takes the focus (`autofocus`): a page answering a
+ * full-page submit then opens scrolled to that field and its reason, not at the top of a page whose options come
+ * after the classes. The form's action has no `#options` for this: browsers skip `autofocus` on a page opened at
+ * a fragment, and a submit that was taken opens at the top, where the links with the new options are.
+ */
+function firstRefused(view: OptionsFormView): OptionField | undefined {
+  return FORM_ORDER.find((field) => view.fieldErrors?.[field] !== undefined);
+}
+
 /** The attributes of a field's control: its hint and error described, and marked invalid when refused. */
 function described(view: OptionsFormView, field: OptionField, ...ids: string[]): string {
   const refused = view.fieldErrors?.[field] !== undefined;
   const attributes = [`aria-describedby="${[...ids, `opt-${field}-error`].join(' ')}"`];
   if (refused) attributes.push('aria-invalid="true"');
+  if (firstRefused(view) === field) attributes.push('autofocus');
   return ` ${attributes.join(' ')}`;
 }
 
@@ -193,12 +207,13 @@ export function optionsForm(view: OptionsFormView): Html {
         )}</select>!${fieldError(view, 'subgroup')}</div>`;
   const kindChoices = [...new Set([...values.kinds, ...shown.exclude])];
   const kindInvalid = view.fieldErrors?.exclude === undefined ? '' : ' aria-invalid="true"';
+  const kindFocus = (index: number) => (index === 0 && firstRefused(view) === 'exclude' ? ' autofocus' : '');
   const kinds =
     kindChoices.length === 0
       ? ''
       : html`<fieldset class="field" aria-describedby="opt-exclude-error"><legend>${w.hide}</legend>!${kindChoices.map(
           (kind, index) =>
-            html`<label class="check" for="opt-kind-${String(index)}"><input type="checkbox" id="opt-kind-${String(index)}" name="exclude" value="${kind}"!${shown.exclude.includes(kind) ? ' checked' : ''}!${kindInvalid}> ${kind}</label>`,
+            html`<label class="check" for="opt-kind-${String(index)}"><input type="checkbox" id="opt-kind-${String(index)}" name="exclude" value="${kind}"!${shown.exclude.includes(kind) ? ' checked' : ''}!${kindInvalid}!${kindFocus(index)}> ${kind}</label>`,
         )}!${fieldError(view, 'exclude')}</fieldset>`;
   const alarmNumber = shown.alarm !== undefined && /^\d{1,6}$/.test(shown.alarm) ? Number(shown.alarm) : undefined;
   const alarms = alarmChoices(alarmNumber).map((minutes) => ({

@@ -84,6 +84,45 @@ describe('subscriber options refused', () => {
     expect(() => parseSubscriberQuery({ title: '{предмт}' })).toThrow(/unknown placeholder "\{предмт\}"/);
   });
 
+  it('refuses an unclosed placeholder and a stray brace, saying how to write the title', () => {
+    const unclosed = readSubscriberOptions({ title: '{предмет', alarm: '15' });
+    expect(unclosed.options).toEqual({ alarmMinutes: 15 });
+    expect(unclosed.refused.map((error) => [error.field, error.fieldWords])).toEqual([
+      [
+        'title',
+        {
+          ru: 'Подстановка «{предмет» не закрыта: допишите «}», чтобы получилось {предмет}.',
+          en: 'The placeholder {предмет is not closed: add "}" to make it {предмет}.',
+        },
+      ],
+    ]);
+    expect(() => parseSubscriberQuery({ title: '{предмет' })).toThrow(
+      'query parameter title: placeholder "{предмет" is not closed; write "{предмет}"',
+    );
+    expect(readSubscriberOptions({ title: '{subject} ({kind}' }).refused).toEqual([]);
+    const refusedRu = (title: string) => readSubscriberOptions({ title }).refused.map((error) => error.fieldWords.ru);
+    expect(refusedRu('{вид}: {предмет')).toEqual([
+      'Подстановка «{предмет» не закрыта: допишите «}», чтобы получилось {предмет}.',
+    ]);
+    expect(refusedRu('{прдмет')[0]).toMatch(
+      /^Подстановка «\{прдмет» не закрыта, и такой подстановки нет\. Можно использовать: \{предмет\}/,
+    );
+    const stray = (brace: string) =>
+      `В названии лишняя скобка «${brace}»: фигурные скобки ставятся только вокруг подстановки, например {предмет}. Уберите её или замените круглой.`;
+    expect(refusedRu('{предмет}}')).toEqual([stray('}')]);
+    expect(refusedRu('} {предмет}')).toEqual([stray('}')]);
+    expect(refusedRu('{{предмет}}')).toEqual([stray('{')]);
+    expect(refusedRu('{ предмет }')).toEqual([stray('{')]);
+    expect(refusedRu('{}')).toEqual([stray('{')]);
+    // A brace inside another placeholder's braces does not join the text around it into a placeholder.
+    expect(refusedRu('{пред{вид}мет}')[0]).toMatch(/^Подстановка «\{пред» не закрыта, и такой подстановки нет/);
+    expect(() => parseSubscriberQuery({ title: 'a } b' })).toThrow(
+      'query parameter title: stray "}"; braces go only around a placeholder, such as {subject}',
+    );
+    // A well-formed name that is no placeholder is still refused as unknown.
+    expect(refusedRu('{Привет}')[0]).toMatch(/^Неизвестная подстановка \{Привет\}/);
+  });
+
   it('says which subgroup or kind the timetable lacks, beside its field', () => {
     const values = { subgroups: [1, 2], kinds: ['лекция', 'практика'] };
     const misfits = optionsMisfits(values, { subgroup: 3, excludeKinds: ['семинар', 'лекция'] });

@@ -170,18 +170,60 @@ describe('names the directory learns', () => {
 });
 
 describe('the search on /', () => {
-  it('shows groups and teachers as links to their timetables', async () => {
+  it('shows groups and teachers found as links to their timetables', async () => {
+    await importJson([
+      { id: 900801, name: 'ЙЙ-801' },
+      { id: 900802, name: 'ЙЙ-802' },
+    ]);
+    const byGroups = await home('йй80');
+    expect(byGroups.statusCode).toBe(200);
+    expect(byGroups.body).toContain('<a href="/timetables/groups/900801">ЙЙ-801</a>');
+    expect(byGroups.body).toContain('<a href="/timetables/groups/900802">ЙЙ-802</a>');
+    const employees = await pipeline.sim.employees();
+    // Two letters that 2 to 20 employees' names hold list them all, as the JSON lookup finds them.
+    type Found = { id: number; lastName: string; firstName: string; middleName: string };
+    const lookup = async (text: string) =>
+      (await app.inject({ method: 'GET', url: `/api/employees?q=${encodeURIComponent(text)}` })).json<{
+        employees: Found[];
+      }>().employees;
+    let found: Found[] = [];
+    let start = '';
+    // Letters most Russian names share (surnames, patronymics), then the two first of each surname.
+    for (const text of ['ов', 'ев', 'ин', ...employees.map((one) => one.lastName.slice(0, 2))]) {
+      found = await lookup(text);
+      start = text;
+      if (found.length >= 2 && found.length <= 20) break;
+    }
+    expect(found.length).toBeGreaterThanOrEqual(2);
+    expect(found.length).toBeLessThanOrEqual(20);
+    const byTeacher = await home(start);
+    expect(byTeacher.statusCode).toBe(200);
+    for (const one of found) {
+      expect(byTeacher.body).toContain(`href="/timetables/employees/${one.id}"`);
+      expect(byTeacher.body).toContain(`${one.lastName} ${one.firstName} ${one.middleName}`);
+    }
+  });
+
+  it('opens the one timetable found at once: a group, or a teacher', async () => {
     await importJson(groups.map(({ id, name }) => ({ id, name })));
-    const group = groups[3] ?? groups[0];
-    if (!group) throw new Error('no group');
+    const group = groups.find((one) => groups.every((other) => other.id === one.id || !other.name.includes(one.name)));
+    if (!group) throw new Error('no group whose name is in no other');
     const byGroup = await home(group.name);
-    expect(byGroup.statusCode).toBe(200);
-    expect(byGroup.body).toContain(`<a href="/timetables/groups/${group.id}">${group.name}</a>`);
+    expect(byGroup.statusCode).toBe(303);
+    expect(byGroup.headers.location).toBe(`/timetables/groups/${group.id}`);
+    expect(byGroup.headers['cache-control']).toBe('no-store');
     const [teacher] = await pipeline.sim.employees();
     if (!teacher) throw new Error('no teacher');
-    const byTeacher = await home(teacher.lastName);
-    expect(byTeacher.body).toContain(`href="/timetables/employees/${teacher.id}"`);
-    expect(byTeacher.body).toContain(`${teacher.lastName} ${teacher.firstName} ${teacher.middleName}`);
+    const byTeacher = await home(`${teacher.lastName} ${teacher.firstName} ${teacher.middleName}`);
+    expect(byTeacher.statusCode).toBe(303);
+    expect(byTeacher.headers.location).toBe(`/timetables/employees/${teacher.id}`);
+    // The JSON lookup still answers a list, however many it finds.
+    const api = await app.inject({
+      method: 'GET',
+      url: `/api/employees?q=${encodeURIComponent(`${teacher.lastName} ${teacher.firstName} ${teacher.middleName}`)}`,
+    });
+    expect(api.statusCode).toBe(200);
+    expect(JSON.stringify(api.json())).toContain(String(teacher.id));
   });
 
   it('keeps the group results when the teacher search fails, and says so', async () => {
@@ -200,7 +242,11 @@ describe('the search on /', () => {
   });
 
   it('shows a hostile group name as text', async () => {
-    await importJson([{ id: 900666, name: '<img src=x onerror=alert(1)>' }]);
+    // Two of them: one would open its timetable rather than a list.
+    await importJson([
+      { id: 900666, name: '<img src=x onerror=alert(1)>' },
+      { id: 900667, name: '<img src=y>' },
+    ]);
     const response = await home('img src');
     expect(response.body).toContain('&#60;img src&#61;x onerror&#61;alert(1)&#62;');
     expect(response.body).not.toContain('<img src=x');

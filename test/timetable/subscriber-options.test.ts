@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   applyTitleTemplate,
+  braceMistakeOf,
   canonicalTitleTemplate,
   DEFAULT_TITLE_TEMPLATE,
   defaultTitleTemplate,
@@ -126,6 +127,19 @@ describe('title template', () => {
     expect(placeholderNamed('predmet')).toBeUndefined();
     expect(placeholderNamed('Subject')).toBeUndefined();
     expect(placeholdersOf('{предмет}: {subject} {x_1} { room }')).toEqual(['предмет', 'subject', 'x_1']);
+  });
+
+  it('finds the first brace that is no part of a placeholder', () => {
+    expect(braceMistakeOf('{предмет} ({вид}) [{аудитория}]')).toBeUndefined();
+    expect(braceMistakeOf('{неизвестно} без скобок')).toBeUndefined();
+    expect(braceMistakeOf('{предмет')).toEqual({ kind: 'unclosed', name: 'предмет' });
+    expect(braceMistakeOf('{subject} {room')).toEqual({ kind: 'unclosed', name: 'room' });
+    expect(braceMistakeOf('{предмет {вид}')).toEqual({ kind: 'unclosed', name: 'предмет' });
+    expect(braceMistakeOf('}')).toEqual({ kind: 'stray', brace: '}' });
+    expect(braceMistakeOf('{subject}}')).toEqual({ kind: 'stray', brace: '}' });
+    expect(braceMistakeOf('{ room }')).toEqual({ kind: 'stray', brace: '{' });
+    expect(braceMistakeOf('{{subject}}')).toEqual({ kind: 'stray', brace: '{' });
+    expect(braceMistakeOf('{sub{x}ject}')).toEqual({ kind: 'unclosed', name: 'sub' });
   });
 
   it('stores a template by the English names, so either spelling is one feed, and shows it in either', () => {

@@ -206,6 +206,30 @@ describe('a timetable page in a browser', () => {
     await context.close();
   });
 
+  it('opens at the refused title after a full-page submit on a phone, with the title focused', async () => {
+    const group = await simulatorGroup();
+    const { context, page, errors } = await openPage(390, { height: 844, userAgent: AGENTS.iphone });
+    await page.goto(`${stack.url}/timetables/groups/${group.id}`);
+    await page.fill('#opt-title', '{предмет');
+    // Enter submits the form itself (GET), as a phone's «Go» key does: the page answering it is a new one.
+    await Promise.all([page.waitForURL(/title=/), page.press('#opt-title', 'Enter')]);
+    await page.waitForLoadState('load');
+    const error = '[data-field-error="title"]';
+    expect(await page.textContent(error)).toBe(
+      'Подстановка «{предмет» не закрыта: допишите «}», чтобы получилось {предмет}.',
+    );
+    expect(await page.inputValue('#opt-title')).toBe('{предмет');
+    expect(await page.evaluate('document.activeElement?.id')).toBe('opt-title');
+    // The reason and the field are on the first screen, without scrolling by hand.
+    const box = await page.locator(error).evaluate((element) => element.getBoundingClientRect().toJSON());
+    const field = await page.locator('#opt-title').evaluate((element) => element.getBoundingClientRect().toJSON());
+    expect(field.top).toBeGreaterThanOrEqual(0);
+    expect(box.bottom).toBeLessThanOrEqual(844);
+    expect(await page.evaluate('window.scrollY')).toBeGreaterThan(0);
+    expect(errors.every((text) => text.includes('status of 400'))).toBe(true);
+    await context.close();
+  });
+
   it('shows a teacher by full name', async () => {
     // A teacher of the group's classes: its page fetches the group first (a stored one answers at once).
     const teacher = await simulatorTeacher(await simulatorGroup());

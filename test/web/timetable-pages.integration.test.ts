@@ -220,6 +220,41 @@ describe('a group page', () => {
     expect(two.body).toMatch(/name="exclude" value="семинар" checked aria-invalid="true"/);
   });
 
+  it('refuses an unclosed placeholder beside the title, keeps it typed, and opens at it; the feed answers 400', async () => {
+    const response = await get(`/timetables/groups/42?title=${encodeURIComponent('{предмет')}&alarm=15`);
+    expect(response.statusCode).toBe(400);
+    expect(fieldError(response.body, 'title')).toBe(
+      'Подстановка «{предмет» не закрыта: допишите «}», чтобы получилось {предмет}.',
+    );
+    expect(response.body).not.toContain('Настройки сохранены');
+    // The title stays as typed, marked, and takes the focus; the form's submit comes back to the form.
+    expect(response.body).toMatch(
+      /<input type="text" id="opt-title" name="title" maxlength="200" value="\{предмет" [^>]*aria-invalid="true" autofocus/,
+    );
+    expect(response.body).toContain(
+      '<form class="card options" id="options" method="get" action="/timetables/groups/42"',
+    );
+    expect(response.body.match(/ autofocus/g)).toHaveLength(1);
+    expect(response.body).toContain(`value="${publicUrl}/feeds/groups/42.ics"`);
+    const stray = await get(`/timetables/groups/42?title=${encodeURIComponent('{предмет}}')}&lang=en`);
+    expect(fieldError(stray.body, 'title')).toBe(
+      'The title has a stray "}": braces go only around a placeholder, such as {subject}. Remove it, or use round brackets instead.',
+    );
+    // Without a refusal nothing takes the focus.
+    expect((await get('/timetables/groups/42?alarm=15')).body).not.toContain('autofocus');
+    // The first refused field in the form's order takes it when there are several.
+    const two = await get(`/timetables/groups/42?alarm=soon&title=${encodeURIComponent('{вид')}`);
+    expect(two.body).toMatch(/<select id="opt-alarm" name="alarm"[^>]* autofocus>/);
+    expect(two.body.match(/ autofocus/g)).toHaveLength(1);
+
+    const feed = await test.app.inject({
+      method: 'GET',
+      url: `/feeds/groups/42.ics?title=${encodeURIComponent('{предмет')}`,
+    });
+    expect(feed.statusCode).toBe(400);
+    expect(feed.body).toContain('query parameter title: placeholder \\"{предмет\\" is not closed');
+  });
+
   it('takes the Russian placeholders as the English ones: the same title, links and feed', async () => {
     const russian = await get(`/timetables/groups/42?title=${encodeURIComponent('{вид}: {Предмет}, {аудитория}')}`);
     const english = await get(`/timetables/groups/42?title=${encodeURIComponent('{kind}: {subject}, {room}')}`);
