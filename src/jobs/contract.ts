@@ -137,6 +137,8 @@ export interface TelegramSendJobData {
   pageUrl: string;
   /** Epoch ms the message is due (after quiet hours); informational, the job's delay enforces it. */
   deliverAt?: number;
+  /** The subgroup the chat follows: its lines need no subgroup mark. Absent: the whole group, marks shown. */
+  subgroup?: number;
 }
 
 /** Payload of a webhook delivery job (job name `webhook`). */

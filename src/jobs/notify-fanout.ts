@@ -94,13 +94,21 @@ export async function fanOutChangeSet(ctx: NotifyFanoutDeps, ref: OutboxRef): Pr
     const chats = await ctx.notify.chats.ofSource(set.source);
     const personal = await personalOptions(ctx, set.source);
     for (const chat of chats) {
-      const part = filterFor(set, personal ?? chat.options, now);
+      const options = personal ?? chat.options;
+      const part = filterFor(set, options, now);
       if (part.items.length === 0) continue;
       const id = deliveryId('tg', chat.chatId, ref);
       const at = deliverAt(part.items, now, ctx.config.notifyQuietHours, ctx.config.timezone, chat.chatId);
       telegram.push({
         name: QUEUE.telegram,
-        data: { deliveryId: id, chatId: chat.chatId, set: part, pageUrl, deliverAt: at },
+        data: {
+          deliveryId: id,
+          chatId: chat.chatId,
+          set: part,
+          pageUrl,
+          deliverAt: at,
+          ...(options.subgroup === undefined ? {} : { subgroup: options.subgroup }),
+        },
         opts: { ...telegramJobOptions(), jobId: `tg-${deliveryHash(id)}`, ...(at > now ? { delay: at - now } : {}) },
       });
     }

@@ -71,7 +71,7 @@ export function telegramSendProcessor(
   let sender = tuning.sender;
   const leaseMs = tuning.leaseMs ?? DELIVERY_LEASE_MS;
   return async (job, token, signal) => {
-    const { deliveryId, chatId, set, pageUrl } = job.data;
+    const { deliveryId, chatId, set, pageUrl, subgroup } = job.data;
     const log = ctx.logger.child({
       jobId: job.id,
       source: set.source,
@@ -101,7 +101,7 @@ export function telegramSendProcessor(
       return delay(job, token, now + paceLeft);
     }
     sender ??= defaultSender(ctx.config);
-    const html = formatChangeMessage({ ...set, items }, { pageUrl });
+    const html = formatChangeMessage({ ...set, items }, { pageUrl, subgroup });
     const sent = await sender.send(chatId, html, signal);
     switch (sent.kind) {
       case 'sent':
