@@ -216,7 +216,7 @@ export class Commands {
     const only = groups.length === 1 ? groups[0] : undefined;
     if (only !== undefined && (word === 'все' || word === 'всё' || word === 'all'))
       return [{ text: (await this.chooseSubgroup(chatId, only.subscription.source, undefined)).text }];
-    if (only !== undefined && only.subgroups.includes(Number(word)))
+    if (only?.subgroups.includes(Number(word)))
       return [{ text: (await this.chooseSubgroup(chatId, only.subscription.source, Number(word))).text }];
     const head = argument === '' ? '' : `Не понимаю «${argument}». `;
     const replies: Reply[] = [];
