@@ -20,9 +20,9 @@ import type { NotifyServices } from '../notify/notify-services.ts';
 import { deliverAt, MORNING_SPREAD_MS, quietUntil } from '../notify/quiet-hours.ts';
 import { webhookBody, webhookMessageId } from '../notify/webhooks/payload.ts';
 import type { RedisKeys } from '../store/keys.ts';
-import { deliveryHash, deliveryId, heldDeliveryId, type OutboxRef } from '../store/notify-outbox.ts';
+import { deliveryHash, deliveryId, type HoldResult, heldDeliveryId, type OutboxRef } from '../store/notify-outbox.ts';
 import type { SubscriptionStore } from '../store/subscription-store.ts';
-import type { NotifyOptions } from '../timetable/notify-change.ts';
+import type { ChangeSet, NotifyOptions } from '../timetable/notify-change.ts';
 import { type SourceKey, sourceOf } from '../timetable/source.ts';
 import {
   NOTIFY_JOB,
@@ -99,24 +99,40 @@ export async function fanOutChangeSet(ctx: NotifyFanoutDeps, ref: OutboxRef): Pr
   if (ctx.notify.telegramOn) {
     const chats = await ctx.notify.chats.ofSource(set.source);
     const personal = await personalOptions(ctx, set.source);
+    const parts: { chatId: string; part: ChangeSet; at: number; subgroup: number | undefined }[] = [];
     for (const chat of chats) {
       const options = personal ?? chat.options;
       const part = filterFor(set, options, now);
       if (part.items.length === 0) continue;
       const at = deliverAt(part.items, now, ctx.config.notifyQuietHours, ctx.config.timezone, chat.chatId);
-      const subgroup = options.subgroup === undefined ? {} : { subgroup: options.subgroup };
-      const holding = await ctx.notify.outbox.hold(chat.chatId, ref, part, at > now ? 'always' : 'if-held');
+      parts.push({ chatId: chat.chatId, part, at, subgroup: options.subgroup });
+    }
+    const holdings: HoldResult[] = [];
+    for (let start = 0; start < parts.length; start += ADD_BATCH)
+      holdings.push(
+        ...(await ctx.notify.outbox.holdAll(
+          parts.slice(start, start + ADD_BATCH).map(({ chatId, part, at }) => ({
+            chatId,
+            ref,
+            set: part,
+            mode: at > now ? 'always' : 'if-held',
+          })),
+        )),
+      );
+    for (const [index, { chatId, part, at, subgroup: followed }] of parts.entries()) {
+      const holding = holdings[index];
+      const subgroup = followed === undefined ? {} : { subgroup: followed };
       if (holding === 'done') continue;
       if (holding === 'held') {
         // One collapsing send per chat, source and moment: a fan-out run again, or a second set of the night,
         // adds nothing (the same job id), and the job tells whatever is held when it runs.
-        const id = heldDeliveryId(chat.chatId, set.source);
+        const id = heldDeliveryId(chatId, set.source);
         if (at > now) held += 1;
         telegram.push({
           name: QUEUE.telegram,
           data: {
             deliveryId: id,
-            chatId: chat.chatId,
+            chatId,
             set: { ...part, items: [] },
             pageUrl,
             deliverAt: at,
@@ -131,10 +147,10 @@ export async function fanOutChangeSet(ctx: NotifyFanoutDeps, ref: OutboxRef): Pr
         });
         continue;
       }
-      const id = deliveryId('tg', chat.chatId, ref);
+      const id = deliveryId('tg', chatId, ref);
       telegram.push({
         name: QUEUE.telegram,
-        data: { deliveryId: id, chatId: chat.chatId, set: part, pageUrl, deliverAt: at, ...subgroup },
+        data: { deliveryId: id, chatId, set: part, pageUrl, deliverAt: at, ...subgroup },
         opts: { ...telegramJobOptions(), jobId: `tg-${deliveryHash(id)}` },
       });
     }

@@ -13,7 +13,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { ChainableCommander } from 'ioredis';
-import { loadScript } from '../lib/lua-script.ts';
+import { isNoScript, loadScript } from '../lib/lua-script.ts';
 import { packJson, unpackJson } from '../lib/packed-json.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { ChangeSet } from '../timetable/notify-change.ts';
@@ -137,20 +137,30 @@ export class NotifyOutbox {
   }
 
   /**
-   * Holds `set` (the chat's part of the change set `ref`) for a collapsing send: `always` in the quiet hours;
-   * `if-held` when the message could go now, so that it joins sets already waiting rather than overtake them.
+   * Holds each `set` (a chat's part of the change set `ref`) for a collapsing send, in one round trip: `always` in
+   * the quiet hours; `if-held` when the message could go now, so that it joins sets already waiting rather than
+   * overtake them. The answers are in the order asked.
    */
-  async hold(chatId: string, ref: OutboxRef, set: ChangeSet, mode: 'always' | 'if-held'): Promise<HoldResult> {
-    const keys = [
-      this.heldKey(chatId, ref.source),
-      this.keys.notifyDelivery(deliveryHash(deliveryId('tg', chatId, ref))),
-    ];
-    return (await HOLD.run(this.redis, keys, [
-      String(ref.stamp),
-      packJson(set),
-      NOTIFY_RECORD_TTL_S,
-      mode,
-    ])) as HoldResult;
+  async holdAll(
+    requests: readonly { chatId: string; ref: OutboxRef; set: ChangeSet; mode: 'always' | 'if-held' }[],
+  ): Promise<HoldResult[]> {
+    if (requests.length === 0) return [];
+    const calls = requests.map(({ chatId, ref, set, mode }) => ({
+      keys: [this.heldKey(chatId, ref.source), this.keys.notifyDelivery(deliveryHash(deliveryId('tg', chatId, ref)))],
+      args: [String(ref.stamp), packJson(set), NOTIFY_RECORD_TTL_S, mode],
+    }));
+    const pipeline = this.redis.pipeline();
+    for (const { keys, args } of calls) pipeline.evalsha(HOLD.sha, keys.length, ...keys, ...args);
+    const results = (await pipeline.exec()) ?? [];
+    const answers: HoldResult[] = [];
+    for (const [index, call] of calls.entries()) {
+      const [error, value] = results[index] ?? [new Error('Redis gave no answer')];
+      // A node that does not know the script yet (a restart, a failover): run that one with its text.
+      if (error && isNoScript(error)) answers.push((await HOLD.run(this.redis, call.keys, call.args)) as HoldResult);
+      else if (error) throw error;
+      else answers.push(value as HoldResult);
+    }
+    return answers;
   }
 
   /** The sets held for a chat and source, oldest first. */
