@@ -10,7 +10,8 @@
  * data is `sg:<source>:<n|all>`) sets the chat's subgroup for that source and confirms; `/subgroup` asks again.
  *
  * Replies are plain text (no parse mode): names and rooms come from the university and may hold `<`, `&`, `_` or
- * `*`, which plain text shows as they are. One reply per message, cut at Telegram's 4096 characters.
+ * `*`, which plain text shows as they are. One reply per message (`/subgroup` asks once per group with subgroups),
+ * cut at Telegram's 4096 characters.
  */
 import type { Bot, Context } from 'grammy';
 import type { InlineKeyboardButton } from 'grammy/types';
