@@ -39,6 +39,7 @@ export function notifyChangeSet(
     const was = entriesBefore.get(before.entryId);
     const now = entriesAfter.get(after.entryId);
     const item = itemOf('moved', after.uid, side(before, was), side(after, now), now ?? was);
+    if (before.uid !== after.uid) item.beforeUid = before.uid;
     if (was && now && (was.kind !== now.kind || was.note !== now.note))
       item.was = { lessonKind: was.kind, note: was.note };
     items.push(item);

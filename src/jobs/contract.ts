@@ -137,6 +137,13 @@ export interface TelegramSendJobData {
   pageUrl: string;
   /** Epoch ms the message is due (after quiet hours); informational, the job's delay enforces it. */
   deliverAt?: number;
+  /** The subgroup the chat follows: its lines need no subgroup mark. Absent: the whole group, marks shown. */
+  subgroup?: number;
+  /**
+   * A collapsing send (quiet hours): it tells the net change of every set held for this chat and source
+   * (store/notify-outbox.ts), not `set`, whose items are then empty; `deliveryId` is the held sets' lease.
+   */
+  collapse?: true;
 }
 
 /** Payload of a webhook delivery job (job name `webhook`). */

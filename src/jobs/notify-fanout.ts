@@ -4,6 +4,11 @@
  * the body they will be sent byte for byte). Every send job's id derives from its delivery id, so a fan-out run
  * again (a retry, the sweeper, a crash before the outbox entry was taken out) adds nothing twice. The sweeper
  * re-queues fan-outs of change sets left in the outbox: at a worker's start, and every minute.
+ *
+ * A chat's message that would go out in the quiet hours is held (store/notify-outbox.ts) and one collapsing send
+ * per chat, source and night, due when the hours end, tells the net change of all that was held; a message that
+ * may go now while others wait for the morning (a class starts before then) joins them and they all go now.
+ * One log line per fan-out says how many were held, until when and why (`NOTIFY_QUIET_HOURS`).
  */
 import type { Job, Processor } from 'bullmq';
 import type { Config } from '../config.ts';
@@ -12,12 +17,12 @@ import type { RedisClient } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
 import { filterFor } from '../notify/filter.ts';
 import type { NotifyServices } from '../notify/notify-services.ts';
-import { deliverAt } from '../notify/quiet-hours.ts';
+import { deliverAt, MORNING_SPREAD_MS, quietUntil } from '../notify/quiet-hours.ts';
 import { webhookBody, webhookMessageId } from '../notify/webhooks/payload.ts';
 import type { RedisKeys } from '../store/keys.ts';
-import { deliveryHash, deliveryId, type OutboxRef } from '../store/notify-outbox.ts';
+import { deliveryHash, deliveryId, type HoldResult, heldDeliveryId, type OutboxRef } from '../store/notify-outbox.ts';
 import type { SubscriptionStore } from '../store/subscription-store.ts';
-import type { NotifyOptions } from '../timetable/notify-change.ts';
+import type { ChangeSet, NotifyOptions } from '../timetable/notify-change.ts';
 import { type SourceKey, sourceOf } from '../timetable/source.ts';
 import {
   NOTIFY_JOB,
@@ -90,21 +95,67 @@ export async function fanOutChangeSet(ctx: NotifyFanoutDeps, ref: OutboxRef): Pr
   const now = ctx.now();
   const pageUrl = ctx.notify.pageUrl(set.source);
   const telegram: { name: string; data: TelegramSendJobData; opts: object }[] = [];
+  let held = 0;
   if (ctx.notify.telegramOn) {
     const chats = await ctx.notify.chats.ofSource(set.source);
     const personal = await personalOptions(ctx, set.source);
+    const parts: { chatId: string; part: ChangeSet; at: number; subgroup: number | undefined }[] = [];
     for (const chat of chats) {
-      const part = filterFor(set, personal ?? chat.options, now);
+      const options = personal ?? chat.options;
+      const part = filterFor(set, options, now);
       if (part.items.length === 0) continue;
-      const id = deliveryId('tg', chat.chatId, ref);
       const at = deliverAt(part.items, now, ctx.config.notifyQuietHours, ctx.config.timezone, chat.chatId);
+      parts.push({ chatId: chat.chatId, part, at, subgroup: options.subgroup });
+    }
+    const holdings: HoldResult[] = [];
+    for (let start = 0; start < parts.length; start += ADD_BATCH)
+      holdings.push(
+        ...(await ctx.notify.outbox.holdAll(
+          parts.slice(start, start + ADD_BATCH).map(({ chatId, part, at }) => ({
+            chatId,
+            ref,
+            set: part,
+            mode: at > now ? 'always' : 'if-held',
+          })),
+        )),
+      );
+    for (const [index, { chatId, part, at, subgroup: followed }] of parts.entries()) {
+      const holding = holdings[index];
+      const subgroup = followed === undefined ? {} : { subgroup: followed };
+      if (holding === 'done') continue;
+      if (holding === 'held') {
+        // One collapsing send per chat, source and moment: a fan-out run again, or a second set of the night,
+        // adds nothing (the same job id), and the job tells whatever is held when it runs.
+        const id = heldDeliveryId(chatId, set.source);
+        if (at > now) held += 1;
+        telegram.push({
+          name: QUEUE.telegram,
+          data: {
+            deliveryId: id,
+            chatId,
+            set: { ...part, items: [] },
+            pageUrl,
+            deliverAt: at,
+            collapse: true,
+            ...subgroup,
+          },
+          opts: {
+            ...telegramJobOptions(),
+            jobId: `tg-${deliveryHash(`${id}:${at}`)}`,
+            ...(at > now ? { delay: at - now } : {}),
+          },
+        });
+        continue;
+      }
+      const id = deliveryId('tg', chatId, ref);
       telegram.push({
         name: QUEUE.telegram,
-        data: { deliveryId: id, chatId: chat.chatId, set: part, pageUrl, deliverAt: at },
-        opts: { ...telegramJobOptions(), jobId: `tg-${deliveryHash(id)}`, ...(at > now ? { delay: at - now } : {}) },
+        data: { deliveryId: id, chatId, set: part, pageUrl, deliverAt: at, ...subgroup },
+        opts: { ...telegramJobOptions(), jobId: `tg-${deliveryHash(id)}` },
       });
     }
   }
+  if (held > 0) logHeld(ctx, set.source, held, now);
   const webhook: { name: string; data: WebhookJobData; opts: object }[] = [];
   const hooks = await ctx.webhooks.ofSource(set.source);
   const shared = filterFor(set, {}, now);
@@ -136,6 +187,33 @@ export async function fanOutChangeSet(ctx: NotifyFanoutDeps, ref: OutboxRef): Pr
       'change notifications queued',
     );
   return { telegram: telegram.length, webhook: webhook.length };
+}
+
+/**
+ * The line saying that messages wait for the morning: when they go (the hours' end; each chat's a stable moment
+ * within {@link MORNING_SPREAD_MS} after it), and why, with the setting that turns it off.
+ */
+function logHeld(ctx: NotifyFanoutDeps, source: SourceKey, held: number, now: number): void {
+  const { notifyQuietHours: quiet, timezone } = ctx.config;
+  const end = quietUntil(now, quiet, timezone);
+  if (quiet === undefined || end === undefined) return;
+  const hhmm = (minute: number) =>
+    `${String(Math.floor(minute / 60)).padStart(2, '0')}:${String(minute % 60).padStart(2, '0')}`;
+  const hours = `${hhmm(quiet.fromMinute)}-${hhmm(quiet.toMinute)}`;
+  ctx.logger.info(
+    {
+      source,
+      held,
+      reason: 'quiet-hours',
+      quietHours: hours,
+      timezone,
+      sendAt: new Date(end).toISOString(),
+      spreadMs: MORNING_SPREAD_MS,
+      setting: 'NOTIFY_QUIET_HOURS',
+    },
+    `Telegram messages held for the quiet hours (${hours} ${timezone}): they go at ${new Date(end).toISOString()}, ` +
+      'told together as one net change per chat; NOTIFY_QUIET_HOURS=off sends at once',
+  );
 }
 
 /** A personal timetable's saved options (its chats follow them, edits included); undefined for a public one. */

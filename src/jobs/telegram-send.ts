@@ -15,13 +15,19 @@
  * The record says `sent` right after Telegram's 200. A worker killed before that (while the request is in flight)
  * leaves the lease, which the same job's retry takes over at once: told once unless Telegram had already accepted
  * the request, one round trip's window in which a repeat is preferred to a loss.
+ *
+ * A collapsing send (`collapse`: the quiet hours' end, or a message that may go now while others wait) leases the
+ * sets held for its chat and source instead, tells their net change (notify/net-change.ts) from what the chat last
+ * heard, and settles exactly the sets it read: told, dropped or empty, each one's delivery record saying so. A net
+ * change of nothing sends nothing. Sets held while it was sending stay for the next collapsing send.
  */
-import { DelayedError, type Processor, type Queue, UnrecoverableError } from 'bullmq';
+import { DelayedError, type Job, type Processor, type Queue, UnrecoverableError } from 'bullmq';
 import type { Config } from '../config.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
+import { netChange } from '../notify/net-change.ts';
 import { formatChangeMessage } from '../notify/telegram/message.ts';
-import { createTelegramSender, type TelegramSender } from '../notify/telegram/sender.ts';
+import { createTelegramSender, type SendOutcome, type TelegramSender } from '../notify/telegram/sender.ts';
 import type { RedisKeys } from '../store/keys.ts';
 import type { DeliveryEnd, NotifyOutbox } from '../store/notify-outbox.ts';
 import type { TelegramChats } from '../store/telegram-chats.ts';
@@ -36,7 +42,7 @@ export interface TelegramSendDeps {
   readonly keys: Pick<RedisKeys, 'tgPace'>;
   readonly queues: { readonly telegram: Pick<Queue, 'rateLimit'> };
   readonly notify: {
-    readonly outbox: Pick<NotifyOutbox, 'claim' | 'markDone' | 'release'>;
+    readonly outbox: Pick<NotifyOutbox, 'claim' | 'markDone' | 'release' | 'held' | 'settleHeld'>;
     readonly chats: Pick<TelegramChats, 'ofChat' | 'unsubscribe'>;
   };
   /** Epoch ms. */
@@ -71,7 +77,8 @@ export function telegramSendProcessor(
   let sender = tuning.sender;
   const leaseMs = tuning.leaseMs ?? DELIVERY_LEASE_MS;
   return async (job, token, signal) => {
-    const { deliveryId, chatId, set, pageUrl } = job.data;
+    if (job.data.collapse) return collapsed(job, token, signal);
+    const { deliveryId, chatId, set, pageUrl, subgroup } = job.data;
     const log = ctx.logger.child({
       jobId: job.id,
       source: set.source,
@@ -101,7 +108,7 @@ export function telegramSendProcessor(
       return delay(job, token, now + paceLeft);
     }
     sender ??= defaultSender(ctx.config);
-    const html = formatChangeMessage({ ...set, items }, { pageUrl });
+    const html = formatChangeMessage({ ...set, items }, { pageUrl, subgroup });
     const sent = await sender.send(chatId, html, signal);
     switch (sent.kind) {
       case 'sent':
@@ -114,22 +121,87 @@ export function telegramSendProcessor(
         log.info({ reason: sent.reason, sources: left.length }, 'Telegram chat is gone: unsubscribed it');
         return { outcome: 'dropped' };
       }
-      case 'rate-limited': {
+      default:
         await outbox.release(deliveryId, owner);
-        const rounds = job.attemptsStarted - job.attemptsMade;
-        if (!mayWaitAgain(rounds)) throw new Error(`Telegram rate limit, ${rounds} times in a row`);
-        log.warn({ pauseMs: sent.retryAfterMs }, 'Telegram rate limit: telegram queue paused');
-        throw await waitOutRateLimit(ctx.queues.telegram, sent.retryAfterMs);
-      }
-      case 'failed':
-        await outbox.release(deliveryId, owner);
-        if (sent.permanent) {
-          log.error({ reason: sent.reason }, 'Telegram refused a change message');
-          throw new UnrecoverableError(`Telegram refused the message: ${sent.reason}`);
-        }
-        throw new Error(`Telegram send failed: ${sent.reason}`);
+        return failed(ctx, job, log, sent);
     }
   };
+
+  /** A collapsing send: the net change of the sets held for one chat and source, in one message or none. */
+  async function collapsed(
+    job: Job<TelegramSendJobData, TelegramSendResult>,
+    token: string | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<TelegramSendResult> {
+    const { deliveryId, chatId, set, pageUrl, subgroup } = job.data;
+    const log = ctx.logger.child({ jobId: job.id, source: set.source, attempt: job.attemptsMade + 1 });
+    const { outbox, chats } = ctx.notify;
+    const owner = job.id ?? token ?? 'telegram';
+    const claim = await outbox.claim(deliveryId, owner, leaseMs);
+    if (claim === 'busy') return delay(job, token, ctx.now() + BUSY_RETRY_MS);
+    const held = await outbox.held(chatId, set.source);
+    const stamps = held.map((each) => each.stamp);
+    const settle = async (outcome: DeliveryEnd) => {
+      await outbox.settleHeld(chatId, set.source, stamps, outcome);
+      await outbox.release(deliveryId, owner);
+    };
+    const now = ctx.now();
+    const net = netChange(held.map((each) => each.set));
+    const items = (net?.items ?? []).filter((item) => item.startsAt > now);
+    if (net === undefined || items.length === 0) {
+      await settle('empty');
+      return { outcome: 'empty' };
+    }
+    if (!(await chats.ofChat(chatId)).some((subscription) => subscription.source === set.source)) {
+      await settle('dropped');
+      return { outcome: 'unsubscribed' };
+    }
+    const paceLeft = await takePace(ctx, chatId);
+    if (paceLeft > 0) {
+      await outbox.release(deliveryId, owner);
+      return delay(job, token, now + paceLeft);
+    }
+    sender ??= defaultSender(ctx.config);
+    const sent = await sender.send(chatId, formatChangeMessage({ ...net, items }, { pageUrl, subgroup }), signal);
+    switch (sent.kind) {
+      case 'sent':
+        await settle('sent');
+        log.debug(
+          { messageId: sent.messageId, items: items.length, sets: held.length },
+          'told a Telegram chat the held changes',
+        );
+        return { outcome: 'sent', messageId: sent.messageId };
+      case 'blocked': {
+        const left = await chats.unsubscribe(chatId);
+        await settle('dropped');
+        log.info({ reason: sent.reason, sources: left.length }, 'Telegram chat is gone: unsubscribed it');
+        return { outcome: 'dropped' };
+      }
+      default:
+        await outbox.release(deliveryId, owner);
+        return failed(ctx, job, log, sent);
+    }
+  }
+}
+
+/** A send that Telegram rate-limited (the queue waits) or that failed (retried, or for good when refused). */
+async function failed(
+  ctx: Pick<TelegramSendDeps, 'queues'>,
+  job: Pick<Job, 'attemptsStarted' | 'attemptsMade'>,
+  log: Pick<Logger, 'warn' | 'error'>,
+  sent: Extract<SendOutcome, { kind: 'rate-limited' | 'failed' }>,
+): Promise<never> {
+  if (sent.kind === 'rate-limited') {
+    const rounds = job.attemptsStarted - job.attemptsMade;
+    if (!mayWaitAgain(rounds)) throw new Error(`Telegram rate limit, ${rounds} times in a row`);
+    log.warn({ pauseMs: sent.retryAfterMs }, 'Telegram rate limit: telegram queue paused');
+    throw await waitOutRateLimit(ctx.queues.telegram, sent.retryAfterMs);
+  }
+  if (sent.permanent) {
+    log.error({ reason: sent.reason }, 'Telegram refused a change message');
+    throw new UnrecoverableError(`Telegram refused the message: ${sent.reason}`);
+  }
+  throw new Error(`Telegram send failed: ${sent.reason}`);
 }
 
 function defaultSender(config: TelegramSendDeps['config']): Pick<TelegramSender, 'send'> {

@@ -99,6 +99,8 @@ export interface RedisKeys {
    * `lease:<owner>` while it is being sent, then `sent`, `dropped` or `empty`, so nobody is told twice.
    */
   notifyDelivery(h: string): string;
+  /** HASH: change sets held for one chat and source through the quiet hours, stamp → packed set (notify-outbox.ts). */
+  notifyHeld(h: string): string;
   /** HASH: a Telegram chat's subscriptions, source → its options as JSON (telegram-chats.ts). */
   tgChat(chatId: string): string;
   /** SET: the Telegram chats subscribed to a source. */
@@ -203,6 +205,7 @@ export function redisKeys(prefix: string): RedisKeys {
     notifyOutbox: `${prefix}:notify:outbox`,
     notifyOutboxItem: (source, stamp) => `${prefix}:notify:outbox:${source}:${stamp}`,
     notifyDelivery: (h) => `${prefix}:notify:dlv:${h}`,
+    notifyHeld: (h) => `${prefix}:notify:held:${h}`,
     tgChat: (chatId) => `${prefix}:tg:chat:${chatId}`,
     tgSourceChats: (key) => `${prefix}:tg:source-chats:${key}`,
     tgLink: (id) => `${prefix}:tg:link:${id}`,

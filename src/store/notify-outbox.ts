@@ -4,10 +4,16 @@
  * the sweeper) to pick up, and a crash before it published nothing. Deliveries are keyed by a digest of their
  * id (`tg:<chat>:<source>:<stamp>`, `wh:<hook>:…`): a lease while one worker sends, then the outcome, kept for
  * days, so a retried or doubled job never tells anyone twice.
+ *
+ * A Telegram message that would go out in the quiet hours is held instead: its chat's part of the change set
+ * goes into a HASH of that chat and source (stamp → set), and one collapsing send job per chat, source and night
+ * tells the net change of all of them when the hours end (notify/net-change.ts). That job leases the HASH as a
+ * delivery of its own (`tg:<chat>:<source>:held`), and settles what it told in one transaction: the sets leave
+ * the HASH and each one's own delivery record says how it ended, so a fan-out run again never holds a set twice.
  */
 import { createHash } from 'node:crypto';
 import type { ChainableCommander } from 'ioredis';
-import { loadScript } from '../lib/lua-script.ts';
+import { isNoScript, loadScript } from '../lib/lua-script.ts';
 import { packJson, unpackJson } from '../lib/packed-json.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { ChangeSet } from '../timetable/notify-change.ts';
@@ -18,6 +24,8 @@ import type { RedisKeys } from './keys.ts';
 const CLAIM = loadScript(import.meta.dirname, 'notify-claim');
 /** Drops a delivery's lease still held by its owner (notify-release.lua). */
 const RELEASE = loadScript(import.meta.dirname, 'notify-release');
+/** Puts a chat's part of a change set with those it waits with (notify-hold.lua). */
+const HOLD = loadScript(import.meta.dirname, 'notify-hold');
 
 /** How long an outbox entry and a delivery's outcome are kept: beyond any retry of its jobs. */
 export const NOTIFY_RECORD_TTL_S = 3 * 24 * 3600;
@@ -45,6 +53,20 @@ export function deliveryHash(deliveryId: string): string {
 /** The id of one delivery of a change set: `<channel>:<subscriber>:<source>:<stamp>`. */
 export function deliveryId(channel: 'tg' | 'wh', subscriber: string, ref: OutboxRef): string {
   return `${channel}:${subscriber}:${ref.source}:${ref.stamp}`;
+}
+
+/** The delivery id of the change sets held for one chat and source: the lease of their collapsing send. */
+export function heldDeliveryId(chatId: string, source: SourceKey): string {
+  return `tg:${chatId}:${source}:held`;
+}
+
+/** What {@link NotifyOutbox.hold} did: held it, found it told already, or (`if-held`) found nothing waiting. */
+export type HoldResult = 'held' | 'done' | 'free';
+
+/** One change set held for a chat. */
+export interface HeldSet {
+  stamp: number;
+  set: ChangeSet;
 }
 
 /** The outbox of change sets, and the delivery records that make each delivery happen once. */
@@ -112,6 +134,66 @@ export class NotifyOutbox {
   /** Gives a delivery's lease back (when `owner` still holds it), so that its retry may claim it at once. */
   async release(id: string, owner: string): Promise<boolean> {
     return Number(await RELEASE.run(this.redis, [this.keys.notifyDelivery(deliveryHash(id))], [owner])) === 1;
+  }
+
+  /**
+   * Holds each `set` (a chat's part of the change set `ref`) for a collapsing send, in one round trip: `always` in
+   * the quiet hours; `if-held` when the message could go now, so that it joins sets already waiting rather than
+   * overtake them. The answers are in the order asked.
+   */
+  async holdAll(
+    requests: readonly { chatId: string; ref: OutboxRef; set: ChangeSet; mode: 'always' | 'if-held' }[],
+  ): Promise<HoldResult[]> {
+    if (requests.length === 0) return [];
+    const calls = requests.map(({ chatId, ref, set, mode }) => ({
+      keys: [this.heldKey(chatId, ref.source), this.keys.notifyDelivery(deliveryHash(deliveryId('tg', chatId, ref)))],
+      args: [String(ref.stamp), packJson(set), NOTIFY_RECORD_TTL_S, mode],
+    }));
+    const pipeline = this.redis.pipeline();
+    for (const { keys, args } of calls) pipeline.evalsha(HOLD.sha, keys.length, ...keys, ...args);
+    const results = (await pipeline.exec()) ?? [];
+    const answers: HoldResult[] = [];
+    for (const [index, call] of calls.entries()) {
+      const [error, value] = results[index] ?? [new Error('Redis gave no answer')];
+      // A node that does not know the script yet (a restart, a failover): run that one with its text.
+      if (error && isNoScript(error)) answers.push((await HOLD.run(this.redis, call.keys, call.args)) as HoldResult);
+      else if (error) throw error;
+      else answers.push(value as HoldResult);
+    }
+    return answers;
+  }
+
+  /** The sets held for a chat and source, oldest first. */
+  async held(chatId: string, source: SourceKey): Promise<HeldSet[]> {
+    const fields = await this.redis.hgetallBuffer(this.heldKey(chatId, source));
+    return Object.entries(fields)
+      .map(([stamp, bytes]) => ({ stamp: Number(stamp), set: unpackJson<ChangeSet>(bytes) }))
+      .filter((each) => Number.isSafeInteger(each.stamp))
+      .sort((a, b) => a.stamp - b.stamp);
+  }
+
+  /**
+   * Records how the held sets `stamps` of a chat and source ended, in one transaction: each one's delivery
+   * record says `outcome`, and they leave the held HASH (sets held meanwhile stay for the next send).
+   */
+  async settleHeld(chatId: string, source: SourceKey, stamps: readonly number[], outcome: DeliveryEnd): Promise<void> {
+    if (stamps.length === 0) return;
+    const multi = this.redis.multi().hdel(this.heldKey(chatId, source), ...stamps.map(String));
+    for (const stamp of stamps)
+      multi.set(
+        this.keys.notifyDelivery(deliveryHash(deliveryId('tg', chatId, { source, stamp }))),
+        outcome,
+        'EX',
+        NOTIFY_RECORD_TTL_S,
+      );
+    const results = await multi.exec();
+    const failed = results?.find(([error]) => error !== null);
+    if (results === null || failed)
+      throw (failed?.[0] as Error | undefined) ?? new Error('Redis transaction was aborted');
+  }
+
+  private heldKey(chatId: string, source: SourceKey): string {
+    return this.keys.notifyHeld(deliveryHash(heldDeliveryId(chatId, source)));
   }
 
   /** How a delivery stands: its outcome, `leased`, or undefined when nobody has claimed it. */

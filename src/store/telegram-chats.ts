@@ -145,6 +145,20 @@ export class TelegramChats {
     return added === 1;
   }
 
+  /**
+   * Sets (or, `undefined`, clears: the whole group) the subgroup a chat follows of a public source it is
+   * subscribed to, keeping its other options; false when it is not subscribed to it (or it is personal: its
+   * subscription's options apply).
+   */
+  async setSubgroup(chatId: string, source: SourceKey, subgroup: number | undefined): Promise<boolean> {
+    if (sourceOf(source).kind === 'personal') return false;
+    const json = await this.redis.hget(this.keys.tgChat(chatId), source);
+    if (json === null) return false;
+    const { subgroup: _old, ...rest } = readOptions(json);
+    await this.subscribe({ chatId, source, options: subgroup === undefined ? rest : { ...rest, subgroup } });
+    return true;
+  }
+
   /** Unsubscribes a chat from one source, or from all (blocked bot, `/stop all`); the sources it left. */
   async unsubscribe(chatId: string, source?: SourceKey): Promise<SourceKey[]> {
     const sources = source === undefined ? await this.redis.hkeys(this.keys.tgChat(chatId)) : [source];

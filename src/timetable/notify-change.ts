@@ -30,6 +30,11 @@ export interface NotifyItem {
   kind: NotifyKind;
   /** The occurrence's feed UID (the one after the change, or the one cancelled). */
   uid: string;
+  /**
+   * A moved or re-taught class's UID before the change, where it differs from `uid` (a move to another day):
+   * it chains changes of one class told together (quiet hours). Absent in items stored before it was kept.
+   */
+  beforeUid?: string;
   before?: NotifySide;
   after?: NotifySide;
   /** Epoch ms: the earlier start of the two sides; nothing is told once it has passed. */

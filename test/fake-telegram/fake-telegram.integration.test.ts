@@ -1,6 +1,7 @@
 /**
  * The fake Bot API keeps the rules the bot depends on: long polling confirmed by offset and woken by a new update,
- * one poller at a time, webhooks with the secret header, sendMessage's checks, and faults.
+ * one poller at a time, webhooks with the secret header, sendMessage's checks, inline keyboards and button
+ * presses (callback queries answered once), `allowed_updates`, and faults.
  */
 import { createServer } from 'node:http';
 import { describe, expect, it, onTestFinished } from 'vitest';
@@ -127,7 +128,8 @@ describe('fake Telegram Bot API', () => {
     expect(set.body).toEqual({ ok: true, result: true });
     expect((await call(telegram, 'getUpdates')).status).toBe(409);
     telegram.userSays(5, '/help');
-    await waitUntil(() => received.length === 1, 'the webhook delivery');
+    // The fake records a post once its answer is read, a moment after the receiver has the body.
+    await waitUntil(() => received.length === 1 && telegram.webhookPosts().length === 2, 'the webhook delivery');
     expect(received[0]?.secret).toBe('shared-secret_1');
     expect(JSON.parse(received[0]?.body ?? '{}')).toMatchObject({ message: { text: '/help', chat: { id: 5 } } });
     expect(telegram.webhookPosts().map((post) => post.outcome)).toEqual([500, 200]);
@@ -226,5 +228,105 @@ describe('fake Telegram Bot API', () => {
         .map((c) => c.status ?? 'none')
         .sort(),
     ).toEqual([200, 'none']);
+  });
+
+  it('keeps an inline keyboard, delivers a press as a callback_query, and takes one answer to it', async () => {
+    const telegram = await fake();
+    telegram.addChat(11);
+    const keyboard = [
+      [
+        { text: '1', callback_data: 'sg:group:1:1' },
+        { text: 'Все', callback_data: 'sg:group:1:all' },
+      ],
+    ];
+    const sent = await call(telegram, 'sendMessage', {
+      chat_id: 11,
+      text: 'Какая?',
+      reply_markup: { inline_keyboard: keyboard },
+    });
+    expect(sent.body).toMatchObject({ ok: true, result: { reply_markup: { inline_keyboard: keyboard } } });
+    // A form body carries the markup as JSON text.
+    const form = await call(
+      telegram,
+      'sendMessage',
+      { chat_id: 11, text: 'Ещё', reply_markup: JSON.stringify({ inline_keyboard: keyboard }) },
+      { form: true },
+    );
+    expect(form.status).toBe(200);
+    const [message] = telegram.messages(11);
+    expect(message?.inlineKeyboard).toEqual(keyboard);
+    expect(() => telegram.userPresses(11, message?.messageId as number, 'sg:group:1:2')).toThrow(/no message/);
+
+    const { updateId, queryId } = telegram.userPresses(11, message?.messageId as number, 'sg:group:1:all');
+    const updates = await call(telegram, 'getUpdates', {});
+    expect(updates.body.result).toEqual([
+      {
+        update_id: updateId,
+        callback_query: expect.objectContaining({
+          id: queryId,
+          data: 'sg:group:1:all',
+          from: expect.objectContaining({ id: 11, is_bot: false }),
+          message: expect.objectContaining({
+            message_id: message?.messageId,
+            chat: expect.objectContaining({ id: 11 }),
+            reply_markup: { inline_keyboard: keyboard },
+          }),
+        }),
+      },
+    ]);
+    expect((await call(telegram, 'answerCallbackQuery', { callback_query_id: queryId, text: 'Готово' })).status).toBe(
+      200,
+    );
+    const twice = await call(telegram, 'answerCallbackQuery', { callback_query_id: queryId });
+    expect(twice.body).toMatchObject({
+      ok: false,
+      error_code: 400,
+      description: expect.stringContaining('query ID is invalid'),
+    });
+    expect((await call(telegram, 'answerCallbackQuery', { callback_query_id: '1' })).status).toBe(400);
+    expect(telegram.callbackAnswers()).toEqual([{ queryId, text: 'Готово', showAlert: false, at: expect.any(Number) }]);
+  });
+
+  it('refuses keyboards Telegram refuses: callback data over 64 bytes, a button with no action or two', async () => {
+    const telegram = await fake();
+    telegram.addChat(12);
+    const send = (button: Record<string, unknown>) =>
+      call(telegram, 'sendMessage', { chat_id: 12, text: 'x', reply_markup: { inline_keyboard: [[button]] } });
+    expect((await send({ text: 'a', callback_data: 'я'.repeat(33) })).body.description).toBe(
+      'Bad Request: BUTTON_DATA_INVALID',
+    );
+    expect((await send({ text: 'a' })).status).toBe(400);
+    expect((await send({ text: 'a', callback_data: 'x', url: 'https://t.me' })).status).toBe(400);
+    const flat = await call(telegram, 'sendMessage', {
+      chat_id: 12,
+      text: 'x',
+      reply_markup: { inline_keyboard: [{ text: 'a' }] },
+    });
+    expect(flat.body.description).toContain('should be an Array of Arrays');
+    expect(telegram.messages(12)).toEqual([]);
+  });
+
+  it('never delivers an update of a type the bot left out of allowed_updates', async () => {
+    const telegram = await fake();
+    telegram.addChat(13);
+    const keyboard = [[{ text: 'ok', callback_data: 'ok' }]];
+    await call(telegram, 'sendMessage', { chat_id: 13, text: 'x', reply_markup: { inline_keyboard: keyboard } });
+    const [message] = telegram.messages(13);
+    telegram.userPresses(13, message?.messageId as number, 'ok');
+    const only = await call(telegram, 'getUpdates', { allowed_updates: ['message'] });
+    expect(only.body.result).toEqual([]);
+    telegram.userSays(13, 'привет');
+    telegram.userPresses(13, message?.messageId as number, 'ok');
+    // The choice is kept until the bot names others.
+    const next = (await call(telegram, 'getUpdates', {})).body.result as Updates;
+    expect(next.map((update) => Object.keys(update).sort())).toEqual([['message', 'update_id']]);
+    // Pressed while only messages are wanted: never queued at all.
+    telegram.userPresses(13, message?.messageId as number, 'ok');
+    const offset = (next[0]?.update_id ?? 0) + 1;
+    const asked = await call(telegram, 'getUpdates', { offset, allowed_updates: ['message', 'callback_query'] });
+    expect(asked.body.result).toEqual([]);
+    telegram.userPresses(13, message?.messageId as number, 'ok');
+    const press = (await call(telegram, 'getUpdates', { offset })).body.result as object[];
+    expect(press.map((update) => Object.keys(update).sort())).toEqual([['callback_query', 'update_id']]);
   });
 });

@@ -119,6 +119,10 @@ describe('notifyChangeSet', () => {
         startsAt: msk('2025-10-20T10:10'),
       }),
     ]);
+    // Its uid changed with the date: the old one is kept, so that a later change of it chains to this one.
+    const [item] = set?.items ?? [];
+    expect(item?.beforeUid).toBeDefined();
+    expect(item?.beforeUid).not.toBe(item?.uid);
   });
 
   it('tells a cancelled and an added class', () => {

@@ -8,8 +8,9 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { feedOccurrences } from '../../src/feeds/build-feed.ts';
 import { silentLogger } from '../../src/logger.ts';
 import { createTelegramBot, type TelegramBot } from '../../src/notify/telegram/bot.ts';
-import { dayTitle } from '../../src/notify/telegram/commands.ts';
+import { dayLabel, withSubgroup } from '../../src/notify/telegram/words.ts';
 import { TelegramChats } from '../../src/store/telegram-chats.ts';
+import { subgroupOf } from '../../src/timetable/event-text.ts';
 import { localDate } from '../../src/timetable/zoned-time.ts';
 import { type Pipeline, startPipeline } from '../jobs/helpers.ts';
 
@@ -156,7 +157,7 @@ describe('Telegram commands', () => {
       const day = busy.date;
       const expected = all.filter((occurrence) => occurrence.date === day);
       const reply = await say(505, '/today');
-      expect(reply.split('\n').slice(0, 2)).toEqual([`${groupName}, сегодня:`, dayTitle(day)]);
+      expect(reply.split('\n').slice(0, 2)).toEqual([`${groupName}, сегодня:`, dayLabel(day)]);
       for (const occurrence of expected)
         expect(reply).toContain(`${occurrence.beginTime}–${occurrence.endTime} ${occurrence.summary}`);
       expect(reply.split('\n')).toHaveLength(2 + expected.length);
@@ -181,6 +182,53 @@ describe('Telegram commands', () => {
     } finally {
       pipeline.clock.now = saved;
     }
+  });
+
+  it('marks the classes of one subgroup in /today and /week for a chat following the whole group', async () => {
+    const { snapshot, published } = await pipeline.ctx.snapshots.load(groupSource);
+    if (!snapshot || !published) throw new Error('not published');
+    const notes = new Map(snapshot.entries.map((entry) => [entry.id, entry.note]));
+    const all = feedOccurrences(snapshot, published, pipeline.ctx.config, {});
+    const today = localDate(pipeline.clock.now, pipeline.ctx.config.timezone);
+    const lab = all.find(
+      (occurrence) => occurrence.date >= today && subgroupOf(notes.get(occurrence.entryId) ?? '') !== undefined,
+    );
+    if (!lab) throw new Error('no class of one subgroup ahead');
+    const subgroup = subgroupOf(notes.get(lab.entryId) ?? '') as number;
+    const saved = pipeline.clock.now;
+    pipeline.clock.now = lab.startUtc - 3600_000;
+    try {
+      await chats.subscribe({ chatId: '520', source: groupSource, options: {} });
+      const marked = `${lab.beginTime}–${lab.endTime} ${withSubgroup(lab.summary, notes.get(lab.entryId) ?? '', undefined)}`;
+      expect(marked).toContain(`${subgroup} подгруппа)`);
+      for (const command of ['/today', '/week']) {
+        const reply = await say(520, command);
+        expect(reply).toContain(marked);
+        // Every line of a subgroup's class is marked, a shared class never is.
+        const lines = reply.split('\n').filter((line) => /^\d\d:\d\d–/.test(line));
+        expect(lines.filter((line) => / подгруппа[),]/.test(line)).length).toBeGreaterThan(0);
+      }
+      // A chat following that subgroup gets its own classes unmarked.
+      await chats.subscribe({ chatId: '521', source: groupSource, options: { subgroup } });
+      const own = await say(521, '/week');
+      expect(own).toContain(`${lab.beginTime}–${lab.endTime} ${lab.summary}`);
+      expect(own).not.toContain('подгруппа)');
+    } finally {
+      pipeline.clock.now = saved;
+    }
+  });
+
+  it('names a personal timetable once: «личное расписание Хабибуллин…», not «личное расписание Расписание: …»', async () => {
+    const { subscription } = await pipeline.ctx.subscriptions.create({
+      credential: 'student-2:secret',
+      name: 'Расписание: Хабибуллин Рамиль (09-351)',
+      upstreamUserId: 9002,
+      now: pipeline.clock.now,
+    });
+    const reply = await say(522, `/start ${await chats.oncePayload(subscription.id)}`);
+    expect(reply).toContain('Вы подписаны: личное расписание Хабибуллин Рамиль (09-351).');
+    expect(reply).not.toContain('Расписание:');
+    expect(await say(522, '/list')).toContain('1. личное расписание Хабибуллин Рамиль (09-351)');
   });
 
   it('lists subscriptions and stops one, a numbered one, or all', async () => {

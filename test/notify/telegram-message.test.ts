@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { escapeAttribute, escapeHtml } from '../../src/notify/telegram/html.ts';
-import { changeLine, dayLabel, formatChangeMessage, MAX_MESSAGE_LENGTH } from '../../src/notify/telegram/message.ts';
+import { changeLine, formatChangeMessage, MAX_MESSAGE_LENGTH } from '../../src/notify/telegram/message.ts';
+import { dayLabel, withSubgroup } from '../../src/notify/telegram/words.ts';
 import type { ChangeSet, NotifyItem, NotifySide } from '../../src/timetable/notify-change.ts';
 import { parseHtml } from '../../testkit/fake-telegram/index.ts';
 
@@ -51,12 +52,12 @@ describe('Telegram HTML escaping', () => {
 });
 
 describe('formatChangeMessage', () => {
-  it('says a room change as "Ср 2 окт" and "10:10 Физика (практика): ауд. 1008 → 2207", then the link', () => {
+  it('says a room change as "Ср 2 окт." and "10:10 Физика (практика): ауд. 1008 → 2207", then the link', () => {
     const html = formatChangeMessage(set([item('moved', side(), side({ location: 'Главный корпус, 2207' }))]), {
       pageUrl: PAGE,
     });
     expect(shown(html)).toBe(
-      'ИВТ-21: изменения в расписании\n\nСр 2 окт\n10:10 Физика (практика): ауд. 1008 → 2207\n\nРасписание',
+      'ИВТ-21: изменения в расписании\n\nСр 2 окт.\n10:10 Физика (практика): ауд. 1008 → 2207\n\nРасписание',
     );
     expect(html).toContain(`<a href="${escapeAttribute(PAGE)}">Расписание</a>`);
     expect(html.startsWith('<b>ИВТ-21: изменения в расписании</b>')).toBe(true);
@@ -65,7 +66,7 @@ describe('formatChangeMessage', () => {
   it('words each kind of change', () => {
     const line = (i: NotifyItem) => changeLine(i);
     expect(line(item('moved', side(), side({ date: '2024-10-04', begin: '12:00', startUtc: 2 })))).toBe(
-      '10:10 Физика (практика): перенесено на Пт 4 окт, 12:00',
+      '10:10 Физика (практика): перенесено на Пт 4 окт., 12:00',
     );
     expect(line(item('moved', side(), side({ begin: '12:00', location: 'Корпус Б, 301' })))).toBe(
       '10:10 Физика (практика): время 10:10 → 12:00, Главный корпус, ауд. 1008 → Корпус Б, ауд. 301',
@@ -92,11 +93,11 @@ describe('formatChangeMessage', () => {
       [
         'ИВТ-21: изменения в расписании',
         '',
-        'Ср 2 окт',
+        'Ср 2 окт.',
         '10:10 Алгебра: новое занятие',
         '12:00 Химия: отменено',
         '',
-        'Чт 3 окт',
+        'Чт 3 окт.',
         '08:30 Физика (практика): отменено',
         '',
         'Расписание',
@@ -147,9 +148,35 @@ describe('formatChangeMessage', () => {
     );
   });
 
-  it('labels days in Russian without a dot', () => {
-    expect(dayLabel('2024-10-02')).toBe('Ср 2 окт');
+  it("labels days with Russian's standard abbreviations, the same as the commands' («нояб.», never «ноя»)", () => {
+    expect(dayLabel('2024-10-02')).toBe('Ср 2 окт.');
     expect(dayLabel('2025-05-09')).toBe('Пт 9 мая');
-    expect(dayLabel('2025-01-05')).toBe('Вс 5 янв');
+    expect(dayLabel('2025-01-05')).toBe('Вс 5 янв.');
+    expect(dayLabel('2025-11-05')).toBe('Ср 5 нояб.');
+    expect(dayLabel('2025-09-05')).toBe('Пт 5 сент.');
+    const moved = item(
+      'moved',
+      side(),
+      side({ date: '2025-11-05', begin: '12:00', startUtc: Date.UTC(2025, 10, 5, 9) }),
+    );
+    expect(changeLine(moved)).toBe('10:10 Физика (практика): перенесено на Ср 5 нояб., 12:00');
+  });
+
+  it('marks a class of one subgroup for a chat that follows the whole group, and not for one following a subgroup', () => {
+    const lab = {
+      ...item('cancelled', side({ summary: 'Оптика (лабораторная работа)', begin: '15:40' })),
+      note: '1 подгруппа',
+    };
+    expect(changeLine(lab)).toBe('15:40 Оптика (лабораторная работа, 1 подгруппа): отменено');
+    expect(changeLine(lab, 1)).toBe('15:40 Оптика (лабораторная работа): отменено');
+    const html = formatChangeMessage(set([lab]), { pageUrl: PAGE });
+    expect(shown(html)).toContain('\n15:40 Оптика (лабораторная работа, 1 подгруппа): отменено\n');
+    expect(shown(formatChangeMessage(set([lab]), { pageUrl: PAGE, subgroup: 1 }))).toContain(
+      '\n15:40 Оптика (лабораторная работа): отменено\n',
+    );
+    // A shared class has no mark; a title without brackets gets its own; a title naming the subgroup is left.
+    expect(changeLine({ ...lab, note: '' })).toBe('15:40 Оптика (лабораторная работа): отменено');
+    expect(withSubgroup('Оптика', 'подгр. 2', undefined)).toBe('Оптика (2 подгруппа)');
+    expect(withSubgroup('Оптика 2 подгруппа', '2 подгруппа', undefined)).toBe('Оптика 2 подгруппа');
   });
 });

@@ -6,16 +6,20 @@
  * webhook is set; setWebhook POSTs updates to its URL with the secret-token header; sendMessage refuses an
  * unknown chat (400 chat not found), a blocked one (403), HTML it cannot parse (400 can't parse entities) and
  * text longer than 4096 characters (400 message is too long). A message counts only when its 200 was written:
- * a request held by a `stall` fault whose client died meanwhile is not a message.
+ * a request held by a `stall` fault whose client died meanwhile is not a message. Inline keyboards: sendMessage
+ * keeps `reply_markup.inline_keyboard` (a button has exactly one of `callback_data`, at most 64 bytes, and `url`);
+ * a user presses one of those buttons (`userPresses`), which is a `callback_query` update, and the bot answers it
+ * once with answerCallbackQuery (a second answer, or one to an unknown id, is 400). Updates of a type the bot left
+ * out of `allowed_updates` (getUpdates or setWebhook; kept until it names others) are never delivered.
  */
 import { type TelegramFault, TelegramFaults } from './faults.ts';
 import { type FakeCall, type FakeTelegramContext, listen } from './server.ts';
-import { BotState, type FakeMessage, type WebhookPost } from './state.ts';
+import { BotState, type CallbackAnswer, type FakeMessage, type WebhookPost } from './state.ts';
 
 export type { TelegramFault, TelegramFaultKind } from './faults.ts';
 export { parseHtml } from './html.ts';
 export type { FakeCall } from './server.ts';
-export type { FakeMessage, FakeUpdate, WebhookPost } from './state.ts';
+export type { CallbackAnswer, FakeMessage, FakeUpdate, InlineButton, WebhookPost } from './state.ts';
 
 /** Options of {@link startFakeTelegram}; all optional. */
 export interface FakeTelegramOptions {
@@ -38,6 +42,13 @@ export interface FakeTelegram {
   close(): Promise<void>;
   /** The user of private chat `chatId` writes `text` (a `/command` gets its bot_command entity); the update id. */
   userSays(chatId: number, text: string): number;
+  /**
+   * The user of chat `chatId` presses the button with `data` under the bot's message `messageId` (a callback_query
+   * update); throws when there is no such button. The update id, and the query id the bot must answer.
+   */
+  userPresses(chatId: number, messageId: number, data: string): { updateId: number; queryId: string };
+  /** The bot's answers to button presses (answerCallbackQuery), oldest first. */
+  callbackAnswers(): CallbackAnswer[];
   /** Opens a private chat without an update (a user the bot may write to). */
   addChat(chatId: number, firstName?: string): void;
   /** The user blocks the bot: sendMessage to the chat answers 403 until the user writes again. */
@@ -78,6 +89,8 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
     botId,
     close: () => server.close(),
     userSays: (chatId, text) => state.userSays(chatId, text),
+    userPresses: (chatId, messageId, data) => state.userPresses(chatId, messageId, data),
+    callbackAnswers: () => state.callbackAnswers.map((answer) => ({ ...answer })),
     addChat: (chatId, firstName) => state.addChat(chatId, firstName),
     blockChat: (chatId) => state.blockChat(chatId),
     messages: (chatId) =>

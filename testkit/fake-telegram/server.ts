@@ -98,6 +98,8 @@ async function callMethod(
       const { result, message } = state.sendMessage(params);
       return fromResult(result, message);
     }
+    case 'answercallbackquery':
+      return fromResult(state.answerCallbackQuery(params));
     case 'setmycommands':
     case 'deletemycommands':
     case 'sendchataction':

@@ -1,6 +1,7 @@
 /**
  * What the fake Bot API remembers: its chats, the queue of updates (long polling or webhook), the messages it
- * accepted. Methods answer a {@link MethodResult}: the `result` of `{ok: true}` or a Bot API error.
+ * accepted with their inline keyboards, the button presses (callback queries) and how the bot answered them.
+ * Methods answer a {@link MethodResult}: the `result` of `{ok: true}` or a Bot API error.
  */
 import { parseHtml } from './html.ts';
 
@@ -13,22 +14,79 @@ export interface FakeMessage {
   /** The text as sent (HTML when `parseMode` is HTML). */
   html: string;
   parseMode: string | undefined;
+  /** The inline keyboard under the message (`reply_markup.inline_keyboard`), if it had one. */
+  inlineKeyboard?: InlineButton[][];
   /** Epoch ms. */
   at: number;
 }
 
-/** An update as Telegram sends it (only text messages here). */
-export interface FakeUpdate {
-  update_id: number;
-  message: {
-    message_id: number;
-    date: number;
-    chat: { id: number; type: 'private'; first_name: string };
-    from: { id: number; is_bot: false; first_name: string; language_code: string };
-    text: string;
-    entities?: { type: 'bot_command'; offset: number; length: number }[];
-  };
+/** A button of an inline keyboard, as the Bot API takes it (the kinds a bot of ours may send). */
+export interface InlineButton {
+  text: string;
+  callback_data?: string;
+  url?: string;
 }
+
+/** How the bot answered a button press (answerCallbackQuery). */
+export interface CallbackAnswer {
+  queryId: string;
+  text: string | undefined;
+  showAlert: boolean;
+  at: number;
+}
+
+interface User {
+  id: number;
+  is_bot: false;
+  first_name: string;
+  language_code: string;
+}
+
+interface PrivateChat {
+  id: number;
+  type: 'private';
+  first_name: string;
+}
+
+/** An update as Telegram sends it: a text message, or a press of an inline keyboard's button. */
+export type FakeUpdate =
+  | {
+      update_id: number;
+      message: {
+        message_id: number;
+        date: number;
+        chat: PrivateChat;
+        from: User;
+        text: string;
+        entities?: { type: 'bot_command'; offset: number; length: number }[];
+      };
+    }
+  | {
+      update_id: number;
+      callback_query: {
+        id: string;
+        from: User;
+        /** The bot's message whose button was pressed, as Telegram gives it back. */
+        message: {
+          message_id: number;
+          date: number;
+          chat: PrivateChat;
+          from: { id: number; is_bot: true; first_name: string; username: string };
+          text: string;
+          reply_markup: { inline_keyboard: InlineButton[][] };
+        };
+        chat_instance: string;
+        data: string;
+      };
+    };
+
+/** The update types a bot receives when it names none in `allowed_updates` (Telegram's default). */
+const DEFAULT_UPDATES = ['message', 'edited_message', 'channel_post', 'edited_channel_post', 'callback_query'];
+/** Telegram's limit on `callback_data`, in bytes. */
+const MAX_CALLBACK_DATA = 64;
+/** Telegram's limit on the notification text of answerCallbackQuery. */
+const MAX_CALLBACK_TEXT = 200;
+const QUERY_INVALID = 'Bad Request: query is too old and response timeout expired or query ID is invalid';
 
 /** A Bot API answer before it is written. */
 export type MethodResult = { ok: true; result: unknown } | { ok: false; status: number; description: string };
@@ -84,7 +142,13 @@ export class BotState {
   readonly firstName: string;
   readonly messages: FakeMessage[] = [];
   readonly webhookPosts: WebhookPost[] = [];
+  readonly callbackAnswers: CallbackAnswer[] = [];
   private readonly chats = new Map<number, Chat>();
+  /** Button presses not yet answered (Telegram refuses a second answer, and one to an id it never gave). */
+  private readonly openQueries = new Set<string>();
+  private nextQueryId = 7_000_001;
+  /** The update types the bot asked for (getUpdates or setWebhook `allowed_updates`), kept until it names others. */
+  private allowed: readonly string[] = DEFAULT_UPDATES;
   private updates: FakeUpdate[] = [];
   private nextUpdateId = 100_001;
   private waiter: Waiter | undefined;
@@ -137,6 +201,54 @@ export class BotState {
     return update.update_id;
   }
 
+  /**
+   * The user presses the button with `data` under the bot's message `messageId`: a callback_query update. Throws
+   * when that message has no such button (a user can press only what the bot sent). Answers the update id and
+   * the query id the bot must answer with answerCallbackQuery.
+   */
+  userPresses(chatId: number, messageId: number, data: string): { updateId: number; queryId: string } {
+    const message = this.messages.find((each) => each.chatId === chatId && each.messageId === messageId);
+    const button = message?.inlineKeyboard?.flat().find((each) => each.callback_data === data);
+    if (message === undefined || message.inlineKeyboard === undefined || button === undefined)
+      throw new Error(`chat ${chatId} has no message ${messageId} with a button ${JSON.stringify(data)}`);
+    const chat = this.chats.get(chatId) as Chat;
+    const queryId = String(this.nextQueryId++);
+    this.openQueries.add(queryId);
+    const update: FakeUpdate = {
+      update_id: this.nextUpdateId++,
+      callback_query: {
+        id: queryId,
+        from: { id: chatId, is_bot: false, first_name: chat.firstName, language_code: 'ru' },
+        message: {
+          message_id: messageId,
+          date: Math.floor(message.at / 1000),
+          chat: { id: chatId, type: 'private', first_name: chat.firstName },
+          from: { id: this.botId, is_bot: true, first_name: this.firstName, username: this.username },
+          text: message.text,
+          reply_markup: { inline_keyboard: message.inlineKeyboard },
+        },
+        chat_instance: `ci${chatId}`,
+        data,
+      },
+    };
+    this.updates.push(update);
+    this.wake();
+    return { updateId: update.update_id, queryId };
+  }
+
+  /** answerCallbackQuery: once per press, a notification text of at most 200 characters. */
+  answerCallbackQuery(params: Record<string, unknown>): MethodResult {
+    const id = params.callback_query_id;
+    if (typeof id !== 'string' && typeof id !== 'number') return error(400, 'Bad Request: query ID is empty');
+    if (!this.openQueries.has(String(id))) return error(400, QUERY_INVALID);
+    const text = typeof params.text === 'string' ? params.text : undefined;
+    if (text !== undefined && text.length > MAX_CALLBACK_TEXT) return error(400, 'Bad Request: MESSAGE_TOO_LONG');
+    this.openQueries.delete(String(id));
+    const showAlert = params.show_alert === true || params.show_alert === 'true';
+    this.callbackAnswers.push({ queryId: String(id), text, showAlert, at: Date.now() });
+    return ok(true);
+  }
+
   blockChat(chatId: number): void {
     this.addChat(chatId);
     (this.chats.get(chatId) as Chat).blocked = true;
@@ -154,8 +266,12 @@ export class BotState {
     const timeout = intParam(params.timeout) ?? 0;
     if ([offset ?? 0, limit, timeout].some((n) => !Number.isInteger(n)))
       return Promise.resolve(error(400, 'Bad Request: wrong parameter value'));
+    const allowed = allowedParam(params.allowed_updates);
+    if (allowed === 'invalid') return Promise.resolve(error(400, "Bad Request: can't parse allowed updates"));
+    if (allowed !== undefined) this.allowed = allowed;
     if (offset !== undefined && offset < 0) this.updates = this.updates.slice(offset);
     else if (offset !== undefined) this.updates = this.updates.filter((update) => update.update_id >= offset);
+    this.dropUnwanted();
     // Telegram ends the request already waiting: the newest poller wins and the older one hears 409.
     this.waiter?.answer(error(409, CONFLICT_POLL));
     const batch = Math.min(Math.max(limit, 1), 100);
@@ -185,6 +301,9 @@ export class BotState {
     const secret = params.secret_token;
     if (secret !== undefined && (typeof secret !== 'string' || !/^[A-Za-z0-9_-]{1,256}$/.test(secret)))
       return error(400, 'Bad Request: secret token contains unallowed characters');
+    const allowed = allowedParam(params.allowed_updates);
+    if (allowed === 'invalid') return error(400, "Bad Request: can't parse allowed updates");
+    if (allowed !== undefined) this.allowed = allowed;
     if (params.drop_pending_updates === true || params.drop_pending_updates === 'true') this.updates = [];
     this.waiter?.answer(error(409, 'Conflict: terminated by setWebhook request'));
     this.webhook = { url, secretToken: secret };
@@ -229,15 +348,26 @@ export class BotState {
     }
     if (text.trim() === '') return { result: error(400, 'Bad Request: message text is empty') };
     if (text.length > MAX_TEXT) return { result: error(400, 'Bad Request: message is too long') };
+    const keyboard = inlineKeyboard(params.reply_markup);
+    if (typeof keyboard === 'string') return { result: error(400, keyboard) };
     const at = Date.now();
     const messageId = chat.nextMessageId++;
-    const message: FakeMessage = { chatId, messageId, text, html: raw, parseMode, at };
+    const message: FakeMessage = {
+      chatId,
+      messageId,
+      text,
+      html: raw,
+      parseMode,
+      ...(keyboard === undefined ? {} : { inlineKeyboard: keyboard }),
+      at,
+    };
     const result = ok({
       message_id: messageId,
       from: { id: this.botId, is_bot: true, first_name: this.firstName, username: this.username },
       chat: { id: chatId, type: 'private', first_name: chat.firstName },
       date: Math.floor(at / 1000),
       text,
+      ...(keyboard === undefined ? {} : { reply_markup: { inline_keyboard: keyboard } }),
     });
     return { result, message };
   }
@@ -248,7 +378,13 @@ export class BotState {
     this.waiter?.answer(ok([]));
   }
 
+  /** Takes out the updates of types the bot did not ask for: Telegram never delivers them. */
+  private dropUnwanted(): void {
+    this.updates = this.updates.filter((update) => this.allowed.includes(typeOf(update)));
+  }
+
   private wake(): void {
+    this.dropUnwanted();
     if (this.webhook) {
       void this.deliver();
       return;
@@ -280,6 +416,70 @@ export class BotState {
       this.delivering = false;
     }
   }
+}
+
+function typeOf(update: FakeUpdate): string {
+  return 'message' in update ? 'message' : 'callback_query';
+}
+
+/** `allowed_updates`: an array (JSON body) or its JSON text (form or query); an empty list means the default. */
+function allowedParam(value: unknown): readonly string[] | undefined | 'invalid' {
+  if (value === undefined || value === null || value === '') return undefined;
+  let list = value;
+  if (typeof value === 'string') {
+    try {
+      list = JSON.parse(value);
+    } catch {
+      return 'invalid';
+    }
+  }
+  if (!Array.isArray(list) || !list.every((each) => typeof each === 'string')) return 'invalid';
+  return list.length === 0 ? DEFAULT_UPDATES : list;
+}
+
+/**
+ * The inline keyboard of a `reply_markup` (an object in a JSON body, its JSON text in a form), undefined without
+ * one, or the Bot API's error description when Telegram would refuse it.
+ */
+function inlineKeyboard(value: unknown): InlineButton[][] | undefined | string {
+  if (value === undefined || value === null || value === '') return undefined;
+  let markup = value;
+  if (typeof value === 'string') {
+    try {
+      markup = JSON.parse(value);
+    } catch {
+      return "Bad Request: can't parse reply keyboard markup JSON object";
+    }
+  }
+  if (typeof markup !== 'object' || markup === null)
+    return "Bad Request: can't parse reply keyboard markup JSON object";
+  const rows = (markup as { inline_keyboard?: unknown }).inline_keyboard;
+  // Other markups (a reply keyboard, force_reply) are not inline keyboards: the fake keeps none of them.
+  if (rows === undefined) return undefined;
+  if (!Array.isArray(rows) || !rows.every((row) => Array.isArray(row)))
+    return 'Bad Request: field "inline_keyboard" of the InlineKeyboardMarkup should be an Array of Arrays';
+  const keyboard: InlineButton[][] = [];
+  for (const row of rows as unknown[][]) {
+    const buttons: InlineButton[] = [];
+    for (const button of row) {
+      if (typeof button !== 'object' || button === null) return "Bad Request: can't parse inline keyboard button";
+      const { text, callback_data: data, url } = button as Record<string, unknown>;
+      if (typeof text !== 'string' || text === '')
+        return 'Bad Request: text buttons are unallowed in the inline keyboard';
+      if ((data === undefined) === (url === undefined))
+        return "Bad Request: can't parse inline keyboard button: InlineKeyboardButton must have exactly one optional field";
+      if (data !== undefined) {
+        if (typeof data !== 'string' || data === '' || Buffer.byteLength(data) > MAX_CALLBACK_DATA)
+          return 'Bad Request: BUTTON_DATA_INVALID';
+        buttons.push({ text, callback_data: data });
+      } else {
+        if (typeof url !== 'string' || !URL.canParse(url)) return 'Bad Request: BUTTON_URL_INVALID';
+        buttons.push({ text, url });
+      }
+    }
+    keyboard.push(buttons);
+  }
+  return keyboard;
 }
 
 async function post(url: string, secretToken: string | undefined, update: FakeUpdate): Promise<number | string> {

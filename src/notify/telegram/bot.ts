@@ -20,6 +20,8 @@ const DAY_SECONDS = 24 * 3600;
 const USERNAME_RETRY_MS = 60_000;
 /** A long poll waits this long on Telegram's side; the client's own timeout is longer. */
 export const POLL_TIMEOUT_SECONDS = 30;
+/** The updates the bot asks for: messages (commands) and button presses (the subgroup question). */
+export const ALLOWED_UPDATES = ['message', 'callback_query'] as const;
 /** The HTTP timeout of every Bot API call: longer than a long poll. */
 const CLIENT_TIMEOUT_SECONDS = 40;
 
@@ -115,7 +117,7 @@ export function createTelegramBot(
     },
     setWebhook: async () => {
       if (config.telegramWebhookUrl === undefined) return;
-      await bot.api.setWebhook(config.telegramWebhookUrl, { secret_token: secret, allowed_updates: ['message'] });
+      await bot.api.setWebhook(config.telegramWebhookUrl, { secret_token: secret, allowed_updates: ALLOWED_UPDATES });
     },
     webhookSecret: secret,
   };

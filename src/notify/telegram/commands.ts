@@ -1,12 +1,20 @@
 /**
  * What the bot answers, in Russian: `/start <payload>` subscribes the chat to what a timetable page's link names,
  * `/today`, `/tomorrow` and `/week` list the classes of its timetables as their feeds show them (with its options),
- * `/list` and `/stop` manage its subscriptions, `/help` tells all this, and any other text gets a short help.
+ * `/list` and `/stop` manage its subscriptions, `/subgroup` chooses a group's subgroup, `/help` tells all this, and
+ * any other text gets a short help.
+ *
+ * A group with subgroups: `/start` of a link without one asks which subgroup (buttons «1», «2», …, «Все»).
+ * Answering is optional: a chat that does not answer follows the whole group, and every line about a class of one
+ * subgroup says whose it is («Оптика (лабораторная работа, 1 подгруппа)»). A button press (a callback query whose
+ * data is `sg:<source>:<n|all>`) sets the chat's subgroup for that source and confirms; `/subgroup` asks again.
  *
  * Replies are plain text (no parse mode): names and rooms come from the university and may hold `<`, `&`, `_` or
- * `*`, which plain text shows as they are. One reply per message, cut at Telegram's 4096 characters.
+ * `*`, which plain text shows as they are. One reply per message (`/subgroup` asks once per group with subgroups),
+ * cut at Telegram's 4096 characters.
  */
 import type { Bot, Context } from 'grammy';
+import type { InlineKeyboardButton } from 'grammy/types';
 import { type FeedSettings, feedOccurrences } from '../../feeds/build-feed.ts';
 import { pluralRu } from '../../lib/words.ts';
 import type { Logger } from '../../logger.ts';
@@ -17,6 +25,7 @@ import type { NotifyOptions } from '../../timetable/notify-change.ts';
 import { type SourceKey, sourceOf } from '../../timetable/source.ts';
 import type { Occurrence } from '../../timetable/types.ts';
 import { localDate } from '../../timetable/zoned-time.ts';
+import { dayLabel, withSubgroup } from './words.ts';
 
 /** Telegram's limit on a message's text. */
 export const MESSAGE_LIMIT = 4096;
@@ -25,8 +34,8 @@ const WEEK_DAYS = 7;
 
 /** What the commands read and change. */
 export interface CommandDeps {
-  readonly chats: Pick<TelegramChats, 'subscribe' | 'unsubscribe' | 'ofChat' | 'resolvePayload'>;
-  readonly snapshots: Pick<SnapshotStore, 'load'>;
+  readonly chats: Pick<TelegramChats, 'subscribe' | 'unsubscribe' | 'ofChat' | 'resolvePayload' | 'setSubgroup'>;
+  readonly snapshots: Pick<SnapshotStore, 'load' | 'optionValues'>;
   readonly subscriptions: Pick<SubscriptionStore, 'get'>;
   readonly config: FeedSettings & { readonly publicUrl: string };
   /**
@@ -44,12 +53,13 @@ export const COMMANDS = [
   { command: 'tomorrow', description: 'Занятия завтра' },
   { command: 'week', description: 'Занятия на неделю' },
   { command: 'list', description: 'Ваши подписки' },
+  { command: 'subgroup', description: 'Выбрать подгруппу' },
   { command: 'stop', description: 'Отписаться' },
   { command: 'help', description: 'Справка' },
 ] as const;
 
 const SHORT_HELP =
-  'Команды: /today, /tomorrow, /week — занятия; /list — подписки; /stop — отписаться; /help — справка.';
+  'Команды: /today, /tomorrow, /week — занятия; /list — подписки; /subgroup — подгруппа; /stop — отписаться; /help — справка.';
 const NONE = 'Подписок нет. Откройте страницу расписания группы или преподавателя и нажмите «Уведомления в Telegram».';
 const EXPIRED =
   'Эта ссылка устарела или уже использована. Откройте страницу расписания ещё раз и нажмите «Уведомления в Telegram».';
@@ -65,20 +75,38 @@ export function helpText(publicUrl: string): string {
     '/tomorrow — занятия завтра',
     '/week — занятия на неделю',
     '/list — ваши подписки',
+    '/subgroup — выбрать подгруппу (/subgroup 2, /subgroup все)',
     '/stop — отписаться (/stop 2 — от второй, /stop all — от всех)',
     '/help — эта справка',
   ].join('\n');
 }
 
-/** Registers every command and the fallback on `bot`. */
+/** One reply: its text, and the buttons under it. */
+export interface Reply {
+  text: string;
+  buttons?: InlineKeyboardButton[][];
+}
+
+/** The callback data of a subgroup button: `sg:<source>:<n>` or `sg:<source>:all` (at most 64 bytes). */
+const SUBGROUP_DATA = /^sg:((?:group|employee):[1-9]\d{0,15}):([1-9]\d?|all)$/;
+
+/** Registers every command, the subgroup buttons and the fallback on `bot`. */
 export function registerCommands(bot: Bot, deps: CommandDeps): void {
   const commands = new Commands(deps);
-  const answer = (work: (ctx: Context, chatId: string) => Promise<string>) => async (ctx: Context) => {
-    const chatId = ctx.chat?.id;
-    if (chatId === undefined) return;
-    const text = await work(ctx, String(chatId));
-    await ctx.reply(cut(text), { link_preview_options: { is_disabled: true } });
+  const send = async (ctx: Context, reply: string | Reply) => {
+    const { text, buttons } = typeof reply === 'string' ? { text: reply, buttons: undefined } : reply;
+    await ctx.reply(cut(text), {
+      link_preview_options: { is_disabled: true },
+      ...(buttons === undefined ? {} : { reply_markup: { inline_keyboard: buttons } }),
+    });
   };
+  const answer =
+    (work: (ctx: Context, chatId: string) => Promise<string | Reply | Reply[]>) => async (ctx: Context) => {
+      const chatId = ctx.chat?.id;
+      if (chatId === undefined) return;
+      const replies = await work(ctx, String(chatId));
+      for (const reply of Array.isArray(replies) ? replies : [replies]) await send(ctx, reply);
+    };
   bot.command(
     'start',
     answer((ctx, chatId) => commands.start(chatId, String(ctx.match ?? '').trim())),
@@ -107,6 +135,27 @@ export function registerCommands(bot: Bot, deps: CommandDeps): void {
     'stop',
     answer((ctx, chatId) => commands.stop(chatId, String(ctx.match ?? '').trim())),
   );
+  bot.command(
+    'subgroup',
+    answer((ctx, chatId) => commands.subgroup(chatId, String(ctx.match ?? '').trim())),
+  );
+  bot.on('callback_query:data', async (ctx) => {
+    const chatId = ctx.chat?.id;
+    const match = SUBGROUP_DATA.exec(ctx.callbackQuery.data);
+    if (chatId === undefined || match === null) {
+      await ctx.answerCallbackQuery({ text: 'Эта кнопка больше не работает.' });
+      return;
+    }
+    const [, source, choice] = match as unknown as [string, SourceKey, string];
+    const confirmed = await commands.chooseSubgroup(
+      String(chatId),
+      source,
+      choice === 'all' ? undefined : Number(choice),
+    );
+    // The press is answered first (the button stops spinning), then the chat reads what changed.
+    await ctx.answerCallbackQuery({ text: confirmed.short });
+    await send(ctx, confirmed.text);
+  });
   bot.on(
     'message',
     answer(async () => `Не понимаю. ${SHORT_HELP}`),
@@ -121,8 +170,11 @@ export class Commands {
     this.deps = deps;
   }
 
-  /** `/start [payload]`: subscribes the chat to what the payload names; without one, the help. */
-  async start(chatId: string, payload: string): Promise<string> {
+  /**
+   * `/start [payload]`: subscribes the chat to what the payload names; without one, the help. A group with
+   * subgroups subscribed without one gets the subgroup question under the answer.
+   */
+  async start(chatId: string, payload: string): Promise<string | Reply> {
     if (payload === '') return helpText(this.deps.config.publicUrl);
     const resolved = await this.deps.chats.resolvePayload(payload);
     if (resolved.kind === 'expired') return EXPIRED;
@@ -139,11 +191,80 @@ export class Commands {
       });
     const shown = personal ? (subscription?.feedOptions ?? {}) : options;
     const what = await this.title({ source, options: shown });
-    return [
+    const text = [
       `Вы подписаны: ${what}.`,
       'Я напишу, если занятие перенесут, отменят, добавят или заменят преподавателя.',
       '/today — занятия сегодня, /list — подписки, /stop — отписаться.',
     ].join('\n');
+    const subgroups = options.subgroup === undefined ? await this.subgroupsOf(source) : [];
+    if (subgroups.length === 0) return text;
+    return { text: `${text}\n\n${SUBGROUP_QUESTION}`, buttons: subgroupButtons(source, subgroups) };
+  }
+
+  /**
+   * `/subgroup`: the question with buttons for each subscribed group that has subgroups; `/subgroup 2` or
+   * `/subgroup все` sets it at once when the chat follows one such group.
+   */
+  async subgroup(chatId: string, argument: string): Promise<Reply[]> {
+    const groups: { subscription: ChatSubscription; subgroups: number[] }[] = [];
+    for (const subscription of await this.deps.chats.ofChat(chatId)) {
+      const subgroups = await this.subgroupsOf(subscription.source);
+      if (subgroups.length > 0) groups.push({ subscription, subgroups });
+    }
+    if (groups.length === 0)
+      return [{ text: 'Подгруппу выбирают у группы с подгруппами, а в ваших подписках таких нет. /list — подписки.' }];
+    const word = argument.toLocaleLowerCase('ru');
+    const only = groups.length === 1 ? groups[0] : undefined;
+    if (only !== undefined && (word === 'все' || word === 'всё' || word === 'all'))
+      return [{ text: (await this.chooseSubgroup(chatId, only.subscription.source, undefined)).text }];
+    if (only?.subgroups.includes(Number(word)))
+      return [{ text: (await this.chooseSubgroup(chatId, only.subscription.source, Number(word))).text }];
+    const head = argument === '' ? '' : `Не понимаю «${argument}». `;
+    const replies: Reply[] = [];
+    for (const { subscription, subgroups } of groups) {
+      const now = subscription.options.subgroup;
+      const current = now === undefined ? 'сейчас — все подгруппы' : `сейчас — ${now} подгруппа`;
+      replies.push({
+        text: `${head}${await this.title({ source: subscription.source, options: {} })}: ${current}.\n${SUBGROUP_QUESTION}`,
+        buttons: subgroupButtons(subscription.source, subgroups),
+      });
+    }
+    return replies;
+  }
+
+  /** A subgroup button pressed (or `/subgroup <n>`): sets the chat's subgroup of `source`; the words to confirm. */
+  async chooseSubgroup(
+    chatId: string,
+    source: SourceKey,
+    subgroup: number | undefined,
+  ): Promise<{ text: string; short: string }> {
+    const known = await this.subgroupsOf(source);
+    if (subgroup !== undefined && !known.includes(subgroup))
+      return {
+        short: 'Такой подгруппы нет',
+        text: `В этой группе нет ${subgroup} подгруппы. /subgroup — выбрать снова.`,
+      };
+    if (!(await this.deps.chats.setSubgroup(chatId, source, subgroup)))
+      return {
+        short: 'Вы не подписаны на эту группу',
+        text: 'Вы не подписаны на эту группу. Откройте её расписание и нажмите «Уведомления в Telegram».',
+      };
+    const name = await this.title({ source, options: {} });
+    if (subgroup === undefined)
+      return {
+        short: 'Все подгруппы',
+        text: `Готово: ${name}, все подгруппы. Занятия одной подгруппы я помечаю: «(1 подгруппа)». Сменить: /subgroup.`,
+      };
+    return {
+      short: `${subgroup} подгруппа`,
+      text: `Готово: ${name}, ${subgroup} подгруппа. Пишу о её занятиях и общих. Сменить: /subgroup.`,
+    };
+  }
+
+  /** The subgroups of a public group (those its timetables have had); none for a teacher or a personal one. */
+  private async subgroupsOf(source: SourceKey): Promise<number[]> {
+    if (sourceOf(source).kind !== 'group') return [];
+    return (await this.deps.snapshots.optionValues(source)).subgroups;
   }
 
   /** `/list`: the chat's subscriptions, numbered as `/stop` takes them. */
@@ -197,16 +318,17 @@ export class Commands {
       (occurrence) => occurrence.date >= first && occurrence.date <= last,
     );
     if (shown.length === 0) return `${name}: ${when} занятий нет.`;
+    const notes = new Map(snapshot.entries.map((entry) => [entry.id, entry.note]));
     const lines = [`${name}, ${when}:`];
     let day = '';
     for (const occurrence of shown) {
       if (days(first, last) > 1 && occurrence.date !== day) {
         day = occurrence.date;
-        lines.push('', dayTitle(day));
+        lines.push('', dayLabel(day));
       }
-      lines.push(classLine(occurrence));
+      lines.push(classLine(occurrence, notes.get(occurrence.entryId) ?? '', options.subgroup));
     }
-    if (days(first, last) === 1) lines.splice(1, 0, dayTitle(first));
+    if (days(first, last) === 1) lines.splice(1, 0, dayLabel(first));
     return lines.join('\n');
   }
 
@@ -237,8 +359,13 @@ export class Commands {
     if (name === undefined && sourceOf(subscription.source).kind === 'personal')
       name = (await this.deps.subscriptions.get(sourceOf(subscription.source).id))?.name;
     const described = describeOptions(subscription.options);
-    const prefix = sourceOf(subscription.source).kind === 'personal' ? 'личное расписание ' : '';
-    return `${prefix}${name ?? fallbackName(subscription.source)}${described === '' ? '' : ` (${described})`}`;
+    const suffix = described === '' ? '' : ` (${described})`;
+    if (sourceOf(subscription.source).kind !== 'personal')
+      return `${name ?? fallbackName(subscription.source)}${suffix}`;
+    // A personal timetable's name is its calendar's, "Расписание: Иванова Мария (ИВТ-21)": after «личное
+    // расписание» only the person is said, not «Расписание» again.
+    const person = (name ?? '').replace(/^(?:Расписание:\s*|Моё расписание$)/u, '').trim();
+    return `личное расписание${person === '' ? '' : ` ${person}`}${suffix}`;
   }
 }
 
@@ -257,19 +384,29 @@ function fallbackName(source: SourceKey): string {
   return kind === 'group' ? `группа ${id}` : kind === 'employee' ? `преподаватель ${id}` : 'личное расписание';
 }
 
-/** "10:10–11:40 Физика (практика), ауд. 1008", a cancelled class marked. */
-function classLine(occurrence: Occurrence): string {
+/**
+ * "10:10–11:40 Физика (практика), ауд. 1008", a cancelled class marked, and a class of one subgroup saying so
+ * ("Физика (практика, 1 подгруппа)") unless the chat follows one subgroup (`followed`).
+ */
+function classLine(occurrence: Occurrence, note: string, followed: number | undefined): string {
   const where = occurrence.location === '' ? '' : `, ${occurrence.location}`;
   const cancelled = occurrence.status === 'CANCELLED' ? ' — отменено' : '';
-  return `${occurrence.beginTime}–${occurrence.endTime} ${occurrence.summary}${where}${cancelled}`;
+  const title = withSubgroup(occurrence.summary, note, followed);
+  return `${occurrence.beginTime}–${occurrence.endTime} ${title}${where}${cancelled}`;
 }
 
-const DAY_FORMAT = new Intl.DateTimeFormat('ru', { weekday: 'short', day: 'numeric', month: 'short', timeZone: 'UTC' });
+const SUBGROUP_QUESTION =
+  'Из какой вы подгруппы? Выберите — буду писать о её занятиях и общих. Можно не отвечать: тогда пишу обо всех ' +
+  'и помечаю, чьё занятие.';
 
-/** "Ср 2 окт" of a local date. */
-export function dayTitle(date: string): string {
-  const text = DAY_FORMAT.format(new Date(`${date}T12:00:00Z`)).replace(/[.,]/g, '');
-  return text.charAt(0).toLocaleUpperCase('ru') + text.slice(1);
+/** The buttons «1», «2», …, «Все» of a group's subgroups, in one row. */
+function subgroupButtons(source: SourceKey, subgroups: readonly number[]): InlineKeyboardButton[][] {
+  return [
+    [
+      ...subgroups.map((subgroup) => ({ text: String(subgroup), callback_data: `sg:${source}:${subgroup}` })),
+      { text: 'Все', callback_data: `sg:${source}:all` },
+    ],
+  ];
 }
 
 function addDays(date: string, count: number): string {

@@ -6,19 +6,10 @@
 import { pluralRu } from '../../lib/words.ts';
 import type { ChangeSet, NotifyItem, NotifySide } from '../../timetable/notify-change.ts';
 import { bold, escapeHtml, link } from './html.ts';
+import { dayLabel, withSubgroup } from './words.ts';
 
 /** Telegram's limit on a message's text. We measure the HTML (longer than the parsed text): never over. */
 export const MAX_MESSAGE_LENGTH = 4096;
-
-const WEEKDAYS = ['Вс', 'Пн', 'Вт', 'Ср', 'Чт', 'Пт', 'Сб'] as const;
-const MONTHS = ['янв', 'фев', 'мар', 'апр', 'мая', 'июн', 'июл', 'авг', 'сен', 'окт', 'ноя', 'дек'] as const;
-
-/** "Ср 2 окт" of a local `YYYY-MM-DD`. */
-export function dayLabel(date: string): string {
-  const [year, month, day] = date.split('-').map(Number) as [number, number, number];
-  const weekday = new Date(Date.UTC(year, month - 1, day)).getUTCDay();
-  return `${WEEKDAYS[weekday]} ${day} ${MONTHS[month - 1]}`;
-}
 
 /** A room as people say it: "ауд. 1008" for a number, the text itself otherwise ("Зал 2"). */
 function roomWords(room: string): string {
@@ -65,8 +56,11 @@ function shownSide(item: NotifyItem): NotifySide | undefined {
   return item.before ?? item.after;
 }
 
-/** One line, plain text: "10:10 Физика (практика): ауд. 1008 → 2207". */
-export function changeLine(item: NotifyItem): string {
+/**
+ * One line, plain text: "10:10 Физика (практика): ауд. 1008 → 2207"; a class of one subgroup says so
+ * ("10:10 Физика (практика, 1 подгруппа): отменено") unless the chat follows one subgroup (`followed`).
+ */
+export function changeLine(item: NotifyItem, followed?: number): string {
   const side = shownSide(item) as NotifySide;
   const { before, after } = item;
   let what: string;
@@ -84,7 +78,7 @@ export function changeLine(item: NotifyItem): string {
       what = teacherChange(before?.teacher ?? '', after?.teacher ?? '');
       break;
   }
-  return `${side.begin} ${side.summary}: ${what}`;
+  return `${side.begin} ${withSubgroup(side.summary, item.note, followed)}: ${what}`;
 }
 
 function countWords(count: number): string {
@@ -110,10 +104,13 @@ function ordered(items: readonly NotifyItem[]): NotifyItem[] {
 
 /**
  * The message for `set` (already filtered for the chat), Telegram HTML, at most {@link MAX_MESSAGE_LENGTH}
- * characters: lines are added while the rest still fits, then "…и ещё N изменений" (the lines left out and the
+ * characters (`subgroup`: the one the chat follows, whose lines need no subgroup mark): lines are added while the rest still fits, then "…и ещё N изменений" (the lines left out and the
  * set's `omitted`) and the link.
  */
-export function formatChangeMessage(set: ChangeSet, options: { pageUrl: string }): string {
+export function formatChangeMessage(
+  set: ChangeSet,
+  options: { pageUrl: string; subgroup?: number | undefined },
+): string {
   const items = ordered(set.items);
   // A name is the university's; cut so that a freak one cannot crowd out every line.
   let body = bold(`${set.name.slice(0, 200)}: изменения в расписании`);
@@ -122,7 +119,7 @@ export function formatChangeMessage(set: ChangeSet, options: { pageUrl: string }
   for (const [index, item] of items.entries()) {
     const side = shownSide(item) as NotifySide;
     const heading = side.date === day ? '' : `\n\n${bold(dayLabel(side.date))}`;
-    const line = `${heading}\n${escapeHtml(changeLine(item))}`;
+    const line = `${heading}\n${escapeHtml(changeLine(item, options.subgroup))}`;
     const left = items.length - index - 1 + set.omitted;
     if (body.length + line.length + tail(options.pageUrl, left).length > MAX_MESSAGE_LENGTH) break;
     body += line;

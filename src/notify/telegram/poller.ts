@@ -14,7 +14,7 @@ import { GrammyError } from 'grammy';
 import { extendLock, lockOwner, releaseLock, tryLock } from '../../lib/redis-lock.ts';
 import type { RedisClient } from '../../lib/redis-target.ts';
 import type { Logger } from '../../logger.ts';
-import { POLL_TIMEOUT_SECONDS, type TelegramBot } from './bot.ts';
+import { ALLOWED_UPDATES, POLL_TIMEOUT_SECONDS, type TelegramBot } from './bot.ts';
 
 /** How long a poller waits before competing again after Telegram refused it (401, 409) or failed. */
 const REFUSED_BACKOFF_MS = 5_000;
@@ -105,7 +105,7 @@ export class TelegramPoller {
     let waitMs = Math.max(100, Math.floor(lockMs / 3));
     try {
       logger.info({}, 'polling Telegram for updates');
-      await bot.start({ allowed_updates: ['message'], timeout: POLL_TIMEOUT_SECONDS });
+      await bot.start({ allowed_updates: ALLOWED_UPDATES, timeout: POLL_TIMEOUT_SECONDS });
     } catch (error) {
       waitMs = this.options.backoffMs ?? REFUSED_BACKOFF_MS;
       if (error instanceof GrammyError && (error.error_code === 401 || error.error_code === 409))

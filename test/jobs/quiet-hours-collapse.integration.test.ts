@@ -1,0 +1,225 @@
+/**
+ * Messages held through the quiet hours, on a real Redis and BullMQ worker against the fake Bot API: the fan-out
+ * holds each chat's part of every change set of the night, and one send per chat and source tells the net change
+ * when the hours end (ауд. 425 → 518, then 518 → 620: one «ауд. 425 → 620»; moved and back: nothing), once,
+ * however often the fan-out runs; the log line says when held messages go and why.
+ */
+import { Writable } from 'node:stream';
+import { type Job, Queue, Worker } from 'bullmq';
+import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
+import type { TelegramSendJobData } from '../../src/jobs/contract.ts';
+import { fanOutChangeSet, type NotifyFanoutDeps } from '../../src/jobs/notify-fanout.ts';
+import { type TelegramSendResult, telegramSendProcessor } from '../../src/jobs/telegram-send.ts';
+import { connectRedis } from '../../src/lib/redis-connection.ts';
+import { RedisOutageLog } from '../../src/lib/redis-outage.ts';
+import { createLogger, silentLogger } from '../../src/logger.ts';
+import { redisKeys } from '../../src/store/keys.ts';
+import { deliveryId, heldDeliveryId, NotifyOutbox } from '../../src/store/notify-outbox.ts';
+import { TelegramChats } from '../../src/store/telegram-chats.ts';
+import type { ChangeSet, NotifyItem, NotifySide } from '../../src/timetable/notify-change.ts';
+import { type FakeTelegram, startFakeTelegram } from '../../testkit/fake-telegram/index.ts';
+import { jobEnded } from '../support/jobs.ts';
+import { deletePrefix, uniquePrefix } from '../support/service.ts';
+
+const SOURCE = 'group:4242';
+/** A night: 02:00 in Moscow, inside the default quiet hours 23-07; the class is years ahead. */
+const NIGHT = Date.UTC(2029, 9, 1, 23, 0);
+const CLASS = Date.UTC(2030, 9, 2, 12, 40);
+
+function side(room: string, overrides: Partial<NotifySide> = {}): NotifySide {
+  return {
+    date: '2030-10-02',
+    begin: '15:40',
+    end: '17:10',
+    startUtc: CLASS,
+    summary: 'Оптика (лабораторная работа)',
+    location: `Корпус 1, ${room}`,
+    teacher: '',
+    ...overrides,
+  };
+}
+
+function moved(from: string, to: string, uid = 'u1'): NotifyItem {
+  return {
+    kind: 'moved',
+    uid,
+    before: side(from),
+    after: side(to),
+    startsAt: CLASS,
+    lessonKind: 'лабораторная работа',
+    note: '',
+  };
+}
+
+interface Rig {
+  telegram: FakeTelegram;
+  queue: Queue<TelegramSendJobData, TelegramSendResult>;
+  outbox: NotifyOutbox;
+  chats: TelegramChats;
+  fanout: NotifyFanoutDeps;
+  logs: Record<string, unknown>[];
+  clock: { now: number };
+  /** Publishes `items` at `stamp` into the outbox and fans them out. */
+  publish(stamp: number, items: NotifyItem[]): Promise<ChangeSet>;
+  /** The Telegram jobs waiting for the morning. */
+  delayed(): Promise<Job<TelegramSendJobData, TelegramSendResult>[]>;
+  /** Runs the held sends now (as the end of the quiet hours would) and waits for them. */
+  morning(): Promise<TelegramSendResult[]>;
+  close(): Promise<void>;
+}
+
+async function rig(): Promise<Rig> {
+  const telegram = await startFakeTelegram();
+  const prefix = uniquePrefix('tg-quiet');
+  const keys = redisKeys(prefix);
+  const outage = new RedisOutageLog(silentLogger());
+  const redis = connectRedis(inject('redisUrl'), { name: 'test-quiet', outage });
+  const blocking = connectRedis(inject('redisUrl'), { name: 'test-quiet-worker', outage, blocking: true });
+  const queue = new Queue<TelegramSendJobData, TelegramSendResult>('telegram', {
+    connection: redis,
+    prefix: keys.queuePrefix,
+  });
+  const outbox = new NotifyOutbox(redis, keys);
+  const chats = new TelegramChats(redis, keys);
+  const logs: Record<string, unknown>[] = [];
+  const destination = new Writable({
+    write(chunk, _encoding, done) {
+      for (const line of String(chunk).split('\n')) if (line.trim() !== '') logs.push(JSON.parse(line));
+      done();
+    },
+  });
+  const logger = createLogger({ level: 'info', pretty: false, destination });
+  const clock = { now: NIGHT };
+  const unused = { addBulk: async () => [] } as never;
+  const fanout: NotifyFanoutDeps = {
+    config: { timezone: 'Europe/Moscow', notifyQuietHours: { fromMinute: 23 * 60, toMinute: 7 * 60 } },
+    redis,
+    keys,
+    queues: { notify: unused, telegram: queue as never, webhook: unused },
+    notify: { outbox, telegramOn: true, pageUrl: () => 'https://timetable.example.edu/timetables/groups/4242', chats },
+    webhooks: { ofSource: async () => [] },
+    subscriptions: { feedOptionsOf: async () => ({}) } as never,
+    logger,
+    now: () => clock.now,
+  };
+  const worker = new Worker(
+    'telegram',
+    telegramSendProcessor({
+      config: { telegramBotToken: telegram.token, telegramApiRoot: telegram.apiRoot },
+      logger: silentLogger(),
+      redis,
+      keys,
+      queues: { telegram: queue },
+      notify: { outbox, chats },
+      now: Date.now,
+    }),
+    { connection: blocking, prefix: keys.queuePrefix, concurrency: 2 },
+  );
+  worker.on('error', () => undefined);
+  const delayed = () => queue.getJobs(['delayed']);
+  return {
+    telegram,
+    queue,
+    outbox,
+    chats,
+    fanout,
+    logs,
+    clock,
+    publish: async (stamp, items) => {
+      const set: ChangeSet = { source: SOURCE, name: 'ИВТ-21', stamp, items, omitted: 0 };
+      await outbox.write(redis.multi(), set).exec();
+      await fanOutChangeSet(fanout, { source: SOURCE, stamp });
+      return set;
+    },
+    delayed,
+    morning: async () => {
+      const jobs = await delayed();
+      for (const job of jobs) await job.promote();
+      const results: TelegramSendResult[] = [];
+      for (const job of jobs) results.push((await jobEnded(queue, job.id as string)).job.returnvalue);
+      return results;
+    },
+    close: async () => {
+      await worker.close();
+      await queue.close();
+      await telegram.close();
+      await deletePrefix(inject('redisUrl'), prefix);
+      await blocking.quit();
+      await redis.quit();
+    },
+  };
+}
+
+describe('quiet hours', () => {
+  let r: Rig;
+  beforeEach(async () => {
+    r = await rig();
+    r.telegram.addChat(41);
+    await r.chats.subscribe({ chatId: '41', source: SOURCE, options: {} });
+  });
+  afterEach(async () => {
+    await r.close();
+  });
+
+  it('tells ауд. 425 → 518 then 518 → 620 as one «ауд. 425 → 620» when the hours end, once', async () => {
+    await r.publish(NIGHT, [moved('425', '518')]);
+    r.clock.now += 3_600_000;
+    const second = await r.publish(NIGHT + 3_600_000, [moved('518', '620')]);
+    // One send waits for the morning, not two; nothing went out in the night.
+    const waiting = await r.delayed();
+    expect(waiting).toHaveLength(1);
+    expect(waiting[0]?.data).toMatchObject({ chatId: '41', collapse: true, deliveryId: heldDeliveryId('41', SOURCE) });
+    expect(r.telegram.messages()).toEqual([]);
+    // The log line says when and why, with the setting's name.
+    const line = r.logs.find((each) => each.reason === 'quiet-hours');
+    expect(line).toMatchObject({
+      source: SOURCE,
+      held: 1,
+      quietHours: '23:00-07:00',
+      timezone: 'Europe/Moscow',
+      sendAt: '2029-10-02T04:00:00.000Z',
+      setting: 'NOTIFY_QUIET_HOURS',
+    });
+    expect(String(line?.msg)).toContain('NOTIFY_QUIET_HOURS=off');
+
+    expect(await r.morning()).toEqual([{ outcome: 'sent', messageId: expect.any(Number) }]);
+    const messages = r.telegram.messages(41);
+    expect(messages).toHaveLength(1);
+    expect(messages[0]?.text).toContain('15:40 Оптика (лабораторная работа): ауд. 425 → 620');
+    expect(messages[0]?.text).not.toContain('518');
+
+    // The second set's fan-out run again (a crash before its outbox entry was taken out) holds nothing again.
+    await r.publish(second.stamp, second.items);
+    expect(await r.outbox.state(deliveryId('tg', '41', { source: SOURCE, stamp: second.stamp }))).toBe('sent');
+    expect(await r.outbox.held('41', SOURCE)).toEqual([]);
+    expect(r.telegram.messages(41)).toHaveLength(1);
+  });
+
+  it('tells nothing of a class moved and moved back in the night', async () => {
+    await r.publish(NIGHT, [moved('425', '518')]);
+    r.clock.now += 60_000;
+    await r.publish(NIGHT + 60_000, [moved('518', '425')]);
+    expect(await r.morning()).toEqual([{ outcome: 'empty' }]);
+    expect(r.telegram.messages()).toEqual([]);
+    expect(await r.outbox.held('41', SOURCE)).toEqual([]);
+  });
+
+  it('sends what waits at once, with the change that cannot wait, when a class starts before the hours end', async () => {
+    await r.publish(NIGHT, [moved('425', '518')]);
+    // 03:00: a class at 06:30 today moved: it goes now, and the held change goes with it (in order).
+    r.clock.now = Date.UTC(2029, 9, 2, 0, 0);
+    const soon = { ...moved('100', '101', 'u2'), startsAt: Date.UTC(2029, 9, 2, 3, 30) };
+    soon.before = side('100', { date: '2029-10-02', begin: '06:30', startUtc: soon.startsAt });
+    soon.after = side('101', { date: '2029-10-02', begin: '06:30', startUtc: soon.startsAt });
+    await r.publish(r.clock.now, [soon]);
+    const now = (await r.queue.getJobs(['waiting', 'active', 'completed'])).filter((job) => job.data.collapse);
+    expect(now).toHaveLength(1);
+    await jobEnded(r.queue, now[0]?.id as string);
+    const [message] = r.telegram.messages(41);
+    expect(message?.text).toContain('ауд. 100 → 101');
+    expect(message?.text).toContain('ауд. 425 → 518');
+    // The morning's send finds nothing left.
+    expect(await r.morning()).toEqual([{ outcome: 'empty' }]);
+    expect(r.telegram.messages(41)).toHaveLength(1);
+  });
+});
