@@ -8,6 +8,9 @@ const base = {
   name: 'ИВТ-21',
   backUrl: '/timetables/groups/4242',
   available: true,
+  optionFields: {},
+  optionsLine: 'Весь поток',
+  optionsUrl: '/timetables/groups/4242#options',
 };
 
 describe('the CalDAV connect page', () => {
