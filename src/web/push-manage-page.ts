@@ -201,7 +201,7 @@ export function pushManagePage(view: PushManageView, base: string, kind: PushKin
 <section class="card" aria-labelledby="disconnect">
 <h2 id="disconnect">${w.disconnectHeading}</h2>
 <p class="muted">${kind.disconnectLead}</p>
-<form method="post" action="${base}/disconnect#disconnect">
+<form method="post" action="${base}/disconnect">
 !${view.disconnectUnconfirmed ? html`<p class="notice error" role="alert" id="disconnect-error">${w.confirmMissing}</p>` : ''}
 !${target.calendarOwned && kind.deleteCalendar !== undefined ? html`<p><label class="check"><input type="checkbox" name="deleteCalendar" value="yes"> ${kind.deleteCalendar}</label></p>` : ''}
 <p><label class="check"><input type="checkbox" name="confirm" value="yes" required!${view.disconnectUnconfirmed ? html` aria-invalid="true" aria-describedby="disconnect-error" autofocus` : ''}> ${w.confirmDisconnect}</label></p>

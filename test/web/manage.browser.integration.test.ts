@@ -121,6 +121,7 @@ describe('managing a Google connection in a browser', () => {
     expect(cookies.find((cookie) => cookie.name === 'tts-manage')).toMatchObject({ httpOnly: true });
 
     await elsewhere.check('input[name="deleteCalendar"]');
+    await elsewhere.check('input[name="confirm"]');
     await elsewhere.click('form[action$="/disconnect"] button[type="submit"]');
     await elsewhere.waitForURL(`${stack.url}/google/targets/${targetId}/disconnect`);
     expect(await elsewhere.textContent('h1')).toBe('Календарь отключён');
