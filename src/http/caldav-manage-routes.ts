@@ -21,6 +21,7 @@ import {
   caldavTargetNotFound,
   caldavViewSources,
 } from './caldav-target-view.ts';
+import { optionsQueryOf } from './push-options-form.ts';
 import type { PushRouteKind } from './push-route-kind.ts';
 import type { PushTargetRouteDeps } from './push-target-routes.ts';
 import { leftBehind, pushTargetModel, pushTargetViews } from './push-target-view.ts';
@@ -32,7 +33,9 @@ export const CALDAV_MANAGE_COOKIE = 'tts-caldav-manage';
 export type CalDavKindDeps = PushTargetRouteDeps &
   CalDavTargetViewDeps &
   Parameters<typeof disconnectCaldavTarget>[0] & {
-    readonly caldav: { readonly targets: Pick<CalDavTargetStore, 'get' | 'verifyManageToken' | 'page'> };
+    readonly caldav: {
+      readonly targets: Pick<CalDavTargetStore, 'get' | 'verifyManageToken' | 'page' | 'updateOptions'>;
+    };
   };
 
 /** The page's view of a stored CalDAV target, with its last error while it is stopped. */
@@ -72,7 +75,10 @@ export function caldavRouteKind(ctx: CalDavKindDeps): PushRouteKind<CalDavTarget
         username: caldavDetails(target).username,
         password,
       }),
-    connectUrl: (source) => `/caldav/connect?source=${encodeURIComponent(source)}`,
+    optionsTargets: ctx.caldav.targets,
+    // Connecting again keeps what the calendar followed.
+    connectUrl: (source, options) =>
+      `/caldav/connect?source=${encodeURIComponent(source)}${optionsQueryOf(source, options ?? {}).replace(/^\?/, '&')}`,
     problemPage: caldavProblemPage,
     // Disconnecting always removes what the service wrote: there is nothing to choose.
     disconnectQuery: () => ({}),

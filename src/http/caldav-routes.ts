@@ -24,13 +24,15 @@ import {
 import { type CalDavProblem, caldavProblemPage } from '../web/caldav-manage-page.ts';
 import type { Lang } from '../web/i18n.ts';
 import { notFoundPage } from '../web/not-found-page.ts';
+import { pushOptionsLine } from '../web/push-options-line.ts';
 import { type CalDavKindDeps, caldavRouteKind } from './caldav-manage-routes.ts';
 import { caldavConnectFailure } from './caldav-target-view.ts';
 import { ClientLimits, type ClientLimitsDeps } from './client-limits.ts';
 import { toHttpError } from './errors.ts';
-import { acceptForms, formField } from './form-body.ts';
+import { acceptForms, formField, formOf } from './form-body.ts';
 import { type PageDeps, requestLang, requireSameOrigin, sendPage } from './pages.ts';
 import { type PersonalSessionDeps, readPersonalSession } from './personal-session.ts';
+import { type ChosenPushOptions, type PushOptionsFormDeps, readPushOptions, typedQuery } from './push-options-form.ts';
 import {
   answerManagePage,
   cookieTarget,
@@ -44,7 +46,8 @@ export type CalDavRouteDeps = ClientLimitsDeps &
   PersonalSessionDeps &
   CalDavKindDeps &
   Parameters<typeof connectCaldavTarget>[0] &
-  Parameters<typeof changeCaldavPassword>[0] & {
+  Parameters<typeof changeCaldavPassword>[0] &
+  PushOptionsFormDeps & {
     readonly caldav: { readonly targets: Pick<CalDavTargetStore, 'canStoreCredentials'> };
     readonly snapshots: Pick<SnapshotStore, 'snapshot'>;
   };
@@ -63,7 +66,9 @@ export async function registerCaldavRoutes(app: FastifyInstance, ctx: CalDavRout
       if (source === undefined) return sendPage(reply, notFoundPage({ lang, url: request.url }), { status: 404 });
       if (!(await mayConnect(ctx, request, source))) return sendProblem(ctx, request, reply, 'sign-in', 403);
       const preset = isCaldavPreset(request.query.preset) ? request.query.preset : undefined;
-      return sendPage(reply, caldavConnectPage(await connectView(ctx, request, lang, source, preset)));
+      const chosen = await readPushOptions(ctx, source, request.query);
+      const view = await connectView(ctx, request, lang, source, preset, chosen);
+      return sendPage(reply, caldavConnectPage(view), { status: chosen.refused.length === 0 ? 200 : 400 });
     });
 
     scope.post('/caldav/connect', async (request, reply) => {
@@ -80,10 +85,13 @@ export async function registerCaldavRoutes(app: FastifyInstance, ctx: CalDavRout
         calendarUrl: formField(request.body, 'calendarUrl')?.trim() || undefined,
       };
       const password = formField(request.body, 'password') ?? '';
+      const chosen = await readPushOptions(ctx, source, formOf(request.body));
       const again = async (status: number, failure: Partial<CalDavConnectView>) => {
-        const view = await connectView(ctx, request, lang, source, preset);
+        const view = await connectView(ctx, request, lang, source, preset, chosen);
         return sendPage(reply, caldavConnectPage({ ...view, values, ...failure }), { status });
       };
+      // Options that do not fit are said at the top of the page, before any server is asked.
+      if (chosen.refused.length > 0) return again(400, {});
       const fixed = PRESET_SERVERS[preset];
       const address = values.address ?? '';
       if (fixed === undefined && address === '')
@@ -100,6 +108,9 @@ export async function registerCaldavRoutes(app: FastifyInstance, ctx: CalDavRout
           username: values.username ?? '',
           password,
           ...(values.calendarUrl === undefined ? {} : { calendarUrl: values.calendarUrl }),
+          // Always stored, `{}` when none was chosen: a calendar connected here follows the options and its
+          // reminders are ours (only targets from before, and the admin API without options, have none).
+          options: chosen.options,
         });
         setManageCookie(ctx, kind, reply, connected.id, connected.manageToken);
         request.log.info({ target: connected.id, preset }, 'caldav target connected from the connect page');
@@ -192,6 +203,7 @@ async function connectView(
   lang: Lang,
   source: SourceKey,
   preset: CalDavConnectView['preset'],
+  chosen: ChosenPushOptions,
 ): Promise<CalDavConnectView> {
   const ref = sourceOf(source);
   const snapshot = await ctx.snapshots.snapshot(source);
@@ -207,6 +219,9 @@ async function connectView(
       : ref.kind === 'employee'
         ? `/timetables/employees/${ref.id}`
         : '/timetables/personal';
+  const refused = chosen.refused.map((error) => [error.field, error.fieldWords[lang]] as const);
+  // The way back shows the options as typed, a refused one beside its reason, at the page's options form.
+  const typed = typedQuery(chosen.typed);
   return {
     lang,
     url: request.url,
@@ -215,6 +230,10 @@ async function connectView(
     backUrl,
     preset,
     available: ctx.caldav.targets.canStoreCredentials,
+    optionFields: chosen.typed,
+    optionsLine: pushOptionsLine(chosen.options, ref.kind, lang),
+    optionsRefused: refused.length === 0 ? undefined : Object.fromEntries(refused),
+    optionsUrl: `${backUrl}${typed === '' ? '' : `?${typed.slice(1)}`}#options`,
   };
 }
 

@@ -25,6 +25,7 @@ import {
 } from './google-target-view.ts';
 import { type GoogleOwnerDeps, googleTargetRecords } from './owner-auth.ts';
 import type { PageDeps } from './pages.ts';
+import { optionsQueryOf } from './push-options-form.ts';
 import type { PushRouteKind } from './push-route-kind.ts';
 import { type PushTargetRouteDeps, sendProblemPage } from './push-target-routes.ts';
 import { leftBehind, pushTargetModel, pushTargetViews } from './push-target-view.ts';
@@ -37,7 +38,9 @@ export type GoogleKindDeps = PushTargetRouteDeps &
   GoogleTargetViewDeps &
   GoogleOwnerDeps &
   Parameters<typeof disconnectGoogleTarget>[0] & {
-    readonly google: { readonly targets: Pick<GoogleTargetStore, 'get' | 'verifyManageToken' | 'page'> };
+    readonly google: {
+      readonly targets: Pick<GoogleTargetStore, 'get' | 'verifyManageToken' | 'page' | 'updateOptions'>;
+    };
   };
 
 /** The page's view of a stored Google target (its page does not show the last error). */
@@ -56,7 +59,10 @@ export function googleRouteKind(ctx: GoogleKindDeps): PushRouteKind<GoogleTarget
     page: (offset, limit) => ctx.google.targets.page(offset, limit),
     ...pushTargetViews(googleViewSources(ctx)),
     managePage: (view, target) => googleManagePage({ ...view, target: googleTargetModel(target) }),
-    connectUrl: (source) => `/google/connect?source=${encodeURIComponent(source)}`,
+    optionsTargets: ctx.google.targets,
+    // A new consent keeps what the calendar followed.
+    connectUrl: (source, options) =>
+      `/google/connect?source=${encodeURIComponent(source)}${optionsQueryOf(source, options ?? {}).replace(/^\?/, '&')}`,
     problemPage: googleProblemPage,
     disconnectQuery: (query) => ({ deleteCalendar: deleteCalendarOption(query) }),
     disconnectForm: (body) => ({ deleteCalendar: formOf(body).deleteCalendar === 'yes' }),

@@ -1,18 +1,21 @@
 /**
- * Google push for users: `GET /google/connect?source=…` sends the browser to Google's consent page,
+ * Google push for users: `GET /google/connect?source=…` (with the feed options the calendar is to follow,
+ * `&subgroup=2&exclude=…&alarm=15&title=…` as in a feed URL) sends the browser to Google's consent page,
  * `GET /google/callback` turns the consent into a push target and hands over its manage token (to an API
  * client in JSON, once; to a browser in a cookie, with a redirect to its manage page), and the shared routes of
  * push-target-routes.ts serve `/google/targets/:id` to the holder of that token (or the admin). The callback's URL carries a one-time code and the answer a secret: neither reaches a log line, and
  * no answer is cached. A personal timetable is connected by the holder of its feed token: `token=` in the
  * URL, or the browser signed in to it (its session cookie).
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { createConsent } from '../google/oauth-state.ts';
 import { requireFetched } from '../jobs/verify-source.ts';
+import { timetablePagePath } from '../notify/notify-services.ts';
 import { requireGooglePush } from '../subscriptions/google-connect.ts';
 import { completeConsent } from '../subscriptions/google-consent.ts';
 import { parseSource, type SourceKey, sourceKey } from '../timetable/source.ts';
+import { pushOptionsRefusedPage } from '../web/push-manage-page.ts';
 import { ClientLimits, type ClientLimitsDeps } from './client-limits.ts';
 import {
   clearConsentCookie,
@@ -25,9 +28,11 @@ import {
 import { HttpError } from './errors.ts';
 import { consentProblem, type GoogleKindDeps, googleRouteKind, sendProblem } from './google-manage-routes.ts';
 import { subscriptionNotFound } from './owner-auth.ts';
+import type { PageDeps } from './pages.ts';
 import { parseOr400 } from './parse.ts';
 import { type PersonalSessionDeps, readPersonalSession } from './personal-session.ts';
-import { registerPushTargetRoutes, setManageCookie, wantsPage } from './push-target-routes.ts';
+import { type ChosenPushOptions, type PushOptionsFormDeps, readPushOptions, typedQuery } from './push-options-form.ts';
+import { registerPushTargetRoutes, sendProblemPage, setManageCookie, wantsPage } from './push-target-routes.ts';
 
 const NO_STORE = 'no-store';
 
@@ -56,7 +61,8 @@ export type GoogleRouteDeps = ClientLimitsDeps &
   Parameters<typeof requireGooglePush>[0] &
   Parameters<typeof requireFetched>[0] &
   Parameters<typeof createConsent>[0] &
-  Parameters<typeof completeConsent>[0];
+  Parameters<typeof completeConsent>[0] &
+  PushOptionsFormDeps;
 
 /** Registers the user-facing Google routes on `app`; errors are thrown for the app's handler. */
 export async function registerGoogleRoutes(app: FastifyInstance, ctx: GoogleRouteDeps): Promise<void> {
@@ -85,7 +91,15 @@ export async function registerGoogleRoutes(app: FastifyInstance, ctx: GoogleRout
     const source = await authorisedSource(ctx, request);
     // Before the consent exists: no pending state, and no trip to Google, for an id the university never answered.
     await requireFetched(ctx, source);
-    const { url, state, browserNonce } = await createConsent(ctx, source);
+    // Options that do not fit the timetable are refused before Google is asked; a browser gets a page naming them.
+    const chosen = await readPushOptions(ctx, source, request.query);
+    const [refused] = chosen.refused;
+    if (refused !== undefined) {
+      if (!wantsPage(request)) throw refused;
+      return sendOptionsRefused(ctx, request, reply, source, chosen);
+    }
+    // Always passed, `{}` when none was chosen: the calendar follows the options and its reminders are ours.
+    const { url, state, browserNonce } = await createConsent(ctx, source, chosen.options);
     setConsentCookie(reply, state, browserNonce, ctx.config.publicUrl);
     return reply.code(302).header('location', url).header('cache-control', NO_STORE).send();
   });
@@ -142,6 +156,33 @@ async function authorisedSource(ctx: PersonalSessionDeps, request: FastifyReques
       ru: 'неверный токен ленты для этой подписки',
     });
   return source;
+}
+
+/**
+ * The page for options that do not fit the timetable: each refused field with why, and the way back to the
+ * timetable's page with the options as typed, at its options form.
+ */
+function sendOptionsRefused(
+  ctx: PageDeps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  source: SourceKey,
+  chosen: ChosenPushOptions,
+): FastifyReply {
+  const typed = typedQuery(chosen.typed);
+  const backUrl = `${timetablePagePath(source)}${typed === '' ? '' : `?${typed.slice(1)}`}#options`;
+  return sendProblemPage(
+    ctx,
+    request,
+    reply,
+    (view) =>
+      pushOptionsRefusedPage({
+        ...view,
+        refused: chosen.refused.map((error) => ({ field: error.field, why: error.fieldWords[view.lang] })),
+        backUrl,
+      }),
+    400,
+  );
 }
 
 /** True unless the client is a browser (its Accept names text/html): API clients and curl get JSON. */

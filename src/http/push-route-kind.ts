@@ -6,6 +6,8 @@
  * not depend on how targets are stored.
  */
 
+import type { PushTargetStore } from '../store/push-target-store.ts';
+import type { SubscriberOptions } from '../timetable/types.ts';
 import type { Html } from '../web/html.ts';
 import type { Lang } from '../web/i18n.ts';
 import type { PushCounts, PushManageView, PushProblem } from '../web/push-manage-page.ts';
@@ -17,6 +19,8 @@ export interface RoutedTarget {
   id: string;
   source: string;
   calendarName: string;
+  /** The feed options the calendar follows; absent: the whole timetable (connected before push followed them). */
+  options?: SubscriberOptions | undefined;
 }
 
 /** What a disconnection of a `T` did, for both its answers. */
@@ -39,6 +43,8 @@ export interface PushRouteKind<T extends RoutedTarget, O extends object = object
   cookie: string;
   /** Finding a target and checking its manage token, with the words of each refusal. */
   records: OwnedRecords<T>;
+  /** Where the manage page's options form changes the options a target follows. */
+  optionsTargets: Pick<PushTargetStore, 'get' | 'updateOptions'>;
   /** A page of targets, for the admin's list. */
   page(offset: number, limit: number): Promise<{ total: number; targets: T[] }>;
   /** The JSON view of a target (with its pending changes when asked: they cost a timetable's expansion). */
@@ -47,8 +53,8 @@ export interface PushRouteKind<T extends RoutedTarget, O extends object = object
   pending(target: T): Promise<{ changes: PushCounts | null; queued: boolean }>;
   /** The manage page of a target from the shared view (the mapping from the stored target is the kind's). */
   managePage(view: Omit<PushManageView, 'target'>, target: T, extras?: E): Html;
-  /** Where "connect again" starts for a source. */
-  connectUrl(source: string): string;
+  /** Where "connect again" starts for a source, following `options` as the target did. */
+  connectUrl(source: string, options?: SubscriberOptions): string;
   /** The problem page of a problem every kind shares. */
   problemPage(view: { lang: Lang; url: string; problem: PushProblem }): Html;
   /** The disconnect options of an API request's query (a 400 for a malformed one). */

@@ -3,21 +3,27 @@
  * `GET <base>/:id` answers a browser with the manage page (its manage token in an `HttpOnly` cookie scoped to
  * `<base>/<id>`) and an API client (`Authorization: Bearer <manage token or admin token>`) with JSON;
  * `DELETE <base>/:id` disconnects for an API client; a manage link (`<base>/<id>/manage?token=…`, shown only to
- * the browser that holds the token) puts the cookie into another browser; Disconnect is a form post. Every
- * failure is a page in the site's language. URLs are never logged (the app logs route patterns); the manage link
+ * the browser that holds the token) puts the cookie into another browser; Disconnect is a form post with a ticked
+ * confirmation (`confirm=yes`; without it the page asks again), and `POST <base>/:id/options` changes the feed
+ * options the calendar follows (checked against its timetable; a refused field is shown again as typed, with
+ * why). Every failure is a page in the site's language. URLs are never logged (the app logs route patterns); the manage link
  * and the problem pages (served at URLs that may carry a token) send no referrer, while the manage page itself (a
  * URL without a secret) keeps the default same-origin one, so that its forms carry their origin.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
+import { changePushOptions, type PushOptionsDeps } from '../subscriptions/push-options.ts';
+import { sourceOf } from '../timetable/source.ts';
 import type { Html } from '../web/html.ts';
 import type { Lang } from '../web/i18n.ts';
 import type { PushProblem } from '../web/push-manage-page.ts';
+import { pushOptionsLine } from '../web/push-options-line.ts';
 import { clearCookie, readCookie, setCookie } from './cookies.ts';
 import { sendError } from './error-answer.ts';
-import { acceptForms } from './form-body.ts';
+import { acceptForms, formOf } from './form-body.ts';
 import { authorised, type IdParams } from './owner-auth.ts';
 import { type PageDeps, requestLang, requireSameOrigin, sendPage } from './pages.ts';
+import { type ChosenPushOptions, type PushOptionsFormDeps, readPushOptions } from './push-options-form.ts';
 import type { Disconnection, PushRouteKind, RoutedTarget } from './push-route-kind.ts';
 
 /** A year: the token works until the connection is removed or connected again. */
@@ -26,8 +32,23 @@ const MANAGE_TOKEN = /^[A-Za-z0-9_-]{43}$/;
 
 type IdRequest = FastifyRequest<IdParams>;
 
-/** What the shared routes read: the page settings, the public URL (cookies, links) and the admin token. */
-export type PushTargetRouteDeps = PageDeps & { readonly config: Pick<Config, 'publicUrl' | 'timezone' | 'adminToken'> };
+/**
+ * What the shared routes read: the page settings, the public URL (cookies, links) and the admin token; the
+ * timetable's subgroups and kinds (the options form), and the push queue that applies changed options.
+ */
+export type PushTargetRouteDeps = PageDeps &
+  PushOptionsFormDeps &
+  PushOptionsDeps & { readonly config: Pick<Config, 'publicUrl' | 'timezone' | 'adminToken'> };
+
+/** What the manage page says beyond the target itself: the outcome of its last form. */
+export interface ManageOutcome {
+  /** The options form was refused: its fields as typed, each bad one with why. */
+  refusedOptions?: ChosenPushOptions | undefined;
+  /** The options were just saved: the line of what the calendar followed before. */
+  savedBefore?: string | undefined;
+  /** Disconnect was sent without its confirmation ticked. */
+  disconnectUnconfirmed?: boolean | undefined;
+}
 
 /** Keeps target `id`'s manage token in this browser, on that target's pages only. */
 export function setManageCookie(
@@ -78,18 +99,41 @@ export async function answerManagePage<T extends RoutedTarget, O extends object,
   target: T,
   extras?: E,
   status = 200,
+  outcome: ManageOutcome = {},
 ): Promise<FastifyReply> {
   const token = readCookie(request.headers.cookie, kind.cookie) ?? '';
-  const { changes, queued } = await kind.pending(target);
+  const lang = requestLang(ctx, request, reply);
+  const refused = outcome.refusedOptions;
+  const [{ changes, queued }, chosen] = await Promise.all([
+    kind.pending(target),
+    refused ?? readPushOptions(ctx, target.source, {}),
+  ]);
   const path = `${kind.base}/${target.id}`;
+  const sourceKind = sourceOf(target.source).kind;
+  const fieldErrors = Object.fromEntries(
+    (refused?.refused ?? []).map((error) => [error.field, error.fieldWords[lang]]),
+  );
   const view = {
-    lang: requestLang(ctx, request, reply),
+    lang,
     url: path,
     pendingChanges: changes,
     pushQueued: queued,
     manageLink: `${ctx.config.publicUrl}${path}/manage?token=${token}`,
-    connectUrl: kind.connectUrl(target.source),
+    connectUrl: kind.connectUrl(target.source, target.options),
     timeZone: ctx.config.timezone,
+    options: {
+      line: pushOptionsLine(target.options, sourceKind, lang),
+      form: {
+        values: chosen.values,
+        options: refused === undefined ? (target.options ?? {}) : {},
+        typed: refused?.typed,
+        fieldErrors,
+        defaultTitle: chosen.defaultTitle,
+        preview: undefined,
+      },
+      saved: outcome.savedBefore === undefined ? undefined : { before: outcome.savedBefore },
+    },
+    disconnectUnconfirmed: outcome.disconnectUnconfirmed,
   };
   return sendPage(reply, kind.managePage(view, target, extras), { status });
 }
@@ -160,10 +204,29 @@ export async function registerPushTargetRoutes<T extends RoutedTarget, O extends
       },
     );
 
+    scope.post<IdParams>(`${kind.base}/:id/options`, async (request, reply) => {
+      requireSameOrigin(ctx, request);
+      const target = await cookieTarget(ctx, kind, request, reply);
+      if (target === undefined) return reply;
+      const chosen = await readPushOptions(ctx, target.source, formOf(request.body));
+      if (chosen.refused.length > 0)
+        return answerManagePage(ctx, kind, request, reply, target, undefined, 400, { refusedOptions: chosen });
+      const before = pushOptionsLine(target.options, sourceOf(target.source).kind, requestLang(ctx, request, reply));
+      const kindOptions = { kind: kind.name, targets: kind.optionsTargets };
+      if ((await changePushOptions(ctx, kindOptions, target.id, chosen.options)) === undefined)
+        return sendProblem(ctx, kind, request, reply, 'unknown', 404);
+      request.log.info({ target: target.id }, `${kind.name} target options changed from its manage page`);
+      const fresh = (await kind.records.get(target.id)) ?? target;
+      return answerManagePage(ctx, kind, request, reply, fresh, undefined, 200, { savedBefore: before });
+    });
+
     scope.post<IdParams>(`${kind.base}/:id/disconnect`, async (request, reply) => {
       requireSameOrigin(ctx, request);
       const target = await cookieTarget(ctx, kind, request, reply);
       if (target === undefined) return reply;
+      // As deleting a subscription does: a ticked box confirms it, no script needed.
+      if (formOf(request.body).confirm !== 'yes')
+        return answerManagePage(ctx, kind, request, reply, target, undefined, 400, { disconnectUnconfirmed: true });
       const options = kind.disconnectForm(request.body);
       const result = await kind.disconnect(target.id, options);
       clearCookie(reply, ctx.config.publicUrl, kind.cookie, `${kind.base}/${target.id}`);

@@ -34,7 +34,14 @@ import { defaultTitleTemplate, type OptionValues, optionValuesOf } from '../time
 import type { PublishedState } from '../timetable/publication.ts';
 import { parseSource, type SourceKey, sourceKey, sourceOf } from '../timetable/source.ts';
 import type { SubscriberOptions } from '../timetable/types.ts';
-import { type FeedLinks, feedLinks, optionsQuery, telegramStartPath } from '../web/feed-links.ts';
+import {
+  type FeedLinks,
+  feedLinks,
+  optionsQuery,
+  type PushLinks,
+  pushLinks,
+  telegramStartPath,
+} from '../web/feed-links.ts';
 import { html } from '../web/html.ts';
 import type { Lang } from '../web/i18n.ts';
 import { alarmText } from '../web/options-form.ts';
@@ -172,7 +179,6 @@ class TimetablePages {
       kind,
       base,
       feedPath: publicFeedPath(kind, id),
-      pushUrl: this.pushAvailable() ? `/google/connect?source=${source}` : undefined,
     });
     return sendPage(reply, timetablePage(view), { status: refusedStatus(view) });
   }
@@ -186,13 +192,10 @@ class TimetablePages {
     const source = subscription.source;
     const { snapshot, published } = await this.ctx.snapshots.load(source);
     const stored = snapshot && published ? { source, snapshot, published } : undefined;
-    // The connect route takes the signed-in session from its cookie: no token in this link.
-    const pushUrl = this.pushAvailable() ? `/google/connect?source=${source}` : undefined;
     const context = {
       kind: 'personal' as const,
       base: '/timetables/personal',
       feedPath: `/feeds/personal/${token}.ics`,
-      pushUrl,
       saved: subscription.feedOptions,
       save: { action: PERSONAL_ACTIONS.options, notice: optionsNotice(lang, request.query.done) },
     };
@@ -278,6 +281,7 @@ class TimetablePages {
     if (body === undefined) {
       const links = feedLinks(this.ctx.config.publicUrl, feedPath, options, defaultTitle);
       if (telegram !== undefined) links.telegram = telegram;
+      Object.assign(links, this.pushLinks(stored.source, options, defaultTitle));
       const event = eventPreview(stored.snapshot, stored.published, options);
       body = JSON.stringify({
         ...links,
@@ -306,7 +310,6 @@ class TimetablePages {
       kind: PageKind;
       base: string;
       feedPath: string;
-      pushUrl: string | undefined;
       /** The personal subscription's saved options, which its plain feed URL serves. */
       saved?: SubscriberOptions | undefined;
       /** The personal page's: where the options form saves its values. */
@@ -337,6 +340,8 @@ class TimetablePages {
     );
     const telegram = await this.telegramLink(source, chosen.options);
     if (telegram !== undefined) links.telegram = telegram;
+    // A calendar connected from here follows the options shown, the saved ones included.
+    Object.assign(links, this.pushLinks(source, chosen.options, defaultTitle));
     return {
       lang,
       url: request.url,
@@ -358,7 +363,7 @@ class TimetablePages {
         savedApplied: chosen.saved === true,
         save: context.save,
       },
-      subscribe: await this.subscribeView(request, links, context.pushUrl, source),
+      subscribe: await this.subscribeView(request, links),
     };
   }
 
@@ -374,7 +379,6 @@ class TimetablePages {
       kind: PageKind;
       base: string;
       feedPath: string;
-      pushUrl: string | undefined;
       save?: { action: string; notice: string } | undefined;
     },
   ): Promise<TimetablePageView> {
@@ -382,6 +386,7 @@ class TimetablePages {
     const telegram = await this.telegramLink(subscription.source, {});
     if (telegram !== undefined) links.telegram = telegram;
     const saved = subscription.feedOptions ?? {};
+    Object.assign(links, this.pushLinks(subscription.source, saved));
     return {
       lang,
       url: request.url,
@@ -397,7 +402,7 @@ class TimetablePages {
         savedApplied: Object.keys(saved).length > 0,
         save: context.save,
       },
-      subscribe: await this.subscribeView(request, links, context.pushUrl, subscription.source),
+      subscribe: await this.subscribeView(request, links),
     };
   }
 
@@ -463,17 +468,16 @@ class TimetablePages {
    * The subscribe block's view: its steps are ordered for the reader's device, and a phone gets no QR code
    * (the page answers `no-store`, so no cache keeps one device's page for another).
    */
-  private async subscribeView(
-    request: FastifyRequest,
-    links: FeedLinks,
-    pushUrl: string | undefined,
-    source: SourceKey,
-  ): Promise<TimetablePageView['subscribe']> {
+  private async subscribeView(request: FastifyRequest, links: FeedLinks): Promise<TimetablePageView['subscribe']> {
     const platform = platformOf(request.headers['user-agent']);
     const qrSvg = isPhone(platform) ? '' : await this.qrSvg(links.feedUrl);
-    // The connect page takes a personal source's signed-in session from its cookie: no token in this link.
-    const caldavUrl = this.ctx.caldav.targets.canStoreCredentials ? `/caldav/connect?source=${source}` : undefined;
-    return { links, qrSvg, pushUrl, caldavUrl, platform };
+    return { links, qrSvg, platform };
+  }
+
+  /** The push links (Google, CalDAV) that connect a calendar following `options`, where each push is on. */
+  private pushLinks(source: SourceKey, options: SubscriberOptions, defaultTitle?: string): PushLinks {
+    const on = { google: this.pushAvailable(), caldav: this.ctx.caldav.targets.canStoreCredentials };
+    return pushLinks(source, options, on, defaultTitle ?? defaultTitleTemplate(sourceOf(source).kind));
   }
 
   /**

@@ -4,7 +4,12 @@
  * strict CSP), then the form with the provider's own steps to make an app password. On an error the form comes
  * back with what was typed, except the password, and the reason at its top. A server that makes no calendar for
  * us answers with the account's calendars to pick from.
+ *
+ * The feed options chosen on the timetable's page (subgroup, hidden kinds, reminder, title) come along: said in
+ * one line at the top with a link back to change them, carried by every provider's link and by the form's hidden
+ * fields. Options that do not fit the timetable are said there instead, as an error, with that link focused.
  */
+import type { OptionField } from '../serving/errors.ts';
 import type { CalendarChoice } from '../subscriptions/errors.ts';
 import { type Html, html } from './html.ts';
 import { type Lang, messages } from './i18n.ts';
@@ -57,12 +62,12 @@ const words = messages({
     },
     steps: {
       yandex: [
-        'Откройте Яндекс ID (id.yandex.ru) и перейдите в «Безопасность» → «Пароли приложений».',
+        'Откройте Яндекс ID → «Безопасность» → «Пароли приложений» (ссылка выше).',
         'Выберите «Календарь CalDAV», назовите пароль, например «Расписание», и нажмите «Создать».',
         'Скопируйте показанный пароль и вставьте его ниже. Логин — ваш логин Яндекса (например, ivan.petrov).',
       ],
       icloud: [
-        'Откройте appleid.apple.com и войдите со своим Apple ID (нужна двухфакторная аутентификация).',
+        'Откройте аккаунт Apple (ссылка выше) и войдите со своим Apple ID (нужна двухфакторная аутентификация).',
         'Перейдите в «Вход и безопасность» → «Пароли приложений» и создайте пароль, назвав его, например, «Расписание».',
         'Скопируйте пароль (вида xxxx-xxxx-xxxx-xxxx) и вставьте его ниже. Логин — адрес почты вашего Apple ID.',
       ],
@@ -82,6 +87,15 @@ const words = messages({
       ],
     },
     appPassword: 'Как получить пароль приложения',
+    accountLink: {
+      yandex: 'Открыть пароли приложений Яндекс ID',
+      icloud: 'Открыть аккаунт Apple (account.apple.com)',
+    } as Partial<Record<CalDavPreset, string>>,
+    optionsFollow: 'В календарь попадёт:',
+    optionsChange: 'Изменить',
+    optionsRefused: 'Эти настройки календаря не подходят к расписанию:',
+    optionsFix: 'Изменить настройки на странице расписания',
+    optionFields: { subgroup: 'Подгруппа', exclude: 'Скрытые занятия', alarm: 'Напоминание', title: 'Название' },
     server: 'Сервер',
     nextcloudAddress: 'Адрес вашего Nextcloud',
     nextcloudHint: 'Тот, что в адресной строке, например https://cloud.example.ru',
@@ -123,12 +137,12 @@ const words = messages({
     },
     steps: {
       yandex: [
-        'Open Yandex ID (id.yandex.ru) and go to “Security” → “App passwords”.',
+        'Open Yandex ID → “Security” → “App passwords” (the link above).',
         'Choose “Calendar CalDAV”, name the password, for example “Timetable”, and click “Create”.',
         'Copy the password shown and paste it below. The login is your Yandex login (for example, ivan.petrov).',
       ],
       icloud: [
-        'Open appleid.apple.com and sign in with your Apple ID (two-factor authentication is needed).',
+        'Open your Apple Account (the link above) and sign in with your Apple ID (two-factor authentication is needed).',
         'Go to “Sign-In and Security” → “App-Specific Passwords” and create one, named for example “Timetable”.',
         'Copy the password (like xxxx-xxxx-xxxx-xxxx) and paste it below. The login is your Apple ID’s email address.',
       ],
@@ -148,6 +162,15 @@ const words = messages({
       ],
     },
     appPassword: 'How to get an app password',
+    accountLink: {
+      yandex: 'Open Yandex ID’s app passwords',
+      icloud: 'Open your Apple Account (account.apple.com)',
+    } as Partial<Record<CalDavPreset, string>>,
+    optionsFollow: 'The calendar gets:',
+    optionsChange: 'Change',
+    optionsRefused: 'These calendar options do not fit the timetable:',
+    optionsFix: 'Change the options on the timetable’s page',
+    optionFields: { subgroup: 'Subgroup', exclude: 'Hidden classes', alarm: 'Reminder', title: 'Title' },
     server: 'Server',
     nextcloudAddress: 'Your Nextcloud address',
     nextcloudHint: 'The one in the address bar, for example https://cloud.example.org',
@@ -201,6 +224,14 @@ export interface CalDavConnectView {
   errorField?: 'address' | 'username' | 'password' | 'calendarUrl' | undefined;
   /** The account's calendars, when the server made none for us. */
   calendars?: readonly CalendarChoice[] | undefined;
+  /** The feed options chosen, as typed: the form's hidden fields and every link of the page carry them. */
+  optionFields: Readonly<Record<string, string | readonly string[]>>;
+  /** What the calendar will follow, in one line («Подгруппа 2, без лекций»). */
+  optionsLine: string;
+  /** Why each refused option does not fit, by field; the options line is not shown then. */
+  optionsRefused?: Partial<Record<OptionField, string>> | undefined;
+  /** The timetable's page with these options, at its options form: where they are changed. */
+  optionsUrl: string;
   /** False without a `SECRET_KEY`: the page only says so. */
   available: boolean;
 }
@@ -228,6 +259,7 @@ export function caldavConnectPage(view: CalDavConnectView): Html {
     private: true,
     body: html`<h1>${w.title}</h1>
 <p class="lead">${w.lead(view.name)}</p>
+!${optionsBlock(view)}
 !${body}
 <p><a href="${view.backUrl}">${w.back}</a></p>`,
   });
@@ -235,9 +267,41 @@ export function caldavConnectPage(view: CalDavConnectView): Html {
 
 function presetHref(view: CalDavConnectView, preset: CalDavPreset): string {
   const query = new URLSearchParams({ source: view.source, preset });
+  for (const [name, value] of Object.entries(view.optionFields))
+    for (const item of typeof value === 'string' ? [value] : value) query.append(name, item);
   if (view.lang === 'en') query.set('lang', 'en');
   return `/caldav/connect?${query.toString()}#caldav-form`;
 }
+
+/**
+ * What the calendar will follow, with the way to change it; refused options instead, as an alert whose link is
+ * focused (a form sent back with them opens there, in the first screen).
+ */
+function optionsBlock(view: CalDavConnectView): Html {
+  const w = words(view.lang);
+  const refused = Object.entries(view.optionsRefused ?? {}) as [OptionField, string][];
+  if (refused.length === 0)
+    return html`<p class="options-line" id="caldav-options"><strong>${w.optionsFollow}</strong> <span data-options-line>${view.optionsLine}</span>. <a href="${view.optionsUrl}">${w.optionsChange}</a></p>`;
+  return html`<div class="notice error" id="caldav-options-error" role="alert" data-options-refused>
+<p>${w.optionsRefused}</p>
+<ul>!${refused.map(([field, why]) => html`<li data-field="${field}"><strong>${w.optionFields[field]}:</strong> ${why}</li>`)}</ul>
+<p><a href="${view.optionsUrl}" autofocus>${w.optionsFix}</a></p>
+</div>`;
+}
+
+/** The options as the form's hidden fields (a repeated field once per value). */
+function optionInputs(view: CalDavConnectView): Html {
+  return Object.entries(view.optionFields)
+    .flatMap(([name, value]) => (typeof value === 'string' ? [value] : value).map((item) => [name, item] as const))
+    .map(([name, item]) => html`<input type="hidden" name="${name}" value="${item}">`)
+    .join('\n');
+}
+
+/** The provider's page where its app passwords are made, opened in a new tab. */
+const ACCOUNT_PAGES: Partial<Record<CalDavPreset, string>> = {
+  yandex: 'https://id.yandex.ru/security/app-passwords',
+  icloud: 'https://account.apple.com/',
+};
 
 /** The form of one provider. */
 function connectForm(view: CalDavConnectView, preset: CalDavPreset): Html {
@@ -271,11 +335,13 @@ function connectForm(view: CalDavConnectView, preset: CalDavPreset): Html {
 <h2 id="caldav-form-title">${w.presets[preset]}</h2>
 <details class="caldav-steps"!${view.error === undefined || !picking ? ' open' : ''}>
 <summary>${w.appPassword}</summary>
+!${accountLink(view, preset)}
 <ol class="steps">!${w.steps[preset].map((step) => html`<li>${step}</li>`)}</ol>
 </details>
 <form method="post" action="/caldav/connect" class="caldav-connect">
 <input type="hidden" name="source" value="${view.source}">
 <input type="hidden" name="preset" value="${preset}">
+!${optionInputs(view)}
 !${view.error === undefined ? '' : html`<p id="caldav-error" class="notice error" role="alert">${view.error}</p>`}
 !${address}
 <div class="field">
@@ -291,6 +357,14 @@ function connectForm(view: CalDavConnectView, preset: CalDavPreset): Html {
 <p><button type="submit">${w.submit}</button></p>
 </form>
 </section>`;
+}
+
+/** The link to the provider's page of app passwords, where it has one. */
+function accountLink(view: CalDavConnectView, preset: CalDavPreset): Html {
+  const href = ACCOUNT_PAGES[preset];
+  const label = words(view.lang).accountLink[preset];
+  if (href === undefined || label === undefined) return '';
+  return html`<p><a class="button secondary" href="${href}" target="_blank" rel="noopener noreferrer" data-account-link>${label}</a></p>`;
 }
 
 /** The account's calendars as radio buttons, when the server made none for us. */

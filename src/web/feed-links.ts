@@ -13,6 +13,41 @@ export interface FeedLinks {
   google: string;
   /** The «Уведомления в Telegram» link (`/telegram/start?…`), when the bot is on and its name known. */
   telegram?: string;
+  /** Google push's connect link with the same options (`/google/connect?source=…&subgroup=…`), when it is on. */
+  push?: string;
+  /** The CalDAV connect page with the same options, to choose a provider on, when CalDAV push is on. */
+  caldav?: string;
+  /** The CalDAV connect page with Yandex chosen, at its form. */
+  caldavYandex?: string;
+  /** The CalDAV connect page with iCloud chosen, at its form. */
+  caldavIcloud?: string;
+}
+
+/** The push links of {@link FeedLinks}, keyed as the preview endpoint answers them (the script rewrites each). */
+export type PushLinks = Pick<FeedLinks, 'push' | 'caldav' | 'caldavYandex' | 'caldavIcloud'>;
+
+/**
+ * The links that connect a push target of `source` following `options` (as the feed query names them): Google's
+ * connect route and the CalDAV connect page, each only where that push is on (`on`). A source key needs no
+ * escaping (`group:4242`); a personal source's links carry no token: both routes read the signed-in session.
+ */
+export function pushLinks(
+  source: string,
+  options: SubscriberOptions,
+  on: { google: boolean; caldav: boolean },
+  defaultTitle = DEFAULT_TITLE_TEMPLATE,
+): PushLinks {
+  const query = optionsQuery(options, defaultTitle).replace(/^\?/, '&');
+  const links: PushLinks = {};
+  if (on.google) links.push = `/google/connect?source=${source}${query}`;
+  if (on.caldav) {
+    const page = `/caldav/connect?source=${source}`;
+    links.caldav = `${page}${query}`;
+    // The form is far below the providers on a phone: a chosen provider's link lands on it.
+    links.caldavYandex = `${page}&preset=yandex${query}#caldav-form`;
+    links.caldavIcloud = `${page}&preset=icloud${query}#caldav-form`;
+  }
+  return links;
 }
 
 /**

@@ -40,7 +40,7 @@ const words = messages({
     savedApplied: 'Это ваши сохранённые настройки: адрес ленты без параметров уже их применяет.',
     refused: 'Настройки не применены: исправьте отмеченное поле.',
     saveLead:
-      'Сохранённые настройки действуют на адрес ленты без параметров: календари, уже подписанные на него, получат их сами, переподписываться не нужно. Параметры в самом адресе важнее сохранённых. В Google Календарь (прямая отправка) всегда уходит полное расписание.',
+      'Сохранённые настройки действуют на адрес ленты без параметров: календари, уже подписанные на него, получат их сами, переподписываться не нужно. Параметры в самом адресе важнее сохранённых. Календари с прямой отправкой следуют своим настройкам: они меняются на странице управления календарём.',
     save: 'Сохранить настройки',
     clear: 'Сбросить',
   },
@@ -64,7 +64,7 @@ const words = messages({
     savedApplied: 'These are your saved options: the feed address without parameters already applies them.',
     refused: 'The options are not applied: correct the marked field.',
     saveLead:
-      'Saved options apply to the feed URL without parameters: calendars subscribed to it already get them by themselves, with no need to subscribe again. Parameters in the URL itself win over saved ones. Google Calendar push always gets the whole timetable.',
+      'Saved options apply to the feed URL without parameters: calendars subscribed to it already get them by themselves, with no need to subscribe again. Parameters in the URL itself win over saved ones. Calendars pushed to follow their own options, changed on the calendar’s manage page.',
     save: 'Save options',
     clear: 'Reset',
   },
@@ -130,6 +130,8 @@ export interface OptionsFormView {
   savedApplied?: boolean | undefined;
   /** The personal page's: where the form's values are posted to be saved, and the outcome of the last save. */
   save?: { action: string; notice: Html } | undefined;
+  /** A push target's manage page: the form is a post to `action` with one button, the last save's outcome on top. */
+  post?: { action: string; label: string; notice: Html } | undefined;
 }
 
 /** The values a form field shows: as typed when given, else those of the options applied. */
@@ -235,15 +237,18 @@ export function optionsForm(view: OptionsFormView): Html {
   const refused = view.error ?? (Object.keys(view.fieldErrors ?? {}).length > 0 ? w.refused : undefined);
   const live = view.previewPath === undefined ? '' : html` data-options data-preview="${view.previewPath}"`;
   const save =
-    view.save === undefined
-      ? html`<button type="submit">${w.apply}</button>`
-      : html`<div class="row"><button type="submit" formmethod="post" formaction="${view.save.action}" name="action" value="save">${w.save}</button>
+    view.post !== undefined
+      ? html`<button type="submit">${view.post.label}</button>`
+      : view.save === undefined
+        ? html`<button type="submit">${w.apply}</button>`
+        : html`<div class="row"><button type="submit" formmethod="post" formaction="${view.save.action}" name="action" value="save">${w.save}</button>
 <button type="submit" formmethod="post" formaction="${view.save.action}" name="action" value="clear" class="secondary">${w.clear}</button>
 <button type="submit" class="secondary">${w.apply}</button></div>
 <p class="hint muted">${w.saveLead}</p>`;
-  return html`<form class="card options" id="options" method="get" action="${view.action}"!${live} aria-labelledby="options-heading">
+  const method = view.post === undefined ? 'get' : 'post';
+  return html`<form class="card options" id="options" method="${method}" action="${view.post?.action ?? view.action}"!${live} aria-labelledby="options-heading">
 <h2 id="options-heading">${w.heading}</h2>
-!${view.save?.notice ?? ''}
+!${view.save?.notice ?? view.post?.notice ?? ''}
 !${view.savedApplied ? html`<p class="notice" data-options-saved>${w.savedApplied}</p>` : ''}
 !${subgroup}!${kinds}!${alarm}!${title}
 <p class="notice error" role="alert" data-options-error data-refused="${w.refused}"!${refused === undefined ? ' hidden' : ''}>${refused ?? ''}</p>

@@ -1,12 +1,14 @@
 /**
  * The frame of a push target's pages, the same for every calendar kind: the manage page (the calendar's state,
- * its last push, the changes waiting, a copyable manage link, Disconnect), the page after Disconnect, and the
- * problem page. A kind passes in its own words and rows (google-manage-page.ts, caldav-manage-page.ts); the
+ * what it follows and the options form to change that, its last push, the changes waiting, a copyable manage
+ * link, Disconnect behind a ticked confirmation), the page after Disconnect, and the problem pages. A kind passes in its own words and rows (google-manage-page.ts, caldav-manage-page.ts); the
  * target arrives as a plain view model, so that no page depends on how a kind stores its targets.
  */
+import type { OptionField } from '../serving/errors.ts';
 import { type Html, html } from './html.ts';
 import { type Lang, messages } from './i18n.ts';
 import { page } from './layout.ts';
+import { type OptionsFormView, optionsForm } from './options-form.ts';
 
 /** What a target's status means to its page, whatever the kind calls it. */
 export type PushState = 'active' | 'paused' | 'needs-credential' | 'calendar-deleted';
@@ -48,6 +50,20 @@ export interface PushManageView {
   connectUrl: string;
   /** The university's time zone (times are shown in it). */
   timeZone: string;
+  /** What the calendar follows, and the form that changes it. */
+  options: PushOptionsView;
+  /** The Disconnect form was sent without its confirmation ticked. */
+  disconnectUnconfirmed?: boolean | undefined;
+}
+
+/** The manage page's options: the line of what the calendar follows and the form (options-form.ts) to change it. */
+export interface PushOptionsView {
+  /** «Весь поток», «Подгруппа 2, без лекций, …» (push-options-line.ts). */
+  line: string;
+  /** The options form, less its language and how it is sent (the frame posts it to `<base>/options`). */
+  form: Omit<OptionsFormView, 'lang' | 'action' | 'post' | 'save' | 'previewPath'>;
+  /** Just saved: the line before the change. */
+  saved?: { before: string } | undefined;
 }
 
 /** One row of the state's facts. */
@@ -101,6 +117,13 @@ const words = messages({
     copied: 'Скопировано',
     disconnectHeading: 'Отключить',
     disconnect: 'Отключить',
+    confirmDisconnect: 'Да, отключить этот календарь',
+    confirmMissing: 'Чтобы отключить календарь, отметьте флажок подтверждения.',
+    follows: 'В календаре',
+    saveOptions: 'Сохранить настройки',
+    optionsSaved: 'Настройки сохранены — календарь обновится в течение минуты.',
+    optionsChange: (before: string, after: string) => `Было: ${before}. Стало: ${after}.`,
+    optionsSame: 'Настройки не изменились.',
     disconnectedTitle: 'Календарь отключён',
     home: 'На главную',
   },
@@ -127,6 +150,13 @@ const words = messages({
     copied: 'Copied',
     disconnectHeading: 'Disconnect',
     disconnect: 'Disconnect',
+    confirmDisconnect: 'Yes, disconnect this calendar',
+    confirmMissing: 'To disconnect the calendar, tick the confirmation box.',
+    follows: 'In the calendar',
+    saveOptions: 'Save options',
+    optionsSaved: 'Options saved: the calendar is updated within a minute.',
+    optionsChange: (before: string, after: string) => `Was: ${before}. Now: ${after}.`,
+    optionsSame: 'The options did not change.',
     disconnectedTitle: 'Calendar disconnected',
     home: 'Home',
   },
@@ -149,6 +179,7 @@ export function pushManagePage(view: PushManageView, base: string, kind: PushKin
 <dl class="facts">
 <dt>${w.calendar}</dt><dd>${target.calendarName}</dd>
 !${kind.facts.map((fact) => html`<dt>${fact.term}</dt><dd!${fact.url ? ' class="url"' : ''}>${fact.value}</dd>`).join('\n')}
+<dt>${w.follows}</dt><dd data-options-line>${view.options.line}</dd>
 <dt>${w.status}</dt><dd data-status="${target.status}">${statusText(view, kind)}</dd>
 !${target.statusReason === undefined || !stopped ? '' : html`<dt>${w.why}</dt><dd>${target.statusReason}</dd>`}
 <dt>${w.lastPush}</dt><dd data-last-push>${lastPushText(view)}</dd>
@@ -157,6 +188,7 @@ export function pushManagePage(view: PushManageView, base: string, kind: PushKin
 </dl>
 !${kind.reconnect.includes(target.state) ? html`<p><a class="button" href="${view.connectUrl}">${w.reconnect}</a></p>` : ''}
 </section>
+!${optionsSection(view, base)}
 !${kind.sections ?? ''}
 <section class="card" aria-labelledby="manage-link">
 <h2 id="manage-link">${w.linkHeading}</h2>
@@ -170,10 +202,31 @@ export function pushManagePage(view: PushManageView, base: string, kind: PushKin
 <h2 id="disconnect">${w.disconnectHeading}</h2>
 <p class="muted">${kind.disconnectLead}</p>
 <form method="post" action="${base}/disconnect">
+!${view.disconnectUnconfirmed ? html`<p class="notice error" role="alert" id="disconnect-error">${w.confirmMissing}</p>` : ''}
 !${target.calendarOwned && kind.deleteCalendar !== undefined ? html`<p><label class="check"><input type="checkbox" name="deleteCalendar" value="yes"> ${kind.deleteCalendar}</label></p>` : ''}
+<p><label class="check"><input type="checkbox" name="confirm" value="yes" required!${view.disconnectUnconfirmed ? html` aria-invalid="true" aria-describedby="disconnect-error" autofocus` : ''}> ${w.confirmDisconnect}</label></p>
 <button type="submit" class="danger">${w.disconnect}</button>
 </form>
 </section>`,
+  });
+}
+
+/**
+ * The options form, posted to `<base>/options` and answered at `#options`: after a save it says so, what changed
+ * and what is waiting to be pushed; after a refusal each bad field says why, its value as typed.
+ */
+function optionsSection(view: PushManageView, base: string): Html {
+  const w = words(view.lang);
+  const saved = view.options.saved;
+  const notice =
+    saved === undefined
+      ? ''
+      : html`<p class="notice ok" role="status" data-options-saved-push>${w.optionsSaved} ${saved.before === view.options.line ? w.optionsSame : w.optionsChange(saved.before, view.options.line)} ${w.pending}: ${pendingText(view)}</p>`;
+  return optionsForm({
+    ...view.options.form,
+    lang: view.lang,
+    action: base,
+    post: { action: `${base}/options#options`, label: w.saveOptions, notice },
   });
 }
 
@@ -275,6 +328,43 @@ export function kindProblemPage<P extends string>(
     const all: Record<P | PushProblem, ProblemWords> = { ...problems(lang), ...own(lang) };
     return pushProblemPage({ lang, url, words: all[problem], ...(detail ? { detail } : {}) });
   };
+}
+
+const refusedWords = messages({
+  ru: {
+    title: 'Настройки не подходят',
+    lead: 'Календарь не подключён: эти настройки не подходят к расписанию.',
+    fields: { subgroup: 'Подгруппа', exclude: 'Скрытые занятия', alarm: 'Напоминание', title: 'Название' },
+    back: 'Изменить настройки на странице расписания',
+  },
+  en: {
+    title: 'Options do not fit',
+    lead: 'The calendar is not connected: these options do not fit the timetable.',
+    fields: { subgroup: 'Subgroup', exclude: 'Hidden classes', alarm: 'Reminder', title: 'Title' },
+    back: 'Change the options on the timetable’s page',
+  },
+});
+
+/** The page for push options that do not fit: each refused field with why, and the way back to change them. */
+export function pushOptionsRefusedPage(view: {
+  lang: Lang;
+  url: string;
+  refused: readonly { field: OptionField; why: string }[];
+  backUrl: string;
+}): Html {
+  const w = refusedWords(view.lang);
+  return page({
+    lang: view.lang,
+    url: view.url,
+    title: w.title,
+    private: true,
+    body: html`<h1>${w.title}</h1>
+<div class="notice error" role="alert" data-options-refused>
+<p>${w.lead}</p>
+<ul>!${view.refused.map(({ field, why }) => html`<li data-field="${field}"><strong>${w.fields[field]}:</strong> ${why}</li>`)}</ul>
+</div>
+<p><a class="button" href="${view.backUrl}" autofocus>${w.back}</a></p>`,
+  });
 }
 
 /** A friendly page for a problem; `detail` (the service's own words) may add why. */

@@ -9,7 +9,8 @@
  * Where the Telegram bot is on, «Уведомления в Telegram» follows the calendar menu (`links.telegram`).
  *
  * The elements the options change carry `data-link` / `data-qr`, so that the script can rewrite them in place
- * from the preview endpoint's answer (a link may appear in several calendars' steps; all are rewritten).
+ * from the preview endpoint's answer (a link may appear in several calendars' steps; all are rewritten). The push
+ * links (Google, CalDAV) are among them: a calendar connected from here follows the options chosen, as a feed does.
  */
 import type { FeedLinks } from './feed-links.ts';
 import { type Html, html } from './html.ts';
@@ -49,6 +50,9 @@ const words = messages({
       'Вставьте адрес календаря и подтвердите.',
     ],
     yandexOpen: 'Открыть Яндекс Календарь',
+    yandexPhone:
+      'На телефоне подписаться по адресу можно только в полной версии сайта: откройте calendar.yandex.ru в браузере и выберите в его меню «Версия для ПК» — или сделайте это на компьютере.',
+    yandexPushFirst: 'На телефоне проще всего отправка сразу: календарь сделает сервис.',
     yandexRefresh: 'Яндекс перечитывает такие календари несколько раз в сутки.',
     googleTitle: 'Google Календарь',
     google: 'Добавить в Google Календарь',
@@ -108,6 +112,9 @@ const words = messages({
       'Paste the calendar address and confirm.',
     ],
     yandexOpen: 'Open Yandex Calendar',
+    yandexPhone:
+      'On a phone, subscribing by address works on the full site only: open calendar.yandex.ru in the browser and choose “Desktop site” in its menu, or do it on a computer.',
+    yandexPushFirst: 'On a phone, pushing right away is the simplest: the service makes the calendar.',
     yandexRefresh: 'Yandex re-reads such calendars several times a day.',
     googleTitle: 'Google Calendar',
     google: 'Add to Google Calendar',
@@ -157,10 +164,6 @@ export interface SubscribeView {
   links: FeedLinks;
   /** The QR code of the feed URL (SVG made by the qrcode library from our own URL). */
   qrSvg: Html;
-  /** The push link, or undefined when Google push is not configured. */
-  pushUrl: string | undefined;
-  /** The CalDAV connect page of the timetable (`/caldav/connect?source=…`), or undefined when it is off. */
-  caldavUrl?: string | undefined;
   /** Where the page is read: orders the calendars, and leaves the QR code out on a phone. */
   platform: Platform;
   /** The in-page link to the feed options, when the page has them. */
@@ -190,7 +193,7 @@ export function subscribeBlock(view: SubscribeView): Html {
 !${options}
 <p class="ways-heading">${w.choose}</p>
 !${ways}
-!${view.caldavUrl === undefined ? '' : html`<p class="caldav-other">${w.caldavOther} <a href="${view.caldavUrl}" data-caldav="any">${w.caldav}</a></p>`}
+!${view.links.caldav === undefined ? '' : html`<p class="caldav-other">${w.caldavOther} <a href="${view.links.caldav}" data-caldav="any" data-link="caldav">${w.caldav}</a></p>`}
 !${qr}
 </div>
 </details>
@@ -218,11 +221,14 @@ const steps = (items: readonly string[]): Html =>
 const refresh = (w: Words, text: string): Html => html`<p class="refresh"><strong>${w.refresh}</strong> ${text}</p>`;
 const googleLink = (view: SubscribeView, w: Words): Html =>
   html`<a class="button" href="${view.links.google}" data-link="google" target="_blank" rel="noopener noreferrer">${w.google}</a>`;
-/** The CalDAV connect page with a provider chosen, after the subscription steps (push is the faster way). */
-const caldavLink = (view: SubscribeView, w: Words, preset: string): Html =>
-  view.caldavUrl === undefined
+/** The CalDAV connect page with a provider chosen, at its form, after the subscription steps (push is faster). */
+const caldavLink = (view: SubscribeView, w: Words, preset: 'yandex' | 'icloud'): Html => {
+  const key = preset === 'yandex' ? 'caldavYandex' : 'caldavIcloud';
+  const href = view.links[key];
+  return href === undefined
     ? ''
-    : html`<p>${w.caldavNote}</p><p><a class="button secondary" href="${view.caldavUrl}&amp;preset=${preset}" data-caldav="${preset}">${w.caldav}</a></p>`;
+    : html`<p>${w.caldavNote}</p><p><a class="button secondary" href="${href}" data-caldav="${preset}" data-link="${key}">${w.caldav}</a></p>`;
+};
 const pushLink = (pushUrl: string, w: Words): Html =>
   html`<a class="button secondary" href="${pushUrl}" data-link="push">${w.push}</a>`;
 
@@ -237,23 +243,34 @@ const WAYS: Record<CalendarId, (view: SubscribeView, w: Words) => { title: strin
     title: w.androidTitle,
     body: html`<p>${w.androidCannot}</p>
 <ul class="options-list">
-!${view.pushUrl === undefined ? '' : html`<li>!${pushLink(view.pushUrl, w)} — ${w.androidPush}</li>`}
+!${view.links.push === undefined ? '' : html`<li>!${pushLink(view.links.push, w)} — ${w.androidPush}</li>`}
 <li>!${googleLink(view, w)} ${w.androidComputer}</li>
 <li>${w.androidApp}</li>
 </ul>
 !${refresh(w, w.androidRefresh)}`,
   }),
-  yandex: (view, w) => ({
-    title: w.yandexTitle,
-    body: html`<p><a class="button secondary" href="https://calendar.yandex.ru/" target="_blank" rel="noopener noreferrer">${w.yandexOpen}</a></p>
-!${steps([w.copyFirst, ...w.yandexSteps])}!${refresh(w, w.yandexRefresh)}
+  yandex: (view, w) => {
+    const open = html`<p><a class="button secondary" href="https://calendar.yandex.ru/" target="_blank" rel="noopener noreferrer">${w.yandexOpen}</a></p>`;
+    const subscribe = html`!${steps([w.copyFirst, ...w.yandexSteps])}!${refresh(w, w.yandexRefresh)}`;
+    // Yandex's app and mobile site make no calendar by address: on a phone push leads, the full site follows.
+    if (isPhone(view.platform))
+      return {
+        title: w.yandexTitle,
+        body: html`!${view.links.caldavYandex === undefined ? '' : html`<p>${w.yandexPushFirst}</p>!${caldavLink(view, w, 'yandex')}`}
+<p class="hint" data-yandex-phone>${w.yandexPhone}</p>
+!${open}!${subscribe}`,
+      };
+    return {
+      title: w.yandexTitle,
+      body: html`!${open}!${subscribe}
 !${caldavLink(view, w, 'yandex')}`,
-  }),
+    };
+  },
   google: (view, w) => ({
     title: w.googleTitle,
     body: html`<p>!${googleLink(view, w)}</p>
 !${steps(w.googleSteps)}!${refresh(w, w.googleRefresh)}
-!${view.pushUrl === undefined ? '' : html`<p>${w.pushNote}</p><p>!${pushLink(view.pushUrl, w)}</p>`}`,
+!${view.links.push === undefined ? '' : html`<p>${w.pushNote}</p><p>!${pushLink(view.links.push, w)}</p>`}`,
   }),
   outlook: (_view, w) => ({
     title: w.outlookTitle,

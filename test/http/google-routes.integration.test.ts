@@ -341,7 +341,7 @@ describe('GET /google/callback', () => {
       method: 'POST',
       url: `${location}/disconnect`,
       headers: { ...form, origin: 'https://evil.example' },
-      payload: 'deleteCalendar=yes',
+      payload: 'deleteCalendar=yes&confirm=yes',
     });
     expect(forged.statusCode).toBe(403);
     expect(await g.ctx.google.targets.get(id)).toBeDefined();
@@ -349,7 +349,7 @@ describe('GET /google/callback', () => {
       method: 'POST',
       url: `${location}/disconnect`,
       headers: { ...form, origin: PUBLIC_URL },
-      payload: 'deleteCalendar=yes',
+      payload: 'deleteCalendar=yes&confirm=yes',
     });
     expect(done.statusCode).toBe(200);
     expect(done.body).toContain('отключён и удалён');

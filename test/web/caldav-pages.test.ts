@@ -8,6 +8,9 @@ const base = {
   name: 'ИВТ-21',
   backUrl: '/timetables/groups/4242',
   available: true,
+  optionFields: {},
+  optionsLine: 'Весь поток',
+  optionsUrl: '/timetables/groups/4242#options',
 };
 
 describe('the CalDAV connect page', () => {
@@ -47,6 +50,40 @@ describe('the CalDAV connect page', () => {
     // A calendar without a name is offered by its URL.
     expect(page).toContain('> https://dav.example.org/ivan/work/</label>');
     expect(page).toContain('role="alert"');
+  });
+
+  it('carries the options through every provider and the form, and says a misfit at the top with the way back', () => {
+    const typed = { subgroup: '2', exclude: ['лекция', 'семинар'] };
+    const page = caldavConnectPage({
+      ...base,
+      preset: 'icloud',
+      optionFields: typed,
+      optionsLine: 'Подгруппа 2, без лекций, семинаров',
+      optionsUrl: '/timetables/groups/4242?subgroup=2#options',
+    })
+      .replaceAll('&#61;', '=')
+      .replaceAll('&#38;', '&');
+    expect(page).toContain('<span data-options-line>Подгруппа 2, без лекций, семинаров</span>');
+    expect(page).toContain(
+      'href="/caldav/connect?source=group%3A4242&preset=yandex&subgroup=2&exclude=%D0%BB%D0%B5%D0%BA%D1%86%D0%B8%D1%8F&exclude=%D1%81%D0%B5%D0%BC%D0%B8%D0%BD%D0%B0%D1%80#caldav-form"',
+    );
+    expect(page).toContain(
+      '<input type="hidden" name="exclude" value="лекция">\n<input type="hidden" name="exclude" value="семинар">',
+    );
+    expect(page).toContain('href="https://account.apple.com/"');
+    const refused = caldavConnectPage({
+      ...base,
+      preset: 'yandex',
+      optionFields: { subgroup: '7' },
+      optionsLine: 'Подгруппа 7',
+      optionsRefused: { subgroup: 'В этом расписании нет подгруппы 7.' },
+      optionsUrl: '/timetables/groups/4242?subgroup=7#options',
+    }).replaceAll('&#61;', '=');
+    expect(refused).not.toContain('data-options-line');
+    expect(refused).toContain(
+      '<li data-field="subgroup"><strong>Подгруппа:</strong> В этом расписании нет подгруппы 7.</li>',
+    );
+    expect(refused).toContain('<a href="/timetables/groups/4242?subgroup=7#options" autofocus>');
   });
 
   it('says so, with no form, where the service cannot keep passwords', () => {

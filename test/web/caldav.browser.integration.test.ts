@@ -17,13 +17,15 @@ import { launchBrowser, sidewaysOverflow, WebStack, watchPageErrors } from '../s
 const USER = 'student';
 const PASSWORD = 'good-app-password-1';
 const NEW_PASSWORD = 'good-app-password-2';
+/** The login of the options test, whose password no other test changes. */
+const OPTIONS_USER = 'options-student';
 
 let stack: WebStack;
 let browser: Browser;
 let radicale: Radicale;
 
 beforeAll(async () => {
-  radicale = await startRadicale({ users: { [USER]: PASSWORD } });
+  radicale = await startRadicale({ users: { [USER]: PASSWORD, [OPTIONS_USER]: PASSWORD } });
   // Loopback Radicale takes far more than the production pace of 5 requests a second to one host.
   stack = await WebStack.start({ env: { CALDAV_RATE_LIMIT: '1000' } });
   browser = await launchBrowser();
@@ -54,6 +56,15 @@ function fact(page: Page, term: string): Promise<string | null> {
   return page.locator('dl.facts dt', { hasText: term }).locator('xpath=following-sibling::dd[1]').textContent();
 }
 
+/** The element is seen without scrolling: inside the 844 px high screen as the page opened. */
+async function expectInFirstScreen(page: Page, selector: string): Promise<void> {
+  const box = await page.locator(selector).boundingBox();
+  expect(box, `${selector} shown`).not.toBeNull();
+  const top = box?.y ?? -1;
+  expect(top, `${selector} below the first screen`).toBeGreaterThanOrEqual(0);
+  expect(top + (box?.height ?? 0), `${selector} below the first screen`).toBeLessThanOrEqual(844);
+}
+
 async function simulatorGroup(): Promise<{ id: number; name: string }> {
   const { groups } = (await (await fetch(`${stack.simulator.url}/_sim/groups`)).json()) as {
     groups: { id: number; name: string; entryCount: number }[];
@@ -75,7 +86,7 @@ describe('CalDAV push from the page', () => {
     if ((await page.locator('details.calendar-menu[open]').count()) === 0) await menu.click();
     // The Yandex and Apple steps offer push to that provider; below them, one link for every other server.
     expect(await page.locator('a[data-caldav="yandex"]').getAttribute('href')).toBe(
-      `/caldav/connect?source=group:${group.id}&preset=yandex`,
+      `/caldav/connect?source=group:${group.id}&preset=yandex#caldav-form`,
     );
     expect(await page.locator('a[data-caldav="icloud"]').count()).toBe(1);
     await page.locator('a[data-caldav="any"]').click();
@@ -165,6 +176,11 @@ describe('CalDAV push from the page', () => {
     expect(await page.locator('p.notice.ok').textContent()).toBe('Пароль принят, отправка возобновлена.');
     expect(await fact(page, 'Статус')).toBe('Работает');
 
+    // Disconnect asks for its confirmation ticked, as deleting a subscription does.
+    expect(
+      await page.locator('section[aria-labelledby="disconnect"] input[name="confirm"]').getAttribute('required'),
+    ).toBe('');
+    await page.locator('section[aria-labelledby="disconnect"] input[name="confirm"]').check();
     await page.locator('section[aria-labelledby="disconnect"] button[type="submit"]').click();
     await page.locator('h1', { hasText: 'Календарь отключён' }).waitFor();
     expect(await page.locator('p.notice').textContent()).toContain('отключён и удалён');
@@ -173,6 +189,75 @@ describe('CalDAV push from the page', () => {
     await expectFits(page);
 
     expect(errors).toEqual([]);
+    await context.close();
+  }, 120_000);
+
+  it('carries the page’s options into the calendar, says a misfit at the top, and edits them on the manage page', async () => {
+    const group = await simulatorGroup();
+    const { context, errors, page } = await openContext();
+    // Refused options and refused forms are answered 400 on purpose; the browser logs such a status as an error.
+    const unexpected = () => errors.filter((error) => !/status of 400/.test(error));
+    await page.goto(`${stack.url}/timetables/groups/${group.id}?alarm=15&title=%7Bпредмет%7D+%7Bаудитория%7D`);
+    const any = page.locator('a[data-caldav="any"]');
+    expect(await any.getAttribute('href')).toBe(
+      `/caldav/connect?source=group:${group.id}&alarm=15&title=%7Bsubject%7D+%7Broom%7D`,
+    );
+    await page.goto(`${stack.url}${await any.getAttribute('href')}`);
+    expect(await page.locator('[data-options-line]').textContent()).toBe(
+      'Напоминание за 15 минут, название «{предмет} {аудитория}»',
+    );
+    await page.locator('a[data-preset="other"]').click();
+    await page.waitForURL(/preset=other/);
+
+    // A subgroup the timetable does not have, sent with the form: said at the top, in the first screen, focused.
+    await page.goto(`${stack.url}/caldav/connect?source=group:${group.id}&preset=other&alarm=15&subgroup=77`);
+    await page.locator('#caldav-address').fill(radicale.url);
+    await page.locator('#caldav-username').fill(OPTIONS_USER);
+    await page.locator('#caldav-password').fill(PASSWORD);
+    await page.locator('form.caldav-connect button[type="submit"]').click();
+    await page.waitForURL(`${stack.url}/caldav/connect`);
+    const refused = page.locator('#caldav-options-error');
+    expect(await refused.textContent()).toContain('Подгруппа: В этом расписании нет подгруппы 77.');
+    await expectInFirstScreen(page, '#caldav-options-error');
+    expect(await page.evaluate('document.activeElement.getAttribute("href")')).toBe(
+      `/timetables/groups/${group.id}?subgroup=77&alarm=15#options`,
+    );
+    expect(await page.locator('#caldav-username').inputValue()).toBe(OPTIONS_USER);
+    expect(await stack.ctx.caldav.targets.idsForSource(`group:${group.id}`)).toEqual([]);
+    await expectFits(page);
+
+    await page.goto(`${stack.url}/caldav/connect?source=group:${group.id}&preset=other&alarm=15#caldav-form`);
+    await page.locator('#caldav-address').fill(radicale.url);
+    await page.locator('#caldav-username').fill(OPTIONS_USER);
+    await page.locator('#caldav-password').fill(PASSWORD);
+    await page.locator('form.caldav-connect button[type="submit"]').click();
+    await page.waitForURL(MANAGE_PATH);
+    const id = MANAGE_PATH.exec(page.url())?.[1] ?? '';
+    expect((await stack.ctx.caldav.targets.get(id))?.options).toEqual({ alarmMinutes: 15 });
+    expect(await fact(page, 'В календаре')).toBe('Напоминание за 15 минут');
+
+    // The options form: a refused title is said beside its field, in the first screen after the post.
+    await page.locator('#opt-title').fill('{комната}');
+    await page.locator('form#options button[type="submit"]').click();
+    await page.locator('#opt-title-error:not([hidden])').waitFor();
+    expect(await page.locator('#opt-title-error').textContent()).toMatch(/^Неизвестная подстановка «?\{комната\}/);
+    expect(await page.locator('#opt-title').inputValue()).toBe('{комната}');
+    await expectInFirstScreen(page, '#opt-title-error');
+    expect((await stack.ctx.caldav.targets.get(id))?.options).toEqual({ alarmMinutes: 15 });
+    await expectFits(page);
+
+    await page.locator('#opt-title').fill('{предмет}');
+    await page.locator('#opt-alarm').selectOption('30');
+    await page.locator('form#options button[type="submit"]').click();
+    await page.locator('[data-options-saved-push]').waitFor();
+    expect(await page.locator('[data-options-saved-push]').textContent()).toContain(
+      'Настройки сохранены — календарь обновится в течение минуты. Было: Напоминание за 15 минут. Стало: Напоминание за 30 минут, название «{предмет}».',
+    );
+    await expectInFirstScreen(page, '[data-options-saved-push]');
+    expect((await stack.ctx.caldav.targets.get(id))?.options).toEqual({ alarmMinutes: 30, titleTemplate: '{subject}' });
+    await expectFits(page);
+
+    expect(unexpected()).toEqual([]);
     await context.close();
   }, 120_000);
 
@@ -207,7 +292,10 @@ describe('CalDAV push from the page', () => {
       `/caldav/connect?source=personal:${subscription.id}`,
     );
     await page.goto(connect);
-    expect(await page.locator('#caldav-form .steps').textContent()).toContain('appleid.apple.com');
+    // Where the app password is made is a link, not text to retype.
+    expect(await page.locator('#caldav-form a[data-account-link]').getAttribute('href')).toBe(
+      'https://account.apple.com/',
+    );
     expect(await page.locator('#caldav-form').textContent()).toContain('https://caldav.icloud.com');
     await expectFits(page);
     expect(errors.filter((error) => !/status of 403/.test(error))).toEqual([]);

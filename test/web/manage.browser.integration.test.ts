@@ -121,6 +121,7 @@ describe('managing a Google connection in a browser', () => {
     expect(cookies.find((cookie) => cookie.name === 'tts-manage')).toMatchObject({ httpOnly: true });
 
     await elsewhere.check('input[name="deleteCalendar"]');
+    await elsewhere.check('input[name="confirm"]');
     await elsewhere.click('form[action$="/disconnect"] button[type="submit"]');
     await elsewhere.waitForURL(`${stack.url}/google/targets/${targetId}/disconnect`);
     expect(await elsewhere.textContent('h1')).toBe('Календарь отключён');
@@ -257,15 +258,19 @@ describe('the personal controls in a browser', () => {
     const newToken = /\/feeds\/personal\/([A-Za-z0-9_-]+)\.ics$/.exec(newFeed)?.[1] as string;
     await expectFits(page);
 
-    // Push to Google: the link carries no feed token; the session cookie stands for it.
+    // Push to Google: the link carries no feed token (the session cookie stands for it), and the saved options,
+    // which the pushed calendar follows as the feed does.
     const pushHref = (await page.getAttribute('[data-link="push"]', 'href')) as string;
-    expect(pushHref).toBe(`/google/connect?source=${subscription.source}`);
+    expect(pushHref).toBe(`/google/connect?source=${subscription.source}&${new URLSearchParams({ exclude: kind })}`);
     expect(pushHref).not.toContain(newToken);
     await page.click('[data-link="push"]');
     await page.waitForURL(MANAGE_PATH);
     expect(await page.textContent('h1')).toBe('Google Календарь подключён');
     const calendarName = (await fact(page, 'Календарь')) as string;
     expect(calendarName).toBeTruthy();
+    expect(await fact(page, 'В календаре')).toMatch(/^Без /);
+    const pushedId = MANAGE_PATH.exec(new URL(page.url()).pathname)?.[1] as string;
+    expect((await stack.ctx.google.targets.get(pushedId))?.options).toEqual({ excludeKinds: [kind] });
     await expectFits(page);
 
     // Deleting asks for the box to be ticked (the browser refuses the form without it).

@@ -1,0 +1,77 @@
+/**
+ * The feed options a push target is to follow, read from a page's query or form (`subgroup`, `exclude`, `alarm`,
+ * `title`, named as in a feed URL) and checked against the timetable as its page checks them: the connect page,
+ * Google's connect route and the manage pages' options form all read them here. Empty fields are no option, a
+ * title equal to the timetable's default is none; a refused field keeps what was typed, so that the page can show
+ * it again beside the reason.
+ */
+import type { OptionRefusedError } from '../serving/errors.ts';
+import { mergeOptionValues, optionsMisfits } from '../serving/variant-render.ts';
+import type { SnapshotStore } from '../store/snapshot-store.ts';
+import { defaultTitleTemplate, type OptionValues, optionValuesOf } from '../timetable/event-text.ts';
+import { type SourceKey, sourceOf } from '../timetable/source.ts';
+import type { SubscriberOptions } from '../timetable/types.ts';
+import { optionsQuery } from '../web/feed-links.ts';
+import { filledOptionFields, readSubscriberOptions } from './subscriber-query.ts';
+
+/** What reading push options needs: the subgroups and kinds a timetable has (ever had). */
+export interface PushOptionsFormDeps {
+  readonly snapshots: Pick<SnapshotStore, 'optionValues' | 'snapshot'>;
+}
+
+/** The options of a query or form, as typed and as read. */
+export interface ChosenPushOptions {
+  /** The option fields that hold something, as typed (a refused value included). */
+  typed: Record<string, string | string[]>;
+  /** The options read; meaningful only when nothing was refused. */
+  options: SubscriberOptions;
+  /** A refusal per bad field (its `fieldWords` say why, beside the field); empty when the options fit. */
+  refused: OptionRefusedError[];
+  /** The subgroups and kinds the timetable offers, for a form. */
+  values: OptionValues;
+  /** The timetable's title template when none is chosen. */
+  defaultTitle: string;
+}
+
+/** Reads and checks the push options in `fields` (a parsed query string or form) for a calendar of `source`. */
+export async function readPushOptions(
+  ctx: PushOptionsFormDeps,
+  source: SourceKey,
+  fields: unknown,
+): Promise<ChosenPushOptions> {
+  const defaultTitle = defaultTitleTemplate(sourceOf(source).kind);
+  const typed = filledOptionFields(textFields(fields), defaultTitle);
+  const [stored, snapshot] = await Promise.all([ctx.snapshots.optionValues(source), ctx.snapshots.snapshot(source)]);
+  const values = snapshot === undefined ? stored : mergeOptionValues(stored, optionValuesOf(snapshot.entries));
+  const read = readSubscriberOptions(typed);
+  const refused = [...read.refused, ...optionsMisfits(values, read.options)];
+  return { typed, options: read.options, refused, values, defaultTitle };
+}
+
+/**
+ * The query string (`&subgroup=2&alarm=15`, or empty) of option fields as typed, to carry them through links
+ * (a provider's choice, the way back to the timetable's page) without reading them again.
+ */
+export function typedQuery(typed: Readonly<Record<string, string | readonly string[]>>): string {
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(typed))
+    for (const item of typeof value === 'string' ? [value] : value) params.append(name, item);
+  const query = params.toString();
+  return query === '' ? '' : `&${query}`;
+}
+
+/** The query string of options read (`?subgroup=2`), for a timetable of `source`; empty for none. */
+export function optionsQueryOf(source: SourceKey, options: SubscriberOptions): string {
+  return optionsQuery(options, defaultTitleTemplate(sourceOf(source).kind));
+}
+
+/** The string and string-array fields of a parsed query or form; anything else is no field. */
+function textFields(fields: unknown): Record<string, string | string[]> {
+  const kept: Record<string, string | string[]> = {};
+  if (typeof fields !== 'object' || fields === null) return kept;
+  for (const [name, value] of Object.entries(fields)) {
+    if (typeof value === 'string') kept[name] = value;
+    else if (Array.isArray(value) && value.every((item) => typeof item === 'string')) kept[name] = value;
+  }
+  return kept;
+}
