@@ -75,7 +75,7 @@ async function personalCookies(screen: Screen) {
   const context = await browser.newContext(screen.context);
   const page = await context.newPage();
   await page.goto(`${stack.url}/`);
-  const field = page.locator('form[action="/timetables/personal"] [name="credential"]');
+  const field = page.locator('form.sign-in [name="credential"]');
   await field.fill(credential);
   await Promise.all([page.waitForURL('**/timetables/personal**'), field.press('Enter')]);
   const cookie = (await context.cookies()).find((candidate) => candidate.name === PERSONAL_COOKIE);
