@@ -461,6 +461,30 @@ const SETTINGS = {
     default: '30/15m',
     example: '100/15m',
   }),
+  failedSignUpsPerAccepted: setting('FAILED_SIGN_UPS_PER_ACCEPTED', positiveNumber(1, true, 100), {
+    group: 'limits',
+    meaning:
+      "How much a client's failure budget (`FAILED_SIGN_UPS_PER_CLIENT`) grows for each distinct credential the " +
+      'university accepted from it within `ACCEPTED_CREDENTIALS_WINDOW`, beyond the first: a campus NAT that has ' +
+      "shown 200 students gets room for their typos, a lone guesser's budget stays the base. Capped by " +
+      '`FAILED_SIGN_UPS_MAX_PER_CLIENT`.',
+    default: '1',
+    example: '2',
+  }),
+  acceptedCredentialsWindowMs: setting('ACCEPTED_CREDENTIALS_WINDOW', duration('24h', 3_600_000), {
+    group: 'limits',
+    meaning: "How long a credential the university accepted from a client widens that client's failure budget.",
+    default: '24h',
+    example: '12h',
+  }),
+  failedSignUpsMaxPerClient: setting('FAILED_SIGN_UPS_MAX_PER_CLIENT', positiveNumber(100, true, 10_000), {
+    group: 'limits',
+    meaning:
+      'The most a grown failure budget of one client holds, per the period of `FAILED_SIGN_UPS_PER_CLIENT` (never ' +
+      'less than its base count). It bounds the university checks one address may spend on guesses.',
+    default: '100',
+    example: '300',
+  }),
   signUpsInFlightPerClient: setting('SIGN_UPS_IN_FLIGHT_PER_CLIENT', positiveNumber(8, true, 1_000), {
     group: 'limits',
     meaning:

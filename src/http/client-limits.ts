@@ -89,11 +89,17 @@ const NOTHING_SENT = [UpstreamBusyError, UpstreamBudgetError, SecretKeyMissingEr
 export interface ClientLimitsDeps {
   readonly config: Pick<
     Config,
-    RateSetting | 'failedSignUpsPerClient' | 'failedSignUpsTotal' | 'signUpsInFlightPerClient'
+    | RateSetting
+    | 'failedSignUpsPerClient'
+    | 'failedSignUpsTotal'
+    | 'signUpsInFlightPerClient'
+    | 'failedSignUpsPerAccepted'
+    | 'acceptedCredentialsWindowMs'
+    | 'failedSignUpsMaxPerClient'
   >;
   readonly redis: RedisClient;
   readonly keys: Pick<RedisKeys, 'rateLimit'>;
-  readonly knownCredentials: Pick<KnownCredentials, 'has'>;
+  readonly knownCredentials: Pick<KnownCredentials, 'has' | 'acceptedFrom' | 'acceptedCount'>;
 }
 
 /** The limits of one app, on the service's Redis. */
@@ -152,21 +158,49 @@ export class ClientLimits {
    * sooner than a wrong one; an unknown credential from a client out of failure tokens is not sent at all. A
    * guesser there learns from the answer only whether a guess is a credential known here, and gets anything
    * only for one the university accepts now, which the credential itself gives at the university anyway.
+   *
+   * A client's failure budget grows with the distinct credentials the university accepted from it recently
+   * ({@link failureBudget}): first-time credentials behind a NAT that many people use get through their
+   * neighbours' typos. The budget is read before every check, whatever the credential, so a right guess is
+   * answered no sooner than a wrong one; a credential accepted is counted after its answer is known.
    */
   async credentialCheck<T>(ip: string, credential: string, check: () => Promise<T>): Promise<T> {
     const client = clientKeys(ip);
-    const own = this.ownBuckets('sign-up:failures', client, this.ctx.config.failedSignUpsPerClient);
+    const own = this.ownBuckets('sign-up:failures', client, await this.failureBudget(client.client));
     const all = this.bucket('sign-up:failures:total', this.ctx.config.failedSignUpsTotal);
     if (!(await this.ctx.knownCredentials.has(credential))) await this.refuseGuesser(own, all);
     const release = this.startCheck(client.client);
     try {
-      return await this.spend('sign-up', ip, check);
+      const result = await this.spend('sign-up', ip, check);
+      await this.ctx.knownCredentials.acceptedFrom(
+        client.client,
+        credential,
+        this.ctx.config.acceptedCredentialsWindowMs,
+      );
+      return result;
     } catch (error) {
       if (GUESS_OUTCOMES.some((type) => error instanceof type)) await this.buckets.charge([...own, all]);
       throw error;
     } finally {
       release();
     }
+  }
+
+  /**
+   * The failure budget of `client`: the base (`FAILED_SIGN_UPS_PER_CLIENT`), plus `FAILED_SIGN_UPS_PER_ACCEPTED`
+   * for each distinct credential beyond the first that the university accepted from it within
+   * `ACCEPTED_CREDENTIALS_WINDOW`, at most `FAILED_SIGN_UPS_MAX_PER_CLIENT` (never below the base), over the
+   * base's period. One person's own credential does not widen it: a lone guesser keeps the base.
+   */
+  private async failureBudget(client: string): Promise<Rate> {
+    const {
+      failedSignUpsPerClient: base,
+      failedSignUpsPerAccepted: per,
+      failedSignUpsMaxPerClient: max,
+    } = this.ctx.config;
+    const accepted = await this.ctx.knownCredentials.acceptedCount(client, this.ctx.config.acceptedCredentialsWindowMs);
+    const grown = base.count + per * Math.max(0, accepted - 1);
+    return { count: Math.max(base.count, Math.min(max, grown)), periodMs: base.periodMs };
   }
 
   /** Refuses a client out of failure tokens, and one with a recent failure while everybody is out of them. */

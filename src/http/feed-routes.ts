@@ -133,7 +133,7 @@ export async function registerFeedRoutes(
         const { id, fromMemory } = await personalMatch(tokens, request.params.token);
         const source = sourceKey({ kind: 'personal', id });
         // Kept from revocation by sign-ups on other devices while a calendar polls it.
-        tokenUse.record(id, request.params.token);
+        tokenUse.record(id, request.params.token, request.headers['user-agent']);
         // The URL's own options win; without any, the ones its owner saved.
         const query = parseSubscriberQuery(request.query);
         const own = query.canonical === '' ? await saved.get(id) : undefined;

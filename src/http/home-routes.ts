@@ -4,8 +4,9 @@
  * that fails or is limited, the groups still show, with a note), and opens the one timetable found at once (303),
  * and `POST /timetables/personal` signs a person up with their university credential under the same
  * limits as `POST /api/subscriptions`, keeps the subscription in this browser and sends it on to the personal
- * page (303). A credential that is refused, limited or cannot be checked shows the form again, saying why; the
- * credential is never echoed.
+ * page (303). A credential that is refused, limited or cannot be checked shows the form again, saying why, opened at
+ * the error (home-page.ts); the credential is never echoed. A sign-in opens a browser session, never a feed URL
+ * (subscriptions/personal.ts `signIn`).
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
@@ -16,7 +17,7 @@ import { SignUpContentionError } from '../store/errors.ts';
 import type { GroupDirectory } from '../store/group-directory.ts';
 import type { SubscriptionStore } from '../store/subscription-store.ts';
 import { CredentialCheckError, CredentialRejectedError } from '../subscriptions/errors.ts';
-import { signUp } from '../subscriptions/personal.ts';
+import { signIn } from '../subscriptions/personal.ts';
 import type { Employee } from '../upstream/directory-schema.ts';
 import {
   UpstreamAuthError,
@@ -50,7 +51,7 @@ const PERSONAL_PAGE = '/timetables/personal';
 /** What `/` and its sign-in read and sign up with. */
 export type HomeRouteDeps = PersonalSessionDeps &
   TeacherSearchDeps &
-  Parameters<typeof signUp>[0] & {
+  Parameters<typeof signIn>[0] & {
     readonly config: Pick<Config, 'universityTokenHelpUrl'>;
     readonly directory: Pick<GroupDirectory, 'search' | 'example'>;
     readonly subscriptions: Pick<SubscriptionStore, 'canStoreCredentials'>;
@@ -100,10 +101,10 @@ export async function registerHomeRoutes(
       if (credential === '') return again(400, { kind: 'empty' });
       if (credential.length > 4096 || !/^[\t\x20-\x7e]+$/.test(credential)) return again(400, { kind: 'invalid' });
       try {
-        const { subscription, token } = await limits.credentialCheck(request.ip, credential, () =>
-          signUp(ctx, credential, request.log),
+        const { subscription, session } = await limits.credentialCheck(request.ip, credential, () =>
+          signIn(ctx, credential, request.log),
         );
-        setPersonalSession(ctx, reply, subscription.id, token);
+        setPersonalSession(ctx, reply, subscription.id, session);
         return reply.code(303).header('location', PERSONAL_PAGE).header('cache-control', 'no-store').send();
       } catch (error) {
         const refusal = signInRefusal(error);

@@ -1,6 +1,7 @@
 /**
- * The owner's actions on a personal subscription from its page, for the browser signed in to it (the
- * `tts-personal` cookie): save feed options, rotate the feed URL, sign out, delete. Each is a form post,
+ * The owner's actions on a personal subscription from its page, for the browser signed in to it (its session
+ * cookie, personal-session.ts): save feed options, rotate the feed URL, revoke one feed URL, sign out, delete.
+ * Each is a form post,
  * checked to come from our own pages, answered with a 303 back to a page and a `?done=` word it shows. A
  * browser without a live session is sent to `/` to sign in (a rotation by way of the personal page, so that
  * one tab's stale rotation does not clear the cookie another tab's rotation just set).
@@ -9,7 +10,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { OptionRefusedError } from '../serving/errors.ts';
 import { optionsMisfits } from '../serving/variant-render.ts';
 import type { SnapshotStore } from '../store/snapshot-store.ts';
-import { deleteSubscription, rotateFeedToken, saveFeedOptions } from '../subscriptions/personal.ts';
+import type { SubscriptionStore } from '../store/subscription-store.ts';
+import { deleteSubscription, revokeFeedUrl, rotateFeedToken, saveFeedOptions } from '../subscriptions/personal.ts';
 import type { SubscriberOptions } from '../timetable/types.ts';
 import { optionsRefusedPage, PERSONAL_ACTIONS, type PersonalDone } from '../web/personal-manage.ts';
 import { acceptForms, type FormFields, formOf } from './form-body.ts';
@@ -19,6 +21,7 @@ import {
   type PersonalSession,
   type PersonalSessionDeps,
   readPersonalSession,
+  sessionCookie,
   setPersonalSession,
 } from './personal-session.ts';
 import { filledOptionFields, readSubscriberOptions } from './subscriber-query.ts';
@@ -29,7 +32,10 @@ const PERSONAL_PAGE = '/timetables/personal';
 export type PersonalRouteDeps = PersonalSessionDeps &
   Parameters<typeof saveFeedOptions>[0] &
   Parameters<typeof rotateFeedToken>[0] &
-  Parameters<typeof deleteSubscription>[0] & { readonly snapshots: Pick<SnapshotStore, 'optionValues'> };
+  Parameters<typeof deleteSubscription>[0] & {
+    readonly snapshots: Pick<SnapshotStore, 'optionValues'>;
+    readonly subscriptions: Pick<SubscriptionStore, 'openSession' | 'closeSession'>;
+  };
 
 /** Registers the personal subscription's form actions (in a scope of their own that reads form bodies). */
 export async function registerPersonalRoutes(app: FastifyInstance, ctx: PersonalRouteDeps): Promise<void> {
@@ -61,10 +67,30 @@ export async function registerPersonalRoutes(app: FastifyInstance, ctx: Personal
       // A token already gone here is most likely another tab's rotation, whose new cookie this browser may hold
       // by now: the cookie is left alone and the page, which reads it, decides (it sends a dead one to sign in).
       const session = await readPersonalSession(ctx, request);
-      const token = session && (await rotateFeedToken(ctx, session.subscription, session.token, request.log));
+      const token = session && (await rotateFeedToken(ctx, session.subscription, session.holder, request.log));
       if (session === undefined || token === undefined) return redirect(reply, PERSONAL_PAGE);
-      setPersonalSession(ctx, reply, session.subscription.id, token);
+      if ('token' in session.holder) {
+        // Signed in before sessions, by the feed token just revoked: the browser gets a session instead.
+        const opened = await ctx.subscriptions.openSession(session.subscription.id, ctx.now());
+        if (opened !== undefined) setPersonalSession(ctx, reply, session.subscription.id, opened);
+      }
       return back(reply, 'rotated');
+    });
+
+    scope.post(PERSONAL_ACTIONS.revokeUrl, async (request, reply) => {
+      const session = await signedIn(ctx, request, reply);
+      if (session === undefined) return reply;
+      const form = formOf(request.body);
+      const key = typeof form.url === 'string' ? form.url : '';
+      if (form.confirm !== 'yes') return back(reply, 'confirm-revoke', '#feed-urls');
+      const revoked = await revokeFeedUrl(ctx, session.subscription, key, request.log);
+      if (revoked === undefined) return back(reply, 'url-gone', '#feed-urls');
+      // Signed in before sessions by the very URL revoked: that browser signs in again.
+      if ('token' in session.holder && !(await ctx.subscriptions.verifyToken(session.subscription.id, session.token))) {
+        clearPersonalSession(ctx, reply);
+        return leave(reply, 'signed-out');
+      }
+      return back(reply, revoked === 'page' ? 'page-url-revoked' : 'url-revoked', '#feed-urls');
     });
 
     scope.post(PERSONAL_ACTIONS.delete, async (request, reply) => {
@@ -78,6 +104,8 @@ export async function registerPersonalRoutes(app: FastifyInstance, ctx: Personal
 
     scope.post(PERSONAL_ACTIONS.signOut, async (request, reply) => {
       requireSameOrigin(ctx, request);
+      const current = sessionCookie(request);
+      if (current !== undefined) await ctx.subscriptions.closeSession(current.id, current.session);
       clearPersonalSession(ctx, reply);
       return leave(reply, 'signed-out');
     });

@@ -1,52 +1,83 @@
 /**
  * The browser session of a personal timetable: after signing in on the page, the browser keeps the
- * subscription's id and one of its feed tokens in an `HttpOnly` cookie, so that the personal page and its
- * actions need no token in a URL. The cookie is `SameSite=Lax`: another site's form posts arrive without it.
- * Value: `<subscription id>.<feed token>` (both base64url).
+ * subscription's id and the secret of a session of its own in an `HttpOnly` cookie (`tts-session`), so that the
+ * personal page and its actions need no token in a URL. A session is not a feed URL: sessions live in a set of
+ * their own (store/subscription-store.ts), expire on their own, and a sign-in never revokes a URL a calendar
+ * reads. The page shows the subscription's own feed URL, whose token the store keeps sealed.
+ *
+ * Browsers signed in before sessions hold `tts-personal` = `<subscription id>.<feed token>`: they stay signed
+ * in while that feed token works (the page shows its URL, as it did), until they sign in again or out. The
+ * cookies are `SameSite=Lax`: another site's form posts arrive without them. Values are base64url.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Subscription, SubscriptionStore } from '../store/subscription-store.ts';
+import { SESSION_DAYS, type Subscription, type SubscriptionStore } from '../store/subscription-store.ts';
 import { clearCookie, readCookie, setCookie } from './cookies.ts';
 import type { PageDeps } from './pages.ts';
 
+/** The session cookie: `<subscription id>.<session secret>`. */
+export const SESSION_COOKIE = 'tts-session';
+/** The cookie of browsers signed in before sessions: `<subscription id>.<feed token>`. */
 export const PERSONAL_COOKIE = 'tts-personal';
-/** A year: the feed URL it holds works until rotated or deleted anyway. */
-const MAX_AGE_SECONDS = 365 * 24 * 3600;
+/** As long as the session lasts on the server. */
+const MAX_AGE_SECONDS = SESSION_DAYS * 24 * 3600;
 const VALUE = /^([A-Za-z0-9_-]{16,64})\.([A-Za-z0-9_-]{16,128})$/;
 
 export interface PersonalSession {
   subscription: Subscription;
-  /** The feed token this browser holds (its feed URL is `/feeds/personal/<token>.ics`). */
+  /** The feed token whose URL the page shows (`/feeds/personal/<token>.ics`): the subscription's own. */
   token: string;
+  /** How this browser proves it is signed in: its session secret, or (signed in before sessions) its feed token. */
+  holder: { session: string } | { token: string };
 }
 
-/** What reading a session checks its token with (setting and clearing the cookie need only {@link PageDeps}). */
+/** What reading a session checks it with (setting and clearing the cookie need only {@link PageDeps}). */
 export interface PersonalSessionDeps extends PageDeps {
-  readonly subscriptions: Pick<SubscriptionStore, 'verifyToken' | 'get'>;
+  readonly subscriptions: Pick<SubscriptionStore, 'verifyToken' | 'verifySession' | 'pageToken' | 'get' | 'feedUrls'>;
 }
 
-/** Remembers a signed-in subscription in this browser. */
-export function setPersonalSession(ctx: PageDeps, reply: FastifyReply, id: string, token: string): void {
-  setCookie(reply, ctx.config.publicUrl, PERSONAL_COOKIE, `${id}.${token}`, { maxAge: MAX_AGE_SECONDS });
+/** Remembers a signed-in session in this browser (and forgets a cookie from before sessions). */
+export function setPersonalSession(ctx: PageDeps, reply: FastifyReply, id: string, session: string): void {
+  setCookie(reply, ctx.config.publicUrl, SESSION_COOKIE, `${id}.${session}`, { maxAge: MAX_AGE_SECONDS });
+  clearCookie(reply, ctx.config.publicUrl, PERSONAL_COOKIE);
 }
 
 /** Forgets it (sign out, or the subscription was deleted). */
 export function clearPersonalSession(ctx: PageDeps, reply: FastifyReply): void {
   clearCookie(reply, ctx.config.publicUrl, PERSONAL_COOKIE);
+  clearCookie(reply, ctx.config.publicUrl, SESSION_COOKIE);
+}
+
+/** The session secret and subscription id this browser's cookie holds, unchecked; undefined without one. */
+export function sessionCookie(request: FastifyRequest): { id: string; session: string } | undefined {
+  const match = VALUE.exec(readCookie(request.headers.cookie, SESSION_COOKIE) ?? '');
+  if (match === null) return undefined;
+  const [, id, session] = match as unknown as [string, string, string];
+  return { id, session };
 }
 
 /**
- * The subscription this browser is signed in to, when its cookie holds a live token of an existing
- * subscription; undefined otherwise (no cookie, a revoked token, a deleted subscription).
+ * The subscription this browser is signed in to, when its cookie holds a live session of an existing
+ * subscription that has a page URL (or a live feed token, from before sessions); undefined otherwise (no
+ * cookie, a closed or expired session, a revoked token, a deleted subscription).
  */
 export async function readPersonalSession(
   ctx: PersonalSessionDeps,
   request: FastifyRequest,
 ): Promise<PersonalSession | undefined> {
+  const current = sessionCookie(request);
+  if (current !== undefined) {
+    if (!(await ctx.subscriptions.verifySession(current.id, current.session))) return undefined;
+    const [subscription, token] = await Promise.all([
+      ctx.subscriptions.get(current.id),
+      ctx.subscriptions.pageToken(current.id),
+    ]);
+    if (subscription === undefined || token === undefined) return undefined;
+    return { subscription, token, holder: { session: current.session } };
+  }
   const match = VALUE.exec(readCookie(request.headers.cookie, PERSONAL_COOKIE) ?? '');
   if (match === null) return undefined;
   const [, id, token] = match as unknown as [string, string, string];
   if (!(await ctx.subscriptions.verifyToken(id, token))) return undefined;
   const subscription = await ctx.subscriptions.get(id);
-  return subscription === undefined ? undefined : { subscription, token };
+  return subscription === undefined ? undefined : { subscription, token, holder: { token } };
 }

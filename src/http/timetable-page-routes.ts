@@ -209,7 +209,13 @@ class TimetablePages {
       view.lead = html`<p class="lead">${groupWord(lang)} <a href="/timetables/groups/${String(subscription.group.id)}">${subscription.group.name}</a></p>`;
     view.extra = [
       planSection(await studyPlanView(this.ctx, subscription), lang),
-      personalManageSection({ lang, subscription, done: request.query.done }),
+      personalManageSection({
+        lang,
+        subscription,
+        done: request.query.done,
+        urls: await this.ctx.subscriptions.feedUrls(subscription.id),
+        timezone: this.ctx.config.timezone,
+      }),
     ].join('');
     return sendPage(reply, timetablePage(view), { status: refusedStatus(view), cacheControl: PERSONAL_CACHE });
   }

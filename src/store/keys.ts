@@ -38,12 +38,18 @@ export interface RedisKeys {
   subscription(id: string): string;
   /** STRING: subscription id, keyed by the SHA-256 of its secret feed token. */
   subscriptionToken(tokenHash: string): string;
-  /** ZSET: the live feed token hashes of a subscription, scored by the order they were issued in (at most 5). */
+  /** ZSET: the live feed token hashes of a subscription, scored by when each was last used (ms). */
   subscriptionTokens(id: string): string;
+  /** ZSET: the browser session hashes of a subscription, scored by when each expires (ms). */
+  subscriptionSessions(id: string): string;
+  /** STRING with a TTL: subscription id, keyed by the SHA-256 of a browser session's secret. */
+  subscriptionSession(sessionHash: string): string;
   /** STRING: the subscription of one owner, `user:<university user id>` or `credential:<keyed digest>`. */
   subscriptionOwner(owner: string): string;
   /** STRING with a TTL: a credential the university accepted, keyed by its keyed digest (known-credentials.ts). */
   knownCredential(digest: string): string;
+  /** ZSET with a TTL: keyed digests of credentials the university accepted from one client, scored by when (ms). */
+  acceptedFrom(client: string): string;
   /** STRING: set once the subscriptions made before owners were indexed have been indexed. */
   readonly subscriptionOwnersIndexed: string;
   /** STRING: set once the state stored as plain JSON by earlier releases has been packed (state-packing.ts). */
@@ -180,8 +186,11 @@ export function redisKeys(prefix: string): RedisKeys {
     subscription: (id) => `${prefix}:subscription:${id}`,
     subscriptionToken: (tokenHash) => `${prefix}:subscription-token:${tokenHash}`,
     subscriptionTokens: (id) => `${prefix}:subscription-tokens:${id}`,
+    subscriptionSessions: (id) => `${prefix}:subscription-sessions:${id}`,
+    subscriptionSession: (sessionHash) => `${prefix}:subscription-session:${sessionHash}`,
     subscriptionOwner: (owner) => `${prefix}:subscription-owner:${owner}`,
     knownCredential: (digest) => `${prefix}:known-credential:${digest}`,
+    acceptedFrom: (client) => `${prefix}:accepted-from:${client}`,
     subscriptionOwnersIndexed: `${prefix}:subscription-owners-indexed`,
     statePacked: `${prefix}:state-packed`,
     feedFormsDropped: `${prefix}:feed-forms-dropped`,

@@ -4,7 +4,9 @@
 -- before use times were kept carry their issue number, far below any time: they go first, oldest first. The
 -- new token scores above every other (now, or 1 ms past the highest), so that tokens issued within one
 -- millisecond still go in issue order. A token from before token sets (the hash's `tokenHash` field) joins the
--- set first, as the least recently used. The credential version goes up and `statusReason` goes: the
+-- set first, as the least recently used. The page's own URL (the hash's `pageTokenHash`) is neither counted nor
+-- revoked here: it is what the personal page shows its signed-in browsers, and a sign-up through the API must not
+-- take it away. A revoked token's read record (`read:<hash>`) goes with it. The credential version goes up and `statusReason` goes: the
 -- credential was just verified. The group fields go too, and come back with the pairs when the profile just
 -- read names a group. A revocation is announced.
 --
@@ -34,15 +36,23 @@ if legacy then
   redis.call('ZADD', KEYS[2], 0, legacy)
   redis.call('HDEL', KEYS[1], 'tokenHash')
 end
-local excess = redis.call('ZCARD', KEYS[2]) + 1 - tonumber(ARGV[6 + n])
+local page = redis.call('HGET', KEYS[1], 'pageTokenHash')
+local counted = redis.call('ZCARD', KEYS[2])
+if page and redis.call('ZSCORE', KEYS[2], page) then counted = counted - 1 end
+local excess = counted + 1 - tonumber(ARGV[6 + n])
 local revoke = {}
-if excess > 0 then revoke = redis.call('ZRANGE', KEYS[2], 0, excess - 1) end
+if excess > 0 then
+  for _, hash in ipairs(redis.call('ZRANGE', KEYS[2], 0, excess)) do
+    if hash ~= page and #revoke < excess then revoke[#revoke + 1] = hash end
+  end
+end
 for _, hash in ipairs(revoke) do
   if not index[hash] then return -2 end
 end
 for _, hash in ipairs(revoke) do
   redis.call('ZREM', KEYS[2], hash)
   redis.call('DEL', index[hash])
+  redis.call('HDEL', KEYS[1], 'read:' .. hash)
 end
 redis.call('HINCRBY', KEYS[1], 'tokenSeq', 1)
 local score = tonumber(ARGV[5 + n])

@@ -1,8 +1,18 @@
 /**
  * Personal subscriptions in Redis. One HASH per subscription holds its public fields and the university
  * credential sealed with the secret box (bound to the subscription id); a ZSET holds the SHA-256 of each of
- * its live secret feed tokens (at most {@link MAX_LIVE_TOKENS}), scored by when each was last used, and a STRING keyed by each hash leads from a
- * feed URL to the subscription. Neither the credential nor a token is ever stored in plain text. One owner (a
+ * its live secret feed tokens, scored by when each was last used, and a STRING keyed by each hash leads from a
+ * feed URL to the subscription. Neither the credential nor a token is ever stored in plain text.
+ *
+ * Feed URLs and browser sessions are apart. A feed URL is what a calendar reads: at most {@link MAX_LIVE_TOKENS}
+ * of them issued by sign-ups through the API, plus the page's own URL, the one the personal page shows every
+ * browser signed in to it (its token sealed in the hash as `pageToken`, its hash as `pageTokenHash`: the page
+ * must show it again, and only the secret box opens it). When a feed URL is read, when and by what kind of
+ * client is kept in the hash (`read:<token hash>`, a word of a fixed list). A browser session is what a sign-in
+ * on the page opens: a secret of its own in the browser's cookie, its SHA-256 in a ZSET of the subscription's
+ * sessions (at most {@link MAX_SESSIONS}, each expiring {@link SESSION_DAYS} days after the sign-in) and a
+ * STRING with the same expiry leading to the subscription. A sign-in therefore never revokes a feed URL; the
+ * oldest session is closed instead. One owner (a
  * university user, or an id-less credential) has one subscription: a STRING per owner leads to it, and signing
  * up again issues another token to it. A counter, `credentialVersion`, goes up with every credential stored,
  * so that a refresh can only reject the credential it actually used. Whatever stops feed tokens from working
@@ -28,6 +38,8 @@ import {
   DROP_OWNER,
   GONE,
   ISSUE_TOKEN,
+  OPEN_SESSION,
+  PAGE_TOKEN,
   REVOKE_TOKEN,
   ROTATE_TOKENS,
   STALE,
@@ -93,10 +105,37 @@ export interface IssuedSubscription {
   created: boolean;
   /** How many of its least recently used tokens this issue revoked (beyond {@link MAX_LIVE_TOKENS}). */
   revoked: number;
+  /**
+   * For a sign-in on the page ({@link SubscriptionStore.create} with `page`): whether `token`, the page's own
+   * URL, was issued now (false: the subscription had it, and this is its copy).
+   */
+  pageTokenIssued?: boolean;
 }
 
-/** Feed tokens of one subscription that work at once; issuing one more revokes the least recently used. */
+/**
+ * Feed tokens issued through the API that work at once; issuing one more revokes the least recently used. The
+ * page's own URL is one more, never counted and never revoked by an issue.
+ */
 export const MAX_LIVE_TOKENS = 5;
+
+/** Browser sessions of one subscription at once; a sign-in beyond them closes the oldest. */
+export const MAX_SESSIONS = 10;
+
+/** Days a browser session lasts after its sign-in. */
+export const SESSION_DAYS = 90;
+
+/** A feed URL of a subscription as its owner sees it listed: never the token, a short part of its hash. */
+export interface FeedUrlView {
+  /** The first {@link URL_KEY_LENGTH} hex digits of the token's hash: names it in a revocation. */
+  key: string;
+  /** Whether it is the page's own URL (the one the personal page shows). */
+  page: boolean;
+  /** When a client last read it and what kind of client that was; undefined when none has since it was kept. */
+  read?: { at: number; client: string };
+}
+
+/** Hex digits of a token hash that name its feed URL to its owner (64 bits: unique among a subscription's few). */
+export const URL_KEY_LENGTH = 16;
 
 /**
  * How often a write guarded by `tokenSeq` is tried again after another write to the same subscription got in
@@ -134,6 +173,14 @@ function credentialContext(id: string): string {
   return `subscription:${id}:credential`;
 }
 
+/** The associated data that binds the sealed page URL token to its subscription. */
+function pageTokenContext(id: string): string {
+  return `subscription:${id}:page-token`;
+}
+
+/** How a rotation's holder proves it: by a live browser session, or (signed in before sessions) a live feed token. */
+export type TokenHolder = { session: string } | { token: string };
+
 /** Personal subscriptions: create, look up by id or feed token, read the credential, mark, replace, delete. */
 export class SubscriptionStore {
   private readonly redis: RedisClient;
@@ -164,18 +211,182 @@ export class SubscriptionStore {
    * person's feed URLs as they were). Throws SignUpContentionError when other writes to the same subscription
    * kept getting in between.
    */
-  async create(input: NewSubscription, options: { pending?: boolean } = {}): Promise<IssuedSubscription> {
+  async create(
+    input: NewSubscription,
+    options: { pending?: boolean; page?: boolean } = {},
+  ): Promise<IssuedSubscription> {
     const owner = this.ownerOf(input.upstreamUserId, input.credential);
     const max = MAX_LIVE_TOKENS + (options.pending ? 1 : 0);
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
       const existing = await this.redis.get(this.keys.subscriptionOwner(owner));
-      const issued =
-        existing === null
-          ? await this.createUnlessOwned(owner, input)
-          : await this.issueToken(existing, owner, input, max);
+      let issued: IssuedSubscription | undefined;
+      if (existing === null) issued = await this.createUnlessOwned(owner, input, options.page ?? false);
+      else if (options.page) issued = await this.signInExisting(existing, owner, input);
+      else issued = await this.issueToken(existing, owner, input, max);
       if (issued !== undefined) return issued;
     }
     throw new SignUpContentionError();
+  }
+
+  /**
+   * A sign-in on the page to the existing subscription `id` of `owner`: the credential just checked is stored
+   * (as {@link issueToken} stores it) and the page's own URL is the token answered, issued now when the
+   * subscription has none (no other token is revoked for it). Undefined when it is gone (its owner index is
+   * then dropped): the caller reads again.
+   */
+  private async signInExisting(
+    id: string,
+    owner: string,
+    input: NewSubscription,
+  ): Promise<IssuedSubscription | undefined> {
+    const fields = {
+      credential: this.box.seal(input.credential, credentialContext(id)),
+      name: input.name,
+      status: 'active',
+      updatedAt: String(input.now),
+      ...(input.group ? groupFields(input.group) : {}),
+    };
+    const remove = ['statusReason', ...(input.group ? [] : ['groupId', 'groupName'])];
+    if (!(await this.update(id, fields, { bumpVersion: true, remove }))) {
+      await DROP_OWNER.run(this.redis, [this.keys.subscriptionOwner(owner)], [id]);
+      return undefined;
+    }
+    let token = await this.pageToken(id);
+    let pageTokenIssued = false;
+    if (token === undefined) {
+      token = await this.issuePageToken(id, input.now);
+      pageTokenIssued = true;
+    }
+    const subscription = await this.get(id);
+    if (subscription === undefined || token === undefined) return undefined;
+    return { subscription, token, created: false, revoked: 0, pageTokenIssued };
+  }
+
+  /**
+   * The page's own feed token of subscription `id`, opened from its sealed copy; undefined when it has none (or
+   * it no longer works, or cannot be opened under this SECRET_KEY).
+   */
+  async pageToken(id: string): Promise<string | undefined> {
+    if (!SUBSCRIPTION_ID.test(id)) return undefined;
+    const [sealed, hash] = await this.redis.hmget(this.keys.subscription(id), 'pageToken', 'pageTokenHash');
+    if (!sealed || !hash) return undefined;
+    let token: string;
+    try {
+      token = this.box.open(sealed, pageTokenContext(id));
+    } catch {
+      return undefined;
+    }
+    return hashToken(token) === hash ? token : undefined;
+  }
+
+  /**
+   * Issues the page's own feed URL of subscription `id` unless it has one (then that one is answered, when it
+   * can be opened): revokes nothing. Undefined when the subscription is gone.
+   */
+  async issuePageToken(id: string, now: number): Promise<string | undefined> {
+    if (!SUBSCRIPTION_ID.test(id)) return undefined;
+    for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+      const token = randomToken();
+      const tokenHash = hashToken(token);
+      const result = await PAGE_TOKEN.run(
+        this.redis,
+        [this.keys.subscription(id), this.keys.subscriptionTokens(id), this.keys.subscriptionToken(tokenHash)],
+        [id, tokenHash, String(now), this.box.seal(token, pageTokenContext(id))],
+      );
+      if (result === GONE) return undefined;
+      if (result === 1) return token;
+      const kept = await this.pageToken(id);
+      if (kept !== undefined) return kept;
+      // A page URL that cannot be opened (sealed under another key): revoked, and issued anew.
+      const hash = await this.redis.hget(this.keys.subscription(id), 'pageTokenHash');
+      if (hash) await this.revokeByHash(id, hash);
+    }
+    throw new SignUpContentionError();
+  }
+
+  /**
+   * Opens a browser session of subscription `id` (a sign-in on the page), closing the oldest beyond
+   * {@link MAX_SESSIONS}. Answers its secret, the only copy (the browser's cookie keeps it), or undefined when
+   * the subscription is gone. Throws SignUpContentionError when other sign-ins kept getting in between.
+   */
+  async openSession(id: string, now: number): Promise<string | undefined> {
+    if (!SUBSCRIPTION_ID.test(id)) return undefined;
+    const token = randomToken();
+    const sessionHash = hashToken(token);
+    for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+      const open = await this.redis.zrange(this.keys.subscriptionSessions(id), '0', '-1');
+      const result = await OPEN_SESSION.run(
+        this.redis,
+        [
+          this.keys.subscription(id),
+          this.keys.subscriptionSessions(id),
+          this.keys.subscriptionSession(sessionHash),
+          ...open.map((hash) => this.keys.subscriptionSession(hash)),
+        ],
+        [id, sessionHash, String(now), String(SESSION_DAYS * 86_400_000), String(MAX_SESSIONS), ...open],
+      );
+      if (result === GONE) return undefined;
+      if (result === STALE) continue;
+      return token;
+    }
+    throw new SignUpContentionError();
+  }
+
+  /** Whether `session` is a live browser session of subscription `id` (compared in constant time). */
+  async verifySession(id: string, session: string): Promise<boolean> {
+    if (!SUBSCRIPTION_ID.test(id) || session === '') return false;
+    const owner = await this.redis.get(this.keys.subscriptionSession(hashToken(session)));
+    return owner !== null && constantTimeEqual(owner, id);
+  }
+
+  /** Closes a browser session of subscription `id` (its sign-out). No-op for one that is not live. */
+  async closeSession(id: string, session: string): Promise<void> {
+    if (!SUBSCRIPTION_ID.test(id)) return;
+    const sessionHash = hashToken(session);
+    if (!(await this.verifySession(id, session))) return;
+    await this.redis
+      .multi()
+      .del(this.keys.subscriptionSession(sessionHash))
+      .zrem(this.keys.subscriptionSessions(id), sessionHash)
+      .exec();
+  }
+
+  /** How many browser sessions of subscription `id` are open now. */
+  async sessionCount(id: string, now: number): Promise<number> {
+    if (!SUBSCRIPTION_ID.test(id)) return 0;
+    return this.redis.zcount(this.keys.subscriptionSessions(id), `(${now}`, '+inf');
+  }
+
+  /**
+   * The live feed URLs of subscription `id`, the page's own first, then the most recently read first: for its
+   * owner to see which calendars read which, and revoke one.
+   */
+  async feedUrls(id: string): Promise<FeedUrlView[]> {
+    if (!SUBSCRIPTION_ID.test(id)) return [];
+    const [{ tokens }, fields] = await Promise.all([
+      this.tokenState(id),
+      this.redis.hgetall(this.keys.subscription(id)),
+    ]);
+    const views = tokens.map((hash): FeedUrlView => {
+      const read = parseRead(fields[`read:${hash}`]);
+      return { key: hash.slice(0, URL_KEY_LENGTH), page: hash === fields.pageTokenHash, ...(read ? { read } : {}) };
+    });
+    return views.sort((a, b) => Number(b.page) - Number(a.page) || (b.read?.at ?? 0) - (a.read?.at ?? 0));
+  }
+
+  /**
+   * Revokes the feed URL of subscription `id` that its owner names by `key` ({@link FeedUrlView.key}). Answers
+   * `page` when that was the page's own URL (none is issued in its place here), `other` for another one,
+   * undefined when no live URL has that key.
+   */
+  async revokeFeedUrl(id: string, key: string): Promise<'page' | 'other' | undefined> {
+    if (!SUBSCRIPTION_ID.test(id) || !/^[0-9a-f]+$/.test(key) || key.length !== URL_KEY_LENGTH) return undefined;
+    const { tokens } = await this.tokenState(id);
+    const hash = tokens.find((candidate) => candidate.startsWith(key));
+    if (hash === undefined) return undefined;
+    const result = await this.revokeByHash(id, hash);
+    if (result === 2) return 'page';
+    return result === 1 ? 'other' : undefined;
   }
 
   /**
@@ -192,12 +403,18 @@ export class SubscriptionStore {
    * token is not, or no longer, one of subscription `id`'s.
    */
   async revokeToken(id: string, token: string): Promise<void> {
-    const tokenHash = hashToken(token);
-    await REVOKE_TOKEN.run(
+    if (!SUBSCRIPTION_ID.test(id)) return;
+    await this.revokeByHash(id, hashToken(token));
+  }
+
+  /** Revokes the token with hash `tokenHash` of subscription `id`: 2 when it was the page's URL, 1 another, 0 none. */
+  private async revokeByHash(id: string, tokenHash: string): Promise<number> {
+    const result = await REVOKE_TOKEN.run(
       this.redis,
-      [this.keys.subscriptionTokens(id), this.keys.subscriptionToken(tokenHash)],
+      [this.keys.subscriptionTokens(id), this.keys.subscriptionToken(tokenHash), this.keys.subscription(id)],
       [tokenHash, id, ...this.announcement('tokens', id)],
     );
+    return Number(result);
   }
 
   /**
@@ -226,14 +443,18 @@ export class SubscriptionStore {
   }
 
   /**
-   * Replaces every feed token of subscription `id` with one new one, for the holder of the live token
-   * `oldToken`: every old feed URL (a leaked one included) stops working at once. Answers the new token (its
-   * only copy), or undefined when `oldToken` is not a live token of `id` or the subscription is gone. Throws
+   * Replaces every feed token of subscription `id` with one new one, the page's own URL from now on, for the
+   * holder of a live browser session (or of a live token, signed in before sessions): every old feed URL (a
+   * leaked one included) stops working at once; browser sessions stay. Answers the new token, or undefined when
+   * the holder's session or token is not live for `id` or the subscription is gone. Throws
    * SignUpContentionError when other token writes kept getting in between.
    */
-  async rotateToken(id: string, oldToken: string, now: number): Promise<string | undefined> {
+  async rotateToken(id: string, holder: TokenHolder, now: number): Promise<string | undefined> {
     if (!SUBSCRIPTION_ID.test(id)) return undefined;
-    const oldHash = hashToken(oldToken);
+    const holderKey =
+      'session' in holder
+        ? this.keys.subscriptionSession(hashToken(holder.session))
+        : this.keys.subscriptionToken(hashToken(holder.token));
     const token = randomToken();
     const tokenHash = hashToken(token);
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
@@ -243,11 +464,18 @@ export class SubscriptionStore {
         [
           this.keys.subscription(id),
           this.keys.subscriptionTokens(id),
-          this.keys.subscriptionToken(oldHash),
+          holderKey,
           this.keys.subscriptionToken(tokenHash),
           ...tokens.map((hash) => this.keys.subscriptionToken(hash)),
         ],
-        [id, seq, tokenHash, String(now), ...this.announcement('tokens', id)],
+        [
+          id,
+          seq,
+          tokenHash,
+          String(now),
+          this.box.seal(token, pageTokenContext(id)),
+          ...this.announcement('tokens', id),
+        ],
       );
       if (result === STALE) continue;
       if (result !== 1) return undefined;
@@ -257,13 +485,18 @@ export class SubscriptionStore {
   }
 
   /**
-   * Records that `token`, a live token of subscription `id`, was used at `now` (its feed was fetched): issuing
-   * one more token beyond {@link MAX_LIVE_TOKENS} revokes the least recently used. No-op for a token that is
-   * not in the subscription's set (revoked meanwhile). One write; callers throttle it.
+   * Records that `token`, a live token of subscription `id`, was read at `now` by a client of kind `client` (a
+   * word of a fixed list: serving/token-use.ts): issuing one more token beyond {@link MAX_LIVE_TOKENS} revokes
+   * the least recently used, and its owner sees when and by what each URL was read. No-op for a token that is
+   * not in the subscription's set (revoked meanwhile). One script; callers throttle it.
    */
-  async recordTokenUse(id: string, token: string, now: number): Promise<void> {
-    if (!SUBSCRIPTION_ID.test(id)) return;
-    await TOUCH_TOKEN.run(this.redis, [this.keys.subscriptionTokens(id)], [hashToken(token), String(now)]);
+  async recordTokenUse(id: string, token: string, now: number, client = 'other'): Promise<void> {
+    if (!SUBSCRIPTION_ID.test(id) || !/^[a-z0-9-]{1,20}$/.test(client)) return;
+    await TOUCH_TOKEN.run(
+      this.redis,
+      [this.keys.subscriptionTokens(id), this.keys.subscription(id)],
+      [hashToken(token), String(now), client],
+    );
   }
 
   /**
@@ -300,7 +533,11 @@ export class SubscriptionStore {
   }
 
   /** A new subscription with its first token, unless `owner` has one (then undefined: the caller reads it). */
-  private async createUnlessOwned(owner: string, input: NewSubscription): Promise<IssuedSubscription | undefined> {
+  private async createUnlessOwned(
+    owner: string,
+    input: NewSubscription,
+    page: boolean,
+  ): Promise<IssuedSubscription | undefined> {
     const id = randomToken(ID_BYTES);
     const token = randomToken();
     const tokenHash = hashToken(token);
@@ -319,6 +556,8 @@ export class SubscriptionStore {
       credential: this.box.seal(input.credential, credentialContext(id)),
       credentialVersion: '1',
       ...(input.upstreamUserId === null ? { credentialDigest: this.credentialDigest(input.credential) } : {}),
+      // Signed in on the page: its first token is the page's own URL.
+      ...(page ? { pageToken: this.box.seal(token, pageTokenContext(id)), pageTokenHash: tokenHash } : {}),
     };
     const owned = await CREATE_UNLESS_OWNED.run(
       this.redis,
@@ -330,7 +569,8 @@ export class SubscriptionStore {
       ],
       [id, tokenHash, String(input.now), ...Object.entries(fields).flat()],
     );
-    return owned === id ? { subscription, token, created: true, revoked: 0 } : undefined;
+    if (owned !== id) return undefined;
+    return { subscription, token, created: true, revoked: 0, ...(page ? { pageTokenIssued: true } : {}) };
   }
 
   /**
@@ -518,9 +758,22 @@ export class SubscriptionStore {
       const args = [id, seq, String(tokens.length), ...this.announcement('gone', id)];
       const result = await DELETE_SUBSCRIPTION.run(this.redis, keys, args);
       if (result === STALE) continue;
+      if (result === 1) await this.closeSessions(id);
       return result === 1;
     }
     throw new SignUpContentionError();
+  }
+
+  /**
+   * Closes every browser session of a deleted subscription. Apart from the deletion: a session left by a sign-in
+   * racing it leads to an id no subscription will have again (ids are random), and expires by itself.
+   */
+  private async closeSessions(id: string): Promise<void> {
+    const open = await this.redis.zrange(this.keys.subscriptionSessions(id), '0', '-1');
+    await this.redis.del(
+      this.keys.subscriptionSessions(id),
+      ...open.map((hash) => this.keys.subscriptionSession(hash)),
+    );
   }
 
   /**
@@ -604,6 +857,12 @@ function parseFeedOptions(text: string | null | undefined): SubscriberOptions | 
   } catch {
     return undefined;
   }
+}
+
+/** A read record (`<ms> <client>`) back; undefined when there is none or it is unreadable. */
+function parseRead(text: string | undefined): { at: number; client: string } | undefined {
+  const match = /^(\d+) ([a-z0-9-]{1,20})$/.exec(text ?? '');
+  return match ? { at: Number(match[1]), client: match[2] as string } : undefined;
 }
 
 /** Token hashes looked up per pipeline: a few tens of KiB per round trip. */

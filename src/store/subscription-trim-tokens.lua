@@ -1,5 +1,6 @@
 -- Revokes the least recently used tokens of a subscription beyond `max` (store/subscription-store.ts): a
--- sign-up let one more in until its new token was safely stored. A revocation is announced.
+-- sign-up let one more in until its new token was safely stored. The page's own URL (`pageTokenHash`) is neither
+-- counted nor revoked; a revoked token's read record goes with it. A revocation is announced.
 --
 -- KEYS[1]        the subscription hash
 -- KEYS[2]        its token set
@@ -18,15 +19,22 @@ if (redis.call('HGET', KEYS[1], 'tokenSeq') or '0') ~= ARGV[1] then return -2 en
 local n = tonumber(ARGV[2])
 local index = {}
 for i = 1, n do index[ARGV[2 + i]] = KEYS[2 + i] end
-local excess = redis.call('ZCARD', KEYS[2]) - tonumber(ARGV[3 + n])
+local page = redis.call('HGET', KEYS[1], 'pageTokenHash')
+local counted = redis.call('ZCARD', KEYS[2])
+if page and redis.call('ZSCORE', KEYS[2], page) then counted = counted - 1 end
+local excess = counted - tonumber(ARGV[3 + n])
 if excess <= 0 then return 0 end
-local revoke = redis.call('ZRANGE', KEYS[2], 0, excess - 1)
+local revoke = {}
+for _, hash in ipairs(redis.call('ZRANGE', KEYS[2], 0, excess)) do
+  if hash ~= page and #revoke < excess then revoke[#revoke + 1] = hash end
+end
 for _, hash in ipairs(revoke) do
   if not index[hash] then return -2 end
 end
 for _, hash in ipairs(revoke) do
   redis.call('ZREM', KEYS[2], hash)
   redis.call('DEL', index[hash])
+  redis.call('HDEL', KEYS[1], 'read:' .. hash)
 end
 redis.call('PUBLISH', ARGV[#ARGV - 1], ARGV[#ARGV])
 return #revoke

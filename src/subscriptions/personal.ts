@@ -12,12 +12,19 @@ import type { RedisClient } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
 import type { PushKindTargets } from '../push/adapter.ts';
 import { DecryptionError, SecretKeyMissingError } from '../security/errors.ts';
+import { SignUpContentionError } from '../store/errors.ts';
 import { announceFeedUpdate } from '../store/feed-updates.ts';
 import type { GroupDirectory } from '../store/group-directory.ts';
 import type { RedisKeys } from '../store/keys.ts';
 import type { KnownCredentials } from '../store/known-credentials.ts';
 import type { SourceRegistry } from '../store/registry.ts';
-import type { IssuedSubscription, Subscription, SubscriptionStore } from '../store/subscription-store.ts';
+import type {
+  IssuedSubscription,
+  NewSubscription,
+  Subscription,
+  SubscriptionStore,
+  TokenHolder,
+} from '../store/subscription-store.ts';
 import type { SubscriberOptions } from '../timetable/types.ts';
 import { CredentialRefusedError, CredentialRejectedError } from './errors.ts';
 import { type Profile, type ProfileDeps, profileCalendarName, verifiedProfile } from './profile.ts';
@@ -25,6 +32,13 @@ import { stopFollowing } from './push-disconnect.ts';
 
 /** A subscription and its new feed token, the only copy of it there will ever be. */
 export type SignedUp = IssuedSubscription;
+
+/** A sign-in on the page: the subscription, and the secret of the browser session it opened (for the cookie). */
+export interface SignedIn {
+  subscription: Subscription;
+  session: string;
+  created: boolean;
+}
 
 /**
  * What checking a credential with the university uses: the university, the store that must be able to seal the
@@ -68,10 +82,10 @@ export type DeleteSubscriptionDeps = ForgetSourceDeps &
     readonly knownCredentials: Pick<KnownCredentials, 'forget'>;
   };
 
-/** What {@link rotateFeedToken} uses. */
+/** What {@link rotateFeedToken} and {@link revokeFeedUrl} use. */
 export interface RotateFeedTokenDeps {
   readonly logger: Logger;
-  readonly subscriptions: Pick<SubscriptionStore, 'rotateToken' | 'revokeToken'>;
+  readonly subscriptions: Pick<SubscriptionStore, 'rotateToken' | 'revokeToken' | 'revokeFeedUrl' | 'issuePageToken'>;
   readonly disk: Pick<DiskWaiter, 'wait'>;
   /** Epoch ms. */
   readonly now: () => number;
@@ -108,25 +122,9 @@ export async function signUp(
   credential: string,
   log: Pick<Logger, 'info'> = ctx.logger,
 ): Promise<SignedUp> {
-  requireCredentialStorage(ctx);
-  const profile = await checkedProfile(ctx, credential);
-  // The university just named this group: the directory learns it, whether or not the sign-up goes on.
-  if (profile.group) await ctx.directory.record(profile.group.id, profile.group.name);
-  const owner = ctx.subscriptions.ownerOf(profile.id, credential);
-  // Sign-ups of one person take turns. The store alone already ends simultaneous ones with one subscription;
-  // the lock spares them retrying against each other, and keeps a rollback from racing the next sign-up.
-  return withLock(ctx.redis, ctx.keys.lock(`sign-up:${owner}`), SIGN_UP_LOCK_MS, async () => {
+  return asOwner(ctx, credential, async (input) => {
     // Pending: the person's other tokens all stay live until the new one is known to last.
-    const issued = await ctx.subscriptions.create(
-      {
-        credential,
-        name: profileCalendarName(profile),
-        upstreamUserId: profile.id,
-        group: profile.group,
-        now: ctx.now(),
-      },
-      { pending: true },
-    );
+    const issued = await ctx.subscriptions.create(input, { pending: true });
     await startRefreshing(ctx, issued);
     // The token is shown once: it must survive a Redis crash right after the answer (appendfsync everysec).
     // Waited for under the lock, so that a rollback never races the next sign-up.
@@ -146,6 +144,68 @@ export async function signUp(
     log.info({ subscription: id, revokedTokens: revoked }, 'personal subscription signed up again');
     return { ...issued, revoked };
   });
+}
+
+/**
+ * Signs a person in on the page: the credential is checked and stored as {@link signUp} does, but what the
+ * browser gets is a session of its own, not a feed URL. A new subscription's first token becomes the page's own
+ * feed URL; an existing subscription keeps every feed URL it has (a sign-in revokes none: the URL a calendar
+ * reads stays), and gets a page URL only when it has none yet. Beyond the most sessions the oldest session is
+ * closed. The answer waits until the session (and a page URL issued now) is on Redis's disk; when it cannot be,
+ * both are taken back (a new subscription deleted) and Redis's error thrown. Throws as {@link signUp}.
+ */
+export async function signIn(
+  ctx: SignUpDeps & { readonly subscriptions: Pick<SubscriptionStore, 'openSession' | 'closeSession'> },
+  credential: string,
+  log: Pick<Logger, 'info'> = ctx.logger,
+): Promise<SignedIn> {
+  return asOwner(ctx, credential, async (input) => {
+    const issued = await ctx.subscriptions.create(input, { page: true });
+    const { id } = issued.subscription;
+    const fresh = issued.created || issued.pageTokenIssued === true;
+    // Only what was issued now is taken back on failure: a page URL the subscription had stays.
+    const undo: IssuedSubscription = fresh ? issued : { ...issued, token: '' };
+    await startRefreshing(ctx, undo);
+    let session: string | undefined;
+    await rollBackOnFailure(ctx, undo, async () => {
+      session = await ctx.subscriptions.openSession(id, ctx.now());
+      if (session === undefined) throw new SignUpContentionError();
+      await ctx.disk.wait().catch(async (error: unknown) => {
+        if (session !== undefined) await ctx.subscriptions.closeSession(id, session).catch(() => undefined);
+        throw error;
+      });
+    });
+    if (session === undefined) throw new SignUpContentionError();
+    log.info({ subscription: id, created: issued.created }, 'personal subscription signed in on the page');
+    return { subscription: issued.subscription, session, created: issued.created };
+  });
+}
+
+/**
+ * Checks `credential` with the university, records the group its profile names, and runs `step` with the new
+ * subscription's fields under the owner's lock: sign-ups and sign-ins of one person take turns.
+ */
+async function asOwner<T>(
+  ctx: SignUpDeps,
+  credential: string,
+  step: (input: NewSubscription) => Promise<T>,
+): Promise<T> {
+  requireCredentialStorage(ctx);
+  const profile = await checkedProfile(ctx, credential);
+  // The university just named this group: the directory learns it, whether or not the sign-up goes on.
+  if (profile.group) await ctx.directory.record(profile.group.id, profile.group.name);
+  const owner = ctx.subscriptions.ownerOf(profile.id, credential);
+  // The store alone already ends simultaneous sign-ups with one subscription; the lock spares them retrying
+  // against each other, and keeps a rollback from racing the next sign-up.
+  return withLock(ctx.redis, ctx.keys.lock(`sign-up:${owner}`), SIGN_UP_LOCK_MS, () =>
+    step({
+      credential,
+      name: profileCalendarName(profile),
+      upstreamUserId: profile.id,
+      group: profile.group,
+      now: ctx.now(),
+    }),
+  );
 }
 
 /**
@@ -180,7 +240,7 @@ async function rollBackOnFailure(ctx: SignUpDeps, issued: IssuedSubscription, st
       if (issued.created) {
         await ctx.subscriptions.delete(id);
         await ctx.registry.remove(source);
-      } else {
+      } else if (issued.token !== '') {
         await ctx.subscriptions.revokeToken(id, issued.token);
       }
     } catch (rollback) {
@@ -246,19 +306,20 @@ export async function deleteSubscription(
 }
 
 /**
- * A new feed URL for the holder of `oldToken`: every token of the subscription is revoked at once (calendars
- * subscribed with any old URL must subscribe again, other browsers are signed out) and one new one issued.
- * Answers the new token, its only copy, or undefined when `oldToken` is no longer live (rotated or deleted
- * meanwhile). The answer waits until the rotation is on Redis's disk; when it cannot be, the new token is
- * revoked too and Redis's error thrown (no URL of the subscription works then until the person signs up again).
+ * A new feed URL for the holder of a browser session (or, signed in before sessions, of a live feed token):
+ * every token of the subscription is revoked at once (calendars subscribed with any old URL must subscribe
+ * again; browser sessions stay) and one new one issued, the page's own URL from now on. Answers the new token,
+ * or undefined when the holder is no longer live (rotated, signed out or deleted meanwhile). The answer waits
+ * until the rotation is on Redis's disk; when it cannot be, the new token is revoked too and Redis's error
+ * thrown (no URL of the subscription works then until the person signs in again).
  */
 export async function rotateFeedToken(
   ctx: RotateFeedTokenDeps,
   subscription: Subscription,
-  oldToken: string,
+  holder: TokenHolder,
   log: Pick<Logger, 'info'> = ctx.logger,
 ): Promise<string | undefined> {
-  const token = await ctx.subscriptions.rotateToken(subscription.id, oldToken, ctx.now());
+  const token = await ctx.subscriptions.rotateToken(subscription.id, holder, ctx.now());
   if (token === undefined) return undefined;
   try {
     // Shown once, like a sign-up's: it must survive a Redis crash right after the answer.
@@ -275,6 +336,27 @@ export async function rotateFeedToken(
   }
   log.info({ subscription: subscription.id }, 'personal feed token rotated');
   return token;
+}
+
+/**
+ * Revokes one feed URL of the subscription that its owner chose on the page (by its key): a calendar reading it
+ * gets 404 from now on. When it was the page's own URL, a new one is issued in its place (the page must show a
+ * working URL) and waited for on Redis's disk like a rotation's. Resolves to what was revoked, or undefined when
+ * no live URL has that key.
+ */
+export async function revokeFeedUrl(
+  ctx: RotateFeedTokenDeps,
+  subscription: Subscription,
+  key: string,
+  log: Pick<Logger, 'info'> = ctx.logger,
+): Promise<'page' | 'other' | undefined> {
+  const revoked = await ctx.subscriptions.revokeFeedUrl(subscription.id, key);
+  if (revoked === 'page') {
+    const token = await ctx.subscriptions.issuePageToken(subscription.id, ctx.now());
+    if (token !== undefined) await ctx.disk.wait();
+  }
+  if (revoked !== undefined) log.info({ subscription: subscription.id, page: revoked === 'page' }, 'feed URL revoked');
+  return revoked;
 }
 
 /**

@@ -230,7 +230,7 @@ function signInSection(lang: Lang, signIn: HomeView['signIn'], tokenHelpUrl: str
   const body = !signIn.available
     ? html`<p class="notice">${w.personalOff}</p>`
     : html`!${signIn.signedIn ? html`<p>${w.signedIn} <a href="/timetables/personal">${w.openPersonal}</a></p>` : ''}
-<form method="post" action="/timetables/personal" class="sign-in">
+<form method="post" action="/timetables/personal#sign-in" class="sign-in">
 <div class="field">
 <label for="credential">${w.credential}</label>
 <input type="password" id="credential" name="credential" required maxlength="4096" autocomplete="off" spellcheck="false" aria-describedby="credential-where credential-help!${signIn.error ? ' credential-error' : ''}"!${signIn.error ? html` aria-invalid="true" autofocus` : ''}>
@@ -242,7 +242,8 @@ function signInSection(lang: Lang, signIn: HomeView['signIn'], tokenHelpUrl: str
 !${signIn.error ? errorText(lang, signIn.error) : ''}
 <button type="submit">${w.signIn}</button>
 </form>`;
-  return html`<section class="card" aria-labelledby="personal-title">
+  // The form posts to this section's anchor: a refusal's page opens here, at the error, the field focused.
+  return html`<section class="card" id="sign-in" aria-labelledby="personal-title">
 <h2 id="personal-title">${w.personal}</h2>
 <p>${w.personalLead}</p>
 !${body}

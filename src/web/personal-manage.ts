@@ -1,11 +1,13 @@
 /**
- * The owner's controls on the personal page: a new feed URL (every old one stops, other devices are signed
- * out), signing out of this browser, and deleting the subscription (a ticked box confirms it, no script
- * needed). The feed options the plain feed URL serves are saved from the page's one options form
+ * The owner's controls on the personal page: the live feed URLs, each with when and by what kind of client it
+ * was last read, and a way to revoke one (a ticked box confirms it); a new feed URL (every old one stops;
+ * signed-in browsers stay signed in), signing out of this browser, and deleting the subscription (a ticked box
+ * confirms it). Every form works without script. The feed options the plain feed URL serves are saved from the page's one options form
  * (options-form.ts). The forms post to http/personal-routes.ts, which answers with a redirect back here and a
  * `?done=` word that {@link personalNotice} (or {@link optionsNotice}, in the options form) turns into a message.
  */
-import type { Subscription } from '../store/subscription-store.ts';
+import type { FeedClient } from '../serving/token-use.ts';
+import type { FeedUrlView, Subscription } from '../store/subscription-store.ts';
 import { type Html, html } from './html.ts';
 import { type Lang, messages } from './i18n.ts';
 import { page } from './layout.ts';
@@ -14,6 +16,7 @@ import { page } from './layout.ts';
 export const PERSONAL_ACTIONS = {
   options: '/timetables/personal/options',
   rotate: '/timetables/personal/rotate',
+  revokeUrl: '/timetables/personal/revoke-url',
   delete: '/timetables/personal/delete',
   signOut: '/timetables/personal/sign-out',
 } as const;
@@ -23,14 +26,24 @@ const words = messages({
     heading: 'Управление подпиской',
     rotateHeading: 'Новый адрес ленты',
     rotateLead:
-      'Если адрес ленты попал к посторонним, получите новый: все прежние адреса перестанут работать сразу, календари, подписанные на них, нужно будет подписать заново по новому адресу, а на других устройствах придётся войти снова.',
+      'Если адрес ленты попал к посторонним, получите новый: все прежние адреса перестанут работать сразу, и календари, подписанные на них, нужно будет подписать заново по новому адресу. Входы в браузерах останутся.',
+    urlsHeading: 'Адреса ленты',
+    urlsLead:
+      'Эти адреса сейчас работают. Вход на странице не отнимает адрес у календаря: здесь видно, кто и когда читал каждый адрес. Отзовите тот, который больше не нужен или попал к посторонним.',
+    pageUrl: 'Адрес на этой странице',
+    otherUrl: 'Другой адрес',
+    readBy: 'читал',
+    notRead: 'ещё не читался',
+    revokeConfirm: 'Да, отозвать этот адрес',
+    revoke: 'Отозвать',
+    pageUrlNote: 'Вместо него на странице появится новый адрес.',
     rotate: 'Получить новый адрес',
     signOutHeading: 'Выйти на этом устройстве',
     signOutLead: 'Подписка и её адрес продолжат работать; браузер просто забудет вход.',
     signOut: 'Выйти',
     deleteHeading: 'Удалить подписку',
     deleteLead:
-      'Лента перестанет работать, университетские данные для входа будут удалены, а подключённые календари Google перестанут обновляться (уже внесённые занятия в них останутся).',
+      'Лента перестанет работать, университетские данные для входа будут удалены, а подключённые календари — Google и CalDAV (Яндекс, iCloud и другие) — перестанут обновляться (уже внесённые занятия в них останутся). Чаты Telegram, подписанные на это расписание, перестанут получать сообщения.',
     confirm: 'Да, удалить подписку навсегда',
     delete: 'Удалить подписку',
   },
@@ -38,14 +51,24 @@ const words = messages({
     heading: 'Manage the subscription',
     rotateHeading: 'New feed URL',
     rotateLead:
-      'If the feed URL reached someone it should not have, get a new one: every earlier URL stops working at once, calendars subscribed to them must be subscribed again with the new URL, and other devices must sign in again.',
+      'If the feed URL reached someone it should not have, get a new one: every earlier URL stops working at once, and calendars subscribed to them must be subscribed again with the new URL. Browsers stay signed in.',
+    urlsHeading: 'Feed URLs',
+    urlsLead:
+      'These URLs work now. Signing in on the page never takes a URL from a calendar: here you see what read each URL and when. Revoke one you no longer need or that reached someone else.',
+    pageUrl: 'The URL on this page',
+    otherUrl: 'Another URL',
+    readBy: 'read by',
+    notRead: 'not read yet',
+    revokeConfirm: 'Yes, revoke this URL',
+    revoke: 'Revoke',
+    pageUrlNote: 'The page then shows a new URL instead.',
     rotate: 'Get a new URL',
     signOutHeading: 'Sign out on this device',
     signOutLead: 'The subscription and its URL keep working; this browser only forgets the sign-in.',
     signOut: 'Sign out',
     deleteHeading: 'Delete the subscription',
     deleteLead:
-      'The feed stops working, your university credential is erased, and connected Google calendars stop being updated (the classes already in them stay).',
+      'The feed stops working, your university credential is erased, and connected calendars — Google and CalDAV (Yandex, iCloud and others) — stop being updated (the classes already in them stay). Telegram chats subscribed to this timetable stop getting messages.',
     confirm: 'Yes, delete the subscription for good',
     delete: 'Delete the subscription',
   },
@@ -53,8 +76,11 @@ const words = messages({
 
 const notices = messages({
   ru: {
-    rotated:
-      'Готово: у ленты новый адрес, прежние больше не работают. Подпишите календари заново по новому адресу; на других устройствах войдите снова.',
+    rotated: 'Готово: у ленты новый адрес, прежние больше не работают. Подпишите календари заново по новому адресу.',
+    'url-revoked': 'Адрес отозван: календарь, читавший его, больше не получит расписание.',
+    'page-url-revoked': 'Адрес отозван; на странице теперь новый адрес. Подпишите календари заново по нему.',
+    'confirm-revoke': 'Чтобы отозвать адрес, отметьте флажок подтверждения рядом с ним.',
+    'url-gone': 'Этого адреса уже нет: его отозвали раньше.',
     options: 'Настройки сохранены: подписанные календари получат их при следующем обновлении.',
     'options-cleared': 'Настройки сброшены: лента снова полная.',
     'confirm-delete': 'Чтобы удалить подписку, отметьте флажок подтверждения.',
@@ -63,7 +89,11 @@ const notices = messages({
   },
   en: {
     rotated:
-      'Done: the feed has a new URL, and the earlier ones no longer work. Subscribe your calendars again with the new URL, and sign in again on other devices.',
+      'Done: the feed has a new URL, and the earlier ones no longer work. Subscribe your calendars again with the new URL.',
+    'url-revoked': 'URL revoked: the calendar that read it gets no more timetable from it.',
+    'page-url-revoked': 'URL revoked; the page shows a new URL now. Subscribe your calendars again with it.',
+    'confirm-revoke': 'To revoke a URL, tick the confirmation box beside it.',
+    'url-gone': 'That URL is gone already: it was revoked before.',
     options: 'Options saved: subscribed calendars get them at their next update.',
     'options-cleared': 'Options reset: the feed is whole again.',
     'confirm-delete': 'To delete the subscription, tick the confirmation box.',
@@ -94,13 +124,17 @@ export function optionsNotice(lang: Lang, done: unknown): Html {
 function doneNotice(lang: Lang, done: unknown): Html {
   const all = notices(lang);
   if (typeof done !== 'string' || !Object.hasOwn(all, done)) return '';
-  const error = done === 'confirm-delete';
+  const error = done === 'confirm-delete' || done === 'confirm-revoke' || done === 'url-gone';
   return html`<p class="notice${error ? ' error' : ' ok'}" role="status">${all[done as PersonalDone]}</p>`;
 }
 
 export interface PersonalManageView {
   lang: Lang;
   subscription: Subscription;
+  /** The live feed URLs, the page's own first (subscription-store.ts `feedUrls`). */
+  urls?: readonly FeedUrlView[];
+  /** The service's zone, for the times URLs were read. */
+  timezone?: string;
   /** The request's `done` query parameter: the outcome of the last action, shown on top. */
   done?: unknown;
 }
@@ -111,6 +145,7 @@ export function personalManageSection(view: PersonalManageView): Html {
   return html`<section class="manage" aria-labelledby="manage-heading">
 <h2 id="manage-heading">${w.heading}</h2>
 !${personalNotice(view.lang, view.done)}
+!${view.urls === undefined ? '' : feedUrlsCard(view, view.urls)}
 <div class="card" id="rotate">
 <h3>${w.rotateHeading}</h3>
 <p class="muted">${w.rotateLead}</p>
@@ -130,6 +165,59 @@ export function personalManageSection(view: PersonalManageView): Html {
 </form>
 </div>
 </section>`;
+}
+
+const clientNames = messages<Record<FeedClient, string>>({
+  ru: {
+    google: 'Google Календарь',
+    apple: 'Календарь Apple',
+    outlook: 'Outlook',
+    thunderbird: 'Thunderbird',
+    yandex: 'Яндекс Календарь',
+    davx5: 'DAVx⁵ / ICSx⁵',
+    browser: 'браузер',
+    other: 'другая программа',
+  },
+  en: {
+    google: 'Google Calendar',
+    apple: 'Apple Calendar',
+    outlook: 'Outlook',
+    thunderbird: 'Thunderbird',
+    yandex: 'Yandex Calendar',
+    davx5: 'DAVx⁵ / ICSx⁵',
+    browser: 'a browser',
+    other: 'another app',
+  },
+});
+
+/** The list of live feed URLs: which is the page's, when and by what each was last read, and a revoke form each. */
+function feedUrlsCard(view: PersonalManageView, urls: readonly FeedUrlView[]): Html {
+  const w = words(view.lang);
+  const names = clientNames(view.lang);
+  const when = (at: number) =>
+    new Intl.DateTimeFormat(view.lang === 'ru' ? 'ru-RU' : 'en-GB', {
+      dateStyle: 'medium',
+      timeStyle: 'short',
+      timeZone: view.timezone ?? 'UTC',
+    }).format(new Date(at));
+  const items = urls.map((url) => {
+    const client = url.read && Object.hasOwn(names, url.read.client) ? names[url.read.client as FeedClient] : '';
+    const read = url.read ? html`${w.readBy} ${client}, ${when(url.read.at)}` : html`${w.notRead}`;
+    return html`<li class="feed-url" data-url-key="${url.key}">
+<p><strong>${url.page ? w.pageUrl : w.otherUrl}</strong> <code>…${url.key.slice(0, 6)}</code><br><span class="muted">!${read}</span></p>
+<form method="post" action="${PERSONAL_ACTIONS.revokeUrl}">
+<input type="hidden" name="url" value="${url.key}">
+<label class="check"><input type="checkbox" name="confirm" value="yes" required> ${w.revokeConfirm}</label>
+!${url.page ? html`<span class="muted">${w.pageUrlNote}</span>` : ''}
+<button type="submit" class="secondary">${w.revoke}</button>
+</form>
+</li>`;
+  });
+  return html`<div class="card" id="feed-urls">
+<h3>${w.urlsHeading}</h3>
+<p class="muted">${w.urlsLead}</p>
+<ul class="feed-urls">!${items.join('')}</ul>
+</div>`;
 }
 
 const refused = messages({

@@ -95,6 +95,34 @@ describe('sign-up limits', () => {
     expect((await signUp(app, credential(1), '192.0.2.9')).statusCode).toBe(201);
   });
 
+  it('grow the failure budget of an address with the distinct credentials accepted from it; a lone one keeps the base', async () => {
+    const app = await appWith({
+      FAILED_SIGN_UPS_PER_CLIENT: '3/15m',
+      FAILED_SIGN_UPS_PER_ACCEPTED: '2',
+      SIGN_UPS_PER_CLIENT: '100/10m',
+    });
+    const nat = '198.51.100.20';
+    // A campus NAT: four students signed in from it (three beyond the first: the budget grows by 3 × 2 to 9).
+    for (let i = 2; i < 6; i++) expect((await signUp(app, credential(i), nat)).statusCode).toBe(201);
+    for (let i = 0; i < 8; i++) expect((await signUp(app, `typo-${i}`, nat)).statusCode).toBe(401);
+    // A first-time correct credential from it still passes after eight typos (the base alone refused it after 3).
+    expect((await signUp(app, credential(6), nat)).statusCode).toBe(201);
+    // The grown budget is a bound too: once spent, new credentials from the NAT wait, unsent.
+    expect((await signUp(app, 'typo-8', nat)).statusCode).toBe(401);
+    const spent = await meCalls();
+    expect((await signUp(app, credential(8), nat)).statusCode).toBe(429);
+    expect(await meCalls()).toBe(spent);
+
+    // A lone address with its own credential accepted keeps the base: three typos, then refused unsent.
+    const lone = '198.51.100.30';
+    expect((await signUp(app, credential(9), lone)).statusCode).toBe(201);
+    for (let i = 0; i < 3; i++) expect((await signUp(app, `guess-${i}`, lone)).statusCode).toBe(401);
+    const calls = await meCalls();
+    const refused = await signUp(app, credential(7), lone);
+    expect(refused.statusCode).toBe(429);
+    expect(await meCalls()).toBe(calls);
+  });
+
   it('never refuse a credential accepted before, however many wrong ones its address sent', async () => {
     const app = await appWith();
     const campus = '203.0.113.7';

@@ -268,9 +268,12 @@ describe('signing in on /', () => {
     const response = await signIn(user.token);
     expect(response.statusCode).toBe(303);
     expect(response.headers.location).toBe('/timetables/personal');
-    expect(String(response.headers['set-cookie'])).toMatch(
-      /^tts-personal=[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]+; Path=\/; SameSite=Lax; Max-Age=\d+; HttpOnly$/,
+    // A session of its own (never a feed token), and a cookie from before sessions forgotten.
+    const [session, legacy] = response.headers['set-cookie'] as string[];
+    expect(session).toMatch(
+      /^tts-session=[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]+; Path=\/; SameSite=Lax; Max-Age=\d+; HttpOnly$/,
     );
+    expect(legacy).toMatch(/^tts-personal=; Path=\/; SameSite=Lax; Max-Age=0; HttpOnly$/);
     const group = groupOf(user.groupId);
     expect(await pipeline.ctx.directory.name(group.id)).toBe(group.name);
   });

@@ -131,12 +131,12 @@ describe('one subscription per owner', () => {
     const issued = [];
     for (let i = 0; i < 3; i++) issued.push(await signUp(106, 'credential', NOW + i));
     const id = issued[0]?.subscription.id ?? '';
-    const token = await store.rotateToken(id, issued[1]?.token ?? '', NOW + 5);
+    const token = await store.rotateToken(id, { token: issued[1]?.token ?? '' }, NOW + 5);
     expect(token).toBeDefined();
     for (const one of issued) expect(await store.idByToken(one.token)).toBeUndefined();
     expect(await store.idByToken(token ?? '')).toBe(id);
     expect(await store.liveTokenCount(id)).toBe(1);
-    expect(await store.rotateToken(id, issued[0]?.token ?? '', NOW + 6)).toBeUndefined();
+    expect(await store.rotateToken(id, { token: issued[0]?.token ?? '' }, NOW + 6)).toBeUndefined();
     expect(await store.idByToken(token ?? '')).toBe(id);
   });
 

@@ -146,8 +146,11 @@ it('rotates the feed URL: every old token stops, the cookie holds the new one', 
   const answer = await post('/timetables/personal/rotate', cookie);
   expect(answer.statusCode).toBe(303);
   expect(answer.headers.location).toBe('/timetables/personal?done=rotated');
-  const [, newToken = ''] =
-    new RegExp(`^tts-personal=${id}\\.([\\w-]+);`).exec(String(answer.headers['set-cookie'])) ?? [];
+  // Signed in before sessions, by the token just revoked: the browser gets a session, its page the new URL.
+  const [, session = ''] =
+    new RegExp(`tts-session=${id}\\.([\\w-]+);`).exec(String(answer.headers['set-cookie'])) ?? [];
+  expect(await ctx.subscriptions.verifySession(id, session)).toBe(true);
+  const newToken = (await ctx.subscriptions.pageToken(id)) ?? '';
   expect(newToken).not.toBe(token);
   expect(await ctx.subscriptions.verifyToken(id, newToken)).toBe(true);
   expect(await ctx.subscriptions.verifyToken(id, token)).toBe(false);
@@ -162,6 +165,12 @@ it('rotates the feed URL: every old token stops, the cookie holds the new one', 
   expect(stale.headers.location).toBe('/timetables/personal');
   expect(stale.headers['set-cookie']).toBeUndefined();
   expect(await ctx.subscriptions.verifyToken(id, newToken)).toBe(true);
+  const fresh = await app.inject({
+    method: 'GET',
+    url: '/timetables/personal',
+    headers: { cookie: `tts-session=${id}.${session}` },
+  });
+  expect(fresh.body).toContain(`${newToken}.ics`);
   const page = await app.inject({ method: 'GET', url: '/timetables/personal', headers: { cookie } });
   expect(page.headers.location).toBe('/');
 });

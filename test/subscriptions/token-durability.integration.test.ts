@@ -86,7 +86,7 @@ describe('waiting for a new token to reach the disk', () => {
 
   it('hands out no rotated token that is not on disk, and revokes it', async () => {
     const { subscription, token } = await signUp(ctx, credential(0));
-    await expect(rotateFeedToken(failingDisk(), subscription, token)).rejects.toThrow(/not on disk/);
+    await expect(rotateFeedToken(failingDisk(), subscription, { token })).rejects.toThrow(/not on disk/);
     expect(await ctx.subscriptions.liveTokenCount(subscription.id)).toBe(0);
     expect(await ctx.subscriptions.idByToken(token)).toBeUndefined();
   });

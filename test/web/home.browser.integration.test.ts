@@ -81,6 +81,29 @@ describe('the home page', () => {
     expect(described.split(' ')).toContain('credential-where');
   });
 
+  it('opens a refused sign-in at its error on a 390×844 phone, the field focused', async () => {
+    const context = await browser.newContext({ viewport: { width: 390, height: 844 }, locale: 'ru-RU' });
+    const page = await context.newPage();
+    const errors: string[] = [];
+    watchPageErrors(page, errors);
+    await page.goto(`${stack.url}/`);
+    await page.getByLabel('Токен университета').fill('not-a-credential');
+    await Promise.all([page.waitForURL(/#sign-in$/), page.getByRole('button', { name: 'Войти' }).click()]);
+    const error = page.locator('#credential-error');
+    await error.waitFor();
+    const box = await error.boundingBox();
+    expect(box).not.toBeNull();
+    expect(box?.y ?? -1).toBeGreaterThanOrEqual(0);
+    expect((box?.y ?? 0) + (box?.height ?? 0)).toBeLessThanOrEqual(844);
+    // Focused by the page's script once loaded (browsers skip autofocus on a page opened at an anchor).
+    await expect
+      .poll(() => page.getByLabel('Токен университета').evaluate((field) => field.matches(':focus')))
+      .toBe(true);
+    // The refusal's own status is the one console line (a 422 page), nothing else.
+    expect(errors.filter((error) => !error.includes('status of 422'))).toEqual([]);
+    await context.close();
+  });
+
   it('answers an unknown address under /timetables/ with the 404 page in the page language', async () => {
     const { page, errors } = await openPage();
     const response = await page.goto(`${stack.url}/timetables/nonsense`);

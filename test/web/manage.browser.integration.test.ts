@@ -195,6 +195,17 @@ describe('the personal page on a phone', () => {
       );
     expect(labels.length).toBeGreaterThan(0);
     for (const label of labels) expect(label).toMatch(/^"(По плану|В расписании), ч: "$/);
+    // The feed URLs are listed readably on the phone: each with its reader (or none yet) and a revoke form.
+    const urls = page.locator('#feed-urls li.feed-url');
+    expect(await urls.count()).toBeGreaterThan(0);
+    for (const box of await urls.evaluateAll((all) => all.map((item) => item.getBoundingClientRect()))) {
+      expect(box.left).toBeGreaterThanOrEqual(0);
+      expect(box.right).toBeLessThanOrEqual(390);
+    }
+    expect(await urls.first().textContent()).toMatch(
+      /(Адрес на этой странице|Другой адрес)[\s\S]*(читал|ещё не читался)/,
+    );
+    expect(await urls.first().locator('button', { hasText: 'Отозвать' }).count()).toBe(1);
     // One options form on the page.
     expect(await page.locator('form[data-options]').count()).toBe(1);
     expect(await page.locator('select[name="alarm"]').count()).toBe(1);

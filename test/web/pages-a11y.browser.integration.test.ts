@@ -9,7 +9,7 @@ import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PERSONAL_COOKIE } from '../../src/http/personal-session.ts';
+import { SESSION_COOKIE } from '../../src/http/personal-session.ts';
 import { importSimulatorGroups } from '../../src/runtime/demo.ts';
 import { localDate } from '../../src/timetable/zoned-time.ts';
 import { eventually } from '../../testkit/poll.ts';
@@ -75,10 +75,10 @@ async function personalCookies(screen: Screen) {
   const context = await browser.newContext(screen.context);
   const page = await context.newPage();
   await page.goto(`${stack.url}/`);
-  const field = page.locator('form[action="/timetables/personal"] [name="credential"]');
+  const field = page.locator('form.sign-in [name="credential"]');
   await field.fill(credential);
   await Promise.all([page.waitForURL('**/timetables/personal**'), field.press('Enter')]);
-  const cookie = (await context.cookies()).find((candidate) => candidate.name === PERSONAL_COOKIE);
+  const cookie = (await context.cookies()).find((candidate) => candidate.name === SESSION_COOKIE);
   if (cookie === undefined) throw new Error('signing in set no session cookie');
   const source = `personal:${cookie.value.split('.')[0]}`;
   await eventually(async () => {

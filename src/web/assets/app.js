@@ -1,6 +1,12 @@
 // Enhancements of the server-rendered pages; every page works without this script.
 // Each feature looks for its elements and does nothing when the page has none.
 (() => {
+  // A page opened at an anchor (a refused form posts to its own section) gets no autofocus from the browser:
+  // focus the field in that section that asks for it once the page has loaded (earlier, the browser's own
+  // handling of the anchor takes the focus back), where the anchor already scrolled.
+  const target = location.hash ? document.getElementById(decodeURIComponent(location.hash.slice(1))) : null;
+  const autofocus = target?.querySelector('[autofocus]');
+  if (autofocus) addEventListener('load', () => autofocus.focus({ preventScroll: true }), { once: true });
   // Copy buttons: <button data-copy="#element-id"> copies that element's value or text.
   for (const button of document.querySelectorAll('button[data-copy]')) {
     button.hidden = false;

@@ -1,0 +1,162 @@
+/**
+ * Sign-ins on the page open browser sessions, never feed URLs: six sign-ins on phones leave the URL a calendar
+ * reads working (even with five URLs issued through the API already, as a subscription from before sessions may
+ * have), the personal page lists the live URLs with when and by what kind of client each was last read, and
+ * revoking one (confirmed by a ticked box) makes it answer 404. Sessions are bounded: beyond the most, the
+ * oldest is closed; signing out closes this browser's.
+ */
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, expect, inject, it } from 'vitest';
+import { buildApp } from '../../src/http/app.ts';
+import { startWorkers, type WorkerSet } from '../../src/jobs/workers.ts';
+import type { ServiceContext } from '../../src/runtime/context.ts';
+import { hashToken } from '../../src/security/tokens.ts';
+import { startSimulator } from '../../src/simulator/index.ts';
+import { MAX_LIVE_TOKENS, MAX_SESSIONS, URL_KEY_LENGTH } from '../../src/store/subscription-store.ts';
+import { until } from '../../testkit/poll.ts';
+import { testContext } from '../support/service.ts';
+import { simControl } from '../upstream/sim-control.ts';
+
+const PUBLIC_URL = 'http://localhost:8080';
+const GOOGLE = 'Google-Calendar-Importer';
+const IPHONE = 'iOS/17.4 (21E219) dataaccessd/1.0';
+type Simulator = Awaited<ReturnType<typeof startSimulator>>;
+
+let simulator: Simulator;
+let ctx: ServiceContext;
+let workers: WorkerSet;
+let app: FastifyInstance;
+let closeContext: () => Promise<void>;
+let users: string[];
+
+beforeAll(async () => {
+  simulator = await startSimulator({ port: 0, seed: 7, groups: 6, employees: 6, users: 4 });
+  users = (await simControl(simulator.url).users()).map((user) => user.token);
+  const opened = await testContext({
+    UNIVERSITY_API_URL: simulator.url,
+    PUBLIC_URL,
+    SIGN_UPS_PER_CLIENT: '200/10m',
+    SIGN_UPS_TOTAL: '400/1m',
+  });
+  ctx = opened.context;
+  closeContext = opened.close;
+  workers = await startWorkers(ctx, inject('redisUrl'));
+  app = await buildApp(ctx, { logger: ctx.logger });
+});
+afterAll(async () => {
+  await app.close();
+  await workers.close();
+  await closeContext();
+  await simulator.close();
+});
+
+/** A sign-in on the page, as a phone's browser posts it: the session cookie it gets. */
+async function signInOnPage(credential: string): Promise<string> {
+  const answer = await app.inject({
+    method: 'POST',
+    url: '/timetables/personal',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', origin: PUBLIC_URL },
+    payload: `credential=${encodeURIComponent(credential)}`,
+  });
+  expect(answer.statusCode).toBe(303);
+  const cookie = /(tts-session=[\w-]+\.[\w-]+);/.exec(String(answer.headers['set-cookie']))?.[1];
+  if (cookie === undefined) throw new Error(`no session cookie in ${String(answer.headers['set-cookie'])}`);
+  return cookie;
+}
+
+function feed(token: string, userAgent = GOOGLE) {
+  return app.inject({ method: 'GET', url: `/feeds/personal/${token}.ics`, headers: { 'user-agent': userAgent } });
+}
+
+function post(url: string, cookie: string, payload: string) {
+  return app.inject({
+    method: 'POST',
+    url,
+    headers: { 'content-type': 'application/x-www-form-urlencoded', origin: PUBLIC_URL, cookie },
+    payload,
+  });
+}
+
+it('leaves every calendar URL working after six sign-ins on phones, lists them with their readers, and revokes one', async () => {
+  const credential = users[0] ?? '';
+  // Five URLs issued through the API (the most it keeps), each read by a calendar: as a subscription from before.
+  const tokens: string[] = [];
+  for (let i = 0; i < MAX_LIVE_TOKENS; i++) {
+    const created = await app.inject({ method: 'POST', url: '/api/subscriptions', payload: { credential } });
+    tokens.push(created.json<{ token: string }>().token);
+  }
+  const id = (await ctx.subscriptions.idByToken(tokens[0] ?? '')) ?? '';
+  const [google = '', apple = ''] = tokens;
+  await until(
+    () => feed(google),
+    (answer) => answer.statusCode === 200,
+    20_000,
+  );
+  expect((await feed(apple, IPHONE)).statusCode).toBe(200);
+
+  const cookies: string[] = [];
+  for (let i = 0; i < 6; i++) cookies.push(await signInOnPage(credential));
+  // No sign-in took a URL: the five answer as before, and the page's own URL is one more.
+  for (const token of tokens) expect((await feed(token, token === apple ? IPHONE : GOOGLE)).statusCode).toBe(200);
+  expect(await ctx.subscriptions.liveTokenCount(id)).toBe(MAX_LIVE_TOKENS + 1);
+  const pageToken = (await ctx.subscriptions.pageToken(id)) ?? '';
+  expect(tokens).not.toContain(pageToken);
+  // Every phone stays signed in, and each shows the same page URL.
+  for (const cookie of cookies) {
+    const page = await app.inject({ method: 'GET', url: '/timetables/personal', headers: { cookie } });
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain(`/feeds/personal/${pageToken}.ics`);
+  }
+
+  const page = (await app.inject({ method: 'GET', url: '/timetables/personal', headers: { cookie: cookies[0] } })).body;
+  const key = (token: string) => hashToken(token).slice(0, URL_KEY_LENGTH);
+  const item = (token: string) => new RegExp(`data-url-key="${key(token)}">[\\s\\S]*?</li>`).exec(page)?.[0] ?? '';
+  expect(page).toContain('Адреса ленты');
+  expect(item(google)).toContain('читал Google Календарь,');
+  expect(item(apple)).toContain('читал Календарь Apple,');
+  expect(item(pageToken)).toContain('Адрес на этой странице');
+  expect(item(pageToken)).toContain('ещё не читался');
+  // Never a token on the list, nor a raw User-Agent.
+  for (const token of tokens) expect(page.split(`/feeds/personal/${token}`)).toHaveLength(1);
+  expect(page).not.toContain('dataaccessd');
+
+  // Unconfirmed, nothing happens; confirmed, the calendar's URL answers 404.
+  const unconfirmed = await post('/timetables/personal/revoke-url', cookies[0] ?? '', `url=${key(google)}`);
+  expect(unconfirmed.headers.location).toBe('/timetables/personal?done=confirm-revoke#feed-urls');
+  expect((await feed(google)).statusCode).toBe(200);
+  const revoked = await post('/timetables/personal/revoke-url', cookies[0] ?? '', `url=${key(google)}&confirm=yes`);
+  expect(revoked.statusCode).toBe(303);
+  expect(revoked.headers.location).toBe('/timetables/personal?done=url-revoked#feed-urls');
+  expect((await feed(google)).statusCode).toBe(404);
+  expect((await feed(apple)).statusCode).toBe(200);
+  const again = await post('/timetables/personal/revoke-url', cookies[0] ?? '', `url=${key(google)}&confirm=yes`);
+  expect(again.headers.location).toBe('/timetables/personal?done=url-gone#feed-urls');
+
+  // Revoking the page's own URL gives the page a new one; the browsers stay signed in.
+  const replaced = await post('/timetables/personal/revoke-url', cookies[1] ?? '', `url=${key(pageToken)}&confirm=yes`);
+  expect(replaced.headers.location).toBe('/timetables/personal?done=page-url-revoked#feed-urls');
+  expect((await feed(pageToken)).statusCode).toBe(404);
+  const newPageToken = (await ctx.subscriptions.pageToken(id)) ?? '';
+  expect(newPageToken).not.toBe(pageToken);
+  const after = await app.inject({ method: 'GET', url: '/timetables/personal', headers: { cookie: cookies[2] } });
+  expect(after.body).toContain(`/feeds/personal/${newPageToken}.ics`);
+});
+
+it('keeps at most the most sessions, closing the oldest, and closes its own at sign-out', async () => {
+  const credential = users[1] ?? '';
+  const cookies: string[] = [];
+  for (let i = 0; i < MAX_SESSIONS + 1; i++) cookies.push(await signInOnPage(credential));
+  const personal = (cookie: string) => app.inject({ method: 'GET', url: '/timetables/personal', headers: { cookie } });
+  // The oldest session is closed (the browser is sent to sign in); every other one works.
+  expect((await personal(cookies[0] ?? '')).headers.location).toBe('/');
+  for (const cookie of cookies.slice(1)) expect((await personal(cookie)).statusCode).toBe(200);
+  // Only one feed URL came of all those sign-ins: the page's own.
+  const id = /tts-session=([\w-]+)\./.exec(cookies[1] ?? '')?.[1] ?? '';
+  expect(await ctx.subscriptions.liveTokenCount(id)).toBe(1);
+  const signedOut = await post('/timetables/personal/sign-out', cookies[1] ?? '', '');
+  expect(signedOut.headers.location).toBe('/?done=signed-out');
+  expect(String(signedOut.headers['set-cookie'])).toContain('tts-session=; Path=/; SameSite=Lax; Max-Age=0');
+  // Closed on the server too: the cookie sent again signs in nothing.
+  expect((await personal(cookies[1] ?? '')).headers.location).toBe('/');
+  expect((await personal(cookies[2] ?? '')).statusCode).toBe(200);
+});
