@@ -17,7 +17,7 @@ import type { RedisClient } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
 import { filterFor } from '../notify/filter.ts';
 import type { NotifyServices } from '../notify/notify-services.ts';
-import { deliverAt, MORNING_SPREAD_MS, quietUntil } from '../notify/quiet-hours.ts';
+import { clockOf, deliverAt, MORNING_SPREAD_MS, quietUntil } from '../notify/quiet-hours.ts';
 import { webhookBody, webhookMessageId } from '../notify/webhooks/payload.ts';
 import type { RedisKeys } from '../store/keys.ts';
 import { deliveryHash, deliveryId, type HoldResult, heldDeliveryId, type OutboxRef } from '../store/notify-outbox.ts';
@@ -197,9 +197,7 @@ function logHeld(ctx: NotifyFanoutDeps, source: SourceKey, held: number, now: nu
   const { notifyQuietHours: quiet, timezone } = ctx.config;
   const end = quietUntil(now, quiet, timezone);
   if (quiet === undefined || end === undefined) return;
-  const hhmm = (minute: number) =>
-    `${String(Math.floor(minute / 60)).padStart(2, '0')}:${String(minute % 60).padStart(2, '0')}`;
-  const hours = `${hhmm(quiet.fromMinute)}-${hhmm(quiet.toMinute)}`;
+  const hours = `${clockOf(quiet.fromMinute)}-${clockOf(quiet.toMinute)}`;
   ctx.logger.info(
     {
       source,
