@@ -69,6 +69,12 @@ export interface FanoutResult {
 
 /** Send jobs are added in batches of this many (one round trip each). */
 const ADD_BATCH = 500;
+/**
+ * A held collapsing send runs this long after its chat's moment, so that a send of one set due at that very moment
+ * (delayed for the morning by a version that did not hold sets) starts first and joins the held sets, rather than
+ * racing them and telling its older change after the newer one.
+ */
+export const HELD_SEND_LAG_MS = 2_000;
 /** How many change sets one sweep re-queues at most; the next sweep takes the rest. */
 const SWEEP_LIMIT = 1_000;
 
@@ -142,7 +148,7 @@ export async function fanOutChangeSet(ctx: NotifyFanoutDeps, ref: OutboxRef): Pr
           opts: {
             ...telegramJobOptions(),
             jobId: `tg-${deliveryHash(`${id}:${at}`)}`,
-            ...(at > now ? { delay: at - now } : {}),
+            ...(at > now ? { delay: at - now + HELD_SEND_LAG_MS } : {}),
           },
         });
         continue;
