@@ -17,7 +17,7 @@ import type { RedisClient } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
 import { filterFor } from '../notify/filter.ts';
 import type { NotifyServices } from '../notify/notify-services.ts';
-import { deliverAt, MORNING_SPREAD_MS, quietUntil } from '../notify/quiet-hours.ts';
+import { clockOf, deliverAt, MORNING_SPREAD_MS, quietUntil } from '../notify/quiet-hours.ts';
 import { webhookBody, webhookMessageId } from '../notify/webhooks/payload.ts';
 import type { RedisKeys } from '../store/keys.ts';
 import { deliveryHash, deliveryId, type HoldResult, heldDeliveryId, type OutboxRef } from '../store/notify-outbox.ts';
@@ -69,6 +69,12 @@ export interface FanoutResult {
 
 /** Send jobs are added in batches of this many (one round trip each). */
 const ADD_BATCH = 500;
+/**
+ * A held collapsing send runs this long after its chat's moment, so that a send of one set due at that very moment
+ * (delayed for the morning by a version that did not hold sets) starts first and joins the held sets, rather than
+ * racing them and telling its older change after the newer one.
+ */
+export const HELD_SEND_LAG_MS = 2_000;
 /** How many change sets one sweep re-queues at most; the next sweep takes the rest. */
 const SWEEP_LIMIT = 1_000;
 
@@ -142,7 +148,7 @@ export async function fanOutChangeSet(ctx: NotifyFanoutDeps, ref: OutboxRef): Pr
           opts: {
             ...telegramJobOptions(),
             jobId: `tg-${deliveryHash(`${id}:${at}`)}`,
-            ...(at > now ? { delay: at - now } : {}),
+            ...(at > now ? { delay: at - now + HELD_SEND_LAG_MS } : {}),
           },
         });
         continue;
@@ -197,9 +203,7 @@ function logHeld(ctx: NotifyFanoutDeps, source: SourceKey, held: number, now: nu
   const { notifyQuietHours: quiet, timezone } = ctx.config;
   const end = quietUntil(now, quiet, timezone);
   if (quiet === undefined || end === undefined) return;
-  const hhmm = (minute: number) =>
-    `${String(Math.floor(minute / 60)).padStart(2, '0')}:${String(minute % 60).padStart(2, '0')}`;
-  const hours = `${hhmm(quiet.fromMinute)}-${hhmm(quiet.toMinute)}`;
+  const hours = `${clockOf(quiet.fromMinute)}-${clockOf(quiet.toMinute)}`;
   ctx.logger.info(
     {
       source,

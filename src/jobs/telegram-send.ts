@@ -9,8 +9,8 @@
  * - one message per chat per second (`tg:pace:<chat>`, over all workers); the queue's limiter keeps the total
  *   under `TELEGRAM_RATE_LIMIT`;
  * - 429 pauses the whole queue for `retry_after` without using an attempt; a chat that blocked the bot (403) or
- *   no longer exists is unsubscribed from everything and dropped; a refused request (400) fails for good; a
- *   server error or the network is retried with backoff.
+ *   no longer exists is unsubscribed from everything and dropped, with whatever is held for it; a refused
+ *   request (400) is dropped and fails for good; a server error or the network is retried with backoff.
  *
  * The record says `sent` right after Telegram's 200. A worker killed before that (while the request is in flight)
  * leaves the lease, which the same job's retry takes over at once: told once unless Telegram had already accepted
@@ -19,7 +19,9 @@
  * A collapsing send (`collapse`: the quiet hours' end, or a message that may go now while others wait) leases the
  * sets held for its chat and source instead, tells their net change (notify/net-change.ts) from what the chat last
  * heard, and settles exactly the sets it read: told, dropped or empty, each one's delivery record saying so. A net
- * change of nothing sends nothing. Sets held while it was sending stay for the next collapsing send.
+ * change of nothing sends nothing. Sets held while it was sending stay for the next collapsing send. A send of
+ * one set that finds sets held for its chat and source joins them and sends as a collapsing one, so that nothing
+ * overtakes them.
  */
 import { DelayedError, type Job, type Processor, type Queue, UnrecoverableError } from 'bullmq';
 import type { Config } from '../config.ts';
@@ -29,8 +31,10 @@ import { netChange } from '../notify/net-change.ts';
 import { formatChangeMessage } from '../notify/telegram/message.ts';
 import { createTelegramSender, type SendOutcome, type TelegramSender } from '../notify/telegram/sender.ts';
 import type { RedisKeys } from '../store/keys.ts';
-import type { DeliveryEnd, NotifyOutbox } from '../store/notify-outbox.ts';
+import { type DeliveryEnd, heldDeliveryId, type NotifyOutbox } from '../store/notify-outbox.ts';
 import type { TelegramChats } from '../store/telegram-chats.ts';
+import type { ChangeSet } from '../timetable/notify-change.ts';
+import type { SourceKey } from '../timetable/source.ts';
 import type { TelegramSendJobData } from './contract.ts';
 import { mayWaitAgain, waitOutRateLimit } from './failure.ts';
 
@@ -42,7 +46,7 @@ export interface TelegramSendDeps {
   readonly keys: Pick<RedisKeys, 'tgPace'>;
   readonly queues: { readonly telegram: Pick<Queue, 'rateLimit'> };
   readonly notify: {
-    readonly outbox: Pick<NotifyOutbox, 'claim' | 'markDone' | 'release' | 'held' | 'settleHeld'>;
+    readonly outbox: Pick<NotifyOutbox, 'claim' | 'markDone' | 'release' | 'holdAll' | 'held' | 'settleHeld'>;
     readonly chats: Pick<TelegramChats, 'ofChat' | 'unsubscribe'>;
   };
   /** Epoch ms. */
@@ -77,118 +81,158 @@ export function telegramSendProcessor(
   let sender = tuning.sender;
   const leaseMs = tuning.leaseMs ?? DELIVERY_LEASE_MS;
   return async (job, token, signal) => {
-    if (job.data.collapse) return collapsed(job, token, signal);
-    const { deliveryId, chatId, set, pageUrl, subgroup } = job.data;
-    const log = ctx.logger.child({
-      jobId: job.id,
-      source: set.source,
-      stamp: set.stamp,
-      attempt: job.attemptsMade + 1,
-    });
+    const { chatId, set } = job.data;
+    const log = ctx.logger.child({ jobId: job.id, source: set.source, attempt: job.attemptsMade + 1 });
+    if (job.data.collapse) return deliver(job, token, signal, log, heldSets(job.data));
+    // A message that could go on its own while sets wait for this chat and source joins them, so that the chat
+    // hears the net change in order: one delayed before sets were held (queued by a version that sent each set
+    // of the night on its own), or one that waited for its chat's turn while a set was held.
+    const ref = { source: set.source, stamp: set.stamp };
+    const [joined] = await ctx.notify.outbox.holdAll([{ chatId, ref, set, mode: 'if-held' }]);
+    if (joined === 'held') {
+      log.info({ stamp: set.stamp }, 'a change message joins those held for its chat: told together');
+      return deliver(job, token, signal, log, heldSets(job.data));
+    }
+    return deliver(job, token, signal, log.child({ stamp: set.stamp }), oneSet(job.data));
+  };
+
+  /** A delivery of one change set: its own record. */
+  function oneSet({ deliveryId, set }: TelegramSendJobData): Delivery {
+    return {
+      leaseId: deliveryId,
+      read: async (now) => {
+        const items = set.items.filter((item) => item.startsAt > now);
+        return items.length === 0 ? undefined : { told: { ...set, items } };
+      },
+      settle: (outcome, owner) => ctx.notify.outbox.markDone(deliveryId, owner, outcome),
+    };
+  }
+
+  /**
+   * A collapsing delivery: the net change of the sets held for one chat and source, under their own lease; it
+   * settles exactly the sets it read (sets held meanwhile stay for the next collapsing send).
+   */
+  function heldSets({ chatId, set }: TelegramSendJobData): Delivery {
+    const { outbox } = ctx.notify;
+    const leaseId = heldDeliveryId(chatId, set.source);
+    let stamps: number[] = [];
+    return {
+      leaseId,
+      read: async (now) => {
+        const held = await outbox.held(chatId, set.source);
+        stamps = held.map((each) => each.stamp);
+        const net = netChange(held.map((each) => each.set));
+        const items = (net?.items ?? []).filter((item) => item.startsAt > now);
+        return net === undefined || items.length === 0 ? undefined : { told: { ...net, items }, logged: { stamps } };
+      },
+      settle: async (outcome, owner) => {
+        await outbox.settleHeld(chatId, set.source, stamps, outcome);
+        await outbox.release(leaseId, owner);
+      },
+    };
+  }
+
+  /**
+   * Makes one delivery happen once: claims its lease, reads what is left to tell, checks that the chat still
+   * follows the source, takes the chat's turn, sends, and settles the delivery by Telegram's answer.
+   */
+  async function deliver(
+    job: Job<TelegramSendJobData, TelegramSendResult>,
+    token: string | undefined,
+    signal: AbortSignal | undefined,
+    log: Logger,
+    delivery: Delivery,
+  ): Promise<TelegramSendResult> {
+    const { chatId, set, pageUrl, subgroup } = job.data;
     const { outbox, chats } = ctx.notify;
     // The job's id, not its lock token: the same job run again after its worker died takes its own lease over at
     // once (BullMQ runs one job in one place at a time), while any other job of the same delivery waits.
     const owner = job.id ?? token ?? 'telegram';
-    const claim = await outbox.claim(deliveryId, owner, leaseMs);
+    const claim = await outbox.claim(delivery.leaseId, owner, leaseMs);
     if (claim === 'sent') return { outcome: 'done-before' };
     if (claim === 'busy') return delay(job, token, ctx.now() + BUSY_RETRY_MS);
     const now = ctx.now();
-    const items = set.items.filter((item) => item.startsAt > now);
-    if (items.length === 0) {
-      await outbox.markDone(deliveryId, owner, 'empty');
+    const content = await delivery.read(now);
+    if (content === undefined) {
+      await delivery.settle('empty', owner);
       return { outcome: 'empty' };
     }
+    const { told, logged } = content;
     if (!(await chats.ofChat(chatId)).some((subscription) => subscription.source === set.source)) {
-      await outbox.markDone(deliveryId, owner, 'dropped');
+      await delivery.settle('dropped', owner);
       return { outcome: 'unsubscribed' };
     }
     const paceLeft = await takePace(ctx, chatId);
     if (paceLeft > 0) {
-      await outbox.release(deliveryId, owner);
+      await outbox.release(delivery.leaseId, owner);
       return delay(job, token, now + paceLeft);
     }
     sender ??= defaultSender(ctx.config);
-    const html = formatChangeMessage({ ...set, items }, { pageUrl, subgroup });
-    const sent = await sender.send(chatId, html, signal);
+    const sent = await sender.send(chatId, formatChangeMessage(told, { pageUrl, subgroup }), signal);
+    const items = told.items.length;
     switch (sent.kind) {
       case 'sent':
-        await outbox.markDone(deliveryId, owner, 'sent');
-        log.debug({ messageId: sent.messageId, items: items.length }, 'told a Telegram chat of changes');
+        await delivery.settle('sent', owner);
+        log.debug({ messageId: sent.messageId, items, ...logged }, 'told a Telegram chat of changes');
         return { outcome: 'sent', messageId: sent.messageId };
       case 'blocked': {
         const left = await chats.unsubscribe(chatId);
-        await outbox.markDone(deliveryId, owner, 'dropped');
-        log.info({ reason: sent.reason, sources: left.length }, 'Telegram chat is gone: unsubscribed it');
-        return { outcome: 'dropped' };
-      }
-      default:
-        await outbox.release(deliveryId, owner);
-        return failed(ctx, job, log, sent);
-    }
-  };
-
-  /** A collapsing send: the net change of the sets held for one chat and source, in one message or none. */
-  async function collapsed(
-    job: Job<TelegramSendJobData, TelegramSendResult>,
-    token: string | undefined,
-    signal: AbortSignal | undefined,
-  ): Promise<TelegramSendResult> {
-    const { deliveryId, chatId, set, pageUrl, subgroup } = job.data;
-    const log = ctx.logger.child({ jobId: job.id, source: set.source, attempt: job.attemptsMade + 1 });
-    const { outbox, chats } = ctx.notify;
-    const owner = job.id ?? token ?? 'telegram';
-    const claim = await outbox.claim(deliveryId, owner, leaseMs);
-    if (claim === 'busy') return delay(job, token, ctx.now() + BUSY_RETRY_MS);
-    const held = await outbox.held(chatId, set.source);
-    const stamps = held.map((each) => each.stamp);
-    const settle = async (outcome: DeliveryEnd) => {
-      await outbox.settleHeld(chatId, set.source, stamps, outcome);
-      await outbox.release(deliveryId, owner);
-    };
-    const now = ctx.now();
-    const net = netChange(held.map((each) => each.set));
-    const items = (net?.items ?? []).filter((item) => item.startsAt > now);
-    if (net === undefined || items.length === 0) {
-      await settle('empty');
-      return { outcome: 'empty' };
-    }
-    if (!(await chats.ofChat(chatId)).some((subscription) => subscription.source === set.source)) {
-      await settle('dropped');
-      return { outcome: 'unsubscribed' };
-    }
-    const paceLeft = await takePace(ctx, chatId);
-    if (paceLeft > 0) {
-      await outbox.release(deliveryId, owner);
-      return delay(job, token, now + paceLeft);
-    }
-    sender ??= defaultSender(ctx.config);
-    const sent = await sender.send(chatId, formatChangeMessage({ ...net, items }, { pageUrl, subgroup }), signal);
-    switch (sent.kind) {
-      case 'sent':
-        await settle('sent');
-        log.debug(
-          { messageId: sent.messageId, items: items.length, sets: held.length },
-          'told a Telegram chat the held changes',
+        await delivery.settle('dropped', owner);
+        // What waits for the chat's other sources would find it unsubscribed in the morning: drop it now.
+        const dropped = await dropHeld(ctx.notify.outbox, chatId, left);
+        log.info(
+          { reason: sent.reason, sources: left.length, heldDropped: dropped, ...logged },
+          'Telegram chat is gone: unsubscribed it',
         );
-        return { outcome: 'sent', messageId: sent.messageId };
-      case 'blocked': {
-        const left = await chats.unsubscribe(chatId);
-        await settle('dropped');
-        log.info({ reason: sent.reason, sources: left.length }, 'Telegram chat is gone: unsubscribed it');
         return { outcome: 'dropped' };
       }
       default:
-        await outbox.release(deliveryId, owner);
+        if (sent.kind === 'failed' && sent.permanent) {
+          // Sending it again cannot help. Settled as dropped, so that the next change for this chat is told on
+          // its own, not rebuilt into the same refused message with what was held.
+          await delivery.settle('dropped', owner);
+          log.error(
+            { reason: sent.reason, items, outcome: 'dropped', ...logged },
+            'Telegram refused a change message: dropped it',
+          );
+          throw new UnrecoverableError(`Telegram refused the message: ${sent.reason}`);
+        }
+        await outbox.release(delivery.leaseId, owner);
         return failed(ctx, job, log, sent);
     }
   }
 }
 
-/** A send that Telegram rate-limited (the queue waits) or that failed (retried, or for good when refused). */
+/** One delivery as {@link telegramSendProcessor}'s `deliver` makes it. */
+interface Delivery {
+  /** The delivery record it leases: the set's own, or the held sets' of its chat and source. */
+  leaseId: string;
+  /** What to tell, read once the lease is taken: the classes still to come; undefined when none is. */
+  read(now: number): Promise<{ told: ChangeSet; logged?: Record<string, unknown> } | undefined>;
+  /** Records how it ended and gives the lease up. */
+  settle(outcome: DeliveryEnd, owner: string): Promise<void>;
+}
+
+/** Drops what is held for a chat that is gone, for each of `sources`; resolves to how many sets it dropped. */
+async function dropHeld(
+  outbox: Pick<NotifyOutbox, 'held' | 'settleHeld'>,
+  chatId: string,
+  sources: readonly SourceKey[],
+): Promise<number> {
+  let dropped = 0;
+  for (const source of sources) {
+    const stamps = (await outbox.held(chatId, source)).map((each) => each.stamp);
+    await outbox.settleHeld(chatId, source, stamps, 'dropped');
+    dropped += stamps.length;
+  }
+  return dropped;
+}
+
+/** A send that Telegram rate-limited (the queue waits) or that failed for now (retried with backoff). */
 async function failed(
   ctx: Pick<TelegramSendDeps, 'queues'>,
   job: Pick<Job, 'attemptsStarted' | 'attemptsMade'>,
-  log: Pick<Logger, 'warn' | 'error'>,
+  log: Pick<Logger, 'warn'>,
   sent: Extract<SendOutcome, { kind: 'rate-limited' | 'failed' }>,
 ): Promise<never> {
   if (sent.kind === 'rate-limited') {
@@ -196,10 +240,6 @@ async function failed(
     if (!mayWaitAgain(rounds)) throw new Error(`Telegram rate limit, ${rounds} times in a row`);
     log.warn({ pauseMs: sent.retryAfterMs }, 'Telegram rate limit: telegram queue paused');
     throw await waitOutRateLimit(ctx.queues.telegram, sent.retryAfterMs);
-  }
-  if (sent.permanent) {
-    log.error({ reason: sent.reason }, 'Telegram refused a change message');
-    throw new UnrecoverableError(`Telegram refused the message: ${sent.reason}`);
   }
   throw new Error(`Telegram send failed: ${sent.reason}`);
 }

@@ -24,6 +24,12 @@ export function deliverAt(
   return end + (spreadKey === undefined ? 0 : spreadOf(spreadKey));
 }
 
+/** A minute of the day as `HH:MM`: how the quiet hours' ends are shown (log lines, the demo's banner). */
+export function clockOf(minuteOfDay: number): string {
+  const hours = Math.floor(minuteOfDay / 60);
+  return `${String(hours).padStart(2, '0')}:${String(minuteOfDay % 60).padStart(2, '0')}`;
+}
+
 /** The end of the quiet hours `now` is in, epoch ms; undefined when it is not in them. */
 export function quietUntil(now: number, quiet: QuietHours | undefined, zone: string): number | undefined {
   if (quiet === undefined) return undefined;

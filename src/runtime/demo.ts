@@ -6,6 +6,7 @@ import { z } from 'zod';
 import type { Config } from '../config.ts';
 import { describeRedisTarget } from '../lib/redis-connection.ts';
 import type { RedisTarget } from '../lib/redis-target.ts';
+import { clockOf } from '../notify/quiet-hours.ts';
 import { cleanGroupName, type DirectoryGroup } from '../store/group-directory.ts';
 import type { ServiceContext } from './context.ts';
 import { CommandError } from './errors.ts';
@@ -172,10 +173,8 @@ export async function printDemo(info: DemoInfo): Promise<void> {
 function quietHoursLines(config: Pick<Config, 'notifyQuietHours' | 'timezone'>): string[] {
   const quiet = config.notifyQuietHours;
   if (quiet === undefined) return [];
-  const time = (minute: number) =>
-    `${String(Math.floor(minute / 60)).padStart(2, '0')}:${String(minute % 60).padStart(2, '0')}`;
   return [
-    `  Quiet hours:            Telegram messages wait from ${time(quiet.fromMinute)} to ${time(quiet.toMinute)} (${config.timezone}) unless a class starts sooner;`,
+    `  Quiet hours:            Telegram messages wait from ${clockOf(quiet.fromMinute)} to ${clockOf(quiet.toMinute)} (${config.timezone}) unless a class starts sooner;`,
     '                          NOTIFY_QUIET_HOURS=off sends them at once',
     '',
   ];

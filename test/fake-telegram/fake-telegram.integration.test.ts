@@ -306,6 +306,34 @@ describe('fake Telegram Bot API', () => {
     expect(telegram.messages(12)).toEqual([]);
   });
 
+  it('edits a keyboard away, refusing what Telegram refuses: not modified, no such message, a bad keyboard', async () => {
+    const telegram = await fake();
+    telegram.addChat(14);
+    const keyboard = [[{ text: '1', callback_data: 'a' }]];
+    await call(telegram, 'sendMessage', { chat_id: 14, text: 'Какая?', reply_markup: { inline_keyboard: keyboard } });
+    const [message] = telegram.messages(14);
+    const edit = (params: Record<string, unknown>) =>
+      call(telegram, 'editMessageReplyMarkup', { chat_id: 14, message_id: message?.messageId, ...params });
+    expect((await edit({ reply_markup: { inline_keyboard: keyboard } })).body.description).toContain(
+      'message is not modified',
+    );
+    expect((await edit({ reply_markup: { inline_keyboard: [[{ text: 'x' }]] } })).status).toBe(400);
+    expect((await edit({ message_id: 999 })).body.description).toBe('Bad Request: message to edit not found');
+    const removed = await edit({});
+    expect(removed.body).toMatchObject({ ok: true, result: { message_id: message?.messageId, text: 'Какая?' } });
+    expect(removed.body.result).not.toHaveProperty('reply_markup');
+    expect(telegram.messages(14)[0]?.inlineKeyboard).toBeUndefined();
+    expect(() => telegram.userPresses(14, message?.messageId as number, 'a')).toThrow(/no message/);
+    // Taking away what is gone already (a second quick press): not modified.
+    expect((await edit({ reply_markup: { inline_keyboard: [] } })).body).toMatchObject({
+      ok: false,
+      error_code: 400,
+      description: expect.stringContaining('message is not modified'),
+    });
+    telegram.blockChat(14);
+    expect((await edit({ reply_markup: { inline_keyboard: keyboard } })).status).toBe(403);
+  });
+
   it('never delivers an update of a type the bot left out of allowed_updates', async () => {
     const telegram = await fake();
     telegram.addChat(13);

@@ -2,19 +2,23 @@
  * Messages held through the quiet hours, on a real Redis and BullMQ worker against the fake Bot API: the fan-out
  * holds each chat's part of every change set of the night, and one send per chat and source tells the net change
  * when the hours end (ауд. 425 → 518, then 518 → 620: one «ауд. 425 → 620»; moved and back: nothing), once,
- * however often the fan-out runs; the log line says when held messages go and why.
+ * however often the fan-out runs; the log line says when held messages go and why. A message Telegram refuses,
+ * or a chat that is gone, takes what was held with it, so the next change is told alone; a message delayed for
+ * the morning one by one (an earlier version) joins the held sets.
  */
 import { Writable } from 'node:stream';
 import { type Job, Queue, Worker } from 'bullmq';
 import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
 import type { TelegramSendJobData } from '../../src/jobs/contract.ts';
-import { fanOutChangeSet, type NotifyFanoutDeps } from '../../src/jobs/notify-fanout.ts';
+import { fanOutChangeSet, HELD_SEND_LAG_MS, type NotifyFanoutDeps } from '../../src/jobs/notify-fanout.ts';
+import { telegramJobOptions } from '../../src/jobs/queues.ts';
 import { type TelegramSendResult, telegramSendProcessor } from '../../src/jobs/telegram-send.ts';
 import { connectRedis } from '../../src/lib/redis-connection.ts';
 import { RedisOutageLog } from '../../src/lib/redis-outage.ts';
 import { createLogger, silentLogger } from '../../src/logger.ts';
+import { deliverAt } from '../../src/notify/quiet-hours.ts';
 import { redisKeys } from '../../src/store/keys.ts';
-import { deliveryId, heldDeliveryId, NotifyOutbox } from '../../src/store/notify-outbox.ts';
+import { deliveryHash, deliveryId, heldDeliveryId, NotifyOutbox } from '../../src/store/notify-outbox.ts';
 import { TelegramChats } from '../../src/store/telegram-chats.ts';
 import type { ChangeSet, NotifyItem, NotifySide } from '../../src/timetable/notify-change.ts';
 import { type FakeTelegram, startFakeTelegram } from '../../testkit/fake-telegram/index.ts';
@@ -22,6 +26,9 @@ import { jobEnded } from '../support/jobs.ts';
 import { deletePrefix, uniquePrefix } from '../support/service.ts';
 
 const SOURCE = 'group:4242';
+const OTHER = 'group:4243';
+/** Noon in Moscow the day after the night: no quiet hours. */
+const DAY = Date.UTC(2029, 9, 2, 9, 0);
 /** A night: 02:00 in Moscow, inside the default quiet hours 23-07; the class is years ahead. */
 const NIGHT = Date.UTC(2029, 9, 1, 23, 0);
 const CLASS = Date.UTC(2030, 9, 2, 12, 40);
@@ -60,7 +67,7 @@ interface Rig {
   logs: Record<string, unknown>[];
   clock: { now: number };
   /** Publishes `items` at `stamp` into the outbox and fans them out. */
-  publish(stamp: number, items: NotifyItem[]): Promise<ChangeSet>;
+  publish(stamp: number, items: NotifyItem[], source?: string): Promise<ChangeSet>;
   /** The Telegram jobs waiting for the morning. */
   delayed(): Promise<Job<TelegramSendJobData, TelegramSendResult>[]>;
   /** Runs the held sends now (as the end of the quiet hours would) and waits for them. */
@@ -125,10 +132,10 @@ async function rig(): Promise<Rig> {
     fanout,
     logs,
     clock,
-    publish: async (stamp, items) => {
-      const set: ChangeSet = { source: SOURCE, name: 'ИВТ-21', stamp, items, omitted: 0 };
+    publish: async (stamp, items, source = SOURCE) => {
+      const set: ChangeSet = { source, name: 'ИВТ-21', stamp, items, omitted: 0 };
       await outbox.write(redis.multi(), set).exec();
-      await fanOutChangeSet(fanout, { source: SOURCE, stamp });
+      await fanOutChangeSet(fanout, { source, stamp });
       return set;
     },
     delayed,
@@ -148,6 +155,18 @@ async function rig(): Promise<Rig> {
       await redis.quit();
     },
   };
+}
+
+/** The next day, a change for chat 41 goes at once as one message of its own, with nothing of ауд. 425 in it. */
+async function expectNextDayToldAlone(r: Rig): Promise<void> {
+  r.clock.now = DAY;
+  const next = await r.publish(DAY, [moved('100', '101', 'u2')]);
+  const id = deliveryId('tg', '41', { source: SOURCE, stamp: next.stamp });
+  expect((await jobEnded(r.queue, `tg-${deliveryHash(id)}`)).state).toBe('completed');
+  const messages = r.telegram.messages(41);
+  expect(messages).toHaveLength(1);
+  expect(messages[0]?.text).toContain('ауд. 100 → 101');
+  expect(messages[0]?.text).not.toContain('425');
 }
 
 describe('quiet hours', () => {
@@ -221,5 +240,78 @@ describe('quiet hours', () => {
     // The morning's send finds nothing left.
     expect(await r.morning()).toEqual([{ outcome: 'empty' }]);
     expect(r.telegram.messages(41)).toHaveLength(1);
+  });
+
+  it('drops the held sets when Telegram refuses their message, so the next change is told on its own', async () => {
+    const first = await r.publish(NIGHT, [moved('425', '518')]);
+    r.telegram.fault({
+      method: 'sendMessage',
+      kind: '400',
+      chatId: 41,
+      description: "Bad Request: can't parse entities",
+    });
+    const [job] = await r.delayed();
+    await job?.promote();
+    expect((await jobEnded(r.queue, job?.id as string)).state).toBe('failed');
+    expect(await r.outbox.held('41', SOURCE)).toEqual([]);
+    expect(await r.outbox.state(deliveryId('tg', '41', { source: SOURCE, stamp: first.stamp }))).toBe('dropped');
+
+    // The next day's change goes at once and alone: not rebuilt into the refused message with what was held.
+    await expectNextDayToldAlone(r);
+  });
+
+  it.each([
+    ['403', 'Forbidden: bot was blocked by the user'],
+    ['400', 'Bad Request: chat not found'],
+  ] as const)('drops everything held for a chat that is gone (%s %s)', async (kind, description) => {
+    await r.chats.subscribe({ chatId: '41', source: OTHER, options: {} });
+    await r.publish(NIGHT, [moved('425', '518')]);
+    await r.publish(NIGHT + 1, [moved('300', '301', 'u9')], OTHER);
+    r.telegram.fault({ method: 'sendMessage', kind, chatId: 41, description });
+    const job = (await r.delayed()).find((each) => each.data.set.source === SOURCE);
+    await job?.promote();
+    expect((await jobEnded(r.queue, job?.id as string)).job.returnvalue).toEqual({ outcome: 'dropped' });
+    expect(await r.chats.ofChat('41')).toEqual([]);
+    // The other source's held set goes too, before its own send runs.
+    expect(await r.outbox.held('41', SOURCE)).toEqual([]);
+    expect(await r.outbox.held('41', OTHER)).toEqual([]);
+
+    // Back with /start the next day: a new change is told alone.
+    await r.chats.subscribe({ chatId: '41', source: SOURCE, options: {} });
+    await expectNextDayToldAlone(r);
+  });
+
+  it('tells a send delayed for the morning before sets were held together with them, as one net change', async () => {
+    // A version that did not hold sets queued ауд. 425 → 518 on its own for the chat's morning moment.
+    const at = deliverAt([{ startsAt: CLASS }], NIGHT, r.fanout.config.notifyQuietHours, 'Europe/Moscow', '41');
+    const old: ChangeSet = { source: SOURCE, name: 'ИВТ-21', stamp: NIGHT, items: [moved('425', '518')], omitted: 0 };
+    const oldId = deliveryId('tg', '41', { source: SOURCE, stamp: NIGHT });
+    const queued = await r.queue.add(
+      'telegram',
+      { deliveryId: oldId, chatId: '41', set: old, pageUrl: 'https://timetable.example.edu/g', deliverAt: at },
+      { ...telegramJobOptions(), jobId: `tg-${deliveryHash(oldId)}`, delay: at - NIGHT },
+    );
+    // After the deploy, ауд. 518 → 620 the same night is held; its collapsing send is due a moment after the old one.
+    const second = await r.publish(NIGHT + 60_000, [moved('518', '620')]);
+    const collapsing = (await r.delayed()).find((job) => job.data.collapse);
+    const due = (job: { timestamp: number; delay: number } | undefined) => (job?.timestamp ?? 0) + (job?.delay ?? 0);
+    expect(due(collapsing) - due(queued)).toBeGreaterThanOrEqual(HELD_SEND_LAG_MS);
+
+    // The morning: both run, in the order they are due. One message, the net change.
+    await queued.promote();
+    await collapsing?.promote();
+    // Whichever leases the held sets first tells them; the other finds them told.
+    const outcomes = [
+      (await jobEnded(r.queue, queued.id as string)).job.returnvalue.outcome,
+      (await jobEnded(r.queue, collapsing?.id as string)).job.returnvalue.outcome,
+    ];
+    expect(outcomes.filter((outcome) => outcome === 'sent')).toHaveLength(1);
+    expect(outcomes.every((outcome) => ['sent', 'empty', 'done-before'].includes(outcome))).toBe(true);
+    const messages = r.telegram.messages(41);
+    expect(messages).toHaveLength(1);
+    expect(messages[0]?.text).toContain('ауд. 425 → 620');
+    expect(messages[0]?.text).not.toContain('518');
+    expect(await r.outbox.state(oldId)).toBe('sent');
+    expect(await r.outbox.state(deliveryId('tg', '41', { source: SOURCE, stamp: second.stamp }))).toBe('sent');
   });
 });

@@ -95,19 +95,23 @@ describe('the subgroup question', () => {
     expect(fake.callbackAnswers()).toContainEqual(expect.objectContaining({ queryId, text: '2 подгруппа' }));
     expect(await chats.ofChat('601')).toEqual([{ source, options: { subgroup: 2 } }]);
 
-    // «Все»: the whole group again, its subgroups' classes marked.
-    fake.userPresses(601, question?.messageId as number, `sg:${source}:all`);
-    expect((await messages(601, 3))[2]?.text).toContain('все подгруппы');
-    expect(await chats.ofChat('601')).toEqual([{ source, options: {} }]);
+    // The question's buttons are gone: the choice is made.
+    await waitUntil(() => fake.messages(601)[0]?.inlineKeyboard === undefined, 'the question without buttons');
 
-    // A command changes it later, and /list says so.
+    // A command changes it later, and /subgroup asks again, saying what it is now.
     fake.userSays(601, '/subgroup 1');
-    expect((await messages(601, 4))[3]?.text).toContain(`Готово: ${groupName}, 1 подгруппа.`);
+    expect((await messages(601, 3))[2]?.text).toContain(`Готово: ${groupName}, 1 подгруппа.`);
     expect(await chats.ofChat('601')).toEqual([{ source, options: { subgroup: 1 } }]);
     fake.userSays(601, '/subgroup');
-    const asked = (await messages(601, 5))[4];
+    const asked = (await messages(601, 4))[3];
     expect(asked?.text).toContain('сейчас — 1 подгруппа');
     expect(asked?.inlineKeyboard?.flat().map((button) => button.text)).toEqual(['1', '2', 'Все']);
+
+    // «Все»: the whole group again, its subgroups' classes marked.
+    fake.userPresses(601, asked?.messageId as number, `sg:${source}:all`);
+    expect((await messages(601, 5))[4]?.text).toContain('все подгруппы');
+    expect(await chats.ofChat('601')).toEqual([{ source, options: {} }]);
+    await waitUntil(() => fake.messages(601)[3]?.inlineKeyboard === undefined, 'the second question without buttons');
   });
 
   it('does not ask when the link named a subgroup already', async () => {

@@ -9,7 +9,9 @@
  * a request held by a `stall` fault whose client died meanwhile is not a message. Inline keyboards: sendMessage
  * keeps `reply_markup.inline_keyboard` (a button has exactly one of `callback_data`, at most 64 bytes, and `url`);
  * a user presses one of those buttons (`userPresses`), which is a `callback_query` update, and the bot answers it
- * once with answerCallbackQuery (a second answer, or one to an unknown id, is 400). Updates of a type the bot left
+ * once with answerCallbackQuery (a second answer, or one to an unknown id, is 400); editMessageReplyMarkup
+ * replaces or takes away a message's keyboard (400 message is not modified when nothing changes, 400 message to
+ * edit not found). Updates of a type the bot left
  * out of `allowed_updates` (getUpdates or setWebhook; kept until it names others) are never delivered.
  */
 import { type TelegramFault, TelegramFaults } from './faults.ts';

@@ -100,6 +100,8 @@ async function callMethod(
     }
     case 'answercallbackquery':
       return fromResult(state.answerCallbackQuery(params));
+    case 'editmessagereplymarkup':
+      return fromResult(state.editMessageReplyMarkup(params));
     case 'setmycommands':
     case 'deletemycommands':
     case 'sendchataction':

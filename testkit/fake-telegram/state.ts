@@ -372,6 +372,45 @@ export class BotState {
     return { result, message };
   }
 
+  /**
+   * editMessageReplyMarkup of a message the bot sent: `reply_markup` replaces its inline keyboard (none, or no
+   * rows, takes it away). Refused as Telegram refuses it: no such message, the same keyboard again ("message is
+   * not modified"), a keyboard sendMessage would refuse, a chat that blocked the bot.
+   */
+  editMessageReplyMarkup(params: Record<string, unknown>): MethodResult {
+    if (params.inline_message_id !== undefined)
+      return error(400, 'Bad Request: the fake edits messages of chats only, not inline messages');
+    const chatId = intParam(params.chat_id);
+    if (chatId === undefined) return error(400, 'Bad Request: chat_id is empty');
+    const chat = this.chats.get(chatId);
+    if (!chat) return error(400, 'Bad Request: chat not found');
+    if (chat.blocked) return error(403, 'Forbidden: bot was blocked by the user');
+    const messageId = intParam(params.message_id);
+    if (messageId === undefined) return error(400, 'Bad Request: message identifier is not specified');
+    const message = this.messages.find((each) => each.chatId === chatId && each.messageId === messageId);
+    if (message === undefined) return error(400, 'Bad Request: message to edit not found');
+    const parsed = params.reply_markup === undefined ? undefined : inlineKeyboard(params.reply_markup);
+    if (typeof parsed === 'string') return error(400, parsed);
+    const keyboard = parsed === undefined || parsed.length === 0 ? undefined : parsed;
+    if (JSON.stringify(keyboard) === JSON.stringify(message.inlineKeyboard))
+      return error(
+        400,
+        'Bad Request: message is not modified: specified new message content and reply markup are exactly the ' +
+          'same as a current content and reply markup of the message',
+      );
+    if (keyboard === undefined) delete message.inlineKeyboard;
+    else message.inlineKeyboard = keyboard;
+    return ok({
+      message_id: messageId,
+      from: { id: this.botId, is_bot: true, first_name: this.firstName, username: this.username },
+      chat: { id: chatId, type: 'private', first_name: chat.firstName },
+      date: Math.floor(message.at / 1000),
+      edit_date: Math.floor(Date.now() / 1000),
+      text: message.text,
+      ...(keyboard === undefined ? {} : { reply_markup: { inline_keyboard: keyboard } }),
+    });
+  }
+
   /** Stops waiting pollers and webhook retries. */
   close(): void {
     this.closed = true;

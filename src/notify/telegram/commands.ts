@@ -7,13 +7,14 @@
  * A group with subgroups: `/start` of a link without one asks which subgroup (buttons «1», «2», …, «Все»).
  * Answering is optional: a chat that does not answer follows the whole group, and every line about a class of one
  * subgroup says whose it is («Оптика (лабораторная работа, 1 подгруппа)»). A button press (a callback query whose
- * data is `sg:<source>:<n|all>`) sets the chat's subgroup for that source and confirms; `/subgroup` asks again.
+ * data is `sg:<source>:<n|all>`) sets the chat's subgroup for that source, confirms, and takes the question's
+ * buttons away; `/subgroup` asks again.
  *
  * Replies are plain text (no parse mode): names and rooms come from the university and may hold `<`, `&`, `_` or
  * `*`, which plain text shows as they are. One reply per message (`/subgroup` asks once per group with subgroups),
  * cut at Telegram's 4096 characters.
  */
-import type { Bot, Context } from 'grammy';
+import { type Bot, type Context, GrammyError } from 'grammy';
 import type { InlineKeyboardButton } from 'grammy/types';
 import { type FeedSettings, feedOccurrences } from '../../feeds/build-feed.ts';
 import { pluralRu } from '../../lib/words.ts';
@@ -152,9 +153,15 @@ export function registerCommands(bot: Bot, deps: CommandDeps): void {
       source,
       choice === 'all' ? undefined : Number(choice),
     );
-    // The press is answered first (the button stops spinning), then the chat reads what changed.
+    // The press is answered first (the button stops spinning), then the chat reads what changed, and the question's
+    // buttons go: the choice is made (/subgroup asks again). Two quick presses both reach here; the second one's
+    // removal finds them gone already ("message is not modified"), and an old message may no longer be editable:
+    // either way the choice stands, so such a refusal is let go.
     await ctx.answerCallbackQuery({ text: confirmed.short });
     await send(ctx, confirmed.text);
+    await ctx.editMessageReplyMarkup().catch((error: unknown) => {
+      if (!(error instanceof GrammyError && error.error_code === 400)) throw error;
+    });
   });
   bot.on(
     'message',

@@ -104,8 +104,8 @@ function ordered(items: readonly NotifyItem[]): NotifyItem[] {
 
 /**
  * The message for `set` (already filtered for the chat), Telegram HTML, at most {@link MAX_MESSAGE_LENGTH}
- * characters (`subgroup`: the one the chat follows, whose lines need no subgroup mark): lines are added while the rest still fits, then "…и ещё N изменений" (the lines left out and the
- * set's `omitted`) and the link.
+ * characters (`subgroup`: the one the chat follows, whose lines need no subgroup mark): lines are added while the
+ * rest still fits, then "…и ещё N изменений" (the lines left out and the set's `omitted`) and the link.
  */
 export function formatChangeMessage(
   set: ChangeSet,
