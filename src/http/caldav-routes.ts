@@ -32,7 +32,13 @@ import { toHttpError } from './errors.ts';
 import { acceptForms, formField, formOf } from './form-body.ts';
 import { type PageDeps, requestLang, requireSameOrigin, sendPage } from './pages.ts';
 import { type PersonalSessionDeps, readPersonalSession } from './personal-session.ts';
-import { type ChosenPushOptions, type PushOptionsFormDeps, readPushOptions, typedQuery } from './push-options-form.ts';
+import {
+  type ChosenPushOptions,
+  connectOptions,
+  type PushOptionsFormDeps,
+  readPushOptions,
+  typedQuery,
+} from './push-options-form.ts';
 import {
   answerManagePage,
   cookieTarget,
@@ -108,9 +114,10 @@ export async function registerCaldavRoutes(app: FastifyInstance, ctx: CalDavRout
           username: values.username ?? '',
           password,
           ...(values.calendarUrl === undefined ? {} : { calendarUrl: values.calendarUrl }),
-          // Always stored, `{}` when none was chosen: a calendar connected here follows the options and its
-          // reminders are ours (only targets from before, and the admin API without options, have none).
-          options: chosen.options,
+          // A new calendar follows the options (`{}` when none was chosen), its reminders ours; a calendar
+          // connected before takes the options given and keeps its own when none is (only targets from before,
+          // and the admin API without options, have none).
+          ...connectOptions(chosen),
         });
         setManageCookie(ctx, kind, reply, connected.id, connected.manageToken);
         request.log.info({ target: connected.id, preset }, 'caldav target connected from the connect page');

@@ -31,7 +31,13 @@ import { subscriptionNotFound } from './owner-auth.ts';
 import type { PageDeps } from './pages.ts';
 import { parseOr400 } from './parse.ts';
 import { type PersonalSessionDeps, readPersonalSession } from './personal-session.ts';
-import { type ChosenPushOptions, type PushOptionsFormDeps, readPushOptions, typedQuery } from './push-options-form.ts';
+import {
+  type ChosenPushOptions,
+  connectOptions,
+  type PushOptionsFormDeps,
+  readPushOptions,
+  typedQuery,
+} from './push-options-form.ts';
 import { registerPushTargetRoutes, sendProblemPage, setManageCookie, wantsPage } from './push-target-routes.ts';
 
 const NO_STORE = 'no-store';
@@ -98,8 +104,9 @@ export async function registerGoogleRoutes(app: FastifyInstance, ctx: GoogleRout
       if (!wantsPage(request)) throw refused;
       return sendOptionsRefused(ctx, request, reply, source, chosen);
     }
-    // Always passed, `{}` when none was chosen: the calendar follows the options and its reminders are ours.
-    const { url, state, browserNonce } = await createConsent(ctx, source, chosen.options);
+    // A new calendar follows the options (`{}` when none was chosen), its reminders ours; one the consent
+    // reconnects takes the options given and keeps its own when none is.
+    const { url, state, browserNonce } = await createConsent(ctx, source, connectOptions(chosen));
     setConsentCookie(reply, state, browserNonce, ctx.config.publicUrl);
     return reply.code(302).header('location', url).header('cache-control', NO_STORE).send();
   });

@@ -11,9 +11,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { feedOccurrences } from '../../src/feeds/build-feed.ts';
 import type { PushJobData } from '../../src/jobs/contract.ts';
 import { pushProcessor } from '../../src/jobs/push.ts';
+import { eventIdFor } from '../../src/push/event-id.ts';
+import { connectCaldavTarget } from '../../src/subscriptions/caldav-connect.ts';
+import { connectGoogleTarget } from '../../src/subscriptions/google-connect.ts';
+import { occurrenceUid } from '../../src/timetable/expand.ts';
 import { type Radicale, startRadicale } from '../../testkit/radicale.ts';
 import { type GoogleApp, PUBLIC_URL, startGoogleApp } from './google-helpers.ts';
-import { storeTimetable } from './helpers.ts';
+import { SUBGROUP_ENTRIES, storeTimetable } from './helpers.ts';
 
 const USER = 'student';
 const PASSWORD = 'good-app-password-1';
@@ -384,6 +388,68 @@ describe('the manage page’s options', () => {
     expect(unescaped(saved.body)).toContain('Было: Весь поток. Стало: Подгруппа 2.');
     expect((await g.ctx.caldav.targets.get(id))?.options).toEqual({ subgroup: 2 });
     expect(await queuedPushes('caldav', id)).toContainEqual(expect.objectContaining({ reason: 'refresh' }));
+  });
+});
+
+describe('connecting again', () => {
+  it('leaves a Google calendar from before without options, the person’s reminders untouched by later pushes', async () => {
+    const source = 'group:5501';
+    await storeTimetable(g.ctx, source);
+    const { user, refreshToken } = g.fake.addUser();
+    const old = await connectGoogleTarget(g.ctx, { source, refreshToken, googleUser: user });
+    await runPush('google', old.id, source);
+    const lecture = eventIdFor(occurrenceUid(3, '2025-09-29'));
+    const own = { useDefault: false, overrides: [{ method: 'email', minutes: 45 }] };
+    g.fake.ownerEditEvent(old.calendarId, lecture, { reminders: own });
+    // The consent revoked: the manage page offers «Подключить заново», with no option fields.
+    g.fake.revoke(refreshToken);
+    await runPush('google', old.id, source).catch(() => undefined);
+    const cookie = `tts-manage=${old.manageToken}`;
+    const page = unescaped(
+      (await g.app.inject({ method: 'GET', url: `/google/targets/${old.id}`, headers: { ...BROWSER, cookie } })).body,
+    );
+    const again = /<a class="button" href="\/google\/connect\?([^"]*)">Подключить заново<\/a>/.exec(page)?.[1];
+    expect(again).toBe(`source=${source}`);
+
+    const reconnected = await connectGoogle(again ?? '', user);
+    expect(reconnected.id).toBe(old.id);
+    expect((await g.ctx.google.targets.get(old.id))?.options).toBeUndefined();
+    // The lecture renamed: its event is patched, the person's own reminder kept.
+    const renamed = SUBGROUP_ENTRIES.map((item) => (item.id === 3 ? { ...item, subjectName: 'Философия' } : item));
+    await storeTimetable(g.ctx, source, renamed, { stamp: Date.UTC(2025, 8, 21, 9, 0, 0) });
+    await runPush('google', old.id, source);
+    expect(g.fake.event(old.calendarId, lecture)?.summary).toContain('Философия');
+    expect(g.fake.event(old.calendarId, lecture)?.reminders).toEqual(own);
+  });
+
+  it('keeps a CalDAV calendar’s options when the form gives none, and replaces them when it does', async () => {
+    const source = 'group:5502';
+    await storeTimetable(g.ctx, source);
+    const old = await connectCaldavTarget(g.ctx, { source, url: radicale.url, username: USER, password: PASSWORD });
+    const post = async (extra: Record<string, string>) => {
+      const answer = await g.app.inject({
+        method: 'POST',
+        url: '/caldav/connect',
+        headers: FORM,
+        payload: new URLSearchParams({
+          source,
+          preset: 'other',
+          address: radicale.url,
+          username: USER,
+          password: PASSWORD,
+          ...extra,
+        }).toString(),
+      });
+      expect(answer.statusCode, answer.body).toBe(303);
+      expect(answer.headers.location).toBe(`/caldav/targets/${old.id}`);
+    };
+    // Empty fields, as a form without script posts them: no option given, the calendar from before keeps none.
+    await post({ subgroup: '', exclude: '', alarm: '', title: '' });
+    expect((await g.ctx.caldav.targets.get(old.id))?.options).toBeUndefined();
+    await post({ subgroup: '2' });
+    expect((await g.ctx.caldav.targets.get(old.id))?.options).toEqual({ subgroup: 2 });
+    await post({});
+    expect((await g.ctx.caldav.targets.get(old.id))?.options).toEqual({ subgroup: 2 });
   });
 });
 
