@@ -160,7 +160,7 @@ describe('the CalDAV connect page', () => {
     const whole = unescaped(
       (await g.app.inject({ method: 'GET', url: '/caldav/connect?source=group:5102', headers: BROWSER })).body,
     );
-    expect(whole).toContain('<span data-options-line>Весь поток</span>');
+    expect(whole).toContain('<span data-options-line>Вся группа</span>');
   });
 
   it('refuses options that do not fit, at the top, keeping what was typed, before asking any server', async () => {
@@ -292,7 +292,7 @@ describe('the manage page’s options', () => {
     const { id, cookie } = await connectGoogle('source=group:5301', 'u-manage-1');
     const path = `/google/targets/${id}`;
     const page = unescaped((await g.app.inject({ method: 'GET', url: path, headers: { ...BROWSER, cookie } })).body);
-    expect(page).toContain('<dd data-options-line>Весь поток</dd>');
+    expect(page).toContain('<dd data-options-line>Вся группа</dd>');
     expect(page).toContain(`<form class="card options" id="options" method="post" action="${path}/options#options"`);
     // The form offers the timetable's own subgroups and kinds.
     expect(page).toContain('<option value="2">2</option>');
@@ -308,7 +308,7 @@ describe('the manage page’s options', () => {
     expect(saved.statusCode).toBe(200);
     const body = unescaped(saved.body);
     expect(body).toContain('Настройки сохранены — календарь обновится в течение минуты.');
-    expect(body).toContain('Было: Весь поток. Стало: Подгруппа 2, без лекций, напоминание за 30 минут.');
+    expect(body).toContain('Было: Вся группа. Стало: Подгруппа 2, без лекций, напоминание за 30 минут.');
     expect(body).toContain('<dd data-options-line>Подгруппа 2, без лекций, напоминание за 30 минут</dd>');
     expect((await g.ctx.google.targets.get(id))?.options).toEqual({
       subgroup: 2,
@@ -385,7 +385,7 @@ describe('the manage page’s options', () => {
       payload: 'subgroup=2',
     });
     expect(saved.statusCode).toBe(200);
-    expect(unescaped(saved.body)).toContain('Было: Весь поток. Стало: Подгруппа 2.');
+    expect(unescaped(saved.body)).toContain('Было: Вся группа. Стало: Подгруппа 2.');
     expect((await g.ctx.caldav.targets.get(id))?.options).toEqual({ subgroup: 2 });
     expect(await queuedPushes('caldav', id)).toContainEqual(expect.objectContaining({ reason: 'refresh' }));
   });
