@@ -61,9 +61,12 @@ async function runPush(kind: 'google' | 'caldav', target: string, source: string
 async function connectGoogle(query: string, user: string): Promise<{ id: string; cookie: string }> {
   g.fake.consentAs(user);
   const started = await g.app.inject({ method: 'GET', url: `/google/connect?${query}`, headers: BROWSER });
-  expect(started.statusCode, started.body).toBe(302);
+  // Options named: a page shows them first, its button links on to Google.
+  const confirmed = started.statusCode === 200;
+  if (!confirmed) expect(started.statusCode, started.body).toBe(302);
   const consentCookie = String([started.headers['set-cookie']].flat()[0]).split(';', 1)[0] ?? '';
-  const consent = await fetch(String(started.headers.location), { redirect: 'manual' });
+  const consentUrl = confirmed ? consentLink(started.body) : String(started.headers.location);
+  const consent = await fetch(consentUrl, { redirect: 'manual' });
   const back = new URL(consent.headers.get('location') ?? '');
   const answer = await g.app.inject({
     method: 'GET',
@@ -74,6 +77,14 @@ async function connectGoogle(query: string, user: string): Promise<{ id: string;
   const id = /\/google\/targets\/([\w-]{22})$/.exec(String(answer.headers.location))?.[1] ?? '';
   const manage = [answer.headers['set-cookie'] ?? []].flat().find((line) => line.startsWith('tts-manage='));
   return { id, cookie: String(manage).split(';', 1)[0] ?? '' };
+}
+
+/** The link of the Google confirmation page's «Продолжить в Google» (the consent started for this browser). */
+function consentLink(body: string): string {
+  expect(body).toMatch(/data-google-consent autofocus>Продолжить в Google<\/a>/);
+  const href = /href="([^"]+)" data-google-consent/.exec(body)?.[1];
+  expect(href).toBeDefined();
+  return unescaped(href ?? '');
 }
 
 /** Drops the pushes queued for a target (its first one), so that the next one queued is seen. */
@@ -258,6 +269,39 @@ describe('Google connect with options', () => {
     expect((await g.ctx.google.targets.get(id))?.options).toEqual({ subgroup: 2, alarmMinutes: 15 });
     const plain = await connectGoogle('source=group:5201', 'u-options-2');
     expect((await g.ctx.google.targets.get(plain.id))?.options).toEqual({});
+  });
+
+  it('shows a browser the options before Google, its button going on to the consent started for it', async () => {
+    await storeTimetable(g.ctx, 'group:5203');
+    // A crafted link with a title of its own: the page says the title before Google is asked.
+    const page = await g.app.inject({
+      method: 'GET',
+      url: `/google/connect?source=group:5203&title=${encodeURIComponent('Пишите на evil.example {предмет}')}&alarm=15`,
+      headers: BROWSER,
+    });
+    expect(page.statusCode).toBe(200);
+    expect(page.headers['cache-control']).toBe('no-store');
+    expect(page.headers['referrer-policy']).toBe('no-referrer');
+    const body = unescaped(page.body);
+    expect(body).toContain(
+      '<span data-options-line>Напоминание за 15 минут, название «Пишите на evil.example {предмет}»</span>',
+    );
+    expect(body).toContain('href="/timetables/groups/5203?alarm=15&title=');
+    // The button is Google's consent page of a consent tied to this browser by its cookie.
+    expect(consentLink(page.body)).toMatch(/^http.*[?&]state=/);
+    expect(String([page.headers['set-cookie']].flat()[0])).toMatch(/HttpOnly/i);
+    const { id } = await connectGoogle('source=group:5203&alarm=15', 'u-confirm-1');
+    expect((await g.ctx.google.targets.get(id))?.options).toEqual({ alarmMinutes: 15 });
+
+    // Without options, and for an API client, straight to Google as before.
+    const plain = await g.app.inject({ method: 'GET', url: '/google/connect?source=group:5203', headers: BROWSER });
+    expect(plain.statusCode).toBe(302);
+    const api = await g.app.inject({
+      method: 'GET',
+      url: '/google/connect?source=group:5203&alarm=15',
+      headers: { accept: 'application/json', host: PUBLIC_HOST },
+    });
+    expect(api.statusCode).toBe(302);
   });
 
   it('refuses options that do not fit: a page naming the field with the way back, JSON for an API client', async () => {
