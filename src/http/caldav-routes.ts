@@ -12,6 +12,7 @@ import type { CalDavTargetStore } from '../caldav/caldav-targets.ts';
 import type { SnapshotStore } from '../store/snapshot-store.ts';
 import { changeCaldavPassword, connectCaldavTarget } from '../subscriptions/caldav-connect.ts';
 import { placeholderName } from '../timetable/calendar-name.ts';
+import { timetablePagePath } from '../timetable/page-path.ts';
 import { parseSource, type SourceKey, sourceKey, sourceOf } from '../timetable/source.ts';
 import {
   type CalDavConnectView,
@@ -220,12 +221,7 @@ async function connectView(
       ref.kind === 'personal'
         ? ((await ctx.subscriptions.get(ref.id))?.name ?? '')
         : placeholderName({ kind: ref.kind, id: Number(ref.id) });
-  const backUrl =
-    ref.kind === 'group'
-      ? `/timetables/groups/${ref.id}`
-      : ref.kind === 'employee'
-        ? `/timetables/employees/${ref.id}`
-        : '/timetables/personal';
+  const backUrl = timetablePagePath(source);
   const refused = chosen.refused.map((error) => [error.field, error.fieldWords[lang]] as const);
   // The way back shows the options as typed, a refused one beside its reason, at the page's options form.
   const typed = typedQuery(chosen.typed);
