@@ -6,9 +6,8 @@
  * it again beside the reason.
  */
 import type { OptionRefusedError } from '../serving/errors.ts';
-import { mergeOptionValues, optionsMisfits } from '../serving/variant-render.ts';
-import type { SnapshotStore } from '../store/snapshot-store.ts';
-import { defaultTitleTemplate, type OptionValues, optionValuesOf } from '../timetable/event-text.ts';
+import { type OptionsFitDeps, optionsMisfitsFor } from '../serving/variant-render.ts';
+import { defaultTitleTemplate, type OptionValues } from '../timetable/event-text.ts';
 import { type SourceKey, sourceOf } from '../timetable/source.ts';
 import type { SubscriberOptions } from '../timetable/types.ts';
 import { pushLinks } from '../web/feed-links.ts';
@@ -16,7 +15,7 @@ import { filledOptionFields, readSubscriberOptions } from './subscriber-query.ts
 
 /** What reading push options needs: the subgroups and kinds a timetable has (ever had). */
 export interface PushOptionsFormDeps {
-  readonly snapshots: Pick<SnapshotStore, 'optionValues' | 'snapshot'>;
+  readonly snapshots: OptionsFitDeps;
 }
 
 /** The options of a query or form, as typed and as read. */
@@ -41,10 +40,9 @@ export async function readPushOptions(
 ): Promise<ChosenPushOptions> {
   const defaultTitle = defaultTitleTemplate(sourceOf(source).kind);
   const typed = filledOptionFields(textFields(fields), defaultTitle);
-  const [stored, snapshot] = await Promise.all([ctx.snapshots.optionValues(source), ctx.snapshots.snapshot(source)]);
-  const values = snapshot === undefined ? stored : mergeOptionValues(stored, optionValuesOf(snapshot.entries));
   const read = readSubscriberOptions(typed);
-  const refused = [...read.refused, ...optionsMisfits(values, read.options)];
+  const { misfits, values } = await optionsMisfitsFor(ctx.snapshots, source, read.options);
+  const refused = [...read.refused, ...misfits];
   return { typed, options: read.options, refused, values, defaultTitle };
 }
 
