@@ -239,14 +239,16 @@ function ownedBody(event: DesiredEvent, marker: EventMarker): calendar_v3.Schema
 }
 
 /**
- * The reminders an event is written with: one popup of ours, or the calendar's default (also for a target whose
- * reminders are not ours, at insert: the user's own changes come after). A PATCH merges the object key by key,
- * so going back to the default clears our override with `overrides: null`: Google refuses default reminders
- * and overrides together (`cannotUseDefaultRemindersAndSpecifyOverride`).
+ * The reminders an event is written with: one popup of ours, none (an empty override list: a cancelled class), or
+ * the calendar's default (also for a target whose reminders are not ours, at insert: the user's own changes come
+ * after). A PATCH merges the object key by key (an array replaces the one before), so going back to the default
+ * clears our override with `overrides: null`: Google refuses default reminders and overrides together
+ * (`cannotUseDefaultRemindersAndSpecifyOverride`).
  */
 function remindersOf(event: DesiredEvent, write: 'insert' | 'patch'): EventReminders {
   const { reminder } = event.fields;
   if (typeof reminder === 'number') return { useDefault: false, overrides: [{ method: 'popup', minutes: reminder }] };
+  if (reminder === 'none') return { useDefault: false, overrides: [] };
   // null is how a PATCH deletes a field; the SDK's types know only values.
   const cleared = null as unknown as calendar_v3.Schema$EventReminder[];
   return write === 'patch' ? { useDefault: true, overrides: cleared } : { useDefault: true };

@@ -28,8 +28,13 @@ export interface PendingConsent {
   startedAt: number;
   /** Digest of the nonce the starting browser holds in a cookie; the callback must bring the same nonce. */
   browserHash: string;
-  /** The feed options the calendar is to follow (validated when the consent started); absent: none chosen. */
+  /**
+   * The feed options the calendar is to follow (validated when the consent started); absent: none given, and a
+   * target the consent reconnects keeps its own.
+   */
   options?: SubscriberOptions;
+  /** The options a new target follows when `options` are absent (see `GoogleConnectRequest`). */
+  newTargetOptions?: SubscriberOptions;
 }
 
 /** A consent just started: where to send the browser, and what the browser must keep until the callback. */
@@ -56,15 +61,16 @@ export interface ConsentDeps extends ConsentStateDeps {
 }
 
 /**
- * Starts a consent for `source` (already validated and authorised by the caller): stores the pending consent
- * and answers the URL of Google's consent page with the nonce the browser must keep. Throws
- * GoogleNotConfiguredError without OAuth client settings.
+ * Starts a consent for `source` (already validated and authorised by the caller) with the options its target is
+ * to follow: stores the pending consent and answers the URL of Google's consent page with the nonce the browser
+ * must keep. Throws GoogleNotConfiguredError without OAuth client settings.
  */
 export async function createConsent(
   ctx: ConsentDeps,
   source: SourceKey,
-  options?: SubscriberOptions,
+  chosen: Pick<PendingConsent, 'options' | 'newTargetOptions'> = {},
 ): Promise<StartedConsent> {
+  const { options, newTargetOptions } = chosen;
   const oauth = ctx.google.oauth;
   if (!ctx.google.configured || oauth === undefined) throw new GoogleNotConfiguredError();
   const state = randomToken();
@@ -76,6 +82,7 @@ export async function createConsent(
     startedAt: ctx.now(),
     browserHash: hashToken(browserNonce),
     ...(options === undefined ? {} : { options }),
+    ...(newTargetOptions === undefined ? {} : { newTargetOptions }),
   };
   await savePendingConsent(ctx.redis, ctx.keys, hashToken(state), JSON.stringify(pending), CONSENT_TTL_SECONDS);
   return { url: oauth.authorizationUrl({ state, codeChallenge }), state, browserNonce };
@@ -114,8 +121,11 @@ function parsePending(stored: string): PendingConsent {
       typeof value.startedAt === 'number' &&
       typeof value.browserHash === 'string'
     ) {
-      const { source, codeVerifier, startedAt, browserHash, options } = value;
-      const kept = isOptions(options) ? { options } : {};
+      const { source, codeVerifier, startedAt, browserHash, options, newTargetOptions } = value;
+      const kept = {
+        ...(isOptions(options) ? { options } : {}),
+        ...(isOptions(newTargetOptions) ? { newTargetOptions } : {}),
+      };
       return { source, codeVerifier, startedAt, browserHash, ...kept };
     }
   } catch {

@@ -21,7 +21,7 @@ import {
   caldavTargetNotFound,
   caldavViewSources,
 } from './caldav-target-view.ts';
-import { optionsQueryOf } from './push-options-form.ts';
+import { connectUrl } from './push-options-form.ts';
 import type { PushRouteKind } from './push-route-kind.ts';
 import type { PushTargetRouteDeps } from './push-target-routes.ts';
 import { leftBehind, pushTargetModel, pushTargetViews } from './push-target-view.ts';
@@ -76,9 +76,8 @@ export function caldavRouteKind(ctx: CalDavKindDeps): PushRouteKind<CalDavTarget
         password,
       }),
     optionsTargets: ctx.caldav.targets,
-    // Connecting again keeps what the calendar followed.
-    connectUrl: (source, options) =>
-      `/caldav/connect?source=${encodeURIComponent(source)}${optionsQueryOf(source, options ?? {}).replace(/^\?/, '&')}`,
+    // Connecting again keeps what the calendar followed: the options it has, or none (then it keeps its own).
+    connectUrl: (source, options) => connectUrl('caldav', source, options),
     problemPage: caldavProblemPage,
     // Disconnecting always removes what the service wrote: there is nothing to choose.
     disconnectQuery: () => ({}),

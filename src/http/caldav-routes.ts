@@ -12,6 +12,7 @@ import type { CalDavTargetStore } from '../caldav/caldav-targets.ts';
 import type { SnapshotStore } from '../store/snapshot-store.ts';
 import { changeCaldavPassword, connectCaldavTarget } from '../subscriptions/caldav-connect.ts';
 import { placeholderName } from '../timetable/calendar-name.ts';
+import { timetablePagePath } from '../timetable/page-path.ts';
 import { parseSource, type SourceKey, sourceKey, sourceOf } from '../timetable/source.ts';
 import {
   type CalDavConnectView,
@@ -32,7 +33,13 @@ import { toHttpError } from './errors.ts';
 import { acceptForms, formField, formOf } from './form-body.ts';
 import { type PageDeps, requestLang, requireSameOrigin, sendPage } from './pages.ts';
 import { type PersonalSessionDeps, readPersonalSession } from './personal-session.ts';
-import { type ChosenPushOptions, type PushOptionsFormDeps, readPushOptions, typedQuery } from './push-options-form.ts';
+import {
+  type ChosenPushOptions,
+  connectOptions,
+  type PushOptionsFormDeps,
+  readPushOptions,
+  typedQuery,
+} from './push-options-form.ts';
 import {
   answerManagePage,
   cookieTarget,
@@ -108,9 +115,10 @@ export async function registerCaldavRoutes(app: FastifyInstance, ctx: CalDavRout
           username: values.username ?? '',
           password,
           ...(values.calendarUrl === undefined ? {} : { calendarUrl: values.calendarUrl }),
-          // Always stored, `{}` when none was chosen: a calendar connected here follows the options and its
-          // reminders are ours (only targets from before, and the admin API without options, have none).
-          options: chosen.options,
+          // A new calendar follows the options (`{}` when none was chosen), its reminders ours; a calendar
+          // connected before takes the options given and keeps its own when none is (only targets from before,
+          // and the admin API without options, have none).
+          ...connectOptions(chosen),
         });
         setManageCookie(ctx, kind, reply, connected.id, connected.manageToken);
         request.log.info({ target: connected.id, preset }, 'caldav target connected from the connect page');
@@ -213,12 +221,7 @@ async function connectView(
       ref.kind === 'personal'
         ? ((await ctx.subscriptions.get(ref.id))?.name ?? '')
         : placeholderName({ kind: ref.kind, id: Number(ref.id) });
-  const backUrl =
-    ref.kind === 'group'
-      ? `/timetables/groups/${ref.id}`
-      : ref.kind === 'employee'
-        ? `/timetables/employees/${ref.id}`
-        : '/timetables/personal';
+  const backUrl = timetablePagePath(source);
   const refused = chosen.refused.map((error) => [error.field, error.fieldWords[lang]] as const);
   // The way back shows the options as typed, a refused one beside its reason, at the page's options form.
   const typed = typedQuery(chosen.typed);

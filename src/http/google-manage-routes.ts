@@ -25,7 +25,7 @@ import {
 } from './google-target-view.ts';
 import { type GoogleOwnerDeps, googleTargetRecords } from './owner-auth.ts';
 import type { PageDeps } from './pages.ts';
-import { optionsQueryOf } from './push-options-form.ts';
+import { connectUrl } from './push-options-form.ts';
 import type { PushRouteKind } from './push-route-kind.ts';
 import { type PushTargetRouteDeps, sendProblemPage } from './push-target-routes.ts';
 import { leftBehind, pushTargetModel, pushTargetViews } from './push-target-view.ts';
@@ -60,9 +60,8 @@ export function googleRouteKind(ctx: GoogleKindDeps): PushRouteKind<GoogleTarget
     ...pushTargetViews(googleViewSources(ctx)),
     managePage: (view, target) => googleManagePage({ ...view, target: googleTargetModel(target) }),
     optionsTargets: ctx.google.targets,
-    // A new consent keeps what the calendar followed.
-    connectUrl: (source, options) =>
-      `/google/connect?source=${encodeURIComponent(source)}${optionsQueryOf(source, options ?? {}).replace(/^\?/, '&')}`,
+    // A new consent keeps what the calendar followed: the options it has, or none (then it keeps its own).
+    connectUrl: (source, options) => connectUrl('google', source, options),
     problemPage: googleProblemPage,
     disconnectQuery: (query) => ({ deleteCalendar: deleteCalendarOption(query) }),
     disconnectForm: (body) => ({ deleteCalendar: formOf(body).deleteCalendar === 'yes' }),

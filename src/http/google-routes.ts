@@ -1,21 +1,25 @@
 /**
  * Google push for users: `GET /google/connect?source=…` (with the feed options the calendar is to follow,
- * `&subgroup=2&exclude=…&alarm=15&title=…` as in a feed URL) sends the browser to Google's consent page,
- * `GET /google/callback` turns the consent into a push target and hands over its manage token (to an API
- * client in JSON, once; to a browser in a cookie, with a redirect to its manage page), and the shared routes of
- * push-target-routes.ts serve `/google/targets/:id` to the holder of that token (or the admin). The callback's URL carries a one-time code and the answer a secret: neither reaches a log line, and
- * no answer is cached. A personal timetable is connected by the holder of its feed token: `token=` in the
+ * `&subgroup=2&exclude=…&alarm=15&title=…` as in a feed URL) sends the browser to Google's consent page (with
+ * options, through a page that shows them and links on to the consent), `GET /google/callback`
+ * turns the consent into a push target and hands over its manage token (to an API client in JSON, once; to a
+ * browser in a cookie, with a redirect to its manage page), and the shared routes of push-target-routes.ts serve
+ * `/google/targets/:id` to the holder of that token (or the admin). The callback's URL carries a one-time code
+ * and the answer a secret: neither reaches a log line, and no answer is cached. A personal timetable is connected by the holder of its feed token: `token=` in the
  * URL, or the browser signed in to it (its session cookie).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { createConsent } from '../google/oauth-state.ts';
 import { requireFetched } from '../jobs/verify-source.ts';
-import { timetablePagePath } from '../notify/notify-services.ts';
 import { requireGooglePush } from '../subscriptions/google-connect.ts';
 import { completeConsent } from '../subscriptions/google-consent.ts';
-import { parseSource, type SourceKey, sourceKey } from '../timetable/source.ts';
+import { sourceName } from '../subscriptions/push-connect.ts';
+import { timetablePagePath } from '../timetable/page-path.ts';
+import { parseSource, type SourceKey, sourceKey, sourceOf } from '../timetable/source.ts';
+import { googleConnectPage } from '../web/google-connect-page.ts';
 import { pushOptionsRefusedPage } from '../web/push-manage-page.ts';
+import { pushOptionsLine } from '../web/push-options-line.ts';
 import { ClientLimits, type ClientLimitsDeps } from './client-limits.ts';
 import {
   clearConsentCookie,
@@ -28,10 +32,16 @@ import {
 import { HttpError } from './errors.ts';
 import { consentProblem, type GoogleKindDeps, googleRouteKind, sendProblem } from './google-manage-routes.ts';
 import { subscriptionNotFound } from './owner-auth.ts';
-import type { PageDeps } from './pages.ts';
+import { type PageDeps, requestLang, sendPage } from './pages.ts';
 import { parseOr400 } from './parse.ts';
 import { type PersonalSessionDeps, readPersonalSession } from './personal-session.ts';
-import { type ChosenPushOptions, type PushOptionsFormDeps, readPushOptions, typedQuery } from './push-options-form.ts';
+import {
+  type ChosenPushOptions,
+  connectOptions,
+  type PushOptionsFormDeps,
+  readPushOptions,
+  typedQuery,
+} from './push-options-form.ts';
 import { registerPushTargetRoutes, sendProblemPage, setManageCookie, wantsPage } from './push-target-routes.ts';
 
 const NO_STORE = 'no-store';
@@ -88,7 +98,8 @@ export async function registerGoogleRoutes(app: FastifyInstance, ctx: GoogleRout
     }
     // Each connect stores a pending consent (and may check a feed token): limited per client and in total.
     await limits.admit('google-connect', request.ip);
-    const source = await authorisedSource(ctx, request);
+    const parsed = parseOr400(connectQuery, request.query ?? {}, 'INVALID_QUERY');
+    const source = await authorisedSource(ctx, request, parsed);
     // Before the consent exists: no pending state, and no trip to Google, for an id the university never answered.
     await requireFetched(ctx, source);
     // Options that do not fit the timetable are refused before Google is asked; a browser gets a page naming them.
@@ -98,9 +109,15 @@ export async function registerGoogleRoutes(app: FastifyInstance, ctx: GoogleRout
       if (!wantsPage(request)) throw refused;
       return sendOptionsRefused(ctx, request, reply, source, chosen);
     }
-    // Always passed, `{}` when none was chosen: the calendar follows the options and its reminders are ours.
-    const { url, state, browserNonce } = await createConsent(ctx, source, chosen.options);
+    // A new calendar follows the options (`{}` when none was chosen), its reminders ours; one the consent
+    // reconnects takes the options given and keeps its own when none is.
+    const { url, state, browserNonce } = await createConsent(ctx, source, connectOptions(chosen));
     setConsentCookie(reply, state, browserNonce, ctx.config.publicUrl);
+    // Google's consent page does not show the options, and a link may carry any title: a browser sees them first,
+    // on a page whose button goes on to this consent (a link, not a form: the pages' CSP keeps forms on the site).
+    // Nobody else can skip it: the consent is this browser's, by the cookie just set.
+    if (wantsPage(request) && Object.keys(chosen.typed).length > 0)
+      return sendConfirmation(ctx, request, reply, source, chosen, url);
     return reply.code(302).header('location', url).header('cache-control', NO_STORE).send();
   });
 
@@ -136,8 +153,11 @@ export async function registerGoogleRoutes(app: FastifyInstance, ctx: GoogleRout
  * The source of a connect request; a personal one only for the holder of its feed token (`token=`, or the
  * session cookie of the browser signed in to it).
  */
-async function authorisedSource(ctx: PersonalSessionDeps, request: FastifyRequest): Promise<SourceKey> {
-  const parsed = parseOr400(connectQuery, request.query ?? {}, 'INVALID_QUERY');
+async function authorisedSource(
+  ctx: PersonalSessionDeps,
+  request: FastifyRequest,
+  parsed: z.infer<typeof connectQuery>,
+): Promise<SourceKey> {
   const source = sourceKey(parseSource(parsed.source));
   if (!source.startsWith('personal:')) return source;
   const id = source.slice('personal:'.length);
@@ -169,8 +189,7 @@ function sendOptionsRefused(
   source: SourceKey,
   chosen: ChosenPushOptions,
 ): FastifyReply {
-  const typed = typedQuery(chosen.typed);
-  const backUrl = `${timetablePagePath(source)}${typed === '' ? '' : `?${typed.slice(1)}`}#options`;
+  const backUrl = optionsPageUrl(source, chosen);
   return sendProblemPage(
     ctx,
     request,
@@ -183,6 +202,37 @@ function sendOptionsRefused(
       }),
     400,
   );
+}
+
+/**
+ * The confirmation before Google's consent: what the calendar will get, the link on to the consent started for
+ * it (`consentUrl`), and the way to change the options.
+ */
+async function sendConfirmation(
+  ctx: GoogleRouteDeps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  source: SourceKey,
+  chosen: ChosenPushOptions,
+  consentUrl: string,
+): Promise<FastifyReply> {
+  const lang = requestLang(ctx, request, reply);
+  const view = {
+    lang,
+    url: request.url,
+    name: await sourceName(ctx, source),
+    optionsLine: pushOptionsLine(chosen.options, sourceOf(source).kind, lang),
+    consentUrl,
+    changeUrl: optionsPageUrl(source, chosen),
+  };
+  // No referrer: the page's URL may carry a feed token (`token=`), and its button leaves for Google.
+  return sendPage(reply, googleConnectPage(view), { secret: true });
+}
+
+/** The timetable's page with the options as typed, at its options form. */
+function optionsPageUrl(source: SourceKey, chosen: ChosenPushOptions): string {
+  const typed = typedQuery(chosen.typed);
+  return `${timetablePagePath(source)}${typed === '' ? '' : `?${typed.slice(1)}`}#options`;
 }
 
 /** True unless the client is a browser (its Accept names text/html): API clients and curl get JSON. */

@@ -18,6 +18,7 @@ import type { GroupDirectory } from '../store/group-directory.ts';
 import type { SubscriptionStore } from '../store/subscription-store.ts';
 import { CredentialCheckError, CredentialRejectedError } from '../subscriptions/errors.ts';
 import { signIn } from '../subscriptions/personal.ts';
+import { timetablePagePath } from '../timetable/page-path.ts';
 import type { Employee } from '../upstream/directory-schema.ts';
 import {
   UpstreamAuthError,
@@ -204,10 +205,11 @@ export function onlyTimetable(search: SearchOutcome): string | undefined {
   if (search.kind !== 'results' || search.teacherNote !== undefined) return undefined;
   const teachers = search.teachers ?? [];
   const [group] = search.groups;
-  if (search.groupTotal === 1 && group !== undefined && teachers.length === 0) return `/timetables/groups/${group.id}`;
+  if (search.groupTotal === 1 && group !== undefined && teachers.length === 0)
+    return timetablePagePath(`group:${group.id}`);
   const [teacher] = teachers;
   if (search.groupTotal === 0 && teachers.length === 1 && teacher !== undefined)
-    return `/timetables/employees/${teacher.id}`;
+    return timetablePagePath(`employee:${teacher.id}`);
   return undefined;
 }
 

@@ -8,7 +8,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { OptionRefusedError } from '../serving/errors.ts';
-import { optionsMisfits } from '../serving/variant-render.ts';
+import { optionsMisfitsFor } from '../serving/variant-render.ts';
 import type { SnapshotStore } from '../store/snapshot-store.ts';
 import type { SubscriptionStore } from '../store/subscription-store.ts';
 import { deleteSubscription, revokeFeedUrl, rotateFeedToken, saveFeedOptions } from '../subscriptions/personal.ts';
@@ -33,7 +33,7 @@ export type PersonalRouteDeps = PersonalSessionDeps &
   Parameters<typeof saveFeedOptions>[0] &
   Parameters<typeof rotateFeedToken>[0] &
   Parameters<typeof deleteSubscription>[0] & {
-    readonly snapshots: Pick<SnapshotStore, 'optionValues'>;
+    readonly snapshots: Pick<SnapshotStore, 'optionValues' | 'snapshot'>;
     readonly subscriptions: Pick<SubscriptionStore, 'openSession' | 'closeSession'>;
   };
 
@@ -137,8 +137,8 @@ async function validOptions(
   form: FormFields,
 ): Promise<{ options: SubscriberOptions; refused: OptionRefusedError[] }> {
   const read = readSubscriberOptions(filledOptionFields(form));
-  const values = await ctx.snapshots.optionValues(session.subscription.source);
-  return { options: read.options, refused: [...read.refused, ...optionsMisfits(values, read.options)] };
+  const { misfits } = await optionsMisfitsFor(ctx.snapshots, session.subscription.source, read.options);
+  return { options: read.options, refused: [...read.refused, ...misfits] };
 }
 
 function back(reply: FastifyReply, done: PersonalDone, fragment = ''): FastifyReply {

@@ -5,9 +5,7 @@
  * a 400 `INVALID_BODY` whose words name the field (`options.subgroup: …`). Also the same shape back, for views.
  */
 import type { OptionRefusedError } from '../serving/errors.ts';
-import { mergeOptionValues, optionsMisfits } from '../serving/variant-render.ts';
-import type { SnapshotStore } from '../store/snapshot-store.ts';
-import { optionValuesOf } from '../timetable/event-text.ts';
+import { type OptionsFitDeps, optionsMisfitsFor } from '../serving/variant-render.ts';
 import type { SourceKey } from '../timetable/source.ts';
 import type { SubscriberOptions } from '../timetable/types.ts';
 import type { Words } from './error-codes.ts';
@@ -26,7 +24,7 @@ const FIELDS = ['subgroup', 'exclude', 'alarm', 'title'] as const;
 
 /** What {@link checkPushOptionsFit} reads: the stored timetable and the option values it ever had. */
 export interface PushOptionsFitDeps {
-  readonly snapshots: Pick<SnapshotStore, 'load' | 'optionValues'>;
+  readonly snapshots: OptionsFitDeps;
 }
 
 /**
@@ -84,9 +82,7 @@ export async function checkPushOptionsFit(
   source: SourceKey,
   options: SubscriberOptions,
 ): Promise<void> {
-  const [{ snapshot }, everHad] = await Promise.all([ctx.snapshots.load(source), ctx.snapshots.optionValues(source)]);
-  if (snapshot === undefined) return;
-  const misfits = optionsMisfits(mergeOptionValues(everHad, optionValuesOf(snapshot.entries)), options);
+  const { misfits } = await optionsMisfitsFor(ctx.snapshots, source, options);
   if (misfits.length > 0) throw invalid(misfits.map(refusalWords));
 }
 

@@ -6,17 +6,16 @@
  * it again beside the reason.
  */
 import type { OptionRefusedError } from '../serving/errors.ts';
-import { mergeOptionValues, optionsMisfits } from '../serving/variant-render.ts';
-import type { SnapshotStore } from '../store/snapshot-store.ts';
-import { defaultTitleTemplate, type OptionValues, optionValuesOf } from '../timetable/event-text.ts';
+import { type OptionsFitDeps, optionsMisfitsFor } from '../serving/variant-render.ts';
+import { defaultTitleTemplate, type OptionValues } from '../timetable/event-text.ts';
 import { type SourceKey, sourceOf } from '../timetable/source.ts';
 import type { SubscriberOptions } from '../timetable/types.ts';
-import { optionsQuery } from '../web/feed-links.ts';
+import { pushLinks } from '../web/feed-links.ts';
 import { filledOptionFields, readSubscriberOptions } from './subscriber-query.ts';
 
 /** What reading push options needs: the subgroups and kinds a timetable has (ever had). */
 export interface PushOptionsFormDeps {
-  readonly snapshots: Pick<SnapshotStore, 'optionValues' | 'snapshot'>;
+  readonly snapshots: OptionsFitDeps;
 }
 
 /** The options of a query or form, as typed and as read. */
@@ -41,11 +40,24 @@ export async function readPushOptions(
 ): Promise<ChosenPushOptions> {
   const defaultTitle = defaultTitleTemplate(sourceOf(source).kind);
   const typed = filledOptionFields(textFields(fields), defaultTitle);
-  const [stored, snapshot] = await Promise.all([ctx.snapshots.optionValues(source), ctx.snapshots.snapshot(source)]);
-  const values = snapshot === undefined ? stored : mergeOptionValues(stored, optionValuesOf(snapshot.entries));
   const read = readSubscriberOptions(typed);
-  const refused = [...read.refused, ...optionsMisfits(values, read.options)];
+  const { misfits, values } = await optionsMisfitsFor(ctx.snapshots, source, read.options);
+  const refused = [...read.refused, ...misfits];
   return { typed, options: read.options, refused, values, defaultTitle };
+}
+
+/**
+ * What a page's connection passes on (`options` and `newTargetOptions` of a connect request): the options read
+ * when any field was given, and `{}` for a new target either way. No field at all leaves a target connected
+ * before with its own options: the manage page's «Подключить заново» of a calendar that follows none (connected
+ * before push followed options) must not take over its reminders.
+ */
+export function connectOptions(chosen: Pick<ChosenPushOptions, 'typed' | 'options'>): {
+  options?: SubscriberOptions;
+  newTargetOptions: SubscriberOptions;
+} {
+  const given = Object.keys(chosen.typed).length > 0;
+  return given ? { options: chosen.options, newTargetOptions: chosen.options } : { newTargetOptions: {} };
 }
 
 /**
@@ -60,9 +72,18 @@ export function typedQuery(typed: Readonly<Record<string, string | readonly stri
   return query === '' ? '' : `&${query}`;
 }
 
-/** The query string of options read (`?subgroup=2`), for a timetable of `source`; empty for none. */
-export function optionsQueryOf(source: SourceKey, options: SubscriberOptions): string {
-  return optionsQuery(options, defaultTitleTemplate(sourceOf(source).kind));
+/**
+ * The connect link of `kind` for a calendar of `source` following `options`, as the timetable page makes it
+ * (`pushLinks`); a target without options gets one without option fields.
+ */
+export function connectUrl(kind: 'google' | 'caldav', source: SourceKey, options?: SubscriberOptions): string {
+  const links = pushLinks(
+    source,
+    options ?? {},
+    { google: true, caldav: true },
+    defaultTitleTemplate(sourceOf(source).kind),
+  );
+  return String(kind === 'google' ? links.push : links.caldav);
 }
 
 /** The string and string-array fields of a parsed query or form; anything else is no field. */

@@ -6,9 +6,9 @@
  * the browser that holds the token) puts the cookie into another browser; Disconnect is a form post with a ticked
  * confirmation (`confirm=yes`; without it the page asks again), and `POST <base>/:id/options` changes the feed
  * options the calendar follows (checked against its timetable; a refused field is shown again as typed, with
- * why). Every failure is a page in the site's language. URLs are never logged (the app logs route patterns); the manage link
- * and the problem pages (served at URLs that may carry a token) send no referrer, while the manage page itself (a
- * URL without a secret) keeps the default same-origin one, so that its forms carry their origin.
+ * why). Every failure is a page in the site's language. URLs are never logged (the app logs route patterns); the
+ * manage link and the problem pages (served at URLs that may carry a token) send no referrer, while the manage page
+ * itself (a URL without a secret) keeps the default same-origin one, so that its forms carry their origin.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';

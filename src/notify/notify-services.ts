@@ -7,7 +7,8 @@ import type { RedisClient } from '../lib/redis-target.ts';
 import type { RedisKeys } from '../store/keys.ts';
 import { NotifyOutbox } from '../store/notify-outbox.ts';
 import { TelegramChats } from '../store/telegram-chats.ts';
-import { type SourceKey, sourceOf } from '../timetable/source.ts';
+import { timetablePagePath } from '../timetable/page-path.ts';
+import type { SourceKey } from '../timetable/source.ts';
 
 /** Change notifications' stores and facts. */
 export interface NotifyServices {
@@ -40,12 +41,4 @@ export function createNotifyServices(
     pageUrl: (source) => `${config.publicUrl}${timetablePagePath(source)}`,
     hasSubscribers: async (source) => (telegramOn && (await chats.hasAny(source))) || (await webhooks.hasAny(source)),
   };
-}
-
-/** The path of a source's timetable page (a personal one is the signed-in person's own). */
-export function timetablePagePath(source: SourceKey): string {
-  const ref = sourceOf(source);
-  if (ref.kind === 'group') return `/timetables/groups/${ref.id}`;
-  if (ref.kind === 'employee') return `/timetables/employees/${ref.id}`;
-  return '/timetables/personal';
 }

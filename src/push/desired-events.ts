@@ -20,13 +20,14 @@ export interface OwnedEventFields {
   end: { dateTime: string; timeZone: string };
   /**
    * The event's reminder when the reminders are ours (a target with feed options): minutes before the class,
-   * or `default` for the calendar's own. Absent: the reminders are the user's and never written after insert.
+   * `default` for the calendar's own, or `none` (a cancelled class rings for nobody). Absent: the reminders are
+   * the user's and never written after insert.
    */
   reminder?: EventReminder | undefined;
 }
 
-/** A reminder we set: one popup that many minutes before, or the calendar's default reminders. */
-export type EventReminder = number | 'default';
+/** A reminder we set: one popup that many minutes before, the calendar's default reminders, or none at all. */
+export type EventReminder = number | 'default' | 'none';
 
 /**
  * Whose reminders an event gets: absent, the calendar's and the user's (targets connected before push followed
@@ -55,8 +56,17 @@ export function ownedFields(occurrence: Occurrence, reminders?: OwnedReminders):
     start: { dateTime: `${date}T${occurrence.beginTime}:00`, timeZone: timezone },
     end: { dateTime: `${date}T${occurrence.endTime}:00`, timeZone: timezone },
   };
-  if (reminders !== undefined) fields.reminder = alarmOf(occurrence, reminders.alarmMinutes) ?? 'default';
+  if (reminders !== undefined) fields.reminder = reminderOf(occurrence, reminders.alarmMinutes);
   return fields;
+}
+
+/**
+ * The reminder of an occurrence whose reminders are ours: `alarmMinutes` before it, the calendar's default
+ * without them, and none on a cancelled class (the calendar's default would ring for a class nobody holds).
+ */
+function reminderOf(occurrence: Occurrence, alarmMinutes: number | undefined): EventReminder {
+  if (occurrence.status === 'CANCELLED') return 'none';
+  return alarmMinutes ?? 'default';
 }
 
 /**
@@ -70,9 +80,10 @@ export function alarmOf(occurrence: Occurrence, alarmMinutes: number | undefined
 /**
  * Digest of owned fields: SHA-256 of their JSON in a fixed key order, base64url, 22 characters (132 bits).
  * The key order is spelled out so that a change in how fields are built never changes the digest by accident.
- * The reminder counts only when it is an alarm of ours: the events of targets without options, or with options
- * but no alarm, keep the digests they were pushed with (no write on upgrade), and an alarm set, changed or
- * removed changes the digest, so that the next push writes it (or the calendar's default back).
+ * The reminder counts only when it is not the calendar's default: the events of targets without options, or with
+ * options but no alarm, keep the digests they were pushed with (no write on upgrade), and an alarm set, changed or
+ * removed changes the digest, so that the next push writes it (or the calendar's default back); so does `none`,
+ * which only a cancelled class of a target with options has.
  */
 export function fieldsHash(fields: OwnedEventFields): string {
   const parts: unknown[] = [
@@ -84,7 +95,7 @@ export function fieldsHash(fields: OwnedEventFields): string {
     fields.end.dateTime,
     fields.end.timeZone,
   ];
-  if (typeof fields.reminder === 'number') parts.push(fields.reminder);
+  if (fields.reminder !== undefined && fields.reminder !== 'default') parts.push(fields.reminder);
   const canonical = JSON.stringify(parts);
   return createHash('sha256').update(canonical).digest('base64url').slice(0, 22);
 }

@@ -149,6 +149,26 @@ export function optionsMisfits(values: OptionValues, options: SubscriberOptions)
   return misfits;
 }
 
+/** What {@link optionsMisfitsFor} reads: the values a timetable ever had, and its current snapshot. */
+export type OptionsFitDeps = Pick<SnapshotStore, 'optionValues' | 'snapshot'>;
+
+/**
+ * Whether `options` fit the timetable of `source`, as every place that takes options for a calendar checks them
+ * (the admin API, the push pages, the personal page's saved options): {@link optionsMisfits} against every value
+ * the timetable ever had and its current snapshot's (not recorded until it is published). Before the first fetch
+ * there is nothing to check against, and none is refused. `values` are what a form offers.
+ */
+export async function optionsMisfitsFor(
+  snapshots: OptionsFitDeps,
+  source: SourceKey,
+  options: SubscriberOptions,
+): Promise<{ misfits: OptionRefusedError[]; values: OptionValues }> {
+  const [stored, snapshot] = await Promise.all([snapshots.optionValues(source), snapshots.snapshot(source)]);
+  if (snapshot === undefined) return { misfits: [], values: stored };
+  const values = mergeOptionValues(stored, optionValuesOf(snapshot.entries));
+  return { misfits: optionsMisfits(values, options), values };
+}
+
 /** Both sets of values, each once, sorted. */
 export function mergeOptionValues(a: OptionValues, b: OptionValues): OptionValues {
   return {

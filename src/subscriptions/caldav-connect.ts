@@ -45,6 +45,12 @@ export interface CalDavConnectRequest {
    * A repeated connection that gives them replaces the target's.
    */
   options?: SubscriberOptions | undefined;
+  /**
+   * The options a new target follows when the connection gives no `options`. A page's connection says `{}`: a
+   * calendar connected there follows options (its reminders are ours), while a connection naming none leaves an
+   * existing target's as they are (a target from before keeps its whole timetable and the person's reminders).
+   */
+  newTargetOptions?: SubscriberOptions | undefined;
 }
 
 /** A connected target. `manageToken` is the only copy there will ever be. */
@@ -167,7 +173,7 @@ async function connect(ctx: CalDavConnectDeps, request: CalDavConnectRequest, na
       username: request.username,
       supportsSync: chosen.calendar.supportsSync,
     }),
-    options: request.options,
+    options: request.options ?? request.newTargetOptions,
     now: ctx.now(),
   };
   const created = await core.storeTarget(caldavKind(ctx), target, (url) => client.deleteCalendar(url));

@@ -32,6 +32,12 @@ export interface GoogleConnectRequest {
    * A repeated connection that gives them replaces the target's.
    */
   options?: SubscriberOptions | undefined;
+  /**
+   * The options a new target follows when the connection gives no `options`. A page's connection says `{}`: a
+   * calendar connected there follows options (its reminders are ours), while a connection naming none leaves an
+   * existing target's as they are (a target from before keeps its whole timetable and the person's reminders).
+   */
+  newTargetOptions?: SubscriberOptions | undefined;
 }
 
 /** A connected target. `manageToken` is the only copy there will ever be. */
@@ -119,7 +125,7 @@ async function connect(ctx: GoogleConnectDeps, request: GoogleConnectRequest): P
     secret: request.refreshToken,
     ...chosen,
     details,
-    options: request.options,
+    options: request.options ?? request.newTargetOptions,
     now: ctx.now(),
   };
   const created = await core.storeTarget(googleKind(ctx), target, (id) => calendar.deleteCalendar(id));

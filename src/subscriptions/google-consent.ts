@@ -53,6 +53,7 @@ export async function completeConsent(
       refreshToken: granted.refreshToken,
       googleUser: granted.googleUser,
       options: pending.options,
+      newTargetOptions: pending.newTargetOptions,
     });
     log.info({ target: connected.id, source: pending.source, reused: connected.reused }, 'google consent completed');
     return { source: pending.source, connected };

@@ -1,8 +1,9 @@
 /**
  * The frame of a push target's pages, the same for every calendar kind: the manage page (the calendar's state,
  * what it follows and the options form to change that, its last push, the changes waiting, a copyable manage
- * link, Disconnect behind a ticked confirmation), the page after Disconnect, and the problem pages. A kind passes in its own words and rows (google-manage-page.ts, caldav-manage-page.ts); the
- * target arrives as a plain view model, so that no page depends on how a kind stores its targets.
+ * link, Disconnect behind a ticked confirmation), the page after Disconnect, and the problem pages. A kind passes
+ * in its own words and rows (google-manage-page.ts, caldav-manage-page.ts); the target arrives as a plain view
+ * model, so that no page depends on how a kind stores its targets.
  */
 import type { OptionField } from '../serving/errors.ts';
 import { type Html, html } from './html.ts';
@@ -58,7 +59,10 @@ export interface PushManageView {
 
 /** The manage page's options: the line of what the calendar follows and the form (options-form.ts) to change it. */
 export interface PushOptionsView {
-  /** «Весь поток», «Подгруппа 2, без лекций, …» (push-options-line.ts). */
+  /**
+   * What the calendar follows (push-options-line.ts): «Подгруппа 2, без лекций, …», or «Вся группа» (a teacher's
+   * or a personal timetable: «Всё расписание»).
+   */
   line: string;
   /** The options form, less its language and how it is sent (the frame posts it to `<base>/options`). */
   form: Omit<OptionsFormView, 'lang' | 'action' | 'post' | 'save' | 'previewPath'>;

@@ -1,8 +1,9 @@
 /**
  * What a push target follows, in one short line (pure): «Подгруппа 2, без лекций, напоминание за 15 минут,
- * название «{предмет} {аудитория}»», or «Весь поток» when it follows the whole timetable (a target connected
- * before push followed options, or one connected with none chosen). The connect page shows it before the
- * calendar is connected, the manage page after.
+ * название «{предмет} {аудитория}»», or, when it follows the whole timetable (a target connected before push
+ * followed options, or one connected with none chosen), «Вся группа» for a group and «Всё расписание» for a
+ * teacher's or a personal timetable (a поток is several groups: not what one group's calendar gets). The connect
+ * page shows it before the calendar is connected, the manage page after.
  */
 
 import { defaultTitleTemplate, titleTemplateIn } from '../timetable/event-text.ts';
@@ -38,7 +39,7 @@ export function followsWhole(options: SubscriberOptions | undefined, kind: Sourc
 export function pushOptionsLine(options: SubscriberOptions | undefined, kind: SourceKind, lang: Lang): string {
   const ru = lang === 'ru';
   if (options === undefined || followsWhole(options, kind)) {
-    if (kind === 'group') return ru ? 'Весь поток' : 'The whole group';
+    if (kind === 'group') return ru ? 'Вся группа' : 'The whole group';
     return ru ? 'Всё расписание' : 'The whole timetable';
   }
   const parts: string[] = [];

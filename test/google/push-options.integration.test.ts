@@ -210,6 +210,31 @@ describe('Google push with feed options', () => {
     expect(held(target.calendarId)).toEqual(await expected(source, { titleTemplate: '{subject}!' }));
   });
 
+  it('a cancelled class rings for nobody in a calendar with options, patched or inserted; others keep theirs', async () => {
+    const source = await subgroupGroup();
+    const { entryId, eventId } = await h.addOneDayClass(source);
+    const ours = (await h.connect(source, { feedOptions: { alarmMinutes: 15 } })).target;
+    const plain = (await h.connect(source, { feedOptions: {} })).target;
+    const old = (await h.connect(source)).target;
+    expect(h.fake.event(ours.calendarId, eventId)?.reminders).toEqual({
+      useDefault: false,
+      overrides: [{ method: 'popup', minutes: 15 }],
+    });
+    await h.sim.deleteEntry(entryId);
+    await h.refresh(source);
+    for (const target of [ours, plain, old]) expect((await h.settled(target.id, 2)).at(-1)?.state).toBe('completed');
+    // Patched: no default reminder, no override of ours, for «Отменено: …».
+    for (const target of [ours, plain]) {
+      expect(h.fake.event(target.calendarId, eventId)?.summary).toMatch(/^Отменено: /);
+      expect(h.fake.event(target.calendarId, eventId)?.reminders).toEqual({ useDefault: false, overrides: [] });
+    }
+    // A target without options: its reminders are the person's, never written after insert.
+    expect(h.fake.event(old.calendarId, eventId)?.reminders).toEqual({ useDefault: true });
+    // Inserted cancelled: a calendar connected now gets the class without reminders too.
+    const late = (await h.connect(source, { feedOptions: {} })).target;
+    expect(h.fake.event(late.calendarId, eventId)?.reminders).toEqual({ useDefault: false, overrides: [] });
+  });
+
   it('a repeated registration that gives options replaces the target’s and pushes the difference', async () => {
     const source = await subgroupGroup();
     const { target } = await h.connect(source);

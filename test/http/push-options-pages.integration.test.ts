@@ -11,9 +11,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { feedOccurrences } from '../../src/feeds/build-feed.ts';
 import type { PushJobData } from '../../src/jobs/contract.ts';
 import { pushProcessor } from '../../src/jobs/push.ts';
+import { eventIdFor } from '../../src/push/event-id.ts';
+import { connectCaldavTarget } from '../../src/subscriptions/caldav-connect.ts';
+import { connectGoogleTarget } from '../../src/subscriptions/google-connect.ts';
+import { occurrenceUid } from '../../src/timetable/expand.ts';
 import { type Radicale, startRadicale } from '../../testkit/radicale.ts';
 import { type GoogleApp, PUBLIC_URL, startGoogleApp } from './google-helpers.ts';
-import { storeTimetable } from './helpers.ts';
+import { SUBGROUP_ENTRIES, storeTimetable } from './helpers.ts';
 
 const USER = 'student';
 const PASSWORD = 'good-app-password-1';
@@ -57,9 +61,12 @@ async function runPush(kind: 'google' | 'caldav', target: string, source: string
 async function connectGoogle(query: string, user: string): Promise<{ id: string; cookie: string }> {
   g.fake.consentAs(user);
   const started = await g.app.inject({ method: 'GET', url: `/google/connect?${query}`, headers: BROWSER });
-  expect(started.statusCode, started.body).toBe(302);
+  // Options named: a page shows them first, its button links on to Google.
+  const confirmed = started.statusCode === 200;
+  if (!confirmed) expect(started.statusCode, started.body).toBe(302);
   const consentCookie = String([started.headers['set-cookie']].flat()[0]).split(';', 1)[0] ?? '';
-  const consent = await fetch(String(started.headers.location), { redirect: 'manual' });
+  const consentUrl = confirmed ? consentLink(started.body) : String(started.headers.location);
+  const consent = await fetch(consentUrl, { redirect: 'manual' });
   const back = new URL(consent.headers.get('location') ?? '');
   const answer = await g.app.inject({
     method: 'GET',
@@ -70,6 +77,14 @@ async function connectGoogle(query: string, user: string): Promise<{ id: string;
   const id = /\/google\/targets\/([\w-]{22})$/.exec(String(answer.headers.location))?.[1] ?? '';
   const manage = [answer.headers['set-cookie'] ?? []].flat().find((line) => line.startsWith('tts-manage='));
   return { id, cookie: String(manage).split(';', 1)[0] ?? '' };
+}
+
+/** The link of the Google confirmation page's «Продолжить в Google» (the consent started for this browser). */
+function consentLink(body: string): string {
+  expect(body).toMatch(/data-google-consent autofocus>Продолжить в Google<\/a>/);
+  const href = /href="([^"]+)" data-google-consent/.exec(body)?.[1];
+  expect(href).toBeDefined();
+  return unescaped(href ?? '');
 }
 
 /** Drops the pushes queued for a target (its first one), so that the next one queued is seen. */
@@ -156,7 +171,7 @@ describe('the CalDAV connect page', () => {
     const whole = unescaped(
       (await g.app.inject({ method: 'GET', url: '/caldav/connect?source=group:5102', headers: BROWSER })).body,
     );
-    expect(whole).toContain('<span data-options-line>Весь поток</span>');
+    expect(whole).toContain('<span data-options-line>Вся группа</span>');
   });
 
   it('refuses options that do not fit, at the top, keeping what was typed, before asking any server', async () => {
@@ -256,6 +271,39 @@ describe('Google connect with options', () => {
     expect((await g.ctx.google.targets.get(plain.id))?.options).toEqual({});
   });
 
+  it('shows a browser the options before Google, its button going on to the consent started for it', async () => {
+    await storeTimetable(g.ctx, 'group:5203');
+    // A crafted link with a title of its own: the page says the title before Google is asked.
+    const page = await g.app.inject({
+      method: 'GET',
+      url: `/google/connect?source=group:5203&title=${encodeURIComponent('Пишите на evil.example {предмет}')}&alarm=15`,
+      headers: BROWSER,
+    });
+    expect(page.statusCode).toBe(200);
+    expect(page.headers['cache-control']).toBe('no-store');
+    expect(page.headers['referrer-policy']).toBe('no-referrer');
+    const body = unescaped(page.body);
+    expect(body).toContain(
+      '<span data-options-line>Напоминание за 15 минут, название «Пишите на evil.example {предмет}»</span>',
+    );
+    expect(body).toContain('href="/timetables/groups/5203?alarm=15&title=');
+    // The button is Google's consent page of a consent tied to this browser by its cookie.
+    expect(consentLink(page.body)).toMatch(/^http.*[?&]state=/);
+    expect(String([page.headers['set-cookie']].flat()[0])).toMatch(/HttpOnly/i);
+    const { id } = await connectGoogle('source=group:5203&alarm=15', 'u-confirm-1');
+    expect((await g.ctx.google.targets.get(id))?.options).toEqual({ alarmMinutes: 15 });
+
+    // Without options, and for an API client, straight to Google as before.
+    const plain = await g.app.inject({ method: 'GET', url: '/google/connect?source=group:5203', headers: BROWSER });
+    expect(plain.statusCode).toBe(302);
+    const api = await g.app.inject({
+      method: 'GET',
+      url: '/google/connect?source=group:5203&alarm=15',
+      headers: { accept: 'application/json', host: PUBLIC_HOST },
+    });
+    expect(api.statusCode).toBe(302);
+  });
+
   it('refuses options that do not fit: a page naming the field with the way back, JSON for an API client', async () => {
     await storeTimetable(g.ctx, 'group:5202');
     const states = async () => (await g.ctx.redis.keys(g.ctx.keys.googleOAuthState('*'))).length;
@@ -288,7 +336,7 @@ describe('the manage page’s options', () => {
     const { id, cookie } = await connectGoogle('source=group:5301', 'u-manage-1');
     const path = `/google/targets/${id}`;
     const page = unescaped((await g.app.inject({ method: 'GET', url: path, headers: { ...BROWSER, cookie } })).body);
-    expect(page).toContain('<dd data-options-line>Весь поток</dd>');
+    expect(page).toContain('<dd data-options-line>Вся группа</dd>');
     expect(page).toContain(`<form class="card options" id="options" method="post" action="${path}/options#options"`);
     // The form offers the timetable's own subgroups and kinds.
     expect(page).toContain('<option value="2">2</option>');
@@ -304,7 +352,7 @@ describe('the manage page’s options', () => {
     expect(saved.statusCode).toBe(200);
     const body = unescaped(saved.body);
     expect(body).toContain('Настройки сохранены — календарь обновится в течение минуты.');
-    expect(body).toContain('Было: Весь поток. Стало: Подгруппа 2, без лекций, напоминание за 30 минут.');
+    expect(body).toContain('Было: Вся группа. Стало: Подгруппа 2, без лекций, напоминание за 30 минут.');
     expect(body).toContain('<dd data-options-line>Подгруппа 2, без лекций, напоминание за 30 минут</dd>');
     expect((await g.ctx.google.targets.get(id))?.options).toEqual({
       subgroup: 2,
@@ -381,9 +429,71 @@ describe('the manage page’s options', () => {
       payload: 'subgroup=2',
     });
     expect(saved.statusCode).toBe(200);
-    expect(unescaped(saved.body)).toContain('Было: Весь поток. Стало: Подгруппа 2.');
+    expect(unescaped(saved.body)).toContain('Было: Вся группа. Стало: Подгруппа 2.');
     expect((await g.ctx.caldav.targets.get(id))?.options).toEqual({ subgroup: 2 });
     expect(await queuedPushes('caldav', id)).toContainEqual(expect.objectContaining({ reason: 'refresh' }));
+  });
+});
+
+describe('connecting again', () => {
+  it('leaves a Google calendar from before without options, the person’s reminders untouched by later pushes', async () => {
+    const source = 'group:5501';
+    await storeTimetable(g.ctx, source);
+    const { user, refreshToken } = g.fake.addUser();
+    const old = await connectGoogleTarget(g.ctx, { source, refreshToken, googleUser: user });
+    await runPush('google', old.id, source);
+    const lecture = eventIdFor(occurrenceUid(3, '2025-09-29'));
+    const own = { useDefault: false, overrides: [{ method: 'email', minutes: 45 }] };
+    g.fake.ownerEditEvent(old.calendarId, lecture, { reminders: own });
+    // The consent revoked: the manage page offers «Подключить заново», with no option fields.
+    g.fake.revoke(refreshToken);
+    await runPush('google', old.id, source).catch(() => undefined);
+    const cookie = `tts-manage=${old.manageToken}`;
+    const page = unescaped(
+      (await g.app.inject({ method: 'GET', url: `/google/targets/${old.id}`, headers: { ...BROWSER, cookie } })).body,
+    );
+    const again = /<a class="button" href="\/google\/connect\?([^"]*)">Подключить заново<\/a>/.exec(page)?.[1];
+    expect(again).toBe(`source=${source}`);
+
+    const reconnected = await connectGoogle(again ?? '', user);
+    expect(reconnected.id).toBe(old.id);
+    expect((await g.ctx.google.targets.get(old.id))?.options).toBeUndefined();
+    // The lecture renamed: its event is patched, the person's own reminder kept.
+    const renamed = SUBGROUP_ENTRIES.map((item) => (item.id === 3 ? { ...item, subjectName: 'Философия' } : item));
+    await storeTimetable(g.ctx, source, renamed, { stamp: Date.UTC(2025, 8, 21, 9, 0, 0) });
+    await runPush('google', old.id, source);
+    expect(g.fake.event(old.calendarId, lecture)?.summary).toContain('Философия');
+    expect(g.fake.event(old.calendarId, lecture)?.reminders).toEqual(own);
+  });
+
+  it('keeps a CalDAV calendar’s options when the form gives none, and replaces them when it does', async () => {
+    const source = 'group:5502';
+    await storeTimetable(g.ctx, source);
+    const old = await connectCaldavTarget(g.ctx, { source, url: radicale.url, username: USER, password: PASSWORD });
+    const post = async (extra: Record<string, string>) => {
+      const answer = await g.app.inject({
+        method: 'POST',
+        url: '/caldav/connect',
+        headers: FORM,
+        payload: new URLSearchParams({
+          source,
+          preset: 'other',
+          address: radicale.url,
+          username: USER,
+          password: PASSWORD,
+          ...extra,
+        }).toString(),
+      });
+      expect(answer.statusCode, answer.body).toBe(303);
+      expect(answer.headers.location).toBe(`/caldav/targets/${old.id}`);
+    };
+    // Empty fields, as a form without script posts them: no option given, the calendar from before keeps none.
+    await post({ subgroup: '', exclude: '', alarm: '', title: '' });
+    expect((await g.ctx.caldav.targets.get(old.id))?.options).toBeUndefined();
+    await post({ subgroup: '2' });
+    expect((await g.ctx.caldav.targets.get(old.id))?.options).toEqual({ subgroup: 2 });
+    await post({});
+    expect((await g.ctx.caldav.targets.get(old.id))?.options).toEqual({ subgroup: 2 });
   });
 });
 

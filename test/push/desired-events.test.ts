@@ -99,7 +99,8 @@ describe('desiredEvents', () => {
   it('with reminders of ours carries the alarm, or the default, and a cancelled class rings for nobody', () => {
     const [alarmed, off] = desiredEvents([occurrence(), cancelled], 'Отменено: ', { alarmMinutes: 15 });
     expect(alarmed?.fields.reminder).toBe(15);
-    expect(off?.fields.reminder).toBe('default');
+    expect(off?.fields.reminder).toBe('none');
+    expect(desiredEvents([cancelled], 'Отменено: ', {})[0]?.fields.reminder).toBe('none');
     expect(desiredEvents([occurrence()], '', {})[0]?.fields.reminder).toBe('default');
     expect(desiredEvents([occurrence()], '')[0]?.fields).not.toHaveProperty('reminder');
   });
@@ -112,5 +113,12 @@ describe('desiredEvents', () => {
     const fifteen = desiredEvents([occurrence()], '', { alarmMinutes: 15 })[0]?.hash;
     const thirty = desiredEvents([occurrence()], '', { alarmMinutes: 30 })[0]?.hash;
     expect(new Set([before, fifteen, thirty]).size).toBe(3);
+  });
+
+  it('gives a cancelled class of a target with options another digest, so that its reminder is cleared once', () => {
+    const old = desiredEvents([cancelled], 'Отменено: ')[0]?.hash;
+    const ours = desiredEvents([cancelled], 'Отменено: ', {})[0]?.hash;
+    expect(desiredEvents([cancelled], 'Отменено: ', { alarmMinutes: 15 })[0]?.hash).toBe(ours);
+    expect(ours).not.toBe(old);
   });
 });

@@ -9,7 +9,7 @@ const base = {
   backUrl: '/timetables/groups/4242',
   available: true,
   optionFields: {},
-  optionsLine: 'Весь поток',
+  optionsLine: 'Вся группа',
   optionsUrl: '/timetables/groups/4242#options',
 };
 

@@ -275,6 +275,14 @@ describe('the personal controls in a browser', () => {
     expect(pushHref).toBe(`/google/connect?source=${subscription.source}&${new URLSearchParams({ exclude: kind })}`);
     expect(pushHref).not.toContain(newToken);
     await page.click('[data-link="push"]');
+    // With options, a page says them before Google is asked; its button is in the first screen.
+    await page.waitForSelector('[data-google-consent]');
+    expect(await page.textContent('h1')).toBe('Подключить Google Календарь');
+    expect(await page.textContent('[data-options-line]')).toMatch(/^Без /);
+    const go = await page.locator('[data-google-consent]').boundingBox();
+    expect((go?.y ?? 900) + (go?.height ?? 0)).toBeLessThanOrEqual(800);
+    await expectFits(page);
+    await page.click('[data-google-consent]');
     await page.waitForURL(MANAGE_PATH);
     expect(await page.textContent('h1')).toBe('Google Календарь подключён');
     const calendarName = (await fact(page, 'Календарь')) as string;

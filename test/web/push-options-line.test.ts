@@ -3,9 +3,11 @@ import { pushOptionsLine } from '../../src/web/push-options-line.ts';
 
 describe('what a push calendar follows, in one line', () => {
   it('says the whole timetable for no options or none chosen', () => {
-    expect(pushOptionsLine(undefined, 'group', 'ru')).toBe('Весь поток');
-    expect(pushOptionsLine({}, 'group', 'ru')).toBe('Весь поток');
+    // One group's calendar: «Вся группа» (a поток is several groups).
+    expect(pushOptionsLine(undefined, 'group', 'ru')).toBe('Вся группа');
+    expect(pushOptionsLine({}, 'group', 'ru')).toBe('Вся группа');
     expect(pushOptionsLine({}, 'employee', 'ru')).toBe('Всё расписание');
+    expect(pushOptionsLine(undefined, 'personal', 'ru')).toBe('Всё расписание');
     // A teacher's default title is no choice either.
     expect(pushOptionsLine({ titleTemplate: '{subject} ({kind}) — {groups}' }, 'employee', 'en')).toBe(
       'The whole timetable',
