@@ -12,11 +12,11 @@
  * browser session is what a sign-in on the page opens (subscription-sessions.ts): a sign-in therefore never
  * revokes a feed URL; the oldest session is closed instead. A new feed URL closes every session but the one that
  * asked for it. One owner (a university user, or an id-less credential) has one subscription: a STRING per owner
- * leads to it, and signing up again issues another token to it. A counter, `credentialVersion`, goes up with every credential stored,
- * so that a refresh can only reject the credential it actually used. Whatever stops feed tokens from working
- * (a revocation, a rotation, a deletion) is announced on the feed-updates channel by the script that does it,
- * in the same atomic step (see `store/feed-updates.ts`): API processes keep tokens in memory for Redis
- * outages, and must drop them.
+ * leads to it, and signing up again issues another token to it. A counter, `credentialVersion`, goes up with
+ * every credential stored, so that a refresh can only reject the credential it actually used. Whatever stops
+ * feed tokens from working (a revocation, a rotation, a deletion) is announced on the feed-updates channel by
+ * the script that does it, in the same atomic step (see `store/feed-updates.ts`): API processes keep tokens in
+ * memory for Redis outages, and must drop them.
  */
 
 import { loadScript } from '../lib/lua-script.ts';
@@ -186,12 +186,12 @@ export class SubscriptionStore {
   /**
    * Signs an owner up in the store: a new subscription with its first feed token, or, when this university
    * user (this credential, for a profile without a user id) has a subscription already, that one with one more
-   * token, the least recently used revoked beyond {@link MAX_LIVE_TOKENS}, and `credential` stored as its credential (the
-   * one just verified). Either way the returned token is the only copy there will ever be. With `pending`, an
-   * existing subscription keeps all its tokens and may hold one more than the limit until {@link trimTokens}
-   * (the caller first makes sure the new token will last: should it fail, revoking the new token leaves the
-   * person's feed URLs as they were). Throws SignUpContentionError when other writes to the same subscription
-   * kept getting in between.
+   * token, the least recently used revoked beyond {@link MAX_LIVE_TOKENS}, and `credential` stored as its
+   * credential (the one just verified). Either way the returned token is the only copy there will ever be. With
+   * `pending`, an existing subscription keeps all its tokens and may hold one more than the limit until
+   * {@link trimTokens} (the caller first makes sure the new token will last: should it fail, revoking the new
+   * token leaves the person's feed URLs as they were). Throws SignUpContentionError when other writes to the
+   * same subscription kept getting in between.
    */
   async create(
     input: NewSubscription,
@@ -591,7 +591,10 @@ export class SubscriptionStore {
     };
   }
 
-  /** The token counter and the live token hashes of `id`, least recently used first (one from before token sets included). */
+  /**
+   * The token counter and the live token hashes of `id`, least recently used first (one from before token sets
+   * included).
+   */
   private async tokenState(id: string): Promise<{ seq: string; tokens: string[] }> {
     const [seq, legacy] = await this.redis.hmget(this.keys.subscription(id), 'tokenSeq', 'tokenHash');
     const live = await this.redis.zrange(this.keys.subscriptionTokens(id), '0', '-1');
@@ -631,7 +634,10 @@ export class SubscriptionStore {
     return ids;
   }
 
-  /** Whether `token` is a live feed token of subscription `id` (the id its index leads to, compared in constant time). */
+  /**
+   * Whether `token` is a live feed token of subscription `id` (the id its index leads to, compared in constant
+   * time).
+   */
   async verifyToken(id: string, token: string): Promise<boolean> {
     if (!SUBSCRIPTION_ID.test(id)) return false;
     const owner = await this.idByToken(token);
