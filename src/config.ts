@@ -464,10 +464,11 @@ const SETTINGS = {
   failedSignUpsPerAccepted: setting('FAILED_SIGN_UPS_PER_ACCEPTED', positiveNumber(1, true, 100), {
     group: 'limits',
     meaning:
-      "How much a client's failure budget (`FAILED_SIGN_UPS_PER_CLIENT`) grows for each distinct credential the " +
-      'university accepted from it within `ACCEPTED_CREDENTIALS_WINDOW`, beyond the first: a campus NAT that has ' +
-      "shown 200 students gets room for their typos, a lone guesser's budget stays the base. Capped by " +
-      '`FAILED_SIGN_UPS_MAX_PER_CLIENT`.',
+      "How much a client's failure budget (`FAILED_SIGN_UPS_PER_CLIENT`) grows for each distinct person (university " +
+      'user) whose credential the university accepted from it within `ACCEPTED_CREDENTIALS_WINDOW`, beyond the ' +
+      "first: a campus NAT that has shown many students gets room for their typos, a lone guesser's budget stays " +
+      'the base however many tokens of his own he sends. Capped by `FAILED_SIGN_UPS_MAX_PER_CLIENT`; to turn the ' +
+      'growth off, set that to the base count.',
     default: '1',
     example: '2',
   }),
@@ -477,13 +478,15 @@ const SETTINGS = {
     default: '24h',
     example: '12h',
   }),
-  failedSignUpsMaxPerClient: setting('FAILED_SIGN_UPS_MAX_PER_CLIENT', positiveNumber(100, true, 10_000), {
+  failedSignUpsMaxPerClient: setting('FAILED_SIGN_UPS_MAX_PER_CLIENT', positiveNumber(60, true, 10_000), {
     group: 'limits',
     meaning:
       'The most a grown failure budget of one client holds, per the period of `FAILED_SIGN_UPS_PER_CLIENT` (never ' +
-      'less than its base count). It bounds the university checks one address may spend on guesses.',
-    default: '100',
-    example: '300',
+      'less than its base count; equal to it, the budget never grows). It bounds the university checks one ' +
+      'address may spend on guesses: at the defaults 60 per 15 minutes, reached only once 56 different people ' +
+      'signed in from it within a day (a lecture hall behind one NAT), never by one person alone.',
+    default: '60',
+    example: '120',
   }),
   signUpsInFlightPerClient: setting('SIGN_UPS_IN_FLIGHT_PER_CLIENT', positiveNumber(8, true, 1_000), {
     group: 'limits',

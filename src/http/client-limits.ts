@@ -18,6 +18,7 @@ import { type Bucket, bucket, type Rate, TokenBuckets } from '../lib/rate-limit.
 import type { RedisClient } from '../lib/redis-target.ts';
 import { secondsText } from '../lib/retry-after.ts';
 import { secondsWords } from '../lib/words.ts';
+import type { Logger } from '../logger.ts';
 import { SecretKeyMissingError } from '../security/errors.ts';
 import type { Admission, AdmitOptions } from '../serving/admission.ts';
 import type { RedisKeys } from '../store/keys.ts';
@@ -100,7 +101,15 @@ export interface ClientLimitsDeps {
   readonly redis: RedisClient;
   readonly keys: Pick<RedisKeys, 'rateLimit'>;
   readonly knownCredentials: Pick<KnownCredentials, 'has' | 'acceptedFrom' | 'acceptedCount'>;
+  readonly logger: Pick<Logger, 'warn'>;
 }
+
+/**
+ * What a credential check answers, as far as the failure budget reads it: the subscription it signed in to (or
+ * the subscription itself), whose university user is the owner counted.
+ */
+export type CheckedCredential = { subscription: OwnedBy } | OwnedBy;
+type OwnedBy = { upstreamUserId: number | null };
 
 /** The limits of one app, on the service's Redis. */
 export class ClientLimits {
@@ -159,12 +168,17 @@ export class ClientLimits {
    * guesser there learns from the answer only whether a guess is a credential known here, and gets anything
    * only for one the university accepts now, which the credential itself gives at the university anyway.
    *
-   * A client's failure budget grows with the distinct credentials the university accepted from it recently
-   * ({@link failureBudget}): first-time credentials behind a NAT that many people use get through their
-   * neighbours' typos. The budget is read before every check, whatever the credential, so a right guess is
-   * answered no sooner than a wrong one; a credential accepted is counted after its answer is known.
+   * A client's failure budget grows with the distinct people (university users) whose credentials the
+   * university accepted from it recently ({@link failureBudget}): first-time credentials behind a NAT that many
+   * people use get through their neighbours' typos, while one person's many tokens count once. The budget is
+   * read before every check, whatever the credential, and the owner accepted is counted (awaited) after its
+   * answer is known, so a right guess is answered no sooner than a wrong one.
    */
-  async credentialCheck<T>(ip: string, credential: string, check: () => Promise<T>): Promise<T> {
+  async credentialCheck<T extends CheckedCredential>(
+    ip: string,
+    credential: string,
+    check: () => Promise<T>,
+  ): Promise<T> {
     const client = clientKeys(ip);
     const own = this.ownBuckets('sign-up:failures', client, await this.failureBudget(client.client));
     const all = this.bucket('sign-up:failures:total', this.ctx.config.failedSignUpsTotal);
@@ -172,11 +186,7 @@ export class ClientLimits {
     const release = this.startCheck(client.client);
     try {
       const result = await this.spend('sign-up', ip, check);
-      await this.ctx.knownCredentials.acceptedFrom(
-        client.client,
-        credential,
-        this.ctx.config.acceptedCredentialsWindowMs,
-      );
+      await this.countAccepted(client.client, ownerOf(result, credential));
       return result;
     } catch (error) {
       if (GUESS_OUTCOMES.some((type) => error instanceof type)) await this.buckets.charge([...own, all]);
@@ -187,10 +197,23 @@ export class ClientLimits {
   }
 
   /**
+   * Counts `owner` among those the university accepted a credential of from `client`. A sign-in that succeeded
+   * is answered as one even when this fails (Redis away a moment): the count is only a budget's room, logged.
+   */
+  private async countAccepted(client: string, owner: string): Promise<void> {
+    try {
+      await this.ctx.knownCredentials.acceptedFrom(client, owner, this.ctx.config.acceptedCredentialsWindowMs);
+    } catch (error) {
+      this.ctx.logger.warn({ err: error }, 'could not count an accepted credential of a client');
+    }
+  }
+
+  /**
    * The failure budget of `client`: the base (`FAILED_SIGN_UPS_PER_CLIENT`), plus `FAILED_SIGN_UPS_PER_ACCEPTED`
-   * for each distinct credential beyond the first that the university accepted from it within
-   * `ACCEPTED_CREDENTIALS_WINDOW`, at most `FAILED_SIGN_UPS_MAX_PER_CLIENT` (never below the base), over the
-   * base's period. One person's own credential does not widen it: a lone guesser keeps the base.
+   * for each distinct owner beyond the first (a university user; a credential, for a profile without a user id)
+   * whose credential the university accepted from it within `ACCEPTED_CREDENTIALS_WINDOW`, at most
+   * `FAILED_SIGN_UPS_MAX_PER_CLIENT` (never below the base), over the base's period. One person does not widen
+   * it, however many tokens of theirs they send: a lone guesser keeps the base.
    */
   private async failureBudget(client: string): Promise<Rate> {
     const {
@@ -304,6 +327,15 @@ interface OverallLimit {
   total: RateSetting;
   what: Words;
   likelyReal: boolean;
+}
+
+/**
+ * The owner a successful check answered: `user:<id>` of the university user, or for a profile without a user id
+ * the credential itself (nothing else tells such people apart; it is digested before it is stored).
+ */
+function ownerOf(result: CheckedCredential, credential: string): string {
+  const { upstreamUserId } = 'subscription' in result ? result.subscription : result;
+  return upstreamUserId === null ? `credential:${credential}` : `user:${upstreamUserId}`;
 }
 
 /** A 429 that says why and when to try again. */

@@ -1,10 +1,10 @@
 /**
  * The owner's actions on a personal subscription from its page, for the browser signed in to it (its session
- * cookie, personal-session.ts): save feed options, rotate the feed URL, revoke one feed URL, sign out, delete.
- * Each is a form post,
- * checked to come from our own pages, answered with a 303 back to a page and a `?done=` word it shows. A
- * browser without a live session is sent to `/` to sign in (a rotation by way of the personal page, so that
- * one tab's stale rotation does not clear the cookie another tab's rotation just set).
+ * cookie, personal-session.ts): save feed options, rotate the feed URL, revoke one feed URL, sign out, sign out
+ * every other browser, delete. Each is a form post, checked to come from our own pages, answered with a 303
+ * back to a page and a `?done=` word it shows. A browser without a live session is sent to `/` to sign in (a
+ * rotation by way of the personal page, so that one tab's stale rotation does not clear the cookie another
+ * tab's rotation just set).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { OptionRefusedError } from '../serving/errors.ts';
@@ -34,7 +34,7 @@ export type PersonalRouteDeps = PersonalSessionDeps &
   Parameters<typeof rotateFeedToken>[0] &
   Parameters<typeof deleteSubscription>[0] & {
     readonly snapshots: Pick<SnapshotStore, 'optionValues' | 'snapshot'>;
-    readonly subscriptions: Pick<SubscriptionStore, 'openSession' | 'closeSession'>;
+    readonly subscriptions: Pick<SubscriptionStore, 'openSession' | 'closeSession' | 'closeOtherSessions'>;
   };
 
 /** Registers the personal subscription's form actions (in a scope of their own that reads form bodies). */
@@ -69,12 +69,21 @@ export async function registerPersonalRoutes(app: FastifyInstance, ctx: Personal
       const session = await readPersonalSession(ctx, request);
       const token = session && (await rotateFeedToken(ctx, session.subscription, session.holder, request.log));
       if (session === undefined || token === undefined) return redirect(reply, PERSONAL_PAGE);
-      if ('token' in session.holder) {
-        // Signed in before sessions, by the feed token just revoked: the browser gets a session instead.
-        const opened = await ctx.subscriptions.openSession(session.subscription.id, ctx.now());
-        if (opened !== undefined) setPersonalSession(ctx, reply, session.subscription.id, opened);
-      }
+      // Every other browser is signed out by the rotation; one signed in before sessions, by the feed token just
+      // revoked, gets a session instead.
+      await keepSignedIn(ctx, reply, session);
       return back(reply, 'rotated');
+    });
+
+    scope.post(PERSONAL_ACTIONS.signOutOthers, async (request, reply) => {
+      const session = await signedIn(ctx, request, reply);
+      if (session === undefined) return reply;
+      const { id } = session.subscription;
+      const closed = await ctx.subscriptions.closeOtherSessions(id, session.holder, ctx.now());
+      if (closed === undefined) return forgetAndLeave(ctx, reply);
+      await keepSignedIn(ctx, reply, session);
+      request.log.info({ subscription: id, closedSessions: closed }, 'personal sessions of other browsers closed');
+      return back(reply, 'signed-out-others', '#sign-out');
     });
 
     scope.post(PERSONAL_ACTIONS.revokeUrl, async (request, reply) => {
@@ -139,6 +148,16 @@ async function validOptions(
   const read = readSubscriberOptions(filledOptionFields(form));
   const { misfits } = await optionsMisfitsFor(ctx.snapshots, session.subscription.source, read.options);
   return { options: read.options, refused: [...read.refused, ...misfits] };
+}
+
+/**
+ * Gives a browser signed in before sessions (by a feed token in its cookie, no longer accepted once the other
+ * browsers are signed out) a session of its own; a browser with a session keeps it.
+ */
+async function keepSignedIn(ctx: PersonalRouteDeps, reply: FastifyReply, session: PersonalSession): Promise<void> {
+  if (!('token' in session.holder)) return;
+  const opened = await ctx.subscriptions.openSession(session.subscription.id, ctx.now());
+  if (opened !== undefined) setPersonalSession(ctx, reply, session.subscription.id, opened);
 }
 
 function back(reply: FastifyReply, done: PersonalDone, fragment = ''): FastifyReply {

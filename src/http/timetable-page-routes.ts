@@ -60,7 +60,7 @@ import { eventPreview, timetableWeeks } from '../web/timetable-view.ts';
 import { sendError } from './error-answer.ts';
 import { HttpError } from './errors.ts';
 import { requestLang, sendPage } from './pages.ts';
-import { type PersonalSessionDeps, readPersonalSession } from './personal-session.ts';
+import { type PersonalSessionDeps, personalControls, readPersonalSession } from './personal-session.ts';
 import { filledOptionFields, readSubscriberOptions } from './subscriber-query.ts';
 
 /** Change records younger than this mark their moved classes on the page. */
@@ -213,7 +213,7 @@ class TimetablePages {
         lang,
         subscription,
         done: request.query.done,
-        urls: await this.ctx.subscriptions.feedUrls(subscription.id),
+        ...(await personalControls(this.ctx, session)),
         timezone: this.ctx.config.timezone,
       }),
     ].join('');

@@ -10,9 +10,10 @@
  * One STRING with a TTL per credential: at most one per credential the university accepted within the
  * period, each written by a sign-up or replacement the sign-up limits admitted.
  *
- * Per client address, the distinct credentials the university accepted from it recently are counted too (a
- * ZSET of short keyed digests, a window long, bounded): a campus NAT that has shown many students gets room for
- * their typos in the failure budget (http/client-limits.ts), a lone guesser does not.
+ * Per client address, the distinct owners (university users) whose credentials the university accepted from it
+ * recently are counted too (a ZSET of short keyed digests, a window long, bounded): a campus NAT that has shown
+ * many students gets room for their typos in the failure budget (http/client-limits.ts); a lone guesser does
+ * not, however many tokens of his own he sends.
  */
 import { loadScript } from '../lib/lua-script.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
@@ -26,9 +27,9 @@ export const KNOWN_CREDENTIAL_DAYS = 180;
 const PURPOSE = 'known-credential';
 /** The purpose of the digests counted per client: apart from the known credentials' own. */
 const ACCEPTED_PURPOSE = 'accepted-from';
-/** Hex digits kept of those digests: 64 bits tell a NAT's credentials apart, and reveal none. */
+/** Hex digits kept of those digests: 64 bits tell a NAT's people apart, and reveal none. */
 const ACCEPTED_DIGEST_LENGTH = 16;
-/** Distinct credentials kept per client at most: more than any budget grows with. */
+/** Distinct owners kept per client at most: more than any budget grows with. */
 export const MAX_ACCEPTED_PER_CLIENT = 1_000;
 
 /** Adds to and counts a client's accepted credentials (accepted-from.lua). */
@@ -69,17 +70,18 @@ export class KnownCredentials {
   }
 
   /**
-   * The university just accepted `credential` from `client` (a key of http/client-address.ts): counted among
-   * the client's distinct accepted credentials for `windowMs`. Resolves to how many it has now.
+   * The university just accepted a credential of `owner` (`user:<id>`, or `credential:<credential>` for a
+   * profile without a user id) from `client` (a key of http/client-address.ts): counted among the client's
+   * distinct owners for `windowMs`. Resolves to how many it has now.
    */
-  async acceptedFrom(client: string, credential: string, windowMs: number): Promise<number> {
+  async acceptedFrom(client: string, owner: string, windowMs: number): Promise<number> {
     if (this.secretKey === undefined) return 0;
-    const digest = keyedDigest(this.secretKey, ACCEPTED_PURPOSE, credential).slice(0, ACCEPTED_DIGEST_LENGTH);
+    const digest = keyedDigest(this.secretKey, ACCEPTED_PURPOSE, owner).slice(0, ACCEPTED_DIGEST_LENGTH);
     const args = ['add', String(windowMs), String(MAX_ACCEPTED_PER_CLIENT), digest];
     return Number(await ACCEPTED_FROM.run(this.redis, [this.keys.acceptedFrom(client)], args));
   }
 
-  /** How many distinct credentials the university accepted from `client` within the last `windowMs`. */
+  /** How many distinct owners the university accepted a credential of from `client` within the last `windowMs`. */
   async acceptedCount(client: string, windowMs: number): Promise<number> {
     const args = ['count', String(windowMs), String(MAX_ACCEPTED_PER_CLIENT)];
     return Number(await ACCEPTED_FROM.run(this.redis, [this.keys.acceptedFrom(client)], args));

@@ -5,10 +5,10 @@
 -- new token scores above every other (now, or 1 ms past the highest), so that tokens issued within one
 -- millisecond still go in issue order. A token from before token sets (the hash's `tokenHash` field) joins the
 -- set first, as the least recently used. The page's own URL (the hash's `pageTokenHash`) is neither counted nor
--- revoked here: it is what the personal page shows its signed-in browsers, and a sign-up through the API must not
--- take it away. A revoked token's read record (`read:<hash>`) goes with it. The credential version goes up and `statusReason` goes: the
--- credential was just verified. The group fields go too, and come back with the pairs when the profile just
--- read names a group. A revocation is announced.
+-- revoked here: it is what the personal page shows its signed-in browsers, and a sign-up through the API must
+-- not take it away. A revoked token's read record (`read:<hash>`) goes with it. The credential version goes up
+-- and `statusReason` goes: the credential was just verified. The group fields go too, and come back with the
+-- pairs when the profile just read names a group. A revocation is announced.
 --
 -- KEYS[1]            the subscription hash
 -- KEYS[2]            its token set

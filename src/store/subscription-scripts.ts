@@ -45,8 +45,5 @@ export const ROTATE_TOKENS = loadScript(import.meta.dirname, 'subscription-rotat
 /** Gives a subscription its page's own feed URL when it has none (subscription-page-token.lua). */
 export const PAGE_TOKEN = loadScript(import.meta.dirname, 'subscription-page-token');
 
-/** Opens a browser session of a subscription, closing the oldest beyond the most (subscription-session.lua). */
-export const OPEN_SESSION = loadScript(import.meta.dirname, 'subscription-session');
-
 /** Drops an owner index that leads to a subscription that is gone (subscription-drop-owner.lua). */
 export const DROP_OWNER = loadScript(import.meta.dirname, 'subscription-drop-owner');

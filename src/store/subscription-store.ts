@@ -8,17 +8,15 @@
  * of them issued by sign-ups through the API, plus the page's own URL, the one the personal page shows every
  * browser signed in to it (its token sealed in the hash as `pageToken`, its hash as `pageTokenHash`: the page
  * must show it again, and only the secret box opens it). When a feed URL is read, when and by what kind of
- * client is kept in the hash (`read:<token hash>`, a word of a fixed list). A browser session is what a sign-in
- * on the page opens: a secret of its own in the browser's cookie, its SHA-256 in a ZSET of the subscription's
- * sessions (at most {@link MAX_SESSIONS}, each expiring {@link SESSION_DAYS} days after the sign-in) and a
- * STRING with the same expiry leading to the subscription. A sign-in therefore never revokes a feed URL; the
- * oldest session is closed instead. One owner (a
- * university user, or an id-less credential) has one subscription: a STRING per owner leads to it, and signing
- * up again issues another token to it. A counter, `credentialVersion`, goes up with every credential stored,
- * so that a refresh can only reject the credential it actually used. Whatever stops feed tokens from working
- * (a revocation, a rotation, a deletion) is announced on the feed-updates channel by the script that does it,
- * in the same atomic step (see `store/feed-updates.ts`): API processes keep tokens in memory for Redis
- * outages, and must drop them.
+ * client is kept in the hash (`read:<token hash>`, a word of a fixed list; see subscription-feed-urls.ts). A
+ * browser session is what a sign-in on the page opens (subscription-sessions.ts): a sign-in therefore never
+ * revokes a feed URL; the oldest session is closed instead. A new feed URL closes every session but the one that
+ * asked for it. One owner (a university user, or an id-less credential) has one subscription: a STRING per owner
+ * leads to it, and signing up again issues another token to it. A counter, `credentialVersion`, goes up with
+ * every credential stored, so that a refresh can only reject the credential it actually used. Whatever stops
+ * feed tokens from working (a revocation, a rotation, a deletion) is announced on the feed-updates channel by
+ * the script that does it, in the same atomic step (see `store/feed-updates.ts`): API processes keep tokens in
+ * memory for Redis outages, and must drop them.
  */
 
 import { loadScript } from '../lib/lua-script.ts';
@@ -32,13 +30,13 @@ import type { SubscriberOptions } from '../timetable/types.ts';
 import { SignUpContentionError } from './errors.ts';
 import { type FeedUpdate, feedUpdateMessage } from './feed-updates.ts';
 import type { RedisKeys } from './keys.ts';
+import { type FeedUrlView, feedUrlViews, URL_KEY_LENGTH } from './subscription-feed-urls.ts';
 import {
   CREATE_UNLESS_OWNED,
   DELETE_SUBSCRIPTION,
   DROP_OWNER,
   GONE,
   ISSUE_TOKEN,
-  OPEN_SESSION,
   PAGE_TOKEN,
   REVOKE_TOKEN,
   ROTATE_TOKENS,
@@ -46,6 +44,7 @@ import {
   TOUCH_TOKEN,
   TRIM_TOKENS,
 } from './subscription-scripts.ts';
+import { keptSession, SubscriptionSessions, type TokenHolder } from './subscription-sessions.ts';
 
 /** `needs-credential`: the upstream rejected the stored credential; refreshes stop until it is replaced. */
 export type SubscriptionStatus = 'active' | 'needs-credential';
@@ -118,24 +117,8 @@ export interface IssuedSubscription {
  */
 export const MAX_LIVE_TOKENS = 5;
 
-/** Browser sessions of one subscription at once; a sign-in beyond them closes the oldest. */
-export const MAX_SESSIONS = 10;
-
-/** Days a browser session lasts after its sign-in. */
-export const SESSION_DAYS = 90;
-
-/** A feed URL of a subscription as its owner sees it listed: never the token, a short part of its hash. */
-export interface FeedUrlView {
-  /** The first {@link URL_KEY_LENGTH} hex digits of the token's hash: names it in a revocation. */
-  key: string;
-  /** Whether it is the page's own URL (the one the personal page shows). */
-  page: boolean;
-  /** When a client last read it and what kind of client that was; undefined when none has since it was kept. */
-  read?: { at: number; client: string };
-}
-
-/** Hex digits of a token hash that name its feed URL to its owner (64 bits: unique among a subscription's few). */
-export const URL_KEY_LENGTH = 16;
+export { type FeedUrlView, URL_KEY_LENGTH } from './subscription-feed-urls.ts';
+export { MAX_SESSIONS, SESSION_DAYS, type TokenHolder } from './subscription-sessions.ts';
 
 /**
  * How often a write guarded by `tokenSeq` is tried again after another write to the same subscription got in
@@ -178,15 +161,13 @@ function pageTokenContext(id: string): string {
   return `subscription:${id}:page-token`;
 }
 
-/** How a rotation's holder proves it: by a live browser session, or (signed in before sessions) a live feed token. */
-export type TokenHolder = { session: string } | { token: string };
-
 /** Personal subscriptions: create, look up by id or feed token, read the credential, mark, replace, delete. */
 export class SubscriptionStore {
   private readonly redis: RedisClient;
   private readonly keys: RedisKeys;
   private readonly box: SecretBox;
   private readonly secretKey: Buffer | undefined;
+  private readonly sessions: SubscriptionSessions;
 
   /** `secretKey` is `Config.secretKey`; without it, anything touching a credential throws SecretKeyMissingError. */
   constructor(redis: RedisClient, keys: RedisKeys, secretKey: Buffer | undefined) {
@@ -194,6 +175,7 @@ export class SubscriptionStore {
     this.keys = keys;
     this.box = new SecretBox(secretKey);
     this.secretKey = secretKey === undefined ? undefined : Buffer.from(secretKey);
+    this.sessions = new SubscriptionSessions(redis, keys);
   }
 
   /** Whether credentials can be stored (a `SECRET_KEY` is configured). */
@@ -204,12 +186,12 @@ export class SubscriptionStore {
   /**
    * Signs an owner up in the store: a new subscription with its first feed token, or, when this university
    * user (this credential, for a profile without a user id) has a subscription already, that one with one more
-   * token, the least recently used revoked beyond {@link MAX_LIVE_TOKENS}, and `credential` stored as its credential (the
-   * one just verified). Either way the returned token is the only copy there will ever be. With `pending`, an
-   * existing subscription keeps all its tokens and may hold one more than the limit until {@link trimTokens}
-   * (the caller first makes sure the new token will last: should it fail, revoking the new token leaves the
-   * person's feed URLs as they were). Throws SignUpContentionError when other writes to the same subscription
-   * kept getting in between.
+   * token, the least recently used revoked beyond {@link MAX_LIVE_TOKENS}, and `credential` stored as its
+   * credential (the one just verified). Either way the returned token is the only copy there will ever be. With
+   * `pending`, an existing subscription keeps all its tokens and may hold one more than the limit until
+   * {@link trimTokens} (the caller first makes sure the new token will last: should it fail, revoking the new
+   * token leaves the person's feed URLs as they were). Throws SignUpContentionError when other writes to the
+   * same subscription kept getting in between.
    */
   async create(
     input: NewSubscription,
@@ -239,13 +221,7 @@ export class SubscriptionStore {
     owner: string,
     input: NewSubscription,
   ): Promise<IssuedSubscription | undefined> {
-    const fields = {
-      credential: this.box.seal(input.credential, credentialContext(id)),
-      name: input.name,
-      status: 'active',
-      updatedAt: String(input.now),
-      ...(input.group ? groupFields(input.group) : {}),
-    };
+    const fields = this.credentialFields(id, input);
     const remove = ['statusReason', ...(input.group ? [] : ['groupId', 'groupName'])];
     if (!(await this.update(id, fields, { bumpVersion: true, remove }))) {
       await DROP_OWNER.run(this.redis, [this.keys.subscriptionOwner(owner)], [id]);
@@ -304,74 +280,59 @@ export class SubscriptionStore {
     throw new SignUpContentionError();
   }
 
-  /**
-   * Opens a browser session of subscription `id` (a sign-in on the page), closing the oldest beyond
-   * {@link MAX_SESSIONS}. Answers its secret, the only copy (the browser's cookie keeps it), or undefined when
-   * the subscription is gone. Throws SignUpContentionError when other sign-ins kept getting in between.
-   */
-  async openSession(id: string, now: number): Promise<string | undefined> {
-    if (!SUBSCRIPTION_ID.test(id)) return undefined;
-    const token = randomToken();
-    const sessionHash = hashToken(token);
-    for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
-      const open = await this.redis.zrange(this.keys.subscriptionSessions(id), '0', '-1');
-      const result = await OPEN_SESSION.run(
-        this.redis,
-        [
-          this.keys.subscription(id),
-          this.keys.subscriptionSessions(id),
-          this.keys.subscriptionSession(sessionHash),
-          ...open.map((hash) => this.keys.subscriptionSession(hash)),
-        ],
-        [id, sessionHash, String(now), String(SESSION_DAYS * 86_400_000), String(MAX_SESSIONS), ...open],
-      );
-      if (result === GONE) return undefined;
-      if (result === STALE) continue;
-      return token;
-    }
-    throw new SignUpContentionError();
+  /** Opens a browser session of subscription `id` (subscription-sessions.ts `open`). */
+  openSession(id: string, now: number): Promise<string | undefined> {
+    return this.sessions.open(id, now);
   }
 
-  /** Whether `session` is a live browser session of subscription `id` (compared in constant time). */
-  async verifySession(id: string, session: string): Promise<boolean> {
-    if (!SUBSCRIPTION_ID.test(id) || session === '') return false;
-    const owner = await this.redis.get(this.keys.subscriptionSession(hashToken(session)));
-    return owner !== null && constantTimeEqual(owner, id);
+  /**
+   * Whether `session` is a live browser session of subscription `id`; with `now`, one in use is renewed
+   * (subscription-sessions.ts `verify`).
+   */
+  verifySession(id: string, session: string, now?: number): Promise<boolean> {
+    return this.sessions.verify(id, session, now);
   }
 
   /** Closes a browser session of subscription `id` (its sign-out). No-op for one that is not live. */
-  async closeSession(id: string, session: string): Promise<void> {
-    if (!SUBSCRIPTION_ID.test(id)) return;
-    const sessionHash = hashToken(session);
-    if (!(await this.verifySession(id, session))) return;
-    await this.redis
-      .multi()
-      .del(this.keys.subscriptionSession(sessionHash))
-      .zrem(this.keys.subscriptionSessions(id), sessionHash)
-      .exec();
-  }
-
-  /** How many browser sessions of subscription `id` are open now. */
-  async sessionCount(id: string, now: number): Promise<number> {
-    if (!SUBSCRIPTION_ID.test(id)) return 0;
-    return this.redis.zcount(this.keys.subscriptionSessions(id), `(${now}`, '+inf');
+  closeSession(id: string, session: string): Promise<void> {
+    return this.sessions.close(id, session);
   }
 
   /**
-   * The live feed URLs of subscription `id`, the page's own first, then the most recently read first: for its
-   * owner to see which calendars read which, and revoke one.
+   * Closes every browser session of subscription `id` but the holder's («sign out on every other device»);
+   * undefined when the holder is not signed in (subscription-sessions.ts `closeOthers`).
    */
-  async feedUrls(id: string): Promise<FeedUrlView[]> {
+  closeOtherSessions(id: string, holder: TokenHolder, now: number): Promise<number | undefined> {
+    return this.sessions.closeOthers(id, holder, now);
+  }
+
+  /** How many browser sessions of subscription `id` are open now. */
+  sessionCount(id: string, now: number): Promise<number> {
+    return this.sessions.count(id, now);
+  }
+
+  /**
+   * Whether `token`, from the cookie of a browser signed in before sessions, still signs it in to subscription
+   * `id`: a live feed token of it, while no rotation or «sign out on every other device» has closed such
+   * sign-ins (`sessionsOnly`).
+   */
+  async verifyTokenHolder(id: string, token: string): Promise<boolean> {
+    if (!(await this.verifyToken(id, token))) return false;
+    return (await this.redis.hexists(this.keys.subscription(id), 'sessionsOnly')) === 0;
+  }
+
+  /**
+   * The live feed URLs of subscription `id`: the one the page shows first (`shown`, the token it shows; the
+   * page's own when omitted), then the most recently read first: for its owner to see which calendars read
+   * which, and revoke one.
+   */
+  async feedUrls(id: string, shown?: string): Promise<FeedUrlView[]> {
     if (!SUBSCRIPTION_ID.test(id)) return [];
     const [{ tokens }, fields] = await Promise.all([
       this.tokenState(id),
       this.redis.hgetall(this.keys.subscription(id)),
     ]);
-    const views = tokens.map((hash): FeedUrlView => {
-      const read = parseRead(fields[`read:${hash}`]);
-      return { key: hash.slice(0, URL_KEY_LENGTH), page: hash === fields.pageTokenHash, ...(read ? { read } : {}) };
-    });
-    return views.sort((a, b) => Number(b.page) - Number(a.page) || (b.read?.at ?? 0) - (a.read?.at ?? 0));
+    return feedUrlViews(tokens, fields, shown === undefined ? undefined : hashToken(shown));
   }
 
   /**
@@ -445,27 +406,27 @@ export class SubscriptionStore {
   /**
    * Replaces every feed token of subscription `id` with one new one, the page's own URL from now on, for the
    * holder of a live browser session (or of a live token, signed in before sessions): every old feed URL (a
-   * leaked one included) stops working at once; browser sessions stay. Answers the new token, or undefined when
-   * the holder's session or token is not live for `id` or the subscription is gone. Throws
-   * SignUpContentionError when other token writes kept getting in between.
+   * leaked one included) stops working at once, and every browser session but the holder's is closed (a holder
+   * by feed token keeps none: its caller opens it one). Answers the new token, or undefined when the holder's
+   * session or token is not live for `id` or the subscription is gone. Throws SignUpContentionError when other
+   * token writes or sign-ins kept getting in between.
    */
   async rotateToken(id: string, holder: TokenHolder, now: number): Promise<string | undefined> {
     if (!SUBSCRIPTION_ID.test(id)) return undefined;
-    const holderKey =
-      'session' in holder
-        ? this.keys.subscriptionSession(hashToken(holder.session))
-        : this.keys.subscriptionToken(hashToken(holder.token));
     const token = randomToken();
     const tokenHash = hashToken(token);
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
       const { seq, tokens } = await this.tokenState(id);
+      const sessions = await this.sessions.hashes(id);
       const result = await ROTATE_TOKENS.run(
         this.redis,
         [
           this.keys.subscription(id),
           this.keys.subscriptionTokens(id),
-          holderKey,
+          this.sessions.holderKey(holder),
           this.keys.subscriptionToken(tokenHash),
+          this.keys.subscriptionSessions(id),
+          ...sessions.map((hash) => this.keys.subscriptionSession(hash)),
           ...tokens.map((hash) => this.keys.subscriptionToken(hash)),
         ],
         [
@@ -475,6 +436,9 @@ export class SubscriptionStore {
           String(now),
           this.box.seal(token, pageTokenContext(id)),
           ...this.announcement('tokens', id),
+          keptSession(holder),
+          String(sessions.length),
+          ...sessions,
         ],
       );
       if (result === STALE) continue;
@@ -586,13 +550,7 @@ export class SubscriptionStore {
     const { seq, tokens } = await this.tokenState(id);
     const token = randomToken();
     const tokenHash = hashToken(token);
-    const fields = {
-      credential: this.box.seal(input.credential, credentialContext(id)),
-      name: input.name,
-      status: 'active',
-      updatedAt: String(input.now),
-      ...(input.group ? groupFields(input.group) : {}),
-    };
+    const fields = this.credentialFields(id, input);
     const result = await ISSUE_TOKEN.run(
       this.redis,
       [
@@ -619,7 +577,24 @@ export class SubscriptionStore {
     return subscription === undefined ? undefined : { subscription, token, created: false, revoked: Number(result) };
   }
 
-  /** The token counter and the live token hashes of `id`, least recently used first (one from before token sets included). */
+  /**
+   * The hash fields a sign-up or sign-in to the existing subscription `id` sets: the credential just checked
+   * (sealed), the name and group its profile gives, and the status it makes active again.
+   */
+  private credentialFields(id: string, input: NewSubscription): Record<string, string> {
+    return {
+      credential: this.box.seal(input.credential, credentialContext(id)),
+      name: input.name,
+      status: 'active',
+      updatedAt: String(input.now),
+      ...(input.group ? groupFields(input.group) : {}),
+    };
+  }
+
+  /**
+   * The token counter and the live token hashes of `id`, least recently used first (one from before token sets
+   * included).
+   */
   private async tokenState(id: string): Promise<{ seq: string; tokens: string[] }> {
     const [seq, legacy] = await this.redis.hmget(this.keys.subscription(id), 'tokenSeq', 'tokenHash');
     const live = await this.redis.zrange(this.keys.subscriptionTokens(id), '0', '-1');
@@ -659,7 +634,10 @@ export class SubscriptionStore {
     return ids;
   }
 
-  /** Whether `token` is a live feed token of subscription `id` (the id its index leads to, compared in constant time). */
+  /**
+   * Whether `token` is a live feed token of subscription `id` (the id its index leads to, compared in constant
+   * time).
+   */
   async verifyToken(id: string, token: string): Promise<boolean> {
     if (!SUBSCRIPTION_ID.test(id)) return false;
     const owner = await this.idByToken(token);
@@ -758,22 +736,10 @@ export class SubscriptionStore {
       const args = [id, seq, String(tokens.length), ...this.announcement('gone', id)];
       const result = await DELETE_SUBSCRIPTION.run(this.redis, keys, args);
       if (result === STALE) continue;
-      if (result === 1) await this.closeSessions(id);
+      if (result === 1) await this.sessions.closeAll(id);
       return result === 1;
     }
     throw new SignUpContentionError();
-  }
-
-  /**
-   * Closes every browser session of a deleted subscription. Apart from the deletion: a session left by a sign-in
-   * racing it leads to an id no subscription will have again (ids are random), and expires by itself.
-   */
-  private async closeSessions(id: string): Promise<void> {
-    const open = await this.redis.zrange(this.keys.subscriptionSessions(id), '0', '-1');
-    await this.redis.del(
-      this.keys.subscriptionSessions(id),
-      ...open.map((hash) => this.keys.subscriptionSession(hash)),
-    );
   }
 
   /**
@@ -857,12 +823,6 @@ function parseFeedOptions(text: string | null | undefined): SubscriberOptions | 
   } catch {
     return undefined;
   }
-}
-
-/** A read record (`<ms> <client>`) back; undefined when there is none or it is unreadable. */
-function parseRead(text: string | undefined): { at: number; client: string } | undefined {
-  const match = /^(\d+) ([a-z0-9-]{1,20})$/.exec(text ?? '');
-  return match ? { at: Number(match[1]), client: match[2] as string } : undefined;
 }
 
 /** Token hashes looked up per pipeline: a few tens of KiB per round trip. */

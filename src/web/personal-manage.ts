@@ -1,10 +1,11 @@
 /**
  * The owner's controls on the personal page: the live feed URLs, each with when and by what kind of client it
- * was last read, and a way to revoke one (a ticked box confirms it); a new feed URL (every old one stops;
- * signed-in browsers stay signed in), signing out of this browser, and deleting the subscription (a ticked box
- * confirms it). Every form works without script. The feed options the plain feed URL serves are saved from the page's one options form
- * (options-form.ts). The forms post to http/personal-routes.ts, which answers with a redirect back here and a
- * `?done=` word that {@link personalNotice} (or {@link optionsNotice}, in the options form) turns into a message.
+ * was last read, and a way to revoke one (a ticked box confirms it); a new feed URL (every old one stops, and
+ * every other browser is signed out); how many browsers are signed in, signing out of this one or of every other
+ * one; and deleting the subscription (a ticked box confirms it). Every form works without script. The feed
+ * options the plain feed URL serves are saved from the page's one options form (options-form.ts). The forms post
+ * to http/personal-routes.ts, which answers with a redirect back here and a `?done=` word that
+ * {@link personalNotice} (or {@link optionsNotice}, in the options form) turns into a message.
  */
 import type { FeedClient } from '../serving/token-use.ts';
 import type { FeedUrlView, Subscription } from '../store/subscription-store.ts';
@@ -19,6 +20,7 @@ export const PERSONAL_ACTIONS = {
   revokeUrl: '/timetables/personal/revoke-url',
   delete: '/timetables/personal/delete',
   signOut: '/timetables/personal/sign-out',
+  signOutOthers: '/timetables/personal/sign-out-others',
 } as const;
 
 const words = messages({
@@ -26,21 +28,24 @@ const words = messages({
     heading: 'Управление подпиской',
     rotateHeading: 'Новый адрес ленты',
     rotateLead:
-      'Если адрес ленты попал к посторонним, получите новый: все прежние адреса перестанут работать сразу, и календари, подписанные на них, нужно будет подписать заново по новому адресу. Входы в браузерах останутся.',
+      'Если адрес ленты попал к посторонним, получите новый: все прежние адреса перестанут работать сразу, и календари, подписанные на них, нужно будет подписать заново по новому адресу. Все другие браузеры выйдут из подписки; этот останется.',
     urlsHeading: 'Адреса ленты',
     urlsLead:
       'Эти адреса сейчас работают. Вход на странице не отнимает адрес у календаря: здесь видно, кто и когда читал каждый адрес. Отзовите тот, который больше не нужен или попал к посторонним.',
     pageUrl: 'Адрес на этой странице',
     otherUrl: 'Другой адрес',
-    readBy: 'читал',
-    notRead: 'ещё не читался',
+    readBy: 'Последнее чтение:',
+    notRead: 'ещё не читали',
     revokeConfirm: 'Да, отозвать этот адрес',
     revoke: 'Отозвать',
     pageUrlNote: 'Вместо него на странице появится новый адрес.',
     rotate: 'Получить новый адрес',
-    signOutHeading: 'Выйти на этом устройстве',
+    signOutHeading: 'Входы в браузерах',
     signOutLead: 'Подписка и её адрес продолжат работать; браузер просто забудет вход.',
-    signOut: 'Выйти',
+    othersLead:
+      'Если вы входили на чужом компьютере и не вышли, выйдите на всех других устройствах: останется только этот браузер.',
+    signOut: 'Выйти на этом устройстве',
+    signOutOthers: 'Выйти на всех других устройствах',
     deleteHeading: 'Удалить подписку',
     deleteLead:
       'Лента перестанет работать, университетские данные для входа будут удалены, а подключённые календари — Google и CalDAV (Яндекс, iCloud и другие) — перестанут обновляться (уже внесённые занятия в них останутся). Чаты Telegram, подписанные на это расписание, перестанут получать сообщения.',
@@ -51,21 +56,24 @@ const words = messages({
     heading: 'Manage the subscription',
     rotateHeading: 'New feed URL',
     rotateLead:
-      'If the feed URL reached someone it should not have, get a new one: every earlier URL stops working at once, and calendars subscribed to them must be subscribed again with the new URL. Browsers stay signed in.',
+      'If the feed URL reached someone it should not have, get a new one: every earlier URL stops working at once, and calendars subscribed to them must be subscribed again with the new URL. Every other browser is signed out; this one stays signed in.',
     urlsHeading: 'Feed URLs',
     urlsLead:
       'These URLs work now. Signing in on the page never takes a URL from a calendar: here you see what read each URL and when. Revoke one you no longer need or that reached someone else.',
     pageUrl: 'The URL on this page',
     otherUrl: 'Another URL',
-    readBy: 'read by',
+    readBy: 'Last read by',
     notRead: 'not read yet',
     revokeConfirm: 'Yes, revoke this URL',
     revoke: 'Revoke',
     pageUrlNote: 'The page then shows a new URL instead.',
     rotate: 'Get a new URL',
-    signOutHeading: 'Sign out on this device',
+    signOutHeading: 'Signed-in browsers',
     signOutLead: 'The subscription and its URL keep working; this browser only forgets the sign-in.',
-    signOut: 'Sign out',
+    othersLead:
+      'If you signed in on someone else’s computer and did not sign out, sign out on every other device: only this browser stays signed in.',
+    signOut: 'Sign out on this device',
+    signOutOthers: 'Sign out on every other device',
     deleteHeading: 'Delete the subscription',
     deleteLead:
       'The feed stops working, your university credential is erased, and connected calendars — Google and CalDAV (Yandex, iCloud and others) — stop being updated (the classes already in them stay). Telegram chats subscribed to this timetable stop getting messages.',
@@ -86,6 +94,7 @@ const notices = messages({
     'confirm-delete': 'Чтобы удалить подписку, отметьте флажок подтверждения.',
     deleted: 'Подписка удалена, данные для входа стёрты.',
     'signed-out': 'Вы вышли на этом устройстве.',
+    'signed-out-others': 'Готово: все другие браузеры вышли, вход остался только здесь.',
   },
   en: {
     rotated:
@@ -99,6 +108,7 @@ const notices = messages({
     'confirm-delete': 'To delete the subscription, tick the confirmation box.',
     deleted: 'The subscription is deleted and your credential erased.',
     'signed-out': 'You are signed out on this device.',
+    'signed-out-others': 'Done: every other browser is signed out; only this one stays signed in.',
   },
 });
 
@@ -108,12 +118,15 @@ export type PersonalDone = keyof ReturnType<typeof notices>;
 /** The `?done=` words of the options form, whose message it shows itself. */
 const OPTIONS_DONE: ReadonlySet<string> = new Set(['options', 'options-cleared']);
 
+/** The `?done=` word shown in the sign-out card, where its redirect's anchor opens the page. */
+const SIGN_OUT_DONE = 'signed-out-others';
+
 /**
- * The message of a `?done=` word in a redirect from the personal routes, other than the options form's; empty
- * for anything else.
+ * The message of a `?done=` word in a redirect from the personal routes, other than the options form's and the
+ * sign-out card's; empty for anything else.
  */
 export function personalNotice(lang: Lang, done: unknown): Html {
-  return typeof done === 'string' && OPTIONS_DONE.has(done) ? '' : doneNotice(lang, done);
+  return typeof done === 'string' && (OPTIONS_DONE.has(done) || done === SIGN_OUT_DONE) ? '' : doneNotice(lang, done);
 }
 
 /** The message of the options form's `?done=` word (options saved or reset), shown in that form; else empty. */
@@ -137,6 +150,8 @@ export interface PersonalManageView {
   timezone?: string;
   /** The request's `done` query parameter: the outcome of the last action, shown on top. */
   done?: unknown;
+  /** How many browsers are signed in to the subscription, this one included. */
+  browsers?: number;
 }
 
 /** The controls, one card each; every form works without script. */
@@ -153,8 +168,12 @@ export function personalManageSection(view: PersonalManageView): Html {
 </div>
 <div class="card" id="sign-out">
 <h3>${w.signOutHeading}</h3>
+!${view.done === SIGN_OUT_DONE ? doneNotice(view.lang, view.done) : ''}
+!${view.browsers === undefined ? '' : html`<p>${browsersText(view.lang, view.browsers)}</p>`}
 <p class="muted">${w.signOutLead}</p>
 <form method="post" action="${PERSONAL_ACTIONS.signOut}"><button type="submit" class="secondary">${w.signOut}</button></form>
+<p class="muted">${w.othersLead}</p>
+<form method="post" action="${PERSONAL_ACTIONS.signOutOthers}"><button type="submit" class="secondary">${w.signOutOthers}</button></form>
 </div>
 <div class="card" id="delete">
 <h3>${w.deleteHeading}</h3>
@@ -165,6 +184,15 @@ export function personalManageSection(view: PersonalManageView): Html {
 </form>
 </div>
 </section>`;
+}
+
+/** «Вход выполнен в 3 браузерах» / "Signed in on 3 browsers", this one included. */
+function browsersText(lang: Lang, count: number): string {
+  if (count <= 1) return lang === 'ru' ? 'Вход выполнен только в этом браузере.' : 'Signed in on this browser only.';
+  if (lang === 'en') return `Signed in on ${count} browsers, this one included.`;
+  // The prepositional case: «в 21 браузере», «в 3 браузерах», «в 11 браузерах».
+  const singular = count % 10 === 1 && count % 100 !== 11;
+  return `Вход выполнен в ${count} ${singular ? 'браузере' : 'браузерах'}, считая этот.`;
 }
 
 const clientNames = messages<Record<FeedClient, string>>({
@@ -204,11 +232,11 @@ function feedUrlsCard(view: PersonalManageView, urls: readonly FeedUrlView[]): H
     const client = url.read && Object.hasOwn(names, url.read.client) ? names[url.read.client as FeedClient] : '';
     const read = url.read ? html`${w.readBy} ${client}, ${when(url.read.at)}` : html`${w.notRead}`;
     return html`<li class="feed-url" data-url-key="${url.key}">
-<p><strong>${url.page ? w.pageUrl : w.otherUrl}</strong> <code>…${url.key.slice(0, 6)}</code><br><span class="muted">!${read}</span></p>
+<p><strong>${url.shown ? w.pageUrl : w.otherUrl}</strong> <code>…${url.key.slice(0, 6)}</code><br><span class="muted">!${read}</span></p>
 <form method="post" action="${PERSONAL_ACTIONS.revokeUrl}">
 <input type="hidden" name="url" value="${url.key}">
 <label class="check"><input type="checkbox" name="confirm" value="yes" required> ${w.revokeConfirm}</label>
-!${url.page ? html`<span class="muted">${w.pageUrlNote}</span>` : ''}
+!${url.page && url.shown ? html`<span class="muted">${w.pageUrlNote}</span>` : ''}
 <button type="submit" class="secondary">${w.revoke}</button>
 </form>
 </li>`;

@@ -95,7 +95,10 @@ async function servedSubscription(app: TestApp, index: number, name: string) {
 
 const personalUrl = (token: string) => `/feeds/personal/${token}.ics`;
 
-/** Rotates the feed URL as the owner's browser does (its cookie holds the token); answers the new token. */
+/**
+ * Rotates the feed URL as the owner's browser does (a browser signed in before sessions: its cookie holds the
+ * token); answers the new token, the URL its personal page shows from then on (it gets a session cookie).
+ */
 async function rotate(app: TestApp, id: string, token: string): Promise<string> {
   const answer = await app.app.inject({
     method: 'POST',
@@ -104,9 +107,12 @@ async function rotate(app: TestApp, id: string, token: string): Promise<string> 
     payload: '',
   });
   expect(answer.headers.location).toBe('/timetables/personal?done=rotated');
-  const cookie = String(answer.headers['set-cookie']).match(/^tts-personal=[^.]+\.([^;]+);/);
-  if (!cookie?.[1]) throw new Error(`no new session cookie: ${String(answer.headers['set-cookie'])}`);
-  return cookie[1];
+  const session = /(tts-session=[^;]+);/.exec(String(answer.headers['set-cookie']))?.[1];
+  if (session === undefined) throw new Error(`no session cookie: ${String(answer.headers['set-cookie'])}`);
+  const page = await app.app.inject({ method: 'GET', url: '/timetables/personal', headers: { cookie: session } });
+  const shown = /\/feeds\/personal\/([\w-]+)\.ics/.exec(page.body)?.[1];
+  if (shown === undefined) throw new Error(`no feed URL on the personal page (${page.statusCode})`);
+  return shown;
 }
 
 /** Waits until `url` is served marked stale: the API learnt of the outage. */

@@ -95,7 +95,7 @@ describe('sign-up limits', () => {
     expect((await signUp(app, credential(1), '192.0.2.9')).statusCode).toBe(201);
   });
 
-  it('grow the failure budget of an address with the distinct credentials accepted from it; a lone one keeps the base', async () => {
+  it('grow the failure budget of an address with the distinct people accepted from it; a lone one keeps the base', async () => {
     const app = await appWith({
       FAILED_SIGN_UPS_PER_CLIENT: '3/15m',
       FAILED_SIGN_UPS_PER_ACCEPTED: '2',

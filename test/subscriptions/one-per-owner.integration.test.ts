@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { SecretBox } from '../../src/security/secret-box.ts';
 import { hashToken, randomToken } from '../../src/security/tokens.ts';
 import { redisKeys } from '../../src/store/keys.ts';
-import { MAX_LIVE_TOKENS, SubscriptionStore } from '../../src/store/subscription-store.ts';
+import { MAX_LIVE_TOKENS, SubscriptionStore, URL_KEY_LENGTH } from '../../src/store/subscription-store.ts';
 import { deletePrefix, uniquePrefix } from '../support/service.ts';
 
 const KEY = Buffer.alloc(32, 9);
@@ -214,6 +214,18 @@ describe('subscriptions made before one per owner', () => {
     expect(await store.delete(older.id)).toBe(true);
     expect(await store.idByToken(older.token)).toBeUndefined();
     expect(await redis.get(keys.subscriptionOwner('user:201'))).toBe(newer.id);
+  });
+
+  it('revokes its old single token from the list of feed URLs for good: listed no more, revoked only once', async () => {
+    const { id, token } = await legacySubscription(9303, NOW - 5_000);
+    const key = hashToken(token).slice(0, URL_KEY_LENGTH);
+    expect((await store.feedUrls(id)).map((url) => url.key)).toEqual([key]);
+    expect(await store.revokeFeedUrl(id, key)).toBe('other');
+    expect(await store.verifyToken(id, token)).toBe(false);
+    expect(await redis.hexists(keys.subscription(id), 'tokenHash')).toBe(0);
+    expect(await store.feedUrls(id)).toEqual([]);
+    expect(await store.liveTokenCount(id)).toBe(0);
+    expect(await store.revokeFeedUrl(id, key)).toBeUndefined();
   });
 
   it('deletes a subscription with its old single token', async () => {

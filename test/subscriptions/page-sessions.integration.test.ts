@@ -3,7 +3,9 @@
  * reads working (even with five URLs issued through the API already, as a subscription from before sessions may
  * have), the personal page lists the live URLs with when and by what kind of client each was last read, and
  * revoking one (confirmed by a ticked box) makes it answer 404. Sessions are bounded: beyond the most, the
- * oldest is closed; signing out closes this browser's.
+ * oldest is closed; signing out closes this browser's. A new feed URL, and «sign out on every other device»,
+ * close every session but the asking browser's (and end sign-ins by a feed-token cookie from before sessions);
+ * a session in use is renewed.
  */
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
@@ -12,7 +14,7 @@ import { startWorkers, type WorkerSet } from '../../src/jobs/workers.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { hashToken } from '../../src/security/tokens.ts';
 import { startSimulator } from '../../src/simulator/index.ts';
-import { MAX_LIVE_TOKENS, MAX_SESSIONS, URL_KEY_LENGTH } from '../../src/store/subscription-store.ts';
+import { MAX_LIVE_TOKENS, MAX_SESSIONS, SESSION_DAYS, URL_KEY_LENGTH } from '../../src/store/subscription-store.ts';
 import { until } from '../../testkit/poll.ts';
 import { testContext } from '../support/service.ts';
 import { simControl } from '../upstream/sim-control.ts';
@@ -112,10 +114,11 @@ it('leaves every calendar URL working after six sign-ins on phones, lists them w
   const key = (token: string) => hashToken(token).slice(0, URL_KEY_LENGTH);
   const item = (token: string) => new RegExp(`data-url-key="${key(token)}">[\\s\\S]*?</li>`).exec(page)?.[0] ?? '';
   expect(page).toContain('Адреса ленты');
-  expect(item(google)).toContain('читал Google Календарь,');
-  expect(item(apple)).toContain('читал Календарь Apple,');
+  expect(item(google)).toContain('Последнее чтение: Google Календарь,');
+  expect(item(apple)).toContain('Последнее чтение: Календарь Apple,');
   expect(item(pageToken)).toContain('Адрес на этой странице');
-  expect(item(pageToken)).toContain('ещё не читался');
+  expect(item(pageToken)).toContain('ещё не читали');
+  expect(page).toContain('Вход выполнен в 6 браузерах, считая этот.');
   // Never a token on the list, nor a raw User-Agent.
   for (const token of tokens) expect(page.split(`/feeds/personal/${token}`)).toHaveLength(1);
   expect(page).not.toContain('dataaccessd');
@@ -159,4 +162,86 @@ it('keeps at most the most sessions, closing the oldest, and closes its own at s
   // Closed on the server too: the cookie sent again signs in nothing.
   expect((await personal(cookies[1] ?? '')).headers.location).toBe('/');
   expect((await personal(cookies[2] ?? '')).statusCode).toBe(200);
+});
+
+/** The personal page as the browser with `cookie` opens it. */
+function personal(cookie: string) {
+  return app.inject({ method: 'GET', url: '/timetables/personal', headers: { cookie } });
+}
+
+it('signs every other browser out at a new feed URL and at «sign out on every other device»', async () => {
+  const credential = users[2] ?? '';
+  const [lab = '', phone = ''] = [await signInOnPage(credential), await signInOnPage(credential)];
+  const id = /tts-session=([\w-]+)\./.exec(phone)?.[1] ?? '';
+  expect((await personal(phone)).body).toContain('Вход выполнен в 2 браузерах, считая этот.');
+
+  // The phone asks for a new URL: the browser left signed in on a lab computer is signed out, and never sees it.
+  const rotated = await post('/timetables/personal/rotate', phone, '');
+  expect(rotated.headers.location).toBe('/timetables/personal?done=rotated');
+  expect((await personal(lab)).headers.location).toBe('/');
+  const mine = await personal(phone);
+  expect(mine.statusCode).toBe(200);
+  expect(mine.body).toContain(`/feeds/personal/${(await ctx.subscriptions.pageToken(id)) ?? ''}.ics`);
+  expect(mine.body).toContain('Вход выполнен только в этом браузере.');
+  expect(await ctx.subscriptions.sessionCount(id, Date.now())).toBe(1);
+
+  // Two more browsers sign in; the phone signs every other one out, and stays signed in itself.
+  const [laptop = '', friend = ''] = [await signInOnPage(credential), await signInOnPage(credential)];
+  expect((await personal(friend)).body).toContain('Вход выполнен в 3 браузерах, считая этот.');
+  const others = await post('/timetables/personal/sign-out-others', phone, '');
+  expect(others.headers.location).toBe('/timetables/personal?done=signed-out-others#sign-out');
+  expect(others.headers['set-cookie']).toBeUndefined();
+  for (const cookie of [laptop, friend]) expect((await personal(cookie)).headers.location).toBe('/');
+  const after = await app.inject({
+    method: 'GET',
+    url: '/timetables/personal?done=signed-out-others',
+    headers: { cookie: phone },
+  });
+  expect(after.statusCode).toBe(200);
+  expect(/id="sign-out">[\s\S]*?<\/div>/.exec(after.body)?.[0]).toContain('все другие браузеры вышли');
+  // The feed URL keeps working: signing browsers out is not revoking a calendar's URL.
+  expect((await feed((await ctx.subscriptions.pageToken(id)) ?? '')).statusCode).toBe(200);
+});
+
+it('ends sign-ins by a feed token from before sessions at «sign out on every other device»', async () => {
+  const credential = users[3] ?? '';
+  const signUp = () => app.inject({ method: 'POST', url: '/api/subscriptions', payload: { credential } });
+  const { id, token } = (await signUp()).json<{ id: string; token: string }>();
+  const second = (await signUp()).json<{ token: string }>().token;
+  // Two browsers signed in before sessions (their cookies hold feed tokens), and one with a session.
+  const legacy = `tts-personal=${id}.${token}`;
+  const other = `tts-personal=${id}.${second}`;
+  const session = await signInOnPage(credential);
+  // The legacy browser's page marks its own URL as the one on this page, and counts itself among the browsers.
+  const page = (await personal(legacy)).body;
+  const key = hashToken(token).slice(0, URL_KEY_LENGTH);
+  expect(new RegExp(`data-url-key="${key}">[\\s\\S]*?</li>`).exec(page)?.[0]).toContain('Адрес на этой странице');
+  expect(page).toContain('Вход выполнен в 2 браузерах, считая этот.');
+  expect((await personal(other)).statusCode).toBe(200);
+
+  // The browser with a session signs every other one out: the feed-token cookie no longer signs in, though the
+  // URL still works for the calendar that reads it.
+  const others = await post('/timetables/personal/sign-out-others', session, '');
+  expect(others.headers.location).toBe('/timetables/personal?done=signed-out-others#sign-out');
+  for (const cookie of [legacy, other]) expect((await personal(cookie)).headers.location).toBe('/');
+  expect((await feed(token)).statusCode).toBe(200);
+  expect((await feed(second)).statusCode).toBe(200);
+  expect((await personal(session)).statusCode).toBe(200);
+});
+
+it('renews a session in use at most once a day, and lets an unused one end', async () => {
+  const credential = users[3] ?? '';
+  const cookie = await signInOnPage(credential);
+  const [, id = '', secret = ''] = /tts-session=([\w-]+)\.([\w-]+)/.exec(cookie) ?? [];
+  const expiry = async () => Number(await ctx.redis.zscore(ctx.keys.subscriptionSessions(id), hashToken(secret)));
+  const opened = await expiry();
+  const day = 86_400_000;
+  // Used an hour later: not renewed (one write a day at most).
+  expect(await ctx.subscriptions.verifySession(id, secret, Date.now() + 3_600_000)).toBe(true);
+  expect(await expiry()).toBe(opened);
+  // Used 60 days later: it lasts 90 days from then.
+  const later = Date.now() + 60 * day;
+  expect(await ctx.subscriptions.verifySession(id, secret, later)).toBe(true);
+  expect(await expiry()).toBe(later + SESSION_DAYS * day);
+  expect(await ctx.subscriptions.sessionCount(id, opened + day)).toBeGreaterThanOrEqual(1);
 });

@@ -4,7 +4,13 @@
   // A page opened at an anchor (a refused form posts to its own section) gets no autofocus from the browser:
   // focus the field in that section that asks for it once the page has loaded (earlier, the browser's own
   // handling of the anchor takes the focus back), where the anchor already scrolled.
-  const target = location.hash ? document.getElementById(decodeURIComponent(location.hash.slice(1))) : null;
+  // A malformed fragment (`#%E0`) must not stop the rest of this script: it then names no section.
+  let target = null;
+  try {
+    target = location.hash ? document.getElementById(decodeURIComponent(location.hash.slice(1))) : null;
+  } catch {
+    target = null;
+  }
   const autofocus = target?.querySelector('[autofocus]');
   if (autofocus) addEventListener('load', () => autofocus.focus({ preventScroll: true }), { once: true });
   // Copy buttons: <button data-copy="#element-id"> copies that element's value or text.
