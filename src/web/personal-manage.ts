@@ -152,7 +152,7 @@ function doneNotice(lang: Lang, done: unknown): Html {
   const error = done === 'confirm-delete' || done === 'confirm-revoke' || done === 'url-gone';
   // Signed out elsewhere is neither a success nor a mistake of this browser: a plain notice.
   const tone = error ? ' error' : done === 'signed-out-elsewhere' ? '' : ' ok';
-  return html`<p class="notice${tone}" role="status" data-done="${done}">${all[done as PersonalDone]}</p>`;
+  return html`<p class="notice${tone}" role="status">${all[done as PersonalDone]}</p>`;
 }
 
 export interface PersonalManageView {

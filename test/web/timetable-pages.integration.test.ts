@@ -487,7 +487,7 @@ describe('the personal page', () => {
       expect(home.body).toContain(
         'Вход в этом браузере завершён с другого устройства (или истёк за давностью) — войдите снова ниже.',
       );
-      expect(home.body.indexOf('data-done="signed-out-elsewhere"')).toBeLessThan(home.body.indexOf('<h1>'));
+      expect(home.body.indexOf('Вход в этом браузере завершён')).toBeLessThan(home.body.indexOf('<h1>'));
     }
   });
 
