@@ -128,13 +128,13 @@ export async function registerCaldavRoutes(app: FastifyInstance, ctx: CalDavRout
           .header('cache-control', 'no-store')
           .send();
       } catch (error) {
-        const failure = caldavConnectFailure(error);
+        const failure = caldavConnectFailure(error, 'page');
         const answer = failure?.error ?? toHttpError(error);
         if (answer === undefined || (answer.statusCode >= 500 && failure === undefined)) throw error;
         reply.headers(answer.headers);
         return again(answer.statusCode, {
           error: answer.words[lang],
-          errorField: errorField(answer.code),
+          errorField: failure?.field === 'calendarUrl' ? 'calendarUrl' : errorField(answer.code),
           calendars: failure?.calendars,
         });
       }
@@ -153,7 +153,7 @@ export async function registerCaldavRoutes(app: FastifyInstance, ctx: CalDavRout
         if (!(await changeCaldavPassword(ctx, target.id, password)))
           return sendProblem(ctx, request, reply, 'unknown', 404);
       } catch (error) {
-        const failure = caldavConnectFailure(error);
+        const failure = caldavConnectFailure(error, 'page');
         const answer = failure?.error ?? toHttpError(error);
         if (answer === undefined || (answer.statusCode >= 500 && failure === undefined)) throw error;
         reply.headers(answer.headers);
@@ -221,10 +221,11 @@ async function connectView(
       ref.kind === 'personal'
         ? ((await ctx.subscriptions.get(ref.id))?.name ?? '')
         : placeholderName({ kind: ref.kind, id: Number(ref.id) });
-  const backUrl = timetablePagePath(source);
   const refused = chosen.refused.map((error) => [error.field, error.fieldWords[lang]] as const);
-  // The way back shows the options as typed, a refused one beside its reason, at the page's options form.
+  // The way back shows the options as typed (a refused one beside its reason, at the page's options form): the
+  // timetable's page then shows what the calendar would get, and its links carry them on.
   const typed = typedQuery(chosen.typed);
+  const backUrl = `${timetablePagePath(source)}${typed === '' ? '' : `?${typed.slice(1)}`}`;
   return {
     lang,
     url: request.url,
@@ -236,7 +237,7 @@ async function connectView(
     optionFields: chosen.typed,
     optionsLine: pushOptionsLine(chosen.options, ref.kind, lang),
     optionsRefused: refused.length === 0 ? undefined : Object.fromEntries(refused),
-    optionsUrl: `${backUrl}${typed === '' ? '' : `?${typed.slice(1)}`}#options`,
+    optionsUrl: `${backUrl}#options`,
   };
 }
 

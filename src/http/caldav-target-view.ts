@@ -67,16 +67,24 @@ export function caldavTargetNotFound(id: string): HttpError {
 export interface ConnectFailure {
   error: HttpError;
   calendars?: readonly CalendarChoice[];
+  /** The request field a refused URL was given in (`url`, `calendarUrl`), for the form to mark the right one. */
+  field?: string;
 }
+
+/** Who reads a failure: an API client (the words name the body's fields) or a person at the connect form. */
+export type FailureReader = 'api' | 'page';
 
 /**
  * The connection's failures in words for the fields of its form or body: the password the server refused, the
  * calendar it does not have, the server that makes no calendar, the server that cannot be reached. Undefined
  * for errors that are not the server's (they answer as the catalog says).
  */
-export function caldavConnectFailure(error: unknown): ConnectFailure | undefined {
-  if (error instanceof CalDavUrlError)
-    return { error: new HttpError('CALDAV_URL_REFUSED', URL_WORDS[error.problem](error.field)) };
+export function caldavConnectFailure(error: unknown, reader: FailureReader = 'api'): ConnectFailure | undefined {
+  if (error instanceof CalDavUrlError) {
+    const words =
+      reader === 'page' ? URL_PAGE_WORDS[error.problem](error.field) : URL_WORDS[error.problem](error.field);
+    return { error: new HttpError('CALDAV_URL_REFUSED', words), field: error.field };
+  }
   if (error instanceof CalDavNoCalendarError)
     return {
       error: new HttpError('CALDAV_NO_CALENDAR', {
@@ -94,10 +102,18 @@ export function caldavConnectFailure(error: unknown): ConnectFailure | undefined
     };
   if (error instanceof CalDavCalendarGoneError)
     return {
-      error: new HttpError('CALDAV_CALENDAR_NOT_FOUND', {
-        en: 'calendarUrl: no calendar for events at this address that this account can reach',
-        ru: 'calendarUrl: по этому адресу нет календаря для событий, доступного этой учётной записи',
-      }),
+      error: new HttpError(
+        'CALDAV_CALENDAR_NOT_FOUND',
+        reader === 'page'
+          ? {
+              en: 'There is no calendar for events at the address given that this account can reach: check the calendar address, or leave it empty.',
+              ru: 'По указанному адресу нет календаря для событий, доступного этой учётной записи: проверьте адрес календаря или оставьте поле пустым.',
+            }
+          : {
+              en: 'calendarUrl: no calendar for events at this address that this account can reach',
+              ru: 'calendarUrl: по этому адресу нет календаря для событий, доступного этой учётной записи',
+            },
+      ),
     };
   if (error instanceof CalDavRateLimitError || error instanceof CalDavTransientError) {
     const headers =
@@ -135,6 +151,40 @@ const URL_WORDS = {
     en: `${field}: must not hold a login or password (they have fields of their own)`,
     ru: `${field}: в адресе не должно быть логина или пароля (для них есть отдельные поля)`,
   }),
+} as const;
+
+/**
+ * The same refusals for a person at the form, who never sees the body's field names: the field is called as its
+ * label calls it (the server's address, or the address of a calendar of theirs).
+ */
+const URL_PAGE_WORDS = {
+  'not-url': (field: string) =>
+    field === 'calendarUrl'
+      ? {
+          en: 'This does not look like a calendar address: paste it whole, starting with https://',
+          ru: 'Это не похоже на адрес календаря: вставьте его целиком, начиная с https://',
+        }
+      : {
+          en: 'This does not look like a CalDAV server address: paste it whole, starting with https://',
+          ru: 'Это не похоже на адрес CalDAV-сервера: вставьте его целиком, начиная с https://',
+        },
+  'not-https': (field: string) =>
+    field === 'calendarUrl'
+      ? { en: 'The calendar address must start with https://', ru: 'Адрес календаря должен начинаться с https://' }
+      : {
+          en: 'The CalDAV server address must start with https://',
+          ru: 'Адрес CalDAV-сервера должен начинаться с https://',
+        },
+  credentials: (field: string) =>
+    field === 'calendarUrl'
+      ? {
+          en: 'The calendar address must not hold a login or password: they have fields of their own.',
+          ru: 'В адресе календаря не должно быть логина или пароля: для них есть отдельные поля.',
+        }
+      : {
+          en: 'The CalDAV server address must not hold a login or password: they have fields of their own.',
+          ru: 'В адресе CalDAV-сервера не должно быть логина или пароля: для них есть отдельные поля.',
+        },
 } as const;
 
 function hostOf(error: CalDavError): string {

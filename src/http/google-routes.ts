@@ -10,6 +10,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
+import { GoogleNotConfiguredError } from '../google/errors.ts';
 import { createConsent } from '../google/oauth-state.ts';
 import { requireFetched } from '../jobs/verify-source.ts';
 import { requireGooglePush } from '../subscriptions/google-connect.ts';
@@ -18,6 +19,7 @@ import { sourceName } from '../subscriptions/push-connect.ts';
 import { timetablePagePath } from '../timetable/page-path.ts';
 import { parseSource, type SourceKey, sourceKey, sourceOf } from '../timetable/source.ts';
 import { googleConnectPage } from '../web/google-connect-page.ts';
+import { googleOffPage } from '../web/google-manage-page.ts';
 import { pushOptionsRefusedPage } from '../web/push-manage-page.ts';
 import { pushOptionsLine } from '../web/push-options-line.ts';
 import { ClientLimits, type ClientLimitsDeps } from './client-limits.ts';
@@ -80,7 +82,13 @@ export async function registerGoogleRoutes(app: FastifyInstance, ctx: GoogleRout
   const kind = googleRouteKind(ctx);
   let hostRewriteNoted = false;
   app.get('/google/connect', async (request, reply) => {
-    requireGooglePush(ctx);
+    try {
+      requireGooglePush(ctx);
+    } catch (error) {
+      // A person who followed a link here gets what to do instead; an API client, the catalog's code.
+      if (error instanceof GoogleNotConfiguredError && wantsPage(request)) return sendGoogleOff(ctx, request, reply);
+      throw error;
+    }
     // The consent cookie must be set on the host Google sends the browser back to.
     if (!isPublicHost(ctx.config.publicUrl, request.host)) {
       const location = publicHostRedirect(ctx.config.publicUrl, request.url);
@@ -227,6 +235,29 @@ async function sendConfirmation(
   };
   // No referrer: the page's URL may carry a feed token (`token=`), and its button leaves for Google.
   return sendPage(reply, googleConnectPage(view), { secret: true });
+}
+
+/**
+ * The page of a server without Google push (503): the way to subscribe by link instead, on the timetable's page
+ * the link named (with the options it carried) at its «Добавить в календарь».
+ */
+async function sendGoogleOff(
+  ctx: GoogleRouteDeps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<FastifyReply> {
+  const query = (request.query ?? {}) as Record<string, unknown>;
+  let subscribeUrl: string | undefined;
+  try {
+    const source = typeof query.source === 'string' ? sourceKey(parseSource(query.source)) : undefined;
+    if (source !== undefined) {
+      const typed = typedQuery((await readPushOptions(ctx, source, query)).typed);
+      subscribeUrl = `${timetablePagePath(source)}${typed === '' ? '' : `?${typed.slice(1)}`}#calendar-action`;
+    }
+  } catch {
+    // A link naming no timetable: the page leads home instead.
+  }
+  return sendProblemPage(ctx, request, reply, (view) => googleOffPage({ ...view, subscribeUrl }), 503);
 }
 
 /** The timetable's page with the options as typed, at its options form. */

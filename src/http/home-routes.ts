@@ -31,7 +31,13 @@ import { homePage, type SearchOutcome, type SignInError, type TeacherResult } fr
 import type { ClientLimits } from './client-limits.ts';
 import { acceptForms, formField } from './form-body.ts';
 import { requestLang, requireSameOrigin, sendPage } from './pages.ts';
-import { type PersonalSessionDeps, readPersonalSession, setPersonalSession } from './personal-session.ts';
+import {
+  clearPersonalSession,
+  holdsSignInCookie,
+  type PersonalSessionDeps,
+  readPersonalSession,
+  setPersonalSession,
+} from './personal-session.ts';
 import {
   MAX_QUERY_LENGTH,
   MIN_QUERY_LENGTH,
@@ -72,11 +78,13 @@ export async function registerHomeRoutes(
     // One timetable found is the one wanted: open it rather than a list of one (a tap fewer on a phone).
     const only = search === undefined ? undefined : onlyTimetable(search);
     if (only !== undefined) return reply.code(303).header('location', only).header('cache-control', 'no-store').send();
-    const signIn = {
-      available: ctx.subscriptions.canStoreCredentials,
-      signedIn: (await readPersonalSession(ctx, request)) !== undefined,
-    };
-    const done = request.query.done;
+    const signedIn = (await readPersonalSession(ctx, request)) !== undefined;
+    const signIn = { available: ctx.subscriptions.canStoreCredentials, signedIn };
+    // A sign-in cookie without a live session: this browser was signed out from another device (or the session
+    // expired). It is told once, and the dead cookie is forgotten.
+    const ended = !signedIn && holdsSignInCookie(request);
+    if (ended) clearPersonalSession(ctx, reply);
+    const done = request.query.done ?? (ended ? 'signed-out-elsewhere' : undefined);
     const shared = await sharedView(ctx);
     return sendPage(reply, homePage({ lang, url: request.url, query, search, signIn, done, ...shared }));
   });

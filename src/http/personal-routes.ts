@@ -18,6 +18,7 @@ import { acceptForms, type FormFields, formOf } from './form-body.ts';
 import { type PageDeps, requestLang, requireSameOrigin, sendPage } from './pages.ts';
 import {
   clearPersonalSession,
+  holdsSignInCookie,
   type PersonalSession,
   type PersonalSessionDeps,
   readPersonalSession,
@@ -58,7 +59,7 @@ export async function registerPersonalRoutes(app: FastifyInstance, ctx: Personal
         return sendPage(reply, optionsRefusedPage({ lang, url: PERSONAL_PAGE, reasons, back }), { status: 400 });
       }
       const saved = await saveFeedOptions(ctx, session.subscription, chosen.options, request.log);
-      if (!saved) return forgetAndLeave(ctx, reply);
+      if (!saved) return forgetAndLeave(ctx, request, reply);
       return back(reply, Object.keys(chosen.options).length === 0 ? 'options-cleared' : 'options', '#options');
     });
 
@@ -80,7 +81,7 @@ export async function registerPersonalRoutes(app: FastifyInstance, ctx: Personal
       if (session === undefined) return reply;
       const { id } = session.subscription;
       const closed = await ctx.subscriptions.closeOtherSessions(id, session.holder, ctx.now());
-      if (closed === undefined) return forgetAndLeave(ctx, reply);
+      if (closed === undefined) return forgetAndLeave(ctx, request, reply);
       await keepSignedIn(ctx, reply, session);
       request.log.info({ subscription: id, closedSessions: closed }, 'personal sessions of other browsers closed');
       return back(reply, 'signed-out-others', '#sign-out');
@@ -132,7 +133,7 @@ async function signedIn(
 ): Promise<PersonalSession | undefined> {
   requireSameOrigin(ctx, request);
   const session = await readPersonalSession(ctx, request);
-  if (session === undefined) await forgetAndLeave(ctx, reply);
+  if (session === undefined) await forgetAndLeave(ctx, request, reply);
   return session;
 }
 
@@ -168,9 +169,11 @@ function leave(reply: FastifyReply, done: PersonalDone): FastifyReply {
   return redirect(reply, `/?done=${done}`);
 }
 
-async function forgetAndLeave(ctx: PageDeps, reply: FastifyReply): Promise<FastifyReply> {
+/** Forgets this browser's dead sign-in and sends it home, where it is told its sign-in ended elsewhere. */
+async function forgetAndLeave(ctx: PageDeps, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  const ended = holdsSignInCookie(request);
   clearPersonalSession(ctx, reply);
-  return redirect(reply, '/');
+  return redirect(reply, ended ? '/?done=signed-out-elsewhere' : '/');
 }
 
 function redirect(reply: FastifyReply, location: string): FastifyReply {

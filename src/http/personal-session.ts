@@ -64,6 +64,15 @@ export function sessionCookie(request: FastifyRequest): { id: string; session: s
 }
 
 /**
+ * True when this browser holds a sign-in cookie of either kind, live or not: a browser that has one but no live
+ * session was signed out elsewhere (another device's «sign out everywhere else», a new feed URL, the
+ * subscription deleted) or its session expired, and is told so rather than silently sent home.
+ */
+export function holdsSignInCookie(request: FastifyRequest): boolean {
+  return sessionCookie(request) !== undefined || VALUE.test(readCookie(request.headers.cookie, PERSONAL_COOKIE) ?? '');
+}
+
+/**
  * The subscription this browser is signed in to, when its cookie holds a live session of an existing
  * subscription that has a page URL (or a live feed token, from before sessions); undefined otherwise (no
  * cookie, a closed or expired session, a revoked token, a deleted subscription).

@@ -13,11 +13,15 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
 import { changePushOptions, type PushOptionsDeps } from '../subscriptions/push-options.ts';
+import { defaultTitleTemplate } from '../timetable/event-text.ts';
+import { timetablePagePath } from '../timetable/page-path.ts';
 import { sourceOf } from '../timetable/source.ts';
+import type { SubscriberOptions } from '../timetable/types.ts';
+import { optionsQuery } from '../web/feed-links.ts';
 import type { Html } from '../web/html.ts';
 import type { Lang } from '../web/i18n.ts';
 import type { PushProblem } from '../web/push-manage-page.ts';
-import { pushOptionsLine } from '../web/push-options-line.ts';
+import { pushOptionsChanges, pushOptionsLine } from '../web/push-options-line.ts';
 import { clearCookie, readCookie, setCookie } from './cookies.ts';
 import { sendError } from './error-answer.ts';
 import { acceptForms, formOf } from './form-body.ts';
@@ -44,8 +48,8 @@ export type PushTargetRouteDeps = PageDeps &
 export interface ManageOutcome {
   /** The options form was refused: its fields as typed, each bad one with why. */
   refusedOptions?: ChosenPushOptions | undefined;
-  /** The options were just saved: the line of what the calendar followed before. */
-  savedBefore?: string | undefined;
+  /** The options were just saved: what the calendar followed before (undefined: no options of its own). */
+  saved?: { before: SubscriberOptions | undefined } | undefined;
   /** Disconnect was sent without its confirmation ticked. */
   disconnectUnconfirmed?: boolean | undefined;
 }
@@ -120,6 +124,8 @@ export async function answerManagePage<T extends RoutedTarget, O extends object,
     pushQueued: queued,
     manageLink: `${ctx.config.publicUrl}${path}/manage?token=${token}`,
     connectUrl: kind.connectUrl(target.source, target.options),
+    // The timetable as this calendar gets it: its page with the target's options, as the push links carry them.
+    timetableUrl: `${timetablePagePath(target.source)}${optionsQuery(target.options ?? {}, defaultTitleTemplate(sourceKind))}`,
     timeZone: ctx.config.timezone,
     options: {
       line: pushOptionsLine(target.options, sourceKind, lang),
@@ -131,7 +137,10 @@ export async function answerManagePage<T extends RoutedTarget, O extends object,
         defaultTitle: chosen.defaultTitle,
         preview: undefined,
       },
-      saved: outcome.savedBefore === undefined ? undefined : { before: outcome.savedBefore },
+      saved:
+        outcome.saved === undefined
+          ? undefined
+          : { changes: pushOptionsChanges(outcome.saved.before, target.options ?? {}, sourceKind, lang) },
     },
     disconnectUnconfirmed: outcome.disconnectUnconfirmed,
   };
@@ -211,13 +220,13 @@ export async function registerPushTargetRoutes<T extends RoutedTarget, O extends
       const chosen = await readPushOptions(ctx, target.source, formOf(request.body));
       if (chosen.refused.length > 0)
         return answerManagePage(ctx, kind, request, reply, target, undefined, 400, { refusedOptions: chosen });
-      const before = pushOptionsLine(target.options, sourceOf(target.source).kind, requestLang(ctx, request, reply));
+      const before = target.options;
       const kindOptions = { kind: kind.name, targets: kind.optionsTargets };
       if ((await changePushOptions(ctx, kindOptions, target.id, chosen.options)) === undefined)
         return sendProblem(ctx, kind, request, reply, 'unknown', 404);
       request.log.info({ target: target.id }, `${kind.name} target options changed from its manage page`);
       const fresh = (await kind.records.get(target.id)) ?? target;
-      return answerManagePage(ctx, kind, request, reply, fresh, undefined, 200, { savedBefore: before });
+      return answerManagePage(ctx, kind, request, reply, fresh, undefined, 200, { saved: { before } });
     });
 
     scope.post<IdParams>(`${kind.base}/:id/disconnect`, async (request, reply) => {

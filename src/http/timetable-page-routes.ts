@@ -60,7 +60,13 @@ import { eventPreview, timetableWeeks } from '../web/timetable-view.ts';
 import { sendError } from './error-answer.ts';
 import { HttpError } from './errors.ts';
 import { requestLang, sendPage } from './pages.ts';
-import { type PersonalSessionDeps, personalControls, readPersonalSession } from './personal-session.ts';
+import {
+  clearPersonalSession,
+  holdsSignInCookie,
+  type PersonalSessionDeps,
+  personalControls,
+  readPersonalSession,
+} from './personal-session.ts';
 import { filledOptionFields, readSubscriberOptions } from './subscriber-query.ts';
 
 /** Change records younger than this mark their moved classes on the page. */
@@ -186,8 +192,13 @@ class TimetablePages {
   async personalPage(request: FastifyRequest<{ Querystring: Query }>, reply: FastifyReply): Promise<FastifyReply> {
     const lang = requestLang(this.ctx, request, reply);
     const session = await readPersonalSession(this.ctx, request);
-    if (session === undefined)
-      return reply.code(303).header('location', '/').header('cache-control', 'no-store').send();
+    if (session === undefined) {
+      // A browser whose sign-in ended elsewhere is told so at home (its dead cookie forgotten), not sent silently.
+      const ended = holdsSignInCookie(request);
+      if (ended) clearPersonalSession(this.ctx, reply);
+      const home = ended ? '/?done=signed-out-elsewhere' : '/';
+      return reply.code(303).header('location', home).header('cache-control', 'no-store').send();
+    }
     const { subscription, token } = session;
     const source = subscription.source;
     const { snapshot, published } = await this.ctx.snapshots.load(source);

@@ -50,7 +50,7 @@ const words = messages({
   ru: {
     title: 'Отправлять в календарь сразу',
     lead: (name: string) =>
-      `Сервис сам будет записывать занятия «${name}» в ваш календарь и менять их, как только меняется расписание: переносы видны через несколько минут, а не через сутки, как у календаря по ссылке.`,
+      `Сервис сам будет записывать занятия «${name}» в ваш календарь и менять их, как только меняется расписание: переносы видны через минуту-другую, а не когда календарь сам перечитает ссылку: Google — раз в 12–24 часа, iPhone — не чаще раза в 15 минут.`,
     how: 'Для этого нужен логин и отдельный пароль приложения (не основной пароль от аккаунта). Мы проверим его на сервере календаря и будем хранить зашифрованным; отключить можно в любой момент.',
     choose: 'Где ваш календарь?',
     presets: {
@@ -109,7 +109,8 @@ const words = messages({
       other: 'Логин',
     },
     password: 'Пароль приложения',
-    passwordHint: 'Пароль не показывается и не сохраняется, пока сервер календаря его не примет.',
+    passwordHint: 'Пароль сохраним, только когда сервер календаря его примет.',
+    passwordAgain: 'Введите пароль приложения ещё раз: после отказа поле очищается, пароль нигде не сохранён.',
     advanced: 'Записывать в календарь, который у меня уже есть',
     advancedHint:
       'Обычно сервис создаёт отдельный календарь с названием расписания. Чтобы писать в свой календарь, вставьте его адрес: ваши события в нём никто не тронет, а при отключении уйдут только занятия.',
@@ -125,7 +126,7 @@ const words = messages({
   en: {
     title: 'Push to your calendar right away',
     lead: (name: string) =>
-      `The service will write the classes of “${name}” into your calendar itself and change them as soon as the timetable changes: moves show within minutes, not a day later as with a calendar added by URL.`,
+      `The service will write the classes of “${name}” into your calendar itself and change them as soon as the timetable changes: moves show within a minute or two, not when the calendar re-reads a link by itself: Google every 12–24 hours, an iPhone every 15 minutes at most.`,
     how: 'This needs a login and a separate app password (not your account’s main password). We check it with the calendar server and keep it encrypted; you can disconnect at any time.',
     choose: 'Where is your calendar?',
     presets: {
@@ -184,7 +185,9 @@ const words = messages({
       other: 'Login',
     },
     password: 'App password',
-    passwordHint: 'The password is not shown, and not stored until the calendar server accepts it.',
+    passwordHint: 'We store the password only once the calendar server accepts it.',
+    passwordAgain:
+      'Enter the app password again: after a refusal the field is emptied, and the password is stored nowhere.',
     advanced: 'Write into a calendar I already have',
     advancedHint:
       'Usually the service makes a separate calendar named after the timetable. To write into a calendar of yours, paste its address: your own events in it are never touched, and disconnecting removes the classes only.',
@@ -214,7 +217,7 @@ export interface CalDavConnectView {
   source: string;
   /** The timetable's name. */
   name: string;
-  /** The timetable's page, to go back to. */
+  /** The timetable's page with the options chosen, to go back to. */
   backUrl: string;
   preset: CalDavPreset | undefined;
   values?: CalDavFormValues | undefined;
@@ -261,7 +264,7 @@ export function caldavConnectPage(view: CalDavConnectView): Html {
 <p class="lead">${w.lead(view.name)}</p>
 !${optionsBlock(view)}
 !${body}
-<p><a href="${view.backUrl}">${w.back}</a></p>`,
+<p><a href="${view.backUrl}" data-timetable-link>${w.back}</a></p>`,
   });
 }
 
@@ -307,10 +310,12 @@ const ACCOUNT_PAGES: Partial<Record<CalDavPreset, string>> = {
 function connectForm(view: CalDavConnectView, preset: CalDavPreset): Html {
   const w = words(view.lang);
   const values = view.values ?? {};
+  const refusedField = (field: CalDavConnectView['errorField']) =>
+    view.error !== undefined && view.errorField === field;
   const invalid = (field: CalDavConnectView['errorField']) =>
-    view.error !== undefined && view.errorField === field
-      ? html` aria-invalid="true" aria-describedby="caldav-error" autofocus`
-      : '';
+    refusedField(field) ? html` aria-invalid="true" aria-describedby="caldav-error" autofocus` : '';
+  // A form sent back never holds the password (it is not kept anywhere): its hint says to type it again.
+  const cameBack = view.error !== undefined || view.optionsRefused !== undefined || view.values !== undefined;
   const server = PRESET_SERVERS[preset];
   const address =
     server !== undefined
@@ -350,8 +355,8 @@ function connectForm(view: CalDavConnectView, preset: CalDavPreset): Html {
 </div>
 <div class="field">
 <label for="caldav-password">${w.password}</label>
-<input type="password" id="caldav-password" name="password" required maxlength="1024" autocomplete="off" spellcheck="false" aria-describedby="caldav-password-hint"!${invalid('password')}>
-<p id="caldav-password-hint" class="muted">${w.passwordHint}</p>
+<input type="password" id="caldav-password" name="password" required maxlength="1024" autocomplete="off" spellcheck="false" aria-describedby="!${refusedField('password') ? 'caldav-error ' : ''}caldav-password-hint"!${refusedField('password') ? ' aria-invalid="true" autofocus' : ''}>
+<p id="caldav-password-hint" class="muted"!${cameBack ? ' data-password-again' : ''}>${cameBack ? w.passwordAgain : w.passwordHint}</p>
 </div>
 !${calendarChoice}
 <p><button type="submit">${w.submit}</button></p>

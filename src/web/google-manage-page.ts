@@ -3,8 +3,9 @@
  * Disconnect with or without deleting the calendar), what a disconnection did, and what can go wrong on the way
  * that only Google has (a refused or expired consent, Google push not set up).
  */
-import type { Html } from './html.ts';
-import { messages } from './i18n.ts';
+import { type Html, html } from './html.ts';
+import { type Lang, messages } from './i18n.ts';
+import { page } from './layout.ts';
 import { kindProblemPage, type PushManageView, pushManagePage } from './push-manage-page.ts';
 
 const words = messages({
@@ -76,7 +77,10 @@ const problems = messages({
       'Не удалось подключить',
       'Разрешение устарело, уже использовано, начато в другом браузере или выдано не полностью. Ничего не подключено; начните подключение заново со страницы расписания.',
     ],
-    'google-off': ['Google Календарь недоступен', 'Прямая отправка в Google Календарь на этом сервисе не настроена.'],
+    'google-off': [
+      'Отправка в Google Календарь на этом сервере не включена',
+      'Добавьте календарь по ссылке: на странице расписания нажмите «Добавить в календарь».',
+    ],
   },
   en: {
     'consent-refused': ['Connection cancelled', 'You did not give Google’s permission, so nothing was connected.'],
@@ -84,7 +88,10 @@ const problems = messages({
       'Could not connect',
       'The consent expired, was used already, was started in another browser, or was not granted in full. Nothing was connected; start again from the timetable’s page.',
     ],
-    'google-off': ['Google Calendar unavailable', 'Google Calendar push is not set up on this service.'],
+    'google-off': [
+      'Pushing to Google Calendar is not turned on on this server',
+      'Add the calendar by its link: on the timetable’s page, choose “Add to calendar”.',
+    ],
   },
 });
 
@@ -93,3 +100,43 @@ export type GoogleProblem = Parameters<typeof googleProblemPage>[0]['problem'];
 
 /** A friendly page for a problem of the Google pages; `detail` (the service's own words) may add why. */
 export const googleProblemPage = kindProblemPage(problems);
+
+const offWords = messages({
+  ru: {
+    title: 'Отправка в Google Календарь на этом сервере не включена',
+    lead: 'Сразу записывать занятия в Google Календарь этот сервер не умеет. Расписание всё равно можно держать в Google Календаре: подпишитесь на него по ссылке.',
+    how: 'На странице расписания нажмите «Добавить в календарь» и выберите Google Календарь. Google перечитывает такую ссылку раз в 12–24 часа, поэтому переносы появятся там с опозданием.',
+    subscribe: 'Добавить в календарь по ссылке',
+    home: 'На главную',
+  },
+  en: {
+    title: 'Pushing to Google Calendar is not turned on on this server',
+    lead: 'This server cannot write classes into Google Calendar right away. You can still keep the timetable in Google Calendar: subscribe to it by its link.',
+    how: 'On the timetable’s page, choose “Add to calendar”, then Google Calendar. Google re-reads such a link every 12–24 hours, so moves reach it late.',
+    subscribe: 'Add to calendar by link',
+    home: 'Home',
+  },
+});
+
+/**
+ * The page a browser gets at `/google/connect` on a server without Google push: what to do instead (subscribe by
+ * the feed's link, from the timetable's «Добавить в календарь»), with the way there; none when the link named no
+ * timetable.
+ */
+export function googleOffPage(view: { lang: Lang; url: string; subscribeUrl?: string | undefined }): Html {
+  const w = offWords(view.lang);
+  return page({
+    lang: view.lang,
+    url: view.url,
+    title: w.title,
+    private: true,
+    body: html`<h1>${w.title}</h1>
+<p class="notice" role="status" data-google-off>${w.lead}</p>
+<p>${w.how}</p>
+<p>!${
+      view.subscribeUrl === undefined
+        ? html`<a class="button secondary" href="/">${w.home}</a>`
+        : html`<a class="button" href="${view.subscribeUrl}" data-subscribe-link autofocus>${w.subscribe}</a>`
+    }</p>`,
+  });
+}

@@ -32,11 +32,15 @@ const words = messages({
     urlsHeading: 'Адреса ленты',
     urlsLead:
       'Эти адреса сейчас работают. Вход на странице не отнимает адрес у календаря: здесь видно, кто и когда читал каждый адрес. Отзовите тот, который больше не нужен или попал к посторонним.',
-    pageUrl: 'Адрес на этой странице',
+    pageUrl: 'Адрес, показанный выше',
     otherUrl: 'Другой адрес',
     readBy: 'Последнее чтение:',
     notRead: 'ещё не читали',
     revokeConfirm: 'Да, отозвать этот адрес',
+    stopsCalendar: (client: string, page: boolean) =>
+      `${client}, который читает этот адрес, перестанет обновляться: подпишите его заново по ${page ? 'новому адресу' : 'адресу, показанному выше'}.`,
+    stopsOther: (page: boolean) =>
+      `Программа, которая читает этот адрес, перестанет получать расписание: подпишите её заново по ${page ? 'новому адресу' : 'адресу, показанному выше'}.`,
     revoke: 'Отозвать',
     pageUrlNote: 'Вместо него на странице появится новый адрес.',
     rotate: 'Получить новый адрес',
@@ -60,11 +64,15 @@ const words = messages({
     urlsHeading: 'Feed URLs',
     urlsLead:
       'These URLs work now. Signing in on the page never takes a URL from a calendar: here you see what read each URL and when. Revoke one you no longer need or that reached someone else.',
-    pageUrl: 'The URL on this page',
+    pageUrl: 'The URL shown above',
     otherUrl: 'Another URL',
     readBy: 'Last read by',
     notRead: 'not read yet',
     revokeConfirm: 'Yes, revoke this URL',
+    stopsCalendar: (client: string, page: boolean) =>
+      `${client}, which reads this URL, stops being updated: subscribe it again with ${page ? 'the new URL' : 'the URL shown above'}.`,
+    stopsOther: (page: boolean) =>
+      `The app that reads this URL stops getting the timetable: subscribe it again with ${page ? 'the new URL' : 'the URL shown above'}.`,
     revoke: 'Revoke',
     pageUrlNote: 'The page then shows a new URL instead.',
     rotate: 'Get a new URL',
@@ -95,6 +103,8 @@ const notices = messages({
     deleted: 'Подписка удалена, данные для входа стёрты.',
     'signed-out': 'Вы вышли на этом устройстве.',
     'signed-out-others': 'Готово: все другие браузеры вышли, вход остался только здесь.',
+    'signed-out-elsewhere':
+      'Вход в этом браузере завершён с другого устройства (или истёк за давностью) — войдите снова ниже.',
   },
   en: {
     rotated:
@@ -109,6 +119,8 @@ const notices = messages({
     deleted: 'The subscription is deleted and your credential erased.',
     'signed-out': 'You are signed out on this device.',
     'signed-out-others': 'Done: every other browser is signed out; only this one stays signed in.',
+    'signed-out-elsewhere':
+      'This browser was signed out from another device (or the sign-in expired): sign in again below.',
   },
 });
 
@@ -138,7 +150,9 @@ function doneNotice(lang: Lang, done: unknown): Html {
   const all = notices(lang);
   if (typeof done !== 'string' || !Object.hasOwn(all, done)) return '';
   const error = done === 'confirm-delete' || done === 'confirm-revoke' || done === 'url-gone';
-  return html`<p class="notice${error ? ' error' : ' ok'}" role="status">${all[done as PersonalDone]}</p>`;
+  // Signed out elsewhere is neither a success nor a mistake of this browser: a plain notice.
+  const tone = error ? ' error' : done === 'signed-out-elsewhere' ? '' : ' ok';
+  return html`<p class="notice${tone}" role="status">${all[done as PersonalDone]}</p>`;
 }
 
 export interface PersonalManageView {
@@ -232,9 +246,10 @@ function feedUrlsCard(view: PersonalManageView, urls: readonly FeedUrlView[]): H
     const client = url.read && Object.hasOwn(names, url.read.client) ? names[url.read.client as FeedClient] : '';
     const read = url.read ? html`${w.readBy} ${client}, ${when(url.read.at)}` : html`${w.notRead}`;
     return html`<li class="feed-url" data-url-key="${url.key}">
-<p><strong>${url.shown ? w.pageUrl : w.otherUrl}</strong> <code>…${url.key.slice(0, 6)}</code><br><span class="muted">!${read}</span></p>
+<p><strong>${url.shown ? w.pageUrl : w.otherUrl}</strong>&nbsp;<code class="url-id">…${url.key.slice(0, 6)}</code><br><span class="muted">!${read}</span></p>
 <form method="post" action="${PERSONAL_ACTIONS.revokeUrl}">
 <input type="hidden" name="url" value="${url.key}">
+!${revokeWarning(view, url)}
 <label class="check"><input type="checkbox" name="confirm" value="yes" required> ${w.revokeConfirm}</label>
 !${url.page && url.shown ? html`<span class="muted">${w.pageUrlNote}</span>` : ''}
 <button type="submit" class="secondary">${w.revoke}</button>
@@ -246,6 +261,22 @@ function feedUrlsCard(view: PersonalManageView, urls: readonly FeedUrlView[]): H
 <p class="muted">${w.urlsLead}</p>
 <ul class="feed-urls">!${items.join('')}</ul>
 </div>`;
+}
+
+/**
+ * What revoking `url` stops, said before its confirmation: a calendar (or another app) that has read it stops
+ * being updated and must be subscribed again. A URL nobody read, or only a browser, needs no warning.
+ */
+function revokeWarning(view: PersonalManageView, url: FeedUrlView): Html {
+  const client = url.read?.client;
+  if (client === undefined || client === 'browser') return '';
+  const w = words(view.lang);
+  const names = clientNames(view.lang);
+  const text =
+    client !== 'other' && Object.hasOwn(names, client)
+      ? w.stopsCalendar(names[client as FeedClient], url.page)
+      : w.stopsOther(url.page);
+  return html`<p class="notice" data-revoke-warning>${text}</p>`;
 }
 
 const refused = messages({

@@ -49,6 +49,8 @@ export interface PushManageView {
   manageLink: string;
   /** Where "connect again" starts. */
   connectUrl: string;
+  /** The timetable's page with the options the calendar follows (what it shows is what the calendar gets). */
+  timetableUrl: string;
   /** The university's time zone (times are shown in it). */
   timeZone: string;
   /** What the calendar follows, and the form that changes it. */
@@ -66,8 +68,8 @@ export interface PushOptionsView {
   line: string;
   /** The options form, less its language and how it is sent (the frame posts it to `<base>/options`). */
   form: Omit<OptionsFormView, 'lang' | 'action' | 'post' | 'save' | 'previewPath'>;
-  /** Just saved: the line before the change. */
-  saved?: { before: string } | undefined;
+  /** Just saved: what changed, one line per option («Подгруппа: 2 → 1»); none when nothing did. */
+  saved?: { changes: readonly string[] } | undefined;
 }
 
 /** One row of the state's facts. */
@@ -105,7 +107,7 @@ const words = messages({
     active: 'Работает',
     why: 'Причина',
     lastPush: 'Последняя отправка',
-    never: 'ещё не было',
+    never: 'пока не было',
     pushCounts: (i: number, p: number, d: number) => `добавлено ${i}, изменено ${p}, удалено ${d}`,
     lastError: 'Последняя ошибка',
     pending: 'Ждут отправки',
@@ -126,8 +128,8 @@ const words = messages({
     follows: 'В календаре',
     saveOptions: 'Сохранить настройки',
     optionsSaved: 'Настройки сохранены — календарь обновится в течение минуты.',
-    optionsChange: (before: string, after: string) => `Было: ${before}. Стало: ${after}.`,
     optionsSame: 'Настройки не изменились.',
+    timetable: 'К расписанию',
     disconnectedTitle: 'Календарь отключён',
     home: 'На главную',
   },
@@ -159,8 +161,8 @@ const words = messages({
     follows: 'In the calendar',
     saveOptions: 'Save options',
     optionsSaved: 'Options saved: the calendar is updated within a minute.',
-    optionsChange: (before: string, after: string) => `Was: ${before}. Now: ${after}.`,
     optionsSame: 'The options did not change.',
+    timetable: 'Back to the timetable',
     disconnectedTitle: 'Calendar disconnected',
     home: 'Home',
   },
@@ -178,6 +180,7 @@ export function pushManagePage(view: PushManageView, base: string, kind: PushKin
     private: true,
     body: html`<h1>${kind.title}</h1>
 <p>${kind.lead}</p>
+<p><a href="${view.timetableUrl}" data-timetable-link>${w.timetable}</a></p>
 <section class="card" aria-labelledby="state">
 <h2 id="state">${w.state}</h2>
 <dl class="facts">
@@ -216,21 +219,32 @@ export function pushManagePage(view: PushManageView, base: string, kind: PushKin
 }
 
 /**
- * The options form, posted to `<base>/options` and answered at `#options`: after a save it says so, what changed
- * and what is waiting to be pushed; after a refusal each bad field says why, its value as typed.
+ * The options form, posted to `<base>/options`: after a save the answer says so, what changed (only that) and what
+ * is waiting to be pushed, the notice focused so that it opens in the first screen; after a refusal each bad field
+ * says why, its value as typed, the first one focused. The action has no `#options`: browsers skip `autofocus` on
+ * a page opened at a fragment.
  */
 function optionsSection(view: PushManageView, base: string): Html {
   const w = words(view.lang);
   const saved = view.options.saved;
+  const changes = saved?.changes ?? [];
   const notice =
     saved === undefined
       ? ''
-      : html`<p class="notice ok" role="status" data-options-saved-push>${w.optionsSaved} ${saved.before === view.options.line ? w.optionsSame : w.optionsChange(saved.before, view.options.line)} ${w.pending}: ${pendingText(view)}</p>`;
+      : html`<div class="notice ok" id="options-saved" role="status" tabindex="-1" autofocus data-options-saved-push>
+!${
+          changes.length === 0
+            ? html`<p>${w.optionsSame}</p>`
+            : html`<p>${w.optionsSaved}</p>
+<ul>!${changes.map((line) => html`<li>${line}</li>`).join('')}</ul>`
+        }
+<p>${w.pending}: ${pendingText(view)}</p>
+</div>`;
   return optionsForm({
     ...view.options.form,
     lang: view.lang,
     action: base,
-    post: { action: `${base}/options#options`, label: w.saveOptions, notice },
+    post: { action: `${base}/options`, label: w.saveOptions, notice },
   });
 }
 

@@ -70,3 +70,44 @@ export function pushOptionsLine(options: SubscriberOptions | undefined, kind: So
   const line = parts.join(', ');
   return `${line.charAt(0).toLocaleUpperCase(lang)}${line.slice(1)}`;
 }
+
+/**
+ * What changed from `before` to `after`, one short line per option that changed, in the order of the form:
+ * «Подгруппа: 2 → 1», «Напоминание: за 15 минут → нет». Empty when nothing changed. A title equal to the
+ * timetable's default is no title; `before` absent (a calendar connected before push followed options) is none.
+ */
+export function pushOptionsChanges(
+  before: SubscriberOptions | undefined,
+  after: SubscriberOptions,
+  kind: SourceKind,
+  lang: Lang,
+): string[] {
+  const ru = lang === 'ru';
+  const was = before ?? {};
+  const none = ru ? 'нет' : 'none';
+  const changes: string[] = [];
+  const change = (label: string, from: string, to: string) => {
+    if (from !== to) changes.push(`${label}: ${from} → ${to}`);
+  };
+  const subgroup = (options: SubscriberOptions) =>
+    options.subgroup === undefined ? (ru ? 'все' : 'all') : String(options.subgroup);
+  change(ru ? 'Подгруппа' : 'Subgroup', subgroup(was), subgroup(after));
+  const kinds = (options: SubscriberOptions) =>
+    (options.excludeKinds ?? []).length === 0 ? none : [...(options.excludeKinds ?? [])].join(', ');
+  change(ru ? 'Скрытые занятия' : 'Hidden classes', kinds(was), kinds(after));
+  const alarm = (options: SubscriberOptions) => {
+    const minutes = options.alarmMinutes;
+    if (minutes === undefined) return none;
+    if (minutes === 0) return ru ? 'в начале занятия' : 'at the start';
+    return ru ? `за ${durationText(minutes, lang)}` : `${durationText(minutes, lang)} before`;
+  };
+  change(ru ? 'Напоминание' : 'Reminder', alarm(was), alarm(after));
+  const title = (options: SubscriberOptions) => {
+    const template = options.titleTemplate;
+    if (template === undefined || template === defaultTitleTemplate(kind)) return ru ? 'обычное' : 'the usual one';
+    const shown = titleTemplateIn(template, lang);
+    return ru ? `«${shown}»` : `“${shown}”`;
+  };
+  change(ru ? 'Название' : 'Title', title(was), title(after));
+  return changes;
+}

@@ -35,7 +35,7 @@ const words = messages({
       'Нажмите «Подписаться», затем «Добавить» (на Mac — «OK»).',
     ],
     appleRefresh:
-      'Так часто, как задано в настройках. На iPhone и iPad: Настройки → Приложения → Календарь → Учётные записи → Загрузка данных → «Выборка», вплоть до каждых 15 минут (в iOS 17 и раньше: Настройки → Календарь → Учётные записи). На Mac — в окне подписки, пункт «Автообновление», вплоть до каждых 5 минут.',
+      'так часто, как задано в настройках. На iPhone и iPad: Настройки → Приложения → Календарь → Учётные записи → Загрузка данных → «Выборка», вплоть до каждых 15 минут (в iOS 17 и раньше: Настройки → Календарь → Учётные записи). На Mac — в окне подписки, пункт «Автообновление», вплоть до каждых 5 минут.',
     androidTitle: 'Android',
     androidCannot: 'Приложение Google Календарь на телефоне не умеет добавлять календарь по адресу. Что работает:',
     androidPush: 'быстрее всего: изменения приходят в Google Календарь сразу и видны в приложении на телефоне.',
@@ -43,7 +43,7 @@ const words = messages({
       'Откройте эту ссылку на компьютере, войдя в тот же аккаунт Google: календарь появится и в телефоне. Если его не видно, включите его в приложении: Настройки → название календаря → Синхронизация.',
     androidApp:
       'Или приложение ICSx⁵ (Google Play, F-Droid): оно подписывается на адрес календаря прямо в телефоне, и занятия видны в любом календаре на нём.',
-    androidRefresh: 'Через Google — раз в 12–24 часа; отправка в Google — сразу.',
+    androidRefresh: 'через Google — раз в 12–24 часа; отправка в Google — сразу.',
     yandexTitle: 'Яндекс Календарь',
     yandexSteps: [
       'Откройте calendar.yandex.ru и слева нажмите «+ Новый календарь» → «Подписаться на календарь».',
@@ -74,7 +74,7 @@ const words = messages({
       'В Календаре нажмите «Новый календарь» → «В сети».',
       'Вставьте адрес в поле «Адрес», нажмите «Найти календари», затем «Подписаться».',
     ],
-    thunderbirdRefresh: 'Как задано в свойствах календаря в Thunderbird; по умолчанию каждые 30 минут.',
+    thunderbirdRefresh: 'как задано в свойствах календаря в Thunderbird; по умолчанию каждые 30 минут.',
     qr: 'Наведите камеру телефона, чтобы открыть адрес календаря.',
     caldav: 'Отправлять в календарь сразу',
     caldavNote:
@@ -97,7 +97,7 @@ const words = messages({
     appleOpen: 'Open in Calendar',
     appleSteps: ['Tap “Open in Calendar”: the Calendar app opens.', 'Tap “Subscribe”, then “Add” (on a Mac, “OK”).'],
     appleRefresh:
-      'As often as set in Settings. On iPhone and iPad: Settings → Apps → Calendar → Accounts → Fetch New Data → “Fetch”, down to every 15 minutes (on iOS 17 and earlier: Settings → Calendar → Accounts). On a Mac, in the subscription window, “Auto-refresh”, down to every 5 minutes.',
+      'as often as set in Settings. On iPhone and iPad: Settings → Apps → Calendar → Accounts → Fetch New Data → “Fetch”, down to every 15 minutes (on iOS 17 and earlier: Settings → Calendar → Accounts). On a Mac, in the subscription window, “Auto-refresh”, down to every 5 minutes.',
     androidTitle: 'Android',
     androidCannot: 'The Google Calendar app on a phone cannot add a calendar by its address. What works:',
     androidPush: 'the fastest: changes reach Google Calendar at once and show in the app on the phone.',
@@ -105,7 +105,7 @@ const words = messages({
       'Open this link on a computer, signed in to the same Google account: the calendar shows on the phone too. If it does not, turn it on in the app: Settings → the calendar’s name → Sync.',
     androidApp:
       'Or the ICSx⁵ app (Google Play, F-Droid): it subscribes to the calendar address on the phone itself, and the classes show in any calendar there.',
-    androidRefresh: 'Through Google, every 12–24 hours; pushing to Google, at once.',
+    androidRefresh: 'through Google, every 12–24 hours; pushing to Google, at once.',
     yandexTitle: 'Yandex Calendar',
     yandexSteps: [
       'Open calendar.yandex.ru and, on the left, choose “+ New calendar” → “Subscribe to calendar”.',
@@ -133,7 +133,7 @@ const words = messages({
       'In Calendar choose “New Calendar” → “On the Network”.',
       'Paste the address into “Location”, click “Find Calendars”, then “Subscribe”.',
     ],
-    thunderbirdRefresh: 'As set in the calendar’s properties in Thunderbird; every 30 minutes by default.',
+    thunderbirdRefresh: 'as set in the calendar’s properties in Thunderbird; every 30 minutes by default.',
     qr: "Point your phone's camera here to open the calendar address.",
     caldav: 'Push to your calendar right away',
     caldavNote: 'Faster: the service writes every change into your calendar within minutes. It needs an app password.',

@@ -21,6 +21,7 @@ const words = messages({
     classes: 'Занятия',
     stale: 'Университет сейчас не отвечает, поэтому показано последнее полученное расписание: данные на',
     unmarkedMoves: 'Переносов за две недели, не отмеченных здесь (журнал изменений сокращён):',
+    weeksPending: 'Список занятий обновится после «Применить».',
     loading: 'Расписание загружается из университета. Обновите страницу через несколько секунд.',
     needsCredential:
       'Университет больше не принимает ваш ключ доступа, поэтому расписание не обновляется. Войдите заново на главной странице.',
@@ -41,6 +42,7 @@ const words = messages({
     classes: 'Classes',
     stale: 'The university is not answering right now, so this is the last timetable received: data as of',
     unmarkedMoves: 'Moves of the last two weeks not marked here (the change log was shortened):',
+    weeksPending: 'The list of classes changes once you choose “Apply”.',
     loading: 'The timetable is being loaded from the university. Reload the page in a few seconds.',
     needsCredential:
       'The university no longer accepts your access key, so the timetable is not updated. Sign in again on the home page.',
@@ -109,7 +111,7 @@ export function timetablePage(view: TimetablePageView): Html {
   const classes =
     view.weeks === undefined
       ? html`<p class="notice" data-loading>${w.loading}</p>`
-      : html`!${weekSections(view.weeks, view.lang, PEOPLE[view.kind])}!${unmarked(view, w.unmarkedMoves)}`;
+      : html`!${view.options?.previewPath === undefined ? '' : html`<p class="notice" data-weeks-pending hidden>${w.weeksPending}</p>`}!${weekSections(view.weeks, view.lang, PEOPLE[view.kind])}!${unmarked(view, w.unmarkedMoves)}`;
   // The way into a calendar comes first in the source (the first thing on a phone, under the heading); on a
   // wide screen the grid puts it beside the classes, above the options.
   const subscribe = subscribeBlock({

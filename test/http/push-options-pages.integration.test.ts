@@ -31,7 +31,8 @@ let radicale: Radicale;
 beforeAll(async () => {
   radicale = await startRadicale({ users: { [USER]: PASSWORD } });
   // Loopback Radicale takes far more than the production pace of requests to one host.
-  g = await startGoogleApp({ CALDAV_RATE_LIMIT: '1000' });
+  // Nor the per-client limit of connects: these tests connect (and are refused) from one address many times.
+  g = await startGoogleApp({ CALDAV_RATE_LIMIT: '1000', CALDAV_CONNECTS_PER_CLIENT: '1000/1m' });
 }, 60_000);
 afterAll(async () => {
   await g?.close();
@@ -166,12 +167,72 @@ describe('the CalDAV connect page', () => {
       /href="\/caldav\/connect\?source=group%3A5102&preset=icloud&subgroup=2&exclude=[^"]+#caldav-form"/,
     );
     expect(body).toContain('href="/timetables/groups/5102?subgroup=2&exclude=');
+    // «К расписанию» goes back to the timetable with the options chosen, not to the whole one.
+    expect(body).toMatch(
+      /<a href="\/timetables\/groups\/5102\?subgroup=2&exclude=[^"#]+&alarm=15&title=[^"#]+" data-timetable-link>К расписанию<\/a>/,
+    );
+    expect(body).toContain('Пароль сохраним, только когда сервер календаря его примет.');
     expect(body).toContain('href="https://id.yandex.ru/security/app-passwords"');
 
     const whole = unescaped(
       (await g.app.inject({ method: 'GET', url: '/caldav/connect?source=group:5102', headers: BROWSER })).body,
     );
     expect(whole).toContain('<span data-options-line>Вся группа</span>');
+  });
+
+  it('says a refused address in the words of its field, never a field name, and asks for the password again', async () => {
+    await storeTimetable(g.ctx, 'group:5107');
+    const post = (fields: Record<string, string>) =>
+      g.app.inject({
+        method: 'POST',
+        url: '/caldav/connect',
+        headers: FORM,
+        payload: new URLSearchParams({
+          source: 'group:5107',
+          preset: 'other',
+          username: USER,
+          password: PASSWORD,
+          ...fields,
+        }).toString(),
+      });
+    const cases = [
+      { address: 'ftp://dav.example.org/', says: 'Адрес CalDAV-сервера должен начинаться с https://' },
+      {
+        address: 'dav example',
+        says: 'Это не похоже на адрес CalDAV-сервера: вставьте его целиком, начиная с https://',
+      },
+      {
+        address: 'https://ivan:secret@dav.example.org/',
+        says: 'В адресе CalDAV-сервера не должно быть логина или пароля: для них есть отдельные поля.',
+      },
+    ];
+    for (const { address, says } of cases) {
+      const answer = await post({ address });
+      expect(answer.statusCode).toBe(400);
+      const body = unescaped(answer.body);
+      expect(body).toContain(`<p id="caldav-error" class="notice error" role="alert">${says}</p>`);
+      expect(body).not.toMatch(/>url: /);
+      expect(body).toMatch(/id="caldav-address"[^>]*aria-invalid="true"/);
+      // The password field comes back empty on purpose: its hint says to type it again.
+      expect(body).toContain(
+        'data-password-again>Введите пароль приложения ещё раз: после отказа поле очищается, пароль нигде не сохранён.</p>',
+      );
+    }
+    // A calendar address of the person's own is named so, and its field marked.
+    const calendar = await post({ address: radicale.url, calendarUrl: 'ftp://dav.example.org/cal/' });
+    const body = unescaped(calendar.body);
+    expect(body).toContain('Адрес календаря должен начинаться с https://');
+    expect(body).toMatch(/id="caldav-calendar-url"[^>]*aria-invalid="true"/);
+    expect(body).not.toMatch(/id="caldav-address"[^>]*aria-invalid/);
+    // The admin API keeps naming its body's field.
+    const api = await g.app.inject({
+      method: 'POST',
+      url: '/admin/caldav-targets',
+      headers: { authorization: `Bearer ${g.ctx.config.adminToken}`, host: PUBLIC_HOST },
+      payload: { source: 'group:5107', url: 'ftp://dav.example.org/', username: USER, password: PASSWORD },
+    });
+    expect(api.statusCode).toBe(400);
+    expect(api.json()).toMatchObject({ code: 'CALDAV_URL_REFUSED', error: 'url: must start with https://' });
   });
 
   it('refuses options that do not fit, at the top, keeping what was typed, before asking any server', async () => {
@@ -337,7 +398,10 @@ describe('the manage page’s options', () => {
     const path = `/google/targets/${id}`;
     const page = unescaped((await g.app.inject({ method: 'GET', url: path, headers: { ...BROWSER, cookie } })).body);
     expect(page).toContain('<dd data-options-line>Вся группа</dd>');
-    expect(page).toContain(`<form class="card options" id="options" method="post" action="${path}/options#options"`);
+    // Posted without a fragment: the answer opens at its focused notice or first refused field (autofocus).
+    expect(page).toContain(`<form class="card options" id="options" method="post" action="${path}/options"`);
+    // The way back to the timetable, as this calendar gets it.
+    expect(page).toContain('<a href="/timetables/groups/5301" data-timetable-link>К расписанию</a>');
     // The form offers the timetable's own subgroups and kinds.
     expect(page).toContain('<option value="2">2</option>');
     expect(page).toContain('value="лекция"');
@@ -351,8 +415,17 @@ describe('the manage page’s options', () => {
     });
     expect(saved.statusCode).toBe(200);
     const body = unescaped(saved.body);
-    expect(body).toContain('Настройки сохранены — календарь обновится в течение минуты.');
-    expect(body).toContain('Было: Вся группа. Стало: Подгруппа 2, без лекций, напоминание за 30 минут.');
+    // Only what changed, one line each, in a notice that takes the focus.
+    const notice = /<div class="notice ok" id="options-saved"[^>]*>[\s\S]*?<\/div>/.exec(body)?.[0] ?? '';
+    expect(notice).toMatch(/role="status" tabindex="-1" autofocus data-options-saved-push/);
+    expect(notice).toContain('<p>Настройки сохранены — календарь обновится в течение минуты.</p>');
+    expect(notice).toContain(
+      '<ul><li>Подгруппа: все → 2</li><li>Скрытые занятия: нет → лекция</li><li>Напоминание: нет → за 30 минут</li></ul>',
+    );
+    expect(notice).not.toContain('Было');
+    expect(body).toContain(
+      `<a href="/timetables/groups/5301?subgroup=2&exclude=${encodeURIComponent('лекция')}&alarm=30" data-timetable-link>К расписанию</a>`,
+    );
     expect(body).toContain('<dd data-options-line>Подгруппа 2, без лекций, напоминание за 30 минут</dd>');
     expect((await g.ctx.google.targets.get(id))?.options).toEqual({
       subgroup: 2,
@@ -429,9 +502,34 @@ describe('the manage page’s options', () => {
       payload: 'subgroup=2',
     });
     expect(saved.statusCode).toBe(200);
-    expect(unescaped(saved.body)).toContain('Было: Вся группа. Стало: Подгруппа 2.');
+    expect(unescaped(saved.body)).toContain('<ul><li>Подгруппа: все → 2</li></ul>');
     expect((await g.ctx.caldav.targets.get(id))?.options).toEqual({ subgroup: 2 });
     expect(await queuedPushes('caldav', id)).toContainEqual(expect.objectContaining({ reason: 'refresh' }));
+    // Each later save says only what it changed.
+    const changed = await g.app.inject({
+      method: 'POST',
+      url: `${path}/options`,
+      headers: { ...FORM, cookie },
+      payload: 'subgroup=1&alarm=15',
+    });
+    expect(unescaped(changed.body)).toContain(
+      '<ul><li>Подгруппа: 2 → 1</li><li>Напоминание: нет → за 15 минут</li></ul>',
+    );
+    const unchanged = await g.app.inject({
+      method: 'POST',
+      url: `${path}/options`,
+      headers: { ...FORM, cookie },
+      payload: 'subgroup=1&alarm=15',
+    });
+    expect(unescaped(unchanged.body)).toMatch(/data-options-saved-push>\n<p>Настройки не изменились\.<\/p>/);
+    const cleared = await g.app.inject({
+      method: 'POST',
+      url: `${path}/options`,
+      headers: { ...FORM, cookie },
+      payload: 'subgroup=1',
+    });
+    expect(unescaped(cleared.body)).toContain('<ul><li>Напоминание: за 15 минут → нет</li></ul>');
+    expect(unescaped(cleared.body)).toContain('<a href="/timetables/groups/5303?subgroup=1" data-timetable-link>');
   });
 });
 

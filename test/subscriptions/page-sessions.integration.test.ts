@@ -116,8 +116,14 @@ it('leaves every calendar URL working after six sign-ins on phones, lists them w
   expect(page).toContain('Адреса ленты');
   expect(item(google)).toContain('Последнее чтение: Google Календарь,');
   expect(item(apple)).toContain('Последнее чтение: Календарь Apple,');
-  expect(item(pageToken)).toContain('Адрес на этой странице');
+  expect(item(pageToken)).toContain('Адрес, показанный выше');
   expect(item(pageToken)).toContain('ещё не читали');
+  // Revoking a URL a calendar reads says that calendar stops updating; one nobody read needs no warning.
+  expect(item(google)).toContain(
+    '<p class="notice" data-revoke-warning>Google Календарь, который читает этот адрес, перестанет обновляться: подпишите его заново по адресу, показанному выше.</p>',
+  );
+  expect(item(apple)).toContain('Календарь Apple, который читает этот адрес, перестанет обновляться');
+  expect(item(pageToken)).not.toContain('data-revoke-warning');
   expect(page).toContain('Вход выполнен в 6 браузерах, считая этот.');
   // Never a token on the list, nor a raw User-Agent.
   for (const token of tokens) expect(page.split(`/feeds/personal/${token}`)).toHaveLength(1);
@@ -151,7 +157,7 @@ it('keeps at most the most sessions, closing the oldest, and closes its own at s
   for (let i = 0; i < MAX_SESSIONS + 1; i++) cookies.push(await signInOnPage(credential));
   const personal = (cookie: string) => app.inject({ method: 'GET', url: '/timetables/personal', headers: { cookie } });
   // The oldest session is closed (the browser is sent to sign in); every other one works.
-  expect((await personal(cookies[0] ?? '')).headers.location).toBe('/');
+  expect((await personal(cookies[0] ?? '')).headers.location).toBe('/?done=signed-out-elsewhere');
   for (const cookie of cookies.slice(1)) expect((await personal(cookie)).statusCode).toBe(200);
   // Only one feed URL came of all those sign-ins: the page's own.
   const id = /tts-session=([\w-]+)\./.exec(cookies[1] ?? '')?.[1] ?? '';
@@ -160,7 +166,7 @@ it('keeps at most the most sessions, closing the oldest, and closes its own at s
   expect(signedOut.headers.location).toBe('/?done=signed-out');
   expect(String(signedOut.headers['set-cookie'])).toContain('tts-session=; Path=/; SameSite=Lax; Max-Age=0');
   // Closed on the server too: the cookie sent again signs in nothing.
-  expect((await personal(cookies[1] ?? '')).headers.location).toBe('/');
+  expect((await personal(cookies[1] ?? '')).headers.location).toBe('/?done=signed-out-elsewhere');
   expect((await personal(cookies[2] ?? '')).statusCode).toBe(200);
 });
 
@@ -178,7 +184,7 @@ it('signs every other browser out at a new feed URL and at «sign out on every o
   // The phone asks for a new URL: the browser left signed in on a lab computer is signed out, and never sees it.
   const rotated = await post('/timetables/personal/rotate', phone, '');
   expect(rotated.headers.location).toBe('/timetables/personal?done=rotated');
-  expect((await personal(lab)).headers.location).toBe('/');
+  expect((await personal(lab)).headers.location).toBe('/?done=signed-out-elsewhere');
   const mine = await personal(phone);
   expect(mine.statusCode).toBe(200);
   expect(mine.body).toContain(`/feeds/personal/${(await ctx.subscriptions.pageToken(id)) ?? ''}.ics`);
@@ -191,7 +197,22 @@ it('signs every other browser out at a new feed URL and at «sign out on every o
   const others = await post('/timetables/personal/sign-out-others', phone, '');
   expect(others.headers.location).toBe('/timetables/personal?done=signed-out-others#sign-out');
   expect(others.headers['set-cookie']).toBeUndefined();
-  for (const cookie of [laptop, friend]) expect((await personal(cookie)).headers.location).toBe('/');
+  // A browser signed out from elsewhere is told so at home, not sent there silently; its dead cookie is cleared.
+  const laptopPage = await personal(laptop);
+  expect(laptopPage.headers.location).toBe('/?done=signed-out-elsewhere');
+  expect(String(laptopPage.headers['set-cookie'])).toContain('tts-session=; Path=/; SameSite=Lax; Max-Age=0');
+  const home = await app.inject({ method: 'GET', url: String(laptopPage.headers.location) });
+  expect(home.body).toContain('<p class="notice" role="status">Вход в этом браузере завершён с другого устройства');
+  // Opening the home page itself with the dead cookie says it too, once (the cookie is forgotten).
+  const direct = await app.inject({ method: 'GET', url: '/', headers: { cookie: friend } });
+  expect(direct.body).toContain('Вход в этом браузере завершён с другого устройства');
+  expect(String(direct.headers['set-cookie'])).toContain('tts-session=; Path=/; SameSite=Lax; Max-Age=0');
+  expect((await app.inject({ method: 'GET', url: '/' })).body).not.toContain('Вход в этом браузере завершён');
+  // A form of the personal page sent from the dead browser leads home with the same words.
+  expect((await post('/timetables/personal/rotate', friend, '')).headers.location).toBe('/timetables/personal');
+  expect((await post('/timetables/personal/sign-out-others', friend, '')).headers.location).toBe(
+    '/?done=signed-out-elsewhere',
+  );
   const after = await app.inject({
     method: 'GET',
     url: '/timetables/personal?done=signed-out-others',
@@ -215,7 +236,7 @@ it('ends sign-ins by a feed token from before sessions at «sign out on every ot
   // The legacy browser's page marks its own URL as the one on this page, and counts itself among the browsers.
   const page = (await personal(legacy)).body;
   const key = hashToken(token).slice(0, URL_KEY_LENGTH);
-  expect(new RegExp(`data-url-key="${key}">[\\s\\S]*?</li>`).exec(page)?.[0]).toContain('Адрес на этой странице');
+  expect(new RegExp(`data-url-key="${key}">[\\s\\S]*?</li>`).exec(page)?.[0]).toContain('Адрес, показанный выше');
   expect(page).toContain('Вход выполнен в 2 браузерах, считая этот.');
   expect((await personal(other)).statusCode).toBe(200);
 
@@ -223,7 +244,8 @@ it('ends sign-ins by a feed token from before sessions at «sign out on every ot
   // URL still works for the calendar that reads it.
   const others = await post('/timetables/personal/sign-out-others', session, '');
   expect(others.headers.location).toBe('/timetables/personal?done=signed-out-others#sign-out');
-  for (const cookie of [legacy, other]) expect((await personal(cookie)).headers.location).toBe('/');
+  for (const cookie of [legacy, other])
+    expect((await personal(cookie)).headers.location).toBe('/?done=signed-out-elsewhere');
   expect((await feed(token)).statusCode).toBe(200);
   expect((await feed(second)).statusCode).toBe(200);
   expect((await personal(session)).statusCode).toBe(200);

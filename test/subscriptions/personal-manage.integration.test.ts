@@ -171,8 +171,9 @@ it('rotates the feed URL: every old token stops, the cookie holds the new one', 
     headers: { cookie: `tts-session=${id}.${session}` },
   });
   expect(fresh.body).toContain(`${newToken}.ics`);
+  // The dead cookie is sent home with a word that says the sign-in ended on another device.
   const page = await app.inject({ method: 'GET', url: '/timetables/personal', headers: { cookie } });
-  expect(page.headers.location).toBe('/');
+  expect(page.headers.location).toBe('/?done=signed-out-elsewhere');
 });
 
 it('refuses other sites, sends browsers without a session to sign in, and deletes only when confirmed', async () => {

@@ -42,8 +42,9 @@ async function openContext(): Promise<{ context: BrowserContext; errors: string[
   context.setDefaultTimeout(10_000);
   const errors: string[] = [];
   const page = await context.newPage();
-  // The refused password is answered 422 on purpose; the browser logs the status of such a page as an error.
-  watchPageErrors(page, errors, /status of 422/);
+  // The refused password (422) and a refused address (400) are answered so on purpose; the browser logs the status
+  // of such a page as an error.
+  watchPageErrors(page, errors, /status of (422|400)/);
   return { context, errors, page };
 }
 
@@ -123,8 +124,21 @@ describe('CalDAV push from the page', () => {
     expect(await page.locator('#caldav-password').inputValue()).toBe('');
     expect(await page.locator('#caldav-password').getAttribute('aria-invalid')).toBe('true');
     expect(await page.content()).not.toContain('a-wrong-app-password');
+    expect(await page.locator('#caldav-password-hint').textContent()).toBe(
+      'Введите пароль приложения ещё раз: после отказа поле очищается, пароль нигде не сохранён.',
+    );
     expect(await stack.ctx.caldav.targets.idsForSource(`group:${group.id}`)).toEqual([]);
     await expectFits(page);
+
+    // An address that is not https is said in the words of its field, in the first screen, the field focused.
+    await page.locator('#caldav-address').fill('ftp://dav.example.org/');
+    await page.locator('#caldav-password').fill('whatever');
+    await page.locator('form.caldav-connect button[type="submit"]').click();
+    await page.waitForURL(`${stack.url}/caldav/connect`);
+    expect(await page.locator('#caldav-error').textContent()).toBe('Адрес CalDAV-сервера должен начинаться с https://');
+    await expectInFirstScreen(page, '#caldav-error');
+    expect(await page.evaluate('document.activeElement.id')).toBe('caldav-address');
+    await page.locator('#caldav-address').fill(radicale.url);
 
     await page.locator('#caldav-password').fill(PASSWORD);
     await page.locator('form.caldav-connect button[type="submit"]').click();
@@ -206,6 +220,10 @@ describe('CalDAV push from the page', () => {
     expect(await page.locator('[data-options-line]').textContent()).toBe(
       'Напоминание за 15 минут, название «{предмет} {аудитория}»',
     );
+    // «К расписанию» goes back to the timetable with these options, not to the whole one.
+    expect(await page.locator('[data-timetable-link]').getAttribute('href')).toBe(
+      `/timetables/groups/${group.id}?alarm=15&title=%7Bsubject%7D+%7Broom%7D`,
+    );
     await page.locator('a[data-preset="other"]').click();
     await page.waitForURL(/preset=other/);
 
@@ -250,10 +268,18 @@ describe('CalDAV push from the page', () => {
     await page.locator('#opt-alarm').selectOption('30');
     await page.locator('form#options button[type="submit"]').click();
     await page.locator('[data-options-saved-push]').waitFor();
-    expect(await page.locator('[data-options-saved-push]').textContent()).toContain(
-      'Настройки сохранены — календарь обновится в течение минуты. Было: Напоминание за 15 минут. Стало: Напоминание за 30 минут, название «{предмет}».',
-    );
+    // Only what changed, in a notice that has the focus and is in the first screen.
+    expect(await page.locator('[data-options-saved-push] li').allTextContents()).toEqual([
+      'Напоминание: за 15 минут → за 30 минут',
+      'Название: обычное → «{предмет}»',
+    ]);
+    expect(await page.locator('[data-options-saved-push]').textContent()).not.toContain('Было');
     await expectInFirstScreen(page, '[data-options-saved-push]');
+    expect(await page.evaluate('document.activeElement.id')).toBe('options-saved');
+    // The way back to the timetable, with the options the calendar follows.
+    expect(await page.locator('[data-timetable-link]').getAttribute('href')).toBe(
+      `/timetables/groups/${group.id}?alarm=30&title=%7Bsubject%7D`,
+    );
     expect((await stack.ctx.caldav.targets.get(id))?.options).toEqual({ alarmMinutes: 30, titleTemplate: '{subject}' });
     await expectFits(page);
 

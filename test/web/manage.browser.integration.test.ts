@@ -203,7 +203,7 @@ describe('the personal page on a phone', () => {
       expect(box.right).toBeLessThanOrEqual(390);
     }
     expect(await urls.first().textContent()).toMatch(
-      /(Адрес на этой странице|Другой адрес)[\s\S]*(Последнее чтение|ещё не читали)/,
+      /(Адрес, показанный выше|Другой адрес)[\s\S]*(Последнее чтение|ещё не читали)/,
     );
     expect(await urls.first().locator('button', { hasText: 'Отозвать' }).count()).toBe(1);
     // One options form on the page.

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { pushOptionsLine } from '../../src/web/push-options-line.ts';
+import { pushOptionsChanges, pushOptionsLine } from '../../src/web/push-options-line.ts';
 
 describe('what a push calendar follows, in one line', () => {
   it('says the whole timetable for no options or none chosen', () => {
@@ -23,5 +23,24 @@ describe('what a push calendar follows, in one line', () => {
       'Без «коллоквиум», напоминание в начале занятия',
     );
     expect(pushOptionsLine({ alarmMinutes: 60 }, 'group', 'en')).toBe('A reminder 1 hour before');
+  });
+});
+
+describe('what a save changed, one line per option', () => {
+  it('names only the options that changed, old → new', () => {
+    const before = { subgroup: 2, alarmMinutes: 15, titleTemplate: '{subject} — {room}' };
+    expect(pushOptionsChanges(before, { subgroup: 1, titleTemplate: '{subject} — {room}' }, 'group', 'ru')).toEqual([
+      'Подгруппа: 2 → 1',
+      'Напоминание: за 15 минут → нет',
+    ]);
+    expect(pushOptionsChanges(undefined, { excludeKinds: ['лекция'], alarmMinutes: 0 }, 'group', 'ru')).toEqual([
+      'Скрытые занятия: нет → лекция',
+      'Напоминание: нет → в начале занятия',
+    ]);
+    expect(pushOptionsChanges({ titleTemplate: '{subject} {room}' }, {}, 'group', 'ru')).toEqual([
+      'Название: «{предмет} {аудитория}» → обычное',
+    ]);
+    expect(pushOptionsChanges({ subgroup: 1 }, { subgroup: 1 }, 'group', 'ru')).toEqual([]);
+    expect(pushOptionsChanges({}, { alarmMinutes: 60 }, 'group', 'en')).toEqual(['Reminder: none → 1 hour before']);
   });
 });

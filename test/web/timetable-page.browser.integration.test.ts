@@ -115,8 +115,11 @@ describe('a timetable page in a browser', () => {
     const qrBefore = await qr(page);
     expect(qrBefore).toMatch(/^<svg/);
 
+    // A reminder changes no class in the list: no note about it.
+    const listNote = page.locator('[data-weeks-pending]');
     await page.selectOption('#opt-alarm', '15');
     await waitUntil(async () => (await feedUrl(page)).includes('alarm=15'), 'the feed URL to take the reminder');
+    expect(await listNote.isHidden()).toBe(true);
     const withAlarm = await feedUrl(page);
     expect(withAlarm).toBe(`${plain}?alarm=15`);
     expect(await href(page, 'webcal')).toBe(withAlarm.replace(/^http:/, 'webcal:'));
@@ -132,6 +135,15 @@ describe('a timetable page in a browser', () => {
     await page.locator('input[name="exclude"]').first().check();
     await waitUntil(async () => (await feedUrl(page)).includes('exclude='), 'the feed URL to hide a kind');
     expect(new URL(await feedUrl(page)).searchParams.get('exclude')).toBe(kind);
+    // The links follow at once, the list of classes only after «Применить»: a note says so, beside the list,
+    // while what is chosen differs from what it lists.
+    expect(await listNote.isVisible()).toBe(true);
+    expect(await listNote.textContent()).toBe('Список занятий обновится после «Применить».');
+    expect(await page.locator('section.weeks [data-weeks-pending]').count()).toBe(1);
+    await page.locator('input[name="exclude"]').first().uncheck();
+    await waitUntil(async () => listNote.isHidden(), 'the note to go once the list shows what is chosen');
+    await page.locator('input[name="exclude"]').first().check();
+    await waitUntil(async () => listNote.isVisible(), 'the note back');
 
     await page.fill('#opt-title', '{subject} {nope}');
     await eventually(

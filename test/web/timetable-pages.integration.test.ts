@@ -469,15 +469,25 @@ describe('first visits of a never fetched timetable', () => {
 });
 
 describe('the personal page', () => {
-  it('sends a browser without a session to the home page', async () => {
-    for (const cookie of [
-      undefined,
-      `${PERSONAL_COOKIE}=nonsense`,
-      `${PERSONAL_COOKIE}=${'a'.repeat(22)}.${'b'.repeat(43)}`,
-    ]) {
+  it('sends a browser without a session to the home page, saying so when its sign-in ended elsewhere', async () => {
+    for (const cookie of [undefined, `${PERSONAL_COOKIE}=nonsense`]) {
       const response = await get('/timetables/personal', cookie === undefined ? {} : { cookie });
       expect(response.statusCode).toBe(303);
       expect(response.headers.location).toBe('/');
+    }
+    // A sign-in cookie that no longer signs in (signed out from another device, or expired): told at home.
+    for (const cookie of [
+      `${PERSONAL_COOKIE}=${'a'.repeat(22)}.${'b'.repeat(43)}`,
+      `tts-session=${'a'.repeat(22)}.${'c'.repeat(43)}`,
+    ]) {
+      const response = await get('/timetables/personal', { cookie });
+      expect(response.statusCode).toBe(303);
+      expect(response.headers.location).toBe('/?done=signed-out-elsewhere');
+      const home = await get('/?done=signed-out-elsewhere');
+      expect(home.body).toContain(
+        'Вход в этом браузере завершён с другого устройства (или истёк за давностью) — войдите снова ниже.',
+      );
+      expect(home.body.indexOf('Вход в этом браузере завершён')).toBeLessThan(home.body.indexOf('<h1>'));
     }
   });
 
@@ -509,5 +519,27 @@ describe('the personal page', () => {
     expect(preview.headers['cache-control']).toBe('private, no-store');
     expect(preview.json().feedUrl).toBe(`${publicUrl}/feeds/personal/${token}.ics?alarm=10`);
     expect((await get('/timetables/personal/preview')).statusCode).toBe(401);
+  });
+});
+
+describe('Google push on a server without it', () => {
+  it('answers a browser a Russian page leading to the subscription by link, and an API client the code', async () => {
+    const page = await get('/google/connect?source=group:42&subgroup=2&alarm=15', {
+      accept: 'text/html,application/xhtml+xml,*/*;q=0.8',
+    });
+    expect(page.statusCode).toBe(503);
+    expect(page.headers['content-type']).toMatch(/^text\/html/);
+    expect(page.body).toContain('<h1>Отправка в Google Календарь на этом сервере не включена</h1>');
+    expect(page.body).toContain(
+      '<a class="button" href="/timetables/groups/42?subgroup=2&alarm=15#calendar-action" data-subscribe-link autofocus>Добавить в календарь по ссылке</a>',
+    );
+    expect(page.body).not.toMatch(/GOOGLE_CLIENT|GOOGLE_NOT_CONFIGURED/);
+    // A link naming no timetable leads home.
+    const bare = await get('/google/connect', { accept: 'text/html' });
+    expect(bare.statusCode).toBe(503);
+    expect(bare.body).toContain('<a class="button secondary" href="/">На главную</a>');
+    const api = await get('/google/connect?source=group:42', { accept: 'application/json' });
+    expect(api.statusCode).toBe(503);
+    expect(api.json()).toMatchObject({ code: 'GOOGLE_NOT_CONFIGURED' });
   });
 });

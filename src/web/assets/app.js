@@ -98,6 +98,16 @@
       clearTimeout(timer);
       timer = setTimeout(update, 250);
     };
+    // The list of classes is the server's, for the options it was rendered with: while the subgroup or the
+    // hidden kinds chosen differ from those, a note near it says it changes only once the form is applied.
+    const pending = document.querySelector('[data-weeks-pending]');
+    const listKey = (query) => JSON.stringify([query.getAll('subgroup'), query.getAll('exclude').sort()]);
+    const listed = listKey(params());
+    const markList = (query) => {
+      if (pending) pending.hidden = listKey(query) === listed;
+    };
+    form.addEventListener('input', () => markList(params()));
+    form.addEventListener('change', () => markList(params()));
     form.addEventListener('input', soon);
     form.addEventListener('change', soon);
   }
