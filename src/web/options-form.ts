@@ -78,7 +78,10 @@ export function alarmChoices(current: number | undefined): number[] {
   return [...new Set([...ALARM_CHOICES, ...(current === undefined ? [] : [current])])].sort((a, b) => a - b);
 }
 
-/** `15 минут`, `1 час`, `2 часа`, `1 день`; `15 minutes`, `1 hour`. */
+/**
+ * `15 минут`, `1 час`, `2 часа`, `1 день`; `15 minutes`, `1 hour`. Russian in the accusative, as every use follows
+ * «за» (`за 1 минуту`, `за 21 минуту`).
+ */
 export function durationText(minutes: number, lang: Lang): string {
   const [count, unit] =
     minutes > 0 && minutes % 1440 === 0
@@ -88,7 +91,7 @@ export function durationText(minutes: number, lang: Lang): string {
         : [minutes, 'minute'];
   if (lang === 'en') return `${count} ${unit}${count === 1 ? '' : 's'}`;
   const forms: Record<string, [string, string, string]> = {
-    minute: ['минута', 'минуты', 'минут'],
+    minute: ['минуту', 'минуты', 'минут'],
     hour: ['час', 'часа', 'часов'],
     day: ['день', 'дня', 'дней'],
   };

@@ -230,13 +230,13 @@ describe('feed links', () => {
 });
 
 describe('reminder words', () => {
-  it('says durations in natural Russian and English', () => {
+  it('says durations in natural Russian (the accusative «за» asks for) and English', () => {
     expect([1, 2, 5, 15, 21, 22, 60, 120, 300, 1440].map((m) => durationText(m, 'ru'))).toEqual([
-      '1 минута',
+      '1 минуту',
       '2 минуты',
       '5 минут',
       '15 минут',
-      '21 минута',
+      '21 минуту',
       '22 минуты',
       '1 час',
       '2 часа',
