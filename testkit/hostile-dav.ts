@@ -64,7 +64,10 @@ function drip(res: ServerResponse, everyMs: number): void {
 }
 
 function answer(mode: HostileMode, res: ServerResponse): void {
-  if (mode.kind === 'drip') return drip(res, mode.everyMs);
+  if (mode.kind === 'drip') {
+    drip(res, mode.everyMs);
+    return;
+  }
   if (mode.kind === 'deep') {
     const body = `${HEAD}${'<d:prop>'.repeat(mode.depth)}${'</d:prop>'.repeat(mode.depth)}</d:multistatus>`;
     res.writeHead(207, { 'content-type': 'application/xml; charset=utf-8', 'content-length': Buffer.byteLength(body) });
