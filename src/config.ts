@@ -735,9 +735,22 @@ const SETTINGS = {
   }),
   caldavRequestTimeoutMs: setting('CALDAV_REQUEST_TIMEOUT', duration('30s', 1_000), {
     group: 'caldav',
-    meaning: "Time a CalDAV server has to answer one request's headers; beyond it the request counts as failed.",
+    meaning:
+      'Time a CalDAV server has to answer one request whole (connecting, headers and every byte of the body); ' +
+      'beyond it the request counts as failed and is tried again later. A server trickling its answer cannot ' +
+      'hold a connect page or a push worker longer than this per request.',
     default: '30s',
     example: '60s',
+  }),
+  caldavMaxResponseMb: setting('CALDAV_MAX_RESPONSE_MB', positiveNumber(4, true, 64), {
+    group: 'caldav',
+    meaning:
+      "MiB of a CalDAV server's listing of a calendar (its resources' names and ETags, about 400 bytes per event: " +
+      '4 MiB holds some 10,000 events) read at most; a larger one fails the push. Other answers (discovery, a ' +
+      "calendar's properties) are capped at 256 KiB, and XML nested deeper than 64 levels or packed with more " +
+      'than one element per 16 bytes is refused before it is parsed.',
+    default: '4',
+    example: '16',
   }),
   caldavAllowPrivate: setting('CALDAV_ALLOW_PRIVATE', flag(false), {
     group: 'caldav',

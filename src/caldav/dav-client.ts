@@ -178,7 +178,8 @@ class DavCalDavClient implements CalDavClient {
   }
 
   async get(href: string): Promise<RemoteResource | undefined> {
-    const response = await this.http.send({ method: 'GET', url: href });
+    // A person may have attached a file to one of our events: read under the larger cap.
+    const response = await this.http.send({ method: 'GET', url: href, answer: 'listing' });
     if (response.status === 404 || response.status === 410) return undefined;
     if (!succeeded(response)) throw this.http.fail(response, 'GET');
     return withText({ href: response.url, etag: etagOf(response) }, response.body);
@@ -251,8 +252,11 @@ class DavCalDavClient implements CalDavClient {
     const removed = new Set<string>();
     let next = token;
     for (let round = 0; round < MAX_SYNC_ROUNDS; round++) {
-      const { results, response } = await davCall(this.http, (fetchOverDav) =>
-        syncCollection({ url, props: { 'd:getetag': {} }, syncLevel: 1, syncToken: next, fetch: fetchOverDav }),
+      const { results, response } = await davCall(
+        this.http,
+        (fetchOverDav) =>
+          syncCollection({ url, props: { 'd:getetag': {} }, syncLevel: 1, syncToken: next, fetch: fetchOverDav }),
+        'listing',
       );
       if (response.status === 404 || response.status === 410)
         throw new CalDavCalendarGoneError(`${shownUrl(url)} is gone`, details(response));
@@ -290,13 +294,16 @@ class DavCalDavClient implements CalDavClient {
 
   /** PROPFIND Depth 1: every resource with its ETag, and the collection's ctag and sync token. */
   private async fullListing(url: string): Promise<{ seen: Seen[]; listing: Listing }> {
-    const { results, response } = await davCall(this.http, (fetchOverDav) =>
-      propfind({
-        url,
-        props: { 'd:resourcetype': {}, 'd:getetag': {}, 'cs:getctag': {}, 'd:sync-token': {} },
-        depth: '1',
-        fetch: fetchOverDav,
-      }),
+    const { results, response } = await davCall(
+      this.http,
+      (fetchOverDav) =>
+        propfind({
+          url,
+          props: { 'd:resourcetype': {}, 'd:getetag': {}, 'cs:getctag': {}, 'd:sync-token': {} },
+          depth: '1',
+          fetch: fetchOverDav,
+        }),
+      'listing',
     );
     if (response.status === 404 || response.status === 410)
       throw new CalDavCalendarGoneError(`${shownUrl(url)} is gone`, details(response));
@@ -342,23 +349,26 @@ class DavCalDavClient implements CalDavClient {
 
   /** calendar-multiget of `batch`: the resources read, by absolute href; undefined when the server has none. */
   private async multiget(url: string, batch: readonly Seen[]): Promise<Map<string, RemoteResource> | undefined> {
-    const { results, response } = await davCall(this.http, (fetchOverDav) =>
-      davRequest({
-        url,
-        init: {
-          method: 'REPORT',
-          namespace: 'd',
-          headers: { depth: '1' },
-          body: {
-            'c:calendar-multiget': {
-              _attributes: DAV_CALDAV,
-              'd:prop': { 'd:getetag': {}, 'c:calendar-data': {} },
-              'd:href': batch.map((entry) => entry.rawHref),
+    const { results, response } = await davCall(
+      this.http,
+      (fetchOverDav) =>
+        davRequest({
+          url,
+          init: {
+            method: 'REPORT',
+            namespace: 'd',
+            headers: { depth: '1' },
+            body: {
+              'c:calendar-multiget': {
+                _attributes: DAV_CALDAV,
+                'd:prop': { 'd:getetag': {}, 'c:calendar-data': {} },
+                'd:href': batch.map((entry) => entry.rawHref),
+              },
             },
           },
-        },
-        fetch: fetchOverDav,
-      }),
+          fetch: fetchOverDav,
+        }),
+      'listing',
     );
     if (mustFail(response.status, [501])) throw this.http.fail(response, 'REPORT');
     if (response.status !== 207) return undefined;

@@ -1,7 +1,8 @@
 /**
- * Every HTTP exchange of the CalDAV adapter: one undici Agent (connect, headers and body timeouts), Basic auth,
- * the per-host wait before each request, redirects followed by hand, the guard against internal addresses, and
- * the classification of statuses into the typed errors of `errors.ts`. tsdav gets {@link DavHttp.fetch}, a
+ * Every HTTP exchange of the CalDAV adapter: one undici Agent (connect, headers and body timeouts), a total
+ * deadline per request, Basic auth, the per-host wait before each request, redirects followed by hand, the guard
+ * against internal addresses, caps on the size and shape of answers, and the classification of statuses into the
+ * typed errors of `errors.ts`. tsdav gets {@link DavHttp.fetch}, a
  * `fetch` over the same path, so discovery and XML go through these rules too.
  *
  * The password lives in one header built here; no message, reason or log line ever holds it.
@@ -19,8 +20,11 @@ import {
   CalDavPermanentError,
   CalDavQuotaError,
   CalDavRateLimitError,
+  CalDavResponseTooLargeError,
+  CalDavTimeoutError,
   CalDavTransientError,
 } from './errors.ts';
+import { elementBudget, MAX_XML_DEPTH, xmlShapeExcess } from './xml-shape.ts';
 
 /** How long a request may take to connect, to get its headers, and between two chunks of its body. */
 export interface DavTimeouts {
@@ -39,8 +43,18 @@ export interface DavTransportOptions {
    * network). Off by default: a person could otherwise point the service at its own network.
    */
   allowPrivateHosts?: boolean | undefined;
-  /** The largest answer read (a full listing of a big calendar is a few MB). */
+  /**
+   * The largest listing read (a PROPFIND or sync-collection of a whole calendar: about 400 bytes per event, so
+   * 4 MiB holds some 10,000 events; a calendar-multiget of 100 events is about 200 KB).
+   */
   maxResponseBytes?: number | undefined;
+  /** The largest other answer read (discovery, a calendar's properties, a resource, a write's answer). */
+  maxSmallResponseBytes?: number | undefined;
+  /**
+   * How long one request may take, whole: connecting, headers and every byte of the body. The header and
+   * between-chunk timeouts alone let a server trickle a byte now and then for ever.
+   */
+  requestTimeoutMs?: number | undefined;
 }
 
 /** The connection pool of the adapter. */
@@ -48,11 +62,19 @@ export interface DavTransport {
   dispatcher: Dispatcher;
   allowPrivateHosts: boolean;
   maxResponseBytes: number;
+  maxSmallResponseBytes: number;
+  requestTimeoutMs: number;
   close(): Promise<void>;
 }
 
 const MAX_REDIRECTS = 5;
-const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
+const DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
+/**
+ * Discovery answers are a few KB; a calendar home listing a hundred calendars with their report sets about
+ * 150 KB.
+ */
+const DEFAULT_MAX_SMALL_RESPONSE_BYTES = 256 * 1024;
+const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 const REASON_LENGTH = 200;
 /** Builds the adapter's Agent. */
 export function createDavTransport(options: DavTransportOptions = {}): DavTransport {
@@ -70,12 +92,19 @@ export function createDavTransport(options: DavTransportOptions = {}): DavTransp
     dispatcher: agent,
     allowPrivateHosts,
     maxResponseBytes: options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,
+    maxSmallResponseBytes: options.maxSmallResponseBytes ?? DEFAULT_MAX_SMALL_RESPONSE_BYTES,
+    requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
     close: () => agent.close(),
   };
 }
 
+/** Which cap an answer is read under: a listing of a whole calendar, or anything else (small). */
+export type AnswerSize = 'small' | 'listing';
+
 /** One request. */
 export interface DavRequest {
+  /** The cap its answer is read under; small unless said. */
+  answer?: AnswerSize | undefined;
   method: string;
   url: string;
   headers?: Record<string, string> | undefined;
@@ -138,8 +167,11 @@ export function mayCarryCredentials(from: URL, to: URL): boolean {
 
 /** The server's own short words about a failure: a DAV precondition (`valid-sync-token`) or Sabre's message. */
 export function failureReason(body: string, secret: string): string | undefined {
-  const message = /<(?:\w+:)?message[^>]*>([^<]{1,2000})</.exec(body)?.[1]?.trim();
-  const precondition = /<(?:\w+:)?error[^>]*>\s*<(?:\w+:)?([\w-]+)/.exec(body)?.[1];
+  // Bounded repetitions over the answer's start: with `[^>]*` a body of `<message<message…` made these searches
+  // quadratic (3.6 s for 256 KiB); real error bodies are short and say it first.
+  const head = body.slice(0, 64 * 1024);
+  const message = /<(?:\w{1,40}:)?message[^>]{0,400}>([^<]{1,2000})</.exec(head)?.[1]?.trim();
+  const precondition = /<(?:\w{1,40}:)?error[^>]{0,400}>\s{0,400}<(?:\w{1,40}:)?([\w-]{1,100})/.exec(head)?.[1];
   const reason = message || precondition;
   if (!reason) return undefined;
   return (secret === '' ? reason : reason.replaceAll(secret, '[redacted]')).slice(0, REASON_LENGTH);
@@ -262,7 +294,7 @@ export class DavHttp {
     let body = req.body;
     let withCredentials = true;
     for (let hop = 0; ; hop++) {
-      const response = await this.exchange(method, url, req.headers, body, withCredentials);
+      const response = await this.exchange({ method, url, given: req.headers, body, withCredentials }, req.answer);
       const location = header(response, 'location');
       if (req.followRedirects === false || response.status < 300 || response.status >= 400 || !location) {
         // Our password was not sent there: its 401 says nothing about the password.
@@ -292,7 +324,7 @@ export class DavHttp {
    * A `fetch` for tsdav over {@link send} (same timeouts, auth, waits and guards; statuses handed back as they
    * are), and the last answer it got, whose status and headers tsdav's results do not always keep.
    */
-  capture(): { fetch: typeof fetch; last(): DavResponse | undefined } {
+  capture(answer: AnswerSize = 'small'): { fetch: typeof fetch; last(): DavResponse | undefined } {
     let last: DavResponse | undefined;
     const fetchOverDav = async (input: string | URL | Request, init: RequestInit = {}): Promise<Response> => {
       const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
@@ -302,7 +334,10 @@ export class DavHttp {
         headers: headerRecord(init.headers),
         body: typeof init.body === 'string' ? init.body : undefined,
         followRedirects: init.redirect !== 'manual',
+        answer,
       });
+      // tsdav parses what says it is XML into an object per element: a hostile shape is refused first.
+      refuseHostileXml(last, this.capOf(answer));
       return responseForTsdav(last);
     };
     return { fetch: fetchOverDav as typeof fetch, last: () => last };
@@ -325,12 +360,13 @@ export class DavHttp {
     return url;
   }
 
+  private capOf(answer: AnswerSize | undefined): number {
+    return answer === 'listing' ? this.transport.maxResponseBytes : this.transport.maxSmallResponseBytes;
+  }
+
   private async exchange(
-    method: string,
-    url: URL,
-    given: Record<string, string> | undefined,
-    body: string | undefined,
-    withCredentials: boolean,
+    { method, url, given, body, withCredentials }: Exchange,
+    answer: AnswerSize | undefined,
   ): Promise<DavResponse> {
     this.signal?.throwIfAborted();
     await this.beforeRequest(url.host);
@@ -339,15 +375,19 @@ export class DavHttp {
     for (const [name, value] of Object.entries(given ?? {}))
       if (!DROPPED_HEADERS.has(name.toLowerCase())) headers[name.toLowerCase()] = value;
     if (withCredentials) headers.authorization = this.authorization;
+    // The deadline starts once our own wait for the host's turn is over: it bounds what the server does.
+    const timeoutMs = this.transport.requestTimeoutMs;
+    const deadline = AbortSignal.timeout(timeoutMs);
+    const signal = this.signal ? AbortSignal.any([this.signal, deadline]) : deadline;
     try {
       const res = await request(url, {
         dispatcher: this.transport.dispatcher,
         method: method as Dispatcher.HttpMethod,
         headers,
         body: body ?? null,
-        signal: this.signal ?? null,
+        signal,
       });
-      const text = await this.readBody(res, method, url);
+      const text = await this.readBody(res, method, url, this.capOf(answer));
       return {
         status: res.statusCode,
         statusText: statusTextOf(res.statusCode),
@@ -358,6 +398,13 @@ export class DavHttp {
     } catch (error) {
       if (this.signal?.aborted) throw this.signal.reason;
       if (error instanceof CalDavPermanentError) throw error;
+      if (deadline.aborted)
+        throw new CalDavTimeoutError(`${method} ${shownUrl(url)}: no whole answer within ${timeoutMs} ms`, {
+          host: url.host,
+          reason: 'timeout',
+          timeoutMs,
+          cause: error,
+        });
       const code = errorCode(error) ?? errorCode((error as { cause?: unknown })?.cause);
       if (isAddressRefused(error))
         throw new CalDavAddressRefusedError(`${shownUrl(url)}: resolves to an internal address`, { host: url.host });
@@ -369,23 +416,57 @@ export class DavHttp {
     }
   }
 
-  private async readBody(res: Dispatcher.ResponseData, method: string, url: URL): Promise<string> {
+  /** The answer's text; refused unread beyond `cap` bytes (a `Content-Length` past it is not even started). */
+  private async readBody(res: Dispatcher.ResponseData, method: string, url: URL, cap: number): Promise<string> {
+    const tooLarge = (bytesRead: number) => {
+      res.body.on('error', () => undefined);
+      res.body.destroy();
+      return new CalDavResponseTooLargeError(`${method} ${shownUrl(url)}: the answer is larger than ${cap} bytes`, {
+        status: res.statusCode,
+        host: url.host,
+        measure: 'bytes',
+        limit: cap,
+        bytesRead,
+      });
+    };
+    const declared = Number(res.headers['content-length']);
+    if (Number.isFinite(declared) && declared > cap) throw tooLarge(0);
     const chunks: Buffer[] = [];
     let size = 0;
     for await (const chunk of res.body as AsyncIterable<Buffer>) {
       size += chunk.length;
-      if (size > this.transport.maxResponseBytes) {
-        res.body.on('error', () => undefined);
-        res.body.destroy();
-        throw new CalDavPermanentError(
-          `${method} ${shownUrl(url)}: the answer is larger than ${this.transport.maxResponseBytes} bytes`,
-          { status: res.statusCode, host: url.host },
-        );
-      }
+      if (size > cap) throw tooLarge(size);
       chunks.push(chunk);
     }
     return new TextDecoder().decode(Buffer.concat(chunks));
   }
+}
+
+/** One HTTP request of a {@link DavHttp.send}: a hop of its redirects. */
+interface Exchange {
+  method: string;
+  url: URL;
+  given: Record<string, string> | undefined;
+  body: string | undefined;
+  withCredentials: boolean;
+}
+
+/**
+ * Throws {@link CalDavResponseTooLargeError} when an answer that says it is XML nests deeper or holds more
+ * elements than a real one of its size would (see xml-shape.ts).
+ */
+function refuseHostileXml(response: DavResponse, cap: number): void {
+  if (!(header(response, 'content-type') ?? '').toLowerCase().includes('xml')) return;
+  const excess = xmlShapeExcess(response.body, { maxDepth: MAX_XML_DEPTH, maxElements: elementBudget(cap) });
+  if (excess === undefined) return;
+  const what = excess.measure === 'depth' ? 'nests deeper than' : 'holds more elements than';
+  throw new CalDavResponseTooLargeError(`${shownUrl(response.url)}: the answer ${what} ${excess.limit}`, {
+    status: response.status,
+    host: hostOf(response.url),
+    measure: excess.measure,
+    limit: excess.limit,
+    bytesRead: Buffer.byteLength(response.body),
+  });
 }
 
 const STATUS_TEXT: Record<number, string> = {

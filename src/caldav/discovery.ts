@@ -9,7 +9,7 @@
 import type { DAVResponse } from 'tsdav';
 import { propfind, serviceDiscovery } from 'tsdav';
 import type { CalDavCalendar, Discovery } from './caldav-client.ts';
-import { type DavHttp, type DavResponse, mayCarryCredentials, shownUrl } from './dav-http.ts';
+import { type AnswerSize, type DavHttp, type DavResponse, mayCarryCredentials, shownUrl } from './dav-http.ts';
 import { CalDavCalendarGoneError, CalDavForbiddenError, CalDavPermanentError } from './errors.ts';
 
 /** A tsdav call's parsed answer, and the HTTP answer under it. */
@@ -18,12 +18,16 @@ export interface DavCall {
   response: DavResponse;
 }
 
-/** Runs a tsdav request function with our fetch, and hands back what it parsed with the HTTP answer. */
+/**
+ * Runs a tsdav request function with our fetch, and hands back what it parsed with the HTTP answer. Its answer is
+ * read under the small cap unless it is a listing of a whole calendar.
+ */
 export async function davCall(
   http: DavHttp,
   call: (fetchOverDav: typeof fetch) => Promise<DAVResponse[]>,
+  answer: AnswerSize = 'small',
 ): Promise<DavCall> {
-  const { fetch: fetchOverDav, last } = http.capture();
+  const { fetch: fetchOverDav, last } = http.capture(answer);
   const results = await call(fetchOverDav);
   const response = last();
   if (response === undefined) throw new CalDavPermanentError('no request was made');

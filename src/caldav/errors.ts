@@ -51,6 +51,20 @@ export class CalDavTransientError extends CalDavError {
   override name = 'CalDavTransientError';
 }
 
+/**
+ * A request the server did not finish within the total deadline (`CALDAV_REQUEST_TIMEOUT`): a server that
+ * trickles its answer a byte at a time would otherwise hold a connect page or a worker's push slot for good.
+ */
+export class CalDavTimeoutError extends CalDavTransientError {
+  override name = 'CalDavTimeoutError';
+  readonly timeoutMs: number;
+
+  constructor(message: string, details: CalDavErrorDetails & { timeoutMs: number }) {
+    super(message, details);
+    this.timeoutMs = details.timeoutMs;
+  }
+}
+
 /** Any other refusal of our request (a 400, a redirect loop, an answer we cannot read): retrying will not help. */
 export class CalDavPermanentError extends CalDavError {
   override name = 'CalDavPermanentError';
@@ -100,4 +114,30 @@ export class ResourceRefusedError extends CalDavPermanentError {
  */
 export class CalDavAddressRefusedError extends CalDavPermanentError {
   override name = 'CalDavAddressRefusedError';
+}
+
+/** What an answer went past: its size in bytes, the nesting of its XML, or the number of its elements. */
+export type CalDavAnswerMeasure = 'bytes' | 'depth' | 'elements';
+
+/**
+ * An answer no real CalDAV server sends: larger than the cap of its kind of request (a few hundred KB for
+ * discovery, `CALDAV_MAX_RESPONSE_MB` for a listing), or XML nested or packed beyond reason. It is refused before
+ * it is parsed: parsing it would stall the process and take hundreds of MB.
+ */
+export class CalDavResponseTooLargeError extends CalDavPermanentError {
+  override name = 'CalDavResponseTooLargeError';
+  readonly measure: CalDavAnswerMeasure;
+  readonly limit: number;
+  /** Bytes read when the answer was refused (the whole answer's when its shape was). */
+  readonly bytesRead: number;
+
+  constructor(
+    message: string,
+    details: CalDavErrorDetails & { measure: CalDavAnswerMeasure; limit: number; bytesRead: number },
+  ) {
+    super(message, details);
+    this.measure = details.measure;
+    this.limit = details.limit;
+    this.bytesRead = details.bytesRead;
+  }
 }

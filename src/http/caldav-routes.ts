@@ -106,6 +106,7 @@ export async function registerCaldavRoutes(app: FastifyInstance, ctx: CalDavRout
       if ((values.username ?? '') === '') return again(400, { error: REQUIRED[lang].username, errorField: 'username' });
       if (password === '') return again(400, { error: REQUIRED[lang].password, errorField: 'password' });
       const url = fixed ?? (preset === 'nextcloud' ? nextcloudDavUrl(address) : address);
+      const gone = clientGone(reply);
       try {
         // Each attempt asks a server somewhere: limited per client and in total, as Google connects are.
         await limits.admit('caldav-connect', request.ip);
@@ -119,6 +120,7 @@ export async function registerCaldavRoutes(app: FastifyInstance, ctx: CalDavRout
           // connected before takes the options given and keeps its own when none is (only targets from before,
           // and the admin API without options, have none).
           ...connectOptions(chosen),
+          signal: gone.signal,
         });
         setManageCookie(ctx, kind, reply, connected.id, connected.manageToken);
         request.log.info({ target: connected.id, preset }, 'caldav target connected from the connect page');
@@ -128,6 +130,7 @@ export async function registerCaldavRoutes(app: FastifyInstance, ctx: CalDavRout
           .header('cache-control', 'no-store')
           .send();
       } catch (error) {
+        if (gone.signal.aborted) return abandoned(request, reply);
         const failure = caldavConnectFailure(error, 'page');
         const answer = failure?.error ?? toHttpError(error);
         if (answer === undefined || (answer.statusCode >= 500 && failure === undefined)) throw error;
@@ -148,11 +151,13 @@ export async function registerCaldavRoutes(app: FastifyInstance, ctx: CalDavRout
       const password = formField(request.body, 'password') ?? '';
       if (password === '')
         return answerManagePage(ctx, kind, request, reply, target, { error: REQUIRED[lang].password }, 400);
+      const gone = clientGone(reply);
       try {
         await limits.admit('caldav-connect', request.ip);
-        if (!(await changeCaldavPassword(ctx, target.id, password)))
+        if (!(await changeCaldavPassword(ctx, target.id, password, gone.signal)))
           return sendProblem(ctx, request, reply, 'unknown', 404);
       } catch (error) {
+        if (gone.signal.aborted) return abandoned(request, reply);
         const failure = caldavConnectFailure(error, 'page');
         const answer = failure?.error ?? toHttpError(error);
         if (answer === undefined || (answer.statusCode >= 500 && failure === undefined)) throw error;
@@ -164,6 +169,26 @@ export async function registerCaldavRoutes(app: FastifyInstance, ctx: CalDavRout
       return answerManagePage(ctx, kind, request, reply, fresh, { saved: true });
     });
   });
+}
+
+/**
+ * A signal that aborts when the client closes the connection before its answer is sent: discovery then stops
+ * asking the server (a person who gave up, or a script firing connects and hanging up, costs no more requests).
+ */
+export function clientGone(reply: FastifyReply): AbortController {
+  const controller = new AbortController();
+  const raw = reply.raw;
+  const onClose = () => {
+    if (!raw.writableFinished) controller.abort(new Error('the client closed the connection'));
+  };
+  raw.once('close', onClose);
+  return controller;
+}
+
+/** The answer to nobody: the client left while its server was being asked. */
+function abandoned(request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  request.log.info('caldav connect abandoned: the client closed the connection');
+  return reply.code(499).send();
 }
 
 const REQUIRED: Record<Lang, Record<'address' | 'username' | 'password', string>> = {
@@ -183,7 +208,8 @@ const REQUIRED: Record<Lang, Record<'address' | 'username' | 'password', string>
 function errorField(code: string): CalDavConnectView['errorField'] {
   if (code === 'CALDAV_CREDENTIALS_REFUSED') return 'password';
   if (code === 'CALDAV_CALENDAR_NOT_FOUND') return 'calendarUrl';
-  if (code === 'CALDAV_URL_REFUSED' || code === 'CALDAV_REFUSED' || code === 'CALDAV_UNREACHABLE') return 'address';
+  if (['CALDAV_URL_REFUSED', 'CALDAV_REFUSED', 'CALDAV_UNREACHABLE', 'CALDAV_RESPONSE_TOO_LARGE'].includes(code))
+    return 'address';
   return undefined;
 }
 

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { connectCaldavTarget } from '../subscriptions/caldav-connect.ts';
 import { parseSource, sourceKey } from '../timetable/source.ts';
 import { type CalDavKindDeps, caldavRouteKind } from './caldav-manage-routes.ts';
+import { clientGone } from './caldav-routes.ts';
 import { caldavConnectFailure } from './caldav-target-view.ts';
 import { sendError } from './error-answer.ts';
 import { parseOr400 } from './parse.ts';
@@ -59,9 +60,11 @@ export function registerCaldavTargetRoutes(admin: FastifyInstance, ctx: CalDavTa
     const source = sourceKey(parseSource(body.source));
     const options = await connectOptions(ctx, source, body.options);
     let connected: Awaited<ReturnType<typeof connectCaldavTarget>>;
+    const gone = clientGone(reply);
     try {
-      connected = await connectCaldavTarget(ctx, { ...body, source, options });
+      connected = await connectCaldavTarget(ctx, { ...body, source, options, signal: gone.signal });
     } catch (error) {
+      if (gone.signal.aborted) return reply.code(499).send();
       const failure = caldavConnectFailure(error);
       if (failure === undefined) throw error;
       return sendError(

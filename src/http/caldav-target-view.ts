@@ -5,11 +5,14 @@
  */
 import { type CalDavTarget, caldavDetails } from '../caldav/caldav-targets.ts';
 import {
+  CalDavAddressRefusedError,
   CalDavAuthError,
   CalDavCalendarGoneError,
   CalDavError,
   CalDavForbiddenError,
   CalDavRateLimitError,
+  CalDavResponseTooLargeError,
+  CalDavTimeoutError,
   CalDavTransientError,
 } from '../caldav/errors.ts';
 import { type CalDavPendingDeps, caldavPendingChanges } from '../caldav/pending-resources.ts';
@@ -84,6 +87,30 @@ export function caldavConnectFailure(error: unknown, reader: FailureReader = 'ap
     const words =
       reader === 'page' ? URL_PAGE_WORDS[error.problem](error.field) : URL_WORDS[error.problem](error.field);
     return { error: new HttpError('CALDAV_URL_REFUSED', words), field: error.field };
+  }
+  // A private address is the URL's fault, known before any server answered: said as the docs promise.
+  if (error instanceof CalDavAddressRefusedError)
+    return {
+      error: new HttpError('CALDAV_URL_REFUSED', {
+        en: `The address${hostOf(error)} leads into a private or internal network: the service does not connect there. Give the public address of the CalDAV server.`,
+        ru: `Адрес${hostOf(error)} ведёт во внутреннюю или частную сеть: сервис туда не обращается. Укажите публичный адрес CalDAV-сервера.`,
+      }),
+    };
+  if (error instanceof CalDavResponseTooLargeError)
+    return {
+      error: new HttpError('CALDAV_RESPONSE_TOO_LARGE', {
+        en: `The server${hostOf(error)} sent an answer no CalDAV server sends (too large or too deeply nested). Nothing was stored: check the server address.`,
+        ru: `Сервер${hostOf(error)} прислал ответ, какого не бывает у CalDAV-серверов (слишком большой или слишком вложенный). Ничего не сохранено: проверьте адрес сервера.`,
+      }),
+    };
+  if (error instanceof CalDavTimeoutError) {
+    const seconds = Math.round(error.timeoutMs / 1000);
+    return {
+      error: new HttpError('CALDAV_UNREACHABLE', {
+        en: `The calendar server${hostOf(error)} did not answer within ${seconds} s. Nothing was stored; try again in a few minutes.`,
+        ru: `Сервер календаря${hostOf(error)} не ответил за ${seconds} с. Ничего не сохранено; попробуйте через несколько минут.`,
+      }),
+    };
   }
   if (error instanceof CalDavNoCalendarError)
     return {

@@ -149,6 +149,12 @@ export const ERROR_CODES = {
     status: 502,
     meaning: 'The CalDAV server refused the request for good (no CalDAV at this address, or access forbidden).',
   },
+  CALDAV_RESPONSE_TOO_LARGE: {
+    status: 502,
+    meaning:
+      'The CalDAV server sent an answer no real server sends: larger than its cap, or XML nested or packed ' +
+      'beyond reason. It was refused unparsed; nothing was stored.',
+  },
   CALDAV_TARGET_NOT_FOUND: { status: 404, meaning: 'No CalDAV target has this id.' },
   CALDAV_NOT_CLEANED: {
     status: 502,

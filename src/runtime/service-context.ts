@@ -90,6 +90,8 @@ export function openServiceContext(options: ContextOptions): OpenContext {
     ? undefined
     : calDavClientFactory({
         timeouts: { headersMs: config.caldavRequestTimeoutMs },
+        requestTimeoutMs: config.caldavRequestTimeoutMs,
+        maxResponseBytes: config.caldavMaxResponseMb * 1024 * 1024,
         allowPrivateHosts: config.caldavAllowPrivate,
       });
   const caldav = createCalDavServices({

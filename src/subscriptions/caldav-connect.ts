@@ -14,7 +14,7 @@ import {
   caldavDetails,
   calendarDetailFields,
 } from '../caldav/caldav-targets.ts';
-import { CalDavCalendarGoneError, MkcalendarRefusedError } from '../caldav/errors.ts';
+import { CalDavCalendarGoneError, CalDavResponseTooLargeError, MkcalendarRefusedError } from '../caldav/errors.ts';
 import type { Config } from '../config.ts';
 import type { ActivationDeps } from '../jobs/activation.ts';
 import { enqueuePush } from '../jobs/queues.ts';
@@ -51,6 +51,11 @@ export interface CalDavConnectRequest {
    * existing target's as they are (a target from before keeps its whole timetable and the person's reminders).
    */
   newTargetOptions?: SubscriberOptions | undefined;
+  /**
+   * Aborts when whoever asked is gone (the page's client closed the connection): the server is asked nothing
+   * more, and what is under way is cancelled.
+   */
+  signal?: AbortSignal | undefined;
 }
 
 /** A connected target. `manageToken` is the only copy there will ever be. */
@@ -78,8 +83,8 @@ export interface CalDavConnectServices {
     | 'rotateManageToken'
     | 'scheduleReconcile'
   >;
-  /** A client for one account (every request waits for its host's budget). */
-  client(credentials: CalDavCredentials): CalDavClient;
+  /** A client for one account (every request waits for its host's budget; `signal` cancels them). */
+  client(credentials: CalDavCredentials, signal?: AbortSignal): CalDavClient;
 }
 
 /** What {@link connectCaldavTarget} uses. */
@@ -147,12 +152,27 @@ export async function connectCaldavTarget(
   // host and login; the password never names a key.
   const account = hashToken(`${new URL(checked.url).host}\n${checked.username}`).slice(0, 32);
   const turn = { account, source: checked.source, lockMs: CONNECT_LOCK_MS };
-  return core.takingTurns(ctx, caldavKind(ctx), turn, () => connect(ctx, checked, name));
+  return core
+    .takingTurns(ctx, caldavKind(ctx), turn, () => connect(ctx, checked, name))
+    .catch((error: unknown) => noteRefusedAnswer(ctx.logger, error));
+}
+
+/**
+ * Logs, once, an answer refused for its size or shape (with the host and how much was read: the trace of a
+ * hostile server), and rethrows the error.
+ */
+function noteRefusedAnswer(logger: Logger, error: unknown): never {
+  if (error instanceof CalDavResponseTooLargeError)
+    logger.warn(
+      { host: error.host, measure: error.measure, limit: error.limit, bytesRead: error.bytesRead },
+      'caldav answer refused: no real server sends one like it',
+    );
+  throw error;
 }
 
 /** {@link connectCaldavTarget} once the checks passed, under the account's lock. */
 async function connect(ctx: CalDavConnectDeps, request: CalDavConnectRequest, name: string): Promise<CalDavConnected> {
-  const client = ctx.caldav.client({ username: request.username, password: request.password });
+  const client = ctx.caldav.client({ username: request.username, password: request.password }, request.signal);
   // Proves the password before anything else is asked or stored: 401 is CalDavAuthError.
   const discovery = await client.discover(request.url);
   const existing = await existingTarget(ctx, request, discovery);
@@ -315,12 +335,17 @@ export type PasswordChangeDeps = ActivationDeps & {
  * the server first (CalDavAuthError, and nothing changes), then stored; a target that needed a password is
  * active again and pushes at once. Answers false when there is no such target.
  */
-export async function changeCaldavPassword(ctx: PasswordChangeDeps, id: string, password: string): Promise<boolean> {
+export async function changeCaldavPassword(
+  ctx: PasswordChangeDeps,
+  id: string,
+  password: string,
+  signal?: AbortSignal,
+): Promise<boolean> {
   requireCaldavPush(ctx);
   const target = await ctx.caldav.targets.get(id);
   if (target === undefined) return false;
-  const client = ctx.caldav.client({ username: caldavDetails(target).username, password });
-  await client.discover(target.calendarId);
+  const client = ctx.caldav.client({ username: caldavDetails(target).username, password }, signal);
+  await client.discover(target.calendarId).catch((error: unknown) => noteRefusedAnswer(ctx.logger, error));
   if (!(await ctx.caldav.targets.replaceCredential(id, password, ctx.now()))) return false;
   ctx.logger.info({ target: id, source: target.source }, 'caldav target password replaced');
   await enqueuePush(ctx.queues, 'caldav', id, target.source, 'connect');
