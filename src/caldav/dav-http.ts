@@ -8,6 +8,7 @@
  * The password lives in one header built here; no message, reason or log line ever holds it.
  */
 import { isIP } from 'node:net';
+import { getDomain } from 'tldts';
 import { type Dispatcher, request } from 'undici';
 import { guardedAgent, isAddressRefused, isInternalLiteral } from '../lib/internal-address.ts';
 import { parseRetryAfter } from '../lib/retry-after.ts';
@@ -146,23 +147,33 @@ export function etagOf(response: DavResponse): string {
 }
 
 /**
- * The registrable site of a host name, approximately (no public suffix list): its last two labels, or three
- * under a country's second level (`co.uk`, `com.ru`). Enough to tell `p62-caldav.icloud.com` from
- * `caldav.icloud.com`'s strangers.
+ * Shared hosts whose subdomains are different people's sites, which the public suffix list does not name: each
+ * `<name>.narod.ru` is a site of its own.
  */
-function siteOf(hostname: string): string {
-  const labels = hostname.toLowerCase().replace(/\.$/, '').split('.');
-  const secondLevel = labels.at(-2) ?? '';
-  const countryLevel = (labels.at(-1) ?? '').length === 2 && /^(co|com|net|org|ac|gov|edu|ne|or)$/.test(secondLevel);
-  return labels.slice(countryLevel && labels.length >= 3 ? -3 : -2).join('.');
+const UNLISTED_SHARED_HOSTS = ['narod.ru', 'ucoz.ru'];
+
+/**
+ * The registrable site of a host name by the public suffix list, its private part included (`a.github.io` and
+ * `b.github.io` are two sites; `caldav.icloud.com` and `p62-caldav.icloud.com` one); undefined for an IP literal
+ * and a name with no registrable part (`localhost`, a bare suffix), which only match themselves.
+ */
+function siteOf(hostname: string): string | undefined {
+  const name = hostname.toLowerCase().replace(/\.+$/, '');
+  if (isIP(name.replace(/^\[|\]$/g, '')) !== 0) return undefined;
+  // Every unlisted host has two labels: the site is the label under it.
+  if (UNLISTED_SHARED_HOSTS.some((host) => name.endsWith(`.${host}`))) return name.split('.').slice(-3).join('.');
+  return getDomain(name, { allowPrivateDomains: true }) ?? undefined;
 }
 
-/** Whether a redirect from `from` to `to` may carry the password: same host, or same site, never to plain http. */
+/**
+ * Whether a redirect from `from` to `to` may carry the password: same host, or same registrable site (see
+ * {@link siteOf}), never to plain http.
+ */
 export function mayCarryCredentials(from: URL, to: URL): boolean {
   if (from.protocol === 'https:' && to.protocol !== 'https:') return false;
   if (from.host === to.host) return true;
-  if (isIP(from.hostname) !== 0 || isIP(to.hostname) !== 0) return false;
-  return siteOf(from.hostname) === siteOf(to.hostname);
+  const site = siteOf(from.hostname);
+  return site !== undefined && site === siteOf(to.hostname);
 }
 
 /** The server's own short words about a failure: a DAV precondition (`valid-sync-token`) or Sabre's message. */

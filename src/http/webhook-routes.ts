@@ -6,7 +6,7 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { Config } from '../config.ts';
-import { isInternalLiteral } from '../lib/internal-address.ts';
+import { isInternalHost } from '../lib/internal-address.ts';
 import { newWebhookSecret } from '../notify/webhooks/sign.ts';
 import { WEBHOOK_ID, type WebhookStore } from '../store/webhook-store.ts';
 import { parseSource, sourceKey } from '../timetable/source.ts';
@@ -88,7 +88,7 @@ function receiverUrl(text: string, allowPrivate: boolean): string {
     throw refuse('url: must be an http:// or https:// URL', 'url: нужен адрес http:// или https://');
   if (url.username !== '' || url.password !== '')
     throw refuse('url: must not carry a login', 'url: адрес не должен содержать логин');
-  if (!allowPrivate && (isInternalLiteral(url) || url.hostname === 'localhost' || url.hostname.endsWith('.localhost')))
+  if (!allowPrivate && isInternalHost(url))
     throw refuse(
       'url: a private or loopback address (set WEBHOOK_ALLOW_PRIVATE=true to allow one)',
       'url: частный или локальный адрес (разрешается с WEBHOOK_ALLOW_PRIVATE=true)',

@@ -18,6 +18,31 @@ describe('mayCarryCredentials', () => {
     expect(carries('https://caldav.icloud.com/', 'http://p62-caldav.icloud.com/')).toBe(false);
     expect(carries('http://127.0.0.1:5232/', 'http://127.0.0.1:5233/')).toBe(false);
   });
+
+  it('tells tenants of a shared domain apart by the public suffix list, its private part included', () => {
+    const table: [from: string, to: string, carried: boolean][] = [
+      ['https://a.github.io/', 'https://b.github.io/', false],
+      ['https://a.github.io/', 'https://github.io/', false],
+      ['https://dav.a.github.io/', 'https://p1.a.github.io/', true],
+      ['https://x.narod.ru/', 'https://y.narod.ru/', false],
+      ['https://www.x.narod.ru/', 'https://x.narod.ru/', true],
+      ['https://x.ucoz.ru/', 'https://y.ucoz.ru/', false],
+      ['https://a.herokuapp.com/', 'https://b.herokuapp.com/', false],
+      ['https://bucket-a.s3.amazonaws.com/', 'https://bucket-b.s3.amazonaws.com/', false],
+      ['https://dav.example.msk.ru/', 'https://other.msk.ru/', false],
+      ['https://dav.example.msk.ru/', 'https://cal.example.msk.ru/', true],
+      ['https://caldav.yandex.ru/', 'https://caldav.yandex.ru./', true],
+      ['https://caldav.icloud.com/', 'https://P62-CALDAV.icloud.com/', true],
+      // A name without a registrable part, and an IP literal, only match themselves (port included).
+      ['http://radicale:5232/', 'http://radicale:5232/x/', true],
+      ['http://radicale:5232/', 'http://radicale:5233/', false],
+      ['http://localhost:5232/', 'http://a.localhost:5232/', false],
+      ['http://[::1]:5232/', 'http://[::1]:5233/', false],
+      ['http://[::1]:5232/', 'http://[::1]:5232/x/', true],
+      ['http://10.0.0.1/', 'http://10.0.0.2/', false],
+    ];
+    for (const [from, to, carried] of table) expect(carries(from, to), `${from} → ${to}`).toBe(carried);
+  });
 });
 
 describe('isInternalAddress', () => {

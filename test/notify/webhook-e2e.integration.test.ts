@@ -451,6 +451,16 @@ describe('webhooks without WEBHOOK_ALLOW_PRIVATE', () => {
       'http://169.254.169.254/latest/meta-data',
       'http://localhost:8080/hook',
       'http://[::ffff:127.0.0.1]/hook',
+      // IPv6 forms that carry an internal IPv4 address, the old site-local range, loopback names with a final dot.
+      'http://[::127.0.0.1]/hook',
+      'http://[::ffff:0:10.0.0.1]/hook',
+      'http://[2002:7f00:1::1]/hook',
+      'http://[64:ff9b::169.254.169.254]/latest/meta-data',
+      'http://[64:ff9b:1::808:808]/hook',
+      'http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/hook',
+      'http://[FEC0::1]:8080/hook',
+      'http://localhost./hook',
+      'http://a.localhost./hook',
     ]) {
       const answer = await strict.inject({
         method: 'POST',
@@ -468,6 +478,16 @@ describe('webhooks without WEBHOOK_ALLOW_PRIVATE', () => {
       payload: { source: 'group:4242', url: 'https://receiver.example/hook' },
     });
     expect(ok.statusCode).toBe(201);
+    // A public IPv4 address in the same IPv6 forms is a public receiver.
+    for (const url of ['http://[2002:808:808::1]/hook', 'http://[64:ff9b::8.8.8.8]/hook']) {
+      const answer = await strict.inject({
+        method: 'POST',
+        url: '/admin/webhooks',
+        headers: BEARER,
+        payload: { source: 'group:4242', url },
+      });
+      expect(answer.statusCode, url).toBe(201);
+    }
   });
 
   it('refuses, when connecting, a name that resolves to a loopback address', async () => {
