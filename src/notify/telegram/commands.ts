@@ -26,7 +26,8 @@ import type { NotifyOptions } from '../../timetable/notify-change.ts';
 import { type SourceKey, sourceOf } from '../../timetable/source.ts';
 import type { Occurrence } from '../../timetable/types.ts';
 import { localDate } from '../../timetable/zoned-time.ts';
-import { dayLabel, withSubgroup } from './words.ts';
+import type { CheckSource } from './source-check.ts';
+import { dayLabel, notFoundText, tooManySourcesText, tooManyStartsText, withSubgroup } from './words.ts';
 
 /** Telegram's limit on a message's text. */
 export const MESSAGE_LIMIT = 4096;
@@ -35,10 +36,15 @@ const WEEK_DAYS = 7;
 
 /** What the commands read and change. */
 export interface CommandDeps {
-  readonly chats: Pick<TelegramChats, 'subscribe' | 'unsubscribe' | 'ofChat' | 'resolvePayload' | 'setSubgroup'>;
+  readonly chats: Pick<TelegramChats, 'subscribeWithin' | 'unsubscribe' | 'ofChat' | 'resolvePayload' | 'setSubgroup'>;
   readonly snapshots: Pick<SnapshotStore, 'load' | 'optionValues'>;
   readonly subscriptions: Pick<SubscriptionStore, 'get'>;
-  readonly config: FeedSettings & { readonly publicUrl: string };
+  readonly config: FeedSettings & { readonly publicUrl: string; readonly telegramMaxSourcesPerChat: number };
+  /**
+   * Asks whether a public timetable new to the chat may be subscribed to (source-check.ts: the first-request
+   * limits, and whether the university knows it); absent, every one may (tests of the commands alone).
+   */
+  readonly checkSource?: CheckSource | undefined;
   /**
    * Keeps a subscribed source refreshed (marks it active and asks for a refresh), so that a timetable nobody
    * reads as a feed still has its changes noticed; absent in tests that need no refresh.
@@ -64,6 +70,9 @@ const SHORT_HELP =
 const NONE = 'Подписок нет. Откройте страницу расписания группы или преподавателя и нажмите «Уведомления в Telegram».';
 const EXPIRED =
   'Эта ссылка устарела или уже использована. Откройте страницу расписания ещё раз и нажмите «Уведомления в Telegram».';
+
+const NOT_READY =
+  'Расписание ещё загружается из университета. Откройте ту же ссылку ещё раз через минуту — я подпишу вас на него.';
 
 /** The long help. */
 export function helpText(publicUrl: string): string {
@@ -191,7 +200,11 @@ export class Commands {
     const subscription = personal ? await this.deps.subscriptions.get(sourceOf(source).id) : undefined;
     // A personal timetable deleted after its link was made is gone.
     if (personal && subscription === undefined) return EXPIRED;
-    await this.deps.chats.subscribe({ chatId, source, options });
+    const refused = await this.refuseStart(chatId, source);
+    if (refused !== undefined) return refused;
+    const max = this.deps.config.telegramMaxSourcesPerChat;
+    if ((await this.deps.chats.subscribeWithin({ chatId, source, options }, max)) === 'full')
+      return tooManySourcesText(max);
     if (this.deps.activate)
       await this.deps.activate(source).catch((error: unknown) => {
         this.deps.logger.warn({ err: error, source }, 'could not activate a timetable a chat subscribed to');
@@ -206,6 +219,24 @@ export class Commands {
     const subgroups = options.subgroup === undefined ? await this.subgroupsOf(source) : [];
     if (subgroups.length === 0) return text;
     return { text: `${text}\n\n${SUBGROUP_QUESTION}`, buttons: subgroupButtons(source, subgroups) };
+  }
+
+  /**
+   * Why `/start` of `source` may not subscribe the chat, or undefined when it may: the chat follows as many
+   * timetables as it may already, or (a public one new to the chat) the university does not know it, the
+   * first-request limits are spent, or its first fetch has not ended. Nothing is stored in any of these cases.
+   */
+  private async refuseStart(chatId: string, source: SourceKey): Promise<string | undefined> {
+    const followed = await this.deps.chats.ofChat(chatId);
+    if (followed.some((each) => each.source === source)) return undefined;
+    const max = this.deps.config.telegramMaxSourcesPerChat;
+    if (followed.length >= max) return tooManySourcesText(max);
+    if (sourceOf(source).kind === 'personal' || this.deps.checkSource === undefined) return undefined;
+    const check = await this.deps.checkSource(source, chatId);
+    if (check.kind === 'not-found') return notFoundText(source, this.deps.config.publicUrl);
+    if (check.kind === 'limited') return tooManyStartsText(check.retryAfterMs);
+    if (check.kind === 'not-ready') return NOT_READY;
+    return undefined;
   }
 
   /**
