@@ -6,8 +6,9 @@
 
 import { ClientLimits } from '../http/client-limits.ts';
 import { activateSource } from '../jobs/activation.ts';
-import { enqueueRefresh, refreshPending } from '../jobs/queues.ts';
+import { enqueueRefresh, enqueueReply, refreshPending } from '../jobs/queues.ts';
 import { createTelegramBot, type TelegramBot } from '../notify/telegram/bot.ts';
+import { CommandGate } from '../notify/telegram/flood-gate.ts';
 import { TelegramPoller } from '../notify/telegram/poller.ts';
 import { sourceChecker } from '../notify/telegram/source-check.ts';
 import type { ServiceContext } from './context.ts';
@@ -42,6 +43,9 @@ export function openTelegram(context: ServiceContext): TelegramBot | undefined {
       logger: context.logger,
       now: context.now,
       checkSource,
+      // Replies obey the limits change messages obey: jobs of the Telegram queue (after change messages).
+      reply: (reply) => enqueueReply(context.queues, { ...reply, askedAt: context.wallClock() }),
+      gate: new CommandGate(context.redis, context.keys, config.telegramCommandBurst),
       // A chat's timetable is refreshed like a visited page's: made active, and fetched when it was not.
       activate: async (source) => {
         if (await context.registry.isActive(source)) return;

@@ -26,6 +26,8 @@ import type { NotifyOptions } from '../../timetable/notify-change.ts';
 import { type SourceKey, sourceOf } from '../../timetable/source.ts';
 import type { Occurrence } from '../../timetable/types.ts';
 import { localDate } from '../../timetable/zoned-time.ts';
+import { type CommandGate, TOO_OFTEN } from './flood-gate.ts';
+import type { Buttons } from './sender.ts';
 import type { CheckSource } from './source-check.ts';
 import { dayLabel, notFoundText, tooManySourcesText, tooManyStartsText, withSubgroup } from './words.ts';
 
@@ -45,6 +47,13 @@ export interface CommandDeps {
    * limits, and whether the university knows it); absent, every one may (tests of the commands alone).
    */
   readonly checkSource?: CheckSource | undefined;
+  /**
+   * Sends a reply under the rate limits change messages obey (a job of the Telegram queue: one a second per
+   * chat, the bot's overall rate, retried on failure); absent, the reply is sent at once (tests).
+   */
+  readonly reply?: ((reply: { chatId: string; text: string; buttons?: Buttons }) => Promise<void>) | undefined;
+  /** Says whether a chat's command is answered (flood-gate.ts); absent, every one is. */
+  readonly gate?: Pick<CommandGate, 'admit'> | undefined;
   /**
    * Keeps a subscribed source refreshed (marks it active and asks for a refresh), so that a timetable nobody
    * reads as a feed still has its changes noticed; absent in tests that need no refresh.
@@ -105,6 +114,15 @@ export function registerCommands(bot: Bot, deps: CommandDeps): void {
   const commands = new Commands(deps);
   const send = async (ctx: Context, reply: string | Reply) => {
     const { text, buttons } = typeof reply === 'string' ? { text: reply, buttons: undefined } : reply;
+    const chatId = ctx.chat?.id;
+    if (deps.reply !== undefined && chatId !== undefined) {
+      await deps.reply({
+        chatId: String(chatId),
+        text: cut(text),
+        ...(buttons ? { buttons: callbacks(buttons) } : {}),
+      });
+      return;
+    }
     await ctx.reply(cut(text), {
       link_preview_options: { is_disabled: true },
       ...(buttons === undefined ? {} : { reply_markup: { inline_keyboard: buttons } }),
@@ -114,6 +132,9 @@ export function registerCommands(bot: Bot, deps: CommandDeps): void {
     (work: (ctx: Context, chatId: string) => Promise<string | Reply | Reply[]>) => async (ctx: Context) => {
       const chatId = ctx.chat?.id;
       if (chatId === undefined) return;
+      const verdict = deps.gate === undefined ? 'answer' : await deps.gate.admit(String(chatId));
+      if (verdict === 'warn') await send(ctx, TOO_OFTEN);
+      if (verdict !== 'answer') return;
       const replies = await work(ctx, String(chatId));
       for (const reply of Array.isArray(replies) ? replies : [replies]) await send(ctx, reply);
     };
@@ -455,6 +476,13 @@ function addDays(date: string, count: number): string {
 
 function days(first: string, last: string): number {
   return Math.round((Date.parse(`${last}T12:00:00Z`) - Date.parse(`${first}T12:00:00Z`)) / 86_400_000) + 1;
+}
+
+/** The buttons of a reply as a job carries them (the bot makes only callback buttons). */
+function callbacks(rows: InlineKeyboardButton[][]): Buttons {
+  return rows.map((row) =>
+    row.map((button) => ({ text: button.text, callback_data: 'callback_data' in button ? button.callback_data : '' })),
+  );
 }
 
 /** Text cut to Telegram's limit, saying how many lines were left out. */
