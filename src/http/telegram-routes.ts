@@ -7,6 +7,11 @@
  * link needs the signed-in browser (its cookie) and gives a one-time payload bound to the subscription, never
  * its feed token; its options are the subscription's own.
  *
+ * Anyone may ask for it, so it costs nothing that lasts: a public timetable's payload says everything itself
+ * (nothing stored), and only a kind the readable form cannot name gets a stored payload, for an hour. Only a
+ * timetable fetched before has a link (its page shows one; a made-up id answers 404 without asking the
+ * university), and each client address may ask `TELEGRAM_LINKS_PER_CLIENT` times (429 beyond).
+ *
  * `POST /telegram/webhook` receives updates in webhook mode (`TELEGRAM_WEBHOOK_URL`). Telegram sends the secret
  * token it was given in `X-Telegram-Bot-Api-Secret-Token`; anything else answers 401 before the body is looked
  * at. A handled update answers 200 even when its command failed (logged): Telegram would otherwise send it again,
@@ -14,13 +19,22 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
+import { bucket, TokenBuckets } from '../lib/rate-limit.ts';
+import type { RedisClient } from '../lib/redis-target.ts';
+import { secondsText } from '../lib/retry-after.ts';
+import { secondsWords } from '../lib/words.ts';
 import type { Logger } from '../logger.ts';
 import type { TelegramBot } from '../notify/telegram/bot.ts';
 import { constantTimeEqual } from '../security/tokens.ts';
+import type { FeedStore } from '../store/feed-store.ts';
+import type { RedisKeys } from '../store/keys.ts';
+import type { SourceRegistry } from '../store/registry.ts';
 import type { TelegramChats } from '../store/telegram-chats.ts';
 import { InvalidSourceError } from '../timetable/errors.ts';
 import { parseSource, sourceKey } from '../timetable/source.ts';
-import { HttpError } from './errors.ts';
+import { clientKeys } from './client-address.ts';
+import { SITE_ALLOWANCE } from './client-limits.ts';
+import { ClientLimitError, HttpError } from './errors.ts';
 import { type PersonalSessionDeps, readPersonalSession } from './personal-session.ts';
 import { readSubscriberOptions } from './subscriber-query.ts';
 
@@ -31,8 +45,12 @@ type Query = Record<string, string | string[] | undefined>;
 
 /** What the Telegram routes read. */
 export type TelegramRouteDeps = PersonalSessionDeps & {
-  readonly config: Pick<Config, 'telegramWebhookUrl'>;
+  readonly config: Pick<Config, 'telegramWebhookUrl' | 'telegramLinksPerClient'>;
   readonly notify: { readonly chats: Pick<TelegramChats, 'linkPayload' | 'oncePayload'> };
+  readonly feeds: Pick<FeedStore, 'exists'>;
+  readonly registry: Pick<SourceRegistry, 'isActive'>;
+  readonly keys: Pick<RedisKeys, 'rateLimit'>;
+  readonly redis: RedisClient;
   readonly logger: Pick<Logger, 'error' | 'warn'>;
 };
 
@@ -42,7 +60,11 @@ export async function registerTelegramRoutes(
   ctx: TelegramRouteDeps,
   telegram: TelegramBot | undefined,
 ): Promise<void> {
-  app.get<{ Querystring: Query }>('/telegram/start', (request, reply) => start(ctx, telegram, request, reply));
+  const buckets = new TokenBuckets(ctx.redis);
+  app.get<{ Querystring: Query }>('/telegram/start', async (request, reply) => {
+    await admitLink(ctx, buckets, request.ip);
+    return start(ctx, telegram, request, reply);
+  });
   app.post('/telegram/webhook', async (request, reply) => {
     if (telegram === undefined || ctx.config.telegramWebhookUrl === undefined) throw notConfigured();
     const given = request.headers[SECRET_HEADER];
@@ -91,6 +113,11 @@ async function start(
   } else {
     const { options, refused } = readSubscriberOptions(request.query);
     if (refused[0] !== undefined) throw refused[0];
+    if (!(await ctx.feeds.exists(source)) && !(await ctx.registry.isActive(source)))
+      throw new HttpError('TIMETABLE_NOT_LOADED', {
+        en: 'this timetable was never fetched: open its page first, then its Telegram link',
+        ru: 'это расписание ещё не загружалось: сначала откройте его страницу, потом ссылку на Telegram',
+      });
     payload = await ctx.notify.chats.linkPayload(source, options);
   }
   const username = await telegram.username();
@@ -100,6 +127,26 @@ async function start(
     .header('location', `https://t.me/${encodeURIComponent(username)}?start=${payload}`)
     .header('cache-control', 'no-store')
     .send();
+}
+
+/** Counts one link request of `ip` (and of its IPv6 site), or throws 429 RATE_LIMITED. */
+async function admitLink(ctx: TelegramRouteDeps, buckets: TokenBuckets, ip: string): Promise<void> {
+  const rate = ctx.config.telegramLinksPerClient;
+  const client = clientKeys(ip);
+  const own = [bucket(ctx.keys.rateLimit(`telegram-link:client:${client.client}`), rate)];
+  if (client.site !== undefined)
+    own.push(
+      bucket(ctx.keys.rateLimit(`telegram-link:client:${client.site}`), {
+        ...rate,
+        count: rate.count * SITE_ALLOWANCE,
+      }),
+    );
+  const wait = await buckets.tryTake(own);
+  if (wait === 0) return;
+  throw new ClientLimitError(wait, {
+    en: `too many Telegram links from your address; try again in ${secondsText(wait)}`,
+    ru: `слишком много ссылок на Telegram с вашего адреса; попробуйте снова через ${secondsWords(wait).ru}`,
+  });
 }
 
 function notConfigured(): HttpError {

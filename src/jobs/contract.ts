@@ -146,6 +146,20 @@ export interface TelegramSendJobData {
   collapse?: true;
 }
 
+/**
+ * Payload of the bot's answer to a command (job name `reply`, on the Telegram queue): it shares the queue's
+ * limiter and each chat's pace with change messages, which go first (a reply is a prioritised job).
+ */
+export interface TelegramReplyJobData {
+  chatId: string;
+  /** Plain text, cut to Telegram's limit. */
+  text: string;
+  /** Rows of callback buttons under it. */
+  buttons?: { text: string; callback_data: string }[][];
+  /** Epoch ms the command was handled: a reply that waited too long is dropped (logged), not sent late. */
+  askedAt: number;
+}
+
 /** Payload of a webhook delivery job (job name `webhook`). */
 export interface WebhookJobData {
   /** `wh:<hookId>:<source>:<stamp>`: one per (webhook, change set). */

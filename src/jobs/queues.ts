@@ -18,6 +18,7 @@ import {
   type RefreshJobData,
   type RefreshJobResult,
   type RefreshReason,
+  type TelegramReplyJobData,
   type TelegramSendJobData,
   type TickJobData,
   type WebhookJobData,
@@ -33,6 +34,7 @@ export interface Queues {
   pushQueue(kind: TargetKind): Queue<PushJobData, PushJobResult>;
   schedule: Queue<TickJobData | Record<string, never>>;
   notify: Queue<NotifyFanoutJobData | Record<string, never>>;
+  /** Change messages; also the bot's replies (job name {@link REPLY_JOB}, see {@link enqueueReply}). */
   telegram: Queue<TelegramSendJobData>;
   webhook: Queue<WebhookJobData>;
   /** What the callers of each pending follow-up refresh asked for (merged by `follow-ups.ts`). */
@@ -354,4 +356,16 @@ export async function enqueueNotifyFanout(
  */
 export function telegramJobOptions(): JobsOptions {
   return pushJobOptions();
+}
+
+/** The job name of a bot's reply on the Telegram queue. */
+export const REPLY_JOB = 'reply';
+/** A reply's priority: BullMQ takes jobs without one (change messages) first. */
+const REPLY_PRIORITY = 10;
+
+/** Queues the bot's reply to a command: sent under the queue's limiter and the chat's pace, retried on failure. */
+export async function enqueueReply(queues: Pick<Queues, 'telegram'>, data: TelegramReplyJobData): Promise<void> {
+  // The queue is typed by its change messages, which its readers look into; a reply is told apart by its name.
+  const queue = queues.telegram as unknown as Queue<TelegramReplyJobData>;
+  await queue.add(REPLY_JOB, data, { ...telegramJobOptions(), priority: REPLY_PRIORITY });
 }

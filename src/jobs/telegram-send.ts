@@ -35,8 +35,10 @@ import { type DeliveryEnd, heldDeliveryId, type NotifyOutbox } from '../store/no
 import type { TelegramChats } from '../store/telegram-chats.ts';
 import type { ChangeSet } from '../timetable/notify-change.ts';
 import type { SourceKey } from '../timetable/source.ts';
-import type { TelegramSendJobData } from './contract.ts';
+import type { TelegramReplyJobData, TelegramSendJobData } from './contract.ts';
 import { mayWaitAgain, waitOutRateLimit } from './failure.ts';
+import { REPLY_JOB } from './queues.ts';
+import { sendReply } from './telegram-reply.ts';
 
 /** What the Telegram send processor uses. */
 export interface TelegramSendDeps {
@@ -56,7 +58,7 @@ export interface TelegramSendDeps {
 /** Tuning that tests change. */
 export interface TelegramSendTuning {
   /** The sender (default: grammY's Api at `TELEGRAM_API_ROOT` with `TELEGRAM_BOT_TOKEN`). */
-  sender?: Pick<TelegramSender, 'send'>;
+  sender?: Pick<TelegramSender, 'send'> & Partial<Pick<TelegramSender, 'sendPlain'>>;
   /** How long a claimed delivery stays leased: longer than a send may take. */
   leaseMs?: number;
 }
@@ -65,6 +67,9 @@ export interface TelegramSendTuning {
 export type TelegramSendResult =
   | { outcome: 'sent'; messageId: number }
   | { outcome: DeliveryEnd | 'done-before' | 'unsubscribed' };
+
+/** The sender of change messages and replies. */
+type Sender = Pick<TelegramSender, 'send' | 'sendPlain'>;
 
 /** A delivery's lease: well beyond the sender's timeout (15 s). */
 export const DELIVERY_LEASE_MS = 60_000;
@@ -81,6 +86,19 @@ export function telegramSendProcessor(
   let sender = tuning.sender;
   const leaseMs = tuning.leaseMs ?? DELIVERY_LEASE_MS;
   return async (job, token, signal) => {
+    if (job.name === REPLY_JOB) {
+      const reply = job as unknown as Job<TelegramReplyJobData>;
+      const log = ctx.logger.child({ jobId: job.id, attempt: job.attemptsMade + 1 });
+      sender ??= defaultSender(ctx.config);
+      return sendReply(ctx, reply, token, signal, log, sender as Sender, (sent) =>
+        failed(
+          ctx,
+          job,
+          log,
+          sent.kind === 'rate-limited' ? sent : { kind: 'failed', permanent: false, reason: sent.reason },
+        ),
+      );
+    }
     const { chatId, set } = job.data;
     const log = ctx.logger.child({ jobId: job.id, source: set.source, attempt: job.attemptsMade + 1 });
     if (job.data.collapse) return deliver(job, token, signal, log, heldSets(job.data));
@@ -244,7 +262,7 @@ async function failed(
   throw new Error(`Telegram send failed: ${sent.reason}`);
 }
 
-function defaultSender(config: TelegramSendDeps['config']): Pick<TelegramSender, 'send'> {
+function defaultSender(config: TelegramSendDeps['config']): Sender {
   if (config.telegramBotToken === undefined) throw new UnrecoverableError('TELEGRAM_BOT_TOKEN is not set');
   return createTelegramSender({ token: config.telegramBotToken, apiRoot: config.telegramApiRoot });
 }

@@ -3,10 +3,14 @@
  * webhook mode), an api process registers the webhook (in webhook mode) and links pages to the bot. Each part
  * registers its stop step with the process's one shutdown.
  */
+
+import { ClientLimits } from '../http/client-limits.ts';
 import { activateSource } from '../jobs/activation.ts';
-import { enqueueRefresh } from '../jobs/queues.ts';
+import { enqueueRefresh, enqueueReply, refreshPending } from '../jobs/queues.ts';
 import { createTelegramBot, type TelegramBot } from '../notify/telegram/bot.ts';
+import { CommandGate } from '../notify/telegram/flood-gate.ts';
 import { TelegramPoller } from '../notify/telegram/poller.ts';
+import { sourceChecker } from '../notify/telegram/source-check.ts';
 import type { ServiceContext } from './context.ts';
 import type { Shutdown } from './shutdown.ts';
 
@@ -14,6 +18,19 @@ import type { Shutdown } from './shutdown.ts';
 export function openTelegram(context: ServiceContext): TelegramBot | undefined {
   const { config } = context;
   if (config.telegramBotToken === undefined) return undefined;
+  const limits = new ClientLimits(context);
+  // `/start` of a timetable never fetched is a first request, as a feed request for it is: the same limits
+  // (the chat is the client), the same fetch on demand, and no subscription to an id the university does not know.
+  const checkSource = sourceChecker({
+    ...context,
+    admit: async (client, likelyReal) => {
+      await limits.admit('first-request', client, { likelyReal });
+    },
+    refreshPending: (source) => refreshPending(context.queues, source),
+    fetch: async (source) => {
+      await enqueueRefresh(context.queues, config, source, { reason: 'demand', now: context.now() });
+    },
+  });
   return createTelegramBot(
     { ...config, telegramBotToken: config.telegramBotToken },
     {
@@ -25,6 +42,10 @@ export function openTelegram(context: ServiceContext): TelegramBot | undefined {
       keys: context.keys,
       logger: context.logger,
       now: context.now,
+      checkSource,
+      // Replies obey the limits change messages obey: jobs of the Telegram queue (after change messages).
+      reply: (reply) => enqueueReply(context.queues, { ...reply, askedAt: context.wallClock() }),
+      gate: new CommandGate(context.redis, context.keys, config.telegramCommandBurst),
       // A chat's timetable is refreshed like a visited page's: made active, and fetched when it was not.
       activate: async (source) => {
         if (await context.registry.isActive(source)) return;

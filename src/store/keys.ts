@@ -121,8 +121,13 @@ export interface RedisKeys {
   tgPace(chatId: string): string;
   /** STRING with a TTL: an update from Telegram already handled (a takeover or retry delivers it again). */
   tgUpdate(updateId: number): string;
-  /** STRING with a TTL: the bot's own `getMe` answer as JSON (its username makes the pages' links). */
-  readonly tgBotInfo: string;
+  /**
+   * STRING with a TTL: the bot's own `getMe` answer as JSON (its username makes the pages' links), per token (by a
+   * digest of it, never the token): a new token's bot is asked again.
+   */
+  tgBotInfo(tokenDigest: string): string;
+  /** STRING with a TTL: a chat was told «Слишком часто» and is not told again while it lives. */
+  tgFloodWarned(chatId: string): string;
   /** HASH: a webhook (source, URL, sealed secret, state, reason, created) (webhook-store.ts). */
   webhook(id: string): string;
   /** LIST: a webhook's last delivery attempts, newest first, JSON each. */
@@ -222,7 +227,8 @@ export function redisKeys(prefix: string): RedisKeys {
     tgPollLock: `${prefix}:tg:poll-lock`,
     tgPace: (chatId) => `${prefix}:tg:pace:${chatId}`,
     tgUpdate: (updateId) => `${prefix}:tg:update:${updateId}`,
-    tgBotInfo: `${prefix}:tg:bot-info`,
+    tgBotInfo: (tokenDigest) => `${prefix}:tg:bot-info:${tokenDigest}`,
+    tgFloodWarned: (chatId) => `${prefix}:tg:flood-warned:${chatId}`,
     webhook: (id) => `${prefix}:webhook:${id}`,
     webhookLog: (id) => `${prefix}:webhook:${id}:log`,
     webhooksOfSource: (key) => `${prefix}:webhooks-of-source:${key}`,

@@ -6,9 +6,11 @@
  * names a subscription the other lacks.
  *
  * A `/start` payload (Telegram allows 64 characters of `A-Za-z0-9_-`) names what to subscribe to:
- * - a public timetable with at most a subgroup, readable and stateless: `g4242`, `g4242_s1`, `e123_s2`;
- * - one whose options hide kinds (Cyrillic words, too long for a payload): `o` + 16 characters of the digest of
- *   source and options, stored under `tgLink` for a year (the same page gives the same payload);
+ * - a public timetable, readable and stateless: `g4242`, `g4242_s1`, `e123_s2`, `g4242_s1_x5` (hidden kinds as
+ *   bits: store/telegram-payload.ts);
+ * - one whose options hide a kind the readable form cannot name: `o` + 16 characters of the digest of source
+ *   and options, stored under `tgLink` for an hour (the same page gives the same payload; older versions stored
+ *   every hidden-kinds link so, for a year, and those still resolve while they live);
  * - a personal timetable: `p` + 22 random characters, stored under `tgOnce` for an hour and taken with GETDEL, so
  *   it subscribes one chat once. The feed token is never in it: a payload travels through Telegram's servers and
  *   the chat's history, and it must not read the feed.
@@ -16,23 +18,32 @@
  * stored for it.
  */
 import { createHash } from 'node:crypto';
+import { loadScript } from '../lib/lua-script.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import { randomToken } from '../security/tokens.ts';
 import type { NotifyOptions } from '../timetable/notify-change.ts';
 import { parseSource, type SourceKey, SUBSCRIPTION_ID, sourceKey, sourceOf } from '../timetable/source.ts';
 import type { RedisKeys } from './keys.ts';
+import { parsePublicPayload, publicPayload } from './telegram-payload.ts';
+
+export { KIND_CODES, parsePublicPayload, publicPayload } from './telegram-payload.ts';
 
 /** Telegram's limit on a `/start` payload: at most 64 of these characters. */
 export const PAYLOAD = /^[A-Za-z0-9_-]{1,64}$/;
-/** How long a stored payload of a page with hidden kinds lives after it was last handed out. */
-const LINK_TTL_SECONDS = 365 * 24 * 3600;
+/**
+ * How long a stored payload (hidden kinds that a readable one cannot name) lives: the link is followed at once,
+ * from the page to Telegram's «Start». Payloads stored by older versions keep their own (longer) lifetime.
+ */
+export const LINK_TTL_SECONDS = 3600;
 /** How long a personal page's one-time payload lives. */
 export const ONCE_TTL_SECONDS = 3600;
-/** Subgroups a readable payload can name (the options form allows fewer). */
-const SUBGROUP = /^[1-9]\d?$/;
-const PUBLIC = /^([ge])([1-9]\d{0,15})(?:_s([1-9]\d?))?$/;
 const STORED = /^o[A-Za-z0-9_-]{16}$/;
 const ONCE = /^p[A-Za-z0-9_-]{22}$/;
+
+const SUBSCRIBE = loadScript(import.meta.dirname, 'telegram-subscribe');
+
+/** What {@link TelegramChats.subscribeWithin} did. */
+export type SubscribeOutcome = 'added' | 'updated' | 'full';
 
 /** One subscription of a chat. */
 export interface ChatSubscription {
@@ -62,32 +73,6 @@ export function notifyOptionsOf(options: NotifyOptions): NotifyOptions {
   const kinds = [...new Set((options.excludeKinds ?? []).map((kind) => kind.toLocaleLowerCase('ru')))].sort();
   if (kinds.length > 0) result.excludeKinds = kinds;
   return result;
-}
-
-/**
- * The readable payload of a public source whose options hide no kind (`g4242`, `e17_s2`), or undefined when it
- * needs a stored one (hidden kinds, a personal source, a subgroup beyond two digits).
- */
-export function publicPayload(source: SourceKey, options: NotifyOptions): string | undefined {
-  const { kind, id } = sourceOf(source);
-  if (kind === 'personal' || (options.excludeKinds?.length ?? 0) > 0) return undefined;
-  const subgroup = options.subgroup === undefined ? '' : `_s${options.subgroup}`;
-  if (subgroup !== '' && !SUBGROUP.test(String(options.subgroup))) return undefined;
-  return `${kind === 'group' ? 'g' : 'e'}${id}${subgroup}`;
-}
-
-/** The source and options of a readable payload, or undefined when it is not one. */
-export function parsePublicPayload(payload: string): { source: SourceKey; options: NotifyOptions } | undefined {
-  const match = PUBLIC.exec(payload);
-  if (match === null) return undefined;
-  const [, letter, id, subgroup] = match as unknown as [string, 'g' | 'e', string, string | undefined];
-  let source: SourceKey;
-  try {
-    source = sourceKey(parseSource(`${letter === 'g' ? 'group' : 'employee'}:${id}`));
-  } catch {
-    return undefined;
-  }
-  return { source, options: subgroup === undefined ? {} : { subgroup: Number(subgroup) } };
 }
 
 /** The stored payload's id of a source and options: the same choice always gives the same id. */
@@ -143,6 +128,30 @@ export class TelegramChats {
     multi.sadd(this.keys.tgSourceChats(input.source), input.chatId);
     const [added] = await execResults(multi);
     return added === 1;
+  }
+
+  /**
+   * Subscribes a chat as {@link subscribe} does, unless it follows `maxSources` others already (one script: two
+   * `/start` at once cannot both take the last place); a source it follows only gets its new options.
+   */
+  async subscribeWithin(
+    input: { chatId: string; source: SourceKey; options: NotifyOptions },
+    maxSources: number,
+  ): Promise<SubscribeOutcome> {
+    const options = sourceOf(input.source).kind === 'personal' ? {} : notifyOptionsOf(input.options);
+    const keys = [this.keys.tgChat(input.chatId), this.keys.tgSourceChats(input.source)];
+    const done = await SUBSCRIBE.run(this.redis, keys, [
+      input.source,
+      JSON.stringify(options),
+      input.chatId,
+      maxSources,
+    ]);
+    return done === 1 ? 'added' : done === 0 ? 'updated' : 'full';
+  }
+
+  /** Whether a chat follows a source. */
+  async follows(chatId: string, source: SourceKey): Promise<boolean> {
+    return (await this.redis.hexists(this.keys.tgChat(chatId), source)) === 1;
   }
 
   /**

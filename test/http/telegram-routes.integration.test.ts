@@ -63,6 +63,23 @@ beforeAll(async () => {
   await storeTimetable(ctx, 'group:4242');
 });
 
+/** Every key of this test's prefix (SCAN). */
+async function prefixKeys(): Promise<string[]> {
+  const keys: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, batch] = await ctx.redis.scan(cursor, 'MATCH', `${ctx.config.redisPrefix}:*`, 'COUNT', 1000);
+    cursor = next;
+    keys.push(...batch);
+  } while (cursor !== '0');
+  return keys;
+}
+
+/** The stored `/start` payloads. */
+async function linkKeys(): Promise<string[]> {
+  return (await prefixKeys()).filter((key) => key.includes(':tg:link:'));
+}
+
 afterAll(async () => {
   await app?.close();
   await plain?.close();
@@ -71,23 +88,110 @@ afterAll(async () => {
 });
 
 describe('GET /telegram/start', () => {
-  it('sends a public page to the bot with a readable payload, or a stored one for hidden kinds', async () => {
+  it('sends a public page to the bot with a readable payload, or a stored one for an unlisted kind', async () => {
     const readable = await app.inject({ url: '/telegram/start?source=group:4242&subgroup=1' });
     expect(readable.statusCode).toBe(303);
     expect(readable.headers.location).toBe('https://t.me/timetable_test_bot?start=g4242_s1');
     expect(readable.headers['cache-control']).toBe('no-store');
 
+    const kinds = await app.inject({
+      url: `/telegram/start?source=group:4242&subgroup=2&exclude=${encodeURIComponent('Лекция,лабораторная работа')}`,
+    });
+    expect(kinds.headers.location).toBe('https://t.me/timetable_test_bot?start=g4242_s2_x5');
+    expect(await linkKeys()).toEqual([]);
+
     const hidden = await app.inject({
-      url: `/telegram/start?source=group:4242&exclude=${encodeURIComponent('Лекция')}`,
+      url: `/telegram/start?source=group:4242&exclude=${encodeURIComponent('Практика (семинар)')}`,
     });
     expect(hidden.statusCode).toBe(303);
     const payload = new URL(String(hidden.headers.location)).searchParams.get('start') ?? '';
     expect(payload).toMatch(/^o[A-Za-z0-9_-]{16}$/);
+    expect(await ctx.redis.ttl(ctx.keys.tgLink(payload))).toBeLessThanOrEqual(3600);
     expect(await ctx.notify.chats.resolvePayload(payload)).toEqual({
+      kind: 'source',
+      source: 'group:4242',
+      options: { excludeKinds: ['практика (семинар)'] },
+    });
+    await ctx.redis.del(ctx.keys.tgLink(payload));
+  });
+
+  it('leaves no key for 1,000 links of made-up groups, and limits each address', async () => {
+    const before = await prefixKeys();
+    const started = performance.now();
+    const answers: number[] = [];
+    for (let index = 0; index < 1000; index += 1) {
+      const exclude = encodeURIComponent('Практика (семинар)');
+      const response = await app.inject({
+        url: `/telegram/start?source=group:${80_000_000 + index}&exclude=${exclude}`,
+        remoteAddress: `198.51.100.${index % 100}`,
+      });
+      answers.push(response.statusCode);
+    }
+    const seconds = (performance.now() - started) / 1000;
+    expect(new Set(answers)).toEqual(new Set([404]));
+    const added = (await prefixKeys()).filter((key) => !before.includes(key));
+    // Only the addresses' rate-limit buckets, which expire within their minute.
+    expect(added.every((key) => key.includes(':rate:telegram-link:'))).toBe(true);
+    for (const key of added) expect(await ctx.redis.pttl(key)).toBeLessThanOrEqual(60_000);
+    console.log(`[figure] 1,000 links of made-up groups in ${seconds.toFixed(1)} s: ${added.length} keys, all buckets`);
+
+    const limited: number[] = [];
+    for (let index = 0; index < 61; index += 1)
+      limited.push(
+        (await app.inject({ url: '/telegram/start?source=group:4242', remoteAddress: '203.0.113.9' })).statusCode,
+      );
+    expect(limited.slice(0, 60).every((status) => status === 303)).toBe(true);
+    const refused = await app.inject({ url: '/telegram/start?source=group:4242', remoteAddress: '203.0.113.9' });
+    expect(refused.statusCode).toBe(429);
+    expect(refused.json().code).toBe('RATE_LIMITED');
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+  });
+
+  it('still resolves a payload stored by an older version', async () => {
+    // What the version before stored for a page with hidden kinds: a year-long key.
+    await ctx.redis.set(
+      ctx.keys.tgLink('oOLDoldOLDold1234'),
+      JSON.stringify({ source: 'group:4242', options: { excludeKinds: ['лекция'] } }),
+      'EX',
+      365 * 24 * 3600,
+    );
+    expect(await ctx.notify.chats.resolvePayload('oOLDoldOLDold1234')).toEqual({
       kind: 'source',
       source: 'group:4242',
       options: { excludeKinds: ['лекция'] },
     });
+  });
+
+  it('links to the bot of the token in use, not to the one cached for the token before', async () => {
+    expect(await telegram.username()).toBe('timetable_test_bot');
+    const other = await startFakeTelegram({ token: '987654321:another-token', username: 'timetable_new_bot' });
+    try {
+      const renamed = createTelegramBot(
+        { telegramBotToken: other.token, telegramApiRoot: other.apiRoot },
+        {
+          chats: ctx.notify.chats,
+          snapshots: ctx.snapshots,
+          subscriptions: ctx.subscriptions,
+          config: ctx.config,
+          redis: ctx.redis,
+          keys: ctx.keys,
+          logger: silentLogger(),
+          now: ctx.now,
+        },
+      );
+      const second = await buildApp(ctx, { logger: silentLogger(), telegram: renamed });
+      try {
+        const response = await second.inject({ url: '/telegram/start?source=group:4242' });
+        expect(response.headers.location).toBe('https://t.me/timetable_new_bot?start=g4242');
+      } finally {
+        await second.close();
+      }
+      const cached = await prefixKeys();
+      expect(cached.filter((key) => key.includes(':tg:bot-info:'))).toHaveLength(2);
+      expect(cached.some((key) => key.includes(other.token) || key.includes(fake.token))).toBe(false);
+    } finally {
+      await other.close();
+    }
   });
 
   it('refuses a bad source or option, and answers 503 without a bot', async () => {

@@ -12,7 +12,9 @@
  * once with answerCallbackQuery (a second answer, or one to an unknown id, is 400); editMessageReplyMarkup
  * replaces or takes away a message's keyboard (400 message is not modified when nothing changes, 400 message to
  * edit not found). Updates of a type the bot left
- * out of `allowed_updates` (getUpdates or setWebhook; kept until it names others) are never delivered.
+ * out of `allowed_updates` (getUpdates or setWebhook; kept until it names others) are never delivered. With
+ * `chatPaceMs`, a chat's messages closer together than that answer 429 with `retry_after`, as Telegram's
+ * per-chat limit does.
  */
 import { type TelegramFault, TelegramFaults } from './faults.ts';
 import { type FakeCall, type FakeTelegramContext, listen } from './server.ts';
@@ -31,6 +33,11 @@ export interface FakeTelegramOptions {
   username?: string;
   /** The bot's display name; default `Расписание`. */
   firstName?: string;
+  /**
+   * Enforce Telegram's per-chat limit: a sendMessage sooner than this after the chat's last accepted message
+   * answers 429 with `retry_after`. Default: not enforced.
+   */
+  chatPaceMs?: number;
 }
 
 /** A running fake. Owner actions and inspection go around the API: not recorded as calls, never fault. */
@@ -73,6 +80,8 @@ export interface FakeTelegram {
   webhook(): { url: string; secretToken: string | undefined } | undefined;
   /** Every POST of an update to the webhook, oldest first. */
   webhookPosts(): WebhookPost[];
+  /** How many sendMessage calls the per-chat limit (`chatPaceMs`) answered with 429. */
+  paceRefusals(): number;
 }
 
 /** Starts a fake Bot API on 127.0.0.1 (a free port). */
@@ -82,7 +91,16 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
   if (!Number.isSafeInteger(botId) || botId <= 0) throw new RangeError('token must start with the bot id and ":"');
   const username = options.username ?? 'timetable_test_bot';
   const state = new BotState(botId, username, options.firstName ?? 'Расписание');
-  const ctx: FakeTelegramContext = { token, state, faults: new TelegramFaults(), calls: [], stalled: new Set() };
+  const ctx: FakeTelegramContext = {
+    token,
+    state,
+    faults: new TelegramFaults(),
+    calls: [],
+    stalled: new Set(),
+    lastSent: new Map(),
+    paceRefusals: 0,
+    ...(options.chatPaceMs === undefined ? {} : { chatPaceMs: options.chatPaceMs }),
+  };
   const server = await listen(ctx);
   return {
     apiRoot: server.origin,
@@ -110,5 +128,6 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
     pendingUpdates: () => state.pendingUpdates(),
     webhook: () => state.webhookUrl(),
     webhookPosts: () => state.webhookPosts.map((post) => ({ ...post })),
+    paceRefusals: () => ctx.paceRefusals,
   };
 }

@@ -22,6 +22,12 @@ export interface FakeTelegramContext {
   calls: FakeCall[];
   /** Requests held by a `stall` fault, released by `release()`. */
   stalled: Set<() => void>;
+  /** Telegram's per-chat limit, when enforced: a chat's messages this far apart at least, else 429. */
+  chatPaceMs?: number;
+  /** When each chat's last message was accepted (performance.now()). */
+  lastSent: Map<string, number>;
+  /** 429 answers given by the per-chat limit. */
+  paceRefusals: number;
 }
 
 interface Answer {
@@ -95,7 +101,10 @@ async function callMethod(
     case 'getwebhookinfo':
       return fromResult(state.getWebhookInfo());
     case 'sendmessage': {
+      const refused = paceRefusal(ctx, params);
+      if (refused !== undefined) return refused;
       const { result, message } = state.sendMessage(params);
+      if (result.ok) ctx.lastSent.set(String(params.chat_id), performance.now());
       return fromResult(result, message);
     }
     case 'answercallbackquery':
@@ -116,6 +125,21 @@ async function callMethod(
     default:
       return errorOutcome(404, 'Not Found: method not found');
   }
+}
+
+/**
+ * Telegram's «one message a second» per chat, when enforced: a message sooner than `chatPaceMs` after the chat's
+ * last one answers 429 with `retry_after` (whole seconds, at least one), as Telegram does.
+ */
+function paceRefusal(ctx: FakeTelegramContext, params: Record<string, unknown>): Answer | undefined {
+  if (ctx.chatPaceMs === undefined) return undefined;
+  const last = ctx.lastSent.get(String(params.chat_id));
+  if (last === undefined) return undefined;
+  const left = ctx.chatPaceMs - (performance.now() - last);
+  if (left <= 0) return undefined;
+  ctx.paceRefusals += 1;
+  const retryAfter = Math.max(1, Math.ceil(left / 1000));
+  return errorOutcome(429, `Too Many Requests: retry after ${retryAfter}`, retryAfter);
 }
 
 /** Waits for `release()` or for the client to go; answers whether the client is still there. */

@@ -6,7 +6,7 @@
  * Telegram retries a webhook call that failed. Each update id is therefore claimed in Redis (`SET NX`, a day)
  * before it is handled; a second copy is dropped.
  */
-import { createHmac } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import { Bot, type Context, type NextFunction } from 'grammy';
 import type { UserFromGetMe } from 'grammy/types';
 import type { RedisClient } from '../../lib/redis-target.ts';
@@ -63,6 +63,11 @@ export function webhookSecret(config: TelegramBotConfig): string {
   return createHmac('sha256', key).update('telegram-webhook', 'utf8').digest('base64url');
 }
 
+/** A digest of the bot token that names its cached getMe answer: 16 hex characters, not the token. */
+export function tokenDigest(token: string): string {
+  return createHash('sha256').update(`telegram-bot-info\n${token}`, 'utf8').digest('hex').slice(0, 16);
+}
+
 /** Builds the bot with its middleware; `botInfo` skips getMe (tests). */
 export function createTelegramBot(
   config: TelegramBotConfig,
@@ -84,9 +89,11 @@ export function createTelegramBot(
   });
 
   let failedAt = -Infinity;
+  // Keyed by the token's digest: after the token changes, the pages link to the bot that serves it now.
+  const infoKey = deps.keys.tgBotInfo(tokenDigest(config.telegramBotToken));
   const me = async (): Promise<UserFromGetMe | undefined> => {
     if (bot.isInited()) return bot.botInfo;
-    const cached = await deps.redis.get(deps.keys.tgBotInfo);
+    const cached = await deps.redis.get(infoKey);
     if (cached !== null) {
       try {
         bot.botInfo = JSON.parse(cached) as UserFromGetMe;
@@ -99,7 +106,7 @@ export function createTelegramBot(
     try {
       const info = await bot.api.getMe();
       if (!bot.isInited()) bot.botInfo = info;
-      await deps.redis.set(deps.keys.tgBotInfo, JSON.stringify(info), 'EX', DAY_SECONDS);
+      await deps.redis.set(infoKey, JSON.stringify(info), 'EX', DAY_SECONDS);
       return info;
     } catch (error) {
       failedAt = Date.now();

@@ -26,7 +26,10 @@ import type { NotifyOptions } from '../../timetable/notify-change.ts';
 import { type SourceKey, sourceOf } from '../../timetable/source.ts';
 import type { Occurrence } from '../../timetable/types.ts';
 import { localDate } from '../../timetable/zoned-time.ts';
-import { dayLabel, withSubgroup } from './words.ts';
+import { type CommandGate, TOO_OFTEN } from './flood-gate.ts';
+import type { Buttons } from './sender.ts';
+import type { CheckSource } from './source-check.ts';
+import { dayLabel, notFoundText, tooManySourcesText, tooManyStartsText, withSubgroup } from './words.ts';
 
 /** Telegram's limit on a message's text. */
 export const MESSAGE_LIMIT = 4096;
@@ -35,10 +38,22 @@ const WEEK_DAYS = 7;
 
 /** What the commands read and change. */
 export interface CommandDeps {
-  readonly chats: Pick<TelegramChats, 'subscribe' | 'unsubscribe' | 'ofChat' | 'resolvePayload' | 'setSubgroup'>;
+  readonly chats: Pick<TelegramChats, 'subscribeWithin' | 'unsubscribe' | 'ofChat' | 'resolvePayload' | 'setSubgroup'>;
   readonly snapshots: Pick<SnapshotStore, 'load' | 'optionValues'>;
   readonly subscriptions: Pick<SubscriptionStore, 'get'>;
-  readonly config: FeedSettings & { readonly publicUrl: string };
+  readonly config: FeedSettings & { readonly publicUrl: string; readonly telegramMaxSourcesPerChat: number };
+  /**
+   * Asks whether a public timetable new to the chat may be subscribed to (source-check.ts: the first-request
+   * limits, and whether the university knows it); absent, every one may (tests of the commands alone).
+   */
+  readonly checkSource?: CheckSource | undefined;
+  /**
+   * Sends a reply under the rate limits change messages obey (a job of the Telegram queue: one a second per
+   * chat, the bot's overall rate, retried on failure); absent, the reply is sent at once (tests).
+   */
+  readonly reply?: ((reply: { chatId: string; text: string; buttons?: Buttons }) => Promise<void>) | undefined;
+  /** Says whether a chat's command is answered (flood-gate.ts); absent, every one is. */
+  readonly gate?: Pick<CommandGate, 'admit'> | undefined;
   /**
    * Keeps a subscribed source refreshed (marks it active and asks for a refresh), so that a timetable nobody
    * reads as a feed still has its changes noticed; absent in tests that need no refresh.
@@ -64,6 +79,9 @@ const SHORT_HELP =
 const NONE = 'Подписок нет. Откройте страницу расписания группы или преподавателя и нажмите «Уведомления в Telegram».';
 const EXPIRED =
   'Эта ссылка устарела или уже использована. Откройте страницу расписания ещё раз и нажмите «Уведомления в Telegram».';
+
+const NOT_READY =
+  'Расписание ещё загружается из университета. Откройте ту же ссылку ещё раз через минуту — я подпишу вас на него.';
 
 /** The long help. */
 export function helpText(publicUrl: string): string {
@@ -96,6 +114,15 @@ export function registerCommands(bot: Bot, deps: CommandDeps): void {
   const commands = new Commands(deps);
   const send = async (ctx: Context, reply: string | Reply) => {
     const { text, buttons } = typeof reply === 'string' ? { text: reply, buttons: undefined } : reply;
+    const chatId = ctx.chat?.id;
+    if (deps.reply !== undefined && chatId !== undefined) {
+      await deps.reply({
+        chatId: String(chatId),
+        text: cut(text),
+        ...(buttons ? { buttons: callbacks(buttons) } : {}),
+      });
+      return;
+    }
     await ctx.reply(cut(text), {
       link_preview_options: { is_disabled: true },
       ...(buttons === undefined ? {} : { reply_markup: { inline_keyboard: buttons } }),
@@ -105,6 +132,9 @@ export function registerCommands(bot: Bot, deps: CommandDeps): void {
     (work: (ctx: Context, chatId: string) => Promise<string | Reply | Reply[]>) => async (ctx: Context) => {
       const chatId = ctx.chat?.id;
       if (chatId === undefined) return;
+      const verdict = deps.gate === undefined ? 'answer' : await deps.gate.admit(String(chatId));
+      if (verdict === 'warn') await send(ctx, TOO_OFTEN);
+      if (verdict !== 'answer') return;
       const replies = await work(ctx, String(chatId));
       for (const reply of Array.isArray(replies) ? replies : [replies]) await send(ctx, reply);
     };
@@ -191,7 +221,11 @@ export class Commands {
     const subscription = personal ? await this.deps.subscriptions.get(sourceOf(source).id) : undefined;
     // A personal timetable deleted after its link was made is gone.
     if (personal && subscription === undefined) return EXPIRED;
-    await this.deps.chats.subscribe({ chatId, source, options });
+    const refused = await this.refuseStart(chatId, source);
+    if (refused !== undefined) return refused;
+    const max = this.deps.config.telegramMaxSourcesPerChat;
+    if ((await this.deps.chats.subscribeWithin({ chatId, source, options }, max)) === 'full')
+      return tooManySourcesText(max);
     if (this.deps.activate)
       await this.deps.activate(source).catch((error: unknown) => {
         this.deps.logger.warn({ err: error, source }, 'could not activate a timetable a chat subscribed to');
@@ -206,6 +240,24 @@ export class Commands {
     const subgroups = options.subgroup === undefined ? await this.subgroupsOf(source) : [];
     if (subgroups.length === 0) return text;
     return { text: `${text}\n\n${SUBGROUP_QUESTION}`, buttons: subgroupButtons(source, subgroups) };
+  }
+
+  /**
+   * Why `/start` of `source` may not subscribe the chat, or undefined when it may: the chat follows as many
+   * timetables as it may already, or (a public one new to the chat) the university does not know it, the
+   * first-request limits are spent, or its first fetch has not ended. Nothing is stored in any of these cases.
+   */
+  private async refuseStart(chatId: string, source: SourceKey): Promise<string | undefined> {
+    const followed = await this.deps.chats.ofChat(chatId);
+    if (followed.some((each) => each.source === source)) return undefined;
+    const max = this.deps.config.telegramMaxSourcesPerChat;
+    if (followed.length >= max) return tooManySourcesText(max);
+    if (sourceOf(source).kind === 'personal' || this.deps.checkSource === undefined) return undefined;
+    const check = await this.deps.checkSource(source, chatId);
+    if (check.kind === 'not-found') return notFoundText(source, this.deps.config.publicUrl);
+    if (check.kind === 'limited') return tooManyStartsText(check.retryAfterMs);
+    if (check.kind === 'not-ready') return NOT_READY;
+    return undefined;
   }
 
   /**
@@ -424,6 +476,13 @@ function addDays(date: string, count: number): string {
 
 function days(first: string, last: string): number {
   return Math.round((Date.parse(`${last}T12:00:00Z`) - Date.parse(`${first}T12:00:00Z`)) / 86_400_000) + 1;
+}
+
+/** The buttons of a reply as a job carries them (the bot makes only callback buttons). */
+function callbacks(rows: InlineKeyboardButton[][]): Buttons {
+  return rows.map((row) =>
+    row.map((button) => ({ text: button.text, callback_data: 'callback_data' in button ? button.callback_data : '' })),
+  );
 }
 
 /** Text cut to Telegram's limit, saying how many lines were left out. */

@@ -48,7 +48,7 @@ function redact(text: string, token: string): string {
 }
 
 /** Sends messages as one bot. */
-export class TelegramSender {
+export class TelegramSender implements ReplySender {
   private readonly api: SendApi;
   private readonly token: string;
 
@@ -72,6 +72,32 @@ export class TelegramSender {
       return outcomeOfError(error, this.token);
     }
   }
+
+  /** Sends plain `text` (no parse mode: names may hold `<` or `_`) with `buttons` under it, without a preview. */
+  async sendPlain(chatId: string, text: string, buttons?: Buttons, signal?: AbortSignal): Promise<SendOutcome> {
+    try {
+      const message = await this.api.sendMessage(
+        chatId,
+        text,
+        {
+          link_preview_options: { is_disabled: true },
+          ...(buttons === undefined ? {} : { reply_markup: { inline_keyboard: buttons } }),
+        },
+        signal as GrammySignal,
+      );
+      return { kind: 'sent', messageId: message.message_id };
+    } catch (error) {
+      return outcomeOfError(error, this.token);
+    }
+  }
+}
+
+/** Callback buttons under a message, row by row. */
+export type Buttons = { text: string; callback_data: string }[][];
+
+/** A sender that can also send plain text with buttons (the bot's replies). */
+export interface ReplySender {
+  sendPlain(chatId: string, text: string, buttons?: Buttons, signal?: AbortSignal): Promise<SendOutcome>;
 }
 
 /** A sender for the bot `token` at `apiRoot` (`https://api.telegram.org`, or a fake in tests). */

@@ -2,6 +2,7 @@
  * Words the bot's replies and its change messages share, so that a day or a subgroup reads the same in `/week`
  * as in «изменения в расписании» (pure).
  */
+import { pluralRu } from '../../lib/words.ts';
 import { subgroupOf } from '../../timetable/event-text.ts';
 
 const DAY_FORMAT = new Intl.DateTimeFormat('ru', { weekday: 'short', day: 'numeric', month: 'short', timeZone: 'UTC' });
@@ -30,4 +31,28 @@ export function withSubgroup(summary: string, note: string, followed: number | u
   if (subgroup === undefined || subgroupOf(summary) === subgroup) return summary;
   const mark = `${subgroup} подгруппа`;
   return summary.endsWith(')') ? `${summary.slice(0, -1)}, ${mark})` : `${summary} (${mark})`;
+}
+
+/** `/start` of an id the university does not know: what it is, and what to do next. */
+export function notFoundText(source: string, publicUrl: string): string {
+  const [kind, id] = source.split(':');
+  const what = kind === 'employee' ? `Преподаватель ${id} не найден` : `Группа ${id} не найдена`;
+  return (
+    `${what} в расписании университета, подписываться не на что. Проверьте номер в ссылке или откройте ` +
+    `страницу расписания на ${publicUrl.replace(/\/+$/, '')} и нажмите «Уведомления в Telegram».`
+  );
+}
+
+/** `/start` beyond the first-request limits: when to try again, in whole minutes. */
+export function tooManyStartsText(retryAfterMs: number): string {
+  const minutes = Math.max(1, Math.ceil(retryAfterMs / 60_000));
+  return `Сейчас слишком много запросов новых расписаний, попробуйте через ${minutes} мин.`;
+}
+
+/** `/start` of one more timetable than a chat may follow. */
+export function tooManySourcesText(max: number): string {
+  return (
+    `Вы уже следите за ${max} ${pluralRu(max, ['расписанием', 'расписаниями', 'расписаниями'])} — больше нельзя. ` +
+    'Посмотрите подписки: /list; отпишитесь от ненужной: /stop и номер, например /stop 1. Потом откройте ссылку ещё раз.'
+  );
 }

@@ -1,0 +1,90 @@
+/**
+ * The bot's replies obey the limits change messages obey, against the fake Bot API enforcing Telegram's
+ * one-a-second per chat (`chatPaceMs`): replies are jobs of the Telegram queue (its limiter, the chats' pace),
+ * a chat flooding commands gets TELEGRAM_COMMAND_BURST answers one a second and one «Слишком часто», and a reply
+ * refused with 429 is sent again after its `retry_after`.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { enqueueReply } from '../../src/jobs/queues.ts';
+import { silentLogger } from '../../src/logger.ts';
+import { createTelegramBot, type TelegramBot } from '../../src/notify/telegram/bot.ts';
+import { CommandGate, TOO_OFTEN } from '../../src/notify/telegram/flood-gate.ts';
+import { type FakeTelegram, startFakeTelegram } from '../../testkit/fake-telegram/index.ts';
+import { until } from '../../testkit/poll.ts';
+import { type Pipeline, startPipeline } from '../jobs/helpers.ts';
+
+let pipeline: Pipeline;
+let fake: FakeTelegram;
+let telegram: TelegramBot;
+
+beforeAll(async () => {
+  fake = await startFakeTelegram({ chatPaceMs: 1000 });
+  pipeline = await startPipeline({ TELEGRAM_BOT_TOKEN: fake.token, TELEGRAM_API_ROOT: fake.apiRoot });
+  const ctx = pipeline.ctx;
+  telegram = createTelegramBot(
+    { telegramBotToken: fake.token, telegramApiRoot: fake.apiRoot },
+    {
+      chats: ctx.notify.chats,
+      snapshots: ctx.snapshots,
+      subscriptions: ctx.subscriptions,
+      config: ctx.config,
+      redis: ctx.redis,
+      keys: ctx.keys,
+      logger: silentLogger(),
+      now: ctx.now,
+      reply: (reply) => enqueueReply(ctx.queues, { ...reply, askedAt: Date.now() }),
+      gate: new CommandGate(ctx.redis, ctx.keys, ctx.config.telegramCommandBurst),
+    },
+  );
+  void telegram.bot.start({ timeout: 1 });
+});
+
+afterAll(async () => {
+  if (telegram?.bot.isRunning()) await telegram.bot.stop();
+  await pipeline?.close();
+  await fake?.close();
+});
+
+describe('command replies', () => {
+  it('answer a chat flooding /week one a second, the excess once with «Слишком часто»', async () => {
+    const chat = 9001;
+    fake.addChat(chat);
+    const started = Date.now();
+    for (let index = 0; index < 40; index += 1) fake.userSays(chat, '/week');
+    // Three answers (the burst) and one «Слишком часто», then nothing more.
+    const messages = await until(
+      async () => fake.messages(chat),
+      (all) => all.length >= 4,
+      20_000,
+    );
+    await new Promise((done) => setTimeout(done, 2_000));
+    const all = fake.messages(chat);
+    expect(all).toHaveLength(4);
+    expect(all.filter((message) => message.text === TOO_OFTEN)).toHaveLength(1);
+    expect(fake.paceRefusals()).toBe(0);
+    const gaps = all.slice(1).map((message, index) => message.at - (all[index]?.at ?? 0));
+    for (const gap of gaps) expect(gap).toBeGreaterThanOrEqual(950);
+    console.log(
+      `[figure] 40 /week from one chat: ${all.length} replies over ${((messages.at(-1)?.at ?? started) - started) / 1000} s, ` +
+        `gaps ${gaps.join(', ')} ms, ${fake.paceRefusals()} refused by the per-chat limit`,
+    );
+  }, 40_000);
+
+  it('sends a reply refused with 429 again after retry_after', async () => {
+    const chat = 9002;
+    fake.addChat(chat);
+    fake.fault({ method: 'sendMessage', kind: '429', retryAfter: 2, chatId: chat });
+    const asked = Date.now();
+    fake.userSays(chat, '/list');
+    const [reply] = await until(
+      async () => fake.messages(chat),
+      (all) => all.length >= 1,
+      20_000,
+    );
+    expect(reply?.text).toContain('Подписок нет');
+    expect((reply?.at ?? 0) - asked).toBeGreaterThanOrEqual(1_900);
+    expect(
+      fake.calls('sendMessage').filter((call) => Number(call.params.chat_id) === chat).length,
+    ).toBeGreaterThanOrEqual(2);
+  }, 40_000);
+});
