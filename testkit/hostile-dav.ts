@@ -16,7 +16,14 @@ export type HostileMode =
   /** A small answer nested `depth` deep, with its Content-Length. */
   | { kind: 'deep'; depth: number }
   /** Headers at once, then one byte of a multistatus every `everyMs`, for ever. */
-  | { kind: 'drip'; everyMs: number };
+  | { kind: 'drip'; everyMs: number }
+  /**
+   * A small answer nested `depth` deep under two Content-Type headers, `text/plain` first: read whole by a
+   * client that believes the first, parsed by one that joins them (`text/plain, application/xml`).
+   */
+  | { kind: 'two-types'; depth: number }
+  /** Every request answered after `hopMs` with a redirect to the next path (`/hop/1`, `/hop/2`…), for ever. */
+  | { kind: 'slow-redirects'; hopMs: number };
 
 /** A running hostile server. */
 export interface HostileDav {
@@ -63,7 +70,23 @@ function drip(res: ServerResponse, everyMs: number): void {
   res.once('close', () => clearInterval(timer));
 }
 
-function answer(mode: HostileMode, res: ServerResponse): void {
+function answer(mode: HostileMode, req: IncomingMessage, res: ServerResponse): void {
+  if (mode.kind === 'slow-redirects') {
+    const hop = Number(/^\/hop\/(\d+)/.exec(req.url ?? '')?.[1] ?? 0);
+    const timer = setTimeout(() => {
+      res.writeHead(302, { location: `/hop/${hop + 1}`, 'content-length': 0 });
+      res.end();
+    }, mode.hopMs);
+    res.once('close', () => clearTimeout(timer));
+    return;
+  }
+  if (mode.kind === 'two-types') {
+    const body = `${HEAD}${'<d:prop>'.repeat(mode.depth)}${'</d:prop>'.repeat(mode.depth)}</d:multistatus>`;
+    res.setHeader('content-type', ['text/plain', 'application/xml']);
+    res.writeHead(207, { 'content-length': Buffer.byteLength(body) });
+    res.end(body);
+    return;
+  }
   if (mode.kind === 'drip') {
     drip(res, mode.everyMs);
     return;
@@ -90,7 +113,7 @@ export async function startHostileDav(mode: HostileMode): Promise<HostileDav> {
     res.once('close', () => {
       if (!res.writableFinished) hungUp++;
     });
-    answer(mode, res);
+    answer(mode, req, res);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;

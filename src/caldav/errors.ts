@@ -116,8 +116,11 @@ export class CalDavAddressRefusedError extends CalDavPermanentError {
   override name = 'CalDavAddressRefusedError';
 }
 
-/** What an answer went past: its size in bytes, the nesting of its XML, or the number of its elements. */
-export type CalDavAnswerMeasure = 'bytes' | 'depth' | 'elements';
+/**
+ * What an answer went past: its size in bytes, the nesting of its XML, the number of its elements; or it holds a
+ * document type or another markup declaration, which no CalDAV server sends.
+ */
+export type CalDavAnswerMeasure = 'bytes' | 'depth' | 'elements' | 'declaration';
 
 /**
  * An answer no real CalDAV server sends: larger than the cap of its kind of request (a few hundred KB for

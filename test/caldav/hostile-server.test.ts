@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { calDavClientFactory } from '../../src/caldav/dav-client.ts';
-import { failureReason } from '../../src/caldav/dav-http.ts';
+import { createDavTransport, DavHttp, failureReason } from '../../src/caldav/dav-http.ts';
 import { CalDavResponseTooLargeError, CalDavTimeoutError } from '../../src/caldav/errors.ts';
 import { elementBudget, xmlShapeExcess } from '../../src/caldav/xml-shape.ts';
 import { type HostileDav, type HostileMode, startHostileDav } from '../../testkit/hostile-dav.ts';
@@ -62,6 +62,11 @@ describe('answers no real server sends', () => {
 
   it('refuses a small answer nested 10,000 deep for its depth', async () => {
     const server = await hostile({ kind: 'deep', depth: 10_000 });
+    const error = await failure(client().discover(server.url));
+    expect(error).toMatchObject({ name: 'CalDavResponseTooLargeError', measure: 'depth', limit: 64 });
+  });
+  it('scans an answer whatever its Content-Type says: two headers, `text/plain` first, are no way around it', async () => {
+    const server = await hostile({ kind: 'two-types', depth: 10_000 });
     const error = await failure(client().discover(server.url));
     expect(error).toMatchObject({ name: 'CalDavResponseTooLargeError', measure: 'depth', limit: 64 });
   });
@@ -124,5 +129,22 @@ describe('the total deadline of a request', () => {
     expect(Date.now() - started).toBeLessThan(2_000);
     await expect.poll(() => server.hungUp).toBe(1);
     expect(server.requests).toBe(1);
+  });
+});
+
+describe('the total deadline across redirects', () => {
+  it('ends a chain of slow redirects at one deadline, not one per hop', async () => {
+    // Each hop answers in 0.6 s, under a deadline of 1.5 s per hop: six hops took 3.6 s (180 s with 30 s).
+    const server = await hostile({ kind: 'slow-redirects', hopMs: 600 });
+    const transport = createDavTransport({ allowPrivateHosts: true, requestTimeoutMs: 1_500 });
+    closers.push(() => transport.close());
+    const http = new DavHttp(transport, CREDENTIALS, noWait);
+    const started = Date.now();
+    const error = await failure(http.send({ method: 'PROPFIND', url: server.url }));
+    const elapsed = Date.now() - started;
+    expect(error).toBeInstanceOf(CalDavTimeoutError);
+    expect(elapsed).toBeGreaterThanOrEqual(1_400);
+    expect(elapsed).toBeLessThan(2_500);
+    expect(server.requests).toBe(3);
   });
 });
