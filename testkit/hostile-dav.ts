@@ -23,7 +23,9 @@ export type HostileMode =
    */
   | { kind: 'two-types'; depth: number }
   /** Every request answered after `hopMs` with a redirect to the next path (`/hop/1`, `/hop/2`…), for ever. */
-  | { kind: 'slow-redirects'; hopMs: number };
+  | { kind: 'slow-redirects'; hopMs: number }
+  /** Every request answered 200 with `text` as calendar data (a resource's GET). */
+  | { kind: 'calendar-data'; text: string };
 
 /** A running hostile server. */
 export interface HostileDav {
@@ -78,6 +80,11 @@ function answer(mode: HostileMode, req: IncomingMessage, res: ServerResponse): v
       res.end();
     }, mode.hopMs);
     res.once('close', () => clearTimeout(timer));
+    return;
+  }
+  if (mode.kind === 'calendar-data') {
+    res.writeHead(200, { 'content-type': 'text/calendar; charset=utf-8', etag: '"1"' });
+    res.end(mode.text);
     return;
   }
   if (mode.kind === 'two-types') {

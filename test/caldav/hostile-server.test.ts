@@ -148,3 +148,14 @@ describe('the total deadline across redirects', () => {
     expect(server.requests).toBe(3);
   });
 });
+
+describe('calendar data no calendar holds', () => {
+  it('reads a resource of 20,000 nested BEGIN lines as nobody\'s, at once (a path per line took 1.9 GB)', async () => {
+    const server = await hostile({ kind: 'calendar-data', text: 'BEGIN:A\r\n'.repeat(20_000) });
+    const started = Date.now();
+    const resource = await client().get(`${server.url}calendar/tts-1.ics`);
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(resource?.etag).toBe('"1"');
+    expect([resource?.uid, resource?.markerValue, resource?.hash]).toEqual([undefined, undefined, undefined]);
+  });
+});
