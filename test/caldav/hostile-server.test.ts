@@ -150,7 +150,7 @@ describe('the total deadline across redirects', () => {
 });
 
 describe('calendar data no calendar holds', () => {
-  it('reads a resource of 20,000 nested BEGIN lines as nobody\'s, at once (a path per line took 1.9 GB)', async () => {
+  it("reads a resource of 20,000 nested BEGIN lines as nobody's, at once (a path per line took 1.9 GB)", async () => {
     const server = await hostile({ kind: 'calendar-data', text: 'BEGIN:A\r\n'.repeat(20_000) });
     const started = Date.now();
     const resource = await client().get(`${server.url}calendar/tts-1.ics`);

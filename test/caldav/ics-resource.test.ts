@@ -134,7 +134,9 @@ describe('placedLines on hostile calendar data', () => {
     expect(() => placedLines('BEGIN:A\r\n'.repeat(9))).toThrow(IcsNestingError);
     const eight = placedLines(`${'BEGIN:A\r\n'.repeat(8)}X:1\r\n${'END:A\r\n'.repeat(8)}`);
     expect(eight.find((line) => line.name === 'X')?.path).toHaveLength(8);
-    const lines = placedLines('BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\nUID:1\r\nBEGIN:VALARM\r\nEND:VALARM\r\nEND:VEVENT\r\n');
+    const lines = placedLines(
+      'BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\nUID:1\r\nBEGIN:VALARM\r\nEND:VALARM\r\nEND:VEVENT\r\n',
+    );
     expect(lines.map((line) => line.path.join('/'))).toEqual([
       'VCALENDAR',
       'VCALENDAR/VEVENT',
