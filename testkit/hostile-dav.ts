@@ -24,6 +24,11 @@ export type HostileMode =
   | { kind: 'two-types'; depth: number }
   /** Every request answered after `hopMs` with a redirect to the next path (`/hop/1`, `/hop/2`…), for ever. */
   | { kind: 'slow-redirects'; hopMs: number }
+  /**
+   * Every request answered after `delayMs`, each well within a deadline, with a multistatus that keeps
+   * discovery going (a principal, a home, a collection that is no calendar): a connect of many slow requests.
+   */
+  | { kind: 'slow-dav'; delayMs: number }
   /** Every request answered 200 with `text` as calendar data (a resource's GET). */
   | { kind: 'calendar-data'; text: string };
 
@@ -79,6 +84,24 @@ function answer(mode: HostileMode, req: IncomingMessage, res: ServerResponse): v
       res.writeHead(302, { location: `/hop/${hop + 1}`, 'content-length': 0 });
       res.end();
     }, mode.hopMs);
+    res.once('close', () => clearTimeout(timer));
+    return;
+  }
+  if (mode.kind === 'slow-dav') {
+    const body =
+      '<?xml version="1.0" encoding="utf-8"?><d:multistatus xmlns:d="DAV:" xmlns:c="urn:ietf:params:xml:ns:caldav">' +
+      `<d:response><d:href>${req.url ?? '/'}</d:href><d:propstat><d:prop>` +
+      '<d:current-user-principal><d:href>/principal/</d:href></d:current-user-principal>' +
+      '<c:calendar-home-set><d:href>/home/</d:href></c:calendar-home-set>' +
+      '<d:resourcetype><d:collection/></d:resourcetype></d:prop><d:status>HTTP/1.1 200 OK</d:status></d:propstat>' +
+      '</d:response></d:multistatus>';
+    const timer = setTimeout(() => {
+      res.writeHead(207, {
+        'content-type': 'application/xml; charset=utf-8',
+        'content-length': Buffer.byteLength(body),
+      });
+      res.end(body);
+    }, mode.delayMs);
     res.once('close', () => clearTimeout(timer));
     return;
   }

@@ -65,6 +65,14 @@ export class CalDavTimeoutError extends CalDavTransientError {
   }
 }
 
+/**
+ * A push job past its whole budget (`CALDAV_PUSH_JOB_TIMEOUT`), or a connect past twice the request deadline:
+ * transient, so the push is tried again later (what it wrote is indexed and not written again).
+ */
+export class CalDavBudgetError extends CalDavTimeoutError {
+  override name = 'CalDavBudgetError';
+}
+
 /** Any other refusal of our request (a 400, a redirect loop, an answer we cannot read): retrying will not help. */
 export class CalDavPermanentError extends CalDavError {
   override name = 'CalDavPermanentError';
