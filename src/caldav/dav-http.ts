@@ -409,7 +409,7 @@ export class DavHttp {
         body: body ?? null,
         signal,
       });
-      const text = await this.readBody(res, method, url, this.capOf(answer));
+      const text = await this.readBody(res, method, url, answer);
       return {
         status: res.statusCode,
         statusText: statusTextOf(res.statusCode),
@@ -438,12 +438,23 @@ export class DavHttp {
     }
   }
 
-  /** The answer's text; refused unread beyond `cap` bytes (a `Content-Length` past it is not even started). */
-  private async readBody(res: Dispatcher.ResponseData, method: string, url: URL, cap: number): Promise<string> {
+  /**
+   * The answer's text; refused unread beyond its cap (a `Content-Length` past it is not even started). A listing
+   * refused names the setting that raises its cap: a calendar can outgrow it.
+   */
+  private async readBody(
+    res: Dispatcher.ResponseData,
+    method: string,
+    url: URL,
+    answer: AnswerSize | undefined,
+  ): Promise<string> {
+    const cap = this.capOf(answer);
+    const raise = answer === 'listing' ? ` (${cap / 1024 / 1024} MiB, CALDAV_MAX_RESPONSE_MB)` : '';
     const tooLarge = (bytesRead: number) => {
       res.body.on('error', () => undefined);
       res.body.destroy();
-      return new CalDavResponseTooLargeError(`${method} ${shownUrl(url)}: the answer is larger than ${cap} bytes`, {
+      const message = `${method} ${shownUrl(url)}: the answer is larger than ${cap} bytes${raise}`;
+      return new CalDavResponseTooLargeError(message, {
         status: res.statusCode,
         host: url.host,
         measure: 'bytes',

@@ -60,6 +60,13 @@ describe('answers no real server sends', () => {
     expect(error).toMatchObject({ name: 'CalDavResponseTooLargeError', measure: 'bytes' });
   });
 
+  it('names the setting that raises the cap when a listing or a resource is refused for its size', async () => {
+    const server = await hostile({ kind: 'flat', bytes: 6e6 });
+    const error = await failure(client().get(`${server.url}calendar/tts-1.ics`));
+    expect(error).toMatchObject({ name: 'CalDavResponseTooLargeError', measure: 'bytes', limit: 4 * 1024 * 1024 });
+    expect((error as Error).message).toContain('4 MiB, CALDAV_MAX_RESPONSE_MB');
+  });
+
   it('refuses a small answer nested 10,000 deep for its depth', async () => {
     const server = await hostile({ kind: 'deep', depth: 10_000 });
     const error = await failure(client().discover(server.url));
