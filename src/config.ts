@@ -742,6 +742,16 @@ const SETTINGS = {
     default: '30s',
     example: '60s',
   }),
+  caldavPushJobTimeoutMs: setting('CALDAV_PUSH_JOB_TIMEOUT', duration('10m', 1_000), {
+    group: 'caldav',
+    meaning:
+      'Time one CalDAV push job may take, all its requests together; beyond it the job stops, counts as failed ' +
+      'for now and is tried again later (what it wrote is kept), and the host rests for `CALDAV_REQUEST_TIMEOUT`. ' +
+      'A server answering every request just under its deadline cannot hold a worker for longer. A first push of ' +
+      'a large calendar to a slow server may take a few jobs.',
+    default: '10m',
+    example: '30m',
+  }),
   caldavMaxResponseMb: setting('CALDAV_MAX_RESPONSE_MB', positiveNumber(4, true, 64), {
     group: 'caldav',
     meaning:

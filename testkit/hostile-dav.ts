@@ -16,7 +16,21 @@ export type HostileMode =
   /** A small answer nested `depth` deep, with its Content-Length. */
   | { kind: 'deep'; depth: number }
   /** Headers at once, then one byte of a multistatus every `everyMs`, for ever. */
-  | { kind: 'drip'; everyMs: number };
+  | { kind: 'drip'; everyMs: number }
+  /**
+   * A small answer nested `depth` deep under two Content-Type headers, `text/plain` first: read whole by a
+   * client that believes the first, parsed by one that joins them (`text/plain, application/xml`).
+   */
+  | { kind: 'two-types'; depth: number }
+  /** Every request answered after `hopMs` with a redirect to the next path (`/hop/1`, `/hop/2`…), for ever. */
+  | { kind: 'slow-redirects'; hopMs: number }
+  /**
+   * Every request answered after `delayMs`, each well within a deadline, with a multistatus that keeps
+   * discovery going (a principal, a home, a collection that is no calendar): a connect of many slow requests.
+   */
+  | { kind: 'slow-dav'; delayMs: number }
+  /** Every request answered 200 with `text` as calendar data (a resource's GET). */
+  | { kind: 'calendar-data'; text: string };
 
 /** A running hostile server. */
 export interface HostileDav {
@@ -63,7 +77,46 @@ function drip(res: ServerResponse, everyMs: number): void {
   res.once('close', () => clearInterval(timer));
 }
 
-function answer(mode: HostileMode, res: ServerResponse): void {
+function answer(mode: HostileMode, req: IncomingMessage, res: ServerResponse): void {
+  if (mode.kind === 'slow-redirects') {
+    const hop = Number(/^\/hop\/(\d+)/.exec(req.url ?? '')?.[1] ?? 0);
+    const timer = setTimeout(() => {
+      res.writeHead(302, { location: `/hop/${hop + 1}`, 'content-length': 0 });
+      res.end();
+    }, mode.hopMs);
+    res.once('close', () => clearTimeout(timer));
+    return;
+  }
+  if (mode.kind === 'slow-dav') {
+    const body =
+      '<?xml version="1.0" encoding="utf-8"?><d:multistatus xmlns:d="DAV:" xmlns:c="urn:ietf:params:xml:ns:caldav">' +
+      `<d:response><d:href>${req.url ?? '/'}</d:href><d:propstat><d:prop>` +
+      '<d:current-user-principal><d:href>/principal/</d:href></d:current-user-principal>' +
+      '<c:calendar-home-set><d:href>/home/</d:href></c:calendar-home-set>' +
+      '<d:resourcetype><d:collection/></d:resourcetype></d:prop><d:status>HTTP/1.1 200 OK</d:status></d:propstat>' +
+      '</d:response></d:multistatus>';
+    const timer = setTimeout(() => {
+      res.writeHead(207, {
+        'content-type': 'application/xml; charset=utf-8',
+        'content-length': Buffer.byteLength(body),
+      });
+      res.end(body);
+    }, mode.delayMs);
+    res.once('close', () => clearTimeout(timer));
+    return;
+  }
+  if (mode.kind === 'calendar-data') {
+    res.writeHead(200, { 'content-type': 'text/calendar; charset=utf-8', etag: '"1"' });
+    res.end(mode.text);
+    return;
+  }
+  if (mode.kind === 'two-types') {
+    const body = `${HEAD}${'<d:prop>'.repeat(mode.depth)}${'</d:prop>'.repeat(mode.depth)}</d:multistatus>`;
+    res.setHeader('content-type', ['text/plain', 'application/xml']);
+    res.writeHead(207, { 'content-length': Buffer.byteLength(body) });
+    res.end(body);
+    return;
+  }
   if (mode.kind === 'drip') {
     drip(res, mode.everyMs);
     return;
@@ -90,7 +143,7 @@ export async function startHostileDav(mode: HostileMode): Promise<HostileDav> {
     res.once('close', () => {
       if (!res.writableFinished) hungUp++;
     });
-    answer(mode, res);
+    answer(mode, req, res);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;

@@ -3,7 +3,8 @@
  * token, ctag) for the next; read the server's errors; CalDAV's names in logs and metrics. A server asking us
  * to slow down (429, 503, 504) never pauses the queue, as a Google rate limit does: one throttling host (Yandex
  * is known to) would stop the pushes to every other. Its host cools down instead, for every worker, and only
- * the job is put aside until then.
+ * the job is put aside until then. A job has a budget of time over all its requests (`CALDAV_PUSH_JOB_TIMEOUT`):
+ * past it the job fails for now and its host rests for a request's deadline.
  */
 import type { Config } from '../config.ts';
 import type { PushAdapter, PushKindMetrics, PushSyncRequest, PushVerdict } from '../push/adapter.ts';
@@ -11,6 +12,7 @@ import type { CalDavServices } from './caldav-services.ts';
 import { caldavDetails, recordListing } from './caldav-targets.ts';
 import {
   CalDavAuthError,
+  CalDavBudgetError,
   CalDavCalendarGoneError,
   CalDavForbiddenError,
   CalDavPermanentError,
@@ -20,10 +22,14 @@ import {
 } from './errors.ts';
 import { loadPublishedResources, type PublishedResourcesDeps } from './published-resources.ts';
 import { syncCaldav } from './sync-caldav.ts';
+import { withinBudget } from './time-budget.ts';
 
 /** What the CalDAV adapter is built over: the targets and their servers, the published timetable, metrics. */
 export type CalDavPushDeps = PublishedResourcesDeps & {
-  readonly config: Pick<Config, 'caldavReconcileIntervalMs' | 'caldavPauseMs'>;
+  readonly config: Pick<
+    Config,
+    'caldavReconcileIntervalMs' | 'caldavPauseMs' | 'caldavPushJobTimeoutMs' | 'caldavRequestTimeoutMs'
+  >;
   readonly caldav: Pick<CalDavServices, 'targets' | 'client' | 'budget'>;
   readonly metrics: { readonly caldavPush: PushKindMetrics };
 };
@@ -54,13 +60,37 @@ export function caldavPush(ctx: CalDavPushDeps): PushAdapter {
   };
 }
 
-async function sync(ctx: CalDavPushDeps, { target, secret, reconcile, hooks }: PushSyncRequest) {
+async function sync(ctx: CalDavPushDeps, request: PushSyncRequest) {
+  const { target, hooks } = request;
+  const budgetMs = ctx.config.caldavPushJobTimeoutMs;
+  const host = hostOf(target.calendarId);
+  const expired = () =>
+    new CalDavBudgetError(`the CalDAV push took longer than ${budgetMs} ms; it is tried again later`, {
+      host,
+      reason: 'job-timeout',
+      timeoutMs: budgetMs,
+    });
+  try {
+    return await withinBudget(hooks.signal, budgetMs, expired, (signal) => syncWithin(ctx, request, signal));
+  } catch (error) {
+    // The host rests a while: its other targets' jobs would most likely spend their budgets the same way.
+    if (error instanceof CalDavBudgetError && host !== undefined)
+      await ctx.caldav.budget.coolDown(host, ctx.config.caldavRequestTimeoutMs);
+    throw error;
+  }
+}
+
+async function syncWithin(
+  ctx: CalDavPushDeps,
+  { target, secret, reconcile, hooks }: PushSyncRequest,
+  signal: AbortSignal,
+) {
   const published = await loadPublishedResources(ctx, target.source, target.options);
   if (published === undefined) return undefined;
   const { targets } = ctx.caldav;
   const details = caldavDetails(target);
   return syncCaldav({
-    client: ctx.caldav.client({ username: details.username, password: secret }, hooks.signal),
+    client: ctx.caldav.client({ username: details.username, password: secret }, signal),
     calendarUrl: target.calendarId,
     source: target.source,
     desired: published.desired,
@@ -70,7 +100,7 @@ async function sync(ctx: CalDavPushDeps, { target, secret, reconcile, hooks }: P
     onListing: async (listing) => {
       await recordListing(targets, target.id, target.calendarId, listing);
     },
-    signal: hooks.signal,
+    signal,
     log: hooks.log,
     targetId: target.id,
     concurrency: SYNC_CONCURRENCY,
@@ -79,6 +109,14 @@ async function sync(ctx: CalDavPushDeps, { target, secret, reconcile, hooks }: P
     onIndexed: hooks.onIndexed,
     now: hooks.now,
   });
+}
+
+function hostOf(url: string): string | undefined {
+  try {
+    return new URL(url).host;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The server's own words, when it gave any, after ours. */
@@ -108,6 +146,7 @@ function classify(error: unknown, now: number, pauseMs: number): PushVerdict {
     const reason = 'the calendar was deleted or is no longer reachable';
     return { kind: 'stop', label: 'calendar-gone', status: 'calendar-deleted', reason };
   }
+  if (error instanceof CalDavBudgetError) return { kind: 'transient', label: 'job-timeout' };
   if (error instanceof CalDavTransientError) return { kind: 'transient', label: 'transient' };
   if (error instanceof CalDavPermanentError) return { kind: 'permanent', label: 'permanent' };
   return { kind: 'transient' };

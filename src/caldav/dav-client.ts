@@ -46,7 +46,8 @@ import {
   ResourceRefusedError,
   UidConflictError,
 } from './errors.ts';
-import { parseResource } from './ics-resource.ts';
+import { IcsNestingError } from './ics-lines.ts';
+import { parseResource, type ResourceIdentity } from './ics-resource.ts';
 
 /** Hrefs per calendar-multiget. */
 const MULTIGET_BATCH = 100;
@@ -399,6 +400,15 @@ function details(response: DavResponse) {
 
 /** A resource with its text and what the text says of itself. */
 function withText(resource: RemoteResource, ics: string): RemoteResource {
-  const { uid, markerValue, hash } = parseResource(ics);
+  let identity: ResourceIdentity;
+  try {
+    identity = parseResource(ics);
+  } catch (error) {
+    // Components nested past reason: no calendar data we can read, so nobody's we know of, as a resource whose
+    // text has no marker: left alone, never taken for ours.
+    if (error instanceof IcsNestingError) return { ...resource, ics };
+    throw error;
+  }
+  const { uid, markerValue, hash } = identity;
   return { ...resource, ics, uid, markerValue, hash };
 }

@@ -304,30 +304,38 @@ export class DavHttp {
     let method = req.method.toUpperCase();
     let body = req.body;
     let withCredentials = true;
-    for (let hop = 0; ; hop++) {
-      const response = await this.exchange({ method, url, given: req.headers, body, withCredentials }, req.answer);
-      const location = header(response, 'location');
-      if (req.followRedirects === false || response.status < 300 || response.status >= 400 || !location) {
-        // Our password was not sent there: its 401 says nothing about the password.
-        if (!withCredentials && response.status === 401)
-          throw new CalDavPermanentError(
-            `${req.method} ${shownUrl(origin)} was redirected to ${url.host}, another site, which asks for a login`,
-            { status: 401, host: url.host },
-          );
-        return response;
+    // One deadline for the request and all its redirects: per hop, six slow hops made 180 s of a 30 s budget. A
+    // timer of our own, cleared at the end, so that no 30 s timer outlives the request.
+    const deadline = new Deadline(this.transport.requestTimeoutMs);
+    try {
+      for (let hop = 0; ; hop++) {
+        const exchange = { method, url, given: req.headers, body, withCredentials };
+        const response = await this.exchange(exchange, req.answer, deadline);
+        const location = header(response, 'location');
+        if (req.followRedirects === false || response.status < 300 || response.status >= 400 || !location) {
+          // Our password was not sent there: its 401 says nothing about the password.
+          if (!withCredentials && response.status === 401)
+            throw new CalDavPermanentError(
+              `${req.method} ${shownUrl(origin)} was redirected to ${url.host}, another site, which asks for a login`,
+              { status: 401, host: url.host },
+            );
+          return response;
+        }
+        if (hop >= MAX_REDIRECTS)
+          throw new CalDavPermanentError(`${method} ${shownUrl(origin)}: more than ${MAX_REDIRECTS} redirects`, {
+            status: response.status,
+            host: origin.host,
+          });
+        const next = this.parse(new URL(location, url).href);
+        withCredentials = withCredentials && mayCarryCredentials(url, next);
+        if (response.status === 303) {
+          method = 'GET';
+          body = undefined;
+        }
+        url = next;
       }
-      if (hop >= MAX_REDIRECTS)
-        throw new CalDavPermanentError(`${method} ${shownUrl(origin)}: more than ${MAX_REDIRECTS} redirects`, {
-          status: response.status,
-          host: origin.host,
-        });
-      const next = this.parse(new URL(location, url).href);
-      withCredentials = withCredentials && mayCarryCredentials(url, next);
-      if (response.status === 303) {
-        method = 'GET';
-        body = undefined;
-      }
-      url = next;
+    } finally {
+      deadline.clear();
     }
   }
 
@@ -347,7 +355,8 @@ export class DavHttp {
         followRedirects: init.redirect !== 'manual',
         answer,
       });
-      // tsdav parses what says it is XML into an object per element: a hostile shape is refused first.
+      // tsdav parses a successful answer into an object per element when any of its Content-Type headers says
+      // XML (it reads them joined): every successful answer is scanned, whatever it says it is.
       refuseHostileXml(last, this.capOf(answer));
       return responseForTsdav(last);
     };
@@ -378,6 +387,7 @@ export class DavHttp {
   private async exchange(
     { method, url, given, body, withCredentials }: Exchange,
     answer: AnswerSize | undefined,
+    deadline: Deadline,
   ): Promise<DavResponse> {
     this.signal?.throwIfAborted();
     await this.beforeRequest(url.host);
@@ -386,11 +396,12 @@ export class DavHttp {
     for (const [name, value] of Object.entries(given ?? {}))
       if (!DROPPED_HEADERS.has(name.toLowerCase())) headers[name.toLowerCase()] = value;
     if (withCredentials) headers.authorization = this.authorization;
-    // The deadline starts once our own wait for the host's turn is over: it bounds what the server does.
+    // The deadline runs once our own wait for the host's first turn is over: it bounds what the server does.
+    deadline.start();
     const timeoutMs = this.transport.requestTimeoutMs;
-    const deadline = AbortSignal.timeout(timeoutMs);
-    const signal = this.signal ? AbortSignal.any([this.signal, deadline]) : deadline;
+    const signal = this.signal ? AbortSignal.any([this.signal, deadline.signal]) : deadline.signal;
     try {
+      deadline.signal.throwIfAborted();
       const res = await request(url, {
         dispatcher: this.transport.dispatcher,
         method: method as Dispatcher.HttpMethod,
@@ -398,7 +409,7 @@ export class DavHttp {
         body: body ?? null,
         signal,
       });
-      const text = await this.readBody(res, method, url, this.capOf(answer));
+      const text = await this.readBody(res, method, url, answer);
       return {
         status: res.statusCode,
         statusText: statusTextOf(res.statusCode),
@@ -409,7 +420,7 @@ export class DavHttp {
     } catch (error) {
       if (this.signal?.aborted) throw this.signal.reason;
       if (error instanceof CalDavPermanentError) throw error;
-      if (deadline.aborted)
+      if (deadline.signal.aborted)
         throw new CalDavTimeoutError(`${method} ${shownUrl(url)}: no whole answer within ${timeoutMs} ms`, {
           host: url.host,
           reason: 'timeout',
@@ -427,12 +438,23 @@ export class DavHttp {
     }
   }
 
-  /** The answer's text; refused unread beyond `cap` bytes (a `Content-Length` past it is not even started). */
-  private async readBody(res: Dispatcher.ResponseData, method: string, url: URL, cap: number): Promise<string> {
+  /**
+   * The answer's text; refused unread beyond its cap (a `Content-Length` past it is not even started). A listing
+   * refused names the setting that raises its cap: a calendar can outgrow it.
+   */
+  private async readBody(
+    res: Dispatcher.ResponseData,
+    method: string,
+    url: URL,
+    answer: AnswerSize | undefined,
+  ): Promise<string> {
+    const cap = this.capOf(answer);
+    const raise = answer === 'listing' ? ` (${cap / 1024 / 1024} MiB, CALDAV_MAX_RESPONSE_MB)` : '';
     const tooLarge = (bytesRead: number) => {
       res.body.on('error', () => undefined);
       res.body.destroy();
-      return new CalDavResponseTooLargeError(`${method} ${shownUrl(url)}: the answer is larger than ${cap} bytes`, {
+      const message = `${method} ${shownUrl(url)}: the answer is larger than ${cap} bytes${raise}`;
+      return new CalDavResponseTooLargeError(message, {
         status: res.statusCode,
         host: url.host,
         measure: 'bytes',
@@ -453,6 +475,36 @@ export class DavHttp {
   }
 }
 
+/**
+ * The total deadline of one request, redirects included: started when the first hop is sent (the wait for the
+ * host's turn before it is ours, not the server's), cleared when the request ends.
+ */
+class Deadline {
+  private readonly controller = new AbortController();
+  private timer: NodeJS.Timeout | undefined;
+  private started = false;
+  private readonly ms: number;
+
+  constructor(ms: number) {
+    this.ms = ms;
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** Starts the clock; later calls (the next hops) leave it running. */
+  start(): void {
+    if (this.started) return;
+    this.started = true;
+    this.timer = setTimeout(() => this.controller.abort(new Error(`deadline of ${this.ms} ms`)), this.ms);
+  }
+
+  clear(): void {
+    clearTimeout(this.timer);
+  }
+}
+
 /** One HTTP request of a {@link DavHttp.send}: a hop of its redirects. */
 interface Exchange {
   method: string;
@@ -463,15 +515,22 @@ interface Exchange {
 }
 
 /**
- * Throws {@link CalDavResponseTooLargeError} when an answer that says it is XML nests deeper or holds more
- * elements than a real one of its size would (see xml-shape.ts).
+ * Throws {@link CalDavResponseTooLargeError} when a successful answer (what tsdav parses) nests deeper, holds more
+ * elements or declares more than a real one of its size would (see xml-shape.ts). Its Content-Type is not
+ * trusted: a server may send two, and tsdav parses when either says XML. Failed answers are only searched by
+ * bounded patterns ({@link failureReason}).
  */
 function refuseHostileXml(response: DavResponse, cap: number): void {
-  if (!(header(response, 'content-type') ?? '').toLowerCase().includes('xml')) return;
+  if (response.status < 200 || response.status >= 300) return;
   const excess = xmlShapeExcess(response.body, { maxDepth: MAX_XML_DEPTH, maxElements: elementBudget(cap) });
   if (excess === undefined) return;
-  const what = excess.measure === 'depth' ? 'nests deeper than' : 'holds more elements than';
-  throw new CalDavResponseTooLargeError(`${shownUrl(response.url)}: the answer ${what} ${excess.limit}`, {
+  const what =
+    excess.measure === 'depth'
+      ? `nests deeper than ${excess.limit}`
+      : excess.measure === 'elements'
+        ? `holds more elements than ${excess.limit}`
+        : 'holds a document type or markup declaration';
+  throw new CalDavResponseTooLargeError(`${shownUrl(response.url)}: the answer ${what}`, {
     status: response.status,
     host: hostOf(response.url),
     measure: excess.measure,

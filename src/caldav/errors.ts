@@ -65,6 +65,14 @@ export class CalDavTimeoutError extends CalDavTransientError {
   }
 }
 
+/**
+ * A push job past its whole budget (`CALDAV_PUSH_JOB_TIMEOUT`), or a connect past twice the request deadline:
+ * transient, so the push is tried again later (what it wrote is indexed and not written again).
+ */
+export class CalDavBudgetError extends CalDavTimeoutError {
+  override name = 'CalDavBudgetError';
+}
+
 /** Any other refusal of our request (a 400, a redirect loop, an answer we cannot read): retrying will not help. */
 export class CalDavPermanentError extends CalDavError {
   override name = 'CalDavPermanentError';
@@ -116,8 +124,11 @@ export class CalDavAddressRefusedError extends CalDavPermanentError {
   override name = 'CalDavAddressRefusedError';
 }
 
-/** What an answer went past: its size in bytes, the nesting of its XML, or the number of its elements. */
-export type CalDavAnswerMeasure = 'bytes' | 'depth' | 'elements';
+/**
+ * What an answer went past: its size in bytes, the nesting of its XML, the number of its elements; or it holds a
+ * document type or another markup declaration, which no CalDAV server sends.
+ */
+export type CalDavAnswerMeasure = 'bytes' | 'depth' | 'elements' | 'declaration';
 
 /**
  * An answer no real CalDAV server sends: larger than the cap of its kind of request (a few hundred KB for

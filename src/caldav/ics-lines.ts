@@ -53,19 +53,38 @@ export interface PlacedLine extends ContentLine {
   path: readonly string[];
 }
 
-/** Every unfolded line of `text` with its place; BEGIN/END lines are placed in the component they open or close. */
+/**
+ * How deep components may nest. iCalendar nests three deep at most (VCALENDAR > VEVENT > VALARM; VTIMEZONE >
+ * STANDARD): anything deeper is no calendar data, and a server could send thousands of BEGIN lines.
+ */
+export const MAX_COMPONENT_DEPTH = 8;
+
+/** Calendar data nested deeper than {@link MAX_COMPONENT_DEPTH}: unreadable, as if it were no iCalendar. */
+export class IcsNestingError extends Error {
+  override name = 'IcsNestingError';
+}
+
+/**
+ * Every unfolded line of `text` with its place; BEGIN/END lines are placed in the component they open or close.
+ * The lines of one component share one path (a path per line, copied, took 1.9 GB for 20,000 nested BEGINs).
+ * Throws {@link IcsNestingError} past {@link MAX_COMPONENT_DEPTH}.
+ */
 export function placedLines(text: string): PlacedLine[] {
-  const stack: string[] = [];
+  const paths: (readonly string[])[] = [[]];
   const placed: PlacedLine[] = [];
   for (const raw of unfoldLines(text)) {
     const line = parseLine(raw);
+    const current = paths[paths.length - 1] ?? [];
     if (line.name === 'BEGIN') {
-      stack.push(line.value.trim().toUpperCase());
-      placed.push({ ...line, path: [...stack] });
+      if (paths.length > MAX_COMPONENT_DEPTH)
+        throw new IcsNestingError(`components nested deeper than ${MAX_COMPONENT_DEPTH}`);
+      const path = Object.freeze([...current, line.value.trim().toUpperCase()]);
+      paths.push(path);
+      placed.push({ ...line, path });
     } else if (line.name === 'END') {
-      placed.push({ ...line, path: [...stack] });
-      stack.pop();
-    } else placed.push({ ...line, path: [...stack] });
+      placed.push({ ...line, path: current });
+      if (paths.length > 1) paths.pop();
+    } else placed.push({ ...line, path: current });
   }
   return placed;
 }

@@ -28,6 +28,7 @@ import { notFoundPage } from '../web/not-found-page.ts';
 import { pushOptionsLine } from '../web/push-options-line.ts';
 import { type CalDavKindDeps, caldavRouteKind } from './caldav-manage-routes.ts';
 import { caldavConnectFailure } from './caldav-target-view.ts';
+import { clientGone } from './client-gone.ts';
 import { ClientLimits, type ClientLimitsDeps } from './client-limits.ts';
 import { toHttpError } from './errors.ts';
 import { acceptForms, formField, formOf } from './form-body.ts';
@@ -169,20 +170,6 @@ export async function registerCaldavRoutes(app: FastifyInstance, ctx: CalDavRout
       return answerManagePage(ctx, kind, request, reply, fresh, { saved: true });
     });
   });
-}
-
-/**
- * A signal that aborts when the client closes the connection before its answer is sent: discovery then stops
- * asking the server (a person who gave up, or a script firing connects and hanging up, costs no more requests).
- */
-export function clientGone(reply: FastifyReply): AbortController {
-  const controller = new AbortController();
-  const raw = reply.raw;
-  const onClose = () => {
-    if (!raw.writableFinished) controller.abort(new Error('the client closed the connection'));
-  };
-  raw.once('close', onClose);
-  return controller;
 }
 
 /** The answer to nobody: the client left while its server was being asked. */

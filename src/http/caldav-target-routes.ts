@@ -8,8 +8,8 @@ import { z } from 'zod';
 import { connectCaldavTarget } from '../subscriptions/caldav-connect.ts';
 import { parseSource, sourceKey } from '../timetable/source.ts';
 import { type CalDavKindDeps, caldavRouteKind } from './caldav-manage-routes.ts';
-import { clientGone } from './caldav-routes.ts';
 import { caldavConnectFailure } from './caldav-target-view.ts';
+import { clientGone } from './client-gone.ts';
 import { sendError } from './error-answer.ts';
 import { parseOr400 } from './parse.ts';
 import {

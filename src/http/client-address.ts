@@ -6,6 +6,7 @@
  * client's.
  */
 import { isIPv6 } from 'node:net';
+import { ipv6Groups } from '../lib/internal-address.ts';
 
 /** The keys a client is limited by: itself, and for IPv6 the /48 it is part of. */
 export interface ClientKeys {
@@ -17,7 +18,7 @@ export interface ClientKeys {
 export function clientKeys(address: string): ClientKeys {
   const ip = plainAddress(address);
   if (!isIPv6(ip)) return { client: ip };
-  const groups = expandIPv6(ip);
+  const groups = (ipv6Groups(ip) ?? []).map((group) => group.toString(16));
   return { client: `${groups.slice(0, 4).join(':')}::/64`, site: `${groups.slice(0, 3).join(':')}::/48` };
 }
 
@@ -29,15 +30,4 @@ export function plainAddress(address: string): string {
 /** The key of a client address alone (its /64 for IPv6). */
 export function clientOf(ip: string): string {
   return clientKeys(ip).client;
-}
-
-/** The eight groups of an IPv6 address, `::` expanded (a zone id such as `%eth0` dropped). */
-function expandIPv6(ip: string): string[] {
-  const [head = '', tail] = (ip.split('%')[0] as string).split('::');
-  const left = head === '' ? [] : head.split(':');
-  const right = tail === undefined || tail === '' ? [] : tail.split(':');
-  const missing = 8 - left.length - right.length;
-  return [...left, ...Array.from({ length: Math.max(0, missing) }, () => '0'), ...right].map((group) =>
-    group.toLowerCase().replace(/^0+(?=.)/, ''),
-  );
 }

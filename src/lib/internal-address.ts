@@ -57,7 +57,7 @@ const INTERNAL = (() => {
  * The eight 16-bit groups of an IPv6 address in any spelling (`::` anywhere, upper case, a dotted-quad tail, a
  * zone id `%eth0`, brackets), or undefined when `text` is not one.
  */
-function ipv6Groups(text: string): number[] | undefined {
+export function ipv6Groups(text: string): number[] | undefined {
   const address = text.replace(/^\[(.*)\]$/, '$1').replace(/%[^%]*$/, '');
   if (isIP(address) !== 6) return undefined;
   // A dotted-quad tail (`::ffff:127.0.0.1`) is the last two groups.

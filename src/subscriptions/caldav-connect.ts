@@ -14,7 +14,13 @@ import {
   caldavDetails,
   calendarDetailFields,
 } from '../caldav/caldav-targets.ts';
-import { CalDavCalendarGoneError, CalDavResponseTooLargeError, MkcalendarRefusedError } from '../caldav/errors.ts';
+import {
+  CalDavBudgetError,
+  CalDavCalendarGoneError,
+  CalDavResponseTooLargeError,
+  MkcalendarRefusedError,
+} from '../caldav/errors.ts';
+import { withinBudget } from '../caldav/time-budget.ts';
 import type { Config } from '../config.ts';
 import type { ActivationDeps } from '../jobs/activation.ts';
 import { enqueuePush } from '../jobs/queues.ts';
@@ -89,7 +95,10 @@ export interface CalDavConnectServices {
 
 /** What {@link connectCaldavTarget} uses. */
 export type CalDavConnectDeps = core.PushConnectDeps & {
-  readonly config: Pick<Config, 'timezone' | 'caldavReconcileIntervalMs' | 'caldavAllowPrivate'>;
+  readonly config: Pick<
+    Config,
+    'timezone' | 'caldavReconcileIntervalMs' | 'caldavAllowPrivate' | 'caldavRequestTimeoutMs'
+  >;
   readonly logger: Logger;
   readonly caldav: CalDavConnectServices;
 };
@@ -153,8 +162,32 @@ export async function connectCaldavTarget(
   const account = hashToken(`${new URL(checked.url).host}\n${checked.username}`).slice(0, 32);
   const turn = { account, source: checked.source, lockMs: CONNECT_LOCK_MS };
   return core
-    .takingTurns(ctx, caldavKind(ctx), turn, () => connect(ctx, checked, name))
+    .takingTurns(ctx, caldavKind(ctx), turn, () =>
+      withinConnectBudget(ctx, request.signal, checked.url, (signal) => connect(ctx, { ...checked, signal }, name)),
+    )
     .catch((error: unknown) => noteRefusedAnswer(ctx.logger, error));
+}
+
+/**
+ * Runs a connect's requests within twice a request's deadline (the admin API's client may wait for ever, unlike
+ * a browser; a server answering each request just in time would hold the connect as long as it liked), which is
+ * also about how long the account's turn is held (`CONNECT_LOCK_MS`).
+ */
+function withinConnectBudget<T>(
+  ctx: { readonly config: Pick<Config, 'caldavRequestTimeoutMs'> },
+  signal: AbortSignal | undefined,
+  url: string,
+  work: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
+  const budgetMs = 2 * ctx.config.caldavRequestTimeoutMs;
+  const host = new URL(url).host;
+  const expired = () =>
+    new CalDavBudgetError(`connecting to ${host} took longer than ${budgetMs} ms`, {
+      host,
+      reason: 'connect-timeout',
+      timeoutMs: budgetMs,
+    });
+  return withinBudget(signal, budgetMs, expired, work);
 }
 
 /**
@@ -326,6 +359,7 @@ function collectionUrl(text: string, plainHttp: boolean): string {
 
 /** What {@link changeCaldavPassword} uses. */
 export type PasswordChangeDeps = ActivationDeps & {
+  readonly config: Pick<Config, 'caldavRequestTimeoutMs'>;
   readonly logger: Logger;
   readonly caldav: CalDavConnectServices;
 };
@@ -344,8 +378,10 @@ export async function changeCaldavPassword(
   requireCaldavPush(ctx);
   const target = await ctx.caldav.targets.get(id);
   if (target === undefined) return false;
-  const client = ctx.caldav.client({ username: caldavDetails(target).username, password }, signal);
-  await client.discover(target.calendarId).catch((error: unknown) => noteRefusedAnswer(ctx.logger, error));
+  const username = caldavDetails(target).username;
+  await withinConnectBudget(ctx, signal, target.calendarId, (within) =>
+    ctx.caldav.client({ username, password }, within).discover(target.calendarId),
+  ).catch((error: unknown) => noteRefusedAnswer(ctx.logger, error));
   if (!(await ctx.caldav.targets.replaceCredential(id, password, ctx.now()))) return false;
   ctx.logger.info({ target: id, source: target.source }, 'caldav target password replaced');
   await enqueuePush(ctx.queues, 'caldav', id, target.source, 'connect');

@@ -106,7 +106,8 @@ export class CalDavHarness {
     this.closeAll = parts.closeAll;
   }
 
-  static async start(): Promise<CalDavHarness> {
+  /** Starts everything; `env` adds to (or overrides) the context's CalDAV settings. */
+  static async start(env: Record<string, string> = {}): Promise<CalDavHarness> {
     const simulator = await startSimulator({
       port: 0,
       seed: 1,
@@ -118,7 +119,10 @@ export class CalDavHarness {
     const radicale = await startRadicale();
     const proxy = await startDavFaultProxy(radicale.url, { seed: 28 });
     const clock = { now: REFERENCE_DATE.getTime() };
-    const opened = await testContext({ UNIVERSITY_API_URL: simulator.url, ...caldavEnv() }, { now: () => clock.now });
+    const opened = await testContext(
+      { UNIVERSITY_API_URL: simulator.url, ...caldavEnv(), ...env },
+      { now: () => clock.now },
+    );
     // The tests queue their pushes themselves; a background reconcile would race them.
     await opened.context.queues.schedule.pause();
     const groups = (await simControl(simulator.url).groups())

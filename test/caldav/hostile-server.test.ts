@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { calDavClientFactory } from '../../src/caldav/dav-client.ts';
-import { failureReason } from '../../src/caldav/dav-http.ts';
+import { createDavTransport, DavHttp, failureReason } from '../../src/caldav/dav-http.ts';
 import { CalDavResponseTooLargeError, CalDavTimeoutError } from '../../src/caldav/errors.ts';
 import { elementBudget, xmlShapeExcess } from '../../src/caldav/xml-shape.ts';
 import { type HostileDav, type HostileMode, startHostileDav } from '../../testkit/hostile-dav.ts';
@@ -60,8 +60,20 @@ describe('answers no real server sends', () => {
     expect(error).toMatchObject({ name: 'CalDavResponseTooLargeError', measure: 'bytes' });
   });
 
+  it('names the setting that raises the cap when a listing or a resource is refused for its size', async () => {
+    const server = await hostile({ kind: 'flat', bytes: 6e6 });
+    const error = await failure(client().get(`${server.url}calendar/tts-1.ics`));
+    expect(error).toMatchObject({ name: 'CalDavResponseTooLargeError', measure: 'bytes', limit: 4 * 1024 * 1024 });
+    expect((error as Error).message).toContain('4 MiB, CALDAV_MAX_RESPONSE_MB');
+  });
+
   it('refuses a small answer nested 10,000 deep for its depth', async () => {
     const server = await hostile({ kind: 'deep', depth: 10_000 });
+    const error = await failure(client().discover(server.url));
+    expect(error).toMatchObject({ name: 'CalDavResponseTooLargeError', measure: 'depth', limit: 64 });
+  });
+  it('scans an answer whatever its Content-Type says: two headers, `text/plain` first, are no way around it', async () => {
+    const server = await hostile({ kind: 'two-types', depth: 10_000 });
     const error = await failure(client().discover(server.url));
     expect(error).toMatchObject({ name: 'CalDavResponseTooLargeError', measure: 'depth', limit: 64 });
   });
@@ -124,5 +136,33 @@ describe('the total deadline of a request', () => {
     expect(Date.now() - started).toBeLessThan(2_000);
     await expect.poll(() => server.hungUp).toBe(1);
     expect(server.requests).toBe(1);
+  });
+});
+
+describe('the total deadline across redirects', () => {
+  it('ends a chain of slow redirects at one deadline, not one per hop', async () => {
+    // Each hop answers in 0.6 s, under a deadline of 1.5 s per hop: six hops took 3.6 s (180 s with 30 s).
+    const server = await hostile({ kind: 'slow-redirects', hopMs: 600 });
+    const transport = createDavTransport({ allowPrivateHosts: true, requestTimeoutMs: 1_500 });
+    closers.push(() => transport.close());
+    const http = new DavHttp(transport, CREDENTIALS, noWait);
+    const started = Date.now();
+    const error = await failure(http.send({ method: 'PROPFIND', url: server.url }));
+    const elapsed = Date.now() - started;
+    expect(error).toBeInstanceOf(CalDavTimeoutError);
+    expect(elapsed).toBeGreaterThanOrEqual(1_400);
+    expect(elapsed).toBeLessThan(2_500);
+    expect(server.requests).toBe(3);
+  });
+});
+
+describe('calendar data no calendar holds', () => {
+  it("reads a resource of 20,000 nested BEGIN lines as nobody's, at once (a path per line took 1.9 GB)", async () => {
+    const server = await hostile({ kind: 'calendar-data', text: 'BEGIN:A\r\n'.repeat(20_000) });
+    const started = Date.now();
+    const resource = await client().get(`${server.url}calendar/tts-1.ics`);
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(resource?.etag).toBe('"1"');
+    expect([resource?.uid, resource?.markerValue, resource?.hash]).toEqual([undefined, undefined, undefined]);
   });
 });

@@ -1,6 +1,7 @@
 import ICAL from 'ical.js';
 import { describe, expect, it } from 'vitest';
 import { ALARM_PROPERTY, HASH_PROPERTY, MARKER_PROPERTY } from '../../src/caldav/caldav-client.ts';
+import { IcsNestingError, placedLines } from '../../src/caldav/ics-lines.ts';
 import { desiredResources, parseResource, resourceIdFor } from '../../src/caldav/ics-resource.ts';
 import { fieldsHash, ownedFields } from '../../src/push/desired-events.ts';
 import { eventIdFor } from '../../src/push/event-id.ts';
@@ -124,5 +125,25 @@ describe('parseResource', () => {
       .join('\n');
     expect(parseResource(folded)).toEqual({ uid: 'long-uid', markerValue: 'group:1' });
     expect(parseResource('BEGIN:VCALENDAR\r\nEND:VCALENDAR\r\n')).toEqual({});
+  });
+});
+
+describe('placedLines on hostile calendar data', () => {
+  it('refuses components nested deeper than 8 with a typed error, and keeps the lines of real data', () => {
+    expect(() => placedLines('BEGIN:A\r\n'.repeat(20_000))).toThrow(IcsNestingError);
+    expect(() => placedLines('BEGIN:A\r\n'.repeat(9))).toThrow(IcsNestingError);
+    const eight = placedLines(`${'BEGIN:A\r\n'.repeat(8)}X:1\r\n${'END:A\r\n'.repeat(8)}`);
+    expect(eight.find((line) => line.name === 'X')?.path).toHaveLength(8);
+    const lines = placedLines(
+      'BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\nUID:1\r\nBEGIN:VALARM\r\nEND:VALARM\r\nEND:VEVENT\r\n',
+    );
+    expect(lines.map((line) => line.path.join('/'))).toEqual([
+      'VCALENDAR',
+      'VCALENDAR/VEVENT',
+      'VCALENDAR/VEVENT',
+      'VCALENDAR/VEVENT/VALARM',
+      'VCALENDAR/VEVENT/VALARM',
+      'VCALENDAR/VEVENT',
+    ]);
   });
 });

@@ -139,3 +139,36 @@ describe('a private address', () => {
     expect(answer.body).toMatch(/id="caldav-address"[^>]*aria-invalid="true"/);
   });
 });
+
+describe('a connect of many slow requests, asked by a client that waits', () => {
+  let g: GoogleApp;
+  let slow: HostileDav;
+
+  beforeAll(async () => {
+    g = await startGoogleApp({ ...CONNECT, CALDAV_ALLOW_PRIVATE: 'true', CALDAV_REQUEST_TIMEOUT: '1s' });
+    await storeTimetable(g.ctx, 'group:4302');
+    slow = await startHostileDav({ kind: 'slow-dav', delayMs: 800 });
+  }, 60_000);
+  afterAll(async () => {
+    await slow?.close();
+    await g?.close();
+  });
+
+  it('ends at twice the request deadline, though every request answered within it', async () => {
+    const started = Date.now();
+    const answer = await g.app.inject({
+      method: 'POST',
+      url: '/admin/caldav-targets',
+      headers: BEARER,
+      payload: { source: 'group:4302', url: slow.url, username: 'u', password: 'secret-app-password' },
+    });
+    const elapsed = Date.now() - started;
+    // Five requests of 0.8 s took 4 s before, and ended in whatever the last answer meant.
+    expect(answer.json()).toMatchObject({ code: 'CALDAV_UNREACHABLE' });
+    expect(elapsed).toBeGreaterThanOrEqual(1_900);
+    expect(elapsed).toBeLessThan(3_200);
+    expect(slow.requests).toBeLessThanOrEqual(3);
+    await expect.poll(() => slow.hungUp).toBe(1);
+    expect(await g.ctx.caldav.targets.idsForSource('group:4302')).toEqual([]);
+  });
+});
