@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { redisKeys } from '../../src/store/keys.ts';
 import {
   KIND_CODES,
+  LEGACY_LINK_TTL_SECONDS,
   LINK_TTL_SECONDS,
   notifyOptionsOf,
   PAYLOAD,
@@ -158,6 +159,24 @@ describe('TelegramChats', () => {
     // Resolving it again still works: it is a page's link, used by many.
     expect((await chats.resolvePayload(payload)).kind).toBe('source');
     expect(await chats.resolvePayload('oAAAAAAAAAAAAAAAA')).toEqual({ kind: 'expired' });
+  });
+
+  it('keeps the year of a payload an older version stored, and renews it on use', async () => {
+    const options = { excludeKinds: ['практика (семинар)'] };
+    const payload = await chats.linkPayload('group:5151', options);
+    const key = keys.tgLink(payload);
+    // As an older version left it: the same digest id and value, living a year, some of it gone.
+    const value = await redis.get(key);
+    await redis.set(key, value ?? '', 'EX', 300 * 24 * 3600);
+    expect(await chats.linkPayload('group:5151', options)).toBe(payload);
+    expect(await redis.ttl(key)).toBeGreaterThan(LEGACY_LINK_TTL_SECONDS - 10);
+    await redis.expire(key, 200 * 24 * 3600);
+    expect((await chats.resolvePayload(payload)).kind).toBe('source');
+    expect(await redis.ttl(key)).toBeGreaterThan(LEGACY_LINK_TTL_SECONDS - 10);
+    // One of this version's is only read: it stays an hour's.
+    const fresh = await chats.linkPayload('group:5152', options);
+    expect((await chats.resolvePayload(fresh)).kind).toBe('source');
+    expect(await redis.ttl(keys.tgLink(fresh))).toBeLessThanOrEqual(LINK_TTL_SECONDS);
   });
 
   it('gives a personal page a one-time payload that names no feed token and works once', async () => {
