@@ -65,7 +65,13 @@ export interface SourceChat {
 
 /** What a `/start` payload names. */
 export type ResolvedPayload =
-  | { kind: 'source'; source: SourceKey; options: NotifyOptions }
+  | {
+      kind: 'source';
+      source: SourceKey;
+      options: NotifyOptions;
+      /** A one-time payload this call used up: its code and what was left of its lifetime (to give it back). */
+      once?: { code: string; subscriptionId: string; leftMs: number };
+    }
   /** A one-time or stored payload that was used or has expired (or was never ours). */
   | { kind: 'expired' }
   /** Not a payload of ours at all. */
@@ -242,15 +248,30 @@ export class TelegramChats {
     return code;
   }
 
-  /** What a payload names; a one-time payload is used up by this call. */
+  /**
+   * Gives back a one-time payload that {@link resolvePayload} used up but that subscribed nobody (the chat
+   * follows as many timetables as it may): it works again for the rest of its lifetime.
+   */
+  async giveBack(once: { code: string; subscriptionId: string; leftMs: number }): Promise<void> {
+    await this.redis.set(this.keys.tgOnce(once.code), once.subscriptionId, 'PX', once.leftMs, 'NX');
+  }
+
+  /** What a payload names; a one-time payload is used up by this call (see {@link giveBack}). */
   async resolvePayload(payload: string): Promise<ResolvedPayload> {
     if (!PAYLOAD.test(payload)) return { kind: 'invalid' };
     const readable = parsePublicPayload(payload);
     if (readable !== undefined) return { kind: 'source', ...readable };
     if (ONCE.test(payload)) {
-      const id = await this.redis.getdel(this.keys.tgOnce(payload));
+      const [leftMs, id] = (await execResults(
+        this.redis.multi().pttl(this.keys.tgOnce(payload)).getdel(this.keys.tgOnce(payload)),
+      )) as [number, string | null];
       if (id === null || !SUBSCRIPTION_ID.test(id)) return { kind: 'expired' };
-      return { kind: 'source', source: `personal:${id}`, options: {} };
+      return {
+        kind: 'source',
+        source: `personal:${id}`,
+        options: {},
+        once: { code: payload, subscriptionId: id, leftMs: Math.max(leftMs, 1) },
+      };
     }
     if (STORED.test(payload)) {
       const json = await LINK_READ.run(

@@ -142,6 +142,24 @@ describe('Telegram commands', () => {
     expect(await say(504, '/start')).toContain('/today — занятия сегодня');
   });
 
+  it('gives a one-time payload back when the chat follows as many timetables as it may', async () => {
+    const { subscription } = await pipeline.ctx.subscriptions.create({
+      credential: 'student-3:secret',
+      name: 'Сидорова',
+      upstreamUserId: 9003,
+      now: pipeline.clock.now,
+    });
+    const max = pipeline.ctx.config.telegramMaxSourcesPerChat;
+    for (let index = 0; index < max; index += 1)
+      await chats.subscribe({ chatId: '590', source: `group:${880_000 + index}`, options: {} });
+    const payload = await chats.oncePayload(subscription.id);
+    expect(await say(590, `/start ${payload}`)).toContain('больше нельзя');
+    await chats.unsubscribe('590', 'group:880000');
+    // The person freed a place and opens the same link again: it still works, once.
+    expect(await say(590, `/start ${payload}`)).toContain('Вы подписаны: личное расписание Сидорова.');
+    expect(await say(591, `/start ${payload}`)).toContain('ссылка устарела');
+  });
+
   it("lists today's, tomorrow's and the week's classes as the feed shows them with the chat's options", async () => {
     const { snapshot, published } = await pipeline.ctx.snapshots.load(groupSource);
     if (!snapshot || !published) throw new Error('not published');

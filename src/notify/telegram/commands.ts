@@ -38,7 +38,10 @@ const WEEK_DAYS = 7;
 
 /** What the commands read and change. */
 export interface CommandDeps {
-  readonly chats: Pick<TelegramChats, 'subscribeWithin' | 'unsubscribe' | 'ofChat' | 'resolvePayload' | 'setSubgroup'>;
+  readonly chats: Pick<
+    TelegramChats,
+    'subscribeWithin' | 'unsubscribe' | 'ofChat' | 'resolvePayload' | 'giveBack' | 'setSubgroup'
+  >;
   readonly snapshots: Pick<SnapshotStore, 'load' | 'optionValues'>;
   readonly subscriptions: Pick<SubscriptionStore, 'get'>;
   readonly config: FeedSettings & { readonly publicUrl: string; readonly telegramMaxSourcesPerChat: number };
@@ -221,11 +224,18 @@ export class Commands {
     const subscription = personal ? await this.deps.subscriptions.get(sourceOf(source).id) : undefined;
     // A personal timetable deleted after its link was made is gone.
     if (personal && subscription === undefined) return EXPIRED;
+    // A personal page's one-time code that subscribed nobody is given back: the person frees a place (/stop)
+    // and opens the same link again.
     const refused = await this.refuseStart(chatId, source);
-    if (refused !== undefined) return refused;
+    if (refused !== undefined) {
+      if (resolved.once !== undefined) await this.deps.chats.giveBack(resolved.once);
+      return refused;
+    }
     const max = this.deps.config.telegramMaxSourcesPerChat;
-    if ((await this.deps.chats.subscribeWithin({ chatId, source, options }, max)) === 'full')
+    if ((await this.deps.chats.subscribeWithin({ chatId, source, options }, max)) === 'full') {
+      if (resolved.once !== undefined) await this.deps.chats.giveBack(resolved.once);
       return tooManySourcesText(max);
+    }
     if (this.deps.activate)
       await this.deps.activate(source).catch((error: unknown) => {
         this.deps.logger.warn({ err: error, source }, 'could not activate a timetable a chat subscribed to');
