@@ -105,6 +105,7 @@ function message(chatId: number, text: string, id = ++updateId): Update {
 async function say(chatId: number, text: string): Promise<string> {
   const before = calls.length;
   await telegram.bot.handleUpdate(message(chatId, text));
+  await telegram.idle();
   const sent = calls.slice(before).filter((call) => call.method === 'sendMessage');
   expect(sent).toHaveLength(1);
   expect(sent[0]?.payload.chat_id).toBe(chatId);
@@ -284,6 +285,7 @@ describe('Telegram commands', () => {
     const update = message(510, '/help');
     await telegram.bot.handleUpdate(update);
     await telegram.bot.handleUpdate(update);
+    await telegram.idle();
     expect(calls.filter((call) => call.method === 'sendMessage')).toHaveLength(1);
   });
 

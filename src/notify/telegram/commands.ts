@@ -26,6 +26,7 @@ import type { NotifyOptions } from '../../timetable/notify-change.ts';
 import { type SourceKey, sourceOf } from '../../timetable/source.ts';
 import type { Occurrence } from '../../timetable/types.ts';
 import { localDate } from '../../timetable/zoned-time.ts';
+import { ChatLanes } from './chat-lanes.ts';
 import { type CommandGate, TOO_OFTEN } from './flood-gate.ts';
 import type { Buttons } from './sender.ts';
 import type { CheckSource } from './source-check.ts';
@@ -62,7 +63,7 @@ export interface CommandDeps {
    * reads as a feed still has its changes noticed; absent in tests that need no refresh.
    */
   readonly activate?: ((source: SourceKey) => Promise<void>) | undefined;
-  readonly logger: Pick<Logger, 'warn'>;
+  readonly logger: Pick<Logger, 'warn' | 'error'>;
   readonly now: () => number;
 }
 
@@ -112,9 +113,16 @@ export interface Reply {
 /** The callback data of a subgroup button: `sg:<source>:<n>` or `sg:<source>:all` (at most 64 bytes). */
 const SUBGROUP_DATA = /^sg:((?:group|employee):[1-9]\d{0,15}):([1-9]\d?|all)$/;
 
-/** Registers every command, the subgroup buttons and the fallback on `bot`. */
-export function registerCommands(bot: Bot, deps: CommandDeps): void {
+/**
+ * Registers every command, the subgroup buttons and the fallback on `bot`. Each chat's updates are answered in
+ * its own lane (chat-lanes.ts); the lanes are returned so that a stopping process can wait for them.
+ */
+export function registerCommands(bot: Bot, deps: CommandDeps): ChatLanes {
   const commands = new Commands(deps);
+  const lanes = new ChatLanes((error) => {
+    // Never the message text: it may hold what a person typed.
+    deps.logger.error({ err: error }, 'a Telegram command failed');
+  });
   const send = async (ctx: Context, reply: string | Reply) => {
     const { text, buttons } = typeof reply === 'string' ? { text: reply, buttons: undefined } : reply;
     const chatId = ctx.chat?.id;
@@ -131,15 +139,19 @@ export function registerCommands(bot: Bot, deps: CommandDeps): void {
       ...(buttons === undefined ? {} : { reply_markup: { inline_keyboard: buttons } }),
     });
   };
+  // The gate is asked before the chat's lane: a flood is cut before it queues anything.
+  const admit = async (chatId: string) => (deps.gate === undefined ? 'answer' : await deps.gate.admit(chatId));
   const answer =
     (work: (ctx: Context, chatId: string) => Promise<string | Reply | Reply[]>) => async (ctx: Context) => {
       const chatId = ctx.chat?.id;
       if (chatId === undefined) return;
-      const verdict = deps.gate === undefined ? 'answer' : await deps.gate.admit(String(chatId));
-      if (verdict === 'warn') await send(ctx, TOO_OFTEN);
-      if (verdict !== 'answer') return;
-      const replies = await work(ctx, String(chatId));
-      for (const reply of Array.isArray(replies) ? replies : [replies]) await send(ctx, reply);
+      const verdict = await admit(String(chatId));
+      if (verdict === 'ignore') return;
+      await lanes.run(String(chatId), async () => {
+        if (verdict === 'warn') return send(ctx, TOO_OFTEN);
+        const replies = await work(ctx, String(chatId));
+        for (const reply of Array.isArray(replies) ? replies : [replies]) await send(ctx, reply);
+      });
     };
   bot.command(
     'start',
@@ -173,33 +185,46 @@ export function registerCommands(bot: Bot, deps: CommandDeps): void {
     'subgroup',
     answer((ctx, chatId) => commands.subgroup(chatId, String(ctx.match ?? '').trim())),
   );
+  // A button press is a command too: the same gate (each press costs Telegram calls: its answer, a reply, an
+  // edit), and the chat's lane. A press beyond the gate is not answered (its button stops spinning on its own);
+  // the first one beyond it hears «Слишком часто» on the button.
   bot.on('callback_query:data', async (ctx) => {
     const chatId = ctx.chat?.id;
-    const match = SUBGROUP_DATA.exec(ctx.callbackQuery.data);
-    if (chatId === undefined || match === null) {
-      await ctx.answerCallbackQuery({ text: 'Эта кнопка больше не работает.' });
-      return;
-    }
-    const [, source, choice] = match as unknown as [string, SourceKey, string];
-    const confirmed = await commands.chooseSubgroup(
-      String(chatId),
-      source,
-      choice === 'all' ? undefined : Number(choice),
-    );
-    // The press is answered first (the button stops spinning), then the chat reads what changed, and the question's
-    // buttons go: the choice is made (/subgroup asks again). Two quick presses both reach here; the second one's
-    // removal finds them gone already ("message is not modified"), and an old message may no longer be editable:
-    // either way the choice stands, so such a refusal is let go.
-    await ctx.answerCallbackQuery({ text: confirmed.short });
-    await send(ctx, confirmed.text);
-    await ctx.editMessageReplyMarkup().catch((error: unknown) => {
-      if (!(error instanceof GrammyError && error.error_code === 400)) throw error;
+    if (chatId === undefined) return;
+    const verdict = await admit(String(chatId));
+    if (verdict === 'ignore') return;
+    await lanes.run(String(chatId), async () => {
+      if (verdict === 'warn') {
+        await ctx.answerCallbackQuery({ text: TOO_OFTEN });
+        return;
+      }
+      const match = SUBGROUP_DATA.exec(ctx.callbackQuery.data);
+      if (match === null) {
+        await ctx.answerCallbackQuery({ text: 'Эта кнопка больше не работает.' });
+        return;
+      }
+      const [, source, choice] = match as unknown as [string, SourceKey, string];
+      const confirmed = await commands.chooseSubgroup(
+        String(chatId),
+        source,
+        choice === 'all' ? undefined : Number(choice),
+      );
+      // The press is answered first (the button stops spinning), then the chat reads what changed, and the
+      // question's buttons go: the choice is made (/subgroup asks again). Two quick presses both reach here; the
+      // second one's removal finds them gone already ("message is not modified"), and an old message may no
+      // longer be editable: either way the choice stands, so such a refusal is let go.
+      await ctx.answerCallbackQuery({ text: confirmed.short });
+      await send(ctx, confirmed.text);
+      await ctx.editMessageReplyMarkup().catch((error: unknown) => {
+        if (!(error instanceof GrammyError && error.error_code === 400)) throw error;
+      });
     });
   });
   bot.on(
     'message',
     answer(async () => `Не понимаю. ${SHORT_HELP}`),
   );
+  return lanes;
 }
 
 /** The commands' answers, each the text of one reply. */
