@@ -45,7 +45,8 @@ export function openTelegram(context: ServiceContext): TelegramBot | undefined {
       now: context.now,
       checkSource,
       // Replies obey the limits change messages obey: jobs of the Telegram queue (after change messages).
-      reply: (reply) => enqueueReply(context.queues, { ...reply, askedAt: context.wallClock() }),
+      reply: ({ updateId, ...reply }) =>
+        enqueueReply(context.queues, { ...reply, askedAt: context.wallClock() }, updateId),
       gate: new CommandGate(context.redis, context.keys, config.telegramCommandBurst),
       // A chat's timetable is refreshed like a visited page's: made active, and fetched when it was not.
       activate: async (source) => {

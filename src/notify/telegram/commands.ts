@@ -52,10 +52,13 @@ export interface CommandDeps {
    */
   readonly checkSource?: CheckSource | undefined;
   /**
-   * Sends a reply under the rate limits change messages obey (a job of the Telegram queue: one a second per
-   * chat, the bot's overall rate, retried on failure); absent, the reply is sent at once (tests).
+   * Sends the messages answering one update under the rate limits change messages obey (one job of the Telegram
+   * queue, named after the update: one a second per chat, the bot's overall rate, in order, retried on
+   * failure); absent, they are sent at once (tests).
    */
-  readonly reply?: ((reply: { chatId: string; text: string; buttons?: Buttons }) => Promise<void>) | undefined;
+  readonly reply?:
+    | ((reply: { chatId: string; updateId: number; parts: { text: string; buttons?: Buttons }[] }) => Promise<void>)
+    | undefined;
   /** Says whether a chat's command is answered (flood-gate.ts); absent, every one is. */
   readonly gate?: Pick<CommandGate, 'admit'> | undefined;
   /**
@@ -123,21 +126,25 @@ export function registerCommands(bot: Bot, deps: CommandDeps): ChatLanes {
     // Never the message text: it may hold what a person typed.
     deps.logger.error({ err: error }, 'a Telegram command failed');
   });
-  const send = async (ctx: Context, reply: string | Reply) => {
-    const { text, buttons } = typeof reply === 'string' ? { text: reply, buttons: undefined } : reply;
+  // Every message answering one update goes in one reply, in order (one job: a retry goes on where it stopped).
+  const send = async (ctx: Context, replies: string | Reply | Reply[]) => {
+    const parts = (Array.isArray(replies) ? replies : [replies]).map((reply) =>
+      typeof reply === 'string' ? { text: cut(reply) } : { ...reply, text: cut(reply.text) },
+    );
     const chatId = ctx.chat?.id;
     if (deps.reply !== undefined && chatId !== undefined) {
       await deps.reply({
         chatId: String(chatId),
-        text: cut(text),
-        ...(buttons ? { buttons: callbacks(buttons) } : {}),
+        updateId: ctx.update.update_id,
+        parts: parts.map(({ text, buttons }) => ({ text, ...(buttons ? { buttons: callbacks(buttons) } : {}) })),
       });
       return;
     }
-    await ctx.reply(cut(text), {
-      link_preview_options: { is_disabled: true },
-      ...(buttons === undefined ? {} : { reply_markup: { inline_keyboard: buttons } }),
-    });
+    for (const { text, buttons } of parts)
+      await ctx.reply(text, {
+        link_preview_options: { is_disabled: true },
+        ...(buttons === undefined ? {} : { reply_markup: { inline_keyboard: buttons } }),
+      });
   };
   // The gate is asked before the chat's lane: a flood is cut before it queues anything.
   const admit = async (chatId: string) => (deps.gate === undefined ? 'answer' : await deps.gate.admit(chatId));
@@ -149,8 +156,7 @@ export function registerCommands(bot: Bot, deps: CommandDeps): ChatLanes {
       if (verdict === 'ignore') return;
       await lanes.run(String(chatId), async () => {
         if (verdict === 'warn') return send(ctx, TOO_OFTEN);
-        const replies = await work(ctx, String(chatId));
-        for (const reply of Array.isArray(replies) ? replies : [replies]) await send(ctx, reply);
+        await send(ctx, await work(ctx, String(chatId)));
       });
     };
   bot.command(
