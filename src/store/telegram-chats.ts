@@ -27,7 +27,7 @@ import { parseSource, type SourceKey, SUBSCRIPTION_ID, sourceKey, sourceOf } fro
 import type { RedisKeys } from './keys.ts';
 import { parsePublicPayload, publicPayload } from './telegram-payload.ts';
 
-export { KIND_CODES, parsePublicPayload, publicPayload } from './telegram-payload.ts';
+export { parsePublicPayload, publicPayload } from './telegram-payload.ts';
 
 /** Telegram's limit on a `/start` payload: at most 64 of these characters. */
 export const PAYLOAD = /^[A-Za-z0-9_-]{1,64}$/;

@@ -3,7 +3,6 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { redisKeys } from '../../src/store/keys.ts';
 import {
-  KIND_CODES,
   LEGACY_LINK_TTL_SECONDS,
   LINK_TTL_SECONDS,
   notifyOptionsOf,
@@ -12,6 +11,7 @@ import {
   publicPayload,
   TelegramChats,
 } from '../../src/store/telegram-chats.ts';
+import { KIND_CODES } from '../../src/timetable/kind-codes.ts';
 import { deletePrefix, uniquePrefix } from '../support/service.ts';
 
 const SUBSCRIPTION = 'AAAAAAAAAAAAAAAAAAAAAA';
@@ -186,11 +186,14 @@ describe('TelegramChats', () => {
     const ttl = await redis.ttl(keys.tgOnce(payload));
     expect(ttl).toBeGreaterThan(3500);
     expect(ttl).toBeLessThanOrEqual(3600);
-    expect(await chats.resolvePayload(payload)).toEqual({
+    const resolved = await chats.resolvePayload(payload);
+    expect(resolved).toEqual({
       kind: 'source',
       source: `personal:${SUBSCRIPTION}`,
       options: {},
+      once: { code: payload, subscriptionId: SUBSCRIPTION, leftMs: expect.any(Number) },
     });
+    expect(resolved.kind === 'source' ? resolved.once?.leftMs : 0).toBeGreaterThan(3_500_000);
     expect(await chats.resolvePayload(payload)).toEqual({ kind: 'expired' });
     expect(await chats.oncePayload(SUBSCRIPTION)).not.toBe(payload);
     await expect(chats.oncePayload('not-an-id')).rejects.toThrow();
