@@ -36,7 +36,8 @@ export type LimitedAction =
   | 'search'
   | 'google-connect'
   | 'caldav-connect'
-  | 'variant-render';
+  | 'variant-render'
+  | 'telegram-link';
 
 type RateSetting = { [K in keyof Config]: Config[K] extends Rate ? K : never }[keyof Config];
 
@@ -67,6 +68,11 @@ const ACTIONS: Record<LimitedAction, { perClient: RateSetting; total?: RateSetti
   'variant-render': {
     perClient: 'variantRendersPerClient',
     what: { en: 'new feed variants', ru: 'новых вариантов лент' },
+  },
+  // A page's link to the bot stores nothing lasting and asks nobody: only each client's own count.
+  'telegram-link': {
+    perClient: 'telegramLinksPerClient',
+    what: { en: 'Telegram links', ru: 'ссылок на Telegram' },
   },
 };
 
@@ -140,6 +146,19 @@ export class ClientLimits {
       await this.buckets.give(own);
       throw error;
     }
+  }
+
+  /**
+   * Counts one `action` of `ip` against its own allowance only, not the overall limit: for what costs nobody else
+   * (a chat waiting for a fetch another request queued already). Throws {@link RateLimitedError} when it is over.
+   */
+  async admitOwn(action: LimitedAction, ip: string): Promise<void> {
+    const { perClient, what } = ACTIONS[action];
+    const own = this.ownBuckets(`${action}:client`, clientKeys(ip), this.ctx.config[perClient]);
+    await this.takeOrRefuse(own, {
+      en: `too many ${what.en} from your address`,
+      ru: `слишком много ${what.ru} с вашего адреса`,
+    });
   }
 
   /** Runs `work` as one `action` of `ip`, giving the tokens back when it failed before asking the university. */

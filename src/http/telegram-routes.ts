@@ -8,9 +8,10 @@
  * its feed token; its options are the subscription's own.
  *
  * Anyone may ask for it, so it costs nothing that lasts: a public timetable's payload says everything itself
- * (nothing stored), and only a kind the readable form cannot name gets a stored payload, for an hour. Only a
- * timetable fetched before has a link (its page shows one; a made-up id answers 404 without asking the
- * university), and each client address may ask `TELEGRAM_LINKS_PER_CLIENT` times (429 beyond).
+ * (nothing stored), and only a kind the readable form cannot name gets a stored payload, for an hour. A stored
+ * payload is made only for a timetable fetched before (its page shows one; a made-up id answers 404 without
+ * asking the university); a readable one for any id, since the bot's `/start` of it is a first request under
+ * the first-request limits. Each client address may ask `TELEGRAM_LINKS_PER_CLIENT` times (429 beyond).
  *
  * `POST /telegram/webhook` receives updates in webhook mode (`TELEGRAM_WEBHOOK_URL`). Telegram sends the secret
  * token it was given in `X-Telegram-Bot-Api-Secret-Token`; anything else answers 401 before the body is looked
@@ -19,22 +20,18 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
-import { bucket, TokenBuckets } from '../lib/rate-limit.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
-import { secondsText } from '../lib/retry-after.ts';
-import { secondsWords } from '../lib/words.ts';
 import type { Logger } from '../logger.ts';
 import type { TelegramBot } from '../notify/telegram/bot.ts';
 import { constantTimeEqual } from '../security/tokens.ts';
 import type { FeedStore } from '../store/feed-store.ts';
 import type { RedisKeys } from '../store/keys.ts';
 import type { SourceRegistry } from '../store/registry.ts';
-import type { TelegramChats } from '../store/telegram-chats.ts';
+import { notifyOptionsOf, publicPayload, type TelegramChats } from '../store/telegram-chats.ts';
 import { InvalidSourceError } from '../timetable/errors.ts';
 import { parseSource, sourceKey } from '../timetable/source.ts';
-import { clientKeys } from './client-address.ts';
-import { SITE_ALLOWANCE } from './client-limits.ts';
-import { ClientLimitError, HttpError } from './errors.ts';
+import { ClientLimits, type ClientLimitsDeps } from './client-limits.ts';
+import { HttpError } from './errors.ts';
 import { type PersonalSessionDeps, readPersonalSession } from './personal-session.ts';
 import { readSubscriberOptions } from './subscriber-query.ts';
 
@@ -44,15 +41,16 @@ const SECRET_HEADER = 'x-telegram-bot-api-secret-token';
 type Query = Record<string, string | string[] | undefined>;
 
 /** What the Telegram routes read. */
-export type TelegramRouteDeps = PersonalSessionDeps & {
-  readonly config: Pick<Config, 'telegramWebhookUrl' | 'telegramLinksPerClient'>;
-  readonly notify: { readonly chats: Pick<TelegramChats, 'linkPayload' | 'oncePayload'> };
-  readonly feeds: Pick<FeedStore, 'exists'>;
-  readonly registry: Pick<SourceRegistry, 'isActive'>;
-  readonly keys: Pick<RedisKeys, 'rateLimit'>;
-  readonly redis: RedisClient;
-  readonly logger: Pick<Logger, 'error' | 'warn'>;
-};
+export type TelegramRouteDeps = PersonalSessionDeps &
+  ClientLimitsDeps & {
+    readonly config: Pick<Config, 'telegramWebhookUrl' | 'telegramLinksPerClient'>;
+    readonly notify: { readonly chats: Pick<TelegramChats, 'linkPayload' | 'oncePayload'> };
+    readonly feeds: Pick<FeedStore, 'exists'>;
+    readonly registry: Pick<SourceRegistry, 'isActive'>;
+    readonly keys: Pick<RedisKeys, 'rateLimit'>;
+    readonly redis: RedisClient;
+    readonly logger: Pick<Logger, 'error' | 'warn'>;
+  };
 
 /** Registers the routes; without a bot (`telegram` undefined) they answer 503 TELEGRAM_NOT_CONFIGURED. */
 export async function registerTelegramRoutes(
@@ -60,9 +58,9 @@ export async function registerTelegramRoutes(
   ctx: TelegramRouteDeps,
   telegram: TelegramBot | undefined,
 ): Promise<void> {
-  const buckets = new TokenBuckets(ctx.redis);
+  const limits = new ClientLimits(ctx);
   app.get<{ Querystring: Query }>('/telegram/start', async (request, reply) => {
-    await admitLink(ctx, buckets, request.ip);
+    await limits.admit('telegram-link', request.ip);
     return start(ctx, telegram, request, reply);
   });
   app.post('/telegram/webhook', async (request, reply) => {
@@ -113,12 +111,16 @@ async function start(
   } else {
     const { options, refused } = readSubscriberOptions(request.query);
     if (refused[0] !== undefined) throw refused[0];
-    if (!(await ctx.feeds.exists(source)) && !(await ctx.registry.isActive(source)))
+    // A readable payload stores nothing and asks nobody (the bot's /start of it goes through the first-request
+    // limits), so any group's link works, one nobody opened yet too. Only a stored one needs a timetable fetched
+    // before, so that made-up ids leave no keys.
+    const readable = publicPayload(source, notifyOptionsOf(options));
+    if (readable === undefined && !(await ctx.feeds.exists(source)) && !(await ctx.registry.isActive(source)))
       throw new HttpError('TIMETABLE_NOT_LOADED', {
         en: 'this timetable was never fetched: open its page first, then its Telegram link',
         ru: 'это расписание ещё не загружалось: сначала откройте его страницу, потом ссылку на Telegram',
       });
-    payload = await ctx.notify.chats.linkPayload(source, options);
+    payload = readable ?? (await ctx.notify.chats.linkPayload(source, options));
   }
   const username = await telegram.username();
   if (username === undefined) throw notConfigured();
@@ -127,26 +129,6 @@ async function start(
     .header('location', `https://t.me/${encodeURIComponent(username)}?start=${payload}`)
     .header('cache-control', 'no-store')
     .send();
-}
-
-/** Counts one link request of `ip` (and of its IPv6 site), or throws 429 RATE_LIMITED. */
-async function admitLink(ctx: TelegramRouteDeps, buckets: TokenBuckets, ip: string): Promise<void> {
-  const rate = ctx.config.telegramLinksPerClient;
-  const client = clientKeys(ip);
-  const own = [bucket(ctx.keys.rateLimit(`telegram-link:client:${client.client}`), rate)];
-  if (client.site !== undefined)
-    own.push(
-      bucket(ctx.keys.rateLimit(`telegram-link:client:${client.site}`), {
-        ...rate,
-        count: rate.count * SITE_ALLOWANCE,
-      }),
-    );
-  const wait = await buckets.tryTake(own);
-  if (wait === 0) return;
-  throw new ClientLimitError(wait, {
-    en: `too many Telegram links from your address; try again in ${secondsText(wait)}`,
-    ru: `слишком много ссылок на Telegram с вашего адреса; попробуйте снова через ${secondsWords(wait).ru}`,
-  });
 }
 
 function notConfigured(): HttpError {

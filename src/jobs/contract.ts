@@ -146,18 +146,38 @@ export interface TelegramSendJobData {
   collapse?: true;
 }
 
+/** Job names on the Telegram queue. */
+export const TELEGRAM_JOB = {
+  /** One change message to one chat ({@link TelegramSendJobData}); its name is the queue's. */
+  send: 'telegram',
+  /** The bot's answer to one update ({@link TelegramReplyJobData}). */
+  reply: 'reply',
+} as const;
+
+/** One message of a reply: plain text, cut to Telegram's limit, and rows of callback buttons under it. */
+export interface ReplyPart {
+  text: string;
+  buttons?: { text: string; callback_data: string }[][];
+}
+
 /**
- * Payload of the bot's answer to a command (job name `reply`, on the Telegram queue): it shares the queue's
- * limiter and each chat's pace with change messages, which go first (a reply is a prioritised job).
+ * Payload of the bot's answer to one update (job name `reply`, on the Telegram queue): every message it answers
+ * with, sent in order (the job's progress counts those sent, so a retry goes on from the next one). It shares
+ * the queue's limiter and each chat's pace with change messages, which go first (a reply is a prioritised job).
  */
 export interface TelegramReplyJobData {
   chatId: string;
-  /** Plain text, cut to Telegram's limit. */
-  text: string;
-  /** Rows of callback buttons under it. */
-  buttons?: { text: string; callback_data: string }[][];
-  /** Epoch ms the command was handled: a reply that waited too long is dropped (logged), not sent late. */
+  parts: ReplyPart[];
+  /** Epoch ms the update was handled: a late reply says so, and a very late one only says to ask again. */
   askedAt: number;
+}
+
+/** What the Telegram queue carries: change messages and the bot's replies, told apart by the job's name. */
+export type TelegramJobData = TelegramSendJobData | TelegramReplyJobData;
+
+/** The id of the reply to one update of one chat: the same update never queues a second one. */
+export function replyJobId(chatId: string, updateId: number): string {
+  return `reply-${chatId}-${updateId}`;
 }
 
 /** Payload of a webhook delivery job (job name `webhook`). */

@@ -18,8 +18,10 @@ import {
   type RefreshJobData,
   type RefreshJobResult,
   type RefreshReason,
+  replyJobId,
+  TELEGRAM_JOB,
+  type TelegramJobData,
   type TelegramReplyJobData,
-  type TelegramSendJobData,
   type TickJobData,
   type WebhookJobData,
 } from './contract.ts';
@@ -34,8 +36,8 @@ export interface Queues {
   pushQueue(kind: TargetKind): Queue<PushJobData, PushJobResult>;
   schedule: Queue<TickJobData | Record<string, never>>;
   notify: Queue<NotifyFanoutJobData | Record<string, never>>;
-  /** Change messages; also the bot's replies (job name {@link REPLY_JOB}, see {@link enqueueReply}). */
-  telegram: Queue<TelegramSendJobData>;
+  /** Change messages; also the bot's replies (job name `reply`, see {@link enqueueReply}). */
+  telegram: Queue<TelegramJobData>;
   webhook: Queue<WebhookJobData>;
   /** What the callers of each pending follow-up refresh asked for (merged by `follow-ups.ts`). */
   followUpAsks: FollowUpAsks;
@@ -61,7 +63,7 @@ export function createQueues(connection: RedisClient, keys: RedisKeys, pushKinds
   };
   const schedule = new Queue<TickJobData | Record<string, never>>(QUEUE.schedule, options);
   const notify = new Queue<NotifyFanoutJobData | Record<string, never>>(QUEUE.notify, options);
-  const telegram = new Queue<TelegramSendJobData>(QUEUE.telegram, options);
+  const telegram = new Queue<TelegramJobData>(QUEUE.telegram, options);
   const webhook = new Queue<WebhookJobData>(QUEUE.webhook, options);
   const all = [refresh, ...pushQueues.values(), schedule, notify, telegram, webhook];
   for (const queue of all) queue.on('error', () => undefined);
@@ -358,14 +360,21 @@ export function telegramJobOptions(): JobsOptions {
   return pushJobOptions();
 }
 
-/** The job name of a bot's reply on the Telegram queue. */
-export const REPLY_JOB = 'reply';
 /** A reply's priority: BullMQ takes jobs without one (change messages) first. */
 const REPLY_PRIORITY = 10;
 
-/** Queues the bot's reply to a command: sent under the queue's limiter and the chat's pace, retried on failure. */
-export async function enqueueReply(queues: Pick<Queues, 'telegram'>, data: TelegramReplyJobData): Promise<void> {
-  // The queue is typed by its change messages, which its readers look into; a reply is told apart by its name.
-  const queue = queues.telegram as unknown as Queue<TelegramReplyJobData>;
-  await queue.add(REPLY_JOB, data, { ...telegramJobOptions(), priority: REPLY_PRIORITY });
+/**
+ * Queues the bot's answer to one update: sent under the queue's limiter and the chat's pace, retried on failure.
+ * Its id is the update's, so the same update queued twice (a retry after Redis stalled) is answered once.
+ */
+export async function enqueueReply(
+  queues: Pick<Queues, 'telegram'>,
+  data: TelegramReplyJobData,
+  updateId: number,
+): Promise<void> {
+  await queues.telegram.add(TELEGRAM_JOB.reply, data, {
+    ...telegramJobOptions(),
+    jobId: replyJobId(data.chatId, updateId),
+    priority: REPLY_PRIORITY,
+  });
 }

@@ -1,21 +1,33 @@
 /**
- * The bot's reply to a command, sent as a job of the Telegram queue so that it obeys what change messages obey:
+ * The bot's answer to one update, sent as a job of the Telegram queue so that it obeys what change messages obey:
  * the queue's limiter (`TELEGRAM_RATE_LIMIT` over all workers, shared: a reply is a prioritised job, and BullMQ
  * takes change messages, which have no priority, first) and one message per chat per second (`tg:pace:<chat>`,
- * the same key). A reply is retried as a change message is: 429 pauses the queue for `retry_after` without
- * using an attempt, a server error or the network is retried with backoff. It is dropped, and logged, when
- * Telegram refuses it for good (400), when the chat is gone (403), or when it waited longer than
- * {@link REPLY_MAX_AGE_MS}: an answer minutes late is noise.
+ * the same key). Its messages go in order, one per chat turn; the job's progress counts those sent, so a retry
+ * (a worker that died, a network failure) goes on from the next one. A reply is retried as a change message is:
+ * 429 pauses the queue for `retry_after` without using an attempt, a server error or the network is retried with
+ * backoff. It is dropped, and logged, when Telegram refuses it for good (400) or the chat is gone (403).
+ *
+ * A reply is never dropped for waiting: behind a large change fan-out (thousands of chats at the queue's rate)
+ * a command may wait minutes, and silence would read as a broken bot. One that waited longer than
+ * {@link REPLY_LATE_MS} opens with «Отвечаю с опозданием…»; one that waited longer than {@link REPLY_STALE_MS}
+ * (its list of classes may be another day's by now) is only an apology asking to send the command again.
  */
 import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
 import type { ReplySender } from '../notify/telegram/sender.ts';
 import type { RedisKeys } from '../store/keys.ts';
-import type { TelegramReplyJobData } from './contract.ts';
+import type { ReplyPart, TelegramReplyJobData } from './contract.ts';
 
-/** A reply older than this (from its command) is dropped instead of sent. */
-export const REPLY_MAX_AGE_MS = 120_000;
+/** A reply that waited longer than this (from its command) says it is late. */
+export const REPLY_LATE_MS = 120_000;
+/** A reply that waited longer than this is replaced by {@link STALE_TEXT}. */
+export const REPLY_STALE_MS = 30 * 60_000;
+/** The first line of a late reply. */
+export const LATE_PREFIX = 'Отвечаю с опозданием: бот был перегружен.\n\n';
+/** What a very late reply says instead. */
+export const STALE_TEXT =
+  'Бот был перегружен и не ответил на вашу команду вовремя. Отправьте её ещё раз, если ответ ещё нужен.';
 
 /** What sending a reply reads. */
 export interface TelegramReplyDeps {
@@ -24,11 +36,20 @@ export interface TelegramReplyDeps {
 }
 
 /** What a reply job came to, or `undefined` for a failure the caller handles (rate limit, transient). */
-export type ReplyResult = { outcome: 'sent'; messageId: number } | { outcome: 'dropped' };
+export type ReplyResult = { outcome: 'sent'; messages: number } | { outcome: 'dropped' };
+
+/** The messages of a reply that waited `waitedMs`, as they are sent. */
+export function partsToSend(parts: readonly ReplyPart[], waitedMs: number): ReplyPart[] {
+  if (waitedMs > REPLY_STALE_MS) return [{ text: STALE_TEXT }];
+  if (waitedMs <= REPLY_LATE_MS || parts.length === 0) return [...parts];
+  const [first, ...rest] = parts as [ReplyPart, ...ReplyPart[]];
+  return [{ ...first, text: `${LATE_PREFIX}${first.text}`.slice(0, MESSAGE_LIMIT) }, ...rest];
+}
 
 /**
- * Sends one reply. Resolves when it was sent or dropped; rejects with DelayedError (the chat's turn is later),
- * UnrecoverableError (refused for good), or hands a rate limit or a transient failure to `failed`.
+ * Sends a reply's messages from the first not sent yet. Resolves when all were sent or the reply was dropped;
+ * rejects with DelayedError (the chat's turn is later), UnrecoverableError (refused for good), or hands a rate
+ * limit or a transient failure to `failed`.
  */
 export async function sendReply(
   ctx: TelegramReplyDeps,
@@ -39,31 +60,37 @@ export async function sendReply(
   sender: ReplySender,
   failed: (sent: { kind: 'rate-limited'; retryAfterMs: number } | { kind: 'failed'; reason: string }) => Promise<never>,
 ): Promise<ReplyResult> {
-  const { chatId, text, buttons, askedAt } = job.data;
+  const { chatId, askedAt } = job.data;
   // BullMQ's delays run on the wall clock, whatever clock the service is given.
   const now = Date.now();
-  if (now - askedAt > REPLY_MAX_AGE_MS) {
-    log.warn({ waitedMs: now - askedAt }, 'a command reply waited too long: dropped it');
-    return { outcome: 'dropped' };
+  const parts = partsToSend(job.data.parts, now - askedAt);
+  if (now - askedAt > REPLY_LATE_MS) log.warn({ waitedMs: now - askedAt }, 'a command reply waited long');
+  let done = typeof job.progress === 'number' ? job.progress : 0;
+  while (done < parts.length) {
+    const part = parts[done] as ReplyPart;
+    const key = ctx.keys.tgPace(chatId);
+    if ((await ctx.redis.set(key, '1', 'PX', CHAT_PACE_MS, 'NX')) !== 'OK') {
+      const left = Math.max(await ctx.redis.pttl(key), 50);
+      await job.moveToDelayed(Date.now() + left, token);
+      throw new DelayedError();
+    }
+    const sent = await sender.sendPlain(chatId, part.text, part.buttons, signal);
+    if (sent.kind === 'blocked') {
+      log.info({ reason: sent.reason }, 'a chat that is gone was not answered');
+      return { outcome: 'dropped' };
+    }
+    if (sent.kind === 'failed' && sent.permanent) {
+      log.error({ reason: sent.reason }, 'Telegram refused a command reply: dropped it');
+      throw new UnrecoverableError(`Telegram refused the reply: ${sent.reason}`);
+    }
+    if (sent.kind !== 'sent') return failed(sent);
+    done += 1;
+    await job.updateProgress(done);
   }
-  const key = ctx.keys.tgPace(chatId);
-  if ((await ctx.redis.set(key, '1', 'PX', CHAT_PACE_MS, 'NX')) !== 'OK') {
-    const left = Math.max(await ctx.redis.pttl(key), 50);
-    await job.moveToDelayed(now + left, token);
-    throw new DelayedError();
-  }
-  const sent = await sender.sendPlain(chatId, text, buttons, signal);
-  if (sent.kind === 'sent') return { outcome: 'sent', messageId: sent.messageId };
-  if (sent.kind === 'blocked') {
-    log.info({ reason: sent.reason }, 'a chat that is gone was not answered');
-    return { outcome: 'dropped' };
-  }
-  if (sent.kind === 'failed' && sent.permanent) {
-    log.error({ reason: sent.reason }, 'Telegram refused a command reply: dropped it');
-    throw new UnrecoverableError(`Telegram refused the reply: ${sent.reason}`);
-  }
-  return failed(sent);
+  return { outcome: 'sent', messages: done };
 }
 
 /** One message per chat per this (the change messages' pace). */
 const CHAT_PACE_MS = 1_000;
+/** Telegram's limit on a message's text. */
+const MESSAGE_LIMIT = 4096;

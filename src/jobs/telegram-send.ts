@@ -35,10 +35,9 @@ import { type DeliveryEnd, heldDeliveryId, type NotifyOutbox } from '../store/no
 import type { TelegramChats } from '../store/telegram-chats.ts';
 import type { ChangeSet } from '../timetable/notify-change.ts';
 import type { SourceKey } from '../timetable/source.ts';
-import type { TelegramReplyJobData, TelegramSendJobData } from './contract.ts';
+import { TELEGRAM_JOB, type TelegramJobData, type TelegramReplyJobData, type TelegramSendJobData } from './contract.ts';
 import { mayWaitAgain, waitOutRateLimit } from './failure.ts';
-import { REPLY_JOB } from './queues.ts';
-import { sendReply } from './telegram-reply.ts';
+import { type ReplyResult, sendReply } from './telegram-reply.ts';
 
 /** What the Telegram send processor uses. */
 export interface TelegramSendDeps {
@@ -82,15 +81,14 @@ const BUSY_RETRY_MS = 5_000;
 export function telegramSendProcessor(
   ctx: TelegramSendDeps,
   tuning: TelegramSendTuning = {},
-): Processor<TelegramSendJobData, TelegramSendResult> {
+): Processor<TelegramJobData, TelegramSendResult | ReplyResult> {
   let sender = tuning.sender;
   const leaseMs = tuning.leaseMs ?? DELIVERY_LEASE_MS;
   return async (job, token, signal) => {
-    if (job.name === REPLY_JOB) {
-      const reply = job as unknown as Job<TelegramReplyJobData>;
+    if (isReply(job)) {
       const log = ctx.logger.child({ jobId: job.id, attempt: job.attemptsMade + 1 });
       sender ??= defaultSender(ctx.config);
-      return sendReply(ctx, reply, token, signal, log, sender as Sender, (sent) =>
+      return sendReply(ctx, job, token, signal, log, sender as Sender, (sent) =>
         failed(
           ctx,
           job,
@@ -99,6 +97,7 @@ export function telegramSendProcessor(
         ),
       );
     }
+    if (!isSend(job)) throw new UnrecoverableError(`not a job of the Telegram queue: ${job.name}`);
     const { chatId, set } = job.data;
     const log = ctx.logger.child({ jobId: job.id, source: set.source, attempt: job.attemptsMade + 1 });
     if (job.data.collapse) return deliver(job, token, signal, log, heldSets(job.data));
@@ -219,6 +218,16 @@ export function telegramSendProcessor(
         return failed(ctx, job, log, sent);
     }
   }
+}
+
+/** Whether a job of the Telegram queue is the bot's reply (told apart by its name). */
+function isReply(job: Job<TelegramJobData>): job is Job<TelegramReplyJobData> {
+  return job.name === TELEGRAM_JOB.reply;
+}
+
+/** Whether a job of the Telegram queue is a change message. */
+function isSend(job: Job<TelegramJobData>): job is Job<TelegramSendJobData> {
+  return job.name !== TELEGRAM_JOB.reply && 'set' in job.data;
 }
 
 /** One delivery as {@link telegramSendProcessor}'s `deliver` makes it. */

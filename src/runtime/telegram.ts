@@ -26,6 +26,7 @@ export function openTelegram(context: ServiceContext): TelegramBot | undefined {
     admit: async (client, likelyReal) => {
       await limits.admit('first-request', client, { likelyReal });
     },
+    admitWait: (client) => limits.admitOwn('first-request', client),
     refreshPending: (source) => refreshPending(context.queues, source),
     fetch: async (source) => {
       await enqueueRefresh(context.queues, config, source, { reason: 'demand', now: context.now() });
@@ -44,7 +45,8 @@ export function openTelegram(context: ServiceContext): TelegramBot | undefined {
       now: context.now,
       checkSource,
       // Replies obey the limits change messages obey: jobs of the Telegram queue (after change messages).
-      reply: (reply) => enqueueReply(context.queues, { ...reply, askedAt: context.wallClock() }),
+      reply: ({ updateId, ...reply }) =>
+        enqueueReply(context.queues, { ...reply, askedAt: context.wallClock() }, updateId),
       gate: new CommandGate(context.redis, context.keys, config.telegramCommandBurst),
       // A chat's timetable is refreshed like a visited page's: made active, and fetched when it was not.
       activate: async (source) => {
@@ -77,10 +79,15 @@ export function startTelegram(
       logger,
     });
     poller.start();
-    shutdown.add('telegram poller', () => poller.stop());
+    shutdown.add('telegram poller', async () => {
+      await poller.stop();
+      // Commands handed over before the stop are answered (their update ids are claimed: nobody else will).
+      await telegram.idle();
+    });
     return;
   }
   if (!roles.api) return;
+  shutdown.add('telegram commands', () => telegram.idle());
   // In the background: a Telegram outage must not keep the pages from starting; the next start tries again.
   telegram.setWebhook().then(
     () => logger.info({}, 'Telegram webhook set'),

@@ -9,8 +9,9 @@
  * - a public timetable, readable and stateless: `g4242`, `g4242_s1`, `e123_s2`, `g4242_s1_x5` (hidden kinds as
  *   bits: store/telegram-payload.ts);
  * - one whose options hide a kind the readable form cannot name: `o` + 16 characters of the digest of source
- *   and options, stored under `tgLink` for an hour (the same page gives the same payload; older versions stored
- *   every hidden-kinds link so, for a year, and those still resolve while they live);
+ *   and options, stored under `tgLink` for an hour (the same page gives the same payload). Older versions stored
+ *   every hidden-kinds link so, for a year, renewed on every page view: such a key keeps a year's lifetime, renewed
+ *   when its page makes the link again and when a chat uses it, so a link shared long ago keeps working;
  * - a personal timetable: `p` + 22 random characters, stored under `tgOnce` for an hour and taken with GETDEL, so
  *   it subscribes one chat once. The feed token is never in it: a payload travels through Telegram's servers and
  *   the chat's history, and it must not read the feed.
@@ -26,7 +27,7 @@ import { parseSource, type SourceKey, SUBSCRIPTION_ID, sourceKey, sourceOf } fro
 import type { RedisKeys } from './keys.ts';
 import { parsePublicPayload, publicPayload } from './telegram-payload.ts';
 
-export { KIND_CODES, parsePublicPayload, publicPayload } from './telegram-payload.ts';
+export { parsePublicPayload, publicPayload } from './telegram-payload.ts';
 
 /** Telegram's limit on a `/start` payload: at most 64 of these characters. */
 export const PAYLOAD = /^[A-Za-z0-9_-]{1,64}$/;
@@ -37,10 +38,14 @@ export const PAYLOAD = /^[A-Za-z0-9_-]{1,64}$/;
 export const LINK_TTL_SECONDS = 3600;
 /** How long a personal page's one-time payload lives. */
 export const ONCE_TTL_SECONDS = 3600;
+/** How long older versions kept a stored payload (renewed on use): such a key is still renewed so. */
+export const LEGACY_LINK_TTL_SECONDS = 365 * 24 * 3600;
 const STORED = /^o[A-Za-z0-9_-]{16}$/;
 const ONCE = /^p[A-Za-z0-9_-]{22}$/;
 
 const SUBSCRIBE = loadScript(import.meta.dirname, 'telegram-subscribe');
+const LINK_PUT = loadScript(import.meta.dirname, 'telegram-link-put');
+const LINK_READ = loadScript(import.meta.dirname, 'telegram-link-read');
 
 /** What {@link TelegramChats.subscribeWithin} did. */
 export type SubscribeOutcome = 'added' | 'updated' | 'full';
@@ -60,7 +65,13 @@ export interface SourceChat {
 
 /** What a `/start` payload names. */
 export type ResolvedPayload =
-  | { kind: 'source'; source: SourceKey; options: NotifyOptions }
+  | {
+      kind: 'source';
+      source: SourceKey;
+      options: NotifyOptions;
+      /** A one-time payload this call used up: its code and what was left of its lifetime (to give it back). */
+      once?: { code: string; subscriptionId: string; leftMs: number };
+    }
   /** A one-time or stored payload that was used or has expired (or was never ours). */
   | { kind: 'expired' }
   /** Not a payload of ours at all. */
@@ -213,15 +224,19 @@ export class TelegramChats {
   }
 
   /**
-   * The payload of a public source's page with these options: readable when it can be, else a stored one whose
-   * lifetime every use renews.
+   * The payload of a public source's page with these options: readable when it can be, else a stored one that
+   * lives {@link LINK_TTL_SECONDS} (one an older version stored under the same id keeps its year, renewed).
    */
   async linkPayload(source: SourceKey, options: NotifyOptions): Promise<string> {
     const chosen = notifyOptionsOf(options);
     const readable = publicPayload(source, chosen);
     if (readable !== undefined) return readable;
     const id = storedPayloadId(source, chosen);
-    await this.redis.set(this.keys.tgLink(id), JSON.stringify({ source, options: chosen }), 'EX', LINK_TTL_SECONDS);
+    await LINK_PUT.run(
+      this.redis,
+      [this.keys.tgLink(id)],
+      [JSON.stringify({ source, options: chosen }), LINK_TTL_SECONDS, LEGACY_LINK_TTL_SECONDS],
+    );
     return id;
   }
 
@@ -233,19 +248,38 @@ export class TelegramChats {
     return code;
   }
 
-  /** What a payload names; a one-time payload is used up by this call. */
+  /**
+   * Gives back a one-time payload that {@link resolvePayload} used up but that subscribed nobody (the chat
+   * follows as many timetables as it may): it works again for the rest of its lifetime.
+   */
+  async giveBack(once: { code: string; subscriptionId: string; leftMs: number }): Promise<void> {
+    await this.redis.set(this.keys.tgOnce(once.code), once.subscriptionId, 'PX', once.leftMs, 'NX');
+  }
+
+  /** What a payload names; a one-time payload is used up by this call (see {@link giveBack}). */
   async resolvePayload(payload: string): Promise<ResolvedPayload> {
     if (!PAYLOAD.test(payload)) return { kind: 'invalid' };
     const readable = parsePublicPayload(payload);
     if (readable !== undefined) return { kind: 'source', ...readable };
     if (ONCE.test(payload)) {
-      const id = await this.redis.getdel(this.keys.tgOnce(payload));
+      const [leftMs, id] = (await execResults(
+        this.redis.multi().pttl(this.keys.tgOnce(payload)).getdel(this.keys.tgOnce(payload)),
+      )) as [number, string | null];
       if (id === null || !SUBSCRIPTION_ID.test(id)) return { kind: 'expired' };
-      return { kind: 'source', source: `personal:${id}`, options: {} };
+      return {
+        kind: 'source',
+        source: `personal:${id}`,
+        options: {},
+        once: { code: payload, subscriptionId: id, leftMs: Math.max(leftMs, 1) },
+      };
     }
     if (STORED.test(payload)) {
-      const json = await this.redis.get(this.keys.tgLink(payload));
-      if (json === null) return { kind: 'expired' };
+      const json = await LINK_READ.run(
+        this.redis,
+        [this.keys.tgLink(payload)],
+        [LINK_TTL_SECONDS, LEGACY_LINK_TTL_SECONDS],
+      );
+      if (typeof json !== 'string') return { kind: 'expired' };
       try {
         const { source, options } = JSON.parse(json) as { source: unknown; options: unknown };
         const parsed = sourceKey(parseSource(source));

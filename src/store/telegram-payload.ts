@@ -3,33 +3,14 @@
  * so that nothing is stored for it. Telegram allows 64 characters of `A-Za-z0-9_-`:
  *
  * `g4242` (a group), `e17` (a teacher), then `_s<n>` for a subgroup (1–99), then `_x<mask>` for hidden kinds:
- * the bits, in base 36, of the kinds of {@link KIND_CODES} hidden (bit 0 is `лекция`). `g4242_s1_x5` is group
+ * the bits, in base 36, of the kinds of timetable/kind-codes.ts hidden (bit 0 is `лекция`). `g4242_s1_x5` is group
  * 4242, subgroup 1, lectures and laboratory work hidden. The list only grows at its end, so that a payload
  * read later names the same kinds. A kind not in it (the university may name a new one) cannot be said this
  * way: its link gets a stored payload (store/telegram-chats.ts).
  */
+import { KIND_CODES } from '../timetable/kind-codes.ts';
 import type { NotifyOptions } from '../timetable/notify-change.ts';
 import { parseSource, type SourceKey, sourceKey, sourceOf } from '../timetable/source.ts';
-
-/**
- * The kinds a readable payload can hide, lower-case, each at its bit. Append only: a bit never changes its kind.
- */
-export const KIND_CODES: readonly string[] = [
-  'лекция',
-  'практика',
-  'лабораторная работа',
-  'семинар',
-  'практическое занятие',
-  'семинарское занятие',
-  'лаб. занятие',
-  'консультация',
-  'экзамен',
-  'зачёт',
-  'зачет',
-  'дифференцированный зачёт',
-  'курсовая работа',
-  'контрольная работа',
-];
 
 /** Subgroups a readable payload can name (the options form allows fewer). */
 const SUBGROUP = /^[1-9]\d?$/;

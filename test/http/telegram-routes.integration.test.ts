@@ -147,6 +147,18 @@ describe('GET /telegram/start', () => {
     expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
   });
 
+  it('links a group nobody opened yet with a readable payload, storing nothing', async () => {
+    const before = await prefixKeys();
+    const response = await app.inject({
+      url: `/telegram/start?source=group:77001&subgroup=2&exclude=${encodeURIComponent('лекция')}`,
+      remoteAddress: '192.0.2.77',
+    });
+    expect(response.statusCode).toBe(303);
+    expect(response.headers.location).toBe('https://t.me/timetable_test_bot?start=g77001_s2_x1');
+    const added = (await prefixKeys()).filter((key) => !before.includes(key));
+    expect(added.every((key) => key.includes(':rate:telegram-link:'))).toBe(true);
+  });
+
   it('still resolves a payload stored by an older version', async () => {
     // What the version before stored for a page with hidden kinds: a year-long key.
     await ctx.redis.set(
@@ -225,7 +237,7 @@ describe('GET /telegram/start', () => {
     expect(location).not.toContain(token);
     const payload = new URL(location).searchParams.get('start') ?? '';
     expect(payload).toMatch(/^p[A-Za-z0-9_-]{22}$/);
-    expect(await ctx.notify.chats.resolvePayload(payload)).toEqual({
+    expect(await ctx.notify.chats.resolvePayload(payload)).toMatchObject({
       kind: 'source',
       source: subscription.source,
       options: {},
@@ -275,6 +287,8 @@ describe('POST /telegram/webhook', () => {
       });
       expect(answer.statusCode).toBe(200);
     }
+    // The route answers once the update is queued in its chat's lane; the reply follows.
+    await telegram.idle();
     expect(fake.messages(8101)).toHaveLength(1);
     expect(fake.messages(8101)[0]?.text).toContain('/today — занятия сегодня');
     // Without a bot the route is off.

@@ -5,7 +5,7 @@
  * The send queues are paused: what is queued is looked at, not sent.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RefreshJobResult } from '../../src/jobs/contract.ts';
+import { type RefreshJobResult, TELEGRAM_JOB, type TelegramSendJobData } from '../../src/jobs/contract.ts';
 import { fanOutChangeSet, sweepOutbox } from '../../src/jobs/notify-fanout.ts';
 import { notifyFanoutJobId } from '../../src/jobs/queues.ts';
 import { deliveryHash, deliveryId } from '../../src/store/notify-outbox.ts';
@@ -93,7 +93,8 @@ describe('notify fan-out', () => {
       chatId: '1001',
       pageUrl: `${ctx.config.publicUrl}/timetables/groups/${source.slice('group:'.length)}`,
     });
-    expect(job?.data.set.items).toEqual(set?.items);
+    expect(job?.name).toBe(TELEGRAM_JOB.send);
+    expect((job?.data as TelegramSendJobData | undefined)?.set.items).toEqual(set?.items);
     const queued = await ctx.queues.telegram.getJobs(['waiting', 'delayed']);
     expect(queued.map((each) => each.data.chatId)).toEqual(['1001']);
 

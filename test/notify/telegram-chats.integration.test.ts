@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { redisKeys } from '../../src/store/keys.ts';
 import {
-  KIND_CODES,
+  LEGACY_LINK_TTL_SECONDS,
   LINK_TTL_SECONDS,
   notifyOptionsOf,
   PAYLOAD,
@@ -11,6 +11,7 @@ import {
   publicPayload,
   TelegramChats,
 } from '../../src/store/telegram-chats.ts';
+import { KIND_CODES } from '../../src/timetable/kind-codes.ts';
 import { deletePrefix, uniquePrefix } from '../support/service.ts';
 
 const SUBSCRIPTION = 'AAAAAAAAAAAAAAAAAAAAAA';
@@ -160,6 +161,24 @@ describe('TelegramChats', () => {
     expect(await chats.resolvePayload('oAAAAAAAAAAAAAAAA')).toEqual({ kind: 'expired' });
   });
 
+  it('keeps the year of a payload an older version stored, and renews it on use', async () => {
+    const options = { excludeKinds: ['практика (семинар)'] };
+    const payload = await chats.linkPayload('group:5151', options);
+    const key = keys.tgLink(payload);
+    // As an older version left it: the same digest id and value, living a year, some of it gone.
+    const value = await redis.get(key);
+    await redis.set(key, value ?? '', 'EX', 300 * 24 * 3600);
+    expect(await chats.linkPayload('group:5151', options)).toBe(payload);
+    expect(await redis.ttl(key)).toBeGreaterThan(LEGACY_LINK_TTL_SECONDS - 10);
+    await redis.expire(key, 200 * 24 * 3600);
+    expect((await chats.resolvePayload(payload)).kind).toBe('source');
+    expect(await redis.ttl(key)).toBeGreaterThan(LEGACY_LINK_TTL_SECONDS - 10);
+    // One of this version's is only read: it stays an hour's.
+    const fresh = await chats.linkPayload('group:5152', options);
+    expect((await chats.resolvePayload(fresh)).kind).toBe('source');
+    expect(await redis.ttl(keys.tgLink(fresh))).toBeLessThanOrEqual(LINK_TTL_SECONDS);
+  });
+
   it('gives a personal page a one-time payload that names no feed token and works once', async () => {
     const payload = await chats.oncePayload(SUBSCRIPTION);
     expect(payload).toMatch(/^p[A-Za-z0-9_-]{22}$/);
@@ -167,11 +186,14 @@ describe('TelegramChats', () => {
     const ttl = await redis.ttl(keys.tgOnce(payload));
     expect(ttl).toBeGreaterThan(3500);
     expect(ttl).toBeLessThanOrEqual(3600);
-    expect(await chats.resolvePayload(payload)).toEqual({
+    const resolved = await chats.resolvePayload(payload);
+    expect(resolved).toEqual({
       kind: 'source',
       source: `personal:${SUBSCRIPTION}`,
       options: {},
+      once: { code: payload, subscriptionId: SUBSCRIPTION, leftMs: expect.any(Number) },
     });
+    expect(resolved.kind === 'source' ? resolved.once?.leftMs : 0).toBeGreaterThan(3_500_000);
     expect(await chats.resolvePayload(payload)).toEqual({ kind: 'expired' });
     expect(await chats.oncePayload(SUBSCRIPTION)).not.toBe(payload);
     await expect(chats.oncePayload('not-an-id')).rejects.toThrow();

@@ -105,6 +105,7 @@ function message(chatId: number, text: string, id = ++updateId): Update {
 async function say(chatId: number, text: string): Promise<string> {
   const before = calls.length;
   await telegram.bot.handleUpdate(message(chatId, text));
+  await telegram.idle();
   const sent = calls.slice(before).filter((call) => call.method === 'sendMessage');
   expect(sent).toHaveLength(1);
   expect(sent[0]?.payload.chat_id).toBe(chatId);
@@ -140,6 +141,24 @@ describe('Telegram commands', () => {
     expect(await say(504, '/start oAAAAAAAAAAAAAAAA')).toContain('ссылка устарела');
     expect(await say(504, '/start hello!')).toContain('Не понимаю эту ссылку');
     expect(await say(504, '/start')).toContain('/today — занятия сегодня');
+  });
+
+  it('gives a one-time payload back when the chat follows as many timetables as it may', async () => {
+    const { subscription } = await pipeline.ctx.subscriptions.create({
+      credential: 'student-3:secret',
+      name: 'Сидорова',
+      upstreamUserId: 9003,
+      now: pipeline.clock.now,
+    });
+    const max = pipeline.ctx.config.telegramMaxSourcesPerChat;
+    for (let index = 0; index < max; index += 1)
+      await chats.subscribe({ chatId: '590', source: `group:${880_000 + index}`, options: {} });
+    const payload = await chats.oncePayload(subscription.id);
+    expect(await say(590, `/start ${payload}`)).toContain('больше нельзя');
+    await chats.unsubscribe('590', 'group:880000');
+    // The person freed a place and opens the same link again: it still works, once.
+    expect(await say(590, `/start ${payload}`)).toContain('Вы подписаны: личное расписание Сидорова.');
+    expect(await say(591, `/start ${payload}`)).toContain('ссылка устарела');
   });
 
   it("lists today's, tomorrow's and the week's classes as the feed shows them with the chat's options", async () => {
@@ -266,6 +285,7 @@ describe('Telegram commands', () => {
     const update = message(510, '/help');
     await telegram.bot.handleUpdate(update);
     await telegram.bot.handleUpdate(update);
+    await telegram.idle();
     expect(calls.filter((call) => call.method === 'sendMessage')).toHaveLength(1);
   });
 

@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enqueueReply } from '../../src/jobs/queues.ts';
+import { LATE_PREFIX, REPLY_STALE_MS, STALE_TEXT } from '../../src/jobs/telegram-reply.ts';
 import { silentLogger } from '../../src/logger.ts';
 import { createTelegramBot, type TelegramBot } from '../../src/notify/telegram/bot.ts';
 import { CommandGate, TOO_OFTEN } from '../../src/notify/telegram/flood-gate.ts';
@@ -32,7 +33,7 @@ beforeAll(async () => {
       keys: ctx.keys,
       logger: silentLogger(),
       now: ctx.now,
-      reply: (reply) => enqueueReply(ctx.queues, { ...reply, askedAt: Date.now() }),
+      reply: ({ updateId, ...reply }) => enqueueReply(ctx.queues, { ...reply, askedAt: Date.now() }, updateId),
       gate: new CommandGate(ctx.redis, ctx.keys, ctx.config.telegramCommandBurst),
     },
   );
@@ -87,4 +88,51 @@ describe('command replies', () => {
       fake.calls('sendMessage').filter((call) => Number(call.params.chat_id) === chat).length,
     ).toBeGreaterThanOrEqual(2);
   }, 40_000);
+
+  it("sends an update's messages once and in order, however often it is queued", async () => {
+    const chat = 9003;
+    fake.addChat(chat);
+    const parts = [{ text: 'первое' }, { text: 'второе' }, { text: 'третье' }];
+    const reply = { chatId: String(chat), parts, askedAt: Date.now() };
+    // The same update queued again (a retry after Redis stalled) is the same job.
+    await Promise.all([enqueueReply(pipeline.ctx.queues, reply, 77), enqueueReply(pipeline.ctx.queues, reply, 77)]);
+    await until(
+      async () => fake.messages(chat),
+      (all) => all.length >= 3,
+      20_000,
+    );
+    await new Promise((done) => setTimeout(done, 1_500));
+    expect(fake.messages(chat).map((message) => message.text)).toEqual(['первое', 'второе', 'третье']);
+  }, 30_000);
+
+  it('answers a command that waited behind a fan-out late, saying so, and a very late one asks again', async () => {
+    const [late, stale] = [9004, 9005];
+    fake.addChat(late);
+    fake.addChat(stale);
+    const now = Date.now();
+    await enqueueReply(
+      pipeline.ctx.queues,
+      { chatId: String(late), parts: [{ text: 'Подписок нет.' }], askedAt: now - 5 * 60_000 },
+      78,
+    );
+    await enqueueReply(
+      pipeline.ctx.queues,
+      { chatId: String(stale), parts: [{ text: 'Подписок нет.' }, { text: 'ещё' }], askedAt: now - REPLY_STALE_MS - 1 },
+      79,
+    );
+    const [lateReply] = await until(
+      async () => fake.messages(late),
+      (all) => all.length >= 1,
+      20_000,
+    );
+    const [staleReply] = await until(
+      async () => fake.messages(stale),
+      (all) => all.length >= 1,
+      20_000,
+    );
+    expect(lateReply?.text).toBe(`${LATE_PREFIX}Подписок нет.`);
+    expect(staleReply?.text).toBe(STALE_TEXT);
+    await new Promise((done) => setTimeout(done, 1_500));
+    expect(fake.messages(stale)).toHaveLength(1);
+  }, 30_000);
 });

@@ -43,6 +43,7 @@ beforeAll(async () => {
         admit: async (client, likelyReal) => {
           await limits.admit('first-request', client, { likelyReal });
         },
+        admitWait: (client) => limits.admitOwn('first-request', client),
         refreshPending: (source) => refreshPending(ctx.queues, source),
         fetch: async (source) => {
           await enqueueRefresh(ctx.queues, ctx.config, source, { reason: 'demand', now: ctx.now() });

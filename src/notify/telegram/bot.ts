@@ -52,6 +52,11 @@ export interface TelegramBot {
   setWebhook(): Promise<void>;
   /** The `X-Telegram-Bot-Api-Secret-Token` Telegram sends in webhook mode. */
   readonly webhookSecret: string;
+  /**
+   * Resolves when every update handed to the bot has been answered: a handler only queues its chat's work
+   * (chat-lanes.ts), so a stopping process, and a test, waits here.
+   */
+  idle(): Promise<void>;
 }
 
 /**
@@ -82,7 +87,7 @@ export function createTelegramBot(
     const fresh = await deps.redis.set(deps.keys.tgUpdate(ctx.update.update_id), '1', 'EX', DAY_SECONDS, 'NX');
     if (fresh !== null) await next();
   });
-  registerCommands(bot, deps);
+  const lanes = registerCommands(bot, deps);
   bot.catch((error) => {
     // Never the message text: it may hold what a person typed.
     deps.logger.error({ err: error.error, updateId: error.ctx.update.update_id }, 'a Telegram update failed');
@@ -127,5 +132,6 @@ export function createTelegramBot(
       await bot.api.setWebhook(config.telegramWebhookUrl, { secret_token: secret, allowed_updates: ALLOWED_UPDATES });
     },
     webhookSecret: secret,
+    idle: () => lanes.idle(),
   };
 }

@@ -26,6 +26,7 @@ import type { NotifyOptions } from '../../timetable/notify-change.ts';
 import { type SourceKey, sourceOf } from '../../timetable/source.ts';
 import type { Occurrence } from '../../timetable/types.ts';
 import { localDate } from '../../timetable/zoned-time.ts';
+import { ChatLanes } from './chat-lanes.ts';
 import { type CommandGate, TOO_OFTEN } from './flood-gate.ts';
 import type { Buttons } from './sender.ts';
 import type { CheckSource } from './source-check.ts';
@@ -38,7 +39,10 @@ const WEEK_DAYS = 7;
 
 /** What the commands read and change. */
 export interface CommandDeps {
-  readonly chats: Pick<TelegramChats, 'subscribeWithin' | 'unsubscribe' | 'ofChat' | 'resolvePayload' | 'setSubgroup'>;
+  readonly chats: Pick<
+    TelegramChats,
+    'subscribeWithin' | 'unsubscribe' | 'ofChat' | 'resolvePayload' | 'giveBack' | 'setSubgroup'
+  >;
   readonly snapshots: Pick<SnapshotStore, 'load' | 'optionValues'>;
   readonly subscriptions: Pick<SubscriptionStore, 'get'>;
   readonly config: FeedSettings & { readonly publicUrl: string; readonly telegramMaxSourcesPerChat: number };
@@ -48,10 +52,13 @@ export interface CommandDeps {
    */
   readonly checkSource?: CheckSource | undefined;
   /**
-   * Sends a reply under the rate limits change messages obey (a job of the Telegram queue: one a second per
-   * chat, the bot's overall rate, retried on failure); absent, the reply is sent at once (tests).
+   * Sends the messages answering one update under the rate limits change messages obey (one job of the Telegram
+   * queue, named after the update: one a second per chat, the bot's overall rate, in order, retried on
+   * failure); absent, they are sent at once (tests).
    */
-  readonly reply?: ((reply: { chatId: string; text: string; buttons?: Buttons }) => Promise<void>) | undefined;
+  readonly reply?:
+    | ((reply: { chatId: string; updateId: number; parts: { text: string; buttons?: Buttons }[] }) => Promise<void>)
+    | undefined;
   /** Says whether a chat's command is answered (flood-gate.ts); absent, every one is. */
   readonly gate?: Pick<CommandGate, 'admit'> | undefined;
   /**
@@ -59,7 +66,7 @@ export interface CommandDeps {
    * reads as a feed still has its changes noticed; absent in tests that need no refresh.
    */
   readonly activate?: ((source: SourceKey) => Promise<void>) | undefined;
-  readonly logger: Pick<Logger, 'warn'>;
+  readonly logger: Pick<Logger, 'warn' | 'error'>;
   readonly now: () => number;
 }
 
@@ -109,34 +116,48 @@ export interface Reply {
 /** The callback data of a subgroup button: `sg:<source>:<n>` or `sg:<source>:all` (at most 64 bytes). */
 const SUBGROUP_DATA = /^sg:((?:group|employee):[1-9]\d{0,15}):([1-9]\d?|all)$/;
 
-/** Registers every command, the subgroup buttons and the fallback on `bot`. */
-export function registerCommands(bot: Bot, deps: CommandDeps): void {
+/**
+ * Registers every command, the subgroup buttons and the fallback on `bot`. Each chat's updates are answered in
+ * its own lane (chat-lanes.ts); the lanes are returned so that a stopping process can wait for them.
+ */
+export function registerCommands(bot: Bot, deps: CommandDeps): ChatLanes {
   const commands = new Commands(deps);
-  const send = async (ctx: Context, reply: string | Reply) => {
-    const { text, buttons } = typeof reply === 'string' ? { text: reply, buttons: undefined } : reply;
+  const lanes = new ChatLanes((error) => {
+    // Never the message text: it may hold what a person typed.
+    deps.logger.error({ err: error }, 'a Telegram command failed');
+  });
+  // Every message answering one update goes in one reply, in order (one job: a retry goes on where it stopped).
+  const send = async (ctx: Context, replies: string | Reply | Reply[]) => {
+    const parts = (Array.isArray(replies) ? replies : [replies]).map((reply) =>
+      typeof reply === 'string' ? { text: cut(reply) } : { ...reply, text: cut(reply.text) },
+    );
     const chatId = ctx.chat?.id;
     if (deps.reply !== undefined && chatId !== undefined) {
       await deps.reply({
         chatId: String(chatId),
-        text: cut(text),
-        ...(buttons ? { buttons: callbacks(buttons) } : {}),
+        updateId: ctx.update.update_id,
+        parts: parts.map(({ text, buttons }) => ({ text, ...(buttons ? { buttons: callbacks(buttons) } : {}) })),
       });
       return;
     }
-    await ctx.reply(cut(text), {
-      link_preview_options: { is_disabled: true },
-      ...(buttons === undefined ? {} : { reply_markup: { inline_keyboard: buttons } }),
-    });
+    for (const { text, buttons } of parts)
+      await ctx.reply(text, {
+        link_preview_options: { is_disabled: true },
+        ...(buttons === undefined ? {} : { reply_markup: { inline_keyboard: buttons } }),
+      });
   };
+  // The gate is asked before the chat's lane: a flood is cut before it queues anything.
+  const admit = async (chatId: string) => (deps.gate === undefined ? 'answer' : await deps.gate.admit(chatId));
   const answer =
     (work: (ctx: Context, chatId: string) => Promise<string | Reply | Reply[]>) => async (ctx: Context) => {
       const chatId = ctx.chat?.id;
       if (chatId === undefined) return;
-      const verdict = deps.gate === undefined ? 'answer' : await deps.gate.admit(String(chatId));
-      if (verdict === 'warn') await send(ctx, TOO_OFTEN);
-      if (verdict !== 'answer') return;
-      const replies = await work(ctx, String(chatId));
-      for (const reply of Array.isArray(replies) ? replies : [replies]) await send(ctx, reply);
+      const verdict = await admit(String(chatId));
+      if (verdict === 'ignore') return;
+      await lanes.run(String(chatId), async () => {
+        if (verdict === 'warn') return send(ctx, TOO_OFTEN);
+        await send(ctx, await work(ctx, String(chatId)));
+      });
     };
   bot.command(
     'start',
@@ -170,33 +191,46 @@ export function registerCommands(bot: Bot, deps: CommandDeps): void {
     'subgroup',
     answer((ctx, chatId) => commands.subgroup(chatId, String(ctx.match ?? '').trim())),
   );
+  // A button press is a command too: the same gate (each press costs Telegram calls: its answer, a reply, an
+  // edit), and the chat's lane. A press beyond the gate is not answered (its button stops spinning on its own);
+  // the first one beyond it hears «Слишком часто» on the button.
   bot.on('callback_query:data', async (ctx) => {
     const chatId = ctx.chat?.id;
-    const match = SUBGROUP_DATA.exec(ctx.callbackQuery.data);
-    if (chatId === undefined || match === null) {
-      await ctx.answerCallbackQuery({ text: 'Эта кнопка больше не работает.' });
-      return;
-    }
-    const [, source, choice] = match as unknown as [string, SourceKey, string];
-    const confirmed = await commands.chooseSubgroup(
-      String(chatId),
-      source,
-      choice === 'all' ? undefined : Number(choice),
-    );
-    // The press is answered first (the button stops spinning), then the chat reads what changed, and the question's
-    // buttons go: the choice is made (/subgroup asks again). Two quick presses both reach here; the second one's
-    // removal finds them gone already ("message is not modified"), and an old message may no longer be editable:
-    // either way the choice stands, so such a refusal is let go.
-    await ctx.answerCallbackQuery({ text: confirmed.short });
-    await send(ctx, confirmed.text);
-    await ctx.editMessageReplyMarkup().catch((error: unknown) => {
-      if (!(error instanceof GrammyError && error.error_code === 400)) throw error;
+    if (chatId === undefined) return;
+    const verdict = await admit(String(chatId));
+    if (verdict === 'ignore') return;
+    await lanes.run(String(chatId), async () => {
+      if (verdict === 'warn') {
+        await ctx.answerCallbackQuery({ text: TOO_OFTEN });
+        return;
+      }
+      const match = SUBGROUP_DATA.exec(ctx.callbackQuery.data);
+      if (match === null) {
+        await ctx.answerCallbackQuery({ text: 'Эта кнопка больше не работает.' });
+        return;
+      }
+      const [, source, choice] = match as unknown as [string, SourceKey, string];
+      const confirmed = await commands.chooseSubgroup(
+        String(chatId),
+        source,
+        choice === 'all' ? undefined : Number(choice),
+      );
+      // The press is answered first (the button stops spinning), then the chat reads what changed, and the
+      // question's buttons go: the choice is made (/subgroup asks again). Two quick presses both reach here; the
+      // second one's removal finds them gone already ("message is not modified"), and an old message may no
+      // longer be editable: either way the choice stands, so such a refusal is let go.
+      await ctx.answerCallbackQuery({ text: confirmed.short });
+      await send(ctx, confirmed.text);
+      await ctx.editMessageReplyMarkup().catch((error: unknown) => {
+        if (!(error instanceof GrammyError && error.error_code === 400)) throw error;
+      });
     });
   });
   bot.on(
     'message',
     answer(async () => `Не понимаю. ${SHORT_HELP}`),
   );
+  return lanes;
 }
 
 /** The commands' answers, each the text of one reply. */
@@ -221,11 +255,18 @@ export class Commands {
     const subscription = personal ? await this.deps.subscriptions.get(sourceOf(source).id) : undefined;
     // A personal timetable deleted after its link was made is gone.
     if (personal && subscription === undefined) return EXPIRED;
+    // A personal page's one-time code that subscribed nobody is given back: the person frees a place (/stop)
+    // and opens the same link again.
     const refused = await this.refuseStart(chatId, source);
-    if (refused !== undefined) return refused;
+    if (refused !== undefined) {
+      if (resolved.once !== undefined) await this.deps.chats.giveBack(resolved.once);
+      return refused;
+    }
     const max = this.deps.config.telegramMaxSourcesPerChat;
-    if ((await this.deps.chats.subscribeWithin({ chatId, source, options }, max)) === 'full')
+    if ((await this.deps.chats.subscribeWithin({ chatId, source, options }, max)) === 'full') {
+      if (resolved.once !== undefined) await this.deps.chats.giveBack(resolved.once);
       return tooManySourcesText(max);
+    }
     if (this.deps.activate)
       await this.deps.activate(source).catch((error: unknown) => {
         this.deps.logger.warn({ err: error, source }, 'could not activate a timetable a chat subscribed to');

@@ -8,7 +8,11 @@
  * first-request limits (FIRST_REQUESTS_PER_CLIENT with the chat as the client, and FIRST_REQUESTS_TOTAL shared
  * with the feed routes; an id nobody vouches for may not take the last half of the total), fetched on demand,
  * and waited for a few seconds. A fetch that outlasts the wait is not subscribed to either: the chat is asked to
- * send the link again, which then finds the timetable fetched at no cost.
+ * send the link again, which then finds the timetable fetched at no cost. A fetch queued already is waited for
+ * too, at the cost of one of the chat's own first requests (not of the total: nothing more is asked).
+ *
+ * The wait holds only its own chat: the bot answers each chat in a lane of its own (chat-lanes.ts), so another
+ * chat's commands are answered meanwhile.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { RateLimitedError } from '../../lib/errors.ts';
@@ -41,6 +45,8 @@ export interface SourceCheckDeps {
    * RateLimitedError; `likelyReal` as the feed routes pass it.
    */
   admit(client: string, likelyReal: boolean): Promise<void>;
+  /** Counts a wait for a fetch queued already against `client`'s own first-request allowance, or throws so. */
+  admitWait(client: string): Promise<void>;
   /** Whether a refresh of the source is queued already (it then costs nothing more). */
   refreshPending(source: SourceKey): Promise<boolean>;
   /** Queues a refresh on demand of the source. */
@@ -62,15 +68,17 @@ export function sourceChecker(deps: SourceCheckDeps, waitMs = CHECK_WAIT_MS): Ch
   return async (source, chatId) => {
     if ((await deps.registry.missingReason(source)) !== undefined) return { kind: 'not-found' };
     if ((await deps.feeds.exists(source)) || (await deps.registry.isActive(source))) return { kind: 'known' };
-    if (!(await deps.refreshPending(source))) {
-      try {
-        await deps.admit(chatClient(chatId), await likelyReal(deps, source));
-      } catch (error) {
-        if (error instanceof RateLimitedError) return { kind: 'limited', retryAfterMs: error.retryAfterMs };
-        throw error;
-      }
-      await deps.fetch(source);
+    const pending = await deps.refreshPending(source);
+    try {
+      // A fetch queued already costs the university nothing more, but the wait for it is still the chat's: it
+      // counts against the chat's own allowance, so that one chat cannot keep many waits going.
+      if (pending) await deps.admitWait(chatClient(chatId));
+      else await deps.admit(chatClient(chatId), await likelyReal(deps, source));
+    } catch (error) {
+      if (error instanceof RateLimitedError) return { kind: 'limited', retryAfterMs: error.retryAfterMs };
+      throw error;
     }
+    if (!pending) await deps.fetch(source);
     return waitForAnswer(deps, source, waitMs);
   };
 }
