@@ -101,6 +101,19 @@ describe('fake Telegram Bot API', () => {
     expect((await newer).status).toBe(200);
   });
 
+  it('answers nothing to a getUpdates its client aborted just before the next one', async () => {
+    const telegram = await fake();
+    const aborting = new AbortController();
+    const older = call(telegram, 'getUpdates', { timeout: 20 }, { signal: aborting.signal }).catch(() => 'aborted');
+    await waitUntil(() => telegram.calls('getUpdates').length === 1, 'the first poll');
+    // As grammY's stop: abort the long poll, then at once confirm the offset.
+    aborting.abort();
+    expect((await call(telegram, 'getUpdates', { limit: 1 })).status).toBe(200);
+    expect(await older).toBe('aborted');
+    await new Promise((done) => setTimeout(done, 200));
+    expect(telegram.calls('getUpdates').map((each) => each.status)).toEqual([undefined, 200]);
+  });
+
   it('posts updates to a webhook with the secret header; getUpdates is then 409', async () => {
     const telegram = await fake();
     const received: { secret: string | undefined; body: string }[] = [];

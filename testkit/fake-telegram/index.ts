@@ -2,8 +2,8 @@
  * A fake Telegram Bot API on loopback, for tests and benchmarks: a bot framework pointed at `apiRoot` (grammY's
  * `client.apiRoot`) talks to it as to api.telegram.org. It keeps the rules a bot depends on: `/bot<token>/<method>`
  * with JSON, form or query parameters (a wrong token answers 401); getUpdates long polling confirmed by `offset`,
- * answered early by a new update, a newer concurrent getUpdates ends the waiting one with 409, and 409 while a
- * webhook is set; setWebhook POSTs updates to its URL with the secret-token header; sendMessage refuses an
+ * answered early by a new update, a newer concurrent getUpdates ends the waiting one with 409 (after a short
+ * grace in which a client that had aborted it is seen gone and hears nothing), and 409 while a webhook is set; setWebhook POSTs updates to its URL with the secret-token header; sendMessage refuses an
  * unknown chat (400 chat not found), a blocked one (403), HTML it cannot parse (400 can't parse entities) and
  * text longer than 4096 characters (400 message is too long). A message counts only when its 200 was written:
  * a request held by a `stall` fault whose client died meanwhile is not a message. Inline keyboards: sendMessage

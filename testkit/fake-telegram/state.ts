@@ -119,6 +119,13 @@ interface Webhook {
 const MAX_TEXT = 4096;
 const CONFLICT_POLL =
   'Conflict: terminated by other getUpdates request; make sure that only one bot instance is running';
+/**
+ * How long a waiting getUpdates that a newer request ended is held before its 409 is written. The fake sees the
+ * connections of one client in whatever order its event loop reads them, so an abort sent before the newer
+ * request may be read after it; Telegram, across a network, reads the abort first. A client still there after
+ * this hears the 409.
+ */
+const CONFLICT_GRACE_MS = 50;
 const CONFLICT_WEBHOOK =
   "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first";
 
@@ -152,6 +159,8 @@ export class BotState {
   private updates: FakeUpdate[] = [];
   private nextUpdateId = 100_001;
   private waiter: Waiter | undefined;
+  /** Waiting getUpdates a newer request ended, in their grace before the 409 ({@link CONFLICT_GRACE_MS}). */
+  private readonly superseded = new Set<Waiter>();
   private webhook: Webhook | undefined;
   private delivering = false;
   private closed = false;
@@ -273,7 +282,7 @@ export class BotState {
     else if (offset !== undefined) this.updates = this.updates.filter((update) => update.update_id >= offset);
     this.dropUnwanted();
     // Telegram ends the request already waiting: the newest poller wins and the older one hears 409.
-    this.waiter?.answer(error(409, CONFLICT_POLL));
+    this.supersede(error(409, CONFLICT_POLL));
     const batch = Math.min(Math.max(limit, 1), 100);
     if (this.updates.length > 0 || timeout <= 0) return Promise.resolve(ok(this.updates.slice(0, batch)));
     return new Promise<MethodResult>((resolve) => {
@@ -284,6 +293,7 @@ export class BotState {
           clearTimeout(waiter.timer);
           signal.removeEventListener('abort', onAbort);
           if (this.waiter === waiter) this.waiter = undefined;
+          this.superseded.delete(waiter);
           resolve(result);
         },
       };
@@ -305,7 +315,7 @@ export class BotState {
     if (allowed === 'invalid') return error(400, "Bad Request: can't parse allowed updates");
     if (allowed !== undefined) this.allowed = allowed;
     if (params.drop_pending_updates === true || params.drop_pending_updates === 'true') this.updates = [];
-    this.waiter?.answer(error(409, 'Conflict: terminated by setWebhook request'));
+    this.supersede(error(409, 'Conflict: terminated by setWebhook request'));
     this.webhook = { url, secretToken: secret };
     void this.deliver();
     return ok(true);
@@ -415,6 +425,22 @@ export class BotState {
   close(): void {
     this.closed = true;
     this.waiter?.answer(ok([]));
+    for (const waiter of [...this.superseded]) waiter.answer(ok([]));
+  }
+
+  /**
+   * Ends the waiting getUpdates with `conflict`, after {@link CONFLICT_GRACE_MS}: a client that aborted it before
+   * it sent the new request (grammY's `stop` aborts its long poll, then confirms the offset with a getUpdates on
+   * another pooled connection) is gone by then, and the 409 written to nobody is not an answer it got. The newer
+   * request is the waiter at once: updates go to it, never to the one ended.
+   */
+  private supersede(conflict: MethodResult): void {
+    const waiter = this.waiter;
+    if (waiter === undefined) return;
+    this.waiter = undefined;
+    this.superseded.add(waiter);
+    clearTimeout(waiter.timer);
+    waiter.timer = setTimeout(() => waiter.answer(conflict), CONFLICT_GRACE_MS);
   }
 
   /** Takes out the updates of types the bot did not ask for: Telegram never delivers them. */
