@@ -111,7 +111,7 @@ async function tour(browser: Browser, plan: Tour, screen: Screen): Promise<void>
   await visit(plan.teacherPath);
   await shoot(page, 'teacher', screen.width);
   await visit('/');
-  const field = page.locator('form[action="/timetables/personal"] [name="credential"]');
+  const field = page.locator('form[action^="/timetables/personal"] [name="credential"]');
   await field.fill(plan.credential);
   await Promise.all([page.waitForURL('**/timetables/personal**'), field.press('Enter')]);
   // The first refresh of a new personal timetable (and its study plan) takes a moment: its feed tells when.
