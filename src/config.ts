@@ -61,6 +61,13 @@ const cancelledTitlePrefix = z
   })
   .transform((value) => value ?? 'Отменено: ');
 
+/** How background refreshes are planned (docs/design.md#freshness). */
+export type RefreshPolicy = 'adaptive' | 'fixed';
+
+const refreshPolicy = matching(/^(adaptive|fixed)$/, 'must be adaptive or fixed').transform(
+  (value) => (value ?? 'adaptive') as RefreshPolicy,
+);
+
 const logLevel = matching(
   new RegExp(`^(${LOG_LEVELS.join('|')})$`),
   `must be one of ${LOG_LEVELS.join(', ')}`,
@@ -372,11 +379,30 @@ const SETTINGS = {
   refreshIntervalMs: setting('REFRESH_INTERVAL', duration('30m', 60_000), {
     group: 'timetable',
     meaning:
-      'How often each active source is refreshed (±25% jitter, fixed per source), at least `1m`; feeds also ' +
-      'carry it as `REFRESH-INTERVAL` and `X-PUBLISHED-TTL`. Durations: `ms`, `s`, `m`, `h`, `d`; a bare number ' +
-      'is seconds.',
+      'The longest an active source waits between two refreshes (parked ones excepted: `REFRESH_MAX_WAIT`), at ' +
+      'least `1m`; background refreshes spend what refreshing every active source once per interval would cost ' +
+      '(docs/design.md#freshness). Feeds also carry it as `REFRESH-INTERVAL` and `X-PUBLISHED-TTL`. Durations: ' +
+      '`ms`, `s`, `m`, `h`, `d`; a bare number is seconds.',
     default: '30m',
     example: '15m',
+  }),
+  refreshMaxWaitMs: setting('REFRESH_MAX_WAIT', duration('4h', 60_000), {
+    group: 'timetable',
+    meaning:
+      'The longest a parked source waits between two refreshes: one shown to equal what other sources already ' +
+      "tell (a personal timetable equal to its group's, a teacher whose classes are all in refreshed groups). It " +
+      'is refreshed at once when a related source changes. Not shorter than `REFRESH_INTERVAL`.',
+    default: '4h',
+    example: '2h',
+  }),
+  refreshPolicy: setting('REFRESH_POLICY', refreshPolicy, {
+    group: 'timetable',
+    meaning:
+      '`adaptive`: background refreshes go where changes are (related sources at once, parked sources, order by ' +
+      'expected value; docs/design.md#freshness). `fixed`: every active source on its own tick, every ' +
+      '`REFRESH_INTERVAL` ±25%, as releases before it did.',
+    default: 'adaptive',
+    example: 'fixed',
   }),
   upstreamRateLimit: setting('UPSTREAM_RATE_LIMIT', positiveNumber(10, false, 10_000), {
     group: 'university',
@@ -987,6 +1013,11 @@ export function loadConfig(
   const values = Object.fromEntries(Object.entries(SETTINGS).map(([key, entry]) => [key, result.data[entry.env]]));
   const partial = values as Omit<Config, 'publicUrl' | 'redisTarget'> & { publicUrl: string | undefined };
   const publicUrl = (partial.publicUrl ?? `http://localhost:${partial.port}`).replace(/\/+$/, '');
+  if (partial.refreshMaxWaitMs < partial.refreshIntervalMs) {
+    throw new ConfigError([
+      'REFRESH_MAX_WAIT: must not be shorter than REFRESH_INTERVAL (a parked source waits longer, never less)',
+    ]);
+  }
   if (partial.httpHeadersTimeoutMs > partial.httpRequestTimeoutMs) {
     throw new ConfigError([
       'HTTP_HEADERS_TIMEOUT: must not be longer than HTTP_REQUEST_TIMEOUT (headers are part of the request)',

@@ -38,6 +38,11 @@ export interface RefreshJobData {
   reason: RefreshReason;
   /** Epoch ms when it was asked for. */
   requestedAt: number;
+  /**
+   * A `related` refresh: the source whose refresh found the change first (the change record names it). Absent
+   * on other reasons, and on a follow-up whose callers asked for different things.
+   */
+  cause?: SourceKey;
 }
 
 /** What a refresh did. */

@@ -106,15 +106,17 @@ export const FAILED_STACKS = 1;
 /**
  * Refresh priorities (BullMQ: 1 runs first; a job without one would run before every prioritized job, so every
  * refresh has one). A refresh someone waits for goes before background ones: an admin's resync first, then a
- * first request or a new subscription, then a confirming re-fetch, then scheduled ticks and re-renders.
+ * first request or a new subscription, then a confirming re-fetch; then a related source's change (seen already,
+ * it only has to reach this source's feed), then the rotation and re-renders.
  */
 export const REFRESH_PRIORITY: Readonly<Record<RefreshReason, number>> = {
   resync: 1,
   demand: 2,
   subscription: 2,
   confirm: 3,
-  schedule: 5,
-  rerender: 5,
+  related: 5,
+  schedule: 6,
+  rerender: 6,
 };
 
 /**
@@ -151,6 +153,8 @@ export interface RefreshRequest {
   followUp?: boolean;
   /** Run no earlier than this many ms from now (a confirming re-fetch). */
   delayMs?: number;
+  /** A `related` refresh: the source whose refresh found the change (kept on the job for its change record). */
+  cause?: SourceKey;
   /** The job's id (without `:`) when none is running: a stable one makes repeated requests one job. */
   jobId?: string;
 }
@@ -190,7 +194,9 @@ export async function enqueueRefresh(
         : followUpJobId(token, running);
     const ask = running === undefined ? own : (mergeFollowUps(await queues.followUpAsks.record(jobId, own)) ?? own);
     const followUp = request.followUp === true;
-    const id = await addRefresh(queues, config, source, { ask, jobId, requestedAt: request.now, followUp });
+    // The cause is kept only while the job is the related refresh it names (a merged follow-up may be another).
+    const cause = ask.reason === 'related' ? request.cause : undefined;
+    const id = await addRefresh(queues, config, source, { ask, jobId, requestedAt: request.now, followUp, cause });
     if (running !== undefined && id === running) {
       // Stored as the follow-up. Another caller may have stored its own ask over ours since; whoever recorded
       // last queues the merge after recording, so ours stands only if it is still the merge of all asks.
@@ -214,12 +220,12 @@ async function addRefresh(
   queues: Queues,
   config: RefreshJobSettings,
   source: SourceKey,
-  job: { ask: RefreshAsk; jobId: string; requestedAt: number; followUp: boolean },
+  job: { ask: RefreshAsk; jobId: string; requestedAt: number; followUp: boolean; cause: SourceKey | undefined },
 ): Promise<string> {
   const { ask, jobId } = job;
   const added = await queues.refresh.add(
     'refresh',
-    { source, reason: ask.reason, requestedAt: job.requestedAt },
+    { source, reason: ask.reason, requestedAt: job.requestedAt, ...(job.cause ? { cause: job.cause } : {}) },
     {
       ...refreshJobOptions(config),
       priority: ask.priority,

@@ -7,11 +7,12 @@ import type { RedisClient } from '../lib/redis-target.ts';
 import type { RedisKeys } from './keys.ts';
 
 /**
- * Why a refresh runs. `confirm` re-fetches a timetable that would remove most future classes; `rerender`
+ * Why a refresh runs. `schedule`: the background rotation (or a parked source's longest wait); `related`: a
+ * related source's refresh found a change this source must show too; `confirm` re-fetches a timetable that would remove most future classes; `rerender`
  * publishes the stored snapshot again, without asking the university, because the term starts changed.
  * Declared here, with the asks that persist it; the job contract re-exports it.
  */
-export type RefreshReason = 'schedule' | 'resync' | 'demand' | 'confirm' | 'subscription' | 'rerender';
+export type RefreshReason = 'schedule' | 'related' | 'resync' | 'demand' | 'confirm' | 'subscription' | 'rerender';
 
 /** What one caller asks of a refresh: why, how urgently (BullMQ priority, 1 first), and not before when. */
 export interface RefreshAsk {
