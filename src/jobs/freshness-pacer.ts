@@ -4,8 +4,9 @@
  * B = min(active sources / REFRESH_INTERVAL, 0.9 × UPSTREAM_RATE_LIMIT) per second: the rotation it queues plus
  * the related refreshes refresh jobs queued (charged to it through the store). Each step queues first every
  * source past its deadline (the wait guarantee), then those of lowest next refresh, as `schedule` refreshes;
- * it holds back while the refresh queue already holds a couple of seconds of background work, so that an
- * upstream outage does not pile jobs up. The upstream rate limit itself stays the refresh queue's limiter's
+ * the rotation holds back while the refresh queue already holds a couple of seconds of background work, so that
+ * an upstream outage does not pile jobs up (overdue sources are still queued, once each per interval, as the
+ * fixed ticks were). The upstream rate limit itself stays the refresh queue's limiter's
  * and the token bucket's: the pacer only decides what the background asks for.
  *
  * Every worker process runs a pacer; the others try to take the lease every third of its lifetime, so a dead
@@ -63,6 +64,12 @@ const DEBT_S = 60;
 const HOLD_S = 2;
 /** ...but at least this many jobs, so that a small budget can queue at all. */
 const HOLD_MIN = 2;
+/**
+ * Overdue sources queued at most per step, whatever the credit and the backlog: the wait guarantee goes first,
+ * as the fixed ticks did (each source is in the queue once at most, and taken again only an interval later).
+ * The bound only spreads a crowd (every source overdue after a long Redis outage) over a few seconds.
+ */
+const OVERDUE_PER_STEP = 50;
 const DEFAULT_STEP_MS = 250;
 const DEFAULT_LOCK_MS = 10_000;
 
@@ -196,9 +203,8 @@ export class FreshnessPacer {
     if (related > 0) metrics.backgroundRefreshes.inc({ why: 'related' }, related);
     this.credit = Math.max(this.credit - related, -budget * DEBT_S);
     const room = Math.max(HOLD_MIN, Math.ceil(budget * HOLD_S)) - (await this.waitingBackground());
-    if (room <= 0) return { budget, queued: 0, overdue: 0, related, held: true };
-    const count = Math.min(Math.max(0, Math.floor(this.credit)), room);
-    const taken = await freshness.take(now, count, room, config.refreshIntervalMs);
+    const count = Math.min(Math.max(0, Math.floor(this.credit)), Math.max(0, room));
+    const taken = await freshness.take(now, count, OVERDUE_PER_STEP, config.refreshIntervalMs);
     this.credit -= taken.length;
     await Promise.all(
       taken.map(async ({ source, state }) => {
@@ -207,7 +213,7 @@ export class FreshnessPacer {
       }),
     );
     const overdue = taken.filter((source) => source.overdue).length;
-    return { budget, queued: taken.length, overdue, related, held: false };
+    return { budget, queued: taken.length, overdue, related, held: room <= 0 };
   }
 
   /** Background refreshes (related, rotation, re-renders) waiting in the refresh queue. */
