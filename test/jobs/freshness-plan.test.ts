@@ -97,7 +97,7 @@ describe('the packed state', () => {
   it('takes a few bytes and reads back to the second', () => {
     const state = {
       lastRefresh: Date.UTC(2025, 9, 1, 8, 30, 15),
-      changes: 3.14159,
+      changes: 3.456,
       observedMs: 5 * DAY + 1234,
       weight: 4,
       parkedBy: 'group:123' as const,
@@ -106,7 +106,7 @@ describe('the packed state', () => {
     expect(packed.length).toBeLessThanOrEqual(32);
     expect(unpackFreshness(packed)).toEqual({
       lastRefresh: Date.UTC(2025, 9, 1, 8, 30, 15),
-      changes: 3.14,
+      changes: 3.46,
       observedMs: 5 * DAY + 1000,
       weight: 4,
       parkedBy: 'group:123',
