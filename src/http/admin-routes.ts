@@ -9,6 +9,7 @@ import { FastifyAdapter } from '@bull-board/fastify';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { Config } from '../config.ts';
+import { type FreshnessViewDeps, freshnessViews } from '../jobs/freshness-view.ts';
 import { findJob, JOB_ID } from '../jobs/job-status.ts';
 import { KEEP_COMPLETED, KEEP_FAILED, type Queues } from '../jobs/queues.ts';
 import { type ResyncTarget, requestResync } from '../jobs/resync.ts';
@@ -45,6 +46,7 @@ export type AdminRouteDeps = GoogleTargetRouteDeps &
   CalDavTargetRouteDeps &
   DirectoryRouteDeps &
   WebhookRouteDeps &
+  FreshnessViewDeps &
   Parameters<typeof requestResync>[0] &
   Parameters<typeof findJob>[0] & {
     readonly config: Pick<Config, 'adminToken' | 'weekParityAnchors' | 'webhookAllowPrivate'>;
@@ -130,7 +132,13 @@ function registerSources(admin: FastifyInstance, ctx: AdminRouteDeps): void {
   admin.get('/sources', async (request) => {
     const { offset, limit } = parsePage(request.query);
     const page = await ctx.registry.page(offset, limit);
-    return { total: page.total, offset, limit, sources: page.sources.map(sourceView) };
+    const plans = await freshnessViews(
+      ctx,
+      page.sources.map((state) => state.source),
+      ctx.now(),
+    );
+    const sources = page.sources.map((state, index) => sourceView(state, plans[index]));
+    return { total: page.total, offset, limit, sources };
   });
 
   admin.get<{ Params: { source: string } }>('/sources/:source/changes', async (request) => {

@@ -18,6 +18,7 @@ import { withDeadline } from '../lib/deadline.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
 import { constantTimeEqual } from '../security/tokens.ts';
+import type { FreshnessStore } from '../store/freshness-store.ts';
 import type { SourceRegistry } from '../store/registry.ts';
 import { presentedToken } from './admin-auth.ts';
 import { sendError } from './error-answer.ts';
@@ -32,6 +33,7 @@ export interface OperationsMetrics {
   readonly registry: Pick<Registry, 'metrics' | 'contentType'>;
   setQueueDepths(read: () => Promise<Record<string, Record<string, number>>>): void;
   setStaleSources(read: () => Promise<number>): void;
+  setParkedSources(read: () => Promise<number>): void;
 }
 
 /** What the operator endpoints check and read. */
@@ -39,6 +41,7 @@ export type OperationsRouteDeps = Parameters<typeof liveWorkers>[0] & {
   readonly config: Pick<Config, 'metricsToken'>;
   readonly redis: RedisClient;
   readonly registry: Pick<SourceRegistry, 'staleCount'>;
+  readonly freshness: Pick<FreshnessStore, 'parkedCount'>;
   readonly queues: Pick<Queues, 'refresh' | 'pushQueues' | 'schedule' | 'notify' | 'telegram' | 'webhook'>;
   readonly metrics: OperationsMetrics;
   readonly logger: Pick<Logger, 'debug'>;
@@ -115,6 +118,15 @@ function plugGauges(ctx: OperationsRouteDeps): void {
       ctx.logger.debug({ err: error }, 'stale sources gauge kept its last value');
     }
     return lastStale;
+  });
+  let lastParked = 0;
+  ctx.metrics.setParkedSources(async () => {
+    try {
+      lastParked = await withDeadline(ctx.freshness.parkedCount(), CHECK_TIMEOUT_MS);
+    } catch (error) {
+      ctx.logger.debug({ err: error }, 'parked sources gauge kept its last value');
+    }
+    return lastParked;
   });
   ctx.metrics.setQueueDepths(async () => {
     const queues: Record<string, Pick<Queues['refresh'], 'getJobCounts'>> = {

@@ -2,6 +2,7 @@
  * How stored records appear in answers. One rule for every view: times are ISO 8601 text, and a field that
  * has no value is `null`, never missing; secrets are never part of a view.
  */
+import type { FreshnessView } from '../jobs/freshness-view.ts';
 import { unlistedCounts } from '../store/change-bounds.ts';
 import type { SourceState } from '../store/registry.ts';
 import type { Subscription } from '../store/subscription-store.ts';
@@ -12,8 +13,12 @@ export function iso(ms: number | undefined | null): string | null {
   return ms === undefined || ms === null ? null : new Date(ms).toISOString();
 }
 
-/** A source's row of the admin table. */
-export function sourceView(state: SourceState): Record<string, unknown> {
+/**
+ * A source's row of the admin table, with its next background refresh and why, and what parks it (both `null`
+ * when the freshness planner has no plan for it: `REFRESH_POLICY=fixed`, or not active).
+ */
+export function sourceView(state: SourceState, freshness?: FreshnessView): Record<string, unknown> {
+  const next = freshness?.nextRefresh;
   return {
     source: state.source,
     status: state.status,
@@ -32,6 +37,8 @@ export function sourceView(state: SourceState): Record<string, unknown> {
     problems: state.problems ?? null,
     pendingHash: state.pendingHash ?? null,
     pendingSince: iso(state.pendingSince),
+    nextRefresh: next === undefined ? null : { at: iso(next.at), why: next.why },
+    parkedBy: freshness?.parkedBy ?? null,
   };
 }
 

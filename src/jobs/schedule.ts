@@ -1,7 +1,9 @@
 /**
- * Scheduling: one BullMQ job scheduler per active source (a tick that asks for a deduplicated refresh), all
- * created and removed by the one reconciler, never by request handlers (concurrent upserts of job schedulers
- * from many processes are a known source of duplicates).
+ * Scheduling. With `REFRESH_POLICY=fixed`: one BullMQ job scheduler per active source (a tick that asks for a
+ * deduplicated refresh), all created and removed by the one reconciler, never by request handlers (concurrent
+ * upserts of job schedulers from many processes are a known source of duplicates). With `adaptive`: no tick
+ * schedulers; the reconciler keeps the freshness planner's sources equal to the active ones, and the pacer
+ * (freshness-pacer.ts) queues the background refreshes.
  */
 import { createHash } from 'node:crypto';
 import type { Job, Processor } from 'bullmq';
@@ -11,6 +13,7 @@ import type { RedisClient } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
 import type { NotifyServices } from '../notify/notify-services.ts';
 import type { PushKindTargets } from '../push/adapter.ts';
+import type { FreshnessStore } from '../store/freshness-store.ts';
 import type { RedisKeys } from '../store/keys.ts';
 import type { TargetKind } from '../store/push-target-record.ts';
 import type { SourceRegistry } from '../store/registry.ts';
@@ -43,7 +46,9 @@ export type DueKind = PushKindTargets<'due' | 'get' | 'requestReconcile' | 'sche
  */
 export type ScheduleDeps = ReconcileSchedulerDeps &
   TermStartsDeps & {
-    readonly config: Pick<Config, 'refreshIntervalMs' | 'inactiveAfterMs'>;
+    readonly config: Pick<Config, 'refreshIntervalMs' | 'inactiveAfterMs' | 'refreshPolicy'>;
+    /** The freshness planner, whose sources the reconciler keeps equal to the active ones (adaptive policy). */
+    readonly freshness: Pick<FreshnessStore, 'sync' | 'size'>;
     readonly logger: Logger;
     readonly registry: Pick<SourceRegistry, 'isActive' | 'allActiveSources' | 'requestedBefore' | 'deactivate'>;
     /** The calendar kinds pushed to (runtime/push-kinds.ts). */
@@ -58,6 +63,8 @@ export interface ReconcileResult {
   created: number;
   updated: number;
   removed: number;
+  /** Sources the freshness planner gained and lost (adaptive policy; a switch to `fixed` drops them all). */
+  planned: { added: number; removed: number };
   /** Push targets whose periodic reconcile was due and got a push job, by calendar kind. */
   pushes: Record<TargetKind, number>;
   skipped?: 'another reconciler is running';
@@ -91,9 +98,11 @@ export function scheduleProcessor(ctx: ScheduleDeps): Processor<TickJobData | Re
 export async function reconcile(ctx: ScheduleDeps): Promise<ReconcileResult> {
   const reconciled = await tryWithLock(ctx.redis, ctx.keys.lock('reconcile'), RECONCILE_LOCK_MS, async (renew) => {
     const deactivated = await deactivateIdle(ctx);
-    const [desired, existing] = await Promise.all([desiredSchedulers(ctx), existingSchedulers(ctx)]);
+    const [active, existing] = await Promise.all([ctx.registry.allActiveSources(), existingSchedulers(ctx)]);
+    const desired = desiredSchedulers(ctx, active);
     const pushes: Record<TargetKind, number> = {};
-    const result = { deactivated, created: 0, updated: 0, removed: 0, pushes };
+    const planned = await syncPlanner(ctx, active);
+    const result = { deactivated, created: 0, updated: 0, removed: 0, planned, pushes };
     // BullMQ fires ticks by the wall clock, not by the service's clock (tests set that to a fixed day): a start
     // computed from a clock behind the wall clock is in the past, and the first tick would fire at once.
     const wallNow = Date.now();
@@ -117,8 +126,8 @@ export async function reconcile(ctx: ScheduleDeps): Promise<ReconcileResult> {
     for (const kind of ctx.pushKinds) pushes[kind.kind] = await enqueueDuePushes(ctx, renew, kind);
     // Catches a change of the counts whose own sync failed (e.g. Redis went away right after a removal).
     await syncTermStarts(ctx, ctx.logger);
-    if (result.created + result.updated + result.removed + deactivated > 0)
-      ctx.logger.info({ ...result, active: desired.size }, 'job schedulers reconciled');
+    if (result.created + result.updated + result.removed + deactivated + planned.added + planned.removed > 0)
+      ctx.logger.info({ ...result, active: active.length }, 'job schedulers reconciled');
     return result;
   });
   return (
@@ -127,6 +136,7 @@ export async function reconcile(ctx: ScheduleDeps): Promise<ReconcileResult> {
       created: 0,
       updated: 0,
       removed: 0,
+      planned: { added: 0, removed: 0 },
       pushes: {},
       skipped: 'another reconciler is running',
     }
@@ -170,15 +180,32 @@ async function enqueueDuePushes(
 /** How long the reconciler's lock lives without being extended (it is extended after every upsert). */
 const RECONCILE_LOCK_MS = 120_000;
 
-/** The tick schedulers the active sources should have, by scheduler id. */
-async function desiredSchedulers(ctx: ScheduleDeps): Promise<Map<string, { source: SourceKey; every: number }>> {
-  const sources = await ctx.registry.allActiveSources();
+/** The tick schedulers the active sources should have, by scheduler id: none with the adaptive policy. */
+function desiredSchedulers(
+  ctx: ScheduleDeps,
+  sources: readonly SourceKey[],
+): Map<string, { source: SourceKey; every: number }> {
+  if (ctx.config.refreshPolicy === 'adaptive') return new Map();
   return new Map(
     sources.map((source) => [
       tickSchedulerId(sourceToken(source)),
       { source, every: intervalFor(source, ctx.config.refreshIntervalMs) },
     ]),
   );
+}
+
+/**
+ * Makes the freshness planner's sources the active ones (adaptive policy): a new one comes first somewhere
+ * within one interval, one gone is forgotten. With the fixed policy the planner has no sources.
+ */
+async function syncPlanner(
+  ctx: Pick<ScheduleDeps, 'config' | 'freshness' | 'now'>,
+  active: readonly SourceKey[],
+): Promise<{ added: number; removed: number }> {
+  if (ctx.config.refreshPolicy === 'adaptive')
+    return ctx.freshness.sync(active, ctx.now(), ctx.config.refreshIntervalMs);
+  if ((await ctx.freshness.size()) === 0) return { added: 0, removed: 0 };
+  return ctx.freshness.sync([], ctx.now(), ctx.config.refreshIntervalMs);
 }
 
 /** The tick schedulers that exist, with their intervals. */

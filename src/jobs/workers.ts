@@ -16,6 +16,7 @@ import type { PushAdapter } from '../push/adapter.ts';
 import { packLegacyState } from '../store/state-packing.ts';
 import { pushQueueName, QUEUE } from './contract.ts';
 import { dropRetiredFeedForms, type FeedFormsDeps } from './feed-forms-migration.ts';
+import { FreshnessPacer, type PacerDeps, type PacerTuning } from './freshness-pacer.ts';
 import { beat, forgetWorker, type HeartbeatDeps } from './heartbeats.ts';
 import { ensureNotifySweeper, type NotifyFanoutDeps, notifyProcessor, sweepOutbox } from './notify-fanout.ts';
 import { type PushDeps, pushProcessor } from './push.ts';
@@ -38,9 +39,11 @@ export type WorkersDeps = RefreshDeps &
   TelegramSendDeps &
   SeedTermCountsDeps &
   HeartbeatDeps &
-  FeedFormsDeps & {
+  FeedFormsDeps &
+  PacerDeps & {
     readonly config: Pick<
       Config,
+      | 'refreshPolicy'
       | 'workerConcurrency'
       | 'upstreamRateLimit'
       | 'pushConcurrency'
@@ -70,11 +73,15 @@ export interface WorkerTuning {
   webhookTimeoutMs?: number;
   /** The Telegram send job's sender and lease (default: grammY at `TELEGRAM_API_ROOT`, 60 s). */
   telegram?: TelegramSendTuning;
+  /** The freshness pacer's step and lease (adaptive policy). */
+  pacer?: PacerTuning;
 }
 
 /** Running workers. */
 export interface WorkerSet {
   readonly id: string;
+  /** This process's freshness pacer (adaptive policy), which queues background refreshes while it leads. */
+  readonly pacer: FreshnessPacer | undefined;
   /**
    * Stops taking jobs, waits for running ones to finish, then closes the workers' connections, all within about
    * `budgetMs` (default {@link DEFAULT_CLOSE_BUDGET_MS}). Jobs still running when the wait is over (Redis down
@@ -214,16 +221,22 @@ export async function startWorkers(
   // In the background: both forms are read, so jobs need not wait for them (about 25 s once at 20,000 sources).
   let closing = false;
   const packing = shrinkStoredForms(ctx, () => closing);
+  // Every worker competes for the lead; the one leading queues the background refreshes of the deployment.
+  const pacer = ctx.config.refreshPolicy === 'adaptive' ? new FreshnessPacer(ctx, tuning.pacer) : undefined;
+  pacer?.start();
   ctx.logger.info(
     { worker: id, concurrency: ctx.config.workerConcurrency, rateLimit: ctx.config.upstreamRateLimit },
     'workers started',
   );
   return {
     id,
+    pacer,
     close: async (budgetMs = DEFAULT_CLOSE_BUDGET_MS) => {
       const started = performance.now();
       const left = () => budgetMs - (performance.now() - started);
       clearInterval(timer);
+      // First: no background refresh is queued once the workers stop taking jobs; the next leader takes over.
+      await pacer?.stop();
       guard.close();
       closing = true;
       // No job can be finished without Redis (its result is stored there): when Redis is down or does not

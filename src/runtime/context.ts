@@ -9,6 +9,7 @@ import type { Logger } from '../logger.ts';
 import type { NotifyServices } from '../notify/notify-services.ts';
 import type { PushAdapter } from '../push/adapter.ts';
 import type { FeedStore } from '../store/feed-store.ts';
+import type { FreshnessStore } from '../store/freshness-store.ts';
 import type { GroupDirectory } from '../store/group-directory.ts';
 import type { RedisKeys } from '../store/keys.ts';
 import type { KnownCredentials } from '../store/known-credentials.ts';
@@ -41,6 +42,8 @@ export interface ServiceContext {
   readonly keys: RedisKeys;
   readonly registry: SourceRegistry;
   readonly snapshots: SnapshotStore;
+  /** The freshness planner: each active source's next background refresh, its deadline, what was learnt. */
+  readonly freshness: FreshnessStore;
   /** Start-date counts of every stored timetable: the deployment's term starts. */
   readonly termCounts: TermCountStore;
   readonly feeds: FeedStore;

@@ -41,9 +41,18 @@ export interface Metrics {
    * `calendar-gone`, `transient`, `permanent`).
    */
   readonly caldavPush: PushKindMetrics;
+  /**
+   * The background refresh budget per second the freshness pacer spends (set by the leading pacer; 0 in the
+   * other processes, so that the sum over processes is the deployment's budget).
+   */
+  readonly refreshBudget: Gauge;
+  /** Background refreshes spent, by why: `rotation`, `parked` (a parked source's longest wait), `related`. */
+  readonly backgroundRefreshes: Counter<'why'>;
   /** Where gauges read their values at scrape time; roles plug in what they have. */
   setQueueDepths(read: () => Promise<QueueDepths>): void;
   setStaleSources(read: () => Promise<number>): void;
+  /** Sources the freshness planner has parked (explained by other sources). */
+  setParkedSources(read: () => Promise<number>): void;
   /** Plugged in by an api's feed routes only: a process without them exposes no feed cache samples. */
   setFeedCaches(read: () => FeedCacheFills): void;
 }
@@ -82,8 +91,29 @@ export function createMetrics(): Metrics {
       if (readers.stale) this.set(await readers.stale());
     },
   });
+  new Gauge({
+    name: 'tts_sources_parked',
+    help: 'Active sources parked by the freshness planner: explained by other sources, refreshed on their changes',
+    registers: [registry],
+    async collect() {
+      if (readers.parked) this.set(await readers.parked());
+    },
+  });
   return {
     registry,
+    refreshBudget: new Gauge({
+      name: 'tts_refresh_budget_per_second',
+      help:
+        'Background refreshes per second the freshness pacer spends: min(active sources / REFRESH_INTERVAL, ' +
+        '0.9 × UPSTREAM_RATE_LIMIT); set by the leading worker, 0 in the others',
+      registers: [registry],
+    }),
+    backgroundRefreshes: new Counter({
+      name: 'tts_background_refreshes_total',
+      help: 'Background refreshes spent from the budget, by why: rotation, parked (longest wait), related (a change)',
+      labelNames: ['why'] as const,
+      registers: [registry],
+    }),
     refreshDuration: new Histogram({
       name: 'timetable_refresh_duration_seconds',
       help: 'Duration of refresh jobs by outcome',
@@ -117,6 +147,9 @@ export function createMetrics(): Metrics {
     setStaleSources: (read) => {
       readers.stale = read;
     },
+    setParkedSources: (read) => {
+      readers.parked = read;
+    },
     setFeedCaches: (read) => {
       readers.caches = read;
     },
@@ -127,6 +160,7 @@ export function createMetrics(): Metrics {
 interface Readers {
   depths?: () => Promise<QueueDepths>;
   stale?: () => Promise<number>;
+  parked?: () => Promise<number>;
   caches?: () => FeedCacheFills;
 }
 

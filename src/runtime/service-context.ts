@@ -12,6 +12,7 @@ import { type RedisTarget, redisTarget } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
 import { createNotifyServices } from '../notify/notify-services.ts';
 import { FeedStore } from '../store/feed-store.ts';
+import { FreshnessStore } from '../store/freshness-store.ts';
 import { GroupDirectory } from '../store/group-directory.ts';
 import { redisKeys } from '../store/keys.ts';
 import { KnownCredentials } from '../store/known-credentials.ts';
@@ -125,6 +126,7 @@ export function openServiceContext(options: ContextOptions): OpenContext {
     keys,
     registry: new SourceRegistry(redis, keys),
     snapshots,
+    freshness: new FreshnessStore(redis, keys),
     termCounts: new TermCountStore(redis, keys),
     feeds: new FeedStore(redis, keys),
     subscriptions: new SubscriptionStore(redis, keys, config.secretKey),

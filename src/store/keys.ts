@@ -168,6 +168,16 @@ export interface RedisKeys {
   readonly teacherDirectory: string;
   /** STRING: a counter raised whenever {@link teacherDirectory} changes (search indexes rebuild on it). */
   readonly teacherDirectoryVersion: string;
+  /** ZSET: active sources in the freshness planner, scored by when the background should refresh each next (ms). */
+  readonly freshnessNext: string;
+  /** ZSET: the same sources, scored by when each must be queued at the latest: the wait guarantee (ms). */
+  readonly freshnessDeadline: string;
+  /** HASH: source → what the planner knows of it, packed in a few bytes (freshness-store.ts). */
+  readonly freshnessState: string;
+  /** SET: the planner's sources that are parked (explained by other sources), for the gauge. */
+  readonly freshnessParked: string;
+  /** STRING: related refreshes queued since the pacer last read it, charged to the background budget. */
+  readonly freshnessRelatedCharge: string;
   /** Keys of the retired per-timetable counts (before entries were counted once), deleted when counts are seeded. */
   readonly retiredTermCounts: readonly string[];
 }
@@ -249,6 +259,11 @@ export function redisKeys(prefix: string): RedisKeys {
     knownEmployees: `${prefix}:known-employees`,
     teacherDirectory: `${prefix}:teacher-directory`,
     teacherDirectoryVersion: `${prefix}:teacher-directory:version`,
+    freshnessNext: `${prefix}:freshness:next`,
+    freshnessDeadline: `${prefix}:freshness:deadline`,
+    freshnessState: `${prefix}:freshness:state`,
+    freshnessParked: `${prefix}:freshness:parked`,
+    freshnessRelatedCharge: `${prefix}:freshness:related-charge`,
     retiredTermCounts: [`${prefix}:term-counts`, `${prefix}:term-counts:sources`],
   };
 }

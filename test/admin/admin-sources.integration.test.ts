@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { enqueueRefresh } from '../../src/jobs/queues.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import type { ChangeRecord, OccurrenceBrief } from '../../src/timetable/publication.ts';
 import { testContext } from '../support/service.ts';
@@ -58,6 +59,8 @@ describe('admin source table and change log', () => {
           problems: null,
           pendingHash: null,
           pendingSince: null,
+          nextRefresh: null,
+          parkedBy: null,
         },
         {
           source: 'group:13',
@@ -77,6 +80,8 @@ describe('admin source table and change log', () => {
           problems: null,
           pendingHash: null,
           pendingSince: null,
+          nextRefresh: null,
+          parkedBy: null,
         },
       ],
     });
@@ -86,6 +91,35 @@ describe('admin source table and change log', () => {
       limit: 500,
       sources: [],
     });
+  });
+
+  it("shows each source's next background refresh and why, and what parks it", async () => {
+    const now = ctx.now();
+    const sources = ['group:1', 'personal:AAAAAAAAAAAAAAAAAAAAAA', 'employee:3', 'group:4', 'group:5'];
+    for (const source of sources) await ctx.registry.activate(source, now);
+    const state = { lastRefresh: now, changes: 0, observedMs: 0, weight: 1 };
+    await ctx.freshness.plan('group:1', { next: now + 60_000, deadline: now + 1_800_000, state });
+    await ctx.freshness.plan('personal:AAAAAAAAAAAAAAAAAAAAAA', {
+      next: now + 3_600_000,
+      deadline: now + 3_600_000,
+      state: { ...state, parkedBy: 'group:1' },
+    });
+    await ctx.freshness.plan('employee:3', { next: now - 120_000, deadline: now - 60_000, state });
+    await ctx.freshness.plan('group:4', { next: now + 60_000, deadline: now + 1_800_000, state });
+    // A change of group:1 queued a related refresh of group:4.
+    await enqueueRefresh(ctx.queues, ctx.config, 'group:4', { reason: 'related', now, cause: 'group:1' });
+    const rows = (await get('/admin/sources')).json().sources as Record<string, unknown>[];
+    const byId = new Map(rows.map((row) => [row.source, { nextRefresh: row.nextRefresh, parkedBy: row.parkedBy }]));
+    const at = (ms: number) => new Date(ms).toISOString();
+    expect(byId.get('group:1')).toEqual({ nextRefresh: { at: at(now + 60_000), why: 'rotation' }, parkedBy: null });
+    expect(byId.get('personal:AAAAAAAAAAAAAAAAAAAAAA')).toEqual({
+      nextRefresh: { at: at(now + 3_600_000), why: 'parked' },
+      parkedBy: 'group:1',
+    });
+    expect(byId.get('employee:3')).toEqual({ nextRefresh: { at: at(now - 60_000), why: 'overdue' }, parkedBy: null });
+    expect(byId.get('group:4')?.nextRefresh).toMatchObject({ why: 'related' });
+    // Not planned (the fixed policy, or not synced yet).
+    expect(byId.get('group:5')).toEqual({ nextRefresh: null, parkedBy: null });
   });
 
   it('answers 400 for a bad page', async () => {

@@ -10,7 +10,7 @@ const clock = { now: Date.UTC(2025, 9, 1) };
 
 beforeEach(async () => {
   ({ context: ctx, close } = await testContext(
-    { REFRESH_INTERVAL: '30m', INACTIVE_AFTER: '30d' },
+    { REFRESH_INTERVAL: '30m', INACTIVE_AFTER: '30d', REFRESH_POLICY: 'fixed' },
     { now: () => clock.now },
   ));
 });

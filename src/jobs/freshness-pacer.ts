@@ -1,0 +1,242 @@
+/**
+ * The freshness pacer (docs/design.md#freshness): one leader over every worker process, under a Redis lease
+ * it renews, queues the background refreshes a few times a second. It spends the background budget
+ * B = min(active sources / REFRESH_INTERVAL, 0.9 × UPSTREAM_RATE_LIMIT) per second: the rotation it queues plus
+ * the related refreshes refresh jobs queued (charged to it through the store). Each step queues first every
+ * source past its deadline (the wait guarantee), then those of lowest next refresh, as `schedule` refreshes;
+ * the rotation holds back while the refresh queue already holds a couple of seconds of background work, so that
+ * an upstream outage does not pile jobs up (overdue sources are still queued, once each per interval, as the
+ * fixed ticks were). The upstream rate limit itself stays the refresh queue's limiter's
+ * and the token bucket's: the pacer only decides what the background asks for.
+ *
+ * Every worker process runs a pacer; the others try to take the lease every third of its lifetime, so a dead
+ * leader is replaced within one lease.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Counter, Gauge } from 'prom-client';
+import type { Config } from '../config.ts';
+import { withDeadline } from '../lib/deadline.ts';
+import { RedisUnavailableError } from '../lib/errors.ts';
+import { redisFailure } from '../lib/redis-failure.ts';
+import { extendLock, lockOwner, releaseLock, tryLock } from '../lib/redis-lock.ts';
+import type { RedisOutageLog } from '../lib/redis-outage.ts';
+import type { RedisClient } from '../lib/redis-target.ts';
+import type { Logger } from '../logger.ts';
+import type { FreshnessStore } from '../store/freshness-store.ts';
+import type { RedisKeys } from '../store/keys.ts';
+import { enqueueRefresh, type Queues, REFRESH_PRIORITY } from './queues.ts';
+
+/** Why a background refresh was spent, as the metric labels it. */
+export type BackgroundWhy = 'rotation' | 'parked' | 'related';
+
+/** What the pacer uses. */
+export interface PacerDeps {
+  readonly config: Pick<Config, 'refreshIntervalMs' | 'upstreamRateLimit' | 'refreshAttempts' | 'refreshBackoffMs'>;
+  readonly redis: RedisClient;
+  readonly keys: Pick<RedisKeys, 'lock'>;
+  readonly freshness: Pick<FreshnessStore, 'size' | 'take' | 'drainRelated'>;
+  readonly queues: Queues;
+  readonly logger: Logger;
+  readonly redisOutage: Pick<RedisOutageLog, 'failed' | 'restored'>;
+  readonly metrics: {
+    readonly refreshBudget: Pick<Gauge, 'set'>;
+    readonly backgroundRefreshes: Pick<Counter<'why'>, 'inc'>;
+  };
+  /** The service clock (epoch ms): deadlines and plans are in it. */
+  readonly now: () => number;
+}
+
+/** Tuning that tests shorten; production uses the defaults. */
+export interface PacerTuning {
+  /** Time between two steps (default 250 ms). */
+  stepMs?: number;
+  /** The leader's lease (default 10 s): a dead leader is replaced within about this long. */
+  lockMs?: number;
+}
+
+/** Share of the upstream rate limit the background may spend; the rest is the reserve for people waiting. */
+export const BACKGROUND_SHARE = 0.9;
+/** Credit kept at most, in seconds of budget: a pause (held back, a slow step) is not made up in one burst. */
+const CARRY_S = 1;
+/** Debt kept at most, in seconds of budget: a burst of related refreshes pauses the rotation at most this long. */
+const DEBT_S = 60;
+/** Background work the refresh queue may hold, in seconds of budget, before the pacer holds back. */
+const HOLD_S = 2;
+/** ...but at least this many jobs, so that a small budget can queue at all. */
+const HOLD_MIN = 2;
+/**
+ * Overdue sources queued at most per step, whatever the credit and the backlog: the wait guarantee goes first,
+ * as the fixed ticks did (each source is in the queue once at most, and taken again only an interval later).
+ * The bound only spreads a crowd (every source overdue after a long Redis outage) over a few seconds.
+ */
+const OVERDUE_PER_STEP = 50;
+const DEFAULT_STEP_MS = 250;
+const DEFAULT_LOCK_MS = 10_000;
+
+/** The background budget, refreshes per second, for `active` sources. */
+export function backgroundBudget(
+  active: number,
+  config: Pick<Config, 'refreshIntervalMs' | 'upstreamRateLimit'>,
+): number {
+  return Math.min(active / (config.refreshIntervalMs / 1000), BACKGROUND_SHARE * config.upstreamRateLimit);
+}
+
+/** What one step did. */
+export interface PacerStep {
+  budget: number;
+  queued: number;
+  overdue: number;
+  related: number;
+  /** The step held back: the refresh queue holds enough background work. */
+  held: boolean;
+}
+
+/** One process's pacer: paces while it holds the lease, competes for it otherwise. */
+export class FreshnessPacer {
+  private readonly deps: PacerDeps;
+  private readonly stepMs: number;
+  private readonly lockMs: number;
+  private readonly owner = lockOwner();
+  private readonly wake = new AbortController();
+  private running: Promise<void> | undefined;
+  private stopping = false;
+  private holding = false;
+  private heldUntil = 0;
+  private nextTry = 0;
+  private renewAt = 0;
+  private credit = 0;
+  private lastStep: number | undefined;
+  private failing = false;
+
+  constructor(deps: PacerDeps, tuning: PacerTuning = {}) {
+    this.deps = deps;
+    this.stepMs = tuning.stepMs ?? DEFAULT_STEP_MS;
+    this.lockMs = tuning.lockMs ?? DEFAULT_LOCK_MS;
+  }
+
+  /** Whether this process leads the pacing now. */
+  get leading(): boolean {
+    return this.holding;
+  }
+
+  /** Starts competing for the lease and pacing, in the background. */
+  start(): void {
+    this.running ??= this.loop();
+  }
+
+  /** Stops within about a second, whatever Redis does, and gives the lease up for the next leader. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.wake.abort();
+    if (this.running) await withDeadline(this.running, 800).catch(() => undefined);
+    if (this.holding)
+      await withDeadline(releaseLock(this.deps.redis, this.lockKey, this.owner), 200).catch(() => undefined);
+    this.holding = false;
+  }
+
+  private get lockKey(): string {
+    return this.deps.keys.lock('freshness-pacer');
+  }
+
+  private async loop(): Promise<void> {
+    while (!this.stopping) {
+      try {
+        const asked = await this.keepLease();
+        if (this.holding && !this.stopping) await this.step();
+        if (asked || this.holding) this.succeeded();
+      } catch (error) {
+        this.failed(error);
+      }
+      await sleep(this.stepMs, undefined, { signal: this.wake.signal }).catch(() => undefined);
+    }
+  }
+
+  /**
+   * Takes the lease when free (every third of its life), renews it when held, and lets it go once lost; true
+   * when it asked Redis.
+   */
+  private async keepLease(): Promise<boolean> {
+    const { redis, logger } = this.deps;
+    const third = Math.max(50, Math.floor(this.lockMs / 3));
+    const started = performance.now();
+    // A lease not renewed in time (Redis unreachable) may be someone else's by now.
+    if (this.holding && started > this.heldUntil) this.lose('could not renew the freshness pacer lease in time');
+    if (!this.holding) {
+      if (started < this.nextTry) return false;
+      this.nextTry = started + third;
+      if (!(await tryLock(redis, this.lockKey, this.owner, this.lockMs))) return true;
+      this.holding = true;
+      this.heldUntil = started + this.lockMs;
+      this.renewAt = started + third;
+      this.lastStep = undefined;
+      this.credit = 0;
+      logger.info({ lockMs: this.lockMs }, 'pacing background refreshes');
+      return true;
+    }
+    if (started < this.renewAt) return false;
+    this.renewAt = started + third;
+    if (await extendLock(redis, this.lockKey, this.owner, this.lockMs)) this.heldUntil = started + this.lockMs;
+    else this.lose('lost the freshness pacer lease: another process paces now');
+    return true;
+  }
+
+  private lose(message: string): void {
+    this.holding = false;
+    this.deps.metrics.refreshBudget.set(0);
+    this.deps.logger.warn({}, message);
+  }
+
+  /**
+   * One step at the service clock's now: accrues budget for the time since the last step, spends the related
+   * refreshes charged meanwhile, and queues what the credit allows (overdue ones even without credit).
+   * Exported for tests, which step with a clock of their own.
+   */
+  async step(): Promise<PacerStep> {
+    const { config, freshness, metrics } = this.deps;
+    const now = this.deps.now();
+    const budget = backgroundBudget(await freshness.size(), config);
+    metrics.refreshBudget.set(budget);
+    const elapsed = this.lastStep === undefined ? this.stepMs : Math.min(Math.max(0, now - this.lastStep), 1_000);
+    this.lastStep = now;
+    this.credit = Math.min(this.credit + (budget * elapsed) / 1000, Math.max(1, budget * CARRY_S));
+    const related = await freshness.drainRelated();
+    if (related > 0) metrics.backgroundRefreshes.inc({ why: 'related' }, related);
+    this.credit = Math.max(this.credit - related, -budget * DEBT_S);
+    const room = Math.max(HOLD_MIN, Math.ceil(budget * HOLD_S)) - (await this.waitingBackground());
+    const count = Math.min(Math.max(0, Math.floor(this.credit)), Math.max(0, room));
+    const taken = await freshness.take(now, count, OVERDUE_PER_STEP, config.refreshIntervalMs);
+    this.credit -= taken.length;
+    await Promise.all(
+      taken.map(async ({ source, state }) => {
+        await enqueueRefresh(this.deps.queues, config, source, { reason: 'schedule', now });
+        metrics.backgroundRefreshes.inc({ why: state?.parkedBy === undefined ? 'rotation' : 'parked' });
+      }),
+    );
+    const overdue = taken.filter((source) => source.overdue).length;
+    return { budget, queued: taken.length, overdue, related, held: room <= 0 };
+  }
+
+  /** Background refreshes (related, rotation, re-renders) waiting in the refresh queue. */
+  private async waitingBackground(): Promise<number> {
+    const priorities = [REFRESH_PRIORITY.related, REFRESH_PRIORITY.schedule];
+    const counts = await this.deps.queues.refresh.getCountsPerPriority(priorities);
+    return Object.values(counts).reduce((sum, count) => sum + count, 0);
+  }
+
+  private succeeded(): void {
+    this.failing = false;
+    this.deps.redisOutage.restored('freshness-pacer');
+  }
+
+  /** A Redis outage goes to the process's outage log; anything else is logged once until a step works again. */
+  private failed(error: unknown): void {
+    const redis = redisFailure(error);
+    if (redis instanceof RedisUnavailableError) {
+      this.deps.redisOutage.failed('freshness-pacer', error);
+      return;
+    }
+    if (this.failing) return;
+    this.failing = true;
+    this.deps.logger.warn({ err: redis ?? error }, 'the freshness pacer failed a step; it tries again');
+  }
+}

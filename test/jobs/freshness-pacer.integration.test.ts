@@ -1,0 +1,291 @@
+/**
+ * The freshness pacer on the run's Redis: the wait guarantee and the budget (stepped with a clock of the test's
+ * own, the refresh queue drained as workers would), then with real workers and the simulator: the upstream rate
+ * limit over several worker sets, first requests before the background, a leader's death, a prompt close.
+ */
+import { once } from 'node:events';
+import { createServer, request as httpRequest, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Redis } from 'ioredis';
+import { afterEach, describe, expect, it } from 'vitest';
+import { FreshnessPacer, type PacerDeps } from '../../src/jobs/freshness-pacer.ts';
+import { planAfterRefresh } from '../../src/jobs/freshness-plan.ts';
+import { enqueueRefresh } from '../../src/jobs/queues.ts';
+import { reconcile } from '../../src/jobs/schedule.ts';
+import { startWorkers, type WorkerSet } from '../../src/jobs/workers.ts';
+import type { ServiceContext } from '../../src/runtime/context.ts';
+import { startSimulator } from '../../src/simulator/index.ts';
+import { waitUntil } from '../../testkit/poll.ts';
+import { testContext } from '../support/service.ts';
+import { simControl } from '../upstream/sim-control.ts';
+import { REFERENCE_DATE, waitForJob } from './helpers.ts';
+
+const MINUTE = 60_000;
+const cleanup: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const step of cleanup.splice(0).reverse()) await step();
+});
+
+async function context(env: Record<string, string>, now: () => number): Promise<ServiceContext> {
+  const { context: ctx, close } = await testContext(env, { now });
+  cleanup.push(close);
+  return ctx;
+}
+
+/** Drains the refresh queue as workers would: each queued source is "fetched" at `now` and planned anew. */
+async function drain(ctx: ServiceContext, now: number, parked: ReadonlySet<string>): Promise<string[]> {
+  const jobs = await ctx.queues.refresh.getJobs(['prioritized', 'waiting']);
+  for (const job of jobs) {
+    const { source } = job.data;
+    const parkedBy = parked.has(source) ? 'group:1' : undefined;
+    // A third of the unparked sources change on every fetch: they come back sooner.
+    const changed = !parked.has(source) && source.endsWith('3');
+    await planAfterRefresh(ctx, source, now, { changed, parkedBy, relatedQueued: 0 });
+    await job.remove();
+  }
+  return jobs.map((job) => job.data.source);
+}
+
+describe('stepped with a test clock', () => {
+  it('queues every unparked source within REFRESH_INTERVAL and every parked one within REFRESH_MAX_WAIT, spending B', async () => {
+    const clock = { now: REFERENCE_DATE.getTime() };
+    const ctx = await context(
+      { REFRESH_INTERVAL: '1m', REFRESH_MAX_WAIT: '3m', UPSTREAM_RATE_LIMIT: '100' },
+      () => clock.now,
+    );
+    const sources = Array.from({ length: 40 }, (_, index) => `group:${index + 10}`);
+    for (const source of sources) await ctx.registry.activate(source, clock.now);
+    // A quarter parked (as their first fetch will tell).
+    const parked = new Set(sources.slice(0, 10));
+    expect(await reconcile(ctx)).toMatchObject({ planned: { added: 40, removed: 0 }, created: 0 });
+    const pacer = new FreshnessPacer(ctx);
+    const start = clock.now;
+    const lastQueued = new Map(sources.map((source) => [source, start]));
+    const longest = new Map<string, number>();
+    let queued = 0;
+    let related = 0;
+    const stepMs = 500;
+    const runMs = 8 * MINUTE;
+    for (let t = 0; t < runMs; t += stepMs) {
+      clock.now += stepMs;
+      // Some related refreshes queued by refresh jobs (under a tenth of B): the rotation spends that much less.
+      if (t % 20_000 === 0) {
+        await ctx.freshness.chargeRelated(1);
+        related += 1;
+      }
+      await pacer.step();
+      const taken = await drain(ctx, clock.now, parked);
+      queued += taken.length;
+      for (const source of taken) {
+        const waited = clock.now - (lastQueued.get(source) ?? start);
+        longest.set(source, Math.max(longest.get(source) ?? 0, waited));
+        lastQueued.set(source, clock.now);
+      }
+    }
+    for (const source of sources) {
+      const waited = Math.max(longest.get(source) ?? 0, clock.now - (lastQueued.get(source) ?? start));
+      const limit = parked.has(source) ? 3 * MINUTE : MINUTE;
+      expect(waited, source).toBeLessThanOrEqual(limit + stepMs);
+    }
+    // B = 40 sources / 60 s; rotation and related together spend it (within the carry of one step's credit).
+    const budget = (40 / 60) * (runMs / 1000);
+    expect(Math.abs(queued + related - budget) / budget).toBeLessThan(0.03);
+    // Parking frees budget: the unparked sources come back more often than once an interval.
+    const unparkedRefreshes = queued - [...parked].length * Math.floor(runMs / (3 * MINUTE));
+    expect(unparkedRefreshes / 30).toBeGreaterThan(runMs / MINUTE);
+    expect(await ctx.freshness.parkedCount()).toBe(10);
+  });
+
+  it('holds back while the refresh queue holds two seconds of background work, and charges nothing for it', async () => {
+    const clock = { now: REFERENCE_DATE.getTime() };
+    const ctx = await context({ REFRESH_INTERVAL: '1m', UPSTREAM_RATE_LIMIT: '100' }, () => clock.now);
+    const sources = Array.from({ length: 300 }, (_, index) => `employee:${index + 1}`);
+    for (const source of sources) await ctx.registry.activate(source, clock.now);
+    await reconcile(ctx);
+    const pacer = new FreshnessPacer(ctx);
+    // Nobody takes jobs (an upstream outage): the backlog stops at 2 s of B = 5/s.
+    for (let step = 0; step < 40; step += 1) {
+      clock.now += 250;
+      await pacer.step();
+    }
+    const waiting = await ctx.queues.refresh.getJobCounts('prioritized');
+    expect(waiting.prioritized).toBe(10);
+    expect((await pacer.step()).held).toBe(true);
+  });
+});
+
+/** A proxy in front of the simulator that notes when each request arrived. */
+async function recordingProxy(target: string): Promise<{ url: string; arrivals: number[]; close(): Promise<void> }> {
+  const arrivals: number[] = [];
+  const upstream = new URL(target);
+  const server: Server = createServer((req, res) => {
+    if (!req.url?.startsWith('/_sim')) arrivals.push(performance.now());
+    const forward = httpRequest(
+      { host: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers: req.headers },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
+    forward.on('error', () => res.destroy());
+    req.pipe(forward);
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    arrivals,
+    close: () => new Promise<void>((done) => server.close(() => done())),
+  };
+}
+
+/** The most requests in any one second (a window starting at each arrival). */
+function busiestSecond(arrivals: readonly number[]): number {
+  const sorted = [...arrivals].sort((a, b) => a - b);
+  let most = 0;
+  let end = 0;
+  for (let start = 0; start < sorted.length; start += 1) {
+    while (end < sorted.length && (sorted[end] ?? 0) < (sorted[start] ?? 0) + 1000) end += 1;
+    most = Math.max(most, end - start);
+  }
+  return most;
+}
+
+describe('with workers and the simulator', () => {
+  async function simulator(groupCount: number) {
+    const sim = await startSimulator({
+      port: 0,
+      seed: 5,
+      referenceDate: REFERENCE_DATE,
+      groups: groupCount,
+      employees: 10,
+      users: 1,
+    });
+    cleanup.push(() => sim.close());
+    const groups = (await simControl(sim.url).groups()).map((group) => `group:${group.id}`);
+    return { url: sim.url, groups };
+  }
+  /** The service clock runs from the simulator's reference date at the wall clock's pace. */
+  const startedAt = Date.now();
+  const movingClock = () => REFERENCE_DATE.getTime() + (Date.now() - startedAt);
+
+  it('keeps the upstream rate limit over three worker sets, one of them pacing', async () => {
+    const sim = await simulator(60);
+    const proxy = await recordingProxy(sim.url);
+    cleanup.push(proxy.close);
+    const env = { UNIVERSITY_API_URL: proxy.url, UPSTREAM_RATE_LIMIT: '10', REFRESH_INTERVAL: '1m' };
+    const first = await context(env, movingClock);
+    const contexts = [
+      first,
+      ...(await Promise.all(
+        [1, 2].map(() => context({ ...env, REDIS_PREFIX: first.config.redisPrefix }, movingClock)),
+      )),
+    ];
+    const sets: WorkerSet[] = [];
+    for (const ctx of contexts) {
+      const set = await startWorkers(ctx, first.config.redisUrl ?? '', { pacer: { stepMs: 100, lockMs: 1_000 } });
+      sets.push(set);
+      cleanup.push(() => set.close(2_000));
+    }
+    const sources = sim.groups;
+    // Every source asked for at once (as after a restart of every page), while the pacer refreshes them too.
+    for (const source of sources) await first.registry.activate(source, movingClock());
+    await reconcile(first);
+    const ids = await Promise.all(
+      sources.map((source) =>
+        enqueueRefresh(first.queues, first.config, source, { reason: 'demand', now: movingClock() }),
+      ),
+    );
+    for (const id of new Set(ids)) expect((await waitForJob(first, id, 30_000)).state).toBe('completed');
+    expect(sets.filter((set) => set.pacer?.leading)).toHaveLength(1);
+    expect(proxy.arrivals.length).toBeGreaterThanOrEqual(60);
+    // The token bucket lets a second hold the rate plus its burst (a tenth of a second's worth, at least 2).
+    expect(busiestSecond(proxy.arrivals)).toBeLessThanOrEqual(10 + 2);
+  }, 60_000);
+
+  it('runs a first request before a backlog of background refreshes', async () => {
+    const sim = await simulator(40);
+    const env = { UNIVERSITY_API_URL: sim.url, UPSTREAM_RATE_LIMIT: '5', WORKER_CONCURRENCY: '1' };
+    const ctx = await context(env, movingClock);
+    const [demanded, ...background] = sim.groups.slice(0, 31);
+    if (demanded === undefined) throw new Error('no group');
+    // Related refreshes and the rotation, queued before any worker runs.
+    const queued = await Promise.all(
+      background.map((source, index) =>
+        enqueueRefresh(ctx.queues, ctx.config, source, {
+          reason: index % 2 === 0 ? 'related' : 'schedule',
+          now: movingClock(),
+          ...(index % 2 === 0 ? { cause: demanded } : {}),
+        }),
+      ),
+    );
+    const set = await startWorkers(ctx, ctx.config.redisUrl ?? '', { pacer: { stepMs: 100 } });
+    cleanup.push(() => set.close(2_000));
+    const demand = await enqueueRefresh(ctx.queues, ctx.config, demanded, { reason: 'demand', now: movingClock() });
+    const startedBefore = (await Promise.all(queued.map((id) => ctx.queues.refresh.getJobState(id)))).filter(
+      (state) => state === 'active' || state === 'completed',
+    ).length;
+    const done = await waitForJob(ctx, demand, 20_000);
+    expect(done.state).toBe('completed');
+    const demandEnd = (await ctx.queues.refresh.getJob(demand))?.finishedOn ?? 0;
+    const backgroundEnds = await Promise.all(
+      queued.map(async (id) => (await ctx.queues.refresh.getJob(id))?.finishedOn),
+    );
+    const before = backgroundEnds.filter((end) => end !== undefined && end < demandEnd).length;
+    // Only those already started (one runs at a time) may finish first.
+    expect(before).toBeLessThanOrEqual(startedBefore + 1);
+    expect(backgroundEnds.filter((end) => end === undefined).length).toBeGreaterThan(10);
+  }, 40_000);
+});
+
+describe('leadership', () => {
+  /** A pacer on a connection of its own (which the test may cut, as a dying process's is). */
+  async function pacerOn(ctx: ServiceContext, tuning = { stepMs: 50, lockMs: 1_000 }) {
+    const redis = new Redis(ctx.config.redisUrl ?? '', { maxRetriesPerRequest: 1, lazyConnect: false });
+    redis.on('error', () => undefined);
+    const deps: PacerDeps = { ...ctx, redis };
+    const pacer = new FreshnessPacer(deps, tuning);
+    cleanup.push(async () => {
+      await pacer.stop();
+      redis.disconnect();
+    });
+    return { pacer, redis };
+  }
+
+  it('has one leader, and another takes over within the lease when it dies', async () => {
+    const ctx = await context({}, Date.now);
+    const a = await pacerOn(ctx);
+    const b = await pacerOn(ctx);
+    a.pacer.start();
+    await waitUntil(() => a.pacer.leading, 'the first pacer to lead', 3_000);
+    b.pacer.start();
+    await new Promise((resolve) => setTimeout(resolve, 700));
+    expect(b.pacer.leading).toBe(false);
+    // The leader's process dies: its connection is gone, its lease is never released nor renewed.
+    a.redis.disconnect();
+    const died = performance.now();
+    await waitUntil(() => b.pacer.leading, 'the second pacer to take over', 5_000);
+    // Not before the lease ran out, and within it plus one try (a third of it).
+    expect(performance.now() - died).toBeLessThanOrEqual(1_000 + 400 + 200);
+    await waitUntil(() => !a.pacer.leading, 'the dead leader to stop pacing', 3_000);
+  });
+
+  it('stops within a second on close, giving the lease up at once, also with Redis gone', async () => {
+    const ctx = await context({}, Date.now);
+    const a = await pacerOn(ctx, { stepMs: 250, lockMs: 10_000 });
+    a.pacer.start();
+    await waitUntil(() => a.pacer.leading, 'the pacer to lead', 3_000);
+    let started = performance.now();
+    await a.pacer.stop();
+    expect(performance.now() - started).toBeLessThan(1_000);
+    expect(await ctx.redis.get(ctx.keys.lock('freshness-pacer'))).toBeNull();
+    const b = await pacerOn(ctx, { stepMs: 250, lockMs: 10_000 });
+    b.pacer.start();
+    await waitUntil(() => b.pacer.leading, 'the next pacer to lead at once', 3_000);
+    b.redis.disconnect();
+    started = performance.now();
+    await b.pacer.stop();
+    expect(performance.now() - started).toBeLessThan(1_000);
+  });
+});
