@@ -37,7 +37,7 @@ export type RefreshDeps = FetchDeps &
 /** The refresh processor (BullMQ delivers at least once: everything it does is idempotent). */
 export function refreshProcessor(ctx: RefreshDeps): Processor<RefreshJobData, RefreshJobResult> {
   return async (job, _token, signal) => {
-    const { source, reason } = job.data;
+    const { source, reason, cause } = job.data;
     const run = new RefreshRun(
       source,
       ctx.logger.child({ source, jobId: job.id, attempt: job.attemptsMade + 1, reason }),
@@ -49,7 +49,7 @@ export function refreshProcessor(ctx: RefreshDeps): Processor<RefreshJobData, Re
       const fetched = reason === 'rerender' ? await storedTimetable(ctx, source) : await fetchSource(ctx, run);
       // A source removed before its re-render has nothing left to render.
       if (fetched === undefined) return { outcome: 'unchanged', occurrences: 0, pushJobs: 0 };
-      const result = await publishTimetable(ctx, { source, fetched, reason, now: ctx.now() }, run.log);
+      const { result } = await publishTimetable(ctx, { source, fetched, reason, cause, now: ctx.now() }, run.log);
       // A subscription deleted while its fetch was in flight must not leave a feed behind.
       if (source.startsWith('personal:') && (await ctx.subscriptions.get(sourceOf(source).id)) === undefined)
         await forgetSource(ctx, source, run.log);

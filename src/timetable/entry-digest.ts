@@ -99,3 +99,22 @@ export function matchesView(views: Buffer, digest: Buffer): boolean {
     if (views.subarray(start, start + SET_DIGEST_BYTES).equals(digest)) return true;
   return false;
 }
+
+/**
+ * The entries a publication changed: those of `before` and `after` (by id) that are new, gone, or differ in a
+ * digested field, each as it was and as it is. A class's teachers and groups, old and new, are in them.
+ */
+export function changedEntries(
+  before: ReadonlyMap<number, TimetableEntry>,
+  after: ReadonlyMap<number, TimetableEntry>,
+): { before: TimetableEntry[]; after: TimetableEntry[] } {
+  const changed = { before: [] as TimetableEntry[], after: [] as TimetableEntry[] };
+  for (const id of new Set([...before.keys(), ...after.keys()])) {
+    const old = before.get(id);
+    const now = after.get(id);
+    if (old !== undefined && now !== undefined && entryDigest(old).equals(entryDigest(now))) continue;
+    if (old !== undefined) changed.before.push(old);
+    if (now !== undefined) changed.after.push(now);
+  }
+  return changed;
+}
