@@ -31,8 +31,8 @@ export interface RedisKeys {
   /** STRING: a personal source's study plan, packed: the last good one, and how its last fetch went. */
   studyPlan(key: SourceKey): string;
   /**
-   * What refreshes taught about how sources explain each other (source-relations.ts): `group-names`,
-   * `group-views`, `group-entries`, `member-of`, `parked` (HASHes) and `members:<group id>` (SETs).
+   * HASH: what refreshes taught about how sources explain each other (source-relations.ts): `group-names`,
+   * `group-views`, `group-entries`, `group-members`, and the buckets `member-of:<n>` and `parked:<n>`.
    */
   relations(part: string): string;
   /** HASH: source → what the upstream said when it answered that the source does not exist (registry.ts). */

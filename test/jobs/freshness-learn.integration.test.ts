@@ -48,12 +48,13 @@ describe('a personal timetable', () => {
     // simulator reads notes), while the feed's subgroup option reads "подгр. 1" as the first subgroup's: the
     // student's timetable now has a class that no view of the group has.
     const [template] = groupEntries;
+    const wire = (await sim.raw(`/_sim/entries/${template?.id}`)).body as Record<string, unknown>;
     const added = await sim.addEntry({
-      ...(await sim.raw(`/_sim/entries/${template?.id}`)).body,
+      ...wire,
       id: undefined,
       note_schedule: 'подгр. 1',
       groupIds: [student.groupId],
-    } as Record<string, unknown>);
+    });
     try {
       await pipeline.refresh(studentSource);
       expect(await ctx.relations.parkedBy(studentSource)).toBeUndefined();
