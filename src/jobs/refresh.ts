@@ -81,12 +81,15 @@ async function learnAndPlan(ctx: RefreshDeps, input: LearnInput, log: Logger): P
   try {
     learning = await learnFromRefresh(ctx, input);
   } catch (error) {
-    log.warn({ err: error }, 'could not learn from the refresh; planning it as an unparked source');
+    // A Redis outage is reported by the outage log, once; anything else is this source's to tell.
+    if (redisFailure(error) === undefined)
+      log.warn({ err: error }, 'could not learn from the refresh; planning it as an unparked source');
   }
   try {
     await planAfterRefresh(ctx, input.source, input.now, learning);
   } catch (error) {
-    log.warn({ err: error, learning }, 'could not plan the next background refresh');
+    if (redisFailure(error) === undefined)
+      log.warn({ err: error, learning }, 'could not plan the next background refresh');
   }
 }
 

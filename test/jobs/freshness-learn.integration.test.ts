@@ -3,8 +3,11 @@
  * explained by the group, a teacher whose classes all show in followed groups by those groups; anything that
  * differs keeps its own place, and a parked source that stops matching is unparked by its next refresh.
  */
+
+import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { learnFromRefresh } from '../../src/jobs/freshness-learn.ts';
+import { createLogger } from '../../src/logger.ts';
 import { normaliseEntries } from '../../src/store/snapshot-store.ts';
 import { subgroupOf } from '../../src/timetable/event-text.ts';
 import type { TimetableEntry } from '../../src/timetable/types.ts';
@@ -109,5 +112,38 @@ describe('a teacher', () => {
     for (const source of unfollowed) await ctx.registry.deactivate(source);
     await pipeline.refresh(teacher);
     expect(await ctx.relations.parkedBy(teacher)).toBeUndefined();
+  });
+});
+
+describe('a failure to learn', () => {
+  it('never fails the refresh: the feed is published and the source recorded as fetched', async () => {
+    const lines: Record<string, unknown>[] = [];
+    const destination = new Writable({
+      write(chunk, _encoding, done) {
+        for (const line of String(chunk).split('\n'))
+          if (line.trim() !== '') lines.push(JSON.parse(line) as Record<string, unknown>);
+        done();
+      },
+    });
+    const logger = createLogger({ level: 'warn', pretty: false, destination });
+    const failing = await startRelatedPipeline((ctx) => {
+      const relations = Object.create(ctx.relations) as typeof ctx.relations;
+      relations.recordGroup = async () => {
+        throw new Error('relations unavailable');
+      };
+      return { ...ctx, relations, logger };
+    });
+    try {
+      const source = `group:${failing.groups[0]?.id}`;
+      const job = await failing.refresh(source);
+      expect(job.result).toMatchObject({ outcome: 'published' });
+      expect(await failing.ctx.feeds.exists(source)).toBe(true);
+      expect(await failing.ctx.registry.get(source)).toMatchObject({ status: 'ok' });
+      expect(lines.map((line) => [line.source, line.msg])).toEqual([
+        [source, 'could not learn from the refresh; planning it as an unparked source'],
+      ]);
+    } finally {
+      await failing.close();
+    }
   });
 });

@@ -6,6 +6,7 @@
 import { inject } from 'vitest';
 import { enqueueRefresh } from '../../src/jobs/queues.ts';
 import { startWorkers } from '../../src/jobs/workers.ts';
+import type { ServiceContext } from '../../src/runtime/context.ts';
 import { startSimulator } from '../../src/simulator/index.ts';
 import type { TimetableEntry } from '../../src/timetable/types.ts';
 import { testContext } from '../support/service.ts';
@@ -21,8 +22,11 @@ export interface SimUser {
   subgroup: 1 | 2;
 }
 
-/** Starts the pipeline: 12 groups, 24 employees and 60 students (about five a group). */
-export async function startRelatedPipeline() {
+/**
+ * Starts the pipeline: 12 groups, 24 employees and 60 students (about five a group). `workerContext` may change
+ * what the workers run with (a store that fails, to see that the refresh does not).
+ */
+export async function startRelatedPipeline(workerContext: (ctx: ServiceContext) => ServiceContext = (ctx) => ctx) {
   const simulator = await startSimulator({
     port: 0,
     seed: 7,
@@ -36,7 +40,10 @@ export async function startRelatedPipeline() {
     { UNIVERSITY_API_URL: simulator.url, REFRESH_POLICY: 'adaptive' },
     { now: () => clock.now },
   );
-  const workers = await startWorkers(ctx, inject('redisUrl'), { lockDurationMs: 5_000, stalledIntervalMs: 1_000 });
+  const workers = await startWorkers(workerContext(ctx), inject('redisUrl'), {
+    lockDurationMs: 5_000,
+    stalledIntervalMs: 1_000,
+  });
   const sim = simControl(simulator.url);
   const groups = await sim.groups();
   const users = ((await sim.raw('/_sim/users')).body as { users: SimUser[] }).users;
