@@ -20,9 +20,10 @@ import { StudyPlanStore } from '../store/study-plan-store.ts';
 import type { TeacherDirectory } from '../store/teacher-directory.ts';
 import type { TermCountStore } from '../store/term-counts.ts';
 import { derivedName, isPlaceholderName } from '../timetable/calendar-name.ts';
+import { changedEntries } from '../timetable/entry-digest.ts';
 import { wordingOf } from '../timetable/event-text.ts';
 import type { ChangeSet } from '../timetable/notify-change.ts';
-import type { PublishedState } from '../timetable/publication.ts';
+import type { FoundBy, PublishedState } from '../timetable/publication.ts';
 import { type SourceKey, sourceOf } from '../timetable/source.ts';
 import { type PlanNote, type StudyPlanNotes, studyPlanNotes } from '../timetable/study-plan.ts';
 import { termStartDates } from '../timetable/terms.ts';
@@ -73,7 +74,25 @@ export interface PublishInput {
   source: SourceKey;
   fetched: FetchedTimetable;
   reason: RefreshReason;
+  /** A `related` refresh: the source whose change it follows (its change record names it). */
+  cause?: SourceKey | undefined;
   now: number;
+}
+
+/** What a publication tells the freshness learning (jobs/freshness-learn.ts) besides the job's result. */
+export interface PublicationFacts {
+  /** The timetable the feed shows now, normalised as stored. */
+  entries: readonly TimetableEntry[];
+  /** The entries a change record was written for, as they were and as they are; absent: no change, or a first publication. */
+  changed?: { before: TimetableEntry[]; after: TimetableEntry[] } | undefined;
+  /** When the next class the feed shows starts (epoch ms), when this publication expanded the timetable. */
+  nextClassAt?: number | undefined;
+}
+
+/** A publication's outcome: the job's result, and what the freshness learning reads. */
+export interface Publication {
+  result: RefreshJobResult;
+  facts: PublicationFacts;
 }
 
 /** What is already stored for the source. */
@@ -94,7 +113,7 @@ interface Stored {
  * feed present and as fresh as the registry says) writes nothing but the registry; one that drops most
  * future classes waits for a confirming re-fetch.
  */
-export async function publishTimetable(ctx: PublishDeps, input: PublishInput, log: Logger): Promise<RefreshJobResult> {
+export async function publishTimetable(ctx: PublishDeps, input: PublishInput, log: Logger): Promise<Publication> {
   const { source, now } = input;
   const stored = await loadStored(ctx, source);
   // A public source is registered once the university has confirmed it exists (a request alone does not).
@@ -123,7 +142,8 @@ export async function publishTimetable(ctx: PublishDeps, input: PublishInput, lo
         changed: false,
       });
     const pushJobs = stored.pushOwed ? await fanOutPush(ctx, source) : 0;
-    return { outcome: 'unchanged', occurrences: stored.state?.occurrences ?? 0, pushJobs };
+    const result = { outcome: 'unchanged', occurrences: stored.state?.occurrences ?? 0, pushJobs } as const;
+    return { result, facts: { entries: entries.entries } };
   }
   const diff = diffFor(ctx, stored, entries.entries, { hash, settingsDigest, termStarts, studyPlan, wording }, now);
   if (isMassDeletion(diff) && !isConfirmed(ctx, stored.state, hash, input.reason, now)) {
@@ -138,7 +158,13 @@ export async function publishTimetable(ctx: PublishDeps, input: PublishInput, lo
       { futureBefore: diff.futureBefore, futureRemoved: diff.futureRemoved },
       'refresh would remove most future classes; publishing only after a confirming re-fetch',
     );
-    return { outcome: 'awaiting-confirmation', occurrences: stored.state?.occurrences ?? 0, pushJobs: 0 };
+    const result = {
+      outcome: 'awaiting-confirmation',
+      occurrences: stored.state?.occurrences ?? 0,
+      pushJobs: 0,
+    } as const;
+    // The feed keeps showing the stored timetable until the deletion is confirmed: that is what is compared.
+    return { result, facts: { entries: stored.snapshot?.entries ?? [] } };
   }
   // Google holds cancelled classes titled as such while they are in the feed: one leaving it is a write there.
   // New settings (the cancelled-title prefix, the zone, the term starts) may change Google's events without any
@@ -163,11 +189,12 @@ export async function publishTimetable(ctx: PublishDeps, input: PublishInput, lo
         snapshotHash: hash,
       })
     : undefined;
+  const change = diff.change && { ...diff.change, foundBy: foundByOf(input) };
   await commit(
     ctx,
     source,
     { hash, fetchedAt: now, name: input.fetched.name, entries: entries.entries, problems: input.fetched.problems },
-    diff,
+    { ...diff, change },
     { now, owesPush, changeSet },
   );
   // The registry follows the feed at once (readers see the new feed with its status); term starts come after.
@@ -181,11 +208,37 @@ export async function publishTimetable(ctx: PublishDeps, input: PublishInput, lo
   if (changeSet) await startNotifyFanout(ctx, changeSet, log);
   if (diff.change)
     log.info({ changes: diff.change.counts, occurrences: diff.occurrences.length, pushJobs }, 'feed published');
-  return {
+  const result = {
     outcome: 'published',
     occurrences: diff.occurrences.length,
     ...(diff.change ? { changes: diff.change.counts } : {}),
     pushJobs,
+  } as const;
+  return { result, facts: publicationFacts(entries.entries, stored.snapshot !== undefined, diff, now) };
+}
+
+/** Which refresh published a change: a related one names the source whose change it followed. */
+function foundByOf(input: PublishInput): FoundBy {
+  return input.reason === 'related' && input.cause !== undefined
+    ? { reason: input.reason, source: input.cause }
+    : { reason: input.reason };
+}
+
+/**
+ * What the learning reads from a publication: the changed entries when a change record was written over an
+ * earlier publication (a first one changes nothing anyone saw), and the next class from the expansion at hand.
+ */
+function publicationFacts(
+  entries: readonly TimetableEntry[],
+  hadSnapshot: boolean,
+  diff: RefreshDiff,
+  now: number,
+): PublicationFacts {
+  const next = diff.occurrences.find((occurrence) => occurrence.status === 'CONFIRMED' && occurrence.startUtc > now);
+  return {
+    entries,
+    ...(hadSnapshot && diff.change ? { changed: changedEntries(diff.entriesBefore, diff.entriesAfter) } : {}),
+    ...(next ? { nextClassAt: next.startUtc } : {}),
   };
 }
 

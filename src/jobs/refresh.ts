@@ -2,6 +2,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Job, Processor } from 'bullmq';
 import type { Histogram } from 'prom-client';
+import type { Config } from '../config.ts';
 import { redisFailure } from '../lib/redis-failure.ts';
 import type { Logger } from '../logger.ts';
 import type { SubscriptionStore } from '../store/subscription-store.ts';
@@ -20,6 +21,8 @@ import {
 } from './failure.ts';
 import { classifyFailure, type FailureClass } from './failure-class.ts';
 import { type FetchDeps, type FetchedTimetable, fetchSource } from './fetch-source.ts';
+import { type LearnDeps, type LearnInput, learnFromRefresh } from './freshness-learn.ts';
+import { planAfterRefresh, type RefreshLearning } from './freshness-plan.ts';
 import { markFeedStale, type PublishDeps, publishTimetable } from './publish-timetable.ts';
 import { REFRESH_PRIORITY } from './queues.ts';
 import { RefreshRun } from './refresh-run.ts';
@@ -28,7 +31,9 @@ import { type ForgetSourceDeps, forgetSource } from './term-starts.ts';
 /** What the refresh processor uses: a fetch's, a publication's, and what recording a failure writes. */
 export type RefreshDeps = FetchDeps &
   PublishDeps &
-  ForgetSourceDeps & {
+  ForgetSourceDeps &
+  LearnDeps & {
+    readonly config: Pick<Config, 'refreshPolicy'>;
     readonly logger: Logger;
     readonly subscriptions: Pick<SubscriptionStore, 'get' | 'markNeedsCredential'>;
     readonly metrics: { readonly refreshDuration: Pick<Histogram<'outcome'>, 'observe'> };
@@ -37,7 +42,7 @@ export type RefreshDeps = FetchDeps &
 /** The refresh processor (BullMQ delivers at least once: everything it does is idempotent). */
 export function refreshProcessor(ctx: RefreshDeps): Processor<RefreshJobData, RefreshJobResult> {
   return async (job, _token, signal) => {
-    const { source, reason } = job.data;
+    const { source, reason, cause } = job.data;
     const run = new RefreshRun(
       source,
       ctx.logger.child({ source, jobId: job.id, attempt: job.attemptsMade + 1, reason }),
@@ -49,10 +54,13 @@ export function refreshProcessor(ctx: RefreshDeps): Processor<RefreshJobData, Re
       const fetched = reason === 'rerender' ? await storedTimetable(ctx, source) : await fetchSource(ctx, run);
       // A source removed before its re-render has nothing left to render.
       if (fetched === undefined) return { outcome: 'unchanged', occurrences: 0, pushJobs: 0 };
-      const result = await publishTimetable(ctx, { source, fetched, reason, now: ctx.now() }, run.log);
+      const now = ctx.now();
+      const { result, facts } = await publishTimetable(ctx, { source, fetched, reason, cause, now }, run.log);
       // A subscription deleted while its fetch was in flight must not leave a feed behind.
       if (source.startsWith('personal:') && (await ctx.subscriptions.get(sourceOf(source).id)) === undefined)
         await forgetSource(ctx, source, run.log);
+      else if (reason !== 'rerender' && ctx.config.refreshPolicy === 'adaptive')
+        await learnAndPlan(ctx, { source, reason, cause, facts, now }, run.log);
       await pauseIfRateLimited(ctx, run);
       ctx.metrics.refreshDuration.observe({ outcome: result.outcome }, seconds());
       return result;
@@ -61,6 +69,28 @@ export function refreshProcessor(ctx: RefreshDeps): Processor<RefreshJobData, Re
       throw await handleFailure(ctx, job, error, run);
     }
   };
+}
+
+/**
+ * Learns from the fetch and plans the source's next background refresh. The feed is published already: a
+ * failure here must not fail (and so repeat) the refresh; it is logged once, and the planner still hears of the
+ * fetch (unparked, with nothing queued: the safe side).
+ */
+async function learnAndPlan(ctx: RefreshDeps, input: LearnInput, log: Logger): Promise<void> {
+  let learning: RefreshLearning = { changed: input.facts.changed !== undefined, relatedQueued: 0 };
+  try {
+    learning = await learnFromRefresh(ctx, input);
+  } catch (error) {
+    // A Redis outage is reported by the outage log, once; anything else is this source's to tell.
+    if (redisFailure(error) === undefined)
+      log.warn({ err: error }, 'could not learn from the refresh; planning it as an unparked source');
+  }
+  try {
+    await planAfterRefresh(ctx, input.source, input.now, learning);
+  } catch (error) {
+    if (redisFailure(error) === undefined)
+      log.warn({ err: error, learning }, 'could not plan the next background refresh');
+  }
 }
 
 /** Once published: pauses the queue when a request the run went on without (the study plan's) met a 429. */

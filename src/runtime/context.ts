@@ -16,6 +16,7 @@ import type { KnownCredentials } from '../store/known-credentials.ts';
 import type { KnownEmployees } from '../store/known-employees.ts';
 import type { SourceRegistry } from '../store/registry.ts';
 import type { SnapshotStore } from '../store/snapshot-store.ts';
+import type { SourceRelations } from '../store/source-relations.ts';
 import type { SubscriptionStore } from '../store/subscription-store.ts';
 import type { TeacherDirectory } from '../store/teacher-directory.ts';
 import type { TermCountStore } from '../store/term-counts.ts';
@@ -57,6 +58,8 @@ export interface ServiceContext {
   /** Teachers by id and name, from the timetables read and the university's search: the search on `/` and the lookup. */
   readonly teachers: TeacherDirectory;
   readonly queues: Queues;
+  /** How sources explain each other, as refreshes learn it (freshness: related refreshes and parking). */
+  readonly relations: SourceRelations;
   /** The university for refresh jobs: the refresh pool, `UPSTREAM_TIMEOUT`. */
   readonly upstream: UniversityClient;
   /**

@@ -19,6 +19,7 @@ import { KnownCredentials } from '../store/known-credentials.ts';
 import { KnownEmployees } from '../store/known-employees.ts';
 import { SourceRegistry } from '../store/registry.ts';
 import { SnapshotStore } from '../store/snapshot-store.ts';
+import { SourceRelations } from '../store/source-relations.ts';
 import { SubscriptionStore } from '../store/subscription-store.ts';
 import { TeacherDirectory } from '../store/teacher-directory.ts';
 import { TermCountStore } from '../store/term-counts.ts';
@@ -135,6 +136,7 @@ export function openServiceContext(options: ContextOptions): OpenContext {
     knownEmployees: new KnownEmployees(redis, keys),
     teachers: new TeacherDirectory(redis, keys),
     queues,
+    relations: new SourceRelations(redis, keys),
     upstream,
     requestUpstream,
     google,

@@ -30,6 +30,11 @@ export interface RedisKeys {
   changes(key: SourceKey): string;
   /** STRING: a personal source's study plan, packed: the last good one, and how its last fetch went. */
   studyPlan(key: SourceKey): string;
+  /**
+   * HASH: what refreshes taught about how sources explain each other (source-relations.ts): `group-names`,
+   * `group-views`, `group-entries`, `group-members`, and the buckets `member-of:<n>` and `parked:<n>`.
+   */
+  relations(part: string): string;
   /** HASH: source → what the upstream said when it answered that the source does not exist (registry.ts). */
   readonly missingSources: string;
   /** ZSET: the sources of {@link missingSources}, scored by when that stops being remembered (ms). */
@@ -196,6 +201,7 @@ export function redisKeys(prefix: string): RedisKeys {
     feed: (key) => `${prefix}:feed:${key}`,
     changes: (key) => `${prefix}:changes:${key}`,
     studyPlan: (key) => `${prefix}:study-plan:${key}`,
+    relations: (part) => `${prefix}:relations:${part}`,
     missingSources: `${prefix}:missing-sources`,
     missingSourcesExpiry: `${prefix}:missing-sources:expiry`,
     subscription: (id) => `${prefix}:subscription:${id}`,

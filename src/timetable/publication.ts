@@ -3,6 +3,7 @@
  * occurrences, cancelled ones kept a while, ended ones frozen as published, what they were expanded with) and
  * the records of the change log. feeds/publication-diff.ts and feeds/history.ts work them out (pure).
  */
+import type { SourceKey } from './source.ts';
 import type { StudyPlanNotes } from './study-plan.ts';
 import type { EventWording, ExpansionRules, Occurrence, PreviousOccurrence, TimetableEntry } from './types.ts';
 
@@ -60,6 +61,15 @@ export interface ChangeCounts {
   changed: number;
 }
 
+/**
+ * The refresh that published a change, and so found it first for this source: its reason (a `RefreshReason` of
+ * jobs/contract.ts) and, for a `related` refresh, the source whose change it followed.
+ */
+export interface FoundBy {
+  reason: string;
+  source?: SourceKey | undefined;
+}
+
 /** One entry of a source's change log. Lists are capped (`CHANGE_LIST_LIMIT`, feeds/publication-diff.ts); the counts are exact. */
 export interface ChangeRecord {
   at: number;
@@ -70,6 +80,8 @@ export interface ChangeRecord {
   moved: { before: OccurrenceBrief; after: OccurrenceBrief }[];
   /** Same occurrence, other details (teacher, title, note). */
   changed: { before: OccurrenceBrief; after: OccurrenceBrief }[];
+  /** Which refresh published the change (absent in records stored before it was kept). */
+  foundBy?: FoundBy | undefined;
 }
 
 /** What an expansion was made with besides the entries: recorded so that a settings change cannot move the past. */

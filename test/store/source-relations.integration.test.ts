@@ -1,0 +1,69 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ServiceContext } from '../../src/runtime/context.ts';
+import { BUCKETS } from '../../src/store/source-relations.ts';
+import { entryDigest, hasDigest } from '../../src/timetable/entry-digest.ts';
+import { testContext } from '../support/service.ts';
+import { entry } from '../timetable/fixtures.ts';
+
+let ctx: ServiceContext;
+let close: () => Promise<void>;
+
+beforeAll(async () => {
+  ({ context: ctx, close } = await testContext());
+});
+afterAll(async () => {
+  await close?.();
+});
+
+const student = (n: number) => `student${String(n).padStart(15, '0')}`;
+
+describe('SourceRelations', () => {
+  it('moves a student between groups, keeping each group list exact', async () => {
+    const { relations } = ctx;
+    const [a, b, c] = [student(1), student(2), student(3)];
+    await relations.recordMember(a, 10);
+    await relations.recordMember(b, 10);
+    await relations.recordMember(c, 11);
+    expect((await relations.members([10])).sort()).toEqual([`personal:${a}`, `personal:${b}`]);
+    await relations.recordMember(a, 11);
+    await relations.recordMember(a, 11);
+    expect(await relations.members([10])).toEqual([`personal:${b}`]);
+    expect((await relations.members([11])).sort()).toEqual([`personal:${a}`, `personal:${c}`]);
+    await relations.recordMember(b, undefined);
+    expect(await relations.members([10])).toEqual([]);
+    expect((await relations.members([10, 11, 12])).length).toBe(2);
+  });
+
+  it('finds groups by name and their entries by digest', async () => {
+    const { relations } = ctx;
+    const lecture = entry({ id: 1, groups: ['ИВТ-21', 'ИВТ-22'] });
+    await relations.recordGroup(21, 'ИВТ-21', [lecture, entry({ id: 2 })]);
+    await relations.learnGroupName('ИВТ-21', 99);
+    await relations.learnGroupName('ИВТ-22', 22);
+    expect(await relations.groupsNamed(['ИВТ-22', 'ИВТ-21', 'ИВТ-21', 'нет'])).toEqual(
+      new Map([
+        ['ИВТ-22', 22],
+        ['ИВТ-21', 21],
+      ]),
+    );
+    const [set, none] = await relations.groupEntrySets([21, 22]);
+    expect(none).toBeUndefined();
+    expect(hasDigest(set as Buffer, entryDigest(lecture))).toBe(true);
+    expect(hasDigest(set as Buffer, entryDigest(entry({ id: 1, room: '1' })))).toBe(false);
+    expect((await relations.groupViews(21))?.length).toBe(36);
+  });
+
+  it('keeps what explains a parked source in small hashes', async () => {
+    const { relations } = ctx;
+    await relations.setParked('employee:7', 'groups');
+    await relations.setParked(`personal:${student(4)}`, 'group:21');
+    expect(await relations.parkedBy('employee:7')).toBe('groups');
+    await relations.setParked('employee:7', undefined);
+    expect(await relations.parkedBy('employee:7')).toBeUndefined();
+    expect(await relations.parkedBy(`personal:${student(4)}`)).toBe('group:21');
+    const buckets = await ctx.redis.keys(`${ctx.config.redisPrefix}:relations:parked:*`);
+    expect(buckets.length).toBe(1);
+    expect(Number(buckets[0]?.split(':').at(-1))).toBeLessThan(BUCKETS);
+    expect(await ctx.redis.object('ENCODING', buckets[0] as string)).toBe('listpack');
+  });
+});
