@@ -22,7 +22,7 @@ import {
 import { classifyFailure, type FailureClass } from './failure-class.ts';
 import { type FetchDeps, type FetchedTimetable, fetchSource } from './fetch-source.ts';
 import { type LearnDeps, type LearnInput, learnFromRefresh } from './freshness-learn.ts';
-import { planAfterRefresh, type RefreshLearning } from './freshness-plan.ts';
+import { type FreshnessPlanDeps, planAfterRefresh, type RefreshLearning } from './freshness-plan.ts';
 import { markFeedStale, type PublishDeps, publishTimetable } from './publish-timetable.ts';
 import { REFRESH_PRIORITY } from './queues.ts';
 import { RefreshRun } from './refresh-run.ts';
@@ -32,7 +32,8 @@ import { type ForgetSourceDeps, forgetSource } from './term-starts.ts';
 export type RefreshDeps = FetchDeps &
   PublishDeps &
   ForgetSourceDeps &
-  LearnDeps & {
+  LearnDeps &
+  FreshnessPlanDeps & {
     readonly config: Pick<Config, 'refreshPolicy'>;
     readonly logger: Logger;
     readonly subscriptions: Pick<SubscriptionStore, 'get' | 'markNeedsCredential'>;
