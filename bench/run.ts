@@ -7,6 +7,7 @@
 import { cpus, totalmem } from 'node:os';
 import { runCaldavPushBenchmark } from './caldav-push.ts';
 import { runFeedServingBenchmark } from './feed-serving.ts';
+import { runFreshnessBenchmark } from './freshness.ts';
 import { runGooglePushBenchmark } from './google-push.ts';
 import { runNotifyBenchmark } from './notify.ts';
 import { runRefreshCycleBenchmark } from './refresh-cycle.ts';
@@ -25,14 +26,18 @@ const benchmarks: Record<string, (flags: readonly string[]) => Promise<Record<st
   notify: runNotifyBenchmark,
   // Not in a plain `npm run bench`: ~25 minutes at its default sizes on a quiet machine, and 4.5 GiB of Redis.
   scale: runScaleBenchmark,
+  // Not in a plain `npm run bench` either: two phases of ~6 minutes (fixed and adaptive refresh policy).
+  freshness: runFreshnessBenchmark,
 };
+/** Run only when named: too long for a plain `npm run bench`. */
+const ON_REQUEST = new Set(['scale', 'freshness']);
 const args = process.argv.slice(2);
 const firstFlag = args.findIndex((arg) => arg.startsWith('--'));
 // `npm run bench -- timetable` runs only the named benchmarks.
 const only = firstFlag === -1 ? args : args.slice(0, firstFlag);
 const flags = firstFlag === -1 ? [] : args.slice(firstFlag);
 for (const [name, run] of Object.entries(benchmarks)) {
-  if (only.length > 0 ? !only.includes(name) : name === 'scale') continue;
+  if (only.length > 0 ? !only.includes(name) : ON_REQUEST.has(name)) continue;
   const started = Date.now();
   const figures = await run(flags);
   process.stdout.write(`${JSON.stringify({ benchmark: name, seconds: (Date.now() - started) / 1000, ...figures })}\n`);

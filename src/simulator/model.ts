@@ -50,10 +50,15 @@ export interface User {
  */
 export type EntryFields = Record<string, unknown>;
 
-/** A stored timetable entry: its id, the groups whose timetables show it, and its wire fields. */
+/**
+ * A stored timetable entry: its id, the groups whose timetables show it, and its wire fields. `userIds` makes it
+ * an elective: shown in those users' personal timetables besides their group's, and in no group's timetable
+ * unless `groupIds` names the group.
+ */
 export interface Entry {
   id: number;
   groupIds: number[];
+  userIds?: number[];
   fields: EntryFields;
 }
 

@@ -2,9 +2,10 @@
  * Control API under /_sim (used by tests, the demo and benchmarks; never counted in stats, never faulted):
  *   GET    /_sim/groups | /_sim/employees | /_sim/users     listings (employees say whether they teach, users carry
  *                                                           their token and subgroup)
- *   GET    /_sim/entries/:id                               wire entry + groupIds
- *   POST   /_sim/entries                                   add a class: raw fields (any values) + groupIds → 201
- *   PATCH  /_sim/entries/:id                               change fields and/or groupIds → 200
+ *   GET    /_sim/entries/:id                               wire entry + groupIds (+ userIds of an elective)
+ *   POST   /_sim/entries                                   add a class: raw fields (any values) + groupIds and/or
+ *                                                           userIds (an elective in those personal timetables) → 201
+ *   PATCH  /_sim/entries/:id                               change fields, groupIds and/or userIds → 200
  *   DELETE /_sim/entries/:id                               cancel a class → 204
  *   POST   /_sim/faults, GET /_sim/faults, DELETE /_sim/faults[/:id]
  *   GET    /_sim/dialect, PUT /_sim/dialect {"dialect": "standard" | "legacy" | "legacy-unlabelled"}   how answers are spelled
@@ -32,10 +33,17 @@ export const CONTROL_ROUTES: readonly string[] = [
   'POST /_sim/reset',
 ];
 
-const groupIdsSchema = z.array(z.number().int().positive()).min(1);
+const idsSchema = z.array(z.number().int().positive());
 // Entry fields may hold any value, valid or not: tests use this to create broken entries on purpose.
-const newEntrySchema = z.looseObject({ groupIds: groupIdsSchema, id: z.number().int().positive().optional() });
-const patchSchema = z.looseObject({ groupIds: groupIdsSchema.optional() });
+const newEntrySchema = z.looseObject({
+  groupIds: idsSchema.optional(),
+  userIds: idsSchema.optional(),
+  id: z.number().int().positive().optional(),
+});
+const patchSchema = z.looseObject({ groupIds: idsSchema.optional(), userIds: idsSchema.optional() });
+
+/** Whose timetables an entry is in: a class of no group and no user would be in none but its teacher's. */
+const NOBODY = 'groupIds, userIds: at least one of them must name a group or a user';
 
 function zodMessage(error: z.ZodError): string {
   const issue = error.issues[0];
@@ -52,8 +60,21 @@ function unknownGroup(state: SimulatorState, groupIds: readonly number[]): Reply
   return missing === undefined ? undefined : errorReply(400, `groupIds: unknown group ${missing}`);
 }
 
-function withoutGroupIds(value: Record<string, unknown>): Record<string, unknown> {
-  const { groupIds: _ignored, ...fields } = value;
+function unknownUser(state: SimulatorState, userIds: readonly number[]): Reply | undefined {
+  const missing = userIds.find((id) => !state.store.hasUser(id));
+  return missing === undefined ? undefined : errorReply(400, `userIds: unknown user ${missing}`);
+}
+
+/** The 400 for groups or users that do not exist, if any. */
+function unknownIds(
+  state: SimulatorState,
+  ids: { groupIds?: number[] | undefined; userIds?: number[] | undefined },
+): Reply | undefined {
+  return unknownGroup(state, ids.groupIds ?? []) ?? unknownUser(state, ids.userIds ?? []);
+}
+
+function entryFields(value: Record<string, unknown>): Record<string, unknown> {
+  const { groupIds: _groups, userIds: _users, ...fields } = value;
   return fields;
 }
 
@@ -62,12 +83,14 @@ async function addEntry(state: SimulatorState, req: IncomingMessage): Promise<Re
   if ('error' in read) return read.error;
   const parsed = newEntrySchema.safeParse(read.value);
   if (!parsed.success) return errorReply(400, zodMessage(parsed.error));
-  const bad = unknownGroup(state, parsed.data.groupIds);
+  const { groupIds = [], userIds = [] } = parsed.data;
+  if (groupIds.length === 0 && userIds.length === 0) return errorReply(400, NOBODY);
+  const bad = unknownIds(state, parsed.data);
   if (bad) return bad;
   if (parsed.data.id !== undefined && state.store.entry(parsed.data.id)) {
     return errorReply(409, `entry ${parsed.data.id} already exists`);
   }
-  const entry = state.store.add(withoutGroupIds(parsed.data), parsed.data.groupIds);
+  const entry = state.store.add(entryFields(parsed.data), groupIds, userIds);
   return json(201, state.store.controlView(entry));
 }
 
@@ -77,11 +100,14 @@ async function patchEntry(state: SimulatorState, req: IncomingMessage, id: numbe
   const parsed = patchSchema.safeParse(read.value);
   if (!parsed.success) return errorReply(400, zodMessage(parsed.error));
   if ('id' in parsed.data) return errorReply(400, 'id: an entry id cannot be changed');
-  if (parsed.data.groupIds) {
-    const bad = unknownGroup(state, parsed.data.groupIds);
-    if (bad) return bad;
-  }
-  const entry = state.store.patch(id, withoutGroupIds(parsed.data), parsed.data.groupIds);
+  const bad = unknownIds(state, parsed.data);
+  if (bad) return bad;
+  const old = state.store.entry(id);
+  if (!old) return errorReply(404, `entry ${id} not found`);
+  const groupIds = parsed.data.groupIds ?? old.groupIds;
+  const userIds = parsed.data.userIds ?? old.userIds ?? [];
+  if (groupIds.length === 0 && userIds.length === 0) return errorReply(400, NOBODY);
+  const entry = state.store.patch(id, entryFields(parsed.data), parsed.data.groupIds, parsed.data.userIds);
   return entry ? json(200, state.store.controlView(entry)) : errorReply(404, `entry ${id} not found`);
 }
 

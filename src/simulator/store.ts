@@ -45,6 +45,10 @@ export class SimulatorStore {
   private readonly entries = new Map<number, Entry>();
   private readonly byGroup = new Map<number, Set<number>>();
   private readonly byTeacher = new Map<number, Set<number>>();
+  /** Electives by user: entries whose `userIds` name the user. */
+  private readonly byUser = new Map<number, Set<number>>();
+  private readonly usersByGroup = new Map<number, number[]>();
+  private readonly userIds: ReadonlySet<number>;
   private readonly bodies = new Map<string, Buffer>();
   private readonly entryJson = new Map<number, string>();
   private readonly initialSubjects = new Map<number, string[]>();
@@ -61,6 +65,12 @@ export class SimulatorStore {
     this.employees = new Map(dataset.employees.map((employee) => [employee.id, employee]));
     this.users = dataset.users;
     this.usersByToken = new Map(dataset.users.map((user) => [user.token, user]));
+    this.userIds = new Set(dataset.users.map((user) => user.id));
+    for (const user of dataset.users) {
+      const members = this.usersByGroup.get(user.groupId) ?? [];
+      members.push(user.id);
+      this.usersByGroup.set(user.groupId, members);
+    }
     this.search = new EmployeeSearch(dataset.employees);
     const defaultTeacher = dataset.employees.find((employee) => employee.teacher);
     this.lookups = { semester: dataset.semester, employees: this.employees, defaultTeacher };
@@ -118,9 +128,15 @@ export class SimulatorStore {
     return this.byGroup.get(groupId)?.size ?? 0;
   }
 
-  /** An entry as the API sends it, plus its `groupIds` (for the control API). */
+  /** An entry as the API sends it, plus its `groupIds` and, for an elective, its `userIds` (for the control API). */
   controlView(entry: Entry): Record<string, unknown> {
-    return { ...wireEntry(entry.fields, this.wireFormat), groupIds: [...entry.groupIds] };
+    const view = { ...wireEntry(entry.fields, this.wireFormat), groupIds: [...entry.groupIds] };
+    return entry.userIds?.length ? { ...view, userIds: [...entry.userIds] } : view;
+  }
+
+  /** Whether a user of this id exists. */
+  hasUser(id: number): boolean {
+    return this.userIds.has(id);
   }
 
   /** Body of `GET /groups/:id/schedule`; undefined for an unknown group. */
@@ -135,15 +151,21 @@ export class SimulatorStore {
     return this.cached(`e:${employeeId}`, () => this.scheduleBody(this.byTeacher.get(employeeId)));
   }
 
-  /** Body of `GET /users/@me/schedule`: the group's timetable without the other subgroup's classes. */
+  /**
+   * Body of `GET /users/@me/schedule`: the group's timetable without the other subgroup's classes, plus the
+   * user's electives. Users without electives share one body per group and subgroup; one with electives has
+   * a body of their own.
+   */
   personalSchedule(user: User): Buffer {
-    return this.cached(`p:${user.groupId}:${user.subgroup}`, () => {
+    const electives = this.byUser.get(user.id);
+    const key = electives?.size ? `u:${user.id}` : `p:${user.groupId}:${user.subgroup}`;
+    return this.cached(key, () => {
       const ids = [...(this.byGroup.get(user.groupId) ?? [])].filter((id) => {
         const note = this.entries.get(id)?.fields.note_schedule;
         const match = typeof note === 'string' ? SUBGROUP_NOTE.exec(note) : null;
         return !match || Number(match[1]) === user.subgroup;
       });
-      return this.scheduleBody(ids, user.groupId);
+      return this.scheduleBody(new Set([...ids, ...(electives ?? [])]), user.groupId);
     });
   }
 
@@ -168,26 +190,31 @@ export class SimulatorStore {
     return wireValue(value, this.wireFormat);
   }
 
-  /** Adds a class; `given` overrides a complete default entry. Groups must exist (checked by the caller). */
-  add(given: Record<string, unknown>, groupIds: number[]): Entry {
+  /**
+   * Adds a class; `given` overrides a complete default entry. Groups and users must exist (checked by the
+   * caller); `userIds` makes it an elective of those users.
+   */
+  add(given: Record<string, unknown>, groupIds: number[], userIds: number[] = []): Entry {
     const canonical = canonicalFields(given);
     const groups = groupIds.map((id) => this.groups.get(id)).filter((group) => group !== undefined);
     const merged = { ...defaultFields(this.lookups, groups), ...canonical };
     const id = positiveInt(canonical.id) ?? this.maxId + 1;
     const fields = ordered({ ...deriveFields(merged, merged, this.lookups), id });
-    const entry: Entry = { id, groupIds, fields };
+    const entry: Entry = userIds.length > 0 ? { id, groupIds, userIds, fields } : { id, groupIds, fields };
     this.insert(entry);
     return entry;
   }
 
-  /** Changes fields (and optionally the groups) of an entry; undefined when it does not exist. */
-  patch(id: number, given: Record<string, unknown>, groupIds?: number[]): Entry | undefined {
+  /** Changes fields (and optionally the groups or users) of an entry; undefined when it does not exist. */
+  patch(id: number, given: Record<string, unknown>, groupIds?: number[], userIds?: number[]): Entry | undefined {
     const old = this.remove(id);
     if (!old) return undefined;
     const canonical = canonicalFields(given);
     if (groupIds && !('group_list' in canonical)) canonical.group_list = this.groupList(groupIds);
     const fields = ordered(deriveFields({ ...old.fields, ...canonical }, canonical, this.lookups));
+    const users = userIds ?? old.userIds ?? [];
     const entry: Entry = { id, groupIds: groupIds ?? old.groupIds, fields };
+    if (users.length > 0) entry.userIds = users;
     this.insert(entry);
     return entry;
   }
@@ -199,6 +226,7 @@ export class SimulatorStore {
     this.entries.delete(id);
     this.entryJson.delete(id);
     for (const groupId of entry.groupIds) this.byGroup.get(groupId)?.delete(id);
+    for (const userId of entry.userIds ?? []) this.byUser.get(userId)?.delete(id);
     const teacherId = positiveInt(entry.fields.teacher_id);
     if (teacherId !== undefined) this.byTeacher.get(teacherId)?.delete(id);
     this.invalidate(entry);
@@ -213,6 +241,7 @@ export class SimulatorStore {
     this.entries.set(entry.id, entry);
     this.maxId = Math.max(this.maxId, entry.id);
     for (const groupId of entry.groupIds) addTo(this.byGroup, groupId, entry.id);
+    for (const userId of entry.userIds ?? []) addTo(this.byUser, userId, entry.id);
     addTo(this.byTeacher, positiveInt(entry.fields.teacher_id), entry.id);
     this.invalidate(entry);
   }
@@ -220,7 +249,10 @@ export class SimulatorStore {
   private invalidate(entry: Entry): void {
     for (const groupId of entry.groupIds) {
       for (const key of [`g:${groupId}`, `p:${groupId}:1`, `p:${groupId}:2`]) this.bodies.delete(key);
+      // A member with electives has a body of their own, which shows the group's classes too.
+      for (const userId of this.usersByGroup.get(groupId) ?? []) this.bodies.delete(`u:${userId}`);
     }
+    for (const userId of entry.userIds ?? []) this.bodies.delete(`u:${userId}`);
     const teacherId = positiveInt(entry.fields.teacher_id);
     if (teacherId !== undefined) this.bodies.delete(`e:${teacherId}`);
   }
@@ -248,6 +280,8 @@ export class SimulatorStore {
    */
   private rowTexts(entry: Entry, forGroup: number | undefined): string[] {
     if (!isLegacy(this.wireFormat.dialect) || !sentPerGroup(entry)) return [this.entryText(entry)];
+    // An elective from another group's class, in a personal timetable: the class once, not one row per group.
+    if (forGroup !== undefined && !entry.groupIds.includes(forGroup)) return [this.entryText(entry)];
     return entry.groupIds.flatMap((groupId, index) => {
       if (forGroup !== undefined && groupId !== forGroup) return [];
       const name = this.groups.get(groupId)?.name ?? String(groupId);
