@@ -11,10 +11,12 @@
  * at most one fetch of the finder plus one of each related source. A different change a related refresh happens
  * to find as well reaches its own related sources on their own turn, as before.
  */
+import type { Config } from '../config.ts';
 import type { SourceRegistry } from '../store/registry.ts';
 import type { ParkedBy, SourceRelations } from '../store/source-relations.ts';
 import type { SubscriptionStore } from '../store/subscription-store.ts';
 import { derivedName } from '../timetable/calendar-name.ts';
+import { mayHaveClassSoon } from '../timetable/class-soon.ts';
 import { entryDigest, hasDigest, matchesView, timetableDigest } from '../timetable/entry-digest.ts';
 import { type SourceKey, sourceOf } from '../timetable/source.ts';
 import type { TimetableEntry } from '../timetable/types.ts';
@@ -25,7 +27,7 @@ import { enqueueRefresh, type Queues, type RefreshJobSettings } from './queues.t
 
 /** What the learning reads and writes. */
 export interface LearnDeps {
-  readonly config: RefreshJobSettings;
+  readonly config: RefreshJobSettings & Pick<Config, 'timezone'>;
   readonly queues: Queues;
   readonly relations: SourceRelations;
   readonly registry: Pick<SourceRegistry, 'isActive'>;
@@ -56,13 +58,14 @@ export async function learnFromRefresh(ctx: LearnDeps, input: LearnInput): Promi
   }
   const parkedBy = await parkingOf(ctx, source, facts.entries);
   await ctx.relations.setParked(source, parkedBy);
-  const changed = facts.changed !== undefined;
-  const relatedQueued = changed && input.reason !== 'related' ? await queueRelated(ctx, input) : 0;
+  // A related refresh brings a change another source's refresh found: it neither spreads it nor counts it.
+  const foundHere = facts.changed !== undefined && input.reason !== 'related';
+  const relatedQueued = foundHere ? await queueRelated(ctx, input) : 0;
   return {
-    changed,
+    changed: foundHere,
     relatedQueued,
     ...(parkedBy === undefined ? {} : { parkedBy }),
-    ...(facts.nextClassAt === undefined ? {} : { nextClassAt: facts.nextClassAt }),
+    classSoon: mayHaveClassSoon(facts.entries, input.now, ctx.config.timezone),
   };
 }
 

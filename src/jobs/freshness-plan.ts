@@ -17,15 +17,19 @@ import type { SourceKey } from '../timetable/source.ts';
 
 /** What a successful fetch of a source taught, as the refresh job hands it to the planner. */
 export interface RefreshLearning {
-  /** The fetch changed the published timetable (a first publication counts as no change). */
+  /**
+   * The fetch found a change of the published timetable first: not a first publication, and not a `related`
+   * refresh (whose change another source's refresh found). The source's rate of change counts these only: they
+   * are the changes its own refreshes are worth; the ones related refreshes bring arrive without them.
+   */
   changed: boolean;
   /**
    * The source is parked: what explains it (a personal source's group, or `groups` for a teacher whose classes
    * all show in refreshed groups). Absent: the source keeps its own place in the rotation.
    */
   parkedBy?: SourceKey | 'groups' | undefined;
-  /** When the source's next class starts (epoch ms), if it has one: a class soon weighs more. */
-  nextClassAt?: number | undefined;
+  /** Whether the source may have a class today or tomorrow: a change of it then weighs more. */
+  classSoon: boolean;
   /** Related refreshes this fetch queued (they are spent from the same background budget). */
   relatedQueued: number;
 }
@@ -44,29 +48,36 @@ export interface FreshnessPlanDeps {
   readonly notify: Pick<NotifyServices, 'hasSubscribers'>;
 }
 
-const DAY_MS = 86_400_000;
+/**
+ * Times of the rate estimate are counted in refresh intervals, not in hours: the policy then behaves alike at
+ * every scale (a benchmark of 2,000 sources refreshed every minute is a university of 20,000 refreshed every
+ * half hour, sped up), and an operator's `REFRESH_INTERVAL` says how fast the planner learns.
+ *
+ * The prior: a rate of one change per 48 intervals (a day at 30 min), weighing as much as 4 intervals of a
+ * source's own history. A new source is planned at the prior's rate, which brings it back after one interval;
+ * a source whose own refreshes keep finding changes pulls ahead within a few intervals, and one that never
+ * changes falls back to the deadline.
+ */
+export const PRIOR_RATE_PER_INTERVAL = 1 / 48;
+export const PRIOR_INTERVALS = 4;
 
 /**
- * The prior of the rate estimate: one change over one day, as if every source had been watched for a day and
- * changed once. A new source is planned at this rate; a few days of its own history outweigh it.
+ * How far back the estimate looks, in intervals (two weeks at 30 min): past this, changes and time are scaled
+ * down together, so a source that changed a lot last month and no longer does slows down (and the counts stay
+ * small).
  */
-export const PRIOR_CHANGES = 1;
-export const PRIOR_OBSERVED_MS = DAY_MS;
+export const RATE_WINDOW_INTERVALS = 672;
 
-/**
- * How far back the estimate looks: past this, changes and time are scaled down together, so a source that
- * changed a lot last month and no longer does slows down within two weeks (and the counts stay small).
- */
-export const RATE_WINDOW_MS = 14 * DAY_MS;
-
-/** A source's weight factors: each of pushed to a calendar, told to a chat or webhook, a class within a day. */
+/** A source's weight factors: each of pushed to a calendar, told to a chat or webhook, a class today or tomorrow. */
 export const WEIGHT_FACTOR = 2;
-/** A class starting within this long makes a change of its source weigh more. */
-export const CLASS_SOON_MS = DAY_MS;
 
-/** The estimated rate of change of a source (changes per ms), the prior included. */
-export function changeRate(state: Pick<FreshnessState, 'changes' | 'observedMs'>): number {
-  return (state.changes + PRIOR_CHANGES) / (state.observedMs + PRIOR_OBSERVED_MS);
+/** The estimated rate of change of a source (changes per interval), the prior included. */
+export function changeRate(
+  state: Pick<FreshnessState, 'changes' | 'observedMs'>,
+  settings: Pick<PlanSettings, 'refreshIntervalMs'>,
+): number {
+  const observed = state.observedMs / settings.refreshIntervalMs;
+  return (state.changes + PRIOR_RATE_PER_INTERVAL * PRIOR_INTERVALS) / (observed + PRIOR_INTERVALS);
 }
 
 /**
@@ -84,9 +95,11 @@ export function minRefreshGap(settings: Pick<PlanSettings, 'refreshIntervalMs'>)
  * `deadline` = `REFRESH_MAX_WAIT` when parked, else `REFRESH_INTERVAL` (the wait guarantee); a parked source's
  * next refresh is its deadline (a related change refreshes it sooner); any other's is
  * `c / √(rate × weight)` between {@link minRefreshGap} and the deadline. `c` is chosen so that a source changing
- * at the prior's rate with weight 1 comes back after half an interval: twice as often as the fixed ticks, which
- * the sources that are parked or change less pay for; one changing 16 times as often (or 4 times as often and
- * pushed and told) comes back after an eighth of an interval.
+ * at the prior's rate with weight 1 comes back after one interval, as with the fixed ticks; one whose own
+ * refreshes find changes 16 times as often (or 4 times as often and pushed and told) comes back after a quarter
+ * of an interval, and one that never finds any waits for its deadline. The pacer takes the lowest planned times
+ * first, and spends its whole budget: when there is more budget than planned refreshes, every source comes back
+ * sooner in the same proportions.
  */
 export function nextRefreshDelay(
   state: Pick<FreshnessState, 'changes' | 'observedMs' | 'weight' | 'parkedBy'>,
@@ -94,8 +107,8 @@ export function nextRefreshDelay(
 ): { nextMs: number; deadlineMs: number } {
   if (state.parkedBy !== undefined) return { nextMs: settings.refreshMaxWaitMs, deadlineMs: settings.refreshMaxWaitMs };
   const deadlineMs = settings.refreshIntervalMs;
-  const c = (settings.refreshIntervalMs / 2) * Math.sqrt(PRIOR_CHANGES / PRIOR_OBSERVED_MS);
-  const delay = c / Math.sqrt(changeRate(state) * Math.max(state.weight, 0.01));
+  const c = settings.refreshIntervalMs * Math.sqrt(PRIOR_RATE_PER_INTERVAL);
+  const delay = c / Math.sqrt(changeRate(state, settings) * Math.max(state.weight, 0.01));
   return { nextMs: Math.round(Math.min(Math.max(delay, minRefreshGap(settings)), deadlineMs)), deadlineMs };
 }
 
@@ -108,13 +121,15 @@ export function learnedState(
   now: number,
   learning: Pick<RefreshLearning, 'changed' | 'parkedBy'>,
   weight: number,
+  settings: Pick<PlanSettings, 'refreshIntervalMs'>,
 ): FreshnessState {
   const since = previous === undefined ? 0 : Math.max(0, now - previous.lastRefresh);
   let observedMs = (previous?.observedMs ?? 0) + since;
   let changes = (previous?.changes ?? 0) + (learning.changed ? 1 : 0);
-  if (observedMs > RATE_WINDOW_MS) {
-    changes *= RATE_WINDOW_MS / observedMs;
-    observedMs = RATE_WINDOW_MS;
+  const windowMs = RATE_WINDOW_INTERVALS * settings.refreshIntervalMs;
+  if (observedMs > windowMs) {
+    changes *= windowMs / observedMs;
+    observedMs = windowMs;
   }
   return { lastRefresh: now, changes, observedMs, weight, ...parked(learning.parkedBy) };
 }
@@ -123,19 +138,17 @@ function parked(parkedBy: ParkedBy | undefined): { parkedBy?: ParkedBy } {
   return parkedBy === undefined ? {} : { parkedBy };
 }
 
-/** A source's weight: ×2 each when pushed to a calendar, told to a chat or webhook, and with a class within a day. */
+/** A source's weight: ×2 each when pushed to a calendar, told to a chat or webhook, and with a class soon. */
 export async function sourceWeight(
   ctx: Pick<FreshnessPlanDeps, 'pushKinds' | 'notify'>,
   source: SourceKey,
-  now: number,
-  nextClassAt: number | undefined,
+  classSoon: boolean,
 ): Promise<number> {
   const [pushed, told] = await Promise.all([
     Promise.all(ctx.pushKinds.map(({ targets }) => targets.anyForSource(source))).then((any) => any.some(Boolean)),
     ctx.notify.hasSubscribers(source),
   ]);
-  const soon = nextClassAt !== undefined && nextClassAt >= now && nextClassAt - now <= CLASS_SOON_MS;
-  return [pushed, told, soon].reduce((weight, yes) => (yes ? weight * WEIGHT_FACTOR : weight), 1);
+  return [pushed, told, classSoon].reduce((weight, yes) => (yes ? weight * WEIGHT_FACTOR : weight), 1);
 }
 
 /**
@@ -154,10 +167,10 @@ export async function planAfterRefresh(
     ctx.freshness.chargeRelated(learning.relatedQueued),
     ctx.registry.isActive(source),
     ctx.freshness.state(source),
-    sourceWeight(ctx, source, now, learning.nextClassAt),
+    sourceWeight(ctx, source, learning.classSoon),
   ]);
   if (!active) return;
-  const state = learnedState(previous, now, learning, weight);
+  const state = learnedState(previous, now, learning, weight, ctx.config);
   const { nextMs, deadlineMs } = nextRefreshDelay(state, ctx.config);
   await ctx.freshness.plan(source, { next: now + nextMs, deadline: now + deadlineMs, state });
 }

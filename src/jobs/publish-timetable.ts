@@ -85,8 +85,6 @@ export interface PublicationFacts {
   entries: readonly TimetableEntry[];
   /** The entries a change record was written for, as they were and as they are; absent: no change, or a first publication. */
   changed?: { before: TimetableEntry[]; after: TimetableEntry[] } | undefined;
-  /** When the next class the feed shows starts (epoch ms), when this publication expanded the timetable. */
-  nextClassAt?: number | undefined;
 }
 
 /** A publication's outcome: the job's result, and what the freshness learning reads. */
@@ -214,7 +212,7 @@ export async function publishTimetable(ctx: PublishDeps, input: PublishInput, lo
     ...(diff.change ? { changes: diff.change.counts } : {}),
     pushJobs,
   } as const;
-  return { result, facts: publicationFacts(entries.entries, stored.snapshot !== undefined, diff, now) };
+  return { result, facts: publicationFacts(entries.entries, stored.snapshot !== undefined, diff) };
 }
 
 /** Which refresh published a change: a related one names the source whose change it followed. */
@@ -226,19 +224,16 @@ function foundByOf(input: PublishInput): FoundBy {
 
 /**
  * What the learning reads from a publication: the changed entries when a change record was written over an
- * earlier publication (a first one changes nothing anyone saw), and the next class from the expansion at hand.
+ * earlier publication (a first one changes nothing anyone saw).
  */
 function publicationFacts(
   entries: readonly TimetableEntry[],
   hadSnapshot: boolean,
   diff: RefreshDiff,
-  now: number,
 ): PublicationFacts {
-  const next = diff.occurrences.find((occurrence) => occurrence.status === 'CONFIRMED' && occurrence.startUtc > now);
   return {
     entries,
     ...(hadSnapshot && diff.change ? { changed: changedEntries(diff.entriesBefore, diff.entriesAfter) } : {}),
-    ...(next ? { nextClassAt: next.startUtc } : {}),
   };
 }
 

@@ -40,7 +40,7 @@ async function drain(ctx: ServiceContext, now: number, parked: ReadonlySet<strin
     const parkedBy = parked.has(source) ? 'group:1' : undefined;
     // A third of the unparked sources change on every fetch: they come back sooner.
     const changed = !parked.has(source) && source.endsWith('3');
-    await planAfterRefresh(ctx, source, now, { changed, parkedBy, relatedQueued: 0 });
+    await planAfterRefresh(ctx, source, now, { changed, parkedBy, relatedQueued: 0, classSoon: false });
     await job.remove();
   }
   return jobs.map((job) => job.data.source);

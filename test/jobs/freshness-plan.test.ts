@@ -5,15 +5,16 @@ import {
   learnedState,
   minRefreshGap,
   nextRefreshDelay,
-  PRIOR_CHANGES,
-  PRIOR_OBSERVED_MS,
-  RATE_WINDOW_MS,
+  PRIOR_INTERVALS,
+  PRIOR_RATE_PER_INTERVAL,
+  RATE_WINDOW_INTERVALS,
 } from '../../src/jobs/freshness-plan.ts';
 import { packFreshness, unpackFreshness } from '../../src/store/freshness-store.ts';
 
 const MINUTE = 60_000;
 const DAY = 86_400_000;
 const settings = { refreshIntervalMs: 30 * MINUTE, refreshMaxWaitMs: 4 * 60 * MINUTE };
+const RATE_WINDOW_MS = RATE_WINDOW_INTERVALS * settings.refreshIntervalMs;
 /** A source observed for `days` days that changed at `perDay` changes a day, with weight `weight`. */
 const source = (perDay: number, days: number, weight = 1) => ({
   changes: perDay * days,
@@ -22,19 +23,29 @@ const source = (perDay: number, days: number, weight = 1) => ({
 });
 
 describe('nextRefreshDelay', () => {
-  it('gives a source changing at the prior rate with weight 1 half an interval, and the deadline one interval', () => {
+  it('gives a source changing at the prior rate with weight 1 one interval, and the deadline one interval', () => {
     const prior = { changes: 0, observedMs: 0, weight: 1 };
-    expect(changeRate(prior)).toBeCloseTo(PRIOR_CHANGES / PRIOR_OBSERVED_MS);
-    expect(nextRefreshDelay(prior, settings)).toEqual({ nextMs: 15 * MINUTE, deadlineMs: 30 * MINUTE });
-    // The prior's own rate, observed for a fortnight, is the same.
-    expect(nextRefreshDelay(source(1, 14), settings).nextMs).toBe(15 * MINUTE);
+    expect(changeRate(prior, settings)).toBeCloseTo(PRIOR_RATE_PER_INTERVAL);
+    expect(nextRefreshDelay(prior, settings)).toEqual({ nextMs: 30 * MINUTE, deadlineMs: 30 * MINUTE });
+    // The prior's own rate (a change a day at 30 min), observed for a fortnight, is the same.
+    expect(nextRefreshDelay(source(1, 14), settings).nextMs).toBe(30 * MINUTE);
   });
 
   it('follows the square root of rate × weight: 16 times the rate, or 4 times and weight 4, is a quarter', () => {
     const hot = nextRefreshDelay(source(16, 14), settings).nextMs;
     const weighted = nextRefreshDelay(source(4, 14, 4), settings).nextMs;
-    expect(hot / (15 * MINUTE)).toBeCloseTo(0.25, 1);
-    expect(weighted / (15 * MINUTE)).toBeCloseTo(0.25, 1);
+    expect(hot / (30 * MINUTE)).toBeCloseTo(0.25, 1);
+    expect(weighted / (30 * MINUTE)).toBeCloseTo(0.25, 1);
+  });
+
+  it('counts time in intervals: the same history, sped up with the interval, plans the same fraction of it', () => {
+    const fast = { refreshIntervalMs: MINUTE, refreshMaxWaitMs: 10 * MINUTE };
+    const slow = nextRefreshDelay({ changes: 6, observedMs: 20 * 30 * MINUTE, weight: 2 }, settings).nextMs;
+    const quick = nextRefreshDelay({ changes: 6, observedMs: 20 * MINUTE, weight: 2 }, fast).nextMs;
+    expect(slow / (30 * MINUTE)).toBeCloseTo(quick / MINUTE, 5);
+    // Its own history outweighs the prior within a few intervals: six changes in twenty come back far sooner.
+    expect(slow).toBeLessThan(0.25 * 30 * MINUTE);
+    expect(PRIOR_INTERVALS).toBeLessThan(20);
   });
 
   it('never waits past the deadline, nor comes back sooner than the floor', () => {
@@ -71,9 +82,9 @@ describe('nextRefreshDelay', () => {
 
 describe('learnedState', () => {
   it('counts the time since the last refresh and a change when the fetch changed the timetable', () => {
-    const first = learnedState(undefined, 1_000_000, { changed: false }, 1);
+    const first = learnedState(undefined, 1_000_000, { changed: false }, 1, settings);
     expect(first).toEqual({ lastRefresh: 1_000_000, changes: 0, observedMs: 0, weight: 1 });
-    const second = learnedState(first, 1_000_000 + 10 * MINUTE, { changed: true, parkedBy: 'groups' }, 2);
+    const second = learnedState(first, 1_000_000 + 10 * MINUTE, { changed: true, parkedBy: 'groups' }, 2, settings);
     expect(second).toEqual({
       lastRefresh: 1_000_000 + 10 * MINUTE,
       changes: 1,
@@ -82,12 +93,12 @@ describe('learnedState', () => {
       parkedBy: 'groups',
     });
     // Unparked the first time it is wrong: the learning says so, the state follows.
-    expect(learnedState(second, second.lastRefresh + MINUTE, { changed: true }, 1).parkedBy).toBeUndefined();
+    expect(learnedState(second, second.lastRefresh + MINUTE, { changed: true }, 1, settings).parkedBy).toBeUndefined();
   });
 
   it('scales changes and time down together past the window, so that old behaviour fades', () => {
     const busy = { lastRefresh: 0, changes: 140, observedMs: RATE_WINDOW_MS, weight: 1 };
-    const later = learnedState(busy, RATE_WINDOW_MS, { changed: false }, 1);
+    const later = learnedState(busy, RATE_WINDOW_MS, { changed: false }, 1, settings);
     expect(later.observedMs).toBe(RATE_WINDOW_MS);
     expect(later.changes).toBeCloseTo(70);
   });
