@@ -3,17 +3,19 @@
  * the change it published (they are refreshed at once, as `related`), and whether the source is explained by
  * others (parked). Runs in the `adaptive` refresh policy only.
  *
- * A change is spread once, by the refresh that found it. The sources it queues are every one the same change
- * shows in: the teachers of the changed classes (old and new), the groups their `group_list` names (the other
- * groups of a shared lecture) and the students of those groups. A `related` refresh that then publishes the
- * same change queues nothing: everything it could name was queued already, and spreading again would bounce the
- * change between a group and its students for as long as each finds it "new" in its own feed. So a change costs
- * at most one fetch of the finder plus one of each related source. A different change a related refresh happens
- * to find as well reaches its own related sources on their own turn, as before.
+ * A change is spread once, by the refresh that saw it first, whatever its reason. The sources it queues are every
+ * one the same change shows in: the teachers of the changed classes (old and new), the groups their `group_list`
+ * names (the other groups of a shared lecture) and the students of those groups. Each changed class is claimed
+ * (store/spread-claims.ts) for two intervals by the refresh that spreads it: the refreshes it queued then see a
+ * change claimed already and queue nothing for it (spreading again would bounce the change between a group and
+ * its students for as long as each finds it "new" in its own feed), while a different change one of them happens
+ * to see first is theirs to spread. So a change costs at most one fetch of the finder plus one of each source
+ * that shows it. The rate of change the planner learns counts the changes a source's refreshes saw first.
  */
 import type { Config } from '../config.ts';
 import type { SourceRegistry } from '../store/registry.ts';
 import type { ParkedBy, SourceRelations } from '../store/source-relations.ts';
+import type { SpreadClaims } from '../store/spread-claims.ts';
 import type { SubscriptionStore } from '../store/subscription-store.ts';
 import { derivedName } from '../timetable/calendar-name.ts';
 import { mayHaveClassSoon } from '../timetable/class-soon.ts';
@@ -27,7 +29,8 @@ import { enqueueRefresh, type Queues, type RefreshJobSettings } from './queues.t
 
 /** What the learning reads and writes. */
 export interface LearnDeps {
-  readonly config: RefreshJobSettings & Pick<Config, 'timezone'>;
+  readonly config: RefreshJobSettings & Pick<Config, 'timezone' | 'refreshIntervalMs'>;
+  readonly spreadClaims: Pick<SpreadClaims, 'claim'>;
   readonly queues: Queues;
   readonly relations: SourceRelations;
   readonly registry: Pick<SourceRegistry, 'isActive'>;
@@ -58,11 +61,10 @@ export async function learnFromRefresh(ctx: LearnDeps, input: LearnInput): Promi
   }
   const parkedBy = await parkingOf(ctx, source, facts.entries);
   await ctx.relations.setParked(source, parkedBy);
-  // A related refresh brings a change another source's refresh found: it neither spreads it nor counts it.
-  const foundHere = facts.changed !== undefined && input.reason !== 'related';
-  const relatedQueued = foundHere ? await queueRelated(ctx, input) : 0;
+  const seenFirst = facts.changed === undefined ? undefined : await claimChanges(ctx, facts.changed);
+  const relatedQueued = seenFirst === undefined ? 0 : await queueRelated(ctx, input, seenFirst);
   return {
-    changed: foundHere,
+    changed: seenFirst !== undefined,
     relatedQueued,
     ...(parkedBy === undefined ? {} : { parkedBy }),
     classSoon: mayHaveClassSoon(facts.entries, input.now, ctx.config.timezone),
@@ -120,9 +122,37 @@ async function coveredByGroups(ctx: LearnDeps, entries: readonly TimetableEntry[
   });
 }
 
+/** The changed classes, old and new versions, as {@link changedEntries} lists them. */
+type ChangedEntries = NonNullable<PublicationFacts['changed']>;
+
+/** How long a spread change stays claimed: two intervals, beyond any related refresh it queued. */
+function claimTtlMs(ctx: LearnDeps): number {
+  return 2 * ctx.config.refreshIntervalMs;
+}
+
+/**
+ * Claims the changed classes this refresh saw first (a class by its id and what it became, or `gone`) and
+ * answers their old and new versions; undefined when another refresh claimed every one of them.
+ */
+async function claimChanges(ctx: LearnDeps, changed: ChangedEntries): Promise<ChangedEntries | undefined> {
+  const after = new Map(changed.after.map((entry) => [entry.id, entry]));
+  const ids = [...new Set([...changed.before.map((entry) => entry.id), ...after.keys()])];
+  const names = ids.map((id) => {
+    const now = after.get(id);
+    return `${id}-${now === undefined ? 'gone' : entryDigest(now).toString('hex')}`;
+  });
+  const claimed = await ctx.spreadClaims.claim(names, claimTtlMs(ctx));
+  const mine = new Set(ids.filter((_, index) => claimed[index]));
+  if (mine.size === 0) return undefined;
+  return {
+    before: changed.before.filter((entry) => mine.has(entry.id)),
+    after: changed.after.filter((entry) => mine.has(entry.id)),
+  };
+}
+
 /** Queues a `related` refresh of every active source that must show the change, but the source itself. */
-async function queueRelated(ctx: LearnDeps, input: LearnInput): Promise<number> {
-  const targets = await relatedSources(ctx, input);
+async function queueRelated(ctx: LearnDeps, input: LearnInput, changed: ChangedEntries): Promise<number> {
+  const targets = await relatedSources(ctx, input.source, changed);
   const active = await Promise.all(targets.map((target) => ctx.registry.isActive(target)));
   const queued = targets.filter((_, index) => active[index]);
   await Promise.all(
@@ -142,16 +172,15 @@ async function queueRelated(ctx: LearnDeps, input: LearnInput): Promise<number> 
  * The sources the changed entries show in: their teachers, old and new; the groups they name; the students of
  * those groups (and of the source itself when it is a group). Without the source itself.
  */
-async function relatedSources(ctx: LearnDeps, input: LearnInput): Promise<SourceKey[]> {
-  const { before = [], after = [] } = input.facts.changed ?? {};
-  const entries = [...before, ...after];
+async function relatedSources(ctx: LearnDeps, source: SourceKey, changed: ChangedEntries): Promise<SourceKey[]> {
+  const entries = [...changed.before, ...changed.after];
   const teachers = entries.flatMap((entry) => (entry.teacher.id === null ? [] : [`employee:${entry.teacher.id}`]));
   const groupIds = new Set((await ctx.relations.groupsNamed(entries.flatMap((entry) => entry.groups))).values());
-  const ref = sourceOf(input.source);
+  const ref = sourceOf(source);
   if (ref.kind === 'group') groupIds.add(Number(ref.id));
   const groups = [...groupIds].map((id) => `group:${id}`);
   const students = await ctx.relations.members([...groupIds]);
   const all = new Set([...teachers, ...groups, ...students]);
-  all.delete(input.source);
+  all.delete(source);
   return [...all];
 }

@@ -78,11 +78,7 @@ export function refreshProcessor(ctx: RefreshDeps): Processor<RefreshJobData, Re
  * fetch (unparked, with nothing queued: the safe side).
  */
 async function learnAndPlan(ctx: RefreshDeps, input: LearnInput, log: Logger): Promise<void> {
-  let learning: RefreshLearning = {
-    changed: input.facts.changed !== undefined && input.reason !== 'related',
-    relatedQueued: 0,
-    classSoon: false,
-  };
+  let learning: RefreshLearning = { changed: false, relatedQueued: 0, classSoon: false };
   try {
     learning = await learnFromRefresh(ctx, input);
   } catch (error) {

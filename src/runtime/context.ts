@@ -17,6 +17,7 @@ import type { KnownEmployees } from '../store/known-employees.ts';
 import type { SourceRegistry } from '../store/registry.ts';
 import type { SnapshotStore } from '../store/snapshot-store.ts';
 import type { SourceRelations } from '../store/source-relations.ts';
+import type { SpreadClaims } from '../store/spread-claims.ts';
 import type { SubscriptionStore } from '../store/subscription-store.ts';
 import type { TeacherDirectory } from '../store/teacher-directory.ts';
 import type { TermCountStore } from '../store/term-counts.ts';
@@ -60,6 +61,8 @@ export interface ServiceContext {
   readonly queues: Queues;
   /** How sources explain each other, as refreshes learn it (freshness: related refreshes and parking). */
   readonly relations: SourceRelations;
+  /** Which refresh spreads each change (store/spread-claims.ts). */
+  readonly spreadClaims: SpreadClaims;
   /** The university for refresh jobs: the refresh pool, `UPSTREAM_TIMEOUT`. */
   readonly upstream: UniversityClient;
   /**

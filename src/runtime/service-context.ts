@@ -20,6 +20,7 @@ import { KnownEmployees } from '../store/known-employees.ts';
 import { SourceRegistry } from '../store/registry.ts';
 import { SnapshotStore } from '../store/snapshot-store.ts';
 import { SourceRelations } from '../store/source-relations.ts';
+import { SpreadClaims } from '../store/spread-claims.ts';
 import { SubscriptionStore } from '../store/subscription-store.ts';
 import { TeacherDirectory } from '../store/teacher-directory.ts';
 import { TermCountStore } from '../store/term-counts.ts';
@@ -137,6 +138,7 @@ export function openServiceContext(options: ContextOptions): OpenContext {
     teachers: new TeacherDirectory(redis, keys),
     queues,
     relations: new SourceRelations(redis, keys),
+    spreadClaims: new SpreadClaims(redis, keys),
     upstream,
     requestUpstream,
     google,

@@ -183,6 +183,8 @@ export interface RedisKeys {
   readonly freshnessParked: string;
   /** STRING: related refreshes queued since the pacer last read it, charged to the background budget. */
   readonly freshnessRelatedCharge: string;
+  /** STRING with a TTL: one class's change, spread to the sources that show it by the refresh that saw it first. */
+  spreadClaim(change: string): string;
   /** Keys of the retired per-timetable counts (before entries were counted once), deleted when counts are seeded. */
   readonly retiredTermCounts: readonly string[];
 }
@@ -270,6 +272,7 @@ export function redisKeys(prefix: string): RedisKeys {
     freshnessState: `${prefix}:freshness:state`,
     freshnessParked: `${prefix}:freshness:parked`,
     freshnessRelatedCharge: `${prefix}:freshness:related-charge`,
+    spreadClaim: (change) => `${prefix}:freshness:spread:${change}`,
     retiredTermCounts: [`${prefix}:term-counts`, `${prefix}:term-counts:sources`],
   };
 }
