@@ -118,3 +118,47 @@ describe('a room changed in a shared lecture', () => {
     expect((await pipeline.ctx.queues.refresh.getJobs(['completed'], 0, 1000)).length).toBe(before + 1);
   });
 });
+
+describe('a second change that a related refresh sees first', () => {
+  it('is spread by that refresh: the teacher queued for one class passes on another class of theirs', async () => {
+    const { ctx, sim } = pipeline;
+    const teacher = lecture.teacher.id as number;
+    const byName = new Map(pipeline.groups.map((group) => [group.name, group.id]));
+    // Another future class of the same teacher, in a group that is neither of the lecture's.
+    const classes = (await ctx.upstream.employeeSchedule(teacher)).entries;
+    const other = classes.find(
+      (entry) =>
+        entry.id !== lecture.id &&
+        entry.finishDate > '2025-10-15' &&
+        entry.groups.length > 0 &&
+        entry.groups.every((name) => ![groupId, otherGroupId].includes(byName.get(name) ?? 0)),
+    );
+    if (!other) throw new Error(`teacher ${teacher} has no class outside the lecture's groups`);
+    const thirdGroup = byName.get(other.groups[0] as string) as number;
+    await pipeline.refresh(`group:${thirdGroup}`);
+    await pipeline.drain();
+    const change = async (entryId: number, room: string) =>
+      sim.raw(`/_sim/entries/${entryId}`, {
+        method: 'PATCH',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ num_auditorium_schedule: room }),
+      });
+    await change(lecture.id, 'Ауд. 1001');
+    await change(other.id, 'Ауд. 1002');
+
+    // The lecture's group finds the first change; the teacher's related refresh is the first to see the second.
+    await pipeline.refresh(`group:${groupId}`);
+    await pipeline.drain();
+    const third = await pipeline.locations(`group:${thirdGroup}`, other.id);
+    expect(third.length).toBeGreaterThan(0);
+    expect(third.every((location) => location.includes('Ауд. 1002'))).toBe(true);
+    const [thirdChange] = await ctx.snapshots.changes(`group:${thirdGroup}`);
+    expect(thirdChange?.foundBy).toEqual({ reason: 'related', source: `employee:${teacher}` });
+    // And nobody spread the lecture's change twice: the group it was found in was not queued again.
+    const completed = await ctx.queues.refresh.getJobs(['completed'], 0, 1000);
+    const requeued = completed.filter(
+      (job) => job.data.reason === 'related' && job.data.source === `group:${groupId}` && job.data.cause !== undefined,
+    );
+    expect(requeued).toEqual([]);
+  });
+});
