@@ -55,9 +55,11 @@ export interface LearnInput {
 export async function learnFromRefresh(ctx: LearnDeps, input: LearnInput): Promise<RefreshLearning> {
   const { source, facts } = input;
   const ref = sourceOf(source);
+  let dependents = 0;
   if (ref.kind === 'group') {
     const id = Number(ref.id);
     await ctx.relations.recordGroup(id, derivedName({ kind: 'group', id }, facts.entries), facts.entries);
+    dependents = (await ctx.relations.members([id])).length;
   }
   const parkedBy = await parkingOf(ctx, source, facts.entries);
   await ctx.relations.setParked(source, parkedBy);
@@ -68,6 +70,7 @@ export async function learnFromRefresh(ctx: LearnDeps, input: LearnInput): Promi
     relatedQueued,
     ...(parkedBy === undefined ? {} : { parkedBy }),
     classSoon: mayHaveClassSoon(facts.entries, input.now, ctx.config.timezone),
+    ...(dependents > 0 ? { dependents } : {}),
   };
 }
 

@@ -30,6 +30,11 @@ export interface RefreshLearning {
   parkedBy?: SourceKey | 'groups' | undefined;
   /** Whether the source may have a class today or tomorrow: a change of it then weighs more. */
   classSoon: boolean;
+  /**
+   * Feeds besides its own that show this source's changes and rely on it to see them first: a group's students
+   * (their personal timetables are parked by it). Absent: none.
+   */
+  dependents?: number | undefined;
   /** Related refreshes this fetch queued (they are spent from the same background budget). */
   relatedQueued: number;
 }
@@ -70,6 +75,11 @@ export const RATE_WINDOW_INTERVALS = 672;
 
 /** A source's weight factors: each of pushed to a calendar, told to a chat or webhook, a class today or tomorrow. */
 export const WEIGHT_FACTOR = 2;
+/**
+ * The most a source's dependents multiply its weight by: a change of a group reaches its students' feeds too,
+ * so it is worth as many feeds as it reaches; past 32 the floor between refreshes decides anyway.
+ */
+export const MAX_DEPENDENT_WEIGHT = 32;
 
 /** The estimated rate of change of a source (changes per interval), the prior included. */
 export function changeRate(
@@ -138,17 +148,22 @@ function parked(parkedBy: ParkedBy | undefined): { parkedBy?: ParkedBy } {
   return parkedBy === undefined ? {} : { parkedBy };
 }
 
-/** A source's weight: ×2 each when pushed to a calendar, told to a chat or webhook, and with a class soon. */
+/**
+ * A source's weight: ×2 each when pushed to a calendar, told to a chat or webhook, and with a class soon; and
+ * × the feeds its changes reach (its own and its dependents', at most {@link MAX_DEPENDENT_WEIGHT}): the
+ * latency that matters is each feed's, so a group with ten students subscribed is worth eleven feeds.
+ */
 export async function sourceWeight(
   ctx: Pick<FreshnessPlanDeps, 'pushKinds' | 'notify'>,
   source: SourceKey,
-  classSoon: boolean,
+  learning: Pick<RefreshLearning, 'classSoon' | 'dependents'>,
 ): Promise<number> {
   const [pushed, told] = await Promise.all([
     Promise.all(ctx.pushKinds.map(({ targets }) => targets.anyForSource(source))).then((any) => any.some(Boolean)),
     ctx.notify.hasSubscribers(source),
   ]);
-  return [pushed, told, classSoon].reduce((weight, yes) => (yes ? weight * WEIGHT_FACTOR : weight), 1);
+  const feeds = Math.min(1 + Math.max(0, learning.dependents ?? 0), MAX_DEPENDENT_WEIGHT);
+  return [pushed, told, learning.classSoon].reduce((weight, yes) => (yes ? weight * WEIGHT_FACTOR : weight), feeds);
 }
 
 /**
@@ -167,7 +182,7 @@ export async function planAfterRefresh(
     ctx.freshness.chargeRelated(learning.relatedQueued),
     ctx.registry.isActive(source),
     ctx.freshness.state(source),
-    sourceWeight(ctx, source, learning.classSoon),
+    sourceWeight(ctx, source, learning),
   ]);
   if (!active) return;
   const state = learnedState(previous, now, learning, weight, ctx.config);

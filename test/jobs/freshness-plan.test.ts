@@ -3,11 +3,13 @@ import { describe, expect, it } from 'vitest';
 import {
   changeRate,
   learnedState,
+  MAX_DEPENDENT_WEIGHT,
   minRefreshGap,
   nextRefreshDelay,
   PRIOR_INTERVALS,
   PRIOR_RATE_PER_INTERVAL,
   RATE_WINDOW_INTERVALS,
+  sourceWeight,
 } from '../../src/jobs/freshness-plan.ts';
 import { packFreshness, unpackFreshness } from '../../src/store/freshness-store.ts';
 
@@ -124,5 +126,22 @@ describe('the packed state', () => {
     });
     expect(unpackFreshness(packFreshness({ ...state, parkedBy: undefined }))?.parkedBy).toBeUndefined();
     for (const bad of ['', 'x', 'a|b|c|d|e|f', 'zz|-1|0|1|', null]) expect(unpackFreshness(bad)).toBeUndefined();
+  });
+});
+
+describe('sourceWeight', () => {
+  const deps = (pushed: boolean, told: boolean) => ({
+    pushKinds: [{ kind: 'google', targets: { anyForSource: async () => pushed } }],
+    notify: { hasSubscribers: async () => told },
+  });
+
+  it('doubles for a calendar pushed to, a chat told and a class soon, and counts the feeds a change reaches', async () => {
+    expect(await sourceWeight(deps(false, false), 'employee:1', { classSoon: false })).toBe(1);
+    expect(await sourceWeight(deps(true, true), 'employee:1', { classSoon: true })).toBe(8);
+    // A group with ten students subscribed: eleven feeds show its changes.
+    expect(await sourceWeight(deps(false, false), 'group:1', { classSoon: true, dependents: 10 })).toBe(22);
+    expect(await sourceWeight(deps(false, false), 'group:1', { classSoon: false, dependents: 1_000 })).toBe(
+      MAX_DEPENDENT_WEIGHT,
+    );
   });
 });
