@@ -12,8 +12,9 @@
  * to find as well reaches its own related sources on their own turn, as before.
  */
 import type { Config } from '../config.ts';
+import type { ParkedBy } from '../store/freshness-store.ts';
 import type { SourceRegistry } from '../store/registry.ts';
-import type { ParkedBy, SourceRelations } from '../store/source-relations.ts';
+import type { SourceRelations } from '../store/source-relations.ts';
 import type { SubscriptionStore } from '../store/subscription-store.ts';
 import { derivedName } from '../timetable/calendar-name.ts';
 import { mayHaveClassSoon } from '../timetable/class-soon.ts';
@@ -47,7 +48,7 @@ export interface LearnInput {
 /**
  * Learns from a successful refresh: records what the source tells about others (a group's name, views and
  * entries; a student's group), queues the related refreshes of a change it found, and decides whether the
- * source is parked (recorded with the relations, and handed to the planner).
+ * source is parked (handed to the planner, which keeps it with the source's state).
  */
 export async function learnFromRefresh(ctx: LearnDeps, input: LearnInput): Promise<RefreshLearning> {
   const { source, facts } = input;
@@ -57,7 +58,6 @@ export async function learnFromRefresh(ctx: LearnDeps, input: LearnInput): Promi
     await ctx.relations.recordGroup(id, derivedName({ kind: 'group', id }, facts.entries), facts.entries);
   }
   const parkedBy = await parkingOf(ctx, source, facts.entries);
-  await ctx.relations.setParked(source, parkedBy);
   // A related refresh brings a change another source's refresh found: it neither spreads it nor counts it.
   const foundHere = facts.changed !== undefined && input.reason !== 'related';
   const relatedQueued = foundHere ? await queueRelated(ctx, input) : 0;

@@ -8,13 +8,15 @@
  * - `group-entries` (HASH): group id → the sorted 8-byte digests of its entries (8 bytes an entry).
  * - `group-members` (HASH): group id → the subscription ids of its students, concatenated (22 bytes each).
  * - `member-of:<bucket>` (HASH): personal subscription id → its group's id.
- * - `parked:<bucket>` (HASH): a parked source → what explains it (`group:<id>` or `groups`).
+ *
+ * What parks a source is not kept here: the planner's state of the source holds it (freshness-store.ts).
  *
  * Per-source records are spread over {@link BUCKETS} small hashes, which Redis keeps as compact listpacks (a
  * field costs its bytes and a few more) where one big hash would cost some 70 bytes of overhead a field.
  * Measured (Redis 7.0, `used_memory`) with 1,500 groups of 40 entries, 15,000 students and 3,500 teachers, all
  * parked: 2.9 MB in all, about 146 bytes a source (a group ~640 with its entry digests, a student ~125, a teacher
- * ~30); one hash per source kind instead of buckets took 5.8 MB.
+ * ~30), when what parked a source was kept here too (some 45 bytes a parked source, since left to the planner);
+ * one hash per source kind instead of buckets took 5.8 MB.
  */
 import { loadScript } from '../lib/lua-script.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
@@ -31,9 +33,6 @@ const MOVE_MEMBER = loadScript(import.meta.dirname, 'source-relations-member');
 
 /** Length of a subscription id (16 random bytes in base64url), the unit of a packed member list. */
 const SUBSCRIPTION_ID_LENGTH = 22;
-
-/** What explains a parked source: its group (`group:<id>`) or, for a teacher, the groups refreshed anyway. */
-export type ParkedBy = SourceKey | 'groups';
 
 /** The relations between sources that refreshes taught (see the module comment for the layout). */
 export class SourceRelations {
@@ -110,18 +109,6 @@ export class SourceRelations {
       for (let at = 0; list !== null && at + SUBSCRIPTION_ID_LENGTH <= list.length; at += SUBSCRIPTION_ID_LENGTH)
         sources.push(`personal:${list.slice(at, at + SUBSCRIPTION_ID_LENGTH)}`);
     return sources;
-  }
-
-  /** Records what explains `source` now (undefined: nothing, it keeps its own place in the rotation). */
-  async setParked(source: SourceKey, by: ParkedBy | undefined): Promise<void> {
-    const key = this.bucket('parked', source);
-    if (by === undefined) await this.redis.hdel(key, source);
-    else await this.redis.hset(key, source, by);
-  }
-
-  /** What explained `source` when it was last refreshed, if it was parked. */
-  async parkedBy(source: SourceKey): Promise<ParkedBy | undefined> {
-    return (await this.redis.hget(this.bucket('parked', source), source)) ?? undefined;
   }
 
   /** The bucket of `part` that holds `field` (FNV-1a of its characters). */

@@ -38,15 +38,21 @@ afterAll(async () => {
   await pipeline?.close();
 });
 
+/** What parks `source` in the planner's state after its last refresh (it must have one: it is followed). */
+async function parkedBy(source: string): Promise<string | undefined> {
+  const state = await pipeline.ctx.freshness.state(source);
+  if (state === undefined) throw new Error(`the planner has no state of ${source}`);
+  return state.parkedBy;
+}
+
 describe('a personal timetable', () => {
   it('equal to its group for subgroup 2 is parked by the group; the group itself never is', async () => {
-    const { relations } = pipeline.ctx;
-    expect(await relations.parkedBy(studentSource)).toBe(`group:${student.groupId}`);
-    expect(await relations.parkedBy(`group:${student.groupId}`)).toBeUndefined();
+    expect(await parkedBy(studentSource)).toBe(`group:${student.groupId}`);
+    expect(await parkedBy(`group:${student.groupId}`)).toBeUndefined();
   });
 
   it('with a class its group view lacks is not parked, and a parked one is unparked by its next refresh', async () => {
-    const { ctx, sim } = pipeline;
+    const { sim } = pipeline;
     // The simulator gives this class to every student of the group (its note names no subgroup the way the
     // simulator reads notes), while the feed's subgroup option reads "подгр. 1" as the first subgroup's: the
     // student's timetable now has a class that no view of the group has.
@@ -60,11 +66,11 @@ describe('a personal timetable', () => {
     });
     try {
       await pipeline.refresh(studentSource);
-      expect(await ctx.relations.parkedBy(studentSource)).toBeUndefined();
+      expect(await parkedBy(studentSource)).toBeUndefined();
       // Still so after the group's own refresh: its views and the student's timetable differ.
       await pipeline.refresh(`group:${student.groupId}`);
       await pipeline.drain();
-      expect(await ctx.relations.parkedBy(studentSource)).toBeUndefined();
+      expect(await parkedBy(studentSource)).toBeUndefined();
     } finally {
       await sim.deleteEntry(added.id);
     }
@@ -72,7 +78,7 @@ describe('a personal timetable', () => {
     await pipeline.refresh(`group:${student.groupId}`);
     await pipeline.drain();
     await pipeline.refresh(studentSource);
-    expect(await ctx.relations.parkedBy(studentSource)).toBe(`group:${student.groupId}`);
+    expect(await parkedBy(studentSource)).toBe(`group:${student.groupId}`);
   });
 
   it('is compared as fetched: an elective of its own keeps it unparked, its group view parks it', async () => {
@@ -81,13 +87,13 @@ describe('a personal timetable', () => {
     const elective = { ...(groupEntries[0] as TimetableEntry), id: 990_001, subjectName: 'Факультатив', groups: [] };
     const learn = (entries: readonly TimetableEntry[]) =>
       learnFromRefresh(ctx, { source: studentSource, reason: 'schedule', facts: { entries }, now: clock.now });
-    expect(await learn(view)).toEqual({ changed: false, relatedQueued: 0, parkedBy: `group:${student.groupId}` });
-    expect(await learn(normaliseEntries([...view, elective]).entries)).toEqual({ changed: false, relatedQueued: 0 });
-    expect(await ctx.relations.parkedBy(studentSource)).toBeUndefined();
+    const unparked = { changed: false, relatedQueued: 0, classSoon: expect.any(Boolean) };
+    expect(await learn(view)).toEqual({ ...unparked, parkedBy: `group:${student.groupId}` });
+    expect(await learn(normaliseEntries([...view, elective]).entries)).toEqual(unparked);
     // The group stops being followed: nothing refreshes it, so it explains nobody.
     await ctx.registry.deactivate(`group:${student.groupId}`);
     try {
-      expect(await learn(view)).toEqual({ changed: false, relatedQueued: 0 });
+      expect(await learn(view)).toEqual(unparked);
     } finally {
       await ctx.registry.activate(`group:${student.groupId}`, clock.now);
     }
@@ -105,13 +111,13 @@ describe('a teacher', () => {
     for (const id of groupIds) await pipeline.refresh(`group:${id}`);
     await pipeline.drain();
     await pipeline.refresh(teacher);
-    expect(await ctx.relations.parkedBy(teacher)).toBe('groups');
+    expect(await parkedBy(teacher)).toBe('groups');
 
     // Nobody follows the groups of one of the teacher's classes any more: that class is the teacher's alone.
     const unfollowed = (classes[0] as TimetableEntry).groups.map((name) => `group:${byName.get(name)}`);
     for (const source of unfollowed) await ctx.registry.deactivate(source);
     await pipeline.refresh(teacher);
-    expect(await ctx.relations.parkedBy(teacher)).toBeUndefined();
+    expect(await parkedBy(teacher)).toBeUndefined();
   });
 });
 
