@@ -21,7 +21,7 @@
 import { loadScript } from '../lib/lua-script.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import { entryDigestSet, groupViewDigests } from '../timetable/entry-digest.ts';
-import type { SourceKey } from '../timetable/source.ts';
+import { type SourceKey, sourceOf } from '../timetable/source.ts';
 import type { TimetableEntry } from '../timetable/types.ts';
 import type { RedisKeys } from './keys.ts';
 
@@ -30,6 +30,9 @@ export const BUCKETS = 1024;
 
 /** Moves a subscription between groups' students (source-relations-member.lua). */
 const MOVE_MEMBER = loadScript(import.meta.dirname, 'source-relations-member');
+
+/** Forgets a group's views, entries and names (source-relations-forget-group.lua). */
+const FORGET_GROUP = loadScript(import.meta.dirname, 'source-relations-forget-group');
 
 /** Length of a subscription id (16 random bytes in base64url), the unit of a packed member list. */
 const SUBSCRIPTION_ID_LENGTH = 22;
@@ -109,6 +112,24 @@ export class SourceRelations {
       for (let at = 0; list !== null && at + SUBSCRIPTION_ID_LENGTH <= list.length; at += SUBSCRIPTION_ID_LENGTH)
         sources.push(`personal:${list.slice(at, at + SUBSCRIPTION_ID_LENGTH)}`);
     return sources;
+  }
+
+  /**
+   * Forgets what refreshes taught about a source that is gone (a deleted subscription, a source the upstream
+   * does not know): a student leaves their group's students, a group loses its views, entries and names. A
+   * forgotten group keeps its students: each is the record of a subscription that still names the group, and
+   * goes with it (or moves, when the subscription's group does); a group the upstream knows again finds them.
+   * A teacher has nothing here.
+   */
+  async forget(source: SourceKey): Promise<void> {
+    const ref = sourceOf(source);
+    if (ref.kind === 'personal') {
+      if (ref.id.length !== SUBSCRIPTION_ID_LENGTH) return;
+      await MOVE_MEMBER.run(this.redis, [this.bucket('member-of', ref.id), this.key('group-members')], [ref.id, '']);
+    } else if (ref.kind === 'group') {
+      const keys = [this.key('group-views'), this.key('group-entries'), this.key('group-names')];
+      await FORGET_GROUP.run(this.redis, keys, [ref.id]);
+    }
   }
 
   /** The bucket of `part` that holds `field` (FNV-1a of its characters). */
