@@ -1,7 +1,8 @@
 /**
  * Parking, learnt from what refreshes fetched: a student's timetable equal to their group's subgroup view is
  * explained by the group, a teacher whose classes all show in followed groups by those groups; anything that
- * differs keeps its own place, and a parked source that stops matching is unparked by its next refresh.
+ * differs keeps its own place, and a parked source that stops matching is unparked by its next refresh. An
+ * elective of a student's own keeps them unparked, and its changes reach them through its teacher's refresh.
  */
 
 import { Writable } from 'node:stream';
@@ -97,6 +98,108 @@ describe('a personal timetable', () => {
     } finally {
       await ctx.registry.activate(`group:${student.groupId}`, clock.now);
     }
+  });
+});
+
+describe('an elective of a student’s own', () => {
+  /** A classmate of the subgroup-2 student, their teacher of nothing in the group, and the elective's fields. */
+  let learner: string;
+  let teacher: string;
+  let fields: Record<string, unknown>;
+
+  beforeAll(async () => {
+    const { sim } = pipeline;
+    const classmate = pipeline.users.find((user) => user.groupId === student.groupId && user.id !== student.id);
+    if (!classmate) throw new Error('the student has no classmate');
+    const teaching = new Set(groupEntries.map((entry) => entry.teacher.id));
+    const employee = (await sim.employees()).find((candidate) => !teaching.has(candidate.id));
+    if (!employee) throw new Error('every employee teaches the group');
+    teacher = `employee:${employee.id}`;
+    // A class of the group's, moved to Saturday evening, taught by that employee, for the classmate alone.
+    const template = groupEntries.find((entry) => entry.finishDate > '2025-12-01') as TimetableEntry;
+    const wire = (await sim.raw(`/_sim/entries/${template.id}`)).body as Record<string, unknown>;
+    fields = {
+      ...wire,
+      id: undefined,
+      groupIds: undefined,
+      group_list: '',
+      subject_name: 'Факультатив',
+      teacher_id: employee.id,
+      day_week_schedule: 6,
+      time_interval_id: 7,
+      userIds: [classmate.id],
+    };
+    learner = await pipeline.subscribe(classmate);
+    await pipeline.refresh(teacher);
+    await pipeline.drain();
+  });
+
+  it('keeps the student unparked while it lasts; its changes reach the student through its teacher', async () => {
+    const { ctx, sim } = pipeline;
+    expect(await parkedBy(learner)).toBe(`group:${student.groupId}`);
+    const elective = await sim.addEntry(fields);
+    try {
+      await pipeline.refresh(learner);
+      await pipeline.drain();
+      expect(await parkedBy(learner)).toBeUndefined();
+      expect(await pipeline.locations(learner, elective.id)).not.toEqual([]);
+
+      // The teacher's refresh finds the new room, and the student's feed shows it: a related refresh brought it.
+      await sim.raw(`/_sim/entries/${elective.id}`, {
+        method: 'PATCH',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ num_auditorium_schedule: 'Ф-777' }),
+      });
+      await pipeline.refresh(teacher);
+      await pipeline.drain();
+      expect(await pipeline.locations(learner, elective.id)).toEqual([expect.stringContaining('Ф-777')]);
+      const [moved] = await ctx.snapshots.changes(learner);
+      expect(moved?.foundBy).toEqual({ reason: 'related', source: teacher });
+    } finally {
+      await sim.deleteEntry(elective.id);
+    }
+
+    // Cancelled: the teacher's refresh finds that too, and the student, equal to the group's view again, is
+    // parked by it.
+    await pipeline.refresh(teacher);
+    await pipeline.drain();
+    const [cancelled] = await ctx.snapshots.changes(learner);
+    expect(cancelled?.foundBy).toEqual({ reason: 'related', source: teacher });
+    expect(cancelled?.counts.removed).toBeGreaterThan(0);
+    const kept = (await ctx.snapshots.snapshot(learner))?.entries ?? [];
+    expect(kept.some((entry) => entry.id === elective.id)).toBe(false);
+    expect(await parkedBy(learner)).toBe(`group:${student.groupId}`);
+  });
+
+  it('with its teacher unfollowed, changes reach the student on their own turn, one interval at most', async () => {
+    const { ctx, sim, clock } = pipeline;
+    const elective = await sim.addEntry(fields);
+    await ctx.registry.deactivate(teacher);
+    try {
+      await pipeline.refresh(learner);
+      await pipeline.drain();
+      expect(await parkedBy(learner)).toBeUndefined();
+      const [plan] = await ctx.freshness.planned([learner]);
+      expect(plan?.deadline).toBe(clock.now + ctx.config.refreshIntervalMs);
+
+      // Nobody else shows the elective: the group's refresh finds nothing to tell the student.
+      await sim.raw(`/_sim/entries/${elective.id}`, {
+        method: 'PATCH',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ num_auditorium_schedule: 'Ф-778' }),
+      });
+      await pipeline.refresh(`group:${student.groupId}`);
+      await pipeline.drain();
+      expect(await pipeline.locations(learner, elective.id)).not.toContainEqual(expect.stringContaining('Ф-778'));
+      await pipeline.refresh(learner);
+      expect(await pipeline.locations(learner, elective.id)).toEqual([expect.stringContaining('Ф-778')]);
+    } finally {
+      await sim.deleteEntry(elective.id);
+      await ctx.registry.activate(teacher, clock.now);
+    }
+    await pipeline.refresh(learner);
+    await pipeline.drain();
+    expect(await parkedBy(learner)).toBe(`group:${student.groupId}`);
   });
 });
 
