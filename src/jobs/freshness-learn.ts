@@ -5,16 +5,19 @@
  *
  * A change is spread once, by the refresh that saw it first, whatever its reason. The sources it queues are every
  * one the same change shows in: the teachers of the changed classes (old and new), the groups their `group_list`
- * names (the other groups of a shared lecture) and the students of those groups. Each changed class is claimed
- * (store/spread-claims.ts) for two intervals by the refresh that spreads it: the refreshes it queued then see a
- * change claimed already and queue nothing for it (spreading again would bounce the change between a group and
- * its students for as long as each finds it "new" in its own feed), while a different change one of them happens
- * to see first is theirs to spread. So a change costs at most one fetch of the finder plus one of each source
- * that shows it. The rate of change the planner learns counts the changes a source's refreshes saw first.
+ * names (the other groups of a shared lecture), the students of those groups, and the students who have the class
+ * as one of their own (an elective: a personal refresh finds it as a class its group's recorded entries lack).
+ * Each changed class is claimed (store/spread-claims.ts) for two intervals by the refresh that spreads it: the
+ * refreshes it queued then see a change claimed already and queue nothing for it (spreading again would bounce
+ * the change between a group and its students for as long as each finds it "new" in its own feed), while a
+ * different change one of them happens to see first is theirs to spread. So a change costs at most one fetch of
+ * the finder plus one of each source that shows it. The rate of change the planner learns counts the changes a
+ * source's refreshes saw first.
  */
 import type { Config } from '../config.ts';
+import type { ParkedBy } from '../store/freshness-store.ts';
 import type { SourceRegistry } from '../store/registry.ts';
-import type { ParkedBy, SourceRelations } from '../store/source-relations.ts';
+import type { SourceRelations } from '../store/source-relations.ts';
 import type { SpreadClaims } from '../store/spread-claims.ts';
 import type { SubscriptionStore } from '../store/subscription-store.ts';
 import { derivedName } from '../timetable/calendar-name.ts';
@@ -26,6 +29,9 @@ import type { RefreshReason } from './contract.ts';
 import type { RefreshLearning } from './freshness-plan.ts';
 import type { PublicationFacts } from './publish-timetable.ts';
 import { enqueueRefresh, type Queues, type RefreshJobSettings } from './queues.ts';
+
+/** Classes of a student's own beyond which their timetable is taken as unlike their group's, not as electives. */
+const MAX_ELECTIVES = 16;
 
 /** What the learning reads and writes. */
 export interface LearnDeps {
@@ -50,7 +56,7 @@ export interface LearnInput {
 /**
  * Learns from a successful refresh: records what the source tells about others (a group's name, views and
  * entries; a student's group), queues the related refreshes of a change it found, and decides whether the
- * source is parked (recorded with the relations, and handed to the planner).
+ * source is parked (handed to the planner, which keeps it with the source's state).
  */
 export async function learnFromRefresh(ctx: LearnDeps, input: LearnInput): Promise<RefreshLearning> {
   const { source, facts } = input;
@@ -62,7 +68,6 @@ export async function learnFromRefresh(ctx: LearnDeps, input: LearnInput): Promi
     dependents = (await ctx.relations.members([id])).length;
   }
   const parkedBy = await parkingOf(ctx, source, facts.entries);
-  await ctx.relations.setParked(source, parkedBy);
   const seenFirst = facts.changed === undefined ? undefined : await claimChanges(ctx, facts.changed);
   const relatedQueued = seenFirst === undefined ? 0 : await queueRelated(ctx, input, seenFirst);
   return {
@@ -97,13 +102,29 @@ async function personalParking(
 ): Promise<ParkedBy | undefined> {
   const group = (await ctx.subscriptions.get(subscriptionId))?.group;
   await ctx.relations.recordMember(subscriptionId, group?.id);
-  if (group === undefined) return undefined;
+  if (group === undefined) {
+    await ctx.relations.recordElectives(subscriptionId, []);
+    return undefined;
+  }
   // The profile's name finds the group when a changed class names it, before the group's own refresh tells it.
   await ctx.relations.learnGroupName(group.name, group.id);
   const groupSource = `group:${group.id}`;
   const [active, views] = await Promise.all([ctx.registry.isActive(groupSource), ctx.relations.groupViews(group.id)]);
-  if (!active || views === undefined) return undefined;
-  return matchesView(views, timetableDigest(entries)) ? groupSource : undefined;
+  const parked = active && views !== undefined && matchesView(views, timetableDigest(entries));
+  const [groupEntries] = parked ? [] : await ctx.relations.groupEntrySets([group.id]);
+  await ctx.relations.recordElectives(subscriptionId, ownClasses(entries, groupEntries));
+  return parked ? groupSource : undefined;
+}
+
+/**
+ * The ids of a student's classes of their own (electives): those not in their group's recorded entries. None when
+ * the group's entries are not recorded, or when more than {@link MAX_ELECTIVES} differ: that is a timetable unlike
+ * the group's (a record that is out of date), not electives, and the student's own rotation serves it.
+ */
+function ownClasses(entries: readonly TimetableEntry[], groupEntries: Buffer | undefined): number[] {
+  if (groupEntries === undefined) return [];
+  const own = entries.filter((entry) => !hasDigest(groupEntries, entryDigest(entry))).map((entry) => entry.id);
+  return own.length > MAX_ELECTIVES ? [] : own;
 }
 
 /** Whether every entry shows, identical, in the recorded entries of an active group its `group_list` names. */
@@ -173,7 +194,8 @@ async function queueRelated(ctx: LearnDeps, input: LearnInput, changed: ChangedE
 
 /**
  * The sources the changed entries show in: their teachers, old and new; the groups they name; the students of
- * those groups (and of the source itself when it is a group). Without the source itself.
+ * those groups (and of the source itself when it is a group); the students whose classes of their own they are
+ * (electives, which name no group). Without the source itself.
  */
 async function relatedSources(ctx: LearnDeps, source: SourceKey, changed: ChangedEntries): Promise<SourceKey[]> {
   const entries = [...changed.before, ...changed.after];
@@ -182,8 +204,11 @@ async function relatedSources(ctx: LearnDeps, source: SourceKey, changed: Change
   const ref = sourceOf(source);
   if (ref.kind === 'group') groupIds.add(Number(ref.id));
   const groups = [...groupIds].map((id) => `group:${id}`);
-  const students = await ctx.relations.members([...groupIds]);
-  const all = new Set([...teachers, ...groups, ...students]);
+  const [students, electiveStudents] = await Promise.all([
+    ctx.relations.members([...groupIds]),
+    ctx.relations.electiveStudents(entries.map((entry) => entry.id)),
+  ]);
+  const all = new Set([...teachers, ...groups, ...students, ...electiveStudents]);
   all.delete(source);
   return [...all];
 }

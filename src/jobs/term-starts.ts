@@ -9,9 +9,11 @@ import { withLock } from '../lib/redis-lock.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import { execOrThrow } from '../lib/redis-transaction.ts';
 import type { Logger } from '../logger.ts';
+import type { FreshnessStore } from '../store/freshness-store.ts';
 import type { RedisKeys } from '../store/keys.ts';
 import type { SourceRegistry } from '../store/registry.ts';
 import type { SnapshotStore } from '../store/snapshot-store.ts';
+import type { SourceRelations } from '../store/source-relations.ts';
 import type { TermCountStore, TermStartsUpdate } from '../store/term-counts.ts';
 import { type SourceKey, sourceToken } from '../timetable/source.ts';
 import { termStartDates } from '../timetable/terms.ts';
@@ -29,6 +31,8 @@ export interface TermStartsDeps {
 /** What {@link forgetSource} uses. */
 export interface ForgetSourceDeps extends TermStartsDeps {
   readonly registry: Pick<SourceRegistry, 'remove'>;
+  readonly relations: Pick<SourceRelations, 'forget'>;
+  readonly freshness: Pick<FreshnessStore, 'forget'>;
 }
 
 /** What {@link seedTermCounts} uses. */
@@ -97,9 +101,15 @@ async function enqueueRerenders(ctx: TermStartsDeps, sources: readonly SourceKey
   }
 }
 
-/** Forgets a source entirely and keeps the term starts in force right without its entries. */
+/**
+ * Forgets a source entirely and keeps the term starts in force right without its entries. What refreshes
+ * taught about it goes too (a deleted student must not stay among their group's, to whom related refreshes go),
+ * and so does its plan: the pacer would otherwise queue it until the reconciler next runs.
+ */
 export async function forgetSource(ctx: ForgetSourceDeps, source: SourceKey, log: Pick<Logger, 'info'>): Promise<void> {
   await ctx.registry.remove(source);
+  await ctx.relations.forget(source);
+  await ctx.freshness.forget([source]);
   await syncTermStarts(ctx, log);
 }
 

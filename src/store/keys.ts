@@ -32,7 +32,8 @@ export interface RedisKeys {
   studyPlan(key: SourceKey): string;
   /**
    * HASH: what refreshes taught about how sources explain each other (source-relations.ts): `group-names`,
-   * `group-views`, `group-entries`, `group-members`, and the buckets `member-of:<n>` and `parked:<n>`.
+   * `group-views`, `group-entries`, `group-members`, `elective-students`, and the buckets `member-of:<n>` and
+   * `electives-of:<n>`.
    */
   relations(part: string): string;
   /** HASH: source → what the upstream said when it answered that the source does not exist (registry.ts). */

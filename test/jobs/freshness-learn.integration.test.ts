@@ -1,7 +1,8 @@
 /**
  * Parking, learnt from what refreshes fetched: a student's timetable equal to their group's subgroup view is
  * explained by the group, a teacher whose classes all show in followed groups by those groups; anything that
- * differs keeps its own place, and a parked source that stops matching is unparked by its next refresh.
+ * differs keeps its own place, and a parked source that stops matching is unparked by its next refresh. An
+ * elective of a student's own keeps them unparked, and its changes reach them through its teacher's refresh.
  */
 
 import { Writable } from 'node:stream';
@@ -38,15 +39,21 @@ afterAll(async () => {
   await pipeline?.close();
 });
 
+/** What parks `source` in the planner's state after its last refresh (it must have one: it is followed). */
+async function parkedBy(source: string): Promise<string | undefined> {
+  const state = await pipeline.ctx.freshness.state(source);
+  if (state === undefined) throw new Error(`the planner has no state of ${source}`);
+  return state.parkedBy;
+}
+
 describe('a personal timetable', () => {
   it('equal to its group for subgroup 2 is parked by the group; the group itself never is', async () => {
-    const { relations } = pipeline.ctx;
-    expect(await relations.parkedBy(studentSource)).toBe(`group:${student.groupId}`);
-    expect(await relations.parkedBy(`group:${student.groupId}`)).toBeUndefined();
+    expect(await parkedBy(studentSource)).toBe(`group:${student.groupId}`);
+    expect(await parkedBy(`group:${student.groupId}`)).toBeUndefined();
   });
 
   it('with a class its group view lacks is not parked, and a parked one is unparked by its next refresh', async () => {
-    const { ctx, sim } = pipeline;
+    const { sim } = pipeline;
     // The simulator gives this class to every student of the group (its note names no subgroup the way the
     // simulator reads notes), while the feed's subgroup option reads "подгр. 1" as the first subgroup's: the
     // student's timetable now has a class that no view of the group has.
@@ -60,11 +67,11 @@ describe('a personal timetable', () => {
     });
     try {
       await pipeline.refresh(studentSource);
-      expect(await ctx.relations.parkedBy(studentSource)).toBeUndefined();
+      expect(await parkedBy(studentSource)).toBeUndefined();
       // Still so after the group's own refresh: its views and the student's timetable differ.
       await pipeline.refresh(`group:${student.groupId}`);
       await pipeline.drain();
-      expect(await ctx.relations.parkedBy(studentSource)).toBeUndefined();
+      expect(await parkedBy(studentSource)).toBeUndefined();
     } finally {
       await sim.deleteEntry(added.id);
     }
@@ -72,7 +79,7 @@ describe('a personal timetable', () => {
     await pipeline.refresh(`group:${student.groupId}`);
     await pipeline.drain();
     await pipeline.refresh(studentSource);
-    expect(await ctx.relations.parkedBy(studentSource)).toBe(`group:${student.groupId}`);
+    expect(await parkedBy(studentSource)).toBe(`group:${student.groupId}`);
   });
 
   it('is compared as fetched: an elective of its own keeps it unparked, its group view parks it', async () => {
@@ -81,16 +88,118 @@ describe('a personal timetable', () => {
     const elective = { ...(groupEntries[0] as TimetableEntry), id: 990_001, subjectName: 'Факультатив', groups: [] };
     const learn = (entries: readonly TimetableEntry[]) =>
       learnFromRefresh(ctx, { source: studentSource, reason: 'schedule', facts: { entries }, now: clock.now });
-    expect(await learn(view)).toMatchObject({ changed: false, relatedQueued: 0, parkedBy: `group:${student.groupId}` });
-    expect(await learn(normaliseEntries([...view, elective]).entries)).not.toHaveProperty('parkedBy');
-    expect(await ctx.relations.parkedBy(studentSource)).toBeUndefined();
+    const unparked = { changed: false, relatedQueued: 0, classSoon: expect.any(Boolean) };
+    expect(await learn(view)).toEqual({ ...unparked, parkedBy: `group:${student.groupId}` });
+    expect(await learn(normaliseEntries([...view, elective]).entries)).toEqual(unparked);
     // The group stops being followed: nothing refreshes it, so it explains nobody.
     await ctx.registry.deactivate(`group:${student.groupId}`);
     try {
-      expect(await learn(view)).not.toHaveProperty('parkedBy');
+      expect(await learn(view)).toEqual(unparked);
     } finally {
       await ctx.registry.activate(`group:${student.groupId}`, clock.now);
     }
+  });
+});
+
+describe('an elective of a student’s own', () => {
+  /** A classmate of the subgroup-2 student, their teacher of nothing in the group, and the elective's fields. */
+  let learner: string;
+  let teacher: string;
+  let fields: Record<string, unknown>;
+
+  beforeAll(async () => {
+    const { sim } = pipeline;
+    const classmate = pipeline.users.find((user) => user.groupId === student.groupId && user.id !== student.id);
+    if (!classmate) throw new Error('the student has no classmate');
+    const teaching = new Set(groupEntries.map((entry) => entry.teacher.id));
+    const employee = (await sim.employees()).find((candidate) => !teaching.has(candidate.id));
+    if (!employee) throw new Error('every employee teaches the group');
+    teacher = `employee:${employee.id}`;
+    // A class of the group's, moved to Saturday evening, taught by that employee, for the classmate alone.
+    const template = groupEntries.find((entry) => entry.finishDate > '2025-12-01') as TimetableEntry;
+    const wire = (await sim.raw(`/_sim/entries/${template.id}`)).body as Record<string, unknown>;
+    fields = {
+      ...wire,
+      id: undefined,
+      groupIds: undefined,
+      group_list: '',
+      subject_name: 'Факультатив',
+      teacher_id: employee.id,
+      day_week_schedule: 6,
+      time_interval_id: 7,
+      userIds: [classmate.id],
+    };
+    learner = await pipeline.subscribe(classmate);
+    await pipeline.refresh(teacher);
+    await pipeline.drain();
+  });
+
+  it('keeps the student unparked while it lasts; its changes reach the student through its teacher', async () => {
+    const { ctx, sim } = pipeline;
+    expect(await parkedBy(learner)).toBe(`group:${student.groupId}`);
+    const elective = await sim.addEntry(fields);
+    try {
+      await pipeline.refresh(learner);
+      await pipeline.drain();
+      expect(await parkedBy(learner)).toBeUndefined();
+      expect(await pipeline.locations(learner, elective.id)).not.toEqual([]);
+
+      // The teacher's refresh finds the new room, and the student's feed shows it: a related refresh brought it.
+      await sim.raw(`/_sim/entries/${elective.id}`, {
+        method: 'PATCH',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ num_auditorium_schedule: 'Ф-777' }),
+      });
+      await pipeline.refresh(teacher);
+      await pipeline.drain();
+      expect(await pipeline.locations(learner, elective.id)).toEqual([expect.stringContaining('Ф-777')]);
+      const [moved] = await ctx.snapshots.changes(learner);
+      expect(moved?.foundBy).toEqual({ reason: 'related', source: teacher });
+    } finally {
+      await sim.deleteEntry(elective.id);
+    }
+
+    // Cancelled: the teacher's refresh finds that too, and the student, equal to the group's view again, is
+    // parked by it.
+    await pipeline.refresh(teacher);
+    await pipeline.drain();
+    const [cancelled] = await ctx.snapshots.changes(learner);
+    expect(cancelled?.foundBy).toEqual({ reason: 'related', source: teacher });
+    expect(cancelled?.counts.removed).toBeGreaterThan(0);
+    const kept = (await ctx.snapshots.snapshot(learner))?.entries ?? [];
+    expect(kept.some((entry) => entry.id === elective.id)).toBe(false);
+    expect(await parkedBy(learner)).toBe(`group:${student.groupId}`);
+  });
+
+  it('with its teacher unfollowed, changes reach the student on their own turn, one interval at most', async () => {
+    const { ctx, sim, clock } = pipeline;
+    const elective = await sim.addEntry(fields);
+    await ctx.registry.deactivate(teacher);
+    try {
+      await pipeline.refresh(learner);
+      await pipeline.drain();
+      expect(await parkedBy(learner)).toBeUndefined();
+      const [plan] = await ctx.freshness.planned([learner]);
+      expect(plan?.deadline).toBe(clock.now + ctx.config.refreshIntervalMs);
+
+      // Nobody else shows the elective: the group's refresh finds nothing to tell the student.
+      await sim.raw(`/_sim/entries/${elective.id}`, {
+        method: 'PATCH',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ num_auditorium_schedule: 'Ф-778' }),
+      });
+      await pipeline.refresh(`group:${student.groupId}`);
+      await pipeline.drain();
+      expect(await pipeline.locations(learner, elective.id)).not.toContainEqual(expect.stringContaining('Ф-778'));
+      await pipeline.refresh(learner);
+      expect(await pipeline.locations(learner, elective.id)).toEqual([expect.stringContaining('Ф-778')]);
+    } finally {
+      await sim.deleteEntry(elective.id);
+      await ctx.registry.activate(teacher, clock.now);
+    }
+    await pipeline.refresh(learner);
+    await pipeline.drain();
+    expect(await parkedBy(learner)).toBe(`group:${student.groupId}`);
   });
 });
 
@@ -105,13 +214,13 @@ describe('a teacher', () => {
     for (const id of groupIds) await pipeline.refresh(`group:${id}`);
     await pipeline.drain();
     await pipeline.refresh(teacher);
-    expect(await ctx.relations.parkedBy(teacher)).toBe('groups');
+    expect(await parkedBy(teacher)).toBe('groups');
 
     // Nobody follows the groups of one of the teacher's classes any more: that class is the teacher's alone.
     const unfollowed = (classes[0] as TimetableEntry).groups.map((name) => `group:${byName.get(name)}`);
     for (const source of unfollowed) await ctx.registry.deactivate(source);
     await pipeline.refresh(teacher);
-    expect(await ctx.relations.parkedBy(teacher)).toBeUndefined();
+    expect(await parkedBy(teacher)).toBeUndefined();
   });
 });
 

@@ -53,17 +53,37 @@ describe('SourceRelations', () => {
     expect((await relations.groupViews(21))?.length).toBe(36);
   });
 
-  it('keeps what explains a parked source in small hashes', async () => {
+  it('lists the students of each class of their own, and forgets a student whole', async () => {
     const { relations } = ctx;
-    await relations.setParked('employee:7', 'groups');
-    await relations.setParked(`personal:${student(4)}`, 'group:21');
-    expect(await relations.parkedBy('employee:7')).toBe('groups');
-    await relations.setParked('employee:7', undefined);
-    expect(await relations.parkedBy('employee:7')).toBeUndefined();
-    expect(await relations.parkedBy(`personal:${student(4)}`)).toBe('group:21');
-    const buckets = await ctx.redis.keys(`${ctx.config.redisPrefix}:relations:parked:*`);
-    expect(buckets.length).toBe(1);
-    expect(Number(buckets[0]?.split(':').at(-1))).toBeLessThan(BUCKETS);
-    expect(await ctx.redis.object('ENCODING', buckets[0] as string)).toBe('listpack');
+    const [a, b] = [student(5), student(6)];
+    await relations.recordMember(a, 30);
+    await relations.recordMember(b, 30);
+    await relations.recordElectives(a, [502, 501, 501]);
+    await relations.recordElectives(b, [502]);
+    expect((await relations.electiveStudents([502, 503])).sort()).toEqual([`personal:${a}`, `personal:${b}`]);
+    await relations.recordElectives(a, [502, 504]);
+    expect(await relations.electiveStudents([501])).toEqual([]);
+    expect(await relations.electiveStudents([504, 504])).toEqual([`personal:${a}`]);
+
+    await relations.forget(`personal:${a}`);
+    expect(await relations.electiveStudents([501, 502, 504])).toEqual([`personal:${b}`]);
+    expect(await relations.members([30])).toEqual([`personal:${b}`]);
+    for (const key of await ctx.redis.keys(`${ctx.config.redisPrefix}:relations:*`))
+      for (const [field, value] of Object.entries(await ctx.redis.hgetall(key)))
+        expect(`${field} ${value}`, key).not.toContain(a);
+    await relations.recordElectives(b, []);
+    expect(await relations.electiveStudents([502])).toEqual([]);
+    expect(await ctx.redis.exists(ctx.keys.relations('elective-students'))).toBe(0);
+  });
+
+  it('keeps the group of each student in small hashes', async () => {
+    const { relations } = ctx;
+    await relations.recordMember(student(4), 21);
+    const buckets = await ctx.redis.keys(`${ctx.config.redisPrefix}:relations:member-of:*`);
+    expect(buckets.length).toBeGreaterThan(0);
+    for (const bucket of buckets) {
+      expect(Number(bucket.split(':').at(-1))).toBeLessThan(BUCKETS);
+      expect(await ctx.redis.object('ENCODING', bucket)).toBe('listpack');
+    }
   });
 });
