@@ -392,7 +392,7 @@ const SETTINGS = {
       'The longest a parked source waits between two refreshes: one shown to equal what other sources already ' +
       "tell (a personal timetable equal to its group's, a teacher whose classes are all in refreshed groups). It " +
       'is refreshed at once when a related source changes. Not shorter than `REFRESH_INTERVAL`.',
-    default: '4h',
+    defaultText: '4h, or `REFRESH_INTERVAL` when that is longer',
     example: '2h',
   }),
   refreshPolicy: setting('REFRESH_POLICY', refreshPolicy, {
@@ -1013,7 +1013,9 @@ export function loadConfig(
   const values = Object.fromEntries(Object.entries(SETTINGS).map(([key, entry]) => [key, result.data[entry.env]]));
   const partial = values as Omit<Config, 'publicUrl' | 'redisTarget'> & { publicUrl: string | undefined };
   const publicUrl = (partial.publicUrl ?? `http://localhost:${partial.port}`).replace(/\/+$/, '');
-  if (partial.refreshMaxWaitMs < partial.refreshIntervalMs) {
+  // Unset, the longest wait of a parked source follows a long REFRESH_INTERVAL; set, it must not undercut it.
+  const refreshMaxWaitMs = Math.max(partial.refreshMaxWaitMs, partial.refreshIntervalMs);
+  if (!isUnset(env.REFRESH_MAX_WAIT) && partial.refreshMaxWaitMs < partial.refreshIntervalMs) {
     throw new ConfigError([
       'REFRESH_MAX_WAIT: must not be shorter than REFRESH_INTERVAL (a parked source waits longer, never less)',
     ]);
@@ -1026,7 +1028,7 @@ export function loadConfig(
   // On a cluster the default prefix becomes a hash tag (a prefix of one's own must hold one: redisProblems).
   const redisPrefix =
     partial.redisClusterNodes && isUnset(env.REDIS_PREFIX) ? `{${partial.redisPrefix}}` : partial.redisPrefix;
-  return Object.freeze({ ...partial, publicUrl, redisPrefix, redisTarget: redisTarget(partial) });
+  return Object.freeze({ ...partial, publicUrl, redisPrefix, refreshMaxWaitMs, redisTarget: redisTarget(partial) });
 }
 
 /** The Redis variables that choose a topology; exactly one of them, or none (embedded Redis). */

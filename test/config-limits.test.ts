@@ -75,3 +75,21 @@ describe('CalDAV push in the configuration', () => {
     ]);
   });
 });
+
+describe('the freshness settings', () => {
+  it('plan adaptively by default, parked sources waiting 4 h or the refresh interval when longer', () => {
+    expect(loadConfig({})).toMatchObject({ refreshPolicy: 'adaptive', refreshMaxWaitMs: 4 * 3_600_000 });
+    expect(loadConfig({ REFRESH_INTERVAL: '12h' }).refreshMaxWaitMs).toBe(12 * 3_600_000);
+    expect(loadConfig({ REFRESH_POLICY: 'fixed', REFRESH_MAX_WAIT: '90m' })).toMatchObject({
+      refreshPolicy: 'fixed',
+      refreshMaxWaitMs: 90 * 60_000,
+    });
+  });
+
+  it('refuses a longest wait shorter than the interval, and an unknown policy', () => {
+    expect(() => loadConfig({ REFRESH_INTERVAL: '2h', REFRESH_MAX_WAIT: '1h' })).toThrow(
+      /REFRESH_MAX_WAIT: must not be shorter than REFRESH_INTERVAL/,
+    );
+    expect(problemsOf({ REFRESH_POLICY: 'eager' })).toEqual(['REFRESH_POLICY: must be adaptive or fixed']);
+  });
+});
