@@ -8,6 +8,7 @@ import { cpus, totalmem } from 'node:os';
 import { runCaldavPushBenchmark } from './caldav-push.ts';
 import { runFeedServingBenchmark } from './feed-serving.ts';
 import { runFreshnessBenchmark } from './freshness.ts';
+import { runFreshnessModel } from './freshness-model.ts';
 import { runGooglePushBenchmark } from './google-push.ts';
 import { runNotifyBenchmark } from './notify.ts';
 import { runRefreshCycleBenchmark } from './refresh-cycle.ts';
@@ -28,9 +29,11 @@ const benchmarks: Record<string, (flags: readonly string[]) => Promise<Record<st
   scale: runScaleBenchmark,
   // Not in a plain `npm run bench` either: two phases of ~6 minutes (fixed and adaptive refresh policy).
   freshness: runFreshnessBenchmark,
+  // Not in a plain `npm run bench`: a model (virtual time, under a minute), not a measurement of the service.
+  'freshness-model': runFreshnessModel,
 };
-/** Run only when named: too long for a plain `npm run bench`. */
-const ON_REQUEST = new Set(['scale', 'freshness']);
+/** Run only when named: too long for a plain `npm run bench`, or a model rather than a measurement. */
+const ON_REQUEST = new Set(['scale', 'freshness', 'freshness-model']);
 const args = process.argv.slice(2);
 const firstFlag = args.findIndex((arg) => arg.startsWith('--'));
 // `npm run bench -- timetable` runs only the named benchmarks.

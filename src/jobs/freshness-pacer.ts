@@ -69,7 +69,7 @@ const HOLD_MIN = 2;
  * as the fixed ticks did (each source is in the queue once at most, and taken again only an interval later).
  * The bound only spreads a crowd (every source overdue after a long Redis outage) over a few seconds.
  */
-const OVERDUE_PER_STEP = 50;
+export const OVERDUE_PER_STEP = 50;
 const DEFAULT_STEP_MS = 250;
 const DEFAULT_LOCK_MS = 10_000;
 
@@ -79,6 +79,35 @@ export function backgroundBudget(
   config: Pick<Config, 'refreshIntervalMs' | 'upstreamRateLimit'>,
 ): number {
   return Math.min(active / (config.refreshIntervalMs / 1000), BACKGROUND_SHARE * config.upstreamRateLimit);
+}
+
+/** What a pacer step knows when it decides how many rotation refreshes to queue. */
+export interface AllowanceInput {
+  /** Credit carried from the previous step (refreshes; negative: debt). */
+  credit: number;
+  /** The background budget, refreshes per second. */
+  budget: number;
+  /** Time since the previous step, ms. */
+  elapsedMs: number;
+  /** Related refreshes charged since the previous step. */
+  related: number;
+  /** Background refreshes (related and rotation) waiting in the refresh queue. */
+  waiting: number;
+}
+
+/**
+ * How many rotation refreshes a step may queue (`count`; overdue sources are taken beyond it) and the credit
+ * before it spends them: the budget accrued since the previous step (credit capped at a second of it), less the
+ * related refreshes charged (debt capped at a minute of it), and no more than the queue's room below a couple of
+ * seconds of background work. Pure, so that the virtual-time model of the policy (bench) runs this very
+ * arithmetic.
+ */
+export function pacerAllowance(input: AllowanceInput): { credit: number; count: number; held: boolean } {
+  const { budget } = input;
+  let credit = Math.min(input.credit + (budget * input.elapsedMs) / 1000, Math.max(1, budget * CARRY_S));
+  credit = Math.max(credit - input.related, -budget * DEBT_S);
+  const room = Math.max(HOLD_MIN, Math.ceil(budget * HOLD_S)) - input.waiting;
+  return { credit, count: Math.min(Math.max(0, Math.floor(credit)), Math.max(0, room)), held: room <= 0 };
 }
 
 /** What one step did. */
@@ -196,15 +225,15 @@ export class FreshnessPacer {
     const now = this.deps.now();
     const budget = backgroundBudget(await freshness.size(), config);
     metrics.refreshBudget.set(budget);
-    const elapsed = this.lastStep === undefined ? this.stepMs : Math.min(Math.max(0, now - this.lastStep), 1_000);
+    // At most a second counts: a stalled leader does not make up the pause in one burst.
+    const elapsedMs = this.lastStep === undefined ? this.stepMs : Math.min(Math.max(0, now - this.lastStep), 1_000);
     this.lastStep = now;
-    this.credit = Math.min(this.credit + (budget * elapsed) / 1000, Math.max(1, budget * CARRY_S));
     const related = await freshness.drainRelated();
     if (related > 0) metrics.backgroundRefreshes.inc({ why: 'related' }, related);
-    this.credit = Math.max(this.credit - related, -budget * DEBT_S);
-    const room = Math.max(HOLD_MIN, Math.ceil(budget * HOLD_S)) - (await this.waitingBackground());
-    const count = Math.min(Math.max(0, Math.floor(this.credit)), Math.max(0, room));
-    const taken = await freshness.take(now, count, OVERDUE_PER_STEP, config.refreshIntervalMs);
+    const waiting = await this.waitingBackground();
+    const allowed = pacerAllowance({ credit: this.credit, budget, elapsedMs, related, waiting });
+    this.credit = allowed.credit;
+    const taken = await freshness.take(now, allowed.count, OVERDUE_PER_STEP, config.refreshIntervalMs);
     this.credit -= taken.length;
     await Promise.all(
       taken.map(async ({ source, state }) => {
@@ -213,7 +242,7 @@ export class FreshnessPacer {
       }),
     );
     const overdue = taken.filter((source) => source.overdue).length;
-    return { budget, queued: taken.length, overdue, related, held: room <= 0 };
+    return { budget, queued: taken.length, overdue, related, held: allowed.held };
   }
 
   /** Background refreshes (related, rotation, re-renders) waiting in the refresh queue. */
