@@ -184,8 +184,11 @@ export interface RedisKeys {
   readonly freshnessParked: string;
   /** STRING: related refreshes queued since the pacer last read it, charged to the background budget. */
   readonly freshnessRelatedCharge: string;
-  /** STRING with a TTL: one class's change, spread to the sources that show it by the refresh that saw it first. */
-  spreadClaim(change: string): string;
+  /**
+   * STRING with a TTL: the version of one class (by its id) last spread to the sources that show it (its digest,
+   * hex, or `gone`), then the ids of the groups whose students that spread reached (spread-claims.ts).
+   */
+  spreadClaim(classId: number): string;
   /** Keys of the retired per-timetable counts (before entries were counted once), deleted when counts are seeded. */
   readonly retiredTermCounts: readonly string[];
 }
@@ -273,7 +276,7 @@ export function redisKeys(prefix: string): RedisKeys {
     freshnessState: `${prefix}:freshness:state`,
     freshnessParked: `${prefix}:freshness:parked`,
     freshnessRelatedCharge: `${prefix}:freshness:related-charge`,
-    spreadClaim: (change) => `${prefix}:freshness:spread:${change}`,
+    spreadClaim: (classId) => `${prefix}:freshness:spread:${classId}`,
     retiredTermCounts: [`${prefix}:term-counts`, `${prefix}:term-counts:sources`],
   };
 }

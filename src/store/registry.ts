@@ -162,6 +162,13 @@ export class SourceRegistry {
     return (await this.redis.zscore(this.keys.activeSources, source)) !== null;
   }
 
+  /** Whether each of `sources` is refreshed on schedule, in order (one `ZMSCORE`). */
+  async activeAmong(sources: readonly SourceKey[]): Promise<boolean[]> {
+    if (sources.length === 0) return [];
+    const scores = await this.redis.zmscore(this.keys.activeSources, ...sources);
+    return scores.map((score) => score !== null);
+  }
+
   /** The source's state; undefined when it is not registered. */
   async get(source: SourceKey): Promise<SourceState | undefined> {
     const fields = await this.redis.hgetall(this.keys.source(source));

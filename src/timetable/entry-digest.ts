@@ -5,6 +5,7 @@
  * the same digest show the same in every feed: the same UIDs, dates, times, texts and study plan lines.
  */
 import { createHash } from 'node:crypto';
+import { classFields } from './class-fields.ts';
 import { keepsEntry } from './event-text.ts';
 import type { TimetableEntry } from './types.ts';
 
@@ -18,30 +19,10 @@ export const VIEW_SUBGROUPS = [1, 2] as const;
 
 /**
  * The fields of an entry in a fixed order: key order in the stored JSON must not matter, and a field added to
- * {@link TimetableEntry} fails the test that changes each field one by one until it is listed here.
+ * {@link TimetableEntry} fails the test that changes each field one by one until class-fields.ts lists it.
  */
 function canonical(entry: TimetableEntry): string {
-  const { teacher, building } = entry;
-  return JSON.stringify([
-    entry.id,
-    entry.semester,
-    entry.year,
-    entry.subjectId,
-    entry.subjectName,
-    entry.kind,
-    entry.startDate,
-    entry.finishDate,
-    entry.weekday,
-    entry.weekType,
-    entry.beginTime,
-    entry.endTime,
-    entry.timeIntervalId,
-    entry.note,
-    [teacher.id, teacher.lastName, teacher.firstName, teacher.middleName],
-    entry.room,
-    [building.id, building.name],
-    entry.groups,
-  ]);
+  return JSON.stringify([entry.id, ...classFields(entry), entry.groups]);
 }
 
 /** The digest of one entry ({@link ENTRY_DIGEST_BYTES} bytes). */

@@ -3,6 +3,7 @@
  * on everything but `id` and `group_list`. Left apart they give a teacher's feed overlapping copies of one class.
  * Pure.
  */
+import { classFields } from './class-fields.ts';
 import type { TimetableEntry } from './types.ts';
 
 /**
@@ -23,28 +24,7 @@ export interface MergedRows {
  * them would hide that.
  */
 function classKey(entry: TimetableEntry): string {
-  return JSON.stringify([
-    entry.semester,
-    entry.year,
-    entry.subjectId,
-    entry.subjectName,
-    entry.kind,
-    entry.startDate,
-    entry.finishDate,
-    entry.weekday,
-    entry.weekType,
-    entry.beginTime,
-    entry.endTime,
-    entry.timeIntervalId,
-    entry.note,
-    entry.teacher.id,
-    entry.teacher.lastName,
-    entry.teacher.firstName,
-    entry.teacher.middleName,
-    entry.room,
-    entry.building.id,
-    entry.building.name,
-  ]);
+  return JSON.stringify(classFields(entry).flat());
 }
 
 /** The rows as classes; see {@link mergeRowsWithIds}. */
