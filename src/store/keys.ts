@@ -182,8 +182,8 @@ export interface RedisKeys {
   readonly freshnessState: string;
   /** SET: the planner's sources that are parked (explained by other sources), for the gauge. */
   readonly freshnessParked: string;
-  /** STRING: related refreshes queued since the pacer last read it, charged to the background budget. */
-  readonly freshnessRelatedCharge: string;
+  /** HASH: fetches of background refreshes started, by reason (`schedule`, `related`): the pacer's spend. */
+  readonly freshnessBackgroundFetches: string;
   /** STRING with a TTL: one class's change, spread to the sources that show it by the refresh that saw it first. */
   spreadClaim(change: string): string;
   /** Keys of the retired per-timetable counts (before entries were counted once), deleted when counts are seeded. */
@@ -272,7 +272,7 @@ export function redisKeys(prefix: string): RedisKeys {
     freshnessDeadline: `${prefix}:freshness:deadline`,
     freshnessState: `${prefix}:freshness:state`,
     freshnessParked: `${prefix}:freshness:parked`,
-    freshnessRelatedCharge: `${prefix}:freshness:related-charge`,
+    freshnessBackgroundFetches: `${prefix}:freshness:background-fetches`,
     spreadClaim: (change) => `${prefix}:freshness:spread:${change}`,
     retiredTermCounts: [`${prefix}:term-counts`, `${prefix}:term-counts:sources`],
   };
