@@ -457,6 +457,7 @@ export function runModel(world: ModelWorld, options: ModelOptions): ModelResult 
       const fetched = source.pending;
       source.pending = [];
       nextSlot = Math.max(nextSlot, now) + gapMs;
+      started += 1;
       if (now >= windowStart && now < windowEnd) {
         const why: Why =
           job.reason === 'related' ? 'related' : source.state?.parkedBy === undefined ? 'rotation' : 'parked';
@@ -557,6 +558,8 @@ export function runModel(world: ModelWorld, options: ModelOptions): ModelResult 
   };
 
   let credit = 0;
+  /** Background fetches started since the pacer's last step: its spend. */
+  let started = 0;
   let lastStep: number | undefined;
   const step = (now: number) => {
     const budget = backgroundBudget(sources.length, {
@@ -566,11 +569,17 @@ export function runModel(world: ModelWorld, options: ModelOptions): ModelResult 
     asked = budget;
     const elapsedMs = lastStep === undefined ? options.stepMs : Math.min(Math.max(0, now - lastStep), 1_000);
     lastStep = now;
-    const allowed = pacerAllowance({ credit, budget, elapsedMs, related: charged, waiting: waitingJobs });
-    charged = 0;
+    const allowed = pacerAllowance({
+      credit,
+      budget,
+      elapsedMs,
+      spent: started,
+      waiting: waitingJobs,
+      intervalMs: interval,
+    });
+    started = 0;
     credit = allowed.credit;
     const taken = take(now, allowed.count);
-    credit -= taken.length;
     for (const s of taken) enqueue(s, 'schedule', now);
   };
 

@@ -35,7 +35,10 @@ export interface RefreshLearning {
    * (their personal timetables are parked by it). Absent: none.
    */
   dependents?: number | undefined;
-  /** Related refreshes this fetch queued (they are spent from the same background budget). */
+  /**
+   * Related refreshes this fetch asked for (for logs: the budget is charged for each when it runs, by the
+   * refresh job's count of background fetches).
+   */
   relatedQueued: number;
 }
 
@@ -45,7 +48,7 @@ export type PlanSettings = Pick<Config, 'refreshIntervalMs' | 'refreshMaxWaitMs'
 /** What {@link planAfterRefresh} uses: the planner's store, and what a source's weight is read from. */
 export interface FreshnessPlanDeps {
   readonly config: PlanSettings & Pick<Config, 'refreshPolicy'>;
-  readonly freshness: Pick<FreshnessStore, 'state' | 'plan' | 'chargeRelated'>;
+  readonly freshness: Pick<FreshnessStore, 'state' | 'plan'>;
   readonly registry: Pick<SourceRegistry, 'isActive'>;
   /** The calendar kinds pushed to: a source pushed to a calendar weighs more. */
   readonly pushKinds: readonly PushKindTargets<'anyForSource'>[];
@@ -124,7 +127,7 @@ export function nextRefreshDelay(
 
 /**
  * What the planner knows of a source after a successful refresh at `now`: the time since the previous one
- * observed, a change counted when the fetch changed the timetable, both scaled down past {@link RATE_WINDOW_MS}.
+ * observed, a change counted when the fetch changed the timetable, both scaled down past {@link RATE_WINDOW_INTERVALS} intervals.
  */
 export function learnedState(
   previous: FreshnessState | undefined,
@@ -168,8 +171,7 @@ export async function sourceWeight(
 
 /**
  * Records a successful fetch of `source` at `now` and plans its next background refresh (adaptive policy
- * only). The related refreshes it queued are charged to the background budget. A source no longer active is
- * not planned (the reconciler has forgotten it, or will).
+ * only). A source no longer active is not planned (the reconciler has forgotten it, or will).
  */
 export async function planAfterRefresh(
   ctx: FreshnessPlanDeps,
@@ -178,8 +180,7 @@ export async function planAfterRefresh(
   learning: RefreshLearning,
 ): Promise<void> {
   if (ctx.config.refreshPolicy !== 'adaptive') return;
-  const [, active, previous, weight] = await Promise.all([
-    ctx.freshness.chargeRelated(learning.relatedQueued),
+  const [active, previous, weight] = await Promise.all([
     ctx.registry.isActive(source),
     ctx.freshness.state(source),
     sourceWeight(ctx, source, learning),

@@ -5,6 +5,7 @@ import type { Histogram } from 'prom-client';
 import type { Config } from '../config.ts';
 import { redisFailure } from '../lib/redis-failure.ts';
 import type { Logger } from '../logger.ts';
+import type { FreshnessStore } from '../store/freshness-store.ts';
 import type { SubscriptionStore } from '../store/subscription-store.ts';
 import { type SourceKey, sourceOf } from '../timetable/source.ts';
 import { UpstreamNotFoundError } from '../upstream/errors.ts';
@@ -35,6 +36,8 @@ export type RefreshDeps = FetchDeps &
   LearnDeps &
   FreshnessPlanDeps & {
     readonly config: Pick<Config, 'refreshPolicy'>;
+    /** Counts each background fetch as it starts: the pacer's spend. */
+    readonly freshness: Pick<FreshnessStore, 'countBackgroundFetch'>;
     readonly logger: Logger;
     readonly subscriptions: Pick<SubscriptionStore, 'get' | 'markNeedsCredential'>;
     readonly metrics: { readonly refreshDuration: Pick<Histogram<'outcome'>, 'observe'> };
@@ -52,6 +55,7 @@ export function refreshProcessor(ctx: RefreshDeps): Processor<RefreshJobData, Re
     const started = performance.now();
     const seconds = () => (performance.now() - started) / 1000;
     try {
+      if (ctx.config.refreshPolicy === 'adaptive') await ctx.freshness.countBackgroundFetch(reason);
       const fetched = reason === 'rerender' ? await storedTimetable(ctx, source) : await fetchSource(ctx, run);
       // A source removed before its re-render has nothing left to render.
       if (fetched === undefined) return { outcome: 'unchanged', occurrences: 0, pushJobs: 0 };

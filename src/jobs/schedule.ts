@@ -17,6 +17,7 @@ import type { FreshnessStore } from '../store/freshness-store.ts';
 import type { RedisKeys } from '../store/keys.ts';
 import type { TargetKind } from '../store/push-target-record.ts';
 import type { SourceRegistry } from '../store/registry.ts';
+import type { SourceRelations } from '../store/source-relations.ts';
 import { type SourceKey, sourceToken } from '../timetable/source.ts';
 import {
   RECONCILE_EVERY_MS,
@@ -25,6 +26,7 @@ import {
   type TickJobData,
   tickSchedulerId,
 } from './contract.ts';
+import { unparkDependents } from './freshness-unpark.ts';
 import { enqueuePush, enqueueRefresh, type Queues } from './queues.ts';
 import { syncTermStarts, type TermStartsDeps } from './term-starts.ts';
 
@@ -48,7 +50,9 @@ export type ScheduleDeps = ReconcileSchedulerDeps &
   TermStartsDeps & {
     readonly config: Pick<Config, 'refreshIntervalMs' | 'inactiveAfterMs' | 'refreshPolicy'>;
     /** The freshness planner, whose sources the reconciler keeps equal to the active ones (adaptive policy). */
-    readonly freshness: Pick<FreshnessStore, 'sync' | 'size'>;
+    readonly freshness: Pick<FreshnessStore, 'sync' | 'size' | 'unpark' | 'parkedByGroups'>;
+    /** A group's students, unparked when the group leaves the planner. */
+    readonly relations: Pick<SourceRelations, 'members'>;
     readonly logger: Logger;
     readonly registry: Pick<SourceRegistry, 'isActive' | 'allActiveSources' | 'requestedBefore' | 'deactivate'>;
     /** The calendar kinds pushed to (runtime/push-kinds.ts). */
@@ -196,16 +200,21 @@ function desiredSchedulers(
 
 /**
  * Makes the freshness planner's sources the active ones (adaptive policy): a new one comes first somewhere
- * within one interval, one gone is forgotten. With the fixed policy the planner has no sources.
+ * within one interval, one gone is forgotten, and what a gone group explained is unparked. With the fixed policy
+ * the planner has no sources.
  */
 async function syncPlanner(
-  ctx: Pick<ScheduleDeps, 'config' | 'freshness' | 'now'>,
+  ctx: Pick<ScheduleDeps, 'config' | 'freshness' | 'relations' | 'now'>,
   active: readonly SourceKey[],
 ): Promise<{ added: number; removed: number }> {
-  if (ctx.config.refreshPolicy === 'adaptive')
-    return ctx.freshness.sync(active, ctx.now(), ctx.config.refreshIntervalMs);
+  if (ctx.config.refreshPolicy === 'adaptive') {
+    const { added, removed } = await ctx.freshness.sync(active, ctx.now(), ctx.config.refreshIntervalMs);
+    await unparkDependents(ctx, removed);
+    return { added, removed: removed.length };
+  }
   if ((await ctx.freshness.size()) === 0) return { added: 0, removed: 0 };
-  return ctx.freshness.sync([], ctx.now(), ctx.config.refreshIntervalMs);
+  const { added, removed } = await ctx.freshness.sync([], ctx.now(), ctx.config.refreshIntervalMs);
+  return { added, removed: removed.length };
 }
 
 /** The tick schedulers that exist, with their intervals. */

@@ -17,6 +17,7 @@ import type { SourceRelations } from '../store/source-relations.ts';
 import type { TermCountStore, TermStartsUpdate } from '../store/term-counts.ts';
 import { type SourceKey, sourceToken } from '../timetable/source.ts';
 import { termStartDates } from '../timetable/terms.ts';
+import { type UnparkDeps, unparkDependents } from './freshness-unpark.ts';
 import { enqueueRefresh, type Queues, type RefreshJobSettings } from './queues.ts';
 
 /** What {@link syncTermStarts} uses: the counts, and the queue its re-renders go to. */
@@ -30,9 +31,10 @@ export interface TermStartsDeps {
 
 /** What {@link forgetSource} uses. */
 export interface ForgetSourceDeps extends TermStartsDeps {
+  readonly config: TermStartsDeps['config'] & UnparkDeps['config'];
   readonly registry: Pick<SourceRegistry, 'remove'>;
-  readonly relations: Pick<SourceRelations, 'forget'>;
-  readonly freshness: Pick<FreshnessStore, 'forget'>;
+  readonly relations: Pick<SourceRelations, 'forget' | 'members'>;
+  readonly freshness: Pick<FreshnessStore, 'forget' | 'unpark' | 'parkedByGroups'>;
 }
 
 /** What {@link seedTermCounts} uses. */
@@ -104,12 +106,14 @@ async function enqueueRerenders(ctx: TermStartsDeps, sources: readonly SourceKey
 /**
  * Forgets a source entirely and keeps the term starts in force right without its entries. What refreshes
  * taught about it goes too (a deleted student must not stay among their group's, to whom related refreshes go),
- * and so does its plan: the pacer would otherwise queue it until the reconciler next runs.
+ * and so does its plan: the pacer would otherwise queue it until the reconciler next runs. What a forgotten
+ * group explained is unparked: nobody refreshes the group any more.
  */
 export async function forgetSource(ctx: ForgetSourceDeps, source: SourceKey, log: Pick<Logger, 'info'>): Promise<void> {
   await ctx.registry.remove(source);
   await ctx.relations.forget(source);
   await ctx.freshness.forget([source]);
+  await unparkDependents(ctx, [source]);
   await syncTermStarts(ctx, log);
 }
 

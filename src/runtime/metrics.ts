@@ -110,7 +110,9 @@ export function createMetrics(): Metrics {
     }),
     backgroundRefreshes: new Counter({
       name: 'tts_background_refreshes_total',
-      help: 'Background refreshes spent from the budget, by why: rotation, parked (longest wait), related (a change)',
+      help:
+        'Background refreshes spent from the budget, by why: rotation, parked (longest wait) and overdue (its ' +
+        'deadline near) counted when the pacer queues them, related (a change) when its fetch starts',
       labelNames: ['why'] as const,
       registers: [registry],
     }),

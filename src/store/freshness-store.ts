@@ -7,10 +7,18 @@ import { createHash } from 'node:crypto';
 import { loadScript } from '../lib/lua-script.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { SourceKey } from '../timetable/source.ts';
+import type { RefreshReason } from './follow-up-asks.ts';
 import type { RedisKeys } from './keys.ts';
 
 /** Takes the sources to queue and marks them taken (freshness-take.lua). */
 const TAKE = loadScript(import.meta.dirname, 'freshness-take');
+/** Moves taken sources from their provisional mark to their settled one, unless planned meanwhile. */
+const SETTLE = loadScript(import.meta.dirname, 'freshness-settle');
+/** Unparks sources still parked by what is gone (freshness-unpark.lua). */
+const UNPARK = loadScript(import.meta.dirname, 'freshness-unpark');
+
+/** The refresh reasons whose fetches the background budget pays for. */
+const BACKGROUND_REASONS: ReadonlySet<RefreshReason> = new Set(['schedule', 'related']);
 
 /** What explains a parked source: its group's source, or `groups` for a teacher whose classes all show in groups. */
 export type ParkedBy = SourceKey | 'groups';
@@ -101,15 +109,15 @@ export class FreshnessStore {
   }
 
   /**
-   * Makes the planned sources equal to `active`: a new one gets its first next refresh spread over one
-   * `intervalMs` from `now` and its deadline one interval away; a planned one keeps its plan; one not in
+   * Makes the planned sources equal to `active`: a new one gets its first next refresh, and its deadline,
+   * spread over one `intervalMs` from `now`; a planned one keeps its plan; one not in
    * `active` is forgotten. Answers how many were added and removed.
    */
   async sync(
     active: readonly SourceKey[],
     now: number,
     intervalMs: number,
-  ): Promise<{ added: number; removed: number }> {
+  ): Promise<{ added: number; removed: SourceKey[] }> {
     const planned = new Set(await this.redis.zrange(this.keys.freshnessDeadline, '0', '-1'));
     const wanted = new Set(active);
     const added = active.filter((source) => !planned.has(source));
@@ -117,7 +125,9 @@ export class FreshnessStore {
     for (let start = 0; start < added.length; start += BATCH) {
       const batch = added.slice(start, start + BATCH);
       const next = batch.flatMap((source) => [String(Math.round(now + spreadUnit(source) * intervalMs)), source]);
-      const deadline = batch.flatMap((source) => [String(now + intervalMs), source]);
+      // The deadline is the same spread time: sources added together (every one, on a first reconcile) would
+      // otherwise all come due at once, a crowd the overdue path queues faster than it is refreshed.
+      const deadline = next;
       // NX: a source planned by its first refresh meanwhile keeps that plan.
       await this.redis
         .multi()
@@ -126,7 +136,7 @@ export class FreshnessStore {
         .exec();
     }
     for (let start = 0; start < removed.length; start += BATCH) await this.forget(removed.slice(start, start + BATCH));
-    return { added: added.length, removed: removed.length };
+    return { added: added.length, removed };
   }
 
   /** Forgets the plans of `sources`. */
@@ -159,18 +169,17 @@ export class FreshnessStore {
   }
 
   /**
-   * Takes up to `count` sources to queue at `now`, those past their deadline first (up to `overdueMax` of them
+   * Takes up to `count` sources to queue at `now`, those due by their deadline first (up to `overdueMax` of them
    * even beyond `count`), then those of lowest next refresh, and gives each a provisional next refresh and
-   * deadline `retakeMs` from now, atomically: no two pacers' steps take the same source.
+   * deadline, atomically: no two pacers' steps take the same source. A source is due `leadMs` before its
+   * deadline; the provisional mark lies `retakeMs` past that lead, so a source taken and never queued (the
+   * process died, the queue failed) is due again `retakeMs` later. Once queued, {@link settle} moves it on.
    */
-  async take(now: number, count: number, overdueMax: number, retakeMs: number): Promise<TakenSource[]> {
+  async take(now: number, count: number, overdueMax: number, timing: TakeTiming): Promise<TakenSource[]> {
     if (count <= 0 && overdueMax <= 0) return [];
     const keys = [this.keys.freshnessNext, this.keys.freshnessDeadline, this.keys.freshnessState];
-    const reply = (await TAKE.run(this.redis, keys, [Math.round(now), count, overdueMax, retakeMs])) as (
-      | string
-      | number
-      | null
-    )[];
+    const args = [Math.round(now), count, overdueMax, Math.round(timing.leadMs), provisionalMs(timing)];
+    const reply = (await TAKE.run(this.redis, keys, args)) as (string | number | null)[];
     const taken: TakenSource[] = [];
     for (let index = 0; index + 2 < reply.length; index += 3)
       taken.push({
@@ -179,6 +188,17 @@ export class FreshnessStore {
         state: unpackFreshness(reply[index + 2] as string | null),
       });
     return taken;
+  }
+
+  /**
+   * Moves `sources`, taken at `takenAt` with `timing` and since queued, from their provisional mark to `at`
+   * (next refresh and deadline); one whose refresh planned it meanwhile keeps that plan.
+   */
+  async settle(sources: readonly SourceKey[], takenAt: number, timing: TakeTiming, at: number): Promise<void> {
+    if (sources.length === 0) return;
+    const provisional = Math.round(takenAt) + provisionalMs(timing);
+    const keys = [this.keys.freshnessNext, this.keys.freshnessDeadline];
+    await SETTLE.run(this.redis, keys, [provisional, Math.round(at), ...sources]);
   }
 
   /** The plans of `sources` (undefined for a source not planned), read in one round trip. */
@@ -212,13 +232,72 @@ export class FreshnessStore {
     return this.redis.scard(this.keys.freshnessParked);
   }
 
-  /** Charges `count` related refreshes, queued by a refresh job, to the background budget. */
-  async chargeRelated(count: number): Promise<void> {
-    if (count > 0) await this.redis.incrby(this.keys.freshnessRelatedCharge, count);
+  /**
+   * Counts a fetch of a background refresh (`schedule` or `related`) as it starts; other reasons are not the
+   * background's and count nothing. The pacer spends its budget by this count.
+   */
+  async countBackgroundFetch(reason: RefreshReason): Promise<void> {
+    if (BACKGROUND_REASONS.has(reason)) await this.redis.hincrby(this.keys.freshnessBackgroundFetches, reason, 1);
   }
 
-  /** The related refreshes charged since the last call (the pacer spends them from its credit). */
-  async drainRelated(): Promise<number> {
-    return Number((await this.redis.getdel(this.keys.freshnessRelatedCharge)) ?? 0);
+  /** The background fetches counted so far, by reason (counters that only grow). */
+  async backgroundFetches(): Promise<{ schedule: number; related: number }> {
+    const [schedule, related] = await this.redis.hmget(this.keys.freshnessBackgroundFetches, 'schedule', 'related');
+    return { schedule: Number(schedule ?? 0), related: Number(related ?? 0) };
   }
+
+  /** The planned sources parked by `groups` (teachers whose classes all show in groups). */
+  async parkedByGroups(): Promise<SourceKey[]> {
+    const parked = await this.redis.smembers(this.keys.freshnessParked);
+    const found: SourceKey[] = [];
+    for (let start = 0; start < parked.length; start += BATCH) {
+      const batch = parked.slice(start, start + BATCH);
+      const states = await this.redis.hmget(this.keys.freshnessState, ...batch);
+      batch.forEach((source, index) => {
+        if (unpackFreshness(states[index])?.parkedBy === 'groups') found.push(source);
+      });
+    }
+    return found;
+  }
+
+  /**
+   * Unparks each of `parked` that is still parked by what it names: its state forgets what parked it, its next
+   * refresh comes at the latest at its `next`, and its deadline at the latest `intervalMs` from `now` (neither is
+   * ever moved later). Answers how many were unparked.
+   */
+  async unpark(
+    parked: readonly { source: SourceKey; parkedBy: ParkedBy; next: number }[],
+    now: number,
+    intervalMs: number,
+  ): Promise<number> {
+    const keys = [
+      this.keys.freshnessNext,
+      this.keys.freshnessDeadline,
+      this.keys.freshnessState,
+      this.keys.freshnessParked,
+    ];
+    let unparked = 0;
+    for (let start = 0; start < parked.length; start += BATCH) {
+      const batch = parked.slice(start, start + BATCH);
+      const args = [
+        Math.round(now + intervalMs),
+        ...batch.flatMap((item) => [item.source, item.parkedBy, Math.round(item.next)]),
+      ];
+      unparked += Number(await UNPARK.run(this.redis, keys, args));
+    }
+    return unparked;
+  }
+}
+
+/** How {@link FreshnessStore.take} marks what it takes. */
+export interface TakeTiming {
+  /** A source is due this long before its deadline (the wait guarantee's margin). */
+  leadMs: number;
+  /** A source taken and not settled is due again this long after it was taken. */
+  retakeMs: number;
+}
+
+/** The provisional mark's distance from the time a source is taken: due again `retakeMs` later. */
+function provisionalMs(timing: TakeTiming): number {
+  return Math.round(timing.leadMs + timing.retakeMs);
 }

@@ -182,8 +182,8 @@ export interface RedisKeys {
   readonly freshnessState: string;
   /** SET: the planner's sources that are parked (explained by other sources), for the gauge. */
   readonly freshnessParked: string;
-  /** STRING: related refreshes queued since the pacer last read it, charged to the background budget. */
-  readonly freshnessRelatedCharge: string;
+  /** HASH: fetches of background refreshes started, by reason (`schedule`, `related`): the pacer's spend. */
+  readonly freshnessBackgroundFetches: string;
   /**
    * STRING with a TTL: the version of one class (by its id) last spread to the sources that show it (its digest,
    * hex, or `gone`), then the ids of the groups whose students that spread reached (spread-claims.ts).
@@ -275,7 +275,7 @@ export function redisKeys(prefix: string): RedisKeys {
     freshnessDeadline: `${prefix}:freshness:deadline`,
     freshnessState: `${prefix}:freshness:state`,
     freshnessParked: `${prefix}:freshness:parked`,
-    freshnessRelatedCharge: `${prefix}:freshness:related-charge`,
+    freshnessBackgroundFetches: `${prefix}:freshness:background-fetches`,
     spreadClaim: (classId) => `${prefix}:freshness:spread:${classId}`,
     retiredTermCounts: [`${prefix}:term-counts`, `${prefix}:term-counts:sources`],
   };

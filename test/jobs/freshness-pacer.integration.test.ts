@@ -8,9 +8,9 @@ import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
-import { FreshnessPacer, type PacerDeps } from '../../src/jobs/freshness-pacer.ts';
+import { deadlineLead, FreshnessPacer, type PacerDeps, RETAKE_MS } from '../../src/jobs/freshness-pacer.ts';
 import { planAfterRefresh } from '../../src/jobs/freshness-plan.ts';
-import { enqueueRefresh } from '../../src/jobs/queues.ts';
+import { enqueueRefresh, REFRESH_PRIORITY } from '../../src/jobs/queues.ts';
 import { reconcile } from '../../src/jobs/schedule.ts';
 import { startWorkers, type WorkerSet } from '../../src/jobs/workers.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
@@ -32,18 +32,33 @@ async function context(env: Record<string, string>, now: () => number): Promise<
   return ctx;
 }
 
-/** Drains the refresh queue as workers would: each queued source is "fetched" at `now` and planned anew. */
-async function drain(ctx: ServiceContext, now: number, parked: ReadonlySet<string>): Promise<string[]> {
-  const jobs = await ctx.queues.refresh.getJobs(['prioritized', 'waiting']);
+/**
+ * Runs the refresh queue as workers would, in BullMQ's order (priority, then first queued), up to `limit` jobs:
+ * each starts its fetch at `now` (counted, as the refresh job counts a background fetch) and is planned anew.
+ */
+async function drain(
+  ctx: ServiceContext,
+  now: number,
+  parked: ReadonlySet<string>,
+  limit = Number.POSITIVE_INFINITY,
+): Promise<{ source: string; reason: string }[]> {
+  const end = Number.isFinite(limit) ? limit - 1 : -1;
+  const jobs = limit <= 0 ? [] : await ctx.queues.refresh.getJobs(['prioritized'], 0, end, true);
   for (const job of jobs) {
-    const { source } = job.data;
+    const { source, reason } = job.data;
+    await ctx.freshness.countBackgroundFetch(reason);
     const parkedBy = parked.has(source) ? 'group:1' : undefined;
     // A third of the unparked sources change on every fetch: they come back sooner.
     const changed = !parked.has(source) && source.endsWith('3');
     await planAfterRefresh(ctx, source, now, { changed, parkedBy, relatedQueued: 0, classSoon: false });
     await job.remove();
   }
-  return jobs.map((job) => job.data.source);
+  return jobs.map((job) => ({ source: job.data.source, reason: job.data.reason }));
+}
+
+/** Queues a related refresh of `source` (as a refresh job that saw a change would). */
+async function queueRelated(ctx: ServiceContext, source: string, now: number): Promise<void> {
+  await enqueueRefresh(ctx.queues, ctx.config, source, { reason: 'related', now, followUp: true, cause: 'group:1' });
 }
 
 describe('stepped with a test clock', () => {
@@ -69,12 +84,11 @@ describe('stepped with a test clock', () => {
     for (let t = 0; t < runMs; t += stepMs) {
       clock.now += stepMs;
       // Some related refreshes queued by refresh jobs (under a tenth of B): the rotation spends that much less.
-      if (t % 20_000 === 0) {
-        await ctx.freshness.chargeRelated(1);
-        related += 1;
-      }
+      if (t % 20_000 === 0) await queueRelated(ctx, `employee:${900 + t / 20_000}`, clock.now);
       await pacer.step();
-      const taken = await drain(ctx, clock.now, parked);
+      const ran = await drain(ctx, clock.now, parked);
+      related += ran.filter((job) => job.reason === 'related').length;
+      const taken = ran.filter((job) => job.reason === 'schedule').map((job) => job.source);
       queued += taken.length;
       for (const source of taken) {
         const waited = clock.now - (lastQueued.get(source) ?? start);
@@ -96,12 +110,115 @@ describe('stepped with a test clock', () => {
     expect(await ctx.freshness.parkedCount()).toBe(10);
   });
 
+  it('starts every refresh within REFRESH_INTERVAL of the last, with related backlogs queued ahead', async () => {
+    const clock = { now: REFERENCE_DATE.getTime() };
+    const ctx = await context({ REFRESH_INTERVAL: '1m', UPSTREAM_RATE_LIMIT: '100' }, () => clock.now);
+    const sources = Array.from({ length: 40 }, (_, index) => `group:${index + 10}`);
+    for (const source of sources) await ctx.registry.activate(source, clock.now);
+    await reconcile(ctx);
+    const pacer = new FreshnessPacer(ctx);
+    // The planner's deadlines count from the reconcile: that stands for every source's last refresh.
+    const lastStart = new Map(sources.map((source) => [source, clock.now]));
+    let longest = 0;
+    // Workers start 2 refreshes a second (B is 0.67/s). Every 20 s a change queues 8 related refreshes of
+    // sources the planner does not hold (4 s of work; 60 % of B, so the rotation is mostly in debt and the
+    // deadlines decide), ahead of whatever the pacer queues after them: the first at 57 s, as the sources'
+    // first deadlines come.
+    let capacity = 0;
+    const stepMs = 250;
+    for (let t = 0; t < 6 * MINUTE; t += stepMs) {
+      clock.now += stepMs;
+      if (t % 20_000 === 17_000)
+        for (let index = 0; index < 8; index += 1)
+          await queueRelated(ctx, `employee:${1000 + t / 100 + index}`, clock.now);
+      await pacer.step();
+      // Idle workers bank nothing: at most one step's starts.
+      capacity = Math.min(capacity + (2 * stepMs) / 1000, 1);
+      const ran = await drain(ctx, clock.now, new Set(), Math.floor(capacity));
+      capacity -= ran.length;
+      for (const { source } of ran) {
+        const last = lastStart.get(source);
+        if (last === undefined) continue;
+        longest = Math.max(longest, clock.now - last);
+        lastStart.set(source, clock.now);
+      }
+    }
+    for (const last of lastStart.values()) longest = Math.max(longest, clock.now - last);
+    expect(longest).toBeLessThanOrEqual(MINUTE);
+  });
+
+  it('queues a taken source again within 30 s when its refresh was never queued, an interval on once it was', async () => {
+    const clock = { now: REFERENCE_DATE.getTime() };
+    const ctx = await context({ REFRESH_INTERVAL: '10m', UPSTREAM_RATE_LIMIT: '100' }, () => clock.now);
+    await ctx.registry.activate('group:7', clock.now);
+    await reconcile(ctx);
+    // A pacer took it and died before queueing it.
+    const timing = { leadMs: deadlineLead(ctx.config), retakeMs: RETAKE_MS };
+    expect(await ctx.freshness.take(clock.now, 1, 0, timing)).toHaveLength(1);
+    const taken = clock.now;
+    const pacer = new FreshnessPacer(ctx);
+    let queuedAt: number | undefined;
+    while (queuedAt === undefined && clock.now - taken <= 2 * MINUTE) {
+      clock.now += 1_000;
+      if ((await pacer.step()).queued > 0) queuedAt = clock.now;
+    }
+    expect(queuedAt).toBeDefined();
+    expect((queuedAt ?? 0) - taken).toBeGreaterThanOrEqual(RETAKE_MS - 1_000);
+    expect((queuedAt ?? 0) - taken).toBeLessThanOrEqual(RETAKE_MS + 1_000);
+    expect(await ctx.queues.refresh.getJobCounts('prioritized')).toMatchObject({ prioritized: 1 });
+    // Queued as overdue, at the related priority; settled one interval on.
+    const [job] = await ctx.queues.refresh.getJobs(['prioritized']);
+    expect(job?.priority).toBe(REFRESH_PRIORITY.related);
+    const [plan] = await ctx.freshness.planned(['group:7']);
+    expect(plan).toMatchObject({ next: (queuedAt ?? 0) + 10 * MINUTE, deadline: (queuedAt ?? 0) + 10 * MINUTE });
+  });
+
+  it("charges related refreshes when they run: with nothing parked, spend is the deadlines' floor plus related", async () => {
+    const clock = { now: REFERENCE_DATE.getTime() };
+    const interval = 2 * MINUTE;
+    const ctx = await context({ REFRESH_INTERVAL: '2m', UPSTREAM_RATE_LIMIT: '100' }, () => clock.now);
+    const sources = Array.from({ length: 40 }, (_, index) => `group:${index + 10}`);
+    for (const source of sources) await ctx.registry.activate(source, clock.now);
+    await reconcile(ctx);
+    const pacer = new FreshnessPacer(ctx);
+    const lastStart = new Map(sources.map((source) => [source, clock.now]));
+    let longest = 0;
+    let fetched = 0;
+    let related = 0;
+    const stepMs = 500;
+    const runMs = 8 * interval;
+    for (let t = 0; t < runMs; t += stepMs) {
+      clock.now += stepMs;
+      // Related refreshes of the planned sources, 30 % of B (B = 40 / 120 s): one every 10 s.
+      if (t % 10_000 === 0) await queueRelated(ctx, sources[((t / 10_000) * 7) % sources.length] ?? '', clock.now);
+      await pacer.step();
+      const ran = await drain(ctx, clock.now, new Set());
+      fetched += ran.length;
+      related += ran.filter((job) => job.reason === 'related').length;
+      for (const { source } of ran) {
+        longest = Math.max(longest, clock.now - (lastStart.get(source) ?? clock.now));
+        lastStart.set(source, clock.now);
+      }
+    }
+    // Every source is refreshed at least every interval less the lead: that floor is above B here, by
+    // 1 / (1 − 1/20), and the rotation gives way to it and to the related refreshes (30 % of B, charged as they
+    // run): spend is at most the floor plus what related refreshes cost, and the guarantee holds.
+    const budget = (40 / (interval / 1000)) * (runMs / 1000);
+    const floor = budget / (1 - deadlineLead(ctx.config) / interval);
+    expect(related).toBeGreaterThanOrEqual(0.3 * budget - 1);
+    expect(fetched).toBeGreaterThanOrEqual(budget);
+    expect(fetched).toBeLessThanOrEqual(floor + related);
+    expect(longest).toBeLessThanOrEqual(interval);
+  });
+
   it('holds back while the refresh queue holds two seconds of background work, and charges nothing for it', async () => {
     const clock = { now: REFERENCE_DATE.getTime() };
     const ctx = await context({ REFRESH_INTERVAL: '1m', UPSTREAM_RATE_LIMIT: '100' }, () => clock.now);
     const sources = Array.from({ length: 300 }, (_, index) => `employee:${index + 1}`);
     for (const source of sources) await ctx.registry.activate(source, clock.now);
     await reconcile(ctx);
+    // Every source refreshed just now: none comes due by its deadline during the test.
+    await ctx.redis.zadd(ctx.keys.freshnessDeadline, ...sources.flatMap((source) => [clock.now + MINUTE, source]));
     const pacer = new FreshnessPacer(ctx);
     // Nobody takes jobs (an upstream outage): the backlog stops at 2 s of B = 5/s.
     for (let step = 0; step < 40; step += 1) {
