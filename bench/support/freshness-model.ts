@@ -407,7 +407,6 @@ export function runModel(world: ModelWorld, options: ModelOptions): ModelResult 
   let nextSlot = 0;
   let slotEvent = false;
   const spent: Record<Why, number> = { rotation: 0, parked: 0, related: 0 };
-  let charged = 0;
   let chargedInWindow = 0;
 
   /** Queues a refresh; false when a job already waiting (or, for the rotation, running) answers it. */
@@ -516,7 +515,6 @@ export function runModel(world: ModelWorld, options: ModelOptions): ModelResult 
       let jobs = 0;
       for (const target of targets) if (enqueue(target, 'related', now)) jobs += 1;
       const charge = options.chargeJobsOnly === true ? jobs : targets.size;
-      charged += charge;
       if (now >= windowStart && now < windowEnd) chargedInWindow += charge;
     }
     const state = learnedState(
