@@ -27,6 +27,8 @@ export interface Panel {
   log?: boolean;
   /** Mark every point on the lines (for series of a few measurements each); default false. */
   markers?: boolean;
+  /** The y axis from and to (panels that are compared share one); default: fitted to the points. */
+  yDomain?: readonly [number, number];
 }
 
 /** A chart: a title and subtitle above its panels. */
@@ -73,7 +75,14 @@ export function chartSpec(chart: Chart): TopLevelSpec {
           field: 'value',
           type: 'quantitative',
           title: panel.yTitle,
-          ...(panel.log === true ? { scale: { type: 'symlog' } } : {}),
+          ...(panel.log === true || panel.yDomain !== undefined
+            ? {
+                scale: {
+                  ...(panel.log === true ? { type: 'symlog' } : {}),
+                  ...(panel.yDomain === undefined ? {} : { domain: [...panel.yDomain] }),
+                },
+              }
+            : {}),
         },
         color: { field: 'series', type: 'nominal', title: null },
       },

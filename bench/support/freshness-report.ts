@@ -99,15 +99,19 @@ export function csv(phases: readonly PhaseSummary[]): string {
 
 /** A panel per phase: each change's latency until all its feeds served it, by when it was made. */
 export function latencyChart(phases: readonly PhaseSummary[], subtitle: string[]): Chart {
+  const points = phases.map((phase) => changePoints(phase.records));
+  // One y axis for every phase, so that the policies compare at a glance.
+  const top = Math.max(1, ...points.flat().map((point) => point.value ?? 0));
   return {
     title: 'Freshness: time until every affected feed serves a room change',
     subtitle,
     xTitle: 'change made at, minutes since the window started',
-    panels: phases.map((phase) => ({
+    panels: phases.map((phase, index) => ({
       title: `REFRESH_POLICY=${phase.policy}`,
       yTitle: 's until all its feeds',
       markers: true,
-      points: changePoints(phase.records),
+      points: points[index] ?? [],
+      yDomain: [0, Math.ceil(top / 10) * 10] as const,
     })),
   };
 }
