@@ -27,6 +27,8 @@ export interface Panel {
   log?: boolean;
   /** Mark every point on the lines (for series of a few measurements each); default false. */
   markers?: boolean;
+  /** The y axis ticks, when the default ones are too sparse (a log scale's); default: the library's. */
+  yTicks?: readonly number[];
 }
 
 /** A chart: a title and subtitle above its panels. */
@@ -74,6 +76,7 @@ export function chartSpec(chart: Chart): TopLevelSpec {
           type: 'quantitative',
           title: panel.yTitle,
           ...(panel.log === true ? { scale: { type: 'symlog' } } : {}),
+          ...(panel.yTicks === undefined ? {} : { axis: { values: [...panel.yTicks] } }),
         },
         color: { field: 'series', type: 'nominal', title: null },
       },
