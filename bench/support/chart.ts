@@ -29,6 +29,8 @@ export interface Panel {
   markers?: boolean;
   /** The y axis from and to (panels that are compared share one); default: fitted to the points. */
   yDomain?: readonly [number, number];
+  /** The y axis ticks, when the default ones are too sparse (a log scale's); default: the library's. */
+  yTicks?: readonly number[];
 }
 
 /** A chart: a title and subtitle above its panels. */
@@ -83,6 +85,7 @@ export function chartSpec(chart: Chart): TopLevelSpec {
                 },
               }
             : {}),
+          ...(panel.yTicks === undefined ? {} : { axis: { values: [...panel.yTicks] } }),
         },
         color: { field: 'series', type: 'nominal', title: null },
       },

@@ -4,30 +4,35 @@
  * university's scale (20,000 sources at 10 requests/s), and whether the square-root order does better than a
  * plain round or an order in proportion to the rate (Cho & Garcia-Molina).
  *
- * It runs the service's own policy code, not a copy: the next-time formula and the rate estimate
- * (jobs/freshness-plan.ts), the budget and the pacer's step arithmetic (jobs/freshness-pacer.ts), the fixed
- * ticks' per-source interval (jobs/schedule.ts) and the planner's first spread (store/freshness-store.ts). What
- * is modelled instead of run: the freshness store's take (overdue first, then lowest next, each taken marked an
- * interval away — freshness-take.lua, here two heaps), the refresh queue (related before rotation, one waiting
- * job per source, a related ask hurrying a waiting one, a follow-up behind a running one; the upstream rate limit
- * as evenly spaced request slots) and the learning's rules (related sources, parking), which jobs/freshness-learn.ts
- * decides from the fetched entries, here from the population's structure.
+ * It runs the service's own policy code, not a copy: the next-time formula, the rate estimate and the weight
+ * (jobs/freshness-plan.ts), the budget, the pacer's step arithmetic, its deadline lead and overdue bound
+ * (jobs/freshness-pacer.ts), the fixed ticks' per-source interval (jobs/schedule.ts) and the planner's first
+ * plan (store/freshness-store.ts). What is modelled instead of run: the freshness store's take (due by deadline
+ * less the lead first, then lowest next; each taken settled an interval away, as once queued —
+ * freshness-take.lua and freshness-settle.lua, here two heaps), the refresh queue (overdue and related before
+ * rotation, one waiting job per source, a more urgent ask hurrying a waiting one, a follow-up behind a running
+ * one; the upstream rate limit as evenly spaced request slots), the spread claims (store/spread-claims-decide.lua:
+ * the version last spread per class, compare and set when a refresh ends) and the learning's rules (related
+ * sources, parking), which jobs/freshness-learn.ts decides from the fetched entries, here from the population's
+ * structure. The change process makes room changes only: no class disappears, so the rule that only a group
+ * records a disappearance is not exercised.
  *
  * The change process is the benchmark's own (freshness-changes.ts `planChanges`); latencies are recorded as the
  * benchmark's (change, feed) pairs and reduced by its ledger (freshness-ledger.ts).
  */
-import { backgroundBudget, OVERDUE_PER_STEP, pacerAllowance } from '../../src/jobs/freshness-pacer.ts';
+import { backgroundBudget, deadlineLead, OVERDUE_PER_STEP, pacerAllowance } from '../../src/jobs/freshness-pacer.ts';
 import {
   changeRate,
   learnedState,
   minRefreshGap,
   nextRefreshDelay,
   PRIOR_RATE_PER_INTERVAL,
+  weightOf,
 } from '../../src/jobs/freshness-plan.ts';
 import { intervalFor } from '../../src/jobs/schedule.ts';
 import { createRandom } from '../../src/simulator/random.ts';
 import type { FreshnessState, ParkedBy } from '../../src/store/freshness-store.ts';
-import { spreadUnit } from '../../src/store/freshness-store.ts';
+import { firstPlanAt } from '../../src/store/freshness-store.ts';
 import { type PlannedChange, planChanges, type World, type WorldEntry, type WorldUser } from './freshness-changes.ts';
 import { type PairRecord, type PhaseLatency, phaseLatency } from './freshness-ledger.ts';
 
@@ -140,23 +145,14 @@ export interface ModelOptions {
   windowMs: number;
   /** From a fetch to its feed served (fetch, publish, announce). */
   refreshMs: number;
-  /** Every source's weight (2: a class today or tomorrow, as nearly every followed timetable has). */
+  /**
+   * The class-soon factor of every source's weight (the service's is 2, `WEIGHT_FACTOR`: nearly every followed
+   * timetable has a class today or tomorrow); the weight is the service's own beside it (`weightOf`: a group is
+   * worth its own feed and its students'; no source is pushed to a calendar or told to a chat here).
+   */
   weight: number;
   /** The pacer's step (the service's default 250 ms). */
   stepMs: number;
-  /**
-   * What-if, not the service's rule: a related refresh that publishes a change spreads it as well, to every
-   * related source (`all`) or to the teachers of the changed classes only (`teachers`); it still does not count
-   * it in its rate. The service spreads only a change a source's own refresh found (`none`), so a change that a
-   * related refresh happens to publish first reaches a parked teacher at its longest wait.
-   */
-  spreadFromRelated?: 'none' | 'teachers' | 'all';
-  /**
-   * What-if, not the service's rule: charge the budget only the related asks that became a job of their own.
-   * The service charges every active source named (`relatedQueued`), also those answered by a job already
-   * waiting, which then cost no request: the background spends less than B.
-   */
-  chargeJobsOnly?: boolean;
 }
 
 /** What one run measured. */
@@ -171,12 +167,15 @@ export interface ModelResult {
   requestsPerSecond: number;
   rotationPerSecond: number;
   parkedPerSecond: number;
+  overduePerSecond: number;
   relatedPerSecond: number;
   /**
-   * Related refreshes charged to the budget per second: every active source a change found names, also those
-   * already waiting in the queue (answered by that job, no request of their own), as the learning counts them.
+   * Related refreshes asked per second: every source a spread names (`relatedQueued`), also those answered by a
+   * job already waiting or a fetch already under way (no request of their own).
    */
-  relatedChargedPerSecond: number;
+  relatedAskedPerSecond: number;
+  /** Changes made in the window whose version was spread more than once (a stale finder spreading it again). */
+  spreadAgain: number;
   /** Sources parked at the window's end. */
   parked: number;
   /** Budget B (adaptive) or the fixed ticks' asked rate (Σ 1/interval), requests/s. */
@@ -184,7 +183,7 @@ export interface ModelResult {
 }
 
 type Kind = 'group' | 'teacher' | 'personal';
-type Why = 'rotation' | 'parked' | 'related';
+type Why = 'rotation' | 'parked' | 'overdue' | 'related';
 
 interface Pending {
   record: PairRecord;
@@ -195,6 +194,8 @@ interface Job {
   source: number;
   reason: 'schedule' | 'related';
   priority: 5 | 6;
+  /** Taken by its deadline (queued at the related priority). */
+  overdue: boolean;
   started: boolean;
 }
 
@@ -388,8 +389,11 @@ export function runModel(world: ModelWorld, options: ModelOptions): ModelResult 
   const random = createRandom(options.seed, 'freshness-model-ticks');
   let asked = 0;
   if (adaptive) {
-    // The reconciler's first plan: spread over one interval, deadline one interval away.
-    for (const [s, source] of sources.entries()) setPlan(s, Math.round(spreadUnit(source.key) * interval), interval);
+    // The reconciler's first plan: next refresh and deadline at the same place, spread over one interval.
+    for (const [s, source] of sources.entries()) {
+      const first = firstPlanAt(source.key, 0, interval);
+      setPlan(s, first, first);
+    }
     at(0, { type: 'step' });
   } else {
     for (const [s, source] of sources.entries()) {
@@ -406,27 +410,31 @@ export function runModel(world: ModelWorld, options: ModelOptions): ModelResult 
   const gapMs = 1000 / options.upstreamRateLimit;
   let nextSlot = 0;
   let slotEvent = false;
-  const spent: Record<Why, number> = { rotation: 0, parked: 0, related: 0 };
-  let chargedInWindow = 0;
+  const spent: Record<Why, number> = { rotation: 0, parked: 0, overdue: 0, related: 0 };
+  let askedInWindow = 0;
 
-  /** Queues a refresh; false when a job already waiting (or, for the rotation, running) answers it. */
-  const enqueue = (s: number, reason: Job['reason'], now: number): boolean => {
+  /**
+   * Queues a refresh (an overdue one at the related priority); false when a job already waiting (or, for a
+   * `schedule` ask, running) answers it.
+   */
+  const enqueue = (s: number, reason: Job['reason'], now: number, overdue = false): boolean => {
     const source = sources[s] as Source;
     const waiting = source.waiting;
+    const priority = reason === 'related' || overdue ? 5 : 6;
     if (waiting !== undefined) {
-      // One waiting job per source; a related ask hurries a waiting rotation job (its reason stays).
-      if (reason === 'related' && waiting.priority === 6) {
+      // One waiting job per source; a more urgent ask hurries a waiting rotation job (its reason stays).
+      if (priority === 5 && waiting.priority === 6) {
         waiting.priority = 5;
         related.push(waiting);
       }
       return false;
     }
-    // A rotation ask while the source is fetched is answered by that fetch; a related one follows it.
+    // A `schedule` ask while the source is fetched is answered by that fetch; a related one follows it.
     if (reason === 'schedule' && source.running > 0) return false;
-    const job: Job = { source: s, reason, priority: reason === 'related' ? 5 : 6, started: false };
+    const job: Job = { source: s, reason, priority, overdue, started: false };
     source.waiting = job;
     waitingJobs += 1;
-    (reason === 'related' ? related : rotation).push(job);
+    (priority === 5 ? related : rotation).push(job);
     pump(now);
     return true;
   };
@@ -459,30 +467,65 @@ export function runModel(world: ModelWorld, options: ModelOptions): ModelResult 
       started += 1;
       if (now >= windowStart && now < windowEnd) {
         const why: Why =
-          job.reason === 'related' ? 'related' : source.state?.parkedBy === undefined ? 'rotation' : 'parked';
+          job.reason === 'related'
+            ? 'related'
+            : job.overdue
+              ? 'overdue'
+              : source.state?.parkedBy === undefined
+                ? 'rotation'
+                : 'parked';
         spent[why] += 1;
       }
       at(now + options.refreshMs, { type: 'done', job, fetched });
     }
   };
 
-  /** The sources the learning queues for a change found: teachers, named groups, their students; not itself. */
-  const relatedOf = (s: number, fetched: readonly Pending[], teachersOnly = false): Set<number> => {
+  /**
+   * The sources the learning queues for the classes a refresh spreads: their followed teachers, the followed
+   * groups they name, the students of those groups (and of the finder, if a group), the students whose elective
+   * they are; not the finder itself.
+   */
+  const relatedOf = (s: number, spread: readonly WorldEntry[]): Set<number> => {
     const source = sources[s] as Source;
     const groups = new Set<number>(source.kind === 'group' ? [source.id] : []);
     const targets = new Set<number>();
-    for (const { entry } of fetched) {
+    for (const entry of spread) {
       if (entry.teacher !== undefined && world.teachers.has(entry.teacher))
         targets.add(sourceOfFeed('teacher', entry.teacher));
-      if (!teachersOnly) for (const id of entry.groups) groups.add(id);
+      for (const id of entry.groups) {
+        groups.add(id);
+        targets.add(sourceOfFeed('group', id));
+      }
+      if (entry.electiveOf !== undefined) targets.add(sourceOfFeed('personal', entry.electiveOf));
     }
-    if (teachersOnly) groups.clear();
-    for (const id of groups) {
-      targets.add(sourceOfFeed('group', id));
-      for (const member of members.get(id) ?? []) targets.add(member);
-    }
+    for (const id of groups) for (const member of members.get(id) ?? []) targets.add(member);
     targets.delete(s);
     return targets;
+  };
+
+  /** The spread claims: per class, the version (change number) last spread, kept until `until`. */
+  const claims = new Map<number, { n: number; until: number }>();
+  const claimTtl = options.refreshMaxWaitMs + interval;
+  /** How many times each change's version was spread. */
+  const spreads = new Map<number, number>();
+  /**
+   * The classes a refresh ending at `now` spreads: those whose version it saw (the last change made before its
+   * fetch) is not the one stored, whatever its reason; it stores its own (compare and set, as
+   * spread-claims-decide.lua does when the refresh has published).
+   */
+  const decideSpread = (fetched: readonly Pending[], now: number): WorldEntry[] => {
+    const seen = new Map<number, { n: number; entry: WorldEntry }>();
+    for (const { record, entry } of fetched)
+      if ((seen.get(entry.id)?.n ?? -1) < record.change) seen.set(entry.id, { n: record.change, entry });
+    const spread: WorldEntry[] = [];
+    for (const [classId, { n, entry }] of seen) {
+      const stored = claims.get(classId);
+      if (stored !== undefined && stored.until > now && stored.n === n) continue;
+      claims.set(classId, { n, until: now + claimTtl });
+      spreads.set(n, (spreads.get(n) ?? 0) + 1);
+      spread.push(entry);
+    }
+    return spread;
   };
 
   /** The groups whose recorded entries explain a source: its group, or every group a teacher's classes name. */
@@ -507,21 +550,24 @@ export function runModel(world: ModelWorld, options: ModelOptions): ModelResult 
     for (const { record } of fetched) record.arrivedMs ??= now - windowStart;
     source.refreshed = true;
     if (!adaptive) return;
-    // A related refresh brings a change another refresh found: it neither spreads nor counts it.
-    const changed = fetched.length > 0 && job.reason !== 'related';
-    const spread = changed ? 'all' : fetched.length > 0 ? (options.spreadFromRelated ?? 'none') : 'none';
-    if (spread !== 'none') {
-      const targets = relatedOf(job.source, fetched, spread === 'teachers');
-      let jobs = 0;
-      for (const target of targets) if (enqueue(target, 'related', now)) jobs += 1;
-      const charge = options.chargeJobsOnly === true ? jobs : targets.size;
-      if (now >= windowStart && now < windowEnd) chargedInWindow += charge;
+    // Whatever its reason, a refresh spreads the versions nobody spread yet, and counts them in its rate.
+    const spread = fetched.length > 0 ? decideSpread(fetched, now) : [];
+    if (spread.length > 0) {
+      const targets = relatedOf(job.source, spread);
+      for (const target of targets) enqueue(target, 'related', now);
+      if (now >= windowStart && now < windowEnd) askedInWindow += targets.size;
     }
+    // A group's dependents: its students whose refresh recorded them as members.
+    const dependents =
+      source.kind === 'group'
+        ? (members.get(source.id) ?? []).filter((member) => (sources[member] as Source).refreshed).length
+        : 0;
+    const weight = weightOf({ pushed: false, told: false, classSoon: false, dependents }) * options.weight;
     const state = learnedState(
       source.state,
       now,
-      { changed, parkedBy: parkingOf(job.source) },
-      options.weight,
+      { changed: spread.length > 0, parkedBy: parkingOf(job.source) },
+      weight,
       settings,
     );
     source.state = state;
@@ -529,18 +575,23 @@ export function runModel(world: ModelWorld, options: ModelOptions): ModelResult 
     setPlan(job.source, now + nextMs, now + deadlineMs);
   };
 
-  /** The store's take: overdue first (oldest deadline), then lowest next; each taken is marked an interval away. */
-  const take = (now: number, count: number): number[] => {
-    const taken: number[] = [];
+  const lead = deadlineLead({ refreshIntervalMs: interval });
+  /**
+   * The store's take: those due by their deadline less the lead first (oldest deadline, up to the count or
+   * OVERDUE_PER_STEP, whichever is more), then lowest next; each taken is settled an interval away (the
+   * provisional mark only matters when a queue fails, which it never does here).
+   */
+  const take = (now: number, count: number): { source: number; overdue: boolean }[] => {
+    const taken: { source: number; overdue: boolean }[] = [];
     const seen = new Set<number>();
     const live = (item: { source: number; version: number }) =>
       (sources[item.source] as Source).version === item.version;
     const overdueMax = Math.max(count, OVERDUE_PER_STEP);
-    while (taken.length < overdueMax && byDeadline.topKey() <= now) {
+    while (taken.length < overdueMax && byDeadline.topKey() <= now + lead) {
       const item = byDeadline.pop() as { source: number; version: number };
       if (!live(item) || seen.has(item.source)) continue;
       seen.add(item.source);
-      taken.push(item.source);
+      taken.push({ source: item.source, overdue: true });
     }
     let rest = count - taken.length;
     while (rest > 0 && byNext.size > 0) {
@@ -548,10 +599,10 @@ export function runModel(world: ModelWorld, options: ModelOptions): ModelResult 
       // One taken as overdue is planned anew below, which pushes it again.
       if (!live(item) || seen.has(item.source)) continue;
       seen.add(item.source);
-      taken.push(item.source);
+      taken.push({ source: item.source, overdue: false });
       rest -= 1;
     }
-    for (const s of taken) setPlan(s, now + interval, now + interval);
+    for (const { source } of taken) setPlan(source, now + interval, now + interval);
     return taken;
   };
 
@@ -577,8 +628,7 @@ export function runModel(world: ModelWorld, options: ModelOptions): ModelResult 
     });
     started = 0;
     credit = allowed.credit;
-    const taken = take(now, allowed.count);
-    for (const s of taken) enqueue(s, 'schedule', now);
+    for (const { source, overdue } of take(now, allowed.count)) enqueue(source, 'schedule', now, overdue);
   };
 
   const records: PairRecord[] = [];
@@ -632,11 +682,13 @@ export function runModel(world: ModelWorld, options: ModelOptions): ModelResult 
     changes: new Set(records.map((record) => record.change)).size,
     records,
     latency: phaseLatency(records),
-    requestsPerSecond: (spent.rotation + spent.parked + spent.related) / seconds,
+    requestsPerSecond: (spent.rotation + spent.parked + spent.overdue + spent.related) / seconds,
     rotationPerSecond: spent.rotation / seconds,
     parkedPerSecond: spent.parked / seconds,
+    overduePerSecond: spent.overdue / seconds,
     relatedPerSecond: spent.related / seconds,
-    relatedChargedPerSecond: chargedInWindow / seconds,
+    relatedAskedPerSecond: askedInWindow / seconds,
+    spreadAgain: [...new Set(records.map((record) => record.change))].filter((n) => (spreads.get(n) ?? 0) > 1).length,
     parked: sources.filter((source) => source.state?.parkedBy !== undefined).length,
     askedPerSecond: asked,
   };

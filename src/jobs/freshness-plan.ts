@@ -151,11 +151,30 @@ function parked(parkedBy: ParkedBy | undefined): { parkedBy?: ParkedBy } {
   return parkedBy === undefined ? {} : { parkedBy };
 }
 
+/** What a source's weight is made of: each `true` doubles it, and the feeds its changes reach multiply it. */
+export interface WeightFactors {
+  pushed: boolean;
+  told: boolean;
+  classSoon: boolean;
+  /** Feeds besides its own that show its changes (a group's students); absent: none. */
+  dependents?: number | undefined;
+}
+
 /**
- * A source's weight: ×2 each when pushed to a calendar, told to a chat or webhook, and with a class soon; and
- * × the feeds its changes reach (its own and its dependents', at most {@link MAX_DEPENDENT_WEIGHT}): the
- * latency that matters is each feed's, so a group with ten students subscribed is worth eleven feeds.
+ * A source's weight from its factors: ×2 each when pushed to a calendar, told to a chat or webhook, and with a
+ * class soon; and × the feeds its changes reach (its own and its dependents', at most
+ * {@link MAX_DEPENDENT_WEIGHT}): the latency that matters is each feed's, so a group with ten students
+ * subscribed is worth eleven feeds. Pure, so that the virtual-time model of the policy (bench) weighs alike.
  */
+export function weightOf(factors: WeightFactors): number {
+  const feeds = Math.min(1 + Math.max(0, factors.dependents ?? 0), MAX_DEPENDENT_WEIGHT);
+  return [factors.pushed, factors.told, factors.classSoon].reduce(
+    (weight, yes) => (yes ? weight * WEIGHT_FACTOR : weight),
+    feeds,
+  );
+}
+
+/** A source's weight ({@link weightOf}), reading whether it is pushed to a calendar and told to anyone. */
 export async function sourceWeight(
   ctx: Pick<FreshnessPlanDeps, 'pushKinds' | 'notify'>,
   source: SourceKey,
@@ -165,8 +184,7 @@ export async function sourceWeight(
     Promise.all(ctx.pushKinds.map(({ targets }) => targets.anyForSource(source))).then((any) => any.some(Boolean)),
     ctx.notify.hasSubscribers(source),
   ]);
-  const feeds = Math.min(1 + Math.max(0, learning.dependents ?? 0), MAX_DEPENDENT_WEIGHT);
-  return [pushed, told, learning.classSoon].reduce((weight, yes) => (yes ? weight * WEIGHT_FACTOR : weight), feeds);
+  return weightOf({ pushed, told, classSoon: learning.classSoon, dependents: learning.dependents });
 }
 
 /**

@@ -95,6 +95,16 @@ export function spreadUnit(source: SourceKey): number {
   return createHash('sha1').update(`freshness:${source}`).digest().readUInt32BE(0) / 0x1_0000_0000;
 }
 
+/**
+ * When a source new to the planner is first due, both its next refresh and its deadline: its
+ * {@link spreadUnit} of one `intervalMs` from `now`. Sources added together (every one, on a first reconcile)
+ * would otherwise all come due by their deadline at once, a crowd the overdue path queues faster than it is
+ * refreshed.
+ */
+export function firstPlanAt(source: SourceKey, now: number, intervalMs: number): number {
+  return Math.round(now + spreadUnit(source) * intervalMs);
+}
+
 /** Members handled per command when syncing. */
 const BATCH = 500;
 
@@ -124,9 +134,8 @@ export class FreshnessStore {
     const removed = [...planned].filter((source) => !wanted.has(source));
     for (let start = 0; start < added.length; start += BATCH) {
       const batch = added.slice(start, start + BATCH);
-      const next = batch.flatMap((source) => [String(Math.round(now + spreadUnit(source) * intervalMs)), source]);
-      // The deadline is the same spread time: sources added together (every one, on a first reconcile) would
-      // otherwise all come due at once, a crowd the overdue path queues faster than it is refreshed.
+      const next = batch.flatMap((source) => [String(firstPlanAt(source, now, intervalMs)), source]);
+      // The deadline is the same spread time (see firstPlanAt).
       const deadline = next;
       // NX: a source planned by its first refresh meanwhile keeps that plan.
       await this.redis
