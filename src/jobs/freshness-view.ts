@@ -1,6 +1,8 @@
 /** How the admin table shows each source's next background refresh and why (docs/http-api.md). */
+import type { RedisClient } from '../lib/redis-target.ts';
 import type { FreshnessStore, ParkedBy } from '../store/freshness-store.ts';
 import { type SourceKey, sourceToken } from '../timetable/source.ts';
+import type { RefreshJobData } from './contract.ts';
 import type { Queues } from './queues.ts';
 
 /** Why a source is refreshed next: its turn, a parked source's longest wait, a related change, its deadline passed. */
@@ -19,13 +21,18 @@ export interface FreshnessView {
   parkedBy: ParkedBy | undefined;
 }
 
-/** What {@link freshnessViews} reads: the planner's store and the refresh queue. */
+/** What {@link freshnessViews} reads: the planner's store, and the refresh queue's jobs over `redis`. */
 export interface FreshnessViewDeps {
   readonly freshness: Pick<FreshnessStore, 'planned'>;
   readonly queues: Pick<Queues, 'refresh'>;
+  /** The connection the queue's keys are read over (every key of the deployment is in one Cluster slot). */
+  readonly redis: RedisClient;
 }
 
-/** The views of `sources` at `now`: the plans read in one round trip, the queued related refreshes alongside. */
+/**
+ * The views of `sources` at `now`, whatever their number in two round trips: the plans and the refresh jobs
+ * that stand for each source (its deduplication ids) together, then those jobs.
+ */
 export async function freshnessViews(
   ctx: FreshnessViewDeps,
   sources: readonly SourceKey[],
@@ -43,15 +50,40 @@ export async function freshnessViews(
   });
 }
 
-/** When a related refresh of each source was queued, if one waits now (not started). */
+/**
+ * When a related refresh of each source was queued, if one waits now (not started). A source's refresh job is
+ * the one its deduplication id names (`enqueueRefresh` deduplicates by the source's token); all are read with
+ * one `MGET`, then the jobs found with one pipeline. This reads BullMQ's own keys (the queue's `de` key, and a
+ * job's hash fields `data`, `timestamp`, `processedOn`, `finishedOn`, as `Queue.getDeduplicationJobId` and
+ * `Queue.getJob` do), because BullMQ reads them one job at a time: a page of 500 sources would cost a thousand
+ * commands. test/jobs/freshness-view.integration.test.ts compares the outcome with BullMQ's own reading.
+ */
 async function queuedRelated(ctx: FreshnessViewDeps, sources: readonly SourceKey[]): Promise<(number | undefined)[]> {
-  return Promise.all(
-    sources.map(async (source) => {
-      const id = await ctx.queues.refresh.getDeduplicationJobId(sourceToken(source));
-      if (id === null) return undefined;
-      const job = await ctx.queues.refresh.getJob(id);
-      if (job === undefined || job.data.reason !== 'related' || job.processedOn || job.finishedOn) return undefined;
-      return job.timestamp;
-    }),
-  );
+  if (sources.length === 0) return [];
+  const queue = ctx.queues.refresh;
+  const ids = await ctx.redis.mget(...sources.map((source) => `${queue.keys.de}:${sourceToken(source)}`));
+  const found = ids.flatMap((id, index) => (id === null ? [] : [{ id, index }]));
+  const pipeline = ctx.redis.pipeline();
+  for (const { id } of found) pipeline.hmget(queue.toKey(id), 'data', 'timestamp', 'processedOn', 'finishedOn');
+  const jobs = found.length === 0 ? [] : ((await pipeline.exec()) ?? []);
+  const related: (number | undefined)[] = sources.map(() => undefined);
+  found.forEach(({ index }, position) => {
+    const [error, fields] = jobs[position] ?? [];
+    if (error) throw error;
+    const [data, timestamp, processedOn, finishedOn] = (fields ?? []) as (string | null)[];
+    // A job removed since (its id outlives it until the deduplication key expires) has no fields.
+    if (data === null || data === undefined || processedOn || finishedOn) return;
+    if (reasonOf(data) !== 'related') return;
+    related[index] = Number(timestamp);
+  });
+  return related;
+}
+
+/** The reason of a refresh job's stored data; undefined when unreadable. */
+function reasonOf(data: string): string | undefined {
+  try {
+    return (JSON.parse(data) as Partial<RefreshJobData>).reason;
+  } catch {
+    return undefined;
+  }
 }

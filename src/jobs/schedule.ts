@@ -54,7 +54,10 @@ export type ScheduleDeps = ReconcileSchedulerDeps &
     /** A group's students, unparked when the group leaves the planner. */
     readonly relations: Pick<SourceRelations, 'members'>;
     readonly logger: Logger;
-    readonly registry: Pick<SourceRegistry, 'isActive' | 'allActiveSources' | 'requestedBefore' | 'deactivate'>;
+    readonly registry: Pick<
+      SourceRegistry,
+      'isActive' | 'allActiveSources' | 'requestedBefore' | 'deactivate' | 'activeSinceOf'
+    >;
     /** The calendar kinds pushed to (runtime/push-kinds.ts). */
     readonly pushKinds: readonly DueKind[];
     /** A source someone is told the changes of (a Telegram chat, a webhook) stays active like one pushed to. */
@@ -96,7 +99,8 @@ export function scheduleProcessor(ctx: ScheduleDeps): Processor<TickJobData | Re
 
 /**
  * Deactivates sources nobody asked for within `INACTIVE_AFTER` (unless something pushes from them), makes the
- * tick schedulers match the active sources exactly, and queues the push targets' due reconciles. One
+ * tick schedulers and the freshness planner match the active sources and this process's `REFRESH_POLICY`
+ * exactly (warning when it finds the other policy's), and queues the push targets' due reconciles. One
  * reconciler runs at a time (a Redis lock).
  */
 export async function reconcile(ctx: ScheduleDeps): Promise<ReconcileResult> {
@@ -105,6 +109,7 @@ export async function reconcile(ctx: ScheduleDeps): Promise<ReconcileResult> {
     const [active, existing] = await Promise.all([ctx.registry.allActiveSources(), existingSchedulers(ctx)]);
     const desired = desiredSchedulers(ctx, active);
     const pushes: Record<TargetKind, number> = {};
+    const otherPolicy = await otherPolicyFound(ctx, existing);
     const planned = await syncPlanner(ctx, active);
     const result = { deactivated, created: 0, updated: 0, removed: 0, planned, pushes };
     // BullMQ fires ticks by the wall clock, not by the service's clock (tests set that to a fixed day): a start
@@ -132,6 +137,7 @@ export async function reconcile(ctx: ScheduleDeps): Promise<ReconcileResult> {
     await syncTermStarts(ctx, ctx.logger);
     if (result.created + result.updated + result.removed + deactivated + planned.added + planned.removed > 0)
       ctx.logger.info({ ...result, active: active.length }, 'job schedulers reconciled');
+    if (otherPolicy !== undefined) warnOtherPolicy(ctx, otherPolicy, result);
     return result;
   });
   return (
@@ -204,17 +210,52 @@ function desiredSchedulers(
  * the planner has no sources.
  */
 async function syncPlanner(
-  ctx: Pick<ScheduleDeps, 'config' | 'freshness' | 'relations' | 'now'>,
+  ctx: Pick<ScheduleDeps, 'config' | 'freshness' | 'relations' | 'registry' | 'now'>,
   active: readonly SourceKey[],
 ): Promise<{ added: number; removed: number }> {
   if (ctx.config.refreshPolicy === 'adaptive') {
-    const { added, removed } = await ctx.freshness.sync(active, ctx.now(), ctx.config.refreshIntervalMs);
+    const activatedAt = (sources: readonly SourceKey[]) => ctx.registry.activeSinceOf(sources);
+    const { added, removed } = await ctx.freshness.sync(active, ctx.now(), ctx.config.refreshIntervalMs, activatedAt);
     await unparkDependents(ctx, removed);
     return { added, removed: removed.length };
   }
   if ((await ctx.freshness.size()) === 0) return { added: 0, removed: 0 };
   const { added, removed } = await ctx.freshness.sync([], ctx.now(), ctx.config.refreshIntervalMs);
   return { added, removed: removed.length };
+}
+
+/** What the other policy left that this reconcile undoes: tick schedulers (adaptive) or planned sources (fixed). */
+interface OtherPolicyArtefacts {
+  ticks: number;
+  planned: number;
+}
+
+/** The other policy's artefacts, read before this reconcile undoes them; undefined when there are none. */
+async function otherPolicyFound(
+  ctx: Pick<ScheduleDeps, 'config' | 'freshness'>,
+  existing: ReadonlyMap<string, unknown>,
+): Promise<OtherPolicyArtefacts | undefined> {
+  if (ctx.config.refreshPolicy === 'adaptive')
+    return existing.size > 0 ? { ticks: existing.size, planned: 0 } : undefined;
+  const planned = await ctx.freshness.size();
+  return planned > 0 ? { ticks: 0, planned } : undefined;
+}
+
+/**
+ * One warning per reconcile that found the other policy's artefacts. After a switch of `REFRESH_POLICY` it
+ * comes once; every minute, it means processes run different policies (a rolling switch, an older release
+ * beside a newer one), each reconcile undoes the other's, and ticks and the pacer both spend the upstream.
+ */
+function warnOtherPolicy(
+  ctx: Pick<ScheduleDeps, 'config' | 'logger'>,
+  found: OtherPolicyArtefacts,
+  result: ReconcileResult,
+): void {
+  const policy = ctx.config.refreshPolicy;
+  ctx.logger.warn(
+    { policy, foundTicks: found.ticks, foundPlanned: found.planned, removed: result.removed, planned: result.planned },
+    `undid the other REFRESH_POLICY's work (this process runs ${policy}): once after a switch; every minute, processes run different policies`,
+  );
 }
 
 /** The tick schedulers that exist, with their intervals. */

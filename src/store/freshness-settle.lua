@@ -7,6 +7,7 @@
 -- ARGV[1]  the provisional mark (ms) the take gave them
 -- ARGV[2]  the settled time (ms)
 -- ARGV[3…] the sources
+-- Returns 0.
 local provisional = tonumber(ARGV[1])
 local settled = ARGV[2]
 for index = 3, #ARGV do

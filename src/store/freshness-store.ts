@@ -97,12 +97,15 @@ export function spreadUnit(source: SourceKey): number {
 
 /**
  * When a source new to the planner is first due, both its next refresh and its deadline: its
- * {@link spreadUnit} of one `intervalMs` from `now`. Sources added together (every one, on a first reconcile)
- * would otherwise all come due by their deadline at once, a crowd the overdue path queues faster than it is
- * refreshed.
+ * {@link spreadUnit} of one `intervalMs` from `now`. Sources added together (every one, on a first reconcile or
+ * a switch from the fixed policy) would otherwise all come due by their deadline at once, a crowd the overdue
+ * path queues faster than it is refreshed. One activated within the last interval (`activeSince`) comes no later
+ * than an interval after its activation: those are spread by their activations already.
  */
-export function firstPlanAt(source: SourceKey, now: number, intervalMs: number): number {
-  return Math.round(now + spreadUnit(source) * intervalMs);
+export function firstPlanAt(source: SourceKey, now: number, intervalMs: number, activeSince?: number): number {
+  const spread = now + spreadUnit(source) * intervalMs;
+  const latest = (activeSince ?? Number.NEGATIVE_INFINITY) + intervalMs;
+  return Math.round(latest > now ? Math.min(spread, latest) : spread);
 }
 
 /** Members handled per command when syncing. */
@@ -120,13 +123,16 @@ export class FreshnessStore {
 
   /**
    * Makes the planned sources equal to `active`: a new one gets its first next refresh, and its deadline,
-   * spread over one `intervalMs` from `now`; a planned one keeps its plan; one not in
-   * `active` is forgotten. Answers how many were added and removed.
+   * spread over one `intervalMs` from `now`, but no later than one interval after its activation when that was
+   * within the last interval (`activatedAt`: a source whose first fetch failed, so that its refresh did not plan
+   * it, still comes within an interval of being asked for, however late the reconciler syncs it); a planned one
+   * keeps its plan; one not in `active` is forgotten. Answers how many were added, and which were removed.
    */
   async sync(
     active: readonly SourceKey[],
     now: number,
     intervalMs: number,
+    activatedAt: (sources: readonly SourceKey[]) => Promise<readonly (number | undefined)[]> = async () => [],
   ): Promise<{ added: number; removed: SourceKey[] }> {
     const planned = new Set(await this.redis.zrange(this.keys.freshnessDeadline, '0', '-1'));
     const wanted = new Set(active);
@@ -134,8 +140,12 @@ export class FreshnessStore {
     const removed = [...planned].filter((source) => !wanted.has(source));
     for (let start = 0; start < added.length; start += BATCH) {
       const batch = added.slice(start, start + BATCH);
-      const next = batch.flatMap((source) => [String(firstPlanAt(source, now, intervalMs)), source]);
-      // The deadline is the same spread time (see firstPlanAt).
+      const since = await activatedAt(batch);
+      const next = batch.flatMap((source, index) => [
+        String(firstPlanAt(source, now, intervalMs, since[index])),
+        source,
+      ]);
+      // The deadline is the same time: a source new to the planner has no refresh of its own to count from.
       const deadline = next;
       // NX: a source planned by its first refresh meanwhile keeps that plan.
       await this.redis

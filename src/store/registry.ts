@@ -169,6 +169,18 @@ export class SourceRegistry {
     return scores.map((score) => score !== null);
   }
 
+  /** When each of `sources` was last activated (epoch ms; undefined when not registered), in one round trip. */
+  async activeSinceOf(sources: readonly SourceKey[]): Promise<(number | undefined)[]> {
+    if (sources.length === 0) return [];
+    const pipeline = this.redis.pipeline();
+    for (const source of sources) pipeline.hget(this.keys.source(source), 'activeSince');
+    return ((await pipeline.exec()) ?? []).map(([error, value]) => {
+      if (error) throw error;
+      const since = value === null || value === undefined ? Number.NaN : Number(value);
+      return Number.isFinite(since) ? since : undefined;
+    });
+  }
+
   /** The source's state; undefined when it is not registered. */
   async get(source: SourceKey): Promise<SourceState | undefined> {
     const fields = await this.redis.hgetall(this.keys.source(source));
