@@ -21,12 +21,9 @@ import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { caldavDetailFields } from '../src/caldav/caldav-targets.ts';
 import { loadPublishedResources } from '../src/caldav/published-resources.ts';
-import { loadConfig } from '../src/config.ts';
 import type { PushJobResult, PushReason } from '../src/jobs/contract.ts';
 import { enqueuePush, enqueueRefresh } from '../src/jobs/queues.ts';
-import { silentLogger } from '../src/logger.ts';
 import type { ServiceContext } from '../src/runtime/context.ts';
-import { openServiceContext } from '../src/runtime/service-context.ts';
 import type { SourceKey } from '../src/timetable/source.ts';
 import { type DavFaultProxy, startDavFaultProxy } from '../testkit/dav-fault-proxy.ts';
 import {
@@ -41,6 +38,7 @@ import {
 } from '../testkit/processes.ts';
 import { startRadicale } from '../testkit/radicale.ts';
 import { type OneOff, TimetableEdits } from '../testkit/timetable-edits.ts';
+import { openBenchContext } from './support/bench-context.ts';
 
 const USER = 'bench';
 const PASSWORD = 'bench-app-password';
@@ -73,14 +71,7 @@ async function measure(cleanup: Cleanup): Promise<Record<string, number | string
   cleanup.add('dav proxy', proxy.close);
   const env = { ...serviceEnvironment(redisUrl, simulator.url), CALDAV_ALLOW_PRIVATE: 'true' };
   const worker = await spawnRole(cleanup, 'worker', env, dir);
-  const opened = openServiceContext({
-    config: loadConfig({ ...env, PORT: '1' }),
-    logger: silentLogger(),
-    redis: redisUrl,
-    role: 'bench',
-  });
-  cleanup.add('bench context', opened.close);
-  const ctx = opened.context;
+  const ctx = openBenchContext(cleanup, env, redisUrl);
 
   const { groupId, entries } = await medianGroup(simulator.url);
   const source: SourceKey = `group:${groupId}`;

@@ -29,10 +29,7 @@
  * their retitled events (bench/RESULTS.md says what it cost when a cancellation was a delete).
  */
 import { join } from 'node:path';
-import { loadConfig } from '../src/config.ts';
-import { silentLogger } from '../src/logger.ts';
 import type { ServiceContext } from '../src/runtime/context.ts';
-import { openServiceContext } from '../src/runtime/service-context.ts';
 import { connectGoogleTarget } from '../src/subscriptions/google-connect.ts';
 import { calendarState, mismatches } from '../testkit/calendar-diff.ts';
 import { type FakeGoogle, startFakeGoogle } from '../testkit/fake-google/index.ts';
@@ -45,6 +42,7 @@ import {
   tempDir,
 } from '../testkit/processes.ts';
 import type { OneOff } from '../testkit/timetable-edits.ts';
+import { openBenchContext } from './support/bench-context.ts';
 import { CpuMeter } from './support/cpu.ts';
 import { type PushGroup, prepareGroup } from './support/push-group.ts';
 import {
@@ -83,14 +81,7 @@ async function measure(cleanup: Cleanup): Promise<Record<string, number | string
   const { refreshToken } = fake.addUser();
   const env = { ...serviceEnvironment(redisUrl, simulator.url), ...googleEnvironment(fake) };
   const worker = await spawnRole(cleanup, 'worker', env, dir);
-  const opened = openServiceContext({
-    config: loadConfig({ ...env, PORT: '1' }),
-    logger: silentLogger(),
-    redis: redisUrl,
-    role: 'bench',
-  });
-  cleanup.add('bench context', opened.close);
-  const ctx = opened.context;
+  const ctx = openBenchContext(cleanup, env, redisUrl);
   const group = await prepareGroup(ctx, simulator.url, MIN_OCCURRENCES, PER_ROUND);
   const sampler = new RequestSampler(fake);
   sampler.start();

@@ -14,12 +14,9 @@
  * second.
  */
 import { join } from 'node:path';
-import { loadConfig } from '../src/config.ts';
 import { enqueueNotifyFanout } from '../src/jobs/queues.ts';
 import { execOrThrow } from '../src/lib/redis-transaction.ts';
-import { silentLogger } from '../src/logger.ts';
 import type { ServiceContext } from '../src/runtime/context.ts';
-import { openServiceContext } from '../src/runtime/service-context.ts';
 import type { ChangeSet } from '../src/timetable/notify-change.ts';
 import type { SourceKey } from '../src/timetable/source.ts';
 import { startFakeTelegram } from '../testkit/fake-telegram/index.ts';
@@ -32,6 +29,7 @@ import {
   spawnRole,
   tempDir,
 } from '../testkit/processes.ts';
+import { openBenchContext } from './support/bench-context.ts';
 
 /** Telegram's limit the service keeps to by default (`TELEGRAM_RATE_LIMIT`). */
 const RATE_LIMIT = 25;
@@ -76,14 +74,7 @@ async function measure(cleanup: Cleanup, sizes: typeof DEFAULTS): Promise<Record
     TELEGRAM_API_ROOT: telegram.apiRoot,
     NOTIFY_QUIET_HOURS: 'off',
   };
-  const opened = openServiceContext({
-    config: loadConfig({ ...env, PORT: '1' }),
-    logger: silentLogger(),
-    redis: redisUrl,
-    role: 'bench',
-  });
-  cleanup.add('context', opened.close);
-  const ctx = opened.context;
+  const ctx = openBenchContext(cleanup, env, redisUrl);
 
   const sources = Array.from({ length: sizes.sources }, (_, index) => `group:${10_000 + index}` as SourceKey);
   const chatsOf = new Map<SourceKey, number[]>(sources.map((source) => [source, []]));

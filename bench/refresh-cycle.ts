@@ -29,11 +29,8 @@
  * subscribers); the workers are mostly waiting on the simulator's latency and the limiter in cycle 2.
  */
 import { join } from 'node:path';
-import { loadConfig } from '../src/config.ts';
 import { activateSource } from '../src/jobs/activation.ts';
-import { silentLogger } from '../src/logger.ts';
 import type { ServiceContext } from '../src/runtime/context.ts';
-import { openServiceContext } from '../src/runtime/service-context.ts';
 import {
   Cleanup,
   privateRedis,
@@ -43,6 +40,7 @@ import {
   spawnRole,
   tempDir,
 } from '../testkit/processes.ts';
+import { openBenchContext } from './support/bench-context.ts';
 import { runCycle } from './support/cycle-run.ts';
 import { simulatorControl } from './support/soak-setup.ts';
 
@@ -90,14 +88,7 @@ async function measure(cleanup: Cleanup, options: RefreshCycleOptions): Promise<
     await spawnRole(cleanup, 'worker', workerEnv, dir),
   ];
   const api = await spawnRole(cleanup, 'api', env, dir);
-  const opened = openServiceContext({
-    config: loadConfig({ ...env, PORT: '1' }),
-    logger: silentLogger(),
-    redis: redisUrl,
-    role: 'bench',
-  });
-  cleanup.add('bench context', opened.close);
-  const ctx = opened.context;
+  const ctx = openBenchContext(cleanup, env, redisUrl);
   const sources = await chooseSources(simulator.url);
   await activateAll(ctx, sources);
   const paths = sources.map((source) =>

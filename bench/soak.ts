@@ -21,9 +21,6 @@
 import { appendFile, mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { loadConfig } from '../src/config.ts';
-import { silentLogger } from '../src/logger.ts';
-import { openServiceContext } from '../src/runtime/service-context.ts';
 import { startFakeGoogle } from '../testkit/fake-google/index.ts';
 import {
   Cleanup,
@@ -35,6 +32,7 @@ import {
   spawnRole,
   tempDir,
 } from '../testkit/processes.ts';
+import { openBenchContext } from './support/bench-context.ts';
 import { writeChart } from './support/chart.ts';
 import { bytesPerKeptJob } from './support/soak-probes.ts';
 import { judge, panels, progressLine } from './support/soak-report.ts';
@@ -113,14 +111,7 @@ async function soak(): Promise<number> {
     await spawnRole(cleanup, 'worker', env, dir),
   ];
   const names = ['api', 'worker-1', 'worker-2'];
-  const opened = openServiceContext({
-    config: loadConfig({ ...env, PORT: '1' }),
-    logger: silentLogger(),
-    redis: redisUrl,
-    role: 'bench',
-  });
-  cleanup.add('bench context', opened.close);
-  const ctx = opened.context;
+  const ctx = openBenchContext(cleanup, env, redisUrl);
   const api = children[0] as ServiceChild;
 
   log(`soak setup: ${GROUPS + EMPLOYEES} public sources, ${PERSONAL} sign-ups, ${GOOGLE_TARGETS} Google targets`);

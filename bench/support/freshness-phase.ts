@@ -5,11 +5,8 @@
  * university are counted over the change window only.
  */
 import { join } from 'node:path';
-import { loadConfig } from '../../src/config.ts';
 import { activateSource } from '../../src/jobs/activation.ts';
-import { silentLogger } from '../../src/logger.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
-import { openServiceContext } from '../../src/runtime/service-context.ts';
 import { signUp } from '../../src/subscriptions/personal.ts';
 import {
   Cleanup,
@@ -20,6 +17,7 @@ import {
   spawnRole,
   tempDir,
 } from '../../testkit/processes.ts';
+import { openBenchContext } from './bench-context.ts';
 import type { AffectedFeed, PlannedChange, World } from './freshness-changes.ts';
 import { ChangeLedger, type PairRecord } from './freshness-ledger.ts';
 import type { University } from './freshness-population.ts';
@@ -77,14 +75,7 @@ async function phase(cleanup: Cleanup, settings: PhaseSettings): Promise<PhaseRe
   };
   const workers = [await spawnRole(cleanup, 'worker', env, dir), await spawnRole(cleanup, 'worker', env, dir)];
   const api = await spawnRole(cleanup, 'api', env, dir);
-  const opened = openServiceContext({
-    config: loadConfig({ ...env, PORT: '1' }),
-    logger: silentLogger(),
-    redis: redisUrl,
-    role: 'bench',
-  });
-  cleanup.add('bench context', opened.close);
-  const ctx = opened.context;
+  const ctx = openBenchContext(cleanup, env, redisUrl);
   const warmStart = Date.now();
   const personal = await warmUp(ctx, api.url, env.ADMIN_TOKEN, settings);
   const warmUpSeconds = (Date.now() - warmStart) / 1000;
