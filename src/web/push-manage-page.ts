@@ -10,6 +10,7 @@ import { type Html, html } from './html.ts';
 import { type Lang, messages } from './i18n.ts';
 import { page } from './layout.ts';
 import { type OptionsFormView, optionsForm } from './options-form.ts';
+import { refusedOptionsList } from './push-options-line.ts';
 
 /** What a target's status means to its page, whatever the kind calls it. */
 export type PushState = 'active' | 'paused' | 'needs-credential' | 'calendar-deleted';
@@ -352,13 +353,11 @@ const refusedWords = messages({
   ru: {
     title: 'Настройки не подходят',
     lead: 'Календарь не подключён: эти настройки не подходят к расписанию.',
-    fields: { subgroup: 'Подгруппа', exclude: 'Скрытые занятия', alarm: 'Напоминание', title: 'Название' },
     back: 'Изменить настройки на странице расписания',
   },
   en: {
     title: 'Options do not fit',
     lead: 'The calendar is not connected: these options do not fit the timetable.',
-    fields: { subgroup: 'Subgroup', exclude: 'Hidden classes', alarm: 'Reminder', title: 'Title' },
     back: 'Change the options on the timetable’s page',
   },
 });
@@ -379,7 +378,7 @@ export function pushOptionsRefusedPage(view: {
     body: html`<h1>${w.title}</h1>
 <div class="notice error" role="alert" data-options-refused>
 <p>${w.lead}</p>
-<ul>!${view.refused.map(({ field, why }) => html`<li data-field="${field}"><strong>${w.fields[field]}:</strong> ${why}</li>`)}</ul>
+!${refusedOptionsList(view.refused, view.lang)}
 </div>
 <p><a class="button" href="${view.backUrl}" autofocus>${w.back}</a></p>`,
   });
