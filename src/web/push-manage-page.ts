@@ -220,10 +220,10 @@ export function pushManagePage(view: PushManageView, base: string, kind: PushKin
 }
 
 /**
- * The options form, posted to `<base>/options`: after a save the answer says so, what changed (only that) and what
- * is waiting to be pushed, the notice focused so that it opens in the first screen; after a refusal each bad field
- * says why, its value as typed, the first one focused. The action has no `#options`: browsers skip `autofocus` on
- * a page opened at a fragment.
+ * The options form, posted to `<base>/options`: after a save (the page the post redirects to) a notice says so,
+ * what changed (only that) and what is waiting to be pushed, focused so that it opens in the first screen; after a
+ * refusal (the post's own answer) each bad field says why, its value as typed, the first one focused. Neither the
+ * action nor the redirect has `#options`: browsers skip `autofocus` on a page opened at a fragment.
  */
 function optionsSection(view: PushManageView, base: string): Html {
   const w = words(view.lang);
