@@ -3,14 +3,15 @@
  * `title`, named as in a feed URL) and checked against the timetable as its page checks them: the connect page,
  * Google's connect route and the manage pages' options form all read them here. Empty fields are no option, a
  * title equal to the timetable's default is none; a refused field keeps what was typed, so that the page can show
- * it again beside the reason.
+ * it again beside the reason. A save on a manage page answers with a redirect back to it that says so
+ * (`?done=options`, as the personal page's forms do) and carries what the calendar followed before, read here too.
  */
 import type { OptionRefusedError } from '../serving/errors.ts';
 import { type OptionsFitDeps, optionsMisfitsFor } from '../serving/variant-render.ts';
 import { defaultTitleTemplate, type OptionValues } from '../timetable/event-text.ts';
 import { type SourceKey, sourceOf } from '../timetable/source.ts';
 import type { SubscriberOptions } from '../timetable/types.ts';
-import { pushLinks } from '../web/feed-links.ts';
+import { optionsQuery, pushLinks } from '../web/feed-links.ts';
 import { filledOptionFields, readSubscriberOptions } from './subscriber-query.ts';
 
 /** What reading push options needs: the subgroups and kinds a timetable has (ever had). */
@@ -84,6 +85,29 @@ export function connectUrl(kind: 'google' | 'caldav', source: SourceKey, options
     defaultTitleTemplate(sourceOf(source).kind),
   );
   return String(kind === 'google' ? links.push : links.caldav);
+}
+
+/** The `?done=` word of a manage page after its options form was saved. */
+const OPTIONS_SAVED = 'options';
+
+/**
+ * Where a manage page's options form sends the browser after a save: back to the page at `path`, with
+ * `?done=options` and, in `was`, the options the calendar followed before (a feed URL's query, empty for none),
+ * so that the page says what the save changed. It has no fragment: browsers skip `autofocus` at one.
+ */
+export function optionsSavedPath(path: string, before: SubscriberOptions | undefined, defaultTitle: string): string {
+  const was = optionsQuery(before ?? {}, defaultTitle).replace(/^\?/, '');
+  return `${path}?${new URLSearchParams({ done: OPTIONS_SAVED, was }).toString()}`;
+}
+
+/**
+ * What the manage page's query says of a save ({@link optionsSavedPath}): the options followed before it, or
+ * undefined when the query names no save. A value that does not read (a hand-made URL) is no option.
+ */
+export function optionsSavedOutcome(query: unknown): { before: SubscriberOptions } | undefined {
+  const { done, was } = textFields(query);
+  if (done !== OPTIONS_SAVED || typeof was !== 'string') return undefined;
+  return { before: readSubscriberOptions(Object.fromEntries(new URLSearchParams(was))).options };
 }
 
 /** The string and string-array fields of a parsed query or form; anything else is no field. */

@@ -6,9 +6,10 @@
  * the browser that holds the token) puts the cookie into another browser; Disconnect is a form post with a ticked
  * confirmation (`confirm=yes`; without it the page asks again), and `POST <base>/:id/options` changes the feed
  * options the calendar follows (checked against its timetable; a refused field is shown again as typed, with
- * why). Every failure is a page in the site's language. URLs are never logged (the app logs route patterns); the
- * manage link and the problem pages (served at URLs that may carry a token) send no referrer, while the manage page
- * itself (a URL without a secret) keeps the default same-origin one, so that its forms carry their origin.
+ * why; a save answers with a 303 back to the page, which says what changed). Every failure is a page in the
+ * site's language. URLs are never logged (the app logs route patterns); the manage link and the problem pages
+ * (served at URLs that may carry a token) send no referrer, while the manage page itself (a URL without a secret)
+ * keeps the default same-origin one, so that its forms carry their origin.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
@@ -27,7 +28,13 @@ import { sendError } from './error-answer.ts';
 import { acceptForms, formOf } from './form-body.ts';
 import { authorised, type IdParams } from './owner-auth.ts';
 import { type PageDeps, requestLang, requireSameOrigin, sendPage } from './pages.ts';
-import { type ChosenPushOptions, type PushOptionsFormDeps, readPushOptions } from './push-options-form.ts';
+import {
+  type ChosenPushOptions,
+  optionsSavedOutcome,
+  optionsSavedPath,
+  type PushOptionsFormDeps,
+  readPushOptions,
+} from './push-options-form.ts';
 import type { Disconnection, PushRouteKind, RoutedTarget } from './push-route-kind.ts';
 
 /** A year: the token works until the connection is removed or connected again. */
@@ -48,7 +55,10 @@ export type PushTargetRouteDeps = PageDeps &
 export interface ManageOutcome {
   /** The options form was refused: its fields as typed, each bad one with why. */
   refusedOptions?: ChosenPushOptions | undefined;
-  /** The options were just saved: what the calendar followed before (undefined: no options of its own). */
+  /**
+   * The page is the redirect's after a save of the options: what the calendar followed before (undefined: no
+   * options of its own), to say what changed.
+   */
   saved?: { before: SubscriberOptions | undefined } | undefined;
   /** Disconnect was sent without its confirmation ticked. */
   disconnectUnconfirmed?: boolean | undefined;
@@ -185,7 +195,8 @@ export async function registerPushTargetRoutes<T extends RoutedTarget, O extends
       if (!wantsPage(request)) return kind.view(await authorised(ctx, request, kind.records), { pendingChanges: true });
       const target = await cookieTarget(ctx, kind, request, reply);
       if (target === undefined) return reply;
-      return answerManagePage(ctx, kind, request, reply, target);
+      const saved = optionsSavedOutcome(request.query);
+      return answerManagePage(ctx, kind, request, reply, target, undefined, 200, { saved });
     });
 
     scope.delete<IdParams>(`${kind.base}/:id`, async (request, reply) => {
@@ -225,8 +236,13 @@ export async function registerPushTargetRoutes<T extends RoutedTarget, O extends
       if ((await changePushOptions(ctx, kindOptions, target.id, chosen.options)) === undefined)
         return sendProblem(ctx, kind, request, reply, 'unknown', 404);
       request.log.info({ target: target.id }, `${kind.name} target options changed from its manage page`);
-      const fresh = (await kind.records.get(target.id)) ?? target;
-      return answerManagePage(ctx, kind, request, reply, fresh, undefined, 200, { saved: { before } });
+      // Back to the page with a word of what was saved: a reload there reads the page again, not this post.
+      const path = optionsSavedPath(
+        `${kind.base}/${target.id}`,
+        before,
+        defaultTitleTemplate(sourceOf(target.source).kind),
+      );
+      return reply.code(303).header('location', path).header('cache-control', 'no-store').send();
     });
 
     scope.post<IdParams>(`${kind.base}/:id/disconnect`, async (request, reply) => {

@@ -14,6 +14,7 @@ import type { CalendarChoice } from '../subscriptions/errors.ts';
 import { type Html, html } from './html.ts';
 import { type Lang, messages } from './i18n.ts';
 import { page } from './layout.ts';
+import { refusedOptionsList } from './push-options-line.ts';
 
 /** The providers the page knows, in the order it shows them. */
 export const CALDAV_PRESETS = ['yandex', 'icloud', 'nextcloud', 'fastmail', 'other'] as const;
@@ -95,7 +96,6 @@ const words = messages({
     optionsChange: 'Изменить',
     optionsRefused: 'Эти настройки календаря не подходят к расписанию:',
     optionsFix: 'Изменить настройки на странице расписания',
-    optionFields: { subgroup: 'Подгруппа', exclude: 'Скрытые занятия', alarm: 'Напоминание', title: 'Название' },
     server: 'Сервер',
     nextcloudAddress: 'Адрес вашего Nextcloud',
     nextcloudHint: 'Тот, что в адресной строке, например https://cloud.example.ru',
@@ -171,7 +171,6 @@ const words = messages({
     optionsChange: 'Change',
     optionsRefused: 'These calendar options do not fit the timetable:',
     optionsFix: 'Change the options on the timetable’s page',
-    optionFields: { subgroup: 'Subgroup', exclude: 'Hidden classes', alarm: 'Reminder', title: 'Title' },
     server: 'Server',
     nextcloudAddress: 'Your Nextcloud address',
     nextcloudHint: 'The one in the address bar, for example https://cloud.example.org',
@@ -282,12 +281,15 @@ function presetHref(view: CalDavConnectView, preset: CalDavPreset): string {
  */
 function optionsBlock(view: CalDavConnectView): Html {
   const w = words(view.lang);
-  const refused = Object.entries(view.optionsRefused ?? {}) as [OptionField, string][];
+  const refused = (Object.entries(view.optionsRefused ?? {}) as [OptionField, string][]).map(([field, why]) => ({
+    field,
+    why,
+  }));
   if (refused.length === 0)
     return html`<p class="options-line" id="caldav-options"><strong>${w.optionsFollow}</strong> <span data-options-line>${view.optionsLine}</span>. <a href="${view.optionsUrl}">${w.optionsChange}</a></p>`;
   return html`<div class="notice error" id="caldav-options-error" role="alert" data-options-refused>
 <p>${w.optionsRefused}</p>
-<ul>!${refused.map(([field, why]) => html`<li data-field="${field}"><strong>${w.optionFields[field]}:</strong> ${why}</li>`)}</ul>
+!${refusedOptionsList(refused, view.lang)}
 <p><a href="${view.optionsUrl}" autofocus>${w.optionsFix}</a></p>
 </div>`;
 }

@@ -10,6 +10,7 @@ import { type Html, html } from './html.ts';
 import { type Lang, messages } from './i18n.ts';
 import { page } from './layout.ts';
 import { type OptionsFormView, optionsForm } from './options-form.ts';
+import { refusedOptionsList } from './push-options-line.ts';
 
 /** What a target's status means to its page, whatever the kind calls it. */
 export type PushState = 'active' | 'paused' | 'needs-credential' | 'calendar-deleted';
@@ -219,10 +220,10 @@ export function pushManagePage(view: PushManageView, base: string, kind: PushKin
 }
 
 /**
- * The options form, posted to `<base>/options`: after a save the answer says so, what changed (only that) and what
- * is waiting to be pushed, the notice focused so that it opens in the first screen; after a refusal each bad field
- * says why, its value as typed, the first one focused. The action has no `#options`: browsers skip `autofocus` on
- * a page opened at a fragment.
+ * The options form, posted to `<base>/options`: after a save (the page the post redirects to) a notice says so,
+ * what changed (only that) and what is waiting to be pushed, focused so that it opens in the first screen; after a
+ * refusal (the post's own answer) each bad field says why, its value as typed, the first one focused. Neither the
+ * action nor the redirect has `#options`: browsers skip `autofocus` on a page opened at a fragment.
  */
 function optionsSection(view: PushManageView, base: string): Html {
   const w = words(view.lang);
@@ -352,13 +353,11 @@ const refusedWords = messages({
   ru: {
     title: 'Настройки не подходят',
     lead: 'Календарь не подключён: эти настройки не подходят к расписанию.',
-    fields: { subgroup: 'Подгруппа', exclude: 'Скрытые занятия', alarm: 'Напоминание', title: 'Название' },
     back: 'Изменить настройки на странице расписания',
   },
   en: {
     title: 'Options do not fit',
     lead: 'The calendar is not connected: these options do not fit the timetable.',
-    fields: { subgroup: 'Subgroup', exclude: 'Hidden classes', alarm: 'Reminder', title: 'Title' },
     back: 'Change the options on the timetable’s page',
   },
 });
@@ -379,7 +378,7 @@ export function pushOptionsRefusedPage(view: {
     body: html`<h1>${w.title}</h1>
 <div class="notice error" role="alert" data-options-refused>
 <p>${w.lead}</p>
-<ul>!${view.refused.map(({ field, why }) => html`<li data-field="${field}"><strong>${w.fields[field]}:</strong> ${why}</li>`)}</ul>
+!${refusedOptionsList(view.refused, view.lang)}
 </div>
 <p><a class="button" href="${view.backUrl}" autofocus>${w.back}</a></p>`,
   });

@@ -3,14 +3,23 @@
  * название «{предмет} {аудитория}»», or, when it follows the whole timetable (a target connected before push
  * followed options, or one connected with none chosen), «Вся группа» for a group and «Всё расписание» for a
  * teacher's or a personal timetable (a поток is several groups: not what one group's calendar gets). The connect
- * page shows it before the calendar is connected, the manage page after.
+ * page shows it before the calendar is connected, the manage page after; the manage page says what a save
+ * changed, and both connect pages list the options they refuse, each by its field's name.
  */
 
+import type { OptionField } from '../serving/errors.ts';
 import { defaultTitleTemplate, titleTemplateIn } from '../timetable/event-text.ts';
 import type { SourceKind } from '../timetable/source.ts';
 import type { SubscriberOptions } from '../timetable/types.ts';
+import { type Html, html } from './html.ts';
 import type { Lang } from './i18n.ts';
 import { durationText } from './options-form.ts';
+
+/** The name of each option field, as the options form labels it. */
+const FIELD_NAMES: Readonly<Record<Lang, Readonly<Record<OptionField, string>>>> = {
+  ru: { subgroup: 'Подгруппа', exclude: 'Скрытые занятия', alarm: 'Напоминание', title: 'Название' },
+  en: { subgroup: 'Subgroup', exclude: 'Hidden classes', alarm: 'Reminder', title: 'Title' },
+};
 
 /** «без лекций»: the kinds the university sends, in the genitive plural; any other kind is quoted as it is. */
 const KINDS_GENITIVE: Readonly<Record<string, string>> = {
@@ -83,6 +92,7 @@ export function pushOptionsChanges(
   lang: Lang,
 ): string[] {
   const ru = lang === 'ru';
+  const names = FIELD_NAMES[lang];
   const was = before ?? {};
   const none = ru ? 'нет' : 'none';
   const changes: string[] = [];
@@ -91,23 +101,32 @@ export function pushOptionsChanges(
   };
   const subgroup = (options: SubscriberOptions) =>
     options.subgroup === undefined ? (ru ? 'все' : 'all') : String(options.subgroup);
-  change(ru ? 'Подгруппа' : 'Subgroup', subgroup(was), subgroup(after));
+  change(names.subgroup, subgroup(was), subgroup(after));
   const kinds = (options: SubscriberOptions) =>
     (options.excludeKinds ?? []).length === 0 ? none : [...(options.excludeKinds ?? [])].join(', ');
-  change(ru ? 'Скрытые занятия' : 'Hidden classes', kinds(was), kinds(after));
+  change(names.exclude, kinds(was), kinds(after));
   const alarm = (options: SubscriberOptions) => {
     const minutes = options.alarmMinutes;
     if (minutes === undefined) return none;
     if (minutes === 0) return ru ? 'в начале занятия' : 'at the start';
     return ru ? `за ${durationText(minutes, lang)}` : `${durationText(minutes, lang)} before`;
   };
-  change(ru ? 'Напоминание' : 'Reminder', alarm(was), alarm(after));
+  change(names.alarm, alarm(was), alarm(after));
   const title = (options: SubscriberOptions) => {
     const template = options.titleTemplate;
     if (template === undefined || template === defaultTitleTemplate(kind)) return ru ? 'обычное' : 'the usual one';
     const shown = titleTemplateIn(template, lang);
     return ru ? `«${shown}»` : `“${shown}”`;
   };
-  change(ru ? 'Название' : 'Title', title(was), title(after));
+  change(names.title, title(was), title(after));
   return changes;
+}
+
+/**
+ * The options refused, as a list: each field by its name with why («Подгруппа: В этом расписании нет подгруппы
+ * 7.»), `data-field` naming it for scripts and tests. The page around it says what was refused and the way back.
+ */
+export function refusedOptionsList(refused: readonly { field: OptionField; why: string }[], lang: Lang): Html {
+  const names = FIELD_NAMES[lang];
+  return html`<ul>!${refused.map(({ field, why }) => html`<li data-field="${field}"><strong>${names[field]}:</strong> ${why}</li>`)}</ul>`;
 }

@@ -94,6 +94,21 @@ async function dropPushes(kind: 'google' | 'caldav', target: string): Promise<vo
   await Promise.all(jobs.filter((job) => job.data.target === target).map((job) => job.remove()));
 }
 
+/**
+ * Saves a manage page's options form as a browser does: the post answers 303 back to the page, whose GET says what
+ * changed; answers that page, read back.
+ */
+async function saveOptions(path: string, cookie: string, payload: string): Promise<string> {
+  const saved = await g.app.inject({ method: 'POST', url: `${path}/options`, headers: { ...FORM, cookie }, payload });
+  expect(saved.statusCode, saved.body).toBe(303);
+  expect(saved.headers['cache-control']).toBe('no-store');
+  const location = String(saved.headers.location);
+  expect(location).toMatch(new RegExp(`^${path}\\?done=options&was=[^#]*$`));
+  const page = await g.app.inject({ method: 'GET', url: location, headers: { ...BROWSER, cookie } });
+  expect(page.statusCode).toBe(200);
+  return unescaped(page.body);
+}
+
 /** The pushes queued for a target. */
 async function queuedPushes(kind: 'google' | 'caldav', target: string) {
   const jobs = await g.ctx.queues.pushQueue(kind).getJobs(['waiting', 'delayed', 'prioritized', 'active']);
@@ -407,15 +422,14 @@ describe('the manage page’s options', () => {
     expect(page).toContain('value="лекция"');
 
     await dropPushes('google', id);
-    const saved = await g.app.inject({
-      method: 'POST',
-      url: `${path}/options`,
-      headers: { ...FORM, cookie },
-      payload: 'subgroup=2&exclude=лекция&alarm=30&title=%7Bпредмет%7D+%28%7Bвид%7D%29',
-    });
-    expect(saved.statusCode).toBe(200);
-    const body = unescaped(saved.body);
-    // Only what changed, one line each, in a notice that takes the focus.
+    // A save answers with a redirect back to the page (a reload there does not post again), which says so.
+    const body = await saveOptions(
+      path,
+      cookie,
+      'subgroup=2&exclude=лекция&alarm=30&title=%7Bпредмет%7D+%28%7Bвид%7D%29',
+    );
+    // Only what changed, one line each, in one notice that takes the focus.
+    expect(body.match(/data-options-saved-push/g)).toHaveLength(1);
     const notice = /<div class="notice ok" id="options-saved"[^>]*>[\s\S]*?<\/div>/.exec(body)?.[0] ?? '';
     expect(notice).toMatch(/role="status" tabindex="-1" autofocus data-options-saved-push/);
     expect(notice).toContain('<p>Настройки сохранены — календарь обновится в течение минуты.</p>');
@@ -434,6 +448,10 @@ describe('the manage page’s options', () => {
     });
     const pushes = await queuedPushes('google', id);
     expect(pushes).toContainEqual(expect.objectContaining({ target: id, reason: 'refresh' }));
+    // The page opened again later: what the calendar follows, and no notice.
+    const later = unescaped((await g.app.inject({ method: 'GET', url: path, headers: { ...BROWSER, cookie } })).body);
+    expect(later).toContain('<dd data-options-line>Подгруппа 2, без лекций, напоминание за 30 минут</dd>');
+    expect(later).not.toContain('data-options-saved-push');
 
     // Forged from another site: refused, nothing changed.
     const forged = await g.app.inject({
@@ -463,8 +481,11 @@ describe('the manage page’s options', () => {
       headers: { ...FORM, cookie },
       payload: 'subgroup=9&title=%7Bпредмет',
     });
+    // Answered with the form itself, not a redirect: what was typed stays, beside why.
     expect(refused.statusCode).toBe(400);
+    expect(refused.headers.location).toBeUndefined();
     const body = unescaped(refused.body);
+    expect(body).not.toContain('data-options-saved-push');
     expect(body).toMatch(/<p class="field-error" id="opt-subgroup-error"[^>]*>В этом расписании нет подгруппы 9\./);
     expect(body).toContain('<option value="9" selected>9</option>');
     expect(body).toContain('Настройки не применены: исправьте отмеченное поле.');
@@ -495,41 +516,21 @@ describe('the manage page’s options', () => {
         [connected.headers['set-cookie']].flat().find((line) => String(line).startsWith('tts-caldav-manage=')),
       ).split(';', 1)[0] ?? '';
     await dropPushes('caldav', id);
-    const saved = await g.app.inject({
-      method: 'POST',
-      url: `${path}/options`,
-      headers: { ...FORM, cookie },
-      payload: 'subgroup=2',
-    });
-    expect(saved.statusCode).toBe(200);
-    expect(unescaped(saved.body)).toContain('<ul><li>Подгруппа: все → 2</li></ul>');
+    expect(await saveOptions(path, cookie, 'subgroup=2')).toContain('<ul><li>Подгруппа: все → 2</li></ul>');
     expect((await g.ctx.caldav.targets.get(id))?.options).toEqual({ subgroup: 2 });
     expect(await queuedPushes('caldav', id)).toContainEqual(expect.objectContaining({ reason: 'refresh' }));
     // Each later save says only what it changed.
-    const changed = await g.app.inject({
-      method: 'POST',
-      url: `${path}/options`,
-      headers: { ...FORM, cookie },
-      payload: 'subgroup=1&alarm=15',
-    });
-    expect(unescaped(changed.body)).toContain(
+    expect(await saveOptions(path, cookie, 'subgroup=1&alarm=15')).toContain(
       '<ul><li>Подгруппа: 2 → 1</li><li>Напоминание: нет → за 15 минут</li></ul>',
     );
-    const unchanged = await g.app.inject({
-      method: 'POST',
-      url: `${path}/options`,
-      headers: { ...FORM, cookie },
-      payload: 'subgroup=1&alarm=15',
-    });
-    expect(unescaped(unchanged.body)).toMatch(/data-options-saved-push>\n<p>Настройки не изменились\.<\/p>/);
-    const cleared = await g.app.inject({
-      method: 'POST',
-      url: `${path}/options`,
-      headers: { ...FORM, cookie },
-      payload: 'subgroup=1',
-    });
-    expect(unescaped(cleared.body)).toContain('<ul><li>Напоминание: за 15 минут → нет</li></ul>');
-    expect(unescaped(cleared.body)).toContain('<a href="/timetables/groups/5303?subgroup=1" data-timetable-link>');
+    expect(await saveOptions(path, cookie, 'subgroup=1&alarm=15')).toMatch(
+      /data-options-saved-push>\n<p>Настройки не изменились\.<\/p>/,
+    );
+    const cleared = await saveOptions(path, cookie, 'subgroup=1');
+    expect(cleared).toContain('<ul><li>Напоминание: за 15 минут → нет</li></ul>');
+    expect(cleared).toContain('<a href="/timetables/groups/5303?subgroup=1" data-timetable-link>');
+    const later = unescaped((await g.app.inject({ method: 'GET', url: path, headers: { ...BROWSER, cookie } })).body);
+    expect(later).not.toContain('data-options-saved-push');
   });
 });
 

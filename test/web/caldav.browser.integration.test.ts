@@ -268,6 +268,9 @@ describe('CalDAV push from the page', () => {
     await page.locator('#opt-alarm').selectOption('30');
     await page.locator('form#options button[type="submit"]').click();
     await page.locator('[data-options-saved-push]').waitFor();
+    // The save came back as a redirect to the page: a reload reads the page, it does not post the form again.
+    expect(new URL(page.url()).pathname).toBe(`/caldav/targets/${id}`);
+    expect(new URL(page.url()).searchParams.get('done')).toBe('options');
     // Only what changed, in a notice that has the focus and is in the first screen.
     expect(await page.locator('[data-options-saved-push] li').allTextContents()).toEqual([
       'Напоминание: за 15 минут → за 30 минут',

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { pushOptionsChanges, pushOptionsLine } from '../../src/web/push-options-line.ts';
+import { pushOptionsChanges, pushOptionsLine, refusedOptionsList } from '../../src/web/push-options-line.ts';
 
 describe('what a push calendar follows, in one line', () => {
   it('says the whole timetable for no options or none chosen', () => {
@@ -42,5 +42,21 @@ describe('what a save changed, one line per option', () => {
     ]);
     expect(pushOptionsChanges({ subgroup: 1 }, { subgroup: 1 }, 'group', 'ru')).toEqual([]);
     expect(pushOptionsChanges({}, { alarmMinutes: 60 }, 'group', 'en')).toEqual(['Reminder: none → 1 hour before']);
+  });
+});
+
+describe('the options refused, as a list', () => {
+  it('names each field as the form does, with why, in each language', () => {
+    const refused = [
+      { field: 'subgroup', why: 'В этом расписании нет подгруппы 7.' },
+      { field: 'title', why: 'Неизвестная подстановка {комната}.' },
+    ] as const;
+    expect(refusedOptionsList(refused, 'ru')).toBe(
+      '<ul><li data-field="subgroup"><strong>Подгруппа:</strong> В этом расписании нет подгруппы 7.</li>' +
+        '<li data-field="title"><strong>Название:</strong> Неизвестная подстановка {комната}.</li></ul>',
+    );
+    expect(refusedOptionsList([{ field: 'alarm', why: 'a <b>' }], 'en')).toBe(
+      '<ul><li data-field="alarm"><strong>Reminder:</strong> a &#60;b&#62;</li></ul>',
+    );
   });
 });
