@@ -34,7 +34,7 @@ export type PersonalRouteDeps = PersonalSessionDeps &
   Parameters<typeof saveFeedOptions>[0] &
   Parameters<typeof rotateFeedToken>[0] &
   Parameters<typeof deleteSubscription>[0] & {
-    readonly snapshots: Pick<SnapshotStore, 'optionValues' | 'snapshot'>;
+    readonly snapshots: Pick<SnapshotStore, 'timetableOptionValues'>;
     readonly subscriptions: Pick<SubscriptionStore, 'openSession' | 'closeSession' | 'closeOtherSessions'>;
   };
 

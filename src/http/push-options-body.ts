@@ -22,7 +22,7 @@ export interface PushOptionsJson {
 
 const FIELDS = ['subgroup', 'exclude', 'alarm', 'title'] as const;
 
-/** What {@link checkPushOptionsFit} reads: the stored timetable and the option values it ever had. */
+/** What {@link checkPushOptionsFit} reads: the option values the timetable ever had. */
 export interface PushOptionsFitDeps {
   readonly snapshots: OptionsFitDeps;
 }

@@ -5,12 +5,18 @@ import { type SourceKey, sourceToken } from '../timetable/source.ts';
 import type { RefreshJobData } from './contract.ts';
 import type { Queues } from './queues.ts';
 
-/** Why a source is refreshed next: its turn, a parked source's longest wait, a related change, its deadline passed. */
-export type NextRefreshWhy = 'rotation' | 'parked' | 'related' | 'overdue';
+/**
+ * Why a source is refreshed next: its turn, a parked source's longest wait, a related change, its deadline
+ * passed, or the pacer has queued it already (its refresh waits in the queue).
+ */
+export type NextRefreshWhy = 'rotation' | 'parked' | 'related' | 'overdue' | 'queued';
 
 /** A source's next background refresh, as the admin table shows it. */
 export interface NextRefresh {
-  /** Epoch ms: the planned time; for `overdue` the deadline that passed; for `related` when it was queued. */
+  /**
+   * Epoch ms: the planned time; for `overdue` the deadline that passed; for `related` and `queued` when its
+   * refresh was queued.
+   */
   at: number;
   why: NextRefreshWhy;
 }
@@ -38,27 +44,39 @@ export async function freshnessViews(
   sources: readonly SourceKey[],
   now: number,
 ): Promise<FreshnessView[]> {
-  const [plans, related] = await Promise.all([ctx.freshness.planned(sources), queuedRelated(ctx, sources)]);
+  const [plans, waiting] = await Promise.all([ctx.freshness.planned(sources), waitingBackground(ctx, sources)]);
   return sources.map((_, index) => {
     const plan = plans[index];
     const parkedBy = plan?.state?.parkedBy;
-    const queuedAt = related[index];
-    if (queuedAt !== undefined) return { nextRefresh: { at: queuedAt, why: 'related' }, parkedBy };
+    const job = waiting[index];
+    if (job?.reason === 'related') return { nextRefresh: { at: job.queuedAt, why: 'related' }, parkedBy };
     if (plan === undefined) return { nextRefresh: undefined, parkedBy };
+    // Taken and queued by the pacer: its plan now holds the mark the take or the settling gave it, not a turn.
+    if (job?.reason === 'schedule') return { nextRefresh: { at: job.queuedAt, why: 'queued' }, parkedBy };
     if (plan.deadline <= now) return { nextRefresh: { at: plan.deadline, why: 'overdue' }, parkedBy };
     return { nextRefresh: { at: plan.next, why: parkedBy === undefined ? 'rotation' : 'parked' }, parkedBy };
   });
 }
 
+/** A background refresh waiting in the queue (not started): why it was queued, and when. */
+interface WaitingBackground {
+  reason: 'related' | 'schedule';
+  queuedAt: number;
+}
+
 /**
- * When a related refresh of each source was queued, if one waits now (not started). A source's refresh job is
- * the one its deduplication id names (`enqueueRefresh` deduplicates by the source's token); all are read with
- * one `MGET`, then the jobs found with one pipeline. This reads BullMQ's own keys (the queue's `de` key, and a
- * job's hash fields `data`, `timestamp`, `processedOn`, `finishedOn`, as `Queue.getDeduplicationJobId` and
- * `Queue.getJob` do), because BullMQ reads them one job at a time: a page of 500 sources would cost a thousand
- * commands. test/jobs/freshness-view.integration.test.ts compares the outcome with BullMQ's own reading.
+ * The background refresh (`related`, or the pacer's `schedule`) of each source that waits now (not started),
+ * with when it was queued. A source's refresh job is the one its deduplication id names (`enqueueRefresh`
+ * deduplicates by the source's token); all are read with one `MGET`, then the jobs found with one pipeline.
+ * This reads BullMQ's own keys (the queue's `de` key, and a job's hash fields `data`, `timestamp`,
+ * `processedOn`, `finishedOn`, as `Queue.getDeduplicationJobId` and `Queue.getJob` do), because BullMQ reads
+ * them one job at a time: a page of 500 sources would cost a thousand commands.
+ * test/jobs/freshness-view.integration.test.ts compares the outcome with BullMQ's own reading.
  */
-async function queuedRelated(ctx: FreshnessViewDeps, sources: readonly SourceKey[]): Promise<(number | undefined)[]> {
+async function waitingBackground(
+  ctx: FreshnessViewDeps,
+  sources: readonly SourceKey[],
+): Promise<(WaitingBackground | undefined)[]> {
   if (sources.length === 0) return [];
   const queue = ctx.queues.refresh;
   const ids = await ctx.redis.mget(...sources.map((source) => `${queue.keys.de}:${sourceToken(source)}`));
@@ -66,17 +84,18 @@ async function queuedRelated(ctx: FreshnessViewDeps, sources: readonly SourceKey
   const pipeline = ctx.redis.pipeline();
   for (const { id } of found) pipeline.hmget(queue.toKey(id), 'data', 'timestamp', 'processedOn', 'finishedOn');
   const jobs = found.length === 0 ? [] : ((await pipeline.exec()) ?? []);
-  const related: (number | undefined)[] = sources.map(() => undefined);
+  const waiting: (WaitingBackground | undefined)[] = sources.map(() => undefined);
   found.forEach(({ index }, position) => {
     const [error, fields] = jobs[position] ?? [];
     if (error) throw error;
     const [data, timestamp, processedOn, finishedOn] = (fields ?? []) as (string | null)[];
     // A job removed since (its id outlives it until the deduplication key expires) has no fields.
     if (data === null || data === undefined || processedOn || finishedOn) return;
-    if (reasonOf(data) !== 'related') return;
-    related[index] = Number(timestamp);
+    const reason = reasonOf(data);
+    if (reason !== 'related' && reason !== 'schedule') return;
+    waiting[index] = { reason, queuedAt: Number(timestamp) };
   });
-  return related;
+  return waiting;
 }
 
 /** The reason of a refresh job's stored data; undefined when unreadable. */

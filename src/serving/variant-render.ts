@@ -8,7 +8,7 @@ import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { type FeedSettings, renderVariant } from '../feeds/build-feed.ts';
 import { compressFeed, etagOf } from '../store/feed-store.ts';
 import type { SnapshotStore } from '../store/snapshot-store.ts';
-import { type OptionValues, optionValuesOf } from '../timetable/event-text.ts';
+import { mergeOptionValues, type OptionValues, optionValuesOf } from '../timetable/event-text.ts';
 import type { SourceKey } from '../timetable/source.ts';
 import type { SubscriberOptions } from '../timetable/types.ts';
 import { FeedUnavailableError, OptionRefusedError, VariantRefusedError } from './errors.ts';
@@ -149,30 +149,22 @@ export function optionsMisfits(values: OptionValues, options: SubscriberOptions)
   return misfits;
 }
 
-/** What {@link optionsMisfitsFor} reads: the values a timetable ever had, and its current snapshot. */
-export type OptionsFitDeps = Pick<SnapshotStore, 'optionValues' | 'snapshot'>;
+/** What {@link optionsMisfitsFor} reads: the values a timetable ever had, its current snapshot's included. */
+export type OptionsFitDeps = Pick<SnapshotStore, 'timetableOptionValues'>;
 
 /**
  * Whether `options` fit the timetable of `source`, as every place that takes options for a calendar checks them
  * (the admin API, the push pages, the personal page's saved options): {@link optionsMisfits} against every value
- * the timetable ever had and its current snapshot's (not recorded until it is published). Before the first fetch
- * there is nothing to check against, and none is refused. `values` are what a form offers.
+ * the timetable ever had, its current snapshot's included, read from the small set each publication keeps
+ * rather than from the snapshot. Before the first fetch there is nothing to check against, and none is refused.
+ * `values` are what a form offers.
  */
 export async function optionsMisfitsFor(
   snapshots: OptionsFitDeps,
   source: SourceKey,
   options: SubscriberOptions,
 ): Promise<{ misfits: OptionRefusedError[]; values: OptionValues }> {
-  const [stored, snapshot] = await Promise.all([snapshots.optionValues(source), snapshots.snapshot(source)]);
-  if (snapshot === undefined) return { misfits: [], values: stored };
-  const values = mergeOptionValues(stored, optionValuesOf(snapshot.entries));
+  const values = await snapshots.timetableOptionValues(source);
+  if (values === undefined) return { misfits: [], values: { subgroups: [], kinds: [] } };
   return { misfits: optionsMisfits(values, options), values };
-}
-
-/** Both sets of values, each once, sorted. */
-export function mergeOptionValues(a: OptionValues, b: OptionValues): OptionValues {
-  return {
-    subgroups: [...new Set([...a.subgroups, ...b.subgroups])].sort((x, y) => x - y),
-    kinds: [...new Set([...a.kinds, ...b.kinds])].sort(),
-  };
 }

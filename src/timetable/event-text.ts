@@ -250,6 +250,14 @@ export function optionValuesOf(entries: readonly TimetableEntry[]): OptionValues
   return { subgroups: [...subgroups].sort((a, b) => a - b), kinds: [...kinds].sort() };
 }
 
+/** Both sets of values, each once, sorted. */
+export function mergeOptionValues(a: OptionValues, b: OptionValues): OptionValues {
+  return {
+    subgroups: [...new Set([...a.subgroups, ...b.subgroups])].sort((x, y) => x - y),
+    kinds: [...new Set([...a.kinds, ...b.kinds])].sort(),
+  };
+}
+
 /** True when a subscriber's options keep this entry. */
 export function keepsEntry(entry: TimetableEntry, subscriber: SubscriberOptions = {}): boolean {
   return keepsClass(entry, subscriber);

@@ -122,6 +122,45 @@ describe('admin source table and change log', () => {
     expect(byId.get('group:5')).toEqual({ nextRefresh: null, parkedBy: null });
   });
 
+  it('shows a source the pacer took and queued as queued, from when its refresh was queued', async () => {
+    const now = ctx.now();
+    const sources = ['group:6', 'personal:BBBBBBBBBBBBBBBBBBBBBB', 'group:7'];
+    for (const source of sources) await ctx.registry.activate(source, now);
+    const state = { lastRefresh: now, changes: 0, observedMs: 0, weight: 1 };
+    const far = now + 1_800_000;
+    await ctx.freshness.plan('group:6', { next: now - 2_000, deadline: far, state });
+    await ctx.freshness.plan('personal:BBBBBBBBBBBBBBBBBBBBBB', {
+      next: now - 1_000,
+      deadline: far,
+      state: { ...state, parkedBy: 'group:6' },
+    });
+    await ctx.freshness.plan('group:7', { next: now + 60_000, deadline: far, state });
+    // What a pacer step does: take the two due, queue their refreshes, settle them an interval on.
+    const timing = { leadMs: 90_000, retakeMs: 30_000 };
+    const taken = await ctx.freshness.take(now, 2, 0, timing);
+    expect(taken.map((source) => source.source)).toEqual(sources.slice(0, 2));
+    const queuedAt = new Map<string, number>();
+    for (const { source } of taken) {
+      const id = await enqueueRefresh(ctx.queues, ctx.config, source, { reason: 'schedule', now });
+      queuedAt.set(source, (await ctx.queues.refresh.getJob(id))?.timestamp ?? Number.NaN);
+    }
+    await ctx.freshness.settle(sources.slice(0, 2), now, timing, now + ctx.config.refreshIntervalMs);
+
+    const rows = (await get('/admin/sources')).json().sources as Record<string, unknown>[];
+    const byId = new Map(rows.map((row) => [row.source, { nextRefresh: row.nextRefresh, parkedBy: row.parkedBy }]));
+    const at = (ms: number | undefined) => new Date(ms ?? Number.NaN).toISOString();
+    expect(byId.get('group:6')).toEqual({
+      nextRefresh: { at: at(queuedAt.get('group:6')), why: 'queued' },
+      parkedBy: null,
+    });
+    expect(byId.get('personal:BBBBBBBBBBBBBBBBBBBBBB')).toEqual({
+      nextRefresh: { at: at(queuedAt.get('personal:BBBBBBBBBBBBBBBBBBBBBB')), why: 'queued' },
+      parkedBy: 'group:6',
+    });
+    // Not taken: its own turn.
+    expect(byId.get('group:7')).toEqual({ nextRefresh: { at: at(now + 60_000), why: 'rotation' }, parkedBy: null });
+  });
+
   it('answers 400 for a bad page', async () => {
     for (const query of ['limit=501', 'limit=0', 'limit=abc', 'offset=-1', 'offset=1.5']) {
       const response = await get(`/admin/sources?${query}`);

@@ -18,16 +18,20 @@ afterEach(async () => {
   for (const step of cleanup.splice(0).reverse()) await step();
 });
 
-/** What BullMQ's own reading says: a waiting related refresh of each source, by when it was queued. */
-async function relatedByBullmq(ctx: ServiceContext, sources: readonly string[]): Promise<(number | undefined)[]> {
-  const related: (number | undefined)[] = [];
+/** What BullMQ's own reading says: a waiting related or pacer refresh of each source, as the view shows it. */
+async function waitingByBullmq(
+  ctx: ServiceContext,
+  sources: readonly string[],
+): Promise<({ at: number; why: 'related' | 'queued' } | undefined)[]> {
+  const waiting: ({ at: number; why: 'related' | 'queued' } | undefined)[] = [];
   for (const source of sources) {
     const id = await ctx.queues.refresh.getDeduplicationJobId(sourceToken(source));
     const job = id === null ? undefined : await ctx.queues.refresh.getJob(id);
-    const waits = job !== undefined && job.data.reason === 'related' && !job.processedOn && !job.finishedOn;
-    related.push(waits ? job.timestamp : undefined);
+    const waits = job !== undefined && !job.processedOn && !job.finishedOn;
+    const why = job?.data.reason === 'related' ? 'related' : job?.data.reason === 'schedule' ? 'queued' : undefined;
+    waiting.push(waits && why !== undefined ? { at: job.timestamp, why } : undefined);
   }
-  return related;
+  return waiting;
 }
 
 /** Runs `action` and answers the commands Redis saw on keys under the context's prefix meanwhile. */
@@ -49,7 +53,7 @@ async function commandsDuring(ctx: ServiceContext, action: () => Promise<unknown
 }
 
 describe('the admin view of the planner', () => {
-  it('reads a page of sources in a few commands, with the related refreshes BullMQ reads', async () => {
+  it('reads a page of sources in a few commands, with the waiting refreshes BullMQ reads', async () => {
     const { context: ctx, close } = await testContext();
     cleanup.push(close);
     const now = ctx.now();
@@ -70,7 +74,7 @@ describe('the admin view of the planner', () => {
       blocking.disconnect();
     });
     expect((await worker.getNextJob('test-token', { block: false }))?.data.source).toBe('group:8');
-    // Related refreshes of five waiting; a rotation and a first request that are not related.
+    // Related refreshes of five waiting; one the pacer queued (`queued`) and a first request (its plan shows).
     for (const source of sources.slice(0, 5))
       await enqueueRefresh(ctx.queues, ctx.config, source, { reason: 'related', now: now - 1_000, cause: 'group:99' });
     await enqueueRefresh(ctx.queues, ctx.config, 'group:6', { reason: 'schedule', now });
@@ -82,13 +86,12 @@ describe('the admin view of the planner', () => {
     const commands = await commandsDuring(ctx, async () => {
       views = await freshnessViews(ctx, sources, now);
     });
-    const expected = await relatedByBullmq(ctx, sources);
-    expect(expected.filter((at) => at !== undefined)).toHaveLength(5);
+    const expected = await waitingByBullmq(ctx, sources);
+    expect(expected.filter((view) => view?.why === 'related')).toHaveLength(5);
+    expect(expected[5]?.why).toBe('queued');
     views.forEach((view, index) => {
-      const at = expected[index];
       const source = sources[index];
-      if (at === undefined) expect(view.nextRefresh, source).toEqual({ at: now + 60_000, why: 'rotation' });
-      else expect(view.nextRefresh, source).toEqual({ at, why: 'related' });
+      expect(view.nextRefresh, source).toEqual(expected[index] ?? { at: now + 60_000, why: 'rotation' });
     });
     // The plans (three reads), the deduplication ids (one), and the nine jobs they name: not two per row.
     const names = commands.map((args) => args[0]?.toLowerCase());
