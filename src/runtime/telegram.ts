@@ -7,10 +7,10 @@
 import { ClientLimits } from '../http/client-limits.ts';
 import { activateSource } from '../jobs/activation.ts';
 import { enqueueRefresh, enqueueReply, refreshPending } from '../jobs/queues.ts';
-import { createTelegramBot, type TelegramBot } from '../notify/telegram/bot.ts';
+import { createTelegramBot, type TelegramBot, type TelegramBotDeps } from '../notify/telegram/bot.ts';
 import { CommandGate } from '../notify/telegram/flood-gate.ts';
 import { TelegramPoller } from '../notify/telegram/poller.ts';
-import { sourceChecker } from '../notify/telegram/source-check.ts';
+import { type CheckSource, sourceChecker } from '../notify/telegram/source-check.ts';
 import type { ServiceContext } from './context.ts';
 import type { Shutdown } from './shutdown.ts';
 
@@ -18,32 +18,11 @@ import type { Shutdown } from './shutdown.ts';
 export function openTelegram(context: ServiceContext): TelegramBot | undefined {
   const { config } = context;
   if (config.telegramBotToken === undefined) return undefined;
-  const limits = new ClientLimits(context);
-  // `/start` of a timetable never fetched is a first request, as a feed request for it is: the same limits
-  // (the chat is the client), the same fetch on demand, and no subscription to an id the university does not know.
-  const checkSource = sourceChecker({
-    ...context,
-    admit: async (client, likelyReal) => {
-      await limits.admit('first-request', client, { likelyReal });
-    },
-    admitWait: (client) => limits.admitOwn('first-request', client),
-    refreshPending: (source) => refreshPending(context.queues, source),
-    fetch: async (source) => {
-      await enqueueRefresh(context.queues, config, source, { reason: 'demand', now: context.now() });
-    },
-  });
   return createTelegramBot(
     { ...config, telegramBotToken: config.telegramBotToken },
     {
-      chats: context.notify.chats,
-      snapshots: context.snapshots,
-      subscriptions: context.subscriptions,
-      config,
-      redis: context.redis,
-      keys: context.keys,
-      logger: context.logger,
-      now: context.now,
-      checkSource,
+      ...botContextDeps(context),
+      checkSource: firstRequestCheck(context),
       // Replies obey the limits change messages obey: jobs of the Telegram queue (after change messages).
       reply: ({ updateId, ...reply }) =>
         enqueueReply(context.queues, { ...reply, askedAt: context.wallClock() }, updateId),
@@ -93,4 +72,37 @@ export function startTelegram(
     () => logger.info({}, 'Telegram webhook set'),
     (error: unknown) => logger.error({ err: error }, 'could not set the Telegram webhook; updates do not arrive'),
   );
+}
+
+/** What every bot reads from the service context: the chats, the stores, the settings, Redis, the logger, the clock. */
+export function botContextDeps(context: ServiceContext): TelegramBotDeps {
+  return {
+    chats: context.notify.chats,
+    snapshots: context.snapshots,
+    subscriptions: context.subscriptions,
+    config: context.config,
+    redis: context.redis,
+    keys: context.keys,
+    logger: context.logger,
+    now: context.now,
+  };
+}
+
+/**
+ * `/start` of a timetable never fetched is a first request, as a feed request for it is: the same limits (the chat
+ * is the client), the same fetch on demand, and no subscription to an id the university does not know.
+ */
+export function firstRequestCheck(context: ServiceContext): CheckSource {
+  const limits = new ClientLimits(context);
+  return sourceChecker({
+    ...context,
+    admit: async (client, likelyReal) => {
+      await limits.admit('first-request', client, { likelyReal });
+    },
+    admitWait: (client) => limits.admitOwn('first-request', client),
+    refreshPending: (source) => refreshPending(context.queues, source),
+    fetch: async (source) => {
+      await enqueueRefresh(context.queues, context.config, source, { reason: 'demand', now: context.now() });
+    },
+  });
 }

@@ -11,6 +11,7 @@ import { silentLogger } from '../../src/logger.ts';
 import { createTelegramBot, type TelegramBot } from '../../src/notify/telegram/bot.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { freePort } from '../../src/runtime/embedded-redis.ts';
+import { botContextDeps } from '../../src/runtime/telegram.ts';
 import { type FakeTelegram, startFakeTelegram } from '../../testkit/fake-telegram/index.ts';
 import { waitUntil } from '../../testkit/poll.ts';
 import { testContext } from '../support/service.ts';
@@ -181,14 +182,8 @@ describe('GET /telegram/start', () => {
       const renamed = createTelegramBot(
         { telegramBotToken: other.token, telegramApiRoot: other.apiRoot },
         {
-          chats: ctx.notify.chats,
-          snapshots: ctx.snapshots,
-          subscriptions: ctx.subscriptions,
-          config: ctx.config,
-          redis: ctx.redis,
-          keys: ctx.keys,
+          ...botContextDeps(ctx),
           logger: silentLogger(),
-          now: ctx.now,
         },
       );
       const second = await buildApp(ctx, { logger: silentLogger(), telegram: renamed });

@@ -9,6 +9,7 @@ import { feedOccurrences } from '../../src/feeds/build-feed.ts';
 import { silentLogger } from '../../src/logger.ts';
 import { createTelegramBot, type TelegramBot } from '../../src/notify/telegram/bot.ts';
 import { dayLabel, withSubgroup } from '../../src/notify/telegram/words.ts';
+import { botContextDeps } from '../../src/runtime/telegram.ts';
 import { TelegramChats } from '../../src/store/telegram-chats.ts';
 import { subgroupOf } from '../../src/timetable/event-text.ts';
 import { localDate } from '../../src/timetable/zoned-time.ts';
@@ -55,14 +56,9 @@ beforeAll(async () => {
   telegram = createTelegramBot(
     { telegramBotToken: '42:test-token', telegramApiRoot: 'http://127.0.0.1:9' },
     {
+      ...botContextDeps(ctx),
       chats,
-      snapshots: ctx.snapshots,
-      subscriptions: ctx.subscriptions,
-      config: ctx.config,
-      redis: ctx.redis,
-      keys: ctx.keys,
       logger: silentLogger(),
-      now: ctx.now,
       activate: async (source) => {
         activated.push(source);
       },

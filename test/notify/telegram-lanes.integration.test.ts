@@ -8,6 +8,7 @@ import { silentLogger } from '../../src/logger.ts';
 import { createTelegramBot, type TelegramBot } from '../../src/notify/telegram/bot.ts';
 import { CommandGate, TOO_OFTEN } from '../../src/notify/telegram/flood-gate.ts';
 import { CHECK_WAIT_MS, sourceChecker } from '../../src/notify/telegram/source-check.ts';
+import { botContextDeps } from '../../src/runtime/telegram.ts';
 import { type FakeTelegram, startFakeTelegram } from '../../testkit/fake-telegram/index.ts';
 import { until } from '../../testkit/poll.ts';
 import { type Pipeline, startPipeline } from '../jobs/helpers.ts';
@@ -24,14 +25,8 @@ beforeAll(async () => {
   telegram = createTelegramBot(
     { telegramBotToken: fake.token, telegramApiRoot: fake.apiRoot },
     {
-      chats: ctx.notify.chats,
-      snapshots: ctx.snapshots,
-      subscriptions: ctx.subscriptions,
-      config: ctx.config,
-      redis: ctx.redis,
-      keys: ctx.keys,
+      ...botContextDeps(ctx),
       logger: silentLogger(),
-      now: ctx.now,
       // A first fetch that never lands: it is queued nowhere, so the check waits its whole wait.
       checkSource: sourceChecker({
         ...ctx,

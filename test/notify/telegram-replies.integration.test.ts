@@ -10,6 +10,7 @@ import { LATE_PREFIX, REPLY_STALE_MS, STALE_TEXT } from '../../src/jobs/telegram
 import { silentLogger } from '../../src/logger.ts';
 import { createTelegramBot, type TelegramBot } from '../../src/notify/telegram/bot.ts';
 import { CommandGate, TOO_OFTEN } from '../../src/notify/telegram/flood-gate.ts';
+import { botContextDeps } from '../../src/runtime/telegram.ts';
 import { type FakeTelegram, startFakeTelegram } from '../../testkit/fake-telegram/index.ts';
 import { until } from '../../testkit/poll.ts';
 import { type Pipeline, startPipeline } from '../jobs/helpers.ts';
@@ -25,14 +26,8 @@ beforeAll(async () => {
   telegram = createTelegramBot(
     { telegramBotToken: fake.token, telegramApiRoot: fake.apiRoot },
     {
-      chats: ctx.notify.chats,
-      snapshots: ctx.snapshots,
-      subscriptions: ctx.subscriptions,
-      config: ctx.config,
-      redis: ctx.redis,
-      keys: ctx.keys,
+      ...botContextDeps(ctx),
       logger: silentLogger(),
-      now: ctx.now,
       reply: ({ updateId, ...reply }) => enqueueReply(ctx.queues, { ...reply, askedAt: Date.now() }, updateId),
       gate: new CommandGate(ctx.redis, ctx.keys, ctx.config.telegramCommandBurst),
     },

@@ -5,11 +5,9 @@
  * never stored, and a chat follows at most TELEGRAM_MAX_SOURCES_PER_CHAT timetables.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ClientLimits } from '../../src/http/client-limits.ts';
-import { enqueueRefresh, refreshPending } from '../../src/jobs/queues.ts';
 import { silentLogger } from '../../src/logger.ts';
 import { createTelegramBot, type TelegramBot } from '../../src/notify/telegram/bot.ts';
-import { sourceChecker } from '../../src/notify/telegram/source-check.ts';
+import { botContextDeps, firstRequestCheck } from '../../src/runtime/telegram.ts';
 import { type FakeTelegram, startFakeTelegram } from '../../testkit/fake-telegram/index.ts';
 import { until } from '../../testkit/poll.ts';
 import { type Pipeline, startPipeline } from '../jobs/helpers.ts';
@@ -26,29 +24,12 @@ beforeAll(async () => {
   pipeline = await startPipeline({ TELEGRAM_MAX_SOURCES_PER_CHAT: '3' });
   fake = await startFakeTelegram();
   const ctx = pipeline.ctx;
-  const limits = new ClientLimits(ctx);
   telegram = createTelegramBot(
     { telegramBotToken: fake.token, telegramApiRoot: fake.apiRoot },
     {
-      chats: ctx.notify.chats,
-      snapshots: ctx.snapshots,
-      subscriptions: ctx.subscriptions,
-      config: ctx.config,
-      redis: ctx.redis,
-      keys: ctx.keys,
+      ...botContextDeps(ctx),
       logger: silentLogger(),
-      now: ctx.now,
-      checkSource: sourceChecker({
-        ...ctx,
-        admit: async (client, likelyReal) => {
-          await limits.admit('first-request', client, { likelyReal });
-        },
-        admitWait: (client) => limits.admitOwn('first-request', client),
-        refreshPending: (source) => refreshPending(ctx.queues, source),
-        fetch: async (source) => {
-          await enqueueRefresh(ctx.queues, ctx.config, source, { reason: 'demand', now: ctx.now() });
-        },
-      }),
+      checkSource: firstRequestCheck(ctx),
     },
   );
   for (const chat of CHATS) fake.addChat(chat);

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/logger.ts';
 import { createTelegramBot } from '../../src/notify/telegram/bot.ts';
 import { TelegramPoller } from '../../src/notify/telegram/poller.ts';
+import { botContextDeps } from '../../src/runtime/telegram.ts';
 import { TelegramChats } from '../../src/store/telegram-chats.ts';
 import { subgroupOf } from '../../src/timetable/event-text.ts';
 import { type FakeTelegram, startFakeTelegram } from '../../testkit/fake-telegram/index.ts';
@@ -38,14 +39,9 @@ beforeAll(async () => {
   const telegram = createTelegramBot(
     { telegramBotToken: fake.token, telegramApiRoot: fake.apiRoot },
     {
+      ...botContextDeps(ctx),
       chats,
-      snapshots: ctx.snapshots,
-      subscriptions: ctx.subscriptions,
-      config: ctx.config,
-      redis: ctx.redis,
-      keys: ctx.keys,
       logger: silentLogger(),
-      now: ctx.now,
     },
   );
   poller = new TelegramPoller({
