@@ -31,6 +31,25 @@ import type { QuietHours } from './timetable/notify-change.ts';
 import { canonicalTimeZone } from './timetable/vtimezone.ts';
 
 /** An HTTP header name (RFC 9110 token). */
+/** Whether `value` is a proxy URL undici's `ProxyAgent` takes: http, https or socks5 (socks as its alias). */
+function isProxyUrl(value: string): boolean {
+  try {
+    return ['http:', 'https:', 'socks5:', 'socks:'].includes(new URL(value).protocol);
+  } catch {
+    return false;
+  }
+}
+
+/** Whether `value` is an SMTP relay's URL with a host: `smtp://` or `smtps://`. */
+function isSmtpUrl(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return (url.protocol === 'smtp:' || url.protocol === 'smtps:') && url.hostname !== '';
+  } catch {
+    return false;
+  }
+}
+
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 /** An empty scheme is meaningful (a bare credential), so this one is not trimmed to undefined. */
@@ -859,6 +878,128 @@ const SETTINGS = {
       'this (and a third of it) after the holder dies.',
     default: '15s',
     example: '30s',
+  }),
+  telegramProxy: setting(
+    'TELEGRAM_PROXY',
+    secret(1).refine((value) => value === undefined || isProxyUrl(value), {
+      message: 'must be an http://, https:// or socks5:// URL of a proxy (value not shown)',
+    }),
+    {
+      group: 'notify',
+      meaning:
+        'A proxy every request to the Telegram Bot API goes through (`http://`, `https://` or `socks5://`, with ' +
+        '`user:pass@` if it needs them), for networks that cannot reach Telegram directly. Nothing else uses it. ' +
+        'A secret: it may hold a password.',
+      defaultText: 'unset: Telegram directly',
+      example: 'socks5://user:pass@proxy.example.net:1080',
+    },
+  ),
+  maxBotToken: setting('MAX_BOT_TOKEN', secret(1), {
+    group: 'notify',
+    meaning:
+      "The MAX bot's token (business.max.ru → the bot → «Интеграция»); set, the bot runs (one worker " +
+      'long-polls it, or MAX calls `MAX_WEBHOOK_URL`) and timetable pages link to it, first among the ' +
+      'messengers. A secret.',
+    defaultText: 'unset: no MAX bot',
+    exampleText: 'from the MAX platform for partners',
+  }),
+  maxApiRoot: setting('MAX_API_ROOT', httpUrlOr('MAX_API_ROOT', 'https://platform-api2.max.ru'), {
+    group: 'notify',
+    meaning: 'Root of the MAX Bot API; tests point it at a fake one.',
+    default: 'https://platform-api2.max.ru',
+    example: 'http://127.0.0.1:8082',
+  }),
+  maxWebhookUrl: setting(
+    'MAX_WEBHOOK_URL',
+    matching(
+      /^https:\/\/[^\s:/]+(?::443)?\/[^\s]*max\/webhook$/,
+      'must be an https URL on port 443 ending in /max/webhook',
+    ),
+    {
+      group: 'notify',
+      meaning:
+        'Set, MAX sends updates to this address (`$PUBLIC_URL/max/webhook`, HTTPS on port 443 with a publicly ' +
+        'trusted certificate, checked with the `X-Max-Bot-Api-Secret` header) and no worker long-polls. Unset, ' +
+        'exactly one worker at a time long-polls.',
+      defaultText: 'unset: long polling',
+      example: 'https://timetable.example.edu/max/webhook',
+    },
+  ),
+  maxRateLimit: setting('MAX_RATE_LIMIT', positiveNumber(30, false, 1_000), {
+    group: 'notify',
+    meaning:
+      'Requests per second to the MAX Bot API over all workers, polls and replies included (MAX allows 30 a bot; ' +
+      'one dialog gets at most two messages a second whatever this says).',
+    default: '30',
+    example: '10',
+  }),
+  maxPollLockMs: setting('MAX_POLL_LOCK', duration('15s', 3_000), {
+    group: 'notify',
+    meaning:
+      'Lifetime of the lock held by the one worker that long-polls MAX; another worker takes over within this ' +
+      '(and a third of it) after the holder dies.',
+    default: '15s',
+    example: '30s',
+  }),
+  smtpUrl: setting(
+    'SMTP_URL',
+    secret(1).refine((value) => value === undefined || isSmtpUrl(value), {
+      message: 'must be an smtp:// or smtps:// URL such as smtps://user:pass@smtp.example.edu:465 (value not shown)',
+    }),
+    {
+      group: 'notify',
+      meaning:
+        'The SMTP relay change mails go through: `smtp://` (STARTTLS when offered) or `smtps://` (TLS from the ' +
+        'start), with `user:pass@` for AUTH. Set together with `MAIL_FROM`, timetable pages offer e-mail. A ' +
+        'secret: it holds a password.',
+      defaultText: 'unset: no e-mail',
+      example: 'smtps://timetable:secret@smtp.example.edu:465',
+    },
+  ),
+  mailFrom: setting(
+    'MAIL_FROM',
+    matching(
+      /^(?:[^<>\r\n]*<[^\s@<>]+@[^\s@<>]+>|[^\s@<>]+@[^\s@<>]+)$/,
+      'must be an address, or a name and <address>',
+    ),
+    {
+      group: 'notify',
+      meaning:
+        'The sender of change mails: `timetable@example.edu` or `Расписание <timetable@example.edu>`. Its domain ' +
+        'names the mails (`Message-ID`) and must pass SPF, DKIM and DMARC at the relay (docs/email.md).',
+      defaultText: 'unset: no e-mail',
+      example: 'Расписание <timetable@example.edu>',
+    },
+  ),
+  mailRateLimit: setting('MAIL_RATE_LIMIT', positiveNumber(5, false, 1_000), {
+    group: 'notify',
+    meaning: 'Mails per second over all workers; a relay that allows fewer answers 4xx, and the mail is retried.',
+    default: '5',
+    example: '1',
+  }),
+  mailDigestTime: setting(
+    'MAIL_DIGEST_TIME',
+    matching(/^([01]\d|2[0-3]):[0-5]\d$/, 'must be HH:MM').transform((value) => value ?? '19:00'),
+    {
+      group: 'notify',
+      meaning:
+        'Local time (`TIMEZONE`) the daily digest is mailed at to those who chose it instead of a mail per change; ' +
+        'a change to a class that starts before then is mailed at once.',
+      default: '19:00',
+      example: '07:30',
+    },
+  ),
+  mailConfirmationsPerAddress: setting('MAIL_CONFIRMATIONS_PER_ADDRESS', rate('3/1d'), {
+    group: 'limits',
+    meaning: 'Confirmation mails one address gets, whoever asks, so that a form cannot be used to flood a mailbox.',
+    default: '3/1d',
+    example: '5/1d',
+  }),
+  mailConfirmationsPerClient: setting('MAIL_CONFIRMATIONS_PER_CLIENT', rate('10/1h'), {
+    group: 'limits',
+    meaning: 'E-mail sign-ups (confirmation mails asked for) per client address.',
+    default: '10/1h',
+    example: '30/1h',
   }),
   notifyHorizonMs: setting('NOTIFY_HORIZON', duration('14d', 60_000), {
     group: 'notify',

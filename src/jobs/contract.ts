@@ -27,6 +27,10 @@ export const QUEUE = {
   telegram: 'telegram',
   /** One signed delivery to one webhook, retried with backoff for about a day. */
   webhook: 'webhook',
+  /** One message to one MAX dialog, and the MAX bot's replies. Rate-limited to `MAX_RATE_LIMIT` over all workers. */
+  max: 'max',
+  /** One change mail (or confirmation mail) to one address. Rate-limited to `MAIL_RATE_LIMIT` over all workers. */
+  email: 'email',
 } as const;
 
 /** Why a refresh runs, and what one caller asks of it (declared with the follow-up asks, which record them). */
@@ -150,6 +154,30 @@ export interface TelegramSendJobData {
    */
   collapse?: true;
 }
+
+/**
+ * A change message to one subscriber of a person's channel (the Telegram, MAX and e-mail queues): `chatId` is the
+ * channel's address (a Telegram chat, a MAX dialog's `chat_id`, a mailbox's id), named so for the jobs queued
+ * before there was more than one channel.
+ */
+export type ChannelSendJobData = TelegramSendJobData;
+
+/** Payload of a confirmation mail (job name `confirm` on the e-mail queue): names the pending sign-up. */
+export interface EmailConfirmJobData {
+  /** The pending sign-up's id: the job reads its sealed address and its link from the store. */
+  pendingId: string;
+}
+
+/** Job names on the e-mail queue. */
+export const EMAIL_JOB = {
+  /** One change mail ({@link ChannelSendJobData}). */
+  send: 'email',
+  /** One confirmation mail ({@link EmailConfirmJobData}). */
+  confirm: 'confirm',
+} as const;
+
+/** What the e-mail queue carries, told apart by the job's name. */
+export type EmailJobData = ChannelSendJobData | EmailConfirmJobData;
 
 /** Job names on the Telegram queue. */
 export const TELEGRAM_JOB = {

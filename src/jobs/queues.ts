@@ -7,6 +7,7 @@ import type { RedisKeys } from '../store/keys.ts';
 import type { TargetKind } from '../store/push-target-record.ts';
 import { type SourceKey, sourceToken } from '../timetable/source.ts';
 import {
+  type EmailJobData,
   NOTIFY_JOB,
   type NotifyFanoutJobData,
   type PushJobData,
@@ -39,6 +40,10 @@ export interface Queues {
   /** Change messages; also the bot's replies (job name `reply`, see {@link enqueueReply}). */
   telegram: Queue<TelegramJobData>;
   webhook: Queue<WebhookJobData>;
+  /** MAX change messages and the MAX bot's replies (job name `reply`), as on the Telegram queue. */
+  max: Queue<TelegramJobData>;
+  /** Change mails and confirmation mails. */
+  email: Queue<EmailJobData>;
   /** What the callers of each pending follow-up refresh asked for (merged by `follow-ups.ts`). */
   followUpAsks: FollowUpAsks;
   close(): Promise<void>;
@@ -65,7 +70,9 @@ export function createQueues(connection: RedisClient, keys: RedisKeys, pushKinds
   const notify = new Queue<NotifyFanoutJobData | Record<string, never>>(QUEUE.notify, options);
   const telegram = new Queue<TelegramJobData>(QUEUE.telegram, options);
   const webhook = new Queue<WebhookJobData>(QUEUE.webhook, options);
-  const all = [refresh, ...pushQueues.values(), schedule, notify, telegram, webhook];
+  const max = new Queue<TelegramJobData>(QUEUE.max, options);
+  const email = new Queue<EmailJobData>(QUEUE.email, options);
+  const all = [refresh, ...pushQueues.values(), schedule, notify, telegram, webhook, max, email];
   for (const queue of all) queue.on('error', () => undefined);
   return {
     refresh,
@@ -75,6 +82,8 @@ export function createQueues(connection: RedisClient, keys: RedisKeys, pushKinds
     notify,
     telegram,
     webhook,
+    max,
+    email,
     followUpAsks: new FollowUpAsks(connection, keys),
     close: async () => {
       await Promise.all(all.map((queue) => queue.close()));

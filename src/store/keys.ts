@@ -134,6 +134,13 @@ export interface RedisKeys {
   tgBotInfo(tokenDigest: string): string;
   /** STRING with a TTL: a chat was told «Слишком часто» and is not told again while it lives. */
   tgFloodWarned(chatId: string): string;
+  /**
+   * HASH: a notification channel's state (`telegram`, `max`, `email`): `state` `on`/`disabled`, `reason`, `since`
+   * (notify/channel-state.ts): a channel whose own credentials are refused stops sending and says why.
+   */
+  channelState(channel: string): string;
+  // MAX bot keys (store/max-chats.ts, notify/max/): add below this line.
+  // E-mail keys (store/mailboxes.ts, notify/email/): add below this line.
   /** HASH: a webhook (source, URL, sealed secret, state, reason, created) (webhook-store.ts). */
   webhook(id: string): string;
   /** LIST: a webhook's last delivery attempts, newest first, JSON each. */
@@ -251,6 +258,9 @@ export function redisKeys(prefix: string): RedisKeys {
     tgUpdate: (updateId) => `${prefix}:tg:update:${updateId}`,
     tgBotInfo: (tokenDigest) => `${prefix}:tg:bot-info:${tokenDigest}`,
     tgFloodWarned: (chatId) => `${prefix}:tg:flood-warned:${chatId}`,
+    channelState: (channel) => `${prefix}:channel:${channel}:state`,
+    // MAX bot keys: add below this line.
+    // E-mail keys: add below this line.
     webhook: (id) => `${prefix}:webhook:${id}`,
     webhookLog: (id) => `${prefix}:webhook:${id}:log`,
     webhooksOfSource: (key) => `${prefix}:webhooks-of-source:${key}`,
