@@ -58,7 +58,12 @@ export function isNoScript(error: unknown): boolean {
   return error instanceof Error && error.message.startsWith('NOSCRIPT');
 }
 
-/** Loads the script `name`: the file `<dir>/<name>.lua`, `dir` being the caller's `import.meta.dirname`. */
-export function loadScript(dir: string, name: string): LuaScript {
-  return new LuaScript(name, readFileSync(join(dir, `${name}.lua`), 'utf8'));
+/**
+ * Loads the script `name`: the file `<dir>/<name>.lua`, `dir` being the caller's `import.meta.dirname`, after
+ * the text of each of `preludes` (`<dir>/<prelude>.prelude.lua`: local functions that several scripts of the
+ * folder share, so that one of them is written once; Redis runs one text, so they are put in front of it).
+ */
+export function loadScript(dir: string, name: string, preludes: readonly string[] = []): LuaScript {
+  const parts = preludes.map((prelude) => readFileSync(join(dir, `${prelude}.prelude.lua`), 'utf8'));
+  return new LuaScript(name, [...parts, readFileSync(join(dir, `${name}.lua`), 'utf8')].join('\n'));
 }

@@ -33,10 +33,10 @@ import type { RedisKeys } from './keys.ts';
 export const BUCKETS = 1024;
 
 /** Moves a subscription between groups' students (source-relations-member.lua). */
-const MOVE_MEMBER = loadScript(import.meta.dirname, 'source-relations-member');
+const MOVE_MEMBER = loadScript(import.meta.dirname, 'source-relations-member', ['packed-ids']);
 
 /** Replaces the classes a student has of their own (source-relations-electives.lua). */
-const SET_ELECTIVES = loadScript(import.meta.dirname, 'source-relations-electives');
+const SET_ELECTIVES = loadScript(import.meta.dirname, 'source-relations-electives', ['packed-ids']);
 
 /** Forgets a group's views, entries and names (source-relations-forget-group.lua). */
 const FORGET_GROUP = loadScript(import.meta.dirname, 'source-relations-forget-group');

@@ -16,6 +16,8 @@ function filesUnder(dir: string, suffix: string): string[] {
 }
 
 const scripts = filesUnder(src, '.lua');
+/** Shared local functions put in front of the scripts that name them (lib/lua-script.ts). */
+const PRELUDE = '.prelude.lua';
 const modules = filesUnder(src, '.ts');
 
 describe('Lua scripts', () => {
@@ -38,8 +40,9 @@ describe('Lua scripts', () => {
   });
 
   it('are each loaded by name by one module in their folder', () => {
-    for (const file of scripts) {
-      const calls = [`loadScript(import.meta.dirname, '${basename(file, '.lua')}')`];
+    for (const file of scripts.filter((each) => !each.endsWith(PRELUDE))) {
+      const name = basename(file, '.lua');
+      const calls = [`loadScript(import.meta.dirname, '${name}')`, `loadScript(import.meta.dirname, '${name}', [`];
       const loaders = modules.filter(
         (module) =>
           dirname(module) === dirname(file) && calls.some((call) => readFileSync(module, 'utf8').includes(call)),
@@ -48,6 +51,24 @@ describe('Lua scripts', () => {
         loaders.map((module) => relative(root, module)),
         relative(root, file),
       ).toHaveLength(1);
+    }
+  });
+
+  it('preludes are each put in front of a script of their folder, and of no script twice', () => {
+    for (const file of scripts.filter((each) => each.endsWith(PRELUDE))) {
+      const name = basename(file, PRELUDE);
+      expect(readFileSync(file, 'utf8'), relative(root, file)).toMatch(/^-- Prelude: /);
+      const users = modules.filter(
+        (module) =>
+          dirname(module) === dirname(file) &&
+          new RegExp(`loadScript\\(import\\.meta\\.dirname, '[^']+', \\[[^\\]]*'${name}'`).test(
+            readFileSync(module, 'utf8'),
+          ),
+      );
+      expect(
+        users.map((module) => relative(root, module)),
+        relative(root, file),
+      ).not.toEqual([]);
     }
   });
 
