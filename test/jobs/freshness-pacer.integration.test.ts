@@ -61,18 +61,30 @@ async function queueRelated(ctx: ServiceContext, source: string, now: number): P
   await enqueueRefresh(ctx.queues, ctx.config, source, { reason: 'related', now, followUp: true, cause: 'group:1' });
 }
 
+/**
+ * A context on a test clock whose planner holds 40 active groups (`group:10` … `group:49`), reconciled at the
+ * clock's start: what the stepped tests share.
+ */
+async function plannedGroups(
+  env: Record<string, string>,
+): Promise<{ ctx: ServiceContext; clock: { now: number }; sources: string[]; planned: unknown }> {
+  const clock = { now: REFERENCE_DATE.getTime() };
+  const ctx = await context(env, () => clock.now);
+  const sources = Array.from({ length: 40 }, (_, index) => `group:${index + 10}`);
+  for (const source of sources) await ctx.registry.activate(source, clock.now);
+  return { ctx, clock, sources, planned: await reconcile(ctx) };
+}
+
 describe('stepped with a test clock', () => {
   it('queues every unparked source within REFRESH_INTERVAL and every parked one within REFRESH_MAX_WAIT, spending B', async () => {
-    const clock = { now: REFERENCE_DATE.getTime() };
-    const ctx = await context(
-      { REFRESH_INTERVAL: '1m', REFRESH_MAX_WAIT: '3m', UPSTREAM_RATE_LIMIT: '100' },
-      () => clock.now,
-    );
-    const sources = Array.from({ length: 40 }, (_, index) => `group:${index + 10}`);
-    for (const source of sources) await ctx.registry.activate(source, clock.now);
+    const { ctx, clock, sources, planned } = await plannedGroups({
+      REFRESH_INTERVAL: '1m',
+      REFRESH_MAX_WAIT: '3m',
+      UPSTREAM_RATE_LIMIT: '100',
+    });
     // A quarter parked (as their first fetch will tell).
     const parked = new Set(sources.slice(0, 10));
-    expect(await reconcile(ctx)).toMatchObject({ planned: { added: 40, removed: 0 }, created: 0 });
+    expect(planned).toMatchObject({ planned: { added: 40, removed: 0 }, created: 0 });
     const pacer = new FreshnessPacer(ctx);
     const start = clock.now;
     const lastQueued = new Map(sources.map((source) => [source, start]));
@@ -111,11 +123,7 @@ describe('stepped with a test clock', () => {
   });
 
   it('starts every refresh within REFRESH_INTERVAL of the last, with related backlogs queued ahead', async () => {
-    const clock = { now: REFERENCE_DATE.getTime() };
-    const ctx = await context({ REFRESH_INTERVAL: '1m', UPSTREAM_RATE_LIMIT: '100' }, () => clock.now);
-    const sources = Array.from({ length: 40 }, (_, index) => `group:${index + 10}`);
-    for (const source of sources) await ctx.registry.activate(source, clock.now);
-    await reconcile(ctx);
+    const { ctx, clock, sources } = await plannedGroups({ REFRESH_INTERVAL: '1m', UPSTREAM_RATE_LIMIT: '100' });
     const pacer = new FreshnessPacer(ctx);
     // The planner's deadlines count from the reconcile: that stands for every source's last refresh.
     const lastStart = new Map(sources.map((source) => [source, clock.now]));
@@ -174,12 +182,8 @@ describe('stepped with a test clock', () => {
   });
 
   it("charges related refreshes when they run: with nothing parked, spend is the deadlines' floor plus related", async () => {
-    const clock = { now: REFERENCE_DATE.getTime() };
     const interval = 2 * MINUTE;
-    const ctx = await context({ REFRESH_INTERVAL: '2m', UPSTREAM_RATE_LIMIT: '100' }, () => clock.now);
-    const sources = Array.from({ length: 40 }, (_, index) => `group:${index + 10}`);
-    for (const source of sources) await ctx.registry.activate(source, clock.now);
-    await reconcile(ctx);
+    const { ctx, clock, sources } = await plannedGroups({ REFRESH_INTERVAL: '2m', UPSTREAM_RATE_LIMIT: '100' });
     const pacer = new FreshnessPacer(ctx);
     const lastStart = new Map(sources.map((source) => [source, clock.now]));
     let longest = 0;
