@@ -5,13 +5,19 @@
  * go through this list, so none of them names a channel.
  */
 import type { Config } from '../config.ts';
+import type { RedisClient } from '../lib/redis-target.ts';
+import type { Logger } from '../logger.ts';
 import type { ChannelAdapter } from '../notify/channel.ts';
 import { telegramChannel } from '../notify/telegram/channel.ts';
+import type { RedisKeys } from '../store/keys.ts';
 import type { TelegramChats } from '../store/telegram-chats.ts';
 
-/** What the adapters are built over. */
+/** What the adapters are built over: the settings, Redis (their stores), the logger, the Telegram chats. */
 export interface ChannelsDeps {
   readonly config: Config;
+  readonly redis: RedisClient;
+  readonly keys: RedisKeys;
+  readonly logger: Logger;
   readonly chats: TelegramChats;
 }
 

@@ -150,7 +150,7 @@ export function openServiceContext(options: ContextOptions): OpenContext {
     webhooks,
     notify: createNotifyServices(config, redis, keys, {
       chats,
-      channels: channelAdapters({ config, chats }),
+      channels: channelAdapters({ config, redis, keys, logger, chats }),
       webhooks,
     }),
     metrics,
