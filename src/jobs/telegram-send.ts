@@ -41,7 +41,7 @@ import { type ReplyResult, sendReply } from './telegram-reply.ts';
 
 /** What the Telegram send processor uses. */
 export interface TelegramSendDeps {
-  readonly config: Pick<Config, 'telegramBotToken' | 'telegramApiRoot'>;
+  readonly config: Pick<Config, 'telegramBotToken' | 'telegramApiRoot'> & Partial<Pick<Config, 'telegramProxy'>>;
   readonly logger: Logger;
   readonly redis: RedisClient;
   readonly keys: Pick<RedisKeys, 'tgPace'>;
@@ -273,7 +273,8 @@ async function failed(
 
 function defaultSender(config: TelegramSendDeps['config']): Sender {
   if (config.telegramBotToken === undefined) throw new UnrecoverableError('TELEGRAM_BOT_TOKEN is not set');
-  return createTelegramSender({ token: config.telegramBotToken, apiRoot: config.telegramApiRoot });
+  const { telegramBotToken: token, telegramApiRoot: apiRoot, telegramProxy: proxy } = config;
+  return createTelegramSender({ token, apiRoot, proxy });
 }
 
 /**
