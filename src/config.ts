@@ -189,8 +189,9 @@ export const SETTING_GROUPS = {
   notify: {
     title: 'Change notifications',
     intro:
-      'Telling people that a class moved, was cancelled or added: a Telegram bot (on with `TELEGRAM_BOT_TOKEN`, ' +
-      'docs/telegram.md) and signed webhooks for integrators (`POST /admin/webhooks`).',
+      'Telling people that a class moved, was cancelled or added: a MAX bot (on with `MAX_BOT_TOKEN`, docs/max.md), ' +
+      'a Telegram bot (on with `TELEGRAM_BOT_TOKEN`, docs/telegram.md), e-mail (on with `SMTP_URL` and `MAIL_FROM`, ' +
+      'docs/email.md) and signed webhooks for integrators (`POST /admin/webhooks`).',
   },
   httpLimits: {
     title: 'HTTP server limits',

@@ -39,7 +39,7 @@ import { MAX_PARAM_LENGTH, type ServerLimits, serverOptions } from './server-opt
 import { registerSubscriptionRoutes, type SubscriptionRouteDeps } from './subscription-routes.ts';
 import type { TeacherSearchDeps } from './teacher-search.ts';
 import { registerTelegramRoutes, type TelegramRouteDeps } from './telegram-routes.ts';
-import { registerTimetablePageRoutes, type TimetablePageDeps } from './timetable-page-routes.ts';
+import { type BotName, registerTimetablePageRoutes, type TimetablePageDeps } from './timetable-page-routes.ts';
 
 /**
  * What the whole app reads and runs with: what each of its route groups declares, and the server's own
@@ -67,6 +67,8 @@ export interface AppOptions {
   feedFastPath?: boolean;
   /** The Telegram bot of this process, when it is on: its routes and the pages' links. */
   telegram?: TelegramBot | undefined;
+  /** The MAX bot of this process, when it is on: the pages' links. */
+  max?: BotName | undefined;
 }
 
 /** Request bodies are small JSON documents; anything larger is refused before it is read. */
@@ -142,7 +144,7 @@ export async function buildApp(ctx: AppDeps, options: AppOptions): Promise<Fasti
   await registerAssetRoutes(app);
   await registerPageRoutes(app, ctx, limits);
   await registerPersonalRoutes(app, ctx);
-  await registerTimetablePageRoutes(app, ctx, feeds.provider, options.telegram);
+  await registerTimetablePageRoutes(app, ctx, feeds.provider, { telegram: options.telegram, max: options.max });
   await registerTelegramRoutes(app, ctx, options.telegram);
   return app;
 }

@@ -37,6 +37,8 @@ import type { SubscriberOptions } from '../timetable/types.ts';
 import {
   type FeedLinks,
   feedLinks,
+  maxStartPath,
+  notifyFields,
   optionsQuery,
   type PushLinks,
   pushLinks,
@@ -44,6 +46,7 @@ import {
 } from '../web/feed-links.ts';
 import { html } from '../web/html.ts';
 import type { Lang } from '../web/i18n.ts';
+import type { EmailFormView } from '../web/notify-block.ts';
 import { alarmText } from '../web/options-form.ts';
 import { optionsNotice, PERSONAL_ACTIONS, personalManageSection } from '../web/personal-manage.ts';
 import { planSection } from '../web/plan-section.ts';
@@ -103,7 +106,9 @@ interface PageOptions {
 export type TimetablePageDeps = PersonalSessionDeps &
   Parameters<typeof studyPlanView>[0] &
   Parameters<typeof activateSource>[0] & {
-    readonly config: FeedSettings & Pick<Config, 'publicUrl' | 'timezone'> & Parameters<typeof enqueueRefresh>[1];
+    readonly config: FeedSettings &
+      Pick<Config, 'publicUrl' | 'timezone' | 'smtpUrl' | 'mailFrom' | 'mailDigestTime'> &
+      Parameters<typeof enqueueRefresh>[1];
     readonly snapshots: Pick<SnapshotStore, 'load' | 'optionValues' | 'changes'>;
     readonly registry: Pick<SourceRegistry, 'get' | 'isActive'>;
     readonly queues: Queues;
@@ -113,6 +118,17 @@ export type TimetablePageDeps = PersonalSessionDeps &
     readonly now: () => number;
   };
 
+/** A messenger's bot as the pages need it: its username, undefined while the messenger cannot be asked. */
+export interface BotName {
+  username(): Promise<string | undefined>;
+}
+
+/** The bots whose links the pages show, each when it is on. */
+export interface PageBots {
+  readonly telegram?: Pick<TelegramBot, 'username'> | undefined;
+  readonly max?: BotName | undefined;
+}
+
 /**
  * Registers the timetable pages and their preview endpoints. First visits fetch through `provider`, the feed
  * routes' own: a visit joining a fetch under way costs nothing, and the cap on fetches waited for applies.
@@ -121,9 +137,9 @@ export async function registerTimetablePageRoutes(
   app: FastifyInstance,
   ctx: TimetablePageDeps,
   provider: FeedProvider,
-  telegram?: Pick<TelegramBot, 'username'>,
+  bots: PageBots = {},
 ): Promise<void> {
-  const pages = new TimetablePages(ctx, provider, telegram);
+  const pages = new TimetablePages(ctx, provider, bots);
   for (const kind of ['group', 'employee'] as const) {
     const path = kind === 'group' ? '/timetables/groups/:id' : '/timetables/employees/:id';
     app.get<{ Params: { id: string }; Querystring: Query }>(path, (request, reply) =>
@@ -143,15 +159,15 @@ export async function registerTimetablePageRoutes(
 class TimetablePages {
   private readonly ctx: TimetablePageDeps;
   private readonly provider: FeedProvider;
-  private readonly telegram: Pick<TelegramBot, 'username'> | undefined;
+  private readonly bots: PageBots;
   private readonly qrCodes = new LRUCache<string, string>({ max: 1000 });
   private readonly previews = new LRUCache<string, string>({ max: 500 });
   private readonly visits = new LRUCache<SourceKey, true>({ max: 10_000, ttl: VISIT_NOTE_MS });
 
-  constructor(ctx: TimetablePageDeps, provider: FeedProvider, telegram?: Pick<TelegramBot, 'username'>) {
+  constructor(ctx: TimetablePageDeps, provider: FeedProvider, bots: PageBots) {
     this.ctx = ctx;
     this.provider = provider;
-    this.telegram = telegram;
+    this.bots = bots;
   }
 
   async publicPage(
@@ -292,16 +308,25 @@ class TimetablePages {
       return sendError(request, reply, error, { field: first.field, fields }, lang);
     }
     const defaultTitle = defaultTitleTemplate(sourceOf(stored.source).kind);
-    const telegram = await this.telegramLink(stored.source, options);
-    const key = JSON.stringify([feedPath, stored.published.stamp, optionsQuery(options, defaultTitle), lang, telegram]);
+    const messengers = await this.messengerLinks(stored.source, options);
+    const email = this.emailForm(stored.source, options);
+    const key = JSON.stringify([
+      feedPath,
+      stored.published.stamp,
+      optionsQuery(options, defaultTitle),
+      lang,
+      messengers,
+      email !== undefined,
+    ]);
     let body = this.previews.get(key);
     if (body === undefined) {
       const links = feedLinks(this.ctx.config.publicUrl, feedPath, options, defaultTitle);
-      if (telegram !== undefined) links.telegram = telegram;
-      Object.assign(links, this.pushLinks(stored.source, options, defaultTitle));
+      Object.assign(links, messengers, this.pushLinks(stored.source, options, defaultTitle));
       const event = eventPreview(stored.snapshot, stored.published, options);
       body = JSON.stringify({
         ...links,
+        // The e-mail form's hidden option fields (data-notify-option), where the form is shown.
+        ...(email === undefined ? {} : { notify: { subgroup: email.subgroup, exclude: email.exclude } }),
         qrSvg: await this.qrSvg(links.feedUrl),
         preview:
           event === undefined
@@ -355,9 +380,8 @@ class TimetablePages {
       chosen.saved ? {} : chosen.options,
       defaultTitle,
     );
-    const telegram = await this.telegramLink(source, chosen.options);
-    if (telegram !== undefined) links.telegram = telegram;
-    // A calendar connected from here follows the options shown, the saved ones included.
+    // A calendar connected, or a messenger started, from here follows the options shown, the saved ones included.
+    Object.assign(links, await this.messengerLinks(source, chosen.options));
     Object.assign(links, this.pushLinks(source, chosen.options, defaultTitle));
     return {
       lang,
@@ -380,7 +404,7 @@ class TimetablePages {
         savedApplied: chosen.saved === true,
         save: context.save,
       },
-      subscribe: await this.subscribeView(request, links),
+      subscribe: await this.subscribeView(request, links, this.emailForm(source, chosen.options)),
     };
   }
 
@@ -400,8 +424,7 @@ class TimetablePages {
     },
   ): Promise<TimetablePageView> {
     const links: FeedLinks = feedLinks(this.ctx.config.publicUrl, context.feedPath, {});
-    const telegram = await this.telegramLink(subscription.source, {});
-    if (telegram !== undefined) links.telegram = telegram;
+    Object.assign(links, await this.messengerLinks(subscription.source, {}));
     const saved = subscription.feedOptions ?? {};
     Object.assign(links, this.pushLinks(subscription.source, saved));
     return {
@@ -419,7 +442,7 @@ class TimetablePages {
         savedApplied: Object.keys(saved).length > 0,
         save: context.save,
       },
-      subscribe: await this.subscribeView(request, links),
+      subscribe: await this.subscribeView(request, links, this.emailForm(subscription.source, {})),
     };
   }
 
@@ -485,10 +508,14 @@ class TimetablePages {
    * The subscribe block's view: its steps are ordered for the reader's device, and a phone gets no QR code
    * (the page answers `no-store`, so no cache keeps one device's page for another).
    */
-  private async subscribeView(request: FastifyRequest, links: FeedLinks): Promise<TimetablePageView['subscribe']> {
+  private async subscribeView(
+    request: FastifyRequest,
+    links: FeedLinks,
+    email: EmailFormView | undefined,
+  ): Promise<TimetablePageView['subscribe']> {
     const platform = platformOf(request.headers['user-agent']);
     const qrSvg = isPhone(platform) ? '' : await this.qrSvg(links.feedUrl);
-    return { links, qrSvg, platform };
+    return { links, qrSvg, platform, email };
   }
 
   /** The push links (Google, CalDAV) that connect a calendar following `options`, where each push is on. */
@@ -498,12 +525,26 @@ class TimetablePages {
   }
 
   /**
-   * The page's «Уведомления в Telegram» link with these options, when the bot is on and Telegram said its name
-   * (the link leads there; without the name it would lead nowhere).
+   * The page's «Уведомления в MAX» and «Уведомления в Telegram» links with these options, each when its bot is on
+   * and its messenger said the bot's name (the link leads there; without the name it would lead nowhere).
    */
-  private async telegramLink(source: SourceKey, options: SubscriberOptions): Promise<string | undefined> {
-    if (this.telegram === undefined || (await this.telegram.username()) === undefined) return undefined;
-    return telegramStartPath(source, options);
+  private async messengerLinks(
+    source: SourceKey,
+    options: SubscriberOptions,
+  ): Promise<Pick<FeedLinks, 'max' | 'telegram'>> {
+    const { max, telegram } = this.bots;
+    const [maxName, telegramName] = await Promise.all([max?.username(), telegram?.username()]);
+    const links: Pick<FeedLinks, 'max' | 'telegram'> = {};
+    if (maxName !== undefined) links.max = maxStartPath(source, options);
+    if (telegramName !== undefined) links.telegram = telegramStartPath(source, options);
+    return links;
+  }
+
+  /** The e-mail form's view with these options, where e-mail is on (`SMTP_URL` and `MAIL_FROM` both set). */
+  private emailForm(source: SourceKey, options: SubscriberOptions): EmailFormView | undefined {
+    const { smtpUrl, mailFrom, mailDigestTime } = this.ctx.config;
+    if (smtpUrl === undefined || mailFrom === undefined) return undefined;
+    return { source, ...notifyFields(source, options), digestTime: mailDigestTime };
   }
 
   private pushAvailable(): boolean {

@@ -22,7 +22,7 @@ import { type ReplyResult, sendReply } from './telegram-reply.ts';
 
 /** What the Telegram send processor uses. */
 export interface TelegramSendDeps extends Omit<ChannelSendDeps, 'keys' | 'queues' | 'notify'> {
-  readonly config: Pick<Config, 'telegramBotToken' | 'telegramApiRoot'>;
+  readonly config: Pick<Config, 'telegramBotToken' | 'telegramApiRoot'> & Partial<Pick<Config, 'telegramProxy'>>;
   readonly keys: Pick<RedisKeys, 'tgPace' | 'channelPace'>;
   readonly queues: { readonly telegram: Pick<Queue, 'rateLimit'> };
   readonly notify: ChannelSendDeps['notify'] & {

@@ -10,6 +10,7 @@ import { enqueueRefresh, enqueueReply, refreshPending } from '../jobs/queues.ts'
 import { createTelegramBot, type TelegramBot, type TelegramBotDeps } from '../notify/telegram/bot.ts';
 import { CommandGate } from '../notify/telegram/flood-gate.ts';
 import { TelegramPoller } from '../notify/telegram/poller.ts';
+import { proxyHost } from '../notify/telegram/proxy-fetch.ts';
 import { type CheckSource, sourceChecker } from '../notify/telegram/source-check.ts';
 import type { ServiceContext } from './context.ts';
 import type { Shutdown } from './shutdown.ts';
@@ -18,6 +19,9 @@ import type { Shutdown } from './shutdown.ts';
 export function openTelegram(context: ServiceContext): TelegramBot | undefined {
   const { config } = context;
   if (config.telegramBotToken === undefined) return undefined;
+  // The host only: the URL may hold the proxy's password.
+  if (config.telegramProxy !== undefined)
+    context.logger.info({ proxy: proxyHost(config.telegramProxy) }, 'Telegram Bot API requests go through a proxy');
   return createTelegramBot(
     { ...config, telegramBotToken: config.telegramBotToken },
     {

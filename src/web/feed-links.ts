@@ -11,6 +11,8 @@ export interface FeedLinks {
   feedUrl: string;
   webcal: string;
   google: string;
+  /** The «Уведомления в MAX» link (`/max/start?…`), when the MAX bot is on and its name known. */
+  max?: string;
   /** The «Уведомления в Telegram» link (`/telegram/start?…`), when the bot is on and its name known. */
   telegram?: string;
   /** Google push's connect link with the same options (`/google/connect?source=…&subgroup=…`), when it is on. */
@@ -51,17 +53,35 @@ export function pushLinks(
 }
 
 /**
- * The path of the Telegram link of a source's page: `/telegram/start?source=…` with the options a notification
- * reads (subgroup, hidden kinds); a personal source's are its subscription's own, so it carries none.
+ * The options a notification reads (subgroup, hidden kinds), as a messenger's start link and the e-mail form
+ * carry them: `subgroup` and `exclude` (kinds joined by commas), '' when unset. A personal source's are its
+ * subscription's own, so it carries none.
  */
-export function telegramStartPath(source: string, options: SubscriberOptions): string {
+export function notifyFields(source: string, options: SubscriberOptions): { subgroup: string; exclude: string } {
+  if (source.startsWith('personal:')) return { subgroup: '', exclude: '' };
+  return {
+    subgroup: options.subgroup === undefined ? '' : String(options.subgroup),
+    exclude: (options.excludeKinds ?? []).join(','),
+  };
+}
+
+/** `/<channel>/start?source=…` with the notification's options ({@link notifyFields}), the unset ones left out. */
+function startPath(channel: 'telegram' | 'max', source: string, options: SubscriberOptions): string {
   const params = new URLSearchParams({ source });
-  if (!source.startsWith('personal:')) {
-    if (options.subgroup !== undefined) params.set('subgroup', String(options.subgroup));
-    if (options.excludeKinds !== undefined && options.excludeKinds.length > 0)
-      params.set('exclude', options.excludeKinds.join(','));
-  }
-  return `/telegram/start?${params.toString()}`;
+  const { subgroup, exclude } = notifyFields(source, options);
+  if (subgroup !== '') params.set('subgroup', subgroup);
+  if (exclude !== '') params.set('exclude', exclude);
+  return `/${channel}/start?${params.toString()}`;
+}
+
+/** The path of the Telegram link of a source's page: `/telegram/start?source=…&subgroup=…&exclude=…`. */
+export function telegramStartPath(source: string, options: SubscriberOptions): string {
+  return startPath('telegram', source, options);
+}
+
+/** The path of the MAX link of a source's page: `/max/start?…`, the same query as the Telegram link's. */
+export function maxStartPath(source: string, options: SubscriberOptions): string {
+  return startPath('max', source, options);
 }
 
 /**

@@ -6,7 +6,8 @@
  * push to Google is offered as the fast way where this server has it. The QR code of the feed URL is only
  * shown where the page is not already on a phone.
  *
- * Where the Telegram bot is on, «Уведомления в Telegram» follows the calendar menu (`links.telegram`).
+ * «Уведомления об изменениях» follows the calendar menu (notify-block.ts): MAX, Telegram and e-mail, each where
+ * this deployment has it.
  *
  * The elements the options change carry `data-link` / `data-qr`, so that the script can rewrite them in place
  * from the preview endpoint's answer (a link may appear in several calendars' steps; all are rewritten). The push
@@ -15,6 +16,7 @@
 import type { FeedLinks } from './feed-links.ts';
 import { type Html, html } from './html.ts';
 import { type Lang, messages } from './i18n.ts';
+import { type EmailFormView, notifyBlock } from './notify-block.ts';
 import { isPhone, type Platform } from './platform.ts';
 
 const words = messages({
@@ -80,8 +82,6 @@ const words = messages({
     caldavNote:
       'Быстрее: сервис сам записывает изменения в ваш календарь через несколько минут. Нужен пароль приложения.',
     caldavOther: 'Nextcloud, Fastmail или другой CalDAV-календарь:',
-    telegram: 'Уведомления в Telegram',
-    telegramNote: 'Бот напишет, если занятие перенесут, отменят, добавят или заменят преподавателя.',
   },
   en: {
     action: 'Add to calendar',
@@ -138,8 +138,6 @@ const words = messages({
     caldav: 'Push to your calendar right away',
     caldavNote: 'Faster: the service writes every change into your calendar within minutes. It needs an app password.',
     caldavOther: 'Nextcloud, Fastmail or another CalDAV calendar:',
-    telegram: 'Notifications in Telegram',
-    telegramNote: 'The bot writes when a class is moved, cancelled, added or gets another teacher.',
   },
 });
 
@@ -168,6 +166,8 @@ export interface SubscribeView {
   platform: Platform;
   /** The in-page link to the feed options, when the page has them. */
   optionsHref?: string | undefined;
+  /** The e-mail form of the notifications, where e-mail is on. */
+  email?: EmailFormView | undefined;
 }
 
 /**
@@ -197,14 +197,8 @@ export function subscribeBlock(view: SubscribeView): Html {
 !${qr}
 </div>
 </details>
-!${telegramWay(view, w)}
-</section>`;
-}
-
-/** The Telegram bot's link with its note, or nothing when the bot is off. */
-function telegramWay(view: SubscribeView, w: Words): Html {
-  if (view.links.telegram === undefined) return '';
-  return html`<p class="telegram-way"><a class="button secondary" href="${view.links.telegram}" data-link="telegram">${w.telegram}</a> <span class="hint">${w.telegramNote}</span></p>`;
+</section>
+!${notifyBlock({ lang: view.lang, links: view.links, email: view.email, open: !phone })}`;
 }
 
 /** One calendar's steps, in a `<details>` of its own. */

@@ -8,7 +8,7 @@ import { createServer } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { inject } from 'vitest';
-import { buildApp } from '../../src/http/app.ts';
+import { type AppOptions, buildApp } from '../../src/http/app.ts';
 import { startWorkers, type WorkerSet } from '../../src/jobs/workers.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { type RunningSimulator, type SimulatorOptions, startSimulator } from '../../src/simulator/index.ts';
@@ -59,6 +59,8 @@ export interface WebStackOptions {
   simulator?: SimulatorOptions;
   /** Settings over the stack's own. */
   env?: Record<string, string>;
+  /** The app's options over the stack's own (the bots whose links the pages show), made from the context. */
+  app?: (ctx: ServiceContext) => Omit<AppOptions, 'logger'>;
 }
 
 /** The whole service on loopback, for a browser. */
@@ -110,7 +112,7 @@ export class WebStack {
       ...options.env,
     });
     const workers = await startWorkers(opened.context, inject('redisUrl'));
-    const app = await buildApp(opened.context, { logger: opened.context.logger });
+    const app = await buildApp(opened.context, { logger: opened.context.logger, ...options.app?.(opened.context) });
     await app.listen({ port, host: '127.0.0.1' });
     return new WebStack({
       url,

@@ -13,6 +13,7 @@ import type { RedisClient } from '../../lib/redis-target.ts';
 import type { Logger } from '../../logger.ts';
 import type { RedisKeys } from '../../store/keys.ts';
 import { type CommandDeps, registerCommands } from './commands.ts';
+import { proxyClientOptions } from './proxy-fetch.ts';
 
 /** How long a handled update id is remembered, and how long the bot's getMe answer is cached. */
 const DAY_SECONDS = 24 * 3600;
@@ -32,6 +33,8 @@ export interface TelegramBotConfig {
   readonly telegramWebhookUrl?: string | undefined;
   /** The key the webhook's secret is derived from; without one, the bot token is (both are secrets). */
   readonly secretKey?: Buffer | undefined;
+  /** A proxy every Bot API request goes through (proxy-fetch.ts); without one, Telegram directly. */
+  readonly telegramProxy?: string | undefined;
 }
 
 /** What the bot reads and changes besides the commands' own. */
@@ -80,7 +83,11 @@ export function createTelegramBot(
   options: { botInfo?: UserFromGetMe } = {},
 ): TelegramBot {
   const bot = new Bot(config.telegramBotToken, {
-    client: { apiRoot: config.telegramApiRoot, timeoutSeconds: CLIENT_TIMEOUT_SECONDS },
+    client: {
+      apiRoot: config.telegramApiRoot,
+      timeoutSeconds: CLIENT_TIMEOUT_SECONDS,
+      ...proxyClientOptions(config.telegramProxy),
+    },
     ...(options.botInfo ? { botInfo: options.botInfo } : {}),
   });
   bot.use(async (ctx: Context, next: NextFunction) => {

@@ -26,7 +26,8 @@ export interface TelegramChannelDeps {
 }
 
 /** The settings a Telegram sender is made of. */
-export type TelegramSenderSettings = Pick<Config, 'telegramBotToken' | 'telegramApiRoot'>;
+export type TelegramSenderSettings = Pick<Config, 'telegramBotToken' | 'telegramApiRoot'> &
+  Partial<Pick<Config, 'telegramProxy'>>;
 
 /** The Telegram channel: on when `TELEGRAM_BOT_TOKEN` is set. */
 export function telegramChannel(deps: TelegramChannelDeps): ChannelAdapter {
@@ -52,7 +53,8 @@ export function telegramChannel(deps: TelegramChannelDeps): ChannelAdapter {
 /** The sender of the bot the settings name (grammY's Api at `TELEGRAM_API_ROOT`); throws without a token. */
 export function telegramSenderOf(config: TelegramSenderSettings): TelegramSender {
   if (config.telegramBotToken === undefined) throw new Error('TELEGRAM_BOT_TOKEN is not set');
-  return createTelegramSender({ token: config.telegramBotToken, apiRoot: config.telegramApiRoot });
+  const { telegramBotToken: token, telegramApiRoot: apiRoot, telegramProxy: proxy } = config;
+  return createTelegramSender({ token, apiRoot, proxy });
 }
 
 /** What a Bot API answer means for the channel core. */

@@ -5,6 +5,7 @@
  * network is not). Never throws for an API answer, and never puts the token (it is in the request URL) in a reason.
  */
 import { Api, GrammyError, HttpError } from 'grammy';
+import { proxyClientOptions } from './proxy-fetch.ts';
 
 /** What one send came to. */
 export type SendOutcome =
@@ -103,11 +104,20 @@ export interface ReplySender {
   sendPlain(chatId: string, text: string, buttons?: Buttons, signal?: AbortSignal): Promise<SendOutcome>;
 }
 
-/** A sender for the bot `token` at `apiRoot` (`https://api.telegram.org`, or a fake in tests). */
-export function createTelegramSender(options: { token: string; apiRoot: string }): TelegramSender {
+/**
+ * A sender for the bot `token` at `apiRoot` (`https://api.telegram.org`, or a fake in tests), through `proxy`
+ * when one is given (`TELEGRAM_PROXY`); `timeoutSeconds` shortens {@link SEND_TIMEOUT_SECONDS} (tests).
+ */
+export function createTelegramSender(options: {
+  token: string;
+  apiRoot: string;
+  proxy?: string | undefined;
+  timeoutSeconds?: number;
+}): TelegramSender {
   const api = new Api(options.token, {
     apiRoot: options.apiRoot.replace(/\/+$/, ''),
-    timeoutSeconds: SEND_TIMEOUT_SECONDS,
+    timeoutSeconds: options.timeoutSeconds ?? SEND_TIMEOUT_SECONDS,
+    ...proxyClientOptions(options.proxy),
   });
   return new TelegramSender(api, options.token);
 }

@@ -36,7 +36,8 @@
     });
   }
   // Live feed options: <form data-options data-preview="…/preview"> asks the preview endpoint as the options
-  // change and rewrites every link (data-link), the QR code (data-qr) and the event preview (data-preview).
+  // change and rewrites every link (data-link), the QR code (data-qr), the event preview (data-preview) and the
+  // option fields of the notifications' e-mail form (data-notify-option), so that each follows what is chosen.
   const form = document.querySelector('form[data-options]');
   if (form) {
     const error = form.querySelector('[data-options-error]');
@@ -58,6 +59,10 @@
         if (typeof value !== 'string') continue;
         if (element.tagName === 'INPUT') element.value = value;
         else element.href = value;
+      }
+      for (const input of document.querySelectorAll('input[data-notify-option]')) {
+        const value = answer.notify?.[input.dataset.notifyOption];
+        if (typeof value === 'string') input.value = value;
       }
       const qr = document.querySelector('[data-qr]');
       if (qr && typeof answer.qrSvg === 'string') qr.innerHTML = answer.qrSvg;
