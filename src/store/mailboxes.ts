@@ -145,6 +145,11 @@ export class Mailboxes {
     };
   }
 
+  /** Forgets a sign-up at once (its address refused for good: nobody can confirm it). */
+  async forgetPending(id: string): Promise<void> {
+    if (MAILBOX_ID.test(id)) await this.redis.del(this.keys.mailPending(id));
+  }
+
   /** The token of a sign-up's confirmation link. */
   confirmToken(pendingId: string): string {
     return `${pendingId}.${this.mac(CONFIRM_PURPOSE, pendingId)}`;

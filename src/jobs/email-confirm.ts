@@ -1,0 +1,106 @@
+/**
+ * The confirmation mail of an e-mail sign-up (job `confirm` on the e-mail queue): it names the sign-up only; the
+ * job opens its sealed address, says what it subscribes to, and links the confirmation page with the sign-up's
+ * token (a MAC of its id: nothing secret travels in the job). A sign-up that expired or was confirmed meanwhile
+ * sends nothing. The relay's answers are the change mails' (notify/email/outcome.ts): a 4xx is retried with
+ * backoff, the relay slowing us down pauses the queue, our login or sender refused disables the channel and keeps
+ * the job, and an address refused for good forgets the sign-up.
+ *
+ * A mail is sent at most once per sign-up id (the job's id), though a worker killed after the relay took it sends
+ * it again: a second confirmation mail is harmless, and its link is the same.
+ */
+import { type Job, type JobsOptions, UnrecoverableError } from 'bullmq';
+import type { Config } from '../config.ts';
+import type { Logger } from '../logger.ts';
+import type { ChannelOutcome } from '../notify/channel.ts';
+import { CONFIRM_PATH, type EmailChannel, tokenUrl } from '../notify/email/adapter.ts';
+import { confirmationMail } from '../notify/email/message.ts';
+import type { Mailboxes } from '../store/mailboxes.ts';
+import type { SnapshotStore } from '../store/snapshot-store.ts';
+import { type SourceKey, sourceOf } from '../timetable/source.ts';
+import { EMAIL_JOB, type EmailConfirmJobData } from './contract.ts';
+import { FAILED_STACKS, KEEP_COMPLETED, KEEP_FAILED, type Queues } from './queues.ts';
+
+/** Retries of a confirmation mail: about ten minutes in all, past a greylisting relay's first refusal. */
+export const CONFIRM_JOB_OPTIONS: JobsOptions = {
+  attempts: 8,
+  backoff: { type: 'exponential', delay: 5_000, jitter: 0.5 },
+  removeOnComplete: { ...KEEP_COMPLETED },
+  removeOnFail: { ...KEEP_FAILED },
+  stackTraceLimit: FAILED_STACKS,
+};
+
+/** Queues the confirmation mail of a sign-up (once per sign-up: the job's id is its id). */
+export async function enqueueConfirmation(queues: Pick<Queues, 'email'>, pendingId: string): Promise<void> {
+  await queues.email.add(EMAIL_JOB.confirm, { pendingId }, { ...CONFIRM_JOB_OPTIONS, jobId: `confirm-${pendingId}` });
+}
+
+/** What the confirmation job uses. */
+export interface EmailConfirmDeps {
+  readonly config: Pick<Config, 'publicUrl' | 'mailDigestTime'>;
+  readonly mailboxes: Pick<Mailboxes, 'pending' | 'confirmToken' | 'forgetPending'>;
+  readonly snapshots: Pick<SnapshotStore, 'snapshot'>;
+  readonly logger: Logger;
+}
+
+/** What a confirmation job came to. */
+export type EmailConfirmResult = { outcome: 'sent' | 'expired' | 'refused' };
+
+/**
+ * How the job acts on a failed send (the channel core's policy, shared with change mails): it throws what the
+ * worker is to do with the job.
+ */
+export type OutcomePolicy = (
+  job: Job,
+  outcome: Extract<ChannelOutcome, { kind: 'rate-limited' | 'misconfigured' }>,
+) => Promise<never>;
+
+/** Sends the confirmation mail of one sign-up through `channel`. */
+export async function sendConfirmation(
+  ctx: EmailConfirmDeps,
+  channel: Pick<EmailChannel, 'sendMail' | 'messageId'>,
+  job: Job<EmailConfirmJobData>,
+  policy: OutcomePolicy,
+  signal?: AbortSignal,
+): Promise<EmailConfirmResult> {
+  const { pendingId } = job.data;
+  const log = ctx.logger.child({ jobId: job.id, attempt: job.attemptsMade + 1 });
+  const signUp = await ctx.mailboxes.pending(pendingId);
+  if (signUp === undefined) return { outcome: 'expired' };
+  const content = confirmationMail({
+    name: await timetableName(ctx, signUp.source),
+    confirmUrl: tokenUrl(ctx.config.publicUrl, CONFIRM_PATH, ctx.mailboxes.confirmToken(pendingId)),
+    options: signUp.options,
+    digest: signUp.digest,
+    digestTime: ctx.config.mailDigestTime,
+  });
+  const sent = await channel.sendMail(
+    { to: signUp.address, ...content, messageId: channel.messageId(`confirm|${pendingId}`), date: new Date() },
+    signal,
+  );
+  switch (sent.kind) {
+    case 'sent':
+      log.info({ source: signUp.source }, 'sent an e-mail confirmation');
+      return { outcome: 'sent' };
+    case 'gone':
+      // Nobody can confirm it: the address is forgotten now rather than in 48 h.
+      await ctx.mailboxes.forgetPending(pendingId);
+      log.info({ source: signUp.source, reason: sent.reason }, 'the relay refused a confirmation mail for good');
+      return { outcome: 'refused' };
+    case 'rate-limited':
+    case 'misconfigured':
+      return policy(job, sent);
+    case 'failed':
+      if (sent.permanent) throw new UnrecoverableError(`the relay refused a confirmation mail: ${sent.reason}`);
+      throw new Error(`confirmation mail not sent: ${sent.reason}`);
+  }
+}
+
+/** The timetable's name as its page says it: the stored one, or its kind and number before the first fetch. */
+export async function timetableName(ctx: Pick<EmailConfirmDeps, 'snapshots'>, source: SourceKey): Promise<string> {
+  const { kind, id } = sourceOf(source);
+  if (kind === 'personal') return 'личное расписание';
+  const stored = (await ctx.snapshots.snapshot(source))?.name;
+  if (stored !== undefined && stored !== '') return stored;
+  return kind === 'group' ? `группа ${id}` : `преподаватель ${id}`;
+}
