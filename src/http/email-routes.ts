@@ -22,7 +22,7 @@ import type { Config } from '../config.ts';
 import { type EmailConfirmDeps, timetableName } from '../jobs/email-confirm.ts';
 import { type MailAddressProblem, parseMailAddress } from '../lib/mail-address.ts';
 import type { Lang } from '../lib/words.ts';
-import { CONFIRM_PATH, emailOn, UNSUBSCRIBE_PATH } from '../notify/email/adapter.ts';
+import { CONFIRM_PATH, emailOn, UNSUBSCRIBE_PATH } from '../notify/email/channel.ts';
 import type { FeedStore } from '../store/feed-store.ts';
 import { MAX_SOURCES_PER_MAILBOX, type Mailboxes } from '../store/mailboxes.ts';
 import type { SourceRegistry } from '../store/registry.ts';

@@ -51,8 +51,13 @@ export function tokenUrl(publicUrl: string, path: string, token: string): string
   return `${publicUrl}${path}?token=${encodeURIComponent(token)}`;
 }
 
+/** Whether a channel of the list is the e-mail channel (its queue's processor sends confirmations through it). */
+export function isEmailChannel(adapter: ChannelAdapter): adapter is EmailChannel {
+  return adapter.name === 'email' && 'sendMail' in adapter;
+}
+
 /** Builds the channel; `transport` replaces the relay of `SMTP_URL` (tests). */
-export function createEmailChannel(deps: EmailChannelDeps, transport?: MailTransport): EmailChannel {
+export function emailChannel(deps: EmailChannelDeps, transport?: MailTransport): EmailChannel {
   const { config, mailboxes } = deps;
   let relay = transport;
   const domain = mailDomain(config.mailFrom ?? 'timetable@localhost');
