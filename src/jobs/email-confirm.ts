@@ -6,8 +6,9 @@
  * retried with backoff, the relay slowing us down pauses the queue, our login or sender refused disables the
  * channel and keeps the job, and an address refused for good forgets the sign-up.
  *
- * A mail is sent at most once per sign-up id (the job's id), though a worker killed after the relay took it sends
- * it again: a second confirmation mail is harmless, and its link is the same.
+ * One job per sign-up (the job's id is the sign-up's), so asking twice queues two sign-ups, never one mail twice.
+ * A worker killed after the relay took the mail sends it again when the job runs again: harmless, the link is the
+ * same.
  */
 import { type Job, type JobsOptions, type Queue, UnrecoverableError } from 'bullmq';
 import type { Config } from '../config.ts';
@@ -21,16 +22,10 @@ import { type SourceKey, sourceOf } from '../timetable/source.ts';
 import { type ChannelSendTuning, DISABLED_RETRY_MS, delay } from './channel-send.ts';
 import { EMAIL_JOB, type EmailConfirmJobData } from './contract.ts';
 import { mayWaitAgain, waitOutRateLimit } from './failure.ts';
-import { FAILED_STACKS, KEEP_COMPLETED, KEEP_FAILED, type Queues } from './queues.ts';
+import { channelJobOptions, type Queues } from './queues.ts';
 
-/** Retries of a confirmation mail: about ten minutes in all, past a greylisting relay's first refusal. */
-export const CONFIRM_JOB_OPTIONS: JobsOptions = {
-  attempts: 8,
-  backoff: { type: 'exponential', delay: 5_000, jitter: 0.5 },
-  removeOnComplete: { ...KEEP_COMPLETED },
-  removeOnFail: { ...KEEP_FAILED },
-  stackTraceLimit: FAILED_STACKS,
-};
+/** Retries of a confirmation mail: those of change mails (hours of backoff, past a greylisting relay's refusals). */
+export const CONFIRM_JOB_OPTIONS: JobsOptions = channelJobOptions('email');
 
 /** Queues the confirmation mail of a sign-up (once per sign-up: the job's id is its id). */
 export async function enqueueConfirmation(queues: Pick<Queues, 'email'>, pendingId: string): Promise<void> {
