@@ -56,10 +56,10 @@ export function isEmailChannel(adapter: ChannelAdapter): adapter is EmailChannel
   return adapter.name === 'email' && 'sendMail' in adapter;
 }
 
-/** Builds the channel; `transport` replaces the relay of `SMTP_URL` (tests). */
-export function emailChannel(deps: EmailChannelDeps, transport?: MailTransport): EmailChannel {
+/** Builds the channel; its relay (`SMTP_URL`) is opened by the first mail: a process that sends none opens none. */
+export function emailChannel(deps: EmailChannelDeps): EmailChannel {
   const { config, mailboxes } = deps;
-  let relay = transport;
+  let relay: MailTransport | undefined;
   const domain = mailDomain(config.mailFrom ?? 'timetable@localhost');
   const relayOf = (): MailTransport => {
     if (config.smtpUrl === undefined || config.mailFrom === undefined) throw new Error('SMTP_URL or MAIL_FROM unset');
@@ -92,7 +92,10 @@ export function emailChannel(deps: EmailChannelDeps, transport?: MailTransport):
     },
     sendMail,
     messageId,
-    close: () => relay?.close(),
+    close: () => {
+      relay?.close();
+      relay = undefined;
+    },
   };
 
   function changeMailOf(message: ChannelMessage, to: string, token: string): OutgoingMail {
