@@ -145,6 +145,9 @@ interface QueuedSend {
   opts: BulkJobOptions;
 }
 
+/** How log lines name a channel. */
+const CHANNEL_LABEL: Readonly<Record<ChannelName, string>> = { telegram: 'Telegram', max: 'MAX', email: 'E-mail' };
+
 /** Why messages wait: the quiet hours, or the daily digest their subscriber chose. */
 type HoldReason = 'quiet-hours' | 'digest';
 
@@ -281,7 +284,7 @@ function logHeld(
         spreadMs: MORNING_SPREAD_MS,
         setting: 'MAIL_DIGEST_TIME',
       },
-      `${channel} messages held for the daily digest (${mailDigestTime} ${timezone}): they go at ` +
+      `${CHANNEL_LABEL[channel]} messages held for the daily digest (${mailDigestTime} ${timezone}): they go at ` +
         `${new Date(end).toISOString()}, told together as one net change per subscriber`,
     );
     return;
@@ -301,7 +304,8 @@ function logHeld(
       spreadMs: MORNING_SPREAD_MS,
       setting: 'NOTIFY_QUIET_HOURS',
     },
-    `${channel} messages held for the quiet hours (${hours} ${timezone}): they go at ${new Date(end).toISOString()}, ` +
+    `${CHANNEL_LABEL[channel]} messages held for the quiet hours (${hours} ${timezone}): they go at ` +
+      `${new Date(end).toISOString()}, ` +
       'told together as one net change per subscriber; NOTIFY_QUIET_HOURS=off sends at once',
   );
 }
