@@ -22,6 +22,7 @@ import { registerAssetRoutes } from './asset-routes.ts';
 import { type CalDavRouteDeps, registerCaldavRoutes } from './caldav-routes.ts';
 import { ClientLimits, type ClientLimitsDeps } from './client-limits.ts';
 import { applyConnectionLimits, type ConnectionLimits } from './connection-limits.ts';
+import { type EmailRouteDeps, registerEmailRoutes } from './email-routes.ts';
 import { registerEmployeeRoutes } from './employee-routes.ts';
 import { sendError } from './error-answer.ts';
 import type { Words } from './error-codes.ts';
@@ -56,7 +57,8 @@ export type AppDeps = OperationsRouteDeps &
   HomeRouteDeps &
   PersonalRouteDeps &
   TimetablePageDeps &
-  TelegramRouteDeps & { readonly config: ServerLimits & ConnectionLimits & Pick<Config, 'trustProxy'> };
+  TelegramRouteDeps &
+  EmailRouteDeps & { readonly config: ServerLimits & ConnectionLimits & Pick<Config, 'trustProxy'> };
 
 /** Options of {@link buildApp}. */
 export interface AppOptions {
@@ -146,6 +148,7 @@ export async function buildApp(ctx: AppDeps, options: AppOptions): Promise<Fasti
   await registerPersonalRoutes(app, ctx);
   await registerTimetablePageRoutes(app, ctx, feeds.provider, { telegram: options.telegram, max: options.max });
   await registerTelegramRoutes(app, ctx, options.telegram);
+  await registerEmailRoutes(app, ctx);
   return app;
 }
 

@@ -37,7 +37,8 @@ export type LimitedAction =
   | 'google-connect'
   | 'caldav-connect'
   | 'variant-render'
-  | 'telegram-link';
+  | 'telegram-link'
+  | 'email-sign-up';
 
 type RateSetting = { [K in keyof Config]: Config[K] extends Rate ? K : never }[keyof Config];
 
@@ -73,6 +74,11 @@ const ACTIONS: Record<LimitedAction, { perClient: RateSetting; total?: RateSetti
   'telegram-link': {
     perClient: 'telegramLinksPerClient',
     what: { en: 'Telegram links', ru: 'ссылок на Telegram' },
+  },
+  // Each sends a mail to an address someone typed: each client's own count, and each address's (email-sign-up.ts).
+  'email-sign-up': {
+    perClient: 'mailConfirmationsPerClient',
+    what: { en: 'e-mail sign-ups', ru: 'подписок по почте' },
   },
 };
 

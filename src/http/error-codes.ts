@@ -181,6 +181,12 @@ export const ERROR_CODES = {
     meaning: '`POST /telegram/webhook` came without the secret token header Telegram was given.',
   },
 
+  // E-mail notifications.
+  EMAIL_NOT_CONFIGURED: {
+    status: 503,
+    meaning: 'E-mail notifications are off: the service has no `SMTP_URL` or no `MAIL_FROM`.',
+  },
+
   // The university.
   UPSTREAM_BUSY: {
     status: 503,

@@ -18,7 +18,7 @@ import {
 import { SourceNotFoundError, SourceNotReadyError, UnknownSubscriptionError } from '../jobs/errors.ts';
 import { RateLimitedError, RedisFullError, RedisUnavailableError } from '../lib/errors.ts';
 import { redisFailure } from '../lib/redis-failure.ts';
-import { retryAfterSeconds } from '../lib/retry-after.ts';
+import { retryAfterSeconds, secondsText } from '../lib/retry-after.ts';
 import { type Lang, secondsWords } from '../lib/words.ts';
 import { TargetRemovedError } from '../push/errors.ts';
 import { SecretKeyMissingError } from '../security/errors.ts';
@@ -31,6 +31,7 @@ import {
 import { sourceNames } from '../serving/source-words.ts';
 import { SignUpContentionError } from '../store/errors.ts';
 import {
+  ConfirmationsLimitError,
   CredentialCheckError,
   CredentialRefusedError,
   CredentialRejectedError,
@@ -170,6 +171,18 @@ const CATALOG: readonly Entry[] = [
       ),
   ),
   entry(ClientLimitError, (error) => new HttpError('RATE_LIMITED', error.words, retryAfter(error.retryAfterMs))),
+  entry(
+    ConfirmationsLimitError,
+    (error) =>
+      new HttpError(
+        'RATE_LIMITED',
+        {
+          en: `${error.message}; try again in ${secondsText(error.retryAfterMs)}`,
+          ru: `на этот адрес уже отправлено несколько писем с подтверждением; проверьте почту (и папку «Спам») или попробуйте снова через ${secondsWords(error.retryAfterMs).ru}`,
+        },
+        retryAfter(error.retryAfterMs),
+      ),
+  ),
   entry(
     RateLimitedError,
     (error) =>

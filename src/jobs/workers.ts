@@ -13,11 +13,13 @@ import { redisFailure } from '../lib/redis-failure.ts';
 import type { RedisOutageLog } from '../lib/redis-outage.ts';
 import type { RedisTarget } from '../lib/redis-target.ts';
 import type { ChannelAdapter, ChannelName } from '../notify/channel.ts';
+import { isEmailChannel } from '../notify/email/channel.ts';
 import type { NotifyServices } from '../notify/notify-services.ts';
 import type { PushAdapter } from '../push/adapter.ts';
 import { packLegacyState } from '../store/state-packing.ts';
 import { type ChannelSendDeps, type ChannelSendTuning, channelSendProcessor } from './channel-send.ts';
 import { pushQueueName, QUEUE } from './contract.ts';
+import { type EmailQueueDeps, emailProcessor } from './email-send.ts';
 import { dropRetiredFeedForms, type FeedFormsDeps } from './feed-forms-migration.ts';
 import { FreshnessPacer, type PacerDeps, type PacerTuning } from './freshness-pacer.ts';
 import { beat, forgetWorker, type HeartbeatDeps } from './heartbeats.ts';
@@ -41,6 +43,7 @@ export type WorkersDeps = RefreshDeps &
   NotifyFanoutDeps &
   TelegramSendDeps &
   ChannelSendDeps &
+  EmailQueueDeps &
   SeedTermCountsDeps &
   HeartbeatDeps &
   FeedFormsDeps &
@@ -161,7 +164,7 @@ function channelProcessor(ctx: WorkersDeps, adapter: ChannelAdapter, tuning: Wor
     case 'max':
       return channelSendProcessor(ctx, adapter, tuning.channels);
     case 'email':
-      return channelSendProcessor(ctx, adapter, tuning.channels);
+      return emailProcessor(ctx, adapter, tuning.channels);
   }
 }
 
@@ -176,11 +179,14 @@ function channelWorker(
   base: Omit<WorkerOptions, 'concurrency'>,
   tuning: WorkerTuning,
 ): Worker {
-  return new Worker(QUEUE[adapter.name], channelProcessor(ctx, adapter, tuning), {
+  const worker = new Worker(QUEUE[adapter.name], channelProcessor(ctx, adapter, tuning), {
     ...base,
     concurrency: CHANNEL_CONCURRENCY[adapter.name],
     limiter: limiterFor(ctx.config[CHANNEL_RATE[adapter.name]]),
   });
+  // The relay's pooled connections end with the worker that sends through them.
+  if (isEmailChannel(adapter)) worker.on('closed', () => adapter.close());
+  return worker;
 }
 
 /** Starts the workers of one process on `redis`, plus the heartbeat `/readyz` reads. */

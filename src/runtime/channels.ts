@@ -8,8 +8,10 @@ import type { Config } from '../config.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
 import type { ChannelAdapter } from '../notify/channel.ts';
+import { emailChannel } from '../notify/email/channel.ts';
 import { telegramChannel } from '../notify/telegram/channel.ts';
 import type { RedisKeys } from '../store/keys.ts';
+import { Mailboxes } from '../store/mailboxes.ts';
 import type { TelegramChats } from '../store/telegram-chats.ts';
 
 /** What the adapters are built over: the settings, Redis (their stores), the logger, the Telegram chats. */
@@ -23,5 +25,12 @@ export interface ChannelsDeps {
 
 /** Every registered channel's adapter, on or off (each says whether this deployment configured it). */
 export function channelAdapters(ctx: ChannelsDeps): readonly ChannelAdapter[] {
-  return [telegramChannel({ config: ctx.config, chats: ctx.chats })];
+  return [
+    telegramChannel({ config: ctx.config, chats: ctx.chats }),
+    emailChannel({
+      config: ctx.config,
+      mailboxes: new Mailboxes(ctx.redis, ctx.keys, ctx.config.secretKey),
+      wallClock: Date.now,
+    }),
+  ];
 }

@@ -14,6 +14,7 @@ import type { GroupDirectory } from '../store/group-directory.ts';
 import type { RedisKeys } from '../store/keys.ts';
 import type { KnownCredentials } from '../store/known-credentials.ts';
 import type { KnownEmployees } from '../store/known-employees.ts';
+import type { Mailboxes } from '../store/mailboxes.ts';
 import type { SourceRegistry } from '../store/registry.ts';
 import type { SnapshotStore } from '../store/snapshot-store.ts';
 import type { SourceRelations } from '../store/source-relations.ts';
@@ -81,6 +82,8 @@ export interface ServiceContext {
   readonly webhooks: WebhookStore;
   /** Change notifications: the outbox, the Telegram chats, the pages they link. */
   readonly notify: NotifyServices;
+  /** E-mail notifications' mailboxes (addresses sealed) and sign-ups waiting for their confirmation. */
+  readonly mailboxes: Mailboxes;
   readonly metrics: Metrics;
   /** Epoch ms; tests pass their own clock. */
   readonly now: () => number;

@@ -17,6 +17,7 @@ import { GroupDirectory } from '../store/group-directory.ts';
 import { redisKeys } from '../store/keys.ts';
 import { KnownCredentials } from '../store/known-credentials.ts';
 import { KnownEmployees } from '../store/known-employees.ts';
+import { Mailboxes } from '../store/mailboxes.ts';
 import { SourceRegistry } from '../store/registry.ts';
 import { SnapshotStore } from '../store/snapshot-store.ts';
 import { SourceRelations } from '../store/source-relations.ts';
@@ -153,6 +154,7 @@ export function openServiceContext(options: ContextOptions): OpenContext {
       channels: channelAdapters({ config, redis, keys, logger, chats }),
       webhooks,
     }),
+    mailboxes: new Mailboxes(redis, keys, config.secretKey),
     metrics,
     now: options.now ?? Date.now,
     wallClock: options.wallClock ?? Date.now,

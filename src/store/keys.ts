@@ -152,6 +152,16 @@ export interface RedisKeys {
   channelPace(channelPrefix: string, address: string): string;
   // MAX bot keys (store/max-chats.ts, notify/max/): add below this line.
   // E-mail keys (store/mailboxes.ts, notify/email/): add below this line.
+  /** HASH: a mailbox told of changes by e-mail: `address` (sealed), `hash` (its keyed digest), `created` (mailboxes.ts). */
+  mailbox(id: string): string;
+  /** HASH: a mailbox's subscriptions, source → `{o: options, d: digest, n: its unsubscribe token's nonce}` as JSON. */
+  mailboxSources(id: string): string;
+  /** STRING: the mailbox of an address, keyed by the address's keyed digest (never the address). */
+  mailboxOfAddress(hash: string): string;
+  /** SET: the confirmed mailboxes subscribed to a source (what the fan-out reads). */
+  mailSourceBoxes(key: SourceKey): string;
+  /** HASH with a TTL of 48 h: a sign-up whose address is not confirmed yet (sealed address, source, options). */
+  mailPending(id: string): string;
   /** HASH: a webhook (source, URL, sealed secret, state, reason, created) (webhook-store.ts). */
   webhook(id: string): string;
   /** LIST: a webhook's last delivery attempts, newest first, JSON each. */
@@ -274,6 +284,11 @@ export function redisKeys(prefix: string): RedisKeys {
     channelPace: (channelPrefix, address) => `${prefix}:${channelPrefix}:pace:${address}`,
     // MAX bot keys: add below this line.
     // E-mail keys: add below this line.
+    mailbox: (id) => `${prefix}:mail:box:${id}`,
+    mailboxSources: (id) => `${prefix}:mail:box:${id}:sources`,
+    mailboxOfAddress: (hash) => `${prefix}:mail:address:${hash}`,
+    mailSourceBoxes: (key) => `${prefix}:mail:source-boxes:${key}`,
+    mailPending: (id) => `${prefix}:mail:pending:${id}`,
     webhook: (id) => `${prefix}:webhook:${id}`,
     webhookLog: (id) => `${prefix}:webhook:${id}:log`,
     webhooksOfSource: (key) => `${prefix}:webhooks-of-source:${key}`,

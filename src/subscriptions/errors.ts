@@ -1,5 +1,7 @@
 /** Typed failures of the subscription use cases: signing up, replacing a credential, connecting Google. */
 
+import { RateLimitedError } from '../lib/errors.ts';
+
 /** The university rejected the credential a person offered. */
 export class CredentialRejectedError extends Error {
   override name = 'CredentialRejectedError';
@@ -81,5 +83,17 @@ export class CalDavUrlError extends Error {
     );
     this.field = field;
     this.problem = problem;
+  }
+}
+
+/**
+ * One address has been sent as many confirmation mails as `MAIL_CONFIRMATIONS_PER_ADDRESS` allows, whoever asked:
+ * a form must not become a way to flood someone's mailbox.
+ */
+export class ConfirmationsLimitError extends RateLimitedError {
+  override name = 'ConfirmationsLimitError';
+
+  constructor(retryAfterMs: number) {
+    super(retryAfterMs, 'this address was sent as many confirmation mails as it may get for now');
   }
 }

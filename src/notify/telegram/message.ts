@@ -52,7 +52,7 @@ function movedWords(before: NotifySide, after: NotifySide): string {
 }
 
 /** The side a line is dated by: the class as people knew it (before), or the new one. */
-function shownSide(item: NotifyItem): NotifySide | undefined {
+export function shownSide(item: NotifyItem): NotifySide | undefined {
   return item.before ?? item.after;
 }
 
@@ -91,8 +91,8 @@ function tail(pageUrl: string, left: number): string {
   return `${more}\n\n${link(pageUrl, 'Расписание')}`;
 }
 
-/** Items in the order shown: by the shown day, then time, then uid. */
-function ordered(items: readonly NotifyItem[]): NotifyItem[] {
+/** Items in the order shown (the e-mail's too): by the shown day, then time, then uid. */
+export function ordered(items: readonly NotifyItem[]): NotifyItem[] {
   const key = (item: NotifyItem) => {
     const side = shownSide(item);
     return `${side?.date ?? ''} ${side?.begin ?? ''}`;

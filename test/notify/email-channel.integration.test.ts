@@ -1,0 +1,301 @@
+/**
+ * Change mails through the channel core to a real SMTP server: the service's context on a real Redis, the e-mail
+ * queue's processor in a BullMQ worker, change sets published into the outbox and fanned out. A confirmed mailbox
+ * gets one mail per change set with the one-click unsubscribe headers, our Message-ID and Date, text and HTML; a
+ * 451 at RCPT is retried and delivered once; a 550 at RCPT unsubscribes the mailbox and deletes its address; a
+ * refused login disables the channel (nothing dropped) until a send succeeds; a digest subscriber gets one mail
+ * at `MAIL_DIGEST_TIME` with the net change.
+ */
+import { type Job, Worker } from 'bullmq';
+import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
+import type { ChannelSendJobData, EmailJobData } from '../../src/jobs/contract.ts';
+import { emailProcessor } from '../../src/jobs/email-send.ts';
+import { fanOutChangeSet } from '../../src/jobs/notify-fanout.ts';
+import { connectRedis } from '../../src/lib/redis-connection.ts';
+import { RedisOutageLog } from '../../src/lib/redis-outage.ts';
+import { silentLogger } from '../../src/logger.ts';
+import { type EmailChannel, emailChannel } from '../../src/notify/email/channel.ts';
+import type { ServiceContext } from '../../src/runtime/context.ts';
+import { deliveryId } from '../../src/store/notify-outbox.ts';
+import type { ChangeSet, NotifyItem, NotifySide } from '../../src/timetable/notify-change.ts';
+import { until } from '../../testkit/poll.ts';
+import { jobEnded } from '../support/jobs.ts';
+import { testContext } from '../support/service.ts';
+import { type ReceivedMail, startSmtpServer, type TestSmtpServer } from '../support/smtp-server.ts';
+
+const SOURCE = 'group:4242';
+/** 10:00 in Moscow: outside any quiet hours, before the digest time (19:00). */
+const MORNING = Date.UTC(2029, 9, 2, 7, 0);
+/** A class a year ahead. */
+const CLASS = Date.UTC(2030, 9, 2, 12, 40);
+
+function side(room: string): NotifySide {
+  return {
+    date: '2030-10-02',
+    begin: '15:40',
+    end: '17:10',
+    startUtc: CLASS,
+    summary: 'Оптика (лабораторная работа)',
+    location: `Корпус 1, ${room}`,
+    teacher: '',
+  };
+}
+
+function moved(from: string, to: string): NotifyItem {
+  return {
+    kind: 'moved',
+    uid: 'u1',
+    before: side(from),
+    after: side(to),
+    startsAt: CLASS,
+    lessonKind: 'лабораторная работа',
+    note: '',
+  };
+}
+
+interface Rig {
+  ctx: ServiceContext;
+  smtp: TestSmtpServer;
+  channel: EmailChannel;
+  /**
+   * The service clock: real time unless a test sets it (the fan-out's quiet hours and digest read it). Jobs are
+   * delayed on real time (BullMQ's), so a test that lets a delay run keeps it real.
+   */
+  clock: { now: number | undefined };
+  /** Signs `address` up for the source and confirms it; resolves to its mailbox id. */
+  subscribe(address: string, digest?: boolean): Promise<string>;
+  /** Publishes a room change at `stamp` into the outbox and fans it out. */
+  publish(stamp: number, from: string, to: string): Promise<ChangeSet>;
+  /** The e-mail queue's jobs of a mailbox in these states. */
+  jobsOf(mailboxId: string, ...states: ('delayed' | 'completed' | 'failed')[]): Promise<Job<EmailJobData>[]>;
+  close(): Promise<void>;
+}
+
+async function rig(env: Record<string, string> = {}): Promise<Rig> {
+  const smtp = await startSmtpServer();
+  const clock: { now: number | undefined } = { now: undefined };
+  const now = () => clock.now ?? Date.now();
+  const opened = await testContext(
+    {
+      SMTP_URL: smtp.url,
+      MAIL_FROM: 'Расписание <timetable@example.edu>',
+      PUBLIC_URL: 'https://timetable.example.edu',
+      NOTIFY_QUIET_HOURS: 'off',
+      ...env,
+    },
+    { now },
+  );
+  const ctx = opened.context;
+  const channel = emailChannel({ config: ctx.config, mailboxes: ctx.mailboxes, wallClock: Date.now });
+  const outage = new RedisOutageLog(silentLogger());
+  const blocking = connectRedis(inject('redisUrl'), { name: 'test-email-worker', outage, blocking: true });
+  const worker = new Worker('email', emailProcessor(ctx, channel, { disabledRetryMs: 400 }), {
+    connection: blocking,
+    prefix: ctx.keys.queuePrefix,
+    concurrency: 4,
+  });
+  worker.on('error', () => undefined);
+  return {
+    ctx,
+    smtp,
+    channel,
+    clock,
+    subscribe: async (address, digest = false) => {
+      const id = await ctx.mailboxes.createPending({ address, source: SOURCE, options: {}, digest, now: now() });
+      const confirmed = await ctx.mailboxes.confirm(id, now());
+      if (confirmed.kind !== 'added') throw new Error(`not added: ${confirmed.kind}`);
+      return confirmed.mailboxId;
+    },
+    publish: async (stamp, from, to) => {
+      const set: ChangeSet = { source: SOURCE, name: 'ИВТ-21', stamp, items: [moved(from, to)], omitted: 0 };
+      await ctx.notify.outbox.write(ctx.redis.multi(), set).exec();
+      await fanOutChangeSet(ctx, { source: SOURCE, stamp });
+      return set;
+    },
+    jobsOf: async (mailboxId, ...states) =>
+      ((await ctx.queues.email.getJobs(states)) as Job<ChannelSendJobData>[]).filter(
+        (job) => job.data.chatId === mailboxId,
+      ),
+    close: async () => {
+      await worker.close();
+      channel.close();
+      await blocking.quit();
+      await opened.close();
+      await smtp.close();
+    },
+  };
+}
+
+/** Waits until `count` mails reached `address`, and answers them. */
+async function mailsOf(r: Rig, address: string, count: number): Promise<ReceivedMail[]> {
+  return until(
+    async () => r.smtp.mailsTo(address),
+    (mails) => mails.length >= count,
+    15_000,
+  );
+}
+
+describe('change mails', () => {
+  let r: Rig;
+  beforeEach(async () => {
+    r = await rig();
+  });
+  afterEach(async () => {
+    await r.close();
+  });
+
+  it('mails a confirmed mailbox once per change set, with the one-click headers, Message-ID and Date', async () => {
+    const mailboxId = await r.subscribe('reader@student.example.edu');
+    const set = await r.publish(MORNING, '425', '518');
+    const [mail] = await mailsOf(r, 'reader@student.example.edu', 1);
+    if (mail === undefined) throw new Error('no mail');
+    expect(mail.subject).toBe('ИВТ-21: Ср 2 окт., 15:40 Оптика (лабораторная работа): ауд. 425 → 518');
+    expect(mail.text).toContain('Ср 2 окт.\n15:40 Оптика (лабораторная работа): ауд. 425 → 518');
+    expect(mail.text).toContain('Расписание: https://timetable.example.edu/timetables/groups/4242');
+    expect(mail.html).toContain('<b>Ср 2 окт.</b>');
+    const unsubscribe = /^<(https:\/\/timetable\.example\.edu\/email\/unsubscribe\?token=([^>]+))>$/.exec(
+      mail.header('list-unsubscribe') ?? '',
+    );
+    expect(unsubscribe).not.toBeNull();
+    expect(await r.ctx.mailboxes.resolveUnsubscribe(decodeURIComponent(unsubscribe?.[2] ?? ''))).toEqual({
+      mailboxId,
+      source: SOURCE,
+    });
+    expect(mail.text).toContain(`Отписаться: ${unsubscribe?.[1]}`);
+    expect(mail.header('list-unsubscribe-post')).toBe('List-Unsubscribe=One-Click');
+    const id = deliveryId('em', mailboxId, set);
+    expect(mail.header('message-id')).toBe(r.channel.messageId(`${id}|${set.stamp}`));
+    expect(mail.header('message-id')).toMatch(/^<[A-Za-z0-9_-]{32}@example\.edu>$/);
+    expect(Math.abs(new Date(mail.header('date') ?? '').getTime() - Date.now())).toBeLessThan(60_000);
+    expect(await r.ctx.notify.outbox.state(id)).toBe('sent');
+
+    // A retry of the same message (the relay took it but the worker died before recording it) keeps its id.
+    const again = await r.channel.send({
+      address: mailboxId,
+      deliveryId: id,
+      source: SOURCE,
+      told: set,
+      pageUrl: 'https://timetable.example.edu/timetables/groups/4242',
+    });
+    expect(again.kind).toBe('sent');
+    const both = await mailsOf(r, 'reader@student.example.edu', 2);
+    expect(both[1]?.header('message-id')).toBe(mail.header('message-id'));
+
+    // Nobody but confirmed mailboxes: a sign-up left unconfirmed gets nothing of the next change.
+    await r.ctx.mailboxes.createPending({
+      address: 'waiting@example.edu',
+      source: SOURCE,
+      options: {},
+      digest: false,
+      now: MORNING,
+    });
+    await r.publish(MORNING + 1, '518', '620');
+    await mailsOf(r, 'reader@student.example.edu', 3);
+    expect(r.smtp.mailsTo('waiting@example.edu')).toEqual([]);
+  });
+
+  it('retries a 451 at RCPT with backoff and delivers it once', async () => {
+    const mailboxId = await r.subscribe('grey@example.edu');
+    r.smtp.script('grey@example.edu', 451);
+    await r.publish(MORNING, '425', '518');
+    // The first attempt failed; the job waits for its backoff (promoted here rather than waited for).
+    const [waiting] = await until(
+      () => r.jobsOf(mailboxId, 'delayed'),
+      (jobs) => jobs.length === 1,
+      15_000,
+    );
+    expect(waiting?.attemptsMade).toBe(1);
+    expect(r.smtp.mailsTo('grey@example.edu')).toEqual([]);
+    await waiting?.promote();
+    expect((await jobEnded(r.ctx.queues.email, waiting?.id as string)).job.returnvalue).toMatchObject({
+      outcome: 'sent',
+    });
+    expect(await mailsOf(r, 'grey@example.edu', 1)).toHaveLength(1);
+    expect(r.smtp.attempts.filter((each) => each.to === 'grey@example.edu').map((each) => each.code)).toEqual([
+      451, 250,
+    ]);
+    await new Promise((wake) => setTimeout(wake, 500));
+    expect(r.smtp.mailsTo('grey@example.edu')).toHaveLength(1);
+  });
+
+  it('unsubscribes a mailbox refused for good at RCPT and deletes its address; the others get theirs', async () => {
+    const gone = await r.subscribe('nobody@example.edu');
+    await r.subscribe('somebody@example.edu');
+    r.smtp.refuse('nobody@example.edu', 550);
+    await r.publish(MORNING, '425', '518');
+    await mailsOf(r, 'somebody@example.edu', 1);
+    await until(
+      () => r.ctx.mailboxes.follows(gone, SOURCE),
+      (follows) => !follows,
+      15_000,
+    );
+    expect(await r.ctx.mailboxes.addressOf(gone)).toBeUndefined();
+    expect(await r.ctx.redis.exists(r.ctx.keys.mailbox(gone), r.ctx.keys.mailboxSources(gone))).toBe(0);
+    expect(r.smtp.mailsTo('nobody@example.edu')).toEqual([]);
+  });
+});
+
+describe('a relay that refuses our login', () => {
+  let r: Rig;
+  beforeEach(async () => {
+    r = await rig();
+  });
+  afterEach(async () => {
+    await r.close();
+  });
+
+  it('disables the channel with the reason, drops nothing, and is back on after the first success', async () => {
+    await r.subscribe('patient@example.edu');
+    r.smtp.refuseLogins(true);
+    await r.publish(MORNING, '425', '518');
+    const disabled = await until(
+      () => r.ctx.notify.states.disabled('email'),
+      (state) => state !== undefined,
+      15_000,
+    );
+    expect(disabled?.reason).toContain('EAUTH');
+    expect(disabled?.reason).not.toContain('relay-password');
+    expect(r.smtp.mailsTo('patient@example.edu')).toEqual([]);
+    // Mended: the next try (every 400 ms here) sends it, and the channel is on again.
+    r.smtp.refuseLogins(false);
+    await mailsOf(r, 'patient@example.edu', 1);
+    await until(
+      () => r.ctx.notify.states.disabled('email'),
+      (state) => state === undefined,
+      15_000,
+    );
+  });
+});
+
+describe('the daily digest', () => {
+  let r: Rig;
+  beforeEach(async () => {
+    r = await rig({ MAIL_DIGEST_TIME: '19:00' });
+  });
+  afterEach(async () => {
+    await r.close();
+  });
+
+  it('mails a digest subscriber once at MAIL_DIGEST_TIME with the net change of the day', async () => {
+    r.clock.now = MORNING;
+    const digest = await r.subscribe('digest@example.edu', true);
+    await r.subscribe('each@example.edu');
+    await r.publish(MORNING, '425', '518');
+    r.clock.now = MORNING + 3_600_000;
+    await r.publish(MORNING + 3_600_000, '518', '620');
+    await mailsOf(r, 'each@example.edu', 2);
+    const [held] = await r.jobsOf(digest, 'delayed');
+    // Due at 19:00 in Moscow (16:00 UTC), within the spread after it.
+    const due = (held?.data as ChannelSendJobData | undefined)?.deliverAt ?? 0;
+    expect(due - Date.UTC(2029, 9, 2, 16, 0)).toBeGreaterThanOrEqual(0);
+    expect(due - Date.UTC(2029, 9, 2, 16, 0)).toBeLessThan(5 * 60_000);
+    expect(r.smtp.mailsTo('digest@example.edu')).toEqual([]);
+    // The evening comes.
+    r.clock.now = Date.UTC(2029, 9, 2, 16, 1);
+    await held?.promote();
+    const [mail] = await mailsOf(r, 'digest@example.edu', 1);
+    expect(mail?.subject).toBe('ИВТ-21: Ср 2 окт., 15:40 Оптика (лабораторная работа): ауд. 425 → 620');
+    await new Promise((wake) => setTimeout(wake, 500));
+    expect(r.smtp.mailsTo('digest@example.edu')).toHaveLength(1);
+  });
+});
