@@ -140,6 +140,32 @@ export interface RedisKeys {
    */
   channelState(channel: string): string;
   // MAX bot keys (store/max-chats.ts, notify/max/): add below this line.
+  /** HASH: a MAX dialog's subscriptions, source → its options as JSON (max-chats.ts; the dialog's `chat_id`). */
+  mxChat(chatId: string): string;
+  /** SET: the MAX dialogs subscribed to a source. */
+  mxSourceChats(key: SourceKey): string;
+  /** STRING with a TTL: the lock of the one process that long-polls MAX for updates. */
+  readonly mxPollLock: string;
+  /**
+   * STRING: the `marker` of MAX's update queue up to which updates were handled, per bot (by a digest of its
+   * token): the next poll passes it, which commits what came before (notify/max/poller.ts).
+   */
+  mxPollMarker(tokenDigest: string): string;
+  /** STRING with a TTL of half a second: a message to this dialog was just sent (MAX allows two a second). */
+  mxPace(chatId: string): string;
+  /** STRING with a TTL: an update from MAX already handled (updates have no id: its message id or type, chat, time). */
+  mxUpdate(updateKey: string): string;
+  /** STRING with a TTL: the bot's own `GET /me` answer as JSON, per token digest (the pages' links). */
+  mxBotInfo(tokenDigest: string): string;
+  /** STRING with a TTL: a dialog was told «Слишком часто» and is not told again while it lives. */
+  mxFloodWarned(chatId: string): string;
+  /** STRING with a TTL: the dialog of a MAX user (a button press in a dialog may come without the dialog's id). */
+  mxUserChat(userId: string): string;
+  /**
+   * HASH with a TTL of two minutes: of one minute's change messages, how many MAX took (`sent`) and refused as a
+   * gone dialog (`gone`): a wave of refusals is the bot's own trouble, not its users' (notify/max/adapter.ts).
+   */
+  mxSendMinute(minute: number): string;
   // E-mail keys (store/mailboxes.ts, notify/email/): add below this line.
   /** HASH: a webhook (source, URL, sealed secret, state, reason, created) (webhook-store.ts). */
   webhook(id: string): string;
@@ -260,6 +286,16 @@ export function redisKeys(prefix: string): RedisKeys {
     tgFloodWarned: (chatId) => `${prefix}:tg:flood-warned:${chatId}`,
     channelState: (channel) => `${prefix}:channel:${channel}:state`,
     // MAX bot keys: add below this line.
+    mxChat: (chatId) => `${prefix}:mx:chat:${chatId}`,
+    mxSourceChats: (key) => `${prefix}:mx:source-chats:${key}`,
+    mxPollLock: `${prefix}:mx:poll-lock`,
+    mxPollMarker: (tokenDigest) => `${prefix}:mx:poll-marker:${tokenDigest}`,
+    mxPace: (chatId) => `${prefix}:mx:pace:${chatId}`,
+    mxUpdate: (updateKey) => `${prefix}:mx:update:${updateKey}`,
+    mxBotInfo: (tokenDigest) => `${prefix}:mx:bot-info:${tokenDigest}`,
+    mxFloodWarned: (chatId) => `${prefix}:mx:flood-warned:${chatId}`,
+    mxUserChat: (userId) => `${prefix}:mx:user-chat:${userId}`,
+    mxSendMinute: (minute) => `${prefix}:mx:send-minute:${minute}`,
     // E-mail keys: add below this line.
     webhook: (id) => `${prefix}:webhook:${id}`,
     webhookLog: (id) => `${prefix}:webhook:${id}:log`,
