@@ -162,10 +162,10 @@ export interface RedisKeys {
   /** STRING with a TTL: the dialog of a MAX user (a button press in a dialog may come without the dialog's id). */
   mxUserChat(userId: string): string;
   /**
-   * HASH with a TTL of two minutes: of one minute's change messages, how many MAX took (`sent`) and refused as a
-   * gone dialog (`gone`): a wave of refusals is the bot's own trouble, not its users' (notify/max/adapter.ts).
+   * STRING with a TTL: how many change messages in a row MAX refused as a gone dialog since it last took one; a
+   * run of them is the bot's own trouble, not its users' (notify/max/channel.ts).
    */
-  mxSendMinute(minute: number): string;
+  readonly mxRefusalsInARow: string;
   // E-mail keys (store/mailboxes.ts, notify/email/): add below this line.
   /** HASH: a webhook (source, URL, sealed secret, state, reason, created) (webhook-store.ts). */
   webhook(id: string): string;
@@ -295,7 +295,7 @@ export function redisKeys(prefix: string): RedisKeys {
     mxBotInfo: (tokenDigest) => `${prefix}:mx:bot-info:${tokenDigest}`,
     mxFloodWarned: (chatId) => `${prefix}:mx:flood-warned:${chatId}`,
     mxUserChat: (userId) => `${prefix}:mx:user-chat:${userId}`,
-    mxSendMinute: (minute) => `${prefix}:mx:send-minute:${minute}`,
+    mxRefusalsInARow: `${prefix}:mx:refusals-in-a-row`,
     // E-mail keys: add below this line.
     webhook: (id) => `${prefix}:webhook:${id}`,
     webhookLog: (id) => `${prefix}:webhook:${id}:log`,

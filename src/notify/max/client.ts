@@ -17,9 +17,11 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, type Dispatcher, request } from 'undici';
+import type { Config } from '../../config.ts';
 import { type bucket, TokenBuckets } from '../../lib/rate-limit.ts';
 import type { RedisClient } from '../../lib/redis-target.ts';
 import { parseRetryAfter } from '../../lib/retry-after.ts';
+import type { RedisKeys } from '../../store/keys.ts';
 import { MaxApiError, MaxNetworkError } from './errors.ts';
 import { botInfoSchema, type MaxBotInfo, parseUpdateList, readMaxJson } from './updates.ts';
 
@@ -341,4 +343,24 @@ async function readText(body: AsyncIterable<Buffer | Uint8Array | string>): Prom
     chunks.push(buffer);
   }
   return Buffer.concat(chunks).toString('utf8');
+}
+
+/** The settings a client is made of. */
+export type MaxClientSettings = Pick<Config, 'maxBotToken' | 'maxApiRoot' | 'maxRateLimit'>;
+
+/** The name of the deployment's one bucket of MAX requests (`rateLimit('max-api')`). */
+export const MAX_RATE_BUCKET = 'max-api';
+
+/** The client of the bot the settings name, taking every request from the deployment's bucket; throws without a token. */
+export function maxClientOf(
+  config: MaxClientSettings,
+  redis: RedisClient,
+  keys: Pick<RedisKeys, 'rateLimit'>,
+): MaxClient {
+  if (config.maxBotToken === undefined) throw new Error('MAX_BOT_TOKEN is not set');
+  return new MaxClient({
+    token: config.maxBotToken,
+    apiRoot: config.maxApiRoot,
+    rate: { redis, key: keys.rateLimit(MAX_RATE_BUCKET), perSecond: config.maxRateLimit },
+  });
 }
