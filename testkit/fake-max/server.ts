@@ -17,6 +17,8 @@ export interface FakeMaxCall {
   at: number;
   /** The HTTP status answered; undefined while held, or when the connection was dropped without one. */
   status?: number;
+  /** Epoch ms when it was answered or dropped; undefined while held. */
+  endedAt?: number;
 }
 
 /** A token bucket: `capacity` at once, refilled at `perSecond`. */
@@ -226,6 +228,7 @@ async function handle(
   ctx.calls.push(call);
   const outcome = await respond(ctx, call, url.searchParams, raw, signal);
   // A client that went away (killed while its request was held) got no answer: nothing was sent.
+  call.endedAt = Date.now();
   if (outcome === 'reset' || signal.aborted) {
     req.socket.destroy();
     return;

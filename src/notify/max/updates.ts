@@ -29,7 +29,14 @@ export function readMaxJson(text: string): unknown {
   return JSON.parse(text, reviver as (key: string, value: unknown) => unknown);
 }
 
-const id = z.string().regex(/^-?\d{1,20}$/);
+/** An id: its digits, or a number (a value parsed without {@link readMaxJson}) when it is a safe integer. */
+const id = z.union([
+  z.string().regex(/^-?\d{1,20}$/),
+  z
+    .number()
+    .refine((value) => Number.isSafeInteger(value))
+    .transform(String),
+]);
 
 const user = z.object({
   user_id: id,

@@ -93,7 +93,7 @@ export const COMMANDS = [
   { command: 'help', description: 'Справка' },
 ] as const;
 
-const SHORT_HELP =
+export const SHORT_HELP =
   'Команды: /today, /tomorrow, /week — занятия; /list — подписки; /subgroup — подгруппа; /stop — отписаться; /help — справка.';
 /** No subscriptions: where to get one. */
 function noneText(messenger: Messenger): string {
