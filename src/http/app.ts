@@ -14,6 +14,7 @@ import Fastify, {
 } from 'fastify';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
+import type { MaxBot } from '../notify/max/bot.ts';
 import type { TelegramBot } from '../notify/telegram/bot.ts';
 import { answerFirst, FeedFastPath } from '../serving/feed-fast-path.ts';
 import { notFoundPage } from '../web/not-found-page.ts';
@@ -30,6 +31,7 @@ import { type FeedRouteDeps, type FeedRouteOptions, registerFeedRoutes } from '.
 import { forwardingCheck, warnOnUntrustedForwarding } from './forwarding-warning.ts';
 import { type GoogleRouteDeps, registerGoogleRoutes } from './google-routes.ts';
 import type { HomeRouteDeps } from './home-routes.ts';
+import { type MaxRouteDeps, registerMaxRoutes } from './max-routes.ts';
 import { type OperationsRouteDeps, registerOperationsRoutes } from './operations-routes.ts';
 import { registerPageRoutes } from './page-routes.ts';
 import { requestLang, sendPage } from './pages.ts';
@@ -56,7 +58,8 @@ export type AppDeps = OperationsRouteDeps &
   HomeRouteDeps &
   PersonalRouteDeps &
   TimetablePageDeps &
-  TelegramRouteDeps & { readonly config: ServerLimits & ConnectionLimits & Pick<Config, 'trustProxy'> };
+  TelegramRouteDeps &
+  MaxRouteDeps & { readonly config: ServerLimits & ConnectionLimits & Pick<Config, 'trustProxy'> };
 
 /** Options of {@link buildApp}. */
 export interface AppOptions {
@@ -67,6 +70,8 @@ export interface AppOptions {
   feedFastPath?: boolean;
   /** The Telegram bot of this process, when it is on: its routes and the pages' links. */
   telegram?: TelegramBot | undefined;
+  /** The MAX bot of this process, when it is on: its routes and the pages' links (`username()` known). */
+  max?: MaxBot | undefined;
 }
 
 /** Request bodies are small JSON documents; anything larger is refused before it is read. */
@@ -144,6 +149,7 @@ export async function buildApp(ctx: AppDeps, options: AppOptions): Promise<Fasti
   await registerPersonalRoutes(app, ctx);
   await registerTimetablePageRoutes(app, ctx, feeds.provider, options.telegram);
   await registerTelegramRoutes(app, ctx, options.telegram);
+  await registerMaxRoutes(app, ctx, options.max);
   return app;
 }
 

@@ -37,7 +37,8 @@ export type LimitedAction =
   | 'google-connect'
   | 'caldav-connect'
   | 'variant-render'
-  | 'telegram-link';
+  | 'telegram-link'
+  | 'max-link';
 
 type RateSetting = { [K in keyof Config]: Config[K] extends Rate ? K : never }[keyof Config];
 
@@ -73,6 +74,11 @@ const ACTIONS: Record<LimitedAction, { perClient: RateSetting; total?: RateSetti
   'telegram-link': {
     perClient: 'telegramLinksPerClient',
     what: { en: 'Telegram links', ru: 'ссылок на Telegram' },
+  },
+  // The MAX bot's link is the same request as Telegram's, to another messenger: the same allowance, counted apart.
+  'max-link': {
+    perClient: 'telegramLinksPerClient',
+    what: { en: 'MAX links', ru: 'ссылок на MAX' },
   },
 };
 
