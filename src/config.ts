@@ -1010,8 +1010,8 @@ const SETTINGS = {
   notifyQuietHours: setting('NOTIFY_QUIET_HOURS', quietHours, {
     group: 'notify',
     meaning:
-      'Local hours (`TIMEZONE`) in which Telegram messages wait for the morning, unless a class they tell of ' +
-      'starts before then; `off` sends at once. Webhooks are never held.',
+      'Local hours (`TIMEZONE`) in which messages to people (Telegram, MAX, e-mail) wait for the morning, ' +
+      'unless a class they tell of starts before then; `off` sends at once. Webhooks are never held.',
     default: '23-07',
     example: '22:30-08:00',
   }),

@@ -1,7 +1,7 @@
 /**
  * The admin API under `/admin`, all behind the admin token: resync, job state, the source table, a source's
  * change log, the term starts in force, Google and CalDAV push targets, the group directory import, webhooks,
- * and Bull Board at `/admin/queues`.
+ * the notification channels' state, and Bull Board at `/admin/queues`.
  */
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
@@ -21,6 +21,7 @@ import { parseSource, SUBSCRIPTION_ID, sourceKey } from '../timetable/source.ts'
 import { resolveTermStarts } from '../timetable/terms.ts';
 import { adminAuthHook, BOARD_PATH } from './admin-auth.ts';
 import { type CalDavTargetRouteDeps, registerCaldavTargetRoutes } from './caldav-target-routes.ts';
+import { type ChannelRouteDeps, registerChannelRoutes } from './channel-routes.ts';
 import { type DirectoryRouteDeps, registerDirectoryRoutes } from './directory-routes.ts';
 import { HttpError, routeNotFound } from './errors.ts';
 import { type GoogleTargetRouteDeps, registerGoogleTargetRoutes } from './google-target-routes.ts';
@@ -46,6 +47,7 @@ export type AdminRouteDeps = GoogleTargetRouteDeps &
   CalDavTargetRouteDeps &
   DirectoryRouteDeps &
   WebhookRouteDeps &
+  ChannelRouteDeps &
   FreshnessViewDeps &
   Parameters<typeof requestResync>[0] &
   Parameters<typeof findJob>[0] & {
@@ -75,6 +77,7 @@ export async function registerAdminRoutes(app: FastifyInstance, ctx: AdminRouteD
       registerCaldavTargetRoutes(admin, ctx);
       registerDirectoryRoutes(admin, ctx);
       registerWebhookRoutes(admin, ctx);
+      registerChannelRoutes(admin, ctx);
       await registerBoard(admin, ctx);
     },
     { prefix: '/admin' },
@@ -170,7 +173,11 @@ async function registerBoard(admin: FastifyInstance, ctx: AdminRouteDeps): Promi
       ...[...ctx.queues.pushQueues.values()].map((queue) => new BullMQAdapter(queue)),
       new BullMQAdapter(ctx.queues.schedule),
       new BullMQAdapter(ctx.queues.notify),
+      // Telegram's queue always (it predates the channel list); the other channels' when they are on.
       new BullMQAdapter(ctx.queues.telegram),
+      ...ctx.notify.channels
+        .filter((channel) => channel.on && channel.name !== 'telegram')
+        .map((channel) => new BullMQAdapter(ctx.queues[channel.name])),
       new BullMQAdapter(ctx.queues.webhook),
     ],
     serverAdapter,

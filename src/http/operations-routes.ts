@@ -17,6 +17,9 @@ import type { Queues } from '../jobs/queues.ts';
 import { withDeadline } from '../lib/deadline.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
+import type { ChannelName } from '../notify/channel.ts';
+import { channelStatuses } from '../notify/channel-state.ts';
+import type { NotifyServices } from '../notify/notify-services.ts';
 import { constantTimeEqual } from '../security/tokens.ts';
 import type { FreshnessStore } from '../store/freshness-store.ts';
 import type { SourceRegistry } from '../store/registry.ts';
@@ -34,6 +37,7 @@ export interface OperationsMetrics {
   setQueueDepths(read: () => Promise<Record<string, Record<string, number>>>): void;
   setStaleSources(read: () => Promise<number>): void;
   setParkedSources(read: () => Promise<number>): void;
+  setChannelStates(read: () => Promise<Record<string, 0 | 1>>): void;
 }
 
 /** What the operator endpoints check and read. */
@@ -42,7 +46,9 @@ export type OperationsRouteDeps = Parameters<typeof liveWorkers>[0] & {
   readonly redis: RedisClient;
   readonly registry: Pick<SourceRegistry, 'staleCount'>;
   readonly freshness: Pick<FreshnessStore, 'parkedCount'>;
-  readonly queues: Pick<Queues, 'refresh' | 'pushQueues' | 'schedule' | 'notify' | 'telegram' | 'webhook'>;
+  readonly queues: Pick<Queues, 'refresh' | 'pushQueues' | 'schedule' | 'notify' | 'webhook'> &
+    Pick<Queues, ChannelName>;
+  readonly notify: Pick<NotifyServices, 'channels' | 'states'>;
   readonly metrics: OperationsMetrics;
   readonly logger: Pick<Logger, 'debug'>;
 };
@@ -128,6 +134,17 @@ function plugGauges(ctx: OperationsRouteDeps): void {
     }
     return lastParked;
   });
+  let lastChannels: Record<string, 0 | 1> = {};
+  ctx.metrics.setChannelStates(async () => {
+    try {
+      const on = ctx.notify.channels.filter((channel) => channel.on);
+      const statuses = await withDeadline(channelStatuses(on, ctx.notify.states), CHECK_TIMEOUT_MS);
+      lastChannels = Object.fromEntries(statuses.map((status) => [status.name, status.state === 'on' ? 1 : 0]));
+    } catch (error) {
+      ctx.logger.debug({ err: error }, 'channel state gauge kept its last values');
+    }
+    return lastChannels;
+  });
   ctx.metrics.setQueueDepths(async () => {
     const queues: Record<string, Pick<Queues['refresh'], 'getJobCounts'>> = {
       refresh: ctx.queues.refresh,
@@ -136,6 +153,12 @@ function plugGauges(ctx: OperationsRouteDeps): void {
       schedule: ctx.queues.schedule,
       notify: ctx.queues.notify,
       telegram: ctx.queues.telegram,
+      // The other channels' queues when they are on (Telegram's always: its series predate them).
+      ...Object.fromEntries(
+        ctx.notify.channels
+          .filter((channel) => channel.on && channel.name !== 'telegram')
+          .map((channel) => [channel.name, ctx.queues[channel.name]]),
+      ),
       webhook: ctx.queues.webhook,
     };
     const depths: Record<string, Record<string, number>> = {};

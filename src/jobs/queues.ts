@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { type Job, type JobsOptions, Queue } from 'bullmq';
 import type { Config } from '../config.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
+import type { ChannelName } from '../notify/channel.ts';
 import { FollowUpAsks } from '../store/follow-up-asks.ts';
 import type { RedisKeys } from '../store/keys.ts';
 import type { TargetKind } from '../store/push-target-record.ts';
@@ -373,6 +374,17 @@ export async function enqueueNotifyFanout(
  */
 export function telegramJobOptions(): JobsOptions {
   return pushJobOptions();
+}
+
+/**
+ * Options of a channel's send jobs (jobs/channel-send.ts): a failure for now retries with backoff; a rate limit,
+ * a disabled channel and the address's pace put the job back without using an attempt. Messengers retry as
+ * Telegram does (about 20 minutes in all); a mail's 4xx (greylisting, a full mailbox, a relay that is behind) is
+ * worth retrying for longer, as mail servers do: ten attempts from 30 s, about eight hours in all.
+ */
+export function channelJobOptions(channel: ChannelName): JobsOptions {
+  if (channel !== 'email') return telegramJobOptions();
+  return { ...pushJobOptions(), attempts: 10, backoff: { type: 'exponential', delay: 30_000, jitter: 0.5 } };
 }
 
 /** A reply's priority: BullMQ takes jobs without one (change messages) first. */

@@ -15,6 +15,7 @@
 import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
+import { TELEGRAM_PACE_MS } from '../notify/telegram/channel.ts';
 import type { ReplySender } from '../notify/telegram/sender.ts';
 import type { RedisKeys } from '../store/keys.ts';
 import type { ReplyPart, TelegramReplyJobData } from './contract.ts';
@@ -69,7 +70,7 @@ export async function sendReply(
   while (done < parts.length) {
     const part = parts[done] as ReplyPart;
     const key = ctx.keys.tgPace(chatId);
-    if ((await ctx.redis.set(key, '1', 'PX', CHAT_PACE_MS, 'NX')) !== 'OK') {
+    if ((await ctx.redis.set(key, '1', 'PX', TELEGRAM_PACE_MS, 'NX')) !== 'OK') {
       const left = Math.max(await ctx.redis.pttl(key), 50);
       await job.moveToDelayed(Date.now() + left, token);
       throw new DelayedError();
@@ -90,7 +91,5 @@ export async function sendReply(
   return { outcome: 'sent', messages: done };
 }
 
-/** One message per chat per this (the change messages' pace). */
-const CHAT_PACE_MS = 1_000;
 /** Telegram's limit on a message's text. */
 const MESSAGE_LIMIT = 4096;

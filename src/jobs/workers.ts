@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { Worker, type WorkerOptions } from 'bullmq';
+import { type Processor, Worker, type WorkerOptions } from 'bullmq';
 import type { Config } from '../config.ts';
 import { withDeadline } from '../lib/deadline.ts';
 import { RedisUnavailableError } from '../lib/errors.ts';
@@ -12,8 +12,11 @@ import { closeRedis, connectRedis } from '../lib/redis-connection.ts';
 import { redisFailure } from '../lib/redis-failure.ts';
 import type { RedisOutageLog } from '../lib/redis-outage.ts';
 import type { RedisTarget } from '../lib/redis-target.ts';
+import type { ChannelAdapter, ChannelName } from '../notify/channel.ts';
+import type { NotifyServices } from '../notify/notify-services.ts';
 import type { PushAdapter } from '../push/adapter.ts';
 import { packLegacyState } from '../store/state-packing.ts';
+import { type ChannelSendDeps, type ChannelSendTuning, channelSendProcessor } from './channel-send.ts';
 import { pushQueueName, QUEUE } from './contract.ts';
 import { dropRetiredFeedForms, type FeedFormsDeps } from './feed-forms-migration.ts';
 import { FreshnessPacer, type PacerDeps, type PacerTuning } from './freshness-pacer.ts';
@@ -37,6 +40,7 @@ export type WorkersDeps = RefreshDeps &
   WebhookDeliveryDeps &
   NotifyFanoutDeps &
   TelegramSendDeps &
+  ChannelSendDeps &
   SeedTermCountsDeps &
   HeartbeatDeps &
   FeedFormsDeps &
@@ -50,10 +54,14 @@ export type WorkersDeps = RefreshDeps &
       | 'redisPrefix'
       | 'webhookAllowPrivate'
       | 'telegramRateLimit'
+      | 'maxRateLimit'
+      | 'mailRateLimit'
     >;
     readonly redisOutage: RedisOutageLog;
     /** Every registered calendar kind: one push worker each. */
     readonly pushKinds: readonly PushAdapter[];
+    /** Every registered channel: one send worker each that is on. */
+    readonly notify: Pick<NotifyServices, 'channels'>;
   };
 
 /** Tuning that tests shorten; production uses the defaults. */
@@ -71,7 +79,9 @@ export interface WorkerTuning {
   webhookBackoffMs?: readonly number[];
   /** The deadline of one webhook delivery attempt (default 15 s). */
   webhookTimeoutMs?: number;
-  /** The Telegram send job's sender and lease (default: grammY at `TELEGRAM_API_ROOT`, 60 s). */
+  /** Every channel's send jobs: the lease, the wait of a disabled channel (default 60 s each). */
+  channels?: ChannelSendTuning;
+  /** The Telegram send job's sender (default: grammY at `TELEGRAM_API_ROOT`), and what `channels` tunes. */
   telegram?: TelegramSendTuning;
   /** The freshness pacer's step and lease (adaptive policy). */
   pacer?: PacerTuning;
@@ -130,6 +140,49 @@ function pushWorker(
   });
 }
 
+/** Each channel's rate setting: messages a second over all workers (its limiter). */
+const CHANNEL_RATE = {
+  telegram: 'telegramRateLimit',
+  max: 'maxRateLimit',
+  email: 'mailRateLimit',
+} as const satisfies Record<ChannelName, keyof Config>;
+
+/** Sends of a channel one worker runs at once: a slow answer holds one slot for at most its timeout. */
+const CHANNEL_CONCURRENCY: Record<ChannelName, number> = { telegram: 8, max: 8, email: 4 };
+
+/**
+ * The processor of a channel's queue: its change messages through the channel core (channel-send.ts), and what
+ * else the queue carries (the bot's replies, confirmation mails).
+ */
+function channelProcessor(ctx: WorkersDeps, adapter: ChannelAdapter, tuning: WorkerTuning): Processor {
+  switch (adapter.name) {
+    case 'telegram':
+      return telegramSendProcessor(ctx, { ...tuning.channels, ...tuning.telegram });
+    case 'max':
+      return channelSendProcessor(ctx, adapter, tuning.channels);
+    case 'email':
+      return channelSendProcessor(ctx, adapter, tuning.channels);
+  }
+}
+
+/**
+ * The worker of one channel's queue (`QUEUE[channel]`): its limiter holds all workers together under the channel's
+ * rate setting (Telegram allows about 30 messages a second per bot, MAX 30 requests, a relay what it allows), and
+ * is what lets a rate limit's pause of the queue (`queue.rateLimit`) hold.
+ */
+function channelWorker(
+  ctx: WorkersDeps,
+  adapter: ChannelAdapter,
+  base: Omit<WorkerOptions, 'concurrency'>,
+  tuning: WorkerTuning,
+): Worker {
+  return new Worker(QUEUE[adapter.name], channelProcessor(ctx, adapter, tuning), {
+    ...base,
+    concurrency: CHANNEL_CONCURRENCY[adapter.name],
+    limiter: limiterFor(ctx.config[CHANNEL_RATE[adapter.name]]),
+  });
+}
+
 /** Starts the workers of one process on `redis`, plus the heartbeat `/readyz` reads. */
 export async function startWorkers(
   ctx: WorkersDeps,
@@ -173,16 +226,7 @@ export async function startWorkers(
       settings: { backoffStrategy: webhookBackoff(tuning.webhookBackoffMs) },
     }),
   ];
-  // Telegram allows about 30 messages a second per bot: the limiter holds all workers together under
-  // TELEGRAM_RATE_LIMIT, and a 429 pauses the queue for its retry_after (`queue.rateLimit`).
-  if (ctx.config.telegramBotToken !== undefined)
-    workers.push(
-      new Worker(QUEUE.telegram, telegramSendProcessor(ctx, tuning.telegram), {
-        ...base,
-        concurrency: 8,
-        limiter: limiterFor(ctx.config.telegramRateLimit),
-      }),
-    );
+  for (const adapter of ctx.notify.channels) if (adapter.on) workers.push(channelWorker(ctx, adapter, base, tuning));
   const guard = new RedisFullGuard(workers, ctx.redis, ctx.config.redisPrefix, ctx.logger, tuning.redisFullProbeMs);
   for (const worker of workers) {
     // BullMQ passes on every failed attempt of its own connections (several a second per worker while Redis

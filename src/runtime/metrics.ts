@@ -1,6 +1,9 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { PushKindMetrics } from '../push/adapter.ts';
 
+/** Each channel that is on: 1 while it works, 0 while it is disabled. */
+export type ChannelStateSamples = Record<string, 0 | 1>;
+
 /** Queue depth by queue and state, for the gauge. */
 export type QueueDepths = Record<string, Record<string, number>>;
 
@@ -48,6 +51,14 @@ export interface Metrics {
   readonly refreshBudget: Gauge;
   /** Background refreshes spent, by why: `rotation`, `parked` (a parked source's longest wait), `related`. */
   readonly backgroundRefreshes: Counter<'why'>;
+  /**
+   * Change messages of the channels that tell people (`telegram`, `max`, `email`), by how they ended: `sent`,
+   * `gone` (the address unsubscribed for good), `dropped` (refused for good), `failed` (retried),
+   * `rate-limited` (waited out), `misconfigured` (the channel refused our credentials: waits, disabled).
+   */
+  readonly channelMessages: Counter<'channel' | 'outcome'>;
+  /** Where the channel state gauge reads each channel that is on: 1 working, 0 disabled (plugged in by the routes). */
+  setChannelStates(read: () => Promise<ChannelStateSamples>): void;
   /** Where gauges read their values at scrape time; roles plug in what they have. */
   setQueueDepths(read: () => Promise<QueueDepths>): void;
   setStaleSources(read: () => Promise<number>): void;
@@ -99,8 +110,29 @@ export function createMetrics(): Metrics {
       if (readers.parked) this.set(await readers.parked());
     },
   });
+  new Gauge({
+    name: 'tts_channel_state',
+    help:
+      'Each notification channel that is configured: 1 while it sends, 0 while it is disabled because it refuses ' +
+      'our credentials (GET /admin/channels says why)',
+    labelNames: ['channel'] as const,
+    registers: [registry],
+    async collect() {
+      if (!readers.channels) return;
+      this.reset();
+      for (const [channel, value] of Object.entries(await readers.channels())) this.set({ channel }, value);
+    },
+  });
   return {
     registry,
+    channelMessages: new Counter({
+      name: 'tts_channel_messages_total',
+      help:
+        'Change messages of the channels that tell people, by channel and how they ended: sent, gone (address ' +
+        'unsubscribed), dropped (refused for good), failed (retried), rate-limited, misconfigured (channel disabled)',
+      labelNames: ['channel', 'outcome'] as const,
+      registers: [registry],
+    }),
     refreshBudget: new Gauge({
       name: 'tts_refresh_budget_per_second',
       help:
@@ -155,6 +187,9 @@ export function createMetrics(): Metrics {
     setFeedCaches: (read) => {
       readers.caches = read;
     },
+    setChannelStates: (read) => {
+      readers.channels = read;
+    },
   };
 }
 
@@ -164,6 +199,7 @@ interface Readers {
   stale?: () => Promise<number>;
   parked?: () => Promise<number>;
   caches?: () => FeedCacheFills;
+  channels?: () => Promise<ChannelStateSamples>;
 }
 
 /**

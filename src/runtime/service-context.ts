@@ -23,11 +23,13 @@ import { SourceRelations } from '../store/source-relations.ts';
 import { SpreadClaims } from '../store/spread-claims.ts';
 import { SubscriptionStore } from '../store/subscription-store.ts';
 import { TeacherDirectory } from '../store/teacher-directory.ts';
+import { TelegramChats } from '../store/telegram-chats.ts';
 import { TermCountStore } from '../store/term-counts.ts';
 import { WebhookStore } from '../store/webhook-store.ts';
 import { boundedClient, connectionsFor, REQUEST_PATH_LIMITS } from '../upstream/bounded-client.ts';
 import { redisUpstreamBudget, type UpstreamBudget } from '../upstream/budget.ts';
 import { createUniversityClient, type UniversityClient } from '../upstream/client.ts';
+import { channelAdapters } from './channels.ts';
 import type { ServiceContext } from './context.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
 import { pushKinds } from './push-kinds.ts';
@@ -105,6 +107,7 @@ export function openServiceContext(options: ContextOptions): OpenContext {
     closeFactory: caldavTransport?.close,
   });
   const webhooks = new WebhookStore(redis, keys, config.secretKey);
+  const chats = new TelegramChats(redis, keys);
   const google = createGoogleServices({
     config,
     redis,
@@ -145,7 +148,11 @@ export function openServiceContext(options: ContextOptions): OpenContext {
     caldav,
     pushKinds: kinds,
     webhooks,
-    notify: createNotifyServices(config, redis, keys, webhooks),
+    notify: createNotifyServices(config, redis, keys, {
+      chats,
+      channels: channelAdapters({ config, redis, keys, logger, chats }),
+      webhooks,
+    }),
     metrics,
     now: options.now ?? Date.now,
     wallClock: options.wallClock ?? Date.now,

@@ -135,10 +135,21 @@ export interface RedisKeys {
   /** STRING with a TTL: a chat was told «Слишком часто» and is not told again while it lives. */
   tgFloodWarned(chatId: string): string;
   /**
-   * HASH: a notification channel's state (`telegram`, `max`, `email`): `state` `on`/`disabled`, `reason`, `since`
-   * (notify/channel-state.ts): a channel whose own credentials are refused stops sending and says why.
+   * HASH: a notification channel's state (`telegram`, `max`, `email`), present while it is disabled: `state`
+   * (`disabled`), `reason`, `since` (epoch ms) (store/channel-states.ts, notify/channel-state.ts): a channel whose
+   * own credentials are refused stops sending and says why; absent, the channel is on.
    */
   channelState(channel: string): string;
+  /**
+   * STRING with a TTL: while a channel is disabled, one send at a time tries whether it is mended (the others
+   * wait): the try's slot (store/channel-states.ts).
+   */
+  channelProbe(channel: string): string;
+  /**
+   * STRING with a TTL of the channel's pace: a message to this address was just sent. `channelPrefix` is the
+   * channel's prefix in delivery ids; Telegram's key is {@link tgPace}'s, which its replies share.
+   */
+  channelPace(channelPrefix: string, address: string): string;
   // MAX bot keys (store/max-chats.ts, notify/max/): add below this line.
   /** HASH: a MAX dialog's subscriptions, source → its options as JSON (max-chats.ts; the dialog's `chat_id`). */
   mxChat(chatId: string): string;
@@ -285,6 +296,8 @@ export function redisKeys(prefix: string): RedisKeys {
     tgBotInfo: (tokenDigest) => `${prefix}:tg:bot-info:${tokenDigest}`,
     tgFloodWarned: (chatId) => `${prefix}:tg:flood-warned:${chatId}`,
     channelState: (channel) => `${prefix}:channel:${channel}:state`,
+    channelProbe: (channel) => `${prefix}:channel:${channel}:probe`,
+    channelPace: (channelPrefix, address) => `${prefix}:${channelPrefix}:pace:${address}`,
     // MAX bot keys: add below this line.
     mxChat: (chatId) => `${prefix}:mx:chat:${chatId}`,
     mxSourceChats: (key) => `${prefix}:mx:source-chats:${key}`,

@@ -2,14 +2,16 @@
  * Change sets waiting to be told, and what became of each delivery. A change set is written into the outbox in
  * the very transaction that publishes it, so a crash after the publication leaves it there for the fan-out (or
  * the sweeper) to pick up, and a crash before it published nothing. Deliveries are keyed by a digest of their
- * id (`tg:<chat>:<source>:<stamp>`, `wh:<hook>:…`): a lease while one worker sends, then the outcome, kept for
- * days, so a retried or doubled job never tells anyone twice.
+ * id (`<prefix>:<address>:<source>:<stamp>`: `tg:<chat>:…`, `mx:<dialog>:…`, `em:<mailbox>:…`, `wh:<hook>:…`): a
+ * lease while one worker sends, then the outcome, kept for days, so a retried or doubled job never tells anyone
+ * twice, whatever the channel.
  *
- * A Telegram message that would go out in the quiet hours is held instead: its chat's part of the change set
- * goes into a HASH of that chat and source (stamp → set), and one collapsing send job per chat, source and night
- * tells the net change of all of them when the hours end (notify/net-change.ts). That job leases the HASH as a
- * delivery of its own (`tg:<chat>:<source>:held`), and settles what it told in one transaction: the sets leave
- * the HASH and each one's own delivery record says how it ended, so a fan-out run again never holds a set twice.
+ * A message to a person that would go out in the quiet hours (or before the daily digest a mailbox chose) is
+ * held instead: the address's part of the change set goes into a HASH of that channel, address and source
+ * (stamp → set), and one collapsing send job per address, source and moment tells the net change of all of them
+ * when the hours end (notify/net-change.ts). That job leases the HASH as a delivery of its own
+ * (`<prefix>:<address>:<source>:held`), and settles what it told in one transaction: the sets leave the HASH and
+ * each one's own delivery record says how it ended, so a fan-out run again never holds a set twice.
  */
 import { createHash } from 'node:crypto';
 import type { ChainableCommander } from 'ioredis';
@@ -50,20 +52,44 @@ export function deliveryHash(deliveryId: string): string {
   return createHash('sha256').update(deliveryId).digest('base64url').slice(0, 22);
 }
 
-/** The id of one delivery of a change set: `<channel>:<subscriber>:<source>:<stamp>`. */
-export function deliveryId(channel: 'tg' | 'wh', subscriber: string, ref: OutboxRef): string {
-  return `${channel}:${subscriber}:${ref.source}:${ref.stamp}`;
+/**
+ * A channel's prefix in delivery ids: a person's channel's (`tg`, `mx`, `em`: notify/channel.ts names them), or
+ * `wh` for webhooks. The prefix keeps one address of two channels (a Telegram chat and a MAX dialog may share a
+ * number) two deliveries.
+ */
+export type DeliveryPrefix = string;
+
+/**
+ * The id of one delivery of a change set: `<prefix>:<subscriber>:<source>:<stamp>`. Telegram's (`tg:<chat>:…`)
+ * predate the other channels and are what they were, so that deliveries in flight across an upgrade stay one.
+ */
+export function deliveryId(prefix: DeliveryPrefix, subscriber: string, ref: OutboxRef): string {
+  return `${prefix}:${subscriber}:${ref.source}:${ref.stamp}`;
 }
 
-/** The delivery id of the change sets held for one chat and source: the lease of their collapsing send. */
-export function heldDeliveryId(chatId: string, source: SourceKey): string {
-  return `tg:${chatId}:${source}:held`;
+/**
+ * The delivery id of the change sets held for one address and source on one channel: the lease of their
+ * collapsing send, and the name of their HASH (`tg:<chat>:<source>:held` for Telegram, as it always was).
+ */
+export function heldDeliveryId(prefix: DeliveryPrefix, address: string, source: SourceKey): string {
+  return `${prefix}:${address}:${source}:held`;
 }
 
-/** What {@link NotifyOutbox.hold} did: held it, found it told already, or (`if-held`) found nothing waiting. */
+/** What {@link NotifyOutbox.holdAll} did: held it, found it told already, or (`if-held`) found nothing waiting. */
 export type HoldResult = 'held' | 'done' | 'free';
 
-/** One change set held for a chat. */
+/** One request of {@link NotifyOutbox.holdAll}. */
+export interface HoldRequest {
+  /** The channel's prefix in delivery ids. */
+  prefix: DeliveryPrefix;
+  address: string;
+  ref: OutboxRef;
+  /** The address's part of the change set, as its options filter it. */
+  set: ChangeSet;
+  mode: 'always' | 'if-held';
+}
+
+/** One change set held for an address. */
 export interface HeldSet {
   stamp: number;
   set: ChangeSet;
@@ -137,16 +163,17 @@ export class NotifyOutbox {
   }
 
   /**
-   * Holds each `set` (a chat's part of the change set `ref`) for a collapsing send, in one round trip: `always` in
-   * the quiet hours; `if-held` when the message could go now, so that it joins sets already waiting rather than
-   * overtake them. The answers are in the order asked.
+   * Holds each `set` (an address's part of the change set `ref` on the channel of `prefix`) for a collapsing send,
+   * in one round trip: `always` in the quiet hours or until a digest; `if-held` when the message could go now, so
+   * that it joins sets already waiting rather than overtake them. The answers are in the order asked.
    */
-  async holdAll(
-    requests: readonly { chatId: string; ref: OutboxRef; set: ChangeSet; mode: 'always' | 'if-held' }[],
-  ): Promise<HoldResult[]> {
+  async holdAll(requests: readonly HoldRequest[]): Promise<HoldResult[]> {
     if (requests.length === 0) return [];
-    const calls = requests.map(({ chatId, ref, set, mode }) => ({
-      keys: [this.heldKey(chatId, ref.source), this.keys.notifyDelivery(deliveryHash(deliveryId('tg', chatId, ref)))],
+    const calls = requests.map(({ prefix, address, ref, set, mode }) => ({
+      keys: [
+        this.heldKey(prefix, address, ref.source),
+        this.keys.notifyDelivery(deliveryHash(deliveryId(prefix, address, ref))),
+      ],
       args: [String(ref.stamp), packJson(set), NOTIFY_RECORD_TTL_S, mode],
     }));
     const pipeline = this.redis.pipeline();
@@ -163,9 +190,9 @@ export class NotifyOutbox {
     return answers;
   }
 
-  /** The sets held for a chat and source, oldest first. */
-  async held(chatId: string, source: SourceKey): Promise<HeldSet[]> {
-    const fields = await this.redis.hgetallBuffer(this.heldKey(chatId, source));
+  /** The sets held for an address and source on the channel of `prefix`, oldest first. */
+  async held(prefix: DeliveryPrefix, address: string, source: SourceKey): Promise<HeldSet[]> {
+    const fields = await this.redis.hgetallBuffer(this.heldKey(prefix, address, source));
     return Object.entries(fields)
       .map(([stamp, bytes]) => ({ stamp: Number(stamp), set: unpackJson<ChangeSet>(bytes) }))
       .filter((each) => Number.isSafeInteger(each.stamp))
@@ -173,15 +200,21 @@ export class NotifyOutbox {
   }
 
   /**
-   * Records how the held sets `stamps` of a chat and source ended, in one transaction: each one's delivery
+   * Records how the held sets `stamps` of an address and source ended, in one transaction: each one's delivery
    * record says `outcome`, and they leave the held HASH (sets held meanwhile stay for the next send).
    */
-  async settleHeld(chatId: string, source: SourceKey, stamps: readonly number[], outcome: DeliveryEnd): Promise<void> {
+  async settleHeld(
+    prefix: DeliveryPrefix,
+    address: string,
+    source: SourceKey,
+    stamps: readonly number[],
+    outcome: DeliveryEnd,
+  ): Promise<void> {
     if (stamps.length === 0) return;
-    const multi = this.redis.multi().hdel(this.heldKey(chatId, source), ...stamps.map(String));
+    const multi = this.redis.multi().hdel(this.heldKey(prefix, address, source), ...stamps.map(String));
     for (const stamp of stamps)
       multi.set(
-        this.keys.notifyDelivery(deliveryHash(deliveryId('tg', chatId, { source, stamp }))),
+        this.keys.notifyDelivery(deliveryHash(deliveryId(prefix, address, { source, stamp }))),
         outcome,
         'EX',
         NOTIFY_RECORD_TTL_S,
@@ -192,8 +225,8 @@ export class NotifyOutbox {
       throw (failed?.[0] as Error | undefined) ?? new Error('Redis transaction was aborted');
   }
 
-  private heldKey(chatId: string, source: SourceKey): string {
-    return this.keys.notifyHeld(deliveryHash(heldDeliveryId(chatId, source)));
+  private heldKey(prefix: DeliveryPrefix, address: string, source: SourceKey): string {
+    return this.keys.notifyHeld(deliveryHash(heldDeliveryId(prefix, address, source)));
   }
 
   /** How a delivery stands: its outcome, `leased`, or undefined when nobody has claimed it. */

@@ -17,6 +17,9 @@ import { connectRedis } from '../../src/lib/redis-connection.ts';
 import { RedisOutageLog } from '../../src/lib/redis-outage.ts';
 import { createLogger, silentLogger } from '../../src/logger.ts';
 import { deliverAt } from '../../src/notify/quiet-hours.ts';
+import { telegramChannel } from '../../src/notify/telegram/channel.ts';
+import { createMetrics } from '../../src/runtime/metrics.ts';
+import { ChannelStates } from '../../src/store/channel-states.ts';
 import { redisKeys } from '../../src/store/keys.ts';
 import { deliveryHash, deliveryId, heldDeliveryId, NotifyOutbox } from '../../src/store/notify-outbox.ts';
 import { TelegramChats } from '../../src/store/telegram-chats.ts';
@@ -97,13 +100,22 @@ async function rig(): Promise<Rig> {
   });
   const logger = createLogger({ level: 'info', pretty: false, destination });
   const clock = { now: NIGHT };
+  const settings = { telegramBotToken: telegram.token, telegramApiRoot: telegram.apiRoot };
   const unused = { addBulk: async () => [] } as never;
   const fanout: NotifyFanoutDeps = {
-    config: { timezone: 'Europe/Moscow', notifyQuietHours: { fromMinute: 23 * 60, toMinute: 7 * 60 } },
+    config: {
+      timezone: 'Europe/Moscow',
+      notifyQuietHours: { fromMinute: 23 * 60, toMinute: 7 * 60 },
+      mailDigestTime: '19:00',
+    },
     redis,
     keys,
     queues: { notify: unused, telegram: queue as never, webhook: unused },
-    notify: { outbox, telegramOn: true, pageUrl: () => 'https://timetable.example.edu/timetables/groups/4242', chats },
+    notify: {
+      outbox,
+      pageUrl: () => 'https://timetable.example.edu/timetables/groups/4242',
+      channels: [telegramChannel({ config: settings, chats })],
+    },
     webhooks: { ofSource: async () => [] },
     subscriptions: { feedOptionsOf: async () => ({}) } as never,
     logger,
@@ -112,12 +124,13 @@ async function rig(): Promise<Rig> {
   const worker = new Worker(
     'telegram',
     telegramSendProcessor({
-      config: { telegramBotToken: telegram.token, telegramApiRoot: telegram.apiRoot },
+      config: settings,
       logger: silentLogger(),
       redis,
       keys,
       queues: { telegram: queue },
-      notify: { outbox, chats },
+      notify: { outbox, chats, states: new ChannelStates(redis, keys) },
+      metrics: createMetrics(),
       now: Date.now,
     }),
     { connection: blocking, prefix: keys.queuePrefix, concurrency: 2 },
@@ -187,7 +200,11 @@ describe('quiet hours', () => {
     // One send waits for the morning, not two; nothing went out in the night.
     const waiting = await r.delayed();
     expect(waiting).toHaveLength(1);
-    expect(waiting[0]?.data).toMatchObject({ chatId: '41', collapse: true, deliveryId: heldDeliveryId('41', SOURCE) });
+    expect(waiting[0]?.data).toMatchObject({
+      chatId: '41',
+      collapse: true,
+      deliveryId: heldDeliveryId('tg', '41', SOURCE),
+    });
     expect(r.telegram.messages()).toEqual([]);
     // The log line says when and why, with the setting's name.
     const line = r.logs.find((each) => each.reason === 'quiet-hours');
@@ -210,7 +227,7 @@ describe('quiet hours', () => {
     // The second set's fan-out run again (a crash before its outbox entry was taken out) holds nothing again.
     await r.publish(second.stamp, second.items);
     expect(await r.outbox.state(deliveryId('tg', '41', { source: SOURCE, stamp: second.stamp }))).toBe('sent');
-    expect(await r.outbox.held('41', SOURCE)).toEqual([]);
+    expect(await r.outbox.held('tg', '41', SOURCE)).toEqual([]);
     expect(r.telegram.messages(41)).toHaveLength(1);
   });
 
@@ -220,7 +237,7 @@ describe('quiet hours', () => {
     await r.publish(NIGHT + 60_000, [moved('518', '425')]);
     expect(await r.morning()).toEqual([{ outcome: 'empty' }]);
     expect(r.telegram.messages()).toEqual([]);
-    expect(await r.outbox.held('41', SOURCE)).toEqual([]);
+    expect(await r.outbox.held('tg', '41', SOURCE)).toEqual([]);
   });
 
   it('sends what waits at once, with the change that cannot wait, when a class starts before the hours end', async () => {
@@ -253,7 +270,7 @@ describe('quiet hours', () => {
     const [job] = await r.delayed();
     await job?.promote();
     expect((await jobEnded(r.queue, job?.id as string)).state).toBe('failed');
-    expect(await r.outbox.held('41', SOURCE)).toEqual([]);
+    expect(await r.outbox.held('tg', '41', SOURCE)).toEqual([]);
     expect(await r.outbox.state(deliveryId('tg', '41', { source: SOURCE, stamp: first.stamp }))).toBe('dropped');
 
     // The next day's change goes at once and alone: not rebuilt into the refused message with what was held.
@@ -273,8 +290,8 @@ describe('quiet hours', () => {
     expect((await jobEnded(r.queue, job?.id as string)).job.returnvalue).toEqual({ outcome: 'dropped' });
     expect(await r.chats.ofChat('41')).toEqual([]);
     // The other source's held set goes too, before its own send runs.
-    expect(await r.outbox.held('41', SOURCE)).toEqual([]);
-    expect(await r.outbox.held('41', OTHER)).toEqual([]);
+    expect(await r.outbox.held('tg', '41', SOURCE)).toEqual([]);
+    expect(await r.outbox.held('tg', '41', OTHER)).toEqual([]);
 
     // Back with /start the next day: a new change is told alone.
     await r.chats.subscribe({ chatId: '41', source: SOURCE, options: {} });

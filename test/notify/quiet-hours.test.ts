@@ -1,7 +1,7 @@
 /** Quiet hours: held messages wait for the morning in the university's zone, unless a class comes first. */
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
-import { deliverAt, MORNING_SPREAD_MS, quietUntil } from '../../src/notify/quiet-hours.ts';
+import { deliverAt, heldUntil, MORNING_SPREAD_MS, minuteOfClock, quietUntil } from '../../src/notify/quiet-hours.ts';
 
 const ZONE = 'Europe/Moscow';
 const msk = (local: string) => Date.parse(`${local}+03:00`);
@@ -60,5 +60,34 @@ describe('NOTIFY_QUIET_HOURS', () => {
 
   it.each(['24-07', '23', '7-7', 'night'])('refuses %j', (value) => {
     expect(() => loadConfig({ NOTIFY_QUIET_HOURS: value })).toThrow(/NOTIFY_QUIET_HOURS: must be off or two/);
+  });
+});
+
+describe('the daily digest', () => {
+  const SEVEN_PM = 19 * 60;
+  const item = [{ startsAt: msk('2025-10-20T10:10') }];
+
+  it('holds a digest subscriber until the next digest time, today or tomorrow', () => {
+    expect(deliverAt(item, msk('2025-10-16T10:00'), NIGHT, ZONE, undefined, SEVEN_PM)).toBe(msk('2025-10-16T19:00'));
+    expect(deliverAt(item, msk('2025-10-16T19:00'), NIGHT, ZONE, undefined, SEVEN_PM)).toBe(msk('2025-10-17T19:00'));
+    expect(deliverAt(item, msk('2025-10-16T21:30'), NIGHT, ZONE, undefined, SEVEN_PM)).toBe(msk('2025-10-17T19:00'));
+    // In the quiet hours too: the digest, not the morning.
+    expect(deliverAt(item, msk('2025-10-16T02:00'), NIGHT, ZONE, undefined, SEVEN_PM)).toBe(msk('2025-10-16T19:00'));
+  });
+
+  it('sends at once a change to a class that starts before the digest', () => {
+    const now = msk('2025-10-16T10:00');
+    expect(deliverAt([{ startsAt: msk('2025-10-16T14:00') }], now, NIGHT, ZONE, 'box', SEVEN_PM)).toBe(now);
+  });
+
+  it('puts a digest time inside the quiet hours off to their end', () => {
+    expect(heldUntil(msk('2025-10-16T10:00'), NIGHT, ZONE, 3 * 60)).toBe(msk('2025-10-17T07:00'));
+    expect(heldUntil(msk('2025-10-16T10:00'), undefined, ZONE, 3 * 60)).toBe(msk('2025-10-17T03:00'));
+  });
+
+  it('reads MAIL_DIGEST_TIME as a minute of the day', () => {
+    expect(minuteOfClock('19:00')).toBe(SEVEN_PM);
+    expect(minuteOfClock('07:30')).toBe(450);
+    expect(minuteOfClock('24:00')).toBeUndefined();
   });
 });

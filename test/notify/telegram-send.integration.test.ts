@@ -11,6 +11,8 @@ import { limiterFor } from '../../src/jobs/workers.ts';
 import { connectRedis } from '../../src/lib/redis-connection.ts';
 import { RedisOutageLog } from '../../src/lib/redis-outage.ts';
 import { silentLogger } from '../../src/logger.ts';
+import { createMetrics } from '../../src/runtime/metrics.ts';
+import { ChannelStates } from '../../src/store/channel-states.ts';
 import { redisKeys } from '../../src/store/keys.ts';
 import { deliveryHash, deliveryId, NotifyOutbox } from '../../src/store/notify-outbox.ts';
 import { TelegramChats } from '../../src/store/telegram-chats.ts';
@@ -63,7 +65,8 @@ async function rig(): Promise<Rig> {
     redis,
     keys,
     queues: { telegram: queue },
-    notify: { outbox, chats },
+    notify: { outbox, chats, states: new ChannelStates(redis, keys) },
+    metrics: createMetrics(),
     now: Date.now,
   };
   const worker = new Worker('telegram', telegramSendProcessor(ctx), {

@@ -11,7 +11,8 @@ export type SendOutcome =
   | { kind: 'sent'; messageId: number }
   | { kind: 'blocked'; reason: string }
   | { kind: 'rate-limited'; retryAfterMs: number }
-  | { kind: 'failed'; permanent: boolean; reason: string };
+  /** `unauthorized`: Telegram refuses the bot itself (a revoked or wrong token), not this message. */
+  | { kind: 'failed'; permanent: boolean; reason: string; unauthorized?: true };
 
 /** How long one sendMessage may take before it counts as a network failure (retried). */
 export const SEND_TIMEOUT_SECONDS = 15;
@@ -34,6 +35,8 @@ export function outcomeOfError(error: unknown, token: string): SendOutcome {
       return { kind: 'rate-limited', retryAfterMs: Math.max(1, seconds ?? 1) * 1000 };
     }
     if (code === 403 || (code === 400 && GONE_400.test(error.description))) return { kind: 'blocked', reason };
+    // 401: the token is revoked or wrong; 404: no bot answers at that path (a mistyped token or API root).
+    if (code === 401 || code === 404) return { kind: 'failed', permanent: false, reason, unauthorized: true };
     // 400: our request is wrong (unparsable HTML, too long): sending it again cannot help.
     if (code === 400) return { kind: 'failed', permanent: true, reason };
     return { kind: 'failed', permanent: false, reason };
