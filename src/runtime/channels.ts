@@ -8,8 +8,10 @@ import type { Config } from '../config.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
 import type { ChannelAdapter } from '../notify/channel.ts';
+import { maxChannel } from '../notify/max/channel.ts';
 import { telegramChannel } from '../notify/telegram/channel.ts';
 import type { RedisKeys } from '../store/keys.ts';
+import { MaxChats } from '../store/max-chats.ts';
 import type { TelegramChats } from '../store/telegram-chats.ts';
 
 /** What the adapters are built over: the settings, Redis (their stores), the logger, the Telegram chats. */
@@ -23,5 +25,8 @@ export interface ChannelsDeps {
 
 /** Every registered channel's adapter, on or off (each says whether this deployment configured it). */
 export function channelAdapters(ctx: ChannelsDeps): readonly ChannelAdapter[] {
-  return [telegramChannel({ config: ctx.config, chats: ctx.chats })];
+  return [
+    telegramChannel({ config: ctx.config, chats: ctx.chats }),
+    maxChannel({ config: ctx.config, chats: new MaxChats(ctx.redis, ctx.keys), redis: ctx.redis, keys: ctx.keys }),
+  ];
 }

@@ -162,8 +162,6 @@ export interface RedisKeys {
    * token): the next poll passes it, which commits what came before (notify/max/poller.ts).
    */
   mxPollMarker(tokenDigest: string): string;
-  /** STRING with a TTL of half a second: a message to this dialog was just sent (MAX allows two a second). */
-  mxPace(chatId: string): string;
   /** STRING with a TTL: an update from MAX already handled (updates have no id: its message id or type, chat, time). */
   mxUpdate(updateKey: string): string;
   /** STRING with a TTL: the bot's own `GET /me` answer as JSON, per token digest (the pages' links). */
@@ -303,7 +301,6 @@ export function redisKeys(prefix: string): RedisKeys {
     mxSourceChats: (key) => `${prefix}:mx:source-chats:${key}`,
     mxPollLock: `${prefix}:mx:poll-lock`,
     mxPollMarker: (tokenDigest) => `${prefix}:mx:poll-marker:${tokenDigest}`,
-    mxPace: (chatId) => `${prefix}:mx:pace:${chatId}`,
     mxUpdate: (updateKey) => `${prefix}:mx:update:${updateKey}`,
     mxBotInfo: (tokenDigest) => `${prefix}:mx:bot-info:${tokenDigest}`,
     mxFloodWarned: (chatId) => `${prefix}:mx:flood-warned:${chatId}`,
