@@ -852,22 +852,24 @@ const SETTINGS = {
   }),
   telegramMaxSourcesPerChat: setting('TELEGRAM_MAX_SOURCES_PER_CHAT', positiveNumber(10, true, 1_000), {
     group: 'notify',
-    meaning: 'Timetables one Telegram chat may follow; beyond it `/start` says to leave one first (`/list`, `/stop`).',
+    meaning:
+      'Timetables one Telegram chat (or MAX dialog) may follow; beyond it `/start` says to leave one first ' +
+      '(`/list`, `/stop`).',
     default: '10',
     example: '20',
   }),
   telegramLinksPerClient: setting('TELEGRAM_LINKS_PER_CLIENT', rate('60/1m'), {
     group: 'limits',
     meaning:
-      "Requests for a page's «Уведомления в Telegram» link (`GET /telegram/start`) per client address; a " +
-      'person follows one a visit.',
+      "Requests for a page's «Уведомления в Telegram» link (`GET /telegram/start`) per client address, and as " +
+      'many for its «Уведомления в MAX» link (`GET /max/start`, counted apart); a person follows one a visit.',
     default: '60/1m',
     example: '200/1m',
   }),
   telegramCommandBurst: setting('TELEGRAM_COMMAND_BURST', positiveNumber(3, true, 100), {
     group: 'notify',
     meaning:
-      'Commands one chat may send at once before the bot answers it one a second; commands beyond that (one ' +
+      'Commands one chat (or MAX dialog) may send at once before the bot answers it one a second; commands beyond that (one ' +
       'a second on average) get a single «Слишком часто: подождите секунду» and are otherwise ignored.',
     default: '3',
     example: '5',

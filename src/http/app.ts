@@ -14,6 +14,7 @@ import Fastify, {
 } from 'fastify';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
+import type { MaxBot } from '../notify/max/bot.ts';
 import type { TelegramBot } from '../notify/telegram/bot.ts';
 import { answerFirst, FeedFastPath } from '../serving/feed-fast-path.ts';
 import { notFoundPage } from '../web/not-found-page.ts';
@@ -31,6 +32,7 @@ import { type FeedRouteDeps, type FeedRouteOptions, registerFeedRoutes } from '.
 import { forwardingCheck, warnOnUntrustedForwarding } from './forwarding-warning.ts';
 import { type GoogleRouteDeps, registerGoogleRoutes } from './google-routes.ts';
 import type { HomeRouteDeps } from './home-routes.ts';
+import { type MaxRouteDeps, registerMaxRoutes } from './max-routes.ts';
 import { type OperationsRouteDeps, registerOperationsRoutes } from './operations-routes.ts';
 import { registerPageRoutes } from './page-routes.ts';
 import { requestLang, sendPage } from './pages.ts';
@@ -40,7 +42,7 @@ import { MAX_PARAM_LENGTH, type ServerLimits, serverOptions } from './server-opt
 import { registerSubscriptionRoutes, type SubscriptionRouteDeps } from './subscription-routes.ts';
 import type { TeacherSearchDeps } from './teacher-search.ts';
 import { registerTelegramRoutes, type TelegramRouteDeps } from './telegram-routes.ts';
-import { type BotName, registerTimetablePageRoutes, type TimetablePageDeps } from './timetable-page-routes.ts';
+import { registerTimetablePageRoutes, type TimetablePageDeps } from './timetable-page-routes.ts';
 
 /**
  * What the whole app reads and runs with: what each of its route groups declares, and the server's own
@@ -58,7 +60,8 @@ export type AppDeps = OperationsRouteDeps &
   PersonalRouteDeps &
   TimetablePageDeps &
   TelegramRouteDeps &
-  EmailRouteDeps & { readonly config: ServerLimits & ConnectionLimits & Pick<Config, 'trustProxy'> };
+  EmailRouteDeps &
+  MaxRouteDeps & { readonly config: ServerLimits & ConnectionLimits & Pick<Config, 'trustProxy'> };
 
 /** Options of {@link buildApp}. */
 export interface AppOptions {
@@ -69,8 +72,8 @@ export interface AppOptions {
   feedFastPath?: boolean;
   /** The Telegram bot of this process, when it is on: its routes and the pages' links. */
   telegram?: TelegramBot | undefined;
-  /** The MAX bot of this process, when it is on: the pages' links. */
-  max?: BotName | undefined;
+  /** The MAX bot of this process, when it is on: its routes and the pages' links (`username()` known). */
+  max?: MaxBot | undefined;
 }
 
 /** Request bodies are small JSON documents; anything larger is refused before it is read. */
@@ -149,6 +152,7 @@ export async function buildApp(ctx: AppDeps, options: AppOptions): Promise<Fasti
   await registerTimetablePageRoutes(app, ctx, feeds.provider, { telegram: options.telegram, max: options.max });
   await registerTelegramRoutes(app, ctx, options.telegram);
   await registerEmailRoutes(app, ctx);
+  await registerMaxRoutes(app, ctx, options.max);
   return app;
 }
 

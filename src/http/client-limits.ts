@@ -38,7 +38,8 @@ export type LimitedAction =
   | 'caldav-connect'
   | 'variant-render'
   | 'telegram-link'
-  | 'email-sign-up';
+  | 'email-sign-up'
+  | 'max-link';
 
 type RateSetting = { [K in keyof Config]: Config[K] extends Rate ? K : never }[keyof Config];
 
@@ -79,6 +80,11 @@ const ACTIONS: Record<LimitedAction, { perClient: RateSetting; total?: RateSetti
   'email-sign-up': {
     perClient: 'mailConfirmationsPerClient',
     what: { en: 'e-mail sign-ups', ru: 'подписок по почте' },
+  },
+  // The MAX bot's link is the same request as Telegram's, to another messenger: the same allowance, counted apart.
+  'max-link': {
+    perClient: 'telegramLinksPerClient',
+    what: { en: 'MAX links', ru: 'ссылок на MAX' },
   },
 };
 

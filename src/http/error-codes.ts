@@ -186,6 +186,15 @@ export const ERROR_CODES = {
     status: 503,
     meaning: 'E-mail notifications are off: the service has no `SMTP_URL` or no `MAIL_FROM`.',
   },
+  // The MAX bot.
+  MAX_NOT_CONFIGURED: {
+    status: 503,
+    meaning: 'The MAX bot is off (no `MAX_BOT_TOKEN`, or not in webhook mode), or MAX did not say its name.',
+  },
+  MAX_WEBHOOK_UNAUTHORIZED: {
+    status: 401,
+    meaning: '`POST /max/webhook` came without the `X-Max-Bot-Api-Secret` header MAX was given.',
+  },
 
   // The university.
   UPSTREAM_BUSY: {

@@ -2,16 +2,8 @@
  * The Telegram bot's two routes.
  *
  * `GET /telegram/start?source=…&subgroup=…&exclude=…` is the pages' «Уведомления в Telegram» link: it answers 303
- * to `https://t.me/<bot>?start=<payload>` with a payload made now (store/telegram-chats.ts), so that the page
- * need not know it and the page's script can rewrite the link's options like the feed's. A personal timetable's
- * link needs the signed-in browser (its cookie) and gives a one-time payload bound to the subscription, never
- * its feed token; its options are the subscription's own.
- *
- * Anyone may ask for it, so it costs nothing that lasts: a public timetable's payload says everything itself
- * (nothing stored), and only a kind the readable form cannot name gets a stored payload, for an hour. A stored
- * payload is made only for a timetable fetched before (its page shows one; a made-up id answers 404 without
- * asking the university); a readable one for any id, since the bot's `/start` of it is a first request under
- * the first-request limits. Each client address may ask `TELEGRAM_LINKS_PER_CLIENT` times (429 beyond).
+ * to `https://t.me/<bot>?start=<payload>` with a payload made now (start-payload.ts says how). Each client address
+ * may ask `TELEGRAM_LINKS_PER_CLIENT` times (429 beyond).
  *
  * `POST /telegram/webhook` receives updates in webhook mode (`TELEGRAM_WEBHOOK_URL`). Telegram sends the secret
  * token it was given in `X-Telegram-Bot-Api-Secret-Token`; anything else answers 401 before the body is looked
@@ -27,13 +19,11 @@ import { constantTimeEqual } from '../security/tokens.ts';
 import type { FeedStore } from '../store/feed-store.ts';
 import type { RedisKeys } from '../store/keys.ts';
 import type { SourceRegistry } from '../store/registry.ts';
-import { notifyOptionsOf, publicPayload, type TelegramChats } from '../store/telegram-chats.ts';
-import { InvalidSourceError } from '../timetable/errors.ts';
-import { parseSource, sourceKey } from '../timetable/source.ts';
+import type { TelegramChats } from '../store/telegram-chats.ts';
 import { ClientLimits, type ClientLimitsDeps } from './client-limits.ts';
 import { HttpError } from './errors.ts';
-import { type PersonalSessionDeps, readPersonalSession } from './personal-session.ts';
-import { readSubscriberOptions } from './subscriber-query.ts';
+import type { PersonalSessionDeps } from './personal-session.ts';
+import { startPayload } from './start-payload.ts';
 
 /** The header Telegram sends the webhook's secret token in. */
 const SECRET_HEADER = 'x-telegram-bot-api-secret-token';
@@ -91,37 +81,7 @@ async function start(
   reply: FastifyReply,
 ): Promise<FastifyReply> {
   if (telegram === undefined) throw notConfigured();
-  const text = request.query.source;
-  let source: string;
-  try {
-    source = sourceKey(parseSource(text));
-  } catch (error) {
-    if (!(error instanceof InvalidSourceError)) throw error;
-    throw new HttpError('INVALID_SOURCE', { en: error.message, ru: 'источник должен быть вида group:<номер>' });
-  }
-  let payload: string;
-  if (source.startsWith('personal:')) {
-    const session = await readPersonalSession(ctx, request);
-    if (session === undefined || session.subscription.source !== source)
-      throw new HttpError('SIGN_IN_REQUIRED', {
-        en: 'sign in first: this browser holds no such personal timetable',
-        ru: 'сначала войдите: в этом браузере нет такого личного расписания',
-      });
-    payload = await ctx.notify.chats.oncePayload(session.subscription.id);
-  } else {
-    const { options, refused } = readSubscriberOptions(request.query);
-    if (refused[0] !== undefined) throw refused[0];
-    // A readable payload stores nothing and asks nobody (the bot's /start of it goes through the first-request
-    // limits), so any group's link works, one nobody opened yet too. Only a stored one needs a timetable fetched
-    // before, so that made-up ids leave no keys.
-    const readable = publicPayload(source, notifyOptionsOf(options));
-    if (readable === undefined && !(await ctx.feeds.exists(source)) && !(await ctx.registry.isActive(source)))
-      throw new HttpError('TIMETABLE_NOT_LOADED', {
-        en: 'this timetable was never fetched: open its page first, then its Telegram link',
-        ru: 'это расписание ещё не загружалось: сначала откройте его страницу, потом ссылку на Telegram',
-      });
-    payload = readable ?? (await ctx.notify.chats.linkPayload(source, options));
-  }
+  const payload = await startPayload(ctx, request, 'Telegram');
   const username = await telegram.username();
   if (username === undefined) throw notConfigured();
   return reply

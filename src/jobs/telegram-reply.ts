@@ -7,6 +7,9 @@
  * 429 pauses the queue for `retry_after` without using an attempt, a server error or the network is retried with
  * backoff. It is dropped, and logged, when Telegram refuses it for good (400) or the chat is gone (403).
  *
+ * The MAX bot's replies are the same jobs of the MAX queue, sent the same way in MAX's {@link ReplyLane} (its
+ * dialog's pace, its 4000 characters).
+ *
  * A reply is never dropped for waiting: behind a large change fan-out (thousands of chats at the queue's rate)
  * a command may wait minutes, and silence would read as a broken bot. One that waited longer than
  * {@link REPLY_LATE_MS} opens with «Отвечаю с опозданием…»; one that waited longer than {@link REPLY_STALE_MS}
@@ -16,7 +19,6 @@ import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
 import { TELEGRAM_PACE_MS } from '../notify/telegram/channel.ts';
-import type { ReplySender } from '../notify/telegram/sender.ts';
 import type { RedisKeys } from '../store/keys.ts';
 import type { ReplyPart, TelegramReplyJobData } from './contract.ts';
 
@@ -36,21 +38,49 @@ export interface TelegramReplyDeps {
   readonly keys: Pick<RedisKeys, 'tgPace'>;
 }
 
+/** What sending one message of a reply came to (a Telegram sender's outcome is one). */
+export type ReplySent =
+  | { kind: 'sent' }
+  | { kind: 'blocked'; reason: string }
+  | { kind: 'rate-limited'; retryAfterMs: number }
+  | { kind: 'failed'; permanent: boolean; reason: string };
+
+/** Sends one message of a reply: plain text with callback buttons under it. */
+export interface ReplyTransport {
+  sendPlain(chatId: string, text: string, buttons?: ReplyPart['buttons'], signal?: AbortSignal): Promise<ReplySent>;
+}
+
+/** How one messenger's replies go: the chat's turn (shared with its change messages) and its limit on a text. */
+export interface ReplyLane {
+  /** The messenger, as log lines and errors name it. */
+  readonly name: string;
+  /** The key of a chat's turn: the one its change messages take. */
+  paceKey(chatId: string): string;
+  readonly paceMs: number;
+  /** The messenger's limit on a message's text. */
+  readonly messageLimit: number;
+}
+
+/** Telegram's lane: `tg:pace:<chat>`, a second, 4096 characters. */
+export function telegramReplyLane(keys: Pick<RedisKeys, 'tgPace'>): ReplyLane {
+  return { name: 'Telegram', paceKey: keys.tgPace, paceMs: TELEGRAM_PACE_MS, messageLimit: MESSAGE_LIMIT };
+}
+
 /** What a reply job came to, or `undefined` for a failure the caller handles (rate limit, transient). */
 export type ReplyResult = { outcome: 'sent'; messages: number } | { outcome: 'dropped' };
 
-/** The messages of a reply that waited `waitedMs`, as they are sent. */
-export function partsToSend(parts: readonly ReplyPart[], waitedMs: number): ReplyPart[] {
+/** The messages of a reply that waited `waitedMs`, as they are sent (within `limit` characters each). */
+export function partsToSend(parts: readonly ReplyPart[], waitedMs: number, limit = MESSAGE_LIMIT): ReplyPart[] {
   if (waitedMs > REPLY_STALE_MS) return [{ text: STALE_TEXT }];
   if (waitedMs <= REPLY_LATE_MS || parts.length === 0) return [...parts];
   const [first, ...rest] = parts as [ReplyPart, ...ReplyPart[]];
-  return [{ ...first, text: `${LATE_PREFIX}${first.text}`.slice(0, MESSAGE_LIMIT) }, ...rest];
+  return [{ ...first, text: `${LATE_PREFIX}${first.text}`.slice(0, limit) }, ...rest];
 }
 
 /**
  * Sends a reply's messages from the first not sent yet. Resolves when all were sent or the reply was dropped;
  * rejects with DelayedError (the chat's turn is later), UnrecoverableError (refused for good), or hands a rate
- * limit or a transient failure to `failed`.
+ * limit or a transient failure to `failed`. `lane`: Telegram's unless given.
  */
 export async function sendReply(
   ctx: TelegramReplyDeps,
@@ -58,19 +88,20 @@ export async function sendReply(
   token: string | undefined,
   signal: AbortSignal | undefined,
   log: Logger,
-  sender: ReplySender,
+  sender: ReplyTransport,
   failed: (sent: { kind: 'rate-limited'; retryAfterMs: number } | { kind: 'failed'; reason: string }) => Promise<never>,
+  lane: ReplyLane = telegramReplyLane(ctx.keys),
 ): Promise<ReplyResult> {
   const { chatId, askedAt } = job.data;
   // BullMQ's delays run on the wall clock, whatever clock the service is given.
   const now = Date.now();
-  const parts = partsToSend(job.data.parts, now - askedAt);
+  const parts = partsToSend(job.data.parts, now - askedAt, lane.messageLimit);
   if (now - askedAt > REPLY_LATE_MS) log.warn({ waitedMs: now - askedAt }, 'a command reply waited long');
   let done = typeof job.progress === 'number' ? job.progress : 0;
   while (done < parts.length) {
     const part = parts[done] as ReplyPart;
-    const key = ctx.keys.tgPace(chatId);
-    if ((await ctx.redis.set(key, '1', 'PX', TELEGRAM_PACE_MS, 'NX')) !== 'OK') {
+    const key = lane.paceKey(chatId);
+    if ((await ctx.redis.set(key, '1', 'PX', lane.paceMs, 'NX')) !== 'OK') {
       const left = Math.max(await ctx.redis.pttl(key), 50);
       await job.moveToDelayed(Date.now() + left, token);
       throw new DelayedError();
@@ -81,8 +112,8 @@ export async function sendReply(
       return { outcome: 'dropped' };
     }
     if (sent.kind === 'failed' && sent.permanent) {
-      log.error({ reason: sent.reason }, 'Telegram refused a command reply: dropped it');
-      throw new UnrecoverableError(`Telegram refused the reply: ${sent.reason}`);
+      log.error({ reason: sent.reason }, `${lane.name} refused a command reply: dropped it`);
+      throw new UnrecoverableError(`${lane.name} refused the reply: ${sent.reason}`);
     }
     if (sent.kind !== 'sent') return failed(sent);
     done += 1;

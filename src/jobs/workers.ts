@@ -23,6 +23,7 @@ import { type EmailQueueDeps, emailProcessor } from './email-send.ts';
 import { dropRetiredFeedForms, type FeedFormsDeps } from './feed-forms-migration.ts';
 import { FreshnessPacer, type PacerDeps, type PacerTuning } from './freshness-pacer.ts';
 import { beat, forgetWorker, type HeartbeatDeps } from './heartbeats.ts';
+import { type MaxSendDeps, type MaxSendTuning, maxSendProcessor } from './max-send.ts';
 import { ensureNotifySweeper, type NotifyFanoutDeps, notifyProcessor, sweepOutbox } from './notify-fanout.ts';
 import { type PushDeps, pushProcessor } from './push.ts';
 import { RedisFullGuard } from './redis-full-guard.ts';
@@ -42,6 +43,7 @@ export type WorkersDeps = RefreshDeps &
   WebhookDeliveryDeps &
   NotifyFanoutDeps &
   TelegramSendDeps &
+  MaxSendDeps &
   ChannelSendDeps &
   EmailQueueDeps &
   SeedTermCountsDeps &
@@ -86,6 +88,8 @@ export interface WorkerTuning {
   channels?: ChannelSendTuning;
   /** The Telegram send job's sender (default: grammY at `TELEGRAM_API_ROOT`), and what `channels` tunes. */
   telegram?: TelegramSendTuning;
+  /** The MAX send job's client (default: `MAX_API_ROOT` on the shared rate), and what `channels` tunes. */
+  max?: MaxSendTuning;
   /** The freshness pacer's step and lease (adaptive policy). */
   pacer?: PacerTuning;
 }
@@ -162,7 +166,7 @@ function channelProcessor(ctx: WorkersDeps, adapter: ChannelAdapter, tuning: Wor
     case 'telegram':
       return telegramSendProcessor(ctx, { ...tuning.channels, ...tuning.telegram });
     case 'max':
-      return channelSendProcessor(ctx, adapter, tuning.channels);
+      return maxSendProcessor(ctx, { ...tuning.channels, ...tuning.max });
     case 'email':
       return emailProcessor(ctx, adapter, tuning.channels);
   }

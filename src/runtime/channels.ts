@@ -9,9 +9,11 @@ import type { RedisClient } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
 import type { ChannelAdapter } from '../notify/channel.ts';
 import { emailChannel } from '../notify/email/channel.ts';
+import { maxChannel } from '../notify/max/channel.ts';
 import { telegramChannel } from '../notify/telegram/channel.ts';
 import type { RedisKeys } from '../store/keys.ts';
 import { Mailboxes } from '../store/mailboxes.ts';
+import { MaxChats } from '../store/max-chats.ts';
 import type { TelegramChats } from '../store/telegram-chats.ts';
 
 /** What the adapters are built over: the settings, Redis (their stores), the logger, the Telegram chats. */
@@ -27,6 +29,7 @@ export interface ChannelsDeps {
 export function channelAdapters(ctx: ChannelsDeps): readonly ChannelAdapter[] {
   return [
     telegramChannel({ config: ctx.config, chats: ctx.chats }),
+    maxChannel({ config: ctx.config, chats: new MaxChats(ctx.redis, ctx.keys), redis: ctx.redis, keys: ctx.keys }),
     emailChannel({
       config: ctx.config,
       mailboxes: new Mailboxes(ctx.redis, ctx.keys, ctx.config.secretKey),

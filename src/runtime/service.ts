@@ -12,6 +12,7 @@ import type { RedisOutageLog } from '../lib/redis-outage.ts';
 import type { RedisTarget } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
 import type { ServiceContext } from './context.ts';
+import { openMax, startMax } from './max.ts';
 import { openServiceContext } from './service-context.ts';
 import type { Shutdown } from './shutdown.ts';
 import { openTelegram, startTelegram } from './telegram.ts';
@@ -72,7 +73,11 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   }
   const telegram = openTelegram(context);
   if (telegram !== undefined) startTelegram(context, telegram, options.roles, shutdown);
-  const app = options.roles.api ? await buildApp(context, { logger, telegram }) : await operationsApp(context, logger);
+  const max = openMax(context);
+  if (max !== undefined) startMax(context, max, options.roles, shutdown);
+  const app = options.roles.api
+    ? await buildApp(context, { logger, telegram, max: max?.bot })
+    : await operationsApp(context, logger);
   shutdown.add('http', () => app.close());
   const address = await app.listen({ port: config.port, host: options.host ?? config.host });
   const url = address.replace('://0.0.0.0', '://127.0.0.1').replace('://[::]', '://127.0.0.1');

@@ -12,6 +12,7 @@ import { CommandGate } from '../notify/telegram/flood-gate.ts';
 import { TelegramPoller } from '../notify/telegram/poller.ts';
 import { proxyHost } from '../notify/telegram/proxy-fetch.ts';
 import { type CheckSource, sourceChecker } from '../notify/telegram/source-check.ts';
+import type { SourceKey } from '../timetable/source.ts';
 import type { ServiceContext } from './context.ts';
 import type { Shutdown } from './shutdown.ts';
 
@@ -31,14 +32,18 @@ export function openTelegram(context: ServiceContext): TelegramBot | undefined {
       reply: ({ updateId, ...reply }) =>
         enqueueReply(context.queues, { ...reply, askedAt: context.wallClock() }, updateId),
       gate: new CommandGate(context.redis, context.keys, config.telegramCommandBurst),
-      // A chat's timetable is refreshed like a visited page's: made active, and fetched when it was not.
-      activate: async (source) => {
-        if (await context.registry.isActive(source)) return;
-        await activateSource(context, source);
-        await enqueueRefresh(context.queues, config, source, { reason: 'demand', now: context.now() });
-      },
+      activate: chatActivation(context),
     },
   );
+}
+
+/** A chat's timetable is refreshed like a visited page's: made active, and fetched when it was not. */
+export function chatActivation(context: ServiceContext): (source: SourceKey) => Promise<void> {
+  return async (source) => {
+    if (await context.registry.isActive(source)) return;
+    await activateSource(context, source);
+    await enqueueRefresh(context.queues, context.config, source, { reason: 'demand', now: context.now() });
+  };
 }
 
 /**
@@ -94,19 +99,24 @@ export function botContextDeps(context: ServiceContext): TelegramBotDeps {
 
 /**
  * `/start` of a timetable never fetched is a first request, as a feed request for it is: the same limits (the chat
- * is the client), the same fetch on demand, and no subscription to an id the university does not know.
+ * is the client: `tg:<chat>`, a MAX dialog `mx:<chat>`), the same fetch on demand, and no subscription to an id the
+ * university does not know.
  */
-export function firstRequestCheck(context: ServiceContext): CheckSource {
+export function firstRequestCheck(context: ServiceContext, messenger: 'tg' | 'mx' = 'tg'): CheckSource {
   const limits = new ClientLimits(context);
-  return sourceChecker({
-    ...context,
-    admit: async (client, likelyReal) => {
-      await limits.admit('first-request', client, { likelyReal });
+  return sourceChecker(
+    {
+      ...context,
+      admit: async (client, likelyReal) => {
+        await limits.admit('first-request', client, { likelyReal });
+      },
+      admitWait: (client) => limits.admitOwn('first-request', client),
+      refreshPending: (source) => refreshPending(context.queues, source),
+      fetch: async (source) => {
+        await enqueueRefresh(context.queues, context.config, source, { reason: 'demand', now: context.now() });
+      },
     },
-    admitWait: (client) => limits.admitOwn('first-request', client),
-    refreshPending: (source) => refreshPending(context.queues, source),
-    fetch: async (source) => {
-      await enqueueRefresh(context.queues, context.config, source, { reason: 'demand', now: context.now() });
-    },
-  });
+    undefined,
+    messenger,
+  );
 }

@@ -151,6 +151,30 @@ export interface RedisKeys {
    */
   channelPace(channelPrefix: string, address: string): string;
   // MAX bot keys (store/max-chats.ts, notify/max/): add below this line.
+  /** HASH: a MAX dialog's subscriptions, source → its options as JSON (max-chats.ts; the dialog's `chat_id`). */
+  mxChat(chatId: string): string;
+  /** SET: the MAX dialogs subscribed to a source. */
+  mxSourceChats(key: SourceKey): string;
+  /** STRING with a TTL: the lock of the one process that long-polls MAX for updates. */
+  readonly mxPollLock: string;
+  /**
+   * STRING: the `marker` of MAX's update queue up to which updates were handled, per bot (by a digest of its
+   * token): the next poll passes it, which commits what came before (notify/max/poller.ts).
+   */
+  mxPollMarker(tokenDigest: string): string;
+  /** STRING with a TTL: an update from MAX already handled (updates have no id: its message id or type, chat, time). */
+  mxUpdate(updateKey: string): string;
+  /** STRING with a TTL: the bot's own `GET /me` answer as JSON, per token digest (the pages' links). */
+  mxBotInfo(tokenDigest: string): string;
+  /** STRING with a TTL: a dialog was told «Слишком часто» and is not told again while it lives. */
+  mxFloodWarned(chatId: string): string;
+  /** STRING with a TTL: the dialog of a MAX user (a button press in a dialog may come without the dialog's id). */
+  mxUserChat(userId: string): string;
+  /**
+   * STRING with a TTL: how many change messages in a row MAX refused as a gone dialog since it last took one; a
+   * run of them is the bot's own trouble, not its users' (notify/max/channel.ts).
+   */
+  readonly mxRefusalsInARow: string;
   // E-mail keys (store/mailboxes.ts, notify/email/): add below this line.
   /** HASH: a mailbox told of changes by e-mail: `address` (sealed), `hash` (its keyed digest), `created` (mailboxes.ts). */
   mailbox(id: string): string;
@@ -283,6 +307,15 @@ export function redisKeys(prefix: string): RedisKeys {
     channelProbe: (channel) => `${prefix}:channel:${channel}:probe`,
     channelPace: (channelPrefix, address) => `${prefix}:${channelPrefix}:pace:${address}`,
     // MAX bot keys: add below this line.
+    mxChat: (chatId) => `${prefix}:mx:chat:${chatId}`,
+    mxSourceChats: (key) => `${prefix}:mx:source-chats:${key}`,
+    mxPollLock: `${prefix}:mx:poll-lock`,
+    mxPollMarker: (tokenDigest) => `${prefix}:mx:poll-marker:${tokenDigest}`,
+    mxUpdate: (updateKey) => `${prefix}:mx:update:${updateKey}`,
+    mxBotInfo: (tokenDigest) => `${prefix}:mx:bot-info:${tokenDigest}`,
+    mxFloodWarned: (chatId) => `${prefix}:mx:flood-warned:${chatId}`,
+    mxUserChat: (userId) => `${prefix}:mx:user-chat:${userId}`,
+    mxRefusalsInARow: `${prefix}:mx:refusals-in-a-row`,
     // E-mail keys: add below this line.
     mailbox: (id) => `${prefix}:mail:box:${id}`,
     mailboxSources: (id) => `${prefix}:mail:box:${id}:sources`,

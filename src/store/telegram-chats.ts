@@ -17,6 +17,9 @@
  *   the chat's history, and it must not read the feed.
  * A personal chat's options are the subscription's own, read when a message is made (edits apply), so none are
  * stored for it.
+ *
+ * MAX dialogs are kept the same way under keys of their own (store/max-chats.ts: {@link ChatKeys}); the payloads
+ * are shared, so that one page link's payload subscribes a chat in either messenger.
  */
 import { createHash } from 'node:crypto';
 import { loadScript } from '../lib/lua-script.ts';
@@ -118,14 +121,23 @@ function readOptions(json: string): NotifyOptions {
   }
 }
 
-/** The Telegram chats' subscriptions and payloads. */
+/** Where one messenger keeps its chats: a chat's subscriptions (HASH) and a source's chats (SET). */
+export interface ChatKeys {
+  chat(chatId: string): string;
+  sourceChats(source: SourceKey): string;
+}
+
+/** The Telegram chats' subscriptions and payloads (another messenger's chats with its own {@link ChatKeys}). */
 export class TelegramChats {
   private readonly redis: RedisClient;
   private readonly keys: RedisKeys;
+  private readonly chatKeys: ChatKeys;
 
-  constructor(redis: RedisClient, keys: RedisKeys) {
+  /** `chatKeys`: where the chats are kept; default Telegram's (`tg:chat:…`, `tg:source-chats:…`). */
+  constructor(redis: RedisClient, keys: RedisKeys, chatKeys?: ChatKeys) {
     this.redis = redis;
     this.keys = keys;
+    this.chatKeys = chatKeys ?? { chat: keys.tgChat, sourceChats: keys.tgSourceChats };
   }
 
   /**
@@ -135,8 +147,8 @@ export class TelegramChats {
   async subscribe(input: { chatId: string; source: SourceKey; options: NotifyOptions }): Promise<boolean> {
     const options = sourceOf(input.source).kind === 'personal' ? {} : notifyOptionsOf(input.options);
     const multi = this.redis.multi();
-    multi.hset(this.keys.tgChat(input.chatId), input.source, JSON.stringify(options));
-    multi.sadd(this.keys.tgSourceChats(input.source), input.chatId);
+    multi.hset(this.chatKeys.chat(input.chatId), input.source, JSON.stringify(options));
+    multi.sadd(this.chatKeys.sourceChats(input.source), input.chatId);
     const [added] = await execResults(multi);
     return added === 1;
   }
@@ -150,7 +162,7 @@ export class TelegramChats {
     maxSources: number,
   ): Promise<SubscribeOutcome> {
     const options = sourceOf(input.source).kind === 'personal' ? {} : notifyOptionsOf(input.options);
-    const keys = [this.keys.tgChat(input.chatId), this.keys.tgSourceChats(input.source)];
+    const keys = [this.chatKeys.chat(input.chatId), this.chatKeys.sourceChats(input.source)];
     const done = await SUBSCRIBE.run(this.redis, keys, [
       input.source,
       JSON.stringify(options),
@@ -162,7 +174,7 @@ export class TelegramChats {
 
   /** Whether a chat follows a source. */
   async follows(chatId: string, source: SourceKey): Promise<boolean> {
-    return (await this.redis.hexists(this.keys.tgChat(chatId), source)) === 1;
+    return (await this.redis.hexists(this.chatKeys.chat(chatId), source)) === 1;
   }
 
   /**
@@ -172,7 +184,7 @@ export class TelegramChats {
    */
   async setSubgroup(chatId: string, source: SourceKey, subgroup: number | undefined): Promise<boolean> {
     if (sourceOf(source).kind === 'personal') return false;
-    const json = await this.redis.hget(this.keys.tgChat(chatId), source);
+    const json = await this.redis.hget(this.chatKeys.chat(chatId), source);
     if (json === null) return false;
     const { subgroup: _old, ...rest } = readOptions(json);
     await this.subscribe({ chatId, source, options: subgroup === undefined ? rest : { ...rest, subgroup } });
@@ -181,18 +193,18 @@ export class TelegramChats {
 
   /** Unsubscribes a chat from one source, or from all (blocked bot, `/stop all`); the sources it left. */
   async unsubscribe(chatId: string, source?: SourceKey): Promise<SourceKey[]> {
-    const sources = source === undefined ? await this.redis.hkeys(this.keys.tgChat(chatId)) : [source];
+    const sources = source === undefined ? await this.redis.hkeys(this.chatKeys.chat(chatId)) : [source];
     if (sources.length === 0) return [];
     const multi = this.redis.multi();
-    multi.hdel(this.keys.tgChat(chatId), ...sources);
-    for (const each of sources) multi.srem(this.keys.tgSourceChats(each), chatId);
+    multi.hdel(this.chatKeys.chat(chatId), ...sources);
+    for (const each of sources) multi.srem(this.chatKeys.sourceChats(each), chatId);
     const [removed] = await execResults(multi);
     return removed === 0 ? [] : sources;
   }
 
   /** A chat's subscriptions, sorted by source. */
   async ofChat(chatId: string): Promise<ChatSubscription[]> {
-    const fields = await this.redis.hgetall(this.keys.tgChat(chatId));
+    const fields = await this.redis.hgetall(this.chatKeys.chat(chatId));
     return Object.entries(fields)
       .map(([source, json]) => ({ source, options: readOptions(json) }))
       .sort((a, b) => (a.source < b.source ? -1 : a.source > b.source ? 1 : 0));
@@ -203,11 +215,11 @@ export class TelegramChats {
     const chats: SourceChat[] = [];
     let cursor = '0';
     do {
-      const [next, batch] = await this.redis.sscan(this.keys.tgSourceChats(source), cursor, 'COUNT', 500);
+      const [next, batch] = await this.redis.sscan(this.chatKeys.sourceChats(source), cursor, 'COUNT', 500);
       cursor = next;
       if (batch.length === 0) continue;
       const pipeline = this.redis.pipeline();
-      for (const chatId of batch) pipeline.hget(this.keys.tgChat(chatId), source);
+      for (const chatId of batch) pipeline.hget(this.chatKeys.chat(chatId), source);
       const answers = (await pipeline.exec()) ?? [];
       for (const [index, chatId] of batch.entries()) {
         const json = answers[index]?.[1];
@@ -220,7 +232,7 @@ export class TelegramChats {
 
   /** Whether any chat is subscribed to a source. */
   async hasAny(source: SourceKey): Promise<boolean> {
-    return (await this.redis.scard(this.keys.tgSourceChats(source))) > 0;
+    return (await this.redis.scard(this.chatKeys.sourceChats(source))) > 0;
   }
 
   /**

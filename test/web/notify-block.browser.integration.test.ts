@@ -16,6 +16,7 @@ import { botContextDeps } from '../../src/runtime/telegram.ts';
 import { waitUntil } from '../../testkit/poll.ts';
 import { DESKTOP } from '../../testkit/screens.ts';
 import { launchBrowser, sidewaysOverflow, WebStack, watchPageErrors } from '../support/browser.ts';
+import { namedMaxBot } from '../support/named-max-bot.ts';
 
 const axeSource = await readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
@@ -44,7 +45,7 @@ beforeAll(async () => {
           botInfo: { id: 42, is_bot: true, first_name: 'Расписание', username: 'timetable_test_bot' } as UserFromGetMe,
         },
       ),
-      max: { username: async () => 'id7700000001_bot' },
+      max: namedMaxBot('id7700000001_bot'),
     }),
   });
   browser = await launchBrowser();

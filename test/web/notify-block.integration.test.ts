@@ -14,10 +14,11 @@ import { createTelegramBot, type TelegramBot } from '../../src/notify/telegram/b
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { botContextDeps } from '../../src/runtime/telegram.ts';
 import { storeTimetable } from '../http/helpers.ts';
+import { namedMaxBot } from '../support/named-max-bot.ts';
 import { testContext } from '../support/service.ts';
 
 const MAIL_ENV = { SMTP_URL: 'smtp://relay:secret@127.0.0.1:2525', MAIL_FROM: 'Расписание <timetable@example.edu>' };
-const MAX_BOT = { username: async () => 'id7700000001_bot' };
+const MAX_BOT = namedMaxBot('id7700000001_bot');
 
 let plain: { context: ServiceContext; close: () => Promise<void> };
 let mailing: { context: ServiceContext; close: () => Promise<void> };
@@ -99,7 +100,7 @@ describe('the notifications block', () => {
   });
 
   it('shows no MAX link while MAX has not said the bot’s name', async () => {
-    const app = await appOf(plain.context, { max: { username: async () => undefined } });
+    const app = await appOf(plain.context, { max: namedMaxBot(undefined) });
     expect(channels(await page(app, '/timetables/groups/4242'))).toBeUndefined();
   });
 

@@ -13,6 +13,9 @@
  * Replies are plain text (no parse mode): names and rooms come from the university and may hold `<`, `&`, `_` or
  * `*`, which plain text shows as they are. One reply per message (`/subgroup` asks once per group with subgroups),
  * cut at Telegram's 4096 characters.
+ *
+ * The MAX bot (notify/max/bot.ts) answers with the same {@link Commands}: only the messenger's name in the words
+ * that send a person back to a page's button differs («Уведомления в MAX»), given as `messenger`.
  */
 import { type Bot, type Context, GrammyError } from 'grammy';
 import type { InlineKeyboardButton } from 'grammy/types';
@@ -30,7 +33,14 @@ import { ChatLanes } from './chat-lanes.ts';
 import { type CommandGate, TOO_OFTEN } from './flood-gate.ts';
 import type { Buttons } from './sender.ts';
 import type { CheckSource } from './source-check.ts';
-import { dayLabel, notFoundText, tooManySourcesText, tooManyStartsText, withSubgroup } from './words.ts';
+import {
+  dayLabel,
+  type Messenger,
+  notFoundText,
+  tooManySourcesText,
+  tooManyStartsText,
+  withSubgroup,
+} from './words.ts';
 
 /** Telegram's limit on a message's text. */
 export const MESSAGE_LIMIT = 4096;
@@ -68,6 +78,8 @@ export interface CommandDeps {
   readonly activate?: ((source: SourceKey) => Promise<void>) | undefined;
   readonly logger: Pick<Logger, 'warn' | 'error'>;
   readonly now: () => number;
+  /** The messenger whose page button the words name («Уведомления в Telegram»); default Telegram. */
+  readonly messenger?: Messenger | undefined;
 }
 
 /** The commands with their descriptions, for BotFather's `/setcommands` and `setMyCommands`. */
@@ -81,21 +93,27 @@ export const COMMANDS = [
   { command: 'help', description: 'Справка' },
 ] as const;
 
-const SHORT_HELP =
+export const SHORT_HELP =
   'Команды: /today, /tomorrow, /week — занятия; /list — подписки; /subgroup — подгруппа; /stop — отписаться; /help — справка.';
-const NONE = 'Подписок нет. Откройте страницу расписания группы или преподавателя и нажмите «Уведомления в Telegram».';
-const EXPIRED =
-  'Эта ссылка устарела или уже использована. Откройте страницу расписания ещё раз и нажмите «Уведомления в Telegram».';
+/** No subscriptions: where to get one. */
+function noneText(messenger: Messenger): string {
+  return `Подписок нет. Откройте страницу расписания группы или преподавателя и нажмите «Уведомления в ${messenger}».`;
+}
+
+/** A one-time or stored payload that is gone. */
+function expiredText(messenger: Messenger): string {
+  return `Эта ссылка устарела или уже использована. Откройте страницу расписания ещё раз и нажмите «Уведомления в ${messenger}».`;
+}
 
 const NOT_READY =
   'Расписание ещё загружается из университета. Откройте ту же ссылку ещё раз через минуту — я подпишу вас на него.';
 
 /** The long help. */
-export function helpText(publicUrl: string): string {
+export function helpText(publicUrl: string, messenger: Messenger = 'Telegram'): string {
   return [
     'Я пишу, когда в расписании что-то меняется: занятие перенесли, отменили, добавили или заменили преподавателя.',
     '',
-    `Подписаться: откройте расписание группы или преподавателя на ${publicUrl.replace(/\/+$/, '')} и нажмите «Уведомления в Telegram».`,
+    `Подписаться: откройте расписание группы или преподавателя на ${publicUrl.replace(/\/+$/, '')} и нажмите «Уведомления в ${messenger}».`,
     '',
     '/today — занятия сегодня',
     '/tomorrow — занятия завтра',
@@ -114,7 +132,7 @@ export interface Reply {
 }
 
 /** The callback data of a subgroup button: `sg:<source>:<n>` or `sg:<source>:all` (at most 64 bytes). */
-const SUBGROUP_DATA = /^sg:((?:group|employee):[1-9]\d{0,15}):([1-9]\d?|all)$/;
+export const SUBGROUP_DATA = /^sg:((?:group|employee):[1-9]\d{0,15}):([1-9]\d?|all)$/;
 
 /**
  * Registers every command, the subgroup buttons and the fallback on `bot`. Each chat's updates are answered in
@@ -236,9 +254,11 @@ export function registerCommands(bot: Bot, deps: CommandDeps): ChatLanes {
 /** The commands' answers, each the text of one reply. */
 export class Commands {
   private readonly deps: CommandDeps;
+  private readonly messenger: Messenger;
 
   constructor(deps: CommandDeps) {
     this.deps = deps;
+    this.messenger = deps.messenger ?? 'Telegram';
   }
 
   /**
@@ -246,15 +266,15 @@ export class Commands {
    * subgroups subscribed without one gets the subgroup question under the answer.
    */
   async start(chatId: string, payload: string): Promise<string | Reply> {
-    if (payload === '') return helpText(this.deps.config.publicUrl);
+    if (payload === '') return helpText(this.deps.config.publicUrl, this.messenger);
     const resolved = await this.deps.chats.resolvePayload(payload);
-    if (resolved.kind === 'expired') return EXPIRED;
+    if (resolved.kind === 'expired') return expiredText(this.messenger);
     if (resolved.kind === 'invalid') return `Не понимаю эту ссылку. ${SHORT_HELP}`;
     const { source, options } = resolved;
     const personal = sourceOf(source).kind === 'personal';
     const subscription = personal ? await this.deps.subscriptions.get(sourceOf(source).id) : undefined;
     // A personal timetable deleted after its link was made is gone.
-    if (personal && subscription === undefined) return EXPIRED;
+    if (personal && subscription === undefined) return expiredText(this.messenger);
     // A personal page's one-time code that subscribed nobody is given back: the person frees a place (/stop)
     // and opens the same link again.
     const refused = await this.refuseStart(chatId, source);
@@ -295,7 +315,7 @@ export class Commands {
     if (followed.length >= max) return tooManySourcesText(max);
     if (sourceOf(source).kind === 'personal' || this.deps.checkSource === undefined) return undefined;
     const check = await this.deps.checkSource(source, chatId);
-    if (check.kind === 'not-found') return notFoundText(source, this.deps.config.publicUrl);
+    if (check.kind === 'not-found') return notFoundText(source, this.deps.config.publicUrl, this.messenger);
     if (check.kind === 'limited') return tooManyStartsText(check.retryAfterMs);
     if (check.kind === 'not-ready') return NOT_READY;
     return undefined;
@@ -347,7 +367,7 @@ export class Commands {
     if (!(await this.deps.chats.setSubgroup(chatId, source, subgroup)))
       return {
         short: 'Вы не подписаны на эту группу',
-        text: 'Вы не подписаны на эту группу. Откройте её расписание и нажмите «Уведомления в Telegram».',
+        text: `Вы не подписаны на эту группу. Откройте её расписание и нажмите «Уведомления в ${this.messenger}».`,
       };
     const name = await this.title({ source, options: {} });
     if (subgroup === undefined)
@@ -370,7 +390,7 @@ export class Commands {
   /** `/list`: the chat's subscriptions, numbered as `/stop` takes them. */
   async list(chatId: string): Promise<string> {
     const subscriptions = await this.deps.chats.ofChat(chatId);
-    if (subscriptions.length === 0) return NONE;
+    if (subscriptions.length === 0) return noneText(this.messenger);
     const lines = await this.numbered(subscriptions);
     return ['Ваши подписки:', ...lines, '', 'Отписаться: /stop и номер, например /stop 1.'].join('\n');
   }
@@ -378,7 +398,7 @@ export class Commands {
   /** `/stop`, `/stop <n>` or `/stop all`. */
   async stop(chatId: string, argument: string): Promise<string> {
     const subscriptions = await this.deps.chats.ofChat(chatId);
-    if (subscriptions.length === 0) return NONE;
+    if (subscriptions.length === 0) return noneText(this.messenger);
     const word = argument.toLocaleLowerCase('ru');
     if (word === 'all' || word === 'все' || word === 'всё') {
       const left = await this.deps.chats.unsubscribe(chatId);
@@ -399,7 +419,7 @@ export class Commands {
   /** `/today` (from 0, 1 day), `/tomorrow` (1, 1), `/week` (0, 7): the classes of each subscribed timetable. */
   async classes(chatId: string, fromDay: number, days: number): Promise<string> {
     const subscriptions = await this.deps.chats.ofChat(chatId);
-    if (subscriptions.length === 0) return NONE;
+    if (subscriptions.length === 0) return noneText(this.messenger);
     const today = localDate(this.deps.now(), this.deps.config.timezone);
     const first = addDays(today, fromDay);
     const last = addDays(first, days - 1);
@@ -520,22 +540,22 @@ function days(first: string, last: string): number {
 }
 
 /** The buttons of a reply as a job carries them (the bot makes only callback buttons). */
-function callbacks(rows: InlineKeyboardButton[][]): Buttons {
+export function callbacks(rows: InlineKeyboardButton[][]): Buttons {
   return rows.map((row) =>
     row.map((button) => ({ text: button.text, callback_data: 'callback_data' in button ? button.callback_data : '' })),
   );
 }
 
-/** Text cut to Telegram's limit, saying how many lines were left out. */
-export function cut(text: string): string {
-  if (text.length <= MESSAGE_LIMIT) return text;
+/** Text cut to Telegram's limit (or `limit`: MAX's is 4000), saying how many lines were left out. */
+export function cut(text: string, limit = MESSAGE_LIMIT): string {
+  if (text.length <= limit) return text;
   const lines = text.split('\n');
   const kept: string[] = [];
   let length = 0;
   for (const [index, line] of lines.entries()) {
     const left = lines.length - index;
     const tail = `\n…и ещё ${left} ${pluralRu(left, ['строка', 'строки', 'строк'])}`;
-    if (length + line.length + 1 + tail.length > MESSAGE_LIMIT) return `${kept.join('\n')}${tail}`;
+    if (length + line.length + 1 + tail.length > limit) return `${kept.join('\n')}${tail}`;
     kept.push(line);
     length += line.length + 1;
   }

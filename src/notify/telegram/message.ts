@@ -105,12 +105,14 @@ export function ordered(items: readonly NotifyItem[]): NotifyItem[] {
 /**
  * The message for `set` (already filtered for the chat), Telegram HTML, at most {@link MAX_MESSAGE_LENGTH}
  * characters (`subgroup`: the one the chat follows, whose lines need no subgroup mark): lines are added while the
- * rest still fits, then "…и ещё N изменений" (the lines left out and the set's `omitted`) and the link.
+ * rest still fits, then "…и ещё N изменений" (the lines left out and the set's `omitted`) and the link. MAX reads
+ * the same HTML (its `<b>` and `<a href>`), within its own `limit` of 4000.
  */
 export function formatChangeMessage(
   set: ChangeSet,
-  options: { pageUrl: string; subgroup?: number | undefined },
+  options: { pageUrl: string; subgroup?: number | undefined; limit?: number },
 ): string {
+  const limit = options.limit ?? MAX_MESSAGE_LENGTH;
   const items = ordered(set.items);
   // A name is the university's; cut so that a freak one cannot crowd out every line.
   let body = bold(`${set.name.slice(0, 200)}: изменения в расписании`);
@@ -121,7 +123,7 @@ export function formatChangeMessage(
     const heading = side.date === day ? '' : `\n\n${bold(dayLabel(side.date))}`;
     const line = `${heading}\n${escapeHtml(changeLine(item, options.subgroup))}`;
     const left = items.length - index - 1 + set.omitted;
-    if (body.length + line.length + tail(options.pageUrl, left).length > MAX_MESSAGE_LENGTH) break;
+    if (body.length + line.length + tail(options.pageUrl, left).length > limit) break;
     body += line;
     day = side.date;
     shown += 1;

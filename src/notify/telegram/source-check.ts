@@ -58,13 +58,21 @@ export const CHECK_WAIT_MS = 10_000;
 const FIRST_POLL_MS = 50;
 const MAX_POLL_MS = 250;
 
-/** The client key of a chat in the first-request limits: `tg:` can begin no address, so it is nobody else's. */
-export function chatClient(chatId: string): string {
-  return `tg:${chatId}`;
+/**
+ * The client key of a chat in the first-request limits: `tg:` (a MAX dialog's `mx:`) can begin no address, so it
+ * is nobody else's.
+ */
+export function chatClient(chatId: string, messenger: 'tg' | 'mx' = 'tg'): string {
+  return `${messenger}:${chatId}`;
 }
 
-/** A {@link CheckSource} over `deps`; `waitMs` bounds the wait for a first fetch. */
-export function sourceChecker(deps: SourceCheckDeps, waitMs = CHECK_WAIT_MS): CheckSource {
+/** A {@link CheckSource} over `deps`; `waitMs` bounds the wait for a first fetch; `messenger` names the chats'. */
+export function sourceChecker(
+  deps: SourceCheckDeps,
+  waitMs = CHECK_WAIT_MS,
+  messenger: 'tg' | 'mx' = 'tg',
+): CheckSource {
+  const clientOf = (chatId: string) => chatClient(chatId, messenger);
   return async (source, chatId) => {
     if ((await deps.registry.missingReason(source)) !== undefined) return { kind: 'not-found' };
     if ((await deps.feeds.exists(source)) || (await deps.registry.isActive(source))) return { kind: 'known' };
@@ -72,8 +80,8 @@ export function sourceChecker(deps: SourceCheckDeps, waitMs = CHECK_WAIT_MS): Ch
     try {
       // A fetch queued already costs the university nothing more, but the wait for it is still the chat's: it
       // counts against the chat's own allowance, so that one chat cannot keep many waits going.
-      if (pending) await deps.admitWait(chatClient(chatId));
-      else await deps.admit(chatClient(chatId), await likelyReal(deps, source));
+      if (pending) await deps.admitWait(clientOf(chatId));
+      else await deps.admit(clientOf(chatId), await likelyReal(deps, source));
     } catch (error) {
       if (error instanceof RateLimitedError) return { kind: 'limited', retryAfterMs: error.retryAfterMs };
       throw error;

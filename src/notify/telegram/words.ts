@@ -33,13 +33,16 @@ export function withSubgroup(summary: string, note: string, followed: number | u
   return summary.endsWith(')') ? `${summary.slice(0, -1)}, ${mark})` : `${summary} (${mark})`;
 }
 
+/** A messenger the bot speaks in: its name as the pages' buttons say it («Уведомления в MAX»). */
+export type Messenger = 'Telegram' | 'MAX';
+
 /** `/start` of an id the university does not know: what it is, and what to do next. */
-export function notFoundText(source: string, publicUrl: string): string {
+export function notFoundText(source: string, publicUrl: string, messenger: Messenger = 'Telegram'): string {
   const [kind, id] = source.split(':');
   const what = kind === 'employee' ? `Преподаватель ${id} не найден` : `Группа ${id} не найдена`;
   return (
     `${what} в расписании университета, подписываться не на что. Проверьте номер в ссылке или откройте ` +
-    `страницу расписания на ${publicUrl.replace(/\/+$/, '')} и нажмите «Уведомления в Telegram».`
+    `страницу расписания на ${publicUrl.replace(/\/+$/, '')} и нажмите «Уведомления в ${messenger}».`
   );
 }
 

@@ -1,0 +1,94 @@
+/**
+ * MAX as a channel of the channel core (notify/channel.ts): its subscribers are the dialogs of store/max-chats.ts,
+ * and a change message is one HTML message (MAX reads Telegram's `<b>` and `<a href>`; `& < >` escaped), at most
+ * MAX's 4000 characters, through the client's shared rate. What MAX's answers mean is sender.ts's.
+ *
+ * A run of refusals is not its people's doing. MAX answers `403 chat.denied` to every dialog of a bot that is not
+ * through moderation or was suspended, so such a wave would unsubscribe everybody at once. The channel therefore
+ * counts, over every worker, the change messages MAX refused as gone since it last took one. The first
+ * {@link WAVE_REFUSALS} of a run are the people's (one who stopped the bot is unsubscribed, as they should be;
+ * in a fan-out, dialogs that stopped the bot are scattered among those that did not: with one in five gone, a run
+ * of six comes once in some 15,000 messages). A longer run is taken for the bot's trouble: each refusal is then
+ * `misconfigured` (the core disables the channel with that reason, keeps every message, and tries one a minute)
+ * until MAX takes a message again, which ends the run: at most that many people are unsubscribed by a wave.
+ */
+import type { Config } from '../../config.ts';
+import type { RedisClient } from '../../lib/redis-target.ts';
+import type { RedisKeys } from '../../store/keys.ts';
+import type { MaxChats } from '../../store/max-chats.ts';
+import type { ChannelAdapter, ChannelOutcome } from '../channel.ts';
+import { formatChangeMessage } from '../telegram/message.ts';
+import { MAX_TEXT_LENGTH, type MaxClient, type MaxClientSettings, maxClientOf } from './client.ts';
+import { MaxSender } from './sender.ts';
+
+/** At most two messages a second to one dialog (dev.max.ru, POST /messages). */
+export const MAX_PACE_MS = 500;
+/** Refusals in a row the channel takes for the people's own; beyond them, a wave (see the module comment). */
+export const WAVE_REFUSALS = 5;
+/** How long a run is remembered without another refusal. */
+const RUN_SECONDS = 3600;
+
+/** What the MAX channel is built over. */
+export interface MaxChannelDeps {
+  readonly config: MaxClientSettings & Pick<Config, 'maxBotToken'>;
+  readonly chats: Pick<MaxChats, 'ofSource' | 'hasAny' | 'follows' | 'unsubscribe'>;
+  readonly redis: RedisClient;
+  readonly keys: Pick<RedisKeys, 'rateLimit' | 'mxRefusalsInARow'>;
+  /** The client, made on the first send (a process that sends nothing makes none); default the settings'. */
+  readonly client?: () => Pick<MaxClient, 'send'>;
+}
+
+/** The MAX channel: on when `MAX_BOT_TOKEN` is set. */
+export function maxChannel(deps: MaxChannelDeps): ChannelAdapter {
+  const { chats, config } = deps;
+  let sender: MaxSender | undefined;
+  const waves = new RefusalRuns(deps.redis, deps.keys.mxRefusalsInARow);
+  return {
+    name: 'max',
+    on: config.maxBotToken !== undefined,
+    paceMs: MAX_PACE_MS,
+    ofSource: async (source) =>
+      (await chats.ofSource(source)).map((chat) => ({ address: chat.chatId, options: chat.options })),
+    hasAny: (source) => chats.hasAny(source),
+    follows: (address, source) => chats.follows(address, source),
+    unsubscribe: (address) => chats.unsubscribe(address),
+    send: async (message, signal) => {
+      sender ??= new MaxSender(deps.client?.() ?? maxClientOf(config, deps.redis, deps.keys));
+      const html = formatChangeMessage(message.told, {
+        pageUrl: message.pageUrl,
+        subgroup: message.subgroup,
+        limit: MAX_TEXT_LENGTH,
+      });
+      return waves.judge(await sender.send(message.address, html, signal));
+    },
+  };
+}
+
+/** The run of refusals since MAX last took a message, and the wave it may show (see the module comment). */
+export class RefusalRuns {
+  private readonly redis: RedisClient;
+  private readonly key: string;
+
+  constructor(redis: RedisClient, key: string) {
+    this.redis = redis;
+    this.key = key;
+  }
+
+  /** Counts `outcome` and says what the core should make of it: a refusal in a wave is `misconfigured`. */
+  async judge(outcome: ChannelOutcome): Promise<ChannelOutcome> {
+    if (outcome.kind === 'sent') {
+      await this.redis.del(this.key);
+      return outcome;
+    }
+    if (outcome.kind !== 'gone') return outcome;
+    const results = await this.redis.multi().incr(this.key).expire(this.key, RUN_SECONDS).exec();
+    const run = Number(results?.[0]?.[1] ?? 0);
+    if (run <= WAVE_REFUSALS) return outcome;
+    return {
+      kind: 'misconfigured',
+      reason:
+        `MAX refused ${run} dialogs in a row (the last: ${outcome.reason}): the bot may not be through moderation ` +
+        'or may be suspended on the MAX platform; nobody is unsubscribed until MAX takes a message again',
+    };
+  }
+}

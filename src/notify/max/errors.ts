@@ -1,0 +1,25 @@
+/** Typed failures of the MAX Bot API client (client.ts): what MAX answered, or that it could not be reached. */
+
+/**
+ * MAX answered with an error: its HTTP status and the body's `code` (`verify.token`, `chat.denied`,
+ * `chat.not.found`, `too.many.requests`, …) and `message`. `retryAfterMs` is set on a 429: the `Retry-After`
+ * MAX sent, or else the client's own growing wait (from a second). The token is never in the message.
+ */
+export class MaxApiError extends Error {
+  override name = 'MaxApiError';
+  readonly status: number;
+  readonly code: string;
+  readonly retryAfterMs: number | undefined;
+
+  constructor(status: number, code: string, message: string, retryAfterMs?: number) {
+    super(`MAX answered ${status} ${code}: ${message}`);
+    this.status = status;
+    this.code = code;
+    this.retryAfterMs = retryAfterMs;
+  }
+}
+
+/** MAX could not be reached, or did not answer in time, or answered what is not its API (retried). */
+export class MaxNetworkError extends Error {
+  override name = 'MaxNetworkError';
+}
