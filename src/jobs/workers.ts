@@ -17,7 +17,7 @@ import { isEmailChannel } from '../notify/email/channel.ts';
 import type { NotifyServices } from '../notify/notify-services.ts';
 import type { PushAdapter } from '../push/adapter.ts';
 import { packLegacyState } from '../store/state-packing.ts';
-import { type ChannelSendDeps, type ChannelSendTuning, channelSendProcessor } from './channel-send.ts';
+import type { ChannelSendDeps, ChannelSendTuning } from './channel-send.ts';
 import { pushQueueName, QUEUE } from './contract.ts';
 import { type EmailQueueDeps, emailProcessor } from './email-send.ts';
 import { dropRetiredFeedForms, type FeedFormsDeps } from './feed-forms-migration.ts';
