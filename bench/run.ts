@@ -23,7 +23,8 @@ const benchmarks: Record<string, (flags: readonly string[]) => Promise<Record<st
   'refresh-cycle': () => runRefreshCycleBenchmark(),
   'google-push': () => runGooglePushBenchmark(),
   'caldav-push': () => runCaldavPushBenchmark(),
-  // Change notifications: 10,000 Telegram chats, 50 of 500 sources changed, drained at 25 messages/s (~45 s).
+  // Change notifications on Telegram, MAX and e-mail at once: 50 of 500 sources changed, drained at each
+  // channel's rate (~45 s).
   notify: runNotifyBenchmark,
   // Not in a plain `npm run bench`: ~25 minutes at its default sizes on a quiet machine, and 4.5 GiB of Redis.
   scale: runScaleBenchmark,

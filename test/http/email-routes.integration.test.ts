@@ -15,7 +15,7 @@ import { silentLogger } from '../../src/logger.ts';
 import { type EmailChannel, emailChannel } from '../../src/notify/email/channel.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { testContext } from '../support/service.ts';
-import { startSmtpServer, type TestSmtpServer } from '../support/smtp-server.ts';
+import { startSmtpServer, type TestSmtpServer } from '../../testkit/smtp-server.ts';
 import { storeTimetable } from './helpers.ts';
 
 const SOURCE = 'group:4242';

@@ -21,7 +21,7 @@ import type { ChangeSet, NotifyItem, NotifySide } from '../../src/timetable/noti
 import { until } from '../../testkit/poll.ts';
 import { jobEnded } from '../support/jobs.ts';
 import { testContext } from '../support/service.ts';
-import { type ReceivedMail, startSmtpServer, type TestSmtpServer } from '../support/smtp-server.ts';
+import { type ReceivedMail, startSmtpServer, type TestSmtpServer } from '../../testkit/smtp-server.ts';
 
 const SOURCE = 'group:4242';
 /** 10:00 in Moscow: outside any quiet hours, before the digest time (19:00). */

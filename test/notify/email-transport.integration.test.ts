@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { changeMail } from '../../src/notify/email/message.ts';
 import { createMailTransport, type MailTransport, type OutgoingMail } from '../../src/notify/email/transport.ts';
-import { SMTP_USER, startSmtpServer, type TestSmtpServer } from '../support/smtp-server.ts';
+import { SMTP_USER, startSmtpServer, type TestSmtpServer } from '../../testkit/smtp-server.ts';
 
 const FROM = 'Расписание <timetable@example.edu>';
 let server: TestSmtpServer;

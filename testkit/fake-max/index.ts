@@ -67,6 +67,8 @@ export interface FakeMax {
   close(): Promise<void>;
   /** The person opens the bot, by a `?start=<payload>` link or its «Начать»: `bot_started`; their dialog's `chat_id`. */
   userStarts(userId: string, payload?: string): string;
+  /** A person whose dialog exists from long ago (no update now); their dialog's `chat_id`. */
+  addDialog(userId: string): string;
   /** The person writes `text` in their dialog: `message_created`; its `mid`. */
   userSays(userId: string, text: string): string;
   /** The person stops the bot: `bot_stopped`; messages to them answer 403 `chat.denied` until they start it. */
@@ -129,6 +131,7 @@ export async function startFakeMax(options: FakeMaxOptions = {}): Promise<FakeMa
     botId: state.botId,
     close: () => server.close(),
     userStarts: (userId, payload) => state.userStarts(userId, payload),
+    addDialog: (userId) => state.addDialog(userId),
     userSays: (userId, text) => state.userSays(userId, text),
     userStops: (userId) => state.userStops(userId),
     userRemovesDialog: (userId) => state.userRemovesDialog(userId),

@@ -159,6 +159,14 @@ export class MaxState {
     return dialog;
   }
 
+  /**
+   * A person who opened the bot long ago (their `bot_started` handled then): their dialog, with no update now.
+   * Benchmarks make their subscribers so, as the Telegram fake's `addChat` does.
+   */
+  addDialog(userId: string): string {
+    return this.dialogOf(userId).chatId;
+  }
+
   /** The dialog `chat_id` of a person, if they have one. */
   chatIdOf(userId: string): string | undefined {
     return this.dialogOfUser.get(userId);

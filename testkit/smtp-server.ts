@@ -1,6 +1,6 @@
 /**
- * A real SMTP server for tests: the `smtp-server` package over TCP on loopback, on a port of its own, speaking
- * the whole protocol to nodemailer. STARTTLS with its own certificate (test/support/smtp-tls, valid for a century,
+ * A real SMTP server for tests and benchmarks: the `smtp-server` package over TCP on loopback, on a port of its own, speaking
+ * the whole protocol to nodemailer. STARTTLS with its own certificate (testkit/smtp-tls, valid for a century,
  * for tests only), then AUTH PLAIN or LOGIN with one user, which it can be told to refuse. Each recipient's
  * `RCPT TO` can be given scripted answers (451 once, 550 for good); every mail accepted is recorded with its
  * headers and its text and HTML parts, decoded here by a small MIME reader (no mail parser is installed).
@@ -31,6 +31,8 @@ export interface ReceivedMail {
   /** Whether it came over TLS, and the user that logged in. */
   secure: boolean;
   user: string | undefined;
+  /** Epoch ms the server took the mail (benchmarks time the drain by it). */
+  at: number;
 }
 
 /** What one `RCPT TO` of a recipient was answered. */
@@ -168,6 +170,7 @@ export function parseMail(
     raw,
     secure: session.secure === true,
     user: typeof session.user === 'string' ? session.user : undefined,
+    at: Date.now(),
   };
 }
 
