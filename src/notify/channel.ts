@@ -73,4 +73,11 @@ export interface ChannelAdapter {
   unsubscribe(address: string): Promise<SourceKey[]>;
   /** Sends one message; never throws for what the channel answered (only for bugs). */
   send(message: ChannelMessage, signal?: AbortSignal): Promise<ChannelOutcome>;
+  /**
+   * Asks the other side whether it takes our credentials now (Telegram `getMe`, MAX `GET /me`, an SMTP login),
+   * without telling anybody anything: a channel disabled for its credentials is turned on again as soon as they
+   * are mended, even when no message waits. `misconfigured` when they are still refused; `failed` when the other
+   * side could not be asked (it stays as it was). Absent: only a successful send turns it on again.
+   */
+  probe?(signal?: AbortSignal): Promise<ChannelOutcome>;
 }
