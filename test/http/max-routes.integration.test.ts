@@ -1,9 +1,10 @@
 /**
  * The MAX routes against the fake MAX Bot API: `/max/start` answers 303 to `https://max.ru/<bot>?start=<payload>`
  * with the Telegram link's payloads (personal: a one-time one, only for the signed-in browser), within its own
- * per-address limit; `/max/webhook` takes only MAX's secret header (checked before the body is read), reads a
- * 64-bit id to its last digit, and the bot answers what MAX posts to it after the fake was subscribed; an update
- * that could not be taken (Redis paused) answers 503, so that MAX sends it again, and it is answered once then.
+ * per-address limit, and refuses a bad source naming every form a source takes; `/max/webhook` takes only MAX's
+ * secret header (checked before the body is read), reads a 64-bit id to its last digit, and the bot answers what
+ * MAX posts to it after the fake was subscribed; an update that could not be taken (Redis paused) answers 503, so
+ * that MAX sends it again, and it is answered once then.
  */
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
@@ -104,6 +105,15 @@ describe('GET /max/start', () => {
     const location = String(signedIn.headers.location);
     expect(location).not.toContain(token);
     expect(new URL(location).searchParams.get('start')).toMatch(/^p[A-Za-z0-9_-]{22}$/);
+  });
+
+  it('refuses a source of no known form, naming every form it may take, in Russian too', async () => {
+    for (const lang of ['en', 'ru']) {
+      const bad = await app.inject({ url: '/max/start?source=teacher:17', headers: { 'accept-language': lang } });
+      expect([bad.statusCode, bad.json().code]).toEqual([400, 'INVALID_SOURCE']);
+      const { error } = bad.json() as { error: string };
+      for (const form of ['group:', 'employee:', 'personal:']) expect(error, lang).toContain(form);
+    }
   });
 
   it('limits each address apart from the Telegram link, and answers 503 without a bot', async () => {
