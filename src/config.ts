@@ -900,9 +900,9 @@ const SETTINGS = {
   maxBotToken: setting('MAX_BOT_TOKEN', secret(1), {
     group: 'notify',
     meaning:
-      "The MAX bot's token (business.max.ru → the bot → «Интеграция»); set, the bot runs (one worker " +
-      'long-polls it, or MAX calls `MAX_WEBHOOK_URL`) and timetable pages link to it, first among the ' +
-      'messengers. A secret.',
+      "The MAX bot's token (the MAX platform for partners, business.max.ru: «Чат-боты» → the bot → «⋮» → " +
+      '«Настройки», as dev.max.ru and docs/max.md say); set, the bot runs (one worker long-polls it, or MAX calls ' +
+      '`MAX_WEBHOOK_URL`) and timetable pages link to it, first among the messengers. A secret.',
     defaultText: 'unset: no MAX bot',
     exampleText: 'from the MAX platform for partners',
   }),

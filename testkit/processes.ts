@@ -150,18 +150,47 @@ export async function spawnRole(
   env: Record<string, string>,
   cwd: string,
 ): Promise<ServiceChild> {
+  const started = await startRoleProcess(BIN, role, { HOME: process.env.HOME ?? cwd, ...processTuning(), ...env }, cwd);
+  cleanup.add(`${role} ${started.pid}`, () => started.stop());
+  return started;
+}
+
+/** A role of the service running as a child process, ready (it said where it serves). */
+export interface RoleProcess extends ServiceChild {
+  readonly child: ChildProcess;
+  /** Resolves once the process has exited. */
+  readonly exited: Promise<void>;
+  /** SIGTERM (then SIGKILL after 10 s), or `signal` (e.g. SIGKILL); resolves once the process has exited. */
+  stop(signal?: NodeJS.Signals): Promise<void>;
+}
+
+/**
+ * Starts `node <script> <role>` (the service's bin, or a test's own composition of it) with `env` plus PATH and a
+ * free PORT (`env` may name its own): nothing else leaks in from the shell. Resolves once it printed "is running
+ * on URL"; fails when it exits first or is not ready within 30 s.
+ */
+export async function startRoleProcess(
+  script: string,
+  role: string,
+  env: Record<string, string>,
+  cwd?: string,
+): Promise<RoleProcess> {
   const port = String(await freePort());
-  const child = spawn(process.execPath, [BIN, role], {
-    cwd,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? cwd, PORT: port, ...processTuning(), ...env },
+  const child = spawn(process.execPath, [script, role], {
+    ...(cwd === undefined ? {} : { cwd }),
+    env: { PATH: process.env.PATH ?? '', PORT: port, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  cleanup.add(`${role} ${child.pid}`, () => stopChild(child));
+  const exited = new Promise<void>((done) => child.once('exit', () => done()));
   let errors = '';
-  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (errors = (errors + chunk).slice(-8_000)));
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (errors = (errors + chunk).slice(-20_000)));
   const url = await new Promise<string>((done, fail) => {
     let out = '';
-    const timer = setTimeout(() => fail(new Error(`${role} did not start within 30 s; stderr: ${errors}`)), 30_000);
+    const timer = setTimeout(() => {
+      // Not left behind: nobody gets a handle to stop it.
+      child.kill('SIGKILL');
+      fail(new Error(`${role} did not start within 30 s; stderr: ${errors}`));
+    }, 30_000);
     child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
       out += chunk;
       const match = / is running on (http:\/\/\S+)/.exec(out);
@@ -179,8 +208,15 @@ export async function spawnRole(
     role,
     url,
     pid: child.pid ?? 0,
+    child,
+    exited,
     stderr: () => errors,
-    stop: () => stopChild(child),
+    stop: async (signal) => {
+      if (signal === undefined || signal === 'SIGTERM') return stopChild(child);
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill(signal);
+      await exited;
+    },
     ended: () =>
       child.exitCode !== null ? `exit ${child.exitCode}` : child.signalCode !== null ? child.signalCode : undefined,
   };

@@ -195,6 +195,10 @@ export const ERROR_CODES = {
     status: 401,
     meaning: '`POST /max/webhook` came without the `X-Max-Bot-Api-Secret` header MAX was given.',
   },
+  MAX_UPDATE_NOT_TAKEN: {
+    status: 503,
+    meaning: '`POST /max/webhook`: the update could not be queued (the database did not answer); MAX sends it again.',
+  },
 
   // The university.
   UPSTREAM_BUSY: {

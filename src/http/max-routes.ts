@@ -9,8 +9,9 @@
  * `POST /max/webhook` receives updates in webhook mode (`MAX_WEBHOOK_URL`). MAX sends the secret it was given in
  * `X-Max-Bot-Api-Secret`; anything else answers 401 before the body is looked at (compared in constant time).
  * An update is only queued in its dialog's lane before the 200 (MAX wants one within 30 s and retries otherwise);
- * its command is answered after, and one that failed is logged, not answered with an error: MAX would send it
- * again, to be dropped as a copy of one handled, or handled twice.
+ * its command is answered after, and one that failed there is logged only (the 200 is gone by then). One that
+ * could not even be queued (Redis did not answer) answers `503 MAX_UPDATE_NOT_TAKEN`, so that MAX sends it again:
+ * nothing of it was done, and a copy of one that was is dropped.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
@@ -77,7 +78,14 @@ function registerWebhook(app: FastifyInstance, ctx: MaxRouteDeps, max: MaxBot | 
     try {
       await max.handle(update);
     } catch (error) {
-      ctx.logger.error({ err: error, updateType: update.update_type }, 'a MAX update failed');
+      ctx.logger.error(
+        { err: error, updateType: update.update_type },
+        'a MAX update could not be taken: MAX is asked to send it again',
+      );
+      throw new HttpError('MAX_UPDATE_NOT_TAKEN', {
+        en: 'the update could not be taken now; send it again',
+        ru: 'обновление сейчас не принято; отправьте его снова',
+      });
     }
     return reply.code(200).send({});
   });

@@ -44,7 +44,10 @@ export async function startPayload(
     source = sourceKey(parseSource(text));
   } catch (error) {
     if (!(error instanceof InvalidSourceError)) throw error;
-    throw new HttpError('INVALID_SOURCE', { en: error.message, ru: 'источник должен быть вида group:<номер>' });
+    throw new HttpError('INVALID_SOURCE', {
+      en: error.message,
+      ru: 'источник должен быть вида group:<номер>, employee:<номер> или personal:<номер подписки>',
+    });
   }
   if (source.startsWith('personal:')) {
     const session = await readPersonalSession(ctx, request);

@@ -14,6 +14,7 @@ import type { RedisOutageLog } from '../lib/redis-outage.ts';
 import type { RedisTarget } from '../lib/redis-target.ts';
 import type { ChannelAdapter, ChannelName } from '../notify/channel.ts';
 import { isEmailChannel } from '../notify/email/channel.ts';
+import { maxClientOf } from '../notify/max/client.ts';
 import type { NotifyServices } from '../notify/notify-services.ts';
 import type { PushAdapter } from '../push/adapter.ts';
 import { packLegacyState } from '../store/state-packing.ts';
@@ -159,16 +160,29 @@ const CHANNEL_CONCURRENCY: Record<ChannelName, number> = { telegram: 8, max: 8, 
 
 /**
  * The processor of a channel's queue: its change messages through the channel core (channel-send.ts), and what
- * else the queue carries (the bot's replies, confirmation mails).
+ * else the queue carries (the bot's replies, confirmation mails); and what closes with the worker.
  */
-function channelProcessor(ctx: WorkersDeps, adapter: ChannelAdapter, tuning: WorkerTuning): Processor {
+function channelProcessor(
+  ctx: WorkersDeps,
+  adapter: ChannelAdapter,
+  tuning: WorkerTuning,
+): { processor: Processor; close?: () => Promise<void> } {
   switch (adapter.name) {
     case 'telegram':
-      return telegramSendProcessor(ctx, { ...tuning.channels, ...tuning.telegram });
-    case 'max':
-      return maxSendProcessor(ctx, { ...tuning.channels, ...tuning.max });
+      return { processor: telegramSendProcessor(ctx, { ...tuning.channels, ...tuning.telegram }) };
+    case 'max': {
+      // The worker's own client (its connections to MAX), closed with the worker; the rate stays the deployment's.
+      const client =
+        tuning.max?.client === undefined && ctx.config.maxBotToken !== undefined
+          ? maxClientOf(ctx.config, ctx.redis, ctx.keys)
+          : undefined;
+      return {
+        processor: maxSendProcessor(ctx, { ...tuning.channels, ...tuning.max, ...(client ? { client } : {}) }),
+        ...(client ? { close: () => client.close() } : {}),
+      };
+    }
     case 'email':
-      return emailProcessor(ctx, adapter, tuning.channels);
+      return { processor: emailProcessor(ctx, adapter, tuning.channels) };
   }
 }
 
@@ -183,13 +197,20 @@ function channelWorker(
   base: Omit<WorkerOptions, 'concurrency'>,
   tuning: WorkerTuning,
 ): Worker {
-  const worker = new Worker(QUEUE[adapter.name], channelProcessor(ctx, adapter, tuning), {
+  const { processor, close } = channelProcessor(ctx, adapter, tuning);
+  const worker = new Worker(QUEUE[adapter.name], processor, {
     ...base,
     concurrency: CHANNEL_CONCURRENCY[adapter.name],
     limiter: limiterFor(ctx.config[CHANNEL_RATE[adapter.name]]),
   });
   // The relay's pooled connections end with the worker that sends through them.
   if (isEmailChannel(adapter)) worker.on('closed', () => adapter.close());
+  if (close !== undefined)
+    worker.on('closed', () => {
+      close().catch((error: unknown) =>
+        ctx.logger.warn({ err: error, queue: worker.name }, 'could not close a client'),
+      );
+    });
   return worker;
 }
 

@@ -77,6 +77,7 @@ export function startMax(
       },
       lockMs: config.maxPollLockMs,
       logger,
+      redisOutage: context.redisOutage,
     });
     poller.start();
     shutdown.add('max poller', async () => {

@@ -11,6 +11,7 @@ import { probeRedis } from '../lib/redis-connection.ts';
 import type { RedisOutageLog } from '../lib/redis-outage.ts';
 import type { RedisTarget } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
+import { closeProxyAgents } from '../notify/telegram/proxy-fetch.ts';
 import type { ServiceContext } from './context.ts';
 import { openMax, startMax } from './max.ts';
 import { openServiceContext } from './service-context.ts';
@@ -65,6 +66,8 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     ...(options.redisOutage ? { redisOutage: options.redisOutage } : {}),
   });
   shutdown.add('queues and Redis', () => opened.close());
+  // Run after everything that sends through Telegram's proxy (the bot, the workers) stopped: steps run in reverse.
+  shutdown.add('telegram proxy', () => closeProxyAgents());
   const { context } = opened;
   await context.redis.ping();
   if (options.roles.worker) {

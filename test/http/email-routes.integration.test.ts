@@ -14,8 +14,8 @@ import { confirmationProcessor } from '../../src/jobs/email-confirm.ts';
 import { silentLogger } from '../../src/logger.ts';
 import { type EmailChannel, emailChannel } from '../../src/notify/email/channel.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
-import { testContext } from '../support/service.ts';
 import { startSmtpServer, type TestSmtpServer } from '../../testkit/smtp-server.ts';
+import { testContext } from '../support/service.ts';
 import { storeTimetable } from './helpers.ts';
 
 const SOURCE = 'group:4242';

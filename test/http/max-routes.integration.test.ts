@@ -1,11 +1,13 @@
 /**
  * The MAX routes against the fake MAX Bot API: `/max/start` answers 303 to `https://max.ru/<bot>?start=<payload>`
  * with the Telegram link's payloads (personal: a one-time one, only for the signed-in browser), within its own
- * per-address limit; `/max/webhook` takes only MAX's secret header (checked before the body is read), reads a
- * 64-bit id to its last digit, and the bot answers what MAX posts to it after the fake was subscribed.
+ * per-address limit, and refuses a bad source naming every form a source takes; `/max/webhook` takes only MAX's
+ * secret header (checked before the body is read), reads a 64-bit id to its last digit, and the bot answers what
+ * MAX posts to it after the fake was subscribed; an update that could not be taken (Redis paused) answers 503, so
+ * that MAX sends it again, and it is answered once then.
  */
 import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { buildApp } from '../../src/http/app.ts';
 import { PERSONAL_COOKIE } from '../../src/http/personal-session.ts';
 import { silentLogger } from '../../src/logger.ts';
@@ -18,6 +20,7 @@ import { botContextDeps } from '../../src/runtime/telegram.ts';
 import { MaxChats } from '../../src/store/max-chats.ts';
 import { type FakeMax, startFakeMax } from '../../testkit/fake-max/index.ts';
 import { waitUntil } from '../../testkit/poll.ts';
+import { startRedisProcess } from '../../testkit/redis-process.ts';
 import { testContext } from '../support/service.ts';
 import { storeTimetable } from './helpers.ts';
 
@@ -104,6 +107,15 @@ describe('GET /max/start', () => {
     expect(new URL(location).searchParams.get('start')).toMatch(/^p[A-Za-z0-9_-]{22}$/);
   });
 
+  it('refuses a source of no known form, naming every form it may take, in Russian too', async () => {
+    for (const lang of ['en', 'ru']) {
+      const bad = await app.inject({ url: '/max/start?source=teacher:17', headers: { 'accept-language': lang } });
+      expect([bad.statusCode, bad.json().code]).toEqual([400, 'INVALID_SOURCE']);
+      const { error } = bad.json() as { error: string };
+      for (const form of ['group:', 'employee:', 'personal:']) expect(error, lang).toContain(form);
+    }
+  });
+
   it('limits each address apart from the Telegram link, and answers 503 without a bot', async () => {
     const statuses: number[] = [];
     for (let index = 0; index < 61; index += 1)
@@ -175,4 +187,51 @@ describe('POST /max/webhook', () => {
     expect(await chats.ofChat(chatId)).toEqual([{ source: 'group:4242', options: {} }]);
     expect(fake.webhookPosts().every((post) => post.outcome === 200 && post.secretSent)).toBe(true);
   });
+
+  it('answers 503 to an update it could not take, so that MAX sends it again; answers it once then', async () => {
+    const redis = await startRedisProcess();
+    onTestFinished(() => redis.close());
+    const own = await startFakeMax({ chatRate: 0 });
+    onTestFinished(() => own.close());
+    const opened = await testContext({
+      REDIS_URL: redis.url,
+      MAX_BOT_TOKEN: own.token,
+      MAX_API_ROOT: own.apiRoot,
+      MAX_WEBHOOK_URL: 'https://timetable.example.edu/max/webhook',
+    });
+    onTestFinished(opened.close);
+    const ownClient = new MaxClient({ token: own.token, apiRoot: own.apiRoot });
+    onTestFinished(() => ownClient.close());
+    const { context } = opened;
+    const bot = createMaxBot(
+      { maxBotToken: own.token, maxWebhookUrl: context.config.maxWebhookUrl, secretKey: context.config.secretKey },
+      {
+        ...botContextDeps(context),
+        chats: new MaxChats(context.redis, context.keys),
+        keys: context.keys,
+        client: ownClient,
+        logger: silentLogger(),
+        reply: undefined,
+      },
+    );
+    const ownApp = await buildApp(context, { logger: silentLogger(), max: bot });
+    const ownPort = await freePort();
+    await ownApp.listen({ port: ownPort, host: '127.0.0.1' });
+    onTestFinished(async () => {
+      redis.resume();
+      await ownApp.close();
+    });
+    await ownClient.subscribe(`http://127.0.0.1:${ownPort}/max/webhook`, UPDATE_TYPES, bot.webhookSecret);
+
+    redis.pause();
+    own.userSays('5570', '/help');
+    await waitUntil(() => own.webhookPosts().some((post) => post.outcome === 503), 'a 503 to MAX', 15_000);
+    redis.resume();
+    const chatId = own.chatIdOf('5570') as string;
+    await waitUntil(() => own.messages(chatId).length === 1, 'the answer once MAX sent it again', 15_000);
+    await new Promise((wake) => setTimeout(wake, 500));
+    expect(own.messages(chatId)).toHaveLength(1);
+    expect(own.webhookPosts().at(-1)?.outcome).toBe(200);
+    expect(own.pendingUpdates()).toBe(0);
+  }, 40_000);
 });

@@ -19,9 +19,9 @@ import type { ServiceContext } from '../../src/runtime/context.ts';
 import { deliveryId } from '../../src/store/notify-outbox.ts';
 import type { ChangeSet, NotifyItem, NotifySide } from '../../src/timetable/notify-change.ts';
 import { until } from '../../testkit/poll.ts';
+import { type ReceivedMail, startSmtpServer, type TestSmtpServer } from '../../testkit/smtp-server.ts';
 import { jobEnded } from '../support/jobs.ts';
 import { testContext } from '../support/service.ts';
-import { type ReceivedMail, startSmtpServer, type TestSmtpServer } from '../../testkit/smtp-server.ts';
 
 const SOURCE = 'group:4242';
 /** 10:00 in Moscow: outside any quiet hours, before the digest time (19:00). */

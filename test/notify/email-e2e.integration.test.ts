@@ -6,7 +6,6 @@
  * changing refresh naming the new room, a refresh without change none, a 451 is retried and delivered once, the
  * mail's one-click unsubscribe ends it; and a digest subscriber gets one mail at the digest time.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { ChannelSendJobData } from '../../src/jobs/contract.ts';
@@ -15,20 +14,15 @@ import { freePort } from '../../src/runtime/embedded-redis.ts';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/index.ts';
 import type { TimetableEntry } from '../../src/timetable/types.ts';
 import { until, waitUntil } from '../../testkit/poll.ts';
+import { type RoleProcess as Role, startRoleProcess } from '../../testkit/processes.ts';
+import { type ReceivedMail, startSmtpServer, type TestSmtpServer } from '../../testkit/smtp-server.ts';
 import { jobEnded } from '../support/jobs.ts';
 import { TEST_ADMIN_TOKEN, TEST_SECRET_KEY, testContext, uniquePrefix } from '../support/service.ts';
-import { type ReceivedMail, startSmtpServer, type TestSmtpServer } from '../../testkit/smtp-server.ts';
 
 const SCRIPT = resolve(import.meta.dirname, 'support/service-process.ts');
 const DAY = 86_400_000;
 const READER = 'reader@student.example.edu';
 const EVENING = 'evening@student.example.edu';
-
-interface Role {
-  child: ChildProcess;
-  url: string;
-  exited: Promise<void>;
-}
 
 let sim: RunningSimulator;
 let smtp: TestSmtpServer;
@@ -40,39 +34,13 @@ let env: Record<string, string>;
 const roles: Role[] = [];
 
 async function startRole(role: 'api' | 'worker', extra: Record<string, string> = {}): Promise<Role> {
-  const port = String(await freePort());
-  const child = spawn(process.execPath, [SCRIPT, role], {
-    env: { PATH: process.env.PATH ?? '', PORT: port, ...env, ...extra },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let errors = '';
-  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (errors = (errors + chunk).slice(-20_000)));
-  const exited = new Promise<void>((done) => child.once('exit', () => done()));
-  const url = await new Promise<string>((done, fail) => {
-    let out = '';
-    const timer = setTimeout(() => fail(new Error(`${role} did not start: ${errors}`)), 30_000);
-    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
-      out += chunk;
-      const match = / is running on (http:\/\/\S+)/.exec(out);
-      if (match?.[1]) {
-        clearTimeout(timer);
-        done(match[1]);
-      }
-    });
-    child.once('exit', (code, signal) => {
-      clearTimeout(timer);
-      fail(new Error(`${role} exited (${code ?? signal}) before it was ready: ${errors}`));
-    });
-  });
-  const started = { child, url, exited };
+  const started = await startRoleProcess(SCRIPT, role, { ...env, ...extra });
   roles.push(started);
   return started;
 }
 
-async function stopRole(role: Role | undefined): Promise<void> {
-  if (!role || role.child.exitCode !== null || role.child.signalCode !== null) return;
-  role.child.kill('SIGTERM');
-  await role.exited;
+async function stopRole(role: Role | undefined, signal?: NodeJS.Signals): Promise<void> {
+  await role?.stop(signal);
 }
 
 /** Asks the api for a resync of `source` and waits for the refresh to complete. */

@@ -4,7 +4,9 @@
  * subscribes the dialog's `chat_id` (not the person's `user_id`) and asks a group with subgroups which one, with
  * buttons whose press is answered, sets it and takes the buttons away (also a press MAX sends without the
  * dialog's id); `/today`, `/list`, `/stop`, `/subgroup 2`, `/help` as in Telegram with «Уведомления в MAX»;
- * stopping the bot or deleting the dialog unsubscribes; a copy of an update is answered once; a flood is cut.
+ * stopping the bot or deleting the dialog unsubscribes and forgets which dialog the person wrote from (a press
+ * without the dialog is then answered that the button no longer works); a copy of an update is answered once; a
+ * flood is cut.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/logger.ts';
@@ -151,18 +153,35 @@ describe('MAX bot commands', () => {
     expect(await answered('9002', () => max.userSays('9002', '/list'))).toContain('«Уведомления в MAX»');
   });
 
-  it('/stop ends a subscription; stopping the bot or deleting the dialog ends them all', async () => {
+  it('/stop ends a subscription; stopping the bot or deleting the dialog ends them all, and forgets the dialog', async () => {
+    const { redis, keys } = pipeline.ctx;
     const chatId = max.chatIdOf('9001') as string;
     expect(await answered('9001', () => max.userSays('9001', '/stop'))).toContain('Вы отписались');
     expect(await chats.ofChat(chatId)).toEqual([]);
     await answered('9001', () => max.userStarts('9001', `g${groupId}_s1`));
     expect(await chats.ofChat(chatId)).toEqual([{ source: `group:${groupId}`, options: { subgroup: 1 } }]);
+    // The dialog a person writes from is remembered for 90 days, for presses that come without it.
+    expect(await redis.get(keys.mxUserChat('9001'))).toBe(chatId);
+    expect(await redis.ttl(keys.mxUserChat('9001'))).toBeGreaterThan(89 * 86_400);
+    const { mid } = await client.send(chatId, {
+      text: 'Из какой вы подгруппы?',
+      buttons: [[{ text: '1', payload: `sg:group:${groupId}:1` }]],
+    });
     max.userStops('9001');
     await waitUntil(async () => (await chats.ofChat(chatId)).length === 0, 'bot_stopped to unsubscribe', 10_000);
+    expect(await redis.exists(keys.mxUserChat('9001'))).toBe(0);
+    // So a press that comes without the dialog's id can do nothing now, and is told so.
+    const callbackId = max.userPresses('9001', mid, `sg:group:${groupId}:1`, { withoutChatId: true });
+    await waitUntil(() => max.answers().some((each) => each.callbackId === callbackId), 'the press answered', 10_000);
+    expect(max.answers().find((each) => each.callbackId === callbackId)?.notification).toBe(
+      'Эта кнопка больше не работает.',
+    );
     await answered('9003', () => max.userStarts('9003', `g${groupId}`));
     const other = max.chatIdOf('9003') as string;
+    expect(await redis.get(keys.mxUserChat('9003'))).toBe(other);
     max.userRemovesDialog('9003');
     await waitUntil(async () => (await chats.ofChat(other)).length === 0, 'dialog_removed to unsubscribe', 10_000);
+    expect(await redis.exists(keys.mxUserChat('9003'))).toBe(0);
   });
 
   it('answers a copy of an update once', async () => {

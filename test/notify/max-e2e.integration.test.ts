@@ -6,7 +6,6 @@
  * reaches their dialog once: not on a refresh without change, not twice around a worker killed with SIGKILL while
  * MAX holds the send, and not after /stop.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { ServiceContext } from '../../src/runtime/context.ts';
@@ -16,6 +15,7 @@ import { MaxChats } from '../../src/store/max-chats.ts';
 import type { TimetableEntry } from '../../src/timetable/types.ts';
 import { type FakeMax, startFakeMax } from '../../testkit/fake-max/index.ts';
 import { waitUntil } from '../../testkit/poll.ts';
+import { type RoleProcess as Role, startRoleProcess } from '../../testkit/processes.ts';
 import { jobEnded } from '../support/jobs.ts';
 import { TEST_ADMIN_TOKEN, TEST_SECRET_KEY, testContext, uniquePrefix } from '../support/service.ts';
 
@@ -23,13 +23,6 @@ const SCRIPT = resolve(import.meta.dirname, 'support/service-process.ts');
 const DAY = 86_400_000;
 const CHANGE_HEADER = 'изменения в расписании';
 const USER = '8800001';
-
-/** A role running as a child process. */
-interface Role {
-  child: ChildProcess;
-  url: string;
-  exited: Promise<void>;
-}
 
 let sim: RunningSimulator;
 let max: FakeMax;
@@ -42,39 +35,13 @@ let env: Record<string, string>;
 const roles: Role[] = [];
 
 async function startRole(role: 'api' | 'worker', extra: Record<string, string> = {}): Promise<Role> {
-  const port = String(await freePort());
-  const child = spawn(process.execPath, [SCRIPT, role], {
-    env: { PATH: process.env.PATH ?? '', PORT: port, ...env, ...extra },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let errors = '';
-  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (errors = (errors + chunk).slice(-20_000)));
-  const exited = new Promise<void>((done) => child.once('exit', () => done()));
-  const url = await new Promise<string>((done, fail) => {
-    let out = '';
-    const timer = setTimeout(() => fail(new Error(`${role} did not start: ${errors}`)), 30_000);
-    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
-      out += chunk;
-      const match = / is running on (http:\/\/\S+)/.exec(out);
-      if (match?.[1]) {
-        clearTimeout(timer);
-        done(match[1]);
-      }
-    });
-    child.once('exit', (code, signal) => {
-      clearTimeout(timer);
-      fail(new Error(`${role} exited (${code ?? signal}) before it was ready: ${errors}`));
-    });
-  });
-  const started = { child, url, exited };
+  const started = await startRoleProcess(SCRIPT, role, { ...env, ...extra });
   roles.push(started);
   return started;
 }
 
-async function stopRole(role: Role | undefined, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
-  if (!role || role.child.exitCode !== null || role.child.signalCode !== null) return;
-  role.child.kill(signal);
-  await role.exited;
+async function stopRole(role: Role | undefined, signal?: NodeJS.Signals): Promise<void> {
+  await role?.stop(signal);
 }
 
 /** Asks the api for a resync of `source` and waits for the refresh to complete. */

@@ -3,13 +3,14 @@
  * between the service's code and the fake Bot API. A change message and a command's whole round (the bot's long
  * poll, the reply job's send) tunnel through the proxy with its credentials; without the setting nothing does; a
  * send's timeout still fires through it and ends the tunnel; a proxy refusing the credentials makes a transient
- * failure whose reason holds no password; the log names the proxy's host once, never its password.
+ * failure whose reason holds no password; the log names the proxy's host once, never its password; the process's
+ * stop closes the proxy's agents and their tunnels.
  */
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, inject, it, onTestFinished } from 'vitest';
 import { startWorkers } from '../../src/jobs/workers.ts';
 import { createLogger } from '../../src/logger.ts';
-import { proxyHost } from '../../src/notify/telegram/proxy-fetch.ts';
+import { closeProxyAgents, proxyHost } from '../../src/notify/telegram/proxy-fetch.ts';
 import { createTelegramSender } from '../../src/notify/telegram/sender.ts';
 import { Shutdown } from '../../src/runtime/shutdown.ts';
 import { openTelegram, startTelegram } from '../../src/runtime/telegram.ts';
@@ -162,6 +163,20 @@ describe('Telegram through TELEGRAM_PROXY', () => {
 });
 
 describe('proxyHost', () => {
+  it("closes the proxy's agents, and their tunnels, at the process's stop", async () => {
+    const proxy = await connectProxy();
+    fake.addChat(4107);
+    const sender = createTelegramSender({ token: fake.token, apiRoot: fake.apiRoot, proxy: proxy.url });
+    expect(await sender.send('4107', 'до остановки')).toMatchObject({ kind: 'sent' });
+    // The tunnel stays open for the next request (keep-alive) until the agent is closed.
+    expect(proxy.openTunnels()).toBe(1);
+    await closeProxyAgents();
+    await waitUntil(() => proxy.openTunnels() === 0, 'the tunnel to close', 5_000);
+    expect(await sender.send('4107', 'после остановки')).toMatchObject({ kind: 'failed', permanent: false });
+    expect(proxy.tunnels()).toEqual([target]);
+    expect(fake.messages(4107).map((message) => message.text)).toEqual(['до остановки']);
+  });
+
   it('keeps the scheme, host and port of a proxy URL, never its user or password', () => {
     expect(proxyHost('socks5://user:pa%40ss@proxy.example.net:1080')).toBe('socks5://proxy.example.net:1080');
     expect(proxyHost('http://proxy.example.net:3128')).toBe('http://proxy.example.net:3128');

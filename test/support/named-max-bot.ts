@@ -12,6 +12,7 @@ export function namedMaxBot(name: string | undefined): MaxBot {
   return {
     username: async () => name,
     handle: unused('handle updates'),
+    handlePage: unused('handle updates'),
     idle: unused('be waited for'),
     subscribeWebhook: unused('subscribe a webhook'),
     checkWebhook: unused('check a webhook'),

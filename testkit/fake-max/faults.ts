@@ -2,11 +2,12 @@
 
 /**
  * What a fault answers: `429` too many requests (with `Retry-After` unless `retryAfter` is 0), `500` and `503`
- * server errors, `403` a refused dialog (this request only: `userStops` refuses for good), `reset` drops the
+ * server errors, `403` a refused dialog (this request only: `userStops` refuses for good), `400` a request MAX
+ * does not take (`proto.payload`, as for a press's `callback_id` it no longer knows), `reset` drops the
  * connection without an answer, `stall` holds the request without an answer until `release()` (then it is served
  * normally, unless its client has gone meanwhile).
  */
-export type MaxFaultKind = '429' | '403' | '500' | '503' | 'reset' | 'stall';
+export type MaxFaultKind = '400' | '429' | '403' | '500' | '503' | 'reset' | 'stall';
 
 /** One injection rule; rules are tried in the order they were added. */
 export interface MaxFault {
@@ -50,6 +51,8 @@ export function faultReply(rule: MaxFault): MaxErrorReply | undefined {
       return undefined;
     case '429':
       return tooManyRequests(rule.retryAfter ?? 1);
+    case '400':
+      return { status: 400, code: 'proto.payload', message: 'Invalid callback_id' };
     case '403':
       return { status: 403, code: 'chat.denied', message: 'Key: error.dialog.suspended, args: [0,].' };
     case '500':

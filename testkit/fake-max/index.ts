@@ -19,15 +19,16 @@
  *   refused keyboard, 403 `chat.denied` when the person stopped the bot (or the bot is suspended, or chat 0),
  *   404 `chat.not.found` for a dialog that does not exist or was deleted; a message counts only once its 200 was
  *   written (a request held by a `stall` fault whose client died meanwhile is not a message);
- * - `GET /updates` with markers: passing one commits the updates before it; without one only the latest update
- *   is answered; a request with nothing to answer is held up to `timeout` seconds, answered early by a new update;
- *   `types` filters; while a webhook is subscribed it gets nothing;
+ * - `GET /updates` with markers (64-bit, beyond 2^53, written as digits): passing one commits the updates before
+ *   it; without one only the latest update is answered; a request with nothing to answer is held up to `timeout`
+ *   seconds, answered early by a new update, and an empty answer carries a valid marker too; `types` filters;
+ *   while a webhook is subscribed it gets nothing;
  * - `POST/GET/DELETE /subscriptions`, and every update POSTed to the subscribed URL with the secret header,
  *   retried until it answers 200;
  * - `POST /answers?callback_id=` once per button press (`message_callback`), replacing the pressed message when
  *   asked to;
  * - a bucket of 30 requests a second for the bot and one of two messages a second per dialog, both answering 429
- *   `too.many.requests` with `Retry-After: 1`; faults (429, 403, 5xx, a dropped connection, a held request).
+ *   `too.many.requests` with `Retry-After: 1`; faults (400, 429, 403, 5xx, a dropped connection, a held request).
  */
 import { type MaxFault, MaxFaults } from './faults.ts';
 import { Bucket, type FakeMaxCall, type FakeMaxContext, listen } from './server.ts';

@@ -88,6 +88,17 @@ const MAX_BUTTON_PAYLOAD = 1024;
 /** The fake holds a long poll at most this long whatever `timeout` says (MAX allows 90 s). */
 const LONGEST_HOLD_MS = 90_000;
 
+/**
+ * The first update's sequence number: beyond 2^53, as MAX's 64-bit markers may be, so that a client reading a
+ * marker as a JS number (and losing its last digits) is caught.
+ */
+const FIRST_SEQ = 2n ** 60n + 1n;
+
+/** A 64-bit integer written into JSON as its digits (`JSON.rawJSON`, which TypeScript's es2024 lib lacks). */
+function int64(value: bigint): unknown {
+  return (JSON as unknown as { rawJSON(text: string): unknown }).rawJSON(value.toString());
+}
+
 function ok(body: unknown): Result {
   return { ok: true, body };
 }
@@ -119,8 +130,8 @@ export class MaxState {
   private readonly openCallbacks = new Map<string, string>();
   private nextCallback = 1;
   /** Updates not committed yet, each with its sequence number (the marker of the update after it is seq + 1). */
-  private queue: { seq: number; update: FakeMaxUpdate }[] = [];
-  private nextSeq = 1;
+  private queue: { seq: bigint; update: FakeMaxUpdate }[] = [];
+  private nextSeq = FIRST_SEQ;
   private readonly waiters = new Set<Waiter>();
   private subscriptions: FakeSubscription[] = [];
   private delivering = false;
@@ -380,7 +391,9 @@ export class MaxState {
       .get('types')
       ?.split(',')
       .filter((each) => each !== '');
-    if (marker !== undefined) this.queue = this.queue.filter((each) => each.seq >= Number(marker));
+    if (marker !== undefined) this.queue = this.queue.filter((each) => each.seq >= BigInt(marker));
+    // An empty page carries a valid marker too (MAX's does): the one passed, or where the queue goes on.
+    const next = marker !== undefined ? BigInt(marker) : this.nextSeq;
     const deadline = Date.now() + Math.min(timeout * 1000, LONGEST_HOLD_MS);
     for (;;) {
       if (this.subscriptions.length === 0) {
@@ -390,9 +403,10 @@ export class MaxState {
         if (last !== undefined || this.closed || signal.aborted || Date.now() >= deadline)
           return ok({
             updates: page.map((each) => each.update),
-            marker: last !== undefined ? last.seq + 1 : marker !== undefined ? Number(marker) : this.nextSeq,
+            marker: int64(last !== undefined ? last.seq + 1n : next),
           });
-      } else if (this.closed || signal.aborted || Date.now() >= deadline) return ok({ updates: [], marker: null });
+      } else if (this.closed || signal.aborted || Date.now() >= deadline)
+        return ok({ updates: [], marker: int64(next) });
       await this.wait(deadline - Date.now(), signal);
     }
   }
@@ -496,7 +510,7 @@ export class MaxState {
     try {
       let failures = 0;
       while (!this.closed && this.subscriptions.length > 0 && this.queue.length > 0) {
-        const head = this.queue[0] as { seq: number; update: FakeMaxUpdate };
+        const head = this.queue[0] as { seq: bigint; update: FakeMaxUpdate };
         let taken = true;
         for (const subscription of [...this.subscriptions]) {
           if (subscription.types !== undefined && !subscription.types.includes(head.update.update_type)) continue;

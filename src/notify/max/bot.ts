@@ -12,7 +12,10 @@
  *   what changed.
  *
  * A dialog is its `chat_id` (what messages are sent to), never the person's `user_id`. A press in a dialog may
- * come without the dialog's id: the dialog each person last wrote from is remembered for that.
+ * come without the dialog's id: the dialog each person last wrote from is remembered for that (`mx:user-chat`,
+ * 90 days from their last update), and forgotten when they stop the bot or delete the dialog. A press that can do
+ * nothing now (its dialog unknown, its button no longer one of ours) is answered «Эта кнопка больше не работает.»;
+ * MAX refusing that answer (a press too old, answered before) is logged, not a failure of the update.
  *
  * Each dialog's updates are answered in order in a lane of its own (telegram/chat-lanes.ts), behind the command
  * gate (telegram/flood-gate.ts, MAX's own keys). Replies go as `reply` jobs of the MAX queue, named after the
@@ -20,7 +23,8 @@
  * press's id, or its type, dialog and time (updates.ts), and marked handled once its work is done, so a copy (a
  * poller that took over, a webhook retried) is dropped and one whose work was cut short is done again. A copy
  * that comes while the first is still being answered is dropped too (in another process, the reply's job id
- * keeps it from a second answer).
+ * keeps it from a second answer). A page of updates (long polling) reports whether any failed, before its lane or
+ * in it, so that the poller asks for it again rather than committing it (poller.ts).
  */
 import { createHash, createHmac } from 'node:crypto';
 import type { RedisClient } from '../../lib/redis-target.ts';
@@ -40,17 +44,20 @@ import {
 } from '../telegram/commands.ts';
 import { TOO_OFTEN } from '../telegram/flood-gate.ts';
 import { MAX_TEXT_LENGTH, type MaxButton, type MaxClient } from './client.ts';
+import { MaxPageError } from './errors.ts';
 import { MaxSender } from './sender.ts';
 import { type MaxBotInfo, type MaxUpdate, parseUpdate, UPDATE_TYPES, updateKey } from './updates.ts';
 
 /** How long a handled update is remembered, and the bot's `GET /me` answer cached. */
 const DAY_SECONDS = 24 * 3600;
-/** How long the dialog of a person is remembered (renewed by each of their updates). */
+/** How long the dialog of a person is remembered (renewed by each of their updates but a leaving one). */
 const USER_CHAT_SECONDS = 90 * DAY_SECONDS;
 /** After a failed `GET /me`, pages show no link and ask again no sooner than this. */
 const USERNAME_RETRY_MS = 60_000;
 /** Days `/week` lists. */
 const WEEK_DAYS = 7;
+/** The answer to a press that can do nothing now. */
+const STALE_BUTTON = 'Эта кнопка больше не работает.';
 
 /** The settings the bot runs with. */
 export interface MaxBotConfig {
@@ -82,9 +89,18 @@ export interface MaxBotDeps extends Omit<CommandDeps, 'reply' | 'messenger'> {
 export interface MaxBot {
   /** The bot's username (for `https://max.ru/<username>`), cached; undefined while MAX cannot be asked. */
   username(): Promise<string | undefined>;
-  /** Takes one update (as MAX sent it): resolves once it is queued in its dialog's lane, or dropped. */
+  /**
+   * Takes one update (as MAX sent it): resolves once it is queued in its dialog's lane, or dropped; throws when it
+   * could not be queued (Redis did not answer), so that MAX may send it again.
+   */
   handle(update: unknown): Promise<void>;
-  /** Resolves when every update handed over has been answered (a stopping process, a poller, a test waits). */
+  /**
+   * Takes a page of updates (long polling), each as {@link handle} does, and resolves once all of them were
+   * answered. Throws {@link MaxPageError} when any failed, before its lane or in it: the page is to be asked for
+   * again (its updates answered already are then dropped as copies).
+   */
+  handlePage(updates: readonly unknown[]): Promise<void>;
+  /** Resolves when every update handed over has been answered (a stopping process, a test waits). */
   idle(): Promise<void>;
   /** Webhook mode: subscribes `MAX_WEBHOOK_URL` for the bot's updates, with the secret header MAX must send. */
   subscribeWebhook(): Promise<void>;
@@ -167,10 +183,7 @@ export function createMaxBot(config: MaxBotConfig, deps: MaxBotDeps): MaxBot {
   ) => {
     const { callback, message } = update;
     const match = SUBGROUP_DATA.exec(callback.payload ?? '');
-    if (match === null) {
-      await deps.client.answer(callback.callback_id, { notification: 'Эта кнопка больше не работает.' });
-      return;
-    }
+    if (match === null) return answerStale(callback.callback_id);
     const [, source, choice] = match as unknown as [string, SourceKey, string];
     const confirmed = await commands.chooseSubgroup(chatId, source, choice === 'all' ? undefined : Number(choice));
     // The press is answered first, and the question loses its buttons: the choice is made (/subgroup asks again).
@@ -202,6 +215,15 @@ export function createMaxBot(config: MaxBotConfig, deps: MaxBotDeps): MaxBot {
     }
   };
 
+  /** Answers a press that can do nothing now; MAX refusing the answer is logged only (nothing to do again). */
+  const answerStale = async (callbackId: string) => {
+    try {
+      await deps.client.answer(callbackId, { notification: STALE_BUTTON });
+    } catch (error) {
+      deps.logger.warn({ err: error }, 'could not answer the press of a MAX button that no longer works');
+    }
+  };
+
   const rememberedChat = async (userId: string) => (await deps.redis.get(deps.keys.mxUserChat(userId))) ?? undefined;
 
   /** The work of one update in its dialog's lane. */
@@ -220,6 +242,48 @@ export function createMaxBot(config: MaxBotConfig, deps: MaxBotDeps): MaxBot {
     if (update.update_type === 'bot_started')
       return send(chatId, key, await commands.start(chatId, (update.payload ?? '').trim()));
     return send(chatId, key, await command(chatId, update.message.body.text ?? ''));
+  };
+
+  /**
+   * Takes one update: dropped when it is a copy, else queued in its dialog's lane. `failures` hears what failed
+   * in the lane (a page's updates); what fails before it throws.
+   */
+  const take = async (raw: unknown, failures?: unknown[]) => {
+    const update = parseUpdate(raw);
+    if (update === undefined) {
+      const type = (raw as { update_type?: unknown } | null)?.update_type;
+      deps.logger.debug({ updateType: typeof type === 'string' ? type : undefined }, 'a MAX update not handled');
+      return;
+    }
+    const key = updateKey(update);
+    const done = deps.keys.mxUpdate(key);
+    // A copy while the first is still being answered here, or one answered before (here or anywhere).
+    if (inFlight.has(key) || (await deps.redis.exists(done)) === 1) return;
+    const dialog = await dialogOf(update);
+    if (dialog === undefined) {
+      if (update.update_type === 'message_callback') await answerStale(update.callback.callback_id);
+      return;
+    }
+    const { chatId, userId } = dialog;
+    const leaving = update.update_type === 'bot_stopped' || update.update_type === 'dialog_removed';
+    // The person's dialog is kept only while they are in it: a leaving update forgets it rather than renewing it.
+    if (userId !== undefined && leaving) await deps.redis.del(deps.keys.mxUserChat(userId));
+    else if (userId !== undefined) await deps.redis.set(deps.keys.mxUserChat(userId), chatId, 'EX', USER_CHAT_SECONDS);
+    // The gate is asked before the dialog's lane: a flood is cut before it queues anything. Leaving is no command.
+    const verdict = leaving ? 'answer' : await admit(chatId);
+    if (verdict === 'ignore' || inFlight.has(key)) return;
+    inFlight.add(key);
+    await lanes.run(chatId, async () => {
+      try {
+        await work(update, chatId, key, verdict);
+        await deps.redis.set(done, '1', 'EX', DAY_SECONDS);
+      } catch (error) {
+        failures?.push(error);
+        throw error;
+      } finally {
+        inFlight.delete(key);
+      }
+    });
   };
 
   let failedAt = -Number.POSITIVE_INFINITY;
@@ -256,38 +320,12 @@ export function createMaxBot(config: MaxBotConfig, deps: MaxBotDeps): MaxBot {
 
   return {
     username: async () => (await me())?.username ?? undefined,
-    handle: async (raw) => {
-      const update = parseUpdate(raw);
-      if (update === undefined) {
-        const type = (raw as { update_type?: unknown } | null)?.update_type;
-        deps.logger.debug({ updateType: typeof type === 'string' ? type : undefined }, 'a MAX update not handled');
-        return;
-      }
-      const key = updateKey(update);
-      const done = deps.keys.mxUpdate(key);
-      // A copy while the first is still being answered here, or one answered before (here or anywhere).
-      if (inFlight.has(key) || (await deps.redis.exists(done)) === 1) return;
-      const dialog = await dialogOf(update);
-      if (dialog === undefined) {
-        if (update.update_type === 'message_callback')
-          await deps.client.answer(update.callback.callback_id, { notification: 'Эта кнопка больше не работает.' });
-        return;
-      }
-      const { chatId, userId } = dialog;
-      if (userId !== undefined) await deps.redis.set(deps.keys.mxUserChat(userId), chatId, 'EX', USER_CHAT_SECONDS);
-      const leaving = update.update_type === 'bot_stopped' || update.update_type === 'dialog_removed';
-      // The gate is asked before the dialog's lane: a flood is cut before it queues anything. Leaving is no command.
-      const verdict = leaving ? 'answer' : await admit(chatId);
-      if (verdict === 'ignore' || inFlight.has(key)) return;
-      inFlight.add(key);
-      await lanes.run(chatId, async () => {
-        try {
-          await work(update, chatId, key, verdict);
-          await deps.redis.set(done, '1', 'EX', DAY_SECONDS);
-        } finally {
-          inFlight.delete(key);
-        }
-      });
+    handle: (raw) => take(raw),
+    handlePage: async (updates) => {
+      const failures: unknown[] = [];
+      for (const raw of updates) await take(raw, failures).catch((error: unknown) => failures.push(error));
+      await lanes.idle();
+      if (failures.length > 0) throw new MaxPageError(failures.length, updates.length, failures[0]);
     },
     idle: () => lanes.idle(),
     subscribeWebhook: subscribe,

@@ -23,3 +23,17 @@ export class MaxApiError extends Error {
 export class MaxNetworkError extends Error {
   override name = 'MaxNetworkError';
 }
+
+/**
+ * Updates of a page (long polling) failed, before their dialog's lane or in it: the page must be asked for again,
+ * and those of its updates answered already are then dropped as copies. `cause` is the first failure.
+ */
+export class MaxPageError extends Error {
+  override name = 'MaxPageError';
+  readonly failed: number;
+
+  constructor(failed: number, of: number, cause: unknown) {
+    super(`${failed} of ${of} MAX updates failed`, { cause });
+    this.failed = failed;
+  }
+}

@@ -11,6 +11,10 @@
  * grammY builds its abort signal from the `abort-controller` polyfill, which undici's fetch refuses ("Expected
  * signal to be an instance of AbortSignal"): the signal is bridged to a native one, so that grammY's timeout and a
  * caller's abort still end the request, and its tunnel with it.
+ *
+ * The agents are made where grammY's clients are (the bot, each send job's sender), out of reach of the process's
+ * one shutdown; this module therefore keeps those it made, and {@link closeProxyAgents} (a step of the shutdown,
+ * after the bot and the workers stopped) closes them with their tunnels.
  */
 import type { ApiClientOptions } from 'grammy';
 import { ProxyAgent, fetch as undiciFetch } from 'undici';
@@ -31,9 +35,13 @@ type GrammyInit = Omit<UndiciInit, 'signal' | 'dispatcher'> & {
   compress?: unknown;
 };
 
+/** The agents made and not closed yet (see the module comment). */
+const open = new Set<ProxyAgent>();
+
 /** A fetch whose every request goes through the proxy at `proxyUrl` (http, https or socks5, with `user:pass@`). */
 export function proxiedFetch(proxyUrl: string): GrammyFetch {
   const dispatcher = new ProxyAgent({ uri: proxyUrl, proxyTunnel: true });
+  open.add(dispatcher);
   const proxied = (input: UndiciInput, init: GrammyInit = {}) => {
     const { signal, agent: _agent, compress: _compress, ...rest } = init;
     const controller = new AbortController();
@@ -65,4 +73,11 @@ export function proxyHost(proxyUrl: string): string {
 /** grammY's client options for a proxy, or none without one: spread into `client` of `Bot` or `Api`. */
 export function proxyClientOptions(proxyUrl: string | undefined): { fetch?: GrammyFetch } {
   return proxyUrl === undefined ? {} : { fetch: proxiedFetch(proxyUrl) };
+}
+
+/** Closes every proxy agent made so far, with their tunnels (the process stops); a fetch made later opens its own. */
+export async function closeProxyAgents(): Promise<void> {
+  const agents = [...open];
+  open.clear();
+  await Promise.all(agents.map((agent) => agent.close().catch(() => undefined)));
 }
