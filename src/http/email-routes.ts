@@ -13,8 +13,8 @@
  *   behalf (body `List-Unsubscribe=One-Click`, form-encoded or multipart, no cookies, no Origin): the token in
  *   the URL is all it needs, so any body is taken and none is read.
  *
- * Without `SMTP_URL` and `MAIL_FROM` signing up answers 503 `EMAIL_NOT_CONFIGURED` (a page saying so for the
- * form); unsubscribing always works, whatever the settings are now. An address is never logged.
+ * Without `SMTP_URL`, `MAIL_FROM` or `SECRET_KEY` signing up answers 503 `EMAIL_NOT_CONFIGURED` (a page saying so
+ * for the form); unsubscribing always works, whatever the settings are now. An address is never logged.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
@@ -64,7 +64,7 @@ export type EmailRouteDeps = PersonalSessionDeps &
   EmailSignUpDeps &
   EmailConfirmationDeps &
   Pick<EmailConfirmDeps, 'snapshots'> & {
-    readonly config: Pick<Config, 'smtpUrl' | 'mailFrom' | 'mailDigestTime' | 'publicUrl'>;
+    readonly config: Pick<Config, 'smtpUrl' | 'mailFrom' | 'secretKey' | 'mailDigestTime' | 'publicUrl'>;
     readonly mailboxes: Pick<
       Mailboxes,
       'canStoreAddresses' | 'addressHash' | 'createPending' | 'pendingIdOf' | 'confirm' | 'pending'
@@ -365,7 +365,7 @@ function problem(
 
 function notConfigured(): HttpError {
   return new HttpError('EMAIL_NOT_CONFIGURED', {
-    en: 'e-mail notifications are not configured on this service (SMTP_URL and MAIL_FROM)',
-    ru: 'уведомления на почту на этом сервисе не настроены (SMTP_URL и MAIL_FROM)',
+    en: 'e-mail notifications are not configured on this service (SMTP_URL, MAIL_FROM and SECRET_KEY)',
+    ru: 'уведомления на почту на этом сервисе не настроены (SMTP_URL, MAIL_FROM и SECRET_KEY)',
   });
 }

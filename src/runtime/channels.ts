@@ -33,7 +33,10 @@ export function channelAdapters(ctx: ChannelsDeps): readonly ChannelAdapter[] {
     emailChannel({
       config: ctx.config,
       mailboxes: new Mailboxes(ctx.redis, ctx.keys, ctx.config.secretKey),
+      redis: ctx.redis,
+      keys: ctx.keys,
       wallClock: Date.now,
+      logger: ctx.logger.child({ channel: 'email' }),
     }),
   ];
 }

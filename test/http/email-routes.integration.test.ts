@@ -14,8 +14,8 @@ import { confirmationProcessor } from '../../src/jobs/email-confirm.ts';
 import { silentLogger } from '../../src/logger.ts';
 import { type EmailChannel, emailChannel } from '../../src/notify/email/channel.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
-import { testContext } from '../support/service.ts';
 import { startSmtpServer, type TestSmtpServer } from '../../testkit/smtp-server.ts';
+import { testContext } from '../support/service.ts';
 import { storeTimetable } from './helpers.ts';
 
 const SOURCE = 'group:4242';
@@ -287,9 +287,12 @@ describe('unsubscribing', () => {
   });
 });
 
-describe('without SMTP_URL and MAIL_FROM', () => {
-  it('answers 503 EMAIL_NOT_CONFIGURED, and a page saying so to the form', async () => {
-    const opened = await testContext({});
+describe('without SMTP_URL and MAIL_FROM, or without SECRET_KEY', () => {
+  it.each([
+    ['no relay', {}],
+    ['no key', { SMTP_URL: 'smtp://127.0.0.1:2525', MAIL_FROM: 'timetable@example.edu', SECRET_KEY: undefined }],
+  ])('answers 503 EMAIL_NOT_CONFIGURED, and a page saying so to the form (%s)', async (_case, env) => {
+    const opened = await testContext(env);
     const plain = await buildApp(opened.context, { logger: silentLogger() });
     try {
       const response = await plain.inject({

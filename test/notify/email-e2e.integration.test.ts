@@ -15,9 +15,9 @@ import { freePort } from '../../src/runtime/embedded-redis.ts';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/index.ts';
 import type { TimetableEntry } from '../../src/timetable/types.ts';
 import { until, waitUntil } from '../../testkit/poll.ts';
+import { type ReceivedMail, startSmtpServer, type TestSmtpServer } from '../../testkit/smtp-server.ts';
 import { jobEnded } from '../support/jobs.ts';
 import { TEST_ADMIN_TOKEN, TEST_SECRET_KEY, testContext, uniquePrefix } from '../support/service.ts';
-import { type ReceivedMail, startSmtpServer, type TestSmtpServer } from '../../testkit/smtp-server.ts';
 
 const SCRIPT = resolve(import.meta.dirname, 'support/service-process.ts');
 const DAY = 86_400_000;
