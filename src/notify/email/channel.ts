@@ -36,7 +36,7 @@ export interface EmailChannelDeps {
   readonly config: Pick<Config, 'smtpUrl' | 'mailFrom' | 'publicUrl' | 'secretKey'>;
   readonly mailboxes: Pick<
     Mailboxes,
-    'ofSource' | 'hasAny' | 'follows' | 'unsubscribe' | 'addressOf' | 'unsubscribeToken'
+    'ofSource' | 'hasAny' | 'follows' | 'unsubscribe' | 'addressOf' | 'unsubscribeToken' | 'forgetSource'
   >;
   /** Where the run of refused mailboxes is counted, over every worker. */
   readonly redis: RedisClient;
@@ -114,6 +114,7 @@ export function emailChannel(deps: EmailChannelDeps): EmailChannel {
     hasAny: (source) => mailboxes.hasAny(source),
     follows: (address, source) => mailboxes.follows(address, source),
     unsubscribe: (address) => mailboxes.unsubscribe(address),
+    forgetSource: (source) => mailboxes.forgetSource(source),
     send: async (message, signal) => {
       const to = await mailboxes.addressOf(message.address);
       const token = to === undefined ? undefined : await mailboxes.unsubscribeToken(message.address, message.source);
