@@ -190,8 +190,8 @@ export const SETTING_GROUPS = {
     title: 'Change notifications',
     intro:
       'Telling people that a class moved, was cancelled or added: a MAX bot (on with `MAX_BOT_TOKEN`, docs/max.md), ' +
-      'a Telegram bot (on with `TELEGRAM_BOT_TOKEN`, docs/telegram.md), e-mail (on with `SMTP_URL` and `MAIL_FROM`, ' +
-      'docs/email.md) and signed webhooks for integrators (`POST /admin/webhooks`).',
+      'a Telegram bot (on with `TELEGRAM_BOT_TOKEN`, docs/telegram.md), e-mail (on with `SMTP_URL`, `MAIL_FROM` and ' +
+      '`SECRET_KEY`, docs/email.md) and signed webhooks for integrators (`POST /admin/webhooks`).',
   },
   httpLimits: {
     title: 'HTTP server limits',
@@ -952,9 +952,9 @@ const SETTINGS = {
     {
       group: 'notify',
       meaning:
-        'The SMTP relay change mails go through: `smtp://` (STARTTLS when offered) or `smtps://` (TLS from the ' +
-        'start), with `user:pass@` for AUTH. Set together with `MAIL_FROM`, timetable pages offer e-mail. A ' +
-        'secret: it holds a password.',
+        'The SMTP relay change mails go through: `smtps://` (TLS from the start) or `smtp://` (STARTTLS; required ' +
+        'when it logs in with `user:pass@` to another host, unless `?requireTLS=false`). Set together with ' +
+        '`MAIL_FROM` and `SECRET_KEY`, timetable pages offer e-mail. A secret: it holds a password.',
       defaultText: 'unset: no e-mail',
       example: 'smtps://timetable:secret@smtp.example.edu:465',
     },

@@ -1,9 +1,11 @@
 /**
  * A real SMTP server for tests and benchmarks: the `smtp-server` package over TCP on loopback, on a port of its own, speaking
  * the whole protocol to nodemailer. STARTTLS with its own certificate (testkit/smtp-tls, valid for a century,
- * for tests only), then AUTH PLAIN or LOGIN with one user, which it can be told to refuse. Each recipient's
- * `RCPT TO` can be given scripted answers (451 once, 550 for good); every mail accepted is recorded with its
- * headers and its text and HTML parts, decoded here by a small MIME reader (no mail parser is installed).
+ * for tests only), then AUTH PLAIN or LOGIN with one user, which it can be told to refuse; or, `plain`, no
+ * STARTTLS at all and AUTH in the clear (a relay that does not offer TLS, or a network that strips the offer).
+ * Each recipient's `RCPT TO` can be given scripted answers (451 once, 550 for good), or every recipient refused
+ * (`554 5.7.1 Relay access denied`); every mail accepted is recorded with its headers and its text and HTML
+ * parts, decoded here by a small MIME reader (no mail parser is installed).
  */
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -41,6 +43,12 @@ export interface RecipientAttempt {
   code: number;
 }
 
+/** One login the server took or refused, and whether it came over TLS. */
+export interface LoginAttempt {
+  user: string;
+  secure: boolean;
+}
+
 /** A running test server. */
 export interface TestSmtpServer {
   port: number;
@@ -53,10 +61,14 @@ export interface TestSmtpServer {
   mailsTo(address: string): ReceivedMail[];
   /** Every `RCPT TO` with its answer, in order. */
   attempts: RecipientAttempt[];
+  /** Every AUTH, in order. */
+  logins: LoginAttempt[];
   /** Answers the next `RCPT TO`s of `address` with these codes, one each (then accepts again). */
   script(address: string, ...codes: number[]): void;
   /** Answers every `RCPT TO` of `address` with `code` until told otherwise (`undefined`). */
   refuse(address: string, code: number | undefined): void;
+  /** Answers every `RCPT TO` of any address with `code` until told otherwise (`undefined`). */
+  refuseEveryone(code: number | undefined): void;
   /** Refuses every login (535) while set. */
   refuseLogins(refused: boolean): void;
   close(): Promise<void>;
@@ -69,29 +81,40 @@ const WORDS: Record<number, string> = {
   452: '4.2.2 Mailbox full',
   550: '5.1.1 No such user here',
   553: '5.1.3 Mailbox name not allowed',
+  554: '5.7.1 Relay access denied',
 };
 
+/** How the server is set up. */
+export interface SmtpServerOptions {
+  /** No STARTTLS (not offered, and refused when asked), AUTH in the clear. */
+  plain?: boolean;
+}
+
 /** Starts a server on a free loopback port. */
-export async function startSmtpServer(): Promise<TestSmtpServer> {
+export async function startSmtpServer(options: SmtpServerOptions = {}): Promise<TestSmtpServer> {
   const mails: ReceivedMail[] = [];
   const attempts: RecipientAttempt[] = [];
+  const logins: LoginAttempt[] = [];
   const scripted = new Map<string, number[]>();
   const refused = new Map<string, number>();
+  let everyone: number | undefined;
   let loginsRefused = false;
   const server = new SMTPServer({
     key: readFileSync(resolve(TLS_DIR, 'key.pem')),
     cert: readFileSync(resolve(TLS_DIR, 'cert.pem')),
     authMethods: ['PLAIN', 'LOGIN'],
+    ...(options.plain ? { hideSTARTTLS: true, disabledCommands: ['STARTTLS'], allowInsecureAuth: true } : {}),
     logger: false,
     closeTimeout: 200,
-    onAuth: (auth, _session, callback) => {
+    onAuth: (auth, session, callback) => {
+      logins.push({ user: auth.username ?? '', secure: session.secure === true });
       if (loginsRefused || auth.username !== SMTP_USER || auth.password !== SMTP_PASSWORD)
         return callback(answer(535, '5.7.8 Authentication credentials invalid'));
       callback(null, { user: auth.username });
     },
     onRcptTo: (address, _session, callback) => {
       const to = address.address.toLowerCase();
-      const next = scripted.get(to)?.shift() ?? refused.get(to);
+      const next = scripted.get(to)?.shift() ?? refused.get(to) ?? everyone;
       attempts.push({ to, code: next ?? 250 });
       callback(next === undefined ? null : answer(next, WORDS[next] ?? 'Refused'));
     },
@@ -131,10 +154,14 @@ export async function startSmtpServer(): Promise<TestSmtpServer> {
     mails,
     mailsTo: (address) => mails.filter((mail) => mail.to.includes(address.toLowerCase())),
     attempts,
+    logins,
     script: (address, ...codes) => scripted.set(address.toLowerCase(), codes),
     refuse: (address, code) => {
       if (code === undefined) refused.delete(address.toLowerCase());
       else refused.set(address.toLowerCase(), code);
+    },
+    refuseEveryone: (code) => {
+      everyone = code;
     },
     refuseLogins: (on) => {
       loginsRefused = on;

@@ -13,14 +13,17 @@
  *   behalf (body `List-Unsubscribe=One-Click`, form-encoded or multipart, no cookies, no Origin): the token in
  *   the URL is all it needs, so any body is taken and none is read.
  *
- * Without `SMTP_URL` and `MAIL_FROM` signing up answers 503 `EMAIL_NOT_CONFIGURED` (a page saying so for the
- * form); unsubscribing always works, whatever the settings are now. An address is never logged.
+ * Without `SMTP_URL`, `MAIL_FROM` or `SECRET_KEY` signing up answers 503 `EMAIL_NOT_CONFIGURED` (a page saying so
+ * for the form); unsubscribing always works, whatever the settings are now. An address is never logged.
+ *
+ * A page whose URL carries a token is sent without any referrer (`secret`), and every page that shows a typed
+ * address or a timetable's subscription is `noindex`.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { Config } from '../config.ts';
 import { type EmailConfirmDeps, timetableName } from '../jobs/email-confirm.ts';
-import { type MailAddressProblem, parseMailAddress } from '../lib/mail-address.ts';
+import { parseMailAddress } from '../lib/mail-address.ts';
 import type { Lang } from '../lib/words.ts';
 import { CONFIRM_PATH, emailOn, UNSUBSCRIBE_PATH } from '../notify/email/channel.ts';
 import type { FeedStore } from '../store/feed-store.ts';
@@ -39,6 +42,7 @@ import type { NotifyOptions } from '../timetable/notify-change.ts';
 import { timetablePagePath } from '../timetable/page-path.ts';
 import { parseSource, type SourceKey, sourceKey } from '../timetable/source.ts';
 import {
+  addressProblemWords,
   type EmailProblem,
   emailConfirmedPage,
   emailConfirmPage,
@@ -47,11 +51,12 @@ import {
   emailSentPage,
   emailUnsubscribedPage,
   emailUnsubscribePage,
+  signUpDetails,
+  sourceProblemWords,
 } from '../web/email-pages.ts';
 import { isLang } from '../web/i18n.ts';
 import { notFoundPage } from '../web/not-found-page.ts';
 import { ClientLimits, type ClientLimitsDeps } from './client-limits.ts';
-import type { Words } from './error-codes.ts';
 import { HttpError, toHttpError } from './errors.ts';
 import { acceptForms, formField } from './form-body.ts';
 import { requestLang, requireSameOrigin, sendPage } from './pages.ts';
@@ -64,7 +69,7 @@ export type EmailRouteDeps = PersonalSessionDeps &
   EmailSignUpDeps &
   EmailConfirmationDeps &
   Pick<EmailConfirmDeps, 'snapshots'> & {
-    readonly config: Pick<Config, 'smtpUrl' | 'mailFrom' | 'mailDigestTime' | 'publicUrl'>;
+    readonly config: Pick<Config, 'smtpUrl' | 'mailFrom' | 'secretKey' | 'mailDigestTime' | 'publicUrl'>;
     readonly mailboxes: Pick<
       Mailboxes,
       'canStoreAddresses' | 'addressHash' | 'createPending' | 'pendingIdOf' | 'confirm' | 'pending'
@@ -181,13 +186,17 @@ export async function registerEmailRoutes(app: FastifyInstance, ctx: EmailRouteD
         url: request.url,
         action: `${CONFIRM_PATH}?token=${encodeURIComponent(token)}`,
         name: await timetableName(ctx, signUp.source),
-        details: optionsWords(signUp.options, signUp.digest, ctx.config.mailDigestTime)[lang],
+        details: signUpDetails(signUp.options, signUp.digest, ctx.config.mailDigestTime, lang),
       };
-      return sendPage(reply, emailConfirmPage(view));
+      // Its form posts back to this URL: without a referrer, a browser sends `Origin: null` (taken by the POST).
+      return sendPage(reply, emailConfirmPage(view), { secret: true });
     });
 
     scope.post<{ Querystring: Record<string, unknown> }>(CONFIRM_PATH, async (request, reply) => {
-      requireSameOrigin(ctx, request);
+      // The confirmation page is sent without a referrer (its URL holds the token), so a browser posts its button
+      // with `Origin: null`. That is taken: the token alone confirms (no cookie counts here), and another site's
+      // own origin is still refused.
+      if (request.headers.origin !== 'null') requireSameOrigin(ctx, request);
       const lang = requestLang(ctx, request, reply);
       if (!emailOn(ctx.config)) return problem(reply, request, lang, 'off', 503);
       const token = tokenOf(request.query);
@@ -203,7 +212,7 @@ export async function registerEmailRoutes(app: FastifyInstance, ctx: EmailRouteD
         pageUrl: timetablePagePath(outcome.source),
         updated: outcome.kind === 'updated',
       };
-      return sendPage(reply, emailConfirmedPage(view));
+      return sendPage(reply, emailConfirmedPage(view), { secret: true });
     });
 
     scope.get<{ Querystring: Record<string, unknown> }>(UNSUBSCRIBE_PATH, async (request, reply) => {
@@ -218,7 +227,7 @@ export async function registerEmailRoutes(app: FastifyInstance, ctx: EmailRouteD
         action: `${UNSUBSCRIBE_PATH}?token=${encodeURIComponent(token)}`,
         name: await timetableName(ctx, found.source),
       };
-      return sendPage(reply, emailUnsubscribePage(view));
+      return sendPage(reply, emailUnsubscribePage(view), { secret: true });
     });
   });
 
@@ -239,7 +248,7 @@ export async function registerEmailRoutes(app: FastifyInstance, ctx: EmailRouteD
         name: await timetableName(ctx, source),
         pageUrl: timetablePagePath(source),
       };
-      return sendPage(reply, emailUnsubscribedPage(view));
+      return sendPage(reply, emailUnsubscribedPage(view), { secret: true });
     });
   });
 }
@@ -257,11 +266,7 @@ async function signUp(
   mode: 'api' | 'form',
 ): Promise<void> {
   const source = readSource(input.source);
-  if (source === undefined)
-    throw new HttpError('INVALID_SOURCE', {
-      en: 'source must be group:<id>, employee:<id> or personal:<subscription id>',
-      ru: 'источник должен быть вида group:<номер>',
-    });
+  if (source === undefined) throw new HttpError('INVALID_BODY', sourceProblemWords(mode));
   if (source.startsWith('personal:')) {
     const session = await readPersonalSession(ctx, request);
     if (session === undefined || session.subscription.source !== source)
@@ -275,7 +280,7 @@ async function signUp(
       ru: 'это расписание ещё не загружалось: сначала откройте его страницу',
     });
   const typed = parseMailAddress(input.email);
-  if ('problem' in typed) throw new HttpError('INVALID_BODY', addressWords(typed.problem, mode));
+  if ('problem' in typed) throw new HttpError('INVALID_BODY', addressProblemWords(typed.problem, mode));
   await limits.admit('email-sign-up', request.ip);
   await askEmailSubscription(ctx, { address: typed.address, source, options: input.options, digest: input.digest });
   request.log.info({ source }, 'e-mail sign-up asked for');
@@ -307,51 +312,6 @@ function tokenOf(query: Record<string, unknown>): string | undefined {
   return typeof token === 'string' && /^[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}$/.test(token) ? token : undefined;
 }
 
-/** Why an address was refused: naming the field for the API, beside the field for the form. */
-function addressWords(problem: MailAddressProblem, mode: 'api' | 'form'): Words {
-  const form: Record<MailAddressProblem, Words> = {
-    empty: { en: 'Type your e-mail address.', ru: 'Впишите адрес почты.' },
-    'too-long': {
-      en: 'The address is longer than 254 characters: check that it is one address.',
-      ru: 'Адрес длиннее 254 символов: проверьте, что вписан один адрес.',
-    },
-    malformed: {
-      en: 'This does not look like an e-mail address: it is name@domain, such as ivanov@student.example.edu.',
-      ru: 'Это не похоже на адрес почты: нужен вид имя@домен, например ivanov@student.example.ru.',
-    },
-    'non-ascii-local': {
-      en: 'The part before @ must be in Latin letters: addresses with Cyrillic before @ cannot be used yet.',
-      ru: 'Часть адреса до @ должна быть латиницей: адреса с русскими буквами до @ пока не поддерживаются.',
-    },
-  };
-  const words = form[problem];
-  return mode === 'form' ? words : { en: `email: ${words.en}`, ru: `email: ${words.ru}` };
-}
-
-/** What a confirmation page says the sign-up comes with: subgroup, hidden kinds, a daily digest. */
-function optionsWords(options: NotifyOptions, digest: boolean, digestTime: string): Words {
-  const kinds = (options.excludeKinds ?? []).join(', ');
-  const parts = (lang: Lang) =>
-    [
-      options.subgroup === undefined
-        ? undefined
-        : lang === 'ru'
-          ? `подгруппа ${options.subgroup}`
-          : `subgroup ${options.subgroup}`,
-      kinds === '' ? undefined : lang === 'ru' ? `без: ${kinds}` : `without: ${kinds}`,
-      digest
-        ? lang === 'ru'
-          ? `одно письмо в день, в ${digestTime}`
-          : `one mail a day, at ${digestTime}`
-        : lang === 'ru'
-          ? 'письмо при каждом изменении'
-          : 'a mail per change',
-    ]
-      .filter((part) => part !== undefined)
-      .join(' · ');
-  return { ru: parts('ru'), en: parts('en') };
-}
-
 function problem(
   reply: FastifyReply,
   request: FastifyRequest,
@@ -360,12 +320,13 @@ function problem(
   status: number,
 ): FastifyReply {
   const document = emailProblemPage({ lang, url: request.url, problem: kind, maxSources: MAX_SOURCES_PER_MAILBOX });
-  return sendPage(reply, document, { status });
+  // Most come from a link with a token: none of them sends a referrer.
+  return sendPage(reply, document, { status, secret: true });
 }
 
 function notConfigured(): HttpError {
   return new HttpError('EMAIL_NOT_CONFIGURED', {
-    en: 'e-mail notifications are not configured on this service (SMTP_URL and MAIL_FROM)',
-    ru: 'уведомления на почту на этом сервисе не настроены (SMTP_URL и MAIL_FROM)',
+    en: 'e-mail notifications are not configured on this service (SMTP_URL, MAIL_FROM and SECRET_KEY)',
+    ru: 'уведомления на почту на этом сервисе не настроены (SMTP_URL, MAIL_FROM и SECRET_KEY)',
   });
 }

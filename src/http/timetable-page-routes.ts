@@ -19,6 +19,7 @@ import { enqueueRefresh, type Queues } from '../jobs/queues.ts';
 import { RateLimitedError } from '../lib/errors.ts';
 import { retryAfterSeconds } from '../lib/retry-after.ts';
 import type { Logger } from '../logger.ts';
+import { emailOn } from '../notify/email/channel.ts';
 import type { TelegramBot } from '../notify/telegram/bot.ts';
 import { FeedUnavailableError, type OptionRefusedError, UnknownTimetableError } from '../serving/errors.ts';
 import { type FeedProvider, RETRY_AFTER_SECONDS } from '../serving/feed-provider.ts';
@@ -107,7 +108,7 @@ export type TimetablePageDeps = PersonalSessionDeps &
   Parameters<typeof studyPlanView>[0] &
   Parameters<typeof activateSource>[0] & {
     readonly config: FeedSettings &
-      Pick<Config, 'publicUrl' | 'timezone' | 'smtpUrl' | 'mailFrom' | 'mailDigestTime'> &
+      Pick<Config, 'publicUrl' | 'timezone' | 'smtpUrl' | 'mailFrom' | 'secretKey' | 'mailDigestTime'> &
       Parameters<typeof enqueueRefresh>[1];
     readonly snapshots: Pick<SnapshotStore, 'load' | 'optionValues' | 'changes'>;
     readonly registry: Pick<SourceRegistry, 'get' | 'isActive'>;
@@ -540,11 +541,10 @@ class TimetablePages {
     return links;
   }
 
-  /** The e-mail form's view with these options, where e-mail is on (`SMTP_URL` and `MAIL_FROM` both set). */
+  /** The e-mail form's view with these options, where e-mail is on (`SMTP_URL`, `MAIL_FROM` and `SECRET_KEY`). */
   private emailForm(source: SourceKey, options: SubscriberOptions): EmailFormView | undefined {
-    const { smtpUrl, mailFrom, mailDigestTime } = this.ctx.config;
-    if (smtpUrl === undefined || mailFrom === undefined) return undefined;
-    return { source, ...notifyFields(source, options), digestTime: mailDigestTime };
+    if (!emailOn(this.ctx.config)) return undefined;
+    return { source, ...notifyFields(source, options), digestTime: this.ctx.config.mailDigestTime };
   }
 
   private pushAvailable(): boolean {

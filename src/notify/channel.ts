@@ -71,6 +71,12 @@ export interface ChannelAdapter {
   follows(address: string, source: SourceKey): Promise<boolean>;
   /** Unsubscribes `address` from everything (it is gone); resolves to the sources it followed. */
   unsubscribe(address: string): Promise<SourceKey[]>;
+  /**
+   * Forgets a source that is no more (a deleted personal timetable): every subscriber leaves it, and one left
+   * with nothing is forgotten too (a mailbox with its address). Resolves to how many subscribers left it.
+   * Absent: the channel keeps no subscribers of its own.
+   */
+  forgetSource?(source: SourceKey): Promise<number>;
   /** Sends one message; never throws for what the channel answered (only for bugs). */
   send(message: ChannelMessage, signal?: AbortSignal): Promise<ChannelOutcome>;
   /**

@@ -150,6 +150,12 @@ export interface RedisKeys {
    * channel's prefix in delivery ids; Telegram's key is {@link tgPace}'s, which its replies share.
    */
   channelPace(channelPrefix: string, address: string): string;
+  /**
+   * STRING with a TTL: how many change messages in a row the channel refused as a gone address since it last had
+   * one taken (notify/refusal-runs.ts); `channelPrefix` is the channel's prefix in delivery ids. MAX's is
+   * {@link mxRefusalsInARow}, the same key.
+   */
+  channelRefusals(channelPrefix: string): string;
   // MAX bot keys (store/max-chats.ts, notify/max/): add below this line.
   /** HASH: a MAX dialog's subscriptions, source → its options as JSON (max-chats.ts; the dialog's `chat_id`). */
   mxChat(chatId: string): string;
@@ -306,6 +312,7 @@ export function redisKeys(prefix: string): RedisKeys {
     channelState: (channel) => `${prefix}:channel:${channel}:state`,
     channelProbe: (channel) => `${prefix}:channel:${channel}:probe`,
     channelPace: (channelPrefix, address) => `${prefix}:${channelPrefix}:pace:${address}`,
+    channelRefusals: (channelPrefix) => `${prefix}:${channelPrefix}:refusals-in-a-row`,
     // MAX bot keys: add below this line.
     mxChat: (chatId) => `${prefix}:mx:chat:${chatId}`,
     mxSourceChats: (key) => `${prefix}:mx:source-chats:${key}`,

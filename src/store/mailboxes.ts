@@ -295,6 +295,24 @@ export class Mailboxes {
     return [...new Set(left)];
   }
 
+  /**
+   * Unsubscribes every mailbox from a source that is no more (a deleted personal timetable), deleting each one
+   * left with nothing, its address with it. Resolves to how many mailboxes followed it.
+   */
+  async forgetSource(source: SourceKey): Promise<number> {
+    const key = this.keys.mailSourceBoxes(source);
+    let left = 0;
+    let cursor = '0';
+    do {
+      const [next, batch] = await this.redis.sscan(key, cursor, 'COUNT', 500);
+      cursor = next;
+      for (const mailboxId of batch) if ((await this.unsubscribe(mailboxId, source)).length > 0) left += 1;
+    } while (cursor !== '0');
+    // What is left (an id that is none of ours, which `unsubscribe` skips) goes with the SET.
+    await this.redis.del(key);
+    return left;
+  }
+
   private mac(purpose: string, value: string, encoding: 'hex' | 'base64url' = 'base64url'): string {
     if (this.secretKey === undefined) throw new SecretKeyMissingError();
     const hex = keyedDigest(this.secretKey, purpose, value);

@@ -202,6 +202,24 @@ export class TelegramChats {
     return removed === 0 ? [] : sources;
   }
 
+  /** Unsubscribes every chat from a source that is no more (a deleted personal timetable); how many followed it. */
+  async forgetSource(source: SourceKey): Promise<number> {
+    const key = this.chatKeys.sourceChats(source);
+    let left = 0;
+    let cursor = '0';
+    do {
+      const [next, batch] = await this.redis.sscan(key, cursor, 'COUNT', 500);
+      cursor = next;
+      if (batch.length === 0) continue;
+      const multi = this.redis.multi();
+      for (const chatId of batch) multi.hdel(this.chatKeys.chat(chatId), source);
+      const removed = await execResults(multi);
+      left += removed.filter((count) => count === 1).length;
+    } while (cursor !== '0');
+    await this.redis.del(key);
+    return left;
+  }
+
   /** A chat's subscriptions, sorted by source. */
   async ofChat(chatId: string): Promise<ChatSubscription[]> {
     const fields = await this.redis.hgetall(this.chatKeys.chat(chatId));

@@ -19,8 +19,9 @@ import { SecretKeyMissingError } from '../security/errors.ts';
 import type { RedisKeys } from '../store/keys.ts';
 import type { ConfirmOutcome, Mailboxes } from '../store/mailboxes.ts';
 import type { SourceRegistry } from '../store/registry.ts';
+import type { SubscriptionStore } from '../store/subscription-store.ts';
 import type { NotifyOptions } from '../timetable/notify-change.ts';
-import type { SourceKey } from '../timetable/source.ts';
+import { type SourceKey, sourceOf } from '../timetable/source.ts';
 import { ConfirmationsLimitError } from './errors.ts';
 
 /** What asking for a subscription uses. */
@@ -58,7 +59,9 @@ export async function askEmailSubscription(ctx: EmailSignUpDeps, input: EmailSig
 /** What confirming uses: the mailboxes, and the registry and queues that make a timetable refreshed. */
 export interface EmailConfirmationDeps {
   readonly config: RefreshJobSettings;
-  readonly mailboxes: Pick<Mailboxes, 'pendingIdOf' | 'confirm'>;
+  readonly mailboxes: Pick<Mailboxes, 'pendingIdOf' | 'pending' | 'forgetPending' | 'confirm'>;
+  /** A personal timetable's subscription, which must still exist. */
+  readonly subscriptions: Pick<SubscriptionStore, 'get'>;
   readonly registry: Pick<SourceRegistry, 'isActive' | 'activate'>;
   readonly queues: Queues;
   readonly now: () => number;
@@ -67,11 +70,18 @@ export interface EmailConfirmationDeps {
 /**
  * Confirms the sign-up a link's token names: its mailbox follows the timetable from now on, and the timetable is
  * refreshed as a visited page's is (made active, fetched when it was not). `expired` for a token that is not ours,
- * used already or 48 h old.
+ * used already or 48 h old, or for a personal timetable deleted since the sign-up (its sign-up is forgotten).
  */
 export async function confirmEmailSubscription(ctx: EmailConfirmationDeps, token: string): Promise<ConfirmOutcome> {
   const pendingId = ctx.mailboxes.pendingIdOf(token);
   if (pendingId === undefined) return { kind: 'expired' };
+  const signUp = await ctx.mailboxes.pending(pendingId);
+  if (signUp === undefined) return { kind: 'expired' };
+  const { kind, id } = sourceOf(signUp.source);
+  if (kind === 'personal' && (await ctx.subscriptions.get(id)) === undefined) {
+    await ctx.mailboxes.forgetPending(pendingId);
+    return { kind: 'expired' };
+  }
   const outcome = await ctx.mailboxes.confirm(pendingId, ctx.now());
   if (outcome.kind === 'added' && !(await ctx.registry.isActive(outcome.source))) {
     await activateSource(ctx, outcome.source);

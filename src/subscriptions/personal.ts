@@ -10,6 +10,7 @@ import type { DiskWaiter } from '../lib/redis-durability.ts';
 import { withLock } from '../lib/redis-lock.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
+import type { ChannelAdapter } from '../notify/channel.ts';
 import type { PushKindTargets } from '../push/adapter.ts';
 import { DecryptionError, SecretKeyMissingError } from '../security/errors.ts';
 import { SignUpContentionError } from '../store/errors.ts';
@@ -80,6 +81,8 @@ export type DeleteSubscriptionDeps = ForgetSourceDeps &
     readonly pushKinds: readonly PushKindTargets<'idsForSource' | 'get' | 'credential' | 'remove'>[];
     readonly subscriptions: Pick<SubscriptionStore, 'credentialOf' | 'delete'>;
     readonly knownCredentials: Pick<KnownCredentials, 'forget'>;
+    /** Every registered channel, on or off: their subscribers of the subscription's timetable leave it. */
+    readonly notify: { readonly channels: readonly Pick<ChannelAdapter, 'name' | 'forgetSource'>[] };
   };
 
 /** What {@link rotateFeedToken} and {@link revokeFeedUrl} use. */
@@ -289,8 +292,10 @@ export async function replaceCredential(
 
 /**
  * Deletes a subscription with everything that hangs on it: its calendars of every kind stop following it
- * (they stay in the person's account, with the classes they hold), its source and feed are removed, and the reconciler
- * drops the source's job scheduler now rather than at its next periodic run.
+ * (they stay in the person's account, with the classes they hold), every channel's subscribers leave it (a
+ * mailbox that followed nothing else is deleted with its address: no mail with an unsubscribe link would ever come
+ * again), its source and feed are removed, and the reconciler drops the source's job scheduler now rather than at
+ * its next periodic run.
  */
 export async function deleteSubscription(
   ctx: DeleteSubscriptionDeps,
@@ -298,6 +303,10 @@ export async function deleteSubscription(
   log: Pick<Logger, 'info'> = ctx.logger,
 ): Promise<void> {
   await stopFollowing(ctx, ctx.pushKinds, subscription.source);
+  for (const channel of ctx.notify.channels) {
+    const left = (await channel.forgetSource?.(subscription.source)) ?? 0;
+    if (left > 0) log.info({ subscription: subscription.id, channel: channel.name, left }, 'channel subscribers left');
+  }
   await forgetStoredCredential(ctx, subscription);
   await ctx.subscriptions.delete(subscription.id);
   await forgetSource(ctx, subscription.source, log);

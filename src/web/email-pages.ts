@@ -2,8 +2,12 @@
  * The pages of e-mail notifications (http/email-routes.ts), Russian first: the sign-up form again with what was
  * typed and what to change, «Проверьте почту» after it, the confirmation page (one button: a mail scanner that
  * fetches the link confirms nothing), «Подписка подтверждена», the unsubscribe page (one button) and its answer,
- * and a link that names nothing any more. Each says what to do next.
+ * and a link that names nothing any more. Each says what to do next. Also the words the routes answer with: why an
+ * address or a timetable was refused, and what a sign-up comes with.
  */
+import type { MailAddressProblem } from '../lib/mail-address.ts';
+import type { Words } from '../lib/words.ts';
+import type { NotifyOptions } from '../timetable/notify-change.ts';
 import { type Html, html } from './html.ts';
 import { type Lang, messages } from './i18n.ts';
 import { page } from './layout.ts';
@@ -124,6 +128,7 @@ export function emailFormPage(view: EmailFormView): Html {
     lang: view.lang,
     url: view.url,
     title: w.formTitle,
+    private: true,
     body: html`<h1>${w.formTitle}</h1>
 <p class="lead">${w.formLead(view.name)}</p>
 <form method="post" action="/email/subscribe" class="card email-subscribe">
@@ -245,4 +250,53 @@ export function emailProblemPage(view: PageBase & { problem: EmailProblem; maxSo
 <p class="notice${view.problem === 'gone' ? '' : ' error'}" role="${view.problem === 'gone' ? 'status' : 'alert'}">${text}</p>
 <p><a href="/">${w.home}</a></p>`,
   });
+}
+
+/** Why an address was refused: beside its field on the form, naming the field for the JSON API. */
+export function addressProblemWords(problem: MailAddressProblem, mode: 'api' | 'form'): Words {
+  const form: Record<MailAddressProblem, Words> = {
+    empty: { ru: 'Впишите адрес почты.', en: 'Type your e-mail address.' },
+    'too-long': {
+      ru: 'Адрес длиннее 254 символов: проверьте, что вписан один адрес.',
+      en: 'The address is longer than 254 characters: check that it is one address.',
+    },
+    malformed: {
+      ru: 'Это не похоже на адрес почты: нужен вид имя@домен, например ivanov@student.example.ru.',
+      en: 'This does not look like an e-mail address: it is name@domain, such as ivanov@student.example.edu.',
+    },
+    'non-ascii-local': {
+      ru: 'Часть адреса до @ должна быть латиницей: адреса с русскими буквами до @ пока не поддерживаются.',
+      en: 'The part before @ must be in Latin letters: addresses with Cyrillic before @ cannot be used yet.',
+    },
+  };
+  const words = form[problem];
+  return mode === 'form' ? words : { ru: `email: ${words.ru}`, en: `email: ${words.en}` };
+}
+
+/** Why a source was refused: the forms a timetable's key has (naming the field for the JSON API). */
+export function sourceProblemWords(mode: 'api' | 'form'): Words {
+  const words = {
+    ru: 'расписание указывается как group:<номер группы>, employee:<номер преподавателя> или personal:<номер подписки>',
+    en: 'a timetable is group:<group id>, employee:<employee id> or personal:<subscription id>',
+  };
+  return mode === 'form' ? words : { ru: `source: ${words.ru}`, en: `source: ${words.en}` };
+}
+
+/** What a confirmation page says a sign-up comes with: subgroup, hidden kinds, a mail per change or a digest. */
+export function signUpDetails(options: NotifyOptions, digest: boolean, digestTime: string, lang: Lang): string {
+  const kinds = (options.excludeKinds ?? []).join(', ');
+  const ru = lang === 'ru';
+  return [
+    options.subgroup === undefined ? undefined : ru ? `подгруппа ${options.subgroup}` : `subgroup ${options.subgroup}`,
+    kinds === '' ? undefined : ru ? `без: ${kinds}` : `without: ${kinds}`,
+    digest
+      ? ru
+        ? `одно письмо в день, в ${digestTime}`
+        : `one mail a day, at ${digestTime}`
+      : ru
+        ? 'письмо при каждом изменении'
+        : 'a mail per change',
+  ]
+    .filter((part) => part !== undefined)
+    .join(' · ');
 }

@@ -57,7 +57,7 @@ export interface EmailFormView {
 export interface NotifyView {
   lang: Lang;
   links: Pick<FeedLinks, 'max' | 'telegram'>;
-  /** The e-mail form, where e-mail is on (`SMTP_URL` and `MAIL_FROM`). */
+  /** The e-mail form, where e-mail is on (`SMTP_URL`, `MAIL_FROM` and `SECRET_KEY`). */
   email?: EmailFormView | undefined;
   /** Open (a computer) or closed (a phone). */
   open: boolean;

@@ -2,7 +2,9 @@
  * E-mail sign-up, confirmation and unsubscribe through the app, on a real Redis, with the confirmation mail sent by
  * its job to a real SMTP server: the answer tells nobody whether an address is subscribed, nothing subscribes
  * before the link's POST (its GET confirms nothing), the one-click POST (no cookies, any form body) unsubscribes and
- * deletes the address, the limits per address and per client answer 429 with Retry-After, and e-mail off is 503.
+ * deletes the address, the limits per address and per client answer 429 with Retry-After, and e-mail off is 503
+ * (without SECRET_KEY too). Pages with a token in their URL send no referrer, and pages showing an address or a
+ * subscription are not indexed.
  */
 import type { Job } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
@@ -136,11 +138,18 @@ describe('signing up', () => {
     expect(page.body).toContain('подгруппа 1 · без: лекция · одно письмо в день, в 19:00');
     expect(page.body).toMatch(/<form method="post" action="\/email\/confirm\?token&#61;/);
     expect(page.headers['cache-control']).toBe('no-store');
+    expect(page.headers['referrer-policy']).toBe('no-referrer');
+    expect(page.body).toContain('<meta name="robots" content="noindex">');
     expect(await ctx.mailboxes.hasAny(SOURCE)).toBe(false);
-    // Its POST does.
-    const confirmed = await app.inject({ method: 'POST', url: link });
+    // Another site's page cannot post it.
+    const foreign = await app.inject({ method: 'POST', url: link, headers: { origin: 'https://evil.example' } });
+    expect(foreign.statusCode).toBe(403);
+    expect(await ctx.mailboxes.hasAny(SOURCE)).toBe(false);
+    // Its POST does, as a browser sends it from a page without a referrer (`Origin: null`).
+    const confirmed = await app.inject({ method: 'POST', url: link, headers: { origin: 'null' } });
     expect(confirmed.statusCode).toBe(200);
     expect(confirmed.body).toContain('Подписка подтверждена');
+    expect(confirmed.headers['referrer-policy']).toBe('no-referrer');
     expect(confirmed.body).toContain('href="/timetables/groups/4242"');
     const [subscriber] = await ctx.mailboxes.ofSource(SOURCE);
     expect(subscriber).toMatchObject({ options: { subgroup: 1, excludeKinds: ['лекция'] }, digest: true });
@@ -171,7 +180,21 @@ describe('signing up', () => {
     expect(unknown.statusCode).toBe(404);
     expect(unknown.json().code).toBe('TIMETABLE_NOT_LOADED');
     const invalid = await ask('a@example.edu', { source: 'nonsense' });
-    expect(invalid.json().code).toBe('INVALID_SOURCE');
+    expect(invalid.statusCode).toBe(400);
+    expect(invalid.json()).toMatchObject({ code: 'INVALID_BODY' });
+    expect(invalid.json().error).toBe(
+      'source: a timetable is group:<group id>, employee:<employee id> or personal:<subscription id>',
+    );
+    const russian = await app.inject({
+      method: 'POST',
+      url: '/api/email-subscriptions',
+      remoteAddress: nextClient(),
+      headers: { 'accept-language': 'ru' },
+      payload: { source: 'nonsense', email: 'a@example.edu' },
+    });
+    expect(JSON.stringify(russian.json())).toContain(
+      'group:<номер группы>, employee:<номер преподавателя> или personal:',
+    );
 
     const { subscription, token } = await ctx.subscriptions.create({
       credential: 'student-3:secret',
@@ -220,8 +243,10 @@ describe('signing up', () => {
     expect(sent.statusCode).toBe(200);
     expect(sent.body).toContain('Проверьте почту');
     expect(sent.body).toContain('form.user@example.edu');
+    expect(sent.body).toContain('<meta name="robots" content="noindex">');
     const wrong = await form({ email: 'form.user@', digest: '1', exclude: 'лекция' });
     expect(wrong.statusCode).toBe(400);
+    expect(wrong.body).toContain('<meta name="robots" content="noindex">');
     expect(wrong.body).toContain('Это не похоже на адрес почты');
     expect(wrong.body).toContain('value="form.user@"');
     expect(wrong.body).toMatch(/name="digest" value="1" checked/);
@@ -249,6 +274,7 @@ describe('unsubscribing', () => {
     const page = await app.inject({ url });
     expect(page.statusCode).toBe(200);
     expect(page.body).toContain('Отписаться');
+    expect(page.headers['referrer-policy']).toBe('no-referrer');
     expect(await ctx.mailboxes.follows(mailboxId, SOURCE)).toBe(true);
 
     const oneClick = await app.inject({
@@ -259,6 +285,7 @@ describe('unsubscribing', () => {
     });
     expect(oneClick.statusCode).toBe(200);
     expect(oneClick.body).toContain('Вы отписались');
+    expect(oneClick.headers['referrer-policy']).toBe('no-referrer');
     expect(await ctx.mailboxes.follows(mailboxId, SOURCE)).toBe(false);
     expect(await ctx.mailboxes.addressOf(mailboxId)).toBeUndefined();
     expect(await ctx.redis.exists(ctx.keys.mailbox(mailboxId))).toBe(0);
@@ -287,9 +314,12 @@ describe('unsubscribing', () => {
   });
 });
 
-describe('without SMTP_URL and MAIL_FROM', () => {
-  it('answers 503 EMAIL_NOT_CONFIGURED, and a page saying so to the form', async () => {
-    const opened = await testContext({});
+describe('without SMTP_URL and MAIL_FROM, or without SECRET_KEY', () => {
+  it.each([
+    ['no relay', {}],
+    ['no key', { SMTP_URL: 'smtp://127.0.0.1:2525', MAIL_FROM: 'timetable@example.edu', SECRET_KEY: undefined }],
+  ])('answers 503 EMAIL_NOT_CONFIGURED, and a page saying so to the form (%s)', async (_case, env) => {
+    const opened = await testContext(env);
     const plain = await buildApp(opened.context, { logger: silentLogger() });
     try {
       const response = await plain.inject({

@@ -2,10 +2,13 @@
  * Change mails through the channel core to a real SMTP server: the service's context on a real Redis, the e-mail
  * queue's processor in a BullMQ worker, change sets published into the outbox and fanned out. A confirmed mailbox
  * gets one mail per change set with the one-click unsubscribe headers, our Message-ID and Date, text and HTML; a
- * 451 at RCPT is retried and delivered once; a 550 at RCPT unsubscribes the mailbox and deletes its address; a
- * refused login disables the channel (nothing dropped) until a send succeeds; a digest subscriber gets one mail
+ * 451 at RCPT is retried and delivered once; a `550 5.1.1` at RCPT unsubscribes the mailbox and deletes its
+ * address; a refused login, a relay refusing every recipient with `554 5.7.1`, or a run of refused mailboxes
+ * disables the channel with nothing dropped or deleted (beyond the run's first few) until a send succeeds; a
+ * mailbox that leaves between the core's check and the send is settled quietly; a digest subscriber gets one mail
  * at `MAIL_DIGEST_TIME` with the net change.
  */
+import { Writable } from 'node:stream';
 import { type Job, Worker } from 'bullmq';
 import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
 import type { ChannelSendJobData, EmailJobData } from '../../src/jobs/contract.ts';
@@ -13,8 +16,8 @@ import { emailProcessor } from '../../src/jobs/email-send.ts';
 import { fanOutChangeSet } from '../../src/jobs/notify-fanout.ts';
 import { connectRedis } from '../../src/lib/redis-connection.ts';
 import { RedisOutageLog } from '../../src/lib/redis-outage.ts';
-import { silentLogger } from '../../src/logger.ts';
-import { type EmailChannel, emailChannel } from '../../src/notify/email/channel.ts';
+import { createLogger, type Logger, silentLogger } from '../../src/logger.ts';
+import { type EmailChannel, emailChannel, MAIL_WAVE_REFUSALS } from '../../src/notify/email/channel.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { deliveryId } from '../../src/store/notify-outbox.ts';
 import type { ChangeSet, NotifyItem, NotifySide } from '../../src/timetable/notify-change.ts';
@@ -62,6 +65,8 @@ interface Rig {
    * delayed on real time (BullMQ's), so a test that lets a delay run keeps it real.
    */
   clock: { now: number | undefined };
+  /** What the service logged (info and above), one JSON object per line. */
+  logs: Record<string, unknown>[];
   /** Signs `address` up for the source and confirms it; resolves to its mailbox id. */
   subscribe(address: string, digest?: boolean): Promise<string>;
   /** Publishes a room change at `stamp` into the outbox and fans it out. */
@@ -71,10 +76,26 @@ interface Rig {
   close(): Promise<void>;
 }
 
-async function rig(env: Record<string, string> = {}): Promise<Rig> {
+/** A logger that keeps what it logs. */
+function recordingLogger(): { logger: Logger; logs: Record<string, unknown>[] } {
+  const logs: Record<string, unknown>[] = [];
+  const destination = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString('utf8').split('\n')) if (line !== '') logs.push(JSON.parse(line));
+      done();
+    },
+  });
+  return { logger: createLogger({ level: 'info', pretty: false, destination }), logs };
+}
+
+async function rig(
+  env: Record<string, string> = {},
+  wrap: (channel: EmailChannel) => EmailChannel = (channel) => channel,
+): Promise<Rig> {
   const smtp = await startSmtpServer();
   const clock: { now: number | undefined } = { now: undefined };
   const now = () => clock.now ?? Date.now();
+  const { logger, logs } = recordingLogger();
   const opened = await testContext(
     {
       SMTP_URL: smtp.url,
@@ -83,13 +104,20 @@ async function rig(env: Record<string, string> = {}): Promise<Rig> {
       NOTIFY_QUIET_HOURS: 'off',
       ...env,
     },
-    { now },
+    { now, logger },
   );
   const ctx = opened.context;
-  const channel = emailChannel({ config: ctx.config, mailboxes: ctx.mailboxes, wallClock: Date.now });
+  const channel = emailChannel({
+    config: ctx.config,
+    mailboxes: ctx.mailboxes,
+    redis: ctx.redis,
+    keys: ctx.keys,
+    wallClock: Date.now,
+    logger,
+  });
   const outage = new RedisOutageLog(silentLogger());
   const blocking = connectRedis(inject('redisUrl'), { name: 'test-email-worker', outage, blocking: true });
-  const worker = new Worker('email', emailProcessor(ctx, channel, { disabledRetryMs: 400 }), {
+  const worker = new Worker('email', emailProcessor(ctx, wrap(channel), { disabledRetryMs: 400 }), {
     connection: blocking,
     prefix: ctx.keys.queuePrefix,
     concurrency: 4,
@@ -100,6 +128,7 @@ async function rig(env: Record<string, string> = {}): Promise<Rig> {
     smtp,
     channel,
     clock,
+    logs,
     subscribe: async (address, digest = false) => {
       const id = await ctx.mailboxes.createPending({ address, source: SOURCE, options: {}, digest, now: now() });
       const confirmed = await ctx.mailboxes.confirm(id, now());
@@ -167,7 +196,12 @@ describe('change mails', () => {
     expect(mail.header('message-id')).toBe(r.channel.messageId(`${id}|${set.stamp}`));
     expect(mail.header('message-id')).toMatch(/^<[A-Za-z0-9_-]{32}@example\.edu>$/);
     expect(Math.abs(new Date(mail.header('date') ?? '').getTime() - Date.now())).toBeLessThan(60_000);
-    expect(await r.ctx.notify.outbox.state(id)).toBe('sent');
+    // The relay has the mail a moment before the worker records it.
+    await until(
+      () => r.ctx.notify.outbox.state(id),
+      (state) => state === 'sent',
+      15_000,
+    );
 
     // A retry of the same message (the relay took it but the worker died before recording it) keeps its id.
     const again = await r.channel.send({
@@ -218,8 +252,10 @@ describe('change mails', () => {
     expect(r.smtp.mailsTo('grey@example.edu')).toHaveLength(1);
   });
 
-  it('unsubscribes a mailbox refused for good at RCPT and deletes its address; the others get theirs', async () => {
+  it('unsubscribes a mailbox refused with 550 5.1.1 and deletes its address; the others get theirs', async () => {
     const gone = await r.subscribe('nobody@example.edu');
+    const hash = r.ctx.mailboxes.addressHash('nobody@example.edu');
+    expect(await r.ctx.redis.get(r.ctx.keys.mailboxOfAddress(hash))).toBe(gone);
     await r.subscribe('somebody@example.edu');
     r.smtp.refuse('nobody@example.edu', 550);
     await r.publish(MORNING, '425', '518');
@@ -231,7 +267,159 @@ describe('change mails', () => {
     );
     expect(await r.ctx.mailboxes.addressOf(gone)).toBeUndefined();
     expect(await r.ctx.redis.exists(r.ctx.keys.mailbox(gone), r.ctx.keys.mailboxSources(gone))).toBe(0);
+    expect(await r.ctx.redis.exists(r.ctx.keys.mailboxOfAddress(hash))).toBe(0);
+    expect(r.smtp.attempts.find((each) => each.to === 'nobody@example.edu')?.code).toBe(550);
     expect(r.smtp.mailsTo('nobody@example.edu')).toEqual([]);
+    expect(await r.ctx.notify.states.disabled('email')).toBeUndefined();
+  });
+});
+
+/** Every mailbox key and address index of the test's prefix. */
+async function mailboxKeys(r: Rig): Promise<string[]> {
+  const prefix = r.ctx.config.redisPrefix;
+  const keys = [
+    ...(await r.ctx.redis.keys(`${prefix}:mail:box:*`)),
+    ...(await r.ctx.redis.keys(`${prefix}:mail:address:*`)),
+  ];
+  return keys.sort();
+}
+
+describe('a relay that refuses us at RCPT', () => {
+  let r: Rig;
+  beforeEach(async () => {
+    r = await rig();
+  });
+  afterEach(async () => {
+    await r.close();
+  });
+
+  it('disables the channel on 554 5.7.1 for every recipient, deleting and dropping nothing', async () => {
+    const ids = [
+      await r.subscribe('first@example.edu'),
+      await r.subscribe('second@example.edu'),
+      await r.subscribe('third@example.edu'),
+    ];
+    const before = await mailboxKeys(r);
+    expect(before).toHaveLength(9);
+    r.smtp.refuseEveryone(554);
+    await r.publish(MORNING, '425', '518');
+    const disabled = await until(
+      () => r.ctx.notify.states.disabled('email'),
+      (state) => state !== undefined,
+      15_000,
+    );
+    expect(disabled?.reason).toContain('554 5.7.1 at RCPT TO');
+    // Every mailbox tried at least once by now (the probe each 400 ms), none of them gone.
+    await until(
+      async () => new Set(r.smtp.attempts.map((each) => each.to)).size,
+      (tried) => tried === ids.length,
+      15_000,
+    );
+    expect(await mailboxKeys(r)).toEqual(before);
+    for (const id of ids) expect(await r.ctx.mailboxes.follows(id, SOURCE)).toBe(true);
+    for (const id of ids) expect(await r.jobsOf(id, 'failed')).toEqual([]);
+    expect(r.smtp.mails).toEqual([]);
+    // Mended: every mail goes, and the channel is on again.
+    r.smtp.refuseEveryone(undefined);
+    for (const address of ['first@example.edu', 'second@example.edu', 'third@example.edu'])
+      await mailsOf(r, address, 1);
+    await until(
+      () => r.ctx.notify.states.disabled('email'),
+      (state) => state === undefined,
+      15_000,
+    );
+  });
+
+  it(`takes a run of more than ${MAIL_WAVE_REFUSALS} refused mailboxes for the relay's trouble`, async () => {
+    const count = MAIL_WAVE_REFUSALS + 3;
+    const addresses = Array.from({ length: count }, (_, index) => `student${index}@example.edu`);
+    const ids: string[] = [];
+    for (const address of addresses) ids.push(await r.subscribe(address));
+    for (const address of addresses) r.smtp.refuse(address, 550);
+    await r.publish(MORNING, '425', '518');
+    const disabled = await until(
+      () => r.ctx.notify.states.disabled('email'),
+      (state) => state !== undefined,
+      15_000,
+    );
+    expect(disabled?.reason).toContain('mailboxes in a row');
+    // Every mailbox refused at least once: the first few of the run are unsubscribed, the rest kept.
+    await until(
+      async () => new Set(r.smtp.attempts.map((each) => each.to)).size,
+      (tried) => tried === count,
+      15_000,
+    );
+    const following = async () => {
+      let kept = 0;
+      for (const id of ids) if (await r.ctx.mailboxes.follows(id, SOURCE)) kept += 1;
+      return kept;
+    };
+    await until(following, (kept) => kept === count - MAIL_WAVE_REFUSALS, 15_000);
+    // The relay still takes our login, which says nothing of the recipients: the probe cannot tell it mended.
+    expect(await r.channel.probe?.()).toMatchObject({ kind: 'failed', permanent: false });
+    // The relay takes mail again: those kept get theirs, and the channel is on.
+    for (const address of addresses) r.smtp.refuse(address, undefined);
+    await until(
+      async () => r.smtp.mails.length,
+      (sent) => sent === count - MAIL_WAVE_REFUSALS,
+      15_000,
+    );
+    await until(
+      () => r.ctx.notify.states.disabled('email'),
+      (state) => state === undefined,
+      15_000,
+    );
+    expect(await following()).toBe(count - MAIL_WAVE_REFUSALS);
+    expect(await r.channel.probe?.()).toEqual({ kind: 'sent', messageId: '' });
+  });
+});
+
+describe('a mailbox that leaves while its mail is being made', () => {
+  let r: Rig;
+  let leaving: string | undefined;
+  beforeEach(async () => {
+    // The core finds the mailbox following (as it did a moment before), then it leaves before the send.
+    r = await rig({}, (channel) => ({
+      ...channel,
+      follows: async (address, source) => {
+        if (address !== leaving) return channel.follows(address, source);
+        leaving = undefined;
+        await r.ctx.mailboxes.unsubscribe(address, source);
+        return true;
+      },
+    }));
+  });
+  afterEach(async () => {
+    await r.close();
+  });
+
+  it('is settled quietly: no mail, no error, the job completes as unsubscribed', async () => {
+    const mailboxId = await r.subscribe('leaving@example.edu');
+    // It follows another timetable too: the mailbox and its address stay, only this subscription is gone.
+    const other = await r.ctx.mailboxes.createPending({
+      address: 'leaving@example.edu',
+      source: 'group:4343',
+      options: {},
+      digest: false,
+      now: Date.now(),
+    });
+    expect(await r.ctx.mailboxes.confirm(other, Date.now())).toMatchObject({ kind: 'added', mailboxId });
+    leaving = mailboxId;
+    await r.publish(MORNING, '425', '518');
+    const [waiting] = await until(
+      () => r.jobsOf(mailboxId, 'delayed'),
+      (jobs) => jobs.length === 1,
+      15_000,
+    );
+    await waiting?.promote();
+    const ended = await jobEnded(r.ctx.queues.email, waiting?.id as string);
+    expect(ended.state).toBe('completed');
+    expect(ended.job.returnvalue).toEqual({ outcome: 'unsubscribed' });
+    expect(r.smtp.attempts).toEqual([]);
+    expect(r.logs.filter((line) => Number(line.level) >= 50)).toEqual([]);
+    expect(await r.ctx.notify.states.disabled('email')).toBeUndefined();
+    expect(await r.ctx.mailboxes.follows(mailboxId, 'group:4343')).toBe(true);
+    expect(await r.ctx.mailboxes.addressOf(mailboxId)).toBe('leaving@example.edu');
   });
 });
 

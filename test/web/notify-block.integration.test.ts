@@ -2,7 +2,8 @@
  * «Уведомления об изменениях» on a timetable's page over HTTP (fastify inject, stores written directly): the
  * block offers exactly the channels the deployment has, MAX first, then Telegram, then the e-mail form; each
  * messenger's link and the form's hidden fields carry the page's options, and so does the preview endpoint's
- * answer that the script rewrites them from. A deployment without any channel shows no block.
+ * answer that the script rewrites them from. A deployment without any channel shows no block, and one with a relay
+ * and a sender but no `SECRET_KEY` (nowhere to seal an address) shows no e-mail form.
  */
 import type { FastifyInstance } from 'fastify';
 import type { UserFromGetMe } from 'grammy/types';
@@ -121,6 +122,24 @@ describe('the notifications block', () => {
     expect(body).toContain('<label for="notify-email">Уведомления на почту</label>');
     expect(body).toContain('name="digest" value="1"> Раз в день, сводкой (в 19:00)</label>');
     expect(body).toContain('Пришлём письмо для подтверждения; без него ничего не придёт.');
+  });
+
+  it('shows no e-mail form without SECRET_KEY, even with a relay and a sender', async () => {
+    const keyless = await testContext({ ...MAIL_ENV, SECRET_KEY: undefined });
+    try {
+      expect(keyless.context.config.secretKey).toBeUndefined();
+      await storeTimetable(keyless.context, 'group:4242');
+      const alone = await page(await appOf(keyless.context), '/timetables/groups/4242');
+      expect(channels(alone)).toBeUndefined();
+      expect(alone).not.toContain('/email/subscribe');
+      const app = await appOf(keyless.context, { telegram: telegramOf(keyless.context) });
+      const body = await page(app, '/timetables/groups/4242');
+      expect(channels(body)).toEqual(['telegram']);
+      expect(body).not.toContain('/email/subscribe');
+      expect(keyless.context.notify.channels.find((channel) => channel.name === 'email')?.on).toBe(false);
+    } finally {
+      await keyless.close();
+    }
   });
 
   it('offers the e-mail form alone without bots, with empty option fields when none are chosen, in English', async () => {

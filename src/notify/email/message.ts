@@ -4,6 +4,7 @@
  * confirmation mail of a sign-up. The subject names the timetable and the first change, so that a mailbox's
  * list says what happened without opening the mail.
  */
+import { cutWithEllipsis, firstCodePoints } from '../../lib/cut-text.ts';
 import { pluralRu } from '../../lib/words.ts';
 import type { ChangeSet, NotifyOptions, NotifySide } from '../../timetable/notify-change.ts';
 import { escapeAttribute, escapeHtml } from '../telegram/html.ts';
@@ -37,7 +38,7 @@ export interface ChangeMailInput {
 /** The mail telling one subscriber what changed. */
 export function changeMail(input: ChangeMailInput): MailContent {
   const { told, pageUrl, unsubscribeUrl, subgroup } = input;
-  const name = told.name.slice(0, MAX_NAME);
+  const name = firstCodePoints(told.name, MAX_NAME);
   const items = ordered(told.items);
   const shown = items.slice(0, MAX_MAIL_LINES);
   const left = items.length - shown.length + told.omitted;
@@ -71,13 +72,12 @@ export function changeMail(input: ChangeMailInput): MailContent {
 /** «ИВТ-21: Пн 2 дек., 10:10 Оптика: ауд. 1008 → 305 (и ещё 2)»: the timetable and its first change. */
 export function changeSubject(told: ChangeSet, subgroup?: number): string {
   const [first] = ordered(told.items);
-  const name = told.name.slice(0, MAX_NAME);
+  const name = firstCodePoints(told.name, MAX_NAME);
   if (first === undefined) return `${name}: изменения в расписании`;
   const others = told.items.length - 1 + told.omitted;
   const suffix = others > 0 ? ` (и ещё ${others})` : '';
   const subject = `${name}: ${dayLabel((shownSide(first) as NotifySide).date)}, ${changeLine(first, subgroup)}`;
-  const room = MAX_SUBJECT - suffix.length;
-  return `${subject.length > room ? `${subject.slice(0, room - 1)}…` : subject}${suffix}`;
+  return `${cutWithEllipsis(subject, MAX_SUBJECT - suffix.length)}${suffix}`;
 }
 
 /** What a confirmation mail says the sign-up is for. */
@@ -94,7 +94,7 @@ export interface ConfirmationInput {
 
 /** The mail asking to confirm a sign-up: what it subscribes to, the link, and what to do if it was not you. */
 export function confirmationMail(input: ConfirmationInput): MailContent {
-  const name = input.name.slice(0, MAX_NAME);
+  const name = firstCodePoints(input.name, MAX_NAME);
   const what = [
     input.options.subgroup === undefined ? undefined : `подгруппа ${input.options.subgroup}`,
     (input.options.excludeKinds ?? []).length === 0 ? undefined : `без: ${input.options.excludeKinds?.join(', ')}`,

@@ -16,7 +16,8 @@ import type { Config } from '../../config.ts';
 import type { RedisClient } from '../../lib/redis-target.ts';
 import type { RedisKeys } from '../../store/keys.ts';
 import type { MaxChats } from '../../store/max-chats.ts';
-import type { ChannelAdapter, ChannelOutcome } from '../channel.ts';
+import type { ChannelAdapter } from '../channel.ts';
+import { RefusalRuns } from '../refusal-runs.ts';
 import { formatChangeMessage } from '../telegram/message.ts';
 import { MAX_TEXT_LENGTH, type MaxClient, type MaxClientSettings, maxClientOf } from './client.ts';
 import { MaxSender } from './sender.ts';
@@ -25,8 +26,6 @@ import { MaxSender } from './sender.ts';
 export const MAX_PACE_MS = 500;
 /** Refusals in a row the channel takes for the people's own; beyond them, a wave (see the module comment). */
 export const WAVE_REFUSALS = 5;
-/** How long a run is remembered without another refusal. */
-const RUN_SECONDS = 3600;
 
 /** What the MAX channel is built over. */
 export interface MaxChannelDeps {
@@ -42,7 +41,12 @@ export interface MaxChannelDeps {
 export function maxChannel(deps: MaxChannelDeps): ChannelAdapter {
   const { chats, config } = deps;
   let sender: MaxSender | undefined;
-  const waves = new RefusalRuns(deps.redis, deps.keys.mxRefusalsInARow);
+  const waves = new RefusalRuns(deps.redis, deps.keys.mxRefusalsInARow, {
+    limit: WAVE_REFUSALS,
+    wave: (run, last) =>
+      `MAX refused ${run} dialogs in a row (the last: ${last}): the bot may not be through moderation ` +
+      'or may be suspended on the MAX platform; nobody is unsubscribed until MAX takes a message again',
+  });
   return {
     name: 'max',
     on: config.maxBotToken !== undefined,
@@ -62,33 +66,4 @@ export function maxChannel(deps: MaxChannelDeps): ChannelAdapter {
       return waves.judge(await sender.send(message.address, html, signal));
     },
   };
-}
-
-/** The run of refusals since MAX last took a message, and the wave it may show (see the module comment). */
-export class RefusalRuns {
-  private readonly redis: RedisClient;
-  private readonly key: string;
-
-  constructor(redis: RedisClient, key: string) {
-    this.redis = redis;
-    this.key = key;
-  }
-
-  /** Counts `outcome` and says what the core should make of it: a refusal in a wave is `misconfigured`. */
-  async judge(outcome: ChannelOutcome): Promise<ChannelOutcome> {
-    if (outcome.kind === 'sent') {
-      await this.redis.del(this.key);
-      return outcome;
-    }
-    if (outcome.kind !== 'gone') return outcome;
-    const results = await this.redis.multi().incr(this.key).expire(this.key, RUN_SECONDS).exec();
-    const run = Number(results?.[0]?.[1] ?? 0);
-    if (run <= WAVE_REFUSALS) return outcome;
-    return {
-      kind: 'misconfigured',
-      reason:
-        `MAX refused ${run} dialogs in a row (the last: ${outcome.reason}): the bot may not be through moderation ` +
-        'or may be suspended on the MAX platform; nobody is unsubscribed until MAX takes a message again',
-    };
-  }
 }
