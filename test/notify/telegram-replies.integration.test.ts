@@ -95,9 +95,9 @@ describe('command replies', () => {
       await states.enable('telegram');
       await ctx.redis.del(ctx.keys.channelProbe('telegram'));
     });
-    await states.disable('telegram', 'Telegram refuses the bot: 401 Unauthorized', Date.now());
-    // Another send holds the channel's one try.
+    // Another send holds the channel's one try (taken first: the workers' own ask must not take it meanwhile).
     expect(await states.takeProbe('telegram', 60_000)).toBe(true);
+    await states.disable('telegram', 'Telegram refuses the bot: 401 Unauthorized', Date.now());
     await enqueueReply(ctx.queues, { chatId: String(chat), parts: [{ text: 'ждёт' }], askedAt: Date.now() }, 80);
     const id = replyJobId(String(chat), 80);
     expect(
