@@ -15,8 +15,11 @@
  *   delivery with whatever is held for it; `misconfigured` (the channel refuses *us*: a revoked token, SMTP AUTH
  *   refused) disables the channel with the reason (store/channel-states.ts), logged once, and puts the job back
  *   for later: nothing is dropped, and while the channel is disabled one send a minute tries whether it is
- *   mended, the first success putting it back on; `failed` for good drops the message, otherwise it is retried
- *   with backoff.
+ *   mended (or a worker asks it without sending, channel-probe.ts), the first success putting it back on;
+ *   `failed` for good drops the message, otherwise it is retried with backoff.
+ *
+ * The disabled channel's one try, the refusal and the rate limit are the channel's gate ({@link channelGate}),
+ * which the bots' replies and the confirmation mails pass too.
  *
  * The record says `sent` right after the channel accepted the message. A worker killed before that (while the
  * request is in flight) leaves the lease, which the same job's retry takes over at once: told once unless the
@@ -35,12 +38,12 @@ import type { RedisClient } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
 import { type ChannelAdapter, type ChannelName, type ChannelOutcome, DELIVERY_PREFIX } from '../notify/channel.ts';
 import { netChange } from '../notify/net-change.ts';
-import type { ChannelStates } from '../store/channel-states.ts';
+import type { ChannelDisabled, ChannelStates } from '../store/channel-states.ts';
 import type { RedisKeys } from '../store/keys.ts';
 import { type DeliveryEnd, deliveryId, heldDeliveryId, type NotifyOutbox } from '../store/notify-outbox.ts';
 import type { ChangeSet } from '../timetable/notify-change.ts';
 import type { SourceKey } from '../timetable/source.ts';
-import type { ChannelSendJobData } from './contract.ts';
+import type { ChannelSendJobData, RateLimitRounds } from './contract.ts';
 import { mayWaitAgain, waitOutRateLimit } from './failure.ts';
 
 /** How a channel's messages ended, as the metrics count them. */
@@ -98,9 +101,9 @@ export function channelSendProcessor(
   tuning: ChannelSendTuning = {},
 ): Processor<ChannelSendJobData, ChannelSendResult> {
   const leaseMs = tuning.leaseMs ?? DELIVERY_LEASE_MS;
-  const disabledRetryMs = tuning.disabledRetryMs ?? DISABLED_RETRY_MS;
   const channel = adapter.name;
   const prefix = DELIVERY_PREFIX[channel];
+  const gate = channelGate(ctx, channel, tuning);
   const count = (outcome: ChannelMessageOutcome) => ctx.metrics.channelMessages.inc({ channel, outcome });
   return async (job, token, signal) => {
     const { chatId: address, set } = job.data;
@@ -171,13 +174,13 @@ export function channelSendProcessor(
     delivery: Delivery,
   ): Promise<ChannelSendResult> {
     const { chatId: address, set, pageUrl, subgroup } = job.data;
-    const { outbox, states } = ctx.notify;
+    const { outbox } = ctx.notify;
     // The job's id, not its lock token: the same job run again after its worker died takes its own lease over at
     // once (BullMQ runs one job in one place at a time), while any other job of the same delivery waits.
     const owner = job.id ?? token ?? channel;
     const claim = await outbox.claim(delivery.leaseId, owner, leaseMs);
     if (claim === 'sent') return { outcome: 'done-before' };
-    if (claim === 'busy') return delay(job, token, ctx.now() + BUSY_RETRY_MS);
+    if (claim === 'busy') return delayBy(job, token, BUSY_RETRY_MS);
     const now = ctx.now();
     const content = await delivery.read(now);
     if (content === undefined) {
@@ -189,18 +192,15 @@ export function channelSendProcessor(
       await delivery.settle('dropped', owner);
       return { outcome: 'unsubscribed' };
     }
-    // While the channel is disabled, one send at a time tries it; the others wait without using an attempt.
-    const disabled = await states.disabled(channel);
-    if (disabled !== undefined && !(await states.takeProbe(channel, disabledRetryMs))) {
-      await outbox.release(delivery.leaseId, owner);
-      const spread = Math.floor(Math.random() * (disabledRetryMs / 10));
-      return delay(job, token, now + Math.max(await states.probeLeft(channel), 1_000) + spread);
-    }
+    const leave = () => outbox.release(delivery.leaseId, owner);
     const paceLeft = await takePace(ctx, prefix, address, adapter.paceMs);
     if (paceLeft > 0) {
-      await outbox.release(delivery.leaseId, owner);
-      return delay(job, token, now + paceLeft);
+      await leave();
+      return delayBy(job, token, paceLeft);
     }
+    // After the pace: a try of a disabled channel that had to wait for its address's turn would send nothing and
+    // still hold the channel's one try for a minute.
+    const disabled = await gate.admit(job, token, leave);
     const sent = await adapter.send(
       {
         address,
@@ -218,8 +218,7 @@ export function channelSendProcessor(
         await delivery.settle('sent', owner);
         count('sent');
         log.debug({ messageId: sent.messageId, items, ...logged }, `told a ${channel} subscriber of changes`);
-        if (disabled !== undefined && (await states.enable(channel)))
-          log.warn({ disabledSince: new Date(disabled.since).toISOString() }, `${channel} works again: channel on`);
+        await gate.accepted(disabled, log);
         return { outcome: 'sent', messageId: sent.messageId };
       case 'gone': {
         const left = await adapter.unsubscribe(address);
@@ -234,18 +233,13 @@ export function channelSendProcessor(
         return { outcome: 'dropped' };
       }
       case 'misconfigured':
-        await outbox.release(delivery.leaseId, owner);
+        await leave();
         count('misconfigured');
-        if (await states.disable(channel, sent.reason, ctx.now()))
-          log.error(
-            { reason: sent.reason },
-            `${channel} refuses our credentials: channel disabled, its messages wait until a send succeeds`,
-          );
-        return delay(job, token, now + disabledRetryMs);
+        return gate.refused(job, token, log, sent.reason);
       case 'rate-limited':
-        await outbox.release(delivery.leaseId, owner);
+        await leave();
         count('rate-limited');
-        return rateLimited(job, log, sent);
+        return gate.rateLimited(job, log, sent.retryAfterMs);
       default:
         if (sent.permanent) {
           // Sending it again cannot help. Settled as dropped, so that the next change for this address is told on
@@ -258,25 +252,111 @@ export function channelSendProcessor(
           );
           throw new UnrecoverableError(`${channel} refused the message: ${sent.reason}`);
         }
-        await outbox.release(delivery.leaseId, owner);
+        await leave();
         count('failed');
         throw new Error(`${channel} send failed: ${sent.reason}`);
     }
   }
+}
 
-  /** A send the channel rate-limited: its queue waits, and the job goes back without using an attempt. */
-  async function rateLimited(
-    job: Pick<Job, 'attemptsStarted' | 'attemptsMade'>,
-    log: Pick<Logger, 'warn'>,
-    sent: Extract<ChannelOutcome, { kind: 'rate-limited' }>,
-  ): Promise<never> {
-    const rounds = job.attemptsStarted - job.attemptsMade;
-    if (!mayWaitAgain(rounds)) throw new Error(`${channel} rate limit, ${rounds} times in a row`);
-    const queue = ctx.queues[channel];
-    if (queue === undefined) throw new Error(`no queue for channel ${channel}`);
-    log.warn({ pauseMs: sent.retryAfterMs }, `${channel} rate limit: ${channel} queue paused`);
-    throw await waitOutRateLimit(queue, sent.retryAfterMs);
-  }
+/** What a channel's gate uses. */
+export interface ChannelGateDeps {
+  /** Each channel's queue, which a rate limit pauses. */
+  readonly queues: ChannelSendDeps['queues'];
+  readonly notify: { readonly states: ChannelSendDeps['notify']['states'] };
+  /** Epoch ms: when a channel was disabled (BullMQ's delays use the wall clock). */
+  readonly now: () => number;
+}
+
+/** A job the gate may put back: BullMQ's, whose data keeps its rate-limit rounds. */
+export type GatedJob = Pick<
+  Job<{ rateLimits?: RateLimitRounds }>,
+  'moveToDelayed' | 'data' | 'updateData' | 'attemptsMade'
+>;
+
+/** What a send that failed may be, once its caller has dealt with `sent` and `gone`. */
+export type ChannelFailure = Exclude<ChannelOutcome, { kind: 'sent' | 'gone' }>;
+
+/**
+ * What every job that sends through a channel passes (change messages, the bots' replies, confirmation mails), so
+ * that they all treat the channel alike: while it is disabled one send at a time tries it and the others wait, a
+ * refusal of our credentials disables it (said once) and keeps the job, the first success puts it back on (said
+ * once), and a rate limit pauses its queue without using an attempt. The methods that put a job back throw what
+ * BullMQ expects (`DelayedError`, `RateLimitError`).
+ */
+export interface ChannelGate {
+  /**
+   * Lets a send through, resolving to the channel's disabled state as found (undefined: on); while the channel is
+   * disabled only its one try goes through, and any other job is put back (after `leave`, which gives up what the
+   * job holds) until the try is over, without using an attempt.
+   */
+  admit(job: GatedJob, token: string | undefined, leave?: () => Promise<unknown>): Promise<ChannelDisabled | undefined>;
+  /** A send the channel took: a channel that was disabled when it was admitted is on again. */
+  accepted(disabled: ChannelDisabled | undefined, log: Pick<Logger, 'warn'>): Promise<void>;
+  /** The channel refused our credentials: disabled with `reason`, the job put back for later. */
+  refused(job: GatedJob, token: string | undefined, log: Pick<Logger, 'error'>, reason: string): Promise<never>;
+  /** The channel asked to wait: its queue pauses, and the job goes back without using an attempt (20 in a row). */
+  rateLimited(job: GatedJob, log: Pick<Logger, 'warn'>, retryAfterMs: number): Promise<never>;
+  /**
+   * Any other failure of `what` (a reply, a confirmation mail): a rate limit or a refusal as above, one for good
+   * ends the job, one for now is retried with backoff.
+   */
+  failed(job: GatedJob, token: string | undefined, log: Logger, sent: ChannelFailure, what: string): Promise<never>;
+}
+
+/** The gate of `channel`'s sends (see {@link ChannelGate}). */
+export function channelGate(
+  ctx: ChannelGateDeps,
+  channel: ChannelName,
+  tuning: Pick<ChannelSendTuning, 'disabledRetryMs'> = {},
+): ChannelGate {
+  const disabledRetryMs = tuning.disabledRetryMs ?? DISABLED_RETRY_MS;
+  const { states } = ctx.notify;
+  const gate: ChannelGate = {
+    admit: async (job, token, leave) => {
+      const disabled = await states.disabled(channel);
+      if (disabled === undefined || (await states.takeProbe(channel, disabledRetryMs))) return disabled;
+      await leave?.();
+      const spread = Math.floor(Math.random() * (disabledRetryMs / 10));
+      return delayBy(job, token, Math.max(await states.probeLeft(channel), 1_000) + spread);
+    },
+    accepted: async (disabled, log) => {
+      if (disabled !== undefined && (await states.enable(channel)))
+        log.warn({ disabledSince: new Date(disabled.since).toISOString() }, `${channel} works again: channel on`);
+    },
+    refused: async (job, token, log, reason) => {
+      if (await states.disable(channel, reason, ctx.now()))
+        log.error(
+          { reason },
+          `${channel} refuses our credentials: channel disabled, its messages wait until it is mended`,
+        );
+      return delayBy(job, token, disabledRetryMs);
+    },
+    rateLimited: async (job, log, retryAfterMs) => {
+      // Counted in the job's data: BullMQ's `attemptsStarted` also counts every other wait without an attempt, so
+      // after a disabled spell each rate limit would use an attempt, and a mended channel's backlog would be lost.
+      const kept = job.data.rateLimits;
+      const rounds = (kept !== undefined && kept.attempt === job.attemptsMade ? kept.rounds : 0) + 1;
+      if (!mayWaitAgain(rounds)) throw new Error(`${channel} rate limit, ${rounds} times in a row`);
+      const queue = ctx.queues[channel];
+      if (queue === undefined) throw new Error(`no queue for channel ${channel}`);
+      await job.updateData({ ...job.data, rateLimits: { rounds, attempt: job.attemptsMade } });
+      log.warn({ pauseMs: retryAfterMs, rounds }, `${channel} rate limit: ${channel} queue paused`);
+      throw await waitOutRateLimit(queue, retryAfterMs);
+    },
+    failed: async (job, token, log, sent, what) => {
+      switch (sent.kind) {
+        case 'rate-limited':
+          return gate.rateLimited(job, log, sent.retryAfterMs);
+        case 'misconfigured':
+          return gate.refused(job, token, log, sent.reason);
+        default:
+          if (sent.permanent) throw new UnrecoverableError(`${channel} refused ${what} for good: ${sent.reason}`);
+          throw new Error(`${channel} could not send ${what}: ${sent.reason}`);
+      }
+    },
+  };
+  return gate;
 }
 
 /** One delivery as {@link channelSendProcessor}'s `deliver` makes it. */
@@ -325,12 +405,15 @@ async function takePace(
   return Math.max(left, 50);
 }
 
-/** Puts the job back until `at` without using an attempt. */
-export async function delay(
+/**
+ * Puts the job back for `ms` without using an attempt. BullMQ's delays run on the wall clock, whatever clock the
+ * service is given (a test's simulated one would park the job for years).
+ */
+export async function delayBy(
   job: { moveToDelayed(timestamp: number, token?: string): Promise<void> },
   token: string | undefined,
-  at: number,
+  ms: number,
 ): Promise<never> {
-  await job.moveToDelayed(at, token);
+  await job.moveToDelayed(Date.now() + ms, token);
   throw new DelayedError();
 }

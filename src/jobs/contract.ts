@@ -135,6 +135,16 @@ export interface NotifyFanoutJobData {
   stamp: number;
 }
 
+/**
+ * Set by a channel's processor: the rate limits a job of a person's channel has waited out in a row, without using
+ * an attempt, since it last used one (`attempt`: its `attemptsMade` then). BullMQ's own counts cannot tell them
+ * apart from the job's other waits (a disabled channel, an address's pace, a busy delivery).
+ */
+export interface RateLimitRounds {
+  rounds: number;
+  attempt: number;
+}
+
 /** Payload of a Telegram send job (job name `telegram`). */
 export interface TelegramSendJobData {
   /** `tg:<chatId>:<source>:<stamp>`: one per (chat, change set), the key of its delivery record. */
@@ -153,6 +163,7 @@ export interface TelegramSendJobData {
    * (store/notify-outbox.ts), not `set`, whose items are then empty; `deliveryId` is the held sets' lease.
    */
   collapse?: true;
+  rateLimits?: RateLimitRounds;
 }
 
 /**
@@ -166,6 +177,7 @@ export type ChannelSendJobData = TelegramSendJobData;
 export interface EmailConfirmJobData {
   /** The pending sign-up's id: the job reads its sealed address and its link from the store. */
   pendingId: string;
+  rateLimits?: RateLimitRounds;
 }
 
 /** Job names on the e-mail queue. */
@@ -203,6 +215,7 @@ export interface TelegramReplyJobData {
   parts: ReplyPart[];
   /** Epoch ms the update was handled: a late reply says so, and a very late one only says to ask again. */
   askedAt: number;
+  rateLimits?: RateLimitRounds;
 }
 
 /** What the Telegram queue carries: change messages and the bot's replies, told apart by the job's name. */

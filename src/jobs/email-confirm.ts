@@ -10,7 +10,7 @@
  * A worker killed after the relay took the mail sends it again when the job runs again: harmless, the link is the
  * same.
  */
-import { type Job, type JobsOptions, type Queue, UnrecoverableError } from 'bullmq';
+import type { Job, JobsOptions, Queue } from 'bullmq';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { CONFIRM_PATH, type EmailChannel, tokenUrl } from '../notify/email/channel.ts';
@@ -19,9 +19,8 @@ import type { ChannelStates } from '../store/channel-states.ts';
 import type { Mailboxes } from '../store/mailboxes.ts';
 import type { SnapshotStore } from '../store/snapshot-store.ts';
 import { type SourceKey, sourceOf } from '../timetable/source.ts';
-import { type ChannelSendTuning, DISABLED_RETRY_MS, delay } from './channel-send.ts';
+import { type ChannelSendTuning, channelGate } from './channel-send.ts';
 import { EMAIL_JOB, type EmailConfirmJobData } from './contract.ts';
-import { mayWaitAgain, waitOutRateLimit } from './failure.ts';
 import { channelJobOptions, type Queues } from './queues.ts';
 
 /** Retries of a confirmation mail: those of change mails (hours of backoff, past a greylisting relay's refusals). */
@@ -42,7 +41,7 @@ export interface EmailConfirmDeps {
     readonly states: Pick<ChannelStates, 'disable' | 'enable' | 'disabled' | 'takeProbe' | 'probeLeft'>;
   };
   readonly logger: Logger;
-  /** Epoch ms. */
+  /** Epoch ms: when the channel was disabled. */
   readonly now: () => number;
 }
 
@@ -50,25 +49,22 @@ export interface EmailConfirmDeps {
 export type EmailConfirmResult = { outcome: 'sent' | 'expired' | 'refused' };
 
 /**
- * The processor of confirmation mails, sent through `channel` (its relay). A disabled e-mail channel (our login
- * or sender refused) is treated as the channel core treats it: one send at a time tries it, the others wait
- * without using an attempt, the first success puts it back on.
+ * The processor of confirmation mails, sent through `channel` (its relay), past the channel core's gate
+ * (channel-send.ts): while the e-mail channel is disabled (our login or sender refused) one send at a time tries
+ * it, the others wait without using an attempt, and the first success puts it back on.
  */
 export function confirmationProcessor(
   ctx: EmailConfirmDeps,
   channel: Pick<EmailChannel, 'sendMail' | 'messageId'>,
   tuning: Pick<ChannelSendTuning, 'disabledRetryMs'> = {},
 ): (job: Job<EmailConfirmJobData>, token?: string, signal?: AbortSignal) => Promise<EmailConfirmResult> {
-  const disabledRetryMs = tuning.disabledRetryMs ?? DISABLED_RETRY_MS;
-  const { states } = ctx.notify;
+  const gate = channelGate(ctx, 'email', tuning);
   return async (job, token, signal) => {
     const { pendingId } = job.data;
     const log = ctx.logger.child({ channel: 'email', jobId: job.id, attempt: job.attemptsMade + 1 });
     const signUp = await ctx.mailboxes.pending(pendingId);
     if (signUp === undefined) return { outcome: 'expired' };
-    const disabled = await states.disabled('email');
-    if (disabled !== undefined && !(await states.takeProbe('email', disabledRetryMs)))
-      return delay(job, token, ctx.now() + Math.max(await states.probeLeft('email'), 1_000));
+    const disabled = await gate.admit(job, token);
     const content = confirmationMail({
       name: await timetableName(ctx, signUp.source),
       confirmUrl: tokenUrl(ctx.config.publicUrl, CONFIRM_PATH, ctx.mailboxes.confirmToken(pendingId)),
@@ -83,26 +79,15 @@ export function confirmationProcessor(
     switch (sent.kind) {
       case 'sent':
         log.info({ source: signUp.source }, 'sent an e-mail confirmation');
-        if (disabled !== undefined && (await states.enable('email'))) log.warn({}, 'email works again: channel on');
+        await gate.accepted(disabled, log);
         return { outcome: 'sent' };
       case 'gone':
         // Nobody can confirm it: the address is forgotten now rather than in 48 h.
         await ctx.mailboxes.forgetPending(pendingId);
         log.info({ source: signUp.source, reason: sent.reason }, 'the relay refused a confirmation mail for good');
         return { outcome: 'refused' };
-      case 'misconfigured':
-        if (await states.disable('email', sent.reason, ctx.now()))
-          log.error({ reason: sent.reason }, 'email refuses our credentials: channel disabled, its mails wait');
-        return delay(job, token, ctx.now() + disabledRetryMs);
-      case 'rate-limited': {
-        const rounds = job.attemptsStarted - job.attemptsMade;
-        if (!mayWaitAgain(rounds)) throw new Error(`email rate limit, ${rounds} times in a row`);
-        log.warn({ pauseMs: sent.retryAfterMs }, 'email rate limit: email queue paused');
-        throw await waitOutRateLimit(ctx.queues.email, sent.retryAfterMs);
-      }
-      case 'failed':
-        if (sent.permanent) throw new UnrecoverableError(`the relay refused a confirmation mail: ${sent.reason}`);
-        throw new Error(`confirmation mail not sent: ${sent.reason}`);
+      default:
+        return gate.failed(job, token, log, sent, 'a confirmation mail');
     }
   };
 }

@@ -6,7 +6,6 @@
  */
 import { type Job, type Processor, type Queue, UnrecoverableError } from 'bullmq';
 import type { Config } from '../config.ts';
-import type { Logger } from '../logger.ts';
 import { DELIVERY_PREFIX } from '../notify/channel.ts';
 import { maxButtons } from '../notify/max/bot.ts';
 import { MAX_PACE_MS, maxChannel } from '../notify/max/channel.ts';
@@ -18,10 +17,10 @@ import {
   type ChannelSendDeps,
   type ChannelSendResult,
   type ChannelSendTuning,
+  channelGate,
   channelSendProcessor,
 } from './channel-send.ts';
 import { TELEGRAM_JOB, type TelegramJobData, type TelegramReplyJobData, type TelegramSendJobData } from './contract.ts';
-import { mayWaitAgain, waitOutRateLimit } from './failure.ts';
 import { type ReplyLane, type ReplyResult, type ReplyTransport, sendReply } from './telegram-reply.ts';
 
 /** What the MAX send processor uses. */
@@ -63,45 +62,18 @@ export function maxSendProcessor(
   const channel = maxChannel({ config: ctx.config, chats, redis: ctx.redis, keys: ctx.keys, client: clientOf });
   const changes = channelSendProcessor(ctx, channel, tuning);
   const lane = maxReplyLane(ctx.keys);
+  const gate = channelGate(ctx, 'max', tuning);
   const replies: ReplyTransport = {
-    sendPlain: async (chatId, text, buttons, signal) => {
-      const sent = await new MaxSender(clientOf()).sendPlain(chatId, text, buttons && maxButtons(buttons), signal);
-      switch (sent.kind) {
-        case 'sent':
-          return { kind: 'sent' };
-        case 'gone':
-          return { kind: 'blocked', reason: sent.reason };
-        case 'misconfigured':
-          // A reply waits for the token to be mended as change messages do, with backoff.
-          return { kind: 'failed', permanent: false, reason: sent.reason };
-        default:
-          return sent;
-      }
-    },
+    sendPlain: (chatId, text, buttons, signal) =>
+      new MaxSender(clientOf()).sendPlain(chatId, text, buttons && maxButtons(buttons), signal),
   };
   return async (job, token, signal) => {
     if (job.name === TELEGRAM_JOB.reply) {
       const reply = job as Job<TelegramReplyJobData>;
       const log = ctx.logger.child({ channel: 'max', jobId: job.id, attempt: job.attemptsMade + 1 });
-      return sendReply(ctx, reply, token, signal, log, replies, (sent) => failed(ctx, reply, log, sent), lane);
+      return sendReply(ctx, reply, token, signal, log, replies, gate, lane);
     }
     if (!('set' in job.data)) throw new UnrecoverableError(`not a job of the MAX queue: ${job.name}`);
     return changes(job as Job<TelegramSendJobData, ChannelSendResult>, token, signal);
   };
-}
-
-/** A reply that MAX rate-limited (the queue waits) or that failed for now (retried with backoff). */
-async function failed(
-  ctx: Pick<MaxSendDeps, 'queues'>,
-  job: Pick<Job, 'attemptsStarted' | 'attemptsMade'>,
-  log: Pick<Logger, 'warn'>,
-  sent: { kind: 'rate-limited'; retryAfterMs: number } | { kind: 'failed'; reason: string },
-): Promise<never> {
-  if (sent.kind === 'rate-limited') {
-    const rounds = job.attemptsStarted - job.attemptsMade;
-    if (!mayWaitAgain(rounds)) throw new Error(`MAX rate limit, ${rounds} times in a row`);
-    log.warn({ pauseMs: sent.retryAfterMs }, 'MAX rate limit: max queue paused');
-    throw await waitOutRateLimit(ctx.queues.max, sent.retryAfterMs);
-  }
-  throw new Error(`MAX reply failed: ${sent.reason}`);
 }

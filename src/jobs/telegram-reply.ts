@@ -3,8 +3,9 @@
  * the queue's limiter (`TELEGRAM_RATE_LIMIT` over all workers, shared: a reply is a prioritised job, and BullMQ
  * takes change messages, which have no priority, first) and one message per chat per second (`tg:pace:<chat>`,
  * the same key). Its messages go in order, one per chat turn; the job's progress counts those sent, so a retry
- * (a worker that died, a network failure) goes on from the next one. A reply is retried as a change message is:
- * 429 pauses the queue for `retry_after` without using an attempt, a server error or the network is retried with
+ * (a worker that died, a network failure) goes on from the next one. A reply passes the channel's gate as a change
+ * message does (channel-send.ts): it waits while the channel is disabled, a refused token disables it, 429 pauses
+ * the queue for `retry_after` without using an attempt, and a server error or the network is retried with
  * backoff. It is dropped, and logged, when Telegram refuses it for good (400) or the chat is gone (403).
  *
  * The MAX bot's replies are the same jobs of the MAX queue, sent the same way in MAX's {@link ReplyLane} (its
@@ -15,11 +16,13 @@
  * {@link REPLY_LATE_MS} opens with «Отвечаю с опозданием…»; one that waited longer than {@link REPLY_STALE_MS}
  * (its list of classes may be another day's by now) is only an apology asking to send the command again.
  */
-import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
+import { type Job, UnrecoverableError } from 'bullmq';
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { Logger } from '../logger.ts';
+import type { ChannelOutcome } from '../notify/channel.ts';
 import { TELEGRAM_PACE_MS } from '../notify/telegram/channel.ts';
 import type { RedisKeys } from '../store/keys.ts';
+import { type ChannelGate, delayBy } from './channel-send.ts';
 import type { ReplyPart, TelegramReplyJobData } from './contract.ts';
 
 /** A reply that waited longer than this (from its command) says it is late. */
@@ -38,16 +41,14 @@ export interface TelegramReplyDeps {
   readonly keys: Pick<RedisKeys, 'tgPace'>;
 }
 
-/** What sending one message of a reply came to (a Telegram sender's outcome is one). */
-export type ReplySent =
-  | { kind: 'sent' }
-  | { kind: 'blocked'; reason: string }
-  | { kind: 'rate-limited'; retryAfterMs: number }
-  | { kind: 'failed'; permanent: boolean; reason: string };
-
-/** Sends one message of a reply: plain text with callback buttons under it. */
+/** Sends one message of a reply: plain text with callback buttons under it; answers as a channel's send does. */
 export interface ReplyTransport {
-  sendPlain(chatId: string, text: string, buttons?: ReplyPart['buttons'], signal?: AbortSignal): Promise<ReplySent>;
+  sendPlain(
+    chatId: string,
+    text: string,
+    buttons?: ReplyPart['buttons'],
+    signal?: AbortSignal,
+  ): Promise<ChannelOutcome>;
 }
 
 /** How one messenger's replies go: the chat's turn (shared with its change messages) and its limit on a text. */
@@ -78,9 +79,10 @@ export function partsToSend(parts: readonly ReplyPart[], waitedMs: number, limit
 }
 
 /**
- * Sends a reply's messages from the first not sent yet. Resolves when all were sent or the reply was dropped;
- * rejects with DelayedError (the chat's turn is later), UnrecoverableError (refused for good), or hands a rate
- * limit or a transient failure to `failed`. `lane`: Telegram's unless given.
+ * Sends a reply's messages from the first not sent yet, each past `gate` (its channel's) once the chat's turn is
+ * taken. Resolves when all were sent or the reply was dropped; rejects with DelayedError (the chat's turn is later,
+ * or the channel is disabled), UnrecoverableError (refused for good), or what the gate throws for a rate limit or
+ * a transient failure. `lane`: Telegram's unless given.
  */
 export async function sendReply(
   ctx: TelegramReplyDeps,
@@ -89,7 +91,7 @@ export async function sendReply(
   signal: AbortSignal | undefined,
   log: Logger,
   sender: ReplyTransport,
-  failed: (sent: { kind: 'rate-limited'; retryAfterMs: number } | { kind: 'failed'; reason: string }) => Promise<never>,
+  gate: ChannelGate,
   lane: ReplyLane = telegramReplyLane(ctx.keys),
 ): Promise<ReplyResult> {
   const { chatId, askedAt } = job.data;
@@ -102,12 +104,11 @@ export async function sendReply(
     const part = parts[done] as ReplyPart;
     const key = lane.paceKey(chatId);
     if ((await ctx.redis.set(key, '1', 'PX', lane.paceMs, 'NX')) !== 'OK') {
-      const left = Math.max(await ctx.redis.pttl(key), 50);
-      await job.moveToDelayed(Date.now() + left, token);
-      throw new DelayedError();
+      return delayBy(job, token, Math.max(await ctx.redis.pttl(key), 50));
     }
+    const disabled = await gate.admit(job, token);
     const sent = await sender.sendPlain(chatId, part.text, part.buttons, signal);
-    if (sent.kind === 'blocked') {
+    if (sent.kind === 'gone') {
       log.info({ reason: sent.reason }, 'a chat that is gone was not answered');
       return { outcome: 'dropped' };
     }
@@ -115,7 +116,8 @@ export async function sendReply(
       log.error({ reason: sent.reason }, `${lane.name} refused a command reply: dropped it`);
       throw new UnrecoverableError(`${lane.name} refused the reply: ${sent.reason}`);
     }
-    if (sent.kind !== 'sent') return failed(sent);
+    if (sent.kind !== 'sent') return gate.failed(job, token, log, sent, 'a command reply');
+    await gate.accepted(disabled, log);
     done += 1;
     await job.updateProgress(done);
   }

@@ -5,20 +5,19 @@
  */
 import { type Job, type Processor, type Queue, UnrecoverableError } from 'bullmq';
 import type { Config } from '../config.ts';
-import type { Logger } from '../logger.ts';
-import { telegramChannel, telegramSenderOf } from '../notify/telegram/channel.ts';
-import type { SendOutcome, TelegramSender } from '../notify/telegram/sender.ts';
+import { channelOutcome, telegramChannel, telegramSenderOf } from '../notify/telegram/channel.ts';
+import type { TelegramSender } from '../notify/telegram/sender.ts';
 import type { RedisKeys } from '../store/keys.ts';
 import type { TelegramChats } from '../store/telegram-chats.ts';
 import {
   type ChannelSendDeps,
   type ChannelSendResult,
   type ChannelSendTuning,
+  channelGate,
   channelSendProcessor,
 } from './channel-send.ts';
 import { TELEGRAM_JOB, type TelegramJobData, type TelegramReplyJobData, type TelegramSendJobData } from './contract.ts';
-import { mayWaitAgain, waitOutRateLimit } from './failure.ts';
-import { type ReplyResult, sendReply } from './telegram-reply.ts';
+import { type ReplyResult, type ReplyTransport, sendReply } from './telegram-reply.ts';
 
 /** What the Telegram send processor uses. */
 export interface TelegramSendDeps extends Omit<ChannelSendDeps, 'keys' | 'queues' | 'notify'> {
@@ -61,17 +60,16 @@ export function telegramSendProcessor(
   // Its own Telegram channel over the same chats: the one sender serves change messages and replies alike.
   const channel = telegramChannel({ config: ctx.config, chats: ctx.notify.chats, sender: senderOf });
   const changes = channelSendProcessor(ctx, channel, tuning);
+  const gate = channelGate(ctx, 'telegram', tuning);
+  // A reply's answers mean what a change message's do: a refused token disables the channel.
+  const replies: ReplyTransport = {
+    sendPlain: async (chatId, text, buttons, signal) =>
+      channelOutcome(await senderOf().sendPlain(chatId, text, buttons, signal)),
+  };
   return async (job, token, signal) => {
     if (isReply(job)) {
-      const log = ctx.logger.child({ jobId: job.id, attempt: job.attemptsMade + 1 });
-      return sendReply(ctx, job, token, signal, log, senderOf(), (sent) =>
-        failed(
-          ctx,
-          job,
-          log,
-          sent.kind === 'rate-limited' ? sent : { kind: 'failed', permanent: false, reason: sent.reason },
-        ),
-      );
+      const log = ctx.logger.child({ channel: 'telegram', jobId: job.id, attempt: job.attemptsMade + 1 });
+      return sendReply(ctx, job, token, signal, log, replies, gate);
     }
     if (!isSend(job)) throw new UnrecoverableError(`not a job of the Telegram queue: ${job.name}`);
     const result = await changes(job as Job<TelegramSendJobData, ChannelSendResult>, token, signal);
@@ -87,20 +85,4 @@ function isReply(job: Job<TelegramJobData>): job is Job<TelegramReplyJobData> {
 /** Whether a job of the Telegram queue is a change message. */
 function isSend(job: Job<TelegramJobData>): job is Job<TelegramSendJobData> {
   return job.name !== TELEGRAM_JOB.reply && 'set' in job.data;
-}
-
-/** A reply that Telegram rate-limited (the queue waits) or that failed for now (retried with backoff). */
-async function failed(
-  ctx: Pick<TelegramSendDeps, 'queues'>,
-  job: Pick<Job, 'attemptsStarted' | 'attemptsMade'>,
-  log: Pick<Logger, 'warn'>,
-  sent: Extract<SendOutcome, { kind: 'rate-limited' | 'failed' }>,
-): Promise<never> {
-  if (sent.kind === 'rate-limited') {
-    const rounds = job.attemptsStarted - job.attemptsMade;
-    if (!mayWaitAgain(rounds)) throw new Error(`Telegram rate limit, ${rounds} times in a row`);
-    log.warn({ pauseMs: sent.retryAfterMs }, 'Telegram rate limit: telegram queue paused');
-    throw await waitOutRateLimit(ctx.queues.telegram, sent.retryAfterMs);
-  }
-  throw new Error(`Telegram send failed: ${sent.reason}`);
 }

@@ -18,6 +18,7 @@ import { maxClientOf } from '../notify/max/client.ts';
 import type { NotifyServices } from '../notify/notify-services.ts';
 import type { PushAdapter } from '../push/adapter.ts';
 import { packLegacyState } from '../store/state-packing.ts';
+import { ChannelProbes } from './channel-probe.ts';
 import type { ChannelSendDeps, ChannelSendTuning } from './channel-send.ts';
 import { pushQueueName, QUEUE } from './contract.ts';
 import { type EmailQueueDeps, emailProcessor } from './email-send.ts';
@@ -85,7 +86,10 @@ export interface WorkerTuning {
   webhookBackoffMs?: readonly number[];
   /** The deadline of one webhook delivery attempt (default 15 s). */
   webhookTimeoutMs?: number;
-  /** Every channel's send jobs: the lease, the wait of a disabled channel (default 60 s each). */
+  /**
+   * Every channel's send jobs: the lease, the wait of a disabled channel (default 60 s each), which is also how
+   * often a disabled channel is asked whether it is mended.
+   */
   channels?: ChannelSendTuning;
   /** The Telegram send job's sender (default: grammY at `TELEGRAM_API_ROOT`), and what `channels` tunes. */
   telegram?: TelegramSendTuning;
@@ -299,6 +303,9 @@ export async function startWorkers(
   // Every worker competes for the lead; the one leading queues the background refreshes of the deployment.
   const pacer = ctx.config.refreshPolicy === 'adaptive' ? new FreshnessPacer(ctx, tuning.pacer) : undefined;
   pacer?.start();
+  // A channel disabled for its credentials is asked now and every minute whether it is mended, message or none.
+  const probes = new ChannelProbes(ctx, ctx.notify.channels, tuning.channels);
+  probes.start();
   ctx.logger.info(
     { worker: id, concurrency: ctx.config.workerConcurrency, rateLimit: ctx.config.upstreamRateLimit },
     'workers started',
@@ -312,6 +319,7 @@ export async function startWorkers(
       clearInterval(timer);
       // First: no background refresh is queued once the workers stop taking jobs; the next leader takes over.
       await pacer?.stop();
+      await probes.close();
       guard.close();
       closing = true;
       // No job can be finished without Redis (its result is stored there): when Redis is down or does not

@@ -3,7 +3,8 @@
  * and sending), `disabled` (configured, but the other side refuses our own credentials: a revoked bot token, SMTP
  * AUTH refused; with the reason and since when, its messages waiting), or `off` (not configured here). The state
  * is the deployment's (store/channel-states.ts): the send job of whichever worker meets the refusal disables the
- * channel, and the first send that succeeds again puts it back on.
+ * channel, and the first send that succeeds again, or a worker's ask without sending (jobs/channel-probe.ts),
+ * puts it back on.
  */
 import type { ChannelDisabled } from '../store/channel-states.ts';
 import type { ChannelName } from './channel.ts';

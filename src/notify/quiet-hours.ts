@@ -12,7 +12,8 @@ export const MORNING_SPREAD_MS = 5 * 60_000;
 
 /**
  * The epoch ms a message telling `items` may be sent at: `now` when nothing holds it (see {@link heldUntil});
- * when held, the moment the hold ends, unless a class it tells of starts before then: then at once. `spreadKey`
+ * when held, the moment the hold ends, unless a class it tells of starts before then: then at once, or, for a
+ * digest, when the quiet hours `now` is in end (at once if the class starts before even that). `spreadKey`
  * (the address) puts a held message a stable moment up to {@link MORNING_SPREAD_MS} after the end.
  * `digestMinute` (a minute of the day, local): the subscriber takes a daily digest at that time.
  */
@@ -26,7 +27,11 @@ export function deliverAt(
 ): number {
   const end = heldUntil(now, quiet, zone, digestMinute);
   if (end === undefined) return now;
-  if (items.some((item) => item.startsAt < end)) return now;
+  if (items.some((item) => item.startsAt < end)) {
+    // A class before the digest cannot wait for it, but the quiet hours still hold: such a change of the night
+    // goes when they end (unless the class starts before that), as it would without a digest.
+    return digestMinute === undefined ? now : deliverAt(items, now, quiet, zone, spreadKey);
+  }
   return end + (spreadKey === undefined ? 0 : spreadOf(spreadKey));
 }
 

@@ -1,8 +1,9 @@
 /**
  * Which notification channels are disabled, and why: a channel whose own credentials the other side refuses (a
- * revoked bot token, SMTP AUTH refused) is disabled with the reason until a send succeeds again. One HASH per
- * channel, present only while it is disabled, so that the deployment agrees on it across processes, and only
- * the change of state (not every job that meets it) is logged.
+ * revoked bot token, SMTP AUTH refused) is disabled with the reason until a send or an ask succeeds again. One
+ * HASH per channel, present only while it is disabled, so that the deployment agrees on it across processes, and
+ * only the change of state (not every job that meets it) is logged. While it is disabled, one send or ask at a time
+ * tries it (the channel's try, {@link ChannelStates.takeProbe}).
  */
 import type { RedisClient } from '../lib/redis-target.ts';
 import type { RedisKeys } from './keys.ts';

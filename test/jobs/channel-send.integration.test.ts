@@ -8,7 +8,7 @@
  */
 import { Writable } from 'node:stream';
 import { type Job, Queue, Worker } from 'bullmq';
-import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, inject, it, onTestFinished } from 'vitest';
 import { type ChannelSendResult, type ChannelSendTuning, channelSendProcessor } from '../../src/jobs/channel-send.ts';
 import type { ChannelSendJobData } from '../../src/jobs/contract.ts';
 import { fanOutChangeSet, type NotifyFanoutDeps } from '../../src/jobs/notify-fanout.ts';
@@ -123,6 +123,8 @@ interface Rig {
   metrics: Metrics;
   logs: Record<string, unknown>[];
   clock: { now: number };
+  /** Sets an address's turn as its last message would (`<prefix>:pace:<address>` for `ms`). */
+  paceTaken(prefix: string, address: string, ms: number): Promise<void>;
   /** Queues the delivery of `set` to `address` under its deterministic id (or `jobId`). */
   deliver(address: string, set: ChangeSet, jobId?: string): Promise<Job<ChannelSendJobData, ChannelSendResult>>;
   /** Publishes `items` at `stamp` into the outbox and fans them out. */
@@ -132,7 +134,8 @@ interface Rig {
   close(): Promise<void>;
 }
 
-async function rig(name: ChannelName, tuning: ChannelSendTuning = {}): Promise<Rig> {
+/** `serviceClock`: the processor reads the rig's clock (years from the wall clock) instead of `Date.now`. */
+async function rig(name: ChannelName, tuning: ChannelSendTuning = {}, serviceClock = false): Promise<Rig> {
   const prefix = uniquePrefix('channel-send');
   const keys = redisKeys(prefix);
   const outage = new RedisOutageLog(silentLogger());
@@ -170,7 +173,15 @@ async function rig(name: ChannelName, tuning: ChannelSendTuning = {}): Promise<R
     now: () => clock.now,
   };
   const processor = channelSendProcessor(
-    { logger, redis, keys, queues: { [name]: queue }, notify: { outbox, states }, metrics, now: Date.now },
+    {
+      logger,
+      redis,
+      keys,
+      queues: { [name]: queue },
+      notify: { outbox, states },
+      metrics,
+      now: serviceClock ? () => clock.now : Date.now,
+    },
     channel,
     tuning,
   );
@@ -189,6 +200,9 @@ async function rig(name: ChannelName, tuning: ChannelSendTuning = {}): Promise<R
     metrics,
     logs,
     clock,
+    paceTaken: async (prefix, address, ms) => {
+      await redis.set(keys.channelPace(prefix, address), '1', 'PX', ms);
+    },
     deliver: (address, set, jobId) => {
       const id = deliveryId('mx', address, set);
       return queue.add(
@@ -320,6 +334,72 @@ describe('the channel core', () => {
     // The queue waited as long as the channel asked.
     expect((sent?.at ?? 0) - (limited?.at ?? 0)).toBeGreaterThanOrEqual(650);
     expect(await r.counted('rate-limited')).toBe(1);
+  });
+
+  it('counts only rate limits as rate-limit rounds, however long the channel was disabled', async () => {
+    // A disabled spell of 25 tries (25 minutes in production), then the mended channel asks to wait once.
+    const fast = await rig('telegram', { disabledRetryMs: 50 });
+    onTestFinished(() => fast.close());
+    fast.channel.subscribe('d8', SOURCE);
+    const refused: ChannelOutcome = { kind: 'misconfigured', reason: '401 Unauthorized' };
+    fast.channel.script.push(...Array.from({ length: 25 }, () => refused), { kind: 'rate-limited', retryAfterMs: 50 });
+    const job = await fast.deliver('d8', changeSet([moved('425', '518')]));
+    const ended = await jobEnded(fast.queue, job.id as string, 60_000);
+    expect(ended.job.returnvalue).toMatchObject({ outcome: 'sent' });
+    expect(fast.channel.sends.map((each) => each.outcome.kind)).toEqual([
+      ...Array.from({ length: 25 }, () => 'misconfigured'),
+      'rate-limited',
+      'sent',
+    ]);
+    expect(fast.channel.told('d8')).toHaveLength(1);
+    // No attempt was used, and the job's data counted the one rate limit.
+    expect(ended.job.attemptsMade).toBe(1);
+    expect(ended.job.data.rateLimits).toEqual({ rounds: 1, attempt: 0 });
+  }, 90_000);
+
+  it('fails an attempt after 21 rate limits in a row, and counts afresh after it', async () => {
+    r.channel.subscribe('d9', SOURCE);
+    const limited: ChannelOutcome = { kind: 'rate-limited', retryAfterMs: 10 };
+    r.channel.script.push(...Array.from({ length: 22 }, () => limited));
+    const job = await r.deliver('d9', changeSet([moved('425', '518')]));
+    const ended = await jobEnded(r.queue, job.id as string, 60_000);
+    expect(ended.job.returnvalue).toMatchObject({ outcome: 'sent' });
+    // The 21st used an attempt; the 22nd was the first of the next one's rounds.
+    expect(ended.job.attemptsMade).toBe(2);
+    expect(ended.job.data.rateLimits).toEqual({ rounds: 1, attempt: 1 });
+    expect(r.channel.told('d9')).toHaveLength(1);
+  }, 90_000);
+
+  it("puts jobs back on the wall clock, whatever the service's clock says", async () => {
+    // The service's clock three years ahead (as a test's simulated one may be): a wait computed from it would park
+    // the job for years.
+    const ahead = await rig('telegram', { disabledRetryMs: 50 }, true);
+    onTestFinished(() => ahead.close());
+    expect(ahead.clock.now - Date.now()).toBeGreaterThan(365 * 86_400_000);
+    ahead.channel.subscribe('d10', SOURCE);
+    ahead.channel.script.push({ kind: 'misconfigured', reason: '401 Unauthorized' });
+    const job = await ahead.deliver('d10', changeSet([moved('425', '518')]));
+    expect((await jobEnded(ahead.queue, job.id as string)).job.returnvalue).toMatchObject({ outcome: 'sent' });
+    expect(ahead.channel.sends.map((each) => each.outcome.kind)).toEqual(['misconfigured', 'sent']);
+  });
+
+  it("takes the address's turn before a disabled channel's one try", async () => {
+    (r.channel as { paceMs: number }).paceMs = 1_000;
+    r.channel.subscribe('d11', SOURCE);
+    await r.states.disable('max', '401 verify.token', Date.now());
+    // The address's last message went out just now: this send waits for its turn first.
+    await r.paceTaken('mx', 'd11', 600);
+    const job = await r.deliver('d11', changeSet([moved('425', '518')]));
+    expect(
+      await until(
+        () => r.queue.getJobState(job.id as string),
+        (state) => state === 'delayed',
+      ),
+    ).toBe('delayed');
+    // Waiting for its turn, it holds no try of the channel: another send or a probe may try it meanwhile.
+    expect(await r.states.probeLeft('max')).toBe(0);
+    expect((await jobEnded(r.queue, job.id as string)).job.returnvalue).toMatchObject({ outcome: 'sent' });
+    expect(await r.states.disabled('max')).toBeUndefined();
   });
 
   it('drops a message refused for good, and retries one that failed for now', async () => {

@@ -80,6 +80,19 @@ describe('the daily digest', () => {
     expect(deliverAt([{ startsAt: msk('2025-10-16T14:00') }], now, NIGHT, ZONE, 'box', SEVEN_PM)).toBe(now);
   });
 
+  it('keeps the quiet hours for a change that cannot wait for the digest', () => {
+    // 02:00, a class at 10:00: before the digest, so not held for it; but not mailed in the night either.
+    const night = msk('2025-10-16T02:00');
+    const class10 = [{ startsAt: msk('2025-10-16T10:00') }];
+    expect(deliverAt(class10, night, NIGHT, ZONE, undefined, SEVEN_PM)).toBe(msk('2025-10-16T07:00'));
+    // The same as a subscriber of a mail per change, spread included.
+    expect(deliverAt(class10, night, NIGHT, ZONE, 'box', SEVEN_PM)).toBe(deliverAt(class10, night, NIGHT, ZONE, 'box'));
+    // A class before the quiet hours end still goes at once.
+    expect(deliverAt([{ startsAt: msk('2025-10-16T06:30') }], night, NIGHT, ZONE, 'box', SEVEN_PM)).toBe(night);
+    // Without quiet hours, at once.
+    expect(deliverAt(class10, night, undefined, ZONE, 'box', SEVEN_PM)).toBe(night);
+  });
+
   it('puts a digest time inside the quiet hours off to their end', () => {
     expect(heldUntil(msk('2025-10-16T10:00'), NIGHT, ZONE, 3 * 60)).toBe(msk('2025-10-17T07:00'));
     expect(heldUntil(msk('2025-10-16T10:00'), undefined, ZONE, 3 * 60)).toBe(msk('2025-10-17T03:00'));

@@ -1,10 +1,12 @@
 /**
  * The bot's replies obey the limits change messages obey, against the fake Bot API enforcing Telegram's
  * one-a-second per chat (`chatPaceMs`): replies are jobs of the Telegram queue (its limiter, the chats' pace),
- * a chat flooding commands gets TELEGRAM_COMMAND_BURST answers one a second and one «Слишком часто», and a reply
- * refused with 429 is sent again after its `retry_after`.
+ * a chat flooding commands gets TELEGRAM_COMMAND_BURST answers one a second and one «Слишком часто», a reply
+ * refused with 429 is sent again after its `retry_after`, and while the channel is disabled a reply waits its
+ * turn to try it, as a change message does.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { replyJobId } from '../../src/jobs/contract.ts';
 import { enqueueReply } from '../../src/jobs/queues.ts';
 import { LATE_PREFIX, REPLY_STALE_MS, STALE_TEXT } from '../../src/jobs/telegram-reply.ts';
 import { silentLogger } from '../../src/logger.ts';
@@ -83,6 +85,45 @@ describe('command replies', () => {
       fake.calls('sendMessage').filter((call) => Number(call.params.chat_id) === chat).length,
     ).toBeGreaterThanOrEqual(2);
   }, 40_000);
+
+  it('waits while the channel is disabled and another send tries it, then is the try that puts it on', async () => {
+    const chat = 9010;
+    fake.addChat(chat);
+    const { ctx } = pipeline;
+    const { states } = ctx.notify;
+    onTestFinished(async () => {
+      await states.enable('telegram');
+      await ctx.redis.del(ctx.keys.channelProbe('telegram'));
+    });
+    // Another send holds the channel's one try (taken first: the workers' own ask must not take it meanwhile).
+    expect(await states.takeProbe('telegram', 60_000)).toBe(true);
+    await states.disable('telegram', 'Telegram refuses the bot: 401 Unauthorized', Date.now());
+    await enqueueReply(ctx.queues, { chatId: String(chat), parts: [{ text: 'ждёт' }], askedAt: Date.now() }, 80);
+    const id = replyJobId(String(chat), 80);
+    expect(
+      await until(
+        () => ctx.queues.telegram.getJobState(id),
+        (state) => state === 'delayed',
+      ),
+    ).toBe('delayed');
+    expect(fake.messages(chat)).toEqual([]);
+    // That try is over: the reply is the next one, and Telegram taking it puts the channel on.
+    await ctx.redis.del(ctx.keys.channelProbe('telegram'));
+    await (await ctx.queues.telegram.getJob(id))?.promote();
+    const [reply] = await until(
+      async () => fake.messages(chat),
+      (all) => all.length >= 1,
+      20_000,
+    );
+    expect(reply?.text).toBe('ждёт');
+    expect(await states.disabled('telegram')).toBeUndefined();
+    const done = await until(
+      async () => ctx.queues.telegram.getJob(id),
+      (job) => job?.finishedOn !== undefined,
+    );
+    // Waiting used no attempt.
+    expect(done?.attemptsMade).toBe(1);
+  }, 30_000);
 
   it("sends an update's messages once and in order, however often it is queued", async () => {
     const chat = 9003;

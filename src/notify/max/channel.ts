@@ -20,7 +20,8 @@ import type { ChannelAdapter } from '../channel.ts';
 import { RefusalRuns } from '../refusal-runs.ts';
 import { formatChangeMessage } from '../telegram/message.ts';
 import { MAX_TEXT_LENGTH, type MaxClient, type MaxClientSettings, maxClientOf } from './client.ts';
-import { MaxSender } from './sender.ts';
+import { MaxApiError, MaxNetworkError } from './errors.ts';
+import { MaxSender, outcomeOfError } from './sender.ts';
 
 /** At most two messages a second to one dialog (dev.max.ru, POST /messages). */
 export const MAX_PACE_MS = 500;
@@ -33,13 +34,21 @@ export interface MaxChannelDeps {
   readonly chats: Pick<MaxChats, 'ofSource' | 'hasAny' | 'follows' | 'unsubscribe'>;
   readonly redis: RedisClient;
   readonly keys: Pick<RedisKeys, 'rateLimit' | 'mxRefusalsInARow'>;
-  /** The client, made on the first send (a process that sends nothing makes none); default the settings'. */
-  readonly client?: () => Pick<MaxClient, 'send'>;
+  /**
+   * The client, made on the first send (a process that sends nothing makes none); default the settings'. One
+   * without `me` (a test's) cannot tell whether MAX takes the token: only a send then turns the channel on again.
+   */
+  readonly client?: () => Pick<MaxClient, 'send'> & Partial<Pick<MaxClient, 'me'>>;
 }
 
 /** The MAX channel: on when `MAX_BOT_TOKEN` is set. */
 export function maxChannel(deps: MaxChannelDeps): ChannelAdapter {
   const { chats, config } = deps;
+  let client: (Pick<MaxClient, 'send'> & Partial<Pick<MaxClient, 'me'>>) | undefined;
+  const clientOf = () => {
+    client ??= deps.client?.() ?? maxClientOf(config, deps.redis, deps.keys);
+    return client;
+  };
   let sender: MaxSender | undefined;
   const waves = new RefusalRuns(deps.redis, deps.keys.mxRefusalsInARow, {
     limit: WAVE_REFUSALS,
@@ -57,13 +66,28 @@ export function maxChannel(deps: MaxChannelDeps): ChannelAdapter {
     follows: (address, source) => chats.follows(address, source),
     unsubscribe: (address) => chats.unsubscribe(address),
     send: async (message, signal) => {
-      sender ??= new MaxSender(deps.client?.() ?? maxClientOf(config, deps.redis, deps.keys));
+      sender ??= new MaxSender(clientOf());
       const html = formatChangeMessage(message.told, {
         pageUrl: message.pageUrl,
         subgroup: message.subgroup,
         limit: MAX_TEXT_LENGTH,
       });
       return waves.judge(await sender.send(message.address, html, signal));
+    },
+    // `GET /me`: whether MAX takes the token now, without writing to anybody.
+    probe: async (signal) => {
+      // `GET /me` answers a bot that is suspended or not through moderation too: a wave's end is a message taken.
+      if (Number(await deps.redis.get(deps.keys.mxRefusalsInARow)) > WAVE_REFUSALS)
+        return { kind: 'failed', permanent: false, reason: 'MAX refused a wave of dialogs: a message must go through' };
+      const asking = clientOf();
+      if (asking.me === undefined) return { kind: 'failed', permanent: false, reason: 'this client cannot ask MAX' };
+      try {
+        await asking.me(signal);
+        return { kind: 'sent', messageId: '' };
+      } catch (error) {
+        if (error instanceof MaxApiError || error instanceof MaxNetworkError) return outcomeOfError(error);
+        return { kind: 'failed', permanent: false, reason: `GET /me: ${(error as Error).message}` };
+      }
     },
   };
 }

@@ -20,9 +20,10 @@ export interface TelegramChannelDeps {
   readonly chats: Pick<TelegramChats, 'ofSource' | 'hasAny' | 'follows' | 'unsubscribe'>;
   /**
    * The sender of change messages, made on the first send (a process that sends nothing makes none); default
-   * {@link telegramSenderOf} the settings.
+   * {@link telegramSenderOf} the settings. One without `probe` (a test's) cannot tell whether Telegram takes the
+   * token: only a send then turns a disabled channel on again.
    */
-  readonly sender?: () => Pick<TelegramSender, 'send'>;
+  readonly sender?: () => Pick<TelegramSender, 'send'> & Partial<Pick<TelegramSender, 'probe'>>;
 }
 
 /** The settings a Telegram sender is made of. */
@@ -32,7 +33,11 @@ export type TelegramSenderSettings = Pick<Config, 'telegramBotToken' | 'telegram
 /** The Telegram channel: on when `TELEGRAM_BOT_TOKEN` is set. */
 export function telegramChannel(deps: TelegramChannelDeps): ChannelAdapter {
   const { chats, config } = deps;
-  let sender: Pick<TelegramSender, 'send'> | undefined;
+  let sender: (Pick<TelegramSender, 'send'> & Partial<Pick<TelegramSender, 'probe'>>) | undefined;
+  const senderOf = () => {
+    sender ??= deps.sender?.() ?? telegramSenderOf(config);
+    return sender;
+  };
   return {
     name: 'telegram',
     on: config.telegramBotToken !== undefined,
@@ -43,9 +48,13 @@ export function telegramChannel(deps: TelegramChannelDeps): ChannelAdapter {
     follows: (address, source) => chats.follows(address, source),
     unsubscribe: (address) => chats.unsubscribe(address),
     send: async (message, signal) => {
-      sender ??= deps.sender?.() ?? telegramSenderOf(config);
       const html = formatChangeMessage(message.told, { pageUrl: message.pageUrl, subgroup: message.subgroup });
-      return channelOutcome(await sender.send(message.address, html, signal));
+      return channelOutcome(await senderOf().send(message.address, html, signal));
+    },
+    probe: async (signal) => {
+      const asked = await senderOf().probe?.(signal);
+      if (asked === undefined) return { kind: 'failed', permanent: false, reason: 'this sender cannot ask Telegram' };
+      return asked.kind === 'ok' ? { kind: 'sent', messageId: '' } : channelOutcome(asked);
     },
   };
 }

@@ -19,7 +19,7 @@ export type SendOutcome =
 export const SEND_TIMEOUT_SECONDS = 15;
 
 /** The part of grammY's Api a sender uses (tests may give a recording one). */
-export type SendApi = Pick<Api, 'sendMessage'>;
+export type SendApi = Pick<Api, 'sendMessage' | 'getMe'>;
 
 type GrammySignal = Parameters<SendApi['sendMessage']>[3];
 
@@ -74,6 +74,20 @@ export class TelegramSender implements ReplySender {
       return { kind: 'sent', messageId: message.message_id };
     } catch (error) {
       return outcomeOfError(error, this.token);
+    }
+  }
+
+  /**
+   * Asks Telegram who the bot is (`getMe`), through the same client (API root, proxy, timeout) as the messages:
+   * whether it takes the token now, without writing to anybody. `ok`, or what the error means, as for a send.
+   */
+  async probe(signal?: AbortSignal): Promise<{ kind: 'ok' } | Exclude<SendOutcome, { kind: 'sent' }>> {
+    try {
+      await this.api.getMe(signal as GrammySignal);
+      return { kind: 'ok' };
+    } catch (error) {
+      const outcome = outcomeOfError(error, this.token);
+      return outcome.kind === 'sent' ? { kind: 'ok' } : outcome;
     }
   }
 
