@@ -252,6 +252,12 @@ export function channelSendProcessor(
           );
           throw new UnrecoverableError(`${channel} refused the message: ${sent.reason}`);
         }
+        // An address that left the source while its message was made (`/stop`, an unsubscribe link) is no failure:
+        // settled as the check before the send would have, without using an attempt or counting as failed.
+        if (!(await adapter.follows(address, set.source))) {
+          await delivery.settle('dropped', owner);
+          return { outcome: 'unsubscribed' };
+        }
         await leave();
         count('failed');
         throw new Error(`${channel} send failed: ${sent.reason}`);

@@ -419,6 +419,25 @@ describe('the channel core', () => {
     expect(await r.counted('dropped')).toBe(1);
     expect(await r.counted('failed')).toBe(1);
   });
+
+  it('settles quietly a message whose address left the source while it was made', async () => {
+    r.channel.subscribe('d8', SOURCE);
+    const send = r.channel.send;
+    // The person unsubscribes (an unsubscribe link, `/stop`) between the core's check and the send, which then
+    // finds nothing to send to.
+    r.channel.send = async (message) => {
+      await r.channel.unsubscribe(message.address);
+      r.channel.send = send;
+      return { kind: 'failed', permanent: false, reason: 'the mailbox left the source while its mail was made' };
+    };
+    const set = changeSet([moved('425', '518')]);
+    const ended = await jobEnded(r.queue, (await r.deliver('d8', set)).id as string);
+    expect(ended.state).toBe('completed');
+    expect(ended.job.returnvalue).toEqual({ outcome: 'unsubscribed' });
+    expect(ended.job.attemptsMade).toBe(1);
+    expect(await r.outbox.state(deliveryId('mx', 'd8', set))).toBe('dropped');
+    expect(await r.counted('failed')).toBe(0);
+  });
 });
 
 describe('daily digest', () => {

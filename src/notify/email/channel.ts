@@ -119,7 +119,7 @@ export function emailChannel(deps: EmailChannelDeps): EmailChannel {
       const to = await mailboxes.addressOf(message.address);
       const token = to === undefined ? undefined : await mailboxes.unsubscribeToken(message.address, message.source);
       // The mailbox left the source (or everything) after the core checked that it follows it: a race, not a
-      // refusal. Tried again later, the job finds it unsubscribed and settles quietly; nothing counts as refused.
+      // refusal. The core asks again whether it follows and, finding it gone, settles the delivery quietly.
       if (to === undefined || token === undefined)
         return { kind: 'failed', permanent: false, reason: 'the mailbox left the source while its mail was made' };
       return waves.judge(await sendMail(changeMailOf(message, to, token), signal));
