@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { type Processor, Worker, type WorkerOptions } from 'bullmq';
+import type { Processor, WorkerOptions } from 'bullmq';
 import type { Config } from '../config.ts';
 import { withDeadline } from '../lib/deadline.ts';
 import { RedisUnavailableError } from '../lib/errors.ts';
@@ -18,6 +18,7 @@ import { maxClientOf } from '../notify/max/client.ts';
 import type { NotifyServices } from '../notify/notify-services.ts';
 import type { PushAdapter } from '../push/adapter.ts';
 import { packLegacyState } from '../store/state-packing.ts';
+import { Worker } from './bullmq-worker.ts';
 import { ChannelProbes } from './channel-probe.ts';
 import type { ChannelSendDeps, ChannelSendTuning } from './channel-send.ts';
 import { pushQueueName, QUEUE } from './contract.ts';
