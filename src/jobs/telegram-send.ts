@@ -5,10 +5,10 @@
  */
 import { type Job, type Processor, type Queue, UnrecoverableError } from 'bullmq';
 import type { Config } from '../config.ts';
+import type { ChatStore } from '../notify/chat-subscribers.ts';
 import { channelOutcome, telegramChannel, telegramSenderOf } from '../notify/telegram/channel.ts';
 import type { TelegramSender } from '../notify/telegram/sender.ts';
 import type { RedisKeys } from '../store/keys.ts';
-import type { TelegramChats } from '../store/telegram-chats.ts';
 import {
   type ChannelSendDeps,
   type ChannelSendResult,
@@ -25,7 +25,7 @@ export interface TelegramSendDeps extends Omit<ChannelSendDeps, 'keys' | 'queues
   readonly keys: Pick<RedisKeys, 'tgPace' | 'channelPace'>;
   readonly queues: { readonly telegram: Pick<Queue, 'rateLimit'> };
   readonly notify: ChannelSendDeps['notify'] & {
-    readonly chats: Pick<TelegramChats, 'ofSource' | 'hasAny' | 'follows' | 'unsubscribe'>;
+    readonly chats: ChatStore;
   };
 }
 

@@ -27,10 +27,9 @@ export interface ChannelsDeps {
 
 /** Every registered channel's adapter, on or off (each says whether this deployment configured it). */
 export function channelAdapters(ctx: ChannelsDeps): readonly ChannelAdapter[] {
-  const maxChats = new MaxChats(ctx.redis, ctx.keys);
   return [
-    forgettingChats(telegramChannel({ config: ctx.config, chats: ctx.chats }), ctx.chats),
-    forgettingChats(maxChannel({ config: ctx.config, chats: maxChats, redis: ctx.redis, keys: ctx.keys }), maxChats),
+    telegramChannel({ config: ctx.config, chats: ctx.chats }),
+    maxChannel({ config: ctx.config, chats: new MaxChats(ctx.redis, ctx.keys), redis: ctx.redis, keys: ctx.keys }),
     emailChannel({
       config: ctx.config,
       mailboxes: new Mailboxes(ctx.redis, ctx.keys, ctx.config.secretKey),
@@ -40,9 +39,4 @@ export function channelAdapters(ctx: ChannelsDeps): readonly ChannelAdapter[] {
       logger: ctx.logger.child({ channel: 'email' }),
     }),
   ];
-}
-
-/** A messenger's adapter that also forgets a source that is no more: its chats' store leaves it for every chat. */
-function forgettingChats(adapter: ChannelAdapter, chats: Pick<TelegramChats, 'forgetSource'>): ChannelAdapter {
-  return { ...adapter, forgetSource: (source) => chats.forgetSource(source) };
 }

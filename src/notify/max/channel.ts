@@ -15,8 +15,8 @@
 import type { Config } from '../../config.ts';
 import type { RedisClient } from '../../lib/redis-target.ts';
 import type { RedisKeys } from '../../store/keys.ts';
-import type { MaxChats } from '../../store/max-chats.ts';
 import type { ChannelAdapter } from '../channel.ts';
+import { type ChatStore, chatSubscribers } from '../chat-subscribers.ts';
 import { RefusalRuns } from '../refusal-runs.ts';
 import { formatChangeMessage } from '../telegram/message.ts';
 import { MAX_TEXT_LENGTH, type MaxClient, type MaxClientSettings, maxClientOf } from './client.ts';
@@ -31,7 +31,7 @@ export const WAVE_REFUSALS = 5;
 /** What the MAX channel is built over. */
 export interface MaxChannelDeps {
   readonly config: MaxClientSettings & Pick<Config, 'maxBotToken'>;
-  readonly chats: Pick<MaxChats, 'ofSource' | 'hasAny' | 'follows' | 'unsubscribe'>;
+  readonly chats: ChatStore;
   readonly redis: RedisClient;
   readonly keys: Pick<RedisKeys, 'rateLimit' | 'mxRefusalsInARow'>;
   /**
@@ -60,11 +60,7 @@ export function maxChannel(deps: MaxChannelDeps): ChannelAdapter {
     name: 'max',
     on: config.maxBotToken !== undefined,
     paceMs: MAX_PACE_MS,
-    ofSource: async (source) =>
-      (await chats.ofSource(source)).map((chat) => ({ address: chat.chatId, options: chat.options })),
-    hasAny: (source) => chats.hasAny(source),
-    follows: (address, source) => chats.follows(address, source),
-    unsubscribe: (address) => chats.unsubscribe(address),
+    ...chatSubscribers(chats),
     send: async (message, signal) => {
       sender ??= new MaxSender(clientOf());
       const html = formatChangeMessage(message.told, {

@@ -6,8 +6,8 @@
  * fails for good; a server error or the network is retried.
  */
 import type { Config } from '../../config.ts';
-import type { TelegramChats } from '../../store/telegram-chats.ts';
 import type { ChannelAdapter, ChannelOutcome } from '../channel.ts';
+import { type ChatStore, chatSubscribers } from '../chat-subscribers.ts';
 import { formatChangeMessage } from './message.ts';
 import { createTelegramSender, type SendOutcome, type TelegramSender } from './sender.ts';
 
@@ -17,7 +17,7 @@ export const TELEGRAM_PACE_MS = 1_000;
 /** What the Telegram channel is built over. */
 export interface TelegramChannelDeps {
   readonly config: TelegramSenderSettings;
-  readonly chats: Pick<TelegramChats, 'ofSource' | 'hasAny' | 'follows' | 'unsubscribe'>;
+  readonly chats: ChatStore;
   /**
    * The sender of change messages, made on the first send (a process that sends nothing makes none); default
    * {@link telegramSenderOf} the settings. One without `probe` (a test's) cannot tell whether Telegram takes the
@@ -42,11 +42,7 @@ export function telegramChannel(deps: TelegramChannelDeps): ChannelAdapter {
     name: 'telegram',
     on: config.telegramBotToken !== undefined,
     paceMs: TELEGRAM_PACE_MS,
-    ofSource: async (source) =>
-      (await chats.ofSource(source)).map((chat) => ({ address: chat.chatId, options: chat.options })),
-    hasAny: (source) => chats.hasAny(source),
-    follows: (address, source) => chats.follows(address, source),
-    unsubscribe: (address) => chats.unsubscribe(address),
+    ...chatSubscribers(chats),
     send: async (message, signal) => {
       const html = formatChangeMessage(message.told, { pageUrl: message.pageUrl, subgroup: message.subgroup });
       return channelOutcome(await senderOf().send(message.address, html, signal));
