@@ -28,44 +28,17 @@ import { createMetrics, type Metrics } from '../../src/runtime/metrics.ts';
 import { ChannelStates } from '../../src/store/channel-states.ts';
 import { redisKeys } from '../../src/store/keys.ts';
 import { deliveryHash, deliveryId, heldDeliveryId, NotifyOutbox } from '../../src/store/notify-outbox.ts';
-import type { ChangeSet, NotifyItem, NotifySide } from '../../src/timetable/notify-change.ts';
+import type { ChangeSet, NotifyItem } from '../../src/timetable/notify-change.ts';
 import type { SourceKey } from '../../src/timetable/source.ts';
 import { until } from '../../testkit/poll.ts';
 import { jobEnded } from '../support/jobs.ts';
+import { moved } from '../support/notify-items.ts';
 import { deletePrefix, uniquePrefix } from '../support/service.ts';
 
 const SOURCE = 'group:4242';
 const OTHER = 'group:4243';
 /** 10:00 in Moscow: outside the quiet hours, before the digest time (19:00). */
 const MORNING = Date.UTC(2029, 9, 2, 7, 0);
-/** A class years ahead. */
-const CLASS = Date.UTC(2030, 9, 2, 12, 40);
-
-function side(room: string, overrides: Partial<NotifySide> = {}): NotifySide {
-  return {
-    date: '2030-10-02',
-    begin: '15:40',
-    end: '17:10',
-    startUtc: CLASS,
-    summary: 'Оптика (лабораторная работа)',
-    location: `Корпус 1, ${room}`,
-    teacher: '',
-    ...overrides,
-  };
-}
-
-function moved(from: string, to: string, uid = 'u1', overrides: Partial<NotifySide> = {}): NotifyItem {
-  const startsAt = overrides.startUtc ?? CLASS;
-  return {
-    kind: 'moved',
-    uid,
-    before: side(from, overrides),
-    after: side(to, overrides),
-    startsAt,
-    lessonKind: 'лабораторная работа',
-    note: '',
-  };
-}
 
 /** A channel of the test's own: subscribers in memory, answers scripted per call (then `sent`). */
 interface TestChannel extends ChannelAdapter {

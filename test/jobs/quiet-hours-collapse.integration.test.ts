@@ -23,9 +23,10 @@ import { ChannelStates } from '../../src/store/channel-states.ts';
 import { redisKeys } from '../../src/store/keys.ts';
 import { deliveryHash, deliveryId, heldDeliveryId, NotifyOutbox } from '../../src/store/notify-outbox.ts';
 import { TelegramChats } from '../../src/store/telegram-chats.ts';
-import type { ChangeSet, NotifyItem, NotifySide } from '../../src/timetable/notify-change.ts';
+import type { ChangeSet, NotifyItem } from '../../src/timetable/notify-change.ts';
 import { type FakeTelegram, startFakeTelegram } from '../../testkit/fake-telegram/index.ts';
 import { jobEnded } from '../support/jobs.ts';
+import { CLASS, moved, side } from '../support/notify-items.ts';
 import { deletePrefix, uniquePrefix } from '../support/service.ts';
 
 const SOURCE = 'group:4242';
@@ -34,32 +35,6 @@ const OTHER = 'group:4243';
 const DAY = Date.UTC(2029, 9, 2, 9, 0);
 /** A night: 02:00 in Moscow, inside the default quiet hours 23-07; the class is years ahead. */
 const NIGHT = Date.UTC(2029, 9, 1, 23, 0);
-const CLASS = Date.UTC(2030, 9, 2, 12, 40);
-
-function side(room: string, overrides: Partial<NotifySide> = {}): NotifySide {
-  return {
-    date: '2030-10-02',
-    begin: '15:40',
-    end: '17:10',
-    startUtc: CLASS,
-    summary: 'Оптика (лабораторная работа)',
-    location: `Корпус 1, ${room}`,
-    teacher: '',
-    ...overrides,
-  };
-}
-
-function moved(from: string, to: string, uid = 'u1'): NotifyItem {
-  return {
-    kind: 'moved',
-    uid,
-    before: side(from),
-    after: side(to),
-    startsAt: CLASS,
-    lessonKind: 'лабораторная работа',
-    note: '',
-  };
-}
 
 interface Rig {
   telegram: FakeTelegram;

@@ -20,41 +20,16 @@ import { createLogger, type Logger, silentLogger } from '../../src/logger.ts';
 import { type EmailChannel, emailChannel, MAIL_WAVE_REFUSALS } from '../../src/notify/email/channel.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { deliveryId } from '../../src/store/notify-outbox.ts';
-import type { ChangeSet, NotifyItem, NotifySide } from '../../src/timetable/notify-change.ts';
+import type { ChangeSet } from '../../src/timetable/notify-change.ts';
 import { until } from '../../testkit/poll.ts';
 import { type ReceivedMail, startSmtpServer, type TestSmtpServer } from '../../testkit/smtp-server.ts';
 import { jobEnded } from '../support/jobs.ts';
+import { moved } from '../support/notify-items.ts';
 import { testContext } from '../support/service.ts';
 
 const SOURCE = 'group:4242';
 /** 10:00 in Moscow: outside any quiet hours, before the digest time (19:00). */
 const MORNING = Date.UTC(2029, 9, 2, 7, 0);
-/** A class a year ahead. */
-const CLASS = Date.UTC(2030, 9, 2, 12, 40);
-
-function side(room: string): NotifySide {
-  return {
-    date: '2030-10-02',
-    begin: '15:40',
-    end: '17:10',
-    startUtc: CLASS,
-    summary: 'Оптика (лабораторная работа)',
-    location: `Корпус 1, ${room}`,
-    teacher: '',
-  };
-}
-
-function moved(from: string, to: string): NotifyItem {
-  return {
-    kind: 'moved',
-    uid: 'u1',
-    before: side(from),
-    after: side(to),
-    startsAt: CLASS,
-    lessonKind: 'лабораторная работа',
-    note: '',
-  };
-}
 
 interface Rig {
   ctx: ServiceContext;
