@@ -16,8 +16,9 @@ import type { TimetableEntry } from '../../src/timetable/types.ts';
 import { until, waitUntil } from '../../testkit/poll.ts';
 import { type RoleProcess as Role, startRoleProcess } from '../../testkit/processes.ts';
 import { type ReceivedMail, startSmtpServer, type TestSmtpServer } from '../../testkit/smtp-server.ts';
-import { jobEnded } from '../support/jobs.ts';
+import { resyncAndWait } from '../support/jobs.ts';
 import { TEST_ADMIN_TOKEN, TEST_SECRET_KEY, testContext, uniquePrefix } from '../support/service.ts';
+import { simControl } from '../upstream/sim-control.ts';
 
 const SCRIPT = resolve(import.meta.dirname, 'support/service-process.ts');
 const DAY = 86_400_000;
@@ -45,26 +46,11 @@ async function stopRole(role: Role | undefined, signal?: NodeJS.Signals): Promis
 
 /** Asks the api for a resync of `source` and waits for the refresh to complete. */
 async function resync(source: string): Promise<void> {
-  const response = await fetch(`${api.url}/admin/resync`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ source }),
-  });
-  expect(response.status).toBe(202);
-  const { jobs } = (await response.json()) as { jobs: string[] };
-  for (const id of jobs) {
-    const { state, job } = await jobEnded(ctx.queues.refresh, id, 30_000);
-    if (state !== 'completed') throw new Error(`refresh ${id} ${state}: ${job.failedReason}`);
-  }
+  await resyncAndWait(api.url, TEST_ADMIN_TOKEN, ctx.queues.refresh, source);
 }
 
 async function patchRoom(id: number, room: string): Promise<void> {
-  const response = await fetch(`${sim.url}/_sim/entries/${id}`, {
-    method: 'PATCH',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ num_auditorium_schedule: room }),
-  });
-  expect(response.status).toBe(200);
+  await simControl(sim.url).patchEntry(id, { num_auditorium_schedule: room });
 }
 
 /** The change mails an address got (not its confirmation mails). */

@@ -15,8 +15,9 @@ import type { TimetableEntry } from '../../src/timetable/types.ts';
 import { type FakeTelegram, startFakeTelegram } from '../../testkit/fake-telegram/index.ts';
 import { until, waitUntil } from '../../testkit/poll.ts';
 import { type RoleProcess as Role, startRoleProcess } from '../../testkit/processes.ts';
-import { jobEnded } from '../support/jobs.ts';
+import { resyncAndWait } from '../support/jobs.ts';
 import { TEST_ADMIN_TOKEN, TEST_SECRET_KEY, testContext, uniquePrefix } from '../support/service.ts';
+import { simControl } from '../upstream/sim-control.ts';
 
 const SCRIPT = resolve(import.meta.dirname, 'support/service-process.ts');
 const DAY = 86_400_000;
@@ -43,27 +44,12 @@ async function stopRole(role: Role | undefined, signal?: NodeJS.Signals): Promis
 
 /** Asks the api for a resync of `source` and waits for the refresh to complete. */
 async function resync(source: string): Promise<void> {
-  const response = await fetch(`${api.url}/admin/resync`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ source }),
-  });
-  expect(response.status).toBe(202);
-  const { jobs } = (await response.json()) as { jobs: string[] };
-  for (const id of jobs) {
-    const { state, job } = await jobEnded(ctx.queues.refresh, id, 30_000);
-    if (state !== 'completed') throw new Error(`refresh ${id} ${state}: ${job.failedReason}`);
-  }
+  await resyncAndWait(api.url, TEST_ADMIN_TOKEN, ctx.queues.refresh, source);
 }
 
 /** Changes an entry in the simulator. */
 async function patchEntry(id: number, fields: Record<string, unknown>): Promise<void> {
-  const response = await fetch(`${sim.url}/_sim/entries/${id}`, {
-    method: 'PATCH',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(fields),
-  });
-  expect(response.status).toBe(200);
+  await simControl(sim.url).patchEntry(id, fields);
 }
 
 /** The change messages a chat got (not the bot's answers to commands). */

@@ -27,3 +27,27 @@ export async function jobEnded<T extends Job>(
     throw new Error(`job ${id} did not end within ${timeoutMs} ms (last state: ${last.state})`);
   return { job: last.job, state: last.state };
 }
+
+/**
+ * Asks the api at `apiUrl` for a resync of `source` (as an admin, `adminToken`) and waits until each refresh it
+ * queued on `refresh` has completed; throws with the job's reason for one that did not. The end-to-end tests drive
+ * a change through the running service so.
+ */
+export async function resyncAndWait(
+  apiUrl: string,
+  adminToken: string,
+  refresh: JobReader<Job>,
+  source: string,
+): Promise<void> {
+  const response = await fetch(`${apiUrl}/admin/resync`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ source }),
+  });
+  if (response.status !== 202) throw new Error(`resync of ${source}: ${response.status} ${await response.text()}`);
+  const { jobs } = (await response.json()) as { jobs: string[] };
+  for (const id of jobs) {
+    const { state, job } = await jobEnded(refresh, id, 30_000);
+    if (state !== 'completed') throw new Error(`refresh ${id} ${state}: ${job.failedReason}`);
+  }
+}

@@ -43,6 +43,8 @@ export function simControl(url: string) {
       ).users,
     addEntry: async (fields: Record<string, unknown>) =>
       (await control(url, 'POST', '/_sim/entries', fields)) as { id: number } & Record<string, unknown>,
+    /** Changes fields of an entry (`num_auditorium_schedule`, …) as the university would. */
+    patchEntry: (id: number, fields: Record<string, unknown>) => control(url, 'PATCH', `/_sim/entries/${id}`, fields),
     deleteEntry: (id: number) => control(url, 'DELETE', `/_sim/entries/${id}`),
     fault: (spec: FaultSpec) => control(url, 'POST', '/_sim/faults', spec),
     clearFaults: () => control(url, 'DELETE', '/_sim/faults'),
