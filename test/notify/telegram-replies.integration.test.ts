@@ -116,7 +116,13 @@ describe('command replies', () => {
       20_000,
     );
     expect(reply?.text).toBe('ждёт');
-    expect(await states.disabled('telegram')).toBeUndefined();
+    // The fake records the message as it answers; the worker turns the channel on once it has read that answer.
+    expect(
+      await until(
+        () => states.disabled('telegram'),
+        (disabled) => disabled === undefined,
+      ),
+    ).toBeUndefined();
     const done = await until(
       async () => ctx.queues.telegram.getJob(id),
       (job) => job?.finishedOn !== undefined,
