@@ -7,10 +7,17 @@ import { configDefaults, defineConfig } from 'vitest/config';
 process.env.NODE_COMPILE_CACHE ??= join(tmpdir(), 'node-compile-cache');
 
 /**
- * Integration suites that must have the machine to themselves: they bound a latency or a flood's cost in wall
- * time, or start many processes at once, so a neighbour's load would fail them rather than slow them down.
+ * Integration suites that must have the machine to themselves, since a neighbour's load would fail them rather
+ * than slow them down: the abuse suites bound a latency or a flood's cost in wall time; the CalDAV push budget
+ * gives a job 1 s, which the connecting push must stay within; the simulator's data suite generates simulators
+ * in its own process, blocking its event loop for seconds on a busy machine, and its client then met the
+ * simulator closing an idle keep-alive connection under it (ECONNRESET).
  */
-const ALONE = ['test/abuse/**/*.integration.test.ts'];
+const ALONE = [
+  'test/abuse/**/*.integration.test.ts',
+  'test/caldav/push-budget.integration.test.ts',
+  'test/simulator/data.integration.test.ts',
+];
 
 /**
  * Three projects, run one after the other (`sequence.groupOrder`). `unit`: pure code (no Redis, no child
