@@ -17,6 +17,11 @@ const ALONE = [
   'test/abuse/**/*.integration.test.ts',
   'test/caldav/push-budget.integration.test.ts',
   'test/simulator/data.integration.test.ts',
+  // A flood of 40 commands must get the burst's 3 replies and one «too often», answered at 1 s pace: on a busy
+  // machine the queued commands were handled slowly enough for the chat's rate to allow a fifth.
+  'test/notify/telegram-replies.integration.test.ts',
+  // The worker's first push into Radicale, waited for 30 s behind a browser, did not end in time beside others.
+  'test/web/caldav.browser.integration.test.ts',
 ];
 
 /**
