@@ -80,6 +80,16 @@ const cancelledTitlePrefix = z
   })
   .transform((value) => value ?? 'Отменено: ');
 
+/**
+ * Whole seconds from 1 s to 30 s (the `FEED_PUBLIC_MAX_AGE` of the feeds' `Cache-Control`): a proxy may serve a
+ * copy this old, and a published change must reach its clients within a minute.
+ */
+const publicMaxAge = duration('30s', 1_000).transform((ms, ctx) => {
+  if (ms !== 0 && (ms % 1_000 !== 0 || ms > 30_000))
+    ctx.addIssue({ code: 'custom', message: `must be whole seconds from 1s to 30s such as 10s (got ${ms / 1_000}s)` });
+  return ms / 1_000;
+});
+
 /** How background refreshes are planned (docs/design.md#freshness). */
 export type RefreshPolicy = 'adaptive' | 'fixed';
 
@@ -599,6 +609,16 @@ const SETTINGS = {
       'Subscriber variants (`?title=…`) have their own 64 MiB apart from it.',
     default: String(DEFAULT_FEED_CACHE_MB),
     example: '512',
+  }),
+  feedPublicMaxAgeSeconds: setting('FEED_PUBLIC_MAX_AGE', publicMaxAge, {
+    group: 'feeds',
+    meaning:
+      'How long the caching proxy (deploy/nginx.conf) and calendar apps may keep a group or teacher feed without ' +
+      'asking again: its `Cache-Control: public, max-age`, in whole seconds from 1s to 30s. A change published ' +
+      "reaches the proxy's clients at most this much later; more than 30 s would break the minute promised. " +
+      'Lower means more revalidations (a 304 without a body each) for changes seen sooner.',
+    default: '30s',
+    example: '10s',
   }),
   workerConcurrency: setting('WORKER_CONCURRENCY', positiveNumber(8, true, 1_000), {
     group: 'refresh',

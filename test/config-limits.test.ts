@@ -93,3 +93,16 @@ describe('the freshness settings', () => {
     expect(problemsOf({ REFRESH_POLICY: 'eager' })).toEqual(['REFRESH_POLICY: must be adaptive or fixed']);
   });
 });
+
+describe("the public feeds' max-age in the configuration", () => {
+  it('defaults to 30 s and reads whole seconds up to 30 s', () => {
+    expect(loadConfig({}).feedPublicMaxAgeSeconds).toBe(30);
+    expect(loadConfig({ FEED_PUBLIC_MAX_AGE: '2s' }).feedPublicMaxAgeSeconds).toBe(2);
+    expect(loadConfig({ FEED_PUBLIC_MAX_AGE: '30s' }).feedPublicMaxAgeSeconds).toBe(30);
+  });
+
+  it.each(['31s', '1m', '1500ms', '500ms', '0s', 'soon'])('refuses FEED_PUBLIC_MAX_AGE=%j', (value) => {
+    const [problem] = problemsOf({ FEED_PUBLIC_MAX_AGE: value });
+    expect(problem).toMatch(/^FEED_PUBLIC_MAX_AGE: must be /);
+  });
+});

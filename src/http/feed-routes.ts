@@ -214,13 +214,19 @@ async function serveFeed(
   // Identity and br are made from the stored gzip form the first time they are asked for (feed-forms.ts); made
   // before the headers are set, so that an error answered instead carries none of the feed's caching headers.
   const body = notModified ? undefined : await feed.forms.get(encoding);
-  setFeedHeaders(reply, feed, encoding, source.startsWith('personal:'));
+  setFeedHeaders(reply, feed, encoding, source.startsWith('personal:'), provider.publicMaxAge);
   if (body === undefined) return reply.code(304).send();
   if (encoding !== 'identity') reply.header('Content-Encoding', encoding);
   return reply.send(body);
 }
 
-function setFeedHeaders(reply: FastifyReply, feed: ServedFeed, encoding: FeedEncoding, personal: boolean): void {
-  const headers = feedHeaders(feed, encoding, personal);
+function setFeedHeaders(
+  reply: FastifyReply,
+  feed: ServedFeed,
+  encoding: FeedEncoding,
+  personal: boolean,
+  publicMaxAge: number,
+): void {
+  const headers = feedHeaders(feed, encoding, personal, publicMaxAge);
   for (let index = 0; index < headers.length; index += 2) reply.header(headers[index] as string, headers[index + 1]);
 }

@@ -23,7 +23,7 @@ import { InvalidSourceError } from '../timetable/errors.ts';
 import { parseSource, type SourceKind } from '../timetable/source.ts';
 import type { FeedCounters } from './feed-counters.ts';
 import type { ServedFeed } from './feed-forms.ts';
-import { feedHeaders } from './feed-headers.ts';
+import { feedHeaders, PUBLIC_MAX_AGE_SECONDS } from './feed-headers.ts';
 import type { FeedProvider } from './feed-provider.ts';
 import { chooseEncoding, type FeedEncoding, isNotModified } from './negotiate.ts';
 
@@ -60,24 +60,28 @@ export class FeedFastPath {
   private readonly counters: FeedCounters;
   private readonly hookHeaders: readonly string[];
   private readonly noteRequest: (request: IncomingMessage) => void;
+  private readonly publicMaxAge: number;
   private readonly answers = new WeakMap<ServedFeed, Partial<Record<FeedEncoding, CodedAnswer>>>();
   private readonly codings = new Map<string | undefined, FeedEncoding>();
   private closing = false;
 
   /**
    * `hookHeaders` (a `[name, value, …]` list) are what the app's onSend hooks add to every answer (the security
-   * header), sent here alike; `noteRequest` sees every request answered here, as the app's onRequest hooks would.
+   * header), sent here alike; `noteRequest` sees every request answered here, as the app's onRequest hooks would;
+   * `publicMaxAge` is the provider's (the feed routes').
    */
   constructor(
     provider: Pick<FeedProvider, 'cachedFeed'>,
     counters: FeedCounters,
     hookHeaders: readonly string[],
     noteRequest: (request: IncomingMessage) => void,
+    publicMaxAge = PUBLIC_MAX_AGE_SECONDS,
   ) {
     this.provider = provider;
     this.counters = counters;
     this.hookHeaders = hookHeaders;
     this.noteRequest = noteRequest;
+    this.publicMaxAge = publicMaxAge;
   }
 
   /** From now on every request is left to fastify (which answers 503 while the app closes). */
@@ -133,14 +137,14 @@ export class FeedFastPath {
     }
     let answer = made[encoding];
     if (answer === undefined) {
-      answer = coded(feed, encoding, this.hookHeaders);
+      answer = coded(feed, encoding, this.hookHeaders, this.publicMaxAge);
       made[encoding] = answer;
     }
     if (answer.body === undefined) {
       const body = feed.forms.ready(encoding);
       if (body !== undefined) {
         answer.ok = [
-          ...feedHeaders(feed, encoding, false),
+          ...feedHeaders(feed, encoding, false, this.publicMaxAge),
           ...codingHeader(encoding),
           ...this.hookHeaders,
           'content-length',
@@ -169,8 +173,13 @@ function sourceOfPath(kind: SourceKind, id: string): string | undefined {
  * The 304 header lists of `feed` in `encoding`, in the order the feed route, the security hook and fastify send
  * them; the 200's follow once its bytes are made ({@link FeedFastPath}).
  */
-function coded(feed: ServedFeed, encoding: FeedEncoding, hookHeaders: readonly string[]): CodedAnswer {
-  const notModified = [...feedHeaders(feed, encoding, false), ...hookHeaders];
+function coded(
+  feed: ServedFeed,
+  encoding: FeedEncoding,
+  hookHeaders: readonly string[],
+  publicMaxAge: number,
+): CodedAnswer {
+  const notModified = [...feedHeaders(feed, encoding, false, publicMaxAge), ...hookHeaders];
   return { ok: undefined, notModified, notModifiedHead: [...notModified, 'content-length', '0'], body: undefined };
 }
 

@@ -7,7 +7,7 @@ import { codingEtag, type FeedEncoding } from './negotiate.ts';
 
 /**
  * How long a shared cache (deploy/nginx.conf's proxy) and calendar apps may keep a public feed without asking
- * again. 30 s keeps a published change at most 30 s behind the api at the proxy, inside the minute we promise,
+ * again, unless `FEED_PUBLIC_MAX_AGE` lowers it. 30 s keeps a published change at most 30 s behind the api at the proxy, inside the minute we promise,
  * with room for the proxy's background revalidation; asking again costs a 304 without a body once a copy is held.
  */
 export const PUBLIC_MAX_AGE_SECONDS = 30;
@@ -21,9 +21,15 @@ const lists = new WeakMap<FeedValidators, HeaderLists>();
 
 /**
  * The headers of an answer with `feed` in `encoding` (a 304 carries the ETag a 200 would have), as a flat
- * `[name, value, …]` list in the order they are sent; without Content-Encoding, which only a 200 carries.
+ * `[name, value, …]` list in the order they are sent; without Content-Encoding, which only a 200 carries. A public
+ * feed may be kept `publicMaxAge` seconds (the api's `FEED_PUBLIC_MAX_AGE`).
  */
-export function feedHeaders(feed: FeedValidators, encoding: FeedEncoding, personal: boolean): readonly string[] {
+export function feedHeaders(
+  feed: FeedValidators,
+  encoding: FeedEncoding,
+  personal: boolean,
+  publicMaxAge: number = PUBLIC_MAX_AGE_SECONDS,
+): readonly string[] {
   let made = lists.get(feed);
   if (made === undefined) {
     made = {};
@@ -41,7 +47,7 @@ export function feedHeaders(feed: FeedValidators, encoding: FeedEncoding, person
     new Date(feed.lastModified).toUTCString(),
     // Personal feeds must not sit in shared caches: their URL is the only secret protecting them.
     'cache-control',
-    personal ? `private, max-age=${PERSONAL_MAX_AGE_SECONDS}` : `public, max-age=${PUBLIC_MAX_AGE_SECONDS}`,
+    personal ? `private, max-age=${PERSONAL_MAX_AGE_SECONDS}` : `public, max-age=${publicMaxAge}`,
     'vary',
     'Accept-Encoding',
   ];

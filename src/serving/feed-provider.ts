@@ -66,7 +66,7 @@ const MAX_TOUCH_RECORDS = 50_000;
  */
 export type FeedProviderDeps = VariantRenderDeps &
   Parameters<typeof activateSource>[0] & {
-    readonly config: Pick<Config, 'inactiveAfterMs'> & Parameters<typeof enqueueRefresh>[1];
+    readonly config: Pick<Config, 'inactiveAfterMs' | 'feedPublicMaxAgeSeconds'> & Parameters<typeof enqueueRefresh>[1];
     readonly registry: Pick<SourceRegistry, 'missingReason' | 'isActive' | 'touch'>;
     readonly queues: Queues;
     readonly directory: Pick<GroupDirectory, 'has'>;
@@ -82,6 +82,8 @@ export type FeedProviderDeps = VariantRenderDeps &
  * share one instance, so that a first visit and a first feed request join the same fetch and the same cap.
  */
 export class FeedProvider {
+  /** How long its public feeds may be kept by caches, in seconds (their `Cache-Control: public, max-age`). */
+  readonly publicMaxAge: number;
   private readonly ctx: FeedProviderDeps;
   private readonly cache: FeedCache;
   private readonly variants: VariantCache;
@@ -99,6 +101,7 @@ export class FeedProvider {
 
   constructor(ctx: FeedProviderDeps, cache: FeedCache, limits: FeedAdmissions, options: FeedProviderOptions = {}) {
     this.ctx = ctx;
+    this.publicMaxAge = ctx.config.feedPublicMaxAgeSeconds;
     this.cache = cache;
     this.limits = limits;
     this.variants = new VariantCache(options.variants);

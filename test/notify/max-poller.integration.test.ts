@@ -17,6 +17,7 @@ import { botContextDeps } from '../../src/runtime/telegram.ts';
 import { MaxChats } from '../../src/store/max-chats.ts';
 import { type FakeMax, startFakeMax } from '../../testkit/fake-max/index.ts';
 import { waitUntil } from '../../testkit/poll.ts';
+import { NODE_CACHE_ENV } from '../../testkit/processes.ts';
 import { deletePrefix, TEST_SECRET_KEY, testContext, uniquePrefix } from '../support/service.ts';
 
 const SCRIPT = resolve(import.meta.dirname, 'max-poller-process.ts');
@@ -55,6 +56,7 @@ function startPoller(prefix: string): Promise<PollerProcess> {
   const child = spawn(process.execPath, [SCRIPT], {
     env: {
       PATH: process.env.PATH ?? '',
+      ...NODE_CACHE_ENV,
       REDIS_URL: inject('redisUrl'),
       REDIS_PREFIX: prefix,
       SECRET_KEY: TEST_SECRET_KEY,

@@ -14,6 +14,7 @@ import { redisKeys } from '../../src/store/keys.ts';
 import { TelegramChats } from '../../src/store/telegram-chats.ts';
 import { type FakeTelegram, startFakeTelegram } from '../../testkit/fake-telegram/index.ts';
 import { waitUntil } from '../../testkit/poll.ts';
+import { NODE_CACHE_ENV } from '../../testkit/processes.ts';
 import { deletePrefix, TEST_SECRET_KEY, testContext, uniquePrefix } from '../support/service.ts';
 
 const SCRIPT = resolve(import.meta.dirname, 'telegram-poller-process.ts');
@@ -52,6 +53,7 @@ function startPoller(prefix: string): Promise<PollerProcess> {
   const child = spawn(process.execPath, [SCRIPT], {
     env: {
       PATH: process.env.PATH ?? '',
+      ...NODE_CACHE_ENV,
       REDIS_URL: inject('redisUrl'),
       REDIS_PREFIX: prefix,
       SECRET_KEY: TEST_SECRET_KEY,

@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { NODE_CACHE_ENV } from '../../testkit/processes.ts';
 
 /** Default working folder of CLI runs: empty, so that a developer's own `.env` or `.data/` never leaks in. */
 const EMPTY_FOLDER = mkdtempSync(join(tmpdir(), 'tts-cli-cwd-'));
@@ -44,7 +45,7 @@ export function startCli(
 ): ChildProcess {
   return spawn(process.execPath, [CLI, ...args], {
     cwd: options.cwd ?? EMPTY_FOLDER,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...options.env },
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...NODE_CACHE_ENV, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
 }

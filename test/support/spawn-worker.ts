@@ -2,6 +2,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import { inject } from 'vitest';
+import { NODE_CACHE_ENV } from '../../testkit/processes.ts';
 import { TEST_ADMIN_TOKEN, TEST_SECRET_KEY } from './service.ts';
 
 const WORKER_SCRIPT = resolve(import.meta.dirname, 'worker-process.ts');
@@ -23,6 +24,7 @@ export function startWorkerProcess(
   const child = spawn(process.execPath, [WORKER_SCRIPT], {
     env: {
       PATH: process.env.PATH ?? '',
+      ...NODE_CACHE_ENV,
       REDIS_URL: inject('redisUrl'),
       ADMIN_TOKEN: TEST_ADMIN_TOKEN,
       SECRET_KEY: TEST_SECRET_KEY,
