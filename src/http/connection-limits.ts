@@ -113,8 +113,9 @@ export function applyConnectionLimits(app: FastifyInstance, limits: ConnectionLi
   const server = app.server;
   // The caps are kept here rather than by Node's maxConnections, which closes a newcomer before anyone sees it.
   server.maxConnections = Number.POSITIVE_INFINITY;
-  // The idle timeout (HTTP_IDLE_TIMEOUT) is the table's too, looked at per connection every few seconds: as a
-  // socket timeout (fastify's connectionTimeout) every read and write of every request re-armed a timer.
+  // The idle timeout (HTTP_IDLE_TIMEOUT) is the table's too: it looks at each connection's traffic every eighth of
+  // it. As a socket timeout (fastify's connectionTimeout), each request armed a timer of its own and every read
+  // and write re-armed it.
   server.setTimeout(0);
   const table = new ConnectionTable(server, limits);
   server.on('connection', (socket: Socket) => table.admit(socket));
@@ -262,8 +263,10 @@ class ConnectionTable {
   }
 
   /**
-   * Closes the connections without traffic either way for the idle timeout, as a socket timeout would: a client
-   * that stopped reading its answer, or a connection nothing else times out.
+   * Closes the connections without traffic either way for the idle timeout, as Node's socket timeout did: a
+   * client that stopped reading its answer, or one whose answer never comes. A connection kept alive between
+   * requests is left to the keep-alive timeout, as Node leaves it (HTTP_KEEP_ALIVE_TIMEOUT is the longer one, so
+   * that a proxy in front closes its idle connections first).
    */
   private closeIdle(): void {
     const now = Date.now();
@@ -273,7 +276,7 @@ class ConnectionTable {
       if (traffic !== state.traffic) {
         state.traffic = traffic;
         state.quietSince = now;
-      } else if (state.quietSince <= before) this.close(socket);
+      } else if (state.quietSince <= before && this.phase(socket) !== 'waiting') this.close(socket);
     }
   }
 

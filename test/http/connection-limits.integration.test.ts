@@ -301,6 +301,8 @@ describe('the idle timeout', () => {
     let closedAt: number | undefined;
     held.once('close', () => (closedAt = Date.now()));
     const talking = await silent('127.0.0.31', idle);
+    // Kept alive between requests: the keep-alive timeout's (72 s), not the idle timeout's.
+    const kept = await waiting('127.0.0.32', idle);
     // Until a second after the latest the held one may close (a quarter of the timeout late), a request every
     // quarter of the timeout on the other.
     while (Date.now() - heldAt < IDLE_MS * 1.25 + 1_000 && (closedAt === undefined || Date.now() - closedAt < 1_000)) {
@@ -311,5 +313,6 @@ describe('the idle timeout', () => {
     // Its last traffic came a moment before heldAt: a little margin below the timeout.
     expect((closedAt ?? 0) - heldAt).toBeGreaterThanOrEqual(IDLE_MS - 200);
     expect(closed(talking)).toBe(false);
+    expect(closed(kept)).toBe(false);
   }, 15_000);
 });
