@@ -35,8 +35,9 @@ export interface ServerOptions {
 export function serverOptions(limits: ServerLimits): ServerOptions {
   return {
     requestTimeout: limits.httpRequestTimeoutMs,
-    // No socket timeout: it re-armed a timer at every read and write. The connection table closes idle
-    // connections (HTTP_IDLE_TIMEOUT) instead, looking at each every few seconds (connection-limits.ts).
+    // No socket timeout: each request armed one and every read and write re-armed it. The connection table
+    // closes idle connections (HTTP_IDLE_TIMEOUT) instead, looking at their traffic now and then
+    // (connection-limits.ts).
     connectionTimeout: 0,
     keepAliveTimeout: limits.httpKeepAliveTimeoutMs,
     http: {
