@@ -31,10 +31,9 @@ export interface RunningNginx {
 
 /**
  * Starts nginx in the foreground on a free loopback port serving `root`: no access log, sendfile, keep-alive
- * with the shipped proxy's request limit (deploy/nginx.conf's `keepalive_requests`: like for like; wrk
- * reconnects alike on both), `gzip_static` so that a `.gz` next
- * to a file is sent as is to clients that accept gzip, and ETags (nginx's default, said so: the benchmark's
- * `304`s need them). Every path nginx writes is under `dir`.
+ * with the shipped proxy's request limit (deploy/nginx.conf's `keepalive_requests`: wrk reconnects alike on
+ * both), `gzip_static` so that a `.gz` next to a file is sent as is to clients that accept gzip, and ETags
+ * (nginx's default, said so: the benchmark's `304`s need them). Every path nginx writes is under `dir`.
  */
 export async function startNginx(
   cleanup: Cleanup,
