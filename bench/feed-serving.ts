@@ -57,8 +57,8 @@ const WARM_UP_SECONDS = 2;
 const CONNECTIONS = 64;
 const GZIP = { 'Accept-Encoding': 'gzip' };
 const BARE_SERVER = join(import.meta.dirname, 'support/bare-feed-server.ts');
-const NAMES = ['api', 'bare node', 'proxy', 'nginx static'] as const;
-type Name = (typeof NAMES)[number];
+export const NAMES = ['api', 'bare node', 'proxy', 'nginx static'] as const;
+export type Name = (typeof NAMES)[number];
 
 /** One server under load; `pids` for pinning and CPU; `headers` sent with each of its requests. */
 interface Target {
@@ -76,8 +76,16 @@ interface Target {
 export interface FeedServingOptions {
   /** NODE_OPTIONS of the api process, e.g. `--cpu-prof --cpu-prof-dir=/tmp/profiles`. */
   apiNodeOptions?: string;
+  /** NODE_OPTIONS of the bare node process, alike. */
+  bareNodeOptions?: string;
   /** Measured rounds per comparison; default 3. */
   rounds?: number;
+  /** Seconds of each measured wrk run; default 10. */
+  seconds?: number;
+  /** The servers measured (all four are started and checked all the same); default all. */
+  servers?: readonly Name[];
+  /** The answers measured, of `plain`, `gzip`, `304`, `pinned plain`, `pinned gzip`; default all. */
+  answers?: readonly string[];
 }
 
 /** Runs the feed-serving benchmark and returns its figures. */
@@ -129,7 +137,7 @@ async function startServers(cleanup: Cleanup, options: FeedServingOptions): Prom
     throw new Error('the service did not answer gzip to Accept-Encoding: gzip');
   const apiEtag = String(gzipped.headers.etag);
 
-  const bare = await startBareNode(cleanup, join(dir, 'bare'), api.url, path, plain, gzipped);
+  const bare = await startBareNode(cleanup, join(dir, 'bare'), api.url, path, plain, gzipped, options.bareNodeOptions);
   const root = join(dir, 'www');
   await mkdir(join(root, 'feeds/groups'), { recursive: true });
   await writeFile(join(root, path), plain.body);
@@ -184,6 +192,7 @@ async function startBareNode(
   path: string,
   plain: RawResponse,
   gzipped: RawResponse,
+  nodeOptions: string | undefined,
 ): Promise<{ url: string; pids: () => Promise<number[]> }> {
   await mkdir(dir, { recursive: true });
   const coded = async (name: string, answer: RawResponse, headers: Record<string, string>) => {
@@ -201,7 +210,10 @@ async function startBareNode(
   const answers: BareAnswers = { plain: await coded('plain', plain, {}), gzip: await coded('gzip', gzipped, GZIP) };
   const file = join(dir, 'answers.json');
   await writeFile(file, JSON.stringify(answers));
-  const child = spawn(process.execPath, [BARE_SERVER, file], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BARE_SERVER, file], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    ...(nodeOptions === undefined ? {} : { env: { ...process.env, NODE_OPTIONS: nodeOptions } }),
+  });
   cleanup.add(`bare node ${child.pid}`, () => stopChild(child));
   let errors = '';
   child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (errors += chunk));
@@ -244,36 +256,39 @@ async function proxyHit(url: string, headers: Record<string, string>, seen: Map<
 async function measure(cleanup: Cleanup, options: FeedServingOptions): Promise<Record<string, number | string>> {
   const servers = await startServers(cleanup, options);
   const { group, plain, gzipped, targets } = servers;
-  const all = NAMES.map((name) => targets[name]);
+  const selected = options.servers ?? NAMES;
+  const all = NAMES.filter((name) => selected.includes(name)).map((name) => targets[name]);
   const cpu = new CpuMeter();
   await cpu.start();
   const load = loadAverage();
   const rounds = options.rounds ?? ROUNDS;
-  const unpinned: WrkOptions = { threads: 2, connections: CONNECTIONS, seconds: SECONDS };
-  const identity = await compare(rounds, all, unpinned);
-  const gzip = await compare(rounds, all, { ...unpinned, headers: GZIP });
-  const notModified = await compare(
-    rounds,
-    all.map((target) => ({ ...target, headers: { ...GZIP, 'If-None-Match': target.etag } })),
-    unpinned,
-  );
-  const pinned: WrkOptions = { threads: 1, connections: CONNECTIONS, seconds: SECONDS, cpus: '1' };
-  const pinnedIdentity = await compare(rounds, all, pinned, '0');
-  const pinnedGzip = await compare(rounds, all, { ...pinned, headers: GZIP }, '0');
+  const seconds = options.seconds ?? SECONDS;
+  const unpinned: WrkOptions = { threads: 2, connections: CONNECTIONS, seconds };
+  const pinned: WrkOptions = { threads: 1, connections: CONNECTIONS, seconds, cpus: '1' };
+  // A list, not an object: the key '304' would come first in an object's order.
+  const runs: [string, () => Promise<Comparison>][] = [
+    ['plain', () => compare(rounds, all, unpinned)],
+    ['gzip', () => compare(rounds, all, { ...unpinned, headers: GZIP })],
+    [
+      '304',
+      () =>
+        compare(
+          rounds,
+          all.map((target) => ({ ...target, headers: { ...GZIP, 'If-None-Match': target.etag } })),
+          unpinned,
+        ),
+    ],
+    ['pinned plain', () => compare(rounds, all, pinned, '0')],
+    ['pinned gzip', () => compare(rounds, all, { ...pinned, headers: GZIP }, '0')],
+  ];
+  const answers: [string, Comparison][] = [];
+  for (const [answer, run] of runs) if (options.answers?.includes(answer) ?? true) answers.push([answer, await run()]);
   const used = await cpu.stop();
   const endLoad = loadAverage();
   const warnings = servers.apiStderr().trim();
-  // A list, not an object: the key '304' would come first in an object's order.
-  const answers: [string, Comparison][] = [
-    ['plain', identity],
-    ['gzip', gzip],
-    ['304', notModified],
-    ['pinned plain', pinnedIdentity],
-    ['pinned gzip', pinnedGzip],
-  ];
   process.stderr.write(table(answers));
-  const behind = [identity, gzip, notModified, pinnedIdentity, pinnedGzip].reduce(
-    (sum, comparison) => ({
+  const behind = answers.reduce(
+    (sum, [, comparison]) => ({
       seconds: sum.seconds + comparison.behindSeconds('proxy'),
       requests: sum.requests + comparison.requests('proxy'),
     }),
@@ -284,7 +299,7 @@ async function measure(cleanup: Cleanup, options: FeedServingOptions): Promise<R
     'group entries': group.entryCount,
     'feed bytes': plain.length,
     'feed gzip bytes': gzipped.length,
-    wrk: `-t2 -c${CONNECTIONS} -d${SECONDS}s after ${WARM_UP_SECONDS}s warm-up, ${rounds} rounds, median; pinned: server on CPU 0, wrk -t1 on CPU 1`,
+    wrk: `-t2 -c${CONNECTIONS} -d${seconds}s after ${WARM_UP_SECONDS}s warm-up, ${rounds} rounds, median; pinned: server on CPU 0, wrk -t1 on CPU 1`,
   };
   for (const [answer, comparison] of answers) {
     for (const name of NAMES) figures[`${answer} ${name} req/s`] = comparison.rate(name);

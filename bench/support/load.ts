@@ -31,9 +31,9 @@ export interface RunningNginx {
 
 /**
  * Starts nginx in the foreground on a free loopback port serving `root`: no access log, sendfile, keep-alive
- * without a request limit (wrk keeps its connections for the whole run), `gzip_static` so that a `.gz` next
- * to a file is sent as is to clients that accept gzip, and ETags (nginx's default, said so: the benchmark's
- * `304`s need them). Every path nginx writes is under `dir`.
+ * with the shipped proxy's request limit (deploy/nginx.conf's `keepalive_requests`: wrk reconnects alike on
+ * both), `gzip_static` so that a `.gz` next to a file is sent as is to clients that accept gzip, and ETags
+ * (nginx's default, said so: the benchmark's `304`s need them). Every path nginx writes is under `dir`.
  */
 export async function startNginx(
   cleanup: Cleanup,
@@ -59,7 +59,7 @@ http {
   tcp_nopush on;
   tcp_nodelay on;
   keepalive_timeout 65;
-  keepalive_requests 1000000;
+  keepalive_requests 10000;
   types { }
   default_type text/calendar;
   client_body_temp_path ${prefix}/temp/body;

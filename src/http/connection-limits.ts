@@ -23,6 +23,7 @@ export type ConnectionLimits = Pick<
   | 'httpMaxConnectionsPerAddress'
   | 'httpKeepAliveTimeoutMs'
   | 'httpHeadersTimeoutMs'
+  | 'httpIdleTimeoutMs'
   | 'trustProxy'
 >;
 
@@ -37,6 +38,11 @@ export const BUSY_KEEP_ALIVE_MS = 5_000;
 export const BUSY_SILENT_TIMEOUT_MS = 3_000;
 /** How often silent connections are looked for while the server is busy. */
 const SILENT_SWEEP_MS = 250;
+/**
+ * Idle connections are looked for every eighth of the idle timeout, at most this often: one is closed never early,
+ * and at most a quarter of the timeout late (of a timeout of 2 s or more).
+ */
+const MIN_IDLE_SWEEP_MS = 250;
 
 /** What a connection is doing, from the cheapest to close to the dearest. */
 type Phase = 'silent' | 'waiting' | 'sending' | 'answering';
@@ -50,9 +56,17 @@ interface Tracked {
   last?: IncomingMessage;
   /** Bytes read when its last answer finished; more since means a next request is on its way. */
   answeredAt?: number;
+  /** Bytes read and written when last looked at for idleness, and since when (epoch ms) that count stands. */
+  traffic: number;
+  quietSince: number;
   /** Its client (undefined for a trusted proxy), and that client's connections. */
   readonly client: string | undefined;
   readonly own: Pool | undefined;
+  /**
+   * Listener of each answer's `close` on this connection, made once per connection: a request costs the table a
+   * few field writes and set moves, with no closure or `once` wrapper made per request.
+   */
+  readonly answered: () => void;
 }
 
 /** A set of connections (the process's, or one address's) and those among them that can be closed cheaply. */
@@ -99,10 +113,14 @@ export function applyConnectionLimits(app: FastifyInstance, limits: ConnectionLi
   const server = app.server;
   // The caps are kept here rather than by Node's maxConnections, which closes a newcomer before anyone sees it.
   server.maxConnections = Number.POSITIVE_INFINITY;
+  // The idle timeout (HTTP_IDLE_TIMEOUT) is the table's too: it looks at each connection's traffic every eighth of
+  // it. As a socket timeout (fastify's connectionTimeout), each request armed a timer of its own and every read
+  // and write re-armed it.
+  server.setTimeout(0);
   const table = new ConnectionTable(server, limits);
   server.on('connection', (socket: Socket) => table.admit(socket));
   server.on('request', (request: IncomingMessage, response: ServerResponse) => table.received(request, response));
-  server.on('close', () => table.stop());
+  server.on('close', () => table.shutDown());
 }
 
 /** Every open connection of one server, by client, with what each is doing. */
@@ -116,6 +134,7 @@ class ConnectionTable {
   private readonly all = new Pool();
   private readonly perAddress = new Map<string, Pool>();
   private sweep: NodeJS.Timeout | undefined;
+  private readonly idleSweep: NodeJS.Timeout;
 
   constructor(server: Server, limits: ConnectionLimits) {
     this.server = server;
@@ -123,6 +142,9 @@ class ConnectionTable {
     this.isProxy = trustedProxyMatcher(limits.trustProxy);
     this.busyFrom = Math.max(1, Math.floor(limits.httpMaxConnections * BUSY_SHARE));
     this.silentTimeoutMs = Math.min(BUSY_SILENT_TIMEOUT_MS, limits.httpHeadersTimeoutMs);
+    const idleSweepMs = Math.max(MIN_IDLE_SWEEP_MS, Math.floor(limits.httpIdleTimeoutMs / 8));
+    this.idleSweep = setInterval(() => this.closeIdle(), idleSweepMs);
+    this.idleSweep.unref();
   }
 
   /** A new connection: kept if there is room, or room can be made; else closed at once. */
@@ -145,7 +167,17 @@ class ConnectionTable {
       this.perAddress.set(client, own);
       own.add(socket);
     }
-    this.tracked.set(socket, { openedAt: Date.now(), inFlight: 0, client, own });
+    const now = Date.now();
+    const state: Tracked = {
+      openedAt: now,
+      inFlight: 0,
+      traffic: 0,
+      quietSince: now,
+      client,
+      own,
+      answered: () => this.answered(socket, state),
+    };
+    this.tracked.set(socket, state);
     this.all.add(socket);
     socket.once('close', () => this.forget(socket));
     this.tune();
@@ -160,17 +192,27 @@ class ConnectionTable {
     state.last = request;
     this.all.waiting.delete(socket);
     state.own?.waiting.delete(socket);
-    // `close`, not `finish`: it also comes when the answer was cut short.
-    response.once('close', () => {
-      state.inFlight -= 1;
-      if (state.inFlight > 0 || socket.destroyed || !this.tracked.has(socket)) return;
-      state.answeredAt = socket.bytesRead;
-      this.all.waiting.add(socket);
-      state.own?.waiting.add(socket);
-    });
+    // `close`, not `finish`: it also comes when the answer was cut short. A response closes once, so `on` does
+    // what `once` would, without a wrapper per request.
+    response.on('close', state.answered);
   }
 
-  stop(): void {
+  /** An answer on `socket` is done (sent or cut short): the connection waits for its next request, if any. */
+  private answered(socket: Socket, state: Tracked): void {
+    state.inFlight -= 1;
+    if (state.inFlight > 0 || socket.destroyed || this.tracked.get(socket) !== state) return;
+    state.answeredAt = socket.bytesRead;
+    this.all.waiting.add(socket);
+    state.own?.waiting.add(socket);
+  }
+
+  /** The server closed: no more sweeps. */
+  shutDown(): void {
+    this.stop();
+    clearInterval(this.idleSweep);
+  }
+
+  private stop(): void {
     if (this.sweep !== undefined) clearInterval(this.sweep);
     this.sweep = undefined;
   }
@@ -218,6 +260,24 @@ class ConnectionTable {
       this.sweep = setInterval(() => this.closeSilent(), SILENT_SWEEP_MS);
       this.sweep.unref();
     } else if (!busy) this.stop();
+  }
+
+  /**
+   * Closes the connections without traffic either way for the idle timeout, as Node's socket timeout did: a
+   * client that stopped reading its answer, or one whose answer never comes. A connection kept alive between
+   * requests is left to the keep-alive timeout, as Node leaves it (HTTP_KEEP_ALIVE_TIMEOUT is the longer one, so
+   * that a proxy in front closes its idle connections first).
+   */
+  private closeIdle(): void {
+    const now = Date.now();
+    const before = now - this.limits.httpIdleTimeoutMs;
+    for (const [socket, state] of this.tracked) {
+      const traffic = socket.bytesRead + socket.bytesWritten;
+      if (traffic !== state.traffic) {
+        state.traffic = traffic;
+        state.quietSince = now;
+      } else if (state.quietSince <= before && this.phase(socket) !== 'waiting') this.close(socket);
+    }
   }
 
   /** Closes the connections silent for {@link BUSY_SILENT_TIMEOUT_MS} (`silent` is oldest first). */

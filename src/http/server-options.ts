@@ -1,8 +1,8 @@
 /**
  * The HTTP server's own limits, shared by the API app and a worker's operations app: how long a client may take
- * to send a request, how long an idle connection stays open (how many it holds: connection-limits.ts), and how
- * the errors fastify and Node answer by themselves (malformed request lines, over-long ids) are worded: as
- * everywhere else, `{ "error": "…", "code": "…" }`.
+ * to send a request, how long a kept-alive connection stays open (how many it holds, and when an idle one is
+ * closed: connection-limits.ts), and how the errors fastify and Node answer by themselves (malformed request
+ * lines, over-long ids) are worded: as everywhere else, `{ "error": "…", "code": "…" }`.
  */
 import type { ServerOptions as NodeServerOptions } from 'node:http';
 import type { Socket } from 'node:net';
@@ -10,10 +10,7 @@ import type { Config } from '../config.ts';
 import { ERROR_CODES, type ErrorCode } from './error-codes.ts';
 
 /** The config fields the server limits are read from. */
-export type ServerLimits = Pick<
-  Config,
-  'httpRequestTimeoutMs' | 'httpHeadersTimeoutMs' | 'httpIdleTimeoutMs' | 'httpKeepAliveTimeoutMs'
->;
+export type ServerLimits = Pick<Config, 'httpRequestTimeoutMs' | 'httpHeadersTimeoutMs' | 'httpKeepAliveTimeoutMs'>;
 
 /**
  * Longest path parameter the router accepts (fastify's default is 100): personal feed tokens are at most 128
@@ -38,7 +35,10 @@ export interface ServerOptions {
 export function serverOptions(limits: ServerLimits): ServerOptions {
   return {
     requestTimeout: limits.httpRequestTimeoutMs,
-    connectionTimeout: limits.httpIdleTimeoutMs,
+    // No socket timeout: each request armed one and every read and write re-armed it. The connection table
+    // closes idle connections (HTTP_IDLE_TIMEOUT) instead, looking at their traffic now and then
+    // (connection-limits.ts).
+    connectionTimeout: 0,
     keepAliveTimeout: limits.httpKeepAliveTimeoutMs,
     http: {
       requestTimeout: limits.httpRequestTimeoutMs,

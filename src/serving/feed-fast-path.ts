@@ -50,6 +50,13 @@ interface CodedAnswer {
 const KNOWN_ACCEPTS = 64;
 const KNOWN_ACCEPT_MAX_LENGTH = 128;
 
+/**
+ * Paths of public feeds remembered with their source key, so that a path asked again costs one lookup rather
+ * than being cut up and checked again. Only valid keys are kept, the first ones seen (a feed-shaped path with an
+ * id that is not one goes on to fastify, which answers 400); any others are parsed each time.
+ */
+const KNOWN_PATHS = 4096;
+
 const GROUPS = '/feeds/groups/';
 const EMPLOYEES = '/feeds/employees/';
 const SUFFIX = '.ics';
@@ -63,6 +70,7 @@ export class FeedFastPath {
   private readonly publicMaxAge: number;
   private readonly answers = new WeakMap<ServedFeed, Partial<Record<FeedEncoding, CodedAnswer>>>();
   private readonly codings = new Map<string | undefined, FeedEncoding>();
+  private readonly paths = new Map<string, { kind: SourceKind; source: string }>();
   private closing = false;
 
   /**
@@ -93,16 +101,19 @@ export class FeedFastPath {
   handle(request: IncomingMessage, response: ServerResponse): boolean {
     const method = request.method;
     if (this.closing || (method !== 'GET' && method !== 'HEAD')) return false;
-    const url = request.url ?? '';
-    const kind = url.startsWith(GROUPS) ? 'group' : url.startsWith(EMPLOYEES) ? 'employee' : undefined;
-    if (kind === undefined || !url.endsWith(SUFFIX)) return false;
-    const source = sourceOfPath(kind, url.slice(kind === 'group' ? GROUPS.length : EMPLOYEES.length, -SUFFIX.length));
-    const feed = source === undefined ? undefined : this.provider.cachedFeed(source);
+    const path = this.pathOf(request.url ?? '');
+    if (path === undefined) return false;
+    const { kind, source } = path;
+    const feed = this.provider.cachedFeed(source);
     if (feed === undefined) return false;
     const headers = request.headers;
     const answer = this.answerOf(feed, this.codingOf(headers['accept-encoding']));
-    const conditions = { ifNoneMatch: headers['if-none-match'], ifModifiedSince: headers['if-modified-since'] };
-    if (isNotModified(conditions, feed.etag, feed.lastModified)) {
+    const ifNoneMatch = headers['if-none-match'];
+    const ifModifiedSince = headers['if-modified-since'];
+    if (
+      (ifNoneMatch !== undefined || ifModifiedSince !== undefined) &&
+      isNotModified({ ifNoneMatch, ifModifiedSince }, feed.etag, feed.lastModified)
+    ) {
       this.noteRequest(request);
       response.writeHead(304, method === 'HEAD' ? answer.notModifiedHead : answer.notModified);
       response.end();
@@ -116,6 +127,23 @@ export class FeedFastPath {
     else response.end(answer.body);
     this.counters.served(kind, 200);
     return true;
+  }
+
+  /** The kind and source key of a public feed's path without a query; undefined for any other URL. */
+  private pathOf(url: string): { kind: SourceKind; source: string } | undefined {
+    const known = this.paths.get(url);
+    if (known !== undefined) return known;
+    const kind: SourceKind | undefined = url.startsWith(GROUPS)
+      ? 'group'
+      : url.startsWith(EMPLOYEES)
+        ? 'employee'
+        : undefined;
+    if (kind === undefined || !url.endsWith(SUFFIX)) return undefined;
+    const source = sourceOfPath(kind, url.slice(kind === 'group' ? GROUPS.length : EMPLOYEES.length, -SUFFIX.length));
+    if (source === undefined) return undefined;
+    const path = { kind, source };
+    if (this.paths.size < KNOWN_PATHS) this.paths.set(url, path);
+    return path;
   }
 
   private codingOf(accept: string | undefined): FeedEncoding {

@@ -99,13 +99,32 @@ describe('docker-compose.yml', () => {
 
   it('logs requests through the proxy without personal feed tokens or query strings', () => {
     const config = readFileSync(join(root, 'deploy/nginx.conf'), 'utf8');
-    // Every access log names our format (the image's default, `main`, records $request with the token).
-    const logs = [...config.matchAll(/^\s*access_log\s+([^;]+);/gm)].map((match) => match[1]?.trim());
-    expect(logs.sort()).toEqual(['/dev/stdout masked buffer=32k flush=1s', 'off']);
-    const format = /log_format masked ((?:'[^']*'\s*)+);/.exec(config)?.[1] ?? '';
-    expect(format).toContain('$loggable_uri');
-    for (const leaky of ['$request ', '$request"', '$request_uri', '$args', '$query_string', '$http_referer', '$uri'])
-      expect(format, leaky).not.toContain(leaky);
+    // Every access log names one of our formats (the image's default, `main`, records $request with the token):
+    // `masked` for the server, `public` (the path unmasked) only in the public feeds' prefix locations, whose
+    // paths hold no secret.
+    const logs = [...config.matchAll(/^\s*access_log\s+([^;]+);/gm)].map((match) => ({
+      log: match[1]?.trim(),
+      location: [...config.slice(0, match.index).matchAll(/^\s*location\s+([^{]+)\{/gm)].at(-1)?.[1]?.trim(),
+      indent: /^\s*/.exec(match[0])?.[0].replace(/^\n+/, '').length,
+    }));
+    const server = logs.filter((entry) => entry.log !== 'off' && !entry.log?.includes(' public '));
+    expect(server.map((entry) => [entry.log, entry.indent])).toEqual([['/dev/stdout masked buffer=32k flush=1s', 4]]);
+    const lean = logs.filter((entry) => entry.log?.includes(' public '));
+    expect(lean.map((entry) => [entry.log, entry.location, entry.indent])).toEqual([
+      ['/dev/stdout public buffer=32k flush=1s', '^~ /feeds/groups/', 8],
+      ['/dev/stdout public buffer=32k flush=1s', '^~ /feeds/employees/', 8],
+    ]);
+    expect(logs.filter((entry) => entry.log === 'off')).toHaveLength(1);
+    const format = (name: string) => new RegExp(`log_format ${name} ((?:'[^']*'\\s*)+);`).exec(config)?.[1] ?? '';
+    expect(format('masked')).toContain('$loggable_uri');
+    expect(format('public')).toContain('$uri');
+    for (const leaky of ['$request ', '$request"', '$request_uri', '$args', '$query_string', '$http_referer']) {
+      expect(format('masked'), leaky).not.toContain(leaky);
+      expect(format('public'), leaky).not.toContain(leaky);
+    }
+    expect(format('masked'), '$uri').not.toContain('$uri');
+    // The same line apart from the path.
+    expect(format('public')).toBe(format('masked').replace('$loggable_uri', '$uri'));
     expect(config).toMatch(/map \$uri \$loggable_uri \{\s*~\*\^\/feeds\/personal\/ "\/feeds\/personal\/<hidden>";/);
   });
 

@@ -284,3 +284,35 @@ describe('behind a trusted proxy', () => {
     expect(await healthz('127.0.0.21', proxied)).toEqual({ answered: false });
   });
 });
+
+describe('the idle timeout', () => {
+  const IDLE_MS = 2_000;
+  let idle: Server;
+  beforeAll(async () => {
+    idle = await startServer({ HTTP_IDLE_TIMEOUT: `${IDLE_MS}ms` });
+  });
+  afterEach(() => idle.release());
+  afterAll(() => idle.app.close());
+
+  it('closes a connection without traffic either way for that long, not before, and leaves a busy one', async () => {
+    // Held: the request arrived and nothing moves either way (an answer that never comes, or is never read).
+    const held = await answering('127.0.0.30', idle);
+    const heldAt = Date.now();
+    let closedAt: number | undefined;
+    held.once('close', () => (closedAt = Date.now()));
+    const talking = await silent('127.0.0.31', idle);
+    // Kept alive between requests: the keep-alive timeout's (72 s), not the idle timeout's.
+    const kept = await waiting('127.0.0.32', idle);
+    // Until a second after the latest the held one may close (a quarter of the timeout late), a request every
+    // quarter of the timeout on the other.
+    while (Date.now() - heldAt < IDLE_MS * 1.25 + 1_000 && (closedAt === undefined || Date.now() - closedAt < 1_000)) {
+      talking.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+      await new Promise((resolve) => setTimeout(resolve, IDLE_MS / 4));
+    }
+    expect(closedAt, 'the idle connection closed').toBeDefined();
+    // Its last traffic came a moment before heldAt: a little margin below the timeout.
+    expect((closedAt ?? 0) - heldAt).toBeGreaterThanOrEqual(IDLE_MS - 200);
+    expect(closed(talking)).toBe(false);
+    expect(closed(kept)).toBe(false);
+  }, 15_000);
+});
