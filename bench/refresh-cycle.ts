@@ -151,9 +151,9 @@ async function activateAll(ctx: ServiceContext, sources: readonly string[]): Pro
   }
   // The reconciler (in a worker) creates one job scheduler per source plus its own; wait, so that it does not
   // compete with the measured cycle. Their first ticks come one REFRESH_INTERVAL (12 h) later.
-  const deadline = Date.now() + 180_000;
+  const deadline = Date.now() + 600_000;
   while ((await ctx.queues.schedule.getJobSchedulersCount()) < sources.length + 1) {
-    if (Date.now() > deadline) throw new Error('the reconciler did not create the job schedulers within 3 minutes');
+    if (Date.now() > deadline) throw new Error('the reconciler did not create the job schedulers within 10 minutes');
     await sleep(500);
   }
 }

@@ -1,0 +1,130 @@
+/**
+ * CPU per first publication, in one process (`npm run bench -- first-publish`): what the refresh-cycle
+ * benchmark's first cycle costs a worker per job, without the machine's other load in the figure.
+ *
+ * A private redis-server and the simulator (seed 1, as the refresh-cycle benchmark's; in a child process, so that
+ * its CPU is not counted); sources are activated as that benchmark does, then their refresh jobs run here through
+ * the refresh processor itself (fetch, publication, learning), 16 at a time as a worker runs them, without BullMQ
+ * (and with a rate limit the machine never reaches: the figure is CPU, not rate).
+ * The first sources warm the process up and are not counted. Reported: CPU ms per first publication of the main
+ * thread (the event loop) and of all threads (the thread pool compresses), from /proc and `process.cpuUsage()`.
+ * CPU time hardly depends on what else runs on the machine; compare code before and after by running this in
+ * alternating rounds (`--sources N --skip M` picks which sources a round publishes).
+ */
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import type { Job } from 'bullmq';
+import { loadConfig } from '../src/config.ts';
+import { activateSource } from '../src/jobs/activation.ts';
+import type { RefreshJobData, RefreshJobResult } from '../src/jobs/contract.ts';
+import { refreshProcessor } from '../src/jobs/refresh.ts';
+import { seedTermCounts } from '../src/jobs/term-starts.ts';
+import { silentLogger } from '../src/logger.ts';
+import { openServiceContext } from '../src/runtime/service-context.ts';
+import type { SourceKey } from '../src/timetable/source.ts';
+import { Cleanup, privateRedis, serviceEnvironment, tempDir } from '../testkit/processes.ts';
+import { processCpu } from './support/cpu.ts';
+import { publicSources } from './support/soak-setup.ts';
+
+const CONCURRENCY = 16;
+const WARM_UP = 100;
+
+/** Runs the measurement and returns its figures. */
+export async function runFirstPublishBenchmark(
+  flags: readonly string[] = [],
+): Promise<Record<string, number | string>> {
+  const flag = (name: string, fallback: number) => {
+    const index = flags.indexOf(`--${name}`);
+    return index === -1 ? fallback : Number(flags[index + 1]);
+  };
+  const count = flag('sources', 600);
+  const skip = flag('skip', 0);
+  const cleanup = new Cleanup();
+  try {
+    const dir = await tempDir(cleanup, 'first-publish');
+    const redisUrl = await privateRedis(cleanup, join(dir, 'redis'));
+    const simulatorUrl = await childSimulator(cleanup);
+    const env = { ...serviceEnvironment(redisUrl, simulatorUrl), UPSTREAM_RATE_LIMIT: '1000' };
+    const opened = openServiceContext({
+      config: loadConfig({ ...env, PORT: '1' }),
+      logger: silentLogger(),
+      redis: redisUrl,
+      role: 'bench',
+    });
+    cleanup.add('context', opened.close);
+    const ctx = opened.context;
+    await seedTermCounts(ctx);
+    const all = (await publicSources(simulatorUrl, 1500, 500)) as SourceKey[];
+    // Groups and teachers mixed as in a whole cycle: three groups to a teacher.
+    const mixed = all
+      .slice(0, 1500)
+      .flatMap((group, index) => (index % 3 === 2 ? [group, all[1500 + (index - 2) / 3] as SourceKey] : [group]));
+    const warm = mixed.slice(0, WARM_UP);
+    const measured = mixed.slice(WARM_UP + skip, WARM_UP + skip + count);
+    for (const source of [...warm, ...measured]) await activateSource(ctx, source);
+    const processor = refreshProcessor(ctx);
+    const run = async (sources: readonly SourceKey[]) => {
+      const outcomes: Record<string, number> = {};
+      let next = 0;
+      const lane = async () => {
+        while (next < sources.length) {
+          const source = sources[next] as SourceKey;
+          next += 1;
+          const job = {
+            id: `first-${next}`,
+            data: { source, reason: 'resync', requestedAt: Date.now() },
+            attemptsMade: 0,
+            attemptsStarted: 1,
+            opts: { attempts: 5 },
+          } as unknown as Job<RefreshJobData, RefreshJobResult>;
+          const result = await processor(job, 'token', new AbortController().signal);
+          outcomes[result.outcome] = (outcomes[result.outcome] ?? 0) + 1;
+        }
+      };
+      await Promise.all(Array.from({ length: CONCURRENCY }, lane));
+      return outcomes;
+    };
+    await run(warm);
+    global.gc?.();
+    const before = { usage: process.cpuUsage(), proc: await processCpu([process.pid]), at: performance.now() };
+    // The monotonic clock of a `--cpu-prof` profile's timestamps (µs): which part of a profile was measured.
+    const window = [process.hrtime.bigint() / 1000n];
+    const outcomes = await run(measured);
+    const usage = process.cpuUsage(before.usage);
+    window.push(process.hrtime.bigint() / 1000n);
+    const proc = await processCpu([process.pid]);
+    const per = (ms: number) => Number((ms / measured.length).toFixed(2));
+    return {
+      sources: measured.length,
+      outcomes: JSON.stringify(outcomes),
+      'CPU ms per first publication, all threads (cpuUsage)': per((usage.user + usage.system) / 1000),
+      'CPU ms per first publication, all threads (/proc)': per(proc.all - before.proc.all),
+      'CPU ms per first publication, event-loop thread (/proc)': per(proc.main - before.proc.main),
+      'wall ms per first publication': per(performance.now() - before.at),
+      'measured window, µs of the monotonic clock': window.join('–'),
+    };
+  } finally {
+    await cleanup.run();
+  }
+}
+
+/** The simulator in a child process of its own (its CPU is not this process's); resolves to its URL. */
+async function childSimulator(cleanup: Cleanup): Promise<string> {
+  const code = `const { startSimulator } = await import(${JSON.stringify(new URL('../src/simulator/index.ts', import.meta.url).href)});
+const simulator = await startSimulator({ port: 0, seed: 1 });
+process.stdout.write(simulator.url + '\\n');`;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
+  cleanup.add('simulator', async () => {
+    child.kill();
+    await new Promise((resolve) => child.once('exit', resolve));
+  });
+  return new Promise((resolve, reject) => {
+    let text = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      text += chunk.toString();
+      const line = text.split('\n')[0];
+      if (text.includes('\n') && line) resolve(line.trim());
+    });
+    child.once('exit', (code) => reject(new Error(`the simulator exited with ${code}`)));
+  });
+}
