@@ -86,6 +86,8 @@ export async function runFirstPublishBenchmark(
     };
     await run(warm);
     global.gc?.();
+    const calls = async () => commandCalls(await ctx.redis.info('commandstats'));
+    const callsBefore = await calls();
     const before = { usage: process.cpuUsage(), proc: await processCpu([process.pid]), at: performance.now() };
     // The monotonic clock of a `--cpu-prof` profile's timestamps (µs): which part of a profile was measured.
     const window = [process.hrtime.bigint() / 1000n];
@@ -94,6 +96,11 @@ export async function runFirstPublishBenchmark(
     window.push(process.hrtime.bigint() / 1000n);
     const proc = await processCpu([process.pid]);
     const per = (ms: number) => Number((ms / measured.length).toFixed(2));
+    const callsAfter = await calls();
+    const commands = [...callsAfter]
+      .map(([name, count]) => [name, (count - (callsBefore.get(name) ?? 0)) / measured.length] as const)
+      .filter(([, count]) => count >= 0.5)
+      .sort((a, b) => b[1] - a[1]);
     return {
       sources: measured.length,
       outcomes: JSON.stringify(outcomes),
@@ -101,11 +108,24 @@ export async function runFirstPublishBenchmark(
       'CPU ms per first publication, all threads (/proc)': per(proc.all - before.proc.all),
       'CPU ms per first publication, event-loop thread (/proc)': per(proc.main - before.proc.main),
       'wall ms per first publication': per(performance.now() - before.at),
+      'Redis commands per first publication (this process, INFO commandstats)': Number(
+        commands.reduce((sum, [, count]) => sum + count, 0).toFixed(1),
+      ),
+      'Redis commands per first publication by name': commands
+        .map(([name, count]) => `${name} ${count.toFixed(1)}`)
+        .join(', '),
       'measured window, µs of the monotonic clock': window.join('–'),
     };
   } finally {
     await cleanup.run();
   }
+}
+
+/** Calls per command from `INFO commandstats` (`cmdstat_get:calls=12,…`). */
+function commandCalls(info: string): Map<string, number> {
+  const calls = new Map<string, number>();
+  for (const match of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) calls.set(match[1] as string, Number(match[2]));
+  return calls;
 }
 
 /** The simulator in a child process of its own (its CPU is not this process's); resolves to its URL. */

@@ -172,9 +172,10 @@ class EventWriter {
 
   private readonly stampLine: string;
   private readonly zonedTimes: ZonedTimes;
-  private readonly texts = new Map<string, string>();
-  private readonly times = new Map<string, string>();
+  // Lines by property and raw value, and wall-clock texts by zone and instant: a feed repeats them.
+  private readonly lines = new Map<string, Map<string, string>>();
   private readonly categoryLines = new Map<readonly string[], string>();
+  private readonly times = new Map<string, Map<number, string>>();
 
   constructor(meta: CalendarMeta, zonedTimes: ZonedTimes) {
     this.stampLine = `DTSTAMP:${utcStamp(new Date(meta.stamp))}\r\n`;
@@ -187,22 +188,26 @@ class EventWriter {
     let [start, end] = times.spanUtc(occurrence.date, occurrence.beginTime, occurrence.endTime);
     // ical-generator swaps a start after the end (a class whose end time comes before its start).
     if (start > end) [start, end] = [end, start];
-    let text = `BEGIN:VEVENT\r\n${this.line('UID:', occurrence.uid)}SEQUENCE:${occurrence.sequence}\r\n${this.stampLine}`;
+    let text = `BEGIN:VEVENT\r\n${this.line('UID:', occurrence.uid, false)}SEQUENCE:${occurrence.sequence}\r\n${this.stampLine}`;
     text += `DTSTART;TZID=${this.wallClock(times, start)}\r\nDTEND;TZID=${this.wallClock(times, end)}\r\n`;
-    text += this.line('SUMMARY:', escapeText(occurrence.summary));
-    if (occurrence.location) text += this.line('LOCATION:', escapeText(occurrence.location));
-    if (occurrence.description) text += this.line('DESCRIPTION:', escapeText(occurrence.description));
+    text += this.line('SUMMARY:', occurrence.summary, true);
+    if (occurrence.location) text += this.line('LOCATION:', occurrence.location, true);
+    if (occurrence.description) text += this.line('DESCRIPTION:', occurrence.description, true);
     if (occurrence.categories.length > 0) text += this.categories(occurrence.categories);
     return `${text}STATUS:${occurrence.status === 'CANCELLED' ? 'CANCELLED' : 'CONFIRMED'}\r\nEND:VEVENT\r\n`;
   }
 
-  /** A property's whole line, folded, with its CRLF: each distinct one is built once. */
-  private line(name: string, value: string): string {
-    const key = name + value;
-    let line = this.texts.get(key);
+  /** A property's whole line, its value escaped (as TEXT) or not, folded, with its CRLF; each built once. */
+  private line(name: string, value: string, escaped: boolean): string {
+    let byValue = this.lines.get(name);
+    if (byValue === undefined) {
+      byValue = new Map();
+      this.lines.set(name, byValue);
+    }
+    let line = byValue.get(value);
     if (line === undefined) {
-      line = `${foldLines(key)}\r\n`;
-      this.texts.set(key, line);
+      line = `${foldLines(name + (escaped ? escapeText(value) : value))}\r\n`;
+      byValue.set(value, line);
     }
     return line;
   }
@@ -210,7 +215,7 @@ class EventWriter {
   private categories(list: readonly string[]): string {
     let line = this.categoryLines.get(list);
     if (line === undefined) {
-      line = this.line('CATEGORIES:', list.map(escapeText).join(','));
+      line = this.line('CATEGORIES:', list.map(escapeText).join(','), false);
       this.categoryLines.set(list, line);
     }
     return line;
@@ -221,12 +226,16 @@ class EventWriter {
    * zoned values {@link toEventData} gives ical-generator (the instant plus the zone's offset, in minutes).
    */
   private wallClock(times: ZonedTimes, instant: number): string {
-    const key = `${times.timezone}@${instant}`;
-    let text = this.times.get(key);
+    let byInstant = this.times.get(times.timezone);
+    if (byInstant === undefined) {
+      byInstant = new Map();
+      this.times.set(times.timezone, byInstant);
+    }
+    let text = byInstant.get(instant);
     if (text === undefined) {
       const wall = new Date(instant + (times.offsetAt(instant) / 60_000) * 60 * 1000);
       text = `${times.timezone}:${pad(wall.getUTCFullYear(), 4)}${pad(wall.getUTCMonth() + 1, 2)}${pad(wall.getUTCDate(), 2)}T${pad(wall.getUTCHours(), 2)}${pad(wall.getUTCMinutes(), 2)}${pad(wall.getUTCSeconds(), 2)}`;
-      this.times.set(key, text);
+      byInstant.set(instant, text);
     }
     return text;
   }

@@ -28,7 +28,12 @@ const text = fc.oneof(
     .map((parts) => parts.join('')),
 );
 
+// What rendering does not read (instants, digest, entry) is left at fixed values.
 const occurrence = fc.record({
+  entryId: fc.constant(1),
+  startUtc: fc.constant(0),
+  endUtc: fc.constant(0),
+  hash: fc.constant('h'),
   uid: fc.string({ minLength: 1, maxLength: 90 }),
   sequence: fc.integer({ min: 0, max: 1000 }),
   date,
@@ -72,7 +77,7 @@ describe('renderIcs writes events as ical-generator does', () => {
         fc.constantFrom(...ZONES),
         fc.integer({ min: 0, max: 4_102_444_800_000 }),
         (list, timezone, stamp) => {
-          const occurrences = list as Occurrence[];
+          const occurrences: Occurrence[] = list;
           const meta: CalendarMeta = { name: 'Группа', timezone, refreshIntervalMs: 1_800_000, stamp };
           expect(renderIcs(occurrences, meta)).toBe(viaIcalGenerator(occurrences, meta));
         },
@@ -83,6 +88,10 @@ describe('renderIcs writes events as ical-generator does', () => {
 
   it('with a stale marker, and with alarms (written by ical-generator)', () => {
     const base: Occurrence = {
+      entryId: 101,
+      startUtc: 0,
+      endUtc: 0,
+      hash: 'h',
       uid: '101-2025-10-01',
       sequence: 2,
       date: '2025-10-01',
@@ -94,7 +103,7 @@ describe('renderIcs writes events as ical-generator does', () => {
       description: 'Иванов И. И.',
       categories: ['лекция'],
       status: 'CONFIRMED',
-    } as Occurrence;
+    };
     const meta: CalendarMeta = {
       name: 'x',
       timezone: 'Europe/Moscow',
