@@ -9,7 +9,8 @@
  * The first sources warm the process up and are not counted. Reported: CPU ms per first publication of the main
  * thread (the event loop) and of all threads (the thread pool compresses), from /proc and `process.cpuUsage()`.
  * CPU time hardly depends on what else runs on the machine; compare code before and after by running this in
- * alternating rounds (`--sources N --skip M` picks which sources a round publishes).
+ * alternating rounds (`--sources N --skip M` picks which sources a round publishes). With `--bullmq`, the measured
+ * jobs go through BullMQ as in a worker process (its limiter at `--rate`, 100 by default), its cost included.
  */
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
@@ -17,12 +18,15 @@ import type { Job } from 'bullmq';
 import { loadConfig } from '../src/config.ts';
 import { activateSource } from '../src/jobs/activation.ts';
 import type { RefreshJobData, RefreshJobResult } from '../src/jobs/contract.ts';
+import { enqueueRefresh } from '../src/jobs/queues.ts';
 import { refreshProcessor } from '../src/jobs/refresh.ts';
 import { seedTermCounts } from '../src/jobs/term-starts.ts';
+import { startWorkers } from '../src/jobs/workers.ts';
 import { silentLogger } from '../src/logger.ts';
+import type { ServiceContext } from '../src/runtime/context.ts';
 import { openServiceContext } from '../src/runtime/service-context.ts';
 import type { SourceKey } from '../src/timetable/source.ts';
-import { Cleanup, privateRedis, serviceEnvironment, tempDir } from '../testkit/processes.ts';
+import { Cleanup, privateRedis, serviceEnvironment, sleep, tempDir } from '../testkit/processes.ts';
 import { processCpu } from './support/cpu.ts';
 import { publicSources } from './support/soak-setup.ts';
 
@@ -39,12 +43,20 @@ export async function runFirstPublishBenchmark(
   };
   const count = flag('sources', 600);
   const skip = flag('skip', 0);
+  // Through BullMQ: the measured jobs are queued, then a worker set as a worker process runs (every queue) drains
+  // them at this rate limit; the CPU of queuing them is not counted.
+  const bullmq = flags.includes('--bullmq');
+  const rate = flag('rate', bullmq ? 100 : 1000);
   const cleanup = new Cleanup();
   try {
     const dir = await tempDir(cleanup, 'first-publish');
     const redisUrl = await privateRedis(cleanup, join(dir, 'redis'));
     const simulatorUrl = await childSimulator(cleanup);
-    const env = { ...serviceEnvironment(redisUrl, simulatorUrl), UPSTREAM_RATE_LIMIT: '1000' };
+    const env = {
+      ...serviceEnvironment(redisUrl, simulatorUrl),
+      UPSTREAM_RATE_LIMIT: String(rate),
+      WORKER_CONCURRENCY: String(CONCURRENCY),
+    };
     const opened = openServiceContext({
       config: loadConfig({ ...env, PORT: '1' }),
       logger: silentLogger(),
@@ -87,11 +99,14 @@ export async function runFirstPublishBenchmark(
     await run(warm);
     global.gc?.();
     const calls = async () => commandCalls(await ctx.redis.info('commandstats'));
+    if (bullmq)
+      for (const source of measured)
+        await enqueueRefresh(ctx.queues, ctx.config, source, { reason: 'resync', now: Date.now(), followUp: true });
     const callsBefore = await calls();
     const before = { usage: process.cpuUsage(), proc: await processCpu([process.pid]), at: performance.now() };
     // The monotonic clock of a `--cpu-prof` profile's timestamps (µs): which part of a profile was measured.
     const window = [process.hrtime.bigint() / 1000n];
-    const outcomes = await run(measured);
+    const outcomes = bullmq ? await drain(ctx, redisUrl) : await run(measured);
     const usage = process.cpuUsage(before.usage);
     window.push(process.hrtime.bigint() / 1000n);
     const proc = await processCpu([process.pid]);
@@ -119,6 +134,21 @@ export async function runFirstPublishBenchmark(
   } finally {
     await cleanup.run();
   }
+}
+
+/** Runs a worker set until the refresh queue is drained; resolves to the counts of completed and failed jobs. */
+async function drain(ctx: ServiceContext, redisUrl: string): Promise<Record<string, number>> {
+  const workers = await startWorkers(ctx, redisUrl);
+  try {
+    for (;;) {
+      const counts = await ctx.queues.refresh.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
+      if (Object.values(counts).every((count) => count === 0)) break;
+      await sleep(100);
+    }
+  } finally {
+    await workers.close();
+  }
+  return ctx.queues.refresh.getJobCounts('completed', 'failed');
 }
 
 /** Calls per command from `INFO commandstats` (`cmdstat_get:calls=12,…`). */
