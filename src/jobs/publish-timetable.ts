@@ -5,6 +5,7 @@ import { type FeedSettings, renderFeed, renderVariant, settingsHash } from '../f
 import { notifyChangeSet } from '../feeds/notify-changes.ts';
 import { isMassDeletion, nextExpiry } from '../feeds/publication-diff.ts';
 import { diffRefresh, type RefreshDiff } from '../feeds/refresh-diff.ts';
+import { packJsonOffLoop } from '../lib/packed-json.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import { execOrThrow } from '../lib/redis-transaction.ts';
 import type { Logger } from '../logger.ts';
@@ -417,10 +418,15 @@ async function commit(
   diff: RefreshDiff,
   { now, owesPush, changeSet }: { now: number; owesPush: boolean; changeSet: ChangeSet | undefined },
 ): Promise<void> {
-  const feed = await encodeFeed(renderFeed(diff.occurrences, { name: snapshot.name, stamp: now }, ctx.config), now);
+  // Everything written is made before the transaction; the compressions run on libuv's pool meanwhile.
+  const [feed, packedSnapshot, packedPublished] = await Promise.all([
+    encodeFeed(renderFeed(diff.occurrences, { name: snapshot.name, stamp: now }, ctx.config), now),
+    packJsonOffLoop(snapshot),
+    packJsonOffLoop(diff.state),
+  ]);
   const multi = ctx.redis.multi();
-  ctx.snapshots.writeSnapshot(multi, source, snapshot);
-  ctx.snapshots.writePublished(multi, source, diff.state);
+  ctx.snapshots.writeSnapshot(multi, source, snapshot, packedSnapshot);
+  ctx.snapshots.writePublished(multi, source, diff.state, packedPublished);
   ctx.feeds.write(multi, source, feed);
   ctx.termCounts.write(multi, source, snapshot.entries);
   if (diff.change) ctx.snapshots.appendChange(multi, source, diff.change);
