@@ -117,11 +117,14 @@ export async function publishTimetable(ctx: PublishDeps, input: PublishInput, lo
   const stored = await loadStored(ctx, source);
   // A public source is registered once the university has confirmed it exists (a request alone does not).
   if (stored.state === undefined && !source.startsWith('personal:')) await activateSource(ctx, source);
-  await recordGroupName(ctx, source, input.fetched.entries);
-  await recordTeachers(ctx, source, input.fetched.entries);
   const entries = keepInvalidEntries(input.fetched, stored.snapshot);
   const { hash } = entries;
-  const termStarts = await deploymentTermStarts(ctx, source, entries.entries, stored.published, log);
+  // Independent of each other: one wait for their round trips instead of one after the other.
+  const [termStarts] = await Promise.all([
+    deploymentTermStarts(ctx, source, entries.entries, stored.published, log),
+    recordGroupName(ctx, source, input.fetched.entries),
+    recordTeachers(ctx, source, input.fetched.entries),
+  ]);
   // The configuration is the feed settings; their digest tells a settings change from an unchanged timetable.
   const studyPlan = stored.plan && studyPlanNotes(stored.plan, entries.entries, localDate(now, ctx.config.timezone));
   // A teacher's classes are titled with their groups and described without the teacher.
@@ -259,8 +262,10 @@ async function recordGroupName(ctx: PublishDeps, source: SourceKey, entries: rea
 async function recordTeachers(ctx: PublishDeps, source: SourceKey, entries: readonly TimetableEntry[]): Promise<void> {
   const ref = sourceOf(source);
   const ids = entries.map((entry) => entry.teacher.id);
-  await ctx.knownEmployees.record(ref.kind === 'employee' ? [...ids, Number(ref.id)] : ids);
-  await ctx.teachers.recordSeen(entries.map((entry) => entry.teacher));
+  await Promise.all([
+    ctx.knownEmployees.record(ref.kind === 'employee' ? [...ids, Number(ref.id)] : ids),
+    ctx.teachers.recordSeen(entries.map((entry) => entry.teacher)),
+  ]);
 }
 
 /**
