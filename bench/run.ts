@@ -7,6 +7,7 @@
 import { cpus, totalmem } from 'node:os';
 import { runCaldavPushBenchmark } from './caldav-push.ts';
 import { runFeedServingBenchmark } from './feed-serving.ts';
+import { runFirstPublishBenchmark } from './first-publish.ts';
 import { runFreshnessBenchmark } from './freshness.ts';
 import { runFreshnessModel } from './freshness-model.ts';
 import { runGooglePushBenchmark } from './google-push.ts';
@@ -32,9 +33,11 @@ const benchmarks: Record<string, (flags: readonly string[]) => Promise<Record<st
   freshness: runFreshnessBenchmark,
   // Not in a plain `npm run bench`: a model (virtual time, under a minute), not a measurement of the service.
   'freshness-model': runFreshnessModel,
+  // Not in a plain `npm run bench`: a worker's CPU per first publication, in one process, for comparing code.
+  'first-publish': runFirstPublishBenchmark,
 };
 /** Run only when named: too long for a plain `npm run bench`, or a model rather than a measurement. */
-const ON_REQUEST = new Set(['scale', 'freshness', 'freshness-model']);
+const ON_REQUEST = new Set(['scale', 'freshness', 'freshness-model', 'first-publish']);
 const args = process.argv.slice(2);
 const firstFlag = args.findIndex((arg) => arg.startsWith('--'));
 // `npm run bench -- timetable` runs only the named benchmarks.

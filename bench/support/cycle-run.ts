@@ -11,7 +11,7 @@ import { CpuMeter, processCpu, processCpuSeconds } from './cpu.ts';
 import { cycleFigures, type UpstreamRequests } from './cycle-figures.ts';
 import { collectJobEnds, type JobEnds } from './job-ends.ts';
 import { simulatorControl } from './soak-setup.ts';
-import { startSubscribers } from './subscribers.ts';
+import { type ObservedRequest, startSubscribers } from './subscribers.ts';
 
 /** What {@link runCycle} needs. */
 export interface CycleOptions {
@@ -92,13 +92,17 @@ async function measureCycle(options: CycleOptions, heard: JobEnds): Promise<Cycl
     throw new Error(`${label}: the resync queued ${new Set(jobIds).size} distinct jobs for ${options.sources} sources`);
   // Subscribers start once every refresh is queued: a demand before that would be a fetch of its own.
   const latencies: number[] = [];
+  const requests: { ms: number; request: ObservedRequest }[] = [];
   const subscribers = startSubscribers({
     apiUrl: options.apiUrl,
     paths: options.paths,
     requestsPerSecond: options.subscriberRate,
     concurrency: 256,
     hotShare: 0.2,
-    observe: (_status, ms) => latencies.push(ms),
+    observe: (_status, ms, request) => {
+      latencies.push(ms);
+      requests.push({ ms, request });
+    },
   });
   const jobs = await heard.waitFor(jobIds, { label, timeoutMs: 1_800_000 }).catch(async (error: unknown) => {
     await subscribers.stop();
@@ -115,6 +119,7 @@ async function measureCycle(options: CycleOptions, heard: JobEnds): Promise<Cycl
   );
   const stats = (await simulatorControl(options.simulatorUrl, 'GET', '/_sim/stats')) as { requests: UpstreamRequests };
   const feedP99Ms = percentile(latencies, 0.99);
+  const published = publishedLatencies(requests);
   return {
     seconds: (drainedAt - requestedAt) / 1000,
     upstreamRequests: stats.requests.total,
@@ -137,6 +142,8 @@ async function measureCycle(options: CycleOptions, heard: JobEnds): Promise<Cycl
           .map(([status, count]) => `${status}: ${count}`)
           .join(', ') + (seen.errors > 0 ? `, errors: ${seen.errors}` : ''),
       [`${label} feed request ms p99`]: Number(feedP99Ms.toFixed(1)),
+      [`${label} feed request ms p99 of feeds already published`]: Number(percentile(published, 0.99).toFixed(1)),
+      [`${label} feed requests of feeds already published`]: published.length,
       [`${label} requests of the hottest source`]: seen.maxPerSource,
       [`${label} CPU cores used by the benchmark's processes / by other processes`]: `${used.ours} / ${used.others}`,
       ...(options.workerPids === undefined
@@ -153,6 +160,25 @@ async function measureCycle(options: CycleOptions, heard: JobEnds): Promise<Cycl
           }),
     },
   };
+}
+
+/**
+ * The durations of the requests sent once their feed was published, whatever they were answered: the goal is
+ * that these keep answering quickly while other feeds are published. A feed was published by the earliest
+ * Last-Modified any answer for it carried (its publication's time, in whole seconds, so a request counts only
+ * from the next second on: none is counted that may have come before). Requests for a feed not yet published
+ * wait for its first refresh, and are what the p99 of all requests mostly shows in a first cycle.
+ */
+export function publishedLatencies(requests: readonly { ms: number; request: ObservedRequest }[]): number[] {
+  const publishedAt = new Map<string, number>();
+  for (const { request } of requests) {
+    if (request.lastModified === undefined) continue;
+    const known = publishedAt.get(request.path);
+    if (known === undefined || request.lastModified < known) publishedAt.set(request.path, request.lastModified);
+  }
+  return requests
+    .filter(({ request }) => request.sentAt >= (publishedAt.get(request.path) ?? Number.POSITIVE_INFINITY) + 1000)
+    .map(({ ms }) => ms);
 }
 
 /** The `q` quantile (0–1) of `values`, nearest rank; NaN when empty. */

@@ -15,8 +15,17 @@ export interface SubscriberOptions {
   concurrency: number;
   /** Share of requests that go to the {@link HOT_SOURCES} first paths. */
   hotShare: number;
-  /** Called after each request with its status (0 for a transport error) and its duration in ms. */
-  observe?: (status: number, ms: number) => void;
+  /** Called after each request with its status (0 for a transport error), its duration in ms, and what it asked. */
+  observe?: (status: number, ms: number, request: ObservedRequest) => void;
+}
+
+/** One request as {@link SubscriberOptions.observe} hears of it. */
+export interface ObservedRequest {
+  path: string;
+  /** When it was sent (epoch ms). */
+  sentAt: number;
+  /** The answer's Last-Modified (epoch ms), when it had one: when the feed it served was published. */
+  lastModified?: number | undefined;
 }
 
 /** What the subscribers saw. */
@@ -58,15 +67,22 @@ export function startSubscribers(options: SubscriberOptions): Subscribers {
       ...(etag === undefined ? {} : { 'If-None-Match': etag }),
     };
     const sent = performance.now();
+    const sentAt = Date.now();
     try {
       const response = await rawRequest(`${options.apiUrl}${path}`, { headers });
       report.byStatus[response.status] = (report.byStatus[response.status] ?? 0) + 1;
       const seen = response.headers.etag;
       if (typeof seen === 'string') etags.set(path, seen);
-      options.observe?.(response.status, performance.now() - sent);
+      const modified = response.headers['last-modified'];
+      const lastModified = typeof modified === 'string' ? Date.parse(modified) : Number.NaN;
+      options.observe?.(response.status, performance.now() - sent, {
+        path,
+        sentAt,
+        lastModified: Number.isFinite(lastModified) ? lastModified : undefined,
+      });
     } catch {
       report.errors += 1;
-      options.observe?.(0, performance.now() - sent);
+      options.observe?.(0, performance.now() - sent, { path, sentAt });
     }
   };
   // Each lane issues the next request when it is due (a global schedule at the target rate), so that a slow

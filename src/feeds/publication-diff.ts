@@ -84,7 +84,8 @@ export function diffPublication(input: PublicationInput): PublicationDiff {
   const tombstones = (input.previous?.tombstones ?? []).filter(
     (tomb) => isKept(tomb, now) && !nextByUid.has(tomb.occurrence.uid),
   );
-  const shownAs = new Set(next.map(sameClass));
+  // Built only if a published occurrence is missing from the new expansion (never on a first publication).
+  let shownAs: Set<string> | undefined;
   const tombstoned = new Set(tombstones.map((tomb) => tomb.occurrence.uid));
   let futureBefore = 0;
   let futureRemoved = 0;
@@ -94,7 +95,9 @@ export function diffPublication(input: PublicationInput): PublicationDiff {
     futureBefore += 1;
     // Under another uid at the same time, with the same title and place, the class still takes place: it
     // was re-identified (rows merged, a twin taking over), not cancelled.
-    if (nextByUid.has(uid) || shownAs.has(sameClass(before))) continue;
+    if (nextByUid.has(uid)) continue;
+    shownAs ??= new Set(next.map(sameClass));
+    if (shownAs.has(sameClass(before))) continue;
     futureRemoved += 1;
     const entry = input.previousEntries.get(before.entryId);
     if (entry && !tombstoned.has(uid)) {
@@ -121,9 +124,7 @@ export function diffPublication(input: PublicationInput): PublicationDiff {
     stamp: now,
     snapshotHash: input.snapshotHash,
     settingsHash: input.settingsHash,
-    occurrences: Object.fromEntries(
-      next.map((occurrence) => [occurrence.uid, { hash: occurrence.hash, sequence: occurrence.sequence }]),
-    ),
+    occurrences: publishedOccurrences(next),
     tombstones,
     ...(frozen.length > 0 ? { frozen } : {}),
     expansion: input.expansion,
@@ -171,6 +172,13 @@ export function nextExpiry(state: PublishedState): number | undefined {
       tomb.occurrence.endUtc > tomb.expiresAt && (min === undefined || tomb.expiresAt < min) ? tomb.expiresAt : min,
     undefined,
   );
+}
+
+/** The uid → digest and sequence map of a publication, in the occurrences' order (built in a loop: cheaper). */
+function publishedOccurrences(next: readonly Occurrence[]): PublishedState['occurrences'] {
+  const published: PublishedState['occurrences'] = {};
+  for (const occurrence of next) published[occurrence.uid] = { hash: occurrence.hash, sequence: occurrence.sequence };
+  return published;
 }
 
 /** What makes two occurrences the same class on a calendar: its time, title and place. */
@@ -242,8 +250,11 @@ export function pairChanges(before: readonly Occurrence[], after: readonly Occur
   const fresh = after.filter((occurrence) => !beforeByUid.has(occurrence.uid));
   // One entry losing a date and gaining another is a moved class: pair them in date order.
   const freshByEntry = new Map<number, Occurrence[]>();
-  for (const occurrence of fresh)
-    freshByEntry.set(occurrence.entryId, [...(freshByEntry.get(occurrence.entryId) ?? []), occurrence]);
+  for (const occurrence of fresh) {
+    const list = freshByEntry.get(occurrence.entryId);
+    if (list === undefined) freshByEntry.set(occurrence.entryId, [occurrence]);
+    else list.push(occurrence);
+  }
   const removed: Occurrence[] = [];
   const paired = new Set<string>();
   for (const occurrence of gone) {

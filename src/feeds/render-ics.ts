@@ -135,7 +135,117 @@ function alarmsLast(event: string): string {
   return event.slice(0, first) + event.slice(last, end) + event.slice(first, last) + event.slice(end);
 }
 
-/** Renders occurrences as one ICS feed: the same occurrences and meta give byte-identical output. */
+/**
+ * Renders occurrences as one ICS feed: the same occurrences and meta give byte-identical output, the bytes
+ * ical-generator writes (see {@link renderEventData}). Events without an alarm in a named zone (every event a
+ * publication stores) are written by {@link EventWriter}, the rest by ical-generator.
+ */
 export function renderIcs(occurrences: readonly Occurrence[], meta: CalendarMeta, zonedTimes?: ZonedTimes): string {
-  return renderEventData(toEventData(occurrences, meta, zonedTimes), meta);
+  if (meta.alarmMinutes !== undefined || occurrences.some((occurrence) => !EventWriter.writes(occurrence)))
+    return renderEventData(toEventData(occurrences, meta, zonedTimes), meta);
+  const writer = new EventWriter(meta, zonedTimes ?? ZonedTimes.shared(meta.timezone));
+  const zones = new Set<string>();
+  let body = '';
+  for (const occurrence of occurrences) {
+    zones.add(occurrence.timezone);
+    body += writer.event(occurrence);
+  }
+  const head = foldLines([...calendarProperties(meta), ...[...zones].map(vtimezone), ''].join('\r\n'));
+  return `${head}${body}END:VCALENDAR\r\n`;
+}
+
+/**
+ * Writes events as ical-generator 11 does for the event data {@link toEventData} makes without an alarm, folded
+ * (RFC 5545 §3.1) line by line, which is what folding the whole text gives. ical-generator built every event
+ * as an object, formatted each date with luxon and escaped each text again; a feed repeats the same few texts
+ * (a weekly class's title, place and notes) and dates over and over, so each is written once per feed here.
+ * Rendering was the largest part of a first publication's CPU.
+ */
+class EventWriter {
+  /**
+   * Whether an occurrence is written here: in a named zone (ical-generator writes UTC times otherwise), and with
+   * no empty category (which ical-generator refuses).
+   */
+  static writes(occurrence: Occurrence): boolean {
+    return occurrence.timezone !== '' && occurrence.timezone !== 'UTC' && !occurrence.categories.includes('');
+  }
+
+  private readonly stampLine: string;
+  private readonly zonedTimes: ZonedTimes;
+  // Lines by property and raw value, and wall-clock texts by zone and instant: a feed repeats them.
+  private readonly lines = new Map<string, Map<string, string>>();
+  private readonly categoryLines = new Map<readonly string[], string>();
+  private readonly times = new Map<string, Map<number, string>>();
+
+  constructor(meta: CalendarMeta, zonedTimes: ZonedTimes) {
+    this.stampLine = `DTSTAMP:${utcStamp(new Date(meta.stamp))}\r\n`;
+    this.zonedTimes = zonedTimes;
+  }
+
+  event(occurrence: Occurrence): string {
+    const { timezone } = occurrence;
+    const times = timezone === this.zonedTimes.timezone ? this.zonedTimes : ZonedTimes.shared(timezone);
+    let [start, end] = times.spanUtc(occurrence.date, occurrence.beginTime, occurrence.endTime);
+    // ical-generator swaps a start after the end (a class whose end time comes before its start).
+    if (start > end) [start, end] = [end, start];
+    let text = `BEGIN:VEVENT\r\n${this.line('UID:', occurrence.uid, false)}SEQUENCE:${occurrence.sequence}\r\n${this.stampLine}`;
+    text += `DTSTART;TZID=${this.wallClock(times, start)}\r\nDTEND;TZID=${this.wallClock(times, end)}\r\n`;
+    text += this.line('SUMMARY:', occurrence.summary, true);
+    if (occurrence.location) text += this.line('LOCATION:', occurrence.location, true);
+    if (occurrence.description) text += this.line('DESCRIPTION:', occurrence.description, true);
+    if (occurrence.categories.length > 0) text += this.categories(occurrence.categories);
+    return `${text}STATUS:${occurrence.status === 'CANCELLED' ? 'CANCELLED' : 'CONFIRMED'}\r\nEND:VEVENT\r\n`;
+  }
+
+  /** A property's whole line, its value escaped (as TEXT) or not, folded, with its CRLF; each built once. */
+  private line(name: string, value: string, escaped: boolean): string {
+    let byValue = this.lines.get(name);
+    if (byValue === undefined) {
+      byValue = new Map();
+      this.lines.set(name, byValue);
+    }
+    let line = byValue.get(value);
+    if (line === undefined) {
+      line = `${foldLines(name + (escaped ? escapeText(value) : value))}\r\n`;
+      byValue.set(value, line);
+    }
+    return line;
+  }
+
+  private categories(list: readonly string[]): string {
+    let line = this.categoryLines.get(list);
+    if (line === undefined) {
+      line = this.line('CATEGORIES:', list.map(escapeText).join(','), false);
+      this.categoryLines.set(list, line);
+    }
+    return line;
+  }
+
+  /**
+   * `<zone>:YYYYMMDDTHHMMSS`, the wall-clock time of an instant in the zone, as luxon computes it for the
+   * zoned values {@link toEventData} gives ical-generator (the instant plus the zone's offset, in minutes).
+   */
+  private wallClock(times: ZonedTimes, instant: number): string {
+    let byInstant = this.times.get(times.timezone);
+    if (byInstant === undefined) {
+      byInstant = new Map();
+      this.times.set(times.timezone, byInstant);
+    }
+    let text = byInstant.get(instant);
+    if (text === undefined) {
+      const wall = new Date(instant + (times.offsetAt(instant) / 60_000) * 60 * 1000);
+      text = `${times.timezone}:${pad(wall.getUTCFullYear(), 4)}${pad(wall.getUTCMonth() + 1, 2)}${pad(wall.getUTCDate(), 2)}T${pad(wall.getUTCHours(), 2)}${pad(wall.getUTCMinutes(), 2)}${pad(wall.getUTCSeconds(), 2)}`;
+      byInstant.set(instant, text);
+    }
+    return text;
+  }
+}
+
+function pad(value: number, digits: number): string {
+  return String(value).padStart(digits, '0');
+}
+
+/** A DTSTAMP value: the UTC date-time of `date`, as ical-generator writes a `Date` outside any zone. */
+function utcStamp(date: Date): string {
+  return `${pad(date.getUTCFullYear(), 4)}${pad(date.getUTCMonth() + 1, 2)}${pad(date.getUTCDate(), 2)}T${pad(date.getUTCHours(), 2)}${pad(date.getUTCMinutes(), 2)}${pad(date.getUTCSeconds(), 2)}Z`;
 }

@@ -6,7 +6,7 @@ import type { GroupDirectory } from '../store/group-directory.ts';
 import type { SnapshotStore } from '../store/snapshot-store.ts';
 import type { SubscriptionStore } from '../store/subscription-store.ts';
 import { calendarName, derivedName, isPlaceholderName } from '../timetable/calendar-name.ts';
-import { sourceOf } from '../timetable/source.ts';
+import { type SourceKey, sourceOf } from '../timetable/source.ts';
 import type { UniversityClient } from '../upstream/client.ts';
 import type { ScheduleResult } from '../upstream/schemas.ts';
 import { SubscriptionUnusableError } from './errors.ts';
@@ -42,14 +42,9 @@ export async function fetchSource(ctx: FetchDeps, run: RefreshRun): Promise<Fetc
         : await ctx.upstream.employeeSchedule(id, options);
     const subject = { kind: ref.kind, id };
     // Only when the entries do not name the timetable (none, or a tie): the name it had before, or the group
-    // directory's (a group first seen with an empty timetable), not `Группа 4242`.
-    const before = (await ctx.snapshots.snapshot(run.source))?.name;
-    const named = before !== undefined && !isPlaceholderName(subject, before) ? before : undefined;
-    const known =
-      derivedName(subject, result.entries) ??
-      named ??
-      (ref.kind === 'group' ? await ctx.directory.name(id) : undefined) ??
-      before;
+    // directory's (a group first seen with an empty timetable), not `Группа 4242`. The stored snapshot is read
+    // and decoded only then.
+    const known = derivedName(subject, result.entries) ?? (await earlierName(ctx, run.source, subject));
     return { ...result, name: calendarName(subject, result.entries, known) };
   }
   const subscription = await ctx.subscriptions.get(ref.id);
@@ -65,4 +60,18 @@ export async function fetchSource(ctx: FetchDeps, run: RefreshRun): Promise<Fetc
   // After the timetable: a credential the university rejects fails the refresh there, before a plan is asked.
   await refreshStudyPlan(ctx, run, stored.credential);
   return { ...result, name: subscription.name };
+}
+
+/**
+ * The name a group's or teacher's timetable had before when it is a real one, else the group directory's, else
+ * whatever it had (a placeholder, or none).
+ */
+async function earlierName(
+  ctx: FetchDeps,
+  source: SourceKey,
+  subject: { kind: 'group' | 'employee'; id: number },
+): Promise<string | undefined> {
+  const before = (await ctx.snapshots.snapshot(source))?.name;
+  if (before !== undefined && !isPlaceholderName(subject, before)) return before;
+  return (subject.kind === 'group' ? await ctx.directory.name(subject.id) : undefined) ?? before;
 }

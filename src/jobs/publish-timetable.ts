@@ -5,6 +5,7 @@ import { type FeedSettings, renderFeed, renderVariant, settingsHash } from '../f
 import { notifyChangeSet } from '../feeds/notify-changes.ts';
 import { isMassDeletion, nextExpiry } from '../feeds/publication-diff.ts';
 import { diffRefresh, type RefreshDiff } from '../feeds/refresh-diff.ts';
+import { packJsonOffLoop } from '../lib/packed-json.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
 import { execOrThrow } from '../lib/redis-transaction.ts';
 import type { Logger } from '../logger.ts';
@@ -116,11 +117,14 @@ export async function publishTimetable(ctx: PublishDeps, input: PublishInput, lo
   const stored = await loadStored(ctx, source);
   // A public source is registered once the university has confirmed it exists (a request alone does not).
   if (stored.state === undefined && !source.startsWith('personal:')) await activateSource(ctx, source);
-  await recordGroupName(ctx, source, input.fetched.entries);
-  await recordTeachers(ctx, source, input.fetched.entries);
   const entries = keepInvalidEntries(input.fetched, stored.snapshot);
   const { hash } = entries;
-  const termStarts = await deploymentTermStarts(ctx, source, entries.entries, stored.published, log);
+  // Independent of each other: one wait for their round trips instead of one after the other.
+  const [termStarts] = await Promise.all([
+    deploymentTermStarts(ctx, source, entries.entries, stored.published, log),
+    recordGroupName(ctx, source, input.fetched.entries),
+    recordTeachers(ctx, source, input.fetched.entries),
+  ]);
   // The configuration is the feed settings; their digest tells a settings change from an unchanged timetable.
   const studyPlan = stored.plan && studyPlanNotes(stored.plan, entries.entries, localDate(now, ctx.config.timezone));
   // A teacher's classes are titled with their groups and described without the teacher.
@@ -258,8 +262,10 @@ async function recordGroupName(ctx: PublishDeps, source: SourceKey, entries: rea
 async function recordTeachers(ctx: PublishDeps, source: SourceKey, entries: readonly TimetableEntry[]): Promise<void> {
   const ref = sourceOf(source);
   const ids = entries.map((entry) => entry.teacher.id);
-  await ctx.knownEmployees.record(ref.kind === 'employee' ? [...ids, Number(ref.id)] : ids);
-  await ctx.teachers.recordSeen(entries.map((entry) => entry.teacher));
+  await Promise.all([
+    ctx.knownEmployees.record(ref.kind === 'employee' ? [...ids, Number(ref.id)] : ids),
+    ctx.teachers.recordSeen(entries.map((entry) => entry.teacher)),
+  ]);
 }
 
 /**
@@ -417,10 +423,15 @@ async function commit(
   diff: RefreshDiff,
   { now, owesPush, changeSet }: { now: number; owesPush: boolean; changeSet: ChangeSet | undefined },
 ): Promise<void> {
-  const feed = await encodeFeed(renderFeed(diff.occurrences, { name: snapshot.name, stamp: now }, ctx.config), now);
+  // Everything written is made before the transaction; the compressions run on libuv's pool meanwhile.
+  const [feed, packedSnapshot, packedPublished] = await Promise.all([
+    encodeFeed(renderFeed(diff.occurrences, { name: snapshot.name, stamp: now }, ctx.config), now),
+    packJsonOffLoop(snapshot),
+    packJsonOffLoop(diff.state),
+  ]);
   const multi = ctx.redis.multi();
-  ctx.snapshots.writeSnapshot(multi, source, snapshot);
-  ctx.snapshots.writePublished(multi, source, diff.state);
+  ctx.snapshots.writeSnapshot(multi, source, snapshot, packedSnapshot);
+  ctx.snapshots.writePublished(multi, source, diff.state, packedPublished);
   ctx.feeds.write(multi, source, feed);
   ctx.termCounts.write(multi, source, snapshot.entries);
   if (diff.change) ctx.snapshots.appendChange(multi, source, diff.change);

@@ -5,9 +5,12 @@
  * Brotli at quality 5 was chosen by measuring a median simulator group's and teacher's snapshot, published state
  * and first change record (10–28 KB of JSON each, 0.9–1.6 KB packed): 6–30 % smaller than raw deflate at level 6
  * for 60–140 µs of CPU a value instead of 30–60, and read back in under 50 µs; quality 9 costs 1.3–2 ms for
- * under 10 % more, quality 11 10–35 ms. At that cost both directions run synchronously on the event loop.
+ * under 10 % more, quality 11 10–35 ms. Reading back runs synchronously on the event loop; a publication packs its snapshot and
+ * published state on libuv's thread pool ({@link packJsonOffLoop}: the same bytes), which otherwise held a worker's
+ * loop for about a millisecond per publication while other jobs and its BullMQ lock renewals waited.
  */
-import { brotliCompressSync, brotliDecompressSync, constants } from 'node:zlib';
+import { promisify } from 'node:util';
+import { brotliCompress, brotliCompressSync, brotliDecompressSync, constants } from 'node:zlib';
 import { PackedFormatError } from './errors.ts';
 
 /** The first byte of a packed value: a JSON text never starts with it. */
@@ -17,15 +20,33 @@ const VERSION = 0x01;
 
 const QUALITY = 5;
 
+const brotliAsync = promisify(brotliCompress);
+
 /** The packed form of `value` (any JSON value). */
 export function packJson(value: unknown): Buffer {
   const text = Buffer.from(JSON.stringify(value), 'utf8');
-  const packed = brotliCompressSync(text, {
+  return withPrefix(brotliCompressSync(text, brotliOptions(text)));
+}
+
+/**
+ * {@link packJson}'s bytes, compressed on libuv's thread pool (the JSON text is made on the event loop). For a
+ * value written in a transaction, pack it before the transaction starts.
+ */
+export async function packJsonOffLoop(value: unknown): Promise<Buffer> {
+  const text = Buffer.from(JSON.stringify(value), 'utf8');
+  return withPrefix(await brotliAsync(text, brotliOptions(text)));
+}
+
+function brotliOptions(text: Buffer): { params: Record<number, number> } {
+  return {
     params: {
       [constants.BROTLI_PARAM_QUALITY]: QUALITY,
       [constants.BROTLI_PARAM_SIZE_HINT]: text.length,
     },
-  });
+  };
+}
+
+function withPrefix(packed: Buffer): Buffer {
   return Buffer.concat([Buffer.from([MARK, VERSION]), packed]);
 }
 

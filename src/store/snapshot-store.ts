@@ -70,9 +70,15 @@ export class SnapshotStore {
    * Queues the store of a snapshot on `multi`, and adds its subgroups and kinds to those the source ever had:
    * a subscribed URL with `?subgroup=2` or `?exclude=лекция` must stay valid through holidays and exams. The set
    * is marked complete in the same transaction, so {@link timetableOptionValues} need not read the snapshot.
+   * `packed`: the snapshot's packed form, made beforehand (lib/packed-json.ts).
    */
-  writeSnapshot(multi: ChainableCommander, source: SourceKey, snapshot: Snapshot): ChainableCommander {
-    multi.set(this.keys.snapshot(source), packJson(snapshot));
+  writeSnapshot(
+    multi: ChainableCommander,
+    source: SourceKey,
+    snapshot: Snapshot,
+    packed: Buffer = packJson(snapshot),
+  ): ChainableCommander {
+    multi.set(this.keys.snapshot(source), packed);
     return multi.sadd(
       this.keys.optionValues(source),
       VALUES_COMPLETE,
@@ -110,9 +116,14 @@ export class SnapshotStore {
     return values;
   }
 
-  /** Queues the store of a published state on `multi`. */
-  writePublished(multi: ChainableCommander, source: SourceKey, published: PublishedState): ChainableCommander {
-    return multi.set(this.keys.published(source), packJson(published));
+  /** Queues the store of a published state on `multi` (`packed`: its packed form, made beforehand). */
+  writePublished(
+    multi: ChainableCommander,
+    source: SourceKey,
+    published: PublishedState,
+    packed: Buffer = packJson(published),
+  ): ChainableCommander {
+    return multi.set(this.keys.published(source), packed);
   }
 
   /**

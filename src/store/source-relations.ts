@@ -24,7 +24,7 @@
  */
 import { loadScript } from '../lib/lua-script.ts';
 import type { RedisClient } from '../lib/redis-target.ts';
-import { entryDigestSet, groupViewDigests } from '../timetable/entry-digest.ts';
+import { entryDigestSet, groupViewDigests, rememberingEntryDigest } from '../timetable/entry-digest.ts';
 import { type SourceKey, sourceOf } from '../timetable/source.ts';
 import type { TimetableEntry } from '../timetable/types.ts';
 import type { RedisKeys } from './keys.ts';
@@ -57,10 +57,12 @@ export class SourceRelations {
   /** Records a group's refresh: its name (when its entries tell it), its view digests and its entry digests. */
   async recordGroup(groupId: number, name: string | undefined, entries: readonly TimetableEntry[]): Promise<void> {
     const id = String(groupId);
+    // The views and the entry set digest the same entries: each once.
+    const digestOf = rememberingEntryDigest();
     const multi = this.redis
       .multi()
-      .hset(this.key('group-views'), id, groupViewDigests(entries))
-      .hset(this.key('group-entries'), id, entryDigestSet(entries));
+      .hset(this.key('group-views'), id, groupViewDigests(entries, digestOf))
+      .hset(this.key('group-entries'), id, entryDigestSet(entries, digestOf));
     if (name !== undefined) multi.hset(this.key('group-names'), name, id);
     await multi.exec();
   }

@@ -25,6 +25,25 @@ function canonical(entry: TimetableEntry): string {
   return JSON.stringify([entry.id, ...classFields(entry), entry.groups]);
 }
 
+/** Computes an entry's digest ({@link entryDigest}), or remembers it. */
+export type EntryDigester = (entry: TimetableEntry) => Buffer;
+
+/**
+ * {@link entryDigest}, each entry object's computed once: a group's refresh digests its entries for the whole
+ * timetable and each subgroup view. The entries must not change meanwhile (they are a fetch's, used once).
+ */
+export function rememberingEntryDigest(): EntryDigester {
+  const known = new Map<TimetableEntry, Buffer>();
+  return (entry) => {
+    let digest = known.get(entry);
+    if (digest === undefined) {
+      digest = entryDigest(entry);
+      known.set(entry, digest);
+    }
+    return digest;
+  };
+}
+
 /** The digest of one entry ({@link ENTRY_DIGEST_BYTES} bytes). */
 export function entryDigest(entry: TimetableEntry): Buffer {
   return createHash('sha256').update(canonical(entry)).digest().subarray(0, ENTRY_DIGEST_BYTES);
@@ -34,8 +53,8 @@ export function entryDigest(entry: TimetableEntry): Buffer {
  * The digests of `entries`, sorted and without repeats, packed one after another: a compact set that
  * {@link hasDigest} searches. An entry repeated under one id is one class, so repeats count once.
  */
-export function entryDigestSet(entries: readonly TimetableEntry[]): Buffer {
-  const sorted = entries.map(entryDigest).sort(Buffer.compare);
+export function entryDigestSet(entries: readonly TimetableEntry[], digestOf: EntryDigester = entryDigest): Buffer {
+  const sorted = entries.map((entry) => digestOf(entry)).sort(Buffer.compare);
   const unique = sorted.filter((digest, index) => index === 0 || !digest.equals(sorted[index - 1] as Buffer));
   return Buffer.concat(unique);
 }
@@ -56,8 +75,8 @@ export function hasDigest(set: Buffer, digest: Buffer): boolean {
 }
 
 /** The digest of a set of entries, whatever their order ({@link SET_DIGEST_BYTES} bytes). */
-export function timetableDigest(entries: readonly TimetableEntry[]): Buffer {
-  return createHash('sha256').update(entryDigestSet(entries)).digest().subarray(0, SET_DIGEST_BYTES);
+export function timetableDigest(entries: readonly TimetableEntry[], digestOf: EntryDigester = entryDigest): Buffer {
+  return createHash('sha256').update(entryDigestSet(entries, digestOf)).digest().subarray(0, SET_DIGEST_BYTES);
 }
 
 /** The entries a subscriber of `subgroup` sees: picked by the feed's own subgroup option (event-text.ts). */
@@ -69,9 +88,12 @@ export function subgroupView(entries: readonly TimetableEntry[], subgroup: numbe
  * The digests of a group's timetable as its students may get it: the whole, then each subgroup of
  * {@link VIEW_SUBGROUPS} (its classes and those of no subgroup), packed one after another.
  */
-export function groupViewDigests(entries: readonly TimetableEntry[]): Buffer {
+export function groupViewDigests(
+  entries: readonly TimetableEntry[],
+  digestOf: EntryDigester = rememberingEntryDigest(),
+): Buffer {
   const views = [entries, ...VIEW_SUBGROUPS.map((subgroup) => subgroupView(entries, subgroup))];
-  return Buffer.concat(views.map(timetableDigest));
+  return Buffer.concat(views.map((view) => timetableDigest(view, digestOf)));
 }
 
 /** Whether a timetable's digest is one of the packed view digests of {@link groupViewDigests}. */

@@ -131,6 +131,11 @@ export class ZonedTimes {
     return new RangeError(`not a valid time in ${this.timezone}: ${date}T${time}`);
   }
 
+  /** Offset (ms to add to UTC) of the zone at the instant `epochMs`. */
+  offsetAt(epochMs: number): number {
+    return this.offsets.offsetAt(epochMs);
+  }
+
   /** The zoned date-time of a local ISO date and `HH:MM` time, for luxon consumers (ical-generator). */
   at(date: string, time: string): DateTime {
     let times = this.cache.get(date);

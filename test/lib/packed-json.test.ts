@@ -1,7 +1,7 @@
 import { brotliCompressSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { PackedFormatError } from '../../src/lib/errors.ts';
-import { isPacked, packJson, unpackJson } from '../../src/lib/packed-json.ts';
+import { isPacked, packJson, packJsonOffLoop, unpackJson } from '../../src/lib/packed-json.ts';
 
 const value = {
   name: 'Группа 09-351',
@@ -16,6 +16,12 @@ describe('packed JSON', () => {
     expect(packed.subarray(0, 2)).toEqual(Buffer.from([0, 1]));
     expect(unpackJson(packed)).toEqual(value);
     expect(packed.length * 4).toBeLessThan(Buffer.byteLength(JSON.stringify(value)));
+  });
+
+  it('packs the same bytes on the thread pool as on the event loop', async () => {
+    const packed = await packJsonOffLoop(value);
+    expect(packed).toEqual(packJson(value));
+    expect(unpackJson(packed)).toEqual(value);
   });
 
   it('reads plain JSON text, as values were stored before they were packed', () => {
