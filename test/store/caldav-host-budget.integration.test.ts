@@ -40,10 +40,12 @@ describe('CalDavHostBudget', () => {
     const one = new CalDavHostBudget(redis, keys, 40);
     const two = new CalDavHostBudget(other, keys, 40);
     // A burst of one second's worth from the first process empties the host's bucket for the second one too.
-    expect(await takeMany(one, 'caldav.yandex.ru', 40)).toBeLessThan(400);
+    const burst = await takeMany(one, 'caldav.yandex.ru', 40);
+    expect(burst).toBeLessThan(400);
     const waited = await takeMany(two, 'caldav.yandex.ru', 20);
-    // 20 more tokens refill in 500 ms at 40/s (margin for timers and a busy machine on the low side).
-    expect(waited).toBeGreaterThan(380);
+    // 20 more tokens refill in 500 ms at 40/s, counted from the burst's start: a burst slowed by a busy machine
+    // has already refilled part of them (margin for timers on the low side).
+    expect(burst + waited).toBeGreaterThan(480);
     expect(two.stats().waits).toBeGreaterThan(0);
     // Another host has a bucket of its own.
     expect(await takeMany(two, 'p62-caldav.icloud.com', 40)).toBeLessThan(400);
