@@ -24,6 +24,7 @@ import {
   secretKey,
   text,
   trustProxy,
+  wholeNumber,
 } from './lib/env-values.ts';
 import { hasHashTag, parseRedisNodes, type RedisTarget } from './lib/redis-target.ts';
 import { LOG_LEVELS, type LogLevel } from './logger.ts';
@@ -625,6 +626,16 @@ const SETTINGS = {
     meaning: 'Refresh jobs at once per worker process (the upstream rate limit still holds over all of them).',
     default: '8',
     example: '16',
+  }),
+  workerNice: setting('WORKER_NICE', wholeNumber(5, 0, 19), {
+    group: 'refresh',
+    meaning:
+      'How much lower a `worker` process runs than the api on the CPU (its Unix niceness, 0 to 19): a first ' +
+      'publication of every feed is CPU work, and where workers share cores with the api it must not slow feeds ' +
+      'already published. The `start` role (api and worker in one process) keeps its priority; with Docker, give ' +
+      'the containers CPU shares instead (docker-compose.yml does). `0` leaves the priority as it is.',
+    default: '5',
+    example: '10',
   }),
   refreshAttempts: setting('REFRESH_ATTEMPTS', positiveNumber(5, true, 100), {
     group: 'refresh',

@@ -106,3 +106,16 @@ describe("the public feeds' max-age in the configuration", () => {
     expect(problem).toMatch(/^FEED_PUBLIC_MAX_AGE: must be /);
   });
 });
+
+describe("the worker's CPU priority in the configuration", () => {
+  it('defaults to niceness 5 and reads whole numbers from 0 to 19', () => {
+    expect(loadConfig({}).workerNice).toBe(5);
+    expect(loadConfig({ WORKER_NICE: '0' }).workerNice).toBe(0);
+    expect(loadConfig({ WORKER_NICE: '19' }).workerNice).toBe(19);
+  });
+
+  it.each(['20', '-1', '2.5', 'low'])('refuses WORKER_NICE=%j', (value) => {
+    const [problem] = problemsOf({ WORKER_NICE: value });
+    expect(problem).toBe(`WORKER_NICE: must be a whole number from 0 to 19 (got "${value}")`);
+  });
+});

@@ -114,6 +114,17 @@ export function positiveNumber(fallback: number, integer: boolean, max = Number.
   });
 }
 
+/** A whole number from `min` to `max` (0 allowed when `min` is 0), else the default. */
+export function wholeNumber(fallback: number, min: number, max: number) {
+  return optionalText.transform((value, ctx) => {
+    if (value === undefined) return fallback;
+    const parsed = Number(value);
+    if (!Number.isInteger(parsed) || parsed < min || parsed > max)
+      ctx.addIssue({ code: 'custom', message: `must be a whole number from ${min} to ${max} (got "${value}")` });
+    return parsed;
+  });
+}
+
 /** `true` or `false` (any case), else the default. */
 export function flag(fallback: boolean) {
   return optionalText.transform((value, ctx) => {

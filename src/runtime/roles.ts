@@ -2,6 +2,7 @@ import { type Config, loadConfig, readEnvironment } from '../config.ts';
 import type { RedisTarget } from '../lib/redis-target.ts';
 import { createLogger, type Logger } from '../logger.ts';
 import { type Dialect, startSimulator } from '../simulator/index.ts';
+import { lowerCpuPriority } from './cpu-priority.ts';
 import { demoSecrets, demoSimulatorPort, importSimulatorGroups, onFreePort, printDemo, recordDemo } from './demo.ts';
 import { freePort, startEmbeddedRedis } from './embedded-redis.ts';
 import { acquireFolderLock } from './folder-lock.ts';
@@ -51,6 +52,8 @@ async function resolveRedis(
 export async function runServiceRole(role: ServiceRole): Promise<number> {
   const config = loadConfig(readEnvironment(), ['UNIVERSITY_API_URL']);
   const logger = rootLogger(config, role);
+  // First, before the worker starts threads of its own; `start` keeps its priority: its api is in the process.
+  if (role === 'worker') lowerCpuPriority(config.workerNice, logger);
   const shutdown = new Shutdown(logger);
   const signal = shutdown.untilSignal();
   try {
