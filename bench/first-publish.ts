@@ -15,18 +15,16 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import type { Job } from 'bullmq';
-import { loadConfig } from '../src/config.ts';
 import { activateSource } from '../src/jobs/activation.ts';
 import type { RefreshJobData, RefreshJobResult } from '../src/jobs/contract.ts';
 import { enqueueRefresh } from '../src/jobs/queues.ts';
 import { refreshProcessor } from '../src/jobs/refresh.ts';
 import { seedTermCounts } from '../src/jobs/term-starts.ts';
 import { startWorkers } from '../src/jobs/workers.ts';
-import { silentLogger } from '../src/logger.ts';
 import type { ServiceContext } from '../src/runtime/context.ts';
-import { openServiceContext } from '../src/runtime/service-context.ts';
 import type { SourceKey } from '../src/timetable/source.ts';
 import { Cleanup, privateRedis, serviceEnvironment, sleep, tempDir } from '../testkit/processes.ts';
+import { openBenchContext } from './support/bench-context.ts';
 import { processCpu } from './support/cpu.ts';
 import { publicSources } from './support/soak-setup.ts';
 
@@ -57,14 +55,7 @@ export async function runFirstPublishBenchmark(
       UPSTREAM_RATE_LIMIT: String(rate),
       WORKER_CONCURRENCY: String(CONCURRENCY),
     };
-    const opened = openServiceContext({
-      config: loadConfig({ ...env, PORT: '1' }),
-      logger: silentLogger(),
-      redis: redisUrl,
-      role: 'bench',
-    });
-    cleanup.add('context', opened.close);
-    const ctx = opened.context;
+    const ctx = openBenchContext(cleanup, env, redisUrl);
     await seedTermCounts(ctx);
     const all = (await publicSources(simulatorUrl, 1500, 500)) as SourceKey[];
     // Groups and teachers mixed as in a whole cycle: three groups to a teacher.
