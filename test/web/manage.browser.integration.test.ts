@@ -158,11 +158,14 @@ describe('the personal page on a phone', () => {
     await context.addCookies([{ name: 'tts-personal', value: `${subscription.id}.${token}`, url: stack.url }]);
     const page = await context.newPage();
     watchPageErrors(page, errors);
-    // The first refresh of a personal timetable fetches its study plan too: reload until the plan shows.
+    // The first refresh of a personal timetable fetches its study plan too, and stores the plan before it
+    // publishes the timetable: reload until both show (the live options form comes with the timetable).
     await eventually(async () => {
       await page.goto(`${stack.url}/timetables/personal`);
-      return (await page.locator('section.plan table').count()) > 0 ? true : undefined;
-    }, 'the study plan shown');
+      const plan = await page.locator('section.plan table').count();
+      const timetable = await page.locator('form[data-options]').count();
+      return plan > 0 && timetable > 0 ? true : undefined;
+    }, 'the study plan and the timetable shown');
     await expectFits(page);
     // The heading names the person once: no "Расписание:" before it, no group after it (linked just below).
     const heading = (await page.textContent('h1')) ?? '';
