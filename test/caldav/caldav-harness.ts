@@ -19,10 +19,9 @@ import type { ServiceContext } from '../../src/runtime/context.ts';
 import { startSimulator } from '../../src/simulator/index.ts';
 import type { SourceKey } from '../../src/timetable/source.ts';
 import { type DavFaultProxy, startDavFaultProxy } from '../../testkit/dav-fault-proxy.ts';
-import { until } from '../../testkit/poll.ts';
 import { type Radicale, startRadicale } from '../../testkit/radicale.ts';
 import { REFERENCE_DATE, readEvents } from '../jobs/helpers.ts';
-import { jobEnded } from '../support/jobs.ts';
+import { jobEnded, targetJobsEnded } from '../support/jobs.ts';
 import { testContext } from '../support/service.ts';
 import { type SimControl, simControl } from '../upstream/sim-control.ts';
 
@@ -249,21 +248,8 @@ export class CalDavHarness {
 
   /** Waits until `count` push jobs of the target exist and all of them have ended; answers them, oldest first. */
   async settled(targetId: string, count: number, timeoutMs = 30_000): Promise<PushOutcome[]> {
-    const read = async () => {
-      const jobs = (
-        await this.ctx.queues
-          .pushQueue('caldav')
-          .getJobs(['completed', 'failed', 'active', 'wait', 'delayed', 'prioritized'])
-      ).filter((job) => job.data.target === targetId);
-      return { jobs, states: await Promise.all(jobs.map((job) => job.getState())) };
-    };
-    const ended = ({ jobs, states }: Awaited<ReturnType<typeof read>>) =>
-      jobs.length >= count && states.every((state) => state === 'completed' || state === 'failed');
-    const seen = await until(read, ended, timeoutMs);
-    if (!ended(seen))
-      throw new Error(`target ${targetId}: ${seen.jobs.length} push jobs (${seen.states.join(', ')}), wanted ${count}`);
-    const ordered = seen.jobs.sort((a, b) => a.timestamp - b.timestamp || Number(a.id) - Number(b.id));
-    return Promise.all(ordered.map((job) => this.waitForPush(job.id ?? '', timeoutMs)));
+    const ids = await targetJobsEnded(this.ctx.queues.pushQueue('caldav'), targetId, count, timeoutMs);
+    return Promise.all(ids.map((id) => this.waitForPush(id, timeoutMs)));
   }
 
   async waitForPush(jobId: string, timeoutMs = 30_000): Promise<PushOutcome> {

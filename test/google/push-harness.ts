@@ -21,9 +21,8 @@ import { occurrenceUid } from '../../src/timetable/expand.ts';
 import type { SourceKey } from '../../src/timetable/source.ts';
 import type { Occurrence, SubscriberOptions } from '../../src/timetable/types.ts';
 import { type ApiMethod, type FakeEvent, type FakeGoogle, startFakeGoogle } from '../../testkit/fake-google/index.ts';
-import { until } from '../../testkit/poll.ts';
 import { REFERENCE_DATE, readEvents } from '../jobs/helpers.ts';
-import { jobEnded } from '../support/jobs.ts';
+import { jobEnded, targetJobsEnded } from '../support/jobs.ts';
 import { TEST_ADMIN_TOKEN, testConfig, testContext } from '../support/service.ts';
 import { icsOf } from '../support/stored-feed.ts';
 import { type SimControl, simControl } from '../upstream/sim-control.ts';
@@ -264,31 +263,8 @@ export class PushHarness {
 
   /** Waits until `count` push jobs of the target exist and all of them have ended; answers them, oldest first. */
   async settled(targetId: string, count: number, timeoutMs = 20_000): Promise<PushOutcome[]> {
-    const read = async () => {
-      try {
-        const jobs = (
-          await this.ctx.queues
-            .pushQueue('google')
-            .getJobs(['completed', 'failed', 'active', 'wait', 'delayed', 'prioritized'])
-        ).filter((job) => job.data.target === targetId);
-        return { jobs, states: await Promise.all(jobs.map((job) => job.getState())) };
-      } catch (error) {
-        // A read cut by a Redis failover (the client drops its connection when told of the new primary, which on
-        // a busy machine can come after the test saw the promotion) is read again; the service's own work is
-        // what the tests judge, not this look at it.
-        if (error instanceof Error && error.message === 'Connection is closed.') return { jobs: [], states: [] };
-        throw error;
-      }
-    };
-    const ended = ({ jobs, states }: Awaited<ReturnType<typeof read>>) =>
-      jobs.length >= count && states.every((state) => state === 'completed' || state === 'failed');
-    const seen = await until(read, ended, timeoutMs);
-    if (!ended(seen))
-      throw new Error(
-        `target ${targetId}: ${seen.jobs.length} push jobs (${seen.states.join(', ')}), wanted ${count} ended`,
-      );
-    const ordered = seen.jobs.sort((a, b) => a.timestamp - b.timestamp || Number(a.id) - Number(b.id));
-    return Promise.all(ordered.map((job) => this.waitForPush(job.id ?? '')));
+    const ids = await targetJobsEnded(this.ctx.queues.pushQueue('google'), targetId, count, timeoutMs);
+    return Promise.all(ids.map((id) => this.waitForPush(id)));
   }
 
   /** Waits until a push job completed or failed for good. */

@@ -1,5 +1,5 @@
 /** Waiting for BullMQ jobs in tests. */
-import type { Job } from 'bullmq';
+import type { Job, JobType } from 'bullmq';
 import { until } from '../../testkit/poll.ts';
 
 /** What a queue offers for reading one job. */
@@ -26,6 +26,43 @@ export async function jobEnded<T extends Job>(
   if (last.job === undefined || (last.state !== 'completed' && last.state !== 'failed'))
     throw new Error(`job ${id} did not end within ${timeoutMs} ms (last state: ${last.state})`);
   return { job: last.job, state: last.state };
+}
+
+/** What a queue offers for listing its jobs in a set of states. */
+export interface JobLister<T extends Job> {
+  getJobs(types: JobType[]): Promise<T[]>;
+}
+
+/** Every state a job can be in until it ended, and both ends. */
+const ALL_STATES: JobType[] = ['completed', 'failed', 'active', 'wait', 'delayed', 'prioritized'];
+
+/**
+ * Waits until at least `count` jobs of `queue` whose `data.target` is `target` exist and every one of them has ended
+ * (completed or failed); answers their ids, oldest first. A list cut by a Redis failover (the client drops its
+ * connection when told of the new primary, which on a busy machine can come after the test saw the promotion) is
+ * read again: the service's own work is what the tests judge, not this look at it.
+ */
+export async function targetJobsEnded<T extends Job<{ target: string }>>(
+  queue: JobLister<T>,
+  target: string,
+  count: number,
+  timeoutMs: number,
+): Promise<string[]> {
+  const read = async () => {
+    try {
+      const jobs = (await queue.getJobs(ALL_STATES)).filter((job) => job.data.target === target);
+      return { jobs, states: await Promise.all(jobs.map((job) => job.getState())) };
+    } catch (error) {
+      if (error instanceof Error && error.message === 'Connection is closed.') return { jobs: [], states: [] };
+      throw error;
+    }
+  };
+  const ended = ({ jobs, states }: Awaited<ReturnType<typeof read>>) =>
+    jobs.length >= count && states.every((state) => state === 'completed' || state === 'failed');
+  const seen = await until(read, ended, timeoutMs);
+  if (!ended(seen))
+    throw new Error(`target ${target}: ${seen.jobs.length} jobs (${seen.states.join(', ')}), wanted ${count} ended`);
+  return seen.jobs.sort((a, b) => a.timestamp - b.timestamp || Number(a.id) - Number(b.id)).map((job) => job.id ?? '');
 }
 
 /**
