@@ -9,14 +9,11 @@ process.env.NODE_COMPILE_CACHE ??= join(tmpdir(), 'node-compile-cache');
 /**
  * Integration suites that must have the machine to themselves, since a neighbour's load would fail them rather
  * than slow them down: the abuse suites bound a latency or a flood's cost in wall time; the CalDAV push budget
- * gives a job 1 s, which the connecting push must stay within; the simulator's data suite generates simulators
- * in its own process, blocking its event loop for seconds on a busy machine, and its client then met the
- * simulator closing an idle keep-alive connection under it (ECONNRESET).
+ * gives a job 1 s, which the connecting push must stay within. The others say why beside them.
  */
 const ALONE = [
   'test/abuse/**/*.integration.test.ts',
   'test/caldav/push-budget.integration.test.ts',
-  'test/simulator/data.integration.test.ts',
   // A flood of 40 commands must get the burst's 3 replies and one «too often», answered at 1 s pace: on a busy
   // machine the queued commands were handled slowly enough for the chat's rate to allow a fifth.
   'test/notify/telegram-replies.integration.test.ts',

@@ -1,3 +1,4 @@
+import { Agent, fetch, type Headers } from 'undici';
 import { type RunningSimulator, type SimulatorOptions, startSimulator } from '../../src/simulator/index.ts';
 
 /** The reference date every simulator test uses: autumn semester 2025. */
@@ -44,6 +45,13 @@ export function start(options: SimulatorOptions = {}): Promise<RunningSimulator>
   return startSimulator({ port: 0, seed: 42, referenceDate: REFERENCE_DATE, ...options });
 }
 
+/**
+ * A fresh connection per request. The simulators run in the test's own process, whose event loop is blocked for
+ * seconds while a suite builds its twins' data: a connection kept alive across such a pause met the simulator's
+ * keep-alive timeout at the same moment as the next request, and that request failed with ECONNRESET.
+ */
+const FRESH_CONNECTIONS = new Agent({ pipelining: 0 });
+
 /** GET (or another method) returning status and parsed JSON body. */
 export async function call<T = unknown>(
   base: string,
@@ -53,6 +61,7 @@ export async function call<T = unknown>(
   const headers: Record<string, string> = { ...init.headers };
   if (init.body !== undefined) headers['content-type'] = 'application/json';
   const response = await fetch(`${base}${path}`, {
+    dispatcher: FRESH_CONNECTIONS,
     method: init.method ?? 'GET',
     headers,
     body: init.body === undefined ? null : typeof init.body === 'string' ? init.body : JSON.stringify(init.body),
