@@ -31,7 +31,6 @@ import { LOG_LEVELS, type LogLevel } from './logger.ts';
 import type { QuietHours } from './timetable/notify-change.ts';
 import { canonicalTimeZone } from './timetable/vtimezone.ts';
 
-/** An HTTP header name (RFC 9110 token). */
 /** Whether `value` is a proxy URL undici's `ProxyAgent` takes: http, https or socks5 (socks as its alias). */
 function isProxyUrl(value: string): boolean {
   try {
