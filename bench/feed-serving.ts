@@ -8,10 +8,15 @@
  * service as child processes, `timetable-sync api` and `timetable-sync worker` (the worker fetches the feed
  * once on demand, then idles). The feed of a group of median size is requested once, so that it is
  * published and in the api's memory cache; its exact bytes and headers (identity, and the service's own gzip)
- * are what the other servers send. Four servers answer the same feed:
+ * are what the other servers send. Five servers answer the same feed:
  * - **api**: the service's fast path (src/serving/feed-fast-path.ts);
  * - **bare node**: a `node:http` process sending the api's bytes and headers, prebuilt (support/bare-feed-server.ts):
  *   Node's floor, so that api / bare node is the service's own cost whatever the machine;
+ * - **warmed node**: the same bare server in a process that has first done what a running api does besides
+ *   serving feeds, with the api's libraries (Redis commands, BullMQ jobs, fastify answering undici). Node's shared
+ *   functions (events, streams, the parser's callbacks) have then met as many object shapes as in the api, which
+ *   slows the same serving code: api / warmed node is what the service's own code costs, warmed node / bare node
+ *   what the process's other work costs each request it serves;
  * - **proxy**: `deploy/run-proxy`, the shipped nginx config, in front of the api; every measured run starts
  *   with a probe that must answer `X-Cache-Status: HIT`, and the api's CPU during the proxy's runs is reported
  *   (near zero when the proxy answers from its cache);
@@ -27,7 +32,7 @@
  *   on CPU 1, so that the load tool never steals the server's core. Cleaner, but one wrk thread can be the limit.
  * Every wrk run gets a 2 s warm-up first; the servers' runs alternate round by round, so that drift in the
  * machine's speed hits all alike; we report the median of the rounds and the ratio of the medians. Every child
- * (redis, api, worker, bare node, both nginx) is stopped at the end, on failure and on Ctrl-C.
+ * (redis, api, worker, both bare servers, both nginx) is stopped at the end, on failure and on Ctrl-C.
  */
 import { spawn } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -57,7 +62,7 @@ const WARM_UP_SECONDS = 2;
 const CONNECTIONS = 64;
 const GZIP = { 'Accept-Encoding': 'gzip' };
 const BARE_SERVER = join(import.meta.dirname, 'support/bare-feed-server.ts');
-export const NAMES = ['api', 'bare node', 'proxy', 'nginx static'] as const;
+export const NAMES = ['api', 'bare node', 'warmed node', 'proxy', 'nginx static'] as const;
 export type Name = (typeof NAMES)[number];
 
 /** One server under load; `pids` for pinning and CPU; `headers` sent with each of its requests. */
@@ -76,13 +81,13 @@ interface Target {
 export interface FeedServingOptions {
   /** NODE_OPTIONS of the api process, e.g. `--cpu-prof --cpu-prof-dir=/tmp/profiles`. */
   apiNodeOptions?: string;
-  /** NODE_OPTIONS of the bare node process, alike. */
+  /** NODE_OPTIONS of the bare node and warmed node processes, alike. */
   bareNodeOptions?: string;
   /** Measured rounds per comparison; default 3. */
   rounds?: number;
   /** Seconds of each measured wrk run; default 10. */
   seconds?: number;
-  /** The servers measured (all four are started and checked all the same); default all. */
+  /** The servers measured (all five are started and checked all the same); default all. */
   servers?: readonly Name[];
   /** The answers measured, of `plain`, `gzip`, `304`, `pinned plain`, `pinned gzip`; default all. */
   answers?: readonly string[];
@@ -115,7 +120,7 @@ interface Servers {
   apiStderr: () => string;
 }
 
-/** Redis, simulator, api and worker; one feed published; the other three servers started on its bytes; all checked. */
+/** Redis, simulator, api and worker; one feed published; the other four servers started on its bytes; all checked. */
 async function startServers(cleanup: Cleanup, options: FeedServingOptions): Promise<Servers> {
   const dir = await tempDir(cleanup, 'feeds');
   const redisUrl = await privateRedis(cleanup, join(dir, 'redis'));
@@ -137,7 +142,9 @@ async function startServers(cleanup: Cleanup, options: FeedServingOptions): Prom
     throw new Error('the service did not answer gzip to Accept-Encoding: gzip');
   const apiEtag = String(gzipped.headers.etag);
 
-  const bare = await startBareNode(cleanup, join(dir, 'bare'), api.url, path, plain, gzipped, options.bareNodeOptions);
+  const answers = await bareAnswers(join(dir, 'bare'), api.url, path, plain, gzipped);
+  const bare = await startBareNode(cleanup, answers, undefined, options.bareNodeOptions);
+  const warmed = await startBareNode(cleanup, answers, redisUrl, options.bareNodeOptions);
   const root = join(dir, 'www');
   await mkdir(join(root, 'feeds/groups'), { recursive: true });
   await writeFile(join(root, path), plain.body);
@@ -151,11 +158,13 @@ async function startServers(cleanup: Cleanup, options: FeedServingOptions): Prom
   const etags = {
     api: apiEtag,
     bare: await checkSameBytes('bare node', `${bare.url}${path}`, plain.body, gzipped.body),
+    warmed: await checkSameBytes('warmed node', `${warmed.url}${path}`, plain.body, gzipped.body),
     nginx: await checkSameBytes('nginx static', `${nginx.url}${path}`, plain.body, gzipped.body),
     proxy: await checkSameBytes('proxy', `${proxy.url}${path}`, plain.body, gzipped.body),
   };
   await checkNotModified(`${api.url}${path}`, etags.api);
   await checkNotModified(`${bare.url}${path}`, etags.bare);
+  await checkNotModified(`${warmed.url}${path}`, etags.warmed);
   await checkNotModified(`${nginx.url}${path}`, etags.nginx);
   await checkNotModified(`${proxy.url}${path}`, etags.proxy);
   const apiPids = async () => [api.pid];
@@ -166,6 +175,7 @@ async function startServers(cleanup: Cleanup, options: FeedServingOptions): Prom
     targets: {
       api: { name: 'api', url: `${api.url}${path}`, pids: apiPids, etag: etags.api },
       'bare node': { name: 'bare node', url: `${bare.url}${path}`, pids: bare.pids, etag: etags.bare },
+      'warmed node': { name: 'warmed node', url: `${warmed.url}${path}`, pids: warmed.pids, etag: etags.warmed },
       proxy: {
         name: 'proxy',
         url: `${proxy.url}${path}`,
@@ -182,18 +192,16 @@ async function startServers(cleanup: Cleanup, options: FeedServingOptions): Prom
 }
 
 /**
- * Starts the bare `node:http` server with the api's own answers for `path` (200 and 304, plain and gzip), taken
- * from the api itself, so that only the work around the bytes differs.
+ * Writes the api's own answers for `path` (200 and 304, plain and gzip), taken from the api itself, for the bare
+ * servers to send, so that only the work around the bytes differs; returns the answers file.
  */
-async function startBareNode(
-  cleanup: Cleanup,
+async function bareAnswers(
   dir: string,
   apiUrl: string,
   path: string,
   plain: RawResponse,
   gzipped: RawResponse,
-  nodeOptions: string | undefined,
-): Promise<{ url: string; pids: () => Promise<number[]> }> {
+): Promise<string> {
   await mkdir(dir, { recursive: true });
   const coded = async (name: string, answer: RawResponse, headers: Record<string, string>) => {
     const etag = String(answer.headers.etag);
@@ -210,16 +218,32 @@ async function startBareNode(
   const answers: BareAnswers = { plain: await coded('plain', plain, {}), gzip: await coded('gzip', gzipped, GZIP) };
   const file = join(dir, 'answers.json');
   await writeFile(file, JSON.stringify(answers));
-  const child = spawn(process.execPath, [BARE_SERVER, file], {
+  return file;
+}
+
+/**
+ * Starts the bare `node:http` server on `answersFile`; with `warmUpRedis`, after using the api's libraries against
+ * that Redis as a running api does (support/bare-feed-server.ts).
+ */
+async function startBareNode(
+  cleanup: Cleanup,
+  answersFile: string,
+  warmUpRedis: string | undefined,
+  nodeOptions: string | undefined,
+): Promise<{ url: string; pids: () => Promise<number[]> }> {
+  const name = warmUpRedis === undefined ? 'bare node' : 'warmed node';
+  const warm = warmUpRedis === undefined ? [] : ['--warm', warmUpRedis];
+  const child = spawn(process.execPath, [BARE_SERVER, answersFile, ...warm], {
     stdio: ['ignore', 'pipe', 'pipe'],
     ...(nodeOptions === undefined ? {} : { env: { ...process.env, NODE_OPTIONS: nodeOptions } }),
   });
-  cleanup.add(`bare node ${child.pid}`, () => stopChild(child));
+  cleanup.add(`${name} ${child.pid}`, () => stopChild(child));
   let errors = '';
   child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (errors += chunk));
   const url = await new Promise<string>((done, fail) => {
     let out = '';
-    const timer = setTimeout(() => fail(new Error(`bare node did not start within 10 s: ${errors}`)), 10_000);
+    // The warm-up takes a few seconds; on a busy machine several times that.
+    const timer = setTimeout(() => fail(new Error(`${name} did not start within 60 s: ${errors}`)), 60_000);
     child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
       out += chunk;
       const match = / is running on (http:\/\/\S+)/.exec(out);
@@ -230,7 +254,7 @@ async function startBareNode(
     });
     child.once('exit', (code) => {
       clearTimeout(timer);
-      fail(new Error(`bare node exited (${code}) before it was ready: ${errors}`));
+      fail(new Error(`${name} exited (${code}) before it was ready: ${errors}`));
     });
   });
   return { url, pids: async () => [child.pid ?? 0] };
@@ -304,6 +328,8 @@ async function measure(cleanup: Cleanup, options: FeedServingOptions): Promise<R
   for (const [answer, comparison] of answers) {
     for (const name of NAMES) figures[`${answer} ${name} req/s`] = comparison.rate(name);
     figures[`${answer} ratio api/bare node`] = comparison.ratio('api', 'bare node');
+    figures[`${answer} ratio api/warmed node`] = comparison.ratio('api', 'warmed node');
+    figures[`${answer} ratio warmed node/bare node`] = comparison.ratio('warmed node', 'bare node');
     figures[`${answer} ratio proxy/nginx static`] = comparison.ratio('proxy', 'nginx static');
     figures[`${answer} ratio bare node/nginx static`] = comparison.ratio('bare node', 'nginx static');
     figures[`${answer} ratio api/nginx static`] = comparison.ratio('api', 'nginx static');
@@ -324,11 +350,19 @@ async function measure(cleanup: Cleanup, options: FeedServingOptions): Promise<R
 
 /** The human-readable summary: req/s of each server per answer, and the ratios that carry the goals. */
 function table(answers: readonly [string, Comparison][]): string {
-  const header = ['answer', ...NAMES.map((name) => `${name} req/s`), 'api/bare', 'proxy/nginx', 'bare/nginx'];
+  const header = [
+    'answer',
+    ...NAMES.map((name) => `${name} req/s`),
+    'api/bare',
+    'api/warmed',
+    'proxy/nginx',
+    'bare/nginx',
+  ];
   const rows = answers.map(([answer, c]) => [
     answer,
     ...NAMES.map((name) => String(c.rate(name))),
     c.ratio('api', 'bare node').toFixed(3),
+    c.ratio('api', 'warmed node').toFixed(3),
     c.ratio('proxy', 'nginx static').toFixed(3),
     c.ratio('bare node', 'nginx static').toFixed(3),
   ]);

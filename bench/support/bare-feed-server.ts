@@ -5,8 +5,15 @@
  * below nginx is Node's HTTP parser and response objects, which no change of ours removes.
  *
  * Run as its own process (so that it can be pinned and its CPU counted apart):
- * `node bench/support/bare-feed-server.ts ANSWERS.json`, where the file is a {@link BareAnswers}; it prints
- * `bare node:http is running on http://127.0.0.1:PORT` and serves until SIGTERM or SIGINT.
+ * `node bench/support/bare-feed-server.ts ANSWERS.json [--warm REDIS_URL]`, where the file is a {@link BareAnswers}; it
+ * prints `bare node:http is running on http://127.0.0.1:PORT` and serves until SIGTERM or SIGINT.
+ *
+ * With `--warm REDIS_URL` it first does what a running api does besides serving feeds, with the api's own
+ * libraries: loads the api's whole module graph, sends Redis commands with ioredis, queues BullMQ jobs (under a
+ * prefix of its own) and answers HTTP requests through fastify from undici. Then it serves as above. Node's shared
+ * functions (events, streams, the HTTP parser's callbacks) have by then met the shapes of every library's objects,
+ * and their inline caches are as megamorphic as in the api: api / this floor is what the service's own code
+ * costs, this floor / bare node what the process's other work costs every request it serves.
  */
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -68,4 +75,45 @@ function serve(file: string): void {
   process.once('SIGINT', stop);
 }
 
-if (import.meta.main) serve(process.argv[2] ?? '');
+/** The module the command loads to run a role: its imports are the api's whole module graph; loading it runs nothing. */
+const API_ENTRY = '../../src/runtime/roles.ts';
+/** Redis commands, BullMQ jobs and HTTP requests of the warm-up: enough for every call site to settle its caches. */
+const WARM_UP_CALLS = 2_000;
+
+/** What a running api does besides serving feeds, with its own libraries; see the module comment. */
+async function warmUp(redisUrl: string): Promise<void> {
+  await import(API_ENTRY);
+  const { Redis } = await import('ioredis');
+  const { Queue } = await import('bullmq');
+  const { default: Fastify } = await import('fastify');
+  const { request } = await import('undici');
+  const redis = new Redis(redisUrl, { maxRetriesPerRequest: null });
+  const queue = new Queue('warm-up', { connection: redis.duplicate(), prefix: 'bench-bare-warm-up' });
+  const app = Fastify();
+  app.get('/items/:id', async (req, reply) => {
+    reply.header('cache-control', 'no-store');
+    return { id: (req.params as { id: string }).id };
+  });
+  try {
+    for (let call = 0; call < WARM_UP_CALLS; call += 1) {
+      await redis.set(`bench-bare-warm-up:${call % 50}`, String(call));
+      await redis.get(`bench-bare-warm-up:${call % 50}`);
+      if (call % 10 === 0) await queue.add('item', { call });
+    }
+    await queue.obliterate({ force: true });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const address = app.server.address();
+    const port = typeof address === 'object' && address !== null ? address.port : 0;
+    for (let call = 0; call < WARM_UP_CALLS; call += 1)
+      await (await request(`http://127.0.0.1:${port}/items/${call}`)).body.text();
+  } finally {
+    await app.close();
+    await queue.close();
+    redis.disconnect();
+  }
+}
+
+if (import.meta.main) {
+  if (process.argv[3] === '--warm') await warmUp(process.argv[4] ?? '');
+  serve(process.argv[2] ?? '');
+}
