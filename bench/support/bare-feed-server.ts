@@ -9,11 +9,11 @@
  * prints `bare node:http is running on http://127.0.0.1:PORT` and serves until SIGTERM or SIGINT.
  *
  * With `--warm REDIS_URL` it first does what a running api does besides serving feeds, with the api's own
- * libraries: loads the api's whole module graph, sends Redis commands with ioredis, queues BullMQ jobs (under a
- * prefix of its own) and answers HTTP requests through fastify from undici. Then it serves as above. Node's shared
- * functions (events, streams, the HTTP parser's callbacks) have by then met the shapes of every library's objects,
- * and their inline caches are as megamorphic as in the api: api / this floor is what the service's own code
- * costs, this floor / bare node what the process's other work costs every request it serves.
+ * libraries: loads the api's whole module graph, sends Redis commands with ioredis and queues BullMQ jobs (under a
+ * prefix of its own, removed before it serves), and answers HTTP requests through fastify from undici. Then it
+ * serves as above. Node's shared functions (events, streams, the HTTP parser's callbacks) have by then met the
+ * shapes of every library's objects, as in the api: api / this floor is what the service's own code costs, this
+ * floor / bare node what the process's other work costs every request it serves.
  */
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -75,40 +75,50 @@ function serve(file: string): void {
   process.once('SIGINT', stop);
 }
 
-/** The module the command loads to run a role: its imports are the api's whole module graph; loading it runs nothing. */
+/** The module the command runs roles from: it imports the api's whole module graph, and loading it runs nothing. */
 const API_ENTRY = '../../src/runtime/roles.ts';
-/** Redis commands, BullMQ jobs and HTTP requests of the warm-up: enough for every call site to settle its caches. */
-const WARM_UP_CALLS = 2_000;
+/**
+ * Rounds of the warm-up: each sends two Redis commands and one HTTP request, every tenth also queues a BullMQ job
+ * (4,000 commands, 200 jobs, 2,000 requests): enough for every call site's inline caches to settle.
+ */
+const WARM_UP_ROUNDS = 2_000;
+/** Keys of the warm-up's own commands, apart from the service's (under REDIS_PREFIX) in the same Redis. */
+const WARM_UP_KEYS = 'bench-bare-warm-up';
 
 /** What a running api does besides serving feeds, with its own libraries; see the module comment. */
 async function warmUp(redisUrl: string): Promise<void> {
+  if (!/^rediss?:\/\//.test(redisUrl)) throw new Error(`--warm needs a redis:// URL; got "${redisUrl}"`);
   await import(API_ENTRY);
   const { Redis } = await import('ioredis');
   const { Queue } = await import('bullmq');
   const { default: Fastify } = await import('fastify');
   const { request } = await import('undici');
   const redis = new Redis(redisUrl, { maxRetriesPerRequest: null });
-  const queue = new Queue('warm-up', { connection: redis.duplicate(), prefix: 'bench-bare-warm-up' });
+  // BullMQ leaves a connection it was given open at close: it is closed here with the other one.
+  const queueConnection = redis.duplicate();
+  const queue = new Queue('warm-up', { connection: queueConnection, prefix: WARM_UP_KEYS });
   const app = Fastify();
   app.get('/items/:id', async (req, reply) => {
     reply.header('cache-control', 'no-store');
     return { id: (req.params as { id: string }).id };
   });
   try {
-    for (let call = 0; call < WARM_UP_CALLS; call += 1) {
-      await redis.set(`bench-bare-warm-up:${call % 50}`, String(call));
-      await redis.get(`bench-bare-warm-up:${call % 50}`);
-      if (call % 10 === 0) await queue.add('item', { call });
+    for (let round = 0; round < WARM_UP_ROUNDS; round += 1) {
+      await redis.set(`${WARM_UP_KEYS}:${round % 50}`, String(round));
+      await redis.get(`${WARM_UP_KEYS}:${round % 50}`);
+      if (round % 10 === 0) await queue.add('item', { round });
     }
     await queue.obliterate({ force: true });
+    await redis.del(...Array.from({ length: 50 }, (_, index) => `${WARM_UP_KEYS}:${index}`));
     await app.listen({ port: 0, host: '127.0.0.1' });
     const address = app.server.address();
     const port = typeof address === 'object' && address !== null ? address.port : 0;
-    for (let call = 0; call < WARM_UP_CALLS; call += 1)
-      await (await request(`http://127.0.0.1:${port}/items/${call}`)).body.text();
+    for (let round = 0; round < WARM_UP_ROUNDS; round += 1)
+      await (await request(`http://127.0.0.1:${port}/items/${round}`)).body.text();
   } finally {
     await app.close();
     await queue.close();
+    queueConnection.disconnect();
     redis.disconnect();
   }
 }

@@ -1,6 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '../../src/simulator/index.ts';
-import { call, dayNumber, employeeEntries, groupEntries, mapLimit, start, type WireEntry } from './helpers.ts';
+import {
+  call,
+  dayNumber,
+  employeeEntries,
+  fetchText,
+  groupEntries,
+  mapLimit,
+  start,
+  type WireEntry,
+} from './helpers.ts';
 
 interface SimGroup {
   id: number;
@@ -182,15 +191,13 @@ describe('simulator data', () => {
     try {
       const sample = groups.slice(0, 5);
       for (const group of sample) {
-        const a = await (await fetch(`${sim.url}/groups/${group.id}/schedule`)).text();
-        const b = await (await fetch(`${twin.url}/groups/${group.id}/schedule`)).text();
+        const a = await fetchText(`${sim.url}/groups/${group.id}/schedule`);
+        const b = await fetchText(`${twin.url}/groups/${group.id}/schedule`);
         expect(b).toBe(a);
       }
       for (const path of ['/_sim/groups', '/_sim/employees', '/_sim/users']) {
-        expect(await (await fetch(`${twin.url}${path}`)).text()).toBe(await (await fetch(`${sim.url}${path}`)).text());
-        expect(await (await fetch(`${other.url}${path}`)).text()).not.toBe(
-          await (await fetch(`${sim.url}${path}`)).text(),
-        );
+        expect(await fetchText(`${twin.url}${path}`)).toBe(await fetchText(`${sim.url}${path}`));
+        expect(await fetchText(`${other.url}${path}`)).not.toBe(await fetchText(`${sim.url}${path}`));
       }
     } finally {
       await Promise.all([twin.close(), other.close()]);

@@ -52,6 +52,11 @@ export function start(options: SimulatorOptions = {}): Promise<RunningSimulator>
  */
 const FRESH_CONNECTIONS = new Agent({ pipelining: 0 });
 
+/** The body text of a GET of `url`, on a fresh connection (see {@link FRESH_CONNECTIONS}). */
+export async function fetchText(url: string): Promise<string> {
+  return (await fetch(url, { dispatcher: FRESH_CONNECTIONS })).text();
+}
+
 /** GET (or another method) returning status and parsed JSON body. */
 export async function call<T = unknown>(
   base: string,
