@@ -167,15 +167,6 @@ export interface RefreshRequest {
   cause?: SourceKey;
   /** The job's id (without `:`) when none is running: a stable one makes repeated requests one job. */
   jobId?: string;
-  /**
-   * With `followUp`: when the caller was asked, in real time (epoch ms: the clock BullMQ stamps a job's start
-   * with, not a simulated service clock). A running refresh that fetches and started at or after it answers the
-   * request, since its fetch comes after the ask, and no follow-up is queued. An admin's resync of every source asks
-   * for each one some time after the admin did, and a subscriber's first request may have started that source's
-   * refresh in between: a follow-up fetched the same timetable twice. Without it, every running refresh gets a
-   * follow-up.
-   */
-  askedAt?: number;
 }
 
 /**
@@ -206,7 +197,6 @@ export async function enqueueRefresh(
   let answer = '';
   for (let round = 1; round <= MAX_ENQUEUE_ROUNDS; round += 1) {
     const running = request.followUp ? await runningJob(queues, token) : undefined;
-    if (running !== undefined && (await fetchedSince(queues, running, request.askedAt))) return running;
     // Every follow-up of one running job gets the same id, so that ids answered to several callers all resolve.
     const jobId =
       running === undefined
@@ -298,17 +288,6 @@ export async function refreshPending(queues: Queues, source: SourceKey): Promise
 }
 
 /** The id of the source's refresh job if it is running right now. */
-/**
- * Whether the refresh job `id` fetches and started at or after `askedAt` (so that what it fetches is newer than
- * the ask): a re-render fetches nothing, and a job gone meanwhile is not known to.
- */
-async function fetchedSince(queues: Queues, id: string, askedAt: number | undefined): Promise<boolean> {
-  if (askedAt === undefined) return false;
-  const job = await queues.refresh.getJob(id);
-  if (job === undefined || job.data.reason === 'rerender') return false;
-  return job.processedOn !== undefined && job.processedOn >= askedAt;
-}
-
 async function runningJob(queues: Queues, token: string): Promise<string | undefined> {
   const current = await queues.refresh.getDeduplicationJobId(token);
   if (current === null) return undefined;

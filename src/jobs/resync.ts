@@ -10,8 +10,6 @@ export type ResyncTarget = { source: string } | { subscription: string } | { all
 
 /** What {@link requestResync} uses. */
 export type ResyncDeps = ActivationDeps & {
-  /** Real time, epoch ms: what BullMQ stamps a job's start with (the service clock may be a simulated date). */
-  readonly wallClock: () => number;
   readonly config: RefreshJobSettings;
   readonly registry: Pick<SourceRegistry, 'allActiveSources'>;
   readonly subscriptions: Pick<SubscriptionStore, 'get'>;
@@ -22,18 +20,16 @@ const BATCH_SIZE = 100;
 
 /**
  * Queues a resync refresh and resolves to the job ids, in the order of the sources. A named source is
- * activated first (an admin wants it kept fresh from now on); a source whose refresh started before the request
- * and is still running gets exactly one follow-up, so that the answer is data fetched after the request (one that
- * started since is that already). Throws `InvalidSourceError` for a malformed source and
- * {@link UnknownSubscriptionError} for a subscription that does not exist.
+ * activated first (an admin wants it kept fresh from now on); a source whose refresh is running gets exactly
+ * one follow-up, so that the answer is data fetched after the request. Throws `InvalidSourceError` for a
+ * malformed source and {@link UnknownSubscriptionError} for a subscription that does not exist.
  */
 export async function requestResync(ctx: ResyncDeps, target: ResyncTarget): Promise<string[]> {
-  const askedAt = ctx.wallClock();
-  if ('all' in target) return resyncActive(ctx, askedAt);
+  if ('all' in target) return resyncActive(ctx);
   const source =
     'source' in target ? await namedSource(ctx, target.source) : await subscriptionSource(ctx, target.subscription);
   await activateSource(ctx, source);
-  return [await resyncOne(ctx, source, askedAt)];
+  return [await resyncOne(ctx, source)];
 }
 
 async function namedSource(ctx: ResyncDeps, text: string): Promise<SourceKey> {
@@ -49,12 +45,11 @@ async function subscriptionSource(ctx: ResyncDeps, id: string): Promise<SourceKe
   return sourceKey({ kind: 'personal', id });
 }
 
-function resyncOne(ctx: ResyncDeps, source: SourceKey, askedAt: number, priority?: number): Promise<string> {
+function resyncOne(ctx: ResyncDeps, source: SourceKey, priority?: number): Promise<string> {
   return enqueueRefresh(ctx.queues, ctx.config, source, {
     reason: 'resync',
     now: ctx.now(),
     followUp: true,
-    askedAt,
     ...(priority === undefined ? {} : { priority }),
   });
 }
@@ -63,13 +58,13 @@ function resyncOne(ctx: ResyncDeps, source: SourceKey, askedAt: number, priority
  * Every active source, queued in parallel batches at a background priority (see `RESYNC_ALL_PRIORITY`).
  * Already active, so not re-activated: that would count as a feed request and keep unwanted sources alive.
  */
-async function resyncActive(ctx: ResyncDeps, askedAt: number): Promise<string[]> {
+async function resyncActive(ctx: ResyncDeps): Promise<string[]> {
   const sources = await ctx.registry.allActiveSources();
   const jobs: string[] = [];
   for (let start = 0; start < sources.length; start += BATCH_SIZE) {
     jobs.push(
       ...(await Promise.all(
-        sources.slice(start, start + BATCH_SIZE).map((source) => resyncOne(ctx, source, askedAt, RESYNC_ALL_PRIORITY)),
+        sources.slice(start, start + BATCH_SIZE).map((source) => resyncOne(ctx, source, RESYNC_ALL_PRIORITY)),
       )),
     );
   }

@@ -1,11 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { UnknownSubscriptionError } from '../../src/jobs/errors.ts';
-import { enqueueRefresh, followUpJobId } from '../../src/jobs/queues.ts';
 import { requestResync } from '../../src/jobs/resync.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { InvalidSourceError } from '../../src/timetable/errors.ts';
-import { sourceToken } from '../../src/timetable/source.ts';
 import { eventually, waitUntil } from '../../testkit/poll.ts';
 import { testContext } from '../support/service.ts';
 import { adminApp, BEARER, type HeldWorker, holdingWorker } from './admin-app.ts';
@@ -31,7 +29,6 @@ describe('admin resync', () => {
 
   const resync = (payload: unknown) =>
     app.inject({ method: 'POST', url: '/admin/resync', headers: BEARER, payload: payload as object });
-  const resyncAsk = () => ({ reason: 'resync' as const, now: Date.now(), followUp: true });
   const job = (id: string) =>
     app.inject({ method: 'GET', url: `/admin/jobs/${encodeURIComponent(id)}`, headers: BEARER });
 
@@ -102,32 +99,6 @@ describe('admin resync', () => {
       active: 0,
       delayed: 0,
     });
-  });
-
-  it('answers a resync with a fetching refresh that started after it was asked, and queues no follow-up', async () => {
-    // A resync of every source reaches a source some time after the admin asked; a first request may have started
-    // that source's refresh in between. What it fetches is newer than the ask: fetching it again would be waste.
-    const askedAt = Date.now();
-    const demand = await enqueueRefresh(ctx.queues, ctx.config, 'group:9', { reason: 'demand', now: askedAt });
-    const rerender = await enqueueRefresh(ctx.queues, ctx.config, 'group:10', { reason: 'rerender', now: askedAt });
-    const worker = holdingWorker(ctx);
-    workers.push(worker);
-    await waitUntil(
-      async () =>
-        (await ctx.queues.refresh.getJobState(demand)) === 'active' &&
-        (await ctx.queues.refresh.getJobState(rerender)) === 'active',
-      'both refreshes to run',
-    );
-    const resync = (source: 'group:9' | 'group:10') =>
-      enqueueRefresh(ctx.queues, ctx.config, source, { reason: 'resync', now: Date.now(), followUp: true, askedAt });
-    expect(await resync('group:9')).toBe(demand);
-    expect(await ctx.queues.refresh.getJob(followUpJobId(sourceToken('group:9'), demand))).toBeUndefined();
-    // A re-render fetches nothing: the resync still gets a fetch of its own after it.
-    expect(await resync('group:10')).toBe(followUpJobId(sourceToken('group:10'), rerender));
-    // Asked after the refresh started, a resync keeps its follow-up (the test above, through the API).
-    expect(await enqueueRefresh(ctx.queues, ctx.config, 'group:9', { ...resyncAsk(), askedAt: Date.now() + 1 })).toBe(
-      followUpJobId(sourceToken('group:9'), demand),
-    );
   });
 
   it('resyncs every active source, and only those, with {all: true}', async () => {
