@@ -102,14 +102,12 @@ export function duration(fallback: string, minMs: number) {
 }
 
 export function positiveNumber(fallback: number, integer: boolean, max = Number.MAX_SAFE_INTEGER) {
+  if (integer) return wholeNumber(fallback, 1, max);
   return optionalText.transform((value, ctx) => {
     if (value === undefined) return fallback;
     const parsed = Number(value);
-    const ok = Number.isFinite(parsed) && parsed > 0 && parsed <= max && (!integer || Number.isInteger(parsed));
-    const kind = integer ? 'whole' : 'positive';
-    const from = integer ? 1 : '>0';
-    if (!ok)
-      ctx.addIssue({ code: 'custom', message: `must be a ${kind} number from ${from} to ${max} (got "${value}")` });
+    if (!Number.isFinite(parsed) || parsed <= 0 || parsed > max)
+      ctx.addIssue({ code: 'custom', message: `must be a positive number from >0 to ${max} (got "${value}")` });
     return parsed;
   });
 }

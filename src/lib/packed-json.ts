@@ -5,9 +5,10 @@
  * Brotli at quality 5 was chosen by measuring a median simulator group's and teacher's snapshot, published state
  * and first change record (10–28 KB of JSON each, 0.9–1.6 KB packed): 6–30 % smaller than raw deflate at level 6
  * for 60–140 µs of CPU a value instead of 30–60, and read back in under 50 µs; quality 9 costs 1.3–2 ms for
- * under 10 % more, quality 11 10–35 ms. Reading back runs synchronously on the event loop; a publication packs its snapshot and
- * published state on libuv's thread pool ({@link packJsonOffLoop}: the same bytes), which otherwise held a worker's
- * loop for about a millisecond per publication while other jobs and its BullMQ lock renewals waited.
+ * under 10 % more, quality 11 10–35 ms. Reading back runs synchronously on the event loop; a publication packs
+ * its snapshot and published state on libuv's thread pool ({@link packJsonOffLoop}: the same bytes), which
+ * otherwise held a worker's loop for about a millisecond per publication while other jobs and its BullMQ lock
+ * renewals waited.
  */
 import { promisify } from 'node:util';
 import { brotliCompress, brotliCompressSync, brotliDecompressSync, constants } from 'node:zlib';

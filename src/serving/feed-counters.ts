@@ -23,11 +23,11 @@ export class FeedCounters {
     // the metric's owner or another of these, still runs.
     const collecting = counter as unknown as Collecting;
     const before = collecting.collect;
+    const flush = () => this.flush();
     collecting.collect = function (this: unknown) {
       flush();
       return before?.call(this);
     };
-    const flush = () => this.flush();
   }
 
   /** Counts one answer with `status` to a request for a feed of `kind`. */

@@ -7,8 +7,9 @@ import { codingEtag, type FeedEncoding } from './negotiate.ts';
 
 /**
  * How long a shared cache (deploy/nginx.conf's proxy) and calendar apps may keep a public feed without asking
- * again, unless `FEED_PUBLIC_MAX_AGE` lowers it. 30 s keeps a published change at most 30 s behind the api at the proxy, inside the minute we promise,
- * with room for the proxy's background revalidation; asking again costs a 304 without a body once a copy is held.
+ * again, unless `FEED_PUBLIC_MAX_AGE` lowers it. 30 s keeps a published change at most 30 s behind the api at the
+ * proxy, inside the minute we promise, with room for the proxy's background revalidation; asking again costs a
+ * 304 without a body once a copy is held.
  */
 export const PUBLIC_MAX_AGE_SECONDS = 30;
 /** How long the one calendar app holding a personal feed may keep it (no shared cache may keep it at all). */
